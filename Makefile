@@ -1,0 +1,48 @@
+# fedrl-kit — two commands on a fresh machine with Python 3.11:
+#   make demo   install into .venv, then run the quickstart notebook with papermill (writes runs/ and figures/)
+#   make test   install if needed, then the unit tests and nbval over notebooks/
+PYTHON ?= python3.11
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+export TOKENIZERS_PARALLELISM := false
+export HF_HUB_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+export PYTHONHASHSEED := 0
+
+.PHONY: install demo test unit notebooks base bench clean
+
+install: $(STAMP)
+
+# torch is installed on its own first, pinned: `pip install torch==2.13.0` takes the local CPU wheel,
+# while an unpinned resolve would pull several GB of CUDA packages.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e .
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $(STAMP)
+
+demo: install
+	mkdir -p runs figures
+	$(PY) -m papermill notebooks/00_quickstart.ipynb runs/00_quickstart.ipynb --cwd notebooks -k python3
+
+test: install unit notebooks
+
+unit: install
+	$(PY) -m pytest tests -q
+
+notebooks: install
+	$(PY) -m pytest --nbval-lax notebooks -q -p no:randomly
+
+# rebuild the embedded base checkpoint (deterministic, a few CPU minutes)
+base: install
+	$(VENV)/bin/fedrl pretrain
+
+bench: install
+	$(PY) benchmarks/grpo_step_vs_trl.py
+	$(PY) benchmarks/memory_clients.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,32 @@
+"""Shared fixtures: a tiny policy built in the test session (no checkpoint needed), a small world."""
+
+import os
+
+import pytest
+import torch
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+torch.set_num_threads(2)
+
+
+@pytest.fixture(scope="session")
+def tiny_dir(tmp_path_factory):
+    """A freshly initialised (untrained) tiny policy saved like any HF model."""
+    from fedrl_kit.policy.tiny import build_tiny_model, build_tokenizer
+
+    path = tmp_path_factory.mktemp("tiny")
+    tok = build_tokenizer()
+    model = build_tiny_model(tok, seed=0, hidden_size=64, num_layers=2)
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return str(path)
+
+
+def small_config(tiny_dir, **kw):
+    """A seconds-long run on the untrained tiny policy."""
+    from fedrl_kit.config import preset
+
+    base = dict(base=tiny_dir, n_train=80, n_test=14, n_public=8, n_aux=8, num_clients=3, rounds=2, local_steps=1,
+                prompts_per_step=2, num_generations=4, max_new_tokens=8, eval_samples=1, lora_rank=2)
+    base.update(kw)
+    return preset("quick", **base)
