@@ -1,0 +1,97 @@
+"""Partitioning the private pool over K clients: IID, Dirichlet over topics, pathological, equal-size.
+
+IID, Dirichlet and pathological use flwr-datasets' partitioners (they work on an in-memory
+``datasets.Dataset``; ``partition_by="topic"``). flwr-datasets has no partitioner that gives
+every client *exactly* the same number of examples with Dirichlet topic mixtures (its
+``self_balancing`` only caps large clients), which PubSwap's equal-size splits need, so
+:func:`equal_size_dirichlet` implements that one here.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import datasets
+import numpy as np
+
+PARTITIONS = ("iid", "dirichlet", "pathological")
+
+
+def partition(ds: datasets.Dataset, num_clients: int, how: str = "dirichlet", alpha: float = 0.5,
+              topics_per_client: int = 2, equal_size: bool = False, seed: int = 0,
+              min_size: int = 10) -> list[datasets.Dataset]:
+    """Split ``ds`` into ``num_clients`` private datasets.
+
+    Args:
+        ds: rows with a ``topic`` column.
+        num_clients: K.
+        how: ``"iid"`` | ``"dirichlet"`` (topic mixture ~ Dir(alpha) per client) | ``"pathological"``
+            (each client holds ``topics_per_client`` topics; rows of a topic that no client is
+            assigned are left out, as flwr-datasets' PathologicalPartitioner does).
+        alpha: Dirichlet concentration (small = heterogeneous), used by ``"dirichlet"``.
+        topics_per_client: used by ``"pathological"``.
+        equal_size: every client gets exactly ⌊|ds| / K⌋ rows (``"dirichlet"`` and ``"iid"``).
+        seed: partition seed.
+        min_size: smallest client allowed by the Dirichlet partitioner (it resamples until met).
+
+    Returns:
+        K datasets, client order fixed by the seed.
+    """
+    from flwr_datasets.partitioner import DirichletPartitioner, IidPartitioner, PathologicalPartitioner
+
+    if how not in PARTITIONS:
+        raise ValueError(f"partition must be one of {PARTITIONS}, got {how!r}")
+    if num_clients < 1 or num_clients > len(ds):
+        raise ValueError(f"num_clients must be in [1, {len(ds)}] for a pool of {len(ds)} rows, got {num_clients}")
+    n_topics = len(set(ds["topic"]))
+    if equal_size and how != "pathological":
+        return equal_size_dirichlet(ds, num_clients, alpha if how == "dirichlet" else 1e6, seed)
+    if how == "iid":
+        p = IidPartitioner(num_partitions=num_clients)
+    elif how == "dirichlet":
+        if alpha <= 0:
+            raise ValueError(f"dirichlet alpha must be > 0, got {alpha}")
+        p = DirichletPartitioner(num_partitions=num_clients, partition_by="topic", alpha=alpha,
+                                 min_partition_size=min(min_size, len(ds) // num_clients), seed=seed)
+    else:
+        if not 1 <= topics_per_client <= n_topics:
+            raise ValueError(f"topics_per_client must be in [1, {n_topics}], got {topics_per_client}")
+        p = PathologicalPartitioner(num_partitions=num_clients, partition_by="topic",
+                                    num_classes_per_partition=topics_per_client,
+                                    class_assignment_mode="first-deterministic", seed=seed)
+    p.dataset = ds
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # flwr-datasets warns about its own defaults on every load
+        return [p.load_partition(i) for i in range(num_clients)]
+
+
+def equal_size_dirichlet(ds: datasets.Dataset, num_clients: int, alpha: float, seed: int) -> list[datasets.Dataset]:
+    """Each client draws exactly ⌊|ds|/K⌋ rows, topic by topic, from its own Dir(alpha) mixture.
+
+    Rows are drawn without replacement; when a client's preferred topic runs dry its remaining
+    quota goes to the topics that still have rows, in proportion to its mixture.
+    """
+    rng = np.random.default_rng(seed)
+    topics = np.asarray(ds["topic"])
+    names = sorted(set(topics))
+    pools = {t: list(rng.permutation(np.flatnonzero(topics == t))) for t in names}
+    size = len(ds) // num_clients
+    mixtures = rng.dirichlet([alpha] * len(names), size=num_clients)  # [K, n_topics]
+    out = []
+    for k in range(num_clients):
+        chosen: list[int] = []
+        while len(chosen) < size:
+            avail = np.array([len(pools[t]) > 0 for t in names], dtype=float)
+            p = mixtures[k] * avail
+            p = p / p.sum() if p.sum() > 0 else avail / avail.sum()
+            t = names[rng.choice(len(names), p=p)]
+            chosen.append(int(pools[t].pop()))
+        out.append(ds.select(sorted(chosen)))
+    return out
+
+
+def topic_matrix(parts: list[datasets.Dataset], topics=None) -> tuple[list[str], np.ndarray]:
+    """(topic names, counts [K, n_topics]) — the data behind the heterogeneity bubble plot."""
+    names = sorted(topics or {t for p in parts for t in p["topic"]})
+    counts = np.array([[sum(1 for x in p["topic"] if x == t) for t in names] for p in parts])
+    return names, counts

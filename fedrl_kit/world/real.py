@@ -1,0 +1,453 @@
+"""Loaders for the papers' real datasets, mapped onto the embedded world's row schema.
+
+Every loader returns a ``datasets.Dataset`` whose rows read
+``{prompt: str, answer: str, topic: str, difficulty: int}``, the same schema as the
+embedded world, so that partitioning, rewards and methods never know which one they got.
+
+| name            | paper                    | gold ``answer``                       | ``topic``         |
+|-----------------|--------------------------|---------------------------------------|-------------------|
+| ``math``        | FedGRPO, PubSwap, FedMOA | last ``\\boxed{...}`` of the solution | subject (type)    |
+| ``gsm8k``       | FedMOA                   | the number after ``####``             | ``"gsm8k"``       |
+| ``deepmath``    | PubSwap                  | ``final_answer``                      | DeepMath topic    |
+| ``openr1-math`` | FedGRPO                  | ``answer``                            | problem type      |
+| ``mbpp``        | FedMOA                   | the assert tests                      | ``"mbpp"``        |
+| ``humaneval``   | FedMOA (evaluation)      | ``test`` + ``check(entry_point)``     | ``"humaneval"``   |
+| ``medqa``       | PubSwap                  | the option letter                     | ``"medqa"``       |
+
+Where the data comes from: with ``path=`` the rows are read from local files only (a
+folder written by ``hf download``, a folder of .jsonl/.json/.parquet files, one such file,
+or a folder written by ``Dataset.save_to_disk``); without it, from the Hugging Face cache
+or the Hub. Offline, a missing dataset raises ``DatasetNotAvailableError`` that says what
+is missing and how to get it, rather than a stack of HTTP retries.
+
+Deviations: rows with no verifiable gold answer (a MATH solution without ``\\boxed``, a
+GSM8K answer without ``####``, an OpenR1 proof problem) are dropped with a warning, since a
+reward cannot score them; datasets without a difficulty field get ``difficulty`` 0, except
+GSM8K, whose difficulty is its number of reasoning steps (solution lines before ``####``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import datasets
+from huggingface_hub import constants as hub_constants
+from huggingface_hub.errors import HfHubHTTPError
+
+ROW_FEATURES = datasets.Features(
+    {
+        "prompt": datasets.Value("string"),
+        "answer": datasets.Value("string"),
+        "topic": datasets.Value("string"),
+        "difficulty": datasets.Value("int64"),
+    }
+)
+"""The embedded world's row schema, shared by every real dataset."""
+
+Row = dict[str, Any]
+
+
+class DatasetNotAvailableError(RuntimeError):
+    """A real dataset is neither on local disk nor reachable on the Hugging Face Hub."""
+
+
+@dataclass(frozen=True)
+class RealDatasetSpec:
+    """Where a real dataset lives on the Hub and how its rows map onto the world's schema."""
+
+    hub_id: str
+    """the dataset's repository on the Hugging Face Hub"""
+    config: str | None
+    """the Hub config (subset) to load; None for a repository with a single config"""
+    splits: tuple[str, ...]
+    """the splits the Hub repository has"""
+    to_row: Callable[[Row], Row | None]
+    """maps one source row to ``{prompt, answer, topic, difficulty}``; None drops the row"""
+    fields: tuple[tuple[str, ...], ...]
+    """required source fields; each entry lists alternative names, one of which must exist"""
+    description: str
+    """one line: what the dataset is and which paper uses it"""
+
+
+# ----------------------------------------------------------------------------- answers
+
+
+def last_boxed_answer(text: str) -> str | None:
+    """Return the content of the last ``\\boxed{...}`` (or ``\\fbox{...}``) in ``text``.
+
+    Braces are matched by depth, so ``\\boxed{\\frac{1}{2}}`` gives ``\\frac{1}{2}``;
+    escaped braces (``\\{``) do not count. The brace-less form ``\\boxed 5`` gives ``5``.
+
+    Args:
+        text: a LaTeX solution.
+
+    Returns:
+        The boxed content, stripped, or None when there is no complete box.
+    """
+    start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
+    if start < 0:
+        return None
+    i = start + (len("\\boxed") if text.startswith("\\boxed", start) else len("\\fbox"))
+    if i < len(text) and text[i] == " ":  # \boxed 5 — the argument is one token
+        token = re.match(r"\s*([^\s$]+)", text[i:])
+        return token.group(1) if token else None
+    if i >= len(text) or text[i] != "{":
+        return None
+    depth, j = 0, i
+    while j < len(text):
+        ch = text[j]
+        if ch == "\\":
+            j += 2  # skip the escaped character: \{ and \} are literal braces, not grouping
+            continue
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return text[i + 1 : j].strip()
+        j += 1
+    return None  # unbalanced: the box never closes
+
+
+# ----------------------------------------------------------------------------- row mappers
+
+
+def _math_row(raw: Row) -> Row | None:
+    answer = last_boxed_answer(raw["solution"])
+    if answer is None:
+        return None
+    level = re.search(r"\d+", str(raw.get("level") or ""))  # "Level 3"; a few rows read "Level ?"
+    return {
+        "prompt": raw["problem"],
+        "answer": answer,
+        "topic": raw["type"],
+        "difficulty": int(level.group()) if level else 0,
+    }
+
+
+def _gsm8k_row(raw: Row) -> Row | None:
+    reasoning, sep, final = raw["answer"].rpartition("####")
+    if not sep:
+        return None
+    return {
+        "prompt": raw["question"],
+        "answer": final.strip().replace(",", ""),  # "1,234" -> "1234": rewards compare numbers
+        "topic": "gsm8k",
+        "difficulty": sum(1 for line in reasoning.splitlines() if line.strip()),
+    }
+
+
+def _deepmath_row(raw: Row) -> Row | None:
+    # DeepMath difficulties are half-steps (5.5); round half up so 5.5 -> 6, not banker's 6/6.5 -> 6.
+    return {
+        "prompt": raw["question"],
+        "answer": str(raw["final_answer"]).strip(),
+        "topic": raw["topic"],
+        "difficulty": int(math.floor(float(raw["difficulty"]) + 0.5)),
+    }
+
+
+def _openr1_row(raw: Row) -> Row | None:
+    answer = str(raw.get("answer") or "").strip()
+    if answer.lower() in ("", "proof", "notfound"):  # nothing a verifier can check
+        return None
+    return {
+        "prompt": raw["problem"],
+        "answer": answer,
+        "topic": raw.get("problem_type") or raw.get("source") or "openr1-math",
+        "difficulty": 0,
+    }
+
+
+def _mbpp_row(raw: Row) -> Row | None:
+    tests = "\n".join(raw["test_list"])
+    # "full" has test_setup_code (a string), "sanitized" has test_imports (a list).
+    setup = raw.get("test_setup_code") or "\n".join(raw.get("test_imports") or [])
+    text = raw["text"] if raw.get("text") is not None else raw["prompt"]
+    return {
+        # The MBPP paper's prompt shows the tests: they are the only place the function name is given.
+        "prompt": f"{text}\nYour code should pass these tests:\n{tests}",
+        "answer": f"{setup}\n{tests}" if setup.strip() else tests,
+        "topic": "mbpp",
+        "difficulty": 0,
+    }
+
+
+def _humaneval_row(raw: Row) -> Row | None:
+    return {
+        "prompt": raw["prompt"],
+        "answer": f"{raw['test'].rstrip()}\n\ncheck({raw['entry_point']})\n",
+        "topic": "humaneval",
+        "difficulty": 0,
+    }
+
+
+def _medqa_options(options: Any) -> list[tuple[str, str]]:
+    """Normalise MedQA options: ``{"A": ...}``, ``[{"key": "A", "value": ...}]`` or ``[...]``."""
+    if isinstance(options, dict):
+        return sorted((str(k), str(v)) for k, v in options.items() if v is not None)
+    pairs = []
+    for i, option in enumerate(options):
+        if isinstance(option, dict):
+            pairs.append((str(option["key"]), str(option["value"])))
+        else:
+            pairs.append((chr(ord("A") + i), str(option)))
+    return pairs
+
+
+def _medqa_row(raw: Row) -> Row | None:
+    options = "\n".join(f"{letter}. {text}" for letter, text in _medqa_options(raw["options"]))
+    return {
+        "prompt": f"{raw['question']}\n{options}",
+        "answer": str(raw["answer_idx"]).strip().upper(),
+        "topic": "medqa",
+        "difficulty": 0,
+    }
+
+
+REAL_DATASETS: dict[str, RealDatasetSpec] = {
+    "math": RealDatasetSpec(
+        hub_id="DigitalLearningGmbH/MATH-lighteval",
+        config=None,
+        splits=("train", "test"),
+        to_row=_math_row,
+        fields=(("problem",), ("solution",), ("level",), ("type",)),
+        description="Hendrycks MATH, 12.5K competition problems in 7 subjects, levels 1-5 (FedGRPO, PubSwap, FedMOA).",
+    ),
+    "gsm8k": RealDatasetSpec(
+        hub_id="openai/gsm8k",
+        config="main",
+        splits=("train", "test"),
+        to_row=_gsm8k_row,
+        fields=(("question",), ("answer",)),
+        description="GSM8K, 8.5K grade-school word problems with integer answers (FedMOA).",
+    ),
+    "deepmath": RealDatasetSpec(
+        hub_id="zwhe99/DeepMath-103K",
+        config=None,
+        splits=("train",),
+        to_row=_deepmath_row,
+        fields=(("question",), ("final_answer",), ("difficulty",), ("topic",)),
+        description="DeepMath-103K, hard decontaminated problems with verifiable answers (PubSwap).",
+    ),
+    "openr1-math": RealDatasetSpec(
+        hub_id="open-r1/OpenR1-Math-220k",
+        config="default",
+        splits=("train",),
+        to_row=_openr1_row,
+        fields=(("problem",), ("answer",)),
+        description="OpenR1-Math-220k, NuminaMath problems with R1 traces and final answers (FedGRPO).",
+    ),
+    "mbpp": RealDatasetSpec(
+        hub_id="google-research-datasets/mbpp",
+        config="full",
+        splits=("train", "validation", "test", "prompt"),
+        to_row=_mbpp_row,
+        fields=(("text", "prompt"), ("test_list",)),
+        description="MBPP, ~1K basic Python problems checked by assert tests (FedMOA).",
+    ),
+    "humaneval": RealDatasetSpec(
+        hub_id="openai/openai_humaneval",
+        config="openai_humaneval",
+        splits=("test",),
+        to_row=_humaneval_row,
+        fields=(("prompt",), ("test",), ("entry_point",)),
+        description="HumanEval, 164 Python functions checked by unit tests (FedMOA's code benchmark).",
+    ),
+    "medqa": RealDatasetSpec(
+        hub_id="GBaker/MedQA-USMLE-4-options",
+        config=None,
+        splits=("train", "test"),
+        to_row=_medqa_row,
+        fields=(("question",), ("options",), ("answer_idx",)),
+        description="MedQA (USMLE, 4 options), multiple-choice medical questions (PubSwap).",
+    ),
+}
+
+
+# ----------------------------------------------------------------------------- offline mode
+
+_TRUE = {"1", "ON", "YES", "TRUE"}
+
+
+def hub_offline_requested() -> bool:
+    """True when ``HF_HUB_OFFLINE``, ``HF_DATASETS_OFFLINE`` or ``TRANSFORMERS_OFFLINE`` is set now."""
+    names = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+    return hub_constants.HF_HUB_OFFLINE or any(os.environ.get(n, "").upper() in _TRUE for n in names)
+
+
+@contextlib.contextmanager
+def hub_offline_scope() -> Iterator[None]:
+    """Honour an offline variable set after import, for the duration of the block.
+
+    ``huggingface_hub`` and ``datasets`` read ``HF_HUB_OFFLINE`` once, at import. A notebook
+    that sets it later would otherwise retry the network for ~25 s per file before failing;
+    inside this block both libraries see offline mode, and the cache still answers.
+    """
+    if not hub_offline_requested():
+        yield
+        return
+    saved = (hub_constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE, datasets.config.HF_DATASETS_OFFLINE)
+    hub_constants.HF_HUB_OFFLINE = datasets.config.HF_HUB_OFFLINE = datasets.config.HF_DATASETS_OFFLINE = True
+    try:
+        yield
+    finally:
+        hub_constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE, datasets.config.HF_DATASETS_OFFLINE = saved
+
+
+# ----------------------------------------------------------------------------- sources
+
+_OPTIONAL_FIELDS = {"test_setup_code", "test_imports", "problem_type", "source"}
+"""source fields a mapper reads when present (MBPP's setup code, OpenR1's topic)"""
+_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
+_SPLIT_ALIASES = {
+    "train": ("train", "training"),
+    "validation": ("validation", "valid", "val", "dev"),
+    "test": ("test", "testing"),
+    "prompt": ("prompt",),
+}
+
+
+def _fix_hint(name: str, spec: RealDatasetSpec) -> str:
+    local_dir = f"data/real/{name}"
+    return (
+        "Fix it in one of two ways:\n"
+        f"  1. on a machine with internet, run\n"
+        f"       hf download --repo-type dataset {spec.hub_id} --local-dir {local_dir}\n"
+        f"     (huggingface_hub < 1.0: huggingface-cli download --repo-type dataset {spec.hub_id} "
+        f"--local-dir {local_dir}),\n"
+        f"     copy that folder here and call load_real_dataset({name!r}, path={local_dir!r});\n"
+        f"  2. or go online once (unset HF_HUB_OFFLINE) and call load_real_dataset({name!r}) to fill the cache."
+    )
+
+
+def _mentions_split(relative: Path, split: str) -> bool:
+    """True when a file's path names ``split`` as a word: ``main/train-0000.parquet``, ``x_dev.jsonl``."""
+    words = "|".join(_SPLIT_ALIASES.get(split, (split,)))
+    return re.search(rf"(^|[-._/ ])({words})([-._/ 0-9]|$)", relative.as_posix().lower()) is not None
+
+
+def _load_local(name: str, spec: RealDatasetSpec, split: str, path: str | os.PathLike) -> datasets.Dataset:
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise DatasetNotAvailableError(
+            f"Dataset {name!r}: local path {str(root)!r} does not exist.\n" + _fix_hint(name, spec)
+        )
+    if root.is_file():
+        if root.suffix not in _BUILDERS:
+            raise ValueError(f"path: {name!r} files must end in one of {sorted(_BUILDERS)}, got {root.name!r}")
+        return datasets.load_dataset(_BUILDERS[root.suffix], data_files=str(root), split="train")
+    if (root / "dataset_dict.json").exists() or (root / "state.json").exists():  # Dataset(Dict).save_to_disk
+        loaded = datasets.load_from_disk(str(root))
+        if isinstance(loaded, datasets.DatasetDict):
+            if split not in loaded:
+                raise ValueError(f"split: {name!r} at {str(root)!r} has splits {sorted(loaded)}, not {split!r}")
+            return loaded[split]
+        return loaded
+    readme = root / "README.md"
+    if readme.exists() and "configs:" in readme.read_text(encoding="utf-8", errors="replace"):
+        # A folder written by `hf download`: its dataset card maps configs and splits to files,
+        # exactly as on the Hub, so let `datasets` read it (no network: the path is local).
+        return datasets.load_dataset(str(root), spec.config, split=split)
+    files = sorted(
+        f
+        for f in root.rglob("*")
+        if f.suffix in _BUILDERS and not any(part.startswith(".") for part in f.relative_to(root).parts)
+    )
+    if spec.config and (root / spec.config).is_dir():  # hub layout without the card: <config>/<split>-*.parquet
+        files = [f for f in files if (root / spec.config) in f.parents]
+    if not files:
+        raise DatasetNotAvailableError(
+            f"Dataset {name!r}: no {'/'.join(sorted(_BUILDERS))} files under {str(root)!r}.\n" + _fix_hint(name, spec)
+        )
+    in_split = [f for f in files if _mentions_split(f.relative_to(root), split)]
+    if not in_split:
+        named = sorted({s for s in _SPLIT_ALIASES for f in files if _mentions_split(f.relative_to(root), s)})
+        if named:  # files are named by split, just not this one
+            raise ValueError(f"split: {name!r} at {str(root)!r} has files for splits {named}, not {split!r}")
+        in_split = files  # no file names a split: the folder is the split
+    builders = {_BUILDERS[f.suffix] for f in in_split}
+    if len(builders) > 1:
+        raise ValueError(f"path: {name!r} at {str(root)!r} mixes file formats {sorted(builders)}; keep one")
+    return datasets.load_dataset(builders.pop(), data_files=[str(f) for f in in_split], split="train")
+
+
+def _load_hub(name: str, spec: RealDatasetSpec, split: str) -> datasets.Dataset:
+    if split not in spec.splits:
+        raise ValueError(f"split: {name!r} on the Hub has splits {list(spec.splits)}, got {split!r}")
+    where = f"Hugging Face hub id {spec.hub_id!r}" + (f", config {spec.config!r}" if spec.config else "")
+    try:
+        with hub_offline_scope():
+            return datasets.load_dataset(spec.hub_id, spec.config, split=split)
+    except (OSError, HfHubHTTPError) as err:  # ConnectionError, OfflineModeIsEnabled, DatasetNotFoundError
+        mode = "offline mode is on" if hub_offline_requested() else "the Hub could not be reached"
+        raise DatasetNotAvailableError(
+            f"Dataset {name!r} ({where}, split {split!r}) is not available: it is not in the local "
+            f"Hugging Face cache and {mode} ({type(err).__name__}).\n" + _fix_hint(name, spec)
+        ) from err
+
+
+def _check_fields(name: str, source: datasets.Dataset, spec: RealDatasetSpec) -> None:
+    for alternatives in spec.fields:
+        if not any(field in source.column_names for field in alternatives):
+            wanted = " or ".join(repr(f) for f in alternatives)
+            raise ValueError(
+                f"{name!r} rows need field {wanted}, which is missing (found: {sorted(source.column_names)})"
+            )
+
+
+def load_real_dataset(
+    name: str,
+    split: str = "train",
+    path: str | os.PathLike | None = None,
+    limit: int | None = None,
+) -> datasets.Dataset:
+    """Load one of the papers' real datasets as world rows ``{prompt, answer, topic, difficulty}``.
+
+    Args:
+        name: a key of ``REAL_DATASETS`` ("math", "gsm8k", "deepmath", "openr1-math", "mbpp",
+            "humaneval", "medqa").
+        split: which split to load. With a local folder whose file names name no split
+            (or a single file), the whole folder (file) is taken and ``split`` is ignored.
+        path: local data to read instead of the Hub: a folder written by ``hf download``, a
+            folder of .jsonl/.json/.parquet files, one such file, or a ``save_to_disk`` folder.
+        limit: keep the first ``limit`` rows (after dropping rows without a gold answer).
+
+    Returns:
+        A ``datasets.Dataset`` with features ``ROW_FEATURES``.
+
+    Raises:
+        ValueError: unknown ``name``, bad ``limit``/``split``, or local rows missing a field.
+        DatasetNotAvailableError: no ``path`` and the dataset is neither cached nor reachable,
+            or ``path`` holds no data.
+    """
+    if name not in REAL_DATASETS:
+        raise ValueError(f"name: unknown real dataset {name!r}; known: {sorted(REAL_DATASETS)}")
+    if limit is not None and (not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit: must be a positive int or None, got {limit!r}")
+    spec = REAL_DATASETS[name]
+    source = _load_local(name, spec, split, path) if path is not None else _load_hub(name, spec, split)
+    _check_fields(name, source, spec)
+    # Read only the columns a mapper uses: DeepMath and OpenR1 carry long reasoning traces.
+    wanted = {f for alts in spec.fields for f in alts} | _OPTIONAL_FIELDS
+    source = source.select_columns([c for c in source.column_names if c in wanted])
+    rows, dropped = [], 0
+    for raw in source:
+        row = spec.to_row(raw)
+        if row is None:
+            dropped += 1
+            continue
+        rows.append(row)
+        if limit is not None and len(rows) == limit:
+            break
+    if dropped:
+        warnings.warn(f"{name}: dropped {dropped} rows with no verifiable gold answer", stacklevel=2)
+    return datasets.Dataset.from_list(rows, features=ROW_FEATURES)

@@ -1,0 +1,75 @@
+"""The embedded world's splits: clients' private pool, and the server's public, auxiliary and test sets.
+
+Which prompts are *held out* is decided by a stable hash of the prompt text, not by a seed:
+about one prompt in four is held out. Test, public and auxiliary rows are drawn from the
+held-out prompts only; clients' private data and the base checkpoint's warm-start data from
+the rest only. So no world seed can leak a test problem into the base or into a client.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import datasets
+
+from fedrl_kit.world.tasks import DEFAULT_TOPICS, DIFFICULTIES, generate_problems
+
+HELDOUT_BUCKETS = 4  # one prompt in HELDOUT_BUCKETS is held out
+
+
+def is_heldout(prompt: str) -> bool:
+    """Whether ``prompt`` belongs to the held-out region (stable across machines and seeds)."""
+    return int(hashlib.md5(prompt.encode()).hexdigest(), 16) % HELDOUT_BUCKETS == 0
+
+
+def draw(n: int, seed: int, heldout: bool, topics=DEFAULT_TOPICS, difficulties=DIFFICULTIES,
+         exclude=None, with_reasoning: bool = False) -> list[dict]:
+    """``n`` distinct problems from the held-out region (``heldout=True``) or from the rest."""
+    rows: list[dict] = []
+    seen = set(exclude or ())
+    attempt = 0
+    while len(rows) < n:
+        batch = generate_problems(2 * (n - len(rows)) + 8, seed * 1000 + attempt, topics, difficulties,
+                                  exclude=seen, with_reasoning=with_reasoning)
+        for r in batch:
+            if is_heldout(r["prompt"]) == heldout and len(rows) < n:
+                rows.append(r)
+            seen.add(r["prompt"])
+        attempt += 1
+        if attempt > 50:
+            raise ValueError(f"cannot draw {n} distinct {'held-out' if heldout else 'training'} problems "
+                             f"from topics {tuple(topics)} at difficulties {tuple(difficulties)}: ask for fewer")
+    return rows
+
+
+@dataclass
+class World:
+    """The data of one federated experiment (all ``datasets.Dataset`` with the common row schema)."""
+
+    train: datasets.Dataset  # the pool that is partitioned over clients (private data)
+    public: datasets.Dataset  # shared public prompts (PubSwap's D_pub)
+    aux: datasets.Dataset  # the server's small labelled auxiliary set (FedGRPO's D_p)
+    test: datasets.Dataset  # held-out evaluation set kept by the server
+
+
+def make_world(seed: int = 0, n_train: int = 2000, n_test: int = 140, n_public: int = 140, n_aux: int = 100,
+               topics=DEFAULT_TOPICS, difficulties=DIFFICULTIES) -> World:
+    """Build the embedded world's four splits, disjoint by prompt.
+
+    Args:
+        seed: world seed (which problems are drawn; the held-out region does not depend on it).
+        n_train: size of the private pool partitioned over clients.
+        n_test, n_public, n_aux: sizes of the server-held splits (all from the held-out region).
+        topics, difficulties: which task families and levels the world contains.
+    """
+    for name, v in dict(n_train=n_train, n_test=n_test, n_public=n_public, n_aux=n_aux).items():
+        if v < 0:
+            raise ValueError(f"{name} must be >= 0, got {v}")
+    test = draw(n_test, seed * 4 + 1, True, topics, difficulties)
+    aux = draw(n_aux, seed * 4 + 2, True, topics, difficulties, exclude={r["prompt"] for r in test})
+    public = draw(n_public, seed * 4 + 3, True, topics, difficulties,
+                  exclude={r["prompt"] for r in test + aux})
+    train = draw(n_train, seed * 4 + 4, False, topics, difficulties)
+    to_ds = lambda rows: datasets.Dataset.from_list(rows)  # noqa: E731
+    return World(train=to_ds(train), public=to_ds(public), aux=to_ds(aux), test=to_ds(test))
