@@ -1,0 +1,66 @@
+"""The policy every method shares: one frozen base, its LoRA adapters, the tokenizer, and sampling.
+
+``Policy.load("data/base")`` gives the embedded world's tiny policy; ``Policy.load("Qwen/Qwen2.5-0.5B-Instruct",
+chat=True, device="cuda", dtype="bfloat16")`` a real model through the same interface.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import torch
+
+from fedrl_kit.policy import adapters
+from fedrl_kit.policy.hub import load_pretrained
+from fedrl_kit.rollout import Rollouts, generate
+
+
+@dataclass
+class Policy:
+    """A peft-wrapped model with a ``"global"`` adapter, its tokenizer and the sampling settings."""
+
+    model: torch.nn.Module
+    tokenizer: object
+    chat: bool = False  # wrap prompts in the chat template (real chat models)
+    max_new_tokens: int = 24  # T, cap on completion length
+    temperature: float = 1.0  # rollout temperature
+
+    @classmethod
+    def load(cls, base: str, lora_rank: int = 8, lora_alpha: float = 16.0, seed: int = 0, chat: bool = False,
+             max_new_tokens: int = 24, temperature: float = 1.0, device=None, dtype=None) -> "Policy":
+        """Load a base checkpoint (folder or hub id), freeze it and attach the global LoRA adapter."""
+        model, tokenizer = load_pretrained(base, dtype=dtype, device=device)
+        model = adapters.attach_lora(model, rank=lora_rank, alpha=lora_alpha, seed=seed)
+        return cls(model, tokenizer, chat, max_new_tokens, temperature)
+
+    def rollout(self, adapter: str, prompts: list[str], num_generations: int, seed: int,
+                temperature: float | None = None) -> Rollouts:
+        """G completions per prompt sampled from ``adapter``."""
+        adapters.activate(self.model, adapter)
+        t = self.temperature if temperature is None else temperature
+        return generate(self.model, self.tokenizer, prompts, num_generations, self.max_new_tokens, t, seed, self.chat)
+
+    def reference(self):
+        """Context manager under which the model is the frozen base (π_ref: all adapters disabled)."""
+        return self.model.disable_adapter()
+
+    def get_state(self, adapter: str = adapters.GLOBAL) -> adapters.AdapterState:
+        return adapters.get_state(self.model, adapter)
+
+    def set_state(self, adapter: str, state: adapters.AdapterState) -> None:
+        adapters.set_state(self.model, adapter, state)
+
+    def trainable(self, adapter: str) -> list[torch.nn.Parameter]:
+        """Activate ``adapter`` and return its parameters (the only ones that get gradients)."""
+        return adapters.activate(self.model, adapter)
+
+    @contextlib.contextmanager
+    def using(self, adapter: str):
+        """Temporarily make ``adapter`` the active one."""
+        prev = self.model.active_adapter
+        adapters.activate(self.model, adapter)
+        try:
+            yield
+        finally:
+            adapters.activate(self.model, prev)
