@@ -1,0 +1,150 @@
+"""Verifiable rewards with TRL's signature, and named multi-objective reward sets.
+
+Every reward is a plain function ``f(prompts, completions, **columns) -> list[float | None]``
+(one value per completion; None means "not applicable"), so any of them can be passed
+straight to ``trl.GRPOTrainer(reward_funcs=[...])``. ``REWARDS`` names the default ones.
+
+A ``RewardSet`` is FedMOA's multi-objective reward: K named components r_k with
+non-negative weights w_k on the simplex (Σ w_k = 1), scalarised as r_w = Σ_k w_k r_k. By
+FedMOA's convention the first component, r_0, is the accuracy-related one; the server
+groups clients by the names of their components.
+"""
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from fedrl_kit.rewards.accuracy import accuracy_reward, math_accuracy_reward
+from fedrl_kit.rewards.format import format_reward, is_well_formatted, tag_count_reward
+from fedrl_kit.rewards.parsing import (
+    completion_text,
+    extract_answer,
+    extract_tagged_answer,
+    normalise_answer,
+)
+from fedrl_kit.rewards.shaping import (
+    length_reward,
+    make_length_reward,
+    make_repetition_penalty_reward,
+    repetition_penalty_reward,
+)
+
+REWARDS: dict[str, Callable] = {
+    "accuracy": accuracy_reward,
+    "math_accuracy": math_accuracy_reward,
+    "format": format_reward,
+    "tag_count": tag_count_reward,
+    "length": length_reward,
+    "repetition": repetition_penalty_reward,
+}
+"""the rewards a config can name, each with its default knobs"""
+
+
+@dataclass(frozen=True)
+class RewardSet:
+    """K named reward components and their weights w_k (non-negative, summing to 1)."""
+
+    names: tuple
+    """the components' names in ``REWARDS``; by FedMOA's convention ``names[0]`` is accuracy"""
+    funcs: tuple
+    """the reward functions, aligned with ``names``"""
+    weights: tuple
+    """w_k, aligned with ``names``"""
+
+    def scores(self, prompts, completions, **columns) -> np.ndarray:
+        """Evaluates every component on every completion.
+
+        Args:
+            prompts: the prompts, aligned with ``completions``.
+            completions: the completions, string or conversational.
+            **columns: dataset columns (``answer``, ...), passed to every component.
+
+        Returns:
+            Float array [n_completions, K]; NaN where a component returned None.
+
+        Raises:
+            ValueError: if a component returns a list of the wrong length.
+        """
+        n = len(completions)
+        scores = np.full((n, len(self.funcs)), np.nan)  # [n_completions, K]
+        for k, (name, func) in enumerate(zip(self.names, self.funcs)):
+            values = func(prompts, completions, **columns)
+            if len(values) != n:
+                raise ValueError(
+                    f"reward {name!r} returned {len(values)} values for {n} completions"
+                )
+            scores[:, k] = [np.nan if v is None else v for v in values]
+        return scores
+
+    def scalarise(self, prompts, completions, **columns) -> np.ndarray:
+        """FedMOA's scalarised reward r_w = Σ_k w_k r_k, with a not-applicable r_k counted as 0.
+
+        Returns:
+            Float array [n_completions].
+        """
+        scores = np.nan_to_num(self.scores(prompts, completions, **columns), nan=0.0)  # [n, K]
+        return scores @ np.asarray(self.weights)  # [n]
+
+
+def make_reward_set(names: Sequence[str], weights: Sequence[float] | None = None) -> RewardSet:
+    """Builds a ``RewardSet`` from reward names and optional weights.
+
+    Args:
+        names: K >= 1 names from ``REWARDS``, accuracy first by FedMOA's convention.
+        weights: K non-negative finite numbers, not all zero, normalised to sum to 1;
+            None for equal weights 1/K.
+
+    Returns:
+        The reward set.
+
+    Raises:
+        ValueError: on an unknown or repeated name, or on weights of the wrong length,
+            negative, non-finite or summing to 0.
+    """
+    names = (names,) if isinstance(names, str) else tuple(names)
+    if not names:
+        raise ValueError("names must list at least one reward")
+    unknown = [name for name in names if name not in REWARDS]
+    if unknown:
+        raise ValueError(f"unknown reward name(s) {unknown}; known names: {sorted(REWARDS)}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"names must not repeat a reward, got {list(names)}")
+    if weights is None:
+        weights = [1.0] * len(names)
+    try:
+        w = np.asarray(weights, dtype=float)  # [K]
+    except (TypeError, ValueError):
+        raise ValueError(f"weights must be numbers, got {weights!r}") from None
+    if w.shape != (len(names),):
+        raise ValueError(
+            f"weights must have one entry per name ({len(names)}), got {list(weights)}"
+        )
+    if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+        raise ValueError(f"weights must be finite, >= 0 and not all 0, got {list(weights)}")
+    w = w / w.sum()
+    return RewardSet(
+        names=names,
+        funcs=tuple(REWARDS[name] for name in names),
+        weights=tuple(float(x) for x in w),
+    )
+
+
+__all__ = [
+    "REWARDS",
+    "RewardSet",
+    "accuracy_reward",
+    "completion_text",
+    "extract_answer",
+    "extract_tagged_answer",
+    "format_reward",
+    "is_well_formatted",
+    "length_reward",
+    "make_length_reward",
+    "make_repetition_penalty_reward",
+    "make_reward_set",
+    "math_accuracy_reward",
+    "normalise_answer",
+    "repetition_penalty_reward",
+    "tag_count_reward",
+]

@@ -1,0 +1,151 @@
+"""Verifiable accuracy rewards: is the completion's final answer the gold answer?
+
+``accuracy_reward`` is exact match after ``normalise_answer``, enough for the embedded
+world's synthetic tasks, whose answers are integers, decimals or fractions in a stated form.
+``math_accuracy_reward`` is for real math datasets (MATH, GSM8K, DeepMath, OpenR1-Math): it
+asks math-verify whether the two answers are mathematically equal, so ``\\frac{1}{2}``,
+``0.5`` and ``1/2`` all match.
+
+Both read the gold answer from the dataset column ``answer`` (TRL passes dataset columns to
+reward functions as keyword lists aligned with ``completions``) and return None, "not
+applicable", for a row whose gold answer is None, and for every row when there is no
+``answer`` column.
+
+math-verify bounds its parsing and comparison time with ``signal.alarm``, which works only
+in the main thread and raises ValueError elsewhere (a Flower client or a thread pool runs
+rewards off the main thread). Off the main thread we therefore call it with the timeout
+disabled (``parse(..., parsing_timeout=None)``, ``verify(..., timeout_seconds=None)``) and
+bound its work ourselves: it sees at most ``MATH_VERIFY_MAX_CHARS`` characters of the
+prediction, and a prediction nested deeper than ``MATH_VERIFY_MAX_NESTING`` brackets is not
+given to it at all (its LaTeX parser slows down steeply with nesting: ~1 s at depth 12 of
+``{``, ~5 s at depth 40 of ``(``). That rule holds on every thread, so a reward never
+depends on which thread computed it. If math-verify raises anything, cannot parse the gold
+answer, or is skipped, we fall back to exact normalised match rather than fail the batch.
+"""
+
+import threading
+
+from math_verify import parse, verify
+from math_verify.errors import TimeoutException
+
+from fedrl_kit.rewards.parsing import (
+    completion_text,
+    extract_answer,
+    extract_tagged_answer,
+    normalise_answer,
+)
+
+MATH_VERIFY_TIMEOUT_S = 5
+"""seconds math-verify may spend on one parse or comparison (main thread only)"""
+MATH_VERIFY_MAX_CHARS = 1000
+"""characters of the prediction given to math-verify: its tail, where the final answer is"""
+MATH_VERIFY_MAX_NESTING = 10
+"""deepest bracket nesting given to math-verify; real final answers stay far below it"""
+
+
+def _gold_answers(answer, n: int) -> list:
+    if answer is None:
+        return [None] * n
+    if isinstance(answer, str) or not hasattr(answer, "__len__") or len(answer) != n:
+        raise ValueError(
+            f"answer must be a list with one gold answer per completion ({n}), got {answer!r:.80}"
+        )
+    return list(answer)
+
+
+def _exact_match(gold, predicted: str | None) -> float:
+    if predicted is None:
+        return 0.0
+    return float(normalise_answer(predicted) == normalise_answer(gold))
+
+
+def accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[float | None]:
+    """Exact-match accuracy of the extracted answer against the gold answer.
+
+    Args:
+        prompts: the prompts (unused; part of TRL's reward signature).
+        completions: one completion per row, string or conversational.
+        answer: gold answers aligned with ``completions``; None for a row or for the
+            whole column means "not applicable".
+        **kwargs: other dataset columns, ignored.
+
+    Returns:
+        Per completion: 1.0 if ``normalise_answer`` of ``extract_answer`` equals that of the
+        gold answer, 0.0 otherwise (also when no answer can be extracted), None where the
+        gold answer is None.
+    """
+    golds = _gold_answers(answer, len(completions))
+    return [
+        None if gold is None else _exact_match(gold, extract_answer(completion_text(c)))
+        for c, gold in zip(completions, golds)
+    ]
+
+
+_MATH_DELIMITERS = ("$", "\\(", "\\[", "\\boxed")
+
+
+def _parse(text: str, timeout, bare: bool) -> list:
+    # A bare answer (gold, or the content of answer tags) is read as one LaTeX expression:
+    # undelimited, math-verify reads "3\sqrt{2}" as 3 and "(1, 2)" as 2. Prose is not.
+    if bare and not any(d in text for d in _MATH_DELIMITERS):
+        parsed = parse(f"${text}$", parsing_timeout=timeout)
+        if parsed:
+            return parsed
+    return parse(text, parsing_timeout=timeout)
+
+
+def _nesting_depth(text: str) -> int:
+    depth = deepest = 0
+    for ch in text:
+        if ch in "({[":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in ")}]":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def _math_verify_match(gold: str, prediction: str, tagged: bool) -> float:
+    # signal.alarm, math-verify's timeout, can only be set from the main thread.
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    timeout = MATH_VERIFY_TIMEOUT_S if on_main_thread else None
+    try:
+        gold_parsed = _parse(gold, timeout, bare=True)
+        if gold_parsed and _nesting_depth(prediction) <= MATH_VERIFY_MAX_NESTING:
+            # Gold first: verify is not symmetric (assignments and intervals are read from gold).
+            predicted = _parse(prediction, timeout, bare=tagged)
+            return float(verify(gold_parsed, predicted, timeout_seconds=timeout))
+    except (Exception, TimeoutException):
+        pass
+    return _exact_match(gold, extract_answer(prediction))
+
+
+def math_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[float | None]:
+    """Math-equivalence accuracy of the completion's answer against the gold answer.
+
+    The prediction is the content of the last ``<answer>…</answer>`` pair, or, without
+    one, the whole completion (math-verify then looks for ``\\boxed{}`` or a final
+    expression itself); either way only its last ``MATH_VERIFY_MAX_CHARS`` characters.
+
+    Args:
+        prompts: the prompts (unused; part of TRL's reward signature).
+        completions: one completion per row, string or conversational.
+        answer: gold answers aligned with ``completions`` (LaTeX or plain), None for "not
+            applicable".
+        **kwargs: other dataset columns, ignored.
+
+    Returns:
+        Per completion: 1.0 if math-verify finds the prediction equal to the gold answer,
+        0.0 otherwise, None where the gold answer is None.
+    """
+    golds = _gold_answers(answer, len(completions))
+    rewards = []
+    for c, gold in zip(completions, golds):
+        if gold is None:
+            rewards.append(None)
+            continue
+        text = completion_text(c)
+        tagged = extract_tagged_answer(text)
+        prediction = (text if tagged is None else tagged)[-MATH_VERIFY_MAX_CHARS:]
+        rewards.append(_math_verify_match(str(gold), prediction, tagged=tagged is not None))
+    return rewards
