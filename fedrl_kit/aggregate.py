@@ -1,0 +1,81 @@
+"""Server-side aggregators over plain-data adapters (``dict[name, ndarray]``).
+
+- :func:`fedavg` — McMahan et al.: Σ_n (|D_n| / Σ|D|) θ_n, weighted by examples.
+- :func:`fedit` — FedIT (PubSwap eq. 4): A and B averaged *separately* and uniformly,
+  B_{p+1} = (1/N) Σ B^(n), A_{p+1} = (1/N) Σ A^(n). Note that mean(B)·mean(A) ≠ mean(B·A):
+  FedIT is inexact for the effective update ΔW = BA; that is the price of sending factors.
+- :func:`coordinate_median`, :func:`trimmed_mean` — robust alternatives (coordinate-wise).
+
+FedMOA's accuracy-aware weights live in :mod:`fedrl_kit.moa_weights`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+State = dict[str, np.ndarray]
+
+
+def _check(states: list[State]) -> None:
+    if not states:
+        raise ValueError("cannot aggregate zero adapters (every client failed this round?)")
+    keys = set(states[0])
+    for i, s in enumerate(states[1:], 1):
+        if set(s) != keys:
+            raise ValueError(f"adapter {i} has different tensors than adapter 0")
+
+
+def weighted_average(states: list[State], weights) -> State:
+    """Σ_n w_n θ_n with w normalised to sum to 1 (float64 accumulation, float32 out)."""
+    _check(states)
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (len(states),) or (w < 0).any() or w.sum() <= 0:
+        raise ValueError(f"weights must be {len(states)} non-negative numbers with a positive sum, got {weights}")
+    w = w / w.sum()
+    return {k: sum(wi * s[k].astype(np.float64) for wi, s in zip(w, states)).astype(np.float32) for k in states[0]}
+
+
+def fedavg(states: list[State], num_examples) -> State:
+    """FedAvg: average weighted by each client's number of examples."""
+    return weighted_average(states, num_examples)
+
+
+def fedit(states: list[State]) -> State:
+    """FedIT (PubSwap eq. 4): uniform average of the LoRA factors A and B, each on its own."""
+    return weighted_average(states, np.ones(len(states)))
+
+
+def coordinate_median(states: list[State]) -> State:
+    """Coordinate-wise median of the adapters (robust to a minority of outliers)."""
+    _check(states)
+    return {k: np.median(np.stack([s[k] for s in states]), axis=0).astype(np.float32) for k in states[0]}
+
+
+def trimmed_mean(states: list[State], trim: float = 0.2) -> State:
+    """Coordinate-wise mean after dropping the ``trim`` fraction of largest and smallest values."""
+    _check(states)
+    if not 0 <= trim < 0.5:
+        raise ValueError(f"trim must be in [0, 0.5), got {trim}")
+    n = len(states)
+    cut = int(np.floor(trim * n))
+    out = {}
+    for k in states[0]:
+        x = np.sort(np.stack([s[k] for s in states]), axis=0)  # [n, ...]
+        out[k] = x[cut:n - cut].mean(axis=0).astype(np.float32)
+    return out
+
+
+AGGREGATORS = ("fedavg", "fedit", "median", "trimmed_mean")
+
+
+def aggregate(states: list[State], how: str, num_examples=None) -> State:
+    """Dispatch by name: ``"fedavg"`` (needs num_examples), ``"fedit"``, ``"median"``, ``"trimmed_mean"``."""
+    if how == "fedavg":
+        return fedavg(states, num_examples)
+    if how == "fedit":
+        return fedit(states)
+    if how == "median":
+        return coordinate_median(states)
+    if how == "trimmed_mean":
+        return trimmed_mean(states)
+    raise ValueError(f"aggregator must be one of {sorted(AGGREGATORS)}, got {how!r}")

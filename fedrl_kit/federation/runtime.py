@@ -1,0 +1,170 @@
+"""Typed messages, a ledger of every message, and the in-process runtime that delivers them.
+
+A method talks to its clients only through a runtime, with payloads of plain data (numpy
+arrays, scalars, strings, and lists/dicts of them). That keeps the same method code runnable
+in-process, in notebooks, and — later — on Flower's engine, where a payload maps onto a
+``RecordDict`` (arrays → ``ArrayRecord``, scalars → ``MetricRecord``/``ConfigRecord``).
+
+Failure isolation: a client whose handler raises is *dropped for that round*. The runtime
+returns a :class:`ClientFailure` in place of its reply and records it; the round goes on.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+SERVER = "server"
+
+
+def payload_nbytes(obj: Any) -> int:
+    """Size of a plain-data payload on the wire: arrays by their buffers, strings as UTF-8,
+    scalars as 8 bytes, containers as the sum of their parts (dict keys included)."""
+    if obj is None:
+        return 0
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes)
+    if isinstance(obj, (bytes, bytearray)):
+        return len(obj)
+    if isinstance(obj, str):
+        return len(obj.encode("utf-8"))
+    if isinstance(obj, (bool, int, float, np.integer, np.floating, np.bool_)):
+        return 8
+    if isinstance(obj, dict):
+        return sum(payload_nbytes(k) + payload_nbytes(v) for k, v in obj.items())
+    if isinstance(obj, (list, tuple)):
+        return sum(payload_nbytes(v) for v in obj)
+    raise TypeError(f"payload must be plain data (arrays, scalars, strings, lists, dicts); got {type(obj).__name__}")
+
+
+@dataclass
+class Message:
+    """One message between the server and a client."""
+
+    kind: str  # e.g. "fit", "fit_result", "evaluate", "competence", "score"
+    sender: str
+    receiver: str
+    round: int
+    payload: dict = field(default_factory=dict)
+
+    @property
+    def nbytes(self) -> int:
+        return payload_nbytes(self.payload)
+
+    @property
+    def direction(self) -> str:
+        """``"down"`` (server → client) or ``"up"`` (client → server)."""
+        return "down" if self.sender == SERVER else "up"
+
+
+@dataclass
+class ClientFailure:
+    """Stands in for the reply of a client that raised; the client is dropped for the round."""
+
+    client: str
+    round: int
+    kind: str
+    error: str
+
+
+class Client(Protocol):
+    """Anything with ``handle(message) -> Message`` can be a client."""
+
+    def handle(self, message: Message) -> Message: ...
+
+
+class Ledger:
+    """Every message the runtime delivered, with its size and direction."""
+
+    def __init__(self):
+        self.records: list[dict] = []
+
+    def record(self, m: Message) -> None:
+        self.records.append(dict(kind=m.kind, sender=m.sender, receiver=m.receiver, round=m.round,
+                                 direction=m.direction, nbytes=m.nbytes, keys=sorted(m.payload)))
+
+    def bytes_by_kind(self) -> dict[tuple[str, str], int]:
+        """Total bytes per (message kind, direction)."""
+        out: dict[tuple[str, str], int] = defaultdict(int)
+        for r in self.records:
+            out[(r["kind"], r["direction"])] += r["nbytes"]
+        return dict(out)
+
+    def total_bytes(self, direction: str | None = None) -> int:
+        return sum(r["nbytes"] for r in self.records if direction in (None, r["direction"]))
+
+    def bytes_per_round(self) -> dict[int, dict[str, int]]:
+        """{round: {"down": bytes, "up": bytes}}."""
+        out: dict[int, dict[str, int]] = defaultdict(lambda: {"down": 0, "up": 0})
+        for r in self.records:
+            out[r["round"]][r["direction"]] += r["nbytes"]
+        return {k: dict(v) for k, v in sorted(out.items())}
+
+    def to_rows(self) -> list[dict]:
+        return [dict(r) for r in self.records]
+
+
+class InProcessRuntime:
+    """Delivers messages to client objects in this process, in a fixed order, keeping a ledger.
+
+    Args:
+        clients: client id → client object.
+        keep_messages: also keep the full messages (payloads included) — used by tests that check
+            what crossed the wire; off by default to save memory.
+    """
+
+    def __init__(self, clients: dict[str, Client], keep_messages: bool = False):
+        self.clients = dict(clients)
+        self.ledger = Ledger()
+        self.failures: list[ClientFailure] = []
+        self.keep_messages = keep_messages
+        self.messages: list[Message] = []
+
+    @property
+    def client_ids(self) -> list[str]:
+        return list(self.clients)
+
+    def _log(self, m: Message) -> None:
+        self.ledger.record(m)
+        if self.keep_messages:
+            self.messages.append(m)
+
+    def send(self, message: Message) -> Message | ClientFailure:
+        """Deliver one server → client message and return the client's reply (or its failure)."""
+        if message.receiver not in self.clients:
+            raise ValueError(f"unknown client {message.receiver!r}; known: {self.client_ids}")
+        self._log(message)
+        try:
+            reply = self.clients[message.receiver].handle(message)
+        except Exception as e:  # noqa: BLE001 - any client error drops that client for the round
+            failure = ClientFailure(message.receiver, message.round, message.kind,
+                                    f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
+            self.failures.append(failure)
+            return failure
+        self._log(reply)
+        return reply
+
+    def broadcast(self, kind: str, round: int, payloads: dict[str, dict] | dict, receivers=None,
+                  progress=None) -> dict[str, Message | ClientFailure]:
+        """Send ``kind`` to each receiver; ``payloads`` is one shared payload or one per client id."""
+        receivers = self.client_ids if receivers is None else list(receivers)
+        per_client = all(r in payloads for r in receivers) and len(receivers) > 0 and isinstance(
+            payloads.get(receivers[0]), dict) and set(payloads) <= set(self.clients)
+        replies = {}
+        for cid in receivers:
+            t0 = time.time()
+            payload = payloads[cid] if per_client else payloads
+            replies[cid] = self.send(Message(kind, SERVER, cid, round, payload))
+            if progress is not None:
+                progress(cid, time.time() - t0)
+        return replies
+
+
+def ok_replies(replies: dict[str, Message | ClientFailure]) -> dict[str, Message]:
+    """The replies of the clients that did not fail."""
+    return {cid: r for cid, r in replies.items() if isinstance(r, Message)}

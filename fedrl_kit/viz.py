@@ -1,0 +1,113 @@
+"""Plotly figures for runs and worlds, and their export to figures/ as HTML and PNG.
+
+PNG export uses kaleido 0.2.1, which ships its own headless Chromium (no download at run time).
+If it cannot start, :func:`export` still writes the HTML and says why the PNG is missing.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+FIGURES = Path(__file__).resolve().parents[1] / "figures"
+TEMPLATE = "plotly_white"
+
+
+def curves(runs: dict[str, list[dict]], metric: str = "pass@1", title: str | None = None) -> go.Figure:
+    """Global ``metric`` per round for each named run (records as returned by ``Run.run``)."""
+    fig = go.Figure()
+    for name, recs in runs.items():
+        g = [r for r in recs if r["kind"] == "global"]
+        fig.add_trace(go.Scatter(x=[r["round"] for r in g], y=[r[metric] for r in g], mode="lines+markers", name=name))
+    fig.update_layout(template=TEMPLATE, title=title or f"global {metric} on the test split", xaxis_title="round",
+                      yaxis_title=metric)
+    return fig
+
+
+def client_curves(records: list[dict], metrics=("accuracy", "reward_mean")) -> go.Figure:
+    """Per-client local-training metrics per round (one panel per metric), global pass@1 dashed on the first."""
+    fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=[f"per-client {m}" for m in metrics])
+    clients = sorted({r["client"] for r in records if r["kind"] == "client"})
+    palette = ["#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692", "#b6e880"]
+    for j, m in enumerate(metrics, 1):
+        for i, c in enumerate(clients):
+            rs = [r for r in records if r["kind"] == "client" and r["client"] == c]
+            fig.add_trace(go.Scatter(x=[r["round"] for r in rs], y=[r[m] for r in rs], mode="lines+markers", name=c,
+                                     legendgroup=c, showlegend=j == 1, line=dict(color=palette[i % len(palette)])),
+                          row=1, col=j)
+    g = [r for r in records if r["kind"] == "global"]
+    fig.add_trace(go.Scatter(x=[r["round"] for r in g], y=[r["pass@1"] for r in g], name="global pass@1 (test)",
+                             line=dict(dash="dash", color="black")), row=1, col=1)
+    fig.update_layout(template=TEMPLATE, xaxis_title="round")
+    return fig
+
+
+def heterogeneity_bubbles(topic_names: list[str], counts: np.ndarray, title: str = "topics per client") -> go.Figure:
+    """Client data heterogeneity as a bubble plot (as in the PubSwap appendix): bubble area ∝ examples.
+
+    Args:
+        topic_names: the n topics (y axis).
+        counts: [K, n] examples of each topic held by each client.
+    """
+    K, n = counts.shape
+    xs, ys, sizes, text = [], [], [], []
+    for k in range(K):
+        for t in range(n):
+            if counts[k, t] > 0:
+                xs.append(f"client {k}")
+                ys.append(topic_names[t])
+                sizes.append(float(counts[k, t]))
+                text.append(f"client {k}, {topic_names[t]}: {int(counts[k, t])}")
+    scale = 2.0 * max(sizes) / 45**2 if sizes else 1
+    fig = go.Figure(go.Scatter(x=xs, y=ys, mode="markers", text=text, hoverinfo="text",
+                               marker=dict(size=sizes, sizemode="area", sizeref=scale, sizemin=2, color="#636efa")))
+    fig.update_layout(template=TEMPLATE, title=title, xaxis_title="client", yaxis_title="topic",
+                      yaxis=dict(categoryorder="array", categoryarray=list(topic_names)))
+    return fig
+
+
+def communication_bars(by_kind: dict[tuple[str, str], int], title: str = "bytes on the wire by message kind",
+                       log: bool = True) -> go.Figure:
+    """Bytes per (message kind, direction) from ``Ledger.bytes_by_kind()``."""
+    labels = [f"{k} ({d})" for (k, d) in by_kind]
+    fig = go.Figure(go.Bar(x=labels, y=list(by_kind.values()), text=[_human(v) for v in by_kind.values()],
+                           textposition="outside"))
+    fig.update_layout(template=TEMPLATE, title=title, yaxis_title="bytes", yaxis_type="log" if log else "linear")
+    return fig
+
+
+def topic_bars(results: dict[str, dict], title: str = "pass@1 per topic") -> go.Figure:
+    """Grouped bars of per-topic pass@1 for named evaluation results (``topic/<name>`` keys)."""
+    fig = go.Figure()
+    for name, res in results.items():
+        topics = sorted(k.split("/", 1)[1] for k in res if k.startswith("topic/"))
+        fig.add_trace(go.Bar(x=topics, y=[res[f"topic/{t}"] for t in topics], name=name))
+    fig.update_layout(template=TEMPLATE, title=title, barmode="group", yaxis_title="pass@1", yaxis_range=[0, 1])
+    return fig
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1000:
+            return f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} PB"
+
+
+def export(fig: go.Figure, name: str, folder: str | Path = FIGURES, png: bool = True) -> dict[str, Path]:
+    """Write ``name.html`` (always) and ``name.png`` (if the static exporter runs) into ``folder``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    out = {"html": folder / f"{name}.html"}
+    fig.write_html(out["html"], include_plotlyjs="directory")  # one local plotly.min.js: works offline
+    if png:
+        try:
+            fig.write_image(folder / f"{name}.png", width=900, height=450, scale=1)
+            out["png"] = folder / f"{name}.png"
+        except Exception as e:  # noqa: BLE001 - the HTML is the primary artefact; say why the PNG is missing
+            warnings.warn(f"PNG export of {name} failed ({type(e).__name__}: {e}); the HTML was written")
+    return out
