@@ -1,0 +1,473 @@
+"""FedMOA's pure building blocks: objective weights, advantages and aggregation.
+
+The FedMOA paper (``papers/fedmoa.md``) has two halves; this module holds the
+arithmetic of both, free of models and messages, so it can be tested by hand:
+
+Client side: multi-objective GRPO with adaptive weights (§2, §3.2)
+    eq. 1     ``w_k >= 0, Σ_k w_k = 1``: the weights live on the simplex
+              → :func:`project_to_simplex`.
+    eq. 2–4   ``r_w = Σ_k w_k r_k``; the group-relative advantage ``A_w`` is
+              computed from the *scalarised* reward → :func:`scalarised_advantages`.
+              The per-objective losses ``L_k`` whose gradients eq. 8 needs are
+              built from :func:`per_objective_advantages`.
+    eq. 8–10  ``g_k^(t) = ∇_h L_k(h^(t))``, ``Δ_k^(t) = g_k^(t)ᵀ g_k^(t−1)``,
+              ``w_k ← w_k + λ Δ_k`` then projection onto the simplex
+              → :func:`hypergradient_step`.
+
+Server side: local-reward-guided aggregation (§3.3)
+    clusters  clients are grouped by their reward names → :func:`cluster_by_reward_names`.
+    eq. 11    ``s_m = 1 / (w_0^(m) + ε)``; softmax over the cluster gives ``α_m``
+              → :func:`accuracy_aware_weights`.
+    eq. 12    ``θ^(c) = Σ_m α_m θ^(m)`` → :func:`aggregate_params`;
+              ``w_k^(c) = Σ_m α_m w_k^(m)`` for shared components only
+              → :func:`aggregate_shared_weights`.
+    eq. 13    ``θ^global = Σ_c N_c / Σ_c' N_c' θ^(c)`` → :func:`across_cluster_fedavg`.
+
+Where the paper is silent or ambiguous, and what we chose:
+
+* **Δ_k is unnormalised** (eq. 9 is a plain inner product), so its scale is
+  the squared scale of the hidden-layer gradients and λ = 0.01 (the paper's
+  value) means different things for different models. ``normalise=True``
+  switches to the cosine of consecutive gradients, a bounded signal in
+  [−1, 1]; it is *our* option, off by default.
+* **Sign**: the paper adds ``+λΔ_k`` (eq. 10): aligned consecutive gradients
+  (Δ_k > 0) raise w_k, oscillating ones (Δ_k < 0) lower it. Because g_k is the
+  gradient of the loss L_k, flipping the sign convention of L_k (loss vs.
+  reward) flips both factors and leaves Δ_k unchanged.
+* **Only differences of Δ matter**: the simplex projection is invariant to
+  adding the same constant to every coordinate, so an update in which every
+  Δ_k is equal leaves w unchanged.
+* **Normalise after weighting**: eq. 4 computes the group-relative advantage
+  from the scalarised reward ``r_w`` (as TRL does with ``reward_weights``),
+  not a weighted sum of per-objective normalised advantages.
+  Group normalisation follows TRL: ``(r − mean_G) / (std_G + 1e-4)`` with the
+  unbiased standard deviation, and ``scale_rewards`` in {"group", "batch", "none"}.
+* **Softmax temperature**: eq. 11 applies a plain softmax to ``s_m``
+  (temperature 1). Since ``s_m ∈ [1, 1/ε]`` the softmax is very peaked
+  (w_0 = 0.1 vs 0.3 already gives a ratio of e^6.7 ≈ 800); ``temperature`` is
+  our knob to study this, 1.0 reproduces the paper.
+* **Clusters**: the paper groups clients "using the reward names" into coarse
+  task clusters but gives no rule. The default here groups identical ordered
+  reward-name tuples; ``key="accuracy"`` groups by the accuracy reward's name
+  r_0 alone, which lets one cluster hold clients with different auxiliary
+  rewards (the case eq. 12's "shared components" is written for).
+* **Shared weights after eq. 12**: each client gets the cluster's aggregated
+  values for the shared components and keeps its own values for its
+  client-specific ones; the result is rescaled to sum to 1 (eq. 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+_SIMPLEX_ATOL = 1e-6
+"""tolerance when checking that a weight vector lies on the simplex (eq. 1)"""
+
+_GROUP_STD_EPS = 1e-4
+"""added to the group standard deviation, as TRL's GRPOTrainer does"""
+
+
+# ---------------------------------------------------------------------------
+# eq. 1: the probability simplex
+# ---------------------------------------------------------------------------
+
+
+def project_to_simplex(v) -> np.ndarray:
+    """Euclidean projection onto the probability simplex (eq. 1).
+
+    Solves ``argmin_w ||w − v||²`` s.t. ``w_k >= 0, Σ_k w_k = 1`` with the
+    sort-based algorithm of Duchi et al. (2008) / Wang & Carreira-Perpiñán
+    (2013): ``w_k = max(v_k − θ, 0)`` for the unique threshold θ.
+
+    Args:
+        v: vector to project, shape ``[K]``, finite.
+
+    Returns:
+        w: float64 array, shape ``[K]``, non-negative, summing to 1.
+
+    Raises:
+        ValueError: if ``v`` is not a non-empty finite 1-D vector.
+    """
+    v = np.asarray(v, dtype=np.float64)
+    if v.ndim != 1 or v.size == 0:
+        raise ValueError(f"v must be a non-empty 1-D vector, got shape {v.shape}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("v must be finite (no NaN or inf)")
+    u = np.sort(v)[::-1]  # [K] descending
+    cssv = np.cumsum(u) - 1.0  # [K]
+    ks = np.arange(1, v.size + 1)  # [K]
+    rho = np.nonzero(u - cssv / ks > 0)[0][-1]  # last index still in the support
+    theta = cssv[rho] / (rho + 1)
+    w = np.maximum(v - theta, 0.0)  # [K]
+    # Rounding can leave the sum a few ulps away from 1; rescaling keeps w >= 0.
+    return w / w.sum()
+
+
+def _check_simplex(w, name: str) -> np.ndarray:
+    w = np.asarray(w, dtype=np.float64)
+    if w.ndim != 1 or w.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D vector, got shape {w.shape}")
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    if np.any(w < -_SIMPLEX_ATOL) or abs(w.sum() - 1.0) > _SIMPLEX_ATOL:
+        raise ValueError(
+            f"{name} must lie on the probability simplex (w_k >= 0, Σ w_k = 1, eq. 1), "
+            f"got {w.tolist()}"
+        )
+    return w
+
+
+# ---------------------------------------------------------------------------
+# eq. 8–10: hypergradient update of the objective weights
+# ---------------------------------------------------------------------------
+
+
+def hypergradient_step(
+    w,
+    grads_now,
+    grads_prev=None,
+    lr: float = 0.01,
+    normalise: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One hypergradient update of the objective weights w_k (eq. 9–10).
+
+    ``Δ_k = g_k^(t)ᵀ g_k^(t−1)`` (eq. 9), ``w_k ← w_k + λ Δ_k`` (eq. 10), then
+    ``w ← Proj_simplex(w)``. A positive Δ_k (consecutive gradients of L_k
+    agree: the objective is still far from converged) raises w_k; a negative
+    one (they oscillate) lowers it. Gradients are *not* normalised, as in the
+    paper, unless ``normalise=True`` (cosine similarity; our option).
+
+    Args:
+        w: current weights w^(t−1), shape ``[K]``, on the simplex.
+        grads_now: g_k^(t) = ∇_h L_k(h^(t)) flattened per objective, shape
+            ``[K, d]`` (eq. 8; h is one intermediate representation).
+        grads_prev: g_k^(t−1), shape ``[K, d]``, or ``None`` on the first
+            step, in which case w is returned unchanged and Δ = 0.
+        lr: the hypergradient step size λ >= 0 (paper: 0.01; 0 turns the
+            adaptation off, the "λ OFF" ablation of Table 2).
+        normalise: divide each Δ_k by ``||g_k^(t)|| ||g_k^(t−1)||`` (0 where a
+            gradient is zero).
+
+    Returns:
+        (w_new, delta): the new weights w^(t), shape ``[K]``, on the simplex,
+        and the hypergradient signals Δ^(t), shape ``[K]``.
+
+    Raises:
+        ValueError: on a bad ``w``, gradient shape or ``lr``.
+    """
+    w = _check_simplex(w, "w")
+    n_obj = w.size
+    if not np.isfinite(lr) or lr < 0:
+        raise ValueError(f"lr (λ) must be a finite number >= 0, got {lr}")
+    g_now = np.asarray(grads_now, dtype=np.float64)
+    if g_now.ndim != 2 or g_now.shape[0] != n_obj:
+        raise ValueError(f"grads_now must have shape [K={n_obj}, d], got {g_now.shape}")
+    if not np.all(np.isfinite(g_now)):
+        raise ValueError("grads_now must be finite (no NaN or inf)")
+    if grads_prev is None:
+        return w.copy(), np.zeros(n_obj)
+    g_prev = np.asarray(grads_prev, dtype=np.float64)
+    if g_prev.shape != g_now.shape:
+        raise ValueError(
+            f"grads_prev must have the shape of grads_now {g_now.shape}, got {g_prev.shape}"
+        )
+    if not np.all(np.isfinite(g_prev)):
+        raise ValueError("grads_prev must be finite (no NaN or inf)")
+    delta = np.einsum("kd,kd->k", g_now, g_prev)  # [K] eq. 9
+    if normalise:
+        norms = np.linalg.norm(g_now, axis=1) * np.linalg.norm(g_prev, axis=1)  # [K]
+        delta = np.divide(delta, norms, out=np.zeros_like(delta), where=norms > 0)
+    w_new = project_to_simplex(w + lr * delta)  # [K] eq. 10 + projection
+    return w_new, delta
+
+
+# ---------------------------------------------------------------------------
+# eq. 2–4: group-relative advantages
+# ---------------------------------------------------------------------------
+
+
+def _group_normalise(r: np.ndarray, scale_rewards: str) -> np.ndarray:
+    """Group-relative advantage of ``r`` [B, G, ...] over the group axis 1."""
+    adv = r - r.mean(axis=1, keepdims=True)  # [B, G, ...]
+    if scale_rewards == "none":
+        return adv
+    if scale_rewards == "group":
+        std = r.std(axis=1, ddof=1, keepdims=True)  # [B, 1, ...]
+    else:  # "batch": one std over all B·G rewards (per objective)
+        flat = r.reshape(-1, *r.shape[2:])  # [B·G, ...]
+        std = flat.std(axis=0, ddof=1)[None, None]  # [1, 1, ...]
+    return adv / (std + _GROUP_STD_EPS)
+
+
+def _check_rewards(rewards, scale_rewards: str) -> np.ndarray:
+    r = np.asarray(rewards, dtype=np.float64)
+    if r.ndim != 3:
+        raise ValueError(f"rewards must have shape [B, G, K], got {r.shape}")
+    if r.shape[1] < 2:
+        raise ValueError(f"rewards needs a group of G >= 2 completions per prompt, got G={r.shape[1]}")
+    if r.shape[0] == 0 or r.shape[2] == 0:
+        raise ValueError(f"rewards must have B >= 1 and K >= 1, got {r.shape}")
+    if not np.all(np.isfinite(r)):
+        raise ValueError("rewards must be finite (no NaN or inf)")
+    if scale_rewards not in ("group", "batch", "none"):
+        raise ValueError(f"scale_rewards must be 'group', 'batch' or 'none', got {scale_rewards!r}")
+    return r
+
+
+def per_objective_advantages(rewards, scale_rewards: str = "group") -> np.ndarray:
+    """Group-relative advantage of each reward component r_k separately.
+
+    These define the per-objective losses L_k whose hidden-layer gradients
+    g_k feed the hypergradient (eq. 8).
+
+    Args:
+        rewards: r_k for each completion, shape ``[B, G, K]`` (B prompts,
+            G completions per prompt, K objectives).
+        scale_rewards: TRL's option: "group" divides by the group std,
+            "batch" by the std over the batch, "none" only centres.
+
+    Returns:
+        A_k, shape ``[B, G, K]``, float64; zero for a group whose r_k is constant.
+
+    Raises:
+        ValueError: on a bad shape, G < 2, non-finite rewards or ``scale_rewards``.
+    """
+    r = _check_rewards(rewards, scale_rewards)  # [B, G, K]
+    return _group_normalise(r, scale_rewards)  # [B, G, K]
+
+
+def scalarised_advantages(rewards, w, scale_rewards: str = "group") -> np.ndarray:
+    """Group-relative advantage A_w of the scalarised reward (eq. 2–4).
+
+    ``r_w = Σ_k w_k r_k`` (eq. 2) is formed first and *then* normalised within
+    each group, as eq. 4 states.
+
+    Args:
+        rewards: r_k, shape ``[B, G, K]``.
+        w: objective weights w_k, shape ``[K]``, on the simplex (eq. 1).
+        scale_rewards: "group", "batch" or "none" (see :func:`per_objective_advantages`).
+
+    Returns:
+        A_w, shape ``[B, G]``, float64.
+
+    Raises:
+        ValueError: on bad shapes, non-finite values, or ``w`` off the simplex.
+    """
+    r = _check_rewards(rewards, scale_rewards)  # [B, G, K]
+    w = _check_simplex(w, "w")
+    if w.size != r.shape[2]:
+        raise ValueError(f"w must have K={r.shape[2]} entries (one per objective), got {w.size}")
+    r_w = r @ w  # [B, G] eq. 2
+    return _group_normalise(r_w, scale_rewards)  # [B, G] eq. 4
+
+
+# ---------------------------------------------------------------------------
+# §3.3: task clusters
+# ---------------------------------------------------------------------------
+
+
+def cluster_by_reward_names(
+    client_reward_names: Sequence[Sequence[str]], key: str = "names"
+) -> list[list[int]]:
+    """Group clients into task clusters S_c by their reward names (§3.3).
+
+    Args:
+        client_reward_names: for each client m, the names of its reward
+            components in order, accuracy first (r_0^(m)), e.g.
+            ``("accuracy", "format", "tag_count")``.
+        key: "names" puts clients with identical ordered name tuples together;
+            "accuracy" groups by the accuracy reward's name r_0 only.
+
+    Returns:
+        The clusters as lists of client indices, ordered by their first client
+        index (and increasing inside a cluster), so the result is deterministic.
+
+    Raises:
+        ValueError: on an empty name tuple, a non-string name, or a bad ``key``.
+    """
+    if key not in ("names", "accuracy"):
+        raise ValueError(f"key must be 'names' or 'accuracy', got {key!r}")
+    clusters: dict[tuple[str, ...], list[int]] = {}  # insertion order = first client
+    for m, names in enumerate(client_reward_names):
+        if isinstance(names, str):
+            raise ValueError(
+                f"client_reward_names[{m}] must be a tuple of names, got the string {names!r}"
+            )
+        names = tuple(names)
+        if not names or not all(isinstance(n, str) and n for n in names):
+            raise ValueError(
+                f"client_reward_names[{m}] must be a non-empty tuple of non-empty strings, got {names!r}"
+            )
+        clusters.setdefault(names if key == "names" else names[:1], []).append(m)
+    return list(clusters.values())
+
+
+# ---------------------------------------------------------------------------
+# eq. 11–13: accuracy-aware aggregation
+# ---------------------------------------------------------------------------
+
+
+def accuracy_aware_weights(w0, eps: float = 1e-6, temperature: float = 1.0) -> np.ndarray:
+    """Aggregation weights α_m of the clients in one cluster (eq. 11).
+
+    ``s_m = 1 / (w_0^(m) + ε)`` and ``α = softmax(s / temperature)``: a small
+    accuracy weight w_0 means accuracy was de-emphasised because it is close
+    to convergence, so that client counts more.
+
+    Args:
+        w0: accuracy weights w_0^(m) of the cluster's clients, shape ``[|S_c|]``,
+            each in [0, 1].
+        eps: the ε of eq. 11 (paper: 1e-6), > 0.
+        temperature: softmax temperature, > 0; the paper uses none (= 1.0).
+
+    Returns:
+        α, shape ``[|S_c|]``, float64, non-negative, summing to 1.
+
+    Raises:
+        ValueError: on an empty or out-of-range ``w0``, or a bad ``eps``/``temperature``.
+    """
+    w0 = np.asarray(w0, dtype=np.float64)
+    if w0.ndim != 1 or w0.size == 0:
+        raise ValueError(f"w0 must be a non-empty 1-D vector, got shape {w0.shape}")
+    if not np.all(np.isfinite(w0)) or np.any(w0 < 0) or np.any(w0 > 1 + _SIMPLEX_ATOL):
+        raise ValueError(f"w0 must hold accuracy weights in [0, 1], got {w0.tolist()}")
+    if not np.isfinite(eps) or eps <= 0:
+        raise ValueError(f"eps (ε) must be > 0, got {eps}")
+    if not np.isfinite(temperature) or temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    s = 1.0 / (w0 + eps)  # [|S_c|] eq. 11
+    z = s / temperature
+    e = np.exp(z - z.max())  # stable softmax: s can reach 1/ε
+    return e / e.sum()
+
+
+def _check_alpha(alpha, n: int, name: str = "alpha") -> np.ndarray:
+    a = np.asarray(alpha, dtype=np.float64)
+    if a.shape != (n,):
+        raise ValueError(f"{name} must have shape [{n}] (one weight per client), got {a.shape}")
+    return _check_simplex(a, name)
+
+
+def aggregate_params(params: Sequence[Mapping[str, np.ndarray]], alpha) -> dict[str, np.ndarray]:
+    """Weighted sum of client parameters, ``θ^(c) = Σ_m α_m θ^(m)`` (eq. 12).
+
+    Sums run in float64 in client order (bit-reproducible) and are cast back to
+    each parameter's dtype.
+
+    Args:
+        params: one dict per client mapping a parameter name to an array; all
+            dicts have the same names and shapes.
+        alpha: α_m, shape ``[len(params)]``, non-negative, summing to 1.
+
+    Returns:
+        The aggregated parameters, same names, shapes and dtypes.
+
+    Raises:
+        ValueError: on no clients, mismatched names or shapes, or a bad ``alpha``.
+    """
+    if len(params) == 0:
+        raise ValueError("params must hold at least one client's parameters")
+    a = _check_alpha(alpha, len(params))
+    names = list(params[0].keys())
+    for m, p in enumerate(params):
+        if set(p.keys()) != set(names):
+            raise ValueError(
+                f"params[{m}] has names {sorted(p.keys())}, expected {sorted(names)} as params[0]"
+            )
+    out: dict[str, np.ndarray] = {}
+    for name in names:
+        ref = np.asarray(params[0][name])
+        acc = np.zeros(ref.shape, dtype=np.float64)
+        for m, p in enumerate(params):
+            x = np.asarray(p[name])
+            if x.shape != ref.shape:
+                raise ValueError(
+                    f"params[{m}][{name!r}] has shape {x.shape}, expected {ref.shape}"
+                )
+            acc += a[m] * x
+        out[name] = acc.astype(ref.dtype if np.issubdtype(ref.dtype, np.floating) else np.float64)
+    return out
+
+
+def aggregate_shared_weights(
+    weight_dicts: Sequence[Mapping[str, float]],
+    alpha,
+    shared_names: Sequence[str] | None = None,
+) -> list[dict[str, float]]:
+    """Aggregate the shared reward weights of one cluster (eq. 12, right).
+
+    ``w_k^(c) = Σ_m α_m w_k^(m)`` for each shared component k; client-specific
+    components are not aggregated. Each client's dict then holds the cluster
+    value for every shared k and its own value for the rest, rescaled to sum
+    to 1 (eq. 1). When every name is shared (clusters by identical names)
+    every client receives the same dict.
+
+    Args:
+        weight_dicts: for each client m in S_c, ``{reward name: w_k^(m)}``.
+        alpha: α_m, shape ``[len(weight_dicts)]``, on the simplex.
+        shared_names: the components to aggregate; ``None`` takes the names
+            common to all clients, in the first client's order.
+
+    Returns:
+        One dict per client, in input order, with that client's names.
+
+    Raises:
+        ValueError: on no clients, a shared name missing from a client, negative
+            or non-finite weights, or a bad ``alpha``.
+    """
+    if len(weight_dicts) == 0:
+        raise ValueError("weight_dicts must hold at least one client's weights")
+    a = _check_alpha(alpha, len(weight_dicts))
+    for m, wd in enumerate(weight_dicts):
+        vals = np.asarray(list(wd.values()), dtype=np.float64)
+        if vals.size == 0 or not np.all(np.isfinite(vals)) or np.any(vals < 0):
+            raise ValueError(
+                f"weight_dicts[{m}] must hold at least one finite weight >= 0, got {dict(wd)}"
+            )
+    if shared_names is None:
+        shared = [k for k in weight_dicts[0] if all(k in wd for wd in weight_dicts)]
+    else:
+        shared = list(shared_names)
+        for m, wd in enumerate(weight_dicts):
+            missing = [k for k in shared if k not in wd]
+            if missing:
+                raise ValueError(f"shared_names {missing} are missing from weight_dicts[{m}]")
+    agg = {k: float(sum(a[m] * float(wd[k]) for m, wd in enumerate(weight_dicts))) for k in shared}
+    out: list[dict[str, float]] = []
+    for wd in weight_dicts:
+        merged = {k: (agg[k] if k in agg else float(v)) for k, v in wd.items()}
+        total = sum(merged.values())
+        if total > 0:
+            merged = {k: v / total for k, v in merged.items()}
+        else:  # no mass anywhere: fall back to uniform weights over this client's objectives
+            merged = {k: 1.0 / len(merged) for k in merged}
+        out.append(merged)
+    return out
+
+
+def across_cluster_fedavg(
+    cluster_params: Sequence[Mapping[str, np.ndarray]], cluster_sizes
+) -> dict[str, np.ndarray]:
+    """FedAvg across clusters, ``θ^global = Σ_c N_c / Σ_c' N_c' · θ^(c)`` (eq. 13).
+
+    Args:
+        cluster_params: θ^(c) for each cluster c, dicts of arrays with equal names and shapes.
+        cluster_sizes: N_c, the number of local training examples of each
+            cluster, shape ``[|C|]``, >= 0 with a positive total.
+
+    Returns:
+        θ^global, same names, shapes and dtypes.
+
+    Raises:
+        ValueError: on bad sizes or mismatched parameters.
+    """
+    n = np.asarray(cluster_sizes, dtype=np.float64)
+    if n.shape != (len(cluster_params),):
+        raise ValueError(
+            f"cluster_sizes must have shape [{len(cluster_params)}] (one N_c per cluster), got {n.shape}"
+        )
+    if not np.all(np.isfinite(n)) or np.any(n < 0) or n.sum() <= 0:
+        raise ValueError(f"cluster_sizes (N_c) must be >= 0 with a positive total, got {n.tolist()}")
+    return aggregate_params(cluster_params, n / n.sum())
