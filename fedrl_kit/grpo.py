@@ -157,7 +157,7 @@ def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, setti
             is the reference policy (e.g. peft's ``disable_adapter``); needed when beta > 0.
         extra_loss: optional zero-argument callable added to the loss (FedProx's proximal term).
         old_logps: [N, T] π_old for rows sampled by another policy (PubSwap's swapped-in responses);
-            by default the current policy's scores before the first epoch.
+            by default the current policy's scores in the first epoch (before any update).
 
     Returns:
         Diagnostics: loss, clip_fraction, kl, reward_mean, reward_std, frac_zero_std, completion_length.
@@ -167,9 +167,12 @@ def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, setti
     if advantages is None:
         advantages = group_advantages(rewards, G, settings.scale_rewards)  # [N]
     mb = settings.micro_batch_size
+    # π_old = the policy that sampled. Unless given (off-policy rows), it is the current policy before
+    # the first update, so the first epoch's own log-probs serve (detached): exact, one forward pass fewer.
+    reuse_first_epoch = old_logps is None
+    if reuse_first_epoch:
+        old_logps = torch.zeros_like(mask, dtype=torch.float32)  # [N, T] filled during epoch 0
     with torch.no_grad():
-        if old_logps is None:
-            old_logps = per_token_logps(model, rollouts, settings.temperature, mb)  # [N, T]
         ref_logps = None
         if settings.beta > 0:
             if ref_model_ctx is None:
@@ -180,13 +183,15 @@ def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, setti
     diags = []
     n = len(rollouts)
     n_tok_total = mask.sum().clamp(min=1)
-    for _ in range(settings.num_iterations):
+    for epoch in range(settings.num_iterations):
         optimizer.zero_grad()
         for s in range(0, n, mb):
             rows = range(s, min(n, s + mb))
             part = rollouts.select(rows) if mb < n else rollouts
             logps = per_token_logps(model, part, settings.temperature)  # [b, T]
             sl = slice(s, s + mb)
+            if reuse_first_epoch and epoch == 0:
+                old_logps[sl] = logps.detach()
             loss, diag = grpo_loss(logps, old_logps[sl], advantages[sl], mask[sl], settings.epsilon,
                                    settings.epsilon_high, settings.beta,
                                    None if ref_logps is None else ref_logps[sl], settings.loss_type)

@@ -117,5 +117,9 @@ class GRPOClient:
             anchors = [p.detach().clone() for p in params]
             extra = lambda: fedprox_term(params, anchors, self.local.prox_mu)  # noqa: E731
         steps = [self.local_step(round, s, params, extra) for s in range(self.local.local_steps)]
+        for p in params:  # gradients and (when reset each round) Adam moments are dead weight between rounds
+            p.grad = None
+        if self.local.reset_optimizer:
+            self.optimizer = None
         metrics = {k: float(np.mean([d[k] for d in steps])) for k in steps[0]}
         return {"adapter": self.policy.get_state(self.cid), "num_examples": self.num_examples, "metrics": metrics}
