@@ -43,7 +43,7 @@ def _run(args) -> int:
 
 
 def _eval(args) -> int:
-    from fedrl_kit.evaluate import evaluate
+    from fedrl_kit.evaluate import eval_seed, evaluate
     from fedrl_kit.policy.engine import Policy
     from fedrl_kit.runs import resolve_base
     from fedrl_kit.world.world import make_world
@@ -57,7 +57,8 @@ def _eval(args) -> int:
         with np.load(args.adapter) as z:
             policy.set_state("global", {k: z[k] for k in z.files})
     world = make_world(cfg.seed, n_train=1, n_test=args.n_test or cfg.n_test, n_public=0, n_aux=0)
-    print(json.dumps(evaluate(policy, "global", world.test, cfg.eval_samples, greedy=True), indent=2))
+    res = evaluate(policy, "global", world.test, cfg.eval_samples, seed=eval_seed(cfg.seed), greedy=True)
+    print(json.dumps(res, indent=2))
     return 0
 
 
@@ -67,7 +68,7 @@ def main(argv=None) -> int:
 
     pre = sub.add_parser("pretrain", help="warm-start the tiny policy into data/base")
     pre.add_argument("--out", help="output folder (default data/base)")
-    pre.add_argument("--steps", type=int, default=700)
+    pre.add_argument("--steps", type=int, default=1400)
     pre.add_argument("--seed", type=int, default=0)
     pre.add_argument("--quiet", action="store_true")
 

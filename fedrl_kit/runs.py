@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from fedrl_kit.config import RunConfig
-from fedrl_kit.evaluate import evaluate
+from fedrl_kit.evaluate import eval_seed, evaluate
 from fedrl_kit.federation.client import GRPOClient, LocalSettings
 from fedrl_kit.federation.runtime import InProcessRuntime, Message
 from fedrl_kit.federation.server import Server
@@ -202,7 +202,7 @@ class Run:
         """Load the global adapter into the policy and score it on the test split."""
         self.policy.set_state(GLOBAL, self.server.global_state)
         res = evaluate(self.policy, GLOBAL, self.world.test, self.config.eval_samples,
-                       seed=self.config.seed * 7919 + 17)
+                       seed=eval_seed(self.config.seed))
         return {"kind": "global", "round": round, **res}
 
     def run(self, stop_after: int | None = None) -> list[dict]:

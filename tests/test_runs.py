@@ -1,6 +1,7 @@
 """Runs end to end on an untrained tiny policy: determinism, resume, client failures, central and zero-shot."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -52,14 +53,16 @@ def test_a_failing_client_is_dropped_and_recorded(tiny_dir):
     recs = run.run()
     failures = [r for r in recs if r["kind"] == "failure"]
     assert len(failures) == 1 and failures[0]["client"] == "client_1" and failures[0]["round"] == 2
-    assert "injected failure" in failures[0]["error"]
+    assert "injected failure" in failures[0]["error"] and failures[0]["message"] == "fit"
     clients_round2 = {r["client"] for r in recs if r["kind"] == "client" and r["round"] == 2}
     assert clients_round2 == {"client_0", "client_2"}
     assert [r["round"] for r in recs if r["kind"] == "global"] == [0, 1, 2]
 
 
-def test_fedavg_moves_lora_factors_and_sizes_in_ledger(tiny_dir):
-    run = Run(small_config(tiny_dir, rounds=1), progress=False)
+def test_fedavg_moves_lora_factors_and_sizes_in_ledger():
+    # the committed base, not the untrained tiny policy: its rewards are mixed, so advantages are not all zero
+    base = str(Path(__file__).resolve().parents[1] / "data" / "base")
+    run = Run(small_config(base, rounds=1, prompts_per_step=4, num_generations=8, max_new_tokens=16), progress=False)
     start = {k: v.copy() for k, v in run.build().server.global_state.items()}
     run.run()
     assert any(not np.array_equal(start[k], run.server.global_state[k]) for k in start)
