@@ -42,8 +42,8 @@ class RunConfig:
     """LoRA rank r of every adapter"""
     lora_alpha: float = 16.0
     """LoRA alpha; the update is (alpha / r) · B A"""
-    max_new_tokens: int = 24
-    """cap on completion length (tokens)"""
+    max_new_tokens: int = 20
+    """cap on completion length (tokens; the embedded world's longest correct formatted answer is 16)"""
     temperature: float = 1.0
     """rollout temperature (also used to score π_old in the importance ratio, as TRL does)"""
 
@@ -68,9 +68,9 @@ class RunConfig:
     """give every client exactly the same number of examples"""
 
     # -- federation ----------------------------------------------------------------------------
-    rounds: int = 4
+    rounds: int = 10
     """communication rounds R"""
-    local_steps: int = 3
+    local_steps: int = 2
     """τ, local GRPO steps per client per round"""
     prompts_per_step: int = 8
     """b, prompts per GRPO step"""

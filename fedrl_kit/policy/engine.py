@@ -23,12 +23,12 @@ class Policy:
     model: torch.nn.Module
     tokenizer: object
     chat: bool = False  # wrap prompts in the chat template (real chat models)
-    max_new_tokens: int = 24  # T, cap on completion length
+    max_new_tokens: int = 20  # T, cap on completion length
     temperature: float = 1.0  # rollout temperature
 
     @classmethod
     def load(cls, base: str, lora_rank: int = 8, lora_alpha: float = 16.0, seed: int = 0, chat: bool = False,
-             max_new_tokens: int = 24, temperature: float = 1.0, device=None, dtype=None) -> "Policy":
+             max_new_tokens: int = 20, temperature: float = 1.0, device=None, dtype=None) -> "Policy":
         """Load a base checkpoint (folder or hub id), freeze it and attach the global LoRA adapter."""
         model, tokenizer = load_pretrained(base, dtype=dtype, device=device)
         model = adapters.attach_lora(model, rank=lora_rank, alpha=lora_alpha, seed=seed)

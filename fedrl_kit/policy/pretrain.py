@@ -8,6 +8,12 @@ A short supervised run on problems from the non-held-out region (see
 - uses ``<think>…</think><answer>…</answer>`` only part of the time,
 
 and accuracy, format and tag-count rewards all have room to grow under RL (FedMOA needs that).
+
+The teacher is *noisy*: a fraction ``answer_noise`` of targets carry a near-miss wrong answer
+(the right one ± 1–3). Real base models are weak in this way — they put probability on wrong
+answers that a verifier can push down — and it is what gives GRPO groups with mixed rewards,
+hence a learning signal, within CPU minutes. A base that is weak only because it cannot do a
+topic at all (all G samples wrong) gives GRPO nothing to learn from.
 The run is deterministic (seeded, single-threaded data order) and takes a few CPU minutes;
 ``data/base/`` holds its result, ``data/base/pretrain.json`` the command's settings and metrics.
 """
@@ -22,21 +28,34 @@ from pathlib import Path
 import torch
 
 from fedrl_kit.policy.tiny import build_tiny_model, build_tokenizer
-from fedrl_kit.world.tasks import DEFAULT_TOPICS
-from fedrl_kit.world.tasks import format_completion
-from fedrl_kit.world.world import draw
+from fedrl_kit.world.tasks import DEFAULT_TOPICS, DIFFICULTIES, TOPICS, format_completion
+from fedrl_kit.world.world import is_heldout
 
 DEFAULT_BASE_DIR = Path(__file__).resolve().parents[2] / "data" / "base"
 
 
-def sft_pairs(n: int, seed: int, format_rate: float, topics=DEFAULT_TOPICS) -> list[tuple[str, str]]:
-    """``n`` (prompt, target) pairs; a fraction ``format_rate`` of targets use the tags."""
+def noisy_answer(answer: str, rng: random.Random) -> str:
+    """A near miss: the answer ± 1–3 (never negative, never the answer itself)."""
+    a = int(answer)
+    wrong = a + rng.choice([-3, -2, -1, 1, 2, 3])
+    return str(wrong if wrong >= 0 else a + rng.randint(1, 3))
+
+
+def sft_pairs(n: int, seed: int, format_rate: float, answer_noise: float = 0.0, topics=DEFAULT_TOPICS,
+              difficulties=DIFFICULTIES) -> list[tuple[str, str]]:
+    """``n`` (prompt, target) pairs; a fraction ``format_rate`` of targets use the tags and a
+    fraction ``answer_noise`` carry a near-miss wrong answer (the noisy teacher)."""
     rng = random.Random(seed)
-    rows = draw(n, seed, heldout=False, topics=topics, difficulties=(1, 2, 3), with_reasoning=True)
-    return [
-        (r["prompt"], format_completion(r["answer"], r["reasoning"]) if rng.random() < format_rate else r["answer"])
-        for r in rows
-    ]
+    pairs = []
+    while len(pairs) < n:  # with replacement: small topics (1-digit mul) have few distinct problems
+        topic = topics[len(pairs) % len(topics)]
+        prompt, answer, reasoning = TOPICS[topic].make(rng, rng.choice(tuple(difficulties)))
+        if is_heldout(prompt):  # never teach a problem the test, public or auxiliary splits may hold
+            continue
+        answer = noisy_answer(answer, rng) if rng.random() < answer_noise else answer
+        target = format_completion(answer, reasoning) if rng.random() < format_rate else answer
+        pairs.append((prompt, target))
+    return pairs
 
 
 def _batch(tokenizer, pairs):
@@ -58,11 +77,12 @@ def _batch(tokenizer, pairs):
 
 def pretrain(
     out_dir: str | Path = DEFAULT_BASE_DIR,
-    steps: int = 700,
+    steps: int = 1400,
     batch_size: int = 64,
     lr: float = 2e-3,
     n_examples: int = 20000,
     format_rate: float = 0.5,
+    answer_noise: float = 0.3,
     seed: int = 0,
     progress: bool = True,
 ) -> dict:
@@ -73,8 +93,9 @@ def pretrain(
         steps: optimiser steps (the knob that sets how weak the base is).
         batch_size: sequences per step.
         lr: AdamW peak learning rate (linear warm-up over 5 % of steps, then cosine decay).
-        n_examples: distinct training problems (difficulty 1–3, non-held-out region).
+        n_examples: distinct training problems (the world's difficulty levels, non-held-out region).
         format_rate: fraction of targets written in the ``<think>…<answer>`` format.
+        answer_noise: fraction of targets whose answer is a near miss (the noisy teacher).
         seed: seeds initialisation and data order.
         progress: show a tqdm bar.
 
@@ -83,14 +104,15 @@ def pretrain(
     """
     from tqdm.auto import tqdm
 
-    if not 0.0 <= format_rate <= 1.0:
-        raise ValueError(f"format_rate must be in [0, 1], got {format_rate}")
+    for name, v in (("format_rate", format_rate), ("answer_noise", answer_noise)):
+        if not 0.0 <= v <= 1.0:
+            raise ValueError(f"{name} must be in [0, 1], got {v}")
     if steps < 1 or batch_size < 1:
         raise ValueError(f"steps and batch_size must be >= 1, got {steps}, {batch_size}")
     torch.manual_seed(seed)
     tokenizer = build_tokenizer()
     model = build_tiny_model(tokenizer, seed=seed)
-    pairs = sft_pairs(n_examples, seed, format_rate)
+    pairs = sft_pairs(n_examples, seed, format_rate, answer_noise)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     warm = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
@@ -112,7 +134,8 @@ def pretrain(
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
-    info = dict(steps=steps, batch_size=batch_size, lr=lr, n_examples=n_examples, format_rate=format_rate, seed=seed,
+    info = dict(steps=steps, batch_size=batch_size, lr=lr, n_examples=n_examples, format_rate=format_rate,
+                answer_noise=answer_noise, seed=seed,
                 final_loss=sum(losses[-20:]) / len(losses[-20:]), seconds=round(time.time() - t0, 1),
                 n_params=sum(p.numel() for p in model.parameters()))
     (out / "pretrain.json").write_text(json.dumps(info, indent=2))
