@@ -111,3 +111,12 @@ def export(fig: go.Figure, name: str, folder: str | Path = FIGURES, png: bool = 
         except Exception as e:  # noqa: BLE001 - the HTML is the primary artefact; say why the PNG is missing
             warnings.warn(f"PNG export of {name} failed ({type(e).__name__}: {e}); the HTML was written")
     return out
+
+
+def setup_notebook(png: bool = True) -> None:
+    """Render figures interactively in JupyterLab *and* as a static PNG stored in the notebook,
+    so they show offline, on GitHub and in nbval-checked outputs alike (no CDN needed)."""
+    import plotly.io as pio
+
+    pio.renderers.default = "plotly_mimetype+png" if png else "plotly_mimetype"
+    pio.renderers["png"].width, pio.renderers["png"].height = 900, 420
