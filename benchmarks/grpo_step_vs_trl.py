@@ -57,6 +57,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch  # noqa: E402
 import transformers  # noqa: E402
+from _machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -252,15 +253,6 @@ def machine() -> dict:
         loadavg_1min=os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), cpu_model=cpu_model(),
     )
-
-
-def cpu_model() -> str:
-    """The CPU's model name (Linux), else the platform's processor string."""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            return next(ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor()
 
 
 def main() -> int:

@@ -28,6 +28,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from _machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -96,15 +97,6 @@ def peak_rss_mb() -> float:
     """Peak resident set size of this process so far (Linux reports ru_maxrss in KiB)."""
     kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return kib / 1024 if sys.platform != "darwin" else kib / 2**20
-
-
-def cpu_model() -> str:
-    """The CPU's model name (Linux), else the platform's processor string."""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            return next(ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor()
 
 
 def tensor_mb(tensors) -> float:
