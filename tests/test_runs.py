@@ -78,3 +78,21 @@ def test_central_and_zero_shot(tiny_dir):
     assert central.runtime.clients["central"].num_examples == 80
     zs = Run(small_config(tiny_dir, method="zero_shot"), progress=False).run()
     assert [r["kind"] for r in zs] == ["global"]
+
+
+def test_optimizer_state_lives_for_a_round_not_a_step(tiny_dir):
+    """reset_optimizer resets Adam at round start; within a round the τ steps share one optimiser."""
+    run = Run(small_config(tiny_dir, rounds=1, local_steps=3), progress=False).build()
+    client = run.runtime.clients["client_0"]
+    seen = []
+    original = client._optimizer
+
+    def spy(params):
+        opt = original(params)
+        seen.append(id(opt))
+        return opt
+
+    client._optimizer = spy
+    run.run()
+    assert len(seen) == 3 and len(set(seen)) == 1
+    assert client.optimizer is None  # released after the round when reset_optimizer is on

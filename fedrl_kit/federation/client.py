@@ -90,7 +90,8 @@ class GRPOClient:
         return self.reward_set.scores(rollouts.prompts, rollouts.completions, **columns)  # [N, n_rewards]
 
     def _optimizer(self, params) -> torch.optim.Optimizer:
-        if self.optimizer is None or self.local.reset_optimizer:
+        """The client's Adam; created on first use in a round (reset_optimizer clears it at round start)."""
+        if self.optimizer is None:
             self.optimizer = torch.optim.Adam(params, lr=self.local.learning_rate)
         return self.optimizer
 
@@ -112,6 +113,8 @@ class GRPOClient:
         """Load the global adapter, run τ local GRPO steps, return the adapter (FedAvg/FedProx/FedIT)."""
         self.policy.set_state(self.cid, payload["adapter"])
         params = self.policy.trainable(self.cid)
+        if self.local.reset_optimizer:  # fresh Adam moments for the round's τ steps (PubSwap §4)
+            self.optimizer = None
         extra = None
         if self.local.prox_mu > 0:
             anchors = [p.detach().clone() for p in params]

@@ -10,6 +10,8 @@ A [r, d] and ``…lora_B.weight`` is B [m, r]; the update is ΔW = (alpha / r) �
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 from peft import LoraConfig, get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
@@ -31,7 +33,10 @@ def attach_lora(model, rank: int = 8, alpha: float = 16.0, target_modules=DEFAUL
     torch.manual_seed(seed)
     cfg = LoraConfig(r=rank, lora_alpha=alpha, target_modules=list(target_modules), lora_dropout=dropout,
                      bias="none", task_type="CAUSAL_LM")
-    return get_peft_model(model, cfg, adapter_name=GLOBAL)
+    with warnings.catch_warnings():
+        # peft 0.21 still calls transformers' deprecated gradient-checkpointing names; nothing for users to act on
+        warnings.filterwarnings("ignore", category=FutureWarning, message=".*gradient_checkpointing.*")
+        return get_peft_model(model, cfg, adapter_name=GLOBAL)
 
 
 def ensure_adapter(model, name: str) -> None:
