@@ -16,7 +16,8 @@ import dataclasses
 import json
 from dataclasses import dataclass, field, fields
 
-METHODS = ("fedavg_grpo", "fedprox_grpo", "central_grpo", "zero_shot")
+METHODS = ("fedavg_grpo", "fedprox_grpo", "central_grpo", "zero_shot", "pubswap_random", "pubswap_balanced")
+PUBSWAP_METHODS = ("pubswap_random", "pubswap_balanced")
 PRESETS = ("quick", "full")
 
 
@@ -80,6 +81,8 @@ class RunConfig:
     """how adapters are combined: fedavg (by examples), fedit (uniform, eq. 4), median, trimmed_mean"""
     prox_mu: float = 0.01
     """FedProx μ (used by fedprox_grpo only)"""
+    pubswap_period: int = 2
+    """τ_swap: every τ_swap-th local step is a public step (pubswap methods; 2 ≤ τ_swap ≤ local_steps)"""
     reset_optimizer: bool = True
     """fresh optimiser state each round (PubSwap §4); False keeps each client's Adam moments"""
 
@@ -148,6 +151,11 @@ class RunConfig:
         need(self.aggregator in ("fedavg", "fedit", "median", "trimmed_mean"), "aggregator",
              "fedavg, fedit, median or trimmed_mean")
         need(self.prox_mu >= 0, "prox_mu", ">= 0")
+        need(isinstance(self.pubswap_period, int) and self.pubswap_period >= 2, "pubswap_period", "an integer >= 2")
+        if self.method in PUBSWAP_METHODS:
+            need(self.pubswap_period <= self.local_steps, "pubswap_period",
+                 f"in [2, local_steps = {self.local_steps}] (τ_swap ≤ τ)")
+            need(self.n_public >= 1, "n_public", ">= 1 for PubSwap (its public steps draw from D_pub)")
         need(0 < self.learning_rate <= 1, "learning_rate", "in (0, 1]")
         need(1 <= self.num_iterations <= 100, "num_iterations", "in [1, 100]")
         need(0 < self.epsilon < 1, "epsilon", "in (0, 1)")

@@ -26,13 +26,14 @@ import datasets
 import numpy as np
 import torch
 
-from fedrl_kit.config import RunConfig
+from fedrl_kit.config import PUBSWAP_METHODS, RunConfig
 from fedrl_kit.evaluate import eval_seed, evaluate
 from fedrl_kit.federation.client import GRPOClient, LocalSettings
 from fedrl_kit.federation.runtime import InProcessRuntime, Message
 from fedrl_kit.federation.server import Server
 from fedrl_kit.grpo import GRPOSettings
 from fedrl_kit.methods import ROUNDS
+from fedrl_kit.methods.pubswap import PubSwapClient
 from fedrl_kit.policy.adapters import GLOBAL
 from fedrl_kit.policy.engine import Policy
 from fedrl_kit.rewards import make_reward_set
@@ -124,8 +125,9 @@ class Run:
             clients = {"central": GRPOClient("central", 0, pooled, self.policy, self.reward_set, local, grpo, cfg.seed)}
         elif cfg.method == "zero_shot":
             clients = {}
-        else:
-            clients = {f"client_{i}": GRPOClient(f"client_{i}", i, part, self.policy, self.reward_set, local, grpo,
+        else:  # PubSwap's clients answer the server step by step (public steps need it mid-round)
+            client_cls = PubSwapClient if cfg.method in PUBSWAP_METHODS else GRPOClient
+            clients = {f"client_{i}": client_cls(f"client_{i}", i, part, self.policy, self.reward_set, local, grpo,
                                                  cfg.seed) for i, part in enumerate(self.partitions)}
         if cfg.fail_client:
             cid, r = cfg.fail_client.split("@")

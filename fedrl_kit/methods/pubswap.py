@@ -1,0 +1,230 @@
+"""FedAvg-PubSwap: local GRPO interleaved with public steps whose responses are swapped across clients.
+
+PubSwap paper §3.3–3.4 (``papers/pubswap.md``). One round p, with τ local steps and PubSwap period
+τ_swap (config ``local_steps``, ``pubswap_period``), b prompts per step and K responses per prompt
+(``prompts_per_step``, ``num_generations``):
+
+1. the server broadcasts the global LoRA factors (A_p, B_p) (eq. 3)             → ``fit_begin``
+2. local steps s = 0 … τ−1. Within each PubSwap period of τ_swap steps, the first τ_swap − 1
+   are private Local-GRPO steps (b private prompts × K responses, eq. 1 advantages,
+   eq. 2 clipped surrogate)                                                      → ``private_step``
+   and the last one is a public step:
+   a. the server samples b public prompts from D_pub and sends them to all clients
+   b. each client generates K responses per prompt and returns them with their 0/1
+      correctness (plain strings and numbers)                                    → ``public_generate``
+   c. per prompt, the server pools the N·K responses and builds each client's group of K:
+      *Random* (one uniform draw of K, shared by all) → :func:`~fedrl_kit.swap.random_swap`;
+      *Balanced* (a client with c_n < K/2 gets up to K/2 − c_n of the others' correct
+      responses in place of its incorrect ones) → :func:`~fedrl_kit.swap.balanced_swap`
+   d. each client runs one GRPO step on its K responses per public prompt      → ``public_step``
+3. clients send back (A^(n), B^(n))                                             → ``fit_end``
+4. the server aggregates: FedAvg by examples, or FedIT's separate means of A and B (eq. 4)
+
+A client that fails any message is dropped for the rest of the round (its failure is recorded);
+if every client fails, the global adapter is kept unchanged.
+
+Diagnostics per client and round: ``accuracy`` (mean over private steps), ``replacement_fraction``
+(α_n(x) = M_n / K of appendix A.2, mean over the round's public prompts), ``public_reward_mean``,
+``public_reward_std`` and ``public_frac_zero_std`` (fraction of public groups with no reward variance).
+
+Deviations and choices where the paper is silent:
+
+- **π_old of swapped-in responses.** A response from another client was sampled by that client's
+  policy, whose probabilities this client does not have (only texts cross the wire). We take
+  π_old = the client's current policy, detached, for every row, so the importance ratio starts
+  at 1 (swapped-in responses are treated as if on-policy). For the client's own responses this is
+  exact: the public step comes right after generation, with no update in between.
+- **Token ids.** The client's own responses keep the exact token ids it generated; swapped-in
+  responses are re-tokenised from their text, with eos appended when shorter than
+  ``max_new_tokens`` (a response that long was cut off there and had no eos).
+- **τ_swap ≤ τ.** The paper writes τ_swap < τ; we allow τ_swap = τ (one public step, last).
+  When τ_swap does not divide τ, the trailing τ mod τ_swap steps are private.
+- **Random for odd K, Balanced for odd K, too few correct donors:** see :mod:`fedrl_kit.swap`.
+- **Randomness.** Public prompts are drawn with a generator keyed by (seed, round, period), the
+  swap with one keyed by (seed, round, 10_000 + period); so a run is reproducible and resumable.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from fedrl_kit.aggregate import aggregate
+from fedrl_kit.federation.client import GRPOClient, step_seed
+from fedrl_kit.grpo import grpo_step
+from fedrl_kit.rollout import Rollouts
+from fedrl_kit.swap import SWAP_RULES, ResponsePool
+
+SWAP_KEY = 10_000  # offsets the swap's random stream from the clients' (keyed by client index)
+PUBLIC_KEY = 20_000  # offsets the public-prompt draw
+
+
+def is_public_step(step: int, period: int) -> bool:
+    """The last step of each PubSwap period of length τ_swap is public."""
+    return (step + 1) % period == 0
+
+
+def sample_public_batch(public, b: int, seed: int, round: int, period_index: int) -> dict[str, list]:
+    """b public prompts (with their gold columns) for one PubSwap period, as plain lists."""
+    rng = np.random.default_rng(step_seed(seed, round, PUBLIC_KEY + period_index, 0))
+    idx = rng.choice(len(public), size=min(b, len(public)), replace=False)  # [b]
+    rows = public.select(sorted(int(i) for i in idx))
+    return {k: list(rows[k]) for k in rows.column_names}
+
+
+class PubSwapClient(GRPOClient):
+    """A GRPO client whose round is driven step by step by the server (PubSwap §3.4)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._params = None
+        self._private: list[dict] = []
+        self._public: list[dict] = []
+        self._generated: Rollouts | None = None
+
+    def on_fit_begin(self, round: int, payload: dict) -> dict:
+        """Load the global adapter (A_p, B_p) and start the round's bookkeeping."""
+        self.policy.set_state(self.cid, payload["adapter"])
+        self._params = self.policy.trainable(self.cid)
+        if self.local.reset_optimizer:
+            self.optimizer = None
+        self._private, self._public, self._generated = [], [], None
+        return {}
+
+    def on_private_step(self, round: int, payload: dict) -> dict:
+        """One Local-GRPO step on b private prompts."""
+        self._params = self.policy.trainable(self.cid)
+        diag = self.local_step(round, int(payload["step"]), self._params)
+        self._private.append(diag)
+        return {"accuracy": diag["accuracy"]}
+
+    def on_public_generate(self, round: int, payload: dict) -> dict:
+        """K responses per public prompt, with their 0/1 correctness (reward component 0)."""
+        batch, step = payload["batch"], int(payload["step"])
+        rollouts = self.policy.rollout(self.cid, batch["prompt"], self.local.num_generations,
+                                       seed=step_seed(self.seed + 2, round, self.index, step))
+        scores = self.reward_scores(rollouts, batch)  # [b·K, n_rewards]
+        correct = np.nan_to_num(scores[:, 0]) >= 0.5  # [b·K]
+        self._generated = rollouts
+        K = self.local.num_generations
+        return {"texts": [rollouts.completions[i * K:(i + 1) * K] for i in range(len(batch["prompt"]))],
+                "correct": [[int(c) for c in correct[i * K:(i + 1) * K]] for i in range(len(batch["prompt"]))]}
+
+    def swapped_rollouts(self, texts: list[list[str]], own_index: list[list[int]]) -> Rollouts:
+        """The b·K rows of a public step: own responses with their generated ids, others re-tokenised."""
+        gen, tok, K = self._generated, self.policy.tokenizer, self.local.num_generations
+        if gen is None:
+            raise ValueError(f"client {self.cid!r} got public_step before public_generate")
+        rows: list[list[int]] = []
+        for i, (group, own) in enumerate(zip(texts, own_index)):
+            for text, k in zip(group, own):
+                if k >= 0:  # its own response: the exact ids it sampled
+                    r = i * K + k
+                    rows.append(gen.completion_ids[r][gen.completion_mask[r].bool()].tolist())
+                else:  # swapped in: text → ids (+ eos unless it was cut at max_new_tokens)
+                    ids = tok(text, add_special_tokens=False)["input_ids"][:self.policy.max_new_tokens]
+                    rows.append(ids + [tok.eos_token_id] if len(ids) < self.policy.max_new_tokens else ids)
+        T = max(1, max(len(r) for r in rows))
+        completion_ids = torch.full((len(rows), T), tok.pad_token_id, dtype=gen.completion_ids.dtype)  # [N, T]
+        completion_mask = torch.zeros((len(rows), T), dtype=gen.completion_mask.dtype)  # [N, T]
+        for n, r in enumerate(rows):
+            completion_ids[n, :len(r)] = torch.as_tensor(r, dtype=completion_ids.dtype)
+            completion_mask[n, :len(r)] = 1
+        device = gen.prompt_ids.device
+        # same prompts in the same prompt-major order as the generation: its left-padded prompt ids serve
+        return Rollouts(gen.prompt_ids, gen.prompt_mask, completion_ids.to(device), completion_mask.to(device),
+                        list(gen.prompts), [t for group in texts for t in group], K)
+
+    def on_public_step(self, round: int, payload: dict) -> dict:
+        """One GRPO step on the swapped groups; π_old = current policy for every row (see module doc)."""
+        batch = payload["batch"]
+        rollouts = self.swapped_rollouts(payload["texts"], payload["own_index"])
+        scores = self.reward_scores(rollouts, batch)  # [b·K, n_rewards]
+        weights = np.asarray(self.reward_set.weights)  # [n_rewards]
+        rewards = torch.as_tensor(np.nan_to_num(scores) @ weights, dtype=torch.float32)  # [b·K]
+        self._params = self.policy.trainable(self.cid)
+        diag = grpo_step(self.policy.model, self._optimizer(self._params), rollouts, rewards, self.grpo,
+                         ref_model_ctx=self.policy.reference)
+        own = np.asarray(payload["own_index"])  # [b, K]
+        diag["replacement_fraction"] = float((own < 0).mean())  # α_n averaged over the b prompts
+        self._public.append(diag)
+        self._generated = None
+        return {"replacement_fraction": diag["replacement_fraction"]}
+
+    def on_fit_end(self, round: int, payload: dict) -> dict:
+        """Return (A^(n), B^(n)), the example count and the round's diagnostics."""
+        for p in self._params or []:
+            p.grad = None
+        if self.local.reset_optimizer:
+            self.optimizer = None
+        metrics = {k: float(np.mean([d[k] for d in self._private])) for k in self._private[0]}
+        if self._public:
+            for src, dst in (("replacement_fraction", "replacement_fraction"), ("reward_mean", "public_reward_mean"),
+                             ("reward_std", "public_reward_std"), ("frac_zero_std", "public_frac_zero_std")):
+                metrics[dst] = float(np.mean([d[src] for d in self._public]))
+        return {"adapter": self.policy.get_state(self.cid), "num_examples": self.num_examples, "metrics": metrics}
+
+
+def swap_groups(rule, generated: list[dict], K: int, rng: np.random.Generator) -> list[dict]:
+    """Apply the swap rule prompt by prompt; per client (in ``generated``'s order) its texts and own indices.
+
+    Args:
+        rule: :func:`~fedrl_kit.swap.random_swap` or :func:`~fedrl_kit.swap.balanced_swap`.
+        generated: the N clients' ``public_generate`` replies: ``texts`` [b][K], ``correct`` [b][K].
+        K: group size.
+        rng: the swap's generator.
+
+    Returns:
+        N dicts with ``texts`` [b][K] and ``own_index`` [b][K] (the response's index among the
+        client's own K, or −1 when it was swapped in from another client).
+    """
+    N, b = len(generated), len(generated[0]["texts"])
+    out = [{"texts": [], "own_index": []} for _ in range(N)]
+    for i in range(b):
+        pool = ResponsePool([g["texts"][i] for g in generated], np.array([g["correct"][i] for g in generated]))
+        res = rule(pool, K, rng)  # groups for prompt i
+        for n in range(N):
+            src = res.source[n]  # [K, 2] (client, response)
+            out[n]["texts"].append(list(res.texts[n]))
+            out[n]["own_index"].append([int(k) if int(j) == n else -1 for j, k in src])
+    return out
+
+
+def run_round(server, round: int) -> dict:
+    """One FedAvg-PubSwap round (Random or Balanced by ``config.method``); returns client metrics and failures."""
+    cfg = server.config
+    rule = SWAP_RULES[cfg.method.removeprefix("pubswap_")]
+    alive = list(server.runtime.client_ids)
+    failed: list[dict] = []
+
+    def send(kind: str, payloads: dict) -> dict:
+        """Broadcast to the clients still alive; drop the ones that fail for the rest of the round."""
+        ok, bad = server.split_replies(server.runtime.broadcast(kind, round, payloads, receivers=alive))
+        failed.extend(bad)
+        alive[:] = [cid for cid in alive if cid in ok]
+        return ok
+
+    # 1. broadcast (A_p, B_p)
+    send("fit_begin", {"adapter": server.global_state})
+    # 2. τ local steps; the last of every τ_swap is public
+    for s in range(cfg.local_steps):
+        if not alive:
+            break
+        if not is_public_step(s, cfg.pubswap_period):
+            send("private_step", {"step": s})
+            continue
+        period = s // cfg.pubswap_period
+        batch = sample_public_batch(server.world.public, cfg.prompts_per_step, cfg.seed, round, period)  # 2a
+        gen = send("public_generate", {"step": s, "batch": batch})  # 2b
+        if not gen:
+            break
+        rng = np.random.default_rng(step_seed(cfg.seed, round, SWAP_KEY + period, 0))
+        groups = swap_groups(rule, [gen[cid].payload for cid in alive], cfg.num_generations, rng)  # 2c
+        send("public_step", {cid: {"step": s, "batch": batch, **g} for cid, g in zip(alive, groups)})  # 2d
+    # 3. clients return their factors
+    ok = send("fit_end", {})
+    # 4. aggregate (FedAvg by examples, or FedIT eq. 4)
+    if ok:
+        server.global_state = aggregate([r.payload["adapter"] for r in ok.values()], cfg.aggregator,
+                                        [r.payload["num_examples"] for r in ok.values()])
+    return {"clients": {cid: r.payload["metrics"] for cid, r in ok.items()}, "failed": failed}

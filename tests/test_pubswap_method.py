@@ -1,0 +1,110 @@
+"""FedAvg-PubSwap wired into the engine: config, message protocol, step schedule, determinism, failures."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import small_config
+from fedrl_kit.federation.runtime import InProcessRuntime
+from fedrl_kit.runs import Run
+
+BASE = str(Path(__file__).resolve().parents[1] / "data" / "base")
+
+
+def _plain(obj) -> bool:
+    """Only strings, scalars and lists/dicts of them (no arrays)."""
+    if isinstance(obj, (str, bool, int, float)):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return all(_plain(v) for v in obj)
+    if isinstance(obj, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in obj.items())
+    return False
+
+
+@pytest.mark.parametrize("method", ["pubswap_random", "pubswap_balanced"])
+def test_pubswap_period_is_validated(tiny_dir, method):
+    for bad in (1, 5):
+        with pytest.raises(ValueError, match="pubswap_period"):
+            small_config(tiny_dir, method=method, local_steps=4, pubswap_period=bad)
+    assert small_config(tiny_dir, method=method, local_steps=4, pubswap_period=4).pubswap_period == 4
+    small_config(tiny_dir, method="fedavg_grpo", local_steps=1)  # other methods ignore τ_swap's upper bound
+
+
+@pytest.mark.parametrize("method", ["pubswap_random", "pubswap_balanced"])
+def test_one_round_runs_with_plain_public_messages(method):
+    # the committed base has mixed rewards, so Balanced actually swaps and advantages are not all zero
+    cfg = small_config(BASE, method=method, rounds=1, local_steps=2, pubswap_period=2, num_generations=4,
+                       prompts_per_step=2, max_new_tokens=16)
+    run = Run(cfg, progress=False).build()
+    run.runtime.keep_messages = True
+    start = {k: v.copy() for k, v in run.server.global_state.items()}
+    recs = run.run()
+    clients = [r for r in recs if r["kind"] == "client"]
+    assert {r["client"] for r in clients} == {"client_0", "client_1", "client_2"}
+    for r in clients:
+        assert 0.0 <= r["replacement_fraction"] <= 1.0
+        assert {"accuracy", "public_reward_mean", "public_reward_std", "public_frac_zero_std"} <= set(r)
+    if method == "pubswap_balanced":
+        assert all(r["replacement_fraction"] <= 0.5 for r in clients)
+    ups = [m for m in run.runtime.messages if m.kind == "public_generate_result"]
+    assert len(ups) == 3 and all(_plain(m.payload) for m in ups)
+    assert all(len(m.payload["texts"]) == 2 and all(len(g) == 4 for g in m.payload["texts"]) for m in ups)
+    kinds = {(r["kind"], r["direction"]) for r in run.runtime.ledger.records}
+    assert {("fit_begin", "down"), ("fit_end_result", "up"), ("public_step", "down")} <= kinds
+    adapter_bytes = sum(v.nbytes for v in start.values())
+    by = run.runtime.ledger.bytes_by_kind()
+    assert by[("fit_begin", "down")] >= 3 * adapter_bytes and by[("fit_end_result", "up")] >= 3 * adapter_bytes
+    assert any(not np.array_equal(start[k], run.server.global_state[k]) for k in start)
+
+
+def test_step_schedule_private_public_private_public(tiny_dir):
+    run = Run(small_config(tiny_dir, method="pubswap_balanced", rounds=1, local_steps=4, pubswap_period=2),
+              progress=False).build()
+    assert isinstance(run.runtime, InProcessRuntime)
+    run.run()
+    down = [r["kind"] for r in run.runtime.ledger.records if r["receiver"] == "client_1"]
+    assert down == ["fit_begin", "private_step", "public_generate", "public_step",
+                    "private_step", "public_generate", "public_step", "fit_end"]
+
+
+def test_same_config_same_global_adapter(tiny_dir):
+    cfg = small_config(tiny_dir, method="pubswap_random", rounds=1, local_steps=2)
+    a, b = Run(cfg, progress=False), Run(cfg, progress=False)
+    a.run(), b.run()
+    for k in a.server.global_state:
+        assert np.array_equal(a.server.global_state[k], b.server.global_state[k])
+
+
+def test_a_failing_client_is_dropped_and_the_round_completes(tiny_dir):
+    run = Run(small_config(tiny_dir, method="pubswap_balanced", rounds=1, local_steps=2, fail_client="client_1@1"),
+              progress=False)
+    recs = run.run()
+    failures = [r for r in recs if r["kind"] == "failure"]
+    assert len(failures) == 1 and failures[0]["client"] == "client_1" and failures[0]["message"] == "fit_begin"
+    assert {r["client"] for r in recs if r["kind"] == "client"} == {"client_0", "client_2"}
+    assert not [r for r in run.runtime.ledger.records if r["receiver"] == "client_1" and r["kind"] != "fit_begin"]
+    assert [r["round"] for r in recs if r["kind"] == "global"] == [0, 1]
+
+
+class _FailsOnPublicStep:
+    def __init__(self, inner):
+        self.inner = inner
+
+    def handle(self, message):
+        if message.kind == "public_step":
+            raise RuntimeError("lost during the public step")
+        return self.inner.handle(message)
+
+
+def test_a_client_failing_mid_round_is_dropped_for_the_rest_of_it(tiny_dir):
+    run = Run(small_config(tiny_dir, method="pubswap_random", rounds=1, local_steps=4, pubswap_period=2),
+              progress=False).build()
+    run.runtime.clients["client_0"] = _FailsOnPublicStep(run.runtime.clients["client_0"])
+    recs = run.run()
+    failures = [r for r in recs if r["kind"] == "failure"]
+    assert [(f["client"], f["message"]) for f in failures] == [("client_0", "public_step")]
+    assert {r["client"] for r in recs if r["kind"] == "client"} == {"client_1", "client_2"}
+    down = [r["kind"] for r in run.runtime.ledger.records if r["receiver"] == "client_0"]
+    assert down == ["fit_begin", "private_step", "public_generate", "public_step"]
