@@ -80,16 +80,6 @@ def communication_bars(by_kind: dict[tuple[str, str], int], title: str = "bytes 
     return fig
 
 
-def topic_bars(results: dict[str, dict], title: str = "pass@1 per topic") -> go.Figure:
-    """Grouped bars of per-topic pass@1 for named evaluation results (``topic/<name>`` keys)."""
-    fig = go.Figure()
-    for name, res in results.items():
-        topics = sorted(k.split("/", 1)[1] for k in res if k.startswith("topic/"))
-        fig.add_trace(go.Bar(x=topics, y=[res[f"topic/{t}"] for t in topics], name=name))
-    fig.update_layout(template=TEMPLATE, title=title, barmode="group", yaxis_title="pass@1", yaxis_range=[0, 1])
-    return fig
-
-
 def _human(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB", "TB"):
         if abs(n) < 1000:

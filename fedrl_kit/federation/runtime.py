@@ -163,8 +163,3 @@ class InProcessRuntime:
             if progress is not None:
                 progress(cid, time.time() - t0)
         return replies
-
-
-def ok_replies(replies: dict[str, Message | ClientFailure]) -> dict[str, Message]:
-    """The replies of the clients that did not fail."""
-    return {cid: r for cid, r in replies.items() if isinstance(r, Message)}

@@ -70,8 +70,3 @@ def activate(model, name: str) -> list[torch.nn.Parameter]:
     for p in params:
         p.requires_grad_(True)
     return params
-
-
-def adapter_nbytes(state: AdapterState) -> int:
-    """Bytes of an adapter on the wire (float32)."""
-    return int(sum(v.nbytes for v in state.values()))

@@ -6,7 +6,6 @@ chat=True, device="cuda", dtype="bfloat16")`` a real model through the same inte
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 import torch
@@ -54,13 +53,3 @@ class Policy:
     def trainable(self, adapter: str) -> list[torch.nn.Parameter]:
         """Activate ``adapter`` and return its parameters (the only ones that get gradients)."""
         return adapters.activate(self.model, adapter)
-
-    @contextlib.contextmanager
-    def using(self, adapter: str):
-        """Temporarily make ``adapter`` the active one."""
-        prev = self.model.active_adapter
-        adapters.activate(self.model, adapter)
-        try:
-            yield
-        finally:
-            adapters.activate(self.model, prev)
