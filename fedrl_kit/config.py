@@ -16,7 +16,8 @@ import dataclasses
 import json
 from dataclasses import dataclass, field, fields
 
-METHODS = ("fedavg_grpo", "fedprox_grpo", "central_grpo", "zero_shot", "pubswap_random", "pubswap_balanced")
+METHODS = ("fedavg_grpo", "fedprox_grpo", "central_grpo", "zero_shot", "pubswap_random", "pubswap_balanced",
+           "fedgrpo", "fedpetuning_sft", "dpsda_grpo", "dpsda_sft", "fedmoa")
 PUBSWAP_METHODS = ("pubswap_random", "pubswap_balanced")
 PRESETS = ("quick", "full")
 
@@ -83,6 +84,8 @@ class RunConfig:
     """FedProx μ (used by fedprox_grpo only)"""
     pubswap_period: int = 2
     """τ_swap: every τ_swap-th local step is a public step (pubswap methods; 2 ≤ τ_swap ≤ local_steps)"""
+    trace_drift: bool = False
+    """record client drift after every local step (kind "drift" in metrics.jsonl; see fedrl_kit.instrument)"""
     reset_optimizer: bool = True
     """fresh optimiser state each round (PubSwap §4); False keeps each client's Adam moments"""
 
@@ -151,6 +154,7 @@ class RunConfig:
         need(self.aggregator in ("fedavg", "fedit", "median", "trimmed_mean"), "aggregator",
              "fedavg, fedit, median or trimmed_mean")
         need(self.prox_mu >= 0, "prox_mu", ">= 0")
+        need(isinstance(self.trace_drift, bool), "trace_drift", "true or false")
         need(isinstance(self.pubswap_period, int) and self.pubswap_period >= 2, "pubswap_period", "an integer >= 2")
         if self.method in PUBSWAP_METHODS:
             need(self.pubswap_period <= self.local_steps, "pubswap_period",
@@ -173,6 +177,11 @@ class RunConfig:
         need(self.checkpoint_every >= 1, "checkpoint_every", ">= 1")
         need(self.fail_client == "" or ("@" in self.fail_client and self.fail_client.split("@")[1].isdigit()),
              "fail_client", '"" or "client_id@round"')
+        need(isinstance(self.extra, dict), "extra", "a dict of method-specific settings")
+        from fedrl_kit.methods import method_module
+        hook = getattr(method_module(self.method), "validate", None)
+        if hook is not None:  # method-specific settings (config.extra), named in the method's module
+            hook(self)
         return self
 
     def replace(self, **changes) -> "RunConfig":

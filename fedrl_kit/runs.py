@@ -5,7 +5,8 @@ A run directory holds::
     config.json       the validated RunConfig
     metrics.jsonl     one line per record: kind "global" (test-split evaluation of the global
                       model), "client" (each client's local-training metrics), "failure",
-                      "comm" (bytes per round by direction)
+                      "comm" (bytes per round by direction), "drift" (per local step, with
+                      ``trace_drift``; see fedrl_kit.instrument)
     ledger.jsonl      every message (kind, sender, receiver, round, bytes)
     checkpoint/       the global adapter and state of the last completed round (resume point)
 
@@ -32,7 +33,8 @@ from fedrl_kit.federation.client import GRPOClient, LocalSettings
 from fedrl_kit.federation.runtime import InProcessRuntime, Message
 from fedrl_kit.federation.server import Server
 from fedrl_kit.grpo import GRPOSettings
-from fedrl_kit.methods import ROUNDS
+from fedrl_kit.instrument import DriftProbe
+from fedrl_kit.methods import ROUNDS, method_module
 from fedrl_kit.methods.pubswap import PubSwapClient
 from fedrl_kit.policy.adapters import GLOBAL
 from fedrl_kit.policy.engine import Policy
@@ -119,7 +121,10 @@ class Run:
                             cfg.loss_type, cfg.temperature)
         local = LocalSettings(cfg.local_steps, cfg.prompts_per_step, cfg.num_generations, cfg.learning_rate,
                               cfg.prox_mu if cfg.method == "fedprox_grpo" else 0.0, cfg.reset_optimizer)
-        if cfg.method == "central_grpo":  # one trainer with all private data and b·K prompts per step
+        builder = getattr(method_module(cfg.method), "build_clients", None)
+        if builder is not None:  # the method makes its own clients (FedGRPO's experts, FedMOA's reward sets, …)
+            clients = builder(self, local, grpo)
+        elif cfg.method == "central_grpo":  # one trainer with all private data and b·K prompts per step
             pooled = datasets.concatenate_datasets(self.partitions)
             local.prompts_per_step *= cfg.num_clients
             clients = {"central": GRPOClient("central", 0, pooled, self.policy, self.reward_set, local, grpo, cfg.seed)}
@@ -134,6 +139,11 @@ class Run:
             if cid not in clients:
                 raise ValueError(f"fail_client names {cid!r}, which is not a client of this run: {sorted(clients)}")
             clients[cid] = FaultyClient(clients[cid], int(r))
+        self.probe = None
+        if cfg.trace_drift:  # simulation-side: snapshots each client's adapter after every local step
+            self.probe = DriftProbe(cfg.lora_alpha / cfg.lora_rank)
+            for c in clients.values():
+                getattr(c, "inner", c).probe = self.probe
         self.runtime = InProcessRuntime(clients)
         self.server = Server(self.runtime, self.policy, cfg, self.world, self.policy.get_state(GLOBAL))
         self._initial_state = {k: v.copy() for k, v in self.server.global_state.items()}
@@ -159,6 +169,9 @@ class Run:
             opt = {cid: c.optimizer.state_dict() for cid, c in self.runtime.clients.items()
                    if getattr(getattr(c, "inner", c), "optimizer", None) is not None}
             torch.save(opt, tmp / "optimizers.pt")
+        save = getattr(method_module(self.config.method), "save_state", None)
+        if save is not None:
+            save(self.server, tmp)
         (tmp / "state.json").write_text(json.dumps({"round": round, "n_records": len(self.records),
                                                     "n_ledger": len(self.runtime.ledger.records)}))
         shutil.rmtree(ck, ignore_errors=True)
@@ -182,6 +195,9 @@ class Run:
         state = json.loads((ck / "state.json").read_text())
         with np.load(ck / "global.npz") as z:
             self.server.global_state = {k: z[k] for k in z.files}
+        load = getattr(method_module(self.config.method), "load_state", None)
+        if load is not None:
+            load(self.server, ck)
         if (ck / "optimizers.pt").exists():
             opt = torch.load(ck / "optimizers.pt")
             for cid, sd in opt.items():
@@ -235,11 +251,15 @@ class Run:
             for r in bar:
                 n_ledger = len(self.runtime.ledger.records)
                 t0 = time.time()
+                if self.probe is not None:
+                    self.probe.start_round(self.server.global_state)
                 out = ROUNDS[cfg.method](self.server, r)
                 for cid, m in out["clients"].items():
                     self._record({"kind": "client", "round": r, "client": cid, **m}, fh)
                 for f in out["failed"]:
                     self._record({"kind": "failure", "round": r, **f}, fh)
+                for d in (self.probe.end_round() if self.probe is not None else []):
+                    self._record({"kind": "drift", "round": r, **d}, fh)
                 new = self.runtime.ledger.records[n_ledger:]
                 if lh is not None:
                     lh.writelines(json.dumps(x) + "\n" for x in new)
