@@ -143,7 +143,7 @@ class GRPOSettings:
 
 def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, settings: GRPOSettings,
               advantages: torch.Tensor | None = None, ref_model_ctx=None, extra_loss=None,
-              old_logps: torch.Tensor | None = None) -> dict:
+              old_logps: torch.Tensor | None = None, on_first_grad=None) -> dict:
     """One GRPO step on a batch of rollouts: advantages, π_old, π_ref, then ``num_iterations`` epochs.
 
     Args:
@@ -158,6 +158,9 @@ def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, setti
         extra_loss: optional zero-argument callable added to the loss (FedProx's proximal term).
         old_logps: [N, T] π_old for rows sampled by another policy (PubSwap's swapped-in responses);
             by default the current policy's scores in the first epoch (before any update).
+        on_first_grad: optional callable given the optimiser's parameters right after the first epoch's
+            backward pass (before clipping and the update): the gradient at the step's starting point,
+            for drift instrumentation (:class:`fedrl_kit.instrument.DriftProbe`).
 
     Returns:
         Diagnostics: loss, clip_fraction, kl, reward_mean, reward_std, frac_zero_std, completion_length.
@@ -203,6 +206,8 @@ def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, setti
         if extra_loss is not None:
             extra_loss().backward()
         params = [p for g in optimizer.param_groups for p in g["params"]]
+        if epoch == 0 and on_first_grad is not None:
+            on_first_grad(params)
         torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)
         optimizer.step()
     out = {k: sum(d[k] for d in diags) / len(diags) for k in diags[0]}

@@ -64,6 +64,7 @@ class GRPOClient:
         self.reward_set, self.local, self.grpo, self.seed = reward_set, local, grpo, seed
         self._columns = {k: list(data[k]) for k in data.column_names}
         self.optimizer: torch.optim.Optimizer | None = None
+        self.probe = None  # a fedrl_kit.instrument.DriftProbe when the run traces drift (simulation-side)
 
     @property
     def num_examples(self) -> int:
@@ -104,7 +105,10 @@ class GRPOClient:
         weights = np.asarray(self.reward_set.weights)  # [n_rewards]
         rewards = torch.as_tensor(np.nan_to_num(scores) @ weights, dtype=torch.float32)  # [N]  r_w = Σ w_k r_k
         diag = grpo_step(self.policy.model, self._optimizer(params), rollouts, rewards, self.grpo,
-                         ref_model_ctx=self.policy.reference, extra_loss=extra_loss)
+                         ref_model_ctx=self.policy.reference, extra_loss=extra_loss,
+                         on_first_grad=self.probe.grad_catcher(self.cid) if self.probe else None)
+        if self.probe:
+            self.probe.step_done(self.cid, step, "private", self.policy.get_state(self.cid), diag)
         # component 0 is accuracy by the toolkit's convention (FedMOA's r_0)
         diag["accuracy"] = float(np.nanmean(scores[:, 0])) if np.isfinite(scores[:, 0]).any() else float("nan")
         return diag

@@ -144,9 +144,14 @@ class PubSwapClient(GRPOClient):
         rewards = torch.as_tensor(np.nan_to_num(scores) @ weights, dtype=torch.float32)  # [b·K]
         self._params = self.policy.trainable(self.cid)
         diag = grpo_step(self.policy.model, self._optimizer(self._params), rollouts, rewards, self.grpo,
-                         ref_model_ctx=self.policy.reference)
+                         ref_model_ctx=self.policy.reference,
+                         on_first_grad=self.probe.grad_catcher(self.cid) if self.probe else None)
         own = np.asarray(payload["own_index"])  # [b, K]
-        diag["replacement_fraction"] = float((own < 0).mean())  # α_n averaged over the b prompts
+        per_prompt = (own < 0).mean(axis=1)  # [b]  α_n(x) = M_n / K
+        diag["replacement_fraction"] = float(per_prompt.mean())  # α_n averaged over the b prompts
+        if self.probe:
+            self.probe.step_done(self.cid, int(payload["step"]), "public", self.policy.get_state(self.cid), diag,
+                                 replacement_per_prompt=per_prompt)
         self._public.append(diag)
         self._generated = None
         return {"replacement_fraction": diag["replacement_fraction"]}
