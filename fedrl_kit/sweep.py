@@ -1,0 +1,134 @@
+"""Grids of runs: run (or resume) many configs, summarise them, and shape paper-style tables.
+
+Every run lives in its own folder ``root/<name>``, so an interrupted sweep picks up where it
+stopped (finished runs are read back, the interrupted one resumes from its last checkpoint).
+
+:func:`pubswap_grid` is the PubSwap experiment design (Tables 1 and 4–6 of ``papers/pubswap.md``)
+on a fixed budget of local GRPO steps, shared by ``benchmarks/pubswap_sweep.py`` and notebook 02.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fedrl_kit.config import RunConfig, preset
+from fedrl_kit.runs import Run
+
+
+def run_grid(grid: dict[str, RunConfig], root: str | Path, progress: bool = True) -> dict[str, list[dict]]:
+    """Run or resume every config of ``grid`` under ``root/<name>``; returns each run's metric records."""
+    from tqdm.auto import tqdm
+
+    out = {}
+    for name, cfg in tqdm(grid.items(), desc="grid", disable=not progress, total=len(grid)):
+        out[name] = Run(cfg, Path(root) / name, progress=progress).run()
+    return out
+
+
+def summarise(records: list[dict]) -> dict:
+    """Final and best pass@1 of the global model, and end-of-round drift when traced.
+
+    ``drift_end_*`` is the mean over rounds of the clients' mean pairwise adapter distance after the
+    round's last local step, i.e. just before aggregation.
+    """
+    ev = [r for r in records if r["kind"] == "global"]
+    if not ev:
+        raise ValueError("records hold no global evaluation")
+    out = {"pass@1_start": ev[0]["pass@1"], "pass@1_final": ev[-1]["pass@1"],
+           "pass@1_best": max(r["pass@1"] for r in ev[1:]) if len(ev) > 1 else ev[0]["pass@1"],
+           "format_final": ev[-1].get("format", float("nan")), "rounds": ev[-1]["round"]}
+    drift = [r for r in records if r["kind"] == "drift"]
+    if drift:
+        last = {}
+        for d in drift:  # the last local step of each round
+            if d["round"] not in last or d["step"] > last[d["round"]]["step"]:
+                last[d["round"]] = d
+        for key in ("pairwise_effective", "pairwise_factors", "to_global_effective"):
+            out[f"drift_end_{key}"] = float(np.mean([d[key] for d in last.values()]))
+        pub = [d["replacement_fraction"] for d in drift if "replacement_fraction" in d]
+        if pub:
+            out["replacement_fraction"] = float(np.mean(pub))
+        for kind in ("private", "public"):
+            g = [d["grad_dissimilarity"] for d in drift if d["step_kind"] == kind and "grad_dissimilarity" in d]
+            if g:
+                out[f"grad_dissimilarity_{kind}"] = float(np.mean(g))
+    return out
+
+
+def table(rows: list[dict], index: str, columns: str, value: str, digits: int = 1, scale: float = 100.0) -> pd.DataFrame:
+    """A pivot of ``value`` as ``mean ± std`` over seeds (std shown only with ≥ 2 seeds)."""
+    df = pd.DataFrame(rows)
+    if df.empty:
+        raise ValueError("no rows to tabulate")
+
+    def cell(x):
+        x = np.asarray(x, float) * scale
+        return f"{x.mean():.{digits}f}" + (f" ± {x.std(ddof=1):.{digits}f}" if len(x) > 1 else "")
+
+    return df.pivot_table(index=index, columns=columns, values=value, aggfunc=cell, sort=False)
+
+
+# -- the PubSwap design ------------------------------------------------------------------------------------
+PUBSWAP_SCALES = {
+    # quick: the embedded world; 24 local steps per client in all (the paper's 360), τ ∈ {2, 8} (its 10 … 120)
+    "quick": dict(total_steps=24, taus=(2, 8), period_taus=(8,), periods=(2, 4, 8), hetero_taus=(8,)),
+    # full: the paper's budget (Tables 1, 4–6) on a GPU
+    "full": dict(total_steps=360, taus=(10, 40, 90, 120), period_taus=(90, 120), periods=(2, 4, 8),
+                 hetero_taus=(40, 90, 120)),
+}
+PROX_MUS = (0.001, 0.01, 0.1)
+
+
+def pubswap_grid(preset_name: str = "quick", seeds=(0,), alpha: float = 0.3, hetero_alpha: float = 0.1,
+                 tables=("table1", "table4", "table5"), **overrides) -> dict[str, RunConfig]:
+    """Configs of the PubSwap experiments, named ``<table>/<method>/tau<τ>[/…]/seed<s>``.
+
+    - table1: FedAvg-GRPO, FedProx-GRPO (μ ∈ {0.001, 0.01, 0.1}), PubSwap Random and Balanced
+      (τ_swap = 2) for each τ, Dirichlet(α = 0.3) over topics as in the paper's Table 1;
+    - table4: FedAvg-GRPO vs Balanced on equal-size Dirichlet(α = 0.1) clients (Table 4);
+    - table5: Balanced with τ_swap ∈ {4, 8} (Tables 5–6; τ_swap = 2 is table1's Balanced run).
+
+    Every run does the same number of local steps per client (``total_steps``; rounds = total / τ),
+    so methods and τ values get the same budget of rollouts. Drift is traced in every run.
+    """
+    scale = PUBSWAP_SCALES[preset_name]
+    grid: dict[str, RunConfig] = {}
+
+    def add(name, tau, seed, **kw):
+        rounds = scale["total_steps"] // tau
+        base = dict(local_steps=tau, rounds=rounds, eval_every=max(1, rounds // 4), seed=seed, trace_drift=True,
+                    partition="dirichlet", dirichlet_alpha=alpha)
+        base.update(overrides)
+        base.update(kw)
+        grid[f"{name}/seed{seed}"] = preset(preset_name, **base)
+
+    for seed in seeds:
+        if "table1" in tables:
+            for tau in scale["taus"]:
+                add(f"table1/fedavg_grpo/tau{tau}", tau, seed, method="fedavg_grpo")
+                for mu in PROX_MUS:
+                    add(f"table1/fedprox_grpo_mu{mu}/tau{tau}", tau, seed, method="fedprox_grpo", prox_mu=mu)
+                for m in ("pubswap_random", "pubswap_balanced"):
+                    add(f"table1/{m}/tau{tau}", tau, seed, method=m, pubswap_period=2)
+        if "table4" in tables:
+            for tau in scale["hetero_taus"]:
+                for m in ("fedavg_grpo", "pubswap_balanced"):
+                    add(f"table4/{m}/tau{tau}", tau, seed, method=m, pubswap_period=2, dirichlet_alpha=hetero_alpha,
+                        equal_size=True)
+        if "table5" in tables:
+            for tau in scale["period_taus"]:
+                for period in scale["periods"]:
+                    if period != 2 and period <= tau:  # τ_swap = 2 is table1's Balanced run
+                        add(f"table5/pubswap_balanced_swap{period}/tau{tau}", tau, seed, method="pubswap_balanced",
+                            pubswap_period=period)
+    return grid
+
+
+def parse_name(name: str) -> dict:
+    """``table1/fedprox_grpo_mu0.01/tau8/seed0`` → {table, method, tau, seed}."""
+    parts = name.split("/")
+    return {"table": parts[0], "method": parts[1], "tau": int(parts[2].removeprefix("tau")),
+            "seed": int(parts[-1].removeprefix("seed"))}

@@ -1,0 +1,61 @@
+"""Sweeps: the PubSwap grid gives every run the same budget; summaries and tables are computed right."""
+
+import pytest
+
+from fedrl_kit.sweep import PROX_MUS, parse_name, pubswap_grid, summarise, table
+
+
+def test_pubswap_grid_has_equal_budget_and_the_papers_arms():
+    grid = pubswap_grid("quick", seeds=(0, 1))
+    assert all(c.local_steps * c.rounds == 24 for c in grid.values())  # same local steps per client everywhere
+    assert all(c.trace_drift for c in grid.values())
+    t1 = [parse_name(n) for n in grid if n.startswith("table1/")]
+    methods = {p["method"] for p in t1}
+    assert methods == {"fedavg_grpo", "pubswap_random", "pubswap_balanced"} | {f"fedprox_grpo_mu{m}" for m in PROX_MUS}
+    assert {p["tau"] for p in t1} == {2, 8} and {p["seed"] for p in t1} == {0, 1}
+    prox = grid["table1/fedprox_grpo_mu0.1/tau8/seed1"]
+    assert prox.method == "fedprox_grpo" and prox.prox_mu == 0.1 and prox.seed == 1 and prox.rounds == 3
+    t4 = grid["table4/pubswap_balanced/tau8/seed0"]
+    assert t4.dirichlet_alpha == 0.1 and t4.equal_size and grid["table1/fedavg_grpo/tau8/seed0"].dirichlet_alpha == 0.3
+    assert {c.pubswap_period for n, c in grid.items() if n.startswith("table5/")} == {4, 8}
+    # settings that are not the experiment's variable are the same for every arm
+    keys = ("learning_rate", "prompts_per_step", "num_generations", "lora_rank", "num_clients", "n_public")
+    assert len({tuple(getattr(c, k) for k in keys) for c in grid.values()}) == 1
+
+
+def test_full_grid_is_the_papers_budget():
+    grid = pubswap_grid("full")
+    assert {c.local_steps * c.rounds for c in grid.values()} == {360}
+    assert {parse_name(n)["tau"] for n in grid} == {10, 40, 90, 120}
+
+
+def _records():
+    recs = [{"kind": "global", "round": 0, "pass@1": 0.2, "format": 0.5},
+            {"kind": "global", "round": 2, "pass@1": 0.5, "format": 0.6},
+            {"kind": "global", "round": 4, "pass@1": 0.4, "format": 0.7}]
+    for rnd, last in ((1, 1.0), (2, 3.0)):
+        recs.append({"kind": "drift", "round": rnd, "step": 0, "step_kind": "private", "pairwise_effective": 0.1,
+                     "pairwise_factors": 0.1, "to_global_effective": 0.1, "grad_dissimilarity": 2.0})
+        recs.append({"kind": "drift", "round": rnd, "step": 1, "step_kind": "public", "pairwise_effective": last,
+                     "pairwise_factors": last, "to_global_effective": last, "grad_dissimilarity": 0.5,
+                     "replacement_fraction": 0.25})
+    return recs
+
+
+def test_summarise_takes_final_best_and_end_of_round_drift():
+    s = summarise(_records())
+    assert (s["pass@1_start"], s["pass@1_final"], s["pass@1_best"], s["rounds"]) == (0.2, 0.4, 0.5, 4)
+    assert s["drift_end_pairwise_effective"] == pytest.approx(2.0)  # mean of the last steps' 1.0 and 3.0
+    assert s["grad_dissimilarity_private"] == 2.0 and s["grad_dissimilarity_public"] == 0.5
+    assert s["replacement_fraction"] == 0.25
+    with pytest.raises(ValueError, match="no global"):
+        summarise([{"kind": "client"}])
+
+
+def test_table_is_mean_and_sample_std_over_seeds():
+    rows = [{"method": "a", "tau": 2, "v": 0.30}, {"method": "a", "tau": 2, "v": 0.40},
+            {"method": "b", "tau": 2, "v": 0.50}]
+    t = table(rows, "method", "tau", "v")
+    assert t.loc["a", 2] == "35.0 ± 7.1" and t.loc["b", 2] == "50.0"
+    with pytest.raises(ValueError, match="no rows"):
+        table([], "method", "tau", "v")
