@@ -185,7 +185,10 @@ class Run:
         if cfg_path.exists():
             saved = json.loads(cfg_path.read_text())
             mine = self.config.to_dict()
-            diff = sorted(k for k in mine if k != "rounds" and saved.get(k) != mine[k])
+            # a field missing from an older config.json had its default then: fields are only ever added
+            # with the default that keeps the old behaviour (e.g. trace_drift = False)
+            default = RunConfig().to_dict()
+            diff = sorted(k for k in mine if k != "rounds" and saved.get(k, default[k]) != mine[k])
             if diff:
                 raise ValueError(f"run directory {self.run_dir} holds a run with a different config "
                                  f"(fields {diff}); use a new run_dir or the same config")

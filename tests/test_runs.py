@@ -48,6 +48,17 @@ def test_resume_refuses_a_different_config(tiny_dir, tmp_path):
         Run(small_config(tiny_dir, rounds=1, learning_rate=0.5), tmp_path, progress=False).run()
 
 
+def test_resume_accepts_a_config_written_before_a_field_existed(tiny_dir, tmp_path):
+    Run(small_config(tiny_dir, rounds=1), tmp_path, progress=False).run()
+    saved = json.loads((tmp_path / "config.json").read_text())
+    del saved["trace_drift"]  # as written by a version without drift tracing
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    recs = Run(small_config(tiny_dir, rounds=2), tmp_path, progress=False).run()
+    assert [r["round"] for r in recs if r["kind"] == "global"] == [0, 1, 2]
+    with pytest.raises(ValueError, match="trace_drift"):  # but a changed value is still refused
+        Run(small_config(tiny_dir, rounds=3, trace_drift=True), tmp_path, progress=False).run()
+
+
 def test_a_failing_client_is_dropped_and_recorded(tiny_dir):
     run = Run(small_config(tiny_dir, fail_client="client_1@2"), progress=False)
     recs = run.run()
