@@ -96,7 +96,7 @@ def export(fig: go.Figure, name: str, folder: str | Path = FIGURES, png: bool = 
     fig.write_html(out["html"], include_plotlyjs="directory")  # one local plotly.min.js: works offline
     if png:
         try:
-            fig.write_image(folder / f"{name}.png", width=900, height=450, scale=1)
+            fig.write_image(folder / f"{name}.png", width=900, height=fig.layout.height or 450, scale=1)
             out["png"] = folder / f"{name}.png"
         except Exception as e:  # noqa: BLE001 - the HTML is the primary artefact; say why the PNG is missing
             warnings.warn(f"PNG export of {name} failed ({type(e).__name__}: {e}); the HTML was written")

@@ -27,6 +27,10 @@ Diagnostics per client and round: ``accuracy`` (mean over private steps), ``repl
 (α_n(x) = M_n / K of appendix A.2, mean over the round's public prompts), ``public_reward_mean``,
 ``public_reward_std`` and ``public_frac_zero_std`` (fraction of public groups with no reward variance).
 
+Drift instrumentation (appendix A): with ``config.trace_drift`` every private and public step reports the
+client's adapter and gradient to a :class:`~fedrl_kit.instrument.DriftProbe`, which logs pairwise and
+to-global drift, gradient dissimilarity and α(x) per public prompt after every local step.
+
 Deviations and choices where the paper is silent:
 
 - **π_old of swapped-in responses.** A response from another client was sampled by that client's
