@@ -59,14 +59,14 @@ def summarise(records: list[dict]) -> dict:
 
 
 def table(rows: list[dict], index: str, columns: str, value: str, digits: int = 1, scale: float = 100.0) -> pd.DataFrame:
-    """A pivot of ``value`` as ``mean ± std`` over seeds (std shown only with ≥ 2 seeds)."""
+    """A pivot of ``value`` as ``mean ± std (n=seeds)`` over seeds (a single seed shows its value alone)."""
     df = pd.DataFrame(rows)
     if df.empty:
         raise ValueError("no rows to tabulate")
 
     def cell(x):
         x = np.asarray(x, float) * scale
-        return f"{x.mean():.{digits}f}" + (f" ± {x.std(ddof=1):.{digits}f}" if len(x) > 1 else "")
+        return f"{x.mean():.{digits}f}" + (f" ± {x.std(ddof=1):.{digits}f} (n={len(x)})" if len(x) > 1 else "")
 
     return df.pivot_table(index=index, columns=columns, values=value, aggfunc=cell, sort=False)
 
@@ -132,3 +132,71 @@ def parse_name(name: str) -> dict:
     parts = name.split("/")
     return {"table": parts[0], "method": parts[1], "tau": int(parts[2].removeprefix("tau")),
             "seed": int(parts[-1].removeprefix("seed"))}
+
+
+def _compare(df: pd.DataFrame, a: dict, b: dict, value: str) -> tuple[float, float, float, int]:
+    """(mean of a − mean of b, its standard error, …) over seeds; SE is nan with fewer than 2 seeds each."""
+    def pick(sel):
+        m = np.ones(len(df), bool)
+        for k, v in sel.items():
+            m &= (df[k] == v).to_numpy()
+        return df[m][value].to_numpy(float)
+    xa, xb = pick(a), pick(b)
+    if len(xa) == 0 or len(xb) == 0:
+        return float("nan"), float("nan"), float("nan"), 0
+    se = np.sqrt(xa.var(ddof=1) / len(xa) + xb.var(ddof=1) / len(xb)) if min(len(xa), len(xb)) > 1 else float("nan")
+    return float(xa.mean() - xb.mean()), float(se), float(xa.mean()), min(len(xa), len(xb))
+
+
+def _verdict(diff: float, se: float, n: int, want_positive: bool = True) -> str:
+    if np.isnan(diff):
+        return "not measured"
+    if n < 2 or np.isnan(se):
+        return ("yes" if (diff > 0) == want_positive else "no") + " (one seed: no error bar)"
+    if abs(diff) < 2 * se:
+        return "within noise (|diff| < 2 SE)"
+    return "yes" if (diff > 0) == want_positive else "no"
+
+
+def pubswap_claims(rows: list[dict]) -> pd.DataFrame:
+    """The PubSwap paper's claims checked on sweep summaries (rows as written by ``benchmarks/pubswap_sweep.py``).
+
+    Each claim compares seed means; ``diff`` is in pass@1 points (or drift units), ``se`` its standard
+    error over seeds, and the verdict says "within noise" when |diff| < 2 SE.
+    """
+    df = pd.DataFrame(rows)
+    t1 = df[df.table == "table1"]
+    if t1.empty:
+        raise ValueError("no table1 rows: run benchmarks/pubswap_sweep.py first")
+    taus = sorted(t1.tau.unique())
+    small, large = taus[0], taus[-1]
+    out = []
+
+    def claim(text, a, b, value="pass@1_final", scale=100.0, want_positive=True, data=t1):
+        diff, se, _, n = _compare(data, a, b, value)
+        out.append({"claim": text, "diff": round(diff * scale, 2), "se": round(se * scale, 2), "seeds": n,
+                    "holds": _verdict(diff, se, n, want_positive)})
+
+    claim(f"Balanced beats FedAvg-GRPO at large τ = {large} (final pass@1, points)",
+          {"method": "pubswap_balanced", "tau": large}, {"method": "fedavg_grpo", "tau": large})
+    claim(f"Balanced beats FedAvg-GRPO at small τ = {small}",
+          {"method": "pubswap_balanced", "tau": small}, {"method": "fedavg_grpo", "tau": small})
+    for tau in taus:
+        prox = t1[(t1.tau == tau) & t1.method.str.startswith("fedprox")]
+        if len(prox):
+            best = prox.groupby("method")["pass@1_final"].mean().idxmax()
+            claim(f"FedProx does not help at τ = {tau}: best μ ({best.split('_mu')[1]}) minus FedAvg-GRPO",
+                  {"method": best, "tau": tau}, {"method": "fedavg_grpo", "tau": tau}, want_positive=False)
+    claim(f"Random beats Balanced at small τ = {small}",
+          {"method": "pubswap_random", "tau": small}, {"method": "pubswap_balanced", "tau": small})
+    claim(f"Balanced beats Random at large τ = {large}",
+          {"method": "pubswap_balanced", "tau": large}, {"method": "pubswap_random", "tau": large})
+    claim(f"public steps reduce end-of-round drift at τ = {large}: Balanced minus FedAvg-GRPO (‖ΔW‖ units)",
+          {"method": "pubswap_balanced", "tau": large}, {"method": "fedavg_grpo", "tau": large},
+          value="drift_end_pairwise_effective", scale=1.0, want_positive=False)
+    t4 = df[df.table == "table4"]
+    if len(t4):
+        for tau in sorted(t4.tau.unique()):
+            claim(f"higher heterogeneity (α = 0.1, equal size), τ = {tau}: Balanced beats FedAvg-GRPO",
+                  {"method": "pubswap_balanced", "tau": tau}, {"method": "fedavg_grpo", "tau": tau}, data=t4)
+    return pd.DataFrame(out)

@@ -56,6 +56,31 @@ def test_table_is_mean_and_sample_std_over_seeds():
     rows = [{"method": "a", "tau": 2, "v": 0.30}, {"method": "a", "tau": 2, "v": 0.40},
             {"method": "b", "tau": 2, "v": 0.50}]
     t = table(rows, "method", "tau", "v")
-    assert t.loc["a", 2] == "35.0 ± 7.1" and t.loc["b", 2] == "50.0"
+    assert t.loc["a", 2] == "35.0 ± 7.1 (n=2)" and t.loc["b", 2] == "50.0"
     with pytest.raises(ValueError, match="no rows"):
         table([], "method", "tau", "v")
+
+
+def test_pubswap_claims_compare_seed_means_with_their_error():
+    from fedrl_kit.sweep import pubswap_claims
+
+    rows = []
+    for seed, (fa, ba) in enumerate([(0.30, 0.40), (0.32, 0.42), (0.31, 0.41)]):  # Balanced clearly ahead at τ = 8
+        rows += [{"table": "table1", "method": "fedavg_grpo", "tau": 8, "seed": seed, "pass@1_final": fa,
+                  "drift_end_pairwise_effective": 5.0},
+                 {"table": "table1", "method": "pubswap_balanced", "tau": 8, "seed": seed, "pass@1_final": ba,
+                  "drift_end_pairwise_effective": 4.0 + 0.5 * seed}]
+    rows += [{"table": "table1", "method": "fedavg_grpo", "tau": 2, "seed": 0, "pass@1_final": 0.5,
+              "drift_end_pairwise_effective": 2.0},
+             {"table": "table1", "method": "pubswap_balanced", "tau": 2, "seed": 0, "pass@1_final": 0.4,
+              "drift_end_pairwise_effective": 2.0}]
+    c = pubswap_claims(rows).set_index("claim")
+    large = c.loc["Balanced beats FedAvg-GRPO at large τ = 8 (final pass@1, points)"]
+    assert large["diff"] == pytest.approx(10.0) and large["seeds"] == 3 and large["holds"] == "yes"
+    small = c.loc["Balanced beats FedAvg-GRPO at small τ = 2"]
+    assert small["holds"] == "no (one seed: no error bar)"
+    drift = c[c.index.str.startswith("public steps reduce")].iloc[0]
+    assert drift["diff"] == pytest.approx(-0.5) and drift["holds"] == "within noise (|diff| < 2 SE)"
+    assert c.loc["Random beats Balanced at small τ = 2", "holds"] == "not measured"
+    with pytest.raises(ValueError, match="table1"):
+        pubswap_claims([{"table": "table4", "method": "x", "tau": 1, "seed": 0}])
