@@ -256,10 +256,14 @@ sweep["seeds"] = sweep.groupby(["table", "method", "tau"]).seed.transform("count
 sweep[["name", "pass@1_start", "pass@1_final", "pass@1_best", "drift_end_pairwise_effective", "seconds"]].round(3)''')
 code('''# NBVAL_CHECK_OUTPUT
 t1 = sweep[sweep.table == "table1"]
-print("Table 1 shape: final pass@1 (%), mean ± std over seeds; columns τ")
-table(t1.to_dict("records"), "method", "tau", "pass@1_final")''')
+print("Table 1 shape, seed 0 (every arm ran it): final pass@1 (%); columns τ")
+table(t1[t1.seed == t1.seed.min()].to_dict("records"), "method", "tau", "pass@1_final")''')
 code('''# NBVAL_CHECK_OUTPUT
-print("best-checkpoint pass@1 (%) (the paper's Table 7)")
+multi = t1[t1.seeds > 1]
+print("Table 1 shape, the arms run on several seeds: final pass@1 (%), mean ± std (n = seeds)")
+table(multi.to_dict("records"), "method", "tau", "pass@1_final") if len(multi) else "one seed only"''')
+code('''# NBVAL_CHECK_OUTPUT
+print("best-checkpoint pass@1 (%) (the paper's Table 7), mean ± std (n = seeds)")
 table(t1.to_dict("records"), "method", "tau", "pass@1_best")''')
 code('''# NBVAL_CHECK_OUTPUT
 print("end-of-round pairwise drift ‖ΔW_n − ΔW_n′‖_F, mean over rounds; columns τ")
@@ -272,7 +276,8 @@ code('''# NBVAL_CHECK_OUTPUT
 t5 = pd.concat([sweep[sweep.table == "table5"],
                 sweep[(sweep.table == "table1") & (sweep.method == "pubswap_balanced")].assign(method="pubswap_balanced_swap2")])
 t5 = t5[t5.tau.isin(sorted(set(sweep[sweep.table == "table5"].tau)))]
-print("Table 5 shape: final pass@1 (%) of Balanced by τ_swap")
+t5 = t5[t5.seed.isin(set(sweep[sweep.table == "table5"].seed))]  # only seeds every τ_swap ran
+print("Table 5 shape: final pass@1 (%) of Balanced by τ_swap (seeds that every τ_swap ran)")
 table(t5.to_dict("records"), "method", "tau", "pass@1_final") if len(t5) else "not in the stored results"''')
 
 md("""### Training curves and replacement fraction at large τ
@@ -317,11 +322,30 @@ code('''# NBVAL_CHECK_OUTPUT
 from fedrl_kit.sweep import pubswap_claims
 
 pubswap_claims(rows)''')
-md("""VERDICT_TEXT
+md("""**As stored (quick scale, 3 seeds where the table says so):**
 
-Caveats: small differences (a few points) are within seed-to-seed spread here (the ± columns);
-the embedded world's "drift" is that of a tiny model on arithmetic topics, so it can only test the
-*mechanism* (does a public anchor reduce drift, does it help at large τ), not the paper's numbers.""")
+- **Balanced reduces drift — yes.** At τ = 8 the clients' end-of-round pairwise distance is
+  0.74 ‖ΔW‖ units (about 15 %) smaller with Balanced than with FedAvg-GRPO, on every seed
+  (SE 0.03). In the one-round trace of §2, public steps have a far lower gradient dissimilarity
+  than private steps (about 2.7× lower for Balanced, 10× for Random, whose clients all train on
+  the same group): the appendix's L_pub-vs-L_priv mechanism.
+- **Balanced beats FedAvg-GRPO at large τ — not reproduced.** Less drift did not turn into
+  accuracy here: −0.1 points at τ = 8 and −0.7 at τ = 2, both within noise. Our largest τ is 8 of
+  24 steps (3 rounds); the paper's gains appear at τ = 90–120 with a 1.5 B model, where drift is
+  far larger than anything a 1.6 M-parameter policy reaches in 24 steps.
+- **FedProx does not help — reproduced.** The best μ is no better than FedAvg-GRPO (−0.5 ± 0.4
+  points at τ = 8 over 3 seeds, −1.6 at τ = 2 on one seed), and μ = 0.1 pins the adapters near
+  the global one (drift 0.8) and loses 10 points or more (Table 1 above).
+- **Random vs Balanced — the paper's large-τ observation reproduces:** Balanced beats Random by
+  2.8 ± 0.9 points at τ = 8; at τ = 2 Random is not better (−1.1 ± 0.9, within noise).
+- **Higher heterogeneity (Table 4):** Balanced +2.1 points over FedAvg-GRPO at α = 0.1 on one seed
+  only — suggestive, not evidence.
+- **τ_swap (Table 5):** on seed 0, τ_swap = 4 and 8 end within about 2 points of τ_swap = 2, as
+  in the paper (no monotone trend).""")
+md("""Caveats: differences of a few points are within the seed-to-seed spread here (the ± columns);
+the embedded world's "drift" is that of a tiny model on arithmetic topics, so it tests the
+*mechanism* (does a public anchor reduce drift, does it help at large τ), not the paper's numbers.
+The `full` preset (`-p preset_name full -p run_sweep True`) runs the paper's grid on a GPU.""")
 nb.cells = C
 nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
 nb.metadata["language_info"] = {"name": "python"}
