@@ -36,7 +36,7 @@ from fedrl_kit.grpo import GRPOSettings
 from fedrl_kit.instrument import DriftProbe
 from fedrl_kit.methods import ROUNDS, method_module
 from fedrl_kit.methods.pubswap import PubSwapClient
-from fedrl_kit.policy.adapters import GLOBAL
+from fedrl_kit.policy.adapters import GLOBAL, initial_state
 from fedrl_kit.policy.engine import Policy
 from fedrl_kit.rewards import make_reward_set
 from fedrl_kit.world.partition import partition
@@ -145,7 +145,10 @@ class Run:
             for c in clients.values():
                 getattr(c, "inner", c).probe = self.probe
         self.runtime = InProcessRuntime(clients)
-        self.server = Server(self.runtime, self.policy, cfg, self.world, self.policy.get_state(GLOBAL))
+        # the seed's fresh adapter, also when the policy is reused from an earlier run (its "global" moved)
+        start = initial_state(self.policy.model, cfg.seed)
+        self.policy.set_state(GLOBAL, start)
+        self.server = Server(self.runtime, self.policy, cfg, self.world, start)
         self._initial_state = {k: v.copy() for k, v in self.server.global_state.items()}
         self._built = True
         return self
@@ -222,8 +225,10 @@ class Run:
     def evaluate_global(self, round: int) -> dict:
         """Load the global adapter into the policy and score it on the test split."""
         self.policy.set_state(GLOBAL, self.server.global_state)
+        # a method's world may score answers its own way (FedMOA's code family runs programs in the sandbox)
+        kw = {"accuracy_fn": self.world.accuracy_fn} if getattr(self.world, "accuracy_fn", None) else {}
         res = evaluate(self.policy, GLOBAL, self.world.test, self.config.eval_samples,
-                       seed=eval_seed(self.config.seed))
+                       seed=eval_seed(self.config.seed), **kw)
         return {"kind": "global", "round": round, **res}
 
     def run(self, stop_after: int | None = None) -> list[dict]:

@@ -107,3 +107,32 @@ def test_optimizer_state_lives_for_a_round_not_a_step(tiny_dir):
     run.run()
     assert len(seen) == 3 and len(set(seen)) == 1
     assert client.optimizer is None  # released after the round when reset_optimizer is on
+
+
+def test_a_reused_policy_starts_each_run_from_the_seeds_fresh_adapter(tiny_dir):
+    # a notebook that runs several methods on one loaded policy must not chain them: each run starts
+    # from its seed's initial adapter, not from the global adapter the previous run left behind
+    first = Run(small_config(tiny_dir, rounds=1), progress=False)
+    a = first.run()
+    again = Run(small_config(tiny_dir, rounds=1), progress=False, policy=first.policy).run()
+    assert _strip(again) == _strip(a)
+
+
+def test_initial_state_is_what_attach_lora_made_and_leaves_the_rng_alone(tiny_dir):
+    import torch
+
+    from fedrl_kit.policy.adapters import initial_state
+    from fedrl_kit.policy.engine import Policy
+
+    policy = Policy.load(tiny_dir, lora_rank=2, seed=5)
+    made = policy.get_state("global")
+    policy.set_state("global", {k: v + 1.0 for k, v in made.items()})  # as if it had trained
+    torch.manual_seed(123)
+    expected_next = torch.rand(3)
+    torch.manual_seed(123)
+    again = initial_state(policy.model, 5)
+    assert torch.equal(torch.rand(3), expected_next)
+    assert all(np.array_equal(made[k], again[k]) for k in made)
+    other = initial_state(policy.model, 6)
+    assert any(not np.array_equal(made[k], other[k]) for k in made)
+    assert list(policy.model.peft_config) == ["global"] and policy.model.active_adapter == "global"

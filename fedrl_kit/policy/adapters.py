@@ -70,3 +70,22 @@ def activate(model, name: str) -> list[torch.nn.Parameter]:
     for p in params:
         p.requires_grad_(True)
     return params
+
+
+def initial_state(model, seed: int) -> AdapterState:
+    """The LoRA factors a fresh ``"global"`` adapter gets with ``seed`` (A random, B = 0; eq. 3).
+
+    Equal to what :func:`attach_lora` created for that seed (tested), but computed on a model that
+    may have trained since: a run that reuses a loaded policy starts from its own seed's adapter,
+    not from whatever the previous run left in ``"global"``. The global torch RNG is left as it was.
+    """
+    tmp = "__initial__"
+    active = model.active_adapter
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model.add_adapter(tmp, model.peft_config[GLOBAL])
+        state = get_state(model, tmp)
+    model.delete_adapter(tmp)
+    model.set_adapter(active)
+    return state
+
