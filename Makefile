@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export PYTHONHASHSEED := 0
 
-.PHONY: install demo test unit notebooks base bench clean
+.PHONY: install demo test unit notebooks base base_moa bench clean
 
 install: $(STAMP)
 
@@ -39,6 +39,10 @@ notebooks: install
 # rebuild the embedded base checkpoint (deterministic, a few CPU minutes)
 base: install
 	$(VENV)/bin/fedrl pretrain
+
+# rebuild FedMOA's derived base (data/base_moa: data/base's warm start continued on the three task families)
+base_moa: install
+	OMP_NUM_THREADS=1 $(PY) -m fedrl_kit.policy.pretrain_families --out data/base_moa
 
 bench: install
 	$(PY) benchmarks/grpo_step_vs_trl.py

@@ -86,3 +86,42 @@ def pareto_front_order(points, mask) -> np.ndarray:
     idx = np.nonzero(m)[0]  # [n_front]
     keys = [idx] + [p[idx, k] for k in range(p.shape[1] - 1, -1, -1)]  # last key is primary
     return idx[np.lexsort(keys)]
+
+
+def pareto_figure(series: dict, x: str, y: str, title: str | None = None):
+    """FedMOA Fig. 3 for one objective pair: server trajectories as lines, client checkpoints as grey
+    dots, the non-dominated set of all points marked.
+
+    Args:
+        series: method name → ``{"server": [[x, y], ...] in round order, "clients": [[x, y], ...]}``
+            (e.g. from :func:`fedrl_kit.methods.fedmoa.pareto_points`).
+        x, y: the objectives' names (axis titles); larger is better in both.
+        title: figure title.
+
+    Returns:
+        A plotly figure.
+    """
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    allpts = []
+    for name, s in series.items():
+        c = np.asarray(s["clients"], dtype=np.float64).reshape(-1, 2)  # [n_clients·rounds, 2]
+        if len(c):
+            fig.add_trace(go.Scatter(x=c[:, 0], y=c[:, 1], mode="markers", name=f"{name}: client checkpoints",
+                                     marker=dict(color="lightgrey", size=7, line=dict(color="grey", width=0.5))))
+        allpts.append(c)
+    for name, s in series.items():
+        p = np.asarray(s["server"], dtype=np.float64).reshape(-1, 2)  # [rounds, 2]
+        fig.add_trace(go.Scatter(x=p[:, 0], y=p[:, 1], mode="lines+markers", name=f"{name}: server",
+                                 text=[f"round {i}" for i in range(len(p))]))
+        allpts.append(p)
+    pts = np.concatenate(allpts) if allpts else np.zeros((0, 2))
+    if len(pts):
+        mask = non_dominated(pts)
+        order = pareto_front_order(pts, mask)
+        fig.add_trace(go.Scatter(x=pts[order, 0], y=pts[order, 1], mode="lines+markers", name="non-dominated",
+                                 line=dict(color="black", dash="dot", shape="hv"),
+                                 marker=dict(symbol="star", size=12, color="gold", line=dict(color="black", width=1))))
+    fig.update_layout(template="plotly_white", title=title or f"{y} vs {x}", xaxis_title=x, yaxis_title=y)
+    return fig

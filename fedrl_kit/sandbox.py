@@ -61,6 +61,7 @@ only as a convenience.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -527,8 +528,8 @@ def _tail(f) -> str:
 # TRL reward
 # ---------------------------------------------------------------------------
 
-_ANSWER_RE = re.compile(re.escape(ANSWER_OPEN) + r"(.*?)" + re.escape(ANSWER_CLOSE), re.DOTALL)
-_FENCE_RE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+_FENCE = "```"
+_FENCE_HEADER_RE = re.compile(r"[ \t]*(?:python3?|py)?[ \t]*", re.IGNORECASE)
 
 
 def extract_program(text: str) -> str:
@@ -537,13 +538,24 @@ def extract_program(text: str) -> str:
     The content of the last ``<answer>…</answer>`` if there is one, else the
     whole text; then, if that holds a fenced code block (```` ```python ````,
     ```` ```py ```` or bare ```` ``` ````), the last such block.
+
+    Both searches scan from the end with ``str.rfind`` (linear time): a lazy
+    regular expression would take quadratic time on a completion that opens a
+    tag or fence thousands of times without closing it.
     """
-    answers = _ANSWER_RE.findall(text)
-    if answers:
-        text = answers[-1]
-    fences = _FENCE_RE.findall(text)
-    if fences:
-        text = fences[-1]
+    close = text.rfind(ANSWER_CLOSE)
+    if close >= 0:
+        start = text.rfind(ANSWER_OPEN, 0, close)
+        if start >= 0:
+            start += len(ANSWER_OPEN)
+            text = text[start:text.find(ANSWER_CLOSE, start)]
+    close = text.rfind(_FENCE)
+    if close > 0:
+        start = text.rfind(_FENCE, 0, close)
+        if start >= 0:
+            header_end = text.find("\n", start + len(_FENCE), close)
+            if header_end >= 0 and _FENCE_HEADER_RE.fullmatch(text, start + len(_FENCE), header_end):
+                text = text[header_end + 1:close]
     return textwrap.dedent(text).strip("\n") + "\n"
 
 
@@ -593,13 +605,27 @@ def code_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[fl
     if len(answer) != n:
         raise ValueError(f"answer must have one entry per completion ({n}), got {len(answer)}")
     jobs = [(extract_program(_completion_text(c)), _tests_source(t)) for c, t in zip(completions, answer)]
+    # GRPO samples G completions per prompt and a confident policy repeats itself: each distinct
+    # (program, tests) pair runs once. A program that does not even parse fails without a child
+    # process (ast.parse only parses; nothing is executed or constant-folded in this process).
+    distinct = list(dict.fromkeys(job for job in jobs if job[1] is not None))
 
-    def score(job: tuple[str, str | None]) -> float | None:
+    def score(job: tuple[str, str]) -> float:
         program, tests = job
-        if tests is None:
-            return None
+        if not _parses(program):
+            return 0.0
         result = run_code(program, tests, CODE_REWARD_TIMEOUT_S, CODE_REWARD_MEMORY_MB)
         return 1.0 if result.passed else 0.0
 
     with ThreadPoolExecutor(max_workers=CODE_REWARD_WORKERS) as pool:
-        return list(pool.map(score, jobs))
+        results = dict(zip(distinct, pool.map(score, distinct)))
+    return [None if job[1] is None else results[job] for job in jobs]
+
+
+def _parses(program: str) -> bool:
+    """Whether ``program`` is syntactically valid Python (checked without executing anything)."""
+    try:
+        ast.parse(program)
+    except (SyntaxError, ValueError, MemoryError, RecursionError, OverflowError):
+        return False
+    return True

@@ -330,3 +330,18 @@ def test_non_dominated_rejects_bad_input():
         non_dominated(np.zeros((2, 2)), maximise=[True])
     with pytest.raises(ValueError, match="mask"):
         pareto_front_order(np.zeros((2, 2)), [True])
+
+
+def test_pareto_figure_marks_exactly_the_non_dominated_points():
+    from fedrl_kit.pareto import pareto_figure
+
+    series = {
+        "A": {"server": [[0.1, 0.2], [0.3, 0.6], [0.5, 0.5]], "clients": [[0.2, 0.9], [0.4, 0.1]]},
+        "B": {"server": [[0.1, 0.1], [0.6, 0.2]], "clients": []},
+    }
+    fig = pareto_figure(series, "accuracy", "format")
+    front = next(t for t in fig.data if t.name == "non-dominated")
+    assert list(zip(front.x, front.y)) == [(0.2, 0.9), (0.3, 0.6), (0.5, 0.5), (0.6, 0.2)]
+    assert [t.name for t in fig.data if t.mode == "lines+markers" and t.name.endswith("server")] == ["A: server", "B: server"]
+    greys = [t for t in fig.data if t.name.endswith("client checkpoints")]
+    assert len(greys) == 1 and len(greys[0].x) == 2

@@ -47,6 +47,10 @@ RANGES = {
     "length_10": (0.0, 1.0),
     "repetition": (-1.0, 0.0),
     "repetition_2gram": (-1.0, 0.0),
+    "code_accuracy": (0.0, 1.0),
+    "code_format": (0.0, 1.0),
+    "length_short": (0.0, 1.0),
+    "char_repetition": (-1.0, 0.0),
 }
 MB = 1_000_000
 ADVERSARIAL = [
@@ -442,3 +446,40 @@ def test_reward_set_rejects_a_reward_returning_the_wrong_number_of_values():
     rewards = RewardSet(names=("one_value",), funcs=(one_value,), weights=(1.0,))
     with pytest.raises(ValueError, match="one_value"):
         rewards.scores(["", ""], ["a", "b"])
+
+
+# --- FedMOA's code-family and short-completion rewards (fedrl_kit/rewards/code.py) ---------------------
+
+
+def test_code_format_reward_half_for_tags_half_for_a_program_defining_f():
+    from fedrl_kit.rewards import code_format_reward
+
+    completions = [
+        "<think>x*3+1</think><answer>f=lambda x:x*3+1</answer>",  # both
+        "f=lambda x:x*3+1",  # program, no tags
+        "<think>x</think><answer>g=lambda x:x</answer>",  # tags, but binds g
+        "<think>x</think><answer>f=lambda x:</answer>",  # tags, does not parse
+        "def f(x):\n    return x\n",  # a def counts
+        "f(3)",  # uses f, does not bind it
+        "",
+    ]
+    assert score(code_format_reward, completions) == [1.0, 0.5, 0.5, 0.5, 0.5, 0.0, 0.0]
+
+
+def test_char_repetition_and_short_length():
+    from fedrl_kit.rewards import char_repetition_penalty_reward, short_length_reward
+
+    assert score(char_repetition_penalty_reward, ["abcd", "aaaa", "ab"]) == pytest.approx([0.0, -0.5, 0.0])
+    assert score(char_repetition_penalty_reward, ["abab"]) == pytest.approx([2 / 2 - 1.0])  # aba, bab: distinct
+    assert score(char_repetition_penalty_reward, ["ababab"]) == pytest.approx([2 / 4 - 1.0])
+    with pytest.raises(ValueError, match="ngram_size"):
+        char_repetition_penalty_reward([""], ["abc"], ngram_size=0)
+    assert score(short_length_reward, ["x" * 56, "x" * 224, "x" * 140]) == pytest.approx([1.0, 0.0, 0.5])
+
+
+def test_code_accuracy_is_registered_and_runs_the_tests():
+    tests = "assert f(0)==1\nassert f(2)==7"
+    values = score(REWARDS["code_accuracy"], ["<think>x</think><answer>f=lambda x:3*x+1</answer>",
+                                              "<answer>f=lambda x:3*x+2</answer>", "f=lambda x:3*x+1"],
+                   answer=[tests, tests, None])
+    assert values == [1.0, 0.0, None]

@@ -261,3 +261,29 @@ def test_code_accuracy_reward():
     assert code_accuracy_reward(["p"], ["x = 1"]) == [None]
     with pytest.raises(ValueError, match="answer"):
         code_accuracy_reward(["p", "p"], ["a", "b"], answer=[TESTS])
+
+
+def test_reward_runs_each_distinct_program_once_and_fails_unparsable_ones_without_a_child(monkeypatch):
+    import fedrl_kit.sandbox as sandbox
+
+    calls = []
+    real = sandbox.run_code
+
+    def counting(program, tests, *args, **kwargs):
+        calls.append(program)
+        return real(program, tests, *args, **kwargs)
+
+    monkeypatch.setattr(sandbox, "run_code", counting)
+    good = "<answer>" + DOUBLE + "</answer>"
+    values = code_accuracy_reward(None, [good, good, good, "def double(x) return", good], answer=[TESTS] * 5)
+    assert values == [1.0, 1.0, 1.0, 0.0, 1.0]
+    assert calls == [DOUBLE]  # the three identical programs ran once; the syntax error never ran
+
+
+def test_extract_program_is_linear_on_unclosed_tags_and_fences():
+    start = time.monotonic()
+    assert extract_program("<answer>" * 125_000) == "<answer>" * 125_000 + "\n"
+    extract_program("```\n" * 250_000)
+    extract_program("<answer>" * 10_000 + "x = 1</answer>")
+    assert time.monotonic() - start < 2.0
+    assert extract_program("<answer>a<answer>b = 1</answer>") == "b = 1\n"  # the innermost last pair

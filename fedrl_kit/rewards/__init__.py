@@ -16,6 +16,13 @@ from typing import Callable, Sequence
 import numpy as np
 
 from fedrl_kit.rewards.accuracy import accuracy_reward, math_accuracy_reward
+from fedrl_kit.rewards.code import (
+    char_repetition_penalty_reward,
+    code_accuracy_reward,
+    code_format_reward,
+    defines_function,
+    short_length_reward,
+)
 from fedrl_kit.rewards.format import format_reward, is_well_formatted, tag_count_reward
 from fedrl_kit.rewards.parsing import (
     completion_text,
@@ -37,6 +44,11 @@ REWARDS: dict[str, Callable] = {
     "tag_count": tag_count_reward,
     "length": length_reward,
     "repetition": repetition_penalty_reward,
+    # FedMOA's MBPP-like family (Table 3) and short completions (fedrl_kit.rewards.code)
+    "code_accuracy": code_accuracy_reward,
+    "code_format": code_format_reward,
+    "length_short": short_length_reward,
+    "char_repetition": char_repetition_penalty_reward,
 }
 """the rewards a config can name, each with its default knobs"""
 
@@ -134,6 +146,10 @@ __all__ = [
     "REWARDS",
     "RewardSet",
     "accuracy_reward",
+    "char_repetition_penalty_reward",
+    "code_accuracy_reward",
+    "code_format_reward",
+    "defines_function",
     "completion_text",
     "extract_answer",
     "extract_tagged_answer",
@@ -146,5 +162,6 @@ __all__ = [
     "math_accuracy_reward",
     "normalise_answer",
     "repetition_penalty_reward",
+    "short_length_reward",
     "tag_count_reward",
 ]

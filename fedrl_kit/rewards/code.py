@@ -1,0 +1,103 @@
+"""Rewards for the MBPP-like family and short completions (FedMOA Table 3, config column "MBPP").
+
+- ``code_accuracy`` (r_0 of code clients) is :func:`fedrl_kit.sandbox.code_accuracy_reward`: the
+  program in the completion is run against the row's tests in a contained child process.
+- ``code_format_reward``: is the completion a think block then an answer block whose content is a
+  Python program that parses and binds the name ``f``? Half credit for each part, so a policy that
+  writes a valid function without the tags (or the tags around prose) still gets a gradient.
+  The program is only *parsed* (``ast.parse``), never executed, so this reward is cheap and safe.
+- ``char_repetition_penalty_reward``: open-r1's repetition penalty on *character* n-grams. The
+  word-level one (``repetition``) sees no words in the embedded world's space-free completions;
+  characters make the same idea ("minus the fraction of repeated n-grams") bite on loops like
+  ``1111111``.
+- ``short_length_reward``: ``length_reward`` with a target of 56 characters, about the length of a
+  well-formatted code answer (``<think>x*3+4</think><answer>f=lambda x:x*3+4</answer>`` is 53).
+"""
+
+import ast
+
+from fedrl_kit.rewards.format import is_well_formatted
+from fedrl_kit.rewards.parsing import completion_text, extract_tagged_answer
+from fedrl_kit.rewards.shaping import length_reward
+from fedrl_kit.sandbox import code_accuracy_reward
+
+CODE_FUNCTION_NAME = "f"
+"""the name every MBPP-like task asks the program to define"""
+MAX_PROGRAM_CHARS = 4000
+"""longer programs are not parsed (a real one-liner is far shorter; keeps the parser's cost bounded)"""
+SHORT_TARGET_LEN = 56
+"""characters; see the module docstring"""
+DEFAULT_CHAR_NGRAM = 3
+
+
+def defines_function(program: str, name: str = CODE_FUNCTION_NAME) -> bool:
+    """True iff ``program`` parses as Python and binds ``name`` at top level (``def`` or assignment)."""
+    if not isinstance(program, str) or not program.strip() or len(program) > MAX_PROGRAM_CHARS:
+        return False
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError, MemoryError, RecursionError, OverflowError):
+        return False
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            return True
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return True
+    return False
+
+
+def code_format_reward(prompts, completions, **kwargs) -> list[float]:
+    """0.5 for the think/answer format plus 0.5 for a program that parses and defines ``f``.
+
+    Args:
+        prompts: the prompts (unused; part of TRL's reward signature).
+        completions: one completion per row, string or conversational.
+        **kwargs: dataset columns, ignored.
+
+    Returns:
+        One value in {0, 0.5, 1} per completion. The program is the content of the last answer
+        pair, or the whole completion without one.
+    """
+    rewards = []
+    for c in completions:
+        text = completion_text(c)
+        tagged = extract_tagged_answer(text)
+        program = text if tagged is None else tagged
+        rewards.append(0.5 * float(is_well_formatted(text)) + 0.5 * float(defines_function(program.strip())))
+    return rewards
+
+
+def char_repetition_penalty_reward(prompts, completions, ngram_size: int = DEFAULT_CHAR_NGRAM,
+                                   **kwargs) -> list[float]:
+    """Minus the fraction of character n-grams that are repeats: −(1 − U / N); 0 below n characters.
+
+    Args:
+        prompts: the prompts (unused; part of TRL's reward signature).
+        completions: one completion per row, string or conversational.
+        ngram_size: n, characters per n-gram (an integer >= 1).
+        **kwargs: dataset columns, ignored.
+
+    Returns:
+        One value in (−1, 0] per completion.
+    """
+    if isinstance(ngram_size, bool) or not isinstance(ngram_size, int) or ngram_size < 1:
+        raise ValueError(f"ngram_size must be an integer >= 1, got {ngram_size!r}")
+    rewards = []
+    for c in completions:
+        text = completion_text(c)
+        total = len(text) - ngram_size + 1
+        if total < 1:
+            rewards.append(0.0)
+            continue
+        distinct = len({text[i:i + ngram_size] for i in range(total)})
+        rewards.append(distinct / total - 1.0)
+    return rewards
+
+
+def short_length_reward(prompts, completions, **kwargs) -> list[float]:
+    """``length_reward`` with ``target_len`` = 56 characters (1 up to 56, then down to 0 at 224)."""
+    return length_reward(prompts, completions, target_len=SHORT_TARGET_LEN)
+
+
+__all__ = ["code_accuracy_reward", "code_format_reward", "char_repetition_penalty_reward", "defines_function",
+           "short_length_reward"]
