@@ -327,7 +327,7 @@ md("""**As stored (quick scale, 3 seeds where the table says so):**
 - **Balanced reduces drift — yes.** At τ = 8 the clients' end-of-round pairwise distance is
   0.74 ‖ΔW‖ units (about 15 %) smaller with Balanced than with FedAvg-GRPO, on every seed
   (SE 0.03). In the one-round trace of §2, public steps have a far lower gradient dissimilarity
-  than private steps (about 2.7× lower for Balanced, 10× for Random, whose clients all train on
+  than private steps (about 3× lower for Balanced, 10× for Random, whose clients all train on
   the same group): the appendix's L_pub-vs-L_priv mechanism.
 - **Balanced beats FedAvg-GRPO at large τ — not reproduced.** Less drift did not turn into
   accuracy here: −0.1 points at τ = 8 and −0.7 at τ = 2, both within noise. Our largest τ is 8 of
