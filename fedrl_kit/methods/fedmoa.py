@@ -83,9 +83,9 @@ Deviations and ambiguities, and our choices:
   that client's reward components (equal weights, so FedAvg-GRPO and FedMOA are scored alike) on
   its family's test split; the global number averages it over clients. "Local" numbers evaluate
   each client's model after local training, before aggregation (Table 1's values in parentheses).
-  The engine's own ``global`` record scores ``world.test`` with exact-match accuracy, which counts
-  code rows as wrong until ``runs.evaluate_global`` reads ``world.accuracy_fn`` (a requested
-  one-line change); the ``server`` records written by this module are the ones to read.
+  The engine's own ``global`` record scores ``world.test`` with ``world.accuracy_fn`` (set below:
+  each family's own accuracy, code by running its tests); the ``server`` records written by this
+  module add the per-family, per-component numbers.
 * **Model selection**: the paper picks the best global checkpoint by validation performance; we
   report the last round (no validation split is used for selection).
 * ``config.rewards`` / ``reward_weights`` are ignored: each client's reward set comes from the
