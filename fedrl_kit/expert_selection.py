@@ -63,6 +63,7 @@ __all__ = [
     "dual_evaluation_gate",
     "expert_hit_rate",
     "random_selection",
+    "topic_competence",
     "GATE_MODES",
 ]
 
@@ -386,3 +387,30 @@ def random_selection(K: int, M: int, Q: int, rng) -> np.ndarray:
     for q in range(Q):
         out[q] = rng.choice(K, size=M, replace=False)
     return out
+
+
+def topic_competence(matrix, item_topics: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """The confidence graph summarised by topic: each client's mean cell over the items of a topic.
+
+    Args:
+        matrix: :meth:`CompetenceCache.as_matrix`, ``[K, N]`` (nan = never measured).
+        item_topics: the topic of each of the ``N`` auxiliary items.
+
+    Returns:
+        (sorted topic names ``[T]``, float64 ``[K, T]``; nan where no item of the topic was measured).
+
+    Raises:
+        ValueError: if ``item_topics`` does not have one topic per column of ``matrix``.
+    """
+    m = np.asarray(matrix, dtype=np.float64)  # [K, N]
+    if m.ndim != 2 or m.shape[1] != len(item_topics):
+        raise ValueError(f"item_topics must have one topic per column of matrix ({m.shape}), got {len(item_topics)}")
+    names = sorted(set(item_topics))
+    topics = np.asarray(item_topics)
+    out = np.full((m.shape[0], len(names)), np.nan)  # [K, T]
+    for t, name in enumerate(names):
+        cols = m[:, topics == name]  # [K, n_t]
+        seen = np.isfinite(cols)
+        with np.errstate(invalid="ignore"):
+            out[:, t] = np.where(seen.any(axis=1), np.nansum(cols, axis=1) / np.maximum(seen.sum(axis=1), 1), np.nan)
+    return names, out

@@ -121,6 +121,28 @@ def test_competence_cache_feeds_select_experts():
     np.testing.assert_array_equal(select_experts(r_p, M=2), [1, 0])
 
 
+def test_eq5_to_eq6_end_to_end_on_hand_made_embeddings_with_ties():
+    """Two topics on two axes, four clients, soft (fractional) competence cells; ties at both steps."""
+    aux = np.array([[1.0, 0.0], [2.0, 0.0], [0.0, 1.0], [0.0, 3.0], [1.0, 1.0]])  # [N=5, d=2]
+    queries = np.array([[5.0, 0.0], [0.0, 0.5]])  # [Q=2, d]: topic "x", topic "y"
+    neigh = nearest_exemplars(queries, aux, L=3)  # rows 0, 1 tie at cos 1 for query 0
+    np.testing.assert_array_equal(neigh, [[0, 1, 4], [2, 3, 4]])
+    cache = CompetenceCache(n_clients=4, n_items=5)
+    cells = np.array([[0.9, 0.7, 0.0, 0.0, 0.5],   # client 0: knows x
+                      [0.0, 0.0, 0.8, 1.0, 0.5],   # client 1: knows y
+                      [0.9, 0.7, 0.0, 0.0, 0.5],   # client 2: same as client 0 (a tie)
+                      [0.2, 0.2, 0.2, 0.2, 0.2]])  # client 3: knows a little of everything
+    for k in range(4):
+        cache.update(k, np.arange(5), cells[k])
+    comp = np.stack([cache.competence(None, row) for row in neigh])  # [Q, K]
+    np.testing.assert_allclose(comp, [[0.7, 1 / 6, 0.7, 0.2], [1 / 6, 2.3 / 3, 1 / 6, 0.2]])
+    # query 0: clients 0 and 2 tie -> lower index first; query 1: client 1, then client 3
+    np.testing.assert_array_equal(select_experts(comp, M=2), [[0, 2], [1, 3]])
+    # with M = 1 the tie still resolves to client 0
+    np.testing.assert_array_equal(select_experts(comp, M=1), [[0], [1]])
+    assert expert_hit_rate(select_experts(comp, M=2), [{"x"}, {"y"}, {"x"}, {"x", "y"}], ["x", "y"]) == 1.0
+
+
 def test_competence_cache_rejects_bad_input():
     cache = CompetenceCache(n_clients=2, n_items=3)
     with pytest.raises(ValueError, match=r"client must be in \[0, 1\]"):
@@ -400,3 +422,14 @@ def test_human_bytes_decimal_units():
     assert human_bytes(6.1e9) == "6.1 GB"
     assert human_bytes(128_000) == "128 KB"
     assert human_bytes(12) == "12 B"
+
+
+def test_topic_competence_summarises_the_confidence_graph():
+    from fedrl_kit.expert_selection import topic_competence
+
+    m = np.array([[1.0, 0.0, np.nan, 0.5], [np.nan, np.nan, 0.2, 0.4]])  # [K=2, N=4]
+    names, out = topic_competence(m, ["a", "a", "b", "b"])
+    assert names == ["a", "b"]
+    np.testing.assert_allclose(out, [[0.5, 0.5], [np.nan, 0.3]])
+    with pytest.raises(ValueError, match="one topic per column"):
+        topic_competence(m, ["a"])

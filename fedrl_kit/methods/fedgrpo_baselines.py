@@ -1,0 +1,262 @@
+"""The FedGRPO paper's federated baselines (§4.1 "Baselines", Table 1): Fedpetuning and DPSDA-FL.
+
+Paper: FedGRPO (``papers/fedgrpo.md``) compares against (1) **Fedpetuning** (Zhang et al. 2023,
+model-level transfer: clients tune LoRA locally, the server aggregates adapters) and (2)
+**DPSDA-FL** (Abacha et al. 2024, data-level transfer: clients generate differentially private
+synthetic data that the server trains on), each with a GRPO and an SFT objective, plus
+Zero-shot and Central-GRPO. Here:
+
+=====================  =======================================================================
+paper                  method in this toolkit
+=====================  =======================================================================
+Zero-shot              ``zero_shot`` (exists)
+Central-GRPO           ``central_grpo`` (exists)
+Fedpetuning+GRPO       ``fedavg_grpo`` (exists): clients run τ local GRPO steps on their LoRA
+                       adapter, FedAvg by examples — exactly Fedpetuning with a GRPO objective,
+                       so there is no separate name for it.
+Fedpetuning+SFT        ``fedpetuning_sft`` (this module): the same round with τ local SFT steps
+DPSDA-FL+GRPO          ``dpsda_grpo`` (this module)
+DPSDA-FL+SFT           ``dpsda_sft`` (this module)
+=====================  =======================================================================
+
+**fedpetuning_sft**, one round (the FedAvg round of :mod:`fedrl_kit.methods.fedavg_grpo`):
+the server broadcasts the global adapter (``fit``); each client runs τ = ``local_steps`` SFT
+steps (:func:`fedrl_kit.sft.sft_step`, loss on completion tokens only) on minibatches of its
+private (question, answer) pairs and returns its adapter; the server aggregates
+(``config.aggregator``, FedAvg by default).
+
+**dpsda_grpo / dpsda_sft**:
+
+1. round 1, ``synthesise``: each client trains its domain model θ_k on ``D_k`` (the same short SFT
+   as FedGRPO's evaluators) and writes ``n_k`` synthetic (question, answer) pairs
+   (``synthetic_per_client``, default ``n_k = |D_k|``): the *questions* come from the public task
+   generator (the role of Private Evolution's foundation-model API: it never sees ``D_k``), in
+   the topic mix of the client's **DP topic histogram** — the counts of ``D_k``'s topics plus
+   Laplace(1/ε) noise (``dp_epsilon`` = ε; 0 switches the noise off), clipped at 0 — and the
+   *answers* are θ_k's greedy answers (so a synthetic label is only as good as the client's
+   model). Held-out prompts (test, public, auxiliary) are never generated. The texts go up.
+2. every round, the server trains the global adapter on the pooled synthetic set: τ steps of
+   b·K questions — GRPO with the accuracy reward against the synthetic answers (``dpsda_grpo``,
+   the Central-GRPO step) or SFT on them (``dpsda_sft``).
+
+Budgets (matched to FedGRPO and the GRPO baselines): τ = ``local_steps`` optimiser steps per
+round everywhere; a GRPO step of b prompts processes b·G sequences, so an SFT step takes b·G
+(question, answer) pairs per client (``fedpetuning_sft``) or b·K·G on the server (``dpsda_sft``),
+the number of sequences Central-GRPO's step back-propagates. GRPO steps also run
+``num_iterations`` epochs over their batch and generate; SFT steps do neither, so SFT is cheaper
+per step. DPSDA's clients spend extra compute once (evaluator SFT and labelling), as FedGRPO's do.
+
+Deviations and simplifications:
+
+- DPSDA-FL's real pipeline (Private Evolution) iterates: the API proposes samples, clients vote
+  with a DP nearest-neighbour histogram, the API varies the winners. We keep its two essentials —
+  a foundation model that never sees private data proposes the questions, and only a DP
+  statistic of the private data steers them (here the topic histogram) — and add labels from the
+  client's own model, which the paper's setting needs (answers for GRPO and SFT). **The DP
+  guarantee covers the topic histogram only**: θ_k is trained on ``D_k`` without DP-SGD, so its
+  answers are not differentially private.
+- SFT targets are the bare answer + eos (the embedded world's rewards read a bare number as the
+  answer); the paper's SFT prompt template (Appendix A) is for chat models.
+
+Settings (``config.extra``): ``fedpetuning_sft`` takes none; ``dpsda_*`` take ``dp_epsilon``
+(default 1.0, ≥ 0), ``synthetic_per_client`` (default 0 = ``|D_k|``), and the evaluator's
+``evaluator_sft_steps`` / ``evaluator_sft_batch`` / ``evaluator_lr`` (FedGRPO's defaults).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import datasets
+import numpy as np
+import torch
+
+from fedrl_kit.federation.client import GRPOClient, LocalSettings, step_seed
+from fedrl_kit.methods import fedavg_grpo
+from fedrl_kit.methods.fedgrpo import DEFAULTS, FedGRPOClient, FedGRPOSettings, _is_int, _is_num, _need
+from fedrl_kit.policy.adapters import GLOBAL
+from fedrl_kit.sft import train_sft
+from fedrl_kit.world.tasks import TOPICS
+from fedrl_kit.world.world import is_heldout
+
+DPSDA_METHODS = ("dpsda_grpo", "dpsda_sft")
+DPSDA_DEFAULTS = dict(dp_epsilon=1.0, synthetic_per_client=0, evaluator_sft_steps=DEFAULTS["evaluator_sft_steps"],
+                      evaluator_sft_batch=DEFAULTS["evaluator_sft_batch"], evaluator_lr=DEFAULTS["evaluator_lr"])
+SYNTH_KEY = 70_000
+SERVER_INDEX = 90_000  # keys the server-side trainer's random streams
+
+
+def validate(config) -> None:
+    """Hook of :meth:`RunConfig.validate`: these methods' ``config.extra`` (ValueError names the key)."""
+    extra = dict(config.extra)
+    allowed = DPSDA_DEFAULTS if config.method in DPSDA_METHODS else {}
+    unknown = sorted(set(extra) - set(allowed))
+    if unknown:
+        raise ValueError(f"extra has unknown key(s) {unknown}; known for {config.method}: {sorted(allowed)}")
+    if config.method in DPSDA_METHODS:
+        s = {k: extra.get(k, v) for k, v in DPSDA_DEFAULTS.items()}
+        _need(_is_num(s["dp_epsilon"]) and s["dp_epsilon"] >= 0, "dp_epsilon", "a finite number >= 0 (0 = no noise)",
+              s["dp_epsilon"])
+        _need(_is_int(s["synthetic_per_client"]) and 0 <= s["synthetic_per_client"] <= 1_000_000,
+              "synthetic_per_client", "an integer in [0, 1000000] (0 = the client's |D_k|)", s["synthetic_per_client"])
+        _need(_is_int(s["evaluator_sft_steps"]) and 0 <= s["evaluator_sft_steps"] <= 100_000, "evaluator_sft_steps",
+              "an integer in [0, 100000]", s["evaluator_sft_steps"])
+        _need(_is_int(s["evaluator_sft_batch"]) and 1 <= s["evaluator_sft_batch"] <= 4096, "evaluator_sft_batch",
+              "an integer in [1, 4096]", s["evaluator_sft_batch"])
+        _need(_is_num(s["evaluator_lr"]) and 0 < s["evaluator_lr"] <= 1, "evaluator_lr", "a number in (0, 1]",
+              s["evaluator_lr"])
+
+
+def _dpsda_settings(config) -> dict:
+    return {k: config.extra.get(k, v) for k, v in DPSDA_DEFAULTS.items()}
+
+
+# -- Fedpetuning+SFT ---------------------------------------------------------------------------------------------
+class SFTClient(GRPOClient):
+    """A Fedpetuning client with an SFT objective: τ local SFT steps of b·G private pairs per round."""
+
+    def on_fit(self, round: int, payload: dict) -> dict:
+        self.policy.set_state(self.cid, payload["adapter"])
+        params = self.policy.trainable(self.cid)
+        if self.local.reset_optimizer or self.optimizer is None:
+            self.optimizer = torch.optim.Adam(params, lr=self.local.learning_rate)
+        batch = self.local.prompts_per_step * self.local.num_generations  # b·G sequences, as a GRPO step
+        m = train_sft(self.policy, self.cid, list(self.data["prompt"]), [str(a) for a in self.data["answer"]],
+                      self.local.local_steps, batch, self.local.learning_rate, self.seed,
+                      key=round * 1000 + self.index, optimizer=self.optimizer)
+        if self.local.reset_optimizer:
+            self.optimizer = None
+        return {"adapter": self.policy.get_state(self.cid), "num_examples": self.num_examples,
+                "metrics": {"sft_loss": m["sft_loss"]}}
+
+
+# -- DPSDA-FL -------------------------------------------------------------------------------------------------------
+def dp_topic_histogram(topics: list[str], names: list[str], epsilon: float, rng) -> np.ndarray:
+    """Counts of each topic in ``names`` plus Laplace(1/ε) noise, clipped at 0 (ε = 0: exact counts).  -> [T]
+
+    Adding or removing one example changes one count by 1 (L1 sensitivity 1), so the noisy
+    histogram is ε-differentially private (the Laplace mechanism).
+    """
+    counts = np.array([sum(t == n for t in topics) for n in names], dtype=np.float64)  # [T]
+    if epsilon > 0:
+        counts = counts + rng.laplace(0.0, 1.0 / epsilon, size=counts.shape)
+    return np.clip(counts, 0.0, None)
+
+
+class DPSDAClient(FedGRPOClient):
+    """A DPSDA-FL client: a domain model θ_k on D_k that labels synthetic questions of its DP topic mix."""
+
+    def __init__(self, *args, dp_epsilon: float = 1.0, n_synthetic: int = 0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.dp_epsilon, self.n_synthetic = float(dp_epsilon), int(n_synthetic) or self.num_examples
+
+    def on_synthesise(self, round: int, payload: dict) -> dict:
+        """Synthetic (question, answer) texts: DP topic mix → generator questions → θ_k's greedy answers."""
+        rng = np.random.default_rng(step_seed(self.seed, 0, SYNTH_KEY + self.index, 0))
+        names = sorted(TOPICS)
+        hist = dp_topic_histogram(list(self.data["topic"]), names, self.dp_epsilon, rng)  # [T]
+        p = hist / hist.sum() if hist.sum() > 0 else np.full(len(names), 1.0 / len(names))
+        per_topic = rng.multinomial(self.n_synthetic, p)  # [T]
+        gen = random.Random(step_seed(self.seed, 0, SYNTH_KEY + self.index, 1))
+        prompts = []
+        for name, n in zip(names, per_topic):
+            tries = 0
+            while n > 0 and tries < 50 * self.n_synthetic:  # held-out prompts (test, public, aux) are never written
+                prompt, _, _ = TOPICS[name].make(gen, gen.choice((1, 2)))
+                tries += 1
+                if not is_heldout(prompt):
+                    prompts.append(prompt)
+                    n -= 1
+        answers = self.greedy_answers(prompts)
+        keep = [i for i, a in enumerate(answers) if a is not None]  # a question its model cannot answer is dropped
+        return {"prompts": [prompts[i] for i in keep], "answers": [answers[i] for i in keep]}
+
+
+def build_clients(run, local: LocalSettings, grpo) -> dict:
+    cfg = run.config
+    if cfg.method == "fedpetuning_sft":
+        return {f"client_{i}": SFTClient(f"client_{i}", i, part, run.policy, run.reward_set, local, grpo, cfg.seed)
+                for i, part in enumerate(run.partitions)}
+    d = _dpsda_settings(cfg)
+    st = FedGRPOSettings(**{**DEFAULTS, "evaluator_sft_steps": d["evaluator_sft_steps"],
+                            "evaluator_sft_batch": d["evaluator_sft_batch"], "evaluator_lr": float(d["evaluator_lr"]),
+                            "neighbours": 1, "num_experts": 1})
+    return {f"client_{i}": DPSDAClient(f"client_{i}", i, part, run.policy, st, cfg.seed,
+                                       dp_epsilon=d["dp_epsilon"], n_synthetic=d["synthetic_per_client"])
+            for i, part in enumerate(run.partitions)}
+
+
+def _synthetic(server) -> datasets.Dataset | None:
+    return server.scratch.get("dpsda_synthetic")
+
+
+def save_state(server, folder) -> None:
+    """Checkpoint the pooled synthetic set (uploaded once, in round 1) and the server trainer's Adam."""
+    ds = _synthetic(server)
+    if ds is not None:
+        (folder / "dpsda_synthetic.json").write_text(json.dumps({k: list(ds[k]) for k in ds.column_names}))
+    trainer = server.scratch.get("dpsda_trainer")
+    if trainer is not None and trainer.optimizer is not None:
+        torch.save(trainer.optimizer.state_dict(), folder / "dpsda_optimizer.pt")
+
+
+def load_state(server, folder) -> None:
+    path = folder / "dpsda_synthetic.json"
+    if path.exists():
+        server.scratch["dpsda_synthetic"] = datasets.Dataset.from_dict(json.loads(path.read_text()))
+    opt = folder / "dpsda_optimizer.pt"
+    if opt.exists():
+        server.scratch["dpsda_optimizer_state"] = torch.load(opt)
+
+
+def _server_trainer(server, data) -> GRPOClient:
+    """The server's own trainer on the synthetic set (Central-GRPO's step: b·K prompts per step)."""
+    cfg = server.config
+    from fedrl_kit.methods.fedgrpo import grpo_settings
+    from fedrl_kit.rewards import make_reward_set
+
+    local = LocalSettings(cfg.local_steps, cfg.prompts_per_step * cfg.num_clients, cfg.num_generations,
+                          cfg.learning_rate, 0.0, True)
+    key = "dpsda_trainer"
+    if key not in server.scratch:  # one Adam state persists across rounds when reset_optimizer is off
+        reward_set = make_reward_set(cfg.rewards, cfg.reward_weights or None)
+        cls = SFTClient if cfg.method == "dpsda_sft" else GRPOClient
+        server.scratch[key] = cls(GLOBAL, SERVER_INDEX, data, server.policy, reward_set, local, grpo_settings(cfg),
+                                  cfg.seed)
+    trainer = server.scratch[key]
+    trainer.local.reset_optimizer = cfg.reset_optimizer
+    saved = server.scratch.pop("dpsda_optimizer_state", None)
+    if saved is not None and not cfg.reset_optimizer:  # resuming: the Adam moments of the last checkpoint
+        server.policy.set_state(GLOBAL, server.global_state)
+        trainer.optimizer = torch.optim.Adam(server.policy.trainable(GLOBAL), lr=cfg.learning_rate)
+        trainer.optimizer.load_state_dict(saved)
+    return trainer
+
+
+def run_round(server, round: int) -> dict:
+    """One round of fedpetuning_sft (FedAvg of local SFT) or dpsda_* (synthesise once, then server training)."""
+    cfg = server.config
+    if cfg.method == "fedpetuning_sft":
+        return fedavg_grpo.run_round(server, round)  # the FedAvg round; the clients' on_fit runs SFT
+    failed: list[dict] = []
+    metrics: dict[str, dict] = {}
+    if _synthetic(server) is None:
+        # 1. each client uploads its synthetic (question, answer) texts once
+        ok, failed = server.split_replies(server.runtime.broadcast("synthesise", round, {}))
+        prompts = [p for r in ok.values() for p in r.payload["prompts"]]
+        answers = [a for r in ok.values() for a in r.payload["answers"]]
+        for cid, r in ok.items():
+            metrics[cid] = {"synthetic": float(len(r.payload["prompts"]))}
+        if not prompts:
+            return {"clients": metrics, "failed": failed}  # nothing to train on yet; retried next round
+        server.scratch["dpsda_synthetic"] = datasets.Dataset.from_dict(
+            {"prompt": prompts, "answer": answers, "topic": ["synthetic"] * len(prompts)})
+    # 2. the server trains the global adapter on the pooled synthetic set (GRPO or SFT)
+    data = _synthetic(server)
+    trainer = _server_trainer(server, data)
+    out = trainer.on_fit(round, {"adapter": server.global_state})
+    server.global_state = out["adapter"]
+    metrics["server"] = {**out["metrics"], "synthetic_total": float(len(data))}
+    metrics["server"] = {k: v for k, v in metrics["server"].items() if np.isfinite(v)}
+    return {"clients": metrics, "failed": failed}

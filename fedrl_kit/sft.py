@@ -1,0 +1,112 @@
+"""Supervised fine-tuning of a LoRA adapter on (prompt, completion) pairs, loss on completion tokens only.
+
+Shared by FedGRPO's client evaluators (each client's domain model θ_k, trained on its private
+``D_k``) and by the SFT baselines of the FedGRPO paper (Fedpetuning+SFT, DPSDA-FL+SFT).
+
+A training sequence is ``prompt ids + completion ids + eos`` (the layout of the base's own warm
+start, :mod:`fedrl_kit.policy.pretrain`), right-padded; labels are ``-100`` on the prompt and
+on padding, so the loss is the mean cross-entropy of the completion tokens and eos.
+
+:func:`sequence_logprob` scores a completion under an adapter with the same layout: FedGRPO's
+model-based evaluation (ME) uses it as the client's reward model (the probability that the
+client's own model would write the candidate's answer).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from fedrl_kit.federation.client import step_seed
+from fedrl_kit.rollout import render_prompts
+
+
+def sft_batch(tokenizer, prompts: list[str], completions: list[str], chat: bool = False):
+    """Right-padded ``prompt + completion + eos`` with labels only on completion tokens.
+
+    Returns:
+        (input_ids [B, L], attention_mask [B, L], labels [B, L]) long tensors.
+    """
+    if len(prompts) != len(completions) or not prompts:
+        raise ValueError(f"prompts and completions must be non-empty and aligned, got {len(prompts)} and "
+                         f"{len(completions)}")
+    seqs, labels = [], []
+    for p, c in zip(render_prompts(tokenizer, list(prompts), chat), completions):
+        p_ids = tokenizer(p, add_special_tokens=False)["input_ids"]
+        c_ids = tokenizer(c, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        seqs.append(p_ids + c_ids)
+        labels.append([-100] * len(p_ids) + c_ids)
+    L = max(map(len, seqs))
+    ids = torch.full((len(seqs), L), tokenizer.pad_token_id, dtype=torch.long)  # [B, L]
+    lab = torch.full((len(seqs), L), -100, dtype=torch.long)  # [B, L]
+    mask = torch.zeros((len(seqs), L), dtype=torch.long)  # [B, L]
+    for i, (s, lb) in enumerate(zip(seqs, labels)):
+        ids[i, :len(s)], lab[i, :len(lb)], mask[i, :len(s)] = torch.tensor(s), torch.tensor(lb), 1
+    return ids, mask, lab
+
+
+def sft_step(policy, adapter: str, optimizer, prompts: list[str], completions: list[str],
+             max_grad_norm: float = 1.0) -> float:
+    """One optimiser step of supervised fine-tuning of ``adapter``; returns the loss (completion tokens only)."""
+    params = policy.trainable(adapter)
+    device = next(policy.model.parameters()).device
+    ids, mask, lab = (t.to(device) for t in sft_batch(policy.tokenizer, prompts, completions, policy.chat))
+    policy.model.train()
+    optimizer.zero_grad()
+    loss = policy.model(input_ids=ids, attention_mask=mask, labels=lab).loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+    optimizer.step()
+    return float(loss.item())
+
+
+def train_sft(policy, adapter: str, prompts: list[str], completions: list[str], steps: int, batch_size: int,
+              learning_rate: float, seed: int, key: int = 0, optimizer=None) -> dict:
+    """``steps`` SFT steps on minibatches drawn (seeded by ``(seed, key, step)``) from the pairs.
+
+    Args:
+        policy: the shared :class:`~fedrl_kit.policy.engine.Policy`; ``adapter`` must exist.
+        adapter: the LoRA adapter trained (the only one that changes).
+        prompts, completions: the training pairs.
+        steps: optimiser steps (0 returns at once).
+        batch_size: pairs per step (without replacement within a step).
+        learning_rate: Adam learning rate (used when ``optimizer`` is None).
+        seed, key: key the minibatch draws (e.g. key = round·1000 + client index), so the run is reproducible.
+        optimizer: an optimiser over the adapter's parameters; a fresh Adam if None.
+
+    Returns:
+        ``{"sft_loss": mean loss of the last min(steps, 5) steps, "sft_steps": steps}``.
+    """
+    if steps < 0 or batch_size < 1:
+        raise ValueError(f"steps must be >= 0 and batch_size >= 1, got {steps}, {batch_size}")
+    if steps == 0:
+        return {"sft_loss": float("nan"), "sft_steps": 0.0}
+    params = policy.trainable(adapter)
+    opt = optimizer if optimizer is not None else torch.optim.Adam(params, lr=learning_rate)
+    losses = []
+    for s in range(steps):
+        rng = np.random.default_rng(step_seed(seed, key, 31_337, s))
+        idx = rng.choice(len(prompts), size=min(batch_size, len(prompts)), replace=False)
+        losses.append(sft_step(policy, adapter, opt, [prompts[i] for i in idx], [completions[i] for i in idx]))
+    for p in params:
+        p.grad = None
+    return {"sft_loss": float(np.mean(losses[-5:])), "sft_steps": float(steps)}
+
+
+@torch.no_grad()
+def sequence_logprob(policy, adapter: str, prompts: list[str], completions: list[str],
+                     batch_size: int = 256) -> np.ndarray:
+    """log π_adapter(completion + eos | prompt) summed over the completion tokens.  -> [B] float64"""
+    policy.trainable(adapter)  # activates it (scoring only: no gradient is taken)
+    policy.model.eval()
+    device = next(policy.model.parameters()).device
+    out = []
+    for s in range(0, len(prompts), batch_size):
+        ids, mask, lab = (t.to(device) for t in sft_batch(policy.tokenizer, prompts[s:s + batch_size],
+                                                          completions[s:s + batch_size], policy.chat))
+        logits = policy.model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()  # [b, L-1, V]
+        target = lab[:, 1:]  # [b, L-1]
+        logp = torch.log_softmax(logits, dim=-1).gather(-1, target.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+        out.append(((logp * (target != -100)).sum(dim=1)).double().cpu().numpy())  # [b]
+    policy.model.train()
+    return np.concatenate(out)
