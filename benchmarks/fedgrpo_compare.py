@@ -1,0 +1,94 @@
+"""Benchmark: FedGRPO vs Central-GRPO vs Fedpetuning+GRPO (= fedavg_grpo) in the embedded world.
+
+The FedGRPO paper's headline claims (Table 1): FedGRPO comes close to Central-GRPO and is above
+the federated baselines. This script runs each method on the same federation, seeds and budget
+(the quick preset with K = 8 clients, Dirichlet β = 0.1 over topics, τ local steps of b prompts ×
+G = 8 completions; FedGRPO's server takes τ steps of b·K questions, see
+``fedrl_kit.methods.fedgrpo``) and records final pass@1 on the held-out test split, FedGRPO's
+expert-selection hit rate against random selection, bytes on the wire and wall time.
+
+Run (as recorded in the README)::
+
+    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedgrpo_compare.py
+
+writes ``benchmarks/results/fedgrpo_compare.json`` (``--out`` to change). ``--methods``,
+``--seeds``, ``--rounds`` narrow or widen it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _machine import cpu_model  # noqa: E402
+
+from fedrl_kit.config import preset  # noqa: E402
+from fedrl_kit.runs import Run  # noqa: E402
+
+SETTINGS = dict(num_clients=8, dirichlet_alpha=0.1, prompts_per_step=4, local_steps=2, eval_samples=4)
+"""Shared by every method: K = 8, β = 0.1, b = 4, τ = 2 (quick preset otherwise: G = 8, lr 2e-3, …)."""
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--methods", nargs="+", default=["fedgrpo", "central_grpo", "fedavg_grpo"])
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fedgrpo_compare.json"))
+    args = ap.parse_args(argv)
+    rows = []
+    for seed in args.seeds:
+        for method in args.methods:
+            cfg = preset("quick", method=method, seed=seed, rounds=args.rounds, eval_every=args.rounds, **SETTINGS)
+            t0 = time.time()
+            run = Run(cfg, progress=False)
+            recs = run.run()
+            glob = [r for r in recs if r["kind"] == "global"]
+            server = [r for r in recs if r["kind"] == "client" and r["client"] == "server"]
+            row = dict(method=method, seed=seed, base_pass_at_1=glob[0]["pass@1"], final_pass_at_1=glob[-1]["pass@1"],
+                       final_format=glob[-1]["format"], seconds=round(time.time() - t0, 1),
+                       bytes_up=run.runtime.ledger.total_bytes("up"), bytes_down=run.runtime.ledger.total_bytes("down"))
+            for key in ("expert_hit_rate", "random_hit_rate", "expert_hit_rate_major", "random_hit_rate_major",
+                        "ae_share", "reward_gap"):
+                vals = [r[key] for r in server if key in r]
+                if vals:
+                    row[key] = float(np.mean(vals))
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    summary = {}
+    for method in args.methods:
+        finals = [r["final_pass_at_1"] for r in rows if r["method"] == method]
+        summary[method] = dict(final_pass_at_1_mean=float(np.mean(finals)), final_pass_at_1_std=float(np.std(finals)),
+                               base_pass_at_1=float(np.mean([r["base_pass_at_1"] for r in rows
+                                                             if r["method"] == method])))
+        for key in ("expert_hit_rate", "random_hit_rate", "expert_hit_rate_major", "random_hit_rate_major"):
+            vals = [r[key] for r in rows if r["method"] == method and key in r]
+            if vals:
+                summary[method][key] = float(np.mean(vals))
+    out = dict(
+        benchmark="fedgrpo_compare", date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        command="OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedgrpo_compare.py "
+                + " ".join(argv if argv is not None else sys.argv[1:]),
+        cpu=cpu_model(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
+        note="run on a shared 2-core machine while other jobs ran: wall times are pessimistic",
+        settings=dict(SETTINGS, rounds=args.rounds, seeds=args.seeds), runs=rows, summary=summary,
+    )
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=2))
+    print(json.dumps(summary, indent=2))
+    return out
+
+
+if __name__ == "__main__":
+    main()
