@@ -28,10 +28,13 @@ def curves(runs: dict[str, list[dict]], metric: str = "pass@1", title: str | Non
     return fig
 
 
-def client_curves(records: list[dict], metrics=("accuracy", "reward_mean")) -> go.Figure:
-    """Per-client local-training metrics per round (one panel per metric), global pass@1 dashed on the first."""
+def client_curves(records: list[dict], metrics=("accuracy", "reward_mean"), exclude=("server",)) -> go.Figure:
+    """Per-client local-training metrics per round (one panel per metric), global pass@1 dashed on the first.
+
+    ``exclude`` drops pseudo-clients (FedGRPO and FedMOA log server-side metrics as client "server").
+    """
     fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=[f"per-client {m}" for m in metrics])
-    clients = sorted({r["client"] for r in records if r["kind"] == "client"})
+    clients = sorted({r["client"] for r in records if r["kind"] == "client" and r["client"] not in exclude})
     palette = ["#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692", "#b6e880"]
     for j, m in enumerate(metrics, 1):
         for i, c in enumerate(clients):
