@@ -1,14 +1,5 @@
 """Builds notebooks/00_quickstart.ipynb (cells only; execute it with papermill to store outputs)."""
-from pathlib import Path
-
-import nbformat as nbf
-nb = nbf.v4.new_notebook()
-C = []
-md = lambda s: C.append(nbf.v4.new_markdown_cell(s))
-def code(s, tags=None):
-    c = nbf.v4.new_code_cell(s)
-    if tags: c.metadata["tags"] = tags
-    C.append(c)
+from cells import code, md, write
 
 md("""# fedrl-kit quickstart: federated GRPO on a laptop
 
@@ -128,8 +119,5 @@ md("""## Where next
 - `03_fedmoa_pareto.ipynb` — several rewards with weights that adapt by hypergradient.
 
 The same run from a shell: `fedrl run --method fedavg_grpo --preset quick`.""")
-nb.cells = C
-nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-nb.metadata["language_info"] = {"name": "python"}
-nbf.write(nb, Path(__file__).resolve().parents[1] / "00_quickstart.ipynb")
+write("00_quickstart.ipynb")
 print("written")

@@ -1,19 +1,5 @@
 """Builds notebooks/01_fedgrpo_expert_selection.ipynb (cells only; execute it with papermill to store outputs)."""
-from pathlib import Path
-
-import nbformat as nbf
-
-nb = nbf.v4.new_notebook()
-C = []
-md = lambda s: C.append(nbf.v4.new_markdown_cell(s))  # noqa: E731
-
-
-def code(s, tags=None):
-    c = nbf.v4.new_code_cell(s)
-    if tags:
-        c.metadata["tags"] = tags
-    C.append(c)
-
+from cells import code, md, write
 
 md("""# FedGRPO: the server learns from scalar rewards of expert clients
 
@@ -391,8 +377,5 @@ md("""## What this shows, and what it does not
 - **Communication.** FedGRPO's upload is scalars only; the ledger shows it, and the calculator's
   prediction of our own run matches the measured bytes.""")
 code('''print(f"notebook ran in {time.time() - t_start:.0f} s")''')
-nb.cells = C
-nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-nb.metadata["language_info"] = {"name": "python"}
-nbf.write(nb, Path(__file__).resolve().parents[1] / "01_fedgrpo_expert_selection.ipynb")
+write("01_fedgrpo_expert_selection.ipynb")
 print("written")

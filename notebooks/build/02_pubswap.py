@@ -1,19 +1,5 @@
 """Builds notebooks/02_pubswap_balanced_drift.ipynb (cells only; execute it with papermill to store outputs)."""
-from pathlib import Path
-
-import nbformat as nbf
-
-nb = nbf.v4.new_notebook()
-C = []
-md = lambda s: C.append(nbf.v4.new_markdown_cell(s))  # noqa: E731
-
-
-def code(s, tags=None):
-    c = nbf.v4.new_code_cell(s)
-    if tags:
-        c.metadata["tags"] = tags
-    C.append(c)
-
+from cells import code, md, write
 
 md("""# PubSwap: public-data steps with response swapping against client drift
 
@@ -346,8 +332,5 @@ md("""Caveats: differences of a few points are within the seed-to-seed spread he
 the embedded world's "drift" is that of a tiny model on arithmetic topics, so it tests the
 *mechanism* (does a public anchor reduce drift, does it help at large τ), not the paper's numbers.
 The `full` preset (`-p preset_name full -p run_sweep True`) runs the paper's grid on a GPU.""")
-nb.cells = C
-nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-nb.metadata["language_info"] = {"name": "python"}
-nbf.write(nb, Path(__file__).resolve().parents[1] / "02_pubswap_balanced_drift.ipynb")
+write("02_pubswap_balanced_drift.ipynb")
 print("written")

@@ -1,19 +1,5 @@
 """Builds notebooks/03_fedmoa_pareto.ipynb (cells only; execute it with papermill to store outputs)."""
-from pathlib import Path
-
-import nbformat as nbf
-
-nb = nbf.v4.new_notebook()
-C = []
-md = lambda s: C.append(nbf.v4.new_markdown_cell(s))  # noqa: E731
-
-
-def code(s, tags=None):
-    c = nbf.v4.new_code_cell(s)
-    if tags:
-        c.metadata["tags"] = tags
-    C.append(c)
-
+from cells import code, md, write
 
 md("""# FedMOA: federated GRPO with several rewards, adaptive weights and a Pareto view
 
@@ -298,8 +284,5 @@ md("""## What to take away
   family, one seed cannot separate differences of a few points.
 
 The same runs from a shell: `fedrl run --method fedmoa --set base=data/base_moa --set 'extra={"setting": "heter+heter"}'`.""")
-nb.cells = C
-nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-nb.metadata["language_info"] = {"name": "python"}
-nbf.write(nb, Path(__file__).resolve().parents[1] / "03_fedmoa_pareto.ipynb")
+write("03_fedmoa_pareto.ipynb")
 print("written")
