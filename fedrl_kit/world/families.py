@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import datasets
 
 from fedrl_kit.world.tasks import DEFAULT_TOPICS, DIFFICULTIES, TOPICS, Problem, Topic
-from fedrl_kit.world.world import is_heldout
+from fedrl_kit.world.world import draw, is_heldout
 
 NAMES = ("tom", "ann", "bob", "eva", "sam", "liz")
 ITEMS = ("pens", "cards", "eggs", "coins", "books")
@@ -214,22 +214,8 @@ def generate_family_problems(n: int, seed: int, families=tuple(FAMILIES), diffic
 
 def draw_family(n: int, seed: int, heldout: bool, families=tuple(FAMILIES), difficulties=DIFFICULTIES,
                 exclude=None) -> list[dict]:
-    """``n`` distinct family problems from the held-out region or from the rest (as ``world.draw``)."""
-    rows: list[dict] = []
-    seen = set(exclude or ())
-    attempt = 0
-    while len(rows) < n:
-        batch = generate_family_problems(2 * (n - len(rows)) + 8, seed * 1000 + attempt, families, difficulties,
-                                         exclude=seen)
-        for r in batch:
-            if is_heldout(r["prompt"]) == heldout and len(rows) < n:
-                rows.append(r)
-            seen.add(r["prompt"])
-        attempt += 1
-        if attempt > 50:
-            raise ValueError(f"cannot draw {n} distinct {'held-out' if heldout else 'training'} problems "
-                             f"from families {tuple(families)}: ask for fewer")
-    return rows
+    """``n`` distinct family problems from the held-out region or from the rest (``world.draw`` with families)."""
+    return draw(n, seed, heldout, families, difficulties, exclude, generate=generate_family_problems)
 
 
 @dataclass

@@ -24,14 +24,18 @@ def is_heldout(prompt: str) -> bool:
 
 
 def draw(n: int, seed: int, heldout: bool, topics=DEFAULT_TOPICS, difficulties=DIFFICULTIES,
-         exclude=None, with_reasoning: bool = False) -> list[dict]:
-    """``n`` distinct problems from the held-out region (``heldout=True``) or from the rest."""
+         exclude=None, with_reasoning: bool = False, generate=generate_problems) -> list[dict]:
+    """``n`` distinct problems from the held-out region (``heldout=True``) or from the rest.
+
+    ``generate`` draws candidate rows (``generate(n, seed, topics, difficulties, exclude=, with_reasoning=)``):
+    :func:`~fedrl_kit.world.tasks.generate_problems` by default, FedMOA's family generator for its worlds.
+    """
     rows: list[dict] = []
     seen = set(exclude or ())
     attempt = 0
     while len(rows) < n:
-        batch = generate_problems(2 * (n - len(rows)) + 8, seed * 1000 + attempt, topics, difficulties,
-                                  exclude=seen, with_reasoning=with_reasoning)
+        batch = generate(2 * (n - len(rows)) + 8, seed * 1000 + attempt, topics, difficulties,
+                         exclude=seen, with_reasoning=with_reasoning)
         for r in batch:
             if is_heldout(r["prompt"]) == heldout and len(rows) < n:
                 rows.append(r)
@@ -39,7 +43,7 @@ def draw(n: int, seed: int, heldout: bool, topics=DEFAULT_TOPICS, difficulties=D
         attempt += 1
         if attempt > 50:
             raise ValueError(f"cannot draw {n} distinct {'held-out' if heldout else 'training'} problems "
-                             f"from topics {tuple(topics)} at difficulties {tuple(difficulties)}: ask for fewer")
+                             f"from {tuple(topics)} at difficulties {tuple(difficulties)}: ask for fewer")
     return rows
 
 
