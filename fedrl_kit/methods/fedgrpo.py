@@ -213,6 +213,16 @@ class FedGRPOSettings:
     encoder_layer: int
 
 
+def check_evaluator_settings(s: dict) -> None:
+    """The clients' evaluator SFT settings, shared by FedGRPO and the DPSDA-FL baselines."""
+    _need(_is_int(s["evaluator_sft_steps"]) and 0 <= s["evaluator_sft_steps"] <= 100_000, "evaluator_sft_steps",
+          "an integer in [0, 100000]", s["evaluator_sft_steps"])
+    _need(_is_int(s["evaluator_sft_batch"]) and 1 <= s["evaluator_sft_batch"] <= 4096, "evaluator_sft_batch",
+          "an integer in [1, 4096]", s["evaluator_sft_batch"])
+    _need(_is_num(s["evaluator_lr"]) and 0 < s["evaluator_lr"] <= 1, "evaluator_lr", "a number in (0, 1]",
+          s["evaluator_lr"])
+
+
 def _need(ok: bool, key: str, allowed: str, value) -> None:
     if not ok:
         raise ValueError(f"extra[{key!r}] must be {allowed}, got {value!r}")
@@ -263,12 +273,7 @@ def settings(config, allowed_extra: tuple[str, ...] = ()) -> FedGRPOSettings:
           s["robust"])
     _need(_is_num(s["trim"]) and 0 <= s["trim"] < 0.5, "trim", "a number in [0, 0.5)", s["trim"])
     _need(s["competence"] in COMPETENCE_SCORES, "competence", f"one of {COMPETENCE_SCORES}", s["competence"])
-    _need(_is_int(s["evaluator_sft_steps"]) and 0 <= s["evaluator_sft_steps"] <= 100_000, "evaluator_sft_steps",
-          "an integer in [0, 100000]", s["evaluator_sft_steps"])
-    _need(_is_int(s["evaluator_sft_batch"]) and 1 <= s["evaluator_sft_batch"] <= 4096, "evaluator_sft_batch",
-          "an integer in [1, 4096]", s["evaluator_sft_batch"])
-    _need(_is_num(s["evaluator_lr"]) and 0 < s["evaluator_lr"] <= 1, "evaluator_lr", "a number in (0, 1]",
-          s["evaluator_lr"])
+    check_evaluator_settings(s)
     _need(s["encoder"] in ENCODERS, "encoder", f"one of {ENCODERS}", s["encoder"])
     _need(_is_int(s["encoder_layer"]) and -1 <= s["encoder_layer"] <= 1000, "encoder_layer",
           "an integer >= -1 (0 = token embeddings, i = output of decoder layer i, -1 = last)", s["encoder_layer"])

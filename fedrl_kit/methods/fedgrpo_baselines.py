@@ -74,7 +74,8 @@ import torch
 
 from fedrl_kit.federation.client import GRPOClient, LocalSettings, step_seed
 from fedrl_kit.methods import fedavg_grpo
-from fedrl_kit.methods.fedgrpo import DEFAULTS, FedGRPOClient, FedGRPOSettings, _is_int, _is_num, _need
+from fedrl_kit.methods.fedgrpo import (DEFAULTS, FedGRPOClient, FedGRPOSettings, _is_int, _is_num, _need,
+                                      check_evaluator_settings)
 from fedrl_kit.policy.adapters import GLOBAL
 from fedrl_kit.sft import train_sft
 from fedrl_kit.world.tasks import TOPICS
@@ -100,12 +101,7 @@ def validate(config) -> None:
               s["dp_epsilon"])
         _need(_is_int(s["synthetic_per_client"]) and 0 <= s["synthetic_per_client"] <= 1_000_000,
               "synthetic_per_client", "an integer in [0, 1000000] (0 = the client's |D_k|)", s["synthetic_per_client"])
-        _need(_is_int(s["evaluator_sft_steps"]) and 0 <= s["evaluator_sft_steps"] <= 100_000, "evaluator_sft_steps",
-              "an integer in [0, 100000]", s["evaluator_sft_steps"])
-        _need(_is_int(s["evaluator_sft_batch"]) and 1 <= s["evaluator_sft_batch"] <= 4096, "evaluator_sft_batch",
-              "an integer in [1, 4096]", s["evaluator_sft_batch"])
-        _need(_is_num(s["evaluator_lr"]) and 0 < s["evaluator_lr"] <= 1, "evaluator_lr", "a number in (0, 1]",
-              s["evaluator_lr"])
+        check_evaluator_settings(s)
 
 
 def _dpsda_settings(config) -> dict:
