@@ -10,3 +10,25 @@ def cpu_model() -> str:
             return next(ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name"))
     except (OSError, StopIteration):
         return platform.processor()
+
+
+def save_result(path, benchmark: str, argv, settings: dict, runs: list, summary: dict) -> dict:
+    """Write a shared-machine experiment's JSON (when, the exact command, the CPU) and print its summary."""
+    import datetime
+    import json
+    import os
+    import sys
+    from pathlib import Path
+
+    out = dict(
+        benchmark=benchmark, date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        command=f"OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/{benchmark}.py "
+                + " ".join(argv if argv is not None else sys.argv[1:]),
+        cpu=cpu_model(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
+        note="run on a shared 2-core machine while other jobs ran: wall times are pessimistic",
+        settings=settings, runs=runs, summary=summary,
+    )
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(out, indent=2))
+    print(json.dumps(summary, indent=2))
+    return out

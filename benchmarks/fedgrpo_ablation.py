@@ -19,9 +19,7 @@ writes ``benchmarks/results/fedgrpo_ablation.json``.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -33,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _machine import cpu_model  # noqa: E402
+from _machine import save_result  # noqa: E402
 from fedgrpo_compare import SETTINGS  # noqa: E402
 
 from fedrl_kit.config import preset  # noqa: E402
@@ -80,18 +78,8 @@ def main(argv=None) -> dict:
         summary[f"K={K},M={M}"] = dict(final_pass_at_1_mean=float(np.mean([r["final_pass_at_1"] for r in sel])),
                                        final_pass_at_1_std=float(np.std([r["final_pass_at_1"] for r in sel])),
                                        hit_rate_major=float(np.mean([r["expert_hit_rate_major"] for r in sel])))
-    out = dict(
-        benchmark="fedgrpo_ablation", date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        command="OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedgrpo_ablation.py "
-                + " ".join(argv if argv is not None else sys.argv[1:]),
-        cpu=cpu_model(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
-        note="run on a shared 2-core machine while other jobs ran: wall times are pessimistic",
-        settings=dict(SETTINGS, rounds=args.rounds, seeds=args.seeds), runs=rows, summary=summary,
-    )
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2))
-    print(json.dumps(summary, indent=2))
-    return out
+    return save_result(args.out, "fedgrpo_ablation", argv, dict(SETTINGS, rounds=args.rounds, seeds=args.seeds), rows,
+                       summary)
 
 
 if __name__ == "__main__":

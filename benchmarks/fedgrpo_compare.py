@@ -18,9 +18,7 @@ writes ``benchmarks/results/fedgrpo_compare.json`` (``--out`` to change). ``--me
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -31,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _machine import cpu_model  # noqa: E402
+from _machine import save_result  # noqa: E402
 
 from fedrl_kit.config import preset  # noqa: E402
 from fedrl_kit.runs import Run  # noqa: E402
@@ -76,18 +74,8 @@ def main(argv=None) -> dict:
             vals = [r[key] for r in rows if r["method"] == method and key in r]
             if vals:
                 summary[method][key] = float(np.mean(vals))
-    out = dict(
-        benchmark="fedgrpo_compare", date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        command="OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedgrpo_compare.py "
-                + " ".join(argv if argv is not None else sys.argv[1:]),
-        cpu=cpu_model(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
-        note="run on a shared 2-core machine while other jobs ran: wall times are pessimistic",
-        settings=dict(SETTINGS, rounds=args.rounds, seeds=args.seeds), runs=rows, summary=summary,
-    )
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2))
-    print(json.dumps(summary, indent=2))
-    return out
+    return save_result(args.out, "fedgrpo_compare", argv, dict(SETTINGS, rounds=args.rounds, seeds=args.seeds), rows,
+                       summary)
 
 
 if __name__ == "__main__":
