@@ -53,7 +53,6 @@ from fedrl_kit.config import preset
 from fedrl_kit.expert_selection import topic_competence
 from fedrl_kit.methods import fedgrpo
 from fedrl_kit.notebook import client_table, headline
-from fedrl_kit.policy.adapters import GLOBAL
 from fedrl_kit.policy.engine import Policy
 from fedrl_kit.runs import Run, resolve_base
 from fedrl_kit.world.partition import topic_matrix
@@ -82,12 +81,10 @@ def make_config(method="fedgrpo", K=num_clients, b=beta, s=seed, rounds=None, ev
 cfg = make_config()
 policy = Policy.load(resolve_base(cfg.base), cfg.lora_rank, cfg.lora_alpha, cfg.seed, cfg.chat, cfg.max_new_tokens,
                      cfg.temperature, cfg.device, getattr(__import__("torch"), cfg.dtype))
-INIT = policy.get_state(GLOBAL)  # the base's global adapter (B = 0): every run starts from it
 
 
 def fresh_run(config, run_dir=None):
-    """A Run on the shared policy, starting from the untrained global adapter."""
-    policy.set_state(GLOBAL, INIT)
+    """A Run on the shared policy (every Run starts from its seed's untrained global adapter)."""
     if run_dir is not None:
         shutil.rmtree(run_dir, ignore_errors=True)
     return Run(config, run_dir, progress=False, policy=policy)
