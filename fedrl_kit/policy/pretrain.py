@@ -102,27 +102,45 @@ def pretrain(
     Returns:
         A dict of the settings and the final training loss (also written to ``pretrain.json``).
     """
-    from tqdm.auto import tqdm
+    check_settings(steps, batch_size, format_rate, answer_noise)
+    torch.manual_seed(seed)
+    tokenizer = build_tokenizer()
+    model = build_tiny_model(tokenizer, seed=seed)
+    pairs = sft_pairs(n_examples, seed, format_rate, answer_noise)
+    info = dict(steps=steps, batch_size=batch_size, lr=lr, n_examples=n_examples, format_rate=format_rate,
+                answer_noise=answer_noise, seed=seed)
+    return train_and_save(model, tokenizer, pairs, random.Random(seed), out_dir, steps, batch_size, lr, info,
+                          "pretrain", progress)
 
+
+def check_settings(steps: int, batch_size: int, format_rate: float, answer_noise: float) -> None:
+    """ValueError naming a warm-start setting out of range."""
     for name, v in (("format_rate", format_rate), ("answer_noise", answer_noise)):
         if not 0.0 <= v <= 1.0:
             raise ValueError(f"{name} must be in [0, 1], got {v}")
     if steps < 1 or batch_size < 1:
         raise ValueError(f"steps and batch_size must be >= 1, got {steps}, {batch_size}")
-    torch.manual_seed(seed)
-    tokenizer = build_tokenizer()
-    model = build_tiny_model(tokenizer, seed=seed)
-    pairs = sft_pairs(n_examples, seed, format_rate, answer_noise)
+
+
+def train_and_save(model, tokenizer, pairs: list[tuple[str, str]], rng: random.Random, out_dir, steps: int,
+                   batch_size: int, lr: float, info: dict, desc: str, progress: bool) -> dict:
+    """The supervised loop every warm start shares, then ``save_pretrained`` and ``pretrain.json``.
+
+    AdamW (weight decay 0.01), linear warm-up over 5 % of steps then cosine decay, grad-norm clip 1;
+    each step takes ``batch_size`` (prompt, target) pairs drawn by ``rng``. ``info`` (the caller's
+    settings) gets the final loss (mean of the last 20 steps), the wall time and the parameter count.
+    """
+    from tqdm.auto import tqdm
+
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     warm = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + torch.cos(torch.tensor(s / steps * 3.14159)).item())
     )
-    rng = random.Random(seed)
     model.train()
     t0, losses = time.time(), []
-    for step in tqdm(range(steps), desc="pretrain", disable=not progress):
-        ids, mask, labels = _batch(tokenizer, rng.sample(pairs, batch_size))
+    for _ in tqdm(range(steps), desc=desc, disable=not progress):
+        ids, mask, labels = _batch(tokenizer, rng.sample(pairs, batch_size))  # [B, L] each
         loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
         opt.zero_grad()
         loss.backward()
@@ -134,9 +152,7 @@ def pretrain(
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
-    info = dict(steps=steps, batch_size=batch_size, lr=lr, n_examples=n_examples, format_rate=format_rate,
-                answer_noise=answer_noise, seed=seed,
-                final_loss=sum(losses[-20:]) / len(losses[-20:]), seconds=round(time.time() - t0, 1),
+    info = dict(info, final_loss=sum(losses[-20:]) / len(losses[-20:]), seconds=round(time.time() - t0, 1),
                 n_params=sum(p.numel() for p in model.parameters()))
     (out / "pretrain.json").write_text(json.dumps(info, indent=2))
     return info

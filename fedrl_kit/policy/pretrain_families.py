@@ -26,13 +26,12 @@ import argparse
 import json
 import random
 import re
-import time
 from pathlib import Path
 
 import torch
 
 from fedrl_kit.policy.hub import load_pretrained
-from fedrl_kit.policy.pretrain import _batch, noisy_answer
+from fedrl_kit.policy.pretrain import check_settings, noisy_answer, train_and_save
 from fedrl_kit.world.families import FAMILIES, family_sft_rows, is_code, program_for
 from fedrl_kit.world.tasks import format_completion
 
@@ -97,13 +96,7 @@ def pretrain_families(
     Returns:
         The settings and the final training loss (also written to ``pretrain.json``).
     """
-    from tqdm.auto import tqdm
-
-    for name, v in (("format_rate", format_rate), ("answer_noise", answer_noise)):
-        if not 0.0 <= v <= 1.0:
-            raise ValueError(f"{name} must be in [0, 1], got {v}")
-    if steps < 1 or batch_size < 1:
-        raise ValueError(f"steps and batch_size must be >= 1, got {steps}, {batch_size}")
+    check_settings(steps, batch_size, format_rate, answer_noise)
     if not Path(source).is_dir():
         raise FileNotFoundError(f"source base {source} is missing: build it with `fedrl pretrain`")
     torch.manual_seed(seed)
@@ -111,33 +104,11 @@ def pretrain_families(
     rng = random.Random(seed)
     rows = family_sft_rows(n_examples, seed, families)
     pairs = [(r["prompt"], family_target(r, rng, format_rate, answer_noise)) for r in rows]
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    warm = max(1, steps // 20)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + torch.cos(torch.tensor(s / steps * 3.14159)).item())
-    )
-    model.train()
-    t0, losses = time.time(), []
-    for _ in tqdm(range(steps), desc="pretrain_families", disable=not progress):
-        ids, mask, labels = _batch(tokenizer, rng.sample(pairs, batch_size))  # [B, L] each
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
     info = dict(source=str(Path(source).resolve().relative_to(REPO)) if Path(source).resolve().is_relative_to(REPO)
                 else str(source), steps=steps, batch_size=batch_size, lr=lr, n_examples=n_examples,
-                format_rate=format_rate, answer_noise=answer_noise, families=list(families), seed=seed,
-                final_loss=sum(losses[-20:]) / len(losses[-20:]), seconds=round(time.time() - t0, 1),
-                n_params=sum(p.numel() for p in model.parameters()))
-    (out / "pretrain.json").write_text(json.dumps(info, indent=2))
-    return info
+                format_rate=format_rate, answer_noise=answer_noise, families=list(families), seed=seed)
+    return train_and_save(model, tokenizer, pairs, rng, out_dir, steps, batch_size, lr, info, "pretrain_families",
+                          progress)
 
 
 def main(argv=None) -> None:
