@@ -4,7 +4,8 @@ Examples::
 
     fedrl pretrain                                   # rebuild data/base (a few CPU minutes)
     fedrl run --method fedavg_grpo --preset quick --set rounds=8 --set num_clients=4
-    fedrl run --method fedprox_grpo --run-dir runs/prox   # resumes if runs/prox has a checkpoint
+    fedrl run --method fedprox_grpo --set fedprox.mu=0.1 --run-dir runs/prox   # resumes if it has a checkpoint
+    fedrl run --method fedgrpo --help                # every field of RunConfig and of fedgrpo's arguments
     fedrl eval --base data/base --n-test 140
 """
 
@@ -15,7 +16,9 @@ import json
 import sys
 from pathlib import Path
 
-from fedrl_kit.config import METHODS, PRESETS, parse_set, preset
+from fedrl_kit.config import PRESETS, SECTIONS, RunConfig, parse_set, preset
+from fedrl_kit.methods import METHODS
+from fedrl_kit.world.real import NotAvailableError
 
 
 def _pretrain(args) -> int:
@@ -26,9 +29,38 @@ def _pretrain(args) -> int:
     return 0
 
 
+def fields_help(method: str) -> str:
+    """Every field of RunConfig and of ``method``'s argument sections: name, type, default, doc."""
+    import textwrap
+
+    from fedrl_kit.args import describe_fields
+    from fedrl_kit.methods import method_spec
+
+    spec = method_spec(method)
+    cfg = preset("quick", method=method)
+    blocks = [(f"run settings (--set NAME=VALUE; quick preset defaults for {method})",
+               describe_fields(RunConfig, cfg))]
+    for name in spec.sections:
+        cls = SECTIONS[name]
+        blocks.append((f"{name}: {' '.join(cls.__doc__.split())} (--set {name}.NAME=VALUE)",
+                       describe_fields(cls, getattr(cfg, name), prefix=f"{name}.")))
+    out = [f"method {method}: {spec.summary}"]
+    for title, rows in blocks:
+        out.append("\n" + title)
+        width = max(len(r[0]) for r in rows)
+        for name, tname, default, doc in rows:
+            out.append(f"  {name:<{width}}  {tname} = {default}")
+            out.extend(textwrap.wrap(doc, 96, initial_indent=" " * (width + 4), subsequent_indent=" " * (width + 4)))
+    return "\n".join(out)
+
+
 def _run(args) -> int:
     from fedrl_kit.runs import Run
 
+    if args.help:
+        args.parser.print_help()
+        print("\n" + fields_help(args.method))
+        return 0
     cfg = preset(args.preset, method=args.method, **parse_set(args.set or []))
     run_dir = Path(args.run_dir or f"runs/{cfg.method}-{cfg.preset}-seed{cfg.seed}")
     records = Run(cfg, run_dir, progress=not args.quiet).run()
@@ -45,8 +77,9 @@ def _run(args) -> int:
 def _eval(args) -> int:
     from fedrl_kit.evaluate import eval_seed, evaluate
     from fedrl_kit.policy.engine import Policy
+    from fedrl_kit.rewards import REWARDS
     from fedrl_kit.runs import resolve_base
-    from fedrl_kit.world.world import make_world
+    from fedrl_kit.world.registry import build_world
 
     cfg = preset(args.preset, **parse_set(args.set or []))
     policy = Policy.load(resolve_base(args.base or cfg.base), chat=cfg.chat, max_new_tokens=cfg.max_new_tokens,
@@ -56,8 +89,10 @@ def _eval(args) -> int:
 
         with np.load(args.adapter) as z:
             policy.set_state("global", {k: z[k] for k in z.files})
-    world = make_world(cfg.seed, n_train=1, n_test=args.n_test or cfg.n_test, n_public=0, n_aux=0)
-    res = evaluate(policy, "global", world.test, cfg.eval_samples, seed=eval_seed(cfg.seed), greedy=True)
+    world = build_world(cfg.replace(n_train=max(1, cfg.num_clients), n_test=args.n_test or cfg.n_test, n_public=0,
+                                    n_aux=0))
+    res = evaluate(policy, "global", world.test, cfg.eval_samples, seed=eval_seed(cfg.seed), greedy=True,
+                   accuracy_fn=REWARDS[world.accuracy_reward])
     print(json.dumps(res, indent=2))
     return 0
 
@@ -72,7 +107,9 @@ def main(argv=None) -> int:
     pre.add_argument("--seed", type=int, default=0)
     pre.add_argument("--quiet", action="store_true")
 
-    run = sub.add_parser("run", help="run one method (resumes from --run-dir's checkpoint)")
+    run = sub.add_parser("run", help="run one method (resumes from --run-dir's checkpoint)", add_help=False,
+                         description="Run one method. `fedrl run --method M --help` lists every field you can --set.")
+    run.add_argument("-h", "--help", action="store_true", help="show this help and every field of the method")
     run.add_argument("--method", choices=METHODS, default="fedavg_grpo")
     run.add_argument("--preset", choices=PRESETS, default="quick")
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config field (repeatable)")
@@ -87,9 +124,10 @@ def main(argv=None) -> int:
     ev.add_argument("--n-test", type=int)
 
     args = p.parse_args(argv)
+    args.parser = run
     try:
         return {"pretrain": _pretrain, "run": _run, "eval": _eval}[args.cmd](args)
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, FileNotFoundError, NotAvailableError) as e:  # the message is the whole story: no traceback
         print(f"fedrl: error: {e}", file=sys.stderr)
         return 2
 

@@ -5,7 +5,8 @@ Presets:
 - ``quick`` — the embedded world on a 2-core CPU, a few minutes per run (the default).
 - ``full`` — paper scale on a GPU: a real Hugging Face model (Qwen2.5-1.5B-Instruct), bf16,
   8 clients, the PubSwap paper's GRPO settings (Tables 9–12: LoRA r = 32, α = 64,
-  lr 1e-5, clip (0.2, 0.25), KL 1e-4, 2 gradient epochs, rollout temperature 0.7).
+  lr 1e-5, clip (0.2, 0.25), KL 1e-4, 2 gradient epochs, rollout temperature 0.7), in the
+  embedded world sized to what it holds (2,000 training problems; a real dataset by ``world=``).
 
 Every invalid field raises ``ValueError`` naming the field and its allowed range.
 """
@@ -14,7 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import typing
 from dataclasses import dataclass, field, fields
+
+from fedrl_kit.args import check_type, parse_value
+from fedrl_kit.fedgrpo.args import DPSDAArgs, EvaluatorArgs, FedGRPOArgs
+from fedrl_kit.fedmoa.args import FedMOAArgs
+from fedrl_kit.methods.args import FedProxArgs
+from fedrl_kit.pubswap.args import PubSwapArgs
 
 METHODS = ("fedavg_grpo", "fedprox_grpo", "central_grpo", "zero_shot", "pubswap_random", "pubswap_balanced",
            "fedgrpo", "fedpetuning_sft", "dpsda_grpo", "dpsda_sft", "fedmoa")
@@ -25,7 +33,7 @@ PRESETS = ("quick", "full")
 @dataclass
 class RunConfig:
     method: str = "fedavg_grpo"
-    """which method runs: one of METHODS"""
+    """which method runs: one of fedrl_kit.methods.METHODS (`fedrl run --method M --help` lists its fields)"""
     preset: str = "quick"
     """the preset the other defaults came from (recorded in config.json)"""
     seed: int = 0
@@ -33,7 +41,10 @@ class RunConfig:
 
     # -- policy --------------------------------------------------------------------------------
     base: str = "data/base"
-    """base checkpoint: a folder written by `fedrl pretrain` / save_pretrained, or a Hugging Face hub id"""
+    """base model: a folder written by `fedrl pretrain` / save_pretrained, a Hugging Face hub id, or a .gguf file"""
+    lora_targets: str = "auto"
+    """modules that get LoRA: "auto" (the q/k/v/o/gate/up/down projections when the model has them, else
+    every linear layer), "all-linear", or a comma-separated list of module names"""
     chat: bool = False
     """wrap prompts in the tokenizer's chat template with the format's system prompt (real chat models)"""
     device: str = "cpu"
@@ -50,6 +61,12 @@ class RunConfig:
     """rollout temperature (also used to score π_old in the importance ratio, as TRL does)"""
 
     # -- world -----------------------------------------------------------------------------------
+    world: str = "arith"
+    """the tasks: "arith" (the embedded world), "families" (FedMOA's math/gsm/code families), or a real
+    dataset by name (fedrl_kit.world.registry.WORLDS: math, gsm8k, deepmath, openr1-math, mbpp, humaneval, medqa,
+    medmcqa); `preset(world=...)` also sets that world's rewards unless `rewards` is given"""
+    dataset: str = ""
+    """where a real world's rows come from: "" = the Hugging Face cache, else a local folder or file"""
     n_train: int = 2000
     """size of the private pool partitioned over clients"""
     n_test: int = 140
@@ -80,12 +97,8 @@ class RunConfig:
     """G (K in PubSwap's notation), completions per prompt"""
     aggregator: str = "fedavg"
     """how adapters are combined: fedavg (by examples), fedit (uniform, eq. 4), median, trimmed_mean"""
-    prox_mu: float = 0.01
-    """FedProx μ (used by fedprox_grpo only)"""
-    pubswap_period: int = 2
-    """τ_swap: every τ_swap-th local step is a public step (pubswap methods; 2 ≤ τ_swap ≤ local_steps)"""
     trace_drift: bool = False
-    """record client drift after every local step (kind "drift" in metrics.jsonl; see fedrl_kit.instrument)"""
+    """record client drift after every local step (kind "drift" in metrics.jsonl; see fedrl_kit.pubswap.instrument)"""
     reset_optimizer: bool = True
     """fresh optimiser state each round (PubSwap §4); False keeps each client's Adam moments"""
 
@@ -104,9 +117,9 @@ class RunConfig:
     """advantage scaling: group, batch or none"""
     loss_type: str = "token-mean"
     """loss aggregation: token-mean or seq-mean-token-mean"""
-    rewards: tuple = ("accuracy",)
+    rewards: tuple[str, ...] = ("accuracy",)
     """reward components (names from fedrl_kit.rewards.REWARDS); component 0 is accuracy"""
-    reward_weights: tuple = ()
+    reward_weights: tuple[float, ...] = ()
     """weights of the reward components (empty = equal); normalised to sum to 1"""
 
     # -- evaluation and bookkeeping --------------------------------------------------------------
@@ -119,8 +132,19 @@ class RunConfig:
     fail_client: str = ""
     """fault injection for demos and tests: "client_id@round" makes that client raise in that round"""
 
-    extra: dict = field(default_factory=dict)
-    """method-specific settings (kept in config.json)"""
+    # -- each method's own typed arguments (used by that method only; `--set fedgrpo.num_experts=2`) ---
+    fedprox: FedProxArgs = field(default_factory=FedProxArgs)
+    """FedProx-GRPO's arguments (fedrl_kit.methods.args)"""
+    pubswap: PubSwapArgs = field(default_factory=PubSwapArgs)
+    """PubSwap's arguments (fedrl_kit.pubswap.args)"""
+    fedgrpo: FedGRPOArgs = field(default_factory=FedGRPOArgs)
+    """FedGRPO's arguments (fedrl_kit.fedgrpo.args)"""
+    evaluator: EvaluatorArgs = field(default_factory=EvaluatorArgs)
+    """the clients' domain-model SFT of FedGRPO and DPSDA-FL (fedrl_kit.fedgrpo.args)"""
+    dpsda: DPSDAArgs = field(default_factory=DPSDAArgs)
+    """the DPSDA-FL baselines' arguments (fedrl_kit.fedgrpo.args)"""
+    fedmoa: FedMOAArgs = field(default_factory=FedMOAArgs)
+    """FedMOA's arguments (fedrl_kit.fedmoa.args)"""
 
     def validate(self) -> "RunConfig":
         """Raise ValueError naming the first invalid field and its allowed range; return self."""
@@ -128,10 +152,18 @@ class RunConfig:
             if not ok:
                 raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
 
+        for f in fields(self):
+            if f.name not in SECTIONS:
+                check_type(f.name, getattr(self, f.name), _HINTS[f.name])
         need(self.method in METHODS, "method", f"one of {METHODS}")
         need(self.preset in PRESETS, "preset", f"one of {PRESETS}")
         need(isinstance(self.seed, int) and self.seed >= 0, "seed", "an integer >= 0")
         need(isinstance(self.base, str) and self.base != "", "base", "a checkpoint folder or hub id")
+        need(isinstance(self.lora_targets, str) and self.lora_targets.strip() != "", "lora_targets",
+             '"auto", "all-linear" or a comma-separated list of module names')
+        from fedrl_kit.world.registry import check_world
+
+        check_world(self.world, self.dataset)
         need(self.device == "cpu" or self.device.startswith("cuda"), "device", '"cpu" or "cuda[:N]"')
         need(self.dtype in ("float32", "bfloat16", "float16"), "dtype", "float32, bfloat16 or float16")
         need(1 <= self.lora_rank <= 1024, "lora_rank", "in [1, 1024]")
@@ -153,13 +185,7 @@ class RunConfig:
         need(2 <= self.num_generations <= 256, "num_generations", "in [2, 256] (GRPO needs a group)")
         need(self.aggregator in ("fedavg", "fedit", "median", "trimmed_mean"), "aggregator",
              "fedavg, fedit, median or trimmed_mean")
-        need(self.prox_mu >= 0, "prox_mu", ">= 0")
         need(isinstance(self.trace_drift, bool), "trace_drift", "true or false")
-        need(isinstance(self.pubswap_period, int) and self.pubswap_period >= 2, "pubswap_period", "an integer >= 2")
-        if self.method in PUBSWAP_METHODS:
-            need(self.pubswap_period <= self.local_steps, "pubswap_period",
-                 f"in [2, local_steps = {self.local_steps}] (τ_swap ≤ τ)")
-            need(self.n_public >= 1, "n_public", ">= 1 for PubSwap (its public steps draw from D_pub)")
         need(0 < self.learning_rate <= 1, "learning_rate", "in (0, 1]")
         need(1 <= self.num_iterations <= 100, "num_iterations", "in [1, 100]")
         need(0 < self.epsilon < 1, "epsilon", "in (0, 1)")
@@ -177,41 +203,139 @@ class RunConfig:
         need(self.checkpoint_every >= 1, "checkpoint_every", ">= 1")
         need(self.fail_client == "" or ("@" in self.fail_client and self.fail_client.split("@")[1].isdigit()),
              "fail_client", '"" or "client_id@round"')
-        need(isinstance(self.extra, dict), "extra", "a dict of method-specific settings")
-        from fedrl_kit.methods import method_module
-        hook = getattr(method_module(self.method), "validate", None)
-        if hook is not None:  # method-specific settings (config.extra), named in the method's module
-            hook(self)
+        for name in SECTIONS:  # every section's types; the ranges of the sections this method uses
+            section = getattr(self, name)
+            need(isinstance(section, SECTIONS[name]), name, f"a {SECTIONS[name].__name__}")
+            section.check_types()
+        from fedrl_kit.methods import method_spec
+
+        spec = method_spec(self.method)
+        for name in spec.sections:
+            getattr(self, name).check(self)
+        if spec.validate is not None:  # limits the method puts on shared fields (e.g. n_aux >= 1 for FedGRPO)
+            spec.validate(self)
         return self
 
     def replace(self, **changes) -> "RunConfig":
-        """A validated copy with ``changes`` applied (unknown names raise ValueError)."""
+        """A validated copy with ``changes`` applied.
+
+        A method's section takes an instance of its class, or a dict of the fields to change
+        (``replace(fedgrpo={"num_experts": 3})``); dotted names work too (``**{"fedgrpo.num_experts": 3}``).
+        Unknown names raise ValueError.
+        """
+        top: dict = {}
+        nested: dict[str, dict] = {}
+        for key, value in changes.items():
+            if "." in key:
+                section, name = key.split(".", 1)
+                nested.setdefault(section, {})[name] = value
+            elif key in SECTIONS and isinstance(value, dict):
+                nested.setdefault(key, {}).update(value)
+            else:
+                top[key] = value
         names = {f.name for f in fields(self)}
-        unknown = sorted(set(changes) - names)
+        unknown = sorted((set(top) | set(nested)) - names)
         if unknown:
-            raise ValueError(f"unknown config field(s) {unknown}; known: {sorted(names)}")
-        return dataclasses.replace(self, **changes).validate()
+            raise ValueError(f"unknown config field(s) {unknown}{_renamed_hint(unknown)}; known: {sorted(names)}")
+        for section, values in nested.items():
+            if section not in SECTIONS:
+                raise ValueError(f"{section!r} has no fields to set with '{section}.<name>': it is a plain field")
+            cls = SECTIONS[section]
+            current = top.get(section, getattr(self, section))
+            bad = sorted(set(values) - {f.name for f in fields(cls)})
+            if bad:
+                raise ValueError(f"unknown field(s) {[f'{section}.{b}' for b in bad]}; {section} has "
+                                 f"{[f.name for f in fields(cls)]}")
+            top[section] = dataclasses.replace(current, **values)
+        return dataclasses.replace(self, **top).validate()
 
     def to_dict(self) -> dict:
+        """Plain data (config.json): sections as nested dicts, tuples as lists."""
         d = dataclasses.asdict(self)
         d["rewards"], d["reward_weights"] = list(self.rewards), list(self.reward_weights)
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunConfig":
-        d = dict(d)
+        """The config a dict describes (a config.json, also one written before the typed sections)."""
+        d = migrate(d)
         for k in ("rewards", "reward_weights"):
             if k in d:
                 d[k] = tuple(d[k])
+        for name, klass in SECTIONS.items():
+            if isinstance(d.get(name), dict):
+                d[name] = klass.from_dict(d[name])
         return cls().replace(**d)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
 
+    def grpo_settings(self):
+        """The GRPO update's settings (fedrl_kit.grpo.GRPOSettings) — one place builds them for every method."""
+        from fedrl_kit.grpo import GRPOSettings
+
+        return GRPOSettings(self.num_iterations, self.epsilon, self.epsilon_high, self.beta, self.scale_rewards,
+                            self.loss_type, self.temperature)
+
+    def local_settings(self):
+        """One client's local round (fedrl_kit.federation.client.LocalSettings), FedProx's μ for fedprox_grpo."""
+        from fedrl_kit.federation.client import LocalSettings
+
+        return LocalSettings(self.local_steps, self.prompts_per_step, self.num_generations, self.learning_rate,
+                             self.fedprox.mu if self.method == "fedprox_grpo" else 0.0, self.reset_optimizer)
+
+
+SECTIONS: dict[str, type] = {"fedprox": FedProxArgs, "pubswap": PubSwapArgs, "fedgrpo": FedGRPOArgs,
+                             "evaluator": EvaluatorArgs, "dpsda": DPSDAArgs, "fedmoa": FedMOAArgs}
+"""RunConfig fields that hold a method's typed arguments"""
+
+RENAMED = {"prox_mu": "fedprox.mu", "pubswap_period": "pubswap.period",
+           "extra": "the method's own section (fedgrpo.*, fedmoa.*, dpsda.*, evaluator.*)"}
+"""fields of earlier versions and where they went"""
+
+_EVALUATOR_KEYS = {"evaluator_sft_steps": "sft_steps", "evaluator_sft_batch": "sft_batch", "evaluator_lr": "lr"}
+
+
+def _renamed_hint(names) -> str:
+    moved = [f"{n} is now {RENAMED[n]}" for n in names if n in RENAMED]
+    return f" ({'; '.join(moved)})" if moved else ""
+
+
+def migrate(d: dict) -> dict:
+    """A config dict of an earlier version (flat ``prox_mu``, ``pubswap_period``, untyped ``extra``) in today's form.
+
+    Resuming a run directory written before the typed sections gives the same config as before.
+    """
+    d = dict(d)
+    if "prox_mu" in d:
+        d.setdefault("fedprox", {})["mu"] = d.pop("prox_mu")
+    if "pubswap_period" in d:
+        d.setdefault("pubswap", {})["period"] = d.pop("pubswap_period")
+    extra = d.pop("extra", None) or {}
+    if extra:
+        method = d.get("method", "fedavg_grpo")
+        section = {"fedgrpo": "fedgrpo", "fedmoa": "fedmoa", "dpsda_grpo": "dpsda", "dpsda_sft": "dpsda"}.get(method)
+        if section is None:
+            raise ValueError(f"extra {sorted(extra)} has no place for method {method!r}")
+        for k, v in extra.items():
+            if k in _EVALUATOR_KEYS:
+                d.setdefault("evaluator", {})[_EVALUATOR_KEYS[k]] = v
+            else:
+                d.setdefault(section, {})[k] = v
+    if d.get("method") == "fedmoa" and "world" not in d:  # FedMOA built its own world before `world` existed
+        from fedrl_kit.fedmoa.plan import world_for
+
+        s = d.get("fedmoa", {})
+        d["world"] = world_for(s.get("setting", "heter+heter"), d.get("num_clients", 4), s.get("homo_family", "math"))
+    return d
+
+
+_HINTS = typing.get_type_hints(RunConfig)
+
 
 FULL = dict(
     preset="full", base="Qwen/Qwen2.5-1.5B-Instruct", chat=True, device="cuda", dtype="bfloat16",
-    lora_rank=32, lora_alpha=64.0, max_new_tokens=1024, temperature=0.7, n_train=8000, n_test=500,
+    lora_rank=32, lora_alpha=64.0, max_new_tokens=1024, temperature=0.7, n_train=2000, n_test=500,
     n_public=500, num_clients=8, rounds=36, local_steps=10, prompts_per_step=32, num_generations=8,
     learning_rate=1e-5, beta=1e-4, eval_every=4, eval_samples=4, aggregator="fedit",
 )
@@ -222,34 +346,39 @@ def preset(name: str = "quick", **overrides) -> RunConfig:
     if name not in PRESETS:
         raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")
     base = RunConfig() if name == "quick" else RunConfig().replace(**FULL)
+    if name == "quick":  # a method's own quick defaults (FedMOA: its task families and derived base)
+        from fedrl_kit.methods import method_spec
+
+        overrides = {**method_spec(overrides.get("method", base.method)).quick, **overrides}
+    if "world" in overrides and "rewards" not in overrides:  # a world's own rewards (HumanEval: its tests)
+        from fedrl_kit.world.registry import check_world, default_rewards
+
+        check_world(overrides["world"], overrides.get("dataset", ""))  # a bad name is named before its rewards
+        overrides["rewards"] = default_rewards(overrides["world"])
     return base.replace(**overrides)
 
 
 def parse_set(items: list[str]) -> dict:
-    """Parse CLI ``--set key=value`` items using each field's type (tuples are comma-separated)."""
-    types = {f.name: f.type for f in fields(RunConfig)}
-    defaults = RunConfig()
+    """Parse CLI ``--set key=value`` items with each field's type; ``section.field`` sets a method's argument.
+
+    Tuples are comma-separated (``--set rewards=accuracy,format``). A value that does not parse raises
+    ValueError naming the field (``rounds must be an integer, got 'two'``).
+    """
     out = {}
     for item in items:
         if "=" not in item:
             raise ValueError(f"--set takes key=value, got {item!r}")
         k, v = item.split("=", 1)
-        if k not in types:
-            raise ValueError(f"unknown config field {k!r}; known: {sorted(types)}")
-        cur = getattr(defaults, k)
-        if isinstance(cur, bool):
-            if v.lower() not in ("true", "false", "1", "0"):
-                raise ValueError(f"{k} must be true or false, got {v!r}")
-            out[k] = v.lower() in ("true", "1")
-        elif isinstance(cur, int):
-            out[k] = int(v)
-        elif isinstance(cur, float):
-            out[k] = float(v)
-        elif isinstance(cur, tuple):
-            parts = [p for p in v.split(",") if p]
-            out[k] = tuple(float(p) for p in parts) if k == "reward_weights" else tuple(parts)
-        elif isinstance(cur, dict):
-            out[k] = json.loads(v)
-        else:
-            out[k] = v
+        k = k.strip()
+        if "." in k:
+            section, name = k.split(".", 1)
+            if section not in SECTIONS:
+                raise ValueError(f"unknown section {section!r} in {k!r}; sections: {sorted(SECTIONS)}")
+            out[k] = SECTIONS[section].parse(name, v)
+            continue
+        if k in SECTIONS:
+            raise ValueError(f"{k} is a section: set its fields one by one, e.g. --set {k}.<field>=VALUE")
+        if k not in _HINTS:
+            raise ValueError(f"unknown config field {k!r}{_renamed_hint([k])}; known: {sorted(_HINTS)}")
+        out[k] = parse_value(k, v, _HINTS[k])
     return out

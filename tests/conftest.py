@@ -24,9 +24,9 @@ def tiny_dir(tmp_path_factory):
 
 def small_config(tiny_dir, **kw):
     """A seconds-long run on the untrained tiny policy."""
-    from fedrl_kit.config import preset
+    from fedrl_kit.config import migrate, preset
 
     base = dict(base=tiny_dir, n_train=80, n_test=14, n_public=8, n_aux=8, num_clients=3, rounds=2, local_steps=1,
                 prompts_per_step=2, num_generations=4, max_new_tokens=8, eval_samples=1, lora_rank=2)
     base.update(kw)
-    return preset("quick", **base)
+    return preset("quick", **migrate(base))

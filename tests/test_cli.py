@@ -18,3 +18,52 @@ def test_cli_bad_value_is_a_clear_error(capsys):
     assert "num_clients must be in [1, 1000]" in capsys.readouterr().err
     assert main(["run", "--set", "nope=1"]) == 2
     assert "unknown config field 'nope'" in capsys.readouterr().err
+
+
+def test_full_preset_without_its_model_stops_in_one_line_before_writing_anything(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    run_dir = tmp_path / "full"
+    assert main(["run", "--preset", "full", "--run-dir", str(run_dir), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Qwen/Qwen2.5-1.5B-Instruct" in err and "--set base=PATH" in err
+    assert "Traceback" not in err and not run_dir.exists()
+
+
+def test_missing_local_model_folder_is_named_as_a_folder(tmp_path, capsys):
+    missing = tmp_path / "models" / "nothing-here"
+    assert main(["run", "--set", f"base={missing}", "--run-dir", str(tmp_path / "r"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(missing) in err and "folder" in err
+
+
+def test_full_preset_world_fits_the_embedded_world():
+    from fedrl_kit.config import preset
+    from fedrl_kit.world.registry import build_world
+
+    world = build_world(preset("full"))
+    assert len(world.train) == 2000 and len(world.test) == 500 and len(world.public) == 500
+
+
+def test_run_help_lists_every_field_of_the_run_and_of_the_method(capsys):
+    from dataclasses import fields
+
+    from fedrl_kit.config import RunConfig, SECTIONS
+
+    assert main(["run", "--method", "fedgrpo", "--help"]) == 0
+    out = capsys.readouterr().out
+    for f in fields(RunConfig):
+        if f.name not in SECTIONS:
+            assert f"\n  {f.name} " in out, f.name
+    for section in ("fedgrpo", "evaluator"):
+        for f in fields(SECTIONS[section]):
+            assert f"{section}.{f.name} " in out
+    assert "fedmoa.setting" not in out  # only the method's own sections
+    assert main(["run", "--method", "fedmoa", "--help"]) == 0
+    assert "fedmoa.lambda_on " in capsys.readouterr().out
+
+
+def test_set_names_the_field_that_does_not_parse(capsys):
+    assert main(["run", "--set", "rounds=two"]) == 2
+    assert "rounds must be an integer, got 'two'" in capsys.readouterr().err
+    assert main(["run", "--method", "fedgrpo", "--set", "fedgrpo.num_experts=9"]) == 2
+    assert "fedgrpo.num_experts must be an integer in [1, num_clients = 4], got 9" in capsys.readouterr().err

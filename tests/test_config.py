@@ -9,7 +9,7 @@ BAD = [
     ("lora_rank", 0), ("lora_alpha", 0.0), ("max_new_tokens", 0), ("temperature", 0.0), ("n_train", 0),
     ("n_test", 0), ("n_public", -1), ("num_clients", 0), ("partition", "random"), ("dirichlet_alpha", 0.0),
     ("topics_per_client", 9), ("rounds", -1), ("local_steps", 0), ("prompts_per_step", 0), ("num_generations", 1),
-    ("aggregator", "max"), ("prox_mu", -0.1), ("learning_rate", 0.0), ("num_iterations", 0), ("epsilon", 1.5),
+    ("aggregator", "max"), ("learning_rate", 0.0), ("num_iterations", 0), ("epsilon", 1.5),
     ("epsilon_high", 0.0), ("beta", -1.0), ("scale_rewards", "z"), ("loss_type", "sum"), ("rewards", ()),
     ("rewards", ("accuracy", "bleu")), ("reward_weights", (1.0, 2.0)), ("eval_every", 0), ("eval_samples", 0),
     ("checkpoint_every", 0), ("fail_client", "client_0"),
@@ -20,6 +20,62 @@ BAD = [
 def test_bad_field_raises_value_error_naming_it(field, value):
     with pytest.raises(ValueError, match=field):
         preset("quick", **{field: value})
+
+
+METHOD_BAD = [
+    ("fedprox_grpo", "fedprox.mu", -0.1), ("fedprox_grpo", "fedprox.mu", "0.1"),
+    ("pubswap_balanced", "pubswap.period", 1), ("pubswap_random", "pubswap.period", 3),
+    ("pubswap_random", "pubswap.period", 2.0),
+    ("fedgrpo", "fedgrpo.num_experts", 0), ("fedgrpo", "fedgrpo.num_experts", 5), ("fedgrpo", "fedgrpo.neighbours", 0),
+    ("fedgrpo", "fedgrpo.neighbours", 101), ("fedgrpo", "fedgrpo.group_reward", "eq9"),
+    ("fedgrpo", "fedgrpo.group_coef", -1.0), ("fedgrpo", "fedgrpo.format_coef", float("nan")),
+    ("fedgrpo", "fedgrpo.scale_rewards", "yes"), ("fedgrpo", "fedgrpo.mode", "gt"),
+    ("fedgrpo", "fedgrpo.gt_fraction", 1.5), ("fedgrpo", "fedgrpo.me_score", "logit"),
+    ("fedgrpo", "fedgrpo.malicious", 5), ("fedgrpo", "fedgrpo.malicious_kind", "swap"),
+    ("fedgrpo", "fedgrpo.robust", "max"), ("fedgrpo", "fedgrpo.trim", 0.5), ("fedgrpo", "fedgrpo.competence", "soft"),
+    ("fedgrpo", "fedgrpo.encoder", "bert"), ("fedgrpo", "fedgrpo.encoder_layer", -2),
+    ("fedgrpo", "evaluator.sft_steps", -1), ("dpsda_grpo", "evaluator.sft_batch", 0), ("dpsda_sft", "evaluator.lr", 0.0),
+    ("dpsda_grpo", "dpsda.dp_epsilon", -1.0), ("dpsda_sft", "dpsda.synthetic_per_client", 1.5),
+    ("fedmoa", "fedmoa.setting", "mixed"), ("fedmoa", "fedmoa.homo_family", "physics"), ("fedmoa", "fedmoa.lam", -1.0),
+    ("fedmoa", "fedmoa.normalise", "yes"), ("fedmoa", "fedmoa.hyper_layer", 1.5), ("fedmoa", "fedmoa.reset_weights", 1),
+    ("fedmoa", "fedmoa.lambda_on", "on"), ("fedmoa", "fedmoa.alpha_on", None), ("fedmoa", "fedmoa.eps", 0.0),
+    ("fedmoa", "fedmoa.softmax_temperature", 0.0), ("fedmoa", "fedmoa.cluster_key", "x"),
+    ("fedmoa", "fedmoa.eval_every", 0), ("fedmoa", "fedmoa.eval_local", "first"),
+]
+
+
+@pytest.mark.parametrize("method,field,value", METHOD_BAD)
+def test_bad_method_argument_raises_value_error_naming_it(method, field, value):
+    with pytest.raises(ValueError, match=field.replace(".", r"\.")):
+        preset("quick", method=method, **{field: value})
+
+
+def test_method_sections_accept_dicts_dotted_names_and_instances():
+    from fedrl_kit.fedgrpo.args import FedGRPOArgs
+
+    a = preset("quick", method="fedgrpo", fedgrpo={"num_experts": 3})
+    b = preset("quick", method="fedgrpo", **{"fedgrpo.num_experts": 3})
+    c = preset("quick", method="fedgrpo", fedgrpo=FedGRPOArgs(num_experts=3))
+    assert a == b == c and a.fedgrpo.num_experts == 3 and a.fedgrpo.neighbours == 20
+    with pytest.raises(ValueError, match=r"fedgrpo\.num_expert"):
+        preset("quick", method="fedgrpo", fedgrpo={"num_expert": 3})
+
+
+def test_parse_set_names_the_field_that_does_not_parse():
+    assert parse_set(["fedgrpo.num_experts=3", "fedmoa.hyper_layer=null", "rewards=accuracy,format"]) == {
+        "fedgrpo.num_experts": 3, "fedmoa.hyper_layer": None, "rewards": ("accuracy", "format")}
+    for item, name in (("rounds=two", "rounds"), ("fedgrpo.num_experts=two", "fedgrpo.num_experts"),
+                       ("fedmoa.lambda_on=maybe", "fedmoa.lambda_on"), ("fedgrpo.nope=1", "fedgrpo.nope"),
+                       ("nope.x=1", "nope"), ("prox_mu=0.1", "fedprox.mu")):
+        with pytest.raises(ValueError, match=name.replace(".", r"\.")):
+            parse_set([item])
+
+
+def test_old_config_json_migrates_to_typed_sections():
+    old = {"method": "fedgrpo", "prox_mu": 0.1, "pubswap_period": 2,
+           "extra": {"num_experts": 3, "evaluator_sft_steps": 5}}
+    cfg = RunConfig.from_dict(old)
+    assert cfg.fedgrpo.num_experts == 3 and cfg.evaluator.sft_steps == 5 and cfg.fedprox.mu == 0.1
 
 
 def test_num_clients_cannot_exceed_pool():
@@ -46,3 +102,13 @@ def test_parse_set_uses_field_types():
         parse_set(["round=1"])
     with pytest.raises(ValueError, match="chat"):
         parse_set(["chat=maybe"])
+
+
+def test_engine_settings_have_one_set_of_defaults():
+    """LocalSettings and GRPOSettings built from a default RunConfig equal their own defaults (no second copy)."""
+    from fedrl_kit.federation.client import LocalSettings
+    from fedrl_kit.grpo import GRPOSettings
+
+    cfg = RunConfig()
+    assert cfg.local_settings() == LocalSettings()
+    assert cfg.grpo_settings() == GRPOSettings()

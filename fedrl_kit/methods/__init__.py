@@ -1,57 +1,82 @@
-"""One module per method, each reading like its paper's algorithm box.
+"""The method registry: every method the toolkit runs, as one explicit :class:`MethodSpec` each.
 
-A method module must define ``run_round(server, round) -> {"clients": {cid: metrics}, "failed": [...]}``
-and may define these optional hooks, which :class:`fedrl_kit.runs.Run` calls when present:
+A spec names the method's round, how its clients are built, which typed argument sections of
+``RunConfig`` it reads (validated only for the methods that use them), and its optional
+checkpoint and validation hooks. :class:`fedrl_kit.runs.Run` reads only the spec: it has no
+branch on a method's name.
 
-- ``validate(config)`` — raise ``ValueError`` naming a bad method-specific setting (``config.extra``);
-- ``build_clients(run, local, grpo) -> dict[str, client]`` — clients other than plain GRPO clients;
-- ``save_state(server, folder)`` / ``load_state(server, folder)`` — method state (e.g. a server-side
-  optimiser, cached competence) written into and read back from each checkpoint, so resume is exact.
-
-Modules are imported on first use (:func:`method_module`), so importing the package stays cheap.
+The shared baselines live here (``fedavg_grpo`` and ``fedprox_grpo``, ``central_grpo``,
+``zero_shot``); each paper's methods live in its own package (``fedrl_kit.fedgrpo``,
+``fedrl_kit.pubswap``, ``fedrl_kit.fedmoa``). Specs are imported on first use, so importing the
+package stays cheap.
 """
 
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
+from dataclasses import dataclass, field
+from typing import Callable
 
-MODULES: dict[str, str] = {
-    "fedavg_grpo": "fedavg_grpo",
-    "fedprox_grpo": "fedavg_grpo",  # clients carry the proximal term (μ > 0)
-    "central_grpo": "central_grpo",
-    "zero_shot": "zero_shot",
-    "pubswap_random": "pubswap",
-    "pubswap_balanced": "pubswap",
-    "fedgrpo": "fedgrpo",
-    "fedpetuning_sft": "fedgrpo_baselines",
-    "dpsda_grpo": "fedgrpo_baselines",
-    "dpsda_sft": "fedgrpo_baselines",
-    "fedmoa": "fedmoa",
+REGISTRY: dict[str, str] = {
+    "fedavg_grpo": "fedrl_kit.methods.fedavg_grpo:FEDAVG_GRPO",
+    "fedprox_grpo": "fedrl_kit.methods.fedavg_grpo:FEDPROX_GRPO",
+    "central_grpo": "fedrl_kit.methods.central_grpo:CENTRAL_GRPO",
+    "zero_shot": "fedrl_kit.methods.zero_shot:ZERO_SHOT",
+    "pubswap_random": "fedrl_kit.pubswap.method:PUBSWAP_RANDOM",
+    "pubswap_balanced": "fedrl_kit.pubswap.method:PUBSWAP_BALANCED",
+    "fedgrpo": "fedrl_kit.fedgrpo.method:FEDGRPO",
+    "fedpetuning_sft": "fedrl_kit.fedgrpo.baselines:FEDPETUNING_SFT",
+    "dpsda_grpo": "fedrl_kit.fedgrpo.baselines:DPSDA_GRPO",
+    "dpsda_sft": "fedrl_kit.fedgrpo.baselines:DPSDA_SFT",
+    "fedmoa": "fedrl_kit.fedmoa.method:FEDMOA",
 }
+"""method name → ``module:ATTRIBUTE`` of its :class:`MethodSpec`"""
+
+METHODS = tuple(REGISTRY)
 
 
-def method_module(method: str) -> ModuleType:
-    """The module implementing ``method`` (a name from :data:`MODULES`)."""
-    if method not in MODULES:
-        raise ValueError(f"method must be one of {tuple(MODULES)}, got {method!r}")
-    name = f"fedrl_kit.methods.{MODULES[method]}"
+@dataclass(frozen=True)
+class MethodSpec:
+    """What the run loop needs to know about one method.
+
+    Args:
+        name: the method's name in configs and on the command line.
+        summary: one line for ``fedrl run --help``.
+        run_round: ``run_round(server, round) -> {"clients": {cid: metrics}, "failed": [failure records]}``;
+            the server side: it sees the runtime, the server's own data and state, never a client object.
+        build_clients: ``build_clients(run) -> {cid: client}``; the simulation side (reads the run's world,
+            partitions and policy, makes the objects the runtime holds).
+        sections: the ``RunConfig`` argument sections this method reads (validated for it).
+        validate: ``validate(config)`` raising ValueError on limits the method puts on shared fields.
+        save_state, load_state: ``(server, folder)``: method state written into / read from each checkpoint.
+        diagnostics: ``diagnostics(truth, round, out) -> {cid: metrics}``: analysis that needs simulator truth
+            (which client holds what); merged into the round's records, never seen by the server.
+        trains: False for a method with no rounds (zero-shot).
+        quick: fields the ``quick`` preset sets for this method unless the caller sets them
+            (e.g. FedMOA's ``world`` and ``base``).
+    """
+
+    name: str
+    summary: str
+    run_round: Callable
+    build_clients: Callable
+    sections: tuple[str, ...] = ()
+    validate: Callable | None = None
+    save_state: Callable | None = None
+    load_state: Callable | None = None
+    diagnostics: Callable | None = None
+    trains: bool = True
+    quick: dict = field(default_factory=dict)
+
+
+def method_spec(method: str) -> MethodSpec:
+    """The :class:`MethodSpec` of ``method`` (a name from :data:`METHODS`)."""
+    if method not in REGISTRY:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    module, attr = REGISTRY[method].split(":")
     try:
-        return importlib.import_module(name)
+        return getattr(importlib.import_module(module), attr)
     except ModuleNotFoundError as e:
-        if e.name != name:  # a dependency of the module is missing: show that error as it is
+        if e.name != module:  # a dependency of the module is missing: show that error as it is
             raise
-        raise ValueError(f"method {method!r} is not implemented in this checkout (no module {name})") from e
-
-
-class _Rounds(dict):
-    """``ROUNDS[method]`` → that method's ``run_round`` (resolved lazily)."""
-
-    def __missing__(self, method):
-        return method_module(method).run_round
-
-    def __contains__(self, method):
-        return method in MODULES
-
-
-ROUNDS = _Rounds()
+        raise ValueError(f"method {method!r} is not implemented in this checkout (no module {module})") from e

@@ -13,13 +13,21 @@ PubSwap paper §3.3–3.4 ("Local GRPO") and eq. 5 (FedProx); one round:
 A client that raises is dropped for the round (its failure is in the metrics); if every
 client fails, the global adapter is kept unchanged.
 
-Deviations: none from the algorithm. FedProx's μ is one value per run (the paper tunes
+Deviations: none from the algorithm. FedProx's μ (``config.fedprox.mu``) is one value per run (the paper tunes
 μ ∈ {0.001, 0.01, 0.1} and reports the best; the notebooks sweep it).
 """
 
 from __future__ import annotations
 
 from fedrl_kit.aggregate import aggregate
+from fedrl_kit.federation.client import GRPOClient
+from fedrl_kit.methods import MethodSpec
+
+
+def build_grpo_clients(run, client_cls=GRPOClient) -> dict:
+    """One client per private partition: ``client_i`` holds partition i, the run's reward set and settings."""
+    return {f"client_{i}": client_cls(f"client_{i}", i, part, run.policy, run.reward_set, run.local, run.grpo,
+                                      run.config.seed) for i, part in enumerate(run.partitions)}
 
 
 def run_round(server, round: int) -> dict:
@@ -33,3 +41,9 @@ def run_round(server, round: int) -> dict:
         server.global_state = aggregate([r.payload["adapter"] for r in ok.values()], cfg.aggregator,
                                         [r.payload["num_examples"] for r in ok.values()])
     return {"clients": {cid: r.payload["metrics"] for cid, r in ok.items()}, "failed": failed}
+
+
+FEDAVG_GRPO = MethodSpec("fedavg_grpo", "local GRPO (tau steps) on every client, FedAvg/FedIT of the LoRA adapters",
+                         run_round, build_grpo_clients)
+FEDPROX_GRPO = MethodSpec("fedprox_grpo", "FedAvg-GRPO with FedProx's proximal term (PubSwap eq. 5)",
+                          run_round, build_grpo_clients, sections=("fedprox",))

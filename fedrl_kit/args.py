@@ -1,0 +1,204 @@
+"""Typed argument classes: one dataclass per method (or shared group of settings), documented field by field.
+
+Every settings class of the toolkit — :class:`~fedrl_kit.config.RunConfig` and each method's own
+arguments (``FedGRPOArgs``, ``PubSwapArgs``, ``FedMOAArgs``, …) — is a dataclass with a docstring
+*under* each field, as in cleanRL. This module gives them what they share:
+
+- :func:`field_docs` reads those docstrings (for ``fedrl run --method M --help``);
+- :class:`Args` checks every field's type from its annotation and names the field in the error
+  (``fedgrpo.num_experts must be an integer, got 'two'``), parses a field from command-line text,
+  and offers :meth:`Args.need` for range checks;
+- :func:`check_type` / :func:`parse_value` do the same for any annotated field.
+
+A method's arguments live in its paper's package and are one section of ``RunConfig``
+(``config.fedgrpo.num_experts``, ``--set fedgrpo.num_experts=2``).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import json
+import math
+import textwrap
+import types
+import typing
+from functools import lru_cache
+
+
+@lru_cache(maxsize=None)
+def field_docs(cls) -> dict[str, str]:
+    """``{field: docstring}`` of a dataclass whose fields carry a string literal right under them."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass) or klass is object:
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError):  # no source (frozen app): no docs, the fields still work
+            continue
+        body = tree.body[0].body
+        for node, nxt in zip(body, body[1:]):
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(nxt, ast.Expr) \
+                    and isinstance(getattr(nxt, "value", None), ast.Constant) and isinstance(nxt.value.value, str):
+                docs[node.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
+def _hints(cls) -> dict[str, object]:
+    return typing.get_type_hints(cls)
+
+
+def _alternatives(tp) -> tuple:
+    """The members of a union annotation (``int | None`` → (int, NoneType)); a plain type → (type,)."""
+    if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
+        return typing.get_args(tp)
+    return (tp,)
+
+
+def _describe(tp) -> str:
+    names = {int: "an integer", float: "a number", bool: "true or false", str: "a string", type(None): "null",
+             tuple: "a list", dict: "a mapping"}
+    alts = []
+    for t in _alternatives(tp):
+        origin = typing.get_origin(t) or t
+        alts.append(names.get(origin, getattr(t, "__name__", str(t))))
+    return " or ".join(alts)
+
+
+def _matches(value, tp) -> bool:
+    origin = typing.get_origin(tp) or tp
+    if tp is type(None):
+        return value is None
+    if origin is bool:
+        return isinstance(value, bool)
+    if origin is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if origin is typing.Literal:
+        return value in typing.get_args(tp)
+    if origin in (tuple, list, dict, str):
+        return isinstance(value, origin)
+    return isinstance(value, origin) if isinstance(origin, type) else True
+
+
+def check_type(name: str, value, tp) -> None:
+    """Raise ValueError naming ``name`` unless ``value`` fits the annotation ``tp`` (bool is not an int)."""
+    if not any(_matches(value, t) for t in _alternatives(tp)):
+        raise ValueError(f"{name} must be {_describe(tp)}, got {value!r}")
+
+
+def parse_value(name: str, text: str, tp):
+    """Command-line text → a value of annotation ``tp``; ValueError names ``name`` when it does not parse."""
+    alts = _alternatives(tp)
+    low = text.strip().lower()
+    if type(None) in alts and low in ("none", "null", ""):
+        return None
+    for t in alts:
+        origin = typing.get_origin(t) or t
+        try:
+            if origin is bool:
+                if low in ("true", "1", "yes", "on"):
+                    return True
+                if low in ("false", "0", "no", "off"):
+                    return False
+                continue
+            if origin is int:
+                return int(text)
+            if origin is float:
+                v = float(text)
+                if math.isfinite(v):
+                    return v
+                continue
+            if origin is tuple:
+                inner = typing.get_args(t)
+                parts = [p.strip() for p in text.split(",") if p.strip()]
+                conv = float if inner and inner[0] is float else str
+                return tuple(conv(p) for p in parts)
+            if origin is dict:
+                v = json.loads(text)
+                if isinstance(v, dict):
+                    return v
+                continue
+            if origin is str:
+                return text
+        except (TypeError, ValueError, json.JSONDecodeError):
+            continue
+    raise ValueError(f"{name} must be {_describe(tp)}, got {text!r}")
+
+
+@dataclasses.dataclass
+class Args:
+    """Base of a method's typed arguments: type checks from the annotations, range checks in :meth:`check`.
+
+    Subclasses set ``SECTION`` (the ``RunConfig`` field that holds them, e.g. ``"fedgrpo"``) and
+    override :meth:`check` for ranges and for limits that depend on the run (``num_clients``, ``n_aux``).
+    """
+
+    SECTION: typing.ClassVar[str] = ""
+
+    def name(self, field: str) -> str:
+        """The field's full name as the user writes it: ``fedgrpo.num_experts``."""
+        return f"{self.SECTION}.{field}" if self.SECTION else field
+
+    def need(self, ok: bool, field: str, allowed: str) -> None:
+        """Raise ``ValueError("<section.field> must be <allowed>, got <value>")`` unless ``ok``."""
+        if not ok:
+            raise ValueError(f"{self.name(field)} must be {allowed}, got {getattr(self, field)!r}")
+
+    def check_types(self) -> None:
+        """Every field against its annotation (ValueError names the first that does not fit)."""
+        for f, tp in _hints(type(self)).items():
+            if f in {x.name for x in dataclasses.fields(self)}:
+                check_type(self.name(f), getattr(self, f), tp)
+
+    def check(self, config) -> None:
+        """Ranges and cross-field limits; ``config`` is the run's RunConfig. Override in subclasses."""
+
+    def validate(self, config) -> "Args":
+        self.check_types()
+        self.check(config)
+        return self
+
+    @classmethod
+    def parse(cls, field: str, text: str):
+        """Command-line text for ``field`` → a typed value (ValueError names the field)."""
+        hints = _hints(cls)
+        full = f"{cls.SECTION}.{field}" if cls.SECTION else field
+        if field not in {f.name for f in dataclasses.fields(cls)}:
+            raise ValueError(f"unknown field {full!r}; {cls.SECTION or cls.__name__} has "
+                             f"{[f.name for f in dataclasses.fields(cls)]}")
+        return parse_value(full, text, hints[field])
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Args":
+        """An instance from a mapping (config.json); unknown keys raise ValueError naming them."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"unknown field(s) {[f'{cls.SECTION}.{k}' for k in unknown]}; "
+                             f"{cls.SECTION} has {sorted(names)}")
+        return cls(**d)
+
+    def changed(self) -> dict:
+        """The fields that differ from the defaults (how a run's label or a table names it)."""
+        default = type(self)()
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) != getattr(default, f.name)}
+
+
+def describe_fields(cls, instance=None, prefix: str = "") -> list[tuple[str, str, str, str]]:
+    """``(name, type, default, doc)`` rows of a documented dataclass (for ``--help``)."""
+    docs, hints = field_docs(cls), _hints(cls)
+    obj = instance if instance is not None else cls()
+    rows = []
+    for f in dataclasses.fields(cls):
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value):
+            continue  # nested sections are listed on their own
+        tp = hints.get(f.name, f.type)
+        tname = tp.__name__ if isinstance(tp, type) else str(tp).replace("typing.", "")
+        rows.append((prefix + f.name, tname, json.dumps(value, ensure_ascii=False, default=str), docs.get(f.name, "")))
+    return rows

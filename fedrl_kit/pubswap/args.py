@@ -1,0 +1,21 @@
+"""PubSwap's typed arguments (``config.pubswap``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fedrl_kit.args import Args
+
+
+@dataclass
+class PubSwapArgs(Args):
+    """FedAvg-PubSwap (papers/pubswap.md): public steps with Random or Balanced response swapping."""
+
+    SECTION = "pubswap"
+
+    period: int = 2
+    """tau_swap: every tau_swap-th local step is a public step (2 <= tau_swap <= local_steps)"""
+
+    def check(self, config) -> None:
+        self.need(2 <= self.period <= config.local_steps, "period",
+                  f"an integer in [2, local_steps = {config.local_steps}] (tau_swap <= tau)")

@@ -1,0 +1,68 @@
+"""Named random streams: every draw in a run comes from ``stream_seed(name, seed, *keys)``.
+
+A run is bit-reproducible and resumable because no random state is carried between rounds: each
+draw re-creates its generator from the run's seed and where the draw happens (round, client,
+step, …). This module names those places. The names say what a stream is for; the table below
+fixes how each name turns into a NumPy ``SeedSequence``, so renaming a stream never changes a
+result. (The entropy layouts are those the toolkit has always used: the stored results and
+notebooks were produced with them.)
+
+=============================  =========================================  ==============================
+name                           keys                                       what it draws
+=============================  =========================================  ==============================
+``client/batch``               round, client index, step                  a client's b private prompts
+``client/rollout``             round, client index, step                  its G completions per prompt
+``pubswap/public_prompts``     round, period                              the b public prompts
+``pubswap/public_rollout``     round, client index, step                  a client's public responses
+``pubswap/swap``               round, period                              the swap's shared draws
+``fedgrpo/questions``          round, step                                Q questions of D_s
+``fedgrpo/candidates``         round, step                                their G candidates
+``fedgrpo/ground_truth``       —                                          who holds which D_s answer
+``fedgrpo/malicious``          round, client index, step                  a liar's falsified scores
+``fedgrpo/evaluator_init``     client index                               θ_k's LoRA init
+``dpsda/histogram``            client index                               the DP noise on topic counts
+``dpsda/questions``            client index                               the synthetic questions
+``sft/batch``                  key, step                                  an SFT minibatch
+=============================  =========================================  ==============================
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_SWAP, _PUBLIC, _GT, _SERVER, _MALICIOUS, _SYNTH, _SFT = 10_000, 20_000, 40_000, 50_000, 60_000, 70_000, 31_337
+
+_LAYOUT = {
+    # name: (keys it takes, entropy list from (seed, *keys))
+    "client/batch": (3, lambda s, r, c, t: [s, r, c, t]),
+    "client/rollout": (3, lambda s, r, c, t: [s + 1, r, c, t]),
+    "pubswap/public_prompts": (2, lambda s, r, p: [s, r, _PUBLIC + p, 0]),
+    "pubswap/public_rollout": (3, lambda s, r, c, t: [s + 2, r, c, t]),
+    "pubswap/swap": (2, lambda s, r, p: [s, r, _SWAP + p, 0]),
+    "fedgrpo/questions": (2, lambda s, r, t: [s, r, _SERVER, t]),
+    "fedgrpo/candidates": (2, lambda s, r, t: [s + 1, r, _SERVER, t]),
+    "fedgrpo/ground_truth": (0, lambda s: [s, 0, _GT, 0]),
+    "fedgrpo/malicious": (3, lambda s, r, c, t: [s, r, _MALICIOUS + c, t]),
+    "fedgrpo/evaluator_init": (1, lambda s, c: [s, 0, c, 77]),
+    "dpsda/histogram": (1, lambda s, c: [s, 0, _SYNTH + c, 0]),
+    "dpsda/questions": (1, lambda s, c: [s, 0, _SYNTH + c, 1]),
+    "sft/batch": (2, lambda s, k, t: [s, k, _SFT, t]),
+}
+STREAMS = tuple(_LAYOUT)
+"""every stream name"""
+
+
+def stream_seed(name: str, seed: int, *keys: int) -> int:
+    """A 31-bit seed for draw ``keys`` of stream ``name`` in a run seeded ``seed``."""
+    if name not in _LAYOUT:
+        raise ValueError(f"unknown random stream {name!r}; streams: {STREAMS}")
+    n, layout = _LAYOUT[name]
+    if len(keys) != n:
+        raise ValueError(f"stream {name!r} takes {n} keys after the seed, got {len(keys)}")
+    entropy = [int(x) for x in layout(int(seed), *keys)]
+    return int(np.random.SeedSequence(entropy).generate_state(1)[0] & 0x7FFFFFFF)
+
+
+def rng(name: str, seed: int, *keys: int) -> np.random.Generator:
+    """A NumPy generator for draw ``keys`` of stream ``name``."""
+    return np.random.default_rng(stream_seed(name, seed, *keys))
