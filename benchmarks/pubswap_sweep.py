@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fedrl_kit.sweep import parse_name, pubswap_grid, run_grid, summarise  # noqa: E402
+from fedrl_kit.pubswap.sweep import parse_name, pubswap_grid, run_grid, summarise  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results"
 
@@ -51,7 +51,7 @@ def main(argv=None) -> None:
         dest.mkdir(parents=True, exist_ok=True)
         shutil.copy(Path(args.runs) / name / "metrics.jsonl", dest / "metrics.jsonl")
         row = {"name": name, **parse_name(name), "preset": args.preset, "local_steps": cfg.local_steps,
-               "rounds": cfg.rounds, "pubswap_period": cfg.pubswap_period, "dirichlet_alpha": cfg.dirichlet_alpha,
+               "rounds": cfg.rounds, "pubswap_period": cfg.pubswap.period, "dirichlet_alpha": cfg.dirichlet_alpha,
                "equal_size": cfg.equal_size, **summarise(records),
                "seconds": round(sum(r["seconds"] for r in records if r["kind"] == "comm"), 1)}
         rows = [r for r in rows if r["name"] != name] + [row]

@@ -1,12 +1,14 @@
 """Server-side aggregators over plain-data adapters (``dict[name, ndarray]``).
 
-- :func:`fedavg` — McMahan et al.: Σ_n (|D_n| / Σ|D|) θ_n, weighted by examples.
+- :func:`fedavg` — McMahan et al.: Σ_n (|D_n| / Σ|D|) θ_n, weighted by examples; :func:`weighted_average`
+  for any weights, :func:`weighted_sum` for weights that already sum to 1 (FedMOA's α, eq. 12).
 - :func:`fedit` — FedIT (PubSwap eq. 4): A and B averaged *separately* and uniformly,
   B_{p+1} = (1/N) Σ B^(n), A_{p+1} = (1/N) Σ A^(n). Note that mean(B)·mean(A) ≠ mean(B·A):
   FedIT is inexact for the effective update ΔW = BA; that is the price of sending factors.
-- :func:`coordinate_median`, :func:`trimmed_mean` — robust alternatives (coordinate-wise).
+- :func:`coordinate_median`, :func:`trimmed_mean` — robust alternatives (coordinate-wise);
+  :func:`trimmed_mean_array` is the trimmed mean on one array along an axis.
 
-FedMOA's accuracy-aware weights live in :mod:`fedrl_kit.moa_weights`.
+FedMOA's accuracy-aware weights live in :mod:`fedrl_kit.fedmoa.weights`.
 """
 
 from __future__ import annotations
@@ -25,14 +27,29 @@ def _check(states: list[State]) -> None:
             raise ValueError(f"adapter {i} has different tensors than adapter 0")
 
 
+def weighted_sum(states: list[State], weights) -> State:
+    """Σ_n w_n θ_n with weights that already sum to 1, used as given (float64 accumulation in client order,
+    float32 out); e.g. FedMOA's θ^(c) = Σ_m α_m θ^(m) (eq. 12). Dividing such weights again by their
+    rounded sum, as :func:`weighted_average` does, could move the last bits."""
+    _check(states)
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (len(states),) or not np.isfinite(w).all() or (w < 0).any() or abs(w.sum() - 1.0) > 1e-6:
+        raise ValueError(f"weights must be {len(states)} non-negative numbers summing to 1, got {weights}")
+    for i, s in enumerate(states[1:], 1):
+        bad = [k for k in states[0] if np.shape(s[k]) != np.shape(states[0][k])]
+        if bad:
+            raise ValueError(f"adapter {i}'s {bad[0]!r} has shape {np.shape(s[bad[0]])}, adapter 0's "
+                             f"{np.shape(states[0][bad[0]])}")
+    return {k: sum(wi * s[k].astype(np.float64) for wi, s in zip(w, states)).astype(np.float32) for k in states[0]}
+
+
 def weighted_average(states: list[State], weights) -> State:
     """Σ_n w_n θ_n with w normalised to sum to 1 (float64 accumulation, float32 out)."""
     _check(states)
     w = np.asarray(weights, dtype=np.float64)
     if w.shape != (len(states),) or (w < 0).any() or w.sum() <= 0:
         raise ValueError(f"weights must be {len(states)} non-negative numbers with a positive sum, got {weights}")
-    w = w / w.sum()
-    return {k: sum(wi * s[k].astype(np.float64) for wi, s in zip(w, states)).astype(np.float32) for k in states[0]}
+    return weighted_sum(states, w / w.sum())
 
 
 def fedavg(states: list[State], num_examples) -> State:
@@ -51,18 +68,30 @@ def coordinate_median(states: list[State]) -> State:
     return {k: np.median(np.stack([s[k] for s in states]), axis=0).astype(np.float32) for k in states[0]}
 
 
+def trimmed_mean_array(x, trim: float, axis: int = 0) -> np.ndarray:
+    """Mean along ``axis`` after dropping the ⌊trim·n⌋ largest and smallest values there (n = ``x.shape[axis]``).
+
+    The one trimmed mean of the toolkit, on arrays: :func:`trimmed_mean` applies it to every tensor of
+    the stacked adapters, FedGRPO's ``robust_aggregate`` to the experts' scores of each candidate.
+    Raises ValueError unless ``0 ≤ trim < 0.5`` (so at least one value is kept).
+    """
+    if not 0 <= trim < 0.5:
+        raise ValueError(f"trim must be in [0, 0.5), got {trim!r}")
+    x = np.asarray(x)
+    n = x.shape[axis]
+    cut = int(np.floor(trim * n))
+    kept = [slice(None)] * x.ndim
+    kept[axis] = slice(cut, n - cut)
+    return np.sort(x, axis=axis)[tuple(kept)].mean(axis=axis)
+
+
 def trimmed_mean(states: list[State], trim: float = 0.2) -> State:
     """Coordinate-wise mean after dropping the ``trim`` fraction of largest and smallest values."""
     _check(states)
     if not 0 <= trim < 0.5:
         raise ValueError(f"trim must be in [0, 0.5), got {trim}")
-    n = len(states)
-    cut = int(np.floor(trim * n))
-    out = {}
-    for k in states[0]:
-        x = np.sort(np.stack([s[k] for s in states]), axis=0)  # [n, ...]
-        out[k] = x[cut:n - cut].mean(axis=0).astype(np.float32)
-    return out
+    return {k: trimmed_mean_array(np.stack([s[k] for s in states]), trim).astype(np.float32)  # [n, ...] -> [...]
+            for k in states[0]}
 
 
 AGGREGATORS = ("fedavg", "fedit", "median", "trimmed_mean")

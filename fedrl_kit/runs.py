@@ -6,7 +6,7 @@ A run directory holds::
     metrics.jsonl     one line per record: kind "global" (test-split evaluation of the global
                       model), "client" (each client's local-training metrics), "failure",
                       "comm" (bytes per round by direction), "drift" (per local step, with
-                      ``trace_drift``; see fedrl_kit.instrument)
+                      ``trace_drift``; see fedrl_kit.pubswap.instrument)
     ledger.jsonl      every message (kind, sender, receiver, round, bytes)
     checkpoint/       the global adapter and state of the last completed round (resume point)
 
@@ -27,20 +27,18 @@ import datasets
 import numpy as np
 import torch
 
-from fedrl_kit.config import PUBSWAP_METHODS, RunConfig
+from fedrl_kit.config import RunConfig, migrate
 from fedrl_kit.evaluate import eval_seed, evaluate
-from fedrl_kit.federation.client import GRPOClient, LocalSettings
-from fedrl_kit.federation.runtime import InProcessRuntime, Message
-from fedrl_kit.federation.server import Server
-from fedrl_kit.grpo import GRPOSettings
-from fedrl_kit.instrument import DriftProbe
-from fedrl_kit.methods import ROUNDS, method_module
-from fedrl_kit.methods.pubswap import PubSwapClient
+from fedrl_kit.federation.runtime import InProcessRuntime, SerialisingRuntime
+from fedrl_kit.federation.server import Server, ServerWorld
+from fedrl_kit.federation.truth import SimulatorTruth
+from fedrl_kit.methods import method_spec
 from fedrl_kit.policy.adapters import GLOBAL, initial_state
 from fedrl_kit.policy.engine import Policy
-from fedrl_kit.rewards import make_reward_set
+from fedrl_kit.rewards import REWARDS, make_reward_set
 from fedrl_kit.world.partition import partition
-from fedrl_kit.world.world import make_world
+from fedrl_kit.policy.hub import check_model_available
+from fedrl_kit.world.registry import build_world, check_dataset_available
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,19 +59,15 @@ def resolve_base(base: str) -> str:
     return base
 
 
-class FaultyClient:
-    """Wraps a client and makes it raise in one round (``config.fail_client = "client_id@round"``)."""
-
-    def __init__(self, inner, fail_round: int):
-        self.inner, self.fail_round = inner, fail_round
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    def handle(self, message: Message) -> Message:
-        if message.round == self.fail_round:
-            raise RuntimeError(f"injected failure of {self.inner.cid} in round {message.round}")
-        return self.inner.handle(message)
+def _flat(d: dict, prefix: str = "") -> dict:
+    """A config dict with its sections flattened to dotted names (``fedgrpo.num_experts``)."""
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and k != "extra":
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[prefix + k] = v
+    return out
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -90,10 +84,17 @@ class Run:
         run_dir: where config, metrics and checkpoints go; None keeps everything in memory.
         progress: show tqdm progress bars (notebook-aware).
         policy: reuse an already loaded :class:`Policy` (notebooks running several methods).
+        runtime: how messages travel: ``"inprocess"`` (default) or ``"serialising"`` (every payload through
+            bytes and back, clients out of the server's reach; same results — a test checks it for every method).
     """
 
+    RUNTIMES = {"inprocess": InProcessRuntime, "serialising": SerialisingRuntime}
+
     def __init__(self, config: RunConfig, run_dir: str | Path | None = None, progress: bool = True,
-                 policy: Policy | None = None):
+                 policy: Policy | None = None, runtime: str = "inprocess"):
+        if runtime not in self.RUNTIMES:
+            raise ValueError(f"runtime must be one of {tuple(self.RUNTIMES)}, got {runtime!r}")
+        self.runtime_kind = runtime
         self.config = config.validate()
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.progress = progress
@@ -107,48 +108,49 @@ class Run:
         if self._built:
             return self
         cfg = self.config
+        # a missing dataset or model is reported in one line before any problem is built (file-system checks only)
+        check_dataset_available(cfg.world, cfg.dataset)
+        if self._policy is None:
+            check_model_available(resolve_base(cfg.base))
         torch.manual_seed(cfg.seed)
-        self.world = make_world(cfg.seed, cfg.n_train, cfg.n_test, cfg.n_public, cfg.n_aux)
-        self.partitions = partition(self.world.train, cfg.num_clients, cfg.partition, cfg.dirichlet_alpha,
-                                    cfg.topics_per_client, cfg.equal_size, cfg.seed)
+        self.world = build_world(cfg)
+        # a world with one training pool is partitioned here; a multi-family world's clients are planned by
+        # their method (fedrl_kit.fedmoa.plan.client_plan), which sets run.partitions in build_clients
+        self.partitions = (partition(self.world.train, cfg.num_clients, cfg.partition, cfg.dirichlet_alpha,
+                                     cfg.topics_per_client, cfg.equal_size, cfg.seed)
+                           if isinstance(self.world.train, datasets.Dataset) else None)
         if self._policy is None:
             dtype = getattr(torch, cfg.dtype)
             self._policy = Policy.load(resolve_base(cfg.base), cfg.lora_rank, cfg.lora_alpha, cfg.seed, cfg.chat,
-                                       cfg.max_new_tokens, cfg.temperature, cfg.device, dtype)
+                                       cfg.max_new_tokens, cfg.temperature, cfg.device, dtype, cfg.lora_targets)
         self.policy = self._policy
         self.reward_set = make_reward_set(cfg.rewards, cfg.reward_weights or None)
-        grpo = GRPOSettings(cfg.num_iterations, cfg.epsilon, cfg.epsilon_high, cfg.beta, cfg.scale_rewards,
-                            cfg.loss_type, cfg.temperature)
-        local = LocalSettings(cfg.local_steps, cfg.prompts_per_step, cfg.num_generations, cfg.learning_rate,
-                              cfg.prox_mu if cfg.method == "fedprox_grpo" else 0.0, cfg.reset_optimizer)
-        builder = getattr(method_module(cfg.method), "build_clients", None)
-        if builder is not None:  # the method makes its own clients (FedGRPO's experts, FedMOA's reward sets, …)
-            clients = builder(self, local, grpo)
-        elif cfg.method == "central_grpo":  # one trainer with all private data and b·K prompts per step
-            pooled = datasets.concatenate_datasets(self.partitions)
-            local.prompts_per_step *= cfg.num_clients
-            clients = {"central": GRPOClient("central", 0, pooled, self.policy, self.reward_set, local, grpo, cfg.seed)}
-        elif cfg.method == "zero_shot":
-            clients = {}
-        else:  # PubSwap's clients answer the server step by step (public steps need it mid-round)
-            client_cls = PubSwapClient if cfg.method in PUBSWAP_METHODS else GRPOClient
-            clients = {f"client_{i}": client_cls(f"client_{i}", i, part, self.policy, self.reward_set, local, grpo,
-                                                 cfg.seed) for i, part in enumerate(self.partitions)}
+        self.grpo, self.local = cfg.grpo_settings(), cfg.local_settings()
+        self.spec = method_spec(cfg.method)
+        clients = self.spec.build_clients(self)  # simulation side: the objects the runtime holds
+        faults = {}
         if cfg.fail_client:
             cid, r = cfg.fail_client.split("@")
             if cid not in clients:
                 raise ValueError(f"fail_client names {cid!r}, which is not a client of this run: {sorted(clients)}")
-            clients[cid] = FaultyClient(clients[cid], int(r))
+            faults[cid] = int(r)
         self.probe = None
         if cfg.trace_drift:  # simulation-side: snapshots each client's adapter after every local step
+            from fedrl_kit.pubswap.instrument import DriftProbe
+
             self.probe = DriftProbe(cfg.lora_alpha / cfg.lora_rank)
             for c in clients.values():
-                getattr(c, "inner", c).probe = self.probe
-        self.runtime = InProcessRuntime(clients)
+                c.probe = self.probe
+        self.clients = clients
+        self.runtime = self.RUNTIMES[self.runtime_kind](clients, faults=faults)
         # the seed's fresh adapter, also when the policy is reused from an earlier run (its "global" moved)
         start = initial_state(self.policy.model, cfg.seed)
         self.policy.set_state(GLOBAL, start)
-        self.server = Server(self.runtime, self.policy, cfg, self.world, start)
+        self.server = Server(self.runtime, self.policy, cfg, ServerWorld.of(self.world), start)
+        self.truth = SimulatorTruth(clients)  # for the method's diagnostics hook only, never the server
+        if clients:  # round 0: each client says what the server may know of it (data size, reward names, …)
+            ok, _ = self.server.split_replies(self.runtime.broadcast("properties", 0, {}))
+            self.server.properties = {cid: r.payload for cid, r in ok.items()}
         self._initial_state = {k: v.copy() for k, v in self.server.global_state.items()}
         self._built = True
         return self
@@ -169,12 +171,11 @@ class Run:
         tmp.mkdir(parents=True)
         np.savez(tmp / "global.npz", **self.server.global_state)
         if not self.config.reset_optimizer:
-            opt = {cid: c.optimizer.state_dict() for cid, c in self.runtime.clients.items()
-                   if getattr(getattr(c, "inner", c), "optimizer", None) is not None}
+            opt = {cid: c.optimizer.state_dict() for cid, c in self.clients.items()
+                   if getattr(c, "optimizer", None) is not None}
             torch.save(opt, tmp / "optimizers.pt")
-        save = getattr(method_module(self.config.method), "save_state", None)
-        if save is not None:
-            save(self.server, tmp)
+        if self.spec.save_state is not None:
+            self.spec.save_state(self.server, tmp)
         (tmp / "state.json").write_text(json.dumps({"round": round, "n_records": len(self.records),
                                                     "n_ledger": len(self.runtime.ledger.records)}))
         shutil.rmtree(ck, ignore_errors=True)
@@ -186,11 +187,15 @@ class Run:
             return -1
         cfg_path = self.run_dir / "config.json"
         if cfg_path.exists():
-            saved = json.loads(cfg_path.read_text())
-            mine = self.config.to_dict()
+            try:
+                saved = _flat(migrate(json.loads(cfg_path.read_text())))
+            except (json.JSONDecodeError, UnicodeDecodeError, ValueError, AttributeError) as e:
+                raise ValueError(f"run directory {self.run_dir} is damaged: {cfg_path} is not a readable config "
+                                 f"({type(e).__name__}: {e}); use a new run_dir") from None
+            mine = _flat(self.config.to_dict())
             # a field missing from an older config.json had its default then: fields are only ever added
             # with the default that keeps the old behaviour (e.g. trace_drift = False)
-            default = RunConfig().to_dict()
+            default = _flat(RunConfig().to_dict())
             diff = sorted(k for k in mine if k != "rounds" and saved.get(k, default[k]) != mine[k])
             if diff:
                 raise ValueError(f"run directory {self.run_dir} holds a run with a different config "
@@ -201,13 +206,12 @@ class Run:
         state = json.loads((ck / "state.json").read_text())
         with np.load(ck / "global.npz") as z:
             self.server.global_state = {k: z[k] for k in z.files}
-        load = getattr(method_module(self.config.method), "load_state", None)
-        if load is not None:
-            load(self.server, ck)
+        if self.spec.load_state is not None:
+            self.spec.load_state(self.server, ck)
         if (ck / "optimizers.pt").exists():
             opt = torch.load(ck / "optimizers.pt")
             for cid, sd in opt.items():
-                client = getattr(self.runtime.clients[cid], "inner", self.runtime.clients[cid])
+                client = self.clients[cid]
                 self.policy.set_state(cid, self.server.global_state)  # creates the adapter the moments belong to
                 client.optimizer = torch.optim.Adam(self.policy.trainable(cid), lr=self.config.learning_rate)
                 client.optimizer.load_state_dict(sd)
@@ -226,9 +230,9 @@ class Run:
         """Load the global adapter into the policy and score it on the test split."""
         self.policy.set_state(GLOBAL, self.server.global_state)
         # a method's world may score answers its own way (FedMOA's code family runs programs in the sandbox)
-        kw = {"accuracy_fn": self.world.accuracy_fn} if getattr(self.world, "accuracy_fn", None) else {}
+        accuracy_fn = REWARDS[getattr(self.world, "accuracy_reward", "accuracy")]
         res = evaluate(self.policy, GLOBAL, self.world.test, self.config.eval_samples,
-                       seed=eval_seed(self.config.seed), **kw)
+                       seed=eval_seed(self.config.seed), accuracy_fn=accuracy_fn)
         return {"kind": "global", "round": round, **res}
 
     def run(self, stop_after: int | None = None) -> list[dict]:
@@ -254,14 +258,18 @@ class Run:
                 self._record(self.evaluate_global(0), fh)
                 self._checkpoint(0)
                 last = 0
-            rounds = range(last + 1, (cfg.rounds if cfg.method != "zero_shot" else 0) + 1)
+            rounds = range(last + 1, (cfg.rounds if self.spec.trains else 0) + 1)
             bar = tqdm(rounds, desc=cfg.method, disable=not self.progress, initial=last, total=cfg.rounds)
             for r in bar:
                 n_ledger = len(self.runtime.ledger.records)
                 t0 = time.time()
                 if self.probe is not None:
                     self.probe.start_round(self.server.global_state)
-                out = ROUNDS[cfg.method](self.server, r)
+                out = self.spec.run_round(self.server, r)
+                if self.spec.diagnostics is not None:  # analysis with simulator truth, after the server's round
+                    for cid, m in self.spec.diagnostics(self.truth, r, out).items():
+                        out["clients"].setdefault(cid, {}).update(m)
+                out.pop("trace", None)
                 for cid, m in out["clients"].items():
                     self._record({"kind": "client", "round": r, "client": cid, **m}, fh)
                 for f in out["failed"]:

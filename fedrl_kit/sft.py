@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from fedrl_kit.federation.client import step_seed
+from fedrl_kit import seeding
 from fedrl_kit.rollout import render_prompts
 
 
@@ -85,7 +85,7 @@ def train_sft(policy, adapter: str, prompts: list[str], completions: list[str], 
     opt = optimizer if optimizer is not None else torch.optim.Adam(params, lr=learning_rate)
     losses = []
     for s in range(steps):
-        rng = np.random.default_rng(step_seed(seed, key, 31_337, s))
+        rng = seeding.rng("sft/batch", seed, key, s)
         idx = rng.choice(len(prompts), size=min(batch_size, len(prompts)), replace=False)
         losses.append(sft_step(policy, adapter, opt, [prompts[i] for i in idx], [completions[i] for i in idx]))
     for p in params:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import small_config
-from fedrl_kit.instrument import DriftProbe, as_factors
+from fedrl_kit.pubswap.instrument import DriftProbe, as_factors
 from fedrl_kit.runs import Run
 
 BASE = str(Path(__file__).resolve().parents[1] / "data" / "base")
@@ -68,7 +68,7 @@ def test_trace_drift_config_is_validated(tiny_dir):
                                           ("pubswap_balanced", ["private", "public", "private", "public"])])
 def test_one_record_per_local_step_and_training_unchanged(method, kinds):
     # the committed base has mixed rewards, so gradients and swaps are not trivially zero
-    kw = dict(method=method, rounds=1, local_steps=4, pubswap_period=2, prompts_per_step=2, num_generations=4,
+    kw = dict(method=method, rounds=1, local_steps=4, pubswap={"period": 2}, prompts_per_step=2, num_generations=4,
               max_new_tokens=16)
     traced = Run(small_config(BASE, trace_drift=True, **kw), progress=False)
     plain = Run(small_config(BASE, **kw), progress=False)

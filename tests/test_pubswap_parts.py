@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedrl_kit.drift import (
+from fedrl_kit.pubswap.drift import (
     adapter_distance,
     distance_to_global,
     effective_delta,
@@ -20,7 +20,7 @@ from fedrl_kit.drift import (
     pairwise_gradient_dissimilarity,
     within_group_reward_stats,
 )
-from fedrl_kit.swap import SWAP_RULES, ResponsePool, balanced_swap, random_swap
+from fedrl_kit.pubswap.swap import SWAP_RULES, ResponsePool, balanced_swap, random_swap
 
 
 def make_pool(correct) -> ResponsePool:

@@ -86,7 +86,7 @@ def test_central_and_zero_shot(tiny_dir):
     central = Run(small_config(tiny_dir, method="central_grpo", rounds=1), progress=False)
     recs = central.run()
     assert {r["client"] for r in recs if r["kind"] == "client"} == {"central"}
-    assert central.runtime.clients["central"].num_examples == 80
+    assert central.clients["central"].num_examples == 80
     zs = Run(small_config(tiny_dir, method="zero_shot"), progress=False).run()
     assert [r["kind"] for r in zs] == ["global"]
 
@@ -94,7 +94,7 @@ def test_central_and_zero_shot(tiny_dir):
 def test_optimizer_state_lives_for_a_round_not_a_step(tiny_dir):
     """reset_optimizer resets Adam at round start; within a round the τ steps share one optimiser."""
     run = Run(small_config(tiny_dir, rounds=1, local_steps=3), progress=False).build()
-    client = run.runtime.clients["client_0"]
+    client = run.clients["client_0"]
     seen = []
     original = client._optimizer
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from fedrl_kit.sweep import PROX_MUS, parse_name, pubswap_grid, summarise, table
+from fedrl_kit.pubswap.sweep import PROX_MUS, parse_name, pubswap_grid, summarise, table
 
 
 def test_pubswap_grid_has_equal_budget_and_the_papers_arms():
@@ -14,10 +14,10 @@ def test_pubswap_grid_has_equal_budget_and_the_papers_arms():
     assert methods == {"fedavg_grpo", "pubswap_random", "pubswap_balanced"} | {f"fedprox_grpo_mu{m}" for m in PROX_MUS}
     assert {p["tau"] for p in t1} == {2, 8} and {p["seed"] for p in t1} == {0, 1}
     prox = grid["table1/fedprox_grpo_mu0.1/tau8/seed1"]
-    assert prox.method == "fedprox_grpo" and prox.prox_mu == 0.1 and prox.seed == 1 and prox.rounds == 3
+    assert prox.method == "fedprox_grpo" and prox.fedprox.mu == 0.1 and prox.seed == 1 and prox.rounds == 3
     t4 = grid["table4/pubswap_balanced/tau8/seed0"]
     assert t4.dirichlet_alpha == 0.1 and t4.equal_size and grid["table1/fedavg_grpo/tau8/seed0"].dirichlet_alpha == 0.3
-    assert {c.pubswap_period for n, c in grid.items() if n.startswith("table5/")} == {4, 8}
+    assert {c.pubswap.period for n, c in grid.items() if n.startswith("table5/")} == {4, 8}
     # settings that are not the experiment's variable are the same for every arm
     keys = ("learning_rate", "prompts_per_step", "num_generations", "lora_rank", "num_clients", "n_public")
     assert len({tuple(getattr(c, k) for k in keys) for c in grid.values()}) == 1
@@ -62,7 +62,7 @@ def test_table_is_mean_and_sample_std_over_seeds():
 
 
 def test_pubswap_claims_compare_seed_means_with_their_error():
-    from fedrl_kit.sweep import pubswap_claims
+    from fedrl_kit.pubswap.sweep import pubswap_claims
 
     rows = []
     for seed, (fa, ba) in enumerate([(0.30, 0.40), (0.32, 0.42), (0.31, 0.41)]):  # Balanced clearly ahead at τ = 8

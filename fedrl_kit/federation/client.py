@@ -16,18 +16,23 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from fedrl_kit import seeding
 from fedrl_kit.federation.runtime import Message
 from fedrl_kit.grpo import GRPOSettings, grpo_step
 
 
 @dataclass
 class LocalSettings:
-    """What one round of local training does on a client."""
+    """What one round of local training does on a client.
 
-    local_steps: int = 4  # τ, GRPO steps per round
+    Runs build it from their config (:meth:`fedrl_kit.config.RunConfig.local_settings`); the defaults
+    here are RunConfig's (a test checks they agree), for scripts that use a client on its own.
+    """
+
+    local_steps: int = 2  # τ, GRPO steps per round
     prompts_per_step: int = 8  # b, prompts per GRPO step
     num_generations: int = 8  # G (K in PubSwap), completions per prompt
-    learning_rate: float = 1e-3
+    learning_rate: float = 2e-3
     prox_mu: float = 0.0  # FedProx μ; 0 = plain FedAvg-GRPO
     reset_optimizer: bool = True  # fresh Adam state each round, as in PubSwap §4
 
@@ -64,7 +69,7 @@ class GRPOClient:
         self.reward_set, self.local, self.grpo, self.seed = reward_set, local, grpo, seed
         self._columns = {k: list(data[k]) for k in data.column_names}
         self.optimizer: torch.optim.Optimizer | None = None
-        self.probe = None  # a fedrl_kit.instrument.DriftProbe when the run traces drift (simulation-side)
+        self.probe = None  # a fedrl_kit.pubswap.instrument.DriftProbe when the run traces drift (simulation-side)
 
     @property
     def num_examples(self) -> int:
@@ -77,10 +82,14 @@ class GRPOClient:
         payload = handler(message.round, message.payload)
         return Message(f"{message.kind}_result", self.cid, message.sender, message.round, payload)
 
+    def on_properties(self, round: int, payload: dict) -> dict:
+        """What the server may know about this client (round 0): its data size and its reward names."""
+        return {"num_examples": self.num_examples, "reward_names": list(self.reward_set.names)}
+
     # -- local training ----------------------------------------------------------------------
     def sample_batch(self, round: int, step: int) -> dict[str, list]:
         """b rows of private data for (round, step), without replacement within the step."""
-        rng = np.random.default_rng(step_seed(self.seed, round, self.index, step))
+        rng = seeding.rng("client/batch", self.seed, round, self.index, step)
         idx = rng.choice(len(self.data), size=min(self.local.prompts_per_step, len(self.data)), replace=False)
         return {k: [v[i] for i in idx] for k, v in self._columns.items()}
 
@@ -100,7 +109,7 @@ class GRPOClient:
         """One GRPO step on a private minibatch: sample b prompts, G completions each, reward, update."""
         batch = self.sample_batch(round, step)
         rollouts = self.policy.rollout(self.cid, batch["prompt"], self.local.num_generations,
-                                       seed=step_seed(self.seed + 1, round, self.index, step))
+                                       seed=seeding.stream_seed("client/rollout", self.seed, round, self.index, step))
         scores = self.reward_scores(rollouts, batch)  # [N, n_rewards]
         weights = np.asarray(self.reward_set.weights)  # [n_rewards]
         rewards = torch.as_tensor(np.nan_to_num(scores) @ weights, dtype=torch.float32)  # [N]  r_w = Σ w_k r_k

@@ -1,10 +1,36 @@
-"""What a method's round sees on the server side: the runtime, the shared policy, the global adapter."""
+"""What a method's round sees on the server side: the runtime, the shared policy, the global adapter.
+
+The server side of a method sees messages (through ``runtime``), its own state (``global_state``,
+``scratch``), the server's own splits (``world``: public, aux, test — never the clients' private pool)
+and what each client said of itself in the round-0 ``properties`` message. Never a client object.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from fedrl_kit.federation.runtime import ClientFailure, InProcessRuntime, Message
+
+
+class ServerWorld:
+    """The server's view of a world: its own splits and how answers are scored — not the clients' pool.
+
+    Attribute access to ``train`` (or ``train_by_family``) raises: private data is the clients'.
+    """
+
+    _PRIVATE = ("train", "train_by_family")
+
+    def __init__(self, **splits):
+        self.__dict__.update(splits)
+
+    @classmethod
+    def of(cls, world) -> "ServerWorld":
+        return cls(**{k: v for k, v in vars(world).items() if k not in cls._PRIVATE})
+
+    def __getattr__(self, name):
+        if name in self._PRIVATE:
+            raise AttributeError(f"the server has no {name!r}: private data stays on the clients")
+        raise AttributeError(name)
 
 
 @dataclass
@@ -14,9 +40,10 @@ class Server:
     runtime: InProcessRuntime
     policy: object  # fedrl_kit.policy.engine.Policy
     config: object  # fedrl_kit.config.RunConfig
-    world: object  # fedrl_kit.world.world.World
+    world: ServerWorld  # the server's splits: public, aux, test (and test_by_family), accuracy_reward
     global_state: dict  # the global LoRA adapter as plain data
     scratch: dict = field(default_factory=dict)  # per-method state that is not checkpointed
+    properties: dict = field(default_factory=dict)  # cid → what the client said of itself at round 0
 
     def split_replies(self, replies: dict) -> tuple[dict[str, Message], list[dict]]:
         """(successful replies, failure records) of one broadcast."""

@@ -6,7 +6,7 @@ private-gradient dissimilarity ``ζ_{n,n'}`` on private steps, and through ``L_p
 replacement fraction ``α_i(x)`` on Balanced public steps. With ``RunConfig.trace_drift`` on, a
 :class:`DriftProbe` is attached to every client and, after each local step, keeps
 
-- a snapshot of the client's LoRA factors (:mod:`fedrl_kit.drift` measures them),
+- a snapshot of the client's LoRA factors (:mod:`fedrl_kit.pubswap.drift` measures them),
 - the flattened gradient of the step's first epoch, i.e. at the point the step starts from
   (before clipping and the update; :func:`fedrl_kit.grpo.grpo_step`'s ``on_first_grad``),
 - the step's within-group reward statistics and, on public steps, the replacement fraction of
@@ -45,7 +45,7 @@ from collections import defaultdict
 import numpy as np
 import torch
 
-from fedrl_kit.drift import distance_to_global, gradient_dissimilarity, mean_pairwise_drift, \
+from fedrl_kit.pubswap.drift import distance_to_global, gradient_dissimilarity, mean_pairwise_drift, \
     pairwise_gradient_dissimilarity
 
 

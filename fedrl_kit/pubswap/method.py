@@ -1,66 +1,25 @@
-"""FedAvg-PubSwap: local GRPO interleaved with public steps whose responses are swapped across clients.
+"""FedAvg-PubSwap's round (:func:`run_round`) and client (:class:`PubSwapClient`).
 
-PubSwap paper §3.3–3.4 (``papers/pubswap.md``). One round p, with τ local steps and PubSwap period
-τ_swap (config ``local_steps``, ``pubswap_period``), b prompts per step and K responses per prompt
-(``prompts_per_step``, ``num_generations``):
-
-1. the server broadcasts the global LoRA factors (A_p, B_p) (eq. 3)             → ``fit_begin``
-2. local steps s = 0 … τ−1. Within each PubSwap period of τ_swap steps, the first τ_swap − 1
-   are private Local-GRPO steps (b private prompts × K responses, eq. 1 advantages,
-   eq. 2 clipped surrogate)                                                      → ``private_step``
-   and the last one is a public step:
-   a. the server samples b public prompts from D_pub and sends them to all clients
-   b. each client generates K responses per prompt and returns them with their 0/1
-      correctness (plain strings and numbers)                                    → ``public_generate``
-   c. per prompt, the server pools the N·K responses and builds each client's group of K:
-      *Random* (one uniform draw of K, shared by all) → :func:`~fedrl_kit.swap.random_swap`;
-      *Balanced* (a client with c_n < K/2 gets up to K/2 − c_n of the others' correct
-      responses in place of its incorrect ones) → :func:`~fedrl_kit.swap.balanced_swap`
-   d. each client runs one GRPO step on its K responses per public prompt      → ``public_step``
-3. clients send back (A^(n), B^(n))                                             → ``fit_end``
-4. the server aggregates: FedAvg by examples, or FedIT's separate means of A and B (eq. 4)
-
-A client that fails any message is dropped for the rest of the round (its failure is recorded);
-if every client fails, the global adapter is kept unchanged.
-
-Diagnostics per client and round: ``accuracy`` (mean over private steps), ``replacement_fraction``
-(α_n(x) = M_n / K of appendix A.2, mean over the round's public prompts), ``public_reward_mean``,
-``public_reward_std`` and ``public_frac_zero_std`` (fraction of public groups with no reward variance).
-
-Drift instrumentation (appendix A): with ``config.trace_drift`` every private and public step reports the
-client's adapter and gradient to a :class:`~fedrl_kit.instrument.DriftProbe`, which logs pairwise and
-to-global drift, gradient dissimilarity and α(x) per public prompt after every local step.
-
-Deviations and choices where the paper is silent:
-
-- **π_old of swapped-in responses.** A response from another client was sampled by that client's
-  policy, whose probabilities this client does not have (only texts cross the wire). We take
-  π_old = the client's current policy, detached, for every row, so the importance ratio starts
-  at 1 (swapped-in responses are treated as if on-policy). For the client's own responses this is
-  exact: the public step comes right after generation, with no update in between.
-- **Token ids.** The client's own responses keep the exact token ids it generated; swapped-in
-  responses are re-tokenised from their text, with eos appended when shorter than
-  ``max_new_tokens`` (a response that long was cut off there and had no eos).
-- **τ_swap ≤ τ.** The paper writes τ_swap < τ; we allow τ_swap = τ (one public step, last).
-  When τ_swap does not divide τ, the trailing τ mod τ_swap steps are private.
-- **Random for odd K, Balanced for odd K, too few correct donors:** see :mod:`fedrl_kit.swap`.
-- **Randomness.** Public prompts are drawn with a generator keyed by (seed, round, period), the
-  swap with one keyed by (seed, round, 10_000 + period); so a run is reproducible and resumable.
+The paper-to-code map, the settings and every deviation are in the package docstring
+(:mod:`fedrl_kit.pubswap`).
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 import torch
 
 from fedrl_kit.aggregate import aggregate
-from fedrl_kit.federation.client import GRPOClient, step_seed
+from fedrl_kit import seeding
+from fedrl_kit.federation.client import GRPOClient
 from fedrl_kit.grpo import grpo_step
+from fedrl_kit.methods import MethodSpec
+from fedrl_kit.methods.fedavg_grpo import build_grpo_clients
 from fedrl_kit.rollout import Rollouts
-from fedrl_kit.swap import SWAP_RULES, ResponsePool
+from fedrl_kit.pubswap.swap import SWAP_RULES, ResponsePool
 
-SWAP_KEY = 10_000  # offsets the swap's random stream from the clients' (keyed by client index)
-PUBLIC_KEY = 20_000  # offsets the public-prompt draw
 
 
 def is_public_step(step: int, period: int) -> bool:
@@ -70,7 +29,7 @@ def is_public_step(step: int, period: int) -> bool:
 
 def sample_public_batch(public, b: int, seed: int, round: int, period_index: int) -> dict[str, list]:
     """b public prompts (with their gold columns) for one PubSwap period, as plain lists."""
-    rng = np.random.default_rng(step_seed(seed, round, PUBLIC_KEY + period_index, 0))
+    rng = seeding.rng("pubswap/public_prompts", seed, round, period_index)
     idx = rng.choice(len(public), size=min(b, len(public)), replace=False)  # [b]
     rows = public.select(sorted(int(i) for i in idx))
     return {k: list(rows[k]) for k in rows.column_names}
@@ -106,7 +65,8 @@ class PubSwapClient(GRPOClient):
         """K responses per public prompt, with their 0/1 correctness (reward component 0)."""
         batch, step = payload["batch"], int(payload["step"])
         rollouts = self.policy.rollout(self.cid, batch["prompt"], self.local.num_generations,
-                                       seed=step_seed(self.seed + 2, round, self.index, step))
+                                       seed=seeding.stream_seed("pubswap/public_rollout", self.seed, round, self.index,
+                                                                step))
         scores = self.reward_scores(rollouts, batch)  # [b·K, n_rewards]
         correct = np.nan_to_num(scores[:, 0]) >= 0.5  # [b·K]
         self._generated = rollouts
@@ -178,7 +138,7 @@ def swap_groups(rule, generated: list[dict], K: int, rng: np.random.Generator) -
     """Apply the swap rule prompt by prompt; per client (in ``generated``'s order) its texts and own indices.
 
     Args:
-        rule: :func:`~fedrl_kit.swap.random_swap` or :func:`~fedrl_kit.swap.balanced_swap`.
+        rule: :func:`~fedrl_kit.pubswap.swap.random_swap` or :func:`~fedrl_kit.pubswap.swap.balanced_swap`.
         generated: the N clients' ``public_generate`` replies: ``texts`` [b][K], ``correct`` [b][K].
         K: group size.
         rng: the swap's generator.
@@ -219,15 +179,15 @@ def run_round(server, round: int) -> dict:
     for s in range(cfg.local_steps):
         if not alive:
             break
-        if not is_public_step(s, cfg.pubswap_period):
+        if not is_public_step(s, cfg.pubswap.period):
             send("private_step", {"step": s})
             continue
-        period = s // cfg.pubswap_period
+        period = s // cfg.pubswap.period
         batch = sample_public_batch(server.world.public, cfg.prompts_per_step, cfg.seed, round, period)  # 2a
         gen = send("public_generate", {"step": s, "batch": batch})  # 2b
         if not gen:
             break
-        rng = np.random.default_rng(step_seed(cfg.seed, round, SWAP_KEY + period, 0))
+        rng = seeding.rng("pubswap/swap", cfg.seed, round, period)
         groups = swap_groups(rule, [gen[cid].payload for cid in alive], cfg.num_generations, rng)  # 2c
         send("public_step", {cid: {"step": s, "batch": batch, **g} for cid, g in zip(alive, groups)})  # 2d
     # 3. clients return their factors
@@ -237,3 +197,19 @@ def run_round(server, round: int) -> dict:
         server.global_state = aggregate([r.payload["adapter"] for r in ok.values()], cfg.aggregator,
                                         [r.payload["num_examples"] for r in ok.values()])
     return {"clients": {cid: r.payload["metrics"] for cid, r in ok.items()}, "failed": failed}
+
+
+def validate(config) -> None:
+    """PubSwap's public steps draw from the server's D_pub."""
+    if config.n_public < 1:
+        raise ValueError(f"n_public must be >= 1 for {config.method} (its public steps draw from D_pub), "
+                         f"got {config.n_public}")
+
+
+PUBSWAP_RANDOM = MethodSpec("pubswap_random", "FedAvg-PubSwap, Random swap: local GRPO + public steps with a shared "
+                            "random draw of responses", run_round, partial(build_grpo_clients, client_cls=PubSwapClient),
+                            sections=("pubswap",), validate=validate)
+PUBSWAP_BALANCED = MethodSpec("pubswap_balanced", "FedAvg-PubSwap, Balanced swap: clients with few correct public "
+                              "responses receive others' correct ones", run_round,
+                              partial(build_grpo_clients, client_cls=PubSwapClient), sections=("pubswap",),
+                              validate=validate)

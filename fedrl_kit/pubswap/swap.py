@@ -6,7 +6,7 @@ each of the ``N`` clients generates ``K`` responses per prompt, and the server r
 client a group of ``K`` responses per prompt built by one of two rules. That group then defines
 the client's GRPO objective (eq. 1 advantages, eq. 2 clipped surrogate). This module is the
 server's rule for ONE prompt, on plain data (texts and correctness), with no model in sight;
-``fedrl_kit.methods.pubswap`` loops it over the ``b`` prompts of a public step.
+``fedrl_kit.pubswap.method`` loops it over the ``b`` prompts of a public step.
 
 Paper → code:
 

@@ -110,20 +110,20 @@ def pubswap_grid(preset_name: str = "quick", seeds=(0,), alpha: float = 0.3, het
             for tau in scale["taus"]:
                 add(f"table1/fedavg_grpo/tau{tau}", tau, seed, method="fedavg_grpo")
                 for mu in PROX_MUS:
-                    add(f"table1/fedprox_grpo_mu{mu}/tau{tau}", tau, seed, method="fedprox_grpo", prox_mu=mu)
+                    add(f"table1/fedprox_grpo_mu{mu}/tau{tau}", tau, seed, method="fedprox_grpo", fedprox={"mu": mu})
                 for m in ("pubswap_random", "pubswap_balanced"):
-                    add(f"table1/{m}/tau{tau}", tau, seed, method=m, pubswap_period=2)
+                    add(f"table1/{m}/tau{tau}", tau, seed, method=m, pubswap={"period": 2})
         if "table4" in tables:
             for tau in scale["hetero_taus"]:
                 for m in ("fedavg_grpo", "pubswap_balanced"):
-                    add(f"table4/{m}/tau{tau}", tau, seed, method=m, pubswap_period=2, dirichlet_alpha=hetero_alpha,
+                    add(f"table4/{m}/tau{tau}", tau, seed, method=m, pubswap={"period": 2}, dirichlet_alpha=hetero_alpha,
                         equal_size=True)
         if "table5" in tables:
             for tau in scale["period_taus"]:
                 for period in scale["periods"]:
                     if period != 2 and period <= tau:  # τ_swap = 2 is table1's Balanced run
                         add(f"table5/pubswap_balanced_swap{period}/tau{tau}", tau, seed, method="pubswap_balanced",
-                            pubswap_period=period)
+                            pubswap={"period": period})
     return grid
 
 

@@ -1,0 +1,42 @@
+"""Simulator truth: what the simulation knows about clients and no server may read.
+
+In a real federation the server never sees a client's data. The simulator does, and some
+*analyses* need it: did expert selection pick clients that hold the question's topic (FedGRPO's
+hit rate)? Which experts answered a question from their own ground truth (the AE share)? Which
+clients were told to lie? Those facts sit behind this one object. The run loop hands it to a
+method's ``diagnostics`` hook, never to its ``run_round``; method server code has no path to it
+(a test checks that no method module's server side imports it).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+
+class SimulatorTruth:
+    """Read-only access to the simulated clients, for diagnostics only.
+
+    Args:
+        clients: client id → the client object the runtime holds (simulation side).
+    """
+
+    def __init__(self, clients: dict):
+        self._clients = dict(clients)
+
+    @property
+    def client_ids(self) -> list[str]:
+        return list(self._clients)
+
+    def client(self, cid: str):
+        """The client object itself (its data, its flags): for analysis of what the server could not see."""
+        return self._clients[cid]
+
+    def topic_counts(self, cid: str) -> Counter:
+        """How many private examples of each topic client ``cid`` holds."""
+        return Counter(self._clients[cid].data["topic"])
+
+    def topics(self, cid: str, min_share: float = 0.0) -> set[str]:
+        """Topics with at least one example (``min_share`` = 0) or at least that share of the client's data."""
+        counts = self.topic_counts(cid)
+        n = sum(counts.values())
+        return {t for t, c in counts.items() if c >= 1 and c >= min_share * n}

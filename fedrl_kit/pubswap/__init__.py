@@ -1,0 +1,65 @@
+"""PubSwap: local GRPO interleaved with public steps whose responses are swapped across clients.
+
+PubSwap paper §3.3–3.4 (``papers/pubswap.md``). One round p, with τ local steps and PubSwap period
+τ_swap (``config.local_steps``, ``config.pubswap.period``), b prompts per step and K responses per prompt
+(``prompts_per_step``, ``num_generations``):
+
+1. the server broadcasts the global LoRA factors (A_p, B_p) (eq. 3)             → ``fit_begin``
+2. local steps s = 0 … τ−1. Within each PubSwap period of τ_swap steps, the first τ_swap − 1
+   are private Local-GRPO steps (b private prompts × K responses, eq. 1 advantages,
+   eq. 2 clipped surrogate)                                                      → ``private_step``
+   and the last one is a public step:
+   a. the server samples b public prompts from D_pub and sends them to all clients
+   b. each client generates K responses per prompt and returns them with their 0/1
+      correctness (plain strings and numbers)                                    → ``public_generate``
+   c. per prompt, the server pools the N·K responses and builds each client's group of K:
+      *Random* (one uniform draw of K, shared by all) → :func:`~fedrl_kit.pubswap.swap.random_swap`;
+      *Balanced* (a client with c_n < K/2 gets up to K/2 − c_n of the others' correct
+      responses in place of its incorrect ones) → :func:`~fedrl_kit.pubswap.swap.balanced_swap`
+   d. each client runs one GRPO step on its K responses per public prompt      → ``public_step``
+3. clients send back (A^(n), B^(n))                                             → ``fit_end``
+4. the server aggregates: FedAvg by examples, or FedIT's separate means of A and B (eq. 4)
+
+A client that fails any message is dropped for the rest of the round (its failure is recorded);
+if every client fails, the global adapter is kept unchanged.
+
+Diagnostics per client and round: ``accuracy`` (mean over private steps), ``replacement_fraction``
+(α_n(x) = M_n / K of appendix A.2, mean over the round's public prompts), ``public_reward_mean``,
+``public_reward_std`` and ``public_frac_zero_std`` (fraction of public groups with no reward variance).
+
+Drift instrumentation (appendix A): with ``config.trace_drift`` every private and public step reports the
+client's adapter and gradient to a :class:`~fedrl_kit.pubswap.instrument.DriftProbe`, which logs pairwise and
+to-global drift, gradient dissimilarity and α(x) per public prompt after every local step.
+
+Deviations and choices where the paper is silent:
+
+- **π_old of swapped-in responses.** A response from another client was sampled by that client's
+  policy, whose probabilities this client does not have (only texts cross the wire). We take
+  π_old = the client's current policy, detached, for every row, so the importance ratio starts
+  at 1 (swapped-in responses are treated as if on-policy). For the client's own responses this is
+  exact: the public step comes right after generation, with no update in between.
+- **Token ids.** The client's own responses keep the exact token ids it generated; swapped-in
+  responses are re-tokenised from their text, with eos appended when shorter than
+  ``max_new_tokens`` (a response that long was cut off there and had no eos).
+- **τ_swap ≤ τ.** The paper writes τ_swap < τ; we allow τ_swap = τ (one public step, last).
+  When τ_swap does not divide τ, the trailing τ mod τ_swap steps are private.
+- **Random for odd K, Balanced for odd K, too few correct donors:** see :mod:`fedrl_kit.pubswap.swap`.
+- **Randomness.** Public prompts come from the stream ``pubswap/public_prompts`` keyed by (round, period),
+  the swap from ``pubswap/swap`` (:mod:`fedrl_kit.seeding`); so a run is reproducible and resumable.
+
+Modules of this package:
+
+===================  ==========================================================================
+``args``             :class:`~fedrl_kit.pubswap.args.PubSwapArgs` (``config.pubswap``: τ_swap)
+``method``           :func:`~fedrl_kit.pubswap.method.run_round` (the round above) and
+                     :class:`~fedrl_kit.pubswap.method.PubSwapClient` (its message handlers)
+``swap``             the swap rules: :func:`~fedrl_kit.pubswap.swap.random_swap`,
+                     :func:`~fedrl_kit.pubswap.swap.balanced_swap` (appendix A.2's α_n(x))
+``drift``            drift and gradient dissimilarity (appendix A: ‖ΔW_n − ΔW_m‖, ζ)
+``instrument``       :class:`~fedrl_kit.pubswap.instrument.DriftProbe` (``trace_drift=True``)
+``sweep``            the resumable grid of Tables 1, 4, 5 and the paper's claims with seed errors
+===================  ==========================================================================
+
+Baselines: FedAvg-GRPO and FedProx-GRPO (``config.fedprox.mu``) are the shared
+:mod:`fedrl_kit.methods.fedavg_grpo`; the drift probe works for them too.
+"""
