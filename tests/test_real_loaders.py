@@ -45,7 +45,7 @@ def rows_of(ds):
 
 
 def test_registry_covers_the_papers_datasets():
-    assert set(REAL_DATASETS) == {"math", "gsm8k", "deepmath", "openr1-math", "mbpp", "humaneval", "medqa"}
+    assert set(REAL_DATASETS) == {"math", "gsm8k", "deepmath", "openr1-math", "mbpp", "humaneval", "medqa", "medmcqa"}
     assert REAL_DATASETS["gsm8k"].hub_id == "openai/gsm8k"
     assert REAL_DATASETS["humaneval"].splits == ("test",)
 

@@ -51,6 +51,9 @@ RANGES = {
     "code_format": (0.0, 1.0),
     "length_short": (0.0, 1.0),
     "char_repetition": (-1.0, 0.0),
+    "family_accuracy": (0.0, 1.0),
+    "humaneval_accuracy": (0.0, 1.0),
+    "mcq_accuracy": (0.0, 1.0),
 }
 MB = 1_000_000
 ADVERSARIAL = [

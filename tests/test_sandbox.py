@@ -1,4 +1,4 @@
-"""The code sandbox: results, and each containment layer (fedrl_kit/sandbox.py).
+"""The code sandbox: results, and each containment layer (fedrl_kit/rewards/sandbox.py).
 
 Every dangerous program here is bounded on its own (a fork loop whose children
 exit at once, signal 0, a finite write), so a broken guard makes a test fail,
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from fedrl_kit.sandbox import SandboxResult, code_accuracy_reward, extract_program, run_code
+from fedrl_kit.rewards.sandbox import SandboxResult, code_accuracy_reward, extract_program, run_code
 
 DOUBLE = "def double(x):\n    return 2 * x\n"
 TESTS = "assert double(2) == 4\nassert double(-1) == -2\n"
@@ -264,7 +264,7 @@ def test_code_accuracy_reward():
 
 
 def test_reward_runs_each_distinct_program_once_and_fails_unparsable_ones_without_a_child(monkeypatch):
-    import fedrl_kit.sandbox as sandbox
+    import fedrl_kit.rewards.sandbox as sandbox
 
     calls = []
     real = sandbox.run_code

