@@ -7,8 +7,9 @@ paper calls "FedGRPO" and this toolkit FedAvg-GRPO). This script runs both — a
 one client per family, with the same settings as the quick preset of notebooks/03_fedmoa_pareto.ipynb,
 for several seeds, and writes ``benchmarks/results/fedmoa_compare.json``.
 
-Every variant is the method ``fedmoa`` with switches in ``extra``; FedAvg-GRPO is
-``lambda_on=False, alpha_on=False`` (same clients, data, reward sets; fixed uniform weights; FedAvg).
+Every variant is the method ``fedmoa`` with switches in ``config.fedmoa`` (named by ``FedMOAArgs.label()``);
+FedAvg-GRPO is ``lambda_on=False, alpha_on=False`` (same clients, data, reward sets; fixed uniform weights;
+FedAvg). The quick preset gives ``fedmoa`` its world (``families``: the heter+heter setting's three families).
 
 Run (from the repo root)::
 
@@ -38,7 +39,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from fedrl_kit.config import preset  # noqa: E402
-from fedrl_kit.methods import fedmoa  # noqa: E402
+from fedrl_kit.fedmoa.analysis import summary  # noqa: E402
+from fedrl_kit.fedmoa.args import FedMOAArgs  # noqa: E402
 from fedrl_kit.runs import Run  # noqa: E402
 
 QUICK = dict(method="fedmoa", base=str(ROOT / "data" / "base_moa"), num_clients=3, rounds=4, local_steps=2,
@@ -52,6 +54,13 @@ VARIANTS = {
     "λ off, α on": dict(lambda_on=False, alpha_on=True),
     "λ on, α off": dict(lambda_on=True, alpha_on=False),
 }
+"""the table rows (stored results use these names; ``FedMOAArgs.label()`` gives each run's method label)"""
+
+
+def build_config(name: str, seed: int, lam: float = 0.1, normalise: bool = True):
+    """The RunConfig of one table row (``VARIANTS[name]``) and seed; λ and normalise apply when λ is on."""
+    hyper = dict(lam=lam, normalise=normalise) if VARIANTS[name]["lambda_on"] else {}
+    return preset("quick", **QUICK, seed=seed, fedmoa=FedMOAArgs(setting="heter+heter", **VARIANTS[name], **hyper))
 
 
 def main() -> None:
@@ -70,11 +79,11 @@ def main() -> None:
     t_all = time.time()
     for seed in args.seeds:
         for name in names:
-            extra = {"setting": "heter+heter", **VARIANTS[name], **(hyper if VARIANTS[name]["lambda_on"] else {})}
-            cfg = preset("quick", **QUICK, seed=seed, extra=extra)
+            cfg = build_config(name, seed, **hyper)
             t0 = time.time()
             recs = Run(cfg, progress=False).run()
-            row = {"method": name, "seed": seed, "seconds": round(time.time() - t0, 1), **fedmoa.summary(recs)}
+            row = {"method": name, "label": cfg.fedmoa.label(), "seed": seed, "seconds": round(time.time() - t0, 1),
+                   **summary(recs)}
             rows.append(row)
             print(json.dumps(row), flush=True)
 
@@ -82,7 +91,8 @@ def main() -> None:
         out = {}
         for n in method_names:
             rs = [r for r in rows if r["method"] == n]
-            out[n] = {k: float(np.mean([r[k] for r in rs])) for k in rs[0] if k not in ("method", "seed", "seconds")}
+            out[n] = {k: float(np.mean([r[k] for r in rs])) for k in rs[0]
+                      if k not in ("method", "label", "seed", "seconds")}
             out[n]["std_global_accuracy"] = float(np.std([r["global_accuracy"] for r in rs]))
             out[n]["std_aggregated_reward"] = float(np.std([r["aggregated_reward"] for r in rs]))
             out[n]["n_seeds"] = len(rs)

@@ -1,5 +1,5 @@
-"""FedMOA on the engine: settings, hook-based hypergradients, eq. 11–13 in a round, determinism, resume,
-failures (fedrl_kit/methods/fedmoa.py). Pure-function checks live in test_fedmoa_parts.py."""
+"""FedMOA on the engine: settings and worlds, the plan, hook-based hypergradients, eq. 11–13 in a round,
+determinism, resume, failures (fedrl_kit/fedmoa/). Pure-function checks live in test_fedmoa_parts.py."""
 
 import json
 import math
@@ -10,19 +10,20 @@ import torch
 
 from conftest import small_config
 from fedrl_kit.aggregate import fedavg
+from fedrl_kit.config import preset
+from fedrl_kit.fedmoa import algorithm, analysis, client, plan
+from fedrl_kit.fedmoa.args import FedMOAArgs
+from fedrl_kit.fedmoa.weights import hypergradient_step
 from fedrl_kit.grpo import GRPOSettings
-from fedrl_kit.methods import fedmoa
-from fedrl_kit.moa_weights import hypergradient_step
 from fedrl_kit.policy.engine import Policy
 from fedrl_kit.rollout import per_token_logps
 from fedrl_kit.runs import Interrupted, Run, load_records
 from fedrl_kit.world.families import FAMILIES, make_family_world
 
 
-def moa_config(tiny_dir, **kw):
-    extra = kw.pop("extra", {})
+def moa_config(tiny_dir, fedmoa=None, **kw):
     base = dict(method="fedmoa", n_train=60, n_test=6, local_steps=2, max_new_tokens=10,
-                extra={"eval_local": False, **extra})
+                fedmoa={"eval_local": False, **(fedmoa or {})})
     base.update(kw)
     return small_config(tiny_dir, **base)
 
@@ -31,11 +32,11 @@ def _strip(records):
     return [{k: v for k, v in r.items() if k != "seconds"} for r in records]
 
 
-# --- settings -----------------------------------------------------------------------------------
+# --- settings, worlds and the plan ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    "extra, key",
+    "args, key",
     [
         ({"setting": "heter"}, "setting"),
         ({"homo_family": "physics"}, "homo_family"),
@@ -49,47 +50,78 @@ def _strip(records):
         ({"softmax_temperature": -1.0}, "softmax_temperature"),
         ({"cluster_key": "task"}, "cluster_key"),
         ({"eval_every": 0}, "eval_every"),
+        ({"eval_local": "first"}, "eval_local"),
         ({"lamda": 0.1}, "lamda"),
     ],
 )
-def test_bad_extra_settings_raise_naming_the_key(tiny_dir, extra, key):
-    with pytest.raises(ValueError, match=key):
-        moa_config(tiny_dir, extra=extra)
+def test_bad_fedmoa_arguments_raise_naming_the_field(tiny_dir, args, key):
+    with pytest.raises(ValueError, match=rf"fedmoa\.{key}"):
+        moa_config(tiny_dir, fedmoa=args)
 
 
 def test_heter_setting_needs_a_client_per_family(tiny_dir):
     with pytest.raises(ValueError, match="num_clients"):
-        moa_config(tiny_dir, num_clients=2, extra={"setting": "heter+heter"})
-    moa_config(tiny_dir, num_clients=2, extra={"setting": "homo+heter"})
+        moa_config(tiny_dir, num_clients=2, fedmoa={"setting": "heter+heter"})
+    moa_config(tiny_dir, num_clients=2, world="families:math", fedmoa={"setting": "homo+heter"})
 
 
-def test_hyper_layer_out_of_range_names_the_key(tiny_dir):
-    with pytest.raises(ValueError, match="hyper_layer"):
-        Run(moa_config(tiny_dir, extra={"hyper_layer": 5}), progress=False).build()  # tiny model: 2 layers
+def test_quick_preset_gives_fedmoa_its_world_and_base():
+    cfg = preset("quick", method="fedmoa")
+    assert (cfg.world, cfg.base, cfg.max_new_tokens) == ("families", "data/base_moa", 32)
+    assert preset("quick", method="fedavg_grpo").world == "arith"  # other methods keep theirs
+    homo = preset("quick", method="fedmoa", world="families:gsm", fedmoa={"setting": "homo+homo", "homo_family": "gsm"})
+    assert homo.world == "families:gsm"
+
+
+@pytest.mark.parametrize(
+    "world, args, need",
+    [
+        ("families", {"setting": "homo+homo"}, "families:math"),
+        ("families", {"setting": "homo+heter", "homo_family": "gsm"}, "families:gsm"),
+        ("families:math", {"setting": "homo+heter", "homo_family": "code"}, "families:code"),
+        ("families:math", {"setting": "heter+heter"}, "families"),
+        ("families:gsm,math,code", {"setting": "heter+heter"}, "families"),  # plan order: math, gsm, code
+        ("arith", {}, "families"),
+    ],
+)
+def test_world_must_hold_the_plans_families(tiny_dir, world, args, need):
+    with pytest.raises(ValueError, match=rf"world must be '{need}'.*set world='{need}'"):
+        moa_config(tiny_dir, world=world, fedmoa=args)
+    assert plan.world_for(args.get("setting", "heter+heter"), 3, args.get("homo_family", "math")) == need
+    moa_config(tiny_dir, world=need, fedmoa=args)
 
 
 def test_client_plan_follows_the_paper_settings():
-    assert fedmoa.client_plan("homo+homo", 3) == [("math", "A")] * 3
-    assert fedmoa.client_plan("homo+heter", 4, "gsm") == [("gsm", "A"), ("gsm", "B"), ("gsm", "C"), ("gsm", "A")]
-    plan = fedmoa.client_plan("heter+heter", 9)
-    assert sorted(plan) == sorted((f, c) for f in FAMILIES for c in "ABC")
-    for fam, cfgs in fedmoa.REWARD_CONFIGS.items():  # accuracy is always component 0 (Table 3)
+    assert plan.client_plan("homo+homo", 3) == [("math", "A")] * 3
+    assert plan.client_plan("homo+heter", 4, "gsm") == [("gsm", "A"), ("gsm", "B"), ("gsm", "C"), ("gsm", "A")]
+    p = plan.client_plan("heter+heter", 9)
+    assert sorted(p) == sorted((f, c) for f in FAMILIES for c in "ABC")
+    for fam, cfgs in plan.REWARD_CONFIGS.items():  # accuracy is always component 0 (Table 3)
         assert {names[0] for names in cfgs.values()} == {"code_accuracy" if fam == "code" else "accuracy"}
-    assert fedmoa.method_label({"lambda_on": False, "alpha_on": False}) == "FedAvg-GRPO"
-    assert fedmoa.method_label({}) == "FedMOA"
+        assert all(plan.config_name(fam, names) == c for c, names in cfgs.items())
+    assert FedMOAArgs(lambda_on=False, alpha_on=False).label() == "FedAvg-GRPO"
+    assert FedMOAArgs().label() == "FedMOA"
 
 
 def test_clients_get_their_family_data_and_reward_sets(tiny_dir):
     run = Run(moa_config(tiny_dir, num_clients=6, n_train=90), progress=False).build()
-    info = fedmoa.client_info(run)
-    assert [(r["family"], r["config"]) for r in info] == fedmoa.client_plan("heter+heter", 6)
-    for (cid, client), row in zip(run.runtime.clients.items(), info):
-        assert set(client.data["family"]) == {row["family"]}
-        assert client.names == fedmoa.REWARD_CONFIGS[row["family"]][row["config"]]
-    prompts = [set(c.data["prompt"]) for c in run.runtime.clients.values()]
+    info = analysis.client_info(run)  # from what the clients told the server at round 0
+    assert [(r["family"], r["config"]) for r in info] == plan.client_plan("heter+heter", 6)
+    for (cid, c), row in zip(run.clients.items(), info):
+        assert set(c.data["family"]) == {row["family"]}
+        assert c.names == plan.REWARD_CONFIGS[row["family"]][row["config"]]
+        assert run.server.properties[cid] == {"num_examples": 15, "reward_names": list(c.names), "family": c.family}
+    prompts = [set(c.data["prompt"]) for c in run.clients.values()]
     assert all(not (a & b) for i, a in enumerate(prompts) for b in prompts[i + 1:])  # disjoint private data
     test_prompts = set(run.world.test["prompt"])
     assert not any(p & test_prompts for p in prompts)
+
+
+def test_homo_setting_gives_its_one_family_the_whole_pool(tiny_dir):
+    run = Run(moa_config(tiny_dir, world="families:gsm", fedmoa={"setting": "homo+heter", "homo_family": "gsm"}),
+              progress=False).build()
+    assert [p["num_examples"] for p in run.server.properties.values()] == [20, 20, 20]  # n_train = 60, one family
+    assert set(run.world.test["family"]) == {"gsm"} and list(run.server.world.test_by_family) == ["gsm"]
 
 
 def test_family_world_leaves_the_default_world_alone():
@@ -102,6 +134,11 @@ def test_family_world_leaves_the_default_world_alone():
     assert set(w.test["family"]) == set(FAMILIES) and len(w.test) == 18
     code = w.test_by_family["code"][0]
     assert code["answer"].startswith("assert f(")
+
+
+def test_hyper_layer_out_of_range_names_the_field(tiny_dir):
+    with pytest.raises(ValueError, match=r"fedmoa\.hyper_layer"):
+        Run(moa_config(tiny_dir, fedmoa={"hyper_layer": 5}), progress=False).build()  # tiny model: 2 layers
 
 
 # --- eq. 8–10: the hook-based hypergradient on a real (tiny) model ------------------------------------
@@ -118,12 +155,12 @@ def test_objective_gradients_are_the_gradient_of_L_k_at_the_hooked_layer(tiny_po
     rng = np.random.default_rng(0)
     scores = np.stack([rng.integers(0, 2, 8), rng.random(8), np.full(8, 0.5)], axis=1).astype(float)  # [N, K=3]
     settings = GRPOSettings()
-    g = fedmoa.objective_gradients(pol.model, rollouts, scores, 1, settings)  # [K, H]
+    g = client.objective_gradients(pol.model, rollouts, scores, 1, settings)  # [K, H]
     assert g.shape == (3, pol.model.config.hidden_size)
     np.testing.assert_array_equal(g[2], 0.0)  # a constant objective has zero advantage, hence no gradient
     # independent computation: retain the hooked layer's output and sum its gradient over positions
     from fedrl_kit.grpo import grpo_loss
-    from fedrl_kit.moa_weights import per_objective_advantages
+    from fedrl_kit.fedmoa.weights import per_objective_advantages
 
     held = {}
 
@@ -132,7 +169,7 @@ def test_objective_gradients_are_the_gradient_of_L_k_at_the_hooked_layer(tiny_po
         out.retain_grad()
         held["h"] = out
 
-    handle = fedmoa.decoder_layers(pol.model)[1].register_forward_hook(keep)
+    handle = client.decoder_layers(pol.model)[1].register_forward_hook(keep)
     logps = per_token_logps(pol.model, rollouts)
     handle.remove()
     adv = torch.as_tensor(per_objective_advantages(scores.reshape(2, 4, 3))[..., 0].reshape(-1), dtype=torch.float32)
@@ -151,8 +188,8 @@ def test_delta_sign_aligned_positive_reversed_negative(tiny_policy):
     r0 = np.array([1, 0, 0, 1, 0, 1, 1, 0], dtype=float)
     r1 = np.array([0.2, 0.9, 0.4, 0.0, 0.75, 0.1, 0.5, 0.3])
     settings = GRPOSettings()
-    g_prev = fedmoa.objective_gradients(pol.model, rollouts, np.stack([r0, r1], 1), 1, settings)
-    g_now = fedmoa.objective_gradients(pol.model, rollouts, np.stack([r0, 1 - r1], 1), 1, settings)
+    g_prev = client.objective_gradients(pol.model, rollouts, np.stack([r0, r1], 1), 1, settings)
+    g_now = client.objective_gradients(pol.model, rollouts, np.stack([r0, 1 - r1], 1), 1, settings)
     np.testing.assert_allclose(g_now[1], -g_prev[1], rtol=1e-4, atol=1e-10)  # A(1 − r) = −A(r)
     w, delta = hypergradient_step([0.5, 0.5], g_now, g_prev, lr=1e3)
     assert delta[0] > 0 and delta[1] < 0
@@ -173,7 +210,7 @@ def test_aggregate_round_matches_eq_11_to_13_by_hand():
         "m1": _reply(("code_accuracy", "code_format", "length_short"), (0.4, 0.3, 0.3), 30, 5.0),
         "m2": _reply(("accuracy", "format"), (0.5, 0.5), 20, 3.0),
     }
-    theta, weights, alphas, clusters = fedmoa.aggregate_round(replies, True, "accuracy", 1e-6, 1.0)
+    theta, weights, alphas, clusters = algorithm.aggregate_round(replies, True, "accuracy", 1e-6, 1.0)
     assert clusters == [["m0", "m2"], ["m1"]]  # by the accuracy reward's name
     s0, s2 = 1 / (0.2 + 1e-6), 1 / (0.5 + 1e-6)  # eq. 11
     a0 = math.exp(s0) / (math.exp(s0) + math.exp(s2))
@@ -187,7 +224,7 @@ def test_aggregate_round_matches_eq_11_to_13_by_hand():
                                            {"accuracy": w_acc, "format": 0.5, "tag_count": 0.3}.items()})
     assert weights["m2"] == pytest.approx({"accuracy": w_acc / (w_acc + 0.5), "format": 0.5 / (w_acc + 0.5)})
     assert weights["m1"] == pytest.approx({"code_accuracy": 0.4, "code_format": 0.3, "length_short": 0.3})
-    by_names = fedmoa.aggregate_round(replies, True, "names", 1e-6, 1.0)[3]
+    by_names = algorithm.aggregate_round(replies, True, "names", 1e-6, 1.0)[3]
     assert by_names == [["m0"], ["m1"], ["m2"]]
 
 
@@ -197,7 +234,7 @@ def test_alpha_off_is_fedavg_by_examples():
                for i, (names, w, n) in enumerate([(("accuracy", "format"), (0.1, 0.9), 7),
                                                    (("code_accuracy", "code_format"), (0.6, 0.4), 11),
                                                    (("accuracy", "tag_count"), (0.3, 0.7), 5)])}
-    theta = fedmoa.aggregate_round(replies, False, "accuracy", 1e-6, 1.0)[0]
+    theta = algorithm.aggregate_round(replies, False, "accuracy", 1e-6, 1.0)[0]
     ref = fedavg([r["adapter"] for r in replies.values()], [7, 11, 5])
     np.testing.assert_allclose(theta["a"], ref["a"], rtol=1e-6)
 
@@ -206,7 +243,7 @@ def test_alpha_off_is_fedavg_by_examples():
 
 
 def test_run_is_deterministic_and_resumes_bit_identically(tiny_dir, tmp_path):
-    cfg = moa_config(tiny_dir, rounds=2, extra={"reset_weights": False, "lam": 50.0})
+    cfg = moa_config(tiny_dir, rounds=2, fedmoa={"reset_weights": False, "lam": 50.0})
     whole = Run(cfg, tmp_path / "whole", progress=False)
     whole.run()
     again = Run(cfg, progress=False)
@@ -223,14 +260,14 @@ def test_run_is_deterministic_and_resumes_bit_identically(tiny_dir, tmp_path):
     assert _strip(load_records(tmp_path / "whole")) == _strip(load_records(tmp_path / "cut"))
     assert whole.server.scratch["fedmoa"] == resumed.server.scratch["fedmoa"]
     recs = whole.records
-    server = fedmoa.server_records(recs)
+    server = analysis.server_records(recs)
     assert [r["round"] for r in server] == [1, 2]
     assert {"global_accuracy", "aggregated_reward", "length", "math/format", "code/code_accuracy"} <= set(server[0])
-    pts = fedmoa.pareto_points(recs, "accuracy", "format", "math", ["client_0"])
+    pts = analysis.pareto_points(recs, "accuracy", "format", "math", ["client_0"])
     assert len(pts["server"]) == 2 and len(pts["clients"]) == 2  # client_0 (math) in rounds 1 and 2
     c0 = next(r for r in recs if r.get("client") == "client_0")
     assert pts["clients"][0] == [c0["reward/accuracy"], c0["reward/format"]]  # no local eval: training rewards
-    summ = fedmoa.summary(recs)
+    summ = analysis.summary(recs)
     assert summ["global_accuracy"] == server[-1]["global_accuracy"]
     for r in recs:
         if r["kind"] == "client" and r["client"] != "server":
@@ -258,7 +295,7 @@ def test_failed_client_is_dropped_and_the_round_goes_on(tiny_dir):
 
 
 def test_reset_weights_start_every_round_uniform(tiny_dir):
-    cfg = moa_config(tiny_dir, rounds=1, local_steps=1, extra={"setting": "homo+heter"})
+    cfg = moa_config(tiny_dir, rounds=1, local_steps=1, world="families:math", fedmoa={"setting": "homo+heter"})
     run = Run(cfg, progress=False).build()
     run.runtime.keep_messages = True
     run.run()

@@ -1,25 +1,26 @@
-"""FedMOA's building blocks against hand-worked values (papers/fedmoa.md, eq. 1–13)."""
+"""FedMOA's building blocks against hand-worked values (papers/fedmoa.md, eq. 1–13), and the engine
+primitives FedMOA calls for eq. 4, 12 and 13 (fedrl_kit.grpo, fedrl_kit.aggregate)."""
 
 import math
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from fedrl_kit.moa_weights import (
+from fedrl_kit.aggregate import fedavg, weighted_sum
+from fedrl_kit.fedmoa.weights import (
     accuracy_aware_weights,
-    across_cluster_fedavg,
-    aggregate_params,
     aggregate_shared_weights,
     cluster_by_reward_names,
     hypergradient_step,
     per_objective_advantages,
     project_to_simplex,
-    scalarised_advantages,
 )
-from fedrl_kit.pareto import non_dominated, pareto_front_order
+from fedrl_kit.grpo import group_advantages
+from fedrl_kit.fedmoa.pareto import non_dominated, pareto_front_order
 
 # --- eq. 1: simplex projection ------------------------------------------------
 
@@ -139,15 +140,27 @@ def _manual_group_norm(x):  # x: [B, G]
     return (x - x.mean(1, keepdims=True)) / (x.std(1, ddof=1, keepdims=True) + 1e-4)
 
 
-def test_scalarised_advantages_normalise_after_weighting():
+def test_eq4_normalises_after_weighting():
+    """FedMOA's update takes the engine's group advantage of r_w = Σ w_k r_k (eq. 2, 4)."""
     rewards = np.array([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]]])  # [B=1, G=4, K=2]
     w = np.array([0.8, 0.2])
-    adv = scalarised_advantages(rewards, w)
     r_w = rewards @ w  # [1, 4] eq. 2
+    adv = group_advantages(torch.as_tensor(r_w.reshape(-1)), 4).numpy().reshape(1, 4)  # eq. 4
     np.testing.assert_allclose(adv, _manual_group_norm(r_w))
     # … which is not the weighted sum of per-objective advantages.
-    weighted_sum = per_objective_advantages(rewards) @ w
-    assert not np.allclose(adv, weighted_sum)
+    weighted = per_objective_advantages(rewards) @ w
+    assert not np.allclose(adv, weighted)
+
+
+def test_per_objective_advantages_are_the_engines_formula_per_objective():
+    """Same formula as fedrl_kit.grpo.group_advantages (kept apart for float64 exactness, see weights.py)."""
+    rng = np.random.default_rng(3)
+    rewards = rng.random((3, 4, 2))  # [B, G, K]
+    for scale in ("group", "batch", "none"):
+        adv = per_objective_advantages(rewards, scale)
+        for k in range(2):
+            ref = group_advantages(torch.as_tensor(rewards[..., k].reshape(-1)), 4, scale).numpy().reshape(3, 4)
+            np.testing.assert_allclose(adv[..., k], ref, rtol=1e-12, atol=1e-12)
 
 
 def test_per_objective_advantages_and_zero_variance_groups():
@@ -178,8 +191,6 @@ def test_advantages_reject_bad_input():
         per_objective_advantages(np.zeros((2, 1, 3)))
     with pytest.raises(ValueError, match="scale_rewards"):
         per_objective_advantages(np.zeros((2, 2, 1)), "std")
-    with pytest.raises(ValueError, match="w must have K=2"):
-        scalarised_advantages(np.zeros((1, 2, 2)), [1.0])
 
 
 # --- §3.3: clusters ------------------------------------------------------------
@@ -237,19 +248,42 @@ def test_accuracy_aware_weights_reject_bad_input(kwargs, field):
         accuracy_aware_weights(**kwargs)
 
 
-def test_aggregate_params_is_the_alpha_weighted_sum():
-    p1 = {"a": np.array([1.0, 2.0], dtype=np.float32), "b": np.array([[0.0]])}
-    p2 = {"a": np.array([3.0, 6.0], dtype=np.float32), "b": np.array([[4.0]])}
-    out = aggregate_params([p1, p2], [0.25, 0.75])
+def _reference_sum(states, weights):
+    """θ = Σ_n w_n θ_n written out: float64 accumulator, clients in order, float32 out."""
+    out = {}
+    for k in states[0]:
+        acc = np.zeros(states[0][k].shape, dtype=np.float64)
+        for w, s in zip(weights, states):
+            acc += w * s[k].astype(np.float64)
+        out[k] = acc.astype(np.float32)
+    return out
+
+
+def test_eq12_cluster_model_is_the_alpha_weighted_sum():
+    p1 = {"a": np.array([1.0, 2.0], dtype=np.float32), "b": np.array([[0.0]], dtype=np.float32)}
+    p2 = {"a": np.array([3.0, 6.0], dtype=np.float32), "b": np.array([[4.0]], dtype=np.float32)}
+    out = weighted_sum([p1, p2], [0.25, 0.75])
     np.testing.assert_allclose(out["a"], [2.5, 5.0])
     np.testing.assert_allclose(out["b"], [[3.0]])
-    assert out["a"].dtype == np.float32 and out["b"].dtype == np.float64
-    with pytest.raises(ValueError, match="alpha"):
-        aggregate_params([p1, p2], [0.5, 0.6])
-    with pytest.raises(ValueError, match="params\\[1\\]"):
-        aggregate_params([p1, {"a": p2["a"]}], [0.5, 0.5])
+    assert out["a"].dtype == np.float32
+    with pytest.raises(ValueError, match="summing to 1"):
+        weighted_sum([p1, p2], [0.5, 0.6])
+    with pytest.raises(ValueError, match="different tensors"):
+        weighted_sum([p1, {"a": p2["a"]}], [0.5, 0.5])
     with pytest.raises(ValueError, match="shape"):
-        aggregate_params([p1, {"a": np.zeros(3), "b": p2["b"]}], [0.5, 0.5])
+        weighted_sum([p1, {"a": np.zeros(3, dtype=np.float32), "b": p2["b"]}], [0.5, 0.5])
+
+
+def test_weighted_sum_and_fedavg_are_bit_identical_to_the_written_out_sums():
+    rng = np.random.default_rng(7)
+    states = [{"a": rng.normal(size=(4, 3)).astype(np.float32), "b": rng.normal(size=5).astype(np.float32)}
+              for _ in range(3)]
+    alpha = accuracy_aware_weights([0.31, 0.12, 0.57], temperature=7.0)  # eq. 11, used as given (no renormalising)
+    for k, v in weighted_sum(states, alpha).items():
+        assert np.array_equal(v, _reference_sum(states, alpha)[k])
+    sizes = np.array([7.0, 11.0, 5.0])
+    for k, v in fedavg(states, sizes).items():  # eq. 13 with N_c
+        assert np.array_equal(v, _reference_sum(states, sizes / sizes.sum())[k])
 
 
 def test_aggregate_shared_weights_keeps_client_specific_components():
@@ -274,15 +308,15 @@ def test_aggregate_shared_weights_identical_names_give_one_cluster_vector():
     assert out[0] == out[1] == pytest.approx({"accuracy": 0.5, "format": 0.5})
 
 
-def test_across_cluster_fedavg_weights_by_data_size():
-    c1 = {"theta": np.array([0.0, 4.0])}
-    c2 = {"theta": np.array([4.0, 0.0])}
-    out = across_cluster_fedavg([c1, c2], [100, 300])  # N_c / Σ N = 0.25, 0.75
+def test_eq13_across_clusters_is_fedavg_by_cluster_size():
+    c1 = {"theta": np.array([0.0, 4.0], dtype=np.float32)}
+    c2 = {"theta": np.array([4.0, 0.0], dtype=np.float32)}
+    out = fedavg([c1, c2], [100, 300])  # N_c / Σ N = 0.25, 0.75
     np.testing.assert_allclose(out["theta"], [3.0, 1.0])
-    with pytest.raises(ValueError, match="cluster_sizes"):
-        across_cluster_fedavg([c1, c2], [0, 0])
-    with pytest.raises(ValueError, match="cluster_sizes"):
-        across_cluster_fedavg([c1, c2], [1])
+    with pytest.raises(ValueError, match="weights"):
+        fedavg([c1, c2], [0, 0])
+    with pytest.raises(ValueError, match="weights"):
+        fedavg([c1, c2], [1])
 
 
 # --- Figure 3: Pareto front ------------------------------------------------------
@@ -333,7 +367,7 @@ def test_non_dominated_rejects_bad_input():
 
 
 def test_pareto_figure_marks_exactly_the_non_dominated_points():
-    from fedrl_kit.pareto import pareto_figure
+    from fedrl_kit.fedmoa.pareto import pareto_figure
 
     series = {
         "A": {"server": [[0.1, 0.2], [0.3, 0.6], [0.5, 0.5]], "clients": [[0.2, 0.9], [0.4, 0.1]]},

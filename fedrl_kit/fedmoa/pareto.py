@@ -94,7 +94,7 @@ def pareto_figure(series: dict, x: str, y: str, title: str | None = None):
 
     Args:
         series: method name → ``{"server": [[x, y], ...] in round order, "clients": [[x, y], ...]}``
-            (e.g. from :func:`fedrl_kit.methods.fedmoa.pareto_points`).
+            (e.g. from :func:`fedrl_kit.fedmoa.analysis.pareto_points`).
         x, y: the objectives' names (axis titles); larger is better in both.
         title: figure title.
 

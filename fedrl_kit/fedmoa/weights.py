@@ -1,15 +1,16 @@
-"""FedMOA's pure building blocks: objective weights, advantages and aggregation.
+"""FedMOA's pure building blocks: objective weights, advantages and aggregation weights.
 
-The FedMOA paper (``papers/fedmoa.md``) has two halves; this module holds the
-arithmetic of both, free of models and messages, so it can be tested by hand:
+The FedMOA paper (``papers/fedmoa.md``) has two halves; this module holds the arithmetic of both
+that the engine does not already have, free of models and messages, so it can be tested by hand
+(the map from every equation to code is in :mod:`fedrl_kit.fedmoa`):
 
 Client side: multi-objective GRPO with adaptive weights (§2, §3.2)
     eq. 1     ``w_k >= 0, Σ_k w_k = 1``: the weights live on the simplex
               → :func:`project_to_simplex`.
-    eq. 2–4   ``r_w = Σ_k w_k r_k``; the group-relative advantage ``A_w`` is
-              computed from the *scalarised* reward → :func:`scalarised_advantages`.
-              The per-objective losses ``L_k`` whose gradients eq. 8 needs are
-              built from :func:`per_objective_advantages`.
+    eq. 2–4   ``r_w = Σ_k w_k r_k``; the group-relative advantage ``A_w`` of the *scalarised*
+              reward drives the update → :func:`fedrl_kit.grpo.group_advantages` (in ``grpo_step``).
+              The per-objective losses ``L_k`` whose gradients eq. 8 needs are built from
+              :func:`per_objective_advantages`.
     eq. 8–10  ``g_k^(t) = ∇_h L_k(h^(t))``, ``Δ_k^(t) = g_k^(t)ᵀ g_k^(t−1)``,
               ``w_k ← w_k + λ Δ_k`` then projection onto the simplex
               → :func:`hypergradient_step`.
@@ -18,10 +19,10 @@ Server side: local-reward-guided aggregation (§3.3)
     clusters  clients are grouped by their reward names → :func:`cluster_by_reward_names`.
     eq. 11    ``s_m = 1 / (w_0^(m) + ε)``; softmax over the cluster gives ``α_m``
               → :func:`accuracy_aware_weights`.
-    eq. 12    ``θ^(c) = Σ_m α_m θ^(m)`` → :func:`aggregate_params`;
+    eq. 12    ``θ^(c) = Σ_m α_m θ^(m)`` → :func:`fedrl_kit.aggregate.weighted_sum`;
               ``w_k^(c) = Σ_m α_m w_k^(m)`` for shared components only
               → :func:`aggregate_shared_weights`.
-    eq. 13    ``θ^global = Σ_c N_c / Σ_c' N_c' θ^(c)`` → :func:`across_cluster_fedavg`.
+    eq. 13    ``θ^global = Σ_c N_c / Σ_c' N_c' θ^(c)`` → :func:`fedrl_kit.aggregate.fedavg`.
 
 Where the paper is silent or ambiguous, and what we chose:
 
@@ -47,10 +48,11 @@ Where the paper is silent or ambiguous, and what we chose:
   (w_0 = 0.1 vs 0.3 already gives a ratio of e^6.7 ≈ 800); ``temperature`` is
   our knob to study this, 1.0 reproduces the paper.
 * **Clusters**: the paper groups clients "using the reward names" into coarse
-  task clusters but gives no rule. The default here groups identical ordered
-  reward-name tuples; ``key="accuracy"`` groups by the accuracy reward's name
-  r_0 alone, which lets one cluster hold clients with different auxiliary
-  rewards (the case eq. 12's "shared components" is written for).
+  task clusters but gives no rule. ``key="names"`` groups identical ordered
+  reward-name tuples; ``key="accuracy"`` (the method's default,
+  ``fedmoa.cluster_key``) groups by the accuracy reward's name r_0 alone, which
+  lets one cluster hold clients with different auxiliary rewards (the case
+  eq. 12's "shared components" is written for).
 * **Shared weights after eq. 12**: each client gets the cluster's aggregated
   values for the shared components and keeps its own values for its
   client-specific ones; the result is rescaled to sum to 1 (eq. 1).
@@ -184,12 +186,18 @@ def hypergradient_step(
 
 
 # ---------------------------------------------------------------------------
-# eq. 2–4: group-relative advantages
+# eq. 8: the per-objective advantages that define L_k
 # ---------------------------------------------------------------------------
 
 
 def _group_normalise(r: np.ndarray, scale_rewards: str) -> np.ndarray:
-    """Group-relative advantage of ``r`` [B, G, ...] over the group axis 1."""
+    """Group-relative advantage of ``r`` [B, G, ...] over the group axis 1.
+
+    The formula of :func:`fedrl_kit.grpo.group_advantages` (same eps, ddof, scale options), kept as a
+    second implementation on purpose: this one is float64 NumPy (two-pass std) over all K objectives at
+    once, the engine's a torch reduction over one reward vector with its own summation order. They agree
+    to about an ulp of float64, not bit for bit, and the L_k gradients of every stored run come from this one.
+    """
     adv = r - r.mean(axis=1, keepdims=True)  # [B, G, ...]
     if scale_rewards == "none":
         return adv
@@ -238,31 +246,6 @@ def per_objective_advantages(rewards, scale_rewards: str = "group") -> np.ndarra
     return _group_normalise(r, scale_rewards)  # [B, G, K]
 
 
-def scalarised_advantages(rewards, w, scale_rewards: str = "group") -> np.ndarray:
-    """Group-relative advantage A_w of the scalarised reward (eq. 2–4).
-
-    ``r_w = Σ_k w_k r_k`` (eq. 2) is formed first and *then* normalised within
-    each group, as eq. 4 states.
-
-    Args:
-        rewards: r_k, shape ``[B, G, K]``.
-        w: objective weights w_k, shape ``[K]``, on the simplex (eq. 1).
-        scale_rewards: "group", "batch" or "none" (see :func:`per_objective_advantages`).
-
-    Returns:
-        A_w, shape ``[B, G]``, float64.
-
-    Raises:
-        ValueError: on bad shapes, non-finite values, or ``w`` off the simplex.
-    """
-    r = _check_rewards(rewards, scale_rewards)  # [B, G, K]
-    w = _check_simplex(w, "w")
-    if w.size != r.shape[2]:
-        raise ValueError(f"w must have K={r.shape[2]} entries (one per objective), got {w.size}")
-    r_w = r @ w  # [B, G] eq. 2
-    return _group_normalise(r_w, scale_rewards)  # [B, G] eq. 4
-
-
 # ---------------------------------------------------------------------------
 # §3.3: task clusters
 # ---------------------------------------------------------------------------
@@ -305,7 +288,7 @@ def cluster_by_reward_names(
 
 
 # ---------------------------------------------------------------------------
-# eq. 11–13: accuracy-aware aggregation
+# eq. 11–12: accuracy-aware aggregation weights and shared reward weights
 # ---------------------------------------------------------------------------
 
 
@@ -348,47 +331,6 @@ def _check_alpha(alpha, n: int, name: str = "alpha") -> np.ndarray:
     if a.shape != (n,):
         raise ValueError(f"{name} must have shape [{n}] (one weight per client), got {a.shape}")
     return _check_simplex(a, name)
-
-
-def aggregate_params(params: Sequence[Mapping[str, np.ndarray]], alpha) -> dict[str, np.ndarray]:
-    """Weighted sum of client parameters, ``θ^(c) = Σ_m α_m θ^(m)`` (eq. 12).
-
-    Sums run in float64 in client order (bit-reproducible) and are cast back to
-    each parameter's dtype.
-
-    Args:
-        params: one dict per client mapping a parameter name to an array; all
-            dicts have the same names and shapes.
-        alpha: α_m, shape ``[len(params)]``, non-negative, summing to 1.
-
-    Returns:
-        The aggregated parameters, same names, shapes and dtypes.
-
-    Raises:
-        ValueError: on no clients, mismatched names or shapes, or a bad ``alpha``.
-    """
-    if len(params) == 0:
-        raise ValueError("params must hold at least one client's parameters")
-    a = _check_alpha(alpha, len(params))
-    names = list(params[0].keys())
-    for m, p in enumerate(params):
-        if set(p.keys()) != set(names):
-            raise ValueError(
-                f"params[{m}] has names {sorted(p.keys())}, expected {sorted(names)} as params[0]"
-            )
-    out: dict[str, np.ndarray] = {}
-    for name in names:
-        ref = np.asarray(params[0][name])
-        acc = np.zeros(ref.shape, dtype=np.float64)
-        for m, p in enumerate(params):
-            x = np.asarray(p[name])
-            if x.shape != ref.shape:
-                raise ValueError(
-                    f"params[{m}][{name!r}] has shape {x.shape}, expected {ref.shape}"
-                )
-            acc += a[m] * x
-        out[name] = acc.astype(ref.dtype if np.issubdtype(ref.dtype, np.floating) else np.float64)
-    return out
 
 
 def aggregate_shared_weights(
@@ -434,6 +376,8 @@ def aggregate_shared_weights(
             missing = [k for k in shared if k not in wd]
             if missing:
                 raise ValueError(f"shared_names {missing} are missing from weight_dicts[{m}]")
+    # Σ_m α_m w_k^(m) on Python floats in client order (aggregate.weighted_sum is the same sum for adapters,
+    # arrays in and float32 out; these weights stay float64 on the simplex)
     agg = {k: float(sum(a[m] * float(wd[k]) for m, wd in enumerate(weight_dicts))) for k in shared}
     out: list[dict[str, float]] = []
     for wd in weight_dicts:
@@ -445,29 +389,3 @@ def aggregate_shared_weights(
             merged = {k: 1.0 / len(merged) for k in merged}
         out.append(merged)
     return out
-
-
-def across_cluster_fedavg(
-    cluster_params: Sequence[Mapping[str, np.ndarray]], cluster_sizes
-) -> dict[str, np.ndarray]:
-    """FedAvg across clusters, ``θ^global = Σ_c N_c / Σ_c' N_c' · θ^(c)`` (eq. 13).
-
-    Args:
-        cluster_params: θ^(c) for each cluster c, dicts of arrays with equal names and shapes.
-        cluster_sizes: N_c, the number of local training examples of each
-            cluster, shape ``[|C|]``, >= 0 with a positive total.
-
-    Returns:
-        θ^global, same names, shapes and dtypes.
-
-    Raises:
-        ValueError: on bad sizes or mismatched parameters.
-    """
-    n = np.asarray(cluster_sizes, dtype=np.float64)
-    if n.shape != (len(cluster_params),):
-        raise ValueError(
-            f"cluster_sizes must have shape [{len(cluster_params)}] (one N_c per cluster), got {n.shape}"
-        )
-    if not np.all(np.isfinite(n)) or np.any(n < 0) or n.sum() <= 0:
-        raise ValueError(f"cluster_sizes (N_c) must be >= 0 with a positive total, got {n.tolist()}")
-    return aggregate_params(cluster_params, n / n.sum())

@@ -44,8 +44,8 @@ from plotly.subplots import make_subplots
 
 from fedrl_kit import viz
 from fedrl_kit.config import preset
-from fedrl_kit.methods import fedmoa
-from fedrl_kit.pareto import non_dominated, pareto_figure
+from fedrl_kit.fedmoa import analysis, evaluation, plan
+from fedrl_kit.fedmoa.pareto import non_dominated, pareto_figure
 from fedrl_kit.policy.engine import Policy
 from fedrl_kit.policy.pretrain_families import MISSING_MESSAGE
 from fedrl_kit.runs import REPO_ROOT, Run
@@ -78,14 +78,14 @@ pd.DataFrame([dict(family=f, stands_for=PAPER_NAMES[f], prompt=r["prompt"], answ
               for f in FAMILIES for r in world.test_by_family[f].select(range(2))])''')
 md("""For the MBPP-like family the gold `answer` is a set of tests: the model must write a program
 (`f=lambda x:x*3+4`), and the accuracy reward `code_accuracy` runs it against the tests in a
-contained subprocess (`fedrl_kit/sandbox.py`: time and memory limits, no network, no process
+contained subprocess (`fedrl_kit/rewards/sandbox.py`: time and memory limits, no network, no process
 creation, no writes outside a temporary directory).
 
 Every client has one of three reward configurations (the paper's Table 3); accuracy is always
 component 0, the one FedMOA's aggregation reads:""")
 code('''# NBVAL_CHECK_OUTPUT
 pd.DataFrame({f"{PAPER_NAMES[f]}-like ({f})": {c: ", ".join(n) for c, n in cfgs.items()}
-              for f, cfgs in fedmoa.REWARD_CONFIGS.items()})''')
+              for f, cfgs in plan.REWARD_CONFIGS.items()})''')
 md("""### The base policy
 `data/base` was warm-started on arithmetic only, so FedMOA uses a derived base, `data/base_moa`:
 the same supervised recipe (noisy teacher, format used half of the time) continued on all three
@@ -94,8 +94,8 @@ accuracy leaves room to grow and the format is used only part of the time, so ev
 carries signal:""")
 code('''policy0 = Policy.load(str(BASE), max_new_tokens=COMMON["max_new_tokens"])
 eval_world = make_family_world(seed, 10, COMMON["n_test"] // 3)
-base_eval = fedmoa.evaluate_families(policy0, "global", eval_world.test_by_family, COMMON["eval_samples"],
-                                     seed * 7919 + 17)
+base_eval = evaluation.evaluate_families(policy0, "global", eval_world.test_by_family, COMMON["eval_samples"],
+                                         seed * 7919 + 17)
 base_table = pd.DataFrame({f: {k.split("/", 1)[1]: v for k, v in base_eval.items() if k.startswith(f + "/")}
                            for f in FAMILIES}).round(3)
 base_table''')
@@ -108,13 +108,14 @@ code('''runs = {}
 for setting in SCALE["settings"]:
     for name, switches in METHODS.items():
         for s in SCALE["seeds"]:
-            cfg = preset("quick", **COMMON, seed=s, extra={"setting": setting, **switches})
+            cfg = preset("quick", **COMMON, seed=s, world=plan.world_for(setting, SCALE["num_clients"]),
+                         fedmoa={"setting": setting, **switches})
             run_dir = Path(run_root) / setting / name / f"seed{s}"
             shutil.rmtree(run_dir, ignore_errors=True)
             run = Run(cfg, run_dir)
             runs[(setting, name, s)] = (run, run.run())
 first = runs[(SCALE["settings"][-1], "FedMOA", SCALE["seeds"][0])][0]
-pd.DataFrame(fedmoa.client_info(first))''')
+pd.DataFrame(analysis.client_info(first))''')
 md("""### Table 1: global accuracy and aggregated reward
 Global = the aggregated model after the last round; *local* (Table 1's parentheses) = each client's
 model after its last local training, on its own family, averaged over clients. The aggregated
@@ -123,7 +124,7 @@ test problems (equal weights, so both methods are scored alike). With one seed a
 problems per family, differences of a few points are within noise.""")
 code('''rows = []
 for (setting, name, s), (run, recs) in runs.items():
-    summ = fedmoa.summary(recs)
+    summ = analysis.summary(recs)
     rows.append({"setting": setting, "method": name, "seed": s, **summ})
 table = pd.DataFrame(rows)
 table1 = table.groupby(["setting", "method"], sort=False).mean(numeric_only=True).drop(columns="seed")
@@ -143,7 +144,7 @@ code('''def fig4(setting, family="math", s=SCALE["seeds"][0]):
     comps = ["accuracy", "format", "tag_count"] if family != "code" else ["code_accuracy", "code_format", "tag_count"]
     fig = make_subplots(rows=1, cols=len(METHODS), subplot_titles=list(METHODS), specs=[[{"secondary_y": True}] * len(METHODS)])
     for j, name in enumerate(METHODS, 1):
-        srv = fedmoa.server_records(runs[(setting, name, s)][1])
+        srv = analysis.server_records(runs[(setting, name, s)][1])
         rounds = [0] + [r["round"] for r in srv]
         for i, c in enumerate(comps):
             ys = [base_eval[f"{family}/{c}"]] + [r[f"{family}/{c}"] for r in srv]
@@ -172,23 +173,24 @@ and with the paper's λ = 0.01 the weights barely move — FedMOA's adaptation w
 in effect. This notebook therefore uses our `normalise=True` option (Δ_k = cosine of consecutive
 gradients, in [−1, 1]) with λ = `lam`, chosen from that scale argument (a step of at most `lam`),
 not tuned on results.""")
-code('''from fedrl_kit.grpo import GRPOSettings
-from fedrl_kit.moa_weights import hypergradient_step
+code('''from fedrl_kit.fedmoa.client import objective_gradients, resolve_layer
+from fedrl_kit.fedmoa.weights import hypergradient_step
+from fedrl_kit.grpo import GRPOSettings
 
-c0 = first.runtime.clients["client_0"]
-layer = fedmoa.resolve_layer(policy0.model, None)
+c0 = first.clients["client_0"]
+layer = resolve_layer(policy0.model, None)
 grads = []
 for step in range(2):  # two consecutive local batches, g_k^(t−1) and g_k^(t) (eq. 8)
     batch = c0.sample_batch(1, step)
     ro = policy0.rollout("global", batch["prompt"], COMMON["num_generations"], seed=step)
     scores = np.nan_to_num(c0.reward_scores(ro, batch))  # [N, K]
-    grads.append(fedmoa.objective_gradients(policy0.model, ro, scores, layer, GRPOSettings()))  # [K, H]
+    grads.append(objective_gradients(policy0.model, ro, scores, layer, GRPOSettings()))  # [K, H]
 w0 = np.full(len(c0.names), 1 / len(c0.names))
 w_paper, d_raw = hypergradient_step(w0, grads[1], grads[0], lr=0.01)
 w_ours, d_cos = hypergradient_step(w0, grads[1], grads[0], lr=lam, normalise=True)
 pd.DataFrame({"Δ_k (eq. 9)": d_raw, "w after λ=0.01": w_paper, "cosine Δ_k": d_cos,
               f"w after λ={lam}, cosine": w_ours}, index=list(c0.names)).map(lambda v: f"{v:.3g}")''')
-code('''wh = pd.DataFrame(fedmoa.weight_history(runs[(SCALE["settings"][-1], "FedMOA", SCALE["seeds"][0])][1]))
+code('''wh = pd.DataFrame(analysis.weight_history(runs[(SCALE["settings"][-1], "FedMOA", SCALE["seeds"][0])][1]))
 fig = px.line(wh, x="t", y="weight", color="reward", facet_col="client", markers=True,
               title=f"FedMOA reward weights per client ({SCALE['settings'][-1]}); x = round + local step / τ")
 fig.update_layout(template="plotly_white", height=380)
@@ -200,7 +202,7 @@ md("""## Pareto fronts (paper Fig. 3)
 Each point is a model scored on the MATH-like test problems in the plane of two reward components.
 Coloured lines: the global (server) model round by round, starting from the base; grey dots: client
 checkpoints (local models after local training, scored on their own family's test problems); stars
-and the dotted staircase: the non-dominated points among all of them (`fedrl_kit.pareto`).
+and the dotted staircase: the non-dominated points among all of them (`fedrl_kit.fedmoa.pareto`).
 Use the widgets to pick the setting, the family and the pair of objectives, then click *show*
 (live with a kernel; the stored notebook shows the three default figures after the widget).""")
 code('''PAIRS = {"accuracy–format": ("accuracy", "format"), "accuracy–tag count": ("accuracy", "tag_count"),
@@ -214,8 +216,8 @@ def fig3(setting, pair, family="math", s=SCALE["seeds"][0]):
     series = {}
     for name in METHODS:
         run, recs = runs[(setting, name, s)]
-        ids = [c["client"] for c in fedmoa.client_info(run) if c["family"] == family]
-        pts = fedmoa.pareto_points(recs, x, y, family, ids)
+        ids = [c["client"] for c in analysis.client_info(run) if c["family"] == family]
+        pts = analysis.pareto_points(recs, x, y, family, ids)
         pts["server"] = [[base_eval[f"{family}/{x}"], base_eval[f"{family}/{y}"]]] + pts["server"]
         series[name] = pts
     return pareto_figure(series, x, y, title=f"{y} vs {x} — {setting}, {PAPER_NAMES[family]}-like")''')
@@ -247,8 +249,8 @@ for pair, (x, y) in PAIRS.items():
     pts, labels = [], []
     for name in METHODS:
         run, recs = runs[(setting, name, SCALE["seeds"][0])]
-        ids = [c["client"] for c in fedmoa.client_info(run) if c["family"] == "math"]
-        p = fedmoa.pareto_points(recs, x, y, "math", ids)
+        ids = [c["client"] for c in analysis.client_info(run) if c["family"] == "math"]
+        p = analysis.pareto_points(recs, x, y, "math", ids)
         pts += p["server"] + p["clients"]
         labels += [f"{name} server"] * len(p["server"]) + [f"{name} client"] * len(p["clients"])
     mask = non_dominated(np.asarray(pts))
@@ -283,6 +285,7 @@ md("""## What to take away
   and by the three-seed benchmark — read the numbers, not the paper's claim; with 20 test problems per
   family, one seed cannot separate differences of a few points.
 
-The same runs from a shell: `fedrl run --method fedmoa --set base=data/base_moa --set 'extra={"setting": "heter+heter"}'`.""")
+The same runs from a shell: `fedrl run --method fedmoa --set fedmoa.setting=heter+heter` (the quick preset gives
+`fedmoa` its world, `families`, and its base, `data/base_moa`; a homo setting also sets `world=families:math`).""")
 write("03_fedmoa_pareto.ipynb")
 print("written")

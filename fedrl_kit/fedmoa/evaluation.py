@@ -1,0 +1,92 @@
+"""Scoring FedMOA models: each family's test split, every reward component (paper Table 1, Fig. 3–4).
+
+The server scores with its own test splits (``server.world.test_by_family``) and what clients told it
+in the round-0 ``properties`` reply (each client's family and reward names).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fedrl_kit.evaluate import eval_seed
+from fedrl_kit.rewards import REWARDS
+
+EVAL_COMPONENTS: dict[str, tuple[str, ...]] = {
+    "math": ("accuracy", "format", "tag_count"),
+    "gsm": ("accuracy", "format", "tag_count"),
+    "code": ("code_accuracy", "code_format", "format", "tag_count", "length_short", "char_repetition"),
+}
+"""what :func:`evaluate_families` scores per family (the first is the family's accuracy)"""
+
+EVAL_ADAPTER = "moa_eval"
+"""the policy adapter the server loads a model into to score it"""
+
+
+def evaluate_families(policy, adapter: str, tests: dict, n_samples: int, seed: int) -> dict:
+    """Score ``adapter`` on each family's test split, per reward component.
+
+    Args:
+        policy: the shared :class:`~fedrl_kit.policy.engine.Policy`.
+        adapter: the adapter to evaluate.
+        tests: family → test ``datasets.Dataset``.
+        n_samples: completions per problem.
+        seed: sampling seed.
+
+    Returns:
+        ``{"<family>/<component>": mean, "<family>/pass@1", "<family>/length"}`` (floats); pass@1 is
+        the mean of the family's accuracy component (accuracy or code_accuracy).
+    """
+    out = {}
+    for i, (fam, ds) in enumerate(tests.items()):
+        prompts, answers = list(ds["prompt"]), list(ds["answer"])
+        r = policy.rollout(adapter, prompts, n_samples, seed=seed + 1009 * i)
+        gold = [a for a in answers for _ in range(n_samples)]  # [N]
+        for name in EVAL_COMPONENTS[fam]:
+            vals = REWARDS[name](r.prompts, r.completions, answer=gold)
+            out[f"{fam}/{name}"] = float(np.mean([0.0 if v is None else v for v in vals]))
+        out[f"{fam}/pass@1"] = out[f"{fam}/{EVAL_COMPONENTS[fam][0]}"]
+        out[f"{fam}/length"] = float(r.completion_mask.sum(dim=1).float().mean())
+    return out
+
+
+def client_score(evaluation: dict, family: str, names) -> tuple[float, float]:
+    """(accuracy, aggregated reward = mean of the client's components) of one model for one client."""
+    vals = [evaluation[f"{family}/{n}"] for n in names]
+    return vals[0], float(np.mean(vals))
+
+
+def evaluate_round(server, theta: dict, local_adapters: dict) -> tuple[dict, dict]:
+    """Step 5 of a round: the global model on every family; each local model on its own family.
+
+    Args:
+        server: the :class:`~fedrl_kit.federation.server.Server` (policy, test splits, properties).
+        theta: θ^global as plain data.
+        local_adapters: cid → θ^(m) of the clients to score locally (empty: none).
+
+    Returns:
+        (the ``server`` record: every ``<family>/<component>``, ``global_accuracy`` (mean pass@1 over
+        families), ``aggregated_reward`` (mean over clients), ``length``, and with local models
+        ``local_accuracy`` / ``local_reward``; {cid: that client's ``local_*`` metrics}).
+    """
+    cfg, props = server.config, server.properties
+    tests = server.world.test_by_family
+    seed = eval_seed(cfg.seed)
+    server.policy.set_state(EVAL_ADAPTER, theta)
+    ev = evaluate_families(server.policy, EVAL_ADAPTER, tests, cfg.eval_samples, seed)
+    aggs = [client_score(ev, p["family"], p["reward_names"])[1] for p in props.values()]  # [M]
+    record = dict(ev)
+    record.update({"global_accuracy": float(np.mean([ev[f"{f}/pass@1"] for f in tests])),
+                   "aggregated_reward": float(np.mean(aggs)),
+                   "length": float(np.mean([ev[f"{f}/length"] for f in tests]))})
+    local = {}
+    for cid, adapter in local_adapters.items():
+        fam, names = props[cid]["family"], props[cid]["reward_names"]
+        server.policy.set_state(EVAL_ADAPTER, adapter)
+        lev = evaluate_families(server.policy, EVAL_ADAPTER, {fam: tests[fam]}, cfg.eval_samples, seed)
+        a, g = client_score(lev, fam, names)
+        local[cid] = {"local_accuracy": a, "local_reward": g, "local_length": lev[f"{fam}/length"],
+                      **{f"local/{n}": lev[f"{fam}/{n}"] for n in EVAL_COMPONENTS[fam]}}
+    if local:
+        record.update(local_accuracy=float(np.mean([m["local_accuracy"] for m in local.values()])),
+                      local_reward=float(np.mean([m["local_reward"] for m in local.values()])))
+    return record, local
