@@ -59,7 +59,7 @@ def main(argv=None) -> dict:
         for axis, value, K, M in points:
             settings = dict(SETTINGS, num_clients=K)
             cfg = preset("quick", method="fedgrpo", seed=seed, rounds=args.rounds, eval_every=args.rounds,
-                         extra={"num_experts": M}, **settings)
+                         fedgrpo={"num_experts": M}, **settings)
             policy.set_state(GLOBAL, init)
             t0 = time.time()
             run = Run(cfg, progress=False, policy=policy)

@@ -4,7 +4,7 @@ The FedGRPO paper's headline claims (Table 1): FedGRPO comes close to Central-GR
 the federated baselines. This script runs each method on the same federation, seeds and budget
 (the quick preset with K = 8 clients, Dirichlet β = 0.1 over topics, τ local steps of b prompts ×
 G = 8 completions; FedGRPO's server takes τ steps of b·K questions, see
-``fedrl_kit.methods.fedgrpo``) and records final pass@1 on the held-out test split, FedGRPO's
+``fedrl_kit.fedgrpo.algorithm``) and records final pass@1 on the held-out test split, FedGRPO's
 expert-selection hit rate against random selection, bytes on the wire and wall time.
 
 Run (as recorded in the README)::

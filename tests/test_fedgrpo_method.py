@@ -1,4 +1,4 @@
-"""FedGRPO on the engine (fedrl_kit.methods.fedgrpo) and its baselines (fedgrpo_baselines), end to end.
+"""FedGRPO on the engine (fedrl_kit.fedgrpo) and its baselines (fedrl_kit.fedgrpo.baselines), end to end.
 
 Runs use the untrained tiny policy (``tiny_dir``) and a seconds-long config; unit tests of the
 clients use hand-set evaluator answers so that every expected value is known in advance.
@@ -9,19 +9,24 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from conftest import small_config
 from fedrl_kit.federation.runtime import SERVER
-from fedrl_kit.methods import fedgrpo
+from fedrl_kit.fedgrpo import algorithm, diagnostics
+from fedrl_kit.fedgrpo.args import EvaluatorArgs, FedGRPOArgs
+from fedrl_kit.fedgrpo.client import FedGRPOClient, assign_ground_truth
+from fedrl_kit.fedgrpo.group_reward import candidate_advantages
+from fedrl_kit.policy.adapters import GLOBAL
 from fedrl_kit.runs import Interrupted, Run, load_records
 
-FAST = dict(neighbours=4, evaluator_sft_steps=2, evaluator_sft_batch=4)
+FAST_EVALUATOR = {"sft_steps": 2, "sft_batch": 4}
 
 
-def fg_config(tiny_dir, **kw):
-    extra = dict(FAST)
-    extra.update(kw.pop("extra", {}))
-    return small_config(tiny_dir, method="fedgrpo", extra=extra, **kw)
+def fg_config(tiny_dir, fedgrpo=None, **kw):
+    """A seconds-long FedGRPO run: L = 4 neighbours, a 2-step evaluator SFT; ``fedgrpo`` sets more fields."""
+    return small_config(tiny_dir, method="fedgrpo", fedgrpo={"neighbours": 4, **(fedgrpo or {})},
+                        evaluator=dict(FAST_EVALUATOR), **kw)
 
 
 def _strip(records):
@@ -32,24 +37,27 @@ def _strip(records):
 
 
 @pytest.mark.parametrize("key, value", [
-    ("num_experts", 0), ("num_experts", 4), ("neighbours", 9), ("neighbours", 0), ("group_reward", "eq9"),
-    ("group_coef", -1.0), ("format_coef", float("nan")), ("scale_rewards", "yes"), ("mode", "gt"),
-    ("gt_fraction", 1.5), ("me_score", "logit"), ("malicious", 4), ("malicious_kind", "swap"),
-    ("robust", "max"), ("trim", 0.5), ("evaluator_sft_steps", -1), ("evaluator_sft_batch", 0),
-    ("evaluator_lr", 0.0), ("encoder", "bert"), ("encoder_layer", -2), ("competence", "soft"),
+    ("fedgrpo.num_experts", 0), ("fedgrpo.num_experts", 4), ("fedgrpo.neighbours", 9), ("fedgrpo.neighbours", 0),
+    ("fedgrpo.group_reward", "eq9"), ("fedgrpo.group_coef", -1.0), ("fedgrpo.format_coef", float("nan")),
+    ("fedgrpo.scale_rewards", "yes"), ("fedgrpo.mode", "gt"), ("fedgrpo.gt_fraction", 1.5),
+    ("fedgrpo.me_score", "logit"), ("fedgrpo.malicious", 4), ("fedgrpo.malicious_kind", "swap"),
+    ("fedgrpo.robust", "max"), ("fedgrpo.trim", 0.5), ("evaluator.sft_steps", -1), ("evaluator.sft_batch", 0),
+    ("evaluator.lr", 0.0), ("fedgrpo.encoder", "bert"), ("fedgrpo.encoder_layer", -2),
+    ("fedgrpo.competence", "soft"),
 ])
-def test_bad_extra_settings_raise_naming_the_key(tiny_dir, key, value):
-    with pytest.raises(ValueError, match=key):
-        fg_config(tiny_dir, extra={key: value})
+def test_bad_settings_raise_naming_the_field(tiny_dir, key, value):
+    with pytest.raises(ValueError, match=key.replace(".", r"\.")):
+        fg_config(tiny_dir, **{key: value})
 
 
-def test_unknown_extra_key_and_robust_needs_paper_variant(tiny_dir):
-    with pytest.raises(ValueError, match="num_expert"):
-        fg_config(tiny_dir, extra={"num_expert": 2})
-    with pytest.raises(ValueError, match="robust"):
-        fg_config(tiny_dir, extra={"robust": "median", "group_reward": "official"})
-    st = fedgrpo.settings(fg_config(tiny_dir, extra={"robust": "median"}))
-    assert st.num_experts == 2 and st.group_coef == 8.0 and st.format_coef == 1.0 and st.robust == "median"
+def test_unknown_field_and_robust_needs_paper_variant(tiny_dir):
+    with pytest.raises(ValueError, match=r"fedgrpo\.num_expert"):
+        fg_config(tiny_dir, fedgrpo={"num_expert": 2})
+    with pytest.raises(ValueError, match=r"fedgrpo\.robust"):
+        fg_config(tiny_dir, fedgrpo={"robust": "median", "group_reward": "official"})
+    args = fg_config(tiny_dir, fedgrpo={"robust": "median"}).fedgrpo
+    assert isinstance(args, FedGRPOArgs)
+    assert args.num_experts == 2 and args.group_coef == 8.0 and args.format_coef == 1.0 and args.robust == "median"
 
 
 # ---------------------------------------------------------------- clients: competence and the AE/ME gate
@@ -59,17 +67,13 @@ class _Stub:
     """Just enough of the Policy for a client whose evaluator answers are set by hand."""
 
 
-def _client(mode="with_gt", malicious=False, me_score="agreement", competence="greedy", **extra):
+def _client(mode="with_gt", malicious=False, me_score="agreement", competence="greedy", **fields):
     import datasets
 
     data = datasets.Dataset.from_list([{"prompt": "1+1=", "answer": "2", "topic": "add", "difficulty": 1},
                                        {"prompt": "max(3,4)=", "answer": "4", "topic": "max", "difficulty": 1}])
-    cfg_extra = dict(mode=mode, me_score=me_score, competence=competence, **extra)
-
-    class Cfg:
-        method, num_clients, n_aux, extra = "fedgrpo", 3, 100, cfg_extra
-
-    c = fedgrpo.FedGRPOClient("client_0", 0, data, _Stub(), fedgrpo.settings(Cfg), seed=0, malicious=malicious)
+    args = FedGRPOArgs(mode=mode, me_score=me_score, competence=competence, **fields)
+    c = FedGRPOClient("client_0", 0, data, _Stub(), args, EvaluatorArgs(), seed=0, malicious=malicious)
     c.sft_metrics = {"sft_loss": 0.0}  # "trained": the evaluator's answers come from the table below
     table = {"1+1=": "2", "max(3,4)=": "3", "2+2=": "5", "7-2=": "5"}
     c.greedy_answers = lambda qs: [table.get(q) for q in qs]
@@ -106,8 +110,8 @@ def test_malicious_client_flips_its_scores():
 
 
 def test_me_probability_is_the_evaluators_probability_of_the_answer(tiny_dir):
-    run = Run(fg_config(tiny_dir, extra={"mode": "no_gt"}), progress=False).build()
-    client = run.runtime.clients["client_0"]
+    run = Run(fg_config(tiny_dir, fedgrpo={"mode": "no_gt"}), progress=False).build()
+    client = run.clients["client_0"]
     from fedrl_kit.sft import sequence_logprob
 
     cands = ["<answer>12</answer>", "12", "7", "no answer here"]
@@ -127,11 +131,11 @@ def test_ground_truth_assignment_follows_topic_holdings():
                                           "difficulty": 1} for i in range(40)])
     parts = [datasets.Dataset.from_list([{"prompt": "a", "answer": "1", "topic": "add", "difficulty": 1}]),
              datasets.Dataset.from_list([{"prompt": "b", "answer": "1", "topic": "max", "difficulty": 1}])]
-    held = fedgrpo.assign_ground_truth(public, parts, 1.0, seed=0)
+    held = assign_ground_truth(public, parts, 1.0, seed=0)
     assert sorted(held[0] + held[1]) == list(range(40))
     assert all(i % 2 == 1 for i in held[0]) and all(i % 2 == 0 for i in held[1])
-    assert fedgrpo.assign_ground_truth(public, parts, 0.0, seed=0) == [[], []]
-    half = fedgrpo.assign_ground_truth(public, parts, 0.5, seed=0)
+    assert assign_ground_truth(public, parts, 0.0, seed=0) == [[], []]
+    half = assign_ground_truth(public, parts, 0.5, seed=0)
     assert 8 <= len(half[0] + half[1]) <= 32
 
 
@@ -141,7 +145,7 @@ def test_ground_truth_assignment_follows_topic_holdings():
 def test_fedgrpo_run_ledger_holds_only_texts_down_and_scalars_up(tiny_dir):
     run = Run(fg_config(tiny_dir, rounds=2), progress=False).build()
     run.runtime.keep_messages = True
-    private = {p for c in run.runtime.clients.values() for p in c.prompts}
+    private = {p for c in run.clients.values() for p in c.prompts}
     private -= set(run.world.public["prompt"])  # D_s questions a client also holds are the server's own
     adapter_keys = set(run.server.global_state)
     recs = run.run()
@@ -158,6 +162,9 @@ def test_fedgrpo_run_ledger_holds_only_texts_down_and_scalars_up(tiny_dir):
         else:
             yield x
 
+    # round 0: each client told the server its data size, nothing else
+    props = [r for r in run.runtime.ledger.records if r["kind"] == "properties_result"]
+    assert len(props) == 3 and all(r["round"] == 0 and r["keys"] == ["num_examples"] for r in props)
     kinds = set()
     for m in run.runtime.messages:
         kinds.add((m.kind, m.direction))
@@ -226,7 +233,7 @@ def test_fedgrpo_failed_client_is_dropped_and_the_run_goes_on(tiny_dir):
 def test_fedgrpo_modes_variants_and_m1(tiny_dir):
     for extra in ({"mode": "no_gt", "num_experts": 1}, {"group_reward": "official", "num_experts": 3},
                   {"malicious": 1, "robust": "median", "num_experts": 3, "me_score": "agreement"}):
-        recs = Run(fg_config(tiny_dir, rounds=1, extra=extra), progress=False).run()
+        recs = Run(fg_config(tiny_dir, rounds=1, fedgrpo=extra), progress=False).run()
         server = [r for r in recs if r["kind"] == "client" and r["client"] == "server"][0]
         assert np.isfinite(server["loss"])
         if extra.get("mode") == "no_gt":
@@ -236,16 +243,16 @@ def test_fedgrpo_modes_variants_and_m1(tiny_dir):
             assert [r["client"] for r in mal] == ["client_2"]
 
 
-# ---------------------------------------------------------------- baselines (fedgrpo_baselines)
+# ---------------------------------------------------------------- baselines (fedrl_kit.fedgrpo.baselines)
 
 
 def test_baseline_settings_are_validated(tiny_dir):
-    with pytest.raises(ValueError, match="dp_epsilon"):
-        small_config(tiny_dir, method="dpsda_grpo", extra={"dp_epsilon": -1.0})
-    with pytest.raises(ValueError, match="synthetic_per_client"):
-        small_config(tiny_dir, method="dpsda_sft", extra={"synthetic_per_client": 1.5})
-    with pytest.raises(ValueError, match="num_experts"):
-        small_config(tiny_dir, method="fedpetuning_sft", extra={"num_experts": 2})
+    with pytest.raises(ValueError, match=r"dpsda\.dp_epsilon"):
+        small_config(tiny_dir, method="dpsda_grpo", dpsda={"dp_epsilon": -1.0})
+    with pytest.raises(ValueError, match=r"dpsda\.synthetic_per_client"):
+        small_config(tiny_dir, method="dpsda_sft", dpsda={"synthetic_per_client": 1.5})
+    with pytest.raises(ValueError, match=r"evaluator\.sft_batch"):
+        small_config(tiny_dir, method="dpsda_sft", evaluator={"sft_batch": 0})
 
 
 def test_sft_trains_only_the_completion():
@@ -261,7 +268,7 @@ def test_sft_trains_only_the_completion():
 
 
 def test_dp_topic_histogram_noise_and_exactness():
-    from fedrl_kit.methods.fedgrpo_baselines import dp_topic_histogram
+    from fedrl_kit.fedgrpo.baselines import dp_topic_histogram
 
     topics = ["add"] * 5 + ["max"] * 2
     exact = dp_topic_histogram(topics, ["add", "max", "seq"], 0.0, np.random.default_rng(0))
@@ -272,11 +279,11 @@ def test_dp_topic_histogram_noise_and_exactness():
 
 @pytest.mark.parametrize("method", ["fedpetuning_sft", "dpsda_grpo", "dpsda_sft"])
 def test_baselines_run_move_the_policy_and_resume_exactly(tiny_dir, tmp_path, method):
-    extra = {"evaluator_sft_steps": 2, "evaluator_sft_batch": 4, "synthetic_per_client": 6} \
+    sections = dict(evaluator=dict(FAST_EVALUATOR), dpsda={"synthetic_per_client": 6}) \
         if method != "fedpetuning_sft" else {}
     # dpsda_grpo needs a policy whose synthetic labels sometimes match its samples: the committed base
     base = str(Path(__file__).resolve().parents[1] / "data" / "base") if method == "dpsda_grpo" else tiny_dir
-    cfg = small_config(base, method=method, rounds=2, extra=extra)
+    cfg = small_config(base, method=method, rounds=2, **sections)
     whole = Run(cfg, tmp_path / "whole", progress=False)
     start = {k: v.copy() for k, v in whole.build().server.global_state.items()}
     whole.run()
@@ -289,24 +296,71 @@ def test_baselines_run_move_the_policy_and_resume_exactly(tiny_dir, tmp_path, me
         assert np.array_equal(whole.server.global_state[k], resumed.server.global_state[k])
     assert _strip(load_records(tmp_path / "whole")) == _strip(load_records(tmp_path / "cut"))
     by = whole.runtime.ledger.bytes_by_kind()
+    assert {r["round"] for r in whole.runtime.ledger.records if r["kind"].startswith("properties")} == {0}
     if method.startswith("dpsda"):  # texts go up once, in round 1; no adapter ever crosses the wire
-        assert set(by) == {("synthesise", "down"), ("synthesise_result", "up")}
-        assert {r["round"] for r in whole.runtime.ledger.records} == {1}
+        assert set(by) == {("properties", "down"), ("properties_result", "up"), ("synthesise", "down"),
+                           ("synthesise_result", "up")}
+        assert {r["round"] for r in whole.runtime.ledger.records if r["kind"].startswith("synthesise")} == {1}
     else:
         assert by[("fit_result", "up")] >= 3 * sum(v.nbytes for v in start.values())
 
 
 def test_trace_question_and_selection_quality(tiny_dir):
-    run = Run(fg_config(tiny_dir, extra={"num_experts": 2}), progress=False).build()
-    tr = fedgrpo.trace_question(run.server, 3, L=3, M=2)
+    run = Run(fg_config(tiny_dir, fedgrpo={"num_experts": 2}), progress=False).build()
+    tr = diagnostics.trace_question(run.server, 3, L=3, M=2, truth=run.truth)
     assert len(tr["neighbours"]) == 3 and tr["competence"].shape == (3,) and len(tr["experts"]) == 2
     cos = [n["cosine"] for n in tr["neighbours"]]
     assert cos == sorted(cos, reverse=True)
     assert list(np.argsort(-tr["competence"], kind="stable")[:2]) == tr["experts"]
     assert tr["scores"].shape == (2, 4) and set(tr["advantages"]) == {"paper", "official", "per_expert"}
+    assert set(tr["pathways"]) <= {"AE", "ME"} and len(tr["pathways"]) == 2
     np.testing.assert_allclose(tr["eq9"].sum(axis=0), 0.0, atol=1e-9)  # eq. 9 sums to zero per candidate
-    q = fedgrpo.selection_quality(run.server, L=3, M=1)
+    assert isinstance(tr["trace"], algorithm.StepTrace) and tr["trace"].grpo is None  # update=False
+    q = diagnostics.selection_quality(run.server, run.truth, L=3, M=1)
     assert q["experts"].shape == (8, 1) and 0.0 <= q["hit_rate"] <= 1.0 and 0.0 <= q["random_hit_rate"] <= 1.0
+
+
+def test_trace_question_advantages_are_the_training_steps_with_a_robust_median():
+    """The step-through honours fedgrpo.robust: its advantages are what server_step trains on."""
+    # the committed base answers often enough that the experts' scores differ between candidates
+    base = str(Path(__file__).resolve().parents[1] / "data" / "base")
+    cfg = fg_config(base, fedgrpo={"robust": "median", "num_experts": 3, "malicious": 1})
+    run = Run(cfg, progress=False).build()
+    question, seed = 1, 0
+    tr = diagnostics.trace_question(run.server, question, seed=seed, truth=run.truth)
+    step = tr["trace"]
+    r = step.scores[0]  # [M, G] in the order training averages them
+    assert r.shape == (3, 4)
+    by_hand = candidate_advantages(r, "paper", 8.0, tr["format"], 1.0, how="median", trim=0.2)
+    np.testing.assert_array_equal(tr["advantages"]["paper"], by_hand)
+    # this case tells the median from the mean (one expert lies), so the test would catch a step-through
+    # that ignored fedgrpo.robust
+    assert not np.allclose(by_hand, candidate_advantages(r, "paper", 8.0, tr["format"], 1.0, how="mean"))
+    # the training path on the same question and candidates: the update is taken with those advantages
+    server = run.server
+    server.policy.set_state(GLOBAL, server.global_state)
+    optimizer = torch.optim.Adam(server.policy.trainable(GLOBAL), lr=cfg.learning_rate)
+    trained = algorithm.server_step(server, 0, 0, np.array([question]), seed, list(server.runtime.client_ids),
+                                    optimizer=optimizer)
+    assert trained.candidates == step.candidates and trained.grpo is not None
+    np.testing.assert_array_equal(trained.advantages[0], tr["advantages"]["paper"])
+
+
+def test_round_metrics_split_between_the_server_and_diagnostics(tiny_dir):
+    """run_round reports what the server saw; simulator facts come only from diagnostics(truth, ...)."""
+    run = Run(fg_config(tiny_dir, rounds=1, fedgrpo={"malicious": 1}), progress=False).build()
+    out = algorithm.run_round(run.server, 1)
+    assert [t.step for t in out["trace"]] == [0] and all(isinstance(t, algorithm.StepTrace) for t in out["trace"])
+    simulator = {"expert_hit_rate", "random_hit_rate", "expert_hit_rate_major", "random_hit_rate_major", "ae_share",
+                 "malicious", "evaluator_sft_loss"}
+    assert not any(simulator & set(m) for m in out["clients"].values())
+    assert {"reward_mean", "candidate_accuracy", "loss", "competence_queries"} <= set(out["clients"]["server"])
+    extra = diagnostics.diagnostics(run.truth, 1, out)
+    assert set(extra) == set(out["clients"])  # only records the round has; a dropped client gets none
+    assert {"expert_hit_rate", "random_hit_rate", "ae_share"} <= set(extra["server"])
+    assert [extra[c]["malicious"] for c in ("client_0", "client_1", "client_2")] == [0.0, 0.0, 1.0]
+    assert all("evaluator_sft_loss" in extra[c] for c in ("client_0", "client_1", "client_2"))
+    assert "evaluator_sft_loss" not in diagnostics.diagnostics(run.truth, 2, out)["client_0"]  # round 1 only
 
 
 def test_minilm_encoder_without_sentence_transformers_says_so():
@@ -315,4 +369,6 @@ def test_minilm_encoder_without_sentence_transformers_says_so():
     if importlib.util.find_spec("sentence_transformers") is not None:
         pytest.skip("sentence-transformers is installed here")
     with pytest.raises(ImportError, match="sentence-transformers"):
-        fedgrpo.encode(None, ["1+1="], encoder="minilm")
+        from fedrl_kit.fedgrpo.encoder import encode
+
+        encode(None, ["1+1="], encoder="minilm")

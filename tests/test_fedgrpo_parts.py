@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from fedrl_kit.comm_calculator import (
+from fedrl_kit.fedgrpo.comm_calculator import (
     LORA_MODULES,
     QwenArch,
     dpsda_bytes,
@@ -16,7 +16,7 @@ from fedrl_kit.comm_calculator import (
     lora_param_count,
     paper_figure2_table,
 )
-from fedrl_kit.expert_selection import (
+from fedrl_kit.fedgrpo.expert_selection import (
     CompetenceCache,
     dual_evaluation_gate,
     expert_hit_rate,
@@ -25,7 +25,7 @@ from fedrl_kit.expert_selection import (
     random_selection,
     select_experts,
 )
-from fedrl_kit.group_reward import (
+from fedrl_kit.fedgrpo.group_reward import (
     candidate_advantages,
     group_relative_rewards,
     malicious_rewards,
@@ -425,7 +425,7 @@ def test_human_bytes_decimal_units():
 
 
 def test_topic_competence_summarises_the_confidence_graph():
-    from fedrl_kit.expert_selection import topic_competence
+    from fedrl_kit.fedgrpo.expert_selection import topic_competence
 
     m = np.array([[1.0, 0.0, np.nan, 0.5], [np.nan, np.nan, 0.2, 0.4]])  # [K=2, N=4]
     names, out = topic_competence(m, ["a", "a", "b", "b"])
@@ -433,3 +433,22 @@ def test_topic_competence_summarises_the_confidence_graph():
     np.testing.assert_allclose(out, [[0.5, 0.5], [np.nan, 0.3]])
     with pytest.raises(ValueError, match="one topic per column"):
         topic_competence(m, ["a"])
+
+
+def test_trimmed_mean_is_the_engines_one():
+    """robust_aggregate's trimmed mean and the adapter aggregator's are one primitive (bit-identical)."""
+    from fedrl_kit.aggregate import trimmed_mean, trimmed_mean_array
+
+    r = np.random.default_rng(11).uniform(size=(7, 5))  # [M, G]
+    for trim in (0.0, 0.15, 0.3, 0.49):
+        cut = int(np.floor(trim * 7))
+        by_hand = np.sort(r, axis=0)[cut:7 - cut].mean(axis=0)
+        np.testing.assert_array_equal(robust_aggregate(r, "trimmed_mean", trim=trim), by_hand)
+        np.testing.assert_array_equal(trimmed_mean_array(r, trim), by_hand)
+        np.testing.assert_array_equal(trimmed_mean_array(r.T, trim, axis=1), by_hand)
+        states = [{"w": row.astype(np.float32)} for row in r]  # 7 "adapters" of one tensor [5]
+        np.testing.assert_array_equal(trimmed_mean(states, trim)["w"],
+                                      np.sort(r.astype(np.float32), axis=0)[cut:7 - cut].mean(axis=0)
+                                      .astype(np.float32))
+    with pytest.raises(ValueError, match=r"trim must be in \[0, 0.5\)"):
+        trimmed_mean_array(r, 0.5)

@@ -58,9 +58,9 @@ Deviations and simplifications:
 - SFT targets are the bare answer + eos (the embedded world's rewards read a bare number as the
   answer); the paper's SFT prompt template (Appendix A) is for chat models.
 
-Settings (``config.extra``): ``fedpetuning_sft`` takes none; ``dpsda_*`` take ``dp_epsilon``
-(default 1.0, ≥ 0), ``synthetic_per_client`` (default 0 = ``|D_k|``), and the evaluator's
-``evaluator_sft_steps`` / ``evaluator_sft_batch`` / ``evaluator_lr`` (FedGRPO's defaults).
+Settings: ``fedpetuning_sft`` takes none; ``dpsda_*`` read ``config.dpsda`` (``dp_epsilon``, default 1.0;
+``synthetic_per_client``, default 0 = ``|D_k|``) and ``config.evaluator`` (the clients' model SFT, shared
+with FedGRPO); see :mod:`fedrl_kit.fedgrpo.args`.
 """
 
 from __future__ import annotations
@@ -72,40 +72,21 @@ import datasets
 import numpy as np
 import torch
 
-from fedrl_kit.federation.client import GRPOClient, LocalSettings, step_seed
-from fedrl_kit.methods import fedavg_grpo
-from fedrl_kit.methods.fedgrpo import (DEFAULTS, FedGRPOClient, FedGRPOSettings, _is_int, _is_num, _need,
-                                      check_evaluator_settings)
+from fedrl_kit import seeding
+from fedrl_kit.fedgrpo.client import DomainModelClient
+from fedrl_kit.federation.client import GRPOClient, LocalSettings
+from fedrl_kit.methods import MethodSpec, fedavg_grpo
+from fedrl_kit.methods.fedavg_grpo import build_grpo_clients
 from fedrl_kit.policy.adapters import GLOBAL
+from fedrl_kit.rewards import make_reward_set
 from fedrl_kit.sft import train_sft
 from fedrl_kit.world.tasks import TOPICS
 from fedrl_kit.world.world import is_heldout
 
 DPSDA_METHODS = ("dpsda_grpo", "dpsda_sft")
-DPSDA_DEFAULTS = dict(dp_epsilon=1.0, synthetic_per_client=0, evaluator_sft_steps=DEFAULTS["evaluator_sft_steps"],
-                      evaluator_sft_batch=DEFAULTS["evaluator_sft_batch"], evaluator_lr=DEFAULTS["evaluator_lr"])
-SYNTH_KEY = 70_000
-SERVER_INDEX = 90_000  # keys the server-side trainer's random streams
-
-
-def validate(config) -> None:
-    """Hook of :meth:`RunConfig.validate`: these methods' ``config.extra`` (ValueError names the key)."""
-    extra = dict(config.extra)
-    allowed = DPSDA_DEFAULTS if config.method in DPSDA_METHODS else {}
-    unknown = sorted(set(extra) - set(allowed))
-    if unknown:
-        raise ValueError(f"extra has unknown key(s) {unknown}; known for {config.method}: {sorted(allowed)}")
-    if config.method in DPSDA_METHODS:
-        s = {k: extra.get(k, v) for k, v in DPSDA_DEFAULTS.items()}
-        _need(_is_num(s["dp_epsilon"]) and s["dp_epsilon"] >= 0, "dp_epsilon", "a finite number >= 0 (0 = no noise)",
-              s["dp_epsilon"])
-        _need(_is_int(s["synthetic_per_client"]) and 0 <= s["synthetic_per_client"] <= 1_000_000,
-              "synthetic_per_client", "an integer in [0, 1000000] (0 = the client's |D_k|)", s["synthetic_per_client"])
-        check_evaluator_settings(s)
-
-
-def _dpsda_settings(config) -> dict:
-    return {k: config.extra.get(k, v) for k, v in DPSDA_DEFAULTS.items()}
+SERVER_TRAINER_INDEX = 90_000
+"""The client index of the server's own trainer on the synthetic set (a GRPOClient): it keys that trainer's
+``client/batch`` and ``client/rollout`` streams, apart from every real client's (indices 0…K−1)."""
 
 
 # -- Fedpetuning+SFT ---------------------------------------------------------------------------------------------
@@ -140,21 +121,29 @@ def dp_topic_histogram(topics: list[str], names: list[str], epsilon: float, rng)
     return np.clip(counts, 0.0, None)
 
 
-class DPSDAClient(FedGRPOClient):
-    """A DPSDA-FL client: a domain model θ_k on D_k that labels synthetic questions of its DP topic mix."""
+class DPSDAClient(DomainModelClient):
+    """A DPSDA-FL client: a domain model θ_k on D_k that labels synthetic questions of its DP topic mix.
 
-    def __init__(self, *args, dp_epsilon: float = 1.0, n_synthetic: int = 0, **kwargs):
-        super().__init__(*args, **kwargs)
+    Args:
+        cid, index, data, policy, evaluator, seed: as :class:`~fedrl_kit.fedgrpo.client.DomainModelClient`
+            (θ_k is trained exactly like a FedGRPO evaluator).
+        dp_epsilon: ε of the Laplace noise on the topic histogram (``dpsda.dp_epsilon``; 0 = none).
+        n_synthetic: pairs to write (``dpsda.synthetic_per_client``; 0 = |D_k|).
+    """
+
+    def __init__(self, cid: str, index: int, data, policy, evaluator, seed: int, dp_epsilon: float = 1.0,
+                 n_synthetic: int = 0):
+        super().__init__(cid, index, data, policy, evaluator, seed)
         self.dp_epsilon, self.n_synthetic = float(dp_epsilon), int(n_synthetic) or self.num_examples
 
     def on_synthesise(self, round: int, payload: dict) -> dict:
         """Synthetic (question, answer) texts: DP topic mix → generator questions → θ_k's greedy answers."""
-        rng = np.random.default_rng(step_seed(self.seed, 0, SYNTH_KEY + self.index, 0))
+        rng = seeding.rng("dpsda/histogram", self.seed, self.index)
         names = sorted(TOPICS)
         hist = dp_topic_histogram(list(self.data["topic"]), names, self.dp_epsilon, rng)  # [T]
         p = hist / hist.sum() if hist.sum() > 0 else np.full(len(names), 1.0 / len(names))
         per_topic = rng.multinomial(self.n_synthetic, p)  # [T]
-        gen = random.Random(step_seed(self.seed, 0, SYNTH_KEY + self.index, 1))
+        gen = random.Random(seeding.stream_seed("dpsda/questions", self.seed, self.index))
         prompts = []
         for name, n in zip(names, per_topic):
             tries = 0
@@ -169,17 +158,13 @@ class DPSDAClient(FedGRPOClient):
         return {"prompts": [prompts[i] for i in keep], "answers": [answers[i] for i in keep]}
 
 
-def build_clients(run, local: LocalSettings, grpo) -> dict:
+def build_clients(run) -> dict:
+    """Fedpetuning+SFT: the FedAvg clients with an SFT objective; DPSDA-FL: one labelling client per partition."""
     cfg = run.config
     if cfg.method == "fedpetuning_sft":
-        return {f"client_{i}": SFTClient(f"client_{i}", i, part, run.policy, run.reward_set, local, grpo, cfg.seed)
-                for i, part in enumerate(run.partitions)}
-    d = _dpsda_settings(cfg)
-    st = FedGRPOSettings(**{**DEFAULTS, "evaluator_sft_steps": d["evaluator_sft_steps"],
-                            "evaluator_sft_batch": d["evaluator_sft_batch"], "evaluator_lr": float(d["evaluator_lr"]),
-                            "neighbours": 1, "num_experts": 1})
-    return {f"client_{i}": DPSDAClient(f"client_{i}", i, part, run.policy, st, cfg.seed,
-                                       dp_epsilon=d["dp_epsilon"], n_synthetic=d["synthetic_per_client"])
+        return build_grpo_clients(run, client_cls=SFTClient)
+    return {f"client_{i}": DPSDAClient(f"client_{i}", i, part, run.policy, cfg.evaluator, cfg.seed,
+                                       dp_epsilon=cfg.dpsda.dp_epsilon, n_synthetic=cfg.dpsda.synthetic_per_client)
             for i, part in enumerate(run.partitions)}
 
 
@@ -209,17 +194,14 @@ def load_state(server, folder) -> None:
 def _server_trainer(server, data) -> GRPOClient:
     """The server's own trainer on the synthetic set (Central-GRPO's step: b·K prompts per step)."""
     cfg = server.config
-    from fedrl_kit.methods.fedgrpo import grpo_settings
-    from fedrl_kit.rewards import make_reward_set
-
     local = LocalSettings(cfg.local_steps, cfg.prompts_per_step * cfg.num_clients, cfg.num_generations,
                           cfg.learning_rate, 0.0, True)
     key = "dpsda_trainer"
     if key not in server.scratch:  # one Adam state persists across rounds when reset_optimizer is off
         reward_set = make_reward_set(cfg.rewards, cfg.reward_weights or None)
         cls = SFTClient if cfg.method == "dpsda_sft" else GRPOClient
-        server.scratch[key] = cls(GLOBAL, SERVER_INDEX, data, server.policy, reward_set, local, grpo_settings(cfg),
-                                  cfg.seed)
+        server.scratch[key] = cls(GLOBAL, SERVER_TRAINER_INDEX, data, server.policy, reward_set, local,
+                                  cfg.grpo_settings(), cfg.seed)
     trainer = server.scratch[key]
     trainer.local.reset_optimizer = cfg.reset_optimizer
     saved = server.scratch.pop("dpsda_optimizer_state", None)
@@ -256,3 +238,13 @@ def run_round(server, round: int) -> dict:
     metrics["server"] = {**out["metrics"], "synthetic_total": float(len(data))}
     metrics["server"] = {k: v for k, v in metrics["server"].items() if np.isfinite(v)}
     return {"clients": metrics, "failed": failed}
+
+
+FEDPETUNING_SFT = MethodSpec("fedpetuning_sft", "Fedpetuning with an SFT objective: local LoRA SFT, FedAvg "
+                             "(FedGRPO's model-level baseline)", run_round, build_clients)
+DPSDA_GRPO = MethodSpec("dpsda_grpo", "DPSDA-FL+GRPO: DP synthetic data from the clients, GRPO on the server "
+                        "(FedGRPO's data-level baseline)", run_round, build_clients, sections=("dpsda", "evaluator"),
+                        save_state=save_state, load_state=load_state)
+DPSDA_SFT = MethodSpec("dpsda_sft", "DPSDA-FL+SFT: DP synthetic data from the clients, SFT on the server",
+                       run_round, build_clients, sections=("dpsda", "evaluator"), save_state=save_state,
+                       load_state=load_state)

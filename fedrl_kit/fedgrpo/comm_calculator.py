@@ -221,7 +221,7 @@ def fedgrpo_breakdown(
       the paper's 2.4 MB claims to count.
     - ``competence_up``: clients → server. ``"per_query"`` (Algorithm 1 lines 7–9 literally): every
       client sends ``r_k^p`` for every question, ``Q · K`` scalars. ``"cached"`` (the text's
-      running estimate, :class:`fedrl_kit.expert_selection.CompetenceCache`): one flag per client
+      running estimate, :class:`fedrl_kit.fedgrpo.expert_selection.CompetenceCache`): one flag per client
       and auxiliary item, ``K · n_aux``. ``"none"``: 0.
     - ``competence_down``: server → clients, the exemplars ``(x_p, y_p)`` they are scored on:
       ``Q · K · L`` (per_query, line 6) or ``K · n_aux`` (cached) texts of

@@ -7,7 +7,7 @@ the ``K`` clients answers them (the competence ``r_k^p``), keeps the ``M`` most 
 clients as experts (eq. 6), and each expert scores the server's candidate answers either by
 checking a trusted answer (AE) or with its own reward model (ME), chosen by the gate ``λ_k``.
 This module holds those steps with no model in sight (embeddings and correctness flags are
-plain numpy arrays); ``fedrl_kit.methods.fedgrpo`` wires them to the encoder and the clients.
+plain numpy arrays); :mod:`fedrl_kit.fedgrpo.algorithm` wires them to the encoder and the clients.
 
 Algorithm 1 → code:
 

@@ -81,6 +81,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fedrl_kit.aggregate import trimmed_mean_array
+
 __all__ = [
     "group_relative_rewards",
     "candidate_advantages",
@@ -126,6 +128,13 @@ def _standardise(x: np.ndarray, axis, eps: float, ddof: int, scale: bool) -> np.
 
     All-equal slices (including a single value) are set to exactly zero rather than computed, so
     floating-point residue of ``x − mean`` never leaks through ``/ ε`` and no ``ddof`` nan appears.
+
+    This is deliberately not :func:`fedrl_kit.grpo.group_advantages` (the engine's GRPO
+    normalisation, TRL's formula): that one works on float32 torch tensors, always uses the
+    unbiased std and ε = 1e-4, and computes all-equal groups as ``0 / (0 + ε)``; here the paper's
+    eqs. 8–9 need the population std and ε = 1e-6 (points 5–6), in float64, along either axis of
+    the ``[M, G]`` score matrix, with exact zeros for all-equal slices (point 10). Calling one for
+    the other would change the advantages.
     """
     flat = np.ptp(x, axis=axis, keepdims=True) == 0.0  # all equal along axis
     centred = x - x.mean(axis=axis, keepdims=True)
@@ -187,12 +196,8 @@ def robust_aggregate(rewards, how: str = "mean", trim: float = 0.2) -> np.ndarra
         return r.mean(axis=0)  # [G]
     if how == "median":
         return np.median(r, axis=0)  # [G]
-    if not (np.isfinite(trim) and 0.0 <= trim < 0.5):
-        raise ValueError(f"trim must be in [0, 0.5), got {trim!r}")
-    n_experts = r.shape[0]
-    cut = int(np.floor(trim * n_experts))  # dropped at each end; M − 2·cut ≥ 1 since trim < 0.5
-    kept = np.sort(r, axis=0)[cut : n_experts - cut]  # [M − 2·cut, G]
-    return kept.mean(axis=0)  # [G]
+    # ⌊trim·M⌋ dropped at each end (M − 2·cut ≥ 1 since trim < 0.5), the engine's coordinate-wise trimmed mean
+    return trimmed_mean_array(r, trim, axis=0)  # [G]
 
 
 def candidate_advantages(

@@ -19,9 +19,10 @@ update. Each client holds private, labelled data `D_k` of a few topics and a sma
 This notebook steps through one question, draws the *confidence graph* (clients ↔ topics), measures
 how well competence-based selection finds the clients that hold a question's topic, trains FedGRPO
 beside the paper's baselines, runs the ablations over `K` and `M`, and compares communication with
-the paper's Figure 2. All algorithm code is in `fedrl_kit/methods/fedgrpo.py` (its docstring maps
-Algorithm 1 line by line and lists every deviation), `fedrl_kit/expert_selection.py` and
-`fedrl_kit/group_reward.py`.""")
+the paper's Figure 2. All algorithm code is in the package `fedrl_kit/fedgrpo/`: its docstring
+(`__init__.py`) maps Algorithm 1 line by line and lists every deviation; `algorithm.py` holds the server's
+step (`server_step`, lines 3–21 in seven named steps), `client.py` the clients, `expert_selection.py` and
+`group_reward.py` the equations, `diagnostics.py` what only the simulator knows.""")
 
 md("""## Parameters
 The cell below is tagged `parameters` (papermill: `-p preset_name full`). `quick` runs everything on a
@@ -47,11 +48,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from fedrl_kit import comm_calculator as cc
+from fedrl_kit.fedgrpo import comm_calculator as cc
 from fedrl_kit import viz
 from fedrl_kit.config import preset
-from fedrl_kit.expert_selection import topic_competence
-from fedrl_kit.methods import fedgrpo
+from fedrl_kit.fedgrpo.diagnostics import selection_quality, server_state, trace_question
+from fedrl_kit.fedgrpo.expert_selection import topic_competence
 from fedrl_kit.notebook import client_table, headline
 from fedrl_kit.policy.engine import Policy
 from fedrl_kit.runs import Run, resolve_base
@@ -65,17 +66,23 @@ QUICK = dict(rounds=3, local_steps=1, prompts_per_step=2, eval_samples=2, seeds=
 FULL = dict(rounds=10, local_steps=2, prompts_per_step=8, eval_samples=4, seeds=[0, 1, 2], sft_steps=60,
             betas=[0.1, 0.5, 10.0, "iid"], K_grid=[4, 8, 12, 16, 20], M_grid=[1, 2, 4, 6, 8], ablation_rounds=10)
 P = QUICK if preset_name == "quick" else FULL
-EXTRA = dict(neighbours=L, num_experts=M, evaluator_sft_steps=P["sft_steps"])
 
 
-def make_config(method="fedgrpo", K=num_clients, b=beta, s=seed, rounds=None, eval_every=1, **extra):
-    """One config for every method: same world, federation, budget (see the methods' docstrings)."""
+def make_config(method="fedgrpo", K=num_clients, b=beta, s=seed, rounds=None, eval_every=1, **fedgrpo):
+    """One config for every method: same world, federation, budget (see the methods' docstrings).
+
+    ``fedgrpo`` sets fields of ``config.fedgrpo`` beyond L and M; the clients' domain models
+    (``config.evaluator``) are FedGRPO's and DPSDA-FL's.
+    """
     part = dict(partition="iid") if b == "iid" else dict(dirichlet_alpha=float(b))
-    ex = {**EXTRA, **extra} if method == "fedgrpo" else (
-        {"evaluator_sft_steps": P["sft_steps"]} if method.startswith("dpsda") else {})
+    sections = {}
+    if method == "fedgrpo":
+        sections["fedgrpo"] = {"neighbours": L, "num_experts": M, **fedgrpo}
+    if method == "fedgrpo" or method.startswith("dpsda"):
+        sections["evaluator"] = dict(sft_steps=P["sft_steps"])
     return preset(preset_name, method=method, num_clients=K, seed=s, rounds=rounds or P["rounds"],
                   local_steps=P["local_steps"], prompts_per_step=P["prompts_per_step"],
-                  eval_samples=P["eval_samples"], eval_every=eval_every, extra=ex, **part)
+                  eval_samples=P["eval_samples"], eval_every=eval_every, **sections, **part)
 
 
 cfg = make_config()
@@ -93,7 +100,7 @@ def fresh_run(config, run_dir=None):
 tour = fresh_run(cfg).build()
 pd.Series({k: v for k, v in cfg.to_dict().items() if k in (
     "num_clients", "partition", "dirichlet_alpha", "rounds", "local_steps", "prompts_per_step", "num_generations",
-    "n_aux", "n_public", "learning_rate", "extra")}, name="value").to_frame()''')
+    "n_aux", "n_public", "learning_rate", "fedgrpo", "evaluator")}, name="value").to_frame()''')
 
 md("""## Who holds what
 The server keeps `D_p` (`world.aux`, 100 labelled questions) and `D_s` (`world.public`, the
@@ -108,14 +115,16 @@ if export_figures:
 fig''')
 
 md("""## One question, step by step
-`trace_question` runs Algorithm 1 lines 3–20 for one question of `D_s` without updating the policy.
+`trace_question` runs Algorithm 1 lines 3–20 for one question of `D_s` without updating the policy: it
+calls the very `server_step` that training runs (with `update=False`), so every value below is what a
+training step on these candidates would use.
 The first call also trains each client's domain model θ_k (a short SFT of a LoRA adapter on `D_k`)
 and fills the confidence graph: every client reports, for every auxiliary question, the probability
 that its model answers it correctly (one number per question: the competence cells).
 
 **Lines 4–5, eq. 5 — the neighbourhood.** φ is the frozen base model's hidden state after its first
 decoder layer, averaged over the question's characters (the module docstring says why this layer).""")
-code('''tr = fedgrpo.trace_question(tour.server, question, L=L, M=M, seed=seed)
+code('''tr = trace_question(tour.server, question, L=L, M=M, seed=seed, truth=tour.truth)
 print(f"x_s = {tr['question']!r}   topic: {tr['topic']}   (answer {tr['answer']}, never used for training)")
 pd.DataFrame(tr["neighbours"]).round(3).head(10)''')
 md("""**Lines 6–11, eq. 6 — competence and Top-M.** `r_k^p` is client k's mean competence cell over the
@@ -133,7 +142,7 @@ md("""**Lines 12–20 — scores and advantages.** Each expert scores the `G` ca
 choice), the server adds the format reward (Remark 1) with coefficients 8 : 1 (Appendix A) and turns
 them into advantages. `eq9 R_k` is eq. 9 taken literally: each candidate's scores standardised across
 the experts — it sums to zero over the experts, so on its own it carries no policy gradient
-(`fedrl_kit/group_reward.py`, point 1). `A paper` is the default advantage (experts' mean, then GRPO's
+(`fedrl_kit/fedgrpo/group_reward.py`, point 1). `A paper` is the default advantage (experts' mean, then GRPO's
 normalisation across candidates); `A official` is the official code's pooled normalisation.
 `correct` is the true correctness, shown for teaching only.""")
 code('''def candidate_table(tr, run):
@@ -158,7 +167,7 @@ from IPython.display import display
 
 
 def show(question=question, L=L, M=M):
-    t = fedgrpo.trace_question(tour.server, question, L=L, M=M, seed=seed)
+    t = trace_question(tour.server, question, L=L, M=M, seed=seed, truth=tour.truth)
     print(f"x_s = {t['question']!r}  topic: {t['topic']}  experts: {[tour.runtime.client_ids[k] for k in t['experts']]}")
     display(competence_table(t, tour))
     display(candidate_table(t, tour))
@@ -176,7 +185,7 @@ turns red and its `M` chosen experts are outlined in red (the slider is part of 
 so it also works in the exported HTML, `figures/fedgrpo_confidence_graph.html`).""")
 code('''def confidence_graph(run, questions, experts):
     """Clients ↔ topics, edge = mean competence cell; a slider step per question highlights its experts."""
-    state = fedgrpo._state(run.server)
+    state = server_state(run.server)
     topics, comp = topic_competence(state.cache.as_matrix(), list(run.world.aux["topic"]))  # [K, T]
     K, T = comp.shape
     cy, ty = np.linspace(1, 0, K), np.linspace(1, 0, T)
@@ -214,7 +223,7 @@ code('''def confidence_graph(run, questions, experts):
     return fig
 
 
-sq = fedgrpo.selection_quality(tour.server, L=L, M=M)  # experts for every question of D_s (eqs. 5–6)
+sq = selection_quality(tour.server, tour.truth, L=L, M=M)  # experts for every question of D_s (eqs. 5–6)
 shown = list(range(question, min(question + 30, len(tour.world.public))))
 fig = confidence_graph(tour, shown, sq["experts"])
 if export_figures:
@@ -229,7 +238,7 @@ so each needs its own domain models.""")
 code('''rows = []
 for b in P["betas"]:
     r = tour if b == beta else fresh_run(make_config(b=b)).build()
-    q = fedgrpo.selection_quality(r.server, L=L, M=M)
+    q = selection_quality(r.server, r.truth, L=L, M=M)
     rows.append({"β": b, "hit rate": q["hit_rate"], "random": q["random_hit_rate"],
                  "hit rate (main topic)": q["hit_rate_major"], "random (main topic)": q["random_hit_rate_major"]})
 sel = pd.DataFrame(rows).set_index("β").round(3)

@@ -1,0 +1,115 @@
+"""FedGRPO's typed arguments (``config.fedgrpo``), the DPSDA-FL baselines' (``config.dpsda``) and the
+clients' evaluator SFT settings that both use (``config.evaluator``).
+
+Each field is documented under it; :meth:`check` raises ``ValueError`` naming the field
+(``fedgrpo.num_experts must be an integer in [1, num_clients = 4], got 7``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fedrl_kit.args import Args
+from fedrl_kit.fedgrpo.group_reward import ADVANTAGE_VARIANTS, AGGREGATIONS, MALICIOUS_KINDS
+
+MODES = ("with_gt", "no_gt")
+ME_SCORES = ("probability", "agreement")
+COMPETENCE_SCORES = ("probability", "greedy")
+ENCODERS = ("policy", "minilm")
+
+
+@dataclass
+class FedGRPOArgs(Args):
+    """FedGRPO (papers/fedgrpo.md): expert selection, dual evaluation, group-relative aggregation."""
+
+    SECTION = "fedgrpo"
+
+    num_experts: int = 2
+    """M, experts per question (Top-M of eq. 6; 1 <= M <= num_clients)"""
+    neighbours: int = 20
+    """L, auxiliary exemplars per question (eq. 5; 1 <= L <= n_aux)"""
+    group_reward: str = "paper"
+    """advantage variant (eqs. 8-9): paper (expert mean, GRPO-normalised over candidates), official, per_expert"""
+    group_coef: float = 8.0
+    """weight of the experts' reward (Appendix A)"""
+    format_coef: float = 1.0
+    """weight of the format reward (Remark 1, Appendix A)"""
+    scale_rewards: bool = True
+    """divide by the candidates' std (eq. 9) or only centre them (the official scripts)"""
+    mode: str = "with_gt"
+    """with_gt (section 4.2: some clients hold D_s answers, AE where they do) or no_gt (section 4.3: ME only)"""
+    gt_fraction: float = 0.5
+    """with_gt: share of D_s questions some client holds with their answer"""
+    me_score: str = "probability"
+    """ME score: probability (the client model's probability of the candidate's answer) or agreement (0/1)"""
+    malicious: int = 0
+    """number of malicious clients (the last indices), who falsify their candidate scores"""
+    malicious_kind: str = "flip"
+    """what malicious clients send: flip (1 - r) or random"""
+    robust: str = "mean"
+    """expert aggregation A(.) of eq. 8: mean, median or trimmed_mean (median/trimmed need group_reward=paper)"""
+    trim: float = 0.2
+    """trimmed_mean: fraction cut at each end"""
+    competence: str = "probability"
+    """r_k^p cells: probability of y_p under the client model, or greedy (0/1 indicator of line 8)"""
+    encoder: str = "policy"
+    """phi: policy (the frozen base's hidden states, mean-pooled) or minilm (sentence-transformers)"""
+    encoder_layer: int = 1
+    """which hidden states phi pools (policy encoder): 0 = token embeddings, i = after decoder layer i, -1 = last"""
+
+    def check(self, config) -> None:
+        K, n_aux = config.num_clients, config.n_aux
+        self.need(1 <= self.num_experts <= K, "num_experts", f"an integer in [1, num_clients = {K}]")
+        self.need(1 <= self.neighbours <= max(n_aux, 1), "neighbours", f"an integer in [1, n_aux = {n_aux}]")
+        self.need(self.group_reward in ADVANTAGE_VARIANTS, "group_reward", f"one of {ADVANTAGE_VARIANTS}")
+        self.need(self.group_coef >= 0, "group_coef", "a finite number >= 0")
+        self.need(self.format_coef >= 0, "format_coef", "a finite number >= 0")
+        self.need(self.mode in MODES, "mode", f"one of {MODES}")
+        self.need(0 <= self.gt_fraction <= 1, "gt_fraction", "a number in [0, 1]")
+        self.need(self.me_score in ME_SCORES, "me_score", f"one of {ME_SCORES}")
+        self.need(0 <= self.malicious <= K, "malicious", f"an integer in [0, num_clients = {K}]")
+        self.need(self.malicious_kind in MALICIOUS_KINDS, "malicious_kind", f"one of {MALICIOUS_KINDS}")
+        self.need(self.robust in AGGREGATIONS, "robust", f"one of {AGGREGATIONS}")
+        self.need(self.robust == "mean" or self.group_reward == "paper", "robust",
+                  f"'mean' unless group_reward is 'paper' (group_reward={self.group_reward!r} averages by construction)")
+        self.need(0 <= self.trim < 0.5, "trim", "a number in [0, 0.5)")
+        self.need(self.competence in COMPETENCE_SCORES, "competence", f"one of {COMPETENCE_SCORES}")
+        self.need(self.encoder in ENCODERS, "encoder", f"one of {ENCODERS}")
+        self.need(-1 <= self.encoder_layer <= 1000, "encoder_layer",
+                  "an integer >= -1 (0 = token embeddings, i = output of decoder layer i, -1 = last)")
+
+
+@dataclass
+class EvaluatorArgs(Args):
+    """The clients' domain models theta_k (FedGRPO's evaluators, DPSDA-FL's labellers): a short LoRA SFT on D_k."""
+
+    SECTION = "evaluator"
+
+    sft_steps: int = 60
+    """SFT steps of each client's model on its private data"""
+    sft_batch: int = 32
+    """(question, answer) pairs per SFT step"""
+    lr: float = 5e-3
+    """Adam learning rate of that SFT"""
+
+    def check(self, config) -> None:
+        self.need(0 <= self.sft_steps <= 100_000, "sft_steps", "an integer in [0, 100000]")
+        self.need(1 <= self.sft_batch <= 4096, "sft_batch", "an integer in [1, 4096]")
+        self.need(0 < self.lr <= 1, "lr", "a number in (0, 1]")
+
+
+@dataclass
+class DPSDAArgs(Args):
+    """DPSDA-FL (the FedGRPO paper's data-level baseline): DP synthetic data from each client."""
+
+    SECTION = "dpsda"
+
+    dp_epsilon: float = 1.0
+    """epsilon of the Laplace noise on each client's topic histogram (0 = no noise)"""
+    synthetic_per_client: int = 0
+    """synthetic (question, answer) pairs per client (0 = the client's |D_k|)"""
+
+    def check(self, config) -> None:
+        self.need(self.dp_epsilon >= 0, "dp_epsilon", "a finite number >= 0 (0 = no noise)")
+        self.need(0 <= self.synthetic_per_client <= 1_000_000, "synthetic_per_client",
+                  "an integer in [0, 1000000] (0 = the client's |D_k|)")

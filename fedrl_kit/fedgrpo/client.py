@@ -1,0 +1,207 @@
+"""FedGRPO's clients: private data ``D_k``, a domain model θ_k trained on it, and scalar answers only.
+
+The client side of Algorithm 1 (``papers/fedgrpo.md``): line 8 (the competence on the auxiliary
+exemplars the server sends) → :meth:`FedGRPOClient.on_competence`, and lines 13–16 (the gate λ_k
+and the private score ``r_k^s`` of each candidate) → :meth:`FedGRPOClient.on_score`. Whatever a
+client knows stays here; the server sees only the numbers these handlers return.
+
+θ_k is a LoRA adapter ``eval_<cid>`` of the shared policy, trained once by a short deterministic
+SFT on ``D_k`` (:meth:`DomainModelClient.ensure_evaluator`, ``config.evaluator``). DPSDA-FL's
+clients (:mod:`fedrl_kit.fedgrpo.baselines`) train the same model to label synthetic questions.
+
+:func:`assign_ground_truth` is the simulation's side of ``mode="with_gt"``: which ``D_s``
+answers each client also holds (the input of its gate, never known to the server).
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+import torch
+
+from fedrl_kit import seeding
+from fedrl_kit.federation.runtime import Message
+from fedrl_kit.fedgrpo.args import EvaluatorArgs, FedGRPOArgs
+from fedrl_kit.fedgrpo.expert_selection import dual_evaluation_gate
+from fedrl_kit.fedgrpo.group_reward import malicious_rewards
+from fedrl_kit.policy.adapters import GLOBAL, ensure_adapter
+from fedrl_kit.rewards import accuracy_reward, extract_answer, normalise_answer
+from fedrl_kit.sft import sequence_logprob, train_sft
+
+_EVALUATORS: "weakref.WeakKeyDictionary[torch.nn.Module, dict]" = weakref.WeakKeyDictionary()
+"""Trained evaluator adapters by (policy, seed, client, SFT settings, data): training is deterministic,
+so a run that needs an evaluator already trained on the same policy loads it instead (same values)."""
+
+
+def _answers(completions: list[str]) -> list[str | None]:
+    """The normalised extracted answer of each completion; None where it has none."""
+    return [None if (a := extract_answer(c)) is None else normalise_answer(a) for c in completions]
+
+
+class DomainModelClient:
+    """A client with private data ``D_k`` and a domain model θ_k trained on it (SFT of a LoRA adapter).
+
+    Args:
+        cid: client id; ``index``: its index (keys its random streams).
+        data: its private ``datasets.Dataset`` (prompt, answer, topic, …).
+        policy: the shared :class:`~fedrl_kit.policy.engine.Policy` (θ_k is its own adapter).
+        evaluator: :class:`~fedrl_kit.fedgrpo.args.EvaluatorArgs` (``config.evaluator``), θ_k's SFT.
+        seed: run seed.
+    """
+
+    def __init__(self, cid: str, index: int, data, policy, evaluator: EvaluatorArgs, seed: int):
+        if len(data) == 0:
+            raise ValueError(f"client {cid!r} has no private data")
+        self.cid, self.index, self.data, self.policy, self.seed = cid, index, data, policy, seed
+        self.evaluator = evaluator
+        self.adapter = f"eval_{cid}"
+        if self.adapter == GLOBAL:
+            raise ValueError(f"a client's evaluator adapter must not be named {GLOBAL!r}")
+        self.prompts, self.answers = list(data["prompt"]), [str(a) for a in data["answer"]]
+        self.sft_metrics: dict | None = None  # θ_k's SFT loss once trained (read by diagnostics, not sent)
+
+    @property
+    def num_examples(self) -> int:
+        return len(self.data)
+
+    def handle(self, message: Message) -> Message:
+        handler = getattr(self, f"on_{message.kind}", None)
+        if handler is None:
+            raise ValueError(f"client {self.cid!r} does not handle messages of kind {message.kind!r}")
+        return Message(f"{message.kind}_result", self.cid, message.sender, message.round,
+                       handler(message.round, message.payload))
+
+    def on_properties(self, round: int, payload: dict) -> dict:
+        """What the server may know about this client (round 0): its data size."""
+        return {"num_examples": self.num_examples}
+
+    def ensure_evaluator(self) -> None:
+        """Train θ_k once: a fresh LoRA adapter, ``evaluator.sft_steps`` SFT steps on (x, y) of D_k.
+
+        Deterministic (the adapter's init and every minibatch are seeded by (seed, client)), so a
+        resumed run retrains the identical evaluator.
+        """
+        if self.sft_metrics is not None:
+            return
+        ev = self.evaluator
+        cache = _EVALUATORS.setdefault(self.policy.model, {})
+        key = (self.seed, self.index, ev.sft_steps, ev.sft_batch, ev.lr, hash(tuple(self.prompts)),
+               hash(tuple(self.answers)))
+        if key in cache:  # the same evaluator was trained on this policy before (a notebook's sweep)
+            state, self.sft_metrics = cache[key]
+            self.policy.set_state(self.adapter, state)
+            return
+        torch.manual_seed(seeding.stream_seed("fedgrpo/evaluator_init", self.seed, self.index))  # the adapter's A
+        if self.adapter in self.policy.model.peft_config:  # left over from another run on this policy
+            self.policy.model.delete_adapter(self.adapter)
+        ensure_adapter(self.policy.model, self.adapter)
+        self.sft_metrics = train_sft(self.policy, self.adapter, self.prompts, self.answers, ev.sft_steps,
+                                     ev.sft_batch, ev.lr, self.seed, key=self.index)
+        cache[key] = (self.policy.get_state(self.adapter), self.sft_metrics)
+
+    def greedy_answers(self, questions: list[str]) -> list[str | None]:
+        """The evaluator's greedy (temperature 0) answers, normalised; None where it gives none."""
+        self.ensure_evaluator()
+        return _answers(self.policy.rollout(self.adapter, list(questions), 1, seed=0, temperature=0.0).completions)
+
+
+class FedGRPOClient(DomainModelClient):
+    """A FedGRPO domain client: answers competence and score requests with scalars only.
+
+    Args:
+        cid, index, data, policy, evaluator, seed: as :class:`DomainModelClient`.
+        args: :class:`~fedrl_kit.fedgrpo.args.FedGRPOArgs` (``config.fedgrpo``): ``mode`` (the gate),
+            ``me_score``, ``competence``, ``malicious_kind``.
+        malicious: whether this client lies about its candidate scores.
+        held: D_s questions this client also holds with their answers (``mode="with_gt"``): part of
+            D_k for the AE check; θ_k is trained on ``data`` only (package docstring, deviation 7).
+    """
+
+    def __init__(self, cid: str, index: int, data, policy, args: FedGRPOArgs, evaluator: EvaluatorArgs, seed: int,
+                 malicious: bool = False, held=None):
+        super().__init__(cid, index, data, policy, evaluator, seed)
+        self.args, self.malicious = args, malicious
+        self.truth = dict(zip(self.prompts, self.answers))  # ỹ_k(x): the trusted answers of D_k
+        if held is not None and len(held):
+            self.truth.update(zip(list(held["prompt"]), [str(a) for a in held["answer"]]))
+
+    def holds(self, question: str) -> bool:
+        """Whether ``question`` is in D_k with a trusted answer (the gate's input; private)."""
+        return question in self.truth
+
+    def on_competence(self, round: int, payload: dict) -> dict:
+        """Algorithm 1 line 8: the evaluator's correctness on each exemplar (x_{p,ℓ}, y_{p,ℓ}), in [0, 1].
+
+        ``competence="probability"`` (default): π_θk(y_{p,ℓ} + eos | x_{p,ℓ}), the probability that a
+        sampled answer of the evaluator is exactly y_{p,ℓ} — the expectation of line 8's indicator
+        under the evaluator's own sampling. ``"greedy"``: the indicator itself for the greedy answer.
+        """
+        questions, answers = payload["questions"], [normalise_answer(str(y)) for y in payload["answers"]]
+        if self.args.competence == "greedy":
+            greedy = self.greedy_answers(questions)
+            return {"correct": [float(g is not None and g == y) for g, y in zip(greedy, answers)]}
+        self.ensure_evaluator()
+        logp = sequence_logprob(self.policy, self.adapter, list(questions), answers)  # [n]
+        return {"correct": [float(np.clip(np.exp(v), 0.0, 1.0)) for v in logp]}
+
+    def me_scores(self, questions: list[str], candidates: list[list[str]]) -> list[np.ndarray]:
+        """e_k^ME(ŷ; x_s) for the G candidates of each question (no ground truth).  -> n × [G]"""
+        answers = [_answers(cands) for cands in candidates]
+        if not questions:
+            return []
+        if self.args.me_score == "agreement":
+            own = self.greedy_answers(questions)
+            return [np.array([float(a is not None and a == o) for a in ans]) for ans, o in zip(answers, own)]
+        self.ensure_evaluator()
+        pairs = sorted({(q, a) for q, ans in zip(questions, answers) for a in ans if a})
+        prob = {}
+        if pairs:  # one scoring pass over every distinct (question, answer) pair
+            logp = sequence_logprob(self.policy, self.adapter, [q for q, _ in pairs], [a for _, a in pairs])
+            prob = dict(zip(pairs, np.exp(logp)))
+        return [np.array([float(prob.get((q, a), 0.0)) if a else 0.0 for a in ans])  # [G]
+                for q, ans in zip(questions, answers)]
+
+    def on_score(self, round: int, payload: dict) -> dict:
+        """Algorithm 1 lines 14–16: r_k^s = λ_k e^AE + (1 − λ_k) e^ME for each candidate; scalars only."""
+        questions, candidates = payload["questions"], payload["candidates"]
+        gate = [dual_evaluation_gate(self.holds(q), self.args.mode) for q in questions]  # λ_k per question
+        me_rows = [i for i, g in enumerate(gate) if g == "ME"]
+        me = dict(zip(me_rows, self.me_scores([questions[i] for i in me_rows], [candidates[i] for i in me_rows])))
+        out = []
+        for i, (q, cands) in enumerate(zip(questions, candidates)):
+            if gate[i] == "AE":  # the exact-answer check against the trusted answer ỹ_k(x_s)
+                out.append(np.array([v or 0.0 for v in accuracy_reward([q] * len(cands), cands,
+                                                                        answer=[self.truth[q]] * len(cands))]))
+            else:
+                out.append(me[i])  # [G]
+        scores = np.array(out)  # [n_questions, G]
+        if self.malicious and scores.size:
+            rng = seeding.rng("fedgrpo/malicious", self.seed, round, self.index, int(payload["step"]))
+            scores = malicious_rewards(scores, self.args.malicious_kind, rng)
+        return {"scores": [[float(v) for v in row] for row in scores]}
+
+
+def assign_ground_truth(public, partitions, fraction: float, seed: int) -> list[list[int]]:
+    """Which D_s rows each client also holds with their answer (``mode="with_gt"``).
+
+    Each row is held, with probability ``fraction``, by one client drawn with probability
+    proportional to that client's count of the row's topic (uniform if no client has the topic).
+
+    Returns:
+        for each client, the indices into ``public`` it holds.
+    """
+    rng = seeding.rng("fedgrpo/ground_truth", seed)
+    counts: list[dict] = [{} for _ in partitions]
+    for k, part in enumerate(partitions):
+        for t in part["topic"]:
+            counts[k][t] = counts[k].get(t, 0) + 1
+    held: list[list[int]] = [[] for _ in partitions]
+    for i, t in enumerate(public["topic"]):
+        take = rng.random() < fraction
+        w = np.array([c.get(t, 0) for c in counts], dtype=np.float64)  # [K]
+        p = w / w.sum() if w.sum() > 0 else np.full(len(partitions), 1.0 / len(partitions))
+        k = int(rng.choice(len(partitions), p=p))  # drawn for every row, so `fraction` only thins the holdings
+        if take:
+            held[k].append(i)
+    return held

@@ -1,0 +1,198 @@
+"""Looking inside FedGRPO: what only the simulator knows, and the notebook's step-through.
+
+Nothing here is part of the protocol. The server never calls these functions during training;
+the run loop calls :func:`diagnostics` after each round with the simulator truth
+(:class:`~fedrl_kit.federation.truth.SimulatorTruth`) and the round's step traces, and merges
+what it returns into that round's records.
+
+- :func:`diagnostics` — per round: did the chosen experts hold the question's topic
+  (``expert_hit_rate``, against the exact expectation of the official code's random choice,
+  ``random_hit_rate``; ``_major``: the topic is ≥ 10 % of the client's data), which share of the
+  scores came from the answer-based pathway (``ae_share``: the gate λ_k, decided on the client and
+  never sent), which clients lie (``malicious``), and each evaluator's SFT loss (round 1).
+- :func:`trace_question` — Algorithm 1 lines 3–20 for one question of D_s with every intermediate
+  value: it runs :func:`~fedrl_kit.fedgrpo.algorithm.server_step` itself (``update=False``), so
+  its advantages are exactly the ones training would use (``robust`` and ``trim`` included).
+- :func:`selection_quality` — eqs. 5–6 for every question of D_s, scored against the clients' topics.
+- :func:`measure_all_competence` — fill the whole confidence graph (for the figures).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fedrl_kit.fedgrpo.algorithm import (
+    StepTrace,
+    ask_competence,
+    ensure_embeddings,
+    finite,
+    mean_over_steps,
+    server_step,
+    server_state,
+)
+from fedrl_kit.fedgrpo.expert_selection import dual_evaluation_gate, expert_hit_rate, nearest_exemplars, select_experts
+from fedrl_kit.fedgrpo.group_reward import ADVANTAGE_VARIANTS, candidate_advantages, group_relative_rewards
+from fedrl_kit.policy.adapters import GLOBAL
+from fedrl_kit.rewards import accuracy_reward
+
+MAJOR_SHARE = 0.1
+"""A topic a client is "expert in" for the stricter hit rate: at least 10 % of its private data."""
+
+
+def _hit_rates(experts: np.ndarray, available: np.ndarray, topics: list[str], sets: list[set], suffix: str) -> dict:
+    """Hit rate of the chosen experts and its exact expectation under a uniform choice among ``available``."""
+    return {f"expert_hit_rate{suffix}": expert_hit_rate(experts, sets, topics) if experts.size else float("nan"),
+            f"random_hit_rate{suffix}": float(np.mean([np.mean([t in sets[k] for k in available]) for t in topics]))
+            if available.size else float("nan")}
+
+
+def _pathways(truth, trace: StepTrace) -> list[list[bool]]:
+    """For each question, whether each expert that scored it used AE (λ_k = 1), as the client decided."""
+    out = []
+    for q, who in zip(trace.questions, trace.scorers):
+        clients = [truth.client(trace.client_ids[k]) for k in who]
+        out.append([dual_evaluation_gate(c.holds(q), c.args.mode) == "AE" for c in clients])
+    return out
+
+
+def diagnostics(truth, round: int, out: dict) -> dict[str, dict]:
+    """Simulator-side metrics of one FedGRPO round (``MethodSpec.diagnostics``).
+
+    Args:
+        truth: the run's :class:`~fedrl_kit.federation.truth.SimulatorTruth`.
+        round: the round just run.
+        out: what ``run_round`` returned: ``out["trace"]`` (its :class:`StepTrace` list) and
+            ``out["clients"]`` (the records so far; clients dropped this round have none and get none).
+
+    Returns:
+        ``{"server": {expert_hit_rate, random_hit_rate, expert_hit_rate_major, random_hit_rate_major,
+        ae_share}, cid: {ae_share, malicious[, evaluator_sft_loss]}}``, undefined values left out.
+    """
+    traces = out.get("trace") or []
+    if not traces:
+        return {}
+    cids = traces[0].client_ids
+    sets = [truth.topics(c) for c in cids]  # topics with >= 1 example in D_k
+    major = [truth.topics(c, MAJOR_SHARE) for c in cids]  # topics with >= 10 % of D_k
+    steps, ae = [], {c: [] for c in cids}
+    for t in traces:
+        flags = _pathways(truth, t)
+        for who, row in zip(t.scorers, flags):
+            for k, a in zip(who, row):
+                ae[cids[k]].append(float(a))
+        flat = [a for row in flags for a in row]
+        steps.append({**_hit_rates(t.experts, t.available, t.topics, sets, ""),
+                      **_hit_rates(t.experts, t.available, t.topics, major, "_major"),
+                      "ae_share": float(np.mean(flat)) if flat else float("nan")})
+    res = {"server": mean_over_steps(steps)}
+    for cid in out["clients"]:
+        if cid not in ae:
+            continue  # the "server" record
+        client = truth.client(cid)
+        res[cid] = dict(ae_share=float(np.mean(ae[cid])) if ae[cid] else float("nan"),
+                        malicious=float(client.malicious))
+        if round == 1 and client.sft_metrics is not None:  # θ_k is trained on its first message (round 1)
+            res[cid]["evaluator_sft_loss"] = client.sft_metrics["sft_loss"]
+    return finite(res)
+
+
+# -- the notebook's step-through and the selection study -----------------------------------------------------------
+def measure_all_competence(server, round: int = 0) -> list[dict]:
+    """Fill the whole confidence graph: every client is asked about every unmeasured auxiliary item.
+
+    Goes through the runtime like lines 6–10 (so the ledger shows it, in ``round``). Returns failures.
+    """
+    items = np.arange(len(server.world.aux))
+    return ask_competence(server, round, items, list(server.runtime.client_ids))[1]
+
+
+def trace_question(server, question: int, L: int | None = None, M: int | None = None, seed: int = 0,
+                   truth=None) -> dict:
+    """Algorithm 1 lines 3–20 for one question of D_s, with every intermediate value (no update).
+
+    Runs :func:`~fedrl_kit.fedgrpo.algorithm.server_step` on a one-question batch with
+    ``update=False`` (round 0, step 0), after filling the confidence graph: the experts, scores and
+    advantages are the ones a training step on these candidates would use.
+
+    Args:
+        server: a built run's server (``Run(cfg).build().server``) with method ``fedgrpo``.
+        question: index into ``world.public`` (D_s).
+        L, M: neighbourhood size and experts (default: the run's settings).
+        seed: seeds the G candidates.
+        truth: the run's :class:`~fedrl_kit.federation.truth.SimulatorTruth` (``run.truth``), for the
+            experts' pathways; without it ``pathways`` is None.
+
+    Returns:
+        dict with ``question``, ``topic``, ``answer`` (diagnostic only), ``neighbours`` (aux index,
+        text, topic, cosine), ``competence`` [K] (over the clients still available), ``experts``
+        (client indices, most competent first), ``candidates`` [G], ``scores`` [M, G] (the experts'
+        r_k^s, rows in ``experts`` order), ``pathways`` (AE/ME per expert, simulator-side),
+        ``format`` [G], ``correct`` [G] (diagnostic), ``eq9`` [M, G] (R_k literally),
+        ``advantages`` {variant: [G]} — the run's own ``group_reward`` entry is the trace's, the
+        others are computed from the same scores for comparison — and ``trace`` (the StepTrace).
+    """
+    args = server.config.fedgrpo
+    state = ensure_embeddings(server)
+    measure_all_competence(server)
+    server.policy.set_state(GLOBAL, server.global_state)
+    tr = server_step(server, 0, 0, np.array([question]), seed, list(server.runtime.client_ids), L=L, M=M,
+                     update=False)
+    ds, aux, G = server.world.public, server.world.aux, server.config.num_generations
+    answer = str(ds[question]["answer"])
+    neigh = tr.neighbours[0]  # [L]
+    sims = state.aux_emb[neigh] @ state.query_emb[question]  # [L]
+    who, r = tr.scorers[0], tr.scores[0]  # [M'], [M', G] in reply order (the order training averages in)
+    order = [int(np.flatnonzero(who == k)[0]) for k in tr.experts[0] if k in who]  # rank order for display
+    adv = {}
+    if len(who):
+        for v in ADVANTAGE_VARIANTS:
+            adv[v] = tr.advantages[0] if v == args.group_reward else candidate_advantages(
+                r, v, args.group_coef, tr.format[0], args.format_coef, how=args.robust if v == "paper" else "mean",
+                trim=args.trim, scale_rewards=args.scale_rewards)
+    experts = [int(who[j]) for j in order]
+    return dict(
+        question=tr.questions[0], topic=tr.topics[0], answer=answer,
+        neighbours=[dict(index=int(j), text=aux[int(j)]["prompt"], topic=aux[int(j)]["topic"], cosine=float(s))
+                    for j, s in zip(neigh, sims)],
+        competence=tr.competence[0], experts=experts, candidates=list(tr.candidates[0]), scores=r[order],
+        pathways=None if truth is None else ["AE" if a else "ME" for a in np.array(_pathways(truth, tr)[0])[order]],
+        format=tr.format[0],
+        correct=np.array([v or 0.0 for v in accuracy_reward([tr.questions[0]] * G, tr.candidates[0],
+                                                            answer=[answer] * G)]),
+        eq9=group_relative_rewards(r)[order] if len(who) else np.zeros((0, G)), advantages=adv, trace=tr,
+    )
+
+
+def selection_quality(server, truth, L: int | None = None, M: int | None = None) -> dict:
+    """Expert selection (eqs. 5–6) for every question of D_s, scored against the clients' topics.
+
+    Args:
+        server: a built run's server with method ``fedgrpo``.
+        truth: the run's :class:`~fedrl_kit.federation.truth.SimulatorTruth` (the clients' topics).
+        L, M: neighbourhood size and experts (default: the run's settings).
+
+    Returns:
+        ``{"hit_rate", "random_hit_rate", "hit_rate_major", "random_hit_rate_major", "experts" [N_s, M]}``:
+        the fraction of chosen experts holding the question's topic (≥ 1 example; "major": ≥ 10 %
+        of the client's data) and its exact expectation under uniform random selection.
+    """
+    args = server.config.fedgrpo
+    L = args.neighbours if L is None else L
+    M = args.num_experts if M is None else M
+    state = ensure_embeddings(server)
+    measure_all_competence(server)
+    neigh = nearest_exemplars(state.query_emb, state.aux_emb, L)  # [N_s, L]
+    comp = np.stack([state.cache.competence(None, row) for row in neigh])  # [N_s, K]
+    experts = select_experts(comp, M)  # [N_s, M]
+    topics = list(server.world.public["topic"])
+    cids = list(server.runtime.client_ids)
+    out = {"experts": experts}
+    for suffix, share in (("", 0.0), ("_major", MAJOR_SHARE)):
+        sets = [truth.topics(c, share) for c in cids]
+        out[f"hit_rate{suffix}"] = expert_hit_rate(experts, sets, topics)
+        out[f"random_hit_rate{suffix}"] = float(np.mean([np.mean([t in s for s in sets]) for t in topics]))
+    return out
+
+
+__all__ = ["diagnostics", "measure_all_competence", "trace_question", "selection_quality", "server_state",
+           "MAJOR_SHARE"]
