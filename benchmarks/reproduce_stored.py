@@ -1,0 +1,127 @@
+"""Re-run stored experiments and compare them, record by record, with what was stored.
+
+The stored results under ``benchmarks/results/`` were produced by earlier versions of the engine.
+This script re-runs one representative run of each experiment with today's code and reports, for
+each, whether the metric records (every field but wall-clock ``seconds``) are bit-identical:
+
+- PubSwap sweep: ``table1/fedavg_grpo/tau8/seed0`` and ``table1/pubswap_balanced/tau8/seed0``
+  (their whole ``metrics.jsonl``, drift records included);
+- FedGRPO comparison: FedGRPO, seed 0 (the stored summary row of ``fedgrpo_compare.json``);
+- FedMOA comparison: FedMOA and FedAvg-GRPO, seed 0 (the stored rows of ``fedmoa_compare.json``).
+
+Run::
+
+    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/reproduce_stored.py
+
+writes ``benchmarks/results/reproduce_stored.json``. Bytes on the wire are compared separately: since
+runs open with a round-0 ``properties`` message (what each client tells the server about itself), the
+ledger's totals grow by that message and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _machine import save_result  # noqa: E402
+
+from fedrl_kit.config import preset  # noqa: E402
+from fedrl_kit.pubswap.sweep import pubswap_grid  # noqa: E402
+from fedrl_kit.runs import Run  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def _strip(records):
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in records]
+
+
+def _first_difference(a: list[dict], b: list[dict]) -> str:
+    if len(a) != len(b):
+        return f"{len(a)} records now, {len(b)} stored"
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            keys = sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k))
+            return f"record {i} ({x.get('kind')}, round {x.get('round')}): fields {keys[:6]}"
+    return ""
+
+
+def pubswap_runs() -> list[dict]:
+    grid = pubswap_grid("quick", seeds=(0,), tables=("table1",))
+    out = []
+    for name in ("table1/fedavg_grpo/tau8/seed0", "table1/pubswap_balanced/tau8/seed0"):
+        stored = [json.loads(line) for line in (RESULTS / "pubswap_sweep" / name / "metrics.jsonl").read_text().splitlines()]
+        t0 = time.time()
+        now = Run(grid[name], progress=False).run()
+        diff = _first_difference(_strip(now), _strip(stored))
+        out.append({"experiment": f"pubswap_sweep {name}", "identical": not diff, "difference": diff,
+                    "records": len(now), "seconds": round(time.time() - t0, 1)})
+        print(out[-1], flush=True)
+    return out
+
+
+def fedgrpo_run() -> dict:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from fedgrpo_compare import SETTINGS
+
+    stored = next(r for r in json.loads((RESULTS / "fedgrpo_compare.json").read_text())["runs"]
+                  if r["method"] == "fedgrpo" and r["seed"] == 0)
+    cfg = preset("quick", method="fedgrpo", seed=0, rounds=5, eval_every=5, **SETTINGS)
+    t0 = time.time()
+    run = Run(cfg, progress=False)
+    recs = run.run()
+    g = [r for r in recs if r["kind"] == "global"]
+    server = [r for r in recs if r["kind"] == "client" and r["client"] == "server"]
+    now = {"base_pass_at_1": g[0]["pass@1"], "final_pass_at_1": g[-1]["pass@1"], "final_format": g[-1]["format"]}
+    for k in ("expert_hit_rate", "random_hit_rate", "expert_hit_rate_major", "random_hit_rate_major", "ae_share",
+              "reward_gap"):
+        vals = [r[k] for r in server if k in r]
+        now[k] = sum(vals) / len(vals)
+    same = {k: now[k] == stored[k] for k in now}
+    props = sum(r["nbytes"] for r in run.runtime.ledger.records if r["kind"].startswith("properties"))
+    return {"experiment": "fedgrpo_compare fedgrpo seed 0", "identical": all(same.values()),
+            "difference": [k for k, v in same.items() if not v], "now": now,
+            "bytes_up": [run.runtime.ledger.total_bytes("up"), stored["bytes_up"]],
+            "bytes_down": [run.runtime.ledger.total_bytes("down"), stored["bytes_down"]],
+            "properties_bytes": props, "seconds": round(time.time() - t0, 1)}
+
+
+def fedmoa_runs() -> list[dict]:
+    from fedmoa_compare import QUICK, VARIANTS, build_config
+
+    stored = json.loads((RESULTS / "fedmoa_compare.json").read_text())["runs"]
+    out = []
+    for name in ("FedMOA", "FedAvg-GRPO"):
+        row = next(r for r in stored if r["method"] == name and r["seed"] == 0)
+        t0 = time.time()
+        recs = Run(build_config(name, 0), progress=False).run()
+        from fedrl_kit.fedmoa.analysis import summary
+
+        now = summary(recs)
+        keys = [k for k in now if k in row]
+        diff = [k for k in keys if now[k] != row[k]]
+        out.append({"experiment": f"fedmoa_compare {name} seed 0", "identical": not diff and bool(keys),
+                    "difference": diff, "compared": keys, "seconds": round(time.time() - t0, 1)})
+        print(out[-1], flush=True)
+    del QUICK, VARIANTS
+    return out
+
+
+def main() -> dict:
+    checks = pubswap_runs()
+    checks.append(fedgrpo_run())
+    print(checks[-1], flush=True)
+    checks += fedmoa_runs()
+    summary = {"all_identical": all(c["identical"] for c in checks),
+               "identical": {c["experiment"]: c["identical"] for c in checks}}
+    return save_result(RESULTS / "reproduce_stored.json", "reproduce_stored", [], {}, checks, summary)
+
+
+if __name__ == "__main__":
+    main()
