@@ -326,7 +326,11 @@ def migrate(d: dict) -> dict:
         from fedrl_kit.fedmoa.plan import world_for
 
         s = d.get("fedmoa", {})
-        d["world"] = world_for(s.get("setting", "heter+heter"), d.get("num_clients", 4), s.get("homo_family", "math"))
+        try:
+            d["world"] = world_for(s.get("setting", "heter+heter"), d.get("num_clients", 4),
+                                   s.get("homo_family", "math"))
+        except ValueError:  # a bad setting: validation names it
+            pass
     return d
 
 

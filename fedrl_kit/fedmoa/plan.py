@@ -29,7 +29,7 @@ def client_plan(setting: str, num_clients: int, homo_family: str = "math") -> li
     A, B, C round-robin; ``heter+heter``: family m mod 3 and config ⌊m/3⌋ mod 3.
     """
     if setting not in SETTINGS:
-        raise ValueError(f"setting must be one of {SETTINGS}, got {setting!r}")
+        raise ValueError(f"fedmoa.setting must be one of {SETTINGS}, got {setting!r}")
     fams = tuple(FAMILIES)
     if setting == "homo+homo":
         return [(homo_family, "A")] * num_clients
