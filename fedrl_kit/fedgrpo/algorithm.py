@@ -9,7 +9,7 @@ lists the deviations):
 ==  ======================  =================================================  ==========================
 1   line 3, eq. 2           G candidates ŷ ~ π_θg(·|x_s) for each question      :func:`sample_candidates`
 2   lines 4–5, eq. 5        the L nearest auxiliary exemplars G(x_s)           :func:`nearest_exemplars`
-3   lines 6–10              competence cells the cache lacks, asked of clients :func:`ask_competence`
+3   lines 6–10              competence cells not yet cached, asked of clients  :func:`ask_competence`
 4   line 11, eq. 6          r_k^p on G(x_s) and the Top-M experts C(x_s)       :func:`choose_experts`
 5   lines 12–17             ⟨x_s, ŷ⟩ to each expert, its scores r_k^s back     :func:`collect_scores`
 6   lines 18–20, eqs. 8–9   one advantage per candidate (+ Remark 1's format)  :func:`advantages_from_scores`
