@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from _machine import save_result  # noqa: E402
 
 from fedrl_kit.config import preset  # noqa: E402
+from fedrl_kit.fedmoa.analysis import summary  # noqa: E402
 from fedrl_kit.pubswap.sweep import pubswap_grid  # noqa: E402
 from fedrl_kit.runs import Run  # noqa: E402
 
@@ -67,7 +68,6 @@ def pubswap_runs() -> list[dict]:
 
 
 def fedgrpo_run() -> dict:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     from fedgrpo_compare import SETTINGS
 
     stored = next(r for r in json.loads((RESULTS / "fedgrpo_compare.json").read_text())["runs"]
@@ -93,7 +93,7 @@ def fedgrpo_run() -> dict:
 
 
 def fedmoa_runs() -> list[dict]:
-    from fedmoa_compare import QUICK, VARIANTS, build_config
+    from fedmoa_compare import build_config
 
     stored = json.loads((RESULTS / "fedmoa_compare.json").read_text())["runs"]
     out = []
@@ -101,15 +101,12 @@ def fedmoa_runs() -> list[dict]:
         row = next(r for r in stored if r["method"] == name and r["seed"] == 0)
         t0 = time.time()
         recs = Run(build_config(name, 0), progress=False).run()
-        from fedrl_kit.fedmoa.analysis import summary
-
         now = summary(recs)
         keys = [k for k in now if k in row]
         diff = [k for k in keys if now[k] != row[k]]
         out.append({"experiment": f"fedmoa_compare {name} seed 0", "identical": not diff and bool(keys),
                     "difference": diff, "compared": keys, "seconds": round(time.time() - t0, 1)})
         print(out[-1], flush=True)
-    del QUICK, VARIANTS
     return out
 
 

@@ -63,7 +63,7 @@ def _flat(d: dict, prefix: str = "") -> dict:
     """A config dict with its sections flattened to dotted names (``fedgrpo.num_experts``)."""
     out = {}
     for k, v in d.items():
-        if isinstance(v, dict) and k != "extra":
+        if isinstance(v, dict):
             out.update(_flat(v, f"{prefix}{k}."))
         else:
             out[prefix + k] = v

@@ -47,7 +47,29 @@ def fedprox_term(params: list[torch.Tensor], anchors: list[torch.Tensor], mu: fl
     return 0.5 * mu * sum(((p - a) ** 2).sum() for p, a in zip(params, anchors))
 
 
-class GRPOClient:
+class MessageClient:
+    """What every simulated client shares: private ``data``, an id ``cid``, and message dispatch.
+
+    A message of kind ``k`` goes to the method ``on_k(round, payload)``; its return value is the reply's
+    payload, sent back as kind ``k_result``.
+    """
+
+    cid: str
+    data: object
+
+    @property
+    def num_examples(self) -> int:
+        return len(self.data)
+
+    def handle(self, message: Message) -> Message:
+        handler = getattr(self, f"on_{message.kind}", None)
+        if handler is None:
+            raise ValueError(f"client {self.cid!r} does not handle messages of kind {message.kind!r}")
+        payload = handler(message.round, message.payload)
+        return Message(f"{message.kind}_result", self.cid, message.sender, message.round, payload)
+
+
+class GRPOClient(MessageClient):
     """One client of federated GRPO.
 
     Args:
@@ -70,17 +92,6 @@ class GRPOClient:
         self._columns = {k: list(data[k]) for k in data.column_names}
         self.optimizer: torch.optim.Optimizer | None = None
         self.probe = None  # a fedrl_kit.pubswap.instrument.DriftProbe when the run traces drift (simulation-side)
-
-    @property
-    def num_examples(self) -> int:
-        return len(self.data)
-
-    def handle(self, message: Message) -> Message:
-        handler = getattr(self, f"on_{message.kind}", None)
-        if handler is None:
-            raise ValueError(f"client {self.cid!r} does not handle messages of kind {message.kind!r}")
-        payload = handler(message.round, message.payload)
-        return Message(f"{message.kind}_result", self.cid, message.sender, message.round, payload)
 
     def on_properties(self, round: int, payload: dict) -> dict:
         """What the server may know about this client (round 0): its data size and its reward names."""

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from fedrl_kit import seeding
-from fedrl_kit.federation.runtime import Message
+from fedrl_kit.federation.client import MessageClient
 from fedrl_kit.fedgrpo.args import EvaluatorArgs, FedGRPOArgs
 from fedrl_kit.fedgrpo.expert_selection import dual_evaluation_gate
 from fedrl_kit.fedgrpo.group_reward import malicious_rewards
@@ -39,7 +39,7 @@ def _answers(completions: list[str]) -> list[str | None]:
     return [None if (a := extract_answer(c)) is None else normalise_answer(a) for c in completions]
 
 
-class DomainModelClient:
+class DomainModelClient(MessageClient):
     """A client with private data ``D_k`` and a domain model θ_k trained on it (SFT of a LoRA adapter).
 
     Args:
@@ -60,17 +60,6 @@ class DomainModelClient:
             raise ValueError(f"a client's evaluator adapter must not be named {GLOBAL!r}")
         self.prompts, self.answers = list(data["prompt"]), [str(a) for a in data["answer"]]
         self.sft_metrics: dict | None = None  # θ_k's SFT loss once trained (read by diagnostics, not sent)
-
-    @property
-    def num_examples(self) -> int:
-        return len(self.data)
-
-    def handle(self, message: Message) -> Message:
-        handler = getattr(self, f"on_{message.kind}", None)
-        if handler is None:
-            raise ValueError(f"client {self.cid!r} does not handle messages of kind {message.kind!r}")
-        return Message(f"{message.kind}_result", self.cid, message.sender, message.round,
-                       handler(message.round, message.payload))
 
     def on_properties(self, round: int, payload: dict) -> dict:
         """What the server may know about this client (round 0): its data size."""
