@@ -105,6 +105,11 @@ class RunConfig:
     # -- GRPO (TRL's names) ----------------------------------------------------------------------
     learning_rate: float = 2e-3
     """Adam learning rate of the LoRA factors"""
+    lr_schedule: str = "constant"
+    """learning-rate schedule of the local steps: constant, or cosine (decay to 0 over rounds × local_steps)"""
+    micro_batch_size: int = 256
+    """rows per forward/backward pass of a GRPO step (gradients add up to the full batch's; lower it on a GPU
+    for long completions)"""
     num_iterations: int = 2
     """gradient epochs per batch of rollouts"""
     epsilon: float = 0.2
@@ -187,6 +192,8 @@ class RunConfig:
              "fedavg, fedit, median or trimmed_mean")
         need(isinstance(self.trace_drift, bool), "trace_drift", "true or false")
         need(0 < self.learning_rate <= 1, "learning_rate", "in (0, 1]")
+        need(self.lr_schedule in ("constant", "cosine"), "lr_schedule", "constant or cosine")
+        need(1 <= self.micro_batch_size <= 65536, "micro_batch_size", "in [1, 65536]")
         need(1 <= self.num_iterations <= 100, "num_iterations", "in [1, 100]")
         need(0 < self.epsilon < 1, "epsilon", "in (0, 1)")
         need(0 < self.epsilon_high <= 10, "epsilon_high", "in (0, 10]")
@@ -275,14 +282,15 @@ class RunConfig:
         from fedrl_kit.grpo import GRPOSettings
 
         return GRPOSettings(self.num_iterations, self.epsilon, self.epsilon_high, self.beta, self.scale_rewards,
-                            self.loss_type, self.temperature)
+                            self.loss_type, self.temperature, micro_batch_size=self.micro_batch_size)
 
     def local_settings(self):
         """One client's local round (fedrl_kit.federation.client.LocalSettings), FedProx's μ for fedprox_grpo."""
         from fedrl_kit.federation.client import LocalSettings
 
         return LocalSettings(self.local_steps, self.prompts_per_step, self.num_generations, self.learning_rate,
-                             self.fedprox.mu if self.method == "fedprox_grpo" else 0.0, self.reset_optimizer)
+                             self.fedprox.mu if self.method == "fedprox_grpo" else 0.0, self.reset_optimizer,
+                             self.lr_schedule, self.rounds)
 
 
 SECTIONS: dict[str, type] = {"fedprox": FedProxArgs, "pubswap": PubSwapArgs, "fedgrpo": FedGRPOArgs,
@@ -322,6 +330,10 @@ def migrate(d: dict) -> dict:
                 d.setdefault("evaluator", {})[_EVALUATOR_KEYS[k]] = v
             else:
                 d.setdefault(section, {})[k] = v
+    if isinstance(d.get("fedmoa"), dict):  # reset_weights became round_start; later fields keep their old behaviour
+        from fedrl_kit.fedmoa.args import migrate_section
+
+        d["fedmoa"] = migrate_section(d["fedmoa"])
     if d.get("method") == "fedmoa" and "world" not in d:  # FedMOA built its own world before `world` existed
         from fedrl_kit.fedmoa.plan import world_for
 

@@ -12,7 +12,7 @@ BAD = [
     ("aggregator", "max"), ("learning_rate", 0.0), ("num_iterations", 0), ("epsilon", 1.5),
     ("epsilon_high", 0.0), ("beta", -1.0), ("scale_rewards", "z"), ("loss_type", "sum"), ("rewards", ()),
     ("rewards", ("accuracy", "bleu")), ("reward_weights", (1.0, 2.0)), ("eval_every", 0), ("eval_samples", 0),
-    ("checkpoint_every", 0), ("fail_client", "client_0"),
+    ("checkpoint_every", 0), ("fail_client", "client_0"), ("lr_schedule", "linear"), ("micro_batch_size", 0),
 ]
 
 
@@ -37,7 +37,9 @@ METHOD_BAD = [
     ("fedgrpo", "evaluator.sft_steps", -1), ("dpsda_grpo", "evaluator.sft_batch", 0), ("dpsda_sft", "evaluator.lr", 0.0),
     ("dpsda_grpo", "dpsda.dp_epsilon", -1.0), ("dpsda_sft", "dpsda.synthetic_per_client", 1.5),
     ("fedmoa", "fedmoa.setting", "mixed"), ("fedmoa", "fedmoa.homo_family", "physics"), ("fedmoa", "fedmoa.lam", -1.0),
-    ("fedmoa", "fedmoa.normalise", "yes"), ("fedmoa", "fedmoa.hyper_layer", 1.5), ("fedmoa", "fedmoa.reset_weights", 1),
+    ("fedmoa", "fedmoa.normalise", "yes"), ("fedmoa", "fedmoa.hyper_layer", 1.5), ("fedmoa", "fedmoa.round_start", "reset"),
+    ("fedmoa", "fedmoa.init_weights", "random"), ("fedmoa", "fedmoa.lam_rule", "auto"),
+    ("fedmoa", "fedmoa.lam_target", -0.1), ("fedmoa", "fedmoa.hyper_grad", "token"), ("fedmoa", "fedmoa.validate", 1),
     ("fedmoa", "fedmoa.lambda_on", "on"), ("fedmoa", "fedmoa.alpha_on", None), ("fedmoa", "fedmoa.eps", 0.0),
     ("fedmoa", "fedmoa.softmax_temperature", 0.0), ("fedmoa", "fedmoa.cluster_key", "x"),
     ("fedmoa", "fedmoa.eval_every", 0), ("fedmoa", "fedmoa.eval_local", "first"),

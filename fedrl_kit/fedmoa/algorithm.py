@@ -27,17 +27,29 @@ def initial_weights(names) -> list[float]:
 
 
 def round_weights(server) -> dict[str, list[float]]:
-    """cid → the weights w^(m) to send this round, in the order of the client's reward names.
+    """cid → the weights w^(m) to send this round with θ^global, in the order of the client's reward names.
 
-    Uniform when ``fedmoa.reset_weights`` (paper Fig. 5) or before the client's first aggregation,
-    else what the server aggregated for it last round.
+    ``fedmoa.round_start``: ``"broadcast"`` (eq. 12 and §3.3's last sentence: "the global model and the
+    corresponding reward weights are then broadcast to clients, which resume local GRPO training"): what the
+    server aggregated for the client's cluster last round (w_k^(c) for the cluster's shared components, the
+    client's own w_k for the rest, renormalised), and the client's initial weights before its first
+    aggregation; ``"initial"``: the client's initial weights every round; ``"uniform"``: 1/K_m every round.
+    A client's initial weights are what it said at round 0 (``properties``). With λ off (Table 2's λ OFF and
+    FedAvg-GRPO) the weights are not adapted: a client keeps its initial weights every round.
     """
     held = held_weights(server)
+    mode = server.config.fedmoa.round_start
+    if not server.config.fedmoa.lambda_on and mode == "broadcast":
+        mode = "initial"
     out = {}
     for cid, props in server.properties.items():
         names = props["reward_names"]
-        keep = not server.config.fedmoa.reset_weights and cid in held
-        out[cid] = [held[cid][n] for n in names] if keep else initial_weights(names)
+        if mode == "uniform":
+            out[cid] = initial_weights(names)
+        elif mode == "broadcast" and cid in held:
+            out[cid] = [held[cid][n] for n in names]
+        else:
+            out[cid] = list(props.get("initial_weights") or initial_weights(names))
     return out
 
 
@@ -79,7 +91,7 @@ def run_round(server, round: int) -> dict:
     ``server`` record of the evaluated global model) and the failures.
     """
     cfg, args = server.config, server.config.fedmoa
-    # 1. θ^global and each client's reward weights w^(m)
+    # 1. θ^global and each client's reward weights: its cluster's w^(c) of last round (eq. 12), or a reset
     payloads = {cid: {"adapter": server.global_state, "weights": w} for cid, w in round_weights(server).items()}
     # 2–3. τ local multi-objective GRPO steps with adaptive weights (eq. 1–4, 8–10); replies θ^(m), names, w^(m)
     replies = server.runtime.broadcast("fit", round, payloads, receivers=list(payloads))
@@ -107,13 +119,13 @@ def run_round(server, round: int) -> dict:
 
 
 def save_state(server, folder) -> None:
-    """The per-client reward weights the server holds (needed when weights are not reset per round)."""
+    """The per-client reward weights the server holds (what ``round_start="broadcast"`` sends next round)."""
     held_weights(server)
     (folder / "fedmoa.json").write_text(json.dumps(server.scratch["fedmoa"], sort_keys=True))
 
 
 def load_state(server, folder) -> None:
-    """Restore what :func:`save_state` wrote (a run without it starts from uniform weights)."""
+    """Restore what :func:`save_state` wrote (a run without it starts from the clients' initial weights)."""
     path = folder / "fedmoa.json"
     if path.exists():
         server.scratch["fedmoa"] = json.loads(path.read_text())

@@ -89,32 +89,39 @@ def pareto_front_order(points, mask) -> np.ndarray:
 
 
 def pareto_figure(series: dict, x: str, y: str, title: str | None = None):
-    """FedMOA Fig. 3 for one objective pair: server trajectories as lines, client checkpoints as grey
-    dots, the non-dominated set of all points marked.
+    """FedMOA Fig. 3 for one objective pair: server trajectories as lines with arrows labelled by round, client
+    checkpoints as grey dots (one marker shape per method), the non-dominated set of all points marked.
 
     Args:
         series: method name → ``{"server": [[x, y], ...] in round order, "clients": [[x, y], ...]}``
-            (e.g. from :func:`fedrl_kit.fedmoa.analysis.pareto_points`).
+            (e.g. from :func:`fedrl_kit.fedmoa.analysis.pareto_points`); ``"rounds"`` may name the server
+            points' rounds (default 0, 1, 2, …: the base first).
         x, y: the objectives' names (axis titles); larger is better in both.
         title: figure title.
 
     Returns:
-        A plotly figure.
+        A plotly figure with one legend entry per trace (each named once).
     """
     import plotly.graph_objects as go
 
     fig = go.Figure()
     allpts = []
-    for name, s in series.items():
+    shapes = ("circle", "diamond", "square", "triangle-up")
+    for i, (name, s) in enumerate(series.items()):
         c = np.asarray(s["clients"], dtype=np.float64).reshape(-1, 2)  # [n_clients·rounds, 2]
         if len(c):
-            fig.add_trace(go.Scatter(x=c[:, 0], y=c[:, 1], mode="markers", name=f"{name}: client checkpoints",
-                                     marker=dict(color="lightgrey", size=7, line=dict(color="grey", width=0.5))))
+            fig.add_trace(go.Scatter(x=c[:, 0], y=c[:, 1], mode="markers", name=f"client checkpoints ({name})",
+                                     marker=dict(color="lightgrey", size=7, symbol=shapes[i % len(shapes)],
+                                                 line=dict(color="grey", width=0.5))))
         allpts.append(c)
     for name, s in series.items():
         p = np.asarray(s["server"], dtype=np.float64).reshape(-1, 2)  # [rounds, 2]
-        fig.add_trace(go.Scatter(x=p[:, 0], y=p[:, 1], mode="lines+markers", name=f"{name}: server",
-                                 text=[f"round {i}" for i in range(len(p))]))
+        rounds = list(s.get("rounds", range(len(p))))
+        fig.add_trace(go.Scatter(x=p[:, 0], y=p[:, 1], mode="lines+markers+text", name=f"{name}: server",
+                                 text=[f"r{r}" for r in rounds], textposition="top center",
+                                 hovertext=[f"{name}, round {r}" for r in rounds],
+                                 marker=dict(size=11, symbol=["circle"] + ["arrow"] * (len(p) - 1),
+                                             angleref="previous")))
         allpts.append(p)
     pts = np.concatenate(allpts) if allpts else np.zeros((0, 2))
     if len(pts):
