@@ -63,7 +63,12 @@ def _run(args) -> int:
         return 0
     cfg = preset(args.preset, method=args.method, **parse_set(args.set or []))
     run_dir = Path(args.run_dir or f"runs/{cfg.method}-{cfg.preset}-seed{cfg.seed}")
-    records = Run(cfg, run_dir, progress=not args.quiet).run()
+    if args.runtime == "flower":  # Flower's simulation engine (Ray) on this machine: fedrl_kit.federation.flower
+        from fedrl_kit.federation.flower import run_on_flower
+
+        records = run_on_flower(cfg, run_dir, progress=not args.quiet)["records"]
+    else:
+        records = Run(cfg, run_dir, progress=not args.quiet, runtime=args.runtime).run()
     curve = [r for r in records if r["kind"] == "global"]
     for r in curve:
         print(f"round {r['round']:>3}  pass@1 {r['pass@1']:.3f}  format {r['format']:.3f}")
@@ -114,6 +119,9 @@ def main(argv=None) -> int:
     run.add_argument("--preset", choices=PRESETS, default="quick")
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config field (repeatable)")
     run.add_argument("--run-dir", help="run directory (default runs/<method>-<preset>-seed<seed>)")
+    run.add_argument("--runtime", choices=("inprocess", "serialising", "flower"), default="inprocess",
+                     help="how messages travel: in this process (default), through bytes, or on Flower's "
+                          "simulation engine (same numbers; docs/flower.md)")
     run.add_argument("--quiet", action="store_true")
 
     ev = sub.add_parser("eval", help="evaluate a base checkpoint (optionally with an adapter) on the test split")

@@ -85,15 +85,16 @@ class Run:
         progress: show tqdm progress bars (notebook-aware).
         policy: reuse an already loaded :class:`Policy` (notebooks running several methods).
         runtime: how messages travel: ``"inprocess"`` (default) or ``"serialising"`` (every payload through
-            bytes and back, clients out of the server's reach; same results — a test checks it for every method).
+            bytes and back, clients out of the server's reach; same results — a test checks it for every method),
+            or a callable ``runtime(clients, faults) -> runtime`` (Flower's: :mod:`fedrl_kit.federation.flower`).
     """
 
     RUNTIMES = {"inprocess": InProcessRuntime, "serialising": SerialisingRuntime}
 
     def __init__(self, config: RunConfig, run_dir: str | Path | None = None, progress: bool = True,
                  policy: Policy | None = None, runtime: str = "inprocess"):
-        if runtime not in self.RUNTIMES:
-            raise ValueError(f"runtime must be one of {tuple(self.RUNTIMES)}, got {runtime!r}")
+        if not callable(runtime) and runtime not in self.RUNTIMES:
+            raise ValueError(f"runtime must be one of {tuple(self.RUNTIMES)} or a callable, got {runtime!r}")
         self.runtime_kind = runtime
         self.config = config.validate()
         self.run_dir = Path(run_dir) if run_dir is not None else None
@@ -142,7 +143,8 @@ class Run:
             for c in clients.values():
                 c.probe = self.probe
         self.clients = clients
-        self.runtime = self.RUNTIMES[self.runtime_kind](clients, faults=faults)
+        make = self.runtime_kind if callable(self.runtime_kind) else self.RUNTIMES[self.runtime_kind]
+        self.runtime = make(clients, faults=faults)
         # the seed's fresh adapter, also when the policy is reused from an earlier run (its "global" moved)
         start = initial_state(self.policy.model, cfg.seed)
         self.policy.set_state(GLOBAL, start)

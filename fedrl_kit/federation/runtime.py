@@ -190,6 +190,19 @@ def encode_payload(payload: Any) -> bytes:
     too), None, bytes, lists, tuples, dicts with string keys. NumPy scalars become Python numbers.
     Anything else raises TypeError naming its type — the same contract as :func:`payload_nbytes`.
     """
+    header, arrays = split_payload(payload)
+    buf = io.BytesIO()
+    np.savez(buf, *arrays)
+    head = header.encode("utf-8")
+    return len(head).to_bytes(8, "little") + head + buf.getvalue()
+
+
+def split_payload(payload: Any) -> tuple[str, list[np.ndarray]]:
+    """A plain-data payload as (a JSON header of its structure, scalars and strings; its arrays in order).
+
+    :func:`encode_payload` packs both into bytes; the Flower runtime sends the arrays as an ``ArrayRecord``
+    and the header as a ``ConfigRecord`` value. :func:`join_payload` is the inverse.
+    """
     arrays: list[np.ndarray] = []
 
     def enc(o):
@@ -218,18 +231,20 @@ def encode_payload(payload: Any) -> bytes:
             return [enc(v) for v in o]
         raise TypeError(f"payload must be plain data (arrays, scalars, strings, lists, dicts); got {type(o).__name__}")
 
-    header = json.dumps(enc(payload), allow_nan=True).encode("utf-8")
-    buf = io.BytesIO()
-    np.savez(buf, *arrays)
-    return len(header).to_bytes(8, "little") + header + buf.getvalue()
+    return json.dumps(enc(payload), allow_nan=True), arrays
 
 
 def decode_payload(data: bytes) -> Any:
     """The inverse of :func:`encode_payload` (arrays are loaded without pickle)."""
     n = int.from_bytes(data[:8], "little")
-    header = json.loads(data[8:8 + n].decode("utf-8"))
     with np.load(io.BytesIO(data[8 + n:]), allow_pickle=False) as z:
         arrays = [z[f"arr_{i}"] for i in range(len(z.files))]
+    return join_payload(data[8:8 + n].decode("utf-8"), arrays)
+
+
+def join_payload(header: str, arrays: list[np.ndarray]) -> Any:
+    """The inverse of :func:`split_payload`."""
+    header = json.loads(header)
 
     def dec(o):
         if isinstance(o, dict):
