@@ -67,6 +67,10 @@ class Policy:
     def set_state(self, adapter: str, state: adapters.AdapterState) -> None:
         adapters.set_state(self.model, adapter, state)
 
+    def save_adapter(self, adapter: str, path, base_model_name_or_path: str | None = None) -> None:
+        """Write ``adapter`` as a PEFT folder that ``PeftModel.from_pretrained(base, path)`` loads."""
+        adapters.save_peft(self.model, self.get_state(adapter), path, base_model_name_or_path)
+
     def trainable(self, adapter: str) -> list[torch.nn.Parameter]:
         """Activate ``adapter`` and return its parameters (the only ones that get gradients)."""
         return adapters.activate(self.model, adapter)
