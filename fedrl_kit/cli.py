@@ -86,19 +86,68 @@ def _eval(args) -> int:
     from fedrl_kit.runs import resolve_base
     from fedrl_kit.world.registry import build_world
 
-    cfg = preset(args.preset, **parse_set(args.set or []))
-    policy = Policy.load(resolve_base(args.base or cfg.base), chat=cfg.chat, max_new_tokens=cfg.max_new_tokens,
-                         temperature=cfg.temperature, device=cfg.device)
+    if args.run_dir:  # the run's own config (base, world, sampling) and its last checkpoint's global adapter
+        from fedrl_kit.report import load_run
+
+        cfg = RunConfig.from_dict(load_run(args.run_dir)[0]).replace(**parse_set(args.set or []))
+        args.adapter = args.adapter or str(Path(args.run_dir) / "checkpoint" / "global.npz")
+        if not Path(args.adapter).exists():
+            raise FileNotFoundError(f"{args.adapter} is missing: the run has no checkpoint yet")
+    else:
+        cfg = preset(args.preset, **parse_set(args.set or []))
+    policy = Policy.load(resolve_base(args.base or cfg.base), cfg.lora_rank, cfg.lora_alpha, cfg.seed, chat=cfg.chat,
+                         max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, device=cfg.device,
+                         lora_targets=cfg.lora_targets)
     if args.adapter:
         import numpy as np
 
-        with np.load(args.adapter) as z:
+        with np.load(args.adapter, allow_pickle=False) as z:
             policy.set_state("global", {k: z[k] for k in z.files})
     world = build_world(cfg.replace(n_train=max(1, cfg.num_clients), n_test=args.n_test or cfg.n_test, n_public=0,
                                     n_aux=0))
     res = evaluate(policy, "global", world.test, cfg.eval_samples, seed=eval_seed(cfg.seed), greedy=True,
                    accuracy_fn=REWARDS[world.accuracy_reward])
     print(json.dumps(res, indent=2))
+    return 0
+
+
+def _report(args) -> int:
+    from fedrl_kit.report import summary
+
+    print(summary(args.run_dir))
+    return 0
+
+
+def _plot(args) -> int:
+    from fedrl_kit.report import plot_run
+
+    for name, paths in plot_run(args.run_dir, args.out, png=not args.no_png).items():
+        print(f"{name}: " + ", ".join(str(p) for p in paths.values()))
+    return 0
+
+
+def _export(args) -> int:
+    """A run's global adapter (or a client's adapter file) as a PEFT folder."""
+    import numpy as np
+
+    from fedrl_kit.policy.engine import Policy
+    from fedrl_kit.report import load_run
+    from fedrl_kit.runs import resolve_base
+
+    config, _, _ = load_run(args.run_dir)
+    cfg = RunConfig.from_dict(config)
+    npz = Path(args.run_dir) / "checkpoint" / "global.npz"
+    if not npz.exists():
+        raise FileNotFoundError(f"{npz} is missing: the run has no checkpoint yet")
+    base = resolve_base(cfg.base)
+    policy = Policy.load(base, cfg.lora_rank, cfg.lora_alpha, cfg.seed, lora_targets=cfg.lora_targets)
+    with np.load(npz, allow_pickle=False) as z:
+        state = {k: z[k] for k in z.files}
+    out = Path(args.out or Path(args.run_dir) / "peft_global")
+    from fedrl_kit.policy.adapters import save_peft
+
+    save_peft(policy.model, state, out, base_model_name_or_path=base)
+    print(f"PEFT adapter written to {out} (load it with PeftModel.from_pretrained(base, {str(out)!r}))")
     return 0
 
 
@@ -127,14 +176,26 @@ def main(argv=None) -> int:
     ev = sub.add_parser("eval", help="evaluate a base checkpoint (optionally with an adapter) on the test split")
     ev.add_argument("--base", help="checkpoint folder or hub id (default: the preset's)")
     ev.add_argument("--adapter", help="a global.npz from a run's checkpoint/ folder")
+    ev.add_argument("--run-dir", help="evaluate this run's last global adapter with the run's own config")
     ev.add_argument("--preset", choices=PRESETS, default="quick")
     ev.add_argument("--set", action="append", metavar="KEY=VALUE")
     ev.add_argument("--n-test", type=int)
 
+    rep = sub.add_parser("report", help="a one-page summary of a run folder")
+    rep.add_argument("run_dir")
+    pl = sub.add_parser("plot", help="a run's figures (curve, clients, bytes) into RUN_DIR/figures")
+    pl.add_argument("run_dir")
+    pl.add_argument("--out", help="another folder for the figures")
+    pl.add_argument("--no-png", action="store_true", help="HTML only (skip the static PNG export)")
+    exp = sub.add_parser("export", help="a run's global adapter as a PEFT folder (PeftModel.from_pretrained loads it)")
+    exp.add_argument("run_dir")
+    exp.add_argument("--out", help="output folder (default RUN_DIR/peft_global)")
+
     args = p.parse_args(argv)
     args.parser = run
     try:
-        return {"pretrain": _pretrain, "run": _run, "eval": _eval}[args.cmd](args)
+        return {"pretrain": _pretrain, "run": _run, "eval": _eval, "report": _report, "plot": _plot,
+                "export": _export}[args.cmd](args)
     except (ValueError, FileNotFoundError, NotAvailableError) as e:  # the message is the whole story: no traceback
         print(f"fedrl: error: {e}", file=sys.stderr)
         return 2
