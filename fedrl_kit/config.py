@@ -7,6 +7,8 @@ Presets:
   8 clients, the PubSwap paper's GRPO settings (Tables 9–12: LoRA r = 32, α = 64,
   lr 1e-5, clip (0.2, 0.25), KL 1e-4, 2 gradient epochs, rollout temperature 0.7), in the
   embedded world sized to what it holds (2,000 training problems; a real dataset by ``world=``).
+- ``pubswap-…`` — the PubSwap paper's own settings per model and dataset (``fedrl_kit.pubswap.presets``):
+  ``full`` plus Tables 9–12 and appendix B.1, each sized to fit an 80 GB GPU.
 
 Every invalid field raises ``ValueError`` naming the field and its allowed range.
 """
@@ -23,11 +25,12 @@ from fedrl_kit.fedgrpo.args import DPSDAArgs, EvaluatorArgs, FedGRPOArgs
 from fedrl_kit.fedmoa.args import FedMOAArgs
 from fedrl_kit.methods.args import FedProxArgs
 from fedrl_kit.pubswap.args import PubSwapArgs
+from fedrl_kit.pubswap.presets import PAPER_PRESETS
 
 METHODS = ("fedavg_grpo", "fedprox_grpo", "central_grpo", "zero_shot", "pubswap_random", "pubswap_balanced",
            "fedgrpo", "fedpetuning_sft", "dpsda_grpo", "dpsda_sft", "fedmoa")
 PUBSWAP_METHODS = ("pubswap_random", "pubswap_balanced")
-PRESETS = ("quick", "full")
+PRESETS = ("quick", "full", *PAPER_PRESETS)
 
 
 @dataclass
@@ -357,6 +360,7 @@ FULL = dict(
     lora_rank=32, lora_alpha=64.0, max_new_tokens=1024, temperature=0.7, n_train=2000, n_test=500,
     n_public=500, num_clients=8, rounds=36, local_steps=10, prompts_per_step=32, num_generations=8,
     learning_rate=1e-5, beta=1e-4, eval_every=4, eval_samples=4, aggregator="fedit",
+    micro_batch_size=4,  # 256 rows of 1,088 tokens at once would need ~1.4 TB; 4 at a time fit in ~30 GB
 )
 
 
@@ -365,6 +369,8 @@ def preset(name: str = "quick", **overrides) -> RunConfig:
     if name not in PRESETS:
         raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")
     base = RunConfig() if name == "quick" else RunConfig().replace(**FULL)
+    if name in PAPER_PRESETS:
+        base = base.replace(**PAPER_PRESETS[name], preset=name)
     from fedrl_kit.methods import method_spec
 
     spec = method_spec(overrides.get("method", base.method))

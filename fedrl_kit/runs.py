@@ -39,6 +39,7 @@ from fedrl_kit.policy.engine import Policy
 from fedrl_kit.rewards import REWARDS, make_reward_set
 from fedrl_kit.world.partition import partition
 from fedrl_kit.policy.hub import check_model_available
+from fedrl_kit.policy.memory import check_fits
 from fedrl_kit.world.registry import build_world, check_dataset_available
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -113,6 +114,7 @@ class Run:
         check_dataset_available(cfg.world, cfg.dataset)
         if self._policy is None:
             check_model_available(resolve_base(cfg.base))
+            check_fits(cfg.replace(base=resolve_base(cfg.base)))  # refuse a run that will not fit its device
         torch.manual_seed(cfg.seed)
         self.world = build_world(cfg)
         # a world with one training pool is partitioned here; a multi-family world's clients are planned by
