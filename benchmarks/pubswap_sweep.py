@@ -35,17 +35,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fedrl_kit.pubswap.sweep import PUBSWAP_SCALES, SETTINGS, parse_name, pubswap_grid, run_grid, summarise  # noqa: E402
+from fedrl_kit.pubswap.sweep import (PUBSWAP_SCALES, SETTINGS, parse_name, pubswap_grid, result_paths,  # noqa: E402
+                                     run_grid, summarise)
 
 OUT = ROOT / "benchmarks" / "results"
-
-
-def result_paths(setting: str, scale: str) -> tuple[Path, Path]:
-    """(folder of the runs' metrics.jsonl copies, summary JSON) of a setting and scale."""
-    if setting == "fedavg_examples" and scale == "quick":
-        return OUT / "pubswap_sweep", OUT / "pubswap_sweep.json"
-    stem = "pubswap_paper" if setting == "paper" else f"pubswap_{setting}"
-    return OUT / stem / scale, OUT / f"{stem}_{scale}.json"
 
 
 def main(argv=None) -> None:
@@ -73,7 +66,7 @@ def main(argv=None) -> None:
             if (args.taus is None or parse_name(k)["tau"] in args.taus)
             and (args.methods is None or parse_name(k)["method"] in args.methods)}
     print(f"{len(keep)} runs: " + ", ".join(keep), flush=True)
-    metrics_dir, summary_path = result_paths(args.setting, scale)
+    metrics_dir, summary_path = result_paths(args.setting, scale, OUT)
     if args.out:
         summary_path = Path(args.out)
         metrics_dir = summary_path.with_suffix("")

@@ -123,3 +123,12 @@ def test_best_checkpoint_is_a_trained_one_and_claims_can_use_it():
     assert best.loc["Balanced beats FedAvg-GRPO at large τ = 8 (best pass@1, points)", "diff"] == pytest.approx(-2.0)
     with pytest.raises(ValueError, match="value"):
         pubswap_claims(rows, value="pass@1_start")
+
+
+def test_result_paths_keep_the_first_sweep_apart_from_the_papers_setting(tmp_path):
+    from fedrl_kit.pubswap.sweep import result_paths
+
+    assert result_paths("fedavg_examples", "quick", tmp_path) == (tmp_path / "pubswap_sweep",
+                                                                 tmp_path / "pubswap_sweep.json")
+    assert result_paths("paper", "quick_large_tau", tmp_path) == (tmp_path / "pubswap_paper" / "quick_large_tau",
+                                                                  tmp_path / "pubswap_paper_quick_large_tau.json")

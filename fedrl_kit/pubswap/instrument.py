@@ -28,6 +28,7 @@ At the end of the round :meth:`DriftProbe.end_round` turns them into one record 
 ``frac_zero_std``           mean fraction of groups with no reward variance (zero advantage)
 ``replacement_fraction``    public steps: mean ``α_n(x)`` over clients and prompts
 ``replacement_per_prompt``  public steps: ``α(x)`` per public prompt, averaged over clients
+``sketched``                present (True) when the pairwise quantities are sketch estimates (see "Memory")
 ==========================  ====================================================================
 
 This is *simulation-side* measurement, not part of any protocol: the probe reads each client's
@@ -266,8 +267,9 @@ class DriftProbe:
             snaps = self._steps[step]
             cids = sorted(snaps)
             kinds = {snaps[c]["kind"] for c in cids}
-            rec = {"step": step, "step_kind": kinds.pop() if len(kinds) == 1 else "mixed", "clients": len(cids),
-                   "exact": self.exact}
+            rec = {"step": step, "step_kind": kinds.pop() if len(kinds) == 1 else "mixed", "clients": len(cids)}
+            if not self.exact:  # pairwise quantities are sketch estimates (exact records read as they always did)
+                rec["sketched"] = True
             rec.update(self._pairwise(snaps, cids))
             rec["reward_std"] = float(np.nanmean([snaps[c]["reward_std"] for c in cids]))
             rec["frac_zero_std"] = float(np.nanmean([snaps[c]["frac_zero_std"] for c in cids]))

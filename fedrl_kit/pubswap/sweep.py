@@ -167,6 +167,17 @@ def pubswap_grid(preset_name: str = "quick", seeds=(0,), alpha: float = 0.3, het
     return grid
 
 
+def result_paths(setting: str, scale: str, root: str | Path) -> tuple[Path, Path]:
+    """Where ``benchmarks/pubswap_sweep.py`` stores a setting and scale under ``root`` (benchmarks/results):
+    (the folder of each run's metrics.jsonl copy, the summary JSON). The first stored sweep (setting
+    ``fedavg_examples``, scale ``quick``) keeps its original names ``pubswap_sweep/`` and ``pubswap_sweep.json``."""
+    root = Path(root)
+    if setting == "fedavg_examples" and scale == "quick":
+        return root / "pubswap_sweep", root / "pubswap_sweep.json"
+    stem = "pubswap_paper" if setting == "paper" else f"pubswap_{setting}"
+    return root / stem / scale, root / f"{stem}_{scale}.json"
+
+
 def parse_name(name: str) -> dict:
     """``table1/fedprox_grpo_mu0.01/tau8/seed0`` → {table, method, tau, seed}."""
     parts = name.split("/")
