@@ -54,7 +54,8 @@ def _first_difference(a: list[dict], b: list[dict]) -> str:
 
 
 def pubswap_runs() -> list[dict]:
-    grid = pubswap_grid("quick", seeds=(0,), tables=("table1",))
+    # the stored sweep's own setting (FedAvg by examples, plain Adam, unequal clients), not today's default
+    grid = pubswap_grid("quick", seeds=(0,), tables=("table1",), setting="fedavg_examples")
     out = []
     for name in ("table1/fedavg_grpo/tau8/seed0", "table1/pubswap_balanced/tau8/seed0"):
         stored = [json.loads(line) for line in (RESULTS / "pubswap_sweep" / name / "metrics.jsonl").read_text().splitlines()]

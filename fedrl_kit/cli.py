@@ -6,6 +6,8 @@ Examples::
     fedrl run --method fedavg_grpo --preset quick --set rounds=8 --set num_clients=4
     fedrl run --method fedprox_grpo --set fedprox.mu=0.1 --run-dir runs/prox   # resumes if it has a checkpoint
     fedrl run --method fedgrpo --help                # every field of RunConfig and of fedgrpo's arguments
+    fedrl run --preset pubswap-qwen3-1.7b-math --method pubswap_balanced --dry-run   # memory estimate only
+    fedrl run --method pubswap_balanced --world medqa --set dataset=PATH            # a real world
     fedrl eval --base data/base --n-test 140
 """
 
@@ -61,7 +63,10 @@ def _run(args) -> int:
         args.parser.print_help()
         print("\n" + fields_help(args.method))
         return 0
-    cfg = preset(args.preset, method=args.method, **parse_set(args.set or []))
+    flags = {k: v for k, v in (("world", args.world), ("dataset", args.dataset)) if v is not None}
+    cfg = preset(args.preset, method=args.method, **flags, **parse_set(args.set or []))
+    if args.dry_run:
+        return _dry_run(cfg)
     run_dir = Path(args.run_dir or f"runs/{cfg.method}-{cfg.preset}-seed{cfg.seed}")
     if args.runtime == "flower":  # Flower's simulation engine (Ray) on this machine: fedrl_kit.federation.flower
         from fedrl_kit.federation.flower import run_on_flower
@@ -77,6 +82,33 @@ def _run(args) -> int:
         print(f"{len(fails)} client failure(s) recorded in {run_dir / 'metrics.jsonl'}")
     print(f"run directory: {run_dir}")
     return 0
+
+
+def _dry_run(cfg) -> int:
+    """Print what the run would be and its memory estimate; load nothing. Exit 2 when it would not fit."""
+    from fedrl_kit.policy.memory import GiB, REFERENCE_GPU_BYTES, device_memory, estimate_memory
+    from fedrl_kit.runs import resolve_base
+
+    try:
+        base = resolve_base(cfg.base)
+    except FileNotFoundError:
+        base = cfg.base
+    print(f"preset {cfg.preset}, method {cfg.method}: base {cfg.base}, world {cfg.world} (train {cfg.n_train}, "
+          f"public {cfg.n_public}, test {cfg.n_test}), {cfg.num_clients} clients, b = {cfg.prompts_per_step}, "
+          f"K = {cfg.num_generations}, {cfg.max_new_tokens} new tokens, tau = {cfg.local_steps}, {cfg.rounds} rounds, "
+          f"aggregator {cfg.aggregator}, weight decay {cfg.weight_decay}, {cfg.device} {cfg.dtype}")
+    est = estimate_memory(cfg.replace(base=base))
+    if est is None:
+        print(f"memory: no estimate (the architecture of {cfg.base!r} is not known on this machine)")
+        return 0
+    print("memory estimate (fedrl_kit.policy.memory):")
+    print("\n".join(est.lines()))
+    capacity, where = device_memory(cfg.device), f"{cfg.device} here"
+    if capacity is None:
+        capacity, where = REFERENCE_GPU_BYTES, f"an 80 GB GPU ({cfg.device} is not on this machine)"
+    fits = est.total <= capacity
+    print(f"{'fits' if fits else 'does NOT fit'} {where}: {est.total / GiB:.1f} of {capacity / GiB:.1f} GiB")
+    return 0 if fits else 2
 
 
 def _eval(args) -> int:
@@ -167,6 +199,10 @@ def main(argv=None) -> int:
     run.add_argument("--method", choices=METHODS, default="fedavg_grpo")
     run.add_argument("--preset", choices=PRESETS, default="quick")
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config field (repeatable)")
+    run.add_argument("--world", help="the tasks (same as --set world=NAME): arith, families or a real dataset")
+    run.add_argument("--dataset", help="a real world's local data (same as --set dataset=PATH)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="print the run's settings and memory estimate and whether it fits; load and run nothing")
     run.add_argument("--run-dir", help="run directory (default runs/<method>-<preset>-seed<seed>)")
     run.add_argument("--runtime", choices=("inprocess", "serialising", "flower"), default="inprocess",
                      help="how messages travel: in this process (default), through bytes, or on Flower's "

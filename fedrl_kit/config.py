@@ -7,6 +7,8 @@ Presets:
   8 clients, the PubSwap paper's GRPO settings (Tables 9–12: LoRA r = 32, α = 64,
   lr 1e-5, clip (0.2, 0.25), KL 1e-4, 2 gradient epochs, rollout temperature 0.7), in the
   embedded world sized to what it holds (2,000 training problems; a real dataset by ``world=``).
+- ``pubswap-…`` — the PubSwap paper's own settings per model and dataset (``fedrl_kit.pubswap.presets``):
+  ``full`` plus Tables 9–12 and appendix B.1, each sized to fit an 80 GB GPU.
 
 Every invalid field raises ``ValueError`` naming the field and its allowed range.
 """
@@ -23,11 +25,12 @@ from fedrl_kit.fedgrpo.args import DPSDAArgs, EvaluatorArgs, FedGRPOArgs
 from fedrl_kit.fedmoa.args import FedMOAArgs
 from fedrl_kit.methods.args import FedProxArgs
 from fedrl_kit.pubswap.args import PubSwapArgs
+from fedrl_kit.pubswap.presets import PAPER_PRESETS
 
 METHODS = ("fedavg_grpo", "fedprox_grpo", "central_grpo", "zero_shot", "pubswap_random", "pubswap_balanced",
            "fedgrpo", "fedpetuning_sft", "dpsda_grpo", "dpsda_sft", "fedmoa")
 PUBSWAP_METHODS = ("pubswap_random", "pubswap_balanced")
-PRESETS = ("quick", "full")
+PRESETS = ("quick", "full", *PAPER_PRESETS)
 
 
 @dataclass
@@ -99,12 +102,20 @@ class RunConfig:
     """how adapters are combined: fedavg (by examples), fedit (uniform, eq. 4), median, trimmed_mean"""
     trace_drift: bool = False
     """record client drift after every local step (kind "drift" in metrics.jsonl; see fedrl_kit.pubswap.instrument)"""
+    trace_tensors: bool = False
+    """with trace_drift: also write every client-step's LoRA factors and gradient to <run_dir>/drift_tensors/
+    (streamed to disk, never held in memory; large for a real model)"""
     reset_optimizer: bool = True
     """fresh optimiser state each round (PubSwap §4); False keeps each client's Adam moments"""
 
     # -- GRPO (TRL's names) ----------------------------------------------------------------------
     learning_rate: float = 2e-3
     """Adam learning rate of the LoRA factors"""
+    weight_decay: float = 0.0
+    """the clients' decoupled weight decay (AdamW); 0 = plain Adam. The PubSwap methods default to the paper's
+    0.01 (Tables 9–12)"""
+    micro_batch_size: int = 256
+    """rows per forward/backward pass of a GRPO step (bounds activation memory; the loss is the same)"""
     num_iterations: int = 2
     """gradient epochs per batch of rollouts"""
     epsilon: float = 0.2
@@ -127,6 +138,8 @@ class RunConfig:
     """evaluate the global model on the test split every this many rounds (and after the last)"""
     eval_samples: int = 4
     """completions per test problem for pass@1"""
+    eval_batch_size: int = 256
+    """rows per generate call when evaluating (bounds the KV cache of evaluation)"""
     checkpoint_every: int = 1
     """save a resumable checkpoint every this many rounds"""
     fail_client: str = ""
@@ -186,7 +199,10 @@ class RunConfig:
         need(self.aggregator in ("fedavg", "fedit", "median", "trimmed_mean"), "aggregator",
              "fedavg, fedit, median or trimmed_mean")
         need(isinstance(self.trace_drift, bool), "trace_drift", "true or false")
+        need(not self.trace_tensors or self.trace_drift, "trace_tensors", "false unless trace_drift is true")
         need(0 < self.learning_rate <= 1, "learning_rate", "in (0, 1]")
+        need(0 <= self.weight_decay < 1, "weight_decay", "in [0, 1)")
+        need(1 <= self.micro_batch_size <= 4096, "micro_batch_size", "in [1, 4096]")
         need(1 <= self.num_iterations <= 100, "num_iterations", "in [1, 100]")
         need(0 < self.epsilon < 1, "epsilon", "in (0, 1)")
         need(0 < self.epsilon_high <= 10, "epsilon_high", "in (0, 10]")
@@ -200,6 +216,7 @@ class RunConfig:
              "reward_weights", f"empty or {len(self.rewards)} non-negative numbers")
         need(self.eval_every >= 1, "eval_every", ">= 1")
         need(1 <= self.eval_samples <= 64, "eval_samples", "in [1, 64]")
+        need(1 <= self.eval_batch_size <= 4096, "eval_batch_size", "in [1, 4096]")
         need(self.checkpoint_every >= 1, "checkpoint_every", ">= 1")
         need(self.fail_client == "" or ("@" in self.fail_client and self.fail_client.split("@")[1].isdigit()),
              "fail_client", '"" or "client_id@round"')
@@ -275,14 +292,15 @@ class RunConfig:
         from fedrl_kit.grpo import GRPOSettings
 
         return GRPOSettings(self.num_iterations, self.epsilon, self.epsilon_high, self.beta, self.scale_rewards,
-                            self.loss_type, self.temperature)
+                            self.loss_type, self.temperature, micro_batch_size=self.micro_batch_size)
 
     def local_settings(self):
         """One client's local round (fedrl_kit.federation.client.LocalSettings), FedProx's μ for fedprox_grpo."""
         from fedrl_kit.federation.client import LocalSettings
 
         return LocalSettings(self.local_steps, self.prompts_per_step, self.num_generations, self.learning_rate,
-                             self.fedprox.mu if self.method == "fedprox_grpo" else 0.0, self.reset_optimizer)
+                             self.fedprox.mu if self.method == "fedprox_grpo" else 0.0, self.reset_optimizer,
+                             self.weight_decay)
 
 
 SECTIONS: dict[str, type] = {"fedprox": FedProxArgs, "pubswap": PubSwapArgs, "fedgrpo": FedGRPOArgs,
@@ -342,6 +360,7 @@ FULL = dict(
     lora_rank=32, lora_alpha=64.0, max_new_tokens=1024, temperature=0.7, n_train=2000, n_test=500,
     n_public=500, num_clients=8, rounds=36, local_steps=10, prompts_per_step=32, num_generations=8,
     learning_rate=1e-5, beta=1e-4, eval_every=4, eval_samples=4, aggregator="fedit",
+    micro_batch_size=4,  # 256 rows of 1,088 tokens at once would need ~1.4 TB; 4 at a time fit in ~30 GB
 )
 
 
@@ -350,10 +369,14 @@ def preset(name: str = "quick", **overrides) -> RunConfig:
     if name not in PRESETS:
         raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")
     base = RunConfig() if name == "quick" else RunConfig().replace(**FULL)
-    if name == "quick":  # a method's own quick defaults (FedMOA: its task families and derived base)
-        from fedrl_kit.methods import method_spec
+    if name in PAPER_PRESETS:
+        base = base.replace(**PAPER_PRESETS[name], preset=name)
+    from fedrl_kit.methods import method_spec
 
-        overrides = {**method_spec(overrides.get("method", base.method)).quick, **overrides}
+    spec = method_spec(overrides.get("method", base.method))
+    # a method's own defaults (PubSwap: FedIT, weight decay 0.01), then its quick ones (FedMOA: its task families
+    # and derived base); what the caller sets wins
+    overrides = {**spec.defaults, **(spec.quick if name == "quick" else {}), **overrides}
     if "world" in overrides and "rewards" not in overrides:  # a world's own rewards (HumanEval: its tests)
         from fedrl_kit.world.registry import check_world, default_rewards
 

@@ -29,6 +29,7 @@ import torch
 
 from fedrl_kit.config import RunConfig, migrate
 from fedrl_kit.evaluate import eval_seed, evaluate
+from fedrl_kit.federation.client import make_optimizer
 from fedrl_kit.federation.runtime import InProcessRuntime, SerialisingRuntime
 from fedrl_kit.federation.server import Server, ServerWorld
 from fedrl_kit.federation.truth import SimulatorTruth
@@ -38,6 +39,7 @@ from fedrl_kit.policy.engine import Policy
 from fedrl_kit.rewards import REWARDS, make_reward_set
 from fedrl_kit.world.partition import partition
 from fedrl_kit.policy.hub import check_model_available
+from fedrl_kit.policy.memory import check_fits
 from fedrl_kit.world.registry import build_world, check_dataset_available
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -113,6 +115,7 @@ class Run:
         check_dataset_available(cfg.world, cfg.dataset)
         if self._policy is None:
             check_model_available(resolve_base(cfg.base))
+            check_fits(cfg.replace(base=resolve_base(cfg.base)))  # refuse a run that will not fit its device
         torch.manual_seed(cfg.seed)
         self.world = build_world(cfg)
         # a world with one training pool is partitioned here; a multi-family world's clients are planned by
@@ -139,7 +142,10 @@ class Run:
         if cfg.trace_drift:  # simulation-side: snapshots each client's adapter after every local step
             from fedrl_kit.pubswap.instrument import DriftProbe
 
-            self.probe = DriftProbe(cfg.lora_alpha / cfg.lora_rank)
+            if cfg.trace_tensors and self.run_dir is None:
+                raise ValueError("trace_tensors needs a run directory to write the tensors to (Run(config, run_dir))")
+            self.probe = DriftProbe(cfg.lora_alpha / cfg.lora_rank,
+                                    tensors_dir=self.run_dir / "drift_tensors" if cfg.trace_tensors else None)
             for c in clients.values():
                 c.probe = self.probe
         self.clients = clients
@@ -215,7 +221,7 @@ class Run:
             for cid, sd in opt.items():
                 client = self.clients[cid]
                 self.policy.set_state(cid, self.server.global_state)  # creates the adapter the moments belong to
-                client.optimizer = torch.optim.Adam(self.policy.trainable(cid), lr=self.config.learning_rate)
+                client.optimizer = make_optimizer(self.policy.trainable(cid), self.local)
                 client.optimizer.load_state_dict(sd)
         for name, n in (("metrics.jsonl", state["n_records"]), ("ledger.jsonl", state["n_ledger"])):
             path = self.run_dir / name
@@ -234,7 +240,8 @@ class Run:
         # a method's world may score answers its own way (FedMOA's code family runs programs in the sandbox)
         accuracy_fn = REWARDS[getattr(self.world, "accuracy_reward", "accuracy")]
         res = evaluate(self.policy, GLOBAL, self.world.test, self.config.eval_samples,
-                       seed=eval_seed(self.config.seed), accuracy_fn=accuracy_fn)
+                       seed=eval_seed(self.config.seed), batch_size=self.config.eval_batch_size,
+                       accuracy_fn=accuracy_fn)
         return {"kind": "global", "round": round, **res}
 
     def run(self, stop_after: int | None = None) -> list[dict]:
@@ -266,7 +273,7 @@ class Run:
                 n_ledger = len(self.runtime.ledger.records)
                 t0 = time.time()
                 if self.probe is not None:
-                    self.probe.start_round(self.server.global_state)
+                    self.probe.start_round(self.server.global_state, r)
                 out = self.spec.run_round(self.server, r)
                 if self.spec.diagnostics is not None:  # analysis with simulator truth, after the server's round
                     for cid, m in self.spec.diagnostics(self.truth, r, out).items():

@@ -18,6 +18,7 @@ from fedrl_kit.grpo import grpo_step
 from fedrl_kit.methods import MethodSpec
 from fedrl_kit.methods.fedavg_grpo import build_grpo_clients
 from fedrl_kit.rollout import Rollouts
+from fedrl_kit.pubswap.args import PAPER_SETTING
 from fedrl_kit.pubswap.swap import SWAP_RULES, ResponsePool
 
 
@@ -192,7 +193,7 @@ def run_round(server, round: int) -> dict:
         send("public_step", {cid: {"step": s, "batch": batch, **g} for cid, g in zip(alive, groups)})  # 2d
     # 3. clients return their factors
     ok = send("fit_end", {})
-    # 4. aggregate (FedAvg by examples, or FedIT eq. 4)
+    # 4. aggregate (FedIT eq. 4 by default for PubSwap; FedAvg by examples when config.aggregator says so)
     if ok:
         server.global_state = aggregate([r.payload["adapter"] for r in ok.values()], cfg.aggregator,
                                         [r.payload["num_examples"] for r in ok.values()])
@@ -208,8 +209,8 @@ def validate(config) -> None:
 
 PUBSWAP_RANDOM = MethodSpec("pubswap_random", "FedAvg-PubSwap, Random swap: local GRPO + public steps with a shared "
                             "random draw of responses", run_round, partial(build_grpo_clients, client_cls=PubSwapClient),
-                            sections=("pubswap",), validate=validate)
+                            sections=("pubswap",), validate=validate, defaults=PAPER_SETTING)
 PUBSWAP_BALANCED = MethodSpec("pubswap_balanced", "FedAvg-PubSwap, Balanced swap: clients with few correct public "
                               "responses receive others' correct ones", run_round,
                               partial(build_grpo_clients, client_cls=PubSwapClient), sections=("pubswap",),
-                              validate=validate)
+                              validate=validate, defaults=PAPER_SETTING)
