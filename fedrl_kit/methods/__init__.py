@@ -54,6 +54,9 @@ class MethodSpec:
         trains: False for a method with no rounds (zero-shot).
         quick: fields the ``quick`` preset sets for this method unless the caller sets them
             (e.g. FedMOA's ``world`` and ``base``).
+        replies: request kind → the declared format of the clients' reply to it, for the message kinds this
+            method adds or answers differently (:mod:`fedrl_kit.federation.replies`; the runtime drops a client
+            whose reply does not fit, before the round reads it).
     """
 
     name: str
@@ -67,6 +70,7 @@ class MethodSpec:
     diagnostics: Callable | None = None
     trains: bool = True
     quick: dict = field(default_factory=dict)
+    replies: dict = field(default_factory=dict)
 
 
 def method_spec(method: str) -> MethodSpec:
