@@ -182,8 +182,9 @@ class RunConfig:
         if self.world == "arith" or self.world.startswith("families"):  # what the embedded generators can supply
             # (the families world draws only n_train and n_test)
             held = self.n_test + (self.n_public + self.n_aux if self.world == "arith" else 0)
-            need(held <= EMBEDDED_HELDOUT, "n_test", f"such that the held-out splits (n_test, and for arith n_public "
-                 f"+ n_aux) hold at most {EMBEDDED_HELDOUT} problems (the embedded world's held-out region), not {held}")
+            need(held <= EMBEDDED_HELDOUT, "n_test", f"such that the held-out splits (n_test, and for arith "
+                 f"n_public + n_aux) hold at most {EMBEDDED_HELDOUT} problems (the embedded world's held-out "
+                 f"region), not {held}")
             need(self.n_train <= EMBEDDED_TRAIN, "n_train", f"<= {EMBEDDED_TRAIN} (the embedded world's training "
                  "problems)")
         need(1 <= self.num_clients <= 1000, "num_clients", "in [1, 1000]")

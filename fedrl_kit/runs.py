@@ -102,7 +102,7 @@ def _state_digest(state: dict) -> str:
 
 
 def read_jsonl_lines(path: Path, lines: list[bytes], skip_blank: bool = False) -> list[dict]:
-    """The records of ``lines`` read from JSON-lines file ``path``; DamagedRunDir names the file and line of a bad one."""
+    """The records in ``lines`` of JSON-lines file ``path``; DamagedRunDir names the file and line of a bad one."""
     out = []
     for i, line in enumerate(lines, 1):
         if skip_blank and not line.strip():

@@ -6,6 +6,7 @@ it, is dropped for the round with its reason recorded, and that nothing it did r
 
 import math
 import os
+import re
 import signal
 import threading
 import time
@@ -81,7 +82,7 @@ def test_every_bad_fit_reply_is_dropped_with_its_reason_and_the_rest_aggregate(r
         failure = replies[name]
         assert isinstance(failure, ClientFailure), name
         assert failure.reason == "bad_reply", (name, failure.error)
-        assert failure.error.startswith("BadReply") and __import__("re").search(why, failure.error), (name, failure.error)
+        assert failure.error.startswith("BadReply") and re.search(why, failure.error), (name, failure.error)
     assert len(rt.failures) == len(BAD_FIT_REPLIES)
     ok = [r.payload for r in replies.values() if isinstance(r, Message)]
     assert fedavg([p["adapter"] for p in ok], [p["num_examples"] for p in ok])["x.lora_A.weight"][0, 0] == 0.5
@@ -225,8 +226,9 @@ def test_a_run_survives_nan_wrong_shape_hanging_raising_and_exiting_clients(tiny
     assert time.time() - t0 < 60
     failures = {(r["round"], r["client"]): r for r in recs if r["kind"] == "failure"}
     for rnd in (1, 2):
-        assert failures[(rnd, "client_1")]["reason"] == "bad_reply" and "non-finite" in failures[(rnd, "client_1")]["error"]
-        assert failures[(rnd, "client_2")]["reason"] == "bad_reply" and "global adapter" in failures[(rnd, "client_2")]["error"]
+        nan, shape = failures[(rnd, "client_1")], failures[(rnd, "client_2")]
+        assert nan["reason"] == "bad_reply" and "non-finite" in nan["error"]
+        assert shape["reason"] == "bad_reply" and "global adapter" in shape["error"]
         assert failures[(rnd, "client_3")]["reason"] in ("timeout", "busy")
         assert {r["client"] for r in recs if r["kind"] == "client" and r["round"] == rnd} == {"client_0", "client_5"}
     assert failures[(1, "client_4")]["reason"] == "raised" and failures[(2, "client_4")]["error"].startswith("SystemExit")

@@ -119,13 +119,17 @@ class _Call:
     def __init__(self, fn, name: str):
         self.fn, self.done = fn, threading.Event()
         self.result, self.error, self.abandoned = None, None, False
-        grad = sys.modules["torch"].is_grad_enabled() if "torch" in sys.modules else None
-        self.thread = threading.Thread(target=self._run, args=(grad,), name=name, daemon=True)
+        torch = sys.modules.get("torch")  # grad mode and CUDA device are per thread: the client gets the caller's
+        grad = torch.is_grad_enabled() if torch is not None else None
+        cuda = torch.cuda.current_device() if torch is not None and torch.cuda.is_initialized() else None
+        self.thread = threading.Thread(target=self._run, args=(grad, cuda), name=name, daemon=True)
 
-    def _run(self, grad) -> None:
+    def _run(self, grad, cuda) -> None:
         try:
-            if grad is not None:  # torch's grad mode is per thread: the client sees the caller's
+            if grad is not None:
                 sys.modules["torch"].set_grad_enabled(grad)
+            if cuda is not None:
+                sys.modules["torch"].cuda.set_device(cuda)
             result = self.fn()
             if not self.abandoned:
                 self.result = result
@@ -225,7 +229,7 @@ class InProcessRuntime:
         self.failures: list[ClientFailure] = []
         self.keep_messages = keep_messages
         self.messages: list[Message] = []
-        self._abandoned: dict[str, tuple[Message, _Call]] = {}  # client id → (the message it was dropped for, its call)
+        self._abandoned: dict[str, tuple[Message, _Call]] = {}  # client id → (message it was dropped for, its call)
 
     @property
     def client_ids(self) -> list[str]:

@@ -50,7 +50,7 @@ _FIT_FIELDS = record({"adapter": adapter(), "num_examples": EXAMPLES, "metrics":
 
 
 def _fit(value, ctx, path) -> None:
-    """The reply to ``fit`` (step 3): θ^(m), |D_m|, diagnostics, and w^(m) on the simplex, one weight per reward name."""
+    """The reply to ``fit`` (step 3): θ^(m), |D_m|, diagnostics, and w^(m) on the simplex, one weight per reward."""
     _FIT_FIELDS(value, ctx, path)
     names, w = value["reward_names"], value["weights"]
     if len(w) != len(names) or not names or abs(sum(float(x) for x in w) - 1.0) > 1e-6:
