@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import re
 import typing
 from dataclasses import dataclass, field, fields
 
@@ -143,7 +145,10 @@ class RunConfig:
     checkpoint_every: int = 1
     """save a resumable checkpoint every this many rounds"""
     fail_client: str = ""
-    """fault injection for demos and tests: "client_id@round" makes that client raise in that round"""
+    """fault injection for demos and tests: comma-separated "client_id@round[:kind]" items, round a number or * (every
+    round), kind raise (default), exit, hang, nan or shape (fedrl_kit.federation.runtime.FAULT_KINDS)"""
+    client_timeout: float = 3600.0
+    """seconds a client may take to answer one message before it is dropped for the round (0 = no limit)"""
 
     # -- each method's own typed arguments (used by that method only; `--set fedgrpo.num_experts=2`) ---
     fedprox: FedProxArgs = field(default_factory=FedProxArgs)
@@ -177,20 +182,28 @@ class RunConfig:
         from fedrl_kit.world.registry import check_world
 
         check_world(self.world, self.dataset)
-        need(self.device == "cpu" or self.device.startswith("cuda"), "device", '"cpu" or "cuda[:N]"')
+        need(re.fullmatch(r"cpu|cuda(:\d+)?", self.device) is not None, "device", '"cpu" or "cuda[:N]"')
         need(self.dtype in ("float32", "bfloat16", "float16"), "dtype", "float32, bfloat16 or float16")
         need(1 <= self.lora_rank <= 1024, "lora_rank", "in [1, 1024]")
-        need(self.lora_alpha > 0, "lora_alpha", "> 0")
+        need(0 < self.lora_alpha <= 1e4, "lora_alpha", "in (0, 10000]")
         need(1 <= self.max_new_tokens <= 32768, "max_new_tokens", "in [1, 32768]")
         need(0 < self.temperature <= 5, "temperature", "in (0, 5]")
-        need(self.n_train >= 1, "n_train", ">= 1")
-        need(self.n_test >= 1, "n_test", ">= 1")
-        need(self.n_public >= 0, "n_public", ">= 0")
-        need(self.n_aux >= 0, "n_aux", ">= 0")
+        need(1 <= self.n_train <= MAX_ROWS, "n_train", f"in [1, {MAX_ROWS}]")
+        need(1 <= self.n_test <= MAX_ROWS, "n_test", f"in [1, {MAX_ROWS}]")
+        need(0 <= self.n_public <= MAX_ROWS, "n_public", f"in [0, {MAX_ROWS}]")
+        need(0 <= self.n_aux <= MAX_ROWS, "n_aux", f"in [0, {MAX_ROWS}]")
+        if self.world == "arith" or self.world.startswith("families"):  # what the embedded generators can supply
+            # (the families world draws only n_train and n_test)
+            held = self.n_test + (self.n_public + self.n_aux if self.world == "arith" else 0)
+            need(held <= EMBEDDED_HELDOUT, "n_test", f"such that the held-out splits (n_test, and for arith "
+                 f"n_public + n_aux) hold at most {EMBEDDED_HELDOUT} problems (the embedded world's held-out "
+                 f"region), not {held}")
+            need(self.n_train <= EMBEDDED_TRAIN, "n_train", f"<= {EMBEDDED_TRAIN} (the embedded world's training "
+                 "problems)")
         need(1 <= self.num_clients <= 1000, "num_clients", "in [1, 1000]")
         need(self.num_clients <= self.n_train, "num_clients", f"<= n_train ({self.n_train})")
         need(self.partition in ("iid", "dirichlet", "pathological"), "partition", "iid, dirichlet or pathological")
-        need(self.dirichlet_alpha > 0, "dirichlet_alpha", "> 0")
+        need(0 < self.dirichlet_alpha <= 1e6, "dirichlet_alpha", "in (0, 1e6]")
         need(1 <= self.topics_per_client <= 7, "topics_per_client", "in [1, 7]")
         need(0 <= self.rounds <= 100000, "rounds", "in [0, 100000]")
         need(1 <= self.local_steps <= 10000, "local_steps", "in [1, 10000]")
@@ -206,20 +219,24 @@ class RunConfig:
         need(1 <= self.num_iterations <= 100, "num_iterations", "in [1, 100]")
         need(0 < self.epsilon < 1, "epsilon", "in (0, 1)")
         need(0 < self.epsilon_high <= 10, "epsilon_high", "in (0, 10]")
-        need(self.beta >= 0, "beta", ">= 0")
+        need(0 <= self.beta <= 100, "beta", "in [0, 100]")
         need(self.scale_rewards in ("group", "batch", "none"), "scale_rewards", "group, batch or none")
         need(self.loss_type in ("token-mean", "seq-mean-token-mean"), "loss_type", "token-mean or seq-mean-token-mean")
         from fedrl_kit.rewards import REWARDS
         need(len(self.rewards) >= 1 and all(r in REWARDS for r in self.rewards), "rewards",
              f"a non-empty tuple of names from {sorted(REWARDS)}")
-        need(len(self.reward_weights) in (0, len(self.rewards)) and all(w >= 0 for w in self.reward_weights),
-             "reward_weights", f"empty or {len(self.rewards)} non-negative numbers")
+        need(len(self.reward_weights) in (0, len(self.rewards))
+             and all(isinstance(w, (int, float)) and not isinstance(w, bool) and 0 <= w < math.inf
+                     for w in self.reward_weights) and (not self.reward_weights or sum(self.reward_weights) > 0),
+             "reward_weights", f"empty or {len(self.rewards)} finite non-negative numbers with a positive sum")
         need(self.eval_every >= 1, "eval_every", ">= 1")
         need(1 <= self.eval_samples <= 64, "eval_samples", "in [1, 64]")
         need(1 <= self.eval_batch_size <= 4096, "eval_batch_size", "in [1, 4096]")
         need(self.checkpoint_every >= 1, "checkpoint_every", ">= 1")
-        need(self.fail_client == "" or ("@" in self.fail_client and self.fail_client.split("@")[1].isdigit()),
-             "fail_client", '"" or "client_id@round"')
+        from fedrl_kit.federation.runtime import parse_faults
+
+        parse_faults(self.fail_client)  # ValueError names fail_client
+        need(0 <= self.client_timeout <= 1e6, "client_timeout", "in [0, 1e6] seconds (0 = no limit)")
         for name in SECTIONS:  # every section's types; the ranges of the sections this method uses
             section = getattr(self, name)
             need(isinstance(section, SECTIONS[name]), name, f"a {SECTIONS[name].__name__}")
@@ -353,6 +370,14 @@ def migrate(d: dict) -> dict:
 
 
 _HINTS = typing.get_type_hints(RunConfig)
+
+MAX_ROWS = 10_000_000
+"""upper bound on every split size: far above any dataset the toolkit loads, low enough to refuse a typo at once"""
+EMBEDDED_HELDOUT = 1500
+EMBEDDED_TRAIN = 2500
+"""what the embedded world's generator supplies together at its default difficulties (measured with make_world:
+n_train = 2,500 beside 1,500 held-out problems works; 3,000 fails, and asking for far more ran for minutes before
+failing): n_test + n_public + n_aux <= EMBEDDED_HELDOUT and n_train <= EMBEDDED_TRAIN are checked up front"""
 
 
 FULL = dict(

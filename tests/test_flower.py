@@ -27,11 +27,12 @@ def _strip(records, drop=()):
     return [{k: v for k, v in r.items() if k != "seconds" and k not in drop} for r in records]
 
 
-def _on_loopback(cfg, round_timeout=600.0, inject=None, nodes=None):
+def _on_loopback(cfg, round_timeout=600.0, hang_seconds=3600.0, nodes=None):
     grid = LoopbackGrid(client_app, nodes or cfg.num_clients)
 
-    def runtime(clients, faults):
-        return FlowerRuntime(grid, list(clients), cfg.to_json(), round_timeout, faults=inject or {})
+    def runtime(clients, faults, timeout=None, replies=None, expect=None):
+        return FlowerRuntime(grid, list(clients), cfg.to_json(), round_timeout, faults=faults, replies=replies,
+                             expect=expect, hang_seconds=hang_seconds)
 
     run = Run(cfg, progress=False, runtime=runtime)
     records = run.run()
@@ -72,17 +73,24 @@ def test_every_method_gives_identical_metrics_on_flowers_message_api(tiny_dir, m
 
 
 def test_a_raising_and_a_hanging_client_are_dropped_and_the_run_goes_on(tiny_dir):
-    cfg = small_config(tiny_dir, method="fedavg_grpo", rounds=2)
-    faults = {"client_0": {"round": 1, "kind": "raise"}, "client_2": {"round": 2, "kind": "hang", "seconds": 12}}
+    cfg = small_config(tiny_dir, method="fedavg_grpo", rounds=2, fail_client="client_0@1,client_2@2:hang")
     t0 = time.time()
-    run, records = _on_loopback(cfg, round_timeout=6.0, inject=faults)
+    run, records = _on_loopback(cfg, round_timeout=6.0, hang_seconds=12.0)
     fails = [r for r in records if r["kind"] == "failure"]
-    assert [(f["round"], f["client"]) for f in fails] == [(1, "client_0"), (2, "client_2")]
-    assert "injected failure" in fails[0]["error"] and "TimeoutError" in fails[1]["error"]
+    assert [(f["round"], f["client"], f["reason"]) for f in fails] == [(1, "client_0", "raised"),
+                                                                        (2, "client_2", "timeout")]
+    assert "injected failure" in fails[0]["error"] and "ClientTimeout" in fails[1]["error"]
     clients = {(r["round"], r["client"]) for r in records if r["kind"] == "client"}
     assert clients == {(1, "client_1"), (1, "client_2"), (2, "client_0"), (2, "client_1")}
     assert [r["round"] for r in records if r["kind"] == "global"] == [0, 1, 2]  # both rounds aggregated and scored
     assert time.time() - t0 < 90
+
+
+def test_a_nan_adapter_on_flower_is_dropped_by_the_same_reply_check(tiny_dir):
+    cfg = small_config(tiny_dir, method="fedavg_grpo", rounds=1, fail_client="client_1@1:nan")
+    _, records = _on_loopback(cfg)
+    fails = [r for r in records if r["kind"] == "failure"]
+    assert [(f["client"], f["reason"]) for f in fails] == [("client_1", "bad_reply")]
 
 
 def test_a_run_needs_a_node_per_client(tiny_dir):

@@ -43,7 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from fedrl_kit.federation.runtime import ClientFailure, InProcessRuntime, Message, SERVER, join_payload, split_payload
+from fedrl_kit.federation.runtime import (ClientFailure, InProcessRuntime, Message, SERVER, _inject_after,
+                                         _inject_before, join_payload, split_payload)
 
 try:  # flwr is a dependency of the toolkit; the import error names it when it is missing
     from flwr.app import (Array, ArrayRecord, ConfigRecord, Context, Error, Message as FlowerMessage, MetricRecord,
@@ -108,16 +109,23 @@ class FlowerRuntime(InProcessRuntime):
         round_timeout: seconds to wait for the replies of one send or broadcast; a client that has not
             answered by then is dropped for it.
         connect_timeout: seconds to wait for enough nodes to connect.
-        faults: client-side fault injection: client id → ``{"round": r, "kind": "raise" | "hang",
-            "seconds": s}`` (a hang sleeps ``s`` seconds before answering).
+        faults: client-side fault injection, as the in-process runtime's (``RunConfig.fail_client``): client id →
+            ``[(round or None, kind)]``, kind ``"raise"``, ``"hang"``, ``"nan"`` or ``"shape"`` (``"exit"`` is
+            refused: a SystemExit would end Flower's ClientApp process, not just the client's answer).
+        hang_seconds: how long a ``"hang"`` fault sleeps before the client answers (it keeps the ClientApp busy).
     """
 
     def __init__(self, grid: Grid, client_ids: list[str], config_json: str, round_timeout: float = 3600.0,
-                 connect_timeout: float = 120.0, faults: dict[str, dict] | None = None):
-        super().__init__({cid: None for cid in client_ids})
+                 connect_timeout: float = 120.0, faults: dict | None = None, replies: dict | None = None,
+                 expect: dict | None = None, hang_seconds: float = 3600.0):
+        super().__init__({cid: None for cid in client_ids}, faults=faults, replies=replies, expect=expect)
+        if any(kind == "exit" for fs in self.faults.values() for _, kind in fs):
+            raise ValueError("fail_client kind 'exit' is not available on Flower (it would end the ClientApp process)")
         self.grid, self.round_timeout = grid, float(round_timeout)
         self.flower_bytes = {"down": 0, "up": 0}
-        self._nodes = self._connect(config_json, faults or {}, connect_timeout)
+        client_faults = {cid: {"faults": [[r, kind] for r, kind in fs], "hang_seconds": float(hang_seconds)}
+                         for cid, fs in self.faults.items()}
+        self._nodes = self._connect(config_json, client_faults, connect_timeout)
 
     def _connect(self, config_json: str, faults: dict, timeout: float) -> dict[str, int]:
         """Wait for the nodes, send each the run's config; each answers which client it plays."""
@@ -189,17 +197,19 @@ class FlowerRuntime(InProcessRuntime):
             self._log(m)
             reply = replies[self._nodes[m.receiver]]
             if reply is None:
-                error = f"TimeoutError: no reply within {self.round_timeout:g} s"
+                out[m.receiver] = self._fail(m, "timeout", f"ClientTimeout: {m.receiver} did not answer {m.kind!r} "
+                                             f"within {self.round_timeout:g} s; its late reply is never read")
             elif reply.has_error():
-                error = f"ClientError: {reply.error.reason}"
+                out[m.receiver] = self._fail(m, "raised", f"ClientError: {reply.error.reason}")
             else:
                 self.flower_bytes["up"] += flower_nbytes(reply.content)
-                kind, payload = from_records(reply.content)
-                out[m.receiver] = Message(kind, m.receiver, m.sender, m.round, payload)
-                self._log(out[m.receiver])
-                continue
-            out[m.receiver] = ClientFailure(m.receiver, m.round, m.kind, error)
-            self.failures.append(out[m.receiver])
+                try:
+                    kind, payload = from_records(reply.content)
+                except (KeyError, TypeError, ValueError) as e:
+                    out[m.receiver] = self._fail(m, "bad_reply", f"BadReply: unreadable Flower records ({e})")
+                    continue
+                # the same check of every reply against its declared format as in-process
+                out[m.receiver] = self._accept(m, Message(kind, m.receiver, m.sender, m.round, payload))
         return out
 
 
@@ -247,13 +257,14 @@ def _handle(message: FlowerMessage, context: Context) -> FlowerMessage:
     client = _client_side(config_json)["clients"][cid]
     kind, payload = from_records(message.content)
     rnd = int(message.metadata.group_id)
-    fault = faults.get(cid)
-    if fault and int(fault["round"]) == rnd:
-        if fault["kind"] == "hang":
-            time.sleep(float(fault.get("seconds", 3600)))
-        else:
-            raise RuntimeError(f"injected failure of {cid} in round {rnd}")
-    reply = client.handle(Message(kind, SERVER, cid, rnd, payload))
+    mine = faults.get(cid, {"faults": []})
+    fault = next((k for r, k in mine["faults"] if r is None or int(r) == rnd), None)
+    request = Message(kind, SERVER, cid, rnd, payload)
+    if fault == "hang":  # answers, but only after the server has stopped waiting
+        time.sleep(mine["hang_seconds"])
+    else:
+        _inject_before(fault, request)
+    reply = _inject_after(fault, client.handle(request))
     return FlowerMessage(to_records(reply.kind, reply.payload), reply_to=message)
 
 
@@ -293,10 +304,11 @@ def _server_main(grid: Grid, context: Context) -> None:
     cfg = job["config"]
     made: list[FlowerRuntime] = []
 
-    def runtime(clients: dict, faults: dict) -> FlowerRuntime:
-        injected = {cid: {"round": r, "kind": "raise"} for cid, r in faults.items()}  # cfg.fail_client
+    def runtime(clients: dict, faults: dict, timeout=None, replies=None, expect=None) -> FlowerRuntime:
+        # cfg.fail_client's faults happen on the client side here; the round timeout replaces `timeout`
         made.append(FlowerRuntime(grid, list(clients), cfg.to_json(), job["round_timeout"],
-                                  faults={**injected, **job["faults"]}))
+                                  faults={**faults, **job["faults"]}, replies=replies, expect=expect,
+                                  hang_seconds=job.get("hang_seconds", 3600.0)))
         return made[-1]
 
     run = Run(cfg, job["run_dir"], progress=job["progress"], runtime=runtime)
@@ -367,7 +379,7 @@ class LoopbackGrid:
 
 
 def run_on_flower(config, run_dir=None, progress: bool = True, round_timeout: float = 3600.0,
-                  faults: dict[str, dict] | None = None, num_supernodes: int | None = None) -> dict:
+                  faults: dict | None = None, num_supernodes: int | None = None) -> dict:
     """Run ``config`` on Flower's simulation engine (Ray) in this process and return what it produced.
 
     One ClientApp actor holds every client (see the module doc on client state); the ServerApp runs

@@ -48,6 +48,6 @@ class Server:
     def split_replies(self, replies: dict) -> tuple[dict[str, Message], list[dict]]:
         """(successful replies, failure records) of one broadcast."""
         ok = {cid: r for cid, r in replies.items() if isinstance(r, Message)}
-        failed = [dict(client=r.client, message=r.kind, error=r.error.splitlines()[0])
+        failed = [dict(client=r.client, message=r.kind, reason=r.reason, error=r.error.splitlines()[0])
                   for r in replies.values() if isinstance(r, ClientFailure)]
         return ok, failed

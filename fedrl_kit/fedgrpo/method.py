@@ -10,6 +10,7 @@ from __future__ import annotations
 from fedrl_kit.fedgrpo.algorithm import load_state, run_round, save_state
 from fedrl_kit.fedgrpo.client import FedGRPOClient, assign_ground_truth
 from fedrl_kit.fedgrpo.diagnostics import diagnostics
+from fedrl_kit.federation.replies import list_of, number, record
 from fedrl_kit.methods import MethodSpec
 
 
@@ -40,6 +41,23 @@ def build_clients(run) -> dict:
             for i, part in enumerate(parts)}
 
 
+UNIT = number(0.0, 1.0)
+
+
+def _scores(value, ctx, path) -> None:
+    """The reply to ``score``: one row of G scores in [0, 1] per question asked, G = that question's candidates."""
+    candidates = ctx.request.get("candidates", [])
+    list_of(list_of(UNIT), length=lambda c: len(candidates))(value, ctx, path)
+    for i, (row, cands) in enumerate(zip(value, candidates)):
+        list_of(UNIT, length=lambda c: len(cands))(row, ctx, f"{path}[{i}]")
+
+
+REPLIES = {  # lines 8 and 16 of Algorithm 1: scalars in [0, 1], one per exemplar / per candidate
+    "competence": record({"correct": list_of(UNIT, length=lambda ctx: len(ctx.request.get("questions", [])))}),
+    "score": record({"scores": _scores}),
+}
+
 FEDGRPO = MethodSpec("fedgrpo", "the server trains from scalar rewards of competence-selected expert clients "
                      "(FedGRPO Algorithm 1)", run_round, build_clients, sections=("fedgrpo", "evaluator"),
-                     validate=validate, save_state=save_state, load_state=load_state, diagnostics=diagnostics)
+                     validate=validate, save_state=save_state, load_state=load_state, diagnostics=diagnostics,
+                     replies=REPLIES)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from fedrl_kit.fedmoa.algorithm import load_state, run_round, save_state
 from fedrl_kit.fedmoa.client import MOAClient, resolve_layer
 from fedrl_kit.fedmoa.plan import REWARD_CONFIGS, client_plan, plan_families, split_families, world_for
+from fedrl_kit.federation.replies import EXAMPLES, BadReply, adapter, list_of, metrics, number, record, text
 from fedrl_kit.methods import MethodSpec
 from fedrl_kit.rewards import make_reward_set
 from fedrl_kit.world.registry import family_names
@@ -44,12 +45,24 @@ def validate(config) -> None:
                          f"families {plan_families(plan)}), got {config.world!r}; set world={need!r}")
 
 
+_FIT_FIELDS = record({"adapter": adapter(), "num_examples": EXAMPLES, "metrics": metrics(),
+                      "reward_names": list_of(text()), "weights": list_of(number(0.0, 1.0)), "family": text()})
+
+
+def _fit(value, ctx, path) -> None:
+    """The reply to ``fit`` (step 3): θ^(m), |D_m|, diagnostics, and w^(m) on the simplex, one weight per reward."""
+    _FIT_FIELDS(value, ctx, path)
+    names, w = value["reward_names"], value["weights"]
+    if len(w) != len(names) or not names or abs(sum(float(x) for x in w) - 1.0) > 1e-6:
+        raise BadReply(f"weights must be {len(names)} numbers in [0, 1] summing to 1 (one per reward name), got {w}")
+
+
 FEDMOA = MethodSpec(
     "fedmoa",
     "multi-objective GRPO with hypergradient reward weights and accuracy-aware aggregation "
     "(FedMOA; both switches off = FedAvg-GRPO)",
     run_round, build_clients, sections=("fedmoa",), validate=validate, save_state=save_state,
-    load_state=load_state,
+    load_state=load_state, replies={"fit": _fit},
     # the families world, the base warm-started on it, and room for a formatted program in a completion
     quick={"world": "families", "base": "data/base_moa", "max_new_tokens": 32},
 )

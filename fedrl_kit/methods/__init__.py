@@ -56,6 +56,9 @@ class MethodSpec:
             (e.g. FedMOA's ``world`` and ``base``).
         defaults: fields every preset sets for this method unless the caller sets them (e.g. PubSwap's
             ``aggregator="fedit"`` and ``weight_decay=0.01``, its paper's setting); applied before ``quick``.
+        replies: request kind → the declared format of the clients' reply to it, for the message kinds this
+            method adds or answers differently (:mod:`fedrl_kit.federation.replies`; the runtime drops a client
+            whose reply does not fit, before the round reads it).
     """
 
     name: str
@@ -70,6 +73,7 @@ class MethodSpec:
     trains: bool = True
     quick: dict = field(default_factory=dict)
     defaults: dict = field(default_factory=dict)
+    replies: dict = field(default_factory=dict)
 
 
 def method_spec(method: str) -> MethodSpec:

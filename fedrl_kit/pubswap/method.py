@@ -14,6 +14,7 @@ import torch
 from fedrl_kit.aggregate import aggregate
 from fedrl_kit import seeding
 from fedrl_kit.federation.client import GRPOClient
+from fedrl_kit.federation.replies import FIT, list_of, number, record, text
 from fedrl_kit.grpo import grpo_step
 from fedrl_kit.methods import MethodSpec
 from fedrl_kit.methods.fedavg_grpo import build_grpo_clients
@@ -207,10 +208,27 @@ def validate(config) -> None:
                          f"got {config.n_public}")
 
 
+def _per_prompt(item):
+    """One row per public prompt of the request, each of G items (G = the run's num_generations)."""
+    def check(value, ctx, path):
+        b = len(ctx.request.get("batch", {}).get("prompt", []))
+        G = ctx.expect.get("num_generations")
+        list_of(list_of(item, length=None if G is None else lambda c: G), length=lambda c: b)(value, ctx, path)
+    return check
+
+
+REPLIES = {  # the steps of a round (package docstring): nothing, diagnostics, the public responses, the factors
+    "fit_begin": record({}),
+    "private_step": record({"accuracy": number(0.0, 1.0, finite=False)}),
+    "public_generate": record({"texts": _per_prompt(text()), "correct": _per_prompt(number(0, 1, integer=True))}),
+    "public_step": record({"replacement_fraction": number(0.0, 1.0)}),
+    "fit_end": FIT,
+}
+
 PUBSWAP_RANDOM = MethodSpec("pubswap_random", "FedAvg-PubSwap, Random swap: local GRPO + public steps with a shared "
                             "random draw of responses", run_round, partial(build_grpo_clients, client_cls=PubSwapClient),
-                            sections=("pubswap",), validate=validate, defaults=PAPER_SETTING)
+                            sections=("pubswap",), validate=validate, defaults=PAPER_SETTING, replies=REPLIES)
 PUBSWAP_BALANCED = MethodSpec("pubswap_balanced", "FedAvg-PubSwap, Balanced swap: clients with few correct public "
                               "responses receive others' correct ones", run_round,
                               partial(build_grpo_clients, client_cls=PubSwapClient), sections=("pubswap",),
-                              validate=validate, defaults=PAPER_SETTING)
+                              validate=validate, defaults=PAPER_SETTING, replies=REPLIES)
