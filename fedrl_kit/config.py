@@ -99,7 +99,8 @@ class RunConfig:
     num_generations: int = 8
     """G (K in PubSwap's notation), completions per prompt"""
     aggregator: str = "fedavg"
-    """how adapters are combined: fedavg (by examples), fedit (uniform, eq. 4), median, trimmed_mean"""
+    """how adapters are combined: fedavg (by examples), fedit (uniform, eq. 4), median, trimmed_mean. The PubSwap
+    methods default to fedit (their paper's), every other method to fedavg"""
     trace_drift: bool = False
     """record client drift after every local step (kind "drift" in metrics.jsonl; see fedrl_kit.pubswap.instrument)"""
     trace_tensors: bool = False
