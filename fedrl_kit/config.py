@@ -140,7 +140,8 @@ class RunConfig:
     eval_samples: int = 4
     """completions per test problem for pass@1"""
     eval_batch_size: int = 256
-    """rows per generate call when evaluating (bounds the KV cache of evaluation)"""
+    """rows per generate call when evaluating (bounds the KV cache of evaluation; each batch has its own seed, so
+    changing it changes which completions are sampled)"""
     checkpoint_every: int = 1
     """save a resumable checkpoint every this many rounds"""
     fail_client: str = ""
