@@ -101,7 +101,8 @@ class RunConfig:
     num_generations: int = 8
     """G (K in PubSwap's notation), completions per prompt"""
     aggregator: str = "fedavg"
-    """how adapters are combined: fedavg (by examples), fedit (uniform, eq. 4), median, trimmed_mean"""
+    """how adapters are combined: fedavg (by examples), fedit (uniform, eq. 4), median, trimmed_mean. The PubSwap
+    methods default to fedit (their paper's), every other method to fedavg"""
     trace_drift: bool = False
     """record client drift after every local step (kind "drift" in metrics.jsonl; see fedrl_kit.pubswap.instrument)"""
     trace_tensors: bool = False
@@ -141,7 +142,8 @@ class RunConfig:
     eval_samples: int = 4
     """completions per test problem for pass@1"""
     eval_batch_size: int = 256
-    """rows per generate call when evaluating (bounds the KV cache of evaluation)"""
+    """rows per generate call when evaluating (bounds the KV cache of evaluation; each batch has its own seed, so
+    changing it changes which completions are sampled)"""
     checkpoint_every: int = 1
     """save a resumable checkpoint every this many rounds"""
     fail_client: str = ""

@@ -4,9 +4,10 @@ PubSwap (``papers/pubswap.md``) argues about client drift step by step (appendix
 drift ``Δ_t = θ_n^(t) − θ_{n'}^(t)`` between two clients after local step t grows through the
 private-gradient dissimilarity ``ζ_{n,n'}`` on private steps, and through ``L_pub`` and the
 replacement fraction ``α_i(x)`` on Balanced public steps. With ``RunConfig.trace_drift`` on, a
-:class:`DriftProbe` is attached to every client and, after each local step, keeps
+:class:`DriftProbe` is attached to every client and, after each local step, takes (see "Memory" below
+for what it keeps of them)
 
-- a snapshot of the client's LoRA factors (:mod:`fedrl_kit.pubswap.drift` measures them),
+- the client's LoRA factors (:mod:`fedrl_kit.pubswap.drift` measures them),
 - the flattened gradient of the step's first epoch, i.e. at the point the step starts from
   (before clipping and the update; :func:`fedrl_kit.grpo.grpo_step`'s ``on_first_grad``),
 - the step's within-group reward statistics and, on public steps, the replacement fraction of
@@ -49,7 +50,7 @@ until the round ends. What it keeps depends on the adapter's size P (its number 
   ΔW) and a CountSketch of the gradient. Sketches are linear and share their hash functions across clients,
   so ``‖S x_n − S x_m‖`` estimates ``‖x_n − x_m‖`` without bias in the square; the relative error of a
   distance is about ``sqrt(3 / sketch_dim)`` (≈ 2 % at the default 8,192). ``pairwise_*``,
-  ``grad_dissimilarity`` and ``zeta`` are these estimates. Held: N·τ·3·sketch_dim·4 bytes (≈ 46 MB at
+  ``grad_dissimilarity`` and ``zeta`` are these estimates. Held: N·τ·3·sketch_dim·4 bytes (≈ 47 MB at
   N = 4, τ = 120) plus, while a step is reported, one module's work (≤ a few MB; a test on a 100 M-parameter
   model checks the bound with tracemalloc).
 
