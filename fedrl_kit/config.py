@@ -56,6 +56,9 @@ class RunConfig:
     """where the model runs: "cpu" or "cuda" (or "cuda:N")"""
     dtype: str = "float32"
     """model weights dtype: float32, bfloat16 or float16"""
+    rollout_backend: str = "hf"
+    """where rollouts are sampled: "hf" (model.generate, CPU or GPU) or "vllm" (GPU, one engine, a LoRA per
+    client; needs the [gpu] extra)"""
     lora_rank: int = 8
     """LoRA rank r of every adapter"""
     lora_alpha: float = 16.0
@@ -186,6 +189,9 @@ class RunConfig:
         check_world(self.world, self.dataset)
         need(re.fullmatch(r"cpu|cuda(:\d+)?", self.device) is not None, "device", '"cpu" or "cuda[:N]"')
         need(self.dtype in ("float32", "bfloat16", "float16"), "dtype", "float32, bfloat16 or float16")
+        need(self.rollout_backend in ("hf", "vllm"), "rollout_backend", '"hf" or "vllm"')
+        need(self.rollout_backend == "hf" or self.device.startswith("cuda"), "rollout_backend",
+             '"hf" on a CPU (vLLM needs device="cuda")')
         need(1 <= self.lora_rank <= 1024, "lora_rank", "in [1, 1024]")
         need(0 < self.lora_alpha <= 1e4, "lora_alpha", "in (0, 10000]")
         need(1 <= self.max_new_tokens <= 32768, "max_new_tokens", "in [1, 32768]")

@@ -252,6 +252,11 @@ class Run:
             dtype = getattr(torch, cfg.dtype)
             self._policy = Policy.load(resolve_base(cfg.base), cfg.lora_rank, cfg.lora_alpha, cfg.seed, cfg.chat,
                                        cfg.max_new_tokens, cfg.temperature, cfg.device, dtype, cfg.lora_targets)
+            if cfg.rollout_backend != "hf":  # vLLM serves every client's adapter from one engine (GPU only)
+                from fedrl_kit.policy.backends import make_backend
+
+                self._policy.backend = make_backend(cfg.rollout_backend, resolve_base(cfg.base),
+                                                    max_loras=max(1, cfg.num_clients), max_lora_rank=cfg.lora_rank)
         self.policy = self._policy
         self.reward_set = make_reward_set(cfg.rewards, cfg.reward_weights or None)
         self.grpo, self.local = cfg.grpo_settings(), cfg.local_settings()

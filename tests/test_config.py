@@ -6,6 +6,7 @@ from fedrl_kit.config import RunConfig, parse_set, preset
 
 BAD = [
     ("method", "fedsgd"), ("preset", "medium"), ("seed", -1), ("base", ""), ("device", "tpu"), ("dtype", "int8"),
+    ("rollout_backend", "sglang"), ("rollout_backend", "vllm"),
     ("lora_rank", 0), ("lora_alpha", 0.0), ("max_new_tokens", 0), ("temperature", 0.0), ("n_train", 0),
     ("n_test", 0), ("n_public", -1), ("num_clients", 0), ("partition", "random"), ("dirichlet_alpha", 0.0),
     ("topics_per_client", 9), ("rounds", -1), ("local_steps", 0), ("prompts_per_step", 0), ("num_generations", 1),
