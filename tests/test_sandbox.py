@@ -91,6 +91,7 @@ def test_literal_asserts_are_checked_here_and_other_tests_by_a_judge():
     assert [c[:2] for c in plan.checks] == [("==", (3, [4])), ("falsy", None), ("is", None)]
     for tests in ("assert f(1) == 2 + 1\n", "assert f(x) == 1\n", "assert math.isclose(f(1), 2)\n", CHECK_TESTS):
         assert sandbox._plan(tests).calls is None, tests
+    assert sandbox._plan("assert math.isclose(f(1), 2)\n").module_names == ("math",)
 
 
 def test_mbpp_style_tests_keep_their_meaning():
@@ -131,6 +132,15 @@ def test_judge_forwards_objects_exceptions_and_the_programs_modules():
         "try:\n    root(-1)\nexcept ValueError:\n    pass\nelse:\n    raise AssertionError('no ValueError')\n"
     )
     assert run_code(program, tests).status == "ok", run_code(program, tests).stderr_tail
+
+
+def test_judge_never_lets_the_program_stand_in_for_builtins_or_modules():
+    # In one namespace, as HumanEval's harness runs them, these programs would pass.
+    fake_math = "class M:\n    isclose = staticmethod(lambda *a, **k: True)\nmath = M()\nf = lambda x: 0\n"
+    fake_abs = "abs = lambda x: 0\nf = lambda x: 5\n"
+    results = run_many([(fake_math, "assert math.isclose(f(1), 2.5)\n"),
+                        (fake_abs, "def check(c):\n    assert abs(c(1) - 2) < 1e-9\n\ncheck(f)\n")])
+    assert [r.status for r in results] == ["failed", "failed"], [r.stderr_tail for r in results]
 
 
 def test_program_can_use_the_standard_library_and_its_own_directory():

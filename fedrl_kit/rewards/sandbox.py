@@ -60,6 +60,7 @@ process by ``RLIMIT_AS``, processes by ``RLIMIT_NPROC`` and the PID namespace).
 from __future__ import annotations
 
 import ast
+import atexit
 import builtins
 import json
 import marshal
@@ -163,6 +164,9 @@ class _Plan:
     and the program used to share one namespace"""
     names: tuple[str, ...]
     """the non-builtin names the tests use (what the judge asks the candidate about)"""
+    module_names: tuple[str, ...]
+    """those used as ``name.attribute`` that are standard-library modules: the judge binds them only
+    to its own import of that module"""
     calls: tuple | None
     """literal asserts only: (name, args, kwargs) per assert, in wire form; None: use a judge"""
     checks: tuple = ()
@@ -237,7 +241,10 @@ def _plan(tests: str) -> _Plan:
             calls.append(call)
             checks.append((op, expected, ast.unparse(stmt)))
     names = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(dir(builtins)))
-    return _Plan(tuple(imports), tuple(names), tuple(calls) if literal else None, tuple(checks) if literal else ())
+    roots = {n.value.id for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+    modules = sorted(name for name in roots.intersection(names) if name in sys.stdlib_module_names)
+    return _Plan(tuple(imports), tuple(names), tuple(modules), tuple(calls) if literal else None,
+                 tuple(checks) if literal else ())
 
 
 class _Reference:
@@ -282,12 +289,17 @@ _isolation: Isolation | None = None
 _mountpoint: str | None = None
 
 
+_mountpoint_lock = threading.Lock()
+
+
 def _mountpoint_dir() -> str:
     """An empty directory on which each candidate mounts its own root (in its own mount namespace)."""
     global _mountpoint
-    if _mountpoint is None:
-        _mountpoint = tempfile.mkdtemp(prefix="fedrl-sandbox-root-")
-    return _mountpoint
+    with _mountpoint_lock:
+        if _mountpoint is None:
+            _mountpoint = tempfile.mkdtemp(prefix="fedrl-sandbox-root-")
+            atexit.register(os.rmdir, _mountpoint)  # it stays empty: mounts live in the candidates' namespaces
+        return _mountpoint
 
 
 def sandbox_isolation() -> Isolation:
@@ -438,7 +450,8 @@ class _Run:
             try:
                 spec.update(mode="serve", names=list(plan.names), request_fd=request_r, reply_fd=reply_w)
                 self._spawn(_CHILD_SOURCE, spec, (request_r, reply_w), cwd, env)
-                judge_spec = dict(self._base_spec(), tests=self.tests, request_fd=request_w, reply_fd=reply_r,
+                judge_spec = dict(self._base_spec(), tests=self.tests, names=list(plan.names),
+                                  module_names=list(plan.module_names), request_fd=request_w, reply_fd=reply_r,
                                   verdict_fd=self.out, stderr_fd=self.judge_err)
                 governing = self._spawn(_JUDGE_SOURCE, judge_spec, (request_w, reply_r, self.out),
                                         self.workdir or _mountpoint_dir(), {})

@@ -151,6 +151,17 @@ def _enter_namespaces(spec):
     os.chdir("/tmp")
 
 
+def _no_new_privileges():
+    """``no_new_privs``: no setuid program (``sudo``) or file capability can raise this process's privileges."""
+    try:
+        ctypes, libc, call = _libc()
+        call("prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    except (ImportError, OSError, AttributeError):
+        pass
+    for name in ("ctypes", "ctypes._endian", "_ctypes"):  # the tripwire blocks new imports, not cached ones
+        sys.modules.pop(name, None)
+
+
 def _limit_resources(spec):
     import _signal
     import resource
@@ -501,6 +512,7 @@ def _main():
     _limit_resources(spec)
     violations = []
     if spec["isolation"] == "process":
+        _no_new_privileges()
         _install_tripwire(os.path.realpath(os.getcwd()), violations)
     candidate = _Candidate()
     program = _run_program(spec, candidate)

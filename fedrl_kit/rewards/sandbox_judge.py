@@ -145,11 +145,12 @@ class Proxy:
         return hash(tuple(sorted(self._ref.items())))
 
 
-def _bind(channel, name, description):
+def _bind(channel, name, description, module_names):
     """The judge's value for a name the program defines, or None to leave it unbound."""
-    if "module" in description:
-        module = description["module"]
-        top = module.partition(".")[0]
+    if name in module_names or "module" in description:
+        # `math` in `math.isclose(...)` is only ever the standard library's module, never a stand-in
+        module = description.get("module")
+        top = str(module).partition(".")[0]
         if module == name and top in sys.stdlib_module_names and top not in _DENIED_MODULES:
             try:
                 return importlib.import_module(module)
@@ -190,10 +191,12 @@ def _judge(spec, channel):
     if hello.get("violations"):
         return "forbidden", "the program made a blocked call"
     namespace = {"__name__": "__sandbox__", "__builtins__": builtins}
-    names = hello.get("names")
-    for name, description in (names.items() if type(names) is dict else ()):
-        if type(name) is str and type(description) is dict:
-            value = _bind(channel, name, description)
+    described = hello.get("names")
+    described = described if type(described) is dict else {}
+    for name in spec["names"]:  # only names the tests use and Python does not define: never `abs` or `len`
+        description = described.get(name)
+        if type(description) is dict:
+            value = _bind(channel, name, description, spec["module_names"])
             if value is not None:
                 namespace[name] = value
     try:
