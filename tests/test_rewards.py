@@ -27,6 +27,7 @@ from fedrl_kit.rewards import (
     tag_count_reward,
 )
 from fedrl_kit.rewards import accuracy as accuracy_module
+from fedrl_kit.rewards import math_worker
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -250,20 +251,20 @@ def test_math_accuracy_reward_in_worker_threads():
 
 
 def test_math_accuracy_reward_falls_back_to_exact_match(monkeypatch):
-    monkeypatch.setattr(accuracy_module.MATH_VERIFIER, "check", lambda *args, **kwargs: None)  # no verdict
+    monkeypatch.setattr(accuracy_module.MATH_VERIFIER, "check_many", lambda items, budget: [None] * len(items))
     completions = ["<answer>0.5</answer>", "<answer>1/2</answer>", "<answer>0.50</answer>"]
     assert score(math_accuracy_reward, completions, answer=["0.5"] * 3) == [1.0, 0.0, 1.0]
 
 
 def _recording_checks(monkeypatch) -> list:
     seen = []
-    real = accuracy_module.MATH_VERIFIER.check
+    real = accuracy_module.MATH_VERIFIER.check_many
 
-    def recording(gold, prediction, *args, **kwargs):
-        seen.append((gold, prediction))
-        return real(gold, prediction, *args, **kwargs)
+    def recording(items, budget_s):
+        seen.extend((gold, prediction) for gold, prediction, _ in items)
+        return real(items, budget_s)
 
-    monkeypatch.setattr(accuracy_module.MATH_VERIFIER, "check", recording)
+    monkeypatch.setattr(accuracy_module.MATH_VERIFIER, "check_many", recording)
     return seen
 
 
@@ -291,25 +292,36 @@ def test_math_accuracy_reward_is_bounded_off_the_main_thread():
     assert time.monotonic() - start < 10.0
 
 
-def test_math_verify_worker_is_killed_at_its_deadline_and_restarts(monkeypatch):
+def test_math_verify_worker_is_killed_at_its_deadline_and_a_fresh_one_takes_the_rest(monkeypatch):
     monkeypatch.setattr(accuracy_module, "MATH_VERIFY_MAX_NESTING", 60)  # let a slow answer through
-    monkeypatch.setattr(accuracy_module.math_worker, "DEADLINE_S", 0.2)
+    monkeypatch.setattr(math_worker, "DEADLINE_S", 1.0)
     slow = "{" * 40 + "2" + "}" * 40  # math-verify runs for minutes on this
     assert score(math_accuracy_reward, ["<answer>1</answer>"], answer=["1"]) == [1.0]  # the worker is up
+    first = accuracy_module.MATH_VERIFIER._proc
     start = time.monotonic()
-    assert score(math_accuracy_reward, [f"<answer>{slow}</answer>"], answer=["2"]) == [1.0]  # exact match: "2"
-    assert time.monotonic() - start < 2.0
-    assert accuracy_module.MATH_VERIFIER._proc is None  # killed
-    monkeypatch.setattr(accuracy_module.math_worker, "DEADLINE_S", 60.0)  # the next call starts a fresh worker
-    assert score(math_accuracy_reward, ["<answer>\\frac{2}{4}</answer>"], answer=["1/2"]) == [1.0]
+    completions = ["<answer>\\frac{2}{4}</answer>", f"<answer>{slow}</answer>", "<answer>\\frac{3}{6}</answer>"]
+    # math-verify, then exact match ("2": the last number), then math-verify again in a fresh worker
+    assert score(math_accuracy_reward, completions, answer=["1/2", "2", "1/2"]) == [1.0, 1.0, 1.0]
+    assert accuracy_module.MATH_VERIFIER._proc is not first
+    assert time.monotonic() - start < 1.0 + math_worker.STARTUP_S
+
+
+def test_math_verify_worker_answers_a_whole_call_without_restarting():
+    assert score(math_accuracy_reward, ["<answer>1</answer>"], answer=["1"]) == [1.0]  # the worker is up
+    worker = accuracy_module.MATH_VERIFIER._proc
+    completions = [f"<answer>\\frac{{{k}}}{{{2 * k}}}</answer>" for k in range(1, 25)]  # only math-verify says 1.0
+    assert score(math_accuracy_reward, completions, answer=["1/2"] * 24) == [1.0] * 24
+    assert accuracy_module.MATH_VERIFIER._proc is worker
 
 
 def test_math_accuracy_reward_call_budget(monkeypatch):
-    seen = _recording_checks(monkeypatch)
+    def no_group(*args):
+        raise AssertionError("math-verify consulted past the call's budget")
+
+    monkeypatch.setattr(accuracy_module.MATH_VERIFIER, "_answer_group", no_group)
     monkeypatch.setattr(accuracy_module, "MATH_VERIFY_CALL_BUDGET_S", 0.0)
     assert score(math_accuracy_reward, ["<answer>0.5</answer>", "<answer>2/4</answer>"], answer=["0.5"] * 2) == [
         1.0, 0.0]
-    assert seen == []
 
 
 def test_every_reward_scores_a_none_completion():

@@ -37,7 +37,6 @@ cut at HumanEval's stop sequences. Either way the tests run in the sandbox
 
 import ast
 import re
-import time
 
 from fedrl_kit.rewards.parsing import (
     completion_text,
@@ -45,7 +44,6 @@ from fedrl_kit.rewards.parsing import (
     extract_tagged_answer,
     normalise_answer,
 )
-from fedrl_kit.rewards import math_worker
 from fedrl_kit.rewards.math_worker import MathVerifier
 from fedrl_kit.rewards.sandbox import code_accuracy_reward, extract_program
 
@@ -115,13 +113,13 @@ def _for_math_verify(text: str) -> bool:
     return len(text) <= MATH_VERIFY_MAX_CHARS and _nesting_depth(text) <= MATH_VERIFY_MAX_NESTING
 
 
-def _math_verify_match(gold: str, prediction: str, tagged: bool, budget_end: float) -> float:
-    remaining = budget_end - time.monotonic()
-    if remaining > 0 and _for_math_verify(gold) and _for_math_verify(prediction):
-        value = MATH_VERIFIER.check(gold, prediction, tagged, min(remaining, math_worker.DEADLINE_S))
-        if value is not None:
-            return value
-    return _exact_match(gold, extract_answer(prediction))
+def _math_verify_matches(items: list, budget_s: float) -> list[float]:
+    """Per ``(gold, prediction, tagged)``: math-verify's verdict, or exact match where it gives none."""
+    sent = [i for i, (gold, prediction, _) in enumerate(items)
+            if _for_math_verify(gold) and _for_math_verify(prediction)]
+    verdicts = dict(zip(sent, MATH_VERIFIER.check_many([items[i] for i in sent], budget_s)))
+    return [verdicts[i] if verdicts.get(i) is not None else _exact_match(gold, extract_answer(prediction))
+            for i, (gold, prediction, _) in enumerate(items)]
 
 
 def math_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[float | None]:
@@ -143,17 +141,15 @@ def math_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[fl
         0.0 otherwise, None where the gold answer is None.
     """
     golds = _gold_answers(answer, len(completions))
-    budget_end = time.monotonic() + MATH_VERIFY_CALL_BUDGET_S
-    rewards = []
+    items = []
     for c, gold in zip(completions, golds):
-        if gold is None:
-            rewards.append(None)
-            continue
-        text = completion_text(c)
-        tagged = extract_tagged_answer(text)
-        prediction = (text if tagged is None else tagged)[-MATH_VERIFY_MAX_CHARS:]
-        rewards.append(_math_verify_match(str(gold), prediction, tagged is not None, budget_end))
-    return rewards
+        if gold is not None:
+            text = completion_text(c)
+            tagged = extract_tagged_answer(text)
+            prediction = (text if tagged is None else tagged)[-MATH_VERIFY_MAX_CHARS:]
+            items.append((str(gold), prediction, tagged is not None))
+    scores = iter(_math_verify_matches(items, MATH_VERIFY_CALL_BUDGET_S))
+    return [None if gold is None else next(scores) for gold in golds]
 
 
 HUMANEVAL_STOP = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")

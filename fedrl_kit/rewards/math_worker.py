@@ -14,7 +14,9 @@ library cannot be bounded from the same process, so every comparison runs here i
 
 The worker reads one JSON line ``{"gold", "prediction", "tagged"}`` per request and answers
 ``1.0``, ``0.0`` or ``null`` (math-verify could not parse the gold answer, raised, or timed
-out). Only the standard library and math-verify are imported here.
+out). The answers of one reward call go out together and come back one by one, each with its
+own deadline, so the worker never waits for the trainer between them. Only the standard
+library and math-verify are imported here.
 """
 
 import json
@@ -33,6 +35,8 @@ STARTUP_S = 120.0
 """how long the worker may take to import math-verify"""
 MEMORY_MB = 2048
 """the worker's address-space limit"""
+_GROUP_BYTES = 32 * 1024
+"""most bytes of requests written at once (a pipe holds 64 KiB)"""
 
 _MATH_DELIMITERS = ("$", "\\(", "\\[", "\\boxed")
 
@@ -61,6 +65,7 @@ def serve() -> None:
     replies = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # anything math-verify prints goes where stderr goes (nowhere)
     from math_verify import parse, verify
+    _match(parse, verify, "\\frac{1}{2}", "0.5", True)  # math-verify's first parse loads its grammar: not on a deadline
     replies.write("ready\n")
     replies.flush()
     for line in sys.stdin:
@@ -80,6 +85,7 @@ class MathVerifier:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._owner = None
+        self._pending = b""
 
     def _worker(self) -> subprocess.Popen | None:
         if self._proc is not None and self._owner == os.getpid() and self._proc.poll() is None:
@@ -87,41 +93,87 @@ class MathVerifier:
         self._proc, self._owner = None, os.getpid()
         source = open(__file__).read() + "\nserve()\n"
         proc = subprocess.Popen([sys.executable, "-c", source], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True, start_new_session=True)
-        if not self._readable(proc, time.monotonic() + STARTUP_S) or proc.stdout.readline() != "ready\n":
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        self._pending = b""
+        if self._readline(proc, time.monotonic() + STARTUP_S) != b"ready":
             self._kill(proc)
             return None
         self._proc = proc
         return proc
 
-    @staticmethod
-    def _readable(proc: subprocess.Popen, deadline: float) -> bool:
-        remaining = deadline - time.monotonic()
-        return remaining > 0 and bool(select.select([proc.stdout], [], [], remaining)[0])
+    def _readline(self, proc: subprocess.Popen, deadline: float) -> bytes | None:
+        """The worker's next line, or None if it does not come before ``deadline``; OSError if the worker died.
+
+        Read with ``os.read``, not a buffered file: a buffered read could take several answers at once
+        and ``select`` would then wait for data already read.
+        """
+        fd = proc.stdout.fileno()
+        while b"\n" not in self._pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise OSError("the math-verify worker ended")
+            self._pending += chunk
+        line, self._pending = self._pending.split(b"\n", 1)
+        return line
 
     @staticmethod
     def _kill(proc: subprocess.Popen) -> None:
         proc.kill()
         proc.wait()
 
-    def check(self, gold: str, prediction: str, tagged: bool, deadline_s: float = DEADLINE_S) -> float | None:
-        """1.0 / 0.0 if math-verify decides within ``deadline_s`` seconds, else None."""
+    def check_many(self, items: list, budget_s: float) -> list:
+        """math-verify's verdicts on ``(gold, prediction, tagged)`` items: 1.0, 0.0 or None.
+
+        None where math-verify gave no verdict, took more than ``DEADLINE_S`` (the worker is then
+        killed and a fresh one takes the rest), or the items' ``budget_s`` seconds of the worker's
+        time had run out (counted from when this call has the worker, so waiting for another
+        thread or for the worker's start does not count). Requests go out in groups of at most
+        ``_GROUP_BYTES`` (less than a pipe holds, so writing never blocks), and the worker
+        answers them back to back.
+        """
+        results = [None] * len(items)
+        lines = [json.dumps({"gold": g, "prediction": p, "tagged": t}).encode() + b"\n" for g, p, t in items]
         with self._lock:
-            proc = self._worker()
-            if proc is None:
-                return None
-            deadline = time.monotonic() + deadline_s
+            i, budget_end = 0, None
+            while i < len(items):
+                proc = self._worker()
+                if budget_end is None:
+                    budget_end = time.monotonic() + budget_s
+                if proc is None or time.monotonic() >= budget_end:
+                    break
+                end, size = i, 0
+                while end < len(items) and (end == i or size + len(lines[end]) <= _GROUP_BYTES):
+                    size += len(lines[end])
+                    end += 1
+                i = self._answer_group(proc, lines, results, i, end, budget_end)
+        return results
+
+    def _answer_group(self, proc, lines, results, start: int, end: int, budget_end: float) -> int:
+        """Send items start..end-1 and read their answers; returns the index to continue from."""
+        try:
+            proc.stdin.write(b"".join(lines[start:end]))
+            proc.stdin.flush()
+        except OSError:  # the worker died: a fresh one takes the group
+            self._discard(proc)
+            return start
+        for j in range(start, end):
             try:
-                proc.stdin.write(json.dumps({"gold": gold, "prediction": prediction, "tagged": tagged}) + "\n")
-                proc.stdin.flush()
-                if self._readable(proc, deadline):
-                    value = json.loads(proc.stdout.readline())
-                    return value if value in (0.0, 1.0) else None
-            except (OSError, ValueError):
-                pass
-            self._kill(proc)  # past the deadline, or the worker died: start afresh next time
-            self._proc = None
-            return None
+                line = self._readline(proc, min(time.monotonic() + DEADLINE_S, budget_end))
+                if line is None:
+                    raise TimeoutError
+                value = json.loads(line)
+            except (OSError, ValueError, TimeoutError):  # past the deadline, or the worker died on item j
+                self._discard(proc)
+                return j + 1
+            results[j] = value if value in (0.0, 1.0) else None
+        return end
+
+    def _discard(self, proc: subprocess.Popen) -> None:
+        self._kill(proc)
+        self._proc = None
 
     def close(self) -> None:
         with self._lock:

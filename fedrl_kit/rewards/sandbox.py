@@ -24,9 +24,13 @@ reporter has nothing to act on). Two paths:
   and helpers; ``math.isclose``): a second process, the *judge* (``sandbox_judge.py``), runs
   the test code unchanged; each name the tests take from the program is a proxy that forwards
   the call over a pipe and decodes the answer as plain data. The judge writes its verdict to a
-  descriptor the candidate does not hold. What the judge cannot do: pass a function of the
-  tests (a ``lambda``) to the candidate, see the candidate mutate an argument in place, or use
-  ``isinstance`` with a class the program defines; such tests fail rather than pass.
+  descriptor the candidate does not hold. It binds only the non-builtin names the tests use
+  (a program that rebinds ``abs`` changes nothing), and a name used as ``math.isclose`` only
+  to its own import of the standard-library module. What the judge cannot do: pass a function
+  of the tests (a ``lambda``) to the candidate, see the candidate mutate an argument in place,
+  or use ``isinstance`` with a class the program defines; such tests fail rather than pass.
+  Helpers the tests call that the program defines (HumanEval's ``poly``, which comes with the
+  prompt) run in the candidate, as in HumanEval's own harness.
 
 **Containment of the candidate's process** (``sandbox_child.py`` holds the details):
 

@@ -93,7 +93,7 @@ def _enter_namespaces(spec):
     new_root = spec["mountpoint"]
     mount(None, "/", None, _MS_REC | _MS_PRIVATE, None)
     mount("tmpfs", new_root, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=1m,mode=0755")
-    python_paths = [sys.base_prefix, sys.prefix] + [p for p in sys.path if p]
+    python_paths = [sys.base_prefix] + [p for p in sys.path if p]  # the interpreter and its standard library
     done = []
     for path in sorted(set(_SYSTEM_PATHS + tuple(python_paths)), key=len):
         if not os.path.lexists(path) or any(path == d or path.startswith(d.rstrip("/") + "/") for d in done):
