@@ -394,6 +394,13 @@ def probe():
 
 
 @needs_namespaces
+def test_a_removed_mountpoint_is_made_again():
+    assert run_code(DOUBLE, TESTS).passed
+    os.rmdir(sandbox._mountpoint)  # a temp cleaner, or a forked worker's exit
+    assert run_code(DOUBLE, TESTS).passed
+
+
+@needs_namespaces
 def test_environment_is_stripped(monkeypatch):
     monkeypatch.setenv("FEDRL_SECRET", "s3cret")
     assert run_code("import os\nKEYS = set(os.environ)\n", "assert 'FEDRL_SECRET' not in KEYS\n").passed

@@ -297,13 +297,25 @@ _mountpoint_lock = threading.Lock()
 
 
 def _mountpoint_dir() -> str:
-    """An empty directory on which each candidate mounts its own root (in its own mount namespace)."""
+    """An empty directory on which each candidate mounts its own root (in its own mount namespace).
+
+    Made once per process (again if a temp cleaner removed it) and removed at exit by the process
+    that made it, not by a forked child (a data-loader worker) that inherited it.
+    """
     global _mountpoint
     with _mountpoint_lock:
-        if _mountpoint is None:
+        if _mountpoint is None or not os.path.isdir(_mountpoint):
             _mountpoint = tempfile.mkdtemp(prefix="fedrl-sandbox-root-")
-            atexit.register(os.rmdir, _mountpoint)  # it stays empty: mounts live in the candidates' namespaces
+            atexit.register(_remove_mountpoint, _mountpoint, os.getpid())
         return _mountpoint
+
+
+def _remove_mountpoint(path: str, owner: int) -> None:
+    if os.getpid() == owner:
+        try:
+            os.rmdir(path)  # empty: the mounts lived in the candidates' namespaces
+        except OSError:
+            pass
 
 
 def sandbox_isolation() -> Isolation:
