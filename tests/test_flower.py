@@ -12,7 +12,7 @@ import pytest
 
 from conftest import small_config
 from fedrl_kit.federation.flower import (FlowerRuntime, LoopbackGrid, client_app, from_records, message_type,
-                                         run_on_flower, to_records)
+                                         run_many_on_flower, to_records)
 from fedrl_kit.methods import METHODS
 from fedrl_kit.runs import Run
 from test_boundary import SETTINGS
@@ -100,12 +100,15 @@ def test_a_run_needs_a_node_per_client(tiny_dir):
         FlowerRuntime(grid, ["client_0", "client_1", "client_2"], cfg.to_json(), connect_timeout=1.0)
 
 
-def test_flowers_simulation_engine_runs_a_method_as_in_process(tiny_dir, tmp_path):
-    """The real thing: ServerApp + ClientApp on Flower's Ray-based simulation engine."""
-    cfg = small_config(tiny_dir, method="fedavg_grpo", rounds=1, num_clients=2)
-    expected = Run(cfg, progress=False).run()
-    out = run_on_flower(cfg, tmp_path / "run", progress=False, round_timeout=300)
-    assert _strip(out["records"]) == _strip(expected)
-    on_disk = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
-    assert _strip(on_disk) == _strip(expected)
-    assert out["flower_bytes"]["up"] > 0
+def test_flowers_simulation_engine_runs_every_method_as_in_process(tiny_dir, tmp_path):
+    """The real thing: ServerApp + ClientApp on Flower's Ray-based simulation engine, every method in one
+    simulation (Ray starts once), one round each on three clients."""
+    cfgs = [small_config(tiny_dir, method=m, rounds=1, **SETTINGS.get(m, {})) for m in METHODS]
+    expected = [Run(cfg, progress=False).run() for cfg in cfgs]
+    out = run_many_on_flower([(cfg, tmp_path / m) for cfg, m in zip(cfgs, METHODS)], progress=False,
+                             round_timeout=600)
+    for m, want, got in zip(METHODS, expected, out):
+        assert _strip(got["records"]) == _strip(want, drop=LIVE_STATE), m
+    on_disk = [json.loads(line) for line in (tmp_path / "fedavg_grpo" / "metrics.jsonl").read_text().splitlines()]
+    assert _strip(on_disk) == _strip(expected[METHODS.index("fedavg_grpo")])
+    assert out[METHODS.index("fedavg_grpo")]["flower_bytes"]["up"] > 0

@@ -280,28 +280,23 @@ client_app = FedrlClientApp()
 server_app = ServerApp()
 
 _JOB: dict | None = None  # set by run_on_flower in this process; ``flwr run`` reads the run config instead
-_RESULT: dict = {}
+_RESULTS: list[dict] = []
 
 
 def _job_from_run_config(run_config: dict) -> dict:
     """``[tool.flwr.app.config]`` → a job: ``method``, ``preset``, ``run-dir``, and ``set`` (``a.b=v;c=w``)."""
-    from fedrl_kit.config import preset
-
-    from fedrl_kit.config import parse_set
+    from fedrl_kit.config import parse_set, preset
 
     sets = [kv.strip() for kv in str(run_config.get("set", "")).split(";") if kv.strip()]
     cfg = preset(str(run_config.get("preset", "quick")), method=str(run_config.get("method", "fedavg_grpo")),
                  **parse_set(sets))
-    return {"config": cfg, "run_dir": run_config.get("run-dir") or None, "progress": False,
+    return {"runs": [(cfg, run_config.get("run-dir") or None)], "progress": False,
             "round_timeout": float(run_config.get("round-timeout", 3600.0)), "faults": {}}
 
 
-@server_app.main()
-def _server_main(grid: Grid, context: Context) -> None:
+def _run_one(grid: Grid, job: dict, cfg, run_dir) -> dict:
     from fedrl_kit.runs import Run
 
-    job = _JOB if _JOB is not None else _job_from_run_config(dict(context.run_config))
-    cfg = job["config"]
     made: list[FlowerRuntime] = []
 
     def runtime(clients: dict, faults: dict, timeout=None, replies=None, expect=None) -> FlowerRuntime:
@@ -311,14 +306,21 @@ def _server_main(grid: Grid, context: Context) -> None:
                                   hang_seconds=job.get("hang_seconds", 3600.0)))
         return made[-1]
 
-    run = Run(cfg, job["run_dir"], progress=job["progress"], runtime=runtime)
+    run = Run(cfg, run_dir, progress=job["progress"], runtime=runtime)
     try:
-        _RESULT["records"] = run.run()
-        _RESULT["ledger"] = run.runtime.ledger.to_rows()
-        _RESULT["failures"] = list(run.runtime.failures)
-        _RESULT["flower_bytes"] = dict(made[-1].flower_bytes) if made else {}
-    except BaseException as e:  # the simulation runs this in a thread: hand the error to the caller
-        _RESULT["error"] = e
+        records = run.run()
+    except BaseException as e:  # noqa: BLE001 - the simulation runs this in a thread: hand the error to the caller
+        return {"error": e}
+    return {"records": records, "ledger": run.runtime.ledger.to_rows(), "failures": list(run.runtime.failures),
+            "flower_bytes": dict(made[-1].flower_bytes) if made else {}}
+
+
+@server_app.main()
+def _server_main(grid: Grid, context: Context) -> None:
+    """Run the job's runs one after the other on this simulation's nodes (the same nodes serve every run)."""
+    job = _JOB if _JOB is not None else _job_from_run_config(dict(context.run_config))
+    for cfg, run_dir in job["runs"]:
+        _RESULTS.append(_run_one(grid, job, cfg, run_dir))
 
 
 class LoopbackGrid:
@@ -388,13 +390,21 @@ def run_on_flower(config, run_dir=None, progress: bool = True, round_timeout: fl
     Returns:
         ``{"records": metric records, "ledger": ledger rows, "failures": [ClientFailure], "flower_bytes": …}``.
     """
+    return run_many_on_flower([(config, run_dir)], progress, round_timeout, faults, num_supernodes)[0]
+
+
+def run_many_on_flower(runs: list[tuple], progress: bool = True, round_timeout: float = 3600.0,
+                       faults: dict | None = None, num_supernodes: int | None = None) -> list[dict]:
+    """Several ``(config, run_dir)`` runs, one after the other, in one Flower simulation (Ray starts once).
+
+    Returns one result per run, as :func:`run_on_flower`'s; the first run that raised re-raises here.
+    """
     global _JOB
     from flwr.simulation import run_simulation
 
-    n = num_supernodes or config.num_clients
-    _JOB = {"config": config, "run_dir": run_dir, "progress": progress, "round_timeout": round_timeout,
-            "faults": dict(faults or {})}
-    _RESULT.clear()
+    n = num_supernodes or max(cfg.num_clients for cfg, _ in runs)
+    _JOB = {"runs": list(runs), "progress": progress, "round_timeout": round_timeout, "faults": dict(faults or {})}
+    _RESULTS.clear()
     cpus = os.cpu_count() or 1
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     try:
@@ -403,15 +413,17 @@ def run_on_flower(config, run_dir=None, progress: bool = True, round_timeout: fl
                                        "init_args": {"num_cpus": cpus, "include_dashboard": False,
                                                      "logging_level": "ERROR", "log_to_driver": True}})
     except RuntimeError as e:
-        if "error" in _RESULT:
-            raise _RESULT["error"] from e
+        failed = next((r["error"] for r in _RESULTS if "error" in r), None)
+        if failed is not None:
+            raise failed from e
         raise RuntimeError(f"Flower's simulation engine failed ({e}); if the log above says the Ray node "
                            "'timed out during startup', Ray's agents missed their start-up deadline on a busy "
                            "machine: run again when fewer jobs compete for the CPU") from e
     finally:
         _JOB = None
-    if "error" in _RESULT:
-        raise _RESULT["error"]
-    if "records" not in _RESULT:
-        raise RuntimeError("the Flower simulation ended without running the ServerApp (see the log above)")
-    return dict(_RESULT)
+    failed = next((r["error"] for r in _RESULTS if "error" in r), None)
+    if failed is not None:
+        raise failed
+    if len(_RESULTS) != len(runs):
+        raise RuntimeError(f"the Flower simulation ended after {len(_RESULTS)} of {len(runs)} runs (see the log above)")
+    return list(_RESULTS)
