@@ -28,7 +28,7 @@ rounds = 10             # communication rounds R
 local_steps = 2         # τ, local GRPO steps per round
 seed = 0
 run_dir = "../runs/quickstart"
-export_figures = True   # write figures/quickstart_*.html and .png''', ["parameters"])
+figures_dir = ""      # "" = this notebook's run folder; `make figures` passes ../figures''', ["parameters"])
 code('''import shutil
 from pathlib import Path
 
@@ -41,6 +41,7 @@ from fedrl_kit.runs import Run
 from fedrl_kit.world.partition import topic_matrix
 
 viz.setup_notebook()
+FIGURES = Path(figures_dir or run_dir + "/figures")  # where this notebook's figures go
 pd.set_option("display.width", 120)
 cfg = preset(preset_name, method=method, num_clients=num_clients, rounds=rounds, local_steps=local_steps, seed=seed)
 shutil.rmtree(run_dir, ignore_errors=True)  # a fresh run each time the notebook is executed
@@ -64,8 +65,7 @@ code('''# NBVAL_CHECK_OUTPUT
 client_table(run.partitions)''')
 code('''names, counts = topic_matrix(run.partitions)
 fig = viz.heterogeneity_bubbles(names, counts, title=f"topics per client (Dirichlet α = {cfg.dirichlet_alpha})")
-if export_figures:
-    viz.export(fig, "quickstart_heterogeneity")
+viz.export(fig, "quickstart_heterogeneity", FIGURES)
 fig''')
 md("""## Train
 Round 0 is the base policy. Each later round is one FedAvg-GRPO round; the global adapter is
@@ -76,24 +76,21 @@ summary = headline(records)
 assert summary["final pass@1"] > summary["base pass@1"], "pass@1 did not rise: training is broken"
 pd.Series(summary).to_frame("FedAvg-GRPO")''')
 code('''fig = viz.curves({"FedAvg-GRPO": records}, "pass@1", title="global pass@1 on the held-out test split")
-if export_figures:
-    viz.export(fig, "quickstart_pass_at_1")
+viz.export(fig, "quickstart_pass_at_1", FIGURES)
 fig''')
 md("""### Per client
 Each client's accuracy and reward on its *own* rollouts during local training (its private
 topics), with the global model's test pass@1 dashed. Clients holding easy topics see high
 rewards; clients with hard topics see few correct answers and many zero-variance groups.""")
 code('''fig = viz.client_curves(records)
-if export_figures:
-    viz.export(fig, "quickstart_clients")
+viz.export(fig, "quickstart_clients", FIGURES)
 fig''')
 code('''topic_table(records)''')
 md("""### What crossed the wire
 FedAvg-GRPO moves LoRA factors both ways every round: the ledger has every message.""")
 code('''by_kind = run.runtime.ledger.bytes_by_kind()
 fig = viz.communication_bars(by_kind, title="bytes by message kind (all rounds)")
-if export_figures:
-    viz.export(fig, "quickstart_communication")
+viz.export(fig, "quickstart_communication", FIGURES)
 fig''')
 md("""### Try it yourself
 Pick a client to see its local-training diagnostics round by round (the widget is live in

@@ -48,7 +48,7 @@ run_sweep = False          # run the table grid here (hours on a CPU) instead of
 sweep_seeds = [0, 1, 2]    # seeds of the grid when run_sweep
 results_setting = "fedavg_examples"  # the stored sweep the tables read without run_sweep (the only one stored)
 results_root = "../benchmarks/results"
-export_figures = True      # write figures/pubswap_*.html and .png''', ["parameters"])
+figures_dir = ""      # "" = this notebook's run folder; `make figures` passes ../figures''', ["parameters"])
 code('''import json
 from pathlib import Path
 
@@ -67,6 +67,7 @@ from fedrl_kit.pubswap.swap import SWAP_RULES, ResponsePool
 from fedrl_kit.world.partition import partition, topic_matrix
 
 viz.setup_notebook()
+FIGURES = Path(figures_dir or "../runs/02_pubswap/figures")  # where this notebook's figures go
 pd.set_option("display.width", 140)
 pd.set_option("display.max_colwidth", 40)
 taus = tuple(taus or ((2, 8) if preset_name == "quick" else (10, 120)))
@@ -85,7 +86,8 @@ plots show both splits of our world's private pool (bubble area ∝ examples of 
 code('''# NBVAL_CHECK_OUTPUT
 probe_run = Run(base_cfg, progress=False).build()
 world, policy = probe_run.world, probe_run.policy
-splits = {"Dirichlet α = 0.3 (Table 1)": probe_run.partitions,
+splits = {f"Dirichlet α = {base_cfg.dirichlet_alpha}" + (" (Table 1)" if base_cfg.dirichlet_alpha == 0.3 else ""):
+              probe_run.partitions,
           "Dirichlet α = 0.1, equal size (Table 4)": partition(world.train, num_clients, "dirichlet", 0.1, equal_size=True,
                                                                  seed=seed)}
 pd.DataFrame({name: [len(p) for p in parts] for name, parts in splits.items()},
@@ -94,9 +96,8 @@ code('''figs = []
 for name, parts in splits.items():
     names, counts = topic_matrix(parts)
     figs.append(viz.heterogeneity_bubbles(names, counts, title=f"topics per client: {name}"))
-if export_figures:
-    viz.export(figs[0], "pubswap_heterogeneity_alpha0.3")
-    viz.export(figs[1], "pubswap_heterogeneity_alpha0.1")
+viz.export(figs[0], f"pubswap_heterogeneity_alpha{base_cfg.dirichlet_alpha}", FIGURES)
+viz.export(figs[1], "pubswap_heterogeneity_alpha0.1", FIGURES)
 figs[0].show()
 figs[1]''')
 
@@ -139,8 +140,7 @@ fig.update_layout(template="plotly_white", height=620,
 fig.update_yaxes(title_text="mean ‖ΔW_n − ΔW_n′‖_F", row=1, col=1)
 fig.update_yaxes(title_text="reward std in a group", row=2, col=1)
 fig.update_xaxes(title_text="local step", row=2)
-if export_figures:
-    viz.export(fig, "pubswap_drift_within_round")
+viz.export(fig, "pubswap_drift_within_round", FIGURES)
 fig''')
 code('''end = drift.sort_values("step").groupby(["method", "tau"]).last().reset_index()
 gd = drift.groupby(["method", "tau", "step_kind"]).grad_dissimilarity.mean().unstack("step_kind")
@@ -222,8 +222,7 @@ led = led[led["round"] == 1]
 per_kind = led.groupby(["kind", "direction"]).nbytes.sum()
 fig = viz.communication_bars({k: int(v) for k, v in per_kind.items()},
                              title=f"bytes in one Balanced round (τ = {max(taus)}, N = {num_clients})")
-if export_figures:
-    viz.export(fig, "pubswap_communication")
+viz.export(fig, "pubswap_communication", FIGURES)
 fig''')
 code('''adapter = int(per_kind.get(("fit_end_result", "up"), 0))
 public = int(sum(v for (k, d), v in per_kind.items() if k.startswith("public")))
@@ -314,8 +313,7 @@ for m, recs in curves.items():
                                  mode="lines+markers"), row=1, col=2)
 fig.update_xaxes(title_text="local steps taken")
 fig.update_layout(template="plotly_white")
-if export_figures:
-    viz.export(fig, "pubswap_curves_large_tau")
+viz.export(fig, "pubswap_curves_large_tau", FIGURES)
 fig''')
 code('''summary_cols = ["drift_end_pairwise_effective", "grad_dissimilarity_private", "grad_dissimilarity_public",
                 "replacement_fraction"]
