@@ -1,8 +1,11 @@
 """PubSwap: local GRPO interleaved with public steps whose responses are swapped across clients.
 
-PubSwap paper §3.3–3.4 (``papers/pubswap.md``). One round p, with τ local steps and PubSwap period
-τ_swap (``config.local_steps``, ``config.pubswap.period``), b prompts per step and K responses per prompt
-(``prompts_per_step``, ``num_generations``):
+Paper: A. Nayak, B. Askin, M. Ustaomeroglu, C. Joe-Wong, G. Joshi, *PubSwap: Public-Data Off-Policy
+Coordination for Federated RLVR* (Carnegie Mellon University), §3.3–3.4.
+
+One round p, with τ local steps and PubSwap period τ_swap (``config.local_steps``,
+``config.pubswap.period``), b prompts per step and K responses per prompt (``prompts_per_step``,
+``num_generations``):
 
 1. the server broadcasts the global LoRA factors (A_p, B_p) (eq. 3)             → ``fit_begin``
 2. local steps s = 0 … τ−1. Within each PubSwap period of τ_swap steps, the first τ_swap − 1

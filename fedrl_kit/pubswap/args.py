@@ -13,7 +13,7 @@ preset gives them to the PubSwap methods, and the PubSwap grid to its baselines 
 
 @dataclass
 class PubSwapArgs(Args):
-    """FedAvg-PubSwap (papers/pubswap.md): public steps with Random or Balanced response swapping."""
+    """FedAvg-PubSwap (Nayak et al.): public steps with Random or Balanced response swapping."""
 
     SECTION = "pubswap"
 

@@ -1,6 +1,6 @@
 """Drift instrumentation: how far apart the clients' adapters move at every local step of a round.
 
-PubSwap (``papers/pubswap.md``) argues about client drift step by step (appendix A.1–A.2): the
+PubSwap (Nayak et al.) argues about client drift step by step (appendix A.1–A.2): the
 drift ``Δ_t = θ_n^(t) − θ_{n'}^(t)`` between two clients after local step t grows through the
 private-gradient dissimilarity ``ζ_{n,n'}`` on private steps, and through ``L_pub`` and the
 replacement fraction ``α_i(x)`` on Balanced public steps. With ``RunConfig.trace_drift`` on, a

@@ -3,7 +3,7 @@
 Every run lives in its own folder ``root/<name>``, so an interrupted sweep picks up where it
 stopped (finished runs are read back, the interrupted one resumes from its last checkpoint).
 
-:func:`pubswap_grid` is the PubSwap experiment design (Tables 1 and 4–6 of ``papers/pubswap.md``)
+:func:`pubswap_grid` is the PubSwap experiment design (Tables 1 and 4–6 of the PubSwap paper)
 on a fixed budget of local GRPO steps, shared by ``benchmarks/pubswap_sweep.py`` and notebook 02.
 """
 

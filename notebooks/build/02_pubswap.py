@@ -3,7 +3,7 @@ from cells import code, md, write
 
 md("""# PubSwap: public-data steps with response swapping against client drift
 
-Paper: *PubSwap* (`../shared/papers/pubswap.md`); code: `fedrl_kit/pubswap/method.py`,
+Paper: *PubSwap* (Nayak, Askin, Ustaomeroglu, Joe-Wong, Joshi; Carnegie Mellon University); code: `fedrl_kit/pubswap/method.py`,
 `fedrl_kit/pubswap/swap.py`, `fedrl_kit/pubswap/drift.py`, `fedrl_kit/pubswap/instrument.py`.
 
 **The problem.** In FedAvg-GRPO every client runs τ local GRPO steps on its own private problems
