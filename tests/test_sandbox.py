@@ -32,8 +32,8 @@ CHECK_TESTS = "def check(candidate):\n    for x in range(5):\n        assert can
 
 needs_namespaces = pytest.mark.skipif(
     sandbox_isolation() != "namespaces",
-    reason="this OS does not allow the sandbox's namespaces: the 'process' isolation does not contain this "
-           "(documented in docs/reliability.md)")
+    reason="the sandbox runs without namespaces here (the OS does not allow them, or FEDRL_SANDBOX=process): "
+           "its 'process' isolation does not contain this (docs/reliability.md)")
 
 
 # --- results ------------------------------------------------------------------
@@ -325,6 +325,7 @@ def _sandbox_processes() -> set[int]:
     return found
 
 
+@needs_namespaces
 def test_fileio_and_open_closure_cannot_write_outside(canary):
     programs = [
         f"import _io\ntry:\n    _io.FileIO({str(canary)!r}, 'w').write(b'dead')\nexcept OSError:\n    pass\n",
