@@ -407,6 +407,34 @@ def test_environment_is_stripped(monkeypatch):
     assert run_code("import os\nKEYS = set(os.environ)\n", "assert 'FEDRL_SECRET' not in KEYS\n").passed
 
 
+_SECCOMP_PROBE = """
+import sys
+sys.meta_path[:] = [m for m in sys.meta_path if 'Blocker' not in getattr(m, '__name__', type(m).__name__)]
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+def refused():
+    out = {}
+    for name, args in (('unshare', (0x10000000,)), ('ptrace', (16, TRAINER, 0, 0)), ('syscall', (425, 1, 0)),
+                       ('mount', (b'none', b'/tmp', b'tmpfs', 0, None)), ('kill', (TRAINER, 10))):
+        out[name] = (getattr(libc, name)(*args), ctypes.get_errno())
+    return out
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the seccomp filter is written for x86_64 only")
+@pytest.mark.parametrize("isolation", ["namespaces", "process"])
+def test_seccomp_refuses_ptrace_namespaces_io_uring_and_mounts(isolation, signals):
+    if isolation == "namespaces" and sandbox_isolation() != "namespaces":
+        pytest.skip("no namespaces here")
+    program = f"TRAINER = {os.getpid()}\n" + _SECCOMP_PROBE
+    eperm, esrch = (-1, 1), (-1, 3)  # without a PID namespace kill is refused; inside it, the trainer is not there
+    expected = dict(unshare=eperm, ptrace=eperm, syscall=eperm, mount=eperm, kill=esrch if isolation == "namespaces"
+                    else eperm)
+    result = run_code(program, f"assert refused() == {expected!r}\n", isolation=isolation)
+    assert result.passed, result.stderr_tail
+    assert signals == []
+
+
 def test_process_isolation_keeps_its_tripwire(canary):
     attacks = ["import os\nos.fork()\n", "import subprocess\nsubprocess.run(['true'])\n",
                f"import os\nos.remove({str(canary)!r})\n", "import socket\nsocket.socket()\n"]
