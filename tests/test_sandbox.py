@@ -32,8 +32,8 @@ CHECK_TESTS = "def check(candidate):\n    for x in range(5):\n        assert can
 
 needs_namespaces = pytest.mark.skipif(
     sandbox_isolation() != "namespaces",
-    reason="this OS does not allow the sandbox's namespaces: the 'process' isolation does not contain this "
-           "(documented in docs/reliability.md)")
+    reason="the sandbox runs without namespaces here (the OS does not allow them, or FEDRL_SANDBOX=process): "
+           "its 'process' isolation does not contain this (docs/reliability.md)")
 
 
 # --- results ------------------------------------------------------------------
@@ -325,6 +325,7 @@ def _sandbox_processes() -> set[int]:
     return found
 
 
+@needs_namespaces
 def test_fileio_and_open_closure_cannot_write_outside(canary):
     programs = [
         f"import _io\ntry:\n    _io.FileIO({str(canary)!r}, 'w').write(b'dead')\nexcept OSError:\n    pass\n",
@@ -404,6 +405,34 @@ def test_a_removed_mountpoint_is_made_again():
 def test_environment_is_stripped(monkeypatch):
     monkeypatch.setenv("FEDRL_SECRET", "s3cret")
     assert run_code("import os\nKEYS = set(os.environ)\n", "assert 'FEDRL_SECRET' not in KEYS\n").passed
+
+
+_SECCOMP_PROBE = """
+import sys
+sys.meta_path[:] = [m for m in sys.meta_path if 'Blocker' not in getattr(m, '__name__', type(m).__name__)]
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+def refused():
+    out = {}
+    for name, args in (('unshare', (0x10000000,)), ('ptrace', (16, TRAINER, 0, 0)), ('syscall', (425, 1, 0)),
+                       ('mount', (b'none', b'/tmp', b'tmpfs', 0, None)), ('kill', (TRAINER, 10))):
+        out[name] = (getattr(libc, name)(*args), ctypes.get_errno())
+    return out
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the seccomp filter is written for x86_64 only")
+@pytest.mark.parametrize("isolation", ["namespaces", "process"])
+def test_seccomp_refuses_ptrace_namespaces_io_uring_and_mounts(isolation, signals):
+    if isolation == "namespaces" and sandbox_isolation() != "namespaces":
+        pytest.skip("no namespaces here")
+    program = f"TRAINER = {os.getpid()}\n" + _SECCOMP_PROBE
+    eperm, esrch = (-1, 1), (-1, 3)  # without a PID namespace kill is refused; inside it, the trainer is not there
+    expected = dict(unshare=eperm, ptrace=eperm, syscall=eperm, mount=eperm, kill=esrch if isolation == "namespaces"
+                    else eperm)
+    result = run_code(program, f"assert refused() == {expected!r}\n", isolation=isolation)
+    assert result.passed, result.stderr_tail
+    assert signals == []
 
 
 def test_process_isolation_keeps_its_tripwire(canary):

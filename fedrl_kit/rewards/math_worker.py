@@ -19,6 +19,7 @@ own deadline, so the worker never waits for the trainer between them. Only the s
 library and math-verify are imported here.
 """
 
+import atexit
 import json
 import os
 import select
@@ -91,15 +92,25 @@ class MathVerifier:
         if self._proc is not None and self._owner == os.getpid() and self._proc.poll() is None:
             return self._proc
         self._proc, self._owner = None, os.getpid()
-        source = open(__file__).read() + "\nserve()\n"
+        with open(__file__) as f:
+            source = f.read() + "\nserve()\n"
         proc = subprocess.Popen([sys.executable, "-c", source], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
         self._pending = b""
-        if self._readline(proc, time.monotonic() + STARTUP_S) != b"ready":
+        try:
+            ready = self._readline(proc, time.monotonic() + STARTUP_S) == b"ready"
+        except OSError:
+            ready = False
+        if not ready:
             self._kill(proc)
             return None
         self._proc = proc
+        atexit.register(self._close_at_exit, proc, os.getpid())
         return proc
+
+    def _close_at_exit(self, proc: subprocess.Popen, owner: int) -> None:
+        if os.getpid() == owner and proc.poll() is None:
+            self._kill(proc)
 
     def _readline(self, proc: subprocess.Popen, deadline: float) -> bytes | None:
         """The worker's next line, or None if it does not come before ``deadline``; OSError if the worker died.
@@ -123,6 +134,8 @@ class MathVerifier:
     def _kill(proc: subprocess.Popen) -> None:
         proc.kill()
         proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
 
     def check_many(self, items: list, budget_s: float) -> list:
         """math-verify's verdicts on ``(gold, prediction, tagged)`` items: 1.0, 0.0 or None.

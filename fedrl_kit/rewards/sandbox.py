@@ -46,19 +46,23 @@ reporter has nothing to act on). Two paths:
 * ``"process"`` (the fallback when user namespaces are unavailable — typically inside a
   container with a default seccomp profile — or when ``FEDRL_SANDBOX=process``): a plain
   child process of this user. It still gets its own session and process group (killed as a
-  whole), the resource limits and the out-of-process verdict, plus an in-process tripwire
-  that blocks naive file writes, process creation and sockets. That tripwire is **not**
-  containment: a deliberate program can take it apart and then read and write this user's
-  files, reach the network, signal or ``ptrace`` this user's processes and leave processes
-  behind. A one-time ``RuntimeWarning`` says so; set ``FEDRL_SANDBOX=namespaces`` to make
-  a missing isolation an error instead.
+  whole), the resource limits, ``no_new_privs``, the seccomp filter and the out-of-process
+  verdict, plus an in-process tripwire that blocks naive file writes, process creation and
+  sockets. That tripwire is **not** containment: a deliberate program can take it apart and
+  then read and write this user's files, reach the network, read this user's other processes'
+  ``/proc/<pid>/fd`` and leave processes behind (on x86_64 the seccomp filter still refuses
+  ``ptrace`` and signals). A one-time ``RuntimeWarning`` says so; set
+  ``FEDRL_SANDBOX=namespaces`` to make a missing isolation an error instead.
 
 Both: resource limits (``RLIMIT_AS`` = ``memory_mb``, ``RLIMIT_CPU``, no file over 16 MiB,
 64 descriptors, no core dumps, ``RLIMIT_NPROC`` = 0, so no new processes or threads for a
 non-root user), a wall-clock deadline after which the process group is killed, an
-environment stripped to ``HOME``/``TMPDIR``, the tests never shown to the candidate, and
-stdout discarded. Not done: seccomp system-call filtering and cgroups (memory is bounded per
-process by ``RLIMIT_AS``, processes by ``RLIMIT_NPROC`` and the PID namespace).
+environment stripped to ``HOME``/``TMPDIR``, the tests never shown to the candidate, stdout
+discarded, and on x86_64 a seccomp filter refusing ``ptrace``, mounts, new namespaces,
+keyrings, ``bpf``, ``io_uring`` and the like (and, without a PID namespace, signals to other
+processes). Not done: seccomp on other architectures, an allowlist filter, cgroups (memory is
+bounded per process by ``RLIMIT_AS``, processes by ``RLIMIT_NPROC`` and the PID namespace).
+docs/reliability.md lists what each layer promises and which test checks it.
 """
 
 from __future__ import annotations
@@ -348,7 +352,7 @@ def sandbox_isolation() -> Isolation:
             warnings.warn(
                 "code sandbox: this OS does not allow user/PID/mount/network namespaces here, so model-written "
                 "programs run as plain processes of this user: a deliberate program can read and write this "
-                "user's files, use the network and signal this user's processes. Set FEDRL_SANDBOX=namespaces "
+                "user's files, use the network and leave processes behind. Set FEDRL_SANDBOX=namespaces "
                 "to make this an error. Cause: " + probe.stderr_tail.strip()[-300:],
                 RuntimeWarning, stacklevel=2)
             _isolation = "process"

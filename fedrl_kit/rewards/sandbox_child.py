@@ -11,10 +11,12 @@ This file is not imported by the package; :mod:`fedrl_kit.rewards.sandbox` reads
    the child is PID 1 of the new PID namespace (when it dies the kernel kills every process
    in the namespace) and dies with this process (``PR_SET_PDEATHSIG``). The child drops every
    capability (and, when started as root, becomes ``nobody``), sets ``no_new_privs``, and
-   runs the candidate. Any failure here exits with status 97 before candidate code runs.
+   installs the seccomp filter (x86_64), and runs the candidate. Any failure here exits with
+   status 97 before candidate code runs.
 2. **Resource limits** (``RLIMIT_AS``, ``CPU``, ``FSIZE``, ``NOFILE``, ``CORE`` = 0,
    ``NPROC`` = 0).
-3. Without namespaces (``"process"``), a tripwire in the interpreter blocks the obvious
+3. Without namespaces (``"process"``), ``no_new_privs`` and the seccomp filter (which then
+   also refuses every signal-sending call), and a tripwire in the interpreter that blocks the obvious
    dangerous calls. It is a guard against accidents, **not** containment: it lives in the
    candidate's own interpreter and can be taken apart from there.
 4. **The candidate**: the program runs, then the tests' own import lines; then either the
@@ -148,14 +150,62 @@ def _enter_namespaces(spec):
     if any(data):
         raise OSError("capabilities left after dropping them: %r" % list(data))
     call("prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    _seccomp(deny_signals=False)
     os.chdir("/tmp")
 
 
+# seccomp (x86_64 only): system calls the candidate never needs, refused with EPERM. They reach
+# other processes (ptrace, process_vm_*), change mounts or namespaces, or are kernel attack
+# surface (keyrings, bpf, perf, userfaultfd, io_uring, file handles, modules, the new mount API).
+_SECCOMP_DENIED_X86_64 = (
+    101, 310, 311,  # ptrace, process_vm_readv, process_vm_writev
+    165, 166, 155, 161, 272, 308,  # mount, umount2, pivot_root, chroot, unshare, setns
+    428, 429, 430, 431, 432, 442,  # open_tree, move_mount, fsopen, fsconfig, fsmount, mount_setattr
+    248, 249, 250, 321, 298, 323,  # add_key, request_key, keyctl, bpf, perf_event_open, userfaultfd
+    425, 426, 427, 303, 304,  # io_uring_setup/enter/register, name_to_handle_at, open_by_handle_at
+    175, 176, 313, 246, 320,  # init/delete/finit_module, kexec_load, kexec_file_load
+)
+_SECCOMP_SIGNALS_X86_64 = (62, 200, 234, 129, 297, 424, 434, 438)
+"""kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo, pidfd_send_signal, pidfd_open, pidfd_getfd:
+denied too without a PID namespace, where they would reach this user's other processes"""
+_CLONE_NAMESPACES = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
+_CLONE3 = 435
+
+
+def _seccomp(deny_signals):
+    """Install the filter above (needs no_new_privs); False where it does not apply (not x86_64)."""
+    if os.uname().machine != "x86_64":
+        return False
+    ctypes, libc, call = _libc()
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    allow, deny, kill = 0x7FFF0000, 0x00050000 | 1, 0x80000000  # RET_ALLOW, RET_ERRNO | EPERM, RET_KILL_PROCESS
+    prog = [(ld, 0, 0, 4), (jeq, 1, 0, 0xC000003E), (ret, 0, 0, kill),  # only the x86_64 ABI
+            (ld, 0, 0, 0), (jge, 0, 1, 0x40000000), (ret, 0, 0, deny)]  # no x32 system calls
+    denied = _SECCOMP_DENIED_X86_64 + (_SECCOMP_SIGNALS_X86_64 if deny_signals else ())
+    for number in denied:
+        prog += [(jeq, 0, 1, number), (ret, 0, 0, deny)]
+    prog += [(jeq, 0, 1, _CLONE3), (ret, 0, 0, 0x00050000 | 38)]  # ENOSYS: the C library falls back to clone
+    prog += [(jeq, 0, 3, 56), (ld, 0, 0, 16), (jset, 0, 1, _CLONE_NAMESPACES), (ret, 0, 0, deny),  # clone
+             (ret, 0, 0, allow)]
+
+    class Filter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
+
+    filters = (Filter * len(prog))(*[Filter(*f) for f in prog])
+    program = Program(len(prog), filters)
+    call("prctl", 22, 2, ctypes.byref(program), 0, 0)  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+    return True
+
+
 def _no_new_privileges():
-    """``no_new_privs``: no setuid program (``sudo``) or file capability can raise this process's privileges."""
+    """``no_new_privs`` (no setuid program such as ``sudo`` raises privileges) and the seccomp filter."""
     try:
         ctypes, libc, call = _libc()
         call("prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        _seccomp(deny_signals=True)
     except (ImportError, OSError, AttributeError):
         pass
     for name in ("ctypes", "ctypes._endian", "_ctypes"):  # the tripwire blocks new imports, not cached ones
