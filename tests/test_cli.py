@@ -67,3 +67,17 @@ def test_set_names_the_field_that_does_not_parse(capsys):
     assert "rounds must be an integer, got 'two'" in capsys.readouterr().err
     assert main(["run", "--method", "fedgrpo", "--set", "fedgrpo.num_experts=9"]) == 2
     assert "fedgrpo.num_experts must be an integer in [1, num_clients = 4], got 9" in capsys.readouterr().err
+
+
+def test_a_second_run_into_a_folder_in_use_stops_in_one_line(tmp_path, capsys):
+    import os
+
+    from fedrl_kit.runs import RunLock
+
+    held = RunLock(tmp_path).acquire()  # as `fedrl run` in another terminal would
+    try:
+        assert main(["run", "--run-dir", str(tmp_path), "--quiet"]) == 2
+    finally:
+        held.release()
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"in use by pid {os.getpid()}" in err and "Traceback" not in err
