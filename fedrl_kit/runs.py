@@ -230,11 +230,14 @@ class Run:
     # -- construction ------------------------------------------------------------------------------
     def check_available(self) -> None:
         """A missing dataset or model, or an absent GPU, in one line before anything is built or written
-        (file-system checks only)."""
+        (file-system checks only; once per run)."""
+        if getattr(self, "_available", False):
+            return
         check_dataset_available(self.config.world, self.config.dataset)
         if self._policy is None:
             check_model_available(resolve_base(self.config.base))
             check_device(self.config.device)
+        self._available = True
 
     def build(self) -> "Run":
         """Make the world, the partition, the policy, the clients and the runtime."""
