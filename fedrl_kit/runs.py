@@ -70,8 +70,9 @@ class DamagedRunDir(ValueError):
     """A run directory whose files do not match what its checkpoint recorded; the message names the file."""
 
 
-class RunDirInUse(RuntimeError):
-    """Another live process is running in this run directory (it holds the lock)."""
+class RunDirInUse(ValueError):
+    """Another live process is running in this run directory (it holds the lock); a ValueError, as a run_dir that
+    cannot be used now (the CLI prints it in one line)."""
 
 
 CHECKPOINT_FORMAT = 2
@@ -230,17 +231,24 @@ class Run:
         self._built = False
 
     # -- construction ------------------------------------------------------------------------------
+    def check_available(self) -> None:
+        """A missing dataset or model, or an absent GPU, in one line before anything is built or written
+        (file-system checks only; once per run)."""
+        if getattr(self, "_available", False):
+            return
+        check_dataset_available(self.config.world, self.config.dataset)
+        if self._policy is None:
+            check_model_available(resolve_base(self.config.base))
+            check_device(self.config.device)
+            check_fits(self.config.replace(base=resolve_base(self.config.base)))  # refuse a run that will not fit
+        self._available = True
+
     def build(self) -> "Run":
         """Make the world, the partition, the policy, the clients and the runtime."""
         if self._built:
             return self
         cfg = self.config
-        # a missing dataset or model is reported in one line before any problem is built (file-system checks only)
-        check_dataset_available(cfg.world, cfg.dataset)
-        if self._policy is None:
-            check_model_available(resolve_base(cfg.base))
-            check_device(cfg.device)
-            check_fits(cfg.replace(base=resolve_base(cfg.base)))  # refuse a run that will not fit its device
+        self.check_available()
         torch.manual_seed(cfg.seed)
         self.world = build_world(cfg)
         # a world with one training pool is partitioned here; a multi-family world's clients are planned by
@@ -492,13 +500,13 @@ class Run:
         Args:
             stop_after: raise :class:`Interrupted` right after this round is checkpointed (to test resume).
         """
-        self.build()
-        cfg = self.config
+        self.check_available()
         lock = None
-        if self.run_dir is not None:
+        if self.run_dir is not None:  # a second run into this folder stops here, before loading anything
             self.run_dir.mkdir(parents=True, exist_ok=True)
             lock = RunLock(self.run_dir).acquire()
         try:
+            self.build()
             return self._run_locked(stop_after)
         finally:
             if lock is not None:

@@ -85,3 +85,17 @@ def test_report_plot_eval_and_export_work_on_a_run_folder(tiny_dir, tmp_path, ca
     assert (run_dir / "peft_global" / "adapter_model.safetensors").exists()
     assert main(["report", str(tmp_path / "nothing")]) == 2
     assert "no run folder at" in capsys.readouterr().err
+
+
+def test_a_second_run_into_a_folder_in_use_stops_in_one_line(tmp_path, capsys):
+    import os
+
+    from fedrl_kit.runs import RunLock
+
+    held = RunLock(tmp_path).acquire()  # as `fedrl run` in another terminal would
+    try:
+        assert main(["run", "--run-dir", str(tmp_path), "--quiet"]) == 2
+    finally:
+        held.release()
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"in use by pid {os.getpid()}" in err and "Traceback" not in err

@@ -244,3 +244,16 @@ def test_a_clean_run_records_no_failure_in_any_method(tiny_dir):
     for method in ("fedavg_grpo", "pubswap_balanced", "fedgrpo", "dpsda_grpo", "fedmoa"):
         recs = Run(small_config(tiny_dir, method=method, rounds=1, **SETTINGS.get(method, {})), progress=False).run()
         assert not [r for r in recs if r["kind"] == "failure"], method
+
+
+def test_dropped_clients_leave_no_trace_the_faulty_run_equals_the_run_without_them(tiny_dir):
+    """The fault-injection benchmark in small: what a dropped client did never reaches the server."""
+    faulty = "client_1@*:nan,client_2@*:shape,client_3@*:hang,client_4@*:raise"
+    absent = "client_1@*:raise,client_2@*:raise,client_3@*:raise,client_4@*:raise"
+    runs = [Run(small_config(tiny_dir, num_clients=6, rounds=2, fail_client=f, client_timeout=1.0), progress=False)
+            for f in (faulty, absent)]
+    curves = [[r["pass@1"] for r in run.run() if r["kind"] == "global"] for run in runs]
+    assert curves[0] == curves[1]
+    a, b = (run.server.global_state for run in runs)
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert any(not np.array_equal(a[k], runs[0]._initial_state[k]) for k in a)  # the two healthy clients trained

@@ -21,9 +21,9 @@ from typing import Any, Callable
 import numpy as np
 
 ADAPTER_MAX_ABS = 1e4
-"""Largest |value| accepted in a returned LoRA factor. Trained factors of every run of this toolkit stay below 10;
-a value of 1e4 or more is a diverged or hostile client, and one such adapter averaged into the global one would
-make every later rollout NaN."""
+"""Largest |value| accepted in a returned LoRA factor. Trained factors stay far below it (quick preset, 3 rounds:
+max |value| 0.08 at the default learning rate, 0.32 at lr 0.1); a value beyond 1e4 is a diverged or hostile client,
+and one such adapter averaged into the global one (e.g. 1e30) makes every later rollout NaN."""
 
 
 class BadReply(ValueError):
