@@ -12,7 +12,7 @@ import pytest
 
 from conftest import small_config
 from fedrl_kit.federation.flower import (FlowerRuntime, LoopbackGrid, client_app, from_records, message_type,
-                                         run_many_on_flower, to_records)
+                                         run_many_on_flower, run_on_flower, to_records)
 from fedrl_kit.methods import METHODS
 from fedrl_kit.runs import Run
 from test_boundary import SETTINGS
@@ -112,3 +112,12 @@ def test_flowers_simulation_engine_runs_every_method_as_in_process(tiny_dir, tmp
     on_disk = [json.loads(line) for line in (tmp_path / "fedavg_grpo" / "metrics.jsonl").read_text().splitlines()]
     assert _strip(on_disk) == _strip(expected[METHODS.index("fedavg_grpo")])
     assert out[METHODS.index("fedavg_grpo")]["flower_bytes"]["up"] > 0
+
+
+def test_on_flowers_simulation_engine_a_raising_and_a_hanging_client_are_dropped(tiny_dir, tmp_path):
+    cfg = small_config(tiny_dir, method="fedavg_grpo", rounds=2, fail_client="client_0@1,client_2@2:hang")
+    out = run_on_flower(cfg, tmp_path / "run", progress=False, round_timeout=20.0, hang_seconds=30.0)
+    fails = [r for r in out["records"] if r["kind"] == "failure"]
+    assert [(f["round"], f["client"], f["reason"]) for f in fails] == [(1, "client_0", "raised"),
+                                                                        (2, "client_2", "timeout")]
+    assert [r["round"] for r in out["records"] if r["kind"] == "global"] == [0, 1, 2]  # the run went on

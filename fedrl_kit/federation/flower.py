@@ -381,7 +381,7 @@ class LoopbackGrid:
 
 
 def run_on_flower(config, run_dir=None, progress: bool = True, round_timeout: float = 3600.0,
-                  faults: dict | None = None, num_supernodes: int | None = None) -> dict:
+                  faults: dict | None = None, num_supernodes: int | None = None, hang_seconds: float = 3600.0) -> dict:
     """Run ``config`` on Flower's simulation engine (Ray) in this process and return what it produced.
 
     One ClientApp actor holds every client (see the module doc on client state); the ServerApp runs
@@ -390,11 +390,12 @@ def run_on_flower(config, run_dir=None, progress: bool = True, round_timeout: fl
     Returns:
         ``{"records": metric records, "ledger": ledger rows, "failures": [ClientFailure], "flower_bytes": …}``.
     """
-    return run_many_on_flower([(config, run_dir)], progress, round_timeout, faults, num_supernodes)[0]
+    return run_many_on_flower([(config, run_dir)], progress, round_timeout, faults, num_supernodes, hang_seconds)[0]
 
 
 def run_many_on_flower(runs: list[tuple], progress: bool = True, round_timeout: float = 3600.0,
-                       faults: dict | None = None, num_supernodes: int | None = None) -> list[dict]:
+                       faults: dict | None = None, num_supernodes: int | None = None,
+                       hang_seconds: float = 3600.0) -> list[dict]:
     """Several ``(config, run_dir)`` runs, one after the other, in one Flower simulation (Ray starts once).
 
     Returns one result per run, as :func:`run_on_flower`'s; the first run that raised re-raises here.
@@ -403,7 +404,8 @@ def run_many_on_flower(runs: list[tuple], progress: bool = True, round_timeout: 
     from flwr.simulation import run_simulation
 
     n = num_supernodes or max(cfg.num_clients for cfg, _ in runs)
-    _JOB = {"runs": list(runs), "progress": progress, "round_timeout": round_timeout, "faults": dict(faults or {})}
+    _JOB = {"runs": list(runs), "progress": progress, "round_timeout": round_timeout, "faults": dict(faults or {}),
+            "hang_seconds": hang_seconds}
     _RESULTS.clear()
     cpus = os.cpu_count() or 1
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
