@@ -73,7 +73,9 @@ def fedgrpo_run() -> dict:
 
     stored = next(r for r in json.loads((RESULTS / "fedgrpo_compare.json").read_text())["runs"]
                   if r["method"] == "fedgrpo" and r["seed"] == 0)
-    cfg = preset("quick", method="fedgrpo", seed=0, rounds=5, eval_every=5, **SETTINGS)
+    # the stored runs' setting: D_s = world.public, half of it held with its answer by a client
+    cfg = preset("quick", method="fedgrpo", seed=0, rounds=5, eval_every=5, **SETTINGS,
+                 fedgrpo={"queries": "public", "gt_fraction": 0.5})
     t0 = time.time()
     run = Run(cfg, progress=False)
     recs = run.run()

@@ -345,7 +345,8 @@ def _renamed_hint(names) -> str:
 
 
 def migrate(d: dict) -> dict:
-    """A config dict of an earlier version (flat ``prox_mu``, ``pubswap_period``, untyped ``extra``) in today's form.
+    """A config dict of an earlier version (flat ``prox_mu``, ``pubswap_period``, untyped ``extra``, a FedGRPO
+    section from before ``fedgrpo.queries``) in today's form.
 
     Resuming a run directory written before the typed sections gives the same config as before.
     """
@@ -365,6 +366,14 @@ def migrate(d: dict) -> dict:
                 d.setdefault("evaluator", {})[_EVALUATOR_KEYS[k]] = v
             else:
                 d.setdefault(section, {})[k] = v
+    fg = d.get("fedgrpo")
+    if isinstance(fg, dict) and {"gt_fraction", "group_reward"} <= set(fg) and "queries" not in fg:
+        # a whole fedgrpo section written before D_s became the training pool (config.json writes every
+        # field): its D_s was world.public, and its group_reward "official" is today's "pooled"
+        fg = dict(fg, queries="public")
+        if fg["group_reward"] == "official":
+            fg["group_reward"] = "pooled"
+        d["fedgrpo"] = fg
     if d.get("method") == "fedmoa" and "world" not in d:  # FedMOA built its own world before `world` existed
         from fedrl_kit.fedmoa.plan import world_for
 

@@ -269,6 +269,10 @@ class Run:
         self.reward_set = make_reward_set(cfg.rewards, cfg.reward_weights or None)
         self.grpo, self.local = cfg.grpo_settings(), cfg.local_settings()
         self.spec = method_spec(cfg.method)
+        # what a method's build_clients may add: splits its protocol gives the server (FedGRPO's D_s questions),
+        # and facts only its diagnostics may read (who holds which of them)
+        self.server_splits: dict = {}
+        self.truth_facts: dict = {}
         clients = self.spec.build_clients(self)  # simulation side: the objects the runtime holds
         faults = parse_faults(cfg.fail_client)
         for cid in faults:
@@ -293,8 +297,8 @@ class Run:
             clients, faults=faults, timeout=cfg.client_timeout, replies={**REPLIES, **self.spec.replies},
             expect={"adapter": adapter_spec(start), "num_generations": cfg.num_generations})
         self.policy.set_state(GLOBAL, start)
-        self.server = Server(self.runtime, self.policy, cfg, ServerWorld.of(self.world), start)
-        self.truth = SimulatorTruth(clients)  # for the method's diagnostics hook only, never the server
+        self.server = Server(self.runtime, self.policy, cfg, ServerWorld.of(self.world, **self.server_splits), start)
+        self.truth = SimulatorTruth(clients, self.truth_facts)  # for the method's diagnostics only, never the server
         if clients:  # round 0: each client says what the server may know of it (data size, reward names, …)
             ok, _ = self.server.split_replies(self.runtime.broadcast("properties", 0, {}))
             self.server.properties = {cid: r.payload for cid, r in ok.items()}

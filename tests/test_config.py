@@ -43,6 +43,8 @@ METHOD_BAD = [
     ("fedgrpo", "fedgrpo.malicious", 5), ("fedgrpo", "fedgrpo.malicious_kind", "swap"),
     ("fedgrpo", "fedgrpo.robust", "max"), ("fedgrpo", "fedgrpo.trim", 0.5), ("fedgrpo", "fedgrpo.competence", "soft"),
     ("fedgrpo", "fedgrpo.encoder", "bert"), ("fedgrpo", "fedgrpo.encoder_layer", -2),
+    ("fedgrpo", "fedgrpo.queries", "dev"), ("fedgrpo", "fedgrpo.questions_per_step", -1),
+    ("fedgrpo", "fedgrpo.gt_fraction", 0.0), ("fedgrpo", "fedgrpo.scale_rewards", 1),
     ("fedgrpo", "evaluator.sft_steps", -1), ("dpsda_grpo", "evaluator.sft_batch", 0), ("dpsda_sft", "evaluator.lr", 0.0),
     ("fedprox_grpo", "fedprox.mu", float("inf")), ("fedprox_grpo", "fedprox.mu", 1e300),
     ("dpsda_grpo", "dpsda.dp_epsilon", -1.0), ("dpsda_sft", "dpsda.synthetic_per_client", 1.5),

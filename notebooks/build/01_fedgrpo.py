@@ -103,9 +103,12 @@ pd.Series({k: v for k, v in cfg.to_dict().items() if k in (
     "n_aux", "n_public", "learning_rate", "fedgrpo", "evaluator")}, name="value").to_frame()''')
 
 md("""## Who holds what
-The server keeps `D_p` (`world.aux`, 100 labelled questions) and `D_s` (`world.public`, the
-unlabelled questions it trains on). The private pool is split over the `K` clients with a
-Dirichlet distribution over topics (β = `beta`): most clients hold one or two topics.""")
+The server keeps `D_p` (`world.aux`, 100 labelled questions) and `D_s` (`world.queries`: the questions,
+without answers, it trains on). As in the paper (§4.1), `D_s` is the training pool that is split over
+the `K` clients with a Dirichlet distribution over topics (β = `beta`) — the same questions every
+baseline trains on; most clients hold one or two topics. In the with-ground-truth setting each question's
+owner holds its label (`fedgrpo.gt_fraction`, default 1), so a selected expert checks the answer exactly
+(AE) when it owns the question and uses its domain model (ME) otherwise (`fedrl_kit/fedgrpo/queries.py`).""")
 code('''# NBVAL_CHECK_OUTPUT
 client_table(tour.partitions)''')
 code('''names, counts = topic_matrix(tour.partitions)
@@ -143,7 +146,10 @@ choice), the server adds the format reward (Remark 1) with coefficients 8 : 1 (A
 them into advantages. `eq9 R_k` is eq. 9 taken literally: each candidate's scores standardised across
 the experts — it sums to zero over the experts, so on its own it carries no policy gradient
 (`fedrl_kit/fedgrpo/group_reward.py`, point 1). `A paper` is the default advantage (experts' mean, then GRPO's
-normalisation across candidates); `A official` is the official code's pooled normalisation.
+normalisation across candidates); `A pooled` normalises the experts' `M·G` scores as one pool (the
+official code's normalisation on the paper's shared candidates); `A per_expert` standardises each
+expert's row. (`fedgrpo.group_reward="official"` is the official code's whole protocol — random experts,
+`G·M` candidates, a block of `G` per expert — so it has no column here.)
 `correct` is the true correctness, shown for teaching only.""")
 code('''def candidate_table(tr, run):
     cids = run.runtime.client_ids
@@ -173,7 +179,7 @@ def show(question=question, L=L, M=M):
     display(candidate_table(t, tour))
 
 
-w = widgets.interactive(show, question=widgets.IntSlider(question, 0, len(tour.world.public) - 1),
+w = widgets.interactive(show, question=widgets.IntSlider(question, 0, len(tour.server.world.queries) - 1),
                         L=widgets.IntSlider(L, 1, len(tour.world.aux)), M=widgets.IntSlider(M, 1, num_clients))
 display(w)''')
 
@@ -198,7 +204,7 @@ code('''def confidence_graph(run, questions, experts):
                                      text=f"client_{k} – {topics[t]}: {comp[k, t]:.3f}",
                                      line=dict(width=0.5 + 8 * w, color=f"rgba(31,119,180,{0.1 + 0.9 * w:.2f})"),
                                      showlegend=False))
-    ds = run.world.public
+    ds = run.truth.fact("queries").rows  # D_s with its topics (simulator truth: the server holds the questions only)
 
     def styles(i):
         chosen, topic = set(int(k) for k in experts[i]), ds[i]["topic"]
@@ -224,7 +230,7 @@ code('''def confidence_graph(run, questions, experts):
 
 
 sq = selection_quality(tour.server, tour.truth, L=L, M=M)  # experts for every question of D_s (eqs. 5–6)
-shown = list(range(question, min(question + 30, len(tour.world.public))))
+shown = list(range(question, min(question + 30, len(tour.server.world.queries))))
 fig = confidence_graph(tour, shown, sq["experts"])
 if export_figures:
     viz.export(fig, "fedgrpo_confidence_graph")
@@ -292,17 +298,22 @@ pd.DataFrame(fg)[["round", "expert_hit_rate", "random_hit_rate", "expert_hit_rat
                   "ae_share", "reward_mean", "reward_gap", "candidate_accuracy", "frac_zero_adv"]].round(3)''')
 
 md("""## Ablations: number of clients K and of experts M
-The paper reports that accuracy grows with K (Fig. 3) and that M = 2 is best (Appendix C). Quick runs
-a few points for `ablation_rounds` rounds; full runs every point of the paper.""")
-code('''abl = []
+The paper reports that accuracy grows with K (Fig. 3) and that M = 2 is best (Appendix C). Each point
+varies K or M alone: the server takes the same number of questions per step whatever K is
+(`fedgrpo.questions_per_step` = b · `num_clients`), so K changes only how the pool is spread and who
+can be an expert. Quick runs a few points for `ablation_rounds` rounds; full runs every point of the paper.""")
+code('''Q_fixed = P["prompts_per_step"] * num_clients  # questions per server step at every ablation point
+abl = []
 for m in P["M_grid"]:
-    r = fresh_run(make_config(rounds=P["ablation_rounds"], eval_every=P["ablation_rounds"], num_experts=m))
+    r = fresh_run(make_config(rounds=P["ablation_rounds"], eval_every=P["ablation_rounds"], num_experts=m,
+                              questions_per_step=Q_fixed))
     recs = r.run()
     srv = [x for x in recs if x["kind"] == "client" and x["client"] == "server"]
     abl.append({"ablation": "M", "value": m, "final pass@1": headline(recs)["final pass@1"],
                 "hit rate (main)": np.mean([x["expert_hit_rate_major"] for x in srv])})
 for k in P["K_grid"]:
-    r = fresh_run(make_config(K=k, rounds=P["ablation_rounds"], eval_every=P["ablation_rounds"]))
+    r = fresh_run(make_config(K=k, rounds=P["ablation_rounds"], eval_every=P["ablation_rounds"],
+                              questions_per_step=Q_fixed))
     recs = r.run()
     srv = [x for x in recs if x["kind"] == "client" and x["client"] == "server"]
     abl.append({"ablation": "K", "value": k, "final pass@1": headline(recs)["final pass@1"],
@@ -377,7 +388,8 @@ md("""## What this shows, and what it does not
   domain models are small SFT adapters of a weak base; see `reward_gap` and `ae_share` above). The
   README records the 3-seed comparison (FedGRPO vs Central-GRPO vs Fedpetuning+GRPO) and the
   3-seed ablations over M and K (`benchmarks/fedgrpo_ablation.py`), and says which of the paper's
-  claims hold here.
+  claims hold here — those stored runs used the earlier setting (`D_s` = `world.public`, half of it
+  labelled on a client, K confounded with questions per step); `docs/fedgrpo.md` says what changed.
 - **Ablations.** The hit rate falls as M grows (more experts per question must include weaker
   ones); whether accuracy follows needs more rounds and seeds than the quick preset has.
 - **Communication.** FedGRPO's upload is scalars only; the ledger shows it, and the calculator's
