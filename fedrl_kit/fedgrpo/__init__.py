@@ -1,7 +1,8 @@
 """FedGRPO: the server trains its policy from scalar rewards that expert clients return.
 
-Paper: FedGRPO (``papers/fedgrpo.md``), §3.2 and Algorithm 1; eqs. 5–9; Remark 1 (format reward);
-§4.2/§4.3 (with and without ground-truth answers); Appendix A (coefficients 8 and 1).
+Paper: G. Zhu, H. Gu, L. Fan, Q. Yang, Y. Han, *FedGRPO: Privately Optimizing Foundation Models with
+Group-Relative Rewards from Domain Clients*, AAAI 2026, arXiv:2602.12014. §3.2 and Algorithm 1; eqs. 5–9;
+Remark 1 (format reward); §4.2/§4.3 (with and without ground-truth answers); Appendix A (coefficients 8 and 1).
 
 Modules
 -------

@@ -21,7 +21,7 @@ ENCODERS = ("policy", "minilm")
 
 @dataclass
 class FedGRPOArgs(Args):
-    """FedGRPO (papers/fedgrpo.md): expert selection, dual evaluation, group-relative aggregation."""
+    """FedGRPO (Zhu et al., AAAI 2026): expert selection, dual evaluation, group-relative aggregation."""
 
     SECTION = "fedgrpo"
 

@@ -1,6 +1,6 @@
 """The FedGRPO paper's federated baselines (§4.1 "Baselines", Table 1): Fedpetuning and DPSDA-FL.
 
-Paper: FedGRPO (``papers/fedgrpo.md``) compares against (1) **Fedpetuning** (Zhang et al. 2023,
+Paper: FedGRPO (Zhu et al., AAAI 2026) compares against (1) **Fedpetuning** (Zhang et al. 2023,
 model-level transfer: clients tune LoRA locally, the server aggregates adapters) and (2)
 **DPSDA-FL** (Abacha et al. 2024, data-level transfer: clients generate differentially private
 synthetic data that the server trains on), each with a GRPO and an SFT objective, plus

@@ -1,6 +1,6 @@
 """FedGRPO's clients: private data ``D_k``, a domain model θ_k trained on it, and scalar answers only.
 
-The client side of Algorithm 1 (``papers/fedgrpo.md``): line 8 (the competence on the auxiliary
+The client side of Algorithm 1 (Zhu et al., AAAI 2026): line 8 (the competence on the auxiliary
 exemplars the server sends) → :meth:`FedGRPOClient.on_competence`, and lines 13–16 (the gate λ_k
 and the private score ``r_k^s`` of each candidate) → :meth:`FedGRPOClient.on_score`. Whatever a
 client knows stays here; the server sees only the numbers these handlers return.

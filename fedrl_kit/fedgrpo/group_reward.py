@@ -1,6 +1,6 @@
 """FedGRPO's group-relative reward: from the experts' scalar scores to one advantage per candidate.
 
-Paper: FedGRPO (``papers/fedgrpo.md``), §3.2 "Group Relative Policy Optimization", Algorithm 1
+Paper: FedGRPO (Zhu et al., AAAI 2026), §3.2 "Group Relative Policy Optimization", Algorithm 1
 lines 18–21, eqs. 8–9, Remarks 1–2, Appendix A. The ``M`` experts ``C(x_s)`` each return a
 private score ``r_k^s`` for the server's candidate answers ``ŷ``; the server standardises them,
 
