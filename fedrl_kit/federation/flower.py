@@ -321,6 +321,13 @@ def _server_main(grid: Grid, context: Context) -> None:
     job = _JOB if _JOB is not None else _job_from_run_config(dict(context.run_config))
     for cfg, run_dir in job["runs"]:
         _RESULTS.append(_run_one(grid, job, cfg, run_dir))
+        if _JOB is None:  # under `flwr run`: the curve goes to the run's log (`flwr run . --stream`, `flwr log`)
+            result = _RESULTS[-1]
+            if "error" in result:
+                raise result["error"]
+            for r in (r for r in result["records"] if r["kind"] == "global"):
+                print(f"{cfg.method} round {r['round']:>3}  pass@1 {r['pass@1']:.3f}  format {r['format']:.3f}")
+            print(f"run directory: {run_dir or '(none: set run-dir to an absolute path to keep the run)'}")
 
 
 class LoopbackGrid:
