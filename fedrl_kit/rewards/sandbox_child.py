@@ -502,13 +502,7 @@ def _run_program(spec, candidate):
         for line in spec["imports"]:
             exec(compile(line, "<tests>", "exec"), candidate.namespace)
     except BaseException as exc:
-        try:
-            import linecache  # only now: these import re, tokenize, ... which every start would pay for
-            import traceback
-            linecache.cache["<program>"] = (len(spec["program"]), None, spec["program"].splitlines(True), "<program>")
-            traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next, limit=-5)
-        except BaseException:
-            pass
+        print_source_traceback(exc, "<program>", spec["program"])
         return _exc_info(exc)
     return "ok"
 

@@ -206,13 +206,7 @@ def _judge(spec, channel):
     except MemoryError:
         return "memory", "MemoryError"
     except Exception as exc:
-        try:
-            import linecache
-            import traceback
-            linecache.cache["<tests>"] = (len(spec["tests"]), None, spec["tests"].splitlines(True), "<tests>")
-            traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next, limit=-5)
-        except BaseException:
-            pass
+        print_source_traceback(exc, "<tests>", spec["tests"])
         return "failed", "%s: %s" % (type(exc).__name__, str(exc)[:200])
     except BaseException as exc:
         return "error", type(exc).__name__

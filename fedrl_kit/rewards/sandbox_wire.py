@@ -175,3 +175,19 @@ def wire_loads(line: bytes):
         return json.loads(line)
     except (ValueError, RecursionError) as exc:
         raise WireError("message is not JSON: %s" % exc) from None
+
+
+def print_source_traceback(exc, filename: str, source: str) -> None:
+    """The last frames of ``exc``'s traceback on stderr, with the lines of ``source`` (compiled as ``filename``).
+
+    Imports only when called (``linecache`` and ``traceback`` pull in modules every start would pay for);
+    never raises.
+    """
+    try:
+        import linecache
+        import traceback
+
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next, limit=-5)
+    except BaseException:
+        pass
