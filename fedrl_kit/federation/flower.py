@@ -172,15 +172,12 @@ class FlowerRuntime(InProcessRuntime):
         return self._deliver_many([message])[message.receiver]
 
     def broadcast(self, kind: str, round: int, payloads: dict, receivers=None, progress=None) -> dict:
-        receivers = self.client_ids if receivers is None else list(receivers)
-        per_client = all(r in payloads for r in receivers) and len(receivers) > 0 and isinstance(
-            payloads.get(receivers[0]), dict) and set(payloads) <= set(self.client_ids)
+        messages = self.outgoing(kind, round, payloads, receivers)
         t0 = time.time()
-        out = self._deliver_many([Message(kind, SERVER, cid, round, payloads[cid] if per_client else payloads)
-                                  for cid in receivers])
+        out = self._deliver_many(messages)  # all at once: nodes work in parallel where Flower can
         if progress is not None:
-            for cid in receivers:
-                progress(cid, (time.time() - t0) / max(1, len(receivers)))
+            for m in messages:
+                progress(m.receiver, (time.time() - t0) / max(1, len(messages)))
         return out
 
     def _deliver_many(self, messages: list[Message]) -> dict[str, Message | ClientFailure]:

@@ -307,17 +307,20 @@ class InProcessRuntime:
     def broadcast(self, kind: str, round: int, payloads: dict[str, dict] | dict, receivers=None,
                   progress=None) -> dict[str, Message | ClientFailure]:
         """Send ``kind`` to each receiver; ``payloads`` is one shared payload or one per client id."""
+        replies = {}
+        for message in self.outgoing(kind, round, payloads, receivers):
+            t0 = time.time()
+            replies[message.receiver] = self.send(message)
+            if progress is not None:
+                progress(message.receiver, time.time() - t0)
+        return replies
+
+    def outgoing(self, kind: str, round: int, payloads: dict, receivers=None) -> list[Message]:
+        """The messages of a broadcast: ``payloads`` is one shared payload or one per client id."""
         receivers = self.client_ids if receivers is None else list(receivers)
         per_client = all(r in payloads for r in receivers) and len(receivers) > 0 and isinstance(
             payloads.get(receivers[0]), dict) and set(payloads) <= set(self._clients)
-        replies = {}
-        for cid in receivers:
-            t0 = time.time()
-            payload = payloads[cid] if per_client else payloads
-            replies[cid] = self.send(Message(kind, SERVER, cid, round, payload))
-            if progress is not None:
-                progress(cid, time.time() - t0)
-        return replies
+        return [Message(kind, SERVER, cid, round, payloads[cid] if per_client else payloads) for cid in receivers]
 
 
 # -- the wire: payloads as bytes ---------------------------------------------------------------------------
