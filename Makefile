@@ -1,5 +1,5 @@
 # fedrl-kit — two commands on a fresh machine with Python 3.11:
-#   make demo   install into .venv, then run the quickstart notebook with papermill (writes runs/ and figures/)
+#   make demo   install into .venv, then run the quickstart notebook with papermill (writes runs/, figures included)
 #   make test   install if needed, then the unit tests and nbval over notebooks/
 PYTHON ?= python3.11
 VENV   := .venv
@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export PYTHONHASHSEED := 0
 
-.PHONY: install demo test unit notebooks base base_moa bench real clean
+.PHONY: install demo test unit notebooks figures base base_moa bench real clean
 
 install: $(STAMP)
 
@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: install
-	mkdir -p runs figures
+	mkdir -p runs
 	$(PY) -m papermill notebooks/00_quickstart.ipynb runs/00_quickstart.ipynb --cwd notebooks -k python3
 
 test: install unit notebooks
@@ -35,6 +35,13 @@ unit: install
 
 notebooks: install
 	$(PY) -m pytest --nbval-lax notebooks -q -p no:randomly
+
+# regenerate the repository's figures/ (notebooks otherwise write figures into their own run folders)
+figures: install
+	mkdir -p runs figures
+	for nb in 00_quickstart 01_fedgrpo_expert_selection 02_pubswap_balanced_drift 03_fedmoa_pareto; do \
+	  $(PY) -m papermill notebooks/$$nb.ipynb runs/$$nb.ipynb --cwd notebooks -k python3 -p figures_dir ../figures || exit 1; \
+	done
 
 # rebuild the embedded base checkpoint (deterministic, a few CPU minutes)
 base: install

@@ -3,8 +3,14 @@
 The FedGRPO paper reports that M = 2 of 8 clients is best (Appendix C, Fig. 4) and that accuracy
 grows with the number of clients from 4 to 20 (§4.5, Fig. 3). This script runs FedGRPO in the
 embedded world with the settings of ``benchmarks/fedgrpo_compare.py`` (quick preset, Dirichlet
-β = 0.1, b = 4, τ = 2, G = 8, 5 rounds) for M ∈ {1, 2, 4} at K = 8 and K ∈ {4, 8, 12} at M = 2,
-over seeds 0–2, and records final pass@1 and the expert hit rates.
+β = 0.1, b = 4, τ = 2, G = 8, 5 rounds) for M ∈ {1, 2, 4, 6, 8} at K = 8 and K ∈ {4, 8, 12, 20} at
+M = 2, over seeds 0–2, and records final pass@1 and the expert hit rates.
+
+K and M are varied *alone*: every point takes the same Q = ``--questions`` questions per server step
+(``fedgrpo.questions_per_step``; default 32 = b·8, the K = 8 budget) and G candidates each, so the
+rollouts and optimiser steps per round do not change with K (before, the server batch was b·K and
+K = 12 saw 3× the questions per step of K = 4). D_s is the training pool, of the same size at every
+K; K changes how it is spread over the clients and who can be an expert.
 
 Within a seed the runs share one loaded policy, so the clients' domain models (deterministic SFT)
 are trained once per partition and reused; every run starts from the base's global adapter.
@@ -13,7 +19,8 @@ Run::
 
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedgrpo_ablation.py
 
-writes ``benchmarks/results/fedgrpo_ablation.json``.
+writes ``benchmarks/results/fedgrpo_ablation_pool.json`` (the stored ``fedgrpo_ablation.json`` was made
+before, with D_s = world.public and Q = b·K).
 """
 
 from __future__ import annotations
@@ -43,10 +50,12 @@ from fedrl_kit.runs import Run, resolve_base  # noqa: E402
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    ap.add_argument("--M", nargs="+", type=int, default=[1, 2, 4])
-    ap.add_argument("--K", nargs="+", type=int, default=[4, 8, 12])
+    ap.add_argument("--M", nargs="+", type=int, default=[1, 2, 4, 6, 8])
+    ap.add_argument("--K", nargs="+", type=int, default=[4, 8, 12, 20])
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fedgrpo_ablation.json"))
+    ap.add_argument("--questions", type=int, default=SETTINGS["prompts_per_step"] * 8,
+                    help="questions per server step at every point (fedgrpo.questions_per_step)")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fedgrpo_ablation_pool.json"))
     args = ap.parse_args(argv)
     points = [("M", m, 8, m) for m in args.M] + [("K", k, k, 2) for k in args.K if not (k == 8 and 2 in args.M)]
     rows = []
@@ -59,7 +68,7 @@ def main(argv=None) -> dict:
         for axis, value, K, M in points:
             settings = dict(SETTINGS, num_clients=K)
             cfg = preset("quick", method="fedgrpo", seed=seed, rounds=args.rounds, eval_every=args.rounds,
-                         fedgrpo={"num_experts": M}, **settings)
+                         fedgrpo={"num_experts": M, "questions_per_step": args.questions}, **settings)
             policy.set_state(GLOBAL, init)
             t0 = time.time()
             run = Run(cfg, progress=False, policy=policy)
@@ -78,7 +87,8 @@ def main(argv=None) -> dict:
         summary[f"K={K},M={M}"] = dict(final_pass_at_1_mean=float(np.mean([r["final_pass_at_1"] for r in sel])),
                                        final_pass_at_1_std=float(np.std([r["final_pass_at_1"] for r in sel])),
                                        hit_rate_major=float(np.mean([r["expert_hit_rate_major"] for r in sel])))
-    return save_result(args.out, "fedgrpo_ablation", argv, dict(SETTINGS, rounds=args.rounds, seeds=args.seeds), rows,
+    return save_result(args.out, "fedgrpo_ablation", argv,
+                       dict(SETTINGS, rounds=args.rounds, seeds=args.seeds, questions_per_step=args.questions), rows,
                        summary)
 
 

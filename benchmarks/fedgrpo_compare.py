@@ -7,12 +7,18 @@ G = 8 completions; FedGRPO's server takes τ steps of b·K questions, see
 ``fedrl_kit.fedgrpo.algorithm``) and records final pass@1 on the held-out test split, FedGRPO's
 expert-selection hit rate against random selection, bytes on the wire and wall time.
 
-Run (as recorded in the README)::
+Every method trains on the same questions: the training pool the partition spreads over the
+clients (FedGRPO's ``D_s`` since ``fedgrpo.queries="train"``; each question's owner holds its label,
+``fedgrpo.gt_fraction = 1``). ``--set fedgrpo.queries=public --set fedgrpo.gt_fraction=0.5`` gives
+the earlier setting of the stored ``benchmarks/results/fedgrpo_compare.json`` (D_s = world.public).
+
+Run::
 
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedgrpo_compare.py
 
-writes ``benchmarks/results/fedgrpo_compare.json`` (``--out`` to change). ``--methods``,
-``--seeds``, ``--rounds`` narrow or widen it.
+writes ``benchmarks/results/fedgrpo_compare_pool.json`` (``--out`` to change). ``--methods``,
+``--seeds``, ``--rounds`` narrow or widen it; ``--set section.field=value`` (as ``fedrl run --set``)
+changes a setting of every run that uses that section.
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _machine import save_result  # noqa: E402
 
-from fedrl_kit.config import preset  # noqa: E402
+from fedrl_kit.config import parse_set, preset  # noqa: E402
+from fedrl_kit.methods import method_spec  # noqa: E402
 from fedrl_kit.runs import Run  # noqa: E402
 
 SETTINGS = dict(num_clients=8, dirichlet_alpha=0.1, prompts_per_step=4, local_steps=2, eval_samples=4)
@@ -43,12 +50,17 @@ def main(argv=None) -> dict:
     ap.add_argument("--methods", nargs="+", default=["fedgrpo", "central_grpo", "fedavg_grpo"])
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fedgrpo_compare.json"))
+    ap.add_argument("--set", nargs="+", action="extend", default=[], metavar="SECTION.FIELD=VALUE",
+                    help="a method setting for every run that reads its section, e.g. fedgrpo.gt_fraction=0.5")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fedgrpo_compare_pool.json"))
     args = ap.parse_args(argv)
+    extra = parse_set(args.set)
     rows = []
     for seed in args.seeds:
         for method in args.methods:
-            cfg = preset("quick", method=method, seed=seed, rounds=args.rounds, eval_every=args.rounds, **SETTINGS)
+            mine = {k: v for k, v in extra.items() if k.split(".", 1)[0] in method_spec(method).sections}
+            cfg = preset("quick", method=method, seed=seed, rounds=args.rounds, eval_every=args.rounds, **SETTINGS,
+                         **mine)
             t0 = time.time()
             run = Run(cfg, progress=False)
             recs = run.run()
@@ -74,8 +86,8 @@ def main(argv=None) -> dict:
             vals = [r[key] for r in rows if r["method"] == method and key in r]
             if vals:
                 summary[method][key] = float(np.mean(vals))
-    return save_result(args.out, "fedgrpo_compare", argv, dict(SETTINGS, rounds=args.rounds, seeds=args.seeds), rows,
-                       summary)
+    return save_result(args.out, "fedgrpo_compare", argv,
+                       dict(SETTINGS, rounds=args.rounds, seeds=args.seeds, set=args.set), rows, summary)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,26 @@
 """PubSwap's experiments in the embedded world: Tables 1, 4 and 5 on a fixed budget of local steps.
 
     .venv/bin/python benchmarks/pubswap_sweep.py                      # seed 0, every table (quick scale)
-    .venv/bin/python benchmarks/pubswap_sweep.py --seeds 1 2 --tables table1 --taus 8 \
-        --methods fedavg_grpo pubswap_balanced pubswap_random fedprox_grpo_mu0.01
+    .venv/bin/python benchmarks/pubswap_sweep.py --seeds 0 1 2        # Tables 1, 4, 5 on 3 seeds
+    .venv/bin/python benchmarks/pubswap_sweep.py --scale quick_large_tau --tables table1 --seeds 0 1 2 \
+        --methods fedavg_grpo pubswap_balanced pubswap_random fedprox_grpo_mu0.001 fedprox_grpo_mu0.01 \
+        fedprox_grpo_mu0.1                                            # the larger-τ grid (τ up to 48)
+    .venv/bin/python benchmarks/pubswap_sweep.py --scale quick_tau64 --tables table1 --seeds 0 1 2   # τ up to 64
 
-Runs go to ``runs/pubswap_sweep/<table>/<method>/tau<τ>/seed<s>`` (resumable: rerunning the command
-continues an interrupted sweep). Each run's metric records are copied to
-``benchmarks/results/pubswap_sweep/…/metrics.jsonl`` and one summary row per run is written to
-``benchmarks/results/pubswap_sweep.json`` (merged with earlier rows), which notebook 02 reads.
+``--setting paper`` (the default) is the paper's: FedIT aggregation (eq. 4) for every arm, AdamW with weight
+decay 0.01 (Tables 9–12), equal-size clients. ``--setting fedavg_examples`` is the setting of the first stored
+sweep (FedAvg by examples, plain Adam, unequal Dirichlet clients in Tables 1 and 5).
+
+Runs go to ``runs/pubswap/<setting>/<scale>/<table>/<method>/tau<τ>/seed<s>`` (resumable: rerunning the command
+continues an interrupted sweep). Each run's metric records are copied next to its summary:
+
+- setting ``paper``: ``benchmarks/results/pubswap_paper/<scale>/…/metrics.jsonl`` and one summary row per run in
+  ``benchmarks/results/pubswap_paper_<scale>.json``;
+- setting ``fedavg_examples`` at the quick scale: ``benchmarks/results/pubswap_sweep/…`` and
+  ``benchmarks/results/pubswap_sweep.json`` (the first stored sweep's files), other scales as for ``paper``.
+
+Rows are merged with earlier rows of the same file (a rerun replaces its own row) and record the aggregator,
+weight decay and client sizes that ran; notebook 02 reads them.
 """
 
 from __future__ import annotations
@@ -22,42 +35,60 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fedrl_kit.pubswap.sweep import parse_name, pubswap_grid, run_grid, summarise  # noqa: E402
+from fedrl_kit.pubswap.sweep import (PUBSWAP_SCALES, SETTINGS, parse_name, pubswap_grid, result_paths,  # noqa: E402
+                                     run_grid, summarise)
 
 OUT = ROOT / "benchmarks" / "results"
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--preset", default="quick", choices=("quick", "full"))
+    ap.add_argument("--preset", default="quick", help="config preset of every run (quick, full or a paper preset)")
+    ap.add_argument("--scale", default=None, choices=tuple(PUBSWAP_SCALES),
+                    help="budget and τ grid (default: quick for the quick preset, else full)")
+    ap.add_argument("--setting", default="paper", choices=tuple(SETTINGS))
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--tables", nargs="+", default=["table1", "table4", "table5"])
     ap.add_argument("--taus", type=int, nargs="*", default=None, help="only these τ (default: all of the scale)")
     ap.add_argument("--methods", nargs="*", default=None, help="only these method names of the grid")
-    ap.add_argument("--runs", default=str(ROOT / "runs" / "pubswap_sweep"))
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a config field of every run (e.g. a smaller check: --set n_test=28)")
+    ap.add_argument("--runs", default=None, help="runs folder (default runs/pubswap/<setting>/<scale>)")
+    ap.add_argument("--out", default=None, help="summary JSON (default: see the module docstring)")
     args = ap.parse_args(argv)
 
-    grid = pubswap_grid(args.preset, seeds=tuple(args.seeds), tables=tuple(args.tables))
+    from fedrl_kit.config import parse_set
+
+    scale = args.scale or ("quick" if args.preset == "quick" else "full")
+    grid = pubswap_grid(args.preset, seeds=tuple(args.seeds), tables=tuple(args.tables), setting=args.setting,
+                        scale=scale, **parse_set(args.set))
     keep = {k: v for k, v in grid.items()
             if (args.taus is None or parse_name(k)["tau"] in args.taus)
             and (args.methods is None or parse_name(k)["method"] in args.methods)}
     print(f"{len(keep)} runs: " + ", ".join(keep), flush=True)
-    summary_path = OUT / "pubswap_sweep.json"
+    metrics_dir, summary_path = result_paths(args.setting, scale, OUT)
+    if args.out:
+        summary_path = Path(args.out)
+        metrics_dir = summary_path.with_suffix("")
+    runs = Path(args.runs) if args.runs else ROOT / "runs" / "pubswap" / args.setting / scale
     rows = json.loads(summary_path.read_text()) if summary_path.exists() else []
     for name, cfg in keep.items():
         t0 = time.time()
-        records = run_grid({name: cfg}, args.runs, progress=False)[name]
-        dest = OUT / "pubswap_sweep" / name
+        records = run_grid({name: cfg}, runs, progress=False)[name]
+        dest = metrics_dir / name
         dest.mkdir(parents=True, exist_ok=True)
-        shutil.copy(Path(args.runs) / name / "metrics.jsonl", dest / "metrics.jsonl")
-        row = {"name": name, **parse_name(name), "preset": args.preset, "local_steps": cfg.local_steps,
-               "rounds": cfg.rounds, "pubswap_period": cfg.pubswap.period, "dirichlet_alpha": cfg.dirichlet_alpha,
-               "equal_size": cfg.equal_size, **summarise(records),
+        shutil.copy(runs / name / "metrics.jsonl", dest / "metrics.jsonl")
+        row = {"name": name, **parse_name(name), "preset": args.preset, "scale": scale, "setting": args.setting,
+               "aggregator": cfg.aggregator, "weight_decay": cfg.weight_decay, "equal_size": cfg.equal_size,
+               "local_steps": cfg.local_steps, "rounds": cfg.rounds, "pubswap_period": cfg.pubswap.period,
+               "dirichlet_alpha": cfg.dirichlet_alpha, **summarise(records),
                "seconds": round(sum(r["seconds"] for r in records if r["kind"] == "comm"), 1)}
         rows = [r for r in rows if r["name"] != name] + [row]
+        summary_path.parent.mkdir(parents=True, exist_ok=True)
         summary_path.write_text(json.dumps(rows, indent=1))
-        print(f"{name}: final {row['pass@1_final']:.3f} best {row['pass@1_best']:.3f} "
-              f"drift {row.get('drift_end_pairwise_effective', float('nan')):.3f} ({time.time() - t0:.0f} s)", flush=True)
+        print(f"{name}: final {row['pass@1_final']:.3f} best {row['pass@1_best']:.3f} (round {row['best_round']}) "
+              f"drift {row.get('drift_end_pairwise_effective', float('nan')):.3f} ({time.time() - t0:.0f} s)",
+              flush=True)
 
 
 if __name__ == "__main__":

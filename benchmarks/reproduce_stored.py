@@ -56,7 +56,8 @@ def _first_difference(a: list[dict], b: list[dict]) -> str:
 
 
 def pubswap_runs() -> list[dict]:
-    grid = pubswap_grid("quick", seeds=(0,), tables=("table1",))
+    # the stored sweep's own setting (FedAvg by examples, plain Adam, unequal clients), not today's default
+    grid = pubswap_grid("quick", seeds=(0,), tables=("table1",), setting="fedavg_examples")
     out = []
     for name in ("table1/fedavg_grpo/tau8/seed0", "table1/pubswap_balanced/tau8/seed0"):
         stored = [json.loads(line) for line in (RESULTS / "pubswap_sweep" / name / "metrics.jsonl").read_text().splitlines()]
@@ -74,7 +75,9 @@ def fedgrpo_run() -> dict:
 
     stored = next(r for r in json.loads((RESULTS / "fedgrpo_compare.json").read_text())["runs"]
                   if r["method"] == "fedgrpo" and r["seed"] == 0)
-    cfg = preset("quick", method="fedgrpo", seed=0, rounds=5, eval_every=5, **SETTINGS)
+    # the stored runs' setting: D_s = world.public, half of it held with its answer by a client
+    cfg = preset("quick", method="fedgrpo", seed=0, rounds=5, eval_every=5, **SETTINGS,
+                 fedgrpo={"queries": "public", "gt_fraction": 0.5})
     t0 = time.time()
     run = Run(cfg, progress=False)
     recs = run.run()

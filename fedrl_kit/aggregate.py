@@ -8,6 +8,10 @@
 - :func:`coordinate_median`, :func:`trimmed_mean` — robust alternatives (coordinate-wise);
   :func:`trimmed_mean_array` is the trimmed mean on one array along an axis.
 
+Non-finite values: the runtime drops a client whose adapter holds NaN or ±inf before any aggregator sees it
+(:mod:`fedrl_kit.federation.replies`). Called directly, the averaging aggregators refuse such an adapter
+(ValueError naming it) and the robust ones leave it out, as the outlier it is.
+
 FedMOA's accuracy-aware weights live in :mod:`fedrl_kit.fedmoa.weights`.
 """
 
@@ -27,6 +31,19 @@ def _check(states: list[State]) -> None:
             raise ValueError(f"adapter {i} has different tensors than adapter 0")
 
 
+def _finite(states: list[State]) -> list[bool]:
+    return [all(np.isfinite(v).all() for v in s.values()) for s in states]
+
+
+def _robust_inputs(states: list[State]) -> list[State]:
+    """The adapters a robust aggregator uses: every finite one (a NaN or ±inf adapter is an outlier, left out)."""
+    _check(states)
+    kept = [s for s, ok in zip(states, _finite(states)) if ok]
+    if not kept:
+        raise ValueError(f"all {len(states)} adapters hold non-finite values: nothing to aggregate")
+    return kept
+
+
 def weighted_sum(states: list[State], weights) -> State:
     """Σ_n w_n θ_n with weights that already sum to 1, used as given (float64 accumulation in client order,
     float32 out); e.g. FedMOA's θ^(c) = Σ_m α_m θ^(m) (eq. 12). Dividing such weights again by their
@@ -40,6 +57,9 @@ def weighted_sum(states: list[State], weights) -> State:
         if bad:
             raise ValueError(f"adapter {i}'s {bad[0]!r} has shape {np.shape(s[bad[0]])}, adapter 0's "
                              f"{np.shape(states[0][bad[0]])}")
+    bad = [i for i, ok in enumerate(_finite(states)) if not ok]
+    if bad:
+        raise ValueError(f"adapter(s) {bad} hold non-finite values: an average would be NaN everywhere")
     return {k: sum(wi * s[k].astype(np.float64) for wi, s in zip(w, states)).astype(np.float32) for k in states[0]}
 
 
@@ -63,8 +83,8 @@ def fedit(states: list[State]) -> State:
 
 
 def coordinate_median(states: list[State]) -> State:
-    """Coordinate-wise median of the adapters (robust to a minority of outliers)."""
-    _check(states)
+    """Coordinate-wise median of the adapters (robust to a minority of outliers; non-finite adapters left out)."""
+    states = _robust_inputs(states)
     return {k: np.median(np.stack([s[k] for s in states]), axis=0).astype(np.float32) for k in states[0]}
 
 
@@ -86,8 +106,9 @@ def trimmed_mean_array(x, trim: float, axis: int = 0) -> np.ndarray:
 
 
 def trimmed_mean(states: list[State], trim: float = 0.2) -> State:
-    """Coordinate-wise mean after dropping the ``trim`` fraction of largest and smallest values."""
-    _check(states)
+    """Coordinate-wise mean after dropping the ``trim`` fraction of largest and smallest values (non-finite adapters
+    left out first)."""
+    states = _robust_inputs(states)
     if not 0 <= trim < 0.5:
         raise ValueError(f"trim must be in [0, 0.5), got {trim}")
     return {k: trimmed_mean_array(np.stack([s[k] for s in states]), trim).astype(np.float32)  # [n, ...] -> [...]

@@ -6,6 +6,8 @@ Examples::
     fedrl run --method fedavg_grpo --preset quick --set rounds=8 --set num_clients=4
     fedrl run --method fedprox_grpo --set fedprox.mu=0.1 --run-dir runs/prox   # resumes if it has a checkpoint
     fedrl run --method fedgrpo --help                # every field of RunConfig and of fedgrpo's arguments
+    fedrl run --preset pubswap-qwen3-1.7b-math --method pubswap_balanced --dry-run   # memory estimate only
+    fedrl run --method pubswap_balanced --world medqa --set dataset=PATH            # a real world
     fedrl eval --base data/base --n-test 140
 """
 
@@ -61,9 +63,17 @@ def _run(args) -> int:
         args.parser.print_help()
         print("\n" + fields_help(args.method))
         return 0
-    cfg = preset(args.preset, method=args.method, **parse_set(args.set or []))
+    flags = {k: v for k, v in (("world", args.world), ("dataset", args.dataset)) if v is not None}
+    cfg = preset(args.preset, method=args.method, **flags, **parse_set(args.set or []))
+    if args.dry_run:
+        return _dry_run(cfg)
     run_dir = Path(args.run_dir or f"runs/{cfg.method}-{cfg.preset}-seed{cfg.seed}")
-    records = Run(cfg, run_dir, progress=not args.quiet).run()
+    if args.runtime == "flower":  # Flower's simulation engine (Ray) on this machine: fedrl_kit.federation.flower
+        from fedrl_kit.federation.flower import run_on_flower
+
+        records = run_on_flower(cfg, run_dir, progress=not args.quiet)["records"]
+    else:
+        records = Run(cfg, run_dir, progress=not args.quiet, runtime=args.runtime).run()
     curve = [r for r in records if r["kind"] == "global"]
     for r in curve:
         print(f"round {r['round']:>3}  pass@1 {r['pass@1']:.3f}  format {r['format']:.3f}")
@@ -74,6 +84,33 @@ def _run(args) -> int:
     return 0
 
 
+def _dry_run(cfg) -> int:
+    """Print what the run would be and its memory estimate; load nothing. Exit 2 when it would not fit."""
+    from fedrl_kit.policy.memory import GiB, REFERENCE_GPU_BYTES, device_memory, estimate_memory
+    from fedrl_kit.runs import resolve_base
+
+    try:
+        base = resolve_base(cfg.base)
+    except FileNotFoundError:
+        base = cfg.base
+    print(f"preset {cfg.preset}, method {cfg.method}: base {cfg.base}, world {cfg.world} (train {cfg.n_train}, "
+          f"public {cfg.n_public}, test {cfg.n_test}), {cfg.num_clients} clients, b = {cfg.prompts_per_step}, "
+          f"K = {cfg.num_generations}, {cfg.max_new_tokens} new tokens, tau = {cfg.local_steps}, {cfg.rounds} rounds, "
+          f"aggregator {cfg.aggregator}, weight decay {cfg.weight_decay}, {cfg.device} {cfg.dtype}")
+    est = estimate_memory(cfg.replace(base=base))
+    if est is None:
+        print(f"memory: no estimate (the architecture of {cfg.base!r} is not known on this machine)")
+        return 0
+    print("memory estimate (fedrl_kit.policy.memory):")
+    print("\n".join(est.lines()))
+    capacity, where = device_memory(cfg.device), f"{cfg.device} here"
+    if capacity is None:
+        capacity, where = REFERENCE_GPU_BYTES, f"an 80 GB GPU ({cfg.device} is not on this machine)"
+    fits = est.total <= capacity
+    print(f"{'fits' if fits else 'does NOT fit'} {where}: {est.total / GiB:.1f} of {capacity / GiB:.1f} GiB")
+    return 0 if fits else 2
+
+
 def _eval(args) -> int:
     from fedrl_kit.evaluate import eval_seed, evaluate
     from fedrl_kit.policy.engine import Policy
@@ -81,19 +118,68 @@ def _eval(args) -> int:
     from fedrl_kit.runs import resolve_base
     from fedrl_kit.world.registry import build_world
 
-    cfg = preset(args.preset, **parse_set(args.set or []))
-    policy = Policy.load(resolve_base(args.base or cfg.base), chat=cfg.chat, max_new_tokens=cfg.max_new_tokens,
-                         temperature=cfg.temperature, device=cfg.device)
+    if args.run_dir:  # the run's own config (base, world, sampling) and its last checkpoint's global adapter
+        from fedrl_kit.report import load_run
+
+        cfg = RunConfig.from_dict(load_run(args.run_dir)[0]).replace(**parse_set(args.set or []))
+        args.adapter = args.adapter or str(Path(args.run_dir) / "checkpoint" / "global.npz")
+        if not Path(args.adapter).exists():
+            raise FileNotFoundError(f"{args.adapter} is missing: the run has no checkpoint yet")
+    else:
+        cfg = preset(args.preset, **parse_set(args.set or []))
+    policy = Policy.load(resolve_base(args.base or cfg.base), cfg.lora_rank, cfg.lora_alpha, cfg.seed, chat=cfg.chat,
+                         max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, device=cfg.device,
+                         lora_targets=cfg.lora_targets)
     if args.adapter:
         import numpy as np
 
-        with np.load(args.adapter) as z:
+        with np.load(args.adapter, allow_pickle=False) as z:
             policy.set_state("global", {k: z[k] for k in z.files})
     world = build_world(cfg.replace(n_train=max(1, cfg.num_clients), n_test=args.n_test or cfg.n_test, n_public=0,
                                     n_aux=0))
     res = evaluate(policy, "global", world.test, cfg.eval_samples, seed=eval_seed(cfg.seed), greedy=True,
                    accuracy_fn=REWARDS[world.accuracy_reward])
     print(json.dumps(res, indent=2))
+    return 0
+
+
+def _report(args) -> int:
+    from fedrl_kit.report import summary
+
+    print(summary(args.run_dir))
+    return 0
+
+
+def _plot(args) -> int:
+    from fedrl_kit.report import plot_run
+
+    for name, paths in plot_run(args.run_dir, args.out, png=not args.no_png).items():
+        print(f"{name}: " + ", ".join(str(p) for p in paths.values()))
+    return 0
+
+
+def _export(args) -> int:
+    """A run's global adapter (or a client's adapter file) as a PEFT folder."""
+    import numpy as np
+
+    from fedrl_kit.policy.engine import Policy
+    from fedrl_kit.report import load_run
+    from fedrl_kit.runs import resolve_base
+
+    config, _, _ = load_run(args.run_dir)
+    cfg = RunConfig.from_dict(config)
+    npz = Path(args.run_dir) / "checkpoint" / "global.npz"
+    if not npz.exists():
+        raise FileNotFoundError(f"{npz} is missing: the run has no checkpoint yet")
+    base = resolve_base(cfg.base)
+    policy = Policy.load(base, cfg.lora_rank, cfg.lora_alpha, cfg.seed, lora_targets=cfg.lora_targets)
+    with np.load(npz, allow_pickle=False) as z:
+        state = {k: z[k] for k in z.files}
+    out = Path(args.out or Path(args.run_dir) / "peft_global")
+    from fedrl_kit.policy.adapters import save_peft
+
+    save_peft(policy.model, state, out, base_model_name_or_path=base)
+    print(f"PEFT adapter written to {out} (load it with PeftModel.from_pretrained(base, {str(out)!r}))")
     return 0
 
 
@@ -113,20 +199,39 @@ def main(argv=None) -> int:
     run.add_argument("--method", choices=METHODS, default="fedavg_grpo")
     run.add_argument("--preset", choices=PRESETS, default="quick")
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config field (repeatable)")
+    run.add_argument("--world", help="the tasks (same as --set world=NAME): arith, families or a real dataset")
+    run.add_argument("--dataset", help="a real world's local data (same as --set dataset=PATH)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="print the run's settings and memory estimate and whether it fits; load and run nothing")
     run.add_argument("--run-dir", help="run directory (default runs/<method>-<preset>-seed<seed>)")
+    run.add_argument("--runtime", choices=("inprocess", "serialising", "flower"), default="inprocess",
+                     help="how messages travel: in this process (default), through bytes, or on Flower's "
+                          "simulation engine (same numbers; docs/flower.md)")
     run.add_argument("--quiet", action="store_true")
 
     ev = sub.add_parser("eval", help="evaluate a base checkpoint (optionally with an adapter) on the test split")
     ev.add_argument("--base", help="checkpoint folder or hub id (default: the preset's)")
     ev.add_argument("--adapter", help="a global.npz from a run's checkpoint/ folder")
+    ev.add_argument("--run-dir", help="evaluate this run's last global adapter with the run's own config")
     ev.add_argument("--preset", choices=PRESETS, default="quick")
     ev.add_argument("--set", action="append", metavar="KEY=VALUE")
     ev.add_argument("--n-test", type=int)
 
+    rep = sub.add_parser("report", help="a one-page summary of a run folder")
+    rep.add_argument("run_dir")
+    pl = sub.add_parser("plot", help="a run's figures (curve, clients, bytes) into RUN_DIR/figures")
+    pl.add_argument("run_dir")
+    pl.add_argument("--out", help="another folder for the figures")
+    pl.add_argument("--no-png", action="store_true", help="HTML only (skip the static PNG export)")
+    exp = sub.add_parser("export", help="a run's global adapter as a PEFT folder (PeftModel.from_pretrained loads it)")
+    exp.add_argument("run_dir")
+    exp.add_argument("--out", help="output folder (default RUN_DIR/peft_global)")
+
     args = p.parse_args(argv)
     args.parser = run
     try:
-        return {"pretrain": _pretrain, "run": _run, "eval": _eval}[args.cmd](args)
+        return {"pretrain": _pretrain, "run": _run, "eval": _eval, "report": _report, "plot": _plot,
+                "export": _export}[args.cmd](args)
     except (ValueError, FileNotFoundError, NotAvailableError) as e:  # the message is the whole story: no traceback
         print(f"fedrl: error: {e}", file=sys.stderr)
         return 2

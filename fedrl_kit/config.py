@@ -7,6 +7,8 @@ Presets:
   8 clients, the PubSwap paper's GRPO settings (Tables 9–12: LoRA r = 32, α = 64,
   lr 1e-5, clip (0.2, 0.25), KL 1e-4, 2 gradient epochs, rollout temperature 0.7), in the
   embedded world sized to what it holds (2,000 training problems; a real dataset by ``world=``).
+- ``pubswap-…`` — the PubSwap paper's own settings per model and dataset (``fedrl_kit.pubswap.presets``):
+  ``full`` plus Tables 9–12 and appendix B.1, each sized to fit an 80 GB GPU.
 
 Every invalid field raises ``ValueError`` naming the field and its allowed range.
 """
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import re
 import typing
 from dataclasses import dataclass, field, fields
 
@@ -23,11 +27,12 @@ from fedrl_kit.fedgrpo.args import DPSDAArgs, EvaluatorArgs, FedGRPOArgs
 from fedrl_kit.fedmoa.args import FedMOAArgs
 from fedrl_kit.methods.args import FedProxArgs
 from fedrl_kit.pubswap.args import PubSwapArgs
+from fedrl_kit.pubswap.presets import PAPER_PRESETS
 
 METHODS = ("fedavg_grpo", "fedprox_grpo", "central_grpo", "zero_shot", "pubswap_random", "pubswap_balanced",
            "fedgrpo", "fedpetuning_sft", "dpsda_grpo", "dpsda_sft", "fedmoa")
 PUBSWAP_METHODS = ("pubswap_random", "pubswap_balanced")
-PRESETS = ("quick", "full")
+PRESETS = ("quick", "full", *PAPER_PRESETS)
 
 
 @dataclass
@@ -51,6 +56,9 @@ class RunConfig:
     """where the model runs: "cpu" or "cuda" (or "cuda:N")"""
     dtype: str = "float32"
     """model weights dtype: float32, bfloat16 or float16"""
+    rollout_backend: str = "hf"
+    """where rollouts are sampled: "hf" (model.generate, CPU or GPU) or "vllm" (GPU, one engine, a LoRA per
+    client; needs the [gpu] extra)"""
     lora_rank: int = 8
     """LoRA rank r of every adapter"""
     lora_alpha: float = 16.0
@@ -96,20 +104,27 @@ class RunConfig:
     num_generations: int = 8
     """G (K in PubSwap's notation), completions per prompt"""
     aggregator: str = "fedavg"
-    """how adapters are combined: fedavg (by examples), fedit (uniform, eq. 4), median, trimmed_mean"""
+    """how adapters are combined: fedavg (by examples), fedit (uniform, eq. 4), median, trimmed_mean. The PubSwap
+    methods default to fedit (their paper's), every other method to fedavg"""
     trace_drift: bool = False
     """record client drift after every local step (kind "drift" in metrics.jsonl; see fedrl_kit.pubswap.instrument)"""
+    trace_tensors: bool = False
+    """with trace_drift: also write every client-step's LoRA factors and gradient to <run_dir>/drift_tensors/
+    (streamed to disk, never held in memory; large for a real model)"""
     reset_optimizer: bool = True
     """fresh optimiser state each round (PubSwap §4); False keeps each client's Adam moments"""
 
     # -- GRPO (TRL's names) ----------------------------------------------------------------------
     learning_rate: float = 2e-3
     """Adam learning rate of the LoRA factors"""
+    weight_decay: float = 0.0
+    """the clients' decoupled weight decay (AdamW); 0 = plain Adam. The PubSwap methods default to the paper's
+    0.01 (Tables 9–12)"""
     lr_schedule: str = "constant"
     """learning-rate schedule of the local steps: constant, or cosine (decay to 0 over rounds × local_steps)"""
     micro_batch_size: int = 256
-    """rows per forward/backward pass of a GRPO step (gradients add up to the full batch's; lower it on a GPU
-    for long completions)"""
+    """rows per forward/backward pass of a GRPO step (gradients add up to the full batch's, so the loss is the same;
+    lower it on a GPU for long completions)"""
     num_iterations: int = 2
     """gradient epochs per batch of rollouts"""
     epsilon: float = 0.2
@@ -132,10 +147,16 @@ class RunConfig:
     """evaluate the global model on the test split every this many rounds (and after the last)"""
     eval_samples: int = 4
     """completions per test problem for pass@1"""
+    eval_batch_size: int = 256
+    """rows per generate call when evaluating (bounds the KV cache of evaluation; each batch has its own seed, so
+    changing it changes which completions are sampled)"""
     checkpoint_every: int = 1
     """save a resumable checkpoint every this many rounds"""
     fail_client: str = ""
-    """fault injection for demos and tests: "client_id@round" makes that client raise in that round"""
+    """fault injection for demos and tests: comma-separated "client_id@round[:kind]" items, round a number or * (every
+    round), kind raise (default), exit, hang, nan or shape (fedrl_kit.federation.runtime.FAULT_KINDS)"""
+    client_timeout: float = 3600.0
+    """seconds a client may take to answer one message before it is dropped for the round (0 = no limit)"""
 
     # -- each method's own typed arguments (used by that method only; `--set fedgrpo.num_experts=2`) ---
     fedprox: FedProxArgs = field(default_factory=FedProxArgs)
@@ -169,20 +190,31 @@ class RunConfig:
         from fedrl_kit.world.registry import check_world
 
         check_world(self.world, self.dataset)
-        need(self.device == "cpu" or self.device.startswith("cuda"), "device", '"cpu" or "cuda[:N]"')
+        need(re.fullmatch(r"cpu|cuda(:\d+)?", self.device) is not None, "device", '"cpu" or "cuda[:N]"')
         need(self.dtype in ("float32", "bfloat16", "float16"), "dtype", "float32, bfloat16 or float16")
+        need(self.rollout_backend in ("hf", "vllm"), "rollout_backend", '"hf" or "vllm"')
+        need(self.rollout_backend == "hf" or self.device.startswith("cuda"), "rollout_backend",
+             '"hf" on a CPU (vLLM needs device="cuda")')
         need(1 <= self.lora_rank <= 1024, "lora_rank", "in [1, 1024]")
-        need(self.lora_alpha > 0, "lora_alpha", "> 0")
+        need(0 < self.lora_alpha <= 1e4, "lora_alpha", "in (0, 10000]")
         need(1 <= self.max_new_tokens <= 32768, "max_new_tokens", "in [1, 32768]")
         need(0 < self.temperature <= 5, "temperature", "in (0, 5]")
-        need(self.n_train >= 1, "n_train", ">= 1")
-        need(self.n_test >= 1, "n_test", ">= 1")
-        need(self.n_public >= 0, "n_public", ">= 0")
-        need(self.n_aux >= 0, "n_aux", ">= 0")
+        need(1 <= self.n_train <= MAX_ROWS, "n_train", f"in [1, {MAX_ROWS}]")
+        need(1 <= self.n_test <= MAX_ROWS, "n_test", f"in [1, {MAX_ROWS}]")
+        need(0 <= self.n_public <= MAX_ROWS, "n_public", f"in [0, {MAX_ROWS}]")
+        need(0 <= self.n_aux <= MAX_ROWS, "n_aux", f"in [0, {MAX_ROWS}]")
+        if self.world == "arith" or self.world.startswith("families"):  # what the embedded generators can supply
+            # (the families world draws only n_train and n_test)
+            held = self.n_test + (self.n_public + self.n_aux if self.world == "arith" else 0)
+            need(held <= EMBEDDED_HELDOUT, "n_test", f"such that the held-out splits (n_test, and for arith "
+                 f"n_public + n_aux) hold at most {EMBEDDED_HELDOUT} problems (the embedded world's held-out "
+                 f"region), not {held}")
+            need(self.n_train <= EMBEDDED_TRAIN, "n_train", f"<= {EMBEDDED_TRAIN} (the embedded world's training "
+                 "problems)")
         need(1 <= self.num_clients <= 1000, "num_clients", "in [1, 1000]")
         need(self.num_clients <= self.n_train, "num_clients", f"<= n_train ({self.n_train})")
         need(self.partition in ("iid", "dirichlet", "pathological"), "partition", "iid, dirichlet or pathological")
-        need(self.dirichlet_alpha > 0, "dirichlet_alpha", "> 0")
+        need(0 < self.dirichlet_alpha <= 1e6, "dirichlet_alpha", "in (0, 1e6]")
         need(1 <= self.topics_per_client <= 7, "topics_per_client", "in [1, 7]")
         need(0 <= self.rounds <= 100000, "rounds", "in [0, 100000]")
         need(1 <= self.local_steps <= 10000, "local_steps", "in [1, 10000]")
@@ -191,25 +223,32 @@ class RunConfig:
         need(self.aggregator in ("fedavg", "fedit", "median", "trimmed_mean"), "aggregator",
              "fedavg, fedit, median or trimmed_mean")
         need(isinstance(self.trace_drift, bool), "trace_drift", "true or false")
+        need(not self.trace_tensors or self.trace_drift, "trace_tensors", "false unless trace_drift is true")
         need(0 < self.learning_rate <= 1, "learning_rate", "in (0, 1]")
         need(self.lr_schedule in ("constant", "cosine"), "lr_schedule", "constant or cosine")
-        need(1 <= self.micro_batch_size <= 65536, "micro_batch_size", "in [1, 65536]")
+        need(0 <= self.weight_decay < 1, "weight_decay", "in [0, 1)")
+        need(1 <= self.micro_batch_size <= 4096, "micro_batch_size", "in [1, 4096]")
         need(1 <= self.num_iterations <= 100, "num_iterations", "in [1, 100]")
         need(0 < self.epsilon < 1, "epsilon", "in (0, 1)")
         need(0 < self.epsilon_high <= 10, "epsilon_high", "in (0, 10]")
-        need(self.beta >= 0, "beta", ">= 0")
+        need(0 <= self.beta <= 100, "beta", "in [0, 100]")
         need(self.scale_rewards in ("group", "batch", "none"), "scale_rewards", "group, batch or none")
         need(self.loss_type in ("token-mean", "seq-mean-token-mean"), "loss_type", "token-mean or seq-mean-token-mean")
         from fedrl_kit.rewards import REWARDS
         need(len(self.rewards) >= 1 and all(r in REWARDS for r in self.rewards), "rewards",
              f"a non-empty tuple of names from {sorted(REWARDS)}")
-        need(len(self.reward_weights) in (0, len(self.rewards)) and all(w >= 0 for w in self.reward_weights),
-             "reward_weights", f"empty or {len(self.rewards)} non-negative numbers")
+        need(len(self.reward_weights) in (0, len(self.rewards))
+             and all(isinstance(w, (int, float)) and not isinstance(w, bool) and 0 <= w < math.inf
+                     for w in self.reward_weights) and (not self.reward_weights or sum(self.reward_weights) > 0),
+             "reward_weights", f"empty or {len(self.rewards)} finite non-negative numbers with a positive sum")
         need(self.eval_every >= 1, "eval_every", ">= 1")
         need(1 <= self.eval_samples <= 64, "eval_samples", "in [1, 64]")
+        need(1 <= self.eval_batch_size <= 4096, "eval_batch_size", "in [1, 4096]")
         need(self.checkpoint_every >= 1, "checkpoint_every", ">= 1")
-        need(self.fail_client == "" or ("@" in self.fail_client and self.fail_client.split("@")[1].isdigit()),
-             "fail_client", '"" or "client_id@round"')
+        from fedrl_kit.federation.runtime import parse_faults
+
+        parse_faults(self.fail_client)  # ValueError names fail_client
+        need(0 <= self.client_timeout <= 1e6, "client_timeout", "in [0, 1e6] seconds (0 = no limit)")
         for name in SECTIONS:  # every section's types; the ranges of the sections this method uses
             section = getattr(self, name)
             need(isinstance(section, SECTIONS[name]), name, f"a {SECTIONS[name].__name__}")
@@ -290,7 +329,7 @@ class RunConfig:
 
         return LocalSettings(self.local_steps, self.prompts_per_step, self.num_generations, self.learning_rate,
                              self.fedprox.mu if self.method == "fedprox_grpo" else 0.0, self.reset_optimizer,
-                             self.lr_schedule, self.rounds)
+                             self.weight_decay, self.lr_schedule, self.rounds)
 
 
 SECTIONS: dict[str, type] = {"fedprox": FedProxArgs, "pubswap": PubSwapArgs, "fedgrpo": FedGRPOArgs,
@@ -310,7 +349,8 @@ def _renamed_hint(names) -> str:
 
 
 def migrate(d: dict) -> dict:
-    """A config dict of an earlier version (flat ``prox_mu``, ``pubswap_period``, untyped ``extra``) in today's form.
+    """A config dict of an earlier version (flat ``prox_mu``, ``pubswap_period``, untyped ``extra``, a FedGRPO
+    section from before ``fedgrpo.queries``) in today's form.
 
     Resuming a run directory written before the typed sections gives the same config as before.
     """
@@ -330,6 +370,14 @@ def migrate(d: dict) -> dict:
                 d.setdefault("evaluator", {})[_EVALUATOR_KEYS[k]] = v
             else:
                 d.setdefault(section, {})[k] = v
+    fg = d.get("fedgrpo")
+    if isinstance(fg, dict) and {"gt_fraction", "group_reward"} <= set(fg) and "queries" not in fg:
+        # a whole fedgrpo section written before D_s became the training pool (config.json writes every
+        # field): its D_s was world.public, and its group_reward "official" is today's "pooled"
+        fg = dict(fg, queries="public")
+        if fg["group_reward"] == "official":
+            fg["group_reward"] = "pooled"
+        d["fedgrpo"] = fg
     if isinstance(d.get("fedmoa"), dict):  # reset_weights became round_start; later fields keep their old behaviour
         from fedrl_kit.fedmoa.args import migrate_section
 
@@ -348,12 +396,21 @@ def migrate(d: dict) -> dict:
 
 _HINTS = typing.get_type_hints(RunConfig)
 
+MAX_ROWS = 10_000_000
+"""upper bound on every split size: far above any dataset the toolkit loads, low enough to refuse a typo at once"""
+EMBEDDED_HELDOUT = 1500
+EMBEDDED_TRAIN = 2500
+"""what the embedded world's generator supplies together at its default difficulties (measured with make_world:
+n_train = 2,500 beside 1,500 held-out problems works; 3,000 fails, and asking for far more ran for minutes before
+failing): n_test + n_public + n_aux <= EMBEDDED_HELDOUT and n_train <= EMBEDDED_TRAIN are checked up front"""
+
 
 FULL = dict(
     preset="full", base="Qwen/Qwen2.5-1.5B-Instruct", chat=True, device="cuda", dtype="bfloat16",
     lora_rank=32, lora_alpha=64.0, max_new_tokens=1024, temperature=0.7, n_train=2000, n_test=500,
     n_public=500, num_clients=8, rounds=36, local_steps=10, prompts_per_step=32, num_generations=8,
     learning_rate=1e-5, beta=1e-4, eval_every=4, eval_samples=4, aggregator="fedit",
+    micro_batch_size=4,  # 256 rows of 1,088 tokens at once would need ~1.4 TB; 4 at a time fit in ~30 GB
 )
 
 
@@ -362,10 +419,14 @@ def preset(name: str = "quick", **overrides) -> RunConfig:
     if name not in PRESETS:
         raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")
     base = RunConfig() if name == "quick" else RunConfig().replace(**FULL)
-    if name == "quick":  # a method's own quick defaults (FedMOA: its task families and derived base)
-        from fedrl_kit.methods import method_spec
+    if name in PAPER_PRESETS:
+        base = base.replace(**PAPER_PRESETS[name], preset=name)
+    from fedrl_kit.methods import method_spec
 
-        overrides = {**method_spec(overrides.get("method", base.method)).quick, **overrides}
+    spec = method_spec(overrides.get("method", base.method))
+    # a method's own defaults (PubSwap: FedIT, weight decay 0.01), then its quick ones (FedMOA: its task families
+    # and derived base); what the caller sets wins
+    overrides = {**spec.defaults, **(spec.quick if name == "quick" else {}), **overrides}
     if "world" in overrides and "rewards" not in overrides:  # a world's own rewards (HumanEval: its tests)
         from fedrl_kit.world.registry import check_world, default_rewards
 

@@ -8,19 +8,35 @@ A run directory holds::
                       "comm" (bytes per round by direction), "drift" (per local step, with
                       ``trace_drift``; see fedrl_kit.pubswap.instrument)
     ledger.jsonl      every message (kind, sender, receiver, round, bytes)
-    checkpoint/       the global adapter and state of the last completed round (resume point)
+    checkpoint/       the global adapter and state of the last completed round (resume point);
+                      its state.json records the round, how many lines of metrics.jsonl and
+                      ledger.jsonl it covers, and SHA-256 checksums of those lines, of config.json,
+                      of every checkpoint file and of itself
+    lock              held (``flock``) by the one process that runs in this directory
 
 Resuming: ``Run(cfg, run_dir).run()`` on a directory with a checkpoint continues from the last
 completed round. All randomness is keyed by (seed, round, client, step), so the resumed run
 ends bit-identical to an uninterrupted one on the same CPU (a test checks this).
+
+Resume trusts nothing it cannot check (:class:`DamagedRunDir` names the file, and the line where one
+is bad): a missing, edited or truncated config.json, metrics.jsonl, ledger.jsonl, state.json or
+checkpoint file is refused, never silently restarted from round 0 or continued from wrong numbers.
+A checkpoint is written beside the old one, fsync'd, then swapped in by renames (a kill at any
+moment leaves one complete checkpoint); arrays are loaded without pickle, optimiser states with
+``weights_only``. A second process that runs into a directory in use is refused (the lock dies
+with its process, so a killed run leaves no stale lock).
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import shutil
+import socket
 import time
+import zipfile
 from pathlib import Path
 
 import datasets
@@ -29,7 +45,9 @@ import torch
 
 from fedrl_kit.config import RunConfig, migrate
 from fedrl_kit.evaluate import eval_seed, evaluate
-from fedrl_kit.federation.runtime import InProcessRuntime, SerialisingRuntime
+from fedrl_kit.federation.client import make_optimizer
+from fedrl_kit.federation.replies import REPLIES, adapter_spec
+from fedrl_kit.federation.runtime import InProcessRuntime, SerialisingRuntime, parse_faults
 from fedrl_kit.federation.server import Server, ServerWorld
 from fedrl_kit.federation.truth import SimulatorTruth
 from fedrl_kit.methods import method_spec
@@ -38,6 +56,7 @@ from fedrl_kit.policy.engine import Policy
 from fedrl_kit.rewards import REWARDS, make_reward_set
 from fedrl_kit.world.partition import partition
 from fedrl_kit.policy.hub import check_model_available
+from fedrl_kit.policy.memory import check_fits
 from fedrl_kit.world.registry import build_world, check_dataset_available
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -45,6 +64,114 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 class Interrupted(RuntimeError):
     """Raised by ``Run.run(stop_after=…)`` to simulate a crash after a round (tests, demos)."""
+
+
+class DamagedRunDir(ValueError):
+    """A run directory whose files do not match what its checkpoint recorded; the message names the file."""
+
+
+class RunDirInUse(ValueError):
+    """Another live process is running in this run directory (it holds the lock); a ValueError, as a run_dir that
+    cannot be used now (the CLI prints it in one line)."""
+
+
+CHECKPOINT_FORMAT = 2
+"""state.json's format: 2 records checksums; a state.json without ``format`` was written before them"""
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _config_digest(text: str) -> str:
+    """The checksum a checkpoint records of config.json: of what it means (today's fields, a missing one at its
+    default, as resume reads it), every field but ``rounds`` (a resumed run may extend it)."""
+    saved, default = _flat(migrate(json.loads(text))), _flat(RunConfig().to_dict())
+    meaning = {k: saved.get(k, default.get(k)) for k in set(saved) | set(default) if k != "rounds"}
+    return _sha(json.dumps(meaning, sort_keys=True, default=str).encode())
+
+
+def _state_digest(state: dict) -> str:
+    """The checksum state.json carries of itself (every key but ``sha256``, canonical JSON)."""
+    return _sha(json.dumps({k: v for k, v in state.items() if k != "sha256"}, sort_keys=True).encode())
+
+
+def read_jsonl_lines(path: Path, lines: list[bytes], skip_blank: bool = False) -> list[dict]:
+    """The records in ``lines`` of JSON-lines file ``path``; DamagedRunDir names the file and line of a bad one."""
+    out = []
+    for i, line in enumerate(lines, 1):
+        if skip_blank and not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise DamagedRunDir(f"{path} line {i} is not a JSON record ({e}): {line[:60]!r}") from None
+        if not isinstance(rec, dict):
+            raise DamagedRunDir(f"{path} line {i} is not a JSON object: {line[:60]!r}")
+        out.append(rec)
+    return out
+
+
+def check_device(device: str) -> None:
+    """Fail fast, in one line, when ``device`` (``cuda`` / ``cuda:N``) is not on this machine."""
+    if not device.startswith("cuda"):
+        return
+    index = int(device.partition(":")[2] or 0)
+    if not torch.cuda.is_available():
+        raise ValueError(f"device={device!r}, but torch sees no CUDA GPU on this machine "
+                         f"(torch {torch.__version__}, CUDA build {torch.version.cuda}); use --set device=cpu")
+    if index >= torch.cuda.device_count():
+        raise ValueError(f"device={device!r}, but this machine has {torch.cuda.device_count()} CUDA GPU(s) "
+                         f"(cuda:0 … cuda:{torch.cuda.device_count() - 1})")
+
+
+class RunLock:
+    """An exclusive ``flock`` on ``run_dir/lock``; the file names the holder's pid and host.
+
+    The kernel releases the lock when its process dies, so a ``kill -9`` never leaves a stale lock: the
+    next run finds the file, takes the lock and goes on. A live holder makes :meth:`acquire` raise
+    :class:`RunDirInUse` naming its pid.
+    """
+
+    def __init__(self, run_dir: Path):
+        self.path = Path(run_dir) / "lock"
+        self.fd: int | None = None
+
+    def acquire(self) -> "RunLock":
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+                os.close(fd)
+                raise RunDirInUse(f"run directory {self.path.parent} is in use by {holder} (it holds {self.path}); "
+                                  "wait for that run to end, or use another run_dir") from None
+            try:  # the file we locked may have been unlinked by a holder that just ended: lock the current one
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        self.fd = fd
+        return self
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.unlink(self.path)
+            os.close(self.fd)  # closing releases the flock
+            self.fd = None
 
 
 def resolve_base(base: str) -> str:
@@ -85,15 +212,16 @@ class Run:
         progress: show tqdm progress bars (notebook-aware).
         policy: reuse an already loaded :class:`Policy` (notebooks running several methods).
         runtime: how messages travel: ``"inprocess"`` (default) or ``"serialising"`` (every payload through
-            bytes and back, clients out of the server's reach; same results — a test checks it for every method).
+            bytes and back, clients out of the server's reach; same results — a test checks it for every method),
+            or a callable ``runtime(clients, faults) -> runtime`` (Flower's: :mod:`fedrl_kit.federation.flower`).
     """
 
     RUNTIMES = {"inprocess": InProcessRuntime, "serialising": SerialisingRuntime}
 
     def __init__(self, config: RunConfig, run_dir: str | Path | None = None, progress: bool = True,
                  policy: Policy | None = None, runtime: str = "inprocess"):
-        if runtime not in self.RUNTIMES:
-            raise ValueError(f"runtime must be one of {tuple(self.RUNTIMES)}, got {runtime!r}")
+        if not callable(runtime) and runtime not in self.RUNTIMES:
+            raise ValueError(f"runtime must be one of {tuple(self.RUNTIMES)} or a callable, got {runtime!r}")
         self.runtime_kind = runtime
         self.config = config.validate()
         self.run_dir = Path(run_dir) if run_dir is not None else None
@@ -103,15 +231,24 @@ class Run:
         self._built = False
 
     # -- construction ------------------------------------------------------------------------------
+    def check_available(self) -> None:
+        """A missing dataset or model, or an absent GPU, in one line before anything is built or written
+        (file-system checks only; once per run)."""
+        if getattr(self, "_available", False):
+            return
+        check_dataset_available(self.config.world, self.config.dataset)
+        if self._policy is None:
+            check_model_available(resolve_base(self.config.base))
+            check_device(self.config.device)
+            check_fits(self.config.replace(base=resolve_base(self.config.base)))  # refuse a run that will not fit
+        self._available = True
+
     def build(self) -> "Run":
         """Make the world, the partition, the policy, the clients and the runtime."""
         if self._built:
             return self
         cfg = self.config
-        # a missing dataset or model is reported in one line before any problem is built (file-system checks only)
-        check_dataset_available(cfg.world, cfg.dataset)
-        if self._policy is None:
-            check_model_available(resolve_base(cfg.base))
+        self.check_available()
         torch.manual_seed(cfg.seed)
         self.world = build_world(cfg)
         # a world with one training pool is partitioned here; a multi-family world's clients are planned by
@@ -123,31 +260,45 @@ class Run:
             dtype = getattr(torch, cfg.dtype)
             self._policy = Policy.load(resolve_base(cfg.base), cfg.lora_rank, cfg.lora_alpha, cfg.seed, cfg.chat,
                                        cfg.max_new_tokens, cfg.temperature, cfg.device, dtype, cfg.lora_targets)
+            if cfg.rollout_backend != "hf":  # vLLM serves every client's adapter from one engine (GPU only)
+                from fedrl_kit.policy.backends import make_backend
+
+                self._policy.backend = make_backend(cfg.rollout_backend, resolve_base(cfg.base),
+                                                    max_loras=max(1, cfg.num_clients), max_lora_rank=cfg.lora_rank)
         self.policy = self._policy
         self.reward_set = make_reward_set(cfg.rewards, cfg.reward_weights or None)
         self.grpo, self.local = cfg.grpo_settings(), cfg.local_settings()
         self.spec = method_spec(cfg.method)
+        # what a method's build_clients may add: splits its protocol gives the server (FedGRPO's D_s questions),
+        # and facts only its diagnostics may read (who holds which of them)
+        self.server_splits: dict = {}
+        self.truth_facts: dict = {}
         clients = self.spec.build_clients(self)  # simulation side: the objects the runtime holds
-        faults = {}
-        if cfg.fail_client:
-            cid, r = cfg.fail_client.split("@")
+        faults = parse_faults(cfg.fail_client)
+        for cid in faults:
             if cid not in clients:
                 raise ValueError(f"fail_client names {cid!r}, which is not a client of this run: {sorted(clients)}")
-            faults[cid] = int(r)
         self.probe = None
         if cfg.trace_drift:  # simulation-side: snapshots each client's adapter after every local step
             from fedrl_kit.pubswap.instrument import DriftProbe
 
-            self.probe = DriftProbe(cfg.lora_alpha / cfg.lora_rank)
+            if cfg.trace_tensors and self.run_dir is None:
+                raise ValueError("trace_tensors needs a run directory to write the tensors to (Run(config, run_dir))")
+            self.probe = DriftProbe(cfg.lora_alpha / cfg.lora_rank,
+                                    tensors_dir=self.run_dir / "drift_tensors" if cfg.trace_tensors else None)
             for c in clients.values():
                 c.probe = self.probe
         self.clients = clients
-        self.runtime = self.RUNTIMES[self.runtime_kind](clients, faults=faults)
         # the seed's fresh adapter, also when the policy is reused from an earlier run (its "global" moved)
         start = initial_state(self.policy.model, cfg.seed)
+        # every reply is checked against its declared format (the adapter against this one's names and shapes)
+        make = self.runtime_kind if callable(self.runtime_kind) else self.RUNTIMES[self.runtime_kind]
+        self.runtime = make(
+            clients, faults=faults, timeout=cfg.client_timeout, replies={**REPLIES, **self.spec.replies},
+            expect={"adapter": adapter_spec(start), "num_generations": cfg.num_generations})
         self.policy.set_state(GLOBAL, start)
-        self.server = Server(self.runtime, self.policy, cfg, ServerWorld.of(self.world), start)
-        self.truth = SimulatorTruth(clients)  # for the method's diagnostics hook only, never the server
+        self.server = Server(self.runtime, self.policy, cfg, ServerWorld.of(self.world, **self.server_splits), start)
+        self.truth = SimulatorTruth(clients, self.truth_facts)  # for the method's diagnostics only, never the server
         if clients:  # round 0: each client says what the server may know of it (data size, reward names, …)
             ok, _ = self.server.split_replies(self.runtime.broadcast("properties", 0, {}))
             self.server.properties = {cid: r.payload for cid, r in ok.items()}
@@ -159,14 +310,33 @@ class Run:
     def _record(self, rec: dict, fh) -> None:
         self.records.append(rec)
         if fh is not None:
-            fh.write(json.dumps(rec) + "\n")
+            line = (json.dumps(rec) + "\n").encode()
+            fh.write(line)
             fh.flush()
+            self._digest["metrics.jsonl"].update(line)
 
-    def _checkpoint(self, round: int) -> None:
+    def _write_ledger(self, rows: list[dict], lh) -> None:
+        if lh is None:
+            return
+        for row in rows:
+            line = (json.dumps(row) + "\n").encode()
+            lh.write(line)
+            self._digest["ledger.jsonl"].update(line)
+        lh.flush()
+        self._ledger_lines += len(rows)
+
+    def _checkpoint(self, round: int, handles=()) -> None:
+        """Write the resume point of ``round``: beside the old one, fsync'd, swapped in by renames, old one deleted.
+
+        A kill at any moment leaves ``checkpoint/`` or (between the two renames) ``checkpoint.old/`` complete;
+        :meth:`_resume` takes whichever exists. The metrics and ledger lines it covers are fsync'd first.
+        """
         if self.run_dir is None:
             return
-        ck = self.run_dir / "checkpoint"
-        tmp = self.run_dir / "checkpoint.tmp"
+        for h in handles:  # the lines this checkpoint vouches for are on disk before it is
+            if h is not None:
+                os.fsync(h.fileno())
+        ck, tmp, old = (self.run_dir / n for n in ("checkpoint", "checkpoint.tmp", "checkpoint.old"))
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         np.savez(tmp / "global.npz", **self.server.global_state)
@@ -176,53 +346,145 @@ class Run:
             torch.save(opt, tmp / "optimizers.pt")
         if self.spec.save_state is not None:
             self.spec.save_state(self.server, tmp)
-        (tmp / "state.json").write_text(json.dumps({"round": round, "n_records": len(self.records),
-                                                    "n_ledger": len(self.runtime.ledger.records)}))
-        shutil.rmtree(ck, ignore_errors=True)
-        os.replace(tmp, ck)  # the checkpoint switches in one rename: a crash never leaves half of one
+        files = {}
+        for f in sorted(tmp.iterdir()):
+            files[f.name] = _sha(f.read_bytes())
+            with open(f, "rb+") as fh:
+                os.fsync(fh.fileno())
+        state = {"format": CHECKPOINT_FORMAT, "round": round, "n_records": len(self.records),
+                 "n_ledger": len(self.runtime.ledger.records), "ledger_lines": self._ledger_lines,
+                 "metrics_sha256": self._digest["metrics.jsonl"].hexdigest(),
+                 "ledger_sha256": self._digest["ledger.jsonl"].hexdigest(),
+                 "config_sha256": _config_digest((self.run_dir / "config.json").read_text()), "files": files}
+        state["sha256"] = _state_digest(state)
+        with open(tmp / "state.json", "w") as fh:
+            fh.write(json.dumps(state))
+            fh.flush()
+            os.fsync(fh.fileno())
+        _fsync_dir(tmp)
+        if ck.exists():
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(ck, old)
+        os.replace(tmp, ck)
+        _fsync_dir(self.run_dir)
+        shutil.rmtree(old, ignore_errors=True)
+
+    def _damaged(self, what: str) -> DamagedRunDir:
+        return DamagedRunDir(f"run directory {self.run_dir} is damaged: {what}; it cannot be resumed safely "
+                             "(use a new run_dir, or restore the file)")
+
+    def _check_config(self, cfg_path: Path) -> None:
+        """config.json must parse and hold this run's config (``rounds`` may grow)."""
+        try:
+            saved = _flat(migrate(json.loads(cfg_path.read_text())))
+        except (json.JSONDecodeError, UnicodeDecodeError, ValueError, AttributeError) as e:
+            raise ValueError(f"run directory {self.run_dir} is damaged: {cfg_path} is not a readable config "
+                             f"({type(e).__name__}: {e}); use a new run_dir") from None
+        mine = _flat(self.config.to_dict())
+        # a field missing from an older config.json had its default then: fields are only ever added
+        # with the default that keeps the old behaviour (e.g. trace_drift = False)
+        default = _flat(RunConfig().to_dict())
+        diff = sorted(k for k in mine if k != "rounds" and saved.get(k, default[k]) != mine[k])
+        if diff:
+            raise ValueError(f"run directory {self.run_dir} holds a run with a different config "
+                             f"(fields {diff}); use a new run_dir or the same config")
+
+    def _read_state(self, ck: Path) -> dict:
+        """state.json, checked against its own checksum and the files it lists."""
+        path = ck / "state.json"
+        try:
+            state = json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise self._damaged(f"{path} is not JSON ({e})") from None
+        if not isinstance(state, dict) or not isinstance(state.get("round"), int) \
+                or not isinstance(state.get("n_records"), int) or not isinstance(state.get("n_ledger"), int):
+            raise self._damaged(f"{path} lacks round, n_records or n_ledger")
+        if state.get("format") is None:  # written before checksums: the line counts and the records' rounds still hold
+            return state
+        if state.get("sha256") != _state_digest(state):
+            raise self._damaged(f"{path} was edited (its checksum does not match its content)")
+        for name, digest in state["files"].items():
+            f = ck / name
+            if not f.exists():
+                raise self._damaged(f"{f} is missing")
+            if _sha(f.read_bytes()) != digest:
+                raise self._damaged(f"{f} is not the file the checkpoint wrote (checksum mismatch)")
+        return state
+
+    def _load_adapter(self, path: Path) -> dict:
+        """global.npz without pickle, with the run's tensor names, shapes and dtypes, finite."""
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                state = {k: z[k] for k in z.files}
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as e:
+            raise self._damaged(f"{path} is not a readable adapter ({type(e).__name__}: {e})") from None
+        if adapter_spec(state) != self.runtime.expect["adapter"] or \
+                not all(np.isfinite(v).all() for v in state.values()):
+            raise self._damaged(f"{path} does not hold this run's finite LoRA adapter")
+        return state
 
     def _resume(self) -> int:
-        """Load the last checkpoint if there is one; return the last completed round (-1 if none)."""
+        """Load the last checkpoint if there is one; return the last completed round (-1 if none).
+
+        Raises:
+            DamagedRunDir: naming the file (and line) that does not match what the checkpoint recorded.
+        """
         if self.run_dir is None:
             return -1
         cfg_path = self.run_dir / "config.json"
         if cfg_path.exists():
-            try:
-                saved = _flat(migrate(json.loads(cfg_path.read_text())))
-            except (json.JSONDecodeError, UnicodeDecodeError, ValueError, AttributeError) as e:
-                raise ValueError(f"run directory {self.run_dir} is damaged: {cfg_path} is not a readable config "
-                                 f"({type(e).__name__}: {e}); use a new run_dir") from None
-            mine = _flat(self.config.to_dict())
-            # a field missing from an older config.json had its default then: fields are only ever added
-            # with the default that keeps the old behaviour (e.g. trace_drift = False)
-            default = _flat(RunConfig().to_dict())
-            diff = sorted(k for k in mine if k != "rounds" and saved.get(k, default[k]) != mine[k])
-            if diff:
-                raise ValueError(f"run directory {self.run_dir} holds a run with a different config "
-                                 f"(fields {diff}); use a new run_dir or the same config")
+            self._check_config(cfg_path)
         ck = self.run_dir / "checkpoint"
+        if not (ck / "state.json").exists() and (self.run_dir / "checkpoint.old" / "state.json").exists():
+            ck = self.run_dir / "checkpoint.old"  # killed between the two renames of a checkpoint swap
         if not (ck / "state.json").exists():
             return -1
-        state = json.loads((ck / "state.json").read_text())
-        with np.load(ck / "global.npz") as z:
-            self.server.global_state = {k: z[k] for k in z.files}
+        state = self._read_state(ck)
+        if state.get("format") is not None:
+            if not cfg_path.exists():
+                raise self._damaged(f"{cfg_path} is missing (the checkpoint of round {state['round']} was written "
+                                    "with it; without it a changed config would go unnoticed)")
+            if _config_digest(cfg_path.read_text()) != state["config_sha256"]:
+                raise self._damaged(f"{cfg_path} was changed after the checkpoint of round {state['round']}")
+        kept, parsed = {}, {}
+        for name, n, key in (("metrics.jsonl", state["n_records"], "metrics_sha256"),
+                             ("ledger.jsonl", state.get("ledger_lines", state["n_ledger"]), "ledger_sha256")):
+            path = self.run_dir / name
+            if not path.exists():
+                if n:
+                    raise self._damaged(f"{path} is missing (the checkpoint covers {n} lines of it)")
+                lines = []
+            else:
+                lines = path.read_bytes().split(b"\n")[:-1] if path.stat().st_size else []
+                if state.get("format") is not None and len(lines) < n:
+                    raise self._damaged(f"{path} has {len(lines)} complete lines, the checkpoint of round "
+                                        f"{state['round']} covers {n}")
+                lines = lines[:n]
+                parsed[name] = read_jsonl_lines(path, lines)  # a garbage line is named before any checksum
+                if state.get("format") is not None and _sha(b"".join(x + b"\n" for x in lines)) != state[key]:
+                    raise self._damaged(f"{path}'s first {n} lines are not the ones the checkpoint recorded "
+                                        "(checksum mismatch)")
+            kept[name] = lines
+        records, ledger = parsed.get("metrics.jsonl", []), parsed.get("ledger.jsonl", [])
+        last = max((r.get("round", -1) for r in records), default=-1)
+        if last != state["round"]:
+            raise self._damaged(f"{ck / 'state.json'} says round {state['round']}, but the last record it covers in "
+                                f"{self.run_dir / 'metrics.jsonl'} is of round {last}")
+        self.server.global_state = self._load_adapter(ck / "global.npz")
         if self.spec.load_state is not None:
             self.spec.load_state(self.server, ck)
         if (ck / "optimizers.pt").exists():
-            opt = torch.load(ck / "optimizers.pt")
+            opt = torch.load(ck / "optimizers.pt", weights_only=True)
             for cid, sd in opt.items():
                 client = self.clients[cid]
                 self.policy.set_state(cid, self.server.global_state)  # creates the adapter the moments belong to
-                client.optimizer = torch.optim.Adam(self.policy.trainable(cid), lr=self.config.learning_rate)
+                client.optimizer = make_optimizer(self.policy.trainable(cid), self.local)
                 client.optimizer.load_state_dict(sd)
-        for name, n in (("metrics.jsonl", state["n_records"]), ("ledger.jsonl", state["n_ledger"])):
-            path = self.run_dir / name
-            lines = path.read_text().splitlines()[:n] if path.exists() else []
-            _atomic_write(path, "".join(line + "\n" for line in lines))
-            if name == "metrics.jsonl":
-                self.records = [json.loads(line) for line in lines]
-            else:
-                self.runtime.ledger.records = [json.loads(line) for line in lines]
+        for name, lines in kept.items():
+            _atomic_write(self.run_dir / name, "".join(x.decode() + "\n" for x in lines))
+            self._digest[name] = hashlib.sha256(b"".join(x + b"\n" for x in lines))
+        self.records, self.runtime.ledger.records = records, ledger
+        self._ledger_lines = len(ledger)
         return state["round"]
 
     # -- the loop ------------------------------------------------------------------------------------
@@ -232,7 +494,8 @@ class Run:
         # a method's world may score answers its own way (FedMOA's code family runs programs in the sandbox)
         accuracy_fn = REWARDS[getattr(self.world, "accuracy_reward", "accuracy")]
         res = evaluate(self.policy, GLOBAL, self.world.test, self.config.eval_samples,
-                       seed=eval_seed(self.config.seed), accuracy_fn=accuracy_fn)
+                       seed=eval_seed(self.config.seed), batch_size=self.config.eval_batch_size,
+                       accuracy_fn=accuracy_fn)
         return {"kind": "global", "round": round, **res}
 
     def run(self, stop_after: int | None = None) -> list[dict]:
@@ -241,22 +504,34 @@ class Run:
         Args:
             stop_after: raise :class:`Interrupted` right after this round is checkpointed (to test resume).
         """
+        self.check_available()
+        lock = None
+        if self.run_dir is not None:  # a second run into this folder stops here, before loading anything
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            lock = RunLock(self.run_dir).acquire()
+        try:
+            self.build()
+            return self._run_locked(stop_after)
+        finally:
+            if lock is not None:
+                lock.release()
+
+    def _run_locked(self, stop_after: int | None) -> list[dict]:
         from tqdm.auto import tqdm
 
-        self.build()
         cfg = self.config
-        if self.run_dir is not None:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._digest = {"metrics.jsonl": hashlib.sha256(), "ledger.jsonl": hashlib.sha256()}
+        self._ledger_lines = 0
         last = self._resume()
         if self.run_dir is not None:
             _atomic_write(self.run_dir / "config.json", cfg.to_json())
-        mode = "a" if last >= 0 else "w"
+        mode = "ab" if last >= 0 else "wb"
         fh = open(self.run_dir / "metrics.jsonl", mode) if self.run_dir else None
         lh = open(self.run_dir / "ledger.jsonl", mode) if self.run_dir else None
         try:
             if last < 0:
                 self._record(self.evaluate_global(0), fh)
-                self._checkpoint(0)
+                self._checkpoint(0, (fh, lh))
                 last = 0
             rounds = range(last + 1, (cfg.rounds if self.spec.trains else 0) + 1)
             bar = tqdm(rounds, desc=cfg.method, disable=not self.progress, initial=last, total=cfg.rounds)
@@ -264,7 +539,7 @@ class Run:
                 n_ledger = len(self.runtime.ledger.records)
                 t0 = time.time()
                 if self.probe is not None:
-                    self.probe.start_round(self.server.global_state)
+                    self.probe.start_round(self.server.global_state, r)
                 out = self.spec.run_round(self.server, r)
                 if self.spec.diagnostics is not None:  # analysis with simulator truth, after the server's round
                     for cid, m in self.spec.diagnostics(self.truth, r, out).items():
@@ -277,9 +552,7 @@ class Run:
                 for d in (self.probe.end_round() if self.probe is not None else []):
                     self._record({"kind": "drift", "round": r, **d}, fh)
                 new = self.runtime.ledger.records[n_ledger:]
-                if lh is not None:
-                    lh.writelines(json.dumps(x) + "\n" for x in new)
-                    lh.flush()
+                self._write_ledger(new, lh)
                 self._record({"kind": "comm", "round": r, "seconds": round(time.time() - t0, 2),
                               "down": sum(x["nbytes"] for x in new if x["direction"] == "down"),
                               "up": sum(x["nbytes"] for x in new if x["direction"] == "up")}, fh)
@@ -288,7 +561,7 @@ class Run:
                     self._record(ev, fh)
                     bar.set_postfix({"pass@1": f"{ev['pass@1']:.3f}"})
                 if r % cfg.checkpoint_every == 0 or r == cfg.rounds:
-                    self._checkpoint(r)
+                    self._checkpoint(r, (fh, lh))
                 if stop_after is not None and r == stop_after:
                     raise Interrupted(f"stopped after round {r} (stop_after)")
         finally:
@@ -306,6 +579,6 @@ class Run:
 
 
 def load_records(run_dir: str | Path) -> list[dict]:
-    """The metric records of a run directory."""
+    """The metric records of a run directory (DamagedRunDir names the line of a bad one)."""
     path = Path(run_dir) / "metrics.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_jsonl_lines(path, path.read_bytes().splitlines(), skip_blank=True)

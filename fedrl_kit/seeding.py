@@ -17,7 +17,9 @@ name                           keys                                       what i
 ``pubswap/swap``               round, period                              the swap's shared draws
 ``fedgrpo/questions``          round, step                                Q questions of D_s
 ``fedgrpo/candidates``         round, step                                their G candidates
-``fedgrpo/ground_truth``       —                                          who holds which D_s answer
+``fedgrpo/ground_truth``       —                                          who holds which D_s answer (legacy)
+``fedgrpo/labels``             —                                          which pool labels the clients hold
+``fedgrpo/official_experts``   —                                          the official protocol's experts
 ``fedgrpo/malicious``          round, client index, step                  a liar's falsified scores
 ``fedgrpo/evaluator_init``     client index                               θ_k's LoRA init
 ``dpsda/histogram``            client index                               the DP noise on topic counts
@@ -42,6 +44,8 @@ _LAYOUT = {
     "fedgrpo/questions": (2, lambda s, r, t: [s, r, _SERVER, t]),
     "fedgrpo/candidates": (2, lambda s, r, t: [s + 1, r, _SERVER, t]),
     "fedgrpo/ground_truth": (0, lambda s: [s, 0, _GT, 0]),
+    "fedgrpo/labels": (0, lambda s: [s, 0, _GT, 1]),
+    "fedgrpo/official_experts": (0, lambda s: [s, 0, _GT, 2]),
     "fedgrpo/malicious": (3, lambda s, r, c, t: [s, r, _MALICIOUS + c, t]),
     "fedgrpo/evaluator_init": (1, lambda s, c: [s, 0, c, 77]),
     "dpsda/histogram": (1, lambda s, c: [s, 0, _SYNTH + c, 0]),

@@ -1,4 +1,4 @@
-"""Plotly figures for runs and worlds, and their export to figures/ as HTML and PNG.
+"""Plotly figures for runs and worlds, and their export as HTML and PNG into a folder the caller names.
 
 PNG export uses kaleido 0.2.1, which ships its own headless Chromium (no download at run time).
 If it cannot start, :func:`export` still writes the HTML and says why the PNG is missing.
@@ -13,7 +13,6 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-FIGURES = Path(__file__).resolve().parents[1] / "figures"
 TEMPLATE = "plotly_white"
 
 
@@ -91,8 +90,12 @@ def _human(n: float) -> str:
     return f"{n:.1f} PB"
 
 
-def export(fig: go.Figure, name: str, folder: str | Path = FIGURES, png: bool = True) -> dict[str, Path]:
-    """Write ``name.html`` (always) and ``name.png`` (if the static exporter runs) into ``folder``."""
+def export(fig: go.Figure, name: str, folder: str | Path, png: bool = True) -> dict[str, Path]:
+    """Write ``name.html`` (always) and ``name.png`` (if the static exporter runs) into ``folder``.
+
+    Figures belong to a run: notebooks pass their run's folder (or the folder their caller names);
+    the repository's ``figures/`` is written only by ``make figures``.
+    """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     out = {"html": folder / f"{name}.html"}

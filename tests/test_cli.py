@@ -67,3 +67,35 @@ def test_set_names_the_field_that_does_not_parse(capsys):
     assert "rounds must be an integer, got 'two'" in capsys.readouterr().err
     assert main(["run", "--method", "fedgrpo", "--set", "fedgrpo.num_experts=9"]) == 2
     assert "fedgrpo.num_experts must be an integer in [1, num_clients = 4], got 9" in capsys.readouterr().err
+
+
+def test_report_plot_eval_and_export_work_on_a_run_folder(tiny_dir, tmp_path, capsys):
+    run_dir = tmp_path / "r"
+    assert main(["run", "--set", f"base={tiny_dir}", "--set", "rounds=1", "--set", "num_clients=2", "--set", "n_train=40",
+                 "--set", "n_test=6", "--set", "local_steps=1", "--set", "prompts_per_step=2", "--set",
+                 "num_generations=2", "--set", "lora_rank=2", "--run-dir", str(run_dir), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(run_dir)]) == 0
+    assert "method      fedavg_grpo" in capsys.readouterr().out
+    assert main(["plot", str(run_dir), "--no-png"]) == 0
+    assert (run_dir / "figures" / "pass_at_1.html").exists()
+    assert main(["eval", "--run-dir", str(run_dir), "--n-test", "4"]) == 0  # no base restated: the run's own
+    assert '"pass@1"' in capsys.readouterr().out
+    assert main(["export", str(run_dir)]) == 0
+    assert (run_dir / "peft_global" / "adapter_model.safetensors").exists()
+    assert main(["report", str(tmp_path / "nothing")]) == 2
+    assert "no run folder at" in capsys.readouterr().err
+
+
+def test_a_second_run_into_a_folder_in_use_stops_in_one_line(tmp_path, capsys):
+    import os
+
+    from fedrl_kit.runs import RunLock
+
+    held = RunLock(tmp_path).acquire()  # as `fedrl run` in another terminal would
+    try:
+        assert main(["run", "--run-dir", str(tmp_path), "--quiet"]) == 2
+    finally:
+        held.release()
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"in use by pid {os.getpid()}" in err and "Traceback" not in err

@@ -6,6 +6,7 @@ from fedrl_kit.config import RunConfig, parse_set, preset
 
 BAD = [
     ("method", "fedsgd"), ("preset", "medium"), ("seed", -1), ("base", ""), ("device", "tpu"), ("dtype", "int8"),
+    ("rollout_backend", "sglang"), ("rollout_backend", "vllm"),
     ("lora_rank", 0), ("lora_alpha", 0.0), ("max_new_tokens", 0), ("temperature", 0.0), ("n_train", 0),
     ("n_test", 0), ("n_public", -1), ("num_clients", 0), ("partition", "random"), ("dirichlet_alpha", 0.0),
     ("topics_per_client", 9), ("rounds", -1), ("local_steps", 0), ("prompts_per_step", 0), ("num_generations", 1),
@@ -13,6 +14,14 @@ BAD = [
     ("epsilon_high", 0.0), ("beta", -1.0), ("scale_rewards", "z"), ("loss_type", "sum"), ("rewards", ()),
     ("rewards", ("accuracy", "bleu")), ("reward_weights", (1.0, 2.0)), ("eval_every", 0), ("eval_samples", 0),
     ("checkpoint_every", 0), ("fail_client", "client_0"), ("lr_schedule", "linear"), ("micro_batch_size", 0),
+    # non-finite, absurd or mistyped values: refused before anything is written
+    ("lora_alpha", float("inf")), ("lora_alpha", 1e300), ("beta", float("inf")), ("beta", 1e300),
+    ("temperature", float("nan")), ("dirichlet_alpha", 1e300), ("rounds", "abc"), ("rounds", 2.0), ("local_steps", 1.5),
+    ("reset_optimizer", "false"), ("chat", "false"), ("equal_size", 1), ("trace_drift", "no"),
+    ("reward_weights", (float("inf"),)), ("reward_weights", (0.0,)), ("device", "cudax"), ("device", "cuda:"),
+    ("n_test", 100_000_000), ("n_train", 10**9), ("n_public", 10**8), ("n_aux", -1), ("n_test", 1400),
+    ("n_train", 100_000), ("fail_client", "client_0@x"), ("fail_client", "client_0@1:melt"),
+    ("fail_client", "@1"), ("client_timeout", -1.0), ("client_timeout", float("inf")),
 ]
 
 
@@ -34,7 +43,10 @@ METHOD_BAD = [
     ("fedgrpo", "fedgrpo.malicious", 5), ("fedgrpo", "fedgrpo.malicious_kind", "swap"),
     ("fedgrpo", "fedgrpo.robust", "max"), ("fedgrpo", "fedgrpo.trim", 0.5), ("fedgrpo", "fedgrpo.competence", "soft"),
     ("fedgrpo", "fedgrpo.encoder", "bert"), ("fedgrpo", "fedgrpo.encoder_layer", -2),
+    ("fedgrpo", "fedgrpo.queries", "dev"), ("fedgrpo", "fedgrpo.questions_per_step", -1),
+    ("fedgrpo", "fedgrpo.gt_fraction", 0.0), ("fedgrpo", "fedgrpo.scale_rewards", 1),
     ("fedgrpo", "evaluator.sft_steps", -1), ("dpsda_grpo", "evaluator.sft_batch", 0), ("dpsda_sft", "evaluator.lr", 0.0),
+    ("fedprox_grpo", "fedprox.mu", float("inf")), ("fedprox_grpo", "fedprox.mu", 1e300),
     ("dpsda_grpo", "dpsda.dp_epsilon", -1.0), ("dpsda_sft", "dpsda.synthetic_per_client", 1.5),
     ("fedmoa", "fedmoa.setting", "mixed"), ("fedmoa", "fedmoa.homo_family", "physics"), ("fedmoa", "fedmoa.lam", -1.0),
     ("fedmoa", "fedmoa.normalise", "yes"), ("fedmoa", "fedmoa.hyper_layer", 1.5), ("fedmoa", "fedmoa.round_start", "reset"),
@@ -114,3 +126,57 @@ def test_engine_settings_have_one_set_of_defaults():
     cfg = RunConfig()
     assert cfg.local_settings() == LocalSettings()
     assert cfg.grpo_settings() == GRPOSettings()
+
+
+def test_parse_set_names_the_field_of_a_value_of_the_wrong_type():
+    for item, name in (("rounds=abc", "rounds"), ("local_steps=1.5", "local_steps"), ("lora_alpha=inf", "lora_alpha"),
+                       ("beta=inf", "beta"), ("fedprox.mu=inf", "fedprox.mu"), ("chat=maybe", "chat"),
+                       ("extra={bad", "extra")):
+        with pytest.raises(ValueError, match=name.replace(".", r"\.")):
+            parse_set([item])
+    assert parse_set(["reset_optimizer=false"]) == {"reset_optimizer": False}  # "false" is False, not a true string
+
+
+@pytest.mark.parametrize("section", ["fedgrpo", "fedmoa", "pubswap", "fedprox", "dpsda", "evaluator"])
+def test_unknown_keys_in_a_method_section_of_a_config_json_are_named(section):
+    d = preset("quick").to_dict()
+    d[section]["bogus_knob"] = 1
+    with pytest.raises(ValueError, match=rf"{section}\.bogus_knob"):
+        RunConfig.from_dict(d)
+
+
+def test_fault_injection_parses_every_kind_and_names_a_client_that_does_not_exist(tiny_dir):
+    from conftest import small_config
+    from fedrl_kit.federation.runtime import parse_faults
+    from fedrl_kit.runs import Run
+
+    assert parse_faults("client_1@2,client_2@*:nan, client_2@3:hang") == {
+        "client_1": [(2, "raise")], "client_2": [(None, "nan"), (3, "hang")]}
+    with pytest.raises(ValueError, match="client_9"):
+        Run(small_config(tiny_dir, fail_client="client_9@1"), progress=False).build()
+
+
+def test_a_gpu_device_on_a_machine_without_one_is_refused_before_anything_is_written(tiny_dir, tmp_path):
+    import torch
+
+    from conftest import small_config
+    from fedrl_kit.runs import Run
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    run_dir = tmp_path / "run"
+    with pytest.raises(ValueError, match=r"device='cuda'.*no CUDA GPU.*device=cpu"):
+        Run(small_config(tiny_dir, device="cuda"), run_dir, progress=False).run()
+    assert not run_dir.exists()
+
+
+def test_an_embedded_world_too_small_for_the_splits_is_refused_at_once():
+    import time
+
+    t0 = time.time()
+    with pytest.raises(ValueError, match="n_test"):
+        preset("quick", n_test=100_000_000)
+    with pytest.raises(ValueError, match="n_train"):
+        preset("quick", n_train=50_000)
+    assert time.time() - t0 < 1.0
+    assert preset("quick", n_test=1300, n_public=100, n_aux=100).n_test == 1300  # what the world can supply

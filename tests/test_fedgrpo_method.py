@@ -18,6 +18,7 @@ from fedrl_kit.fedgrpo.args import EvaluatorArgs, FedGRPOArgs
 from fedrl_kit.fedgrpo.client import FedGRPOClient, assign_ground_truth
 from fedrl_kit.fedgrpo.group_reward import candidate_advantages
 from fedrl_kit.policy.adapters import GLOBAL
+from fedrl_kit.rewards import accuracy_reward
 from fedrl_kit.runs import Interrupted, Run, load_records
 
 FAST_EVALUATOR = {"sft_steps": 2, "sft_batch": 4}
@@ -43,18 +44,45 @@ def _strip(records):
     ("fedgrpo.me_score", "logit"), ("fedgrpo.malicious", 4), ("fedgrpo.malicious_kind", "swap"),
     ("fedgrpo.robust", "max"), ("fedgrpo.trim", 0.5), ("evaluator.sft_steps", -1), ("evaluator.sft_batch", 0),
     ("evaluator.lr", 0.0), ("fedgrpo.encoder", "bert"), ("fedgrpo.encoder_layer", -2),
-    ("fedgrpo.competence", "soft"),
+    ("fedgrpo.competence", "soft"), ("fedgrpo.queries", "dev"), ("fedgrpo.questions_per_step", -1),
+    ("fedgrpo.gt_fraction", 0.0), ("fedgrpo.questions_per_step", 2.5),
 ])
 def test_bad_settings_raise_naming_the_field(tiny_dir, key, value):
     with pytest.raises(ValueError, match=key.replace(".", r"\.")):
         fg_config(tiny_dir, **{key: value})
 
 
+def test_no_gt_on_the_training_pool_needs_a_labelled_share_for_the_evaluators(tiny_dir):
+    with pytest.raises(ValueError, match=r"fedgrpo\.gt_fraction must be in \(0, 1\) with queries='train' and "
+                                         r"mode='no_gt'"):
+        fg_config(tiny_dir, fedgrpo={"mode": "no_gt"})
+    assert fg_config(tiny_dir, fedgrpo={"mode": "no_gt", "gt_fraction": 0.5}).fedgrpo.mode == "no_gt"
+    # the legacy D_s (world.public) keeps its old meaning of gt_fraction, 0 included
+    assert fg_config(tiny_dir, fedgrpo={"queries": "public", "gt_fraction": 0.0}).fedgrpo.gt_fraction == 0.0
+    with pytest.raises(ValueError, match="n_public must be >= 1"):
+        fg_config(tiny_dir, n_public=0, fedgrpo={"queries": "public"})
+    assert fg_config(tiny_dir, n_public=0).n_public == 0  # D_s = the training pool needs no public split
+
+
+def test_old_fedgrpo_config_json_keeps_its_setting():
+    """A config.json written before fedgrpo.queries resumes as it ran: D_s = world.public, "official" = pooled."""
+    from fedrl_kit.config import RunConfig
+
+    old = RunConfig(method="fedgrpo").to_dict()
+    for k in ("queries", "questions_per_step"):
+        old["fedgrpo"].pop(k)
+    old["fedgrpo"].update(gt_fraction=0.5, scale_rewards=True, group_reward="official")
+    cfg = RunConfig.from_dict(old)
+    assert cfg.fedgrpo.queries == "public" and cfg.fedgrpo.group_reward == "pooled"
+    assert cfg.fedgrpo.gt_fraction == 0.5 and cfg.fedgrpo.questions_per_step == 0
+    assert RunConfig.from_dict({"method": "fedgrpo", "fedgrpo": {"num_experts": 3}}).fedgrpo.queries == "train"
+
+
 def test_unknown_field_and_robust_needs_paper_variant(tiny_dir):
     with pytest.raises(ValueError, match=r"fedgrpo\.num_expert"):
         fg_config(tiny_dir, fedgrpo={"num_expert": 2})
     with pytest.raises(ValueError, match=r"fedgrpo\.robust"):
-        fg_config(tiny_dir, fedgrpo={"robust": "median", "group_reward": "official"})
+        fg_config(tiny_dir, fedgrpo={"robust": "median", "group_reward": "pooled"})
     args = fg_config(tiny_dir, fedgrpo={"robust": "median"}).fedgrpo
     assert isinstance(args, FedGRPOArgs)
     assert args.num_experts == 2 and args.group_coef == 8.0 and args.format_coef == 1.0 and args.robust == "median"
@@ -110,7 +138,7 @@ def test_malicious_client_flips_its_scores():
 
 
 def test_me_probability_is_the_evaluators_probability_of_the_answer(tiny_dir):
-    run = Run(fg_config(tiny_dir, fedgrpo={"mode": "no_gt"}), progress=False).build()
+    run = Run(fg_config(tiny_dir, fedgrpo={"mode": "no_gt", "gt_fraction": 0.5}), progress=False).build()
     client = run.clients["client_0"]
     from fedrl_kit.sft import sequence_logprob
 
@@ -142,11 +170,15 @@ def test_ground_truth_assignment_follows_topic_holdings():
 # ---------------------------------------------------------------- runs
 
 
-def test_fedgrpo_run_ledger_holds_only_texts_down_and_scalars_up(tiny_dir):
-    run = Run(fg_config(tiny_dir, rounds=2), progress=False).build()
+@pytest.mark.parametrize("fedgrpo", [{}, {"mode": "no_gt", "gt_fraction": 0.5}, {"queries": "public"}])
+def test_fedgrpo_run_ledger_holds_only_texts_down_and_scalars_up(tiny_dir, fedgrpo):
+    run = Run(fg_config(tiny_dir, rounds=2, fedgrpo=fedgrpo), progress=False).build()
     run.runtime.keep_messages = True
     private = {p for c in run.clients.values() for p in c.prompts}
-    private -= set(run.world.public["prompt"])  # D_s questions a client also holds are the server's own
+    private -= set(run.server.world.queries["prompt"])  # the questions of D_s are the server's own (not answers)
+    if fedgrpo.get("mode") == "no_gt":
+        assert private, "no_gt: the labelled questions that train the evaluators are not in D_s"
+    assert "answer" not in run.server.world.queries.column_names  # the server holds D_s's questions only
     adapter_keys = set(run.server.global_state)
     recs = run.run()
     assert run.runtime.messages, "no messages were exchanged"
@@ -231,7 +263,8 @@ def test_fedgrpo_failed_client_is_dropped_and_the_run_goes_on(tiny_dir):
 
 
 def test_fedgrpo_modes_variants_and_m1(tiny_dir):
-    for extra in ({"mode": "no_gt", "num_experts": 1}, {"group_reward": "official", "num_experts": 3},
+    for extra in ({"mode": "no_gt", "gt_fraction": 0.5, "num_experts": 1}, {"group_reward": "pooled", "num_experts": 3},
+                  {"group_reward": "official", "num_experts": 2}, {"queries": "public", "gt_fraction": 0.5},
                   {"malicious": 1, "robust": "median", "num_experts": 3, "me_score": "agreement"}):
         recs = Run(fg_config(tiny_dir, rounds=1, fedgrpo=extra), progress=False).run()
         server = [r for r in recs if r["kind"] == "client" and r["client"] == "server"][0]
@@ -312,12 +345,15 @@ def test_trace_question_and_selection_quality(tiny_dir):
     cos = [n["cosine"] for n in tr["neighbours"]]
     assert cos == sorted(cos, reverse=True)
     assert list(np.argsort(-tr["competence"], kind="stable")[:2]) == tr["experts"]
-    assert tr["scores"].shape == (2, 4) and set(tr["advantages"]) == {"paper", "official", "per_expert"}
+    assert tr["scores"].shape == (2, 4) and set(tr["advantages"]) == {"paper", "pooled", "per_expert"}
+    assert tr["answer"] == str(run.truth.fact("queries").rows[3]["answer"]) and tr["correct"].shape == (4,)
     assert set(tr["pathways"]) <= {"AE", "ME"} and len(tr["pathways"]) == 2
     np.testing.assert_allclose(tr["eq9"].sum(axis=0), 0.0, atol=1e-9)  # eq. 9 sums to zero per candidate
     assert isinstance(tr["trace"], algorithm.StepTrace) and tr["trace"].grpo is None  # update=False
     q = diagnostics.selection_quality(run.server, run.truth, L=3, M=1)
-    assert q["experts"].shape == (8, 1) and 0.0 <= q["hit_rate"] <= 1.0 and 0.0 <= q["random_hit_rate"] <= 1.0
+    n_s = len(run.server.world.queries)
+    assert n_s == 80 and q["experts"].shape == (n_s, 1) and 0.0 <= q["hit_rate"] <= 1.0
+    assert 0.0 <= q["random_hit_rate"] <= 1.0
 
 
 def test_trace_question_advantages_are_the_training_steps_with_a_robust_median():
@@ -354,10 +390,11 @@ def test_round_metrics_split_between_the_server_and_diagnostics(tiny_dir):
     simulator = {"expert_hit_rate", "random_hit_rate", "expert_hit_rate_major", "random_hit_rate_major", "ae_share",
                  "malicious", "evaluator_sft_loss"}
     assert not any(simulator & set(m) for m in out["clients"].values())
-    assert {"reward_mean", "candidate_accuracy", "loss", "competence_queries"} <= set(out["clients"]["server"])
+    assert {"reward_mean", "format", "loss", "competence_queries"} <= set(out["clients"]["server"])
+    assert not {"candidate_accuracy", "reward_gap"} & set(out["clients"]["server"])  # they need D_s's answers
     extra = diagnostics.diagnostics(run.truth, 1, out)
     assert set(extra) == set(out["clients"])  # only records the round has; a dropped client gets none
-    assert {"expert_hit_rate", "random_hit_rate", "ae_share"} <= set(extra["server"])
+    assert {"expert_hit_rate", "random_hit_rate", "ae_share", "candidate_accuracy"} <= set(extra["server"])
     assert [extra[c]["malicious"] for c in ("client_0", "client_1", "client_2")] == [0.0, 0.0, 1.0]
     assert all("evaluator_sft_loss" in extra[c] for c in ("client_0", "client_1", "client_2"))
     assert "evaluator_sft_loss" not in diagnostics.diagnostics(run.truth, 2, out)["client_0"]  # round 1 only
@@ -372,3 +409,129 @@ def test_minilm_encoder_without_sentence_transformers_says_so():
         from fedrl_kit.fedgrpo.encoder import encode
 
         encode(None, ["1+1="], encoder="minilm")
+
+
+# ---------------------------------------------------------------- D_s, the official protocol, Q, φ
+
+
+@pytest.mark.parametrize("gt_fraction", [1.0, 0.5])
+def test_ds_is_the_training_pool_and_ae_is_used_exactly_on_held_questions(tiny_dir, gt_fraction):
+    """D_s = the questions the partition spreads over the clients (what every baseline trains on); a selected
+    expert checks the exact answer iff it owns the question and holds its label, and uses its model elsewhere."""
+    import datasets
+
+    run = Run(fg_config(tiny_dir, fedgrpo={"gt_fraction": gt_fraction}), progress=False).build()
+    pool = run.truth.fact("queries")
+    pooled = datasets.concatenate_datasets(run.partitions)  # Central-GRPO's pool; FedAvg's clients hold its parts
+    assert list(run.server.world.queries["prompt"]) == list(pooled["prompt"]) == list(pool.rows["prompt"])
+    assert sorted(pool.rows["prompt"]) == sorted(run.world.train["prompt"])  # the Dirichlet split leaves none out
+    assert not set(pool.rows["prompt"]) & set(run.world.public["prompt"])
+    sizes = [len(p) for p in run.partitions]
+    assert list(pool.owner) == [k for k, n in enumerate(sizes) for _ in range(n)]
+    if gt_fraction == 1.0:
+        assert pool.labelled.all()
+    else:
+        assert 0 < pool.labelled.sum() < len(pool.labelled)
+    for k, c in enumerate(run.clients.values()):  # D_k = the client's labelled questions, exactly
+        assert sorted(c.prompts) == sorted(p for p, o, lab in zip(pool.rows["prompt"], pool.owner, pool.labelled)
+                                           if o == k and lab)
+
+    server = run.server
+    algorithm.ensure_embeddings(server)
+    server.policy.set_state(GLOBAL, server.global_state)
+    q_idx = np.arange(0, 80, 4)  # 20 questions of every client
+    tr = algorithm.server_step(server, 0, 0, q_idx, 0, list(server.runtime.client_ids), update=False)
+    n_ae = n_me = 0
+    for i, row in enumerate(q_idx):
+        answer = str(pool.rows[int(row)]["answer"])
+        for k, r in zip(tr.scorers[i], tr.scores[i]):
+            client = run.clients[tr.client_ids[k]]
+            held = pool.owner[row] == k and pool.labelled[row]
+            assert client.holds(tr.questions[i]) == held
+            if held:  # AE: the exact check against the label
+                expected = [v or 0.0 for v in accuracy_reward([tr.questions[i]] * 4, tr.candidates[i],
+                                                               answer=[answer] * 4)]
+                n_ae += 1
+            else:  # ME: the client's model's probability of each candidate's answer
+                expected = client.me_scores([tr.questions[i]], [tr.candidates[i]])[0]
+                n_me += 1
+            np.testing.assert_allclose(r, expected, rtol=1e-4, atol=1e-12)  # batched float32 passes differ a little
+    assert n_ae > 0 and n_me > 0
+    ae = diagnostics.diagnostics(run.truth, 1, {"trace": [tr], "clients": {"server": {}}})["server"]["ae_share"]
+    assert ae == pytest.approx(n_ae / (n_ae + n_me))
+
+
+def test_no_gt_ds_is_the_unlabelled_share_and_no_expert_uses_ae(tiny_dir):
+    run = Run(fg_config(tiny_dir, fedgrpo={"mode": "no_gt", "gt_fraction": 0.5}), progress=False).build()
+    pool, queries = run.truth.fact("queries"), set(run.server.world.queries["prompt"])
+    labelled = {p for c in run.clients.values() for p in c.prompts}
+    assert queries and labelled and not queries & labelled  # the evaluators never saw a D_s label
+    assert queries | labelled == set(run.world.train["prompt"]) and not pool.labelled.any()
+    assert not any(c.holds(q) for c in run.clients.values() for q in queries)
+
+
+def test_varying_k_alone_keeps_questions_and_rollouts_per_step_fixed(tiny_dir):
+    """fedgrpo.questions_per_step fixes Q whatever K is; without it Q = b·K grows with K."""
+    seen = {}
+    for K in (2, 3, 4):
+        for q in (0, 6):
+            cfg = fg_config(tiny_dir, num_clients=K, fedgrpo={"questions_per_step": q, "num_experts": 1})
+            assert algorithm.questions_per_step(cfg) == (6 if q else 2 * K)
+            seen[K, q] = algorithm.sample_questions(cfg, 1, 0, 80)
+    assert {len(v) for (K, q), v in seen.items() if q} == {6}
+    assert [len(seen[K, 0]) for K in (2, 3, 4)] == [4, 6, 8]
+    assert all(np.array_equal(seen[2, 6], seen[K, 6]) for K in (3, 4))  # the same questions, only K differs
+    recs = Run(fg_config(tiny_dir, rounds=1, num_clients=4, fedgrpo={"questions_per_step": 6}), progress=False)
+    out = algorithm.run_round(recs.build().server, 1)
+    assert [len(t.q_idx) for t in out["trace"]] == [6] and all(len(c) == 4 for c in out["trace"][0].candidates)
+
+
+def test_official_protocol_random_experts_blocks_and_one_pooled_group(tiny_dir):
+    from fedrl_kit.fedgrpo.group_reward import official_advantages
+
+    cfg = fg_config(tiny_dir, fedgrpo={"group_reward": "official", "num_experts": 2})
+    assert cfg.fedgrpo.scale_rewards is None  # the official variant's own: no std (the scripts' --scale_rewards False)
+    run = Run(cfg, progress=False).build()
+    run.runtime.keep_messages = True
+    server = run.server
+    server.policy.set_state(GLOBAL, server.global_state)
+    q_idx = np.array([0, 5, 40])
+    tr = algorithm.server_step(server, 1, 0, q_idx, 0, list(server.runtime.client_ids), update=False)
+    G, M = 4, 2
+    drawn = algorithm.official_experts(server, M)
+    assert drawn.shape == (80, 2) and all(len(set(r)) == 2 for r in drawn)  # M distinct clients per question
+    np.testing.assert_array_equal(tr.experts, drawn[q_idx])  # fixed per question for the whole run
+    assert tr.competence_queries == 0 and tr.neighbours.shape == (3, 0)  # no competence step
+    assert not [m for m in run.runtime.messages if m.kind == "competence"]
+    for i in range(3):
+        assert len(tr.candidates[i]) == G * M
+        for j, k in enumerate(tr.experts[i]):  # expert j received and scored block j only
+            row = int(np.flatnonzero(tr.scorers[i] == k)[0])
+            np.testing.assert_array_equal(tr.scored[i][row], np.arange(j * G, (j + 1) * G))
+        blocks = np.stack([tr.scores[i][int(np.flatnonzero(tr.scorers[i] == k)[0])] for k in tr.experts[i]])
+        expected = official_advantages(blocks, 8.0, tr.format[i].reshape(M, G), 1.0)  # [M, G], no std
+        np.testing.assert_allclose(tr.advantages[i], expected.reshape(-1), atol=1e-12)
+        assert abs(tr.advantages[i].sum()) < 1e-9  # one group over the G·M candidates
+    sent = [m for m in run.runtime.messages if m.kind == "score"]
+    assert all(len(c) == G for m in sent for c in m.payload["candidates"])
+    recs = Run(cfg, progress=False).run()  # and it trains
+    assert np.isfinite([r for r in recs if r.get("client") == "server"][0]["loss"])
+
+
+def test_phi_embeds_the_question_text_not_the_chat_prompt(tiny_dir):
+    """φ(x_s) pools the question's own tokens: the chat template and system prompt are not embedded."""
+    from fedrl_kit.fedgrpo.encoder import encode
+
+    run = Run(fg_config(tiny_dir), progress=False).build()
+    policy, texts = run.policy, ["12+30=", "max(3,9)=", "7-2="]
+    plain = encode(policy, texts)
+    policy.chat = True  # a chat model would wrap every prompt in the template; the tiny tokenizer has none
+    try:
+        np.testing.assert_array_equal(encode(policy, texts), plain)
+    finally:
+        policy.chat = False
+    tok = policy.tokenizer
+    ids = tok(texts[:1], return_tensors="pt", add_special_tokens=False)["input_ids"]
+    with torch.no_grad(), policy.reference():
+        h = policy.model(input_ids=ids, output_hidden_states=True).hidden_states[1][0].mean(0).double().numpy()
+    np.testing.assert_allclose(plain[0], h / np.linalg.norm(h), rtol=1e-5, atol=1e-6)

@@ -27,8 +27,10 @@ from fedrl_kit.fedgrpo.expert_selection import (
 )
 from fedrl_kit.fedgrpo.group_reward import (
     candidate_advantages,
+    default_scale_rewards,
     group_relative_rewards,
     malicious_rewards,
+    official_advantages,
     robust_aggregate,
 )
 
@@ -248,8 +250,8 @@ def test_candidate_advantages_paper_variant_hand_values():
     np.testing.assert_allclose(unscaled, DEV_HAND, rtol=1e-12)
 
 
-def test_candidate_advantages_official_variant_hand_values():
-    adv = candidate_advantages(R_HAND, "official", group_coef=8.0, format_rewards=F_HAND, format_coef=1.0)
+def test_candidate_advantages_pooled_variant_hand_values():
+    adv = candidate_advantages(R_HAND, "pooled", group_coef=8.0, format_rewards=F_HAND, format_coef=1.0)
     # pooled x = 8r + f: (9, 1, 8, 1, 9, 1, 0, 1); mean 3.75; squared deviations sum to 117.5;
     # unbiased std sqrt(117.5 / 7); per-candidate mean deviation is DEV_HAND again.
     std = math.sqrt(117.5 / 7)
@@ -257,16 +259,41 @@ def test_candidate_advantages_official_variant_hand_values():
     np.testing.assert_allclose(adv, [1.2814, -0.6712, 0.0610, -0.6712], atol=1e-4)
     # expert disagreement on candidate 2 inflates the pooled std: smaller steps than "paper".
     assert np.all(np.abs(adv) < np.abs(candidate_advantages(R_HAND, "paper", format_rewards=F_HAND)))
-    unscaled = candidate_advantages(R_HAND, "official", format_rewards=F_HAND, scale_rewards=False)
+    unscaled = candidate_advantages(R_HAND, "pooled", format_rewards=F_HAND, scale_rewards=False)
     np.testing.assert_allclose(unscaled, DEV_HAND, rtol=1e-12)
 
 
-def test_candidate_advantages_official_reproduces_disjoint_scoring_with_one_row():
-    # The official trainer: each expert scores its own G completions; all M·G normalised together.
+def test_official_protocol_advantages_hand_case():
+    """The official trainer: M = 2 experts, each scores its own block of G = 3 of the prompt's 6 completions;
+    the 6 rewards x = 8·acc + 1·format are one group, centred without the std (--scale_rewards False)."""
+    blocks = np.array([[1.0, 0.0, 0.0],   # expert 0 on completions 0-2 (e.g. AE: only completion 0 is right)
+                       [0.5, 0.25, 0.0]])  # expert 1 on completions 3-5 (e.g. ME probabilities)
+    fmt = np.array([[1.0, 1.0, 0.0],
+                    [0.0, 1.0, 1.0]])
+    # x = (9, 1, 0, 4, 3, 1); mean 3
+    adv = official_advantages(blocks, 8.0, fmt, 1.0)
+    np.testing.assert_array_equal(adv, [[6.0, -2.0, -3.0], [1.0, 0.0, -2.0]])
+    assert adv.sum() == 0.0  # one group over all G·M completions, not one per expert
+    # with scale_rewards: / (unbiased std + 1e-4); the squared deviations sum to 54, so std = sqrt(54 / 5)
+    scaled = official_advantages(blocks, 8.0, fmt, 1.0, scale_rewards=True)
+    np.testing.assert_allclose(scaled, adv / (math.sqrt(54 / 5) + 1e-4), rtol=1e-12)
+    # all equal: zeros; the variant's own default for the std is "off", the others' "on"
+    np.testing.assert_array_equal(official_advantages(np.ones((2, 3))), np.zeros((2, 3)))
+    assert default_scale_rewards("official") is False and default_scale_rewards("paper") is True
+    assert default_scale_rewards("official", True) is True
+    with pytest.raises(ValueError, match="official_advantages"):
+        candidate_advantages(R_HAND, "official")
+    with pytest.raises(ValueError, match="format_rewards"):
+        official_advantages(blocks, format_rewards=np.ones(3))
+
+
+def test_candidate_advantages_pooled_on_one_row_is_the_official_group():
+    # One row of all M·G scores normalised together is the official group (with the std).
     flat = R_HAND.reshape(1, -1)
-    adv = candidate_advantages(flat, "official", group_coef=8.0)
+    adv = candidate_advantages(flat, "pooled", group_coef=8.0)
     x = 8.0 * R_HAND.reshape(-1)
     np.testing.assert_allclose(adv, (x - x.mean()) / (x.std(ddof=1) + 1e-4), rtol=1e-12)
+    np.testing.assert_allclose(adv, official_advantages(R_HAND, 8.0, scale_rewards=True).reshape(-1), rtol=1e-12)
 
 
 def test_candidate_advantages_per_expert_variant_hand_values():
@@ -276,19 +303,19 @@ def test_candidate_advantages_per_expert_variant_hand_values():
     np.testing.assert_allclose(adv, (row0 + row1) / 2, rtol=1e-12)
 
 
-def test_paper_and_official_share_the_numerator():
+def test_paper_and_pooled_share_the_numerator():
     rng = np.random.default_rng(7)
     for _ in range(20):
         r = rng.integers(0, 2, size=(3, 8)).astype(float)
         f = rng.integers(0, 2, size=8).astype(float)
         paper = candidate_advantages(r, "paper", format_rewards=f, scale_rewards=False)
-        official = candidate_advantages(r, "official", format_rewards=f, scale_rewards=False)
-        np.testing.assert_allclose(paper, official, atol=1e-12)
+        pooled = candidate_advantages(r, "pooled", format_rewards=f, scale_rewards=False)
+        np.testing.assert_allclose(paper, pooled, atol=1e-12)
 
 
 def test_candidate_advantages_degenerate_and_coefficient_scale():
     np.testing.assert_array_equal(candidate_advantages(np.ones((2, 4)), "paper"), np.zeros(4))
-    np.testing.assert_array_equal(candidate_advantages(np.ones((2, 4)), "official"), np.zeros(4))
+    np.testing.assert_array_equal(candidate_advantages(np.ones((2, 4)), "pooled"), np.zeros(4))
     np.testing.assert_array_equal(candidate_advantages([[1.0], [0.0]], "paper"), [0.0])  # G = 1
     # with the std divided out, only the ratio of the coefficients matters.
     np.testing.assert_allclose(
@@ -300,7 +327,7 @@ def test_candidate_advantages_rejects_bad_input():
     with pytest.raises(ValueError, match="variant must be one of"):
         candidate_advantages(R_HAND, "trl")
     with pytest.raises(ValueError, match="applies to variant='paper' only"):
-        candidate_advantages(R_HAND, "official", how="median")
+        candidate_advantages(R_HAND, "pooled", how="median")
     with pytest.raises(ValueError, match=r"format_rewards must be a finite \[G\] array with G=4"):
         candidate_advantages(R_HAND, format_rewards=[1.0, 0.0])
     with pytest.raises(ValueError, match="group_coef must be a finite number >= 0"):

@@ -105,6 +105,20 @@ def test_clients_resume_from_their_clusters_broadcast_weights(tiny_dir):
     assert any(recs[(1, c)]["w_move"] > 0 for c in props)
 
 
+def test_the_properties_reply_must_announce_initial_weights_on_the_simplex():
+    from fedrl_kit.federation.replies import Context
+    from fedrl_kit.methods import method_spec
+
+    check = method_spec("fedmoa").replies["properties"]
+    ok = {"num_examples": 3, "reward_names": ["accuracy", "format"], "family": "math", "initial_weights": [0.4, 0.6]}
+    check(ok, Context(), "")
+    for w in ([0.5, 0.6], [1.0], [float("nan"), 1.0], [-0.5, 1.5]):
+        with pytest.raises(ValueError, match="initial_weights"):
+            check({**ok, "initial_weights": w}, Context(), "")
+    with pytest.raises(ValueError, match="initial_weights"):
+        check({k: v for k, v in ok.items() if k != "initial_weights"}, Context(), "")
+
+
 def test_round_start_initial_resets_to_each_clients_own_initial_weights(tiny_dir):
     cfg = moa_config(tiny_dir, rounds=2, local_steps=2, num_clients=6, n_train=90,
                      fedmoa={"round_start": "initial", "lam_rule": "fixed", "lam": 1e4, "eval_every": 2})

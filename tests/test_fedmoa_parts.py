@@ -1,4 +1,4 @@
-"""FedMOA's building blocks against hand-worked values (papers/fedmoa.md, eq. 1–13), and the engine
+"""FedMOA's building blocks against hand-worked values (the FedMOA paper, eq. 1–13), and the engine
 primitives FedMOA calls for eq. 4, 12 and 13 (fedrl_kit.grpo, fedrl_kit.aggregate)."""
 
 import math

@@ -109,3 +109,53 @@ def test_a_client_failing_mid_round_is_dropped_for_the_rest_of_it(tiny_dir):
     assert {r["client"] for r in recs if r["kind"] == "client"} == {"client_1", "client_2"}
     down = [r["kind"] for r in run.runtime.ledger.records if r["receiver"] == "client_0" and r["round"] >= 1]
     assert down == ["fit_begin", "private_step", "public_generate", "public_step"]
+
+
+# -- the paper's setting: FedIT (eq. 4) and AdamW with weight decay 0.01 (Tables 9–12) --------------------------------
+@pytest.mark.parametrize("name", ["quick", "full"])
+def test_pubswap_methods_default_to_the_papers_aggregation_and_optimiser(name):
+    from fedrl_kit.config import preset
+
+    for method in ("pubswap_random", "pubswap_balanced"):
+        cfg = preset(name, method=method)
+        assert (cfg.aggregator, cfg.weight_decay) == ("fedit", 0.01)
+        # FedAvg by examples and plain Adam stay explicit options
+        other = preset(name, method=method, aggregator="fedavg", weight_decay=0.0)
+        assert (other.aggregator, other.weight_decay) == ("fedavg", 0.0)
+    # other methods keep their defaults (their stored numbers do not move)
+    for method in ("fedavg_grpo", "fedprox_grpo", "fedgrpo", "fedmoa"):
+        assert preset("quick", method=method).weight_decay == 0.0
+    assert preset("quick", method="fedavg_grpo").aggregator == "fedavg"
+
+
+def test_weight_decay_reaches_the_clients_optimiser(tiny_dir):
+    import torch
+
+    run = Run(small_config(tiny_dir, method="pubswap_balanced", local_steps=2), progress=False).build()
+    client = run.clients["client_0"]
+    run.policy.set_state("client_0", run.server.global_state)
+    opt = client._optimizer(run.policy.trainable("client_0"))
+    assert type(opt) is torch.optim.AdamW and opt.param_groups[0]["weight_decay"] == 0.01
+    run = Run(small_config(tiny_dir, method="fedavg_grpo"), progress=False).build()
+    run.policy.set_state("client_0", run.server.global_state)
+    opt = run.clients["client_0"]._optimizer(run.policy.trainable("client_0"))
+    assert type(opt) is torch.optim.Adam and opt.param_groups[0]["weight_decay"] == 0  # unchanged elsewhere
+    with pytest.raises(ValueError, match="weight_decay"):
+        small_config(tiny_dir, weight_decay=-0.1)
+
+
+@pytest.mark.parametrize("aggregator", ["fedit", "fedavg"])
+def test_pubswap_aggregates_with_the_configured_aggregator(tiny_dir, monkeypatch, aggregator):
+    import fedrl_kit.pubswap.method as pm
+
+    seen = []
+    real = pm.aggregate
+    monkeypatch.setattr(pm, "aggregate", lambda states, how, n: seen.append((how, list(n))) or real(states, how, n))
+    cfg = small_config(tiny_dir, method="pubswap_balanced", rounds=1, local_steps=2, aggregator=aggregator)
+    run = Run(cfg, progress=False)
+    run.run()
+    sizes = [len(p) for p in run.partitions]
+    assert seen == [(aggregator, sizes)] and len(set(sizes)) > 1  # unequal clients: the two rules differ here
+    states = [run.clients[c].policy.get_state(c) for c in sorted(run.clients)]
+    want = real(states, aggregator, sizes)
+    assert all(np.array_equal(run.server.global_state[k], want[k]) for k in want)

@@ -27,6 +27,7 @@ from fedrl_kit.rewards import (
     tag_count_reward,
 )
 from fedrl_kit.rewards import accuracy as accuracy_module
+from fedrl_kit.rewards import math_worker
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -250,28 +251,85 @@ def test_math_accuracy_reward_in_worker_threads():
     assert score(math_accuracy_reward, completions, answer=golds) == expected  # main thread
 
 
-@pytest.mark.parametrize("error", [RuntimeError("boom"), math_verify.errors.TimeoutException()])
-def test_math_accuracy_reward_falls_back_to_exact_match(monkeypatch, error):
-    def broken_verify(*args, **kwargs):
-        raise error
-
-    monkeypatch.setattr(accuracy_module, "verify", broken_verify)
+def test_math_accuracy_reward_falls_back_to_exact_match(monkeypatch):
+    monkeypatch.setattr(accuracy_module.MATH_VERIFIER, "check_many", lambda items, budget: [None] * len(items))
     completions = ["<answer>0.5</answer>", "<answer>1/2</answer>", "<answer>0.50</answer>"]
     assert score(math_accuracy_reward, completions, answer=["0.5"] * 3) == [1.0, 0.0, 1.0]
 
 
-def test_math_accuracy_reward_keeps_deep_nesting_away_from_math_verify(monkeypatch):
+def _recording_checks(monkeypatch) -> list:
     seen = []
+    real = accuracy_module.MATH_VERIFIER.check_many
 
-    def recording_parse(text, **kwargs):
-        seen.append(text)
-        return math_verify.parse(text, **kwargs)
+    def recording(items, budget_s):
+        seen.extend((gold, prediction) for gold, prediction, _ in items)
+        return real(items, budget_s)
 
-    monkeypatch.setattr(accuracy_module, "parse", recording_parse)
+    monkeypatch.setattr(accuracy_module.MATH_VERIFIER, "check_many", recording)
+    return seen
+
+
+def test_math_accuracy_reward_keeps_deep_nesting_and_long_golds_away_from_math_verify(monkeypatch):
+    seen = _recording_checks(monkeypatch)
     deep = "{" * 30 + "2" + "}" * 30
+    ten = "{" * 10 + "2" + "}" * 10  # took 1.1-1.3 s in math-verify
     assert score(math_accuracy_reward, [f"<answer>{deep}</answer>"], answer=["2"]) == [1.0]
-    assert score(math_accuracy_reward, [f"<answer>{deep}</answer>"], answer=["3"]) == [0.0]
-    assert seen and not any("{{{{{{{{{{{" in text for text in seen)
+    assert score(math_accuracy_reward, [f"<answer>{ten}</answer>", "<answer>3</answer>"], answer=["3", ten]) == [
+        0.0, 0.0]
+    assert score(math_accuracy_reward, ["<answer>1</answer>"], answer=["1" * 10**6]) == [0.0]  # 1 MB gold
+    assert seen == []
+    assert score(math_accuracy_reward, ["<answer>\\frac{1}{2}</answer>"], answer=["0.5"]) == [1.0]
+    assert seen == [("0.5", "\\frac{1}{2}")]
+
+
+def test_math_accuracy_reward_is_bounded_off_the_main_thread():
+    # Off the main thread math-verify has no timeout of its own: these ran for minutes.
+    golds = ["{" * 40, "1" * 10**6, "(x)"]
+    start = time.monotonic()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        completions = ["<answer>{</answer>", "1", "<answer>x</answer>"]
+        values = pool.submit(math_accuracy_reward, [""] * 3, completions, answer=golds).result()
+    assert values == [0.0, 0.0, 1.0]
+    assert time.monotonic() - start < 10.0
+
+
+def test_math_verify_worker_is_killed_at_its_deadline_and_a_fresh_one_takes_the_rest(monkeypatch):
+    monkeypatch.setattr(accuracy_module, "MATH_VERIFY_MAX_NESTING", 60)  # let a slow answer through
+    monkeypatch.setattr(math_worker, "DEADLINE_S", 1.0)
+    slow = "{" * 40 + "2" + "}" * 40  # math-verify runs for minutes on this
+    assert score(math_accuracy_reward, ["<answer>1</answer>"], answer=["1"]) == [1.0]  # the worker is up
+    first = accuracy_module.MATH_VERIFIER._proc
+    start = time.monotonic()
+    completions = ["<answer>\\frac{2}{4}</answer>", f"<answer>{slow}</answer>", "<answer>\\frac{3}{6}</answer>"]
+    # math-verify, then exact match ("2": the last number), then math-verify again in a fresh worker
+    assert score(math_accuracy_reward, completions, answer=["1/2", "2", "1/2"]) == [1.0, 1.0, 1.0]
+    assert accuracy_module.MATH_VERIFIER._proc is not first
+    assert time.monotonic() - start < 1.0 + math_worker.STARTUP_S
+
+
+def test_math_verify_worker_answers_a_whole_call_without_restarting():
+    assert score(math_accuracy_reward, ["<answer>1</answer>"], answer=["1"]) == [1.0]  # the worker is up
+    worker = accuracy_module.MATH_VERIFIER._proc
+    completions = [f"<answer>\\frac{{{k}}}{{{2 * k}}}</answer>" for k in range(1, 25)]  # only math-verify says 1.0
+    assert score(math_accuracy_reward, completions, answer=["1/2"] * 24) == [1.0] * 24
+    assert accuracy_module.MATH_VERIFIER._proc is worker
+
+
+def test_math_accuracy_reward_call_budget(monkeypatch):
+    def no_group(*args):
+        raise AssertionError("math-verify consulted past the call's budget")
+
+    monkeypatch.setattr(accuracy_module.MATH_VERIFIER, "_answer_group", no_group)
+    monkeypatch.setattr(accuracy_module, "MATH_VERIFY_CALL_BUDGET_S", 0.0)
+    assert score(math_accuracy_reward, ["<answer>0.5</answer>", "<answer>2/4</answer>"], answer=["0.5"] * 2) == [
+        1.0, 0.0]
+
+
+def test_every_reward_scores_a_none_completion():
+    for name, func in ALL_REWARDS.items():
+        values = score(func, [None], answer=["1"])
+        assert_in_range(name, values, 1)
+        assert values[0] in (None, 0.0, -0.0, 1.0), (name, values)
 
 
 # --- format -----------------------------------------------------------------------------------

@@ -1,39 +1,66 @@
-"""The code sandbox: results, and each containment layer (fedrl_kit/rewards/sandbox.py).
+"""The code sandbox (fedrl_kit/rewards/sandbox.py): results, the out-of-process verdict, containment.
 
-Every dangerous program here is bounded on its own (a fork loop whose children
-exit at once, signal 0, a finite write), so a broken guard makes a test fail,
-not the machine suffer.
+Every dangerous program here is bounded on its own (a fork that exits at once, a finite write, a
+signal the test process catches), so a broken sandbox makes a test fail, not the machine suffer.
+The escapes tests are the hostile programs that beat the earlier in-process guard; each one
+passed that guard (scored 1.0, wrote outside its directory, signalled this process, outlived
+its run, or reached a socket).
 """
 
 import os
+import signal
+import socket
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from fedrl_kit.rewards.sandbox import SandboxResult, code_accuracy_reward, extract_program, run_code
+import fedrl_kit.rewards.sandbox as sandbox
+from fedrl_kit.rewards.sandbox import (
+    SandboxResult,
+    code_accuracy_reward,
+    extract_program,
+    run_code,
+    run_many,
+    sandbox_isolation,
+)
 
 DOUBLE = "def double(x):\n    return 2 * x\n"
 TESTS = "assert double(2) == 4\nassert double(-1) == -2\n"
+CHECK_TESTS = "def check(candidate):\n    for x in range(5):\n        assert candidate(x) == 2 * x\n\ncheck(double)\n"
+
+needs_namespaces = pytest.mark.skipif(
+    sandbox_isolation() != "namespaces",
+    reason="the sandbox runs without namespaces here (the OS does not allow them, or FEDRL_SANDBOX=process): "
+           "its 'process' isolation does not contain this (docs/reliability.md)")
 
 
 # --- results ------------------------------------------------------------------
 
 
-def test_correct_program_passes():
-    result = run_code(DOUBLE, TESTS)
-    assert isinstance(result, SandboxResult)
-    assert result.passed and result.status == "ok"
-    assert 0 < result.duration_s < 2.0
+def test_correct_program_passes_in_both_verdict_paths():
+    literal, judged = run_many([(DOUBLE, TESTS), (DOUBLE, CHECK_TESTS)])
+    for result in (literal, judged):
+        assert isinstance(result, SandboxResult)
+        assert result.passed and result.status == "ok", result.stderr_tail
+        assert 0 < result.duration_s < 2.0
+        assert result.isolation == sandbox_isolation()
 
 
-def test_wrong_program_fails():
-    result = run_code("def double(x):\n    return 3 * x\n", TESTS)
-    assert not result.passed and result.status == "failed"
-    assert "AssertionError" in result.stderr_tail
+def test_wrong_program_fails_in_both_verdict_paths():
+    wrong = "def double(x):\n    return 3 * x\n"
+    literal, judged = run_many([(wrong, TESTS), (wrong, CHECK_TESTS)])
+    assert not literal.passed and literal.status == "failed"
+    assert "assert double(2) == 4: failed, got 6" in literal.stderr_tail
+    assert not judged.passed and judged.status == "failed"
+    assert "AssertionError" in judged.stderr_tail
 
 
 def test_missing_function_fails():
-    assert run_code("def triple(x):\n    return 3 * x\n", TESTS).status == "failed"
+    triple = "def triple(x):\n    return 3 * x\n"
+    results = run_many([(triple, TESTS), (triple, CHECK_TESTS)])
+    assert [r.status for r in results] == ["failed", "failed"]
 
 
 @pytest.mark.parametrize(
@@ -42,6 +69,7 @@ def test_missing_function_fails():
         ("def double(x)\n    return 2 * x\n", TESTS),  # program does not compile
         (DOUBLE, "assert double(2) ==\n"),  # tests do not compile
         ("raise RuntimeError('boom')\n", TESTS),  # program raises at top level
+        ("raise RuntimeError('boom')\n", CHECK_TESTS),
     ],
 )
 def test_errors(program, tests):
@@ -50,9 +78,69 @@ def test_errors(program, tests):
 
 
 @pytest.mark.parametrize("exit_call", ["import sys\nsys.exit(0)\n", "import os\nos._exit(0)\n"])
-def test_exiting_before_the_tests_cannot_fake_a_pass(exit_call):
-    result = run_code(DOUBLE + exit_call, "assert False\n")
+@pytest.mark.parametrize("tests", ["assert double(1) == 3\n", "assert False\n"])
+def test_exiting_cannot_fake_a_pass(exit_call, tests):
+    result = run_code(DOUBLE + exit_call, tests)
     assert not result.passed and result.status == "error"
+
+
+def test_literal_asserts_are_checked_here_and_other_tests_by_a_judge():
+    plan = sandbox._plan("import math\nassert f(1, k=2) == (3, [4])\nassert not g('a')\nassert h() is None\n")
+    assert plan.imports == ("import math",)
+    assert plan.calls == (("f", [1], {"d": [["k", 2]]}), ("g", ["a"], {"d": []}), ("h", [], {"d": []}))
+    assert [c[:2] for c in plan.checks] == [("==", (3, [4])), ("falsy", None), ("is", None)]
+    for tests in ("assert f(1) == 2 + 1\n", "assert f(x) == 1\n", "assert math.isclose(f(1), 2)\n", CHECK_TESTS):
+        assert sandbox._plan(tests).calls is None, tests
+    assert sandbox._plan("assert math.isclose(f(1), 2)\n").module_names == ("math",)
+
+
+def test_mbpp_style_tests_keep_their_meaning():
+    program = (
+        "import re\n"
+        "from collections import namedtuple\n"
+        "P = namedtuple('P', 'a b')\n"
+        "def pair(x):\n    return P(x, x + 1)\n"
+        "def similar(a, b):\n    return tuple(set(a) & set(b))\n"
+        "def is_even(n):\n    return n % 2 == 0\n"
+        "def area(r):\n    return math.pi * r * r\n"  # uses the tests' import, as MBPP's harness allows
+    )
+    tests = (
+        "import math\n"
+        "assert pair(1) == (1, 2)\n"
+        "assert set(similar((3, 4, 5), (5, 7, 4))) == set((4, 5))\n"
+        "assert is_even(4) == True\nassert not is_even(3)\nassert is_even(2) is True\n"
+        "assert math.isclose(area(2), 12.566, rel_tol=0.001)\n"
+    )
+    assert run_code(program, tests).status == "ok"
+    assert run_code(program, tests.replace("(1, 2)", "[1, 2]")).status == "failed"  # a tuple is not a list
+
+
+def test_judge_forwards_objects_exceptions_and_the_programs_modules():
+    program = (
+        "import math\n"
+        "class Pair:\n    def __init__(self, a, b):\n        self.a, self.b = a, b\n"
+        "    def total(self):\n        return self.a + self.b\n"
+        "def longest(pairs):\n    return max(p.total() for p in pairs)\n"
+        "def root(x):\n    if x < 0:\n        raise ValueError('negative')\n    return math.sqrt(x)\n"
+        "def gen(n):\n    return (i * i for i in range(n))\n"
+    )
+    tests = (
+        "pairs = [Pair(1, 2), Pair(5, 7)]\n"
+        "assert longest(pairs) == 12 and pairs[0].a == 1 and pairs[1].total() == 12\n"
+        "assert list(gen(4)) == [0, 1, 4, 9]\n"
+        "assert abs(root(2) - math.sqrt(2)) < 1e-12\n"  # math: the program's import, the judge's module
+        "try:\n    root(-1)\nexcept ValueError:\n    pass\nelse:\n    raise AssertionError('no ValueError')\n"
+    )
+    assert run_code(program, tests).status == "ok", run_code(program, tests).stderr_tail
+
+
+def test_judge_never_lets_the_program_stand_in_for_builtins_or_modules():
+    # In one namespace, as HumanEval's harness runs them, these programs would pass.
+    fake_math = "class M:\n    isclose = staticmethod(lambda *a, **k: True)\nmath = M()\nf = lambda x: 0\n"
+    fake_abs = "abs = lambda x: 0\nf = lambda x: 5\n"
+    results = run_many([(fake_math, "assert math.isclose(f(1), 2.5)\n"),
+                        (fake_abs, "def check(c):\n    assert abs(c(1) - 2) < 1e-9\n\ncheck(f)\n")])
+    assert [r.status for r in results] == ["failed", "failed"], [r.stderr_tail for r in results]
 
 
 def test_program_can_use_the_standard_library_and_its_own_directory():
@@ -65,7 +153,7 @@ def test_program_can_use_the_standard_library_and_its_own_directory():
         "def read():\n"
         "    return open('scratch.txt').read()\n"
     )
-    result = run_code(program, "assert read() == 'hi'\nassert math.gcd(12, 18) == 6\n")
+    result = run_code(program, "assert read() == 'hi'\n")
     assert result.status == "ok", result.stderr_tail
 
 
@@ -81,6 +169,7 @@ def test_main_block_does_not_run():
         (dict(program="", tests=None), "tests"),
         (dict(program="", tests="", timeout_s=0), "timeout_s"),
         (dict(program="", tests="", memory_mb=8), "memory_mb"),
+        (dict(program="", tests="", isolation="chroot"), "isolation"),
     ],
 )
 def test_bad_arguments(kwargs, field):
@@ -88,71 +177,45 @@ def test_bad_arguments(kwargs, field):
         run_code(**kwargs)
 
 
+def test_isolation_setting(monkeypatch):
+    monkeypatch.setattr(sandbox, "_isolation", None)
+    monkeypatch.setenv("FEDRL_SANDBOX", "chroot")
+    with pytest.raises(ValueError, match="FEDRL_SANDBOX"):
+        sandbox_isolation()
+    monkeypatch.setenv("FEDRL_SANDBOX", "process")
+    assert sandbox_isolation() == "process"
+    assert run_code(DOUBLE, TESTS).isolation == "process"
+
+
 # --- time, memory, disk -------------------------------------------------------------
 
 
 def test_infinite_loop_is_killed_at_the_time_limit():
     start = time.monotonic()
-    result = run_code("while True:\n    pass\n", "pass\n", timeout_s=1.0)
+    literal, judged = run_many([("while True:\n    pass\n", "pass\n"),
+                                ("def double(x):\n    while True:\n        pass\n", CHECK_TESTS)], timeout_s=1.0)
     elapsed = time.monotonic() - start
-    assert result.status == "timeout" and not result.passed
-    assert 1.0 <= result.duration_s < 2.0
+    for result in (literal, judged):
+        assert result.status == "timeout" and not result.passed
+        assert 1.0 <= result.duration_s < 2.0
+        assert "killed after" in result.stderr_tail
     assert elapsed < 3.0
-    assert "killed after" in result.stderr_tail
 
 
 def test_large_allocation_fails_with_memory_status():
-    result = run_code("x = bytearray(10**10)\n", "pass\n", memory_mb=256)
-    assert result.status == "memory" and not result.passed
-    assert "MemoryError" in result.stderr_tail
+    results = run_many([("x = bytearray(10**10)\n", "pass\n"),
+                        ("def double(x):\n    return bytearray(10**10)\n", CHECK_TESTS)], memory_mb=256)
+    for result in results:
+        assert result.status == "memory" and not result.passed, result.stderr_tail
 
 
-def test_output_flood_is_capped():
-    program = "import sys\nfor _ in range(300_000):\n    sys.stdout.write('x' * 100)\n"  # 30 MB > 16 MiB cap
+def test_file_size_is_capped():
+    program = "with open('big', 'wb') as f:\n    for _ in range(40):\n        f.write(b'x' * 2**20)\n"  # 40 > 16 MiB
     result = run_code(program, "pass\n", timeout_s=5.0)
-    assert result.status == "error" and "File too large" in result.stderr_tail
+    assert result.status == "error" and ("File too large" in result.stderr_tail or "No space" in result.stderr_tail)
 
 
-# --- processes --------------------------------------------------------------------
-
-BOUNDED_FORK_LOOP = """\
-import os
-for _ in range(10000):
-    pid = os.fork()
-    if pid == 0:  # should the guard ever fail, each child leaves at once
-        os._exit(0)
-    os.waitpid(pid, 0)
-"""
-
-
-@pytest.mark.parametrize(
-    "program",
-    [
-        BOUNDED_FORK_LOOP,
-        "import posix\nfor _ in range(10000):\n    pid = posix.fork()\n    if pid == 0:\n        posix._exit(0)\n",
-        "import subprocess\nsubprocess.run(['true'])\n",
-        "import subprocess\nsubprocess.Popen(['true']).wait()\n",
-        "import os\nos.system('true')\n",
-        "import os\nos.posix_spawn('/bin/true', ['true'], {})\n",
-        "import multiprocessing\np = multiprocessing.Process(target=print)\np.start()\np.join()\n",
-        "import pty\npid, fd = pty.fork()\nif pid == 0:\n    import os\n    os._exit(0)\n",
-        "import os\nos.kill(os.getpid(), 0)\n",  # signal 0: harmless even if it got through
-    ],
-    ids=["fork_loop", "posix_fork", "subprocess_run", "popen", "system", "posix_spawn", "multiprocessing", "pty", "kill"],
-)
-def test_process_creation_is_blocked(program):
-    result = run_code(program, "pass\n")
-    assert result.status == "forbidden" and not result.passed, result.stderr_tail
-    assert "sandbox: blocked" in result.stderr_tail
-
-
-def test_caught_violation_still_marks_the_run_forbidden():
-    program = "import os\ntry:\n    os.fork()\nexcept Exception:\n    pass\n" + DOUBLE
-    result = run_code(program, TESTS)
-    assert result.status == "forbidden" and not result.passed
-
-
-# --- filesystem -------------------------------------------------------------------
+# --- the escapes that beat the in-process guard ------------------------------------------------
 
 
 @pytest.fixture
@@ -165,72 +228,277 @@ def canary(tmp_path):
     return path
 
 
-@pytest.mark.parametrize(
-    "attack",
-    [
-        "os.remove(CANARY)",
-        "os.unlink(CANARY)",
-        "shutil.rmtree(FOLDER)",
-        "shutil.rmtree(FOLDER, ignore_errors=True)",
-        "open(CANARY, 'w').write('dead')",
-        "open(CANARY, 'a').write('dead')",
-        "pathlib.Path(CANARY).write_text('dead')",
-        "pathlib.Path(CANARY).unlink()",
-        "os.rename(CANARY, CANARY + '.moved')",
-        "shutil.move(CANARY, 'stolen.txt')",
-        "os.truncate(CANARY, 0)",
-        "os.chmod(CANARY, 0)",
-        "os.close(os.open(CANARY, os.O_WRONLY | os.O_TRUNC))",
-        "os.symlink(CANARY, 'link')\nopen('link', 'w').write('dead')",
-        "os.chdir(FOLDER)\nopen('canary.txt', 'w').write('dead')",
-    ],
-)
-def test_writes_outside_the_sandbox_are_blocked(canary, attack):
-    program = (
-        f"import os, pathlib, shutil\nCANARY = {str(canary)!r}\nFOLDER = {str(canary.parent)!r}\n"
-        + "try:\n"
-        + "".join(f"    {line}\n" for line in attack.splitlines())
-        + "except OSError:\n    pass\n"
-    )
-    result = run_code(program, "pass\n")
-    assert result.status == "forbidden", result.stderr_tail
-    assert canary.read_text() == "alive"
-    assert canary.stat().st_mode & 0o777 == 0o640
+@pytest.fixture
+def signals():
+    """SIGUSR1s this (the trainer's) process receives while the test runs."""
+    received = []
+    previous = signal.signal(signal.SIGUSR1, lambda *args: received.append(args[0]))
+    yield received
+    time.sleep(0.2)  # a signal sent late still arrives before the handler is restored
+    signal.signal(signal.SIGUSR1, previous)
 
 
-def test_working_directory_is_fresh_and_removed():
-    # The program reports its cwd on stderr (the only channel besides the status).
-    program = "import os, sys\nprint('CWD=' + os.getcwd(), file=sys.stderr)\nLISTING = os.listdir('.')\n"
-    result = run_code(program, "assert LISTING == []\nassert False\n")
-    assert result.status == "failed"  # reached the last line of the tests: LISTING was empty
-    cwd = result.stderr_tail.split("CWD=")[1].splitlines()[0]
-    assert cwd != os.getcwd() and "fedrl-sandbox-" in cwd
-    assert not os.path.exists(cwd)
+def _intact(canary) -> bool:
+    return canary.exists() and canary.read_text() == "alive" and canary.stat().st_mode & 0o777 == 0o640
 
 
-# --- network, environment -----------------------------------------------------------
+def test_frame_hack_cannot_report_a_pass():
+    hack = "import sys\nsys._getframe(1).f_locals['report']('ok')\n"
+    assert run_code(hack, "assert False\n").status == "error"
+    honest_wrong = "def f(x):\n    return 0\n"
+    rewards = code_accuracy_reward(None, [hack, honest_wrong, honest_wrong + hack], answer=["assert False\n",
+                                   "assert f(1) == 2\n", "assert f(1) == 2\n"])
+    assert rewards == [0.0, 0.0, 0.0]
 
 
-@pytest.mark.parametrize(
-    "program",
-    [
-        "import socket\nsocket.socket(socket.AF_INET, socket.SOCK_STREAM)\n",
-        "import socket\nsocket.create_connection(('127.0.0.1', 9))\n",
-        "import _socket\n_socket.socket()\n",
-        "import socket\nsocket.getaddrinfo('localhost', 80)\n",
-        "import urllib.request\nurllib.request.urlopen('http://127.0.0.1:9')\n",
-    ],
-    ids=["socket", "create_connection", "_socket", "getaddrinfo", "urllib"],
-)
-def test_network_is_blocked(program):
-    result = run_code(program, "pass\n")
-    assert result.status == "forbidden", result.stderr_tail
+@pytest.mark.parametrize("tests", ["assert f(1) == 2\n", "def check(c):\n    assert c(1) == 2\n\ncheck(f)\n",
+                                   "assert f(1) == f(2) + 1\n"])
+@pytest.mark.parametrize("always_equal", [
+    "class E:\n    __eq__ = lambda s, o: True\n",
+    "class E(int):\n    __eq__ = lambda s, o: True\n    __ne__ = lambda s, o: False\n",
+    "class E(tuple):\n    __eq__ = lambda s, o: True\n",
+])
+def test_always_equal_object_does_not_pass(always_equal, tests):
+    program = always_equal + "f = lambda x: E()\n"
+    assert code_accuracy_reward(None, [program], answer=[tests]) == [0.0]
 
 
-def test_environment_is_stripped_and_ctypes_unavailable(monkeypatch):
+def _survivor(marker_file: str) -> str:
+    """A program that gets an unguarded posix module, signals the trainer and leaves a child behind."""
+    return f"""
+import _imp, os, signal, sys, time
+create = _imp.create_builtin
+for cell in getattr(create, '__closure__', None) or ():
+    if getattr(cell.cell_contents, '__name__', '') == 'create_builtin':
+        create = cell.cell_contents  # the guard's closure held the original
+posix = create(sys.modules['posix'].__spec__)
+try:
+    posix.kill({os.getpid()}, signal.SIGUSR1)
+except OSError:
+    pass
+try:
+    pid = posix.fork()
+except OSError:
+    pid = -1
+if pid == 0:
+    posix.setsid()
+    time.sleep(1.0)
+    try:
+        fd = posix.open({marker_file!r}, os.O_WRONLY | os.O_CREAT, 0o644)
+        posix.write(fd, b'survived')
+    except OSError:
+        pass
+    time.sleep(30)
+    posix._exit(0)
+time.sleep(0.3)  # let the child leave the process group
+f = lambda x: x
+"""
+
+
+@pytest.mark.parametrize("force_userns", [False, True] if os.geteuid() == 0 else [False])
+@needs_namespaces
+def test_fresh_posix_module_cannot_fork_a_survivor_or_signal_the_trainer(tmp_path, signals, monkeypatch, force_userns):
+    # As root the candidate is "nobody" and cannot fork at all; in a user namespace mapped to root
+    # it can, and the PID namespace must take the child down with it.
+    monkeypatch.setattr(sandbox, "_FORCE_USERNS", force_userns)
+    marker = tmp_path / "survivor.txt"
+    before = _sandbox_processes()
+    start = time.monotonic()
+    assert code_accuracy_reward(None, [_survivor(str(marker))], answer=["assert f(1) == 2\n"]) == [0.0]
+    assert _sandbox_processes() - before == set()  # the PID namespace died with its PID 1
+    time.sleep(max(0.0, 1.5 - (time.monotonic() - start)))
+    assert not marker.exists()
+    assert signals == []
+
+
+def _sandbox_processes() -> set[int]:
+    """Host pids of live candidate processes (they run the sandbox's child source)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        try:
+            cmdline = open(f"/proc/{entry}/cmdline", "rb").read()
+            state = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[0]
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"The candidate's side of the code sandbox" in cmdline and state != "Z":
+            found.add(int(entry))
+    return found
+
+
+@needs_namespaces
+def test_fileio_and_open_closure_cannot_write_outside(canary):
+    programs = [
+        f"import _io\ntry:\n    _io.FileIO({str(canary)!r}, 'w').write(b'dead')\nexcept OSError:\n    pass\n",
+        "o = open\nfor cell in getattr(o, '__closure__', None) or ():\n"
+        "    if getattr(cell.cell_contents, '__name__', '') == 'open':\n        o = cell.cell_contents\n"
+        f"try:\n    o({str(canary)!r}, 'w').write('dead')\nexcept OSError:\n    pass\n",
+    ]
+    results = run_many([(p + "f = lambda x: x\n", "assert f(1) == 2\n") for p in programs])
+    assert not any(r.passed for r in results)
+    assert _intact(canary)
+
+
+@needs_namespaces
+def test_raw_socket_class_cannot_connect():
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    server.settimeout(0.3)
+    port = server.getsockname()[1]
+    program = (f"import socket\ns = socket.socket.__mro__[2](2, 1)\ns.connect(('127.0.0.1', {port}))\n"
+               "s.send(b'x')\nf = lambda x: x\n")
+    try:
+        assert not run_code(program, "assert f(1) == 2\n").passed
+        with pytest.raises(socket.timeout):
+            server.accept()
+    finally:
+        server.close()
+
+
+@needs_namespaces
+def test_ctypes_behind_a_removed_import_blocker_cannot_touch_the_machine(canary, signals):
+    program = f"""
+import sys
+sys.meta_path[:] = [m for m in sys.meta_path if 'Blocker' not in getattr(m, '__name__', type(m).__name__)]
+import ctypes
+libc = ctypes.CDLL(None)
+libc.unlink({str(canary).encode()!r})
+libc.kill({os.getpid()}, 10)
+f = lambda x: x
+"""
+    assert not run_code(program, "assert f(1) == 2\n").passed
+    assert _intact(canary)
+    assert signals == []
+
+
+# --- containment (namespaces) --------------------------------------------------------------------
+
+
+@needs_namespaces
+def test_candidate_sees_a_minimal_read_only_machine(canary):
+    program = f"""
+import os
+def probe():
+    out = []
+    out.append(os.path.exists({str(canary)!r}))
+    out.append(os.path.exists({os.getcwd()!r}))
+    for path in ('/usr/probe', '/probe', {str(canary.parent)!r} + '/probe'):
+        try:
+            open(path, 'w').close()
+            out.append('wrote ' + path)
+        except OSError:
+            out.append(False)
+    out.append(os.getcwd())
+    return out
+"""
+    assert run_code(program, "assert probe() == [False, False, False, False, False, '/tmp']\n").passed
+
+
+@needs_namespaces
+def test_a_removed_mountpoint_is_made_again():
+    assert run_code(DOUBLE, TESTS).passed
+    os.rmdir(sandbox._mountpoint)  # a temp cleaner, or a forked worker's exit
+    assert run_code(DOUBLE, TESTS).passed
+
+
+@needs_namespaces
+def test_environment_is_stripped(monkeypatch):
     monkeypatch.setenv("FEDRL_SECRET", "s3cret")
     assert run_code("import os\nKEYS = set(os.environ)\n", "assert 'FEDRL_SECRET' not in KEYS\n").passed
-    assert run_code("import ctypes\n", "pass\n").status == "error"
+
+
+_SECCOMP_PROBE = """
+import sys
+sys.meta_path[:] = [m for m in sys.meta_path if 'Blocker' not in getattr(m, '__name__', type(m).__name__)]
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+def refused():
+    out = {}
+    for name, args in (('unshare', (0x10000000,)), ('ptrace', (16, TRAINER, 0, 0)), ('syscall', (425, 1, 0)),
+                       ('mount', (b'none', b'/tmp', b'tmpfs', 0, None)), ('kill', (TRAINER, 10))):
+        out[name] = (getattr(libc, name)(*args), ctypes.get_errno())
+    return out
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the seccomp filter is written for x86_64 only")
+@pytest.mark.parametrize("isolation", ["namespaces", "process"])
+def test_seccomp_refuses_ptrace_namespaces_io_uring_and_mounts(isolation, signals):
+    if isolation == "namespaces" and sandbox_isolation() != "namespaces":
+        pytest.skip("no namespaces here")
+    program = f"TRAINER = {os.getpid()}\n" + _SECCOMP_PROBE
+    eperm, esrch = (-1, 1), (-1, 3)  # without a PID namespace kill is refused; inside it, the trainer is not there
+    expected = dict(unshare=eperm, ptrace=eperm, syscall=eperm, mount=eperm, kill=esrch if isolation == "namespaces"
+                    else eperm)
+    result = run_code(program, f"assert refused() == {expected!r}\n", isolation=isolation)
+    assert result.passed, result.stderr_tail
+    assert signals == []
+
+
+def test_process_isolation_keeps_its_tripwire(canary):
+    attacks = ["import os\nos.fork()\n", "import subprocess\nsubprocess.run(['true'])\n",
+               f"import os\nos.remove({str(canary)!r})\n", "import socket\nsocket.socket()\n"]
+    results = run_many([(a, "pass\n") for a in attacks], isolation="process")
+    assert [r.status for r in results] == ["forbidden"] * 4
+    assert all(r.isolation == "process" for r in results)
+    assert _intact(canary)
+
+
+# --- fuzz: generated hostile programs --------------------------------------------------------
+
+_WRONG = "def f(x):\n    return x * 3 + 5\n"  # the task is x * 3 + 4
+_FUZZ_TESTS = ["assert f(0) == 4\nassert f(2) == 10\nassert f(7) == 25\n",
+               "def check(candidate):\n    for x in (0, 2, 7):\n        assert candidate(x) == 3 * x + 4\n\ncheck(f)\n"]
+_ATTACKS = [
+    # claim a pass
+    "import sys\nfor fr in [sys._getframe(i) for i in range(1, 3)]:\n    for v in list(fr.f_locals.values()):\n"
+    "        if callable(v):\n            try:\n                v('ok')\n"
+    "            except BaseException:\n                pass\n",
+    "import os\nfor fd in range(3, 12):\n    try:\n        os.write(fd, b'{\"status\": \"ok\", \"detail\": \"\"}\\n')\n"
+    "    except OSError:\n        pass\n",
+    "import os\nfor fd in range(3, 12):\n    try:\n"
+    "        os.write(fd, b'{\"program\": \"ok\", \"calls\": [{\"ok\": 1}]}\\n')\n"
+    "    except OSError:\n        pass\n",
+    "import sys\nsys.exit(0)\n",
+    "import os\nos._exit(0)\n",
+    # objects that claim equality, or a poisoned encoder
+    "class E:\n    __eq__ = lambda s, o: True\n    __hash__ = lambda s: 0\n_f = f\nf = lambda x: E()\n",
+    "class E(int):\n    __eq__ = lambda s, o: True\n_f = f\nf = lambda x: E(_f(x))\n",
+    "import sys\nfor m in list(sys.modules.values()):\n    for n in ('wire_encode', 'wire_dumps'):\n"
+    "        if hasattr(m, n):\n            setattr(m, n, lambda *a, **k: b'{\"ok\": 4}\\n')\n",
+    "import builtins\nbuiltins.AssertionError = type('X', (Exception,), {})\nbuiltins.bool = lambda x: True\n",
+    # reach the machine
+    "import _io\ntry:\n    _io.FileIO(CANARY, 'w').write(b'dead')\nexcept OSError:\n    pass\n",
+    "import os, shutil\nshutil.rmtree(os.path.dirname(CANARY), ignore_errors=True)\n",
+    "import os\ntry:\n    os.chmod(CANARY, 0)\nexcept OSError:\n    pass\n",
+    "import sys\nsys.meta_path[:] = [m for m in sys.meta_path if 'Blocker' not in getattr(m, '__name__', '')]\n"
+    "try:\n    import ctypes\n    ctypes.CDLL(None).unlink(CANARY.encode())\nexcept Exception:\n    pass\n",
+    "import os\ntry:\n    os.kill(TRAINER, 10)\nexcept OSError:\n    pass\n",
+    "import os\ntry:\n    if os.fork() == 0:\n        os._exit(0)\nexcept OSError:\n    pass\n",
+    # break the process
+    "import sys\nsys.setrecursionlimit(10**6)\ndef r(n):\n    return r(n + 1)\n"
+    "try:\n    r(0)\nexcept RecursionError:\n    pass\n",
+    "x = [bytearray(2**20) for _ in range(400)]\n",
+    "import sys\nsys.stdout.write('x' * 10**6)\nsys.stderr.write('y' * 10**5)\n",
+]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batch=st.lists(st.tuples(st.lists(st.sampled_from(range(len(_ATTACKS))), min_size=1, max_size=3),
+                                st.booleans(), st.sampled_from(range(len(_FUZZ_TESTS)))), min_size=4, max_size=4))
+def test_fuzz_hostile_programs_never_score_and_never_touch_the_machine(batch, canary, signals, monkeypatch):
+    monkeypatch.setattr(sandbox, "CODE_REWARD_TIMEOUT_S", 1.0)
+    header = f"CANARY = {str(canary)!r}\nTRAINER = {os.getpid()}\n"
+    programs, answers = [], []
+    for attack_ids, attack_first, tests in batch:
+        attacks = "".join(_ATTACKS[i] for i in attack_ids)
+        programs.append(header + (attacks + _WRONG if attack_first else _WRONG + attacks))
+        answers.append(_FUZZ_TESTS[tests])
+    rewards = code_accuracy_reward(None, programs, answer=answers)
+    assert rewards == [0.0] * len(programs), [p for p, r in zip(programs, rewards) if r]
+    if sandbox_isolation() == "namespaces":  # "process" isolation is documented not to contain these
+        assert _intact(canary)
+        assert signals == []
 
 
 # --- TRL reward ----------------------------------------------------------------------
@@ -252,32 +520,40 @@ def test_code_accuracy_reward():
         [{"role": "assistant", "content": "<answer>def double(x): return 2 * x</answer>"}],
         "def double(x):\n    return 2 * x",
         "while True: pass",
+        None,
+        "x" * (sandbox.CODE_MAX_PROGRAM_CHARS + 1),
     ]
-    answer = [TESTS, TESTS, TESTS, ["assert double(2) == 4", "assert double(0) == 0"], None, TESTS]
+    answer = [TESTS, TESTS, TESTS, ["assert double(2) == 4", "assert double(0) == 0"], None, TESTS, TESTS, TESTS]
     start = time.monotonic()
-    rewards = code_accuracy_reward(prompts=["p"] * 6, completions=completions, answer=answer, trainer_state=None)
-    assert rewards == [1.0, 1.0, 0.0, 1.0, None, 0.0]
+    rewards = code_accuracy_reward(prompts=["p"] * 8, completions=completions, answer=answer, trainer_state=None)
+    assert rewards == [1.0, 1.0, 0.0, 1.0, None, 0.0, 0.0, 0.0]
     assert time.monotonic() - start < 6.0
     assert code_accuracy_reward(["p"], ["x = 1"]) == [None]
     with pytest.raises(ValueError, match="answer"):
         code_accuracy_reward(["p", "p"], ["a", "b"], answer=[TESTS])
 
 
+def test_infinite_loops_of_one_call_share_one_deadline(monkeypatch):
+    monkeypatch.setattr(sandbox, "CODE_REWARD_TIMEOUT_S", 1.0)
+    loops = [f"def double(x):\n    while True:\n        x += {i}\n" for i in range(8)]
+    start = time.monotonic()
+    assert code_accuracy_reward(None, loops, answer=[TESTS] * 8) == [0.0] * 8
+    assert time.monotonic() - start < 2.5  # one deadline, not 8 s one after the other
+
+
 def test_reward_runs_each_distinct_program_once_and_fails_unparsable_ones_without_a_child(monkeypatch):
-    import fedrl_kit.rewards.sandbox as sandbox
-
     calls = []
-    real = sandbox.run_code
+    real = sandbox.run_many
 
-    def counting(program, tests, *args, **kwargs):
-        calls.append(program)
-        return real(program, tests, *args, **kwargs)
+    def counting(jobs, *args, **kwargs):
+        calls.extend(program for program, _ in jobs)
+        return real(jobs, *args, **kwargs)
 
-    monkeypatch.setattr(sandbox, "run_code", counting)
+    monkeypatch.setattr(sandbox, "run_many", counting)
     good = "<answer>" + DOUBLE + "</answer>"
-    values = code_accuracy_reward(None, [good, good, good, "def double(x) return", good], answer=[TESTS] * 5)
-    assert values == [1.0, 1.0, 1.0, 0.0, 1.0]
-    assert calls == [DOUBLE]  # the three identical programs ran once; the syntax error never ran
+    values = code_accuracy_reward(None, [good, good, good, "def double(x) return", good, ""], answer=[TESTS] * 6)
+    assert values == [1.0, 1.0, 1.0, 0.0, 1.0, 0.0]
+    assert calls == [DOUBLE]  # the three identical programs ran once; the syntax error and "" never ran
 
 
 def test_extract_program_is_linear_on_unclosed_tags_and_fences():

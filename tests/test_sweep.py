@@ -84,3 +84,51 @@ def test_pubswap_claims_compare_seed_means_with_their_error():
     assert c.loc["Random beats Balanced at small τ = 2", "holds"] == "not measured"
     with pytest.raises(ValueError, match="table1"):
         pubswap_claims([{"table": "table4", "method": "x", "tau": 1, "seed": 0}])
+
+
+def test_paper_setting_is_fedit_weight_decay_and_equal_size_for_every_arm():
+    grid = pubswap_grid("quick", seeds=(0,))
+    assert {(c.aggregator, c.weight_decay, c.equal_size) for c in grid.values()} == {("fedit", 0.01, True)}
+    old = pubswap_grid("quick", seeds=(0,), setting="fedavg_examples")
+    assert {(c.aggregator, c.weight_decay) for c in old.values()} == {("fedavg", 0.0)}
+    assert not old["table1/pubswap_balanced/tau8/seed0"].equal_size and old["table4/fedavg_grpo/tau8/seed0"].equal_size
+    with pytest.raises(ValueError, match="setting"):
+        pubswap_grid("quick", setting="mine")
+    with pytest.raises(ValueError, match="tables"):
+        pubswap_grid("quick", tables=("table9",))
+
+
+@pytest.mark.parametrize("scale,largest", [("quick_large_tau", 48), ("quick_tau64", 64)])
+def test_larger_tau_grids_keep_an_equal_budget(scale, largest):
+    grid = pubswap_grid("quick", seeds=(0, 1, 2), tables=("table1",), scale=scale)
+    budget = {c.local_steps * c.rounds for c in grid.values()}
+    assert len(budget) == 1 and max(parse_name(n)["tau"] for n in grid) == largest
+    assert {parse_name(n)["seed"] for n in grid} == {0, 1, 2}
+    assert min(c.rounds for n, c in grid.items() if parse_name(n)["tau"] == largest) >= 2
+
+
+def test_best_checkpoint_is_a_trained_one_and_claims_can_use_it():
+    from fedrl_kit.pubswap.sweep import pubswap_claims
+
+    s = summarise(_records())
+    assert s["best_round"] == 2 and s["pass@1_best"] == 0.5
+    rows = []
+    for seed in range(3):
+        for m, final, best in (("fedavg_grpo", 0.30, 0.40), ("pubswap_balanced", 0.35, 0.38)):
+            rows.append({"table": "table1", "method": m, "tau": 8, "seed": seed, "pass@1_final": final + 0.01 * seed,
+                         "pass@1_best": best + 0.01 * seed, "drift_end_pairwise_effective": 1.0})
+    final = pubswap_claims(rows).set_index("claim")
+    best = pubswap_claims(rows, value="pass@1_best").set_index("claim")
+    assert final.loc["Balanced beats FedAvg-GRPO at large τ = 8 (final pass@1, points)", "diff"] == pytest.approx(5.0)
+    assert best.loc["Balanced beats FedAvg-GRPO at large τ = 8 (best pass@1, points)", "diff"] == pytest.approx(-2.0)
+    with pytest.raises(ValueError, match="value"):
+        pubswap_claims(rows, value="pass@1_start")
+
+
+def test_result_paths_keep_the_first_sweep_apart_from_the_papers_setting(tmp_path):
+    from fedrl_kit.pubswap.sweep import result_paths
+
+    assert result_paths("fedavg_examples", "quick", tmp_path) == (tmp_path / "pubswap_sweep",
+                                                                 tmp_path / "pubswap_sweep.json")
+    assert result_paths("paper", "quick_large_tau", tmp_path) == (tmp_path / "pubswap_paper" / "quick_large_tau",
+                                                                  tmp_path / "pubswap_paper_quick_large_tau.json")

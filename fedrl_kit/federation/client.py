@@ -35,6 +35,7 @@ class LocalSettings:
     learning_rate: float = 2e-3
     prox_mu: float = 0.0  # FedProx μ; 0 = plain FedAvg-GRPO
     reset_optimizer: bool = True  # fresh Adam state each round, as in PubSwap §4
+    weight_decay: float = 0.0  # AdamW's decoupled weight decay; 0 = plain Adam (PubSwap's Tables 9–12: 0.01)
     lr_schedule: str = "constant"  # "constant", or "cosine": decay to 0 over the run's rounds × τ local steps
     rounds: int = 10  # R, the run's rounds (the cosine schedule's horizon is R·τ)
 
@@ -50,6 +51,17 @@ def scheduled_lr(local: LocalSettings, round: int, step: int) -> float:
     s = (round - 1) * local.local_steps + step
     S = max(1, local.rounds * local.local_steps)
     return float(local.learning_rate * 0.5 * (1.0 + np.cos(np.pi * min(max(s, 0), S) / S)))
+
+
+def make_optimizer(params, local: LocalSettings) -> torch.optim.Optimizer:
+    """A client's optimiser: Adam, or AdamW with decoupled weight decay when ``local.weight_decay > 0``.
+
+    With weight decay 0 this is exactly ``torch.optim.Adam`` (the engine's optimiser before weight decay was a
+    setting), so runs that do not set it are unchanged bit for bit.
+    """
+    if local.weight_decay > 0:
+        return torch.optim.AdamW(params, lr=local.learning_rate, weight_decay=local.weight_decay)
+    return torch.optim.Adam(params, lr=local.learning_rate)
 
 
 def step_seed(seed: int, round: int, client: int, step: int) -> int:
@@ -126,12 +138,13 @@ class GRPOClient(MessageClient):
         return self.reward_set.scores(rollouts.prompts, rollouts.completions, **columns)  # [N, n_rewards]
 
     def _optimizer(self, params, round: int | None = None, step: int | None = None) -> torch.optim.Optimizer:
-        """The client's Adam; created on first use in a round (reset_optimizer clears it at round start).
+        """The client's Adam(W) (:func:`make_optimizer`); created on first use in a round (reset_optimizer clears it
+        at round start).
 
         With ``round`` and ``step`` and a non-constant ``lr_schedule``, its learning rate is set for that step.
         """
         if self.optimizer is None:
-            self.optimizer = torch.optim.Adam(params, lr=self.local.learning_rate)
+            self.optimizer = make_optimizer(params, self.local)
         if round is not None and self.local.lr_schedule != "constant":
             for group in self.optimizer.param_groups:
                 group["lr"] = scheduled_lr(self.local, round, step)

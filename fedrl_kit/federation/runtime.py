@@ -5,14 +5,29 @@ arrays, scalars, strings, and lists/dicts of them). That keeps the same method c
 in-process, in notebooks, and — later — on Flower's engine, where a payload maps onto a
 ``RecordDict`` (arrays → ``ArrayRecord``, scalars → ``MetricRecord``/``ConfigRecord``).
 
-Failure isolation: a client whose handler raises is *dropped for that round*. The runtime
-returns a :class:`ClientFailure` in place of its reply and records it; the round goes on.
+Failure isolation: a client is *dropped for that round* when its handler raises (any exception,
+``SystemExit`` included), when it does not answer within ``timeout`` seconds, when it is still busy with a
+message it was dropped for, or when its reply does not fit the declared format of its message kind
+(:mod:`fedrl_kit.federation.replies`: keys, adapter names/shapes/dtypes, finite values, ranges). The runtime
+returns a :class:`ClientFailure` with the reason in place of its reply and records it; the round goes on.
+
+How a client is contained in-process: each message is handled in a worker thread that the server waits on
+for at most ``timeout`` seconds. A client that misses the deadline is abandoned: its result, should it come,
+is never read, and the thread is stopped at its next Python instruction by an asynchronous exception (a
+thread blocked inside one C call, e.g. ``time.sleep``, runs on until that call returns, then stops). A real
+Ctrl-C reaches the main thread, which stops waiting and ends the run. Every client receives its own copy of
+the payload and the server keeps its own copy of the reply, so no client can change what the server or
+another client holds. This contains *faulty* clients; it is no sandbox for hostile code, which shares the
+process (a real federation runs clients elsewhere).
 """
 
 from __future__ import annotations
 
+import ctypes
 import io
 import json
+import sys
+import threading
 import time
 import traceback
 from collections import defaultdict
@@ -20,6 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
+
+from fedrl_kit.federation.replies import REPLIES, BadReply, Check, Context, check_reply
 
 SERVER = "server"
 
@@ -66,12 +83,80 @@ class Message:
 
 @dataclass
 class ClientFailure:
-    """Stands in for the reply of a client that raised; the client is dropped for the round."""
+    """Stands in for the reply of a dropped client; the client is dropped for the round.
+
+    ``reason``: ``"raised"`` (its handler raised), ``"timeout"`` (no answer within the runtime's timeout),
+    ``"busy"`` (still running a message it was dropped for), ``"bad_reply"`` (the reply does not fit its format).
+    """
 
     client: str
     round: int
     kind: str
     error: str
+    reason: str = "raised"
+
+
+class ClientAbandoned(BaseException):
+    """Raised inside an abandoned client's thread to stop it (a BaseException: ``except Exception`` won't eat it)."""
+
+
+def copy_payload(obj: Any) -> Any:
+    """A deep copy of plain data (arrays copied, containers rebuilt): what one side holds, the other cannot change."""
+    if isinstance(obj, np.ndarray):
+        return obj.copy()
+    if isinstance(obj, dict):
+        return {k: copy_payload(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [copy_payload(v) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(copy_payload(v) for v in obj)
+    return obj
+
+
+class _Call:
+    """One message handled in a daemon worker thread; the caller waits for it with a deadline."""
+
+    def __init__(self, fn, name: str):
+        self.fn, self.done = fn, threading.Event()
+        self.result, self.error, self.abandoned = None, None, False
+        torch = sys.modules.get("torch")  # grad mode and CUDA device are per thread: the client gets the caller's
+        grad = torch.is_grad_enabled() if torch is not None else None
+        cuda = torch.cuda.current_device() if torch is not None and torch.cuda.is_initialized() else None
+        self.thread = threading.Thread(target=self._run, args=(grad, cuda), name=name, daemon=True)
+
+    def _run(self, grad, cuda) -> None:
+        try:
+            if grad is not None:
+                sys.modules["torch"].set_grad_enabled(grad)
+            if cuda is not None:
+                sys.modules["torch"].cuda.set_device(cuda)
+            result = self.fn()
+            if not self.abandoned:
+                self.result = result
+        except BaseException as e:  # noqa: BLE001 - SystemExit too: a client must not end the run
+            if not self.abandoned:
+                self.error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
+        finally:
+            self.done.set()
+
+    def wait(self, timeout: float | None) -> bool:
+        """Start and wait up to ``timeout`` seconds (None: no limit); True if it finished in time."""
+        self.thread.start()
+        try:
+            finished = self.done.wait(timeout)
+        except BaseException:  # a real Ctrl-C in the main thread: stop the client, then stop the run
+            self.abandon()
+            raise
+        if not finished:
+            self.abandon()
+        return finished
+
+    def abandon(self) -> None:
+        """Never read this call's result; stop its thread at its next Python instruction."""
+        self.abandoned = True
+        if self.thread.ident is not None and not self.done.is_set():
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.thread.ident),
+                                                       ctypes.py_object(ClientAbandoned))
 
 
 class Client(Protocol):
@@ -121,62 +206,121 @@ class InProcessRuntime:
         clients: client id → client object.
         keep_messages: also keep the full messages (payloads included) — used by tests that check
             what crossed the wire; off by default to save memory.
-        faults: fault injection for demos and tests: client id → the round in which that client's
-            handler raises instead of answering (``RunConfig.fail_client``).
+        faults: fault injection for demos and tests: client id → one fault or a list of them, each
+            ``(round, kind)``: in that round (None: every round) the client raises (``"raise"``), raises
+            SystemExit (``"exit"``), hangs (``"hang"``), or answers with non-finite adapter values
+            (``"nan"``) or an adapter of the wrong shape (``"shape"``) (``RunConfig.fail_client``); a plain
+            int ``round`` means ``(round, "raise")``.
+        timeout: seconds a client may take to answer one message (None or 0: no limit).
+        replies: request kind → declared format of its reply (:mod:`fedrl_kit.federation.replies`);
+            defaults to the shared :data:`~fedrl_kit.federation.replies.REPLIES`.
+        expect: run-wide facts the formats compare with (``"adapter"``: the global adapter's names, shapes
+            and dtypes; ``"num_generations"``).
     """
 
-    def __init__(self, clients: dict[str, Client], keep_messages: bool = False, faults: dict[str, int] | None = None):
+    def __init__(self, clients: dict[str, Client], keep_messages: bool = False, faults: dict | None = None,
+                 timeout: float | None = None, replies: dict[str, Check] | None = None, expect: dict | None = None):
         self._clients = dict(clients)
-        self.faults = dict(faults or {})
+        self.faults = {cid: _faults(f) for cid, f in (faults or {}).items()}
+        self.timeout = timeout or None
+        self.replies = dict(REPLIES if replies is None else replies)
+        self.expect = dict(expect or {})
         self.ledger = Ledger()
         self.failures: list[ClientFailure] = []
         self.keep_messages = keep_messages
         self.messages: list[Message] = []
+        self._abandoned: dict[str, tuple[Message, _Call]] = {}  # client id → (message it was dropped for, its call)
 
     @property
     def client_ids(self) -> list[str]:
         return list(self._clients)
 
-    def _deliver(self, message: Message) -> Message:
-        """Hand ``message`` to its client and return the reply (a subclass may send it through bytes)."""
-        if self.faults.get(message.receiver) == message.round:
-            raise RuntimeError(f"injected failure of {message.receiver} in round {message.round}")
-        return self._clients[message.receiver].handle(message)
+    def _fault(self, message: Message) -> str | None:
+        return next((kind for r, kind in self.faults.get(message.receiver, ())
+                     if r is None or r == message.round), None)
+
+    def _deliver(self, message: Message) -> tuple[Message, int]:
+        """Hand ``message`` to its client; (the reply, bytes that crossed a wire). Runs in the worker thread.
+
+        A subclass may send the payload through bytes; whatever it does, it must not touch the runtime's
+        state (ledger, counters): the main thread records the result, and only if it came in time.
+        """
+        fault = self._fault(message)
+        _inject_before(fault, message)
+        mine = Message(message.kind, message.sender, message.receiver, message.round, copy_payload(message.payload))
+        reply = self._clients[message.receiver].handle(mine)
+        if not isinstance(reply, Message):
+            raise BadReply(f"the client answered with a {type(reply).__name__}, not a Message")
+        return _inject_after(fault, Message(reply.kind, message.receiver, message.sender, message.round,
+                                            copy_payload(reply.payload))), 0
 
     def _log(self, m: Message) -> None:
         self.ledger.record(m)
         if self.keep_messages:
             self.messages.append(m)
 
+    def _fail(self, message: Message, reason: str, error: str) -> ClientFailure:
+        failure = ClientFailure(message.receiver, message.round, message.kind, error, reason)
+        self.failures.append(failure)
+        return failure
+
     def send(self, message: Message) -> Message | ClientFailure:
         """Deliver one server → client message and return the client's reply (or its failure)."""
-        if message.receiver not in self._clients:
-            raise ValueError(f"unknown client {message.receiver!r}; known: {self.client_ids}")
+        cid = message.receiver
+        if cid not in self._clients:
+            raise ValueError(f"unknown client {cid!r}; known: {self.client_ids}")
         self._log(message)
+        if cid in self._abandoned:
+            late_message, late = self._abandoned[cid]
+            if not late.done.is_set():
+                return self._fail(message, "busy", f"ClientBusy: {cid} is still running the {late_message.kind!r} "
+                                  f"message of round {late_message.round} it was dropped for")
+            del self._abandoned[cid]
+        call = _Call(lambda: self._deliver(message), name=f"client {cid} {message.kind} r{message.round}")
+        if not call.wait(self.timeout):
+            self._abandoned[cid] = (message, call)
+            return self._fail(message, "timeout", f"ClientTimeout: {cid} did not answer {message.kind!r} within "
+                              f"{self.timeout:g} s; dropped for the round, its late reply is discarded")
+        if call.error is not None:
+            reason = "bad_reply" if call.error.startswith("BadReply") else "raised"
+            return self._fail(message, reason, call.error)
+        reply, wire = call.result
+        self._count_wire(wire)
+        return self._accept(message, reply)
+
+    def _accept(self, message: Message, reply: Message) -> Message | ClientFailure:
+        """Check ``reply`` against its declared format; log and return it, or drop the client for it."""
+        expected = f"{message.kind}_result"
         try:
-            reply = self._deliver(message)
-        except Exception as e:  # noqa: BLE001 - any client error drops that client for the round
-            failure = ClientFailure(message.receiver, message.round, message.kind,
-                                    f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
-            self.failures.append(failure)
-            return failure
+            if message.kind in self.replies and reply.kind != expected:
+                raise BadReply(f"a {message.kind!r} message is answered by {expected!r}, got {reply.kind!r}")
+            payload_nbytes(reply.payload)  # plain data only
+            check_reply(message.kind, reply.payload, Context(message.payload, self.expect), self.replies)
+        except (BadReply, TypeError) as e:
+            return self._fail(message, "bad_reply", f"BadReply: {e}")
         self._log(reply)
         return reply
+
+    def _count_wire(self, nbytes: int) -> None:
+        """Bytes a wire carried for one message and its reply (none in-process)."""
 
     def broadcast(self, kind: str, round: int, payloads: dict[str, dict] | dict, receivers=None,
                   progress=None) -> dict[str, Message | ClientFailure]:
         """Send ``kind`` to each receiver; ``payloads`` is one shared payload or one per client id."""
+        replies = {}
+        for message in self.outgoing(kind, round, payloads, receivers):
+            t0 = time.time()
+            replies[message.receiver] = self.send(message)
+            if progress is not None:
+                progress(message.receiver, time.time() - t0)
+        return replies
+
+    def outgoing(self, kind: str, round: int, payloads: dict, receivers=None) -> list[Message]:
+        """The messages of a broadcast: ``payloads`` is one shared payload or one per client id."""
         receivers = self.client_ids if receivers is None else list(receivers)
         per_client = all(r in payloads for r in receivers) and len(receivers) > 0 and isinstance(
             payloads.get(receivers[0]), dict) and set(payloads) <= set(self._clients)
-        replies = {}
-        for cid in receivers:
-            t0 = time.time()
-            payload = payloads[cid] if per_client else payloads
-            replies[cid] = self.send(Message(kind, SERVER, cid, round, payload))
-            if progress is not None:
-                progress(cid, time.time() - t0)
-        return replies
+        return [Message(kind, SERVER, cid, round, payloads[cid] if per_client else payloads) for cid in receivers]
 
 
 # -- the wire: payloads as bytes ---------------------------------------------------------------------------
@@ -189,6 +333,19 @@ def encode_payload(payload: Any) -> bytes:
     What survives the trip exactly: arrays (dtype, shape, values), str, bool, int, float (NaN and ±inf
     too), None, bytes, lists, tuples, dicts with string keys. NumPy scalars become Python numbers.
     Anything else raises TypeError naming its type — the same contract as :func:`payload_nbytes`.
+    """
+    header, arrays = split_payload(payload)
+    buf = io.BytesIO()
+    np.savez(buf, *arrays)
+    head = header.encode("utf-8")
+    return len(head).to_bytes(8, "little") + head + buf.getvalue()
+
+
+def split_payload(payload: Any) -> tuple[str, list[np.ndarray]]:
+    """A plain-data payload as (a JSON header of its structure, scalars and strings; its arrays in order).
+
+    :func:`encode_payload` packs both into bytes; the Flower runtime sends the arrays as an ``ArrayRecord``
+    and the header as a ``ConfigRecord`` value. :func:`join_payload` is the inverse.
     """
     arrays: list[np.ndarray] = []
 
@@ -218,18 +375,20 @@ def encode_payload(payload: Any) -> bytes:
             return [enc(v) for v in o]
         raise TypeError(f"payload must be plain data (arrays, scalars, strings, lists, dicts); got {type(o).__name__}")
 
-    header = json.dumps(enc(payload), allow_nan=True).encode("utf-8")
-    buf = io.BytesIO()
-    np.savez(buf, *arrays)
-    return len(header).to_bytes(8, "little") + header + buf.getvalue()
+    return json.dumps(enc(payload), allow_nan=True), arrays
 
 
 def decode_payload(data: bytes) -> Any:
     """The inverse of :func:`encode_payload` (arrays are loaded without pickle)."""
     n = int.from_bytes(data[:8], "little")
-    header = json.loads(data[8:8 + n].decode("utf-8"))
     with np.load(io.BytesIO(data[8 + n:]), allow_pickle=False) as z:
         arrays = [z[f"arr_{i}"] for i in range(len(z.files))]
+    return join_payload(data[8:8 + n].decode("utf-8"), arrays)
+
+
+def join_payload(header: str, arrays: list[np.ndarray]) -> Any:
+    """The inverse of :func:`split_payload`."""
+    header = json.loads(header)
 
     def dec(o):
         if isinstance(o, dict):
@@ -255,21 +414,82 @@ class SerialisingRuntime(InProcessRuntime):
     federation. A method that runs the same here as in :class:`InProcessRuntime` exchanges plain data only.
     """
 
-    def __init__(self, clients: dict[str, Client], keep_messages: bool = False, faults: dict[str, int] | None = None):
-        super().__init__({cid: None for cid in clients}, keep_messages, faults)
+    def __init__(self, clients: dict[str, Client], keep_messages: bool = False, faults: dict | None = None,
+                 timeout: float | None = None, replies: dict[str, Check] | None = None, expect: dict | None = None):
+        super().__init__({cid: None for cid in clients}, keep_messages, faults, timeout, replies, expect)
         held = dict(clients)
         self.wire_bytes = 0
 
         def remote(kind: str, sender: str, receiver: str, round: int, wire: bytes) -> tuple[str, bytes]:
             reply = held[receiver].handle(Message(kind, sender, receiver, round, decode_payload(wire)))
+            if not isinstance(reply, Message):
+                raise BadReply(f"the client answered with a {type(reply).__name__}, not a Message")
             return reply.kind, encode_payload(reply.payload)
 
         self._remote = remote
 
-    def _deliver(self, message: Message) -> Message:
-        if self.faults.get(message.receiver) == message.round:
-            raise RuntimeError(f"injected failure of {message.receiver} in round {message.round}")
+    def _deliver(self, message: Message) -> tuple[Message, int]:
+        fault = self._fault(message)
+        _inject_before(fault, message)
         wire = encode_payload(message.payload)
         kind, answer = self._remote(message.kind, message.sender, message.receiver, message.round, wire)
-        self.wire_bytes += len(wire) + len(answer)
-        return Message(kind, message.receiver, message.sender, message.round, decode_payload(answer))
+        reply = Message(kind, message.receiver, message.sender, message.round, decode_payload(answer))
+        return _inject_after(fault, reply), len(wire) + len(answer)
+
+    def _count_wire(self, nbytes: int) -> None:
+        self.wire_bytes += nbytes
+
+
+# -- fault injection (demos, tests, the fault-injection benchmark) ---------------------------------------------
+FAULT_KINDS = ("raise", "exit", "hang", "nan", "shape")
+"""what ``RunConfig.fail_client`` can make a client do"""
+
+
+def parse_faults(text: str) -> dict[str, list[tuple[int | None, str]]]:
+    """``RunConfig.fail_client`` → ``{client id: [(round or None, kind)]}``.
+
+    The text is comma-separated ``client_id@round[:kind]`` items; ``round`` is a number or ``*`` (every round),
+    ``kind`` one of :data:`FAULT_KINDS` (default ``raise``): ``"client_1@2"``, ``"client_3@*:nan,client_4@*:hang"``.
+    Raises ValueError naming ``fail_client`` on anything else.
+    """
+    out: dict[str, list[tuple[int | None, str]]] = {}
+    for item in (x.strip() for x in text.split(",") if x.strip()):
+        cid, _, rest = item.partition("@")
+        r, _, kind = rest.partition(":")
+        kind = kind or "raise"
+        if not cid or not (r == "*" or r.isdigit()) or kind not in FAULT_KINDS:
+            raise ValueError(f"fail_client must be comma-separated client_id@round[:kind] items (round a number or *, "
+                             f"kind one of {FAULT_KINDS}), got {item!r}")
+        out.setdefault(cid, []).append((None if r == "*" else int(r), kind))
+    return out
+
+
+def _faults(spec) -> list[tuple[int | None, str]]:
+    """A client's faults as ``[(round or None, kind)]`` from an int round, one ``(round, kind)`` or a list."""
+    if isinstance(spec, int) and not isinstance(spec, bool):
+        return [(spec, "raise")]
+    items = [spec] if isinstance(spec, tuple) else list(spec)
+    for r, kind in items:
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"fault kind must be one of {FAULT_KINDS}, got {kind!r}")
+    return [(r, kind) for r, kind in items]
+
+
+def _inject_before(fault: str | None, message: Message) -> None:
+    where = f"{message.receiver} in round {message.round}"
+    if fault == "raise":
+        raise RuntimeError(f"injected failure of {where}")
+    if fault == "exit":
+        raise SystemExit(f"injected SystemExit of {where}")
+    if fault == "hang":
+        while True:  # short sleeps: the runtime's stop reaches the thread between two of them
+            time.sleep(0.05)
+
+
+def _inject_after(fault: str | None, reply: Message) -> Message:
+    """The reply as a faulty client would send it: every adapter value NaN, or each tensor missing a row."""
+    adapter = reply.payload.get("adapter") if isinstance(reply.payload, dict) else None
+    if fault in ("nan", "shape") and isinstance(adapter, dict):
+        bad = {k: np.full_like(a, np.nan) if fault == "nan" else a[:-1] for k, a in adapter.items()}
+        reply = Message(reply.kind, reply.sender, reply.receiver, reply.round, {**reply.payload, "adapter": bad})
+    return reply

@@ -24,8 +24,13 @@ class ServerWorld:
         self.__dict__.update(splits)
 
     @classmethod
-    def of(cls, world) -> "ServerWorld":
-        return cls(**{k: v for k, v in vars(world).items() if k not in cls._PRIVATE})
+    def of(cls, world, **extra) -> "ServerWorld":
+        """The world's server-side splits, plus ``extra`` ones a method's protocol gives the server
+        (FedGRPO's ``queries``: the questions of D_s, without their answers)."""
+        bad = sorted(set(extra) & set(cls._PRIVATE))
+        if bad:
+            raise ValueError(f"a method may not give the server {bad}: private data stays on the clients")
+        return cls(**{k: v for k, v in vars(world).items() if k not in cls._PRIVATE}, **extra)
 
     def __getattr__(self, name):
         if name in self._PRIVATE:
@@ -40,7 +45,7 @@ class Server:
     runtime: InProcessRuntime
     policy: object  # fedrl_kit.policy.engine.Policy
     config: object  # fedrl_kit.config.RunConfig
-    world: ServerWorld  # the server's splits: public, aux, test (and test_by_family), accuracy_reward
+    world: ServerWorld  # the server's splits: public, aux, test (and test_by_family), accuracy_reward, + a method's
     global_state: dict  # the global LoRA adapter as plain data
     scratch: dict = field(default_factory=dict)  # per-method state that is not checkpointed
     properties: dict = field(default_factory=dict)  # cid → what the client said of itself at round 0
@@ -48,6 +53,6 @@ class Server:
     def split_replies(self, replies: dict) -> tuple[dict[str, Message], list[dict]]:
         """(successful replies, failure records) of one broadcast."""
         ok = {cid: r for cid, r in replies.items() if isinstance(r, Message)}
-        failed = [dict(client=r.client, message=r.kind, error=r.error.splitlines()[0])
+        failed = [dict(client=r.client, message=r.kind, reason=r.reason, error=r.error.splitlines()[0])
                   for r in replies.values() if isinstance(r, ClientFailure)]
         return ok, failed

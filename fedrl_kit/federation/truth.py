@@ -18,10 +18,17 @@ class SimulatorTruth:
 
     Args:
         clients: client id → the client object the runtime holds (simulation side).
+        facts: name → what the method's ``build_clients`` recorded for its diagnostics (``run.truth_facts``).
     """
 
-    def __init__(self, clients: dict):
+    def __init__(self, clients: dict, facts: dict | None = None):
         self._clients = dict(clients)
+        self._facts = dict(facts or {})
+
+    def fact(self, name: str):
+        """A fact the method recorded while building its clients (``run.truth_facts``; e.g. FedGRPO's
+        ``"queries"``: D_s with its answers, topics, owners and labels). KeyError if it recorded none."""
+        return self._facts[name]
 
     @property
     def client_ids(self) -> list[str]:

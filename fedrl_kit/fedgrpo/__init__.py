@@ -1,13 +1,15 @@
 """FedGRPO: the server trains its policy from scalar rewards that expert clients return.
 
-Paper: FedGRPO (``papers/fedgrpo.md``), §3.2 and Algorithm 1; eqs. 5–9; Remark 1 (format reward);
-§4.2/§4.3 (with and without ground-truth answers); Appendix A (coefficients 8 and 1).
+Paper: G. Zhu, H. Gu, L. Fan, Q. Yang, Y. Han, *FedGRPO: Privately Optimizing Foundation Models with
+Group-Relative Rewards from Domain Clients*, AAAI 2026, arXiv:2602.12014. §3.2 and Algorithm 1; eqs. 5–9;
+Remark 1 (format reward); §4.2/§4.3 (with and without ground-truth answers); Appendix A (coefficients 8 and 1).
 
 Modules
 -------
 - :mod:`~fedrl_kit.fedgrpo.algorithm` — the server: :func:`~fedrl_kit.fedgrpo.algorithm.server_step`
   (Algorithm 1 lines 3–21, seven named steps) and :func:`~fedrl_kit.fedgrpo.algorithm.run_round`.
 - :mod:`~fedrl_kit.fedgrpo.client` — the clients: their domain model θ_k, competence and scores.
+- :mod:`~fedrl_kit.fedgrpo.queries` — ``D_s``: the questions the server trains on, their owners and labels.
 - :mod:`~fedrl_kit.fedgrpo.expert_selection` — eqs. 5–6 and the gate λ_k on plain arrays.
 - :mod:`~fedrl_kit.fedgrpo.group_reward` — eqs. 8–9: from the experts' scores to advantages.
 - :mod:`~fedrl_kit.fedgrpo.encoder` — the frozen encoder φ.
@@ -20,32 +22,45 @@ Modules
 
 Setting in the embedded world
 -----------------------------
-- The **server** holds the policy π_θg (the global LoRA adapter, ``server.global_state``), the
-  labelled auxiliary set ``D_p`` (``world.aux``, ``n_aux`` = 100 by default) and the unlabelled
-  queries ``D_s`` (``world.public``: the server reads only their prompts for training; their
-  answers are used for *diagnostics* only, never for a reward).
-- **K clients** hold private data ``D_k`` (``run.partitions``: Dirichlet over topics, ``config.partition``
-  / ``dirichlet_alpha``; the notebook uses β = 0.1, K = 8) and a domain model θ_k trained
-  locally on ``D_k``: a LoRA adapter ``eval_<cid>`` of the tiny policy fine-tuned by a short,
-  deterministic SFT (:func:`fedrl_kit.sft.train_sft`, ``evaluator.sft_steps`` steps). θ_k is the
-  client's evaluator ``e_k`` and its reward model ``f_θk*``.
-- In ``fedgrpo.mode="with_gt"`` (§4.2: "some clients have access to the ground-truth label") each
-  question of ``D_s`` is, with probability ``fedgrpo.gt_fraction``, also held *with its answer* by one
-  client, drawn with probability proportional to how many examples of the question's topic that
-  client holds; it joins that client's ``D_k`` for the AE check (deviation 7). In
-  ``mode="no_gt"`` (§4.3) no client holds any ``D_s`` answer and every expert uses ME.
+(:mod:`fedrl_kit.fedgrpo.queries` in detail.)
+
+- ``D_s``, the server's unlabelled queries, is **the training pool** (§4.1: "2,000 samples are
+  randomly selected from the training set"), spread over the K clients by the run's partition
+  (``run.partitions``: Dirichlet over topics, ``config.partition`` / ``dirichlet_alpha``; the
+  notebook uses β = 0.1, K = 8) — the same questions Central-GRPO, Fedpetuning+GRPO (``fedavg_grpo``)
+  and Fedpetuning+SFT train on. The **server** holds their texts only (``world.queries``; no answer,
+  topic or owner), the policy π_θg (the global LoRA adapter, ``server.global_state``) and the
+  labelled auxiliary set ``D_p`` (``world.aux``, ``n_aux`` = 100 by default).
+- Each question belongs to one client, its owner; its label exists, on the owner, with probability
+  ``fedgrpo.gt_fraction`` (default 1: every label). **Client k's private data ``D_k``** is its
+  labelled questions; its domain model θ_k is trained on them: a LoRA adapter ``eval_<cid>`` of the
+  policy fine-tuned by a short, deterministic SFT (:func:`fedrl_kit.sft.train_sft`,
+  ``evaluator.sft_steps`` steps). θ_k is the client's evaluator ``e_k`` and its reward model ``f_θk*``.
+- ``fedgrpo.mode="with_gt"`` (§4.2: "some clients have access to the ground-truth label"): ``D_s``
+  is the whole pool; a selected expert uses AE exactly on the questions it owns with their label,
+  ME on the others. ``mode="no_gt"`` (§4.3: "none of the K clients possess the ground-truth label
+  y(x_s) for samples in D_s"): ``D_s`` is the pool's unlabelled share (``0 < gt_fraction < 1``;
+  the labelled share trains the evaluators only, as the official code trains its reward models on a
+  separate 2/3 split) and every expert uses ME.
+- ``fedgrpo.queries="public"`` keeps the setting of the results stored before: ``D_s`` =
+  ``world.public`` (held-out questions no client holds), θ_k trained on the whole partition, and each
+  public question held with its answer, with probability ``gt_fraction`` (0.5 there), by one client
+  drawn by its topic holdings (:func:`~fedrl_kit.fedgrpo.client.assign_ground_truth`).
 
 Algorithm 1 → code
 ------------------
 One round = τ = ``local_steps`` calls of :func:`~fedrl_kit.fedgrpo.algorithm.server_step`
-(:func:`~fedrl_kit.fedgrpo.algorithm.run_round`); each takes Q = b·K questions:
+(:func:`~fedrl_kit.fedgrpo.algorithm.run_round`); each takes Q questions
+(:func:`~fedrl_kit.fedgrpo.algorithm.questions_per_step`: ``fedgrpo.questions_per_step``, or b·K when
+that is 0):
 
 - line 1, ℓ2-normalised ``z_{p,j} = φ(x_{p,j})`` → :func:`~fedrl_kit.fedgrpo.algorithm.ensure_embeddings`
   (:func:`~fedrl_kit.fedgrpo.encoder.encode`) once per run, with ``z_s`` of all of ``D_s`` (line 4
   hoisted out of the loop, same values). φ (``fedgrpo.encoder``) = the *frozen base*'s hidden
-  states after decoder layer ``fedgrpo.encoder_layer`` (default 1), mean-pooled over the prompt,
-  adapters disabled (layer 1 separated the seven topics best in the tiny model when we compared
-  layers on seed 0's world: the L = 5 nearest auxiliary exemplars share the query's topic 94 % of
+  states after decoder layer ``fedgrpo.encoder_layer`` (default 1), mean-pooled over the question's
+  own tokens (its text, never the chat-rendered prompt: a system prompt and template shared by every
+  question would dominate the mean), adapters disabled (layer 1 separated the seven topics best
+  in the tiny model when we compared layers on seed 0's world: the L = 5 nearest auxiliary exemplars share the query's topic 94 % of
   the time, 71 % with the last layer), or ``"minilm"`` (sentence-transformers
   ``all-MiniLM-L6-v2`` if importable; otherwise a clear error, nothing is installed).
 - line 3, Q questions ``x_s ~ D_s`` (:func:`~fedrl_kit.fedgrpo.algorithm.sample_questions`) and G
@@ -81,9 +96,17 @@ One round = τ = ``local_steps`` calls of :func:`~fedrl_kit.fedgrpo.algorithm.se
 - lines 18–20, eqs. 8–9 and the advantage actually used → step 6,
   :func:`~fedrl_kit.fedgrpo.algorithm.advantages_from_scores`
   (:func:`~fedrl_kit.fedgrpo.group_reward.candidate_advantages`; ``fedgrpo.group_reward`` =
-  ``"paper"``, ``"official"`` or ``"per_expert"``; see that module: eq. 9 taken literally gives
+  ``"paper"``, ``"pooled"`` or ``"per_expert"``; see that module: eq. 9 taken literally gives
   zero gradient), with the format reward of Remark 1 computed by the server on the candidate
   texts, coefficients ``fedgrpo.group_coef`` = 8 and ``fedgrpo.format_coef`` = 1 (Appendix A).
+
+``fedgrpo.group_reward="official"`` runs **the official code's protocol** through the same
+``server_step`` (deviation 9): ``G·M`` candidates per question; no lines 4–11 — each question's M
+experts are drawn uniformly at random once per run
+(:func:`~fedrl_kit.fedgrpo.algorithm.official_experts`); expert j receives and scores only block j
+of G candidates; the G·M rewards ``8·r + 1·format`` of a question are one group, centred without
+the std (``scale_rewards`` unset = false for this variant, the official scripts' ``--scale_rewards
+False``; :func:`~fedrl_kit.fedgrpo.group_reward.official_advantages`).
 - line 21, the policy-gradient step → step 7, :func:`~fedrl_kit.fedgrpo.algorithm.policy_step`
   (:func:`fedrl_kit.grpo.grpo_step` with those advantages: the clipped surrogate with
   ``num_iterations`` epochs, GRPO's form of ``θ ← θ + η R ∇ log π``).
@@ -103,39 +126,52 @@ Settings
 ``config.fedgrpo`` (:class:`~fedrl_kit.fedgrpo.args.FedGRPOArgs`) and ``config.evaluator``
 (:class:`~fedrl_kit.fedgrpo.args.EvaluatorArgs`), documented field by field there:
 
-======================== ============= ================================================================
-field                    default       meaning
-======================== ============= ================================================================
-fedgrpo.num_experts      2             M, experts per question (1 ≤ M ≤ K)
-fedgrpo.neighbours       20            L, auxiliary exemplars per question (1 ≤ L ≤ n_aux)
-fedgrpo.group_reward     "paper"       advantage variant: paper / official / per_expert
-fedgrpo.group_coef       8.0           weight of the experts' reward (Appendix A)
-fedgrpo.format_coef      1.0           weight of the format reward (Remark 1, Appendix A)
-fedgrpo.scale_rewards    True          divide by the std (eq. 9) or only centre (official scripts)
-fedgrpo.mode             "with_gt"     "with_gt" (§4.2) or "no_gt" (§4.3, ME only)
-fedgrpo.gt_fraction      0.5           with_gt: share of D_s questions some client holds with answer
-fedgrpo.me_score         "probability" ME score: "probability" or "agreement"
-fedgrpo.malicious        0             number of malicious clients (the last indices)
-fedgrpo.malicious_kind   "flip"        what they send: "flip" (1 − r) or "random"
-fedgrpo.robust           "mean"        expert aggregation A(·): mean / median / trimmed_mean
-fedgrpo.trim             0.2           trimmed_mean: fraction cut at each end
-fedgrpo.competence       "probability" r_k^p cells: "probability" of y_p under θ_k, or "greedy" 0/1
-fedgrpo.encoder          "policy"      φ: "policy" (frozen base, mean-pooled) or "minilm"
-fedgrpo.encoder_layer    1             which hidden states φ pools ("policy"; -1 = last layer)
-evaluator.sft_steps      60            SFT steps of each client's evaluator θ_k on D_k
-evaluator.sft_batch      32            pairs per evaluator SFT step
-evaluator.lr             0.005         Adam learning rate of the evaluator SFT
-======================== ============= ================================================================
+============================ ============= ================================================================
+field                        default       meaning
+============================ ============= ================================================================
+fedgrpo.num_experts          2             M, experts per question (1 ≤ M ≤ K)
+fedgrpo.neighbours           20            L, auxiliary exemplars per question (1 ≤ L ≤ n_aux)
+fedgrpo.group_reward         "paper"       advantage variant: paper / pooled / per_expert / official (protocol)
+fedgrpo.group_coef           8.0           weight of the experts' reward (Appendix A)
+fedgrpo.format_coef          1.0           weight of the format reward (Remark 1, Appendix A)
+fedgrpo.scale_rewards        None          divide by the std (eq. 9) or only centre (official scripts);
+                                           None = the variant's own (False for official, else True)
+fedgrpo.mode                 "with_gt"     "with_gt" (§4.2) or "no_gt" (§4.3, ME only)
+fedgrpo.queries              "train"       D_s: "train" (the training pool) or "public" (the stored runs')
+fedgrpo.gt_fraction          1.0           share of the pool whose labels the owners hold (with_gt: AE
+                                           there; no_gt: must be < 1, trains the evaluators only)
+fedgrpo.questions_per_step   0             Q per server step; 0 = b·K (fix it to vary K alone)
+fedgrpo.me_score             "probability" ME score: "probability" or "agreement"
+fedgrpo.malicious            0             number of malicious clients (the last indices)
+fedgrpo.malicious_kind       "flip"        what they send: "flip" (1 − r) or "random"
+fedgrpo.robust               "mean"        expert aggregation A(·): mean / median / trimmed_mean
+fedgrpo.trim                 0.2           trimmed_mean: fraction cut at each end
+fedgrpo.competence           "probability" r_k^p cells: "probability" of y_p under θ_k, or "greedy" 0/1
+fedgrpo.encoder              "policy"      φ: "policy" (frozen base, mean-pooled) or "minilm"
+fedgrpo.encoder_layer        1             which hidden states φ pools ("policy"; -1 = last layer)
+evaluator.sft_steps          60            SFT steps of each client's evaluator θ_k on D_k
+evaluator.sft_batch          32            pairs per evaluator SFT step
+evaluator.lr                 0.005         Adam learning rate of the evaluator SFT
+============================ ============= ================================================================
 
 Budget (matched to the other methods): per round the server takes τ = ``local_steps`` GRPO steps
-of Q = b·K questions × G candidates — the rollouts and optimiser steps of Central-GRPO's round
-and the rollouts of a FedAvg-GRPO round (K clients × τ steps × b prompts × G). The experts'
-scoring and the evaluators' SFT are extra client compute that the baselines do not have.
+of Q = b·K questions × G candidates (``questions_per_step`` = 0) — the rollouts and optimiser steps
+of Central-GRPO's round and the rollouts of a FedAvg-GRPO round (K clients × τ steps × b prompts ×
+G), on the same questions. The experts' scoring and the evaluators' SFT are extra client compute
+that the baselines do not have. The official protocol generates G·M candidates per question (the
+official scripts' "8 candidates" are G = 4 × M = 2: set ``num_generations`` = 4 to match them).
+For the K and M ablations ``questions_per_step`` fixes Q, so K changes neither the questions nor
+the rollouts per step (with Q = b·K, K = 12 saw 3× the questions per step of K = 4).
+
+Which experiments use what: every FedGRPO run trains the server policy's **LoRA adapter** (the
+engine's global adapter; ``config.lora_rank``); the official code fully fine-tunes models below 14B.
+Full fine-tuning of the server policy is not offered: the clients' evaluators are LoRA adapters on
+the same base weights, so updating the base would change them too (not done; deviation 10).
 
 Deviations from the paper and choices where it is silent
 --------------------------------------------------------
-1. **Batching.** Algorithm 1 takes one question per iteration; we take Q = b·K per step (GRPO's
-   batch), which changes nothing per question.
+1. **Batching.** Algorithm 1 takes one question per iteration; we take Q per step (GRPO's batch,
+   b·K or ``questions_per_step``), which changes nothing per question.
 2. **Cached competence** (the text's running estimate, not line 6's per-question broadcast):
    see :mod:`fedrl_kit.fedgrpo.expert_selection`, point 1. Each cell is deterministic (a probability or a
    greedy flag), so one measurement is the running mean. **Soft competence** (default): line 8
@@ -145,7 +181,8 @@ Deviations from the paper and choices where it is silent
    indicator 0.32; the notebook's hit-rate table measures the selection it produces.
 3. **Eq. 9** as the advantage is degenerate (zero gradient); the default ``"paper"`` variant
    takes eq. 8's expert mean per candidate and GRPO-normalises across the G candidates
-   (:mod:`fedrl_kit.fedgrpo.group_reward`, points 1–2); ``"official"`` is the official code's pooled one.
+   (:mod:`fedrl_kit.fedgrpo.group_reward`, points 1–2); ``"pooled"`` puts the official code's
+   normalisation on those shared candidates; ``"official"`` is the official protocol (deviation 9).
 4. **The gate's membership.** A client knows whether it holds ``x_s``; the server must not. We
    send no λ_k up; the AE share in the metrics is computed by
    :func:`~fedrl_kit.fedgrpo.diagnostics.diagnostics` from the simulator's data assignment (a
@@ -154,15 +191,27 @@ Deviations from the paper and choices where it is silent
    robust aggregators address); the paper has no malicious clients (§3.1 threat model).
 6. **Failures.** A client that raises is dropped for the rest of the round: it is not selected,
    its scores are missing, and a question whose experts all failed gets zero advantage.
-7. **The evaluator θ_k** is trained by SFT on the client's share of the private pool only, with the
-   bare answer + eos as target (the ME probability scores exactly that string); the ``D_s``
-   answers a client holds in ``with_gt`` mode serve the AE check only. So θ_k is the same model in
-   both modes and the with/without-ground-truth comparison isolates the gate. The paper's clients
-   train Qwen2.5-Math-1.5B reward models by GRPO (Appendix A).
+7. **The evaluator θ_k** is trained by SFT on the client's labelled questions ``D_k``, with the bare
+   answer + eos as target (the ME probability scores exactly that string). With the same
+   ``gt_fraction`` θ_k is the same model in both modes (with_gt adds the labelled questions to
+   ``D_s`` and lets their owners use AE; no_gt leaves them out of ``D_s``). The paper's clients
+   train Qwen2.5-Math-1.5B reward models by GRPO (Appendix A); GRPO-trained evaluators are not
+   offered yet. (``queries="public"``: θ_k trains on the whole partition; the public answers a
+   client holds serve the AE check only.)
 8. **Hit rate** (diagnostic): a chosen expert "holds the topic" if its ``D_k`` has ≥ 1 example of
    the question's topic (``expert_hit_rate``), or, stricter, if that topic is ≥ 10 % of ``D_k``
    (``expert_hit_rate_major``); ``random_hit_rate[_major]`` is the exact expectation under the
    official code's uniform choice of M distinct clients.
+9. **The official protocol** (``group_reward="official"``) follows ``utils/trainer.py`` and
+   ``FedGRPO.py`` of Liar-Mask/FedGRPO in its structure (random experts fixed per question, G·M
+   candidates, block-wise scoring, one pooled group, no std), but its experts are this federation's
+   clients with their gate — the owner checks the answer, the others use their models — while in
+   the official trainer every client scores with the dataset's answer (``training_mode = 'gt'``
+   for all clients), which makes every score an AE check. A client that fails leaves its block
+   unscored (zero advantage).
+10. **Not done:** full fine-tuning of the server policy (above), GRPO-trained client evaluators
+    (the paper's §4.3 reward models; θ_k is an SFT adapter), and the paper's Table 1/2 runs with
+    3 seeds at this setting (``docs/fedgrpo.md`` lists what has been measured).
 
 Metrics
 -------
@@ -171,10 +220,10 @@ server saw) and :func:`~fedrl_kit.fedgrpo.diagnostics.diagnostics` (simulator tr
 per client ``competence`` (mean r_k^p over the round's questions), ``selected`` (questions it
 scored), ``score_mean``, ``ae_share``\\*, ``malicious``\\*, ``evaluator_sft_loss``\\* (round 1);
 pseudo-client ``"server"``: ``expert_hit_rate``\\*, ``random_hit_rate``\\* (and their ``_major``
-versions), ``ae_share``\\*, ``reward_mean`` (experts' mean score), ``candidate_accuracy`` (true
-accuracy of the candidates against the ``D_s`` answers the server holds for evaluation only),
-``format``, ``reward_gap`` (mean consensus score of correct minus incorrect candidates, the same
-``D_s`` answers: how informative the experts are), ``disagreement`` (mean |R_k| of eq. 9 taken
-literally), GRPO diagnostics (``loss``, ``clip_fraction``, ``kl``, ``completion_length``),
+versions), ``ae_share``\\*, ``reward_mean`` (experts' mean score), ``candidate_accuracy``\\* (true
+accuracy of the candidates against the ``D_s`` answers, which only the simulator holds),
+``format``, ``reward_gap``\\* (mean consensus score of correct minus incorrect candidates, the same
+answers: how informative the experts are), ``disagreement`` (mean |R_k| of eq. 9 taken
+literally; not in the official protocol), GRPO diagnostics (``loss``, ``clip_fraction``, ``kl``, ``completion_length``),
 ``frac_zero_adv`` and ``competence_queries``. A metric that is undefined in a round is left out.
 """

@@ -16,15 +16,24 @@ lists the deviations):
 7   line 21                 the clipped-surrogate GRPO step on θ_g             :func:`policy_step`
 ==  ======================  =================================================  ==========================
 
+With ``fedgrpo.group_reward="official"`` the same function runs the **official code's protocol**
+instead (``utils/trainer.py`` and ``FedGRPO.py`` of Liar-Mask/FedGRPO): step 1 samples ``G·M``
+candidates per question; steps 2–4 are replaced by the ``M`` experts the official code draws
+uniformly at random for each question once per run (:func:`official_experts`; no competence is
+asked); in step 5 expert ``j`` receives and scores only its own block of ``G`` candidates; step 6
+normalises the ``G·M`` rewards of a question as one group
+(:func:`~fedrl_kit.fedgrpo.group_reward.official_advantages`, without the std by default).
+
 It returns a :class:`StepTrace` holding every intermediate value. :func:`run_round` is τ calls of
 it plus the optimiser's bookkeeping; its metrics are read from the traces. The notebook's
 step-through (:func:`fedrl_kit.fedgrpo.diagnostics.trace_question`) calls the same
 :func:`server_step` with ``update=False``, so what it shows is what training does.
 
 The server side sees messages, its own state (:class:`ServerState`), its own splits (``D_p`` =
-``world.aux``, ``D_s`` = ``world.public``) and the client ids of the runtime — never a client
-object. Facts only the simulator knows (who holds which topic or answer, who lies) are read by
-:mod:`fedrl_kit.fedgrpo.diagnostics` from the traces this module returns.
+``world.aux`` with its answers; ``D_s`` = ``world.queries``, the questions only, see
+:mod:`fedrl_kit.fedgrpo.queries`) and the client ids of the runtime — never a client object.
+Facts only the simulator knows (the answers and topics of D_s, who holds which question or label,
+who lies) are read by :mod:`fedrl_kit.fedgrpo.diagnostics` from the traces this module returns.
 """
 
 from __future__ import annotations
@@ -37,11 +46,12 @@ import torch
 
 from fedrl_kit import seeding
 from fedrl_kit.fedgrpo.encoder import encode
-from fedrl_kit.fedgrpo.expert_selection import CompetenceCache, nearest_exemplars, select_experts
-from fedrl_kit.fedgrpo.group_reward import candidate_advantages, group_relative_rewards, robust_aggregate
+from fedrl_kit.fedgrpo.expert_selection import CompetenceCache, nearest_exemplars, random_selection, select_experts
+from fedrl_kit.fedgrpo.group_reward import (candidate_advantages, default_scale_rewards, group_relative_rewards,
+                                            official_advantages, robust_aggregate)
 from fedrl_kit.grpo import grpo_step
 from fedrl_kit.policy.adapters import GLOBAL
-from fedrl_kit.rewards import accuracy_reward, format_reward
+from fedrl_kit.rewards import format_reward
 
 
 @dataclass(frozen=True)
@@ -49,7 +59,9 @@ class StepTrace:
     """Everything one :func:`server_step` saw and decided (Algorithm 1 lines 3–21), in paper order.
 
     Client indices refer to ``client_ids``; scores are listed in the order the replies came back
-    (ascending client index), which is the order the advantage step averages them in.
+    (ascending client index), which is the order the advantage step averages them in. ``C`` is the
+    number of candidates per question: ``G``, or ``G·M`` in the official protocol, where each
+    expert's row of ``scores`` refers to its own block (``scored``).
     """
 
     round: int
@@ -57,19 +69,19 @@ class StepTrace:
     client_ids: list[str]  # [K] the runtime's clients
     q_idx: np.ndarray  # [Q] rows of D_s
     questions: list[str]  # [Q] x_s
-    topics: list[str]  # [Q] their topics (the server's own metadata of D_s; read by diagnostics)
-    candidates: list[list[str]]  # [Q][G] ŷ
-    neighbours: np.ndarray  # [Q, L] G(x_s): rows of D_p, most similar first (eq. 5)
+    candidates: list[list[str]]  # [Q][C] ŷ
+    neighbours: np.ndarray  # [Q, L] G(x_s): rows of D_p, most similar first (eq. 5); [Q, 0] official
     competence_queries: int  # competence cells asked in lines 6–10 (0 once the cache holds them all)
     available: np.ndarray  # [K'] clients that could be chosen (not failed this round)
-    competence: np.ndarray  # [Q, K'] r_k^p of the available clients
-    experts: np.ndarray  # [Q, M] C(x_s), most competent first (eq. 6)
+    competence: np.ndarray  # [Q, K'] r_k^p of the available clients ([Q, 0] official: none asked)
+    experts: np.ndarray  # [Q, M] C(x_s), most competent first (eq. 6); official: the random draw, block order
     scorers: list[np.ndarray]  # [Q][M'] experts whose scores came back
+    scored: list[np.ndarray]  # [Q][M', G] which candidates each of their score rows refers to
     scores: list[np.ndarray]  # [Q][M', G] their private scores r_k^s
-    format: np.ndarray  # [Q, G] f_g, the format reward (Remark 1)
-    consensus: np.ndarray  # [Q, G] A(r) over the experts (eq. 8's μ_r or a robust A; 0 with no scores)
-    combined: np.ndarray  # [Q, G] s_g = group_coef · consensus + format_coef · f_g
-    advantages: np.ndarray  # [Q, G] A_g, the advantage the GRPO step uses
+    format: np.ndarray  # [Q, C] f_g, the format reward (Remark 1)
+    consensus: np.ndarray  # [Q, C] A(r) over the experts who scored each candidate (0 with no scores)
+    combined: np.ndarray  # [Q, C] s_g = group_coef · consensus + format_coef · f_g
+    advantages: np.ndarray  # [Q, C] A_g, the advantage the GRPO step uses
     grpo: dict | None  # grpo_step's diagnostics (None with update=False)
     failed: list[dict]  # failure records of clients dropped in this step
 
@@ -83,6 +95,7 @@ class ServerState:
         self.optimizer_state: dict | None = None
         self.aux_emb: np.ndarray | None = None  # [N_p, d] z_p
         self.query_emb: np.ndarray | None = None  # [N_s, d] z_s
+        self.official: dict[int, np.ndarray] = {}  # M → [N_s, M] the official protocol's experts (drawn once)
 
 
 def server_state(server) -> ServerState:
@@ -98,7 +111,7 @@ def ensure_embeddings(server) -> ServerState:
     if state.aux_emb is None:
         state.aux_emb = encode(server.policy, list(server.world.aux["prompt"]), args.encoder,
                                args.encoder_layer)  # [N_p, d]
-        state.query_emb = encode(server.policy, list(server.world.public["prompt"]), args.encoder,
+        state.query_emb = encode(server.policy, list(server.world.queries["prompt"]), args.encoder,
                                  args.encoder_layer)  # [N_s, d]
     return state
 
@@ -127,16 +140,40 @@ def _copy_optimizer_state(sd: dict) -> dict:
 
 
 # -- the steps of Algorithm 1, in paper order ----------------------------------------------------------------------
-def sample_questions(config, round: int, step: int, n_public: int) -> np.ndarray:
-    """Line 3: Q = b·K questions x_s ~ D_s for (round, step), without replacement, in index order.  -> [Q]"""
-    Q = min(config.prompts_per_step * config.num_clients, n_public)
+def questions_per_step(config) -> int:
+    """Q, the questions of one server step: ``fedgrpo.questions_per_step``, or b·K when that is 0."""
+    q = config.fedgrpo.questions_per_step
+    return q if q > 0 else config.prompts_per_step * config.num_clients
+
+
+def sample_questions(config, round: int, step: int, n_queries: int) -> np.ndarray:
+    """Line 3: Q questions x_s ~ D_s for (round, step), without replacement, in index order.  -> [Q]
+
+    Q = :func:`questions_per_step` (at most |D_s|); it does not depend on K when
+    ``fedgrpo.questions_per_step`` is set.
+    """
+    Q = min(questions_per_step(config), n_queries)
     rng = seeding.rng("fedgrpo/questions", config.seed, round, step)
-    return np.sort(rng.choice(n_public, size=Q, replace=False))  # [Q]
+    return np.sort(rng.choice(n_queries, size=Q, replace=False))  # [Q]
 
 
 def sample_candidates(policy, questions: list[str], G: int, seed: int):
     """Line 3, eq. 2: G candidates ŷ ~ π_θg(·|x_s) for each question (a Rollouts of Q·G rows, prompt-major)."""
     return policy.rollout(GLOBAL, questions, G, seed=seed)
+
+
+def official_experts(server, M: int) -> np.ndarray:
+    """The official protocol's experts: M distinct clients drawn uniformly for every question of D_s.  -> [N_s, M]
+
+    As ``FedGRPO.py`` does (``random.sample(range(num_clients), num_group)`` mapped over the dataset
+    once), the draw is made once per run (stream ``fedgrpo/official_experts``) and a question keeps
+    its experts in every round; the order is the block order (expert j scores block j).
+    """
+    state = server_state(server)
+    if M not in state.official:
+        K, n = len(server.runtime.client_ids), len(server.world.queries)
+        state.official[M] = random_selection(K, M, n, seeding.rng("fedgrpo/official_experts", server.config.seed))
+    return state.official[M]
 
 
 def ask_competence(server, round: int, items: np.ndarray, receivers: list[str]) -> tuple[int, list[dict]]:
@@ -179,48 +216,79 @@ def choose_experts(cache: CompetenceCache, neighbours: np.ndarray, available: np
 
 
 def collect_scores(server, round: int, step: int, questions: list[str], candidates: list[list[str]],
-                   experts: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray], list[dict]]:
+                   experts: np.ndarray, blocks: bool = False
+                   ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], list[dict]]:
     """Lines 12–17: ⟨x_s, ŷ⟩ to each expert (one ``score`` message with all its questions); r_k^s back.
 
+    Args:
+        experts: ``[Q, M]`` client indices per question (-1: none, that block is not scored).
+        blocks: False (the paper): every expert gets all candidates of its questions. True (the official
+            protocol): the j-th expert of a question gets only block j, candidates ``j·G … j·G + G − 1``,
+            with ``G = C / M``.
+
     Returns:
-        (scorers [Q][M'] client indices in reply order, scores [Q][M', G], failure records).
+        (scorers [Q][M'] client indices in reply order, scored [Q][M', G] the candidate indices each
+        score refers to, scores [Q][M', G], failure records).
     """
     cids, Q = list(server.runtime.client_ids), len(questions)
-    G = len(candidates[0]) if Q else 0
-    rows_of = {int(k): [i for i in range(Q) if k in experts[i]] for k in np.unique(experts)}
-    payloads = {cids[k]: {"step": step, "questions": [questions[i] for i in rows],
-                          "candidates": [candidates[i] for i in rows]} for k, rows in rows_of.items()}
+    C = len(candidates[0]) if Q else 0
+    G = C // experts.shape[1] if blocks and experts.size else C
+    rows_of: dict[int, list[tuple[int, np.ndarray]]] = {}  # client → [(question, candidate indices)]
+    for i in range(Q):
+        for j, k in enumerate(experts[i]):
+            if k < 0:  # (official protocol) this block's expert is unavailable
+                continue
+            idx = np.arange(j * G, (j + 1) * G) if blocks else np.arange(C)  # [G]
+            rows_of.setdefault(int(k), []).append((i, idx))
+    payloads = {cids[k]: {"step": step, "questions": [questions[i] for i, _ in rows],
+                          "candidates": [[candidates[i][g] for g in idx] for i, idx in rows]}
+                for k, rows in sorted(rows_of.items())}
     ok, failed = (server.split_replies(server.runtime.broadcast("score", round, payloads, receivers=list(payloads)))
                   if payloads else ({}, []))
     scorers: list[list[int]] = [[] for _ in range(Q)]
+    scored: list[list[np.ndarray]] = [[] for _ in range(Q)]
     scores: list[list[np.ndarray]] = [[] for _ in range(Q)]
     for cid, msg in ok.items():
         k = cids.index(cid)
-        for i, r in zip(rows_of[k], msg.payload["scores"]):
+        for (i, idx), r in zip(rows_of[k], msg.payload["scores"]):
             scorers[i].append(k)
+            scored[i].append(idx)
             scores[i].append(np.asarray(r, dtype=np.float64))  # [G]
     return ([np.array(s, dtype=np.int64) for s in scorers],
-            [np.stack(s) if s else np.zeros((0, G)) for s in scores], failed)  # [Q][M'], [Q][M', G]
+            [np.stack(s) if s else np.zeros((0, G), dtype=np.int64) for s in scored],
+            [np.stack(s) if s else np.zeros((0, G)) for s in scores], failed)  # [Q][M'], [Q][M', G] ×2
 
 
-def advantages_from_scores(scores: list[np.ndarray], fmt: np.ndarray, args) -> tuple[np.ndarray, ...]:
+def advantages_from_scores(scores: list[np.ndarray], fmt: np.ndarray, args,
+                           scored: list[np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
     """Lines 18–20, eqs. 8–9: one advantage per candidate from the experts' scores and the format reward.
 
     ``args`` is ``config.fedgrpo`` (``group_reward``, ``group_coef``, ``format_coef``, ``robust``,
-    ``trim``, ``scale_rewards``); see :func:`~fedrl_kit.fedgrpo.group_reward.candidate_advantages`.
-    A question whose experts all failed has no signal: zero advantage.
+    ``trim``, ``scale_rewards``). The paper's protocol (every expert scored all ``G`` candidates):
+    :func:`~fedrl_kit.fedgrpo.group_reward.candidate_advantages`. The official protocol
+    (``group_reward="official"``; ``scored`` says which block each score row refers to):
+    :func:`~fedrl_kit.fedgrpo.group_reward.official_advantages` over the blocks that came back; a
+    block whose expert failed gets zero advantage. A question whose experts all failed has no
+    signal: zero advantage.
 
     Returns:
-        (consensus, combined, advantages), each [Q, G].
+        (consensus, combined, advantages), each [Q, C].
     """
-    consensus, combined, adv = np.zeros(fmt.shape), np.zeros(fmt.shape), np.zeros(fmt.shape)  # [Q, G]
+    consensus, combined, adv = np.zeros(fmt.shape), np.zeros(fmt.shape), np.zeros(fmt.shape)  # [Q, C]
+    scale = default_scale_rewards(args.group_reward, args.scale_rewards)
     for i, r in enumerate(scores):
         if not len(r):
             continue
-        adv[i] = candidate_advantages(r, args.group_reward, args.group_coef, fmt[i], args.format_coef,
-                                      how=args.robust, trim=args.trim, scale_rewards=args.scale_rewards)
-        consensus[i] = robust_aggregate(r, args.robust, args.trim)  # [G]
-        combined[i] = args.group_coef * consensus[i] + args.format_coef * fmt[i]  # [G] s_g
+        if args.group_reward == "official":
+            idx = scored[i]  # [M', G] each expert's own block
+            adv[i, idx] = official_advantages(r, args.group_coef, fmt[i][idx], args.format_coef,
+                                              scale_rewards=scale)  # [M', G]
+            consensus[i, idx] = r  # one expert per candidate
+        else:
+            adv[i] = candidate_advantages(r, args.group_reward, args.group_coef, fmt[i], args.format_coef,
+                                          how=args.robust, trim=args.trim, scale_rewards=scale)
+            consensus[i] = robust_aggregate(r, args.robust, args.trim)  # [G]
+        combined[i] = args.group_coef * consensus[i] + args.format_coef * fmt[i]  # [C] s_g
     return consensus, combined, adv
 
 
@@ -242,8 +310,8 @@ def server_step(server, round: int, step: int, q_idx: np.ndarray, candidate_seed
     Args:
         server: the run's server (its policy's global adapter is the one being trained).
         round, step: where this step is (keys the messages and the clients' random streams).
-        q_idx: rows of D_s (``world.public``), ``[Q]``.
-        candidate_seed: seeds the G candidates of every question.
+        q_idx: rows of D_s (``world.queries``), ``[Q]``.
+        candidate_seed: seeds the G (official: G·M) candidates of every question.
         available: ids of the clients not dropped so far this round.
         optimizer: the server's Adam over θ_g (not needed with ``update=False``).
         L, M: neighbourhood size and experts per question (default ``config.fedgrpo``).
@@ -255,39 +323,51 @@ def server_step(server, round: int, step: int, q_idx: np.ndarray, candidate_seed
     cfg, args = server.config, server.config.fedgrpo
     L = args.neighbours if L is None else L
     M = args.num_experts if M is None else M
-    state, cids, ds = server_state(server), list(server.runtime.client_ids), server.world.public
-    prompts, ds_topics = list(ds["prompt"]), list(ds["topic"])
-    questions, G = [prompts[i] for i in q_idx], cfg.num_generations
+    state, cids = server_state(server), list(server.runtime.client_ids)
+    prompts = list(server.world.queries["prompt"])
+    questions, G, Q = [prompts[i] for i in q_idx], cfg.num_generations, len(q_idx)
+    official = args.group_reward == "official"
+    C = G * M if official else G  # candidates per question
 
-    # 1. line 3, eq. 2: G candidates ŷ ~ π_θg(·|x_s) for each question
-    rollouts = sample_candidates(server.policy, questions, G, candidate_seed)
-    candidates = [rollouts.completions[i * G:(i + 1) * G] for i in range(len(questions))]  # [Q][G]
-    # 2. lines 4–5, eq. 5: the L nearest auxiliary exemplars G(x_s)
-    neighbours = nearest_exemplars(state.query_emb[q_idx], state.aux_emb, L)  # [Q, L]
-    # 3. lines 6–10: competence on G(x_s), asked only for cells never measured (the running estimate)
-    n_asked, failed = ask_competence(server, round, np.unique(neighbours), available)
-    available = [c for c in available if c not in {f["client"] for f in failed}]
-    # 4. line 11, eq. 6: Top-M experts among the available clients
-    avail_idx = np.array([cids.index(c) for c in available], dtype=np.int64)  # [K']
-    competence, experts = choose_experts(state.cache, neighbours, avail_idx, M)  # [Q, K'], [Q, M]
-    # 5. lines 12–17: ⟨x_s, ŷ⟩ to each expert; r_k^s back (gate λ_k and scores on the client)
-    scorers, scores, fail = collect_scores(server, round, step, questions, candidates, experts)
+    # 1. line 3, eq. 2: G candidates ŷ ~ π_θg(·|x_s) for each question (official: G·M, a block per expert)
+    rollouts = sample_candidates(server.policy, questions, C, candidate_seed)
+    candidates = [rollouts.completions[i * C:(i + 1) * C] for i in range(Q)]  # [Q][C]
+    if official:
+        # 2–4. the official protocol asks no competence: each question's M experts were drawn at random once
+        neighbours, n_asked, failed = np.zeros((Q, 0), dtype=np.int64), 0, []
+        avail_idx = np.array([cids.index(c) for c in available], dtype=np.int64)  # [K']
+        competence = np.zeros((Q, 0))
+        drawn = official_experts(server, M)[np.asarray(q_idx)]  # [Q, M] expert j scores block j
+        # a client dropped this round keeps its place (its block is generated, gets no score, zero advantage)
+        experts = np.where(np.isin(drawn, avail_idx), drawn, -1)  # [Q, M]
+    else:
+        # 2. lines 4–5, eq. 5: the L nearest auxiliary exemplars G(x_s)
+        neighbours = nearest_exemplars(state.query_emb[q_idx], state.aux_emb, L)  # [Q, L]
+        # 3. lines 6–10: competence on G(x_s), asked only for cells never measured (the running estimate)
+        n_asked, failed = ask_competence(server, round, np.unique(neighbours), available)
+        available = [c for c in available if c not in {f["client"] for f in failed}]
+        # 4. line 11, eq. 6: Top-M experts among the available clients
+        avail_idx = np.array([cids.index(c) for c in available], dtype=np.int64)  # [K']
+        competence, experts = choose_experts(state.cache, neighbours, avail_idx, M)  # [Q, K'], [Q, M]
+    # 5. lines 12–17: ⟨x_s, ŷ⟩ to each expert (official: its own block); r_k^s back (gate λ_k on the client)
+    scorers, scored, scores, fail = collect_scores(server, round, step, questions, candidates, experts,
+                                                   blocks=official)
     # 6. lines 18–20, eqs. 8–9: one advantage per candidate; the format reward of Remark 1 by the server
-    fmt = np.asarray(format_reward(rollouts.prompts, rollouts.completions), dtype=np.float64)  # [Q·G]
-    fmt = fmt.reshape(len(questions), G)  # [Q, G]
-    consensus, combined, adv = advantages_from_scores(scores, fmt, args)  # [Q, G] each
+    fmt = np.asarray(format_reward(rollouts.prompts, rollouts.completions), dtype=np.float64)  # [Q·C]
+    fmt = fmt.reshape(Q, C)  # [Q, C]
+    consensus, combined, adv = advantages_from_scores(scores, fmt, args, scored)  # [Q, C] each
     # 7. line 21: the policy-gradient step on θ_g with those advantages
     diag = policy_step(server, optimizer, rollouts, combined, adv) if update else None
-    return StepTrace(round, step, cids, np.asarray(q_idx), questions, [ds_topics[i] for i in q_idx], candidates,
-                     neighbours, n_asked, avail_idx, competence, experts, scorers, scores, fmt, consensus, combined,
-                     adv, diag, failed + fail)
+    return StepTrace(round, step, cids, np.asarray(q_idx), questions, candidates, neighbours, n_asked, avail_idx,
+                     competence, experts, scorers, scored, scores, fmt, consensus, combined, adv, diag, failed + fail)
 
 
 # -- one round -------------------------------------------------------------------------------------------------------
 def run_round(server, round: int) -> dict:
-    """One FedGRPO round: τ = ``local_steps`` calls of :func:`server_step`, Q = b·K questions each."""
+    """One FedGRPO round: τ = ``local_steps`` calls of :func:`server_step`, Q = :func:`questions_per_step` each."""
     cfg, policy = server.config, server.policy
-    state = ensure_embeddings(server)  # line 1 (and line 4 for all of D_s): once per run
+    # line 1 (and line 4 for all of D_s): once per run; the official protocol selects no experts by similarity
+    state = server_state(server) if cfg.fedgrpo.group_reward == "official" else ensure_embeddings(server)
     policy.set_state(GLOBAL, server.global_state)
     optimizer = torch.optim.Adam(policy.trainable(GLOBAL), lr=cfg.learning_rate)
     if not cfg.reset_optimizer and state.optimizer_state is not None:
@@ -295,7 +375,7 @@ def run_round(server, round: int) -> dict:
 
     available, traces = list(server.runtime.client_ids), []
     for step in range(cfg.local_steps):
-        q_idx = sample_questions(cfg, round, step, len(server.world.public))  # line 3: x_s ~ D_s
+        q_idx = sample_questions(cfg, round, step, len(server.world.queries))  # line 3: x_s ~ D_s
         seed = seeding.stream_seed("fedgrpo/candidates", cfg.seed, round, step)
         traces.append(server_step(server, round, step, q_idx, seed, available, optimizer=optimizer))
         dropped = {f["client"] for f in traces[-1].failed}  # a client that fails sits out the rest of the round
@@ -306,8 +386,7 @@ def run_round(server, round: int) -> dict:
     state.optimizer_state = None if cfg.reset_optimizer else _copy_optimizer_state(optimizer.state_dict())
     server.global_state = policy.get_state(GLOBAL)
 
-    answers = [str(a) for a in server.world.public["answer"]]  # for candidate_accuracy / reward_gap only
-    metrics = {"server": mean_over_steps([step_metrics(t, [answers[i] for i in t.q_idx]) for t in traces])}
+    metrics = {"server": mean_over_steps([step_metrics(t) for t in traces])}
     metrics["server"]["competence_queries"] = float(sum(t.competence_queries for t in traces))
     metrics.update({cid: client_metrics(traces, cid) for cid in available})
     return {"clients": finite(metrics), "failed": [f for t in traces for f in t.failed], "trace": traces}
@@ -329,36 +408,22 @@ def mean_over_steps(steps: list[dict]) -> dict:
             for k in steps[0]}
 
 
-def step_metrics(trace: StepTrace, answers: list[str]) -> dict:
+def step_metrics(trace: StepTrace) -> dict:
     """The server's view of one step: the experts' rewards, the advantages and the GRPO step's diagnostics.
 
-    ``candidate_accuracy`` and ``reward_gap`` are diagnostics: they check the candidates against
-    the answers of ``D_s``, which the server holds for evaluation only — no reward or advantage
-    reads them.
-
-    Args:
-        trace: one :func:`server_step`'s trace.
-        answers: the D_s answers of ``trace.q_idx``, ``[Q]``.
+    What needs the answers of ``D_s`` (``candidate_accuracy``, ``reward_gap``) is simulator truth: the
+    server holds the questions only, so :func:`fedrl_kit.fedgrpo.diagnostics.diagnostics` adds those.
+    ``disagreement`` (eq. 9 taken literally) needs every expert to have scored the same candidates, so
+    the official protocol has none.
     """
-    Q, G = trace.format.shape
-    correct = np.array([v or 0.0 for v in accuracy_reward(
-        [q for q in trace.questions for _ in range(G)], [c for cands in trace.candidates for c in cands],
-        answer=[a for a in answers for _ in range(G)])])  # [Q·G]
-    gaps, disagree = [], []
-    for i in range(Q):
-        if not len(trace.scores[i]):
-            continue
-        disagree.append(float(np.abs(group_relative_rewards(trace.scores[i])).mean()))  # eq. 9 taken literally
-        t = correct[i * G:(i + 1) * G] > 0.5  # [G]
-        if t.any() and (~t).any():  # how much more the experts give correct candidates than incorrect ones
-            gaps.append(float(trace.consensus[i][t].mean() - trace.consensus[i][~t].mean()))
+    Q = trace.format.shape[0]
+    disagree = [float(np.abs(group_relative_rewards(r)).mean())  # eq. 9 taken literally
+                for r, idx in zip(trace.scores, trace.scored) if len(r) and (idx == idx[0]).all()]
     flat_scores = [row for s in trace.scores for row in s]
     diag = trace.grpo or {}
     return dict(
         reward_mean=_mean([row.mean() for row in flat_scores]),
-        candidate_accuracy=float(correct.mean()),
         format=float(trace.format.reshape(-1).mean()),
-        reward_gap=_mean(gaps),
         disagreement=_mean(disagree),
         frac_zero_adv=float(np.mean([np.all(trace.advantages[i] == 0) for i in range(Q)])),
         **{k: diag.get(k, float("nan")) for k in ("loss", "clip_fraction", "kl", "completion_length")},
@@ -369,7 +434,8 @@ def step_metrics(trace: StepTrace, answers: list[str]) -> dict:
 def client_metrics(traces: list[StepTrace], cid: str) -> dict:
     """What the server saw of client ``cid`` this round: mean r_k^p, questions scored, mean score."""
     k = traces[0].client_ids.index(cid)
-    competence = [float(t.competence[:, a].mean()) for t in traces for a in np.flatnonzero(t.available == k)]
+    competence = [float(t.competence[:, a].mean()) for t in traces if t.competence.size  # none asked: official
+                  for a in np.flatnonzero(t.available == k)]
     scores = [float(np.mean(row)) for t in traces for who, rows in zip(t.scorers, t.scores)
               for j, row in zip(who, rows) if j == k]
     return dict(competence=_mean(competence), selected=float(len(scores)), score_mean=_mean(scores))

@@ -13,6 +13,7 @@ from fedrl_kit.args import Args
 from fedrl_kit.fedgrpo.group_reward import ADVANTAGE_VARIANTS, AGGREGATIONS, MALICIOUS_KINDS
 
 MODES = ("with_gt", "no_gt")
+QUERIES = ("train", "public")
 ME_SCORES = ("probability", "agreement")
 COMPETENCE_SCORES = ("probability", "greedy")
 ENCODERS = ("policy", "minilm")
@@ -20,7 +21,7 @@ ENCODERS = ("policy", "minilm")
 
 @dataclass
 class FedGRPOArgs(Args):
-    """FedGRPO (papers/fedgrpo.md): expert selection, dual evaluation, group-relative aggregation."""
+    """FedGRPO (Zhu et al., AAAI 2026): expert selection, dual evaluation, group-relative aggregation."""
 
     SECTION = "fedgrpo"
 
@@ -29,17 +30,34 @@ class FedGRPOArgs(Args):
     neighbours: int = 20
     """L, auxiliary exemplars per question (eq. 5; 1 <= L <= n_aux)"""
     group_reward: str = "paper"
-    """advantage variant (eqs. 8-9): paper (expert mean, GRPO-normalised over candidates), official, per_expert"""
+    """advantage variant (eqs. 8-9): paper (experts score the same G candidates; their mean, GRPO-normalised over
+    the candidates), pooled (the same candidates; the M·G scores normalised as one pool, then averaged per
+    candidate), per_expert (each expert's row normalised, then averaged), or official (the official code's
+    protocol: M random experts per question, G·M candidates, each expert scores its own block of G, one pooled
+    group; no competence step)"""
     group_coef: float = 8.0
     """weight of the experts' reward (Appendix A)"""
     format_coef: float = 1.0
     """weight of the format reward (Remark 1, Appendix A)"""
-    scale_rewards: bool = True
-    """divide by the candidates' std (eq. 9) or only centre them (the official scripts)"""
+    scale_rewards: bool | None = None
+    """divide the advantages by the group's std (true, eq. 9) or only centre them (false, the official scripts);
+    null = the variant's own: false for official, true for the others"""
     mode: str = "with_gt"
-    """with_gt (section 4.2: some clients hold D_s answers, AE where they do) or no_gt (section 4.3: ME only)"""
-    gt_fraction: float = 0.5
-    """with_gt: share of D_s questions some client holds with their answer"""
+    """with_gt (section 4.2: the clients hold the labels of their D_s questions, AE where a selected expert does)
+    or no_gt (section 4.3: no client holds a D_s label, ME only)"""
+    queries: str = "train"
+    """D_s, the server's unlabelled questions: train (the training pool, spread over the clients by the
+    partition, as in the paper and as every baseline trains on) or public (world.public with labels handed to
+    clients by topic: the setting of the results stored before this field existed; gt_fraction 0.5 there)"""
+    gt_fraction: float = 1.0
+    """queries=train: the share of the training pool whose labels the clients hold (each on the client the
+    partition gives the question to; drawn per question). with_gt: D_s is the whole pool, AE on this share;
+    no_gt: D_s is the unlabelled rest and this share only trains the clients' evaluators, so it must be < 1
+    (e.g. 0.667, the official code's reward-model split). queries=public: the share of D_s questions some
+    client holds with their answer"""
+    questions_per_step: int = 0
+    """questions Q per server step (each with G candidates); 0 = b·K (prompts_per_step × num_clients, the
+    rollouts of a Central-GRPO or FedAvg-GRPO step). A number > 0 fixes Q whatever K is (the K and M ablations)"""
     me_score: str = "probability"
     """ME score: probability (the client model's probability of the candidate's answer) or agreement (0/1)"""
     malicious: int = 0
@@ -65,7 +83,18 @@ class FedGRPOArgs(Args):
         self.need(self.group_coef >= 0, "group_coef", "a finite number >= 0")
         self.need(self.format_coef >= 0, "format_coef", "a finite number >= 0")
         self.need(self.mode in MODES, "mode", f"one of {MODES}")
+        self.need(self.queries in QUERIES, "queries", f"one of {QUERIES}")
         self.need(0 <= self.gt_fraction <= 1, "gt_fraction", "a number in [0, 1]")
+        if self.queries == "train" and self.mode == "with_gt":
+            self.need(self.gt_fraction > 0, "gt_fraction",
+                      "> 0 with queries='train' and mode='with_gt' (the clients' evaluators train on the labels "
+                      "they hold; for no labels use mode='no_gt')")
+        if self.queries == "train" and self.mode == "no_gt":
+            self.need(0 < self.gt_fraction < 1, "gt_fraction",
+                      "in (0, 1) with queries='train' and mode='no_gt' (that share of the pool trains the clients' "
+                      "evaluators, D_s is the unlabelled rest; e.g. 0.667, the official code's reward-model split)")
+        self.need(0 <= self.questions_per_step <= 100_000, "questions_per_step",
+                  "an integer in [0, 100000] (0 = prompts_per_step x num_clients)")
         self.need(self.me_score in ME_SCORES, "me_score", f"one of {ME_SCORES}")
         self.need(0 <= self.malicious <= K, "malicious", f"an integer in [0, num_clients = {K}]")
         self.need(self.malicious_kind in MALICIOUS_KINDS, "malicious_kind", f"one of {MALICIOUS_KINDS}")

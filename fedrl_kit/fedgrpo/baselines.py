@@ -1,6 +1,6 @@
 """The FedGRPO paper's federated baselines (§4.1 "Baselines", Table 1): Fedpetuning and DPSDA-FL.
 
-Paper: FedGRPO (``papers/fedgrpo.md``) compares against (1) **Fedpetuning** (Zhang et al. 2023,
+Paper: FedGRPO (Zhu et al., AAAI 2026) compares against (1) **Fedpetuning** (Zhang et al. 2023,
 model-level transfer: clients tune LoRA locally, the server aggregates adapters) and (2)
 **DPSDA-FL** (Abacha et al. 2024, data-level transfer: clients generate differentially private
 synthetic data that the server trains on), each with a GRPO and an SFT objective, plus
@@ -75,6 +75,7 @@ import torch
 from fedrl_kit import seeding
 from fedrl_kit.fedgrpo.client import DomainModelClient
 from fedrl_kit.federation.client import GRPOClient, LocalSettings
+from fedrl_kit.federation.replies import list_of, record, text
 from fedrl_kit.methods import MethodSpec, fedavg_grpo
 from fedrl_kit.methods.fedavg_grpo import build_grpo_clients
 from fedrl_kit.policy.adapters import GLOBAL
@@ -240,11 +241,14 @@ def run_round(server, round: int) -> dict:
     return {"clients": metrics, "failed": failed}
 
 
+SYNTHESISE = {"synthesise": record({"prompts": list_of(text()), "answers": list_of(text())})}
+"""the reply to ``synthesise``: the client's synthetic questions and its answers, as texts"""
+
 FEDPETUNING_SFT = MethodSpec("fedpetuning_sft", "Fedpetuning with an SFT objective: local LoRA SFT, FedAvg "
                              "(FedGRPO's model-level baseline)", run_round, build_clients)
 DPSDA_GRPO = MethodSpec("dpsda_grpo", "DPSDA-FL+GRPO: DP synthetic data from the clients, GRPO on the server "
                         "(FedGRPO's data-level baseline)", run_round, build_clients, sections=("dpsda", "evaluator"),
-                        save_state=save_state, load_state=load_state)
+                        save_state=save_state, load_state=load_state, replies=SYNTHESISE)
 DPSDA_SFT = MethodSpec("dpsda_sft", "DPSDA-FL+SFT: DP synthetic data from the clients, SFT on the server",
                        run_round, build_clients, sections=("dpsda", "evaluator"), save_state=save_state,
-                       load_state=load_state)
+                       load_state=load_state, replies=SYNTHESISE)

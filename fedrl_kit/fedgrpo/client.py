@@ -1,6 +1,6 @@
 """FedGRPO's clients: private data ``D_k``, a domain model θ_k trained on it, and scalar answers only.
 
-The client side of Algorithm 1 (``papers/fedgrpo.md``): line 8 (the competence on the auxiliary
+The client side of Algorithm 1 (Zhu et al., AAAI 2026): line 8 (the competence on the auxiliary
 exemplars the server sends) → :meth:`FedGRPOClient.on_competence`, and lines 13–16 (the gate λ_k
 and the private score ``r_k^s`` of each candidate) → :meth:`FedGRPOClient.on_score`. Whatever a
 client knows stays here; the server sees only the numbers these handlers return.
@@ -9,8 +9,11 @@ client knows stays here; the server sees only the numbers these handlers return.
 SFT on ``D_k`` (:meth:`DomainModelClient.ensure_evaluator`, ``config.evaluator``). DPSDA-FL's
 clients (:mod:`fedrl_kit.fedgrpo.baselines`) train the same model to label synthetic questions.
 
-:func:`assign_ground_truth` is the simulation's side of ``mode="with_gt"``: which ``D_s``
-answers each client also holds (the input of its gate, never known to the server).
+Which questions a client holds with their label — the input of its gate, never known to the
+server — is decided when the federation is built (:mod:`fedrl_kit.fedgrpo.queries`): by default
+``D_k`` is the labelled share of the client's partition of the training pool, which is ``D_s``.
+:func:`assign_ground_truth` is the earlier setting's (``fedgrpo.queries="public"``): which public
+``D_s`` answers each client also holds.
 """
 
 from __future__ import annotations
@@ -103,8 +106,9 @@ class FedGRPOClient(DomainModelClient):
         args: :class:`~fedrl_kit.fedgrpo.args.FedGRPOArgs` (``config.fedgrpo``): ``mode`` (the gate),
             ``me_score``, ``competence``, ``malicious_kind``.
         malicious: whether this client lies about its candidate scores.
-        held: D_s questions this client also holds with their answers (``mode="with_gt"``): part of
-            D_k for the AE check; θ_k is trained on ``data`` only (package docstring, deviation 7).
+        held: extra D_s questions this client holds with their answers (``queries="public"``, with_gt):
+            used for the AE check only; θ_k is trained on ``data`` only (package docstring, deviation 7).
+            With ``queries="train"`` the labelled D_s questions a client owns are ``data`` itself.
     """
 
     def __init__(self, cid: str, index: int, data, policy, args: FedGRPOArgs, evaluator: EvaluatorArgs, seed: int,
@@ -172,7 +176,7 @@ class FedGRPOClient(DomainModelClient):
 
 
 def assign_ground_truth(public, partitions, fraction: float, seed: int) -> list[list[int]]:
-    """Which D_s rows each client also holds with their answer (``mode="with_gt"``).
+    """Which public D_s rows each client also holds with their answer (``queries="public"``, ``mode="with_gt"``).
 
     Each row is held, with probability ``fraction``, by one client drawn with probability
     proportional to that client's count of the row's topic (uniform if no client has the topic).

@@ -1,6 +1,6 @@
 """Communication volume of FedGRPO and its baselines over a whole training run (the paper's Figure 2).
 
-Paper: FedGRPO (``papers/fedgrpo.md``), §4.4 "Communication Efficiency" and Figure 2. The paper
+Paper: FedGRPO (Zhu et al., AAAI 2026), §4.4 "Communication Efficiency" and Figure 2. The paper
 reports, for a complete training run, **2.4 MB** for FedGRPO ("a short reward value (1.0 or 0.0)
 for each policy", constant in the model size), **102.5 MB** for DPSDA-FL (synthetic data) and
 **6.1 GB** for FedPETuning on the 7B model (LoRA trainable parameters). It does not say how these

@@ -9,7 +9,9 @@ what it returns into that round's records.
   (``expert_hit_rate``, against the exact expectation of the official code's random choice,
   ``random_hit_rate``; ``_major``: the topic is ≥ 10 % of the client's data), which share of the
   scores came from the answer-based pathway (``ae_share``: the gate λ_k, decided on the client and
-  never sent), which clients lie (``malicious``), and each evaluator's SFT loss (round 1).
+  never sent), how good the candidates were and how much more the experts gave the correct ones
+  (``candidate_accuracy``, ``reward_gap``: checked against the answers of D_s, which only the
+  simulator holds), which clients lie (``malicious``), and each evaluator's SFT loss (round 1).
 - :func:`trace_question` — Algorithm 1 lines 3–20 for one question of D_s with every intermediate
   value: it runs :func:`~fedrl_kit.fedgrpo.algorithm.server_step` itself (``update=False``), so
   its advantages are exactly the ones training would use (``robust`` and ``trim`` included).
@@ -31,7 +33,8 @@ from fedrl_kit.fedgrpo.algorithm import (
     server_state,
 )
 from fedrl_kit.fedgrpo.expert_selection import dual_evaluation_gate, expert_hit_rate, nearest_exemplars, select_experts
-from fedrl_kit.fedgrpo.group_reward import ADVANTAGE_VARIANTS, candidate_advantages, group_relative_rewards
+from fedrl_kit.fedgrpo.group_reward import (SHARED_VARIANTS, candidate_advantages, default_scale_rewards,
+                                            group_relative_rewards)
 from fedrl_kit.policy.adapters import GLOBAL
 from fedrl_kit.rewards import accuracy_reward
 
@@ -40,8 +43,12 @@ MAJOR_SHARE = 0.1
 
 
 def _hit_rates(experts: np.ndarray, available: np.ndarray, topics: list[str], sets: list[set], suffix: str) -> dict:
-    """Hit rate of the chosen experts and its exact expectation under a uniform choice among ``available``."""
-    return {f"expert_hit_rate{suffix}": expert_hit_rate(experts, sets, topics) if experts.size else float("nan"),
+    """Hit rate of the chosen experts and its exact expectation under a uniform choice among ``available``.
+
+    An expert -1 (the official protocol's draw of a client that failed this round) is left out.
+    """
+    hits = [topics[q] in sets[int(k)] for q in range(len(experts)) for k in experts[q] if k >= 0]
+    return {f"expert_hit_rate{suffix}": float(np.mean(hits)) if hits else float("nan"),
             f"random_hit_rate{suffix}": float(np.mean([np.mean([t in sets[k] for k in available]) for t in topics]))
             if available.size else float("nan")}
 
@@ -55,6 +62,28 @@ def _pathways(truth, trace: StepTrace) -> list[list[bool]]:
     return out
 
 
+def _correct(trace: StepTrace, answers: list[str]) -> np.ndarray:
+    """``[Q, C]`` 1.0 where a candidate's answer is the question's true answer (simulator truth)."""
+    C = len(trace.candidates[0]) if trace.candidates else 0
+    flat = accuracy_reward([q for q in trace.questions for _ in range(C)], [c for cs in trace.candidates for c in cs],
+                           answer=[a for a in answers for _ in range(C)])
+    return np.array([v or 0.0 for v in flat], dtype=np.float64).reshape(len(trace.questions), C)  # [Q, C]
+
+
+def _quality(trace: StepTrace, correct: np.ndarray) -> dict:
+    """``candidate_accuracy`` and ``reward_gap`` (the experts' mean score on correct minus incorrect candidates)."""
+    gaps = []
+    for i, (r, idx) in enumerate(zip(trace.scores, trace.scored)):
+        if not len(r):
+            continue
+        seen = np.unique(idx)  # the candidates some expert scored
+        t = correct[i, seen] > 0.5
+        if t.any() and (~t).any():
+            gaps.append(float(trace.consensus[i, seen][t].mean() - trace.consensus[i, seen][~t].mean()))
+    return dict(candidate_accuracy=float(correct.mean()) if correct.size else float("nan"),
+                reward_gap=float(np.mean(gaps)) if gaps else float("nan"))
+
+
 def diagnostics(truth, round: int, out: dict) -> dict[str, dict]:
     """Simulator-side metrics of one FedGRPO round (``MethodSpec.diagnostics``).
 
@@ -66,11 +95,14 @@ def diagnostics(truth, round: int, out: dict) -> dict[str, dict]:
 
     Returns:
         ``{"server": {expert_hit_rate, random_hit_rate, expert_hit_rate_major, random_hit_rate_major,
-        ae_share}, cid: {ae_share, malicious[, evaluator_sft_loss]}}``, undefined values left out.
+        ae_share, candidate_accuracy, reward_gap}, cid: {ae_share, malicious[, evaluator_sft_loss]}}``,
+        undefined values left out.
     """
     traces = out.get("trace") or []
     if not traces:
         return {}
+    pool = truth.fact("queries")
+    ds_topics, ds_answers = list(pool.rows["topic"]), [str(a) for a in pool.rows["answer"]]
     cids = traces[0].client_ids
     sets = [truth.topics(c) for c in cids]  # topics with >= 1 example in D_k
     major = [truth.topics(c, MAJOR_SHARE) for c in cids]  # topics with >= 10 % of D_k
@@ -81,9 +113,11 @@ def diagnostics(truth, round: int, out: dict) -> dict[str, dict]:
             for k, a in zip(who, row):
                 ae[cids[k]].append(float(a))
         flat = [a for row in flags for a in row]
-        steps.append({**_hit_rates(t.experts, t.available, t.topics, sets, ""),
-                      **_hit_rates(t.experts, t.available, t.topics, major, "_major"),
-                      "ae_share": float(np.mean(flat)) if flat else float("nan")})
+        topics = [ds_topics[i] for i in t.q_idx]
+        steps.append({**_hit_rates(t.experts, t.available, topics, sets, ""),
+                      **_hit_rates(t.experts, t.available, topics, major, "_major"),
+                      "ae_share": float(np.mean(flat)) if flat else float("nan"),
+                      **_quality(t, _correct(t, [ds_answers[i] for i in t.q_idx]))})
     res = {"server": mean_over_steps(steps)}
     for cid in out["clients"]:
         if cid not in ae:
@@ -116,50 +150,62 @@ def trace_question(server, question: int, L: int | None = None, M: int | None = 
 
     Args:
         server: a built run's server (``Run(cfg).build().server``) with method ``fedgrpo``.
-        question: index into ``world.public`` (D_s).
+        question: index into ``world.queries`` (D_s).
         L, M: neighbourhood size and experts (default: the run's settings).
-        seed: seeds the G candidates.
-        truth: the run's :class:`~fedrl_kit.federation.truth.SimulatorTruth` (``run.truth``), for the
-            experts' pathways; without it ``pathways`` is None.
+        seed: seeds the candidates.
+        truth: the run's :class:`~fedrl_kit.federation.truth.SimulatorTruth` (``run.truth``), for what the
+            server does not know: the question's topic and answer, the experts' pathways and which
+            candidates are correct; without it those are None.
 
     Returns:
-        dict with ``question``, ``topic``, ``answer`` (diagnostic only), ``neighbours`` (aux index,
-        text, topic, cosine), ``competence`` [K] (over the clients still available), ``experts``
-        (client indices, most competent first), ``candidates`` [G], ``scores`` [M, G] (the experts'
-        r_k^s, rows in ``experts`` order), ``pathways`` (AE/ME per expert, simulator-side),
-        ``format`` [G], ``correct`` [G] (diagnostic), ``eq9`` [M, G] (R_k literally),
-        ``advantages`` {variant: [G]} — the run's own ``group_reward`` entry is the trace's, the
-        others are computed from the same scores for comparison — and ``trace`` (the StepTrace).
+        dict with ``question``, ``topic``, ``answer`` (simulator truth), ``neighbours`` (aux index, text,
+        topic, cosine; none in the official protocol), ``competence`` [K] (over the clients still
+        available; empty in the official protocol), ``experts`` (client indices, most competent first; the
+        random draw in the official protocol), ``candidates`` [C], ``scores`` [M, G] (the experts' r_k^s,
+        rows in ``experts`` order; official: each row scores its own block, ``blocks``), ``pathways``
+        (AE/ME per expert, simulator truth), ``format`` [C], ``correct`` [C] (simulator truth), ``eq9``
+        [M, G] (R_k literally; shared candidates only), ``advantages`` {variant: [C]} — the run's own
+        ``group_reward`` entry is the trace's; in the paper's protocol the other shared variants are
+        computed from the same scores for comparison — and ``trace`` (the StepTrace).
     """
     args = server.config.fedgrpo
+    official = args.group_reward == "official"
     state = ensure_embeddings(server)
-    measure_all_competence(server)
+    if not official:
+        measure_all_competence(server)
     server.policy.set_state(GLOBAL, server.global_state)
     tr = server_step(server, 0, 0, np.array([question]), seed, list(server.runtime.client_ids), L=L, M=M,
                      update=False)
-    ds, aux, G = server.world.public, server.world.aux, server.config.num_generations
-    answer = str(ds[question]["answer"])
+    aux, C = server.world.aux, len(tr.candidates[0])
+    row = truth.fact("queries").rows[question] if truth is not None else None
+    answer = None if row is None else str(row["answer"])
     neigh = tr.neighbours[0]  # [L]
     sims = state.aux_emb[neigh] @ state.query_emb[question]  # [L]
     who, r = tr.scorers[0], tr.scores[0]  # [M'], [M', G] in reply order (the order training averages in)
     order = [int(np.flatnonzero(who == k)[0]) for k in tr.experts[0] if k in who]  # rank order for display
-    adv = {}
-    if len(who):
-        for v in ADVANTAGE_VARIANTS:
-            adv[v] = tr.advantages[0] if v == args.group_reward else candidate_advantages(
-                r, v, args.group_coef, tr.format[0], args.format_coef, how=args.robust if v == "paper" else "mean",
-                trim=args.trim, scale_rewards=args.scale_rewards)
+    adv = {args.group_reward: tr.advantages[0]} if len(who) else {}
+    if len(who) and not official:
+        scale = default_scale_rewards(args.group_reward, args.scale_rewards)
+        for v in SHARED_VARIANTS:
+            if v != args.group_reward:
+                adv[v] = candidate_advantages(r, v, args.group_coef, tr.format[0], args.format_coef,
+                                              how=args.robust if v == "paper" else "mean", trim=args.trim,
+                                              scale_rewards=scale)
     experts = [int(who[j]) for j in order]
+    correct = None
+    if answer is not None:
+        correct = np.array([v or 0.0 for v in accuracy_reward([tr.questions[0]] * C, tr.candidates[0],
+                                                              answer=[answer] * C)])
     return dict(
-        question=tr.questions[0], topic=tr.topics[0], answer=answer,
+        question=tr.questions[0], topic=None if row is None else row["topic"], answer=answer,
         neighbours=[dict(index=int(j), text=aux[int(j)]["prompt"], topic=aux[int(j)]["topic"], cosine=float(s))
                     for j, s in zip(neigh, sims)],
         competence=tr.competence[0], experts=experts, candidates=list(tr.candidates[0]), scores=r[order],
+        blocks=tr.scored[0][order],
         pathways=None if truth is None else ["AE" if a else "ME" for a in np.array(_pathways(truth, tr)[0])[order]],
-        format=tr.format[0],
-        correct=np.array([v or 0.0 for v in accuracy_reward([tr.questions[0]] * G, tr.candidates[0],
-                                                            answer=[answer] * G)]),
-        eq9=group_relative_rewards(r)[order] if len(who) else np.zeros((0, G)), advantages=adv, trace=tr,
+        format=tr.format[0], correct=correct,
+        eq9=group_relative_rewards(r)[order] if len(who) and not official else np.zeros((0, r.shape[1])),
+        advantages=adv, trace=tr,
     )
 
 
@@ -184,7 +230,7 @@ def selection_quality(server, truth, L: int | None = None, M: int | None = None)
     neigh = nearest_exemplars(state.query_emb, state.aux_emb, L)  # [N_s, L]
     comp = np.stack([state.cache.competence(None, row) for row in neigh])  # [N_s, K]
     experts = select_experts(comp, M)  # [N_s, M]
-    topics = list(server.world.public["topic"])
+    topics = list(truth.fact("queries").rows["topic"])
     cids = list(server.runtime.client_ids)
     out = {"experts": experts}
     for suffix, share in (("", 0.0), ("_major", MAJOR_SHARE)):

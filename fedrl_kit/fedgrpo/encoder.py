@@ -2,8 +2,12 @@
 
 φ maps a question to an ℓ2-normalised embedding; eq. 5 compares them by inner product (cosine).
 ``"policy"`` (default): the frozen *base* model's hidden states after decoder layer
-``fedgrpo.encoder_layer`` (default 1), mean-pooled over the prompt's tokens, every adapter
-disabled, so φ does not drift while the policy trains. Layer 1 separated the seven topics of the
+``fedgrpo.encoder_layer`` (default 1), mean-pooled over the question's own tokens, every adapter
+disabled, so φ does not drift while the policy trains. φ embeds the question text itself (eq. 5's
+``φ(x_s)``), never the prompt the policy is sampled with: for a chat model that prompt wraps every
+question in the same system prompt and template, whose tokens would dominate the mean and make all
+questions' vectors nearly the same. (For the embedded world's tiny policy, which reads raw text,
+the two are identical.) Layer 1 separated the seven topics of the
 embedded world best in the tiny model when we compared layers on seed 0's world: the L = 5 nearest
 auxiliary exemplars share the query's topic 94 % of the time, 71 % with the last layer.
 ``"minilm"``: sentence-transformers ``all-MiniLM-L6-v2`` if that package is installed (it is not a
@@ -16,7 +20,6 @@ import numpy as np
 import torch
 
 from fedrl_kit.fedgrpo.args import ENCODERS
-from fedrl_kit.rollout import render_prompts
 
 
 @torch.no_grad()
@@ -25,7 +28,7 @@ def encode(policy, texts: list[str], encoder: str = "policy", layer: int = 1, ba
 
     Args:
         policy: the shared :class:`~fedrl_kit.policy.engine.Policy` (its base model, adapters off).
-        texts: the questions.
+        texts: the questions (raw text: no chat template or system prompt is added, whatever ``policy.chat`` is).
         encoder: ``"policy"`` or ``"minilm"`` (``fedgrpo.encoder``).
         layer: which hidden states ``"policy"`` pools: 0 = token embeddings, i = after decoder layer i,
             -1 = last (``fedgrpo.encoder_layer``).
@@ -52,8 +55,8 @@ def encode(policy, texts: list[str], encoder: str = "policy", layer: int = 1, ba
         try:
             with policy.reference():
                 for s in range(0, len(texts), batch_size):
-                    enc = tok(render_prompts(tok, list(texts[s:s + batch_size]), policy.chat), return_tensors="pt",
-                              padding=True, add_special_tokens=False)
+                    enc = tok(list(texts[s:s + batch_size]), return_tensors="pt", padding=True,
+                              add_special_tokens=False)  # the question's own tokens, not the chat-rendered prompt
                     ids, mask = enc["input_ids"].to(device), enc["attention_mask"].to(device)  # [b, P]
                     hs = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
                     if not -len(hs) <= layer < len(hs):

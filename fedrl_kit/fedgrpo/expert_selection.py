@@ -1,6 +1,6 @@
 """FedGRPO's competence-based expert selection and dual-evaluation gate, on plain arrays.
 
-Paper: FedGRPO (``papers/fedgrpo.md``), §3.2 "Competence-based expert selecting" and
+Paper: FedGRPO (Zhu et al., AAAI 2026), §3.2 "Competence-based expert selecting" and
 "Dual evaluation on the clients", Algorithm 1. For every unlabelled server question ``x_s``
 the server finds the ``L`` auxiliary exemplars nearest to it (eq. 5), learns how well each of
 the ``K`` clients answers them (the competence ``r_k^p``), keeps the ``M`` most competent

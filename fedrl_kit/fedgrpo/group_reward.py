@@ -1,6 +1,6 @@
 """FedGRPO's group-relative reward: from the experts' scalar scores to one advantage per candidate.
 
-Paper: FedGRPO (``papers/fedgrpo.md``), §3.2 "Group Relative Policy Optimization", Algorithm 1
+Paper: FedGRPO (Zhu et al., AAAI 2026), §3.2 "Group Relative Policy Optimization", Algorithm 1
 lines 18–21, eqs. 8–9, Remarks 1–2, Appendix A. The ``M`` experts ``C(x_s)`` each return a
 private score ``r_k^s`` for the server's candidate answers ``ŷ``; the server standardises them,
 
@@ -17,8 +17,10 @@ experts, so the scores form a matrix ``r[k, g]``, ``[M, G]``.
 Paper → code:
 
 - eqs. 8–9 taken literally, per candidate over the ``M`` experts → :func:`group_relative_rewards`
-- the per-candidate advantage that the GRPO loss consumes → :func:`candidate_advantages`
-  (``variant="paper"``, ``"official"``, or ``"per_expert"``)
+- the per-candidate advantage that the GRPO loss consumes when every expert scores the same ``G``
+  candidates → :func:`candidate_advantages` (``variant="paper"``, ``"pooled"`` or ``"per_expert"``)
+- the official code's protocol (each expert scores its own block of ``G`` of ``G·M`` candidates,
+  one pooled group) → :func:`official_advantages` (``fedgrpo.group_reward="official"``)
 - the aggregation ``A(·)`` of eq. 4, made robust to malicious experts → :func:`robust_aggregate`
 - what a malicious expert sends (beyond the paper's honest-but-curious threat model)
   → :func:`malicious_rewards`
@@ -40,25 +42,32 @@ Ambiguities in the paper, and what we chose (the tests pin each choice):
    reward ``f_g``, Appendix A's coefficients 8 and 1); (c) GRPO's group normalisation across the
    ``G`` candidates (Shao et al. 2024) with eq. 8's conventions:
    ``A_g = (s_g − mean_g s) / (std_g s + ε)``, population std, ``ε = 1e-6``.
-3. **``variant="official"`` (the official code, ``utils/trainer.py`` of Liar-Mask/FedGRPO).**
-   There each of the ``M`` experts scores its *own* ``G`` completions (the trainer generates
-   ``G·M`` per prompt), every completion's reward is TRL's weighted sum
-   ``x = 8·accuracy + 1·format`` (``--reward_weights 8 1``), and all ``G·M`` rewards are
-   normalised together: ``(x − mean) / (std + 1e-4)`` with torch's unbiased std. In the paper's
-   protocol every expert scores the *same* ``G`` candidates, so we pool the ``M·G`` weighted
-   rewards ``x[k, g] = group_coef·r[k, g] + format_coef·f_g``, normalise them together the same
-   way (``ddof = 1``, ``ε = 1e-4``), then average each candidate's ``M`` entries. Algebraically
+3. **``variant="official"`` — the official code's protocol** (``utils/trainer.py`` and
+   ``FedGRPO.py`` of Liar-Mask/FedGRPO). Each question gets ``M`` experts drawn uniformly at random
+   (``random.sample(range(num_clients), num_group)``, once per sample), the trainer generates
+   ``G·M`` completions per prompt, and expert ``j`` scores only its own block of ``G``; every
+   completion's reward is TRL's weighted sum ``x = 8·accuracy + 1·format`` (``--reward_weights
+   8 1``) and all ``G·M`` rewards of the prompt form one group: ``A = x − mean x``, divided by
+   ``std x + 1e-4`` (torch's unbiased std) only with ``scale_rewards`` — which the official
+   scripts switch off (``--scale_rewards False``). :func:`official_advantages` computes that
+   group from the ``[M, G]`` block scores; the server's protocol (random experts, ``G·M``
+   candidates, block-wise scoring) is in :mod:`fedrl_kit.fedgrpo.algorithm`.
+   **``variant="pooled"``** is *not* the official protocol but its normalisation transplanted to
+   the paper's protocol (every expert scores the *same* ``G`` candidates): the ``M·G`` weighted
+   rewards ``x[k, g] = group_coef·r[k, g] + format_coef·f_g`` are normalised together the same way
+   (``ddof = 1``, ``ε = 1e-4``), then each candidate's ``M`` entries are averaged. Algebraically
    ``A_g = (mean_k x[k, g] − mean x) / (std_pooled + ε)``: the same numerator as "paper", but the
-   pooled std also counts expert disagreement, which shrinks the step when experts disagree. To
-   reproduce the official disjoint scoring exactly, pass ``rewards.reshape(1, M * G)``.
+   pooled std also counts expert disagreement, which shrinks the step when experts disagree.
+   (Until this version the "pooled" variant was called "official".)
 4. **Scaling by the std.** Eq. 9 divides by ``σ_r``; the official training scripts pass
    ``--scale_rewards False`` (advantage = reward − mean). ``scale_rewards`` (TRL's name) selects
-   either; the default ``True`` follows the paper.
+   either; ``fedgrpo.scale_rewards = None`` (the default) takes each variant's own: ``True`` (eq. 9)
+   for paper, pooled and per_expert, ``False`` for official (:func:`default_scale_rewards`).
 5. **Population or sample std.** Eq. 8 writes ``1/M`` (population std): "paper" and
    :func:`group_relative_rewards` use it. The official code uses ``torch.std`` (``1/(n−1)``):
-   "official" uses that.
+   "official" and "pooled" use that.
 6. **ε.** Unspecified in the paper; we use ``1e-6`` (paper, per_expert) and the official
-   code's ``1e-4`` (official), unless ``eps`` is given.
+   code's ``1e-4`` (official, pooled), unless ``eps`` is given.
 7. **The coefficients 8 and 1 (Appendix A).** "The coefficient for the group-relative reward is
    set to 8, while the coefficient for the format reward is set to 1": in the official scripts
    these are TRL reward weights on the raw accuracy and format rewards *before* normalisation,
@@ -86,15 +95,23 @@ from fedrl_kit.aggregate import trimmed_mean_array
 __all__ = [
     "group_relative_rewards",
     "candidate_advantages",
+    "official_advantages",
+    "default_scale_rewards",
     "robust_aggregate",
     "malicious_rewards",
     "ADVANTAGE_VARIANTS",
+    "SHARED_VARIANTS",
     "AGGREGATIONS",
     "MALICIOUS_KINDS",
 ]
 
-ADVANTAGE_VARIANTS = ("paper", "official", "per_expert")
-"""How per-expert scores become one advantage per candidate; see the module docstring, 2–3 and 9."""
+ADVANTAGE_VARIANTS = ("paper", "pooled", "per_expert", "official")
+"""How per-expert scores become advantages (``fedgrpo.group_reward``); see the module docstring, 2–3 and 9.
+The first three score the same ``G`` candidates by every expert (:func:`candidate_advantages`);
+"official" is the official code's protocol, each expert its own block (:func:`official_advantages`)."""
+
+SHARED_VARIANTS = ("paper", "pooled", "per_expert")
+"""The variants in which every expert scores the same ``G`` candidates (the paper's protocol)."""
 
 AGGREGATIONS = ("mean", "median", "trimmed_mean")
 """Aggregations ``A(·)`` of eq. 4 over the ``M`` experts; the last two resist malicious experts."""
@@ -102,7 +119,15 @@ AGGREGATIONS = ("mean", "median", "trimmed_mean")
 MALICIOUS_KINDS = ("flip", "random")
 """What a malicious expert returns: ``1 − r`` (flip) or uniform noise in [0, 1] (random)."""
 
-_DEFAULT_EPS = {"paper": 1e-6, "per_expert": 1e-6, "official": 1e-4}
+_DEFAULT_EPS = {"paper": 1e-6, "per_expert": 1e-6, "pooled": 1e-4, "official": 1e-4}
+
+
+def default_scale_rewards(variant: str, scale_rewards: bool | None = None) -> bool:
+    """``scale_rewards`` as given, or the variant's own when ``None``: False for "official" (the official
+    scripts' ``--scale_rewards False``), True (eq. 9's σ) for the others."""
+    if scale_rewards is not None:
+        return bool(scale_rewards)
+    return variant != "official"
 
 
 def _rewards_matrix(rewards, name: str = "rewards") -> np.ndarray:
@@ -219,15 +244,16 @@ def candidate_advantages(
     - ``"paper"``: ``μ_g = A_k(r[k, g])`` (eq. 8's mean, or ``how``), ``s_g = group_coef·μ_g +
       format_coef·f_g``, then ``A_g = (s_g − mean s) / (std s + ε)`` over the ``G`` candidates,
       population std, ``ε = 1e-6``.
-    - ``"official"``: ``x[k, g] = group_coef·r[k, g] + format_coef·f_g``, all ``M·G`` entries
+    - ``"pooled"``: ``x[k, g] = group_coef·r[k, g] + format_coef·f_g``, all ``M·G`` entries
       normalised together (unbiased std, ``ε = 1e-4``), then averaged over the experts per
-      candidate.
+      candidate (the official code's normalisation on the paper's shared candidates).
     - ``"per_expert"``: ``x[k, g]`` as above, each expert's row standardised across the ``G``
       candidates (population std, ``ε = 1e-6``), then averaged over experts (our extension).
 
     Args:
         rewards: private scores ``r_k^s`` of the ``M`` experts on the ``G`` candidates, ``[M, G]``.
-        variant: one of :data:`ADVANTAGE_VARIANTS`.
+        variant: one of :data:`SHARED_VARIANTS` ("official" scores disjoint blocks: use
+            :func:`official_advantages`).
         group_coef: weight of the experts' reward, ``≥ 0`` (Appendix A: 8).
         format_rewards: the format reward ``f_g`` of each candidate (Remark 1), ``[G]``, or ``None``
             for none.
@@ -237,7 +263,7 @@ def candidate_advantages(
         trim: passed to :func:`robust_aggregate` when ``how="trimmed_mean"``.
         scale_rewards: divide by the std (eq. 9, TRL's ``scale_rewards=True``) or only centre
             (the official scripts' ``--scale_rewards False``).
-        eps: ``ε ≥ 0``; ``None`` uses the variant's default (1e-6, or 1e-4 for "official").
+        eps: ``ε ≥ 0``; ``None`` uses the variant's default (1e-6, or 1e-4 for "pooled").
 
     Returns:
         float64 ``[G]``: the advantage of each candidate; zeros when every candidate's combined
@@ -249,8 +275,12 @@ def candidate_advantages(
     """
     r = _rewards_matrix(rewards)  # [M, G]
     n_candidates = r.shape[1]
-    if variant not in ADVANTAGE_VARIANTS:
-        raise ValueError(f"variant must be one of {ADVANTAGE_VARIANTS}, got {variant!r}")
+    if variant == "official":
+        raise ValueError("variant='official' is the official code's protocol, in which each expert scores its own "
+                         "block of candidates: use official_advantages (variant='pooled' is its normalisation "
+                         "on shared candidates)")
+    if variant not in SHARED_VARIANTS:
+        raise ValueError(f"variant must be one of {SHARED_VARIANTS}, got {variant!r}")
     if how != "mean" and variant != "paper":
         raise ValueError(f"how={how!r} applies to variant='paper' only; variant={variant!r} needs how='mean'")
     for name, coef in (("group_coef", group_coef), ("format_coef", format_coef)):
@@ -270,11 +300,51 @@ def candidate_advantages(
         return _standardise(combined, axis=0, eps=eps, ddof=0, scale=scale_rewards)  # [G]
 
     weighted = group_coef * r + format_coef * fmt[None, :]  # [M, G] x[k, g]
-    if variant == "official":
+    if variant == "pooled":
         pooled = _standardise(weighted, axis=None, eps=eps, ddof=1, scale=scale_rewards)  # [M, G]
         return pooled.mean(axis=0)  # [G]
     per_expert = _standardise(weighted, axis=1, eps=eps, ddof=0, scale=scale_rewards)  # [M, G]
     return per_expert.mean(axis=0)  # [G]
+
+
+def official_advantages(
+    block_rewards,
+    group_coef: float = 8.0,
+    format_rewards=None,
+    format_coef: float = 1.0,
+    *,
+    scale_rewards: bool = False,
+    eps: float = 1e-4,
+) -> np.ndarray:
+    """The official code's advantages for one prompt: ``M`` experts, each scoring its own block of ``G``.
+
+    Row ``j`` of ``block_rewards`` is expert ``j``'s scores of completions ``j·G … j·G + G − 1`` of the
+    prompt's ``G·M``. Every completion's reward is ``x = group_coef·r + format_coef·f`` and the ``M·G``
+    rewards form one group (``utils/trainer.py``: ``rewards.view(-1, G·M)``):
+    ``A = x − mean x``, divided by ``std x + ε`` (unbiased std) only with ``scale_rewards`` (the
+    official scripts pass ``--scale_rewards False``). A group whose rewards are all equal gets zeros.
+
+    Args:
+        block_rewards: ``[M, G]``, expert ``j``'s scores of its own block.
+        group_coef, format_coef: the weights 8 and 1 (``--reward_weights 8 1``), ``≥ 0``.
+        format_rewards: ``[M, G]`` (the same layout) or ``None`` for none.
+        scale_rewards: divide by the group's std.
+        eps: ``ε ≥ 0`` (the official code's 1e-4).
+
+    Returns:
+        float64 ``[M, G]``: the advantage of each completion, in block layout (``.reshape(-1)`` is the
+        prompt's ``G·M`` completions in generation order).
+    """
+    r = _rewards_matrix(block_rewards, "block_rewards")  # [M, G]
+    for name, coef in (("group_coef", group_coef), ("format_coef", format_coef)):
+        if not (np.isfinite(coef) and coef >= 0.0):
+            raise ValueError(f"{name} must be a finite number >= 0, got {coef!r}")
+    eps = _check_eps(eps)
+    fmt = np.zeros_like(r) if format_rewards is None else np.asarray(format_rewards, dtype=np.float64)
+    if fmt.shape != r.shape or not np.all(np.isfinite(fmt)):
+        raise ValueError(f"format_rewards must be a finite array of the blocks' shape {r.shape}, got {fmt.shape}")
+    x = group_coef * r + format_coef * fmt  # [M, G]
+    return _standardise(x, axis=None, eps=eps, ddof=1, scale=scale_rewards)  # [M, G]
 
 
 def malicious_rewards(rewards, kind: str = "flip", rng=None) -> np.ndarray:

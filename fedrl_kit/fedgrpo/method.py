@@ -8,38 +8,59 @@ package docstring (:mod:`fedrl_kit.fedgrpo`) maps Algorithm 1 onto them and list
 from __future__ import annotations
 
 from fedrl_kit.fedgrpo.algorithm import load_state, run_round, save_state
-from fedrl_kit.fedgrpo.client import FedGRPOClient, assign_ground_truth
+from fedrl_kit.fedgrpo.client import FedGRPOClient
 from fedrl_kit.fedgrpo.diagnostics import diagnostics
+from fedrl_kit.federation.replies import list_of, number, record
+from fedrl_kit.fedgrpo.queries import build_query_pool
 from fedrl_kit.methods import MethodSpec
 
 
 def validate(config) -> None:
-    """FedGRPO needs the server's splits: the auxiliary set D_p and the queries D_s."""
+    """FedGRPO needs the server's auxiliary set D_p (and, with ``fedgrpo.queries="public"``, world.public as D_s)."""
     if config.n_aux < 1:
         raise ValueError(f"n_aux must be >= 1 for {config.method} (the server's auxiliary set D_p), "
                          f"got {config.n_aux}")
-    if config.n_public < 1:
-        raise ValueError(f"n_public must be >= 1 for {config.method} (the server's queries D_s), "
-                         f"got {config.n_public}")
+    if config.fedgrpo.queries == "public" and config.n_public < 1:
+        raise ValueError(f"n_public must be >= 1 for {config.method} with fedgrpo.queries='public' (the server's "
+                         f"queries D_s), got {config.n_public}")
 
 
 def build_clients(run) -> dict:
-    """K FedGRPO clients (simulation side): private partitions, plus their share of D_s answers in with_gt mode.
+    """K FedGRPO clients (simulation side) and D_s (:mod:`fedrl_kit.fedgrpo.queries`).
 
+    Each client holds its labelled private data D_k (the labelled share of its partition; with
+    ``queries="public"`` the whole partition plus the public answers it was handed). The server's
+    share of D_s — the questions only — goes to ``run.server_splits["queries"]``; the whole
+    :class:`~fedrl_kit.fedgrpo.queries.QueryPool` to ``run.truth_facts["queries"]`` (diagnostics only).
     The last ``fedgrpo.malicious`` clients lie about their candidate scores.
     """
     cfg, args = run.config, run.config.fedgrpo
-    parts = list(run.partitions)
-    held = [None] * len(parts)
-    if args.mode == "with_gt" and args.gt_fraction > 0:
-        for k, idx in enumerate(assign_ground_truth(run.world.public, parts, args.gt_fraction, cfg.seed)):
-            held[k] = run.world.public.select(idx) if idx else None
-    K = len(parts)
-    return {f"client_{i}": FedGRPOClient(f"client_{i}", i, part, run.policy, args, cfg.evaluator, cfg.seed,
-                                         malicious=i >= K - args.malicious, held=held[i])
-            for i, part in enumerate(parts)}
+    pool = build_query_pool(run.world, list(run.partitions), args, cfg.seed)
+    run.server_splits["queries"] = pool.server_view()
+    run.truth_facts["queries"] = pool
+    K = len(pool.client_data)
+    return {f"client_{i}": FedGRPOClient(f"client_{i}", i, data, run.policy, args, cfg.evaluator, cfg.seed,
+                                         malicious=i >= K - args.malicious, held=pool.client_held[i])
+            for i, data in enumerate(pool.client_data)}
 
+
+UNIT = number(0.0, 1.0)
+
+
+def _scores(value, ctx, path) -> None:
+    """The reply to ``score``: one row of G scores in [0, 1] per question asked, G = that question's candidates."""
+    candidates = ctx.request.get("candidates", [])
+    list_of(list_of(UNIT), length=lambda c: len(candidates))(value, ctx, path)
+    for i, (row, cands) in enumerate(zip(value, candidates)):
+        list_of(UNIT, length=lambda c: len(cands))(row, ctx, f"{path}[{i}]")
+
+
+REPLIES = {  # lines 8 and 16 of Algorithm 1: scalars in [0, 1], one per exemplar / per candidate
+    "competence": record({"correct": list_of(UNIT, length=lambda ctx: len(ctx.request.get("questions", [])))}),
+    "score": record({"scores": _scores}),
+}
 
 FEDGRPO = MethodSpec("fedgrpo", "the server trains from scalar rewards of competence-selected expert clients "
                      "(FedGRPO Algorithm 1)", run_round, build_clients, sections=("fedgrpo", "evaluator"),
-                     validate=validate, save_state=save_state, load_state=load_state, diagnostics=diagnostics)
+                     validate=validate, save_state=save_state, load_state=load_state, diagnostics=diagnostics,
+                     replies=REPLIES)

@@ -1,9 +1,9 @@
 """FedMOA: federated multi-objective GRPO with hypergradient reward weights and accuracy-aware aggregation.
 
-Paper: ``papers/fedmoa.md`` (Wang et al., "FedMOA: Federated GRPO for Personalized Reasoning LLMs
-under Heterogeneous Rewards"). A note on names: the paper calls its baseline — plain GRPO on each
+Paper: Z. Wang, D. Jung, Y. He, G. Sun, Z. Shen, M. Lee, A. Li, *FedMOA: Federated GRPO for Personalized
+Reasoning LLMs under Heterogeneous Rewards*, preprint. A note on names: the paper calls its baseline — plain GRPO on each
 client, then FedAvg — "FedGRPO". In this toolkit that baseline is **FedAvg-GRPO**, and "FedGRPO" is a
-*different* paper's method (``papers/fedgrpo.md``, :mod:`fedrl_kit.fedgrpo`). Tables and figures here
+*different* paper's method (Zhu et al., AAAI 2026, arXiv:2602.12014; :mod:`fedrl_kit.fedgrpo`). Tables and figures here
 say FedAvg-GRPO.
 
 The package, one idea per module:

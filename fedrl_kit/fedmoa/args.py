@@ -20,7 +20,8 @@ between differently configured clients); fewer run, with a warning (the first ex
 
 @dataclass
 class FedMOAArgs(Args):
-    """FedMOA (papers/fedmoa.md): hypergradient reward weights and accuracy-aware aggregation."""
+    """FedMOA (Wang et al., *FedMOA: Federated GRPO for Personalized Reasoning LLMs under Heterogeneous
+    Rewards*): hypergradient reward weights and accuracy-aware aggregation."""
 
     SECTION = "fedmoa"
 

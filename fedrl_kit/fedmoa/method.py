@@ -12,6 +12,7 @@ from fedrl_kit.fedmoa.algorithm import load_state, run_round, save_state
 from fedrl_kit.fedmoa.args import MIN_CLIENTS
 from fedrl_kit.fedmoa.client import MOAClient, resolve_layer
 from fedrl_kit.fedmoa.plan import client_plan, initial_weights, plan_families, reward_configs, split_families, world_for
+from fedrl_kit.federation.replies import EXAMPLES, BadReply, adapter, list_of, metrics, number, record, text
 from fedrl_kit.methods import MethodSpec
 from fedrl_kit.rewards import make_reward_set
 from fedrl_kit.world.registry import family_names
@@ -56,12 +57,38 @@ def validate(config) -> None:
                       stacklevel=2)
 
 
+_FIT_FIELDS = record({"adapter": adapter(), "num_examples": EXAMPLES, "metrics": metrics(),
+                      "reward_names": list_of(text()), "weights": list_of(number(0.0, 1.0)), "family": text()})
+
+
+_PROPERTIES_FIELDS = record({"num_examples": EXAMPLES, "reward_names": list_of(text()), "family": text(),
+                             "initial_weights": list_of(number(0.0, 1.0))})
+
+
+def _on_simplex(names, w, field: str) -> None:
+    if len(w) != len(names) or not names or abs(sum(float(x) for x in w) - 1.0) > 1e-6:
+        raise BadReply(f"{field} must be {len(names)} numbers in [0, 1] summing to 1 (one per reward name), got {w}")
+
+
+def _fit(value, ctx, path) -> None:
+    """The reply to ``fit`` (step 3): θ^(m), |D_m|, diagnostics, and w^(m) on the simplex, one weight per reward."""
+    _FIT_FIELDS(value, ctx, path)
+    _on_simplex(value["reward_names"], value["weights"], "weights")
+
+
+def _properties(value, ctx, path) -> None:
+    """The reply to ``properties`` (round 0): |D_m|, reward names, task family, and w_0^(m) on the simplex (what
+    ``round_start`` sends before the client's first aggregation)."""
+    _PROPERTIES_FIELDS(value, ctx, path)
+    _on_simplex(value["reward_names"], value["initial_weights"], "initial_weights")
+
+
 FEDMOA = MethodSpec(
     "fedmoa",
     "multi-objective GRPO with hypergradient reward weights and accuracy-aware aggregation "
     "(FedMOA; both switches off = FedAvg-GRPO)",
     run_round, build_clients, sections=("fedmoa",), validate=validate, save_state=save_state,
-    load_state=load_state,
+    load_state=load_state, replies={"fit": _fit, "properties": _properties},
     # the families world, the base warm-started on it, room for a formatted program in a completion, and the
     # smallest heter+heter federation in which every task cluster holds two reward configurations (2 per family)
     quick={"world": "families", "base": "data/base_moa", "max_new_tokens": 32, "num_clients": 6, "n_aux": 60},

@@ -54,6 +54,11 @@ class MethodSpec:
         trains: False for a method with no rounds (zero-shot).
         quick: fields the ``quick`` preset sets for this method unless the caller sets them
             (e.g. FedMOA's ``world`` and ``base``).
+        defaults: fields every preset sets for this method unless the caller sets them (e.g. PubSwap's
+            ``aggregator="fedit"`` and ``weight_decay=0.01``, its paper's setting); applied before ``quick``.
+        replies: request kind → the declared format of the clients' reply to it, for the message kinds this
+            method adds or answers differently (:mod:`fedrl_kit.federation.replies`; the runtime drops a client
+            whose reply does not fit, before the round reads it).
     """
 
     name: str
@@ -67,6 +72,8 @@ class MethodSpec:
     diagnostics: Callable | None = None
     trains: bool = True
     quick: dict = field(default_factory=dict)
+    defaults: dict = field(default_factory=dict)
+    replies: dict = field(default_factory=dict)
 
 
 def method_spec(method: str) -> MethodSpec:

@@ -17,4 +17,4 @@ class FedProxArgs(Args):
     """FedProx mu (the PubSwap paper tunes it over {0.001, 0.01, 0.1})"""
 
     def check(self, config) -> None:
-        self.need(self.mu >= 0, "mu", "a finite number >= 0")
+        self.need(0 <= self.mu <= 100, "mu", "a number in [0, 100]")

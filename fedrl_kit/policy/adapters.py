@@ -115,6 +115,37 @@ def activate(model, name: str) -> list[torch.nn.Parameter]:
     return params
 
 
+def save_peft(model, state: AdapterState, path, base_model_name_or_path: str | None = None) -> None:
+    """Write ``state`` as a PEFT adapter folder (``adapter_config.json`` + ``adapter_model.safetensors``).
+
+    Plain peft loads it — ``PeftModel.from_pretrained(base, path)`` — and so do TRL and vLLM's
+    ``LoRARequest``: the factors keep peft's adapter-independent names and the run's LoRA config.
+
+    Args:
+        model: the peft-wrapped model the state belongs to (gives the LoRA config).
+        state: LoRA factors as :func:`get_state` returns them (e.g. a run's ``checkpoint/global.npz``).
+        path: the folder to write (created).
+        base_model_name_or_path: recorded in the config (default: the model's own).
+    """
+    import copy
+    from pathlib import Path
+
+    from safetensors.torch import save_file
+
+    ref = get_peft_model_state_dict(model, adapter_name=GLOBAL, save_embedding_layers=False)
+    if set(ref) != set(state):
+        extra, missing = sorted(set(state) - set(ref)), sorted(set(ref) - set(state))
+        raise ValueError(f"adapter state does not match this model's LoRA layout: "
+                         f"{len(missing)} tensors missing (e.g. {missing[:1]}), {len(extra)} unknown (e.g. {extra[:1]})")
+    out = Path(path)
+    out.mkdir(parents=True, exist_ok=True)
+    cfg = copy.deepcopy(model.peft_config[GLOBAL])
+    cfg.base_model_name_or_path = base_model_name_or_path or cfg.base_model_name_or_path
+    cfg.save_pretrained(str(out))
+    save_file({k: torch.as_tensor(np.ascontiguousarray(v)) for k, v in state.items()},
+              str(out / "adapter_model.safetensors"), metadata={"format": "pt"})
+
+
 def initial_state(model, seed: int) -> AdapterState:
     """The LoRA factors a fresh ``"global"`` adapter gets with ``seed`` (A random, B = 0; eq. 3).
 

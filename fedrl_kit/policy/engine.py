@@ -13,7 +13,8 @@ import torch
 
 from fedrl_kit.policy import adapters
 from fedrl_kit.policy.hub import load_pretrained
-from fedrl_kit.rollout import Rollouts, generate
+from fedrl_kit.policy.backends import HFBackend
+from fedrl_kit.rollout import Rollouts
 
 
 @dataclass
@@ -25,6 +26,7 @@ class Policy:
     chat: bool = False  # wrap prompts in the chat template (real chat models)
     max_new_tokens: int = 20  # T, cap on completion length
     temperature: float = 1.0  # rollout temperature
+    backend: object = None  # where rollouts are sampled (fedrl_kit.policy.backends); None: HF generate
 
     @classmethod
     def load(cls, base: str, lora_rank: int = 8, lora_alpha: float = 16.0, seed: int = 0, chat: bool = False,
@@ -52,10 +54,9 @@ class Policy:
 
     def rollout(self, adapter: str, prompts: list[str], num_generations: int, seed: int,
                 temperature: float | None = None) -> Rollouts:
-        """G completions per prompt sampled from ``adapter``."""
-        adapters.activate(self.model, adapter)
+        """G completions per prompt sampled from ``adapter`` (by the policy's rollout backend)."""
         t = self.temperature if temperature is None else temperature
-        return generate(self.model, self.tokenizer, prompts, num_generations, self.max_new_tokens, t, seed, self.chat)
+        return (self.backend or HFBackend()).rollouts(self, adapter, prompts, num_generations, seed, t)
 
     def reference(self):
         """Context manager under which the model is the frozen base (π_ref: all adapters disabled)."""
@@ -66,6 +67,10 @@ class Policy:
 
     def set_state(self, adapter: str, state: adapters.AdapterState) -> None:
         adapters.set_state(self.model, adapter, state)
+
+    def save_adapter(self, adapter: str, path, base_model_name_or_path: str | None = None) -> None:
+        """Write ``adapter`` as a PEFT folder that ``PeftModel.from_pretrained(base, path)`` loads."""
+        adapters.save_peft(self.model, self.get_state(adapter), path, base_model_name_or_path)
 
     def trainable(self, adapter: str) -> list[torch.nn.Parameter]:
         """Activate ``adapter`` and return its parameters (the only ones that get gradients)."""

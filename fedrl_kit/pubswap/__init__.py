@@ -1,8 +1,11 @@
 """PubSwap: local GRPO interleaved with public steps whose responses are swapped across clients.
 
-PubSwap paper §3.3–3.4 (``papers/pubswap.md``). One round p, with τ local steps and PubSwap period
-τ_swap (``config.local_steps``, ``config.pubswap.period``), b prompts per step and K responses per prompt
-(``prompts_per_step``, ``num_generations``):
+Paper: A. Nayak, B. Askin, M. Ustaomeroglu, C. Joe-Wong, G. Joshi, *PubSwap: Public-Data Off-Policy
+Coordination for Federated RLVR* (Carnegie Mellon University), §3.3–3.4.
+
+One round p, with τ local steps and PubSwap period τ_swap (``config.local_steps``,
+``config.pubswap.period``), b prompts per step and K responses per prompt (``prompts_per_step``,
+``num_generations``):
 
 1. the server broadcasts the global LoRA factors (A_p, B_p) (eq. 3)             → ``fit_begin``
 2. local steps s = 0 … τ−1. Within each PubSwap period of τ_swap steps, the first τ_swap − 1
@@ -18,7 +21,17 @@ PubSwap paper §3.3–3.4 (``papers/pubswap.md``). One round p, with τ local st
       responses in place of its incorrect ones) → :func:`~fedrl_kit.pubswap.swap.balanced_swap`
    d. each client runs one GRPO step on its K responses per public prompt      → ``public_step``
 3. clients send back (A^(n), B^(n))                                             → ``fit_end``
-4. the server aggregates: FedAvg by examples, or FedIT's separate means of A and B (eq. 4)
+4. the server aggregates with FedIT's separate uniform means of A and B (eq. 4; ``config.aggregator =
+   "fedit"``, the PubSwap methods' default), or FedAvg by examples when asked (``aggregator = "fedavg"``)
+
+The paper's setting (Tables 9–12) is the PubSwap methods' default under every preset
+(:data:`~fedrl_kit.pubswap.args.PAPER_SETTING`, applied through ``MethodSpec.defaults``): FedIT, and the
+clients' optimiser AdamW with weight decay 0.01 (``config.weight_decay``; the engine's default stays plain Adam,
+so other methods' numbers do not move). The PubSwap grid (:mod:`~fedrl_kit.pubswap.sweep`, setting ``"paper"``)
+gives the same to its baselines FedAvg-GRPO and FedProx-GRPO and uses equal-size clients in every table
+(appendix B.1: 4 × 2,500; Table 4 after Acar et al.). Each run's config.json records the aggregator, weight
+decay and client sizes, and so does each row of the sweep's summary. The paper's model/dataset settings are
+presets (:mod:`~fedrl_kit.pubswap.presets`), each with a memory estimate (``fedrl run --preset P --dry-run``).
 
 A client that fails any message is dropped for the rest of the round (its failure is recorded);
 if every client fails, the global adapter is kept unchanged.
@@ -29,7 +42,14 @@ Diagnostics per client and round: ``accuracy`` (mean over private steps), ``repl
 
 Drift instrumentation (appendix A): with ``config.trace_drift`` every private and public step reports the
 client's adapter and gradient to a :class:`~fedrl_kit.pubswap.instrument.DriftProbe`, which logs pairwise and
-to-global drift, gradient dissimilarity and α(x) per public prompt after every local step.
+to-global drift, gradient dissimilarity and α(x) per public prompt after every local step. Its memory is
+bounded: small adapters are kept whole and measured exactly; a real model's are reduced on the fly to exact
+distances to the broadcast adapter and fixed-size sketches for the pairwise quantities (N·τ·3·8,192 floats per
+round); full factors and gradients are written to the run folder only with ``config.trace_tensors``.
+
+Results: final and best-checkpoint pass@1 (appendix B.2) come from each run's evaluation records
+(:func:`~fedrl_kit.pubswap.sweep.summarise`); :func:`~fedrl_kit.pubswap.sweep.pubswap_claims` checks the claims
+on either.
 
 Deviations and choices where the paper is silent:
 
@@ -46,18 +66,29 @@ Deviations and choices where the paper is silent:
 - **Random for odd K, Balanced for odd K, too few correct donors:** see :mod:`fedrl_kit.pubswap.swap`.
 - **Randomness.** Public prompts come from the stream ``pubswap/public_prompts`` keyed by (round, period),
   the swap from ``pubswap/swap`` (:mod:`fedrl_kit.seeding`); so a run is reproducible and resumable.
+- **Optimiser state.** AdamW as in VERL (the paper's framework), reset every round (§4). Gradient clipping at
+  1.0 (Tables 9–12) is the engine's ``GRPOSettings.max_grad_norm``.
+- **Drift numbers on a real model are estimates.** Pairwise drift, gradient dissimilarity and ζ come from
+  sketches (relative error ≈ sqrt(3 / 8,192) ≈ 2 %) once an adapter has more than 2^18 factor entries; the
+  drift to the broadcast adapter stays exact (:mod:`fedrl_kit.pubswap.instrument`).
+- **Presets.** MATH's official test split stays out of the clients' pool (4 × 1,875 instead of 4 × 2,500),
+  the medical preset uses MedMCQA alone (the paper mixes it with MedQA), GRPO steps run in micro-batches of
+  2 sequences (no gradient checkpointing in the engine); see :mod:`fedrl_kit.pubswap.presets`.
 
 Modules of this package:
 
 ===================  ==========================================================================
-``args``             :class:`~fedrl_kit.pubswap.args.PubSwapArgs` (``config.pubswap``: τ_swap)
+``args``             :class:`~fedrl_kit.pubswap.args.PubSwapArgs` (``config.pubswap``: τ_swap) and
+                     ``PAPER_SETTING`` (FedIT, weight decay 0.01)
 ``method``           :func:`~fedrl_kit.pubswap.method.run_round` (the round above) and
                      :class:`~fedrl_kit.pubswap.method.PubSwapClient` (its message handlers)
 ``swap``             the swap rules: :func:`~fedrl_kit.pubswap.swap.random_swap`,
                      :func:`~fedrl_kit.pubswap.swap.balanced_swap` (appendix A.2's α_n(x))
 ``drift``            drift and gradient dissimilarity (appendix A: ‖ΔW_n − ΔW_m‖, ζ)
-``instrument``       :class:`~fedrl_kit.pubswap.instrument.DriftProbe` (``trace_drift=True``)
-``sweep``            the resumable grid of Tables 1, 4, 5 and the paper's claims with seed errors
+``instrument``       :class:`~fedrl_kit.pubswap.instrument.DriftProbe` (``trace_drift=True``), memory-bounded
+``sweep``            the resumable grid of Tables 1, 4, 5 (and larger τ), final and best checkpoint, and the
+                     paper's claims with seed errors
+``presets``          the paper's settings per model and dataset (Tables 9–12, B.1) as run presets
 ===================  ==========================================================================
 
 Baselines: FedAvg-GRPO and FedProx-GRPO (``config.fedprox.mu``) are the shared

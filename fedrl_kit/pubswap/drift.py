@@ -1,6 +1,6 @@
 """Client drift, heterogeneity and group-variance measures for federated LoRA GRPO.
 
-Paper: PubSwap (``papers/pubswap.md``). These are the quantities the paper argues with,
+Paper: PubSwap (Nayak et al.). These are the quantities the paper argues with,
 measured on plain arrays so that a notebook can log them every round:
 
 - §3.3, eq. 3: a client's adapted layer is ``W = W_0 + B A`` with ``A ∈ R^{r×d}``,

@@ -14,10 +14,12 @@ import torch
 from fedrl_kit.aggregate import aggregate
 from fedrl_kit import seeding
 from fedrl_kit.federation.client import GRPOClient
+from fedrl_kit.federation.replies import FIT, list_of, number, record, text
 from fedrl_kit.grpo import grpo_step
 from fedrl_kit.methods import MethodSpec
 from fedrl_kit.methods.fedavg_grpo import build_grpo_clients
 from fedrl_kit.rollout import Rollouts
+from fedrl_kit.pubswap.args import PAPER_SETTING
 from fedrl_kit.pubswap.swap import SWAP_RULES, ResponsePool
 
 
@@ -192,7 +194,7 @@ def run_round(server, round: int) -> dict:
         send("public_step", {cid: {"step": s, "batch": batch, **g} for cid, g in zip(alive, groups)})  # 2d
     # 3. clients return their factors
     ok = send("fit_end", {})
-    # 4. aggregate (FedAvg by examples, or FedIT eq. 4)
+    # 4. aggregate (FedIT eq. 4 by default for PubSwap; FedAvg by examples when config.aggregator says so)
     if ok:
         server.global_state = aggregate([r.payload["adapter"] for r in ok.values()], cfg.aggregator,
                                         [r.payload["num_examples"] for r in ok.values()])
@@ -206,10 +208,27 @@ def validate(config) -> None:
                          f"got {config.n_public}")
 
 
+def _per_prompt(item):
+    """One row per public prompt of the request, each of G items (G = the run's num_generations)."""
+    def check(value, ctx, path):
+        b = len(ctx.request.get("batch", {}).get("prompt", []))
+        G = ctx.expect.get("num_generations")
+        list_of(list_of(item, length=None if G is None else lambda c: G), length=lambda c: b)(value, ctx, path)
+    return check
+
+
+REPLIES = {  # the steps of a round (package docstring): nothing, diagnostics, the public responses, the factors
+    "fit_begin": record({}),
+    "private_step": record({"accuracy": number(0.0, 1.0, finite=False)}),
+    "public_generate": record({"texts": _per_prompt(text()), "correct": _per_prompt(number(0, 1, integer=True))}),
+    "public_step": record({"replacement_fraction": number(0.0, 1.0)}),
+    "fit_end": FIT,
+}
+
 PUBSWAP_RANDOM = MethodSpec("pubswap_random", "FedAvg-PubSwap, Random swap: local GRPO + public steps with a shared "
                             "random draw of responses", run_round, partial(build_grpo_clients, client_cls=PubSwapClient),
-                            sections=("pubswap",), validate=validate)
+                            sections=("pubswap",), validate=validate, defaults=PAPER_SETTING, replies=REPLIES)
 PUBSWAP_BALANCED = MethodSpec("pubswap_balanced", "FedAvg-PubSwap, Balanced swap: clients with few correct public "
                               "responses receive others' correct ones", run_round,
                               partial(build_grpo_clients, client_cls=PubSwapClient), sections=("pubswap",),
-                              validate=validate)
+                              validate=validate, defaults=PAPER_SETTING, replies=REPLIES)

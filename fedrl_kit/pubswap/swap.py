@@ -1,6 +1,6 @@
 """PubSwap's response-aggregation rules for one public prompt: Random and Balanced.
 
-Paper: PubSwap (``papers/pubswap.md``), §3.4 "PubSwap". Every ``τ_swap``-th local step of a
+Paper: PubSwap (Nayak et al.), §3.4 "PubSwap". Every ``τ_swap``-th local step of a
 round (``τ`` local steps in all) is a *public step*: the server samples ``b`` public prompts,
 each of the ``N`` clients generates ``K`` responses per prompt, and the server returns to every
 client a group of ``K`` responses per prompt built by one of two rules. That group then defines

@@ -3,7 +3,7 @@
 Every run lives in its own folder ``root/<name>``, so an interrupted sweep picks up where it
 stopped (finished runs are read back, the interrupted one resumes from its last checkpoint).
 
-:func:`pubswap_grid` is the PubSwap experiment design (Tables 1 and 4–6 of ``papers/pubswap.md``)
+:func:`pubswap_grid` is the PubSwap experiment design (Tables 1 and 4–6 of the PubSwap paper)
 on a fixed budget of local GRPO steps, shared by ``benchmarks/pubswap_sweep.py`` and notebook 02.
 """
 
@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from fedrl_kit.config import RunConfig, preset
+from fedrl_kit.pubswap.args import PAPER_SETTING
 from fedrl_kit.runs import Run
 
 
@@ -31,15 +32,20 @@ def run_grid(grid: dict[str, RunConfig], root: str | Path, progress: bool = True
 def summarise(records: list[dict]) -> dict:
     """Final and best pass@1 of the global model, and end-of-round drift when traced.
 
+    ``pass@1_best`` is the best evaluated checkpoint after training began (the paper's appendix B.2 reports it
+    beside the final one), ``best_round`` the round it was evaluated at; both come from the run's "global"
+    evaluation records, so they are only as fine as ``eval_every``.
+
     ``drift_end_*`` is the mean over rounds of the clients' mean pairwise adapter distance after the
     round's last local step, i.e. just before aggregation.
     """
     ev = [r for r in records if r["kind"] == "global"]
     if not ev:
         raise ValueError("records hold no global evaluation")
-    out = {"pass@1_start": ev[0]["pass@1"], "pass@1_final": ev[-1]["pass@1"],
-           "pass@1_best": max(r["pass@1"] for r in ev[1:]) if len(ev) > 1 else ev[0]["pass@1"],
-           "format_final": ev[-1].get("format", float("nan")), "rounds": ev[-1]["round"]}
+    trained = ev[1:] or ev  # the best checkpoint is one the run trained (round 0 is the base model)
+    best = max(trained, key=lambda r: r["pass@1"])  # the first of equals: the earliest round that reached it
+    out = {"pass@1_start": ev[0]["pass@1"], "pass@1_final": ev[-1]["pass@1"], "pass@1_best": best["pass@1"],
+           "best_round": best["round"], "format_final": ev[-1].get("format", float("nan")), "rounds": ev[-1]["round"]}
     drift = [r for r in records if r["kind"] == "drift"]
     if drift:
         last = {}
@@ -75,15 +81,31 @@ def table(rows: list[dict], index: str, columns: str, value: str, digits: int = 
 PUBSWAP_SCALES = {
     # quick: the embedded world; 24 local steps per client in all (the paper's 360), τ ∈ {2, 8} (its 10 … 120)
     "quick": dict(total_steps=24, taus=(2, 8), period_taus=(8,), periods=(2, 4, 8), hetero_taus=(8,)),
+    # quick_large_tau: the embedded world at the paper's ratio of τ to budget (its τ = 120 is a third of 360):
+    # 96 local steps, τ up to 32 (3 rounds) and 48 (2 rounds), Table 1's arms only
+    "quick_large_tau": dict(total_steps=96, taus=(2, 8, 32, 48), period_taus=(), periods=(), hetero_taus=()),
+    # quick_tau64: τ = 64 too, on 192 local steps (3 rounds at τ = 64): twice the cost of quick_large_tau
+    "quick_tau64": dict(total_steps=192, taus=(2, 8, 32, 64), period_taus=(), periods=(), hetero_taus=()),
     # full: the paper's budget (Tables 1, 4–6) on a GPU
     "full": dict(total_steps=360, taus=(10, 40, 90, 120), period_taus=(90, 120), periods=(2, 4, 8),
                  hetero_taus=(40, 90, 120)),
 }
 PROX_MUS = (0.001, 0.01, 0.1)
 
+SETTINGS = {
+    # the paper's: FedIT (eq. 4) for every arm, AdamW with weight decay 0.01 (Tables 9–12), equal-size clients
+    # (4 × 2,500 MATH problems, B.1; Table 4's split after Acar et al.)
+    "paper": dict(PAPER_SETTING, equal_size=True),
+    # the setting of the first stored sweep (benchmarks/results/pubswap_sweep*): FedAvg by examples, plain Adam,
+    # Dirichlet clients of unequal size in Tables 1 and 5 (Table 4 equal-size)
+    "fedavg_examples": dict(aggregator="fedavg", weight_decay=0.0, equal_size=False),
+}
+"""the experimental settings of :func:`pubswap_grid` (what every arm shares besides the method)"""
+
 
 def pubswap_grid(preset_name: str = "quick", seeds=(0,), alpha: float = 0.3, hetero_alpha: float = 0.1,
-                 tables=("table1", "table4", "table5"), **overrides) -> dict[str, RunConfig]:
+                 tables=("table1", "table4", "table5"), setting: str = "paper", scale: str | None = None,
+                 **overrides) -> dict[str, RunConfig]:
     """Configs of the PubSwap experiments, named ``<table>/<method>/tau<τ>[/…]/seed<s>``.
 
     - table1: FedAvg-GRPO, FedProx-GRPO (μ ∈ {0.001, 0.01, 0.1}), PubSwap Random and Balanced
@@ -93,38 +115,67 @@ def pubswap_grid(preset_name: str = "quick", seeds=(0,), alpha: float = 0.3, het
 
     Every run does the same number of local steps per client (``total_steps``; rounds = total / τ),
     so methods and τ values get the same budget of rollouts. Drift is traced in every run.
+
+    Args:
+        preset_name: the config preset every run starts from (``quick``, ``full`` or a paper preset).
+        seeds: one run per seed and arm.
+        alpha, hetero_alpha: Dirichlet concentration of Tables 1/5 and of Table 4.
+        tables: which tables' arms.
+        setting: a key of :data:`SETTINGS`: ``"paper"`` (FedIT, weight decay 0.01, equal-size clients) or
+            ``"fedavg_examples"`` (the first stored sweep's setting).
+        scale: a key of :data:`PUBSWAP_SCALES` (default: ``quick`` for the quick preset, else ``full``).
+        overrides: config fields set on every run (after the setting's).
     """
-    scale = PUBSWAP_SCALES[preset_name]
+    if setting not in SETTINGS:
+        raise ValueError(f"setting must be one of {tuple(SETTINGS)}, got {setting!r}")
+    scale = scale or ("quick" if preset_name == "quick" else "full")
+    if scale not in PUBSWAP_SCALES:
+        raise ValueError(f"scale must be one of {tuple(PUBSWAP_SCALES)}, got {scale!r}")
+    bad = sorted(set(tables) - {"table1", "table4", "table5"})
+    if bad:
+        raise ValueError(f"tables must be among ('table1', 'table4', 'table5'), got {bad}")
+    spec = PUBSWAP_SCALES[scale]
     grid: dict[str, RunConfig] = {}
 
     def add(name, tau, seed, **kw):
-        rounds = scale["total_steps"] // tau
+        rounds = spec["total_steps"] // tau
         base = dict(local_steps=tau, rounds=rounds, eval_every=max(1, rounds // 4), seed=seed, trace_drift=True,
-                    partition="dirichlet", dirichlet_alpha=alpha)
+                    partition="dirichlet", dirichlet_alpha=alpha, **SETTINGS[setting])
         base.update(overrides)
         base.update(kw)
         grid[f"{name}/seed{seed}"] = preset(preset_name, **base)
 
     for seed in seeds:
         if "table1" in tables:
-            for tau in scale["taus"]:
+            for tau in spec["taus"]:
                 add(f"table1/fedavg_grpo/tau{tau}", tau, seed, method="fedavg_grpo")
                 for mu in PROX_MUS:
                     add(f"table1/fedprox_grpo_mu{mu}/tau{tau}", tau, seed, method="fedprox_grpo", fedprox={"mu": mu})
                 for m in ("pubswap_random", "pubswap_balanced"):
                     add(f"table1/{m}/tau{tau}", tau, seed, method=m, pubswap={"period": 2})
         if "table4" in tables:
-            for tau in scale["hetero_taus"]:
+            for tau in spec["hetero_taus"]:
                 for m in ("fedavg_grpo", "pubswap_balanced"):
                     add(f"table4/{m}/tau{tau}", tau, seed, method=m, pubswap={"period": 2}, dirichlet_alpha=hetero_alpha,
                         equal_size=True)
         if "table5" in tables:
-            for tau in scale["period_taus"]:
-                for period in scale["periods"]:
+            for tau in spec["period_taus"]:
+                for period in spec["periods"]:
                     if period != 2 and period <= tau:  # τ_swap = 2 is table1's Balanced run
                         add(f"table5/pubswap_balanced_swap{period}/tau{tau}", tau, seed, method="pubswap_balanced",
                             pubswap={"period": period})
     return grid
+
+
+def result_paths(setting: str, scale: str, root: str | Path) -> tuple[Path, Path]:
+    """Where ``benchmarks/pubswap_sweep.py`` stores a setting and scale under ``root`` (benchmarks/results):
+    (the folder of each run's metrics.jsonl copy, the summary JSON). The first stored sweep (setting
+    ``fedavg_examples``, scale ``quick``) keeps its original names ``pubswap_sweep/`` and ``pubswap_sweep.json``."""
+    root = Path(root)
+    if setting == "fedavg_examples" and scale == "quick":
+        return root / "pubswap_sweep", root / "pubswap_sweep.json"
+    stem = "pubswap_paper" if setting == "paper" else f"pubswap_{setting}"
+    return root / stem / scale, root / f"{stem}_{scale}.json"
 
 
 def parse_name(name: str) -> dict:
@@ -164,13 +215,21 @@ def _verdict(diff: float, se: float, n: int, want_positive: bool = True) -> str:
     return "yes" if (diff > 0) == want_positive else "no"
 
 
-def pubswap_claims(rows: list[dict]) -> pd.DataFrame:
+def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFrame:
     """The PubSwap paper's claims checked on sweep summaries (rows as written by ``benchmarks/pubswap_sweep.py``).
 
     Each claim is a paired comparison over the seeds both arms ran: ``diff`` is the mean difference in
     pass@1 points (or drift units), ``se`` its standard error, ``seeds`` how many pairs; the verdict
     says "within noise" when |diff| < 2 SE.
+
+    Args:
+        rows: one summary row per run (``table``, ``method``, ``tau``, ``seed`` and the summary's values).
+        value: ``"pass@1_final"`` (the paper's main tables) or ``"pass@1_best"`` (its appendix B.2, Tables 7–8:
+            the best evaluated checkpoint of each run); FedProx's best μ is picked on the same value.
     """
+    if value not in ("pass@1_final", "pass@1_best"):
+        raise ValueError(f"value must be 'pass@1_final' or 'pass@1_best', got {value!r}")
+    which = value.removeprefix("pass@1_")
     df = pd.DataFrame(rows)
     t1 = df[df.table == "table1"]
     if t1.empty:
@@ -179,12 +238,12 @@ def pubswap_claims(rows: list[dict]) -> pd.DataFrame:
     small, large = taus[0], taus[-1]
     out = []
 
-    def claim(text, a, b, value="pass@1_final", scale=100.0, want_positive=True, data=t1):
+    def claim(text, a, b, value=value, scale=100.0, want_positive=True, data=t1):
         diff, se, n = _compare(data, a, b, value)
         out.append({"claim": text, "diff": round(diff * scale, 2), "se": round(se * scale, 2), "seeds": n,
                     "holds": _verdict(diff, se, n, want_positive)})
 
-    claim(f"Balanced beats FedAvg-GRPO at large τ = {large} (final pass@1, points)",
+    claim(f"Balanced beats FedAvg-GRPO at large τ = {large} ({which} pass@1, points)",
           {"method": "pubswap_balanced", "tau": large}, {"method": "fedavg_grpo", "tau": large})
     claim(f"Balanced beats FedAvg-GRPO at small τ = {small}",
           {"method": "pubswap_balanced", "tau": small}, {"method": "fedavg_grpo", "tau": small})
@@ -192,7 +251,7 @@ def pubswap_claims(rows: list[dict]) -> pd.DataFrame:
         prox = t1[(t1.tau == tau) & t1.method.str.startswith("fedprox")]
         if len(prox):  # the best μ as the paper picks it, judged on the seeds every μ ran
             common = set.intersection(*(set(g.seed) for _, g in prox.groupby("method")))
-            best = prox[prox.seed.isin(common)].groupby("method")["pass@1_final"].mean().idxmax()
+            best = prox[prox.seed.isin(common)].groupby("method")[value].mean().idxmax()
             claim(f"FedProx does not help at τ = {tau}: best μ ({best.split('_mu')[1]}) minus FedAvg-GRPO",
                   {"method": best, "tau": tau}, {"method": "fedavg_grpo", "tau": tau}, want_positive=False)
     claim(f"Random beats Balanced at small τ = {small}",

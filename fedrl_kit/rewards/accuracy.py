@@ -11,16 +11,19 @@ reward functions as keyword lists aligned with ``completions``) and return None,
 applicable", for a row whose gold answer is None, and for every row when there is no
 ``answer`` column.
 
-math-verify bounds its parsing and comparison time with ``signal.alarm``, which works only
-in the main thread and raises ValueError elsewhere (a Flower client or a thread pool runs
-rewards off the main thread). Off the main thread we therefore call it with the timeout
-disabled (``parse(..., parsing_timeout=None)``, ``verify(..., timeout_seconds=None)``) and
-bound its work ourselves: it sees at most ``MATH_VERIFY_MAX_CHARS`` characters of the
-prediction, and a prediction nested deeper than ``MATH_VERIFY_MAX_NESTING`` brackets is not
-given to it at all (its LaTeX parser slows down steeply with nesting: ~1 s at depth 12 of
-``{``, ~5 s at depth 40 of ``(``). That rule holds on every thread, so a reward never
-depends on which thread computed it. If math-verify raises anything, cannot parse the gold
-answer, or is skipped, we fall back to exact normalised match rather than fail the batch.
+Every reward here is bounded in time and memory on any thread. math-verify bounds itself with
+``signal.alarm``, which works only on the main thread (a Flower client or a thread pool runs
+rewards elsewhere), and nothing can bound a library call from inside the process that makes it.
+So math-verify runs in a worker process (:mod:`fedrl_kit.rewards.math_worker`) with its own
+memory limit and a hard deadline per answer, ``math_worker.DEADLINE_S``, past which the worker
+is killed; one call of ``math_accuracy_reward`` spends at most ``MATH_VERIFY_CALL_BUDGET_S``
+waiting for it. Before that, cheap checks keep the slow cases away from math-verify
+altogether: it sees at most ``MATH_VERIFY_MAX_CHARS`` characters of the prediction (its tail,
+where the final answer is), no gold answer longer than that, and neither a gold answer nor a
+prediction nested deeper than ``MATH_VERIFY_MAX_NESTING`` brackets (its LaTeX parser slows
+down steeply with nesting: ~1 s at depth 10). If math-verify cannot parse the gold answer,
+raises, times out or is skipped, we fall back to exact normalised match rather than fail the
+batch. These rules hold on every thread, so a reward never depends on which thread computed it.
 
 ``humaneval_accuracy_reward`` is HumanEval's functional correctness. HumanEval's reference harness
 runs ``prompt + completion + test + check(entry_point)``: the completion is the function's *body*.
@@ -34,10 +37,6 @@ cut at HumanEval's stop sequences. Either way the tests run in the sandbox
 
 import ast
 import re
-import threading
-
-from math_verify import parse, verify
-from math_verify.errors import TimeoutException
 
 from fedrl_kit.rewards.parsing import (
     completion_text,
@@ -45,14 +44,19 @@ from fedrl_kit.rewards.parsing import (
     extract_tagged_answer,
     normalise_answer,
 )
+from fedrl_kit.rewards.math_worker import MathVerifier
 from fedrl_kit.rewards.sandbox import code_accuracy_reward, extract_program
 
-MATH_VERIFY_TIMEOUT_S = 5
-"""seconds math-verify may spend on one parse or comparison (main thread only)"""
 MATH_VERIFY_MAX_CHARS = 1000
-"""characters of the prediction given to math-verify: its tail, where the final answer is"""
-MATH_VERIFY_MAX_NESTING = 10
-"""deepest bracket nesting given to math-verify; real final answers stay far below it"""
+"""characters of the prediction given to math-verify (its tail, where the final answer is), and the
+longest gold answer given to it"""
+MATH_VERIFY_MAX_NESTING = 6
+"""deepest bracket nesting given to math-verify; real final answers stay below it (\\frac{\\sqrt{3}}{2}
+is 2 deep)"""
+MATH_VERIFY_CALL_BUDGET_S = 10.0
+"""most seconds one call of math_accuracy_reward waits for math-verify; later answers use exact match"""
+MATH_VERIFIER = MathVerifier()
+"""the math-verify worker process shared by every thread of this process"""
 
 
 def _gold_answers(answer, n: int) -> list:
@@ -93,19 +97,6 @@ def accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[float |
     ]
 
 
-_MATH_DELIMITERS = ("$", "\\(", "\\[", "\\boxed")
-
-
-def _parse(text: str, timeout, bare: bool) -> list:
-    # A bare answer (gold, or the content of answer tags) is read as one LaTeX expression:
-    # undelimited, math-verify reads "3\sqrt{2}" as 3 and "(1, 2)" as 2. Prose is not.
-    if bare and not any(d in text for d in _MATH_DELIMITERS):
-        parsed = parse(f"${text}$", parsing_timeout=timeout)
-        if parsed:
-            return parsed
-    return parse(text, parsing_timeout=timeout)
-
-
 def _nesting_depth(text: str) -> int:
     depth = deepest = 0
     for ch in text:
@@ -117,19 +108,18 @@ def _nesting_depth(text: str) -> int:
     return deepest
 
 
-def _math_verify_match(gold: str, prediction: str, tagged: bool) -> float:
-    # signal.alarm, math-verify's timeout, can only be set from the main thread.
-    on_main_thread = threading.current_thread() is threading.main_thread()
-    timeout = MATH_VERIFY_TIMEOUT_S if on_main_thread else None
-    try:
-        gold_parsed = _parse(gold, timeout, bare=True)
-        if gold_parsed and _nesting_depth(prediction) <= MATH_VERIFY_MAX_NESTING:
-            # Gold first: verify is not symmetric (assignments and intervals are read from gold).
-            predicted = _parse(prediction, timeout, bare=tagged)
-            return float(verify(gold_parsed, predicted, timeout_seconds=timeout))
-    except (Exception, TimeoutException):
-        pass
-    return _exact_match(gold, extract_answer(prediction))
+def _for_math_verify(text: str) -> bool:
+    """Whether math-verify may see ``text``: short and shallow enough to parse quickly."""
+    return len(text) <= MATH_VERIFY_MAX_CHARS and _nesting_depth(text) <= MATH_VERIFY_MAX_NESTING
+
+
+def _math_verify_matches(items: list, budget_s: float) -> list[float]:
+    """Per ``(gold, prediction, tagged)``: math-verify's verdict, or exact match where it gives none."""
+    sent = [i for i, (gold, prediction, _) in enumerate(items)
+            if _for_math_verify(gold) and _for_math_verify(prediction)]
+    verdicts = dict(zip(sent, MATH_VERIFIER.check_many([items[i] for i in sent], budget_s)))
+    return [verdicts[i] if verdicts.get(i) is not None else _exact_match(gold, extract_answer(prediction))
+            for i, (gold, prediction, _) in enumerate(items)]
 
 
 def math_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[float | None]:
@@ -151,16 +141,15 @@ def math_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[fl
         0.0 otherwise, None where the gold answer is None.
     """
     golds = _gold_answers(answer, len(completions))
-    rewards = []
+    items = []
     for c, gold in zip(completions, golds):
-        if gold is None:
-            rewards.append(None)
-            continue
-        text = completion_text(c)
-        tagged = extract_tagged_answer(text)
-        prediction = (text if tagged is None else tagged)[-MATH_VERIFY_MAX_CHARS:]
-        rewards.append(_math_verify_match(str(gold), prediction, tagged=tagged is not None))
-    return rewards
+        if gold is not None:
+            text = completion_text(c)
+            tagged = extract_tagged_answer(text)
+            prediction = (text if tagged is None else tagged)[-MATH_VERIFY_MAX_CHARS:]
+            items.append((str(gold), prediction, tagged is not None))
+    scores = iter(_math_verify_matches(items, MATH_VERIFY_CALL_BUDGET_S))
+    return [None if gold is None else next(scores) for gold in golds]
 
 
 HUMANEVAL_STOP = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")

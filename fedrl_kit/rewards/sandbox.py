@@ -1,106 +1,142 @@
-"""Run model-written Python against tests in a contained subprocess.
+"""Run model-written Python against tests, with the verdict computed outside the program's reach.
 
-The code-generation tasks (MBPP-style, HumanEval) need a verifiable reward:
-does the program the policy wrote pass the task's tests? :func:`run_code`
-executes ``program`` and then ``tests`` in one namespace in a child Python and
-reports a :class:`SandboxResult`; :func:`code_accuracy_reward` wraps it in
-TRL's reward signature (FedMOA's accuracy reward r_0 for code, §4.1).
+The code-generation tasks (the embedded world's code family, MBPP, HumanEval) need a verifiable
+reward: does the program the policy wrote pass the task's tests? :func:`run_code` answers for
+one program and :func:`run_many` for many at once (in parallel processes, each with its own
+deadline); :func:`code_accuracy_reward` wraps them in TRL's reward signature (FedMOA's accuracy
+reward r_0 for code, §4.1). RL is a search for whatever raises the reward, so the design
+assumes the program is hostile.
 
-What contains the child, layer by layer:
+**Where the verdict is computed.** Never in the candidate's interpreter. The candidate's
+process runs the program and answers *calls*; every value it returns crosses to another
+process as plain data (:mod:`fedrl_kit.rewards.sandbox_wire`: JSON with tags for tuples,
+sets, dicts, bytes, complex), so the comparison with the expected value runs on objects the
+candidate did not write (an "always equal" ``__eq__`` or a frame hack that calls the
+reporter has nothing to act on). Two paths:
 
-1. **Process**: a fresh interpreter (``python -I -S -B -X utf8``: isolated
-   mode, no ``site`` so no site-packages, the standard library only), in a new
-   session and process group (``start_new_session=True``), with its working
-   directory a fresh temporary directory (deleted afterwards), an environment
-   stripped to ``TMPDIR``/``HOME`` pointing at that directory, stdin empty, and
-   stdout/stderr going to files. Program and tests arrive on stdin, so the
-   tests are never a file the program could read.
-2. **Resource limits** set by the child before any untrusted code runs:
-   ``RLIMIT_AS`` (``memory_mb``: a huge allocation raises ``MemoryError`` →
-   status "memory"), ``RLIMIT_CPU`` (backstop for the wall-clock limit),
-   ``RLIMIT_FSIZE`` (no file, stdout included, beyond 16 MiB),
-   ``RLIMIT_NOFILE``, ``RLIMIT_CORE = 0`` and ``RLIMIT_NPROC = 0`` (no new
-   processes or threads, but see the limits below for root).
-3. **Wall-clock limit**: the parent waits at most ``timeout_s`` and then kills
-   the whole process group with ``SIGKILL`` (status "timeout"). It kills the
-   group after every run, before reaping the child, so no stray process of
-   the run survives it and the group id cannot have been reused.
-4. **In-process guard** installed before the program runs: process creation
-   and signalling (``os.fork``, ``os.system``, ``os.exec*``, ``os.spawn*``,
-   ``os.posix_spawn``, ``os.kill``, ``subprocess.*``, ``_posixsubprocess``,
-   ``setsid``/``setuid`` and friends, ``resource.setrlimit``) raise; writes
-   outside the working directory (``open``/``io.open``/``os.open`` in a write
-   mode, ``os.remove``/``unlink``/``rmdir``/``rename``/``replace``/``mkdir``/
-   ``chmod``/``truncate``…, hence ``shutil.rmtree``/``pathlib`` too) raise;
-   ``socket`` creation and name lookups raise; ``ctypes`` cannot be imported.
-   Each blocked call raises ``SandboxViolation`` (a ``PermissionError``),
-   prints ``sandbox: blocked …`` to stderr and marks the run "forbidden",
-   even if the program catches the exception.
-5. **Honest result channel**: success is reported on a private pipe with a
-   random nonce the program never sees, so ``sys.exit(0)`` or ``os._exit(0)``
-   before the tests run cannot fake a pass.
+* **Literal asserts** (the code family's ``assert f(0)==4``, most of MBPP): when every line
+  of the tests is an import or ``assert name(literals) == literal`` (also ``!=``, ``is
+  True/False/None``, ``assert name(...)``, ``assert not name(...)``), this process computes
+  the expected values with ``ast.literal_eval``, sends the candidate only the calls (never the
+  expected values), reads the results from a file descriptor after the candidate has exited,
+  and compares them itself.
+* **Any other tests** (HumanEval's ``def check(candidate): ...`` with loops, random inputs
+  and helpers; ``math.isclose``): a second process, the *judge* (``sandbox_judge.py``), runs
+  the test code unchanged; each name the tests take from the program is a proxy that forwards
+  the call over a pipe and decodes the answer as plain data. The judge writes its verdict to a
+  descriptor the candidate does not hold. It binds only the non-builtin names the tests use
+  (a program that rebinds ``abs`` changes nothing), and a name used as ``math.isclose`` only
+  to its own import of the standard-library module. What the judge cannot do: pass a function
+  of the tests (a ``lambda``) to the candidate, see the candidate mutate an argument in place,
+  or use ``isinstance`` with a class the program defines; such tests fail rather than pass.
+  Helpers the tests call that the program defines (HumanEval's ``poly``, which comes with the
+  prompt) run in the candidate, as in HumanEval's own harness.
 
-Limits — read before pointing this at hostile code. This is a best-effort
-guard for *buggy or reward-hacking model output* in a teaching toolkit, not a
-security boundary:
+**Containment of the candidate's process** (``sandbox_child.py`` holds the details):
 
-* Layer 4 lives in the same interpreter as the untrusted code. Python has no
-  in-process isolation: the original functions stay reachable (through
-  closures, ``gc``, ``_io.FileIO``, frame introspection, …) for code that
-  tries hard enough. Reading files is not restricted at all.
-* As **root**, ``RLIMIT_NPROC`` is not enforced by the kernel, so fork
-  containment rests on layer 4 and the process-group kill. Root can also
-  raise its hard limits again if it reaches ``setrlimit``.
-* There is no network namespace, seccomp filter, cgroup, chroot or
-  unprivileged user. Files inside the working directory can fill at most
-  16 MiB each for ``timeout_s`` seconds.
-For untrusted code in production, run it in a container or VM with no network
-as an unprivileged user (or use a purpose-built sandbox) and keep this layer
-only as a convenience.
+* ``"namespaces"`` (used whenever the OS allows it; :func:`sandbox_isolation` says which):
+  new user (or, for root, the user ``nobody``), PID, mount, network, IPC and UTS namespaces;
+  a root file system that holds only read-only binds of the system library directories and
+  of this Python installation, a 16 MiB ``tmpfs`` at ``/tmp`` (its working directory) and
+  four ``/dev`` nodes — nothing else of the machine is visible, let alone writable; no network
+  (only a loopback interface that is down); no capabilities and ``no_new_privs``. The
+  program is PID 1 of its namespace, so when it ends or is killed every process it made dies
+  too, ``setsid`` or not; other processes of the machine (this trainer, the judge) are not
+  visible to it.
+* ``"process"`` (the fallback when user namespaces are unavailable — typically inside a
+  container with a default seccomp profile — or when ``FEDRL_SANDBOX=process``): a plain
+  child process of this user. It still gets its own session and process group (killed as a
+  whole), the resource limits, ``no_new_privs``, the seccomp filter and the out-of-process
+  verdict, plus an in-process tripwire that blocks naive file writes, process creation and
+  sockets. That tripwire is **not** containment: a deliberate program can take it apart and
+  then read and write this user's files, reach the network, read this user's other processes'
+  ``/proc/<pid>/fd`` and leave processes behind (on x86_64 the seccomp filter still refuses
+  ``ptrace`` and signals). A one-time ``RuntimeWarning`` says so; set
+  ``FEDRL_SANDBOX=namespaces`` to make a missing isolation an error instead.
+
+Both: resource limits (``RLIMIT_AS`` = ``memory_mb``, ``RLIMIT_CPU``, no file over 16 MiB,
+64 descriptors, no core dumps, ``RLIMIT_NPROC`` = 0, so no new processes or threads for a
+non-root user), a wall-clock deadline after which the process group is killed, an
+environment stripped to ``HOME``/``TMPDIR``, the tests never shown to the candidate, stdout
+discarded, and on x86_64 a seccomp filter refusing ``ptrace``, mounts, new namespaces,
+keyrings, ``bpf``, ``io_uring`` and the like (and, without a PID namespace, signals to other
+processes). Not done: seccomp on other architectures, an allowlist filter, cgroups (memory is
+bounded per process by ``RLIMIT_AS``, processes by ``RLIMIT_NPROC`` and the PID namespace).
+docs/reliability.md lists what each layer promises and which test checks it.
 """
 
 from __future__ import annotations
 
 import ast
+import atexit
+import builtins
 import json
+import marshal
 import os
 import re
-import secrets
+import select
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
+import warnings
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
+from fedrl_kit.rewards.parsing import completion_text
+from fedrl_kit.rewards.sandbox_wire import WIRE_MAX_BYTES, WireError, wire_decode, wire_encode, wire_loads
 from fedrl_kit.tags import ANSWER_CLOSE, ANSWER_OPEN
 
 Status = Literal["ok", "failed", "timeout", "memory", "error", "forbidden"]
+Isolation = Literal["namespaces", "process"]
+
+ISOLATION_ENV = "FEDRL_SANDBOX"
+"""environment variable: "auto" (default: namespaces when the OS allows, else process with a
+warning), "namespaces" (an error when the OS does not allow them) or "process" """
 
 _FSIZE_BYTES = 16 * 2**20
-"""largest file (stdout and stderr included) the child may write"""
+"""largest file the candidate may write (and the size of its /tmp)"""
 
 _NOFILE = 64
-"""most file descriptors the child may hold open"""
+"""most file descriptors the candidate may hold open"""
 
 _MIN_MEMORY_MB = 64
-"""an interpreter with the guard loaded needs about 30 MB of address space"""
+"""an interpreter with the runner loaded needs about 30 MB of address space"""
 
 _STDERR_TAIL_CHARS = 2000
-"""how much of the end of the child's stderr a SandboxResult keeps"""
+"""how much of the end of the children's stderr a SandboxResult keeps"""
+
+_SETUP_FAILED = 97
+"""the candidate's exit status when its isolation could not be set up (sandbox_child.SETUP_FAILED)"""
 
 CODE_REWARD_TIMEOUT_S = 2.0
-"""wall-clock limit per completion in :func:`code_accuracy_reward`"""
+"""wall-clock limit per completion in :func:`code_accuracy_reward`; the completions of one call
+run in parallel, so this is also about the most one call can take (up to CODE_REWARD_PROCESSES
+distinct programs)"""
 
 CODE_REWARD_MEMORY_MB = 256
-"""address-space limit per completion in :func:`code_accuracy_reward`"""
+"""address-space limit per process in :func:`code_accuracy_reward`"""
 
-CODE_REWARD_WORKERS = 2
-"""completions checked in parallel; small, so a laptop stays responsive"""
+CODE_REWARD_PROCESSES = 16
+"""most programs checked at once: bounds one call's processes (x2 with a judge) and memory"""
+
+CODE_MAX_PROGRAM_CHARS = 100_000
+"""a longer program scores 0 without being parsed or run (a real answer is far shorter)"""
+
+_FORCE_USERNS = False
+"""tests only: use a user namespace even when running as root"""
+
+_HERE = Path(__file__).resolve().parent
+_WIRE_SOURCE = (_HERE / "sandbox_wire.py").read_text()
+_CHILD_SOURCE = _WIRE_SOURCE + (_HERE / "sandbox_child.py").read_text()
+_JUDGE_SOURCE = _WIRE_SOURCE + (_HERE / "sandbox_judge.py").read_text()
+_PYTHON_FLAGS = ("-I", "-S", "-B", "-X", "utf8")
 
 
 @dataclass(frozen=True)
@@ -110,385 +146,252 @@ class SandboxResult:
     passed: bool
     """True exactly when status is "ok": the program ran and every test passed"""
     status: Status
-    """"ok"; "failed" (a test raised, e.g. AssertionError); "timeout" (killed at
-    timeout_s or the CPU limit); "memory" (MemoryError under RLIMIT_AS); "error"
-    (the program or tests do not compile, the program raised or exited at top
-    level, or the child died without reporting); "forbidden" (the guard blocked
-    a call)"""
+    """"ok"; "failed" (a test did not hold or a call raised an Exception); "timeout" (killed at
+    timeout_s or the CPU limit); "memory" (MemoryError under RLIMIT_AS); "error" (the program or
+    tests do not compile, the program raised or exited, or a process died without reporting);
+    "forbidden" (the "process" isolation's tripwire blocked a call)"""
     stderr_tail: str
-    """the last characters of the child's stderr (tracebacks, guard messages)"""
+    """the last characters of the processes' stderr (tracebacks) and the sandbox's own notes"""
     duration_s: float
-    """wall-clock seconds from start to the end of the child"""
+    """wall-clock seconds from start to the end of the run"""
+    isolation: Isolation = "namespaces"
+    """how the candidate's process was contained (see the module docstring)"""
 
 
-# The child's code: read the spec, limit resources, install the guard, run.
-# It is passed with -c so nothing of it lies in the working directory.
-_RUNNER = r'''
-import builtins, io, json, linecache, os, sys, traceback
-
-def _limit_resources(spec):
-    import resource, signal
-    limits = [
-        (resource.RLIMIT_AS, spec["memory_bytes"]),
-        (resource.RLIMIT_CPU, spec["cpu_s"]),
-        (resource.RLIMIT_FSIZE, spec["fsize_bytes"]),
-        (resource.RLIMIT_NOFILE, spec["nofile"]),
-        (resource.RLIMIT_CORE, 0),
-        (resource.RLIMIT_NPROC, 0),
-    ]
-    for which, value in limits:
-        soft, hard = resource.getrlimit(which)
-        if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
-        try:
-            resource.setrlimit(which, (value, value))
-        except (ValueError, OSError):
-            pass
-    # Past RLIMIT_FSIZE a write fails with EFBIG instead of killing the child.
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+# ---------------------------------------------------------------------------
+# Turning tests into calls and expected values
+# ---------------------------------------------------------------------------
 
 
-def _install_guard(root, violations):
-    import _socket, importlib, posix, resource, shutil, signal, socket, subprocess
+@dataclass(frozen=True)
+class _Plan:
+    """How one set of tests is checked."""
+
+    imports: tuple[str, ...]
+    """the tests' top-level import lines; the candidate runs them after the program, as the tests
+    and the program used to share one namespace"""
+    names: tuple[str, ...]
+    """the non-builtin names the tests use (what the judge asks the candidate about)"""
+    module_names: tuple[str, ...]
+    """those used as ``name.attribute`` that are standard-library modules: the judge binds them only
+    to its own import of that module"""
+    calls: tuple | None
+    """literal asserts only: (name, args, kwargs) per assert, in wire form; None: use a judge"""
+    checks: tuple = ()
+    """aligned with calls: (op, expected, the assert's source)"""
+
+
+class _NotLiteral(Exception):
+    pass
+
+
+def _refuse(obj):
+    raise _NotLiteral
+
+
+def _literal(node):
     try:
-        import _posixsubprocess
-    except ImportError:
-        _posixsubprocess = None
-    write, realpath, join, readlink, getcwd = os.write, os.path.realpath, os.path.join, os.readlink, os.getcwd
-
-    class SandboxViolation(PermissionError):
-        """A call the sandbox does not allow."""
-
-    def violation(what):
-        violations.append(what)
-        try:
-            write(2, ("sandbox: blocked " + what + "\n").encode("utf-8", "replace"))
-        except OSError:
-            pass
-        return SandboxViolation("sandbox: " + what + " is not allowed")
-
-    def deny(what):
-        def blocked(*args, **kwargs):
-            raise violation(what)
-        blocked.__name__ = what.rsplit(".", 1)[-1]
-        return blocked
-
-    def inside(path, dir_fd=None):
-        try:
-            if isinstance(path, int):
-                full = realpath(readlink("/proc/self/fd/%d" % path))
-            else:
-                base = readlink("/proc/self/fd/%d" % dir_fd) if dir_fd is not None else getcwd()
-                full = realpath(join(base, os.fsdecode(os.fspath(path))))
-        except Exception:
-            return False
-        return full == root or full.startswith(root + os.sep)
-
-    def check(name, path, dir_fd=None):
-        if not inside(path, dir_fd):
-            raise violation("%s(%r) outside the sandbox directory" % (name, path))
-
-    def patch_os(name, new):
-        for mod in (os, posix):
-            if hasattr(mod, name):
-                setattr(mod, name, new)
-
-    # Processes, sessions, identities, signals to others.
-    for name in (
-        "fork", "forkpty", "system", "popen", "execv", "execve", "execl", "execle", "execlp",
-        "execlpe", "execvp", "execvpe", "spawnv", "spawnve", "spawnl", "spawnle", "spawnlp",
-        "spawnlpe", "spawnvp", "spawnvpe", "posix_spawn", "posix_spawnp", "kill", "killpg",
-        "setsid", "setpgid", "setpgrp", "setuid", "setgid", "seteuid", "setegid", "setreuid",
-        "setregid", "setresuid", "setresgid", "setgroups", "chroot",
-    ):
-        patch_os(name, deny("os." + name))
-    for name in ("run", "call", "check_call", "check_output", "getoutput", "getstatusoutput", "_fork_exec"):
-        setattr(subprocess, name, deny("subprocess." + name))
-
-    class DeniedPopen(subprocess.Popen):
-        _child_created = False
-        def __init__(self, *args, **kwargs):
-            raise violation("subprocess.Popen")
-        def __del__(self):
-            pass
-    subprocess.Popen = DeniedPopen
-    if _posixsubprocess is not None:
-        _posixsubprocess.fork_exec = deny("_posixsubprocess.fork_exec")
-    for name in ("pidfd_send_signal", "pthread_kill"):
-        if hasattr(signal, name):
-            setattr(signal, name, deny("signal." + name))
-    # A fresh instance of a built-in module would carry the original functions.
-    import _imp
-    orig_create_builtin = _imp.create_builtin
-    def guarded_create_builtin(spec):
-        if spec.name in ("posix", "_posixsubprocess", "_socket", "_signal"):
-            raise violation("a fresh instance of built-in module " + spec.name)
-        return orig_create_builtin(spec)
-    _imp.create_builtin = guarded_create_builtin
-    resource.setrlimit = deny("resource.setrlimit")
-    resource.prlimit = deny("resource.prlimit")
-    importlib.reload = deny("importlib.reload")
-
-    # Filesystem writes outside the working directory.
-    def one_path(name):
-        orig = getattr(os, name, None)
-        if orig is None:
-            return
-        def wrapper(path, *args, **kwargs):
-            check("os." + name, path, kwargs.get("dir_fd"))
-            return orig(path, *args, **kwargs)
-        wrapper.__name__ = name
-        patch_os(name, wrapper)
-    for name in (
-        "remove", "unlink", "rmdir", "removedirs", "mkdir", "makedirs", "chmod", "lchmod",
-        "chown", "lchown", "truncate", "utime", "mkfifo", "mknod", "setxattr", "removexattr",
-        "fchmod", "fchown",
-    ):
-        one_path(name)
-
-    def two_paths(name, check_src=True):
-        orig = getattr(os, name, None)
-        if orig is None:
-            return
-        def wrapper(src, dst, *args, **kwargs):
-            if check_src:
-                check("os." + name, src, kwargs.get("src_dir_fd"))
-            check("os." + name, dst, kwargs.get("dst_dir_fd", kwargs.get("dir_fd")))
-            return orig(src, dst, *args, **kwargs)
-        wrapper.__name__ = name
-        patch_os(name, wrapper)
-    for name in ("rename", "renames", "replace", "link"):
-        two_paths(name)
-    two_paths("symlink", check_src=False)  # a link's target is checked when it is written through
-
-    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-    orig_os_open = os.open
-    def guarded_os_open(path, flags, *args, **kwargs):
-        if flags & write_flags:
-            check("os.open", path, kwargs.get("dir_fd"))
-        return orig_os_open(path, flags, *args, **kwargs)
-    patch_os("open", guarded_os_open)
-
-    orig_open = builtins.open
-    def guarded_open(file, mode="r", *args, **kwargs):
-        if not isinstance(file, int) and any(c in mode for c in "wax+"):
-            check("open", file)
-        return orig_open(file, mode, *args, **kwargs)
-    builtins.open = io.open = guarded_open
-
-    orig_rmtree = shutil.rmtree
-    def guarded_rmtree(path, *args, **kwargs):
-        check("shutil.rmtree", path, kwargs.get("dir_fd"))
-        return orig_rmtree(path, *args, **kwargs)
-    guarded_rmtree.avoids_symlink_attacks = orig_rmtree.avoids_symlink_attacks
-    shutil.rmtree = guarded_rmtree
-
-    # Network.
-    class DeniedSocket(socket.socket):
-        def __init__(self, *args, **kwargs):
-            raise violation("socket.socket")
-    class DeniedRawSocket(_socket.socket):
-        def __init__(self, *args, **kwargs):
-            raise violation("_socket.socket")
-    socket.socket = socket.SocketType = DeniedSocket
-    _socket.socket = _socket.SocketType = DeniedRawSocket
-    for name in (
-        "socketpair", "fromfd", "create_connection", "create_server", "getaddrinfo",
-        "gethostbyname", "gethostbyname_ex", "gethostbyaddr", "getnameinfo", "dup",
-    ):
-        for mod in (socket, _socket):
-            if hasattr(mod, name):
-                setattr(mod, name, deny("socket." + name))
-
-    # Modules that reach around everything above.
-    blocked_modules = {"ctypes", "_ctypes", "cffi", "_testcapi", "_testinternalcapi", "_xxsubinterpreters"}
-    class ImportBlocker:
-        @staticmethod
-        def find_spec(name, path=None, target=None):
-            if name.partition(".")[0] in blocked_modules:
-                raise ImportError("sandbox: module %r is not available" % name, name=name)
-            return None
-    sys.meta_path.insert(0, ImportBlocker)
-    return SandboxViolation
+        value = ast.literal_eval(node)
+        wire_encode(value, _refuse)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, WireError, _NotLiteral):
+        raise _NotLiteral from None
+    return value
 
 
-def _main():
-    result_fd = int(sys.argv[1])
-    root = sys.argv[2]
-    report_write, report_exit = os.write, os._exit
-    spec = json.loads(sys.stdin.read())
-    sys.stdin = io.StringIO("")
-    nonce = spec.pop("nonce")
+def _literal_call(node) -> tuple:
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        raise _NotLiteral
+    if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+        raise _NotLiteral
+    args = [_literal(a) for a in node.args]
+    kwargs = {k.arg: _literal(k.value) for k in node.keywords}
+    return node.func.id, wire_encode(args, _refuse), wire_encode(kwargs, _refuse)
 
-    def report(status):
-        for stream in (sys.stdout, sys.stderr):
+
+def _literal_check(stmt) -> tuple:
+    """(call, op, expected) for ``assert name(literals) <op> literal``; _NotLiteral otherwise."""
+    if not isinstance(stmt, ast.Assert):
+        raise _NotLiteral
+    test = stmt.test
+    if isinstance(test, ast.Call):
+        return _literal_call(test), "truthy", None
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _literal_call(test.operand), "falsy", None
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        raise _NotLiteral
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if isinstance(op, (ast.Eq, ast.NotEq)):
+        if not isinstance(left, ast.Call):
+            left, right = right, left
+        return _literal_call(left), "==" if isinstance(op, ast.Eq) else "!=", _literal(right)
+    if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and any(
+            right.value is v for v in (True, False, None)):
+        return _literal_call(left), "is" if isinstance(op, ast.Is) else "is not", right.value
+    raise _NotLiteral
+
+
+def _plan(tests: str) -> _Plan:
+    """The checking plan of ``tests``; SyntaxError if they do not parse."""
+    tree = ast.parse(tests)
+    imports, calls, checks = [], [], []
+    literal = True
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            imports.append(ast.unparse(stmt))
+        elif isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+            continue
+        elif literal:
             try:
-                stream.flush()
-            except BaseException:
-                pass
+                call, op, expected = _literal_check(stmt)
+            except _NotLiteral:
+                literal = False
+                continue
+            calls.append(call)
+            checks.append((op, expected, ast.unparse(stmt)))
+    names = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(dir(builtins)))
+    roots = {n.value.id for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+    modules = sorted(name for name in roots.intersection(names) if name in sys.stdlib_module_names)
+    return _Plan(tuple(imports), tuple(names), tuple(modules), tuple(calls) if literal else None,
+                 tuple(checks) if literal else ())
+
+
+class _Reference:
+    """An object that stayed in the candidate's process: equal only to itself."""
+
+    __slots__ = ("index", "truth")
+
+    def __init__(self, index: int, truth: bool):
+        self.index, self.truth = index, truth
+
+    def __bool__(self) -> bool:
+        return self.truth
+
+    def __repr__(self) -> str:
+        return f"<object #{self.index} of the candidate>"
+
+
+def _reference(tag, payload):
+    if tag != "h":
+        raise WireError("a name reference in a result")
+    return _Reference(payload["h"], payload["b?"])
+
+
+def _holds(op: str, value, expected) -> bool:
+    if op == "==":
+        return bool(value == expected)
+    if op == "!=":
+        return bool(value != expected)
+    if op == "is":
+        return value is expected
+    if op == "is not":
+        return value is not expected
+    return bool(value) if op == "truthy" else not bool(value)
+
+
+# ---------------------------------------------------------------------------
+# Isolation: what the OS allows
+# ---------------------------------------------------------------------------
+
+_isolation_lock = threading.Lock()
+_isolation: Isolation | None = None
+_mountpoint: str | None = None
+
+
+_mountpoint_lock = threading.Lock()
+
+
+def _mountpoint_dir() -> str:
+    """An empty directory on which each candidate mounts its own root (in its own mount namespace).
+
+    Made once per process (again if a temp cleaner removed it) and removed at exit by the process
+    that made it, not by a forked child (a data-loader worker) that inherited it.
+    """
+    global _mountpoint
+    with _mountpoint_lock:
+        if _mountpoint is None or not os.path.isdir(_mountpoint):
+            _mountpoint = tempfile.mkdtemp(prefix="fedrl-sandbox-root-")
+            atexit.register(_remove_mountpoint, _mountpoint, os.getpid())
+        return _mountpoint
+
+
+def _remove_mountpoint(path: str, owner: int) -> None:
+    if os.getpid() == owner:
         try:
-            report_write(result_fd, (nonce + " " + status + "\n").encode())
+            os.rmdir(path)  # empty: the mounts lived in the candidates' namespaces
         except OSError:
             pass
-        report_exit(0)
-
-    for name in ("program", "tests"):
-        linecache.cache["<%s>" % name] = (len(spec[name]), None, spec[name].splitlines(True), "<%s>" % name)
-    _limit_resources(spec)
-    try:
-        program = compile(spec["program"], "<program>", "exec")
-        tests = compile(spec["tests"], "<tests>", "exec")
-    except MemoryError:
-        report("memory")
-    except BaseException:
-        traceback.print_exc(limit=-3)
-        report("error")
-    violations = []
-    SandboxViolation = _install_guard(root, violations)
-    namespace = {"__name__": "__sandbox__", "__builtins__": builtins}
-    del spec
-    phase = "program"
-    status = "ok"
-    try:
-        exec(program, namespace)
-        phase = "tests"
-        exec(tests, namespace)
-    except BaseException as exc:
-        try:  # skip this runner's own frame
-            traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next, limit=-5)
-        except BaseException:
-            pass
-        if isinstance(exc, SandboxViolation):
-            status = "forbidden"
-        elif isinstance(exc, MemoryError):
-            status = "memory"
-        elif phase == "tests" and isinstance(exc, Exception):
-            status = "failed"
-        else:
-            status = "error"
-    if violations:
-        status = "forbidden"
-    report(status)
-
-_main()
-'''
 
 
-def run_code(
-    program: str, tests: str, timeout_s: float = 2.0, memory_mb: int = 256
-) -> SandboxResult:
-    """Run ``program`` and then ``tests`` in one namespace in a contained child.
+def sandbox_isolation() -> Isolation:
+    """How candidates are contained on this machine: "namespaces" or "process" (see the module docstring).
 
-    The tests pass when executing them raises nothing (e.g. a list of
-    ``assert f(2) == 4`` lines, or ``def check(candidate): …`` followed by
-    ``check(f)``). The program runs with ``__name__ == "__sandbox__"``, so an
-    ``if __name__ == "__main__":`` block in it does not run.
-
-    Args:
-        program: the Python source the model wrote.
-        tests: Python source that raises (usually AssertionError) on a wrong program.
-        timeout_s: wall-clock limit in seconds, > 0; the process group is
-            killed when it runs out.
-        memory_mb: address-space limit (RLIMIT_AS) in MiB, >= 64.
-
-    Returns:
-        A :class:`SandboxResult`.
+    Decided once per process, by running a trivial program with namespaces (unless
+    ``FEDRL_SANDBOX=process``). Falling back to "process" warns once.
 
     Raises:
-        ValueError: if ``program``/``tests`` are not strings or a limit is out of range.
+        RuntimeError: if ``FEDRL_SANDBOX=namespaces`` and the OS does not allow them.
+        ValueError: if ``FEDRL_SANDBOX`` holds anything else than auto, namespaces or process.
     """
-    if not isinstance(program, str):
-        raise ValueError(f"program must be a str, got {type(program).__name__}")
-    if not isinstance(tests, str):
-        raise ValueError(f"tests must be a str, got {type(tests).__name__}")
-    if not (isinstance(timeout_s, (int, float)) and 0 < timeout_s < float("inf")):
-        raise ValueError(f"timeout_s must be a finite number > 0, got {timeout_s!r}")
-    if not (isinstance(memory_mb, int) and memory_mb >= _MIN_MEMORY_MB):
-        raise ValueError(f"memory_mb must be an int >= {_MIN_MEMORY_MB}, got {memory_mb!r}")
-
-    nonce = secrets.token_hex(16)
-    with (
-        tempfile.TemporaryDirectory(prefix="fedrl-sandbox-", ignore_cleanup_errors=True) as workdir,
-        tempfile.TemporaryFile() as out,
-        tempfile.TemporaryFile() as err,
-    ):
-        root = os.path.realpath(workdir)
-        spec = {
-            "nonce": nonce,
-            "program": program,
-            "tests": tests,
-            "memory_bytes": memory_mb * 2**20,
-            "cpu_s": int(timeout_s) + 2,
-            "fsize_bytes": _FSIZE_BYTES,
-            "nofile": _NOFILE,
-        }
-        result_r, result_w = os.pipe()
-        start = time.monotonic()
-        try:
-            proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-B", "-X", "utf8", "-c", _RUNNER, str(result_w), root],
-                stdin=subprocess.PIPE,
-                stdout=out,
-                stderr=err,
-                cwd=root,
-                env={"TMPDIR": root, "HOME": root},
-                start_new_session=True,  # its own process group, killed as a whole below
-                pass_fds=(result_w,),
-            )
-        except BaseException:
-            os.close(result_r)
-            raise
-        finally:
-            os.close(result_w)
-        try:
-            timed_out = _feed_and_wait(proc, json.dumps(spec).encode(), start + timeout_s)
-            duration = time.monotonic() - start
-            # The child is a zombie or still running, so its group id is not reused yet.
-            _kill_group(proc.pid)
-            proc.wait()
-            reported = _read_report(result_r, nonce)
-        finally:
-            os.close(result_r)
-            if proc.stdin is not None:
-                proc.stdin.close()
-        stderr_tail = _tail(err)
-
-    if reported is not None:
-        status = reported
-    elif timed_out or proc.returncode == -signal.SIGXCPU:
-        status = "timeout"
-        stderr_tail = (stderr_tail + f"\nsandbox: killed after {duration:.2f} s (timeout_s={timeout_s})\n")[
-            -_STDERR_TAIL_CHARS:
-        ]
-    elif "sandbox: blocked" in stderr_tail:
-        status = "forbidden"
-    elif "MemoryError" in stderr_tail:
-        status = "memory"
-    else:
-        status = "error"
-    return SandboxResult(status == "ok", status, stderr_tail, duration)
+    global _isolation
+    with _isolation_lock:
+        if _isolation is not None:
+            return _isolation
+        wanted = os.environ.get(ISOLATION_ENV, "auto")
+        if wanted not in ("auto", "namespaces", "process"):
+            raise ValueError(f"{ISOLATION_ENV} must be auto, namespaces or process, got {wanted!r}")
+        if wanted == "process":
+            _isolation = "process"
+            return _isolation
+        probe = run_many([("f = lambda: 1\n", "assert f() == 1\n")], timeout_s=10.0, isolation="namespaces")[0]
+        if probe.passed:
+            _isolation = "namespaces"
+        elif wanted == "namespaces":
+            raise RuntimeError(f"{ISOLATION_ENV}=namespaces, but the sandbox cannot set them up here:\n"
+                               + probe.stderr_tail)
+        else:
+            warnings.warn(
+                "code sandbox: this OS does not allow user/PID/mount/network namespaces here, so model-written "
+                "programs run as plain processes of this user: a deliberate program can read and write this "
+                "user's files, use the network and leave processes behind. Set FEDRL_SANDBOX=namespaces "
+                "to make this an error. Cause: " + probe.stderr_tail.strip()[-300:],
+                RuntimeWarning, stacklevel=2)
+            _isolation = "process"
+        return _isolation
 
 
-def _feed_and_wait(proc: subprocess.Popen, payload: bytes, deadline: float) -> bool:
-    """Send the spec, then wait until the child exits (not reaped) or the deadline; True if timed out."""
-    try:
-        proc.stdin.write(payload)
-        proc.stdin.close()
-    except (BrokenPipeError, OSError):
-        pass  # the child died early; its exit status tells why
-    pause = 0.001
-    while True:
-        # WNOWAIT leaves the child a zombie so its pid/pgid stay reserved for _kill_group.
-        try:
-            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-                return False
-        except ChildProcessError:  # already reaped elsewhere
-            return False
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return True
-        time.sleep(min(pause, remaining))
-        pause = min(pause * 2, 0.02)
+# ---------------------------------------------------------------------------
+# Running: one candidate process (and one judge) per program, many at once
+# ---------------------------------------------------------------------------
+
+
+def _scratch() -> int:
+    """A file descriptor of an anonymous file (memfd where available)."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("fedrl-sandbox", os.MFD_CLOEXEC)
+    with tempfile.TemporaryFile() as f:
+        return os.dup(f.fileno())
+
+
+def _spec_fd(spec: dict, encoding: str) -> int:
+    fd = _scratch()
+    data = marshal.dumps(spec) if encoding == "marshal" else json.dumps(spec).encode()
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _read(fd: int, limit: int) -> bytes:
+    """Up to ``limit`` bytes of a scratch file from its start (more: None is not returned, the caller checks)."""
+    size = os.fstat(fd).st_size
+    return os.pread(fd, min(size, limit + 1), 0)
+
+
+def _tail(fd: int) -> str:
+    size = os.fstat(fd).st_size
+    start = max(0, size - 4 * _STDERR_TAIL_CHARS)
+    return os.pread(fd, size - start, start).decode("utf-8", "replace")[-_STDERR_TAIL_CHARS:]
 
 
 def _kill_group(pgid: int) -> None:
@@ -498,30 +401,294 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
-def _read_report(fd: int, nonce: str) -> Status | None:
-    """The status line the runner wrote with our nonce, or None."""
-    os.set_blocking(fd, False)
-    data = b""
+class _Run:
+    """One program against one set of tests: its processes, files and outcome."""
+
+    def __init__(self, program: str, tests: str, timeout_s: float, memory_mb: int, isolation: Isolation):
+        self.program, self.tests = program, tests
+        self.timeout_s, self.memory_mb, self.isolation = timeout_s, memory_mb, isolation
+        self.procs: list[subprocess.Popen] = []
+        self.fds: list[int] = []
+        self.workdir: str | None = None
+        self.pidfd: int | None = None
+        self.result: SandboxResult | None = None
+        self.start_time = time.monotonic()
+        self.deadline = self.start_time + timeout_s
+        try:
+            self.plan = _plan(tests)
+        except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+            self.result = SandboxResult(False, "error", f"sandbox: the tests do not compile: {exc}\n", 0.0, isolation)
+
+    def _base_spec(self) -> dict:
+        return {
+            "isolation": self.isolation,
+            "memory_bytes": self.memory_mb * 2**20,
+            "cpu_s": int(self.timeout_s) + 2,
+            "fsize_bytes": _FSIZE_BYTES,
+            "tmpfs_bytes": _FSIZE_BYTES,
+            "nofile": _NOFILE,
+            "mountpoint": _mountpoint_dir() if self.isolation == "namespaces" else None,
+            "force_userns": _FORCE_USERNS,
+        }
+
+    def _spawn(self, source: str, spec: dict, pass_fds: tuple, cwd: str, env: dict) -> subprocess.Popen:
+        spec_fd = _spec_fd(spec, "marshal" if source is _CHILD_SOURCE else "json")
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, *_PYTHON_FLAGS, "-c", source], stdin=spec_fd, stdout=subprocess.DEVNULL,
+                stderr=spec["stderr_fd"], pass_fds=pass_fds, cwd=cwd, env=env,
+                start_new_session=True,  # its own session and process group, killed as a whole
+            )
+        finally:
+            os.close(spec_fd)
+        self.procs.append(proc)
+        return proc
+
+    def start(self) -> None:
+        """Start the candidate (and the judge); the deadline runs from here."""
+        self.start_time = time.monotonic()
+        self.deadline = self.start_time + self.timeout_s
+        plan = self.plan
+        self.err = _scratch()
+        self.fds.append(self.err)
+        spec = dict(self._base_spec(), program=self.program, imports=list(plan.imports), stderr_fd=self.err)
+        if self.isolation == "namespaces":
+            cwd, env = "/", {"HOME": "/tmp", "TMPDIR": "/tmp"}
+        else:
+            self.workdir = os.path.realpath(tempfile.mkdtemp(prefix="fedrl-sandbox-"))
+            cwd, env = self.workdir, {"HOME": self.workdir, "TMPDIR": self.workdir}
+        if plan.calls is not None:
+            self.out = _scratch()
+            self.fds.append(self.out)
+            spec.update(mode="calls", calls=list(plan.calls), result_fd=self.out)
+            governing = self._spawn(_CHILD_SOURCE, spec, (self.out,), cwd, env)
+        else:
+            request_r, request_w = os.pipe()
+            reply_r, reply_w = os.pipe()
+            self.out, self.judge_err = _scratch(), _scratch()
+            self.fds += [self.out, self.judge_err]
+            try:
+                spec.update(mode="serve", names=list(plan.names), request_fd=request_r, reply_fd=reply_w)
+                self._spawn(_CHILD_SOURCE, spec, (request_r, reply_w), cwd, env)
+                judge_spec = dict(self._base_spec(), tests=self.tests, names=list(plan.names),
+                                  module_names=list(plan.module_names), request_fd=request_w, reply_fd=reply_r,
+                                  verdict_fd=self.out, stderr_fd=self.judge_err)
+                governing = self._spawn(_JUDGE_SOURCE, judge_spec, (request_w, reply_r, self.out),
+                                        self.workdir or _mountpoint_dir(), {})
+            finally:
+                for fd in (request_r, request_w, reply_r, reply_w):
+                    os.close(fd)
+        self.governing = governing
+        try:
+            self.pidfd = os.pidfd_open(governing.pid)
+        except (AttributeError, OSError):
+            self.pidfd = None
+
+    def exited(self) -> bool:
+        """Whether the governing process (the judge, else the candidate) has exited (it stays unreaped)."""
+        try:
+            return os.waitid(os.P_PID, self.governing.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:
+            return True
+
+    def finish(self, timed_out: bool) -> None:
+        """Kill every process group of the run (before reaping, so no group id can be reused), then score it."""
+        duration = time.monotonic() - self.start_time
+        for proc in self.procs:
+            _kill_group(proc.pid)
+        for proc in self.procs:
+            proc.wait()
+        try:
+            status, note = self._status(timed_out)
+            stderr = _tail(self.err) + (_tail(self.judge_err) if self.plan.calls is None else "")
+        finally:
+            self.close()
+        if status == "timeout":
+            note = f"sandbox: killed after {duration:.2f} s (timeout_s={self.timeout_s})"
+        if note:
+            stderr += ("" if not stderr or stderr.endswith("\n") else "\n") + note + "\n"
+        self.result = SandboxResult(status == "ok", status, stderr[-_STDERR_TAIL_CHARS:], duration, self.isolation)
+
+    def close(self) -> None:
+        for fd in self.fds + ([self.pidfd] if self.pidfd is not None else []):
+            os.close(fd)
+        self.fds, self.pidfd = [], None
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+
+    def _status(self, timed_out: bool) -> tuple[Status, str]:
+        candidate = self.procs[0]
+        if timed_out or candidate.returncode in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
+            return "timeout", ""
+        if candidate.returncode == _SETUP_FAILED:
+            return "error", "sandbox: the isolation could not be set up; nothing ran"
+        data = _read(self.out, WIRE_MAX_BYTES)
+        if self.plan.calls is None:
+            try:
+                verdict = json.loads(data)
+                return verdict["status"], "sandbox: " + verdict["detail"] if verdict["detail"] else ""
+            except (ValueError, KeyError, TypeError):
+                return self._died(self.judge_err, "the judge")
+        if not data:
+            return self._died(self.err, "the program")
+        try:
+            report = wire_loads(data)
+            return _literal_status(report, self.plan)
+        except (WireError, KeyError, TypeError, ValueError, RecursionError, MemoryError) as exc:
+            return "error", f"sandbox: unreadable results ({type(exc).__name__}: {str(exc)[:200]})"
+
+    def _died(self, err_fd: int, who: str) -> tuple[Status, str]:
+        if "MemoryError" in _tail(err_fd):
+            return "memory", ""
+        return "error", f"sandbox: {who} ended without reporting"
+
+
+def _literal_status(report: dict, plan: _Plan) -> tuple[Status, str]:
+    """The verdict on a literal-asserts run, from the candidate's report (plain data)."""
+    program = report["program"]
+    if program != "ok":
+        kind = program[0] if isinstance(program, list) and program else "?"
+        if kind == "MemoryError":
+            return "memory", ""
+        return ("forbidden" if kind == "SandboxViolation" else "error"), f"sandbox: the program raised {kind}"
+    if report.get("violations"):
+        return "forbidden", "sandbox: the program made a blocked call"
+    results = report["calls"]
+    if not isinstance(results, list) or len(results) != len(plan.checks):
+        return "error", "sandbox: the program's results do not match its calls"
+    for entry, (op, expected, source) in zip(results, plan.checks):
+        if "exc" in entry:
+            kind = str(entry["exc"][0])
+            if kind == "MemoryError":
+                return "memory", ""
+            if kind in ("SystemExit", "KeyboardInterrupt", "GeneratorExit"):
+                return "error", f"sandbox: {source}: the program raised {kind}"
+            return ("forbidden" if kind == "SandboxViolation" else "failed"), f"sandbox: {source}: raised {kind}"
+        value = wire_decode(entry["ok"], _reference)
+        if not _holds(op, value, expected):
+            return "failed", f"sandbox: {source}: failed, got {_short_repr(value)}"
+    return "ok", ""
+
+
+def _short_repr(value) -> str:
     try:
-        while len(data) < 4096:
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                break
-            data += chunk
-    except BlockingIOError:
-        pass
-    for line in data.decode("utf-8", "replace").splitlines():
-        key, _, status = line.partition(" ")
-        if key == nonce and status in ("ok", "failed", "timeout", "memory", "error", "forbidden"):
-            return status  # type: ignore[return-value]
-    return None
+        text = repr(value)
+    except (RecursionError, ValueError):
+        text = f"a {type(value).__name__}"
+    return text if len(text) <= 200 else text[:200] + "…"
 
 
-def _tail(f) -> str:
-    f.seek(0, os.SEEK_END)
-    size = f.tell()
-    f.seek(max(0, size - 4 * _STDERR_TAIL_CHARS))
-    return f.read().decode("utf-8", "replace")[-_STDERR_TAIL_CHARS:]
+def _check_limits(timeout_s, memory_mb) -> None:
+    if not (isinstance(timeout_s, (int, float)) and 0 < timeout_s < float("inf")):
+        raise ValueError(f"timeout_s must be a finite number > 0, got {timeout_s!r}")
+    if not (isinstance(memory_mb, int) and memory_mb >= _MIN_MEMORY_MB):
+        raise ValueError(f"memory_mb must be an int >= {_MIN_MEMORY_MB}, got {memory_mb!r}")
+
+
+def run_many(
+    jobs: Sequence[tuple[str, str]], timeout_s: float = 2.0, memory_mb: int = 256, max_parallel: int = 16,
+    isolation: Isolation | None = None,
+) -> list[SandboxResult]:
+    """Run each ``(program, tests)`` pair like :func:`run_code`, up to ``max_parallel`` at once.
+
+    Each run has ``timeout_s`` from its own start; with at most ``max_parallel`` jobs they all
+    start together, so the whole call takes at most about ``timeout_s``.
+
+    Args:
+        jobs: (program, tests) pairs of Python source.
+        timeout_s: wall-clock limit per run in seconds, > 0.
+        memory_mb: address-space limit per process in MiB, >= 64.
+        max_parallel: most runs at once, >= 1.
+        isolation: "namespaces" or "process"; None: :func:`sandbox_isolation`.
+
+    Returns:
+        One :class:`SandboxResult` per job, in order.
+
+    Raises:
+        ValueError: if a program or tests is not a string or a limit is out of range.
+    """
+    for i, job in enumerate(jobs):
+        if not (isinstance(job, tuple) and len(job) == 2):
+            raise ValueError(f"jobs[{i}] must be a (program, tests) pair, got {job!r:.80}")
+        for name, value in zip(("program", "tests"), job):
+            if not isinstance(value, str):
+                raise ValueError(f"{name} must be a str, got {type(value).__name__}")
+    _check_limits(timeout_s, memory_mb)
+    if not (isinstance(max_parallel, int) and max_parallel >= 1):
+        raise ValueError(f"max_parallel must be an int >= 1, got {max_parallel!r}")
+    if isolation is None:
+        isolation = sandbox_isolation()
+    elif isolation not in ("namespaces", "process"):
+        raise ValueError(f"isolation must be 'namespaces' or 'process', got {isolation!r}")
+    runs = [_Run(program, tests, timeout_s, memory_mb, isolation) for program, tests in jobs]
+    waiting = [run for run in reversed(runs) if run.result is None]
+    active: list[_Run] = []
+    try:
+        while waiting or active:
+            while waiting and len(active) < max_parallel:
+                run = waiting.pop()
+                try:
+                    run.start()
+                except BaseException:
+                    for proc in run.procs:
+                        _kill_group(proc.pid)
+                        proc.wait()
+                    run.close()
+                    raise
+                active.append(run)
+            _sleep_until_event(active)
+            now = time.monotonic()
+            for run in [r for r in active if r.exited() or now >= r.deadline]:
+                run.finish(timed_out=not run.exited())
+                active.remove(run)
+    finally:
+        for run in active:  # an exception (KeyboardInterrupt) left these running
+            for proc in run.procs:
+                _kill_group(proc.pid)
+                proc.wait()
+            run.close()
+    return [run.result for run in runs]
+
+
+def _sleep_until_event(active: list[_Run]) -> None:
+    """Sleep until a governing process exits or the earliest deadline (pidfds where available)."""
+    timeout = max(0.0, min(run.deadline for run in active) - time.monotonic())
+    pidfds = [run.pidfd for run in active if run.pidfd is not None]
+    if len(pidfds) == len(active):
+        poller = select.poll()
+        for fd in pidfds:
+            poller.register(fd, select.POLLIN)
+        poller.poll(int(timeout * 1000) + 1)
+    else:
+        time.sleep(min(timeout, 0.005))
+
+
+def run_code(
+    program: str, tests: str, timeout_s: float = 2.0, memory_mb: int = 256, isolation: Isolation | None = None,
+) -> SandboxResult:
+    """Run ``program`` against ``tests`` in a contained child; the verdict is computed outside it.
+
+    The tests pass when executing them after the program raises nothing (e.g. a list of
+    ``assert f(2) == 4`` lines, or ``def check(candidate): …`` followed by ``check(f)``). The
+    program runs with ``__name__ == "__sandbox__"``, so an ``if __name__ == "__main__":``
+    block in it does not run.
+
+    Args:
+        program: the Python source the model wrote.
+        tests: Python source that raises (usually AssertionError) on a wrong program.
+        timeout_s: wall-clock limit in seconds, > 0; every process of the run is killed when
+            it runs out.
+        memory_mb: address-space limit (RLIMIT_AS) per process in MiB, >= 64.
+        isolation: "namespaces" or "process"; None: :func:`sandbox_isolation`.
+
+    Returns:
+        A :class:`SandboxResult`.
+
+    Raises:
+        ValueError: if ``program``/``tests`` are not strings or a limit is out of range.
+    """
+    return run_many([(program, tests)], timeout_s, memory_mb, 1, isolation)[0]
 
 
 # ---------------------------------------------------------------------------
@@ -559,17 +726,6 @@ def extract_program(text: str) -> str:
     return textwrap.dedent(text).strip("\n") + "\n"
 
 
-def _completion_text(completion) -> str:
-    """TRL completions are strings or, in conversational form, lists of messages."""
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, Sequence) and completion and isinstance(completion[-1], dict):
-        return str(completion[-1].get("content", ""))
-    raise ValueError(
-        f"completions must hold strings or lists of {{'role', 'content'}} messages, got {completion!r:.80}"
-    )
-
-
 def _tests_source(tests) -> str | None:
     if tests is None:
         return None
@@ -583,9 +739,14 @@ def _tests_source(tests) -> str | None:
 def code_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[float | None]:
     """TRL reward: 1.0 if the completion's program passes its tests, else 0.0.
 
+    The distinct programs of one call run in parallel (up to ``CODE_REWARD_PROCESSES``), each
+    with ``CODE_REWARD_TIMEOUT_S`` and ``CODE_REWARD_MEMORY_MB``, so a batch of infinite loops
+    costs about one timeout, not one per completion.
+
     Args:
         prompts: the prompts (unused; part of TRL's signature).
-        completions: one per sample, a string or a list of chat messages.
+        completions: one per sample, a string or a list of chat messages; anything else
+            (``None``) reads as empty text and scores 0.0.
         answer: the dataset column with each sample's tests (a source string
             or a list of assert lines), or ``None``.
         **kwargs: other dataset columns and trainer state, ignored.
@@ -604,26 +765,20 @@ def code_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[fl
         answer = [answer] * n
     if len(answer) != n:
         raise ValueError(f"answer must have one entry per completion ({n}), got {len(answer)}")
-    jobs = [(extract_program(_completion_text(c)), _tests_source(t)) for c, t in zip(completions, answer)]
+    jobs = [(extract_program(completion_text(c)), _tests_source(t)) for c, t in zip(completions, answer)]
     # GRPO samples G completions per prompt and a confident policy repeats itself: each distinct
-    # (program, tests) pair runs once. A program that does not even parse fails without a child
-    # process (ast.parse only parses; nothing is executed or constant-folded in this process).
-    distinct = list(dict.fromkeys(job for job in jobs if job[1] is not None))
-
-    def score(job: tuple[str, str]) -> float:
-        program, tests = job
-        if not _parses(program):
-            return 0.0
-        result = run_code(program, tests, CODE_REWARD_TIMEOUT_S, CODE_REWARD_MEMORY_MB)
-        return 1.0 if result.passed else 0.0
-
-    with ThreadPoolExecutor(max_workers=CODE_REWARD_WORKERS) as pool:
-        results = dict(zip(distinct, pool.map(score, distinct)))
-    return [None if job[1] is None else results[job] for job in jobs]
+    # (program, tests) pair runs once. An empty, oversized or unparsable program fails without a
+    # child process (ast.parse only parses; nothing is executed or constant-folded in this process).
+    distinct = [job for job in dict.fromkeys(job for job in jobs if job[1] is not None) if _runnable(job[0])]
+    outcomes = run_many(distinct, CODE_REWARD_TIMEOUT_S, CODE_REWARD_MEMORY_MB, CODE_REWARD_PROCESSES)
+    passed = {job: result.passed for job, result in zip(distinct, outcomes)}
+    return [None if job[1] is None else float(passed.get(job, False)) for job in jobs]
 
 
-def _parses(program: str) -> bool:
-    """Whether ``program`` is syntactically valid Python (checked without executing anything)."""
+def _runnable(program: str) -> bool:
+    """Whether ``program`` is non-empty, not oversized and syntactically valid Python (parsed, never run)."""
+    if not program.strip() or len(program) > CODE_MAX_PROGRAM_CHARS:
+        return False
     try:
         ast.parse(program)
     except (SyntaxError, ValueError, MemoryError, RecursionError, OverflowError):

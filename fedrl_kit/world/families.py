@@ -1,6 +1,7 @@
 """FedMOA's three task families in the embedded world: MATH-like, GSM8K-like and MBPP-like.
 
-The FedMOA paper (``papers/fedmoa.md`` §4.1) trains on three datasets — MATH, GSM8K and MBPP —
+The FedMOA paper (Wang et al., *FedMOA: Federated GRPO for Personalized Reasoning LLMs under
+Heterogeneous Rewards*, §4.1) trains on three datasets — MATH, GSM8K and MBPP —
 and its Heter+Heter setting gives each client one of them. The embedded world's stand-ins:
 
 =========  ===========================  ==========================================================

@@ -1,0 +1,435 @@
+"""Any method on Flower: a ``ServerApp`` that runs the unchanged method loop and a ``ClientApp`` that runs
+the same client handlers, talking through Flower's Message API (flwr 1.41).
+
+How our messages map onto Flower's:
+
+- the message kind becomes the message type: ``fit``-like kinds → ``train.<kind>``, ``evaluate`` →
+  ``evaluate.<kind>``, every other kind (``properties``, FedGRPO's ``competence``/``score``, PubSwap's
+  ``private_step``, …) → ``query.<kind>``; the round is the group id;
+- a payload's arrays (LoRA matrices, …) travel as one ``ArrayRecord``, its structure, scalars and texts
+  as a JSON value of a ``ConfigRecord`` (:func:`~fedrl_kit.federation.runtime.split_payload`: Flower's
+  records hold flat values only, so nested lists and dicts are flattened into that header), and a
+  reply's flat ``metrics`` dict is also put in a ``MetricRecord`` for Flower's own tooling.
+
+:class:`FlowerRuntime` has the in-process runtime's interface (``send``, ``broadcast``, ``client_ids``,
+``ledger``, ``failures``), so :class:`fedrl_kit.runs.Run` and every method run on it unchanged. The
+ledger counts our payload bytes as in-process (the same numbers); ``flower_bytes`` adds the size of
+Flower's own serialised messages.
+
+Client state. The ``ClientApp`` builds the client side of a run once per process from the config the
+server sends in a ``query.connect`` message (world, partition, the shared base, the clients: the same
+code as in-process, so the same data and seeds) and keeps it in the process. Methods keep state
+between messages of a round (PubSwap's adapter between its private and public steps, its generated
+responses; the optimiser when ``reset_optimizer`` is off), so every message of a node must reach the
+same process: :func:`run_on_flower` runs Flower's simulation with **one** ClientApp actor (all
+cores), and a deployment runs each SuperNode with a long-lived ClientApp process. If that process is
+restarted mid-run, the node's next message finds no state and fails; the server drops it for the
+round as any failed client.
+
+Failures. A client that raises answers with an error message; one that does not answer within
+``round_timeout`` seconds is dropped for that round (its late reply is never read); both are
+recorded as in-process. Fault injection for demos and tests (``faults``) happens on the client side.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import traceback
+import uuid
+from typing import Any
+
+import numpy as np
+
+from fedrl_kit.federation.runtime import (ClientFailure, InProcessRuntime, Message, SERVER, _inject_after,
+                                         _inject_before, join_payload, split_payload)
+
+try:  # flwr is a dependency of the toolkit; the import error names it when it is missing
+    from flwr.app import (Array, ArrayRecord, ConfigRecord, Context, Error, Message as FlowerMessage, MetricRecord,
+                          RecordDict)
+    from flwr.clientapp import ClientApp
+    from flwr.serverapp import Grid, ServerApp
+except ImportError as e:  # pragma: no cover - exercised only without flwr
+    raise ImportError("the Flower runtime needs flwr: pip install 'flwr[simulation]==1.41.0'") from e
+
+CONNECT = "query.connect"
+
+
+# -- payloads as Flower records ----------------------------------------------------------------------------
+def message_type(kind: str) -> str:
+    """Our message kind as a Flower message type (``category.action``)."""
+    if kind.startswith("fit"):
+        return f"train.{kind}"
+    if kind.startswith("evaluate"):
+        return f"evaluate.{kind}"
+    return f"query.{kind}"
+
+
+def to_records(kind: str, payload: dict) -> RecordDict:
+    """A payload as a ``RecordDict``: arrays → ``ArrayRecord``, structure and texts → ``ConfigRecord``."""
+    header, arrays = split_payload(payload)
+    records = {"arrays": ArrayRecord({str(i): Array(np.ascontiguousarray(a)) for i, a in enumerate(arrays)}),
+               "payload": ConfigRecord({"kind": kind, "header": header})}
+    metrics = payload.get("metrics") if isinstance(payload, dict) else None
+    if isinstance(metrics, dict) and metrics and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                     for v in metrics.values()):
+        records["metrics"] = MetricRecord({k: float(v) for k, v in metrics.items()})
+    return RecordDict(records)
+
+
+def from_records(content: RecordDict) -> tuple[str, Any]:
+    """The inverse of :func:`to_records`: (kind, payload)."""
+    conf = content["payload"]
+    arrays = content["arrays"]
+    return str(conf["kind"]), join_payload(str(conf["header"]), [arrays[str(i)].numpy() for i in range(len(arrays))])
+
+
+def flower_nbytes(content: RecordDict) -> int:
+    """Bytes of the records' data as Flower holds them (array buffers, config and metric values)."""
+    n = 0
+    for rec in content.values():
+        if isinstance(rec, ArrayRecord):
+            n += sum(len(a.data) for a in rec.values())
+        else:
+            n += sum(len(v.encode()) if isinstance(v, str) else len(v) if isinstance(v, bytes) else 8
+                     for v in rec.values())
+    return n
+
+
+# -- the server side ---------------------------------------------------------------------------------------
+class FlowerRuntime(InProcessRuntime):
+    """The in-process runtime's interface, delivered through a Flower ``Grid``.
+
+    Args:
+        grid: the ``Grid`` the ``ServerApp``'s main receives.
+        client_ids: the run's client ids (one Flower node plays each).
+        config_json: the run's config, sent to every node so its ClientApp builds the same client side.
+        round_timeout: seconds to wait for the replies of one send or broadcast; a client that has not
+            answered by then is dropped for it.
+        connect_timeout: seconds to wait for enough nodes to connect.
+        faults: client-side fault injection, as the in-process runtime's (``RunConfig.fail_client``): client id →
+            ``[(round or None, kind)]``, kind ``"raise"``, ``"hang"``, ``"nan"`` or ``"shape"`` (``"exit"`` is
+            refused: a SystemExit would end Flower's ClientApp process, not just the client's answer).
+        hang_seconds: how long a ``"hang"`` fault sleeps before the client answers (it keeps the ClientApp busy).
+    """
+
+    def __init__(self, grid: Grid, client_ids: list[str], config_json: str, round_timeout: float = 3600.0,
+                 connect_timeout: float = 120.0, faults: dict | None = None, replies: dict | None = None,
+                 expect: dict | None = None, hang_seconds: float = 3600.0):
+        super().__init__({cid: None for cid in client_ids}, faults=faults, replies=replies, expect=expect)
+        if any(kind == "exit" for fs in self.faults.values() for _, kind in fs):
+            raise ValueError("fail_client kind 'exit' is not available on Flower (it would end the ClientApp process)")
+        self.grid, self.round_timeout = grid, float(round_timeout)
+        self.flower_bytes = {"down": 0, "up": 0}
+        client_faults = {cid: {"faults": [[r, kind] for r, kind in fs], "hang_seconds": float(hang_seconds)}
+                         for cid, fs in self.faults.items()}
+        self._nodes = self._connect(config_json, client_faults, connect_timeout)
+
+    def _connect(self, config_json: str, faults: dict, timeout: float) -> dict[str, int]:
+        """Wait for the nodes, send each the run's config; each answers which client it plays."""
+        need, deadline = len(self.client_ids), time.time() + timeout
+        nodes = sorted(self.grid.get_node_ids())
+        while len(nodes) < need and time.time() < deadline:
+            time.sleep(0.5)
+            nodes = sorted(self.grid.get_node_ids())
+        if len(nodes) < need:
+            raise RuntimeError(f"only {len(nodes)} Flower nodes connected within {timeout:.0f} s; "
+                               f"this run has {need} clients")
+        payload = {"config": config_json, "client_ids": self.client_ids, "faults": json.dumps(faults)}
+        msgs = [FlowerMessage(to_records("connect", payload), dst_node_id=n, message_type=CONNECT, group_id="0")
+                for n in nodes]
+        cids: dict[str, int] = {}
+        for node, reply in self._exchange(msgs, timeout).items():
+            if reply is None or reply.has_error():
+                reason = "no reply" if reply is None else reply.error.reason
+                raise RuntimeError(f"Flower node {node} could not build its client: {reason}")
+            cid = from_records(reply.content)[1]["cid"]
+            if cid:
+                cids[cid] = node
+        missing = [c for c in self.client_ids if c not in cids]
+        if missing:
+            raise RuntimeError(f"no Flower node plays client(s) {missing}; nodes answered {sorted(cids)}")
+        return cids
+
+    def _exchange(self, msgs: list, timeout: float) -> dict[int, Any]:
+        """Push ``msgs``; return node → reply (None for a node that did not answer in time)."""
+        ids = list(self.grid.push_messages(msgs))
+        pending = {mid: m.metadata.dst_node_id for mid, m in zip(ids, msgs)}
+        out: dict[int, Any] = {node: None for node in pending.values()}
+        deadline = time.time() + timeout
+        while pending and time.time() < deadline:
+            for reply in self.grid.pull_messages(list(pending)):
+                node = pending.pop(reply.metadata.reply_to_message_id, None)
+                if node is not None:
+                    out[node] = reply
+            if pending:
+                time.sleep(0.05)
+        return out
+
+    def send(self, message: Message) -> Message | ClientFailure:
+        return self._deliver_many([message])[message.receiver]
+
+    def broadcast(self, kind: str, round: int, payloads: dict, receivers=None, progress=None) -> dict:
+        messages = self.outgoing(kind, round, payloads, receivers)
+        t0 = time.time()
+        out = self._deliver_many(messages)  # all at once: nodes work in parallel where Flower can
+        if progress is not None:
+            for m in messages:
+                progress(m.receiver, (time.time() - t0) / max(1, len(messages)))
+        return out
+
+    def _deliver_many(self, messages: list[Message]) -> dict[str, Message | ClientFailure]:
+        """Send every message at once (nodes work in parallel where Flower can), then log as in-process."""
+        for m in messages:
+            if m.receiver not in self._nodes:
+                raise ValueError(f"unknown client {m.receiver!r}; known: {self.client_ids}")
+        flower = [FlowerMessage(to_records(m.kind, m.payload), dst_node_id=self._nodes[m.receiver],
+                                message_type=message_type(m.kind), group_id=str(m.round)) for m in messages]
+        self.flower_bytes["down"] += sum(flower_nbytes(f.content) for f in flower)
+        replies = self._exchange(flower, self.round_timeout)
+        out: dict[str, Message | ClientFailure] = {}
+        for m in messages:  # the ledger in the in-process order: each message, then its reply
+            self._log(m)
+            reply = replies[self._nodes[m.receiver]]
+            if reply is None:
+                out[m.receiver] = self._fail(m, "timeout", f"ClientTimeout: {m.receiver} did not answer {m.kind!r} "
+                                             f"within {self.round_timeout:g} s; its late reply is never read")
+            elif reply.has_error():
+                out[m.receiver] = self._fail(m, "raised", f"ClientError: {reply.error.reason}")
+            else:
+                self.flower_bytes["up"] += flower_nbytes(reply.content)
+                try:
+                    kind, payload = from_records(reply.content)
+                except (KeyError, TypeError, ValueError) as e:
+                    out[m.receiver] = self._fail(m, "bad_reply", f"BadReply: unreadable Flower records ({e})")
+                    continue
+                # the same check of every reply against its declared format as in-process
+                out[m.receiver] = self._accept(m, Message(kind, m.receiver, m.sender, m.round, payload))
+        return out
+
+
+# -- the client side ---------------------------------------------------------------------------------------
+_SIDES: dict[str, dict] = {}  # config JSON → {"clients": {cid: client}, "faults": {...}}, per ClientApp process
+_LOCK = threading.Lock()
+
+
+def _client_side(config_json: str) -> dict:
+    """The clients of a run, built in this process exactly as the in-process runtime builds them."""
+    with _LOCK:
+        if config_json not in _SIDES:
+            from fedrl_kit.config import RunConfig
+            from fedrl_kit.runs import Run
+
+            run = Run(RunConfig.from_dict(json.loads(config_json)), progress=False).build()
+            _SIDES[config_json] = {"clients": run.clients}
+        return _SIDES[config_json]
+
+
+def _partition_id(context: Context) -> int:
+    return int(context.node_config.get("partition-id", context.node_id))
+
+
+class _NodeState:
+    """Which run and client this node plays (per process, keyed by node id)."""
+
+    plays: dict[int, tuple[str, str, dict]] = {}
+
+
+def _handle(message: FlowerMessage, context: Context) -> FlowerMessage:
+    node = context.node_id
+    if message.metadata.message_type == CONNECT:
+        _, p = from_records(message.content)
+        side = _client_side(p["config"])
+        pid = _partition_id(context)
+        cid = p["client_ids"][pid] if pid < len(p["client_ids"]) else ""
+        _NodeState.plays[node] = (p["config"], cid, json.loads(p["faults"]))
+        _ = side  # built now so that the first real message does not pay for it
+        return FlowerMessage(to_records("connect_result", {"cid": cid}), reply_to=message)
+    if node not in _NodeState.plays:
+        raise RuntimeError(f"node {node} got {message.metadata.message_type!r} before query.connect "
+                           "(its ClientApp process was restarted: its client state is gone)")
+    config_json, cid, faults = _NodeState.plays[node]
+    client = _client_side(config_json)["clients"][cid]
+    kind, payload = from_records(message.content)
+    rnd = int(message.metadata.group_id)
+    mine = faults.get(cid, {"faults": []})
+    fault = next((k for r, k in mine["faults"] if r is None or int(r) == rnd), None)
+    request = Message(kind, SERVER, cid, rnd, payload)
+    if fault == "hang":  # answers, but only after the server has stopped waiting
+        time.sleep(mine["hang_seconds"])
+    else:
+        _inject_before(fault, request)
+    reply = _inject_after(fault, client.handle(request))
+    return FlowerMessage(to_records(reply.kind, reply.payload), reply_to=message)
+
+
+class FedrlClientApp(ClientApp):
+    """A ClientApp that hands every message type (``train.*``, ``evaluate.*``, ``query.*``) to the run's client."""
+
+    def __call__(self, message: FlowerMessage, context: Context) -> FlowerMessage:
+        with self._lifespan(context):
+            return _handle(message, context)
+
+
+client_app = FedrlClientApp()
+server_app = ServerApp()
+
+_JOB: dict | None = None  # set by run_on_flower in this process; ``flwr run`` reads the run config instead
+_RESULTS: list[dict] = []
+
+
+def _job_from_run_config(run_config: dict) -> dict:
+    """``[tool.flwr.app.config]`` → a job: ``method``, ``preset``, ``run-dir``, and ``set`` (``a.b=v;c=w``)."""
+    from fedrl_kit.config import parse_set, preset
+
+    sets = [kv.strip() for kv in str(run_config.get("set", "")).split(";") if kv.strip()]
+    cfg = preset(str(run_config.get("preset", "quick")), method=str(run_config.get("method", "fedavg_grpo")),
+                 **parse_set(sets))
+    return {"runs": [(cfg, run_config.get("run-dir") or None)], "progress": False,
+            "round_timeout": float(run_config.get("round-timeout", 3600.0)), "faults": {}}
+
+
+def _run_one(grid: Grid, job: dict, cfg, run_dir) -> dict:
+    from fedrl_kit.runs import Run
+
+    made: list[FlowerRuntime] = []
+
+    def runtime(clients: dict, faults: dict, timeout=None, replies=None, expect=None) -> FlowerRuntime:
+        # cfg.fail_client's faults happen on the client side here; the round timeout replaces `timeout`
+        made.append(FlowerRuntime(grid, list(clients), cfg.to_json(), job["round_timeout"],
+                                  faults={**faults, **job["faults"]}, replies=replies, expect=expect,
+                                  hang_seconds=job.get("hang_seconds", 3600.0)))
+        return made[-1]
+
+    run = Run(cfg, run_dir, progress=job["progress"], runtime=runtime)
+    try:
+        records = run.run()
+    except BaseException as e:  # noqa: BLE001 - the simulation runs this in a thread: hand the error to the caller
+        return {"error": e}
+    return {"records": records, "ledger": run.runtime.ledger.to_rows(), "failures": list(run.runtime.failures),
+            "flower_bytes": dict(made[-1].flower_bytes) if made else {}}
+
+
+@server_app.main()
+def _server_main(grid: Grid, context: Context) -> None:
+    """Run the job's runs one after the other on this simulation's nodes (the same nodes serve every run)."""
+    job = _JOB if _JOB is not None else _job_from_run_config(dict(context.run_config))
+    for cfg, run_dir in job["runs"]:
+        _RESULTS.append(_run_one(grid, job, cfg, run_dir))
+        if _JOB is None:  # under `flwr run`: the curve goes to the run's log (`flwr run . --stream`, `flwr log`)
+            result = _RESULTS[-1]
+            if "error" in result:
+                raise result["error"]
+            for r in (r for r in result["records"] if r["kind"] == "global"):
+                print(f"{cfg.method} round {r['round']:>3}  pass@1 {r['pass@1']:.3f}  format {r['format']:.3f}")
+            print(f"run directory: {run_dir or '(none: set run-dir to an absolute path to keep the run)'}")
+
+
+class LoopbackGrid:
+    """A ``Grid`` that hands each message to a ``ClientApp`` in this process: Flower's message types, records,
+    contexts and error replies, without Ray or a SuperLink (fast tests, step-by-step debugging).
+
+    Messages are handled one at a time on one worker thread — as by the single ClientApp actor of
+    :func:`run_on_flower` — so a reply can be late and a round can time out. Node ``i`` has
+    ``node_config = {"partition-id": i, "num-partitions": n}``, as in Flower's simulation.
+    """
+
+    def __init__(self, client_app: ClientApp, num_nodes: int):
+        import queue
+
+        from flwr.supercore.task_identity import TaskIdentity
+
+        if TaskIdentity._run_id is None:  # what Flower's ServerApp process sets before a server creates messages
+            TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 0
+        self.client_app = client_app
+        self.contexts = {1000 + i: Context(run_id=1, node_id=1000 + i, state=RecordDict(), run_config={},
+                                           node_config={"partition-id": i, "num-partitions": num_nodes})
+                         for i in range(num_nodes)}
+        self._replies: dict[str, FlowerMessage] = {}
+        self._inbox: queue.Queue = queue.Queue()
+        threading.Thread(target=self._work, daemon=True, name="loopback-clientapp").start()
+
+    def _work(self) -> None:
+        while True:
+            msg = self._inbox.get()
+            try:
+                reply = self.client_app(msg, self.contexts[msg.metadata.dst_node_id])
+            except Exception as e:  # noqa: BLE001 - as Flower does: the exception becomes an error reply
+                reply = FlowerMessage(Error(code=0, reason=f"{type(e).__name__}: {e}\n"
+                                                            f"{traceback.format_exc(limit=3)}"), reply_to=msg)
+            self._replies[msg.metadata.message_id] = reply
+            self._inbox.task_done()
+
+    def drain(self, timeout: float = 600.0) -> bool:
+        """Wait until every pushed message was handled (late ones too); True if none is left."""
+        deadline = time.time() + timeout
+        while self._inbox.unfinished_tasks and time.time() < deadline:
+            time.sleep(0.05)
+        return not self._inbox.unfinished_tasks
+
+    def get_node_ids(self) -> list[int]:
+        return list(self.contexts)
+
+    def push_messages(self, messages) -> list[str]:
+        ids = []
+        for msg in messages:
+            msg.metadata.__dict__["_message_id"] = str(uuid.uuid4())
+            ids.append(msg.metadata.message_id)
+            self._inbox.put(msg)
+        return ids
+
+    def pull_messages(self, message_ids) -> list[FlowerMessage]:
+        return [self._replies.pop(m) for m in list(message_ids) if m in self._replies]
+
+
+def run_on_flower(config, run_dir=None, progress: bool = True, round_timeout: float = 3600.0,
+                  faults: dict | None = None, num_supernodes: int | None = None, hang_seconds: float = 3600.0) -> dict:
+    """Run ``config`` on Flower's simulation engine (Ray) in this process and return what it produced.
+
+    One ClientApp actor holds every client (see the module doc on client state); the ServerApp runs
+    :class:`fedrl_kit.runs.Run` with a :class:`FlowerRuntime`.
+
+    Returns:
+        ``{"records": metric records, "ledger": ledger rows, "failures": [ClientFailure], "flower_bytes": …}``.
+    """
+    return run_many_on_flower([(config, run_dir)], progress, round_timeout, faults, num_supernodes, hang_seconds)[0]
+
+
+def run_many_on_flower(runs: list[tuple], progress: bool = True, round_timeout: float = 3600.0,
+                       faults: dict | None = None, num_supernodes: int | None = None,
+                       hang_seconds: float = 3600.0) -> list[dict]:
+    """Several ``(config, run_dir)`` runs, one after the other, in one Flower simulation (Ray starts once).
+
+    Returns one result per run, as :func:`run_on_flower`'s; the first run that raised re-raises here.
+    """
+    global _JOB
+    from flwr.simulation import run_simulation
+
+    n = num_supernodes or max(cfg.num_clients for cfg, _ in runs)
+    _JOB = {"runs": list(runs), "progress": progress, "round_timeout": round_timeout, "faults": dict(faults or {}),
+            "hang_seconds": hang_seconds}
+    _RESULTS.clear()
+    cpus = os.cpu_count() or 1
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    try:
+        run_simulation(server_app=server_app, client_app=client_app, num_supernodes=n,
+                       backend_config={"client_resources": {"num_cpus": cpus, "num_gpus": 0.0},
+                                       "init_args": {"num_cpus": cpus, "include_dashboard": False,
+                                                     "logging_level": "ERROR", "log_to_driver": True}})
+    except RuntimeError as e:
+        failed = next((r["error"] for r in _RESULTS if "error" in r), None)
+        if failed is not None:
+            raise failed from e
+        raise RuntimeError(f"Flower's simulation engine failed ({e}); if the log above says the Ray node "
+                           "'timed out during startup', Ray's agents missed their start-up deadline on a busy "
+                           "machine: run again when fewer jobs compete for the CPU") from e
+    finally:
+        _JOB = None
+    failed = next((r["error"] for r in _RESULTS if "error" in r), None)
+    if failed is not None:
+        raise failed
+    if len(_RESULTS) != len(runs):
+        raise RuntimeError(f"the Flower simulation ended after {len(_RESULTS)} of {len(runs)} runs (see the log above)")
+    return list(_RESULTS)

@@ -1,0 +1,180 @@
+"""What a client may answer: the declared format of every reply, checked before the server reads it.
+
+A reply that does not fit its format — a missing or unexpected key, an adapter with a wrong tensor name,
+shape or dtype, a NaN or ±inf where a number must be finite, a count below 1, a score outside [0, 1], a
+list of the wrong length — raises :class:`BadReply`; the runtime then drops that client for the round and
+records the reason, exactly as for a client that raised. The server side of a method therefore only ever
+reads replies that fit.
+
+A format is a *check*: a function ``check(value, ctx, path)`` that raises :class:`BadReply` naming ``path``
+(``adapter['x.lora_A.weight']``). The few builders below make them; :data:`REPLIES` declares the replies every
+method shares (``properties``, ``fit``) and each method adds its own message kinds in its
+:class:`~fedrl_kit.methods.MethodSpec` (``replies=``), next to the round that reads them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+ADAPTER_MAX_ABS = 1e4
+"""Largest |value| accepted in a returned LoRA factor. Trained factors stay far below it (quick preset, 3 rounds:
+max |value| 0.08 at the default learning rate, 0.32 at lr 0.1); a value beyond 1e4 is a diverged or hostile client,
+and one such adapter averaged into the global one (e.g. 1e30) makes every later rollout NaN."""
+
+
+class BadReply(ValueError):
+    """A reply that does not fit the declared format of its message kind."""
+
+
+@dataclass
+class Context:
+    """What a check may compare a reply with.
+
+    Args:
+        request: the payload the client was sent (lengths of questions, candidates, …).
+        expect: run-wide facts the runtime was given: ``"adapter"`` → ``{name: (shape, dtype)}`` of the global
+            LoRA adapter, ``"num_generations"`` → G.
+    """
+
+    request: dict = field(default_factory=dict)
+    expect: dict = field(default_factory=dict)
+
+
+Check = Callable[[Any, Context, str], None]
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def number(lo: float = -math.inf, hi: float = math.inf, finite: bool = True, integer: bool = False) -> Check:
+    """A real number in [lo, hi]; finite unless ``finite=False`` (diagnostics may be NaN); an int if ``integer``."""
+    def check(v, ctx, path):
+        if not _is_number(v) or (integer and not isinstance(v, (int, np.integer))):
+            raise BadReply(f"{path} must be {'an integer' if integer else 'a number'}, got {type(v).__name__}")
+        if math.isnan(v) and not finite:
+            return
+        if finite and not math.isfinite(v):
+            raise BadReply(f"{path} must be finite, got {v!r}")
+        if not lo <= v <= hi:
+            raise BadReply(f"{path} must be in [{lo}, {hi}], got {v!r}")
+    return check
+
+
+def text() -> Check:
+    """A string."""
+    def check(v, ctx, path):
+        if not isinstance(v, str):
+            raise BadReply(f"{path} must be a string, got {type(v).__name__}")
+    return check
+
+
+def list_of(item: Check, length: Callable[[Context], int] | None = None) -> Check:
+    """A list (or tuple, or 1-D array) of ``item``; of ``length(ctx)`` items when given."""
+    def check(v, ctx, path):
+        if isinstance(v, np.ndarray):
+            v = list(v)
+        if not isinstance(v, (list, tuple)):
+            raise BadReply(f"{path} must be a list, got {type(v).__name__}")
+        if length is not None and len(v) != length(ctx):
+            raise BadReply(f"{path} must have {length(ctx)} items, got {len(v)}")
+        for i, x in enumerate(v):
+            item(x, ctx, f"{path}[{i}]")
+    return check
+
+
+def record(required: dict[str, Check], optional: dict[str, Check] | None = None) -> Check:
+    """A dict with exactly the ``required`` keys and any of the ``optional`` ones, each fitting its check."""
+    optional = optional or {}
+
+    def check(v, ctx, path):
+        if not isinstance(v, dict):
+            raise BadReply(f"{path} must be a mapping, got {type(v).__name__}")
+        missing = sorted(set(required) - set(v))
+        unknown = sorted(set(v) - set(required) - set(optional), key=str)
+        if missing:
+            raise BadReply(f"{path} lacks {missing}")
+        if unknown:
+            raise BadReply(f"{path} has unexpected key(s) {unknown[:5]}")
+        for k, c in {**required, **optional}.items():
+            if k in v:
+                c(v[k], ctx, f"{path}[{k!r}]" if path else k)
+    return check
+
+
+def metrics() -> Check:
+    """A client's diagnostics: names → numbers (NaN allowed: a metric may be undefined for a round)."""
+    value = number(finite=False)
+
+    def check(v, ctx, path):
+        if not isinstance(v, dict):
+            raise BadReply(f"{path} must be a mapping, got {type(v).__name__}")
+        for k, x in v.items():
+            if not isinstance(k, str):
+                raise BadReply(f"{path} keys must be strings, got {k!r}")
+            value(x, ctx, f"{path}[{k!r}]")
+    return check
+
+
+def adapter() -> Check:
+    """LoRA factors with the global adapter's names, shapes and dtypes, finite and below :data:`ADAPTER_MAX_ABS`.
+
+    The reference is ``ctx.expect["adapter"]`` (set by the run), else the adapter of the request itself.
+    """
+    def check(v, ctx, path):
+        if not isinstance(v, dict):
+            raise BadReply(f"{path} must be a mapping of arrays, got {type(v).__name__}")
+        ref = ctx.expect.get("adapter")
+        if ref is None and isinstance(ctx.request.get("adapter"), dict):
+            ref = {k: (np.shape(a), str(np.asarray(a).dtype)) for k, a in ctx.request["adapter"].items()}
+        if ref is not None and set(v) != set(ref):
+            missing, unknown = sorted(set(ref) - set(v)), sorted(set(v) - set(ref), key=str)
+            raise BadReply(f"{path} has different tensors than the global adapter "
+                           f"(missing {missing[:3]}, unexpected {unknown[:3]})")
+        for k, a in v.items():
+            where = f"{path}[{k!r}]"
+            if not isinstance(a, np.ndarray):
+                raise BadReply(f"{where} must be an array, got {type(a).__name__}")
+            if ref is not None and (a.shape != tuple(ref[k][0]) or str(a.dtype) != ref[k][1]):
+                raise BadReply(f"{where} is {a.dtype}{list(a.shape)}, the global adapter's is "
+                               f"{ref[k][1]}{list(ref[k][0])}")
+            if a.dtype.kind != "f":
+                raise BadReply(f"{where} must hold floats, got {a.dtype}")
+            if not np.isfinite(a).all():
+                raise BadReply(f"{where} holds {int((~np.isfinite(a)).sum())} non-finite value(s)")
+            if a.size and float(np.abs(a).max()) > ADAPTER_MAX_ABS:
+                raise BadReply(f"{where} holds |value| {float(np.abs(a).max()):.3g} > {ADAPTER_MAX_ABS:g}")
+    return check
+
+
+def adapter_spec(state: dict) -> dict:
+    """``{name: (shape, dtype)}`` of an adapter: what :func:`adapter` compares replies with (``expect["adapter"]``)."""
+    return {k: (tuple(np.shape(a)), str(np.asarray(a).dtype)) for k, a in state.items()}
+
+
+def check_reply(kind: str, payload, ctx: Context, formats: dict[str, Check]) -> None:
+    """Raise :class:`BadReply` unless ``payload`` fits the declared reply format of request ``kind``.
+
+    A kind with no declared format only needs a mapping as payload (ad-hoc messages of tests and notebooks).
+    """
+    if not isinstance(payload, dict):
+        raise BadReply(f"the reply payload must be a mapping, got {type(payload).__name__}")
+    if kind in formats:
+        formats[kind](payload, ctx, "")
+
+
+EXAMPLES = number(lo=1, integer=True)
+"""a client's example count: FedAvg's weight, so at least 1 (0 would make the weights sum to zero)"""
+
+FIT = record({"adapter": adapter(), "num_examples": EXAMPLES, "metrics": metrics()})
+"""the reply to ``fit`` of every adapter-averaging method: its adapter after τ local steps, |D_n|, diagnostics"""
+
+REPLIES: dict[str, Check] = {
+    "properties": record({"num_examples": EXAMPLES}, {"reward_names": list_of(text()), "family": text()}),
+    "fit": FIT,
+}
+"""request kind → format of its reply, for the messages every method shares"""

@@ -1,0 +1,259 @@
+"""Clients cannot crash or stall a federation: bad replies, hangs, SystemExit, in-place edits, NaN adapters.
+
+Each test drives the runtime (or a whole run) with a faulty client and checks that the faulty client, and only
+it, is dropped for the round with its reason recorded, and that nothing it did reaches the server or the others.
+"""
+
+import math
+import os
+import re
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from conftest import small_config
+from fedrl_kit.aggregate import coordinate_median, fedavg, trimmed_mean
+from fedrl_kit.federation.replies import Context, adapter_spec
+from fedrl_kit.federation.runtime import ClientFailure, InProcessRuntime, Message, SerialisingRuntime
+from fedrl_kit.methods import method_spec
+from fedrl_kit.runs import Run
+
+
+def _adapter(value=0.5):
+    return {"x.lora_A.weight": np.full((2, 3), value, np.float32), "x.lora_B.weight": np.full((3, 2), value, np.float32)}
+
+
+class Fit:
+    """A client that answers ``fit`` with ``reply(payload)`` (a payload dict, or anything else to send as is)."""
+
+    def __init__(self, cid, reply=None):
+        self.cid = cid
+        self.reply = reply or (lambda p: {"adapter": _adapter(), "num_examples": 10, "metrics": {"loss": 0.1}})
+
+    def handle(self, m):
+        out = self.reply(m.payload)
+        return out if not isinstance(out, dict) else Message(f"{m.kind}_result", self.cid, m.sender, m.round, out)
+
+
+def _good(**changes):
+    def reply(payload):
+        out = {"adapter": _adapter(), "num_examples": 10, "metrics": {"loss": 0.1}}
+        out.update(changes)
+        return {k: v for k, v in out.items() if v is not None}
+    return reply
+
+
+def _with_tensor(name, value):
+    return lambda p: {"adapter": {**_adapter(), name: value}, "num_examples": 10, "metrics": {}}
+
+
+BAD_FIT_REPLIES = {
+    "missing num_examples": (_good(num_examples=None), "num_examples"),
+    "missing adapter": (_good(adapter=None), "adapter"),
+    "negative num_examples": (_good(num_examples=-1), "num_examples"),
+    "zero num_examples": (_good(num_examples=0), "num_examples"),
+    "fractional num_examples": (_good(num_examples=1.5), "num_examples"),
+    "nan num_examples": (_good(num_examples=float("nan")), "num_examples"),
+    "metrics not numbers": (_good(metrics={"loss": "low"}), "metrics"),
+    "unexpected key": (_good(secret="x"), "unexpected"),
+    "nan adapter": (_with_tensor("x.lora_A.weight", np.full((2, 3), np.nan, np.float32)), "non-finite"),
+    "inf adapter": (_with_tensor("x.lora_B.weight", np.full((3, 2), -np.inf, np.float32)), "non-finite"),
+    "huge adapter": (_with_tensor("x.lora_A.weight", np.full((2, 3), 1e30, np.float32)), "1e\\+30"),
+    "wrong shape": (_with_tensor("x.lora_A.weight", np.zeros((3, 3), np.float32)), r"\[3, 3\]"),
+    "wrong dtype": (_with_tensor("x.lora_A.weight", np.zeros((2, 3), np.float64)), "float64"),
+    "extra tensor": (_with_tensor("y.lora_A.weight", np.zeros((2, 3), np.float32)), "different tensors"),
+    "list for a tensor": (_with_tensor("x.lora_A.weight", [[0.0] * 3] * 2), "array"),
+    "payload not a mapping": (lambda p: Message("fit_result", "c", "server", 0, [1, 2]), "mapping"),
+    "wrong reply kind": (lambda p: Message("evaluate_result", "c", "server", 0, {}), "evaluate_result"),
+    "not a message": (lambda p: "done", "not a Message"),
+}
+
+
+@pytest.mark.parametrize("runtime_cls", [InProcessRuntime, SerialisingRuntime])
+def test_every_bad_fit_reply_is_dropped_with_its_reason_and_the_rest_aggregate(runtime_cls):
+    clients = {"good": Fit("good"), **{name: Fit(name, reply) for name, (reply, _) in BAD_FIT_REPLIES.items()}}
+    rt = runtime_cls(clients, expect={"adapter": adapter_spec(_adapter())})
+    replies = rt.broadcast("fit", 1, {"adapter": _adapter(0.0)})
+    assert isinstance(replies["good"], Message)
+    for name, (_, why) in BAD_FIT_REPLIES.items():
+        failure = replies[name]
+        assert isinstance(failure, ClientFailure), name
+        assert failure.reason == "bad_reply", (name, failure.error)
+        assert failure.error.startswith("BadReply") and re.search(why, failure.error), (name, failure.error)
+    assert len(rt.failures) == len(BAD_FIT_REPLIES)
+    ok = [r.payload for r in replies.values() if isinstance(r, Message)]
+    assert fedavg([p["adapter"] for p in ok], [p["num_examples"] for p in ok])["x.lora_A.weight"][0, 0] == 0.5
+    ups = [r for r in rt.ledger.records if r["direction"] == "up"]
+    assert [r["sender"] for r in ups] == ["good"]  # a dropped reply is never recorded as delivered
+
+
+def test_without_a_run_the_adapter_is_checked_against_the_one_sent():
+    rt = InProcessRuntime({"a": Fit("a", _with_tensor("x.lora_A.weight", np.zeros((2, 2), np.float32)))})
+    assert rt.send(Message("fit", "server", "a", 0, {"adapter": _adapter()})).reason == "bad_reply"
+
+
+class Sleeper:
+    """Sleeps ``seconds`` on its first message, then writes into ``shared`` and answers."""
+
+    def __init__(self, cid, seconds, shared):
+        self.cid, self.seconds, self.shared, self.calls = cid, seconds, shared, 0
+
+    def handle(self, m):
+        self.calls += 1
+        if self.calls == 1:
+            time.sleep(self.seconds)
+        self.shared.append(self.cid)  # a late thread must never get here
+        return Message("pong", self.cid, m.sender, m.round, {"v": 1.0})
+
+
+def test_a_hanging_client_costs_the_round_its_timeout_and_its_late_reply_is_discarded():
+    shared: list = []
+    rt = InProcessRuntime({"slow": Sleeper("slow", 2.0, shared), "fast": Sleeper("fast", 0.0, shared)}, timeout=0.3)
+    t0 = time.time()
+    replies = rt.broadcast("ping", 1, {})
+    assert time.time() - t0 < 1.5  # not the 2 s the client sleeps
+    assert replies["slow"].reason == "timeout" and "0.3 s" in replies["slow"].error
+    assert isinstance(replies["fast"], Message)
+    again = rt.send(Message("ping", "server", "slow", 2, {}))  # still asleep in its abandoned call
+    assert again.reason == "busy" and "round 1" in again.error
+    time.sleep(2.2)  # the sleep returns; the stopped thread must not write, its reply must not be recorded
+    assert shared == ["fast"]
+    assert [r["sender"] for r in rt.ledger.records if r["direction"] == "up"] == ["fast"]
+    assert [f.reason for f in rt.failures] == ["timeout", "busy"]
+    back = rt.send(Message("ping", "server", "slow", 3, {}))  # free again: it answers
+    assert isinstance(back, Message) and shared == ["fast", "slow"]
+
+
+class Raises:
+    def __init__(self, cid, exc):
+        self.cid, self.exc = cid, exc
+
+    def handle(self, m):
+        raise self.exc
+
+
+def test_system_exit_and_keyboard_interrupt_raised_by_a_client_only_drop_that_client():
+    rt = InProcessRuntime({"exit": Raises("exit", SystemExit(3)), "kbd": Raises("kbd", KeyboardInterrupt()),
+                           "ok": Sleeper("ok", 0.0, [])})
+    replies = rt.broadcast("ping", 1, {})
+    assert replies["exit"].reason == "raised" and replies["exit"].error.startswith("SystemExit")
+    assert replies["kbd"].error.startswith("KeyboardInterrupt")  # raised by client code, not by the user
+    assert isinstance(replies["ok"], Message)
+
+
+def test_a_real_ctrl_c_still_stops_the_run_while_a_client_works():
+    rt = InProcessRuntime({"slow": Sleeper("slow", 1.5, [])})  # no timeout: only Ctrl-C ends the wait
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    t0 = time.time()
+    with pytest.raises(KeyboardInterrupt):
+        rt.broadcast("ping", 1, {})
+    assert time.time() - t0 < 1.2
+    timer.join()
+
+
+class Vandal:
+    """Zeroes the adapter it was sent, in place, and swaps a tensor of the dict; reports what it saw first."""
+
+    def __init__(self, cid, seen):
+        self.cid, self.seen = cid, seen
+
+    def handle(self, m):
+        adapter = m.payload["adapter"]
+        self.seen[self.cid] = {k: v.copy() for k, v in adapter.items()}
+        for v in adapter.values():
+            v[...] = 0.0
+        adapter["x.lora_B.weight"] = np.ones((3, 2), np.float32)
+        m.payload["extra"] = 1
+        return Message("pong", self.cid, m.sender, m.round, {})
+
+
+def test_broadcast_hands_every_client_its_own_copy():
+    seen: dict = {}
+    rt = InProcessRuntime({"c0": Vandal("c0", seen), "c1": Vandal("c1", seen)})
+    global_state = _adapter(0.25)
+    payload = {"adapter": global_state}
+    rt.broadcast("ping", 1, payload)
+    assert all(np.all(v == 0.25) for v in seen["c1"].values())  # c0's vandalism did not reach c1
+    assert all(np.all(v == 0.25) for v in global_state.values()) and set(payload) == {"adapter"}
+    assert global_state["x.lora_B.weight"].shape == (3, 2) and np.all(global_state["x.lora_B.weight"] == 0.25)
+
+
+def test_robust_aggregators_leave_out_non_finite_adapters_and_averages_refuse_them():
+    states = [_adapter(v) for v in (1.0, 1.1, 0.9, 1.0)] + [_adapter(np.nan)]
+    assert coordinate_median(states)["x.lora_A.weight"][0, 0] == pytest.approx(1.0)
+    assert np.isfinite(trimmed_mean(states, 0.0)["x.lora_A.weight"]).all()
+    assert trimmed_mean([_adapter(1.0), _adapter(np.inf)], 0.0)["x.lora_B.weight"][0, 0] == 1.0
+    with pytest.raises(ValueError, match=r"adapter\(s\) \[4\]"):
+        fedavg(states, [1] * 5)
+    with pytest.raises(ValueError, match="non-finite"):
+        coordinate_median([_adapter(np.nan)])
+
+
+def test_method_replies_are_checked_for_shape_range_and_finiteness():
+    score = method_spec("fedgrpo").replies["score"]
+    ctx = Context({"questions": ["q1", "q2"], "candidates": [["a", "b"], ["c", "d"]]})
+    score({"scores": [[0.0, 1.0], [0.5, 0.25]]}, ctx, "")
+    for bad in ([[0.0, 1.0]], [[0.0, 1.0], [0.5]], [[0.0, float("nan")], [0.5, 0.2]], [[0.0, 2.0], [0.5, 0.2]]):
+        with pytest.raises(ValueError):
+            score({"scores": bad}, ctx, "")
+    competence = method_spec("fedgrpo").replies["competence"]
+    with pytest.raises(ValueError, match="2 items"):
+        competence({"correct": [1.0]}, Context({"questions": ["q1", "q2"]}), "")
+    generate = method_spec("pubswap_random").replies["public_generate"]
+    ctx = Context({"batch": {"prompt": ["p1", "p2"]}}, {"num_generations": 2})
+    generate({"texts": [["a", "b"], ["c", "d"]], "correct": [[0, 1], [1, 1]]}, ctx, "")
+    with pytest.raises(ValueError):
+        generate({"texts": [["a", "b"], ["c"]], "correct": [[0, 1], [1, 1]]}, ctx, "")
+    fit = method_spec("fedmoa").replies["fit"]
+    ok = {"adapter": _adapter(), "num_examples": 3, "metrics": {}, "reward_names": ["accuracy", "format"],
+          "weights": [0.25, 0.75], "family": "math"}
+    fit(ok, Context(), "")
+    for weights in ([0.5, 0.6], [1.0], [float("nan"), 1.0]):
+        with pytest.raises(ValueError, match="weights"):
+            fit({**ok, "weights": weights}, Context(), "")
+
+
+def test_a_run_survives_nan_wrong_shape_hanging_raising_and_exiting_clients(tiny_dir):
+    faults = "client_1@*:nan,client_2@*:shape,client_3@*:hang,client_4@1:raise,client_4@2:exit"
+    cfg = small_config(tiny_dir, num_clients=6, rounds=2, fail_client=faults, client_timeout=1.0, aggregator="median")
+    t0 = time.time()
+    run = Run(cfg, progress=False)
+    recs = run.run()
+    assert time.time() - t0 < 60
+    failures = {(r["round"], r["client"]): r for r in recs if r["kind"] == "failure"}
+    for rnd in (1, 2):
+        nan, shape = failures[(rnd, "client_1")], failures[(rnd, "client_2")]
+        assert nan["reason"] == "bad_reply" and "non-finite" in nan["error"]
+        assert shape["reason"] == "bad_reply" and "global adapter" in shape["error"]
+        assert failures[(rnd, "client_3")]["reason"] in ("timeout", "busy")
+        assert {r["client"] for r in recs if r["kind"] == "client" and r["round"] == rnd} == {"client_0", "client_5"}
+    assert failures[(1, "client_4")]["reason"] == "raised" and failures[(2, "client_4")]["error"].startswith("SystemExit")
+    assert all(np.isfinite(v).all() for v in run.server.global_state.values())
+    assert [r["round"] for r in recs if r["kind"] == "global"] == [0, 1, 2]
+    assert all(math.isfinite(r["pass@1"]) for r in recs if r["kind"] == "global")
+
+
+def test_a_clean_run_records_no_failure_in_any_method(tiny_dir):
+    """Every reply format declared by a method accepts what its honest clients send."""
+    from test_boundary import SETTINGS
+
+    for method in ("fedavg_grpo", "pubswap_balanced", "fedgrpo", "dpsda_grpo", "fedmoa"):
+        recs = Run(small_config(tiny_dir, method=method, rounds=1, **SETTINGS.get(method, {})), progress=False).run()
+        assert not [r for r in recs if r["kind"] == "failure"], method
+
+
+def test_dropped_clients_leave_no_trace_the_faulty_run_equals_the_run_without_them(tiny_dir):
+    """The fault-injection benchmark in small: what a dropped client did never reaches the server."""
+    faulty = "client_1@*:nan,client_2@*:shape,client_3@*:hang,client_4@*:raise"
+    absent = "client_1@*:raise,client_2@*:raise,client_3@*:raise,client_4@*:raise"
+    runs = [Run(small_config(tiny_dir, num_clients=6, rounds=2, fail_client=f, client_timeout=1.0), progress=False)
+            for f in (faulty, absent)]
+    curves = [[r["pass@1"] for r in run.run() if r["kind"] == "global"] for run in runs]
+    assert curves[0] == curves[1]
+    a, b = (run.server.global_state for run in runs)
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert any(not np.array_equal(a[k], runs[0]._initial_state[k]) for k in a)  # the two healthy clients trained

@@ -1,0 +1,123 @@
+"""Every method on Flower's Message API gives the numbers it gives in-process; failing clients are dropped.
+
+Most tests use :class:`~fedrl_kit.federation.flower.LoopbackGrid` (Flower's messages, records, contexts and
+ClientApp, delivered in this process); one runs Flower's simulation engine (Ray) end to end.
+"""
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from conftest import small_config
+from fedrl_kit.federation.flower import (FlowerRuntime, LoopbackGrid, client_app, from_records, message_type,
+                                         run_many_on_flower, run_on_flower, to_records)
+from fedrl_kit.methods import METHODS
+from fedrl_kit.runs import Run
+from test_boundary import SETTINGS
+
+
+LIVE_STATE = {"evaluator_sft_loss"}
+"""Diagnostics that read state a client builds while answering (FedGRPO's evaluator SFT loss): on Flower the
+simulator truth is the server process's copy of the clients, which holds their data but never answers."""
+
+
+def _strip(records, drop=()):
+    return [{k: v for k, v in r.items() if k != "seconds" and k not in drop} for r in records]
+
+
+def _on_loopback(cfg, round_timeout=600.0, hang_seconds=3600.0, nodes=None):
+    grid = LoopbackGrid(client_app, nodes or cfg.num_clients)
+
+    def runtime(clients, faults, timeout=None, replies=None, expect=None):
+        return FlowerRuntime(grid, list(clients), cfg.to_json(), round_timeout, faults=faults, replies=replies,
+                             expect=expect, hang_seconds=hang_seconds)
+
+    run = Run(cfg, progress=False, runtime=runtime)
+    records = run.run()
+    assert grid.drain(), "a late message was still being handled"  # nothing left running when the test ends
+    return run, records
+
+
+def test_payloads_cross_as_flower_records_exactly():
+    payload = {"adapter": {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "m": np.array([True, False])},
+               "texts": [["x", "ü"], []], "n": 3, "f": float("nan"), "none": None, "t": (1, "2"),
+               "metrics": {"loss": 0.5, "accuracy": 1}}
+    rd = to_records("fit_result", payload)
+    assert set(rd) == {"arrays", "payload", "metrics"}  # ArrayRecord, ConfigRecord, MetricRecord
+    assert len(rd["arrays"]) == 2 and rd["metrics"]["loss"] == 0.5
+    kind, back = from_records(rd)
+    assert kind == "fit_result"
+    assert back["adapter"]["a"].dtype == np.float32 and np.array_equal(back["adapter"]["a"], payload["adapter"]["a"])
+    assert back["adapter"]["m"].dtype == bool and back["texts"] == [["x", "ü"], []] and np.isnan(back["f"])
+    assert back["none"] is None and back["t"] == (1, "2") and back["metrics"] == {"loss": 0.5, "accuracy": 1}
+
+
+def test_message_kinds_map_onto_flower_message_types():
+    assert message_type("fit") == "train.fit" and message_type("fit_begin") == "train.fit_begin"
+    assert message_type("evaluate") == "evaluate.evaluate"
+    assert message_type("competence") == "query.competence" and message_type("properties") == "query.properties"
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_gives_identical_metrics_on_flowers_message_api(tiny_dir, method):
+    cfg = small_config(tiny_dir, method=method, rounds=1, **SETTINGS.get(method, {}))
+    direct = Run(cfg, progress=False)
+    expected = direct.run()
+    flower, got = _on_loopback(cfg)
+    assert _strip(got) == _strip(expected, drop=LIVE_STATE)
+    assert flower.runtime.ledger.records == direct.runtime.ledger.records  # our payload bytes, message by message
+    if direct.clients:
+        assert flower.runtime.flower_bytes["down"] > 0 and flower.runtime.flower_bytes["up"] > 0
+
+
+def test_a_raising_and_a_hanging_client_are_dropped_and_the_run_goes_on(tiny_dir):
+    cfg = small_config(tiny_dir, method="fedavg_grpo", rounds=2, fail_client="client_0@1,client_2@2:hang")
+    t0 = time.time()
+    run, records = _on_loopback(cfg, round_timeout=6.0, hang_seconds=12.0)
+    fails = [r for r in records if r["kind"] == "failure"]
+    assert [(f["round"], f["client"], f["reason"]) for f in fails] == [(1, "client_0", "raised"),
+                                                                        (2, "client_2", "timeout")]
+    assert "injected failure" in fails[0]["error"] and "ClientTimeout" in fails[1]["error"]
+    clients = {(r["round"], r["client"]) for r in records if r["kind"] == "client"}
+    assert clients == {(1, "client_1"), (1, "client_2"), (2, "client_0"), (2, "client_1")}
+    assert [r["round"] for r in records if r["kind"] == "global"] == [0, 1, 2]  # both rounds aggregated and scored
+    assert time.time() - t0 < 90
+
+
+def test_a_nan_adapter_on_flower_is_dropped_by_the_same_reply_check(tiny_dir):
+    cfg = small_config(tiny_dir, method="fedavg_grpo", rounds=1, fail_client="client_1@1:nan")
+    _, records = _on_loopback(cfg)
+    fails = [r for r in records if r["kind"] == "failure"]
+    assert [(f["client"], f["reason"]) for f in fails] == [("client_1", "bad_reply")]
+
+
+def test_a_run_needs_a_node_per_client(tiny_dir):
+    cfg = small_config(tiny_dir, method="fedavg_grpo", rounds=1)
+    grid = LoopbackGrid(client_app, 2)
+    with pytest.raises(RuntimeError, match="only 2 Flower nodes connected within 1 s; this run has 3 clients"):
+        FlowerRuntime(grid, ["client_0", "client_1", "client_2"], cfg.to_json(), connect_timeout=1.0)
+
+
+def test_flowers_simulation_engine_runs_every_method_as_in_process(tiny_dir, tmp_path):
+    """The real thing: ServerApp + ClientApp on Flower's Ray-based simulation engine, every method in one
+    simulation (Ray starts once), one round each on three clients."""
+    cfgs = [small_config(tiny_dir, method=m, rounds=1, **SETTINGS.get(m, {})) for m in METHODS]
+    expected = [Run(cfg, progress=False).run() for cfg in cfgs]
+    out = run_many_on_flower([(cfg, tmp_path / m) for cfg, m in zip(cfgs, METHODS)], progress=False,
+                             round_timeout=600)
+    for m, want, got in zip(METHODS, expected, out):
+        assert _strip(got["records"]) == _strip(want, drop=LIVE_STATE), m
+    on_disk = [json.loads(line) for line in (tmp_path / "fedavg_grpo" / "metrics.jsonl").read_text().splitlines()]
+    assert _strip(on_disk) == _strip(expected[METHODS.index("fedavg_grpo")])
+    assert out[METHODS.index("fedavg_grpo")]["flower_bytes"]["up"] > 0
+
+
+def test_on_flowers_simulation_engine_a_raising_and_a_hanging_client_are_dropped(tiny_dir, tmp_path):
+    cfg = small_config(tiny_dir, method="fedavg_grpo", rounds=2, fail_client="client_0@1,client_2@2:hang")
+    out = run_on_flower(cfg, tmp_path / "run", progress=False, round_timeout=20.0, hang_seconds=30.0)
+    fails = [r for r in out["records"] if r["kind"] == "failure"]
+    assert [(f["round"], f["client"], f["reason"]) for f in fails] == [(1, "client_0", "raised"),
+                                                                        (2, "client_2", "timeout")]
+    assert [r["round"] for r in out["records"] if r["kind"] == "global"] == [0, 1, 2]  # the run went on
