@@ -238,37 +238,20 @@ fig
 #
 # **How big is λ?** Eq. 9's Δ_k is an *unnormalised* inner product, so its size is the squared size of the
 # hidden-layer gradients g_k. The next cell computes g_k on two consecutive batches of client_0 with the base
-# policy, two ways: one shift of the hidden layer *per sequence* (our default, `hyper_grad="sequence"`) and one
+# policy (`fedrl_kit.fedmoa.probe.lambda_scales`), two ways: one shift of the hidden layer *per sequence* (our default, `hyper_grad="sequence"`) and one
 # shift shared by every token (`"shared"`, the first implementation, whose sum over tokens cancels), and applies one
 # step of eq. 10 with the paper's λ = 0.01, with our scale rule (λ = 0.05 / mean_k |g_k|², set at each round's first
 # local step: an objective whose consecutive gradients agree moves by about 0.05), and with the cosine.
 
 # %%
-from fedrl_kit.fedmoa.client import objective_gradients, resolve_layer, target_lambda
-from fedrl_kit.fedmoa.weights import hypergradient_step
-from fedrl_kit.grpo import GRPOSettings
+from fedrl_kit.fedmoa import probe
 
-c0 = first.clients["client_0"]
-policy0 = first.policy
-policy0.set_state("global", first._initial_state)  # the base: the seed's fresh (zero-update) adapter
-layer = resolve_layer(policy0.model, None)
-grads = {"sequence": [], "shared": []}
-for step in range(2):  # two consecutive local batches, g_k^(t−1) and g_k^(t) (eq. 8)
-    batch = c0.sample_batch(1, step)
-    ro = policy0.rollout("global", batch["prompt"], shown.num_generations, seed=step)
-    scores = np.nan_to_num(c0.reward_scores(ro, batch))  # [N, K]
-    for kind in grads:
-        grads[kind].append(objective_gradients(policy0.model, ro, scores, layer, GRPOSettings(),
-                                               per_sequence=kind == "sequence"))
-w0 = np.asarray(c0.initial_weights)
-out = {}
-for kind, (g_prev, g_now) in grads.items():
-    lam_t = target_lambda(g_prev, 0.05)
-    out[f"{kind}: Δ_k (eq. 9)"] = hypergradient_step(w0, g_now, g_prev, 0.0)[1]
-    out[f"{kind}: w after λ=0.01"] = hypergradient_step(w0, g_now, g_prev, 0.01)[0]
-    out[f"{kind}: w after target λ={lam_t:.3g}"] = hypergradient_step(w0, g_now, g_prev, lam_t)[0]
-out["cosine Δ_k"] = hypergradient_step(w0, grads["sequence"][1], grads["sequence"][0], 0.0, normalise=True)[1]
-pd.DataFrame(out, index=list(c0.names)).T.map(lambda v: f"{v:.3g}")
+# each setting's clients, built (not trained) on the trained runs' policy; building puts the policy's global
+# adapter back at the seed's initial state — the base every client starts round 1 from
+federations = {st: Run(config(st, "FedMOA", SEEDS[0]), policy=first.policy, progress=False).build()
+               for st in ["homo+homo", "homo+heter", "heter+heter"]}
+c0 = federations[SETTINGS[-1]].clients["client_0"]
+pd.DataFrame(probe.lambda_scales(c0, "global", target=0.05), index=list(c0.names)).T.map(lambda v: f"{v:.3g}")
 
 # %%
 wh = pd.DataFrame(analysis.weight_history(runs[(SETTINGS[-1], "FedMOA", SEEDS[0])][1]))
@@ -293,8 +276,7 @@ moves.groupby("round")[["w_move", "lam", "w0_start", "w0_end"]].agg(["mean", "mi
 # from one round to the next; grey markers: client checkpoints (local models after each round's local training,
 # scored on their own family's test problems; one marker shape per method); stars and the dotted
 # staircase: the non-dominated points among all of them (`fedrl_kit.fedmoa.pareto`).
-# Use the widgets to pick the setting, the family and the pair of objectives, then click *show*
-# (live with a kernel; the stored notebook shows the three default figures after the widget).
+# The section after these figures lets you change the setting, the pair of objectives and λ.
 
 # %%
 PAIRS = {"accuracy–format": ("accuracy", "format"), "accuracy–tag count": ("accuracy", "tag_count"),
@@ -315,21 +297,6 @@ def fig3(setting, pair, family="math", s=SEEDS[0]):
         series[name] = pts
     return pareto_figure(series, x, y, title=f"{y} vs {x} — {setting}, {PAPER_NAMES[family]}-like")
 
-
-# %%
-import ipywidgets as widgets
-from IPython.display import display
-
-
-def show(setting, pair, family):
-    # interactive renderer only: a static PNG export from inside a widget callback can stall headless runs
-    fig3(setting, pair, family).show(renderer="plotly_mimetype")
-
-
-# manual: nothing renders until "show" is clicked, so a headless run (papermill, nbval) stays light;
-# the default figure is drawn statically in the next cell
-display(widgets.interactive(show, {"manual": True, "manual_name": "show"}, setting=SETTINGS,
-                            pair=list(PAIRS), family=list(FAMILIES)))
 
 # %%
 figs = {pair: fig3(SETTINGS[-1], pair) for pair in PAIRS}
@@ -364,6 +331,65 @@ for pair, (x, y) in PAIRS.items():
     last = {name: max(i for i, l in enumerate(labels) if l == f"{name} server") for name in METHODS}
     front[pair] = {name: bool(mask[i]) for name, i in last.items()}
 pd.DataFrame(front).T
+
+# %% [markdown]
+# ## Turn the knobs: λ, the pair of objectives, the setting
+# Eq. 9–12 act on the objective gradients and the reward weights only, so how the weights would move under
+# another λ, in another setting, and which client eq. 11 would then trust, is recomputed in milliseconds from
+# gradients measured once (`fedrl_kit.fedmoa.probe`): g_k of every client of each setting on its first three
+# local batches, at the base (the MBPP-like clients' code accuracy and code format count as accuracy and format). The left figure replays one round of eq. 9–10 on each client from its initial
+# weights (arrows in step order) in the plane of the chosen pair of reward weights, and marks with a cross the
+# weights its cluster would broadcast next round (eq. 12); the legend gives each client's α (eq. 11). Below it,
+# the trained runs' Pareto front for the same pair, where that setting was trained. A probe holds the policy
+# fixed between its steps (training moves it), so it shows how λ turns eq. 9's signal into weight moves, not
+# what a run with that λ would reach.
+
+# %%
+probes = {st: probe.probe_clients(fed, "global", steps=3) for st, fed in federations.items()}
+rule = float(np.median([probe.replay_weights(c["grads"], c["w0"], target=0.05)[1]
+                        for p in probes.values() for c in p.values()]))
+LAMS = {"scale rule (each client's own, target 0.05)": None, "0.01 (the paper's)": 0.01}
+LAMS |= {f"{m:g} × the median scale rule = {m * rule:.3g}": m * rule for m in (0.1, 1.0, 10.0, 100.0)}
+
+
+def what_if(setting, pair, lam):
+    x, y = PAIRS[pair]
+    a = shown.fedmoa
+    rows = probe.replay_round(probes[setting], lam=LAMS[lam], target=0.05, cluster_key=a.cluster_key, eps=a.eps,
+                              temperature=a.softmax_temperature)
+    fig = probe.replay_figure(rows, x, y, title=f"one round of reward weights, {setting}, λ = {lam}",
+                              aliases={"accuracy": "code_accuracy", "format": "code_format"})
+    table = pd.DataFrame([{"client": r["client"], "family": probes[setting][r["client"]]["family"],
+                           "rewards": ", ".join(r["reward_names"]), "cluster": r["cluster"], "λ": r["lam"],
+                           "w_0 start": r["trajectory"][0][0], "w_0 end": r["trajectory"][-1][0],
+                           "α (eq. 11)": r["alpha"], "w_0 broadcast (eq. 12)": r["broadcast"][0]} for r in rows])
+    return fig, table
+
+
+# %%
+import ipywidgets as widgets
+from IPython.display import display
+
+
+def show(setting, pair, lam):
+    # interactive renderer only: a static PNG export from inside a widget callback can stall headless runs
+    fig, table = what_if(setting, pair, lam)
+    fig.show(renderer="plotly_mimetype")
+    display(table.round(4))
+    if setting in SETTINGS:
+        fig3(setting, pair).show(renderer="plotly_mimetype")
+
+
+# manual: nothing renders until "show" is clicked, so a headless run (papermill, nbval) stays light;
+# the default choice is drawn statically in the next cell
+display(widgets.interactive(show, {"manual": True, "manual_name": "show"}, setting=list(probes),
+                            pair=list(PAIRS), lam=list(LAMS)))
+
+# %%
+fig, table = what_if(SETTINGS[-1], "accuracy–format", next(iter(LAMS)))
+viz.export(fig, "fedmoa_weights_replay", FIGURES)
+display(table.round(4))
+fig
 
 # %% [markdown]
 # ## Table 2: ablations of λ and α

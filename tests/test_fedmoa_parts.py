@@ -383,3 +383,5 @@ def test_pareto_figure_marks_exactly_the_non_dominated_points():
     assert len(greys) == 1 and len(greys[0].x) == 2
     names = [t.name for t in fig.data]
     assert len(names) == len(set(names))  # no duplicate legend entries
+    assert fig.layout.xaxis.title.text == "accuracy (mean reward per completion, 0–1)"  # titles with units
+    assert fig.layout.yaxis.title.text.startswith("format (")

@@ -23,6 +23,8 @@ The package, one idea per module:
 ``analysis``      reading a finished run: Table 1/2 numbers (last round and best by validation), the
                   paper's claims paired by seed, Fig. 3 points, Fig. 5 weight paths and how far they move
 ``pareto``        non-dominated points and the Fig. 3 figure
+``probe``         what-ifs without retraining: g_k measured once on a client's own batches, eq. 9–12
+                  replayed under another λ, step rule or setting (notebook 03's knobs)
 ``method``        the ``fedmoa`` method spec: ``build_clients``, ``validate``, checkpoint hooks
 ================  ====================================================================================
 

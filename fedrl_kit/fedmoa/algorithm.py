@@ -65,23 +65,40 @@ def aggregate_round(replies: dict, alpha_on: bool, cluster_key: str, eps: float,
     Returns:
         (θ^global, {cid: new weight dict}, {cid: α_m}, clusters as lists of cids).
     """
+    clusters, cluster_alpha, new_weights = aggregate_weights(replies, alpha_on, cluster_key, eps, temperature)
+    cluster_states, cluster_sizes, alphas = [], [], {}
+    for ids, alpha in zip(clusters, cluster_alpha):
+        cluster_states.append(weighted_sum([replies[c]["adapter"] for c in ids], alpha))  # θ^(c), eq. 12
+        alphas.update({c: float(a) for c, a in zip(ids, alpha)})
+        cluster_sizes.append(float(sum(replies[c]["num_examples"] for c in ids)))  # N_c
+    theta = fedavg(cluster_states, cluster_sizes)  # θ^global, eq. 13
+    return theta, new_weights, alphas, clusters
+
+
+def aggregate_weights(replies: dict, alpha_on: bool, cluster_key: str, eps: float, temperature: float):
+    """The reward-weight half of eq. 11–12: task clusters, α inside each, and each cluster's shared w^(c).
+
+    Args:
+        replies: cid → ``reward_names``, ``weights`` (w^(m), accuracy first) and ``num_examples``.
+        alpha_on, cluster_key, eps, temperature: as :func:`aggregate_round`.
+
+    Returns:
+        (clusters as lists of cids, α of each cluster [|S_c|] in the same order, {cid: new weight dict}).
+    """
     cids = list(replies)
     groups = cluster_by_reward_names([replies[c]["reward_names"] for c in cids], key=cluster_key)
     clusters = [[cids[i] for i in members] for members in groups]
-    cluster_states, cluster_sizes, new_weights, alphas = [], [], {}, {}
+    alphas, new_weights = [], {}
     for ids in clusters:
-        sizes = np.array([replies[c]["num_examples"] for c in ids], dtype=np.float64)  # [|S_c|]
         if alpha_on:
             alpha = accuracy_aware_weights([replies[c]["weights"][0] for c in ids], eps, temperature)  # eq. 11
         else:  # α OFF: FedAvg by data size inside the cluster (with eq. 13: FedAvg by examples overall)
+            sizes = np.array([replies[c]["num_examples"] for c in ids], dtype=np.float64)  # [|S_c|]
             alpha = sizes / sizes.sum()  # [|S_c|]
-        cluster_states.append(weighted_sum([replies[c]["adapter"] for c in ids], alpha))  # θ^(c), eq. 12
         client_weights = [dict(zip(replies[c]["reward_names"], replies[c]["weights"])) for c in ids]
         new_weights.update(zip(ids, aggregate_shared_weights(client_weights, alpha)))  # w^(c), eq. 12
-        alphas.update({c: float(a) for c, a in zip(ids, alpha)})
-        cluster_sizes.append(float(sizes.sum()))  # N_c
-    theta = fedavg(cluster_states, cluster_sizes)  # θ^global, eq. 13
-    return theta, new_weights, alphas, clusters
+        alphas.append(alpha)
+    return clusters, alphas, new_weights
 
 
 def run_round(server, round: int) -> dict:

@@ -153,6 +153,14 @@ class MOAClient(GRPOClient):
             return float(self.args.lam)
         return target_lambda(g_first, float(self.args.lam_target))
 
+    def rollout_scores(self, round: int, step: int, adapter: str | None = None):
+        """Local step ``step``'s batch of round ``round``: its rollouts with ``adapter`` (default: this client's own)
+        and every reward component on every completion, NaN read as 0 ([N, K])."""
+        batch = self.sample_batch(round, step)
+        rollouts = self.policy.rollout(adapter or self.cid, batch["prompt"], self.local.num_generations,
+                                       seed=seeding.stream_seed("client/rollout", self.seed, round, self.index, step))
+        return rollouts, np.nan_to_num(self.reward_scores(rollouts, batch))
+
     def local_step(self, round: int, step: int, params, weights: np.ndarray, g_prev, lam: float | None = None):
         """One multi-objective GRPO step (eq. 1–4) with the hypergradient weight update (eq. 8–10).
 
@@ -162,10 +170,7 @@ class MOAClient(GRPOClient):
         Returns:
             (diagnostics, the weights after this step [K], g^(t) or None when λ is off, λ).
         """
-        batch = self.sample_batch(round, step)
-        rollouts = self.policy.rollout(self.cid, batch["prompt"], self.local.num_generations,
-                                       seed=seeding.stream_seed("client/rollout", self.seed, round, self.index, step))
-        scores = np.nan_to_num(self.reward_scores(rollouts, batch))  # [N, K]
+        rollouts, scores = self.rollout_scores(round, step)  # [N, K]
         delta = np.zeros(len(self.names))  # [K]
         g_now = None
         diag = {}

@@ -21,7 +21,7 @@ scale       what it is
 Where the paper is silent (local steps per round, LoRA, clip range, KL, temperature) the paper preset takes
 TRL ``GRPOTrainer``'s defaults (μ = 1, ε = 0.2 both sides, β = 0, temperature 1.0) and the toolkit's LoRA
 (r = 32, α = 64), and 10 local steps per round; the paper's DAPO-Math-17k training set is MATH's training
-split here (the registry's ``math``). None of the paper preset has been run (no GPU was lent to this work).
+split here (the registry's ``math``). The paper preset has not been run yet.
 """
 
 from __future__ import annotations
