@@ -1,119 +1,135 @@
-"""Benchmark: FedAvg-GRPO vs FedMOA (and the λ/α ablations) in the Heter+Heter setting, quick scale.
+"""Benchmark: FedAvg-GRPO vs FedMOA (and the λ/α ablations) over the paper's three settings, one command.
 
-The FedMOA paper (Table 1, Heter+Heter; Table 2) claims that FedMOA raises the global model's
-accuracy and the aggregated multi-objective reward over its baseline (plain GRPO + FedAvg, which the
-paper calls "FedGRPO" and this toolkit FedAvg-GRPO). This script runs both — and, with ``--ablations``,
-λ on/α off and λ off/α on — on the embedded world's three task families (MATH-, GSM8K-, MBPP-like),
-one client per family, with the same settings as the quick preset of notebooks/03_fedmoa_pareto.ipynb,
-for several seeds, and writes ``benchmarks/results/fedmoa_compare.json``.
+The FedMOA paper (Table 1, Table 2) claims that FedMOA raises the global model's accuracy and the aggregated
+multi-objective reward over its baseline (plain GRPO + FedAvg, which the paper calls "FedGRPO" and this toolkit
+FedAvg-GRPO), most of all in Heter+Heter, and that both λ (adaptive weights) and α (accuracy-aware aggregation)
+help. This script runs the grid — settings × variants × seeds — at one scale of
+:mod:`fedrl_kit.fedmoa.presets` (``quick``, ``cpu`` or ``paper``), each run in its own resumable run directory,
+and writes one JSON with every run's summary (last round and best round by validation), Table 1 and Table 2
+(mean ± std over seeds) and the claims paired by seed.
 
-Every variant is the method ``fedmoa`` with switches in ``config.fedmoa`` (named by ``FedMOAArgs.label()``);
-FedAvg-GRPO is ``lambda_on=False, alpha_on=False`` (same clients, data, reward sets; fixed uniform weights;
-FedAvg). The quick preset gives ``fedmoa`` its world (``families``: the heter+heter setting's three families).
+The faithful grid on a CPU (18 runs; Table 2 adds 6 more with ``--ablations``; 30–60 min per run, estimated)::
 
-Run (from the repo root)::
+    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedmoa_compare.py --scale cpu \\
+        --settings homo+homo homo+heter heter+heter --seeds 0 1 2 --ablations
 
-    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedmoa_compare.py --seeds 0 1 2 --ablations
+and on a GPU the paper's (``--scale paper``; needs the MATH, GSM8K, MBPP datasets and Qwen2.5-1.5B-Instruct).
+An interrupted grid resumes where it stopped (same command; finished runs are read back, not re-run).
+Writes ``benchmarks/results/fedmoa_compare_<scale>.json``; run directories go under ``runs/fedmoa_compare/``.
 
-Needs ``data/base_moa`` (``python -m fedrl_kit.policy.pretrain_families``).
+``benchmarks/results/fedmoa_compare.json`` holds the first experiments (3 clients, one reward set per family,
+uniform weights reset every round, shared-δ hypergradient, the first GSM8K-like family and base): they were
+made by this script as of commit b037576 and re-run only from there (``docs/fedmoa.md``).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from _machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
-
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from fedrl_kit.config import preset  # noqa: E402
-from fedrl_kit.fedmoa.analysis import summary  # noqa: E402
-from fedrl_kit.fedmoa.args import FedMOAArgs  # noqa: E402
-from fedrl_kit.runs import Run  # noqa: E402
+from _machine import save_result  # noqa: E402
 
-QUICK = dict(method="fedmoa", base=str(ROOT / "data" / "base_moa"), num_clients=3, rounds=4, local_steps=2,
-             prompts_per_step=4, num_generations=8, max_new_tokens=32, n_train=600, n_test=60, eval_samples=2,
-             eval_every=4)
-"""the quick preset of notebooks/03_fedmoa_pareto.ipynb"""
+from fedrl_kit.fedmoa.analysis import paired_claims, summary  # noqa: E402
+from fedrl_kit.fedmoa.args import SETTINGS  # noqa: E402
+from fedrl_kit.fedmoa.presets import SCALES, VARIANTS, setting_config  # noqa: E402
+from fedrl_kit.runs import Run, load_records  # noqa: E402
 
-VARIANTS = {
-    "FedAvg-GRPO": dict(lambda_on=False, alpha_on=False),
-    "FedMOA": dict(lambda_on=True, alpha_on=True),
-    "λ off, α on": dict(lambda_on=False, alpha_on=True),
-    "λ on, α off": dict(lambda_on=True, alpha_on=False),
-}
-"""the table rows (stored results use these names; ``FedMOAArgs.label()`` gives each run's method label)"""
+# -- the faithful grid -----------------------------------------------------------------------------------------
 
 
-def build_config(name: str, seed: int, lam: float = 0.1, normalise: bool = True):
-    """The RunConfig of one table row (``VARIANTS[name]``) and seed; λ and normalise apply when λ is on."""
-    hyper = dict(lam=lam, normalise=normalise) if VARIANTS[name]["lambda_on"] else {}
-    return preset("quick", **QUICK, seed=seed, fedmoa=FedMOAArgs(setting="heter+heter", **VARIANTS[name], **hyper))
+def run_dir_of(root: Path, scale: str, setting: str, variant: str, seed: int) -> Path:
+    slug = variant.replace("λ", "lambda").replace("α", "alpha").replace(", ", "_").replace(" ", "-")
+    return root / scale / setting / slug / f"seed{seed}"
+
+
+def run_one(cfg, run_dir: Path) -> tuple[list[dict], float, bool]:
+    """(records, wall seconds now, read back) of one run; a finished run directory is read back (0 s now; its
+    rounds' own seconds stay in its records, ``round_seconds`` in the table)."""
+    done = run_dir / "checkpoint" / "state.json"
+    if done.exists() and json.loads(done.read_text())["round"] == cfg.rounds:
+        return load_records(run_dir), 0.0, True
+    t0 = time.time()
+    records = Run(cfg, run_dir, progress=False).run()
+    return records, round(time.time() - t0, 1), False
+
+
+def table(rows: list[dict], setting: str, variants, prefix: str = "") -> dict:
+    """variant → mean and std over seeds of the summary metrics (``prefix="best/"``: best round by validation)."""
+    out = {}
+    for v in variants:
+        rs = [r for r in rows if r["setting"] == setting and r["variant"] == v]
+        if not rs:
+            continue
+        keys = [k for k in rs[0] if isinstance(rs[0][k], float) and k.startswith(prefix)
+                and (prefix or not k.startswith("best")) and k not in ("seconds", "round_seconds")]
+        out[v] = {k[len(prefix):]: float(np.mean([r[k] for r in rs])) for k in keys}
+        out[v].update({f"std_{k[len(prefix):]}": float(np.std([r[k] for r in rs])) for k in
+                       (prefix + "global_accuracy", prefix + "aggregated_reward") if k in rs[0]})
+        out[v]["n_seeds"] = len(rs)
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
-    ap.add_argument("--ablations", action="store_true", help="also run λ on/α off and λ off/α on")
-    ap.add_argument("--lam", type=float, default=0.1)
-    ap.add_argument("--no-normalise", action="store_true", help="the paper's unnormalised Δ_k")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fedmoa_compare.json"))
+    ap.add_argument("--scale", choices=SCALES, default="cpu")
+    ap.add_argument("--settings", nargs="+", choices=SETTINGS, default=list(SETTINGS))
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--ablations", action="store_true", help="also λ on/α off and λ off/α on (Heter+Heter only)")
+    ap.add_argument("--homo-family", default="math", choices=("math", "gsm", "code"))
+    ap.add_argument("--normalise", action="store_true", help="cosine Δ_k with λ = --lam (ours) instead of eq. 9")
+    ap.add_argument("--lam", type=float, default=0.1, help="λ with --normalise")
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="further RunConfig fields for every run (e.g. rounds=1 local_steps=2)")
+    ap.add_argument("--run-root", default=str(ROOT / "runs" / "fedmoa_compare"))
+    ap.add_argument("--out", default=None, help="default benchmarks/results/fedmoa_compare_<scale>.json")
     args = ap.parse_args()
-    if not (ROOT / "data" / "base_moa" / "model.safetensors").exists():
-        raise SystemExit("data/base_moa is missing: python -m fedrl_kit.policy.pretrain_families --out data/base_moa")
-    names = list(VARIANTS) if args.ablations else ["FedAvg-GRPO", "FedMOA"]
-    hyper = dict(lam=args.lam, normalise=not args.no_normalise)
+    from fedrl_kit.config import parse_set
+
+    extra = parse_set(args.set)
+    fedmoa = dict(normalise=True, lam=args.lam, lam_rule="fixed") if args.normalise else {}
+    fedmoa.update({k.split(".", 1)[1]: extra.pop(k) for k in list(extra) if k.startswith("fedmoa.")})
+    root = Path(args.run_root)
     rows = []
     t_all = time.time()
-    for seed in args.seeds:
-        for name in names:
-            cfg = build_config(name, seed, **hyper)
-            t0 = time.time()
-            recs = Run(cfg, progress=False).run()
-            row = {"method": name, "label": cfg.fedmoa.label(), "seed": seed, "seconds": round(time.time() - t0, 1),
-                   **summary(recs)}
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-
-    def table(method_names):
-        out = {}
-        for n in method_names:
-            rs = [r for r in rows if r["method"] == n]
-            out[n] = {k: float(np.mean([r[k] for r in rs])) for k in rs[0]
-                      if k not in ("method", "label", "seed", "seconds")}
-            out[n]["std_global_accuracy"] = float(np.std([r["global_accuracy"] for r in rs]))
-            out[n]["std_aggregated_reward"] = float(np.std([r["aggregated_reward"] for r in rs]))
-            out[n]["n_seeds"] = len(rs)
-        return out
-
-    result = {
-        "command": "OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedmoa_compare.py "
-                   + " ".join(sys.argv[1:]),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(),
-                    "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")},
-        "note": "timings measured while other jobs shared the 2 cores (pessimistic)",
-        "config": {**{k: v for k, v in QUICK.items() if k != "base"}, "base": "data/base_moa", **hyper},
-        "runs": rows,
-        "table1": table(["FedAvg-GRPO", "FedMOA"]),
-        "table2": table(names),
+    for setting in args.settings:
+        variants = list(VARIANTS) if args.ablations and setting == "heter+heter" else ["FedAvg-GRPO", "FedMOA"]
+        for seed in args.seeds:
+            for variant in variants:
+                cfg = setting_config(args.scale, setting, variant, seed, args.homo_family, fedmoa=fedmoa, **extra)
+                recs, seconds, reused = run_one(cfg, run_dir_of(root, args.scale, setting, variant, seed))
+                rounds_s = round(sum(r["seconds"] for r in recs if r["kind"] == "comm"), 1)
+                row = {"setting": setting, "variant": variant, "label": cfg.fedmoa.label(), "seed": seed,
+                       "seconds": seconds, "round_seconds": rounds_s, "read_back": reused, **summary(recs)}
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    settings = {s: {k: v for k, v in setting_config(args.scale, s, "FedMOA", 0, args.homo_family, fedmoa=fedmoa,
+                                                   **extra).to_dict().items()
+                    if k in ("world", "num_clients", "rounds", "local_steps", "prompts_per_step", "num_generations",
+                             "max_new_tokens", "n_train", "n_test", "n_aux", "eval_samples", "base", "fedmoa")}
+                for s in args.settings}
+    out = {
+        "scale": args.scale,
+        "table1": {s: table(rows, s, ["FedAvg-GRPO", "FedMOA"]) for s in args.settings},
+        "table1_best_by_validation": {s: table(rows, s, ["FedAvg-GRPO", "FedMOA"], "best/") for s in args.settings},
+        "table2": table(rows, "heter+heter", list(VARIANTS)),
+        "claims": paired_claims(rows),
+        "claims_best_by_validation": paired_claims(rows, "best/"),
         "seconds_total": round(time.time() - t_all, 1),
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2))
-    print(json.dumps(result["table2"], indent=2))
+    path = args.out or ROOT / "benchmarks" / "results" / f"fedmoa_compare_{args.scale}.json"
+    save_result(path, "fedmoa_compare", None, settings, rows, out)
 
 
 if __name__ == "__main__":

@@ -120,8 +120,11 @@ class RunConfig:
     weight_decay: float = 0.0
     """the clients' decoupled weight decay (AdamW); 0 = plain Adam. The PubSwap methods default to the paper's
     0.01 (Tables 9–12)"""
+    lr_schedule: str = "constant"
+    """learning-rate schedule of the local steps: constant, or cosine (decay to 0 over rounds × local_steps)"""
     micro_batch_size: int = 256
-    """rows per forward/backward pass of a GRPO step (bounds activation memory; the loss is the same)"""
+    """rows per forward/backward pass of a GRPO step (gradients add up to the full batch's, so the loss is the same;
+    lower it on a GPU for long completions)"""
     num_iterations: int = 2
     """gradient epochs per batch of rollouts"""
     epsilon: float = 0.2
@@ -222,6 +225,7 @@ class RunConfig:
         need(isinstance(self.trace_drift, bool), "trace_drift", "true or false")
         need(not self.trace_tensors or self.trace_drift, "trace_tensors", "false unless trace_drift is true")
         need(0 < self.learning_rate <= 1, "learning_rate", "in (0, 1]")
+        need(self.lr_schedule in ("constant", "cosine"), "lr_schedule", "constant or cosine")
         need(0 <= self.weight_decay < 1, "weight_decay", "in [0, 1)")
         need(1 <= self.micro_batch_size <= 4096, "micro_batch_size", "in [1, 4096]")
         need(1 <= self.num_iterations <= 100, "num_iterations", "in [1, 100]")
@@ -325,7 +329,7 @@ class RunConfig:
 
         return LocalSettings(self.local_steps, self.prompts_per_step, self.num_generations, self.learning_rate,
                              self.fedprox.mu if self.method == "fedprox_grpo" else 0.0, self.reset_optimizer,
-                             self.weight_decay)
+                             self.weight_decay, self.lr_schedule, self.rounds)
 
 
 SECTIONS: dict[str, type] = {"fedprox": FedProxArgs, "pubswap": PubSwapArgs, "fedgrpo": FedGRPOArgs,
@@ -374,6 +378,10 @@ def migrate(d: dict) -> dict:
         if fg["group_reward"] == "official":
             fg["group_reward"] = "pooled"
         d["fedgrpo"] = fg
+    if isinstance(d.get("fedmoa"), dict):  # reset_weights became round_start; later fields keep their old behaviour
+        from fedrl_kit.fedmoa.args import migrate_section
+
+        d["fedmoa"] = migrate_section(d["fedmoa"])
     if d.get("method") == "fedmoa" and "world" not in d:  # FedMOA built its own world before `world` existed
         from fedrl_kit.fedmoa.plan import world_for
 

@@ -29,26 +29,37 @@
 #   the objective is still making progress and w_k grows, if they oscillate w_k shrinks;
 # * the server **clusters clients by their reward names**, weights clients inside a cluster by
 #   α = softmax(1 / (w_0 + ε)) — a client that *lowered* its accuracy weight is taken to be closer to
-#   convergence on accuracy and counts more (eq. 11–12) — and averages clusters by data size (eq. 13).
+#   convergence on accuracy and counts more (eq. 11–12) — and averages clusters by data size (eq. 13);
+# * it **sends the global model back with each cluster's aggregated reward weights** w^(c) (eq. 12), and
+#   clients resume local training from them.
 #
 # **A word on names.** The paper calls its baseline — plain GRPO on each client, then FedAvg —
 # "FedGRPO". In this toolkit that baseline is **FedAvg-GRPO**; *FedGRPO* is another paper's method
 # (notebook 01). Below, FedAvg-GRPO is FedMOA's own code with both switches off (`lambda_on=False`,
-# `alpha_on=False`): the same clients, data and reward sets, fixed uniform weights, FedAvg by examples.
+# `alpha_on=False`): the same clients, data, reward sets and initial weights, kept fixed, FedAvg by examples.
+#
+# The federations follow the paper's §4.1: Homo+Homo (one dataset, one reward function), Homo+Heter (one dataset,
+# reward configurations A, B, C over the clients) and Heter+Heter (five clients per dataset, each dataset's clients
+# spread over A, B, C), with the clients' initial accuracy weights w_0 spread so that eq. 11 has something to
+# choose between. Measured numbers and commands: `docs/fedmoa.md`.
 
 # %% [markdown]
 # ## Parameters
-# `preset_name="quick"` runs the Heter+Heter setting with 3 clients (one per task family), 4 rounds,
-# 1 seed — about 1.5 minutes on a 2-core CPU (measured while other jobs shared it). `preset_name="full"` runs all three settings of the
-# paper (Homo+Homo, Homo+Heter, Heter+Heter) with 9 clients, 8 rounds and 3 seeds, still in the
-# embedded world on a CPU (a few hours). Everything else can be overridden with papermill `-p`.
+# `preset_name="quick"` runs the Heter+Heter setting with 6 clients (two per task family, so every task cluster
+# holds two reward sets), 3 rounds, 1 seed — a few minutes on a 2-core CPU. `preset_name="cpu"` runs the paper's
+# federation on the embedded world (10 clients in the Homo settings, 15 in Heter+Heter, 128 samples per step, 200
+# test problems per family, three settings × three seeds, and Table 2's ablations): 30–60 minutes per run on one
+# CPU thread (an estimate), about a day for the grid. `preset_name="full"` is the paper's setting (§4.1) on a GPU:
+# Qwen2.5-1.5B-Instruct, MATH, GSM8K and MBPP (tested on HumanEval) through the real-world registry, G = 16, 1,024
+# completion tokens, lr 2e-5 with cosine decay — the `paper` scale of `fedrl_kit.fedmoa.presets`. Everything else
+# can be overridden with papermill `-p`.
 
 # %% tags=["parameters"]
-preset_name = "quick"        # "quick" (minutes) or "full" (3 settings × 3 seeds, hours on a CPU)
+preset_name = "quick"        # "quick" (minutes), "cpu" (3 settings × 3 seeds, ~30–60 min per run) or "full" (the paper, GPU)
 seed = 0
 run_root = "../runs/fedmoa"
-lam = 0.1                    # λ of eq. 10 (see "How big is λ?" below)
-normalise = True             # Δ_k as the cosine of consecutive gradients (ours; the paper's is unnormalised)
+normalise = False            # True: Δ_k as the cosine of consecutive gradients with λ = lam (ours; eq. 9 is unnormalised)
+lam = 0.1                    # λ when normalise is True
 figures_dir = ""      # "" = this notebook's run folder; `make figures` passes ../figures
 
 # %%
@@ -62,10 +73,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from fedrl_kit import viz
-from fedrl_kit.config import preset
 from fedrl_kit.fedmoa import analysis, evaluation, plan
 from fedrl_kit.fedmoa.pareto import non_dominated, pareto_figure
-from fedrl_kit.policy.engine import Policy
+from fedrl_kit.fedmoa.presets import setting_config
 from fedrl_kit.policy.pretrain_families import MISSING_MESSAGE
 from fedrl_kit.runs import REPO_ROOT, Run
 from fedrl_kit.world.families import FAMILIES, PAPER_NAMES, make_family_world
@@ -73,22 +83,26 @@ from fedrl_kit.world.families import FAMILIES, PAPER_NAMES, make_family_world
 viz.setup_notebook()
 FIGURES = Path(figures_dir or "../runs/03_fedmoa/figures")  # where this notebook's figures go
 pd.set_option("display.width", 140)
+SCALE = {"quick": "quick", "cpu": "cpu", "full": "paper"}[preset_name]
 BASE = REPO_ROOT / "data" / "base_moa"
-if not (BASE / "model.safetensors").exists():
+if SCALE != "paper" and not (BASE / "model.safetensors").exists():
     raise FileNotFoundError(MISSING_MESSAGE.format(path=BASE))
+SETTINGS = ["heter+heter"] if SCALE == "quick" else ["homo+homo", "homo+heter", "heter+heter"]
+SEEDS = [seed] if SCALE == "quick" else [seed, seed + 1, seed + 2]
+METHODS = ["FedAvg-GRPO", "FedMOA"]
+ABLATIONS = [] if SCALE == "quick" else ["λ off, α on", "λ on, α off"]  # Table 2, Heter+Heter only
+FEDMOA = dict(normalise=True, lam=lam, lam_rule="fixed") if normalise else {}
 
-SCALE = {
-    "quick": dict(settings=["heter+heter"], seeds=[seed], num_clients=3, rounds=4, local_steps=2),
-    "full": dict(settings=["homo+homo", "homo+heter", "heter+heter"], seeds=[seed, seed + 1, seed + 2],
-                 num_clients=9, rounds=8, local_steps=4),
-}[preset_name]
-COMMON = dict(method="fedmoa", base=str(BASE), num_clients=SCALE["num_clients"], rounds=SCALE["rounds"],
-              local_steps=SCALE["local_steps"], prompts_per_step=4, num_generations=8, max_new_tokens=32,
-              n_train=600, n_test=60, eval_samples=2, eval_every=SCALE["rounds"])
-METHODS = {"FedAvg-GRPO": dict(lambda_on=False, alpha_on=False),
-           "FedMOA": dict(lambda_on=True, alpha_on=True, lam=lam, normalise=normalise)}
-pd.Series({**{k: v for k, v in COMMON.items() if k != "base"}, "settings": SCALE["settings"],
-           "seeds": SCALE["seeds"]}, name="value").to_frame()
+
+def config(setting, variant, s):
+    return setting_config(SCALE, setting, variant, s, fedmoa=FEDMOA)
+
+
+shown = config(SETTINGS[-1], "FedMOA", SEEDS[0])
+pd.Series({k: v for k, v in shown.to_dict().items()
+           if k in ("base", "world", "num_clients", "rounds", "local_steps", "prompts_per_step", "num_generations",
+                    "max_new_tokens", "learning_rate", "lr_schedule", "n_train", "n_test", "n_aux", "eval_samples")}
+          | {"settings": SETTINGS, "seeds": SEEDS, "fedmoa": shown.fedmoa.changed()}, name="value").to_frame()
 
 # %% [markdown]
 # ## Three task families, three reward configurations
@@ -113,70 +127,77 @@ pd.DataFrame([dict(family=f, stands_for=PAPER_NAMES[f], prompt=r["prompt"], answ
 # %%
 # NBVAL_CHECK_OUTPUT
 pd.DataFrame({f"{PAPER_NAMES[f]}-like ({f})": {c: ", ".join(n) for c, n in cfgs.items()}
-              for f, cfgs in plan.REWARD_CONFIGS.items()})
+              for f, cfgs in plan.reward_configs(shown.world).items()})
 
 # %% [markdown]
 # ### The base policy
 # `data/base` was warm-started on arithmetic only, so FedMOA uses a derived base, `data/base_moa`:
 # the same supervised recipe (noisy teacher, format used half of the time) continued on all three
-# families (`python -m fedrl_kit.policy.pretrain_families`). Its zero-shot scores per family —
-# accuracy leaves room to grow and the format is used only part of the time, so every reward
-# carries signal:
+# families, word problems taught twice as often (`python -m fedrl_kit.policy.pretrain_families --mix 1 2 1`).
+# Its zero-shot scores per family (the full preset: Qwen2.5-1.5B-Instruct on the real test splits) — accuracy
+# leaves room to grow and the format is used only part of the time, so every reward carries signal:
 
 # %%
-policy0 = Policy.load(str(BASE), max_new_tokens=COMMON["max_new_tokens"])
-eval_world = make_family_world(seed, 10, COMMON["n_test"] // 3)
-base_eval = evaluation.evaluate_families(policy0, "global", eval_world.test_by_family, COMMON["eval_samples"],
-                                         seed * 7919 + 17)
+base_eval = evaluation.evaluate_base(shown)
 base_table = pd.DataFrame({f: {k.split("/", 1)[1]: v for k, v in base_eval.items() if k.startswith(f + "/")}
                            for f in FAMILIES}).round(3)
 base_table
 
 # %% [markdown]
 # ## Train: FedAvg-GRPO and FedMOA on the same federation
-# Each run evaluates, after every round, the global model on each family's held-out problems
-# (every reward component, `eval_samples` samples per problem) and each client's local model on its
-# own family (the numbers in parentheses in the paper's Table 1). Client m gets family m mod 3 and
-# reward configuration ⌊m/3⌋ mod 3.
+# Each run evaluates, after every round, the global model on each family's held-out test problems (every reward
+# component, `eval_samples` samples per problem) and on a validation split (for the paper's model selection: the
+# best round by validation accuracy), and each client's local model on its own family (the numbers in parentheses
+# in the paper's Table 1; after every round at the CPU scales, after the last one in the full preset). Between
+# rounds the server sends each client the weights its cluster aggregated (eq. 12) with the global model; clients
+# resume from them.
 
 # %%
 runs = {}
-for setting in SCALE["settings"]:
-    for name, switches in METHODS.items():
-        for s in SCALE["seeds"]:
-            cfg = preset("quick", **COMMON, seed=s, world=plan.world_for(setting, SCALE["num_clients"]),
-                         fedmoa={"setting": setting, **switches})
-            run_dir = Path(run_root) / setting / name / f"seed{s}"
+for setting in SETTINGS:
+    variants = METHODS + (ABLATIONS if setting == "heter+heter" else [])
+    for name in variants:
+        for s in SEEDS:
+            run_dir = Path(run_root) / SCALE / setting / name.replace(" ", "_") / f"seed{s}"
             shutil.rmtree(run_dir, ignore_errors=True)
-            run = Run(cfg, run_dir)
+            run = Run(config(setting, name, s), run_dir)
             runs[(setting, name, s)] = (run, run.run())
-first = runs[(SCALE["settings"][-1], "FedMOA", SCALE["seeds"][0])][0]
+first = runs[(SETTINGS[-1], "FedMOA", SEEDS[0])][0]
 pd.DataFrame(analysis.client_info(first))
 
 # %% [markdown]
 # ### Table 1: global accuracy and aggregated reward
-# Global = the aggregated model after the last round; *local* (Table 1's parentheses) = each client's
-# model after its last local training, on its own family, averaged over clients. The aggregated
-# reward of a model for a client is the mean of that client's reward components on its family's
-# test problems (equal weights, so both methods are scored alike). With one seed and 20 test
-# problems per family, differences of a few points are within noise.
+# Global = the aggregated model after the last round, and after the best round by validation accuracy (the
+# paper's protocol); *local* (Table 1's parentheses) = each client's model after its last local training, on its
+# own family, averaged over clients. The aggregated reward of a model for a client is the mean of that client's
+# reward components on its family's test problems (equal weights, so both methods are scored alike). With one
+# seed and 20 test problems per family (quick), differences of a few points are within noise.
 
 # %%
-rows = []
-for (setting, name, s), (run, recs) in runs.items():
-    summ = analysis.summary(recs)
-    rows.append({"setting": setting, "method": name, "seed": s, **summ})
+rows = [{"setting": st, "variant": name, "seed": s, **analysis.summary(recs)}
+        for (st, name, s), (run, recs) in runs.items()]
 table = pd.DataFrame(rows)
-table1 = table.groupby(["setting", "method"], sort=False).mean(numeric_only=True).drop(columns="seed")
+cols = ["global_accuracy", "aggregated_reward", "local_accuracy", "local_reward", "length", "best_round",
+        "best/global_accuracy", "best/aggregated_reward"]
+table1 = table.groupby(["setting", "variant"], sort=False)[[c for c in cols if c in table]].agg(["mean", "std"])
 table1.round(3)
 
 # %%
-base_row = {"global_accuracy": float(np.mean([base_eval[f"{f}/pass@1"] for f in FAMILIES]))}
-for setting in SCALE["settings"]:
+base_acc = float(np.mean([base_eval[f"{f}/pass@1"] for f in first.world.test_by_family]))
+for setting in SETTINGS:
     for name in METHODS:
-        acc = table1.loc[(setting, name), "global_accuracy"]
-        print(f"{setting:12s} {name:12s} global accuracy {acc:.3f} (base {base_row['global_accuracy']:.3f})")
-assert all(np.isfinite(table1["global_accuracy"])) and all(np.isfinite(table1["aggregated_reward"]))
+        acc = table1.loc[(setting, name), ("global_accuracy", "mean")]
+        print(f"{setting:12s} {name:12s} global accuracy {acc:.3f} (base {base_acc:.3f})")
+assert all(np.isfinite(table["global_accuracy"])) and all(np.isfinite(table["aggregated_reward"]))
+
+# %% [markdown]
+# ### The paper's claims, paired by seed
+# Each claim compares two variants on the same seed (same data, same clients); it *holds* when every seed's
+# difference is positive, *does not hold* when the mean difference is not, and is *mixed* otherwise. One seed
+# decides nothing (the verdict says so).
+
+# %%
+pd.DataFrame(analysis.paired_claims(rows))[["claim", "seeds", "mean_difference", "std", "verdict"]].round(4)
 
 
 # %% [markdown]
@@ -187,9 +208,9 @@ assert all(np.isfinite(table1["global_accuracy"])) and all(np.isfinite(table1["a
 # curve without longer responses.
 
 # %%
-def fig4(setting, family="math", s=SCALE["seeds"][0]):
-    comps = ["accuracy", "format", "tag_count"] if family != "code" else ["code_accuracy", "code_format", "tag_count"]
-    fig = make_subplots(rows=1, cols=len(METHODS), subplot_titles=list(METHODS), specs=[[{"secondary_y": True}] * len(METHODS)])
+def fig4(setting, family="math", s=SEEDS[0]):
+    comps = list(evaluation.eval_components(shown.world)[family][:2]) + ["tag_count"]
+    fig = make_subplots(rows=1, cols=len(METHODS), subplot_titles=METHODS, specs=[[{"secondary_y": True}] * len(METHODS)])
     for j, name in enumerate(METHODS, 1):
         srv = analysis.server_records(runs[(setting, name, s)][1])
         rounds = [0] + [r["round"] for r in srv]
@@ -205,98 +226,80 @@ def fig4(setting, family="math", s=SCALE["seeds"][0]):
     fig.update_xaxes(title_text="round")
     return fig
 
-fig = fig4(SCALE["settings"][-1])
+fig = fig4(SETTINGS[-1])
 viz.export(fig, "fedmoa_rewards", FIGURES)
 fig
 
 # %% [markdown]
 # ## How the weights move (paper Fig. 5)
-# Each client's weights after every local step (round boundaries at integers; the weights are reset
-# to uniform at each round start, as in the paper's Fig. 5).
+# Each client's weights after every local step; the x axis is round + local step / τ. At each round boundary a
+# client restarts from the weights the server sent it — its cluster's w^(c) of eq. 12 (the paper's "reset at each
+# round boundary") — so the accuracy weight can grow across rounds.
 #
-# **How big is λ?** Eq. 9's Δ_k is an *unnormalised* inner product, so its size is the squared size
-# of hidden-layer gradients. The next cell computes g_k on two consecutive batches of client_0 with
-# the base policy and applies one step of eq. 10: on this 1.6 M-parameter model the raw Δ_k is tiny,
-# and with the paper's λ = 0.01 the weights barely move — FedMOA's adaptation would be switched off
-# in effect. This notebook therefore uses our `normalise=True` option (Δ_k = cosine of consecutive
-# gradients, in [−1, 1]) with λ = `lam`, chosen from that scale argument (a step of at most `lam`),
-# not tuned on results.
+# **How big is λ?** Eq. 9's Δ_k is an *unnormalised* inner product, so its size is the squared size of the
+# hidden-layer gradients g_k. The next cell computes g_k on two consecutive batches of client_0 with the base
+# policy (`fedrl_kit.fedmoa.probe.lambda_scales`), two ways: one shift of the hidden layer *per sequence* (our default, `hyper_grad="sequence"`) and one
+# shift shared by every token (`"shared"`, the first implementation, whose sum over tokens cancels), and applies one
+# step of eq. 10 with the paper's λ = 0.01, with our scale rule (λ = 0.05 / mean_k |g_k|², set at each round's first
+# local step: an objective whose consecutive gradients agree moves by about 0.05), and with the cosine.
 
 # %%
-from fedrl_kit.fedmoa.client import objective_gradients, resolve_layer
-from fedrl_kit.fedmoa.weights import hypergradient_step
-from fedrl_kit.grpo import GRPOSettings
+from fedrl_kit.fedmoa import probe
 
-c0 = first.clients["client_0"]
-layer = resolve_layer(policy0.model, None)
-grads = []
-for step in range(2):  # two consecutive local batches, g_k^(t−1) and g_k^(t) (eq. 8)
-    batch = c0.sample_batch(1, step)
-    ro = policy0.rollout("global", batch["prompt"], COMMON["num_generations"], seed=step)
-    scores = np.nan_to_num(c0.reward_scores(ro, batch))  # [N, K]
-    grads.append(objective_gradients(policy0.model, ro, scores, layer, GRPOSettings()))  # [K, H]
-w0 = np.full(len(c0.names), 1 / len(c0.names))
-w_paper, d_raw = hypergradient_step(w0, grads[1], grads[0], lr=0.01)
-w_ours, d_cos = hypergradient_step(w0, grads[1], grads[0], lr=lam, normalise=True)
-pd.DataFrame({"Δ_k (eq. 9)": d_raw, "w after λ=0.01": w_paper, "cosine Δ_k": d_cos,
-              f"w after λ={lam}, cosine": w_ours}, index=list(c0.names)).map(lambda v: f"{v:.3g}")
+# each setting's clients, built (not trained) on the trained runs' policy; building puts the policy's global
+# adapter back at the seed's initial state — the base every client starts round 1 from
+federations = {st: Run(config(st, "FedMOA", SEEDS[0]), policy=first.policy, progress=False).build()
+               for st in ["homo+homo", "homo+heter", "heter+heter"]}
+c0 = federations[SETTINGS[-1]].clients["client_0"]
+pd.DataFrame(probe.lambda_scales(c0, "global", target=0.05), index=list(c0.names)).T.map(lambda v: f"{v:.3g}")
 
 # %%
-wh = pd.DataFrame(analysis.weight_history(runs[(SCALE["settings"][-1], "FedMOA", SCALE["seeds"][0])][1]))
-fig = px.line(wh, x="t", y="weight", color="reward", facet_col="client", markers=True,
-              title=f"FedMOA reward weights per client ({SCALE['settings'][-1]}); x = round + local step / τ")
-fig.update_layout(template="plotly_white", height=380)
+wh = pd.DataFrame(analysis.weight_history(runs[(SETTINGS[-1], "FedMOA", SEEDS[0])][1]))
+fig = px.line(wh, x="t", y="weight", color="reward", facet_col="client", facet_col_wrap=5, markers=True,
+              title=f"FedMOA reward weights per client ({SETTINGS[-1]}); x = round + local step / τ")
+fig.update_layout(template="plotly_white", height=320 * ((wh.client.nunique() + 4) // 5))
 viz.export(fig, "fedmoa_weights", FIGURES)
 fig
 
+# %% [markdown]
+# How far the weights moved in each round (L1 distance between the weights a client started the round from
+# and those it sent back), with the λ each client used:
+
 # %%
-wh.groupby(["client", "reward"]).weight.agg(["min", "max", "last"]).round(4)
+moves = pd.DataFrame(analysis.weight_moves(runs[(SETTINGS[-1], "FedMOA", SEEDS[0])][1]))
+moves.groupby("round")[["w_move", "lam", "w0_start", "w0_end"]].agg(["mean", "min", "max"]).round(4)
 
 # %% [markdown]
 # ## Pareto fronts (paper Fig. 3)
 # Each point is a model scored on the MATH-like test problems in the plane of two reward components.
-# Coloured lines: the global (server) model round by round, starting from the base; grey dots: client
-# checkpoints (local models after local training, scored on their own family's test problems); stars
-# and the dotted staircase: the non-dominated points among all of them (`fedrl_kit.fedmoa.pareto`).
-# Use the widgets to pick the setting, the family and the pair of objectives, then click *show*
-# (live with a kernel; the stored notebook shows the three default figures after the widget).
+# Coloured lines: the global (server) model round by round, starting from the base (r0), arrows pointing
+# from one round to the next; grey markers: client checkpoints (local models after each round's local training,
+# scored on their own family's test problems; one marker shape per method); stars and the dotted
+# staircase: the non-dominated points among all of them (`fedrl_kit.fedmoa.pareto`).
+# The section after these figures lets you change the setting, the pair of objectives and λ.
 
 # %%
 PAIRS = {"accuracy–format": ("accuracy", "format"), "accuracy–tag count": ("accuracy", "tag_count"),
          "tag count–format": ("tag_count", "format")}
 
 
-def fig3(setting, pair, family="math", s=SCALE["seeds"][0]):
+def fig3(setting, pair, family="math", s=SEEDS[0]):
     x, y = PAIRS[pair]
-    if family == "code":
-        x, y = {"accuracy": "code_accuracy", "format": "code_format"}.get(x, x), {"accuracy": "code_accuracy", "format": "code_format"}.get(y, y)
+    acc, fmt = evaluation.eval_components(shown.world)[family][:2]
+    x, y = {"accuracy": acc, "format": fmt}.get(x, x), {"accuracy": acc, "format": fmt}.get(y, y)
     series = {}
     for name in METHODS:
         run, recs = runs[(setting, name, s)]
         ids = [c["client"] for c in analysis.client_info(run) if c["family"] == family]
         pts = analysis.pareto_points(recs, x, y, family, ids)
         pts["server"] = [[base_eval[f"{family}/{x}"], base_eval[f"{family}/{y}"]]] + pts["server"]
+        pts["rounds"] = [0] + [r["round"] for r in analysis.server_records(recs)]
         series[name] = pts
     return pareto_figure(series, x, y, title=f"{y} vs {x} — {setting}, {PAPER_NAMES[family]}-like")
 
 
 # %%
-import ipywidgets as widgets
-from IPython.display import display
-
-
-def show(setting, pair, family):
-    # interactive renderer only: a static PNG export from inside a widget callback can stall headless runs
-    fig3(setting, pair, family).show(renderer="plotly_mimetype")
-
-
-# manual: nothing renders until "show" is clicked, so a headless run (papermill, nbval) stays light;
-# the default figure is drawn statically in the next cell
-display(widgets.interactive(show, {"manual": True, "manual_name": "show"}, setting=SCALE["settings"],
-                            pair=list(PAIRS), family=list(FAMILIES)))
-
-# %%
-figs = {pair: fig3(SCALE["settings"][-1], pair) for pair in PAIRS}
+figs = {pair: fig3(SETTINGS[-1], pair) for pair in PAIRS}
 for pair, f in figs.items():
     viz.export(f, "fedmoa_pareto_" + PAIRS[pair][0] + "_" + PAIRS[pair][1], FIGURES)
 figs["accuracy–format"]
@@ -314,10 +317,12 @@ figs["tag count–format"]
 # %%
 front = {}
 for pair, (x, y) in PAIRS.items():
-    setting = SCALE["settings"][-1]
+    setting = SETTINGS[-1]
+    acc, fmt = evaluation.eval_components(shown.world)["math"][:2]
+    x, y = {"accuracy": acc, "format": fmt}.get(x, x), {"accuracy": acc, "format": fmt}.get(y, y)
     pts, labels = [], []
     for name in METHODS:
-        run, recs = runs[(setting, name, SCALE["seeds"][0])]
+        run, recs = runs[(setting, name, SEEDS[0])]
         ids = [c["client"] for c in analysis.client_info(run) if c["family"] == "math"]
         p = analysis.pareto_points(recs, x, y, "math", ids)
         pts += p["server"] + p["clients"]
@@ -328,10 +333,71 @@ for pair, (x, y) in PAIRS.items():
 pd.DataFrame(front).T
 
 # %% [markdown]
+# ## Turn the knobs: λ, the pair of objectives, the setting
+# Eq. 9–12 act on the objective gradients and the reward weights only, so how the weights would move under
+# another λ, in another setting, and which client eq. 11 would then trust, is recomputed in milliseconds from
+# gradients measured once (`fedrl_kit.fedmoa.probe`): g_k of every client of each setting on its first three
+# local batches, at the base (the MBPP-like clients' code accuracy and code format count as accuracy and format). The left figure replays one round of eq. 9–10 on each client from its initial
+# weights (arrows in step order) in the plane of the chosen pair of reward weights, and marks with a cross the
+# weights its cluster would broadcast next round (eq. 12); the legend gives each client's α (eq. 11). Below it,
+# the trained runs' Pareto front for the same pair, where that setting was trained. A probe holds the policy
+# fixed between its steps (training moves it), so it shows how λ turns eq. 9's signal into weight moves, not
+# what a run with that λ would reach.
+
+# %%
+probes = {st: probe.probe_clients(fed, "global", steps=3) for st, fed in federations.items()}
+rule = float(np.median([probe.replay_weights(c["grads"], c["w0"], target=0.05)[1]
+                        for p in probes.values() for c in p.values()]))
+LAMS = {"scale rule (each client's own, target 0.05)": None, "0.01 (the paper's)": 0.01}
+LAMS |= {f"{m:g} × the median scale rule = {m * rule:.3g}": m * rule for m in (0.1, 1.0, 10.0, 100.0)}
+
+
+def what_if(setting, pair, lam):
+    x, y = PAIRS[pair]
+    a = shown.fedmoa
+    rows = probe.replay_round(probes[setting], lam=LAMS[lam], target=0.05, cluster_key=a.cluster_key, eps=a.eps,
+                              temperature=a.softmax_temperature)
+    fig = probe.replay_figure(rows, x, y, title=f"one round of reward weights, {setting}, λ = {lam}",
+                              aliases={"accuracy": "code_accuracy", "format": "code_format"})
+    table = pd.DataFrame([{"client": r["client"], "family": probes[setting][r["client"]]["family"],
+                           "rewards": ", ".join(r["reward_names"]), "cluster": r["cluster"], "λ": r["lam"],
+                           "w_0 start": r["trajectory"][0][0], "w_0 end": r["trajectory"][-1][0],
+                           "α (eq. 11)": r["alpha"], "w_0 broadcast (eq. 12)": r["broadcast"][0]} for r in rows])
+    return fig, table
+
+
+# %%
+import ipywidgets as widgets
+from IPython.display import display
+
+
+def show(setting, pair, lam):
+    # interactive renderer only: a static PNG export from inside a widget callback can stall headless runs
+    fig, table = what_if(setting, pair, lam)
+    fig.show(renderer="plotly_mimetype")
+    display(table.round(4))
+    if setting in SETTINGS:
+        fig3(setting, pair).show(renderer="plotly_mimetype")
+
+
+# manual: nothing renders until "show" is clicked, so a headless run (papermill, nbval) stays light;
+# the default choice is drawn statically in the next cell
+display(widgets.interactive(show, {"manual": True, "manual_name": "show"}, setting=list(probes),
+                            pair=list(PAIRS), lam=list(LAMS)))
+
+# %%
+fig, table = what_if(SETTINGS[-1], "accuracy–format", next(iter(LAMS)))
+viz.export(fig, "fedmoa_weights_replay", FIGURES)
+display(table.round(4))
+fig
+
+# %% [markdown]
 # ## Table 2: ablations of λ and α
-# Switching the two parts of FedMOA on and off (Heter+Heter). The quick preset runs only the two
-# ends (both off = FedAvg-GRPO, both on = FedMOA); the four-row table over three seeds is produced by
-# `benchmarks/fedmoa_compare.py` (command in the README) and, when its result file exists, shown here.
+# Switching the two parts of FedMOA on and off (Heter+Heter). The quick preset runs only the two ends (both off =
+# FedAvg-GRPO, both on = FedMOA); `cpu` and `full` also run λ on/α off and λ off/α on over three seeds. Since the
+# plan gives the clients of a cluster different initial w_0, "λ off, α on" is no longer FedAvg: α reads the fixed
+# w_0. The same grid from a shell: `benchmarks/fedmoa_compare.py --scale cpu --ablations` (its result file, when
+# it exists, is shown below; `fedmoa_compare.json` holds the first experiments, in the old setting).
 
 # %%
 setting = "heter+heter"
@@ -343,13 +409,14 @@ import json
 
 from IPython.display import display
 
-result = REPO_ROOT / "benchmarks" / "results" / "fedmoa_compare.json"
-if result.exists():
-    bench = json.loads(result.read_text())
-    print(bench["command"])
-    display(pd.DataFrame(bench["table2"]).T.round(3))
-else:
-    print(f"{result} not found: run benchmarks/fedmoa_compare.py")
+for name in (f"fedmoa_compare_{SCALE}.json", "fedmoa_compare.json"):
+    result = REPO_ROOT / "benchmarks" / "results" / name
+    if result.exists():
+        bench = json.loads(result.read_text())
+        print(name, "—", bench["command"])
+        display(pd.DataFrame(bench["summary"]["table2"] if "summary" in bench else bench["table2"]).T.round(3))
+    else:
+        print(f"{result} not found: run benchmarks/fedmoa_compare.py --scale {SCALE}")
 
 # %% [markdown]
 # ## What to take away
@@ -357,10 +424,16 @@ else:
 #   trained on different scalarisations; FedMOA's rule is to cluster by reward names and to trust
 #   clients that de-emphasised accuracy.
 # * The hypergradient signal of eq. 9 is scale-dependent: unnormalised, with λ = 0.01, it does nothing
-#   on a small model. Normalising it (our option) makes the weights move, as in the paper's Fig. 5.
+#   on a small model. A per-sequence g_k (no cancellation between tokens) and a λ set from the measured |g_k|²
+#   make the weights move while Δ stays eq. 9's inner product; the cosine (our option) is the other way.
+# * The weights travel between rounds: the server broadcasts each cluster's w^(c) (eq. 12) and clients resume
+#   from it, so the accuracy weight can build up over rounds (Fig. 5).
 # * Whether FedMOA beats FedAvg-GRPO here is an empirical question answered by the tables above
-#   and by the three-seed benchmark — read the numbers, not the paper's claim; with 20 test problems per
-#   family, one seed cannot separate differences of a few points.
+#   and by the three-seed benchmark (`cpu` scale: 200 test problems per family) — read the numbers, not the
+#   paper's claim; the quick preset's 20 test problems per family and one seed cannot separate differences of a
+#   few points.
 #
 # The same runs from a shell: `fedrl run --method fedmoa --set fedmoa.setting=heter+heter` (the quick preset gives
-# `fedmoa` its world, `families`, and its base, `data/base_moa`; a homo setting also sets `world=families:math`).
+# `fedmoa` its world, `families`, its base, `data/base_moa`, and 6 clients; a homo setting also sets
+# `world=families:math`); the paper's grid: `benchmarks/fedmoa_compare.py --scale cpu` (or `--scale paper`).
+# Details and measured numbers: `docs/fedmoa.md`.

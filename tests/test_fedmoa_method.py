@@ -43,6 +43,10 @@ def _strip(records):
         ({"lam": -0.1}, "lam"),
         ({"lam": "big"}, "lam"),
         ({"reset_weights": "yes"}, "reset_weights"),
+        ({"round_start": "reset"}, "round_start"),
+        ({"init_weights": "random"}, "init_weights"),
+        ({"lam_rule": "auto"}, "lam_rule"),
+        ({"hyper_grad": "token"}, "hyper_grad"),
         ({"lambda_on": 1}, "lambda_on"),
         ({"alpha_on": None}, "alpha_on"),
         ({"hyper_layer": "middle"}, "hyper_layer"),
@@ -110,7 +114,10 @@ def test_clients_get_their_family_data_and_reward_sets(tiny_dir):
     for (cid, c), row in zip(run.clients.items(), info):
         assert set(c.data["family"]) == {row["family"]}
         assert c.names == plan.REWARD_CONFIGS[row["family"]][row["config"]]
-        assert run.server.properties[cid] == {"num_examples": 15, "reward_names": list(c.names), "family": c.family}
+        assert run.server.properties[cid] == {"num_examples": 15, "reward_names": list(c.names), "family": c.family,
+                                              "initial_weights": c.initial_weights}
+    w_init = plan.initial_weights("heter+heter", plan.client_plan("heter+heter", 6))
+    assert [p["initial_weights"] for p in run.server.properties.values()] == w_init
     prompts = [set(c.data["prompt"]) for c in run.clients.values()]
     assert all(not (a & b) for i, a in enumerate(prompts) for b in prompts[i + 1:])  # disjoint private data
     test_prompts = set(run.world.test["prompt"])
@@ -155,7 +162,7 @@ def test_objective_gradients_are_the_gradient_of_L_k_at_the_hooked_layer(tiny_po
     rng = np.random.default_rng(0)
     scores = np.stack([rng.integers(0, 2, 8), rng.random(8), np.full(8, 0.5)], axis=1).astype(float)  # [N, K=3]
     settings = GRPOSettings()
-    g = client.objective_gradients(pol.model, rollouts, scores, 1, settings)  # [K, H]
+    g = client.objective_gradients(pol.model, rollouts, scores, 1, settings, per_sequence=False)  # [K, H]
     assert g.shape == (3, pol.model.config.hidden_size)
     np.testing.assert_array_equal(g[2], 0.0)  # a constant objective has zero advantage, hence no gradient
     # independent computation: retain the hooked layer's output and sum its gradient over positions
@@ -178,6 +185,15 @@ def test_objective_gradients_are_the_gradient_of_L_k_at_the_hooked_layer(tiny_po
     expected = held["h"].grad.sum(dim=(0, 1)).double().numpy()  # [H]
     np.testing.assert_allclose(g[0], expected, rtol=1e-4, atol=1e-9)
     assert np.abs(g[0]).sum() > 0
+    # per sequence: row i is sequence i's gradient summed over its positions; the rows add up to the shared one
+    per_seq = held["h"].grad.sum(dim=1).double().numpy()  # [N, H]
+    g_seq = client.objective_gradients(pol.model, rollouts, scores, 1, settings)  # [K, N·H]
+    assert g_seq.shape == (3, 8 * pol.model.config.hidden_size)
+    np.testing.assert_allclose(g_seq[0].reshape(8, -1), per_seq, rtol=1e-4, atol=1e-9)
+    np.testing.assert_allclose(g_seq[0].reshape(8, -1).sum(0), g[0], rtol=1e-4, atol=1e-9)
+    # micro-batches of 3 rows give the same gradients (shares of the token-mean loss)
+    small = client.objective_gradients(pol.model, rollouts, scores, 1, GRPOSettings(micro_batch_size=3))
+    np.testing.assert_allclose(small, g_seq, rtol=1e-4, atol=1e-9)
     pol.model.zero_grad(set_to_none=True)
 
 
@@ -243,7 +259,8 @@ def test_alpha_off_is_fedavg_by_examples():
 
 
 def test_run_is_deterministic_and_resumes_bit_identically(tiny_dir, tmp_path):
-    cfg = moa_config(tiny_dir, rounds=2, fedmoa={"reset_weights": False, "lam": 50.0})
+    cfg = moa_config(tiny_dir, rounds=2, fedmoa={"round_start": "broadcast", "init_weights": "uniform",
+                                                 "lam_rule": "fixed", "lam": 50.0, "hyper_grad": "shared"})
     whole = Run(cfg, tmp_path / "whole", progress=False)
     whole.run()
     again = Run(cfg, progress=False)
@@ -294,8 +311,9 @@ def test_failed_client_is_dropped_and_the_round_goes_on(tiny_dir):
     assert r2 == {"client_0", "client_1", "client_2", "server"}
 
 
-def test_reset_weights_start_every_round_uniform(tiny_dir):
-    cfg = moa_config(tiny_dir, rounds=1, local_steps=1, world="families:math", fedmoa={"setting": "homo+heter"})
+def test_round_start_uniform_starts_every_round_uniform(tiny_dir):
+    cfg = moa_config(tiny_dir, rounds=1, local_steps=1, world="families:math",
+                     fedmoa={"setting": "homo+heter", "round_start": "uniform"})
     run = Run(cfg, progress=False).build()
     run.runtime.keep_messages = True
     run.run()

@@ -1,4 +1,4 @@
-"""FedMOA's building blocks against hand-worked values (papers/fedmoa.md, eq. 1–13), and the engine
+"""FedMOA's building blocks against hand-worked values (the FedMOA paper, eq. 1–13), and the engine
 primitives FedMOA calls for eq. 4, 12 and 13 (fedrl_kit.grpo, fedrl_kit.aggregate)."""
 
 import math
@@ -376,6 +376,12 @@ def test_pareto_figure_marks_exactly_the_non_dominated_points():
     fig = pareto_figure(series, "accuracy", "format")
     front = next(t for t in fig.data if t.name == "non-dominated")
     assert list(zip(front.x, front.y)) == [(0.2, 0.9), (0.3, 0.6), (0.5, 0.5), (0.6, 0.2)]
-    assert [t.name for t in fig.data if t.mode == "lines+markers" and t.name.endswith("server")] == ["A: server", "B: server"]
-    greys = [t for t in fig.data if t.name.endswith("client checkpoints")]
+    servers = [t for t in fig.data if t.name.endswith("server")]
+    assert [t.name for t in servers] == ["A: server", "B: server"]
+    assert list(servers[0].text) == ["r0", "r1", "r2"]  # trajectories labelled by round
+    greys = [t for t in fig.data if t.name.startswith("client checkpoints")]
     assert len(greys) == 1 and len(greys[0].x) == 2
+    names = [t.name for t in fig.data]
+    assert len(names) == len(set(names))  # no duplicate legend entries
+    assert fig.layout.xaxis.title.text == "accuracy (mean reward per completion, 0–1)"  # titles with units
+    assert fig.layout.yaxis.title.text.startswith("format (")

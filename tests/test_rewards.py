@@ -53,6 +53,7 @@ RANGES = {
     "length_short": (0.0, 1.0),
     "char_repetition": (-1.0, 0.0),
     "family_accuracy": (0.0, 1.0),
+    "real_family_accuracy": (0.0, 1.0),
     "humaneval_accuracy": (0.0, 1.0),
     "mcq_accuracy": (0.0, 1.0),
 }

@@ -98,8 +98,8 @@ def test_optimizer_state_lives_for_a_round_not_a_step(tiny_dir):
     seen = []
     original = client._optimizer
 
-    def spy(params):
-        opt = original(params)
+    def spy(params, *when):
+        opt = original(params, *when)
         seen.append(id(opt))
         return opt
 

@@ -36,6 +36,21 @@ class LocalSettings:
     prox_mu: float = 0.0  # FedProx μ; 0 = plain FedAvg-GRPO
     reset_optimizer: bool = True  # fresh Adam state each round, as in PubSwap §4
     weight_decay: float = 0.0  # AdamW's decoupled weight decay; 0 = plain Adam (PubSwap's Tables 9–12: 0.01)
+    lr_schedule: str = "constant"  # "constant", or "cosine": decay to 0 over the run's rounds × τ local steps
+    rounds: int = 10  # R, the run's rounds (the cosine schedule's horizon is R·τ)
+
+
+def scheduled_lr(local: LocalSettings, round: int, step: int) -> float:
+    """The learning rate of local step ``step`` (0-based) in round ``round`` (1-based).
+
+    ``"cosine"``: lr · ½(1 + cos(π s / S)) with s = (round − 1)·τ + step and S = R·τ, a function of (round, step)
+    alone, so every client follows the same schedule and a resumed run the same values.
+    """
+    if local.lr_schedule == "constant":
+        return local.learning_rate
+    s = (round - 1) * local.local_steps + step
+    S = max(1, local.rounds * local.local_steps)
+    return float(local.learning_rate * 0.5 * (1.0 + np.cos(np.pi * min(max(s, 0), S) / S)))
 
 
 def make_optimizer(params, local: LocalSettings) -> torch.optim.Optimizer:
@@ -122,11 +137,17 @@ class GRPOClient(MessageClient):
         columns = {k: [x for x in v for _ in range(G)] for k, v in batch.items() if k != "prompt"}
         return self.reward_set.scores(rollouts.prompts, rollouts.completions, **columns)  # [N, n_rewards]
 
-    def _optimizer(self, params) -> torch.optim.Optimizer:
+    def _optimizer(self, params, round: int | None = None, step: int | None = None) -> torch.optim.Optimizer:
         """The client's Adam(W) (:func:`make_optimizer`); created on first use in a round (reset_optimizer clears it
-        at round start)."""
+        at round start).
+
+        With ``round`` and ``step`` and a non-constant ``lr_schedule``, its learning rate is set for that step.
+        """
         if self.optimizer is None:
             self.optimizer = make_optimizer(params, self.local)
+        if round is not None and self.local.lr_schedule != "constant":
+            for group in self.optimizer.param_groups:
+                group["lr"] = scheduled_lr(self.local, round, step)
         return self.optimizer
 
     def local_step(self, round: int, step: int, params, extra_loss=None) -> dict:
@@ -137,7 +158,7 @@ class GRPOClient(MessageClient):
         scores = self.reward_scores(rollouts, batch)  # [N, n_rewards]
         weights = np.asarray(self.reward_set.weights)  # [n_rewards]
         rewards = torch.as_tensor(np.nan_to_num(scores) @ weights, dtype=torch.float32)  # [N]  r_w = Σ w_k r_k
-        diag = grpo_step(self.policy.model, self._optimizer(params), rollouts, rewards, self.grpo,
+        diag = grpo_step(self.policy.model, self._optimizer(params, round, step), rollouts, rewards, self.grpo,
                          ref_model_ctx=self.policy.reference, extra_loss=extra_loss,
                          on_first_grad=self.probe.grad_catcher(self.cid) if self.probe else None)
         if self.probe:

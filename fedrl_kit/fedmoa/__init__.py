@@ -1,9 +1,9 @@
 """FedMOA: federated multi-objective GRPO with hypergradient reward weights and accuracy-aware aggregation.
 
-Paper: ``papers/fedmoa.md`` (Wang et al., "FedMOA: Federated GRPO for Personalized Reasoning LLMs
-under Heterogeneous Rewards"). A note on names: the paper calls its baseline — plain GRPO on each
+Paper: Z. Wang, D. Jung, Y. He, G. Sun, Z. Shen, M. Lee, A. Li, *FedMOA: Federated GRPO for Personalized
+Reasoning LLMs under Heterogeneous Rewards*, preprint. A note on names: the paper calls its baseline — plain GRPO on each
 client, then FedAvg — "FedGRPO". In this toolkit that baseline is **FedAvg-GRPO**, and "FedGRPO" is a
-*different* paper's method (``papers/fedgrpo.md``, :mod:`fedrl_kit.fedgrpo`). Tables and figures here
+*different* paper's method (Zhu et al., AAAI 2026, arXiv:2602.12014; :mod:`fedrl_kit.fedgrpo`). Tables and figures here
 say FedAvg-GRPO.
 
 The package, one idea per module:
@@ -11,14 +11,20 @@ The package, one idea per module:
 ================  ====================================================================================
 ``args``          :class:`~fedrl_kit.fedmoa.args.FedMOAArgs`, the run's ``config.fedmoa``: every knob,
                   documented and validated; ``label()`` names a run in tables
-``plan``          who holds what (§4.1, Table 3): each client's task family and reward configuration,
-                  the world a setting needs, the split of each family's pool over its clients
+``plan``          who holds what (§4.1, Table 3): each client's task family, reward configuration and
+                  initial weights, the world a setting needs, the split of each family's pool over its clients
+``presets``       the paper's grid as configs: ``setting_config(scale, setting, variant, seed)`` for the
+                  ``quick`` and ``cpu`` scales (embedded world) and ``paper`` (Qwen2.5-1.5B-Instruct on
+                  MATH, GSM8K, MBPP/HumanEval, one GPU)
 ``weights``       the arithmetic of eq. 1, 8–12, free of models and messages (tested by hand)
 ``client``        the client: τ steps of multi-objective GRPO with hypergradient weights (eq. 1–4, 8–10)
 ``algorithm``     the server's round: weights out, local training, clusters, eq. 11–13, evaluation
 ``evaluation``    scoring a model on each family's test split, per reward component (Table 1)
-``analysis``      reading a finished run: Table 1/2 numbers, Fig. 3 points, Fig. 5 weight paths
+``analysis``      reading a finished run: Table 1/2 numbers (last round and best by validation), the
+                  paper's claims paired by seed, Fig. 3 points, Fig. 5 weight paths and how far they move
 ``pareto``        non-dominated points and the Fig. 3 figure
+``probe``         what-ifs without retraining: g_k measured once on a client's own batches, eq. 9–12
+                  replayed under another λ, step rule or setting (notebook 03's knobs)
 ``method``        the ``fedmoa`` method spec: ``build_clients``, ``validate``, checkpoint hooks
 ================  ====================================================================================
 
@@ -35,9 +41,11 @@ Paper → code
 motivate eq. 8–10 and are not implemented on their own):
 
 - eq. 8, g_k = ∇_h L_k at one hidden layer        → :func:`~fedrl_kit.fedmoa.client.objective_gradients`
-  (L_k from r_k's advantage alone: :func:`~fedrl_kit.fedmoa.weights.per_objective_advantages`)
+  (L_k from r_k's advantage alone: :func:`~fedrl_kit.fedmoa.weights.per_objective_advantages`;
+  one shift of h per sequence, ``fedmoa.hyper_grad="sequence"``)
 - eq. 9–10, Δ_k = g_k^(t)·g_k^(t−1), w_k + λΔ_k,
   projection onto the simplex                     → :func:`~fedrl_kit.fedmoa.weights.hypergradient_step`
+  (λ from the scale rule :func:`~fedrl_kit.fedmoa.client.target_lambda`, or ``fedmoa.lam``)
 
 §3.3, local-reward-guided aggregation (all of it on one round's replies:
 :func:`~fedrl_kit.fedmoa.algorithm.aggregate_round`):
@@ -47,12 +55,17 @@ motivate eq. 8–10 and are not implemented on their own):
 - eq. 12, θ^(c) = Σ_m α_m θ^(m)                     → :func:`fedrl_kit.aggregate.weighted_sum`
 - eq. 12, w_k^(c) = Σ_m α_m w_k^(m), shared k only  → :func:`~fedrl_kit.fedmoa.weights.aggregate_shared_weights`
 - eq. 13, θ^global = Σ_c N_c/ΣN θ^(c)               → :func:`fedrl_kit.aggregate.fedavg` (weights N_c)
+- "the global model and the corresponding reward
+  weights are then broadcast to clients, which
+  resume local GRPO training"                       → :func:`~fedrl_kit.fedmoa.algorithm.round_weights`
+                                                      (``fedmoa.round_start="broadcast"``) in the ``fit`` message
 
 One round (Fig. 2, §3.1) is :func:`~fedrl_kit.fedmoa.algorithm.run_round`:
 
-1. the server sends each client θ^global and its reward weights {(r_k^(m), w_k^(m))}: the values its
-   cluster aggregated last round, or uniform ones when ``fedmoa.reset_weights`` (the paper's Fig. 5
-   resets them at each round boundary)                                              → ``fit`` messages
+1. the server sends each client θ^global and its reward weights {(r_k^(m), w_k^(m))}: its cluster's w^(c)
+   of last round (eq. 12; round 1: the client's initial weights). The paper's Fig. 5 "reset at each round
+   boundary" is this reset to the broadcast weights; ``fedmoa.round_start`` = "initial" or "uniform"
+   resets to the client's initial or to uniform weights instead                     → ``fit`` messages
 2. each client runs τ local steps (:meth:`~fedrl_kit.fedmoa.client.MOAClient.on_fit`), each one:
    a. b prompts × G completions; every reward component r_k on every completion;
    b. g_k (eq. 8), then Δ_k and the new weights (eq. 9–10, simplex projection);
@@ -66,20 +79,26 @@ One round (Fig. 2, §3.1) is :func:`~fedrl_kit.fedmoa.algorithm.run_round`:
    family                                              → :func:`~fedrl_kit.fedmoa.evaluation.evaluate_round`
 
 What the server knows of a client comes from messages only: its task family (which test split
-scores it) and reward names from the round-0 ``properties`` reply, its data size, reward names and
-weights from each ``fit_result``.
+scores it), reward names and initial weights from the round-0 ``properties`` reply, its data size, reward
+names and weights from each ``fit_result``.
 
 Settings (``config.fedmoa.setting``, paper §4.1), with the task families of
-:mod:`fedrl_kit.world.families` (math = MATH-like, gsm = GSM8K-like, code = MBPP-like); the run's
-``world`` holds exactly the families of the plan (``fedrl_kit.fedmoa.plan.world_for`` names it):
+:mod:`fedrl_kit.world.families` (math = MATH-like, gsm = GSM8K-like, code = MBPP-like) or, with
+``world="real-families…"``, the real datasets (MATH, GSM8K, MBPP for training and HumanEval for testing
+the code family); the run's ``world`` holds exactly the families of the plan
+(``fedrl_kit.fedmoa.plan.world_for`` names it):
 
-- ``"homo+homo"``: every client holds part of one family (``homo_family``) and reward config A;
-  ``world="families:<homo_family>"``;
-- ``"homo+heter"``: one family, reward configs A, B, C assigned round-robin; same world;
-- ``"heter+heter"``: client m gets family m mod 3 and config ⌊m/3⌋ mod 3 (K = 9 covers every pair);
-  ``world="families"``.
+- ``"homo+homo"``: every client holds part of one family (``homo_family``) and reward config A, with the
+  same (uniform) weights; ``world="families:<homo_family>"``; the paper uses 10 clients;
+- ``"homo+heter"``: one family, reward configs A, B, C assigned round-robin, the initial w_0 spread over
+  the clients (``plan.W0_SPREAD``); same world; 10 clients;
+- ``"heter+heter"``: client m gets family m mod 3 and config ⌊m/3⌋ mod 3, w_0 spread within a family;
+  ``world="families"``; 15 clients (5 per family: configs A, B, C, A, B). From 6 clients on every task
+  cluster holds two reward sets, so eq. 11 chooses between differently configured clients; fewer run
+  with a warning (the first experiments used 3).
 
-Reward configs (Table 3; accuracy is always component 0, r_0):
+Reward configs (Table 3; accuracy is always component 0, r_0; the real datasets use ``math_accuracy`` for
+math and gsm, and the word-level ``length`` and ``repetition`` for code's B and C):
 
 ====  ===============================  ===================================================
 cfg   math / gsm                       code
@@ -90,9 +109,10 @@ C     accuracy, tag_count              code_accuracy, code_format, char_repetiti
 ====  ===============================  ===================================================
 
 Ablations (Table 2) and the baseline are switches of this one method (``config.fedmoa``):
-``lambda_on=False`` freezes the weights at their initial values (λ OFF); ``alpha_on=False``
+``lambda_on=False`` freezes each client's weights at its initial values, every round (λ OFF: no
+hypergradient, and no broadcast of aggregated weights either, so α reads the fixed w_0); ``alpha_on=False``
 aggregates by data size within a cluster (α OFF), which with eq. 13 is plain FedAvg by examples.
-Both off is **FedAvg-GRPO** on the same per-client data and reward sets (the engine's
+Both off is **FedAvg-GRPO** on the same per-client data, reward sets and fixed reward weights (the engine's
 ``fedavg_grpo`` method gives every client the run's single reward set, so the paper's baseline lives
 here: ``fedmoa={"lambda_on": False, "alpha_on": False}``; ``FedMOAArgs.label()`` names it).
 
@@ -100,20 +120,37 @@ Deviations and ambiguities, and our choices
 -------------------------------------------
 * **Where g_k is taken** (eq. 8): "the gradient w.r.t. an intermediate representation h". Rollouts
   differ from step to step (batch and lengths), so h^(t) and h^(t−1) have different shapes and
-  eq. 9's inner product is undefined on the raw tensors. We take the gradient w.r.t. a
-  perturbation δ ∈ R^H added to layer ``fedmoa.hyper_layer``'s output at every position
-  (h' = h + δ, g_k = ∂L_k/∂δ at δ = 0 = Σ_positions ∇_h L_k): a fixed-size vector per objective.
+  eq. 9's inner product is undefined on the raw tensors. We take the gradient w.r.t. a shift δ of
+  layer ``fedmoa.hyper_layer``'s output. Default ``hyper_grad="sequence"``: one δ_i ∈ R^H per sequence,
+  added at all of its positions, so g_k ∈ R^{N×H} (N = b·G, fixed within a run) holds sequence i's
+  gradient pooled over its positions in row i; eq. 9 is the plain inner product of these tensors, i.e.
+  the sum over rows of row-wise products (row i of step t with row i of step t−1: the i-th rollout of
+  each batch; which prompts those are changes with the batch). ``hyper_grad="shared"`` (the first
+  implementation) shares one δ ∈ R^H over every position of every sequence, g_k = Σ_{i,t} ∇_{h_{i,t}} L_k:
+  sequences with opposite advantages and similar hidden gradients cancel in that sum (exactly, for two
+  identical completions with rewards 1 and 0: ``tests/test_fedmoa_faithful.py``), which is part of why
+  its Δ was ~1e-6.
 * **L_k**: the clipped GRPO surrogate (the same loss as the update) with r_k's group-normalised
   advantage alone, at the current parameters (ratio = 1), aggregated like the update (``loss_type``).
 * **Order within a step**: g^(t) is computed on the step's rollouts before the update; the weights
   updated with Δ^(t) (eq. 10) scalarise that same step's reward. The first step of a local round
   has no g^(t−1) and leaves w unchanged.
 * **History across rounds**: g^(t−1) is cleared at every round start (after aggregation the model
-  is a different one). Clients therefore hold no state between rounds; the weights live on the
-  server, which sends them each round (so a resumed run is exact: ``save_state``/``load_state``).
-* **Scale of Δ**: eq. 9 is unnormalised; its scale is the squared scale of the hidden gradients,
-  so λ = 0.01 (the paper's value, our default) means different things for different models.
-  ``fedmoa.normalise=True`` uses the cosine instead (our option).
+  is a different one). Clients hold no state between rounds; the weights live on the server, which
+  sends each client its cluster's w^(c) every round (so a resumed run is exact: ``save_state``/``load_state``).
+* **Initial weights** (the paper gives none): ``fedmoa.init_weights="plan"`` spreads w_0 over a family's
+  clients in the reward-heterogeneous settings (0.5, 0.4, 0.3, 0.45, 0.35 for its 1st…5th client, the
+  auxiliary components sharing the rest equally) and keeps uniform weights in homo+homo; ``"uniform"``
+  gives 1/K_m. Without the spread every MBPP client (all three configs have K = 3) would start at
+  w_0 = 1/3, and Table 2's "λ off, α on" row would be FedAvg exactly.
+* **Scale of Δ and λ**: eq. 9 is unnormalised; its scale is the squared scale of the hidden gradients,
+  so the paper's λ = 0.01 means different things for different models and different g_k. Our default
+  ``lam_rule="target"`` keeps Δ unnormalised and sets λ once per round, at the first local step, to
+  ``lam_target / mean_k |g_k|²`` (objectives with a non-zero gradient): a step whose consecutive
+  gradients agree exactly (Δ_k = |g_k|²) then moves w_k by ``lam_target`` (0.05) for an objective of
+  average gradient size, and the objectives keep their relative scale. ``lam_rule="fixed"`` uses
+  ``fedmoa.lam`` (the paper preset: 0.01 as written); ``normalise=True`` uses the cosine instead (our
+  option, with λ = ``lam``).
 * **Clusters**: the paper groups clients "using the reward names" into coarse task clusters and
   aggregates only the components shared within a cluster, so a cluster can hold clients with
   different auxiliary rewards. Our default ``fedmoa.cluster_key="accuracy"`` therefore clusters by
@@ -131,8 +168,19 @@ Deviations and ambiguities, and our choices
   The engine's own ``global`` record scores ``world.test`` with ``world.accuracy_reward``
   (``family_accuracy``: each family's own accuracy, code by running its tests); the ``server``
   records written by this method add the per-family, per-component numbers.
-* **Model selection**: the paper picks the best global checkpoint by validation performance; we
-  report the last round (no validation split is used for selection).
+* **Model selection**: the paper picks the best global checkpoint by validation performance. With
+  ``fedmoa.validate`` (default) the server also scores the global model after every evaluated round on a
+  validation split (the world's ``aux`` rows: ``n_aux // n_families`` per family, held out and disjoint
+  from the test rows; on the real datasets from the training dataset's held-out split); the summary
+  reports the best round by mean validation pass@1 (``best/…``, earliest of ties) beside the last round.
+  The best round's adapter is not kept on disk, only its scores.
+* **Paper scale** (:mod:`~fedrl_kit.fedmoa.presets`): where §4.1 is silent (local steps per round, LoRA,
+  clip range, KL, temperature) the ``paper`` preset takes TRL's defaults and the toolkit's LoRA; the
+  MATH training set is MATH's own, not DAPO-Math-17k; the cosine schedule decays over the run's
+  rounds × τ local steps, keyed on (round, step).
 * ``config.rewards`` / ``reward_weights`` are ignored: each client's reward set comes from the
-  setting. Initial weights are uniform over a client's components.
+  setting, its initial weights from the plan (``fedmoa.init_weights``).
+* **Old configs**: a ``config.json`` written before these choices (it has ``fedmoa.reset_weights``)
+  migrates to the behaviour it had: ``round_start="uniform"`` (or ``"broadcast"`` for
+  ``reset_weights=false``), uniform initial weights, ``hyper_grad="shared"``, fixed λ, no validation.
 """

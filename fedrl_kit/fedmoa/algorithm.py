@@ -27,17 +27,29 @@ def initial_weights(names) -> list[float]:
 
 
 def round_weights(server) -> dict[str, list[float]]:
-    """cid → the weights w^(m) to send this round, in the order of the client's reward names.
+    """cid → the weights w^(m) to send this round with θ^global, in the order of the client's reward names.
 
-    Uniform when ``fedmoa.reset_weights`` (paper Fig. 5) or before the client's first aggregation,
-    else what the server aggregated for it last round.
+    ``fedmoa.round_start``: ``"broadcast"`` (eq. 12 and §3.3's last sentence: "the global model and the
+    corresponding reward weights are then broadcast to clients, which resume local GRPO training"): what the
+    server aggregated for the client's cluster last round (w_k^(c) for the cluster's shared components, the
+    client's own w_k for the rest, renormalised), and the client's initial weights before its first
+    aggregation; ``"initial"``: the client's initial weights every round; ``"uniform"``: 1/K_m every round.
+    A client's initial weights are what it said at round 0 (``properties``). With λ off (Table 2's λ OFF and
+    FedAvg-GRPO) the weights are not adapted: a client keeps its initial weights every round.
     """
     held = held_weights(server)
+    mode = server.config.fedmoa.round_start
+    if not server.config.fedmoa.lambda_on and mode == "broadcast":
+        mode = "initial"
     out = {}
     for cid, props in server.properties.items():
         names = props["reward_names"]
-        keep = not server.config.fedmoa.reset_weights and cid in held
-        out[cid] = [held[cid][n] for n in names] if keep else initial_weights(names)
+        if mode == "uniform":
+            out[cid] = initial_weights(names)
+        elif mode == "broadcast" and cid in held:
+            out[cid] = [held[cid][n] for n in names]
+        else:
+            out[cid] = list(props.get("initial_weights") or initial_weights(names))
     return out
 
 
@@ -53,23 +65,40 @@ def aggregate_round(replies: dict, alpha_on: bool, cluster_key: str, eps: float,
     Returns:
         (θ^global, {cid: new weight dict}, {cid: α_m}, clusters as lists of cids).
     """
+    clusters, cluster_alpha, new_weights = aggregate_weights(replies, alpha_on, cluster_key, eps, temperature)
+    cluster_states, cluster_sizes, alphas = [], [], {}
+    for ids, alpha in zip(clusters, cluster_alpha):
+        cluster_states.append(weighted_sum([replies[c]["adapter"] for c in ids], alpha))  # θ^(c), eq. 12
+        alphas.update({c: float(a) for c, a in zip(ids, alpha)})
+        cluster_sizes.append(float(sum(replies[c]["num_examples"] for c in ids)))  # N_c
+    theta = fedavg(cluster_states, cluster_sizes)  # θ^global, eq. 13
+    return theta, new_weights, alphas, clusters
+
+
+def aggregate_weights(replies: dict, alpha_on: bool, cluster_key: str, eps: float, temperature: float):
+    """The reward-weight half of eq. 11–12: task clusters, α inside each, and each cluster's shared w^(c).
+
+    Args:
+        replies: cid → ``reward_names``, ``weights`` (w^(m), accuracy first) and ``num_examples``.
+        alpha_on, cluster_key, eps, temperature: as :func:`aggregate_round`.
+
+    Returns:
+        (clusters as lists of cids, α of each cluster [|S_c|] in the same order, {cid: new weight dict}).
+    """
     cids = list(replies)
     groups = cluster_by_reward_names([replies[c]["reward_names"] for c in cids], key=cluster_key)
     clusters = [[cids[i] for i in members] for members in groups]
-    cluster_states, cluster_sizes, new_weights, alphas = [], [], {}, {}
+    alphas, new_weights = [], {}
     for ids in clusters:
-        sizes = np.array([replies[c]["num_examples"] for c in ids], dtype=np.float64)  # [|S_c|]
         if alpha_on:
             alpha = accuracy_aware_weights([replies[c]["weights"][0] for c in ids], eps, temperature)  # eq. 11
         else:  # α OFF: FedAvg by data size inside the cluster (with eq. 13: FedAvg by examples overall)
+            sizes = np.array([replies[c]["num_examples"] for c in ids], dtype=np.float64)  # [|S_c|]
             alpha = sizes / sizes.sum()  # [|S_c|]
-        cluster_states.append(weighted_sum([replies[c]["adapter"] for c in ids], alpha))  # θ^(c), eq. 12
         client_weights = [dict(zip(replies[c]["reward_names"], replies[c]["weights"])) for c in ids]
         new_weights.update(zip(ids, aggregate_shared_weights(client_weights, alpha)))  # w^(c), eq. 12
-        alphas.update({c: float(a) for c, a in zip(ids, alpha)})
-        cluster_sizes.append(float(sizes.sum()))  # N_c
-    theta = fedavg(cluster_states, cluster_sizes)  # θ^global, eq. 13
-    return theta, new_weights, alphas, clusters
+        alphas.append(alpha)
+    return clusters, alphas, new_weights
 
 
 def run_round(server, round: int) -> dict:
@@ -79,7 +108,7 @@ def run_round(server, round: int) -> dict:
     ``server`` record of the evaluated global model) and the failures.
     """
     cfg, args = server.config, server.config.fedmoa
-    # 1. θ^global and each client's reward weights w^(m)
+    # 1. θ^global and each client's reward weights: its cluster's w^(c) of last round (eq. 12), or a reset
     payloads = {cid: {"adapter": server.global_state, "weights": w} for cid, w in round_weights(server).items()}
     # 2–3. τ local multi-objective GRPO steps with adaptive weights (eq. 1–4, 8–10); replies θ^(m), names, w^(m)
     replies = server.runtime.broadcast("fit", round, payloads, receivers=list(payloads))
@@ -107,13 +136,13 @@ def run_round(server, round: int) -> dict:
 
 
 def save_state(server, folder) -> None:
-    """The per-client reward weights the server holds (needed when weights are not reset per round)."""
+    """The per-client reward weights the server holds (what ``round_start="broadcast"`` sends next round)."""
     held_weights(server)
     (folder / "fedmoa.json").write_text(json.dumps(server.scratch["fedmoa"], sort_keys=True))
 
 
 def load_state(server, folder) -> None:
-    """Restore what :func:`save_state` wrote (a run without it starts from uniform weights)."""
+    """Restore what :func:`save_state` wrote (a run without it starts from the clients' initial weights)."""
     path = folder / "fedmoa.json"
     if path.exists():
         server.scratch["fedmoa"] = json.loads(path.read_text())

@@ -38,44 +38,81 @@ def resolve_layer(model, hyper_layer: int | None) -> int:
     return idx % n
 
 
-def objective_gradients(model, rollouts, scores: np.ndarray, layer: int, settings) -> np.ndarray:
-    """g_k = ∂L_k/∂δ for every objective k, δ ∈ R^H added to layer ``layer``'s output (eq. 8).
+def objective_gradients(model, rollouts, scores: np.ndarray, layer: int, settings, per_sequence: bool = True
+                        ) -> np.ndarray:
+    """g_k = ∂L_k/∂δ for every objective k, δ a shift of layer ``layer``'s output h (eq. 8).
+
+    ``per_sequence=True`` (``fedmoa.hyper_grad="sequence"``): δ ∈ R^{N×H}, one shift per sequence added at
+    all of its positions, so g_k[i] = Σ_t ∇_{h_{i,t}} L_k — sequence i's gradient pooled over its positions.
+    Sequences with opposite advantages keep their own rows instead of cancelling in one sum.
+    ``per_sequence=False`` (``"shared"``): δ ∈ R^H shared by every position of every sequence,
+    g_k = Σ_{i,t} ∇_{h_{i,t}} L_k (the first implementation; it cancels across tokens and sequences).
 
     Args:
         model: the policy with the client's adapter active.
         rollouts: N = B·G completions.
         scores: [N, K] reward components (NaN already replaced).
         layer: decoder-layer index.
-        settings: :class:`~fedrl_kit.grpo.GRPOSettings` (clip range, temperature, loss type, scaling).
+        settings: :class:`~fedrl_kit.grpo.GRPOSettings` (clip range, temperature, loss type, scaling,
+            ``micro_batch_size``: rows per forward pass, as in ``grpo_step``).
+        per_sequence: one shift per sequence (True) or one for all (False).
 
     Returns:
-        [K, H] float64, one gradient per objective.
+        [K, N·H] (per sequence, rows in batch order, flattened) or [K, H] float64, one gradient per objective.
     """
     G = rollouts.num_generations
-    K = scores.shape[1]
+    N, K = scores.shape
     adv = per_objective_advantages(scores.reshape(-1, G, K), settings.scale_rewards)  # [B, G, K]
     adv = torch.as_tensor(adv.reshape(-1, K), dtype=torch.float32)  # [N, K]
     target = decoder_layers(model)[layer]
-    hidden = next(p for p in model.parameters()).new_zeros(model.config.hidden_size)  # [H] δ
-    delta = hidden.clone().requires_grad_(True)
+    H = model.config.hidden_size
+    param = next(p for p in model.parameters())
+    delta = param.new_zeros((N, 1, H) if per_sequence else (H,)).requires_grad_(True)  # [N, 1, H] or [H]
+    mask = rollouts.completion_mask  # [N, T]
+    mb = min(int(getattr(settings, "micro_batch_size", N) or N), N)
+    n_tok_total = mask.sum().clamp(min=1)
+    rows = {"s": 0, "e": N}
 
     def add_delta(module, inputs, output):
+        d = delta[rows["s"]:rows["e"]] if per_sequence else delta  # [b, 1, H] or [H]
         if isinstance(output, tuple):
-            return (output[0] + delta,) + tuple(output[1:])
-        return output + delta  # [b, L, H] + [H]
+            return (output[0] + d,) + tuple(output[1:])
+        return output + d  # [b, L, H]
 
+    grads = [torch.zeros_like(delta) for _ in range(K)]
     handle = target.register_forward_hook(add_delta)
     try:
-        logps = per_token_logps(model, rollouts, settings.temperature)  # [N, T]
+        for s in range(0, N, mb):
+            e = min(N, s + mb)
+            rows.update(s=s, e=e)
+            part = rollouts.select(range(s, e)) if mb < N else rollouts
+            logps = per_token_logps(model, part, settings.temperature)  # [b, T]
+            # micro-batches add up to the full-batch loss: weight by their share of tokens/sequences (grpo_step)
+            share = None if mb >= N else (mask[s:e].sum() / n_tok_total if settings.loss_type == "token-mean"
+                                          else torch.tensor((e - s) / N))
+            for k in range(K):
+                loss_k, _ = grpo_loss(logps, logps.detach(), adv[s:e, k], mask[s:e], settings.epsilon,
+                                      settings.epsilon_high, 0.0, None, settings.loss_type)  # L_k at ratio 1
+                if share is not None:
+                    loss_k = loss_k * share
+                (g,) = torch.autograd.grad(loss_k, delta, retain_graph=k < K - 1, allow_unused=True)
+                if g is not None:
+                    grads[k] = grads[k] + g
     finally:
         handle.remove()
-    grads = []
-    for k in range(K):
-        loss_k, _ = grpo_loss(logps, logps.detach(), adv[:, k], rollouts.completion_mask, settings.epsilon,
-                              settings.epsilon_high, 0.0, None, settings.loss_type)  # L_k at ratio 1
-        (g,) = torch.autograd.grad(loss_k, delta, retain_graph=k < K - 1, allow_unused=True)
-        grads.append(np.zeros(delta.numel()) if g is None else g.detach().double().cpu().numpy())  # [H]
-    return np.stack(grads)  # [K, H]
+    return np.stack([g.detach().double().cpu().numpy().reshape(-1) for g in grads])  # [K, N·H] or [K, H]
+
+
+def target_lambda(g: np.ndarray, target: float) -> float:
+    """λ of the scale rule ``fedmoa.lam_rule="target"``: ``target / mean_k |g_k|²`` over objectives with a gradient.
+
+    With this λ, a step whose consecutive gradients agree exactly (Δ_k = |g_k|², eq. 9) moves w_k by ``target``
+    for an objective of average gradient size, before the simplex projection; the objectives keep their relative
+    scale (Δ stays unnormalised). 0 when no objective has a gradient.
+    """
+    sq = np.einsum("kd,kd->k", g, g)  # [K] |g_k|²
+    sq = sq[sq > 0]
+    return float(target / sq.mean()) if sq.size else 0.0
 
 
 # -- the client ---------------------------------------------------------------------------------------
@@ -86,55 +123,85 @@ class MOAClient(GRPOClient):
 
     Args (beyond :class:`~fedrl_kit.federation.client.GRPOClient`'s):
         family: the task family of its data (it tells the server in ``properties``).
-        args: the run's :class:`~fedrl_kit.fedmoa.args.FedMOAArgs` (``lambda_on``, ``lam``, ``normalise``).
+        args: the run's :class:`~fedrl_kit.fedmoa.args.FedMOAArgs` (``lambda_on``, ``lam``, ``lam_rule``,
+            ``normalise``, ``hyper_grad``).
         layer: the decoder layer whose output is h in eq. 8 (resolved ``hyper_layer``).
+        initial_weights: its weights w^(m) before any training, aligned with its reward names (it tells the
+            server in ``properties``; the plan's, :func:`fedrl_kit.fedmoa.plan.initial_weights`). None = uniform.
     """
 
-    def __init__(self, cid, index, data, policy, reward_set, local, grpo, seed, family: str, args, layer: int):
+    def __init__(self, cid, index, data, policy, reward_set, local, grpo, seed, family: str, args, layer: int,
+                 initial_weights=None):
         super().__init__(cid, index, data, policy, reward_set, local, grpo, seed)
         self.family, self.args, self.layer = family, args, layer
         self.names = tuple(reward_set.names)
+        k = len(self.names)
+        w = np.full(k, 1.0 / k) if initial_weights is None else np.asarray(initial_weights, dtype=np.float64)
+        if w.shape != (k,) or np.any(w < 0) or abs(w.sum() - 1.0) > 1e-9:
+            raise ValueError(f"client {cid!r}: initial_weights must be {k} weights on the simplex, got {w.tolist()}")
+        self.initial_weights = [float(x) for x in w]
 
     def on_properties(self, round: int, payload: dict) -> dict:
-        """Round 0: data size and reward names, and the task family (which test split scores this client)."""
-        return {**super().on_properties(round, payload), "family": self.family}
+        """Round 0: data size, reward names and their initial weights, and the task family (which test split
+        scores this client)."""
+        return {**super().on_properties(round, payload), "family": self.family,
+                "initial_weights": list(self.initial_weights)}
 
-    def local_step(self, round: int, step: int, params, weights: np.ndarray, g_prev):
+    def hyper_lambda(self, g_first: np.ndarray) -> float:
+        """λ of eq. 10 for this round: ``fedmoa.lam``, or the scale rule's from the round's first g (``lam_rule``)."""
+        if self.args.normalise or self.args.lam_rule == "fixed":
+            return float(self.args.lam)
+        return target_lambda(g_first, float(self.args.lam_target))
+
+    def rollout_scores(self, round: int, step: int, adapter: str | None = None):
+        """Local step ``step``'s batch of round ``round``: its rollouts with ``adapter`` (default: this client's own)
+        and every reward component on every completion, NaN read as 0 ([N, K])."""
+        batch = self.sample_batch(round, step)
+        rollouts = self.policy.rollout(adapter or self.cid, batch["prompt"], self.local.num_generations,
+                                       seed=seeding.stream_seed("client/rollout", self.seed, round, self.index, step))
+        return rollouts, np.nan_to_num(self.reward_scores(rollouts, batch))
+
+    def local_step(self, round: int, step: int, params, weights: np.ndarray, g_prev, lam: float | None = None):
         """One multi-objective GRPO step (eq. 1–4) with the hypergradient weight update (eq. 8–10).
 
+        Args:
+            lam: λ of eq. 10; None at a round's first step (no g^(t−1) yet): it is set there (:meth:`hyper_lambda`).
+
         Returns:
-            (diagnostics, the weights after this step [K], g^(t) [K, H] or None when λ is off).
+            (diagnostics, the weights after this step [K], g^(t) or None when λ is off, λ).
         """
-        batch = self.sample_batch(round, step)
-        rollouts = self.policy.rollout(self.cid, batch["prompt"], self.local.num_generations,
-                                       seed=seeding.stream_seed("client/rollout", self.seed, round, self.index, step))
-        scores = np.nan_to_num(self.reward_scores(rollouts, batch))  # [N, K]
+        rollouts, scores = self.rollout_scores(round, step)  # [N, K]
         delta = np.zeros(len(self.names))  # [K]
         g_now = None
+        diag = {}
         if self.args.lambda_on:
-            g_now = objective_gradients(self.policy.model, rollouts, scores, self.layer, self.grpo)  # [K, H] eq. 8
-            weights, delta = hypergradient_step(weights, g_now, g_prev, float(self.args.lam),
-                                                self.args.normalise)  # [K] eq. 9–10
+            g_now = objective_gradients(self.policy.model, rollouts, scores, self.layer, self.grpo,
+                                        self.args.hyper_grad == "sequence")  # [K, N·H] or [K, H], eq. 8
+            if lam is None:
+                lam = self.hyper_lambda(g_now)
+            weights, delta = hypergradient_step(weights, g_now, g_prev, lam, self.args.normalise)  # [K] eq. 9–10
+            diag.update({f"gsq/{n}": float(g_now[k] @ g_now[k]) for k, n in enumerate(self.names)})
         rewards = torch.as_tensor(scores @ weights, dtype=torch.float32)  # [N] r_w = Σ w_k r_k (eq. 2)
-        diag = grpo_step(self.policy.model, self._optimizer(params), rollouts, rewards, self.grpo,
-                         ref_model_ctx=self.policy.reference)  # advantage of r_w (eq. 4)
+        diag.update(grpo_step(self.policy.model, self._optimizer(params, round, step), rollouts, rewards, self.grpo,
+                              ref_model_ctx=self.policy.reference))  # advantage of r_w (eq. 4)
         diag.update({f"reward/{n}": float(scores[:, k].mean()) for k, n in enumerate(self.names)})
         diag.update({f"delta/{n}": float(delta[k]) for k, n in enumerate(self.names)})
         diag["accuracy"] = float(scores[:, 0].mean())
-        return diag, weights, g_now
+        return diag, weights, g_now, lam
 
     def on_fit(self, round: int, payload: dict) -> dict:
-        """Load θ^global and this client's weights, run τ local steps, return θ^(m) and w^(m)."""
+        """Load θ^global and the weights the server sent, run τ local steps, return θ^(m) and w^(m)."""
         self.policy.set_state(self.cid, payload["adapter"])
         params = self.policy.trainable(self.cid)
         if self.local.reset_optimizer:
             self.optimizer = None
-        weights = np.asarray(payload["weights"], dtype=np.float64)  # [K]
+        weights = np.asarray(payload["weights"], dtype=np.float64)  # [K] what this round starts from
         if weights.shape != (len(self.names),):
             raise ValueError(f"client {self.cid!r} got {weights.shape[0]} weights for {len(self.names)} rewards")
-        g_prev, steps, trajectory = None, [], []
+        start = weights.copy()
+        g_prev, lam, steps, trajectory = None, None, [], []
         for s in range(self.local.local_steps):
-            diag, weights, g_prev = self.local_step(round, s, params, weights, g_prev)
+            diag, weights, g_prev, lam = self.local_step(round, s, params, weights, g_prev, lam)
             steps.append(diag)
             trajectory.append(weights.copy())
         for p in params:
@@ -145,6 +212,10 @@ class MOAClient(GRPOClient):
         for s, w in enumerate(trajectory):  # Fig. 5: the weights after every local step
             metrics.update({f"w@{s}/{n}": float(w[k]) for k, n in enumerate(self.names)})
         metrics.update({f"w/{n}": float(weights[k]) for k, n in enumerate(self.names)})
+        metrics.update({f"w_start/{n}": float(start[k]) for k, n in enumerate(self.names)})
+        metrics["w_move"] = float(np.abs(weights - start).sum())  # L1 distance the weights moved this round
+        if self.args.lambda_on:
+            metrics["lam"] = float(lam)
         # "family" repeats what the properties reply said (the server reads it from there)
         return {"adapter": self.policy.get_state(self.cid), "num_examples": self.num_examples, "metrics": metrics,
                 "reward_names": list(self.names), "weights": [float(x) for x in weights], "family": self.family}

@@ -16,13 +16,25 @@ EVAL_COMPONENTS: dict[str, tuple[str, ...]] = {
     "gsm": ("accuracy", "format", "tag_count"),
     "code": ("code_accuracy", "code_format", "format", "tag_count", "length_short", "char_repetition"),
 }
-"""what :func:`evaluate_families` scores per family (the first is the family's accuracy)"""
+"""what :func:`evaluate_families` scores per family in the embedded world (the first is the family's accuracy)"""
+
+REAL_EVAL_COMPONENTS: dict[str, tuple[str, ...]] = {
+    "math": ("math_accuracy", "format", "tag_count"),
+    "gsm": ("math_accuracy", "format", "tag_count"),
+    "code": ("humaneval_accuracy", "code_format", "format", "tag_count", "length", "repetition"),
+}
+"""the same on the real datasets (``real-families``: the code family is tested on HumanEval)"""
+
+
+def eval_components(world: str) -> dict[str, tuple[str, ...]]:
+    """:data:`EVAL_COMPONENTS` or, for a ``real-families`` world, :data:`REAL_EVAL_COMPONENTS`."""
+    return REAL_EVAL_COMPONENTS if world.startswith("real-families") else EVAL_COMPONENTS
 
 EVAL_ADAPTER = "moa_eval"
 """the policy adapter the server loads a model into to score it"""
 
 
-def evaluate_families(policy, adapter: str, tests: dict, n_samples: int, seed: int) -> dict:
+def evaluate_families(policy, adapter: str, tests: dict, n_samples: int, seed: int, components=None) -> dict:
     """Score ``adapter`` on each family's test split, per reward component.
 
     Args:
@@ -31,32 +43,43 @@ def evaluate_families(policy, adapter: str, tests: dict, n_samples: int, seed: i
         tests: family → test ``datasets.Dataset``.
         n_samples: completions per problem.
         seed: sampling seed.
+        components: family → component names, accuracy first (default :data:`EVAL_COMPONENTS`).
 
     Returns:
         ``{"<family>/<component>": mean, "<family>/pass@1", "<family>/length"}`` (floats); pass@1 is
         the mean of the family's accuracy component (accuracy or code_accuracy).
     """
+    components = EVAL_COMPONENTS if components is None else components
     out = {}
     for i, (fam, ds) in enumerate(tests.items()):
         prompts, answers = list(ds["prompt"]), list(ds["answer"])
         r = policy.rollout(adapter, prompts, n_samples, seed=seed + 1009 * i)
         gold = [a for a in answers for _ in range(n_samples)]  # [N]
-        for name in EVAL_COMPONENTS[fam]:
+        for name in components[fam]:
             vals = REWARDS[name](r.prompts, r.completions, answer=gold)
             out[f"{fam}/{name}"] = float(np.mean([0.0 if v is None else v for v in vals]))
-        out[f"{fam}/pass@1"] = out[f"{fam}/{EVAL_COMPONENTS[fam][0]}"]
+        out[f"{fam}/pass@1"] = out[f"{fam}/{components[fam][0]}"]
         out[f"{fam}/length"] = float(r.completion_mask.sum(dim=1).float().mean())
     return out
 
 
 def client_score(evaluation: dict, family: str, names) -> tuple[float, float]:
-    """(accuracy, aggregated reward = mean of the client's components) of one model for one client."""
-    vals = [evaluation[f"{family}/{n}"] for n in names]
+    """(accuracy, aggregated reward = mean of the client's components) of one model for one client.
+
+    r_0 is scored by the family's test accuracy (``<family>/pass@1``: on the real datasets the code clients
+    train with MBPP's tests and are tested on HumanEval's), the other components by name.
+    """
+    vals = [evaluation[f"{family}/pass@1"]] + [evaluation[f"{family}/{n}"] for n in list(names)[1:]]
     return vals[0], float(np.mean(vals))
 
 
+VAL_SEED_OFFSET = 7919
+"""added to the evaluation seed for the validation split (its samples are not the test split's)"""
+
+
 def evaluate_round(server, theta: dict, local_adapters: dict) -> tuple[dict, dict]:
-    """Step 5 of a round: the global model on every family; each local model on its own family.
+    """Step 5 of a round: the global model on every family (test, and validation for model selection); each
+    local model on its own family.
 
     Args:
         server: the :class:`~fedrl_kit.federation.server.Server` (policy, test splits, properties).
@@ -65,28 +88,57 @@ def evaluate_round(server, theta: dict, local_adapters: dict) -> tuple[dict, dic
 
     Returns:
         (the ``server`` record: every ``<family>/<component>``, ``global_accuracy`` (mean pass@1 over
-        families), ``aggregated_reward`` (mean over clients), ``length``, and with local models
+        families), ``aggregated_reward`` (mean over clients), ``length``, with ``fedmoa.validate``
+        ``val/<family>/pass@1`` and ``val_accuracy`` (their mean), and with local models
         ``local_accuracy`` / ``local_reward``; {cid: that client's ``local_*`` metrics}).
     """
     cfg, props = server.config, server.properties
     tests = server.world.test_by_family
+    comps = eval_components(cfg.world)
     seed = eval_seed(cfg.seed)
     server.policy.set_state(EVAL_ADAPTER, theta)
-    ev = evaluate_families(server.policy, EVAL_ADAPTER, tests, cfg.eval_samples, seed)
+    ev = evaluate_families(server.policy, EVAL_ADAPTER, tests, cfg.eval_samples, seed, comps)
     aggs = [client_score(ev, p["family"], p["reward_names"])[1] for p in props.values()]  # [M]
     record = dict(ev)
     record.update({"global_accuracy": float(np.mean([ev[f"{f}/pass@1"] for f in tests])),
                    "aggregated_reward": float(np.mean(aggs)),
                    "length": float(np.mean([ev[f"{f}/length"] for f in tests]))})
+    vals = {f: ds for f, ds in getattr(server.world, "val_by_family", {}).items() if len(ds)}
+    if cfg.fedmoa.validate and vals:
+        vev = evaluate_families(server.policy, EVAL_ADAPTER, vals, cfg.eval_samples, seed + VAL_SEED_OFFSET,
+                                {f: comps[f][:1] for f in vals})
+        record.update({f"val/{f}/pass@1": vev[f"{f}/pass@1"] for f in vals})
+        record["val_accuracy"] = float(np.mean([vev[f"{f}/pass@1"] for f in vals]))
     local = {}
     for cid, adapter in local_adapters.items():
         fam, names = props[cid]["family"], props[cid]["reward_names"]
         server.policy.set_state(EVAL_ADAPTER, adapter)
-        lev = evaluate_families(server.policy, EVAL_ADAPTER, {fam: tests[fam]}, cfg.eval_samples, seed)
+        lev = evaluate_families(server.policy, EVAL_ADAPTER, {fam: tests[fam]}, cfg.eval_samples, seed, comps)
         a, g = client_score(lev, fam, names)
         local[cid] = {"local_accuracy": a, "local_reward": g, "local_length": lev[f"{fam}/length"],
-                      **{f"local/{n}": lev[f"{fam}/{n}"] for n in EVAL_COMPONENTS[fam]}}
+                      **{f"local/{n}": lev[f"{fam}/{n}"] for n in comps[fam]}}
     if local:
         record.update(local_accuracy=float(np.mean([m["local_accuracy"] for m in local.values()])),
                       local_reward=float(np.mean([m["local_reward"] for m in local.values()])))
     return record, local
+
+
+def evaluate_base(config, seed: int | None = None) -> dict:
+    """The base model (no adapter update) of a FedMOA config on every family's test split, per component.
+
+    The round-0 point of Table 1 and of the Fig. 3 / Fig. 4 trajectories: the world and the policy are built as
+    the run builds them (``config.world``, ``config.base`` with its device, dtype and chat settings), and scored
+    as :func:`evaluate_round` scores the global model (``eval_samples`` samples, the run's evaluation seed).
+    """
+    import torch
+
+    from fedrl_kit.policy.engine import Policy
+    from fedrl_kit.runs import resolve_base
+    from fedrl_kit.world.registry import build_world
+
+    world = build_world(config)
+    policy = Policy.load(resolve_base(config.base), config.lora_rank, config.lora_alpha, config.seed, config.chat,
+                         config.max_new_tokens, config.temperature, config.device, getattr(torch, config.dtype),
+                         config.lora_targets)
+    return evaluate_families(policy, "global", world.test_by_family, config.eval_samples,
+                             eval_seed(config.seed) if seed is None else seed, eval_components(config.world))

@@ -88,33 +88,48 @@ def pareto_front_order(points, mask) -> np.ndarray:
     return idx[np.lexsort(keys)]
 
 
-def pareto_figure(series: dict, x: str, y: str, title: str | None = None):
-    """FedMOA Fig. 3 for one objective pair: server trajectories as lines, client checkpoints as grey
-    dots, the non-dominated set of all points marked.
+AXIS_UNIT = "mean reward per completion, 0–1"
+"""what a Fig. 3 axis measures: every reward component is in [0, 1] (accuracy and format 0 or 1, tag count in
+steps of 0.25), averaged over the test problems' sampled completions"""
+
+
+def pareto_figure(series: dict, x: str, y: str, title: str | None = None, unit: str = AXIS_UNIT):
+    """FedMOA Fig. 3 for one objective pair: server trajectories as lines with arrows labelled by round, client
+    checkpoints as grey dots (one marker shape per method), the non-dominated set of all points marked.
 
     Args:
         series: method name → ``{"server": [[x, y], ...] in round order, "clients": [[x, y], ...]}``
-            (e.g. from :func:`fedrl_kit.fedmoa.analysis.pareto_points`).
+            (e.g. from :func:`fedrl_kit.fedmoa.analysis.pareto_points`); ``"rounds"`` may name the server
+            points' rounds (default 0, 1, 2, …: the base first).
         x, y: the objectives' names (axis titles); larger is better in both.
         title: figure title.
+        unit: what the axes measure (their titles read ``"accuracy (unit)"``).
 
     Returns:
-        A plotly figure.
+        A plotly figure with one legend entry per trace (each named once).
     """
     import plotly.graph_objects as go
 
     fig = go.Figure()
     allpts = []
-    for name, s in series.items():
+    shapes = ("circle", "diamond", "square", "triangle-up")
+    for i, (name, s) in enumerate(series.items()):
         c = np.asarray(s["clients"], dtype=np.float64).reshape(-1, 2)  # [n_clients·rounds, 2]
         if len(c):
-            fig.add_trace(go.Scatter(x=c[:, 0], y=c[:, 1], mode="markers", name=f"{name}: client checkpoints",
-                                     marker=dict(color="lightgrey", size=7, line=dict(color="grey", width=0.5))))
+            fig.add_trace(go.Scatter(x=c[:, 0], y=c[:, 1], mode="markers", name=f"client checkpoints ({name})",
+                                     marker=dict(color="lightgrey", size=7, symbol=shapes[i % len(shapes)],
+                                                 line=dict(color="grey", width=0.5))))
         allpts.append(c)
-    for name, s in series.items():
+    for i, (name, s) in enumerate(series.items()):
         p = np.asarray(s["server"], dtype=np.float64).reshape(-1, 2)  # [rounds, 2]
-        fig.add_trace(go.Scatter(x=p[:, 0], y=p[:, 1], mode="lines+markers", name=f"{name}: server",
-                                 text=[f"round {i}" for i in range(len(p))]))
+        rounds = list(s.get("rounds", range(len(p))))
+        # each later method drawn thinner on top, so a path two methods share shows both colours
+        width = max(2, 8 - 3 * i)
+        fig.add_trace(go.Scatter(x=p[:, 0], y=p[:, 1], mode="lines+markers+text", name=f"{name}: server",
+                                 text=[f"r{r}" for r in rounds], textposition="top center",
+                                 hovertext=[f"{name}, round {r}" for r in rounds], line=dict(width=width),
+                                 marker=dict(size=width + 8, symbol=["circle"] + ["arrow"] * (len(p) - 1),
+                                             angleref="previous")))
         allpts.append(p)
     pts = np.concatenate(allpts) if allpts else np.zeros((0, 2))
     if len(pts):
@@ -123,5 +138,6 @@ def pareto_figure(series: dict, x: str, y: str, title: str | None = None):
         fig.add_trace(go.Scatter(x=pts[order, 0], y=pts[order, 1], mode="lines+markers", name="non-dominated",
                                  line=dict(color="black", dash="dot", shape="hv"),
                                  marker=dict(symbol="star", size=12, color="gold", line=dict(color="black", width=1))))
-    fig.update_layout(template="plotly_white", title=title or f"{y} vs {x}", xaxis_title=x, yaxis_title=y)
+    fig.update_layout(template="plotly_white", title=title or f"{y} vs {x}", xaxis_title=f"{x} ({unit})",
+                      yaxis_title=f"{y} ({unit})", legend_title_text="round order: r0 = base → last round")
     return fig

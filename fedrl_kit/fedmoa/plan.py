@@ -1,8 +1,22 @@
 """Who holds what in a FedMOA federation (paper §4.1 and Table 3).
 
-The *plan* assigns each client m a task family (whose private rows it holds) and a reward
-configuration (which named reward components it trains on). The server knows the plan it assigned;
-the clients' rows never leave the simulation side (:func:`split_families` runs in ``build_clients``).
+The *plan* assigns each client m a task family (whose private rows it holds), a reward configuration
+(which named reward components it trains on) and its initial reward weights. The server knows the plan it
+assigned; the clients' rows never leave the simulation side (:func:`split_families` runs in ``build_clients``).
+
+The settings, as the paper builds them (§4.1, "Default hyperparameters"; Appendix A.1):
+
+- ``homo+homo``: every client holds part of one family and the same reward function (config A, uniform w);
+- ``homo+heter``: one family; the clients cycle through configs A, B, C (the paper: 10 clients, "three
+  pre-defined reward combinations");
+- ``heter+heter``: client m holds family m mod 3 and, as the j-th client of its family (j = ⌊m/3⌋), config
+  j mod 3 (the paper: 15 clients, five per dataset, three configs per dataset). From 6 clients on, every family
+  — hence every task cluster — holds clients with different reward sets.
+
+In both heterogeneous-reward settings the plan also spreads the initial accuracy weight w_0 over a family's
+clients (:data:`W0_SPREAD`; ours, the paper gives no initial weights): with uniform initial weights every
+MBPP client (configs A, B, C all have K = 3) would start at w_0 = 1/3, and eq. 11 could not tell them apart
+until λ had moved them — the "λ off, α on" row of Table 2 would then be FedAvg exactly.
 """
 
 from __future__ import annotations
@@ -21,9 +35,29 @@ REWARD_CONFIGS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 """paper Table 3 in the embedded world: family → reward config → reward names (accuracy first)"""
 
+REAL_REWARD_CONFIGS: dict[str, dict[str, tuple[str, ...]]] = {
+    "math": {"A": ("math_accuracy", "format", "tag_count"), "B": ("math_accuracy", "format"),
+             "C": ("math_accuracy", "tag_count")},
+    "gsm": {"A": ("math_accuracy", "format", "tag_count"), "B": ("math_accuracy", "format"),
+            "C": ("math_accuracy", "tag_count")},
+    "code": {"A": ("code_accuracy", "code_format", "tag_count"), "B": ("code_accuracy", "code_format", "length"),
+             "C": ("code_accuracy", "code_format", "repetition")},
+}
+"""paper Table 3 on the real datasets (MATH, GSM8K, MBPP): math-verify accuracy, the word-level length and
+repetition rewards of real completions"""
+
+W0_SPREAD = (0.5, 0.4, 0.3, 0.45, 0.35)
+"""initial accuracy weight w_0 of a family's j-th client (j mod 5) in the reward-heterogeneous settings; the
+auxiliary components share 1 − w_0 equally"""
+
+
+def reward_configs(world: str) -> dict[str, dict[str, tuple[str, ...]]]:
+    """Table 3 for a run's world: the real datasets' names for ``real-families…``, else the embedded world's."""
+    return REAL_REWARD_CONFIGS if world.startswith("real-families") else REWARD_CONFIGS
+
 
 def client_plan(setting: str, num_clients: int, homo_family: str = "math") -> list[tuple[str, str]]:
-    """(family, reward config) of each client m under ``setting`` (paper §4.1).
+    """(family, reward config) of each client m under ``setting`` (paper §4.1, see the module docstring).
 
     ``homo+homo``: all clients ``(homo_family, "A")``; ``homo+heter``: ``homo_family`` with configs
     A, B, C round-robin; ``heter+heter``: family m mod 3 and config ⌊m/3⌋ mod 3.
@@ -38,28 +72,67 @@ def client_plan(setting: str, num_clients: int, homo_family: str = "math") -> li
     return [(fams[m % len(fams)], CONFIG_NAMES[(m // len(fams)) % 3]) for m in range(num_clients)]
 
 
+def initial_weights(setting: str, plan: list[tuple[str, str]], configs=REWARD_CONFIGS,
+                    rule: str = "plan") -> list[list[float]]:
+    """Each client's reward weights at round 1, in the order of its reward names (on the simplex, eq. 1).
+
+    Args:
+        setting: the plan's setting.
+        plan: :func:`client_plan`'s list.
+        configs: :data:`REWARD_CONFIGS` or :data:`REAL_REWARD_CONFIGS`.
+        rule: ``"plan"``: uniform in homo+homo (one reward function), else w_0 = ``W0_SPREAD[j mod 5]`` for a
+            family's j-th client and (1 − w_0)/(K_m − 1) for each auxiliary component; ``"uniform"``: 1/K_m.
+    """
+    seen: dict[str, int] = {}
+    out = []
+    for fam, cname in plan:
+        k = len(configs[fam][cname])
+        j = seen.get(fam, 0)
+        seen[fam] = j + 1
+        if rule == "uniform" or setting == "homo+homo" or k == 1:
+            out.append([1.0 / k] * k)
+        else:
+            w0 = W0_SPREAD[j % len(W0_SPREAD)]
+            out.append([w0] + [(1.0 - w0) / (k - 1)] * (k - 1))
+    return out
+
+
 def plan_families(plan: list[tuple[str, str]]) -> tuple[str, ...]:
     """The families a plan uses, in order of first client."""
     return tuple(dict.fromkeys(f for f, _ in plan))
 
 
-def world_for(setting: str, num_clients: int, homo_family: str = "math") -> str:
+def world_for(setting: str, num_clients: int, homo_family: str = "math", kind: str = "families") -> str:
     """The ``RunConfig.world`` a setting trains on: exactly the plan's families, in plan order.
 
-    ``"families"`` for heter+heter, ``"families:<homo_family>"`` for the homo settings; the world gives
-    each of its families ``n_train // n_families`` private rows (a homo setting's one family gets all).
+    ``kind`` is ``"families"`` (the embedded world) or ``"real-families"`` (MATH, GSM8K, MBPP/HumanEval):
+    ``"<kind>"`` for heter+heter, ``"<kind>:<homo_family>"`` for the homo settings; the world gives each of
+    its families ``n_train // n_families`` private rows (a homo setting's one family gets all).
     """
     families = plan_families(client_plan(setting, num_clients, homo_family))
-    return "families" if families == tuple(FAMILIES) else "families:" + ",".join(families)
+    return kind if families == tuple(FAMILIES) else f"{kind}:" + ",".join(families)
 
 
 def config_name(family: str, reward_names) -> str:
-    """The Table 3 configuration (A, B or C) a family's reward names are."""
+    """The Table 3 configuration (A, B or C) a family's reward names are (embedded or real names)."""
     names = tuple(reward_names)
-    for cname, cfg in REWARD_CONFIGS[family].items():
-        if cfg == names:
-            return cname
+    for configs in (REWARD_CONFIGS, REAL_REWARD_CONFIGS):
+        for cname, cfg in configs[family].items():
+            if cfg == names:
+                return cname
     raise ValueError(f"reward names {names} are no configuration of family {family!r}: {REWARD_CONFIGS[family]}")
+
+
+def reward_sets_per_cluster(plan: list[tuple[str, str]], key: str = "accuracy", configs=REWARD_CONFIGS) -> list[set]:
+    """The distinct reward sets (name tuples) inside each task cluster the server will form (§3.3).
+
+    Clusters are made from the reward names alone, as the server makes them
+    (:func:`~fedrl_kit.fedmoa.weights.cluster_by_reward_names`), in cluster order.
+    """
+    from fedrl_kit.fedmoa.weights import cluster_by_reward_names
+
+    names = [configs[f][c] for f, c in plan]
+    return [{names[m] for m in members} for members in cluster_by_reward_names(names, key=key)]
 
 
 def split_families(train: dict, plan: list[tuple[str, str]], seed: int) -> list:

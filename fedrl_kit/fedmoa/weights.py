@@ -1,6 +1,7 @@
 """FedMOA's pure building blocks: objective weights, advantages and aggregation weights.
 
-The FedMOA paper (``papers/fedmoa.md``) has two halves; this module holds the arithmetic of both
+The FedMOA paper (Wang et al., *FedMOA: Federated GRPO for Personalized Reasoning LLMs under
+Heterogeneous Rewards*) has two halves; this module holds the arithmetic of both
 that the engine does not already have, free of models and messages, so it can be tested by hand
 (the map from every equation to code is in :mod:`fedrl_kit.fedmoa`):
 

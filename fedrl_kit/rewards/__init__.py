@@ -22,6 +22,7 @@ from fedrl_kit.rewards.code import (
     code_format_reward,
     defines_function,
     family_accuracy_reward,
+    real_family_accuracy_reward,
     short_length_reward,
 )
 from fedrl_kit.rewards.format import format_reward, is_well_formatted, tag_count_reward
@@ -53,6 +54,7 @@ REWARDS: dict[str, Callable] = {
     "char_repetition": char_repetition_penalty_reward,
     # a world with rows of several kinds (FedMOA's families): code rows run their tests, others exact match
     "family_accuracy": family_accuracy_reward,
+    "real_family_accuracy": real_family_accuracy_reward,
     # real worlds (fedrl_kit.world.registry): HumanEval's tests with the prompt's imports, MedQA's option letter
     "humaneval_accuracy": humaneval_accuracy_reward,
     "mcq_accuracy": mcq_accuracy_reward,
@@ -158,6 +160,7 @@ __all__ = [
     "code_format_reward",
     "defines_function",
     "family_accuracy_reward",
+    "real_family_accuracy_reward",
     "completion_text",
     "extract_answer",
     "extract_tagged_answer",

@@ -16,7 +16,7 @@
 
 import ast
 
-from fedrl_kit.rewards.accuracy import accuracy_reward
+from fedrl_kit.rewards.accuracy import accuracy_reward, humaneval_accuracy_reward, math_accuracy_reward
 from fedrl_kit.rewards.format import is_well_formatted
 from fedrl_kit.rewards.parsing import completion_text, extract_tagged_answer
 from fedrl_kit.rewards.shaping import length_reward
@@ -117,5 +117,32 @@ def family_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list:
     return out
 
 
+def real_family_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list:
+    """Accuracy on rows of FedMOA's real families: HumanEval rows (tests end in ``check(...)``) by running them
+    with the prompt's imports, MBPP rows (assert tests) in the sandbox, MATH/GSM8K rows by math-verify."""
+    n = len(completions)
+    if answer is None:
+        return [None] * n
+
+    def kind(a) -> str:
+        if not isinstance(a, str):
+            return "math"
+        if "check(" in a and "def check" in a:
+            return "humaneval"
+        return "mbpp" if a.lstrip().startswith("assert ") else "math"
+
+    kinds = [kind(a) for a in answer]
+    out: list = [None] * n
+    for k, func in (("humaneval", humaneval_accuracy_reward), ("mbpp", code_accuracy_reward),
+                    ("math", math_accuracy_reward)):
+        idx = [i for i in range(n) if kinds[i] == k]
+        if idx:
+            vals = func([prompts[i] for i in idx] if prompts else None, [completions[i] for i in idx],
+                        answer=[answer[i] for i in idx])
+            for i, v in zip(idx, vals):
+                out[i] = v
+    return out
+
+
 __all__ = ["code_accuracy_reward", "code_format_reward", "char_repetition_penalty_reward", "defines_function",
-           "family_accuracy_reward", "short_length_reward"]
+           "family_accuracy_reward", "real_family_accuracy_reward", "short_length_reward"]

@@ -1,13 +1,15 @@
 """FedMOA's three task families in the embedded world: MATH-like, GSM8K-like and MBPP-like.
 
-The FedMOA paper (``papers/fedmoa.md`` §4.1) trains on three datasets — MATH, GSM8K and MBPP —
+The FedMOA paper (Wang et al., *FedMOA: Federated GRPO for Personalized Reasoning LLMs under
+Heterogeneous Rewards*, §4.1) trains on three datasets — MATH, GSM8K and MBPP —
 and its Heter+Heter setting gives each client one of them. The embedded world's stand-ins:
 
 =========  ===========================  ==========================================================
 family     stands for                   rows
 =========  ===========================  ==========================================================
 ``math``   MATH (DAPO-Math)             the seven arithmetic topics of :mod:`fedrl_kit.world.tasks`
-``gsm``    GSM8K (grade-school words)   short word problems: ``"tom has 3 pens, buys 5. total?"``
+``gsm``    GSM8K (grade-school words)   short word problems with counts up to 19: ``"tom has 3 pens,
+                                        gets 5. total?"``, ``"eva has 5 pens, liz has 8. most?"``
 ``code``   MBPP (Python programs)       ``"code: x times 3 plus 4"``; the answer is *tests*, the
                                         model writes ``f=lambda x:x*3+4``, checked by running it
                                         in :mod:`fedrl_kit.rewards.sandbox`
@@ -41,15 +43,21 @@ ITEMS = ("pens", "cards", "eggs", "coins", "books")
 # --- GSM8K-like: one- and two-step word problems -------------------------------------------------
 
 
+def _count(rng: random.Random, d: int) -> int:
+    """A count in a word problem: 1–9 at difficulty 1, 1–19 at 2 (the words are the hard part; two-digit
+    sums in words kept the first GSM8K-like family at 2–8 % zero-shot, below the 15–60 % band)."""
+    return rng.randrange(1, 10 if d == 1 else 20)
+
+
 def _word_add(rng: random.Random, d: int) -> Problem:
     who, item = rng.choice(NAMES), rng.choice(ITEMS)
-    a, b = rng.randrange(1, 10**d), rng.randrange(1, 10**d)
+    a, b = _count(rng, d), _count(rng, d)
     return f"{who} has {a} {item}, gets {b}. total?", str(a + b), f"{a}+{b}"
 
 
 def _word_sub(rng: random.Random, d: int) -> Problem:
     who, item = rng.choice(NAMES), rng.choice(ITEMS)
-    a, b = rng.randrange(1, 10**d), rng.randrange(1, 10**d)
+    a, b = _count(rng, d), _count(rng, d)
     a, b = max(a, b), min(a, b)
     return f"{who} has {a} {item}, gives {b}. left?", str(a - b), f"{a}-{b}"
 
@@ -68,8 +76,16 @@ def _word_div(rng: random.Random, d: int) -> Problem:
 
 def _word_two_step(rng: random.Random, d: int) -> Problem:
     x, y = rng.sample(NAMES, 2)
-    a, b = rng.randrange(1, 10**d), rng.randrange(1, 10)
+    a, b = rng.randrange(1, 10 * d), rng.randrange(1, 10)  # small numbers: the two steps are the difficulty
     return f"{x} has {a}, {y} has {b} more. both?", str(2 * a + b), f"{a}+{a}+{b}"
+
+
+def _word_more(rng: random.Random, d: int) -> Problem:
+    x, y = rng.sample(NAMES, 2)
+    item = rng.choice(ITEMS)
+    a = _count(rng, d)
+    b = rng.choice([v for v in range(1, 10 if d == 1 else 20) if v != a])
+    return f"{x} has {a} {item}, {y} has {b}. most?", str(max(a, b)), f"max({a},{b})"
 
 
 # --- MBPP-like: write a one-line Python function -------------------------------------------------
@@ -121,6 +137,7 @@ FAMILY_TOPICS: dict[str, Topic] = {
         Topic("w_mul", _word_mul, "a bags of b things"),
         Topic("w_div", _word_div, "a things shared by b kids"),
         Topic("w_two", _word_two_step, "two steps: a, and b more than a, together"),
+        Topic("w_more", _word_more, "who has more: the larger of a and b"),
         Topic("c_affine", _code_affine, "f(x) = a·x + b"),
         Topic("c_mod", _code_mod, "f(x) = (x mod a) + b"),
         Topic("c_max", _code_max, "f(x) = max(x, a) · b"),
@@ -132,7 +149,7 @@ FAMILY_TOPICS: dict[str, Topic] = {
 
 FAMILIES: dict[str, tuple[str, ...]] = {
     "math": DEFAULT_TOPICS,
-    "gsm": ("w_add", "w_sub", "w_mul", "w_div", "w_two"),
+    "gsm": ("w_add", "w_sub", "w_mul", "w_div", "w_two", "w_more"),
     "code": ("c_affine", "c_mod", "c_max", "c_sub", "c_square"),
 }
 """family name → its topics"""
@@ -227,7 +244,9 @@ class FamilyWorld:
     test_by_family: dict  # family → datasets.Dataset (held-out)
     test: datasets.Dataset  # every family's test rows, family by family (what the server evaluates)
     public: datasets.Dataset = field(default=None)  # empty: FedMOA uses no public data
-    aux: datasets.Dataset = field(default=None)  # empty: FedMOA uses no auxiliary data
+    aux: datasets.Dataset = field(default=None)  # every family's validation rows (FedMOA's model selection)
+    val_by_family: dict = field(default_factory=dict)  # family → datasets.Dataset (held-out, disjoint from test)
+    accuracy_by_family: dict = field(default_factory=dict)  # family → the reward that scores its test rows
 
 
 def _to_ds(rows: list[dict]) -> datasets.Dataset:
@@ -237,8 +256,8 @@ def _to_ds(rows: list[dict]) -> datasets.Dataset:
 
 
 def make_family_world(seed: int = 0, n_train: int = 600, n_test: int = 20, families=tuple(FAMILIES),
-                      difficulties=DIFFICULTIES) -> FamilyWorld:
-    """Build a world with a private pool and a held-out test split *per family*.
+                      difficulties=DIFFICULTIES, n_val: int = 0) -> FamilyWorld:
+    """Build a world with a private pool, a held-out test split and a validation split *per family*.
 
     Args:
         seed: world seed.
@@ -246,29 +265,44 @@ def make_family_world(seed: int = 0, n_train: int = 600, n_test: int = 20, famil
         n_test: held-out test rows per family.
         families: names from :data:`FAMILIES`.
         difficulties: difficulty levels.
+        n_val: held-out validation rows per family, disjoint from the test rows (drawn after test and train
+            with their own seed, so test and train do not depend on it).
     """
     families = _check_families(families)
-    for name, v in dict(n_train=n_train, n_test=n_test).items():
+    for name, v in dict(n_train=n_train, n_test=n_test, n_val=n_val).items():
         if v < 0:
             raise ValueError(f"{name} must be >= 0, got {v}")
-    train, test = {}, {}
+    train, test, val = {}, {}, {}
     for i, fam in enumerate(families):
         test[fam] = _to_ds(draw_family(n_test, seed * 4 + 1 + 100 * i, True, (fam,), difficulties))
         train[fam] = _to_ds(draw_family(n_train, seed * 4 + 4 + 100 * i, False, (fam,), difficulties))
+        val[fam] = _to_ds(draw_family(n_val, seed * 4 + 2 + 100 * i, True, (fam,), difficulties,
+                                      exclude=set(test[fam]["prompt"])))
     all_test = datasets.concatenate_datasets([test[f] for f in families])
-    return FamilyWorld(families, train, test, all_test, _to_ds([]), _to_ds([]))
+    all_val = datasets.concatenate_datasets([val[f] for f in families])
+    return FamilyWorld(families, train, test, all_test, _to_ds([]), all_val, val,
+                       {f: "code_accuracy" if f == "code" else "accuracy" for f in families})
 
 
-def family_sft_rows(n: int, seed: int, families=tuple(FAMILIES), difficulties=DIFFICULTIES) -> list[dict]:
+def family_sft_rows(n: int, seed: int, families=tuple(FAMILIES), difficulties=DIFFICULTIES,
+                    mix=None) -> list[dict]:
     """``n`` warm-start rows (with reasoning) from the non-held-out region, round-robin over families
-    and their topics, drawn *with* replacement (as :func:`fedrl_kit.policy.pretrain.sft_pairs` does)."""
+    and their topics, drawn *with* replacement (as :func:`fedrl_kit.policy.pretrain.sft_pairs` does).
+
+    ``mix`` gives each family a whole number of slots per cycle (``(1, 2, 1)``: math, gsm, gsm, code,
+    math, …); ``None`` is one slot each, the plain round-robin.
+    """
     families = _check_families(families)
+    mix = (1,) * len(families) if mix is None else tuple(mix)
+    if len(mix) != len(families) or any(not isinstance(k, int) or k < 1 for k in mix):
+        raise ValueError(f"mix must hold one integer >= 1 per family {families}, got {mix!r}")
+    cycle = [f for f, k in zip(families, mix) for _ in range(k)]  # e.g. [math, gsm, gsm, code]
     topics = all_topics()
     rng = random.Random(seed)
     rows: list[dict] = []
     counters = {f: 0 for f in families}
     while len(rows) < n:
-        fam = families[len(rows) % len(families)]
+        fam = cycle[len(rows) % len(cycle)]
         topic = FAMILIES[fam][counters[fam] % len(FAMILIES[fam])]
         d = rng.choice(tuple(difficulties))
         prompt, answer, reasoning = topics[topic].make(rng, d)

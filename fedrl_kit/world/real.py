@@ -297,6 +297,7 @@ REAL_DATASETS: dict[str, RealDatasetSpec] = {
         to_row=_humaneval_row,
         fields=(("prompt",), ("test",), ("entry_point",)),
         description="HumanEval, 164 Python functions checked by unit tests (FedMOA's code benchmark).",
+        train_splits=("test",),  # its one split is the pool (a local copy in the Hub's layout names it "test")
     ),
     "medqa": RealDatasetSpec(
         hub_id="GBaker/MedQA-USMLE-4-options",

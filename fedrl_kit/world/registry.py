@@ -38,11 +38,15 @@ from fedrl_kit.world.world import World, make_world
 
 REAL_WORLDS = ("math", "gsm8k", "deepmath", "openr1-math", "mbpp", "humaneval", "medqa", "medmcqa")
 """real datasets by name (keys of ``fedrl_kit.world.real.REAL_DATASETS``)"""
-WORLDS = ("arith", "families", *REAL_WORLDS)
-"""world names :func:`build_world` knows"""
+WORLDS = ("arith", "families", "real-families", *REAL_WORLDS)
+"""world names :func:`build_world` knows (``families`` and ``real-families`` also as ``<name>:<some families>``)"""
+
+REAL_FAMILY_SOURCES = {"math": ("math", "math"), "gsm": ("gsm8k", "gsm8k"), "code": ("mbpp", "humaneval")}
+"""FedMOA's families on the real datasets (§4.1): family → (the real world its clients train on, the one its
+test split comes from). MBPP trains the code clients; HumanEval (164 problems) tests them, as in the paper."""
 
 ACCURACY_REWARDS = {
-    "arith": "accuracy", "families": "family_accuracy",
+    "arith": "accuracy", "families": "family_accuracy", "real-families": "real_family_accuracy",
     "math": "math_accuracy", "gsm8k": "math_accuracy", "deepmath": "math_accuracy", "openr1-math": "math_accuracy",
     "mbpp": "code_accuracy", "humaneval": "humaneval_accuracy", "medqa": "mcq_accuracy", "medmcqa": "mcq_accuracy",
 }
@@ -60,21 +64,31 @@ def default_rewards(world: str) -> tuple[str, ...]:
     think/answer ``format`` reward, which the chat system prompt asks for and which gives a small real
     model a gradient before it solves anything.
     """
-    name = "families" if world.startswith("families") else world
+    name = family_kind(world) or world
     accuracy = ACCURACY_REWARDS[name]
     return (accuracy,) if name in ("arith", "families") else (accuracy, "format")
 
 
+def family_kind(world: str) -> str | None:
+    """``"families"`` or ``"real-families"`` for a multi-family world name (with or without ``:…``), else None."""
+    for kind in ("real-families", "families"):
+        if world == kind or world.startswith(kind + ":"):
+            return kind
+    return None
+
+
 def family_names(world: str) -> tuple[str, ...]:
-    """The families of a ``"families"`` / ``"families:math,code"`` world name (all three when none are named)."""
+    """The families of a ``"families"`` / ``"families:math,code"`` world name (all three when none are named);
+    the same for ``"real-families[:…]"``."""
     from fedrl_kit.world.families import FAMILIES
 
-    if world == "families":
+    kind = family_kind(world) or "families"
+    if world == kind:
         return tuple(FAMILIES)
-    names = tuple(dict.fromkeys(f.strip() for f in world.split(":", 1)[1].split(",") if f.strip()))
+    names = tuple(dict.fromkeys(f.strip() for f in world.split(":", 1)[-1].split(",") if f.strip()))
     unknown = [f for f in names if f not in FAMILIES]
-    if not names or unknown:
-        raise ValueError(f"world must be 'families' or 'families:' + a comma-separated subset of {tuple(FAMILIES)}, "
+    if ":" not in world or not names or unknown:
+        raise ValueError(f"world must be '{kind}' or '{kind}:' + a comma-separated subset of {tuple(FAMILIES)}, "
                          f"got {world!r}")
     return names
 
@@ -84,13 +98,14 @@ def check_world(world: str, dataset: str = "") -> None:
 
     Names only: nothing is read from disk (``RunConfig.validate`` calls this on every change).
     """
-    if not isinstance(world, str) or not (world in WORLDS or world.startswith("families:")):
-        raise ValueError(f"world must be one of {WORLDS} (or 'families:' + some families), got {world!r}")
-    if world.startswith("families"):
+    if not isinstance(world, str) or not (world in WORLDS or family_kind(world) is not None):
+        raise ValueError(f"world must be one of {WORLDS} (or 'families:' / 'real-families:' + some families), "
+                         f"got {world!r}")
+    if family_kind(world):
         family_names(world)
     if not isinstance(dataset, str):
         raise ValueError(f"dataset must be a local folder or file (or empty for the cache), got {dataset!r}")
-    if dataset and world not in REAL_WORLDS:
+    if dataset and world not in REAL_WORLDS and family_kind(world) != "real-families":
         raise ValueError(f"dataset must be empty for world={world!r} (the embedded worlds generate their problems); "
                          f"got {dataset!r}")
 
@@ -122,6 +137,11 @@ def check_dataset_available(world: str, dataset: str = "") -> None:
     Raises:
         DatasetNotAvailableError: one line naming what is missing and the CLI form of the fix.
     """
+    if family_kind(world) == "real-families":  # a folder with one sub-folder per dataset, or the cache
+        for fam in family_names(world):
+            for name in dict.fromkeys(REAL_FAMILY_SOURCES[fam]):
+                check_dataset_available(name, str(dataset_path(dataset) / name) if dataset else "")
+        return
     if world not in REAL_WORLDS:
         return
     hub_id = REAL_DATASETS[world].hub_id
@@ -227,6 +247,52 @@ def make_real_world(name: str, dataset: str = "", seed: int = 0, n_train: int = 
                  default_rewards=default_rewards(name))
 
 
+def make_real_family_world(families, dataset: str = "", seed: int = 0, n_train: int = 2000, n_test: int = 600,
+                           n_val: int = 300):
+    """FedMOA's families on the real datasets (:data:`REAL_FAMILY_SOURCES`): a private pool, a test split and a
+    validation split per family, each real world's splits carved as :func:`make_real_world` carves them.
+
+    Args:
+        families: family names (math, gsm, code).
+        dataset: "" (packages and the Hugging Face cache) or a folder holding one sub-folder per dataset
+            (``math/``, ``gsm8k/``, ``mbpp/``, ``humaneval/``).
+        seed: which problems land in which split.
+        n_train, n_test, n_val: totals, split equally over the families. A family whose dataset holds fewer
+            training problems than its share gets all of them (MBPP: 474). The validation rows come from the
+            training dataset's held-out split (MBPP's test split for code), the test rows from the test dataset
+            (for code, HumanEval: ``n_test // n_families`` problems, or all 164 when that is more).
+
+    Returns:
+        A :class:`~fedrl_kit.world.families.FamilyWorld` (``accuracy_reward`` = ``real_family_accuracy``).
+    """
+    from fedrl_kit.world.families import FamilyWorld
+
+    n_fam = len(families)
+    per_train, per_test, per_val = max(1, n_train // n_fam), max(1, n_test // n_fam), n_val // n_fam
+    root = dataset_path(dataset)
+    where = lambda name: str(root / name) if root is not None else ""  # noqa: E731
+    train, test, val, acc = {}, {}, {}, {}
+    for fam in families:
+        src, tst = REAL_FAMILY_SOURCES[fam]
+        pool, _ = _real_pools(src, dataset_path(where(src)))
+        n_fam_train = min(per_train, len(pool))  # MBPP holds 474 training problems: a code client share is all
+        if src == tst:
+            w = make_real_world(src, where(src), seed, n_fam_train, per_test, 0, per_val)
+            train[fam], test[fam], val[fam] = w.train, w.test, w.aux
+        else:
+            w = make_real_world(src, where(src), seed, n_fam_train, 0, 0, per_val)
+            tests, _ = _real_pools(tst, dataset_path(where(tst)))
+            t = make_real_world(tst, where(tst), seed, 0, min(per_test, len(tests)), 0, 0)  # HumanEval: 164 at most
+            train[fam], test[fam], val[fam] = w.train, t.test, w.aux
+        acc[fam] = ACCURACY_REWARDS[tst]
+    world = FamilyWorld(tuple(families), train, test, datasets.concatenate_datasets([test[f] for f in families]),
+                        datasets.Dataset.from_dict({k: [] for k in ROW_FEATURES}, features=ROW_FEATURES),
+                        datasets.concatenate_datasets([val[f] for f in families]), val, acc)
+    world.accuracy_reward = ACCURACY_REWARDS["real-families"]
+    world.default_rewards = default_rewards("real-families")
+    return world
+
+
 def build_world(config):
     """The world ``config.world`` names, sized by ``config.n_train`` / ``n_test`` / ``n_public`` / ``n_aux``."""
     name = config.world
@@ -234,15 +300,18 @@ def build_world(config):
         world = make_world(config.seed, config.n_train, config.n_test, config.n_public, config.n_aux)
         world.accuracy_reward, world.default_rewards = ACCURACY_REWARDS[name], default_rewards(name)
         return world
-    if name == "families" or name.startswith("families:"):
+    if family_kind(name) == "families":
         from fedrl_kit.world.families import make_family_world
 
         families = family_names(name)
         n_fam = len(families)
         world = make_family_world(config.seed, max(1, config.n_train // n_fam), max(1, config.n_test // n_fam),
-                                  families)
+                                  families, n_val=config.n_aux // n_fam)
         world.accuracy_reward, world.default_rewards = ACCURACY_REWARDS["families"], default_rewards(name)
         return world
+    if family_kind(name) == "real-families":
+        return make_real_family_world(family_names(name), config.dataset, config.seed, config.n_train, config.n_test,
+                                      config.n_aux)
     if name in REAL_WORLDS:
         return make_real_world(name, config.dataset, config.seed, config.n_train, config.n_test, config.n_public,
                                config.n_aux)

@@ -1,0 +1,110 @@
+"""FedMOA's experiment presets: the paper's setting (§4.1) on a GPU, and two CPU scales of the same design.
+
+One function, :func:`setting_config`, gives the :class:`~fedrl_kit.config.RunConfig` of one cell of the paper's
+grid — a scale, a setting, a method variant (Table 1's two rows, Table 2's ablations) and a seed — so the
+notebook, the benchmark and the command line build the same runs.
+
+==========  ==========================================================================================
+scale       what it is
+==========  ==========================================================================================
+``quick``   the notebook's minutes-long demo on a 2-core CPU: 6 clients (two per family, so every task
+            cluster of Heter+Heter holds two reward sets), 3 rounds, 20 test problems per family
+``cpu``     the paper's federation on the embedded world, large enough to decide: 10 clients (Homo
+            settings) / 15 (Heter+Heter), 3 rounds, 128 samples per step (8 prompts × G = 16), 200 test
+            and 100 validation problems per family, 4 samples each; 30–60 min per run on one CPU thread
+            (estimated from a one-round probe, docs/fedmoa.md)
+``paper``   §4.1 on one GPU: Qwen2.5-1.5B-Instruct, 10 / 15 clients, 3 rounds, G = 16, 128 samples per
+            step, 1,024 completion tokens, lr 2e-5 with cosine decay, λ = 0.01 as written, MATH, GSM8K and
+            MBPP (tested on HumanEval) through the real-world registry (``world="real-families…"``)
+==========  ==========================================================================================
+
+Where the paper is silent (local steps per round, LoRA, clip range, KL, temperature) the paper preset takes
+TRL ``GRPOTrainer``'s defaults (μ = 1, ε = 0.2 both sides, β = 0, temperature 1.0) and the toolkit's LoRA
+(r = 32, α = 64), and 10 local steps per round; the paper's DAPO-Math-17k training set is MATH's training
+split here (the registry's ``math``). The paper preset has not been run yet.
+"""
+
+from __future__ import annotations
+
+from fedrl_kit.config import RunConfig, preset
+from fedrl_kit.fedmoa.plan import world_for
+from fedrl_kit.runs import REPO_ROOT
+
+SCALES = ("quick", "cpu", "paper")
+
+CLIENTS = {
+    "quick": {"homo+homo": 6, "homo+heter": 6, "heter+heter": 6},
+    "cpu": {"homo+homo": 10, "homo+heter": 10, "heter+heter": 15},
+    "paper": {"homo+homo": 10, "homo+heter": 10, "heter+heter": 15},
+}
+"""clients per setting (paper §4.1: 10 in the Homo settings, 15 = 5 per dataset in Heter+Heter)"""
+
+PER_FAMILY = {
+    "quick": dict(n_train=200, n_test=20, n_val=10),
+    "cpu": dict(n_train=600, n_test=200, n_val=100),
+    "paper": dict(n_train=2500, n_test=500, n_val=100),
+}
+"""rows per family of the setting's world (n_train, n_test, n_aux are these times the number of families;
+a real family with fewer rows than asked fails with the fields to lower: MBPP has 474 training problems)"""
+
+SCALE_FIELDS = {
+    "quick": dict(base=str(REPO_ROOT / "data" / "base_moa"), rounds=3, local_steps=2, prompts_per_step=4,
+                  num_generations=8, max_new_tokens=32, eval_samples=2),
+    "cpu": dict(base=str(REPO_ROOT / "data" / "base_moa"), rounds=3, local_steps=6, prompts_per_step=8,
+                num_generations=16, max_new_tokens=32, eval_samples=4),
+    "paper": dict(base="Qwen/Qwen2.5-1.5B-Instruct", chat=True, device="cuda", dtype="bfloat16", lora_rank=32,
+                  lora_alpha=64.0, rounds=3, local_steps=10, prompts_per_step=8, num_generations=16,
+                  max_new_tokens=1024, temperature=1.0, learning_rate=2e-5, lr_schedule="cosine",
+                  num_iterations=1, epsilon=0.2, epsilon_high=0.2, beta=0.0, eval_samples=1,
+                  micro_batch_size=16, n_public=0),
+}
+"""each scale's fields (besides the world, its sizes and the clients)"""
+
+SCALE_FEDMOA = {
+    "quick": dict(eval_local=True),
+    "cpu": dict(eval_local=True),
+    "paper": dict(lam_rule="fixed", lam=0.01, eval_local="last"),
+}
+"""each scale's ``config.fedmoa`` fields: the CPU scales use the default scale rule for λ (``lam_rule="target"``),
+the paper preset λ = 0.01 as written (the paper's model, but its g_k is not known to be ours)"""
+
+VARIANTS = {
+    "FedAvg-GRPO": dict(lambda_on=False, alpha_on=False),
+    "FedMOA": dict(lambda_on=True, alpha_on=True),
+    "λ off, α on": dict(lambda_on=False, alpha_on=True),
+    "λ on, α off": dict(lambda_on=True, alpha_on=False),
+}
+"""Table 1's two rows and Table 2's two ablations, as ``config.fedmoa`` switches"""
+
+
+def setting_config(scale: str, setting: str, variant: str = "FedMOA", seed: int = 0, homo_family: str = "math",
+                   fedmoa: dict | None = None, **overrides) -> RunConfig:
+    """The RunConfig of one run of the paper's grid.
+
+    Args:
+        scale: ``"quick"``, ``"cpu"`` or ``"paper"`` (module docstring).
+        setting: ``"homo+homo"``, ``"homo+heter"`` or ``"heter+heter"``.
+        variant: a key of :data:`VARIANTS`.
+        seed: the run seed.
+        homo_family: the family of the homo settings.
+        fedmoa: further ``config.fedmoa`` fields (e.g. ``{"normalise": True, "lam": 0.1}``).
+        **overrides: further RunConfig fields (they win over the scale's).
+
+    Raises:
+        ValueError: an unknown scale or variant (naming it), or a field out of range.
+    """
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {tuple(VARIANTS)}, got {variant!r}")
+    n = overrides.pop("num_clients", CLIENTS[scale][setting])
+    kind = "real-families" if scale == "paper" else "families"
+    world = overrides.pop("world", world_for(setting, n, homo_family, kind))
+    n_fam = 3 if setting == "heter+heter" else 1
+    sizes = {k: v * n_fam for k, v in PER_FAMILY[scale].items()}
+    fields = dict(method="fedmoa", world=world, num_clients=n, seed=seed, n_train=sizes["n_train"],
+                  n_test=sizes["n_test"], n_aux=sizes["n_val"], eval_every=1, **SCALE_FIELDS[scale])
+    fields.update(overrides)
+    section = {"setting": setting, "homo_family": homo_family, **SCALE_FEDMOA[scale], **VARIANTS[variant],
+               **(fedmoa or {})}
+    return preset("full" if scale == "paper" else "quick", **fields, fedmoa=section)

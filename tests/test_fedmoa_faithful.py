@@ -1,0 +1,301 @@
+"""FedMOA's experimental setting as the paper builds it: eq. 12's weight broadcast and resume, heterogeneous
+plans, eq. 9's g_k that does not cancel across tokens, the λ scale rule, the cosine schedule, validation and
+the best round, the real-dataset families, the presets, and old configs keeping their behaviour."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import small_config
+from fedrl_kit.config import RunConfig, migrate
+from fedrl_kit.federation.client import LocalSettings, scheduled_lr
+from fedrl_kit.fedmoa import algorithm, analysis, client, plan
+from fedrl_kit.fedmoa.presets import setting_config
+from fedrl_kit.fedmoa.weights import aggregate_shared_weights, hypergradient_step
+from fedrl_kit.grpo import GRPOSettings
+from fedrl_kit.policy.engine import Policy
+from fedrl_kit.rollout import Rollouts
+from fedrl_kit.runs import Run
+
+
+def moa_config(tiny_dir, fedmoa=None, **kw):
+    base = dict(method="fedmoa", n_train=60, n_test=6, local_steps=2, max_new_tokens=10,
+                fedmoa={"eval_local": False, **(fedmoa or {})})
+    base.update(kw)
+    return small_config(tiny_dir, **base)
+
+
+# --- the plan: settings as the paper builds them --------------------------------------------------------------
+
+
+def test_heter_heter_plan_holds_two_reward_sets_per_cluster_and_different_w0():
+    for n in (6, 15):  # the smallest such federation and the paper's
+        p = plan.client_plan("heter+heter", n)
+        sets = plan.reward_sets_per_cluster(p, "accuracy")
+        assert len(sets) == 2 and all(len(s) >= 2 for s in sets)  # math+gsm (accuracy) and code clusters
+        w = plan.initial_weights("heter+heter", p)
+        for fam in ("math", "gsm", "code"):
+            w0 = [w[m][0] for m, (f, _) in enumerate(p) if f == fam]
+            assert len(set(w0)) == len(w0)  # every client of a family starts from its own w_0
+        assert all(math.isclose(sum(x), 1.0) and min(x) >= 0 for x in w)
+    p15 = plan.client_plan("heter+heter", 15)
+    assert {f: sum(g == f for g, _ in p15) for f in ("math", "gsm", "code")} == {"math": 5, "gsm": 5, "code": 5}
+    assert sorted(c for f, c in p15 if f == "code") == ["A", "A", "B", "B", "C"]
+    # 3 clients (the first experiments): one reward set per cluster, so eq. 11 never chooses between configs
+    assert [len(s) for s in plan.reward_sets_per_cluster(plan.client_plan("heter+heter", 3))] == [1, 1]
+
+
+def test_homo_settings_one_family_ten_clients():
+    hh = plan.client_plan("homo+heter", 10, "gsm")
+    assert {f for f, _ in hh} == {"gsm"} and [c for _, c in hh][:3] == ["A", "B", "C"]
+    assert len({(c, tuple(w)) for (_, c), w in zip(hh, plan.initial_weights("homo+heter", hh))}) == 10
+    homo = plan.client_plan("homo+homo", 10)
+    assert plan.initial_weights("homo+homo", homo) == [[1 / 3] * 3] * 10  # one reward function, one w
+    assert plan.initial_weights("homo+heter", hh, rule="uniform")[1] == [0.5, 0.5]
+
+
+def test_too_few_clients_for_a_heterogeneous_setting_warns(tiny_dir):
+    with pytest.warns(UserWarning, match="eq. 11 never chooses"):
+        moa_config(tiny_dir, num_clients=3, fedmoa={"setting": "heter+heter"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        moa_config(tiny_dir, num_clients=6, n_train=90, fedmoa={"setting": "heter+heter"})
+
+
+# --- eq. 12: broadcast and resume -------------------------------------------------------------------------------
+
+
+def _run_with_messages(cfg):
+    run = Run(cfg, progress=False).build()
+    run.runtime.keep_messages = True
+    run.run()
+    return run
+
+
+def test_clients_resume_from_their_clusters_broadcast_weights(tiny_dir):
+    cfg = moa_config(tiny_dir, rounds=2, num_clients=6, n_train=90,
+                     fedmoa={"lam_rule": "fixed", "lam": 1e4, "eval_every": 2})
+    run = _run_with_messages(cfg)
+    fits = {(m.round, m.receiver): m.payload["weights"] for m in run.runtime.messages if m.kind == "fit"}
+    ups = {(m.round, m.sender): m.payload for m in run.runtime.messages if m.kind == "fit_result"}
+    props = run.server.properties
+    for cid, p in props.items():  # round 1: the plan's initial weights, which the client itself announced
+        assert fits[(1, cid)] == p["initial_weights"]
+    recs = {(r["round"], r["client"]): r for r in run.records if r["kind"] == "client"}
+    # round 2: eq. 12 by hand — α of each cluster (recorded), w_k^(c) = Σ α_m w_k^(m) on shared components
+    clusters = {}
+    for cid in props:
+        clusters.setdefault(recs[(1, cid)]["cluster"], []).append(cid)
+    assert len(clusters) == 2 and all(len({tuple(props[c]["reward_names"]) for c in ids}) == 2
+                                      for ids in clusters.values())
+    for ids in clusters.values():
+        alpha = [recs[(1, c)]["alpha"] for c in ids]
+        expected = aggregate_shared_weights([dict(zip(ups[(1, c)]["reward_names"], ups[(1, c)]["weights"]))
+                                             for c in ids], alpha)
+        for c, e in zip(ids, expected):
+            assert fits[(2, c)] == pytest.approx([e[n] for n in props[c]["reward_names"]], abs=1e-12)
+            # the client resumes from them: it starts round 2 there, and its first step (no g^(t−1)) keeps them
+            names = props[c]["reward_names"]
+            assert [recs[(2, c)][f"w_start/{n}"] for n in names] == fits[(2, c)]
+            assert [recs[(2, c)][f"w@0/{n}"] for n in names] == fits[(2, c)]
+    assert any(fits[(2, c)] != fits[(1, c)] for c in props)  # λ large enough that the weights moved
+    assert any(recs[(1, c)]["w_move"] > 0 for c in props)
+
+
+def test_the_properties_reply_must_announce_initial_weights_on_the_simplex():
+    from fedrl_kit.federation.replies import Context
+    from fedrl_kit.methods import method_spec
+
+    check = method_spec("fedmoa").replies["properties"]
+    ok = {"num_examples": 3, "reward_names": ["accuracy", "format"], "family": "math", "initial_weights": [0.4, 0.6]}
+    check(ok, Context(), "")
+    for w in ([0.5, 0.6], [1.0], [float("nan"), 1.0], [-0.5, 1.5]):
+        with pytest.raises(ValueError, match="initial_weights"):
+            check({**ok, "initial_weights": w}, Context(), "")
+    with pytest.raises(ValueError, match="initial_weights"):
+        check({k: v for k, v in ok.items() if k != "initial_weights"}, Context(), "")
+
+
+def test_round_start_initial_resets_to_each_clients_own_initial_weights(tiny_dir):
+    cfg = moa_config(tiny_dir, rounds=2, local_steps=2, num_clients=6, n_train=90,
+                     fedmoa={"round_start": "initial", "lam_rule": "fixed", "lam": 1e4, "eval_every": 2})
+    run = _run_with_messages(cfg)
+    for m in run.runtime.messages:
+        if m.kind == "fit":
+            assert m.payload["weights"] == run.server.properties[m.receiver]["initial_weights"]
+
+
+# --- eq. 8–9: g_k that does not cancel, λ's scale rule -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_policy(tiny_dir):
+    return Policy.load(tiny_dir, lora_rank=2, lora_alpha=4.0, max_new_tokens=8)
+
+
+def test_sequence_g_k_survives_where_the_token_sum_cancels(tiny_policy):
+    """Two one-token completions of one prompt, the same token, rewards 1 and 0: their advantages are ±a and
+    their hidden-layer gradients exactly opposite, so the token-sum (shared δ) vanishes; the per-sequence
+    g_k keeps both rows."""
+    pol = tiny_policy
+    ro = pol.rollout("global", ["1+2="], 2, seed=0)
+    tok = ro.completion_ids[0, :1]  # [1] the first sampled token
+    two = Rollouts(ro.prompt_ids[[0, 0]], ro.prompt_mask[[0, 0]], tok.repeat(2, 1), torch.ones(2, 1, dtype=torch.long),
+                   ["1+2="] * 2, ["x", "x"], 2)
+    scores = np.array([[1.0], [0.0]])  # [N=2, K=1]
+    shared = client.objective_gradients(pol.model, two, scores, 1, GRPOSettings(), per_sequence=False)  # [1, H]
+    seq = client.objective_gradients(pol.model, two, scores, 1, GRPOSettings())  # [1, 2·H]
+    rows = seq.reshape(2, -1)  # [2, H]
+    assert np.linalg.norm(rows[0]) > 1e-6
+    np.testing.assert_allclose(rows[0], -rows[1], rtol=1e-4, atol=1e-7)  # opposite (to float32), not zero
+    assert np.linalg.norm(shared) <= 1e-5 * np.linalg.norm(rows[0])  # the token-sum cancels
+    # eq. 9 on them: Δ = g·g > 0 for the same batch twice; the shared version gives ~0
+    assert hypergradient_step([1.0], seq, seq, 0.0)[1][0] == pytest.approx(float(seq[0] @ seq[0]))
+    pol.model.zero_grad(set_to_none=True)
+
+
+def test_target_lambda_moves_an_aligned_objective_by_the_target():
+    g = np.array([[3.0, 4.0], [1.0, 0.0], [0.0, 0.0]])  # |g|² = 25, 1, 0 (no gradient: left out of the mean)
+    lam = client.target_lambda(g, 0.05)
+    assert lam == pytest.approx(0.05 / 13.0)
+    w, delta = hypergradient_step([0.2, 0.4, 0.4], g, g, lam)  # consecutive gradients agree: Δ_k = |g_k|²
+    np.testing.assert_allclose(delta, [25.0, 1.0, 0.0])
+    raw = np.array([0.2, 0.4, 0.4]) + lam * delta  # before the projection: objective 0 moves by 25/13 · target
+    assert raw[0] - 0.2 == pytest.approx(0.05 * 25 / 13)
+    assert math.isclose(w.sum(), 1.0) and w[0] > 0.2
+    assert client.target_lambda(np.zeros((2, 3)), 0.05) == 0.0
+
+
+def test_lambda_is_recorded_and_set_by_the_rule(tiny_dir):
+    recs = Run(moa_config(tiny_dir, rounds=1, num_clients=3, fedmoa={"lam_target": 0.05}), progress=False).run()
+    rows = [r for r in recs if r["kind"] == "client" and r["client"] != "server"]
+    for r in rows:  # λ = target / mean_k |g_k|² of the round's first step (up to the float32 → float64 of g)
+        assert r["lam"] > 0 and all(f"gsq/{n}" in r for n in ("accuracy", "code_accuracy") if f"w/{n}" in r)
+    fixed = Run(moa_config(tiny_dir, rounds=1, num_clients=3, fedmoa={"lam_rule": "fixed", "lam": 0.01}),
+                progress=False).run()
+    assert {r["lam"] for r in fixed if r["kind"] == "client" and r["client"] != "server"} == {0.01}
+    assert analysis.weight_moves(recs)[0]["w_move"] >= 0
+
+
+# --- the paper's lr schedule, validation and the best round ------------------------------------------------------
+
+
+def test_cosine_schedule_decays_over_rounds_times_local_steps():
+    local = LocalSettings(local_steps=2, learning_rate=2e-5, lr_schedule="cosine", rounds=3)  # S = 6 steps
+    lrs = [scheduled_lr(local, r, s) for r in (1, 2, 3) for s in (0, 1)]
+    expected = [2e-5 * 0.5 * (1 + math.cos(math.pi * k / 6)) for k in range(6)]
+    np.testing.assert_allclose(lrs, expected)
+    assert scheduled_lr(LocalSettings(learning_rate=1e-3), 5, 1) == 1e-3  # constant
+    assert RunConfig().replace(lr_schedule="cosine", rounds=3).local_settings().rounds == 3
+
+
+def test_validation_split_scores_every_round_and_the_best_round_is_reported(tiny_dir):
+    cfg = moa_config(tiny_dir, rounds=2, num_clients=3, n_aux=9, local_steps=1)
+    run = Run(cfg, progress=False)
+    recs = run.run()
+    val = run.world.val_by_family
+    assert {f: len(d) for f, d in val.items()} == {"math": 3, "gsm": 3, "code": 3}
+    for f in val:  # validation rows are held out and disjoint from the test rows
+        assert not set(val[f]["prompt"]) & set(run.world.test_by_family[f]["prompt"])
+    server = analysis.server_records(recs)
+    assert all("val_accuracy" in r and "val/code/pass@1" in r for r in server)
+    summ = analysis.summary(recs)
+    best = max(server, key=lambda r: (r["val_accuracy"], -r["round"]))
+    assert summ["best_round"] == best["round"] and summ["best/global_accuracy"] == best["global_accuracy"]
+    assert summ["global_accuracy"] == server[-1]["global_accuracy"]
+
+
+def test_best_record_takes_the_earliest_of_ties():
+    recs = [{"kind": "client", "client": "server", "round": r, "val_accuracy": v, "global_accuracy": a,
+             "aggregated_reward": 0.5, "length": 3.0} for r, v, a in ((1, 0.2, 0.1), (2, 0.4, 0.3), (3, 0.4, 0.5))]
+    assert analysis.best_record(recs)["round"] == 2
+    assert analysis.summary(recs)["best/global_accuracy"] == 0.3 and analysis.summary(recs)["global_accuracy"] == 0.5
+    rows = [dict(setting="heter+heter", variant=v, seed=s, global_accuracy=a, aggregated_reward=0.5)
+            for v, s, a in (("FedMOA", 0, 0.3), ("FedAvg-GRPO", 0, 0.2), ("FedMOA", 1, 0.2), ("FedAvg-GRPO", 1, 0.25))]
+    claim = analysis.paired_claims(rows)[0]
+    assert claim["differences"] == pytest.approx([0.1, -0.05]) and claim["verdict"] == "mixed"
+    assert analysis.paired_claims(rows[:2])[0]["verdict"] == "one seed only: no verdict"
+    assert analysis.paired_claims(rows)[2]["verdict"] == "not run" and analysis.paired_claims(rows)[2]["std"] is None
+    worse = [dict(r, global_accuracy=0.1) if r["variant"] == "FedMOA" else r for r in rows]
+    assert analysis.paired_claims(worse)[0]["verdict"] == "does not hold"
+    better = [dict(r, global_accuracy=0.9) if r["variant"] == "FedMOA" else r for r in rows]
+    assert analysis.paired_claims(better)[0]["verdict"] == "holds"
+
+
+# --- presets and old configs -------------------------------------------------------------------------------------
+
+
+def test_presets_follow_the_paper():
+    paper = setting_config("paper", "heter+heter")
+    assert (paper.base, paper.num_clients, paper.rounds, paper.num_generations) == (
+        "Qwen/Qwen2.5-1.5B-Instruct", 15, 3, 16)
+    assert paper.prompts_per_step * paper.num_generations == 128 and paper.max_new_tokens == 1024
+    assert (paper.learning_rate, paper.lr_schedule, paper.world) == (2e-5, "cosine", "real-families")
+    assert (paper.fedmoa.lam, paper.fedmoa.lam_rule, paper.fedmoa.eps) == (0.01, "fixed", 1e-6)
+    homo = setting_config("paper", "homo+heter", homo_family="gsm")
+    assert (homo.num_clients, homo.world) == (10, "real-families:gsm")
+    cpu = setting_config("cpu", "heter+heter", "FedAvg-GRPO", seed=2)
+    assert (cpu.num_clients, cpu.n_test // 3, cpu.seed, cpu.fedmoa.label()) == (15, 200, 2, "FedAvg-GRPO")
+    assert cpu.prompts_per_step * cpu.num_generations == 128
+    quick = setting_config("quick", "heter+heter")
+    assert quick.num_clients == 6 and quick.rounds * quick.local_steps < cpu.rounds * cpu.local_steps
+    with pytest.raises(ValueError, match="scale"):
+        setting_config("huge", "heter+heter")
+
+
+def test_an_old_fedmoa_config_keeps_its_behaviour():
+    old = {"method": "fedmoa", "num_clients": 3, "world": "families", "fedmoa": {"reset_weights": True, "lam": 0.1,
+                                                                              "normalise": True}}
+    cfg = RunConfig.from_dict(old)
+    assert (cfg.fedmoa.round_start, cfg.fedmoa.init_weights, cfg.fedmoa.lam_rule, cfg.fedmoa.hyper_grad,
+            cfg.fedmoa.validate) == ("uniform", "uniform", "fixed", "shared", False)
+    kept = migrate({**old, "fedmoa": {"reset_weights": False}})["fedmoa"]
+    assert kept["round_start"] == "broadcast"
+    with pytest.raises(ValueError, match=r"fedmoa\.reset_weights"):
+        migrate({**old, "fedmoa": {"reset_weights": "yes"}})
+    # the round's weights: uniform every round, or resumed, as before
+    assert algorithm.initial_weights(["a", "b"]) == [0.5, 0.5]
+
+
+# --- the real datasets' families (offline, on local fixtures) -----------------------------------------------------
+
+
+def test_real_families_world_from_local_copies(tmp_path, monkeypatch):
+    import datasets
+
+    from test_worlds import gsm8k_rows, humaneval_rows, write_jsonl
+
+    from fedrl_kit.world.registry import build_world, check_dataset_available
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    math_rows = lambda p, n: [{"problem": f"{p} {i}: 2+{i}?", "solution": rf"$\boxed{{{i + 2}}}$",  # noqa: E731
+                               "level": "Level 1", "type": "Algebra"} for i in range(n)]
+    mbpp_rows = lambda p, n: [{"task_id": i, "text": f"{p} {i}: add {i}", "code": "",  # noqa: E731
+                               "test_list": [f"assert f({i}) == {2 * i}"], "test_setup_code": ""} for i in range(n)]
+    write_jsonl(tmp_path / "math" / "train.jsonl", math_rows("train", 30))
+    write_jsonl(tmp_path / "math" / "test.jsonl", math_rows("test", 16))
+    write_jsonl(tmp_path / "gsm8k" / "train.jsonl", gsm8k_rows("train", 30))
+    write_jsonl(tmp_path / "gsm8k" / "test.jsonl", gsm8k_rows("test", 16))
+    write_jsonl(tmp_path / "mbpp" / "train.jsonl", mbpp_rows("train", 8))
+    write_jsonl(tmp_path / "mbpp" / "test.jsonl", mbpp_rows("test", 12))
+    write_jsonl(tmp_path / "humaneval" / "test.jsonl", humaneval_rows(7))
+    cfg = setting_config("paper", "heter+heter", dataset=str(tmp_path), n_train=60, n_test=30, n_aux=9)
+    check_dataset_available(cfg.world, cfg.dataset)
+    world = build_world(cfg)
+    assert {f: len(d) for f, d in world.train.items()} == {"math": 20, "gsm": 20, "code": 8}  # MBPP: all it has
+    assert {f: len(d) for f, d in world.test_by_family.items()} == {"math": 10, "gsm": 10, "code": 7}  # HumanEval
+    assert {f: len(d) for f, d in world.val_by_family.items()} == {"math": 3, "gsm": 3, "code": 3}
+    assert all(p.startswith("test") for p in world.val_by_family["code"]["prompt"])  # MBPP's held-out split
+    assert world.accuracy_by_family == {"math": "math_accuracy", "gsm": "math_accuracy", "code": "humaneval_accuracy"}
+    from fedrl_kit.rewards import REWARDS
+
+    he = world.test_by_family["code"][0]
+    k = int(he["answer"].rsplit("check(f_", 1)[1].split(")")[0])
+    good = f"    return x + {k}\n"
+    mb = world.val_by_family["code"][0]
+    vals = REWARDS["real_family_accuracy"]([he["prompt"], mb["prompt"], "q"], [good, "no", r"\boxed{7}"],
+                                           answer=[he["answer"], mb["answer"], "7"])
+    assert vals == [1.0, 0.0, 1.0]
