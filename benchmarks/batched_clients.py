@@ -12,7 +12,8 @@ checks, aggregation — the same code path a run takes.
 
 Per K: one untimed warm-up round per mode (it creates the clients' adapters), then ``--repetitions``
 measurements alternating the order of the two modes; we report medians and ``speedup = sequential /
-lockstep``.
+lockstep``, in wall time and in the process's CPU time (``time.process_time``: on a machine that other jobs
+share, the CPU time a round used is steadier than its wall time).
 
 Run (single-threaded, as the numbers in docs/performance.md were taken)::
 
@@ -71,36 +72,43 @@ def main(argv=None) -> int:
             modes[mode] = run
         start = {k: v.copy() for k, v in modes["sequential"].server.global_state.items()}
 
-        def one_round(mode: str) -> tuple[float, dict]:
+        def one_round(mode: str) -> tuple[float, float, dict]:
             server = modes[mode].server
             server.global_state = {k: v.copy() for k, v in start.items()}
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             out = run_round(server, 1)
-            return time.perf_counter() - t0, out
+            return time.perf_counter() - t0, time.process_time() - c0, out
 
-        replies = {m: one_round(m)[1] for m in modes}  # warm-up: adapters created, caches filled
-        times = {m: [] for m in modes}
+        replies = {m: one_round(m)[2] for m in modes}  # warm-up: adapters created, caches filled
+        times, cpu = {m: [] for m in modes}, {m: [] for m in modes}
         for rep in range(args.repetitions):
             for mode in (list(modes) if rep % 2 == 0 else list(modes)[::-1]):
-                times[mode].append(one_round(mode)[0])
+                wall, used, _ = one_round(mode)
+                times[mode].append(wall)
+                cpu[mode].append(used)
             print(f"K={K:>2} rep {rep + 1}/{args.repetitions}: "
-                  + "  ".join(f"{m} {times[m][-1]:.2f} s" for m in modes), flush=True)
+                  + "  ".join(f"{m} {times[m][-1]:.2f} s (cpu {cpu[m][-1]:.2f} s)" for m in modes), flush=True)
         med = {m: statistics.median(t) for m, t in times.items()}
+        med_cpu = {m: statistics.median(t) for m, t in cpu.items()}
         seq_c, lock_c = replies["sequential"]["clients"], replies["lockstep"]["clients"]
         same = sorted(seq_c) == sorted(lock_c) and all(seq_c[c]["reward_mean"] == lock_c[c]["reward_mean"]
                                                       for c in seq_c)
         runs.append(dict(clients=K, seconds=times, median_s=med, speedup=med["sequential"] / med["lockstep"],
+                         cpu_seconds=cpu, median_cpu_s=med_cpu,
+                         cpu_speedup=med_cpu["sequential"] / med_cpu["lockstep"],
                          client_steps_per_s={m: K * args.local_steps / med[m] for m in modes},
                          same_rewards=same, failed={m: replies[m]["failed"] for m in modes}))
         print(f"K={K:>2}: sequential {med['sequential']:.2f} s, lockstep {med['lockstep']:.2f} s, "
-              f"speedup {runs[-1]['speedup']:.2f}x, same rewards: {same}", flush=True)
+              f"speedup {runs[-1]['speedup']:.2f}x (cpu time {runs[-1]['cpu_speedup']:.2f}x), same rewards: {same}",
+              flush=True)
 
     settings = dict(vars(args), method="fedavg_grpo", preset="quick", base="data/base", prompts_per_step=8,
                     num_generations=8, max_new_tokens=20, num_iterations=2, lora_rank=8,
                     torch_threads=torch.get_num_threads(), loadavg_1min=os.getloadavg()[0])
     summary = {f"K={r['clients']}": dict(sequential_s=round(r["median_s"]["sequential"], 3),
                                           lockstep_s=round(r["median_s"]["lockstep"], 3),
-                                          speedup=round(r["speedup"], 3), same_rewards=r["same_rewards"])
+                                          speedup=round(r["speedup"], 3), cpu_speedup=round(r["cpu_speedup"], 3),
+                                          same_rewards=r["same_rewards"])
                for r in runs}
     save_result(args.out, "batched_clients", argv, settings, runs, summary)
     return 0
