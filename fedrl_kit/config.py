@@ -33,6 +33,8 @@ METHODS = ("fedavg_grpo", "fedprox_grpo", "central_grpo", "zero_shot", "pubswap_
            "fedgrpo", "fedpetuning_sft", "dpsda_grpo", "dpsda_sft", "fedmoa")
 PUBSWAP_METHODS = ("pubswap_random", "pubswap_balanced")
 PRESETS = ("quick", "full", *PAPER_PRESETS)
+CLIENT_BATCHING = ("sequential", "lockstep")
+LOCKSTEP_METHODS = ("fedavg_grpo", "fedprox_grpo")  # methods whose clients can step in lockstep
 
 
 @dataclass
@@ -113,6 +115,10 @@ class RunConfig:
     (streamed to disk, never held in memory; large for a real model)"""
     reset_optimizer: bool = True
     """fresh optimiser state each round (PubSwap §4); False keeps each client's Adam moments"""
+    client_batching: str = "sequential"
+    """how the in-process runtime runs the clients of a round: "sequential" (one after another) or "lockstep" (all
+    clients' rollouts in one generate and their GRPO steps in one forward/backward, each row with its client's
+    adapter; fedavg_grpo and fedprox_grpo, HF rollouts; see fedrl_kit.federation.lockstep)"""
 
     # -- GRPO (TRL's names) ----------------------------------------------------------------------
     learning_rate: float = 2e-3
@@ -222,6 +228,10 @@ class RunConfig:
         need(2 <= self.num_generations <= 256, "num_generations", "in [2, 256] (GRPO needs a group)")
         need(self.aggregator in ("fedavg", "fedit", "median", "trimmed_mean"), "aggregator",
              "fedavg, fedit, median or trimmed_mean")
+        need(self.client_batching in CLIENT_BATCHING, "client_batching", f"one of {CLIENT_BATCHING}")
+        need(self.client_batching == "sequential" or (self.method in LOCKSTEP_METHODS and self.rollout_backend == "hf"),
+             "client_batching", f'"sequential" for method {self.method!r} with rollout_backend '
+             f'{self.rollout_backend!r} ("lockstep" runs {LOCKSTEP_METHODS} with rollout_backend "hf")')
         need(isinstance(self.trace_drift, bool), "trace_drift", "true or false")
         need(not self.trace_tensors or self.trace_drift, "trace_tensors", "false unless trace_drift is true")
         need(0 < self.learning_rate <= 1, "learning_rate", "in (0, 1]")

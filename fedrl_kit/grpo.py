@@ -210,11 +210,16 @@ def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, setti
             on_first_grad(params)
         torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)
         optimizer.step()
+    return step_summary(diags, rewards, G, mask)
+
+
+def step_summary(diags: list[dict], rewards: torch.Tensor, num_generations: int, mask: torch.Tensor) -> dict:
+    """A GRPO step's diagnostics: the mean of its micro-batches' loss diagnostics and the batch's reward stats."""
     out = {k: sum(d[k] for d in diags) / len(diags) for k in diags[0]}
     out.update(
         reward_mean=rewards.mean().item(),
         reward_std=rewards.std().item() if rewards.numel() > 1 else 0.0,
-        frac_zero_std=zero_variance_fraction(rewards, G),
+        frac_zero_std=zero_variance_fraction(rewards, num_generations),
         completion_length=mask.sum(dim=1).float().mean().item(),
     )
     return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from transformers import LogitsProcessorList
 
 from fedrl_kit.tags import SYSTEM_PROMPT
 
@@ -71,6 +72,7 @@ def generate(
     temperature: float = 1.0,
     seed: int | None = None,
     chat: bool = False,
+    sampler=None,
 ) -> Rollouts:
     """Sample G = ``num_generations`` completions for each prompt with the model's active adapter.
 
@@ -83,6 +85,9 @@ def generate(
         temperature: sampling temperature; 0 means greedy decoding.
         seed: seeds torch's generator for a reproducible batch.
         chat: wrap prompts in the chat template (real chat models).
+        sampler: a logits processor that draws each row's token itself and returns scores whose argmax is
+            that token (:class:`fedrl_kit.policy.batched.GroupSampler`: one random stream per client in a
+            lockstep batch); ``generate`` then decodes greedily. None: HF's sampling from torch's global stream.
 
     Returns:
         :class:`Rollouts` with N = B·G rows, prompt-major (rows g·… of prompt b are contiguous).
@@ -97,6 +102,8 @@ def generate(
     enc = tokenizer(render_prompts(tokenizer, repeated, chat), return_tensors="pt", padding=True, add_special_tokens=False)
     prompt_ids, prompt_mask = enc["input_ids"].to(device), enc["attention_mask"].to(device)  # [N, P]
     sampling = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0) if temperature > 0 else dict(do_sample=False)
+    if sampler is not None:
+        sampling = dict(do_sample=False, logits_processor=LogitsProcessorList([sampler]))
     was_training = model.training
     model.eval()
     out = model.generate(

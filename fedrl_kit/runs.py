@@ -224,6 +224,9 @@ class Run:
             raise ValueError(f"runtime must be one of {tuple(self.RUNTIMES)} or a callable, got {runtime!r}")
         self.runtime_kind = runtime
         self.config = config.validate()
+        if self.config.client_batching == "lockstep" and runtime != "inprocess":
+            raise ValueError(f'client_batching "lockstep" needs the in-process runtime, not {runtime!r} (Flower and '
+                             'the serialising runtime run clients one by one: use "sequential")')
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.progress = progress
         self.records: list[dict] = []
@@ -293,6 +296,10 @@ class Run:
         start = initial_state(self.policy.model, cfg.seed)
         # every reply is checked against its declared format (the adapter against this one's names and shapes)
         make = self.runtime_kind if callable(self.runtime_kind) else self.RUNTIMES[self.runtime_kind]
+        if cfg.client_batching == "lockstep":  # clients step together (fedrl_kit.federation.lockstep)
+            from fedrl_kit.federation.lockstep import LockstepRuntime
+
+            make = LockstepRuntime
         self.runtime = make(
             clients, faults=faults, timeout=cfg.client_timeout, replies={**REPLIES, **self.spec.replies},
             expect={"adapter": adapter_spec(start), "num_generations": cfg.num_generations})

@@ -10,6 +10,11 @@ PubSwap paper §3.3–3.4 ("Local GRPO") and eq. 5 (FedProx); one round:
 3. clients send back their factors (A^(n), B^(n))                           → ``fit_result``
 4. the server aggregates: FedAvg weighted by examples, or FedIT (eq. 4)      → ``aggregate``
 
+Step 2 runs the clients one after another (``client_batching="sequential"``, the default) or all together
+(``"lockstep"``: one generate and one forward/backward per local step over every client's rows, each row
+with its own client's adapter; :mod:`fedrl_kit.federation.lockstep`). Both give each client its own batches,
+sampling stream, rewards, clipping and optimiser, and the same replies.
+
 A client that raises is dropped for the round (its failure is in the metrics); if every
 client fails, the global adapter is kept unchanged.
 

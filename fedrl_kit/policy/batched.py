@@ -1,0 +1,273 @@
+"""Lockstep clients: K clients' LoRA adapters in one generate and one forward/backward (per-row adapters).
+
+The K clients of a round share one frozen base; only their LoRA factors differ. Instead of K passes, one
+after the other, the clients' rows are concatenated, client after client, and every LoRA layer adds to row i
+the update of the adapter that row belongs to::
+
+    y_i = W_0 x_i + (alpha / r) · B_k A_k x_i        for the rows i of client k        (PubSwap eq. 3)
+
+:func:`per_row_adapters` does this by giving each peft LoRA ``Linear`` a forward over contiguous row groups
+(a view per client, no gather): the base matmul runs once over all rows, each adapter's two small matmuls on
+its own rows. Client k's factors therefore receive gradients from client k's rows only, and the sum of the K
+clients' losses backpropagates to each client exactly the gradient of its own loss (the rows never mix: a
+transformer attends within a row). peft's own mixed-adapter batches (``adapter_names=``) do the same for
+inference only (it refuses a model in training mode) and rebuild the row index lists in every layer.
+
+Sampling keeps the sequential mode's random streams. In sequential mode client k seeds torch's global
+generator with its rollout seed and HF ``generate`` draws ``torch.multinomial`` over its own rows at every
+token. :class:`GroupSampler` draws the very same way, from one generator per client seeded with that same
+seed, over that client's rows of the lockstep batch; ``generate`` then decodes greedily from the drawn token.
+So given equal next-token probabilities each client samples exactly the completions it samples alone (a test
+checks it token for token at K = 1). The probabilities of one row in a batch of K·N rows can differ from
+those in a batch of N in the last bits (the matmuls are blocked differently, prompts are padded to the
+longest of all clients); a draw that falls within that distance of a boundary picks the neighbouring token.
+
+:func:`grpo_step_lockstep` is :func:`fedrl_kit.grpo.grpo_step` for K clients at once: the same advantages,
+π_old reuse, π_ref pass, micro-batches (``micro_batch_size`` rows *per client*), loss weighting, gradient
+clipping and optimiser step — per client, on its own parameters and optimiser — with one forward and one
+backward per micro-batch for all clients.
+"""
+
+from __future__ import annotations
+
+import functools
+from contextlib import contextmanager
+
+import torch
+import torch.nn.functional as F
+from peft.tuners.lora.layer import Linear as LoraLinear
+from peft.tuners.lora.layer import LoraLayer
+
+from fedrl_kit.grpo import GRPOSettings, group_advantages, grpo_loss, step_summary
+from fedrl_kit.rollout import Rollouts, generate, per_token_logps
+
+Groups = list[tuple[str, int, int]]
+"""(adapter name, first row, one past the last row) per client, contiguous and in row order"""
+
+
+def row_groups(names: list[str], sizes: list[int]) -> Groups:
+    """Contiguous row groups for clients ``names`` with ``sizes`` rows each, in that order."""
+    bounds, start = [], 0
+    for name, n in zip(names, sizes):
+        bounds.append((name, start, start + n))
+        start += n
+    return bounds
+
+
+def _grouped_lora_forward(layer: LoraLinear, groups: Groups, x: torch.Tensor, *args, **kwargs) -> torch.Tensor:
+    """peft's ``lora.Linear.forward`` with client k's adapter on client k's rows (x: [N, ..., d])."""
+    result = layer.base_layer(x, *args, **kwargs)  # [N, ..., m]
+    if layer.disable_adapters:  # π_ref under peft's disable_adapter(): the base alone, as peft does
+        return result
+    if x.shape[0] != groups[-1][2]:
+        raise ValueError(f"per-row adapters expect {groups[-1][2]} rows, got a batch of {x.shape[0]}")
+    dtype = result.dtype
+    sizes = {stop - start for _, start, stop in groups}
+    if len(groups) > 1 and len(sizes) == 1 and len({layer.scaling[n] for n, _, _ in groups}) == 1 and \
+            all(isinstance(layer.lora_dropout[n], torch.nn.Identity) for n, _, _ in groups):
+        # equal groups: two batched matmuls over the K stacked adapters instead of a loop over them
+        K, names = len(groups), [n for n, _, _ in groups]
+        A = torch.stack([layer.lora_A[n].weight for n in names])  # [K, r, d]
+        B = torch.stack([layer.lora_B[n].weight for n in names])  # [K, m, r]
+        xk = layer._cast_input_dtype(x, A.dtype).reshape(K, -1, x.shape[-1])  # [K, n_k·…, d]
+        delta = torch.bmm(torch.bmm(xk, A.transpose(1, 2)), B.transpose(1, 2)) * layer.scaling[names[0]]  # [K, n_k·…, m]
+        return (result + delta.reshape(result.shape)).to(dtype)  # [N, ..., m]
+    deltas = []
+    for name, start, stop in groups:
+        a, b = layer.lora_A[name], layer.lora_B[name]
+        xk = layer._cast_input_dtype(x[start:stop], a.weight.dtype)  # [n_k, ..., d]
+        deltas.append(b(a(layer.lora_dropout[name](xk))) * layer.scaling[name])  # [n_k, ..., m]
+    return (result + torch.cat(deltas, dim=0)).to(dtype)  # [N, ..., m]
+
+
+@contextmanager
+def per_row_adapters(model, groups: Groups):
+    """Within this context every LoRA layer of ``model`` applies adapter k to the rows of group k.
+
+    Args:
+        model: the peft-wrapped policy model (plain LoRA on ``Linear``/``Conv1D`` layers; no DoRA, not merged).
+        groups: :data:`Groups`, covering the batch's rows 0..N−1 contiguously.
+
+    Raises:
+        ValueError: on groups that do not tile the rows, an adapter the model lacks, or a LoRA layer kind
+            this path does not handle.
+    """
+    if not groups or groups[0][1] != 0 or any(g[2] != h[1] for g, h in zip(groups, groups[1:])) or \
+            any(stop <= start for _, start, stop in groups):
+        raise ValueError(f"row groups must tile the rows contiguously from 0, got {groups}")
+    layers = [m for m in model.modules() if isinstance(m, LoraLayer)]
+    for layer in layers:
+        if type(layer) is not LoraLinear or layer.merged or layer.lora_variant or "forward" in vars(layer):
+            raise ValueError(f"per-row adapters handle plain, unmerged LoRA on linear layers; {type(layer).__name__} "
+                             "is not one")
+        missing = {name for name, _, _ in groups} - set(layer.lora_A)
+        if missing:
+            raise ValueError(f"no adapter {sorted(missing)} in the model")
+    try:
+        for layer in layers:
+            layer.forward = functools.partial(_grouped_lora_forward, layer, groups)
+        yield
+    finally:
+        for layer in layers:
+            vars(layer).pop("forward", None)
+
+
+class GroupSampler:
+    """A logits processor for ``generate``: each client's rows sampled from that client's own generator.
+
+    It does what HF's multinomial sampling does (scores / temperature, softmax, ``torch.multinomial`` with one
+    draw per row), per group with the group's generator, and returns scores that are 0 at the drawn token and
+    −inf elsewhere, so greedy decoding keeps the draw.
+    """
+
+    def __init__(self, groups: Groups, seeds: list[int], temperature: float, device):
+        if temperature <= 0:
+            raise ValueError(f"lockstep sampling needs temperature > 0, got {temperature}")
+        self.groups, self.temperature = groups, temperature
+        self.generators = [torch.Generator(device=device).manual_seed(int(s)) for s in seeds]
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        if self.temperature != 1.0:  # HF adds its temperature warper only then
+            scores = scores / self.temperature  # [N, V]
+        probs = torch.softmax(scores, dim=-1)  # [N, V]
+        tokens = torch.cat([torch.multinomial(probs[start:stop], num_samples=1, generator=g)
+                            for (_, start, stop), g in zip(self.groups, self.generators)])  # [N, 1]
+        return torch.full_like(scores, float("-inf")).scatter_(1, tokens, 0.0)  # [N, V]
+
+
+def generate_lockstep(policy, prompts: dict[str, list[str]], num_generations: int, seeds: dict[str, int],
+                      temperature: float | None = None) -> dict[str, Rollouts]:
+    """G completions per prompt for every adapter in ``prompts``, in one ``generate`` over all rows.
+
+    Args:
+        policy: the shared :class:`~fedrl_kit.policy.engine.Policy` (HF generation).
+        prompts: adapter name → its B_k raw prompts.
+        num_generations: G.
+        seeds: adapter name → its sampling seed (what ``Policy.rollout`` would get in sequential mode).
+        temperature: rollout temperature (default: the policy's).
+
+    Returns:
+        Adapter name → :class:`Rollouts` laid out as ``Policy.rollout`` lays them out for that adapter alone
+        (its own prompt padding, its own completion length).
+    """
+    names = list(prompts)
+    t = policy.temperature if temperature is None else temperature
+    groups = row_groups(names, [len(prompts[a]) * num_generations for a in names])
+    device = next(policy.model.parameters()).device
+    sampler = GroupSampler(groups, [seeds[a] for a in names], t, device)
+    with per_row_adapters(policy.model, groups):
+        every = generate(policy.model, policy.tokenizer, [p for a in names for p in prompts[a]], num_generations,
+                         policy.max_new_tokens, t, None, policy.chat, sampler=sampler)
+    return {name: trim(every.select(range(start, stop))) for name, start, stop in groups}
+
+
+def trim(r: Rollouts) -> Rollouts:
+    """Drop the prompt columns that are padding in every row and the completion columns after every row ended."""
+    P = max(1, int(r.prompt_mask.sum(dim=1).max()))
+    T = max(1, int(r.completion_mask.sum(dim=1).max()))
+    return Rollouts(r.prompt_ids[:, -P:], r.prompt_mask[:, -P:], r.completion_ids[:, :T], r.completion_mask[:, :T],
+                    r.prompts, r.completions, r.num_generations)
+
+
+def concat_rollouts(parts: list[Rollouts], pad_token_id: int) -> Rollouts:
+    """Rows of several rollouts in one batch: prompts left-padded, completions right-padded to the longest."""
+    P = max(r.prompt_ids.shape[1] for r in parts)
+    T = max(r.completion_ids.shape[1] for r in parts)
+
+    def left(x, value):
+        return F.pad(x, (P - x.shape[1], 0), value=value)
+
+    def right(x, value):
+        return F.pad(x, (0, T - x.shape[1]), value=value)
+
+    return Rollouts(
+        torch.cat([left(r.prompt_ids, pad_token_id) for r in parts]),  # [ΣN, P]
+        torch.cat([left(r.prompt_mask, 0) for r in parts]),  # [ΣN, P]
+        torch.cat([right(r.completion_ids, pad_token_id) for r in parts]),  # [ΣN, T]
+        torch.cat([right(r.completion_mask, 0) for r in parts]),  # [ΣN, T]
+        [p for r in parts for p in r.prompts], [c for r in parts for c in r.completions], parts[0].num_generations,
+    )
+
+
+def lockstep_logps(model, names: list[str], parts: list[Rollouts], temperature: float,
+                   pad_token_id: int) -> list[torch.Tensor]:
+    """Each client's [N_k, T_k] per-token log-probs under its own adapter, from one forward over all rows."""
+    groups = row_groups(names, [len(r) for r in parts])
+    with per_row_adapters(model, groups):
+        logps = per_token_logps(model, concat_rollouts(parts, pad_token_id), temperature)  # [ΣN, T]
+    return [logps[start:stop, :r.completion_ids.shape[1]] for (_, start, stop), r in zip(groups, parts)]
+
+
+def grpo_step_lockstep(model, names: list[str], optimizers: list, rollouts: list[Rollouts],
+                       rewards: list[torch.Tensor], settings: GRPOSettings, pad_token_id: int, ref_model_ctx=None,
+                       extra_losses: list | None = None, on_first_grads: list | None = None) -> list[dict]:
+    """One GRPO step of K clients at once: :func:`fedrl_kit.grpo.grpo_step` per client, one pass for all.
+
+    Args:
+        model: the peft-wrapped policy holding the K adapters ``names`` (their parameters require grad).
+        names: the K adapter names, in row order.
+        optimizers: the K clients' optimisers, each over its own adapter's parameters.
+        rollouts: the K clients' rollouts (N_k = B_k·G rows each).
+        rewards: the K clients' [N_k] scalar rewards.
+        settings: :class:`~fedrl_kit.grpo.GRPOSettings` shared by the clients.
+        pad_token_id: the tokenizer's pad id (fills the rows to a common length).
+        ref_model_ctx: as in ``grpo_step`` (needed when beta > 0).
+        extra_losses: per client, None or a zero-argument callable added to its loss (FedProx).
+        on_first_grads: per client, None or a callable given its parameters after the first epoch's backward.
+
+    Returns:
+        Per client, the diagnostics ``grpo_step`` returns for it.
+    """
+    K = len(names)
+    extra_losses = extra_losses or [None] * K
+    on_first_grads = on_first_grads or [None] * K
+    G = rollouts[0].num_generations
+    masks = [r.completion_mask for r in rollouts]  # K × [N_k, T_k]
+    advantages = [group_advantages(rw, G, settings.scale_rewards) for rw in rewards]  # K × [N_k]
+    n = [len(r) for r in rollouts]
+    mb = settings.micro_batch_size
+    # micro-batch j holds rows [j·mb, (j+1)·mb) of every client that has them (grpo_step's split, per client)
+    chunks = [[(k, range(s, min(n[k], s + mb))) for k in range(K) if s < n[k]] for s in range(0, max(n), mb)]
+    old_logps = [torch.zeros_like(m, dtype=torch.float32) for m in masks]  # K × [N_k, T_k] filled in epoch 0
+    ref_logps = [None] * K
+    if settings.beta > 0:
+        if ref_model_ctx is None:
+            raise ValueError("beta > 0 needs ref_model_ctx (the policy with its adapter disabled)")
+        with torch.no_grad(), ref_model_ctx():
+            every = per_token_logps(model, concat_rollouts(rollouts, pad_token_id), settings.temperature, mb)
+        bounds = row_groups(names, n)
+        ref_logps = [every[s:e, :m.shape[1]] for (_, s, e), m in zip(bounds, masks)]  # K × [N_k, T_k]
+    params = [[p for g in opt.param_groups for p in g["params"]] for opt in optimizers]
+    for p in (p for ps in params for p in ps):  # peft re-freezes all but its active adapter after disable_adapter()
+        p.requires_grad_(True)
+    model.train()
+    diags: list[list[dict]] = [[] for _ in range(K)]
+    n_tok_total = [m.sum().clamp(min=1) for m in masks]
+    for epoch in range(settings.num_iterations):
+        for opt in optimizers:
+            opt.zero_grad()
+        for chunk in chunks:
+            parts = [rollouts[k].select(rows) if mb < n[k] else rollouts[k] for k, rows in chunk]
+            logps = lockstep_logps(model, [names[k] for k, _ in chunk], parts, settings.temperature, pad_token_id)
+            total = 0.0
+            for (k, rows), lp in zip(chunk, logps):
+                sl = slice(rows.start, rows.stop)
+                if epoch == 0:
+                    old_logps[k][sl] = lp.detach()
+                loss, diag = grpo_loss(lp, old_logps[k][sl], advantages[k][sl], masks[k][sl], settings.epsilon,
+                                       settings.epsilon_high, settings.beta,
+                                       None if ref_logps[k] is None else ref_logps[k][sl], settings.loss_type)
+                share = (masks[k][sl].sum() / n_tok_total[k]) if settings.loss_type == "token-mean" \
+                    else (len(rows) / n[k])
+                total = total + loss * share  # client k's loss reaches only client k's factors
+                diag["loss"] = loss.item()
+                diags[k].append(diag)
+            total.backward()
+        for k in range(K):
+            if extra_losses[k] is not None:
+                extra_losses[k]().backward()
+            if epoch == 0 and on_first_grads[k] is not None:
+                on_first_grads[k](params[k])
+            torch.nn.utils.clip_grad_norm_(params[k], settings.max_grad_norm)
+            optimizers[k].step()
+    return [step_summary(diags[k], rewards[k], G, masks[k]) for k in range(K)]
