@@ -604,3 +604,38 @@ def test_grpo_evaluator_answer_probability_is_its_sampled_answer_share(tiny_dir)
     p = client.answer_probabilities(["5+7=", "5+7=", "2+2="], ["12", "7", "4"])
     assert np.all((p >= 0) & (p <= 1)) and np.allclose(p * 3, np.round(p * 3))  # shares of 3 samples
     np.testing.assert_array_equal(p, client.answer_probabilities(["5+7=", "5+7=", "2+2="], ["12", "7", "4"]))
+
+
+# ---------------------------------------------------------------- the server's update: LoRA or full fine-tuning
+
+
+@pytest.mark.parametrize("update", ["lora", "full"])
+def test_full_fine_tuning_moves_the_base_weights_and_lora_only_the_adapter(tiny_dir, update):
+    run = Run(fg_config(tiny_dir, rounds=1, fedgrpo={"server_update": update}), progress=False).build()
+    base0, lora0 = algorithm.base_weights(run.policy.model), run.policy.get_state(GLOBAL)
+    evaluators = run.clients["client_0"].policy
+    assert (evaluators is run.policy) == (update == "lora")  # full: the evaluators keep their own model
+    run.run()
+    base1, lora1 = algorithm.base_weights(run.policy.model), run.policy.get_state(GLOBAL)
+    base_moved = any(not torch.equal(base0[n], base1[n]) for n in base0)
+    lora_moved = any(not np.array_equal(lora0[k], lora1[k]) for k in lora0)
+    assert (base_moved, lora_moved) == ((True, False) if update == "full" else (False, True))
+    if update == "full":  # the evaluators' copy of the base is the untrained one
+        copy0 = algorithm.base_weights(evaluators.model)
+        assert all(torch.equal(base0[n], copy0[n]) for n in base0)
+        assert not any(p.requires_grad for n, p in run.policy.model.named_parameters() if "lora_" not in n)
+
+
+def test_full_fine_tuning_needs_no_kl_and_resumes_exactly(tiny_dir, tmp_path):
+    with pytest.raises(ValueError, match=r"fedgrpo\.server_update must be 'lora' when beta > 0"):
+        fg_config(tiny_dir, beta=0.01, fedgrpo={"server_update": "full"})
+    cfg = fg_config(tiny_dir, rounds=2, fedgrpo={"server_update": "full"})
+    whole = Run(cfg, tmp_path / "whole", progress=False)
+    whole.run()
+    with pytest.raises(Interrupted):
+        Run(cfg, tmp_path / "cut", progress=False).run(stop_after=1)
+    resumed = Run(cfg, tmp_path / "cut", progress=False)
+    resumed.run()
+    a, b = algorithm.base_weights(whole.policy.model), algorithm.base_weights(resumed.policy.model)
+    assert all(torch.equal(a[n], b[n]) for n in a)
+    assert _strip(load_records(tmp_path / "whole")) == _strip(load_records(tmp_path / "cut"))

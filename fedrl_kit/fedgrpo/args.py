@@ -17,6 +17,7 @@ QUERIES = ("train", "public")
 ME_SCORES = ("probability", "agreement")
 COMPETENCE_SCORES = ("probability", "greedy")
 ENCODERS = ("policy", "minilm")
+SERVER_UPDATES = ("lora", "full")
 
 
 @dataclass
@@ -74,6 +75,9 @@ class FedGRPOArgs(Args):
     """phi: policy (the frozen base's hidden states, mean-pooled) or minilm (sentence-transformers)"""
     encoder_layer: int = 1
     """which hidden states phi pools (policy encoder): 0 = token embeddings, i = after decoder layer i, -1 = last"""
+    server_update: str = "lora"
+    """what line 21 trains of the server's policy: lora (its global LoRA adapter) or full (every base weight, as
+    the official code does below 14B; the clients' evaluators then live on a copy of the model; needs beta = 0)"""
 
     def check(self, config) -> None:
         K, n_aux = config.num_clients, config.n_aux
@@ -106,6 +110,9 @@ class FedGRPOArgs(Args):
         self.need(self.encoder in ENCODERS, "encoder", f"one of {ENCODERS}")
         self.need(-1 <= self.encoder_layer <= 1000, "encoder_layer",
                   "an integer >= -1 (0 = token embeddings, i = output of decoder layer i, -1 = last)")
+        self.need(self.server_update in SERVER_UPDATES, "server_update", f"one of {SERVER_UPDATES}")
+        self.need(self.server_update == "lora" or config.beta == 0, "server_update",
+                  f"'lora' when beta > 0 (beta = {config.beta}: the KL reference is the base, which 'full' trains)")
 
 
 EVALUATOR_TRAINING = ("sft", "grpo")
