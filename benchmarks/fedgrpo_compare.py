@@ -12,11 +12,20 @@ clients (FedGRPO's ``D_s`` since ``fedgrpo.queries="train"``; each question's ow
 ``fedgrpo.gt_fraction = 1``). ``--set fedgrpo.queries=public --set fedgrpo.gt_fraction=0.5`` gives
 the earlier setting of the stored ``benchmarks/results/fedgrpo_compare.json`` (D_s = world.public).
 
+``--no-gt`` runs the paper's Table 2 setting (§4.3, no ground truth): FedGRPO with
+``fedgrpo.mode=no_gt`` (D_s = the pool's unlabelled share; ``gt_fraction`` = 0.667 of it, the
+official code's reward-model split, trains the clients' evaluators only), GRPO-trained client
+evaluators (``evaluator.training=grpo``) and ME alone. Central-GRPO stays the labelled upper bound,
+as in the paper; Fedpetuning (``fedavg_grpo``, ``fedpetuning_sft``) and DPSDA-FL (``dpsda_*``) need the
+answers of the questions they train on and are reported as inapplicable, not run.
+
 Run::
 
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedgrpo_compare.py
+    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedgrpo_compare.py --no-gt
 
-writes ``benchmarks/results/fedgrpo_compare_pool.json`` (``--out`` to change). ``--methods``,
+writes ``benchmarks/results/fedgrpo_compare_pool.json`` (``fedgrpo_compare_nogt.json`` with ``--no-gt``;
+``--out`` to change). ``--methods``,
 ``--seeds``, ``--rounds`` narrow or widen it; ``--set section.field=value`` (as ``fedrl run --set``)
 changes a setting of every run that uses that section.
 """
@@ -44,6 +53,13 @@ from fedrl_kit.runs import Run  # noqa: E402
 SETTINGS = dict(num_clients=8, dirichlet_alpha=0.1, prompts_per_step=4, local_steps=2, eval_samples=4)
 """Shared by every method: K = 8, β = 0.1, b = 4, τ = 2 (quick preset otherwise: G = 8, lr 2e-3, …)."""
 
+NO_GT = ["fedgrpo.mode=no_gt", "fedgrpo.gt_fraction=0.667", "evaluator.training=grpo"]
+"""``--no-gt``: FedGRPO's settings for Table 2 (given before ``--set``, which can override them)."""
+
+NEEDS_LABELS = {"fedavg_grpo": "Fedpetuning+GRPO", "fedpetuning_sft": "Fedpetuning+SFT", "dpsda_grpo": "DPSDA-FL+GRPO",
+                "dpsda_sft": "DPSDA-FL+SFT"}
+"""Baselines that train on the answers of their questions: inapplicable without ground truth (paper §4.3)."""
+
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -52,12 +68,20 @@ def main(argv=None) -> dict:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--set", nargs="+", action="extend", default=[], metavar="SECTION.FIELD=VALUE",
                     help="a method setting for every run that reads its section, e.g. fedgrpo.gt_fraction=0.5")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fedgrpo_compare_pool.json"))
+    ap.add_argument("--no-gt", action="store_true",
+                    help="the no-ground-truth setting (Table 2): FedGRPO with ME only and GRPO-trained evaluators")
+    ap.add_argument("--out", default=None, help="result file (default: fedgrpo_compare_pool.json, "
+                                                "fedgrpo_compare_nogt.json with --no-gt)")
     args = ap.parse_args(argv)
-    extra = parse_set(args.set)
-    rows = []
+    if args.out is None:
+        args.out = str(ROOT / "benchmarks" / "results" / f"fedgrpo_compare_{'nogt' if args.no_gt else 'pool'}.json")
+    extra = parse_set((NO_GT if args.no_gt else []) + args.set)
+    rows, inapplicable = [], {}
     for seed in args.seeds:
         for method in args.methods:
+            if args.no_gt and method in NEEDS_LABELS:
+                inapplicable[method] = f"{NEEDS_LABELS[method]} trains on the answers, which no client holds"
+                continue
             mine = {k: v for k, v in extra.items() if k.split(".", 1)[0] in method_spec(method).sections}
             cfg = preset("quick", method=method, seed=seed, rounds=args.rounds, eval_every=args.rounds, **SETTINGS,
                          **mine)
@@ -74,10 +98,14 @@ def main(argv=None) -> dict:
                 vals = [r[key] for r in server if key in r]
                 if vals:
                     row[key] = float(np.mean(vals))
+            for key in ("evaluator_sft_loss", "evaluator_grpo_reward_first", "evaluator_grpo_reward_last"):
+                vals = [r[key] for r in recs if r["kind"] == "client" and key in r]  # the clients' θ_k, round 1
+                if vals:
+                    row[key] = float(np.mean(vals))
             rows.append(row)
             print(json.dumps(row), flush=True)
-    summary = {}
-    for method in args.methods:
+    summary = {m: dict(inapplicable=why) for m, why in inapplicable.items()}
+    for method in [m for m in args.methods if m not in inapplicable]:
         finals = [r["final_pass_at_1"] for r in rows if r["method"] == method]
         summary[method] = dict(final_pass_at_1_mean=float(np.mean(finals)), final_pass_at_1_std=float(np.std(finals)),
                                base_pass_at_1=float(np.mean([r["base_pass_at_1"] for r in rows
@@ -87,7 +115,8 @@ def main(argv=None) -> dict:
             if vals:
                 summary[method][key] = float(np.mean(vals))
     return save_result(args.out, "fedgrpo_compare", argv,
-                       dict(SETTINGS, rounds=args.rounds, seeds=args.seeds, set=args.set), rows, summary)
+                       dict(SETTINGS, rounds=args.rounds, seeds=args.seeds, no_gt=args.no_gt,
+                            set=(NO_GT if args.no_gt else []) + args.set), rows, summary)
 
 
 if __name__ == "__main__":

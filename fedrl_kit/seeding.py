@@ -22,6 +22,9 @@ name                           keys                                       what i
 ``fedgrpo/official_experts``   —                                          the official protocol's experts
 ``fedgrpo/malicious``          round, client index, step                  a liar's falsified scores
 ``fedgrpo/evaluator_init``     client index                               θ_k's LoRA init
+``fedgrpo/evaluator_batch``    client index, step                         θ_k's GRPO prompts (grpo)
+``fedgrpo/evaluator_rollout``  client index, step                         their completions
+``fedgrpo/evaluator_samples``  client index, question-set hash             θ_k's sampled answers (grpo)
 ``dpsda/histogram``            client index                               the DP noise on topic counts
 ``dpsda/questions``            client index                               the synthetic questions
 ``sft/batch``                  key, step                                  an SFT minibatch
@@ -33,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 _SWAP, _PUBLIC, _GT, _SERVER, _MALICIOUS, _SYNTH, _SFT = 10_000, 20_000, 40_000, 50_000, 60_000, 70_000, 31_337
+_EVAL = 80_000
 
 _LAYOUT = {
     # name: (keys it takes, entropy list from (seed, *keys))
@@ -48,6 +52,9 @@ _LAYOUT = {
     "fedgrpo/official_experts": (0, lambda s: [s, 0, _GT, 2]),
     "fedgrpo/malicious": (3, lambda s, r, c, t: [s, r, _MALICIOUS + c, t]),
     "fedgrpo/evaluator_init": (1, lambda s, c: [s, 0, c, 77]),
+    "fedgrpo/evaluator_batch": (2, lambda s, c, t: [s, t, _EVAL + c, 0]),
+    "fedgrpo/evaluator_rollout": (2, lambda s, c, t: [s, t, _EVAL + c, 1]),
+    "fedgrpo/evaluator_samples": (2, lambda s, c, h: [s, h, _EVAL + c, 2]),
     "dpsda/histogram": (1, lambda s, c: [s, 0, _SYNTH + c, 0]),
     "dpsda/questions": (1, lambda s, c: [s, 0, _SYNTH + c, 1]),
     "sft/batch": (2, lambda s, k, t: [s, k, _SFT, t]),

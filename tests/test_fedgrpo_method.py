@@ -24,10 +24,10 @@ from fedrl_kit.runs import Interrupted, Run, load_records
 FAST_EVALUATOR = {"sft_steps": 2, "sft_batch": 4}
 
 
-def fg_config(tiny_dir, fedgrpo=None, **kw):
-    """A seconds-long FedGRPO run: L = 4 neighbours, a 2-step evaluator SFT; ``fedgrpo`` sets more fields."""
+def fg_config(tiny_dir, fedgrpo=None, evaluator=None, **kw):
+    """A seconds-long FedGRPO run: L = 4 neighbours, a 2-step evaluator SFT; ``fedgrpo``, ``evaluator`` set more."""
     return small_config(tiny_dir, method="fedgrpo", fedgrpo={"neighbours": 4, **(fedgrpo or {})},
-                        evaluator=dict(FAST_EVALUATOR), **kw)
+                        evaluator={**FAST_EVALUATOR, **(evaluator or {})}, **kw)
 
 
 def _strip(records):
@@ -45,7 +45,9 @@ def _strip(records):
     ("fedgrpo.robust", "max"), ("fedgrpo.trim", 0.5), ("evaluator.sft_steps", -1), ("evaluator.sft_batch", 0),
     ("evaluator.lr", 0.0), ("fedgrpo.encoder", "bert"), ("fedgrpo.encoder_layer", -2),
     ("fedgrpo.competence", "soft"), ("fedgrpo.queries", "dev"), ("fedgrpo.questions_per_step", -1),
-    ("fedgrpo.gt_fraction", 0.0), ("fedgrpo.questions_per_step", 2.5),
+    ("fedgrpo.gt_fraction", 0.0), ("fedgrpo.questions_per_step", 2.5), ("evaluator.training", "rl"),
+    ("evaluator.grpo_steps", -1), ("evaluator.grpo_prompts", 0), ("evaluator.grpo_generations", 1),
+    ("evaluator.grpo_lr", 0.0), ("evaluator.samples", 0),
 ])
 def test_bad_settings_raise_naming_the_field(tiny_dir, key, value):
     with pytest.raises(ValueError, match=key.replace(".", r"\.")):
@@ -535,3 +537,105 @@ def test_phi_embeds_the_question_text_not_the_chat_prompt(tiny_dir):
     with torch.no_grad(), policy.reference():
         h = policy.model(input_ids=ids, output_hidden_states=True).hidden_states[1][0].mean(0).double().numpy()
     np.testing.assert_allclose(plain[0], h / np.linalg.norm(h), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- GRPO-trained evaluators, the no-GT setting
+
+GRPO_EVALUATOR = {"training": "grpo", "grpo_steps": 2, "grpo_prompts": 2, "grpo_generations": 2, "samples": 3}
+
+
+def test_grpo_evaluator_moves_from_its_init_and_raises_its_own_reward():
+    """θ_k trained by GRPO on its private (question, answer) pairs: its adapter changes and its mean reward
+    (8 · accuracy + 1 · format) on those questions, over fixed samples, goes up (the pretrained tiny base)."""
+    from fedrl_kit.fedgrpo.client import evaluator_rewards, train_grpo_evaluator
+    from fedrl_kit.policy.adapters import ensure_adapter
+    from fedrl_kit.policy.engine import Policy
+    from fedrl_kit.runs import resolve_base
+    from fedrl_kit.world.world import make_world
+
+    world = make_world(0, n_train=200)
+    policy = Policy.load(resolve_base("data/base"), 8, 16.0, 0)
+    qs, ans = list(world.train["prompt"][:12]), [str(a) for a in world.train["answer"][:12]]
+    ensure_adapter(policy.model, "eval_c")
+    init = policy.get_state("eval_c")
+
+    def own_reward():
+        ro = policy.rollout("eval_c", qs, 16, seed=123)
+        return float(evaluator_rewards(ro.completions, [a for a in ans for _ in range(16)]).mean())
+
+    before = own_reward()
+    ev = EvaluatorArgs(training="grpo", grpo_steps=8, grpo_prompts=6, grpo_generations=8, grpo_lr=5e-3)
+    metrics = train_grpo_evaluator(policy, "eval_c", qs, ans, ev, seed=0, key=0)
+    after = own_reward()
+    moved = max(float(np.abs(np.asarray(a) - np.asarray(b)).max()) for a, b in zip(init.values(), policy.get_state("eval_c").values()))
+    assert moved > 1e-3  # the adapter left its init
+    assert after > before + 1.0, (before, after)  # its own reward on its private questions went up
+    assert metrics["grpo_steps"] == 8 and np.isfinite(metrics["grpo_reward_last"])
+    assert policy.get_state(GLOBAL).keys() == init.keys()  # (the policy's global adapter is another one)
+
+
+def test_no_gt_with_grpo_evaluators_uses_me_only(tiny_dir):
+    """§4.3: no client holds a D_s label, so every score an expert returns is its GRPO-trained model's (ME)."""
+    cfg = fg_config(tiny_dir, rounds=2, fedgrpo={"mode": "no_gt", "gt_fraction": 0.5}, evaluator=GRPO_EVALUATOR)
+    run = Run(cfg, progress=False).build()
+    run.runtime.keep_messages = True
+    recs = run.run()
+    clients = run.clients.values()
+    assert all("grpo_reward_last" in c.sft_metrics for c in clients)  # θ_k trained by GRPO, not SFT
+    gates = [g for c in clients for *_, g in c.gate_log]
+    assert gates and set(gates) == {"ME"}  # the scoring records: ME on every question scored
+    assert all(r["ae_share"] == 0.0 for r in recs if r["kind"] == "client" and "ae_share" in r)
+    last, replayed = {}, 0
+    for m in (m for m in run.runtime.messages if m.kind in ("score", "score_result")):
+        if m.sender == SERVER:
+            last[m.receiver] = m.payload
+            continue
+        req = last[m.sender]  # each reply is exactly its model's sampled probability of each candidate's answer
+        me = run.clients[m.sender].me_scores(req["questions"], req["candidates"])
+        replayed += 1
+        np.testing.assert_allclose(np.array(m.payload["scores"]), np.stack(me))
+    assert replayed
+
+
+def test_grpo_evaluator_answer_probability_is_its_sampled_answer_share(tiny_dir):
+    run = Run(fg_config(tiny_dir, fedgrpo={"mode": "no_gt", "gt_fraction": 0.5}, evaluator=GRPO_EVALUATOR),
+              progress=False).build()
+    client = run.clients["client_0"]
+    p = client.answer_probabilities(["5+7=", "5+7=", "2+2="], ["12", "7", "4"])
+    assert np.all((p >= 0) & (p <= 1)) and np.allclose(p * 3, np.round(p * 3))  # shares of 3 samples
+    np.testing.assert_array_equal(p, client.answer_probabilities(["5+7=", "5+7=", "2+2="], ["12", "7", "4"]))
+
+
+# ---------------------------------------------------------------- the server's update: LoRA or full fine-tuning
+
+
+@pytest.mark.parametrize("update", ["lora", "full"])
+def test_full_fine_tuning_moves_the_base_weights_and_lora_only_the_adapter(tiny_dir, update):
+    run = Run(fg_config(tiny_dir, rounds=1, fedgrpo={"server_update": update}), progress=False).build()
+    base0, lora0 = algorithm.base_weights(run.policy.model), run.policy.get_state(GLOBAL)
+    evaluators = run.clients["client_0"].policy
+    assert (evaluators is run.policy) == (update == "lora")  # full: the evaluators keep their own model
+    run.run()
+    base1, lora1 = algorithm.base_weights(run.policy.model), run.policy.get_state(GLOBAL)
+    base_moved = any(not torch.equal(base0[n], base1[n]) for n in base0)
+    lora_moved = any(not np.array_equal(lora0[k], lora1[k]) for k in lora0)
+    assert (base_moved, lora_moved) == ((True, False) if update == "full" else (False, True))
+    if update == "full":  # the evaluators' copy of the base is the untrained one
+        copy0 = algorithm.base_weights(evaluators.model)
+        assert all(torch.equal(base0[n], copy0[n]) for n in base0)
+        assert not any(p.requires_grad for n, p in run.policy.model.named_parameters() if "lora_" not in n)
+
+
+def test_full_fine_tuning_needs_no_kl_and_resumes_exactly(tiny_dir, tmp_path):
+    with pytest.raises(ValueError, match=r"fedgrpo\.server_update must be 'lora' when beta > 0"):
+        fg_config(tiny_dir, beta=0.01, fedgrpo={"server_update": "full"})
+    cfg = fg_config(tiny_dir, rounds=2, fedgrpo={"server_update": "full"})
+    whole = Run(cfg, tmp_path / "whole", progress=False)
+    whole.run()
+    with pytest.raises(Interrupted):
+        Run(cfg, tmp_path / "cut", progress=False).run(stop_after=1)
+    resumed = Run(cfg, tmp_path / "cut", progress=False)
+    resumed.run()
+    a, b = algorithm.base_weights(whole.policy.model), algorithm.base_weights(resumed.policy.model)
+    assert all(torch.equal(a[n], b[n]) for n in a)
+    assert _strip(load_records(tmp_path / "whole")) == _strip(load_records(tmp_path / "cut"))

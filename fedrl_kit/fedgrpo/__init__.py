@@ -34,14 +34,23 @@ Setting in the embedded world
 - Each question belongs to one client, its owner; its label exists, on the owner, with probability
   ``fedgrpo.gt_fraction`` (default 1: every label). **Client k's private data ``D_k``** is its
   labelled questions; its domain model θ_k is trained on them: a LoRA adapter ``eval_<cid>`` of the
-  policy fine-tuned by a short, deterministic SFT (:func:`fedrl_kit.sft.train_sft`,
-  ``evaluator.sft_steps`` steps). θ_k is the client's evaluator ``e_k`` and its reward model ``f_θk*``.
+  policy fine-tuned by a short, deterministic SFT (``evaluator.training="sft"``, the default;
+  :func:`fedrl_kit.sft.train_sft`, ``evaluator.sft_steps`` steps) or by GRPO (``"grpo"``, the
+  paper's §4.3 reward models: "each client trains a Qwen2.5-Math-1.5B model as its reward model
+  using the GRPO method"; :func:`~fedrl_kit.fedgrpo.client.train_grpo_evaluator`,
+  ``evaluator.grpo_steps`` steps of ``grpo_prompts`` questions × ``grpo_generations`` completions,
+  reward 8·accuracy + 1·format against the client's own labels). θ_k is the client's evaluator
+  ``e_k`` and its reward model ``f_θk*``.
 - ``fedgrpo.mode="with_gt"`` (§4.2: "some clients have access to the ground-truth label"): ``D_s``
   is the whole pool; a selected expert uses AE exactly on the questions it owns with their label,
   ME on the others. ``mode="no_gt"`` (§4.3: "none of the K clients possess the ground-truth label
   y(x_s) for samples in D_s"): ``D_s`` is the pool's unlabelled share (``0 < gt_fraction < 1``;
   the labelled share trains the evaluators only, as the official code trains its reward models on a
-  separate 2/3 split) and every expert uses ME.
+  separate 2/3 split) and every expert uses ME. Table 2's setting is ``mode="no_gt"``,
+  ``gt_fraction=0.667``, ``evaluator.training="grpo"`` (``benchmarks/fedgrpo_compare.py --no-gt``);
+  ``gt_fraction = 0`` is refused there because the evaluators would have no labelled data to train
+  on. Each client keeps its gate decisions (``gate_log``, simulation side, never sent), which the
+  tests read to check that no AE score is used without ground truth.
 - ``fedgrpo.queries="public"`` keeps the setting of the results stored before: ``D_s`` =
   ``world.public`` (held-out questions no client holds), θ_k trained on the whole partition, and each
   public question held with its answer, with probability ``gt_fraction`` (0.5 there), by one client
@@ -85,7 +94,11 @@ that is 0):
   private score ``r_k^s`` per candidate → :meth:`~fedrl_kit.fedgrpo.client.FedGRPOClient.on_score`:
   AE = ``1[extracted answer of ŷ = ỹ_k(x_s)]``; ME (``fedgrpo.me_score``):
   ``"probability"`` (default) = ``π_θk(a(ŷ) + eos | x_s)``, the probability that the client's
-  own model writes the candidate's extracted answer ``a(ŷ)`` (0 if ŷ has none);
+  own model writes the candidate's extracted answer ``a(ŷ)`` (0 if ŷ has none; for a GRPO-trained
+  θ_k, which writes its own ``<think>…<answer>`` text first, the share of ``evaluator.samples``
+  sampled answers equal to ``a(ŷ)``, the Monte-Carlo estimate of the same probability;
+  :meth:`~fedrl_kit.fedgrpo.client.DomainModelClient.answer_probabilities`; the soft competence
+  ``r_k^p`` likewise);
   ``"agreement"`` = ``1[a(ŷ) = the client model's greedy answer]``. Why "probability" by
   default: it is a real-valued score as §3.2 asks, it needs no ground truth, it is calibrated
   the way the model's own beliefs are (a client whose model knows the topic puts most mass on
@@ -109,7 +122,9 @@ the std (``scale_rewards`` unset = false for this variant, the official scripts'
 False``; :func:`~fedrl_kit.fedgrpo.group_reward.official_advantages`).
 - line 21, the policy-gradient step → step 7, :func:`~fedrl_kit.fedgrpo.algorithm.policy_step`
   (:func:`fedrl_kit.grpo.grpo_step` with those advantages: the clipped surrogate with
-  ``num_iterations`` epochs, GRPO's form of ``θ ← θ + η R ∇ log π``).
+  ``num_iterations`` epochs, GRPO's form of ``θ ← θ + η R ∇ log π``) on θ_g =
+  :func:`~fedrl_kit.fedgrpo.algorithm.server_parameters`: the global LoRA adapter
+  (``fedgrpo.server_update="lora"``, default) or every base weight (``"full"``).
 
 Each step's intermediate values come back in a :class:`~fedrl_kit.fedgrpo.algorithm.StepTrace`;
 the round's metrics are read from them, and :func:`~fedrl_kit.fedgrpo.diagnostics.trace_question`
@@ -149,6 +164,14 @@ fedgrpo.trim                 0.2           trimmed_mean: fraction cut at each en
 fedgrpo.competence           "probability" r_k^p cells: "probability" of y_p under θ_k, or "greedy" 0/1
 fedgrpo.encoder              "policy"      φ: "policy" (frozen base, mean-pooled) or "minilm"
 fedgrpo.encoder_layer        1             which hidden states φ pools ("policy"; -1 = last layer)
+fedgrpo.server_update        "lora"        θ_g of line 21: "lora" (global adapter) or "full" (base weights;
+                                           needs beta = 0, the evaluators get a copy of the model)
+evaluator.training           "sft"         how θ_k is trained on D_k: "sft" or "grpo" (§4.3's reward models)
+evaluator.grpo_steps         10            GRPO steps of θ_k ("grpo")
+evaluator.grpo_prompts       8             private questions per GRPO step ("grpo")
+evaluator.grpo_generations   8             completions per question, the group ("grpo")
+evaluator.grpo_lr            0.002         Adam learning rate of that GRPO ("grpo")
+evaluator.samples            4             sampled answers per question for a GRPO θ_k's probabilities
 evaluator.sft_steps          60            SFT steps of each client's evaluator θ_k on D_k
 evaluator.sft_batch          32            pairs per evaluator SFT step
 evaluator.lr                 0.005         Adam learning rate of the evaluator SFT
@@ -163,10 +186,15 @@ official scripts' "8 candidates" are G = 4 × M = 2: set ``num_generations`` = 4
 For the K and M ablations ``questions_per_step`` fixes Q, so K changes neither the questions nor
 the rollouts per step (with Q = b·K, K = 12 saw 3× the questions per step of K = 4).
 
-Which experiments use what: every FedGRPO run trains the server policy's **LoRA adapter** (the
-engine's global adapter; ``config.lora_rank``); the official code fully fine-tunes models below 14B.
-Full fine-tuning of the server policy is not offered: the clients' evaluators are LoRA adapters on
-the same base weights, so updating the base would change them too (not done; deviation 10).
+Which experiments use what: every FedGRPO run in ``docs/fedgrpo.md`` and the notebooks trains the
+server policy's **LoRA adapter** (the engine's global adapter; ``config.lora_rank``). The official
+code fully fine-tunes models below 14B: ``fedgrpo.server_update="full"`` does that (every base
+weight is θ_g; the global adapter stays at its init, B = 0, so it adds nothing). The clients'
+evaluators are LoRA adapters of the same model, so with "full" they live on a copy of the policy
+made when the federation is built, before the server trains (twice the model's memory); the
+base weights and φ's embeddings are checkpointed with the run, so a resumed run is exact. "full"
+needs ``beta = 0``: the KL reference π_ref is the base, which it trains. A run with "full" moves
+its ``Policy``'s base weights: do not hand that policy to another run.
 
 Deviations from the paper and choices where it is silent
 --------------------------------------------------------
@@ -191,13 +219,17 @@ Deviations from the paper and choices where it is silent
    robust aggregators address); the paper has no malicious clients (§3.1 threat model).
 6. **Failures.** A client that raises is dropped for the rest of the round: it is not selected,
    its scores are missing, and a question whose experts all failed gets zero advantage.
-7. **The evaluator θ_k** is trained by SFT on the client's labelled questions ``D_k``, with the bare
-   answer + eos as target (the ME probability scores exactly that string). With the same
-   ``gt_fraction`` θ_k is the same model in both modes (with_gt adds the labelled questions to
+7. **The evaluator θ_k** is by default trained by SFT on the client's labelled questions ``D_k``,
+   with the bare answer + eos as target (the ME probability scores exactly that string). With the
+   same ``gt_fraction`` θ_k is the same model in both modes (with_gt adds the labelled questions to
    ``D_s`` and lets their owners use AE; no_gt leaves them out of ``D_s``). The paper's clients
-   train Qwen2.5-Math-1.5B reward models by GRPO (Appendix A); GRPO-trained evaluators are not
-   offered yet. (``queries="public"``: θ_k trains on the whole partition; the public answers a
-   client holds serve the AE check only.)
+   train Qwen2.5-Math-1.5B reward models by GRPO (Appendix A): ``evaluator.training="grpo"`` trains
+   θ_k by GRPO from the base (a fresh LoRA adapter, the engine's GRPO step, reward 8·accuracy +
+   1·format on ``D_k``; the paper gives its reward models FedGRPO's training settings, and how such
+   a generative reward model turns a candidate into a score is not stated: we use the probability
+   that it answers the candidate's answer, estimated from ``evaluator.samples`` samples).
+   (``queries="public"``: θ_k trains on the whole partition; the public answers a client holds
+   serve the AE check only.)
 8. **Hit rate** (diagnostic): a chosen expert "holds the topic" if its ``D_k`` has ≥ 1 example of
    the question's topic (``expert_hit_rate``), or, stricter, if that topic is ≥ 10 % of ``D_k``
    (``expert_hit_rate_major``); ``random_hit_rate[_major]`` is the exact expectation under the
@@ -209,16 +241,16 @@ Deviations from the paper and choices where it is silent
    the official trainer every client scores with the dataset's answer (``training_mode = 'gt'``
    for all clients), which makes every score an AE check. A client that fails leaves its block
    unscored (zero advantage).
-10. **Not done:** full fine-tuning of the server policy (above), GRPO-trained client evaluators
-    (the paper's §4.3 reward models; θ_k is an SFT adapter), and the paper's Table 1/2 runs with
-    3 seeds at this setting (``docs/fedgrpo.md`` lists what has been measured).
+10. **Scale:** the paper's Table 1/2 runs (3 seeds, up to 320 rounds, 1.5B–7B models) are not
+    reproduced; ``docs/fedgrpo.md`` lists what has been measured at the embedded world's CPU scale.
 
 Metrics
 -------
 ``metrics.jsonl`` client records, from :func:`~fedrl_kit.fedgrpo.algorithm.run_round` (what the
 server saw) and :func:`~fedrl_kit.fedgrpo.diagnostics.diagnostics` (simulator truth, marked *):
 per client ``competence`` (mean r_k^p over the round's questions), ``selected`` (questions it
-scored), ``score_mean``, ``ae_share``\\*, ``malicious``\\*, ``evaluator_sft_loss``\\* (round 1);
+scored), ``score_mean``, ``ae_share``\\*, ``malicious``\\*, ``evaluator_sft_loss``\\* (round 1; a
+GRPO-trained θ_k gives ``evaluator_grpo_reward_first`` and ``evaluator_grpo_reward_last``\\* instead);
 pseudo-client ``"server"``: ``expert_hit_rate``\\*, ``random_hit_rate``\\* (and their ``_major``
 versions), ``ae_share``\\*, ``reward_mean`` (experts' mean score), ``candidate_accuracy``\\* (true
 accuracy of the candidates against the ``D_s`` answers, which only the simulator holds),

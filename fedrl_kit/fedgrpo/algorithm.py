@@ -117,11 +117,16 @@ def ensure_embeddings(server) -> ServerState:
 
 
 def save_state(server, folder) -> None:
-    """Checkpoint the competence cache and the server's optimiser (resume is exact)."""
+    """Checkpoint the competence cache and the server's optimiser (resume is exact); with
+    ``fedgrpo.server_update="full"`` also the base weights θ_g and the embeddings φ took from the untrained base."""
     state = server_state(server)
     np.savez(folder / "fedgrpo_cache.npz", sum=state.cache._sum, count=state.cache._count)
     if state.optimizer_state is not None:
         torch.save(state.optimizer_state, folder / "fedgrpo_optimizer.pt")
+    if server.config.fedgrpo.server_update == "full":
+        torch.save(base_weights(server.policy.model), folder / "fedgrpo_base.pt")
+        if state.aux_emb is not None:
+            np.savez(folder / "fedgrpo_embeddings.npz", aux=state.aux_emb, queries=state.query_emb)
 
 
 def load_state(server, folder) -> None:
@@ -130,6 +135,35 @@ def load_state(server, folder) -> None:
         state.cache._sum, state.cache._count = z["sum"].copy(), z["count"].copy()
     path = folder / "fedgrpo_optimizer.pt"
     state.optimizer_state = torch.load(path) if path.exists() else None
+    if (folder / "fedgrpo_base.pt").exists():
+        server.policy.model.load_state_dict(torch.load(folder / "fedgrpo_base.pt"), strict=False)
+    if (folder / "fedgrpo_embeddings.npz").exists():
+        with np.load(folder / "fedgrpo_embeddings.npz") as z:
+            state.aux_emb, state.query_emb = z["aux"].copy(), z["queries"].copy()
+
+
+def base_weights(model) -> dict[str, torch.Tensor]:
+    """The model's weights outside every LoRA adapter (what ``server_update="full"`` trains), by name."""
+    return {n: p.detach().clone() for n, p in model.named_parameters() if "lora_" not in n}
+
+
+def server_parameters(server) -> list[torch.nn.Parameter]:
+    """θ_g, the parameters line 21 updates; activates the global adapter.
+
+    ``fedgrpo.server_update="lora"`` (default): the global LoRA adapter. ``"full"``: every base weight
+    (the official code fully fine-tunes models below 14B); the global adapter is then frozen at its
+    init (B = 0: it adds nothing) and the clients' evaluators live on their own copy of the model
+    (:func:`fedrl_kit.fedgrpo.method.build_clients`), so moving these weights leaves them as they were.
+    """
+    lora = server.policy.trainable(GLOBAL)
+    if server.config.fedgrpo.server_update == "lora":
+        return lora
+    for p in lora:
+        p.requires_grad_(False)
+    base = [p for n, p in server.policy.model.named_parameters() if "lora_" not in n]
+    for p in base:
+        p.requires_grad_(True)
+    return base
 
 
 def _copy_optimizer_state(sd: dict) -> dict:
@@ -294,7 +328,7 @@ def advantages_from_scores(scores: list[np.ndarray], fmt: np.ndarray, args,
 
 def policy_step(server, optimizer, rollouts, combined: np.ndarray, advantages: np.ndarray) -> dict:
     """Line 21: the GRPO step on θ_g (the clipped surrogate, GRPO's form of θ ← θ + η R ∇ log π)."""
-    server.policy.trainable(GLOBAL)  # the experts' scoring activated their own adapters
+    server_parameters(server)  # the experts' scoring activated their own adapters
     return grpo_step(server.policy.model, optimizer, rollouts,
                      torch.as_tensor(combined.reshape(-1), dtype=torch.float32),  # [Q·G], diagnostics only
                      server.config.grpo_settings(),
@@ -369,7 +403,7 @@ def run_round(server, round: int) -> dict:
     # line 1 (and line 4 for all of D_s): once per run; the official protocol selects no experts by similarity
     state = server_state(server) if cfg.fedgrpo.group_reward == "official" else ensure_embeddings(server)
     policy.set_state(GLOBAL, server.global_state)
-    optimizer = torch.optim.Adam(policy.trainable(GLOBAL), lr=cfg.learning_rate)
+    optimizer = torch.optim.Adam(server_parameters(server), lr=cfg.learning_rate)
     if not cfg.reset_optimizer and state.optimizer_state is not None:
         optimizer.load_state_dict(_copy_optimizer_state(state.optimizer_state))
 
@@ -383,6 +417,8 @@ def run_round(server, round: int) -> dict:
 
     for p in (p for group in optimizer.param_groups for p in group["params"]):
         p.grad = None
+        if cfg.fedgrpo.server_update == "full":
+            p.requires_grad_(False)  # the base is frozen again between rounds
     state.optimizer_state = None if cfg.reset_optimizer else _copy_optimizer_state(optimizer.state_dict())
     server.global_state = policy.get_state(GLOBAL)
 

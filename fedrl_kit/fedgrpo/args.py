@@ -17,6 +17,7 @@ QUERIES = ("train", "public")
 ME_SCORES = ("probability", "agreement")
 COMPETENCE_SCORES = ("probability", "greedy")
 ENCODERS = ("policy", "minilm")
+SERVER_UPDATES = ("lora", "full")
 
 
 @dataclass
@@ -74,6 +75,9 @@ class FedGRPOArgs(Args):
     """phi: policy (the frozen base's hidden states, mean-pooled) or minilm (sentence-transformers)"""
     encoder_layer: int = 1
     """which hidden states phi pools (policy encoder): 0 = token embeddings, i = after decoder layer i, -1 = last"""
+    server_update: str = "lora"
+    """what line 21 trains of the server's policy: lora (its global LoRA adapter) or full (every base weight, as
+    the official code does below 14B; the clients' evaluators then live on a copy of the model; needs beta = 0)"""
 
     def check(self, config) -> None:
         K, n_aux = config.num_clients, config.n_aux
@@ -106,14 +110,35 @@ class FedGRPOArgs(Args):
         self.need(self.encoder in ENCODERS, "encoder", f"one of {ENCODERS}")
         self.need(-1 <= self.encoder_layer <= 1000, "encoder_layer",
                   "an integer >= -1 (0 = token embeddings, i = output of decoder layer i, -1 = last)")
+        self.need(self.server_update in SERVER_UPDATES, "server_update", f"one of {SERVER_UPDATES}")
+        self.need(self.server_update == "lora" or config.beta == 0, "server_update",
+                  f"'lora' when beta > 0 (beta = {config.beta}: the KL reference is the base, which 'full' trains)")
+
+
+EVALUATOR_TRAINING = ("sft", "grpo")
 
 
 @dataclass
 class EvaluatorArgs(Args):
-    """The clients' domain models theta_k (FedGRPO's evaluators, DPSDA-FL's labellers): a short LoRA SFT on D_k."""
+    """The clients' domain models theta_k (FedGRPO's evaluators, DPSDA-FL's labellers): a LoRA adapter trained on
+    D_k by a short SFT (default) or by GRPO (the paper's section 4.3 reward models)."""
 
     SECTION = "evaluator"
 
+    training: str = "sft"
+    """how theta_k is trained on D_k: sft (question -> answer) or grpo (the paper's reward models, section 4.3 and
+    Appendix: GRPO with the reward 8 accuracy + 1 format on the client's labelled questions)"""
+    grpo_steps: int = 10
+    """training=grpo: GRPO steps of each client's model on its private data"""
+    grpo_prompts: int = 8
+    """training=grpo: private questions per GRPO step"""
+    grpo_generations: int = 8
+    """training=grpo: completions per question in a GRPO step (the group size)"""
+    grpo_lr: float = 2e-3
+    """training=grpo: Adam learning rate of that GRPO"""
+    samples: int = 4
+    """training=grpo: answers a GRPO-trained model samples per question to estimate the probability of an
+    answer (its ME score and its soft competence; an SFT model's probability is read off exactly)"""
     sft_steps: int = 60
     """SFT steps of each client's model on its private data"""
     sft_batch: int = 32
@@ -122,6 +147,13 @@ class EvaluatorArgs(Args):
     """Adam learning rate of that SFT"""
 
     def check(self, config) -> None:
+        self.need(self.training in EVALUATOR_TRAINING, "training", f"one of {EVALUATOR_TRAINING}")
+        self.need(0 <= self.grpo_steps <= 100_000, "grpo_steps", "an integer in [0, 100000]")
+        self.need(1 <= self.grpo_prompts <= 4096, "grpo_prompts", "an integer in [1, 4096]")
+        self.need(2 <= self.grpo_generations <= 1024, "grpo_generations",
+                  "an integer in [2, 1024] (a group needs two completions)")
+        self.need(0 < self.grpo_lr <= 1, "grpo_lr", "a number in (0, 1]")
+        self.need(1 <= self.samples <= 1024, "samples", "an integer in [1, 1024]")
         self.need(0 <= self.sft_steps <= 100_000, "sft_steps", "an integer in [0, 100000]")
         self.need(1 <= self.sft_batch <= 4096, "sft_batch", "an integer in [1, 4096]")
         self.need(0 < self.lr <= 1, "lr", "a number in (0, 1]")

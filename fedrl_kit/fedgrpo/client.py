@@ -5,9 +5,18 @@ exemplars the server sends) → :meth:`FedGRPOClient.on_competence`, and lines 1
 and the private score ``r_k^s`` of each candidate) → :meth:`FedGRPOClient.on_score`. Whatever a
 client knows stays here; the server sees only the numbers these handlers return.
 
-θ_k is a LoRA adapter ``eval_<cid>`` of the shared policy, trained once by a short deterministic
-SFT on ``D_k`` (:meth:`DomainModelClient.ensure_evaluator`, ``config.evaluator``). DPSDA-FL's
-clients (:mod:`fedrl_kit.fedgrpo.baselines`) train the same model to label synthetic questions.
+θ_k is a LoRA adapter ``eval_<cid>`` of the shared policy, trained once on ``D_k``
+(:meth:`DomainModelClient.ensure_evaluator`, ``config.evaluator``): by a short deterministic SFT
+(``evaluator.training="sft"``, the default) or by GRPO (``"grpo"``, :func:`train_grpo_evaluator`:
+the paper's §4.3 reward models, trained with the accuracy and format rewards on the client's
+labelled questions). DPSDA-FL's clients (:mod:`fedrl_kit.fedgrpo.baselines`) train the same model
+to label synthetic questions.
+
+How likely θ_k is to answer ``a`` to ``x`` (the soft competence and the ME probability,
+:meth:`DomainModelClient.answer_probabilities`): an SFT model writes the bare answer, so the
+probability of ``a + eos`` is read off exactly; a GRPO model writes its own ``<think>…<answer>``
+text first, so the probability is estimated by the share of ``evaluator.samples`` sampled answers
+equal to ``a`` (seeded by the question set, so a resumed run draws the same).
 
 Which questions a client holds with their label — the input of its gate, never known to the
 server — is decided when the federation is built (:mod:`fedrl_kit.fedgrpo.queries`): by default
@@ -19,6 +28,7 @@ server — is decided when the federation is built (:mod:`fedrl_kit.fedgrpo.quer
 from __future__ import annotations
 
 import weakref
+import zlib
 
 import numpy as np
 import torch
@@ -28,8 +38,9 @@ from fedrl_kit.federation.client import MessageClient
 from fedrl_kit.fedgrpo.args import EvaluatorArgs, FedGRPOArgs
 from fedrl_kit.fedgrpo.expert_selection import dual_evaluation_gate
 from fedrl_kit.fedgrpo.group_reward import malicious_rewards
+from fedrl_kit.grpo import GRPOSettings, grpo_step
 from fedrl_kit.policy.adapters import GLOBAL, ensure_adapter
-from fedrl_kit.rewards import accuracy_reward, extract_answer, normalise_answer
+from fedrl_kit.rewards import accuracy_reward, extract_answer, format_reward, normalise_answer
 from fedrl_kit.sft import sequence_logprob, train_sft
 
 _EVALUATORS: "weakref.WeakKeyDictionary[torch.nn.Module, dict]" = weakref.WeakKeyDictionary()
@@ -42,14 +53,62 @@ def _answers(completions: list[str]) -> list[str | None]:
     return [None if (a := extract_answer(c)) is None else normalise_answer(a) for c in completions]
 
 
+EVALUATOR_REWARD_WEIGHTS = (8.0, 1.0)
+"""A GRPO-trained evaluator's reward: 8 · accuracy + 1 · format, FedGRPO's own weighting (Appendix A: the
+reward models are trained "consistent with those used for FedGRPO")."""
+
+
+def evaluator_rewards(completions: list[str], answers: list[str]) -> np.ndarray:
+    """8 · exact-answer accuracy + 1 · format of each completion against its gold answer.  -> [N]"""
+    acc = np.array([v or 0.0 for v in accuracy_reward([""] * len(completions), completions, answer=answers)])
+    fmt = np.array(format_reward([""] * len(completions), completions))
+    return EVALUATOR_REWARD_WEIGHTS[0] * acc + EVALUATOR_REWARD_WEIGHTS[1] * fmt  # [N]
+
+
+def train_grpo_evaluator(policy, adapter: str, prompts: list[str], answers: list[str], ev: EvaluatorArgs,
+                         seed: int, key: int) -> dict:
+    """θ_k by GRPO on its labelled private data: ``ev.grpo_steps`` steps of ``ev.grpo_prompts`` questions.
+
+    Each step draws its questions (stream ``fedgrpo/evaluator_batch``), samples ``ev.grpo_generations``
+    completions each from ``adapter`` (``fedgrpo/evaluator_rollout``), rewards them by
+    :func:`evaluator_rewards` and takes one :func:`fedrl_kit.grpo.grpo_step` (the engine's defaults:
+    group-normalised advantages, two epochs, clip 0.2/0.25, no KL) with Adam at ``ev.grpo_lr``.
+
+    Returns:
+        ``{"grpo_reward_first": mean reward of the first step, "grpo_reward_last": of the last min(steps, 5),
+        "grpo_steps": steps}`` (rewards of the sampled completions, before each update).
+    """
+    params = policy.trainable(adapter)
+    opt = torch.optim.Adam(params, lr=ev.grpo_lr)
+    settings = GRPOSettings(temperature=policy.temperature)
+    means = []
+    for s in range(ev.grpo_steps):
+        idx = seeding.rng("fedgrpo/evaluator_batch", seed, key, s).choice(
+            len(prompts), size=min(ev.grpo_prompts, len(prompts)), replace=False)
+        G = ev.grpo_generations
+        rollouts = policy.rollout(adapter, [prompts[i] for i in idx], G,
+                                  seed=seeding.stream_seed("fedgrpo/evaluator_rollout", seed, key, s))
+        rewards = evaluator_rewards(rollouts.completions, [answers[i] for i in idx for _ in range(G)])  # [b·G]
+        means.append(float(rewards.mean()))
+        policy.trainable(adapter)
+        grpo_step(policy.model, opt, rollouts, torch.as_tensor(rewards, dtype=torch.float32), settings,
+                  ref_model_ctx=policy.reference)
+    for p in params:
+        p.grad = None
+    if not means:
+        return {"grpo_reward_first": float("nan"), "grpo_reward_last": float("nan"), "grpo_steps": 0.0}
+    return {"grpo_reward_first": means[0], "grpo_reward_last": float(np.mean(means[-5:])),
+            "grpo_steps": float(ev.grpo_steps)}
+
+
 class DomainModelClient(MessageClient):
-    """A client with private data ``D_k`` and a domain model θ_k trained on it (SFT of a LoRA adapter).
+    """A client with private data ``D_k`` and a domain model θ_k trained on it (a LoRA adapter; SFT or GRPO).
 
     Args:
         cid: client id; ``index``: its index (keys its random streams).
         data: its private ``datasets.Dataset`` (prompt, answer, topic, …).
         policy: the shared :class:`~fedrl_kit.policy.engine.Policy` (θ_k is its own adapter).
-        evaluator: :class:`~fedrl_kit.fedgrpo.args.EvaluatorArgs` (``config.evaluator``), θ_k's SFT.
+        evaluator: :class:`~fedrl_kit.fedgrpo.args.EvaluatorArgs` (``config.evaluator``), how θ_k is trained.
         seed: run seed.
     """
 
@@ -62,24 +121,27 @@ class DomainModelClient(MessageClient):
         if self.adapter == GLOBAL:
             raise ValueError(f"a client's evaluator adapter must not be named {GLOBAL!r}")
         self.prompts, self.answers = list(data["prompt"]), [str(a) for a in data["answer"]]
-        self.sft_metrics: dict | None = None  # θ_k's SFT loss once trained (read by diagnostics, not sent)
+        self.sft_metrics: dict | None = None  # θ_k's training metrics once trained (read by diagnostics, not sent)
 
     def on_properties(self, round: int, payload: dict) -> dict:
         """What the server may know about this client (round 0): its data size."""
         return {"num_examples": self.num_examples}
 
     def ensure_evaluator(self) -> None:
-        """Train θ_k once: a fresh LoRA adapter, ``evaluator.sft_steps`` SFT steps on (x, y) of D_k.
+        """Train θ_k once: a fresh LoRA adapter, then ``evaluator.sft_steps`` SFT steps on (x, y) of D_k
+        (``evaluator.training="sft"``) or ``evaluator.grpo_steps`` GRPO steps on its questions,
+        rewarded against their answers (``"grpo"``, :func:`train_grpo_evaluator`).
 
-        Deterministic (the adapter's init and every minibatch are seeded by (seed, client)), so a
-        resumed run retrains the identical evaluator.
+        Deterministic (the adapter's init, every minibatch and every rollout are seeded by (seed,
+        client)), so a resumed run retrains the identical evaluator.
         """
         if self.sft_metrics is not None:
             return
         ev = self.evaluator
         cache = _EVALUATORS.setdefault(self.policy.model, {})
-        key = (self.seed, self.index, ev.sft_steps, ev.sft_batch, ev.lr, hash(tuple(self.prompts)),
-               hash(tuple(self.answers)))
+        how = ((ev.sft_steps, ev.sft_batch, ev.lr) if ev.training == "sft" else
+               ("grpo", ev.grpo_steps, ev.grpo_prompts, ev.grpo_generations, ev.grpo_lr))
+        key = (self.seed, self.index, *how, hash(tuple(self.prompts)), hash(tuple(self.answers)))
         if key in cache:  # the same evaluator was trained on this policy before (a notebook's sweep)
             state, self.sft_metrics = cache[key]
             self.policy.set_state(self.adapter, state)
@@ -88,9 +150,30 @@ class DomainModelClient(MessageClient):
         if self.adapter in self.policy.model.peft_config:  # left over from another run on this policy
             self.policy.model.delete_adapter(self.adapter)
         ensure_adapter(self.policy.model, self.adapter)
-        self.sft_metrics = train_sft(self.policy, self.adapter, self.prompts, self.answers, ev.sft_steps,
-                                     ev.sft_batch, ev.lr, self.seed, key=self.index)
+        if ev.training == "grpo":
+            self.sft_metrics = train_grpo_evaluator(self.policy, self.adapter, self.prompts, self.answers, ev,
+                                                    self.seed, self.index)
+        else:
+            self.sft_metrics = train_sft(self.policy, self.adapter, self.prompts, self.answers, ev.sft_steps,
+                                         ev.sft_batch, ev.lr, self.seed, key=self.index)
         cache[key] = (self.policy.get_state(self.adapter), self.sft_metrics)
+
+    def answer_probabilities(self, questions: list[str], answers: list[str]) -> np.ndarray:
+        """How likely θ_k is to answer ``answers[i]`` (normalised) to ``questions[i]``, in [0, 1].  -> [n]
+
+        SFT evaluator: π_θk(a + eos | x), exactly (:func:`fedrl_kit.sft.sequence_logprob`). GRPO
+        evaluator: the share of ``evaluator.samples`` sampled completions whose extracted answer is
+        ``a``; the samples of a call are seeded by its set of questions (stream ``fedgrpo/evaluator_samples``).
+        """
+        self.ensure_evaluator()
+        if self.evaluator.training == "sft":
+            return np.exp(sequence_logprob(self.policy, self.adapter, list(questions), list(answers)))  # [n]
+        distinct, S = sorted(set(questions)), self.evaluator.samples
+        h = zlib.crc32("\n".join(distinct).encode()) & 0x7FFFFFFF
+        sampled = _answers(self.policy.rollout(self.adapter, distinct, S, seed=seeding.stream_seed(
+            "fedgrpo/evaluator_samples", self.seed, self.index, h)).completions)  # [|distinct|·S]
+        row = {q: sampled[i * S:(i + 1) * S] for i, q in enumerate(distinct)}
+        return np.array([sum(a is not None and a == y for a in row[q]) / S for q, y in zip(questions, answers)])
 
     def greedy_answers(self, questions: list[str]) -> list[str | None]:
         """The evaluator's greedy (temperature 0) answers, normalised; None where it gives none."""
@@ -116,6 +199,7 @@ class FedGRPOClient(DomainModelClient):
         super().__init__(cid, index, data, policy, evaluator, seed)
         self.args, self.malicious = args, malicious
         self.truth = dict(zip(self.prompts, self.answers))  # ỹ_k(x): the trusted answers of D_k
+        self.gate_log: list[tuple[int, int, str, str]] = []  # (round, step, x_s, "AE"/"ME") per scored question
         if held is not None and len(held):
             self.truth.update(zip(list(held["prompt"]), [str(a) for a in held["answer"]]))
 
@@ -134,9 +218,8 @@ class FedGRPOClient(DomainModelClient):
         if self.args.competence == "greedy":
             greedy = self.greedy_answers(questions)
             return {"correct": [float(g is not None and g == y) for g, y in zip(greedy, answers)]}
-        self.ensure_evaluator()
-        logp = sequence_logprob(self.policy, self.adapter, list(questions), answers)  # [n]
-        return {"correct": [float(np.clip(np.exp(v), 0.0, 1.0)) for v in logp]}
+        prob = self.answer_probabilities(list(questions), answers)  # [n]
+        return {"correct": [float(np.clip(v, 0.0, 1.0)) for v in prob]}
 
     def me_scores(self, questions: list[str], candidates: list[list[str]]) -> list[np.ndarray]:
         """e_k^ME(ŷ; x_s) for the G candidates of each question (no ground truth).  -> n × [G]"""
@@ -150,8 +233,7 @@ class FedGRPOClient(DomainModelClient):
         pairs = sorted({(q, a) for q, ans in zip(questions, answers) for a in ans if a})
         prob = {}
         if pairs:  # one scoring pass over every distinct (question, answer) pair
-            logp = sequence_logprob(self.policy, self.adapter, [q for q, _ in pairs], [a for _, a in pairs])
-            prob = dict(zip(pairs, np.exp(logp)))
+            prob = dict(zip(pairs, self.answer_probabilities([q for q, _ in pairs], [a for _, a in pairs])))
         return [np.array([float(prob.get((q, a), 0.0)) if a else 0.0 for a in ans])  # [G]
                 for q, ans in zip(questions, answers)]
 
@@ -159,6 +241,7 @@ class FedGRPOClient(DomainModelClient):
         """Algorithm 1 lines 14–16: r_k^s = λ_k e^AE + (1 − λ_k) e^ME for each candidate; scalars only."""
         questions, candidates = payload["questions"], payload["candidates"]
         gate = [dual_evaluation_gate(self.holds(q), self.args.mode) for q in questions]  # λ_k per question
+        self.gate_log.extend((round, int(payload["step"]), q, g) for q, g in zip(questions, gate))  # kept here
         me_rows = [i for i, g in enumerate(gate) if g == "ME"]
         me = dict(zip(me_rows, self.me_scores([questions[i] for i in me_rows], [candidates[i] for i in me_rows])))
         out = []

@@ -126,7 +126,9 @@ def diagnostics(truth, round: int, out: dict) -> dict[str, dict]:
         res[cid] = dict(ae_share=float(np.mean(ae[cid])) if ae[cid] else float("nan"),
                         malicious=float(client.malicious))
         if round == 1 and client.sft_metrics is not None:  # θ_k is trained on its first message (round 1)
-            res[cid]["evaluator_sft_loss"] = client.sft_metrics["sft_loss"]
+            m = client.sft_metrics  # SFT: its loss; GRPO: its mean reward at the first and last steps
+            res[cid].update({f"evaluator_{k}": m[k] for k in ("sft_loss", "grpo_reward_first", "grpo_reward_last")
+                             if k in m})
     return finite(res)
 
 

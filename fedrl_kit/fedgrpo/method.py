@@ -7,6 +7,8 @@ package docstring (:mod:`fedrl_kit.fedgrpo`) maps Algorithm 1 onto them and list
 
 from __future__ import annotations
 
+import copy
+
 from fedrl_kit.fedgrpo.algorithm import load_state, run_round, save_state
 from fedrl_kit.fedgrpo.client import FedGRPOClient
 from fedrl_kit.fedgrpo.diagnostics import diagnostics
@@ -32,14 +34,18 @@ def build_clients(run) -> dict:
     ``queries="public"`` the whole partition plus the public answers it was handed). The server's
     share of D_s — the questions only — goes to ``run.server_splits["queries"]``; the whole
     :class:`~fedrl_kit.fedgrpo.queries.QueryPool` to ``run.truth_facts["queries"]`` (diagnostics only).
-    The last ``fedgrpo.malicious`` clients lie about their candidate scores.
+    The last ``fedgrpo.malicious`` clients lie about their candidate scores. With
+    ``fedgrpo.server_update="full"`` the clients' evaluators are adapters of a copy of the policy made
+    here, before the server trains (twice the model's memory), since the server then moves the base weights.
     """
     cfg, args = run.config, run.config.fedgrpo
     pool = build_query_pool(run.world, list(run.partitions), args, cfg.seed)
+    # server_update="full" trains the base weights: the evaluators get a copy of the untrained model
+    policy = run.policy if args.server_update == "lora" else copy.deepcopy(run.policy)
     run.server_splits["queries"] = pool.server_view()
     run.truth_facts["queries"] = pool
     K = len(pool.client_data)
-    return {f"client_{i}": FedGRPOClient(f"client_{i}", i, data, run.policy, args, cfg.evaluator, cfg.seed,
+    return {f"client_{i}": FedGRPOClient(f"client_{i}", i, data, policy, args, cfg.evaluator, cfg.seed,
                                          malicious=i >= K - args.malicious, held=pool.client_held[i])
             for i, data in enumerate(pool.client_data)}
 
