@@ -140,9 +140,9 @@ fig
 
 # %% [markdown]
 # ### Try it yourself
-# Pick a client to see its local-training diagnostics round by round (the widget is live in
-# JupyterLab with a running kernel; for readers of the stored notebook the cell after it prints
-# `client_0`'s table). `frac_zero_std` is the fraction of groups whose G rewards are all equal,
+# Pick a client to see its local-training diagnostics round by round, as curves and as a table (the
+# widget is live in JupyterLab with a running kernel; for readers of the stored notebook the cell after
+# it prints `client_0`'s table). `frac_zero_std` is the fraction of groups whose G rewards are all equal,
 # which therefore give no gradient.
 
 # %%
@@ -154,6 +154,10 @@ cols = ["round", "accuracy", "reward_mean", "frac_zero_std", "clip_fraction", "c
 
 
 def show_client(client):
+    mine = [r for r in records if r["kind"] == "global" or r.get("client") == client]  # its rounds + global pass@1
+    fig = viz.client_curves(mine)
+    fig.update_layout(title=f"{client}: local training per round", height=360)
+    fig.show()
     display(client_df[client_df.client == client][cols].round(3).reset_index(drop=True))
 
 
