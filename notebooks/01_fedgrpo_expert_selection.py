@@ -70,7 +70,7 @@ from fedrl_kit.fedgrpo.ablation import ablation_configs, run_ablation
 from fedrl_kit.config import preset
 from fedrl_kit.fedgrpo.diagnostics import selection_quality, trace_question
 from fedrl_kit.fedgrpo.graph import confidence_graph
-from fedrl_kit.notebook import client_table, headline
+from fedrl_kit.notebook import client_table, headline, knobs
 from fedrl_kit.policy.engine import Policy
 from fedrl_kit.runs import Run, resolve_base
 from fedrl_kit.world.partition import topic_matrix
@@ -232,7 +232,8 @@ display(w)
 # The figure is `fedrl_kit/fedgrpo/graph.py`; the experts come from eqs. 5–6 for every question of `D_s`
 # (`selection_quality`).
 #
-# **Turn the knobs** (live with a running kernel): `L` (neighbours), `M` (experts) and the question —
+# **Turn the knobs** (live with a running kernel; the figure appears on the first change): `L`
+# (neighbours), `M` (experts) and the question —
 # the experts of every question are recomputed from the competence cells the server already holds (no
 # training, no new messages once the graph is full), and the hit rate says how often they hold the topic.
 
@@ -251,12 +252,12 @@ def show_graph(question=question, L=L, M=M):
     sq, g = graph_for(question, L, M)
     print(f"L = {L}, M = {M}: experts of question {question}: {[tour.runtime.client_ids[k] for k in sq['experts'][question]]}; "
           f"hit rate (main topic) {sq['hit_rate_major']:.3f} vs random {sq['random_hit_rate_major']:.3f}")
-    g.show()
+    g.show(renderer="plotly_mimetype")  # live only: widget outputs are not stored
 
 
-display(widgets.interactive(show_graph, question=widgets.IntSlider(question, 0, n_queries - 1, continuous_update=False),
-                            L=widgets.IntSlider(L, 1, len(tour.world.aux), continuous_update=False),
-                            M=widgets.IntSlider(M, 1, num_clients, continuous_update=False)))
+knobs(show_graph, question=widgets.IntSlider(question, 0, n_queries - 1, continuous_update=False),
+      L=widgets.IntSlider(L, 1, len(tour.world.aux), continuous_update=False),
+      M=widgets.IntSlider(M, 1, num_clients, continuous_update=False))
 
 # %% [markdown]
 # The default (`L`, `M`, question) as stored:

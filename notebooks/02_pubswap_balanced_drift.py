@@ -79,6 +79,7 @@ from plotly.subplots import make_subplots
 from fedrl_kit import viz
 from fedrl_kit.config import preset
 from fedrl_kit.pubswap.method import is_public_step
+from fedrl_kit.notebook import knobs
 from fedrl_kit.pubswap.public_step import generate_public, group_table, swap_public
 from fedrl_kit.pubswap.sweep import SETTINGS, result_paths
 from fedrl_kit.runs import Run, load_records
@@ -223,8 +224,9 @@ view
 group_table(gen, swaps["random"], 0, example_prompt)
 
 # %% [markdown]
-# **Turn the knobs** (live with a running kernel): the swap rule, the group size K (the first K of each
-# client's answers are pooled, so Balanced's threshold K/2 moves with it), the client and the prompt.
+# **Turn the knobs** (live with a running kernel; the tables appear on the first change): the swap rule,
+# the group size K (the first K of each client's answers are pooled, so Balanced's threshold K/2 moves
+# with it), the client and the prompt.
 # Only the swap is recomputed — with the round's own swap stream — not the answers and not training. The
 # second table is α_n, the fraction of each client's group swapped in, averaged over the b prompts.
 
@@ -244,10 +246,10 @@ def show(rule, K, client, prompt):
                          index=cids).T)
 
 
-widgets.interact(show, rule=widgets.ToggleButtons(options=[("Balanced", "balanced"), ("Random", "random")]),
-                 K=widgets.IntSlider(K, 2, K, continuous_update=False),
-                 client=widgets.Dropdown(options=[(c, i) for i, c in enumerate(cids)], value=0),
-                 prompt=widgets.Dropdown(options=[(p, i) for i, p in enumerate(batch["prompt"])], value=example_prompt));
+knobs(show, rule=widgets.ToggleButtons(options=[("Balanced", "balanced"), ("Random", "random")]),
+      K=widgets.IntSlider(K, 2, K, continuous_update=False),
+      client=widgets.Dropdown(options=[(c, i) for i, c in enumerate(cids)], value=0),
+      prompt=widgets.Dropdown(options=[(p, i) for i, p in enumerate(batch["prompt"])], value=example_prompt))
 
 # %% [markdown]
 # Under **Random** every client trains on the same K answers, mostly other clients' (off-policy
