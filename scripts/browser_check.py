@@ -5,8 +5,8 @@ What it checks (docs/notebooks.md explains why):
 1. **Stored figures are interactive.** Each notebook given is opened as stored. Every plotly output must be
    drawn by JupyterLab's plotly renderer (plotly >= 6.1), not as a plain image: that renderer first shows
    the stored PNG and swaps in the live figure when the mouse enters it, so the check moves the mouse onto
-   every figure and counts the live ones. One figure per notebook is screenshot, then again with the mouse
-   over its data (the hover label shows the figure is live).
+   every figure and counts the live ones. One figure per notebook is screenshot with the mouse over its
+   data (the hover label and the mode bar show the figure is live).
 2. **A widget works.** A copy of the quickstart notebook with a short run (``--rounds``) is executed in the
    browser (Run All); in its client widget two clients are picked in turn and the widget is screenshot
    after each: a figure must be drawn and the output must change.
@@ -116,7 +116,6 @@ def check_stored(page, base, token, name, out: Path, shown: int) -> dict:
         fig = figs.nth(shown)
         fig.scroll_into_view_if_needed()
         page.wait_for_timeout(1000)
-        fig.screenshot(path=str(out / f"browser_{name}_figure.png"))
         box = fig.locator(".nsewdrag").first.bounding_box()
         hovered = False
         for fy in (0.5, 0.3, 0.7):  # sweep the plot area until a hover label appears
@@ -129,7 +128,7 @@ def check_stored(page, base, token, name, out: Path, shown: int) -> dict:
             if hovered:
                 break
         res["hover label shown"] = hovered
-        fig.screenshot(path=str(out / f"browser_{name}_figure_hover.png"))
+        fig.screenshot(path=str(out / f"browser_{name}_figure.png"))
     return res
 
 
