@@ -41,3 +41,37 @@ def topic_table(records: list[dict]) -> pd.DataFrame:
     topics = sorted(k.split("/", 1)[1] for k in g[0] if k.startswith("topic/"))
     return pd.DataFrame({"base": [g[0][f"topic/{t}"] for t in topics], "final": [g[-1][f"topic/{t}"] for t in topics]},
                         index=topics).round(3)
+
+
+def knobs(update, **controls):
+    """Widgets that call ``update(**values)`` into an output area below them whenever one of them changes.
+
+    Unlike ``ipywidgets.interact``, nothing runs when the widgets are created: a notebook executed without a
+    browser (papermill, nbval) keeps no output inside the widget — the notebook shows the default setting in
+    the next cell — and a large figure drawn inside a widget output during such a run stalls nbclient.
+
+    Args:
+        update: called with one keyword per control, its current value.
+        **controls: ipywidgets value widgets (sliders, dropdowns, toggle buttons); each gets its name as
+            description unless it has one.
+
+    Returns:
+        the box to display (CSS class ``fedrl-knobs``).
+    """
+    import ipywidgets as widgets
+
+    if not controls:
+        raise ValueError("knobs needs at least one control widget")
+    out = widgets.Output()
+
+    def run(_change=None):
+        with out:
+            out.clear_output(wait=True)
+            update(**{name: w.value for name, w in controls.items()})
+
+    for name, w in controls.items():
+        w.description = w.description or name
+        w.observe(run, names="value")
+    box = widgets.VBox([widgets.HBox(list(controls.values())), out])
+    box.add_class("fedrl-knobs")
+    return box

@@ -1,11 +1,15 @@
 """Plotly figures for runs and worlds, and their export as HTML and PNG into a folder the caller names.
 
-PNG export uses kaleido 0.2.1, which ships its own headless Chromium (no download at run time).
-If it cannot start, :func:`export` still writes the HTML and says why the PNG is missing.
+PNG export uses kaleido ≥ 1, which drives an installed Chrome or Chromium (Debian: ``apt-get install
+chromium``; nothing is downloaded at run time). The first PNG starts one headless browser that the process
+keeps (kaleido's sync server), so later PNGs take a fraction of a second. Without a browser,
+:func:`export` still writes the HTML and says why the PNG is missing, and :func:`setup_notebook` keeps the
+figures interactive without the stored PNG. (docs/notebooks.md says why these versions.)
 """
 
 from __future__ import annotations
 
+import atexit
 import warnings
 from pathlib import Path
 
@@ -90,6 +94,28 @@ def _human(n: float) -> str:
     return f"{n:.1f} PB"
 
 
+_PNG: dict = {}  # "error": why PNG export cannot work here (None when it can); set by the first check
+
+
+def png_unavailable() -> str | None:
+    """Start the static exporter once per process; returns why PNG export cannot work, or None when it can."""
+    if "error" not in _PNG:
+        _PNG["error"] = None
+        try:
+            import kaleido
+            import plotly.io as pio
+
+            if hasattr(kaleido, "start_sync_server"):  # kaleido >= 1: one browser for the whole process
+                kaleido.start_sync_server(silence_warnings=True)
+                atexit.register(kaleido.stop_sync_server, silence_warnings=True)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                pio.to_image(go.Figure(), format="png", width=20, height=20)
+        except Exception as e:  # noqa: BLE001 - reported to the caller, who keeps the HTML
+            _PNG["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return _PNG["error"]
+
+
 def export(fig: go.Figure, name: str, folder: str | Path, png: bool = True) -> dict[str, Path]:
     """Write ``name.html`` (always) and ``name.png`` (if the static exporter runs) into ``folder``.
 
@@ -100,9 +126,13 @@ def export(fig: go.Figure, name: str, folder: str | Path, png: bool = True) -> d
     folder.mkdir(parents=True, exist_ok=True)
     out = {"html": folder / f"{name}.html"}
     fig.write_html(out["html"], include_plotlyjs="directory")  # one local plotly.min.js: works offline
-    if png:
+    if png and (why := png_unavailable()):
+        warnings.warn(f"PNG export of {name} skipped ({why}); the HTML was written")
+    elif png:
         try:
-            fig.write_image(folder / f"{name}.png", width=900, height=fig.layout.height or 450, scale=1)
+            with warnings.catch_warnings():  # kaleido's server ignores per-call browser options, and says so
+                warnings.filterwarnings("ignore", message="The kopts argument is ignored")
+                fig.write_image(folder / f"{name}.png", width=900, height=fig.layout.height or 450, scale=1)
             out["png"] = folder / f"{name}.png"
         except Exception as e:  # noqa: BLE001 - the HTML is the primary artefact; say why the PNG is missing
             warnings.warn(f"PNG export of {name} failed ({type(e).__name__}: {e}); the HTML was written")
@@ -114,5 +144,9 @@ def setup_notebook(png: bool = True) -> None:
     so they show offline, on GitHub and in nbval-checked outputs alike (no CDN needed)."""
     import plotly.io as pio
 
+    if png and (why := png_unavailable()):
+        warnings.warn(f"figures stay interactive but get no stored PNG: {why}")
+        png = False
+    warnings.filterwarnings("ignore", message="The kopts argument is ignored")  # kaleido's server, every PNG
     pio.renderers.default = "plotly_mimetype+png" if png else "plotly_mimetype"
     pio.renderers["png"].width, pio.renderers["png"].height = 900, 420

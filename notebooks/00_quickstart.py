@@ -55,7 +55,7 @@ import pandas as pd
 
 from fedrl_kit import viz
 from fedrl_kit.config import preset
-from fedrl_kit.notebook import client_table, examples_by_topic, headline, topic_table
+from fedrl_kit.notebook import client_table, examples_by_topic, headline, knobs, topic_table
 from fedrl_kit.runs import Run
 from fedrl_kit.world.partition import topic_matrix
 
@@ -140,9 +140,9 @@ fig
 
 # %% [markdown]
 # ### Try it yourself
-# Pick a client to see its local-training diagnostics round by round (the widget is live in
-# JupyterLab with a running kernel; for readers of the stored notebook the cell after it prints
-# `client_0`'s table). `frac_zero_std` is the fraction of groups whose G rewards are all equal,
+# Pick a client to see its local-training diagnostics round by round, as curves and as a table (the
+# widget is live in JupyterLab with a running kernel and draws on the first pick; for readers of the stored
+# notebook the cell after it prints `client_0`'s table). `frac_zero_std` is the fraction of groups whose G rewards are all equal,
 # which therefore give no gradient.
 
 # %%
@@ -154,10 +154,14 @@ cols = ["round", "accuracy", "reward_mean", "frac_zero_std", "clip_fraction", "c
 
 
 def show_client(client):
+    mine = [r for r in records if r["kind"] == "global" or r.get("client") == client]  # its rounds + global pass@1
+    fig = viz.client_curves(mine)
+    fig.update_layout(title=f"{client}: local training per round", height=360)
+    fig.show(renderer="plotly_mimetype")  # live only: widget outputs are not stored
     display(client_df[client_df.client == client][cols].round(3).reset_index(drop=True))
 
 
-widgets.interact(show_client, client=sorted(client_df.client.unique()));
+knobs(show_client, client=widgets.Dropdown(options=sorted(client_df.client.unique()), value="client_0"))
 
 # %%
 client_df[client_df.client == "client_0"][cols].round(3).reset_index(drop=True)

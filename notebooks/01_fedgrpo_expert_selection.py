@@ -61,16 +61,16 @@ import shutil
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from fedrl_kit.fedgrpo import comm_calculator as cc
 from fedrl_kit import viz
+from fedrl_kit.fedgrpo.ablation import ablation_configs, run_ablation
 from fedrl_kit.config import preset
-from fedrl_kit.fedgrpo.diagnostics import selection_quality, server_state, trace_question
-from fedrl_kit.fedgrpo.expert_selection import topic_competence
-from fedrl_kit.notebook import client_table, headline
+from fedrl_kit.fedgrpo.diagnostics import selection_quality, trace_question
+from fedrl_kit.fedgrpo.graph import confidence_graph
+from fedrl_kit.notebook import client_table, headline, knobs
 from fedrl_kit.policy.engine import Policy
 from fedrl_kit.runs import Run, resolve_base
 from fedrl_kit.world.partition import topic_matrix
@@ -135,7 +135,7 @@ client_table(tour.partitions)
 
 # %%
 names, counts = topic_matrix(tour.partitions)
-fig = viz.heterogeneity_bubbles(names, counts, title=f"topics per client (Dirichlet β = {beta})")
+fig = viz.heterogeneity_bubbles(names, counts, title=f"topics per client (Dirichlet β = {beta}; bubble area ∝ examples)")
 viz.export(fig, "fedgrpo_heterogeneity", FIGURES)
 fig
 
@@ -225,55 +225,45 @@ display(w)
 # %% [markdown]
 # ## The confidence graph
 # Clients on the left, topics on the right; an edge's width and colour is the client's mean competence
-# cell over the auxiliary questions of that topic. A good graph has strong edges where the bubble plot
-# above has big bubbles. **Drag the slider** under the figure to pick a question of `D_s`: its topic
-# turns red and its `M` chosen experts are outlined in red (the slider is part of the plotly figure,
-# so it also works in the exported HTML, `figures/fedgrpo_confidence_graph.html`).
+# cell over the auxiliary questions of that topic (the legend gives the scale). A good graph has strong
+# edges where the bubble plot above has big bubbles. **Drag the slider** under the figure to pick a
+# question of `D_s`: its topic turns red and its `M` chosen experts are outlined in red (the slider is
+# part of the plotly figure, so it also works in the exported HTML, `fedgrpo_confidence_graph.html`).
+# The figure is `fedrl_kit/fedgrpo/graph.py`; the experts come from eqs. 5–6 for every question of `D_s`
+# (`selection_quality`).
+#
+# **Turn the knobs** (live with a running kernel; the figure appears on the first change): `L`
+# (neighbours), `M` (experts) and the question —
+# the experts of every question are recomputed from the competence cells the server already holds (no
+# training, no new messages once the graph is full), and the hit rate says how often they hold the topic.
 
 # %%
-def confidence_graph(run, questions, experts):
-    """Clients ↔ topics, edge = mean competence cell; a slider step per question highlights its experts."""
-    state = server_state(run.server)
-    topics, comp = topic_competence(state.cache.as_matrix(), list(run.world.aux["topic"]))  # [K, T]
-    K, T = comp.shape
-    cy, ty = np.linspace(1, 0, K), np.linspace(1, 0, T)
-    fig = go.Figure()
-    top = np.nanmax(comp)
-    for k in range(K):
-        for t in range(T):
-            w = comp[k, t] / top if np.isfinite(comp[k, t]) else 0.0
-            fig.add_trace(go.Scatter(x=[0, 1], y=[cy[k], ty[t]], mode="lines", hoverinfo="text",
-                                     text=f"client_{k} – {topics[t]}: {comp[k, t]:.3f}",
-                                     line=dict(width=0.5 + 8 * w, color=f"rgba(31,119,180,{0.1 + 0.9 * w:.2f})"),
-                                     showlegend=False))
-    ds = run.truth.fact("queries").rows  # D_s with its topics (simulator truth: the server holds the questions only)
-
-    def styles(i):
-        chosen, topic = set(int(k) for k in experts[i]), ds[i]["topic"]
-        return (["#d62728" if k in chosen else "#1f77b4" for k in range(K)], [4 if k in chosen else 0 for k in range(K)],
-                ["#d62728" if t == topic else "#7f7f7f" for t in topics], f"experts for {ds[i]['prompt']!r} (topic {topic})")
-
-    c0, w0, t0, title0 = styles(questions[0])
-    fig.add_trace(go.Scatter(x=[0] * K, y=cy, mode="markers+text", text=[f"client_{k}" for k in range(K)],
-                             textposition="middle left", showlegend=False,
-                             marker=dict(size=18, color=c0, line=dict(width=w0, color="black"))))
-    fig.add_trace(go.Scatter(x=[1] * T, y=ty, mode="markers+text", text=topics, textposition="middle right",
-                             showlegend=False, marker=dict(size=18, symbol="square", color=t0)))
-    nodes = [len(fig.data) - 2, len(fig.data) - 1]
-    steps = []
-    for i in questions:
-        c, w, tc, title = styles(i)
-        steps.append(dict(method="update", label=str(i),
-                          args=[{"marker.color": [c, tc], "marker.line.width": [w, None]}, {"title.text": title}, nodes]))
-    fig.update_layout(template="plotly_white", height=520, xaxis=dict(visible=False, range=[-0.4, 1.4]),
-                      yaxis=dict(visible=False), title=title0,
-                      sliders=[dict(active=0, steps=steps, currentvalue=dict(prefix="question of D_s: "))])
-    return fig
+n_queries = len(tour.server.world.queries)
 
 
-sq = selection_quality(tour.server, tour.truth, L=L, M=M)  # experts for every question of D_s (eqs. 5–6)
-shown = list(range(question, min(question + 30, len(tour.server.world.queries))))
-fig = confidence_graph(tour, shown, sq["experts"])
+def graph_for(question=question, L=L, M=M):
+    """Experts for every question of D_s at (L, M), and the graph opened on ``question``."""
+    sq = selection_quality(tour.server, tour.truth, L=L, M=M)  # eqs. 5–6 for every question of D_s
+    shown = list(range(question, min(question + 30, n_queries)))
+    return sq, confidence_graph(tour.server, tour.truth, shown, sq["experts"])
+
+
+def show_graph(question=question, L=L, M=M):
+    sq, g = graph_for(question, L, M)
+    print(f"L = {L}, M = {M}: experts of question {question}: {[tour.runtime.client_ids[k] for k in sq['experts'][question]]}; "
+          f"hit rate (main topic) {sq['hit_rate_major']:.3f} vs random {sq['random_hit_rate_major']:.3f}")
+    g.show(renderer="plotly_mimetype")  # live only: widget outputs are not stored
+
+
+knobs(show_graph, question=widgets.IntSlider(question, 0, n_queries - 1, continuous_update=False),
+      L=widgets.IntSlider(L, 1, len(tour.world.aux), continuous_update=False),
+      M=widgets.IntSlider(M, 1, num_clients, continuous_update=False))
+
+# %% [markdown]
+# The default (`L`, `M`, question) as stored:
+
+# %%
+sq, fig = graph_for()
 viz.export(fig, "fedgrpo_confidence_graph", FIGURES)
 fig
 
@@ -303,7 +293,8 @@ for col, color in (("hit rate (main topic)", "#d62728"), ("random (main topic)",
                    ("hit rate", "#ff9896"), ("random", "#c7c7c7")):
     fig.add_trace(go.Bar(x=[str(b) for b in sel.index], y=sel[col], name=col, marker_color=color))
 fig.update_layout(template="plotly_white", barmode="group", title=f"expert-selection hit rate (K={num_clients}, L={L}, M={M})",
-                  xaxis_title="Dirichlet β", yaxis_title="fraction of chosen experts holding the topic")
+                  xaxis_title="Dirichlet β of the partition (iid = uniform split)",
+                  yaxis_title="fraction of chosen experts holding the topic (0–1)")
 viz.export(fig, "fedgrpo_hit_rate", FIGURES)
 fig
 
@@ -337,6 +328,8 @@ table.round(3)
 # %%
 fig = viz.curves({name: recs for (name, s), (run, recs) in runs.items() if s == P["seeds"][0]}, "pass@1",
                  title=f"global pass@1 (seed {P['seeds'][0]}; K={num_clients}, β={beta})")
+fig.update_layout(xaxis_title=f"round ({P['local_steps']} server steps each)",
+                  yaxis_title="pass@1 (fraction of test problems solved)")
 viz.export(fig, "fedgrpo_curves", FIGURES)
 fig
 
@@ -359,21 +352,9 @@ pd.DataFrame(fg)[["round", "expert_hit_rate", "random_hit_rate", "expert_hit_rat
 
 # %%
 Q_fixed = P["prompts_per_step"] * num_clients  # questions per server step at every ablation point
-abl = []
-for m in P["M_grid"]:
-    r = fresh_run(make_config(rounds=P["ablation_rounds"], eval_every=P["ablation_rounds"], num_experts=m,
-                              questions_per_step=Q_fixed))
-    recs = r.run()
-    srv = [x for x in recs if x["kind"] == "client" and x["client"] == "server"]
-    abl.append({"ablation": "M", "value": m, "final pass@1": headline(recs)["final pass@1"],
-                "hit rate (main)": np.mean([x["expert_hit_rate_major"] for x in srv])})
-for k in P["K_grid"]:
-    r = fresh_run(make_config(K=k, rounds=P["ablation_rounds"], eval_every=P["ablation_rounds"],
-                              questions_per_step=Q_fixed))
-    recs = r.run()
-    srv = [x for x in recs if x["kind"] == "client" and x["client"] == "server"]
-    abl.append({"ablation": "K", "value": k, "final pass@1": headline(recs)["final pass@1"],
-                "hit rate (main)": np.mean([x["expert_hit_rate_major"] for x in srv])})
+points = ablation_configs(make_config(rounds=P["ablation_rounds"], eval_every=P["ablation_rounds"]),
+                          M_grid=P["M_grid"], K_grid=P["K_grid"], questions_per_step=Q_fixed)
+abl = run_ablation(points, policy=policy)  # fedrl_kit/fedgrpo/ablation.py: one Run per point
 abl = pd.DataFrame(abl).round(3)
 abl
 
@@ -384,7 +365,10 @@ fig = make_subplots(rows=1, cols=2, subplot_titles=("experts per question M", "c
 for i, a in enumerate(("M", "K")):
     d = abl[abl.ablation == a]
     fig.add_trace(go.Scatter(x=d["value"], y=d["final pass@1"], mode="lines+markers", name=f"pass@1 vs {a}"), 1, i + 1)
-fig.update_layout(template="plotly_white", title=f"FedGRPO ablations ({P['ablation_rounds']} rounds)", yaxis_title="final pass@1")
+fig.update_xaxes(title_text="M (experts per question)", row=1, col=1)
+fig.update_xaxes(title_text="K (clients)", row=1, col=2)
+fig.update_yaxes(title_text="final pass@1 (fraction of test problems)", row=1, col=1)
+fig.update_layout(template="plotly_white", title=f"FedGRPO ablations ({P['ablation_rounds']} rounds)")
 viz.export(fig, "fedgrpo_ablations", FIGURES)
 fig
 
@@ -414,8 +398,10 @@ fig.add_trace(go.Bar(x=labels, y=[r.our_bytes for r in rows2], name="comm_calcul
 fig.add_trace(go.Bar(x=labels, y=[r.paper_bytes or 0 for r in rows2], name="paper"), 1, 1)
 fig.add_trace(go.Bar(x=measured.index, y=measured["bytes up"], name="measured up"), 1, 2)
 fig.add_trace(go.Bar(x=measured.index, y=measured["bytes down"], name="measured down"), 1, 2)
-fig.update_yaxes(type="log", title_text="bytes")
-fig.update_layout(template="plotly_white", barmode="group", height=480, title="communication (log scale)")
+fig.update_yaxes(type="log", title_text="bytes (log scale)")
+fig.update_xaxes(title_text="method and model", row=1, col=1)
+fig.update_xaxes(title_text="method", row=1, col=2)
+fig.update_layout(template="plotly_white", barmode="group", height=520, title="communication (log scale)")
 viz.export(fig, "fedgrpo_communication", FIGURES)
 fig
 

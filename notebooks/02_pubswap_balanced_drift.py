@@ -78,11 +78,11 @@ from plotly.subplots import make_subplots
 
 from fedrl_kit import viz
 from fedrl_kit.config import preset
-from fedrl_kit.federation.client import step_seed
-from fedrl_kit.pubswap.method import sample_public_batch
+from fedrl_kit.pubswap.method import is_public_step
+from fedrl_kit.notebook import knobs
+from fedrl_kit.pubswap.public_step import generate_public, group_table, swap_public
 from fedrl_kit.pubswap.sweep import SETTINGS, result_paths
 from fedrl_kit.runs import Run, load_records
-from fedrl_kit.pubswap.swap import SWAP_RULES, ResponsePool
 from fedrl_kit.world.partition import partition, topic_matrix
 
 viz.setup_notebook()
@@ -119,7 +119,7 @@ pd.DataFrame({name: [len(p) for p in parts] for name, parts in splits.items()},
 figs = []
 for name, parts in splits.items():
     names, counts = topic_matrix(parts)
-    figs.append(viz.heterogeneity_bubbles(names, counts, title=f"topics per client: {name}"))
+    figs.append(viz.heterogeneity_bubbles(names, counts, title=f"topics per client: {name} (bubble area ∝ examples)"))
 viz.export(figs[0], f"pubswap_heterogeneity_alpha{base_cfg.dirichlet_alpha}", FIGURES)
 viz.export(figs[1], "pubswap_heterogeneity_alpha0.1", FIGURES)
 figs[0].show()
@@ -189,67 +189,67 @@ end_table.join(gd.groupby("method").mean().round(3).add_prefix("grad dissimilari
 
 # %% [markdown]
 # ## 3. One swap, step by step
-# Take the clients' adapters at the end of the τ = max round above (Balanced), draw b public
-# prompts as the server would, and let each client answer K times. Then apply both rules to the
-# pooled answers. Pick a client and a prompt: the table shows the client's own K answers, which
-# slots Balanced replaces and with whose answer, and the Random group for comparison.
+# Take the clients' adapters at the end of the τ = max round above (Balanced) and replay that round's last
+# public step on them: the same b public prompts, the same rollout streams and the same swap stream as the
+# round used (`generate_public` and `swap_public` in `fedrl_kit/pubswap/public_step.py`; on the adapters the
+# step itself saw they reproduce its swap exactly, which a test checks). The adapters have taken one more
+# step since, so these are the answers the clients would give now. Each client answers every prompt K times;
+# then both rules are applied to the pooled answers. Pick a client and a prompt: the table shows the
+# client's own K answers, which slots Balanced replaces and with whose answer, and the Random group for
+# comparison.
 
 # %%
 run, _ = drift_runs[("pubswap_balanced", max(taus))]
-K = run.config.num_generations
-batch = sample_public_batch(world.public, run.config.prompts_per_step, seed, round=99, period_index=0)
-replies = run.runtime.broadcast("public_generate", 99, {"step": 0, "batch": batch})
-cids = sorted(replies)
-gen = {cid: replies[cid].payload for cid in cids}
-correct = pd.DataFrame({cid: [sum(c) for c in gen[cid]["correct"]] for cid in cids},
+round_ledger = pd.DataFrame(run.runtime.ledger.to_rows())  # §4 reads the round as trained, before the replay below
+last_public = max(s for s in range(run.config.local_steps) if is_public_step(s, run.config.pubswap.period))
+gen = generate_public(run.server, round=1, step=last_public)  # one real public_generate message, answered now
+K, batch, cids = gen.num_generations, gen.batch, gen.client_ids
+correct = pd.DataFrame({cid: [sum(c) for c in g["correct"]] for cid, g in zip(cids, gen.generated)},
                        index=[f"{p} (gold {a})" for p, a in zip(batch["prompt"], batch["answer"])])
 correct.index.name = f"correct answers out of K = {K}"
 correct
 
-
 # %%
-def swap_view(client: int, prompt: int, rule: str = "balanced") -> pd.DataFrame:
-    """One client's group for one public prompt after the swap, slot by slot."""
-    pool = ResponsePool([gen[c]["texts"][prompt] for c in cids], np.array([gen[c]["correct"][prompt] for c in cids]))
-    res = SWAP_RULES[rule](pool, K, np.random.default_rng(step_seed(seed, 99, 10_000, prompt)))
-    rows = []
-    for k in range(K):
-        j, kk = res.source[client, k]
-        rows.append({"own answer": gen[cids[client]]["texts"][prompt][k], "own correct": bool(gen[cids[client]]["correct"][prompt][k]),
-                     f"{rule} group": res.texts[client][k], "correct": bool(res.correct[client, k]),
-                     "from": "own" if j == client else f"{cids[j]} #{kk}"})
-    df = pd.DataFrame(rows)
-    df.attrs["alpha"] = float(res.replacement_fraction[client])
-    return df
-
-
+swaps = {rule: swap_public(gen, rule) for rule in ("balanced", "random")}  # b SwapResults per rule
 # a prompt where client 0 has few correct answers but others have some: Balanced has something to do
-c0 = np.array([sum(c) for c in gen[cids[0]]["correct"]])
-others = np.array([sum(sum(gen[c]["correct"][i]) for c in cids[1:]) for i in range(len(c0))])
+c0 = np.array([sum(c) for c in gen.generated[0]["correct"]])
+others = np.array([sum(sum(g["correct"][i]) for g in gen.generated[1:]) for i in range(len(c0))])
 example_prompt = int(np.argmax((c0 < K // 2) * (others > 0) * (K - c0))) if ((c0 < K // 2) & (others > 0)).any() else 0
-view = swap_view(0, example_prompt, "balanced")
+view = group_table(gen, swaps["balanced"], 0, example_prompt)
 print(f"prompt {batch['prompt'][example_prompt]!r}, gold {batch['answer'][example_prompt]}: "
-      f"client_0 has {c0[example_prompt]} of {K} correct; Balanced replaces α = {view.attrs['alpha']:.3f} of its group")
+      f"{cids[0]} has {c0[example_prompt]} of {K} correct; Balanced replaces α = {view.attrs['alpha']:.3f} of its group")
 view
 
 # %%
-swap_view(0, example_prompt, "random")
+group_table(gen, swaps["random"], 0, example_prompt)
+
+# %% [markdown]
+# **Turn the knobs** (live with a running kernel; the tables appear on the first change): the swap rule,
+# the group size K (the first K of each client's answers are pooled, so Balanced's threshold K/2 moves
+# with it), the client and the prompt.
+# Only the swap is recomputed — with the round's own swap stream — not the answers and not training. The
+# second table is α_n, the fraction of each client's group swapped in, averaged over the b prompts.
 
 # %%
 import ipywidgets as widgets
 from IPython.display import display
 
 
-def show(client, prompt, rule):
-    v = swap_view(client, prompt, rule)
-    print(f"{cids[client]}, prompt {batch['prompt'][prompt]!r} (gold {batch['answer'][prompt]}): "
+def show(rule, K, client, prompt):
+    res = swap_public(gen, rule, K)
+    v = group_table(gen, res, client, prompt)
+    print(f"{rule}, K = {K}: {cids[client]}, prompt {batch['prompt'][prompt]!r} (gold {batch['answer'][prompt]}): "
           f"α = {v.attrs['alpha']:.3f} swapped in")
     display(v)
+    display(pd.DataFrame({"α_n (mean over prompts)": np.mean([r.replacement_fraction for r in res], axis=0).round(3),
+                          "correct in group (mean)": np.mean([r.correct.sum(axis=1) for r in res], axis=0).round(2)},
+                         index=cids).T)
 
 
-widgets.interact(show, client=widgets.Dropdown(options=[(c, i) for i, c in enumerate(cids)], value=0),
-                 prompt=widgets.Dropdown(options=[(p, i) for i, p in enumerate(batch["prompt"])], value=example_prompt),
-                 rule=["balanced", "random"]);
+knobs(show, rule=widgets.ToggleButtons(options=[("Balanced", "balanced"), ("Random", "random")]),
+      K=widgets.IntSlider(K, 2, K, continuous_update=False),
+      client=widgets.Dropdown(options=[(c, i) for i, c in enumerate(cids)], value=0),
+      prompt=widgets.Dropdown(options=[(p, i) for i, p in enumerate(batch["prompt"])], value=example_prompt))
 
 # %% [markdown]
 # Under **Random** every client trains on the same K answers, mostly other clients' (off-policy
@@ -265,11 +265,11 @@ widgets.interact(show, client=widgets.Dropdown(options=[(c, i) for i, c in enume
 # b·K short texts and their 0/1 correctness. From the ledger of the τ = max Balanced round:
 
 # %%
-led = pd.DataFrame(run.runtime.ledger.to_rows())
-led = led[led["round"] == 1]
+led = round_ledger[round_ledger["round"] == 1]
 per_kind = led.groupby(["kind", "direction"]).nbytes.sum()
 fig = viz.communication_bars({k: int(v) for k, v in per_kind.items()},
                              title=f"bytes in one Balanced round (τ = {max(taus)}, N = {num_clients})")
+fig.update_layout(xaxis_title="message kind (direction)", yaxis_title="bytes, all clients (log scale)")
 viz.export(fig, "pubswap_communication", FIGURES)
 fig
 
@@ -381,6 +381,8 @@ for m, recs in curves.items():
                                  y=[r["replacement_fraction"] for r in d], name=m, legendgroup=m, showlegend=False,
                                  mode="lines+markers"), row=1, col=2)
 fig.update_xaxes(title_text="local steps taken")
+fig.update_yaxes(title_text="pass@1 (fraction of test problems)", row=1, col=1)
+fig.update_yaxes(title_text="α (fraction of a group swapped in)", row=1, col=2)
 fig.update_layout(template="plotly_white")
 viz.export(fig, "pubswap_curves_large_tau", FIGURES)
 fig

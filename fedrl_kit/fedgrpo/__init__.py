@@ -15,6 +15,8 @@ Modules
 - :mod:`~fedrl_kit.fedgrpo.encoder` — the frozen encoder φ.
 - :mod:`~fedrl_kit.fedgrpo.diagnostics` — what only the simulator knows (hit rates, AE share), the
   notebook's step-through :func:`~fedrl_kit.fedgrpo.diagnostics.trace_question`, the selection study.
+- :mod:`~fedrl_kit.fedgrpo.graph` — the confidence graph (clients ↔ topics, the chosen experts) as a figure.
+- :mod:`~fedrl_kit.fedgrpo.ablation` — the K and M ablations (Fig. 3, Appendix C), one knob at a time.
 - :mod:`~fedrl_kit.fedgrpo.method` — the ``fedgrpo`` method spec and how its federation is built.
 - :mod:`~fedrl_kit.fedgrpo.baselines` — the paper's baselines Fedpetuning+SFT and DPSDA-FL.
 - :mod:`~fedrl_kit.fedgrpo.comm_calculator` — the paper's Figure 2 from first principles.

@@ -84,6 +84,8 @@ Modules of this package:
                      :class:`~fedrl_kit.pubswap.method.PubSwapClient` (its message handlers)
 ``swap``             the swap rules: :func:`~fedrl_kit.pubswap.swap.random_swap`,
                      :func:`~fedrl_kit.pubswap.swap.balanced_swap` (appendix A.2's α_n(x))
+``public_step``      one public step seen from outside (steps 2a–2c with the round's own streams): the
+                     notebook's swap view and its widget
 ``drift``            drift and gradient dissimilarity (appendix A: ‖ΔW_n − ΔW_m‖, ζ)
 ``instrument``       :class:`~fedrl_kit.pubswap.instrument.DriftProbe` (``trace_drift=True``), memory-bounded
 ``sweep``            the resumable grid of Tables 1, 4, 5 (and larger τ), final and best checkpoint, and the

@@ -20,7 +20,7 @@ from fedrl_kit.methods import MethodSpec
 from fedrl_kit.methods.fedavg_grpo import build_grpo_clients
 from fedrl_kit.rollout import Rollouts
 from fedrl_kit.pubswap.args import PAPER_SETTING
-from fedrl_kit.pubswap.swap import SWAP_RULES, ResponsePool
+from fedrl_kit.pubswap.swap import SWAP_RULES, ResponsePool, SwapResult
 
 
 
@@ -136,6 +136,22 @@ class PubSwapClient(GRPOClient):
         return {"adapter": self.policy.get_state(self.cid), "num_examples": self.num_examples, "metrics": metrics}
 
 
+def swap_prompts(rule, generated: list[dict], K: int, rng: np.random.Generator) -> list[SwapResult]:
+    """Apply the swap rule to the b public prompts in order, drawing from one generator (step 2c).
+
+    Args:
+        rule: :func:`~fedrl_kit.pubswap.swap.random_swap` or :func:`~fedrl_kit.pubswap.swap.balanced_swap`.
+        generated: the N clients' ``public_generate`` replies: ``texts`` [b][K], ``correct`` [b][K].
+        K: group size.
+        rng: the swap's generator (``pubswap/swap`` keyed by round and period in a run).
+
+    Returns:
+        b :class:`~fedrl_kit.pubswap.swap.SwapResult`, one per prompt, clients in ``generated``'s order.
+    """
+    return [rule(ResponsePool([g["texts"][i] for g in generated], np.array([g["correct"][i] for g in generated])),
+                 K, rng) for i in range(len(generated[0]["texts"]))]
+
+
 def swap_groups(rule, generated: list[dict], K: int, rng: np.random.Generator) -> list[dict]:
     """Apply the swap rule prompt by prompt; per client (in ``generated``'s order) its texts and own indices.
 
@@ -149,11 +165,9 @@ def swap_groups(rule, generated: list[dict], K: int, rng: np.random.Generator) -
         N dicts with ``texts`` [b][K] and ``own_index`` [b][K] (the response's index among the
         client's own K, or −1 when it was swapped in from another client).
     """
-    N, b = len(generated), len(generated[0]["texts"])
+    N = len(generated)
     out = [{"texts": [], "own_index": []} for _ in range(N)]
-    for i in range(b):
-        pool = ResponsePool([g["texts"][i] for g in generated], np.array([g["correct"][i] for g in generated]))
-        res = rule(pool, K, rng)  # groups for prompt i
+    for res in swap_prompts(rule, generated, K, rng):  # groups for prompt i
         for n in range(N):
             src = res.source[n]  # [K, 2] (client, response)
             out[n]["texts"].append(list(res.texts[n]))

@@ -1,0 +1,19 @@
+"""fedrl_kit.notebook.knobs: widgets that recompute on change and run nothing when created."""
+
+import ipywidgets as widgets
+import pytest
+
+from fedrl_kit.notebook import knobs
+
+
+def test_knobs_call_update_with_every_value_on_each_change_and_not_before():
+    calls = []
+    a, b = widgets.IntSlider(2, 0, 5), widgets.Dropdown(options=["x", "y"], value="x")
+    box = knobs(lambda **kw: calls.append(kw), a=a, b=b)
+    assert calls == []  # nothing runs (and nothing is drawn) when the widgets are created
+    assert a.description == "a" and "fedrl-knobs" in box._dom_classes
+    a.value = 4
+    b.value = "y"
+    assert calls == [{"a": 4, "b": "x"}, {"a": 4, "b": "y"}]
+    with pytest.raises(ValueError, match="control"):
+        knobs(lambda: None)
