@@ -146,13 +146,19 @@ def test_system_exit_and_keyboard_interrupt_raised_by_a_client_only_drop_that_cl
 
 def test_a_real_ctrl_c_still_stops_the_run_while_a_client_works():
     rt = InProcessRuntime({"slow": Sleeper("slow", 1.5, [])})  # no timeout: only Ctrl-C ends the wait
+    # Python's own Ctrl-C handler, as in a terminal: a shell that starts the tests in the background hands
+    # them SIGINT ignored, and then no Ctrl-C would reach any program
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    t0 = time.time()
-    with pytest.raises(KeyboardInterrupt):
-        rt.broadcast("ping", 1, {})
-    assert time.time() - t0 < 1.2
-    timer.join()
+    try:
+        timer.start()
+        t0 = time.time()
+        with pytest.raises(KeyboardInterrupt):
+            rt.broadcast("ping", 1, {})
+        assert time.time() - t0 < 1.2
+    finally:
+        timer.join()
+        signal.signal(signal.SIGINT, previous)
 
 
 class Vandal:
