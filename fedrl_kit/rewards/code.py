@@ -106,15 +106,7 @@ def family_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list:
     if answer is None:
         return [None] * n
     is_tests = [isinstance(a, str) and a.lstrip().startswith("assert ") for a in answer]
-    out: list = [None] * n
-    for flag, func in ((True, code_accuracy_reward), (False, accuracy_reward)):
-        idx = [i for i in range(n) if is_tests[i] == flag]
-        if idx:
-            vals = func([prompts[i] for i in idx] if prompts else None, [completions[i] for i in idx],
-                        answer=[answer[i] for i in idx])
-            for i, v in zip(idx, vals):
-                out[i] = v
-    return out
+    return _by_kind(prompts, completions, answer, is_tests, ((True, code_accuracy_reward), (False, accuracy_reward)))
 
 
 def real_family_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list:
@@ -131,11 +123,16 @@ def real_family_accuracy_reward(prompts, completions, answer=None, **kwargs) -> 
             return "humaneval"
         return "mbpp" if a.lstrip().startswith("assert ") else "math"
 
-    kinds = [kind(a) for a in answer]
-    out: list = [None] * n
-    for k, func in (("humaneval", humaneval_accuracy_reward), ("mbpp", code_accuracy_reward),
-                    ("math", math_accuracy_reward)):
-        idx = [i for i in range(n) if kinds[i] == k]
+    return _by_kind(prompts, completions, answer, [kind(a) for a in answer],
+                    (("humaneval", humaneval_accuracy_reward), ("mbpp", code_accuracy_reward),
+                     ("math", math_accuracy_reward)))
+
+
+def _by_kind(prompts, completions, answer, kinds: list, rewards) -> list:
+    """Score each row with the reward of its kind: ``rewards`` pairs (kind, reward function); one call per kind."""
+    out: list = [None] * len(completions)
+    for k, func in rewards:
+        idx = [i for i, ki in enumerate(kinds) if ki == k]
         if idx:
             vals = func([prompts[i] for i in idx] if prompts else None, [completions[i] for i in idx],
                         answer=[answer[i] for i in idx])
