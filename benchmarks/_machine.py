@@ -12,7 +12,7 @@ def cpu_model() -> str:
         return platform.processor()
 
 
-def save_result(path, benchmark: str, argv, settings: dict, runs: list, summary: dict) -> dict:
+def save_result(path, benchmark: str, argv, settings: dict, runs: list, summary: dict, quiet: bool = False) -> dict:
     """Write a shared-machine experiment's JSON (when, the exact command, the CPU) and print its summary."""
     import datetime
     import json
@@ -30,5 +30,6 @@ def save_result(path, benchmark: str, argv, settings: dict, runs: list, summary:
     )
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(out, indent=2))
-    print(json.dumps(summary, indent=2))
+    if not quiet:
+        print(json.dumps(summary, indent=2))
     return out

@@ -27,7 +27,9 @@ Run::
 writes ``benchmarks/results/fedgrpo_compare_pool.json`` (``fedgrpo_compare_nogt.json`` with ``--no-gt``;
 ``--out`` to change). ``--methods``,
 ``--seeds``, ``--rounds`` narrow or widen it; ``--set section.field=value`` (as ``fedrl run --set``)
-changes a setting of every run that uses that section.
+changes a setting of every run that uses that section. ``--resume`` keeps the runs already in the
+result file (same settings only) and adds the missing (method, seed) pairs; the file is rewritten after
+every run, so an interrupted grid resumes with the same command plus ``--resume``.
 """
 
 from __future__ import annotations
@@ -72,15 +74,52 @@ def main(argv=None) -> dict:
                     help="the no-ground-truth setting (Table 2): FedGRPO with ME only and GRPO-trained evaluators")
     ap.add_argument("--out", default=None, help="result file (default: fedgrpo_compare_pool.json, "
                                                 "fedgrpo_compare_nogt.json with --no-gt)")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the runs already in --out (its settings must match) and run only the missing ones")
     args = ap.parse_args(argv)
     if args.out is None:
         args.out = str(ROOT / "benchmarks" / "results" / f"fedgrpo_compare_{'nogt' if args.no_gt else 'pool'}.json")
     extra = parse_set((NO_GT if args.no_gt else []) + args.set)
-    rows, inapplicable = [], {}
+    settings = dict(SETTINGS, rounds=args.rounds, no_gt=args.no_gt, set=(NO_GT if args.no_gt else []) + args.set)
+    rows, inapplicable, commands = [], {}, []
+    if args.resume and Path(args.out).exists():
+        old = json.loads(Path(args.out).read_text())
+        mismatch = {k: (old["settings"].get(k), v) for k, v in settings.items() if old["settings"].get(k, v) != v}
+        if mismatch:
+            raise SystemExit(f"--resume: {args.out} was made with other settings "
+                             + ", ".join(f"{k}={a!r} (now {b!r})" for k, (a, b) in mismatch.items()))
+        rows = list(old["runs"])
+        commands = old.get("commands", [old["command"]])
+    done = {(r["method"], r["seed"]) for r in rows}
+
+    def summarise() -> dict:
+        summary = {m: dict(inapplicable=why) for m, why in inapplicable.items()}
+        for method in dict.fromkeys(r["method"] for r in rows):
+            finals = [r["final_pass_at_1"] for r in rows if r["method"] == method]
+            summary[method] = dict(final_pass_at_1_mean=float(np.mean(finals)),
+                                   final_pass_at_1_std=float(np.std(finals)), seeds=len(finals),
+                                   base_pass_at_1=float(np.mean([r["base_pass_at_1"] for r in rows
+                                                                 if r["method"] == method])))
+            for key in ("expert_hit_rate", "random_hit_rate", "expert_hit_rate_major", "random_hit_rate_major"):
+                vals = [r[key] for r in rows if r["method"] == method and key in r]
+                if vals:
+                    summary[method][key] = float(np.mean(vals))
+        return summary
+
+    def save(final: bool):
+        out = save_result(args.out, "fedgrpo_compare", argv, dict(settings, seeds=sorted({r["seed"] for r in rows})),
+                          rows, summarise(), quiet=not final)
+        if commands:  # the earlier invocations whose runs this file keeps
+            out["commands"] = commands + [out["command"]]
+            Path(args.out).write_text(json.dumps(out, indent=2))
+        return out
+
     for seed in args.seeds:
         for method in args.methods:
             if args.no_gt and method in NEEDS_LABELS:
                 inapplicable[method] = f"{NEEDS_LABELS[method]} trains on the answers, which no client holds"
+                continue
+            if (method, seed) in done:
                 continue
             mine = {k: v for k, v in extra.items() if k.split(".", 1)[0] in method_spec(method).sections}
             cfg = preset("quick", method=method, seed=seed, rounds=args.rounds, eval_every=args.rounds, **SETTINGS,
@@ -104,19 +143,8 @@ def main(argv=None) -> dict:
                     row[key] = float(np.mean(vals))
             rows.append(row)
             print(json.dumps(row), flush=True)
-    summary = {m: dict(inapplicable=why) for m, why in inapplicable.items()}
-    for method in [m for m in args.methods if m not in inapplicable]:
-        finals = [r["final_pass_at_1"] for r in rows if r["method"] == method]
-        summary[method] = dict(final_pass_at_1_mean=float(np.mean(finals)), final_pass_at_1_std=float(np.std(finals)),
-                               base_pass_at_1=float(np.mean([r["base_pass_at_1"] for r in rows
-                                                             if r["method"] == method])))
-        for key in ("expert_hit_rate", "random_hit_rate", "expert_hit_rate_major", "random_hit_rate_major"):
-            vals = [r[key] for r in rows if r["method"] == method and key in r]
-            if vals:
-                summary[method][key] = float(np.mean(vals))
-    return save_result(args.out, "fedgrpo_compare", argv,
-                       dict(SETTINGS, rounds=args.rounds, seeds=args.seeds, no_gt=args.no_gt,
-                            set=(NO_GT if args.no_gt else []) + args.set), rows, summary)
+            save(final=False)
+    return save(final=True)
 
 
 if __name__ == "__main__":
