@@ -27,9 +27,10 @@ Run::
 writes ``benchmarks/results/fedgrpo_compare_pool.json`` (``fedgrpo_compare_nogt.json`` with ``--no-gt``;
 ``--out`` to change). ``--methods``,
 ``--seeds``, ``--rounds`` narrow or widen it; ``--set section.field=value`` (as ``fedrl run --set``)
-changes a setting of every run that uses that section. ``--resume`` keeps the runs already in the
-result file (same settings only) and adds the missing (method, seed) pairs; the file is rewritten after
-every run, so an interrupted grid resumes with the same command plus ``--resume``.
+changes a setting of every run that uses that section, ``--set field=value`` one of every run (the IID
+row: ``--set partition=iid --out benchmarks/results/fedgrpo_compare_iid.json``). ``--resume`` keeps the
+runs already in the result file (same settings only) and adds the missing (method, seed) pairs; the file
+is rewritten after every run, so an interrupted grid resumes with the same command plus ``--resume``.
 """
 
 from __future__ import annotations
@@ -121,9 +122,12 @@ def main(argv=None) -> dict:
                 continue
             if (method, seed) in done:
                 continue
-            mine = {k: v for k, v in extra.items() if k.split(".", 1)[0] in method_spec(method).sections}
-            cfg = preset("quick", method=method, seed=seed, rounds=args.rounds, eval_every=args.rounds, **SETTINGS,
-                         **mine)
+            # a run-level field (no section: partition=iid, dirichlet_alpha=…) applies to every method; a
+            # section's field only to the methods that read that section
+            sections = method_spec(method).sections
+            mine = {k: v for k, v in extra.items() if "." not in k or k.split(".", 1)[0] in sections}
+            cfg = preset("quick", method=method, seed=seed, rounds=args.rounds, eval_every=args.rounds,
+                         **{**SETTINGS, **mine})
             t0 = time.time()
             run = Run(cfg, progress=False)
             recs = run.run()
