@@ -75,13 +75,18 @@ def main(argv=None) -> dict:
                     help="the no-ground-truth setting (Table 2): FedGRPO with ME only and GRPO-trained evaluators")
     ap.add_argument("--out", default=None, help="result file (default: fedgrpo_compare_pool.json, "
                                                 "fedgrpo_compare_nogt.json with --no-gt)")
+    ap.add_argument("--eval-every", type=int, default=None,
+                    help="evaluate the global model every N rounds (default: only at the end); each row then "
+                         "carries its pass@1 curve, to see whether training has flattened")
     ap.add_argument("--resume", action="store_true",
                     help="keep the runs already in --out (its settings must match) and run only the missing ones")
     args = ap.parse_args(argv)
     if args.out is None:
         args.out = str(ROOT / "benchmarks" / "results" / f"fedgrpo_compare_{'nogt' if args.no_gt else 'pool'}.json")
     extra = parse_set((NO_GT if args.no_gt else []) + args.set)
-    settings = dict(SETTINGS, rounds=args.rounds, no_gt=args.no_gt, set=(NO_GT if args.no_gt else []) + args.set)
+    eval_every = args.eval_every or args.rounds
+    settings = dict(SETTINGS, rounds=args.rounds, eval_every=eval_every, no_gt=args.no_gt,
+                    set=(NO_GT if args.no_gt else []) + args.set)
     rows, inapplicable, commands = [], {}, []
     if args.resume and Path(args.out).exists():
         old = json.loads(Path(args.out).read_text())
@@ -126,7 +131,7 @@ def main(argv=None) -> dict:
             # section's field only to the methods that read that section
             sections = method_spec(method).sections
             mine = {k: v for k, v in extra.items() if "." not in k or k.split(".", 1)[0] in sections}
-            cfg = preset("quick", method=method, seed=seed, rounds=args.rounds, eval_every=args.rounds,
+            cfg = preset("quick", method=method, seed=seed, rounds=args.rounds, eval_every=eval_every,
                          **{**SETTINGS, **mine})
             t0 = time.time()
             run = Run(cfg, progress=False)
@@ -136,6 +141,8 @@ def main(argv=None) -> dict:
             row = dict(method=method, seed=seed, base_pass_at_1=glob[0]["pass@1"], final_pass_at_1=glob[-1]["pass@1"],
                        final_format=glob[-1]["format"], seconds=round(time.time() - t0, 1),
                        bytes_up=run.runtime.ledger.total_bytes("up"), bytes_down=run.runtime.ledger.total_bytes("down"))
+            if len(glob) > 2:
+                row["curve"] = [[g["round"], g["pass@1"]] for g in glob]
             for key in ("expert_hit_rate", "random_hit_rate", "expert_hit_rate_major", "random_hit_rate_major",
                         "ae_share", "reward_gap"):
                 vals = [r[key] for r in server if key in r]
