@@ -81,15 +81,22 @@ def main(argv=None) -> dict:
                 row[key] = float(np.mean([r[key] for r in server if key in r]))
             rows.append(row)
             print(json.dumps(row), flush=True)
+            save(args, argv, points, rows, quiet=True)  # after every run: an interrupted grid keeps what finished
+    return save(args, argv, points, rows)
+
+
+def save(args, argv, points, rows, quiet=False) -> dict:
     summary = {}
     for axis, value, K, M in points:
         sel = [r for r in rows if r["K"] == K and r["M"] == M]
-        summary[f"K={K},M={M}"] = dict(final_pass_at_1_mean=float(np.mean([r["final_pass_at_1"] for r in sel])),
-                                       final_pass_at_1_std=float(np.std([r["final_pass_at_1"] for r in sel])),
-                                       hit_rate_major=float(np.mean([r["expert_hit_rate_major"] for r in sel])))
+        if sel:
+            summary[f"K={K},M={M}"] = dict(
+                final_pass_at_1_mean=float(np.mean([r["final_pass_at_1"] for r in sel])),
+                final_pass_at_1_std=float(np.std([r["final_pass_at_1"] for r in sel])), seeds=len(sel),
+                hit_rate_major=float(np.mean([r["expert_hit_rate_major"] for r in sel])))
     return save_result(args.out, "fedgrpo_ablation", argv,
                        dict(SETTINGS, rounds=args.rounds, seeds=args.seeds, questions_per_step=args.questions), rows,
-                       summary)
+                       summary, quiet=quiet)
 
 
 if __name__ == "__main__":
