@@ -156,7 +156,11 @@ def _layout(model) -> _Layout:
     """The model's cached :class:`_Layout`, rebuilt when its adapters were added or deleted."""
     layout = _LAYOUTS.get(model)
     if layout is None or layout.adapters != tuple(model.peft_config):
-        layout = _LAYOUTS[model] = _Layout(model)
+        old, layout = layout, _Layout(model)
+        if old is not None and layout.fast:  # adapters that are still the same objects keep their entries
+            layout.entries = {n: e for n, e in old.entries.items()
+                              if n in layout.adapters and e is not None and _entry_current(e, n)}
+        _LAYOUTS[model] = layout
     return layout
 
 
