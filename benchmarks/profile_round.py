@@ -8,6 +8,7 @@ so Python-heavy parts (adapter bookkeeping) look larger than they are; the share
 (generate, the forward passes, backward) are what to read. Writes ``benchmarks/results/profile_round.json``.
 
 Run: ``OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/profile_round.py``
+(``--uncached --out benchmarks/results/profile_round_uncached.json``: the bookkeeping as before its cache).
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--clients", type=int, default=8)
     p.add_argument("--local-steps", type=int, default=1)
+    p.add_argument("--uncached", action="store_true",
+                   help="adapter bookkeeping through peft's walks (adapters.USE_CACHE = False), as before the cache")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "profile_round.json"))
     args = p.parse_args(argv)
     torch.set_num_threads(1)
@@ -64,7 +67,10 @@ def main(argv=None) -> int:
     transformers.logging.set_verbosity_error()
     from fedrl_kit.config import preset
     from fedrl_kit.federation.lockstep import fit_lockstep
+    from fedrl_kit.policy import adapters
     from fedrl_kit.runs import Run
+
+    adapters.USE_CACHE = not args.uncached
 
     run = Run(preset("quick", num_clients=args.clients, rounds=1, local_steps=args.local_steps, eval_every=100),
               progress=False).build()

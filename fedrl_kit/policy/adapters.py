@@ -17,6 +17,7 @@ OPT (``fc1``) get adapters without naming their modules.
 from __future__ import annotations
 
 import warnings
+import weakref
 
 import numpy as np
 import torch
@@ -86,8 +87,89 @@ def ensure_adapter(model, name: str) -> None:
         model.add_adapter(name, model.peft_config[GLOBAL])
 
 
+class _Layout:
+    """Cached references into one peft model: its LoRA layers and, per adapter, (state key, parameter) pairs.
+
+    Built from peft's own walks (``get_peft_model_state_dict``, ``named_parameters``, ``modules``) and valid
+    while the model's adapters are the same objects: :func:`_layout` rebuilds it when the set of adapters
+    changes, and an adapter's entry is rebuilt when its parameters are no longer the cached ones (deleted and
+    re-added under the same name). A model or adapter this cache cannot mirror exactly (auxiliary wrappers,
+    variants with frozen weights, keys that do not round-trip) is marked ``fast = False`` and gets peft's path.
+    """
+
+    def __init__(self, model):
+        from peft.tuners.lora.layer import LoraLayer
+        from peft.utils.other import AuxiliaryTrainingWrapper
+
+        self.adapters = tuple(model.peft_config)
+        modules = list(model.modules())
+        self.layers = [m for m in modules if isinstance(m, LoraLayer)]  # the modules peft's set_adapter visits
+        self.fast = bool(self.layers) and getattr(model.base_model, "tuner_layer_cls", None) is LoraLayer and not any(isinstance(m, AuxiliaryTrainingWrapper) for m in modules) and \
+            not any(getattr(m, "frozen_peft_weight_names", None) for m in self.layers)
+        self.lora_params = [p for n, p in model.named_parameters() if "lora_" in n]  # every adapter's, in order
+        self.entries: dict[str, tuple | None] = {}  # name → (keys, params) or None where peft's path must run
+
+    def entry(self, model, name: str):
+        """(state keys, parameters) of adapter ``name`` in peft's order, or None (use peft's own path)."""
+        if not USE_CACHE:
+            return None
+        cached = self.entries.get(name)
+        if cached is not None and not _entry_current(cached, name):
+            self.__init__(model)  # the adapter was deleted and re-created: new parameters, rebuild everything
+        if name not in self.entries:
+            self.entries[name] = _build_entry(model, name) if self.fast else None
+        return self.entries[name]
+
+
+def _build_entry(model, name: str):
+    named = [(n, p) for n, p in model.named_parameters() if f".{name}." in n and "lora_" in n]
+    by_ptr = {p.data_ptr(): (n, p) for n, p in named}
+    sd = get_peft_model_state_dict(model, adapter_name=name, save_embedding_layers=False)
+    keys, params = [], []
+    for k, v in sd.items():
+        n, p = by_ptr.get(v.data_ptr(), (None, None))
+        if p is None or n.replace(f".{name}", "") != k or v.shape != p.shape:
+            return None  # a key that does not map one-to-one onto a parameter: keep peft's path
+        keys.append(k)
+        params.append(p)
+    if len(params) != len(named) or len({id(p) for p in params}) != len(params):
+        return None
+    from peft.tuners.lora.layer import LoraLayer
+
+    layer = next((m for m in model.modules() if isinstance(m, LoraLayer) and name in m.lora_A), None)
+    if layer is None or not params:
+        return None
+    return keys, params, [p for _, p in named], (layer, layer.lora_A[name].weight)
+
+
+def _entry_current(entry, name) -> bool:
+    """Whether the adapter's parameters are still the cached objects (not deleted and re-created)."""
+    layer, weight = entry[3]
+    return name in layer.lora_A and layer.lora_A[name].weight is weight
+
+
+USE_CACHE = True  # False: every call takes peft's own walks (the reference the cached path is tested against)
+_LAYOUTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _layout(model) -> _Layout:
+    """The model's cached :class:`_Layout`, rebuilt when its adapters were added or deleted."""
+    layout = _LAYOUTS.get(model)
+    if layout is None or layout.adapters != tuple(model.peft_config):
+        old, layout = layout, _Layout(model)
+        if old is not None and layout.fast:  # adapters that are still the same objects keep their entries
+            layout.entries = {n: e for n, e in old.entries.items()
+                              if n in layout.adapters and e is not None and _entry_current(e, n)}
+        _LAYOUTS[model] = layout
+    return layout
+
+
 def get_state(model, name: str = GLOBAL) -> AdapterState:
     """The adapter's LoRA factors as plain float32 numpy arrays (copies)."""
+    entry = _layout(model).entry(model, name) if name in model.peft_config else None
+    if entry is not None:
+        keys, params = entry[0], entry[1]
+        return {k: p.detach().to("cpu", torch.float32).numpy().copy() for k, p in zip(keys, params)}
     # save_embedding_layers=False: adapters never train embeddings, and peft's "auto" would look for the base's
     # config.json on the Hub (a network call per state online, a warning for a GGUF folder offline)
     sd = get_peft_model_state_dict(model, adapter_name=name, save_embedding_layers=False)
@@ -97,6 +179,19 @@ def get_state(model, name: str = GLOBAL) -> AdapterState:
 def set_state(model, name: str, state: AdapterState) -> None:
     """Load plain-data LoRA factors into adapter ``name`` (created if missing)."""
     ensure_adapter(model, name)
+    entry = _layout(model).entry(model, name)
+    if entry is not None and set(entry[0]) == set(state):
+        keys, params = entry[0], entry[1]
+        dtype = params[0].dtype
+        values = [torch.as_tensor(np.asarray(state[k])).to(dtype) for k in keys]
+        bad = [k for k, v, p in zip(keys, values, params) if v.shape != p.shape]
+        if bad:
+            raise ValueError(f"adapter state for {name!r}: {bad[0]} has shape {tuple(np.shape(state[bad[0]]))}, "
+                             f"the model's is {tuple(params[keys.index(bad[0])].shape)}")
+        with torch.no_grad():
+            for p, v in zip(params, values):
+                p.copy_(v)
+        return
     ref = get_peft_model_state_dict(model, adapter_name=name, save_embedding_layers=False)
     missing = set(ref) - set(state)
     if missing:
@@ -107,9 +202,28 @@ def set_state(model, name: str, state: AdapterState) -> None:
 
 
 def activate(model, name: str) -> list[torch.nn.Parameter]:
-    """Make ``name`` the active (and only trainable) adapter; returns its parameters."""
-    model.set_adapter(name)
-    params = [p for n, p in model.named_parameters() if f".{name}." in n and "lora_" in n]
+    """Make ``name`` the active (and only trainable) adapter; returns its parameters.
+
+    peft's ``set_adapter`` walks every module and, in each LoRA layer, every adapter; with the cached layout it
+    records ``name`` as active in the LoRA layers (what the layers' ``set_adapter`` records) and sets the
+    trainable flags over the cached LoRA parameters (tested equal to peft's walk).
+    """
+    layout = _layout(model)
+    entry = layout.entry(model, name) if name in model.peft_config else None
+    if entry is None or any(m.merged for m in layout.layers):
+        model.set_adapter(name)
+        params = [p for n, p in model.named_parameters() if f".{name}." in n and "lora_" in n]
+    else:
+        params = entry[2]
+        if model.active_adapter != name or any(m.active_adapters != [name] for m in layout.layers):
+            model.active_adapter = name  # what PeftModel.set_adapter, the tuner's and each layer's record
+            for m in layout.layers:
+                m._active_adapter = [name]
+            model.base_model.active_adapter = name
+        own = {id(p) for p in params}  # the trainable flags peft's walk sets: only this adapter's
+        for p in layout.lora_params:
+            if p.requires_grad and id(p) not in own:
+                p.requires_grad_(False)
     for p in params:
         p.requires_grad_(True)
     return params
