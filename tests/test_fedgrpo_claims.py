@@ -4,7 +4,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedrl_kit.fedgrpo.claims import fedgrpo_claims, fedgrpo_claims_from_files, load_results, result_commands
+from fedrl_kit.fedgrpo.claims import (claims_markdown, fedgrpo_claims, fedgrpo_claims_from_files, load_results,
+                                     result_commands)
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 SETTINGS = {"num_clients": 8, "dirichlet_alpha": 0.1, "rounds": 5, "local_steps": 2, "set": []}
@@ -138,3 +139,10 @@ def test_reads_the_stored_files():
     assert row(df, "FedGRPO near Central-GRPO, with ground").seeds == n_seeds
     assert row(df, "FedGRPO's traffic orders of magnitude below Fedpetuning+GRPO")["mean"] > 10
     assert set(result_commands(results)) == {k for k, v in results.items() if v is not None}
+
+
+def test_markdown_has_one_line_per_claim_and_no_setting_column():
+    df = fedgrpo_claims(compare({"fedgrpo": [0.4], "fedavg_grpo": [0.3]}))
+    md = claims_markdown(df).splitlines()
+    assert len(md) == len(df) + 2 and "setting" not in md[0] and md[0].startswith("| claim | paper |")
+    assert "| FedGRPO beats Fedpetuning+GRPO | Table 1 | points | 10.0 | – | 1 | s0 +10.00 | not tested (one seed) |" in md

@@ -110,7 +110,7 @@ def fedgrpo_claims(compare: dict, nogt: dict | None = None, ablation_M: dict | N
       otherwise.
     - "FedGRPO is near Central-GRPO" (Tables 1, 2) and "no-GT FedGRPO is near with-GT FedGRPO":
       *near* means within ``near_tol`` pass@1 points (default 3; the paper's Table 1 gaps to
-      Central-GRPO are about 1 point at its scale, our seed-to-seed spread is 3–5 points):
+      Central-GRPO are about 1 point at its scale; a method's seed-to-seed std here is several points):
       **holds** when mean ± 2 SE lies inside ±``near_tol``, **does not hold** when wholly outside,
       **within noise** otherwise.
     - Communication (Fig. 2): **holds** when Fedpetuning's total bytes (up + down) are at least 10×
@@ -250,3 +250,12 @@ def result_commands(results: dict[str, dict | None]) -> dict[str, list[str]]:
 def fedgrpo_claims_from_files(results_dir: str | Path = "benchmarks/results", **kw) -> pd.DataFrame:
     """:func:`fedgrpo_claims` on the stored result files of ``results_dir`` (see :data:`RESULT_FILES`)."""
     return fedgrpo_claims(**load_results(results_dir), **kw)
+
+
+def claims_markdown(df: pd.DataFrame, drop: tuple[str, ...] = ("setting",)) -> str:
+    """The claims table as a markdown table (for docs), without the columns ``drop``; nan prints as "–"."""
+    df = df.drop(columns=[c for c in drop if c in df.columns])
+    cell = lambda v: "–" if isinstance(v, float) and np.isnan(v) else str(v).replace("|", "\\|")  # noqa: E731
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in df.itertuples(index=False)]
+    return "\n".join(lines)
