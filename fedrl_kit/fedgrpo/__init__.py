@@ -20,6 +20,8 @@ Modules
 - :mod:`~fedrl_kit.fedgrpo.method` — the ``fedgrpo`` method spec and how its federation is built.
 - :mod:`~fedrl_kit.fedgrpo.baselines` — the paper's baselines Fedpetuning+SFT and DPSDA-FL.
 - :mod:`~fedrl_kit.fedgrpo.comm_calculator` — the paper's Figure 2 from first principles.
+- :mod:`~fedrl_kit.fedgrpo.claims` — the paper's claims (Tables 1–2, Figs. 2–4) checked on the stored
+  benchmark files, paired over seeds, "not tested" with one seed (:func:`~fedrl_kit.fedgrpo.claims.fedgrpo_claims`).
 - :mod:`~fedrl_kit.fedgrpo.args` — the typed arguments ``config.fedgrpo``, ``config.evaluator``, ``config.dpsda``.
 
 Setting in the embedded world

@@ -185,12 +185,9 @@ def parse_name(name: str) -> dict:
             "seed": int(parts[-1].removeprefix("seed"))}
 
 
-def _compare(df: pd.DataFrame, a: dict, b: dict, value: str) -> tuple[float, float, int]:
-    """Paired over the seeds both arms ran: (mean of a − b, standard error of that mean, number of seeds).
-
-    Seeds pair naturally (the same seed is the same world, partition and base start), so the paired
-    difference is the fair comparison; the SE is nan with fewer than 2 common seeds.
-    """
+def paired_diffs(df: pd.DataFrame, a: dict, b: dict, value: str) -> pd.Series:
+    """Per seed that both arms ran, ``value`` of arm a minus arm b (each arm: the rows matching ``{column: value}``,
+    averaged per seed). Indexed by seed, sorted; empty when the arms share no seed."""
     def pick(sel):
         m = np.ones(len(df), bool)
         for k, v in sel.items():
@@ -198,9 +195,18 @@ def _compare(df: pd.DataFrame, a: dict, b: dict, value: str) -> tuple[float, flo
         return df[m].groupby("seed")[value].mean()
     xa, xb = pick(a), pick(b)
     seeds = sorted(set(xa.index) & set(xb.index))
-    if not seeds:
+    return (xa[seeds] - xb[seeds]).astype(float)
+
+
+def _compare(df: pd.DataFrame, a: dict, b: dict, value: str) -> tuple[float, float, int]:
+    """Paired over the seeds both arms ran: (mean of a − b, standard error of that mean, number of seeds).
+
+    Seeds pair naturally (the same seed is the same world, partition and base start), so the paired
+    difference is the fair comparison; the SE is nan with fewer than 2 common seeds.
+    """
+    d = paired_diffs(df, a, b, value).to_numpy(float)  # [seeds]
+    if not len(d):
         return float("nan"), float("nan"), 0
-    d = (xa[seeds] - xb[seeds]).to_numpy(float)  # [seeds]
     se = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan")
     return float(d.mean()), se, len(d)
 

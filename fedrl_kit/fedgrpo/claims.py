@@ -1,0 +1,261 @@
+"""The FedGRPO paper's claims, checked on the stored benchmark result files.
+
+:func:`fedgrpo_claims` reads the result dicts written by ``benchmarks/fedgrpo_compare.py`` (with and
+without ground truth) and ``benchmarks/fedgrpo_ablation.py`` (M and K varied alone) and returns one row
+per claim of the paper, each a comparison paired over the seeds both arms ran (the same seed is the same
+world, partition and base start), as :func:`fedrl_kit.pubswap.sweep.pubswap_claims` does for PubSwap.
+
+These are the paper's claims **at this scale**: the embedded world's tiny policy, a few rounds (the stored
+files: 5 rounds of τ = 2 steps, K = 8, β = 0.1, on a CPU); the ``setting`` column says which, from each
+file's ``settings``. A verdict is never drawn from one seed.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fedrl_kit.pubswap.sweep import paired_diffs
+
+#: the methods of ``benchmarks/fedgrpo_compare.py`` by the paper's names (§4.1)
+METHOD_NAMES = {"fedgrpo": "FedGRPO", "central_grpo": "Central-GRPO", "fedavg_grpo": "Fedpetuning+GRPO",
+                "fedpetuning_sft": "Fedpetuning+SFT", "dpsda_grpo": "DPSDA-FL+GRPO", "dpsda_sft": "DPSDA-FL+SFT",
+                "zero_shot": "zero-shot base"}
+#: the stored result files :func:`fedgrpo_claims_from_files` reads, by argument of :func:`fedgrpo_claims`
+RESULT_FILES = {"compare": "fedgrpo_compare_pool.json", "nogt": "fedgrpo_compare_nogt.json",
+                "ablation_M": "fedgrpo_ablation_pool.json", "ablation_K": "fedgrpo_ablation_pool_k.json"}
+COLUMNS = ["claim", "paper", "unit", "mean", "se", "seeds", "per_seed", "verdict", "setting"]
+
+
+def _runs(result: dict, name: str, keys: tuple[str, ...]) -> pd.DataFrame:
+    """The ``runs`` of one result dict as a frame, checked for the fields the claims read."""
+    if not isinstance(result, dict) or not isinstance(result.get("runs"), list):
+        raise ValueError(f"{name}: expected a result dict with a 'runs' list")
+    for i, r in enumerate(result["runs"]):
+        missing = [k for k in keys if k not in r]
+        if missing:
+            raise ValueError(f"{name}: runs[{i}] lacks {missing}")
+    return pd.DataFrame(result["runs"], columns=list(dict.fromkeys([*keys, *(k for r in result["runs"] for k in r)])))
+
+
+def _setting(result: dict | None) -> str:
+    s = (result or {}).get("settings", {})
+    if not s:
+        return "at this scale"
+    beta = "IID" if "iid" in " ".join(s.get("set", [])) else f"β = {s.get('dirichlet_alpha')}"
+    return (f"at this scale: embedded world, tiny policy, K = {s.get('num_clients')}, {beta}, "
+            f"{s.get('rounds')} rounds of τ = {s.get('local_steps')}")
+
+
+def _row(claim, paper, d: pd.Series, verdict, setting, unit="points", scale=100.0) -> dict:
+    """One claim's row from its per-seed paired values ``d`` (already a − b)."""
+    v = d.to_numpy(float) * scale
+    se = float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float("nan")
+    return {"claim": claim, "paper": paper, "unit": unit,
+            "mean": round(float(v.mean()), 2) if len(v) else float("nan"), "se": round(se, 2), "seeds": len(v),
+            "per_seed": ", ".join(f"s{s} {x:+.2f}" for s, x in zip(d.index, v)), "verdict": verdict,
+            "setting": setting}
+
+
+def _untested(d: pd.Series, missing: str | None) -> str | None:
+    if missing:
+        return f"not tested ({missing} not run)"
+    if len(d) < 2:
+        return "not tested (one seed)" if len(d) == 1 else "not tested (no common seed)"
+    return None
+
+
+def _beats(d: pd.Series, missing: str | None = None) -> str:
+    """a beats b: holds when the paired mean is above 0 by more than 2 SE, does not hold when below by more."""
+    if (u := _untested(d, missing)) is not None:
+        return u
+    mean, se = float(d.mean()), float(d.std(ddof=1) / np.sqrt(len(d)))
+    if abs(mean) <= 2 * se:
+        return "within noise (|mean| ≤ 2 SE)"
+    return "holds" if mean > 0 else "does not hold"
+
+
+def _near(d: pd.Series, tol: float, missing: str | None = None) -> str:
+    """a is near b: holds when the whole interval mean ± 2 SE lies within ± ``tol`` (in d's units),
+    does not hold when it lies wholly outside, within noise otherwise."""
+    if (u := _untested(d, missing)) is not None:
+        return u
+    mean, se = abs(float(d.mean())), float(d.std(ddof=1) / np.sqrt(len(d)))
+    if mean + 2 * se <= tol:
+        return "holds"
+    if mean - 2 * se > tol:
+        return "does not hold"
+    return f"within noise (mean ± 2 SE straddles ±{tol * 100:g} points)"
+
+
+def _missing(df: pd.DataFrame, col: str, *arms) -> str | None:
+    names = [a for a in arms if not (df[col] == a).any()]
+    return " and ".join(METHOD_NAMES.get(str(a), f"{col} = {a}") for a in names) or None
+
+
+def fedgrpo_claims(compare: dict, nogt: dict | None = None, ablation_M: dict | None = None,
+                   ablation_K: dict | None = None, near_tol: float = 3.0) -> pd.DataFrame:
+    """The FedGRPO paper's claims checked on stored result dicts, one row per claim.
+
+    Every row pairs two arms over the seeds both ran: ``mean`` is the mean over seeds of a − b in pass@1
+    points (final pass@1 × 100; for the communication rows, the ratio of total bytes, unit "×"), ``se``
+    its standard error over seeds, ``seeds`` how many pairs, ``per_seed`` the values seed by seed.
+
+    Verdicts:
+
+    - "FedGRPO beats X", "M = 2 beats M = m", "more clients help": **holds** when the paired mean is
+      above 0 by more than 2 SE, **does not hold** when below 0 by more than 2 SE, **within noise**
+      otherwise.
+    - "FedGRPO is near Central-GRPO" (Tables 1, 2) and "no-GT FedGRPO is near with-GT FedGRPO":
+      *near* means within ``near_tol`` pass@1 points (default 3; the paper's Table 1 gaps to
+      Central-GRPO are about 1 point at its scale; a method's seed-to-seed std here is several points):
+      **holds** when mean ± 2 SE lies inside ±``near_tol``, **does not hold** when wholly outside,
+      **within noise** otherwise.
+    - Communication (Fig. 2): **holds** when Fedpetuning's total bytes (up + down) are at least 10×
+      FedGRPO's on every seed, **does not hold** otherwise.
+    - With one seed the verdict is "not tested (one seed)", and with an arm absent (a baseline, a no-GT
+      file, an M or K value not run) "not tested (… not run)": never a verdict from one seed.
+
+    These are the paper's claims at this scale (the embedded world's tiny policy, few rounds, CPU); the
+    ``setting`` column names each file's scale from its ``settings``.
+
+    Args:
+        compare: ``benchmarks/results/fedgrpo_compare_pool.json`` (with ground truth): ``runs`` rows
+            with ``method``, ``seed``, ``final_pass_at_1``, ``base_pass_at_1``, ``bytes_up``, ``bytes_down``.
+        nogt: ``fedgrpo_compare_nogt.json`` (``--no-gt``), the same row layout; None if not run.
+        ablation_M: ``fedgrpo_ablation_pool.json`` (``runs`` rows with ``K``, ``M``, ``seed``,
+            ``final_pass_at_1``); None if not run.
+        ablation_K: ``fedgrpo_ablation_pool_k.json``, the same layout; None if not run.
+        near_tol: the tolerance of "near", in pass@1 points.
+    """
+    arm_keys = ("method", "seed", "final_pass_at_1", "base_pass_at_1")
+    cmp = _runs(compare, "compare", arm_keys)
+    tol = near_tol / 100.0
+    out = []
+    s_cmp, s_nogt = _setting(compare), _setting(nogt)
+
+    def with_base(df):  # the zero-shot base as an arm: each seed's base pass@1
+        base = df.groupby("seed", as_index=False)["base_pass_at_1"].first().rename(
+            columns={"base_pass_at_1": "final_pass_at_1"}).assign(method="zero_shot")
+        return pd.concat([df, base], ignore_index=True)
+
+    def pair(df, a, b, col="method", value="final_pass_at_1"):
+        return paired_diffs(df, {col: a}, {col: b}, value), _missing(df, col, a, b)
+
+    # (a) near Central-GRPO, with and without ground truth (Tables 1 and 2)
+    d, miss = pair(cmp, "fedgrpo", "central_grpo")
+    out.append(_row("FedGRPO near Central-GRPO, with ground truth", "Table 1", d, _near(d, tol, miss), s_cmp))
+    ng = _runs(nogt, "nogt", arm_keys) if nogt is not None else None
+    if ng is not None:
+        d, miss = pair(ng, "fedgrpo", "central_grpo")
+    else:
+        d, miss = pd.Series(dtype=float), "the no-GT comparison"
+    out.append(_row("FedGRPO near Central-GRPO, without ground truth", "Table 2", d, _near(d, tol, miss), s_nogt))
+
+    # (b) above the FedFM baselines (Table 1)
+    for b in ("fedavg_grpo", "fedpetuning_sft", "dpsda_grpo", "dpsda_sft"):
+        d, miss = pair(cmp, "fedgrpo", b)
+        out.append(_row(f"FedGRPO beats {METHOD_NAMES[b]}", "Table 1", d, _beats(d, miss), s_cmp))
+
+    # (c) works without ground truth (Table 2): above zero-shot, and near the with-GT run
+    if ng is not None:
+        d, miss = pair(with_base(ng), "fedgrpo", "zero_shot")
+        both = pd.concat([cmp[cmp.method == "fedgrpo"].assign(gt="with"),
+                          ng[ng.method == "fedgrpo"].assign(gt="without")], ignore_index=True)
+        d2, miss2 = pair(both, "without", "with", col="gt")
+        miss2 = miss2 and "FedGRPO " + miss2.replace("gt = ", "") + " ground truth"
+    else:
+        d = d2 = pd.Series(dtype=float)
+        miss = miss2 = "the no-GT comparison"
+    out.append(_row("FedGRPO without ground truth beats the zero-shot base", "Table 2", d, _beats(d, miss), s_nogt))
+    out.append(_row("FedGRPO without ground truth near FedGRPO with it", "Tables 1, 2", d2, _near(d2, tol, miss2),
+                    s_nogt))
+
+    # (d) M = 2 experts is best (Fig. 4): M = 2 against each other M, at the file's K
+    if ablation_M is not None:
+        abl = _runs(ablation_M, "ablation_M", ("K", "M", "seed", "final_pass_at_1"))
+        k = abl.loc[abl.M == 2, "K"].max() if (abl.M == 2).any() else abl.K.max()
+        abl = abl[abl.K == k]
+        for m in sorted(set(abl.M) - {2}):
+            d, miss = pair(abl, 2, m, col="M")
+            out.append(_row(f"M = 2 experts beats M = {m} (K = {k})", "Fig. 4", d, _beats(d, miss),
+                            _setting(ablation_M)))
+        if set(abl.M) <= {2}:
+            d = pd.Series(dtype=float)
+            out.append(_row("M = 2 experts is best", "Fig. 4", d, _beats(d, "any M other than 2"), _setting(ablation_M)))
+    else:
+        out.append(_row("M = 2 experts is best", "Fig. 4", pd.Series(dtype=float),
+                        _beats(pd.Series(dtype=float), "the M ablation"), "at this scale"))
+
+    # (e) more clients help (Fig. 3): each K against the next smaller one, at M = 2
+    if ablation_K is not None:
+        abl = _runs(ablation_K, "ablation_K", ("K", "M", "seed", "final_pass_at_1"))
+        abl = abl[abl.M == 2]
+        ks = sorted(set(abl.K))
+        for lo, hi in zip(ks, ks[1:]):
+            d, miss = pair(abl, hi, lo, col="K")
+            out.append(_row(f"more clients help: K = {hi} beats K = {lo} (M = 2)", "Fig. 3", d, _beats(d, miss),
+                            _setting(ablation_K)))
+        if len(ks) < 2:
+            out.append(_row("more clients help", "Fig. 3", pd.Series(dtype=float),
+                            _beats(pd.Series(dtype=float), "a second K"), _setting(ablation_K)))
+    else:
+        out.append(_row("more clients help", "Fig. 3", pd.Series(dtype=float),
+                        _beats(pd.Series(dtype=float), "the K ablation"), "at this scale"))
+
+    # (f) communication: Fedpetuning's bytes over FedGRPO's, per seed (Fig. 2)
+    for b in ("fedavg_grpo", "fedpetuning_sft"):
+        if not {"bytes_up", "bytes_down"} <= set(cmp.columns):
+            raise ValueError("compare: runs lack 'bytes_up'/'bytes_down'")
+        logb = cmp.assign(log10_bytes=np.log10(cmp.bytes_up.astype(float) + cmp.bytes_down.astype(float)))
+        ld, miss = pair(logb, b, "fedgrpo", value="log10_bytes")
+        ratio = 10.0 ** ld
+        verdict = _untested(ratio, miss) or ("holds" if (ratio >= 10).all() else "does not hold")
+        row = _row(f"FedGRPO's traffic orders of magnitude below {METHOD_NAMES[b]} (bytes ratio)", "Fig. 2",
+                   ratio, verdict, s_cmp, unit="× (total bytes)", scale=1.0)
+        row["mean"] = round(float(ratio.mean()), 1) if len(ratio) else float("nan")
+        row["se"] = (round(float(ratio.std(ddof=1) / np.sqrt(len(ratio))), 1) if len(ratio) > 1 else float("nan"))
+        row["per_seed"] = ", ".join(f"s{s} {x:.1f}×" for s, x in ratio.items())
+        out.append(row)
+    return pd.DataFrame(out, columns=COLUMNS)
+
+
+def load_results(results_dir: str | Path = "benchmarks/results") -> dict[str, dict | None]:
+    """The four stored result files as dicts, by argument of :func:`fedgrpo_claims` (None for an absent
+    optional file). The with-GT comparison must exist."""
+    results_dir = Path(results_dir)
+    out = {}
+    for arg, name in RESULT_FILES.items():
+        p = results_dir / name
+        if not p.exists():
+            if arg == "compare":
+                raise FileNotFoundError(f"{p} not found: run benchmarks/fedgrpo_compare.py first")
+            out[arg] = None
+            continue
+        try:
+            out[arg] = json.loads(p.read_text())
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{p}: not valid JSON ({e})") from e
+    return out
+
+
+def result_commands(results: dict[str, dict | None]) -> dict[str, list[str]]:
+    """The commands that wrote each loaded result file (its ``commands`` list, else its ``command``)."""
+    return {arg: list(r.get("commands") or [r["command"]]) for arg, r in results.items()
+            if r is not None and (r.get("commands") or r.get("command"))}
+
+
+def fedgrpo_claims_from_files(results_dir: str | Path = "benchmarks/results", **kw) -> pd.DataFrame:
+    """:func:`fedgrpo_claims` on the stored result files of ``results_dir`` (see :data:`RESULT_FILES`)."""
+    return fedgrpo_claims(**load_results(results_dir), **kw)
+
+
+def claims_markdown(df: pd.DataFrame, drop: tuple[str, ...] = ("setting",)) -> str:
+    """The claims table as a markdown table (for docs), without the columns ``drop``; nan prints as "–"."""
+    df = df.drop(columns=[c for c in drop if c in df.columns])
+    cell = lambda v: "–" if isinstance(v, float) and np.isnan(v) else str(v).replace("|", "\\|")  # noqa: E731
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in df.itertuples(index=False)]
+    return "\n".join(lines)

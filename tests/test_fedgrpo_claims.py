@@ -1,0 +1,148 @@
+"""The FedGRPO claims table: verdicts on hand-built result dicts, and the stored files read without error."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fedrl_kit.fedgrpo.claims import (claims_markdown, fedgrpo_claims, fedgrpo_claims_from_files, load_results,
+                                     result_commands)
+
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+SETTINGS = {"num_clients": 8, "dirichlet_alpha": 0.1, "rounds": 5, "local_steps": 2, "set": []}
+
+
+def compare(scores: dict[str, list[float]], base=0.20, bytes_by_method=None) -> dict:
+    """A compare result dict: ``scores[method][i]`` is seed i's final pass@1."""
+    bytes_by_method = bytes_by_method or {}
+    runs = [{"method": m, "seed": s, "final_pass_at_1": v, "base_pass_at_1": base,
+             "bytes_up": bytes_by_method.get(m, 1000), "bytes_down": bytes_by_method.get(m, 1000)}
+            for m, vals in scores.items() for s, v in enumerate(vals)]
+    return {"settings": SETTINGS, "runs": runs}
+
+
+def ablation(scores: dict[tuple[int, int], list[float]]) -> dict:
+    """An ablation result dict: ``scores[(K, M)][i]`` is seed i's final pass@1."""
+    runs = [{"axis": "M", "value": m, "K": k, "M": m, "seed": s, "final_pass_at_1": v, "base_pass_at_1": 0.2}
+            for (k, m), vals in scores.items() for s, v in enumerate(vals)]
+    return {"settings": SETTINGS, "runs": runs}
+
+
+def row(df, start):
+    hits = df[df.claim.str.startswith(start)]
+    assert len(hits) == 1, (start, list(df.claim))
+    return hits.iloc[0]
+
+
+def test_positive_on_every_seed_holds_and_negative_does_not():
+    df = fedgrpo_claims(compare({"fedgrpo": [0.40, 0.42, 0.38], "fedavg_grpo": [0.30, 0.31, 0.29],
+                                 "dpsda_grpo": [0.50, 0.53, 0.49], "central_grpo": [0.405, 0.425, 0.385]}))
+    r = row(df, "FedGRPO beats Fedpetuning+GRPO")
+    assert r.verdict == "holds" and r.seeds == 3
+    assert r["mean"] == pytest.approx(10.0) and r.per_seed == "s0 +10.00, s1 +11.00, s2 +9.00"
+    assert r.se == pytest.approx(round(np.std([10, 11, 9], ddof=1) / np.sqrt(3), 2))
+    assert row(df, "FedGRPO beats DPSDA-FL+GRPO").verdict == "does not hold"
+    assert row(df, "FedGRPO near Central-GRPO, with ground").verdict == "holds"  # −0.5 points, SE 0, tol 3
+
+
+def test_mixed_signs_are_within_noise_and_far_is_not_near():
+    df = fedgrpo_claims(compare({"fedgrpo": [0.40, 0.30, 0.35], "fedavg_grpo": [0.35, 0.35, 0.35],
+                                 "central_grpo": [0.50, 0.41, 0.45]}))
+    assert row(df, "FedGRPO beats Fedpetuning+GRPO").verdict.startswith("within noise")
+    assert row(df, "FedGRPO near Central-GRPO, with ground").verdict == "does not hold"  # 10.3 points below, SE 0.3
+    loose = fedgrpo_claims(compare({"fedgrpo": [0.40, 0.30, 0.35], "central_grpo": [0.42, 0.33, 0.34]}),
+                           near_tol=0.5)
+    assert row(loose, "FedGRPO near Central-GRPO, with ground").verdict.startswith("within noise")
+
+
+def test_one_seed_is_never_a_verdict():
+    df = fedgrpo_claims(compare({"fedgrpo": [0.40], "fedavg_grpo": [0.10], "central_grpo": [0.40]},
+                                bytes_by_method={"fedgrpo": 100, "fedavg_grpo": 10**6}),
+                        nogt=compare({"fedgrpo": [0.40], "central_grpo": [0.40]}),
+                        ablation_M=ablation({(8, 1): [0.1], (8, 2): [0.4]}),
+                        ablation_K=ablation({(4, 2): [0.1], (8, 2): [0.4]}))
+    one, none = df[df.seeds == 1], df[df.seeds == 0]  # none: the baselines that did not run (and their bytes)
+    assert len(one) == len(df) - 4 and (one.verdict == "not tested (one seed)").all()
+    assert len(none) == 4 and none.verdict.str.endswith(" not run)").all()
+    assert row(df, "FedGRPO beats Fedpetuning+GRPO")["mean"] == pytest.approx(30.0)
+
+
+def test_missing_arms_are_not_tested():
+    df = fedgrpo_claims(compare({"fedgrpo": [0.4, 0.5], "fedavg_grpo": [0.3, 0.4]}))
+    assert row(df, "FedGRPO near Central-GRPO, with ground").verdict == "not tested (Central-GRPO not run)"
+    assert row(df, "FedGRPO beats Fedpetuning+SFT").verdict == "not tested (Fedpetuning+SFT not run)"
+    assert row(df, "FedGRPO beats DPSDA-FL+SFT").seeds == 0
+    assert row(df, "FedGRPO without ground truth beats").verdict == "not tested (the no-GT comparison not run)"
+    assert row(df, "M = 2 experts is best").verdict == "not tested (the M ablation not run)"
+    assert row(df, "more clients help").verdict == "not tested (the K ablation not run)"
+    assert row(df, "FedGRPO's traffic orders of magnitude below Fedpetuning+GRPO").verdict == "does not hold"  # 1×
+    assert row(df, "FedGRPO beats Fedpetuning+GRPO").verdict == "holds"
+
+
+def test_no_ground_truth_against_zero_shot_and_with_gt():
+    with_gt = compare({"fedgrpo": [0.40, 0.42, 0.38]}, base=0.20)
+    no_gt = compare({"fedgrpo": [0.39, 0.41, 0.38], "central_grpo": [0.40, 0.40, 0.40]}, base=0.20)
+    df = fedgrpo_claims(with_gt, nogt=no_gt)
+    r = row(df, "FedGRPO without ground truth beats the zero-shot base")
+    assert r.verdict == "holds" and r["mean"] == pytest.approx(19.33, abs=0.01)
+    assert row(df, "FedGRPO without ground truth near FedGRPO with it").verdict == "holds"
+    assert row(df, "FedGRPO near Central-GRPO, without").verdict == "holds"
+    worse = fedgrpo_claims(with_gt, nogt=compare({"fedgrpo": [0.10, 0.12, 0.11]}, base=0.20))
+    assert row(worse, "FedGRPO without ground truth beats the zero-shot base").verdict == "does not hold"
+    assert row(worse, "FedGRPO without ground truth near").verdict == "does not hold"
+
+
+def test_m2_best_or_not():
+    cmp = compare({"fedgrpo": [0.4, 0.4]})
+    best = fedgrpo_claims(cmp, ablation_M=ablation({(8, 1): [0.20, 0.22], (8, 2): [0.40, 0.41], (8, 4): [0.30, 0.33]}))
+    assert list(best[best.paper == "Fig. 4"].verdict) == ["holds", "holds"]
+    assert row(best, "M = 2 experts beats M = 4").per_seed == "s0 +10.00, s1 +8.00"
+    not_best = fedgrpo_claims(cmp, ablation_M=ablation({(8, 1): [0.50, 0.52], (8, 2): [0.40, 0.41],
+                                                         (8, 4): [0.30, 0.33]}))
+    assert row(not_best, "M = 2 experts beats M = 1").verdict == "does not hold"
+    assert row(not_best, "M = 2 experts beats M = 4").verdict == "holds"
+    only2 = fedgrpo_claims(cmp, ablation_M=ablation({(8, 2): [0.40, 0.41]}))
+    assert row(only2, "M = 2 experts is best").verdict == "not tested (any M other than 2 not run)"
+
+
+def test_more_clients_pairs_each_k_with_the_next_smaller():
+    df = fedgrpo_claims(compare({"fedgrpo": [0.4, 0.4]}),
+                        ablation_K=ablation({(4, 2): [0.30, 0.31], (8, 2): [0.35, 0.37], (12, 2): [0.30, 0.31],
+                                             (8, 1): [0.9, 0.9]}))  # M = 1 is not part of the K claim
+    fig3 = df[df.paper == "Fig. 3"]
+    assert list(fig3.claim) == ["more clients help: K = 8 beats K = 4 (M = 2)",
+                                "more clients help: K = 12 beats K = 8 (M = 2)"]
+    assert list(fig3.verdict) == ["holds", "does not hold"]
+
+
+def test_bytes_ratio():
+    df = fedgrpo_claims(compare({"fedgrpo": [0.4, 0.4], "fedavg_grpo": [0.3, 0.3], "fedpetuning_sft": [0.3, 0.3]},
+                                bytes_by_method={"fedgrpo": 1000, "fedavg_grpo": 160_000, "fedpetuning_sft": 5000}))
+    r = row(df, "FedGRPO's traffic orders of magnitude below Fedpetuning+GRPO")
+    assert r["mean"] == pytest.approx(160.0) and r.verdict == "holds" and r.per_seed == "s0 160.0×, s1 160.0×"
+    assert row(df, "FedGRPO's traffic orders of magnitude below Fedpetuning+SFT").verdict == "does not hold"  # 5×
+
+
+def test_bad_input_names_the_field():
+    with pytest.raises(ValueError, match="compare: expected"):
+        fedgrpo_claims({"summary": {}})
+    with pytest.raises(ValueError, match=r"ablation_M: runs\[0\] lacks \['K'\]"):
+        fedgrpo_claims(compare({"fedgrpo": [0.4]}), ablation_M={"runs": [{"M": 2, "seed": 0, "final_pass_at_1": 0.3}]})
+    with pytest.raises(FileNotFoundError, match="fedgrpo_compare_pool.json"):
+        load_results(RESULTS / "no_such_dir")
+
+
+def test_reads_the_stored_files():
+    results = load_results(RESULTS)
+    df = fedgrpo_claims_from_files(RESULTS)
+    assert len(df) >= 10 and df.verdict.notna().all() and (df.setting.str.startswith("at this scale")).all()
+    n_seeds = len({r["seed"] for r in results["compare"]["runs"]})
+    assert row(df, "FedGRPO near Central-GRPO, with ground").seeds == n_seeds
+    assert row(df, "FedGRPO's traffic orders of magnitude below Fedpetuning+GRPO")["mean"] > 10
+    assert set(result_commands(results)) == {k for k, v in results.items() if v is not None}
+
+
+def test_markdown_has_one_line_per_claim_and_no_setting_column():
+    df = fedgrpo_claims(compare({"fedgrpo": [0.4], "fedavg_grpo": [0.3]}))
+    md = claims_markdown(df).splitlines()
+    assert len(md) == len(df) + 2 and "setting" not in md[0] and md[0].startswith("| claim | paper |")
+    assert "| FedGRPO beats Fedpetuning+GRPO | Table 1 | points | 10.0 | – | 1 | s0 +10.00 | not tested (one seed) |" in md
