@@ -56,16 +56,35 @@ def main(argv=None) -> dict:
     ap.add_argument("--questions", type=int, default=SETTINGS["prompts_per_step"] * 8,
                     help="questions per server step at every point (fedgrpo.questions_per_step)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fedgrpo_ablation_pool.json"))
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the runs already in --out (its settings must match) and run only the missing ones, "
+                         "so a grid can grow (e.g. --K 20 added to an existing K ablation)")
     args = ap.parse_args(argv)
     points = [("M", m, 8, m) for m in args.M] + [("K", k, k, 2) for k in args.K if not (k == 8 and 2 in args.M)]
-    rows = []
+    rows, args.commands = [], []
+    if args.resume and Path(args.out).exists():
+        old = json.loads(Path(args.out).read_text())
+        want = dict(SETTINGS, rounds=args.rounds, questions_per_step=args.questions)
+        mismatch = {k: (old["settings"].get(k), v) for k, v in want.items() if old["settings"].get(k) != v}
+        if mismatch:
+            raise SystemExit(f"--resume: {args.out} was made with other settings: "
+                             + ", ".join(f"{k}={a!r} (now {b!r})" for k, (a, b) in mismatch.items()))
+        rows = list(old["runs"])
+        args.commands = old.get("commands", [old["command"]])
+        old_points = {(r["axis"], r["value"], r["K"], r["M"]) for r in rows}
+        points = sorted(old_points | set(points), key=lambda p: (p[0] != "M", p[1]))
+    done = {(r["K"], r["M"], r["seed"]) for r in rows}
     for seed in args.seeds:
+        if all((K, M, seed) in done for _, _, K, M in points):
+            continue
         base_cfg = preset("quick", method="fedgrpo", seed=seed)
         policy = Policy.load(resolve_base(base_cfg.base), base_cfg.lora_rank, base_cfg.lora_alpha, seed,
                              base_cfg.chat, base_cfg.max_new_tokens, base_cfg.temperature, base_cfg.device,
                              getattr(torch, base_cfg.dtype))
         init = policy.get_state(GLOBAL)
         for axis, value, K, M in points:
+            if (K, M, seed) in done:
+                continue
             settings = dict(SETTINGS, num_clients=K)
             cfg = preset("quick", method="fedgrpo", seed=seed, rounds=args.rounds, eval_every=args.rounds,
                          fedgrpo={"num_experts": M, "questions_per_step": args.questions}, **settings)
@@ -94,9 +113,14 @@ def save(args, argv, points, rows, quiet=False) -> dict:
                 final_pass_at_1_mean=float(np.mean([r["final_pass_at_1"] for r in sel])),
                 final_pass_at_1_std=float(np.std([r["final_pass_at_1"] for r in sel])), seeds=len(sel),
                 hit_rate_major=float(np.mean([r["expert_hit_rate_major"] for r in sel])))
-    return save_result(args.out, "fedgrpo_ablation", argv,
-                       dict(SETTINGS, rounds=args.rounds, seeds=args.seeds, questions_per_step=args.questions), rows,
-                       summary, quiet=quiet)
+    seeds = sorted({r["seed"] for r in rows} | set(args.seeds))
+    out = save_result(args.out, "fedgrpo_ablation", argv,
+                      dict(SETTINGS, rounds=args.rounds, seeds=seeds, questions_per_step=args.questions), rows,
+                      summary, quiet=quiet)
+    if args.commands:  # the earlier invocations whose runs this file keeps
+        out["commands"] = args.commands + [out["command"]]
+        Path(args.out).write_text(json.dumps(out, indent=2))
+    return out
 
 
 if __name__ == "__main__":
