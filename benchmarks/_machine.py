@@ -12,8 +12,16 @@ def cpu_model() -> str:
         return platform.processor()
 
 
-def save_result(path, benchmark: str, argv, settings: dict, runs: list, summary: dict, quiet: bool = False) -> dict:
-    """Write a shared-machine experiment's JSON (when, the exact command, the CPU) and print its summary."""
+SHARED_CPU_PREFIX = "OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE "
+SHARED_CPU_NOTE = "run on a shared 2-core machine while other jobs ran: wall times are pessimistic"
+
+
+def save_result(path, benchmark: str, argv, settings: dict, runs: list, summary: dict, quiet: bool = False,
+                prefix: str = SHARED_CPU_PREFIX, note: str = SHARED_CPU_NOTE) -> dict:
+    """Write an experiment's JSON (when, the exact command, the CPU) and print its summary.
+
+    ``prefix`` (the environment the command ran with) and ``note`` default to the shared CPU machine's.
+    """
     import datetime
     import json
     import os
@@ -22,10 +30,9 @@ def save_result(path, benchmark: str, argv, settings: dict, runs: list, summary:
 
     out = dict(
         benchmark=benchmark, date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        command=f"OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/{benchmark}.py "
+        command=f"{prefix}.venv/bin/python benchmarks/{benchmark}.py "
                 + " ".join(argv if argv is not None else sys.argv[1:]),
-        cpu=cpu_model(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"),
-        note="run on a shared 2-core machine while other jobs ran: wall times are pessimistic",
+        cpu=cpu_model(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"), note=note,
         settings=settings, runs=runs, summary=summary,
     )
     Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -63,9 +63,14 @@ def tiny_config(vocab_size: int, hidden_size: int = 192, num_layers: int = 4, **
 
 
 def build_tiny_model(tokenizer, seed: int = 0, **config_overrides) -> transformers.Qwen2ForCausalLM:
-    """A freshly initialised tiny Qwen2 causal LM (seeded, float32)."""
+    """A freshly initialised Qwen2 causal LM (seeded, float32) with ``tiny_config``'s settings and ``config_overrides``.
+
+    ``vocab_size`` defaults to the tokenizer's; a larger one (a real model's, for its embedding and LM-head cost)
+    adds ids the tokenizer never produces and ``decode`` drops.
+    """
     torch.manual_seed(seed)
-    model = transformers.Qwen2ForCausalLM(tiny_config(len(tokenizer), **config_overrides))
+    vocab_size = config_overrides.pop("vocab_size", len(tokenizer))
+    model = transformers.Qwen2ForCausalLM(tiny_config(vocab_size, **config_overrides))
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     return model
