@@ -208,3 +208,15 @@ def test_pubswap_claims_table5_with_one_seed_or_one_period_is_not_tested():
     assert c.loc["Table 5, τ = 8: Balanced with τ_swap = 4 beats FedAvg-GRPO", "seeds"] == 2
     assert not c.index.str.contains("limit drift").any()
     assert not c.index.str.startswith("Table 5, τ = 2").any()  # Table 5 ran at τ = 8 only
+
+
+def test_grid_coverage_says_which_arms_and_seeds_a_partial_file_holds():
+    from fedrl_kit.pubswap.sweep import grid_coverage
+
+    rows = [_row("table1", "fedavg_grpo", 32, s, 0.3) for s in (0, 1, 2)] + [_row("table1", "pubswap_balanced", 32, 0, 0.3)]
+    cov = grid_coverage(rows, "quick_large_tau").set_index(["method", "tau"])
+    assert set(cov.index.get_level_values("tau")) == {2, 8, 32, 48} and (cov.seeds_grid == 3).all()
+    assert cov.loc[("fedavg_grpo", 32), "seeds_stored"] == 3 and cov.loc[("pubswap_balanced", 32), "seeds_stored"] == 1
+    assert cov.loc[("pubswap_random", 48), "seeds_stored"] == 0 and cov.seeds_stored.sum() == 4
+    with pytest.raises(ValueError, match="scale"):
+        grid_coverage(rows, "huge")

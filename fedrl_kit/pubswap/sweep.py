@@ -185,6 +185,21 @@ def parse_name(name: str) -> dict:
             "seed": int(parts[-1].removeprefix("seed"))}
 
 
+def grid_coverage(rows: list[dict], scale: str, tables=("table1",), seeds=(0, 1, 2)) -> pd.DataFrame:
+    """How much of a scale's grid the rows hold: one line per arm (table, method, τ) of ``pubswap_grid`` with
+    the seeds the grid asks (``seeds_grid``) and those stored (``seeds_stored``); arms the rows hold but the
+    grid does not are left out. A summary file is partial while any arm has fewer stored seeds than asked."""
+    if scale not in PUBSWAP_SCALES:
+        raise ValueError(f"scale must be one of {tuple(PUBSWAP_SCALES)}, got {scale!r}")
+    grid = pd.DataFrame([parse_name(n) for n in pubswap_grid("quick", seeds=tuple(seeds), tables=tuple(tables),
+                                                                  scale=scale)])
+    keys = ["table", "method", "tau"]
+    asked = grid.groupby(keys, sort=False).seed.nunique().rename("seeds_grid")
+    have = pd.DataFrame(rows, columns=keys + ["seed"]).groupby(keys).seed.nunique().rename("seeds_stored")
+    out = asked.to_frame().join(have).fillna({"seeds_stored": 0}).astype(int).reset_index()
+    return out
+
+
 def paired_diffs(df: pd.DataFrame, a: dict, b: dict, value: str) -> pd.Series:
     """Per seed that both arms ran, ``value`` of arm a minus arm b (each arm: the rows matching ``{column: value}``,
     averaged per seed). Indexed by seed, sorted; empty when the arms share no seed."""
