@@ -168,7 +168,7 @@ def _table5_rows(seeds, fedavg, by_period, drift_by_period=None, tau=8):
 
 
 def test_pubswap_claims_check_table5_swap_periods_and_can_fail():
-    from fedrl_kit.pubswap.sweep import pubswap_claims
+    from fedrl_kit.pubswap.sweep import pubswap_claims, table5_arms
 
     seeds = (0, 1, 2)
     rows = _table5_rows(seeds, fedavg=[0.30, 0.32, 0.31],
@@ -176,6 +176,10 @@ def test_pubswap_claims_check_table5_swap_periods_and_can_fail():
                                    4: [0.20, 0.23, 0.21],    # … τ_swap = 4: clearly below it (the claim fails)
                                    8: [0.35, 0.36, 0.355]},  # τ_swap = 8 below τ_swap = 2 on every seed
                         drift_by_period={2: [4.0, 4.1, 3.9], 8: [5.0, 5.2, 5.1]})
+    arms = table5_arms(rows)  # Table 1's Balanced run is τ_swap = 2; FedAvg-GRPO is not an arm of Table 5
+    assert sorted(arms.tau_swap) == [2, 2, 2, 4, 4, 4, 8, 8, 8] and set(arms.method) == {
+        "pubswap_balanced", "pubswap_balanced_swap4", "pubswap_balanced_swap8"}
+    assert table5_arms(rows[:3]).empty
     c = pubswap_claims(rows).set_index("claim")
     beats = {p: c.loc[f"Table 5, τ = 8: Balanced with τ_swap = {p} beats FedAvg-GRPO"] for p in (2, 4, 8)}
     assert beats[2]["holds"] == "yes" and beats[2]["diff"] == pytest.approx(14.0) and beats[2]["seeds"] == 3

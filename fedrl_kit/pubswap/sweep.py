@@ -236,7 +236,7 @@ def _verdict(diff: float, se: float, n: int, want_positive: bool = True) -> str:
     return "yes" if (diff > 0) == want_positive else "no"
 
 
-def _swap_period(row) -> int:
+def swap_period(row) -> int:
     """τ_swap of a Balanced run: ``pubswap_balanced_swap<p>`` names it (Table 5); Table 1's Balanced run records it
     as ``pubswap_period`` (rows written before that column existed ran the grid's τ_swap = 2)."""
     name = row["method"]
@@ -244,6 +244,17 @@ def _swap_period(row) -> int:
         return int(name.rsplit("_swap", 1)[1])
     period = row.get("pubswap_period")
     return 2 if period is None or pd.isna(period) else int(period)
+
+
+def table5_arms(rows: list[dict]) -> pd.DataFrame:
+    """The Balanced runs of Table 5 with their τ_swap (column ``tau_swap``): the table5 rows and, at the same τ,
+    Table 1's Balanced runs (the grid's τ_swap = 2). Empty when the rows hold no table5 run."""
+    df = pd.DataFrame(rows)
+    if "table" not in df or not (df.table == "table5").any():
+        return df.iloc[:0].assign(tau_swap=pd.Series(dtype=int))
+    t5 = df[df.table == "table5"]
+    arms = pd.concat([t5, df[(df.table == "table1") & (df.method == "pubswap_balanced") & df.tau.isin(set(t5.tau))]])
+    return arms.assign(tau_swap=[swap_period(r) for r in arms.to_dict("records")])
 
 
 def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFrame:
@@ -317,15 +328,14 @@ def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFram
         for tau in sorted(t4.tau.unique()):
             claim(f"higher heterogeneity (α = 0.1, equal size), τ = {tau}: Balanced beats FedAvg-GRPO",
                   {"method": "pubswap_balanced", "tau": tau}, {"method": "fedavg_grpo", "tau": tau}, data=t4)
-    t5 = df[df.table == "table5"]
-    for tau in sorted(t5.tau.unique()) if len(t5) else ():
-        arms = pd.concat([t5[t5.tau == tau], t1[(t1.tau == tau) & (t1.method == "pubswap_balanced")]])
-        arms = arms.assign(swap=[_swap_period(r) for r in arms.to_dict("records")])
-        data = pd.concat([arms, t1[(t1.tau == tau) & (t1.method == "fedavg_grpo")].assign(swap=0)])
-        periods = sorted(arms.swap.unique())
+    t5 = table5_arms(rows)
+    for tau in sorted(t5.tau.unique()):
+        arms = t5[t5.tau == tau]
+        data = pd.concat([arms, t1[(t1.tau == tau) & (t1.method == "fedavg_grpo")].assign(tau_swap=0)])
+        periods = sorted(arms.tau_swap.unique())
         for p in periods:
             claim(f"Table 5, τ = {tau}: Balanced with τ_swap = {p} beats FedAvg-GRPO",
-                  {"swap": p}, {"method": "fedavg_grpo"}, data=data, min_seeds=2)
+                  {"tau_swap": p}, {"method": "fedavg_grpo"}, data=data, min_seeds=2)
         if len(periods) < 2:
             untested(f"Table 5, τ = {tau}: more frequent public steps are not necessarily better",
                      f"only one τ_swap: {periods[0]}")
@@ -333,9 +343,9 @@ def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFram
         lo, hi = periods[0], periods[-1]
         for p in periods[1:]:
             claim(f"Table 5, τ = {tau}: more frequent public steps are not necessarily better: "
-                  f"τ_swap = {lo} minus τ_swap = {p}", {"swap": lo}, {"swap": p}, data=data, want_positive=False,
+                  f"τ_swap = {lo} minus τ_swap = {p}", {"tau_swap": lo}, {"tau_swap": p}, data=data, want_positive=False,
                   min_seeds=2)
         claim(f"Table 5, τ = {tau}: more frequent public steps limit drift: τ_swap = {lo} minus τ_swap = {hi} "
-              "(‖ΔW‖ units)", {"swap": lo}, {"swap": hi}, value="drift_end_pairwise_effective", scale=1.0,
+              "(‖ΔW‖ units)", {"tau_swap": lo}, {"tau_swap": hi}, value="drift_end_pairwise_effective", scale=1.0,
               want_positive=False, data=data, min_seeds=2)
     return pd.DataFrame(out)
