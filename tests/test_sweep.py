@@ -132,3 +132,95 @@ def test_result_paths_keep_the_first_sweep_apart_from_the_papers_setting(tmp_pat
                                                                  tmp_path / "pubswap_sweep.json")
     assert result_paths("paper", "quick_large_tau", tmp_path) == (tmp_path / "pubswap_paper" / "quick_large_tau",
                                                                   tmp_path / "pubswap_paper_quick_large_tau.json")
+
+
+def _row(table, method, tau, seed, final, drift=1.0, **kw):
+    return {"table": table, "method": method, "tau": tau, "seed": seed, "pass@1_final": final,
+            "drift_end_pairwise_effective": drift, **kw}
+
+
+def test_pubswap_claims_with_one_tau_leave_the_small_tau_claims_untested():
+    from fedrl_kit.pubswap.sweep import pubswap_claims
+
+    rows = [_row("table1", m, 32, s, v + 0.01 * s) for s in range(3)
+            for m, v in (("fedavg_grpo", 0.30), ("pubswap_balanced", 0.40), ("pubswap_random", 0.35))]
+    c = pubswap_claims(rows).set_index("claim")
+    assert not c.index.str.contains("small τ = 32").any()  # no small-τ row that repeats the large-τ pair
+    for text in ("Balanced beats FedAvg-GRPO at small τ", "Random beats Balanced at small τ"):
+        assert c.loc[text, "holds"] == "not tested (only one τ: 32)" and c.loc[text, "seeds"] == 0
+        assert c.loc[text, ["diff", "se"]].isna().all()
+    assert c.loc["Balanced beats FedAvg-GRPO at large τ = 32 (final pass@1, points)", "holds"] == "yes"
+    # with two τ the small-τ claims are measured again
+    two = pubswap_claims(rows + [_row("table1", m, 8, s, 0.3) for s in range(3)
+                                 for m in ("fedavg_grpo", "pubswap_balanced")]).set_index("claim")
+    assert two.loc["Balanced beats FedAvg-GRPO at small τ = 8", "seeds"] == 3
+
+
+def _table5_rows(seeds, fedavg, by_period, drift_by_period=None, tau=8):
+    """FedAvg-GRPO and Balanced at τ_swap = 2 from Table 1, the other τ_swap from Table 5; a value per seed."""
+    drift_by_period = drift_by_period or {}
+    rows = [_row("table1", "fedavg_grpo", tau, s, fedavg[i], drift=5.0) for i, s in enumerate(seeds)]
+    for p, vals in by_period.items():
+        table, method = ("table1", "pubswap_balanced") if p == 2 else ("table5", f"pubswap_balanced_swap{p}")
+        rows += [_row(table, method, tau, s, vals[i], drift=drift_by_period.get(p, [4.0] * len(seeds))[i],
+                      pubswap_period=p) for i, s in enumerate(seeds)]
+    return rows
+
+
+def test_pubswap_claims_check_table5_swap_periods_and_can_fail():
+    from fedrl_kit.pubswap.sweep import pubswap_claims, table5_arms
+
+    seeds = (0, 1, 2)
+    rows = _table5_rows(seeds, fedavg=[0.30, 0.32, 0.31],
+                        by_period={2: [0.45, 0.46, 0.44],    # τ_swap = 2: clearly above FedAvg-GRPO …
+                                   4: [0.20, 0.23, 0.21],    # … τ_swap = 4: clearly below it (the claim fails)
+                                   8: [0.35, 0.36, 0.355]},  # τ_swap = 8 below τ_swap = 2 on every seed
+                        drift_by_period={2: [4.0, 4.1, 3.9], 8: [5.0, 5.2, 5.1]})
+    arms = table5_arms(rows)  # Table 1's Balanced run is τ_swap = 2; FedAvg-GRPO is not an arm of Table 5
+    assert sorted(arms.tau_swap) == [2, 2, 2, 4, 4, 4, 8, 8, 8] and set(arms.method) == {
+        "pubswap_balanced", "pubswap_balanced_swap4", "pubswap_balanced_swap8"}
+    assert table5_arms(rows[:3]).empty
+    c = pubswap_claims(rows).set_index("claim")
+    beats = {p: c.loc[f"Table 5, τ = 8: Balanced with τ_swap = {p} beats FedAvg-GRPO"] for p in (2, 4, 8)}
+    assert beats[2]["holds"] == "yes" and beats[2]["diff"] == pytest.approx(14.0) and beats[2]["seeds"] == 3
+    assert beats[4]["holds"] == "no" and beats[4]["diff"] == pytest.approx(-9.67, abs=0.01)
+    assert beats[8]["holds"] == "yes"
+    # "smaller τ_swap is not necessarily better" fails here: τ_swap = 2 is ahead of τ_swap = 4 and 8 on every seed
+    not_better = c[c.index.str.contains("not necessarily better")]
+    assert list(not_better.index.str.extract(r"minus τ_swap = (\d+)")[0]) == ["4", "8"]
+    assert (not_better.holds == "no").all()
+    drift = c.loc["Table 5, τ = 8: more frequent public steps limit drift: τ_swap = 2 minus τ_swap = 8 (‖ΔW‖ units)"]
+    assert drift["diff"] == pytest.approx(-1.1) and drift["holds"] == "yes"
+    # the opposite order of τ_swap: the "not necessarily better" claim holds
+    flipped = pubswap_claims(_table5_rows(seeds, [0.3] * 3, {2: [0.30, 0.31, 0.32], 4: [0.40, 0.42, 0.41]}))
+    assert flipped.set_index("claim").loc["Table 5, τ = 8: more frequent public steps are not necessarily better: "
+                                          "τ_swap = 2 minus τ_swap = 4", "holds"] == "yes"
+
+
+def test_pubswap_claims_table5_with_one_seed_or_one_period_is_not_tested():
+    from fedrl_kit.pubswap.sweep import pubswap_claims
+
+    one_seed = pubswap_claims(_table5_rows((0,), [0.3], {2: [0.5], 4: [0.1]})).set_index("claim")
+    t5 = one_seed[one_seed.index.str.startswith("Table 5")]
+    assert len(t5) == 4 and (t5.holds == "not tested (one seed)").all()
+    assert t5.loc["Table 5, τ = 8: Balanced with τ_swap = 4 beats FedAvg-GRPO", "diff"] == pytest.approx(-20.0)
+    # Table 5 rows at a τ where Table 1 has no Balanced run: one τ_swap, nothing to compare periods with
+    rows = _table5_rows((0, 1), [0.3, 0.3], {2: [0.4, 0.4]}, tau=2) + _table5_rows((0, 1), [0.3, 0.31], {4: [0.2, 0.22]})
+    c = pubswap_claims(rows).set_index("claim")
+    assert c.loc["Table 5, τ = 8: more frequent public steps are not necessarily better", "holds"] == \
+        "not tested (only one τ_swap: 4)"
+    assert c.loc["Table 5, τ = 8: Balanced with τ_swap = 4 beats FedAvg-GRPO", "seeds"] == 2
+    assert not c.index.str.contains("limit drift").any()
+    assert not c.index.str.startswith("Table 5, τ = 2").any()  # Table 5 ran at τ = 8 only
+
+
+def test_grid_coverage_says_which_arms_and_seeds_a_partial_file_holds():
+    from fedrl_kit.pubswap.sweep import grid_coverage
+
+    rows = [_row("table1", "fedavg_grpo", 32, s, 0.3) for s in (0, 1, 2)] + [_row("table1", "pubswap_balanced", 32, 0, 0.3)]
+    cov = grid_coverage(rows, "quick_large_tau").set_index(["method", "tau"])
+    assert set(cov.index.get_level_values("tau")) == {2, 8, 32, 48} and (cov.seeds_grid == 3).all()
+    assert cov.loc[("fedavg_grpo", 32), "seeds_stored"] == 3 and cov.loc[("pubswap_balanced", 32), "seeds_stored"] == 1
+    assert cov.loc[("pubswap_random", 48), "seeds_stored"] == 0 and cov.seeds_stored.sum() == 4
+    with pytest.raises(ValueError, match="scale"):
+        grid_coverage(rows, "huge")

@@ -49,7 +49,9 @@ round); full factors and gradients are written to the run folder only with ``con
 
 Results: final and best-checkpoint pass@1 (appendix B.2) come from each run's evaluation records
 (:func:`~fedrl_kit.pubswap.sweep.summarise`); :func:`~fedrl_kit.pubswap.sweep.pubswap_claims` checks the claims
-on either.
+on either, paired by seed: Table 1's (large and small τ, FedProx, Random vs Balanced, drift), Table 4's and
+Table 5's (Balanced beats FedAvg-GRPO at every τ_swap; more frequent public steps are not necessarily better;
+they limit drift). A claim the rows cannot test says "not tested" and why (a single τ, one τ_swap, one seed).
 
 Deviations and choices where the paper is silent:
 

@@ -185,6 +185,21 @@ def parse_name(name: str) -> dict:
             "seed": int(parts[-1].removeprefix("seed"))}
 
 
+def grid_coverage(rows: list[dict], scale: str, tables=("table1",), seeds=(0, 1, 2)) -> pd.DataFrame:
+    """How much of a scale's grid the rows hold: one line per arm (table, method, τ) of ``pubswap_grid`` with
+    the seeds the grid asks (``seeds_grid``) and those stored (``seeds_stored``); arms the rows hold but the
+    grid does not are left out. A summary file is partial while any arm has fewer stored seeds than asked."""
+    if scale not in PUBSWAP_SCALES:
+        raise ValueError(f"scale must be one of {tuple(PUBSWAP_SCALES)}, got {scale!r}")
+    grid = pd.DataFrame([parse_name(n) for n in pubswap_grid("quick", seeds=tuple(seeds), tables=tuple(tables),
+                                                                  scale=scale)])
+    keys = ["table", "method", "tau"]
+    asked = grid.groupby(keys, sort=False).seed.nunique().rename("seeds_grid")
+    have = pd.DataFrame(rows, columns=keys + ["seed"]).groupby(keys).seed.nunique().rename("seeds_stored")
+    out = asked.to_frame().join(have).fillna({"seeds_stored": 0}).astype(int).reset_index()
+    return out
+
+
 def paired_diffs(df: pd.DataFrame, a: dict, b: dict, value: str) -> pd.Series:
     """Per seed that both arms ran, ``value`` of arm a minus arm b (each arm: the rows matching ``{column: value}``,
     averaged per seed). Indexed by seed, sorted; empty when the arms share no seed."""
@@ -221,12 +236,41 @@ def _verdict(diff: float, se: float, n: int, want_positive: bool = True) -> str:
     return "yes" if (diff > 0) == want_positive else "no"
 
 
+def swap_period(row) -> int:
+    """τ_swap of a Balanced run: ``pubswap_balanced_swap<p>`` names it (Table 5); Table 1's Balanced run records it
+    as ``pubswap_period`` (rows written before that column existed ran the grid's τ_swap = 2)."""
+    name = row["method"]
+    if "_swap" in name:
+        return int(name.rsplit("_swap", 1)[1])
+    period = row.get("pubswap_period")
+    return 2 if period is None or pd.isna(period) else int(period)
+
+
+def table5_arms(rows: list[dict]) -> pd.DataFrame:
+    """The Balanced runs of Table 5 with their τ_swap (column ``tau_swap``): the table5 rows and, at the same τ,
+    Table 1's Balanced runs (the grid's τ_swap = 2). Empty when the rows hold no table5 run."""
+    df = pd.DataFrame(rows)
+    if "table" not in df or not (df.table == "table5").any():
+        return df.iloc[:0].assign(tau_swap=pd.Series(dtype=int))
+    t5 = df[df.table == "table5"]
+    arms = pd.concat([t5, df[(df.table == "table1") & (df.method == "pubswap_balanced") & df.tau.isin(set(t5.tau))]])
+    return arms.assign(tau_swap=[swap_period(r) for r in arms.to_dict("records")])
+
+
 def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFrame:
     """The PubSwap paper's claims checked on sweep summaries (rows as written by ``benchmarks/pubswap_sweep.py``).
 
     Each claim is a paired comparison over the seeds both arms ran: ``diff`` is the mean difference in
     pass@1 points (or drift units), ``se`` its standard error, ``seeds`` how many pairs; the verdict
-    says "within noise" when |diff| < 2 SE.
+    says "within noise" when |diff| < 2 SE. A claim the rows cannot test reads "not tested (why)" with no diff:
+    the small-τ claims when table1 holds a single τ, and the Table 5 claims with one τ_swap or one seed.
+
+    Table 5 (swap period τ_swap; §4.4, Tables 5–6) when table5 rows exist, at each of their τ, over the
+    τ_swap values run there (Table 1's Balanced run is τ_swap = 2): Balanced beats FedAvg-GRPO at every
+    τ_swap ("for PubSwap periods of 2, 4, and 8 … consistently outperforms the baselines"); more frequent
+    public steps are not necessarily better (the smallest τ_swap minus each larger one, claimed not > 0);
+    and the mechanism the paper names, more frequent public steps limit drift (end-of-round drift of the
+    smallest τ_swap minus the largest, claimed < 0).
 
     Args:
         rows: one summary row per run (``table``, ``method``, ``tau``, ``seed`` and the summary's values).
@@ -237,22 +281,31 @@ def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFram
         raise ValueError(f"value must be 'pass@1_final' or 'pass@1_best', got {value!r}")
     which = value.removeprefix("pass@1_")
     df = pd.DataFrame(rows)
-    t1 = df[df.table == "table1"]
+    t1 = df[df.table == "table1"] if "table" in df else df.iloc[:0]
     if t1.empty:
         raise ValueError("no table1 rows: run benchmarks/pubswap_sweep.py first")
     taus = sorted(t1.tau.unique())
     small, large = taus[0], taus[-1]
     out = []
 
-    def claim(text, a, b, value=value, scale=100.0, want_positive=True, data=t1):
+    def claim(text, a, b, value=value, scale=100.0, want_positive=True, data=t1, min_seeds=1):
         diff, se, n = _compare(data, a, b, value)
+        holds = _verdict(diff, se, n, want_positive)
+        if 0 < n < min_seeds:
+            holds = "not tested (one seed)"
         out.append({"claim": text, "diff": round(diff * scale, 2), "se": round(se * scale, 2), "seeds": n,
-                    "holds": _verdict(diff, se, n, want_positive)})
+                    "holds": holds})
+
+    def untested(text, why):
+        out.append({"claim": text, "diff": float("nan"), "se": float("nan"), "seeds": 0, "holds": f"not tested ({why})"})
 
     claim(f"Balanced beats FedAvg-GRPO at large τ = {large} ({which} pass@1, points)",
           {"method": "pubswap_balanced", "tau": large}, {"method": "fedavg_grpo", "tau": large})
-    claim(f"Balanced beats FedAvg-GRPO at small τ = {small}",
-          {"method": "pubswap_balanced", "tau": small}, {"method": "fedavg_grpo", "tau": small})
+    if small == large:
+        untested("Balanced beats FedAvg-GRPO at small τ", f"only one τ: {large}")
+    else:
+        claim(f"Balanced beats FedAvg-GRPO at small τ = {small}",
+              {"method": "pubswap_balanced", "tau": small}, {"method": "fedavg_grpo", "tau": small})
     for tau in taus:
         prox = t1[(t1.tau == tau) & t1.method.str.startswith("fedprox")]
         if len(prox):  # the best μ as the paper picks it, judged on the seeds every μ ran
@@ -260,8 +313,11 @@ def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFram
             best = prox[prox.seed.isin(common)].groupby("method")[value].mean().idxmax()
             claim(f"FedProx does not help at τ = {tau}: best μ ({best.split('_mu')[1]}) minus FedAvg-GRPO",
                   {"method": best, "tau": tau}, {"method": "fedavg_grpo", "tau": tau}, want_positive=False)
-    claim(f"Random beats Balanced at small τ = {small}",
-          {"method": "pubswap_random", "tau": small}, {"method": "pubswap_balanced", "tau": small})
+    if small == large:
+        untested("Random beats Balanced at small τ", f"only one τ: {large}")
+    else:
+        claim(f"Random beats Balanced at small τ = {small}",
+              {"method": "pubswap_random", "tau": small}, {"method": "pubswap_balanced", "tau": small})
     claim(f"Balanced beats Random at large τ = {large}",
           {"method": "pubswap_balanced", "tau": large}, {"method": "pubswap_random", "tau": large})
     claim(f"public steps reduce end-of-round drift at τ = {large}: Balanced minus FedAvg-GRPO (‖ΔW‖ units)",
@@ -272,4 +328,24 @@ def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFram
         for tau in sorted(t4.tau.unique()):
             claim(f"higher heterogeneity (α = 0.1, equal size), τ = {tau}: Balanced beats FedAvg-GRPO",
                   {"method": "pubswap_balanced", "tau": tau}, {"method": "fedavg_grpo", "tau": tau}, data=t4)
+    t5 = table5_arms(rows)
+    for tau in sorted(t5.tau.unique()):
+        arms = t5[t5.tau == tau]
+        data = pd.concat([arms, t1[(t1.tau == tau) & (t1.method == "fedavg_grpo")].assign(tau_swap=0)])
+        periods = sorted(arms.tau_swap.unique())
+        for p in periods:
+            claim(f"Table 5, τ = {tau}: Balanced with τ_swap = {p} beats FedAvg-GRPO",
+                  {"tau_swap": p}, {"method": "fedavg_grpo"}, data=data, min_seeds=2)
+        if len(periods) < 2:
+            untested(f"Table 5, τ = {tau}: more frequent public steps are not necessarily better",
+                     f"only one τ_swap: {periods[0]}")
+            continue
+        lo, hi = periods[0], periods[-1]
+        for p in periods[1:]:
+            claim(f"Table 5, τ = {tau}: more frequent public steps are not necessarily better: "
+                  f"τ_swap = {lo} minus τ_swap = {p}", {"tau_swap": lo}, {"tau_swap": p}, data=data, want_positive=False,
+                  min_seeds=2)
+        claim(f"Table 5, τ = {tau}: more frequent public steps limit drift: τ_swap = {lo} minus τ_swap = {hi} "
+              "(‖ΔW‖ units)", {"tau_swap": lo}, {"tau_swap": hi}, value="drift_end_pairwise_effective", scale=1.0,
+              want_positive=False, data=data, min_seeds=2)
     return pd.DataFrame(out)
