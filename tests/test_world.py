@@ -89,3 +89,27 @@ def test_partition_rejects_bad_arguments(kw):
     args = dict(num_clients=2, how="dirichlet") | kw
     with pytest.raises(ValueError):
         partition(w.train, **args)
+
+
+def test_dirichlet_redraws_when_flwr_gives_up_and_keeps_partitions_it_can_make():
+    from flwr_datasets.partitioner import DirichletPartitioner
+
+    w = make_world(n_train=2000, n_test=5, n_public=0, n_aux=0)
+    # K = 20 at alpha = 0.1, seed 0: flwr-datasets' own 10 attempts all leave a client under 10 rows
+    p = DirichletPartitioner(num_partitions=20, partition_by="topic", alpha=0.1, min_partition_size=10, seed=0)
+    p.dataset = w.train
+    with pytest.raises(ValueError, match="max number of attempts"):
+        p.load_partition(0)
+    parts = partition(w.train, 20, "dirichlet", alpha=0.1, seed=0)
+    assert min(len(x) for x in parts) >= 10 and sum(len(x) for x in parts) == 2000
+    # where flwr succeeds the partition is its own draw for the seed, unchanged
+    ok = DirichletPartitioner(num_partitions=20, partition_by="topic", alpha=0.1, min_partition_size=10, seed=1)
+    ok.dataset = w.train
+    assert [len(x) for x in partition(w.train, 20, "dirichlet", alpha=0.1, seed=1)] == \
+        [len(ok.load_partition(i)) for i in range(20)]
+
+
+def test_dirichlet_that_cannot_meet_the_minimum_names_the_fix():
+    w = make_world(n_train=100, n_test=5, n_public=0, n_aux=0)
+    with pytest.raises(ValueError, match="raise dirichlet_alpha"):
+        partition(w.train, 20, "dirichlet", alpha=0.01, seed=0, min_size=5)

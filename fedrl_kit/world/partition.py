@@ -59,10 +59,44 @@ def partition(ds: datasets.Dataset, num_clients: int, how: str = "dirichlet", al
         p = PathologicalPartitioner(num_partitions=num_clients, partition_by="topic",
                                     num_classes_per_partition=topics_per_client,
                                     class_assignment_mode="first-deterministic", seed=seed)
+    if how == "dirichlet":
+        return _dirichlet_with_redraws(p, ds, num_clients, alpha, seed)
+    return _load_all(p, ds, num_clients)
+
+
+REDRAWS = 20
+"""Fresh seeds tried after flwr-datasets' Dirichlet partitioner gives up (it makes 10 attempts per seed)."""
+
+
+def _load_all(p, ds: datasets.Dataset, num_clients: int) -> list[datasets.Dataset]:
     p.dataset = ds
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # flwr-datasets warns about its own defaults on every load
         return [p.load_partition(i) for i in range(num_clients)]
+
+
+def _dirichlet_with_redraws(p, ds: datasets.Dataset, num_clients: int, alpha: float, seed: int):
+    """flwr-datasets' Dirichlet partitioner, redrawn with derived seeds when it cannot meet the minimum size.
+
+    With many clients and a small alpha (e.g. K = 20 at alpha = 0.1) its 10 attempts for one seed
+    can all leave some client below ``min_partition_size``; it then raises. The first draw uses
+    ``seed`` itself, so every partition it can make is unchanged; only the seeds where it gave up
+    move on to ``seed + 1_000_003·r`` for r = 1, 2, ….
+    """
+    from flwr_datasets.partitioner import DirichletPartitioner
+
+    for r in range(REDRAWS + 1):
+        q = p if r == 0 else DirichletPartitioner(
+            num_partitions=num_clients, partition_by="topic", alpha=alpha,
+            min_partition_size=p._min_partition_size, seed=seed + 1_000_003 * r)
+        try:
+            return _load_all(q, ds, num_clients)
+        except ValueError as e:
+            if "max number of attempts" not in str(e):
+                raise
+    raise ValueError(f"a Dirichlet(alpha={alpha}) partition of {len(ds)} rows over {num_clients} clients could not "
+                     f"give every client at least {p._min_partition_size} rows in {REDRAWS + 1} seeds: raise "
+                     f"dirichlet_alpha, use fewer clients, or set equal_size")
 
 
 def equal_size_dirichlet(ds: datasets.Dataset, num_clients: int, alpha: float, seed: int) -> list[datasets.Dataset]:
