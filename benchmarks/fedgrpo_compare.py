@@ -143,6 +143,8 @@ def main(argv=None) -> dict:
                        bytes_up=run.runtime.ledger.total_bytes("up"), bytes_down=run.runtime.ledger.total_bytes("down"))
             if len(glob) > 2:
                 row["curve"] = [[g["round"], g["pass@1"]] for g in glob]
+                if server:  # what the server's training signal did round by round (why a curve bends)
+                    row["server_curve"] = server_curve(server)
             for key in ("expert_hit_rate", "random_hit_rate", "expert_hit_rate_major", "random_hit_rate_major",
                         "ae_share", "reward_gap"):
                 vals = [r[key] for r in server if key in r]
@@ -156,6 +158,21 @@ def main(argv=None) -> dict:
             print(json.dumps(row), flush=True)
             save(final=False)
     return save(final=True)
+
+
+SERVER_CURVE_KEYS = ("reward_mean", "candidate_accuracy", "reward_gap", "ae_share", "format", "kl",
+                     "completion_length", "frac_zero_adv", "expert_hit_rate_major")
+"""Server diagnostics kept per round in a row's ``server_curve`` (see :mod:`fedrl_kit.fedgrpo`, Metrics)."""
+
+
+def server_curve(server: list[dict]) -> list[dict]:
+    """Per round, the mean of each of ``SERVER_CURVE_KEYS`` over the round's server-step records."""
+    out = []
+    for rnd in sorted({r["round"] for r in server}):
+        recs = [r for r in server if r["round"] == rnd]
+        out.append({"round": rnd} | {k: float(np.mean([r[k] for r in recs if k in r]))
+                                     for k in SERVER_CURVE_KEYS if any(k in r for r in recs)})
+    return out
 
 
 if __name__ == "__main__":
