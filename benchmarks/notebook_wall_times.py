@@ -1,0 +1,117 @@
+"""Benchmark: each notebook's quick preset end to end, before and after the engine's performance work.
+
+Every notebook is executed with papermill in a fresh kernel, in a scratch copy of the project's layout
+(``notebooks/`` copied, ``runs/`` and ``figures/`` empty, ``benchmarks/`` and ``data/`` linked), so no run
+folder of an earlier execution is read back and every training run really happens. The two modes alternate
+notebook by notebook, so both see the same load on a shared machine:
+
+- ``before``: the engine as it was before its performance work — the adapter bookkeeping through peft's own
+  walks of the model (``fedrl_kit.policy.adapters.USE_CACHE = False``) and, when the fast decode loop
+  exists, Hugging Face ``generate`` for every rollout;
+- ``after``: the defaults.
+
+Both modes compute the same numbers (the cached bookkeeping and the decode loop are tested bit-identical to
+the paths they replace), so the notebooks' outputs agree; only the time differs. The switches are set in the
+kernel by a ``sitecustomize`` module on its ``PYTHONPATH``, so no notebook is edited.
+
+Run::
+
+    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/notebook_wall_times.py
+
+writes ``benchmarks/results/notebook_wall_times.json`` (``--notebooks`` picks a subset, ``--repetitions`` more
+alternations).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _machine import save_result  # noqa: E402
+
+NOTEBOOKS = ("00_quickstart", "01_fedgrpo_expert_selection", "02_pubswap_balanced_drift", "03_fedmoa_pareto")
+
+BEFORE = {"fedrl_kit.policy.adapters": {"USE_CACHE": False},
+          "fedrl_kit.rollout": {"USE_DECODE_LOOP": False}}
+"""Module attributes the ``before`` mode sets in the kernel (an attribute the module lacks is left alone)."""
+
+
+def sitecustomize(overrides: dict) -> str:
+    """The source of a ``sitecustomize`` module that applies ``overrides`` when the kernel starts."""
+    lines = ["import importlib"]
+    for module, attrs in overrides.items():
+        lines.append(f"_m = importlib.import_module({module!r})")
+        for name, value in attrs.items():
+            lines.append(f"if hasattr(_m, {name!r}):\n    setattr(_m, {name!r}, {value!r})")
+    return "\n".join(lines) + "\n"
+
+
+def scratch_project(where: Path, notebooks) -> Path:
+    """A copy of the layout the notebooks' relative paths expect, with empty runs/ and figures/."""
+    (where / "notebooks").mkdir(parents=True)
+    for name in notebooks:
+        shutil.copy(ROOT / "notebooks" / f"{name}.ipynb", where / "notebooks" / f"{name}.ipynb")
+    for d in ("benchmarks", "data"):
+        (where / d).symlink_to(ROOT / d)
+    (where / "runs").mkdir()
+    (where / "figures").mkdir()
+    return where
+
+
+def execute(project: Path, name: str, mode: str, site: Path) -> float:
+    """Seconds of one papermill execution of ``name`` in ``mode`` (its own run folders, fresh kernel)."""
+    runs = project / "runs"
+    shutil.rmtree(runs)
+    runs.mkdir()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(ROOT)]))
+    out = project / "notebooks" / f"{name}.{mode}.out.ipynb"
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "papermill", str(project / "notebooks" / f"{name}.ipynb"), str(out),
+                           "--cwd", str(project / "notebooks"), "-k", "python3", "--no-progress-bar"],
+                          env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    if proc.returncode:
+        raise SystemExit(f"{name} ({mode}) failed:\n{proc.stderr[-3000:]}")
+    return seconds
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--notebooks", nargs="+", default=list(NOTEBOOKS), choices=NOTEBOOKS)
+    ap.add_argument("--repetitions", type=int, default=1)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "notebook_wall_times.json"))
+    args = ap.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="fedrl-nb-") as tmp:
+        tmp = Path(tmp)
+        project = scratch_project(tmp / "project", args.notebooks)
+        sites = {}
+        for mode, overrides in (("before", BEFORE), ("after", {})):
+            sites[mode] = tmp / f"site_{mode}"
+            sites[mode].mkdir()
+            (sites[mode] / "sitecustomize.py").write_text(sitecustomize(overrides))
+        for rep in range(args.repetitions):
+            for name in args.notebooks:
+                for mode in (("before", "after") if rep % 2 == 0 else ("after", "before")):
+                    s = execute(project, name, mode, sites[mode])
+                    rows.append(dict(notebook=name, mode=mode, repetition=rep, seconds=round(s, 1)))
+                    print(rows[-1], flush=True)
+    summary = {}
+    for name in args.notebooks:
+        med = {m: sorted(r["seconds"] for r in rows if r["notebook"] == name and r["mode"] == m) for m in ("before", "after")}
+        med = {m: v[len(v) // 2] for m, v in med.items()}
+        summary[name] = dict(before_s=med["before"], after_s=med["after"], speedup=round(med["before"] / med["after"], 2))
+    return save_result(args.out, "notebook_wall_times", argv, dict(vars(args), before=BEFORE), rows, summary)
+
+
+if __name__ == "__main__":
+    main()
