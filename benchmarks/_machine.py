@@ -16,6 +16,24 @@ SHARED_CPU_PREFIX = "OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE "
 SHARED_CPU_NOTE = "run on a shared 2-core machine while other jobs ran: wall times are pessimistic"
 
 
+PACKAGES = ("torch", "transformers", "peft", "tokenizers", "numpy", "flwr-datasets")
+"""Packages whose version can change a run's numbers (float kernels, model code, partitions)."""
+
+
+def package_versions() -> dict:
+    """The installed version of each of ``PACKAGES`` (None when one is missing), kept in every result file so
+    that a later run that does not reproduce it can tell an environment change from a code change."""
+    from importlib import metadata
+
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
 def save_result(path, benchmark: str, argv, settings: dict, runs: list, summary: dict, quiet: bool = False,
                 prefix: str = SHARED_CPU_PREFIX, note: str = SHARED_CPU_NOTE) -> dict:
     """Write an experiment's JSON (when, the exact command, the CPU) and print its summary.
@@ -32,7 +50,7 @@ def save_result(path, benchmark: str, argv, settings: dict, runs: list, summary:
         benchmark=benchmark, date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         command=f"{prefix}.venv/bin/python benchmarks/{benchmark}.py "
                 + " ".join(argv if argv is not None else sys.argv[1:]),
-        cpu=cpu_model(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"), note=note,
+        cpu=cpu_model(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"), note=note, packages=package_versions(),
         settings=settings, runs=runs, summary=summary,
     )
     Path(path).parent.mkdir(parents=True, exist_ok=True)
