@@ -10,6 +10,7 @@ figures interactive without the stored PNG. (docs/notebooks.md says why these ve
 from __future__ import annotations
 
 import atexit
+import threading
 import warnings
 from pathlib import Path
 
@@ -95,24 +96,60 @@ def _human(n: float) -> str:
 
 
 _PNG: dict = {}  # "error": why PNG export cannot work here (None when it can); set by the first check
+PROBE_TIMEOUT_S = 90.0
+"""how long the first PNG (browser start included) may take before PNG export is given up for the process"""
+
+
+def _find_browser() -> str | None:
+    """The Chrome/Chromium that kaleido would drive, or None; "" when this choreographer cannot tell."""
+    try:
+        from choreographer.browsers.chromium import Chromium
+    except ImportError:
+        return ""
+    try:
+        return Chromium.find_browser(skip_local=False)
+    except Exception:  # noqa: BLE001 - an unknown choreographer: let kaleido itself decide
+        return ""
+
+
+def _probe() -> None:
+    """Start kaleido's server (kaleido >= 1) and draw one tiny PNG; raises why it cannot."""
+    import kaleido
+    import plotly.io as pio
+
+    if hasattr(kaleido, "start_sync_server"):  # kaleido >= 1: one browser for the whole process
+        kaleido.start_sync_server(silence_warnings=True)
+        atexit.register(kaleido.stop_sync_server, silence_warnings=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pio.to_image(go.Figure(), format="png", width=20, height=20)
 
 
 def png_unavailable() -> str | None:
-    """Start the static exporter once per process; returns why PNG export cannot work, or None when it can."""
-    if "error" not in _PNG:
-        _PNG["error"] = None
-        try:
-            import kaleido
-            import plotly.io as pio
+    """Start the static exporter once per process; returns why PNG export cannot work, or None when it can.
 
-            if hasattr(kaleido, "start_sync_server"):  # kaleido >= 1: one browser for the whole process
-                kaleido.start_sync_server(silence_warnings=True)
-                atexit.register(kaleido.stop_sync_server, silence_warnings=True)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                pio.to_image(go.Figure(), format="png", width=20, height=20)
+    Never blocks for long: a missing browser is found before kaleido starts (kaleido's sync server waits
+    forever when its browser fails to start), and the first PNG gets ``PROBE_TIMEOUT_S`` seconds.
+    """
+    if "error" in _PNG:
+        return _PNG["error"]
+    if _find_browser() is None:
+        _PNG["error"] = ("no Chrome or Chromium found for kaleido (install one, e.g. `apt-get install chromium`, "
+                         "or set BROWSER_PATH)")
+        return _PNG["error"]
+    outcome: dict = {}
+
+    def attempt():
+        try:
+            _probe()
+            outcome["error"] = None
         except Exception as e:  # noqa: BLE001 - reported to the caller, who keeps the HTML
-            _PNG["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            outcome["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+
+    worker = threading.Thread(target=attempt, name="png-probe", daemon=True)
+    worker.start()
+    worker.join(PROBE_TIMEOUT_S)
+    _PNG["error"] = outcome.get("error", f"the static exporter (kaleido) gave no PNG within {PROBE_TIMEOUT_S:.0f} s")
     return _PNG["error"]
 
 

@@ -22,4 +22,7 @@ def test_figures_hold_the_data(tmp_path):
     assert list(bars.data[0].y) == [1000, 2000]
     out = viz.export(fig, "curve", tmp_path)
     assert out["html"].stat().st_size > 1000 and (tmp_path / "plotly.min.js").exists()
-    assert out["png"].read_bytes()[:4] == b"\x89PNG"
+    if viz.png_unavailable() is None:  # PNG needs a browser on the machine (tests/test_viz_png.py covers both cases)
+        assert out["png"].read_bytes()[:4] == b"\x89PNG"
+    else:
+        assert "png" not in out
