@@ -1,7 +1,7 @@
 """The cached adapter bookkeeping (get_state / set_state / activate) against peft's own walks.
 
 Whole runs give bit-identical records and adapters with and without the cache (sequential and lockstep
-FedAvg-GRPO, PubSwap); the cache follows adapters added, deleted and re-created; loading one adapter leaves
+FedAvg-GRPO, PubSwap, and FedGRPO, whose server holds the clients' evaluator adapters beside the global one); the cache follows adapters added, deleted and re-created; loading one adapter leaves
 the others untouched; activation leaves peft's active adapter and trainable flags as ``set_adapter`` does.
 """
 
@@ -25,10 +25,14 @@ def _run(cfg, monkeypatch, cached: bool):
     return _strip(run.run()), run.server.global_state
 
 
+FEDGRPO = {"fedgrpo": {"neighbours": 2}, "evaluator": {"sft_steps": 2, "sft_batch": 4}}
+
+
 @pytest.mark.parametrize("method,batching", [("fedavg_grpo", "sequential"), ("fedavg_grpo", "lockstep"),
-                                             ("pubswap_random", "sequential")])
+                                             ("pubswap_random", "sequential"), ("fedgrpo", "sequential")])
 def test_a_run_is_bit_identical_with_and_without_the_cache(tiny_dir, monkeypatch, method, batching):
-    cfg = small_config(tiny_dir, method=method, client_batching=batching, rounds=2, local_steps=2)
+    extra = FEDGRPO if method == "fedgrpo" else {}
+    cfg = small_config(tiny_dir, method=method, client_batching=batching, rounds=2, local_steps=2, **extra)
     slow_records, slow_state = _run(cfg, monkeypatch, cached=False)
     fast_records, fast_state = _run(cfg, monkeypatch, cached=True)
     assert fast_records == slow_records
