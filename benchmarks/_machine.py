@@ -34,6 +34,36 @@ def package_versions() -> dict:
     return out
 
 
+def resume_environment_problem(old: dict, path) -> str | None:
+    """Why the runs of an existing result file (``old``) may not be extended with runs made here, or None.
+
+    A file's runs are paired with each other seed by seed, so they must come from one environment: the
+    same versions of ``PACKAGES`` (a file written before versions were recorded counts as another
+    environment, since nothing says it was this one). The same code has given different numbers in
+    different environments, so mixing them would make a paired difference partly an environment effect.
+    """
+    here = package_versions()
+    then = old.get("packages")
+    if then is None:
+        return (f"{path} records no package versions (it was written before they were recorded), so its runs "
+                f"cannot be shown to come from this environment")
+    changed = {k: (then.get(k), v) for k, v in here.items() if then.get(k) != v}
+    if changed:
+        return f"{path} ran with other package versions: " + ", ".join(
+            f"{k} {a} (here {b})" for k, (a, b) in changed.items())
+    return None
+
+
+def check_resume_environment(old: dict, path, allow_mixed: bool) -> None:
+    """Refuse (SystemExit) to extend ``old`` with runs from another environment unless ``allow_mixed``."""
+    why = resume_environment_problem(old, path)
+    if why and not allow_mixed:
+        raise SystemExit(f"--resume: {why}. Re-run the whole grid without --resume, or pass "
+                         f"--allow-mixed-environment to pair runs across environments anyway")
+    if why:
+        print(f"warning: {why}; extending it anyway (--allow-mixed-environment)", flush=True)
+
+
 def save_result(path, benchmark: str, argv, settings: dict, runs: list, summary: dict, quiet: bool = False,
                 prefix: str = SHARED_CPU_PREFIX, note: str = SHARED_CPU_NOTE) -> dict:
     """Write an experiment's JSON (when, the exact command, the CPU) and print its summary.

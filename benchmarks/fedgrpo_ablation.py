@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _machine import save_result  # noqa: E402
+from _machine import check_resume_environment, save_result  # noqa: E402
 from fedgrpo_compare import SETTINGS  # noqa: E402
 
 from fedrl_kit.config import preset  # noqa: E402
@@ -56,6 +56,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--questions", type=int, default=SETTINGS["prompts_per_step"] * 8,
                     help="questions per server step at every point (fedgrpo.questions_per_step)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fedgrpo_ablation_pool.json"))
+    ap.add_argument("--allow-mixed-environment", action="store_true",
+                    help="with --resume: extend a file whose runs were made with other package versions")
     ap.add_argument("--resume", action="store_true",
                     help="keep the runs already in --out (its settings must match) and run only the missing ones, "
                          "so a grid can grow (e.g. --K 20 added to an existing K ablation)")
@@ -69,6 +71,7 @@ def main(argv=None) -> dict:
         if mismatch:
             raise SystemExit(f"--resume: {args.out} was made with other settings: "
                              + ", ".join(f"{k}={a!r} (now {b!r})" for k, (a, b) in mismatch.items()))
+        check_resume_environment(old, args.out, args.allow_mixed_environment)
         rows = list(old["runs"])
         args.commands = old.get("commands", [old["command"]])
         old_points = {(r["axis"], r["value"], r["K"], r["M"]) for r in rows}

@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _machine import save_result  # noqa: E402
+from _machine import check_resume_environment, save_result  # noqa: E402
 
 from fedrl_kit.config import parse_set, preset  # noqa: E402
 from fedrl_kit.methods import method_spec  # noqa: E402
@@ -78,6 +78,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--eval-every", type=int, default=None,
                     help="evaluate the global model every N rounds (default: only at the end); each row then "
                          "carries its pass@1 curve, to see whether training has flattened")
+    ap.add_argument("--allow-mixed-environment", action="store_true",
+                    help="with --resume: extend a file whose runs were made with other package versions")
     ap.add_argument("--resume", action="store_true",
                     help="keep the runs already in --out (its settings must match) and run only the missing ones")
     args = ap.parse_args(argv)
@@ -94,6 +96,7 @@ def main(argv=None) -> dict:
         if mismatch:
             raise SystemExit(f"--resume: {args.out} was made with other settings "
                              + ", ".join(f"{k}={a!r} (now {b!r})" for k, (a, b) in mismatch.items()))
+        check_resume_environment(old, args.out, args.allow_mixed_environment)
         rows = list(old["runs"])
         commands = old.get("commands", [old["command"]])
     done = {(r["method"], r["seed"]) for r in rows}

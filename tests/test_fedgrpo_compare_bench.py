@@ -26,3 +26,34 @@ def test_server_curve_means_each_round_and_leaves_out_what_a_round_lacks(bench):
     assert curve[0] == pytest.approx(dict(round=1, reward_mean=0.3, reward_gap=0.4))
     assert curve[1] == dict(round=2, reward_mean=0.9, ae_share=0.25)
     assert curve[2] == dict(round=3)  # loss is not a curve key
+
+
+def _stored(tmp_path, bench, **extra):
+    """A one-run result file with the script's default settings (so only the environment can differ)."""
+    import json
+
+    settings = dict(bench.SETTINGS, rounds=5, eval_every=5, no_gt=False, set=[])
+    path = tmp_path / "stored.json"
+    path.write_text(json.dumps(dict(settings=settings, command="earlier", **extra,
+                                    runs=[dict(method="fedgrpo", seed=0, final_pass_at_1=0.3, base_pass_at_1=0.2)])))
+    return path
+
+
+@pytest.mark.parametrize("packages", [None, {"torch": "0.0.1"}])
+def test_resume_refuses_runs_from_another_environment_before_running_anything(bench, tmp_path, packages):
+    path = _stored(tmp_path, bench, **({"packages": packages} if packages else {}))
+    before = path.read_text()
+    with pytest.raises(SystemExit, match="stored.json .*(no package versions|torch 0.0.1 \\(here)"):
+        bench.main(["--resume", "--seeds", "0", "1", "--methods", "fedgrpo", "--out", str(path)])
+    assert path.read_text() == before  # nothing run, nothing written
+
+
+def test_resume_in_the_same_environment_is_allowed_and_mixing_needs_the_flag(bench, tmp_path, capsys):
+    import _machine
+
+    same = {"packages": _machine.package_versions()}
+    assert _machine.resume_environment_problem(same, "f.json") is None
+    other = {"packages": dict(same["packages"], numpy="1.0")}
+    assert "numpy 1.0 (here " in _machine.resume_environment_problem(other, "f.json")
+    _machine.check_resume_environment(other, "f.json", allow_mixed=True)  # warns, goes on
+    assert "warning: f.json ran with other package versions" in capsys.readouterr().out
