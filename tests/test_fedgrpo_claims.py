@@ -4,8 +4,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedrl_kit.fedgrpo.claims import (claims_markdown, fedgrpo_claims, fedgrpo_claims_from_files, load_results,
-                                     result_commands)
+from fedrl_kit.fedgrpo.claims import (arms_table, claims_markdown, environment_note, fedgrpo_claims,
+                                     fedgrpo_claims_from_files, load_results, result_commands)
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 SETTINGS = {"num_clients": 8, "dirichlet_alpha": 0.1, "rounds": 5, "local_steps": 2, "set": []}
@@ -146,3 +146,24 @@ def test_markdown_has_one_line_per_claim_and_no_setting_column():
     md = claims_markdown(df).splitlines()
     assert len(md) == len(df) + 2 and "setting" not in md[0] and md[0].startswith("| claim | paper |")
     assert "| FedGRPO beats Fedpetuning+GRPO | Table 1 | points | 10.0 | – | 1 | s0 +10.00 | not tested (one seed) |" in md
+
+
+def test_arms_table_has_each_seed_the_population_std_and_the_base_first():
+    result = compare({"fedgrpo": [0.4, 0.2], "fedavg_grpo": [0.3, 0.3]}, bytes_by_method={"fedgrpo": 500})
+    t = arms_table(result)
+    assert list(t.method) == ["zero-shot base", "FedGRPO", "Fedpetuning+GRPO"]
+    fed = t.iloc[1]
+    assert (fed["seed 0"], fed["seed 1"], fed["mean ± std"]) == ("0.400", "0.200", "0.300 ± 0.100")
+    assert fed["bytes up + down"] == "1.0 KB" and t.iloc[0]["bytes up + down"] == ""
+    abl = arms_table(ablation({(8, 4): [0.1, 0.3], (8, 1): [0.2, 0.2]}), by="M")
+    assert list(abl.M) == [1, 4] and abl.iloc[1]["mean ± std"] == "0.200 ± 0.100"
+
+
+def test_environment_note_names_files_without_versions_and_differing_ones():
+    a = dict(compare({"fedgrpo": [0.4]}), packages={"torch": "2.13.0", "peft": "0.21.2"})
+    assert environment_note({"compare": a, "nogt": None}) == "all files ran in one environment: torch 2.13.0, peft 0.21.2"
+    b = dict(a, packages={"torch": "2.12.0", "peft": "0.21.2"})
+    assert "package versions differ between fedgrpo_compare_pool.json, fedgrpo_compare_nogt.json" in \
+        environment_note({"compare": a, "nogt": b})
+    assert environment_note({"compare": a, "nogt": compare({})}) == \
+        "mixed environments: fedgrpo_compare_nogt.json records no package versions"

@@ -252,6 +252,56 @@ def fedgrpo_claims_from_files(results_dir: str | Path = "benchmarks/results", **
     return fedgrpo_claims(**load_results(results_dir), **kw)
 
 
+def arms_table(result: dict, by: str = "method", value: str = "final_pass_at_1", base: bool = True) -> pd.DataFrame:
+    """One stored result file as the docs' per-seed table: one row per arm (``by``: "method", or "M" / "K"
+    for an ablation file), a column per seed, ``mean ± std`` (population std over seeds, as the files'
+    ``summary``), and, where the rows have them, the final format share and one run's bytes (up + down).
+
+    ``base`` adds the zero-shot base as a first row (each seed's ``base_pass_at_1``; compare files only).
+    Values are pass@1 rounded to 3 places. The docs' tables are printed by this function, not typed.
+    """
+    from fedrl_kit.report import _human
+
+    runs = _runs(result, "result", (by, "seed", value))
+    seeds = sorted(runs.seed.unique())
+    rows = []
+
+    def add(name, sub):
+        per = sub.groupby("seed")[value].first()
+        row = {by: name, **{f"seed {s}": (f"{per[s]:.3f}" if s in per.index else "–") for s in seeds}}
+        row["mean ± std"] = f"{per.mean():.3f} ± {per.std(ddof=0):.3f}"
+        if "final_format" in sub and sub.final_format.notna().any() and name != "zero-shot base":
+            row["format"] = f"{sub.final_format.mean():.2f}"
+        if {"bytes_up", "bytes_down"} <= set(sub.columns) and name != "zero-shot base":
+            row["bytes up + down"] = _human(float((sub.bytes_up + sub.bytes_down).iloc[0]))
+        rows.append(row)
+
+    if base and by == "method" and "base_pass_at_1" in runs:
+        add("zero-shot base", runs.groupby("seed", as_index=False)["base_pass_at_1"].first()
+            .rename(columns={"base_pass_at_1": value}))
+    arms = list(dict.fromkeys(runs[by])) if by == "method" else sorted(set(runs[by]))
+    for arm in arms:
+        add(METHOD_NAMES.get(arm, arm) if by == "method" else arm, runs[runs[by] == arm])
+    return pd.DataFrame(rows).fillna("")
+
+
+def environment_note(results: dict[str, dict | None]) -> str:
+    """One line on where the loaded result files ran: one environment (package versions as recorded) or
+    which files differ. Runs are paired within a file; a claim that pairs two files (no-GT against with-GT)
+    also needs them to share one."""
+    envs = {arg: r.get("packages") for arg, r in results.items() if r is not None}
+    unknown = sorted(arg for arg, p in envs.items() if p is None)
+    known = {arg: p for arg, p in envs.items() if p is not None}
+    distinct = {json.dumps(p, sort_keys=True) for p in known.values()}
+    if not unknown and len(distinct) == 1:
+        p = next(iter(known.values()))
+        return "all files ran in one environment: " + ", ".join(f"{k} {v}" for k, v in p.items() if v)
+    parts = [f"{RESULT_FILES[a]} records no package versions" for a in unknown]
+    if len(distinct) > 1:
+        parts.append("package versions differ between " + ", ".join(RESULT_FILES[a] for a in known))
+    return "mixed environments: " + "; ".join(parts)
+
+
 def claims_markdown(df: pd.DataFrame, drop: tuple[str, ...] = ("setting",)) -> str:
     """The claims table as a markdown table (for docs), without the columns ``drop``; nan prints as "–"."""
     df = df.drop(columns=[c for c in drop if c in df.columns])
