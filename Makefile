@@ -9,6 +9,11 @@ export TOKENIZERS_PARALLELISM := false
 export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export PYTHONHASHSEED := 0
+# torch picks AVX2 or AVX-512 kernels by CPU, and they round differently: pinned, a seed is the same run on any x86
+# CPU (fedrl_kit pins it too when imported before torch; this covers kernels and tools that import torch first)
+ifeq ($(shell uname -m),x86_64)
+export ATEN_CPU_CAPABILITY ?= avx2
+endif
 
 .PHONY: install demo test unit notebooks figures base base_moa bench real clean
 

@@ -1,6 +1,15 @@
-"""What machine a benchmark ran on (shared by the benchmark scripts)."""
+"""What machine a benchmark ran on (shared by the benchmark scripts).
+
+Importing this module imports :mod:`fedrl_kit` first, which pins torch's CPU kernels to AVX2 on x86 (a script
+imports it before torch); every result file records the kernels that ran (``cpu_kernels``).
+"""
 
 import platform
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import fedrl_kit  # noqa: E402,F401  - before torch: the CPU kernel pin
 
 
 def cpu_model() -> str:
@@ -39,15 +48,20 @@ def resume_environment_problem(old: dict, path) -> str | None:
 
     A file's runs are paired with each other seed by seed, so they must come from one environment: the
     same versions of ``PACKAGES`` (a file written before versions were recorded counts as another
-    environment, since nothing says it was this one). The same code has given different numbers in
-    different environments, so mixing them would make a paired difference partly an environment effect.
+    environment, since nothing says it was this one) and the same torch CPU kernels (AVX2 and AVX-512 round
+    floats differently; a file that does not record them counts as unknown). The same code has given different
+    numbers in different environments, so mixing them would make a paired difference partly an environment effect.
     """
+    from fedrl_kit.seeding import cpu_kernels
+
     here = package_versions()
     then = old.get("packages")
     if then is None:
         return (f"{path} records no package versions (it was written before they were recorded), so its runs "
                 f"cannot be shown to come from this environment")
     changed = {k: (then.get(k), v) for k, v in here.items() if then.get(k) != v}
+    if old.get("cpu_kernels") != cpu_kernels():  # absent: written before the kernels were recorded
+        changed["torch CPU kernels"] = (old.get("cpu_kernels", "not recorded"), cpu_kernels())
     if changed:
         return f"{path} ran with other package versions: " + ", ".join(
             f"{k} {a} (here {b})" for k, (a, b) in changed.items())
@@ -73,14 +87,15 @@ def save_result(path, benchmark: str, argv, settings: dict, runs: list, summary:
     import datetime
     import json
     import os
-    import sys
-    from pathlib import Path
+
+    from fedrl_kit.seeding import cpu_kernels
 
     out = dict(
         benchmark=benchmark, date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         command=f"{prefix}.venv/bin/python benchmarks/{benchmark}.py "
                 + " ".join(argv if argv is not None else sys.argv[1:]),
-        cpu=cpu_model(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"), note=note, packages=package_versions(),
+        cpu=cpu_model(), cpu_kernels=cpu_kernels(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"), note=note,
+        packages=package_versions(),
         settings=settings, runs=runs, summary=summary,
     )
     Path(path).parent.mkdir(parents=True, exist_ok=True)

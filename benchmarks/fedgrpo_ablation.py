@@ -32,7 +32,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -40,6 +39,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _machine import check_resume_environment, save_result  # noqa: E402
 from fedgrpo_compare import SETTINGS  # noqa: E402
+import torch  # noqa: E402  (after _machine, which imports fedrl_kit first: the CPU kernel pin)
 
 from fedrl_kit.config import preset  # noqa: E402
 from fedrl_kit.policy.adapters import GLOBAL  # noqa: E402

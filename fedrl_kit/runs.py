@@ -57,6 +57,7 @@ from fedrl_kit.rewards import REWARDS, make_reward_set
 from fedrl_kit.world.partition import partition
 from fedrl_kit.policy.hub import check_model_available
 from fedrl_kit.policy.memory import check_fits
+from fedrl_kit.seeding import cpu_kernels
 from fedrl_kit.world.registry import build_world, check_dataset_available
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -362,7 +363,8 @@ class Run:
                  "n_ledger": len(self.runtime.ledger.records), "ledger_lines": self._ledger_lines,
                  "metrics_sha256": self._digest["metrics.jsonl"].hexdigest(),
                  "ledger_sha256": self._digest["ledger.jsonl"].hexdigest(),
-                 "config_sha256": _config_digest((self.run_dir / "config.json").read_text()), "files": files}
+                 "config_sha256": _config_digest((self.run_dir / "config.json").read_text()), "files": files,
+                 "cpu_kernels": cpu_kernels()}
         state["sha256"] = _state_digest(state)
         with open(tmp / "state.json", "w") as fh:
             fh.write(json.dumps(state))
@@ -447,6 +449,12 @@ class Run:
         if not (ck / "state.json").exists():
             return -1
         state = self._read_state(ck)
+        kernels = state.get("cpu_kernels")  # absent in checkpoints written before it was recorded
+        if kernels is not None and kernels != cpu_kernels():
+            raise ValueError(f"run directory {self.run_dir} was computed with torch's {kernels} CPU kernels and "
+                             f"this process runs {cpu_kernels()}: they round floats differently, so resuming or "
+                             f"reading it back here would mix two different runs. Set ATEN_CPU_CAPABILITY="
+                             f"{kernels.lower()} before torch is imported, or use a new run_dir")
         if state.get("format") is not None:
             if not cfg_path.exists():
                 raise self._damaged(f"{cfg_path} is missing (the checkpoint of round {state['round']} was written "

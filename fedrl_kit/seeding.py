@@ -77,3 +77,14 @@ def stream_seed(name: str, seed: int, *keys: int) -> int:
 def rng(name: str, seed: int, *keys: int) -> np.random.Generator:
     """A NumPy generator for draw ``keys`` of stream ``name``."""
     return np.random.default_rng(stream_seed(name, seed, *keys))
+
+
+def cpu_kernels() -> str:
+    """The CPU kernel level torch runs with here ("AVX2", "AVX512", "DEFAULT", …).
+
+    Runs are bit-reproducible only between machines that run the same level: the package pins AVX2 on x86
+    when it is imported before torch (see :mod:`fedrl_kit`), and the benchmark files record this value.
+    """
+    import torch
+
+    return str(torch.backends.cpu.get_cpu_capability())

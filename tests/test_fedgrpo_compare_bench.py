@@ -51,9 +51,13 @@ def test_resume_refuses_runs_from_another_environment_before_running_anything(be
 def test_resume_in_the_same_environment_is_allowed_and_mixing_needs_the_flag(bench, tmp_path, capsys):
     import _machine
 
-    same = {"packages": _machine.package_versions()}
+    from fedrl_kit.seeding import cpu_kernels
+
+    same = {"packages": _machine.package_versions(), "cpu_kernels": cpu_kernels()}
     assert _machine.resume_environment_problem(same, "f.json") is None
     other = {"packages": dict(same["packages"], numpy="1.0")}
     assert "numpy 1.0 (here " in _machine.resume_environment_problem(other, "f.json")
+    unknown_kernels = {"packages": same["packages"]}  # written before the kernels were recorded
+    assert "torch CPU kernels not recorded (here " in _machine.resume_environment_problem(unknown_kernels, "f.json")
     _machine.check_resume_environment(other, "f.json", allow_mixed=True)  # warns, goes on
     assert "warning: f.json ran with other package versions" in capsys.readouterr().out

@@ -130,6 +130,23 @@ def test_a_checkpoint_written_before_checksums_is_still_read_safely(finished, tm
         Run(cfg, d, progress=False).run()
 
 
+def test_a_run_made_with_other_cpu_kernels_is_not_resumed_or_read_back(finished, tmp_path, monkeypatch):
+    """AVX2 and AVX-512 kernels round floats differently: a checkpoint says which ran, and a process running the
+    other is refused before anything is written (the same seed would otherwise continue as a different run)."""
+    import fedrl_kit.runs as runs
+    from fedrl_kit.seeding import cpu_kernels
+
+    d, cfg, whole = _copy(finished, tmp_path)
+    assert json.loads((d / "checkpoint" / "state.json").read_text())["cpu_kernels"] == cpu_kernels()
+    before = {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()}
+    monkeypatch.setattr(runs, "cpu_kernels", lambda: "OTHER")
+    with pytest.raises(ValueError, match=rf"{d}.* computed with torch's {cpu_kernels()} CPU kernels .* runs OTHER"):
+        Run(cfg, d, progress=False).run()
+    assert {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()} == before
+    monkeypatch.undo()
+    assert _strip(Run(cfg, d, progress=False).run()) == _strip(whole.records)  # the same kernels resume
+
+
 def test_a_kill_between_the_renames_of_a_checkpoint_swap_resumes_to_the_same_end(finished, tmp_path):
     d, cfg, whole = _copy(finished, tmp_path)
     os.replace(d / "checkpoint", d / "checkpoint.old")  # the old checkpoint moved aside, the new one not yet in
