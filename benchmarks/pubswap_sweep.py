@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from fedrl_kit.pubswap.sweep import (PUBSWAP_SCALES, SETTINGS, parse_name, pubswap_grid, result_paths,  # noqa: E402
                                      run_grid, summarise)
+from fedrl_kit.seeding import cpu_kernels  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results"
 
@@ -82,7 +83,8 @@ def main(argv=None) -> None:
                "aggregator": cfg.aggregator, "weight_decay": cfg.weight_decay, "equal_size": cfg.equal_size,
                "local_steps": cfg.local_steps, "rounds": cfg.rounds, "pubswap_period": cfg.pubswap.period,
                "dirichlet_alpha": cfg.dirichlet_alpha, **summarise(records),
-               "seconds": round(sum(r["seconds"] for r in records if r["kind"] == "comm"), 1)}
+               "seconds": round(sum(r["seconds"] for r in records if r["kind"] == "comm"), 1),
+               "cpu_kernels": cpu_kernels()}
         rows = [r for r in rows if r["name"] != name] + [row]
         summary_path.parent.mkdir(parents=True, exist_ok=True)
         summary_path.write_text(json.dumps(rows, indent=1))
