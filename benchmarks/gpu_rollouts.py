@@ -262,7 +262,7 @@ def main(argv=None) -> int:
                     forced_length=True, repetitions=args.repetitions, warmup=args.warmup, seed=args.seed,
                     smoke=args.smoke, lora_rank=cfg.lora_rank, lora_alpha=cfg.lora_alpha,
                     lora_targets=cfg.lora_targets, grpo=dataclasses.asdict(cfg.grpo_settings()),
-                    learning_rate=cfg.learning_rate, torch=torch.__version__, transformers=transformers.__version__)
+                    learning_rate=cfg.learning_rate)  # package versions and CPU kernels: save_result records them
     threads = f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} " if "OMP_NUM_THREADS" in os.environ else ""
     note = ("CPU run on a shared machine while other jobs ran: wall times are pessimistic" if args.device == "cpu"
             else f"one {where}")

@@ -55,9 +55,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # Sleeping waiters cost nothing measurable on an idle machine. Must be set before torch loads.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+from _machine import cpu_model, package_versions  # noqa: E402  (first: it imports fedrl_kit, the CPU kernel pin)
 import torch  # noqa: E402
 import transformers  # noqa: E402
-from _machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -240,16 +240,16 @@ class StepTimer(transformers.TrainerCallback):
 
 
 def machine() -> dict:
-    import peft
-    import transformers
     import trl
+
+    from fedrl_kit.seeding import cpu_kernels
 
     return dict(
         cpu_count=os.cpu_count(),
         cpus_usable=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         torch_threads=torch.get_num_threads(), processor=platform.processor() or platform.machine(),
         platform=platform.platform(), python=platform.python_version(), torch=torch.__version__,
-        transformers=transformers.__version__, trl=trl.__version__, peft=peft.__version__,
+        packages=dict(package_versions(), trl=trl.__version__), cpu_kernels=cpu_kernels(),
         loadavg_1min=os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), cpu_model=cpu_model(),
     )

@@ -28,7 +28,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from _machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
+from _machine import cpu_model, package_versions  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -105,9 +105,7 @@ def tensor_mb(tensors) -> float:
 
 def child(args: Args, n: int) -> dict:
     """One measurement: build the base, N clients, run one FedAvg-GRPO round; report the peak RSS."""
-    import peft
     import torch
-    import transformers
 
     torch.set_num_threads(args.threads)
     from types import SimpleNamespace
@@ -169,7 +167,7 @@ def child(args: Args, n: int) -> dict:
         per_client_state=per_client[0], per_client_state_mb=sum(per_client[0][k] for k in ("adapter_mb", "grad_mb",
                                                                                              "adam_mb")),
         completion_length=float(sum(m["completion_length"] for m in metrics["clients"].values()) / n),
-        torch=torch.__version__, transformers=transformers.__version__, peft=peft.__version__,
+        packages=package_versions(),
     )
 
 
@@ -227,7 +225,7 @@ def main(argv=None) -> int:
     out.write_text(json.dumps(dict(
         benchmark="memory_clients", date=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         machine=dict(cpu_count=os.cpu_count(), platform=platform.platform(), python=platform.python_version(),
-                     torch=first["torch"], transformers=first["transformers"], peft=first["peft"],
+                     packages=first["packages"],
                      omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), cpu_model=cpu_model()),
         settings=dataclasses.asdict(args), measurements=runs, ratio=ratio,
         criterion=f"peak RSS with {last['clients']} clients <= {args.bound} x peak RSS with {first['clients']}",
