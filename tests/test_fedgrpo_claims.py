@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from fedrl_kit.fedgrpo.claims import (arms_table, claims_markdown, environment_note, fedgrpo_claims,
-                                     fedgrpo_claims_from_files, load_results, result_commands)
+                                     fedgrpo_claims_from_files, load_results, result_commands, server_phases)
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 SETTINGS = {"num_clients": 8, "dirichlet_alpha": 0.1, "rounds": 5, "local_steps": 2, "set": []}
@@ -167,3 +167,13 @@ def test_environment_note_names_files_without_versions_and_differing_ones():
         environment_note({"compare": a, "nogt": b})
     assert environment_note({"compare": a, "nogt": compare({})}) == \
         "mixed environments: fedgrpo_compare_nogt.json records no package versions"
+
+
+def test_server_phases_mean_each_seed_before_and_after_the_split():
+    curve = lambda vals: [{"round": i + 1, "reward_mean": v} for i, v in enumerate(vals)]  # noqa: E731
+    result = {"runs": [{"seed": 0, "server_curve": curve([0.1, 0.3, 0.5, 0.7])},
+                       {"seed": 1, "server_curve": curve([0.2, 0.2, 0.4, 0.4])}, {"seed": 2}]}
+    t = server_phases(result, split=2, keys={"reward_mean": "mean score"})
+    assert t.iloc[0].tolist() == ["mean score", "0.20 / 0.20 → 0.60 / 0.40"]
+    with pytest.raises(ValueError, match="server_curve"):
+        server_phases({"runs": [{"seed": 0}]})

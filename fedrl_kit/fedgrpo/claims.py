@@ -285,6 +285,31 @@ def arms_table(result: dict, by: str = "method", value: str = "final_pass_at_1",
     return pd.DataFrame(rows).fillna("")
 
 
+SERVER_KEYS = {"candidate_accuracy": "true accuracy of the G candidates", "reward_mean": "experts' mean score",
+               "ae_share": "share of AE (exact) scores", "frac_zero_adv": "groups with zero advantage",
+               "completion_length": "completion length (tokens)"}
+
+
+def server_phases(result: dict, split: int = 7, keys: dict = SERVER_KEYS) -> pd.DataFrame:
+    """A long run's server diagnostics (each row's ``server_curve``, ``benchmarks/fedgrpo_compare.py`` with
+    ``--eval-every 1``): per key and seed, the mean over rounds 1..``split`` → the mean over the later rounds,
+    as "a / b / c → d / e / f" (seeds in file order), one row per key."""
+    runs = [r for r in result.get("runs", []) if r.get("server_curve")]
+    if not runs:
+        raise ValueError("result: no run has a 'server_curve' (run benchmarks/fedgrpo_compare.py with --eval-every 1)")
+
+    def phase(r, key, early):
+        vals = [c[key] for c in r["server_curve"] if key in c and ((c["round"] <= split) == early)]
+        return float(np.mean(vals)) if vals else float("nan")
+
+    rows = []
+    for key, label in keys.items():
+        digits = 1 if key == "completion_length" else 2
+        fmt = lambda early: " / ".join(f"{phase(r, key, early):.{digits}f}" for r in runs)  # noqa: E731
+        rows.append({"server, per round": label, f"rounds 1–{split} → later": f"{fmt(True)} → {fmt(False)}"})
+    return pd.DataFrame(rows)
+
+
 def environment_note(results: dict[str, dict | None]) -> str:
     """One line on where the loaded result files ran: one environment (package versions as recorded) or
     which files differ. Runs are paired within a file; a claim that pairs two files (no-GT against with-GT)
