@@ -13,6 +13,8 @@ export PYTHONHASHSEED := 0
 # CPU (fedrl_kit pins it too when imported before torch; this covers kernels and tools that import torch first)
 ifeq ($(shell uname -m),x86_64)
 export ATEN_CPU_CAPABILITY ?= avx2
+export MKL_CBWR ?= AVX2
+export DNNL_MAX_CPU_ISA ?= AVX2
 endif
 
 .PHONY: install demo test unit notebooks figures base base_moa bench real clean

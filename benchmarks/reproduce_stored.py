@@ -97,13 +97,18 @@ def fedgrpo_run() -> dict:
             "properties_bytes": props, "seconds": round(time.time() - t0, 1)}
 
 
-def main() -> dict:
+def main(argv=None) -> dict:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=str(RESULTS / "reproduce_stored.json"))
+    args = ap.parse_args(argv)
     checks = pubswap_runs()
     checks.append(fedgrpo_run())
     print(checks[-1], flush=True)
     summary = {"all_identical": all(c["identical"] for c in checks),
                "identical": {c["experiment"]: c["identical"] for c in checks}}
-    return save_result(RESULTS / "reproduce_stored.json", "reproduce_stored", [], {}, checks, summary)
+    return save_result(args.out, "reproduce_stored", argv, {}, checks, summary)
 
 
 if __name__ == "__main__":

@@ -36,3 +36,21 @@ def test_cpu_kernels_reports_what_torch_runs():
     import torch
 
     assert cpu_kernels() == str(torch.backends.cpu.get_cpu_capability())
+
+
+@pytest.mark.skipif(not X86, reason="the pins are x86-only")
+def test_mkl_and_onednn_are_pinned_too_and_a_users_value_is_kept():
+    clean = {k: v for k, v in os.environ.items() if k not in ("MKL_CBWR", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY")}
+    code = "import os, fedrl_kit; print(os.environ['MKL_CBWR'], os.environ['DNNL_MAX_CPU_ISA'])"
+    run = lambda env: subprocess.run([sys.executable, "-c", code], env={**clean, "PYTHONPATH": str(ROOT), **env},  # noqa: E731
+                                     capture_output=True, text=True, check=True).stdout.split()
+    assert run({}) == ["AVX2", "AVX2"]
+    assert run({"MKL_CBWR": "COMPATIBLE"}) == ["COMPATIBLE", "AVX2"]
+
+
+def test_nothing_is_pinned_when_torch_came_first():
+    clean = {k: v for k, v in os.environ.items() if k not in ("MKL_CBWR", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY")}
+    code = "import os, torch, fedrl_kit; print(os.environ.get('MKL_CBWR'))"
+    out = subprocess.run([sys.executable, "-c", code], env={**clean, "PYTHONPATH": str(ROOT)},
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["None"]  # too late to take effect, so not pretended
