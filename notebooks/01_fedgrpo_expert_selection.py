@@ -443,18 +443,21 @@ check
 # OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedgrpo_compare.py --seeds 0 1 2 --methods fedgrpo central_grpo fedavg_grpo fedpetuning_sft dpsda_grpo dpsda_sft
 # OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedgrpo_compare.py --no-gt --seeds 0 --methods fedgrpo central_grpo fedavg_grpo fedpetuning_sft dpsda_grpo dpsda_sft
 # OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedgrpo_compare.py --no-gt --resume --seeds 0 1 2 --methods fedgrpo central_grpo
-# OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedgrpo_ablation.py --seeds 0 --M 1 2 4 --K 8
-# OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedgrpo_ablation.py --seeds 0 --M 2 --K 4 --out benchmarks/results/fedgrpo_ablation_pool_k.json
+# OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedgrpo_ablation.py --seeds 0 1 2 --M 1 2 4 6 8 --K 8
+# OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedgrpo_ablation.py --seeds 0 1 2 --M 2 --K 4 8 12 20 --out benchmarks/results/fedgrpo_ablation_pool_k.json
 # ```
 #
-# The cell prints, for each file, the command recorded in the file itself, then the table.
+# The cell prints, for each file, the command recorded in the file itself, whether the files ran in one
+# environment (the same code has given different numbers under different package builds, so runs are only
+# paired within one recorded environment), then the table.
 
 # %%
-from fedrl_kit.fedgrpo.claims import RESULT_FILES, fedgrpo_claims, load_results, result_commands
+from fedrl_kit.fedgrpo.claims import RESULT_FILES, environment_note, fedgrpo_claims, load_results, result_commands
 
 stored = load_results("../benchmarks/results")
 for arg, commands in result_commands(stored).items():
     print(f"{RESULT_FILES[arg]}:", *commands, sep="\n  ")
+print(environment_note(stored))
 claims = fedgrpo_claims(**stored)
 print("setting:", *claims.setting.unique())
 claims.drop(columns="setting")
