@@ -87,6 +87,10 @@ def main() -> None:
     ap.add_argument("--settings", nargs="+", choices=SETTINGS, default=list(SETTINGS))
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--ablations", action="store_true", help="also λ on/α off and λ off/α on (Heter+Heter only)")
+    ap.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=None,
+                    help="of the variants the grid would run (Table 1's two; all four in Heter+Heter with "
+                         "--ablations), run only these; lets two processes share a grid without running the same "
+                         "run directory")
     ap.add_argument("--homo-family", default="math", choices=("math", "gsm", "code"))
     ap.add_argument("--normalise", action="store_true", help="cosine Δ_k with λ = --lam (ours) instead of eq. 9")
     ap.add_argument("--lam", type=float, default=0.1, help="λ with --normalise")
@@ -105,6 +109,8 @@ def main() -> None:
     t_all = time.time()
     for setting in args.settings:
         variants = list(VARIANTS) if args.ablations and setting == "heter+heter" else ["FedAvg-GRPO", "FedMOA"]
+        if args.variants:
+            variants = [v for v in variants if v in args.variants]
         for seed in args.seeds:
             for variant in variants:
                 cfg = setting_config(args.scale, setting, variant, seed, args.homo_family, fedmoa=fedmoa, **extra)

@@ -216,13 +216,19 @@ def test_best_record_takes_the_earliest_of_ties():
     rows = [dict(setting="heter+heter", variant=v, seed=s, global_accuracy=a, aggregated_reward=0.5)
             for v, s, a in (("FedMOA", 0, 0.3), ("FedAvg-GRPO", 0, 0.2), ("FedMOA", 1, 0.2), ("FedAvg-GRPO", 1, 0.25))]
     claim = analysis.paired_claims(rows)[0]
-    assert claim["differences"] == pytest.approx([0.1, -0.05]) and claim["verdict"] == "mixed"
+    assert claim["differences"] == pytest.approx([0.1, -0.05]) and claim["verdict"] == "within noise (|mean| ≤ 2 SE)"
+    assert claim["se"] == pytest.approx(0.075)  # sample std of (0.1, −0.05) / √2
     assert analysis.paired_claims(rows[:2])[0]["verdict"] == "one seed only: no verdict"
     assert analysis.paired_claims(rows)[2]["verdict"] == "not run" and analysis.paired_claims(rows)[2]["std"] is None
     worse = [dict(r, global_accuracy=0.1) if r["variant"] == "FedMOA" else r for r in rows]
-    assert analysis.paired_claims(worse)[0]["verdict"] == "does not hold"
+    assert analysis.paired_claims(worse)[0]["verdict"] == "does not hold"  # −0.1, −0.15: below 0 by > 2 SE
     better = [dict(r, global_accuracy=0.9) if r["variant"] == "FedMOA" else r for r in rows]
     assert analysis.paired_claims(better)[0]["verdict"] == "holds"
+    # every seed ahead is not enough when the spread swamps the mean: +0.01 and +0.3 (mean 0.155, SE 0.145)
+    spread = [dict(r, global_accuracy={0: 0.21, 1: 0.55}[r["seed"]]) if r["variant"] == "FedMOA" else r
+              for r in rows if r["seed"] < 2]
+    spread = [dict(r, global_accuracy=0.2) if r["variant"] == "FedAvg-GRPO" else r for r in spread]
+    assert analysis.paired_claims(spread)[0]["verdict"] == "within noise (|mean| ≤ 2 SE)"
 
 
 # --- presets and old configs -------------------------------------------------------------------------------------

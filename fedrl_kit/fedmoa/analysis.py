@@ -117,9 +117,12 @@ def paired_claims(rows: list[dict], prefix: str = "") -> list[dict]:
         prefix: ``""`` for the last round, ``"best/"`` for the best round by validation.
 
     Returns:
-        One row per claim with the per-seed differences, their mean and standard deviation (None without
-        seeds), and ``verdict``: "holds" when every seed's difference is > 0, "does not hold" when the mean is
-        <= 0, "mixed" otherwise; "one seed only: no verdict" with one seed, "not run" with none.
+        One row per claim with the per-seed differences, their mean, standard deviation (population form)
+        and standard error of the mean (sample std / √n; None without seeds or with one), and ``verdict`` —
+        the rule the FedGRPO and PubSwap claims tables use: "holds" when the mean difference is above 0 by
+        more than 2 SE, "does not hold" when below 0 by more than 2 SE, "within noise (|mean| ≤ 2 SE)"
+        otherwise (the seeds cannot tell the arms apart, which decides neither way); "one seed only: no
+        verdict" with one seed, "not run" with none.
     """
     out = []
     for claim, setting, better, worse, metric in CLAIMS:
@@ -130,12 +133,15 @@ def paired_claims(rows: list[dict], prefix: str = "") -> list[dict]:
         diffs = [a[s] - b[s] for s in seeds]
         mean = sum(diffs) / len(diffs) if diffs else None
         std = (sum((d - mean) ** 2 for d in diffs) / len(diffs)) ** 0.5 if diffs else None
+        se = (sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1) / len(diffs)) ** 0.5 if len(diffs) > 1 else None
         if not diffs:
             verdict = "not run"
         elif len(diffs) == 1:
             verdict = "one seed only: no verdict"
+        elif abs(mean) <= 2 * se:
+            verdict = "within noise (|mean| ≤ 2 SE)"
         else:
-            verdict = "holds" if all(d > 0 for d in diffs) else ("does not hold" if mean <= 0 else "mixed")
+            verdict = "holds" if mean > 0 else "does not hold"
         out.append(dict(claim=claim, metric=key, seeds=seeds, differences=diffs, mean_difference=mean, std=std,
-                        verdict=verdict))
+                        se=se, verdict=verdict))
     return out

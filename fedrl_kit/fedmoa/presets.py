@@ -62,11 +62,14 @@ SCALE_FIELDS = {
 
 SCALE_FEDMOA = {
     "quick": dict(eval_local=True),
-    "cpu": dict(eval_local=True),
+    "cpu": dict(eval_local="last"),
     "paper": dict(lam_rule="fixed", lam=0.01, eval_local="last"),
 }
 """each scale's ``config.fedmoa`` fields: the CPU scales use the default scale rule for λ (``lam_rule="target"``),
-the paper preset λ = 0.01 as written (the paper's model, but its g_k is not known to be ours)"""
+the paper preset λ = 0.01 as written (the paper's model, but its g_k is not known to be ours). The ``cpu`` and
+``paper`` scales score the clients' local models on their own family after the last round only (Table 1's
+local accuracy): every round would add K × 200 × 4 generations per round, most of a ``cpu`` run's evaluation,
+and neither the best-by-validation row (global model only) nor the Pareto fronts need them."""
 
 VARIANTS = {
     "FedAvg-GRPO": dict(lambda_on=False, alpha_on=False),
