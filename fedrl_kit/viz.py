@@ -32,6 +32,37 @@ def curves(runs: dict[str, list[dict]], metric: str = "pass@1", title: str | Non
     return fig
 
 
+def seed_band_curves(df, y: str = "pass_at_1", group: str = "method", x: str = "round", title: str | None = None,
+                     names: dict | None = None) -> go.Figure:
+    """Mean over seeds of ``y`` against ``x``, one line per ``group``, with a band of ± one std over seeds.
+
+    Args:
+        df: a long frame with columns ``group``, ``"seed"``, ``x``, ``y`` (e.g.
+            :func:`fedrl_kit.fedgrpo.claims.curve_frame`).
+        names: display names by group value (default: the values).
+    """
+    missing = [c for c in (group, "seed", x, y) if c not in df.columns]
+    if missing:
+        raise ValueError(f"seed_band_curves: the frame lacks columns {missing}")
+    fig = go.Figure()
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f"]
+    for i, (key, g) in enumerate(df.groupby(group, sort=False)):
+        stats = g.groupby(x)[y].agg(["mean", "std", "count"]).reset_index().fillna({"std": 0.0})
+        colour, name = palette[i % len(palette)], (names or {}).get(key, str(key))
+        r, gr, b = (int(colour[k:k + 2], 16) for k in (1, 3, 5))
+        xs = stats[x].tolist()
+        fig.add_trace(go.Scatter(x=xs + xs[::-1], y=(stats["mean"] + stats["std"]).tolist()
+                                 + (stats["mean"] - stats["std"]).tolist()[::-1], fill="toself",
+                                 fillcolor=f"rgba({r},{gr},{b},0.15)", line=dict(width=0), hoverinfo="skip",
+                                 showlegend=False, legendgroup=name))
+        fig.add_trace(go.Scatter(x=xs, y=stats["mean"], mode="lines+markers", name=name, legendgroup=name,
+                                 line=dict(color=colour), customdata=stats["count"],
+                                 hovertemplate=f"{name}<br>{x} %{{x}}: %{{y:.3f}} (%{{customdata}} seeds)<extra></extra>"))
+    fig.update_layout(template=TEMPLATE, title=title or f"{y}: mean over seeds ± one std", xaxis_title=x,
+                      yaxis_title=y)
+    return fig
+
+
 def client_curves(records: list[dict], metrics=("accuracy", "reward_mean"), exclude=("server",)) -> go.Figure:
     """Per-client local-training metrics per round (one panel per metric), global pass@1 dashed on the first.
 

@@ -4,8 +4,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedrl_kit.fedgrpo.claims import (arms_table, claims_markdown, environment_note, fedgrpo_claims,
-                                     fedgrpo_claims_from_files, load_results, result_commands, server_phases)
+from fedrl_kit.fedgrpo.claims import (arms_table, claims_markdown, curve_frame, environment_note, fedgrpo_claims,
+                                     fedgrpo_claims_from_files, load_results, long_claims, long_curves,
+                                     result_commands, server_phases)
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 SETTINGS = {"num_clients": 8, "dirichlet_alpha": 0.1, "rounds": 5, "local_steps": 2, "set": []}
@@ -177,3 +178,58 @@ def test_server_phases_mean_each_seed_before_and_after_the_split():
     assert t.iloc[0].tolist() == ["mean score", "0.20 / 0.20 → 0.60 / 0.40"]
     with pytest.raises(ValueError, match="server_curve"):
         server_phases({"runs": [{"seed": 0}]})
+
+
+def long_result(curves: dict[str, list[list[float]]], rounds=None) -> dict:
+    """A ``--eval-every 1`` result dict: ``curves[method][seed]`` is pass@1 after rounds 0, 1, 2, …"""
+    runs = [{"method": m, "seed": s, "curve": [[r, v] for r, v in enumerate(vals)]}
+            for m, per_seed in curves.items() for s, vals in enumerate(per_seed)]
+    return {"settings": {**SETTINGS, "rounds": rounds or len(next(iter(curves.values()))[0]) - 1}, "runs": runs}
+
+
+def test_long_curves_tell_rising_from_flat_curves():
+    noise = ([0.30, 0.31, 0.29, 0.30, 0.30], [0.30, 0.29, 0.31, 0.30, 0.30], [0.31, 0.30, 0.30, 0.29, 0.30])
+    flat = [[0.2] * 6 + n for n in noise]  # slopes −0.1, +0.1, −0.3 points per round
+    rising = [[0.2 + 0.01 * r + 0.001 * s for r in range(11)] for s in range(3)]
+    falling = [[0.4 - 0.02 * r + 0.002 * s * (r % 2) for r in range(11)] for s in range(3)]
+    df = long_curves(long_result({"fedgrpo": flat, "fedavg_grpo": rising, "central_grpo": falling})).set_index("method")
+    assert df.loc["FedGRPO", "trend"] == "flat"
+    assert df.loc["FedGRPO", "plateau"] == pytest.approx(0.30)
+    assert df.loc["Fedpetuning+GRPO", "trend"] == "still rising"
+    assert df.loc["Fedpetuning+GRPO", "slope, last 5 (points/round)"] == pytest.approx(1.0)
+    assert df.loc["Central-GRPO", "trend"] == "still falling"
+    assert df.loc["FedGRPO", "round 5"] == pytest.approx(0.2) and df.loc["FedGRPO", "rounds"] == 10
+    with pytest.raises(ValueError, match="window"):
+        long_curves(long_result({"fedgrpo": flat}), window=1)
+
+
+def test_long_claims_pair_plateaus_and_refuse_a_curve_that_has_not_flattened():
+    flat = lambda level: [[0.2] * 6 + [level + 0.01 * s] * 5 for s in range(3)]  # noqa: E731
+    rising = [[0.2 + 0.01 * r + 0.001 * s for r in range(11)] for s in range(3)]
+    res = long_result({"fedgrpo": flat(0.30), "central_grpo": flat(0.31), "fedpetuning_sft": flat(0.20),
+                       "fedavg_grpo": rising})
+    df = long_claims(res).set_index("claim")
+    near = df.loc["FedGRPO near Central-GRPO, trained until flat"]
+    assert near["mean"] == pytest.approx(-1.0) and near["verdict"] == "holds"
+    assert df.loc["FedGRPO beats Fedpetuning+SFT, trained until flat", "verdict"] == "holds"
+    assert df.loc["FedGRPO beats Fedpetuning+GRPO, trained until flat", "verdict"] == \
+        "not tested (Fedpetuning+GRPO still rising after 10 rounds)"
+    assert df.loc["FedGRPO beats DPSDA-FL+GRPO, trained until flat", "verdict"] == "not tested (DPSDA-FL+GRPO not run)"
+
+
+def test_curve_frame_takes_each_arms_longest_curve_and_names_a_bad_one():
+    short = long_result({"fedavg_grpo": [[0.2, 0.3]] * 2})
+    longer = long_result({"fedavg_grpo": [[0.2, 0.3, 0.4, 0.4]]})
+    df = curve_frame([short, longer])
+    assert df.groupby("seed")["round"].max().to_dict() == {0: 3, 1: 1}
+    bad = {"runs": [{"method": "fedgrpo", "seed": 0, "curve": [[0, "x"]]}]}
+    with pytest.raises(ValueError, match=r"runs\[0\]\.curve"):
+        curve_frame(bad)
+
+
+def test_the_stored_long_file_has_every_arm_and_reads():
+    import json
+    res = json.loads((RESULTS / "fedgrpo_compare_pool_long.json").read_text())
+    df = long_curves(res)
+    assert len(df) >= 3 and (df.seeds == 3).all() and (df.rounds >= 15).all()
+    assert len(long_claims(res)) == 5

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from fedrl_kit import viz
 
@@ -26,3 +27,15 @@ def test_figures_hold_the_data(tmp_path):
         assert out["png"].read_bytes()[:4] == b"\x89PNG"
     else:
         assert "png" not in out
+
+
+def test_seed_band_curves_draw_a_band_and_a_mean_per_group():
+    import pandas as pd
+    df = pd.DataFrame([{"method": m, "seed": s, "round": r, "pass_at_1": 0.1 * r + 0.01 * s}
+                       for m in ("a", "b") for s in range(3) for r in range(4)])
+    fig = viz.seed_band_curves(df, names={"a": "arm A"})
+    assert len(fig.data) == 4 and fig.data[1].name == "arm A"
+    assert list(fig.data[1].y) == pytest.approx([0.01, 0.11, 0.21, 0.31])
+    assert len(fig.data[0].x) == 8  # the band: up and back
+    with pytest.raises(ValueError, match="seed"):
+        viz.seed_band_curves(df.drop(columns="seed"))

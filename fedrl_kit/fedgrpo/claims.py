@@ -40,13 +40,14 @@ def _runs(result: dict, name: str, keys: tuple[str, ...]) -> pd.DataFrame:
     return pd.DataFrame(result["runs"], columns=list(dict.fromkeys([*keys, *(k for r in result["runs"] for k in r)])))
 
 
-def _setting(result: dict | None) -> str:
+def _setting(result: dict | None, rounds: str | None = None) -> str:
+    """The scale of a result file in words; ``rounds`` replaces its number of rounds (e.g. "rounds until flat")."""
     s = (result or {}).get("settings", {})
     if not s:
         return "at this scale"
     beta = "IID" if "iid" in " ".join(s.get("set", [])) else f"β = {s.get('dirichlet_alpha')}"
     return (f"at this scale: embedded world, tiny policy, K = {s.get('num_clients')}, {beta}, "
-            f"{s.get('rounds')} rounds of τ = {s.get('local_steps')}")
+            f"{rounds or str(s.get('rounds')) + ' rounds'} of τ = {s.get('local_steps')}")
 
 
 def _row(claim, paper, d: pd.Series, verdict, setting, unit="points", scale=100.0) -> dict:
@@ -334,3 +335,117 @@ def claims_markdown(df: pd.DataFrame, drop: tuple[str, ...] = ("setting",)) -> s
     lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
     lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in df.itertuples(index=False)]
     return "\n".join(lines)
+
+
+# -- training until the curves flatten ---------------------------------------------------------------------------
+
+
+def curve_frame(results: dict | list[dict], name: str = "long") -> pd.DataFrame:
+    """One row per (method, seed, round) of result files whose runs carry a ``curve`` of [round, pass@1].
+
+    With several files (e.g. one arm trained longer in a file of its own), each (method, seed) takes the
+    longest curve any file has for it.
+    """
+    rows, length = {}, {}
+    for j, result in enumerate(results if isinstance(results, list) else [results]):
+        runs = _runs(result, f"{name}[{j}]" if isinstance(results, list) else name, ("method", "seed", "curve"))
+        for i, r in runs.iterrows():
+            try:
+                pts = [(int(a), float(b)) for a, b in r["curve"]]
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"{name}: runs[{i}].curve is not a list of [round, pass@1] pairs ({e})") from e
+            key = (r["method"], int(r["seed"]))
+            if pts and max(a for a, _ in pts) > length.get(key, -1):
+                length[key] = max(a for a, _ in pts)
+                rows[key] = [{"method": key[0], "seed": key[1], "round": a, "pass_at_1": b} for a, b in pts]
+    return pd.DataFrame([x for v in rows.values() for x in v], columns=["method", "seed", "round", "pass_at_1"])
+
+
+def _slope(points: pd.DataFrame) -> float:
+    """Least-squares slope of pass@1 (points, i.e. × 100) per round."""
+    x, y = points["round"].to_numpy(float), points["pass_at_1"].to_numpy(float) * 100
+    if len(x) < 2 or np.ptp(x) == 0:
+        return float("nan")
+    return round(float(np.polyfit(x, y, 1)[0]), 9)  # a constant curve's fit leaves ~1e-16, which is 0
+
+
+def long_curves(result: dict | list[dict], window: int = 5) -> pd.DataFrame:
+    """Has each arm's pass@1 curve flattened? One row per method of a ``--eval-every 1`` result file.
+
+    Per seed, the curve's last ``window`` evaluated rounds give a *plateau* (their mean pass@1) and a
+    *slope* (least-squares, points per round). Columns: the rounds run, pass@1 at rounds 5 and 10 and at the
+    last round, the plateau and the slope (mean and std over seeds), and ``trend``: **still rising** when the
+    mean slope is above 0 by more than 2 SE over seeds, **still falling** when below by more, **flat**
+    otherwise (no trend the seeds can tell apart from 0 — with few seeds and noisy curves, a weak test: read
+    the slope too).
+
+    Args:
+        result: a ``benchmarks/fedgrpo_compare.py`` result dict whose runs have ``curve`` ([round, pass@1]),
+            or a list of them (each arm and seed from the file that trained it longest).
+        window: how many of the last evaluated rounds make the plateau and the slope (≥ 2).
+    """
+    if window < 2:
+        raise ValueError(f"window must be at least 2 evaluated rounds, got {window}")
+    df = curve_frame(result)
+    out = []
+    for method, m in df.groupby("method", sort=False):
+        per_seed = []
+        for seed, s in m.groupby("seed"):
+            s = s.sort_values("round")
+            tail = s.tail(window)
+            at = dict(zip(s["round"], s["pass_at_1"]))
+            per_seed.append(dict(seed=seed, rounds=int(s["round"].max()), r5=at.get(5, np.nan), r10=at.get(10, np.nan),
+                                 last=float(s["pass_at_1"].iloc[-1]), plateau=float(tail["pass_at_1"].mean()),
+                                 slope=_slope(tail)))
+        p = pd.DataFrame(per_seed)
+        n = len(p)
+        sd = (lambda c: float(p[c].std(ddof=1)) if n > 1 else float("nan"))  # noqa: E731
+        slope, se = float(p.slope.mean()), sd("slope") / np.sqrt(n) if n > 1 else float("nan")
+        trend = ("one seed: no trend test" if n < 2 else "still rising" if slope > 2 * se
+                 else "still falling" if slope < -2 * se else "flat")
+        out.append({"method": METHOD_NAMES.get(method, method), "seeds": n, "rounds": int(p.rounds.min()),
+                    "round 5": round(float(p.r5.mean()), 3), "round 10": round(float(p.r10.mean()), 3),
+                    "last round": round(float(p["last"].mean()), 3),
+                    "plateau": round(float(p.plateau.mean()), 3), "plateau std": round(sd("plateau"), 3),
+                    f"slope, last {window} (points/round)": round(slope, 2),
+                    "slope std": round(sd("slope"), 2), "trend": trend})
+    return pd.DataFrame(out)
+
+
+def long_claims(result: dict | list[dict], window: int = 5, near_tol: float = 3.0) -> pd.DataFrame:
+    """Table 1's claims on the trained-until-flat curves: each arm's plateau (mean pass@1 of its last
+    ``window`` evaluated rounds), paired by seed, with the verdict rules of :func:`fedgrpo_claims`.
+
+    A claim whose arms are not both flat by :func:`long_curves` (still rising or falling at the end of the run)
+    reads "not tested (… not flat after R rounds)": a plateau that is not one decides nothing.
+    """
+    df = curve_frame(result)
+    flat = long_curves(result, window).set_index("method")
+    tail = (df.sort_values("round").groupby(["method", "seed"], as_index=False).tail(window)
+            .groupby(["method", "seed"], as_index=False)["pass_at_1"].mean())
+    first = result[0] if isinstance(result, list) else result
+    tol = near_tol / 100.0
+    setting = _setting(first, "each arm's rounds") + f"; plateau = mean of the last {window} evaluated rounds"
+    out = []
+
+    def unflat(*arms) -> str | None:
+        bad = [f"{METHOD_NAMES[a]} {flat.loc[METHOD_NAMES[a], 'trend']} after {flat.loc[METHOD_NAMES[a], 'rounds']} rounds"
+               for a in arms if METHOD_NAMES[a] in flat.index and flat.loc[METHOD_NAMES[a], "trend"] != "flat"]
+        return "; ".join(bad) or None
+
+    def verdict(rule, d, a, b):
+        miss = _missing(tail, "method", a, b)
+        if miss:
+            return rule(d, miss=miss)
+        if (why := unflat(a, b)) is not None:
+            return f"not tested ({why})"
+        return rule(d)
+
+    d = paired_diffs(tail, {"method": "fedgrpo"}, {"method": "central_grpo"}, "pass_at_1")
+    out.append(_row("FedGRPO near Central-GRPO, trained until flat", "Table 1", d,
+                    verdict(lambda x, miss=None: _near(x, tol, miss), d, "fedgrpo", "central_grpo"), setting))
+    for b in ("fedavg_grpo", "fedpetuning_sft", "dpsda_grpo", "dpsda_sft"):
+        d = paired_diffs(tail, {"method": "fedgrpo"}, {"method": b}, "pass_at_1")
+        out.append(_row(f"FedGRPO beats {METHOD_NAMES[b]}, trained until flat", "Table 1", d,
+                        verdict(lambda x, miss=None: _beats(x, miss), d, "fedgrpo", b), setting))
+    return pd.DataFrame(out, columns=COLUMNS)
