@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from fedrl_kit.pubswap.sweep import (PUBSWAP_SCALES, SETTINGS, parse_name, pubswap_grid, result_paths,  # noqa: E402
                                      run_grid, summarise)
-from fedrl_kit.seeding import cpu_kernels  # noqa: E402
+from fedrl_kit.runs import recorded_kernels  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results"
 
@@ -84,7 +84,7 @@ def main(argv=None) -> None:
                "local_steps": cfg.local_steps, "rounds": cfg.rounds, "pubswap_period": cfg.pubswap.period,
                "dirichlet_alpha": cfg.dirichlet_alpha, **summarise(records),
                "seconds": round(sum(r["seconds"] for r in records if r["kind"] == "comm"), 1),
-               "cpu_kernels": cpu_kernels()}
+               "cpu_kernels": recorded_kernels(runs / name)}  # a folder read back keeps its own
         rows = [r for r in rows if r["name"] != name] + [row]
         summary_path.parent.mkdir(parents=True, exist_ok=True)
         summary_path.write_text(json.dumps(rows, indent=1))

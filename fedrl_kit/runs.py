@@ -597,3 +597,16 @@ def load_records(run_dir: str | Path) -> list[dict]:
     """The metric records of a run directory (DamagedRunDir names the line of a bad one)."""
     path = Path(run_dir) / "metrics.jsonl"
     return read_jsonl_lines(path, path.read_bytes().splitlines(), skip_blank=True)
+
+
+def recorded_kernels(run_dir: str | Path) -> str:
+    """The torch CPU kernels a finished or checkpointed run directory was computed with, as its checkpoint
+    records them; ``"not recorded"`` for checkpoints written before they were recorded.
+
+    Raises:
+        FileNotFoundError: the directory has no ``checkpoint/state.json`` (naming it).
+    """
+    path = Path(run_dir) / "checkpoint" / "state.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: {run_dir} holds no checkpoint")
+    return json.loads(path.read_text()).get("cpu_kernels", "not recorded")

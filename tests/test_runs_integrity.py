@@ -147,6 +147,20 @@ def test_a_run_made_with_other_cpu_kernels_is_not_resumed_or_read_back(finished,
     assert _strip(Run(cfg, d, progress=False).run()) == _strip(whole.records)  # the same kernels resume
 
 
+def test_recorded_kernels_read_the_checkpoint_and_say_when_it_has_none(finished, tmp_path):
+    from fedrl_kit.runs import recorded_kernels
+    from fedrl_kit.seeding import cpu_kernels
+
+    d, _, _ = _copy(finished, tmp_path)
+    assert recorded_kernels(d) == cpu_kernels()
+    state = json.loads((d / "checkpoint" / "state.json").read_text())
+    del state["cpu_kernels"]
+    (d / "checkpoint" / "state.json").write_text(json.dumps(state))
+    assert recorded_kernels(d) == "not recorded"
+    with pytest.raises(FileNotFoundError, match="holds no checkpoint"):
+        recorded_kernels(tmp_path / "empty")
+
+
 def test_a_kill_between_the_renames_of_a_checkpoint_swap_resumes_to_the_same_end(finished, tmp_path):
     d, cfg, whole = _copy(finished, tmp_path)
     os.replace(d / "checkpoint", d / "checkpoint.old")  # the old checkpoint moved aside, the new one not yet in
