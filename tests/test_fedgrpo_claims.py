@@ -161,13 +161,18 @@ def test_arms_table_has_each_seed_the_population_std_and_the_base_first():
 
 
 def test_environment_note_names_files_without_versions_and_differing_ones():
-    a = dict(compare({"fedgrpo": [0.4]}), packages={"torch": "2.13.0", "peft": "0.21.2"})
-    assert environment_note({"compare": a, "nogt": None}) == "all files ran in one environment: torch 2.13.0, peft 0.21.2"
+    a = dict(compare({"fedgrpo": [0.4]}), packages={"torch": "2.13.0", "peft": "0.21.2"}, cpu_kernels="AVX2")
+    assert environment_note({"compare": a, "nogt": None}) == \
+        "all files ran in one environment: torch 2.13.0, peft 0.21.2, torch CPU kernels AVX2"
     b = dict(a, packages={"torch": "2.12.0", "peft": "0.21.2"})
     assert "package versions differ between fedgrpo_compare_pool.json, fedgrpo_compare_nogt.json" in \
         environment_note({"compare": a, "nogt": b})
-    assert environment_note({"compare": a, "nogt": compare({})}) == \
-        "mixed environments: fedgrpo_compare_nogt.json records no package versions"
+    assert environment_note({"compare": a, "nogt": compare({})}) == ("mixed environments: fedgrpo_compare_nogt.json "
+                                                                      "records no package versions; "
+                                                                      "fedgrpo_compare_nogt.json records no torch CPU kernels")
+    # the same packages computed with other kernels are another environment (they round floats differently)
+    assert environment_note({"compare": a, "nogt": dict(a, cpu_kernels="AVX512")}) == \
+        "mixed environments: torch CPU kernels differ between fedgrpo_compare_pool.json, fedgrpo_compare_nogt.json"
 
 
 def test_server_phases_mean_each_seed_before_and_after_the_split():

@@ -311,21 +311,28 @@ def server_phases(result: dict, split: int = 7, keys: dict = SERVER_KEYS) -> pd.
     return pd.DataFrame(rows)
 
 
+#: what a result file records of its environment: (key, in words, how one value reads)
+_ENVIRONMENT = (("packages", "package versions", lambda p: ", ".join(f"{k} {v}" for k, v in p.items() if v)),
+                ("cpu_kernels", "torch CPU kernels", lambda k: f"torch CPU kernels {k}"))
+
+
 def environment_note(results: dict[str, dict | None]) -> str:
-    """One line on where the loaded result files ran: one environment (package versions as recorded) or
-    which files differ. Runs are paired within a file; a claim that pairs two files (no-GT against with-GT)
-    also needs them to share one."""
-    envs = {arg: r.get("packages") for arg, r in results.items() if r is not None}
-    unknown = sorted(arg for arg, p in envs.items() if p is None)
-    known = {arg: p for arg, p in envs.items() if p is not None}
-    distinct = {json.dumps(p, sort_keys=True) for p in known.values()}
-    if not unknown and len(distinct) == 1:
-        p = next(iter(known.values()))
-        return "all files ran in one environment: " + ", ".join(f"{k} {v}" for k, v in p.items() if v)
-    parts = [f"{RESULT_FILES[a]} records no package versions" for a in unknown]
-    if len(distinct) > 1:
-        parts.append("package versions differ between " + ", ".join(RESULT_FILES[a] for a in known))
-    return "mixed environments: " + "; ".join(parts)
+    """One line on where the loaded result files ran: one environment (package versions and torch's CPU
+    kernels, as recorded) or which files differ. Runs are paired within a file; a claim that pairs two files
+    (no-GT against with-GT) also needs them to share one."""
+    loaded = {arg: r for arg, r in results.items() if r is not None}
+    if not loaded:
+        return "no result files loaded"
+    problems = []
+    for key, what, _ in _ENVIRONMENT:
+        problems += [f"{RESULT_FILES[a]} records no {what}" for a, r in loaded.items() if r.get(key) is None]
+        known = [a for a, r in loaded.items() if r.get(key) is not None]
+        if len({json.dumps(loaded[a][key], sort_keys=True) for a in known}) > 1:
+            problems.append(f"{what} differ between " + ", ".join(RESULT_FILES[a] for a in known))
+    if problems:
+        return "mixed environments: " + "; ".join(problems)
+    first = next(iter(loaded.values()))
+    return "all files ran in one environment: " + ", ".join(say(first[key]) for key, _, say in _ENVIRONMENT)
 
 
 def claims_markdown(df: pd.DataFrame, drop: tuple[str, ...] = ("setting",)) -> str:
