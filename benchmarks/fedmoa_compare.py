@@ -44,7 +44,8 @@ from _machine import save_result  # noqa: E402
 from fedrl_kit.fedmoa.analysis import paired_claims, summary  # noqa: E402
 from fedrl_kit.fedmoa.args import SETTINGS  # noqa: E402
 from fedrl_kit.fedmoa.presets import SCALES, VARIANTS, setting_config  # noqa: E402
-from fedrl_kit.runs import Run, load_records  # noqa: E402
+from fedrl_kit.runs import Run, load_records, recorded_kernels  # noqa: E402
+from fedrl_kit.seeding import cpu_kernels  # noqa: E402
 
 # -- the faithful grid -----------------------------------------------------------------------------------------
 
@@ -54,11 +55,21 @@ def run_dir_of(root: Path, scale: str, setting: str, variant: str, seed: int) ->
     return root / scale / setting / slug / f"seed{seed}"
 
 
+def finished(cfg, run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds all of ``cfg.rounds`` (its checkpoint says so)."""
+    done = run_dir / "checkpoint" / "state.json"
+    return done.exists() and json.loads(done.read_text())["round"] == cfg.rounds
+
+
 def run_one(cfg, run_dir: Path) -> tuple[list[dict], float, bool]:
     """(records, wall seconds now, read back) of one run; a finished run directory is read back (0 s now; its
-    rounds' own seconds stay in its records, ``round_seconds`` in the table)."""
-    done = run_dir / "checkpoint" / "state.json"
-    if done.exists() and json.loads(done.read_text())["round"] == cfg.rounds:
+    rounds' own seconds stay in its records, ``round_seconds`` in the table) if it was computed with this
+    process's torch CPU kernels."""
+    if finished(cfg, run_dir):
+        kernels = recorded_kernels(run_dir)
+        if kernels not in (cpu_kernels(), "not recorded"):
+            raise SystemExit(f"{run_dir} was computed with torch's {kernels} CPU kernels, this process runs "
+                             f"{cpu_kernels()}: set ATEN_CPU_CAPABILITY={kernels.lower()} or use another --run-root")
         return load_records(run_dir), 0.0, True
     t0 = time.time()
     records = Run(cfg, run_dir, progress=False).run()
@@ -97,6 +108,9 @@ def main() -> None:
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                     help="further RunConfig fields for every run (e.g. rounds=1 local_steps=2)")
     ap.add_argument("--run-root", default=str(ROOT / "runs" / "fedmoa_compare"))
+    ap.add_argument("--collect-only", action="store_true",
+                    help="run nothing: summarise the finished runs of the grid and list the others as not finished "
+                         "(an interrupted run resumes later with the same command without this flag)")
     ap.add_argument("--out", default=None, help="default benchmarks/results/fedmoa_compare_<scale>.json")
     args = ap.parse_args()
     from fedrl_kit.config import parse_set
@@ -105,7 +119,7 @@ def main() -> None:
     fedmoa = dict(normalise=True, lam=args.lam, lam_rule="fixed") if args.normalise else {}
     fedmoa.update({k.split(".", 1)[1]: extra.pop(k) for k in list(extra) if k.startswith("fedmoa.")})
     root = Path(args.run_root)
-    rows = []
+    rows, not_finished = [], []
     t_all = time.time()
     for setting in args.settings:
         variants = list(VARIANTS) if args.ablations and setting == "heter+heter" else ["FedAvg-GRPO", "FedMOA"]
@@ -114,7 +128,12 @@ def main() -> None:
         for seed in args.seeds:
             for variant in variants:
                 cfg = setting_config(args.scale, setting, variant, seed, args.homo_family, fedmoa=fedmoa, **extra)
-                recs, seconds, reused = run_one(cfg, run_dir_of(root, args.scale, setting, variant, seed))
+                run_dir = run_dir_of(root, args.scale, setting, variant, seed)
+                if args.collect_only and not finished(cfg, run_dir):
+                    not_finished.append(dict(setting=setting, variant=variant, seed=seed))
+                    print(f"not finished, left out: {run_dir}", flush=True)
+                    continue
+                recs, seconds, reused = run_one(cfg, run_dir)
                 rounds_s = round(sum(r["seconds"] for r in recs if r["kind"] == "comm"), 1)
                 row = {"setting": setting, "variant": variant, "label": cfg.fedmoa.label(), "seed": seed,
                        "seconds": seconds, "round_seconds": rounds_s, "read_back": reused, **summary(recs)}
@@ -133,6 +152,7 @@ def main() -> None:
         "claims": paired_claims(rows),
         "claims_best_by_validation": paired_claims(rows, "best/"),
         "seconds_total": round(time.time() - t_all, 1),
+        "not_finished": not_finished,
     }
     path = args.out or ROOT / "benchmarks" / "results" / f"fedmoa_compare_{args.scale}.json"
     save_result(path, "fedmoa_compare", None, settings, rows, out)
