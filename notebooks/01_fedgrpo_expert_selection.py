@@ -463,6 +463,45 @@ print("setting:", *claims.setting.unique())
 claims.drop(columns="setting")
 
 # %% [markdown]
+# ### Trained until the curves flatten
+# The table above reads 5-round runs. Are 5 rounds enough? The same six arms, trained for 15 rounds with pass@1
+# on the test split after every round (evaluation draws from its own seeded stream, so the runs are the ones they
+# would be without it), and the arm still rising at round 15 trained further in a file of its own:
+#
+# ```
+# OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedgrpo_compare.py --rounds 15 --eval-every 1 --seeds 0 1 2 --methods fedgrpo central_grpo fedavg_grpo fedpetuning_sft dpsda_grpo dpsda_sft --out benchmarks/results/fedgrpo_compare_pool_long.json
+# OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedgrpo_compare.py --rounds 30 --eval-every 1 --seeds 0 1 2 --methods fedavg_grpo --out benchmarks/results/fedgrpo_compare_pool_long30.json
+# ```
+#
+# Each arm's curve is read from the file that trained it longest. Its *plateau* is the mean pass@1 of its last
+# 5 evaluated rounds; its *trend* is "still rising" (or "still falling") when the least-squares slope of its last
+# 10 rounds is away from 0 by more than 2 SE over seeds, "flat" otherwise. The claims are then paired by seed on
+# the plateaus. An arm that has not flattened leaves its claim "not tested", unless its trend can only widen the
+# gap the verdict rests on (a baseline ahead of FedGRPO and still rising, or FedGRPO behind and still falling);
+# then the verdict stands and says so.
+
+# %%
+import json
+
+from fedrl_kit.fedgrpo.claims import METHOD_NAMES, curve_frame, long_claims, long_curves
+
+results_dir = Path("../benchmarks/results")
+long_files = [results_dir / n for n in ("fedgrpo_compare_pool_long.json", "fedgrpo_compare_pool_long30.json")
+              if (results_dir / n).exists()]
+long_results = [json.loads(p.read_text()) for p in long_files]
+for p, r in zip(long_files, long_results):
+    print(f"{p.name}:", r["command"])
+fig = viz.seed_band_curves(curve_frame(long_results), names=METHOD_NAMES,
+                           title="pass@1 on the test split after every round (mean over 3 seeds ± one std)")
+fig.update_layout(yaxis_title="pass@1")
+viz.export(fig, "fedgrpo_long_curves", FIGURES)
+display(long_curves(long_results))
+fig
+
+# %%
+long_claims(long_results).drop(columns="setting")
+
+# %% [markdown]
 # ## What this shows, and what it does not
 # - **Selection.** Read the hit-rate table: at β = 0.1 competence-based selection is compared with
 #   random selection on the same partition; under IID every client holds every topic and both rates
