@@ -8,7 +8,8 @@ help. This script runs the grid — settings × variants × seeds — at one sca
 and writes one JSON with every run's summary (last round and best round by validation), Table 1 and Table 2
 (mean ± std over seeds) and the claims paired by seed.
 
-The faithful grid on a CPU (18 runs; Table 2 adds 6 more with ``--ablations``; 30–60 min per run, estimated)::
+The faithful grid on a CPU (18 runs; Table 2 adds 6 more with ``--ablations``; Heter+Heter took 19 min per
+FedAvg-GRPO run and 34 min per FedMOA run, one thread each, several runs sharing a 2-core CPU)::
 
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedmoa_compare.py --scale cpu \\
         --settings homo+homo homo+heter heter+heter --seeds 0 1 2 --ablations
@@ -92,6 +93,36 @@ def table(rows: list[dict], setting: str, variants, prefix: str = "") -> dict:
     return out
 
 
+TABLE_COLUMNS = ("global_accuracy", "aggregated_reward", "local_accuracy", "local_reward", "length", "math/pass@1",
+                 "gsm/pass@1", "code/pass@1")
+
+
+def markdown(rows: list[dict]) -> str:
+    """The grid's tables as markdown: per variant and setting, mean ± std over seeds (sample form); every run;
+    the claims, last round and best round by validation."""
+    out = ["| setting | variant | seeds | " + " | ".join(TABLE_COLUMNS) + " |", "|---|---|---|" + "---|" * len(TABLE_COLUMNS)]
+    for (setting, variant) in dict.fromkeys((r["setting"], r["variant"]) for r in rows):
+        rs = [r for r in rows if r["setting"] == setting and r["variant"] == variant]
+        cell = []
+        for c in TABLE_COLUMNS:
+            x = np.array([r.get(c, np.nan) for r in rs], float)
+            cell.append(f"{x.mean():.3f} ± {x.std(ddof=1):.3f}" if len(x) > 1 else f"{x.mean():.3f}")
+        out.append(f"| {setting} | {variant} | {len(rs)} | " + " | ".join(cell) + " |")
+    out += ["", "| setting | variant | seed | global acc | aggr. reward | local acc | best round | round seconds |",
+            "|---|---|---|---|---|---|---|---|"]
+    out += [f"| {r['setting']} | {r['variant']} | {r['seed']} | {r['global_accuracy']:.4f} | {r['aggregated_reward']:.4f} | "
+            f"{r['local_accuracy']:.4f} | {r.get('best_round', '–')} | {r['round_seconds']} |" for r in rows]
+    for prefix, what in (("", "last round"), ("best/", "best round by validation")):
+        out += ["", f"| claim ({what}) | seeds | differences | mean | SE | verdict |", "|---|---|---|---|---|---|"]
+        for c in paired_claims(rows, prefix):
+            mean = "–" if c["mean_difference"] is None else f"{c['mean_difference']:+.4f}"
+            se = "–" if c["se"] is None else f"{c['se']:.4f}"
+            diffs = ", ".join(f"{d:+.4f}" for d in c["differences"])
+            verdict = c["verdict"].replace("|", "\\|")  # a bar inside a cell would end it
+            out.append(f"| {c['claim']} | {len(c['seeds'])} | {diffs} | {mean} | {se} | {verdict} |")
+    return "\n".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--scale", choices=SCALES, default="cpu")
@@ -111,6 +142,7 @@ def main() -> None:
     ap.add_argument("--collect-only", action="store_true",
                     help="run nothing: summarise the finished runs of the grid and list the others as not finished "
                          "(an interrupted run resumes later with the same command without this flag)")
+    ap.add_argument("--markdown", action="store_true", help="also print the tables and claims as markdown")
     ap.add_argument("--out", default=None, help="default benchmarks/results/fedmoa_compare_<scale>.json")
     args = ap.parse_args()
     from fedrl_kit.config import parse_set
@@ -156,6 +188,8 @@ def main() -> None:
     }
     path = args.out or ROOT / "benchmarks" / "results" / f"fedmoa_compare_{args.scale}.json"
     save_result(path, "fedmoa_compare", None, settings, rows, out)
+    if args.markdown:
+        print(markdown(rows))
 
 
 if __name__ == "__main__":

@@ -11,8 +11,9 @@ scale       what it is
             cluster of Heter+Heter holds two reward sets), 3 rounds, 20 test problems per family
 ``cpu``     the paper's federation on the embedded world, large enough to decide: 10 clients (Homo
             settings) / 15 (Heter+Heter), 3 rounds, 128 samples per step (8 prompts × G = 16), 200 test
-            and 100 validation problems per family, 4 samples each; 30–60 min per run on one CPU thread
-            (estimated from a one-round probe, docs/fedmoa.md)
+            and 100 validation problems per family, 4 samples each; Heter+Heter took 19 min (FedAvg-GRPO)
+            and 34 min (FedMOA: one more backward pass per objective) of round time per run, one thread each,
+            with three to five runs sharing a 2-core CPU (docs/fedmoa.md)
 ``paper``   §4.1 on one GPU: Qwen2.5-1.5B-Instruct, 10 / 15 clients, 3 rounds, G = 16, 128 samples per
             step, 1,024 completion tokens, lr 2e-5 with cosine decay, λ = 0.01 as written, MATH, GSM8K and
             MBPP (tested on HumanEval) through the real-world registry (``world="real-families…"``)
