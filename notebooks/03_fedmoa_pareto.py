@@ -48,14 +48,14 @@
 # `preset_name="quick"` runs the Heter+Heter setting with 6 clients (two per task family, so every task cluster
 # holds two reward sets), 3 rounds, 1 seed — a few minutes on a 2-core CPU. `preset_name="cpu"` runs the paper's
 # federation on the embedded world (10 clients in the Homo settings, 15 in Heter+Heter, 128 samples per step, 200
-# test problems per family, three settings × three seeds, and Table 2's ablations): 30–60 minutes per run on one
-# CPU thread (an estimate), about a day for the grid. `preset_name="full"` is the paper's setting (§4.1) on a GPU:
+# test problems per family, three settings × three seeds, and Table 2's ablations): 20–35 minutes per run on one
+# CPU thread (Heter+Heter, measured), most of a day for the grid. `preset_name="full"` is the paper's setting (§4.1) on a GPU:
 # Qwen2.5-1.5B-Instruct, MATH, GSM8K and MBPP (tested on HumanEval) through the real-world registry, G = 16, 1,024
 # completion tokens, lr 2e-5 with cosine decay — the `paper` scale of `fedrl_kit.fedmoa.presets`. Everything else
 # can be overridden with papermill `-p`.
 
 # %% tags=["parameters"]
-preset_name = "quick"        # "quick" (minutes), "cpu" (3 settings × 3 seeds, ~30–60 min per run) or "full" (the paper, GPU)
+preset_name = "quick"        # "quick" (minutes), "cpu" (3 settings × 3 seeds, ~20–35 min per run) or "full" (the paper, GPU)
 seed = 0
 run_root = "../runs/fedmoa"
 normalise = False            # True: Δ_k as the cosine of consecutive gradients with λ = lam (ours; eq. 9 is unnormalised)
@@ -192,12 +192,12 @@ assert all(np.isfinite(table["global_accuracy"])) and all(np.isfinite(table["agg
 
 # %% [markdown]
 # ### The paper's claims, paired by seed
-# Each claim compares two variants on the same seed (same data, same clients); it *holds* when every seed's
-# difference is positive, *does not hold* when the mean difference is not, and is *mixed* otherwise. One seed
-# decides nothing (the verdict says so).
+# Each claim compares two variants on the same seed (same data, same clients); it *holds* when the mean difference
+# is above 0 by more than two standard errors over seeds, *does not hold* when below 0 by more, and is *within
+# noise* otherwise (the rule of the FedGRPO and PubSwap notebooks). One seed decides nothing (the verdict says so).
 
 # %%
-pd.DataFrame(analysis.paired_claims(rows))[["claim", "seeds", "mean_difference", "std", "verdict"]].round(4)
+pd.DataFrame(analysis.paired_claims(rows))[["claim", "seeds", "mean_difference", "se", "verdict"]].round(4)
 
 
 # %% [markdown]
@@ -409,14 +409,28 @@ import json
 
 from IPython.display import display
 
-for name in (f"fedmoa_compare_{SCALE}.json", "fedmoa_compare.json"):
-    result = REPO_ROOT / "benchmarks" / "results" / name
-    if result.exists():
-        bench = json.loads(result.read_text())
-        print(name, "—", bench["command"])
-        display(pd.DataFrame(bench["summary"]["table2"] if "summary" in bench else bench["table2"]).T.round(3))
-    else:
-        print(f"{result} not found: run benchmarks/fedmoa_compare.py --scale {SCALE}")
+COLUMNS = ["global_accuracy", "std_global_accuracy", "aggregated_reward", "std_aggregated_reward", "local_accuracy",
+           "local_reward", "length", "n_seeds"]
+CLAIM_COLUMNS = ["claim", "seeds", "differences", "mean_difference", "se", "verdict"]
+results_dir = REPO_ROOT / "benchmarks" / "results"
+for scale in dict.fromkeys((SCALE, "cpu")):  # this preset's grid, and the CPU grid that can decide
+    path = results_dir / f"fedmoa_compare_{scale}.json"
+    if not path.exists():
+        print(f"{path.name} not found: run benchmarks/fedmoa_compare.py --scale {scale}")
+        continue
+    bench = json.loads(path.read_text())
+    print(f"{path.name} — {bench['command']}")
+    table = {(s, v): m for s, t in bench["summary"]["table1"].items() for v, m in t.items()}
+    display(pd.DataFrame(table).T.reindex(columns=COLUMNS).round(3))
+    if len(bench["summary"]["table2"]) > 2:
+        print("Table 2 (Heter+Heter):")
+        display(pd.DataFrame(bench["summary"]["table2"]).T.reindex(columns=COLUMNS).round(3))
+    for prefix, what in (("", "last round"), ("best/", "best round by validation")):
+        print(f"claims, {what} (recomputed from the file's runs):")
+        display(pd.DataFrame(analysis.paired_claims(bench["runs"], prefix))[CLAIM_COLUMNS].round(4))
+first = results_dir / "fedmoa_compare.json"  # the first experiments, in the old setting (docs/fedmoa.md)
+if first.exists():
+    print(f"{first.name} (old setting, kept for the record) — {json.loads(first.read_text())['command']}")
 
 # %% [markdown]
 # ## What to take away
