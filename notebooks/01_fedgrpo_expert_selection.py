@@ -499,7 +499,8 @@ display(long_curves(long_results))
 fig
 
 # %%
-long_claims(long_results).drop(columns="setting")
+with pd.option_context("display.max_colwidth", None):  # the verdicts name the arm still moving: show them whole
+    display(long_claims(long_results).drop(columns="setting"))
 
 # %% [markdown]
 # ## What this shows, and what it does not
