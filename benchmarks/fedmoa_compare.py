@@ -45,8 +45,7 @@ from _machine import save_result  # noqa: E402
 from fedrl_kit.fedmoa.analysis import paired_claims, summary  # noqa: E402
 from fedrl_kit.fedmoa.args import SETTINGS  # noqa: E402
 from fedrl_kit.fedmoa.presets import SCALES, VARIANTS, setting_config  # noqa: E402
-from fedrl_kit.runs import Run, load_records, recorded_kernels  # noqa: E402
-from fedrl_kit.seeding import cpu_kernels  # noqa: E402
+from fedrl_kit.runs import Run, check_kernels, load_records, recorded_kernels  # noqa: E402
 
 # -- the faithful grid -----------------------------------------------------------------------------------------
 
@@ -67,10 +66,7 @@ def run_one(cfg, run_dir: Path) -> tuple[list[dict], float, bool]:
     rounds' own seconds stay in its records, ``round_seconds`` in the table) if it was computed with this
     process's torch CPU kernels."""
     if finished(cfg, run_dir):
-        kernels = recorded_kernels(run_dir)
-        if kernels not in (cpu_kernels(), "not recorded"):
-            raise SystemExit(f"{run_dir} was computed with torch's {kernels} CPU kernels, this process runs "
-                             f"{cpu_kernels()}: set ATEN_CPU_CAPABILITY={kernels.lower()} or use another --run-root")
+        check_kernels(run_dir, recorded_kernels(run_dir))
         return load_records(run_dir), 0.0, True
     t0 = time.time()
     records = Run(cfg, run_dir, progress=False).run()

@@ -449,12 +449,7 @@ class Run:
         if not (ck / "state.json").exists():
             return -1
         state = self._read_state(ck)
-        kernels = state.get("cpu_kernels")  # absent in checkpoints written before it was recorded
-        if kernels is not None and kernels != cpu_kernels():
-            raise ValueError(f"run directory {self.run_dir} was computed with torch's {kernels} CPU kernels and "
-                             f"this process runs {cpu_kernels()}: they round floats differently, so resuming or "
-                             f"reading it back here would mix two different runs. Set ATEN_CPU_CAPABILITY="
-                             f"{kernels.lower()} before torch is imported, or use a new run_dir")
+        check_kernels(self.run_dir, state.get("cpu_kernels"))
         if state.get("format") is not None:
             if not cfg_path.exists():
                 raise self._damaged(f"{cfg_path} is missing (the checkpoint of round {state['round']} was written "
@@ -597,6 +592,20 @@ def load_records(run_dir: str | Path) -> list[dict]:
     """The metric records of a run directory (DamagedRunDir names the line of a bad one)."""
     path = Path(run_dir) / "metrics.jsonl"
     return read_jsonl_lines(path, path.read_bytes().splitlines(), skip_blank=True)
+
+
+def check_kernels(run_dir: str | Path, kernels: str | None) -> None:
+    """Refuse a run directory computed with other torch CPU kernels than this process runs (``kernels`` as its
+    checkpoint records them; None or "not recorded" for checkpoints written before they were recorded).
+
+    Raises:
+        ValueError: naming the directory, both kernels and how to match them.
+    """
+    if kernels not in (None, "not recorded") and kernels != cpu_kernels():
+        raise ValueError(f"run directory {run_dir} was computed with torch's {kernels} CPU kernels and "
+                         f"this process runs {cpu_kernels()}: they round floats differently, so resuming or "
+                         f"reading it back here would mix two different runs. Set ATEN_CPU_CAPABILITY="
+                         f"{kernels.lower()} before torch is imported, or use a new run_dir")
 
 
 def recorded_kernels(run_dir: str | Path) -> str:
