@@ -34,6 +34,9 @@ METHODS = ("fedavg_grpo", "fedprox_grpo", "central_grpo", "zero_shot", "pubswap_
 PUBSWAP_METHODS = ("pubswap_random", "pubswap_balanced")
 PRESETS = ("quick", "full", *PAPER_PRESETS)
 CLIENT_BATCHING = ("sequential", "lockstep")
+PROMPT_PASSES = ("per_row", "shared")
+"""How prompts go through the model (``RunConfig.prompt_pass``; :func:`fedrl_kit.rollout.generate`,
+:func:`fedrl_kit.rollout.per_token_logps`)."""
 LOCKSTEP_METHODS = ("fedavg_grpo", "fedprox_grpo")  # methods whose clients can step in lockstep
 
 
@@ -131,6 +134,11 @@ class RunConfig:
     micro_batch_size: int = 256
     """rows per forward/backward pass of a GRPO step (gradients add up to the full batch's, so the loss is the same;
     lower it on a GPU for long completions)"""
+    prompt_pass: str = "per_row"
+    """how prompts go through the model: "per_row" (each of a group's G rows runs its own copy of the prompt, in
+    generation and in the GRPO step's scoring) or "shared" (each prompt runs once and its keys and values serve its
+    G rows: the same completions and log-probs to float tolerance, in fewer token positions; not bit for bit
+    "per_row", so a run made with "per_row" does not reproduce with "shared"; HF rollouts only)"""
     num_iterations: int = 2
     """gradient epochs per batch of rollouts"""
     epsilon: float = 0.2
@@ -232,6 +240,10 @@ class RunConfig:
         need(self.client_batching == "sequential" or (self.method in LOCKSTEP_METHODS and self.rollout_backend == "hf"),
              "client_batching", f'"sequential" for method {self.method!r} with rollout_backend '
              f'{self.rollout_backend!r} ("lockstep" runs {LOCKSTEP_METHODS} with rollout_backend "hf")')
+        need(self.prompt_pass in PROMPT_PASSES, "prompt_pass", f"one of {PROMPT_PASSES}")
+        need(self.prompt_pass == "per_row" or (self.client_batching == "sequential" and self.rollout_backend == "hf"),
+             "prompt_pass", '"per_row" with client_batching "lockstep" or rollout_backend "vllm" (they run every '
+             'row on its own)')
         need(isinstance(self.trace_drift, bool), "trace_drift", "true or false")
         need(not self.trace_tensors or self.trace_drift, "trace_tensors", "false unless trace_drift is true")
         need(0 < self.learning_rate <= 1, "learning_rate", "in (0, 1]")
@@ -331,7 +343,8 @@ class RunConfig:
         from fedrl_kit.grpo import GRPOSettings
 
         return GRPOSettings(self.num_iterations, self.epsilon, self.epsilon_high, self.beta, self.scale_rewards,
-                            self.loss_type, self.temperature, micro_batch_size=self.micro_batch_size)
+                            self.loss_type, self.temperature, micro_batch_size=self.micro_batch_size,
+                            prompt_pass=self.prompt_pass)
 
     def local_settings(self):
         """One client's local round (fedrl_kit.federation.client.LocalSettings), FedProx's μ for fedprox_grpo."""

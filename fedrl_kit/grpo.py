@@ -22,6 +22,9 @@ Notation follows the PubSwap paper (eq. 1–2) and TRL's names for the knobs:
 Deviations from TRL: none in the formulas. :func:`grpo_step` runs ``num_iterations``
 gradient epochs over one batch of rollouts (TRL's ``num_iterations``), each epoch one
 optimiser step on the whole batch (split into micro-batches only to bound memory).
+With ``prompt_pass="shared"`` the log-probs come from one pass over each prompt and its
+G completions against the prompt's cached keys and values (:func:`fedrl_kit.rollout.per_token_logps`):
+the same numbers to float tolerance, in fewer token positions.
 """
 
 from __future__ import annotations
@@ -139,6 +142,7 @@ class GRPOSettings:
     temperature: float = 1.0
     max_grad_norm: float = 1.0
     micro_batch_size: int = 256
+    prompt_pass: str = "per_row"  # "shared": each prompt scored once for its G completions (config.PROMPT_PASSES)
 
 
 def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, settings: GRPOSettings,
@@ -181,7 +185,7 @@ def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, setti
             if ref_model_ctx is None:
                 raise ValueError("beta > 0 needs ref_model_ctx (the policy with its adapter disabled)")
             with ref_model_ctx():
-                ref_logps = per_token_logps(model, rollouts, settings.temperature, mb)  # [N, T]
+                ref_logps = per_token_logps(model, rollouts, settings.temperature, mb, settings.prompt_pass)  # [N, T]
     model.train()
     diags = []
     n = len(rollouts)
@@ -191,7 +195,7 @@ def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, setti
         for s in range(0, n, mb):
             rows = range(s, min(n, s + mb))
             part = rollouts.select(rows) if mb < n else rollouts
-            logps = per_token_logps(model, part, settings.temperature)  # [b, T]
+            logps = per_token_logps(model, part, settings.temperature, prompt_pass=settings.prompt_pass)  # [b, T]
             sl = slice(s, s + mb)
             if reuse_first_epoch and epoch == 0:
                 old_logps[sl] = logps.detach()

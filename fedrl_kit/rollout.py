@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 from transformers import LogitsProcessorList
 
+from fedrl_kit.config import PROMPT_PASSES
 from fedrl_kit.tags import SYSTEM_PROMPT
 
 
@@ -73,6 +74,7 @@ def generate(
     seed: int | None = None,
     chat: bool = False,
     sampler=None,
+    prompt_pass: str = "per_row",
 ) -> Rollouts:
     """Sample G = ``num_generations`` completions for each prompt with the model's active adapter.
 
@@ -88,12 +90,20 @@ def generate(
         sampler: a logits processor that draws each row's token itself and returns scores whose argmax is
             that token (:class:`fedrl_kit.policy.batched.GroupSampler`: one random stream per client in a
             lockstep batch); ``generate`` then decodes greedily. None: HF's sampling from torch's global stream.
+        prompt_pass: ``"per_row"`` (every row prefills its own copy of the prompt) or ``"shared"`` (each prompt
+            but its last token is prefilled once and its KV cache copied to its G rows; the random draws are the
+            same, the logits equal to float tolerance, so the completions are the same unless a draw falls
+            within that tolerance of a token's boundary). Not with ``sampler``.
 
     Returns:
         :class:`Rollouts` with N = B·G rows, prompt-major (rows g·… of prompt b are contiguous).
     """
     if num_generations < 1:
         raise ValueError(f"num_generations must be >= 1, got {num_generations}")
+    _check_prompt_pass(prompt_pass)
+    if prompt_pass == "shared" and sampler is not None:
+        raise ValueError("prompt_pass='shared' does not go with a lockstep sampler (its rows are not groups of one "
+                         "adapter); use prompt_pass='per_row'")
     if seed is not None:
         torch.manual_seed(seed)
     tokenizer.padding_side = "left"
@@ -106,6 +116,8 @@ def generate(
         sampling = dict(do_sample=False, logits_processor=LogitsProcessorList([sampler]))
     was_training = model.training
     model.eval()
+    if prompt_pass == "shared" and num_generations > 1 and prompt_ids.shape[1] > 1:
+        sampling["cache"] = _shared_prefill(model, prompt_ids, prompt_mask, num_generations)
     out = model.generate(
         input_ids=prompt_ids, attention_mask=prompt_mask, max_new_tokens=max_new_tokens,
         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, **sampling,
@@ -120,17 +132,29 @@ def generate(
     return Rollouts(prompt_ids, prompt_mask, completion_ids, completion_mask, repeated, texts, num_generations)
 
 
-def per_token_logps(model, rollouts: Rollouts, temperature: float = 1.0, batch_size: int | None = None) -> torch.Tensor:
+def per_token_logps(model, rollouts: Rollouts, temperature: float = 1.0, batch_size: int | None = None,
+                    prompt_pass: str = "per_row") -> torch.Tensor:
     """log π(o_t | q, o_<t) for every completion token, with logits scaled by 1/temperature.
 
     Position ids follow the attention mask (left padding), as in ``generate``, so the scores
     match the distribution the completions were sampled from.
 
+    ``prompt_pass``: ``"per_row"`` scores every row's prompt and completion in one pass; ``"shared"``
+    scores each group's prompt once and its G completions against the prompt's cached keys and values
+    (:func:`_shared_prompt_logps`: the same log-probs and gradients to float tolerance, not bit for bit).
+    A batch whose G-row blocks do not share one prompt is scored per row.
+
     Returns:
         [N, T] log-probabilities (values at masked positions are meaningless; use the mask).
     """
+    _check_prompt_pass(prompt_pass)
     n = len(rollouts)
     batch_size = batch_size or n
+    G = rollouts.num_generations
+    if prompt_pass == "shared" and G > 1 and n % G == 0 and _groups_share_prompts(rollouts):
+        step = max(G, batch_size - batch_size % G)  # whole groups per chunk
+        return torch.cat([_shared_prompt_logps(model, rollouts, s, min(n, s + step), temperature)
+                          for s in range(0, n, step)], dim=0)  # [N, T]
     out = []
     for s in range(0, n, batch_size):
         p_ids, p_mask = rollouts.prompt_ids[s:s + batch_size], rollouts.prompt_mask[s:s + batch_size]
@@ -144,3 +168,68 @@ def per_token_logps(model, rollouts: Rollouts, temperature: float = 1.0, batch_s
         logps = torch.log_softmax(logits.float(), dim=-1).gather(-1, c_ids.unsqueeze(-1)).squeeze(-1)  # [b, T]
         out.append(logps)
     return torch.cat(out, dim=0)  # [N, T]
+
+
+@torch.no_grad()
+def _shared_prefill(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, num_generations: int):
+    """The KV cache of every prompt but its last token, computed once per group and repeated to its G rows.
+
+    ``generate`` given this cache runs only the last prompt token and then decodes, as it would after its
+    own prefill of all N rows. [N, P] ids and mask, prompt-major groups of G identical rows.
+    """
+    G = num_generations
+    p_ids, p_mask = prompt_ids[::G, :-1], prompt_mask[::G, :-1]  # [B, P - 1]
+    out = model(input_ids=p_ids, attention_mask=p_mask, position_ids=(p_mask.cumsum(dim=1) - 1).clamp(min=0),
+                use_cache=True, logits_to_keep=1)
+    cache = out.cache
+    cache.batch_repeat_interleave(G)  # [B, …] -> [N, …]
+    return cache
+
+
+def _check_prompt_pass(prompt_pass: str) -> None:
+    if prompt_pass not in PROMPT_PASSES:
+        raise ValueError(f"prompt_pass must be one of {PROMPT_PASSES}, got {prompt_pass!r}")
+
+
+def _groups_share_prompts(rollouts: Rollouts) -> bool:
+    """Whether every block of G consecutive rows has one prompt (ids and mask): what the shared pass needs."""
+    G = rollouts.num_generations
+    for t in (rollouts.prompt_ids, rollouts.prompt_mask):
+        blocks = t.view(-1, G, t.shape[1])  # [B, G, P]
+        if not bool((blocks == blocks[:, :1]).all()):
+            return False
+    return True
+
+
+def _shared_prompt_logps(model, rollouts: Rollouts, start: int, stop: int, temperature: float) -> torch.Tensor:
+    """Rows ``start:stop`` (whole groups) scored with one pass over each group's prompt.
+
+    The B prompts run once with a KV cache; the cache is repeated G times along the batch and the N = B·G
+    completions run against it. The logits at a prompt's last position predict its completions' first token;
+    the completion pass predicts the rest. Mathematically the same log-probs (and, through the cache, the
+    same gradients) as the per-row pass, in about P·B + T·N token positions instead of (P + T)·N.
+
+    Returns:
+        [stop - start, T] log-probabilities.
+    """
+    G = rollouts.num_generations
+    p_ids, p_mask = rollouts.prompt_ids[start:stop:G], rollouts.prompt_mask[start:stop:G]  # [B, P]
+    c_ids, c_mask = rollouts.completion_ids[start:stop], rollouts.completion_mask[start:stop]  # [N, T]
+    out = model(input_ids=p_ids, attention_mask=p_mask, position_ids=(p_mask.cumsum(dim=1) - 1).clamp(min=0),
+                use_cache=True, logits_to_keep=1)
+    first = out.logits[:, -1:, :].repeat_interleave(G, dim=0)  # [N, 1, V] predicts completion token 0
+    logits = first
+    T = c_ids.shape[1]
+    if T > 1:
+        cache = getattr(out, "cache", None)
+        if cache is None:
+            raise RuntimeError("prompt_pass='shared' needs the model to return its KV cache (gradient "
+                               "checkpointing turns the cache off); use prompt_pass='per_row'")
+        cache.batch_repeat_interleave(G)  # [B, …] -> [N, …] keys and values, autograd intact
+        attn = torch.cat([rollouts.prompt_mask[start:stop], c_mask], dim=1)  # [N, P + T]
+        position_ids = (attn.cumsum(dim=1) - 1).clamp(min=0)[:, -T:-1]  # [N, T - 1]
+        rest = model(input_ids=c_ids[:, :-1], attention_mask=attn[:, :-1], position_ids=position_ids,
+                     cache=cache).logits  # [N, T - 1, V] predicts completion tokens 1..T-1
+        logits = torch.cat([first, rest], dim=1)  # [N, T, V]
+    logits = logits / max(temperature, 1e-6)
+    return torch.log_softmax(logits.float(), dim=-1).gather(-1, c_ids.unsqueeze(-1)).squeeze(-1)  # [N, T]

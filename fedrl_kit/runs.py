@@ -270,6 +270,7 @@ class Run:
                 self._policy.backend = make_backend(cfg.rollout_backend, resolve_base(cfg.base),
                                                     max_loras=max(1, cfg.num_clients), max_lora_rank=cfg.lora_rank)
         self.policy = self._policy
+        self.policy.prompt_pass = cfg.prompt_pass
         self.reward_set = make_reward_set(cfg.rewards, cfg.reward_weights or None)
         self.grpo, self.local = cfg.grpo_settings(), cfg.local_settings()
         self.spec = method_spec(cfg.method)
