@@ -446,6 +446,9 @@ if first.exists():
 #   and by the three-seed benchmark (`cpu` scale: 200 test problems per family) — read the numbers, not the
 #   paper's claim; the quick preset's 20 test problems per family and one seed cannot separate differences of a
 #   few points.
+# * In the stored `cpu`-scale Heter+Heter runs (the claims printed above, three seeds), FedMOA is within noise of
+#   FedAvg-GRPO on global accuracy and aggregated reward, far below the paper's gains, and so is "λ off, α on";
+#   "λ on, α off" sits 0.1–0.2 points above FedMOA on every seed, so "α helps" does not hold at this scale.
 #
 # The same runs from a shell: `fedrl run --method fedmoa --set fedmoa.setting=heter+heter` (the quick preset gives
 # `fedmoa` its world, `families`, its base, `data/base_moa`, and 6 clients; a homo setting also sets
