@@ -510,6 +510,23 @@ with pd.option_context("display.max_colwidth", None):  # the verdicts name the a
     display(long_claims(long_results).drop(columns="setting"))
 
 # %% [markdown]
+# The IID row, trained the same way (FedGRPO, Central-GRPO and Fedpetuning+GRPO, the arms of the 5-round IID row):
+#
+# ```
+# OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedgrpo_compare.py --set partition=iid --rounds 30 --eval-every 1 --seeds 0 1 2 --methods fedgrpo central_grpo fedavg_grpo --out benchmarks/results/fedgrpo_compare_pool_iid_long30.json
+# ```
+
+# %%
+iid_file = results_dir / "fedgrpo_compare_pool_iid_long30.json"
+if iid_file.exists():
+    iid_results = [json.loads(iid_file.read_text())]
+    display(long_curves(iid_results))
+    with pd.option_context("display.max_colwidth", None):
+        display(long_claims(iid_results).drop(columns="setting"))
+else:
+    print(f"{iid_file.name} not found: run the command above")
+
+# %% [markdown]
 # ## What this shows, and what it does not
 # - **Selection.** Read the hit-rate table: at β = 0.1 competence-based selection is compared with
 #   random selection on the same partition; under IID every client holds every topic and both rates
