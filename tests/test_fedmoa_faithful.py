@@ -229,6 +229,12 @@ def test_best_record_takes_the_earliest_of_ties():
               for r in rows if r["seed"] < 2]
     spread = [dict(r, global_accuracy=0.2) if r["variant"] == "FedAvg-GRPO" else r for r in spread]
     assert analysis.paired_claims(spread)[0]["verdict"] == "within noise (|mean| ≤ 2 SE)"
+    # each setting's claim pairs that setting's runs only: Homo+Heter rows leave Heter+Heter's claims unrun
+    homo = [dict(r, setting="homo+heter") for r in worse]
+    by_claim = {c["claim"]: c for c in analysis.paired_claims(homo)}
+    assert by_claim["FedMOA > FedAvg-GRPO on global accuracy (Table 1, Homo+Heter)"]["verdict"] == "does not hold"
+    assert by_claim["FedMOA > FedAvg-GRPO on global accuracy (Table 1, Heter+Heter)"]["verdict"] == "not run"
+    assert by_claim["FedMOA > FedAvg-GRPO on global accuracy (Table 1, Homo+Homo)"]["verdict"] == "not run"
 
 
 # --- presets and old configs -------------------------------------------------------------------------------------
