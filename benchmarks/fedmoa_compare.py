@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _machine import save_result  # noqa: E402
+from _machine import resume_environment_problem, save_result  # noqa: E402
 
 from fedrl_kit.fedmoa.analysis import paired_claims, summary  # noqa: E402
 from fedrl_kit.fedmoa.args import SETTINGS  # noqa: E402
@@ -71,6 +71,26 @@ def run_one(cfg, run_dir: Path) -> tuple[list[dict], float, bool]:
     t0 = time.time()
     records = Run(cfg, run_dir, progress=False).run()
     return records, round(time.time() - t0, 1), False
+
+
+def stored_runs(paths) -> dict[tuple[str, str, int], dict]:
+    """(setting, variant, seed) → the run's row, from stored result files of this script (``--add-runs``).
+
+    A file made in another environment (package versions or torch CPU kernels) is refused with the reason, since
+    its runs would be paired with runs made here; the first file holding a cell wins. Each row keeps its numbers
+    and records where it came from (``read_back``: the file's name).
+    """
+    out = {}
+    for path in paths:
+        old = json.loads(Path(path).read_text())
+        if old.get("benchmark") != "fedmoa_compare":
+            raise SystemExit(f"--add-runs: {path} is not a fedmoa_compare result file")
+        why = resume_environment_problem(old, path)
+        if why:
+            raise SystemExit(f"--add-runs: {why}")
+        for r in old["runs"]:
+            out.setdefault((r["setting"], r["variant"], int(r["seed"])), {**r, "read_back": Path(path).name})
+    return out
 
 
 def table(rows: list[dict], setting: str, variants, prefix: str = "") -> dict:
@@ -119,7 +139,7 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--scale", choices=SCALES, default="cpu")
     ap.add_argument("--settings", nargs="+", choices=SETTINGS, default=list(SETTINGS))
@@ -139,14 +159,21 @@ def main() -> None:
                     help="run nothing: summarise the finished runs of the grid and list the others as not finished "
                          "(an interrupted run resumes later with the same command without this flag)")
     ap.add_argument("--markdown", action="store_true", help="also print the tables and claims as markdown")
+    ap.add_argument("--add-runs", nargs="+", default=[], metavar="FILE",
+                    help="with --collect-only: take a grid cell that has no finished run folder here from these "
+                         "stored result files (their 'runs'), if they were made in this environment (packages and "
+                         "CPU kernels); lets a grid whose run folders were made on another machine be completed")
     ap.add_argument("--out", default=None, help="default benchmarks/results/fedmoa_compare_<scale>.json")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     from fedrl_kit.config import parse_set
 
     extra = parse_set(args.set)
     fedmoa = dict(normalise=True, lam=args.lam, lam_rule="fixed") if args.normalise else {}
     fedmoa.update({k.split(".", 1)[1]: extra.pop(k) for k in list(extra) if k.startswith("fedmoa.")})
     root = Path(args.run_root)
+    if args.add_runs and not args.collect_only:
+        ap.error("--add-runs goes with --collect-only (it reads stored runs; it does not run the grid)")
+    stored = stored_runs(args.add_runs)
     rows, not_finished = [], []
     t_all = time.time()
     for setting in args.settings:
@@ -157,6 +184,10 @@ def main() -> None:
             for variant in variants:
                 cfg = setting_config(args.scale, setting, variant, seed, args.homo_family, fedmoa=fedmoa, **extra)
                 run_dir = run_dir_of(root, args.scale, setting, variant, seed)
+                if args.collect_only and not finished(cfg, run_dir) and (setting, variant, seed) in stored:
+                    rows.append(stored[setting, variant, seed])
+                    print(json.dumps(rows[-1]), flush=True)
+                    continue
                 if args.collect_only and not finished(cfg, run_dir):
                     not_finished.append(dict(setting=setting, variant=variant, seed=seed))
                     print(f"not finished, left out: {run_dir}", flush=True)
@@ -183,7 +214,7 @@ def main() -> None:
         "not_finished": not_finished,
     }
     path = args.out or ROOT / "benchmarks" / "results" / f"fedmoa_compare_{args.scale}.json"
-    save_result(path, "fedmoa_compare", None, settings, rows, out)
+    save_result(path, "fedmoa_compare", argv, settings, rows, out)
     if args.markdown:
         print(markdown(rows))
 

@@ -1,0 +1,71 @@
+"""benchmarks/fedmoa_compare.py: completing a grid from stored result files (``--collect-only --add-runs``)."""
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        yield importlib.import_module("fedmoa_compare")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def _row(variant, seed, acc, reward):
+    return {"setting": "heter+heter", "variant": variant, "label": variant, "seed": seed, "seconds": 1.0,
+            "round_seconds": 1.0, "read_back": False, "global_accuracy": acc, "aggregated_reward": reward,
+            "local_accuracy": acc, "local_reward": reward, "length": 10.0, "best_round": 3,
+            "best/global_accuracy": acc, "best/aggregated_reward": reward}
+
+
+def _stored(tmp_path, runs, **env):
+    import _machine
+
+    from fedrl_kit.seeding import cpu_kernels
+
+    env = {"packages": _machine.package_versions(), "cpu_kernels": cpu_kernels(), **env}
+    path = tmp_path / "stored.json"
+    path.write_text(json.dumps(dict(benchmark="fedmoa_compare", command="earlier", runs=runs, **env)))
+    return path
+
+
+def test_collect_only_takes_missing_cells_from_a_stored_file_and_pairs_them(bench, tmp_path):
+    runs = [_row(v, s, acc, 0.5 + acc) for s in (0, 1, 2)
+            for v, acc in (("FedAvg-GRPO", 0.40 + 0.01 * s), ("FedMOA", 0.43 + 0.01 * s))]
+    stored = _stored(tmp_path, runs)
+    out = tmp_path / "grid.json"
+    bench.main(["--scale", "cpu", "--settings", "heter+heter", "--seeds", "0", "1", "2", "--collect-only",
+                "--add-runs", str(stored), "--run-root", str(tmp_path / "none"), "--out", str(out)])
+    res = json.loads(out.read_text())
+    assert [(r["variant"], r["seed"]) for r in res["runs"]] == [(v, s) for s in (0, 1, 2)
+                                                                for v in ("FedAvg-GRPO", "FedMOA")]
+    assert {r["read_back"] for r in res["runs"]} == {"stored.json"}
+    assert res["summary"]["not_finished"] == []
+    t1 = res["summary"]["table1"]["heter+heter"]
+    assert t1["FedMOA"]["global_accuracy"] == pytest.approx(0.44)
+    assert t1["FedAvg-GRPO"]["global_accuracy"] == pytest.approx(0.41)
+    acc = next(c for c in res["summary"]["claims"] if "global accuracy" in c["claim"] and "Heter+Heter" in c["claim"])
+    assert acc["differences"] == pytest.approx([0.03, 0.03, 0.03]) and acc["verdict"] == "holds"
+
+
+def test_a_stored_file_from_another_environment_is_refused_before_anything_is_written(bench, tmp_path):
+    stored = _stored(tmp_path, [_row("FedMOA", 0, 0.4, 0.9)], cpu_kernels="AVX512")
+    out = tmp_path / "grid.json"
+    with pytest.raises(SystemExit, match="stored.json ran with other package versions: torch CPU kernels AVX512"):
+        bench.main(["--scale", "cpu", "--settings", "heter+heter", "--seeds", "0", "--collect-only",
+                    "--add-runs", str(stored), "--run-root", str(tmp_path / "none"), "--out", str(out)])
+    assert not out.exists()
+
+
+def test_add_runs_needs_collect_only(bench, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        bench.main(["--scale", "cpu", "--add-runs", str(tmp_path / "x.json")])
+    assert "--add-runs goes with --collect-only" in capsys.readouterr().err
