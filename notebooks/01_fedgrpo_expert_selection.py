@@ -510,21 +510,19 @@ with pd.option_context("display.max_colwidth", None):  # the verdicts name the a
     display(long_claims(long_results).drop(columns="setting"))
 
 # %% [markdown]
-# The IID row, trained the same way (FedGRPO, Central-GRPO and Fedpetuning+GRPO, the arms of the 5-round IID row):
-#
-# ```
-# OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedgrpo_compare.py --set partition=iid --rounds 30 --eval-every 1 --seeds 0 1 2 --methods fedgrpo central_grpo fedavg_grpo --out benchmarks/results/fedgrpo_compare_pool_iid_long30.json
-# ```
+# The IID row, trained the same way, every arm for 30 rounds (three files: the commands print below):
 
 # %%
-iid_file = results_dir / "fedgrpo_compare_pool_iid_long30.json"
-if iid_file.exists():
-    iid_results = [json.loads(iid_file.read_text())]
+iid_files = sorted(results_dir.glob("fedgrpo_compare_pool_iid_long30*.json"))
+iid_results = [json.loads(p.read_text()) for p in iid_files]
+for p, r in zip(iid_files, iid_results):
+    print(f"{p.name}:", r["command"])
+if iid_results:
     display(long_curves(iid_results))
     with pd.option_context("display.max_colwidth", None):
         display(long_claims(iid_results).drop(columns="setting"))
 else:
-    print(f"{iid_file.name} not found: run the command above")
+    print("no IID long-run file: see docs/fedgrpo.md, 'IID row'")
 
 # %% [markdown]
 # ## What this shows, and what it does not
