@@ -30,6 +30,7 @@ with its process, so a killed run leaves no stale lock).
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -301,7 +302,7 @@ class Run:
         if cfg.client_batching == "lockstep":  # clients step together (fedrl_kit.federation.lockstep)
             from fedrl_kit.federation.lockstep import LockstepRuntime
 
-            make = LockstepRuntime
+            make = functools.partial(LockstepRuntime, handlers=self.spec.lockstep)
         self.runtime = make(
             clients, faults=faults, timeout=cfg.client_timeout, replies={**REPLIES, **self.spec.replies},
             expect={"adapter": adapter_spec(start), "num_generations": cfg.num_generations})

@@ -9,10 +9,13 @@ on padding, so the loss is the mean cross-entropy of the completion tokens and e
 
 :func:`sequence_logprob` scores a completion under an adapter with the same layout: FedGRPO's
 model-based evaluation (ME) uses it as the client's reward model (the probability that the
-client's own model would write the candidate's answer).
+client's own model would write the candidate's answer). Its scoring pass, :func:`completion_logprob`,
+also serves :func:`fedrl_kit.policy.batched.sequence_logprob_lockstep` (several clients' adapters, one pass).
 """
 
 from __future__ import annotations
+
+from contextlib import nullcontext
 
 import numpy as np
 import torch
@@ -98,13 +101,33 @@ def sequence_logprob(policy, adapter: str, prompts: list[str], completions: list
                      batch_size: int = 256) -> np.ndarray:
     """log π_adapter(completion + eos | prompt) summed over the completion tokens.  -> [B] float64"""
     policy.trainable(adapter)  # activates it (scoring only: no gradient is taken)
+    return completion_logprob(policy, prompts, completions, batch_size)
+
+
+@torch.no_grad()
+def completion_logprob(policy, prompts: list[str], completions: list[str], batch_size: int = 256,
+                       rows=None) -> np.ndarray:
+    """log π(completion + eos | prompt) summed over the completion tokens, with the adapter(s) the model applies.
+
+    Args:
+        policy: the :class:`~fedrl_kit.policy.engine.Policy`; its active adapter scores every row unless ``rows``
+            says otherwise.
+        prompts, completions: the pairs, scored in chunks of ``batch_size`` (each chunk right-padded to its longest).
+        rows: None, or ``rows(start, stop)`` → a context manager under which the forward pass of the pairs
+            ``start … stop − 1`` runs (per-row adapters,
+            :func:`fedrl_kit.policy.batched.sequence_logprob_lockstep`).
+
+    Returns:
+        [B] float64.
+    """
     policy.model.eval()
     device = next(policy.model.parameters()).device
     out = []
     for s in range(0, len(prompts), batch_size):
         ids, mask, lab = (t.to(device) for t in sft_batch(policy.tokenizer, prompts[s:s + batch_size],
                                                           completions[s:s + batch_size], policy.chat))
-        logits = policy.model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()  # [b, L-1, V]
+        with nullcontext() if rows is None else rows(s, s + len(ids)):
+            logits = policy.model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()  # [b, L-1, V]
         target = lab[:, 1:]  # [b, L-1]
         logp = torch.log_softmax(logits, dim=-1).gather(-1, target.clamp(min=0).unsqueeze(-1)).squeeze(-1)
         out.append(((logp * (target != -100)).sum(dim=1)).double().cpu().numpy())  # [b]

@@ -18,6 +18,9 @@ Modules
 - :mod:`~fedrl_kit.fedgrpo.graph` — the confidence graph (clients ↔ topics, the chosen experts) as a figure.
 - :mod:`~fedrl_kit.fedgrpo.ablation` — the K and M ablations (Fig. 3, Appendix C), one knob at a time.
 - :mod:`~fedrl_kit.fedgrpo.method` — the ``fedgrpo`` method spec and how its federation is built.
+- :mod:`~fedrl_kit.fedgrpo.lockstep` — with ``client_batching="lockstep"``, the experts' answers to a
+  ``competence`` or ``score`` broadcast in one batched evaluator pass (each row with its expert's adapter
+  ``eval_<cid>``; the gate, the replies and malicious clients per client, as sequentially).
 - :mod:`~fedrl_kit.fedgrpo.baselines` — the paper's baselines Fedpetuning+SFT and DPSDA-FL.
 - :mod:`~fedrl_kit.fedgrpo.comm_calculator` — the paper's Figure 2 from first principles.
 - :mod:`~fedrl_kit.fedgrpo.claims` — the paper's claims (Tables 1–2, Figs. 2–4) checked on the stored

@@ -59,6 +59,9 @@ class MethodSpec:
         replies: request kind → the declared format of the clients' reply to it, for the message kinds this
             method adds or answers differently (:mod:`fedrl_kit.federation.replies`; the runtime drops a client
             whose reply does not fit, before the round reads it).
+        lockstep: request kind → :class:`~fedrl_kit.federation.lockstep.LockstepHandler`, for the message kinds
+            this method's clients answer together with ``client_batching="lockstep"`` beyond ``fit`` (FedGRPO's
+            ``competence`` and ``score``); the method must also be in :data:`fedrl_kit.config.LOCKSTEP_METHODS`.
     """
 
     name: str
@@ -74,6 +77,7 @@ class MethodSpec:
     quick: dict = field(default_factory=dict)
     defaults: dict = field(default_factory=dict)
     replies: dict = field(default_factory=dict)
+    lockstep: dict = field(default_factory=dict)
 
 
 def method_spec(method: str) -> MethodSpec:

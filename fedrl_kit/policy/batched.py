@@ -22,6 +22,11 @@ checks it token for token at K = 1). The probabilities of one row in a batch of 
 those in a batch of N in the last bits (the matmuls are blocked differently, prompts are padded to the
 longest of all clients); a draw that falls within that distance of a boundary picks the neighbouring token.
 
+Temperature 0 (greedy decoding) needs no random stream: :func:`generate_lockstep` then runs HF's greedy
+``generate`` over all rows, each with its adapter. :func:`sequence_logprob_lockstep` is
+:func:`fedrl_kit.sft.sequence_logprob` for several adapters, each on its own (prompt, completion) pairs, in one
+forward per chunk of rows (FedGRPO's experts scoring candidates, :mod:`fedrl_kit.fedgrpo.lockstep`).
+
 :func:`grpo_step_lockstep` is :func:`fedrl_kit.grpo.grpo_step` for K clients at once: the same advantages,
 π_old reuse, π_ref pass, micro-batches (``micro_batch_size`` rows *per client*), loss weighting, gradient
 clipping and optimiser step — per client, on its own parameters and optimiser — with one forward and one
@@ -33,6 +38,7 @@ from __future__ import annotations
 import functools
 from contextlib import contextmanager
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from peft.tuners.lora.layer import Linear as LoraLinear
@@ -40,6 +46,7 @@ from peft.tuners.lora.layer import LoraLayer
 
 from fedrl_kit.grpo import GRPOSettings, group_advantages, grpo_loss, step_summary
 from fedrl_kit.rollout import Rollouts, generate, per_token_logps
+from fedrl_kit.sft import completion_logprob
 
 Groups = list[tuple[str, int, int]]
 """(adapter name, first row, one past the last row) per client, contiguous and in row order"""
@@ -52,6 +59,11 @@ def row_groups(names: list[str], sizes: list[int]) -> Groups:
         bounds.append((name, start, start + n))
         start += n
     return bounds
+
+
+def clip_groups(groups: Groups, start: int, stop: int) -> Groups:
+    """The groups' share of rows ``start … stop − 1``, renumbered from 0 (a group with no row there is left out)."""
+    return [(name, max(a, start) - start, min(b, stop) - start) for name, a, b in groups if a < stop and b > start]
 
 
 def _grouped_lora_forward(layer: LoraLinear, groups: Groups, x: torch.Tensor, *args, **kwargs) -> torch.Tensor:
@@ -135,16 +147,17 @@ class GroupSampler:
         return torch.full_like(scores, float("-inf")).scatter_(1, tokens, 0.0)  # [N, V]
 
 
-def generate_lockstep(policy, prompts: dict[str, list[str]], num_generations: int, seeds: dict[str, int],
+def generate_lockstep(policy, prompts: dict[str, list[str]], num_generations: int, seeds: dict[str, int] | None,
                       temperature: float | None = None) -> dict[str, Rollouts]:
     """G completions per prompt for every adapter in ``prompts``, in one ``generate`` over all rows.
 
     Args:
         policy: the shared :class:`~fedrl_kit.policy.engine.Policy` (HF generation).
-        prompts: adapter name → its B_k raw prompts.
+        prompts: adapter name → its B_k raw prompts (at least one each).
         num_generations: G.
-        seeds: adapter name → its sampling seed (what ``Policy.rollout`` would get in sequential mode).
-        temperature: rollout temperature (default: the policy's).
+        seeds: adapter name → its sampling seed (what ``Policy.rollout`` would get in sequential mode); not read
+            at temperature 0.
+        temperature: rollout temperature (default: the policy's); 0 decodes greedily, as ``Policy.rollout`` does.
 
     Returns:
         Adapter name → :class:`Rollouts` laid out as ``Policy.rollout`` lays them out for that adapter alone
@@ -154,7 +167,7 @@ def generate_lockstep(policy, prompts: dict[str, list[str]], num_generations: in
     t = policy.temperature if temperature is None else temperature
     groups = row_groups(names, [len(prompts[a]) * num_generations for a in names])
     device = next(policy.model.parameters()).device
-    sampler = GroupSampler(groups, [seeds[a] for a in names], t, device)
+    sampler = GroupSampler(groups, [seeds[a] for a in names], t, device) if t > 0 else None  # 0: greedy, no draws
     with per_row_adapters(policy.model, groups):
         every = generate(policy.model, policy.tokenizer, [p for a in names for p in prompts[a]], num_generations,
                          policy.max_new_tokens, t, None, policy.chat, sampler=sampler)
@@ -167,6 +180,32 @@ def trim(r: Rollouts) -> Rollouts:
     T = max(1, int(r.completion_mask.sum(dim=1).max()))
     return Rollouts(r.prompt_ids[:, -P:], r.prompt_mask[:, -P:], r.completion_ids[:, :T], r.completion_mask[:, :T],
                     r.prompts, r.completions, r.num_generations)
+
+
+def sequence_logprob_lockstep(policy, pairs: dict[str, tuple[list[str], list[str]]],
+                              batch_size: int = 256) -> dict[str, np.ndarray]:
+    """:func:`fedrl_kit.sft.sequence_logprob` for several adapters, each on its own pairs, in one pass.
+
+    The pairs of all adapters are concatenated, adapter after adapter, and scored in chunks of ``batch_size``
+    rows as ``sequence_logprob`` scores one adapter's (each chunk right-padded to its longest pair), each row
+    under its own adapter (:func:`per_row_adapters`).
+
+    Args:
+        policy: the shared :class:`~fedrl_kit.policy.engine.Policy`.
+        pairs: adapter name → (prompts, completions) it scores (either may be empty).
+
+    Returns:
+        Adapter name → [n_k] float64 log-probs, what ``sequence_logprob(policy, name, *pairs[name])`` returns
+        up to the float effects of batching (other padding, other matmul blocks).
+    """
+    names = [n for n in pairs if len(pairs[n][0])]
+    groups = row_groups(names, [len(pairs[n][0]) for n in names])
+    every = completion_logprob(policy, [p for n in names for p in pairs[n][0]], [c for n in names for c in pairs[n][1]],
+                               batch_size, rows=lambda start, stop: per_row_adapters(
+                                   policy.model, clip_groups(groups, start, stop))) if names else np.zeros(0)  # [Σn]
+    out = {n: np.zeros(0) for n in pairs}
+    out.update({n: every[start:stop] for n, start, stop in groups})
+    return out
 
 
 def concat_rollouts(parts: list[Rollouts], pad_token_id: int) -> Rollouts:
