@@ -37,7 +37,8 @@ CLIENT_BATCHING = ("sequential", "lockstep")
 PROMPT_PASSES = ("per_row", "shared")
 """How prompts go through the model (``RunConfig.prompt_pass``; :func:`fedrl_kit.rollout.generate`,
 :func:`fedrl_kit.rollout.per_token_logps`)."""
-LOCKSTEP_METHODS = ("fedavg_grpo", "fedprox_grpo")  # methods whose clients can step in lockstep
+LOCKSTEP_METHODS = ("fedavg_grpo", "fedprox_grpo", "pubswap_random", "pubswap_balanced", "fedmoa")
+"""methods whose clients can step in lockstep (``RunConfig.client_batching``; :mod:`fedrl_kit.federation.lockstep`)"""
 
 
 @dataclass
@@ -121,7 +122,8 @@ class RunConfig:
     client_batching: str = "sequential"
     """how the in-process runtime runs the clients of a round: "sequential" (one after another) or "lockstep" (all
     clients' rollouts in one generate and their GRPO steps in one forward/backward, each row with its client's
-    adapter; fedavg_grpo and fedprox_grpo, HF rollouts; see fedrl_kit.federation.lockstep)"""
+    adapter; fedavg_grpo, fedprox_grpo, pubswap_random, pubswap_balanced and fedmoa, HF rollouts, the in-process
+    runtime; see fedrl_kit.federation.lockstep)"""
 
     # -- GRPO (TRL's names) ----------------------------------------------------------------------
     learning_rate: float = 2e-3
@@ -239,7 +241,8 @@ class RunConfig:
         need(self.client_batching in CLIENT_BATCHING, "client_batching", f"one of {CLIENT_BATCHING}")
         need(self.client_batching == "sequential" or (self.method in LOCKSTEP_METHODS and self.rollout_backend == "hf"),
              "client_batching", f'"sequential" for method {self.method!r} with rollout_backend '
-             f'{self.rollout_backend!r} ("lockstep" runs {LOCKSTEP_METHODS} with rollout_backend "hf")')
+             f'{self.rollout_backend!r} ("lockstep" runs the methods {", ".join(LOCKSTEP_METHODS)} with '
+             f'rollout_backend "hf")')
         need(self.prompt_pass in PROMPT_PASSES, "prompt_pass", f"one of {PROMPT_PASSES}")
         need(self.prompt_pass == "per_row" or (self.client_batching == "sequential" and self.rollout_backend == "hf"),
              "prompt_pass", '"per_row" with client_batching "lockstep" or rollout_backend "vllm" (they run every '
