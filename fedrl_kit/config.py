@@ -37,9 +37,10 @@ CLIENT_BATCHING = ("sequential", "lockstep")
 PROMPT_PASSES = ("per_row", "shared")
 """How prompts go through the model (``RunConfig.prompt_pass``; :func:`fedrl_kit.rollout.generate`,
 :func:`fedrl_kit.rollout.per_token_logps`)."""
-LOCKSTEP_METHODS = ("fedavg_grpo", "fedprox_grpo", "fedgrpo")
-"""methods with a lockstep path (``client_batching="lockstep"``): the GRPO clients' ``fit`` of FedAvg-/FedProx-GRPO,
-FedGRPO's expert scoring (``competence`` and ``score``); the FedGRPO baselines (fedpetuning_sft, dpsda_*) have none"""
+LOCKSTEP_METHODS = ("fedavg_grpo", "fedprox_grpo", "pubswap_random", "pubswap_balanced", "fedmoa", "fedgrpo")
+"""methods with a lockstep path (``client_batching="lockstep"``; :mod:`fedrl_kit.federation.lockstep`): the local
+steps of FedAvg-/FedProx-GRPO, PubSwap and FedMOA, FedGRPO's expert scoring (``competence`` and ``score``); the
+FedGRPO baselines (fedpetuning_sft, dpsda_*) and central_grpo have none"""
 
 
 @dataclass
@@ -123,8 +124,9 @@ class RunConfig:
     client_batching: str = "sequential"
     """how the in-process runtime runs the clients of a round: "sequential" (one after another) or "lockstep" (all
     clients' rollouts in one generate and their GRPO steps in one forward/backward, each row with its client's
-    adapter: fedavg_grpo and fedprox_grpo; fedgrpo: all experts' evaluator passes of a competence or score
-    broadcast in one batch; HF rollouts; see fedrl_kit.federation.lockstep, fedrl_kit.fedgrpo.lockstep)"""
+    adapter: fedavg_grpo, fedprox_grpo, pubswap_random, pubswap_balanced and fedmoa; fedgrpo: all experts' evaluator
+    passes of a competence or score broadcast in one batch; HF rollouts, the in-process runtime; see
+    fedrl_kit.federation.lockstep, fedrl_kit.fedgrpo.lockstep)"""
 
     # -- GRPO (TRL's names) ----------------------------------------------------------------------
     learning_rate: float = 2e-3
@@ -243,9 +245,9 @@ class RunConfig:
         need(self.client_batching == "sequential" or (self.method in LOCKSTEP_METHODS and self.rollout_backend == "hf"),
              "client_batching", f'"sequential" for method {self.method!r} with rollout_backend '
              f'{self.rollout_backend!r} ("lockstep" runs {", ".join(LOCKSTEP_METHODS)} with rollout_backend "hf": '
-             'the GRPO clients of fedavg_grpo and fedprox_grpo, the expert scoring of fedgrpo; the other methods, '
-             'the FedGRPO baselines fedpetuning_sft, dpsda_grpo and dpsda_sft included, run their clients one by '
-             'one)')
+             'the local steps of fedavg_grpo, fedprox_grpo, pubswap_* and fedmoa, the expert scoring of fedgrpo; '
+             'the other methods, the FedGRPO baselines fedpetuning_sft, dpsda_grpo and dpsda_sft included, run '
+             'their clients one by one)')
         need(self.prompt_pass in PROMPT_PASSES, "prompt_pass", f"one of {PROMPT_PASSES}")
         need(self.prompt_pass == "per_row" or (self.client_batching == "sequential" and self.rollout_backend == "hf"),
              "prompt_pass", '"per_row" with client_batching "lockstep" or rollout_backend "vllm" (they run every '

@@ -186,6 +186,6 @@ def test_client_batching_is_validated(tiny_dir):
     with pytest.raises(ValueError, match="client_batching"):
         small_config(tiny_dir, client_batching="parallel")
     with pytest.raises(ValueError, match="client_batching"):
-        small_config(tiny_dir, method="pubswap_random", client_batching="lockstep")
+        small_config(tiny_dir, method="central_grpo", client_batching="lockstep")
     with pytest.raises(ValueError, match="client_batching"):
         Run(small_config(tiny_dir, client_batching="lockstep"), progress=False, runtime="serialising")

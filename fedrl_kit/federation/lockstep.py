@@ -1,26 +1,36 @@
 """Lockstep clients: the in-process runtime answers a broadcast's messages in one batched pass.
 
-``RunConfig.client_batching = "lockstep"`` gives the run a :class:`LockstepRuntime`. A broadcast of a kind it has
-a :class:`LockstepHandler` for goes, for the clients the handler can take, to that handler as one call; the other
-kinds, and the other clients, are answered one by one as in the sequential runtime. The handlers:
+``RunConfig.client_batching = "lockstep"`` gives the run a :class:`LockstepRuntime`. A broadcast of a message kind
+it has a :class:`LockstepHandler` for goes, for the clients the handler can take, to that handler as one call,
+which does for all of them at once what each one's ``on_<kind>`` does alone, calling the same client methods for
+everything but the model passes; the other kinds, and the other clients, are answered one by one as in the
+sequential runtime. :data:`FIT` is built in; a method adds or replaces handlers in its ``MethodSpec.lockstep``:
 
-- ``fit`` (FedAvg-/FedProx-GRPO, :data:`FIT`): :func:`fit_lockstep`, below;
-- ``competence`` and ``score`` (FedGRPO, its ``MethodSpec.lockstep``): every receiving expert's evaluator passes
-  in one batch, each row with its own expert's adapter, with the gate, the reply and a malicious client's lie
-  per client as in sequential mode (:mod:`fedrl_kit.fedgrpo.lockstep`).
+=====================================  ======================  ==========================================================
+method (client class)                  message                 batched handler: one pass for all clients
+=====================================  ======================  ==========================================================
+FedAvg-/FedProx-GRPO                   ``fit``                 :func:`fit_lockstep`: per local step, one ``generate``
+(:class:`~fedrl_kit.federation.                                over all clients' b·G rows and one GRPO step (τ steps)
+client.GRPOClient`)
+PubSwap                                ``private_step``        one ``generate`` + one GRPO step (:func:`local_step_lockstep`)
+(:class:`~fedrl_kit.pubswap.method.    ``public_generate``     one ``generate``, each client its own stream
+PubSwapClient`)                        ``public_step``         one GRPO step, each client on its own swapped groups
+FedMOA                                 ``fit``                 per local step, one ``generate`` and one GRPO step on each
+(:class:`~fedrl_kit.fedmoa.client.                             client's r_w; g_k (eq. 8) per client
+MOAClient`)
+FedGRPO                                ``competence``,         every receiving expert's evaluator passes in one batch,
+(:class:`~fedrl_kit.fedgrpo.client.    ``score``               the gate, the reply and a malicious client's lie per
+FedGRPOClient`)                                                client (:mod:`fedrl_kit.fedgrpo.lockstep`)
+=====================================  ======================  ==========================================================
 
-Nothing else runs in lockstep (PubSwap, FedMOA, the FedGRPO baselines, FedGRPO's server step); the config
-refuses ``"lockstep"`` for methods without a handler (:data:`fedrl_kit.config.LOCKSTEP_METHODS`).
-
-``fit``: the runtime's ``broadcast("fit", …)`` hands the clients that can step together to
-:func:`fit_lockstep`, which does for all of them at once what
-:meth:`~fedrl_kit.federation.client.GRPOClient.on_fit` does for one: load the global adapter, then for each
-of the τ local steps one ``generate`` over all clients' b·G rows and one GRPO step whose forward/backward
-covers every client's rows, each row with its client's adapter (:mod:`fedrl_kit.policy.batched`), then each
-client's reply. Every client keeps its own batches, its own sampling stream (the sequential mode's seeds),
-its own rewards, its own gradient clipping and its own optimiser; the replies have the sequential format and
-pass the same checks (keys, adapter names and shapes, finite values). The Flower runtime and the serialising
-runtime stay sequential (one client per message).
+Each row carries its client's adapter (:mod:`fedrl_kit.policy.batched`). Every client keeps its own batches, its own
+sampling stream (the sequential mode's seeds), its own rewards, its own gradient clipping and its own optimiser; the
+replies have the sequential format and pass the same checks (keys, adapter names and shapes, finite values). Other
+messages (PubSwap's ``fit_begin``/``fit_end``, ``properties``, evaluation) and the other methods (the FedGRPO
+baselines, FedGRPO's server step, Central-GRPO) run as before; the config refuses ``"lockstep"`` for methods without
+a handler (:data:`fedrl_kit.config.LOCKSTEP_METHODS`). A handler takes clients of exactly its class: a subclass may
+answer the message otherwise, so it runs sequentially. The Flower runtime and the serialising runtime stay
+sequential (one client per message).
 
 What differs from sequential mode, exactly:
 
@@ -31,10 +41,11 @@ What differs from sequential mode, exactly:
   bit-reproducible on its own (tested). (FedGRPO's probabilities likewise agree to float tolerance:
   :mod:`fedrl_kit.fedgrpo.lockstep`.)
 - failure isolation, for every handler: clients with an injected fault for the message, or still busy with an
-  abandoned one, are run sequentially as before. The batched group is contained as one call: if it raises,
-  every client in it is dropped for the round with that error (reason ``"raised"``), and its deadline is
-  ``client_timeout`` × the number of clients in it (reason ``"timeout"`` for all of them). The replies pass
-  the same format checks as sequential ones (reason ``"bad_reply"`` per client).
+  abandoned one, are run sequentially as before. The batched group is contained as one call: if it raises (or
+  returns another number of replies than it has clients), every client in it is dropped for the round with that
+  error (reason ``"raised"``), and its deadline is ``client_timeout`` × the number of clients in it (reason
+  ``"timeout"`` for all of them). The replies pass the same format checks as sequential ones (reason
+  ``"bad_reply"`` per client).
 """
 
 from __future__ import annotations
@@ -46,42 +57,6 @@ from typing import Callable
 from fedrl_kit.federation.client import GRPOClient
 from fedrl_kit.federation.runtime import ClientFailure, InProcessRuntime, Message, _Call, copy_payload
 from fedrl_kit.policy.batched import generate_lockstep, grpo_step_lockstep
-
-def fit_lockstep(clients: list[GRPOClient], round: int, payloads: list[dict]) -> list[dict]:
-    """The ``fit`` replies of ``clients`` (sharing one policy and settings), computed in lockstep.
-
-    Each reply equals, up to the float effects of batching (module docstring), what ``client.on_fit(round,
-    payload)`` returns when the clients run one after another.
-    """
-    first = clients[0]
-    policy, local, grpo = first.policy, first.local, first.grpo
-    if any(c.policy is not policy or c.local != local or c.grpo != grpo for c in clients):
-        raise ValueError("lockstep clients must share one policy and the same local and GRPO settings")
-    names = [c.cid for c in clients]
-    started = [c.begin_fit(p) for c, p in zip(clients, payloads)]  # (params, FedProx term) per client
-    for params, _ in started:  # activating one adapter froze the others: every client trains in this pass
-        for p in params:
-            p.requires_grad_(True)
-    steps: list[list[dict]] = [[] for _ in clients]
-    for s in range(local.local_steps):
-        batches = [c.sample_batch(round, s) for c in clients]
-        rollouts = generate_lockstep(policy, {c.cid: b["prompt"] for c, b in zip(clients, batches)},
-                                     local.num_generations, {c.cid: c.rollout_seed(round, s) for c in clients})
-        rewarded = [c.step_rewards(rollouts[c.cid], b) for c, b in zip(clients, batches)]  # (scores, rewards)
-        diags = grpo_step_lockstep(
-            policy.model, names, [c._optimizer(params, round, s) for c, (params, _) in zip(clients, started)],
-            [rollouts[n] for n in names], [rw for _, rw in rewarded], grpo, policy.tokenizer.pad_token_id,
-            ref_model_ctx=policy.reference, extra_losses=[extra for _, extra in started],
-            on_first_grads=[c.probe.grad_catcher(c.cid) if c.probe else None for c in clients])
-        for k, c in enumerate(clients):
-            steps[k].append(c.step_done(s, rewarded[k][0], diags[k]))
-    return [c.end_fit(params, st) for c, (params, _), st in zip(clients, started, steps)]
-
-
-def can_lockstep(client) -> bool:
-    """A plain GRPO client (its ``fit`` is :meth:`GRPOClient.on_fit`, its step :meth:`GRPOClient.local_step`)."""
-    return isinstance(client, GRPOClient) and type(client).on_fit is GRPOClient.on_fit and \
-        type(client).local_step is GRPOClient.local_step
 
 
 @dataclass(frozen=True)
@@ -98,6 +73,85 @@ class LockstepHandler:
     answer: Callable[[list, int, list[dict]], list[dict]]
 
 
+def exactly(client_cls: type) -> Callable[[object], bool]:
+    """``can`` for a handler written for ``client_cls``: clients of exactly that class (a subclass may answer the
+    message otherwise, so it runs sequentially)."""
+    return lambda client: type(client) is client_cls
+
+
+def shared_setup(clients: list[GRPOClient]):
+    """(policy, local settings, GRPO settings) that lockstep ``clients`` share; ValueError if they do not."""
+    first = clients[0]
+    policy, local, grpo = first.policy, first.local, first.grpo
+    if any(c.policy is not policy or c.local != local or c.grpo != grpo for c in clients):
+        raise ValueError("lockstep clients must share one policy and the same local and GRPO settings")
+    return policy, local, grpo
+
+
+def grad_catchers(clients: list[GRPOClient]) -> list:
+    """Each client's drift-probe gradient callback (None without a probe), as its sequential step passes it."""
+    return [c.probe.grad_catcher(c.cid) if c.probe else None for c in clients]
+
+
+def private_rollouts_lockstep(clients: list[GRPOClient], round: int, step: int) -> tuple[list[dict], list]:
+    """Each client's private batch of (round, step) and its G completions per prompt, all from one ``generate``.
+
+    Returns:
+        (the clients' batches, their :class:`~fedrl_kit.rollout.Rollouts`), in the clients' order; each client
+        samples from its sequential stream (:meth:`GRPOClient.rollout_seed`).
+    """
+    policy, local, _ = shared_setup(clients)
+    batches = [c.sample_batch(round, step) for c in clients]
+    rollouts = generate_lockstep(policy, {c.cid: b["prompt"] for c, b in zip(clients, batches)},
+                                 local.num_generations, {c.cid: c.rollout_seed(round, step) for c in clients})
+    return batches, [rollouts[c.cid] for c in clients]
+
+
+def local_step_lockstep(clients: list[GRPOClient], round: int, step: int, params: list[list],
+                        extra_losses: list | None = None) -> list[dict]:
+    """:meth:`GRPOClient.local_step` of every client at once: one ``generate``, one GRPO step.
+
+    Args:
+        clients: clients sharing one policy and settings.
+        round, step: the round (1-based) and local step (0-based).
+        params: each client's trainable parameters (its optimiser's).
+        extra_losses: per client, None or its FedProx term.
+
+    Returns:
+        Per client, the step's diagnostics (after :meth:`GRPOClient.step_done`).
+    """
+    policy, _, grpo = shared_setup(clients)
+    batches, rollouts = private_rollouts_lockstep(clients, round, step)
+    rewarded = [c.step_rewards(r, b) for c, r, b in zip(clients, rollouts, batches)]  # (scores, rewards)
+    diags = grpo_step_lockstep(
+        policy.model, [c.cid for c in clients], [c._optimizer(p, round, step) for c, p in zip(clients, params)],
+        rollouts, [rw for _, rw in rewarded], grpo, policy.tokenizer.pad_token_id,
+        ref_model_ctx=policy.reference, extra_losses=extra_losses, on_first_grads=grad_catchers(clients))
+    return [c.step_done(step, scores, d) for c, (scores, _), d in zip(clients, rewarded, diags)]
+
+
+def fit_lockstep(clients: list[GRPOClient], round: int, payloads: list[dict]) -> list[dict]:
+    """The ``fit`` replies of ``clients`` (sharing one policy and settings), computed in lockstep.
+
+    Each reply equals, up to the float effects of batching (module docstring), what ``client.on_fit(round,
+    payload)`` returns when the clients run one after another.
+    """
+    _, local, _ = shared_setup(clients)
+    started = [c.begin_fit(p) for c, p in zip(clients, payloads)]  # (params, FedProx term) per client
+    params = [ps for ps, _ in started]
+    steps: list[list[dict]] = [[] for _ in clients]
+    for s in range(local.local_steps):
+        for k, diag in enumerate(local_step_lockstep(clients, round, s, params, [extra for _, extra in started])):
+            steps[k].append(diag)
+    return [c.end_fit(ps, st) for c, ps, st in zip(clients, params, steps)]
+
+
+def can_lockstep(client) -> bool:
+    """A plain GRPO client (its ``fit`` is :meth:`GRPOClient.on_fit`, its step :meth:`GRPOClient.local_step`)."""
+    return isinstance(client, GRPOClient) and type(client).on_fit is GRPOClient.on_fit and \
+        type(client).local_step is GRPOClient.local_step
+
+
 FIT = LockstepHandler(can_lockstep, fit_lockstep)
 """``fit`` of plain GRPO clients (FedAvg-/FedProx-GRPO): :func:`fit_lockstep`"""
 
@@ -106,8 +160,8 @@ class LockstepRuntime(InProcessRuntime):
     """The in-process runtime, with each broadcast of a kind it has a handler for run in lockstep (module docstring).
 
     Args:
-        handlers: message kind → :class:`LockstepHandler`, added to :data:`FIT` (a method's
-            ``MethodSpec.lockstep``: FedGRPO's ``competence`` and ``score``); other arguments as
+        handlers: message kind → :class:`LockstepHandler`, added to (or, for ``fit``, replacing) :data:`FIT`: a
+            method's ``MethodSpec.lockstep``; other arguments as
             :class:`~fedrl_kit.federation.runtime.InProcessRuntime`.
 
     The ledger holds the same messages in the same order as the sequential runtime's: each message, then its
@@ -125,29 +179,37 @@ class LockstepRuntime(InProcessRuntime):
                  and self._fault(m) is None and m.receiver not in self._abandoned]
         if not group:
             return super().broadcast(kind, round, payloads, receivers, progress)
-        together = [m.receiver for m in group]
+        outcome = self._run_group(handler, kind, round, group)
+        out: dict[str, Message | ClientFailure] = {}
+        for m in messages:
+            if m.receiver not in outcome:
+                out[m.receiver] = self.send(m)
+                continue
+            how, value, seconds = outcome[m.receiver]
+            self._log(m)
+            if progress is not None:
+                progress(m.receiver, seconds)
+            out[m.receiver] = self._fail(m, how, value) if how != "ok" else \
+                self._accept(m, Message(f"{kind}_result", m.receiver, m.sender, round, copy_payload(value)))
+        return out
+
+    def _run_group(self, handler: LockstepHandler, kind: str, round: int, group: list[Message]) -> dict:
+        """One contained call of ``handler`` for ``group``: receiver → (outcome, reply payload or error, seconds)."""
         call = _Call(lambda: handler.answer([self._clients[m.receiver] for m in group], round,
                                             [copy_payload(m.payload) for m in group]),
                      name=f"lockstep {kind} r{round} ({len(group)} clients)")
         t0 = time.time()
-        finished = call.wait(self.timeout * len(group) if self.timeout else None)
-        replies = dict(zip(together, call.result)) if finished and call.error is None else {}
+        limit = self.timeout * len(group) if self.timeout else None
+        finished = call.wait(limit)
+        seconds = (time.time() - t0) / len(group)
         if not finished:  # each client of the group is busy until the abandoned call stops
             self._abandoned.update({m.receiver: (m, call) for m in group})
-        out: dict[str, Message | ClientFailure] = {}
-        for m in messages:
-            if m.receiver not in together:
-                out[m.receiver] = self.send(m)
-                continue
-            self._log(m)
-            if progress is not None:
-                progress(m.receiver, (time.time() - t0) / len(group))
-            if not finished:
-                out[m.receiver] = self._fail(m, "timeout", f"ClientTimeout: the lockstep group of {len(group)} "
-                                             f"clients did not answer {kind!r} within {self.timeout * len(group):g} s")
-            elif call.error is not None:
-                out[m.receiver] = self._fail(m, "raised", call.error)
-            else:
-                out[m.receiver] = self._accept(m, Message(f"{kind}_result", m.receiver, m.sender, round,
-                                                          copy_payload(replies[m.receiver])))
-        return out
+            error = (f"ClientTimeout: the lockstep group of {len(group)} clients did not answer {kind!r} within "
+                     f"{limit:g} s")
+            return {m.receiver: ("timeout", error, seconds) for m in group}
+        error = call.error
+        if error is None and len(call.result) != len(group):
+            error = f"the lockstep handler of {kind!r} gave {len(call.result)} replies for {len(group)} clients"
+        if error is not None:
+            return {m.receiver: ("raised", error, seconds) for m in group}
+        return {m.receiver: ("ok", reply, seconds) for m, reply in zip(group, call.result)}

@@ -10,7 +10,7 @@ import warnings
 
 from fedrl_kit.fedmoa.algorithm import load_state, run_round, save_state
 from fedrl_kit.fedmoa.args import MIN_CLIENTS
-from fedrl_kit.fedmoa.client import MOAClient, resolve_layer
+from fedrl_kit.fedmoa.client import LOCKSTEP, MOAClient, resolve_layer
 from fedrl_kit.fedmoa.plan import client_plan, initial_weights, plan_families, reward_configs, split_families, world_for
 from fedrl_kit.federation.replies import EXAMPLES, BadReply, adapter, list_of, metrics, number, record, text
 from fedrl_kit.methods import MethodSpec
@@ -88,7 +88,7 @@ FEDMOA = MethodSpec(
     "multi-objective GRPO with hypergradient reward weights and accuracy-aware aggregation "
     "(FedMOA; both switches off = FedAvg-GRPO)",
     run_round, build_clients, sections=("fedmoa",), validate=validate, save_state=save_state,
-    load_state=load_state, replies={"fit": _fit, "properties": _properties},
+    load_state=load_state, replies={"fit": _fit, "properties": _properties}, lockstep=LOCKSTEP,
     # the families world, the base warm-started on it, room for a formatted program in a completion, and the
     # smallest heter+heter federation in which every task cluster holds two reward configurations (2 per family)
     quick={"world": "families", "base": "data/base_moa", "max_new_tokens": 32, "num_clients": 6, "n_aux": 60},

@@ -36,6 +36,14 @@ presets (:mod:`~fedrl_kit.pubswap.presets`), each with a memory estimate (``fedr
 A client that fails any message is dropped for the rest of the round (its failure is recorded);
 if every client fails, the global adapter is kept unchanged.
 
+Lockstep (``config.client_batching = "lockstep"``, :mod:`fedrl_kit.federation.lockstep`): the in-process runtime
+answers each ``private_step``, ``public_generate`` and ``public_step`` broadcast in one batched pass for all
+clients — one ``generate`` (each client from its own stream: ``client/rollout``, ``pubswap/public_rollout``), one
+GRPO forward/backward (each row with its client's adapter, each client on its own batch or swapped groups) — through
+the same client methods as the sequential handlers (``private_done``, ``public_generated``, ``public_batch``,
+``public_done``), so diagnostics, α_n, each client's drift-probe calls and replies are the sequential path's, the
+numbers to float tolerance. ``fit_begin`` and ``fit_end`` go one client after another.
+
 Diagnostics per client and round: ``accuracy`` (mean over private steps), ``replacement_fraction``
 (α_n(x) = M_n / K of appendix A.2, mean over the round's public prompts), ``public_reward_mean``,
 ``public_reward_std`` and ``public_frac_zero_std`` (fraction of public groups with no reward variance).
@@ -82,8 +90,9 @@ Modules of this package:
 ===================  ==========================================================================
 ``args``             :class:`~fedrl_kit.pubswap.args.PubSwapArgs` (``config.pubswap``: τ_swap) and
                      ``PAPER_SETTING`` (FedIT, weight decay 0.01)
-``method``           :func:`~fedrl_kit.pubswap.method.run_round` (the round above) and
-                     :class:`~fedrl_kit.pubswap.method.PubSwapClient` (its message handlers)
+``method``           :func:`~fedrl_kit.pubswap.method.run_round` (the round above),
+                     :class:`~fedrl_kit.pubswap.method.PubSwapClient` (its message handlers) and their lockstep
+                     versions (``private_steps_lockstep``, ``public_generate_lockstep``, ``public_steps_lockstep``)
 ``swap``             the swap rules: :func:`~fedrl_kit.pubswap.swap.random_swap`,
                      :func:`~fedrl_kit.pubswap.swap.balanced_swap` (appendix A.2's α_n(x))
 ``public_step``      one public step seen from outside (steps 2a–2c with the round's own streams): the
