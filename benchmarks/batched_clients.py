@@ -1,13 +1,15 @@
-"""Benchmark: one FedAvg-GRPO round of K clients, lockstep (one batched pass) against sequential (one by one).
+"""Benchmark: one round of K clients, lockstep (one batched pass) against sequential (one by one).
 
-Both modes run the same round of the same run: the embedded world and base (``data/base``), the quick
-preset's b = 8 prompts × G = 8 completions, T ≤ 20 new tokens, LoRA r = 8 on the seven projections, μ = 2
-gradient epochs, ``--local-steps`` τ local GRPO steps per client, for K = 1, 2, 4, 8, 16 clients. One policy
-serves both runs of a K (the same frozen base and the clients' adapters), every measurement starts from the
-same global adapter at the same round, so each repetition does the same work: the same batches and sampling
-seeds in both modes (lockstep keeps the sequential mode's per-client sampling streams;
-``same_rewards`` in the JSON says whether every client got the same reward mean in both modes, i.e. sampled
-the same completions). What is timed is ``run_round`` — broadcast, every client's τ steps, the replies'
+Both modes run the same round of the same run: by default FedAvg-GRPO on the embedded world and base
+(``data/base``), the quick preset's b = 8 prompts × G = 8 completions, T ≤ 20 new tokens, LoRA r = 8 on the seven
+projections, μ = 2 gradient epochs, ``--local-steps`` τ local GRPO steps per client, for K = 1, 2, 4, 8, 16
+clients; ``--method`` takes any method with a lockstep path (``pubswap_balanced``, ``fedmoa``: its quick preset's
+families world and base; ``fedgrpo``: the server's steps with the experts' scoring batched) at its quick preset.
+One policy serves both runs of a K (the same frozen base and the clients' adapters); every measurement is round 1
+of a freshly built run (built untimed), so each repetition does the same work: the same batches and sampling
+seeds in both modes (lockstep keeps the sequential mode's per-client sampling streams; ``same_rewards`` in the
+JSON says whether every client's reward and accuracy metrics are equal in both modes, i.e. it sampled the same
+completions). What is timed is the method's ``run_round`` — broadcast, every client's work, the replies'
 checks, aggregation — the same code path a run takes.
 
 Per K: one untimed warm-up round per mode (it creates the clients' adapters), then ``--repetitions``
@@ -42,12 +44,30 @@ sys.path.insert(0, str(ROOT))
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--method", default="fedavg_grpo", help="a method with a lockstep path (fedrl_kit.config.LOCKSTEP_METHODS)")
     p.add_argument("--clients", type=int, nargs="+", default=[1, 2, 4, 8, 16], help="the K values")
-    p.add_argument("--local-steps", type=int, default=1, help="τ, local GRPO steps per client in the round")
+    p.add_argument("--local-steps", type=int, default=None,
+                   help="τ, local steps per client in the round (default 1; PubSwap: its period, one private and one "
+                        "public step)")
+    p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                   help="further RunConfig fields for both modes (e.g. fedmoa.setting=homo+homo)")
     p.add_argument("--repetitions", type=int, default=3, help="timed rounds per mode and K")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
-    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "batched_clients.json"))
-    return p.parse_args(argv)
+    p.add_argument("--out", default=None, help="default benchmarks/results/batched_clients.json (FedAvg-GRPO), "
+                                               "batched_clients_<method>.json for another method")
+    args = p.parse_args(argv)
+    if args.out is None:
+        name = "batched_clients" + ("" if args.method == "fedavg_grpo" else f"_{args.method}")
+        args.out = str(ROOT / "benchmarks" / "results" / f"{name}.json")
+    return args
+
+
+def same_outcome(a: dict, b: dict) -> bool:
+    """Whether two rounds' per-client metrics agree on every reward and accuracy metric (the sampled completions)."""
+    if sorted(a) != sorted(b):
+        return False
+    return all(a[c][k] == b[c][k] or (a[c][k] != a[c][k] and b[c][k] != b[c][k])  # NaN on both sides
+               for c in a for k in a[c] if k in b[c] and ("reward" in k or "accuracy" in k))
 
 
 def main(argv=None) -> int:
@@ -56,27 +76,37 @@ def main(argv=None) -> int:
     import transformers
 
     transformers.logging.set_verbosity_error()
-    from fedrl_kit.config import preset
-    from fedrl_kit.methods.fedavg_grpo import run_round
+    from fedrl_kit.config import LOCKSTEP_METHODS, preset
     from fedrl_kit.runs import Run
 
+    if args.method not in LOCKSTEP_METHODS:
+        raise SystemExit(f"--method must be one of {', '.join(LOCKSTEP_METHODS)} (a method with a lockstep path), "
+                         f"got {args.method!r}")
+    from fedrl_kit.config import parse_set
+
+    extra = parse_set(args.set)
+    if args.local_steps is None:
+        quick = preset("quick", method=args.method, **extra)
+        args.local_steps = quick.pubswap.period if args.method.startswith("pubswap") else 1
+
+    def config_of(K: int) -> dict:
+        return dict(method=args.method, num_clients=K, rounds=1, local_steps=args.local_steps, eval_every=100,
+                    n_train=max(2000, 40 * K), **extra)
+
+    for K in args.clients:  # every K's config is valid before anything runs (a ValueError names the field)
+        preset("quick", client_batching="lockstep", **config_of(K))
     policy = None
     runs = []
+    modes = ("sequential", "lockstep")
     for K in args.clients:
-        cfg = dict(method="fedavg_grpo", num_clients=K, rounds=1, local_steps=args.local_steps, eval_every=100,
-                   n_train=max(2000, 40 * K))
-        modes = {}
-        for mode in ("sequential", "lockstep"):
-            run = Run(preset("quick", client_batching=mode, **cfg), progress=False, policy=policy).build()
-            policy = run.policy
-            modes[mode] = run
-        start = {k: v.copy() for k, v in modes["sequential"].server.global_state.items()}
+        cfg = config_of(K)
 
         def one_round(mode: str) -> tuple[float, float, dict]:
-            server = modes[mode].server
-            server.global_state = {k: v.copy() for k, v in start.items()}
+            nonlocal policy
+            run = Run(preset("quick", client_batching=mode, **cfg), progress=False, policy=policy).build()
+            policy = run.policy
             t0, c0 = time.perf_counter(), time.process_time()
-            out = run_round(server, 1)
+            out = run.spec.run_round(run.server, 1)
             return time.perf_counter() - t0, time.process_time() - c0, out
 
         replies = {m: one_round(m)[2] for m in modes}  # warm-up: adapters created, caches filled
@@ -90,9 +120,7 @@ def main(argv=None) -> int:
                   + "  ".join(f"{m} {times[m][-1]:.2f} s (cpu {cpu[m][-1]:.2f} s)" for m in modes), flush=True)
         med = {m: statistics.median(t) for m, t in times.items()}
         med_cpu = {m: statistics.median(t) for m, t in cpu.items()}
-        seq_c, lock_c = replies["sequential"]["clients"], replies["lockstep"]["clients"]
-        same = sorted(seq_c) == sorted(lock_c) and all(seq_c[c]["reward_mean"] == lock_c[c]["reward_mean"]
-                                                      for c in seq_c)
+        same = same_outcome(replies["sequential"]["clients"], replies["lockstep"]["clients"])
         runs.append(dict(clients=K, seconds=times, median_s=med, speedup=med["sequential"] / med["lockstep"],
                          cpu_seconds=cpu, median_cpu_s=med_cpu,
                          cpu_speedup=med_cpu["sequential"] / med_cpu["lockstep"],
@@ -102,9 +130,11 @@ def main(argv=None) -> int:
               f"speedup {runs[-1]['speedup']:.2f}x (cpu time {runs[-1]['cpu_speedup']:.2f}x), same rewards: {same}",
               flush=True)
 
-    settings = dict(vars(args), method="fedavg_grpo", preset="quick", base="data/base", prompts_per_step=8,
-                    num_generations=8, max_new_tokens=20, num_iterations=2, lora_rank=8,
-                    torch_threads=torch.get_num_threads(), loadavg_1min=os.getloadavg()[0])
+    quick = preset("quick", **config_of(args.clients[0]))
+    settings = dict(vars(args), preset="quick", base=quick.base, world=quick.world,
+                    prompts_per_step=quick.prompts_per_step, num_generations=quick.num_generations,
+                    max_new_tokens=quick.max_new_tokens, num_iterations=quick.num_iterations,
+                    lora_rank=quick.lora_rank, torch_threads=torch.get_num_threads(), loadavg_1min=os.getloadavg()[0])
     summary = {f"K={r['clients']}": dict(sequential_s=round(r["median_s"]["sequential"], 3),
                                           lockstep_s=round(r["median_s"]["lockstep"], 3),
                                           speedup=round(r["speedup"], 3), cpu_speedup=round(r["cpu_speedup"], 3),

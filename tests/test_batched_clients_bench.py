@@ -1,0 +1,47 @@
+"""benchmarks/batched_clients.py: the method argument, its checks before anything runs, and the outcome check."""
+
+import importlib
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        yield importlib.import_module("batched_clients")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def test_a_method_without_a_lockstep_path_is_refused(bench, tmp_path):
+    with pytest.raises(SystemExit, match="--method must be one of .*fedmoa.*got 'central_grpo'"):
+        bench.main(["--method", "central_grpo", "--out", str(tmp_path / "x.json")])
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_every_k_is_validated_before_any_round_runs(bench, tmp_path, monkeypatch):
+    import fedrl_kit.runs
+
+    monkeypatch.setattr(fedrl_kit.runs.Run, "build", lambda self: pytest.fail("a round was built"))
+    with pytest.raises(ValueError, match="num_clients must be >= 3 for fedmoa.setting = 'heter\\+heter'"):
+        bench.main(["--method", "fedmoa", "--clients", "3", "2", "--out", str(tmp_path / "x.json")])
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_default_outputs_follow_the_method(bench):
+    assert bench.parse_args([]).out.endswith("batched_clients.json")
+    assert bench.parse_args(["--method", "fedgrpo"]).out.endswith("batched_clients_fedgrpo.json")
+
+
+def test_same_outcome_compares_reward_and_accuracy_metrics_only(bench):
+    a = {"c0": {"reward_mean": 0.5, "accuracy": math.nan, "loss": 1.0}, "c1": {"reward_mean": 0.25}}
+    assert bench.same_outcome(a, {"c0": {"reward_mean": 0.5, "accuracy": math.nan, "loss": 2.0},
+                                  "c1": {"reward_mean": 0.25}})
+    assert not bench.same_outcome(a, {"c0": {"reward_mean": 0.5, "accuracy": 0.1}, "c1": {"reward_mean": 0.25}})
+    assert not bench.same_outcome(a, {"c0": a["c0"]})  # a client missing
