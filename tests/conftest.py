@@ -9,6 +9,21 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 torch.set_num_threads(2)
 
 
+def import_benchmark(name: str):
+    """Yield the module ``benchmarks/<name>.py`` with benchmarks/ on sys.path (its own imports, such as ``_machine``,
+    resolve), and take benchmarks/ off the path afterwards; for a module-scoped ``bench`` fixture."""
+    import importlib
+    import sys
+    from pathlib import Path
+
+    folder = str(Path(__file__).resolve().parents[1] / "benchmarks")
+    sys.path.insert(0, folder)
+    try:
+        yield importlib.import_module(name)
+    finally:
+        sys.path.remove(folder)
+
+
 @pytest.fixture(scope="session")
 def tiny_dir(tmp_path_factory):
     """A freshly initialised (untrained) tiny policy saved like any HF model."""

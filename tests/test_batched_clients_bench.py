@@ -1,22 +1,15 @@
 """benchmarks/batched_clients.py: the method argument, its checks before anything runs, and the outcome check."""
 
-import importlib
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+from conftest import import_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        yield importlib.import_module("batched_clients")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    yield from import_benchmark("batched_clients")
 
 
 def test_a_method_without_a_lockstep_path_is_refused(bench, tmp_path):

@@ -1,21 +1,13 @@
 """benchmarks/fedgrpo_compare.py: the per-round server curve kept for long runs."""
 
-import importlib
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+from conftest import import_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        yield importlib.import_module("fedgrpo_compare")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    yield from import_benchmark("fedgrpo_compare")
 
 
 def test_server_curve_means_each_round_and_leaves_out_what_a_round_lacks(bench):

@@ -1,22 +1,15 @@
 """benchmarks/fedmoa_compare.py: completing a grid from stored result files (``--collect-only --add-runs``)."""
 
-import importlib
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+from conftest import import_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        yield importlib.import_module("fedmoa_compare")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    yield from import_benchmark("fedmoa_compare")
 
 
 def _row(variant, seed, acc, reward):

@@ -1,6 +1,5 @@
 """benchmarks/gpu_rollouts.py on a CPU: the smoke mode's rows, the model shapes it builds, no vLLM import."""
 
-import importlib
 import json
 import sys
 from pathlib import Path
@@ -8,16 +7,12 @@ from pathlib import Path
 import pytest
 import torch
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+from conftest import import_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        yield importlib.import_module("gpu_rollouts")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    yield from import_benchmark("gpu_rollouts")
 
 
 class _RefuseVLLM:
