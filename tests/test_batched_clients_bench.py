@@ -38,3 +38,6 @@ def test_same_outcome_compares_reward_and_accuracy_metrics_only(bench):
                                   "c1": {"reward_mean": 0.25}})
     assert not bench.same_outcome(a, {"c0": {"reward_mean": 0.5, "accuracy": 0.1}, "c1": {"reward_mean": 0.25}})
     assert not bench.same_outcome(a, {"c0": a["c0"]})  # a client missing
+    close = {"c0": {"reward_mean": 0.5 * (1 + 1e-7), "accuracy": math.nan}, "c1": {"reward_mean": 0.25}}
+    assert bench.same_outcome(a, close)  # float-level (an evaluator's probabilities in another batch)
+    assert not bench.same_outcome(a, {"c0": {"reward_mean": 0.5 + 1 / 64}, "c1": {"reward_mean": 0.25}})
