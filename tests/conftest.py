@@ -3,7 +3,10 @@
 import os
 
 import pytest
-import torch
+
+import fedrl_kit  # noqa: F401  (before torch: pins its CPU kernels as `make test` does, for this process and the
+#                   processes it starts, e.g. Ray's actors in the Flower tests, so they compute the same floats)
+import torch  # noqa: E402
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 torch.set_num_threads(2)

@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import pytest
+import torch
 
 from conftest import small_config
 from fedrl_kit.federation.flower import (FlowerRuntime, LoopbackGrid, client_app, from_records, message_type,
@@ -98,6 +99,31 @@ def test_a_run_needs_a_node_per_client(tiny_dir):
     grid = LoopbackGrid(client_app, 2)
     with pytest.raises(RuntimeError, match="only 2 Flower nodes connected within 1 s; this run has 3 clients"):
         FlowerRuntime(grid, ["client_0", "client_1", "client_2"], cfg.to_json(), connect_timeout=1.0)
+
+
+def test_the_client_process_takes_the_servers_torch_threads_when_told(tiny_dir, monkeypatch):
+    """A simulation sends its thread count in query.connect (Ray may give its actor another OMP_NUM_THREADS, and
+    other threads sum floats in another order); the client answers every message with it, on whichever thread
+    handles the message. Without one, the client keeps its own."""
+    from fedrl_kit.federation.client import GRPOClient
+
+    seen = []
+    answer = GRPOClient.on_properties
+    monkeypatch.setattr(GRPOClient, "on_properties",
+                        lambda self, r, p: (seen.append(torch.get_num_threads()), answer(self, r, p))[1])
+    cfg = small_config(tiny_dir, method="fedavg_grpo", rounds=1)
+    ids = ["client_0", "client_1", "client_2"]
+    for threads in (1, 3, None):
+        grid, connects = LoopbackGrid(client_app, 3), []
+        push = grid.push_messages
+        grid.push_messages = lambda msgs: (connects.extend(from_records(m.content)[1] for m in msgs
+                                                           if m.metadata.message_type == "query.connect"), push(msgs))[1]
+        runtime = FlowerRuntime(grid, ids, cfg.to_json(), connect_timeout=30.0, torch_threads=threads)
+        assert len(connects) == 3 and all(c.get("torch_threads") == threads for c in connects)
+        if threads is not None:
+            seen.clear()
+            replies = runtime.broadcast("properties", 0, {})
+            assert sorted(replies) == ids and seen == [threads] * 3
 
 
 def test_flowers_simulation_engine_runs_every_method_as_in_process(tiny_dir, tmp_path):

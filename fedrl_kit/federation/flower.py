@@ -24,7 +24,9 @@ responses; the optimiser when ``reset_optimizer`` is off), so every message of a
 same process: :func:`run_on_flower` runs Flower's simulation with **one** ClientApp actor (all
 cores), and a deployment runs each SuperNode with a long-lived ClientApp process. If that process is
 restarted mid-run, the node's next message finds no state and fails; the server drops it for the
-round as any failed client.
+round as any failed client. In a simulation (:func:`run_on_flower`) the ClientApp process also takes the
+calling process's torch thread count, so its float sums are the in-process run's whatever ``OMP_NUM_THREADS``
+Ray hands its actor (a deployment's clients keep their own machines' settings).
 
 Failures. A client that raises answers with an error message; one that does not answer within
 ``round_timeout`` seconds is dropped for that round (its late reply is never read); both are
@@ -108,20 +110,22 @@ class FlowerRuntime(InProcessRuntime):
         config_json: the run's config, sent to every node so its ClientApp builds the same client side.
         round_timeout: seconds to wait for the replies of one send or broadcast; a client that has not
             answered by then is dropped for it.
-        connect_timeout: seconds to wait for enough nodes to connect.
+        connect_timeout: seconds to wait for enough nodes to connect and for each to build its client side.
         faults: client-side fault injection, as the in-process runtime's (``RunConfig.fail_client``): client id →
             ``[(round or None, kind)]``, kind ``"raise"``, ``"hang"``, ``"nan"`` or ``"shape"`` (``"exit"`` is
             refused: a SystemExit would end Flower's ClientApp process, not just the client's answer).
         hang_seconds: how long a ``"hang"`` fault sleeps before the client answers (it keeps the ClientApp busy).
+        torch_threads: torch's intra-op thread count for the ClientApp process (a simulation passes its own, so the
+            clients compute as the in-process ones do); None leaves the client's.
     """
 
     def __init__(self, grid: Grid, client_ids: list[str], config_json: str, round_timeout: float = 3600.0,
                  connect_timeout: float = 120.0, faults: dict | None = None, replies: dict | None = None,
-                 expect: dict | None = None, hang_seconds: float = 3600.0):
+                 expect: dict | None = None, hang_seconds: float = 3600.0, torch_threads: int | None = None):
         super().__init__({cid: None for cid in client_ids}, faults=faults, replies=replies, expect=expect)
         if any(kind == "exit" for fs in self.faults.values() for _, kind in fs):
             raise ValueError("fail_client kind 'exit' is not available on Flower (it would end the ClientApp process)")
-        self.grid, self.round_timeout = grid, float(round_timeout)
+        self.grid, self.round_timeout, self.torch_threads = grid, float(round_timeout), torch_threads
         self.flower_bytes = {"down": 0, "up": 0}
         client_faults = {cid: {"faults": [[r, kind] for r, kind in fs], "hang_seconds": float(hang_seconds)}
                          for cid, fs in self.faults.items()}
@@ -138,12 +142,14 @@ class FlowerRuntime(InProcessRuntime):
             raise RuntimeError(f"only {len(nodes)} Flower nodes connected within {timeout:.0f} s; "
                                f"this run has {need} clients")
         payload = {"config": config_json, "client_ids": self.client_ids, "faults": json.dumps(faults)}
+        if self.torch_threads is not None:
+            payload["torch_threads"] = int(self.torch_threads)
         msgs = [FlowerMessage(to_records("connect", payload), dst_node_id=n, message_type=CONNECT, group_id="0")
                 for n in nodes]
         cids: dict[str, int] = {}
         for node, reply in self._exchange(msgs, timeout).items():
             if reply is None or reply.has_error():
-                reason = "no reply" if reply is None else reply.error.reason
+                reason = f"no reply within {timeout:.0f} s" if reply is None else reply.error.reason
                 raise RuntimeError(f"Flower node {node} could not build its client: {reason}")
             cid = from_records(reply.content)[1]["cid"]
             if cid:
@@ -232,25 +238,38 @@ def _partition_id(context: Context) -> int:
 
 
 class _NodeState:
-    """Which run and client this node plays (per process, keyed by node id)."""
+    """Which run and client this node plays, and torch's thread count for it (per process, keyed by node id)."""
 
-    plays: dict[int, tuple[str, str, dict]] = {}
+    plays: dict[int, tuple[str, str, dict, int]] = {}
+
+
+def _use_threads(threads: int) -> None:
+    """torch's intra-op threads for the message being handled (0: leave them). Set per message, not once: the
+    ClientApp may handle messages on other threads, and OpenMP keeps the count per thread."""
+    if threads:
+        import torch
+
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
 
 
 def _handle(message: FlowerMessage, context: Context) -> FlowerMessage:
     node = context.node_id
     if message.metadata.message_type == CONNECT:
         _, p = from_records(message.content)
+        threads = int(p.get("torch_threads") or 0)
+        _use_threads(threads)
         side = _client_side(p["config"])
         pid = _partition_id(context)
         cid = p["client_ids"][pid] if pid < len(p["client_ids"]) else ""
-        _NodeState.plays[node] = (p["config"], cid, json.loads(p["faults"]))
+        _NodeState.plays[node] = (p["config"], cid, json.loads(p["faults"]), threads)
         _ = side  # built now so that the first real message does not pay for it
         return FlowerMessage(to_records("connect_result", {"cid": cid}), reply_to=message)
     if node not in _NodeState.plays:
         raise RuntimeError(f"node {node} got {message.metadata.message_type!r} before query.connect "
                            "(its ClientApp process was restarted: its client state is gone)")
-    config_json, cid, faults = _NodeState.plays[node]
+    config_json, cid, faults, threads = _NodeState.plays[node]
+    _use_threads(threads)
     client = _client_side(config_json)["clients"][cid]
     kind, payload = from_records(message.content)
     rnd = int(message.metadata.group_id)
@@ -298,9 +317,13 @@ def _run_one(grid: Grid, job: dict, cfg, run_dir) -> dict:
 
     def runtime(clients: dict, faults: dict, timeout=None, replies=None, expect=None) -> FlowerRuntime:
         # cfg.fail_client's faults happen on the client side here; the round timeout replaces `timeout`
+        # building the clients (imports, world, policy) in the ClientApp actor is a round's worth of work on a busy
+        # machine: it gets the round's deadline, and never less than the default connect wait
         made.append(FlowerRuntime(grid, list(clients), cfg.to_json(), job["round_timeout"],
+                                  connect_timeout=max(120.0, job["round_timeout"]),
                                   faults={**faults, **job["faults"]}, replies=replies, expect=expect,
-                                  hang_seconds=job.get("hang_seconds", 3600.0)))
+                                  hang_seconds=job.get("hang_seconds", 3600.0),
+                                  torch_threads=job.get("torch_threads")))
         return made[-1]
 
     run = Run(cfg, run_dir, progress=job["progress"], runtime=runtime)
@@ -408,8 +431,10 @@ def run_many_on_flower(runs: list[tuple], progress: bool = True, round_timeout: 
     from flwr.simulation import run_simulation
 
     n = num_supernodes or max(cfg.num_clients for cfg, _ in runs)
+    import torch
+
     _JOB = {"runs": list(runs), "progress": progress, "round_timeout": round_timeout, "faults": dict(faults or {}),
-            "hang_seconds": hang_seconds}
+            "hang_seconds": hang_seconds, "torch_threads": torch.get_num_threads()}
     _RESULTS.clear()
     cpus = os.cpu_count() or 1
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
