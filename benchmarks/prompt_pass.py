@@ -113,22 +113,30 @@ def measure(w: dict, repetitions: int) -> dict:
     )
 
 
-def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def measure_models(argv, doc: str, name: str, measure, describe) -> tuple[argparse.Namespace, list[dict]]:
+    """The command line shared by the per-model benchmarks (``--models``, ``--repetitions``, ``--out``, default
+    ``benchmarks/results/<name>.json``): ``measure(workload, repetitions)`` for each model, ``describe(row)``
+    printed after each. Returns the parsed arguments and the rows."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", nargs="+", default=["embedded", "smollm2"], choices=["embedded", "smollm2"])
     ap.add_argument("--repetitions", type=int, default=9)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "prompt_pass.json"))
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / f"{name}.json"))
     args = ap.parse_args(argv)
     if args.repetitions < 1:
         raise SystemExit(f"--repetitions must be >= 1, got {args.repetitions}")
     runs = []
     for w in models(args.models):
-        row = measure(w, args.repetitions)
-        runs.append(row)
-        print(f"{row['model']}: P = {row['prompt_tokens']} prompt tokens (mean {row['mean_prompt_tokens']:.1f}), "
-              f"generate ×{row['speedup']['generate']:.2f}, score ×{row['speedup']['score']:.2f}, "
-              f"same completions {row['same_completions']}, max |Δ log p| {row['logp_max_abs_diff']:.2e}, "
-              f"max |Δ grad| {row['grad_max_abs_diff']:.2e} (of max |grad| {row['grad_max_abs']:.2e})", flush=True)
+        runs.append(measure(w, args.repetitions))
+        print(describe(runs[-1]), flush=True)
+    return args, runs
+
+
+def main(argv=None) -> dict:
+    args, runs = measure_models(argv, __doc__, "prompt_pass", measure, lambda row: (
+        f"{row['model']}: P = {row['prompt_tokens']} prompt tokens (mean {row['mean_prompt_tokens']:.1f}), "
+        f"generate ×{row['speedup']['generate']:.2f}, score ×{row['speedup']['score']:.2f}, "
+        f"same completions {row['same_completions']}, max |Δ log p| {row['logp_max_abs_diff']:.2e}, "
+        f"max |Δ grad| {row['grad_max_abs_diff']:.2e} (of max |grad| {row['grad_max_abs']:.2e})"))
     summary = {r["model"]: dict(speedup=r["speedup"], same_completions=r["same_completions"],
                                 logp_max_abs_diff=r["logp_max_abs_diff"], grad_max_abs_diff=r["grad_max_abs_diff"])
                for r in runs}

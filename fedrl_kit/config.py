@@ -37,6 +37,8 @@ CLIENT_BATCHING = ("sequential", "lockstep")
 PROMPT_PASSES = ("per_row", "shared")
 """How prompts go through the model (``RunConfig.prompt_pass``; :func:`fedrl_kit.rollout.generate`,
 :func:`fedrl_kit.rollout.per_token_logps`)."""
+GENERATION_LOOPS = ("hf", "compact")
+"""Which loop samples HF rollouts (``RunConfig.generation_loop``; :func:`fedrl_kit.rollout.generate`)."""
 LOCKSTEP_METHODS = ("fedavg_grpo", "fedprox_grpo", "pubswap_random", "pubswap_balanced", "fedmoa", "fedgrpo")
 """methods with a lockstep path (``client_batching="lockstep"``; :mod:`fedrl_kit.federation.lockstep`): the local
 steps of FedAvg-/FedProx-GRPO, PubSwap and FedMOA, FedGRPO's expert scoring (``competence`` and ``score``); the
@@ -144,6 +146,13 @@ class RunConfig:
     generation and in the GRPO step's scoring) or "shared" (each prompt runs once and its keys and values serve its
     G rows: the same completions and log-probs to float tolerance, in fewer token positions; not bit for bit
     "per_row", so a run made with "per_row" does not reproduce with "shared"; HF rollouts only)"""
+    generation_loop: str = "hf"
+    """which loop samples the HF rollouts: "hf" (transformers' generate) or "compact" (fedrl_kit's own loop: the
+    active LoRA adapter folded into a float32 copy of each weight, one matmul per projection instead of three, and
+    rows that have emitted eos dropped from the batch; the same random draws, logits equal to float tolerance, so
+    the same completions unless a draw falls within that tolerance of a token's boundary; not bit for bit "hf", so a
+    run made with "hf" does not reproduce with "compact"; float32 models with plain LoRA, sequential clients; it
+    pays off on small models such as the embedded base, hardly on a 135 M one: docs/performance.md)"""
     num_iterations: int = 2
     """gradient epochs per batch of rollouts"""
     epsilon: float = 0.2
@@ -252,6 +261,12 @@ class RunConfig:
         need(self.prompt_pass == "per_row" or (self.client_batching == "sequential" and self.rollout_backend == "hf"),
              "prompt_pass", '"per_row" with client_batching "lockstep" or rollout_backend "vllm" (they run every '
              'row on its own)')
+        need(self.generation_loop in GENERATION_LOOPS, "generation_loop", f"one of {GENERATION_LOOPS}")
+        need(self.generation_loop == "hf" or (self.client_batching == "sequential" and self.rollout_backend == "hf"),
+             "generation_loop", '"hf" with client_batching "lockstep" (its rows carry several adapters) or '
+             'rollout_backend "vllm" (which samples itself)')
+        need(self.generation_loop == "hf" or self.dtype == "float32", "generation_loop",
+             f'"hf" for a {self.dtype} model (the compact loop folds the adapters into float32 weights)')
         need(isinstance(self.trace_drift, bool), "trace_drift", "true or false")
         need(not self.trace_tensors or self.trace_drift, "trace_tensors", "false unless trace_drift is true")
         need(0 < self.learning_rate <= 1, "learning_rate", "in (0, 1]")

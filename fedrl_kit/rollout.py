@@ -1,19 +1,23 @@
 """Rollouts: G completions per prompt for the active adapter, and their per-token log-probabilities.
 
-Generation is Hugging Face ``generate`` with a KV cache (CPU or GPU). vLLM is an optional GPU
-backend and is never imported on a CPU path. Log-probabilities are computed from logits divided
+Generation is Hugging Face ``generate`` with a KV cache (CPU or GPU), or with ``loop="compact"`` fedrl_kit's own
+sampling loop (:func:`_compact_sample`: the active LoRA adapter folded into a copy of each weight, finished rows
+dropped from the batch; the same random draws as ``generate``). vLLM is an optional GPU backend and is never
+imported on a CPU path. Log-probabilities are computed from logits divided
 by the sampling temperature, as TRL does, so that the GRPO importance ratio compares the policy
 with the distribution the completions were actually sampled from.
 """
 
 from __future__ import annotations
 
+import functools
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
 from transformers import LogitsProcessorList
 
-from fedrl_kit.config import PROMPT_PASSES
+from fedrl_kit.config import GENERATION_LOOPS, PROMPT_PASSES
 from fedrl_kit.tags import SYSTEM_PROMPT
 
 
@@ -75,6 +79,7 @@ def generate(
     chat: bool = False,
     sampler=None,
     prompt_pass: str = "per_row",
+    loop: str = "hf",
 ) -> Rollouts:
     """Sample G = ``num_generations`` completions for each prompt with the model's active adapter.
 
@@ -94,6 +99,13 @@ def generate(
             but its last token is prefilled once and its KV cache copied to its G rows; the random draws are the
             same, the logits equal to float tolerance, so the completions are the same unless a draw falls
             within that tolerance of a token's boundary). Not with ``sampler``.
+        loop: ``"hf"`` (HF ``generate``) or ``"compact"`` (:func:`_compact_sample`: each LoRA layer computes
+            with its active adapter folded into a float32 copy of its weight, W₀ + (α/r)·B·A, one matmul instead of
+            three, and rows that have emitted eos leave the batch; the same random draws in the same order, logits
+            equal to float tolerance, so the same completions unless a draw falls within that tolerance of a
+            token's boundary; with ``prompt_pass="shared"`` each whole prompt is prefilled once for its G rows).
+            The folded copies are held while sampling: about one more copy of the adapted weights in memory.
+            Not with ``sampler``.
 
     Returns:
         :class:`Rollouts` with N = B·G rows, prompt-major (rows g·… of prompt b are contiguous).
@@ -104,6 +116,11 @@ def generate(
     if prompt_pass == "shared" and sampler is not None:
         raise ValueError("prompt_pass='shared' does not go with a lockstep sampler (its rows are not groups of one "
                          "adapter); use prompt_pass='per_row'")
+    if loop not in GENERATION_LOOPS:
+        raise ValueError(f"generation loop must be one of {GENERATION_LOOPS}, got {loop!r}")
+    if loop == "compact" and sampler is not None:
+        raise ValueError("the compact generation loop does not go with a lockstep sampler (its rows carry several "
+                         "adapters, which cannot be folded into one weight); use loop='hf'")
     if seed is not None:
         torch.manual_seed(seed)
     tokenizer.padding_side = "left"
@@ -116,16 +133,23 @@ def generate(
         sampling = dict(do_sample=False, logits_processor=LogitsProcessorList([sampler]))
     was_training = model.training
     model.eval()
-    if prompt_pass == "shared" and num_generations > 1 and prompt_ids.shape[1] > 1:
-        sampling["cache"] = _shared_prefill(model, prompt_ids, prompt_mask, num_generations)
-    out = model.generate(
-        input_ids=prompt_ids, attention_mask=prompt_mask, max_new_tokens=max_new_tokens,
-        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, **sampling,
-    )  # [N, P + T]
+    shared = prompt_pass == "shared" and num_generations > 1 and prompt_ids.shape[1] > 1
+    if loop == "compact":
+        with folded_lora(model):
+            completion_ids = _compact_sample(model, prompt_ids, prompt_mask, num_generations if shared else 1,
+                                             max_new_tokens, temperature, tokenizer.eos_token_id,
+                                             tokenizer.pad_token_id)  # [N, T]
+    else:
+        if shared:
+            sampling["cache"] = _shared_prefill(model, prompt_ids, prompt_mask, num_generations)
+        out = model.generate(
+            input_ids=prompt_ids, attention_mask=prompt_mask, max_new_tokens=max_new_tokens,
+            pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, **sampling,
+        )  # [N, P + T]
+        completion_ids = out[:, prompt_ids.shape[1]:]  # [N, T]
     model.train(was_training)
-    completion_ids = out[:, prompt_ids.shape[1]:]  # [N, T]
     if completion_ids.shape[1] == 0:  # every row stopped at once: keep one pad column so shapes stay 2-D
-        completion_ids = torch.full((len(repeated), 1), tokenizer.pad_token_id, dtype=out.dtype, device=device)
+        completion_ids = torch.full((len(repeated), 1), tokenizer.pad_token_id, dtype=prompt_ids.dtype, device=device)
     completion_mask = completion_mask_from_ids(completion_ids, tokenizer.eos_token_id)  # [N, T]
     texts = tokenizer.batch_decode(completion_ids * completion_mask + tokenizer.pad_token_id * (1 - completion_mask),
                                    skip_special_tokens=True)
@@ -184,6 +208,124 @@ def _shared_prefill(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, 
     cache = out.cache
     cache.batch_repeat_interleave(G)  # [B, …] -> [N, …]
     return cache
+
+
+@torch.no_grad()
+def _compact_sample(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, group: int, max_new_tokens: int,
+                    temperature: float, eos_token_id: int, pad_token_id: int) -> torch.Tensor:
+    """Sample up to T = ``max_new_tokens`` tokens per row, the rows that have emitted eos leaving the batch.
+
+    What HF ``generate`` (sampling, no logits warper but the temperature; or greedy) does, with its random draws:
+    every step scores the live rows' last tokens against the KV cache, and ``torch.multinomial`` draws once over
+    the probabilities of all N rows (a finished row's are a one-hot on the pad token), so torch's generator
+    advances exactly as in ``generate``, which keeps computing finished rows. A finished row gets the pad
+    token, as there. ``group``: G > 1 when the rows come in prompt-major groups of G identical prompts
+    (``prompt_pass="shared"``): each prompt is prefilled once, and its KV cache and last logits serve its G rows
+    (the per-row prefill's to float tolerance); 1 prefills every row.
+
+    Returns:
+        [N, T'] completion ids, T' ≤ T the steps until every row finished.
+    """
+    _check_plain_sampling(model)
+    N, device = prompt_ids.shape[0], prompt_ids.device
+    position_ids = (prompt_mask.cumsum(dim=1) - 1).clamp(min=0)  # [N, P]
+    out = model(input_ids=prompt_ids[::group], attention_mask=prompt_mask[::group],
+                position_ids=position_ids[::group], use_cache=True, logits_to_keep=1)  # [N / group] rows
+    cache, logits = out.cache, out.logits  # [N / group, 1, V]
+    if group > 1:
+        cache.batch_repeat_interleave(group)  # [B, …] -> [N, …]
+        logits = logits.repeat_interleave(group, dim=0)  # [N, 1, V]
+    mask, position = prompt_mask, position_ids[:, -1:]  # the live rows' [n, P + t] mask and [n, 1] last position
+    live = torch.arange(N, device=device)  # [n] which rows are still generating
+    tokens = torch.full((N, max_new_tokens), pad_token_id, dtype=prompt_ids.dtype, device=device)  # [N, T]
+    probs = None
+    for t in range(max_new_tokens):
+        scores = logits[:, -1, :].float()  # [n, V] as generate: float32 logits of the last position
+        if temperature > 0:
+            if temperature != 1.0:
+                scores = scores / temperature
+            if probs is None:
+                probs = torch.zeros(N, scores.shape[-1], device=device)  # [N, V]
+                probs[:, pad_token_id] = 1.0  # a finished row's: any distribution draws the same random numbers
+            probs[live] = torch.softmax(scores, dim=-1)
+            new = torch.multinomial(probs, num_samples=1).squeeze(1)[live]  # [n] one draw for all N rows, as generate
+        else:
+            new = scores.argmax(dim=-1)  # [n]
+        tokens[live, t] = new
+        going = new != eos_token_id  # [n]
+        if t == max_new_tokens - 1 or not bool(going.any()):
+            return tokens[:, :t + 1]
+        if not bool(going.all()):
+            keep = going.nonzero().squeeze(1)  # [n'] positions in the live batch
+            if probs is not None:
+                probs[live[~going]] = 0.0
+                probs[live[~going], pad_token_id] = 1.0
+            live, new, mask, position = live[keep], new[keep], mask[keep], position[keep]
+            cache.batch_select_indices(keep)
+        mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)  # [n, P + t + 1]
+        position = position + 1
+        logits = model(input_ids=new[:, None], attention_mask=mask, position_ids=position, cache=cache,
+                       use_cache=True).logits  # [n, 1, V]
+    return tokens  # max_new_tokens == 0 does not reach here (generate needs T >= 1)
+
+
+_NEUTRAL_PROCESSORS = {"repetition_penalty": 1.0, "encoder_repetition_penalty": 1.0, "no_repeat_ngram_size": 0,
+                       "min_p": None, "typical_p": 1.0, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0,
+                       "bad_words_ids": None, "suppress_tokens": None, "begin_suppress_tokens": None,
+                       "forced_bos_token_id": None, "forced_eos_token_id": None, "min_length": 0,
+                       "min_new_tokens": None, "sequence_bias": None, "renormalize_logits": False}
+"""logits processors HF ``generate`` would take from a model's generation config, at their neutral values"""
+
+
+def _check_plain_sampling(model) -> None:
+    """Refuse a model whose generation config makes ``generate`` change the logits in ways the compact loop does not
+    (it applies the temperature only, as ``generate`` does with the settings :func:`generate` passes)."""
+    config = getattr(model, "generation_config", None)
+    set_ = {k: getattr(config, k) for k, neutral in _NEUTRAL_PROCESSORS.items()
+            if config is not None and getattr(config, k, neutral) not in (neutral, None, [], ())}
+    if set_:
+        raise ValueError(f"the compact generation loop applies only the temperature, but the model's generation config "
+                         f"sets {set_}; use generation_loop='hf', or reset them in model.generation_config")
+
+
+@contextmanager
+def folded_lora(model):
+    """Within this context every LoRA layer computes ``x · (W₀ + Σ_a (α/r)·B_a·A_a)ᵀ + b`` with its active adapters
+    folded into a copy of its weight: one matmul instead of three (inference only; no gradients reach A or B).
+
+    A model without LoRA layers, or with its adapters disabled, is left as it is. Raises ValueError for a LoRA
+    layer it cannot fold exactly (not a plain ``Linear``, DoRA or another variant, fan-in-fan-out, already merged
+    or already patched) and for weights that are not float32: added to a bfloat16 or float16 weight, an adapter's
+    small update would be mostly rounded away.
+    """
+    try:
+        from peft.tuners.lora.layer import Linear as LoraLinear
+        from peft.tuners.lora.layer import LoraLayer
+    except ImportError:  # no peft: no adapters to fold
+        yield
+        return
+    layers = [m for m in model.modules() if isinstance(m, LoraLayer) and not m.disable_adapters]
+    for layer in layers:
+        if type(layer) is not LoraLinear or layer.merged or layer.lora_variant or layer.fan_in_fan_out or \
+                "forward" in vars(layer) or not isinstance(layer.base_layer, torch.nn.Linear):
+            raise ValueError(f"the compact generation loop folds plain LoRA on linear layers; a "
+                             f"{type(layer).__name__} layer is not one (use generation_loop='hf')")
+        if layer.base_layer.weight.dtype != torch.float32:
+            raise ValueError(f"the compact generation loop folds each adapter into float32 weights; this model's are "
+                             f"{layer.base_layer.weight.dtype} (use generation_loop='hf')")
+    try:
+        for layer in layers:
+            weight = layer.base_layer.weight
+            for name in layer.active_adapters:
+                if name in layer.lora_A:
+                    update = layer.lora_B[name].weight @ layer.lora_A[name].weight  # [m, d]
+                    weight = weight + update.to(weight.dtype) * layer.scaling[name]
+            layer.forward = functools.partial(torch.nn.functional.linear, weight=weight.detach(),
+                                              bias=layer.base_layer.bias)
+        yield
+    finally:
+        for layer in layers:
+            vars(layer).pop("forward", None)
 
 
 def _check_prompt_pass(prompt_pass: str) -> None:

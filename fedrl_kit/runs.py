@@ -272,6 +272,7 @@ class Run:
                                                     max_loras=max(1, cfg.num_clients), max_lora_rank=cfg.lora_rank)
         self.policy = self._policy
         self.policy.prompt_pass = cfg.prompt_pass
+        self.policy.generation_loop = cfg.generation_loop
         self.reward_set = make_reward_set(cfg.rewards, cfg.reward_weights or None)
         self.grpo, self.local = cfg.grpo_settings(), cfg.local_settings()
         self.spec = method_spec(cfg.method)

@@ -8,12 +8,13 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
-def test_shares_cover_the_step():
+@pytest.mark.parametrize("options", [[], ["--prompt-pass", "shared", "--generation-loop", "compact"]])
+def test_shares_cover_the_step(options):
     sys.path.insert(0, str(BENCHMARKS))
     try:
         import profile_grpo_step
 
-        shares = profile_grpo_step.main(["--steps", "1", "--mu", "1"])
+        shares = profile_grpo_step.main(["--steps", "1", "--mu", "1", *options])
     finally:
         sys.path.remove(str(BENCHMARKS))
     parts = [v for k, v in shares.items() if not k.startswith("the rest")]

@@ -41,7 +41,8 @@ class HFBackend:
     def rollouts(self, policy, adapter, prompts, num_generations, seed, temperature) -> Rollouts:
         adapters.activate(policy.model, adapter)
         return generate(policy.model, policy.tokenizer, prompts, num_generations, policy.max_new_tokens, temperature,
-                        seed, policy.chat, prompt_pass=getattr(policy, "prompt_pass", "per_row"))
+                        seed, policy.chat, prompt_pass=getattr(policy, "prompt_pass", "per_row"),
+                        loop=getattr(policy, "generation_loop", "hf"))
 
 
 def _vllm_api():
