@@ -1,0 +1,75 @@
+"""The quickstart run (FedAvg-GRPO, 4 clients, 10 rounds, τ = 2) with the speed options off and on, side by side.
+
+Run::
+
+    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/run_options.py [--repetitions 2]
+
+Three in-process, sequential runs of the same configuration and seed: the defaults; ``prompt_pass="shared"``
+(each prompt once for its G rows); and ``prompt_pass="shared"`` with ``generation_loop="compact"`` (fedrl_kit's own
+sampling loop). Each repetition runs the three in a rotated order. Writes ``benchmarks/results/run_options.json``:
+wall seconds of every run, the median per variant, ``speedup`` = default's median / the variant's, client-steps
+per second, and each variant's final pass@1. The options compute the default's numbers only to float tolerance,
+so a sampled token can flip and the runs' metrics drift apart; ``first_round_rewards_equal`` says whether the
+first round's client rewards (sampled before any update) are still the default's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _machine import save_result  # noqa: E402
+
+from fedrl_kit.config import preset  # noqa: E402
+from fedrl_kit.runs import Run  # noqa: E402
+
+VARIANTS = {"default": {}, "shared": {"prompt_pass": "shared"},
+            "shared+compact": {"prompt_pass": "shared", "generation_loop": "compact"}}
+
+
+def _first_round_rewards(records) -> list[float]:
+    return [r["reward_mean"] for r in records if r["kind"] == "client" and r["round"] == 1]
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--repetitions", type=int, default=2)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "run_options.json"))
+    args = ap.parse_args(argv)
+    if args.repetitions < 1 or args.rounds < 1 or args.clients < 1:
+        raise SystemExit("--repetitions, --rounds and --clients must be >= 1")
+    base = dict(method="fedavg_grpo", num_clients=args.clients, rounds=args.rounds, local_steps=2, seed=0)
+    names = list(VARIANTS)
+    seconds, final, first = {n: [] for n in names}, {}, {}
+    for rep in range(args.repetitions):
+        for name in names[rep % len(names):] + names[:rep % len(names)]:
+            t0 = time.perf_counter()
+            records = Run(preset("quick", **base, **VARIANTS[name]), progress=False).run()
+            seconds[name].append(round(time.perf_counter() - t0, 2))
+            final[name] = [r for r in records if r["kind"] == "global"][-1]["pass@1"]
+            first[name] = _first_round_rewards(records)
+            print(f"repetition {rep + 1}: {name} {seconds[name][-1]:.1f} s, final pass@1 {final[name]:.3f}",
+                  flush=True)
+    client_steps = args.clients * 2 * args.rounds
+    median = {n: statistics.median(v) for n, v in seconds.items()}
+    rows = [dict(variant=n, options=VARIANTS[n], seconds=seconds[n], median_s=median[n],
+                 speedup=median["default"] / median[n], client_steps_per_second=client_steps / median[n],
+                 final_pass_at_1=final[n]) for n in names]
+    summary = dict(speedup={n: round(median["default"] / median[n], 3) for n in names},
+                   final_pass_at_1=final, client_steps=client_steps,
+                   first_round_rewards_equal={n: first[n] == first["default"] for n in names})
+    return save_result(args.out, "run_options", argv, dict(preset="quick", **base, repetitions=args.repetitions),
+                       rows, summary)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,32 @@
+"""benchmarks/run_options.py: every variant runs, rotated, and the options answer like the defaults in the first
+round (not the timings)."""
+
+import json
+
+import pytest
+
+from conftest import import_benchmark
+
+
+@pytest.fixture(scope="module")
+def bench():
+    yield from import_benchmark("run_options")
+
+
+def test_every_variant_runs_and_starts_like_the_default(bench, tmp_path):
+    out = tmp_path / "ro.json"
+    result = bench.main(["--rounds", "1", "--clients", "2", "--repetitions", "1", "--out", str(out)])
+    stored = json.loads(out.read_text())
+    assert stored["summary"] == json.loads(json.dumps(result["summary"]))
+    rows = {r["variant"]: r for r in stored["runs"]}
+    assert set(rows) == {"default", "shared", "shared+compact"}
+    assert all(len(r["seconds"]) == 1 and r["seconds"][0] > 0 for r in rows.values())
+    assert rows["default"]["speedup"] == 1.0 and all(r["speedup"] > 0 for r in rows.values())
+    assert stored["summary"]["first_round_rewards_equal"] == {n: True for n in rows}
+    assert all(0.0 <= r["final_pass_at_1"] <= 1.0 for r in rows.values())
+
+
+def test_bad_arguments_are_refused(bench, tmp_path):
+    with pytest.raises(SystemExit, match="must be >= 1"):
+        bench.main(["--repetitions", "0", "--out", str(tmp_path / "x.json")])
+    assert not (tmp_path / "x.json").exists()
