@@ -43,11 +43,14 @@ def main(argv=None) -> dict:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--repetitions", type=int, default=2)
+    ap.add_argument("--n-test", type=int, default=None, help="test problems scored each round (default: the preset's)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "run_options.json"))
     args = ap.parse_args(argv)
     if args.repetitions < 1 or args.rounds < 1 or args.clients < 1:
         raise SystemExit("--repetitions, --rounds and --clients must be >= 1")
     base = dict(method="fedavg_grpo", num_clients=args.clients, rounds=args.rounds, local_steps=2, seed=0)
+    if args.n_test is not None:
+        base["n_test"] = args.n_test
     names = list(VARIANTS)
     seconds, final, first = {n: [] for n in names}, {}, {}
     for rep in range(args.repetitions):

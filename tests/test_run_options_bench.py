@@ -15,7 +15,8 @@ def bench():
 
 def test_every_variant_runs_and_starts_like_the_default(bench, tmp_path):
     out = tmp_path / "ro.json"
-    result = bench.main(["--rounds", "1", "--clients", "2", "--repetitions", "1", "--out", str(out)])
+    result = bench.main(["--rounds", "1", "--clients", "1", "--repetitions", "1", "--n-test", "14",
+                         "--out", str(out)])
     stored = json.loads(out.read_text())
     assert stored["summary"] == json.loads(json.dumps(result["summary"]))
     rows = {r["variant"]: r for r in stored["runs"]}
