@@ -139,3 +139,15 @@ def test_a_run_with_the_compact_loop_answers_like_generate(tiny_dir):
         assert [r["round"] for r in recs if r["kind"] == "global"] == [0, 1]
     assert len(firsts[0]) == 3
     assert [r["reward_mean"] for r in firsts[0]] == [r["reward_mean"] for r in firsts[1]]
+
+
+def test_faster_turns_on_the_options_a_config_allows():
+    from fedrl_kit.config import RunConfig
+
+    fast = RunConfig().faster()
+    assert (fast.prompt_pass, fast.generation_loop) == ("shared", "compact")
+    assert fast.replace(prompt_pass="per_row", generation_loop="hf") == RunConfig()  # nothing else changed
+    bf16 = RunConfig().replace(dtype="bfloat16").faster()
+    assert (bf16.prompt_pass, bf16.generation_loop) == ("shared", "hf")
+    lockstep = RunConfig().replace(client_batching="lockstep")
+    assert lockstep.faster() == lockstep
