@@ -273,13 +273,18 @@ _NEUTRAL_PROCESSORS = {"repetition_penalty": 1.0, "encoder_repetition_penalty": 
                        "min_p": None, "typical_p": 1.0, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0,
                        "bad_words_ids": None, "suppress_tokens": None, "begin_suppress_tokens": None,
                        "forced_bos_token_id": None, "forced_eos_token_id": None, "min_length": 0,
-                       "min_new_tokens": None, "sequence_bias": None, "renormalize_logits": False}
-"""logits processors HF ``generate`` would take from a model's generation config, at their neutral values"""
+                       "min_new_tokens": None, "sequence_bias": None, "renormalize_logits": False,
+                       "encoder_no_repeat_ngram_size": 0, "exponential_decay_length_penalty": None,
+                       "guidance_scale": 1.0, "watermarking_config": None, "top_h": None, "stop_strings": None,
+                       "num_beams": 1, "num_return_sequences": 1, "max_time": None, "prompt_lookup_num_tokens": None}
+"""what HF ``generate`` would take from a model's generation config besides the settings :func:`generate` passes
+(logits processors, stopping criteria, beams), at their neutral values"""
 
 
 def _check_plain_sampling(model) -> None:
-    """Refuse a model whose generation config makes ``generate`` change the logits in ways the compact loop does not
-    (it applies the temperature only, as ``generate`` does with the settings :func:`generate` passes)."""
+    """Refuse a model whose generation config makes ``generate`` change the logits, stop or search in ways the
+    compact loop does not (it applies the temperature only and stops at eos or the token cap, as ``generate`` does
+    with the settings :func:`generate` passes)."""
     config = getattr(model, "generation_config", None)
     set_ = {k: getattr(config, k) for k, neutral in _NEUTRAL_PROCESSORS.items()
             if config is not None and getattr(config, k, neutral) not in (neutral, None, [], ())}

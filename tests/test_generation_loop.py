@@ -104,9 +104,14 @@ def test_folded_lora_refuses_what_it_cannot_fold_exactly(tiny_dir):
 
 def test_compact_loop_refuses_generation_config_processors(tiny_dir):
     policy = _policy(tiny_dir, seed=5)
-    policy.model.generation_config.repetition_penalty = 1.3
-    with pytest.raises(ValueError, match="repetition_penalty"):
-        generate(policy.model, policy.tokenizer, PROMPTS, 2, 4, 1.0, seed=1, loop="compact")
+    config = policy.model.generation_config
+    for name, value in (("repetition_penalty", 1.3), ("num_beams", 2), ("stop_strings", ["="])):
+        old = getattr(config, name)
+        setattr(config, name, value)
+        with pytest.raises(ValueError, match=name):
+            generate(policy.model, policy.tokenizer, PROMPTS, 2, 4, 1.0, seed=1, loop="compact")
+        setattr(config, name, old)
+    generate(policy.model, policy.tokenizer, PROMPTS, 2, 4, 1.0, seed=1, loop="compact")  # neutral again: runs
     with pytest.raises(ValueError, match="generation loop must be one of"):
         generate(policy.model, policy.tokenizer, PROMPTS, 2, 4, 1.0, seed=1, loop="fast")
     with pytest.raises(ValueError, match="lockstep sampler"):
