@@ -30,8 +30,13 @@ from _machine import save_result  # noqa: E402
 from fedrl_kit.config import preset  # noqa: E402
 from fedrl_kit.runs import Run  # noqa: E402
 
-VARIANTS = {"default": {}, "shared": {"prompt_pass": "shared"},
-            "shared+compact": {"prompt_pass": "shared", "generation_loop": "compact"}}
+OPTIONS = ("prompt_pass", "generation_loop")
+
+
+def variants(base: dict) -> dict:
+    """The three configs; "shared+compact" is ``RunConfig.faster()``, what ``fedrl run --faster`` runs."""
+    cfg = preset("quick", **base)
+    return {"default": cfg, "shared": cfg.replace(prompt_pass="shared"), "shared+compact": cfg.faster()}
 
 
 def _first_round_rewards(records) -> list[float]:
@@ -51,12 +56,13 @@ def main(argv=None) -> dict:
     base = dict(method="fedavg_grpo", num_clients=args.clients, rounds=args.rounds, local_steps=2, seed=0)
     if args.n_test is not None:
         base["n_test"] = args.n_test
-    names = list(VARIANTS)
+    cfgs = variants(base)
+    names = list(cfgs)
     seconds, final, first = {n: [] for n in names}, {}, {}
     for rep in range(args.repetitions):
         for name in names[rep % len(names):] + names[:rep % len(names)]:
             t0 = time.perf_counter()
-            records = Run(preset("quick", **base, **VARIANTS[name]), progress=False).run()
+            records = Run(cfgs[name], progress=False).run()
             seconds[name].append(round(time.perf_counter() - t0, 2))
             final[name] = [r for r in records if r["kind"] == "global"][-1]["pass@1"]
             first[name] = _first_round_rewards(records)
@@ -64,7 +70,9 @@ def main(argv=None) -> dict:
                   flush=True)
     client_steps = args.clients * 2 * args.rounds
     median = {n: statistics.median(v) for n, v in seconds.items()}
-    rows = [dict(variant=n, options=VARIANTS[n], seconds=seconds[n], median_s=median[n],
+    options = {n: {k: getattr(c, k) for k in OPTIONS if getattr(c, k) != getattr(cfgs["default"], k)}
+               for n, c in cfgs.items()}
+    rows = [dict(variant=n, options=options[n], seconds=seconds[n], median_s=median[n],
                  speedup=median["default"] / median[n], client_steps_per_second=client_steps / median[n],
                  final_pass_at_1=final[n]) for n in names]
     summary = dict(speedup={n: round(median["default"] / median[n], 3) for n in names},
