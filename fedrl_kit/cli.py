@@ -99,7 +99,7 @@ def _dry_run(cfg) -> int:
           f"public {cfg.n_public}, test {cfg.n_test}), {cfg.num_clients} clients, b = {cfg.prompts_per_step}, "
           f"K = {cfg.num_generations}, {cfg.max_new_tokens} new tokens, tau = {cfg.local_steps}, {cfg.rounds} rounds, "
           f"aggregator {cfg.aggregator}, weight decay {cfg.weight_decay}, {cfg.device} {cfg.dtype}, "
-          f"prompt_pass {cfg.prompt_pass}, generation_loop {cfg.generation_loop}")
+          f"prompt_pass {cfg.prompt_pass}, generation_loop {cfg.generation_loop}, length_buckets {cfg.length_buckets}")
     est = estimate_memory(cfg.replace(base=base))
     if est is None:
         print(f"memory: no estimate (the architecture of {cfg.base!r} is not known on this machine)")
@@ -207,7 +207,7 @@ def main(argv=None) -> int:
     run.add_argument("--dry-run", action="store_true",
                      help="print the run's settings and memory estimate and whether it fits; load and run nothing")
     run.add_argument("--faster", action="store_true",
-                     help="the speed options the config allows: prompt_pass=shared, generation_loop=compact "
+                     help="the speed options the config allows: prompt_pass=shared, generation_loop=compact, length_buckets=2 "
                           "(about 2x on a CPU; the same numbers to float tolerance, not bit for bit; "
                           "docs/performance.md)")
     run.add_argument("--run-dir", help="run directory (default runs/<method>-<preset>-seed<seed>)")

@@ -153,6 +153,12 @@ class RunConfig:
     the same completions unless a draw falls within that tolerance of a token's boundary; not bit for bit "hf", so a
     run made with "hf" does not reproduce with "compact"; float32 models with plain LoRA, sequential clients; it
     pays off on small models such as the embedded base, hardly on a 135 M one: docs/performance.md)"""
+    length_buckets: int = 1
+    """how the GRPO step scores its rows: 1 (one pass per micro-batch, every completion padded to the longest) or k > 1
+    (up to k passes of rows with similar completion lengths, each padded only to its own longest, cut where they
+    compute the fewest token positions: the same log-probs and gradients to float tolerance, with less of the
+    padding's work when lengths vary; not bit for bit 1, so a run made with 1 does not reproduce with k; sequential
+    clients; the GRPO step of fedrl_kit.grpo, not FedMOA's own loss pass: docs/performance.md)"""
     num_iterations: int = 2
     """gradient epochs per batch of rollouts"""
     epsilon: float = 0.2
@@ -267,6 +273,9 @@ class RunConfig:
              'rollout_backend "vllm" (which samples itself)')
         need(self.generation_loop == "hf" or self.dtype == "float32", "generation_loop",
              f'"hf" for a {self.dtype} model (the compact loop folds the adapters into float32 weights)')
+        need(1 <= self.length_buckets <= 64, "length_buckets", "an integer in [1, 64]")
+        need(self.length_buckets == 1 or self.client_batching == "sequential", "length_buckets",
+             '1 with client_batching "lockstep" (its rows carry several adapters, in one pass)')
         need(isinstance(self.trace_drift, bool), "trace_drift", "true or false")
         need(not self.trace_tensors or self.trace_drift, "trace_tensors", "false unless trace_drift is true")
         need(0 < self.learning_rate <= 1, "learning_rate", "in (0, 1]")
@@ -341,14 +350,15 @@ class RunConfig:
         return dataclasses.replace(self, **top).validate()
 
     def faster(self) -> "RunConfig":
-        """A copy with the speed options this config allows: ``prompt_pass="shared"`` for sequential clients with
-        HF rollouts, and ``generation_loop="compact"`` besides for a float32 model (docs/performance.md: about 2×
-        on the quickstart run on a CPU). Both compute the defaults' numbers to float tolerance, not bit for bit,
-        so a run made with them does not reproduce one made without. A config they do not apply to comes back
-        unchanged."""
+        """A copy with the speed options this config allows: ``prompt_pass="shared"`` and ``length_buckets=2`` for
+        sequential clients with HF rollouts, and ``generation_loop="compact"`` besides for a float32 model
+        (docs/performance.md: about 2× on the quickstart run on a CPU). They compute the defaults' numbers to float
+        tolerance, not bit for bit, so a run made with them does not reproduce one made without. A config they do
+        not apply to comes back unchanged."""
         if self.client_batching != "sequential" or self.rollout_backend != "hf":
             return self
-        return self.replace(prompt_pass="shared", generation_loop="compact" if self.dtype == "float32" else "hf")
+        return self.replace(prompt_pass="shared", generation_loop="compact" if self.dtype == "float32" else "hf",
+                            length_buckets=2)
 
     def to_dict(self) -> dict:
         """Plain data (config.json): sections as nested dicts, tuples as lists."""
@@ -377,7 +387,7 @@ class RunConfig:
 
         return GRPOSettings(self.num_iterations, self.epsilon, self.epsilon_high, self.beta, self.scale_rewards,
                             self.loss_type, self.temperature, micro_batch_size=self.micro_batch_size,
-                            prompt_pass=self.prompt_pass)
+                            prompt_pass=self.prompt_pass, length_buckets=self.length_buckets)
 
     def local_settings(self):
         """One client's local round (fedrl_kit.federation.client.LocalSettings), FedProx's μ for fedprox_grpo."""

@@ -24,7 +24,9 @@ gradient epochs over one batch of rollouts (TRL's ``num_iterations``), each epoc
 optimiser step on the whole batch (split into micro-batches only to bound memory).
 With ``prompt_pass="shared"`` the log-probs come from one pass over each prompt and its
 G completions against the prompt's cached keys and values (:func:`fedrl_kit.rollout.per_token_logps`):
-the same numbers to float tolerance, in fewer token positions.
+the same numbers to float tolerance, in fewer token positions. With ``length_buckets=k > 1`` the rows are
+scored in up to k passes of similar completion length, each padded only to its own longest: again the same
+numbers to float tolerance, with less of the padding's work.
 """
 
 from __future__ import annotations
@@ -143,6 +145,7 @@ class GRPOSettings:
     max_grad_norm: float = 1.0
     micro_batch_size: int = 256
     prompt_pass: str = "per_row"  # "shared": each prompt scored once for its G completions (config.PROMPT_PASSES)
+    length_buckets: int = 1  # k > 1: rows scored in up to k passes of similar completion length (rollout.per_token_logps)
 
 
 def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, settings: GRPOSettings,
@@ -185,7 +188,8 @@ def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, setti
             if ref_model_ctx is None:
                 raise ValueError("beta > 0 needs ref_model_ctx (the policy with its adapter disabled)")
             with ref_model_ctx():
-                ref_logps = per_token_logps(model, rollouts, settings.temperature, mb, settings.prompt_pass)  # [N, T]
+                ref_logps = per_token_logps(model, rollouts, settings.temperature, mb, settings.prompt_pass,
+                                            settings.length_buckets)  # [N, T]
     model.train()
     diags = []
     n = len(rollouts)
@@ -195,7 +199,8 @@ def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, setti
         for s in range(0, n, mb):
             rows = range(s, min(n, s + mb))
             part = rollouts.select(rows) if mb < n else rollouts
-            logps = per_token_logps(model, part, settings.temperature, prompt_pass=settings.prompt_pass)  # [b, T]
+            logps = per_token_logps(model, part, settings.temperature, prompt_pass=settings.prompt_pass,
+                                    length_buckets=settings.length_buckets)  # [b, T]
             sl = slice(s, s + mb)
             if reuse_first_epoch and epoch == 0:
                 old_logps[sl] = logps.detach()

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
-from transformers import LogitsProcessorList
+from transformers import DynamicCache, LogitsProcessorList
 
 from fedrl_kit.config import GENERATION_LOOPS, PROMPT_PASSES
 from fedrl_kit.tags import SYSTEM_PROMPT
@@ -157,7 +157,7 @@ def generate(
 
 
 def per_token_logps(model, rollouts: Rollouts, temperature: float = 1.0, batch_size: int | None = None,
-                    prompt_pass: str = "per_row") -> torch.Tensor:
+                    prompt_pass: str = "per_row", length_buckets: int = 1) -> torch.Tensor:
     """log π(o_t | q, o_<t) for every completion token, with logits scaled by 1/temperature.
 
     Position ids follow the attention mask (left padding), as in ``generate``, so the scores
@@ -168,30 +168,134 @@ def per_token_logps(model, rollouts: Rollouts, temperature: float = 1.0, batch_s
     (:func:`_shared_prompt_logps`: the same log-probs and gradients to float tolerance, not bit for bit).
     A batch whose G-row blocks do not share one prompt is scored per row.
 
+    ``length_buckets``: 1 scores each chunk of rows in one pass, every row padded to the chunk's longest
+    completion; k > 1 scores them in up to k passes of rows with similar completion lengths, each padded only to
+    its own longest (and, per row, only from its bucket's first prompt token), which skips most of the padding's
+    work when completion lengths vary (:func:`length_buckets_of`). The log-probs and gradients are the one pass's
+    to float tolerance, not bit for bit (other matrix shapes sum in another order).
+
     Returns:
         [N, T] log-probabilities (values at masked positions are meaningless; use the mask).
     """
     _check_prompt_pass(prompt_pass)
+    _check_length_buckets(length_buckets)
     n = len(rollouts)
     batch_size = batch_size or n
     G = rollouts.num_generations
     if prompt_pass == "shared" and G > 1 and n % G == 0 and _groups_share_prompts(rollouts):
         step = max(G, batch_size - batch_size % G)  # whole groups per chunk
-        return torch.cat([_shared_prompt_logps(model, rollouts, s, min(n, s + step), temperature)
+        score = _shared_prompt_logps if length_buckets == 1 else functools.partial(
+            _shared_prompt_logps_bucketed, buckets=length_buckets)
+        return torch.cat([score(model, rollouts, s, min(n, s + step), temperature)
                           for s in range(0, n, step)], dim=0)  # [N, T]
     out = []
     for s in range(0, n, batch_size):
         p_ids, p_mask = rollouts.prompt_ids[s:s + batch_size], rollouts.prompt_mask[s:s + batch_size]
         c_ids, c_mask = rollouts.completion_ids[s:s + batch_size], rollouts.completion_mask[s:s + batch_size]
-        input_ids = torch.cat([p_ids, c_ids], dim=1)  # [b, P + T]
-        attn = torch.cat([p_mask, c_mask], dim=1)  # [b, P + T]
-        position_ids = (attn.cumsum(dim=1) - 1).clamp(min=0)  # [b, P + T]
+        if length_buckets == 1:
+            out.append(_per_row_logps(model, p_ids, p_mask, c_ids, c_mask, temperature))  # [b, T]
+            continue
         T = c_ids.shape[1]
-        logits = model(input_ids=input_ids, attention_mask=attn, position_ids=position_ids).logits  # [b, P+T, V]
-        logits = logits[:, -T - 1:-1, :] / max(temperature, 1e-6)  # [b, T, V] logits that predict each completion token
-        logps = torch.log_softmax(logits.float(), dim=-1).gather(-1, c_ids.unsqueeze(-1)).squeeze(-1)  # [b, T]
-        out.append(logps)
+        parts, order = [], []
+        for idx, t in length_buckets_of(c_mask, length_buckets):
+            used = p_mask[idx].any(dim=0).nonzero()  # the bucket's leading all-padding prompt columns go
+            keep = int(used[0]) if len(used) else 0
+            lp = _per_row_logps(model, p_ids[idx, keep:], p_mask[idx, keep:], c_ids[idx, :t], c_mask[idx, :t],
+                                temperature)  # [b_k, t]
+            parts.append(torch.nn.functional.pad(lp, (0, T - t)))  # [b_k, T], 0 where the mask is 0
+            order.append(idx)
+        out.append(torch.cat(parts, dim=0)[torch.argsort(torch.cat(order))])  # [b, T] rows back in their order
     return torch.cat(out, dim=0)  # [N, T]
+
+
+def _per_row_logps(model, p_ids, p_mask, c_ids, c_mask, temperature: float) -> torch.Tensor:
+    """Rows scored with their own copy of their prompt, in one pass.  [b, P] and [b, T] -> [b, T]"""
+    input_ids = torch.cat([p_ids, c_ids], dim=1)  # [b, P + T]
+    attn = torch.cat([p_mask, c_mask], dim=1)  # [b, P + T]
+    position_ids = (attn.cumsum(dim=1) - 1).clamp(min=0)  # [b, P + T]
+    T = c_ids.shape[1]
+    logits = model(input_ids=input_ids, attention_mask=attn, position_ids=position_ids).logits  # [b, P+T, V]
+    logits = logits[:, -T - 1:-1, :] / max(temperature, 1e-6)  # [b, T, V] logits that predict each completion token
+    return torch.log_softmax(logits.float(), dim=-1).gather(-1, c_ids.unsqueeze(-1)).squeeze(-1)  # [b, T]
+
+
+def length_buckets_of(completion_mask: torch.Tensor, buckets: int) -> list[tuple[torch.Tensor, int]]:
+    """Rows grouped into at most ``buckets`` passes of similar completion length, padding work minimised.
+
+    Rows sorted by length (the mask's row sums, at least 1) are cut into contiguous runs so that the sum over runs
+    of rows × the run's longest length, the token positions the passes compute, is the least possible (an exact
+    dynamic programme over the distinct lengths). Runs that would save nothing are not split off.
+
+    Returns:
+        [(row indices, their longest length)], shortest first; every row in exactly one.
+    """
+    lengths = completion_mask.sum(dim=1).clamp(min=1)  # [b]
+    order = torch.argsort(lengths, stable=True)  # [b]
+    values, counts = torch.unique_consecutive(lengths[order], return_counts=True)
+    values, ends = values.tolist(), counts.cumsum(dim=0).tolist()  # distinct lengths, rows up to each
+    D, inf = len(values), float("inf")
+    # cost[k][j]: least positions for the rows of the first j distinct lengths in k runs; cut[k][j]: its last cut
+    cost = [[0.0] + [inf] * D] + [[inf] * (D + 1) for _ in range(min(buckets, D))]
+    cut = [[0] * (D + 1) for _ in cost]
+    for k in range(1, len(cost)):
+        for j in range(k, D + 1):
+            for i in range(k - 1, j):
+                c = cost[k - 1][i] + ((ends[j - 1] - (ends[i - 1] if i else 0)) * values[j - 1])
+                if c < cost[k][j]:
+                    cost[k][j], cut[k][j] = c, i
+    k = min(range(1, len(cost)), key=lambda k: (cost[k][D], k))  # fewest passes among the cheapest
+    runs, j = [], D
+    while k:
+        i = cut[k][j]
+        runs.append((order[(ends[i - 1] if i else 0):ends[j - 1]], int(values[j - 1])))
+        j, k = i, k - 1
+    return runs[::-1]
+
+
+def _check_length_buckets(length_buckets) -> None:
+    if isinstance(length_buckets, bool) or not isinstance(length_buckets, int) or length_buckets < 1:
+        raise ValueError(f"length_buckets must be an integer >= 1, got {length_buckets!r}")
+
+
+def _shared_prompt_logps_bucketed(model, rollouts: Rollouts, start: int, stop: int, temperature: float,
+                                  buckets: int) -> torch.Tensor:
+    """:func:`_shared_prompt_logps` with the completions in up to ``buckets`` passes of similar length.
+
+    The B prompts run once with a KV cache, as there; each pass (:func:`length_buckets_of`) takes its rows'
+    prompts' keys and values from it by index (autograd intact, so the prompt pass gets every row's gradient) and
+    runs its completions padded only to its own longest.
+
+    Returns:
+        [stop - start, T] log-probabilities, rows in their order.
+    """
+    G = rollouts.num_generations
+    p_ids, p_mask = rollouts.prompt_ids[start:stop:G], rollouts.prompt_mask[start:stop:G]  # [B, P]
+    c_ids, c_mask = rollouts.completion_ids[start:stop], rollouts.completion_mask[start:stop]  # [N, T]
+    row_mask = rollouts.prompt_mask[start:stop]  # [N, P]
+    T = c_ids.shape[1]
+    out = model(input_ids=p_ids, attention_mask=p_mask, position_ids=(p_mask.cumsum(dim=1) - 1).clamp(min=0),
+                use_cache=T > 1, logits_to_keep=1)
+    first = out.logits[:, -1:, :]  # [B, 1, V] predicts completion token 0
+    cache = getattr(out, "cache", None)
+    if T > 1 and cache is None:
+        raise RuntimeError("prompt_pass='shared' needs the model to return its KV cache (gradient "
+                           "checkpointing turns the cache off); use prompt_pass='per_row'")
+    layers = [(k, v) for k, v, *_ in cache] if T > 1 else []  # [B, heads, P, d] per layer
+    parts, order = [], []
+    for idx, t in length_buckets_of(c_mask, buckets):
+        group = idx // G  # [b_k] each row's prompt
+        logits = first[group]  # [b_k, 1, V]
+        if t > 1:
+            attn = torch.cat([row_mask[idx], c_mask[idx, :t]], dim=1)  # [b_k, P + t]
+            position_ids = (attn.cumsum(dim=1) - 1).clamp(min=0)[:, -t:-1]  # [b_k, t - 1]
+            rest = model(input_ids=c_ids[idx, :t - 1], attention_mask=attn[:, :-1], position_ids=position_ids,
+                         cache=DynamicCache([(k[group], v[group]) for k, v in layers])).logits  # [b_k, t - 1, V]
+            logits = torch.cat([logits, rest], dim=1)  # [b_k, t, V]
+        logits = logits / max(temperature, 1e-6)
+        lp = torch.log_softmax(logits.float(), dim=-1).gather(-1, c_ids[idx, :t].unsqueeze(-1)).squeeze(-1)
+        parts.append(torch.nn.functional.pad(lp, (0, T - t)))  # [b_k, T], 0 where the mask is 0
+        order.append(idx)
+    return torch.cat(parts, dim=0)[torch.argsort(torch.cat(order))]  # [N, T]
 
 
 @torch.no_grad()

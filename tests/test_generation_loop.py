@@ -150,9 +150,9 @@ def test_faster_turns_on_the_options_a_config_allows():
     from fedrl_kit.config import RunConfig
 
     fast = RunConfig().faster()
-    assert (fast.prompt_pass, fast.generation_loop) == ("shared", "compact")
-    assert fast.replace(prompt_pass="per_row", generation_loop="hf") == RunConfig()  # nothing else changed
+    assert (fast.prompt_pass, fast.generation_loop, fast.length_buckets) == ("shared", "compact", 2)
+    assert fast.replace(prompt_pass="per_row", generation_loop="hf", length_buckets=1) == RunConfig()  # nothing else
     bf16 = RunConfig().replace(dtype="bfloat16").faster()
-    assert (bf16.prompt_pass, bf16.generation_loop) == ("shared", "hf")
+    assert (bf16.prompt_pass, bf16.generation_loop, bf16.length_buckets) == ("shared", "hf", 2)
     lockstep = RunConfig().replace(client_batching="lockstep")
     assert lockstep.faster() == lockstep
