@@ -397,6 +397,14 @@ def _check_plain_sampling(model) -> None:
                          f"sets {set_}; use generation_loop='hf', or reset them in model.generation_config")
 
 
+def plain_lora(layer) -> bool:
+    """Whether a LoRA layer is peft's plain, unmerged ``Linear`` LoRA with no forward patched in: the layers whose
+    computation :func:`folded_lora` and :func:`fedrl_kit.policy.batched.per_row_adapters` reproduce exactly."""
+    from peft.tuners.lora.layer import Linear as LoraLinear
+
+    return type(layer) is LoraLinear and not layer.merged and not layer.lora_variant and "forward" not in vars(layer)
+
+
 @contextmanager
 def folded_lora(model):
     """Within this context every LoRA layer computes ``x · (W₀ + Σ_a (α/r)·B_a·A_a)ᵀ + b`` with its active adapters
@@ -408,15 +416,13 @@ def folded_lora(model):
     small update would be mostly rounded away.
     """
     try:
-        from peft.tuners.lora.layer import Linear as LoraLinear
         from peft.tuners.lora.layer import LoraLayer
     except ImportError:  # no peft: no adapters to fold
         yield
         return
     layers = [m for m in model.modules() if isinstance(m, LoraLayer) and not m.disable_adapters]
     for layer in layers:
-        if type(layer) is not LoraLinear or layer.merged or layer.lora_variant or layer.fan_in_fan_out or \
-                "forward" in vars(layer) or not isinstance(layer.base_layer, torch.nn.Linear):
+        if not plain_lora(layer) or layer.fan_in_fan_out or not isinstance(layer.base_layer, torch.nn.Linear):
             raise ValueError(f"the compact generation loop folds plain LoRA on linear layers; a "
                              f"{type(layer).__name__} layer is not one (use generation_loop='hf')")
         if layer.base_layer.weight.dtype != torch.float32:

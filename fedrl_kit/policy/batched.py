@@ -44,7 +44,7 @@ import torch
 import torch.nn.functional as F
 
 from fedrl_kit.grpo import GRPOSettings, group_advantages, grpo_loss, step_summary
-from fedrl_kit.rollout import Rollouts, generate, per_token_logps
+from fedrl_kit.rollout import Rollouts, generate, per_token_logps, plain_lora
 from fedrl_kit.sft import completion_logprob
 
 if TYPE_CHECKING:  # peft is imported on first use: method modules register lockstep handlers cheaply
@@ -109,12 +109,11 @@ def per_row_adapters(model, groups: Groups):
     if not groups or groups[0][1] != 0 or any(g[2] != h[1] for g, h in zip(groups, groups[1:])) or \
             any(stop <= start for _, start, stop in groups):
         raise ValueError(f"row groups must tile the rows contiguously from 0, got {groups}")
-    from peft.tuners.lora.layer import Linear as LoraLinear
     from peft.tuners.lora.layer import LoraLayer
 
     layers = [m for m in model.modules() if isinstance(m, LoraLayer)]
     for layer in layers:
-        if type(layer) is not LoraLinear or layer.merged or layer.lora_variant or "forward" in vars(layer):
+        if not plain_lora(layer):
             raise ValueError(f"per-row adapters handle plain, unmerged LoRA on linear layers; {type(layer).__name__} "
                              "is not one")
         missing = {name for name, _, _ in groups} - set(layer.lora_A)
