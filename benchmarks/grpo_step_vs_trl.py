@@ -28,13 +28,16 @@ fedrl_kit is measured twice: with the default ``prompt_pass="per_row"`` (every r
 of its prompt, TRL's way) and with ``prompt_pass="shared"`` (each prompt runs once for its G rows: one
 prefill per prompt in generation, one scoring pass per prompt in the step, the completions against its
 cached keys and values; the same completions, log-probs and gradients to float tolerance,
-``tests/test_shared_prompt_pass.py``). ``same_completions`` checks that all three sides sampled the same.
+``tests/test_shared_prompt_pass.py``), with ``generation_loop="compact"`` besides (fedrl_kit's own sampling loop,
+``tests/test_generation_loop.py``), and with all that and ``length_buckets=2`` (the step scores its rows in two
+passes of similar completion length, each padded to its own longest, ``tests/test_length_buckets.py``): the last
+is what ``RunConfig.faster()`` turns on. ``same_completions`` checks that all sides sampled the same.
 
 One untimed warm-up per side, then ``repetitions`` interleaved measurements (the order
 rotates every repetition, so no side always runs on a warmer cache); we report medians.
 Two criteria, at every μ measured (2, the quick preset's, and 1): ``ratio = trl / fedrl_kit >= 1``
 ("fedrl_kit is not slower", default pass) and ``ratio_shared = trl / fedrl_kit (prompt_pass="shared") >= 2``
-(the performance goal).
+(the performance goal), and the same for the compact and faster sides.
 
 Run: ``.venv/bin/python benchmarks/grpo_step_vs_trl.py`` (``--quick`` for fewer repetitions).
 """
@@ -138,7 +141,8 @@ class RecordingReward:
 class FedrlSide:
     """fedrl_kit: a Policy with one client adapter and a GRPOClient whose private data is exactly the B prompts."""
 
-    def __init__(self, args: Args, data, prompt_pass: str = "per_row", generation_loop: str = "hf"):
+    def __init__(self, args: Args, data, prompt_pass: str = "per_row", generation_loop: str = "hf",
+                 length_buckets: int = 1):
         from fedrl_kit.federation.client import GRPOClient, LocalSettings, step_seed
         from fedrl_kit.policy.engine import Policy
         from fedrl_kit.rewards import RewardSet
@@ -157,13 +161,15 @@ class FedrlSide:
         self.sampling_seed = step_seed(args.seed + 1, 0, 0, 0)
         self.prompt_pass = self.policy.prompt_pass = prompt_pass  # generation's prefill and the step's scoring
         self.policy.generation_loop = generation_loop  # "compact": folded adapter, finished rows leave the batch
+        self.length_buckets = length_buckets  # k > 1: the step's scoring in k passes of similar completion length
 
     def step(self, mu: int) -> tuple[float, float]:
         """One timed local step; returns (seconds, mean completion length)."""
         from fedrl_kit.grpo import GRPOSettings
 
         # defaults: clip (0.2, 0.25), beta 0, token-mean
-        self.client.grpo = GRPOSettings(num_iterations=mu, prompt_pass=self.prompt_pass)
+        self.client.grpo = GRPOSettings(num_iterations=mu, prompt_pass=self.prompt_pass,
+                                        length_buckets=self.length_buckets)
         self.policy.set_state(self.client.cid, self.init_state)
         params = self.policy.trainable(self.client.cid)
         t0 = time.perf_counter()
@@ -284,13 +290,15 @@ def main() -> int:
         setup_s = time.perf_counter() - t_setup
         shared = FedrlSide(args, data, prompt_pass="shared")
         compact = FedrlSide(args, data, prompt_pass="shared", generation_loop="compact")
-        sides = {"fedrl_kit": fedrl, "trl": trl_side, "fedrl_kit_shared": shared, "fedrl_kit_compact": compact}
+        faster = FedrlSide(args, data, prompt_pass="shared", generation_loop="compact", length_buckets=2)
+        sides = {"fedrl_kit": fedrl, "trl": trl_side, "fedrl_kit_shared": shared, "fedrl_kit_compact": compact,
+                 "fedrl_kit_faster": faster}
         results = {}
         for mu in args.num_iterations:
             for side in sides.values():  # untimed warm-up
                 side.step(mu)
             same_completions = (fedrl.reward.completions == trl_side.reward.completions == shared.reward.completions
-                                == compact.reward.completions)
+                                == compact.reward.completions == faster.reward.completions)
             times = {name: [] for name in sides}
             lengths = {name: [] for name in sides}
             for rep in range(args.repetitions):
@@ -306,7 +314,7 @@ def main() -> int:
                 num_iterations=mu, seconds=times, completion_length=lengths, median_s=med,
                 median_completion_length={n: statistics.median(v) for n, v in lengths.items()},
                 ratio=med["trl"] / med["fedrl_kit"], ratio_shared=med["trl"] / med["fedrl_kit_shared"],
-                ratio_compact=med["trl"] / med["fedrl_kit_compact"],
+                ratio_compact=med["trl"] / med["fedrl_kit_compact"], ratio_faster=med["trl"] / med["fedrl_kit_faster"],
                 same_completions=same_completions,
             )
             if not same_completions:
@@ -319,6 +327,7 @@ def main() -> int:
     passed = all(r["ratio"] >= 1.0 for r in results.values())
     goal = all(r["ratio_shared"] >= 2.0 for r in results.values())
     goal_compact = all(r["ratio_compact"] >= 2.0 for r in results.values())
+    goal_faster = all(r["ratio_faster"] >= 2.0 for r in results.values())
 
     print()
     print(f"One local GRPO step, B={args.prompts} prompts × G={args.num_generations}, "
@@ -326,23 +335,28 @@ def main() -> int:
           f"LoRA r={args.lora_rank} α={args.lora_alpha:g} on {len(adapters.DEFAULT_TARGETS)} projections, "
           f"accuracy reward, {args.threads} threads on {os.cpu_count()} CPUs; "
           f"median of {args.repetitions} after 1 warm-up (setup {setup_s:.1f} s, not timed)")
-    print(f"{'μ (grad epochs)':>16} {'fedrl_kit s':>12} {'shared s':>9} {'compact s':>10} {'trl s':>9} "
-          f"{'trl/fedrl':>10} {'trl/shared':>11} {'trl/compact':>12} {'len fedrl':>10} {'len trl':>8}")
+    print(f"{'μ (grad epochs)':>16} {'fedrl_kit s':>12} {'shared s':>9} {'compact s':>10} {'faster s':>9} "
+          f"{'trl s':>9} {'trl/fedrl':>10} {'trl/shared':>11} {'trl/compact':>12} {'trl/faster':>11} "
+          f"{'len fedrl':>10} {'len trl':>8}")
     for mu, r in results.items():
         m = r["median_s"]
         print(f"{mu:>16} {m['fedrl_kit']:>12.3f} {m['fedrl_kit_shared']:>9.3f} {m['fedrl_kit_compact']:>10.3f} "
-              f"{m['trl']:>9.3f} {r['ratio']:>10.3f} {r['ratio_shared']:>11.3f} {r['ratio_compact']:>12.3f} "
+              f"{m['fedrl_kit_faster']:>9.3f} {m['trl']:>9.3f} {r['ratio']:>10.3f} {r['ratio_shared']:>11.3f} "
+              f"{r['ratio_compact']:>12.3f} {r['ratio_faster']:>11.3f} "
               f"{r['median_completion_length']['fedrl_kit']:>10.1f} {r['median_completion_length']['trl']:>8.1f}")
     ratios = ", ".join(f"{r['ratio']:.3f} at μ={mu}" for mu, r in results.items())
     shared_ratios = ", ".join(f"{r['ratio_shared']:.3f} at μ={mu}" for mu, r in results.items())
     compact_ratios = ", ".join(f"{r['ratio_compact']:.3f} at μ={mu}" for mu, r in results.items())
+    faster_ratios = ", ".join(f"{r['ratio_faster']:.3f} at μ={mu}" for mu, r in results.items())
     print(f"ratio = trl / fedrl_kit = {ratios}; with prompt_pass='shared': {shared_ratios}; "
-          f"and generation_loop='compact': {compact_ratios}")
+          f"and generation_loop='compact': {compact_ratios}; and length_buckets=2 (RunConfig.faster()): "
+          f"{faster_ratios}")
     slower = [f"μ={mu}" for mu, r in results.items() if r["ratio"] < 1.0]
     print("PASS: fedrl_kit is not slower than TRL (ratio >= 1 at every μ)" if passed else
           f"FAIL: fedrl_kit is slower than TRL at {', '.join(slower)} (ratio < 1)")
     for key, label, met in (("ratio_shared", "prompt_pass='shared'", goal),
-                            ("ratio_compact", "prompt_pass='shared' with generation_loop='compact'", goal_compact)):
+                            ("ratio_compact", "prompt_pass='shared' with generation_loop='compact'", goal_compact),
+                            ("ratio_faster", "RunConfig.faster() (shared, compact, length_buckets=2)", goal_faster)):
         print(f"PASS: {label} is at least 2× TRL at every μ" if met else
               f"NOT MET: {label} is under 2× TRL at " +
               ", ".join(f"μ={mu}" for mu, r in results.items() if r[key] < 2.0))
@@ -356,12 +370,16 @@ def main() -> int:
         ratio={str(mu): r["ratio"] for mu, r in results.items()},
         ratio_shared={str(mu): r["ratio_shared"] for mu, r in results.items()},
         ratio_compact={str(mu): r["ratio_compact"] for mu, r in results.items()},
+        ratio_faster={str(mu): r["ratio_faster"] for mu, r in results.items()},
         criterion="ratio = trl / fedrl_kit (median step times) >= 1 at every num_iterations", passed=passed,
         goal="ratio_shared = trl / fedrl_kit with prompt_pass='shared' >= 2 at every num_iterations",
         goal_met=goal,
         goal_compact="ratio_compact = trl / fedrl_kit with prompt_pass='shared' and generation_loop='compact' >= 2 "
                      "at every num_iterations",
         goal_compact_met=goal_compact,
+        goal_faster="ratio_faster = trl / fedrl_kit with RunConfig.faster()'s options (prompt_pass='shared', "
+                    "generation_loop='compact', length_buckets=2) >= 2 at every num_iterations",
+        goal_faster_met=goal_faster,
     ), indent=2) + "\n")
     print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
     return 0
