@@ -4,9 +4,10 @@ Run::
 
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/run_options.py [--repetitions 2]
 
-Three in-process, sequential runs of the same configuration and seed: the defaults; ``prompt_pass="shared"``
-(each prompt once for its G rows); and ``prompt_pass="shared"`` with ``generation_loop="compact"`` (fedrl_kit's own
-sampling loop). Each repetition runs the three in a rotated order. Writes ``benchmarks/results/run_options.json``:
+Four in-process, sequential runs of the same configuration and seed: the defaults; ``prompt_pass="shared"``
+(each prompt once for its G rows); ``prompt_pass="shared"`` with ``generation_loop="compact"`` (fedrl_kit's own
+sampling loop); and ``RunConfig.faster()``, which adds ``length_buckets=2`` (the GRPO step scores its rows in two
+passes of similar completion length). Each repetition runs the four in a rotated order. Writes ``benchmarks/results/run_options.json``:
 wall seconds of every run, the median per variant, ``speedup`` = default's median / the variant's, client-steps
 per second, and each variant's final pass@1. The options compute the default's numbers only to float tolerance,
 so a sampled token can flip and the runs' metrics drift apart; ``first_round_rewards_equal`` says whether the
@@ -30,13 +31,14 @@ from _machine import save_result  # noqa: E402
 from fedrl_kit.config import preset  # noqa: E402
 from fedrl_kit.runs import Run  # noqa: E402
 
-OPTIONS = ("prompt_pass", "generation_loop")
+OPTIONS = ("prompt_pass", "generation_loop", "length_buckets")
 
 
 def variants(base: dict) -> dict:
-    """The three configs; "shared+compact" is ``RunConfig.faster()``, what ``fedrl run --faster`` runs."""
+    """The four configs; "faster" is ``RunConfig.faster()``, what ``fedrl run --faster`` runs."""
     cfg = preset("quick", **base)
-    return {"default": cfg, "shared": cfg.replace(prompt_pass="shared"), "shared+compact": cfg.faster()}
+    return {"default": cfg, "shared": cfg.replace(prompt_pass="shared"),
+            "shared+compact": cfg.replace(prompt_pass="shared", generation_loop="compact"), "faster": cfg.faster()}
 
 
 def _first_round_rewards(records) -> list[float]:

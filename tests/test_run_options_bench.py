@@ -20,7 +20,8 @@ def test_every_variant_runs_and_starts_like_the_default(bench, tmp_path):
     stored = json.loads(out.read_text())
     assert stored["summary"] == json.loads(json.dumps(result["summary"]))
     rows = {r["variant"]: r for r in stored["runs"]}
-    assert set(rows) == {"default", "shared", "shared+compact"}
+    assert set(rows) == {"default", "shared", "shared+compact", "faster"}
+    assert rows["faster"]["options"] == dict(prompt_pass="shared", generation_loop="compact", length_buckets=2)
     assert all(len(r["seconds"]) == 1 and r["seconds"][0] > 0 for r in rows.values())
     assert rows["default"]["speedup"] == 1.0 and all(r["speedup"] > 0 for r in rows.values())
     assert stored["summary"]["first_round_rewards_equal"] == {n: True for n in rows}
