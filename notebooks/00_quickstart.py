@@ -37,7 +37,7 @@
 # `papermill notebooks/00_quickstart.ipynb out.ipynb -p rounds 12 -p num_clients 8`.
 # `preset="full"` switches to the GPU preset (a real Hugging Face model; see README).
 # `faster=True` turns on the speed options the run allows (each prompt run once for its G rows, fedrl_kit's own
-# sampling loop): about twice as fast on a CPU (`benchmarks/run_options.py`, `docs/performance.md`), with numbers
+# sampling loop, completions of similar length scored together): about twice as fast on a CPU (`benchmarks/run_options.py`, `docs/performance.md`), with numbers
 # equal to the default's only to float tolerance, so the run may differ from the one shown here.
 
 # %% tags=["parameters"]
@@ -49,7 +49,7 @@ local_steps = 2         # τ, local GRPO steps per round
 seed = 0
 run_dir = "../runs/quickstart"
 figures_dir = ""      # "" = this notebook's run folder; `make figures` passes ../figures
-faster = False          # True: prompt_pass=shared, generation_loop=compact (RunConfig.faster)
+faster = False          # True: prompt_pass=shared, generation_loop=compact, length_buckets=2 (RunConfig.faster)
 
 # %%
 import shutil
@@ -72,7 +72,8 @@ shutil.rmtree(run_dir, ignore_errors=True)  # a fresh run each time the notebook
 run = Run(cfg, run_dir).build()
 pd.Series({k: v for k, v in cfg.to_dict().items() if k in (
     "base", "num_clients", "rounds", "local_steps", "prompts_per_step", "num_generations", "learning_rate",
-    "lora_rank", "partition", "dirichlet_alpha", "aggregator", "rewards", "prompt_pass", "generation_loop")},
+    "lora_rank", "partition", "dirichlet_alpha", "aggregator", "rewards", "prompt_pass", "generation_loop",
+    "length_buckets")},
     name="value").to_frame()
 
 # %% [markdown]
