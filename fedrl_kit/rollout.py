@@ -10,12 +10,13 @@ with the distribution the completions were actually sampled from.
 
 from __future__ import annotations
 
+import copy
 import functools
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
-from transformers import DynamicCache, LogitsProcessorList
+from transformers import LogitsProcessorList
 
 from fedrl_kit.config import GENERATION_LOOPS, PROMPT_PASSES
 from fedrl_kit.tags import SYSTEM_PROMPT
@@ -280,7 +281,6 @@ def _shared_prompt_logps_bucketed(model, rollouts: Rollouts, start: int, stop: i
     if T > 1 and cache is None:
         raise RuntimeError("prompt_pass='shared' needs the model to return its KV cache (gradient "
                            "checkpointing turns the cache off); use prompt_pass='per_row'")
-    layers = [(k, v) for k, v, *_ in cache] if T > 1 else []  # [B, heads, P, d] per layer
     parts, order = [], []
     for idx, t in length_buckets_of(c_mask, buckets):
         group = idx // G  # [b_k] each row's prompt
@@ -289,13 +289,26 @@ def _shared_prompt_logps_bucketed(model, rollouts: Rollouts, start: int, stop: i
             attn = torch.cat([row_mask[idx], c_mask[idx, :t]], dim=1)  # [b_k, P + t]
             position_ids = (attn.cumsum(dim=1) - 1).clamp(min=0)[:, -t:-1]  # [b_k, t - 1]
             rest = model(input_ids=c_ids[idx, :t - 1], attention_mask=attn[:, :-1], position_ids=position_ids,
-                         cache=DynamicCache([(k[group], v[group]) for k, v in layers])).logits  # [b_k, t - 1, V]
+                         cache=_rows_of(cache, group)).logits  # [b_k, t - 1, V]
             logits = torch.cat([logits, rest], dim=1)  # [b_k, t, V]
         logits = logits / max(temperature, 1e-6)
         lp = torch.log_softmax(logits.float(), dim=-1).gather(-1, c_ids[idx, :t].unsqueeze(-1)).squeeze(-1)
         parts.append(torch.nn.functional.pad(lp, (0, T - t)))  # [b_k, T], 0 where the mask is 0
         order.append(idx)
     return torch.cat(parts, dim=0)[torch.argsort(torch.cat(order))]  # [N, T]
+
+
+def _rows_of(cache, rows: torch.Tensor):
+    """A copy of a KV cache holding only the batch rows ``rows`` (repeats allowed), the original left as it is.
+
+    The cache's layers are copied shallowly and select their rows as ``generate`` does (new key and value tensors,
+    autograd intact), so each layer keeps its own bookkeeping, e.g. a sliding-window layer's count of the tokens
+    seen, which a cache rebuilt from the kept keys and values would lose.
+    """
+    out = copy.copy(cache)
+    out.layers = [copy.copy(layer) for layer in cache.layers]
+    out.batch_select_indices(rows)
+    return out
 
 
 @torch.no_grad()
