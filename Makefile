@@ -9,6 +9,11 @@ export TOKENIZERS_PARALLELISM := false
 export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export PYTHONHASHSEED := 0
+# OpenMP threads that wait by spinning slow everything down when two processes share the cores (the test workers)
+export OMP_WAIT_POLICY ?= PASSIVE
+# `make test` runs the tests and the notebooks in this many worker processes (pytest-xdist; one file per worker at
+# a time); the tests marked `serial` (real-time timeouts) run afterwards, alone. TEST_WORKERS=0: all in one process.
+TEST_WORKERS ?= 2
 # torch picks AVX2 or AVX-512 kernels by CPU, and they round differently: pinned, a seed is the same run on any x86
 # CPU (fedrl_kit pins it too when imported before torch; this covers kernels and tools that import torch first)
 ifeq ($(shell uname -m),x86_64)
@@ -41,10 +46,11 @@ demo: install
 test: install unit notebooks
 
 unit: install
-	$(PY) -m pytest tests -q
+	$(PY) -m pytest tests -q -n $(TEST_WORKERS) --dist loadfile -m "not serial"
+	$(PY) -m pytest tests -q -m serial
 
 notebooks: install
-	$(PY) -m pytest --nbval-lax notebooks -q -p no:randomly
+	$(PY) -m pytest --nbval-lax notebooks -q -p no:randomly -n $(TEST_WORKERS) --dist loadfile
 
 # regenerate the repository's figures/ (notebooks otherwise write figures into their own run folders)
 figures: install

@@ -21,6 +21,8 @@ from fedrl_kit.federation.runtime import ClientFailure, InProcessRuntime, Messag
 from fedrl_kit.methods import method_spec
 from fedrl_kit.runs import Run
 
+pytestmark = pytest.mark.serial  # real-time timeouts: `make test` runs these alone, after the others
+
 
 def _adapter(value=0.5):
     return {"x.lora_A.weight": np.full((2, 3), value, np.float32), "x.lora_B.weight": np.full((3, 2), value, np.float32)}

@@ -18,6 +18,8 @@ from fedrl_kit.methods import METHODS
 from fedrl_kit.runs import Run
 from test_boundary import SETTINGS
 
+pytestmark = pytest.mark.serial  # real-time timeouts: `make test` runs these alone, after the others
+
 
 LIVE_STATE = {"evaluator_sft_loss"}
 """Diagnostics that read state a client builds while answering (FedGRPO's evaluator SFT loss): on Flower the

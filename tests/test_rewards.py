@@ -32,6 +32,8 @@ from fedrl_kit.rewards import math_worker
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+pytestmark = pytest.mark.serial  # real-time timeouts: `make test` runs these alone, after the others
+
 GOOD = "<think>2 + 2 = 4</think><answer>4</answer>"
 
 ALL_REWARDS = {

@@ -26,6 +26,8 @@ from fedrl_kit.rewards.sandbox import (
     sandbox_isolation,
 )
 
+pytestmark = pytest.mark.serial  # real-time timeouts: `make test` runs these alone, after the others
+
 DOUBLE = "def double(x):\n    return 2 * x\n"
 TESTS = "assert double(2) == 4\nassert double(-1) == -2\n"
 CHECK_TESTS = "def check(candidate):\n    for x in range(5):\n        assert candidate(x) == 2 * x\n\ncheck(double)\n"

@@ -8,6 +8,8 @@ import pytest
 
 from fedrl_kit import viz
 
+pytestmark = pytest.mark.serial  # real-time timeouts: `make test` runs these alone, after the others
+
 
 def test_png_export_works_here_and_is_started_once(tmp_path):
     if viz._find_browser() is None:
