@@ -158,7 +158,8 @@ class RunConfig:
     (up to k passes of rows with similar completion lengths, each padded only to its own longest, cut where they
     compute the fewest token positions: the same log-probs and gradients to float tolerance, with less of the
     padding's work when lengths vary; not bit for bit 1, so a run made with 1 does not reproduce with k; sequential
-    clients; the GRPO step of fedrl_kit.grpo, not FedMOA's own loss pass: docs/performance.md)"""
+    and lockstep clients (in lockstep each pass keeps every client's rows with its own adapter); the GRPO step, not
+    FedMOA's eq. 8 pass: docs/performance.md)"""
     num_iterations: int = 2
     """gradient epochs per batch of rollouts"""
     epsilon: float = 0.2
@@ -274,8 +275,6 @@ class RunConfig:
         need(self.generation_loop == "hf" or self.dtype == "float32", "generation_loop",
              f'"hf" for a {self.dtype} model (the compact loop folds the adapters into float32 weights)')
         need(1 <= self.length_buckets <= 64, "length_buckets", "an integer in [1, 64]")
-        need(self.length_buckets == 1 or self.client_batching == "sequential", "length_buckets",
-             '1 with client_batching "lockstep" (its rows carry several adapters, in one pass)')
         need(isinstance(self.trace_drift, bool), "trace_drift", "true or false")
         need(not self.trace_tensors or self.trace_drift, "trace_tensors", "false unless trace_drift is true")
         need(0 < self.learning_rate <= 1, "learning_rate", "in (0, 1]")

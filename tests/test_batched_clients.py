@@ -4,6 +4,7 @@ Same rollouts → same per-client log-probs, losses, gradients and updates (floa
 streams → the same completions; each mode bit-reproducible; replies in the sequential format.
 """
 
+import dataclasses
 import numpy as np
 import pytest
 import torch
@@ -76,17 +77,23 @@ def test_per_row_adapters_refuse_groups_that_do_not_tile_the_rows(policy):
             pass
 
 
-@pytest.mark.parametrize("sizes,loss_type,beta,mb", [
-    ((2, 2, 2), "token-mean", 0.0, 256),
-    ((2, 2, 2), "seq-mean-token-mean", 0.1, 256),
-    ((1, 3, 2), "token-mean", 0.05, 3),  # unequal clients, micro-batches of 3 rows per client
+@pytest.mark.parametrize("sizes,loss_type,beta,mb,buckets", [
+    ((2, 2, 2), "token-mean", 0.0, 256, 1),
+    ((2, 2, 2), "seq-mean-token-mean", 0.1, 256, 1),
+    ((1, 3, 2), "token-mean", 0.05, 3, 1),  # unequal clients, micro-batches of 3 rows per client
+    # lockstep scored in passes by completion length, against the sequential one pass
+    ((2, 2, 2), "token-mean", 0.05, 256, 3),
+    ((1, 3, 2), "seq-mean-token-mean", 0.0, 3, 2),
 ])
 def test_lockstep_grpo_step_gives_each_client_its_sequential_losses_gradients_and_update(policy, sizes, loss_type,
-                                                                                          beta, mb):
+                                                                                          beta, mb, buckets):
     parts = _rollouts(policy, sizes)
     gen = torch.Generator().manual_seed(0)
     rewards = {n: torch.randint(0, 2, (len(parts[n]),), generator=gen).float() for n in NAMES}
     settings = GRPOSettings(num_iterations=2, beta=beta, loss_type=loss_type, micro_batch_size=mb)
+    if buckets > 1:
+        lengths = torch.cat([parts[n].completion_mask.sum(1) for n in NAMES])
+        assert len(set(lengths.tolist())) > 1  # the passes really differ in length
     start = {n: policy.get_state(n) for n in NAMES}
     mu = 0.5  # a FedProx term too: it must reach only its own client
 
@@ -107,7 +114,8 @@ def test_lockstep_grpo_step_gives_each_client_its_sequential_losses_gradients_an
     lock_grads = {}
     diags = grpo_step_lockstep(
         policy.model, NAMES, [make_optimizer(ps, _local()) for ps in params], [parts[n] for n in NAMES],
-        [rewards[n] for n in NAMES], settings, policy.tokenizer.pad_token_id, ref_model_ctx=policy.reference,
+        [rewards[n] for n in NAMES], dataclasses.replace(settings, length_buckets=buckets),
+        policy.tokenizer.pad_token_id, ref_model_ctx=policy.reference,
         extra_losses=[prox(ps) for ps in params],
         on_first_grads=[lambda ps, n=n: lock_grads.__setitem__(n, [p.grad.clone() for p in ps]) for n in NAMES])
     for k, n in enumerate(NAMES):

@@ -108,22 +108,23 @@ def test_length_buckets_are_validated():
     for bad in (0, 65):
         with pytest.raises(ValueError, match="length_buckets must be an integer in"):
             RunConfig().replace(length_buckets=bad)
-    with pytest.raises(ValueError, match="length_buckets must be 1 with client_batching"):
-        RunConfig().replace(client_batching="lockstep", length_buckets=2)
     with pytest.raises(ValueError, match="length_buckets must be an integer >= 1"):
         per_token_logps(None, None, length_buckets=0)
     assert RunConfig().length_buckets == 1  # stored runs were scored in one pass
     assert RunConfig().replace(length_buckets=3).grpo_settings().length_buckets == 3
 
 
-def test_a_run_with_buckets_answers_like_one_pass(tiny_dir):
-    """End to end: the first round's rewards are sampled before any update, so they are equal; the run finishes."""
+@pytest.mark.parametrize("client_batching", ["sequential", "lockstep"])
+def test_a_run_with_buckets_answers_like_one_pass(tiny_dir, client_batching):
+    """End to end: the first round's rewards are sampled before any update, so they are equal; the run finishes.
+    In lockstep each pass keeps every client's rows with its own adapter."""
     from conftest import small_config
     from fedrl_kit.runs import Run
 
     firsts = []
-    for k in (1, 2):
-        recs = Run(small_config(tiny_dir, rounds=1, length_buckets=k), progress=False).run()
+    for batching, k in (("sequential", 1), (client_batching, 2)):
+        recs = Run(small_config(tiny_dir, rounds=1, length_buckets=k, client_batching=batching),
+                   progress=False).run()
         firsts.append([r for r in recs if r["kind"] == "client" and r["round"] == 1])
         assert [r["round"] for r in recs if r["kind"] == "global"] == [0, 1]
     assert len(firsts[0]) == 3

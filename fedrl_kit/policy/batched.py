@@ -44,7 +44,7 @@ import torch
 import torch.nn.functional as F
 
 from fedrl_kit.grpo import GRPOSettings, group_advantages, grpo_loss, step_summary
-from fedrl_kit.rollout import Rollouts, generate, per_token_logps, plain_lora
+from fedrl_kit.rollout import Rollouts, generate, length_buckets_of, per_token_logps, plain_lora
 from fedrl_kit.sft import completion_logprob
 
 if TYPE_CHECKING:  # peft is imported on first use: method modules register lockstep handlers cheaply
@@ -233,12 +233,46 @@ def concat_rollouts(parts: list[Rollouts], pad_token_id: int) -> Rollouts:
 
 
 def lockstep_logps(model, names: list[str], parts: list[Rollouts], temperature: float,
-                   pad_token_id: int) -> list[torch.Tensor]:
-    """Each client's [N_k, T_k] per-token log-probs under its own adapter, from one forward over all rows."""
+                   pad_token_id: int, length_buckets: int = 1) -> list[torch.Tensor]:
+    """Each client's [N_k, T_k] per-token log-probs under its own adapter, from one forward over all rows.
+
+    ``length_buckets`` = k > 1: from up to k forwards instead, rows of similar completion length together
+    (:func:`fedrl_kit.rollout.length_buckets_of`), each padded only to its own longest; within a pass the rows stay
+    in client order, so each client's rows are one contiguous group with its adapter.
+    """
     groups = row_groups(names, [len(r) for r in parts])
-    with per_row_adapters(model, groups):
-        logps = per_token_logps(model, concat_rollouts(parts, pad_token_id), temperature)  # [ΣN, T]
+    every = concat_rollouts(parts, pad_token_id)
+    if length_buckets == 1:
+        with per_row_adapters(model, groups):
+            logps = per_token_logps(model, every, temperature)  # [ΣN, T]
+    else:
+        logps = _bucketed_lockstep_logps(model, groups, every, temperature, length_buckets)
     return [logps[start:stop, :r.completion_ids.shape[1]] for (_, start, stop), r in zip(groups, parts)]
+
+
+def _bucketed_lockstep_logps(model, groups: Groups, every: Rollouts, temperature: float,
+                             buckets: int) -> torch.Tensor:
+    """:func:`lockstep_logps`'s passes by length: [ΣN, T] log-probs, rows in their order (0 past a pass's longest)."""
+    T = every.completion_ids.shape[1]
+    owner = torch.empty(len(every), dtype=torch.long)  # [ΣN] each row's group
+    for g, (_, start, stop) in enumerate(groups):
+        owner[start:stop] = g
+    parts, order = [], []
+    for idx, t in length_buckets_of(every.completion_mask, buckets):
+        idx = idx.sort().values  # client order: each client's rows contiguous
+        counts = torch.bincount(owner[idx], minlength=len(groups)).tolist()
+        bounds = torch.tensor([0, *counts]).cumsum(0).tolist()
+        pass_groups = [(groups[g][0], bounds[g], bounds[g + 1]) for g in range(len(groups)) if counts[g]]
+        used = every.prompt_mask[idx].any(dim=0).nonzero()  # the pass's leading all-padding prompt columns go
+        keep = int(used[0]) if len(used) else 0
+        rows = Rollouts(every.prompt_ids[idx, keep:], every.prompt_mask[idx, keep:], every.completion_ids[idx, :t],
+                        every.completion_mask[idx, :t], [every.prompts[i] for i in idx.tolist()],
+                        [every.completions[i] for i in idx.tolist()], every.num_generations)
+        with per_row_adapters(model, pass_groups):
+            lp = per_token_logps(model, rows, temperature)  # [b_k, t]
+        parts.append(F.pad(lp, (0, T - t)))  # [b_k, T]
+        order.append(idx)
+    return torch.cat(parts, dim=0)[torch.argsort(torch.cat(order))]  # [ΣN, T]
 
 
 def grpo_step_lockstep(model, names: list[str], optimizers: list, rollouts: list[Rollouts],
@@ -277,7 +311,8 @@ def grpo_step_lockstep(model, names: list[str], optimizers: list, rollouts: list
         if ref_model_ctx is None:
             raise ValueError("beta > 0 needs ref_model_ctx (the policy with its adapter disabled)")
         with torch.no_grad(), ref_model_ctx():
-            every = per_token_logps(model, concat_rollouts(rollouts, pad_token_id), settings.temperature, mb)
+            every = per_token_logps(model, concat_rollouts(rollouts, pad_token_id), settings.temperature, mb,
+                                    length_buckets=settings.length_buckets)
         bounds = row_groups(names, n)
         ref_logps = [every[s:e, :m.shape[1]] for (_, s, e), m in zip(bounds, masks)]  # K × [N_k, T_k]
     params = [[p for g in opt.param_groups for p in g["params"]] for opt in optimizers]
@@ -291,7 +326,8 @@ def grpo_step_lockstep(model, names: list[str], optimizers: list, rollouts: list
             opt.zero_grad()
         for chunk in chunks:
             parts = [rollouts[k].select(rows) if mb < n[k] else rollouts[k] for k, rows in chunk]
-            logps = lockstep_logps(model, [names[k] for k, _ in chunk], parts, settings.temperature, pad_token_id)
+            logps = lockstep_logps(model, [names[k] for k, _ in chunk], parts, settings.temperature, pad_token_id,
+                                   settings.length_buckets)
             total = 0.0
             for (k, rows), lp in zip(chunk, logps):
                 sl = slice(rows.start, rows.stop)
