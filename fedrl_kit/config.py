@@ -349,13 +349,12 @@ class RunConfig:
         return dataclasses.replace(self, **top).validate()
 
     def faster(self) -> "RunConfig":
-        """A copy with the speed options this config allows: ``prompt_pass="shared"`` and ``length_buckets=2`` for
-        sequential clients with HF rollouts, and ``generation_loop="compact"`` besides for a float32 model
+        """A copy with the speed options this config allows: ``length_buckets=2`` always; ``prompt_pass="shared"``
+        besides for sequential clients with HF rollouts, and ``generation_loop="compact"`` too for a float32 model
         (docs/performance.md: about 2× on the quickstart run on a CPU). They compute the defaults' numbers to float
-        tolerance, not bit for bit, so a run made with them does not reproduce one made without. A config they do
-        not apply to comes back unchanged."""
+        tolerance, not bit for bit, so a run made with them does not reproduce one made without."""
         if self.client_batching != "sequential" or self.rollout_backend != "hf":
-            return self
+            return self.replace(length_buckets=2)
         return self.replace(prompt_pass="shared", generation_loop="compact" if self.dtype == "float32" else "hf",
                             length_buckets=2)
 
