@@ -196,16 +196,14 @@ def per_token_logps(model, rollouts: Rollouts, temperature: float = 1.0, batch_s
         if length_buckets == 1:
             out.append(_per_row_logps(model, p_ids, p_mask, c_ids, c_mask, temperature))  # [b, T]
             continue
-        T = c_ids.shape[1]
-        parts, order = [], []
-        for idx, t in length_buckets_of(c_mask, length_buckets):
-            used = p_mask[idx].any(dim=0).nonzero()  # the bucket's leading all-padding prompt columns go
-            keep = int(used[0]) if len(used) else 0
-            lp = _per_row_logps(model, p_ids[idx, keep:], p_mask[idx, keep:], c_ids[idx, :t], c_mask[idx, :t],
-                                temperature)  # [b_k, t]
-            parts.append(torch.nn.functional.pad(lp, (0, T - t)))  # [b_k, T], 0 where the mask is 0
-            order.append(idx)
-        out.append(torch.cat(parts, dim=0)[torch.argsort(torch.cat(order))])  # [b, T] rows back in their order
+        chunk = rollouts if batch_size >= n else rollouts.select(range(s, min(n, s + batch_size)))
+
+        def score(idx, t, chunk=chunk):
+            rows = trimmed_rows(chunk, idx, t)
+            return _per_row_logps(model, rows.prompt_ids, rows.prompt_mask, rows.completion_ids, rows.completion_mask,
+                                  temperature)  # [b_k, t]
+
+        out.append(scored_in_passes(c_mask, length_buckets, score))  # [b, T]
     return torch.cat(out, dim=0)  # [N, T]
 
 
@@ -216,8 +214,39 @@ def _per_row_logps(model, p_ids, p_mask, c_ids, c_mask, temperature: float) -> t
     position_ids = (attn.cumsum(dim=1) - 1).clamp(min=0)  # [b, P + T]
     T = c_ids.shape[1]
     logits = model(input_ids=input_ids, attention_mask=attn, position_ids=position_ids).logits  # [b, P+T, V]
-    logits = logits[:, -T - 1:-1, :] / max(temperature, 1e-6)  # [b, T, V] logits that predict each completion token
-    return torch.log_softmax(logits.float(), dim=-1).gather(-1, c_ids.unsqueeze(-1)).squeeze(-1)  # [b, T]
+    return _token_logps(logits[:, -T - 1:-1, :], c_ids, temperature)  # [b, T] from the logits that predict each
+
+
+def _token_logps(logits: torch.Tensor, ids: torch.Tensor, temperature: float) -> torch.Tensor:
+    """log-softmax of logits / temperature at the tokens ``ids``.  [b, T, V] and [b, T] -> [b, T]"""
+    logits = logits / max(temperature, 1e-6)
+    return torch.log_softmax(logits.float(), dim=-1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+
+
+def trimmed_rows(rollouts: Rollouts, idx: torch.Tensor, t: int) -> Rollouts:
+    """The rows ``idx`` with their completions cut to ``t`` tokens and the prompt columns that are padding in all
+    of them dropped (left padding): one pass of :func:`scored_in_passes`."""
+    used = rollouts.prompt_mask[idx].any(dim=0).nonzero()
+    keep = int(used[0]) if len(used) else 0
+    return Rollouts(rollouts.prompt_ids[idx, keep:], rollouts.prompt_mask[idx, keep:],
+                    rollouts.completion_ids[idx, :t], rollouts.completion_mask[idx, :t],
+                    [rollouts.prompts[i] for i in idx.tolist()], [rollouts.completions[i] for i in idx.tolist()],
+                    rollouts.num_generations)
+
+
+def scored_in_passes(completion_mask: torch.Tensor, buckets: int, score) -> torch.Tensor:
+    """Log-probs of every row from up to ``buckets`` passes by completion length (:func:`length_buckets_of`).
+
+    ``score(idx, t)`` scores the rows ``idx`` (ascending) with completions cut to ``t`` tokens and returns
+    [len(idx), t]; the passes are put back in the rows' order, 0 past a pass's longest.  -> [N, T]
+    """
+    T = completion_mask.shape[1]
+    parts, order = [], []
+    for idx, t in length_buckets_of(completion_mask, buckets):
+        idx = idx.sort().values
+        parts.append(torch.nn.functional.pad(score(idx, t), (0, T - t)))  # [b_k, T]
+        order.append(idx)
+    return torch.cat(parts, dim=0)[torch.argsort(torch.cat(order))]  # [N, T]
 
 
 def length_buckets_of(completion_mask: torch.Tensor, buckets: int) -> list[tuple[torch.Tensor, int]]:
@@ -274,15 +303,9 @@ def _shared_prompt_logps_bucketed(model, rollouts: Rollouts, start: int, stop: i
     c_ids, c_mask = rollouts.completion_ids[start:stop], rollouts.completion_mask[start:stop]  # [N, T]
     row_mask = rollouts.prompt_mask[start:stop]  # [N, P]
     T = c_ids.shape[1]
-    out = model(input_ids=p_ids, attention_mask=p_mask, position_ids=(p_mask.cumsum(dim=1) - 1).clamp(min=0),
-                use_cache=T > 1, logits_to_keep=1)
-    first = out.logits[:, -1:, :]  # [B, 1, V] predicts completion token 0
-    cache = getattr(out, "cache", None)
-    if T > 1 and cache is None:
-        raise RuntimeError("prompt_pass='shared' needs the model to return its KV cache (gradient "
-                           "checkpointing turns the cache off); use prompt_pass='per_row'")
-    parts, order = [], []
-    for idx, t in length_buckets_of(c_mask, buckets):
+    first, cache = _prompt_pass(model, p_ids, p_mask, T, use_cache=T > 1)  # [B, 1, V], keys and values of [B, P]
+
+    def score(idx, t):
         group = idx // G  # [b_k] each row's prompt
         logits = first[group]  # [b_k, 1, V]
         if t > 1:
@@ -291,11 +314,22 @@ def _shared_prompt_logps_bucketed(model, rollouts: Rollouts, start: int, stop: i
             rest = model(input_ids=c_ids[idx, :t - 1], attention_mask=attn[:, :-1], position_ids=position_ids,
                          cache=_rows_of(cache, group)).logits  # [b_k, t - 1, V]
             logits = torch.cat([logits, rest], dim=1)  # [b_k, t, V]
-        logits = logits / max(temperature, 1e-6)
-        lp = torch.log_softmax(logits.float(), dim=-1).gather(-1, c_ids[idx, :t].unsqueeze(-1)).squeeze(-1)
-        parts.append(torch.nn.functional.pad(lp, (0, T - t)))  # [b_k, T], 0 where the mask is 0
-        order.append(idx)
-    return torch.cat(parts, dim=0)[torch.argsort(torch.cat(order))]  # [N, T]
+        return _token_logps(logits, c_ids[idx, :t], temperature)  # [b_k, t]
+
+    return scored_in_passes(c_mask, buckets, score)  # [N, T]
+
+
+def _prompt_pass(model, p_ids: torch.Tensor, p_mask: torch.Tensor, T: int, use_cache: bool = True):
+    """The shared pass's one forward over the B prompts: (logits at each prompt's last position [B, 1, V], which
+    predict the first completion token; the KV cache, or None). Raises when completions of ``T`` > 1 tokens need
+    the cache and the model returned none."""
+    out = model(input_ids=p_ids, attention_mask=p_mask, position_ids=(p_mask.cumsum(dim=1) - 1).clamp(min=0),
+                use_cache=use_cache, logits_to_keep=1)
+    cache = getattr(out, "cache", None)
+    if T > 1 and cache is None:
+        raise RuntimeError("prompt_pass='shared' needs the model to return its KV cache (gradient "
+                           "checkpointing turns the cache off); use prompt_pass='per_row'")
+    return out.logits[:, -1:, :], cache
 
 
 def _rows_of(cache, rows: torch.Tensor):
@@ -485,21 +519,15 @@ def _shared_prompt_logps(model, rollouts: Rollouts, start: int, stop: int, tempe
     G = rollouts.num_generations
     p_ids, p_mask = rollouts.prompt_ids[start:stop:G], rollouts.prompt_mask[start:stop:G]  # [B, P]
     c_ids, c_mask = rollouts.completion_ids[start:stop], rollouts.completion_mask[start:stop]  # [N, T]
-    out = model(input_ids=p_ids, attention_mask=p_mask, position_ids=(p_mask.cumsum(dim=1) - 1).clamp(min=0),
-                use_cache=True, logits_to_keep=1)
-    first = out.logits[:, -1:, :].repeat_interleave(G, dim=0)  # [N, 1, V] predicts completion token 0
-    logits = first
     T = c_ids.shape[1]
+    first, cache = _prompt_pass(model, p_ids, p_mask, T)  # [B, 1, V], keys and values of [B, P]
+    first = first.repeat_interleave(G, dim=0)  # [N, 1, V] predicts completion token 0
+    logits = first
     if T > 1:
-        cache = getattr(out, "cache", None)
-        if cache is None:
-            raise RuntimeError("prompt_pass='shared' needs the model to return its KV cache (gradient "
-                               "checkpointing turns the cache off); use prompt_pass='per_row'")
         cache.batch_repeat_interleave(G)  # [B, …] -> [N, …] keys and values, autograd intact
         attn = torch.cat([rollouts.prompt_mask[start:stop], c_mask], dim=1)  # [N, P + T]
         position_ids = (attn.cumsum(dim=1) - 1).clamp(min=0)[:, -T:-1]  # [N, T - 1]
         rest = model(input_ids=c_ids[:, :-1], attention_mask=attn[:, :-1], position_ids=position_ids,
                      cache=cache).logits  # [N, T - 1, V] predicts completion tokens 1..T-1
         logits = torch.cat([first, rest], dim=1)  # [N, T, V]
-    logits = logits / max(temperature, 1e-6)
-    return torch.log_softmax(logits.float(), dim=-1).gather(-1, c_ids.unsqueeze(-1)).squeeze(-1)  # [N, T]
+    return _token_logps(logits, c_ids, temperature)  # [N, T]

@@ -44,7 +44,7 @@ import torch
 import torch.nn.functional as F
 
 from fedrl_kit.grpo import GRPOSettings, group_advantages, grpo_loss, step_summary
-from fedrl_kit.rollout import Rollouts, generate, length_buckets_of, per_token_logps, plain_lora
+from fedrl_kit.rollout import Rollouts, generate, per_token_logps, plain_lora, scored_in_passes, trimmed_rows
 from fedrl_kit.sft import completion_logprob
 
 if TYPE_CHECKING:  # peft is imported on first use: method modules register lockstep handlers cheaply
@@ -253,26 +253,18 @@ def lockstep_logps(model, names: list[str], parts: list[Rollouts], temperature: 
 def _bucketed_lockstep_logps(model, groups: Groups, every: Rollouts, temperature: float,
                              buckets: int) -> torch.Tensor:
     """:func:`lockstep_logps`'s passes by length: [ΣN, T] log-probs, rows in their order (0 past a pass's longest)."""
-    T = every.completion_ids.shape[1]
     owner = torch.empty(len(every), dtype=torch.long)  # [ΣN] each row's group
     for g, (_, start, stop) in enumerate(groups):
         owner[start:stop] = g
-    parts, order = [], []
-    for idx, t in length_buckets_of(every.completion_mask, buckets):
-        idx = idx.sort().values  # client order: each client's rows contiguous
+
+    def score(idx, t):  # idx ascending: client order, each client's rows contiguous
         counts = torch.bincount(owner[idx], minlength=len(groups)).tolist()
         bounds = torch.tensor([0, *counts]).cumsum(0).tolist()
         pass_groups = [(groups[g][0], bounds[g], bounds[g + 1]) for g in range(len(groups)) if counts[g]]
-        used = every.prompt_mask[idx].any(dim=0).nonzero()  # the pass's leading all-padding prompt columns go
-        keep = int(used[0]) if len(used) else 0
-        rows = Rollouts(every.prompt_ids[idx, keep:], every.prompt_mask[idx, keep:], every.completion_ids[idx, :t],
-                        every.completion_mask[idx, :t], [every.prompts[i] for i in idx.tolist()],
-                        [every.completions[i] for i in idx.tolist()], every.num_generations)
         with per_row_adapters(model, pass_groups):
-            lp = per_token_logps(model, rows, temperature)  # [b_k, t]
-        parts.append(F.pad(lp, (0, T - t)))  # [b_k, T]
-        order.append(idx)
-    return torch.cat(parts, dim=0)[torch.argsort(torch.cat(order))]  # [ΣN, T]
+            return per_token_logps(model, trimmed_rows(every, idx, t), temperature)  # [b_k, t]
+
+    return scored_in_passes(every.completion_mask, buckets, score)  # [ΣN, T]
 
 
 def grpo_step_lockstep(model, names: list[str], optimizers: list, rollouts: list[Rollouts],
