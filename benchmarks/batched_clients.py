@@ -15,7 +15,11 @@ checks, aggregation — the same code path a run takes.
 Per K: one untimed warm-up round per mode (it creates the clients' adapters), then ``--repetitions``
 measurements alternating the order of the two modes; we report medians and ``speedup = sequential /
 lockstep``, in wall time and in the process's CPU time (``time.process_time``: on a machine that other jobs
-share, the CPU time a round used is steadier than its wall time).
+share, the CPU time a round used is steadier than its wall time), and the minor page faults a round took.
+
+A lockstep run on a CPU keeps freed memory in the process (:mod:`fedrl_kit.policy.allocator`): from the first
+lockstep run built on, for both modes, since the setting is the process's. ``--system-malloc`` leaves glibc's
+malloc as it is, to measure what that saves (``freed_memory_kept`` in the JSON says which).
 
 Run (single-threaded, as the numbers in docs/performance.md were taken)::
 
@@ -27,6 +31,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import resource
 import statistics
 import sys
 import time
@@ -54,6 +59,9 @@ def parse_args(argv=None):
                    help="further RunConfig fields for both modes (e.g. fedmoa.setting=homo+homo)")
     p.add_argument("--repetitions", type=int, default=3, help="timed rounds per mode and K")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
+    p.add_argument("--system-malloc", action="store_true",
+                   help="leave glibc's malloc as it is: do not keep freed memory for lockstep runs "
+                        "(fedrl_kit.policy.allocator), to measure what keeping it saves")
     p.add_argument("--out", default=None, help="default benchmarks/results/batched_clients.json (FedAvg-GRPO), "
                                                "batched_clients_<method>.json for another method")
     args = p.parse_args(argv)
@@ -61,6 +69,11 @@ def parse_args(argv=None):
         name = "batched_clients" + ("" if args.method == "fedavg_grpo" else f"_{args.method}")
         args.out = str(ROOT / "benchmarks" / "results" / f"{name}.json")
     return args
+
+
+def minor_faults() -> int:
+    """The process's minor page faults so far (first touches of memory the system handed out afresh)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def same_outcome(a: dict, b: dict, rel: float = 1e-5) -> bool:
@@ -81,11 +94,14 @@ def same_outcome(a: dict, b: dict, rel: float = 1e-5) -> bool:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.system_malloc:
+        os.environ["FEDRL_KIT_KEEP_FREED_MEMORY"] = "0"
     torch.set_num_threads(args.threads)
     import transformers
 
     transformers.logging.set_verbosity_error()
     from fedrl_kit.config import LOCKSTEP_METHODS, preset
+    from fedrl_kit.policy.allocator import freed_memory_kept
     from fedrl_kit.runs import Run
 
     if args.method not in LOCKSTEP_METHODS:
@@ -110,29 +126,32 @@ def main(argv=None) -> int:
     for K in args.clients:
         cfg = config_of(K)
 
-        def one_round(mode: str) -> tuple[float, float, dict]:
+        def one_round(mode: str) -> tuple[float, float, int, dict]:
             nonlocal policy
             run = Run(preset("quick", client_batching=mode, **cfg), progress=False, policy=policy).build()
             policy = run.policy
-            t0, c0 = time.perf_counter(), time.process_time()
+            t0, c0, f0 = time.perf_counter(), time.process_time(), minor_faults()
             out = run.spec.run_round(run.server, 1)
-            return time.perf_counter() - t0, time.process_time() - c0, out
+            return time.perf_counter() - t0, time.process_time() - c0, minor_faults() - f0, out
 
-        replies = {m: one_round(m)[2] for m in modes}  # warm-up: adapters created, caches filled
-        times, cpu = {m: [] for m in modes}, {m: [] for m in modes}
+        replies = {m: one_round(m)[3] for m in modes}  # warm-up: adapters created, caches filled
+        times, cpu, faults = {m: [] for m in modes}, {m: [] for m in modes}, {m: [] for m in modes}
         for rep in range(args.repetitions):
             for mode in (list(modes) if rep % 2 == 0 else list(modes)[::-1]):
-                wall, used, _ = one_round(mode)
+                wall, used, faulted, _ = one_round(mode)
                 times[mode].append(wall)
                 cpu[mode].append(used)
+                faults[mode].append(faulted)
             print(f"K={K:>2} rep {rep + 1}/{args.repetitions}: "
-                  + "  ".join(f"{m} {times[m][-1]:.2f} s (cpu {cpu[m][-1]:.2f} s)" for m in modes), flush=True)
+                  + "  ".join(f"{m} {times[m][-1]:.2f} s (cpu {cpu[m][-1]:.2f} s, {faults[m][-1]} page faults)"
+                              for m in modes), flush=True)
         med = {m: statistics.median(t) for m, t in times.items()}
         med_cpu = {m: statistics.median(t) for m, t in cpu.items()}
         same = same_outcome(replies["sequential"]["clients"], replies["lockstep"]["clients"])
         runs.append(dict(clients=K, seconds=times, median_s=med, speedup=med["sequential"] / med["lockstep"],
                          cpu_seconds=cpu, median_cpu_s=med_cpu,
-                         cpu_speedup=med_cpu["sequential"] / med_cpu["lockstep"],
+                         cpu_speedup=med_cpu["sequential"] / med_cpu["lockstep"], page_faults=faults,
+                         median_page_faults={m: statistics.median(f) for m, f in faults.items()},
                          client_steps_per_s={m: K * args.local_steps / med[m] for m in modes},
                          same_rewards=same, failed={m: replies[m]["failed"] for m in modes}))
         print(f"K={K:>2}: sequential {med['sequential']:.2f} s, lockstep {med['lockstep']:.2f} s, "
@@ -143,10 +162,12 @@ def main(argv=None) -> int:
     settings = dict(vars(args), preset="quick", base=quick.base, world=quick.world,
                     prompts_per_step=quick.prompts_per_step, num_generations=quick.num_generations,
                     max_new_tokens=quick.max_new_tokens, num_iterations=quick.num_iterations,
-                    lora_rank=quick.lora_rank, torch_threads=torch.get_num_threads(), loadavg_1min=os.getloadavg()[0])
+                    lora_rank=quick.lora_rank, torch_threads=torch.get_num_threads(), loadavg_1min=os.getloadavg()[0],
+                    freed_memory_kept=freed_memory_kept())
     summary = {f"K={r['clients']}": dict(sequential_s=round(r["median_s"]["sequential"], 3),
                                           lockstep_s=round(r["median_s"]["lockstep"], 3),
                                           speedup=round(r["speedup"], 3), cpu_speedup=round(r["cpu_speedup"], 3),
+                                          page_faults=r["median_page_faults"],
                                           same_rewards=r["same_rewards"])
                for r in runs}
     save_result(args.out, "batched_clients", argv, settings, runs, summary)

@@ -53,6 +53,7 @@ from fedrl_kit.federation.server import Server, ServerWorld
 from fedrl_kit.federation.truth import SimulatorTruth
 from fedrl_kit.methods import method_spec
 from fedrl_kit.policy.adapters import GLOBAL, initial_state
+from fedrl_kit.policy.allocator import keep_freed_memory
 from fedrl_kit.policy.engine import Policy
 from fedrl_kit.rewards import REWARDS, make_reward_set
 from fedrl_kit.world.partition import partition
@@ -302,6 +303,9 @@ class Run:
         make = self.runtime_kind if callable(self.runtime_kind) else self.RUNTIMES[self.runtime_kind]
         if cfg.client_batching == "lockstep":  # clients step together (fedrl_kit.federation.lockstep)
             from fedrl_kit.federation.lockstep import LockstepRuntime
+
+            if cfg.device == "cpu":  # K clients' activations in one batch: keep freed memory (policy.allocator)
+                keep_freed_memory()
 
             make = functools.partial(LockstepRuntime, handlers=self.spec.lockstep)
         self.runtime = make(
