@@ -12,6 +12,7 @@ import torch
 from conftest import small_config
 from fedrl_kit.federation.client import make_optimizer
 from fedrl_kit.grpo import GRPOSettings, grpo_step
+from fedrl_kit.policy import batched
 from fedrl_kit.policy.batched import (generate_lockstep, grpo_step_lockstep, lockstep_logps, per_row_adapters,
                                       row_groups)
 from fedrl_kit.policy.engine import Policy
@@ -21,8 +22,7 @@ from fedrl_kit.runs import Run
 NAMES = ["client_0", "client_1", "client_2"]
 
 
-@pytest.fixture(scope="module")
-def policy(tiny_dir):
+def _policy(tiny_dir):
     """A tiny policy with three adapters whose factors differ (B ≠ 0, so each adapter changes the outputs)."""
     pol = Policy.load(tiny_dir, lora_rank=4, max_new_tokens=8)
     for i, name in enumerate(NAMES):
@@ -30,6 +30,11 @@ def policy(tiny_dir):
         pol.set_state(name, {k: v + 0.3 * rng.standard_normal(v.shape).astype(np.float32)
                              for k, v in pol.get_state().items()})
     return pol
+
+
+@pytest.fixture(scope="module")
+def policy(tiny_dir):
+    return _policy(tiny_dir)
 
 
 def _rollouts(policy, sizes=(2, 2, 2), G=4):
@@ -77,17 +82,31 @@ def test_per_row_adapters_refuse_groups_that_do_not_tile_the_rows(policy):
             pass
 
 
-@pytest.mark.parametrize("sizes,loss_type,beta,mb,buckets", [
-    ((2, 2, 2), "token-mean", 0.0, 256, 1),
-    ((2, 2, 2), "seq-mean-token-mean", 0.1, 256, 1),
-    ((1, 3, 2), "token-mean", 0.05, 3, 1),  # unequal clients, micro-batches of 3 rows per client
+@pytest.mark.parametrize("sizes,loss_type,beta,mb,buckets,split", [
+    ((2, 2, 2), "token-mean", 0.0, 256, 1, False),
+    ((2, 2, 2), "seq-mean-token-mean", 0.1, 256, 1, False),
+    ((1, 3, 2), "token-mean", 0.05, 3, 1, False),  # unequal clients, micro-batches of 3 rows per client
     # lockstep scored in passes by completion length, against the sequential one pass
-    ((2, 2, 2), "token-mean", 0.05, 256, 3),
-    ((1, 3, 2), "seq-mean-token-mean", 0.0, 3, 2),
+    ((2, 2, 2), "token-mean", 0.05, 256, 3, False),
+    ((1, 3, 2), "seq-mean-token-mean", 0.0, 3, 2, False),
+    # a CPU pass budget that fits two clients, not three: a pass of two, then one (batched.cpu_passes)
+    ((2, 2, 2), "token-mean", 0.05, 256, 1, True),
+    ((1, 3, 2), "seq-mean-token-mean", 0.0, 3, 2, True),
 ])
 def test_lockstep_grpo_step_gives_each_client_its_sequential_losses_gradients_and_update(policy, sizes, loss_type,
-                                                                                          beta, mb, buckets):
+                                                                                          beta, mb, buckets, split,
+                                                                                          monkeypatch, tiny_dir):
+    if split:  # in float64: other passes than the other cases' sum in yet another order, and Adam's division
+        policy = _policy(tiny_dir)  # magnifies float32's last bits in near-zero gradients past the update check
+        policy.model.double()
     parts = _rollouts(policy, sizes)
+    if split:
+        longest = max(parts[n].prompt_ids.shape[1] + parts[n].completion_ids.shape[1] for n in NAMES)
+        rows = sorted(min(len(parts[n]), mb) for n in NAMES)
+        monkeypatch.setattr(batched, "CPU_PASS_BYTES", (rows[0] + rows[1]) * longest * batched.activation_bytes(
+            policy.model))
+        real, seen = batched.cpu_passes, []
+        monkeypatch.setattr(batched, "cpu_passes", lambda *a, **k: seen.append(real(*a, **k)) or seen[-1])
     gen = torch.Generator().manual_seed(0)
     rewards = {n: torch.randint(0, 2, (len(parts[n]),), generator=gen).float() for n in NAMES}
     settings = GRPOSettings(num_iterations=2, beta=beta, loss_type=loss_type, micro_batch_size=mb)
@@ -118,6 +137,8 @@ def test_lockstep_grpo_step_gives_each_client_its_sequential_losses_gradients_an
         policy.tokenizer.pad_token_id, ref_model_ctx=policy.reference,
         extra_losses=[prox(ps) for ps in params],
         on_first_grads=[lambda ps, n=n: lock_grads.__setitem__(n, [p.grad.clone() for p in ps]) for n in NAMES])
+    if split:  # the first micro-batch went in two passes
+        assert [len(p) for p in seen[0]] == [2, 1], seen
     for k, n in enumerate(NAMES):
         assert diags[k].keys() == seq_diag[n].keys()
         for key in seq_diag[n]:
@@ -131,6 +152,19 @@ def test_lockstep_grpo_step_gives_each_client_its_sequential_losses_gradients_an
         assert moved > 1e-3
         # Adam divides by sqrt(v): a gradient equal to float tolerance moves a factor by a little more
         assert max(np.abs(after[k2] - seq_after[n][k2]).max() for k2 in start[n]) < 1e-3 * moved
+
+
+def test_cpu_passes_pack_clients_in_order_within_the_budget():
+    chunk = [(0, range(0, 4)), (1, range(0, 4)), (2, range(0, 2)), (3, range(0, 8)), (4, range(0, 1))]
+    lengths = [10, 10, 20, 5, 5]
+    passes = batched.cpu_passes(chunk, lengths, per_position=2, budget=200)
+    # 0+1: 8 rows × 10 × 2 = 160; adding 2 would be 10 × 20 × 2 = 400; 2 alone 80; 2+3: 10 × 20 × 2 = 400 > 200;
+    # 3 alone: 8 × 5 × 2 = 80, 3+4: 9 × 5 × 2 = 90
+    assert [[k for k, _ in p] for p in passes] == [[0, 1], [2], [3, 4]]
+    # a client over the budget alone gets its own pass; nothing is dropped or reordered
+    passes = batched.cpu_passes(chunk, lengths, per_position=2, budget=1)
+    assert [[k for k, _ in p] for p in passes] == [[0], [1], [2], [3], [4]]
+    assert batched.cpu_passes(chunk, lengths, per_position=2, budget=10 ** 9) == [chunk]
 
 
 def _local():

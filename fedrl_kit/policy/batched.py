@@ -30,7 +30,9 @@ forward per chunk of rows (FedGRPO's experts scoring candidates, :mod:`fedrl_kit
 :func:`grpo_step_lockstep` is :func:`fedrl_kit.grpo.grpo_step` for K clients at once: the same advantages,
 π_old reuse, π_ref pass, micro-batches (``micro_batch_size`` rows *per client*), loss weighting, gradient
 clipping and optimiser step — per client, on its own parameters and optimiser — with one forward and one
-backward per micro-batch for all clients.
+backward per micro-batch for all clients. On a CPU a micro-batch's clients are packed into as few passes as keep
+every activation within :data:`CPU_PASS_BYTES` (:func:`cpu_passes`): larger tensors are page-faulted in afresh at
+every pass, which made a K = 16 round on the embedded base twice as slow as the clients one by one.
 """
 
 from __future__ import annotations
@@ -267,6 +269,49 @@ def _bucketed_lockstep_logps(model, groups: Groups, every: Rollouts, temperature
     return scored_in_passes(every.completion_mask, buckets, score)  # [ΣN, T]
 
 
+CPU_PASS_BYTES = 32 << 20
+"""on a CPU, the most bytes one activation of a lockstep training pass may take (see :func:`cpu_passes`)"""
+
+
+def activation_bytes(model) -> int:
+    """Bytes per token position of the model's widest activation: max(hidden, MLP width) × the element size."""
+    cfg = getattr(model, "config", None)
+    hidden = getattr(cfg, "hidden_size", None) or getattr(cfg, "n_embd", None) or 1024
+    width = max(hidden, getattr(cfg, "intermediate_size", None) or getattr(cfg, "n_inner", None) or 4 * hidden)
+    return width * next(model.parameters()).element_size()
+
+
+def cpu_passes(chunk: list[tuple[int, range]], lengths: list[int], per_position: int,
+               budget: int | None = None) -> list[list[tuple[int, range]]]:
+    """A micro-batch's clients packed, in order, into passes whose widest activation stays within ``budget`` bytes.
+
+    On a CPU, glibc's malloc serves a block above 32 MiB (64 MiB in a worker thread's arena, where the runtime
+    runs the clients) with a fresh ``mmap`` whatever the process's settings, so every such tensor is page-faulted
+    in afresh at every pass: at K = 16 on the embedded base (1,024 rows, 78 MB activations) that was 2.9 million
+    page faults and twice the time of the clients one by one (``benchmarks/batched_clients.py``). Passes of at
+    most ``budget`` bytes per activation (rows × positions × ``per_position``) keep every tensor in memory the
+    process reuses (:mod:`fedrl_kit.policy.allocator`). A client alone over the budget gets a pass of its own (as
+    sequentially). Each pass is its own forward and backward; gradients add up as over micro-batches.
+
+    Args:
+        chunk: (client, rows) of one micro-batch, in client order.
+        lengths: per client, its rows' positions (prompt + completion columns).
+        per_position: bytes per row and position of the widest activation (:func:`activation_bytes`).
+        budget: the bytes an activation may take (default :data:`CPU_PASS_BYTES`).
+    """
+    budget = CPU_PASS_BYTES if budget is None else budget
+    passes, rows, longest = [], 0, 0
+    for k, r in chunk:
+        grown = max(longest, lengths[k])
+        if passes and (rows + len(r)) * grown * per_position <= budget:
+            passes[-1].append((k, r))
+            rows, longest = rows + len(r), grown
+        else:
+            passes.append([(k, r)])
+            rows, longest = len(r), lengths[k]
+    return passes
+
+
 def grpo_step_lockstep(model, names: list[str], optimizers: list, rollouts: list[Rollouts],
                        rewards: list[torch.Tensor], settings: GRPOSettings, pad_token_id: int, ref_model_ctx=None,
                        extra_losses: list | None = None, on_first_grads: list | None = None) -> list[dict]:
@@ -297,6 +342,9 @@ def grpo_step_lockstep(model, names: list[str], optimizers: list, rollouts: list
     mb = settings.micro_batch_size
     # micro-batch j holds rows [j·mb, (j+1)·mb) of every client that has them (grpo_step's split, per client)
     chunks = [[(k, range(s, min(n[k], s + mb))) for k in range(K) if s < n[k]] for s in range(0, max(n), mb)]
+    if next(model.parameters()).device.type == "cpu":  # K clients' activations in one pass: see cpu_passes
+        lengths = [r.prompt_ids.shape[1] + r.completion_ids.shape[1] for r in rollouts]
+        chunks = [p for chunk in chunks for p in cpu_passes(chunk, lengths, activation_bytes(model))]
     old_logps = [torch.zeros_like(m, dtype=torch.float32) for m in masks]  # K × [N_k, T_k] filled in epoch 0
     ref_logps = [None] * K
     if settings.beta > 0:
