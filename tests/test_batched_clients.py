@@ -101,7 +101,8 @@ def test_lockstep_grpo_step_gives_each_client_its_sequential_losses_gradients_an
         policy.model.double()
     parts = _rollouts(policy, sizes)
     if split:
-        longest = max(parts[n].prompt_ids.shape[1] + parts[n].completion_ids.shape[1] for n in NAMES)
+        longest = max(parts[n].prompt_ids.shape[1] for n in NAMES) + max(parts[n].completion_ids.shape[1]
+                                                                          for n in NAMES)
         rows = sorted(min(len(parts[n]), mb) for n in NAMES)
         monkeypatch.setattr(batched, "CPU_PASS_BYTES", (rows[0] + rows[1]) * longest * batched.activation_bytes(
             policy.model))
@@ -156,11 +157,14 @@ def test_lockstep_grpo_step_gives_each_client_its_sequential_losses_gradients_an
 
 def test_cpu_passes_pack_clients_in_order_within_the_budget():
     chunk = [(0, range(0, 4)), (1, range(0, 4)), (2, range(0, 2)), (3, range(0, 8)), (4, range(0, 1))]
-    lengths = [10, 10, 20, 5, 5]
+    lengths = [(4, 6), (6, 4), (10, 10), (3, 2), (1, 4)]  # (prompt, completion) columns
     passes = batched.cpu_passes(chunk, lengths, per_position=2, budget=200)
-    # 0+1: 8 rows × 10 × 2 = 160; adding 2 would be 10 × 20 × 2 = 400; 2 alone 80; 2+3: 10 × 20 × 2 = 400 > 200;
-    # 3 alone: 8 × 5 × 2 = 80, 3+4: 9 × 5 × 2 = 90
+    # 0 alone: 4 × 10 × 2 = 80; 0+1 pads to prompt 6 + completion 6: 8 × 12 × 2 = 192; adding 2: 10 × 20 × 2 = 400;
+    # 2 alone 80; 2+3: 10 × 20 × 2 = 400 > 200; 3 alone: 8 × 5 × 2 = 80; 3+4 pads to 3 + 4: 9 × 7 × 2 = 126
     assert [[k for k, _ in p] for p in passes] == [[0, 1], [2], [3, 4]]
+    # with a budget of 190, 0+1 (192: each client alone is 10 positions, the pass 12) no longer fits
+    passes = batched.cpu_passes(chunk, lengths, per_position=2, budget=190)
+    assert [[k for k, _ in p] for p in passes] == [[0], [1], [2], [3, 4]]
     # a client over the budget alone gets its own pass; nothing is dropped or reordered
     passes = batched.cpu_passes(chunk, lengths, per_position=2, budget=1)
     assert [[k for k, _ in p] for p in passes] == [[0], [1], [2], [3], [4]]

@@ -281,34 +281,36 @@ def activation_bytes(model) -> int:
     return width * next(model.parameters()).element_size()
 
 
-def cpu_passes(chunk: list[tuple[int, range]], lengths: list[int], per_position: int,
+def cpu_passes(chunk: list[tuple[int, range]], lengths: list[tuple[int, int]], per_position: int,
                budget: int | None = None) -> list[list[tuple[int, range]]]:
     """A micro-batch's clients packed, in order, into passes whose widest activation stays within ``budget`` bytes.
 
-    On a CPU, glibc's malloc serves a block above 32 MiB (64 MiB in a worker thread's arena, where the runtime
-    runs the clients) with a fresh ``mmap`` whatever the process's settings, so every such tensor is page-faulted
-    in afresh at every pass: at K = 16 on the embedded base (1,024 rows, 78 MB activations) that was 2.9 million
-    page faults and twice the time of the clients one by one (``benchmarks/batched_clients.py``). Passes of at
-    most ``budget`` bytes per activation (rows × positions × ``per_position``) keep every tensor in memory the
-    process reuses (:mod:`fedrl_kit.policy.allocator`). A client alone over the budget gets a pass of its own (as
+    On a CPU, glibc's malloc serves a block above 64 MiB asked for in a worker thread's arena (the runtime runs
+    the clients in one) with a fresh ``mmap`` whatever the process's settings, and one above 32 MiB unless
+    :mod:`fedrl_kit.policy.allocator` keeps freed memory, so every such tensor is page-faulted in afresh at every
+    pass: at K = 16 on the embedded base (1,024 rows, 78 MB activations), with freed memory kept, that was 3.3
+    million page faults and 2.1× the time of the clients one by one
+    (``benchmarks/results/batched_clients_k16_no_passes.json``). Passes of at most ``budget`` bytes per
+    activation (rows × positions × ``per_position``, a pass padded to its longest prompt and its longest
+    completion) keep every tensor in memory the process reuses. A client alone over the budget gets a pass of its own (as
     sequentially). Each pass is its own forward and backward; gradients add up as over micro-batches.
 
     Args:
         chunk: (client, rows) of one micro-batch, in client order.
-        lengths: per client, its rows' positions (prompt + completion columns).
+        lengths: per client, its rows' (prompt, completion) columns.
         per_position: bytes per row and position of the widest activation (:func:`activation_bytes`).
         budget: the bytes an activation may take (default :data:`CPU_PASS_BYTES`).
     """
     budget = CPU_PASS_BYTES if budget is None else budget
-    passes, rows, longest = [], 0, 0
+    passes, rows, prompt, completion = [], 0, 0, 0
     for k, r in chunk:
-        grown = max(longest, lengths[k])
-        if passes and (rows + len(r)) * grown * per_position <= budget:
+        p, c = max(prompt, lengths[k][0]), max(completion, lengths[k][1])  # the pass padded with client k in it
+        if passes and (rows + len(r)) * (p + c) * per_position <= budget:
             passes[-1].append((k, r))
-            rows, longest = rows + len(r), grown
+            rows, prompt, completion = rows + len(r), p, c
         else:
             passes.append([(k, r)])
-            rows, longest = len(r), lengths[k]
+            rows, (prompt, completion) = len(r), lengths[k]
     return passes
 
 
@@ -343,7 +345,7 @@ def grpo_step_lockstep(model, names: list[str], optimizers: list, rollouts: list
     # micro-batch j holds rows [j·mb, (j+1)·mb) of every client that has them (grpo_step's split, per client)
     chunks = [[(k, range(s, min(n[k], s + mb))) for k in range(K) if s < n[k]] for s in range(0, max(n), mb)]
     if next(model.parameters()).device.type == "cpu":  # K clients' activations in one pass: see cpu_passes
-        lengths = [r.prompt_ids.shape[1] + r.completion_ids.shape[1] for r in rollouts]
+        lengths = [(r.prompt_ids.shape[1], r.completion_ids.shape[1]) for r in rollouts]
         chunks = [p for chunk in chunks for p in cpu_passes(chunk, lengths, activation_bytes(model))]
     old_logps = [torch.zeros_like(m, dtype=torch.float32) for m in masks]  # K × [N_k, T_k] filled in epoch 0
     ref_logps = [None] * K
