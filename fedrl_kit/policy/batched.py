@@ -292,8 +292,8 @@ def cpu_passes(chunk: list[tuple[int, range]], lengths: list[tuple[int, int]], p
     million page faults and 2.1× the time of the clients one by one
     (``benchmarks/results/batched_clients_k16_no_passes.json``). Passes of at most ``budget`` bytes per
     activation (rows × positions × ``per_position``, a pass padded to its longest prompt and its longest
-    completion) keep every tensor in memory the process reuses. A client alone over the budget gets a pass of its own (as
-    sequentially). Each pass is its own forward and backward; gradients add up as over micro-batches.
+    completion) keep every tensor in memory the process reuses. A client alone over the budget gets a pass of its
+    own (as sequentially). Each pass is its own forward and backward; gradients add up as over micro-batches.
 
     Args:
         chunk: (client, rows) of one micro-batch, in client order.
@@ -345,8 +345,9 @@ def grpo_step_lockstep(model, names: list[str], optimizers: list, rollouts: list
     # micro-batch j holds rows [j·mb, (j+1)·mb) of every client that has them (grpo_step's split, per client)
     chunks = [[(k, range(s, min(n[k], s + mb))) for k in range(K) if s < n[k]] for s in range(0, max(n), mb)]
     if next(model.parameters()).device.type == "cpu":  # K clients' activations in one pass: see cpu_passes
-        lengths = [(r.prompt_ids.shape[1], r.completion_ids.shape[1]) for r in rollouts]
-        chunks = [p for chunk in chunks for p in cpu_passes(chunk, lengths, activation_bytes(model))]
+        lengths, per_position = [(r.prompt_ids.shape[1], r.completion_ids.shape[1]) for r in rollouts], \
+            activation_bytes(model)
+        chunks = [p for chunk in chunks for p in cpu_passes(chunk, lengths, per_position)]
     old_logps = [torch.zeros_like(m, dtype=torch.float32) for m in masks]  # K × [N_k, T_k] filled in epoch 0
     ref_logps = [None] * K
     if settings.beta > 0:
