@@ -19,6 +19,7 @@ import torch
 from transformers import LogitsProcessorList
 
 from fedrl_kit.config import GENERATION_LOOPS, PROMPT_PASSES
+from fedrl_kit.policy.decode import lean_decoder
 from fedrl_kit.tags import SYSTEM_PROMPT
 
 
@@ -372,7 +373,9 @@ def _compact_sample(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, 
     advances exactly as in ``generate``, which keeps computing finished rows. A finished row gets the pad
     token, as there. ``group``: G > 1 when the rows come in prompt-major groups of G identical prompts
     (``prompt_pass="shared"``): each prompt is prefilled once, and its KV cache and last logits serve its G rows
-    (the per-row prefill's to float tolerance); 1 prefills every row.
+    (the per-row prefill's to float tolerance); 1 prefills every row. For Llama- and Qwen2-style models the
+    decode steps run :func:`fedrl_kit.policy.decode.lean_decoder`'s step (the model's operations without its module
+    stack) on the prefill's key and value tensors; for other models, the model.
 
     Returns:
         [N, T'] completion ids, T' ≤ T the steps until every row finished.
@@ -386,6 +389,11 @@ def _compact_sample(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, 
     if group > 1:
         cache.batch_repeat_interleave(group)  # [B, …] -> [N, …]
         logits = logits.repeat_interleave(group, dim=0)  # [N, 1, V]
+    step = lean_decoder(model)  # None: the model is called for every decode step
+    if step is not None and not all(isinstance(getattr(layer, "keys", None), torch.Tensor) for layer in cache.layers):
+        step = None  # a cache that does not keep plain key and value tensors per layer
+    if step is not None:
+        keys, values = [layer.keys for layer in cache.layers], [layer.values for layer in cache.layers]
     mask, position = prompt_mask, position_ids[:, -1:]  # the live rows' [n, P + t] mask and [n, 1] last position
     live = torch.arange(N, device=device)  # [n] which rows are still generating
     tokens = torch.full((N, max_new_tokens), pad_token_id, dtype=prompt_ids.dtype, device=device)  # [N, T]
@@ -412,11 +420,17 @@ def _compact_sample(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, 
                 probs[live[~going]] = 0.0
                 probs[live[~going], pad_token_id] = 1.0
             live, new, mask, position = live[keep], new[keep], mask[keep], position[keep]
-            cache.batch_select_indices(keep)
+            if step is None:
+                cache.batch_select_indices(keep)
+            else:
+                keys, values = [k[keep] for k in keys], [v[keep] for v in values]
         mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)  # [n, P + t + 1]
         position = position + 1
-        logits = model(input_ids=new[:, None], attention_mask=mask, position_ids=position, cache=cache,
-                       use_cache=True).logits  # [n, 1, V]
+        if step is None:
+            logits = model(input_ids=new[:, None], attention_mask=mask, position_ids=position, cache=cache,
+                           use_cache=True).logits  # [n, 1, V]
+        else:
+            logits = step(new, mask, position, keys, values)  # the same operations without the module stack
     return tokens  # max_new_tokens == 0 does not reach here (generate needs T >= 1)
 
 
