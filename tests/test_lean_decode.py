@@ -101,6 +101,10 @@ def test_lean_decoder_steps_aside_for_what_it_does_not_reproduce(tiny_dir):
         assert lean_decoder(model) is None
         handle.remove()
         assert lean_decoder(model) is not None
+        layer.mlp._hf_hook = object()  # accelerate's offloading hook
+        assert lean_decoder(model) is None
+        del layer.mlp._hf_hook
+        assert lean_decoder(model) is not None
         config = model.get_base_model().config
         config._attn_implementation = "eager"
         assert lean_decoder(model) is None

@@ -61,7 +61,8 @@ def _has_hooks(module: torch.nn.Module) -> bool:
 
     if module_lib._global_forward_hooks or module_lib._global_forward_pre_hooks:
         return True
-    return any(m._forward_hooks or m._forward_pre_hooks or hasattr(m, "_hf_hook") for m in module.modules())
+    # accelerate's hook is a plain attribute: in vars(), and cheaper to look for there than by hasattr on a Module
+    return any(m._forward_hooks or m._forward_pre_hooks or "_hf_hook" in vars(m) for m in module.modules())
 
 
 def _supported(base, config) -> bool:
