@@ -88,3 +88,15 @@ def test_dry_run_prints_the_estimate_and_loads_nothing(arch_dir, capsys, monkeyp
     monkeypatch.setattr(memory, "device_memory", lambda device: None)  # cuda absent: an 80 GB GPU is the yardstick
     assert main(["run", "--preset", "pubswap-qwen3-1.7b-math", "--dry-run"]) == 0
     assert "fits an 80 GB GPU" in capsys.readouterr().out
+
+
+def test_layer_widths_read_each_config_family_and_name_a_config_without_one():
+    import transformers
+
+    from fedrl_kit.policy.memory import layer_widths
+
+    assert layer_widths(transformers.Qwen2Config(hidden_size=64, intermediate_size=160)) == (64, 160)
+    assert layer_widths(transformers.GPT2Config(n_embd=48, n_inner=None)) == (48, 192)  # GPT-2: 4 × hidden
+    assert layer_widths(transformers.GPT2Config(n_embd=48, n_inner=100)) == (48, 100)
+    with pytest.raises(ValueError, match="hidden size"):
+        layer_widths(transformers.PretrainedConfig())

@@ -46,6 +46,7 @@ import torch
 import torch.nn.functional as F
 
 from fedrl_kit.grpo import GRPOSettings, group_advantages, grpo_loss, step_summary
+from fedrl_kit.policy.memory import layer_widths
 from fedrl_kit.rollout import Rollouts, generate, per_token_logps, plain_lora, scored_in_passes, trimmed_rows
 from fedrl_kit.sft import completion_logprob
 
@@ -275,9 +276,10 @@ CPU_PASS_BYTES = 32 << 20
 
 def activation_bytes(model) -> int:
     """Bytes per token position of the model's widest activation: max(hidden, MLP width) × the element size."""
-    cfg = getattr(model, "config", None)
-    hidden = getattr(cfg, "hidden_size", None) or getattr(cfg, "n_embd", None) or 1024
-    width = max(hidden, getattr(cfg, "intermediate_size", None) or getattr(cfg, "n_inner", None) or 4 * hidden)
+    try:
+        width = max(layer_widths(model.config))
+    except (AttributeError, ValueError):  # no config, or one without a hidden size: a 1,024-wide model's MLP
+        width = 4 * 1024
     return width * next(model.parameters()).element_size()
 
 

@@ -157,8 +157,7 @@ def estimate_memory(config, arch: transformers.PretrainedConfig | None = None,
     n_params = sum(p.numel() for p in model.parameters())
     n_lora = _lora_entries(model, config.lora_targets, config.lora_rank)
     text = arch.get_text_config() if hasattr(arch, "get_text_config") else arch
-    h, layers, vocab = text.hidden_size, text.num_hidden_layers, text.vocab_size
-    inter = getattr(text, "intermediate_size", 4 * h) or 4 * h
+    (h, inter), layers, vocab = layer_widths(arch), text.num_hidden_layers, text.vocab_size
     heads = text.num_attention_heads
     kv_heads = getattr(text, "num_key_value_heads", None) or heads
     head_dim = getattr(text, "head_dim", None) or h // heads
@@ -183,6 +182,17 @@ def estimate_memory(config, arch: transformers.PretrainedConfig | None = None,
     total = (parts["weights"] + parts["adapters"] + parts["optimiser"] + parts["gradients"]
              + max(parts["rollout"], parts["training"], parts["evaluation"]) + parts["overhead"])
     return MemoryEstimate(n_params=n_params, n_lora=n_lora, total=total, **parts)
+
+
+def layer_widths(config) -> tuple[int, int]:
+    """(hidden size, MLP width) of a decoder from its config: a multimodal config's text part, GPT-2's names
+    (``n_embd``, ``n_inner``) where the usual ones are absent, and an MLP of 4 × hidden where the config gives none.
+    Raises ValueError when the config names no hidden size."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    hidden = getattr(text, "hidden_size", None) or getattr(text, "n_embd", None)
+    if not hidden:
+        raise ValueError(f"the model config {type(config).__name__} gives no hidden size (hidden_size or n_embd)")
+    return hidden, getattr(text, "intermediate_size", None) or getattr(text, "n_inner", None) or 4 * hidden
 
 
 def device_memory(device: str) -> int | None:
