@@ -2,8 +2,8 @@
 
 The workload is ``grpo_step_vs_trl.py``'s (the embedded base, B = 8 prompts × G = 8, up to 24 tokens, LoRA r = 8,
 μ = 2 by default; per-row prompts and HF ``generate`` unless ``--prompt-pass shared`` or ``--generation-loop
-compact``): one untimed step, then ``--steps`` steps under cProfile, one thread. The shares are cProfile's
-cumulative times of ``Policy.rollout``, ``per_token_logps`` and ``Tensor.backward`` over the steps' total
+compact``; ``--length-buckets 2`` adds ``RunConfig.faster()``'s scoring): one untimed step, then ``--steps`` steps
+under cProfile, one thread. The shares are cProfile's cumulative times of ``Policy.rollout``, ``per_token_logps`` and ``Tensor.backward`` over the steps' total
 (profiling overhead included, so they are shares, not speeds). Run::
 
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/profile_grpo_step.py
@@ -32,6 +32,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--mu", type=int, default=2, help="num_iterations, gradient epochs per batch")
     ap.add_argument("--prompt-pass", default="per_row", choices=["per_row", "shared"])
     ap.add_argument("--generation-loop", default="hf", choices=["hf", "compact"])
+    ap.add_argument("--length-buckets", type=int, default=1, help="k > 1: the step's scoring in k passes by length")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     import grpo_step_vs_trl as bench
@@ -39,7 +40,8 @@ def main(argv=None) -> dict:
 
     b = bench.Args()
     data = make_world(seed=b.seed, n_train=b.prompts, n_test=1, n_public=0, n_aux=0).train
-    side = bench.FedrlSide(b, data, prompt_pass=args.prompt_pass, generation_loop=args.generation_loop)
+    side = bench.FedrlSide(b, data, prompt_pass=args.prompt_pass, generation_loop=args.generation_loop,
+                           length_buckets=args.length_buckets)
     side.step(args.mu)  # warm-up
     prof = cProfile.Profile()
     prof.enable()
@@ -54,7 +56,8 @@ def main(argv=None) -> dict:
                             if name == func and f.endswith(file)) / total
     shares["the rest (rewards, advantages, optimiser, bookkeeping)"] = 1.0 - sum(shares.values())
     print(f"one local GRPO step, μ = {args.mu}, prompt_pass {args.prompt_pass}, generation_loop "
-          f"{args.generation_loop}: {total / args.steps:.3f} s under cProfile, one thread")
+          f"{args.generation_loop}, length_buckets {args.length_buckets}: {total / args.steps:.3f} s under cProfile, "
+          f"one thread")
     for label, share in shares.items():
         print(f"  {share:6.1%}  {label}")
     return shares

@@ -8,7 +8,8 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
-@pytest.mark.parametrize("options", [[], ["--prompt-pass", "shared", "--generation-loop", "compact"]])
+@pytest.mark.parametrize("options", [[], ["--prompt-pass", "shared", "--generation-loop", "compact",
+                                           "--length-buckets", "2"]])
 def test_shares_cover_the_step(options):
     sys.path.insert(0, str(BENCHMARKS))
     try:
