@@ -4,12 +4,14 @@ Run::
 
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/run_options.py [--repetitions 2]
 
-Four in-process, sequential runs of the same configuration and seed: the defaults; ``prompt_pass="shared"``
+By default four in-process, sequential runs of the same configuration and seed: the defaults; ``prompt_pass="shared"``
 (each prompt once for its G rows); ``prompt_pass="shared"`` with ``generation_loop="compact"`` (fedrl_kit's own
 sampling loop); and ``RunConfig.faster()``, which adds ``length_buckets=2`` (the GRPO step scores its rows in two
-passes of similar completion length). Each repetition runs the four in a rotated order. Writes ``benchmarks/results/run_options.json``:
-wall seconds of every run, the median per variant, ``speedup`` = default's median / the variant's, client-steps
-per second, and each variant's final pass@1. The options compute the default's numbers only to float tolerance,
+passes of similar completion length). ``--variants`` also takes ``lockstep`` (the clients in one batched pass) and
+``lockstep+faster`` (lockstep with ``RunConfig.faster()``, which for lockstep is the length buckets alone: its rows
+carry several adapters, which the compact loop cannot fold). Each repetition runs the variants in a rotated order.
+Writes ``benchmarks/results/run_options.json`` (``--out``): wall seconds of every run, the median per variant,
+``speedup`` = default's median / the variant's, client-steps per second, and each variant's final pass@1. The options compute the default's numbers only to float tolerance,
 so a sampled token can flip and the runs' metrics drift apart; ``first_round_rewards_equal`` says whether the
 first round's client rewards (sampled before any update) are still the default's.
 """
@@ -31,14 +33,18 @@ from _machine import save_result  # noqa: E402
 from fedrl_kit.config import preset  # noqa: E402
 from fedrl_kit.runs import Run  # noqa: E402
 
-OPTIONS = ("prompt_pass", "generation_loop", "length_buckets")
+OPTIONS = ("prompt_pass", "generation_loop", "length_buckets", "client_batching")
+DEFAULT_VARIANTS = ("default", "shared", "shared+compact", "faster")
 
 
 def variants(base: dict) -> dict:
-    """The four configs; "faster" is ``RunConfig.faster()``, what ``fedrl run --faster`` runs."""
+    """The configs; "faster" is ``RunConfig.faster()``, what ``fedrl run --faster`` runs; the lockstep ones step the
+    clients in one batched pass, "lockstep+faster" with the options lockstep takes (the length buckets)."""
     cfg = preset("quick", **base)
+    lockstep = cfg.replace(client_batching="lockstep")
     return {"default": cfg, "shared": cfg.replace(prompt_pass="shared"),
-            "shared+compact": cfg.replace(prompt_pass="shared", generation_loop="compact"), "faster": cfg.faster()}
+            "shared+compact": cfg.replace(prompt_pass="shared", generation_loop="compact"), "faster": cfg.faster(),
+            "lockstep": lockstep, "lockstep+faster": lockstep.faster()}
 
 
 def _first_round_rewards(records) -> list[float]:
@@ -51,6 +57,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--repetitions", type=int, default=2)
     ap.add_argument("--n-test", type=int, default=None, help="test problems scored each round (default: the preset's)")
+    ap.add_argument("--variants", nargs="+", default=list(DEFAULT_VARIANTS),
+                    choices=list(variants(dict(method="fedavg_grpo"))),
+                    help="which configs to run (default: the four sequential ones); 'default' is always run")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "run_options.json"))
     args = ap.parse_args(argv)
     if args.repetitions < 1 or args.rounds < 1 or args.clients < 1:
@@ -58,7 +67,8 @@ def main(argv=None) -> dict:
     base = dict(method="fedavg_grpo", num_clients=args.clients, rounds=args.rounds, local_steps=2, seed=0)
     if args.n_test is not None:
         base["n_test"] = args.n_test
-    cfgs = variants(base)
+    every = variants(base)
+    cfgs = {n: every[n] for n in every if n == "default" or n in args.variants}  # the speedups' reference first
     names = list(cfgs)
     seconds, final, first = {n: [] for n in names}, {}, {}
     for rep in range(args.repetitions):

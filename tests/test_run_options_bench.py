@@ -32,3 +32,15 @@ def test_bad_arguments_are_refused(bench, tmp_path):
     with pytest.raises(SystemExit, match="must be >= 1"):
         bench.main(["--repetitions", "0", "--out", str(tmp_path / "x.json")])
     assert not (tmp_path / "x.json").exists()
+
+
+def test_lockstep_variants_run_with_the_options_lockstep_takes(bench, tmp_path):
+    out = tmp_path / "ro.json"
+    bench.main(["--rounds", "1", "--clients", "2", "--repetitions", "1", "--n-test", "14",
+                "--variants", "lockstep", "lockstep+faster", "--out", str(out)])
+    rows = {r["variant"]: r for r in json.loads(out.read_text())["runs"]}
+    assert list(rows) == ["default", "lockstep", "lockstep+faster"]  # the reference runs whatever is asked
+    assert rows["lockstep"]["options"] == dict(client_batching="lockstep")
+    assert rows["lockstep+faster"]["options"] == dict(client_batching="lockstep", length_buckets=2)
+    # lockstep keeps each client's sampling stream: the first round samples what the sequential clients sample
+    assert json.loads(out.read_text())["summary"]["first_round_rewards_equal"] == {n: True for n in rows}
