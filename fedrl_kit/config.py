@@ -351,8 +351,10 @@ class RunConfig:
     def faster(self) -> "RunConfig":
         """A copy with the speed options this config allows: ``length_buckets=2`` always; ``prompt_pass="shared"``
         besides for sequential clients with HF rollouts, and ``generation_loop="compact"`` too for a float32 model
-        (docs/performance.md: about 2× on the quickstart run on a CPU). They compute the defaults' numbers to float
-        tolerance, not bit for bit, so a run made with them does not reproduce one made without."""
+        (docs/performance.md: about 2× on the quickstart run on a CPU; lockstep clients, which take the length buckets
+        alone, gain little there, so on a CPU sequential clients with these options are the faster choice). They
+        compute the defaults' numbers to float tolerance, not bit for bit, so a run made with them does not reproduce
+        one made without."""
         if self.client_batching != "sequential" or self.rollout_backend != "hf":
             return self.replace(length_buckets=2)
         return self.replace(prompt_pass="shared", generation_loop="compact" if self.dtype == "float32" else "hf",
