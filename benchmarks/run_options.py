@@ -4,16 +4,17 @@ Run::
 
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/run_options.py [--repetitions 2]
 
-By default four in-process, sequential runs of the same configuration and seed: the defaults; ``prompt_pass="shared"``
-(each prompt once for its G rows); ``prompt_pass="shared"`` with ``generation_loop="compact"`` (fedrl_kit's own
-sampling loop); and ``RunConfig.faster()``, which adds ``length_buckets=2`` (the GRPO step scores its rows in two
-passes of similar completion length). ``--variants`` also takes ``lockstep`` (the clients in one batched pass) and
-``lockstep+faster`` (lockstep with ``RunConfig.faster()``, which for lockstep is the length buckets alone: its rows
-carry several adapters, which the compact loop cannot fold). Each repetition runs the variants in a rotated order.
-Writes ``benchmarks/results/run_options.json`` (``--out``): wall seconds of every run, the median per variant,
-``speedup`` = default's median / the variant's, client-steps per second, and each variant's final pass@1. The options compute the default's numbers only to float tolerance,
-so a sampled token can flip and the runs' metrics drift apart; ``first_round_rewards_equal`` says whether the
-first round's client rewards (sampled before any update) are still the default's.
+By default four in-process, sequential runs of the same configuration and seed: the defaults;
+``prompt_pass="shared"`` (each prompt once for its G rows); ``prompt_pass="shared"`` with
+``generation_loop="compact"`` (fedrl_kit's own sampling loop); and ``RunConfig.faster()``, which adds
+``length_buckets=2`` (the GRPO step scores its rows in two passes of similar completion length). ``--variants`` also
+takes ``lockstep`` (the clients in one batched pass) and ``lockstep+faster`` (lockstep with ``RunConfig.faster()``,
+which for lockstep is the length buckets alone: its rows carry several adapters, which the compact loop cannot
+fold). Each repetition runs the variants in a rotated order. Writes ``benchmarks/results/run_options.json``
+(``--out``): wall seconds of every run, the median per variant, ``speedup`` = default's median / the variant's,
+client-steps per second, and each variant's final pass@1. The options compute the default's numbers only to float
+tolerance, so a sampled token can flip and the runs' metrics drift apart; ``first_round_rewards_equal`` says whether
+the first round's client rewards (sampled before any update) are still the default's.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from fedrl_kit.runs import Run  # noqa: E402
 
 OPTIONS = ("prompt_pass", "generation_loop", "length_buckets", "client_batching")
 DEFAULT_VARIANTS = ("default", "shared", "shared+compact", "faster")
+VARIANTS = DEFAULT_VARIANTS + ("lockstep", "lockstep+faster")
 
 
 def variants(base: dict) -> dict:
@@ -42,9 +44,11 @@ def variants(base: dict) -> dict:
     clients in one batched pass, "lockstep+faster" with the options lockstep takes (the length buckets)."""
     cfg = preset("quick", **base)
     lockstep = cfg.replace(client_batching="lockstep")
-    return {"default": cfg, "shared": cfg.replace(prompt_pass="shared"),
+    cfgs = {"default": cfg, "shared": cfg.replace(prompt_pass="shared"),
             "shared+compact": cfg.replace(prompt_pass="shared", generation_loop="compact"), "faster": cfg.faster(),
             "lockstep": lockstep, "lockstep+faster": lockstep.faster()}
+    assert tuple(cfgs) == VARIANTS
+    return cfgs
 
 
 def _first_round_rewards(records) -> list[float]:
@@ -58,7 +62,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--repetitions", type=int, default=2)
     ap.add_argument("--n-test", type=int, default=None, help="test problems scored each round (default: the preset's)")
     ap.add_argument("--variants", nargs="+", default=list(DEFAULT_VARIANTS),
-                    choices=list(variants(dict(method="fedavg_grpo"))),
+                    choices=list(VARIANTS),
                     help="which configs to run (default: the four sequential ones); 'default' is always run")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "run_options.json"))
     args = ap.parse_args(argv)

@@ -93,7 +93,7 @@ def lean_decoder(model) -> Callable | None:
     inner = base.model
     if _has_hooks(base):
         return None
-    if any(vars(m).get("forward") is not None and not hasattr(m, "lora_A")
+    if any(vars(m).get("forward") is not None  # a forward patched in: not the computation reproduced here
            for m in (base, inner, *inner.layers, inner.norm, inner.embed_tokens, inner.rotary_emb)):
         return None
     layers = []
