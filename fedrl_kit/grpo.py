@@ -107,7 +107,7 @@ def grpo_loss(
         raise ValueError("ref_logps is required when beta > 0")
     epsilon_high = epsilon if epsilon_high is None else epsilon_high
     mask = mask.to(logps.dtype)  # [N, T]
-    adv = advantages.unsqueeze(1)  # [N, 1]
+    adv = advantages.to(logps.device).unsqueeze(1)  # [N, 1]; rewards are computed on the CPU
     ratio = torch.exp(logps - old_logps)  # [N, T]
     clipped = torch.clamp(ratio, 1 - epsilon, 1 + epsilon_high)  # [N, T]
     per_token = -torch.min(ratio * adv, clipped * adv)  # [N, T]
