@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 from transformers import LogitsProcessorList
+from transformers.modeling_outputs import CausalLMOutputWithPast
 
 from fedrl_kit.config import GENERATION_LOOPS, PROMPT_PASSES
 from fedrl_kit.policy.decode import lean_decoder
@@ -143,7 +144,7 @@ def generate(
                                              tokenizer.pad_token_id)  # [N, T]
     else:
         if shared:
-            sampling["cache"] = _shared_prefill(model, prompt_ids, prompt_mask, num_generations)
+            sampling[CACHE_ARG] = _shared_prefill(model, prompt_ids, prompt_mask, num_generations)
         out = model.generate(
             input_ids=prompt_ids, attention_mask=prompt_mask, max_new_tokens=max_new_tokens,
             pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, **sampling,
@@ -313,7 +314,7 @@ def _shared_prompt_logps_bucketed(model, rollouts: Rollouts, start: int, stop: i
             attn = torch.cat([row_mask[idx], c_mask[idx, :t]], dim=1)  # [b_k, P + t]
             position_ids = (attn.cumsum(dim=1) - 1).clamp(min=0)[:, -t:-1]  # [b_k, t - 1]
             rest = model(input_ids=c_ids[idx, :t - 1], attention_mask=attn[:, :-1], position_ids=position_ids,
-                         cache=_rows_of(cache, group)).logits  # [b_k, t - 1, V]
+                         **{CACHE_ARG: _rows_of(cache, group)}).logits  # [b_k, t - 1, V]
             logits = torch.cat([logits, rest], dim=1)  # [b_k, t, V]
         return _token_logps(logits, c_ids[idx, :t], temperature)  # [b_k, t]
 
@@ -326,7 +327,7 @@ def _prompt_pass(model, p_ids: torch.Tensor, p_mask: torch.Tensor, T: int, use_c
     the cache and the model returned none."""
     out = model(input_ids=p_ids, attention_mask=p_mask, position_ids=(p_mask.cumsum(dim=1) - 1).clamp(min=0),
                 use_cache=use_cache, logits_to_keep=1)
-    cache = getattr(out, "cache", None)
+    cache = model_cache(out)
     if T > 1 and cache is None:
         raise RuntimeError("prompt_pass='shared' needs the model to return its KV cache (gradient "
                            "checkpointing turns the cache off); use prompt_pass='per_row'")
@@ -346,6 +347,16 @@ def _rows_of(cache, rows: torch.Tensor):
     return out
 
 
+CACHE_ARG = "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
+"""the KV cache's name in a model's outputs and keyword arguments (and ``generate``'s): ``cache`` from transformers
+5.24 on, ``past_key_values`` before (pyproject admits transformers >= 5.0)"""
+
+
+def model_cache(out):
+    """The KV cache of a model's output (None when it returned none)."""
+    return getattr(out, CACHE_ARG, None)
+
+
 @torch.no_grad()
 def _shared_prefill(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, num_generations: int):
     """The KV cache of every prompt but its last token, computed once per group and repeated to its G rows.
@@ -357,7 +368,7 @@ def _shared_prefill(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, 
     p_ids, p_mask = prompt_ids[::G, :-1], prompt_mask[::G, :-1]  # [B, P - 1]
     out = model(input_ids=p_ids, attention_mask=p_mask, position_ids=(p_mask.cumsum(dim=1) - 1).clamp(min=0),
                 use_cache=True, logits_to_keep=1)
-    cache = out.cache
+    cache = model_cache(out)
     cache.batch_repeat_interleave(G)  # [B, …] -> [N, …]
     return cache
 
@@ -385,7 +396,7 @@ def _compact_sample(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, 
     position_ids = (prompt_mask.cumsum(dim=1) - 1).clamp(min=0)  # [N, P]
     out = model(input_ids=prompt_ids[::group], attention_mask=prompt_mask[::group],
                 position_ids=position_ids[::group], use_cache=True, logits_to_keep=1)  # [N / group] rows
-    cache, logits = out.cache, out.logits  # [N / group, 1, V]
+    cache, logits = model_cache(out), out.logits  # [N / group, 1, V]
     if group > 1:
         cache.batch_repeat_interleave(group)  # [B, …] -> [N, …]
         logits = logits.repeat_interleave(group, dim=0)  # [N, 1, V]
@@ -427,7 +438,7 @@ def _compact_sample(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, 
         mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)  # [n, P + t + 1]
         position = position + 1
         if step is None:
-            logits = model(input_ids=new[:, None], attention_mask=mask, position_ids=position, cache=cache,
+            logits = model(input_ids=new[:, None], attention_mask=mask, position_ids=position, **{CACHE_ARG: cache},
                            use_cache=True).logits  # [n, 1, V]
         else:
             logits = step(new, mask, position, keys, values)  # the same operations without the module stack
@@ -542,6 +553,6 @@ def _shared_prompt_logps(model, rollouts: Rollouts, start: int, stop: int, tempe
         attn = torch.cat([rollouts.prompt_mask[start:stop], c_mask], dim=1)  # [N, P + T]
         position_ids = (attn.cumsum(dim=1) - 1).clamp(min=0)[:, -T:-1]  # [N, T - 1]
         rest = model(input_ids=c_ids[:, :-1], attention_mask=attn[:, :-1], position_ids=position_ids,
-                     cache=cache).logits  # [N, T - 1, V] predicts completion tokens 1..T-1
+                     **{CACHE_ARG: cache}).logits  # [N, T - 1, V] predicts completion tokens 1..T-1
         logits = torch.cat([first, rest], dim=1)  # [N, T, V]
     return _token_logps(logits, c_ids, temperature)  # [N, T]

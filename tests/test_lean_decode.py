@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from fedrl_kit.policy.decode import lean_decoder
-from fedrl_kit.rollout import folded_lora
+from fedrl_kit.rollout import CACHE_ARG, folded_lora, model_cache
 
 
 def _lora_model(model, seed=0):
@@ -52,7 +52,7 @@ def _decode_both(model, steps=4):
         step = lean_decoder(model)
         assert step is not None
         out = model(input_ids=ids, attention_mask=mask, position_ids=position, use_cache=True, logits_to_keep=1)
-        cache = out.cache
+        cache = model_cache(out)
         keys, values = [layer.keys.clone() for layer in cache.layers], [layer.values.clone() for layer in cache.layers]
         new, pos = out.logits[:, -1].argmax(-1), position[:, -1:]
         by_model, by_lean = [], []
@@ -64,7 +64,7 @@ def _decode_both(model, steps=4):
                 new, mask, pos = new[keep], mask[keep], pos[keep]
             mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
             pos = pos + 1
-            by_model.append(model(input_ids=new[:, None], attention_mask=mask, position_ids=pos, cache=cache,
+            by_model.append(model(input_ids=new[:, None], attention_mask=mask, position_ids=pos, **{CACHE_ARG: cache},
                                   use_cache=True).logits)
             by_lean.append(step(new, mask, pos, keys, values))
             new = torch.randint(3, vocab, (new.shape[0],), generator=g)
