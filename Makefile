@@ -22,7 +22,7 @@ export MKL_CBWR ?= AVX2
 export DNNL_MAX_CPU_ISA ?= AVX2
 endif
 
-.PHONY: install demo test unit notebooks figures base base_moa bench real clean
+.PHONY: install demo test unit notebooks figures base base_moa bench real clean gpu-wheels gpu-check
 
 install: $(STAMP)
 
@@ -80,3 +80,22 @@ real: install
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
+
+# The GPU check (benchmarks/gpu_check.py, docs/gpu.md). `make gpu-wheels` (here, with network access to PyPI)
+# downloads the pure-Python wheels the GPU machine's own Python lacks into .whl/ (git-ignored, ~1 MB); on the GPU
+# machine, which has torch + CUDA, transformers, peft and accelerate but no internet, `make gpu-check` installs
+# them into a temporary folder and runs the check with that Python, writing its JSON to $OUT (or benchmarks/results).
+# On a GPU box where the project is installed: make gpu-check GPU_PYTHON=.venv/bin/python (no wheels needed).
+GPU_WHEELS := datasets==4.8.5 dill==0.4.1 multiprocess==0.70.19 flwr-datasets==0.6.1 math-verify==0.9.0 \
+              latex2sympy2_extended==1.11.0 antlr4-python3-runtime==4.13.2
+GPU_PYTHON ?= python3
+GPU_SITE   ?= /tmp/fedrl_gpu_site
+
+gpu-wheels:
+	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+	  --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 --platform any -d .whl $(GPU_WHEELS)
+
+gpu-check:
+	if ls .whl/*.whl >/dev/null 2>&1; then \
+	  $(GPU_PYTHON) -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target $(GPU_SITE) .whl/*.whl; fi
+	PYTHONPATH=$(GPU_SITE) PYTHONUNBUFFERED=1 $(GPU_PYTHON) benchmarks/gpu_check.py --out $${OUT:-benchmarks/results} $(GPU_CHECK_ARGS)

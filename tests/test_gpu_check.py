@@ -1,0 +1,92 @@
+"""benchmarks/gpu_check.py on a CPU: ``--smoke`` runs all five sections; the budget skips and records; bad flags."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "gpu_check.py"
+
+
+def run(*flags, timeout=900):
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, str(SCRIPT), *flags], capture_output=True, text=True, timeout=timeout,
+                          env=env, cwd=ROOT)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gpu_check")
+    proc = run("--smoke", "--out", str(out))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads((out / "gpu_check_smoke.json").read_text())
+
+
+def test_smoke_runs_every_section_to_the_end(smoke):
+    assert smoke["finished"] and smoke["smoke"] and smoke["device"] == "cpu"
+    assert list(smoke["sections"]) == ["environment", "rollouts", "lockstep", "methods", "fast_paths"]
+    for name, sec in smoke["sections"].items():
+        assert sec["status"] == "ok", (name, sec["status"])
+    assert smoke["sections"]["environment"]["packages"]["torch"]
+
+
+def test_smoke_rollouts_generate_every_forced_token_and_give_the_memory_estimate(smoke):
+    rows = {r["measurement"]: r for r in smoke["sections"]["rollouts"]["rows"]}
+    b, G, T = 2, 2, 8
+    assert rows["hf"]["tokens"] == b * G * T and rows["hf"]["seconds"] > 0
+    assert rows["grpo_step"]["seconds"] > 0
+    assert rows["vllm"]["status"] == "vLLM needs CUDA"
+    est = rows["grpo_step"]["estimate_gib"]
+    assert est["total"] > est["weights"] > 0
+
+
+def test_smoke_lockstep_measures_both_modes_per_k(smoke):
+    rows = smoke["sections"]["lockstep"]["rows"]
+    assert [r["clients"] for r in rows] == [2, 1]
+    for r in rows:
+        assert r["sequential_s"] > 0 and r["lockstep_s"] > 0
+        assert r["speedup"] == pytest.approx(r["sequential_s"] / r["lockstep_s"], rel=1e-2)
+        assert r["failed"] == {"sequential": [], "lockstep": []}
+
+
+def test_smoke_runs_one_round_of_every_registered_method(smoke):
+    from fedrl_kit.methods import METHODS
+
+    rows = {r["method"]: r for r in smoke["sections"]["methods"]["rows"]}
+    assert sorted(rows) == sorted(METHODS)
+    for m, r in rows.items():
+        assert r["status"] == "ok", (m, r["status"])
+        assert r["records"] >= 1
+
+
+def test_smoke_times_every_fast_path_on_the_same_batches(smoke):
+    (row,) = smoke["sections"]["fast_paths"]["rows"]
+    variants = smoke["sections"]["fast_paths"]["variants"]
+    assert row["status"] == "ok" and set(row["speedup"]) == set(variants)
+    assert row["speedup"]["plain"] == 1.0
+    assert all(len(row["seconds"][v]) == 1 for v in variants)  # the smoke's one repetition each
+
+
+def test_a_spent_budget_skips_the_measurements_and_says_so(tmp_path):
+    proc = run("--smoke", "--budget-s", "0.5", "--sections", "lockstep", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads((tmp_path / "gpu_check_smoke.json").read_text())
+    rows = data["sections"]["lockstep"]["rows"]
+    assert [r["clients"] for r in rows] == [2, 1]
+    assert all(r["status"].startswith("skipped:") for r in rows)
+    assert "rollouts" not in data["sections"] and data["finished"]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--budget-s", "0"], "--budget-s must be > 0"),
+    (["--methods", "fedavg"], "unknown method(s) ['fedavg']"),
+    (["--clients", "0"], "--clients must be >= 1"),
+])
+def test_bad_flags_are_refused_naming_the_flag(tmp_path, flags, message):
+    proc = run("--smoke", "--out", str(tmp_path), *flags, timeout=120)
+    assert proc.returncode == 2 and message in proc.stderr
+    assert not list(tmp_path.iterdir())  # refused before anything was written
