@@ -17,7 +17,7 @@ measurements alternating the order of the two modes; we report medians and ``spe
 lockstep``, in wall time and in the process's CPU time (``time.process_time``: on a machine that other jobs
 share, the CPU time a round used is steadier than its wall time), and the minor page faults a round took.
 
-A lockstep run on a CPU keeps freed memory in the process (:mod:`fedrl_kit.policy.allocator`): from the first
+A lockstep run on a CPU keeps freed memory in the process (:mod:`fedrl_kit.speed.allocator`): from the first
 lockstep run built on, for both modes, since the setting is the process's. ``--system-malloc`` leaves glibc's
 malloc as it is, to measure what that saves (``freed_memory_kept`` in the JSON says which).
 
@@ -61,7 +61,7 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     p.add_argument("--system-malloc", action="store_true",
                    help="leave glibc's malloc as it is: do not keep freed memory for lockstep runs "
-                        "(fedrl_kit.policy.allocator), to measure what keeping it saves")
+                        "(fedrl_kit.speed.allocator), to measure what keeping it saves")
     p.add_argument("--out", default=None, help="default benchmarks/results/batched_clients.json (FedAvg-GRPO), "
                                                "batched_clients_<method>.json for another method")
     args = p.parse_args(argv)
@@ -101,7 +101,7 @@ def main(argv=None) -> int:
 
     transformers.logging.set_verbosity_error()
     from fedrl_kit.config import LOCKSTEP_METHODS, preset
-    from fedrl_kit.policy.allocator import freed_memory_kept
+    from fedrl_kit.speed.allocator import freed_memory_kept
     from fedrl_kit.runs import Run
 
     if args.method not in LOCKSTEP_METHODS:

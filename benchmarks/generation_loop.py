@@ -39,6 +39,7 @@ def folded_megabytes(model) -> float:
 def measure(w: dict, repetitions: int) -> dict:
     from fedrl_kit.policy.engine import Policy
     from fedrl_kit.rollout import generate
+    from fedrl_kit.speed import Sampler
 
     policy = Policy.load(w["base"], lora_rank=8, chat=w["chat"], max_new_tokens=w["T"])
     g = torch.Generator().manual_seed(0)
@@ -48,7 +49,7 @@ def measure(w: dict, repetitions: int) -> dict:
 
     def gen(loop, pp):
         return generate(policy.model, policy.tokenizer, w["prompts"], w["G"], w["T"], 1.0, seed=3, chat=w["chat"],
-                        prompt_pass=pp, loop=loop)
+                        sample=Sampler(loop, pp))
 
     texts = {f"{loop}/{pp}": gen(loop, pp).completions for loop, pp in VARIANTS}  # warm-up, and texts to compare
     times = {k: [] for k in texts}

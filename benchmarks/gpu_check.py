@@ -85,7 +85,7 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--budget-s", type=float, default=420.0,
                    help="seconds for all sections together (default 420); the sections share it as "
-                        + ", ".join(f"{k} {v:.0%}" for k, v in SHARES.items() if v))
+                        + ", ".join(f"{k} {v:.0%}%" for k, v in SHARES.items() if v))
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"),
                    help="the folder the JSON is written to (on the GPU machine: $OUT, whose files come back)")
     p.add_argument("--sections", nargs="+", default=list(SECTIONS), choices=SECTIONS,
@@ -443,6 +443,7 @@ def fast_paths(report: Report, args, models: Models) -> None:
     from fedrl_kit.policy import adapters
     from fedrl_kit.policy.engine import Policy
     from fedrl_kit.rewards import make_reward_set
+    from fedrl_kit.speed import Sampler
     from fedrl_kit.world.world import make_world
 
     sec, s = report.section("fast_paths"), args.sizes
@@ -471,8 +472,7 @@ def fast_paths(report: Report, args, models: Models) -> None:
 
         def step(v: str, index: int) -> float:
             opts = VARIANTS[v]
-            policy.prompt_pass = opts.get("prompt_pass", "per_row")
-            policy.generation_loop = opts.get("generation_loop", "hf")
+            policy.sampler = Sampler(opts.get("generation_loop", "hf"), opts.get("prompt_pass", "per_row"))
             params, _ = clients[v].begin_fit({"adapter": start})
             sync(args.device)
             t0 = time.perf_counter()

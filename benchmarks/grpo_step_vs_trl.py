@@ -146,6 +146,7 @@ class FedrlSide:
         from fedrl_kit.federation.client import GRPOClient, LocalSettings, step_seed
         from fedrl_kit.policy.engine import Policy
         from fedrl_kit.rewards import RewardSet
+        from fedrl_kit.speed import Sampler
 
         self.policy = Policy.load(args.base, lora_rank=args.lora_rank, lora_alpha=args.lora_alpha, seed=args.seed,
                                   max_new_tokens=args.max_new_tokens)
@@ -159,17 +160,18 @@ class FedrlSide:
         self.prompt_order = self.client.sample_batch(round=0, step=0)["prompt"]
         # GRPOClient.local_step's rollout seed; if that formula changes, same_completions turns False
         self.sampling_seed = step_seed(args.seed + 1, 0, 0, 0)
-        self.prompt_pass = self.policy.prompt_pass = prompt_pass  # generation's prefill and the step's scoring
-        self.policy.generation_loop = generation_loop  # "compact": folded adapter, finished rows leave the batch
+        self.prompt_pass = prompt_pass  # generation's prefill and the step's scoring
+        # "compact": folded adapter, finished rows leave the batch
+        self.policy.sampler = Sampler(generation_loop, prompt_pass)
         self.length_buckets = length_buckets  # k > 1: the step's scoring in k passes of similar completion length
 
     def step(self, mu: int) -> tuple[float, float]:
         """One timed local step; returns (seconds, mean completion length)."""
         from fedrl_kit.grpo import GRPOSettings
+        from fedrl_kit.speed import Scorer
 
         # defaults: clip (0.2, 0.25), beta 0, token-mean
-        self.client.grpo = GRPOSettings(num_iterations=mu, prompt_pass=self.prompt_pass,
-                                        length_buckets=self.length_buckets)
+        self.client.grpo = GRPOSettings(num_iterations=mu, score=Scorer(self.prompt_pass, self.length_buckets))
         self.policy.set_state(self.client.cid, self.init_state)
         params = self.policy.trainable(self.client.cid)
         t0 = time.perf_counter()

@@ -36,7 +36,7 @@ def main(argv=None) -> dict:
     torch.set_num_threads(1)
     import grpo_step_vs_trl as bench
 
-    from fedrl_kit.rollout import length_buckets_of
+    from fedrl_kit.speed.buckets import length_buckets_of
     from fedrl_kit.world.world import make_world
 
     b = bench.Args()

@@ -61,7 +61,8 @@ def models(which: list[str]) -> list[dict]:
 def measure(w: dict, repetitions: int) -> dict:
     from fedrl_kit.grpo import grpo_loss
     from fedrl_kit.policy.engine import Policy
-    from fedrl_kit.rollout import generate, per_token_logps
+    from fedrl_kit.rollout import generate
+    from fedrl_kit.speed import Sampler, Scorer
 
     policy = Policy.load(w["base"], lora_rank=8, chat=w["chat"], max_new_tokens=w["T"])
     params = policy.trainable("global")
@@ -72,12 +73,12 @@ def measure(w: dict, repetitions: int) -> dict:
 
     def gen(pp):
         return generate(policy.model, policy.tokenizer, w["prompts"], w["G"], w["T"], 1.0, seed=3, chat=w["chat"],
-                        prompt_pass=pp)
+                        sample=Sampler(prompt_pass=pp))
 
     def score(pp, rollouts):
         for p in params:
             p.grad = None
-        logps = per_token_logps(policy.model, rollouts, 1.0, prompt_pass=pp)  # [N, T]
+        logps = Scorer(pp)(policy.model, rollouts, 1.0)  # [N, T]
         adv = torch.linspace(-1, 1, len(rollouts))  # [N]
         loss, _ = grpo_loss(logps, logps.detach(), adv, rollouts.completion_mask)
         loss.backward()

@@ -28,17 +28,13 @@ from fedrl_kit.fedmoa.args import FedMOAArgs
 from fedrl_kit.methods.args import FedProxArgs
 from fedrl_kit.pubswap.args import PubSwapArgs
 from fedrl_kit.pubswap.presets import PAPER_PRESETS
+from fedrl_kit.speed import GENERATION_LOOPS, PROMPT_PASSES
 
 METHODS = ("fedavg_grpo", "fedprox_grpo", "central_grpo", "zero_shot", "pubswap_random", "pubswap_balanced",
            "fedgrpo", "fedpetuning_sft", "dpsda_grpo", "dpsda_sft", "fedmoa")
 PUBSWAP_METHODS = ("pubswap_random", "pubswap_balanced")
 PRESETS = ("quick", "full", *PAPER_PRESETS)
 CLIENT_BATCHING = ("sequential", "lockstep")
-PROMPT_PASSES = ("per_row", "shared")
-"""How prompts go through the model (``RunConfig.prompt_pass``; :func:`fedrl_kit.rollout.generate`,
-:func:`fedrl_kit.rollout.per_token_logps`)."""
-GENERATION_LOOPS = ("hf", "compact")
-"""Which loop samples HF rollouts (``RunConfig.generation_loop``; :func:`fedrl_kit.rollout.generate`)."""
 LOCKSTEP_METHODS = ("fedavg_grpo", "fedprox_grpo", "pubswap_random", "pubswap_balanced", "fedmoa", "fedgrpo")
 """methods with a lockstep path (``client_batching="lockstep"``; :mod:`fedrl_kit.federation.lockstep`): the local
 steps of FedAvg-/FedProx-GRPO, PubSwap and FedMOA, FedGRPO's expert scoring (``competence`` and ``score``); the
@@ -384,10 +380,12 @@ class RunConfig:
     def grpo_settings(self):
         """The GRPO update's settings (fedrl_kit.grpo.GRPOSettings) — one place builds them for every method."""
         from fedrl_kit.grpo import GRPOSettings
+        from fedrl_kit.speed import Scorer
 
+        score = Scorer(self.prompt_pass, self.length_buckets)
         return GRPOSettings(self.num_iterations, self.epsilon, self.epsilon_high, self.beta, self.scale_rewards,
                             self.loss_type, self.temperature, micro_batch_size=self.micro_batch_size,
-                            prompt_pass=self.prompt_pass, length_buckets=self.length_buckets)
+                            score=None if score == Scorer() else score)  # None: grpo's reference pass
 
     def local_settings(self):
         """One client's local round (fedrl_kit.federation.client.LocalSettings), FedProx's μ for fedprox_grpo."""

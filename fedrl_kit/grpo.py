@@ -22,16 +22,15 @@ Notation follows the PubSwap paper (eq. 1–2) and TRL's names for the knobs:
 Deviations from TRL: none in the formulas. :func:`grpo_step` runs ``num_iterations``
 gradient epochs over one batch of rollouts (TRL's ``num_iterations``), each epoch one
 optimiser step on the whole batch (split into micro-batches only to bound memory).
-With ``prompt_pass="shared"`` the log-probs come from one pass over each prompt and its
-G completions against the prompt's cached keys and values (:func:`fedrl_kit.rollout.per_token_logps`):
-the same numbers to float tolerance, in fewer token positions. With ``length_buckets=k > 1`` the rows are
-scored in up to k passes of similar completion length, each padded only to its own longest: again the same
-numbers to float tolerance, with less of the padding's work.
+The log-probs come from ``GRPOSettings.score``: the reference per-row pass
+(:func:`fedrl_kit.rollout.per_token_logps`) unless the config picks a faster one that computes the same numbers to
+float tolerance (:class:`fedrl_kit.speed.Scorer`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
@@ -144,8 +143,7 @@ class GRPOSettings:
     temperature: float = 1.0
     max_grad_norm: float = 1.0
     micro_batch_size: int = 256
-    prompt_pass: str = "per_row"  # "shared": each prompt scored once for its G completions (config.PROMPT_PASSES)
-    length_buckets: int = 1  # k > 1: rows scored in up to k passes of similar completion length (rollout.per_token_logps)
+    score: Callable | None = None  # how log-probs are computed (rollout.Score); None: rollout.per_token_logps
 
 
 def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, settings: GRPOSettings,
@@ -177,6 +175,7 @@ def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, setti
     if advantages is None:
         advantages = group_advantages(rewards, G, settings.scale_rewards)  # [N]
     mb = settings.micro_batch_size
+    score = settings.score or per_token_logps
     # π_old = the policy that sampled. Unless given (off-policy rows), it is the current policy before
     # the first update, so the first epoch's own log-probs serve (detached): exact, one forward pass fewer.
     reuse_first_epoch = old_logps is None
@@ -188,8 +187,7 @@ def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, setti
             if ref_model_ctx is None:
                 raise ValueError("beta > 0 needs ref_model_ctx (the policy with its adapter disabled)")
             with ref_model_ctx():
-                ref_logps = per_token_logps(model, rollouts, settings.temperature, mb, settings.prompt_pass,
-                                            settings.length_buckets)  # [N, T]
+                ref_logps = score(model, rollouts, settings.temperature, mb)  # [N, T]
     model.train()
     diags = []
     n = len(rollouts)
@@ -199,8 +197,7 @@ def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, setti
         for s in range(0, n, mb):
             rows = range(s, min(n, s + mb))
             part = rollouts.select(rows) if mb < n else rollouts
-            logps = per_token_logps(model, part, settings.temperature, prompt_pass=settings.prompt_pass,
-                                    length_buckets=settings.length_buckets)  # [b, T]
+            logps = score(model, part, settings.temperature)  # [b, T]
             sl = slice(s, s + mb)
             if reuse_first_epoch and epoch == 0:
                 old_logps[sl] = logps.detach()

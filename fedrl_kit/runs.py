@@ -53,13 +53,14 @@ from fedrl_kit.federation.server import Server, ServerWorld
 from fedrl_kit.federation.truth import SimulatorTruth
 from fedrl_kit.methods import method_spec
 from fedrl_kit.policy.adapters import GLOBAL, initial_state
-from fedrl_kit.policy.allocator import keep_freed_memory
 from fedrl_kit.policy.engine import Policy
 from fedrl_kit.rewards import REWARDS, make_reward_set
 from fedrl_kit.world.partition import partition
 from fedrl_kit.policy.hub import check_model_available
 from fedrl_kit.policy.memory import check_fits
 from fedrl_kit.seeding import cpu_kernels
+from fedrl_kit.speed import Sampler
+from fedrl_kit.speed.allocator import keep_freed_memory
 from fedrl_kit.world.registry import build_world, check_dataset_available
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -272,8 +273,7 @@ class Run:
                 self._policy.backend = make_backend(cfg.rollout_backend, resolve_base(cfg.base),
                                                     max_loras=max(1, cfg.num_clients), max_lora_rank=cfg.lora_rank)
         self.policy = self._policy
-        self.policy.prompt_pass = cfg.prompt_pass
-        self.policy.generation_loop = cfg.generation_loop
+        self.policy.sampler = Sampler(cfg.generation_loop, cfg.prompt_pass)
         self.reward_set = make_reward_set(cfg.rewards, cfg.reward_weights or None)
         self.grpo, self.local = cfg.grpo_settings(), cfg.local_settings()
         self.spec = method_spec(cfg.method)
@@ -304,7 +304,7 @@ class Run:
         if cfg.client_batching == "lockstep":  # clients step together (fedrl_kit.federation.lockstep)
             from fedrl_kit.federation.lockstep import LockstepRuntime
 
-            if cfg.device == "cpu":  # K clients' activations in one batch: keep freed memory (policy.allocator)
+            if cfg.device == "cpu":  # K clients' activations in one batch: keep freed memory (speed.allocator)
                 keep_freed_memory()
 
             make = functools.partial(LockstepRuntime, handlers=self.spec.lockstep)

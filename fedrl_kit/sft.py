@@ -10,7 +10,7 @@ on padding, so the loss is the mean cross-entropy of the completion tokens and e
 :func:`sequence_logprob` scores a completion under an adapter with the same layout: FedGRPO's
 model-based evaluation (ME) uses it as the client's reward model (the probability that the
 client's own model would write the candidate's answer). Its scoring pass, :func:`completion_logprob`,
-also serves :func:`fedrl_kit.policy.batched.sequence_logprob_lockstep` (several clients' adapters, one pass).
+also serves :func:`fedrl_kit.speed.batched.sequence_logprob_lockstep` (several clients' adapters, one pass).
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def completion_logprob(policy, prompts: list[str], completions: list[str], batch
         prompts, completions: the pairs, scored in chunks of ``batch_size`` (each chunk right-padded to its longest).
         rows: None, or ``rows(start, stop)`` → a context manager under which the forward pass of the pairs
             ``start … stop − 1`` runs (per-row adapters,
-            :func:`fedrl_kit.policy.batched.sequence_logprob_lockstep`).
+            :func:`fedrl_kit.speed.batched.sequence_logprob_lockstep`).
 
     Returns:
         [B] float64.

@@ -1,4 +1,4 @@
-"""Freed memory kept in the process (fedrl_kit.policy.allocator): large tensors re-allocated without page faults.
+"""Freed memory kept in the process (fedrl_kit.speed.allocator): large tensors re-allocated without page faults.
 
 The allocator's setting is process-wide, so each check runs in a fresh Python process of its own.
 """
@@ -19,7 +19,7 @@ glibc = pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0
 CHURN = """
 import json, resource, sys
 import torch
-from fedrl_kit.policy import allocator
+from fedrl_kit.speed import allocator
 
 def faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -74,7 +74,7 @@ def test_the_environment_can_turn_it_off():
 
 BUILD = """
 import json, sys
-from fedrl_kit.policy import allocator
+from fedrl_kit.speed import allocator
 from fedrl_kit.runs import Run
 sys.path.insert(0, "tests")
 from conftest import small_config

@@ -12,8 +12,9 @@ import torch
 from conftest import small_config
 from fedrl_kit.federation.client import make_optimizer
 from fedrl_kit.grpo import GRPOSettings, grpo_step
-from fedrl_kit.policy import batched
-from fedrl_kit.policy.batched import (generate_lockstep, grpo_step_lockstep, lockstep_logps, per_row_adapters,
+from fedrl_kit.speed import Scorer
+from fedrl_kit.speed import batched
+from fedrl_kit.speed.batched import (generate_lockstep, grpo_step_lockstep, lockstep_logps, per_row_adapters,
                                       row_groups)
 from fedrl_kit.policy.engine import Policy
 from fedrl_kit.rollout import per_token_logps
@@ -134,7 +135,7 @@ def test_lockstep_grpo_step_gives_each_client_its_sequential_losses_gradients_an
     lock_grads = {}
     diags = grpo_step_lockstep(
         policy.model, NAMES, [make_optimizer(ps, _local()) for ps in params], [parts[n] for n in NAMES],
-        [rewards[n] for n in NAMES], dataclasses.replace(settings, length_buckets=buckets),
+        [rewards[n] for n in NAMES], dataclasses.replace(settings, score=Scorer(length_buckets=buckets)),
         policy.tokenizer.pad_token_id, ref_model_ctx=policy.reference,
         extra_losses=[prox(ps) for ps in params],
         on_first_grads=[lambda ps, n=n: lock_grads.__setitem__(n, [p.grad.clone() for p in ps]) for n in NAMES])

@@ -4,7 +4,9 @@ samples what HF ``generate`` samples, with the same random draws, and refuses wh
 import pytest
 import torch
 
-from fedrl_kit.rollout import folded_lora, generate
+from fedrl_kit.rollout import generate
+from fedrl_kit.speed import Sampler
+from fedrl_kit.speed.compact import folded_lora
 
 PROMPTS = ["1+1=", "12+30=", "7*8=", "100-1="]  # different lengths: left padding differs by group
 
@@ -31,7 +33,7 @@ def _both(policy, prompts=PROMPTS, g=4, max_new=12, temperature=1.0, prompt_pass
     outs, states = [], []
     for loop in ("hf", "compact"):
         outs.append(generate(policy.model, policy.tokenizer, prompts, g, max_new, temperature, seed=11,
-                             prompt_pass=prompt_pass, loop=loop))
+                             sample=Sampler(loop, prompt_pass)))
         states.append(torch.get_rng_state())
     return outs, states
 
@@ -59,7 +61,7 @@ def test_compact_loop_stops_at_max_new_tokens(tiny_dir):
 def test_a_policy_samples_with_its_generation_loop(tiny_dir):
     policy = _policy(tiny_dir, seed=2, eos_bias=2.0)
     hf = policy.rollout("global", PROMPTS, num_generations=4, seed=2)
-    policy.generation_loop = "compact"
+    policy.sampler = Sampler("compact")
     compact = policy.rollout("global", PROMPTS, num_generations=4, seed=2)
     assert compact.completions == hf.completions and len(set(hf.completions)) > 4
 
@@ -109,13 +111,14 @@ def test_compact_loop_refuses_generation_config_processors(tiny_dir):
         old = getattr(config, name)
         setattr(config, name, value)
         with pytest.raises(ValueError, match=name):
-            generate(policy.model, policy.tokenizer, PROMPTS, 2, 4, 1.0, seed=1, loop="compact")
+            generate(policy.model, policy.tokenizer, PROMPTS, 2, 4, 1.0, seed=1, sample=Sampler("compact"))
         setattr(config, name, old)
-    generate(policy.model, policy.tokenizer, PROMPTS, 2, 4, 1.0, seed=1, loop="compact")  # neutral again: runs
+    generate(policy.model, policy.tokenizer, PROMPTS, 2, 4, 1.0, seed=1, sample=Sampler("compact"))  # neutral again: runs
     with pytest.raises(ValueError, match="generation loop must be one of"):
-        generate(policy.model, policy.tokenizer, PROMPTS, 2, 4, 1.0, seed=1, loop="fast")
+        Sampler("fast")
     with pytest.raises(ValueError, match="lockstep sampler"):
-        generate(policy.model, policy.tokenizer, PROMPTS, 2, 4, 1.0, seed=1, sampler=object(), loop="compact")
+        generate(policy.model, policy.tokenizer, PROMPTS, 2, 4, 1.0, seed=1, logits_processor=object(),
+                 sample=Sampler("compact"))
 
 
 def test_generation_loop_is_validated():

@@ -1,11 +1,12 @@
-"""The compact loop's lean decode step (fedrl_kit/policy/decode.py) computes what the model's forward computes, for
+"""The compact loop's lean decode step (fedrl_kit/speed/lean_decode.py) computes what the model's forward computes, for
 Qwen2- and Llama-style models with folded adapters, and steps aside (returns None) for what it does not reproduce."""
 
 import pytest
 import torch
 
-from fedrl_kit.policy.decode import lean_decoder
-from fedrl_kit.rollout import CACHE_ARG, folded_lora, model_cache
+from fedrl_kit.speed.lean_decode import lean_decoder
+from fedrl_kit.speed.compact import folded_lora
+from fedrl_kit.speed.shared_prompt import CACHE_ARG, model_cache
 
 
 def _lora_model(model, seed=0):
@@ -118,17 +119,19 @@ def test_lean_decoder_steps_aside_for_what_it_does_not_reproduce(tiny_dir):
 
 def test_compact_loop_uses_the_lean_step_and_samples_what_the_model_samples(tiny_dir, monkeypatch):
     """The compact loop with the lean step and with the model called at every step sample the same completions."""
-    import fedrl_kit.rollout as rollout
+    import fedrl_kit.speed.compact as compact
     from fedrl_kit.policy.hub import load_pretrained
+    from fedrl_kit.rollout import generate
+    from fedrl_kit.speed import Sampler
 
     model = _qwen2(tiny_dir)
     tokenizer = load_pretrained(tiny_dir)[1]
     calls = []
-    real = rollout.lean_decoder
-    monkeypatch.setattr(rollout, "lean_decoder", lambda m: calls.append(1) or real(m))
+    real = compact.lean_decoder
+    monkeypatch.setattr(compact, "lean_decoder", lambda m: calls.append(1) or real(m))
     prompts = ["1+1=", "12+30=", "7*8="]
-    lean = rollout.generate(model, tokenizer, prompts, 4, 10, 1.0, seed=3, loop="compact")
-    monkeypatch.setattr(rollout, "lean_decoder", lambda m: None)
-    called = rollout.generate(model, tokenizer, prompts, 4, 10, 1.0, seed=3, loop="compact")
+    lean = generate(model, tokenizer, prompts, 4, 10, 1.0, seed=3, sample=Sampler("compact"))
+    monkeypatch.setattr(compact, "lean_decoder", lambda m: None)
+    called = generate(model, tokenizer, prompts, 4, 10, 1.0, seed=3, sample=Sampler("compact"))
     assert calls and lean.completion_ids.shape[1] > 2
     assert torch.equal(lean.completion_ids, called.completion_ids)

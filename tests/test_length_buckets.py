@@ -8,7 +8,9 @@ import pytest
 import torch
 
 from fedrl_kit.grpo import GRPOSettings, grpo_step
-from fedrl_kit.rollout import length_buckets_of, per_token_logps
+from fedrl_kit.rollout import per_token_logps
+from fedrl_kit.speed import Scorer
+from fedrl_kit.speed.buckets import length_buckets_of
 from test_shared_prompt_pass import PROMPTS, _grads, _policy
 
 
@@ -77,9 +79,9 @@ def test_bucketed_scoring_in_chunks(tiny_dir, prompt_pass):
     r = policy.rollout("global", PROMPTS, num_generations=4, seed=4)
     m = r.completion_mask.bool()
     with torch.no_grad():
-        one = per_token_logps(policy.model, r, 1.0, prompt_pass=prompt_pass)
+        one = Scorer(prompt_pass)(policy.model, r, 1.0)
         for bs in (4, 8):
-            chunked = per_token_logps(policy.model, r, 1.0, batch_size=bs, prompt_pass=prompt_pass, length_buckets=2)
+            chunked = Scorer(prompt_pass, length_buckets=2)(policy.model, r, 1.0, batch_size=bs)
             assert torch.allclose(one[m], chunked[m], atol=1e-5)
 
 
@@ -91,7 +93,7 @@ def test_a_grpo_step_with_buckets_makes_the_one_pass_update(tiny_dir, beta):
         r = policy.rollout("global", PROMPTS, num_generations=4, seed=7)
         rewards = torch.tensor([1.0, 0.0, 0.0, 1.0] * 4)
         diags.append(grpo_step(policy.model, torch.optim.SGD(params, lr=0.5), r, rewards,
-                               GRPOSettings(num_iterations=2, beta=beta, prompt_pass=prompt_pass, length_buckets=k),
+                               GRPOSettings(num_iterations=2, beta=beta, score=Scorer(prompt_pass, k)),
                                ref_model_ctx=policy.reference))
         states.append(policy.get_state("global"))
     for other in (1, 2):
@@ -109,9 +111,9 @@ def test_length_buckets_are_validated():
         with pytest.raises(ValueError, match="length_buckets must be an integer in"):
             RunConfig().replace(length_buckets=bad)
     with pytest.raises(ValueError, match="length_buckets must be an integer >= 1"):
-        per_token_logps(None, None, length_buckets=0)
+        Scorer(length_buckets=0)
     assert RunConfig().length_buckets == 1  # stored runs were scored in one pass
-    assert RunConfig().replace(length_buckets=3).grpo_settings().length_buckets == 3
+    assert RunConfig().replace(length_buckets=3).grpo_settings().score == Scorer(length_buckets=3)
 
 
 @pytest.mark.parametrize("client_batching", ["sequential", "lockstep"])
@@ -155,5 +157,5 @@ def test_a_sliding_window_model_is_scored_as_in_one_pass():
     with torch.no_grad():
         one = per_token_logps(model, r, 1.0)
         for prompt_pass in ("per_row", "shared"):
-            bucketed = per_token_logps(model, r, 1.0, prompt_pass=prompt_pass, length_buckets=3)
+            bucketed = Scorer(prompt_pass, length_buckets=3)(model, r, 1.0)
             assert torch.allclose(one[m], bucketed[m], atol=1e-5), prompt_pass

@@ -14,7 +14,7 @@ from conftest import small_config
 from fedrl_kit.fedgrpo import lockstep as fg_lockstep
 from fedrl_kit.fedgrpo.client import EvaluatorQuery
 from fedrl_kit.fedgrpo.lockstep import can_lockstep, evaluate_lockstep
-from fedrl_kit.policy.batched import generate_lockstep, sequence_logprob_lockstep
+from fedrl_kit.speed.batched import generate_lockstep, sequence_logprob_lockstep
 from fedrl_kit.runs import Run
 from fedrl_kit.sft import sequence_logprob
 

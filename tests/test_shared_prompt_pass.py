@@ -6,6 +6,7 @@ import torch
 
 from fedrl_kit.grpo import GRPOSettings, grpo_loss, grpo_step
 from fedrl_kit.rollout import Rollouts, per_token_logps
+from fedrl_kit.speed import Sampler, Scorer
 
 PROMPTS = ["1+1=", "12+30=", "7*8=", "100-1="]  # different lengths: left padding differs by group
 
@@ -26,7 +27,7 @@ def _policy(tiny_dir, seed=0):
 def _grads(policy, params, rollouts, **kw):
     for p in params:
         p.grad = None
-    logps = per_token_logps(policy.model, rollouts, 0.7, **kw)  # [N, T]
+    logps = Scorer(**kw)(policy.model, rollouts, 0.7)  # [N, T]
     adv = torch.linspace(-1, 1, len(rollouts))  # [N]
     loss, _ = grpo_loss(logps, logps.detach() - 0.05, adv, rollouts.completion_mask)
     loss.backward()
@@ -52,9 +53,9 @@ def test_shared_prompt_pass_in_chunks_of_whole_groups(tiny_dir):
     policy, _ = _policy(tiny_dir, seed=1)
     r = policy.rollout("global", PROMPTS, num_generations=4, seed=4)
     with torch.no_grad():
-        one = per_token_logps(policy.model, r, 1.0, prompt_pass="shared")
+        one = Scorer("shared")(policy.model, r, 1.0)
         for bs in (3, 6, 8):
-            chunked = per_token_logps(policy.model, r, 1.0, batch_size=bs, prompt_pass="shared")
+            chunked = Scorer("shared")(policy.model, r, 1.0, batch_size=bs)
             assert torch.allclose(one[r.completion_mask.bool()], chunked[r.completion_mask.bool()], atol=1e-5)
 
 
@@ -65,7 +66,7 @@ def test_rows_whose_groups_do_not_share_a_prompt_are_scored_by_the_full_pass(tin
     mixed = r.select(order)
     with torch.no_grad():
         full = per_token_logps(policy.model, mixed, 1.0)
-        shared = per_token_logps(policy.model, mixed, 1.0, prompt_pass="shared")
+        shared = Scorer("shared")(policy.model, mixed, 1.0)
     assert torch.equal(full, shared)
 
 
@@ -76,7 +77,7 @@ def test_one_token_completions(tiny_dir):
                    r.prompts, r.completions, 2)
     with torch.no_grad():
         full = per_token_logps(policy.model, one, 1.0)
-        shared = per_token_logps(policy.model, one, 1.0, prompt_pass="shared")
+        shared = Scorer("shared")(policy.model, one, 1.0)
     assert shared.shape == (4, 1) and torch.allclose(full, shared, atol=1e-5)
 
 
@@ -88,7 +89,7 @@ def test_a_grpo_step_with_the_shared_pass_makes_the_full_pass_update(tiny_dir, b
         r = policy.rollout("global", PROMPTS, num_generations=4, seed=7)
         rewards = torch.tensor([1.0, 0.0, 0.0, 1.0] * 4)
         diags.append(grpo_step(policy.model, torch.optim.SGD(params, lr=0.5), r, rewards,
-                               GRPOSettings(num_iterations=2, beta=beta, prompt_pass=prompt_pass),
+                               GRPOSettings(num_iterations=2, beta=beta, score=Scorer(prompt_pass)),
                                ref_model_ctx=policy.reference))
         states.append(policy.get_state("global"))
     for k in states[0]:
@@ -102,18 +103,19 @@ def test_shared_prefill_samples_the_same_completions(tiny_dir):
     from fedrl_kit.rollout import generate
 
     policy, _ = _policy(tiny_dir, seed=5)
-    outs = [generate(policy.model, policy.tokenizer, PROMPTS, 4, 7, 1.0, seed=11, prompt_pass=pp)
+    outs = [generate(policy.model, policy.tokenizer, PROMPTS, 4, 7, 1.0, seed=11, sample=Sampler(prompt_pass=pp))
             for pp in ("per_row", "shared")]
     assert torch.equal(outs[0].completion_ids, outs[1].completion_ids)
     assert outs[0].completions == outs[1].completions and len(set(outs[0].completions)) > 4
     with pytest.raises(ValueError, match="lockstep sampler"):
-        generate(policy.model, policy.tokenizer, PROMPTS, 4, 7, 1.0, seed=11, sampler=object(), prompt_pass="shared")
+        generate(policy.model, policy.tokenizer, PROMPTS, 4, 7, 1.0, seed=11, logits_processor=object(),
+                 sample=Sampler(prompt_pass="shared"))
 
 
 def test_a_policy_samples_with_its_prompt_pass(tiny_dir):
     policy, _ = _policy(tiny_dir, seed=6)
     per_row = policy.rollout("global", PROMPTS, num_generations=4, seed=2)
-    policy.prompt_pass = "shared"
+    policy.sampler = Sampler(prompt_pass="shared")
     shared = policy.rollout("global", PROMPTS, num_generations=4, seed=2)
     assert shared.completions == per_row.completions
 
@@ -126,9 +128,11 @@ def test_prompt_pass_is_validated(tiny_dir):
     with pytest.raises(ValueError, match="prompt_pass"):
         RunConfig().replace(client_batching="lockstep", prompt_pass="shared")
     with pytest.raises(ValueError, match="prompt_pass must be one of"):
-        per_token_logps(None, None, prompt_pass="half")
+        Scorer("half")
+    with pytest.raises(ValueError, match="prompt_pass must be one of"):
+        Sampler(prompt_pass="half")
     assert RunConfig().prompt_pass == "per_row"  # stored runs were made per row
-    assert RunConfig().replace(prompt_pass="shared").grpo_settings().prompt_pass == "shared"
+    assert RunConfig().replace(prompt_pass="shared").grpo_settings().score == Scorer("shared")
 
 
 def test_a_run_with_the_shared_pass_answers_like_the_full_pass(tiny_dir):

@@ -23,7 +23,7 @@ FedGRPO                                ``competence``,         every receiving e
 FedGRPOClient`)                                                client (:mod:`fedrl_kit.fedgrpo.lockstep`)
 =====================================  ======================  ==========================================================
 
-Each row carries its client's adapter (:mod:`fedrl_kit.policy.batched`). Every client keeps its own batches, its own
+Each row carries its client's adapter (:mod:`fedrl_kit.speed.batched`). Every client keeps its own batches, its own
 sampling stream (the sequential mode's seeds), its own rewards, its own gradient clipping and its own optimiser; the
 replies have the sequential format and pass the same checks (keys, adapter names and shapes, finite values). Other
 messages (PubSwap's ``fit_begin``/``fit_end``, ``properties``, evaluation) and the other methods (the FedGRPO
@@ -56,7 +56,7 @@ from typing import Callable
 
 from fedrl_kit.federation.client import GRPOClient
 from fedrl_kit.federation.runtime import ClientFailure, InProcessRuntime, Message, _Call, copy_payload
-from fedrl_kit.policy.batched import generate_lockstep, grpo_step_lockstep
+from fedrl_kit.speed.batched import generate_lockstep, grpo_step_lockstep
 
 
 @dataclass(frozen=True)

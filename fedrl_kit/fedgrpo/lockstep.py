@@ -8,7 +8,7 @@ handler is split around its evaluator θ_k (:class:`~fedrl_kit.fedgrpo.client.Re
    :meth:`~fedrl_kit.fedgrpo.client.FedGRPOClient.score_plan` read the request, decide the gate λ_k and log it,
    and say what θ_k must compute (an :class:`~fedrl_kit.fedgrpo.client.EvaluatorQuery`);
 2. for all clients at once: :func:`evaluate_lockstep` — one batched pass over every client's rows, each row with
-   its own client's adapter ``eval_<cid>`` (:func:`~fedrl_kit.policy.batched.per_row_adapters`);
+   its own client's adapter ``eval_<cid>`` (:func:`~fedrl_kit.speed.batched.per_row_adapters`);
 3. per client, as in sequential mode: the plan's ``finish`` builds the reply (the AE checks, the ME scores, a
    malicious client's lie), which the runtime checks against the reply format.
 
@@ -16,10 +16,10 @@ Sequential mode runs the same plans with :meth:`~fedrl_kit.fedgrpo.client.Domain
 alone, so the client logic exists once. What the batched pass computes, per kind of evaluator work:
 
 - probabilities of (question, answer) pairs, SFT evaluator: ``sequence_logprob`` of every client's pairs in one
-  forward (:func:`~fedrl_kit.policy.batched.sequence_logprob_lockstep`, chunks of 256 rows as sequentially); the
+  forward (:func:`~fedrl_kit.speed.batched.sequence_logprob_lockstep`, chunks of 256 rows as sequentially); the
   probabilities equal each client's own to float tolerance (other padding, other matmul blocks);
 - probabilities, GRPO evaluator: the ``evaluator.samples`` sampled answers of every client's questions in one
-  ``generate`` (:func:`~fedrl_kit.policy.batched.generate_lockstep`), each client drawing from its own generator
+  ``generate`` (:func:`~fedrl_kit.speed.batched.generate_lockstep`), each client drawing from its own generator
   seeded with the seed it uses sequentially (:meth:`~fedrl_kit.fedgrpo.client.DomainModelClient.sampling_plan`);
   the draws are the same, so the samples are too as long as the next-token probabilities agree to the bit that
   decides a draw (a draw within float tolerance of the boundary between two tokens can pick the neighbour; then
@@ -38,7 +38,7 @@ import numpy as np
 
 from fedrl_kit.fedgrpo.client import DomainModelClient, EvaluatorQuery, FedGRPOClient, _answers
 from fedrl_kit.federation.lockstep import LockstepHandler
-from fedrl_kit.policy.batched import generate_lockstep, sequence_logprob_lockstep
+from fedrl_kit.speed.batched import generate_lockstep, sequence_logprob_lockstep
 
 _SPLIT = ("on_competence", "on_score", "competence_plan", "score_plan", "me_plan", "evaluate", "answer",
           "answer_probabilities", "sampling_plan", "sampled_shares", "greedy_answers", "ensure_evaluator")

@@ -22,7 +22,7 @@ from fedrl_kit.federation.client import GRPOClient
 from fedrl_kit.federation.lockstep import LockstepHandler, exactly, private_rollouts_lockstep, shared_setup
 from fedrl_kit.fedmoa.weights import hypergradient_step, per_objective_advantages
 from fedrl_kit.grpo import grpo_loss, grpo_step
-from fedrl_kit.policy.batched import grpo_step_lockstep
+from fedrl_kit.speed.batched import grpo_step_lockstep
 from fedrl_kit.rollout import per_token_logps
 
 # -- eq. 8: per-objective gradients at one hidden layer ----------------------------------------------

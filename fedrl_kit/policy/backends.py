@@ -36,13 +36,12 @@ class RolloutBackend(Protocol):
 
 
 class HFBackend:
-    """``model.generate`` with the adapter active (:func:`fedrl_kit.rollout.generate`)."""
+    """The adapter active, then :func:`fedrl_kit.rollout.generate` with the policy's sampler."""
 
     def rollouts(self, policy, adapter, prompts, num_generations, seed, temperature) -> Rollouts:
         adapters.activate(policy.model, adapter)
         return generate(policy.model, policy.tokenizer, prompts, num_generations, policy.max_new_tokens, temperature,
-                        seed, policy.chat, prompt_pass=getattr(policy, "prompt_pass", "per_row"),
-                        loop=getattr(policy, "generation_loop", "hf"))
+                        seed, policy.chat, sample=policy.sampler)
 
 
 def _vllm_api():

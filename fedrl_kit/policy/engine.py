@@ -27,8 +27,7 @@ class Policy:
     max_new_tokens: int = 20  # T, cap on completion length
     temperature: float = 1.0  # rollout temperature
     backend: object = None  # where rollouts are sampled (fedrl_kit.policy.backends); None: HF generate
-    prompt_pass: str = "per_row"  # "shared": each prompt prefilled once for its G rows (fedrl_kit.rollout.generate)
-    generation_loop: str = "hf"  # "compact": fedrl_kit's own sampling loop (fedrl_kit.rollout.generate)
+    sampler: object = None  # how HF rollouts draw tokens (a rollout.Sample, e.g. speed.Sampler); None: hf_sample
 
     @classmethod
     def load(cls, base: str, lora_rank: int = 8, lora_alpha: float = 16.0, seed: int = 0, chat: bool = False,

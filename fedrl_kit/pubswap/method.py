@@ -19,7 +19,7 @@ from fedrl_kit.federation.replies import FIT, list_of, number, record, text
 from fedrl_kit.grpo import grpo_step
 from fedrl_kit.methods import MethodSpec
 from fedrl_kit.methods.fedavg_grpo import build_grpo_clients
-from fedrl_kit.policy.batched import generate_lockstep, grpo_step_lockstep
+from fedrl_kit.speed.batched import generate_lockstep, grpo_step_lockstep
 from fedrl_kit.rollout import Rollouts
 from fedrl_kit.pubswap.args import PAPER_SETTING
 from fedrl_kit.pubswap.swap import SWAP_RULES, ResponsePool, SwapResult
@@ -156,7 +156,7 @@ class PubSwapClient(GRPOClient):
 
 # -- lockstep (client_batching="lockstep"): the step messages of all clients as one batched pass ---------------------
 # Each handler does what the clients' on_<kind> do one after another, through the same client methods; only the
-# model passes are shared (fedrl_kit.federation.lockstep, fedrl_kit.policy.batched).
+# model passes are shared (fedrl_kit.federation.lockstep, fedrl_kit.speed.batched).
 
 
 def private_steps_lockstep(clients: list[PubSwapClient], round: int, payloads: list[dict]) -> list[dict]:

@@ -11,7 +11,7 @@ call takes the query heads grouped by key-value head, as ``transformers`` does f
 the same tokens (``tests/test_generation_loop.py`` compares the completions with ``generate``'s; a float-level
 difference could flip a draw, none was seen). The prompt's prefill still runs through the model.
 
-It is used inside :func:`fedrl_kit.rollout.folded_lora`, where each LoRA layer's forward is one ``linear`` with the
+It is used inside :func:`fedrl_kit.speed.compact.folded_lora`, where each LoRA layer's forward is one ``linear`` with the
 adapter folded in; :func:`lean_decoder` reads that folded weight. Anything it does not reproduce makes it return
 None, and the loop calls the model as before: another architecture or attention implementation, a rotary
 scaling other than the default, sliding-window layers, an activation other than SiLU, a module with forward hooks

@@ -47,7 +47,9 @@ import torch.nn.functional as F
 
 from fedrl_kit.grpo import GRPOSettings, group_advantages, grpo_loss, step_summary
 from fedrl_kit.policy.memory import layer_widths
-from fedrl_kit.rollout import Rollouts, generate, per_token_logps, plain_lora, scored_in_passes, trimmed_rows
+from fedrl_kit.rollout import Rollouts, generate, per_token_logps
+from fedrl_kit.speed.buckets import scored_in_passes, trimmed_rows
+from fedrl_kit.speed.compact import plain_lora
 from fedrl_kit.sft import completion_logprob
 
 if TYPE_CHECKING:  # peft is imported on first use: method modules register lockstep handlers cheaply
@@ -177,7 +179,7 @@ def generate_lockstep(policy, prompts: dict[str, list[str]], num_generations: in
     sampler = GroupSampler(groups, [seeds[a] for a in names], t, device) if t > 0 else None  # 0: greedy, no draws
     with per_row_adapters(policy.model, groups):
         every = generate(policy.model, policy.tokenizer, [p for a in names for p in prompts[a]], num_generations,
-                         policy.max_new_tokens, t, None, policy.chat, sampler=sampler)
+                         policy.max_new_tokens, t, None, policy.chat, logits_processor=sampler)
     return {name: trim(every.select(range(start, stop))) for name, start, stop in groups}
 
 
@@ -240,7 +242,7 @@ def lockstep_logps(model, names: list[str], parts: list[Rollouts], temperature: 
     """Each client's [N_k, T_k] per-token log-probs under its own adapter, from one forward over all rows.
 
     ``length_buckets`` = k > 1: from up to k forwards instead, rows of similar completion length together
-    (:func:`fedrl_kit.rollout.length_buckets_of`), each padded only to its own longest; within a pass the rows stay
+    (:func:`fedrl_kit.speed.buckets.length_buckets_of`), each padded only to its own longest; within a pass the rows stay
     in client order, so each client's rows are one contiguous group with its adapter.
     """
     groups = row_groups(names, [len(r) for r in parts])
@@ -289,7 +291,7 @@ def cpu_passes(chunk: list[tuple[int, range]], lengths: list[tuple[int, int]], p
 
     On a CPU, glibc's malloc serves a block above 64 MiB asked for in a worker thread's arena (the runtime runs
     the clients in one) with a fresh ``mmap`` whatever the process's settings, and one above 32 MiB unless
-    :mod:`fedrl_kit.policy.allocator` keeps freed memory, so every such tensor is page-faulted in afresh at every
+    :mod:`fedrl_kit.speed.allocator` keeps freed memory, so every such tensor is page-faulted in afresh at every
     pass: at K = 16 on the embedded base (1,024 rows, 78 MB activations), with freed memory kept, that was 3.3
     million page faults and 2.1× the time of the clients one by one
     (``benchmarks/results/batched_clients_k16_no_passes.json``). Passes of at most ``budget`` bytes per
@@ -356,8 +358,8 @@ def grpo_step_lockstep(model, names: list[str], optimizers: list, rollouts: list
         if ref_model_ctx is None:
             raise ValueError("beta > 0 needs ref_model_ctx (the policy with its adapter disabled)")
         with torch.no_grad(), ref_model_ctx():
-            every = per_token_logps(model, concat_rollouts(rollouts, pad_token_id), settings.temperature, mb,
-                                    length_buckets=settings.length_buckets)
+            every = (settings.score or per_token_logps)(model, concat_rollouts(rollouts, pad_token_id),
+                                                        settings.temperature, mb)
         bounds = row_groups(names, n)
         ref_logps = [every[s:e, :m.shape[1]] for (_, s, e), m in zip(bounds, masks)]  # K × [N_k, T_k]
     params = [[p for g in opt.param_groups for p in g["params"]] for opt in optimizers]
@@ -372,7 +374,7 @@ def grpo_step_lockstep(model, names: list[str], optimizers: list, rollouts: list
         for chunk in chunks:
             parts = [rollouts[k].select(rows) if mb < n[k] else rollouts[k] for k, rows in chunk]
             logps = lockstep_logps(model, [names[k] for k, _ in chunk], parts, settings.temperature, pad_token_id,
-                                   settings.length_buckets)
+                                   getattr(settings.score, "length_buckets", 1))
             total = 0.0
             for (k, rows), lp in zip(chunk, logps):
                 sl = slice(rows.start, rows.stop)
