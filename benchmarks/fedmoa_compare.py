@@ -4,7 +4,7 @@ The FedMOA paper (Table 1, Table 2) claims that FedMOA raises the global model's
 multi-objective reward over its baseline (plain GRPO + FedAvg, which the paper calls "FedGRPO" and this toolkit
 FedAvg-GRPO), most of all in Heter+Heter, and that both λ (adaptive weights) and α (accuracy-aware aggregation)
 help. This script runs the grid — settings × variants × seeds — at one scale of
-:mod:`fedrl_kit.fedmoa.presets` (``quick``, ``cpu`` or ``paper``), each run in its own resumable run directory,
+:mod:`experiments.fedmoa_presets` (``quick``, ``cpu`` or ``paper``), each run in its own resumable run directory,
 and writes one JSON with every run's summary (last round and best round by validation), Table 1 and Table 2
 (mean ± std over seeds) and the claims paired by seed.
 
@@ -42,9 +42,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _machine import resume_environment_problem, save_result  # noqa: E402
 
-from fedrl_kit.fedmoa.analysis import paired_claims, summary  # noqa: E402
+from experiments.fedmoa_analysis import paired_claims, summary  # noqa: E402
+from experiments.fedmoa_presets import SCALES, VARIANTS, setting_config  # noqa: E402
 from fedrl_kit.fedmoa.args import SETTINGS  # noqa: E402
-from fedrl_kit.fedmoa.presets import SCALES, VARIANTS, setting_config  # noqa: E402
 from fedrl_kit.runs import Run, check_kernels, load_records, recorded_kernels  # noqa: E402
 
 # -- the faithful grid -----------------------------------------------------------------------------------------

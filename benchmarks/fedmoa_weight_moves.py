@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _machine import save_result  # noqa: E402
 
-from fedrl_kit.fedmoa.analysis import weight_moves  # noqa: E402
-from fedrl_kit.fedmoa.presets import setting_config  # noqa: E402
+from experiments.fedmoa_analysis import weight_moves  # noqa: E402
+from experiments.fedmoa_presets import setting_config  # noqa: E402
 from fedrl_kit.runs import Run  # noqa: E402
 
 VARIANTS = {

@@ -367,8 +367,8 @@ def method_config(method: str, base: str, args):
     if args.device != "cuda":
         tiny.update(device="cpu", dtype="float32")
     if method == "fedmoa":
+        from experiments.fedmoa_presets import setting_config
         from fedrl_kit.fedmoa.plan import world_for
-        from fedrl_kit.fedmoa.presets import setting_config
 
         tiny.update(n_train=90, n_test=6, n_aux=6, num_clients=6)
         return setting_config("paper", "heter+heter", world=world_for("heter+heter", 6, "math", "families"),

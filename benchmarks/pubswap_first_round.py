@@ -14,7 +14,9 @@ import os
 import sys
 
 sys.path.insert(0, os.getcwd())
-if os.path.exists(os.path.join(os.getcwd(), "fedrl_kit", "sweep.py")):  # before the paper packages
+if os.path.exists(os.path.join(os.getcwd(), "experiments", "sweep.py")):  # experiments out of the paper packages
+    from experiments.sweep import pubswap_grid
+elif os.path.exists(os.path.join(os.getcwd(), "fedrl_kit", "sweep.py")):  # before the paper packages
     from fedrl_kit.sweep import pubswap_grid
 else:
     from fedrl_kit.pubswap.sweep import pubswap_grid

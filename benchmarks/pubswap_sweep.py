@@ -35,8 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fedrl_kit.pubswap.sweep import (PUBSWAP_SCALES, SETTINGS, parse_name, pubswap_grid, result_paths,  # noqa: E402
-                                     run_grid, summarise)
+from experiments.sweep import (PUBSWAP_SCALES, SETTINGS, parse_name, pubswap_grid, result_paths,  # noqa: E402
+                               run_grid, summarise)
 from fedrl_kit.runs import recorded_kernels  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results"

@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _machine import save_result  # noqa: E402
 
+from experiments.sweep import pubswap_grid  # noqa: E402
 from fedrl_kit.config import preset  # noqa: E402
-from fedrl_kit.pubswap.sweep import pubswap_grid  # noqa: E402
 from fedrl_kit.runs import Run  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"

@@ -64,9 +64,9 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
-from fedrl_kit.fedgrpo import comm_calculator as cc
+from experiments import fedgrpo_comm as cc
+from experiments.fedgrpo_ablation import ablation_configs, run_ablation
 from fedrl_kit import viz
-from fedrl_kit.fedgrpo.ablation import ablation_configs, run_ablation
 from fedrl_kit.config import preset
 from fedrl_kit.fedgrpo.diagnostics import selection_quality, trace_question
 from fedrl_kit.fedgrpo.graph import confidence_graph
@@ -354,7 +354,7 @@ pd.DataFrame(fg)[["round", "expert_hit_rate", "random_hit_rate", "expert_hit_rat
 Q_fixed = P["prompts_per_step"] * num_clients  # questions per server step at every ablation point
 points = ablation_configs(make_config(rounds=P["ablation_rounds"], eval_every=P["ablation_rounds"]),
                           M_grid=P["M_grid"], K_grid=P["K_grid"], questions_per_step=Q_fixed)
-abl = run_ablation(points, policy=policy)  # fedrl_kit/fedgrpo/ablation.py: one Run per point
+abl = run_ablation(points, policy=policy)  # experiments/fedgrpo_ablation.py: one Run per point
 abl = pd.DataFrame(abl).round(3)
 abl
 
@@ -432,7 +432,7 @@ check
 # ## The paper's claims in this setting
 # The quick preset above is one seed and three rounds: too little to judge the paper's accuracy claims.
 # The table below is not computed by this notebook: it is re-read from the stored benchmark files in
-# `benchmarks/results/` by `fedrl_kit.fedgrpo.claims.fedgrpo_claims`. What was scaled: the embedded world's
+# `benchmarks/results/` by `experiments.fedgrpo_claims.fedgrpo_claims`. What was scaled: the embedded world's
 # tiny policy instead of a 1.5–7B model, a 2,000-question pool, K = 8 clients, Dirichlet β = 0.1 over topics,
 # a few rounds on a CPU, fewer seeds and fewer M and K values than the paper's — so every verdict reads
 # "at this scale" (the `setting` line printed below is read from the files). Each row pairs two arms seed by seed (the same seed is the same world, partition
@@ -452,7 +452,7 @@ check
 # paired within one recorded environment), then the table.
 
 # %%
-from fedrl_kit.fedgrpo.claims import RESULT_FILES, environment_note, fedgrpo_claims, load_results, result_commands
+from experiments.fedgrpo_claims import RESULT_FILES, environment_note, fedgrpo_claims, load_results, result_commands
 
 stored = load_results("../benchmarks/results")
 for arg, commands in result_commands(stored).items():
@@ -490,7 +490,7 @@ claims.drop(columns="setting")
 # %%
 import json
 
-from fedrl_kit.fedgrpo.claims import METHOD_NAMES, curve_frame, long_claims, long_curves
+from experiments.fedgrpo_claims import METHOD_NAMES, curve_frame, long_claims, long_curves
 
 results_dir = Path("../benchmarks/results")
 long_files = [results_dir / n for n in ("fedgrpo_compare_pool_long.json", "fedgrpo_compare_pool_long30.json")

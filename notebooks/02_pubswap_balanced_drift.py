@@ -78,12 +78,12 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from experiments.sweep import SETTINGS, result_paths
 from fedrl_kit import viz
 from fedrl_kit.config import preset
 from fedrl_kit.pubswap.method import is_public_step
 from fedrl_kit.notebook import knobs
 from fedrl_kit.pubswap.public_step import generate_public, group_table, swap_public
-from fedrl_kit.pubswap.sweep import SETTINGS, result_paths
 from fedrl_kit.runs import Run, load_records
 from fedrl_kit.world.partition import partition, topic_matrix
 
@@ -309,8 +309,8 @@ pd.Series({"LoRA factors up (all clients), bytes": f"{adapter:,}", "public-step 
 # came from `benchmarks/pubswap_sweep.py --setting fedavg_examples`; `benchmarks/README.md` lists its invocations.
 
 # %%
-from fedrl_kit.pubswap.sweep import (PUBSWAP_SCALES, parse_name, pubswap_claims, pubswap_grid, run_grid, summarise,
-                                     table, table5_arms)
+from experiments.sweep import (PUBSWAP_SCALES, parse_name, pubswap_claims, pubswap_grid, run_grid, summarise,
+                               table, table5_arms)
 
 scale = "quick" if preset_name == "quick" else "full"
 if run_sweep:
@@ -449,7 +449,7 @@ fig
 
 # %% [markdown]
 # ## 6. The paper's claims in the embedded world
-# Checked on the runs above by `fedrl_kit.pubswap.sweep.pubswap_claims`: each claim pairs two arms seed by
+# Checked on the runs above by `experiments.sweep.pubswap_claims`: each claim pairs two arms seed by
 # seed (the same seed is the same world, partition and base start); `diff` is the mean paired difference in
 # pass@1 points (drift: ‖ΔW‖ units), `se` its standard error over seeds, `seeds` the number of pairs, and
 # `holds` reads "within noise" when |diff| < 2 SE. "Large τ" is the largest τ of the rows and "small τ" the
@@ -513,7 +513,7 @@ pd.crosstab(verdicts.final, verdicts.best, rownames=["final checkpoint"], colnam
 # read "not tested".
 
 # %%
-from fedrl_kit.pubswap.sweep import grid_coverage
+from experiments.sweep import grid_coverage
 
 large_scale = "quick_large_tau"
 spec = PUBSWAP_SCALES[large_scale]

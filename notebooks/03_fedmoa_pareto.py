@@ -51,7 +51,7 @@
 # test problems per family, three settings × three seeds, and Table 2's ablations): 20–35 minutes per run on one
 # CPU thread (Heter+Heter, measured), most of a day for the grid. `preset_name="full"` is the paper's setting (§4.1) on a GPU:
 # Qwen2.5-1.5B-Instruct, MATH, GSM8K and MBPP (tested on HumanEval) through the real-world registry, G = 16, 1,024
-# completion tokens, lr 2e-5 with cosine decay — the `paper` scale of `fedrl_kit.fedmoa.presets`. Everything else
+# completion tokens, lr 2e-5 with cosine decay — the `paper` scale of `experiments.fedmoa_presets`. Everything else
 # can be overridden with papermill `-p`.
 
 # %% tags=["parameters"]
@@ -72,10 +72,11 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from experiments import fedmoa_analysis as analysis
+from experiments.fedmoa_pareto import non_dominated, pareto_figure
+from experiments.fedmoa_presets import setting_config
 from fedrl_kit import viz
-from fedrl_kit.fedmoa import analysis, evaluation, plan
-from fedrl_kit.fedmoa.pareto import non_dominated, pareto_figure
-from fedrl_kit.fedmoa.presets import setting_config
+from fedrl_kit.fedmoa import evaluation, plan
 from fedrl_kit.policy.pretrain_families import MISSING_MESSAGE
 from fedrl_kit.runs import REPO_ROOT, Run
 from fedrl_kit.world.families import FAMILIES, PAPER_NAMES, make_family_world
@@ -275,7 +276,7 @@ moves.groupby("round")[["w_move", "lam", "w0_start", "w0_end"]].agg(["mean", "mi
 # Coloured lines: the global (server) model round by round, starting from the base (r0), arrows pointing
 # from one round to the next; grey markers: client checkpoints (local models after each round's local training,
 # scored on their own family's test problems; one marker shape per method); stars and the dotted
-# staircase: the non-dominated points among all of them (`fedrl_kit.fedmoa.pareto`).
+# staircase: the non-dominated points among all of them (`experiments.fedmoa_pareto`).
 # The section after these figures lets you change the setting, the pair of objectives and λ.
 
 # %%

@@ -4,9 +4,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedrl_kit.fedgrpo.claims import (arms_table, claims_markdown, curve_frame, environment_note, fedgrpo_claims,
-                                     fedgrpo_claims_from_files, load_results, long_claims, long_curves,
-                                     result_commands, server_phases)
+from experiments.fedgrpo_claims import (arms_table, claims_markdown, curve_frame, environment_note, fedgrpo_claims,
+                                        fedgrpo_claims_from_files, load_results, long_claims, long_curves,
+                                        result_commands, server_phases)
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 SETTINGS = {"num_clients": 8, "dirichlet_alpha": 0.1, "rounds": 5, "local_steps": 2, "set": []}

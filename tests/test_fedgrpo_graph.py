@@ -1,10 +1,10 @@
-"""The confidence-graph figure (fedrl_kit.fedgrpo.graph) and the K/M ablation (fedrl_kit.fedgrpo.ablation)."""
+"""The confidence-graph figure (fedrl_kit.fedgrpo.graph) and the K/M ablation (experiments.fedgrpo_ablation)."""
 
 import numpy as np
 import pytest
 
 from conftest import small_config
-from fedrl_kit.fedgrpo.ablation import ablation_configs, run_ablation
+from experiments.fedgrpo_ablation import ablation_configs, run_ablation
 from fedrl_kit.fedgrpo.algorithm import server_state
 from fedrl_kit.fedgrpo.diagnostics import selection_quality
 from fedrl_kit.fedgrpo.graph import EXPERT, LEGEND_LEVELS, confidence_graph

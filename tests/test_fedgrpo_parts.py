@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from fedrl_kit.fedgrpo.comm_calculator import (
+from experiments.fedgrpo_comm import (
     LORA_MODULES,
     QwenArch,
     dpsda_bytes,

@@ -10,10 +10,11 @@ import pytest
 import torch
 
 from conftest import small_config
+from experiments import fedmoa_analysis as analysis
+from experiments.fedmoa_presets import setting_config
 from fedrl_kit.config import RunConfig, migrate
 from fedrl_kit.federation.client import LocalSettings, scheduled_lr
-from fedrl_kit.fedmoa import algorithm, analysis, client, plan
-from fedrl_kit.fedmoa.presets import setting_config
+from fedrl_kit.fedmoa import algorithm, client, plan
 from fedrl_kit.fedmoa.weights import aggregate_shared_weights, hypergradient_step
 from fedrl_kit.grpo import GRPOSettings
 from fedrl_kit.policy.engine import Policy

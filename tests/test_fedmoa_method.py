@@ -9,9 +9,10 @@ import pytest
 import torch
 
 from conftest import small_config
+from experiments import fedmoa_analysis as analysis
 from fedrl_kit.aggregate import fedavg
 from fedrl_kit.config import preset
-from fedrl_kit.fedmoa import algorithm, analysis, client, plan
+from fedrl_kit.fedmoa import algorithm, client, plan
 from fedrl_kit.fedmoa.args import FedMOAArgs
 from fedrl_kit.fedmoa.weights import hypergradient_step
 from fedrl_kit.grpo import GRPOSettings

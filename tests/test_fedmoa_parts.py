@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from experiments.fedmoa_pareto import non_dominated, pareto_front_order
 from fedrl_kit.aggregate import fedavg, weighted_sum
 from fedrl_kit.fedmoa.weights import (
     accuracy_aware_weights,
@@ -20,7 +21,6 @@ from fedrl_kit.fedmoa.weights import (
     project_to_simplex,
 )
 from fedrl_kit.grpo import group_advantages
-from fedrl_kit.fedmoa.pareto import non_dominated, pareto_front_order
 
 # --- eq. 1: simplex projection ------------------------------------------------
 
@@ -367,7 +367,7 @@ def test_non_dominated_rejects_bad_input():
 
 
 def test_pareto_figure_marks_exactly_the_non_dominated_points():
-    from fedrl_kit.fedmoa.pareto import pareto_figure
+    from experiments.fedmoa_pareto import pareto_figure
 
     series = {
         "A": {"server": [[0.1, 0.2], [0.3, 0.6], [0.5, 0.5]], "clients": [[0.2, 0.9], [0.4, 0.1]]},

@@ -2,7 +2,7 @@
 
 import pytest
 
-from fedrl_kit.pubswap.sweep import PROX_MUS, parse_name, pubswap_grid, summarise, table
+from experiments.sweep import PROX_MUS, parse_name, pubswap_grid, summarise, table
 
 
 def test_pubswap_grid_has_equal_budget_and_the_papers_arms():
@@ -62,7 +62,7 @@ def test_table_is_mean_and_sample_std_over_seeds():
 
 
 def test_pubswap_claims_compare_seed_means_with_their_error():
-    from fedrl_kit.pubswap.sweep import pubswap_claims
+    from experiments.sweep import pubswap_claims
 
     rows = []
     for seed, (fa, ba) in enumerate([(0.30, 0.40), (0.32, 0.42), (0.31, 0.41)]):  # Balanced clearly ahead at τ = 8
@@ -108,7 +108,7 @@ def test_larger_tau_grids_keep_an_equal_budget(scale, largest):
 
 
 def test_best_checkpoint_is_a_trained_one_and_claims_can_use_it():
-    from fedrl_kit.pubswap.sweep import pubswap_claims
+    from experiments.sweep import pubswap_claims
 
     s = summarise(_records())
     assert s["best_round"] == 2 and s["pass@1_best"] == 0.5
@@ -126,7 +126,7 @@ def test_best_checkpoint_is_a_trained_one_and_claims_can_use_it():
 
 
 def test_result_paths_keep_the_first_sweep_apart_from_the_papers_setting(tmp_path):
-    from fedrl_kit.pubswap.sweep import result_paths
+    from experiments.sweep import result_paths
 
     assert result_paths("fedavg_examples", "quick", tmp_path) == (tmp_path / "pubswap_sweep",
                                                                  tmp_path / "pubswap_sweep.json")
@@ -140,7 +140,7 @@ def _row(table, method, tau, seed, final, drift=1.0, **kw):
 
 
 def test_pubswap_claims_with_one_tau_leave_the_small_tau_claims_untested():
-    from fedrl_kit.pubswap.sweep import pubswap_claims
+    from experiments.sweep import pubswap_claims
 
     rows = [_row("table1", m, 32, s, v + 0.01 * s) for s in range(3)
             for m, v in (("fedavg_grpo", 0.30), ("pubswap_balanced", 0.40), ("pubswap_random", 0.35))]
@@ -168,7 +168,7 @@ def _table5_rows(seeds, fedavg, by_period, drift_by_period=None, tau=8):
 
 
 def test_pubswap_claims_check_table5_swap_periods_and_can_fail():
-    from fedrl_kit.pubswap.sweep import pubswap_claims, table5_arms
+    from experiments.sweep import pubswap_claims, table5_arms
 
     seeds = (0, 1, 2)
     rows = _table5_rows(seeds, fedavg=[0.30, 0.32, 0.31],
@@ -198,7 +198,7 @@ def test_pubswap_claims_check_table5_swap_periods_and_can_fail():
 
 
 def test_pubswap_claims_table5_with_one_seed_or_one_period_is_not_tested():
-    from fedrl_kit.pubswap.sweep import pubswap_claims
+    from experiments.sweep import pubswap_claims
 
     one_seed = pubswap_claims(_table5_rows((0,), [0.3], {2: [0.5], 4: [0.1]})).set_index("claim")
     t5 = one_seed[one_seed.index.str.startswith("Table 5")]
@@ -215,7 +215,7 @@ def test_pubswap_claims_table5_with_one_seed_or_one_period_is_not_tested():
 
 
 def test_grid_coverage_says_which_arms_and_seeds_a_partial_file_holds():
-    from fedrl_kit.pubswap.sweep import grid_coverage
+    from experiments.sweep import grid_coverage
 
     rows = [_row("table1", "fedavg_grpo", 32, s, 0.3) for s in (0, 1, 2)] + [_row("table1", "pubswap_balanced", 32, 0, 0.3)]
     cov = grid_coverage(rows, "quick_large_tau").set_index(["method", "tau"])

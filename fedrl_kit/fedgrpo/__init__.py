@@ -16,16 +16,18 @@ Modules
 - :mod:`~fedrl_kit.fedgrpo.diagnostics` — what only the simulator knows (hit rates, AE share), the
   notebook's step-through :func:`~fedrl_kit.fedgrpo.diagnostics.trace_question`, the selection study.
 - :mod:`~fedrl_kit.fedgrpo.graph` — the confidence graph (clients ↔ topics, the chosen experts) as a figure.
-- :mod:`~fedrl_kit.fedgrpo.ablation` — the K and M ablations (Fig. 3, Appendix C), one knob at a time.
 - :mod:`~fedrl_kit.fedgrpo.method` — the ``fedgrpo`` method spec and how its federation is built.
 - :mod:`~fedrl_kit.fedgrpo.lockstep` — with ``client_batching="lockstep"``, the experts' answers to a
   ``competence`` or ``score`` broadcast in one batched evaluator pass (each row with its expert's adapter
   ``eval_<cid>``; the gate, the replies and malicious clients per client, as sequentially).
 - :mod:`~fedrl_kit.fedgrpo.baselines` — the paper's baselines Fedpetuning+SFT and DPSDA-FL.
-- :mod:`~fedrl_kit.fedgrpo.comm_calculator` — the paper's Figure 2 from first principles.
-- :mod:`~fedrl_kit.fedgrpo.claims` — the paper's claims (Tables 1–2, Figs. 2–4) checked on the stored
-  benchmark files, paired over seeds, "not tested" with one seed (:func:`~fedrl_kit.fedgrpo.claims.fedgrpo_claims`).
 - :mod:`~fedrl_kit.fedgrpo.args` — the typed arguments ``config.fedgrpo``, ``config.evaluator``, ``config.dpsda``.
+
+The paper's experiments live above this package, in ``experiments/`` (it imports ``fedrl_kit``, never the other
+way round): :mod:`experiments.fedgrpo_ablation` — the K and M ablations (Fig. 3, Appendix C), one knob at a time;
+:mod:`experiments.fedgrpo_comm` — the paper's Figure 2 from first principles; :mod:`experiments.fedgrpo_claims` —
+the paper's claims (Tables 1–2, Figs. 2–4) checked on the stored benchmark files, paired over seeds, "not tested"
+with one seed (:func:`experiments.fedgrpo_claims.fedgrpo_claims`).
 
 Setting in the embedded world
 -----------------------------

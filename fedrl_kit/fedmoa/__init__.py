@@ -13,21 +13,27 @@ The package, one idea per module:
                   documented and validated; ``label()`` names a run in tables
 ``plan``          who holds what (§4.1, Table 3): each client's task family, reward configuration and
                   initial weights, the world a setting needs, the split of each family's pool over its clients
-``presets``       the paper's grid as configs: ``setting_config(scale, setting, variant, seed)`` for the
-                  ``quick`` and ``cpu`` scales (embedded world) and ``paper`` (Qwen2.5-1.5B-Instruct on
-                  MATH, GSM8K, MBPP/HumanEval, one GPU)
 ``weights``       the arithmetic of eq. 1, 8–12, free of models and messages (tested by hand)
 ``client``        the client: τ steps of multi-objective GRPO with hypergradient weights (eq. 1–4, 8–10),
                   one client at a time or all in lockstep
 ``algorithm``     the server's round: weights out, local training, clusters, eq. 11–13, evaluation
 ``evaluation``    scoring a model on each family's test split, per reward component (Table 1)
-``analysis``      reading a finished run: Table 1/2 numbers (last round and best by validation), the
-                  paper's claims paired by seed, Fig. 3 points, Fig. 5 weight paths and how far they move
-``pareto``        non-dominated points and the Fig. 3 figure
 ``probe``         what-ifs without retraining: g_k measured once on a client's own batches, eq. 9–12
                   replayed under another λ, step rule or setting (notebook 03's knobs)
 ``method``        the ``fedmoa`` method spec: ``build_clients``, ``validate``, checkpoint hooks
 ================  ====================================================================================
+
+The paper's experiments live above this package, in ``experiments/`` (it imports ``fedrl_kit``, never the other
+way round):
+
+=======================  =============================================================================
+``fedmoa_presets``       the paper's grid as configs: ``setting_config(scale, setting, variant, seed)`` for
+                         the ``quick`` and ``cpu`` scales (embedded world) and ``paper``
+                         (Qwen2.5-1.5B-Instruct on MATH, GSM8K, MBPP/HumanEval, one GPU)
+``fedmoa_analysis``      reading a finished run: Table 1/2 numbers (last round and best by validation), the
+                         paper's claims paired by seed, Fig. 3 points, Fig. 5 weight paths and how far they move
+``fedmoa_pareto``        non-dominated points and the Fig. 3 figure
+=======================  =============================================================================
 
 Paper → code
 ------------
@@ -180,7 +186,7 @@ Deviations and ambiguities, and our choices
   from the test rows; on the real datasets from the training dataset's held-out split); the summary
   reports the best round by mean validation pass@1 (``best/…``, earliest of ties) beside the last round.
   The best round's adapter is not kept on disk, only its scores.
-* **Paper scale** (:mod:`~fedrl_kit.fedmoa.presets`): where §4.1 is silent (local steps per round, LoRA,
+* **Paper scale** (:mod:`experiments.fedmoa_presets`): where §4.1 is silent (local steps per round, LoRA,
   clip range, KL, temperature) the ``paper`` preset takes TRL's defaults and the toolkit's LoRA; the
   MATH training set is MATH's own, not DAPO-Math-17k; the cosine schedule decays over the run's
   rounds × τ local steps, keyed on (round, step).

@@ -27,7 +27,7 @@ One round p, with τ local steps and PubSwap period τ_swap (``config.local_step
 The paper's setting (Tables 9–12) is the PubSwap methods' default under every preset
 (:data:`~fedrl_kit.pubswap.args.PAPER_SETTING`, applied through ``MethodSpec.defaults``): FedIT, and the
 clients' optimiser AdamW with weight decay 0.01 (``config.weight_decay``; the engine's default stays plain Adam,
-so other methods' numbers do not move). The PubSwap grid (:mod:`~fedrl_kit.pubswap.sweep`, setting ``"paper"``)
+so other methods' numbers do not move). The PubSwap grid (:mod:`experiments.sweep`, setting ``"paper"``)
 gives the same to its baselines FedAvg-GRPO and FedProx-GRPO and uses equal-size clients in every table
 (appendix B.1: 4 × 2,500; Table 4 after Acar et al.). Each run's config.json records the aggregator, weight
 decay and client sizes, and so does each row of the sweep's summary. The paper's model/dataset settings are
@@ -56,7 +56,7 @@ distances to the broadcast adapter and fixed-size sketches for the pairwise quan
 round); full factors and gradients are written to the run folder only with ``config.trace_tensors``.
 
 Results: final and best-checkpoint pass@1 (appendix B.2) come from each run's evaluation records
-(:func:`~fedrl_kit.pubswap.sweep.summarise`); :func:`~fedrl_kit.pubswap.sweep.pubswap_claims` checks the claims
+(:func:`experiments.sweep.summarise`); :func:`experiments.sweep.pubswap_claims` checks the claims
 on either, paired by seed: Table 1's (large and small τ, FedProx, Random vs Balanced, drift), Table 4's and
 Table 5's (Balanced beats FedAvg-GRPO at every τ_swap; more frequent public steps are not necessarily better;
 they limit drift). A claim the rows cannot test says "not tested" and why (a single τ, one τ_swap, one seed).
@@ -99,10 +99,11 @@ Modules of this package:
                      notebook's swap view and its widget
 ``drift``            drift and gradient dissimilarity (appendix A: ‖ΔW_n − ΔW_m‖, ζ)
 ``instrument``       :class:`~fedrl_kit.pubswap.instrument.DriftProbe` (``trace_drift=True``), memory-bounded
-``sweep``            the resumable grid of Tables 1, 4, 5 (and larger τ), final and best checkpoint, and the
-                     paper's claims with seed errors
 ``presets``          the paper's settings per model and dataset (Tables 9–12, B.1) as run presets
 ===================  ==========================================================================
+
+The paper's experiments live above this package: :mod:`experiments.sweep` is the resumable grid of Tables 1, 4, 5
+(and larger τ), final and best checkpoint, and the paper's claims with seed errors.
 
 Baselines: FedAvg-GRPO and FedProx-GRPO (``config.fedprox.mu``) are the shared
 :mod:`fedrl_kit.methods.fedavg_grpo`; the drift probe works for them too.

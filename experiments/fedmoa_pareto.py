@@ -99,7 +99,7 @@ def pareto_figure(series: dict, x: str, y: str, title: str | None = None, unit: 
 
     Args:
         series: method name → ``{"server": [[x, y], ...] in round order, "clients": [[x, y], ...]}``
-            (e.g. from :func:`fedrl_kit.fedmoa.analysis.pareto_points`); ``"rounds"`` may name the server
+            (e.g. from :func:`experiments.fedmoa_analysis.pareto_points`); ``"rounds"`` may name the server
             points' rounds (default 0, 1, 2, …: the base first).
         x, y: the objectives' names (axis titles); larger is better in both.
         title: figure title.

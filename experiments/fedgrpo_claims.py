@@ -3,7 +3,7 @@
 :func:`fedgrpo_claims` reads the result dicts written by ``benchmarks/fedgrpo_compare.py`` (with and
 without ground truth) and ``benchmarks/fedgrpo_ablation.py`` (M and K varied alone) and returns one row
 per claim of the paper, each a comparison paired over the seeds both arms ran (the same seed is the same
-world, partition and base start), as :func:`fedrl_kit.pubswap.sweep.pubswap_claims` does for PubSwap.
+world, partition and base start), as :func:`experiments.sweep.pubswap_claims` does for PubSwap.
 
 These are the paper's claims **at this scale**: the embedded world's tiny policy, a few rounds (the stored
 files: 5 rounds of τ = 2 steps, K = 8, β = 0.1, on a CPU); the ``setting`` column says which, from each
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fedrl_kit.pubswap.sweep import paired_diffs
+from experiments.sweep import paired_diffs
 
 #: the methods of ``benchmarks/fedgrpo_compare.py`` by the paper's names (§4.1)
 METHOD_NAMES = {"fedgrpo": "FedGRPO", "central_grpo": "Central-GRPO", "fedavg_grpo": "Fedpetuning+GRPO",
