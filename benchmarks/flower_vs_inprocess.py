@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from _machine import save_result  # noqa: E402
 
 from fedrl_kit.config import preset  # noqa: E402
-from fedrl_kit.federation.flower import run_on_flower  # noqa: E402
+from fedrl_kit.flower import run_on_flower  # noqa: E402
 from fedrl_kit.runs import Run  # noqa: E402
 
 

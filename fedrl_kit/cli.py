@@ -70,8 +70,8 @@ def _run(args) -> int:
     if args.dry_run:
         return _dry_run(cfg)
     run_dir = Path(args.run_dir or f"runs/{cfg.method}-{cfg.preset}-seed{cfg.seed}")
-    if args.runtime == "flower":  # Flower's simulation engine (Ray) on this machine: fedrl_kit.federation.flower
-        from fedrl_kit.federation.flower import run_on_flower
+    if args.runtime == "flower":  # Flower's simulation engine (Ray) on this machine: fedrl_kit.flower
+        from fedrl_kit.flower import run_on_flower
 
         records = run_on_flower(cfg, run_dir, progress=not args.quiet)["records"]
     else:

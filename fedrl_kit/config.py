@@ -113,7 +113,7 @@ class RunConfig:
     """how adapters are combined: fedavg (by examples), fedit (uniform, eq. 4), median, trimmed_mean. The PubSwap
     methods default to fedit (their paper's), every other method to fedavg"""
     trace_drift: bool = False
-    """record client drift after every local step (kind "drift" in metrics.jsonl; see fedrl_kit.pubswap.instrument)"""
+    """record client drift after every local step (kind "drift" in metrics.jsonl; see fedrl_kit.drift_probe)"""
     trace_tensors: bool = False
     """with trace_drift: also write every client-step's LoRA factors and gradient to <run_dir>/drift_tensors/
     (streamed to disk, never held in memory; large for a real model)"""

@@ -165,7 +165,7 @@ def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, setti
             by default the current policy's scores in the first epoch (before any update).
         on_first_grad: optional callable given the optimiser's parameters right after the first epoch's
             backward pass (before clipping and the update): the gradient at the step's starting point,
-            for drift instrumentation (:class:`fedrl_kit.pubswap.instrument.DriftProbe`).
+            for drift instrumentation (:class:`fedrl_kit.drift_probe.DriftProbe`).
 
     Returns:
         Diagnostics: loss, clip_fraction, kl, reward_mean, reward_std, frac_zero_std, completion_length.

@@ -6,7 +6,7 @@ A run directory holds::
     metrics.jsonl     one line per record: kind "global" (test-split evaluation of the global
                       model), "client" (each client's local-training metrics), "failure",
                       "comm" (bytes per round by direction), "drift" (per local step, with
-                      ``trace_drift``; see fedrl_kit.pubswap.instrument)
+                      ``trace_drift``; see fedrl_kit.drift_probe)
     ledger.jsonl      every message (kind, sender, receiver, round, bytes)
     checkpoint/       the global adapter and state of the last completed round (resume point);
                       its state.json records the round, how many lines of metrics.jsonl and
@@ -56,14 +56,13 @@ from fedrl_kit.policy.adapters import GLOBAL, initial_state
 from fedrl_kit.policy.engine import Policy
 from fedrl_kit.rewards import REWARDS, make_reward_set
 from fedrl_kit.world.partition import partition
-from fedrl_kit.policy.hub import check_model_available
+from fedrl_kit.policy.hub import REPO_ROOT, check_model_available, resolve_base  # the first two: also imported from here
 from fedrl_kit.policy.memory import check_fits
 from fedrl_kit.seeding import cpu_kernels
 from fedrl_kit.speed import Sampler
 from fedrl_kit.speed.allocator import keep_freed_memory
 from fedrl_kit.world.registry import build_world, check_dataset_available
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 class Interrupted(RuntimeError):
@@ -178,18 +177,6 @@ class RunLock:
             self.fd = None
 
 
-def resolve_base(base: str) -> str:
-    """A local checkpoint folder (relative to the cwd or to the repo root), else the hub id as given."""
-    for cand in (Path(base), REPO_ROOT / base):
-        if cand.is_dir():
-            return str(cand)
-    if base == "data/base":
-        raise FileNotFoundError(
-            f"the embedded base checkpoint {REPO_ROOT / base} is missing: build it with `fedrl pretrain` "
-            "(a few CPU minutes) or check out data/base from the repository")
-    return base
-
-
 def _flat(d: dict, prefix: str = "") -> dict:
     """A config dict with its sections flattened to dotted names (``fedgrpo.num_experts``)."""
     out = {}
@@ -217,7 +204,7 @@ class Run:
         policy: reuse an already loaded :class:`Policy` (notebooks running several methods).
         runtime: how messages travel: ``"inprocess"`` (default) or ``"serialising"`` (every payload through
             bytes and back, clients out of the server's reach; same results — a test checks it for every method),
-            or a callable ``runtime(clients, faults) -> runtime`` (Flower's: :mod:`fedrl_kit.federation.flower`).
+            or a callable ``runtime(clients, faults) -> runtime`` (Flower's: :mod:`fedrl_kit.flower`).
     """
 
     RUNTIMES = {"inprocess": InProcessRuntime, "serialising": SerialisingRuntime}
@@ -288,7 +275,7 @@ class Run:
                 raise ValueError(f"fail_client names {cid!r}, which is not a client of this run: {sorted(clients)}")
         self.probe = None
         if cfg.trace_drift:  # simulation-side: snapshots each client's adapter after every local step
-            from fedrl_kit.pubswap.instrument import DriftProbe
+            from fedrl_kit.drift_probe import DriftProbe
 
             if cfg.trace_tensors and self.run_dir is None:
                 raise ValueError("trace_tensors needs a run directory to write the tensors to (Run(config, run_dir))")

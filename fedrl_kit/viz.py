@@ -38,7 +38,7 @@ def seed_band_curves(df, y: str = "pass_at_1", group: str = "method", x: str = "
 
     Args:
         df: a long frame with columns ``group``, ``"seed"``, ``x``, ``y`` (e.g.
-            :func:`fedrl_kit.fedgrpo.claims.curve_frame`).
+            :func:`experiments.fedgrpo_claims.curve_frame`).
         names: display names by group value (default: the values).
     """
     missing = [c for c in (group, "seed", x, y) if c not in df.columns]

@@ -17,7 +17,7 @@
 # # PubSwap: public-data steps with response swapping against client drift
 #
 # Paper: *PubSwap* (Nayak, Askin, Ustaomeroglu, Joe-Wong, Joshi; Carnegie Mellon University); code: `fedrl_kit/pubswap/method.py`,
-# `fedrl_kit/pubswap/swap.py`, `fedrl_kit/pubswap/drift.py`, `fedrl_kit/pubswap/instrument.py`.
+# `fedrl_kit/pubswap/swap.py`, `fedrl_kit/drift.py`, `fedrl_kit/drift_probe.py`.
 #
 # **The problem.** In FedAvg-GRPO every client runs τ local GRPO steps on its own private problems
 # before the server averages the LoRA adapters. Under heterogeneous data, more local steps mean the
@@ -131,7 +131,7 @@ figs[1]
 # ## 2. Drift within a round
 # One round from the same starting adapter for each method and each τ, with `trace_drift=True`:
 # after every local step the probe measures every client's adapter and gradient
-# (`fedrl_kit/pubswap/instrument.py`; simulation-side, it changes neither training nor the ledger — a test
+# (`fedrl_kit/drift_probe.py`; simulation-side, it changes neither training nor the ledger — a test
 # checks that; the embedded world's adapters are small enough to keep whole and measure exactly, a real
 # model's are reduced to fixed-size sketches as they come, so tracing costs bounded memory). We plot
 #

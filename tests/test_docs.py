@@ -8,7 +8,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "benchmarks" / "README.md"]
 # a backticked repo path: starts with one of the repo's top-level folders and ends in a file suffix or a slash
-REPO_PATH = re.compile(r"`((?:docs|benchmarks|fedrl_kit|notebooks|tests|data|figures|papers)/[\w./-]*)`")
+REPO_PATH = re.compile(r"`((?:docs|benchmarks|fedrl_kit|experiments|notebooks|tests|data|figures|papers)/[\w./-]*)`")
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 

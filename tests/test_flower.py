@@ -1,6 +1,6 @@
 """Every method on Flower's Message API gives the numbers it gives in-process; failing clients are dropped.
 
-Most tests use :class:`~fedrl_kit.federation.flower.LoopbackGrid` (Flower's messages, records, contexts and
+Most tests use :class:`~fedrl_kit.flower.LoopbackGrid` (Flower's messages, records, contexts and
 ClientApp, delivered in this process); one runs Flower's simulation engine (Ray) end to end.
 """
 
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from conftest import small_config
-from fedrl_kit.federation.flower import (FlowerRuntime, LoopbackGrid, client_app, from_records, message_type,
+from fedrl_kit.flower import (FlowerRuntime, LoopbackGrid, client_app, from_records, message_type,
                                          run_many_on_flower, run_on_flower, to_records)
 from fedrl_kit.methods import METHODS
 from fedrl_kit.runs import Run

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from conftest import small_config
-from fedrl_kit.pubswap.instrument import DriftProbe, as_factors
+from fedrl_kit.drift_probe import DriftProbe, as_factors
 from fedrl_kit.runs import Run
 
 BASE = str(Path(__file__).resolve().parents[1] / "data" / "base")
@@ -98,7 +98,7 @@ def _random_adapter(rng, shapes, r, scale=1.0):
 
 
 def test_effective_distance_and_sketches_against_the_dense_products():
-    from fedrl_kit.pubswap.instrument import count_sketch, effective_distance_sq, tensor_sketch
+    from fedrl_kit.drift_probe import count_sketch, effective_distance_sq, tensor_sketch
 
     rng = np.random.default_rng(0)
     a, b, a0, b0 = rng.standard_normal((4, 30)), rng.standard_normal((20, 4)), rng.standard_normal((4, 30)), \

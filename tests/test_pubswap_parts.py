@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedrl_kit.pubswap.drift import (
+from fedrl_kit.drift import (
     adapter_distance,
     distance_to_global,
     effective_delta,

@@ -118,7 +118,7 @@ class GRPOClient(MessageClient):
         self.reward_set, self.local, self.grpo, self.seed = reward_set, local, grpo, seed
         self._columns = {k: list(data[k]) for k in data.column_names}
         self.optimizer: torch.optim.Optimizer | None = None
-        self.probe = None  # a fedrl_kit.pubswap.instrument.DriftProbe when the run traces drift (simulation-side)
+        self.probe = None  # a fedrl_kit.drift_probe.DriftProbe when the run traces drift (simulation-side)
 
     def on_properties(self, round: int, payload: dict) -> dict:
         """What the server may know about this client (round 0): its data size and its reward names."""

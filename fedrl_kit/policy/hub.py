@@ -273,3 +273,15 @@ def describe_model(model: torch.nn.Module) -> dict[str, Any]:
         "dtype": str(params[0].dtype).removeprefix("torch.") if params else None,
         "architecture": architectures[0],
     }
+
+
+def resolve_base(base: str) -> str:
+    """A local checkpoint folder (relative to the cwd or to the repo root), else the hub id as given."""
+    for cand in (Path(base), REPO_ROOT / base):
+        if cand.is_dir():
+            return str(cand)
+    if base == "data/base":
+        raise FileNotFoundError(
+            f"the embedded base checkpoint {REPO_ROOT / base} is missing: build it with `fedrl pretrain` "
+            "(a few CPU minutes) or check out data/base from the repository")
+    return base

@@ -49,7 +49,7 @@ Diagnostics per client and round: ``accuracy`` (mean over private steps), ``repl
 ``public_reward_std`` and ``public_frac_zero_std`` (fraction of public groups with no reward variance).
 
 Drift instrumentation (appendix A): with ``config.trace_drift`` every private and public step reports the
-client's adapter and gradient to a :class:`~fedrl_kit.pubswap.instrument.DriftProbe`, which logs pairwise and
+client's adapter and gradient to a :class:`~fedrl_kit.drift_probe.DriftProbe`, which logs pairwise and
 to-global drift, gradient dissimilarity and α(x) per public prompt after every local step. Its memory is
 bounded: small adapters are kept whole and measured exactly; a real model's are reduced on the fly to exact
 distances to the broadcast adapter and fixed-size sketches for the pairwise quantities (N·τ·3·8,192 floats per
@@ -80,7 +80,7 @@ Deviations and choices where the paper is silent:
   1.0 (Tables 9–12) is the engine's ``GRPOSettings.max_grad_norm``.
 - **Drift numbers on a real model are estimates.** Pairwise drift, gradient dissimilarity and ζ come from
   sketches (relative error ≈ sqrt(3 / 8,192) ≈ 2 %) once an adapter has more than 2^18 factor entries; the
-  drift to the broadcast adapter stays exact (:mod:`fedrl_kit.pubswap.instrument`).
+  drift to the broadcast adapter stays exact (:mod:`fedrl_kit.drift_probe`).
 - **Presets.** MATH's official test split stays out of the clients' pool (4 × 1,875 instead of 4 × 2,500),
   the medical preset uses MedMCQA alone (the paper mixes it with MedQA), GRPO steps run in micro-batches of
   2 sequences (no gradient checkpointing in the engine); see :mod:`fedrl_kit.pubswap.presets`.
@@ -97,10 +97,12 @@ Modules of this package:
                      :func:`~fedrl_kit.pubswap.swap.balanced_swap` (appendix A.2's α_n(x))
 ``public_step``      one public step seen from outside (steps 2a–2c with the round's own streams): the
                      notebook's swap view and its widget
-``drift``            drift and gradient dissimilarity (appendix A: ‖ΔW_n − ΔW_m‖, ζ)
-``instrument``       :class:`~fedrl_kit.pubswap.instrument.DriftProbe` (``trace_drift=True``), memory-bounded
 ``presets``          the paper's settings per model and dataset (Tables 9–12, B.1) as run presets
 ===================  ==========================================================================
+
+The drift measures (appendix A: ‖ΔW_n − ΔW_m‖, ζ; :mod:`fedrl_kit.drift`) and the probe that takes them during a
+run (:mod:`fedrl_kit.drift_probe`, ``trace_drift=True``) work for every method, so they live in the engine, beside
+this package.
 
 The paper's experiments live above this package: :mod:`experiments.sweep` is the resumable grid of Tables 1, 4, 5
 (and larger τ), final and best checkpoint, and the paper's claims with seed errors.

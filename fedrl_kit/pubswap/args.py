@@ -8,7 +8,7 @@ from fedrl_kit.args import Args
 
 PAPER_SETTING = {"aggregator": "fedit", "weight_decay": 0.01}
 """the PubSwap paper's aggregation and optimiser (Tables 9–12: FedIT, eq. 4; AdamW with weight decay 0.01): every
-preset gives them to the PubSwap methods, and the PubSwap grid to its baselines too (``fedrl_kit.pubswap.sweep``)"""
+preset gives them to the PubSwap methods, and the PubSwap grid to its baselines too (``experiments.sweep``)"""
 
 
 @dataclass

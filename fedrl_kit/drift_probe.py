@@ -7,7 +7,7 @@ replacement fraction ``α_i(x)`` on Balanced public steps. With ``RunConfig.trac
 :class:`DriftProbe` is attached to every client and, after each local step, takes (see "Memory" below
 for what it keeps of them)
 
-- the client's LoRA factors (:mod:`fedrl_kit.pubswap.drift` measures them),
+- the client's LoRA factors (:mod:`fedrl_kit.drift` measures them),
 - the flattened gradient of the step's first epoch, i.e. at the point the step starts from
   (before clipping and the update; :func:`fedrl_kit.grpo.grpo_step`'s ``on_first_grad``),
 - the step's within-group reward statistics and, on public steps, the replacement fraction of
@@ -68,7 +68,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from fedrl_kit.pubswap.drift import distance_to_global, gradient_dissimilarity, mean_pairwise_drift, \
+from fedrl_kit.drift import distance_to_global, gradient_dissimilarity, mean_pairwise_drift, \
     pairwise_gradient_dissimilarity
 
 

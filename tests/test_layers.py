@@ -1,0 +1,34 @@
+"""The package's layers hold: `lint-imports` checks pyproject's contracts (layers, no cycles) on every import,
+those inside functions included, and a contract that is broken is reported as broken."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def lint(*args, cwd=ROOT):
+    exe = shutil.which("lint-imports") or str(Path(sys.executable).parent / "lint-imports")
+    return subprocess.run([exe, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_the_layer_and_cycle_contracts_are_kept():
+    out = lint("--config", str(ROOT / "pyproject.toml"))
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "fedrl_kit's layers KEPT" in out.stdout
+    assert "no import cycles among the modules of any package KEPT" in out.stdout
+
+
+def test_a_layer_order_the_code_breaks_is_reported(tmp_path):
+    """The same tool on a contract the code does not keep (the reference path above the GRPO step that imports
+    it): it must say BROKEN and name the import, so the passing check above can fail."""
+    config = tmp_path / "contract.toml"
+    config.write_text('[tool.importlinter]\nroot_packages = ["fedrl_kit"]\n\n'
+                      '[[tool.importlinter.contracts]]\nname = "upside down"\ntype = "layers"\n'
+                      'layers = ["fedrl_kit.rollout", "fedrl_kit.grpo"]\n')
+    out = lint("--config", str(config))
+    assert out.returncode != 0
+    assert "upside down BROKEN" in out.stdout
+    assert "fedrl_kit.grpo -> fedrl_kit.rollout" in out.stdout
