@@ -3,8 +3,9 @@
 The workload is ``grpo_step_vs_trl.py``'s (the embedded base, B = 8 prompts × G = 8, up to 24 tokens, LoRA r = 8,
 μ = 2 by default; per-row prompts and HF ``generate`` unless ``--prompt-pass shared`` or ``--generation-loop
 compact``; ``--length-buckets 2`` adds ``RunConfig.faster()``'s scoring): one untimed step, then ``--steps`` steps
-under cProfile, one thread. The shares are cProfile's cumulative times of ``Policy.rollout``, ``per_token_logps``
-and ``Tensor.backward`` over the steps' total (profiling overhead included, so they are shares, not speeds). Run::
+under cProfile, one thread. The shares are cProfile's cumulative times of ``Policy.rollout``, the step's ``Score``
+(``per_token_logps`` or a :mod:`fedrl_kit.speed` one) and ``Tensor.backward`` over the steps' total (profiling
+overhead included, so they are shares, not speeds). Run::
 
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/profile_grpo_step.py
 """
@@ -21,9 +22,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _machine  # noqa: E402,F401  (first: the CPU kernel pin)
 import torch  # noqa: E402
 
-PARTS = {"generation (Policy.rollout)": ("engine.py", "rollout"),
-         "training forwards (per_token_logps)": ("rollout.py", "per_token_logps"),
-         "backwards (Tensor.backward)": ("_tensor.py", "backward")}
+PARTS = {"generation (Policy.rollout)": [("engine.py", "rollout")],
+         "training forwards (the step's Score)": [("rollout.py", "per_token_logps"),
+                                                 ("shared_prompt.py", "shared_prompt_logps"),
+                                                 ("buckets.py", "bucketed_logps")],
+         "backwards (Tensor.backward)": [("_tensor.py", "backward")]}
+"""each part's entry points (file suffix, function): the largest cumulative time among them (the scoring has one
+entry per implementation, and the shared pass calls the bucketed one's helpers, never its entry)"""
 
 
 def main(argv=None) -> dict:
@@ -51,9 +56,9 @@ def main(argv=None) -> dict:
     stats = pstats.Stats(prof).stats  # {(file, line, name): (cc, nc, tt, ct, callers)}
     total = max(ct for (f, _, name), (_, _, _, ct, _) in stats.items() if name == "local_step")
     shares = {}
-    for label, (file, func) in PARTS.items():
-        shares[label] = sum(ct for (f, _, name), (_, _, _, ct, _) in stats.items()
-                            if name == func and f.endswith(file)) / total
+    for label, entries in PARTS.items():
+        shares[label] = max(sum(ct for (f, _, name), (_, _, _, ct, _) in stats.items()
+                                if name == func and f.endswith(file)) for file, func in entries) / total
     shares["the rest (rewards, advantages, optimiser, bookkeeping)"] = 1.0 - sum(shares.values())
     print(f"one local GRPO step, μ = {args.mu}, prompt_pass {args.prompt_pass}, generation_loop "
           f"{args.generation_loop}, length_buckets {args.length_buckets}: {total / args.steps:.3f} s under cProfile, "
