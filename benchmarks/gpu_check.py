@@ -73,7 +73,7 @@ CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{%
 """a chat template in the embedded tokenizer's characters, so that the random models take the full preset's
 ``chat=True`` path (the prompt wrapped by ``apply_chat_template``) like a real instruct model"""
 
-GPU = dict(models=["0.5b", "1.5b"], prompts=8, num_generations=8, max_new_tokens=128, repetitions=2,
+GPU = dict(models=["0.5b", "1.5b"], prompts=8, num_generations=8, max_new_tokens=64, repetitions=2,
            lockstep_clients=[8, 1, 2, 4, 16], lockstep_model="0.5b", methods_model="1.5b",
            fast_models=["base", "0.5b"], fast_tokens=64)
 SMOKE = dict(models=["base"], prompts=2, num_generations=2, max_new_tokens=8, repetitions=1,
