@@ -145,6 +145,18 @@ def test_judge_never_lets_the_program_stand_in_for_builtins_or_modules():
     assert [r.status for r in results] == ["failed", "failed"], [r.stderr_tail for r in results]
 
 
+@pytest.mark.parametrize("tests", [
+    "assert all(map(lambda x: f(x) == 2 * x, range(3)))\n",
+    "def check(candidate):\n    assert all(map(lambda x: candidate(x) == 2 * x, range(3)))\n\ncheck(f)\n",
+    "assert list(filter(lambda x: f(x) != 2 * x, range(3))) == []\n",
+])
+@pytest.mark.parametrize("raised", ["StopIteration", "StopAsyncIteration", "type('StopIteration', (Exception,), {})"])
+def test_stop_iteration_from_the_program_is_a_failure_the_tests_iterators_cannot_swallow(tests, raised):
+    # A StopIteration re-raised in the judge would end map() as if it were exhausted: all(map(...)) would hold.
+    result = run_code(f"def f(x):\n    raise {raised}\n", tests)
+    assert result.status == "failed" and "RemoteError" in result.stderr_tail, result.stderr_tail
+
+
 def test_program_can_use_the_standard_library_and_its_own_directory():
     program = (
         "import collections, functools, heapq, itertools, math, re, tempfile\n"

@@ -27,6 +27,9 @@ import os
 import sys
 
 _EXIT_TYPES = ("SystemExit", "KeyboardInterrupt", "GeneratorExit")
+_ITERATION_ENDS = ("StopIteration", "StopAsyncIteration")
+"""raised in the tests' ``map``/``filter``/``zip`` callbacks these would end the iteration as if it were
+exhausted (``all(map(...))`` would hold): from the program they arrive as a RemoteError instead"""
 _DENIED_MODULES = frozenset({"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "webbrowser"})
 
 
@@ -35,7 +38,8 @@ class CandidateExit(BaseException):
 
 
 class RemoteError(Exception):
-    """The candidate's code raised an exception that is not one of Python's built-in ones."""
+    """The candidate's code raised an exception that is not one of Python's built-in ones, or one that ends
+    an iteration (StopIteration): a failure that no iterator protocol swallows."""
 
 
 class _Channel:
@@ -75,6 +79,8 @@ def _remote_exception(name, message):
         return CandidateExit("%s: %s" % (name, message))
     if name == "MemoryError":
         return MemoryError()
+    if name in _ITERATION_ENDS:
+        return RemoteError("%s: %s" % (name, message))
     kind = getattr(builtins, name, None)
     if isinstance(kind, type) and issubclass(kind, Exception):
         try:
