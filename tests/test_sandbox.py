@@ -449,6 +449,59 @@ def test_seccomp_refuses_ptrace_namespaces_io_uring_and_mounts(isolation, signal
     assert signals == []
 
 
+_UNBOUNDED_MEMORY_PROBE = """
+import os, sys
+sys.meta_path[:] = [m for m in sys.meta_path if 'Blocker' not in getattr(m, '__name__', type(m).__name__)]
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+name = b'fedrl-probe-%d' % os.getpid()
+def attempt(number, args, undo):
+    made = libc.syscall(number, *args)
+    errno = ctypes.get_errno()
+    if made >= 0:
+        undo(made)  # never leave a segment or a queue behind, even on a sandbox that lets it be made
+        return 'made'
+    return errno
+def refused():
+    return {
+        'memfd_create': attempt(319, (b'x', 0), os.close),
+        'shmget': attempt(29, (0, 2**20, 0o1600), lambda i: libc.syscall(31, i, 0, None)),
+        'msgget': attempt(68, (0, 0o1600), lambda i: libc.syscall(71, i, 0, None)),
+        'semget': attempt(64, (0, 1, 0o1600), lambda i: libc.syscall(66, i, 0, 0, None)),
+        'mq_open': attempt(240, (name, os.O_CREAT | os.O_RDWR, 0o600, None),
+                           lambda fd: (os.close(fd), libc.syscall(241, name))),
+    }
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the seccomp filter is written for x86_64 only")
+@pytest.mark.parametrize("isolation", ["namespaces", "process"])
+def test_memory_outside_the_address_space_cannot_be_made(isolation):
+    # memfd files, SysV shared memory and message queues and POSIX message queues hold memory that
+    # RLIMIT_AS does not count (SysV segments and queues even outlive the process without an IPC namespace)
+    if isolation == "namespaces" and sandbox_isolation() != "namespaces":
+        pytest.skip("no namespaces here")
+    expected = dict.fromkeys(("memfd_create", "shmget", "msgget", "semget", "mq_open"), 1)  # EPERM
+    result = run_code(_UNBOUNDED_MEMORY_PROBE, f"assert refused() == {expected!r}\n", isolation=isolation)
+    assert result.passed, result.stderr_tail
+
+
+@pytest.mark.parametrize("isolation", ["namespaces", "process"])
+def test_memfd_files_cannot_hold_memory_past_the_limit(isolation):
+    # 6 files of 15 MiB (each under the 16 MiB file-size limit): 90 MiB held against 64 MiB of address space
+    if isolation == "namespaces" and sandbox_isolation() != "namespaces":
+        pytest.skip("no namespaces here")
+    program = (
+        "import os\nHELD, FDS = 0, []\n"
+        "try:\n    for _ in range(6):\n        fd = os.memfd_create('x')\n        FDS.append(fd)\n"
+        "        for _ in range(15):\n            os.write(fd, bytes(2**20))\n        HELD += 15 * 2**20\n"
+        "except OSError:\n    pass\n"
+        "def held():\n    return HELD\n"
+    )
+    result = run_code(program, "assert held() <= 64 * 2**20\n", memory_mb=64, timeout_s=5.0, isolation=isolation)
+    assert result.passed, result.stderr_tail
+
+
 def test_process_isolation_keeps_its_tripwire(canary):
     attacks = ["import os\nos.fork()\n", "import subprocess\nsubprocess.run(['true'])\n",
                f"import os\nos.remove({str(canary)!r})\n", "import socket\nsocket.socket()\n"]

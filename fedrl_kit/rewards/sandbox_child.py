@@ -155,8 +155,10 @@ def _enter_namespaces(spec):
 
 
 # seccomp (x86_64 only): system calls the candidate never needs, refused with EPERM. They reach
-# other processes (ptrace, process_vm_*), change mounts or namespaces, or are kernel attack
-# surface (keyrings, bpf, perf, userfaultfd, io_uring, file handles, modules, the new mount API).
+# other processes (ptrace, process_vm_*), change mounts or namespaces, are kernel attack surface
+# (keyrings, bpf, perf, userfaultfd, io_uring, file handles, modules, the new mount API), or hold
+# memory that RLIMIT_AS does not count (memfd files; SysV shared memory, message queues and
+# semaphores and POSIX message queues, which without an IPC namespace outlive the process).
 _SECCOMP_DENIED_X86_64 = (
     101, 310, 311,  # ptrace, process_vm_readv, process_vm_writev
     165, 166, 155, 161, 272, 308,  # mount, umount2, pivot_root, chroot, unshare, setns
@@ -164,6 +166,10 @@ _SECCOMP_DENIED_X86_64 = (
     248, 249, 250, 321, 298, 323,  # add_key, request_key, keyctl, bpf, perf_event_open, userfaultfd
     425, 426, 427, 303, 304,  # io_uring_setup/enter/register, name_to_handle_at, open_by_handle_at
     175, 176, 313, 246, 320,  # init/delete/finit_module, kexec_load, kexec_file_load
+    319,  # memfd_create
+    29, 30, 31, 67, 68, 69, 70, 71,  # shmget, shmat, shmctl, shmdt, msgget, msgsnd, msgrcv, msgctl
+    64, 65, 66, 220,  # semget, semop, semctl, semtimedop
+    240, 241, 242, 243, 244, 245,  # mq_open, mq_unlink, mq_timedsend, mq_timedreceive, mq_notify, mq_getsetattr
 )
 _SECCOMP_SIGNALS_X86_64 = (62, 200, 234, 129, 297, 424, 434, 438)
 """kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo, pidfd_send_signal, pidfd_open, pidfd_getfd:
