@@ -29,8 +29,9 @@ reporter has nothing to act on). Two paths:
   to its own import of the standard-library module. What the judge cannot do: pass a function
   of the tests (a ``lambda``) to the candidate, see the candidate mutate an argument in place,
   or use ``isinstance`` with a class the program defines; such tests fail rather than pass.
-  Helpers the tests call that the program defines (HumanEval's ``poly``, which comes with the
-  prompt) run in the candidate, as in HumanEval's own harness.
+  A helper the tests call that only the program defines runs in the candidate, as in HumanEval's
+  own harness; :func:`fedrl_kit.rewards.accuracy.humaneval_tests` puts the prompt's helpers
+  (HumanEval's ``poly``) in the tests, so the judge calls its own copy.
 
 **Containment of the candidate's process** (``sandbox_child.py`` holds the details):
 
