@@ -495,6 +495,16 @@ def test_a_judge_that_does_not_finish_its_verdict_scores_nothing(monkeypatch, en
     assert result.status == "error" and "the judge ended without reporting" in result.stderr_tail, result
 
 
+@pytest.mark.parametrize("tests", [TESTS, CHECK_TESTS])
+def test_a_containment_step_that_fails_runs_no_program_at_the_process_level(monkeypatch, tests):
+    step = "    _seccomp(deny_signals=True)\n    for name in"
+    assert sandbox._CHILD_SOURCE.count(step) == 1
+    broken = sandbox._CHILD_SOURCE.replace(step, "    raise OSError('seccomp refused')\n    for name in")
+    monkeypatch.setattr(sandbox, "_CHILD_SOURCE", broken)
+    result = run_code(DOUBLE, tests, isolation="process")
+    assert result.status == "error" and "the isolation could not be set up" in result.stderr_tail, result
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="a trainer that is not root has no root to drop")
 def test_a_root_trainers_candidate_runs_as_nobody_without_capabilities_at_the_process_level():
     # As root it could raise its hard limits (CAP_SYS_RESOURCE), fork past RLIMIT_NPROC, write

@@ -104,8 +104,9 @@ from fedrl_kit.rewards.sandbox_wire import WIRE_MAX_BYTES, WireError, wire_decod
 from fedrl_kit.tags import ANSWER_CLOSE, ANSWER_OPEN
 
 Status = Literal["ok", "failed", "timeout", "memory", "error", "forbidden"]
-_JUDGE_STATUSES = ("ok", "failed", "memory", "error", "forbidden")
 Isolation = Literal["namespaces", "process"]
+_JUDGE_STATUSES = ("ok", "failed", "memory", "error", "forbidden")
+"""the statuses a judge's verdict may carry (a timeout is the trainer's to decide)"""
 
 ISOLATION_ENV = "FEDRL_SANDBOX"
 """environment variable: "auto" (default: namespaces when the OS allows, else process with a

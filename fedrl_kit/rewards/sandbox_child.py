@@ -235,7 +235,7 @@ _LANDLOCK_SCOPES = (1 << 0) | (1 << 1)  # ABSTRACT_UNIX_SOCKET, SIGNAL
 
 def _landlock():
     """Enter a Landlock domain (needs no_new_privs); its ABI version, 0 where the kernel offers none."""
-    ctypes, libc, call = _libc()
+    ctypes, libc, _ = _libc()
     syscall = libc.syscall
     syscall.restype = ctypes.c_long
     abi = syscall(ctypes.c_long(_LANDLOCK_CREATE_RULESET), None, ctypes.c_size_t(0), ctypes.c_uint32(1))
@@ -264,7 +264,7 @@ def _contain_process(spec):
     cannot raise its hard limits, fork (RLIMIT_NPROC = 0 holds for it) or reach root's processes.
     Failures raise (no candidate code has run yet); where the kernel has no Landlock, it is left out.
     """
-    ctypes, libc, call = _libc()
+    call = _libc()[2]
     if os.geteuid() == 0 and not spec.get("keep_root"):
         _drop_privileges(True, _CAP_DAC_READ_SEARCH)
     call("prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
