@@ -36,6 +36,14 @@ needs_namespaces = pytest.mark.skipif(
     sandbox_isolation() != "namespaces",
     reason="the sandbox runs without namespaces here (the OS does not allow them, or FEDRL_SANDBOX=process): "
            "its 'process' isolation does not contain this (docs/reliability.md)")
+NAMESPACES = pytest.param("namespaces", marks=needs_namespaces)
+PROCESS_AS_NOBODY = pytest.param("process", marks=pytest.mark.skipif(
+    os.geteuid() != 0 or os.uname().machine != "x86_64",
+    reason="at the 'process' level only a root trainer's candidate runs as nobody, and the seccomp filter that "
+           "refuses signals is written for x86_64 (docs/reliability.md)"))
+PROCESS_WITH_LANDLOCK_TCP = pytest.param("process", marks=pytest.mark.skipif(
+    sandbox.landlock_abi() < 4, reason="this kernel has no Landlock with TCP rules (ABI 4): at the 'process' level "
+                                       "nothing but the tripwire stands between a program and the network"))
 
 
 # --- results ------------------------------------------------------------------
@@ -143,6 +151,18 @@ def test_judge_never_lets_the_program_stand_in_for_builtins_or_modules():
     results = run_many([(fake_math, "assert math.isclose(f(1), 2.5)\n"),
                         (fake_abs, "def check(c):\n    assert abs(c(1) - 2) < 1e-9\n\ncheck(f)\n")])
     assert [r.status for r in results] == ["failed", "failed"], [r.stderr_tail for r in results]
+
+
+@pytest.mark.parametrize("tests", [
+    "assert all(map(lambda x: f(x) == 2 * x, range(3)))\n",
+    "def check(candidate):\n    assert all(map(lambda x: candidate(x) == 2 * x, range(3)))\n\ncheck(f)\n",
+    "assert list(filter(lambda x: f(x) != 2 * x, range(3))) == []\n",
+])
+@pytest.mark.parametrize("raised", ["StopIteration", "StopAsyncIteration", "type('StopIteration', (Exception,), {})"])
+def test_stop_iteration_from_the_program_is_a_failure_the_tests_iterators_cannot_swallow(tests, raised):
+    # A StopIteration re-raised in the judge would end map() as if it were exhausted: all(map(...)) would hold.
+    result = run_code(f"def f(x):\n    raise {raised}\n", tests)
+    assert result.status == "failed" and "RemoteError" in result.stderr_tail, result.stderr_tail
 
 
 def test_program_can_use_the_standard_library_and_its_own_directory():
@@ -297,17 +317,24 @@ f = lambda x: x
 """
 
 
-@pytest.mark.parametrize("force_userns", [False, True] if os.geteuid() == 0 else [False])
-@needs_namespaces
-def test_fresh_posix_module_cannot_fork_a_survivor_or_signal_the_trainer(tmp_path, signals, monkeypatch, force_userns):
+@pytest.mark.parametrize("isolation, force_userns", [
+    pytest.param("namespaces", False, marks=needs_namespaces, id="namespaces"),
+    pytest.param("namespaces", True, marks=[needs_namespaces, pytest.mark.skipif(os.geteuid() != 0, reason="root only")],
+                 id="namespaces-userns-as-root"),
+    pytest.param("process", False, id="process", marks=pytest.mark.skipif(
+        os.uname().machine != "x86_64", reason="at the 'process' level signals are refused by seccomp (x86_64)")),
+])
+def test_fresh_posix_module_cannot_fork_a_survivor_or_signal_the_trainer(tmp_path, signals, monkeypatch, isolation,
+                                                                         force_userns):
     # As root the candidate is "nobody" and cannot fork at all; in a user namespace mapped to root
-    # it can, and the PID namespace must take the child down with it.
+    # it can, and the PID namespace must take the child down with it. At the "process" level the
+    # candidate is never root (a root trainer's runs as nobody) and RLIMIT_NPROC = 0 refuses the fork.
     monkeypatch.setattr(sandbox, "_FORCE_USERNS", force_userns)
     marker = tmp_path / "survivor.txt"
     before = _sandbox_processes()
     start = time.monotonic()
-    assert code_accuracy_reward(None, [_survivor(str(marker))], answer=["assert f(1) == 2\n"]) == [0.0]
-    assert _sandbox_processes() - before == set()  # the PID namespace died with its PID 1
+    assert not run_code(_survivor(str(marker)), "assert f(1) == 2\n", isolation=isolation).passed
+    assert _sandbox_processes() - before == set()  # the PID namespace died with its PID 1; no fork at all
     time.sleep(max(0.0, 1.5 - (time.monotonic() - start)))
     assert not marker.exists()
     assert signals == []
@@ -340,8 +367,8 @@ def test_fileio_and_open_closure_cannot_write_outside(canary):
     assert _intact(canary)
 
 
-@needs_namespaces
-def test_raw_socket_class_cannot_connect():
+@pytest.mark.parametrize("isolation", [NAMESPACES, PROCESS_WITH_LANDLOCK_TCP])
+def test_raw_socket_class_cannot_connect(isolation):
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     server.bind(("127.0.0.1", 0))
     server.listen(1)
@@ -350,15 +377,15 @@ def test_raw_socket_class_cannot_connect():
     program = (f"import socket\ns = socket.socket.__mro__[2](2, 1)\ns.connect(('127.0.0.1', {port}))\n"
                "s.send(b'x')\nf = lambda x: x\n")
     try:
-        assert not run_code(program, "assert f(1) == 2\n").passed
+        assert not run_code(program, "assert f(1) == 2\n", isolation=isolation).passed
         with pytest.raises(socket.timeout):
             server.accept()
     finally:
         server.close()
 
 
-@needs_namespaces
-def test_ctypes_behind_a_removed_import_blocker_cannot_touch_the_machine(canary, signals):
+@pytest.mark.parametrize("isolation", [NAMESPACES, PROCESS_AS_NOBODY])
+def test_ctypes_behind_a_removed_import_blocker_cannot_touch_the_machine(canary, signals, isolation):
     program = f"""
 import sys
 sys.meta_path[:] = [m for m in sys.meta_path if 'Blocker' not in getattr(m, '__name__', type(m).__name__)]
@@ -368,9 +395,147 @@ libc.unlink({str(canary).encode()!r})
 libc.kill({os.getpid()}, 10)
 f = lambda x: x
 """
-    assert not run_code(program, "assert f(1) == 2\n").passed
+    assert not run_code(program, "assert f(1) == 2\n", isolation=isolation).passed
     assert _intact(canary)
     assert signals == []
+
+
+# --- the verdict, other processes' limits and descriptors ----------------------------------------
+
+_FORGER = """
+import os, sys, time
+sys.meta_path[:] = [m for m in sys.meta_path if 'Blocker' not in getattr(m, '__name__', type(m).__name__)]
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+def my_judges():
+    found = []
+    for entry in os.listdir('/proc') if os.path.isdir('/proc') else ():
+        try:
+            cmdline = open('/proc/%s/cmdline' % entry, 'rb').read()
+            parent = int(open('/proc/%s/stat' % entry).read().rsplit(')', 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"The judge's side of the code sandbox" in cmdline and parent == os.getppid():
+            found.append(int(entry))
+    return found
+for _ in range(200):
+    if my_judges():
+        break
+    time.sleep(0.005)
+nothing = (ctypes.c_uint64 * 2)(0, 0)
+for judge in my_judges():  # a file-size limit of 0: the judge dies writing its traceback or its verdict
+    libc.syscall(302, judge, 1, nothing, None)
+verdict = b'{"status": "ok", "detail": ""}'
+for owner in [os.getppid()] + my_judges():  # an "ok" verdict into every memfd the trainer and the judge hold
+    for fd in os.listdir('/proc/%d/fd' % owner) if os.path.isdir('/proc/%d/fd' % owner) else ():
+        path = '/proc/%d/fd/%s' % (owner, fd)
+        try:
+            if not os.readlink(path).startswith('/memfd:'):
+                continue
+        except OSError:
+            continue
+        w = libc.open(path.encode(), 1)
+        if w >= 0:
+            libc.pwrite(w, verdict, len(verdict), ctypes.c_long(0))
+            libc.close(w)
+def f(x):
+    return x * 3 + 5
+"""
+
+
+@pytest.mark.parametrize("isolation, keep_root, landlock", [
+    pytest.param("namespaces", False, True, marks=needs_namespaces, id="namespaces"),
+    pytest.param("process", False, True, id="process"),
+    pytest.param("process", True, True, id="process-same-user"),
+    pytest.param("process", True, False, id="process-same-user-without-landlock"),
+])
+def test_a_forged_verdict_cannot_pass(monkeypatch, isolation, keep_root, landlock):
+    # The program sets its judge's file-size limit to 0 (prlimit64), so the judge dies without a verdict,
+    # and writes an "ok" verdict into the trainer's descriptors through /proc/<ppid>/fd (scored 1.0).
+    # "same user": a root trainer's candidate kept root, as a trainer that is not root has its own user.
+    monkeypatch.setattr(sandbox, "_KEEP_ROOT", keep_root)
+    monkeypatch.setattr(sandbox, "_LANDLOCK", landlock)
+    tests = "def check(candidate):\n    for x in (0, 2):\n        assert candidate(x) == 3 * x + 4\n\ncheck(f)\n"
+    result = run_code(_FORGER, tests, timeout_s=5.0, isolation=isolation)
+    assert result.status == "failed" and "AssertionError" in result.stderr_tail, result
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the seccomp filter is written for x86_64 only")
+@pytest.mark.parametrize("isolation", [NAMESPACES, "process"])
+def test_a_program_cannot_read_or_change_another_process_limits(isolation):
+    program = f"""
+import os, resource, sys
+sys.meta_path[:] = [m for m in sys.meta_path if 'Blocker' not in getattr(m, '__name__', type(m).__name__)]
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+def limits():
+    old = (ctypes.c_uint64 * 2)()
+    trainer = libc.syscall(302, {os.getpid()}, 7, None, old), ctypes.get_errno()  # its RLIMIT_NOFILE, only read
+    mine = libc.syscall(302, os.getpid(), 7, None, old), list(old)
+    return trainer, mine, resource.getrlimit(resource.RLIMIT_NOFILE)  # prlimit64(0, ...) in the C library
+"""
+    result = run_code(program, "assert limits() == ((-1, 1), (0, [64, 64]), (64, 64))\n", isolation=isolation)
+    assert result.passed, result.stderr_tail
+
+
+@pytest.mark.parametrize("ending", [
+    ("    status, detail = _judge(spec, channel)\n", "    status, detail = 'ok', ''\n",
+     "    os._exit(0)\n\n\n_main()", "    os.kill(os.getpid(), 9)\n\n\n_main()"),  # says "ok", then is killed
+    ("    status, detail = _judge(spec, channel)\n", "    os._exit(0)\n"),  # ends without a verdict
+    ('    while view:\n        view = view[os.write(spec["verdict_fd"], view):]\n',
+     '    os.write(spec["verdict_fd"], view[:9])\n'),  # half a verdict
+], ids=["ok-then-killed", "no-verdict", "half-a-verdict"])
+def test_a_judge_that_does_not_finish_its_verdict_scores_nothing(monkeypatch, ending):
+    source = sandbox._JUDGE_SOURCE
+    for old, new in zip(ending[::2], ending[1::2]):
+        assert source.count(old) == 1
+        source = source.replace(old, new)
+    monkeypatch.setattr(sandbox, "_JUDGE_SOURCE", source)
+    result = run_code(DOUBLE, CHECK_TESTS)
+    assert result.status == "error" and "the judge ended without reporting" in result.stderr_tail, result
+
+
+@pytest.mark.parametrize("tests", [TESTS, CHECK_TESTS])
+def test_a_containment_step_that_fails_runs_no_program_at_the_process_level(monkeypatch, tests):
+    step = "    _seccomp(deny_signals=True)\n    for name in"
+    assert sandbox._CHILD_SOURCE.count(step) == 1
+    broken = sandbox._CHILD_SOURCE.replace(step, "    raise OSError('seccomp refused')\n    for name in")
+    monkeypatch.setattr(sandbox, "_CHILD_SOURCE", broken)
+    result = run_code(DOUBLE, tests, isolation="process")
+    assert result.status == "error" and "the isolation could not be set up" in result.stderr_tail, result
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a trainer that is not root has no root to drop")
+def test_a_root_trainers_candidate_runs_as_nobody_without_capabilities_at_the_process_level():
+    # As root it could raise its hard limits (CAP_SYS_RESOURCE), fork past RLIMIT_NPROC, write
+    # anything and reach every process; as nobody it keeps only CAP_DAC_READ_SEARCH, to read this Python.
+    program = ("def who():\n    status = dict(line.split(':\\t', 1) for line in open('/proc/self/status'))\n"
+               "    return status['Uid'].split()[:3], status['CapEff'].strip(), status['CapBnd'].strip()\n")
+    expected = (["65534"] * 3, "0000000000000004", "0000000000000004")
+    result = run_code(program, f"assert who() == {expected!r}\n", isolation="process")
+    assert result.passed, result.stderr_tail
+
+
+@pytest.mark.skipif(sandbox.landlock_abi() < 1, reason="this kernel offers no Landlock")
+@pytest.mark.parametrize("keep_root", [False, True], ids=["process", "process-same-user"])
+def test_other_processes_descriptors_and_memory_are_out_of_reach_at_the_process_level(monkeypatch, keep_root):
+    # Landlock's domain: the trainer's descriptors, working directory and memory are refused through /proc,
+    # even to a candidate that kept root (which ptrace's other checks let through)
+    monkeypatch.setattr(sandbox, "_KEEP_ROOT", keep_root)
+    program = f"""
+import os
+def reach():
+    out = {{}}
+    for name, use in (('fd/0', os.readlink), ('cwd', os.readlink), ('mem', lambda p: os.close(os.open(p, os.O_RDONLY)))):
+        try:
+            use('/proc/{os.getpid()}/' + name)
+            out[name] = 'reached'
+        except OSError as exc:
+            out[name] = exc.errno
+    return out
+"""
+    result = run_code(program, "assert reach() == {'fd/0': 13, 'cwd': 13, 'mem': 13}\n", isolation="process")
+    assert result.passed, result.stderr_tail
 
 
 # --- containment (namespaces) --------------------------------------------------------------------
@@ -391,9 +556,10 @@ def probe():
         except OSError:
             out.append(False)
     out.append(os.getcwd())
+    out.append(os.path.exists('/usr/lib/os-release') or bool(os.listdir('/usr/lib')))  # system directories: readable
     return out
 """
-    assert run_code(program, "assert probe() == [False, False, False, False, False, '/tmp']\n").passed
+    assert run_code(program, "assert probe() == [False, False, False, False, False, '/tmp', True]\n").passed
 
 
 @needs_namespaces
@@ -403,10 +569,12 @@ def test_a_removed_mountpoint_is_made_again():
     assert run_code(DOUBLE, TESTS).passed
 
 
-@needs_namespaces
-def test_environment_is_stripped(monkeypatch):
+@pytest.mark.parametrize("isolation", [NAMESPACES, "process"])
+def test_environment_is_stripped(monkeypatch, isolation):
     monkeypatch.setenv("FEDRL_SECRET", "s3cret")
-    assert run_code("import os\nKEYS = set(os.environ)\n", "assert 'FEDRL_SECRET' not in KEYS\n").passed
+    program = "import os\ndef keys():\n    return sorted(set(os.environ) - {'LC_CTYPE'})\n"  # Python's locale coercion
+    result = run_code(program, "assert keys() == ['HOME', 'TMPDIR']\n", isolation=isolation)
+    assert result.passed, result.stderr_tail
 
 
 _SECCOMP_PROBE = """
@@ -435,6 +603,107 @@ def test_seccomp_refuses_ptrace_namespaces_io_uring_and_mounts(isolation, signal
     result = run_code(program, f"assert refused() == {expected!r}\n", isolation=isolation)
     assert result.passed, result.stderr_tail
     assert signals == []
+
+
+_UNBOUNDED_MEMORY_PROBE = """
+import os, sys
+sys.meta_path[:] = [m for m in sys.meta_path if 'Blocker' not in getattr(m, '__name__', type(m).__name__)]
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+name = b'fedrl-probe-%d' % os.getpid()
+def attempt(number, args, undo):
+    made = libc.syscall(number, *args)
+    errno = ctypes.get_errno()
+    if made >= 0:
+        undo(made)  # never leave a segment or a queue behind, even on a sandbox that lets it be made
+        return 'made'
+    return errno
+def refused():
+    return {
+        'memfd_create': attempt(319, (b'x', 0), os.close),
+        'shmget': attempt(29, (0, 2**20, 0o1600), lambda i: libc.syscall(31, i, 0, None)),
+        'msgget': attempt(68, (0, 0o1600), lambda i: libc.syscall(71, i, 0, None)),
+        'semget': attempt(64, (0, 1, 0o1600), lambda i: libc.syscall(66, i, 0, 0, None)),
+        'mq_open': attempt(240, (name, os.O_CREAT | os.O_RDWR, 0o600, None),
+                           lambda fd: (os.close(fd), libc.syscall(241, name))),
+    }
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the seccomp filter is written for x86_64 only")
+@pytest.mark.parametrize("isolation", ["namespaces", "process"])
+def test_memory_outside_the_address_space_cannot_be_made(isolation):
+    # memfd files, SysV shared memory and message queues and POSIX message queues hold memory that
+    # RLIMIT_AS does not count (SysV segments and queues even outlive the process without an IPC namespace)
+    if isolation == "namespaces" and sandbox_isolation() != "namespaces":
+        pytest.skip("no namespaces here")
+    expected = dict.fromkeys(("memfd_create", "shmget", "msgget", "semget", "mq_open"), 1)  # EPERM
+    result = run_code(_UNBOUNDED_MEMORY_PROBE, f"assert refused() == {expected!r}\n", isolation=isolation)
+    assert result.passed, result.stderr_tail
+
+
+@pytest.mark.parametrize("isolation", ["namespaces", "process"])
+def test_memfd_files_cannot_hold_memory_past_the_limit(isolation):
+    # 6 files of 15 MiB (each under the 16 MiB file-size limit): 90 MiB held against 64 MiB of address space
+    if isolation == "namespaces" and sandbox_isolation() != "namespaces":
+        pytest.skip("no namespaces here")
+    program = (
+        "import os\nHELD, FDS = 0, []\n"
+        "try:\n    for _ in range(6):\n        fd = os.memfd_create('x')\n        FDS.append(fd)\n"
+        "        for _ in range(15):\n            os.write(fd, bytes(2**20))\n        HELD += 15 * 2**20\n"
+        "except OSError:\n    pass\n"
+        "def held():\n    return HELD\n"
+    )
+    result = run_code(program, "assert held() <= 64 * 2**20\n", memory_mb=64, timeout_s=5.0, isolation=isolation)
+    assert result.passed, result.stderr_tail
+
+
+@pytest.mark.parametrize("keep_root, landlock", [(False, True), (True, False)],
+                         ids=["process", "process-same-user-without-landlock"])
+def test_what_the_process_level_leaves_open(tmp_path, monkeypatch, keep_root, landlock):
+    # Documented, not contained: past the tripwire a program reads files outside its directory, writes
+    # what its user may write, sends UDP; without Landlock it opens the trainer's descriptors and memory
+    # through /proc (a program of the trainer's own user; no Yama on this machine to refuse the memory).
+    # This test fails when one of them closes, so that docs/reliability.md is brought up to date.
+    monkeypatch.setattr(sandbox, "_KEEP_ROOT", keep_root)
+    monkeypatch.setattr(sandbox, "_LANDLOCK", landlock)
+    readable = tmp_path / "readable.txt"
+    readable.write_text("visible")
+    readable.chmod(0o644)
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o777)
+    listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.settimeout(2.0)
+    program = f"""
+import os, socket, sys
+sys.meta_path[:] = [m for m in sys.meta_path if 'Blocker' not in getattr(m, '__name__', type(m).__name__)]
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+READ = open({str(readable)!r}).read()
+fd = libc.open({str(open_dir / "written.txt").encode()!r}, os.O_WRONLY | os.O_CREAT, 0o644)
+WROTE = fd >= 0 and libc.write(fd, b'x', 1) == 1
+udp = socket.socket.__mro__[2](socket.AF_INET, socket.SOCK_DGRAM)
+udp.sendto(b'datagram', ('127.0.0.1', {listener.getsockname()[1]}))
+def trainer(use, name):
+    try:
+        use('/proc/{os.getpid()}/' + name)
+        return True
+    except OSError:
+        return False
+TRAINER = trainer(os.readlink, 'fd/0'), trainer(lambda p: os.close(os.open(p, os.O_RDONLY)), 'mem')
+def left_open():
+    return READ, WROTE, TRAINER
+"""
+    expected = ("visible", True, (not landlock, not landlock))
+    try:
+        result = run_code(program, f"assert left_open() == {expected!r}\n", isolation="process")
+        assert result.passed, result.stderr_tail
+        assert listener.recvfrom(64)[0] == b"datagram"
+        assert (open_dir / "written.txt").read_text() == "x"
+    finally:
+        listener.close()
 
 
 def test_process_isolation_keeps_its_tripwire(canary):
@@ -498,7 +767,8 @@ def test_fuzz_hostile_programs_never_score_and_never_touch_the_machine(batch, ca
         answers.append(_FUZZ_TESTS[tests])
     rewards = code_accuracy_reward(None, programs, answer=answers)
     assert rewards == [0.0] * len(programs), [p for p, r in zip(programs, rewards) if r]
-    if sandbox_isolation() == "namespaces":  # "process" isolation is documented not to contain these
+    # the "process" level contains these only for a root trainer, whose candidate runs as nobody (x86_64: signals)
+    if sandbox_isolation() == "namespaces" or (os.geteuid() == 0 and os.uname().machine == "x86_64"):
         assert _intact(canary)
         assert signals == []
 

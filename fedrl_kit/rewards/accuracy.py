@@ -32,7 +32,8 @@ the prompt's imports (``from typing import List``) and helper functions. So: whe
 program defines the entry point, it runs after the prompt's text before ``def <entry_point>(``
 (imports, helpers); otherwise the completion is taken as a body and runs after the whole prompt,
 cut at HumanEval's stop sequences. Either way the tests run in the sandbox
-(:func:`fedrl_kit.rewards.sandbox.code_accuracy_reward`).
+(:func:`fedrl_kit.rewards.sandbox.code_accuracy_reward`), after the prompt's own imports and helpers
+(:func:`humaneval_tests`): the helpers the tests call are the problem's, not the program's.
 """
 
 import ast
@@ -165,6 +166,16 @@ def _defines(program: str, name: str) -> bool:
     return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name for node in tree.body)
 
 
+def _entry_and_preamble(prompt: str, tests: str) -> tuple[str | None, str]:
+    """The entry point ``tests`` check (None if they end in no ``check(name)``) and the prompt's text before
+    ``def <entry point>(``: its imports and helper functions."""
+    entry = re.search(r"check\((\w+)\)\s*$", tests)
+    if not entry:
+        return None, ""
+    header = prompt.find(f"def {entry.group(1)}(")
+    return entry.group(1), prompt[:header] if header >= 0 else ""
+
+
 def humaneval_program(prompt: str, completion: str, tests: str) -> str:
     """The program HumanEval's tests run against: the model's function after the prompt's preamble,
     or the prompt followed by the completion as the body (see the module docstring).
@@ -177,14 +188,32 @@ def humaneval_program(prompt: str, completion: str, tests: str) -> str:
     Returns:
         Python source to run before ``tests``.
     """
-    entry = re.search(r"check\((\w+)\)\s*$", tests)
+    entry, preamble = _entry_and_preamble(prompt, tests)
     # a small chat model often writes the code bare and then closes a fence it never opened
     for program in (extract_program(completion), extract_program(completion.split("```", 1)[0])):
-        if entry and _defines(program, entry.group(1)):
-            header = prompt.find(f"def {entry.group(1)}(")
-            return (prompt[:header] if header >= 0 else "") + program
+        if entry and _defines(program, entry):
+            return preamble + program
     cuts = [i for i in (completion.find(stop) for stop in HUMANEVAL_STOP) if i >= 0]
     return prompt + completion[:min(cuts, default=len(completion))]
+
+
+def humaneval_tests(prompt: str, tests: str) -> str:
+    """``tests`` preceded by the prompt's preamble (imports and helper functions), when it parses.
+
+    The tests of some problems call a helper that the prompt defines and the program therefore holds too:
+    ``poly`` (HumanEval/32), ``encode_cyclic`` (/38), ``encode_shift`` (/50). In HumanEval's own harness the
+    program can redefine it (an identity ``encode_shift`` with an identity ``decode_shift`` passes). Run
+    before the tests, the preamble defines the helpers in the tests' own namespace, in the sandbox's judge,
+    so the tests call the problem's helpers and a program's redefinition changes only its own copy.
+    """
+    _, preamble = _entry_and_preamble(prompt, tests)
+    if not preamble.strip():
+        return tests
+    try:
+        ast.parse(preamble)
+    except (SyntaxError, ValueError, MemoryError, RecursionError, OverflowError):
+        return tests
+    return preamble.rstrip("\n") + "\n\n\n" + tests
 
 
 def humaneval_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[float | None]:
@@ -203,4 +232,5 @@ def humaneval_accuracy_reward(prompts, completions, answer=None, **kwargs) -> li
     prompts = [""] * len(completions) if prompts is None else list(prompts)
     programs = [humaneval_program(p, completion_text(c), g) if g is not None else "" for p, c, g in
                 zip(prompts, completions, golds)]
-    return code_accuracy_reward(prompts, programs, answer=golds)
+    tests = [humaneval_tests(p, g) if g is not None else None for p, g in zip(prompts, golds)]
+    return code_accuracy_reward(prompts, programs, answer=tests)

@@ -29,8 +29,9 @@ reporter has nothing to act on). Two paths:
   to its own import of the standard-library module. What the judge cannot do: pass a function
   of the tests (a ``lambda``) to the candidate, see the candidate mutate an argument in place,
   or use ``isinstance`` with a class the program defines; such tests fail rather than pass.
-  Helpers the tests call that the program defines (HumanEval's ``poly``, which comes with the
-  prompt) run in the candidate, as in HumanEval's own harness.
+  A helper the tests call that only the program defines runs in the candidate, as in HumanEval's
+  own harness; :func:`fedrl_kit.rewards.accuracy.humaneval_tests` puts the prompt's helpers
+  (HumanEval's ``poly``) in the tests, so the judge calls its own copy.
 
 **Containment of the candidate's process** (``sandbox_child.py`` holds the details):
 
@@ -45,23 +46,31 @@ reporter has nothing to act on). Two paths:
   visible to it.
 * ``"process"`` (the fallback when user namespaces are unavailable — typically inside a
   container with a default seccomp profile — or when ``FEDRL_SANDBOX=process``): a plain
-  child process of this user. It still gets its own session and process group (killed as a
-  whole), the resource limits, ``no_new_privs``, the seccomp filter and the out-of-process
-  verdict, plus an in-process tripwire that blocks naive file writes, process creation and
-  sockets. That tripwire is **not** containment: a deliberate program can take it apart and
-  then read and write this user's files, reach the network, read this user's other processes'
-  ``/proc/<pid>/fd`` and leave processes behind (on x86_64 the seccomp filter still refuses
-  ``ptrace`` and signals). A one-time ``RuntimeWarning`` says so; set
-  ``FEDRL_SANDBOX=namespaces`` to make a missing isolation an error instead.
+  child process, of this user or, when this user is root, of ``nobody`` (keeping one
+  capability, ``CAP_DAC_READ_SEARCH``, to read this Python). It gets its own session and
+  process group (killed as a whole), the resource limits, ``no_new_privs``, the seccomp filter
+  (which then also refuses signals and ``prlimit64`` on other processes), a Landlock domain
+  where the kernel has Landlock (:func:`landlock_abi`: no access to other processes through
+  ptrace or ``/proc/<pid>``, no TCP), the out-of-process verdict on a socket it cannot open,
+  and an in-process tripwire that blocks naive file writes, process creation and sockets. That
+  tripwire is **not** containment: a deliberate program can take it apart and then read this
+  user's files (a root trainer's candidate: every file), write them (``nobody``'s: only what
+  anyone may write) and use UDP (TCP too without Landlock). Without Landlock, a program of the
+  trainer's own user can also reach the trainer's and the judge's ``/proc/<pid>`` entries — their
+  memory included, where Yama does not forbid it — and so forge anything. A one-time
+  ``RuntimeWarning`` says so; set ``FEDRL_SANDBOX=namespaces`` to make a missing isolation an
+  error instead.
 
 Both: resource limits (``RLIMIT_AS`` = ``memory_mb``, ``RLIMIT_CPU``, no file over 16 MiB,
-64 descriptors, no core dumps, ``RLIMIT_NPROC`` = 0, so no new processes or threads for a
-non-root user), a wall-clock deadline after which the process group is killed, an
+64 descriptors, no core dumps, ``RLIMIT_NPROC`` = 0, so no new processes or threads: the
+candidate is never root), a wall-clock deadline after which the process group is killed, an
 environment stripped to ``HOME``/``TMPDIR``, the tests never shown to the candidate, stdout
 discarded, and on x86_64 a seccomp filter refusing ``ptrace``, mounts, new namespaces,
-keyrings, ``bpf``, ``io_uring`` and the like (and, without a PID namespace, signals to other
-processes). Not done: seccomp on other architectures, an allowlist filter, cgroups (memory is
-bounded per process by ``RLIMIT_AS``, processes by ``RLIMIT_NPROC`` and the PID namespace).
+keyrings, ``bpf``, ``io_uring``, ``prlimit64`` on another process, memory that ``RLIMIT_AS`` does
+not count (``memfd_create``, SysV IPC, POSIX message queues) and the like (and, without a PID
+namespace, signals to other processes). Not done: seccomp on other architectures, an
+allowlist filter, cgroups (memory is bounded per process by ``RLIMIT_AS``, processes by
+``RLIMIT_NPROC`` and the PID namespace).
 docs/reliability.md lists what each layer promises and which test checks it.
 """
 
@@ -77,6 +86,7 @@ import re
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -95,6 +105,8 @@ from fedrl_kit.tags import ANSWER_CLOSE, ANSWER_OPEN
 
 Status = Literal["ok", "failed", "timeout", "memory", "error", "forbidden"]
 Isolation = Literal["namespaces", "process"]
+_JUDGE_STATUSES = ("ok", "failed", "memory", "error", "forbidden")
+"""the statuses a judge's verdict may carry (a timeout is the trainer's to decide)"""
 
 ISOLATION_ENV = "FEDRL_SANDBOX"
 """environment variable: "auto" (default: namespaces when the OS allows, else process with a
@@ -131,6 +143,19 @@ CODE_MAX_PROGRAM_CHARS = 100_000
 
 _FORCE_USERNS = False
 """tests only: use a user namespace even when running as root"""
+
+_KEEP_ROOT = False
+"""tests only: at the "process" level, leave a root trainer's candidate root, as a trainer that is not root
+has it (the candidate is the trainer's own user); it then also keeps root's capabilities"""
+
+_LANDLOCK = True
+"""tests only: False leaves Landlock out at the "process" level, as on a kernel without it"""
+
+_NOBODY = 65534
+"""the user a root trainer's candidate runs as (sandbox_child._NOBODY)"""
+
+_VERDICT_MAX_BYTES = 16 * 2**10
+"""the judge's verdict is far shorter (its detail is cut at 1000 characters)"""
 
 _HERE = Path(__file__).resolve().parent
 _WIRE_SOURCE = (_HERE / "sandbox_wire.py").read_text()
@@ -351,17 +376,62 @@ def sandbox_isolation() -> Isolation:
         else:
             warnings.warn(
                 "code sandbox: this OS does not allow user/PID/mount/network namespaces here, so model-written "
-                "programs run as plain processes of this user: a deliberate program can read and write this "
-                "user's files, use the network and leave processes behind. Set FEDRL_SANDBOX=namespaces "
-                "to make this an error. Cause: " + probe.stderr_tail.strip()[-300:],
+                "programs run as plain processes: a deliberate program can read this user's files, write what "
+                f"its user may and use the network ({_process_level_note()}). Set FEDRL_SANDBOX=namespaces to "
+                "make this an error. Cause: " + probe.stderr_tail.strip()[-300:],
                 RuntimeWarning, stacklevel=2)
             _isolation = "process"
         return _isolation
 
 
+def landlock_abi() -> int:
+    """The Landlock ABI version this kernel offers (0: none): what the "process" level adds (see the module docstring).
+
+    1 and up: no access to processes outside the candidate's own through ptrace or ``/proc/<pid>``;
+    4 and up: no TCP bind or connect; 6 and up: no signals or abstract unix sockets outside.
+    """
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        return max(0, libc.syscall(ctypes.c_long(444), None, ctypes.c_size_t(0), ctypes.c_uint32(1)))
+    except (OSError, AttributeError):
+        return 0
+
+
+def _process_level_note() -> str:
+    """What the "process" level holds on this machine beyond its tripwire, in a few words."""
+    abi, root = landlock_abi(), os.geteuid() == 0
+    who = "they run as nobody" if root else "they run as this user"
+    if not abi:
+        return who + ("; no Landlock here" if root else
+                      "; no Landlock here, so a program can reach this process's memory through /proc")
+    return who + "; Landlock keeps them from other processes" + (" and from TCP" if abi >= 4 else "")
+
+
 # ---------------------------------------------------------------------------
 # Running: one candidate process (and one judge) per program, many at once
 # ---------------------------------------------------------------------------
+
+
+def _socket_pair() -> tuple[int, int]:
+    """Two connected stream sockets (file descriptors, not inheritable): (this end, the child's end)."""
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    return mine.detach(), theirs.detach()
+
+
+def _drain(fd: int, limit: int) -> bytes:
+    """What a socket holds, up to ``limit`` + 1 bytes, once its writer has exited (never blocks)."""
+    os.set_blocking(fd, False)
+    data = b""
+    while len(data) <= limit:
+        try:
+            chunk = os.read(fd, limit + 1 - len(data))
+        except BlockingIOError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
 
 
 def _scratch() -> int:
@@ -429,6 +499,8 @@ class _Run:
             "nofile": _NOFILE,
             "mountpoint": _mountpoint_dir() if self.isolation == "namespaces" else None,
             "force_userns": _FORCE_USERNS,
+            "keep_root": _KEEP_ROOT,
+            "landlock": _LANDLOCK,
         }
 
     def _spawn(self, source: str, spec: dict, pass_fds: tuple, cwd: str, env: dict) -> subprocess.Popen:
@@ -456,6 +528,8 @@ class _Run:
             cwd, env = "/", {"HOME": "/tmp", "TMPDIR": "/tmp"}
         else:
             self.workdir = os.path.realpath(tempfile.mkdtemp(prefix="fedrl-sandbox-"))
+            if os.geteuid() == 0 and not _KEEP_ROOT:
+                os.chown(self.workdir, _NOBODY, _NOBODY)  # the candidate runs as nobody (sandbox_child)
             cwd, env = self.workdir, {"HOME": self.workdir, "TMPDIR": self.workdir}
         if plan.calls is not None:
             self.out = _scratch()
@@ -465,18 +539,21 @@ class _Run:
         else:
             request_r, request_w = os.pipe()
             reply_r, reply_w = os.pipe()
-            self.out, self.judge_err = _scratch(), _scratch()
+            # The verdict travels on a socket: unlike a file, a pipe or a memfd, a socket cannot be opened
+            # again through /proc/<pid>/fd/N, so no process but the judge can write into this channel.
+            self.out, verdict_w = _socket_pair()
+            self.judge_err = _scratch()
             self.fds += [self.out, self.judge_err]
             try:
                 spec.update(mode="serve", names=list(plan.names), request_fd=request_r, reply_fd=reply_w)
                 self._spawn(_CHILD_SOURCE, spec, (request_r, reply_w), cwd, env)
                 judge_spec = dict(self._base_spec(), tests=self.tests, names=list(plan.names),
                                   module_names=list(plan.module_names), request_fd=request_w, reply_fd=reply_r,
-                                  verdict_fd=self.out, stderr_fd=self.judge_err)
-                governing = self._spawn(_JUDGE_SOURCE, judge_spec, (request_w, reply_r, self.out),
+                                  verdict_fd=verdict_w, stderr_fd=self.judge_err)
+                governing = self._spawn(_JUDGE_SOURCE, judge_spec, (request_w, reply_r, verdict_w),
                                         self.workdir or _mountpoint_dir(), {})
             finally:
-                for fd in (request_r, request_w, reply_r, reply_w):
+                for fd in (request_r, request_w, reply_r, reply_w, verdict_w):
                     os.close(fd)
         self.governing = governing
         try:
@@ -523,13 +600,10 @@ class _Run:
             return "timeout", ""
         if candidate.returncode == _SETUP_FAILED:
             return "error", "sandbox: the isolation could not be set up; nothing ran"
-        data = _read(self.out, WIRE_MAX_BYTES)
         if self.plan.calls is None:
-            try:
-                verdict = json.loads(data)
-                return verdict["status"], "sandbox: " + verdict["detail"] if verdict["detail"] else ""
-            except (ValueError, KeyError, TypeError):
-                return self._died(self.judge_err, "the judge")
+            verdict = _verdict(_drain(self.out, _VERDICT_MAX_BYTES)) if self.governing.returncode == 0 else None
+            return verdict or self._died(self.judge_err, "the judge")
+        data = _read(self.out, WIRE_MAX_BYTES)
         if not data:
             return self._died(self.err, "the program")
         try:
@@ -542,6 +616,18 @@ class _Run:
         if "MemoryError" in _tail(err_fd):
             return "memory", ""
         return "error", f"sandbox: {who} ended without reporting"
+
+
+def _verdict(data: bytes) -> tuple[Status, str] | None:
+    """The judge's (status, note), or None unless ``data`` is one whole verdict."""
+    try:
+        verdict = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    if not (type(verdict) is dict and set(verdict) == {"status", "detail"}
+            and verdict["status"] in _JUDGE_STATUSES and type(verdict["detail"]) is str):
+        return None
+    return verdict["status"], "sandbox: " + verdict["detail"] if verdict["detail"] else ""
 
 
 def _literal_status(report: dict, plan: _Plan) -> tuple[Status, str]:

@@ -15,10 +15,13 @@ This file is not imported by the package; :mod:`fedrl_kit.rewards.sandbox` reads
    status 97 before candidate code runs.
 2. **Resource limits** (``RLIMIT_AS``, ``CPU``, ``FSIZE``, ``NOFILE``, ``CORE`` = 0,
    ``NPROC`` = 0).
-3. Without namespaces (``"process"``), ``no_new_privs`` and the seccomp filter (which then
-   also refuses every signal-sending call), and a tripwire in the interpreter that blocks the obvious
-   dangerous calls. It is a guard against accidents, **not** containment: it lives in the
-   candidate's own interpreter and can be taken apart from there.
+3. Without namespaces (``"process"``): a root trainer's candidate becomes ``nobody`` (keeping
+   only ``CAP_DAC_READ_SEARCH``), ``no_new_privs``, a Landlock domain where the kernel has one
+   (no access to other processes through ptrace or ``/proc/<pid>``, no TCP), the seccomp filter
+   (which then also refuses every signal-sending call), and a tripwire in the interpreter that
+   blocks the obvious dangerous calls. The tripwire is a guard against accidents, **not**
+   containment: it lives in the candidate's own interpreter and can be taken apart from there.
+   Any failure before the tripwire exits with status 97 before candidate code runs.
 4. **The candidate**: the program runs, then the tests' own import lines; then either the
    listed calls run and their results go back as wire data on the result file descriptor
    (``"calls"``), or the process answers the judge's requests on two pipes (``"serve"``).
@@ -41,7 +44,8 @@ _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT = 1, 2, 4, 8, 32
 _MS_NOATIME, _MS_NODIRATIME, _MS_BIND, _MS_PRIVATE, _MS_REC = 1024, 2048, 4096, 1 << 18, 16384
 _MS_RELATIME, _MS_STRICTATIME = 1 << 21, 1 << 24
 _MNT_DETACH = 2
-_PR_SET_PDEATHSIG, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT = 1, 24, 38, 47
+_PR_SET_PDEATHSIG, _PR_SET_KEEPCAPS, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT = 1, 8, 24, 38, 47
+_CAP_DAC_READ_SEARCH = 1 << 2
 _SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
 _NOBODY = 65534
 _SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/ld.so.cache")
@@ -135,28 +139,39 @@ def _enter_namespaces(spec):
         code = os.waitstatus_to_exitcode(status)
         os._exit(code if code >= 0 else 128 - code)
     call("prctl", _PR_SET_PDEATHSIG, 9, 0, 0, 0)
-    for cap in range(64):
-        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
-            break  # EINVAL past the last capability
-    libc.prctl(_PR_CAP_AMBIENT, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
-    if as_root:
-        os.setgroups([])
-        os.setresgid(_NOBODY, _NOBODY, _NOBODY)
-        os.setresuid(_NOBODY, _NOBODY, _NOBODY)
-    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
-    data = (ctypes.c_uint32 * 6)()
-    call("capset", header, data)
-    call("capget", header, data)
-    if any(data):
-        raise OSError("capabilities left after dropping them: %r" % list(data))
+    _drop_privileges(as_root, 0)
     call("prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     _seccomp(deny_signals=False)
     os.chdir("/tmp")
 
 
+def _drop_privileges(become_nobody, keep):
+    """Drop every capability but those of the mask ``keep`` (bounding set included); first become nobody if asked."""
+    ctypes, libc, call = _libc()
+    for cap in range(64):
+        if not keep >> cap & 1 and libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            break  # EINVAL past the last capability
+    libc.prctl(_PR_CAP_AMBIENT, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
+    if become_nobody:
+        call("prctl", _PR_SET_KEEPCAPS, 1 if keep else 0, 0, 0, 0)  # else leaving uid 0 clears them all
+        os.setgroups([])
+        os.setresgid(_NOBODY, _NOBODY, _NOBODY)
+        os.setresuid(_NOBODY, _NOBODY, _NOBODY)
+        call("prctl", _PR_SET_KEEPCAPS, 0, 0, 0, 0)
+    low, high = keep & 0xFFFFFFFF, keep >> 32
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)(low, low, 0, high, high, 0)  # effective, permitted, inheritable (x2)
+    call("capset", header, data)
+    call("capget", header, data)
+    if list(data) != [low, low, 0, high, high, 0]:
+        raise OSError("capabilities left after dropping them: %r" % list(data))
+
+
 # seccomp (x86_64 only): system calls the candidate never needs, refused with EPERM. They reach
-# other processes (ptrace, process_vm_*), change mounts or namespaces, or are kernel attack
-# surface (keyrings, bpf, perf, userfaultfd, io_uring, file handles, modules, the new mount API).
+# other processes (ptrace, process_vm_*), change mounts or namespaces, are kernel attack surface
+# (keyrings, bpf, perf, userfaultfd, io_uring, file handles, modules, the new mount API), or hold
+# memory that RLIMIT_AS does not count (memfd files; SysV shared memory, message queues and
+# semaphores and POSIX message queues, which without an IPC namespace outlive the process).
 _SECCOMP_DENIED_X86_64 = (
     101, 310, 311,  # ptrace, process_vm_readv, process_vm_writev
     165, 166, 155, 161, 272, 308,  # mount, umount2, pivot_root, chroot, unshare, setns
@@ -164,12 +179,17 @@ _SECCOMP_DENIED_X86_64 = (
     248, 249, 250, 321, 298, 323,  # add_key, request_key, keyctl, bpf, perf_event_open, userfaultfd
     425, 426, 427, 303, 304,  # io_uring_setup/enter/register, name_to_handle_at, open_by_handle_at
     175, 176, 313, 246, 320,  # init/delete/finit_module, kexec_load, kexec_file_load
+    319,  # memfd_create
+    29, 30, 31, 67, 68, 69, 70, 71,  # shmget, shmat, shmctl, shmdt, msgget, msgsnd, msgrcv, msgctl
+    64, 65, 66, 220,  # semget, semop, semctl, semtimedop
+    240, 241, 242, 243, 244, 245,  # mq_open, mq_unlink, mq_timedsend, mq_timedreceive, mq_notify, mq_getsetattr
 )
 _SECCOMP_SIGNALS_X86_64 = (62, 200, 234, 129, 297, 424, 434, 438)
 """kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo, pidfd_send_signal, pidfd_open, pidfd_getfd:
 denied too without a PID namespace, where they would reach this user's other processes"""
 _CLONE_NAMESPACES = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 _CLONE3 = 435
+_PRLIMIT64 = 302
 
 
 def _seccomp(deny_signals):
@@ -185,6 +205,9 @@ def _seccomp(deny_signals):
     for number in denied:
         prog += [(jeq, 0, 1, number), (ret, 0, 0, deny)]
     prog += [(jeq, 0, 1, _CLONE3), (ret, 0, 0, 0x00050000 | 38)]  # ENOSYS: the C library falls back to clone
+    # prlimit64 only on this process (pid 0 or its own; the kernel reads the low 32 bits of the argument)
+    prog += [(jeq, 0, 5, _PRLIMIT64), (ld, 0, 0, 16), (jeq, 2, 0, 0), (jeq, 1, 0, os.getpid()),
+             (ret, 0, 0, deny), (ret, 0, 0, allow)]
     prog += [(jeq, 0, 3, 56), (ld, 0, 0, 16), (jset, 0, 1, _CLONE_NAMESPACES), (ret, 0, 0, deny),  # clone
              (ret, 0, 0, allow)]
 
@@ -200,14 +223,54 @@ def _seccomp(deny_signals):
     return True
 
 
-def _no_new_privileges():
-    """``no_new_privs`` (no setuid program such as ``sudo`` raises privileges) and the seccomp filter."""
+# Landlock (Linux >= 5.13, where enabled): a domain of its own keeps the candidate from every process
+# outside it — ptrace and /proc/<pid>/{fd,mem,environ,...} (the kernel's ptrace access check), and from
+# ABI 6 signals and abstract unix sockets; from ABI 4 no TCP bind or connect. Device nodes are the
+# one filesystem right it handles (a ruleset needs one); reads and writes are left to the user's rights.
+_LANDLOCK_CREATE_RULESET, _LANDLOCK_RESTRICT_SELF = 444, 446
+_LANDLOCK_FS_MAKE_CHAR_AND_BLOCK = (1 << 6) | (1 << 11)
+_LANDLOCK_NET_TCP = (1 << 0) | (1 << 1)  # BIND_TCP, CONNECT_TCP
+_LANDLOCK_SCOPES = (1 << 0) | (1 << 1)  # ABSTRACT_UNIX_SOCKET, SIGNAL
+
+
+def _landlock():
+    """Enter a Landlock domain (needs no_new_privs); its ABI version, 0 where the kernel offers none."""
+    ctypes, libc, _ = _libc()
+    syscall = libc.syscall
+    syscall.restype = ctypes.c_long
+    abi = syscall(ctypes.c_long(_LANDLOCK_CREATE_RULESET), None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    if abi < 1:
+        return 0
+    attr = (ctypes.c_uint64 * 3)(_LANDLOCK_FS_MAKE_CHAR_AND_BLOCK, _LANDLOCK_NET_TCP if abi >= 4 else 0,
+                                 _LANDLOCK_SCOPES if abi >= 6 else 0)
+    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
+    ruleset = syscall(ctypes.c_long(_LANDLOCK_CREATE_RULESET), ctypes.byref(attr), ctypes.c_size_t(size),
+                      ctypes.c_uint32(0))
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
     try:
-        ctypes, libc, call = _libc()
-        call("prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-        _seccomp(deny_signals=True)
-    except (ImportError, OSError, AttributeError):
-        pass
+        if syscall(ctypes.c_long(_LANDLOCK_RESTRICT_SELF), ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+    finally:
+        os.close(ruleset)
+    return abi
+
+
+def _contain_process(spec):
+    """Without namespaces: a root trainer's candidate becomes nobody; no_new_privs, Landlock, the seccomp filter.
+
+    As nobody it keeps one capability, CAP_DAC_READ_SEARCH, to read this Python where it lives in
+    root's home (pyenv's /root/.pyenv): it can read any file, but write only where nobody may, and it
+    cannot raise its hard limits, fork (RLIMIT_NPROC = 0 holds for it) or reach root's processes.
+    Failures raise (no candidate code has run yet); where the kernel has no Landlock, it is left out.
+    """
+    call = _libc()[2]
+    if os.geteuid() == 0 and not spec.get("keep_root"):
+        _drop_privileges(True, _CAP_DAC_READ_SEARCH)
+    call("prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    if spec.get("landlock", True):
+        _landlock()
+    _seccomp(deny_signals=True)
     for name in ("ctypes", "ctypes._endian", "_ctypes"):  # the tripwire blocks new imports, not cached ones
         sys.modules.pop(name, None)
 
@@ -542,21 +605,26 @@ def _serve(spec, candidate, report):
         _write_all(spec["reply_fd"], candidate.reply(marshal.loads(body)))  # the judge's requests
 
 
+def _set_up(step, spec):
+    """Run an isolation step; if it fails, exit with SETUP_FAILED (no candidate code has run)."""
+    try:
+        step(spec)
+    except BaseException as exc:
+        try:
+            os.write(2, ("sandbox: isolation setup failed: %r\n" % (exc,)).encode())
+        finally:
+            os._exit(SETUP_FAILED)
+
+
 def _main():
     spec = marshal.loads(sys.stdin.buffer.read())  # written by the trainer, not by a candidate
     sys.stdin = io.StringIO("")
     if spec["isolation"] == "namespaces":
-        try:
-            _enter_namespaces(spec)
-        except BaseException as exc:
-            try:
-                os.write(2, ("sandbox: isolation setup failed: %r\n" % (exc,)).encode())
-            finally:
-                os._exit(SETUP_FAILED)
+        _set_up(_enter_namespaces, spec)
     _limit_resources(spec)
     violations = []
     if spec["isolation"] == "process":
-        _no_new_privileges()
+        _set_up(_contain_process, spec)
         _install_tripwire(os.path.realpath(os.getcwd()), violations)
     candidate = _Candidate()
     program = _run_program(spec, candidate)

@@ -15,7 +15,8 @@ from the standard library. An object that is not plain data stays in the candida
 and is represented here by a reference: calling it, its attributes, ``len``, ``iter``,
 indexing, ``in``, ``str`` and ``repr`` are forwarded; ``==`` is identity, so an object with a
 forged ``__eq__`` cannot pass a comparison. The verdict ("ok", "failed", "error", "memory",
-"forbidden") goes to a file descriptor the candidate does not hold.
+"forbidden") goes to a socket the candidate does not hold and cannot open (a socket has no path,
+not even ``/proc/<pid>/fd/N``); the trainer reads it only if this process exited by itself.
 """
 
 import builtins
@@ -27,6 +28,11 @@ import os
 import sys
 
 _EXIT_TYPES = ("SystemExit", "KeyboardInterrupt", "GeneratorExit")
+_ITERATION_ENDS = ("StopIteration", "StopAsyncIteration")
+"""raised in the tests' ``map``/``filter``/``zip`` callbacks these would end the iteration as if it were
+exhausted (``all(map(...))`` would hold): from the program they arrive as a RemoteError instead"""
+_DETAIL_MAX_CHARS = 1000
+"""a verdict's detail is cut here: the verdict always fits its socket's buffer"""
 _DENIED_MODULES = frozenset({"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "webbrowser"})
 
 
@@ -35,7 +41,8 @@ class CandidateExit(BaseException):
 
 
 class RemoteError(Exception):
-    """The candidate's code raised an exception that is not one of Python's built-in ones."""
+    """The candidate's code raised an exception that is not one of Python's built-in ones, or one that ends
+    an iteration (StopIteration): a failure that no iterator protocol swallows."""
 
 
 class _Channel:
@@ -75,6 +82,8 @@ def _remote_exception(name, message):
         return CandidateExit("%s: %s" % (name, message))
     if name == "MemoryError":
         return MemoryError()
+    if name in _ITERATION_ENDS:
+        return RemoteError("%s: %s" % (name, message))
     kind = getattr(builtins, name, None)
     if isinstance(kind, type) and issubclass(kind, Exception):
         try:
@@ -226,8 +235,9 @@ def _main():
         status, detail = "error", "bad reply from the candidate: %s" % exc
     except BaseException as exc:
         status, detail = "error", "judge: %s" % type(exc).__name__
-    data = json.dumps({"status": status, "detail": detail}).encode()
-    os.write(spec["verdict_fd"], data)
+    view = memoryview(json.dumps({"status": status, "detail": detail[:_DETAIL_MAX_CHARS]}).encode())
+    while view:
+        view = view[os.write(spec["verdict_fd"], view):]
     os._exit(0)
 
 
