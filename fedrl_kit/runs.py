@@ -57,7 +57,7 @@ from fedrl_kit.policy.engine import Policy
 from fedrl_kit.rewards import REWARDS, make_reward_set
 from fedrl_kit.world.partition import partition
 from fedrl_kit.policy.hub import REPO_ROOT, check_model_available, resolve_base  # the first two: also imported from here
-from fedrl_kit.policy.memory import check_fits
+from fedrl_kit.policy.memory import check_fits, model_config
 from fedrl_kit.seeding import cpu_kernels
 from fedrl_kit.speed import Sampler
 from fedrl_kit.speed.allocator import keep_freed_memory
@@ -319,6 +319,12 @@ class Run:
             check_model_available(resolve_base(self.config.base))
             check_device(self.config.device)
             check_fits(self.config.replace(base=resolve_base(self.config.base)))  # refuse a run that will not fit
+            arch = model_config(resolve_base(self.config.base))
+        else:
+            arch = getattr(self._policy.model, "config", None)
+        check_model = method_spec(self.config.method).check_model
+        if check_model is not None and arch is not None:  # limits the model puts on the method's fields
+            check_model(self.config, arch)
         self._available = True
 
     def build(self) -> "Run":
