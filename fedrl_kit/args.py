@@ -131,10 +131,14 @@ def parse_value(name: str, text: str, tp):
 
 @dataclasses.dataclass
 class Args:
-    """Base of a method's typed arguments: type checks from the annotations, range checks in :meth:`check`.
+    """Base of a method's typed arguments: type checks from the annotations, range checks in :meth:`check_own` and
+    :meth:`check`.
 
-    Subclasses set ``SECTION`` (the ``RunConfig`` field that holds them, e.g. ``"fedgrpo"``) and
-    override :meth:`check` for ranges and for limits that depend on the run (``num_clients``, ``n_aux``).
+    Subclasses set ``SECTION`` (the ``RunConfig`` field that holds them, e.g. ``"fedgrpo"``) and override
+    :meth:`check_own` for the ranges of their own fields (checked for every run, whether or not its method reads the
+    section: ``evaluator.sft_steps=-1`` is refused for any method) and :meth:`check` for limits that depend on the
+    run (``num_clients``, ``n_aux``, ``local_steps``: checked only for the methods that read the section, since a
+    section's defaults need not fit another method's run — FedGRPO's 3 experts on a 2-client FedAvg run).
     """
 
     SECTION: typing.ClassVar[str] = ""
@@ -154,11 +158,15 @@ class Args:
             if f in {x.name for x in dataclasses.fields(self)}:
                 check_type(self.name(f), getattr(self, f), tp)
 
+    def check_own(self) -> None:
+        """Ranges of the section's own fields (whatever the run). Override in subclasses."""
+
     def check(self, config) -> None:
-        """Ranges and cross-field limits; ``config`` is the run's RunConfig. Override in subclasses."""
+        """Limits that depend on the run; ``config`` is the run's RunConfig. Override in subclasses."""
 
     def validate(self, config) -> "Args":
         self.check_types()
+        self.check_own()
         self.check(config)
         return self
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -56,24 +57,44 @@ def fields_help(method: str) -> str:
     return "\n".join(out)
 
 
+def _overrides(args) -> dict:
+    """The config fields ``fedrl run`` was given: ``--method``, ``--world``, ``--dataset`` and every ``--set``.
+
+    A field given both ways with two values is refused in one line (``--method fedgrpo --set method=fedmoa``), as is
+    ``--set preset=…`` (a preset is a set of defaults: ``--preset`` picks it).
+    """
+    sets = parse_set(args.set or [])
+    if "preset" in sets:
+        raise ValueError(f"preset is picked with --preset NAME, not --set preset={sets['preset']} (one of {PRESETS})")
+    out = {}
+    for name in ("method", "world", "dataset"):
+        flag = getattr(args, name)
+        if flag is not None and name in sets and sets[name] != flag:
+            raise ValueError(f"{name} is given twice, as --{name} {flag} and as --set {name}={sets[name]}: give it once")
+        if flag is not None:
+            out[name] = flag
+    return {**out, **sets}
+
+
 def _run(args) -> int:
     from fedrl_kit.runs import Run
 
     if args.help:
         args.parser.print_help()
-        print("\n" + fields_help(args.method))
+        print("\n" + fields_help(args.method or "fedavg_grpo"))
         return 0
-    flags = {k: v for k, v in (("world", args.world), ("dataset", args.dataset)) if v is not None}
-    cfg = preset(args.preset, method=args.method, **flags, **parse_set(args.set or []))
+    cfg = preset(args.preset, **_overrides(args))
     if args.faster:
         cfg = cfg.faster()
     if args.dry_run:
         return _dry_run(cfg)
     run_dir = Path(args.run_dir or f"runs/{cfg.method}-{cfg.preset}-seed{cfg.seed}")
+    args.resolved_run_dir = run_dir  # for the one line a Ctrl-C prints
     if args.runtime == "flower":  # Flower's simulation engine (Ray) on this machine: fedrl_kit.flower
         from fedrl_kit.flower import run_on_flower
 
-        records = run_on_flower(cfg, run_dir, progress=not args.quiet)["records"]
+        # a client's deadline is the run's client_timeout, as in-process (0 = no limit)
+        records = run_on_flower(cfg, run_dir, progress=not args.quiet, round_timeout=cfg.client_timeout)["records"]
     else:
         records = Run(cfg, run_dir, progress=not args.quiet, runtime=args.runtime).run()
     curve = [r for r in records if r["kind"] == "global"]
@@ -199,7 +220,7 @@ def main(argv=None) -> int:
     run = sub.add_parser("run", help="run one method (resumes from --run-dir's checkpoint)", add_help=False,
                          description="Run one method. `fedrl run --method M --help` lists every field you can --set.")
     run.add_argument("-h", "--help", action="store_true", help="show this help and every field of the method")
-    run.add_argument("--method", choices=METHODS, default="fedavg_grpo")
+    run.add_argument("--method", choices=METHODS, help="the method (default fedavg_grpo; same as --set method=NAME)")
     run.add_argument("--preset", choices=PRESETS, default="quick")
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config field (repeatable)")
     run.add_argument("--world", help="the tasks (same as --set world=NAME): arith, families or a real dataset")
@@ -234,6 +255,7 @@ def main(argv=None) -> int:
     exp.add_argument("run_dir")
     exp.add_argument("--out", help="output folder (default RUN_DIR/peft_global)")
 
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)
     args.parser = run
     try:
@@ -242,6 +264,20 @@ def main(argv=None) -> int:
     except (ValueError, FileNotFoundError, NotAvailableError) as e:  # the message is the whole story: no traceback
         print(f"fedrl: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: one line, and for a run how to go on
+        run_dir = getattr(args, "resolved_run_dir", None)
+        print(_interrupted(run_dir, argv) if run_dir is not None else "fedrl: interrupted", file=sys.stderr)
+        return 130
+
+
+def _interrupted(run_dir: Path, argv: list[str]) -> str:
+    """The one line a Ctrl-C during ``fedrl run`` prints: the round its folder can resume from, and the command."""
+    command = shlex.join(["fedrl", *argv])
+    try:
+        done = json.loads((run_dir / "checkpoint" / "state.json").read_text())["round"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"fedrl: interrupted before {run_dir} had a checkpoint; to start the run again: {command}"
+    return f"fedrl: interrupted; {run_dir} keeps its checkpoint of round {done}; to resume from there: {command}"
 
 
 if __name__ == "__main__":

@@ -286,6 +286,7 @@ class RunConfig:
         from fedrl_kit.rewards import REWARDS
         need(len(self.rewards) >= 1 and all(r in REWARDS for r in self.rewards), "rewards",
              f"a non-empty tuple of names from {sorted(REWARDS)}")
+        need(len(set(self.rewards)) == len(self.rewards), "rewards", "names without repeats (each reward once)")
         need(len(self.reward_weights) in (0, len(self.rewards))
              and all(isinstance(w, (int, float)) and not isinstance(w, bool) and 0 <= w < math.inf
                      for w in self.reward_weights) and (not self.reward_weights or sum(self.reward_weights) > 0),
@@ -294,22 +295,39 @@ class RunConfig:
         need(1 <= self.eval_samples <= 64, "eval_samples", "in [1, 64]")
         need(1 <= self.eval_batch_size <= 4096, "eval_batch_size", "in [1, 4096]")
         need(self.checkpoint_every >= 1, "checkpoint_every", ">= 1")
-        from fedrl_kit.federation.runtime import parse_faults
-
-        parse_faults(self.fail_client)  # ValueError names fail_client
         need(0 <= self.client_timeout <= 1e6, "client_timeout", "in [0, 1e6] seconds (0 = no limit)")
-        for name in SECTIONS:  # every section's types; the ranges of the sections this method uses
+        for name in SECTIONS:  # every section's types and own ranges, read by this method or not (a value that is
+            # wrong for any method is refused); the limits that depend on the run, for the sections this method reads
             section = getattr(self, name)
             need(isinstance(section, SECTIONS[name]), name, f"a {SECTIONS[name].__name__}")
             section.check_types()
+            section.check_own()
         from fedrl_kit.methods import method_spec
 
         spec = method_spec(self.method)
+        self._check_faults(spec)  # ValueError names fail_client
         for name in spec.sections:
             getattr(self, name).check(self)
         if spec.validate is not None:  # limits the method puts on shared fields (e.g. n_aux >= 1 for FedGRPO)
             spec.validate(self)
         return self
+
+    def _check_faults(self, spec) -> None:
+        """Refuse ``fail_client`` items that would do nothing or hang the run for good (ValueError names the field)."""
+        from fedrl_kit.federation.runtime import parse_faults
+
+        for cid, items in parse_faults(self.fail_client).items():
+            for r, kind in items:
+                where = f"{cid}@{'*' if r is None else r}:{kind}"
+                if r is not None and r > self.rounds:
+                    raise ValueError(f"fail_client item {where!r} names round {r}, after the run's last round "
+                                     f"(rounds = {self.rounds}): it would never happen")
+                if kind in ("nan", "shape") and not spec.sends_adapters:
+                    raise ValueError(f"fail_client item {where!r}: {self.method}'s clients send no adapter, so a "
+                                     f"{kind!r} fault would change nothing; use raise, exit or hang")
+                if kind == "hang" and not self.client_timeout:
+                    raise ValueError(f"fail_client item {where!r} with client_timeout = 0 (no limit) would hang the "
+                                     "run for good; set client_timeout > 0")
 
     def replace(self, **changes) -> "RunConfig":
         """A validated copy with ``changes`` applied.

@@ -36,6 +36,7 @@ recorded as in-process. Fault injection for demos and tests (``faults``) happens
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
@@ -208,8 +209,9 @@ class FlowerRuntime(InProcessRuntime):
                 self.flower_bytes["up"] += flower_nbytes(reply.content)
                 try:
                     kind, payload = from_records(reply.content)
-                except (KeyError, TypeError, ValueError) as e:
-                    out[m.receiver] = self._fail(m, "bad_reply", f"BadReply: unreadable Flower records ({e})")
+                except Exception as e:  # noqa: BLE001 - whatever a node sends drops that client, never the run
+                    out[m.receiver] = self._fail(m, "bad_reply", f"BadReply: unreadable Flower records "
+                                                 f"({type(e).__name__}: {str(e)[:200]})")
                     continue
                 # the same check of every reply against its declared format as in-process
                 out[m.receiver] = self._accept(m, Message(kind, m.receiver, m.sender, m.round, payload))
@@ -303,11 +305,15 @@ def _job_from_run_config(run_config: dict) -> dict:
     """``[tool.flwr.app.config]`` → a job: ``method``, ``preset``, ``run-dir``, and ``set`` (``a.b=v;c=w``)."""
     from fedrl_kit.config import parse_set, preset
 
-    sets = [kv.strip() for kv in str(run_config.get("set", "")).split(";") if kv.strip()]
-    cfg = preset(str(run_config.get("preset", "quick")), method=str(run_config.get("method", "fedavg_grpo")),
-                 **parse_set(sets))
+    sets = parse_set([kv.strip() for kv in str(run_config.get("set", "")).split(";") if kv.strip()])
+    for key in ("method", "preset"):  # keys of the run config themselves (with two values, preset() had a TypeError)
+        if key in sets:
+            raise ValueError(f"{key} is a key of the run config: give it as --run-config \"{key}='{sets[key]}'\", "
+                             f"not inside set")
+    cfg = preset(str(run_config.get("preset", "quick")), method=str(run_config.get("method", "fedavg_grpo")), **sets)
+    timeout = run_config.get("round-timeout", "")
     return {"runs": [(cfg, run_config.get("run-dir") or None)], "progress": False,
-            "round_timeout": float(run_config.get("round-timeout", 3600.0)), "faults": {}}
+            "round_timeout": None if timeout in ("", None) else float(timeout), "faults": {}}
 
 
 def _run_one(grid: Grid, job: dict, cfg, run_dir) -> dict:
@@ -316,11 +322,13 @@ def _run_one(grid: Grid, job: dict, cfg, run_dir) -> dict:
     made: list[FlowerRuntime] = []
 
     def runtime(clients: dict, faults: dict, timeout=None, replies=None, expect=None) -> FlowerRuntime:
-        # cfg.fail_client's faults happen on the client side here; the round timeout replaces `timeout`
+        # cfg.fail_client's faults happen on the client side here; a job's round timeout, when it names one, replaces
+        # `timeout` (the run's client_timeout, as in-process: 0 or None = no limit)
         # building the clients (imports, world, policy) in the ClientApp actor is a round's worth of work on a busy
         # machine: it gets the round's deadline, and never less than the default connect wait
-        made.append(FlowerRuntime(grid, list(clients), cfg.to_json(), job["round_timeout"],
-                                  connect_timeout=max(120.0, job["round_timeout"]),
+        limit = job["round_timeout"] if job["round_timeout"] is not None else timeout
+        limit = float(limit) if limit else math.inf
+        made.append(FlowerRuntime(grid, list(clients), cfg.to_json(), limit, connect_timeout=max(120.0, limit),
                                   faults={**faults, **job["faults"]}, replies=replies, expect=expect,
                                   hang_seconds=job.get("hang_seconds", 3600.0),
                                   torch_threads=job.get("torch_threads")))
@@ -407,12 +415,13 @@ class LoopbackGrid:
         return [self._replies.pop(m) for m in list(message_ids) if m in self._replies]
 
 
-def run_on_flower(config, run_dir=None, progress: bool = True, round_timeout: float = 3600.0,
+def run_on_flower(config, run_dir=None, progress: bool = True, round_timeout: float | None = None,
                   faults: dict | None = None, num_supernodes: int | None = None, hang_seconds: float = 3600.0) -> dict:
     """Run ``config`` on Flower's simulation engine (Ray) in this process and return what it produced.
 
     One ClientApp actor holds every client (see the module doc on client state); the ServerApp runs
-    :class:`fedrl_kit.runs.Run` with a :class:`FlowerRuntime`.
+    :class:`fedrl_kit.runs.Run` with a :class:`FlowerRuntime`. ``round_timeout``: seconds a client may take to
+    answer one send or broadcast; None (default) takes the config's ``client_timeout`` (0 = no limit).
 
     Returns:
         ``{"records": metric records, "ledger": ledger rows, "failures": [ClientFailure], "flower_bytes": …}``.
@@ -420,7 +429,7 @@ def run_on_flower(config, run_dir=None, progress: bool = True, round_timeout: fl
     return run_many_on_flower([(config, run_dir)], progress, round_timeout, faults, num_supernodes, hang_seconds)[0]
 
 
-def run_many_on_flower(runs: list[tuple], progress: bool = True, round_timeout: float = 3600.0,
+def run_many_on_flower(runs: list[tuple], progress: bool = True, round_timeout: float | None = None,
                        faults: dict | None = None, num_supernodes: int | None = None,
                        hang_seconds: float = 3600.0) -> list[dict]:
     """Several ``(config, run_dir)`` runs, one after the other, in one Flower simulation (Ray starts once).

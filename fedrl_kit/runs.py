@@ -57,7 +57,7 @@ from fedrl_kit.policy.engine import Policy
 from fedrl_kit.rewards import REWARDS, make_reward_set
 from fedrl_kit.world.partition import partition
 from fedrl_kit.policy.hub import REPO_ROOT, check_model_available, resolve_base  # the first two: also imported from here
-from fedrl_kit.policy.memory import check_fits
+from fedrl_kit.policy.memory import check_fits, model_config
 from fedrl_kit.seeding import cpu_kernels
 from fedrl_kit.speed import Sampler
 from fedrl_kit.speed.allocator import keep_freed_memory
@@ -177,6 +177,90 @@ class RunLock:
             self.fd = None
 
 
+RUN_FILES = {"config.json": "file", "metrics.jsonl": "file", "ledger.jsonl": "file", "lock": "file",
+             "checkpoint": "folder", "checkpoint.old": "folder", "checkpoint.tmp": "folder"}
+"""what a run writes into its folder, and as what: a name that exists as the other kind is a damaged folder"""
+
+WRITTEN_BESIDE = ("config.json.tmp", "metrics.jsonl.tmp", "ledger.jsonl.tmp", "figures", "drift_tensors",
+                  "peft_global")
+"""what else the toolkit writes into a run folder: a write cut short, `fedrl plot` / the notebooks' figures,
+``trace_tensors``, `fedrl export`"""
+
+
+def check_layout(run_dir: Path) -> None:
+    """Refuse, naming it, a name of :data:`RUN_FILES` that is a folder where a file belongs or the reverse (say a
+    ``metrics.jsonl`` that is a folder), and a ``run_dir`` that is a file. Reads nothing; writes nothing."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ValueError(f"run_dir {run_dir} is a file, not a folder: pass a folder for the run (a new one, or a run "
+                         "folder to resume)")
+    for name, kind in RUN_FILES.items():
+        path = run_dir / name
+        if (path.exists() or path.is_symlink()) and not (path.is_file() if kind == "file" else path.is_dir()):
+            raise DamagedRunDir(f"run directory {run_dir} is damaged: {path} is not a {kind} (a run writes a {kind} "
+                                "there); move it away, or use a new run_dir")
+
+
+def fresh_run_dir(run_dir: str | Path) -> Path:
+    """Empty ``run_dir`` so that a run starts there from round 0; return it as a Path.
+
+    Only a run folder this toolkit wrote is emptied: one with a ``config.json`` and nothing but what a run, `fedrl
+    plot` or `fedrl export` write there (:data:`RUN_FILES`, :data:`WRITTEN_BESIDE`). A missing or empty folder is
+    left as it is.
+
+    Raises:
+        ValueError: in one line, naming ``run_dir``, when it is a file, a folder that is not a run folder (no
+            ``config.json``, or files a run does not write: nothing is deleted), or a damaged run folder.
+        RunDirInUse: a live run holds the folder's lock (nothing is deleted).
+    """
+    run_dir = Path(run_dir)
+    check_layout(run_dir)
+    entries = sorted(run_dir.iterdir()) if run_dir.exists() else []
+    if not entries:
+        return run_dir
+    if not (run_dir / "config.json").is_file():
+        raise ValueError(f"{run_dir} is not a run folder (it has no config.json): refusing to delete what it holds; "
+                         "pass a new or empty folder as run_dir")
+    foreign = [e.name for e in entries if e.name not in RUN_FILES and e.name not in WRITTEN_BESIDE]
+    if foreign:
+        raise ValueError(f"{run_dir} holds files a run does not write ({', '.join(foreign[:5])}): refusing to delete "
+                         "them; move them away or pass another run_dir")
+    lock = RunLock(run_dir).acquire()  # a live run keeps its folder: RunDirInUse names it
+    try:
+        for e in entries:
+            if e.name == "lock":
+                continue
+            if e.is_dir() and not e.is_symlink():
+                shutil.rmtree(e)
+            else:
+                e.unlink()
+    finally:
+        lock.release()
+    return run_dir
+
+
+def _make_run_dir(run_dir: Path) -> list[Path]:
+    """Make ``run_dir`` (and missing parents); return the folders made, deepest first (a refused run removes them)."""
+    made = []
+    for d in (run_dir, *run_dir.parents):
+        if d.exists():
+            break
+        made.append(d)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"cannot make the run folder {run_dir}: {e.strerror or e}") from None
+    return made
+
+
+def _remove_made(made: list[Path]) -> None:
+    """Remove the folders a refused run made, deepest first, if they are still empty."""
+    for d in made:
+        try:
+            d.rmdir()
+        except OSError:
+            return
+
+
 def _flat(d: dict, prefix: str = "") -> dict:
     """A config dict with its sections flattened to dotted names (``fedgrpo.num_experts``)."""
     out = {}
@@ -235,6 +319,12 @@ class Run:
             check_model_available(resolve_base(self.config.base))
             check_device(self.config.device)
             check_fits(self.config.replace(base=resolve_base(self.config.base)))  # refuse a run that will not fit
+            arch = model_config(resolve_base(self.config.base))
+        else:
+            arch = getattr(self._policy.model, "config", None)
+        check_model = method_spec(self.config.method).check_model
+        if check_model is not None and arch is not None:  # limits the model puts on the method's fields
+            check_model(self.config, arch)
         self._available = True
 
     def build(self) -> "Run":
@@ -426,6 +516,21 @@ class Run:
             raise self._damaged(f"{path} does not hold this run's finite LoRA adapter")
         return state
 
+    def _refuse_lost_checkpoint(self, ck: Path) -> None:
+        """A folder without a checkpoint starts from round 0, overwriting metrics.jsonl and ledger.jsonl: refuse
+        that when they hold a round past 0 (the checkpoint was deleted, not yet to be written)."""
+        for name in ("metrics.jsonl", "ledger.jsonl"):
+            path = self.run_dir / name
+            if not path.exists():
+                continue
+            lines = path.read_bytes().split(b"\n")[:-1]  # complete lines: a kill may cut the last one short
+            done = [r["round"] for r in read_jsonl_lines(path, lines, skip_blank=True)
+                    if isinstance(r.get("round"), int) and not isinstance(r.get("round"), bool) and r["round"] > 0]
+            if done:
+                missing = ck / "state.json" if ck.is_dir() else ck
+                raise self._damaged(f"{missing} is missing, but {path} records rounds up to {max(done)}: starting "
+                                    "again from round 0 would overwrite them")
+
     def _resume(self) -> int:
         """Load the last checkpoint if there is one; return the last completed round (-1 if none).
 
@@ -441,6 +546,7 @@ class Run:
         if not (ck / "state.json").exists() and (self.run_dir / "checkpoint.old" / "state.json").exists():
             ck = self.run_dir / "checkpoint.old"  # killed between the two renames of a checkpoint swap
         if not (ck / "state.json").exists():
+            self._refuse_lost_checkpoint(ck)
             return -1
         state = self._read_state(ck)
         check_kernels(self.run_dir, state.get("cpu_kernels"))
@@ -509,16 +615,24 @@ class Run:
             stop_after: raise :class:`Interrupted` right after this round is checkpointed (to test resume).
         """
         self.check_available()
-        lock = None
+        lock, made = None, []
+        self._wrote = False
         if self.run_dir is not None:  # a second run into this folder stops here, before loading anything
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            lock = RunLock(self.run_dir).acquire()
+            check_layout(self.run_dir)
+            made = _make_run_dir(self.run_dir)
+            try:
+                lock = RunLock(self.run_dir).acquire()
+            except BaseException:
+                _remove_made(made)
+                raise
         try:
             self.build()
             return self._run_locked(stop_after)
         finally:
             if lock is not None:
                 lock.release()
+            if not self._wrote:  # refused (or stopped) before writing anything: leave no folder it made
+                _remove_made(made)
 
     def _run_locked(self, stop_after: int | None) -> list[dict]:
         from tqdm.auto import tqdm
@@ -528,6 +642,7 @@ class Run:
         self._ledger_lines = 0
         last = self._resume()
         if self.run_dir is not None:
+            self._wrote = True
             _atomic_write(self.run_dir / "config.json", cfg.to_json())
         mode = "ab" if last >= 0 else "wb"
         fh = open(self.run_dir / "metrics.jsonl", mode) if self.run_dir else None

@@ -52,7 +52,6 @@ figures_dir = ""      # "" = this notebook's run folder; `make figures` passes .
 faster = False          # True: prompt_pass=shared, generation_loop=compact, length_buckets=2 (RunConfig.faster)
 
 # %%
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -60,7 +59,7 @@ import pandas as pd
 from fedrl_kit import viz
 from fedrl_kit.config import preset
 from fedrl_kit.notebook import client_table, examples_by_topic, headline, knobs, topic_table
-from fedrl_kit.runs import Run
+from fedrl_kit.runs import Run, fresh_run_dir
 from fedrl_kit.world.partition import topic_matrix
 
 viz.setup_notebook()
@@ -68,7 +67,9 @@ FIGURES = Path(figures_dir or run_dir + "/figures")  # where this notebook's fig
 pd.set_option("display.width", 120)
 cfg = preset(preset_name, method=method, num_clients=num_clients, rounds=rounds, local_steps=local_steps, seed=seed)
 cfg = cfg.faster() if faster else cfg
-shutil.rmtree(run_dir, ignore_errors=True)  # a fresh run each time the notebook is executed
+# a fresh run each time the notebook is executed: fresh_run_dir empties a run folder this toolkit wrote, and refuses
+# (in one line, deleting nothing) any other folder, a file, or a run folder a live run is using
+fresh_run_dir(run_dir)
 run = Run(cfg, run_dir).build()
 pd.Series({k: v for k, v in cfg.to_dict().items() if k in (
     "base", "num_clients", "rounds", "local_steps", "prompts_per_step", "num_generations", "learning_rate",

@@ -106,3 +106,114 @@ def test_faster_sets_the_speed_options_and_a_dry_run_shows_them(capsys):
     assert "prompt_pass shared, generation_loop compact, length_buckets 2" in capsys.readouterr().out
     assert main(["run", "--dry-run"]) in (0, 2)
     assert "prompt_pass per_row, generation_loop hf, length_buckets 1" in capsys.readouterr().out
+
+
+def _tiny(tiny_dir, *extra):
+    """``fedrl run`` arguments for a seconds-long run on the tiny policy."""
+    sets = [f"base={tiny_dir}", "n_train=40", "n_test=6", "n_public=4", "n_aux=4", "num_clients=2", "rounds=1",
+            "local_steps=1", "prompts_per_step=2", "num_generations=2", "max_new_tokens=4", "eval_samples=1",
+            "lora_rank=2", *extra]
+    return [x for s in sets for x in ("--set", s)]
+
+
+def _one_line_error(capsys) -> str:
+    """fedrl's one line on stderr (transformers' own "Loading weights" bar may stand above it), no traceback."""
+    err = capsys.readouterr().err
+    ours = [line for line in err.splitlines() if line.startswith("fedrl:")]
+    assert len(ours) == 1 and "Traceback" not in err and err.rstrip().endswith(ours[0]), err
+    return ours[0]
+
+
+def test_set_method_works_as_method_and_a_field_given_twice_is_named(capsys):
+    """`--set method=X` used to end in a TypeError traceback (preset() got two values for 'method')."""
+    assert main(["run", "--set", "method=fedsgd"]) == 2
+    assert "method must be one of" in _one_line_error(capsys)
+    assert main(["run", "--method", "fedgrpo", "--set", "method=fedmoa"]) == 2
+    assert "method is given twice, as --method fedgrpo and as --set method=fedmoa" in _one_line_error(capsys)
+    assert main(["run", "--world", "arith", "--set", "world=families"]) == 2
+    assert "world is given twice" in _one_line_error(capsys)
+    assert main(["run", "--set", "preset=full"]) == 2
+    assert "preset is picked with --preset" in _one_line_error(capsys)
+    assert main(["run", "--set", "method=fedgrpo", "--dry-run"]) in (0, 2)  # 2 only if it would not fit
+    assert "method fedgrpo" in capsys.readouterr().out
+    assert main(["run", "--method", "fedgrpo", "--set", "method=fedgrpo", "--dry-run"]) in (0, 2)
+    assert "method fedgrpo" in capsys.readouterr().out
+
+
+def test_a_repeated_reward_is_named_before_anything_is_written(tmp_path, capsys):
+    run_dir = tmp_path / "r"
+    assert main(["run", "--set", "rewards=accuracy,accuracy", "--run-dir", str(run_dir), "--quiet"]) == 2
+    assert "rewards must be names without repeats" in _one_line_error(capsys) and not run_dir.exists()
+
+
+def test_a_run_dir_that_is_a_file_or_holds_a_folder_for_metrics_is_refused_in_one_line(tiny_dir, tmp_path, capsys):
+    afile = tmp_path / "notes.txt"
+    afile.write_text("keep me")
+    assert main(["run", "--run-dir", str(afile), "--quiet", *_tiny(tiny_dir)]) == 2
+    assert f"run_dir {afile} is a file, not a folder" in _one_line_error(capsys) and afile.read_text() == "keep me"
+    run_dir = tmp_path / "r"
+    assert main(["run", "--run-dir", str(run_dir), "--quiet", *_tiny(tiny_dir)]) == 0
+    capsys.readouterr()
+    (run_dir / "metrics.jsonl").unlink()
+    (run_dir / "metrics.jsonl").mkdir()
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in run_dir.iterdir())
+    assert main(["run", "--run-dir", str(run_dir), "--quiet", *_tiny(tiny_dir, "rounds=2")]) == 2
+    assert f"{run_dir / 'metrics.jsonl'} is not a file" in _one_line_error(capsys)
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in run_dir.iterdir()) == before  # nothing written
+
+
+def test_an_encoder_layer_the_model_lacks_is_refused_before_round_0_is_written(tiny_dir, tmp_path, capsys):
+    """It used to be refused only in round 1, after round 0's evaluation and checkpoint were written."""
+    run_dir = tmp_path / "r"
+    assert main(["run", "--method", "fedgrpo", "--run-dir", str(run_dir), "--quiet",
+                 *_tiny(tiny_dir, "fedgrpo.encoder_layer=999", "fedgrpo.neighbours=2", "fedgrpo.num_experts=1",
+                        "evaluator.sft_steps=1")]) == 2
+    err = _one_line_error(capsys)
+    assert "fedgrpo.encoder_layer must be in [-1, 2] for this model (2 decoder layers), got 999" in err
+    assert not run_dir.exists()
+
+
+def test_ctrl_c_during_a_run_prints_one_line_on_how_to_resume_and_exits_130(tiny_dir, tmp_path, capsys, monkeypatch):
+    from fedrl_kit.runs import Run
+
+    honest = Run.evaluate_global
+
+    def interrupted_in_round_2(self, round):
+        if round == 2:
+            raise KeyboardInterrupt
+        return honest(self, round)
+
+    run_dir = tmp_path / "r"
+    argv = ["run", "--run-dir", str(run_dir), "--quiet", *_tiny(tiny_dir, "rounds=2")]
+    monkeypatch.setattr(Run, "evaluate_global", interrupted_in_round_2)
+    assert main(argv) == 130
+    err = _one_line_error(capsys)
+    assert f"interrupted; {run_dir} keeps its checkpoint of round 1; to resume from there: fedrl run --run-dir" in err
+    monkeypatch.setattr(Run, "evaluate_global", honest)
+    assert main(argv) == 0  # the same command resumes
+    out = capsys.readouterr().out
+    assert "round   1" in out and "round   2" in out
+
+    def interrupted_while_loading(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Run, "build", interrupted_while_loading)  # before any checkpoint: nothing to resume
+    assert main(["run", "--run-dir", str(tmp_path / "new"), "--quiet", *_tiny(tiny_dir)]) == 130
+    assert "interrupted before" in _one_line_error(capsys) and not (tmp_path / "new").exists()
+
+
+def test_flower_runs_get_the_client_timeout(monkeypatch, tmp_path, capsys):
+    """`fedrl run --runtime flower` left every client 3,600 s per message whatever client_timeout said."""
+    import fedrl_kit.flower
+
+    calls = []
+
+    def fake_run_on_flower(cfg, run_dir, **kwargs):  # no Ray: what the CLI hands the Flower run
+        calls.append((cfg, kwargs))
+        return {"records": []}
+
+    monkeypatch.setattr(fedrl_kit.flower, "run_on_flower", fake_run_on_flower)
+    assert main(["run", "--runtime", "flower", "--set", "client_timeout=7", "--run-dir", str(tmp_path / "r"),
+                 "--quiet"]) == 0
+    (cfg, kwargs), = calls
+    assert cfg.client_timeout == 7.0 and kwargs["round_timeout"] == 7.0

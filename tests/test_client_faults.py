@@ -13,6 +13,8 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import small_config
 from fedrl_kit.aggregate import coordinate_median, fedavg, trimmed_mean
@@ -90,6 +92,136 @@ def test_every_bad_fit_reply_is_dropped_with_its_reason_and_the_rest_aggregate(r
     assert fedavg([p["adapter"] for p in ok], [p["num_examples"] for p in ok])["x.lora_A.weight"][0, 0] == 0.5
     ups = [r for r in rt.ledger.records if r["direction"] == "up"]
     assert [r["sender"] for r in ups] == ["good"]  # a dropped reply is never recorded as delivered
+
+
+def _nested(depth):
+    value = 0.5
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+ODD_VALUES = {  # none of them is a count of examples (an integer >= 1), nor a metric (a number)
+    "int beyond float range": 10**400,
+    "int of 5,000 digits": 10**5000,
+    "negative int beyond float range": -(10**400),
+    "numpy int beyond int64 as object": np.array(10**30, dtype=object),
+    "bool": True,
+    "numpy bool": np.bool_(True),
+    "nested lists": [[1, [2]], []],
+    "list nested 5,000 deep": _nested(5000),
+    "dict with int keys": {1: 2},
+    "dict with tuple keys": {(1, 2): 3.0},
+    "string": "10",
+    "bytes": b"\x00" * 8,
+    "None": None,
+    "complex": 1 + 2j,
+    "object array": np.array([{}], dtype=object),
+    "set": {1, 2},
+    "an object": object(),
+}
+
+
+@pytest.mark.parametrize("runtime_cls", [InProcessRuntime, SerialisingRuntime])
+@pytest.mark.parametrize("field", ["num_examples", "metric"])
+def test_odd_values_in_a_numeric_field_drop_the_client_as_bad_reply_and_the_round_goes_on(runtime_cls, field):
+    """The reply check is total: an integer beyond float range used to raise OverflowError out of it and end the run."""
+    def odd(value):
+        return _good(num_examples=value) if field == "num_examples" else _good(metrics={"loss": value})
+
+    clients = {"good": Fit("good"), **{name: Fit(name, odd(v)) for name, v in ODD_VALUES.items()}}
+    rt = runtime_cls(clients, expect={"adapter": adapter_spec(_adapter())})
+    for rnd in (1, 2):  # and the next round runs as well
+        replies = rt.broadcast("fit", rnd, {"adapter": _adapter(0.0)})
+        assert isinstance(replies["good"], Message)
+        for name in ODD_VALUES:
+            assert isinstance(replies[name], ClientFailure), (name, replies[name])
+            assert replies[name].reason == "bad_reply", (name, replies[name].error)
+    assert len(rt.failures) == 2 * len(ODD_VALUES)
+
+
+class Anything:
+    """Answers every message with whatever payload it is given (through a plain ``Message``)."""
+
+    def __init__(self, cid, payload):
+        self.cid, self.payload = cid, payload
+
+    def handle(self, m):
+        return Message(f"{m.kind}_result", self.cid, m.sender, m.round, self.payload)
+
+
+_LEAVES = st.one_of(
+    st.integers(min_value=-(10**600), max_value=10**600), st.booleans(), st.none(), st.text(max_size=5),
+    st.floats(allow_nan=True, allow_infinity=True), st.binary(max_size=4), st.complex_numbers(),
+    st.integers(0, 3000).map(_nested), st.sampled_from(sorted(ODD_VALUES)).map(lambda name: ODD_VALUES[name]),
+    st.builds(lambda v: np.array(v, np.float32), st.lists(st.floats(width=32), max_size=3)))
+_ODD_PAYLOADS = st.recursive(
+    _LEAVES, lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.tuples(inner, inner),
+        st.dictionaries(st.one_of(st.text(max_size=6), st.integers(), st.sampled_from(["kind", "round", "client"])),
+                        inner, max_size=3)), max_leaves=12)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(num_examples=_ODD_PAYLOADS, metrics=_ODD_PAYLOADS, extra=st.dictionaries(st.text(max_size=6), _ODD_PAYLOADS,
+                                                                                   max_size=2))
+def test_fuzz_whatever_a_client_sends_its_reply_is_accepted_or_dropped_as_bad_reply(num_examples, metrics, extra):
+    payload = {"adapter": _adapter(), "num_examples": num_examples, "metrics": metrics, **extra}
+    for runtime_cls in (InProcessRuntime, SerialisingRuntime):
+        rt = runtime_cls({"odd": Anything("odd", payload), "good": Fit("good")},
+                         expect={"adapter": adapter_spec(_adapter())})
+        replies = rt.broadcast("fit", 1, {"adapter": _adapter(0.0)})  # never raises
+        assert isinstance(replies["good"], Message)
+        odd = replies["odd"]
+        assert isinstance(odd, Message) or odd.reason == "bad_reply", odd.error
+        if isinstance(odd, Message):  # then it fits the format: a count >= 1 and numbers for metrics
+            assert isinstance(odd.payload["num_examples"], (int, np.integer)) and odd.payload["num_examples"] >= 1
+            assert isinstance(odd.payload["metrics"], dict) and not {"kind", "round", "client"} & set(odd.payload["metrics"])
+
+
+def test_a_clients_metrics_cannot_rewrite_its_record_nor_be_unbounded():
+    from fedrl_kit.federation.replies import MAX_METRIC_NAME, MAX_METRICS
+
+    bad = {"kind": _good(metrics={"kind": 1.0}), "round": _good(metrics={"round": 99}),
+           "client": _good(metrics={"client": 0.0, "loss": 0.1}),
+           "too many names": _good(metrics={f"m{i}": 0.0 for i in range(MAX_METRICS + 1)}),
+           "name too long": _good(metrics={"x" * (MAX_METRIC_NAME + 1): 0.0})}
+    ok = {"most names": _good(metrics={f"m{i}": 0.0 for i in range(MAX_METRICS)}),
+          "longest name": _good(metrics={"x" * MAX_METRIC_NAME: 0.0})}
+    for runtime_cls in (InProcessRuntime, SerialisingRuntime):
+        rt = runtime_cls({name: Fit(name, reply) for name, reply in {**bad, **ok}.items()},
+                         expect={"adapter": adapter_spec(_adapter())})
+        replies = rt.broadcast("fit", 1, {"adapter": _adapter(0.0)})
+        for name in bad:
+            assert replies[name].reason == "bad_reply", name
+        assert re.search("'kind', a field of its metrics.jsonl record", replies["kind"].error)
+        assert re.search(f"more than MAX_METRICS = {MAX_METRICS}", replies["too many names"].error)
+        assert re.search(f"more than MAX_METRIC_NAME = {MAX_METRIC_NAME}", replies["name too long"].error)
+        assert all(isinstance(replies[name], Message) for name in ok)
+
+
+def test_a_run_drops_a_client_sending_odd_numbers_or_rewriting_its_record_and_goes_on(tiny_dir, monkeypatch):
+    """A whole run, in both runtimes: the client that sends num_examples = 10**400 (round 1) or a metric named
+    "client" (round 2) is dropped as bad_reply; the other clients' rounds and the run's records are intact."""
+    from fedrl_kit.federation.client import MessageClient
+
+    honest = MessageClient.handle
+
+    def handle(self, message):
+        reply = honest(self, message)
+        if self.cid == "client_1" and message.kind == "fit":
+            evil = {"num_examples": 10**400} if message.round == 1 else {"metrics": {"client": 0.0, "kind": 0.0}}
+            reply = Message(reply.kind, reply.sender, reply.receiver, reply.round, {**reply.payload, **evil})
+        return reply
+
+    monkeypatch.setattr(MessageClient, "handle", handle)
+    for runtime in ("inprocess", "serialising"):
+        recs = Run(small_config(tiny_dir, num_clients=3, rounds=2), progress=False, runtime=runtime).run()
+        failures = [(r["round"], r["client"], r["reason"]) for r in recs if r["kind"] == "failure"]
+        assert failures == [(1, "client_1", "bad_reply"), (2, "client_1", "bad_reply")], runtime
+        clients = [(r["round"], r["client"]) for r in recs if r["kind"] == "client"]
+        assert clients == [(1, "client_0"), (1, "client_2"), (2, "client_0"), (2, "client_2")], runtime
+        assert [r["round"] for r in recs if r["kind"] == "global"] == [0, 1, 2]
 
 
 def test_without_a_run_the_adapter_is_checked_against_the_one_sent():

@@ -180,3 +180,41 @@ def test_an_embedded_world_too_small_for_the_splits_is_refused_at_once():
         preset("quick", n_train=50_000)
     assert time.time() - t0 < 1.0
     assert preset("quick", n_test=1300, n_public=100, n_aux=100).n_test == 1300  # what the world can supply
+
+
+@pytest.mark.parametrize("method,field,value", [
+    ("fedavg_grpo", "evaluator.sft_steps", -1), ("fedavg_grpo", "fedgrpo.encoder_layer", -2),
+    ("fedavg_grpo", "fedgrpo.num_experts", 0), ("fedgrpo", "fedprox.mu", -0.1), ("fedgrpo", "pubswap.period", 1),
+    ("fedavg_grpo", "dpsda.dp_epsilon", -1.0), ("fedavg_grpo", "fedmoa.setting", "mixed"),
+])
+def test_a_section_the_method_does_not_read_is_still_validated(method, field, value):
+    """Its own ranges hold for every method: `evaluator.sft_steps=-1` on fedavg_grpo used to be accepted silently."""
+    with pytest.raises(ValueError, match=field.replace(".", r"\.")):
+        preset("quick", method=method, **{field: value})
+
+
+def test_limits_that_depend_on_the_run_bind_only_the_methods_that_read_the_section():
+    """FedAvg-GRPO with one local step keeps PubSwap's default period 2, one client FedGRPO's default experts."""
+    assert preset("quick", method="fedavg_grpo", local_steps=1).pubswap.period == 2
+    assert preset("quick", method="fedavg_grpo", num_clients=1).fedgrpo.num_experts > 1
+    with pytest.raises(ValueError, match=r"pubswap\.period"):
+        preset("quick", method="pubswap_balanced", local_steps=1)
+
+
+@pytest.mark.parametrize("method,faults,timeout,message", [
+    ("fedavg_grpo", "client_1@99", 3600.0, r"fail_client item 'client_1@99:raise' names round 99, after the run's last"),
+    ("fedavg_grpo", "client_1@11:nan", 3600.0, r"round 11"),
+    ("fedgrpo", "client_1@1:nan", 3600.0, r"fail_client item 'client_1@1:nan': fedgrpo's clients send no adapter"),
+    ("fedgrpo", "client_1@*:shape", 3600.0, r"'shape' fault would change nothing"),
+    ("dpsda_grpo", "client_0@*:nan", 3600.0, r"dpsda_grpo's clients send no adapter"),
+    ("fedavg_grpo", "client_1@*:hang", 0.0, r"client_timeout = 0 \(no limit\) would hang the run for good"),
+])
+def test_faults_that_do_nothing_or_hang_for_good_are_refused_naming_fail_client(method, faults, timeout, message):
+    with pytest.raises(ValueError, match=message):
+        preset("quick", method=method, fail_client=faults, client_timeout=timeout)
+
+
+def test_faults_that_act_are_accepted():
+    assert preset("quick", fail_client="client_1@10:nan,client_2@*:shape,client_3@0").fail_client  # rounds = 10
+    assert preset("quick", method="fedgrpo", fail_client="client_1@*:raise,client_2@1:hang").fail_client
+    assert preset("quick", fail_client="client_1@1:hang", client_timeout=5.0).fail_client

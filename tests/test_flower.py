@@ -89,6 +89,25 @@ def test_a_raising_and_a_hanging_client_are_dropped_and_the_run_goes_on(tiny_dir
     assert time.time() - t0 < 90
 
 
+def test_a_flower_run_takes_the_configs_client_timeout_unless_the_job_names_one(tiny_dir):
+    """The job `fedrl run --runtime flower` and `flwr run` make: a hanging client is dropped after the run's
+    client_timeout (here 2 s), not after a fixed 3,600 s; `round-timeout` "" in the app's run config means the same."""
+    from fedrl_kit.flower import _job_from_run_config, _run_one
+
+    assert _job_from_run_config({"round-timeout": ""})["round_timeout"] is None
+    assert _job_from_run_config({"round-timeout": 30})["round_timeout"] == 30.0
+    with pytest.raises(ValueError, match=r"method is a key of the run config: give it as --run-config \"method='fedgrpo'\""):
+        _job_from_run_config({"set": "rounds=1;method=fedgrpo"})  # a TypeError of preset() before
+    cfg = small_config(tiny_dir, method="fedavg_grpo", rounds=1, fail_client="client_2@1:hang", client_timeout=2.0)
+    grid = LoopbackGrid(client_app, cfg.num_clients)
+    t0 = time.time()
+    out = _run_one(grid, {"round_timeout": None, "faults": {}, "progress": False, "hang_seconds": 4.0}, cfg, None)
+    assert "error" not in out, out.get("error")
+    fails = [r for r in out["records"] if r["kind"] == "failure"]
+    assert [(f["client"], f["reason"]) for f in fails] == [("client_2", "timeout")] and "within 2 s" in fails[0]["error"]
+    assert grid.drain() and time.time() - t0 < 60
+
+
 def test_a_nan_adapter_on_flower_is_dropped_by_the_same_reply_check(tiny_dir):
     cfg = small_config(tiny_dir, method="fedavg_grpo", rounds=1, fail_client="client_1@1:nan")
     _, records = _on_loopback(cfg)

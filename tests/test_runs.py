@@ -136,3 +136,63 @@ def test_initial_state_is_what_attach_lora_made_and_leaves_the_rng_alone(tiny_di
     other = initial_state(policy.model, 6)
     assert any(not np.array_equal(made[k], other[k]) for k in made)
     assert list(policy.model.peft_config) == ["global"] and policy.model.active_adapter == "global"
+
+
+def test_fresh_run_dir_empties_only_a_run_folder_this_toolkit_wrote_and_no_live_one(tiny_dir, tmp_path):
+    """The quickstart notebook's "start afresh": it deleted whatever folder it was given (a user's file was lost)."""
+    from fedrl_kit.runs import RunDirInUse, RunLock, fresh_run_dir
+
+    mine = tmp_path / "mine"  # a user's folder, not a run folder: nothing in it may go
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("years of work")
+    with pytest.raises(ValueError, match=r"not a run folder \(it has no config\.json\)") as refused:
+        fresh_run_dir(mine)
+    assert "\n" not in str(refused.value) and (mine / "thesis.tex").read_text() == "years of work"
+    afile = tmp_path / "notes.txt"
+    afile.write_text("keep me")
+    with pytest.raises(ValueError, match="is a file, not a folder"):
+        fresh_run_dir(afile)
+    assert afile.read_text() == "keep me"
+
+    run_dir = tmp_path / "run"
+    Run(small_config(tiny_dir, rounds=1), run_dir, progress=False).run()
+    (run_dir / "figures").mkdir()  # what `fedrl plot` and the notebooks add
+    (run_dir / "figures" / "pass_at_1.html").write_text("<html/>")
+    (run_dir / "data.csv").write_text("a user's file put into a run folder")
+    with pytest.raises(ValueError, match=r"holds files a run does not write \(data\.csv\)"):
+        fresh_run_dir(run_dir)
+    assert (run_dir / "data.csv").exists() and (run_dir / "checkpoint" / "state.json").exists()
+    (run_dir / "data.csv").unlink()
+
+    held = RunLock(run_dir).acquire()  # a live run in the folder
+    try:
+        with pytest.raises(RunDirInUse, match="in use by pid"):
+            fresh_run_dir(run_dir)
+    finally:
+        held.release()
+    assert (run_dir / "checkpoint" / "state.json").exists()
+
+    assert fresh_run_dir(run_dir) == run_dir
+    assert run_dir.is_dir() and not list(run_dir.iterdir())
+    assert fresh_run_dir(tmp_path / "new") == tmp_path / "new" and not (tmp_path / "new").exists()
+    recs = Run(small_config(tiny_dir, rounds=1), run_dir, progress=False).run()  # starts at round 0 again
+    assert [r["round"] for r in recs if r["kind"] == "global"] == [0, 1]
+
+
+def test_a_refused_run_leaves_no_folder_it_made(tiny_dir, tmp_path):
+    run_dir = tmp_path / "a" / "b"
+    with pytest.raises(ValueError, match="client_9"):  # refused in build, after the folder was made and locked
+        Run(small_config(tiny_dir, fail_client="client_9@1"), run_dir, progress=False).run()
+    assert not (tmp_path / "a").exists()
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    with pytest.raises(ValueError, match="client_9"):
+        Run(small_config(tiny_dir, fail_client="client_9@1"), existing, progress=False).run()
+    assert existing.is_dir() and not list(existing.iterdir())  # a folder it did not make stays
+    afile = tmp_path / "file"
+    afile.write_text("x")
+    with pytest.raises(ValueError, match=r"run_dir .*file is a file, not a folder"):
+        Run(small_config(tiny_dir), afile, progress=False).run()
+    with pytest.raises(ValueError, match=r"cannot make the run folder .*file/run"):
+        Run(small_config(tiny_dir), afile / "run", progress=False).run()
+    assert afile.read_text() == "x"

@@ -96,7 +96,20 @@ DAMAGES = {
     "global.npz zero-filled": (_zero_npz, r"global\.npz is not the file the checkpoint wrote"),
     "global.npz truncated": (_truncate_npz, r"global\.npz is not the file the checkpoint wrote"),
     "global.npz deleted": (lambda d: (d / "checkpoint" / "global.npz").unlink(), r"global\.npz is missing"),
+    # without a checkpoint the run used to start again from round 0 and overwrite metrics.jsonl and ledger.jsonl
+    "state.json deleted": (lambda d: (d / "checkpoint" / "state.json").unlink(),
+                           r"checkpoint/state\.json is missing, but .*metrics\.jsonl records rounds up to 1"),
+    "checkpoint/ deleted": (lambda d: shutil.rmtree(d / "checkpoint"),
+                            r"checkpoint is missing, but .*metrics\.jsonl records rounds up to 1"),
+    "metrics.jsonl a folder": (lambda d: ((d / "metrics.jsonl").unlink(), (d / "metrics.jsonl").mkdir()),
+                               r"metrics\.jsonl is not a file"),
+    "checkpoint/ a file": (lambda d: (shutil.rmtree(d / "checkpoint"), (d / "checkpoint").write_text("x")),
+                           r"checkpoint is not a folder"),
 }
+
+
+def _snapshot(d: Path) -> dict:
+    return {str(p.relative_to(d)): (p.read_bytes() if p.is_file() else None) for p in sorted(d.rglob("*"))}
 
 
 @pytest.mark.parametrize("damage", list(DAMAGES))
@@ -104,8 +117,22 @@ def test_a_damaged_run_folder_is_refused_naming_the_file(finished, tmp_path, dam
     d, cfg, _ = _copy(finished, tmp_path)
     hurt, message = DAMAGES[damage]
     hurt(d)
-    with pytest.raises(DamagedRunDir, match=message):
+    before = _snapshot(d)
+    with pytest.raises(DamagedRunDir, match=message) as refused:
         Run(cfg, d, progress=False).run()
+    assert "\n" not in str(refused.value)  # one line
+    assert _snapshot(d) == before  # nothing written, nothing lost
+
+
+def test_a_run_killed_before_its_first_checkpoint_starts_again(finished, tmp_path):
+    """Only round 0's evaluation and no checkpoint: nothing of value to lose, so the run starts from round 0."""
+    d, cfg, whole = _copy(finished, tmp_path)
+    first = _lines(d / "metrics.jsonl")[0]
+    assert json.loads(first)["round"] == 0
+    shutil.rmtree(d / "checkpoint")
+    (d / "metrics.jsonl").write_text(first)
+    (d / "ledger.jsonl").write_text("")
+    assert _strip(Run(cfg, d, progress=False).run()) == _strip(whole.records)
 
 
 def test_an_edited_config_json_is_refused_even_when_it_matches_the_new_config(finished, tmp_path):

@@ -6,6 +6,12 @@ list of the wrong length — raises :class:`BadReply`; the runtime then drops th
 records the reason, exactly as for a client that raised. The server side of a method therefore only ever
 reads replies that fit.
 
+Every check is total: whatever a client sends — an integer beyond float range, a bool for a count, containers
+nested thousands deep, a dict with non-string keys, an object array — the check accepts it or raises
+:class:`BadReply` with a reason; it never lets another exception reach the run (:func:`check_reply`). Before any
+format is applied, :func:`check_plain` walks the payload without recursion and refuses what is not plain data or
+is nested deeper than :data:`MAX_REPLY_DEPTH`.
+
 A format is a *check*: a function ``check(value, ctx, path)`` that raises :class:`BadReply` naming ``path``
 (``adapter['x.lora_A.weight']``). The few builders below make them; :data:`REPLIES` declares the replies every
 method shares (``properties``, ``fit``) and each method adds its own message kinds in its
@@ -15,6 +21,7 @@ method shares (``properties``, ``fit``) and each method adds its own message kin
 from __future__ import annotations
 
 import math
+import reprlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -24,6 +31,25 @@ ADAPTER_MAX_ABS = 1e4
 """Largest |value| accepted in a returned LoRA factor. Trained factors stay far below it (quick preset, 3 rounds:
 max |value| 0.08 at the default learning rate, 0.32 at lr 0.1); a value beyond 1e4 is a diverged or hostile client,
 and one such adapter averaged into the global one (e.g. 1e30) makes every later rollout NaN."""
+
+
+MAX_REPLY_DEPTH = 32
+"""Deepest nesting of containers (dicts, lists, tuples) accepted in a reply. The deepest honest reply is 3 levels
+(FedGRPO's ``scores``, PubSwap's ``texts``: a list of rows in a mapping); a reply nested thousands deep would make
+the server's recursive walks (copying, counting bytes, encoding) raise RecursionError."""
+
+MAX_METRICS = 256
+"""Most names a reply's ``metrics`` may hold. Honest clients send at most 29 (FedMOA's ``fit``: its per-reward
+diagnostics; FedAvg-GRPO 13); every name becomes a field of a line of ``metrics.jsonl``, so 2 M names would make one
+line of 87 MB and cost the server 1.3 GB of memory."""
+
+MAX_METRIC_NAME = 100
+"""Longest metric name (characters) accepted in a reply's ``metrics``; honest names are at most 21."""
+
+RESERVED_METRICS = ("kind", "round", "client")
+"""Names a client's ``metrics`` may not use: the fields of the ``metrics.jsonl`` record its metrics are written into
+(``{"kind": "client", "round": r, "client": cid, **metrics}``), which a client must not rewrite (a reply using one is
+dropped as ``bad_reply``)."""
 
 
 class BadReply(ValueError):
@@ -47,21 +73,81 @@ class Context:
 Check = Callable[[Any, Context, str], None]
 
 
+_SCALARS = (str, int, float, bool, bytes, type(None))
+_ARRAY_KINDS = "biufcSU"
+"""dtype kinds a reply's arrays may have: bool, integers, floats, complex, bytes, text (not objects, which pickle)"""
+
+
+def check_plain(payload) -> None:
+    """Raise :class:`BadReply` unless ``payload`` is plain data nested at most :data:`MAX_REPLY_DEPTH` deep.
+
+    Plain data: dicts with ``str`` keys, lists, tuples, numpy arrays of numbers, bools or text (exactly
+    ``np.ndarray``, no subclass), numpy scalars of those kinds, and ``str``, ``int``, ``float``, ``bool``, ``bytes``,
+    ``None`` (those exact types, no subclass). The walk keeps its own stack, so no payload, however deep, makes it
+    recurse.
+    """
+    stack = [(payload, "the reply", 0)]
+    while stack:
+        v, path, depth = stack.pop()
+        if type(v) in _SCALARS:
+            continue
+        if isinstance(v, np.generic) or type(v) is np.ndarray:
+            if v.dtype.kind not in _ARRAY_KINDS:
+                raise BadReply(f"{path} is a numpy {type(v).__name__} of dtype {v.dtype}, not numbers, bools or text")
+            continue
+        if type(v) in (dict, list, tuple):
+            if depth >= MAX_REPLY_DEPTH:
+                raise BadReply(f"{path} is nested more than {MAX_REPLY_DEPTH} containers deep")
+            if type(v) is dict:
+                for k, x in v.items():
+                    if type(k) is not str:
+                        raise BadReply(f"{path} has a key of type {type(k).__name__} ({_short(k)}): keys must be "
+                                       "strings")
+                    stack.append((x, _child(path, repr(k[:40])), depth + 1))
+            else:
+                stack.extend((x, _child(path, str(i)), depth + 1) for i, x in enumerate(v))
+            continue
+        raise BadReply(f"{path} is a {type(v).__name__}, not plain data (arrays, numbers, strings, lists, dicts)")
+
+
+def _child(path: str, key: str) -> str:
+    """``path[key]``; past 80 characters the path stops growing and ends in ``[…]`` (a reply nested 1,000 deep)."""
+    if len(path) > 80:
+        return path if path.endswith("[…]") else f"{path}[…]"
+    return f"{path}[{key}]"
+
+
+def _short(v) -> str:
+    """``repr(v)``, cut to 40 characters, or the type's name where repr itself fails (a hostile object's)."""
+    try:
+        return reprlib.repr(v)[:40]
+    except Exception:  # noqa: BLE001 - a client's object may raise anything from __repr__
+        return f"a {type(v).__name__}"
+
+
 def _is_number(v) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
 
 
 def number(lo: float = -math.inf, hi: float = math.inf, finite: bool = True, integer: bool = False) -> Check:
-    """A real number in [lo, hi]; finite unless ``finite=False`` (diagnostics may be NaN); an int if ``integer``."""
+    """A real number in [lo, hi]; finite unless ``finite=False`` (diagnostics may be NaN); an int if ``integer``.
+
+    An integer beyond float range (``10**400``) is refused: the server computes with floats.
+    """
     def check(v, ctx, path):
         if not _is_number(v) or (integer and not isinstance(v, (int, np.integer))):
             raise BadReply(f"{path} must be {'an integer' if integer else 'a number'}, got {type(v).__name__}")
-        if math.isnan(v) and not finite:
+        try:
+            x = float(v)
+        except OverflowError:
+            digits = int(int(v).bit_length() * math.log10(2)) + 1
+            raise BadReply(f"{path} is an integer of about {digits} digits, beyond float range") from None
+        if math.isnan(x) and not finite:
             return
-        if finite and not math.isfinite(v):
-            raise BadReply(f"{path} must be finite, got {v!r}")
-        if not lo <= v <= hi:
-            raise BadReply(f"{path} must be in [{lo}, {hi}], got {v!r}")
+        if finite and not math.isfinite(x):
+            raise BadReply(f"{path} must be finite, got {x!r}")
+        if not lo <= x <= hi:
+            raise BadReply(f"{path} must be in [{lo}, {hi}], got {_short(v)}")
     return check
 
 
@@ -107,15 +193,27 @@ def record(required: dict[str, Check], optional: dict[str, Check] | None = None)
 
 
 def metrics() -> Check:
-    """A client's diagnostics: names → numbers (NaN allowed: a metric may be undefined for a round)."""
+    """A client's diagnostics: names → numbers (NaN allowed: a metric may be undefined for a round).
+
+    At most :data:`MAX_METRICS` names of at most :data:`MAX_METRIC_NAME` characters, none of
+    :data:`RESERVED_METRICS` (the fields of the record the metrics are written into).
+    """
     value = number(finite=False)
 
     def check(v, ctx, path):
         if not isinstance(v, dict):
             raise BadReply(f"{path} must be a mapping, got {type(v).__name__}")
+        if len(v) > MAX_METRICS:
+            raise BadReply(f"{path} holds {len(v)} names, more than MAX_METRICS = {MAX_METRICS}")
         for k, x in v.items():
             if not isinstance(k, str):
-                raise BadReply(f"{path} keys must be strings, got {k!r}")
+                raise BadReply(f"{path} keys must be strings, got {_short(k)}")
+            if len(k) > MAX_METRIC_NAME:
+                raise BadReply(f"{path} has a name of {len(k)} characters ({k[:40]!r}…), more than "
+                               f"MAX_METRIC_NAME = {MAX_METRIC_NAME}")
+            if k in RESERVED_METRICS:
+                raise BadReply(f"{path} uses the name {k!r}, a field of its metrics.jsonl record "
+                               f"({', '.join(RESERVED_METRICS)} are the run's, not the client's)")
             value(x, ctx, f"{path}[{k!r}]")
     return check
 
@@ -159,12 +257,19 @@ def adapter_spec(state: dict) -> dict:
 def check_reply(kind: str, payload, ctx: Context, formats: dict[str, Check]) -> None:
     """Raise :class:`BadReply` unless ``payload`` fits the declared reply format of request ``kind``.
 
-    A kind with no declared format only needs a mapping as payload (ad-hoc messages of tests and notebooks).
+    A kind with no declared format only needs a mapping of plain data as payload (ad-hoc messages of tests and
+    notebooks). Total: any other exception a format raises on a client's value becomes a :class:`BadReply` too.
     """
     if not isinstance(payload, dict):
         raise BadReply(f"the reply payload must be a mapping, got {type(payload).__name__}")
+    check_plain(payload)
     if kind in formats:
-        formats[kind](payload, ctx, "")
+        try:
+            formats[kind](payload, ctx, "")
+        except BadReply:
+            raise
+        except Exception as e:  # noqa: BLE001 - a format that fails on a value refuses it: the run goes on
+            raise BadReply(f"the {kind!r} reply could not be checked ({type(e).__name__}: {str(e)[:200]})") from None
 
 
 EXAMPLES = number(lo=1, integer=True)

@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from fedrl_kit.federation.replies import REPLIES, BadReply, Check, Context, check_reply
+from fedrl_kit.federation.replies import REPLIES, BadReply, Check, Context, check_plain, check_reply
 
 SERVER = "server"
 
@@ -251,6 +251,7 @@ class InProcessRuntime:
         reply = self._clients[message.receiver].handle(mine)
         if not isinstance(reply, Message):
             raise BadReply(f"the client answered with a {type(reply).__name__}, not a Message")
+        check_plain(reply.payload)  # before the copy walks it: nothing too deep to copy, nothing but plain data
         return _inject_after(fault, Message(reply.kind, message.receiver, message.sender, message.round,
                                             copy_payload(reply.payload))), 0
 
@@ -294,9 +295,9 @@ class InProcessRuntime:
         try:
             if message.kind in self.replies and reply.kind != expected:
                 raise BadReply(f"a {message.kind!r} message is answered by {expected!r}, got {reply.kind!r}")
-            payload_nbytes(reply.payload)  # plain data only
+            # plain data, bounded depth, the declared format; total: whatever the payload, BadReply or nothing
             check_reply(message.kind, reply.payload, Context(message.payload, self.expect), self.replies)
-        except (BadReply, TypeError) as e:
+        except BadReply as e:
             return self._fail(message, "bad_reply", f"BadReply: {e}")
         self._log(reply)
         return reply
@@ -424,7 +425,11 @@ class SerialisingRuntime(InProcessRuntime):
             reply = held[receiver].handle(Message(kind, sender, receiver, round, decode_payload(wire)))
             if not isinstance(reply, Message):
                 raise BadReply(f"the client answered with a {type(reply).__name__}, not a Message")
-            return reply.kind, encode_payload(reply.payload)
+            check_plain(reply.payload)
+            try:
+                return str(reply.kind), encode_payload(reply.payload)
+            except (TypeError, ValueError, OverflowError, RecursionError) as e:  # e.g. an int of 5,000 digits
+                raise BadReply(f"the reply cannot be encoded ({type(e).__name__}: {str(e)[:200]})") from None
 
         self._remote = remote
 
@@ -433,7 +438,11 @@ class SerialisingRuntime(InProcessRuntime):
         _inject_before(fault, message)
         wire = encode_payload(message.payload)
         kind, answer = self._remote(message.kind, message.sender, message.receiver, message.round, wire)
-        reply = Message(kind, message.receiver, message.sender, message.round, decode_payload(answer))
+        try:
+            payload = decode_payload(answer)
+        except Exception as e:  # noqa: BLE001 - whatever bytes came back, the client is dropped, not the run
+            raise BadReply(f"the reply's bytes do not decode ({type(e).__name__}: {str(e)[:200]})") from None
+        reply = Message(kind, message.receiver, message.sender, message.round, payload)
         return _inject_after(fault, reply), len(wire) + len(answer)
 
     def _count_wire(self, nbytes: int) -> None:

@@ -79,10 +79,10 @@ class FedGRPOArgs(Args):
     """what line 21 trains of the server's policy: lora (its global LoRA adapter) or full (every base weight, as
     the official code does below 14B; the clients' evaluators then live on a copy of the model; needs beta = 0)"""
 
-    def check(self, config) -> None:
-        K, n_aux = config.num_clients, config.n_aux
-        self.need(1 <= self.num_experts <= K, "num_experts", f"an integer in [1, num_clients = {K}]")
-        self.need(1 <= self.neighbours <= max(n_aux, 1), "neighbours", f"an integer in [1, n_aux = {n_aux}]")
+    def check_own(self) -> None:
+        self.need(self.num_experts >= 1, "num_experts", "an integer >= 1")
+        self.need(self.neighbours >= 1, "neighbours", "an integer >= 1")
+        self.need(self.malicious >= 0, "malicious", "an integer >= 0")
         self.need(self.group_reward in ADVANTAGE_VARIANTS, "group_reward", f"one of {ADVANTAGE_VARIANTS}")
         self.need(self.group_coef >= 0, "group_coef", "a finite number >= 0")
         self.need(self.format_coef >= 0, "format_coef", "a finite number >= 0")
@@ -100,7 +100,6 @@ class FedGRPOArgs(Args):
         self.need(0 <= self.questions_per_step <= 100_000, "questions_per_step",
                   "an integer in [0, 100000] (0 = prompts_per_step x num_clients)")
         self.need(self.me_score in ME_SCORES, "me_score", f"one of {ME_SCORES}")
-        self.need(0 <= self.malicious <= K, "malicious", f"an integer in [0, num_clients = {K}]")
         self.need(self.malicious_kind in MALICIOUS_KINDS, "malicious_kind", f"one of {MALICIOUS_KINDS}")
         self.need(self.robust in AGGREGATIONS, "robust", f"one of {AGGREGATIONS}")
         self.need(self.robust == "mean" or self.group_reward == "paper", "robust",
@@ -111,6 +110,12 @@ class FedGRPOArgs(Args):
         self.need(-1 <= self.encoder_layer <= 1000, "encoder_layer",
                   "an integer >= -1 (0 = token embeddings, i = output of decoder layer i, -1 = last)")
         self.need(self.server_update in SERVER_UPDATES, "server_update", f"one of {SERVER_UPDATES}")
+
+    def check(self, config) -> None:
+        K, n_aux = config.num_clients, config.n_aux
+        self.need(1 <= self.num_experts <= K, "num_experts", f"an integer in [1, num_clients = {K}]")
+        self.need(1 <= self.neighbours <= max(n_aux, 1), "neighbours", f"an integer in [1, n_aux = {n_aux}]")
+        self.need(0 <= self.malicious <= K, "malicious", f"an integer in [0, num_clients = {K}]")
         self.need(self.server_update == "lora" or config.beta == 0, "server_update",
                   f"'lora' when beta > 0 (beta = {config.beta}: the KL reference is the base, which 'full' trains)")
 
@@ -146,7 +151,7 @@ class EvaluatorArgs(Args):
     lr: float = 5e-3
     """Adam learning rate of that SFT"""
 
-    def check(self, config) -> None:
+    def check_own(self) -> None:
         self.need(self.training in EVALUATOR_TRAINING, "training", f"one of {EVALUATOR_TRAINING}")
         self.need(0 <= self.grpo_steps <= 100_000, "grpo_steps", "an integer in [0, 100000]")
         self.need(1 <= self.grpo_prompts <= 4096, "grpo_prompts", "an integer in [1, 4096]")
@@ -170,7 +175,7 @@ class DPSDAArgs(Args):
     synthetic_per_client: int = 0
     """synthetic (question, answer) pairs per client (0 = the client's |D_k|)"""
 
-    def check(self, config) -> None:
+    def check_own(self) -> None:
         self.need(self.dp_epsilon >= 0, "dp_epsilon", "a finite number >= 0 (0 = no noise)")
         self.need(0 <= self.synthetic_per_client <= 1_000_000, "synthetic_per_client",
                   "an integer in [0, 1000000] (0 = the client's |D_k|)")

@@ -248,7 +248,7 @@ FEDPETUNING_SFT = MethodSpec("fedpetuning_sft", "Fedpetuning with an SFT objecti
                              "(FedGRPO's model-level baseline)", run_round, build_clients)
 DPSDA_GRPO = MethodSpec("dpsda_grpo", "DPSDA-FL+GRPO: DP synthetic data from the clients, GRPO on the server "
                         "(FedGRPO's data-level baseline)", run_round, build_clients, sections=("dpsda", "evaluator"),
-                        save_state=save_state, load_state=load_state, replies=SYNTHESISE)
+                        save_state=save_state, load_state=load_state, replies=SYNTHESISE, sends_adapters=False)
 DPSDA_SFT = MethodSpec("dpsda_sft", "DPSDA-FL+SFT: DP synthetic data from the clients, SFT on the server",
                        run_round, build_clients, sections=("dpsda", "evaluator"), save_state=save_state,
-                       load_state=load_state, replies=SYNTHESISE)
+                       load_state=load_state, replies=SYNTHESISE, sends_adapters=False)

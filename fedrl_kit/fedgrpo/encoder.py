@@ -22,6 +22,14 @@ import torch
 from fedrl_kit.fedgrpo.args import ENCODERS
 
 
+def check_encoder_layer(layer: int, num_layers: int) -> None:
+    """Refuse a ``fedgrpo.encoder_layer`` the model does not have: its hidden states are 0 (token embeddings) …
+    ``num_layers`` (after the last decoder layer); -1 counts from the end."""
+    if not -(num_layers + 1) <= layer <= num_layers:
+        raise ValueError(f"fedgrpo.encoder_layer must be in [-1, {num_layers}] for this model ({num_layers} decoder "
+                         f"layers), got {layer}")
+
+
 @torch.no_grad()
 def encode(policy, texts: list[str], encoder: str = "policy", layer: int = 1, batch_size: int = 256) -> np.ndarray:
     """φ(x): ℓ2-normalised embeddings of ``texts``.  -> [N, d] float64
@@ -59,9 +67,7 @@ def encode(policy, texts: list[str], encoder: str = "policy", layer: int = 1, ba
                               add_special_tokens=False)  # the question's own tokens, not the chat-rendered prompt
                     ids, mask = enc["input_ids"].to(device), enc["attention_mask"].to(device)  # [b, P]
                     hs = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
-                    if not -len(hs) <= layer < len(hs):
-                        raise ValueError(f"fedgrpo.encoder_layer must be in [-1, {len(hs) - 1}] for this model, "
-                                         f"got {layer}")
+                    check_encoder_layer(layer, len(hs) - 1)
                     h = hs[layer]  # [b, P, d]
                     m = mask.unsqueeze(-1).to(h.dtype)  # [b, P, 1]
                     out.append(((h * m).sum(1) / m.sum(1).clamp(min=1)).float().cpu().numpy())  # [b, d]

@@ -12,6 +12,7 @@ import copy
 from fedrl_kit.fedgrpo.algorithm import load_state, run_round, save_state
 from fedrl_kit.fedgrpo.client import FedGRPOClient
 from fedrl_kit.fedgrpo.diagnostics import diagnostics
+from fedrl_kit.fedgrpo.encoder import check_encoder_layer
 from fedrl_kit.fedgrpo.lockstep import LOCKSTEP
 from fedrl_kit.federation.replies import list_of, number, record
 from fedrl_kit.fedgrpo.queries import build_query_pool
@@ -51,6 +52,15 @@ def build_clients(run) -> dict:
             for i, data in enumerate(pool.client_data)}
 
 
+def check_model(config, arch) -> None:
+    """``fedgrpo.encoder_layer`` against the base model's decoder layers (``arch``: its config), before the run loads
+    the model or writes anything (it used to be refused in round 1, after round 0 was written)."""
+    text = arch.get_text_config() if hasattr(arch, "get_text_config") else arch
+    layers = getattr(text, "num_hidden_layers", None)
+    if config.fedgrpo.encoder == "policy" and isinstance(layers, int):
+        check_encoder_layer(config.fedgrpo.encoder_layer, layers)
+
+
 UNIT = number(0.0, 1.0)
 
 
@@ -70,4 +80,4 @@ REPLIES = {  # lines 8 and 16 of Algorithm 1: scalars in [0, 1], one per exempla
 FEDGRPO = MethodSpec("fedgrpo", "the server trains from scalar rewards of competence-selected expert clients "
                      "(FedGRPO Algorithm 1)", run_round, build_clients, sections=("fedgrpo", "evaluator"),
                      validate=validate, save_state=save_state, load_state=load_state, diagnostics=diagnostics,
-                     replies=REPLIES, lockstep=LOCKSTEP)
+                     replies=REPLIES, lockstep=LOCKSTEP, sends_adapters=False, check_model=check_model)

@@ -70,7 +70,7 @@ class FedMOAArgs(Args):
     """also score the global model on the validation split (the world's aux rows, n_aux) at each evaluation, so
     that the best round by validation accuracy can be reported beside the last (section 4.1)"""
 
-    def check(self, config) -> None:
+    def check_own(self) -> None:
         self.need(self.setting in SETTINGS, "setting", f"one of {SETTINGS}")
         self.need(self.homo_family in FAMILY_NAMES, "homo_family", f"one of {FAMILY_NAMES}")
         self.need(self.init_weights in INIT_WEIGHTS, "init_weights", f"one of {INIT_WEIGHTS}")
@@ -85,6 +85,8 @@ class FedMOAArgs(Args):
         self.need(self.eval_every >= 1, "eval_every", "an integer >= 1")
         self.need(isinstance(self.eval_local, bool) or self.eval_local == "last", "eval_local",
                   'true, false or "last"')
+
+    def check(self, config) -> None:
         if self.setting == "heter+heter" and config.num_clients < len(FAMILY_NAMES):
             raise ValueError(f"num_clients must be >= {len(FAMILY_NAMES)} for fedmoa.setting = 'heter+heter' "
                              f"(one client per family at least), got {config.num_clients}")

@@ -48,10 +48,15 @@ class MethodSpec:
             partitions and policy, makes the objects the runtime holds).
         sections: the ``RunConfig`` argument sections this method reads (validated for it).
         validate: ``validate(config)`` raising ValueError on limits the method puts on shared fields.
+        check_model: ``check_model(config, arch)`` raising ValueError on limits the base model puts on the method's
+            fields (``arch``: the model's ``transformers`` config, read before its weights are loaded).
         save_state, load_state: ``(server, folder)``: method state written into / read from each checkpoint.
         diagnostics: ``diagnostics(truth, round, out) -> {cid: metrics}``: analysis that needs simulator truth
             (which client holds what); merged into the round's records, never seen by the server.
         trains: False for a method with no rounds (zero-shot).
+        sends_adapters: False for a method whose clients' replies carry no LoRA adapter (FedGRPO's scalar rewards,
+            DPSDA-FL's texts): the ``nan`` and ``shape`` faults of ``fail_client`` would corrupt nothing there, so
+            validation refuses them.
         quick: fields the ``quick`` preset sets for this method unless the caller sets them
             (e.g. FedMOA's ``world`` and ``base``).
         defaults: fields every preset sets for this method unless the caller sets them (e.g. PubSwap's
@@ -70,10 +75,12 @@ class MethodSpec:
     build_clients: Callable
     sections: tuple[str, ...] = ()
     validate: Callable | None = None
+    check_model: Callable | None = None
     save_state: Callable | None = None
     load_state: Callable | None = None
     diagnostics: Callable | None = None
     trains: bool = True
+    sends_adapters: bool = True
     quick: dict = field(default_factory=dict)
     defaults: dict = field(default_factory=dict)
     replies: dict = field(default_factory=dict)

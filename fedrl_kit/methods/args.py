@@ -16,5 +16,5 @@ class FedProxArgs(Args):
     mu: float = 0.01
     """FedProx mu (the PubSwap paper tunes it over {0.001, 0.01, 0.1})"""
 
-    def check(self, config) -> None:
+    def check_own(self) -> None:
         self.need(0 <= self.mu <= 100, "mu", "a number in [0, 100]")

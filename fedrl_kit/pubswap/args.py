@@ -20,6 +20,9 @@ class PubSwapArgs(Args):
     period: int = 2
     """tau_swap: every tau_swap-th local step is a public step (2 <= tau_swap <= local_steps)"""
 
+    def check_own(self) -> None:
+        self.need(self.period >= 2, "period", "an integer >= 2 (every tau_swap-th local step is a public step)")
+
     def check(self, config) -> None:
         self.need(2 <= self.period <= config.local_steps, "period",
                   f"an integer in [2, local_steps = {config.local_steps}] (tau_swap <= tau)")
