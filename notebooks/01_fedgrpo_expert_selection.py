@@ -57,7 +57,6 @@ run_root = "../runs/fedgrpo"
 figures_dir = ""      # "" = this notebook's run folder; `make figures` passes ../figures
 
 # %%
-import shutil
 import time
 from pathlib import Path
 
@@ -72,7 +71,7 @@ from fedrl_kit.fedgrpo.diagnostics import selection_quality, trace_question
 from fedrl_kit.fedgrpo.graph import confidence_graph
 from fedrl_kit.notebook import client_table, headline, knobs
 from fedrl_kit.policy.engine import Policy
-from fedrl_kit.runs import Run, resolve_base
+from fedrl_kit.runs import Run, fresh_run_dir, resolve_base
 from fedrl_kit.world.partition import topic_matrix
 
 viz.setup_notebook()
@@ -111,7 +110,7 @@ policy = Policy.load(resolve_base(cfg.base), cfg.lora_rank, cfg.lora_alpha, cfg.
 def fresh_run(config, run_dir=None):
     """A Run on the shared policy (every Run starts from its seed's untrained global adapter)."""
     if run_dir is not None:
-        shutil.rmtree(run_dir, ignore_errors=True)
+        fresh_run_dir(run_dir)  # empties only a run folder this toolkit wrote
     return Run(config, run_dir, progress=False, policy=policy)
 
 

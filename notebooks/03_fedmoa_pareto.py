@@ -63,7 +63,6 @@ lam = 0.1                    # λ when normalise is True
 figures_dir = ""      # "" = this notebook's run folder; `make figures` passes ../figures
 
 # %%
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -78,7 +77,7 @@ from experiments.fedmoa_presets import setting_config
 from fedrl_kit import viz
 from fedrl_kit.fedmoa import evaluation, plan
 from fedrl_kit.policy.pretrain_families import MISSING_MESSAGE
-from fedrl_kit.runs import REPO_ROOT, Run
+from fedrl_kit.runs import REPO_ROOT, Run, fresh_run_dir
 from fedrl_kit.world.families import FAMILIES, PAPER_NAMES, make_family_world
 
 viz.setup_notebook()
@@ -160,7 +159,7 @@ for setting in SETTINGS:
     for name in variants:
         for s in SEEDS:
             run_dir = Path(run_root) / SCALE / setting / name.replace(" ", "_") / f"seed{s}"
-            shutil.rmtree(run_dir, ignore_errors=True)
+            fresh_run_dir(run_dir)  # empties only a run folder this toolkit wrote
             run = Run(config(setting, name, s), run_dir)
             runs[(setting, name, s)] = (run, run.run())
 first = runs[(SETTINGS[-1], "FedMOA", SEEDS[0])][0]
