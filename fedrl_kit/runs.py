@@ -64,7 +64,6 @@ from fedrl_kit.speed.allocator import keep_freed_memory
 from fedrl_kit.world.registry import build_world, check_dataset_available
 
 
-
 class Interrupted(RuntimeError):
     """Raised by ``Run.run(stop_after=…)`` to simulate a crash after a round (tests, demos)."""
 
