@@ -47,7 +47,7 @@ import torch
 from fedrl_kit.config import RunConfig, migrate
 from fedrl_kit.evaluate import eval_seed, evaluate
 from fedrl_kit.federation.client import make_optimizer
-from fedrl_kit.federation.replies import REPLIES, adapter_spec
+from fedrl_kit.federation.replies import REPLIES, UpdateBound, adapter_spec
 from fedrl_kit.federation.runtime import InProcessRuntime, SerialisingRuntime, parse_faults
 from fedrl_kit.federation.server import Server, ServerWorld
 from fedrl_kit.federation.truth import SimulatorTruth
@@ -386,7 +386,10 @@ class Run:
             make = functools.partial(LockstepRuntime, handlers=self.spec.lockstep)
         self.runtime = make(
             clients, faults=faults, timeout=cfg.client_timeout, replies={**REPLIES, **self.spec.replies},
-            expect={"adapter": adapter_spec(start), "num_generations": cfg.num_generations})
+            expect={"adapter": adapter_spec(start), "num_generations": cfg.num_generations,
+                    # no reply may move a value further than the clients' own Adam(W) can in a round
+                    "update_bound": UpdateBound(cfg.learning_rate, cfg.local_steps * cfg.num_iterations,
+                                                cfg.weight_decay, cfg.reset_optimizer)})
         self.policy.set_state(GLOBAL, start)
         self.server = Server(self.runtime, self.policy, cfg, ServerWorld.of(self.world, **self.server_splits), start)
         self.truth = SimulatorTruth(clients, self.truth_facts)  # for the method's diagnostics only, never the server
@@ -658,6 +661,7 @@ class Run:
                 t0 = time.time()
                 if self.probe is not None:
                     self.probe.start_round(self.server.global_state, r)
+                self.runtime.expect["broadcast"] = self.server.global_state  # what the update bound is measured from
                 out = self.spec.run_round(self.server, r)
                 if self.spec.diagnostics is not None:  # analysis with simulator truth, after the server's round
                     for cid, m in self.spec.diagnostics(self.truth, r, out).items():

@@ -33,6 +33,62 @@ max |value| 0.08 at the default learning rate, 0.32 at lr 0.1); a value beyond 1
 and one such adapter averaged into the global one (e.g. 1e30) makes every later rollout NaN."""
 
 
+def adam_step_bound(t: int, betas: tuple[float, float] = (0.9, 0.999)) -> float:
+    """The most Adam's t-th step (1-based) can move one parameter, in units of the learning rate.
+
+    Adam's step is lr · m̂_t / (√v̂_t + ε) with m̂_t = (1 − β₁) Σ_s β₁^(t−s) g_s / (1 − β₁^t) and
+    v̂_t = (1 − β₂) Σ_s β₂^(t−s) g_s² / (1 − β₂^t). By Cauchy–Schwarz, whatever the gradients g_1…g_t,
+
+        |m̂_t| / √v̂_t ≤ (1 − β₁)/(1 − β₁^t) · √((1 − β₂^t)/(1 − β₂)) · √((1 − ρ^t)/(1 − ρ)),   ρ = β₁²/β₂ < 1
+
+    (ε > 0 only makes the step smaller). The bound grows with t from 1 (t = 1) to 7.27 (t → ∞, default betas).
+    Gradient clipping, FedProx's term and the loss change the gradients, not this bound.
+    """
+    b1, b2 = betas
+    rho = b1 * b1 / b2
+    if not (0 <= b1 < 1 and 0 <= b2 < 1 and rho < 1):
+        raise ValueError(f"adam_step_bound needs 0 ≤ β₁ < 1, 0 ≤ β₂ < 1 and β₁² < β₂, got {betas}")
+    t = max(int(t), 1)
+    return (1 - b1) / (1 - b1 ** t) * math.sqrt((1 - b2 ** t) / (1 - b2)) * math.sqrt((1 - rho ** t) / (1 - rho))
+
+
+@dataclass(frozen=True)
+class UpdateBound:
+    """How far an honest client's Adam(W) can move any one LoRA value from the adapter it was sent, in one round.
+
+    A client takes ``steps`` optimiser steps a round (τ local steps × μ iterations each) at a learning rate of at
+    most ``learning_rate`` (the cosine schedule only lowers it). Each step moves a value by at most
+    lr · :func:`adam_step_bound` (t) plus AdamW's decay lr · wd · |θ|, so after the round
+
+        |θ_i − θ_i^(t)| ≤ lr · Σ_t c(t) + steps · lr · wd · (max |θ^(t)| + lr · Σ_t c(t))
+
+    with t = 1…steps when the optimiser is fresh each round, else every step taken at the sup of c (7.27 with the
+    default betas). It holds whatever the gradients, so an honest reply never exceeds it (a relative 10⁻³ and a few
+    float32 ulps of margin cover rounding); a reply beyond it did not come from the declared optimiser. The
+    adapter check (:func:`adapter`) refuses such a reply: one client cannot move the global adapter further than
+    an honest client could (what this does and does not protect: docs/reliability.md, "What each aggregator
+    survives").
+    """
+
+    learning_rate: float
+    steps: int  # optimiser steps a client takes a round: τ · num_iterations
+    weight_decay: float = 0.0
+    fresh_optimizer: bool = True  # reset_optimizer: Adam's step count restarts each round
+    betas: tuple[float, float] = (0.9, 0.999)  # torch.optim.Adam(W)'s defaults, which the clients use
+
+    def limit(self, start_max_abs: float) -> float:
+        """The largest |θ_i − θ_i^(t)| an honest reply can have, given max |θ^(t)| of the tensor it was sent."""
+        steps = max(int(self.steps), 1)
+        if self.fresh_optimizer:
+            c = sum(adam_step_bound(t, self.betas) for t in range(1, steps + 1))
+        else:
+            c = steps * adam_step_bound(10 ** 9, self.betas)
+        move = self.learning_rate * c
+        decay = steps * self.learning_rate * self.weight_decay * (start_max_abs + move)
+        bound = move + decay
+        return bound * (1 + 1e-3) + 4 * steps * float(np.finfo(np.float32).eps) * (start_max_abs + bound)
+
+
 MAX_REPLY_DEPTH = 32
 """Deepest nesting of containers (dicts, lists, tuples) accepted in a reply. The deepest honest reply is 3 levels
 (FedGRPO's ``scores``, PubSwap's ``texts``: a list of rows in a mapping); a reply nested thousands deep would make
@@ -219,9 +275,13 @@ def metrics() -> Check:
 
 
 def adapter() -> Check:
-    """LoRA factors with the global adapter's names, shapes and dtypes, finite and below :data:`ADAPTER_MAX_ABS`.
+    """LoRA factors with the global adapter's names, shapes and dtypes, finite and below :data:`ADAPTER_MAX_ABS`,
+    and — where the run gives an :class:`UpdateBound` (``ctx.expect["update_bound"]``) — no value further from the
+    adapter the client was sent than that bound allows.
 
-    The reference is ``ctx.expect["adapter"]`` (set by the run), else the adapter of the request itself.
+    The reference for names and shapes is ``ctx.expect["adapter"]`` (set by the run), else the adapter of the
+    request itself. The adapter the client was sent is the request's ``adapter``, else ``ctx.expect["broadcast"]``
+    (the round's global adapter, set by the run: PubSwap sends it in ``fit_begin`` and collects it at ``fit_end``).
     """
     def check(v, ctx, path):
         if not isinstance(v, dict):
@@ -246,6 +306,18 @@ def adapter() -> Check:
                 raise BadReply(f"{where} holds {int((~np.isfinite(a)).sum())} non-finite value(s)")
             if a.size and float(np.abs(a).max()) > ADAPTER_MAX_ABS:
                 raise BadReply(f"{where} holds |value| {float(np.abs(a).max()):.3g} > {ADAPTER_MAX_ABS:g}")
+        bound, sent = ctx.expect.get("update_bound"), ctx.request.get("adapter")
+        sent = sent if isinstance(sent, dict) else ctx.expect.get("broadcast")
+        if bound is None or sent is None:
+            return
+        for k, a in v.items():
+            start = np.asarray(sent[k], dtype=np.float64) if k in sent else None
+            if start is None or start.shape != a.shape or not a.size:
+                continue
+            moved, limit = float(np.abs(a.astype(np.float64) - start).max()), bound.limit(float(np.abs(start).max()))
+            if moved > limit:
+                raise BadReply(f"{path}[{k!r}] moved {moved:.3g} from the adapter it was sent; {bound.steps} Adam "
+                               f"step(s) at lr {bound.learning_rate:g} move a value at most {limit:.3g} (UpdateBound)")
     return check
 
 
