@@ -12,12 +12,15 @@ decay 0.01 (Tables 9–12), equal-size clients. ``--setting fedavg_examples`` is
 sweep (FedAvg by examples, plain Adam, unequal Dirichlet clients in Tables 1 and 5).
 
 Runs go to ``runs/pubswap/<setting>/<scale>/<table>/<method>/tau<τ>/seed<s>`` (resumable: rerunning the command
-continues an interrupted sweep). Each run's metric records are copied next to its summary:
+continues an interrupted sweep). Each run adds one summary row:
 
-- setting ``paper``: ``benchmarks/results/pubswap_paper/<scale>/…/metrics.jsonl`` and one summary row per run in
-  ``benchmarks/results/pubswap_paper_<scale>.json``;
-- setting ``fedavg_examples`` at the quick scale: ``benchmarks/results/pubswap_sweep/…`` and
-  ``benchmarks/results/pubswap_sweep.json`` (the first stored sweep's files), other scales as for ``paper``.
+- setting ``paper``: to ``benchmarks/results/pubswap_paper_<scale>.json``;
+- setting ``fedavg_examples`` at the quick scale: to ``benchmarks/results/pubswap_sweep.json`` (the first stored
+  sweep's file), other scales as for ``paper``.
+
+A row holds the run's settings, its summary numbers, its curves (every global evaluation and every public step's
+replacement fraction: what notebook 02 plots) and the SHA-256 of its records (``records_digest``): the records
+themselves stay in the run folder, and ``benchmarks/reproduce_stored.py`` re-runs rows and compares digests.
 
 Rows are merged with earlier rows of the same file (a rerun replaces its own row) and record the aggregator,
 weight decay and client sizes that ran; notebook 02 reads them.
@@ -27,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -35,8 +37,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from experiments.sweep import (PUBSWAP_SCALES, SETTINGS, parse_name, pubswap_grid, result_paths,  # noqa: E402
-                               run_grid, summarise)
+from experiments.sweep import (PUBSWAP_SCALES, SETTINGS, curves, parse_name, pubswap_grid,  # noqa: E402
+                               records_digest, result_paths, run_grid, summarise)
 from fedrl_kit.runs import recorded_kernels  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results"
@@ -67,24 +69,21 @@ def main(argv=None) -> None:
             if (args.taus is None or parse_name(k)["tau"] in args.taus)
             and (args.methods is None or parse_name(k)["method"] in args.methods)}
     print(f"{len(keep)} runs: " + ", ".join(keep), flush=True)
-    metrics_dir, summary_path = result_paths(args.setting, scale, OUT)
+    _, summary_path = result_paths(args.setting, scale, OUT)
     if args.out:
         summary_path = Path(args.out)
-        metrics_dir = summary_path.with_suffix("")
     runs = Path(args.runs) if args.runs else ROOT / "runs" / "pubswap" / args.setting / scale
     rows = json.loads(summary_path.read_text()) if summary_path.exists() else []
     for name, cfg in keep.items():
         t0 = time.time()
         records = run_grid({name: cfg}, runs, progress=False)[name]
-        dest = metrics_dir / name
-        dest.mkdir(parents=True, exist_ok=True)
-        shutil.copy(runs / name / "metrics.jsonl", dest / "metrics.jsonl")
         row = {"name": name, **parse_name(name), "preset": args.preset, "scale": scale, "setting": args.setting,
                "aggregator": cfg.aggregator, "weight_decay": cfg.weight_decay, "equal_size": cfg.equal_size,
                "local_steps": cfg.local_steps, "rounds": cfg.rounds, "pubswap_period": cfg.pubswap.period,
                "dirichlet_alpha": cfg.dirichlet_alpha, **summarise(records),
                "seconds": round(sum(r["seconds"] for r in records if r["kind"] == "comm"), 1),
-               "cpu_kernels": recorded_kernels(runs / name)}  # a folder read back keeps its own
+               "cpu_kernels": recorded_kernels(runs / name),  # a folder read back keeps its own
+               "curves": curves(records), "records_sha256": records_digest(records)}
         rows = [r for r in rows if r["name"] != name] + [row]
         summary_path.parent.mkdir(parents=True, exist_ok=True)
         summary_path.write_text(json.dumps(rows, indent=1))

@@ -1,11 +1,12 @@
-"""Re-run stored experiments and compare them, record by record, with what was stored.
+"""Re-run stored experiments and compare them with what was stored.
 
 The stored results under ``benchmarks/results/`` were produced by earlier versions of the engine.
 This script re-runs one representative run of each experiment with today's code and reports, for
 each, whether the metric records (every field but wall-clock ``seconds``) are bit-identical:
 
-- PubSwap sweep: ``table1/fedavg_grpo/tau8/seed0`` and ``table1/pubswap_balanced/tau8/seed0``
-  (their whole ``metrics.jsonl``, drift records included);
+- PubSwap sweep: ``table1/fedavg_grpo/tau8/seed0`` and ``table1/pubswap_balanced/tau8/seed0`` of
+  ``pubswap_sweep.json``: the SHA-256 of their whole records, drift records included (``records_digest``), against
+  the row's ``records_sha256``; on a difference, the first differing global evaluation of the row's curves;
 - FedGRPO comparison: FedGRPO, seed 0 (the stored summary row of ``fedgrpo_compare.json``);
 - FedMOA comparison: no longer re-run. Its stored rows (``fedmoa_compare.json``) reproduced bit for bit up to
   commit b037576 (``reproduce_stored.json`` of then says so); the faithful FedMOA setting then changed the
@@ -34,36 +35,35 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _machine import save_result  # noqa: E402
 
-from experiments.sweep import pubswap_grid  # noqa: E402
+from experiments.sweep import pubswap_grid, records_digest, stored_records  # noqa: E402
 from fedrl_kit.config import preset  # noqa: E402
 from fedrl_kit.runs import Run  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 
 
-def _strip(records):
-    return [{k: v for k, v in r.items() if k != "seconds"} for r in records]
-
-
-def _first_difference(a: list[dict], b: list[dict]) -> str:
-    if len(a) != len(b):
-        return f"{len(a)} records now, {len(b)} stored"
-    for i, (x, y) in enumerate(zip(a, b)):
+def _first_difference(now: list[dict], row: dict) -> str:
+    """Where today's records differ from a stored summary row: its digest, then the first global evaluation."""
+    if records_digest(now) == row["records_sha256"]:
+        return ""
+    stored = [r for r in stored_records(row) if r["kind"] == "global"]
+    now = [{"kind": "global", "round": r["round"], "pass@1": r["pass@1"], "format": r["format"]}
+           for r in now if r["kind"] == "global"]
+    for x, y in zip(now, stored):
         if x != y:
-            keys = sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k))
-            return f"record {i} ({x.get('kind')}, round {x.get('round')}): fields {keys[:6]}"
-    return ""
+            return f"records differ; first at the global evaluation of round {x['round']}: {x} now, {y} stored"
+    return "records differ (the global evaluations agree)"
 
 
 def pubswap_runs() -> list[dict]:
     # the stored sweep's own setting (FedAvg by examples, plain Adam, unequal clients), not today's default
     grid = pubswap_grid("quick", seeds=(0,), tables=("table1",), setting="fedavg_examples")
+    rows = {r["name"]: r for r in json.loads((RESULTS / "pubswap_sweep.json").read_text())}
     out = []
     for name in ("table1/fedavg_grpo/tau8/seed0", "table1/pubswap_balanced/tau8/seed0"):
-        stored = [json.loads(line) for line in (RESULTS / "pubswap_sweep" / name / "metrics.jsonl").read_text().splitlines()]
         t0 = time.time()
         now = Run(grid[name], progress=False).run()
-        diff = _first_difference(_strip(now), _strip(stored))
+        diff = _first_difference(now, rows[name])
         out.append({"experiment": f"pubswap_sweep {name}", "identical": not diff, "difference": diff,
                     "records": len(now), "seconds": round(time.time() - t0, 1)})
         print(out[-1], flush=True)

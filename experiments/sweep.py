@@ -167,6 +167,37 @@ def pubswap_grid(preset_name: str = "quick", seeds=(0,), alpha: float = 0.3, het
     return grid
 
 
+def curves(records: list[dict]) -> dict:
+    """What a summary row keeps of its run's records for plots: every global evaluation as (round, pass@1, format)
+    and every public step's replacement fraction α as (round, step, α)."""
+    return {"global": [[r["round"], r["pass@1"], r.get("format", float("nan"))] for r in records
+                       if r["kind"] == "global"],
+            "alpha": [[r["round"], r["step"], r["replacement_fraction"]] for r in records
+                      if r["kind"] == "drift" and "replacement_fraction" in r]}
+
+
+def records_digest(records: list[dict]) -> str:
+    """SHA-256 of a run's records without their wall-clock fields (``seconds``): two runs with equal digests wrote
+    the same ``metrics.jsonl`` up to timings. A summary row stores it instead of the records themselves
+    (``benchmarks/reproduce_stored.py`` re-runs a row and compares)."""
+    import hashlib
+    import json
+
+    plain = [{k: v for k, v in r.items() if k != "seconds"} for r in records]
+    return hashlib.sha256(json.dumps(plain, sort_keys=True).encode()).hexdigest()
+
+
+def stored_records(row: dict) -> list[dict]:
+    """The records a summary row keeps (:func:`curves`), in ``metrics.jsonl``'s shape: ``global`` records with
+    round, pass@1 and format, ``drift`` records with round, step and replacement_fraction."""
+    c = row.get("curves")
+    if c is None:
+        raise ValueError(f"summary row {row.get('name', '?')!r} has no curves: it was written before summaries kept "
+                         "them; re-run its command (benchmarks/pubswap_sweep.py) to make them")
+    return [{"kind": "global", "round": r, "pass@1": p, "format": f} for r, p, f in c["global"]] + \
+        [{"kind": "drift", "round": r, "step": st, "replacement_fraction": a} for r, st, a in c["alpha"]]
+
+
 def result_paths(setting: str, scale: str, root: str | Path) -> tuple[Path, Path]:
     """Where ``benchmarks/pubswap_sweep.py`` stores a setting and scale under ``root`` (benchmarks/results):
     (the folder of each run's metrics.jsonl copy, the summary JSON). The first stored sweep (setting

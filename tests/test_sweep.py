@@ -224,3 +224,53 @@ def test_grid_coverage_says_which_arms_and_seeds_a_partial_file_holds():
     assert cov.loc[("pubswap_random", 48), "seeds_stored"] == 0 and cov.seeds_stored.sum() == 4
     with pytest.raises(ValueError, match="scale"):
         grid_coverage(rows, "huge")
+
+
+def _run_records():
+    return [{"kind": "global", "round": 0, "pass@1": 0.25, "format": 0.5, "n": 8},
+            {"kind": "client", "round": 1, "client": "client_0", "loss": 0.1},
+            {"kind": "drift", "round": 1, "step": 1, "step_kind": "public", "replacement_fraction": 0.375,
+             "pairwise_effective": 0.2},
+            {"kind": "drift", "round": 1, "step": 0, "step_kind": "private", "pairwise_effective": 0.1},
+            {"kind": "comm", "round": 1, "seconds": 3.2, "down": 10, "up": 12},
+            {"kind": "global", "round": 1, "pass@1": 0.5, "format": 0.75, "n": 8}]
+
+
+def test_a_summary_row_keeps_its_runs_curves_and_a_digest_of_its_records():
+    """Stored summaries replace committed run folders: the curves notebook 02 plots come back from the row, and
+    the digest tells a re-run with the same records (timings aside) from any other."""
+    from experiments.sweep import curves, records_digest, stored_records
+
+    recs = _run_records()
+    row = {"name": "table1/pubswap_balanced/tau2/seed0", "curves": curves(recs), "records_sha256": records_digest(recs)}
+    back = stored_records(row)
+    assert [r for r in back if r["kind"] == "global"] == [
+        {"kind": "global", "round": 0, "pass@1": 0.25, "format": 0.5},
+        {"kind": "global", "round": 1, "pass@1": 0.5, "format": 0.75}]
+    assert [r for r in back if r["kind"] == "drift"] == [
+        {"kind": "drift", "round": 1, "step": 1, "replacement_fraction": 0.375}]
+    slower = [{**r, "seconds": 99.0} if "seconds" in r else r for r in recs]
+    assert records_digest(slower) == row["records_sha256"]  # wall-clock time is not part of a run's result
+    for i, key in ((1, "loss"), (3, "pairwise_effective"), (5, "n")):  # any other field of any record is
+        changed = [dict(r) for r in recs]
+        changed[i][key] += 1e-12 if isinstance(changed[i][key], float) else 1
+        assert records_digest(changed) != row["records_sha256"], key
+    assert records_digest(recs[:-1]) != row["records_sha256"]
+    with pytest.raises(ValueError, match="has no curves.*pubswap_sweep.py"):
+        stored_records({"name": "old"})
+
+
+@pytest.mark.parametrize("summary", ["pubswap_paper_quick", "pubswap_paper_quick_large_tau", "pubswap_sweep"])
+def test_every_stored_pubswap_row_carries_its_curves_and_digest(summary):
+    import json
+    from pathlib import Path
+
+    from experiments.sweep import stored_records
+
+    rows = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "results" / f"{summary}.json").read_text())
+    for row in rows:
+        g = [r for r in stored_records(row) if r["kind"] == "global"]
+        assert g[0]["round"] == 0 and g[0]["pass@1"] == row["pass@1_start"], row["name"]
+        assert g[-1]["pass@1"] == row["pass@1_final"] and g[-1]["round"] == row["rounds"], row["name"]
+        assert max(r["pass@1"] for r in g[1:]) == row["pass@1_best"], row["name"]
+        assert len(row["records_sha256"]) == 64
