@@ -270,7 +270,8 @@ def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFram
     pass@1 points (or drift units), ``se`` its standard error, ``±95% t`` the half-width of its 95 % Student-t
     interval (n − 1 degrees of freedom), ``seeds`` how many pairs; the verdict says "yes" or "no" when that
     interval lies wholly on one side of 0 and "within noise" when it contains 0. A claim the rows cannot test
-    reads "not tested (why)" with no diff: the small-τ claims when table1 holds a single τ, and the Table 5 claims with one τ_swap or one seed.
+    reads "not tested (why)" with no diff: the small-τ claims when table1 holds a single τ, and the Table 5
+    claims with one τ_swap or one seed.
 
     Table 5 (swap period τ_swap; §4.4, Tables 5–6) when table5 rows exist, at each of their τ, over the
     τ_swap values run there (Table 1's Balanced run is τ_swap = 2): Balanced beats FedAvg-GRPO at every
