@@ -132,13 +132,15 @@ def markdown(rows: list[dict]) -> str:
     out += [f"| {r['setting']} | {r['variant']} | {r['seed']} | {r['global_accuracy']:.4f} | {r['aggregated_reward']:.4f} | "
             f"{r['local_accuracy']:.4f} | {r.get('best_round', '–')} | {r['round_seconds']} |" for r in rows]
     for prefix, what in (("", "last round"), ("best/", "best round by validation")):
-        out += ["", f"| claim ({what}) | seeds | differences | mean | SE | verdict |", "|---|---|---|---|---|---|"]
+        out += ["", f"| claim ({what}) | seeds | differences | mean | SE | ±95% t | verdict |",
+                "|---|---|---|---|---|---|---|"]
         for c in paired_claims(rows, prefix):
             mean = "–" if c["mean_difference"] is None else f"{c['mean_difference']:+.4f}"
             se = "–" if c["se"] is None else f"{c['se']:.4f}"
+            half = "–" if c["half_width"] is None else f"{c['half_width']:.4f}"
             diffs = ", ".join(f"{d:+.4f}" for d in c["differences"])
             verdict = c["verdict"].replace("|", "\\|")  # a bar inside a cell would end it
-            out.append(f"| {c['claim']} | {len(c['seeds'])} | {diffs} | {mean} | {se} | {verdict} |")
+            out.append(f"| {c['claim']} | {len(c['seeds'])} | {diffs} | {mean} | {se} | {half} | {verdict} |")
     return "\n".join(out)
 
 

@@ -15,6 +15,8 @@ one module per job:
 ``fedmoa_analysis``    reading a finished FedMOA run: Table 1/2 numbers, the claims paired by seed, Fig. 3 points,
                        Fig. 5 weight paths
 ``fedmoa_pareto``      non-dominated points of finished runs and FedMOA's Fig. 3 figure
+``stats``              the 95 % Student-t interval over seeds (n − 1 degrees of freedom) every claims table's
+                       verdict reads: "holds" / "does not hold" when it lies on one side of 0, "within noise" else
 =====================  ===========================================================================================
 
 This package sits *above* :mod:`fedrl_kit`: it imports ``fedrl_kit``, and ``fedrl_kit`` never imports it. The

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from experiments.stats import INTERVAL, sign_verdict, t_interval
 from experiments.sweep import paired_diffs
 
 #: the methods of ``benchmarks/fedgrpo_compare.py`` by the paper's names (§4.1)
@@ -26,7 +27,9 @@ METHOD_NAMES = {"fedgrpo": "FedGRPO", "central_grpo": "Central-GRPO", "fedavg_gr
 #: the stored result files :func:`fedgrpo_claims_from_files` reads, by argument of :func:`fedgrpo_claims`
 RESULT_FILES = {"compare": "fedgrpo_compare_pool.json", "nogt": "fedgrpo_compare_nogt.json",
                 "ablation_M": "fedgrpo_ablation_pool.json", "ablation_K": "fedgrpo_ablation_pool_k.json"}
-COLUMNS = ["claim", "paper", "unit", "mean", "se", "seeds", "per_seed", "verdict", "setting"]
+COLUMNS = ["claim", "paper", "unit", "mean", "se", "±95% t", "seeds", "per_seed", "verdict", "setting"]
+"""``se`` is the standard error over seeds, ``±95% t`` the half-width of the 95 % Student-t interval (n − 1 degrees
+of freedom) that the verdicts read"""
 
 
 def _runs(result: dict, name: str, keys: tuple[str, ...]) -> pd.DataFrame:
@@ -55,7 +58,8 @@ def _row(claim, paper, d: pd.Series, verdict, setting, unit="points", scale=100.
     v = d.to_numpy(float) * scale
     se = float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float("nan")
     return {"claim": claim, "paper": paper, "unit": unit,
-            "mean": round(float(v.mean()), 2) if len(v) else float("nan"), "se": round(se, 2), "seeds": len(v),
+            "mean": round(float(v.mean()), 2) if len(v) else float("nan"), "se": round(se, 2),
+            "±95% t": round(t_interval(v)[1], 2), "seeds": len(v),
             "per_seed": ", ".join(f"s{s} {x:+.2f}" for s, x in zip(d.index, v)), "verdict": verdict,
             "setting": setting}
 
@@ -69,26 +73,25 @@ def _untested(d: pd.Series, missing: str | None) -> str | None:
 
 
 def _beats(d: pd.Series, missing: str | None = None) -> str:
-    """a beats b: holds when the paired mean is above 0 by more than 2 SE, does not hold when below by more."""
+    """a beats b: holds when the 95 % t interval of the paired mean lies above 0, does not hold when below,
+    within noise when it contains 0."""
     if (u := _untested(d, missing)) is not None:
         return u
-    mean, se = float(d.mean()), float(d.std(ddof=1) / np.sqrt(len(d)))
-    if abs(mean) <= 2 * se:
-        return "within noise (|mean| ≤ 2 SE)"
-    return "holds" if mean > 0 else "does not hold"
+    sign = sign_verdict(*t_interval(d)[:2])
+    return {1: "holds", -1: "does not hold", 0: f"within noise ({INTERVAL} contains 0)"}[sign]
 
 
 def _near(d: pd.Series, tol: float, missing: str | None = None) -> str:
-    """a is near b: holds when the whole interval mean ± 2 SE lies within ± ``tol`` (in d's units),
-    does not hold when it lies wholly outside, within noise otherwise."""
+    """a is near b: holds when the whole 95 % t interval of the paired mean lies within ± ``tol`` (in d's
+    units), does not hold when it lies wholly outside, within noise otherwise."""
     if (u := _untested(d, missing)) is not None:
         return u
-    mean, se = abs(float(d.mean())), float(d.std(ddof=1) / np.sqrt(len(d)))
-    if mean + 2 * se <= tol:
+    mean, half = t_interval(d)[:2]
+    if abs(mean) + half <= tol:
         return "holds"
-    if mean - 2 * se > tol:
+    if abs(mean) - half > tol:
         return "does not hold"
-    return f"within noise (mean ± 2 SE straddles ±{tol * 100:g} points)"
+    return f"within noise ({INTERVAL} straddles ±{tol * 100:g} points)"
 
 
 def _missing(df: pd.DataFrame, col: str, *arms) -> str | None:
@@ -102,17 +105,18 @@ def fedgrpo_claims(compare: dict, nogt: dict | None = None, ablation_M: dict | N
 
     Every row pairs two arms over the seeds both ran: ``mean`` is the mean over seeds of a − b in pass@1
     points (final pass@1 × 100; for the communication rows, the ratio of total bytes, unit "×"), ``se``
-    its standard error over seeds, ``seeds`` how many pairs, ``per_seed`` the values seed by seed.
+    its standard error over seeds, ``±95% t`` the half-width of its 95 % Student-t interval (n − 1 degrees of
+    freedom), ``seeds`` how many pairs, ``per_seed`` the values seed by seed.
 
     Verdicts:
 
-    - "FedGRPO beats X", "M = 2 beats M = m", "more clients help": **holds** when the paired mean is
-      above 0 by more than 2 SE, **does not hold** when below 0 by more than 2 SE, **within noise**
-      otherwise.
+    - "FedGRPO beats X", "M = 2 beats M = m", "more clients help": **holds** when the 95 % t interval of
+      the paired mean lies above 0, **does not hold** when it lies below 0, **within noise** when it
+      contains 0.
     - "FedGRPO is near Central-GRPO" (Tables 1, 2) and "no-GT FedGRPO is near with-GT FedGRPO":
       *near* means within ``near_tol`` pass@1 points (default 3; the paper's Table 1 gaps to
       Central-GRPO are about 1 point at its scale; a method's seed-to-seed std here is several points):
-      **holds** when mean ± 2 SE lies inside ±``near_tol``, **does not hold** when wholly outside,
+      **holds** when the 95 % t interval lies inside ±``near_tol``, **does not hold** when wholly outside,
       **within noise** otherwise.
     - Communication (Fig. 2): **holds** when Fedpetuning's total bytes (up + down) are at least 10×
       FedGRPO's on every seed, **does not hold** otherwise.
@@ -218,6 +222,7 @@ def fedgrpo_claims(compare: dict, nogt: dict | None = None, ablation_M: dict | N
                    ratio, verdict, s_cmp, unit="× (total bytes)", scale=1.0)
         row["mean"] = round(float(ratio.mean()), 1) if len(ratio) else float("nan")
         row["se"] = (round(float(ratio.std(ddof=1) / np.sqrt(len(ratio))), 1) if len(ratio) > 1 else float("nan"))
+        row["±95% t"] = round(t_interval(ratio)[1], 1)
         row["per_seed"] = ", ".join(f"s{s} {x:.1f}×" for s, x in ratio.items())
         out.append(row)
     return pd.DataFrame(out, columns=COLUMNS)
@@ -335,8 +340,9 @@ def environment_note(results: dict[str, dict | None]) -> str:
     return "all files ran in one environment: " + ", ".join(say(first[key]) for key, _, say in _ENVIRONMENT)
 
 
-def claims_markdown(df: pd.DataFrame, drop: tuple[str, ...] = ("setting",)) -> str:
-    """The claims table as a markdown table (for docs), without the columns ``drop``; nan prints as "–"."""
+def claims_markdown(df: pd.DataFrame, drop: tuple[str, ...] = ()) -> str:
+    """The claims table as a markdown table (for docs), without the columns ``drop``; nan prints as "–".
+    The ``setting`` column stays by default: a verdict is a verdict at that scale."""
     df = df.drop(columns=[c for c in drop if c in df.columns])
     cell = lambda v: "–" if isinstance(v, float) and np.isnan(v) else str(v).replace("|", "\\|")  # noqa: E731
     lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
@@ -384,8 +390,8 @@ def long_curves(result: dict | list[dict], window: int = 5, trend_window: int = 
     because one evaluation's sampling noise, about 1.4 points on 280 questions × 4 samples, makes a 5-round
     slope uncertain by about ±0.4 points per round). Columns: the rounds run, pass@1 at rounds 5 and 10 and
     at the last round, the plateau and the slope (mean and std over seeds), and ``trend``: **still rising**
-    when the mean slope is above 0 by more than 2 SE over seeds, **still falling** when below by more,
-    **flat** otherwise (no trend the seeds can tell apart from 0: read the slope beside it).
+    when the 95 % t interval of the mean slope over seeds lies above 0, **still falling** when below 0,
+    **flat** when it contains 0 (no trend the seeds can tell apart from 0: read the slope beside it).
 
     Args:
         result: a ``benchmarks/fedgrpo_compare.py`` result dict whose runs have ``curve`` ([round, pass@1]),
@@ -409,15 +415,15 @@ def long_curves(result: dict | list[dict], window: int = 5, trend_window: int = 
         p = pd.DataFrame(per_seed)
         n = len(p)
         sd = (lambda c: float(p[c].std(ddof=1)) if n > 1 else float("nan"))  # noqa: E731
-        slope, se = float(p.slope.mean()), sd("slope") / np.sqrt(n) if n > 1 else float("nan")
-        trend = ("one seed: no trend test" if n < 2 else "still rising" if slope > 2 * se
-                 else "still falling" if slope < -2 * se else "flat")
+        slope, half = t_interval(p.slope)[:2]
+        trend = ("one seed: no trend test" if n < 2 else
+                 {1: "still rising", -1: "still falling", 0: "flat"}[sign_verdict(slope, half)])
         out.append({"method": METHOD_NAMES.get(method, method), "seeds": n, "rounds": int(p.rounds.min()),
                     "round 5": round(float(p.r5.mean()), 3), "round 10": round(float(p.r10.mean()), 3),
                     "last round": round(float(p["last"].mean()), 3),
                     f"plateau (last {window})": round(float(p.plateau.mean()), 3), "plateau std": round(sd("plateau"), 3),
                     f"slope, last {trend_window} (points/round)": round(slope, 2),
-                    "slope std": round(sd("slope"), 2), "trend": trend})
+                    "slope std": round(sd("slope"), 2), "slope ±95% t": round(half, 2), "trend": trend})
     return pd.DataFrame(out)
 
 

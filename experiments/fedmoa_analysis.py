@@ -6,6 +6,7 @@ the server knew of its clients (``run.server.properties``); none of it trains or
 
 from __future__ import annotations
 
+from experiments.stats import INTERVAL, sign_verdict, t_interval
 from fedrl_kit.fedmoa.plan import config_name
 from fedrl_kit.world.families import PAPER_NAMES
 
@@ -122,12 +123,13 @@ def paired_claims(rows: list[dict], prefix: str = "") -> list[dict]:
         prefix: ``""`` for the last round, ``"best/"`` for the best round by validation.
 
     Returns:
-        One row per claim with the per-seed differences, their mean, standard deviation (population form)
-        and standard error of the mean (sample std / √n; None without seeds or with one), and ``verdict`` —
-        the rule the FedGRPO and PubSwap claims tables use: "holds" when the mean difference is above 0 by
-        more than 2 SE, "does not hold" when below 0 by more than 2 SE, "within noise (|mean| ≤ 2 SE)"
-        otherwise (the seeds cannot tell the arms apart, which decides neither way); "one seed only: no
-        verdict" with one seed, "not run" with none.
+        One row per claim with the per-seed differences, their mean, standard deviation (population form),
+        standard error of the mean (sample std / √n) and ``half_width``, the half-width of the mean's 95 %
+        Student-t interval (n − 1 degrees of freedom; both None without seeds or with one), and ``verdict`` —
+        the rule the FedGRPO and PubSwap claims tables use: "holds" when the 95 % t interval lies above 0,
+        "does not hold" when it lies below 0, "within noise (95 % t interval contains 0)" otherwise (the
+        seeds cannot tell the arms apart, which decides neither way); "one seed only: no verdict" with one
+        seed, "not run" with none.
     """
     out = []
     for claim, setting, better, worse, metric in CLAIMS:
@@ -139,14 +141,14 @@ def paired_claims(rows: list[dict], prefix: str = "") -> list[dict]:
         mean = sum(diffs) / len(diffs) if diffs else None
         std = (sum((d - mean) ** 2 for d in diffs) / len(diffs)) ** 0.5 if diffs else None
         se = (sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1) / len(diffs)) ** 0.5 if len(diffs) > 1 else None
+        half = t_interval(diffs)[1] if len(diffs) > 1 else None
         if not diffs:
             verdict = "not run"
         elif len(diffs) == 1:
             verdict = "one seed only: no verdict"
-        elif abs(mean) <= 2 * se:
-            verdict = "within noise (|mean| ≤ 2 SE)"
         else:
-            verdict = "holds" if mean > 0 else "does not hold"
+            verdict = {1: "holds", -1: "does not hold",
+                       0: f"within noise ({INTERVAL} contains 0)"}[sign_verdict(mean, half)]
         out.append(dict(claim=claim, metric=key, seeds=seeds, differences=diffs, mean_difference=mean, std=std,
-                        se=se, verdict=verdict))
+                        se=se, half_width=half, verdict=verdict))
     return out

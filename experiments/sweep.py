@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from experiments.stats import INTERVAL, sign_verdict, t_interval
 from fedrl_kit.config import RunConfig, preset
 from fedrl_kit.pubswap.args import PAPER_SETTING
 from fedrl_kit.runs import Run
@@ -244,27 +245,32 @@ def paired_diffs(df: pd.DataFrame, a: dict, b: dict, value: str) -> pd.Series:
     return (xa[seeds] - xb[seeds]).astype(float)
 
 
-def _compare(df: pd.DataFrame, a: dict, b: dict, value: str) -> tuple[float, float, int]:
-    """Paired over the seeds both arms ran: (mean of a − b, standard error of that mean, number of seeds).
+def _compare(df: pd.DataFrame, a: dict, b: dict, value: str) -> tuple[float, float, float, int]:
+    """Paired over the seeds both arms ran: (mean of a − b, standard error of that mean, half-width of its 95 %
+    Student-t interval, number of seeds).
 
     Seeds pair naturally (the same seed is the same world, partition and base start), so the paired
-    difference is the fair comparison; the SE is nan with fewer than 2 common seeds.
+    difference is the fair comparison; the SE and the interval are nan with fewer than 2 common seeds.
     """
     d = paired_diffs(df, a, b, value).to_numpy(float)  # [seeds]
     if not len(d):
-        return float("nan"), float("nan"), 0
+        return float("nan"), float("nan"), float("nan"), 0
     se = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan")
-    return float(d.mean()), se, len(d)
+    mean, half, n = t_interval(d)
+    return mean, se, half, n
 
 
-def _verdict(diff: float, se: float, n: int, want_positive: bool = True) -> str:
+def _verdict(diff: float, half: float, n: int, want_positive: bool = True) -> str:
+    """The verdict on a paired difference: "yes" when its 95 % t interval (diff ± half) lies on the claimed side
+    of 0, "no" when on the other, "within noise" when it contains 0."""
     if np.isnan(diff):
         return "not measured"
-    if n < 2 or np.isnan(se):
+    if n < 2 or np.isnan(half):
         return ("yes" if (diff > 0) == want_positive else "no") + " (one seed: no error bar)"
-    if abs(diff) < 2 * se:
-        return "within noise (|diff| < 2 SE)"
-    return "yes" if (diff > 0) == want_positive else "no"
+    sign = sign_verdict(diff, half)
+    if sign == 0:
+        return f"within noise ({INTERVAL} contains 0)"
+    return "yes" if (sign > 0) == want_positive else "no"
 
 
 def swap_period(row) -> int:
@@ -292,9 +298,11 @@ def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFram
     """The PubSwap paper's claims checked on sweep summaries (rows as written by ``benchmarks/pubswap_sweep.py``).
 
     Each claim is a paired comparison over the seeds both arms ran: ``diff`` is the mean difference in
-    pass@1 points (or drift units), ``se`` its standard error, ``seeds`` how many pairs; the verdict
-    says "within noise" when |diff| < 2 SE. A claim the rows cannot test reads "not tested (why)" with no diff:
-    the small-τ claims when table1 holds a single τ, and the Table 5 claims with one τ_swap or one seed.
+    pass@1 points (or drift units), ``se`` its standard error, ``±95% t`` the half-width of its 95 % Student-t
+    interval (n − 1 degrees of freedom), ``seeds`` how many pairs; the verdict says "yes" or "no" when that
+    interval lies wholly on one side of 0 and "within noise" when it contains 0. A claim the rows cannot test
+    reads "not tested (why)" with no diff: the small-τ claims when table1 holds a single τ, and the Table 5
+    claims with one τ_swap or one seed.
 
     Table 5 (swap period τ_swap; §4.4, Tables 5–6) when table5 rows exist, at each of their τ, over the
     τ_swap values run there (Table 1's Balanced run is τ_swap = 2): Balanced beats FedAvg-GRPO at every
@@ -320,15 +328,16 @@ def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFram
     out = []
 
     def claim(text, a, b, value=value, scale=100.0, want_positive=True, data=t1, min_seeds=1):
-        diff, se, n = _compare(data, a, b, value)
-        holds = _verdict(diff, se, n, want_positive)
+        diff, se, half, n = _compare(data, a, b, value)
+        holds = _verdict(diff, half, n, want_positive)
         if 0 < n < min_seeds:
             holds = "not tested (one seed)"
-        out.append({"claim": text, "diff": round(diff * scale, 2), "se": round(se * scale, 2), "seeds": n,
-                    "holds": holds})
+        out.append({"claim": text, "diff": round(diff * scale, 2), "se": round(se * scale, 2),
+                    "±95% t": round(half * scale, 2), "seeds": n, "holds": holds})
 
     def untested(text, why):
-        out.append({"claim": text, "diff": float("nan"), "se": float("nan"), "seeds": 0, "holds": f"not tested ({why})"})
+        out.append({"claim": text, "diff": float("nan"), "se": float("nan"), "±95% t": float("nan"), "seeds": 0,
+                    "holds": f"not tested ({why})"})
 
     claim(f"Balanced beats FedAvg-GRPO at large τ = {large} ({which} pass@1, points)",
           {"method": "pubswap_balanced", "tau": large}, {"method": "fedavg_grpo", "tau": large})

@@ -81,7 +81,7 @@ def test_missing_arms_are_not_tested():
 
 def test_no_ground_truth_against_zero_shot_and_with_gt():
     with_gt = compare({"fedgrpo": [0.40, 0.42, 0.38]}, base=0.20)
-    no_gt = compare({"fedgrpo": [0.39, 0.41, 0.38], "central_grpo": [0.40, 0.40, 0.40]}, base=0.20)
+    no_gt = compare({"fedgrpo": [0.39, 0.41, 0.38], "central_grpo": [0.395, 0.415, 0.385]}, base=0.20)
     df = fedgrpo_claims(with_gt, nogt=no_gt)
     r = row(df, "FedGRPO without ground truth beats the zero-shot base")
     assert r.verdict == "holds" and r["mean"] == pytest.approx(19.33, abs=0.01)
@@ -94,11 +94,12 @@ def test_no_ground_truth_against_zero_shot_and_with_gt():
 
 def test_m2_best_or_not():
     cmp = compare({"fedgrpo": [0.4, 0.4]})
-    best = fedgrpo_claims(cmp, ablation_M=ablation({(8, 1): [0.20, 0.22], (8, 2): [0.40, 0.41], (8, 4): [0.30, 0.33]}))
+    best = fedgrpo_claims(cmp, ablation_M=ablation({(8, 1): [0.20, 0.22, 0.21], (8, 2): [0.40, 0.41, 0.42],
+                                                     (8, 4): [0.30, 0.33, 0.31]}))
     assert list(best[best.paper == "Fig. 4"].verdict) == ["holds", "holds"]
-    assert row(best, "M = 2 experts beats M = 4").per_seed == "s0 +10.00, s1 +8.00"
-    not_best = fedgrpo_claims(cmp, ablation_M=ablation({(8, 1): [0.50, 0.52], (8, 2): [0.40, 0.41],
-                                                         (8, 4): [0.30, 0.33]}))
+    assert row(best, "M = 2 experts beats M = 4").per_seed == "s0 +10.00, s1 +8.00, s2 +11.00"
+    not_best = fedgrpo_claims(cmp, ablation_M=ablation({(8, 1): [0.50, 0.52, 0.51], (8, 2): [0.40, 0.41, 0.42],
+                                                         (8, 4): [0.30, 0.33, 0.31]}))
     assert row(not_best, "M = 2 experts beats M = 1").verdict == "does not hold"
     assert row(not_best, "M = 2 experts beats M = 4").verdict == "holds"
     only2 = fedgrpo_claims(cmp, ablation_M=ablation({(8, 2): [0.40, 0.41]}))
@@ -107,8 +108,9 @@ def test_m2_best_or_not():
 
 def test_more_clients_pairs_each_k_with_the_next_smaller():
     df = fedgrpo_claims(compare({"fedgrpo": [0.4, 0.4]}),
-                        ablation_K=ablation({(4, 2): [0.30, 0.31], (8, 2): [0.35, 0.37], (12, 2): [0.30, 0.31],
-                                             (8, 1): [0.9, 0.9]}))  # M = 1 is not part of the K claim
+                        ablation_K=ablation({(4, 2): [0.30, 0.31, 0.30], (8, 2): [0.35, 0.37, 0.36],
+                                             (12, 2): [0.30, 0.31, 0.30],
+                                             (8, 1): [0.9, 0.9, 0.9]}))  # M = 1 is not part of the K claim
     fig3 = df[df.paper == "Fig. 3"]
     assert list(fig3.claim) == ["more clients help: K = 8 beats K = 4 (M = 2)",
                                 "more clients help: K = 12 beats K = 8 (M = 2)"]
@@ -142,11 +144,13 @@ def test_reads_the_stored_files():
     assert set(result_commands(results)) == {k for k, v in results.items() if v is not None}
 
 
-def test_markdown_has_one_line_per_claim_and_no_setting_column():
+def test_markdown_has_one_line_per_claim_and_keeps_the_setting_column():
     df = fedgrpo_claims(compare({"fedgrpo": [0.4], "fedavg_grpo": [0.3]}))
     md = claims_markdown(df).splitlines()
-    assert len(md) == len(df) + 2 and "setting" not in md[0] and md[0].startswith("| claim | paper |")
-    assert "| FedGRPO beats Fedpetuning+GRPO | Table 1 | points | 10.0 | – | 1 | s0 +10.00 | not tested (one seed) |" in md
+    assert len(md) == len(df) + 2 and md[0].startswith("| claim | paper |") and md[0].endswith("| verdict | setting |")
+    assert ("| FedGRPO beats Fedpetuning+GRPO | Table 1 | points | 10.0 | – | – | 1 | s0 +10.00 | not tested (one seed) "
+            "| at this scale: embedded world, tiny policy, K = 8, β = 0.1, 5 rounds of τ = 2 |") in md
+    assert "setting" not in claims_markdown(df, drop=("setting",)).splitlines()[0]
 
 
 def test_arms_table_has_each_seed_the_population_std_and_the_base_first():
@@ -212,7 +216,7 @@ def test_long_claims_pair_plateaus_and_refuse_a_moving_curve_unless_it_widens_th
     flat = lambda level: [[0.2] + [level + 0.01 * s] * 10 for s in range(3)]  # noqa: E731
     rising = lambda start: [[start + 0.01 * r + 0.001 * s for r in range(11)] for s in range(3)]  # noqa: E731
     res = long_result({"fedgrpo": flat(0.30), "central_grpo": flat(0.31), "fedpetuning_sft": flat(0.20),
-                       "fedavg_grpo": rising(0.0), "dpsda_grpo": rising(0.25)})
+                       "fedavg_grpo": rising(0.0), "dpsda_grpo": rising(0.30)})
     df = long_claims(res).set_index("claim")
     near = df.loc["FedGRPO near Central-GRPO, trained until flat"]
     assert near["mean"] == pytest.approx(-1.0) and near["verdict"] == "holds"
@@ -220,7 +224,7 @@ def test_long_claims_pair_plateaus_and_refuse_a_moving_curve_unless_it_widens_th
     # FedGRPO ahead (0.31 vs 0.07–0.11 plateau) of a baseline still rising: more training could close the gap
     assert df.loc["FedGRPO beats Fedpetuning+GRPO, trained until flat", "verdict"] == \
         "not tested (Fedpetuning+GRPO still rising after 10 rounds)"
-    # FedGRPO behind (0.31 vs 0.33–0.35) a baseline still rising: more training only widens the gap
+    # FedGRPO behind (0.30–0.32 vs 0.38 plateau) a baseline still rising: more training only widens the gap
     assert df.loc["FedGRPO beats DPSDA-FL+GRPO, trained until flat", "verdict"] == \
         "does not hold (DPSDA-FL+GRPO still rising after 10 rounds, which widens the gap)"
     assert df.loc["FedGRPO beats DPSDA-FL+SFT, trained until flat", "verdict"] == "not tested (DPSDA-FL+SFT not run)"
@@ -242,3 +246,45 @@ def test_the_stored_long_file_has_every_arm_and_reads():
     df = long_curves(res)
     assert len(df) >= 3 and (df.seeds == 3).all() and (df.rounds >= 15).all()
     assert len(long_claims(res)) == 5
+
+
+# -- the 95 % t interval at its boundary: differences that 2 SE over 3 seeds (an ~82 % interval) would call -------
+
+
+def test_beats_uses_the_95_percent_t_interval_not_2_se():
+    # +1, +2, +3 points: mean 2, SE 0.58; 2 SE = 1.15 would say "holds", t(2) · SE = 4.303 · 0.58 = 2.48 does not
+    df = fedgrpo_claims(compare({"fedgrpo": [0.41, 0.42, 0.43], "fedavg_grpo": [0.40, 0.40, 0.40],
+                                 "fedpetuning_sft": [0.42, 0.44, 0.46]}))
+    r = row(df, "FedGRPO beats Fedpetuning+GRPO")
+    assert r["mean"] == pytest.approx(2.0) and r["se"] == pytest.approx(0.58)
+    assert r["±95% t"] == pytest.approx(2.48) and r.verdict == "within noise (95 % t interval contains 0)"
+    # −1, −2, −3 points: the mirror image, within noise too
+    assert row(df, "FedGRPO beats Fedpetuning+SFT").verdict == "within noise (95 % t interval contains 0)"
+    # +1, +2, +3 on 5 seeds (+1, +2, +3, +2, +2): SE 0.32, t(4) · SE = 2.776 · 0.32 = 0.88 < 2: holds
+    five = fedgrpo_claims(compare({"fedgrpo": [0.41, 0.42, 0.43, 0.42, 0.42], "fedavg_grpo": [0.40] * 5}))
+    assert row(five, "FedGRPO beats Fedpetuning+GRPO")["±95% t"] == pytest.approx(0.88)
+    assert row(five, "FedGRPO beats Fedpetuning+GRPO").verdict == "holds"
+
+
+def test_near_uses_the_95_percent_t_interval_not_2_se():
+    # −1, +1, −2 points: |mean| 0.67, SE 0.88; 0.67 + 2 SE = 2.43 lies inside ±3, 0.67 + 4.303 SE = 4.46 does not
+    df = fedgrpo_claims(compare({"fedgrpo": [0.39, 0.41, 0.38], "central_grpo": [0.40, 0.40, 0.40]}))
+    r = row(df, "FedGRPO near Central-GRPO, with ground")
+    assert r["±95% t"] == pytest.approx(3.79, abs=0.01)
+    assert r.verdict == "within noise (95 % t interval straddles ±3 points)"
+    # −5, −6, −7 points: |mean| − 2 SE = 4.85 > 3, |mean| − t · SE = 3.52 > 3: does not hold under both
+    far = fedgrpo_claims(compare({"fedgrpo": [0.35, 0.34, 0.33], "central_grpo": [0.40, 0.40, 0.40]}))
+    assert row(far, "FedGRPO near Central-GRPO, with ground").verdict == "does not hold"
+    # −4, −5, −6 points: |mean| − 2 SE = 3.85 > 3 ("does not hold" by 2 SE) but |mean| − t · SE = 2.52 < 3
+    edge = fedgrpo_claims(compare({"fedgrpo": [0.36, 0.35, 0.34], "central_grpo": [0.40, 0.40, 0.40]}))
+    assert row(edge, "FedGRPO near Central-GRPO, with ground").verdict.startswith("within noise")
+
+
+def test_long_curves_trend_uses_the_95_percent_t_interval():
+    # slopes 0.1, 0.2, 0.3 points per round: mean 0.2 > 2 SE = 0.115 ("still rising" by 2 SE), but the 95 % t
+    # interval 0.2 ± 0.248 contains 0: flat
+    slow = [[0.2 + 0.001 * (s + 1) * r for r in range(11)] for s in range(3)]
+    df = long_curves(long_result({"fedgrpo": slow})).set_index("method")
+    assert df.loc["FedGRPO", "slope, last 10 (points/round)"] == pytest.approx(0.2)
+    assert df.loc["FedGRPO", "slope ±95% t"] == pytest.approx(0.25)
+    assert df.loc["FedGRPO", "trend"] == "flat"

@@ -217,19 +217,30 @@ def test_best_record_takes_the_earliest_of_ties():
     rows = [dict(setting="heter+heter", variant=v, seed=s, global_accuracy=a, aggregated_reward=0.5)
             for v, s, a in (("FedMOA", 0, 0.3), ("FedAvg-GRPO", 0, 0.2), ("FedMOA", 1, 0.2), ("FedAvg-GRPO", 1, 0.25))]
     claim = analysis.paired_claims(rows)[0]
-    assert claim["differences"] == pytest.approx([0.1, -0.05]) and claim["verdict"] == "within noise (|mean| ≤ 2 SE)"
+    assert claim["differences"] == pytest.approx([0.1, -0.05])
+    assert claim["verdict"] == "within noise (95 % t interval contains 0)"
     assert claim["se"] == pytest.approx(0.075)  # sample std of (0.1, −0.05) / √2
+    assert claim["half_width"] == pytest.approx(12.7062 * 0.075, abs=1e-4)  # t_{0.975, 1} · SE
     assert analysis.paired_claims(rows[:2])[0]["verdict"] == "one seed only: no verdict"
+    assert analysis.paired_claims(rows[:2])[0]["half_width"] is None
     assert analysis.paired_claims(rows)[2]["verdict"] == "not run" and analysis.paired_claims(rows)[2]["std"] is None
-    worse = [dict(r, global_accuracy=0.1) if r["variant"] == "FedMOA" else r for r in rows]
-    assert analysis.paired_claims(worse)[0]["verdict"] == "does not hold"  # −0.1, −0.15: below 0 by > 2 SE
-    better = [dict(r, global_accuracy=0.9) if r["variant"] == "FedMOA" else r for r in rows]
-    assert analysis.paired_claims(better)[0]["verdict"] == "holds"
+    def three_seeds(moa_minus_avg):  # FedAvg-GRPO 0.2, 0.25, 0.3; FedMOA that plus moa_minus_avg[seed]
+        return [dict(setting="heter+heter", variant=v, seed=s, global_accuracy=a + (d if v == "FedMOA" else 0.0),
+                     aggregated_reward=0.5) for v in ("FedMOA", "FedAvg-GRPO")
+                for s, (a, d) in enumerate(zip((0.2, 0.25, 0.3), moa_minus_avg))]
+
+    worse = three_seeds((-0.1, -0.15, -0.12))
+    assert analysis.paired_claims(worse)[0]["verdict"] == "does not hold"  # −0.123 ± 0.063 (95 % t)
+    assert analysis.paired_claims(three_seeds((0.1, 0.1, 0.1)))[0]["verdict"] == "holds"
     # every seed ahead is not enough when the spread swamps the mean: +0.01 and +0.3 (mean 0.155, SE 0.145)
     spread = [dict(r, global_accuracy={0: 0.21, 1: 0.55}[r["seed"]]) if r["variant"] == "FedMOA" else r
               for r in rows if r["seed"] < 2]
     spread = [dict(r, global_accuracy=0.2) if r["variant"] == "FedAvg-GRPO" else r for r in spread]
-    assert analysis.paired_claims(spread)[0]["verdict"] == "within noise (|mean| ≤ 2 SE)"
+    assert analysis.paired_claims(spread)[0]["verdict"] == "within noise (95 % t interval contains 0)"
+    # +0.01, +0.02, +0.03 over 3 seeds: above 0 by more than 2 SE (0.0115), not by t_{0.975, 2} · SE (0.0248)
+    edge = three_seeds((0.01, 0.02, 0.03))
+    assert analysis.paired_claims(edge)[0]["half_width"] == pytest.approx(4.3027 * 0.01 / 3 ** 0.5, abs=1e-5)
+    assert analysis.paired_claims(edge)[0]["verdict"] == "within noise (95 % t interval contains 0)"
     # each setting's claim pairs that setting's runs only: Homo+Heter rows leave Heter+Heter's claims unrun
     homo = [dict(r, setting="homo+heter") for r in worse]
     by_claim = {c["claim"]: c for c in analysis.paired_claims(homo)}

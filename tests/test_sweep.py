@@ -80,11 +80,29 @@ def test_pubswap_claims_compare_seed_means_with_their_error():
     small = c.loc["Balanced beats FedAvg-GRPO at small τ = 2"]
     assert small["holds"] == "no (one seed: no error bar)"
     drift = c[c.index.str.startswith("public steps reduce")].iloc[0]
-    assert drift["diff"] == pytest.approx(-0.5) and drift["holds"] == "within noise (|diff| < 2 SE)"
+    assert drift["diff"] == pytest.approx(-0.5) and drift["holds"] == "within noise (95 % t interval contains 0)"
     assert c.loc["Random beats Balanced at small τ = 2", "holds"] == "not measured"
     with pytest.raises(ValueError, match="table1"):
         pubswap_claims([{"table": "table4", "method": "x", "tau": 1, "seed": 0}])
 
+
+def test_pubswap_claims_verdict_is_the_95_percent_t_interval_not_2_se():
+    from experiments.sweep import pubswap_claims
+
+    # Balanced − FedAvg-GRPO = +1, +2, +3 points: mean 2 > 2 SE = 1.15 ("yes" by 2 SE), but the 95 % t interval
+    # 2 ± 4.303 · 0.577 = 2 ± 2.48 contains 0; drift −1.0 on every seed is "yes" under both
+    rows = []
+    for seed in range(3):
+        rows += [{"table": "table1", "method": "fedavg_grpo", "tau": 8, "seed": seed, "pass@1_final": 0.30,
+                  "drift_end_pairwise_effective": 5.0},
+                 {"table": "table1", "method": "pubswap_balanced", "tau": 8, "seed": seed,
+                  "pass@1_final": 0.30 + 0.01 * (seed + 1), "drift_end_pairwise_effective": 4.0}]
+    c = pubswap_claims(rows).set_index("claim")
+    large = c.loc["Balanced beats FedAvg-GRPO at large τ = 8 (final pass@1, points)"]
+    assert large["diff"] == pytest.approx(2.0) and large["se"] == pytest.approx(0.58)
+    assert large["±95% t"] == pytest.approx(2.48) and large["holds"] == "within noise (95 % t interval contains 0)"
+    drift = c[c.index.str.startswith("public steps reduce")].iloc[0]
+    assert drift["holds"] == "yes" and drift["±95% t"] == 0.0
 
 def test_paper_setting_is_fedit_weight_decay_and_equal_size_for_every_arm():
     grid = pubswap_grid("quick", seeds=(0,))
