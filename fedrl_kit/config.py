@@ -166,8 +166,9 @@ class RunConfig:
     """KL coefficient to the base (0 disables the reference pass)"""
     scale_rewards: str = "group"
     """advantage scaling: group, batch or none"""
-    loss_type: str = "token-mean"
-    """loss aggregation: token-mean or seq-mean-token-mean"""
+    loss_type: str = "dapo"
+    """loss aggregation, TRL's names: dapo (every completion token of the batch weighs the same) or grpo (mean over
+    each completion's tokens, then over completions)"""
     rewards: tuple[str, ...] = ("accuracy",)
     """reward components (names from fedrl_kit.rewards.REWARDS); component 0 is accuracy"""
     reward_weights: tuple[float, ...] = ()
@@ -281,8 +282,10 @@ class RunConfig:
         need(0 < self.epsilon < 1, "epsilon", "in (0, 1)")
         need(0 < self.epsilon_high <= 10, "epsilon_high", "in (0, 10]")
         need(0 <= self.beta <= 100, "beta", "in [0, 100]")
-        need(self.scale_rewards in ("group", "batch", "none"), "scale_rewards", "group, batch or none")
-        need(self.loss_type in ("token-mean", "seq-mean-token-mean"), "loss_type", "token-mean or seq-mean-token-mean")
+        from fedrl_kit.grpo import check_choice
+
+        check_choice("scale_rewards", self.scale_rewards)
+        check_choice("loss_type", self.loss_type)
         from fedrl_kit.rewards import REWARDS
         need(len(self.rewards) >= 1 and all(r in REWARDS for r in self.rewards), "rewards",
              f"a non-empty tuple of names from {sorted(REWARDS)}")
