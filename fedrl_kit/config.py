@@ -23,8 +23,10 @@ import typing
 from dataclasses import dataclass, field, fields
 
 from fedrl_kit.args import check_type, parse_value
+from fedrl_kit.federation.client import LocalSettings
 from fedrl_kit.fedgrpo.args import DPSDAArgs, EvaluatorArgs, FedGRPOArgs
 from fedrl_kit.fedmoa.args import FedMOAArgs
+from fedrl_kit.grpo import GRPOSettings, check_choice
 from fedrl_kit.methods.args import FedProxArgs
 from fedrl_kit.pubswap.args import PubSwapArgs
 from fedrl_kit.pubswap.presets import PAPER_PRESETS
@@ -71,7 +73,7 @@ class RunConfig:
     """LoRA alpha; the update is (alpha / r) · B A"""
     max_new_tokens: int = 20
     """cap on completion length (tokens; the embedded world's longest correct formatted answer is 16)"""
-    temperature: float = 1.0
+    temperature: float = GRPOSettings.temperature
     """rollout temperature (also used to score π_old in the importance ratio, as TRL does)"""
 
     # -- world -----------------------------------------------------------------------------------
@@ -101,13 +103,14 @@ class RunConfig:
     """give every client exactly the same number of examples"""
 
     # -- federation ----------------------------------------------------------------------------
-    rounds: int = 10
+    # (the local round's and the GRPO step's defaults are the engine's own: LocalSettings, GRPOSettings)
+    rounds: int = LocalSettings.rounds
     """communication rounds R"""
-    local_steps: int = 2
+    local_steps: int = LocalSettings.local_steps
     """τ, local GRPO steps per client per round"""
-    prompts_per_step: int = 8
+    prompts_per_step: int = LocalSettings.prompts_per_step
     """b, prompts per GRPO step"""
-    num_generations: int = 8
+    num_generations: int = LocalSettings.num_generations
     """G (K in PubSwap's notation), completions per prompt"""
     aggregator: str = "fedavg"
     """how adapters are combined: fedavg (by examples), fedit (uniform, eq. 4), median, trimmed_mean. The PubSwap
@@ -117,7 +120,7 @@ class RunConfig:
     trace_tensors: bool = False
     """with trace_drift: also write every client-step's LoRA factors and gradient to <run_dir>/drift_tensors/
     (streamed to disk, never held in memory; large for a real model)"""
-    reset_optimizer: bool = True
+    reset_optimizer: bool = LocalSettings.reset_optimizer
     """fresh optimiser state each round (PubSwap §4); False keeps each client's Adam moments"""
     client_batching: str = "sequential"
     """how the in-process runtime runs the clients of a round: "sequential" (one after another) or "lockstep" (all
@@ -127,14 +130,14 @@ class RunConfig:
     fedrl_kit.federation.lockstep, fedrl_kit.fedgrpo.lockstep)"""
 
     # -- GRPO (TRL's names) ----------------------------------------------------------------------
-    learning_rate: float = 2e-3
+    learning_rate: float = LocalSettings.learning_rate
     """Adam learning rate of the LoRA factors"""
-    weight_decay: float = 0.0
+    weight_decay: float = LocalSettings.weight_decay
     """the clients' decoupled weight decay (AdamW); 0 = plain Adam. The PubSwap methods default to the paper's
     0.01 (Tables 9–12)"""
-    lr_schedule: str = "constant"
+    lr_schedule: str = LocalSettings.lr_schedule
     """learning-rate schedule of the local steps: constant, or cosine (decay to 0 over rounds × local_steps)"""
-    micro_batch_size: int = 256
+    micro_batch_size: int = GRPOSettings.micro_batch_size
     """rows per forward/backward pass of a GRPO step (gradients add up to the full batch's, so the loss is the same;
     lower it on a GPU for long completions)"""
     prompt_pass: str = "per_row"
@@ -156,17 +159,17 @@ class RunConfig:
     padding's work when lengths vary; not bit for bit 1, so a run made with 1 does not reproduce with k; sequential
     and lockstep clients (in lockstep each pass keeps every client's rows with its own adapter); the GRPO step, not
     FedMOA's eq. 8 pass: docs/performance.md)"""
-    num_iterations: int = 2
+    num_iterations: int = GRPOSettings.num_iterations
     """gradient epochs per batch of rollouts"""
-    epsilon: float = 0.2
+    epsilon: float = GRPOSettings.epsilon
     """lower clip: ratio ≥ 1 − epsilon"""
-    epsilon_high: float = 0.25
+    epsilon_high: float = GRPOSettings.epsilon_high
     """upper clip: ratio ≤ 1 + epsilon_high (DAPO's clip-higher)"""
-    beta: float = 0.0
+    beta: float = GRPOSettings.beta
     """KL coefficient to the base (0 disables the reference pass)"""
-    scale_rewards: str = "group"
+    scale_rewards: str = GRPOSettings.scale_rewards
     """advantage scaling: group, batch or none"""
-    loss_type: str = "dapo"
+    loss_type: str = GRPOSettings.loss_type
     """loss aggregation, TRL's names: dapo (every completion token of the batch weighs the same) or grpo (mean over
     each completion's tokens, then over completions)"""
     rewards: tuple[str, ...] = ("accuracy",)
@@ -282,8 +285,6 @@ class RunConfig:
         need(0 < self.epsilon < 1, "epsilon", "in (0, 1)")
         need(0 < self.epsilon_high <= 10, "epsilon_high", "in (0, 10]")
         need(0 <= self.beta <= 100, "beta", "in [0, 100]")
-        from fedrl_kit.grpo import check_choice
-
         check_choice("scale_rewards", self.scale_rewards)
         check_choice("loss_type", self.loss_type)
         from fedrl_kit.rewards import REWARDS
@@ -400,7 +401,6 @@ class RunConfig:
 
     def grpo_settings(self):
         """The GRPO update's settings (fedrl_kit.grpo.GRPOSettings) — one place builds them for every method."""
-        from fedrl_kit.grpo import GRPOSettings
         from fedrl_kit.speed import Scorer
 
         score = Scorer(self.prompt_pass, self.length_buckets)
@@ -410,8 +410,6 @@ class RunConfig:
 
     def local_settings(self):
         """One client's local round (fedrl_kit.federation.client.LocalSettings), FedProx's μ for fedprox_grpo."""
-        from fedrl_kit.federation.client import LocalSettings
-
         return LocalSettings(self.local_steps, self.prompts_per_step, self.num_generations, self.learning_rate,
                              self.fedprox.mu if self.method == "fedprox_grpo" else 0.0, self.reset_optimizer,
                              self.weight_decay, self.lr_schedule, self.rounds)

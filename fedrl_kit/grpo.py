@@ -148,7 +148,11 @@ def grpo_loss(
 
 @dataclass
 class GRPOSettings:
-    """The optimisation knobs of one GRPO step (TRL's names where the meaning is the same)."""
+    """The optimisation knobs of one GRPO step (TRL's names where the meaning is the same).
+
+    Runs build it from their config (:meth:`fedrl_kit.config.RunConfig.grpo_settings`); these defaults are the only
+    ones: RunConfig's fields of the same names take theirs from here, and code that trains outside a run's config
+    (FedGRPO's evaluator GRPO) uses them as they are."""
 
     num_iterations: int = 2  # gradient epochs per batch of rollouts
     epsilon: float = 0.2

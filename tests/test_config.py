@@ -118,16 +118,6 @@ def test_parse_set_uses_field_types():
         parse_set(["chat=maybe"])
 
 
-def test_engine_settings_have_one_set_of_defaults():
-    """LocalSettings and GRPOSettings built from a default RunConfig equal their own defaults (no second copy)."""
-    from fedrl_kit.federation.client import LocalSettings
-    from fedrl_kit.grpo import GRPOSettings
-
-    cfg = RunConfig()
-    assert cfg.local_settings() == LocalSettings()
-    assert cfg.grpo_settings() == GRPOSettings()
-
-
 def test_parse_set_names_the_field_of_a_value_of_the_wrong_type():
     for item, name in (("rounds=abc", "rounds"), ("local_steps=1.5", "local_steps"), ("lora_alpha=inf", "lora_alpha"),
                        ("beta=inf", "beta"), ("fedprox.mu=inf", "fedprox.mu"), ("chat=maybe", "chat"),
