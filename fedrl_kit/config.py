@@ -7,8 +7,13 @@ Presets:
   8 clients, the PubSwap paper's GRPO settings (Tables 9–12: LoRA r = 32, α = 64,
   lr 1e-5, clip (0.2, 0.25), KL 1e-4, 2 gradient epochs, rollout temperature 0.7), in the
   embedded world sized to what it holds (2,000 training problems; a real dataset by ``world=``).
-- ``pubswap-…`` — the PubSwap paper's own settings per model and dataset (``fedrl_kit.pubswap.presets``):
-  ``full`` plus Tables 9–12 and appendix B.1, each sized to fit an 80 GB GPU.
+- the presets a method brings in its :class:`~fedrl_kit.methods.MethodSpec` (``presets``), e.g. ``pubswap-…``, the
+  PubSwap paper's own settings per model and dataset: ``full`` plus Tables 9–12 and appendix B.1, each sized to fit
+  an 80 GB GPU.
+
+Each method's own typed arguments (``config.fedgrpo``, ``--set fedgrpo.num_experts=2``) are the sections its
+``MethodSpec`` brings; this module finds them through the method registry on first use and imports no method's
+package itself.
 
 Every invalid field raises ``ValueError`` naming the field and its allowed range.
 """
@@ -16,26 +21,19 @@ Every invalid field raises ``ValueError`` naming the field and its allowed range
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import re
 import typing
 from dataclasses import dataclass, field, fields
 
-from fedrl_kit.args import check_type, parse_value
+from fedrl_kit.args import Args, check_type, parse_value
 from fedrl_kit.federation.client import LocalSettings
-from fedrl_kit.fedgrpo.args import DPSDAArgs, EvaluatorArgs, FedGRPOArgs
-from fedrl_kit.fedmoa.args import FedMOAArgs
 from fedrl_kit.grpo import GRPOSettings, check_choice
-from fedrl_kit.methods.args import FedProxArgs
-from fedrl_kit.pubswap.args import PubSwapArgs
-from fedrl_kit.pubswap.presets import PAPER_PRESETS
+from fedrl_kit.methods import METHODS, method_spec
 from fedrl_kit.speed import GENERATION_LOOPS, PROMPT_PASSES
 
-METHODS = ("fedavg_grpo", "fedprox_grpo", "central_grpo", "zero_shot", "pubswap_random", "pubswap_balanced",
-           "fedgrpo", "fedpetuning_sft", "dpsda_grpo", "dpsda_sft", "fedmoa")
-PUBSWAP_METHODS = ("pubswap_random", "pubswap_balanced")
-PRESETS = ("quick", "full", *PAPER_PRESETS)
 CLIENT_BATCHING = ("sequential", "lockstep")
 LOCKSTEP_METHODS = ("fedavg_grpo", "fedprox_grpo", "pubswap_random", "pubswap_balanced", "fedmoa", "fedgrpo")
 """methods with a lockstep path (``client_batching="lockstep"``; :mod:`fedrl_kit.federation.lockstep`): the local
@@ -194,18 +192,17 @@ class RunConfig:
     """seconds a client may take to answer one message before it is dropped for the round (0 = no limit)"""
 
     # -- each method's own typed arguments (used by that method only; `--set fedgrpo.num_experts=2`) ---
-    fedprox: FedProxArgs = field(default_factory=FedProxArgs)
-    """FedProx-GRPO's arguments (fedrl_kit.methods.args)"""
-    pubswap: PubSwapArgs = field(default_factory=PubSwapArgs)
-    """PubSwap's arguments (fedrl_kit.pubswap.args)"""
-    fedgrpo: FedGRPOArgs = field(default_factory=FedGRPOArgs)
-    """FedGRPO's arguments (fedrl_kit.fedgrpo.args)"""
-    evaluator: EvaluatorArgs = field(default_factory=EvaluatorArgs)
-    """the clients' domain-model SFT of FedGRPO and DPSDA-FL (fedrl_kit.fedgrpo.args)"""
-    dpsda: DPSDAArgs = field(default_factory=DPSDAArgs)
-    """the DPSDA-FL baselines' arguments (fedrl_kit.fedgrpo.args)"""
-    fedmoa: FedMOAArgs = field(default_factory=FedMOAArgs)
-    """FedMOA's arguments (fedrl_kit.fedmoa.args)"""
+    sections: dict[str, Args] = field(default_factory=lambda: {name: cls() for name, cls in sections().items()},
+                                      repr=False)
+    """section name → that section's arguments, one per section the methods' specs bring (:func:`sections`); read
+    as ``config.fedgrpo``, written to config.json as top-level ``"fedgrpo": {...}``"""
+
+    def __getattr__(self, name: str):
+        """A method's argument section by its name: ``config.fedgrpo`` is ``config.sections["fedgrpo"]``."""
+        held = self.__dict__.get("sections")  # absent while a copy is being built
+        if held is not None and name in held:
+            return held[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def validate(self) -> "RunConfig":
         """Raise ValueError naming the first invalid field and its allowed range; return self."""
@@ -213,11 +210,10 @@ class RunConfig:
             if not ok:
                 raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
 
-        for f in fields(self):
-            if f.name not in SECTIONS:
-                check_type(f.name, getattr(self, f.name), _HINTS[f.name])
+        for name, hint in _HINTS.items():
+            check_type(name, getattr(self, name), hint)
         need(self.method in METHODS, "method", f"one of {METHODS}")
-        need(self.preset in PRESETS, "preset", f"one of {PRESETS}")
+        need(self.preset in presets(), "preset", f"one of {presets()}")
         need(isinstance(self.seed, int) and self.seed >= 0, "seed", "an integer >= 0")
         need(isinstance(self.base, str) and self.base != "", "base", "a checkpoint folder or hub id")
         need(isinstance(self.lora_targets, str) and self.lora_targets.strip() != "", "lora_targets",
@@ -300,18 +296,20 @@ class RunConfig:
         need(1 <= self.eval_batch_size <= 4096, "eval_batch_size", "in [1, 4096]")
         need(self.checkpoint_every >= 1, "checkpoint_every", ">= 1")
         need(0 <= self.client_timeout <= 1e6, "client_timeout", "in [0, 1e6] seconds (0 = no limit)")
-        for name in SECTIONS:  # every section's types and own ranges, read by this method or not (a value that is
-            # wrong for any method is refused); the limits that depend on the run, for the sections this method reads
-            section = getattr(self, name)
-            need(isinstance(section, SECTIONS[name]), name, f"a {SECTIONS[name].__name__}")
+        if not isinstance(self.sections, dict) or set(self.sections) != set(sections()):
+            raise ValueError(f"sections must hold one section of each name in {sorted(sections())}, got "
+                             f"{sorted(self.sections) if isinstance(self.sections, dict) else self.sections!r}")
+        for name, cls in sections().items():  # every section's types and own ranges, read by this method or not (a
+            # value that is wrong for any method is refused); the limits that depend on the run, for the sections
+            # this method reads
+            section = self.sections[name]
+            need(isinstance(section, cls), name, f"a {cls.__name__}")
             section.check_types()
             section.check_own()
-        from fedrl_kit.methods import method_spec
-
         spec = method_spec(self.method)
         self._check_faults(spec)  # ValueError names fail_client
-        for name in spec.sections:
-            getattr(self, name).check(self)
+        for cls in spec.sections:
+            self.sections[cls.SECTION].check(self)
         if spec.validate is not None:  # limits the method puts on shared fields (e.g. n_aux >= 1 for FedGRPO)
             spec.validate(self)
         return self
@@ -342,28 +340,32 @@ class RunConfig:
         """
         top: dict = {}
         nested: dict[str, dict] = {}
+        known = sections()
         for key, value in changes.items():
             if "." in key:
                 section, name = key.split(".", 1)
                 nested.setdefault(section, {})[name] = value
-            elif key in SECTIONS and isinstance(value, dict):
+            elif key in known and isinstance(value, dict):
                 nested.setdefault(key, {}).update(value)
             else:
                 top[key] = value
-        names = {f.name for f in fields(self)}
+        names = set(_HINTS) | set(known)
         unknown = sorted((set(top) | set(nested)) - names)
         if unknown:
             raise ValueError(f"unknown config field(s) {unknown}{_renamed_hint(unknown)}; known: {sorted(names)}")
         for section, values in nested.items():
-            if section not in SECTIONS:
+            if section not in known:
                 raise ValueError(f"{section!r} has no fields to set with '{section}.<name>': it is a plain field")
-            cls = SECTIONS[section]
+            cls = known[section]
             current = top.get(section, getattr(self, section))
             bad = sorted(set(values) - {f.name for f in fields(cls)})
             if bad:
                 raise ValueError(f"unknown field(s) {[f'{section}.{b}' for b in bad]}; {section} has "
                                  f"{[f.name for f in fields(cls)]}")
             top[section] = dataclasses.replace(current, **values)
+        moved = {name: top.pop(name) for name in list(top) if name in known}
+        if moved:
+            top["sections"] = {**self.sections, **moved}
         return dataclasses.replace(self, **top).validate()
 
     def faster(self) -> "RunConfig":
@@ -381,6 +383,7 @@ class RunConfig:
     def to_dict(self) -> dict:
         """Plain data (config.json): sections as nested dicts, tuples as lists."""
         d = dataclasses.asdict(self)
+        d.update(d.pop("sections"))
         d["rewards"], d["reward_weights"] = list(self.rewards), list(self.reward_weights)
         return d
 
@@ -391,7 +394,7 @@ class RunConfig:
         for k in ("rewards", "reward_weights"):
             if k in d:
                 d[k] = tuple(d[k])
-        for name, klass in SECTIONS.items():
+        for name, klass in sections().items():
             if isinstance(d.get(name), dict):
                 d[name] = klass.from_dict(d[name])
         return cls().replace(**d)
@@ -415,9 +418,30 @@ class RunConfig:
                              self.weight_decay, self.lr_schedule, self.rounds)
 
 
-SECTIONS: dict[str, type] = {"fedprox": FedProxArgs, "pubswap": PubSwapArgs, "fedgrpo": FedGRPOArgs,
-                             "evaluator": EvaluatorArgs, "dpsda": DPSDAArgs, "fedmoa": FedMOAArgs}
-"""RunConfig fields that hold a method's typed arguments"""
+@functools.cache
+def _from_specs() -> tuple[dict[str, type], dict[str, dict]]:
+    """Every argument section and preset the methods' specs bring, in the registry's order (imports every method)."""
+    found: dict[str, type] = {}
+    named: dict[str, dict] = {}
+    for method in METHODS:
+        spec = method_spec(method)
+        for cls in spec.sections:
+            if found.setdefault(cls.SECTION, cls) is not cls:
+                raise TypeError(f"section {cls.SECTION!r} is brought by two classes: {found[cls.SECTION]} and {cls}")
+        for name, values in spec.presets.items():
+            if named.setdefault(name, values) is not values:
+                raise TypeError(f"preset {name!r} is brought twice, with different settings")
+    return found, named
+
+
+def sections() -> dict[str, type]:
+    """Section name → its :class:`~fedrl_kit.args.Args` class, for every section a method's spec brings."""
+    return _from_specs()[0]
+
+
+def presets() -> tuple[str, ...]:
+    """The preset names: ``quick``, ``full``, then those the methods' specs bring."""
+    return ("quick", "full", *_from_specs()[1])
 
 RENAMED = {"prox_mu": "fedprox.mu", "pubswap_period": "pubswap.period",
            "extra": "the method's own section (fedgrpo.*, fedmoa.*, dpsda.*, evaluator.*)"}
@@ -432,8 +456,8 @@ def _renamed_hint(names) -> str:
 
 
 def migrate(d: dict) -> dict:
-    """A config dict of an earlier version (flat ``prox_mu``, ``pubswap_period``, untyped ``extra``, a FedGRPO
-    section from before ``fedgrpo.queries``) in today's form.
+    """A config dict of an earlier version (flat ``prox_mu``, ``pubswap_period``, untyped ``extra``; each section's
+    and each method's own earlier forms: ``Args.migrate``, ``MethodSpec.migrate``) in today's form.
 
     Resuming a run directory written before the typed sections gives the same config as before.
     """
@@ -453,31 +477,16 @@ def migrate(d: dict) -> dict:
                 d.setdefault("evaluator", {})[_EVALUATOR_KEYS[k]] = v
             else:
                 d.setdefault(section, {})[k] = v
-    fg = d.get("fedgrpo")
-    if isinstance(fg, dict) and {"gt_fraction", "group_reward"} <= set(fg) and "queries" not in fg:
-        # a whole fedgrpo section written before D_s became the training pool (config.json writes every
-        # field): its D_s was world.public, and its group_reward "official" is today's "pooled"
-        fg = dict(fg, queries="public")
-        if fg["group_reward"] == "official":
-            fg["group_reward"] = "pooled"
-        d["fedgrpo"] = fg
-    if isinstance(d.get("fedmoa"), dict):  # reset_weights became round_start; later fields keep their old behaviour
-        from fedrl_kit.fedmoa.args import migrate_section
-
-        d["fedmoa"] = migrate_section(d["fedmoa"])
-    if d.get("method") == "fedmoa" and "world" not in d:  # FedMOA built its own world before `world` existed
-        from fedrl_kit.fedmoa.plan import world_for
-
-        s = d.get("fedmoa", {})
-        try:
-            d["world"] = world_for(s.get("setting", "heter+heter"), d.get("num_clients", 4),
-                                   s.get("homo_family", "math"))
-        except ValueError:  # a bad setting: validation names it
-            pass
+    for name, cls in sections().items():  # each section's own earlier forms (Args.migrate)
+        if isinstance(d.get(name), dict):
+            d[name] = cls.migrate(d[name])
+    if d.get("method") in METHODS and method_spec(d["method"]).migrate is not None:  # the method's own
+        d = method_spec(d["method"]).migrate(d)
     return d
 
 
-_HINTS = typing.get_type_hints(RunConfig)
+_HINTS = {k: v for k, v in typing.get_type_hints(RunConfig).items() if k != "sections"}
+"""the plain fields' types (a section's own are its class's)"""
 
 MAX_ROWS = 10_000_000
 """upper bound on every split size: far above any dataset the toolkit loads, low enough to refuse a typo at once"""
@@ -499,13 +508,12 @@ FULL = dict(
 
 def preset(name: str = "quick", **overrides) -> RunConfig:
     """The named preset with ``overrides`` applied and validated."""
-    if name not in PRESETS:
-        raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")
+    if name not in presets():
+        raise ValueError(f"preset must be one of {presets()}, got {name!r}")
     base = RunConfig() if name == "quick" else RunConfig().replace(**FULL)
-    if name in PAPER_PRESETS:
-        base = base.replace(**PAPER_PRESETS[name], preset=name)
-    from fedrl_kit.methods import method_spec
-
+    brought = _from_specs()[1]
+    if name in brought:
+        base = base.replace(**brought[name], preset=name)
     spec = method_spec(overrides.get("method", base.method))
     # a method's own defaults (PubSwap: FedIT, weight decay 0.01), then its quick ones (FedMOA: its task families
     # and derived base); what the caller sets wins
@@ -532,11 +540,11 @@ def parse_set(items: list[str]) -> dict:
         k = k.strip()
         if "." in k:
             section, name = k.split(".", 1)
-            if section not in SECTIONS:
-                raise ValueError(f"unknown section {section!r} in {k!r}; sections: {sorted(SECTIONS)}")
-            out[k] = SECTIONS[section].parse(name, v)
+            if section not in sections():
+                raise ValueError(f"unknown section {section!r} in {k!r}; sections: {sorted(sections())}")
+            out[k] = sections()[section].parse(name, v)
             continue
-        if k in SECTIONS:
+        if k in sections():
             raise ValueError(f"{k} is a section: set its fields one by one, e.g. --set {k}.<field>=VALUE")
         if k not in _HINTS:
             raise ValueError(f"unknown config field {k!r}{_renamed_hint([k])}; known: {sorted(_HINTS)}")
