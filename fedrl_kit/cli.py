@@ -32,6 +32,17 @@ def _pretrain(args) -> int:
     return 0
 
 
+class _PresetNames:
+    """``--preset``'s choices, read from the method registry only when argparse checks or lists them: reading it
+    imports every method, which ``fedrl --help`` and ``fedrl pretrain`` need not wait for."""
+
+    def __contains__(self, name) -> bool:
+        return name in presets()
+
+    def __iter__(self):
+        return iter(presets())
+
+
 def fields_help(method: str) -> str:
     """Every field of RunConfig and of ``method``'s argument sections: name, type, default, doc."""
     import textwrap
@@ -221,7 +232,8 @@ def main(argv=None) -> int:
                          description="Run one method. `fedrl run --method M --help` lists every field you can --set.")
     run.add_argument("-h", "--help", action="store_true", help="show this help and every field of the method")
     run.add_argument("--method", choices=METHODS, help="the method (default fedavg_grpo; same as --set method=NAME)")
-    run.add_argument("--preset", choices=presets(), default="quick")
+    run.add_argument("--preset", choices=_PresetNames(), default="quick", metavar="NAME",
+                     help="the preset the defaults come from: %(choices)s (default %(default)s)")
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config field (repeatable)")
     run.add_argument("--world", help="the tasks (same as --set world=NAME): arith, families or a real dataset")
     run.add_argument("--dataset", help="a real world's local data (same as --set dataset=PATH)")
@@ -241,7 +253,8 @@ def main(argv=None) -> int:
     ev.add_argument("--base", help="checkpoint folder or hub id (default: the preset's)")
     ev.add_argument("--adapter", help="a global.npz from a run's checkpoint/ folder")
     ev.add_argument("--run-dir", help="evaluate this run's last global adapter with the run's own config")
-    ev.add_argument("--preset", choices=presets(), default="quick")
+    ev.add_argument("--preset", choices=_PresetNames(), default="quick", metavar="NAME",
+                     help="the preset the defaults come from: %(choices)s (default %(default)s)")
     ev.add_argument("--set", action="append", metavar="KEY=VALUE")
     ev.add_argument("--n-test", type=int)
 
