@@ -132,7 +132,7 @@ def main(argv=None) -> dict:
                 continue
             # a run-level field (no section: partition=iid, dirichlet_alpha=…) applies to every method; a
             # section's field only to the methods that read that section
-            sections = method_spec(method).sections
+            sections = {cls.SECTION for cls in method_spec(method).sections}
             mine = {k: v for k, v in extra.items() if "." not in k or k.split(".", 1)[0] in sections}
             cfg = preset("quick", method=method, seed=seed, rounds=args.rounds, eval_every=eval_every,
                          **{**SETTINGS, **mine})

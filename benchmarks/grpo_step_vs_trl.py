@@ -3,7 +3,7 @@
 Both sides get the same things: the embedded base checkpoint (``data/base``), the same B prompts
 from the embedded world, G completions per prompt, the same cap T on completion length, the same
 LoRA adapter (rank, alpha, target modules and initial values), the same accuracy reward, the
-same GRPO knobs (clip 0.2 / 0.25, no KL, group-scaled advantages, token-mean loss), one
+same GRPO knobs (clip 0.2 / 0.25, no KL, group-scaled advantages, the dapo loss), one
 generation followed by μ = ``num_iterations`` optimiser steps on the whole batch, and the same
 two CPU threads. Each measurement starts from the same adapter values and a fresh Adam state.
 
@@ -170,7 +170,7 @@ class FedrlSide:
         from fedrl_kit.grpo import GRPOSettings
         from fedrl_kit.speed import Scorer
 
-        # defaults: clip (0.2, 0.25), beta 0, token-mean
+        # defaults: clip (0.2, 0.25), beta 0, loss_type dapo
         self.client.grpo = GRPOSettings(num_iterations=mu, score=Scorer(self.prompt_pass, self.length_buckets))
         self.policy.set_state(self.client.cid, self.init_state)
         params = self.policy.trainable(self.client.cid)
@@ -209,7 +209,7 @@ class TrlSide:
                 num_generations=args.num_generations, max_completion_length=args.max_new_tokens,
                 temperature=1.0, top_k=0, top_p=1.0, learning_rate=args.learning_rate, lr_scheduler_type="constant",
                 weight_decay=0.0, max_grad_norm=1.0, beta=0.0, epsilon=0.2, epsilon_high=0.25,
-                scale_rewards="group", loss_type="dapo",  # dapo on one process = fedrl_kit's token-mean
+                scale_rewards="group", loss_type="dapo",  # fedrl_kit's default, the same formula
                 gradient_checkpointing=False,  # TRL's default is True; fedrl_kit does not recompute activations
             )
             self.trainers[mu] = trl.GRPOTrainer(model=self.model, processing_class=tokenizer,
@@ -324,7 +324,7 @@ def main() -> int:
 
     settings = dataclasses.asdict(args)
     settings.update(reward="accuracy", epsilon=0.2, epsilon_high=0.25, beta=0.0, scale_rewards="group",
-                    loss_type="token-mean (TRL: dapo)", temperature=1.0, max_grad_norm=1.0,
+                    loss_type="dapo", temperature=1.0, max_grad_norm=1.0,
                     lora_targets=list(adapters.DEFAULT_TARGETS), trainable="LoRA adapter only (base frozen)")
     passed = all(r["ratio"] >= 1.0 for r in results.values())
     goal = all(r["ratio_shared"] >= 2.0 for r in results.values())

@@ -134,7 +134,7 @@ class Args:
     """Base of a method's typed arguments: type checks from the annotations, range checks in :meth:`check_own` and
     :meth:`check`.
 
-    Subclasses set ``SECTION`` (the ``RunConfig`` field that holds them, e.g. ``"fedgrpo"``) and override
+    Subclasses set ``SECTION`` (their section's name in ``RunConfig``, e.g. ``"fedgrpo"``) and override
     :meth:`check_own` for the ranges of their own fields (checked for every run, whether or not its method reads the
     section: ``evaluator.sft_steps=-1`` is refused for any method) and :meth:`check` for limits that depend on the
     run (``num_clients``, ``n_aux``, ``local_steps``: checked only for the methods that read the section, since a
@@ -163,6 +163,12 @@ class Args:
 
     def check(self, config) -> None:
         """Limits that depend on the run; ``config`` is the run's RunConfig. Override in subclasses."""
+
+    @classmethod
+    def migrate(cls, section: dict) -> dict:
+        """A section of an earlier config.json in today's form (:func:`fedrl_kit.config.migrate` calls it for every
+        section it holds). Override in subclasses whose fields changed meaning or name."""
+        return section
 
     def validate(self, config) -> "Args":
         self.check_types()
@@ -204,8 +210,9 @@ def describe_fields(cls, instance=None, prefix: str = "") -> list[tuple[str, str
     rows = []
     for f in dataclasses.fields(cls):
         value = getattr(obj, f.name)
-        if dataclasses.is_dataclass(value):
-            continue  # nested sections are listed on their own
+        if dataclasses.is_dataclass(value) or (isinstance(value, dict) and value
+                                               and all(dataclasses.is_dataclass(v) for v in value.values())):
+            continue  # nested sections (RunConfig.sections) are listed on their own
         tp = hints.get(f.name, f.type)
         tname = tp.__name__ if isinstance(tp, type) else str(tp).replace("typing.", "")
         rows.append((prefix + f.name, tname, json.dumps(value, ensure_ascii=False, default=str), docs.get(f.name, "")))

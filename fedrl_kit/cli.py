@@ -19,7 +19,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from fedrl_kit.config import PRESETS, SECTIONS, RunConfig, parse_set, preset
+from fedrl_kit.config import RunConfig, parse_set, preset, presets
 from fedrl_kit.methods import METHODS
 from fedrl_kit.world.real import NotAvailableError
 
@@ -30,6 +30,17 @@ def _pretrain(args) -> int:
     info = pretrain(args.out or DEFAULT_BASE_DIR, steps=args.steps, seed=args.seed, progress=not args.quiet)
     print(json.dumps(info, indent=2))
     return 0
+
+
+class _PresetNames:
+    """``--preset``'s choices, read from the method registry only when argparse checks or lists them: reading it
+    imports every method, which ``fedrl --help`` and ``fedrl pretrain`` need not wait for."""
+
+    def __contains__(self, name) -> bool:
+        return name in presets()
+
+    def __iter__(self):
+        return iter(presets())
 
 
 def fields_help(method: str) -> str:
@@ -43,8 +54,8 @@ def fields_help(method: str) -> str:
     cfg = preset("quick", method=method)
     blocks = [(f"run settings (--set NAME=VALUE; quick preset defaults for {method})",
                describe_fields(RunConfig, cfg))]
-    for name in spec.sections:
-        cls = SECTIONS[name]
+    for cls in spec.sections:
+        name = cls.SECTION
         blocks.append((f"{name}: {' '.join(cls.__doc__.split())} (--set {name}.NAME=VALUE)",
                        describe_fields(cls, getattr(cfg, name), prefix=f"{name}.")))
     out = [f"method {method}: {spec.summary}"]
@@ -65,7 +76,7 @@ def _overrides(args) -> dict:
     """
     sets = parse_set(args.set or [])
     if "preset" in sets:
-        raise ValueError(f"preset is picked with --preset NAME, not --set preset={sets['preset']} (one of {PRESETS})")
+        raise ValueError(f"preset is picked with --preset NAME, not --set preset={sets['preset']} (one of {presets()})")
     out = {}
     for name in ("method", "world", "dataset"):
         flag = getattr(args, name)
@@ -221,7 +232,8 @@ def main(argv=None) -> int:
                          description="Run one method. `fedrl run --method M --help` lists every field you can --set.")
     run.add_argument("-h", "--help", action="store_true", help="show this help and every field of the method")
     run.add_argument("--method", choices=METHODS, help="the method (default fedavg_grpo; same as --set method=NAME)")
-    run.add_argument("--preset", choices=PRESETS, default="quick")
+    run.add_argument("--preset", choices=_PresetNames(), default="quick", metavar="NAME",
+                     help="the preset the defaults come from: %(choices)s (default %(default)s)")
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config field (repeatable)")
     run.add_argument("--world", help="the tasks (same as --set world=NAME): arith, families or a real dataset")
     run.add_argument("--dataset", help="a real world's local data (same as --set dataset=PATH)")
@@ -241,7 +253,8 @@ def main(argv=None) -> int:
     ev.add_argument("--base", help="checkpoint folder or hub id (default: the preset's)")
     ev.add_argument("--adapter", help="a global.npz from a run's checkpoint/ folder")
     ev.add_argument("--run-dir", help="evaluate this run's last global adapter with the run's own config")
-    ev.add_argument("--preset", choices=PRESETS, default="quick")
+    ev.add_argument("--preset", choices=_PresetNames(), default="quick", metavar="NAME",
+                     help="the preset the defaults come from: %(choices)s (default %(default)s)")
     ev.add_argument("--set", action="append", metavar="KEY=VALUE")
     ev.add_argument("--n-test", type=int)
 

@@ -7,8 +7,13 @@ Presets:
   8 clients, the PubSwap paper's GRPO settings (Tables 9–12: LoRA r = 32, α = 64,
   lr 1e-5, clip (0.2, 0.25), KL 1e-4, 2 gradient epochs, rollout temperature 0.7), in the
   embedded world sized to what it holds (2,000 training problems; a real dataset by ``world=``).
-- ``pubswap-…`` — the PubSwap paper's own settings per model and dataset (``fedrl_kit.pubswap.presets``):
-  ``full`` plus Tables 9–12 and appendix B.1, each sized to fit an 80 GB GPU.
+- the presets a method brings in its :class:`~fedrl_kit.methods.MethodSpec` (``presets``), e.g. ``pubswap-…``, the
+  PubSwap paper's own settings per model and dataset: ``full`` plus Tables 9–12 and appendix B.1, each sized to fit
+  an 80 GB GPU.
+
+Each method's own typed arguments (``config.fedgrpo``, ``--set fedgrpo.num_experts=2``) are the sections its
+``MethodSpec`` brings; this module finds them through the method registry on first use and imports no method's
+package itself.
 
 Every invalid field raises ``ValueError`` naming the field and its allowed range.
 """
@@ -16,24 +21,19 @@ Every invalid field raises ``ValueError`` naming the field and its allowed range
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import re
 import typing
 from dataclasses import dataclass, field, fields
 
-from fedrl_kit.args import check_type, parse_value
-from fedrl_kit.fedgrpo.args import DPSDAArgs, EvaluatorArgs, FedGRPOArgs
-from fedrl_kit.fedmoa.args import FedMOAArgs
-from fedrl_kit.methods.args import FedProxArgs
-from fedrl_kit.pubswap.args import PubSwapArgs
-from fedrl_kit.pubswap.presets import PAPER_PRESETS
+from fedrl_kit.args import Args, check_type, parse_value
+from fedrl_kit.federation.client import LocalSettings
+from fedrl_kit.grpo import GRPOSettings, check_choice
+from fedrl_kit.methods import METHODS, method_spec
 from fedrl_kit.speed import GENERATION_LOOPS, PROMPT_PASSES
 
-METHODS = ("fedavg_grpo", "fedprox_grpo", "central_grpo", "zero_shot", "pubswap_random", "pubswap_balanced",
-           "fedgrpo", "fedpetuning_sft", "dpsda_grpo", "dpsda_sft", "fedmoa")
-PUBSWAP_METHODS = ("pubswap_random", "pubswap_balanced")
-PRESETS = ("quick", "full", *PAPER_PRESETS)
 CLIENT_BATCHING = ("sequential", "lockstep")
 LOCKSTEP_METHODS = ("fedavg_grpo", "fedprox_grpo", "pubswap_random", "pubswap_balanced", "fedmoa", "fedgrpo")
 """methods with a lockstep path (``client_batching="lockstep"``; :mod:`fedrl_kit.federation.lockstep`): the local
@@ -71,7 +71,7 @@ class RunConfig:
     """LoRA alpha; the update is (alpha / r) · B A"""
     max_new_tokens: int = 20
     """cap on completion length (tokens; the embedded world's longest correct formatted answer is 16)"""
-    temperature: float = 1.0
+    temperature: float = GRPOSettings.temperature
     """rollout temperature (also used to score π_old in the importance ratio, as TRL does)"""
 
     # -- world -----------------------------------------------------------------------------------
@@ -101,13 +101,14 @@ class RunConfig:
     """give every client exactly the same number of examples"""
 
     # -- federation ----------------------------------------------------------------------------
-    rounds: int = 10
+    # (the local round's and the GRPO step's defaults are the engine's own: LocalSettings, GRPOSettings)
+    rounds: int = LocalSettings.rounds
     """communication rounds R"""
-    local_steps: int = 2
+    local_steps: int = LocalSettings.local_steps
     """τ, local GRPO steps per client per round"""
-    prompts_per_step: int = 8
+    prompts_per_step: int = LocalSettings.prompts_per_step
     """b, prompts per GRPO step"""
-    num_generations: int = 8
+    num_generations: int = LocalSettings.num_generations
     """G (K in PubSwap's notation), completions per prompt"""
     aggregator: str = "fedavg"
     """how adapters are combined: fedavg (by examples), fedit (uniform, eq. 4), median, trimmed_mean. The PubSwap
@@ -117,7 +118,7 @@ class RunConfig:
     trace_tensors: bool = False
     """with trace_drift: also write every client-step's LoRA factors and gradient to <run_dir>/drift_tensors/
     (streamed to disk, never held in memory; large for a real model)"""
-    reset_optimizer: bool = True
+    reset_optimizer: bool = LocalSettings.reset_optimizer
     """fresh optimiser state each round (PubSwap §4); False keeps each client's Adam moments"""
     client_batching: str = "sequential"
     """how the in-process runtime runs the clients of a round: "sequential" (one after another) or "lockstep" (all
@@ -127,14 +128,14 @@ class RunConfig:
     fedrl_kit.federation.lockstep, fedrl_kit.fedgrpo.lockstep)"""
 
     # -- GRPO (TRL's names) ----------------------------------------------------------------------
-    learning_rate: float = 2e-3
+    learning_rate: float = LocalSettings.learning_rate
     """Adam learning rate of the LoRA factors"""
-    weight_decay: float = 0.0
+    weight_decay: float = LocalSettings.weight_decay
     """the clients' decoupled weight decay (AdamW); 0 = plain Adam. The PubSwap methods default to the paper's
     0.01 (Tables 9–12)"""
-    lr_schedule: str = "constant"
+    lr_schedule: str = LocalSettings.lr_schedule
     """learning-rate schedule of the local steps: constant, or cosine (decay to 0 over rounds × local_steps)"""
-    micro_batch_size: int = 256
+    micro_batch_size: int = GRPOSettings.micro_batch_size
     """rows per forward/backward pass of a GRPO step (gradients add up to the full batch's, so the loss is the same;
     lower it on a GPU for long completions)"""
     prompt_pass: str = "per_row"
@@ -156,18 +157,19 @@ class RunConfig:
     padding's work when lengths vary; not bit for bit 1, so a run made with 1 does not reproduce with k; sequential
     and lockstep clients (in lockstep each pass keeps every client's rows with its own adapter); the GRPO step, not
     FedMOA's eq. 8 pass: docs/performance.md)"""
-    num_iterations: int = 2
+    num_iterations: int = GRPOSettings.num_iterations
     """gradient epochs per batch of rollouts"""
-    epsilon: float = 0.2
+    epsilon: float = GRPOSettings.epsilon
     """lower clip: ratio ≥ 1 − epsilon"""
-    epsilon_high: float = 0.25
+    epsilon_high: float = GRPOSettings.epsilon_high
     """upper clip: ratio ≤ 1 + epsilon_high (DAPO's clip-higher)"""
-    beta: float = 0.0
+    beta: float = GRPOSettings.beta
     """KL coefficient to the base (0 disables the reference pass)"""
-    scale_rewards: str = "group"
+    scale_rewards: str = GRPOSettings.scale_rewards
     """advantage scaling: group, batch or none"""
-    loss_type: str = "token-mean"
-    """loss aggregation: token-mean or seq-mean-token-mean"""
+    loss_type: str = GRPOSettings.loss_type
+    """loss aggregation, TRL's names: dapo (every completion token of the batch weighs the same) or grpo (mean over
+    each completion's tokens, then over completions)"""
     rewards: tuple[str, ...] = ("accuracy",)
     """reward components (names from fedrl_kit.rewards.REWARDS); component 0 is accuracy"""
     reward_weights: tuple[float, ...] = ()
@@ -190,18 +192,17 @@ class RunConfig:
     """seconds a client may take to answer one message before it is dropped for the round (0 = no limit)"""
 
     # -- each method's own typed arguments (used by that method only; `--set fedgrpo.num_experts=2`) ---
-    fedprox: FedProxArgs = field(default_factory=FedProxArgs)
-    """FedProx-GRPO's arguments (fedrl_kit.methods.args)"""
-    pubswap: PubSwapArgs = field(default_factory=PubSwapArgs)
-    """PubSwap's arguments (fedrl_kit.pubswap.args)"""
-    fedgrpo: FedGRPOArgs = field(default_factory=FedGRPOArgs)
-    """FedGRPO's arguments (fedrl_kit.fedgrpo.args)"""
-    evaluator: EvaluatorArgs = field(default_factory=EvaluatorArgs)
-    """the clients' domain-model SFT of FedGRPO and DPSDA-FL (fedrl_kit.fedgrpo.args)"""
-    dpsda: DPSDAArgs = field(default_factory=DPSDAArgs)
-    """the DPSDA-FL baselines' arguments (fedrl_kit.fedgrpo.args)"""
-    fedmoa: FedMOAArgs = field(default_factory=FedMOAArgs)
-    """FedMOA's arguments (fedrl_kit.fedmoa.args)"""
+    sections: dict[str, Args] = field(default_factory=lambda: {name: cls() for name, cls in sections().items()},
+                                      repr=False)
+    """section name → that section's arguments, one per section the methods' specs bring (:func:`sections`); read
+    as ``config.fedgrpo``, written to config.json as top-level ``"fedgrpo": {...}``"""
+
+    def __getattr__(self, name: str):
+        """A method's argument section by its name: ``config.fedgrpo`` is ``config.sections["fedgrpo"]``."""
+        held = self.__dict__.get("sections")  # absent while a copy is being built
+        if held is not None and name in held:
+            return held[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def validate(self) -> "RunConfig":
         """Raise ValueError naming the first invalid field and its allowed range; return self."""
@@ -209,11 +210,10 @@ class RunConfig:
             if not ok:
                 raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
 
-        for f in fields(self):
-            if f.name not in SECTIONS:
-                check_type(f.name, getattr(self, f.name), _HINTS[f.name])
+        for name, hint in _HINTS.items():
+            check_type(name, getattr(self, name), hint)
         need(self.method in METHODS, "method", f"one of {METHODS}")
-        need(self.preset in PRESETS, "preset", f"one of {PRESETS}")
+        need(self.preset in presets(), "preset", f"one of {presets()}")
         need(isinstance(self.seed, int) and self.seed >= 0, "seed", "an integer >= 0")
         need(isinstance(self.base, str) and self.base != "", "base", "a checkpoint folder or hub id")
         need(isinstance(self.lora_targets, str) and self.lora_targets.strip() != "", "lora_targets",
@@ -281,8 +281,8 @@ class RunConfig:
         need(0 < self.epsilon < 1, "epsilon", "in (0, 1)")
         need(0 < self.epsilon_high <= 10, "epsilon_high", "in (0, 10]")
         need(0 <= self.beta <= 100, "beta", "in [0, 100]")
-        need(self.scale_rewards in ("group", "batch", "none"), "scale_rewards", "group, batch or none")
-        need(self.loss_type in ("token-mean", "seq-mean-token-mean"), "loss_type", "token-mean or seq-mean-token-mean")
+        check_choice("scale_rewards", self.scale_rewards)
+        check_choice("loss_type", self.loss_type)
         from fedrl_kit.rewards import REWARDS
         need(len(self.rewards) >= 1 and all(r in REWARDS for r in self.rewards), "rewards",
              f"a non-empty tuple of names from {sorted(REWARDS)}")
@@ -296,18 +296,20 @@ class RunConfig:
         need(1 <= self.eval_batch_size <= 4096, "eval_batch_size", "in [1, 4096]")
         need(self.checkpoint_every >= 1, "checkpoint_every", ">= 1")
         need(0 <= self.client_timeout <= 1e6, "client_timeout", "in [0, 1e6] seconds (0 = no limit)")
-        for name in SECTIONS:  # every section's types and own ranges, read by this method or not (a value that is
-            # wrong for any method is refused); the limits that depend on the run, for the sections this method reads
-            section = getattr(self, name)
-            need(isinstance(section, SECTIONS[name]), name, f"a {SECTIONS[name].__name__}")
+        if not isinstance(self.sections, dict) or set(self.sections) != set(sections()):
+            raise ValueError(f"sections must hold one section of each name in {sorted(sections())}, got "
+                             f"{sorted(self.sections) if isinstance(self.sections, dict) else self.sections!r}")
+        for name, cls in sections().items():  # every section's types and own ranges, read by this method or not (a
+            # value that is wrong for any method is refused); the limits that depend on the run, for the sections
+            # this method reads
+            section = self.sections[name]
+            need(isinstance(section, cls), name, f"a {cls.__name__}")
             section.check_types()
             section.check_own()
-        from fedrl_kit.methods import method_spec
-
         spec = method_spec(self.method)
         self._check_faults(spec)  # ValueError names fail_client
-        for name in spec.sections:
-            getattr(self, name).check(self)
+        for cls in spec.sections:
+            self.sections[cls.SECTION].check(self)
         if spec.validate is not None:  # limits the method puts on shared fields (e.g. n_aux >= 1 for FedGRPO)
             spec.validate(self)
         return self
@@ -338,28 +340,32 @@ class RunConfig:
         """
         top: dict = {}
         nested: dict[str, dict] = {}
+        known = sections()
         for key, value in changes.items():
             if "." in key:
                 section, name = key.split(".", 1)
                 nested.setdefault(section, {})[name] = value
-            elif key in SECTIONS and isinstance(value, dict):
+            elif key in known and isinstance(value, dict):
                 nested.setdefault(key, {}).update(value)
             else:
                 top[key] = value
-        names = {f.name for f in fields(self)}
+        names = set(_HINTS) | set(known)
         unknown = sorted((set(top) | set(nested)) - names)
         if unknown:
             raise ValueError(f"unknown config field(s) {unknown}{_renamed_hint(unknown)}; known: {sorted(names)}")
         for section, values in nested.items():
-            if section not in SECTIONS:
+            if section not in known:
                 raise ValueError(f"{section!r} has no fields to set with '{section}.<name>': it is a plain field")
-            cls = SECTIONS[section]
+            cls = known[section]
             current = top.get(section, getattr(self, section))
             bad = sorted(set(values) - {f.name for f in fields(cls)})
             if bad:
                 raise ValueError(f"unknown field(s) {[f'{section}.{b}' for b in bad]}; {section} has "
                                  f"{[f.name for f in fields(cls)]}")
             top[section] = dataclasses.replace(current, **values)
+        moved = {name: top.pop(name) for name in list(top) if name in known}
+        if moved:
+            top["sections"] = {**self.sections, **moved}
         return dataclasses.replace(self, **top).validate()
 
     def faster(self) -> "RunConfig":
@@ -377,6 +383,7 @@ class RunConfig:
     def to_dict(self) -> dict:
         """Plain data (config.json): sections as nested dicts, tuples as lists."""
         d = dataclasses.asdict(self)
+        d.update(d.pop("sections"))
         d["rewards"], d["reward_weights"] = list(self.rewards), list(self.reward_weights)
         return d
 
@@ -387,7 +394,7 @@ class RunConfig:
         for k in ("rewards", "reward_weights"):
             if k in d:
                 d[k] = tuple(d[k])
-        for name, klass in SECTIONS.items():
+        for name, klass in sections().items():
             if isinstance(d.get(name), dict):
                 d[name] = klass.from_dict(d[name])
         return cls().replace(**d)
@@ -397,7 +404,6 @@ class RunConfig:
 
     def grpo_settings(self):
         """The GRPO update's settings (fedrl_kit.grpo.GRPOSettings) — one place builds them for every method."""
-        from fedrl_kit.grpo import GRPOSettings
         from fedrl_kit.speed import Scorer
 
         score = Scorer(self.prompt_pass, self.length_buckets)
@@ -407,16 +413,35 @@ class RunConfig:
 
     def local_settings(self):
         """One client's local round (fedrl_kit.federation.client.LocalSettings), FedProx's μ for fedprox_grpo."""
-        from fedrl_kit.federation.client import LocalSettings
-
         return LocalSettings(self.local_steps, self.prompts_per_step, self.num_generations, self.learning_rate,
                              self.fedprox.mu if self.method == "fedprox_grpo" else 0.0, self.reset_optimizer,
                              self.weight_decay, self.lr_schedule, self.rounds)
 
 
-SECTIONS: dict[str, type] = {"fedprox": FedProxArgs, "pubswap": PubSwapArgs, "fedgrpo": FedGRPOArgs,
-                             "evaluator": EvaluatorArgs, "dpsda": DPSDAArgs, "fedmoa": FedMOAArgs}
-"""RunConfig fields that hold a method's typed arguments"""
+@functools.cache
+def _from_specs() -> tuple[dict[str, type], dict[str, dict]]:
+    """Every argument section and preset the methods' specs bring, in the registry's order (imports every method)."""
+    found: dict[str, type] = {}
+    named: dict[str, dict] = {}
+    for method in METHODS:
+        spec = method_spec(method)
+        for cls in spec.sections:
+            if found.setdefault(cls.SECTION, cls) is not cls:
+                raise TypeError(f"section {cls.SECTION!r} is brought by two classes: {found[cls.SECTION]} and {cls}")
+        for name, values in spec.presets.items():
+            if named.setdefault(name, values) is not values:
+                raise TypeError(f"preset {name!r} is brought twice, with different settings")
+    return found, named
+
+
+def sections() -> dict[str, type]:
+    """Section name → its :class:`~fedrl_kit.args.Args` class, for every section a method's spec brings."""
+    return _from_specs()[0]
+
+
+def presets() -> tuple[str, ...]:
+    """The preset names: ``quick``, ``full``, then those the methods' specs bring."""
+    return ("quick", "full", *_from_specs()[1])
 
 RENAMED = {"prox_mu": "fedprox.mu", "pubswap_period": "pubswap.period",
            "extra": "the method's own section (fedgrpo.*, fedmoa.*, dpsda.*, evaluator.*)"}
@@ -431,8 +456,8 @@ def _renamed_hint(names) -> str:
 
 
 def migrate(d: dict) -> dict:
-    """A config dict of an earlier version (flat ``prox_mu``, ``pubswap_period``, untyped ``extra``, a FedGRPO
-    section from before ``fedgrpo.queries``) in today's form.
+    """A config dict of an earlier version (flat ``prox_mu``, ``pubswap_period``, untyped ``extra``; each section's
+    and each method's own earlier forms: ``Args.migrate``, ``MethodSpec.migrate``) in today's form.
 
     Resuming a run directory written before the typed sections gives the same config as before.
     """
@@ -452,31 +477,16 @@ def migrate(d: dict) -> dict:
                 d.setdefault("evaluator", {})[_EVALUATOR_KEYS[k]] = v
             else:
                 d.setdefault(section, {})[k] = v
-    fg = d.get("fedgrpo")
-    if isinstance(fg, dict) and {"gt_fraction", "group_reward"} <= set(fg) and "queries" not in fg:
-        # a whole fedgrpo section written before D_s became the training pool (config.json writes every
-        # field): its D_s was world.public, and its group_reward "official" is today's "pooled"
-        fg = dict(fg, queries="public")
-        if fg["group_reward"] == "official":
-            fg["group_reward"] = "pooled"
-        d["fedgrpo"] = fg
-    if isinstance(d.get("fedmoa"), dict):  # reset_weights became round_start; later fields keep their old behaviour
-        from fedrl_kit.fedmoa.args import migrate_section
-
-        d["fedmoa"] = migrate_section(d["fedmoa"])
-    if d.get("method") == "fedmoa" and "world" not in d:  # FedMOA built its own world before `world` existed
-        from fedrl_kit.fedmoa.plan import world_for
-
-        s = d.get("fedmoa", {})
-        try:
-            d["world"] = world_for(s.get("setting", "heter+heter"), d.get("num_clients", 4),
-                                   s.get("homo_family", "math"))
-        except ValueError:  # a bad setting: validation names it
-            pass
+    for name, cls in sections().items():  # each section's own earlier forms (Args.migrate)
+        if isinstance(d.get(name), dict):
+            d[name] = cls.migrate(d[name])
+    if d.get("method") in METHODS and method_spec(d["method"]).migrate is not None:  # the method's own
+        d = method_spec(d["method"]).migrate(d)
     return d
 
 
-_HINTS = typing.get_type_hints(RunConfig)
+_HINTS = {k: v for k, v in typing.get_type_hints(RunConfig).items() if k != "sections"}
+"""the plain fields' types (a section's own are its class's)"""
 
 MAX_ROWS = 10_000_000
 """upper bound on every split size: far above any dataset the toolkit loads, low enough to refuse a typo at once"""
@@ -498,13 +508,12 @@ FULL = dict(
 
 def preset(name: str = "quick", **overrides) -> RunConfig:
     """The named preset with ``overrides`` applied and validated."""
-    if name not in PRESETS:
-        raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")
+    if name not in presets():
+        raise ValueError(f"preset must be one of {presets()}, got {name!r}")
     base = RunConfig() if name == "quick" else RunConfig().replace(**FULL)
-    if name in PAPER_PRESETS:
-        base = base.replace(**PAPER_PRESETS[name], preset=name)
-    from fedrl_kit.methods import method_spec
-
+    brought = _from_specs()[1]
+    if name in brought:
+        base = base.replace(**brought[name], preset=name)
     spec = method_spec(overrides.get("method", base.method))
     # a method's own defaults (PubSwap: FedIT, weight decay 0.01), then its quick ones (FedMOA: its task families
     # and derived base); what the caller sets wins
@@ -531,11 +540,11 @@ def parse_set(items: list[str]) -> dict:
         k = k.strip()
         if "." in k:
             section, name = k.split(".", 1)
-            if section not in SECTIONS:
-                raise ValueError(f"unknown section {section!r} in {k!r}; sections: {sorted(SECTIONS)}")
-            out[k] = SECTIONS[section].parse(name, v)
+            if section not in sections():
+                raise ValueError(f"unknown section {section!r} in {k!r}; sections: {sorted(sections())}")
+            out[k] = sections()[section].parse(name, v)
             continue
-        if k in SECTIONS:
+        if k in sections():
             raise ValueError(f"{k} is a section: set its fields one by one, e.g. --set {k}.<field>=VALUE")
         if k not in _HINTS:
             raise ValueError(f"unknown config field {k!r}{_renamed_hint([k])}; known: {sorted(_HINTS)}")

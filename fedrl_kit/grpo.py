@@ -15,9 +15,14 @@ Notation follows the PubSwap paper (eq. 1–2) and TRL's names for the knobs:
       KL_t = exp(ref_t − logp_t) − (ref_t − logp_t) − 1            (k3 estimator)
 
   The reference policy is the base model (the adapter disabled).
-- loss aggregation: ``"token-mean"`` (all completion tokens of the batch weigh the same; TRL's
-  ``bnpo``/``dapo`` on one process) or ``"seq-mean-token-mean"`` (mean over each completion's
-  tokens, then over completions; TRL's ``grpo``).
+- loss aggregation, TRL's ``loss_type`` values whose formula this is::
+
+      dapo:  Σ_{i,t} ℓ_{i,t} / Σ_i |o_i|                 every completion token of the batch weighs the same
+      grpo:  (1/N) Σ_i (1/|o_i|) Σ_t ℓ_{i,t}             mean over each completion's tokens, then over completions
+
+  ``dapo`` divides by the number of completion tokens in the whole batch (TRL: ``num_items_in_batch``), also when
+  the batch is split into micro-batches; TRL's ``bnpo`` (per micro-batch) equals it only without micro-batches,
+  and ``dr_grpo`` (a constant divisor) is not offered.
 
 Deviations from TRL: none in the formulas. :func:`grpo_step` runs ``num_iterations``
 gradient epochs over one batch of rollouts (TRL's ``num_iterations``), each epoch one
@@ -37,7 +42,20 @@ import torch
 from fedrl_kit.rollout import Rollouts, per_token_logps
 
 SCALE_REWARDS = ("group", "batch", "none")
-LOSS_TYPES = ("token-mean", "seq-mean-token-mean")
+"""``scale_rewards``: what the advantage is divided by (eq. 1)"""
+LOSS_TYPES = ("dapo", "grpo")
+"""``loss_type``: how the per-token losses are aggregated (see above)"""
+_VERL_LOSS_TYPES = {"token-mean": "dapo", "seq-mean-token-mean": "grpo"}
+"""loss_type values of earlier versions (verl's names) → TRL's name of the same formula, for the error message"""
+
+
+def check_choice(name: str, value: str) -> None:
+    """Raise ValueError unless ``value`` is an allowed value of the knob ``name`` (scale_rewards or loss_type)."""
+    allowed = {"scale_rewards": SCALE_REWARDS, "loss_type": LOSS_TYPES}[name]
+    if value not in allowed:
+        renamed = _VERL_LOSS_TYPES.get(value) if name == "loss_type" and isinstance(value, str) else None
+        hint = f" ({value!r} is now {renamed!r}, TRL's name of the same formula)" if renamed else ""
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}{hint}")
 
 
 def group_advantages(rewards: torch.Tensor, num_generations: int, scale_rewards: str = "group") -> torch.Tensor:
@@ -51,8 +69,7 @@ def group_advantages(rewards: torch.Tensor, num_generations: int, scale_rewards:
     Returns:
         [N] advantages.
     """
-    if scale_rewards not in SCALE_REWARDS:
-        raise ValueError(f"scale_rewards must be one of {SCALE_REWARDS}, got {scale_rewards!r}")
+    check_choice("scale_rewards", scale_rewards)
     if rewards.ndim != 1 or rewards.numel() % num_generations:
         raise ValueError(f"rewards must be 1-D with a multiple of num_generations={num_generations} entries, "
                          f"got shape {tuple(rewards.shape)}")
@@ -83,7 +100,7 @@ def grpo_loss(
     epsilon_high: float | None = None,
     beta: float = 0.0,
     ref_logps: torch.Tensor | None = None,
-    loss_type: str = "token-mean",
+    loss_type: str = "dapo",
 ) -> tuple[torch.Tensor, dict]:
     """The clipped surrogate of PubSwap eq. 2 with optional k3 KL; returns the loss and diagnostics.
 
@@ -95,13 +112,12 @@ def grpo_loss(
         epsilon, epsilon_high: clip range (1 − epsilon, 1 + epsilon_high); epsilon_high defaults to epsilon.
         beta: KL coefficient; 0 disables the KL term.
         ref_logps: [N, T] log π_ref, needed when beta > 0.
-        loss_type: ``"token-mean"`` or ``"seq-mean-token-mean"``.
+        loss_type: ``"dapo"`` or ``"grpo"`` (TRL's names; see the module docstring).
 
     Returns:
         (scalar loss, dict of floats: clip_fraction, kl, ratio_mean).
     """
-    if loss_type not in LOSS_TYPES:
-        raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
+    check_choice("loss_type", loss_type)
     if beta > 0 and ref_logps is None:
         raise ValueError("ref_logps is required when beta > 0")
     epsilon_high = epsilon if epsilon_high is None else epsilon_high
@@ -115,7 +131,7 @@ def grpo_loss(
         diff = ref_logps - logps  # [N, T]
         kl = torch.exp(diff) - diff - 1  # [N, T] k3 estimator
         per_token = per_token + beta * kl
-    if loss_type == "token-mean":
+    if loss_type == "dapo":
         loss = (per_token * mask).sum() / mask.sum().clamp(min=1)
     else:
         loss = ((per_token * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)).mean()
@@ -132,14 +148,18 @@ def grpo_loss(
 
 @dataclass
 class GRPOSettings:
-    """The optimisation knobs of one GRPO step (TRL's names where the meaning is the same)."""
+    """The optimisation knobs of one GRPO step (TRL's names where the meaning is the same).
+
+    Runs build it from their config (:meth:`fedrl_kit.config.RunConfig.grpo_settings`); these defaults are the only
+    ones: RunConfig's fields of the same names take theirs from here, and code that trains outside a run's config
+    (FedGRPO's evaluator GRPO) uses them as they are."""
 
     num_iterations: int = 2  # gradient epochs per batch of rollouts
     epsilon: float = 0.2
     epsilon_high: float = 0.25
     beta: float = 0.0
     scale_rewards: str = "group"
-    loss_type: str = "token-mean"
+    loss_type: str = "dapo"
     temperature: float = 1.0
     max_grad_norm: float = 1.0
     micro_batch_size: int = 256
@@ -205,7 +225,7 @@ def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, setti
                                    settings.epsilon_high, settings.beta,
                                    None if ref_logps is None else ref_logps[sl], settings.loss_type)
             # micro-batches add up to the full-batch loss: weight by their share of tokens/sequences
-            share = (mask[sl].sum() / n_tok_total) if settings.loss_type == "token-mean" else (len(rows) / n)
+            share = (mask[sl].sum() / n_tok_total) if settings.loss_type == "dapo" else (len(rows) / n)
             (loss * share).backward()
             diag["loss"] = loss.item()
             diags.append(diag)

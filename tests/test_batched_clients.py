@@ -84,15 +84,15 @@ def test_per_row_adapters_refuse_groups_that_do_not_tile_the_rows(policy):
 
 
 @pytest.mark.parametrize("sizes,loss_type,beta,mb,buckets,split", [
-    ((2, 2, 2), "token-mean", 0.0, 256, 1, False),
-    ((2, 2, 2), "seq-mean-token-mean", 0.1, 256, 1, False),
-    ((1, 3, 2), "token-mean", 0.05, 3, 1, False),  # unequal clients, micro-batches of 3 rows per client
+    ((2, 2, 2), "dapo", 0.0, 256, 1, False),
+    ((2, 2, 2), "grpo", 0.1, 256, 1, False),
+    ((1, 3, 2), "dapo", 0.05, 3, 1, False),  # unequal clients, micro-batches of 3 rows per client
     # lockstep scored in passes by completion length, against the sequential one pass
-    ((2, 2, 2), "token-mean", 0.05, 256, 3, False),
-    ((1, 3, 2), "seq-mean-token-mean", 0.0, 3, 2, False),
+    ((2, 2, 2), "dapo", 0.05, 256, 3, False),
+    ((1, 3, 2), "grpo", 0.0, 3, 2, False),
     # a CPU pass budget that fits two clients, not three: a pass of two, then one (batched.cpu_passes)
-    ((2, 2, 2), "token-mean", 0.05, 256, 1, True),
-    ((1, 3, 2), "seq-mean-token-mean", 0.0, 3, 2, True),
+    ((2, 2, 2), "dapo", 0.05, 256, 1, True),
+    ((1, 3, 2), "grpo", 0.0, 3, 2, True),
 ])
 def test_lockstep_grpo_step_gives_each_client_its_sequential_losses_gradients_and_update(policy, sizes, loss_type,
                                                                                           beta, mb, buckets, split,

@@ -47,15 +47,15 @@ def test_full_preset_world_fits_the_embedded_world():
 def test_run_help_lists_every_field_of_the_run_and_of_the_method(capsys):
     from dataclasses import fields
 
-    from fedrl_kit.config import RunConfig, SECTIONS
+    from fedrl_kit.config import RunConfig, sections
 
     assert main(["run", "--method", "fedgrpo", "--help"]) == 0
     out = capsys.readouterr().out
     for f in fields(RunConfig):
-        if f.name not in SECTIONS:
+        if f.name != "sections":
             assert f"\n  {f.name} " in out, f.name
     for section in ("fedgrpo", "evaluator"):
-        for f in fields(SECTIONS[section]):
+        for f in fields(sections()[section]):
             assert f"{section}.{f.name} " in out
     assert "fedmoa.setting" not in out  # only the method's own sections
     assert main(["run", "--method", "fedmoa", "--help"]) == 0

@@ -118,16 +118,6 @@ def test_parse_set_uses_field_types():
         parse_set(["chat=maybe"])
 
 
-def test_engine_settings_have_one_set_of_defaults():
-    """LocalSettings and GRPOSettings built from a default RunConfig equal their own defaults (no second copy)."""
-    from fedrl_kit.federation.client import LocalSettings
-    from fedrl_kit.grpo import GRPOSettings
-
-    cfg = RunConfig()
-    assert cfg.local_settings() == LocalSettings()
-    assert cfg.grpo_settings() == GRPOSettings()
-
-
 def test_parse_set_names_the_field_of_a_value_of_the_wrong_type():
     for item, name in (("rounds=abc", "rounds"), ("local_steps=1.5", "local_steps"), ("lora_alpha=inf", "lora_alpha"),
                        ("beta=inf", "beta"), ("fedprox.mu=inf", "fedprox.mu"), ("chat=maybe", "chat"),
@@ -218,3 +208,27 @@ def test_faults_that_act_are_accepted():
     assert preset("quick", fail_client="client_1@10:nan,client_2@*:shape,client_3@0").fail_client  # rounds = 10
     assert preset("quick", method="fedgrpo", fail_client="client_1@*:raise,client_2@1:hang").fail_client
     assert preset("quick", fail_client="client_1@1:hang", client_timeout=5.0).fail_client
+
+
+def test_a_loss_type_by_its_earlier_verl_name_is_refused_with_trls_name():
+    for old, new in (("token-mean", "dapo"), ("seq-mean-token-mean", "grpo")):
+        with pytest.raises(ValueError, match=f"loss_type .*'{old}' is now '{new}'"):
+            RunConfig.from_dict({"loss_type": old})
+
+
+def test_sections_and_presets_are_the_ones_the_method_specs_bring():
+    """config.py names no method's section or preset: what it holds is what the registry's specs bring."""
+    from fedrl_kit.config import presets, sections
+    from fedrl_kit.methods import METHODS, method_spec
+    from fedrl_kit.pubswap.presets import PAPER_PRESETS
+
+    brought = {cls.SECTION: cls for m in METHODS for cls in method_spec(m).sections}
+    assert sections() == brought
+    assert set(RunConfig().sections) == set(brought)
+    assert presets() == ("quick", "full", *PAPER_PRESETS)
+    cfg = preset("quick", method="fedgrpo", **{"fedgrpo.num_experts": 3})
+    assert cfg.fedgrpo is cfg.sections["fedgrpo"] and cfg.fedgrpo.num_experts == 3
+    assert list(cfg.to_dict())[-len(brought):] == list(brought)  # config.json: one top-level entry per section
+    assert RunConfig.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(AttributeError):
+        RunConfig().not_a_section

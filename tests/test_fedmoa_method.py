@@ -192,7 +192,7 @@ def test_objective_gradients_are_the_gradient_of_L_k_at_the_hooked_layer(tiny_po
     assert g_seq.shape == (3, 8 * pol.model.config.hidden_size)
     np.testing.assert_allclose(g_seq[0].reshape(8, -1), per_seq, rtol=1e-4, atol=1e-9)
     np.testing.assert_allclose(g_seq[0].reshape(8, -1).sum(0), g[0], rtol=1e-4, atol=1e-9)
-    # micro-batches of 3 rows give the same gradients (shares of the token-mean loss)
+    # micro-batches of 3 rows give the same gradients (shares of the dapo loss)
     small = client.objective_gradients(pol.model, rollouts, scores, 1, GRPOSettings(micro_batch_size=3))
     np.testing.assert_allclose(small, g_seq, rtol=1e-4, atol=1e-9)
     pol.model.zero_grad(set_to_none=True)

@@ -44,7 +44,8 @@ def test_zero_variance_groups_get_zero_advantage():
 
 
 def reference_loss(logps, old, adv, mask, eps_lo, eps_hi, beta, ref, loss_type):
-    """TRL 1.16 GRPOTrainer._compute_loss for loss_type 'bnpo' (token-mean) and 'grpo' (seq-mean-token-mean)."""
+    """TRL 1.16 GRPOTrainer._compute_loss for loss_type 'dapo' (one accumulation window, one process: the batch's
+    completion tokens divide the sum) and 'grpo' (each completion's token mean, then the mean over completions)."""
     per_seq_sum, per_seq_n, tot, n = [], [], 0.0, 0
     for i in range(len(logps)):
         s, c = 0.0, 0
@@ -61,12 +62,12 @@ def reference_loss(logps, old, adv, mask, eps_lo, eps_hi, beta, ref, loss_type):
         per_seq_sum.append(s)
         per_seq_n.append(c)
         tot, n = tot + s, n + c
-    if loss_type == "token-mean":
+    if loss_type == "dapo":
         return tot / max(n, 1)
     return sum(s / max(c, 1) for s, c in zip(per_seq_sum, per_seq_n)) / len(logps)
 
 
-@pytest.mark.parametrize("loss_type", ["token-mean", "seq-mean-token-mean"])
+@pytest.mark.parametrize("loss_type", ["dapo", "grpo"])
 @pytest.mark.parametrize("beta", [0.0, 0.04])
 def test_loss_matches_trl_formula(loss_type, beta):
     g = torch.Generator().manual_seed(0)
@@ -90,6 +91,8 @@ def test_loss_rejects_bad_settings():
     x = torch.zeros(1, 2)
     with pytest.raises(ValueError, match="loss_type"):
         grpo_loss(x, x, torch.zeros(1), x, loss_type="sum")
+    with pytest.raises(ValueError, match="'token-mean' is now 'dapo'"):  # verl's name, used before TRL's
+        grpo_loss(x, x, torch.zeros(1), x, loss_type="token-mean")
     with pytest.raises(ValueError, match="ref_logps"):
         grpo_loss(x, x, torch.zeros(1), x, beta=0.1)
     with pytest.raises(ValueError, match="scale_rewards"):

@@ -19,6 +19,8 @@ def test_the_layer_and_cycle_contracts_are_kept():
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert "fedrl_kit's layers KEPT" in out.stdout
     assert "no import cycles among the modules of any package KEPT" in out.stdout
+    assert "the run configuration imports no method package" in out.stdout  # a forbidden contract, wrapped
+    assert "Contracts: 3 kept, 0 broken." in out.stdout
 
 
 def test_a_layer_order_the_code_breaks_is_reported(tmp_path):

@@ -5,7 +5,7 @@ import torch
 import transformers
 
 from fedrl_kit.cli import main
-from fedrl_kit.config import PRESETS, preset
+from fedrl_kit.config import preset, presets
 from fedrl_kit.policy import memory
 from fedrl_kit.policy.memory import DoesNotFitError, check_fits, estimate_memory
 from fedrl_kit.pubswap.presets import PAPER_PRESETS
@@ -22,7 +22,7 @@ def arch_dir(tmp_path_factory):
 
 
 def test_paper_presets_carry_tables_9_to_12():
-    assert set(PAPER_PRESETS) <= set(PRESETS)
+    assert set(PAPER_PRESETS) <= set(presets())
     for name in PAPER_PRESETS:
         cfg = preset(name, method="pubswap_balanced")
         assert cfg.preset == name and cfg.num_clients == 4 and cfg.num_generations == 8

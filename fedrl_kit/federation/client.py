@@ -25,8 +25,8 @@ from fedrl_kit.grpo import GRPOSettings, grpo_step
 class LocalSettings:
     """What one round of local training does on a client.
 
-    Runs build it from their config (:meth:`fedrl_kit.config.RunConfig.local_settings`); the defaults
-    here are RunConfig's (a test checks they agree), for scripts that use a client on its own.
+    Runs build it from their config (:meth:`fedrl_kit.config.RunConfig.local_settings`); these defaults are the only
+    ones: RunConfig's fields of the same names take theirs from here.
     """
 
     local_steps: int = 2  # τ, GRPO steps per round

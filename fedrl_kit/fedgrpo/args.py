@@ -26,6 +26,16 @@ class FedGRPOArgs(Args):
 
     SECTION = "fedgrpo"
 
+    @classmethod
+    def migrate(cls, section: dict) -> dict:
+        """A whole fedgrpo section written before D_s became the training pool (config.json writes every field):
+        its D_s was world.public, and its group_reward "official" is today's "pooled"."""
+        if {"gt_fraction", "group_reward"} <= set(section) and "queries" not in section:
+            section = dict(section, queries="public")
+            if section["group_reward"] == "official":
+                section["group_reward"] = "pooled"
+        return section
+
     num_experts: int = 2
     """M, experts per question (Top-M of eq. 6; 1 <= M <= num_clients)"""
     neighbours: int = 20

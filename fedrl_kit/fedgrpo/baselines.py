@@ -73,6 +73,7 @@ import numpy as np
 import torch
 
 from fedrl_kit import seeding
+from fedrl_kit.fedgrpo.args import DPSDAArgs, EvaluatorArgs
 from fedrl_kit.fedgrpo.client import DomainModelClient
 from fedrl_kit.federation.client import GRPOClient, LocalSettings
 from fedrl_kit.federation.replies import list_of, record, text
@@ -247,8 +248,9 @@ SYNTHESISE = {"synthesise": record({"prompts": list_of(text()), "answers": list_
 FEDPETUNING_SFT = MethodSpec("fedpetuning_sft", "Fedpetuning with an SFT objective: local LoRA SFT, FedAvg "
                              "(FedGRPO's model-level baseline)", run_round, build_clients)
 DPSDA_GRPO = MethodSpec("dpsda_grpo", "DPSDA-FL+GRPO: DP synthetic data from the clients, GRPO on the server "
-                        "(FedGRPO's data-level baseline)", run_round, build_clients, sections=("dpsda", "evaluator"),
+                        "(FedGRPO's data-level baseline)", run_round, build_clients,
+                        sections=(DPSDAArgs, EvaluatorArgs),
                         save_state=save_state, load_state=load_state, replies=SYNTHESISE, sends_adapters=False)
 DPSDA_SFT = MethodSpec("dpsda_sft", "DPSDA-FL+SFT: DP synthetic data from the clients, SFT on the server",
-                       run_round, build_clients, sections=("dpsda", "evaluator"), save_state=save_state,
+                       run_round, build_clients, sections=(DPSDAArgs, EvaluatorArgs), save_state=save_state,
                        load_state=load_state, replies=SYNTHESISE, sends_adapters=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 
 from fedrl_kit.fedgrpo.algorithm import load_state, run_round, save_state
+from fedrl_kit.fedgrpo.args import EvaluatorArgs, FedGRPOArgs
 from fedrl_kit.fedgrpo.client import FedGRPOClient
 from fedrl_kit.fedgrpo.diagnostics import diagnostics
 from fedrl_kit.fedgrpo.encoder import check_encoder_layer
@@ -78,6 +79,6 @@ REPLIES = {  # lines 8 and 16 of Algorithm 1: scalars in [0, 1], one per exempla
 }
 
 FEDGRPO = MethodSpec("fedgrpo", "the server trains from scalar rewards of competence-selected expert clients "
-                     "(FedGRPO Algorithm 1)", run_round, build_clients, sections=("fedgrpo", "evaluator"),
+                     "(FedGRPO Algorithm 1)", run_round, build_clients, sections=(FedGRPOArgs, EvaluatorArgs),
                      validate=validate, save_state=save_state, load_state=load_state, diagnostics=diagnostics,
                      replies=REPLIES, lockstep=LOCKSTEP, sends_adapters=False, check_model=check_model)

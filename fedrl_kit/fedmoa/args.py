@@ -25,6 +25,11 @@ class FedMOAArgs(Args):
 
     SECTION = "fedmoa"
 
+    @classmethod
+    def migrate(cls, section: dict) -> dict:
+        """reset_weights became round_start; later fields keep their old behaviour (:func:`migrate_section`)."""
+        return migrate_section(section)
+
     setting: str = "heter+heter"
     """data x reward heterogeneity (section 4.1): homo+homo, homo+heter or heter+heter; the run's world holds
     the setting's families: "families" for heter+heter, "families:<homo_family>" for the homo settings"""

@@ -97,7 +97,7 @@ def objective_gradients(model, rollouts, scores: np.ndarray, layer: int, setting
             part = rollouts.select(range(s, e)) if mb < N else rollouts
             logps = per_token_logps(model, part, settings.temperature)  # [b, T]
             # micro-batches add up to the full-batch loss: weight by their share of tokens/sequences (grpo_step)
-            share = None if mb >= N else (mask[s:e].sum() / n_tok_total if settings.loss_type == "token-mean"
+            share = None if mb >= N else (mask[s:e].sum() / n_tok_total if settings.loss_type == "dapo"
                                           else torch.tensor((e - s) / N))
             for k in range(K):
                 loss_k, _ = grpo_loss(logps, logps.detach(), adv[s:e, k], mask[s:e], settings.epsilon,

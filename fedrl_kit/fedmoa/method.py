@@ -9,7 +9,7 @@ from __future__ import annotations
 import warnings
 
 from fedrl_kit.fedmoa.algorithm import load_state, run_round, save_state
-from fedrl_kit.fedmoa.args import MIN_CLIENTS
+from fedrl_kit.fedmoa.args import MIN_CLIENTS, FedMOAArgs
 from fedrl_kit.fedmoa.client import LOCKSTEP, MOAClient, resolve_layer
 from fedrl_kit.fedmoa.plan import client_plan, initial_weights, plan_families, reward_configs, split_families, world_for
 from fedrl_kit.federation.replies import EXAMPLES, BadReply, adapter, list_of, metrics, number, record, text
@@ -37,6 +37,18 @@ def build_clients(run) -> dict:
         clients[f"client_{m}"] = MOAClient(f"client_{m}", m, data, run.policy, rewards, run.local, run.grpo, cfg.seed,
                                            fam, args, layer, w)
     return clients
+
+
+def migrate(d: dict) -> dict:
+    """A FedMOA config dict from before ``world`` existed (FedMOA built its own world then): the world it built."""
+    if "world" not in d:
+        s = d.get("fedmoa", {})
+        try:
+            d = dict(d, world=world_for(s.get("setting", "heter+heter"), d.get("num_clients", 4),
+                                        s.get("homo_family", "math")))
+        except ValueError:  # a bad setting: validation names it
+            pass
+    return d
 
 
 def validate(config) -> None:
@@ -87,7 +99,7 @@ FEDMOA = MethodSpec(
     "fedmoa",
     "multi-objective GRPO with hypergradient reward weights and accuracy-aware aggregation "
     "(FedMOA; both switches off = FedAvg-GRPO)",
-    run_round, build_clients, sections=("fedmoa",), validate=validate, save_state=save_state,
+    run_round, build_clients, sections=(FedMOAArgs,), validate=validate, migrate=migrate, save_state=save_state,
     load_state=load_state, replies={"fit": _fit, "properties": _properties}, lockstep=LOCKSTEP,
     # the families world, the base warm-started on it, room for a formatted program in a completion, and the
     # smallest heter+heter federation in which every task cluster holds two reward configurations (2 per family)

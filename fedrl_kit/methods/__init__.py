@@ -46,7 +46,9 @@ class MethodSpec:
             the server side: it sees the runtime, the server's own data and state, never a client object.
         build_clients: ``build_clients(run) -> {cid: client}``; the simulation side (reads the run's world,
             partitions and policy, makes the objects the runtime holds).
-        sections: the ``RunConfig`` argument sections this method reads (validated for it).
+        sections: the argument classes (:class:`fedrl_kit.args.Args`) this method reads, each a section of
+            ``RunConfig`` named by its ``SECTION`` (``config.fedgrpo``); :func:`fedrl_kit.config.sections` gathers
+            them from every spec, so a method brings its own and the run configuration imports no method.
         validate: ``validate(config)`` raising ValueError on limits the method puts on shared fields.
         check_model: ``check_model(config, arch)`` raising ValueError on limits the base model puts on the method's
             fields (``arch``: the model's ``transformers`` config, read before its weights are loaded).
@@ -67,13 +69,17 @@ class MethodSpec:
         lockstep: request kind → :class:`~fedrl_kit.federation.lockstep.LockstepHandler`, for the message kinds
             this method's clients answer together with ``client_batching="lockstep"`` beyond ``fit`` (FedGRPO's
             ``competence`` and ``score``); the method must also be in :data:`fedrl_kit.config.LOCKSTEP_METHODS`.
+        presets: named run presets this method brings: name → the fields set on top of the ``full`` preset (PubSwap's
+            paper settings, ``fedrl run --preset pubswap-qwen3-1.7b-math``); any method may run with them.
+        migrate: ``migrate(d) -> d``: a config dict of this method's runs written by an earlier version in today's
+            form (after :func:`fedrl_kit.config.migrate`'s own steps).
     """
 
     name: str
     summary: str
     run_round: Callable
     build_clients: Callable
-    sections: tuple[str, ...] = ()
+    sections: tuple[type, ...] = ()
     validate: Callable | None = None
     check_model: Callable | None = None
     save_state: Callable | None = None
@@ -85,6 +91,8 @@ class MethodSpec:
     defaults: dict = field(default_factory=dict)
     replies: dict = field(default_factory=dict)
     lockstep: dict = field(default_factory=dict)
+    presets: dict = field(default_factory=dict)
+    migrate: Callable | None = None
 
 
 def method_spec(method: str) -> MethodSpec:

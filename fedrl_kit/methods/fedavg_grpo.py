@@ -27,6 +27,7 @@ from __future__ import annotations
 from fedrl_kit.aggregate import aggregate
 from fedrl_kit.federation.client import GRPOClient
 from fedrl_kit.methods import MethodSpec
+from fedrl_kit.methods.args import FedProxArgs
 
 
 def build_grpo_clients(run, client_cls=GRPOClient) -> dict:
@@ -51,4 +52,4 @@ def run_round(server, round: int) -> dict:
 FEDAVG_GRPO = MethodSpec("fedavg_grpo", "local GRPO (tau steps) on every client, FedAvg/FedIT of the LoRA adapters",
                          run_round, build_grpo_clients)
 FEDPROX_GRPO = MethodSpec("fedprox_grpo", "FedAvg-GRPO with FedProx's proximal term (PubSwap eq. 5)",
-                          run_round, build_grpo_clients, sections=("fedprox",))
+                          run_round, build_grpo_clients, sections=(FedProxArgs,))

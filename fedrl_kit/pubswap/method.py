@@ -21,7 +21,8 @@ from fedrl_kit.methods import MethodSpec
 from fedrl_kit.methods.fedavg_grpo import build_grpo_clients
 from fedrl_kit.speed.batched import generate_lockstep, grpo_step_lockstep
 from fedrl_kit.rollout import Rollouts
-from fedrl_kit.pubswap.args import PAPER_SETTING
+from fedrl_kit.pubswap.args import PAPER_SETTING, PubSwapArgs
+from fedrl_kit.pubswap.presets import PAPER_PRESETS
 from fedrl_kit.pubswap.swap import SWAP_RULES, ResponsePool, SwapResult
 
 
@@ -302,10 +303,10 @@ LOCKSTEP = {kind: LockstepHandler(exactly(PubSwapClient), answer) for kind, answ
 
 PUBSWAP_RANDOM = MethodSpec("pubswap_random", "FedAvg-PubSwap, Random swap: local GRPO + public steps with a shared "
                             "random draw of responses", run_round, partial(build_grpo_clients, client_cls=PubSwapClient),
-                            sections=("pubswap",), validate=validate, defaults=PAPER_SETTING, replies=REPLIES,
-                            lockstep=LOCKSTEP)
+                            sections=(PubSwapArgs,), validate=validate, defaults=PAPER_SETTING, replies=REPLIES,
+                            lockstep=LOCKSTEP, presets=PAPER_PRESETS)
 PUBSWAP_BALANCED = MethodSpec("pubswap_balanced", "FedAvg-PubSwap, Balanced swap: clients with few correct public "
                               "responses receive others' correct ones", run_round,
-                              partial(build_grpo_clients, client_cls=PubSwapClient), sections=("pubswap",),
+                              partial(build_grpo_clients, client_cls=PubSwapClient), sections=(PubSwapArgs,),
                               validate=validate, defaults=PAPER_SETTING, replies=REPLIES,
-                              lockstep=LOCKSTEP)
+                              lockstep=LOCKSTEP, presets=PAPER_PRESETS)

@@ -383,7 +383,7 @@ def grpo_step_lockstep(model, names: list[str], optimizers: list, rollouts: list
                 loss, diag = grpo_loss(lp, old_logps[k][sl], advantages[k][sl], masks[k][sl], settings.epsilon,
                                        settings.epsilon_high, settings.beta,
                                        None if ref_logps[k] is None else ref_logps[k][sl], settings.loss_type)
-                share = (masks[k][sl].sum() / n_tok_total[k]) if settings.loss_type == "token-mean" \
+                share = (masks[k][sl].sum() / n_tok_total[k]) if settings.loss_type == "dapo" \
                     else (len(rows) / n[k])
                 total = total + loss * share  # client k's loss reaches only client k's factors
                 diag["loss"] = loss.item()
