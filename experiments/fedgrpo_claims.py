@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.stats import INTERVAL, sign_verdict, t_interval
+from experiments.stats import INTERVAL, claims_markdown, sign_verdict, t_interval  # noqa: F401 - claims_markdown: re-exported
 from experiments.sweep import paired_diffs
 
 #: the methods of ``benchmarks/fedgrpo_compare.py`` by the paper's names (§4.1)
@@ -338,16 +338,6 @@ def environment_note(results: dict[str, dict | None]) -> str:
         return "mixed environments: " + "; ".join(problems)
     first = next(iter(loaded.values()))
     return "all files ran in one environment: " + ", ".join(say(first[key]) for key, _, say in _ENVIRONMENT)
-
-
-def claims_markdown(df: pd.DataFrame, drop: tuple[str, ...] = ()) -> str:
-    """The claims table as a markdown table (for docs), without the columns ``drop``; nan prints as "–".
-    The ``setting`` column stays by default: a verdict is a verdict at that scale."""
-    df = df.drop(columns=[c for c in drop if c in df.columns])
-    cell = lambda v: "–" if isinstance(v, float) and np.isnan(v) else str(v).replace("|", "\\|")  # noqa: E731
-    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in df.itertuples(index=False)]
-    return "\n".join(lines)
 
 
 # -- training until the curves flatten ---------------------------------------------------------------------------

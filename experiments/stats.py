@@ -15,6 +15,7 @@ import math
 from collections.abc import Iterable
 
 import numpy as np
+import pandas as pd
 
 #: the confidence of every verdict in the claims tables
 CONFIDENCE = 0.95
@@ -91,3 +92,13 @@ def sign_verdict(mean: float, half_width: float) -> int:
     if mean + half_width < 0:
         return -1
     return 0
+
+
+def claims_markdown(df: pd.DataFrame, drop: tuple[str, ...] = ()) -> str:
+    """The claims table as a markdown table (for docs), without the columns ``drop``; nan prints as "–".
+    The ``setting`` column stays by default: a verdict is a verdict at that scale."""
+    df = df.drop(columns=[c for c in drop if c in df.columns])
+    cell = lambda v: "–" if isinstance(v, float) and np.isnan(v) else str(v).replace("|", "\\|")  # noqa: E731
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in df.itertuples(index=False)]
+    return "\n".join(lines)

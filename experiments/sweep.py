@@ -294,22 +294,65 @@ def table5_arms(rows: list[dict]) -> pd.DataFrame:
     return arms.assign(tau_swap=[swap_period(r) for r in arms.to_dict("records")])
 
 
+def _setting_of(df: pd.DataFrame) -> tuple[str, str | None]:
+    """(a description of the rows' setting, why it is not the paper's or None). The paper's setting is FedIT
+    aggregation, AdamW with weight decay 0.01 and equal-size clients (``setting="paper"``, scaled down); rows
+    written before the ``setting`` column existed ran ``fedavg_examples``."""
+    settings = set(df["setting"].dropna()) if "setting" in df else set()
+    settings = settings or {"fedavg_examples"}
+    scales = sorted(set(df["scale"].dropna())) if "scale" in df else []
+    text = "/".join(sorted(settings)) + (f", {'/'.join(scales)} scale" if scales else "")
+    if settings != {"paper"}:
+        return text, "FedAvg by examples, plain Adam, unequal clients"
+    return text, None
+
+
+def _tau_slope(df: pd.DataFrame, a: str, b: str, value: str) -> tuple[float, float, float, int]:
+    """The τ trend of a − b: per seed, the least-squares slope of (a − b) against log₂ τ over the τ values both
+    arms ran on every kept seed; then (mean, SE, 95 % t half-width, seeds) of those slopes."""
+    t = df[df.method.isin([a, b])].pivot_table(index=["seed", "tau"], columns="method", values=value)
+    if a not in t or b not in t:
+        return float("nan"), float("nan"), float("nan"), 0
+    d = (t[a] - t[b]).dropna().unstack("tau").dropna(axis=0)  # [seeds, taus], seeds that ran every τ
+    d = d.loc[:, d.notna().all()]
+    if d.shape[1] < 2 or not len(d):
+        return float("nan"), float("nan"), float("nan"), 0
+    x = np.log2(np.asarray(d.columns, float))
+    slopes = np.array([np.polyfit(x, row, 1)[0] for row in d.to_numpy(float)])  # [seeds]
+    se = float(slopes.std(ddof=1) / np.sqrt(len(slopes))) if len(slopes) > 1 else float("nan")
+    mean, half, n = t_interval(slopes)
+    return mean, se, half, n
+
+
 def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFrame:
     """The PubSwap paper's claims checked on sweep summaries (rows as written by ``benchmarks/pubswap_sweep.py``).
 
-    Each claim is a paired comparison over the seeds both arms ran: ``diff`` is the mean difference in
-    pass@1 points (or drift units), ``se`` its standard error, ``±95% t`` the half-width of its 95 % Student-t
-    interval (n − 1 degrees of freedom), ``seeds`` how many pairs; the verdict says "yes" or "no" when that
-    interval lies wholly on one side of 0 and "within noise" when it contains 0. A claim the rows cannot test
-    reads "not tested (why)" with no diff: the small-τ claims when table1 holds a single τ, and the Table 5
-    claims with one τ_swap or one seed.
+    One row per claim, in the paper's own words (``claim``, with where it says so in ``paper``), tested as a paired
+    comparison over the seeds both arms ran: ``diff`` is the mean difference in pass@1 points (drift in ‖ΔW‖ units,
+    the τ trend in points per doubling of τ), ``se`` its standard error, ``±95% t`` the half-width of its 95 %
+    Student-t interval (n − 1 degrees of freedom), ``seeds`` how many pairs; ``holds`` is "yes" or "no" when that
+    interval lies wholly on one side of 0 and "within noise" when it contains 0. ``setting`` names the rows'
+    setting and scale.
 
-    Table 5 (swap period τ_swap; §4.4, Tables 5–6) when table5 rows exist, at each of their τ, over the
-    τ_swap values run there (Table 1's Balanced run is τ_swap = 2): Balanced beats FedAvg-GRPO at every
-    τ_swap ("for PubSwap periods of 2, 4, and 8 … consistently outperforms the baselines"); more frequent
-    public steps are not necessarily better (the smallest τ_swap minus each larger one, claimed not > 0);
-    and the mechanism the paper names, more frequent public steps limit drift (end-of-round drift of the
-    smallest τ_swap minus the largest, claimed < 0).
+    "not tested (why)" instead of a verdict, with the difference still shown where it was measured:
+
+    - every claim, when the rows are not the paper's setting (FedIT, AdamW 0.01, equal clients; the first stored
+      sweep ran FedAvg by examples with plain Adam on unequal clients): a difference measured elsewhere neither
+      confirms nor refutes the paper;
+    - a claim that needs two τ (the τ trend, small-τ claims) when table1 holds one; a Table 5 claim with one
+      τ_swap or one seed; a Table 5 arm whose τ_swap is not below τ (the paper's periods 2, 4, 8 all lie below its
+      τ, and a period of τ makes the round's only public step its last one).
+
+    The claims (Table 1 unless noted): Balanced outperforms FedAvg+GRPO, and FedProx, "for most choices of the
+    local step parameter" (one row per τ, FedProx at its best μ as the paper tunes it — "the only μ run" when one
+    ran); "the gains are larger at higher values of τ" (the paired slope of Balanced − FedAvg-GRPO against log₂ τ);
+    "FedProx does not improve performance" (best μ − FedAvg-GRPO, claimed not > 0); "Random can outperform
+    Balanced when the number of local steps is small", and "this advantage does not persist at larger τ" (Random −
+    Balanced at the largest τ, claimed not > 0); public steps limit drift (§4.4, appendix A; end-of-round drift of
+    Balanced − FedAvg-GRPO at the largest τ — confounded here: a Balanced round has fewer private steps); Table 4,
+    higher heterogeneity: "outperforms FedAvg across different local-step configurations"; Table 5 (§4.4): Balanced
+    beats the baselines at every τ_swap, "smaller PubSwap periods are not necessarily always beneficial", and
+    "more frequent public steps can in principle help limit drift".
 
     Args:
         rows: one summary row per run (``table``, ``method``, ``tau``, ``seed`` and the summary's values).
@@ -318,74 +361,152 @@ def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFram
     """
     if value not in ("pass@1_final", "pass@1_best"):
         raise ValueError(f"value must be 'pass@1_final' or 'pass@1_best', got {value!r}")
-    which = value.removeprefix("pass@1_")
     df = pd.DataFrame(rows)
     t1 = df[df.table == "table1"] if "table" in df else df.iloc[:0]
     if t1.empty:
         raise ValueError("no table1 rows: run benchmarks/pubswap_sweep.py first")
+    setting, not_paper = _setting_of(df)
     taus = sorted(t1.tau.unique())
     small, large = taus[0], taus[-1]
     out = []
 
-    def claim(text, a, b, value=value, scale=100.0, want_positive=True, data=t1, min_seeds=1):
-        diff, se, half, n = _compare(data, a, b, value)
+    def add(text, paper, stats, want_positive=True, untested=None):
+        diff, se, half, n = stats
         holds = _verdict(diff, half, n, want_positive)
-        if 0 < n < min_seeds:
-            holds = "not tested (one seed)"
-        out.append({"claim": text, "diff": round(diff * scale, 2), "se": round(se * scale, 2),
-                    "±95% t": round(half * scale, 2), "seeds": n, "holds": holds})
+        why = untested or (f"not the paper's setting: {not_paper}" if not_paper else None)
+        if why and not np.isnan(diff):
+            holds = f"not tested ({why}; measured: {holds})"
+        elif why:
+            holds = f"not tested ({why})"
+        out.append({"claim": text, "paper": paper, "diff": round(diff * stats_scale[0], 2),
+                    "se": round(se * stats_scale[0], 2), "±95% t": round(half * stats_scale[0], 2), "seeds": n,
+                    "holds": holds, "setting": setting})
 
-    def untested(text, why):
-        out.append({"claim": text, "diff": float("nan"), "se": float("nan"), "±95% t": float("nan"), "seeds": 0,
-                    "holds": f"not tested ({why})"})
+    stats_scale = [100.0]
 
-    claim(f"Balanced beats FedAvg-GRPO at large τ = {large} ({which} pass@1, points)",
-          {"method": "pubswap_balanced", "tau": large}, {"method": "fedavg_grpo", "tau": large})
-    if small == large:
-        untested("Balanced beats FedAvg-GRPO at small τ", f"only one τ: {large}")
-    else:
-        claim(f"Balanced beats FedAvg-GRPO at small τ = {small}",
-              {"method": "pubswap_balanced", "tau": small}, {"method": "fedavg_grpo", "tau": small})
-    for tau in taus:
+    def claim(text, paper, a, b, val=value, scale=100.0, want_positive=True, data=t1, min_seeds=1, untested=None):
+        stats_scale[0] = scale
+        stats = _compare(data, a, b, val)
+        if 0 < stats[3] < min_seeds and untested is None:
+            untested = "one seed"
+        add(text, paper, stats, want_positive, untested)
+
+    def none(text, paper, why):
+        stats_scale[0] = 1.0
+        add(text, paper, (float("nan"),) * 3 + (0,), untested=why)
+
+    def best_prox(tau):
         prox = t1[(t1.tau == tau) & t1.method.str.startswith("fedprox")]
-        if len(prox):  # the best μ as the paper picks it, judged on the seeds every μ ran
-            common = set.intersection(*(set(g.seed) for _, g in prox.groupby("method")))
-            best = prox[prox.seed.isin(common)].groupby("method")[value].mean().idxmax()
-            claim(f"FedProx does not help at τ = {tau}: best μ ({best.split('_mu')[1]}) minus FedAvg-GRPO",
-                  {"method": best, "tau": tau}, {"method": "fedavg_grpo", "tau": tau}, want_positive=False)
+        if not len(prox):
+            return None, ""
+        common = set.intersection(*(set(g.seed) for _, g in prox.groupby("method")))
+        mus = sorted(prox.method.unique())
+        best = prox[prox.seed.isin(common)].groupby("method")[value].mean().idxmax()
+        mu = best.split("_mu")[1]
+        return best, (f"best μ = {mu} of {', '.join(m.split('_mu')[1] for m in mus)}" if len(mus) > 1
+                      else f"μ = {mu}, the only μ run")
+
+    for tau in taus:
+        claim(f"Balanced outperforms FedAvg+GRPO for most choices of τ: τ = {tau}", "§4.1, Table 1",
+              {"method": "pubswap_balanced", "tau": tau}, {"method": "fedavg_grpo", "tau": tau})
+        best, which = best_prox(tau)
+        if best:
+            claim(f"Balanced outperforms FedProx for most choices of τ: τ = {tau} (FedProx at {which})",
+                  "§4.1, Table 1", {"method": "pubswap_balanced", "tau": tau}, {"method": best, "tau": tau})
     if small == large:
-        untested("Random beats Balanced at small τ", f"only one τ: {large}")
+        none("the gains are larger at higher values of τ", "§4.1, Table 1", f"only one τ: {large}")
     else:
-        claim(f"Random beats Balanced at small τ = {small}",
-              {"method": "pubswap_random", "tau": small}, {"method": "pubswap_balanced", "tau": small})
-    claim(f"Balanced beats Random at large τ = {large}",
-          {"method": "pubswap_balanced", "tau": large}, {"method": "pubswap_random", "tau": large})
-    claim(f"public steps reduce end-of-round drift at τ = {large}: Balanced minus FedAvg-GRPO (‖ΔW‖ units)",
+        stats_scale[0] = 100.0
+        add(f"the gains are larger at higher values of τ: slope of Balanced − FedAvg-GRPO over log₂ τ "
+            f"(τ = {', '.join(str(t) for t in taus)}; points per doubling)", "§4.1, Table 1",
+            _tau_slope(t1, "pubswap_balanced", "fedavg_grpo", value))
+    for tau in taus:
+        best, which = best_prox(tau)
+        if best:
+            claim(f"FedProx does not improve performance: τ = {tau}, FedProx ({which}) − FedAvg-GRPO",
+                  "§4.1, Table 1", {"method": best, "tau": tau}, {"method": "fedavg_grpo", "tau": tau},
+                  want_positive=False)
+    if small == large:
+        none("Random can outperform Balanced when the number of local steps is small", "§4.2", f"only one τ: {large}")
+        none("this advantage does not persist at larger local-step values", "§4.2", f"only one τ: {large}")
+    else:
+        claim(f"Random can outperform Balanced when the number of local steps is small: τ = {small}, "
+              "Random − Balanced", "§4.2", {"method": "pubswap_random", "tau": small},
+              {"method": "pubswap_balanced", "tau": small})
+        claim(f"this advantage does not persist at larger local-step values: τ = {large}, Random − Balanced", "§4.2",
+              {"method": "pubswap_random", "tau": large}, {"method": "pubswap_balanced", "tau": large},
+              want_positive=False)
+    claim(f"public steps limit drift: τ = {large}, end-of-round drift of Balanced − FedAvg-GRPO (‖ΔW‖ units; "
+          "confounded: a Balanced round takes fewer private steps)", "§4.4, appendix A",
           {"method": "pubswap_balanced", "tau": large}, {"method": "fedavg_grpo", "tau": large},
-          value="drift_end_pairwise_effective", scale=1.0, want_positive=False)
-    t4 = df[df.table == "table4"]
-    if len(t4):
-        for tau in sorted(t4.tau.unique()):
-            claim(f"higher heterogeneity (α = 0.1, equal size), τ = {tau}: Balanced beats FedAvg-GRPO",
-                  {"method": "pubswap_balanced", "tau": tau}, {"method": "fedavg_grpo", "tau": tau}, data=t4)
+          val="drift_end_pairwise_effective", scale=1.0, want_positive=False)
+    t4 = df[df.table == "table4"] if "table" in df else df.iloc[:0]
+    for tau in sorted(t4.tau.unique()):
+        claim(f"higher heterogeneity (α = 0.1, equal size): outperforms FedAvg across local-step configurations: "
+              f"τ = {tau}", "§4.3, Table 4", {"method": "pubswap_balanced", "tau": tau},
+              {"method": "fedavg_grpo", "tau": tau}, data=t4)
     t5 = table5_arms(rows)
     for tau in sorted(t5.tau.unique()):
         arms = t5[t5.tau == tau]
         data = pd.concat([arms, t1[(t1.tau == tau) & (t1.method == "fedavg_grpo")].assign(tau_swap=0)])
         periods = sorted(arms.tau_swap.unique())
+        below = [p for p in periods if p < tau]
         for p in periods:
-            claim(f"Table 5, τ = {tau}: Balanced with τ_swap = {p} beats FedAvg-GRPO",
-                  {"tau_swap": p}, {"method": "fedavg_grpo"}, data=data, min_seeds=2)
-        if len(periods) < 2:
-            untested(f"Table 5, τ = {tau}: more frequent public steps are not necessarily better",
-                     f"only one τ_swap: {periods[0]}")
+            claim(f"Table 5, τ = {tau}: Balanced with τ_swap = {p} beats FedAvg-GRPO", "§4.4, Tables 5–6",
+                  {"tau_swap": p}, {"method": "fedavg_grpo"}, data=data, min_seeds=2,
+                  untested=None if p < tau else f"τ_swap = {p} is not below τ = {tau}")
+        if len(below) < 2:
+            why = (f"only one τ_swap below τ = {tau}: {below[0]}" if below else f"no τ_swap below τ = {tau}")
+            none(f"Table 5, τ = {tau}: smaller PubSwap periods are not necessarily always beneficial",
+                 "§4.4, Tables 5–6", why)
+            none(f"Table 5, τ = {tau}: more frequent public steps can help limit drift", "§4.4, Tables 5–6", why)
             continue
-        lo, hi = periods[0], periods[-1]
-        for p in periods[1:]:
-            claim(f"Table 5, τ = {tau}: more frequent public steps are not necessarily better: "
-                  f"τ_swap = {lo} minus τ_swap = {p}", {"tau_swap": lo}, {"tau_swap": p}, data=data, want_positive=False,
-                  min_seeds=2)
-        claim(f"Table 5, τ = {tau}: more frequent public steps limit drift: τ_swap = {lo} minus τ_swap = {hi} "
-              "(‖ΔW‖ units)", {"tau_swap": lo}, {"tau_swap": hi}, value="drift_end_pairwise_effective", scale=1.0,
-              want_positive=False, data=data, min_seeds=2)
+        lo, hi = below[0], below[-1]
+        for p in below[1:]:
+            claim(f"Table 5, τ = {tau}: smaller PubSwap periods are not necessarily always beneficial: "
+                  f"τ_swap = {lo} minus τ_swap = {p}", "§4.4, Tables 5–6", {"tau_swap": lo}, {"tau_swap": p},
+                  data=data, want_positive=False, min_seeds=2)
+        claim(f"Table 5, τ = {tau}: more frequent public steps can help limit drift: τ_swap = {lo} minus "
+              f"τ_swap = {hi} (‖ΔW‖ units)", "§4.4, Tables 5–6", {"tau_swap": lo}, {"tau_swap": hi},
+              val="drift_end_pairwise_effective", scale=1.0, want_positive=False, data=data, min_seeds=2)
     return pd.DataFrame(out)
+
+
+def pubswap_claims_both(rows: list[dict]) -> pd.DataFrame:
+    """:func:`pubswap_claims` on the final and on the best checkpoint side by side (the paper reports both: Table 1
+    and appendix B.2), with ``flips`` True where the two verdicts differ (a "not tested" reason aside)."""
+    final = pubswap_claims(rows, "pass@1_final")
+    best = pubswap_claims(rows, "pass@1_best")
+    keep = ["diff", "±95% t", "holds"]
+    out = final[["claim", "paper", "seeds"]].copy()
+    for name, t in (("final", final), ("best", best)):
+        for k in keep:
+            out[f"{name} {k}"] = t[k].to_numpy()
+    verdict = (lambda v: v.split(";")[-1].strip() if v.startswith("not tested") else v)  # noqa: E731
+    out["flips"] = [verdict(a) != verdict(b) for a, b in zip(final.holds, best.holds)]
+    out["setting"] = final["setting"].to_numpy()
+    return out
+
+
+def pubswap_claims_markdown(rows: list[dict]) -> str:
+    """:func:`pubswap_claims_both` as a markdown table for the docs: each checkpoint's paired difference ± the
+    half-width of its 95 % t interval and its verdict ("within noise" for "within noise (95 % t interval contains
+    0)"), the flips marked; the rows' setting in the caption line below the table."""
+    t = pubswap_claims_both(rows)
+    short = (lambda v: v.replace(f"within noise ({INTERVAL} contains 0)", "within noise"))  # noqa: E731
+
+    def cell(diff, half):
+        if np.isnan(diff):
+            return "–"
+        return f"{diff:+.2f}" + ("" if np.isnan(half) else f" ± {half:.2f}")
+
+    lines = ["| claim (the paper's words) | where | seeds | final: diff ± 95 % t | final | best: diff ± 95 % t | best |",
+             "|---|---|---|---|---|---|---|"]
+    for r in t.to_dict("records"):
+        flip = " **(flips)**" if r["flips"] else ""
+        lines.append(f"| {r['claim']} | {r['paper']} | {r['seeds']} | {cell(r['final diff'], r['final ±95% t'])} | "
+                     f"{short(r['final holds'])} | {cell(r['best diff'], r['best ±95% t'])} | "
+                     f"{short(r['best holds'])}{flip} |")
+    lines.append(f"\nSetting of the rows: {t.setting.iloc[0]}; {int(t.flips.sum())} of {len(t)} verdicts differ between the "
+                 "final and the best checkpoint.")
+    return "\n".join(lines)

@@ -61,27 +61,36 @@ def test_table_is_mean_and_sample_std_over_seeds():
         table([], "method", "tau", "v")
 
 
+def _row(table, method, tau, seed, final, drift=1.0, best=None, setting="paper", **kw):
+    """A summary row of the paper's setting (unless ``setting`` says otherwise); best checkpoint = final unless
+    given."""
+    return {"table": table, "method": method, "tau": tau, "seed": seed, "pass@1_final": final,
+            "pass@1_best": final if best is None else best, "drift_end_pairwise_effective": drift,
+            "setting": setting, **kw}
+
+
+BAL8 = "Balanced outperforms FedAvg+GRPO for most choices of τ: τ = 8"
+
+
 def test_pubswap_claims_compare_seed_means_with_their_error():
     from experiments.sweep import pubswap_claims
 
     rows = []
     for seed, (fa, ba) in enumerate([(0.30, 0.40), (0.32, 0.42), (0.31, 0.41)]):  # Balanced clearly ahead at τ = 8
-        rows += [{"table": "table1", "method": "fedavg_grpo", "tau": 8, "seed": seed, "pass@1_final": fa,
-                  "drift_end_pairwise_effective": 5.0},
-                 {"table": "table1", "method": "pubswap_balanced", "tau": 8, "seed": seed, "pass@1_final": ba,
-                  "drift_end_pairwise_effective": 4.0 + 0.5 * seed}]
-    rows += [{"table": "table1", "method": "fedavg_grpo", "tau": 2, "seed": 0, "pass@1_final": 0.5,
-              "drift_end_pairwise_effective": 2.0},
-             {"table": "table1", "method": "pubswap_balanced", "tau": 2, "seed": 0, "pass@1_final": 0.4,
-              "drift_end_pairwise_effective": 2.0}]
+        rows += [_row("table1", "fedavg_grpo", 8, seed, fa, drift=5.0),
+                 _row("table1", "pubswap_balanced", 8, seed, ba, drift=4.0 + 0.5 * seed)]
+    rows += [_row("table1", "fedavg_grpo", 2, 0, 0.5, drift=2.0), _row("table1", "pubswap_balanced", 2, 0, 0.4, drift=2.0)]
     c = pubswap_claims(rows).set_index("claim")
-    large = c.loc["Balanced beats FedAvg-GRPO at large τ = 8 (final pass@1, points)"]
+    large = c.loc[BAL8]
     assert large["diff"] == pytest.approx(10.0) and large["seeds"] == 3 and large["holds"] == "yes"
-    small = c.loc["Balanced beats FedAvg-GRPO at small τ = 2"]
+    assert large["paper"] == "§4.1, Table 1" and large["setting"] == "paper"
+    small = c.loc["Balanced outperforms FedAvg+GRPO for most choices of τ: τ = 2"]
     assert small["holds"] == "no (one seed: no error bar)"
-    drift = c[c.index.str.startswith("public steps reduce")].iloc[0]
+    drift = c[c.index.str.startswith("public steps limit drift")].iloc[0]
+    assert "confounded" in drift.name
     assert drift["diff"] == pytest.approx(-0.5) and drift["holds"] == "within noise (95 % t interval contains 0)"
-    assert c.loc["Random beats Balanced at small τ = 2", "holds"] == "not measured"
+    assert c.loc["Random can outperform Balanced when the number of local steps is small: τ = 2, Random − Balanced",
+                 "holds"] == "not measured"
     with pytest.raises(ValueError, match="table1"):
         pubswap_claims([{"table": "table4", "method": "x", "tau": 1, "seed": 0}])
 
@@ -93,16 +102,70 @@ def test_pubswap_claims_verdict_is_the_95_percent_t_interval_not_2_se():
     # 2 ± 4.303 · 0.577 = 2 ± 2.48 contains 0; drift −1.0 on every seed is "yes" under both
     rows = []
     for seed in range(3):
-        rows += [{"table": "table1", "method": "fedavg_grpo", "tau": 8, "seed": seed, "pass@1_final": 0.30,
-                  "drift_end_pairwise_effective": 5.0},
-                 {"table": "table1", "method": "pubswap_balanced", "tau": 8, "seed": seed,
-                  "pass@1_final": 0.30 + 0.01 * (seed + 1), "drift_end_pairwise_effective": 4.0}]
+        rows += [_row("table1", "fedavg_grpo", 8, seed, 0.30, drift=5.0),
+                 _row("table1", "pubswap_balanced", 8, seed, 0.30 + 0.01 * (seed + 1), drift=4.0)]
     c = pubswap_claims(rows).set_index("claim")
-    large = c.loc["Balanced beats FedAvg-GRPO at large τ = 8 (final pass@1, points)"]
+    large = c.loc[BAL8]
     assert large["diff"] == pytest.approx(2.0) and large["se"] == pytest.approx(0.58)
     assert large["±95% t"] == pytest.approx(2.48) and large["holds"] == "within noise (95 % t interval contains 0)"
-    drift = c[c.index.str.startswith("public steps reduce")].iloc[0]
+    drift = c[c.index.str.startswith("public steps limit drift")].iloc[0]
     assert drift["holds"] == "yes" and drift["±95% t"] == 0.0
+
+
+def test_pubswap_claims_outside_the_papers_setting_are_not_tested_but_still_measured():
+    """The first stored sweep ran FedAvg by examples with plain Adam: its differences are shown, never a verdict."""
+    from experiments.sweep import pubswap_claims
+
+    rows = []
+    for seed in range(3):
+        rows += [_row("table1", "fedavg_grpo", 8, seed, 0.30, setting="fedavg_examples"),
+                 _row("table1", "pubswap_balanced", 8, seed, 0.40 + 0.01 * seed, setting="fedavg_examples")]
+    c = pubswap_claims(rows).set_index("claim")
+    assert c.loc[BAL8, "diff"] == pytest.approx(11.0)
+    assert c.loc[BAL8, "holds"] == ("not tested (not the paper's setting: FedAvg by examples, plain Adam, unequal "
+                                    "clients; measured: yes)")
+    assert c.holds.str.startswith("not tested").all()
+    legacy = [{k: v for k, v in r.items() if k != "setting"} for r in rows]  # rows from before the column
+    assert pubswap_claims(legacy).holds.str.startswith("not tested").all()
+
+
+def test_pubswap_claims_test_the_tau_trend_as_a_paired_slope_over_log2_tau():
+    """"The gains are larger at higher τ": per seed, the slope of Balanced − FedAvg-GRPO against log₂ τ."""
+    from experiments.sweep import pubswap_claims
+
+    rows = []
+    gains = {2: (0.00, 0.01, -0.01), 8: (0.02, 0.03, 0.03), 32: (0.04, 0.05, 0.05)}  # about +2 points per 2 doublings
+    for tau, g in gains.items():
+        for seed in range(3):
+            rows += [_row("table1", "fedavg_grpo", tau, seed, 0.30), _row("table1", "pubswap_balanced", tau, seed,
+                                                                          0.30 + g[seed])]
+    c = pubswap_claims(rows).set_index("claim")
+    trend = c[c.index.str.startswith("the gains are larger")].iloc[0]
+    # per-seed slopes over x = 1, 3, 5: (4 − 0)/4 = 1.0, (5 − 1)/4 = 1.0, (5 + 1)/4 = 1.5 points per doubling
+    assert trend["diff"] == pytest.approx(1.17, abs=0.01) and trend["seeds"] == 3 and trend["holds"] == "yes"
+    shrinking = [{**r, "pass@1_final": 0.60 - r["pass@1_final"]} if r["method"] == "pubswap_balanced" else r
+                 for r in rows]
+    assert pubswap_claims(shrinking).set_index("claim").loc[trend.name, "holds"] == "no"
+    one_tau = pubswap_claims([r for r in rows if r["tau"] == 8]).set_index("claim")
+    assert one_tau.loc["the gains are larger at higher values of τ", "holds"] == "not tested (only one τ: 8)"
+
+
+def test_pubswap_claims_name_fedprox_mu_and_both_checkpoints_name_their_flips():
+    from experiments.sweep import pubswap_claims, pubswap_claims_both
+
+    rows = []
+    for seed in range(3):
+        rows += [_row("table1", "fedavg_grpo", 8, seed, 0.30 + 0.01 * seed, best=0.40 + 0.01 * seed),
+                 _row("table1", "pubswap_balanced", 8, seed, 0.40 + 0.01 * seed, best=0.30 + 0.01 * seed),
+                 _row("table1", "fedprox_grpo_mu0.01", 8, seed, 0.30, best=0.30)]
+    c = pubswap_claims(rows).set_index("claim")
+    assert "FedProx does not improve performance: τ = 8, FedProx (μ = 0.01, the only μ run) − FedAvg-GRPO" in c.index
+    more = rows + [_row("table1", "fedprox_grpo_mu0.1", 8, s, 0.25, best=0.25) for s in range(3)]
+    assert any("best μ = 0.01 of 0.01, 0.1" in t for t in pubswap_claims(more).claim)
+    both = pubswap_claims_both(rows).set_index("claim")
+    assert both.loc[BAL8, "final holds"] == "yes" and both.loc[BAL8, "best holds"] == "no" and both.loc[BAL8, "flips"]
+    assert not both[both.index.str.startswith("public steps limit drift")].flips.any()
+
 
 def test_paper_setting_is_fedit_weight_decay_and_equal_size_for_every_arm():
     grid = pubswap_grid("quick", seeds=(0,))
@@ -133,12 +196,11 @@ def test_best_checkpoint_is_a_trained_one_and_claims_can_use_it():
     rows = []
     for seed in range(3):
         for m, final, best in (("fedavg_grpo", 0.30, 0.40), ("pubswap_balanced", 0.35, 0.38)):
-            rows.append({"table": "table1", "method": m, "tau": 8, "seed": seed, "pass@1_final": final + 0.01 * seed,
-                         "pass@1_best": best + 0.01 * seed, "drift_end_pairwise_effective": 1.0})
+            rows.append(_row("table1", m, 8, seed, final + 0.01 * seed, best=best + 0.01 * seed))
     final = pubswap_claims(rows).set_index("claim")
     best = pubswap_claims(rows, value="pass@1_best").set_index("claim")
-    assert final.loc["Balanced beats FedAvg-GRPO at large τ = 8 (final pass@1, points)", "diff"] == pytest.approx(5.0)
-    assert best.loc["Balanced beats FedAvg-GRPO at large τ = 8 (best pass@1, points)", "diff"] == pytest.approx(-2.0)
+    assert final.loc[BAL8, "diff"] == pytest.approx(5.0)
+    assert best.loc[BAL8, "diff"] == pytest.approx(-2.0)
     with pytest.raises(ValueError, match="value"):
         pubswap_claims(rows, value="pass@1_start")
 
@@ -152,29 +214,26 @@ def test_result_paths_keep_the_first_sweep_apart_from_the_papers_setting(tmp_pat
                                                                   tmp_path / "pubswap_paper_quick_large_tau.json")
 
 
-def _row(table, method, tau, seed, final, drift=1.0, **kw):
-    return {"table": table, "method": method, "tau": tau, "seed": seed, "pass@1_final": final,
-            "drift_end_pairwise_effective": drift, **kw}
-
-
 def test_pubswap_claims_with_one_tau_leave_the_small_tau_claims_untested():
     from experiments.sweep import pubswap_claims
 
     rows = [_row("table1", m, 32, s, v + 0.01 * s) for s in range(3)
             for m, v in (("fedavg_grpo", 0.30), ("pubswap_balanced", 0.40), ("pubswap_random", 0.35))]
     c = pubswap_claims(rows).set_index("claim")
-    assert not c.index.str.contains("small τ = 32").any()  # no small-τ row that repeats the large-τ pair
-    for text in ("Balanced beats FedAvg-GRPO at small τ", "Random beats Balanced at small τ"):
+    for text in ("the gains are larger at higher values of τ",
+                 "Random can outperform Balanced when the number of local steps is small",
+                 "this advantage does not persist at larger local-step values"):
         assert c.loc[text, "holds"] == "not tested (only one τ: 32)" and c.loc[text, "seeds"] == 0
         assert c.loc[text, ["diff", "se"]].isna().all()
-    assert c.loc["Balanced beats FedAvg-GRPO at large τ = 32 (final pass@1, points)", "holds"] == "yes"
+    assert c.loc["Balanced outperforms FedAvg+GRPO for most choices of τ: τ = 32", "holds"] == "yes"
     # with two τ the small-τ claims are measured again
     two = pubswap_claims(rows + [_row("table1", m, 8, s, 0.3) for s in range(3)
-                                 for m in ("fedavg_grpo", "pubswap_balanced")]).set_index("claim")
-    assert two.loc["Balanced beats FedAvg-GRPO at small τ = 8", "seeds"] == 3
+                                 for m in ("fedavg_grpo", "pubswap_balanced", "pubswap_random")]).set_index("claim")
+    assert two.loc["Random can outperform Balanced when the number of local steps is small: τ = 8, Random − "
+                   "Balanced", "seeds"] == 3
 
 
-def _table5_rows(seeds, fedavg, by_period, drift_by_period=None, tau=8):
+def _table5_rows(seeds, fedavg, by_period, drift_by_period=None, tau=16):
     """FedAvg-GRPO and Balanced at τ_swap = 2 from Table 1, the other τ_swap from Table 5; a value per seed."""
     drift_by_period = drift_by_period or {}
     rows = [_row("table1", "fedavg_grpo", tau, s, fedavg[i], drift=5.0) for i, s in enumerate(seeds)]
@@ -199,19 +258,19 @@ def test_pubswap_claims_check_table5_swap_periods_and_can_fail():
         "pubswap_balanced", "pubswap_balanced_swap4", "pubswap_balanced_swap8"}
     assert table5_arms(rows[:3]).empty
     c = pubswap_claims(rows).set_index("claim")
-    beats = {p: c.loc[f"Table 5, τ = 8: Balanced with τ_swap = {p} beats FedAvg-GRPO"] for p in (2, 4, 8)}
+    beats = {p: c.loc[f"Table 5, τ = 16: Balanced with τ_swap = {p} beats FedAvg-GRPO"] for p in (2, 4, 8)}
     assert beats[2]["holds"] == "yes" and beats[2]["diff"] == pytest.approx(14.0) and beats[2]["seeds"] == 3
     assert beats[4]["holds"] == "no" and beats[4]["diff"] == pytest.approx(-9.67, abs=0.01)
     assert beats[8]["holds"] == "yes"
     # "smaller τ_swap is not necessarily better" fails here: τ_swap = 2 is ahead of τ_swap = 4 and 8 on every seed
-    not_better = c[c.index.str.contains("not necessarily better")]
+    not_better = c[c.index.str.contains("not necessarily always beneficial")]
     assert list(not_better.index.str.extract(r"minus τ_swap = (\d+)")[0]) == ["4", "8"]
     assert (not_better.holds == "no").all()
-    drift = c.loc["Table 5, τ = 8: more frequent public steps limit drift: τ_swap = 2 minus τ_swap = 8 (‖ΔW‖ units)"]
+    drift = c.loc["Table 5, τ = 16: more frequent public steps can help limit drift: τ_swap = 2 minus τ_swap = 8 (‖ΔW‖ units)"]
     assert drift["diff"] == pytest.approx(-1.1) and drift["holds"] == "yes"
     # the opposite order of τ_swap: the "not necessarily better" claim holds
     flipped = pubswap_claims(_table5_rows(seeds, [0.3] * 3, {2: [0.30, 0.31, 0.32], 4: [0.40, 0.42, 0.41]}))
-    assert flipped.set_index("claim").loc["Table 5, τ = 8: more frequent public steps are not necessarily better: "
+    assert flipped.set_index("claim").loc["Table 5, τ = 16: smaller PubSwap periods are not necessarily always beneficial: "
                                           "τ_swap = 2 minus τ_swap = 4", "holds"] == "yes"
 
 
@@ -220,16 +279,17 @@ def test_pubswap_claims_table5_with_one_seed_or_one_period_is_not_tested():
 
     one_seed = pubswap_claims(_table5_rows((0,), [0.3], {2: [0.5], 4: [0.1]})).set_index("claim")
     t5 = one_seed[one_seed.index.str.startswith("Table 5")]
-    assert len(t5) == 4 and (t5.holds == "not tested (one seed)").all()
-    assert t5.loc["Table 5, τ = 8: Balanced with τ_swap = 4 beats FedAvg-GRPO", "diff"] == pytest.approx(-20.0)
+    assert len(t5) == 4 and t5.holds.str.startswith("not tested (one seed").all()
+    assert t5.loc["Table 5, τ = 16: Balanced with τ_swap = 4 beats FedAvg-GRPO", "diff"] == pytest.approx(-20.0)
     # Table 5 rows at a τ where Table 1 has no Balanced run: one τ_swap, nothing to compare periods with
     rows = _table5_rows((0, 1), [0.3, 0.3], {2: [0.4, 0.4]}, tau=2) + _table5_rows((0, 1), [0.3, 0.31], {4: [0.2, 0.22]})
     c = pubswap_claims(rows).set_index("claim")
-    assert c.loc["Table 5, τ = 8: more frequent public steps are not necessarily better", "holds"] == \
-        "not tested (only one τ_swap: 4)"
-    assert c.loc["Table 5, τ = 8: Balanced with τ_swap = 4 beats FedAvg-GRPO", "seeds"] == 2
-    assert not c.index.str.contains("limit drift").any()
-    assert not c.index.str.startswith("Table 5, τ = 2").any()  # Table 5 ran at τ = 8 only
+    assert c.loc["Table 5, τ = 16: smaller PubSwap periods are not necessarily always beneficial", "holds"] == \
+        "not tested (only one τ_swap below τ = 16: 4)"
+    assert c.loc["Table 5, τ = 16: Balanced with τ_swap = 4 beats FedAvg-GRPO", "seeds"] == 2
+    assert c.loc["Table 5, τ = 16: more frequent public steps can help limit drift", "holds"] == \
+        "not tested (only one τ_swap below τ = 16: 4)"
+    assert not c.index.str.startswith("Table 5, τ = 2").any()  # Table 5 ran at τ = 16 only
 
 
 def test_grid_coverage_says_which_arms_and_seeds_a_partial_file_holds():
@@ -292,3 +352,19 @@ def test_every_stored_pubswap_row_carries_its_curves_and_digest(summary):
         assert g[-1]["pass@1"] == row["pass@1_final"] and g[-1]["round"] == row["rounds"], row["name"]
         assert max(r["pass@1"] for r in g[1:]) == row["pass@1_best"], row["name"]
         assert len(row["records_sha256"]) == 64
+
+
+def test_a_swap_period_not_below_tau_is_not_a_test_of_the_paper():
+    """The paper's periods 2, 4, 8 all lie below its τ; τ_swap = τ leaves one public step, the round's last."""
+    from experiments.sweep import pubswap_claims
+
+    seeds = (0, 1, 2)
+    rows = _table5_rows(seeds, [0.30, 0.31, 0.32], {2: [0.40, 0.41, 0.42], 4: [0.35, 0.36, 0.37],
+                                                       8: [0.20, 0.21, 0.22]}, tau=8)
+    c = pubswap_claims(rows).set_index("claim")
+    at8 = c.loc["Table 5, τ = 8: Balanced with τ_swap = 8 beats FedAvg-GRPO", "holds"]
+    assert at8 == "not tested (τ_swap = 8 is not below τ = 8; measured: no)"
+    assert c.loc["Table 5, τ = 8: Balanced with τ_swap = 4 beats FedAvg-GRPO", "holds"] == "yes"
+    assert not c.index.str.contains("τ_swap = 2 minus τ_swap = 8").any()  # periods compared: those below τ only
+    assert "Table 5, τ = 8: smaller PubSwap periods are not necessarily always beneficial: τ_swap = 2 minus " \
+           "τ_swap = 4" in c.index
