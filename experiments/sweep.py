@@ -112,7 +112,10 @@ def pubswap_grid(preset_name: str = "quick", seeds=(0,), alpha: float = 0.3, het
     - table1: FedAvg-GRPO, FedProx-GRPO (μ ∈ {0.001, 0.01, 0.1}), PubSwap Random and Balanced
       (τ_swap = 2) for each τ, Dirichlet(α = 0.3) over topics as in the paper's Table 1;
     - table4: FedAvg-GRPO vs Balanced on equal-size Dirichlet(α = 0.1) clients (Table 4);
-    - table5: Balanced with τ_swap ∈ {4, 8} (Tables 5–6; τ_swap = 2 is table1's Balanced run).
+    - table5: Balanced with τ_swap ∈ {4, 8} (Tables 5–6; τ_swap = 2 is table1's Balanced run);
+    - control (not in the paper): ``pubswap_noswap`` at table1's τ and τ_swap = 2 — the same private and public
+      steps as Balanced, each client on its own responses, so drift and accuracy differences can be credited to
+      the swap.
 
     Every run does the same number of local steps per client (``total_steps``; rounds = total / τ),
     so methods and τ values get the same budget of rollouts. Drift is traced in every run.
@@ -132,9 +135,9 @@ def pubswap_grid(preset_name: str = "quick", seeds=(0,), alpha: float = 0.3, het
     scale = scale or ("quick" if preset_name == "quick" else "full")
     if scale not in PUBSWAP_SCALES:
         raise ValueError(f"scale must be one of {tuple(PUBSWAP_SCALES)}, got {scale!r}")
-    bad = sorted(set(tables) - {"table1", "table4", "table5"})
+    bad = sorted(set(tables) - {"table1", "table4", "table5", "control"})
     if bad:
-        raise ValueError(f"tables must be among ('table1', 'table4', 'table5'), got {bad}")
+        raise ValueError(f"tables must be among ('table1', 'table4', 'table5', 'control'), got {bad}")
     spec = PUBSWAP_SCALES[scale]
     grid: dict[str, RunConfig] = {}
 
@@ -154,6 +157,9 @@ def pubswap_grid(preset_name: str = "quick", seeds=(0,), alpha: float = 0.3, het
                     add(f"table1/fedprox_grpo_mu{mu}/tau{tau}", tau, seed, method="fedprox_grpo", fedprox={"mu": mu})
                 for m in ("pubswap_random", "pubswap_balanced"):
                     add(f"table1/{m}/tau{tau}", tau, seed, method=m, pubswap={"period": 2})
+        if "control" in tables:
+            for tau in spec["taus"]:
+                add(f"control/pubswap_noswap/tau{tau}", tau, seed, method="pubswap_noswap", pubswap={"period": 2})
         if "table4" in tables:
             for tau in spec["hetero_taus"]:
                 for m in ("fedavg_grpo", "pubswap_balanced"):
@@ -352,7 +358,10 @@ def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFram
     Balanced − FedAvg-GRPO at the largest τ — confounded here: a Balanced round has fewer private steps); Table 4,
     higher heterogeneity: "outperforms FedAvg across different local-step configurations"; Table 5 (§4.4): Balanced
     beats the baselines at every τ_swap, "smaller PubSwap periods are not necessarily always beneficial", and
-    "more frequent public steps can in principle help limit drift".
+    "more frequent public steps can in principle help limit drift". With ``control`` rows (``pubswap_noswap``, not
+    in the paper: Balanced's private and public steps, each client on its own responses), three control rows at
+    each of their τ: the swap's share of the drift reduction (Balanced − control), the on-policy public steps'
+    share (control − FedAvg-GRPO), and the swap's effect on accuracy (Balanced − control).
 
     Args:
         rows: one summary row per run (``table``, ``method``, ``tau``, ``seed`` and the summary's values).
@@ -440,6 +449,18 @@ def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFram
           "confounded: a Balanced round takes fewer private steps)", "§4.4, appendix A",
           {"method": "pubswap_balanced", "tau": large}, {"method": "fedavg_grpo", "tau": large},
           val="drift_end_pairwise_effective", scale=1.0, want_positive=False)
+    ctl = df[df.table == "control"] if "table" in df else df.iloc[:0]
+    for tau in sorted(set(ctl.tau.unique()) & set(taus)):
+        data = pd.concat([t1[t1.tau == tau], ctl[ctl.tau == tau]])
+        claim(f"the swap limits drift (control, not a paper claim): τ = {tau}, end-of-round drift of Balanced − "
+              "no-swap control, the same private and public steps (‖ΔW‖ units)", "control",
+              {"method": "pubswap_balanced"}, {"method": "pubswap_noswap"}, data=data,
+              val="drift_end_pairwise_effective", scale=1.0, want_positive=False)
+        claim(f"on-policy public steps limit drift (control, not a paper claim): τ = {tau}, no-swap control − "
+              "FedAvg-GRPO (‖ΔW‖ units)", "control", {"method": "pubswap_noswap"}, {"method": "fedavg_grpo"},
+              data=data, val="drift_end_pairwise_effective", scale=1.0, want_positive=False)
+        claim(f"the swap helps accuracy (control, not a paper claim): τ = {tau}, Balanced − no-swap control",
+              "control", {"method": "pubswap_balanced"}, {"method": "pubswap_noswap"}, data=data)
     t4 = df[df.table == "table4"] if "table" in df else df.iloc[:0]
     for tau in sorted(t4.tau.unique()):
         claim(f"higher heterogeneity (α = 0.1, equal size): outperforms FedAvg across local-step configurations: "

@@ -35,7 +35,8 @@ from fedrl_kit.methods import METHODS, method_spec
 from fedrl_kit.speed import GENERATION_LOOPS, PROMPT_PASSES
 
 CLIENT_BATCHING = ("sequential", "lockstep")
-LOCKSTEP_METHODS = ("fedavg_grpo", "fedprox_grpo", "pubswap_random", "pubswap_balanced", "fedmoa", "fedgrpo")
+LOCKSTEP_METHODS = ("fedavg_grpo", "fedprox_grpo", "pubswap_random", "pubswap_balanced", "pubswap_noswap", "fedmoa",
+                    "fedgrpo")
 """methods with a lockstep path (``client_batching="lockstep"``; :mod:`fedrl_kit.federation.lockstep`): the local
 steps of FedAvg-/FedProx-GRPO, PubSwap and FedMOA, FedGRPO's expert scoring (``competence`` and ``score``); the
 FedGRPO baselines (fedpetuning_sft, dpsda_*) and central_grpo have none"""

@@ -159,3 +159,38 @@ def test_pubswap_aggregates_with_the_configured_aggregator(tiny_dir, monkeypatch
     states = [run.clients[c].policy.get_state(c) for c in sorted(run.clients)]
     want = real(states, aggregator, sizes)
     assert all(np.array_equal(run.server.global_state[k], want[k]) for k in want)
+
+
+def test_the_no_swap_control_takes_balanceds_steps_and_trains_on_its_own_responses(tiny_dir):
+    """The control arm: the same private and public steps as Balanced (message for message), every public group
+    the client's own K responses (α = 0), on BASE where Balanced does swap responses in."""
+    from fedrl_kit.pubswap.swap import ResponsePool, no_swap
+
+    pool = ResponsePool([["a", "b"], ["c", "d"]], [[True, False], [False, False]])
+    res = no_swap(pool, 2, np.random.default_rng(0))
+    assert res.rule == "none" and res.texts == [["a", "b"], ["c", "d"]] and not res.replaced.any()
+    assert (res.replacement_fraction == 0).all()
+    with pytest.raises(ValueError, match="no_swap"):
+        no_swap(pool, 3, np.random.default_rng(0))
+
+    kinds, alphas = {}, {}
+    for method in ("pubswap_balanced", "pubswap_noswap"):
+        run = Run(small_config(BASE, method=method, rounds=2, local_steps=4, pubswap={"period": 2}, num_generations=4,
+                               n_public=16), progress=False)
+        recs = run.run()
+        kinds[method] = [(r["kind"], r["receiver"], r["round"]) for r in run.runtime.ledger.records]
+        alphas[method] = [r["replacement_fraction"] for r in recs
+                          if r["kind"] == "client" and "replacement_fraction" in r]
+    assert kinds["pubswap_noswap"] == kinds["pubswap_balanced"]
+    assert alphas["pubswap_noswap"] and all(a == 0.0 for a in alphas["pubswap_noswap"])
+    assert any(a > 0 for a in alphas["pubswap_balanced"])  # on this base Balanced swaps: the control is a contrast
+
+
+def test_a_paper_preset_refuses_a_swap_period_not_below_tau():
+    from fedrl_kit.config import preset
+
+    cfg = preset("pubswap-qwen3-1.7b-math", method="pubswap_balanced", local_steps=8, pubswap={"period": 4})
+    assert cfg.pubswap.period == 4
+    with pytest.raises(ValueError, match=r"period must be below local_steps = 8 under the paper preset"):
+        preset("pubswap-qwen3-1.7b-math", method="pubswap_balanced", local_steps=8, pubswap={"period": 8})
+    assert preset("quick", method="pubswap_balanced", local_steps=8, pubswap={"period": 8}).pubswap.period == 8

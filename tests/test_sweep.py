@@ -368,3 +368,22 @@ def test_a_swap_period_not_below_tau_is_not_a_test_of_the_paper():
     assert not c.index.str.contains("τ_swap = 2 minus τ_swap = 8").any()  # periods compared: those below τ only
     assert "Table 5, τ = 8: smaller PubSwap periods are not necessarily always beneficial: τ_swap = 2 minus " \
            "τ_swap = 4" in c.index
+
+
+def test_control_rows_split_the_drift_reduction_between_the_swap_and_the_public_steps():
+    from experiments.sweep import pubswap_claims
+
+    rows = []
+    for seed in range(3):
+        rows += [_row("table1", "fedavg_grpo", 8, seed, 0.30, drift=5.0 + 0.01 * seed),
+                 _row("table1", "pubswap_balanced", 8, seed, 0.31, drift=4.0 + 0.02 * seed),
+                 _row("control", "pubswap_noswap", 8, seed, 0.31 + 0.01 * seed, drift=3.9 + 0.01 * seed)]
+    c = pubswap_claims(rows).set_index("claim")
+    swap = c[c.index.str.startswith("the swap limits drift")].iloc[0]
+    public = c[c.index.str.startswith("on-policy public steps limit drift")].iloc[0]
+    assert swap["diff"] == pytest.approx(0.11) and swap["holds"] == "no"  # the swap adds drift here
+    assert public["diff"] == pytest.approx(-1.1) and public["holds"] == "yes"
+    assert swap["paper"] == "control"
+    without = pubswap_claims([r for r in rows if r["table"] != "control"])
+    assert not without.claim.str.contains("control").any()
+    assert "control" in [p["table"] for p in map(parse_name, pubswap_grid("quick", tables=("control",)))]

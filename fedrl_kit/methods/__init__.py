@@ -24,6 +24,7 @@ REGISTRY: dict[str, str] = {
     "zero_shot": "fedrl_kit.methods.zero_shot:ZERO_SHOT",
     "pubswap_random": "fedrl_kit.pubswap.method:PUBSWAP_RANDOM",
     "pubswap_balanced": "fedrl_kit.pubswap.method:PUBSWAP_BALANCED",
+    "pubswap_noswap": "fedrl_kit.pubswap.method:PUBSWAP_NOSWAP",
     "fedgrpo": "fedrl_kit.fedgrpo.method:FEDGRPO",
     "fedpetuning_sft": "fedrl_kit.fedgrpo.baselines:FEDPETUNING_SFT",
     "dpsda_grpo": "fedrl_kit.fedgrpo.baselines:DPSDA_GRPO",

@@ -26,3 +26,8 @@ class PubSwapArgs(Args):
     def check(self, config) -> None:
         self.need(2 <= self.period <= config.local_steps, "period",
                   f"an integer in [2, local_steps = {config.local_steps}] (tau_swap <= tau)")
+        if str(getattr(config, "preset", "")).startswith("pubswap-"):  # a paper preset claims the paper's setting
+            self.need(self.period < config.local_steps, "period",
+                      f"below local_steps = {config.local_steps} under the paper preset {config.preset!r} (the "
+                      "paper's periods 2, 4, 8 all lie below its tau; tau_swap = tau leaves one public step, the "
+                      "round's last)")

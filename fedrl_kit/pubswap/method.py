@@ -310,3 +310,8 @@ PUBSWAP_BALANCED = MethodSpec("pubswap_balanced", "FedAvg-PubSwap, Balanced swap
                               partial(build_grpo_clients, client_cls=PubSwapClient), sections=(PubSwapArgs,),
                               validate=validate, defaults=PAPER_SETTING, replies=REPLIES,
                               lockstep=LOCKSTEP, presets=PAPER_PRESETS)
+PUBSWAP_NOSWAP = MethodSpec("pubswap_noswap", "control, not in the paper: PubSwap's private and public steps, each client "
+                            "training on its own on-policy responses to the public prompts (no swap)", run_round,
+                            partial(build_grpo_clients, client_cls=PubSwapClient), sections=(PubSwapArgs,),
+                            validate=validate, defaults=PAPER_SETTING, replies=REPLIES,
+                            lockstep=LOCKSTEP, presets=PAPER_PRESETS)

@@ -1,4 +1,4 @@
-"""PubSwap's response-aggregation rules for one public prompt: Random and Balanced.
+"""PubSwap's response-aggregation rules for one public prompt: Random and Balanced (and a no-swap control).
 
 Paper: PubSwap (Nayak et al.), §3.4 "PubSwap". Every ``τ_swap``-th local step of a
 round (``τ`` local steps in all) is a *public step*: the server samples ``b`` public prompts,
@@ -18,6 +18,9 @@ Paper → code:
 - Appendix A.2: the number of replacements ``M_i(x) ≤ (K/2 − c_i(x))_+`` and the replacement
   fraction ``α_i(x) := M_i(x) / K ≤ 1/2``, which (times the one-replacement distortion
   ``β_i``) bounds the extra drift ``ω_i`` a Balanced step adds → :attr:`SwapResult.replacement_fraction`.
+- Not in the paper: :func:`no_swap`, a control in which every client keeps its own K on-policy responses. Run
+  as the method ``pubswap_noswap`` it takes the same private and public steps as Balanced, so a difference
+  between the two (in drift, in accuracy) is the swap's, not the public steps' or the fewer private steps'.
 
 Where the paper leaves a choice open, this module decides as follows (and the tests pin it):
 
@@ -59,6 +62,7 @@ __all__ = [
     "SwapResult",
     "random_swap",
     "balanced_swap",
+    "no_swap",
     "SWAP_RULES",
 ]
 
@@ -131,7 +135,7 @@ class SwapResult:
     """The K-response group each client trains on after a swap rule, with its provenance.
 
     Attributes:
-        rule: ``"random"`` or ``"balanced"``.
+        rule: ``"random"``, ``"balanced"`` or ``"none"`` (:func:`no_swap`).
         texts: ``[N][K]`` nested list; ``texts[n]`` is client n's final group for the prompt.
         correct: bool array ``[N, K]``; correctness of each final response.
         source: int array ``[N, K, 2]``; ``source[n, k] = (j, k')`` says slot k of client n's
@@ -142,7 +146,7 @@ class SwapResult:
     """
 
     rule: str
-    """which rule built the groups: ``"random"`` or ``"balanced"``"""
+    """which rule built the groups: ``"random"``, ``"balanced"`` or ``"none"``"""
     texts: list[list[str]]
     """``[N][K]`` final response texts per client"""
     correct: np.ndarray
@@ -304,8 +308,24 @@ def balanced_swap(pool: ResponsePool, K: int, rng: np.random.Generator) -> SwapR
     return _result("balanced", pool, source)
 
 
+def no_swap(pool: ResponsePool, K: int, rng: np.random.Generator) -> SwapResult:
+    """The control (not in the paper): every client keeps its own K responses, so its public step is on-policy
+    GRPO on the shared public prompt, α_n = 0. ``rng`` is taken for the rules' common signature and not drawn from.
+
+    Raises:
+        ValueError: if ``pool`` or ``rng`` has the wrong type, or ``K`` differs from the pool's responses per client.
+    """
+    _check_args(pool, K, rng)
+    n_clients, k_pool = pool.correct.shape
+    if K != k_pool:
+        raise ValueError(f"K must equal the pool's responses per client ({k_pool}) for no_swap, got {K}")
+    own = np.stack(np.meshgrid(np.arange(n_clients), np.arange(K), indexing="ij"), axis=-1)  # [N, K, 2]
+    return _result("none", pool, own)
+
+
 SWAP_RULES: dict[str, Callable[[ResponsePool, int, np.random.Generator], SwapResult]] = {
     "random": random_swap,
     "balanced": balanced_swap,
+    "noswap": no_swap,
 }
 """The paper's two response-aggregation rules by name, for a config field ``swap_rule``."""
