@@ -473,7 +473,8 @@ def fast_paths(report: Report, args, models: Models) -> None:
         def step(v: str, index: int) -> float:
             opts = VARIANTS[v]
             policy.sampler = Sampler(opts.get("generation_loop", "hf"), opts.get("prompt_pass", "per_row"))
-            params, _ = clients[v].begin_fit({"adapter": start})
+            policy.set_state("client_0", start)  # what on_fit does first: the global adapter, fresh Adam moments
+            params, clients[v].optimizer = policy.trainable("client_0"), None
             sync(args.device)
             t0 = time.perf_counter()
             out = clients[v].local_step(1, index, params)

@@ -193,7 +193,8 @@ def bench_model(name: str, base: str, args, cfg) -> list[dict]:
 
     client = GRPOClient("client_0", 0, world.train, policy, make_reward_set(["accuracy"]), cfg.local_settings(),
                         cfg.grpo_settings(), args.seed)
-    params, _ = client.begin_fit({"adapter": policy.get_state(adapters.GLOBAL)})
+    policy.set_state(client.cid, policy.get_state(adapters.GLOBAL))
+    params = policy.trainable(client.cid)
     steps = iter(range(10**6))  # a fresh batch and sampling seed for every step
 
     def grpo(_: int) -> int:

@@ -40,7 +40,7 @@ PARTS = {  # what we report: (file suffix, function name) → label
     ("adapters.py", "set_state"): "load the global adapter (set_state)",
     ("adapters.py", "get_state"): "read the adapter for the reply (get_state)",
     ("adapters.py", "activate"): "activate an adapter",
-    ("client.py", "step_rewards"): "rewards",
+    ("client.py", "reward_scores"): "rewards",
 }
 
 

@@ -204,6 +204,10 @@ def test_a_lockstep_run_is_bit_reproducible_and_answers_like_the_sequential_one(
     lock = [Run(small_config(tiny_dir, client_batching="lockstep", **kw), progress=False) for _ in range(2)]
     a, b = (_strip(r.run()) for r in lock)
     assert a == b
+    # each local step of each round: one generate and one GRPO step for all clients (their on_fit, composed)
+    everyone = lock[0].runtime.client_ids
+    assert lock[0].runtime.passes == [("fit", r, p, everyone) for r in (1, 2) for _ in range(2)
+                                      for p in ("rollout", "grpo_step")]
     for k in lock[0].server.global_state:
         assert np.array_equal(lock[0].server.global_state[k], lock[1].server.global_state[k])
     seq = Run(small_config(tiny_dir, **kw), progress=False)

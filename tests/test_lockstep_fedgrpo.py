@@ -6,14 +6,14 @@ each mode is bit-reproducible; failing and malicious clients behave as in sequen
 """
 
 import dataclasses
+from functools import partial
 
 import numpy as np
 import pytest
 
 from conftest import small_config
-from fedrl_kit.fedgrpo import lockstep as fg_lockstep
-from fedrl_kit.fedgrpo.client import EvaluatorQuery
-from fedrl_kit.fedgrpo.lockstep import can_lockstep, evaluate_lockstep
+from fedrl_kit.federation import lockstep
+from fedrl_kit.federation.lockstep import Group, together
 from fedrl_kit.speed.batched import generate_lockstep, sequence_logprob_lockstep
 from fedrl_kit.runs import Run
 from fedrl_kit.sft import sequence_logprob
@@ -60,21 +60,23 @@ def sft_run(tiny_dir):
 
 
 def test_batched_sft_scoring_gives_each_expert_its_own_probabilities(sft_run):
-    """Experts with 5, 1, 0 and no query at all: each gets what its own answer_probabilities gives (rel. 1e-5)."""
+    """Experts with 5, 1, 0 questions and one never asking θ_k: each gets what its own answer_probabilities gives
+    (rel. 1e-5), from one batched pass for the two that have pairs to score."""
     clients = list(sft_run.clients.values())
-    queries = [EvaluatorQuery(QUESTIONS[:5], ["12", "4", "9", "8", "99"]),
-               EvaluatorQuery(["7+7="], ["14"]),
-               EvaluatorQuery([], []),  # ME questions whose candidates had no answer: nothing to score
-               None]  # every question AE: θ_k not asked
-    together = evaluate_lockstep(clients, queries)
-    for c, q, got in zip(clients[:2], queries, together):
-        alone = c.answer_probabilities(q.questions, q.answers)
-        assert got.shape == alone.shape == (len(q.questions),)
+    asks = [(QUESTIONS[:5], ["12", "4", "9", "8", "99"]), (["7+7="], ["14"]),
+            ([], [])]  # ME questions whose candidates had no answer: nothing to score
+    group = Group([partial(c.answer_probabilities, q, a) for c, (q, a) in zip(clients, asks)]
+                  + [lambda: None])  # every question AE: θ_k not asked
+    together_ = [c.result for c in group.run()]
+    assert group.passes == [("sequence_logprob", [0, 1])]
+    for c, (q, a), got in zip(clients[:2], asks, together_):
+        alone = c.answer_probabilities(q, a)
+        assert got.shape == alone.shape == (len(q),)
         np.testing.assert_allclose(got, alone, rtol=1e-5, atol=0)
-    assert together[2].shape == (0,) and together[3] is None
+    assert together_[2].shape == (0,) and together_[3] is None
     # the rows really went through their own adapters: client 0's pairs under client 1's adapter score otherwise
-    other = np.exp(sequence_logprob(sft_run.policy, clients[1].adapter, queries[0].questions, queries[0].answers))
-    assert np.abs(other / together[0] - 1).max() > 1e-3
+    other = np.exp(sequence_logprob(sft_run.policy, clients[1].adapter, *asks[0]))
+    assert np.abs(other / together_[0] - 1).max() > 1e-3
 
 
 def test_lockstep_sequence_logprob_cuts_chunks_across_experts(sft_run):
@@ -90,33 +92,45 @@ def test_lockstep_sequence_logprob_cuts_chunks_across_experts(sft_run):
 
 def test_batched_greedy_answers_are_each_experts_own(sft_run):
     clients = list(sft_run.clients.values())[:3]
-    queries = [EvaluatorQuery(QUESTIONS[:4]), EvaluatorQuery(QUESTIONS[4:5]), EvaluatorQuery(QUESTIONS[2:])]
-    together = evaluate_lockstep(clients, queries)
-    raw = generate_lockstep(sft_run.policy, {c.adapter: q.questions for c, q in zip(clients, queries)}, 1, None,
-                            temperature=0.0)
-    for c, q, got in zip(clients, queries, together):
-        assert got == c.greedy_answers(q.questions)
-        alone = sft_run.policy.rollout(c.adapter, q.questions, 1, seed=0, temperature=0.0)
+    asks = [QUESTIONS[:4], QUESTIONS[4:5], QUESTIONS[2:]]
+    group = Group([partial(c.greedy_answers, q) for c, q in zip(clients, asks)])
+    together_ = [c.result for c in group.run()]
+    assert group.passes == [("rollout", [0, 1, 2])]
+    raw = generate_lockstep(sft_run.policy, {c.adapter: q for c, q in zip(clients, asks)}, 1, None, temperature=0.0)
+    for c, q, got in zip(clients, asks, together_):
+        assert got == c.greedy_answers(q)
+        alone = sft_run.policy.rollout(c.adapter, q, 1, seed=0, temperature=0.0)
         assert raw[c.adapter].completions == alone.completions  # the decoded texts, token for token
 
 
-def test_only_plain_fedgrpo_clients_answer_in_lockstep(sft_run):
-    client = sft_run.clients["client_0"]
-    assert can_lockstep(client)
-    client.greedy_answers = lambda qs: ["1"] * len(qs)  # a stand-in evaluator (as unit tests set): answers alone
-    try:
-        assert not can_lockstep(client)
-    finally:
-        del client.greedy_answers
-    assert can_lockstep(client)
-    with pytest.raises(ValueError, match="share one policy"):
-        evaluate_lockstep([client, _other_policy(client)], [None, None])
+def test_passes_of_other_kinds_and_settings_and_the_same_adapter_go_to_separate_batches(sft_run):
+    """Greedy and sampled rollouts, two policies, the same adapter twice: each batch holds only calls that one
+    batched pass can answer; any client's handler (a subclass's, a stand-in's) joins the group as it is."""
+    c0, c1, c2 = list(sft_run.clients.values())[:3]
+    group = Group([partial(c0.greedy_answers, QUESTIONS[:2]), partial(c1.answer_probabilities, QUESTIONS[:1], ["12"]),
+                   partial(c2.greedy_answers, QUESTIONS[2:3]), partial(c0.greedy_answers, QUESTIONS[3:4]),
+                   lambda: ["stand-in"]])
+    got = [c.result for c in group.run()]
+    assert group.passes == [("rollout", [0, 2]), ("sequence_logprob", [1]), ("rollout", [3])]
+    assert got[0] == c0.greedy_answers(QUESTIONS[:2]) and got[3] == c0.greedy_answers(QUESTIONS[3:4])
+    assert got[4] == ["stand-in"]
+    calls = [(0, "rollout", dict(policy=sft_run.policy, adapter="a", num_generations=1, temperature=0.0)),
+             (1, "rollout", dict(policy=object(), adapter="b", num_generations=1, temperature=0.0)),
+             (2, "rollout", dict(policy=sft_run.policy, adapter="c", num_generations=2, temperature=0.0)),
+             (3, "rollout", dict(policy=sft_run.policy, adapter="d", num_generations=1, temperature=None))]
+    assert [[k for k, _ in ms] for _, ms in lockstep.batches(calls)] == [[0], [1], [2], [3]]
 
 
-def _other_policy(client):
-    twin = object.__new__(type(client))
-    twin.__dict__.update(client.__dict__, policy=object())
-    return twin
+def test_a_member_that_raises_leaves_the_group_and_the_others_finish(sft_run):
+    c0, c1 = list(sft_run.clients.values())[:2]
+
+    def raises():
+        raise ValueError("a bad client")
+    calls = Group([partial(c0.greedy_answers, QUESTIONS[:2]), raises, partial(c1.greedy_answers, QUESTIONS[:2])]).run()
+    assert calls[0].result == c0.greedy_answers(QUESTIONS[:2]) and calls[2].result == c1.greedy_answers(QUESTIONS[:2])
+    assert calls[1].error.startswith("ValueError: a bad client")
+    with pytest.raises(RuntimeError, match="a bad client"):
+        together([raises])
 
 
 # ---------------------------------------------------------------- GRPO-trained evaluators: sampled answers
@@ -129,11 +143,13 @@ def test_grpo_evaluators_draw_the_same_samples_from_their_own_streams(tiny_dir):
     clients = list(run.clients.values())
     asks = [(QUESTIONS[:3] + QUESTIONS[:1], ["12", "4", "9", "7"]), (QUESTIONS[3:4], ["8"]),
             (QUESTIONS[1:6], ["4", "9", "8", "9", "14"])]
-    together = evaluate_lockstep(clients, [EvaluatorQuery(q, a) for q, a in asks])
+    group = Group([partial(c.answer_probabilities, q, a) for c, (q, a) in zip(clients, asks)])
+    together_ = [c.result for c in group.run()]
+    assert group.passes == [("rollout", [0, 1, 2])]
     plans = {c.adapter: c.sampling_plan(q) for c, (q, _) in zip(clients, asks)}
     assert len({seed for _, seed in plans.values()}) == 3  # three streams
     raw = generate_lockstep(run.policy, {a: d for a, (d, _) in plans.items()}, 3, {a: s for a, (_, s) in plans.items()})
-    for c, (q, a), got in zip(clients, asks, together):
+    for c, (q, a), got in zip(clients, asks, together_):
         distinct, seed = plans[c.adapter]
         alone = run.policy.rollout(c.adapter, distinct, 3, seed=seed)
         assert raw[c.adapter].completions == alone.completions
@@ -247,16 +263,16 @@ def test_failing_and_malicious_clients_in_lockstep_are_dropped_and_lie_as_in_seq
 def test_a_lockstep_group_that_raises_drops_its_clients_for_the_round(tiny_dir, monkeypatch):
     """The batched call is one unit: if it raises, every client in it fails with that error, the round goes on
     without them, and the next round asks them again."""
-    real = fg_lockstep.evaluate_lockstep
+    real = lockstep.BATCHED["sequence_logprob"]
 
-    def broken(clients, queries):
+    def broken(calls):
         if broken.calls == 0:
             broken.calls += 1
             raise RuntimeError("the batched pass broke")
-        return real(clients, queries)
+        return real.run(calls)
 
     broken.calls = 0
-    monkeypatch.setattr(fg_lockstep, "evaluate_lockstep", broken)
+    monkeypatch.setitem(lockstep.BATCHED, "sequence_logprob", lockstep.Batched(real.key, broken))
     run = Run(fg_config(tiny_dir, rounds=2, client_batching="lockstep"), progress=False).build()
     recs = run.run()
     failures = [r for r in recs if r["kind"] == "failure"]

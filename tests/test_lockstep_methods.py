@@ -6,6 +6,7 @@ step against each client's own ``grpo_step`` on the same rollouts. Failures: a f
 others step in lockstep; a raising batched group drops all of its clients. Config validation.
 """
 
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -14,11 +15,9 @@ import torch
 
 from conftest import small_config
 from fedrl_kit import seeding
-from fedrl_kit.fedmoa import client as moa_client
-from fedrl_kit.federation.lockstep import LockstepHandler, LockstepRuntime
-from fedrl_kit.pubswap import method as pubswap_method
-from fedrl_kit.pubswap.method import (PubSwapClient, public_generate_lockstep, public_steps_lockstep,
-                                      sample_public_batch, swap_groups)
+from fedrl_kit.federation import lockstep
+from fedrl_kit.federation.lockstep import LockstepRuntime, together
+from fedrl_kit.pubswap.method import sample_public_batch, swap_groups
 from fedrl_kit.pubswap.swap import SWAP_RULES
 from fedrl_kit.runs import Run
 
@@ -26,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 BASE = str(ROOT / "data" / "base")  # the committed base: mixed rewards, so groups have advantages and Balanced swaps
 BASE_MOA = str(ROOT / "data" / "base_moa")
 PUBSWAP_KINDS = ("private_step", "public_generate", "public_step")
+PUBSWAP_PASSES = (("private_step", "rollout"), ("private_step", "grpo_step"), ("public_generate", "rollout"),
+                  ("public_step", "grpo_step"))  # a round of τ = τ_swap = 2: one private, one public step
 
 
 def _strip(records):
@@ -45,18 +46,9 @@ def _moa(**kw):
     return small_config(BASE_MOA, **{**base, **kw})
 
 
-def _spy_handlers(monkeypatch, handlers, kinds):
-    """Wrap a method's lockstep handlers (its ``MethodSpec.lockstep``): the list of (kind, round, client ids) of every
-    batched call."""
-    calls = []
-    for kind in kinds:
-        inner = handlers[kind]
-
-        def spy(clients, round, payloads, inner=inner, kind=kind):
-            calls.append((kind, round, [c.cid for c in clients]))
-            return inner.answer(clients, round, payloads)
-        monkeypatch.setitem(handlers, kind, LockstepHandler(inner.can, spy))
-    return calls
+def _passes(run, kinds=None):
+    """The batched passes of a lockstep run: (message kind, round, pass kind, client ids), in order."""
+    return [p for p in run.runtime.passes if kinds is None or p[0] in kinds]
 
 
 def _spy_probe(run):
@@ -109,13 +101,12 @@ def _same_runs(a, b):
 
 
 @pytest.mark.parametrize("method", ["pubswap_random", "pubswap_balanced"])
-def test_a_lockstep_pubswap_run_is_bit_reproducible_and_answers_like_the_sequential_one(monkeypatch, method):
-    calls = _spy_handlers(monkeypatch, pubswap_method.LOCKSTEP, PUBSWAP_KINDS)
+def test_a_lockstep_pubswap_run_is_bit_reproducible_and_answers_like_the_sequential_one(method):
     lock = [_run(_pubswap(method, client_batching="lockstep", trace_drift=True), spy_probe=True) for _ in range(2)]
     assert isinstance(lock[0][0].runtime, LockstepRuntime)
     everyone = ["client_0", "client_1", "client_2"]
-    # every step message went through the batched handlers, all three clients together, in the round's order
-    assert calls[:3] == [(kind, 1, everyone) for kind in PUBSWAP_KINDS] and len(calls) == 2 * 2 * 3
+    # every model pass of the step messages was one batched pass for all three clients, in the round's order
+    assert _passes(lock[0][0]) == [(kind, r, p, everyone) for r in (1, 2) for kind, p in PUBSWAP_PASSES]
     _same_runs(lock[0], lock[1])
     seq_run, seq, seq_probe = _run(_pubswap(method, trace_drift=True), spy_probe=True)
     (lock_run, lk, lock_probe) = lock[0]
@@ -186,7 +177,7 @@ def test_a_batched_public_step_gives_each_client_its_sequential_loss_gradient_an
     policy = run.policy
     # public_generate in lockstep: the same responses and correctness, the same token ids kept for the step
     own = {c.cid: c._generated for c in clients}
-    assert public_generate_lockstep(clients, 1, [ask] * len(clients)) == generated
+    assert together([partial(c.on_public_generate, 1, ask) for c in clients]) == generated
     for c in clients:
         for field in ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask"):
             assert torch.equal(getattr(c._generated, field), getattr(own[c.cid], field)), (c.cid, field)
@@ -199,7 +190,10 @@ def test_a_batched_public_step_gives_each_client_its_sequential_loss_gradient_an
             policy.set_state(c.cid, start[c.cid])
             c.optimizer, c._generated, c._public, c.probe = None, own[c.cid], [], probe
         if batched:
-            replies = public_steps_lockstep(clients, 1, payloads)
+            group = lockstep.Group([partial(c.on_public_step, 1, p) for c, p in zip(clients, payloads)])
+            calls = group.run()
+            assert group.passes == [("grpo_step", [0, 1, 2])]  # one GRPO step for the three clients
+            replies = [c.result for c in calls]
         else:
             replies = [c.on_public_step(1, p) for c, p in zip(clients, payloads)]
         return replies, probe, {c.cid: policy.get_state(c.cid) for c in clients}
@@ -223,24 +217,29 @@ def test_a_batched_public_step_gives_each_client_its_sequential_loss_gradient_an
         assert max(np.abs(lock_after[c.cid][k] - seq_after[c.cid][k]).max() for k in start[c.cid]) < 1e-3 * moved
 
 
-def test_a_failing_pubswap_client_is_dropped_while_the_others_step_in_lockstep(monkeypatch, tiny_dir):
-    calls = _spy_handlers(monkeypatch, pubswap_method.LOCKSTEP, PUBSWAP_KINDS)
+def test_a_failing_pubswap_client_is_dropped_while_the_others_step_in_lockstep(tiny_dir):
     cfg = small_config(tiny_dir, method="pubswap_balanced", local_steps=2, client_batching="lockstep",
                        fail_client="client_1@2")
-    recs = Run(cfg, progress=False).run()
+    run = Run(cfg, progress=False)
+    recs = run.run()
     failures = [r for r in recs if r["kind"] == "failure"]
     assert [(f["client"], f["round"], f["message"], f["reason"]) for f in failures] == \
         [("client_1", 2, "fit_begin", "raised")]
     assert {r["client"] for r in recs if r["kind"] == "client" and r["round"] == 2} == {"client_0", "client_2"}
-    assert calls == [(kind, 1, ["client_0", "client_1", "client_2"]) for kind in PUBSWAP_KINDS] + \
-        [(kind, 2, ["client_0", "client_2"]) for kind in PUBSWAP_KINDS]
+    assert _passes(run) == [(kind, 1, p, ["client_0", "client_1", "client_2"]) for kind, p in PUBSWAP_PASSES] + \
+        [(kind, 2, p, ["client_0", "client_2"]) for kind, p in PUBSWAP_PASSES]
 
 
 def test_a_raising_lockstep_group_drops_all_its_clients_for_the_round(monkeypatch, tiny_dir):
-    def broken(clients, round, payloads):
-        raise RuntimeError("the batched public step failed")
-    monkeypatch.setitem(pubswap_method.LOCKSTEP, "public_step", LockstepHandler(
-        pubswap_method.LOCKSTEP["public_step"].can, broken))
+    real = lockstep.BATCHED["grpo_step"]
+
+    def broken(calls):  # the round's second GRPO pass is its public step's
+        broken.calls += 1
+        if broken.calls == 2:
+            raise RuntimeError("the batched public step failed")
+        return real.run(calls)
+    broken.calls = 0
+    monkeypatch.setitem(lockstep.BATCHED, "grpo_step", lockstep.Batched(real.key, broken))
     run = Run(small_config(tiny_dir, method="pubswap_random", rounds=1, local_steps=2, client_batching="lockstep"),
               progress=False)
     recs = run.build().run()
@@ -258,10 +257,12 @@ def test_a_raising_lockstep_group_drops_all_its_clients_for_the_round(monkeypatc
 
 
 @pytest.mark.filterwarnings("ignore:fedmoa.setting")
-def test_a_lockstep_fedmoa_run_is_bit_reproducible_and_answers_like_the_sequential_one(monkeypatch):
-    calls = _spy_handlers(monkeypatch, moa_client.LOCKSTEP, ("fit",))
+def test_a_lockstep_fedmoa_run_is_bit_reproducible_and_answers_like_the_sequential_one():
     lock = [_run(_moa(client_batching="lockstep")) for _ in range(2)]
-    assert calls == [("fit", r, ["client_0", "client_1", "client_2"]) for r in (1, 2)] * 2
+    everyone = ["client_0", "client_1", "client_2"]
+    for run, _, _ in lock:  # per local step one generate and one GRPO step for all (eq. 8's pass per client)
+        assert _passes(run) == [("fit", r, p, everyone) for r in (1, 2) for _ in range(2) for p in ("rollout",
+                                                                                                     "grpo_step")]
     _same_runs(lock[0], lock[1])
     for (_, a), (_, b) in zip(_replies(lock[0][0], "fit", 2), _replies(lock[1][0], "fit", 2), strict=True):
         assert a["weights"] == b["weights"]

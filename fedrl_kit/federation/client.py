@@ -7,6 +7,10 @@ proximal term (PubSwap eq. 5), applied to the LoRA matrices only.
 
 Randomness is keyed by (seed, round, client index, step), not carried in state, so a resumed run
 draws exactly the batches and samples an uninterrupted one would.
+
+:meth:`GRPOClient.on_fit` reads top to bottom. Its model passes (sampling, the GRPO step) go through
+:mod:`fedrl_kit.federation.passes`: the plain calls, unless the lockstep runtime runs the clients together
+(:mod:`fedrl_kit.federation.lockstep`), which batches them across clients without changing the handler.
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ import numpy as np
 import torch
 
 from fedrl_kit import seeding
+from fedrl_kit.federation import passes
 from fedrl_kit.federation.runtime import Message
-from fedrl_kit.grpo import GRPOSettings, grpo_step
+from fedrl_kit.grpo import GRPOSettings
 
 
 @dataclass
@@ -154,54 +159,37 @@ class GRPOClient(MessageClient):
         """The sampling seed of this client's G completions per prompt at (round, step)."""
         return seeding.stream_seed("client/rollout", self.seed, round, self.index, step)
 
-    def step_rewards(self, rollouts, batch: dict[str, list]) -> tuple[np.ndarray, torch.Tensor]:
-        """(each reward component [N, n_rewards], the scalarised reward r_w = Σ w_k r_k [N]) of a step's rollouts."""
+    def local_step(self, round: int, step: int, params, extra_loss=None) -> dict:
+        """One GRPO step on a private minibatch: sample b prompts, G completions each, reward, update."""
+        batch = self.sample_batch(round, step)
+        rollouts = passes.rollout(self.policy, self.cid, batch["prompt"], self.local.num_generations,
+                                  seed=self.rollout_seed(round, step))
         scores = self.reward_scores(rollouts, batch)  # [N, n_rewards]
-        weights = np.asarray(self.reward_set.weights)  # [n_rewards]
-        return scores, torch.as_tensor(np.nan_to_num(scores) @ weights, dtype=torch.float32)  # [N]
-
-    def step_done(self, step: int, scores: np.ndarray, diag: dict) -> dict:
-        """After a step's update: report it to the drift probe and add the batch's accuracy to its diagnostics."""
+        rewards = torch.as_tensor(np.nan_to_num(scores) @ np.asarray(self.reward_set.weights),
+                                  dtype=torch.float32)  # [N]  r_w = Σ w_k r_k
+        diag = passes.grpo_step(self.policy, self.cid, self._optimizer(params, round, step), rollouts, rewards,
+                                self.grpo, extra_loss=extra_loss,
+                                on_first_grad=self.probe.grad_catcher(self.cid) if self.probe else None)
         if self.probe:
             self.probe.step_done(self.cid, step, "private", self.policy.get_state(self.cid), diag)
         # component 0 is accuracy by the toolkit's convention (FedMOA's r_0)
         diag["accuracy"] = float(np.nanmean(scores[:, 0])) if np.isfinite(scores[:, 0]).any() else float("nan")
         return diag
 
-    def local_step(self, round: int, step: int, params, extra_loss=None) -> dict:
-        """One GRPO step on a private minibatch: sample b prompts, G completions each, reward, update."""
-        batch = self.sample_batch(round, step)
-        rollouts = self.policy.rollout(self.cid, batch["prompt"], self.local.num_generations,
-                                       seed=self.rollout_seed(round, step))
-        scores, rewards = self.step_rewards(rollouts, batch)  # [N, n_rewards], [N]
-        diag = grpo_step(self.policy.model, self._optimizer(params, round, step), rollouts, rewards, self.grpo,
-                         ref_model_ctx=self.policy.reference, extra_loss=extra_loss,
-                         on_first_grad=self.probe.grad_catcher(self.cid) if self.probe else None)
-        return self.step_done(step, scores, diag)
-
-    def begin_fit(self, payload: dict) -> tuple[list, object]:
-        """Load the global adapter and make it trainable: (its parameters, FedProx's term or None)."""
+    def on_fit(self, round: int, payload: dict) -> dict:
+        """Load the global adapter, run τ local GRPO steps, return the adapter (FedAvg/FedProx/FedIT)."""
         self.policy.set_state(self.cid, payload["adapter"])
         params = self.policy.trainable(self.cid)
         if self.local.reset_optimizer:  # fresh Adam moments for the round's τ steps (PubSwap §4)
             self.optimizer = None
-        extra = None
-        if self.local.prox_mu > 0:
+        prox = None
+        if self.local.prox_mu > 0:  # FedProx: (μ/2)‖θ − θ^(t)‖² to the adapter received
             anchors = [p.detach().clone() for p in params]
-            extra = lambda: fedprox_term(params, anchors, self.local.prox_mu)  # noqa: E731
-        return params, extra
-
-    def end_fit(self, params, steps: list[dict]) -> dict:
-        """The ``fit`` reply after the τ steps: the adapter, the data size, the steps' mean diagnostics."""
+            prox = lambda: fedprox_term(params, anchors, self.local.prox_mu)  # noqa: E731
+        steps = [self.local_step(round, s, params, prox) for s in range(self.local.local_steps)]
         for p in params:  # gradients and (when reset each round) Adam moments are dead weight between rounds
             p.grad = None
         if self.local.reset_optimizer:
             self.optimizer = None
         metrics = {k: float(np.mean([d[k] for d in steps])) for k in steps[0]}
         return {"adapter": self.policy.get_state(self.cid), "num_examples": self.num_examples, "metrics": metrics}
-
-    def on_fit(self, round: int, payload: dict) -> dict:
-        """Load the global adapter, run τ local GRPO steps, return the adapter (FedAvg/FedProx/FedIT)."""
-        params, extra = self.begin_fit(payload)
-        steps = [self.local_step(round, s, params, extra) for s in range(self.local.local_steps)]
-        return self.end_fit(params, steps)

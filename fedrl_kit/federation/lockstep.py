@@ -1,36 +1,47 @@
-"""Lockstep clients: the in-process runtime answers a broadcast's messages in one batched pass.
+"""Lockstep clients: the in-process runtime runs a broadcast's handlers together, their model passes batched.
 
-``RunConfig.client_batching = "lockstep"`` gives the run a :class:`LockstepRuntime`. A broadcast of a message kind
-it has a :class:`LockstepHandler` for goes, for the clients the handler can take, to that handler as one call,
-which does for all of them at once what each one's ``on_<kind>`` does alone, calling the same client methods for
-everything but the model passes; the other kinds, and the other clients, are answered one by one as in the
-sequential runtime. :data:`FIT` is built in; a method adds or replaces handlers in its ``MethodSpec.lockstep``:
+``RunConfig.client_batching = "lockstep"`` gives the run a :class:`LockstepRuntime`. For a message kind in its
+``handlers`` (``fit``, and a method's ``MethodSpec.lockstep``), the receivers form one :class:`Group`: each
+client's own ``on_<kind>`` runs, unchanged, in a thread of its own, one thread at a time in the group's client
+order. A handler's model passes go through :mod:`fedrl_kit.federation.passes`; in a group such a call parks the
+thread and hands the turn to the next client. When every client still running is parked, the parked calls of the
+same kind (and the same policy and settings) run as one batched pass (:data:`BATCHED`, :mod:`fedrl_kit.speed.batched`),
+each client gets its own answer, and the threads resume, in order. A client whose handler finishes or raises leaves
+the group; the others go on. Since everything runs in one fixed order, a lockstep run is bit-reproducible.
 
 =====================================  ======================  ==========================================================
-method (client class)                  message                 batched handler: one pass for all clients
+method (client class)                  message                 what its handler's passes become in a group
 =====================================  ======================  ==========================================================
-FedAvg-/FedProx-GRPO                   ``fit``                 :func:`fit_lockstep`: per local step, one ``generate``
-(:class:`~fedrl_kit.federation.                                over all clients' b·G rows and one GRPO step (τ steps)
+FedAvg-/FedProx-GRPO                   ``fit``                 per local step, one ``generate`` over all clients' b·G rows
+(:class:`~fedrl_kit.federation.                                and one GRPO step (τ steps)
 client.GRPOClient`)
-PubSwap                                ``private_step``        one ``generate`` + one GRPO step (:func:`local_step_lockstep`)
+PubSwap                                ``private_step``        one ``generate`` + one GRPO step
 (:class:`~fedrl_kit.pubswap.method.    ``public_generate``     one ``generate``, each client its own stream
 PubSwapClient`)                        ``public_step``         one GRPO step, each client on its own swapped groups
 FedMOA                                 ``fit``                 per local step, one ``generate`` and one GRPO step on each
-(:class:`~fedrl_kit.fedmoa.client.                             client's r_w; g_k (eq. 8) per client
+(:class:`~fedrl_kit.fedmoa.client.                             client's r_w; g_k (eq. 8) per client, alone
 MOAClient`)
-FedGRPO                                ``competence``,         every receiving expert's evaluator passes in one batch,
-(:class:`~fedrl_kit.fedgrpo.client.    ``score``               the gate, the reply and a malicious client's lie per
-FedGRPOClient`)                                                client (:mod:`fedrl_kit.fedgrpo.lockstep`)
+FedGRPO                                ``competence``,         every asked expert's evaluator pass (probabilities,
+(:class:`~fedrl_kit.fedgrpo.client.    ``score``               sampled or greedy answers) in one batch
+FedGRPOClient`)                                                (:mod:`fedrl_kit.fedgrpo.lockstep`)
 =====================================  ======================  ==========================================================
 
-Each row carries its client's adapter (:mod:`fedrl_kit.speed.batched`). Every client keeps its own batches, its own
-sampling stream (the sequential mode's seeds), its own rewards, its own gradient clipping and its own optimiser; the
-replies have the sequential format and pass the same checks (keys, adapter names and shapes, finite values). Other
-messages (PubSwap's ``fit_begin``/``fit_end``, ``properties``, evaluation) and the other methods (the FedGRPO
-baselines, FedGRPO's server step, Central-GRPO) run as before; the config refuses ``"lockstep"`` for methods without
-a handler (:data:`fedrl_kit.config.LOCKSTEP_METHODS`). A handler takes clients of exactly its class: a subclass may
-answer the message otherwise, so it runs sequentially. The Flower runtime and the serialising runtime stay
-sequential (one client per message).
+=======================  =====================================================  ===================================
+pass (``passes.…``)      batched as                                             one batch: the calls with the same
+=======================  =====================================================  ===================================
+``rollout``              :func:`~fedrl_kit.speed.batched.generate_lockstep`     policy, G and temperature
+``grpo_step``            :func:`~fedrl_kit.speed.batched.grpo_step_lockstep`    policy and GRPO settings
+``sequence_logprob``     :func:`~fedrl_kit.speed.batched.sequence_logprob_      policy
+                         lockstep`
+=======================  =====================================================  ===================================
+
+Each row carries its client's adapter (:mod:`fedrl_kit.speed.batched`); two calls on the same adapter go to two
+passes. Every client keeps its own batches, its own sampling stream (the sequential mode's seeds), its own rewards,
+its own gradient clipping and its own optimiser; what a handler does between passes (rewards, FedMOA's eq. 8 pass,
+a FedGRPO evaluator's training) runs for that client alone, while the others wait. Other messages (PubSwap's
+``fit_begin``/``fit_end``, ``properties``, evaluation) and other methods run as before; the config refuses
+``"lockstep"`` for methods without a group (:data:`fedrl_kit.config.LOCKSTEP_METHODS`). The Flower runtime and the
+serialising runtime stay sequential (one client per message).
 
 What differs from sequential mode, exactly:
 
@@ -40,137 +51,224 @@ What differs from sequential mode, exactly:
   from then on the two modes' runs are different samples of the same distribution. Each mode is
   bit-reproducible on its own (tested). (FedGRPO's probabilities likewise agree to float tolerance:
   :mod:`fedrl_kit.fedgrpo.lockstep`.)
-- failure isolation, for every handler: clients with an injected fault for the message, or still busy with an
-  abandoned one, are run sequentially as before. The batched group is contained as one call: if it raises (or
-  returns another number of replies than it has clients), every client in it is dropped for the round with that
-  error (reason ``"raised"``), and its deadline is ``client_timeout`` × the number of clients in it (reason
-  ``"timeout"`` for all of them). The replies pass the same format checks as sequential ones (reason
-  ``"bad_reply"`` per client).
+- failure isolation: clients with an injected fault for the message, or still busy with an abandoned one, run
+  alone as before. In a group, a client whose handler raises is dropped with its error (reason ``"raised"``);
+  a batched pass that raises raises in the handler of every client in it, so each of those is dropped with that
+  error. The group's deadline is ``client_timeout`` × the number of clients in it (reason ``"timeout"`` for all of
+  them). The replies pass the same format checks as sequential ones (reason ``"bad_reply"`` per client).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
-from fedrl_kit.federation.client import GRPOClient
-from fedrl_kit.federation.runtime import ClientFailure, InProcessRuntime, Message, _Call, copy_payload
-from fedrl_kit.speed.batched import generate_lockstep, grpo_step_lockstep
+from fedrl_kit.federation.passes import GROUP
+from fedrl_kit.federation.runtime import ClientFailure, InProcessRuntime, Message, _Call
+from fedrl_kit.speed.batched import generate_lockstep, grpo_step_lockstep, sequence_logprob_lockstep
+
+
+# -- the batched passes ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Batched:
+    """How parked calls of one pass kind run together: ``key(call)`` (calls with equal keys share a pass) and
+    ``run(calls)`` → each call's answer, in order (what the plain call in :mod:`~fedrl_kit.federation.passes` returns
+    for it, up to batching's float effects)."""
+
+    key: Callable[[dict], tuple]
+    run: Callable[[list[dict]], list]
+
+
+def _rollouts(calls: list[dict]) -> list:
+    first = calls[0]
+    out = generate_lockstep(first["policy"], {c["adapter"]: c["prompts"] for c in calls}, first["num_generations"],
+                            {c["adapter"]: c["seed"] for c in calls}, temperature=first["temperature"])
+    return [out[c["adapter"]] for c in calls]
+
+
+def _grpo_steps(calls: list[dict]) -> list[dict]:
+    policy = calls[0]["policy"]
+    return grpo_step_lockstep(
+        policy.model, [c["adapter"] for c in calls], [c["optimizer"] for c in calls], [c["rollouts"] for c in calls],
+        [c["rewards"] for c in calls], calls[0]["settings"], policy.tokenizer.pad_token_id,
+        ref_model_ctx=policy.reference, extra_losses=[c["extra_loss"] for c in calls],
+        on_first_grads=[c["on_first_grad"] for c in calls])
+
+
+def _logprobs(calls: list[dict]) -> list:
+    out = sequence_logprob_lockstep(calls[0]["policy"], {c["adapter"]: (c["prompts"], c["completions"]) for c in calls})
+    return [out[c["adapter"]] for c in calls]
+
+
+BATCHED: dict[str, Batched] = {
+    "rollout": Batched(lambda c: (id(c["policy"]), c["num_generations"],
+                                  c["policy"].temperature if c["temperature"] is None else c["temperature"]),
+                       _rollouts),
+    "grpo_step": Batched(lambda c: (id(c["policy"]), c["settings"]), _grpo_steps),
+    "sequence_logprob": Batched(lambda c: (id(c["policy"]),), _logprobs),
+}
+"""pass kind (a function of :mod:`fedrl_kit.federation.passes`) → how its parked calls run as one"""
+
+
+def batches(asked: list[tuple[int, str, dict]]) -> list[tuple[str, list[tuple[int, dict]]]]:
+    """The batched passes for the parked calls ``asked`` ((member, kind, call), in member order): calls of one kind
+    with equal keys and distinct adapters share a pass; passes in the order of their first member."""
+    out: list[tuple[str, tuple, list]] = []
+    for k, kind, call in asked:
+        key = BATCHED[kind].key(call)
+        for pass_kind, pass_key, members in out:
+            if pass_kind == kind and pass_key == key and all(c["adapter"] != call["adapter"] for _, c in members):
+                members.append((k, call))
+                break
+        else:
+            out.append((kind, key, [(k, call)]))
+    return [(kind, members) for kind, _, members in out]
+
+
+# -- a group of handlers -----------------------------------------------------------------------------------------------
+
+
+class Group:
+    """Zero-argument functions (client handlers) run as one lockstep group (module docstring).
+
+    :meth:`run` starts one thread per function, lets them run one at a time in order until each has parked on a pass
+    (:mod:`~fedrl_kit.federation.passes`) or finished, runs the parked calls as batched passes (:func:`batches`),
+    and repeats until every function has finished. ``passes`` logs each batched pass: (kind, member indices).
+    """
+
+    def __init__(self, fns: list[Callable[[], object]], names: list[str] | None = None):
+        names = names or [f"lockstep member {k}" for k in range(len(fns))]
+        self.calls = [_Call(partial(self._member, k, fn), name) for k, (fn, name) in enumerate(zip(fns, names))]
+        self.passes: list[tuple[str, list[int]]] = []
+        self._cond = threading.Condition()
+        self._turn: int | None = None  # the member allowed to run; None: the group's own thread
+        self._asked: dict[int, tuple[str, dict]] = {}
+        self._answers: dict[int, tuple[bool, object]] = {}
+        self._finished: set[int] = set()
+
+    def _wait_for(self, ready: Callable[[], bool]) -> None:
+        """Wait (holding the condition) until ``ready()``; in short waits, so an abandoned thread stops."""
+        while not ready():
+            self._cond.wait(0.05)
+
+    def _member(self, k: int, fn: Callable[[], object]):
+        with self._cond:
+            self._wait_for(lambda: self._turn == k)
+        GROUP.set(_Member(self, k))  # this thread's context only
+        try:
+            return fn()
+        finally:
+            with self._cond:
+                self._finished.add(k)
+                self._turn = None
+                self._cond.notify_all()
+
+    def meet(self, k: int, kind: str, call: dict):
+        """Member ``k`` parks on a pass; returns its answer once the group has run it (or raises its error)."""
+        with self._cond:
+            self._asked[k] = (kind, call)
+            self._turn = None
+            self._cond.notify_all()
+            self._wait_for(lambda: self._turn == k)
+            ok, value = self._answers.pop(k)
+        if not ok:
+            raise RuntimeError(f"the batched {kind} of this client's lockstep group failed: {value}") from value
+        return value
+
+    def _resume(self, k: int) -> None:
+        with self._cond:
+            self._turn = k
+            self._cond.notify_all()
+            self._wait_for(lambda: self._turn is None)
+
+    def run(self) -> list[_Call]:
+        """Run the group to its end; each member's finished :class:`~fedrl_kit.federation.runtime._Call` (its
+        ``result`` or ``error``), in order."""
+        for call in self.calls:
+            call.thread.start()
+        ended = False
+        try:
+            while True:
+                for k in range(len(self.calls)):
+                    if k not in self._finished:
+                        self._resume(k)  # it runs until it parks on a pass or finishes
+                asked = sorted((k, kind, call) for k, (kind, call) in self._asked.items())
+                if not asked:
+                    break
+                self._asked.clear()
+                for kind, members in batches(asked):
+                    self.passes.append((kind, [k for k, _ in members]))
+                    try:
+                        answers = [(True, a) for a in BATCHED[kind].run([c for _, c in members])]
+                    except Exception as e:  # noqa: BLE001 - raised in each member's handler (meet)
+                        answers = [(False, e)] * len(members)
+                    self._answers.update({k: a for (k, _), a in zip(members, answers)})
+            ended = True
+        finally:  # abandoned (timeout, Ctrl-C): stop the members too; end only when they have
+            for call in self.calls:
+                if not ended and not call.done.is_set():
+                    call.abandon()
+            for call in self.calls:
+                call.done.wait()
+        return self.calls
+
+
+@dataclass(frozen=True)
+class _Member:
+    group: Group
+    index: int
+
+    def meet(self, kind: str, **call):
+        return self.group.meet(self.index, kind, call)
+
+
+def together(fns: list[Callable[[], object]]) -> list:
+    """Run ``fns`` (e.g. ``functools.partial(client.on_fit, round, payload)``) as one lockstep group; their results
+    in order. Raises RuntimeError with the first member's error if any raised."""
+    calls = Group(fns).run()
+    failed = next((c.error for c in calls if c.error is not None), None)
+    if failed is not None:
+        raise RuntimeError(failed)
+    return [c.result for c in calls]
+
+
+# -- the runtime -------------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class LockstepHandler:
-    """How the clients of one message kind answer together.
+    """A message kind whose receivers answer as one :class:`Group`: those for which ``can(client)`` holds (the
+    others answer alone, as in sequential mode)."""
 
-    ``can(client)``: whether this client can answer in the group (else it answers alone, as in sequential mode);
-    ``answer(clients, round, payloads)``: the reply payloads of ``clients`` to their ``payloads``, in order — what
-    each client's ``on_<kind>(round, payload)`` returns when they run one after another, up to batching's float
-    effects.
-    """
-
-    can: Callable[[object], bool]
-    answer: Callable[[list, int, list[dict]], list[dict]]
+    can: Callable[[object], bool] = lambda client: True
 
 
-def exactly(client_cls: type) -> Callable[[object], bool]:
-    """``can`` for a handler written for ``client_cls``: clients of exactly that class (a subclass may answer the
-    message otherwise, so it runs sequentially)."""
-    return lambda client: type(client) is client_cls
-
-
-def shared_setup(clients: list[GRPOClient]):
-    """(policy, local settings, GRPO settings) that lockstep ``clients`` share; ValueError if they do not."""
-    first = clients[0]
-    policy, local, grpo = first.policy, first.local, first.grpo
-    if any(c.policy is not policy or c.local != local or c.grpo != grpo for c in clients):
-        raise ValueError("lockstep clients must share one policy and the same local and GRPO settings")
-    return policy, local, grpo
-
-
-def grad_catchers(clients: list[GRPOClient]) -> list:
-    """Each client's drift-probe gradient callback (None without a probe), as its sequential step passes it."""
-    return [c.probe.grad_catcher(c.cid) if c.probe else None for c in clients]
-
-
-def private_rollouts_lockstep(clients: list[GRPOClient], round: int, step: int) -> tuple[list[dict], list]:
-    """Each client's private batch of (round, step) and its G completions per prompt, all from one ``generate``.
-
-    Returns:
-        (the clients' batches, their :class:`~fedrl_kit.rollout.Rollouts`), in the clients' order; each client
-        samples from its sequential stream (:meth:`GRPOClient.rollout_seed`).
-    """
-    policy, local, _ = shared_setup(clients)
-    batches = [c.sample_batch(round, step) for c in clients]
-    rollouts = generate_lockstep(policy, {c.cid: b["prompt"] for c, b in zip(clients, batches)},
-                                 local.num_generations, {c.cid: c.rollout_seed(round, step) for c in clients})
-    return batches, [rollouts[c.cid] for c in clients]
-
-
-def local_step_lockstep(clients: list[GRPOClient], round: int, step: int, params: list[list],
-                        extra_losses: list | None = None) -> list[dict]:
-    """:meth:`GRPOClient.local_step` of every client at once: one ``generate``, one GRPO step.
-
-    Args:
-        clients: clients sharing one policy and settings.
-        round, step: the round (1-based) and local step (0-based).
-        params: each client's trainable parameters (its optimiser's).
-        extra_losses: per client, None or its FedProx term.
-
-    Returns:
-        Per client, the step's diagnostics (after :meth:`GRPOClient.step_done`).
-    """
-    policy, _, grpo = shared_setup(clients)
-    batches, rollouts = private_rollouts_lockstep(clients, round, step)
-    rewarded = [c.step_rewards(r, b) for c, r, b in zip(clients, rollouts, batches)]  # (scores, rewards)
-    diags = grpo_step_lockstep(
-        policy.model, [c.cid for c in clients], [c._optimizer(p, round, step) for c, p in zip(clients, params)],
-        rollouts, [rw for _, rw in rewarded], grpo, policy.tokenizer.pad_token_id,
-        ref_model_ctx=policy.reference, extra_losses=extra_losses, on_first_grads=grad_catchers(clients))
-    return [c.step_done(step, scores, d) for c, (scores, _), d in zip(clients, rewarded, diags)]
-
-
-def fit_lockstep(clients: list[GRPOClient], round: int, payloads: list[dict]) -> list[dict]:
-    """The ``fit`` replies of ``clients`` (sharing one policy and settings), computed in lockstep.
-
-    Each reply equals, up to the float effects of batching (module docstring), what ``client.on_fit(round,
-    payload)`` returns when the clients run one after another.
-    """
-    _, local, _ = shared_setup(clients)
-    started = [c.begin_fit(p) for c, p in zip(clients, payloads)]  # (params, FedProx term) per client
-    params = [ps for ps, _ in started]
-    steps: list[list[dict]] = [[] for _ in clients]
-    for s in range(local.local_steps):
-        for k, diag in enumerate(local_step_lockstep(clients, round, s, params, [extra for _, extra in started])):
-            steps[k].append(diag)
-    return [c.end_fit(ps, st) for c, ps, st in zip(clients, params, steps)]
-
-
-def can_lockstep(client) -> bool:
-    """A plain GRPO client (its ``fit`` is :meth:`GRPOClient.on_fit`, its step :meth:`GRPOClient.local_step`)."""
-    return isinstance(client, GRPOClient) and type(client).on_fit is GRPOClient.on_fit and \
-        type(client).local_step is GRPOClient.local_step
-
-
-FIT = LockstepHandler(can_lockstep, fit_lockstep)
-"""``fit`` of plain GRPO clients (FedAvg-/FedProx-GRPO): :func:`fit_lockstep`"""
+GROUPED = LockstepHandler()
+"""every receiver of the message kind in the group"""
 
 
 class LockstepRuntime(InProcessRuntime):
-    """The in-process runtime, with each broadcast of a kind it has a handler for run in lockstep (module docstring).
+    """The in-process runtime, with each broadcast of a kind in ``handlers`` run as a :class:`Group` (module
+    docstring).
 
     Args:
-        handlers: message kind → :class:`LockstepHandler`, added to (or, for ``fit``, replacing) :data:`FIT`: a
-            method's ``MethodSpec.lockstep``; other arguments as
+        handlers: message kind → :class:`LockstepHandler`, added to (or, for ``fit``, replacing) ``{"fit": GROUPED}``:
+            a method's ``MethodSpec.lockstep``; other arguments as
             :class:`~fedrl_kit.federation.runtime.InProcessRuntime`.
 
     The ledger holds the same messages in the same order as the sequential runtime's: each message, then its
-    reply, client after client.
+    reply, client after client. ``passes`` logs every batched pass: (message kind, round, pass kind, client ids).
     """
 
     def __init__(self, clients, *args, handlers: dict[str, LockstepHandler] | None = None, **kwargs):
         super().__init__(clients, *args, **kwargs)
-        self.handlers = {"fit": FIT, **(handlers or {})}
+        self.handlers = {"fit": GROUPED, **(handlers or {})}
+        self.passes: list[tuple[str, int, str, list[str]]] = []
 
     def broadcast(self, kind: str, round: int, payloads, receivers=None, progress=None):
         messages = self.outgoing(kind, round, payloads, receivers)
@@ -179,7 +277,7 @@ class LockstepRuntime(InProcessRuntime):
                  and self._fault(m) is None and m.receiver not in self._abandoned]
         if not group:
             return super().broadcast(kind, round, payloads, receivers, progress)
-        outcome = self._run_group(handler, kind, round, group)
+        outcome = self._run_group(kind, round, group)
         out: dict[str, Message | ClientFailure] = {}
         for m in messages:
             if m.receiver not in outcome:
@@ -189,27 +287,30 @@ class LockstepRuntime(InProcessRuntime):
             self._log(m)
             if progress is not None:
                 progress(m.receiver, seconds)
-            out[m.receiver] = self._fail(m, how, value) if how != "ok" else \
-                self._accept(m, Message(f"{kind}_result", m.receiver, m.sender, round, copy_payload(value)))
+            out[m.receiver] = self._fail(m, how, value) if how != "ok" else self._accept(m, value)
         return out
 
-    def _run_group(self, handler: LockstepHandler, kind: str, round: int, group: list[Message]) -> dict:
-        """One contained call of ``handler`` for ``group``: receiver → (outcome, reply payload or error, seconds)."""
-        call = _Call(lambda: handler.answer([self._clients[m.receiver] for m in group], round,
-                                            [copy_payload(m.payload) for m in group]),
-                     name=f"lockstep {kind} r{round} ({len(group)} clients)")
+    def _run_group(self, kind: str, round: int, group: list[Message]) -> dict:
+        """``group``'s handlers as one contained :class:`Group`: receiver → (outcome, reply or error, seconds)."""
+        members = Group([partial(lambda m: self._deliver(m)[0], m) for m in group],
+                        [f"client {m.receiver} {kind} r{round} (lockstep)" for m in group])
+        call = _Call(members.run, name=f"lockstep {kind} r{round} ({len(group)} clients)")
         t0 = time.time()
         limit = self.timeout * len(group) if self.timeout else None
         finished = call.wait(limit)
         seconds = (time.time() - t0) / len(group)
-        if not finished:  # each client of the group is busy until the abandoned call stops
+        if not finished:  # each client of the group is busy until the abandoned group stops
             self._abandoned.update({m.receiver: (m, call) for m in group})
             error = (f"ClientTimeout: the lockstep group of {len(group)} clients did not answer {kind!r} within "
                      f"{limit:g} s")
             return {m.receiver: ("timeout", error, seconds) for m in group}
-        error = call.error
-        if error is None and len(call.result) != len(group):
-            error = f"the lockstep handler of {kind!r} gave {len(call.result)} replies for {len(group)} clients"
-        if error is not None:
-            return {m.receiver: ("raised", error, seconds) for m in group}
-        return {m.receiver: ("ok", reply, seconds) for m, reply in zip(group, call.result)}
+        if call.error is not None:  # the group's own machinery failed: every client in it
+            return {m.receiver: ("raised", call.error, seconds) for m in group}
+        self.passes.extend((kind, round, pass_kind, [group[k].receiver for k in ks]) for pass_kind, ks in members.passes)
+        out = {}
+        for m, c in zip(group, call.result):
+            if c.error is not None:
+                out[m.receiver] = ("bad_reply" if c.error.startswith("BadReply") else "raised", c.error, seconds)
+            else:
+                out[m.receiver] = ("ok", c.result, seconds)
+        return out

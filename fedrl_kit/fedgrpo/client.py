@@ -18,11 +18,9 @@ probability of ``a + eos`` is read off exactly; a GRPO model writes its own ``<t
 text first, so the probability is estimated by the share of ``evaluator.samples`` sampled answers
 equal to ``a`` (seeded by the question set, so a resumed run draws the same).
 
-Each handler is split around θ_k (:class:`ReplyPlan`): ``<kind>_plan`` reads the request, decides the gate and
-says what θ_k must compute (:class:`EvaluatorQuery`); :meth:`DomainModelClient.evaluate` computes it for this
-client alone; the plan's ``finish`` builds the reply. ``on_competence`` and ``on_score`` are those three steps
-in a row (sequential mode); with ``client_batching="lockstep"`` :mod:`fedrl_kit.fedgrpo.lockstep` computes
-the queries of all experts of a broadcast in one batched pass and finishes each client's plan.
+Each handler reads top to bottom. θ_k's passes (its probabilities, its sampled or greedy answers) go through
+:mod:`fedrl_kit.federation.passes`: the plain calls, unless ``client_batching="lockstep"`` runs the receivers of a
+broadcast together, which batches the passes of all experts (:mod:`fedrl_kit.fedgrpo.lockstep`).
 
 Which questions a client holds with their label — the input of its gate, never known to the
 server — is decided when the federation is built (:mod:`fedrl_kit.fedgrpo.queries`): by default
@@ -35,13 +33,12 @@ from __future__ import annotations
 
 import weakref
 import zlib
-from dataclasses import dataclass
-from typing import Any, Callable
 
 import numpy as np
 import torch
 
 from fedrl_kit import seeding
+from fedrl_kit.federation import passes
 from fedrl_kit.federation.client import MessageClient
 from fedrl_kit.fedgrpo.args import EvaluatorArgs, FedGRPOArgs
 from fedrl_kit.fedgrpo.expert_selection import dual_evaluation_gate
@@ -49,7 +46,7 @@ from fedrl_kit.fedgrpo.group_reward import malicious_rewards
 from fedrl_kit.grpo import GRPOSettings, grpo_step
 from fedrl_kit.policy.adapters import GLOBAL, ensure_adapter
 from fedrl_kit.rewards import accuracy_reward, extract_answer, format_reward, normalise_answer
-from fedrl_kit.sft import sequence_logprob, train_sft
+from fedrl_kit.sft import train_sft
 
 _EVALUATORS: "weakref.WeakKeyDictionary[torch.nn.Module, dict]" = weakref.WeakKeyDictionary()
 """Trained evaluator adapters by (policy, seed, client, SFT settings, data): training is deterministic,
@@ -107,27 +104,6 @@ def train_grpo_evaluator(policy, adapter: str, prompts: list[str], answers: list
         return {"grpo_reward_first": float("nan"), "grpo_reward_last": float("nan"), "grpo_steps": 0.0}
     return {"grpo_reward_first": means[0], "grpo_reward_last": float(np.mean(means[-5:])),
             "grpo_steps": float(ev.grpo_steps)}
-
-
-@dataclass(frozen=True)
-class EvaluatorQuery:
-    """What one reply needs of a client's evaluator θ_k: the greedy answers to ``questions`` (``answers`` None),
-    or θ_k's probability of answering ``answers[i]`` to ``questions[i]``."""
-
-    questions: list[str]
-    answers: list[str] | None = None
-
-
-@dataclass(frozen=True)
-class ReplyPlan:
-    """A client's reply split around its evaluator: ``query`` (None: θ_k is not needed), then
-    ``finish(result)`` → the reply, given what :meth:`DomainModelClient.evaluate` returns for ``query``.
-
-    Sequential mode runs ``plan.finish(client.evaluate(plan.query))``; lockstep mode answers the queries of all
-    experts of a broadcast in one batched pass (:mod:`fedrl_kit.fedgrpo.lockstep`) and finishes each plan."""
-
-    query: EvaluatorQuery | None
-    finish: Callable[[Any], Any]
 
 
 class DomainModelClient(MessageClient):
@@ -196,10 +172,12 @@ class DomainModelClient(MessageClient):
         :meth:`sampling_plan`).
         """
         self.ensure_evaluator()
+        if not questions:
+            return np.zeros(0)
         if self.evaluator.training == "sft":
-            return np.exp(sequence_logprob(self.policy, self.adapter, list(questions), list(answers)))  # [n]
+            return np.exp(passes.sequence_logprob(self.policy, self.adapter, list(questions), list(answers)))  # [n]
         distinct, seed = self.sampling_plan(questions)
-        sampled = self.policy.rollout(self.adapter, distinct, self.evaluator.samples, seed=seed).completions
+        sampled = passes.rollout(self.policy, self.adapter, distinct, self.evaluator.samples, seed=seed).completions
         return self.sampled_shares(questions, answers, distinct, sampled)
 
     def sampling_plan(self, questions: list[str]) -> tuple[list[str], int]:
@@ -223,28 +201,10 @@ class DomainModelClient(MessageClient):
     def greedy_answers(self, questions: list[str]) -> list[str | None]:
         """The evaluator's greedy (temperature 0) answers, normalised; None where it gives none."""
         self.ensure_evaluator()
-        return _answers(self.policy.rollout(self.adapter, list(questions), 1, seed=0, temperature=0.0).completions)
-
-    def evaluate(self, query: EvaluatorQuery | None):
-        """What a reply needs of θ_k (:class:`EvaluatorQuery`), computed by this client alone.
-
-        Returns:
-            None for no query; the greedy answers (a list, :meth:`greedy_answers`) or the probabilities ([n],
-            :meth:`answer_probabilities`) of its questions. :func:`fedrl_kit.fedgrpo.lockstep.evaluate_lockstep`
-            computes the same for many clients in one batched pass.
-        """
-        if query is None:
-            return None
-        if not query.questions:  # θ_k is trained even so (me_scores always trained it); nothing is asked of it
-            self.ensure_evaluator()
-            return [] if query.answers is None else np.zeros(0)
-        if query.answers is None:
-            return self.greedy_answers(query.questions)
-        return self.answer_probabilities(query.questions, query.answers)
-
-    def answer(self, plan: ReplyPlan):
-        """A reply from its plan, with the evaluator's part computed by this client alone (sequential mode)."""
-        return plan.finish(self.evaluate(plan.query))
+        if not questions:
+            return []
+        return _answers(passes.rollout(self.policy, self.adapter, list(questions), 1, seed=0,
+                                       temperature=0.0).completions)
 
 
 class FedGRPOClient(DomainModelClient):
@@ -280,66 +240,49 @@ class FedGRPOClient(DomainModelClient):
         sampled answer of the evaluator is exactly y_{p,ℓ} — the expectation of line 8's indicator
         under the evaluator's own sampling. ``"greedy"``: the indicator itself for the greedy answer.
         """
-        return self.answer(self.competence_plan(round, payload))
-
-    def competence_plan(self, round: int, payload: dict) -> ReplyPlan:
-        """:meth:`on_competence` as a plan: the exemplars θ_k must answer, then the reply from its answers."""
         questions, answers = list(payload["questions"]), [normalise_answer(str(y)) for y in payload["answers"]]
         if self.args.competence == "greedy":
-            return ReplyPlan(EvaluatorQuery(questions), lambda greedy: {
-                "correct": [float(g is not None and g == y) for g, y in zip(greedy, answers)]})
-        return ReplyPlan(EvaluatorQuery(questions, answers), lambda prob: {  # prob: [n]
-            "correct": [float(np.clip(v, 0.0, 1.0)) for v in prob]})
+            greedy = self.greedy_answers(questions)
+            return {"correct": [float(g is not None and g == y) for g, y in zip(greedy, answers)]}
+        prob = self.answer_probabilities(questions, answers)  # [n]
+        return {"correct": [float(np.clip(v, 0.0, 1.0)) for v in prob]}
 
     def me_scores(self, questions: list[str], candidates: list[list[str]]) -> list[np.ndarray]:
-        """e_k^ME(ŷ; x_s) for the G candidates of each question (no ground truth).  -> n × [G]"""
-        return self.answer(self.me_plan(questions, candidates))
+        """e_k^ME(ŷ; x_s) for the G candidates of each question (no ground truth).  -> n × [G]
 
-    def me_plan(self, questions: list[str], candidates: list[list[str]]) -> ReplyPlan:
-        """:meth:`me_scores` as a plan: ``"agreement"`` needs θ_k's greedy answers to the questions,
-        ``"probability"`` its probability of every distinct (question, extracted answer) pair, in one call."""
+        ``me_score="agreement"``: whether a candidate's answer is θ_k's greedy answer; ``"probability"``: θ_k's
+        probability of the candidate's answer, every distinct (question, answer) pair asked in one call.
+        """
         answers = [_answers(cands) for cands in candidates]
         if not questions:
-            return ReplyPlan(None, lambda _: [])
+            return []
         if self.args.me_score == "agreement":
-            return ReplyPlan(EvaluatorQuery(list(questions)), lambda own: [
-                np.array([float(a is not None and a == o) for a in ans]) for ans, o in zip(answers, own)])
+            own = self.greedy_answers(list(questions))
+            return [np.array([float(a is not None and a == o) for a in ans]) for ans, o in zip(answers, own)]
         pairs = sorted({(q, a) for q, ans in zip(questions, answers) for a in ans if a})
-
-        def finish(prob) -> list[np.ndarray]:
-            by_pair = dict(zip(pairs, prob))
-            return [np.array([float(by_pair.get((q, a), 0.0)) if a else 0.0 for a in ans])  # [G]
-                    for q, ans in zip(questions, answers)]
-        return ReplyPlan(EvaluatorQuery([q for q, _ in pairs], [a for _, a in pairs]), finish)
+        by_pair = dict(zip(pairs, self.answer_probabilities([q for q, _ in pairs], [a for _, a in pairs])))
+        return [np.array([float(by_pair.get((q, a), 0.0)) if a else 0.0 for a in ans])  # [G]
+                for q, ans in zip(questions, answers)]
 
     def on_score(self, round: int, payload: dict) -> dict:
         """Algorithm 1 lines 14–16: r_k^s = λ_k e^AE + (1 − λ_k) e^ME for each candidate; scalars only."""
-        return self.answer(self.score_plan(round, payload))
-
-    def score_plan(self, round: int, payload: dict) -> ReplyPlan:
-        """:meth:`on_score` as a plan. The gate λ_k is decided (and logged) here; the plan asks θ_k about the ME
-        questions only, and its reply adds the AE checks and, for a malicious client, the lie."""
         questions, candidates = payload["questions"], payload["candidates"]
         gate = [dual_evaluation_gate(self.holds(q), self.args.mode) for q in questions]  # λ_k per question
         self.gate_log.extend((round, int(payload["step"]), q, g) for q, g in zip(questions, gate))  # kept here
         me_rows = [i for i, g in enumerate(gate) if g == "ME"]
-        me_plan = self.me_plan([questions[i] for i in me_rows], [candidates[i] for i in me_rows])
-
-        def finish(result) -> dict:
-            me = dict(zip(me_rows, me_plan.finish(result)))
-            out = []
-            for i, (q, cands) in enumerate(zip(questions, candidates)):
-                if gate[i] == "AE":  # the exact-answer check against the trusted answer ỹ_k(x_s)
-                    out.append(np.array([v or 0.0 for v in accuracy_reward([q] * len(cands), cands,
-                                                                            answer=[self.truth[q]] * len(cands))]))
-                else:
-                    out.append(me[i])  # [G]
-            scores = np.array(out)  # [n_questions, G]
-            if self.malicious and scores.size:
-                rng = seeding.rng("fedgrpo/malicious", self.seed, round, self.index, int(payload["step"]))
-                scores = malicious_rewards(scores, self.args.malicious_kind, rng)
-            return {"scores": [[float(v) for v in row] for row in scores]}
-        return ReplyPlan(me_plan.query, finish)
+        me = dict(zip(me_rows, self.me_scores([questions[i] for i in me_rows], [candidates[i] for i in me_rows])))
+        out = []
+        for i, (q, cands) in enumerate(zip(questions, candidates)):
+            if gate[i] == "AE":  # the exact-answer check against the trusted answer ỹ_k(x_s)
+                out.append(np.array([v or 0.0 for v in accuracy_reward([q] * len(cands), cands,
+                                                                        answer=[self.truth[q]] * len(cands))]))
+            else:
+                out.append(me[i])  # [G]
+        scores = np.array(out)  # [n_questions, G]
+        if self.malicious and scores.size:
+            rng = seeding.rng("fedgrpo/malicious", self.seed, round, self.index, int(payload["step"]))
+            scores = malicious_rewards(scores, self.args.malicious_kind, rng)
+        return {"scores": [[float(v) for v in row] for row in scores]}
 
 
 def assign_ground_truth(public, partitions, fraction: float, seed: int) -> list[list[int]]:

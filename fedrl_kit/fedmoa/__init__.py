@@ -40,7 +40,7 @@ Paper → code
 §2, multi-objective GRPO on one client (each client m has K_m named rewards, accuracy r_0 first):
 
 - eq. 1, w on the simplex                        → :func:`~fedrl_kit.fedmoa.weights.project_to_simplex`
-- eq. 2, r_w = Σ_k w_k r_k                        → :meth:`~fedrl_kit.fedmoa.client.MOAClient.scalarised`
+- eq. 2, r_w = Σ_k w_k r_k                        → :meth:`~fedrl_kit.fedmoa.client.MOAClient.local_step`
 - eq. 3–4, GRPO on the group-relative advantage
   of r_w (normalised *after* weighting)           → :func:`fedrl_kit.grpo.grpo_step` (its ``group_advantages``)
 
@@ -78,11 +78,10 @@ One round (Fig. 2, §3.1) is :func:`~fedrl_kit.fedmoa.algorithm.run_round`:
    b. g_k (eq. 8), then Δ_k and the new weights (eq. 9–10, simplex projection);
    c. r_w = Σ_k w_k r_k (eq. 2) and one GRPO update on its group-relative advantage (eq. 4;
       ``num_iterations`` clipped-surrogate epochs);
-   With ``config.client_batching = "lockstep"`` all clients take each local step together
-   (:func:`~fedrl_kit.fedmoa.client.fit_lockstep`, :mod:`fedrl_kit.federation.lockstep`): one ``generate`` for
-   every client's batch (a), g_k and the weights per client as in sequential mode (b), one GRPO forward/backward
-   for all clients, each on its own r_w (c); weights, λ, diagnostics and replies as the sequential path's, to
-   float tolerance.
+   With ``config.client_batching = "lockstep"`` the clients' ``on_fit`` run together
+   (:mod:`fedrl_kit.federation.lockstep`): one ``generate`` for every client's batch (a), g_k and the weights
+   per client, alone (b), one GRPO forward/backward for all clients, each on its own r_w (c); weights, λ,
+   diagnostics and replies as the sequential path's, to float tolerance.
 3. clients reply θ^(m), their reward names, adapted weights w^(m) and data size   → ``fit_result``
 4. the server clusters the replies by reward names; α (eq. 11); θ^(c) and the shared w^(c)
    (eq. 12); FedAvg across clusters by N_c (eq. 13)

@@ -4,11 +4,9 @@ A client holds its family's private rows and its own named reward components r_0
 (accuracy first). Its weights w^(m) arrive with each ``fit`` message and leave, adapted, with the
 reply; between rounds it keeps nothing (see the package docstring, "History across rounds").
 
-A round is :meth:`MOAClient.on_fit` one client at a time, or :func:`fit_lockstep` for all clients together
-(``client_batching="lockstep"``): one ``generate`` and one GRPO forward/backward per local step for all of them,
-through the same pieces (:meth:`~MOAClient.adapt_weights`, :meth:`~MOAClient.scalarised`,
-:meth:`~MOAClient.step_diagnostics`, :meth:`~MOAClient.fit_reply`). The per-objective gradients g_k (eq. 8) stay per
-client in both.
+A round is :meth:`MOAClient.on_fit`, read top to bottom. With ``client_batching="lockstep"`` the runtime runs the
+clients' ``on_fit`` together (:mod:`fedrl_kit.federation.lockstep`): each local step's ``generate`` and GRPO
+forward/backward become one pass for all clients, while the per-objective gradients g_k (eq. 8) stay per client.
 """
 
 from __future__ import annotations
@@ -18,11 +16,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from fedrl_kit.federation import passes
 from fedrl_kit.federation.client import GRPOClient
-from fedrl_kit.federation.lockstep import LockstepHandler, exactly, private_rollouts_lockstep, shared_setup
+from fedrl_kit.federation.lockstep import GROUPED
 from fedrl_kit.fedmoa.weights import hypergradient_step, per_objective_advantages
-from fedrl_kit.grpo import grpo_loss, grpo_step
-from fedrl_kit.speed.batched import grpo_step_lockstep
+from fedrl_kit.grpo import grpo_loss
 from fedrl_kit.rollout import per_token_logps
 
 # -- eq. 8: per-objective gradients at one hidden layer ----------------------------------------------
@@ -182,25 +180,14 @@ class MOAClient(GRPOClient):
         """Local step ``step``'s batch of round ``round``: its rollouts with ``adapter`` (default: this client's own)
         and every reward component on every completion, NaN read as 0 ([N, K])."""
         batch = self.sample_batch(round, step)
-        rollouts = self.policy.rollout(adapter or self.cid, batch["prompt"], self.local.num_generations,
-                                       seed=self.rollout_seed(round, step))
-        return rollouts, self.objective_scores(rollouts, batch)
-
-    def objective_scores(self, rollouts, batch: dict[str, list]) -> np.ndarray:
-        """Every reward component r_k on every completion, NaN read as 0.  -> [N, K]"""
-        return np.nan_to_num(self.reward_scores(rollouts, batch))
-
-    def weight_path(self, payload: dict) -> WeightPath:
-        """The round's weights, starting from those the server sent (step 1 of the round)."""
-        weights = np.asarray(payload["weights"], dtype=np.float64)  # [K] what this round starts from
-        if weights.shape != (len(self.names),):
-            raise ValueError(f"client {self.cid!r} got {weights.shape[0]} weights for {len(self.names)} rewards")
-        return WeightPath(weights.copy(), weights)
+        rollouts = passes.rollout(self.policy, adapter or self.cid, batch["prompt"], self.local.num_generations,
+                                  seed=self.rollout_seed(round, step))
+        return rollouts, np.nan_to_num(self.reward_scores(rollouts, batch))
 
     def adapt_weights(self, rollouts, scores: np.ndarray, path: WeightPath) -> tuple[dict, np.ndarray]:
         """Eq. 8–10 on a step's rollouts, before its update: g^(t), then Δ^(t) and w^(t) (into ``path``).
 
-        Needs this client's adapter active (eq. 8's pass). With λ off the weights stay put.
+        With λ off the weights stay put.
 
         Returns:
             (diagnostics |g_k|², Δ^(t) [K]).
@@ -208,6 +195,7 @@ class MOAClient(GRPOClient):
         delta = np.zeros(len(self.names))  # [K]
         diag = {}
         if self.args.lambda_on:
+            self.policy.trainable(self.cid)  # eq. 8's pass runs on this client's adapter
             g_now = objective_gradients(self.policy.model, rollouts, scores, self.layer, self.grpo,
                                         self.args.hyper_grad == "sequence")  # [K, N·H] or [K, H], eq. 8
             if path.lam is None:
@@ -218,18 +206,6 @@ class MOAClient(GRPOClient):
             diag.update({f"gsq/{n}": float(g_now[k] @ g_now[k]) for k, n in enumerate(self.names)})
         path.after.append(path.weights.copy())
         return diag, delta
-
-    @staticmethod
-    def scalarised(scores: np.ndarray, weights: np.ndarray) -> torch.Tensor:
-        """r_w = Σ_k w_k r_k (eq. 2) of every completion.  scores [N, K], weights [K] -> [N]"""
-        return torch.as_tensor(scores @ weights, dtype=torch.float32)  # [N]
-
-    def step_diagnostics(self, diag: dict, scores: np.ndarray, delta: np.ndarray) -> dict:
-        """A step's diagnostics after its update: each component's mean reward, Δ_k, and accuracy (r_0)."""
-        diag.update({f"reward/{n}": float(scores[:, k].mean()) for k, n in enumerate(self.names)})
-        diag.update({f"delta/{n}": float(delta[k]) for k, n in enumerate(self.names)})
-        diag["accuracy"] = float(scores[:, 0].mean())
-        return diag
 
     def local_step(self, round: int, step: int, params, path: WeightPath) -> dict:
         """One multi-objective GRPO step (eq. 1–4) with the hypergradient weight update (eq. 8–10).
@@ -242,66 +218,41 @@ class MOAClient(GRPOClient):
         """
         rollouts, scores = self.rollout_scores(round, step)  # [N, K]
         diag, delta = self.adapt_weights(rollouts, scores, path)  # eq. 8–10
-        diag.update(grpo_step(self.policy.model, self._optimizer(params, round, step), rollouts,
-                              self.scalarised(scores, path.weights), self.grpo,
-                              ref_model_ctx=self.policy.reference))  # advantage of r_w (eq. 4)
-        return self.step_diagnostics(diag, scores, delta)
+        rewards = torch.as_tensor(scores @ path.weights, dtype=torch.float32)  # [N]  r_w = Σ_k w_k r_k (eq. 2)
+        diag.update(passes.grpo_step(self.policy, self.cid, self._optimizer(params, round, step), rollouts, rewards,
+                                     self.grpo))  # advantage of r_w (eq. 4)
+        diag.update({f"reward/{n}": float(scores[:, k].mean()) for k, n in enumerate(self.names)})
+        diag.update({f"delta/{n}": float(delta[k]) for k, n in enumerate(self.names)})
+        diag["accuracy"] = float(scores[:, 0].mean())
+        return diag
 
     def on_fit(self, round: int, payload: dict) -> dict:
-        """Load θ^global and the weights the server sent, run τ local steps, return θ^(m) and w^(m)."""
-        params, _ = self.begin_fit(payload)
-        path = self.weight_path(payload)
+        """Load θ^global and the weights w^(m) the server sent, run τ local steps, return θ^(m) and w^(m)."""
+        self.policy.set_state(self.cid, payload["adapter"])
+        params = self.policy.trainable(self.cid)
+        if self.local.reset_optimizer:  # fresh Adam moments for the round's τ steps
+            self.optimizer = None
+        weights = np.asarray(payload["weights"], dtype=np.float64)  # [K] what this round starts from
+        if weights.shape != (len(self.names),):
+            raise ValueError(f"client {self.cid!r} got {weights.shape[0]} weights for {len(self.names)} rewards")
+        path = WeightPath(weights.copy(), weights)
         steps = [self.local_step(round, s, params, path) for s in range(self.local.local_steps)]
-        return self.fit_reply(params, steps, path)
-
-    def fit_reply(self, params, steps: list[dict], path: WeightPath) -> dict:
-        """The ``fit`` reply: θ^(m), |D_m|, the steps' mean diagnostics and the weights' path, names and w^(m)."""
-        reply = self.end_fit(params, steps)
-        metrics, weights = reply["metrics"], path.weights
+        for p in params:  # gradients and (when reset each round) Adam moments are dead weight between rounds
+            p.grad = None
+        if self.local.reset_optimizer:
+            self.optimizer = None
+        metrics = {k: float(np.mean([d[k] for d in steps])) for k in steps[0]}
         for s, w in enumerate(path.after):  # Fig. 5: the weights after every local step
             metrics.update({f"w@{s}/{n}": float(w[k]) for k, n in enumerate(self.names)})
-        metrics.update({f"w/{n}": float(weights[k]) for k, n in enumerate(self.names)})
+        metrics.update({f"w/{n}": float(path.weights[k]) for k, n in enumerate(self.names)})
         metrics.update({f"w_start/{n}": float(path.start[k]) for k, n in enumerate(self.names)})
-        metrics["w_move"] = float(np.abs(weights - path.start).sum())  # L1 distance the weights moved this round
+        metrics["w_move"] = float(np.abs(path.weights - path.start).sum())  # L1 distance the weights moved
         if self.args.lambda_on:
             metrics["lam"] = float(path.lam)
         # "family" repeats what the properties reply said (the server reads it from there)
-        return {**reply, "reward_names": list(self.names), "weights": [float(x) for x in weights],
-                "family": self.family}
+        return {"adapter": self.policy.get_state(self.cid), "num_examples": self.num_examples, "metrics": metrics,
+                "reward_names": list(self.names), "weights": [float(x) for x in path.weights], "family": self.family}
 
 
-# -- lockstep (client_batching="lockstep") ------------------------------------------------------------
-
-
-def fit_lockstep(clients: list[MOAClient], round: int, payloads: list[dict]) -> list[dict]:
-    """The ``fit`` replies of ``clients`` computed in lockstep (:mod:`fedrl_kit.federation.lockstep`).
-
-    Per local step: one ``generate`` for all clients' batches; then, per client, g_k (eq. 8) and its weights
-    (eq. 9–10) exactly as :meth:`MOAClient.local_step` computes them, with that client's adapter active (each
-    client has its own K_m components and L_k, and eq. 8's hook shifts one batch's rows: batching it would change
-    the pass it is measured in); then one GRPO step for all clients, each on its own r_w = Σ_k w_k r_k.
-    """
-    policy, local, grpo = shared_setup(clients)
-    params = [c.begin_fit(p)[0] for c, p in zip(clients, payloads)]
-    paths = [c.weight_path(p) for c, p in zip(clients, payloads)]
-    steps: list[list[dict]] = [[] for _ in clients]
-    for s in range(local.local_steps):
-        batches, rollouts = private_rollouts_lockstep(clients, round, s)
-        scores = [c.objective_scores(r, b) for c, r, b in zip(clients, rollouts, batches)]  # [N, K_m] each
-        adapted = []  # (diagnostics, Δ) per client
-        for c, r, sc, path in zip(clients, rollouts, scores, paths):
-            c.policy.trainable(c.cid)  # eq. 8's pass runs on this client's adapter
-            adapted.append(c.adapt_weights(r, sc, path))
-        diags = grpo_step_lockstep(
-            policy.model, [c.cid for c in clients], [c._optimizer(p, round, s) for c, p in zip(clients, params)],
-            rollouts, [c.scalarised(sc, path.weights) for c, sc, path in zip(clients, scores, paths)], grpo,
-            policy.tokenizer.pad_token_id, ref_model_ctx=policy.reference)
-        for k, c in enumerate(clients):
-            diag, delta = adapted[k]
-            diag.update(diags[k])
-            steps[k].append(c.step_diagnostics(diag, scores[k], delta))
-    return [c.fit_reply(ps, st, path) for c, ps, st, path in zip(clients, params, steps, paths)]
-
-
-LOCKSTEP = {"fit": LockstepHandler(exactly(MOAClient), fit_lockstep)}
-"""FedMOA's ``MethodSpec.lockstep``: its clients' ``fit`` in lockstep (:func:`fit_lockstep`)"""
+LOCKSTEP = {"fit": GROUPED}
+"""FedMOA's ``MethodSpec.lockstep``: its clients' ``fit`` answered as one group (:mod:`fedrl_kit.federation.lockstep`)"""

@@ -37,12 +37,12 @@ A client that fails any message is dropped for the rest of the round (its failur
 if every client fails, the global adapter is kept unchanged.
 
 Lockstep (``config.client_batching = "lockstep"``, :mod:`fedrl_kit.federation.lockstep`): the in-process runtime
-answers each ``private_step``, ``public_generate`` and ``public_step`` broadcast in one batched pass for all
-clients — one ``generate`` (each client from its own stream: ``client/rollout``, ``pubswap/public_rollout``), one
-GRPO forward/backward (each row with its client's adapter, each client on its own batch or swapped groups) — through
-the same client methods as the sequential handlers (``private_done``, ``public_generated``, ``public_batch``,
-``public_done``), so diagnostics, α_n, each client's drift-probe calls and replies are the sequential path's, the
-numbers to float tolerance. ``fit_begin`` and ``fit_end`` go one client after another.
+runs each ``private_step``, ``public_generate`` and ``public_step`` broadcast's handlers together, and their model
+passes become one batched pass for all clients — one ``generate`` (each client from its own stream:
+``client/rollout``, ``pubswap/public_rollout``), one GRPO forward/backward (each row with its client's adapter, each
+client on its own batch or swapped groups). The handlers are the sequential ones, unchanged, so diagnostics, α_n,
+each client's drift-probe calls and replies are the sequential path's, the numbers to float tolerance. ``fit_begin``
+and ``fit_end`` go one client after another.
 
 Diagnostics per client and round: ``accuracy`` (mean over private steps), ``replacement_fraction``
 (α_n(x) = M_n / K of appendix A.2, mean over the round's public prompts), ``public_reward_mean``,
@@ -91,8 +91,7 @@ Modules of this package:
 ``args``             :class:`~fedrl_kit.pubswap.args.PubSwapArgs` (``config.pubswap``: τ_swap) and
                      ``PAPER_SETTING`` (FedIT, weight decay 0.01)
 ``method``           :func:`~fedrl_kit.pubswap.method.run_round` (the round above),
-                     :class:`~fedrl_kit.pubswap.method.PubSwapClient` (its message handlers) and their lockstep
-                     versions (``private_steps_lockstep``, ``public_generate_lockstep``, ``public_steps_lockstep``)
+                     :class:`~fedrl_kit.pubswap.method.PubSwapClient` (one handler per message kind)
 ``swap``             the swap rules: :func:`~fedrl_kit.pubswap.swap.random_swap`,
                      :func:`~fedrl_kit.pubswap.swap.balanced_swap` (appendix A.2's α_n(x))
 ``public_step``      one public step seen from outside (steps 2a–2c with the round's own streams): the

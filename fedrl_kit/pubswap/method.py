@@ -13,13 +13,12 @@ import torch
 
 from fedrl_kit.aggregate import aggregate
 from fedrl_kit import seeding
+from fedrl_kit.federation import passes
 from fedrl_kit.federation.client import GRPOClient
-from fedrl_kit.federation.lockstep import LockstepHandler, exactly, grad_catchers, local_step_lockstep, shared_setup
+from fedrl_kit.federation.lockstep import GROUPED
 from fedrl_kit.federation.replies import FIT, list_of, number, record, text
-from fedrl_kit.grpo import grpo_step
 from fedrl_kit.methods import MethodSpec
 from fedrl_kit.methods.fedavg_grpo import build_grpo_clients
-from fedrl_kit.speed.batched import generate_lockstep, grpo_step_lockstep
 from fedrl_kit.rollout import Rollouts
 from fedrl_kit.pubswap.args import PAPER_SETTING, PubSwapArgs
 from fedrl_kit.pubswap.presets import PAPER_PRESETS
@@ -62,10 +61,7 @@ class PubSwapClient(GRPOClient):
     def on_private_step(self, round: int, payload: dict) -> dict:
         """One Local-GRPO step on b private prompts."""
         self._params = self.policy.trainable(self.cid)
-        return self.private_done(self.local_step(round, int(payload["step"]), self._params))
-
-    def private_done(self, diag: dict) -> dict:
-        """Keep a private step's diagnostics for the round; the ``private_step`` reply."""
+        diag = self.local_step(round, int(payload["step"]), self._params)
         self._private.append(diag)
         return {"accuracy": diag["accuracy"]}
 
@@ -75,17 +71,11 @@ class PubSwapClient(GRPOClient):
 
     def on_public_generate(self, round: int, payload: dict) -> dict:
         """K responses per public prompt, with their 0/1 correctness (reward component 0)."""
-        batch, step = payload["batch"], int(payload["step"])
-        rollouts = self.policy.rollout(self.cid, batch["prompt"], self.local.num_generations,
-                                       seed=self.public_rollout_seed(round, step))
-        return self.public_generated(rollouts, batch)
-
-    def public_generated(self, rollouts: Rollouts, batch: dict[str, list]) -> dict:
-        """Keep the public responses for the public step; the ``public_generate`` reply (texts, 0/1 correctness)."""
+        batch, step, K = payload["batch"], int(payload["step"]), self.local.num_generations
+        rollouts = passes.rollout(self.policy, self.cid, batch["prompt"], K, seed=self.public_rollout_seed(round, step))
         scores = self.reward_scores(rollouts, batch)  # [b·K, n_rewards]
         correct = np.nan_to_num(scores[:, 0]) >= 0.5  # [b·K]
-        self._generated = rollouts
-        K = self.local.num_generations
+        self._generated = rollouts  # kept for the public step: its own responses keep their sampled ids
         return {"texts": [rollouts.completions[i * K:(i + 1) * K] for i in range(len(batch["prompt"]))],
                 "correct": [[int(c) for c in correct[i * K:(i + 1) * K]] for i in range(len(batch["prompt"]))]}
 
@@ -114,25 +104,16 @@ class PubSwapClient(GRPOClient):
         return Rollouts(gen.prompt_ids, gen.prompt_mask, completion_ids.to(device), completion_mask.to(device),
                         list(gen.prompts), [t for group in texts for t in group], K)
 
-    def public_batch(self, payload: dict) -> tuple[Rollouts, torch.Tensor]:
-        """A public step's b·K rows (the swapped groups) and their scalarised rewards [b·K]."""
-        rollouts = self.swapped_rollouts(payload["texts"], payload["own_index"])
-        _, rewards = self.step_rewards(rollouts, payload["batch"])  # [b·K, n_rewards], [b·K]
-        return rollouts, rewards
-
     def on_public_step(self, round: int, payload: dict) -> dict:
         """One GRPO step on the swapped groups; π_old = current policy for every row (see module doc)."""
-        rollouts, rewards = self.public_batch(payload)
+        rollouts = self.swapped_rollouts(payload["texts"], payload["own_index"])  # b·K rows
+        scores = self.reward_scores(rollouts, payload["batch"])  # [b·K, n_rewards]
+        rewards = torch.as_tensor(np.nan_to_num(scores) @ np.asarray(self.reward_set.weights),
+                                  dtype=torch.float32)  # [b·K]
         self._params = self.policy.trainable(self.cid)
-        diag = grpo_step(self.policy.model, self._optimizer(self._params), rollouts, rewards, self.grpo,
-                         ref_model_ctx=self.policy.reference,
-                         on_first_grad=self.probe.grad_catcher(self.cid) if self.probe else None)
-        return self.public_done(payload, diag)
-
-    def public_done(self, payload: dict, diag: dict) -> dict:
-        """After a public step's update: its replacement fraction α_n, the drift probe, the ``public_step`` reply."""
-        own = np.asarray(payload["own_index"])  # [b, K]
-        per_prompt = (own < 0).mean(axis=1)  # [b]  α_n(x) = M_n / K
+        diag = passes.grpo_step(self.policy, self.cid, self._optimizer(self._params), rollouts, rewards, self.grpo,
+                                on_first_grad=self.probe.grad_catcher(self.cid) if self.probe else None)
+        per_prompt = (np.asarray(payload["own_index"]) < 0).mean(axis=1)  # [b]  α_n(x) = M_n / K
         diag["replacement_fraction"] = float(per_prompt.mean())  # α_n averaged over the b prompts
         if self.probe:
             self.probe.step_done(self.cid, int(payload["step"]), "public", self.policy.get_state(self.cid), diag,
@@ -153,44 +134,6 @@ class PubSwapClient(GRPOClient):
                              ("reward_std", "public_reward_std"), ("frac_zero_std", "public_frac_zero_std")):
                 metrics[dst] = float(np.mean([d[src] for d in self._public]))
         return {"adapter": self.policy.get_state(self.cid), "num_examples": self.num_examples, "metrics": metrics}
-
-
-# -- lockstep (client_batching="lockstep"): the step messages of all clients as one batched pass ---------------------
-# Each handler does what the clients' on_<kind> do one after another, through the same client methods; only the
-# model passes are shared (fedrl_kit.federation.lockstep, fedrl_kit.speed.batched).
-
-
-def private_steps_lockstep(clients: list[PubSwapClient], round: int, payloads: list[dict]) -> list[dict]:
-    """Every client's Local-GRPO step (:meth:`PubSwapClient.on_private_step`): one generate, one GRPO step."""
-    steps = {int(p["step"]) for p in payloads}
-    if len(steps) != 1:
-        raise ValueError(f"lockstep private steps must be the same local step for every client, got {sorted(steps)}")
-    for c in clients:
-        c._params = c.policy.trainable(c.cid)
-    diags = local_step_lockstep(clients, round, steps.pop(), [c._params for c in clients])
-    return [c.private_done(d) for c, d in zip(clients, diags)]
-
-
-def public_generate_lockstep(clients: list[PubSwapClient], round: int, payloads: list[dict]) -> list[dict]:
-    """Every client's K responses per public prompt (:meth:`PubSwapClient.on_public_generate`) in one generate,
-    each client from its own stream ``pubswap/public_rollout``."""
-    policy, local, _ = shared_setup(clients)
-    seeds = {c.cid: c.public_rollout_seed(round, int(p["step"])) for c, p in zip(clients, payloads)}
-    rollouts = generate_lockstep(policy, {c.cid: p["batch"]["prompt"] for c, p in zip(clients, payloads)},
-                                 local.num_generations, seeds)
-    return [c.public_generated(rollouts[c.cid], p["batch"]) for c, p in zip(clients, payloads)]
-
-
-def public_steps_lockstep(clients: list[PubSwapClient], round: int, payloads: list[dict]) -> list[dict]:
-    """Every client's GRPO step on its own swapped groups (:meth:`PubSwapClient.on_public_step`) in one pass."""
-    policy, _, grpo = shared_setup(clients)
-    batches = [c.public_batch(p) for c, p in zip(clients, payloads)]  # (rollouts [b·K rows], rewards [b·K])
-    for c in clients:
-        c._params = c.policy.trainable(c.cid)
-    diags = grpo_step_lockstep(policy.model, [c.cid for c in clients], [c._optimizer(c._params) for c in clients],
-                               [r for r, _ in batches], [rw for _, rw in batches], grpo, policy.tokenizer.pad_token_id,
-                               ref_model_ctx=policy.reference, on_first_grads=grad_catchers(clients))
-    return [c.public_done(p, d) for c, p, d in zip(clients, payloads, diags)]
 
 
 def swap_prompts(rule, generated: list[dict], K: int, rng: np.random.Generator) -> list[SwapResult]:
@@ -296,10 +239,8 @@ REPLIES = {  # the steps of a round (package docstring): nothing, diagnostics, t
     "fit_end": FIT,
 }
 
-LOCKSTEP = {kind: LockstepHandler(exactly(PubSwapClient), answer) for kind, answer in (
-    ("private_step", private_steps_lockstep), ("public_generate", public_generate_lockstep),
-    ("public_step", public_steps_lockstep))}
-"""PubSwap's ``MethodSpec.lockstep``: its step messages in lockstep (``fit_begin``/``fit_end`` go one by one)"""
+LOCKSTEP = dict.fromkeys(("private_step", "public_generate", "public_step"), GROUPED)
+"""PubSwap's ``MethodSpec.lockstep``: its step messages answered as one group (``fit_begin``/``fit_end`` one by one)"""
 
 PUBSWAP_RANDOM = MethodSpec("pubswap_random", "FedAvg-PubSwap, Random swap: local GRPO + public steps with a shared "
                             "random draw of responses", run_round, partial(build_grpo_clients, client_cls=PubSwapClient),
