@@ -29,8 +29,7 @@ import typing
 from dataclasses import dataclass, field, fields
 
 from fedrl_kit.args import Args, check_type, parse_value
-from fedrl_kit.federation.client import LocalSettings
-from fedrl_kit.grpo import GRPOSettings, check_choice
+from fedrl_kit.settings import GRPOSettings, LocalSettings, check_choice
 from fedrl_kit.methods import METHODS, method_spec
 from fedrl_kit.speed import GENERATION_LOOPS, PROMPT_PASSES
 

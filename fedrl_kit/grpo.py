@@ -34,28 +34,10 @@ float tolerance (:class:`fedrl_kit.speed.Scorer`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
 import torch
 
 from fedrl_kit.rollout import Rollouts, per_token_logps
-
-SCALE_REWARDS = ("group", "batch", "none")
-"""``scale_rewards``: what the advantage is divided by (eq. 1)"""
-LOSS_TYPES = ("dapo", "grpo")
-"""``loss_type``: how the per-token losses are aggregated (see above)"""
-_VERL_LOSS_TYPES = {"token-mean": "dapo", "seq-mean-token-mean": "grpo"}
-"""loss_type values of earlier versions (verl's names) → TRL's name of the same formula, for the error message"""
-
-
-def check_choice(name: str, value: str) -> None:
-    """Raise ValueError unless ``value`` is an allowed value of the knob ``name`` (scale_rewards or loss_type)."""
-    allowed = {"scale_rewards": SCALE_REWARDS, "loss_type": LOSS_TYPES}[name]
-    if value not in allowed:
-        renamed = _VERL_LOSS_TYPES.get(value) if name == "loss_type" and isinstance(value, str) else None
-        hint = f" ({value!r} is now {renamed!r}, TRL's name of the same formula)" if renamed else ""
-        raise ValueError(f"{name} must be one of {allowed}, got {value!r}{hint}")
+from fedrl_kit.settings import LOSS_TYPES, SCALE_REWARDS, GRPOSettings, check_choice  # noqa: F401 - re-exported
 
 
 def group_advantages(rewards: torch.Tensor, num_generations: int, scale_rewards: str = "group") -> torch.Tensor:
@@ -144,26 +126,6 @@ def grpo_loss(
             ratio_mean=((ratio * mask).sum() / n_tok).item(),
         )
     return loss, diag
-
-
-@dataclass
-class GRPOSettings:
-    """The optimisation knobs of one GRPO step (TRL's names where the meaning is the same).
-
-    Runs build it from their config (:meth:`fedrl_kit.config.RunConfig.grpo_settings`); these defaults are the only
-    ones: RunConfig's fields of the same names take theirs from here, and code that trains outside a run's config
-    (FedGRPO's evaluator GRPO) uses them as they are."""
-
-    num_iterations: int = 2  # gradient epochs per batch of rollouts
-    epsilon: float = 0.2
-    epsilon_high: float = 0.25
-    beta: float = 0.0
-    scale_rewards: str = "group"
-    loss_type: str = "dapo"
-    temperature: float = 1.0
-    max_grad_norm: float = 1.0
-    micro_batch_size: int = 256
-    score: Callable | None = None  # how log-probs are computed (rollout.Score); None: rollout.per_token_logps
 
 
 def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, settings: GRPOSettings,

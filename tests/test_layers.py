@@ -34,3 +34,16 @@ def test_a_layer_order_the_code_breaks_is_reported(tmp_path):
     assert out.returncode != 0
     assert "upside down BROKEN" in out.stdout
     assert "fedrl_kit.grpo -> fedrl_kit.rollout" in out.stdout
+
+
+def test_importing_the_config_does_not_load_torch():
+    """The settings' defaults live in torch-free fedrl_kit.settings: importing the config and reading its fields'
+    defaults (what `fedrl --help` does) does not pay torch's import (seconds). Validating a config imports its
+    method's module, which may."""
+    import subprocess
+    import sys
+
+    code = ("import sys, dataclasses, fedrl_kit.config as c; [f.default for f in dataclasses.fields(c.RunConfig)]; "
+            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))[:3])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]", out

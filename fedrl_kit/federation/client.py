@@ -15,8 +15,6 @@ draws exactly the batches and samples an uninterrupted one would.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 
@@ -24,25 +22,7 @@ from fedrl_kit import seeding
 from fedrl_kit.federation import passes
 from fedrl_kit.federation.runtime import Message
 from fedrl_kit.grpo import GRPOSettings
-
-
-@dataclass
-class LocalSettings:
-    """What one round of local training does on a client.
-
-    Runs build it from their config (:meth:`fedrl_kit.config.RunConfig.local_settings`); these defaults are the only
-    ones: RunConfig's fields of the same names take theirs from here.
-    """
-
-    local_steps: int = 2  # τ, GRPO steps per round
-    prompts_per_step: int = 8  # b, prompts per GRPO step
-    num_generations: int = 8  # G (K in PubSwap), completions per prompt
-    learning_rate: float = 2e-3
-    prox_mu: float = 0.0  # FedProx μ; 0 = plain FedAvg-GRPO
-    reset_optimizer: bool = True  # fresh Adam state each round, as in PubSwap §4
-    weight_decay: float = 0.0  # AdamW's decoupled weight decay; 0 = plain Adam (PubSwap's Tables 9–12: 0.01)
-    lr_schedule: str = "constant"  # "constant", or "cosine": decay to 0 over the run's rounds × τ local steps
-    rounds: int = 10  # R, the run's rounds (the cosine schedule's horizon is R·τ)
+from fedrl_kit.settings import LocalSettings
 
 
 def scheduled_lr(local: LocalSettings, round: int, step: int) -> float:
