@@ -194,3 +194,25 @@ def test_a_paper_preset_refuses_a_swap_period_not_below_tau():
     with pytest.raises(ValueError, match=r"period must be below local_steps = 8 under the paper preset"):
         preset("pubswap-qwen3-1.7b-math", method="pubswap_balanced", local_steps=8, pubswap={"period": 8})
     assert preset("quick", method="pubswap_balanced", local_steps=8, pubswap={"period": 8}).pubswap.period == 8
+
+
+def test_public_steps_follow_the_learning_rate_schedule_like_private_ones(tiny_dir, monkeypatch):
+    """A cosine schedule sets each local step's rate by (round, step); public steps used to keep the rate of the
+    private step before them."""
+    from fedrl_kit.federation import passes
+    from fedrl_kit.federation.client import scheduled_lr
+
+    seen = []
+    plain = passes.grpo_step
+
+    def spy(policy, cid, optimizer, *args, **kwargs):
+        if cid == "client_0":
+            seen.append(optimizer.param_groups[0]["lr"])
+        return plain(policy, cid, optimizer, *args, **kwargs)
+
+    monkeypatch.setattr(passes, "grpo_step", spy)
+    run = Run(small_config(tiny_dir, method="pubswap_balanced", rounds=2, local_steps=4, pubswap={"period": 2},
+                           lr_schedule="cosine"), progress=False)
+    run.run()
+    want = [scheduled_lr(run.local, r, s) for r in (1, 2) for s in range(4)]
+    assert seen == pytest.approx(want) and len(set(seen)) == 8

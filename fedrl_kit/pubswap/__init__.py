@@ -57,9 +57,10 @@ round); full factors and gradients are written to the run folder only with ``con
 
 Results: final and best-checkpoint pass@1 (appendix B.2) come from each run's evaluation records
 (:func:`experiments.sweep.summarise`); :func:`experiments.sweep.pubswap_claims` checks the claims
-on either, paired by seed: Table 1's (large and small τ, FedProx, Random vs Balanced, drift), Table 4's and
-Table 5's (Balanced beats FedAvg-GRPO at every τ_swap; more frequent public steps are not necessarily better;
-they limit drift). A claim the rows cannot test says "not tested" and why (a single τ, one τ_swap, one seed).
+on either, paired by seed, in the paper's words: Table 1's (Balanced ahead of FedAvg-GRPO and FedProx at each τ,
+the τ trend, FedProx, Random vs Balanced, drift), Table 4's and Table 5's, and the control arm's split of the drift
+reduction. A claim the rows cannot test says "not tested" and why (not the paper's setting, a single τ, one
+τ_swap, one seed, τ_swap not below τ).
 
 Deviations and choices where the paper is silent:
 
@@ -71,8 +72,19 @@ Deviations and choices where the paper is silent:
 - **Token ids.** The client's own responses keep the exact token ids it generated; swapped-in
   responses are re-tokenised from their text, with eos appended when shorter than
   ``max_new_tokens`` (a response that long was cut off there and had no eos).
-- **τ_swap ≤ τ.** The paper writes τ_swap < τ; we allow τ_swap = τ (one public step, last).
-  When τ_swap does not divide τ, the trailing τ mod τ_swap steps are private.
+- **τ_swap ≤ τ.** The paper writes τ_swap < τ; the engine allows τ_swap = τ (one public step, the round's
+  last) for exploration, but the paper presets refuse it, and the claims table calls a Table 5 arm with
+  τ_swap ≥ τ "not tested". When τ_swap does not divide τ, the trailing τ mod τ_swap steps are private.
+- **Loss aggregation.** Eq. 2 averages each response's token terms, then the responses (TRL's ``loss_type``
+  ``"grpo"``); the runs use the engine's default ``"dapo"`` (every token of the batch weighs the same: TRL's
+  default, and the formula of VERL's default ``loss_agg_mode="token-mean"``). ``--set loss_type=grpo`` gives
+  eq. 2's form.
+- **Learning-rate schedule on public steps.** A public step takes the rate of its (round, step), like a private
+  one (the runs here use a constant rate, so this matters only with ``lr_schedule="cosine"``).
+- **A control arm, not in the paper.** ``pubswap_noswap`` (:func:`~fedrl_kit.pubswap.swap.no_swap`) runs
+  Balanced's private and public steps with each client on its own responses: a Balanced round takes half its
+  steps on public prompts (τ_swap = 2), so against FedAvg-GRPO a drift reduction could come from the fewer
+  private steps or the public prompts rather than the swap; against the control it is the swap's.
 - **Random for odd K, Balanced for odd K, too few correct donors:** see :mod:`fedrl_kit.pubswap.swap`.
 - **Randomness.** Public prompts come from the stream ``pubswap/public_prompts`` keyed by (round, period),
   the swap from ``pubswap/swap`` (:mod:`fedrl_kit.seeding`); so a run is reproducible and resumable.
@@ -93,7 +105,8 @@ Modules of this package:
 ``method``           :func:`~fedrl_kit.pubswap.method.run_round` (the round above),
                      :class:`~fedrl_kit.pubswap.method.PubSwapClient` (one handler per message kind)
 ``swap``             the swap rules: :func:`~fedrl_kit.pubswap.swap.random_swap`,
-                     :func:`~fedrl_kit.pubswap.swap.balanced_swap` (appendix A.2's α_n(x))
+                     :func:`~fedrl_kit.pubswap.swap.balanced_swap` (appendix A.2's α_n(x)), and the
+                     control's :func:`~fedrl_kit.pubswap.swap.no_swap`
 ``public_step``      one public step seen from outside (steps 2a–2c with the round's own streams): the
                      notebook's swap view and its widget
 ``presets``          the paper's settings per model and dataset (Tables 9–12, B.1) as run presets

@@ -111,12 +111,14 @@ class PubSwapClient(GRPOClient):
         rewards = torch.as_tensor(np.nan_to_num(scores) @ np.asarray(self.reward_set.weights),
                                   dtype=torch.float32)  # [b·K]
         self._params = self.policy.trainable(self.cid)
-        diag = passes.grpo_step(self.policy, self.cid, self._optimizer(self._params), rollouts, rewards, self.grpo,
+        step = int(payload["step"])
+        optimizer = self._optimizer(self._params, round, step)  # the step's scheduled learning rate, as a private step
+        diag = passes.grpo_step(self.policy, self.cid, optimizer, rollouts, rewards, self.grpo,
                                 on_first_grad=self.probe.grad_catcher(self.cid) if self.probe else None)
         per_prompt = (np.asarray(payload["own_index"]) < 0).mean(axis=1)  # [b]  α_n(x) = M_n / K
         diag["replacement_fraction"] = float(per_prompt.mean())  # α_n averaged over the b prompts
         if self.probe:
-            self.probe.step_done(self.cid, int(payload["step"]), "public", self.policy.get_state(self.cid), diag,
+            self.probe.step_done(self.cid, step, "public", self.policy.get_state(self.cid), diag,
                                  replacement_per_prompt=per_prompt)
         self._public.append(diag)
         self._generated = None
