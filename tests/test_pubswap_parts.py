@@ -20,7 +20,7 @@ from fedrl_kit.drift import (
     pairwise_gradient_dissimilarity,
     within_group_reward_stats,
 )
-from fedrl_kit.pubswap.swap import SWAP_RULES, ResponsePool, balanced_swap, random_swap
+from fedrl_kit.pubswap.swap import SWAP_RULES, ResponsePool, balanced_swap, no_swap, random_swap
 
 
 def make_pool(correct) -> ResponsePool:
@@ -268,7 +268,7 @@ def test_random_is_deterministic_given_seed():
 
 
 def test_swap_rules_registry():
-    assert SWAP_RULES == {"random": random_swap, "balanced": balanced_swap}
+    assert SWAP_RULES == {"random": random_swap, "balanced": balanced_swap, "noswap": no_swap}
 
 
 # --- bad input ------------------------------------------------------------------------------
