@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from experiments.sweep import (PUBSWAP_SCALES, SETTINGS, parse_name, pubswap_grid, result_paths,  # noqa: E402
-                               run_grid, summarise)
+                               run_grid, summary_row)
 from fedrl_kit.runs import recorded_kernels  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results"
@@ -79,11 +79,7 @@ def main(argv=None) -> None:
         dest = metrics_dir / name
         dest.mkdir(parents=True, exist_ok=True)
         shutil.copy(runs / name / "metrics.jsonl", dest / "metrics.jsonl")
-        row = {"name": name, **parse_name(name), "preset": args.preset, "scale": scale, "setting": args.setting,
-               "aggregator": cfg.aggregator, "weight_decay": cfg.weight_decay, "equal_size": cfg.equal_size,
-               "local_steps": cfg.local_steps, "rounds": cfg.rounds, "pubswap_period": cfg.pubswap.period,
-               "dirichlet_alpha": cfg.dirichlet_alpha, **summarise(records),
-               "seconds": round(sum(r["seconds"] for r in records if r["kind"] == "comm"), 1),
+        row = {**summary_row(name, cfg, records, preset=args.preset, scale=scale, setting=args.setting),
                "cpu_kernels": recorded_kernels(runs / name)}  # a folder read back keeps its own
         rows = [r for r in rows if r["name"] != name] + [row]
         summary_path.parent.mkdir(parents=True, exist_ok=True)
