@@ -91,6 +91,14 @@ class NotebookStop(Exception):
         return [f"{type(self).__name__}: {self}"]
 
 
+def check_choice(parameter: str, value, valid: tuple) -> object:
+    """``value`` when it is one of ``valid``, else a NotebookStop naming the parameter and the valid values."""
+    if value not in valid:
+        raise NotebookStop(f"{parameter}={value!r} is not one this notebook runs; use one of "
+                           + ", ".join(repr(v) for v in valid))
+    return value
+
+
 def check_preset(preset_name: str, valid: tuple[str, ...]) -> str:
     """``preset_name`` when it is one of ``valid``, else a NotebookStop naming the valid ones."""
     if preset_name not in valid:

@@ -13,8 +13,8 @@ from conftest import NOTEBOOK_NAMES, run_notebook
 from IPython.core.interactiveshell import InteractiveShell
 from papermill.exceptions import PapermillExecutionError
 
-from fedrl_kit.notebook import (NotebookStop, check_preset, check_run_root, repo_path, require_gpu, run_folder,
-                                shown_path, start_run_dir)
+from fedrl_kit.notebook import (NotebookStop, check_choice, check_preset, check_run_root, repo_path, require_gpu,
+                                run_folder, shown_path, start_run_dir)
 from fedrl_kit.runs import REPO_ROOT
 
 
@@ -22,6 +22,12 @@ def test_an_unknown_preset_names_the_valid_ones():
     assert check_preset("smoke", ("quick", "smoke", "full")) == "smoke"
     with pytest.raises(NotebookStop, match=r"preset_name='tiny' .* 'quick', 'smoke', 'full'$"):
         check_preset("tiny", ("quick", "smoke", "full"))
+
+
+def test_an_unknown_choice_names_the_parameter_and_the_valid_values():
+    assert check_choice("method", "zero_shot", ("fedavg_grpo", "zero_shot")) == "zero_shot"
+    with pytest.raises(NotebookStop, match=r"^method='sft' is not one this notebook runs; use one of 'fedavg_grpo'"):
+        check_choice("method", "sft", ("fedavg_grpo", "zero_shot"))
 
 
 def test_a_gpu_preset_stops_in_one_line_without_a_gpu(monkeypatch):
