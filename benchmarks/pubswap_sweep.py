@@ -37,8 +37,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from experiments.sweep import (PUBSWAP_SCALES, SETTINGS, curves, parse_name, pubswap_grid,  # noqa: E402
-                               records_digest, result_paths, run_grid, summarise)
+from experiments.sweep import (PUBSWAP_SCALES, SETTINGS, parse_name, pubswap_grid, result_paths,  # noqa: E402
+                               run_grid, summary_row)
 from fedrl_kit.runs import recorded_kernels  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results"
@@ -77,13 +77,8 @@ def main(argv=None) -> None:
     for name, cfg in keep.items():
         t0 = time.time()
         records = run_grid({name: cfg}, runs, progress=False)[name]
-        row = {"name": name, **parse_name(name), "preset": args.preset, "scale": scale, "setting": args.setting,
-               "aggregator": cfg.aggregator, "weight_decay": cfg.weight_decay, "equal_size": cfg.equal_size,
-               "local_steps": cfg.local_steps, "rounds": cfg.rounds, "pubswap_period": cfg.pubswap.period,
-               "dirichlet_alpha": cfg.dirichlet_alpha, **summarise(records),
-               "seconds": round(sum(r["seconds"] for r in records if r["kind"] == "comm"), 1),
-               "cpu_kernels": recorded_kernels(runs / name),  # a folder read back keeps its own
-               "curves": curves(records), "records_sha256": records_digest(records)}
+        row = {**summary_row(name, cfg, records, preset=args.preset, scale=scale, setting=args.setting),
+               "cpu_kernels": recorded_kernels(runs / name)}  # a folder read back keeps its own
         rows = [r for r in rows if r["name"] != name] + [row]
         summary_path.parent.mkdir(parents=True, exist_ok=True)
         summary_path.write_text(json.dumps(rows, indent=1))

@@ -14,6 +14,8 @@ scale       what it is
             and 100 validation problems per family, 4 samples each; Heter+Heter took 19 min (FedAvg-GRPO)
             and 34 min (FedMOA: one more backward pass per objective) of round time per run, one thread each,
             with three to five runs sharing a 2-core CPU (docs/fedmoa.md)
+``smoke``   the paper preset's code path (every setting, Table 2's ablations, λ as written, local models
+            scored after the last round) on the embedded world at the smallest size: seconds per run, for CI
 ``paper``   §4.1 on one GPU: Qwen2.5-1.5B-Instruct, 10 / 15 clients, 3 rounds, G = 16, 128 samples per
             step, 1,024 completion tokens, lr 2e-5 with cosine decay, λ = 0.01 as written, MATH, GSM8K and
             MBPP (tested on HumanEval) through the real-world registry (``world="real-families…"``)
@@ -31,11 +33,12 @@ from fedrl_kit.config import RunConfig, preset
 from fedrl_kit.fedmoa.plan import world_for
 from fedrl_kit.runs import REPO_ROOT
 
-SCALES = ("quick", "cpu", "paper")
+SCALES = ("quick", "cpu", "smoke", "paper")
 
 CLIENTS = {
     "quick": {"homo+homo": 6, "homo+heter": 6, "heter+heter": 6},
     "cpu": {"homo+homo": 10, "homo+heter": 10, "heter+heter": 15},
+    "smoke": {"homo+homo": 3, "homo+heter": 3, "heter+heter": 6},
     "paper": {"homo+homo": 10, "homo+heter": 10, "heter+heter": 15},
 }
 """clients per setting (paper §4.1: 10 in the Homo settings, 15 = 5 per dataset in Heter+Heter)"""
@@ -43,6 +46,7 @@ CLIENTS = {
 PER_FAMILY = {
     "quick": dict(n_train=200, n_test=20, n_val=10),
     "cpu": dict(n_train=600, n_test=200, n_val=100),
+    "smoke": dict(n_train=24, n_test=4, n_val=2),
     "paper": dict(n_train=2500, n_test=500, n_val=100),
 }
 """rows per family of the setting's world (n_train, n_test, n_aux are these times the number of families;
@@ -53,6 +57,8 @@ SCALE_FIELDS = {
                   num_generations=8, max_new_tokens=32, eval_samples=2),
     "cpu": dict(base=str(REPO_ROOT / "data" / "base_moa"), rounds=3, local_steps=6, prompts_per_step=8,
                 num_generations=16, max_new_tokens=32, eval_samples=4),
+    "smoke": dict(base="data/base_moa", rounds=1, local_steps=1, prompts_per_step=1, num_generations=2,
+                  max_new_tokens=32, eval_samples=1, num_iterations=1),
     "paper": dict(base="Qwen/Qwen2.5-1.5B-Instruct", chat=True, device="cuda", dtype="bfloat16", lora_rank=32,
                   lora_alpha=64.0, rounds=3, local_steps=10, prompts_per_step=8, num_generations=16,
                   max_new_tokens=1024, temperature=1.0, learning_rate=2e-5, lr_schedule="cosine",
@@ -64,6 +70,7 @@ SCALE_FIELDS = {
 SCALE_FEDMOA = {
     "quick": dict(eval_local=True),
     "cpu": dict(eval_local="last"),
+    "smoke": dict(lam_rule="fixed", lam=0.01, eval_local="last"),
     "paper": dict(lam_rule="fixed", lam=0.01, eval_local="last"),
 }
 """each scale's ``config.fedmoa`` fields: the CPU scales use the default scale rule for λ (``lam_rule="target"``),
@@ -86,7 +93,7 @@ def setting_config(scale: str, setting: str, variant: str = "FedMOA", seed: int 
     """The RunConfig of one run of the paper's grid.
 
     Args:
-        scale: ``"quick"``, ``"cpu"`` or ``"paper"`` (module docstring).
+        scale: ``"quick"``, ``"cpu"``, ``"smoke"`` or ``"paper"`` (module docstring).
         setting: ``"homo+homo"``, ``"homo+heter"`` or ``"heter+heter"``.
         variant: a key of :data:`VARIANTS`.
         seed: the run seed.

@@ -87,6 +87,8 @@ PUBSWAP_SCALES = {
     "quick_large_tau": dict(total_steps=96, taus=(2, 8, 32, 48), period_taus=(), periods=(), hetero_taus=()),
     # quick_tau64: τ = 64 too, on 192 local steps (3 rounds at τ = 64): twice the cost of quick_large_tau
     "quick_tau64": dict(total_steps=192, taus=(2, 8, 32, 64), period_taus=(), periods=(), hetero_taus=()),
+    # smoke: the same grid at the smallest size that still has every table's arms (notebook 02's smoke preset, CI)
+    "smoke": dict(total_steps=4, taus=(2, 4), period_taus=(4,), periods=(2, 4), hetero_taus=(4,)),
     # full: the paper's budget (Tables 1, 4–6) on a GPU
     "full": dict(total_steps=360, taus=(10, 40, 90, 120), period_taus=(90, 120), periods=(2, 4, 8),
                  hetero_taus=(40, 90, 120)),
@@ -221,6 +223,17 @@ def parse_name(name: str) -> dict:
     parts = name.split("/")
     return {"table": parts[0], "method": parts[1], "tau": int(parts[2].removeprefix("tau")),
             "seed": int(parts[-1].removeprefix("seed"))}
+
+
+def summary_row(name: str, cfg: RunConfig, records: list[dict], **labels) -> dict:
+    """One run of a grid as a row of its summary: its name read as design (:func:`parse_name`), ``labels``
+    (preset, scale, setting), the config fields the tables group by, :func:`summarise` of its records, its
+    wall seconds (the sum over its rounds' ``comm`` records), its :func:`curves` and :func:`records_digest`."""
+    return {"name": name, **parse_name(name), **labels, "aggregator": cfg.aggregator,
+            "weight_decay": cfg.weight_decay, "equal_size": cfg.equal_size, "local_steps": cfg.local_steps,
+            "rounds": cfg.rounds, "pubswap_period": cfg.pubswap.period, "dirichlet_alpha": cfg.dirichlet_alpha,
+            **summarise(records), "seconds": round(sum(r["seconds"] for r in records if r["kind"] == "comm"), 1),
+            "curves": curves(records), "records_sha256": records_digest(records)}
 
 
 def grid_coverage(rows: list[dict], scale: str, tables=("table1",), seeds=(0, 1, 2)) -> pd.DataFrame:

@@ -1,8 +1,13 @@
-"""Small helpers the notebooks share: tables of a world, a run's headline numbers."""
+"""Small helpers the notebooks share: tables of a world, a run's headline numbers, and the checks of a notebook's
+parameters (a preset it knows, the GPU a preset wants, a run folder per set of parameters) that stop it in one line."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
+
+from fedrl_kit.runs import REPO_ROOT, fresh_run_dir
 
 
 def examples_by_topic(ds, per_topic: int = 2) -> pd.DataFrame:
@@ -75,3 +80,127 @@ def knobs(update, **controls):
     box = widgets.VBox([widgets.HBox(list(controls.values())), out])
     box.add_class("fedrl-knobs")
     return box
+
+
+# -- parameters -------------------------------------------------------------------------------------------------
+class NotebookStop(Exception):
+    """Parameters a notebook cannot run with. Its message is the whole story, in one line: IPython shows it
+    instead of a traceback (``_render_traceback_``), and so do JupyterLab, nbclient and papermill's error."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
+
+
+def check_choice(parameter: str, value, valid: tuple) -> object:
+    """``value`` when it is one of ``valid``, else a NotebookStop naming the parameter and the valid values."""
+    if value not in valid:
+        raise NotebookStop(f"{parameter}={value!r} is not one this notebook runs; use one of "
+                           + ", ".join(repr(v) for v in valid))
+    return value
+
+
+def check_preset(preset_name: str, valid: tuple[str, ...]) -> str:
+    """``preset_name`` when it is one of ``valid``, else a NotebookStop naming the valid ones."""
+    if preset_name not in valid:
+        raise NotebookStop(f"preset_name={preset_name!r} is not a preset of this notebook; use one of "
+                           + ", ".join(repr(v) for v in valid))
+    return preset_name
+
+
+def require_gpu(device: str, preset_name: str) -> None:
+    """Stop in one line when ``device`` (a config's) is a CUDA GPU this machine does not have.
+
+    Checked before anything is loaded, so that ``full`` on a laptop stops at once, saying what it wants.
+    """
+    if not str(device).startswith("cuda"):
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise NotebookStop(f"preset_name={preset_name!r} wants a CUDA GPU (device={device!r}) and torch sees none "
+                           "on this machine; on a CPU use preset_name='quick', or 'smoke' (the same code path at "
+                           "tiny sizes)")
+
+
+def quiet_progress_bars() -> None:
+    """No model-loading or download progress bars (transformers, huggingface_hub): an executed notebook would store
+    them as widgets frozen at ``0%``. A run's own bar is ``Run(..., progress=False)``."""
+    import huggingface_hub.utils
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    huggingface_hub.utils.disable_progress_bars()
+
+
+def repo_path(path: str | Path) -> Path:
+    """``path`` relative to the repository root (absolute paths as they are): what a notebook reads or writes
+    does not depend on the folder papermill runs it in."""
+    return REPO_ROOT / path
+
+
+def shown_path(path: str | Path) -> str:
+    """``path`` as a notebook prints it: relative to the repository root when under it (a stored output names no
+    folder of the machine that ran it), else as it is."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(p)
+
+
+def run_folder(notebook: str, *words, run_dir: str | Path = "", **values) -> Path:
+    """Where a notebook's run goes: ``run_dir`` when given, else ``runs/<notebook>/<name>`` under the repository,
+    with a name made of the parameters, so that runs with different parameters land in different folders.
+
+    ``words`` are joined as they are, ``values`` as ``<key><value>`` (``k=4`` → ``k4``; a list joins its items
+    with ``_``; ``True`` → the key alone; ``False``, ``None`` and ``""`` are left out).
+    Example: ``run_folder("quickstart", "quick", "fedavg_grpo", k=4, r=10, t=2, s=0)`` →
+    ``<repo>/runs/quickstart/quick-fedavg_grpo-k4-r10-t2-s0``.
+    """
+    if run_dir:
+        return Path(run_dir)
+    parts = [str(w) for w in words if w not in (None, "", False)]
+    for key, v in values.items():
+        if v is None or v is False or v == "":
+            continue
+        if v is True:
+            parts.append(key)
+        elif isinstance(v, (list, tuple)):
+            parts.append(key + "_".join(str(x) for x in v))
+        else:
+            parts.append(f"{key}{v}")
+    name = "-".join(parts).replace("/", "_").replace(" ", "_") or "run"
+    return REPO_ROOT / "runs" / notebook / name
+
+
+def check_run_root(root: str | Path, beside: tuple[str, ...] = ("figures",)) -> Path:
+    """``root`` when a notebook may put its several run folders in it: a new or empty folder, or one holding run
+    folders (a ``config.json`` at any depth) and the folders named in ``beside``; anything else stops the notebook
+    in one line, before anything is written or deleted (each run's own folder is then emptied by
+    :func:`start_run_dir`)."""
+    root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise NotebookStop(f"{shown_path(root)} is a file, not a folder of runs: pass a new folder as run_root")
+    if root.is_dir():
+        runs = {p.parent for p in root.rglob("config.json")}
+        foreign = []
+        for p in root.rglob("*"):
+            rel = p.relative_to(root).parts
+            if p.is_file() and rel[0] not in beside and not any(r in p.parents for r in runs):
+                foreign.append("/".join(rel))
+                if len(foreign) == 3:
+                    break
+        if foreign:
+            raise NotebookStop(f"{shown_path(root)} holds files no run wrote ({', '.join(foreign)}): refusing to "
+                               "write runs into it; pass a new folder as run_root")
+    return root
+
+
+def start_run_dir(run_dir: str | Path) -> Path:
+    """Empty ``run_dir`` for a fresh run (:func:`fedrl_kit.runs.fresh_run_dir`: only a run folder this toolkit
+    wrote is emptied); a file, another folder or a folder a live run holds stops the notebook in one line,
+    deleting nothing."""
+    try:
+        return fresh_run_dir(run_dir)
+    except ValueError as e:  # DamagedRunDir and RunDirInUse too
+        raise NotebookStop(str(e)) from None

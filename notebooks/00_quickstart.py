@@ -35,21 +35,24 @@
 # ## Parameters
 # The next cell is tagged `parameters`: papermill can override it, e.g.
 # `papermill notebooks/00_quickstart.ipynb out.ipynb -p rounds 12 -p num_clients 8`.
-# `preset="full"` switches to the GPU preset (a real Hugging Face model; see README).
+# `preset_name="full"` switches to the GPU preset (a real Hugging Face model; see README) and stops at once, in one
+# line, on a machine without a GPU; `"smoke"` is the quick run at tiny sizes (seconds: what CI runs).
+# Each set of parameters gets its own run folder, `runs/quickstart/<preset>-<method>-k<K>-r<R>-t<τ>-s<seed>`
+# under the repository, unless `run_dir` names one; a folder that is not a run folder is refused, never emptied.
 # `faster=True` turns on the speed options the run allows (each prompt run once for its G rows, fedrl_kit's own
 # sampling loop, completions of similar length scored together): about twice as fast on a CPU (`benchmarks/run_options.py`, `docs/performance.md`), with numbers
 # equal to the default's only to float tolerance, so the run may differ from the one shown here.
 
 # %% tags=["parameters"]
-preset_name = "quick"   # "quick" (2-core CPU) or "full" (GPU, real model)
+preset_name = "quick"   # "quick" (2-core CPU), "smoke" (tiny sizes, seconds) or "full" (GPU, real model)
 method = "fedavg_grpo"  # fedavg_grpo | fedprox_grpo | central_grpo | zero_shot
 num_clients = 4         # K
 rounds = 10             # communication rounds R
 local_steps = 2         # τ, local GRPO steps per round
 seed = 0
-run_dir = "../runs/quickstart"
-figures_dir = ""      # "" = this notebook's run folder; `make figures` passes ../figures
-faster = False          # True: prompt_pass=shared, generation_loop=compact, length_buckets=2 (RunConfig.faster)
+run_dir = ""            # "": runs/quickstart/<one folder per set of parameters> under the repository
+figures_dir = ""        # "": this notebook's run folder; `make figures` passes ../figures
+faster = False          # True: prompt_pass shared, generation_loop compact, length_buckets 2 (RunConfig.faster)
 
 # %%
 from pathlib import Path
@@ -58,19 +61,31 @@ import pandas as pd
 
 from fedrl_kit import viz
 from fedrl_kit.config import preset
-from fedrl_kit.notebook import client_table, examples_by_topic, headline, knobs, topic_table
-from fedrl_kit.runs import Run, fresh_run_dir
+from fedrl_kit.notebook import (check_choice, check_preset, client_table, examples_by_topic, headline, knobs, quiet_progress_bars,
+                                require_gpu, run_folder, start_run_dir, topic_table)
+from fedrl_kit.runs import Run
 from fedrl_kit.world.partition import topic_matrix
 
-viz.setup_notebook()
-FIGURES = Path(figures_dir or run_dir + "/figures")  # where this notebook's figures go
-pd.set_option("display.width", 120)
-cfg = preset(preset_name, method=method, num_clients=num_clients, rounds=rounds, local_steps=local_steps, seed=seed)
+check_preset(preset_name, ("quick", "smoke", "full"))
+NAMES = {"fedavg_grpo": "FedAvg-GRPO", "fedprox_grpo": "FedProx-GRPO", "central_grpo": "Central-GRPO",
+         "zero_shot": "Zero-shot"}  # the methods this notebook runs, as the papers name them
+check_choice("method", method, tuple(NAMES))
+# smoke: the quick run with a tiny world and budget (a handful of problems, 2 answers each): seconds, for CI
+SMOKE = dict(n_train=64, n_test=8, prompts_per_step=2, num_generations=2, eval_samples=1, num_iterations=1)
+cfg = preset("quick" if preset_name == "smoke" else preset_name, method=method, num_clients=num_clients,
+             rounds=rounds, local_steps=local_steps, seed=seed, **(SMOKE if preset_name == "smoke" else {}))
 cfg = cfg.faster() if faster else cfg
-# a fresh run each time the notebook is executed: fresh_run_dir empties a run folder this toolkit wrote, and refuses
-# (in one line, deleting nothing) any other folder, a file, or a run folder a live run is using
-fresh_run_dir(run_dir)
-run = Run(cfg, run_dir).build()
+require_gpu(cfg.device, preset_name)  # full on a laptop stops here, in one line
+run_dir = run_folder("quickstart", preset_name, method, k=num_clients, r=rounds, t=local_steps, s=seed,
+                     faster=faster, run_dir=run_dir)
+quiet_progress_bars()
+viz.setup_notebook()
+FIGURES = Path(figures_dir) if figures_dir else run_dir / "figures"  # where this notebook's figures go
+pd.set_option("display.width", 120)
+# a fresh run each time the notebook is executed: start_run_dir empties a run folder this toolkit wrote, and stops
+# (in one line, deleting nothing) at any other folder, a file, or a run folder a live run is using
+start_run_dir(run_dir)
+run = Run(cfg, run_dir, progress=False).build()
 pd.Series({k: v for k, v in cfg.to_dict().items() if k in (
     "base", "num_clients", "rounds", "local_steps", "prompts_per_step", "num_generations", "learning_rate",
     "lora_rank", "partition", "dirichlet_alpha", "aggregator", "rewards", "prompt_pass", "generation_loop",
@@ -114,11 +129,12 @@ fig
 # %%
 records = run.run()
 summary = headline(records)
-assert summary["final pass@1"] > summary["base pass@1"], "pass@1 did not rise: training is broken"
-pd.Series(summary).to_frame("FedAvg-GRPO")
+if method != "zero_shot" and preset_name != "smoke":  # zero-shot trains nothing; smoke is too small to judge
+    assert summary["final pass@1"] > summary["base pass@1"], "pass@1 did not rise: training is broken"
+pd.Series(summary).to_frame(NAMES[method])
 
 # %%
-fig = viz.curves({"FedAvg-GRPO": records}, "pass@1", title="global pass@1 on the held-out test split")
+fig = viz.curves({NAMES[method]: records}, "pass@1", title="global pass@1 on the held-out test split")
 viz.export(fig, "quickstart_pass_at_1", FIGURES)
 fig
 
@@ -150,7 +166,7 @@ fig
 # ### Try it yourself
 # Pick a client to see its local-training diagnostics round by round, as curves and as a table (the
 # widget is live in JupyterLab with a running kernel and draws on the first pick; for readers of the stored
-# notebook the cell after it prints `client_0`'s table). `frac_zero_std` is the fraction of groups whose G rewards are all equal,
+# notebook the cell after it prints the first client's table, `client_0`). `frac_zero_std` is the fraction of groups whose G rewards are all equal,
 # which therefore give no gradient.
 
 # %%
@@ -158,6 +174,7 @@ import ipywidgets as widgets
 from IPython.display import display
 
 client_df = pd.DataFrame([r for r in records if r["kind"] == "client"])
+clients = sorted(client_df.client.unique()) if len(client_df) else []  # zero-shot trains no client
 cols = ["round", "accuracy", "reward_mean", "frac_zero_std", "clip_fraction", "completion_length"]
 
 
@@ -169,10 +186,13 @@ def show_client(client):
     display(client_df[client_df.client == client][cols].round(3).reset_index(drop=True))
 
 
-knobs(show_client, client=widgets.Dropdown(options=sorted(client_df.client.unique()), value="client_0"))
+if clients:
+    display(knobs(show_client, client=widgets.Dropdown(options=clients, value=clients[0])))
+else:
+    print(f"{NAMES[method]} trains no client: there are no local-training diagnostics to show")
 
 # %%
-client_df[client_df.client == "client_0"][cols].round(3).reset_index(drop=True)
+client_df[client_df.client == clients[0]][cols].round(3).reset_index(drop=True) if clients else None
 
 # %% [markdown]
 # ## Where next

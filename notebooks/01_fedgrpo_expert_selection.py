@@ -43,18 +43,22 @@
 # 2-core CPU in a few minutes: **one seed, few rounds, two questions per client per step, a few ablation
 # points**. `full` uses the GPU preset of `fedrl_kit.config`, 3 seeds, 10 rounds and every ablation point
 # (K ∈ {4, 8, 12, 16, 20}, M ∈ {1, 2, 4, 6, 8}, β ∈ {0.1, 0.5, 10, IID}); it was not executed for the
-# stored outputs.
+# stored outputs, and on a machine without a GPU it stops at once, in one line. `smoke` runs the same code path
+# (every method, both ablations) on the embedded world at the smallest size: what CI runs.
+# The seeds are `seed`, `seed + 1`, …; the runs go to `run_root`, by default
+# `runs/fedgrpo/<preset>-k<K>-b<β>-L<L>-M<M>-s<seed>` under the repository, one folder per set of parameters (a
+# folder that holds anything but runs is refused, never emptied).
 
 # %% tags=["parameters"]
-preset_name = "quick"   # "quick" (2-core CPU, minutes) or "full" (GPU, paper-like scale)
+preset_name = "quick"   # "quick" (2-core CPU, minutes), "smoke" (tiny sizes) or "full" (GPU, paper-like scale)
 num_clients = 8         # K (the paper's Appendix C uses 8)
 beta = 0.1              # Dirichlet concentration over topics (the paper's non-IID setting)
-L = 20                  # neighbourhood size (paper: 20 of |D_p| = 100)
+L = 20                  # neighbourhood size (paper: 20 of |D_p|, which is 100)
 M = 2                   # experts per question (paper: 2)
 seed = 0
 question = 0            # the question of D_s the step-through starts on
-run_root = "../runs/fedgrpo"
-figures_dir = ""      # "" = this notebook's run folder; `make figures` passes ../figures
+run_root = ""           # "": runs/fedgrpo/<one folder per set of parameters> under the repository
+figures_dir = ""        # "": this notebook's run folder; `make figures` passes ../figures
 
 # %%
 import time
@@ -69,20 +73,25 @@ from fedrl_kit import viz
 from fedrl_kit.config import preset
 from fedrl_kit.fedgrpo.diagnostics import selection_quality, trace_question
 from fedrl_kit.fedgrpo.graph import confidence_graph
-from fedrl_kit.notebook import client_table, headline, knobs
+from fedrl_kit.notebook import (check_preset, check_run_root, client_table, headline, knobs, quiet_progress_bars,
+                                repo_path, require_gpu, run_folder, start_run_dir)
 from fedrl_kit.policy.engine import Policy
-from fedrl_kit.runs import Run, fresh_run_dir, resolve_base
+from fedrl_kit.runs import Run, resolve_base
 from fedrl_kit.world.partition import topic_matrix
 
-viz.setup_notebook()
-FIGURES = Path(figures_dir or "../runs/01_fedgrpo/figures")  # where this notebook's figures go
-pd.set_option("display.width", 140)
+check_preset(preset_name, ("quick", "smoke", "full"))
 t_start = time.time()
-QUICK = dict(rounds=3, local_steps=1, prompts_per_step=2, eval_samples=2, seeds=[0], sft_steps=30,
+QUICK = dict(rounds=3, local_steps=1, prompts_per_step=2, eval_samples=2, seeds=1, sft_steps=30,
              betas=[0.1, "iid"], K_grid=[4, 8], M_grid=[1, 2, 4], ablation_rounds=2)
-FULL = dict(rounds=10, local_steps=2, prompts_per_step=8, eval_samples=4, seeds=[0, 1, 2], sft_steps=60,
+FULL = dict(rounds=10, local_steps=2, prompts_per_step=8, eval_samples=4, seeds=3, sft_steps=60,
             betas=[0.1, 0.5, 10.0, "iid"], K_grid=[4, 8, 12, 16, 20], M_grid=[1, 2, 4, 6, 8], ablation_rounds=10)
-P = QUICK if preset_name == "quick" else FULL
+# smoke: the full preset's loops (every method, every β of quick, both ablations) at the smallest size, on the quick
+# preset's model and world
+SMOKE = dict(rounds=1, local_steps=1, prompts_per_step=1, eval_samples=1, seeds=1, sft_steps=2,
+             betas=[0.1, "iid"], K_grid=[4], M_grid=[1, 2], ablation_rounds=1)
+SMOKE_SIZES = dict(n_train=400, n_test=8, n_aux=max(L, 20), num_generations=2, num_iterations=1)
+P = {"quick": QUICK, "smoke": SMOKE, "full": FULL}[preset_name]
+SEEDS = [seed + i for i in range(P["seeds"])]
 
 
 def make_config(method="fedgrpo", K=num_clients, b=beta, s=seed, rounds=None, eval_every=1, **fedgrpo):
@@ -97,12 +106,19 @@ def make_config(method="fedgrpo", K=num_clients, b=beta, s=seed, rounds=None, ev
         sections["fedgrpo"] = {"neighbours": L, "num_experts": M, **fedgrpo}
     if method == "fedgrpo" or method.startswith("dpsda"):
         sections["evaluator"] = dict(sft_steps=P["sft_steps"])
-    return preset(preset_name, method=method, num_clients=K, seed=s, rounds=rounds or P["rounds"],
-                  local_steps=P["local_steps"], prompts_per_step=P["prompts_per_step"],
-                  eval_samples=P["eval_samples"], eval_every=eval_every, **sections, **part)
+    sizes = SMOKE_SIZES if preset_name == "smoke" else {}
+    return preset("quick" if preset_name == "smoke" else preset_name, method=method, num_clients=K, seed=s,
+                  rounds=rounds or P["rounds"], local_steps=P["local_steps"], prompts_per_step=P["prompts_per_step"],
+                  eval_samples=P["eval_samples"], eval_every=eval_every, **sections, **part, **sizes)
 
 
 cfg = make_config()
+require_gpu(cfg.device, preset_name)  # full on a laptop stops here, in one line
+run_root = check_run_root(run_folder("fedgrpo", preset_name, k=num_clients, b=beta, L=L, M=M, s=seed, run_dir=run_root))
+quiet_progress_bars()
+viz.setup_notebook()
+FIGURES = Path(figures_dir) if figures_dir else run_root / "figures"  # where this notebook's figures go
+pd.set_option("display.width", 140)
 policy = Policy.load(resolve_base(cfg.base), cfg.lora_rank, cfg.lora_alpha, cfg.seed, cfg.chat, cfg.max_new_tokens,
                      cfg.temperature, cfg.device, getattr(__import__("torch"), cfg.dtype))
 
@@ -110,7 +126,7 @@ policy = Policy.load(resolve_base(cfg.base), cfg.lora_rank, cfg.lora_alpha, cfg.
 def fresh_run(config, run_dir=None):
     """A Run on the shared policy (every Run starts from its seed's untrained global adapter)."""
     if run_dir is not None:
-        fresh_run_dir(run_dir)  # empties only a run folder this toolkit wrote
+        start_run_dir(run_dir)  # empties only a run folder this toolkit wrote
     return Run(config, run_dir, progress=False, policy=policy)
 
 
@@ -283,7 +299,8 @@ for b in P["betas"]:
 sel = pd.DataFrame(rows).set_index("β").round(3)
 for b, row in sel.iterrows():  # the premise of eq. 6: competence finds topic holders better than chance
     if b != "iid":
-        assert row["hit rate (main topic)"] > row["random (main topic)"], f"selection no better than random at β={b}"
+        assert preset_name == "smoke" or row["hit rate (main topic)"] > row["random (main topic)"], \
+            f"selection no better than random at β={b}"
 sel
 
 # %%
@@ -309,10 +326,10 @@ METHODS = {"Zero-shot": "zero_shot", "Fedpetuning+GRPO": "fedavg_grpo", "Fedpetu
            "DPSDA-FL+GRPO": "dpsda_grpo", "DPSDA-FL+SFT": "dpsda_sft", "Central-GRPO": "central_grpo",
            "FedGRPO": "fedgrpo"}
 runs, results = {}, []
-for s in P["seeds"]:
+for s in SEEDS:
     for name, method in METHODS.items():
         t0 = time.time()
-        run = fresh_run(make_config(method, s=s), f"{run_root}/{method}_s{s}")
+        run = fresh_run(make_config(method, s=s), run_root / f"{method}_s{s}")
         recs = run.run()
         runs[(name, s)] = (run, recs)
         h = headline(recs)
@@ -325,8 +342,8 @@ table = res.groupby("method", sort=False).agg({"base pass@1": "mean", "final pas
 table.round(3)
 
 # %%
-fig = viz.curves({name: recs for (name, s), (run, recs) in runs.items() if s == P["seeds"][0]}, "pass@1",
-                 title=f"global pass@1 (seed {P['seeds'][0]}; K={num_clients}, β={beta})")
+fig = viz.curves({name: recs for (name, s), (run, recs) in runs.items() if s == SEEDS[0]}, "pass@1",
+                 title=f"global pass@1 (seed {SEEDS[0]}; K={num_clients}, β={beta})")
 fig.update_layout(xaxis_title=f"round ({P['local_steps']} server steps each)",
                   yaxis_title="pass@1 (fraction of test problems solved)")
 viz.export(fig, "fedgrpo_curves", FIGURES)
@@ -338,7 +355,7 @@ fig
 # correct candidates minus on incorrect ones (how informative the rewards are).
 
 # %%
-fg = [r for r in runs[("FedGRPO", P["seeds"][0])][1] if r["kind"] == "client" and r["client"] == "server"]
+fg = [r for r in runs[("FedGRPO", SEEDS[0])][1] if r["kind"] == "client" and r["client"] == "server"]
 pd.DataFrame(fg)[["round", "expert_hit_rate", "random_hit_rate", "expert_hit_rate_major", "random_hit_rate_major",
                   "ae_share", "reward_mean", "reward_gap", "candidate_accuracy", "frac_zero_adv"]].round(3)
 
@@ -388,7 +405,7 @@ fig2 = pd.DataFrame([dict(method=r.method, model=r.model, ours=cc.human_bytes(r.
 fig2
 
 # %%
-measured = res[res.seed == P["seeds"][0]].set_index("method")[["bytes up", "bytes down"]]
+measured = res[res.seed == SEEDS[0]].set_index("method")[["bytes up", "bytes down"]]
 measured = measured[(measured["bytes up"] + measured["bytes down"]) > 0]
 fig = make_subplots(rows=1, cols=2, subplot_titles=("Figure 2 (whole paper-scale run)", "measured in this notebook"))
 rows2 = cc.paper_figure2_table()
@@ -411,7 +428,7 @@ fig
 
 # %%
 # NBVAL_CHECK_OUTPUT
-run_fg = runs[("FedGRPO", P["seeds"][0])][0]
+run_fg = runs[("FedGRPO", SEEDS[0])][0]
 c = run_fg.config
 n_q = c.rounds * c.local_steps * c.prompts_per_step * c.num_clients
 pred = cc.fedgrpo_breakdown(n_samples=n_q, n_policies=c.num_generations, M=M, rounds=c.rounds, n_clients=c.num_clients,
@@ -453,7 +470,7 @@ check
 # %%
 from experiments.fedgrpo_claims import RESULT_FILES, environment_note, fedgrpo_claims, load_results, result_commands
 
-stored = load_results("../benchmarks/results")
+stored = load_results(repo_path("benchmarks/results"))
 for arg, commands in result_commands(stored).items():
     print(f"{RESULT_FILES[arg]}:", *commands, sep="\n  ")
 print(environment_note(stored))
@@ -491,7 +508,7 @@ import json
 
 from experiments.fedgrpo_claims import METHOD_NAMES, curve_frame, long_claims, long_curves
 
-results_dir = Path("../benchmarks/results")
+results_dir = repo_path("benchmarks/results")
 long_files = [results_dir / n for n in ("fedgrpo_compare_pool_long.json", "fedgrpo_compare_pool_long30.json")
               if (results_dir / n).exists()]
 long_results = [json.loads(p.read_text()) for p in long_files]

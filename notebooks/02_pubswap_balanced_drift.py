@@ -50,24 +50,29 @@
 # `papermill notebooks/02_pubswap_balanced_drift.ipynb out.ipynb -p preset_name full -p run_sweep True`.
 # With `run_sweep = False` the tables of §5 and the claims of §6 are read from the stored summaries in
 # `benchmarks/results/` (they take several CPU-hours; the commands that produced them are shown next to
-# them); `run_sweep = True` runs (or resumes) the whole grid here. `setting = "paper"` is FedIT + weight
+# them); `run_sweep = True` runs (or resumes) the whole grid here, in `<run_root>/sweep`; `run_root` (figures
+# too) is `runs/pubswap/<preset>-<setting>-n<N>-a<α>` under the repository unless given. Only the quick scale's results are
+# stored, so `preset_name = "full"` (a GPU) needs `run_sweep = True`; on a machine without a GPU it stops at
+# once, in one line. `"smoke"` is the quick preset at tiny sizes (seconds per run: what CI runs), with
+# `run_sweep = True` a grid of the same tables on 4 local steps per client. `setting = "paper"` is FedIT + weight
 # decay 0.01 + equal-size clients; `"fedavg_examples"` is the setting of the first stored sweep (FedAvg by
 # examples, plain Adam, unequal clients). `results_setting` picks which stored summary the tables read:
 # `"paper"` (the default), or `"fedavg_examples"` for the first sweep, which every table then labels as the
 # old setting, not the paper's.
 
 # %% tags=["parameters"]
-preset_name = "quick"      # "quick" (2-core CPU) or "full" (GPU, real model)
+preset_name = "quick"      # "quick" (2-core CPU), "smoke" (tiny sizes, seconds) or "full" (GPU, real model)
 seed = 0
-num_clients = 4            # N
-taus = None                # τ values for the drift curves; None: (2, 8) quick, (10, 120) full
-dirichlet_alpha = 0.3      # the paper's Table 1 heterogeneity
+num_clients = 4            # N (the runs made here, the sweep's too)
+taus = None                # τ values for the drift curves; None: (2, 8) quick, (2, 4) smoke, (10, 120) full
+dirichlet_alpha = 0.3      # the paper's Table 1 heterogeneity (the runs made here, the sweep's too)
 setting = "paper"          # runs made here: "paper" (FedIT, weight decay 0.01, equal size) or "fedavg_examples"
 run_sweep = False          # run the table grid here (hours on a CPU) instead of reading stored results
 sweep_seeds = [0, 1, 2]    # seeds of the grid when run_sweep
 results_setting = "paper"  # the stored summary the tables read without run_sweep: "paper" or "fedavg_examples" (old)
-results_root = "../benchmarks/results"
-figures_dir = ""      # "" = this notebook's run folder; `make figures` passes ../figures
+run_root = ""              # the sweep's runs and the figures; "": runs/pubswap/<one folder per set of parameters>
+results_root = ""          # the stored summaries; "": benchmarks/results in the repository
+figures_dir = ""           # "": this notebook's run folder; `make figures` passes ../figures
 
 # %%
 import json
@@ -82,19 +87,34 @@ from experiments.sweep import SETTINGS, result_paths
 from fedrl_kit import viz
 from fedrl_kit.config import preset
 from fedrl_kit.pubswap.method import is_public_step
-from fedrl_kit.notebook import knobs
+from fedrl_kit.notebook import (NotebookStop, check_preset, check_run_root, knobs, quiet_progress_bars, repo_path,
+                                require_gpu, run_folder, shown_path)
 from fedrl_kit.pubswap.public_step import generate_public, group_table, swap_public
 from fedrl_kit.runs import Run, load_records
 from fedrl_kit.world.partition import partition, topic_matrix
 
+check_preset(preset_name, ("quick", "smoke", "full"))
+# smoke: the quick preset with a tiny world and budget (a handful of problems, 2 answers each), for CI
+SMOKE = dict(n_train=64, n_test=8, n_public=8, prompts_per_step=2, num_generations=2, eval_samples=1,
+             num_iterations=1)
+SIZES = SMOKE if preset_name == "smoke" else {}
+config_preset = "quick" if preset_name == "smoke" else preset_name  # the fedrl_kit.config preset underneath
+base_cfg = preset(config_preset, num_clients=num_clients, seed=seed, dirichlet_alpha=dirichlet_alpha,
+                  pubswap={"period": 2}, **SETTINGS[setting], **SIZES)
+require_gpu(base_cfg.device, preset_name)  # full on a laptop stops here, in one line
+if preset_name == "full" and not run_sweep:
+    raise NotebookStop("full-scale results are not stored (benchmarks/results holds the quick scale's): add "
+                       "-p run_sweep True to run the grid here on a GPU, or make them with "
+                       "benchmarks/pubswap_sweep.py --preset full --seeds 0 1 2")
+out_dir = check_run_root(run_folder("pubswap", preset_name, setting, n=num_clients, a=dirichlet_alpha, run_dir=run_root))
+results_root = Path(results_root) if results_root else repo_path("benchmarks/results")
+quiet_progress_bars()
 viz.setup_notebook()
-FIGURES = Path(figures_dir or "../runs/02_pubswap/figures")  # where this notebook's figures go
+FIGURES = Path(figures_dir) if figures_dir else out_dir / "figures"  # where this notebook's figures go
 pd.set_option("display.width", 140)
 pd.set_option("display.max_colwidth", 40)
-taus = tuple(taus or ((2, 8) if preset_name == "quick" else (10, 120)))
+taus = tuple(taus or {"quick": (2, 8), "smoke": (2, 4), "full": (10, 120)}[preset_name])
 METHODS = {"fedavg_grpo": "FedAvg-GRPO", "pubswap_random": "PubSwap Random", "pubswap_balanced": "PubSwap Balanced"}
-base_cfg = preset(preset_name, num_clients=num_clients, seed=seed, dirichlet_alpha=dirichlet_alpha, pubswap={"period": 2},
-                  **SETTINGS[setting])
 pd.Series({**{k: v for k, v in base_cfg.to_dict().items() if k in (
     "base", "num_clients", "prompts_per_step", "num_generations", "learning_rate", "weight_decay", "lora_rank",
     "partition", "dirichlet_alpha", "equal_size", "aggregator", "n_public")}, "pubswap.period": base_cfg.pubswap.period},
@@ -309,17 +329,17 @@ pd.Series({"LoRA factors up (all clients), bytes": f"{adapter:,}", "public-step 
 # came from `benchmarks/pubswap_sweep.py --setting fedavg_examples`; `benchmarks/README.md` lists its invocations.
 
 # %%
-from experiments.sweep import (PUBSWAP_SCALES, parse_name, pubswap_claims, pubswap_grid, run_grid, summarise,
-                               table, table5_arms)
+from experiments.sweep import (PUBSWAP_SCALES, pubswap_claims, pubswap_grid, run_grid, summary_row, table,
+                               table5_arms)
 
-scale = "quick" if preset_name == "quick" else "full"
+scale = {"quick": "quick", "smoke": "smoke", "full": "full"}[preset_name] if run_sweep else "quick"
 if run_sweep:
-    grid = pubswap_grid(preset_name, seeds=tuple(sweep_seeds), setting=setting)
-    metrics_dir = results = Path(f"../runs/pubswap/{setting}/{scale}")
-    done = run_grid(grid, metrics_dir)
-    rows = [{"name": n, **parse_name(n), "setting": setting, "preset": preset_name, "aggregator": grid[n].aggregator,
-             "weight_decay": grid[n].weight_decay, "equal_size": grid[n].equal_size, "pubswap_period": grid[n].pubswap.period,
-             "dirichlet_alpha": grid[n].dirichlet_alpha, **summarise(r)} for n, r in done.items()]
+    grid = pubswap_grid(config_preset, seeds=tuple(sweep_seeds), alpha=dirichlet_alpha, setting=setting, scale=scale,
+                        num_clients=num_clients, **SIZES)
+    metrics_dir = results = out_dir / "sweep"  # resumable: a second run reads back the runs already done
+    done = run_grid(grid, metrics_dir, progress=False)
+    rows = [summary_row(n, grid[n], r, preset=preset_name, scale=scale, setting=setting) for n, r in done.items()]
+    run_cfg = next(iter(grid.values()))
 else:
     metrics_dir, results = result_paths(results_setting, scale, results_root)
     rows = json.loads(Path(results).read_text())
@@ -330,7 +350,7 @@ else:
 sweep = pd.DataFrame(rows)
 SETTING_LABEL = ("the paper's setting" if set(sweep.setting) == {"paper"} else
                  f"THE OLD SETTING {sorted(set(sweep.setting))}, not the paper's: its verdicts are 'not tested' for the paper")
-print(f"{len(rows)} runs read from {results}: {SETTING_LABEL} (aggregator {sorted(set(sweep.aggregator))}, "
+print(f"{len(rows)} runs read from {shown_path(results)}: {SETTING_LABEL} (aggregator {sorted(set(sweep.aggregator))}, "
       f"weight decay {sorted(set(sweep.weight_decay))}, equal-size clients {sorted(set(sweep.equal_size))} in "
       f"{sorted(set(sweep.table))})")
 sweep[["name", "pass@1_start", "pass@1_final", "pass@1_best", "best_round", "drift_end_pairwise_effective",
@@ -356,7 +376,8 @@ design = design.astype(object)
 design.loc["paper (full scale)"] = {"runs": "", "seeds": "", "tau": list(full["taus"]), "budget": [full["total_steps"]],
                                     "rounds": [full["total_steps"] // t for t in full["taus"]], "dirichlet_alpha": "",
                                     "tau_swap": sorted({2, *full["periods"]})}
-run_cfg = preset(sweep.preset.iloc[0] if "preset" in sweep else preset_name)
+if not run_sweep:  # the stored summary's own preset
+    run_cfg = preset(sweep.preset.iloc[0] if "preset" in sweep else "quick")
 print(f"pass@1 on {run_cfg.n_test} held-out test problems × {run_cfg.eval_samples} samples "
       f"({run_cfg.base} base, {run_cfg.num_clients} clients, b = {run_cfg.prompts_per_step}, K = {run_cfg.num_generations})")
 design
@@ -525,7 +546,7 @@ if Path(large_path).exists():
     coverage = grid_coverage(large_rows, large_scale)
     stored_taus = sorted({r["tau"] for r in large_rows})
     partial = (coverage.seeds_stored < coverage.seeds_grid).any()
-    print(f"{len(large_rows)} runs read from {large_path}; τ stored {stored_taus} of the grid's {list(spec['taus'])}; "
+    print(f"{len(large_rows)} runs read from {shown_path(large_path)}; τ stored {stored_taus} of the grid's {list(spec['taus'])}; "
           f"{int(coverage.seeds_stored.sum())} of {int(coverage.seeds_grid.sum())} runs of the grid"
           + (": PARTIAL, the claims below are on the τ and seeds stored only" if partial else ": complete"))
     display(coverage.pivot(index="method", columns="tau", values="seeds_stored").add_prefix("seeds stored, τ = "))
@@ -533,7 +554,7 @@ if Path(large_path).exists():
         print(f"larger-τ claims, {value.removeprefix('pass@1_')} checkpoint")
         display(pubswap_claims(large_rows, value=value))
 else:
-    print(f"not run: {large_path} does not exist")
+    print(f"not run: {shown_path(large_path)} does not exist")
 
 # %% [markdown]
 # Caveats: differences of a few points are within the seed-to-seed spread here (the ± columns);

@@ -51,16 +51,20 @@
 # test problems per family, three settings × three seeds, and Table 2's ablations): 20–35 minutes per run on one
 # CPU thread (Heter+Heter, measured), most of a day for the grid. `preset_name="full"` is the paper's setting (§4.1) on a GPU:
 # Qwen2.5-1.5B-Instruct, MATH, GSM8K and MBPP (tested on HumanEval) through the real-world registry, G = 16, 1,024
-# completion tokens, lr 2e-5 with cosine decay — the `paper` scale of `experiments.fedmoa_presets`. Everything else
+# completion tokens, lr 2e-5 with cosine decay — the `paper` scale of `experiments.fedmoa_presets`; on a machine
+# without a GPU it stops at once, in one line. `preset_name="smoke"` runs the full preset's code path (every setting,
+# the ablations, λ as written) on the embedded world at the smallest size: seconds per run, what CI runs.
+# The runs go to `run_root`, by default `runs/fedmoa/<preset>-s<seed>[-normalise-lam<λ>]` under the repository, one
+# folder per set of parameters; a folder that holds anything but runs is refused, never emptied. Everything else
 # can be overridden with papermill `-p`.
 
 # %% tags=["parameters"]
-preset_name = "quick"        # "quick" (minutes), "cpu" (3 settings × 3 seeds, ~20–35 min per run) or "full" (the paper, GPU)
+preset_name = "quick"        # "quick" (minutes), "cpu" (3 settings × 3 seeds, ~20–35 min per run), "smoke" or "full" (GPU)
 seed = 0
-run_root = "../runs/fedmoa"
-normalise = False            # True: Δ_k as the cosine of consecutive gradients with λ = lam (ours; eq. 9 is unnormalised)
+run_root = ""                # "": runs/fedmoa/<one folder per set of parameters> under the repository
+normalise = False            # True: Δ_k as the cosine of consecutive gradients with λ from lam (ours; eq. 9 is unnormalised)
 lam = 0.1                    # λ when normalise is True
-figures_dir = ""      # "" = this notebook's run folder; `make figures` passes ../figures
+figures_dir = ""             # "": this notebook's run folder; `make figures` passes ../figures
 
 # %%
 from pathlib import Path
@@ -76,19 +80,25 @@ from experiments.fedmoa_pareto import non_dominated, pareto_figure
 from experiments.fedmoa_presets import setting_config
 from fedrl_kit import viz
 from fedrl_kit.fedmoa import evaluation, plan
+from fedrl_kit.notebook import (NotebookStop, check_preset, check_run_root, quiet_progress_bars, require_gpu,
+                                run_folder, shown_path, start_run_dir)
 from fedrl_kit.policy.pretrain_families import MISSING_MESSAGE
-from fedrl_kit.runs import REPO_ROOT, Run, fresh_run_dir
+from fedrl_kit.runs import REPO_ROOT, Run
 from fedrl_kit.world.families import FAMILIES, PAPER_NAMES, make_family_world
 
-viz.setup_notebook()
-FIGURES = Path(figures_dir or "../runs/03_fedmoa/figures")  # where this notebook's figures go
-pd.set_option("display.width", 140)
-SCALE = {"quick": "quick", "cpu": "cpu", "full": "paper"}[preset_name]
+SCALE = {"quick": "quick", "cpu": "cpu", "smoke": "smoke", "full": "paper"}[
+    check_preset(preset_name, ("quick", "cpu", "smoke", "full"))]  # experiments.fedmoa_presets' scale
 BASE = REPO_ROOT / "data" / "base_moa"
 if SCALE != "paper" and not (BASE / "model.safetensors").exists():
-    raise FileNotFoundError(MISSING_MESSAGE.format(path=BASE))
+    raise NotebookStop(" ".join(MISSING_MESSAGE.format(path=shown_path(BASE)).split()))
+run_root = check_run_root(run_folder("fedmoa", preset_name, s=seed, normalise=normalise, lam=lam if normalise else None,
+                                     run_dir=run_root))
+quiet_progress_bars()
+viz.setup_notebook()
+FIGURES = Path(figures_dir) if figures_dir else run_root / "figures"  # where this notebook's figures go
+pd.set_option("display.width", 140)
 SETTINGS = ["heter+heter"] if SCALE == "quick" else ["homo+homo", "homo+heter", "heter+heter"]
-SEEDS = [seed] if SCALE == "quick" else [seed, seed + 1, seed + 2]
+SEEDS = [seed] if SCALE in ("quick", "smoke") else [seed, seed + 1, seed + 2]
 METHODS = ["FedAvg-GRPO", "FedMOA"]
 ABLATIONS = [] if SCALE == "quick" else ["λ off, α on", "λ on, α off"]  # Table 2, Heter+Heter only
 FEDMOA = dict(normalise=True, lam=lam, lam_rule="fixed") if normalise else {}
@@ -99,10 +109,12 @@ def config(setting, variant, s):
 
 
 shown = config(SETTINGS[-1], "FedMOA", SEEDS[0])
+require_gpu(shown.device, preset_name)  # full on a laptop stops here, in one line
 pd.Series({k: v for k, v in shown.to_dict().items()
            if k in ("base", "world", "num_clients", "rounds", "local_steps", "prompts_per_step", "num_generations",
                     "max_new_tokens", "learning_rate", "lr_schedule", "n_train", "n_test", "n_aux", "eval_samples")}
-          | {"settings": SETTINGS, "seeds": SEEDS, "fedmoa": shown.fedmoa.changed()}, name="value").to_frame()
+          | {"base": shown_path(shown.base), "settings": SETTINGS, "seeds": SEEDS, "fedmoa": shown.fedmoa.changed()},
+          name="value").to_frame()
 
 # %% [markdown]
 # ## Three task families, three reward configurations
@@ -158,9 +170,9 @@ for setting in SETTINGS:
     variants = METHODS + (ABLATIONS if setting == "heter+heter" else [])
     for name in variants:
         for s in SEEDS:
-            run_dir = Path(run_root) / SCALE / setting / name.replace(" ", "_") / f"seed{s}"
-            fresh_run_dir(run_dir)  # empties only a run folder this toolkit wrote
-            run = Run(config(setting, name, s), run_dir)
+            run_dir = run_root / SCALE / setting / name.replace(" ", "_") / f"seed{s}"
+            start_run_dir(run_dir)  # empties only a run folder this toolkit wrote
+            run = Run(config(setting, name, s), run_dir, progress=False)
             runs[(setting, name, s)] = (run, run.run())
 first = runs[(SETTINGS[-1], "FedMOA", SEEDS[0])][0]
 pd.DataFrame(analysis.client_info(first))

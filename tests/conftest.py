@@ -48,3 +48,19 @@ def small_config(tiny_dir, **kw):
                 prompts_per_step=2, num_generations=4, max_new_tokens=8, eval_samples=1, lora_rank=2)
     base.update(kw)
     return preset("quick", **migrate(base))
+
+
+NOTEBOOK_NAMES = ("00_quickstart", "01_fedgrpo_expert_selection", "02_pubswap_balanced_drift", "03_fedmoa_pareto")
+"""the notebooks in notebooks/, each run by the parameter-path tests (test_notebook_params, test_notebook_smoke)"""
+
+
+def run_notebook(name: str, tmp_path, **parameters):
+    """Execute ``notebooks/<name>.ipynb`` with papermill as a user does, with ``parameters``, in ``tmp_path`` as its
+    working folder (the output notebook goes there too); return the executed notebook. A cell that fails raises
+    papermill's PapermillExecutionError (``ename``, ``evalue``: the notebook's error)."""
+    import papermill
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "notebooks" / f"{name}.ipynb"
+    return papermill.execute_notebook(str(src), str(tmp_path / f"{name}.out.ipynb"), parameters=parameters,
+                                      kernel_name="python3", cwd=str(tmp_path), progress_bar=False)

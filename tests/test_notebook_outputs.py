@@ -1,0 +1,53 @@
+"""The notebooks as stored read clean: no stderr box (a warning), no progress bar, no folder of the machine that
+ran them, and the metadata JupyterLab writes (opening a notebook must not change it)."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+PROGRESS = re.compile(r"\d+%\|.*\|\s*\d+/\d+|Loading weights|it/s\]|s/it\]")
+MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|tmp|home|root|Users|private/var|var/folders)/")
+
+
+def _texts(output: dict) -> list[str]:
+    """Every text an output shows: a stream, a plain/HTML/markdown rendering, an error's lines."""
+    if output["output_type"] == "stream":
+        return ["".join(output["text"])]
+    if output["output_type"] == "error":
+        return [output["ename"], output["evalue"], *output["traceback"]]
+    data = output.get("data", {})
+    return ["".join(v) if isinstance(v, list) else v for k, v in data.items()
+            if k.startswith("text/") and isinstance(v, (str, list))]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_stored_outputs_hold_no_warning_progress_bar_or_machine_path(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    problems = []
+    for i, cell in enumerate(nb["cells"]):
+        for out in cell.get("outputs", []):
+            if out["output_type"] == "stream" and out["name"] == "stderr":
+                problems.append(f"cell {i}: a stderr box: {''.join(out['text'])[:80]!r}")
+            if out["output_type"] == "error":
+                problems.append(f"cell {i}: an error: {out['ename']}")
+            for text in _texts(out):
+                if m := PROGRESS.search(text):
+                    problems.append(f"cell {i}: a progress bar: {m.group(0)!r}")
+                if m := MACHINE_PATH.search(text):
+                    problems.append(f"cell {i}: a machine path: {text[max(0, m.start() - 20):m.end() + 40]!r}")
+    assert not problems, f"{path.name}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_stored_metadata_is_what_jupyterlab_writes(path):
+    text = path.read_text(encoding="utf-8")
+    nb = json.loads(text)
+    assert nb["metadata"]["kernelspec"] == {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                            "name": "python3"}
+    assert nb["metadata"]["jupytext"]["formats"] == "ipynb,py:percent"
+    # JupyterLab saves one-space indented JSON with unescaped unicode and no trailing newline
+    assert json.dumps(nb, indent=1, ensure_ascii=False) == text, f"{path.name} is not stored as JupyterLab writes it"
+    assert nb["nbformat"] == 4
