@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from experiments.sweep import (PUBSWAP_SCALES, SETTINGS, parse_name, pubswap_grid, result_paths,  # noqa: E402
+from experiments.sweep import (PUBSWAP_SCALES, SETTINGS, parse_name, pubswap_grid, result_path,  # noqa: E402
                                run_grid, summary_row)
 from fedrl_kit.runs import recorded_kernels  # noqa: E402
 
@@ -69,7 +69,7 @@ def main(argv=None) -> None:
             if (args.taus is None or parse_name(k)["tau"] in args.taus)
             and (args.methods is None or parse_name(k)["method"] in args.methods)}
     print(f"{len(keep)} runs: " + ", ".join(keep), flush=True)
-    _, summary_path = result_paths(args.setting, scale, OUT)
+    summary_path = result_path(args.setting, scale, OUT)
     if args.out:
         summary_path = Path(args.out)
     runs = Path(args.runs) if args.runs else ROOT / "runs" / "pubswap" / args.setting / scale

@@ -207,15 +207,15 @@ def stored_records(row: dict) -> list[dict]:
         [{"kind": "drift", "round": r, "step": st, "replacement_fraction": a} for r, st, a in c["alpha"]]
 
 
-def result_paths(setting: str, scale: str, root: str | Path) -> tuple[Path, Path]:
-    """Where ``benchmarks/pubswap_sweep.py`` stores a setting and scale under ``root`` (benchmarks/results):
-    (the folder of each run's metrics.jsonl copy, the summary JSON). The first stored sweep (setting
-    ``fedavg_examples``, scale ``quick``) keeps its original names ``pubswap_sweep/`` and ``pubswap_sweep.json``."""
+def result_path(setting: str, scale: str, root: str | Path) -> Path:
+    """Where ``benchmarks/pubswap_sweep.py`` stores the summary of a setting and scale under ``root``
+    (benchmarks/results). The first stored sweep (setting ``fedavg_examples``, scale ``quick``) keeps its original
+    name ``pubswap_sweep.json``."""
     root = Path(root)
     if setting == "fedavg_examples" and scale == "quick":
-        return root / "pubswap_sweep", root / "pubswap_sweep.json"
+        return root / "pubswap_sweep.json"
     stem = "pubswap_paper" if setting == "paper" else f"pubswap_{setting}"
-    return root / stem / scale, root / f"{stem}_{scale}.json"
+    return root / f"{stem}_{scale}.json"
 
 
 def parse_name(name: str) -> dict:

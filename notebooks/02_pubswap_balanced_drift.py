@@ -83,14 +83,14 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from experiments.sweep import SETTINGS, result_paths
+from experiments.sweep import SETTINGS, result_path, stored_records
 from fedrl_kit import viz
 from fedrl_kit.config import preset
 from fedrl_kit.pubswap.method import is_public_step
 from fedrl_kit.notebook import (NotebookStop, check_preset, check_run_root, knobs, quiet_progress_bars, repo_path,
                                 require_gpu, run_folder, shown_path)
 from fedrl_kit.pubswap.public_step import generate_public, group_table, swap_public
-from fedrl_kit.runs import Run, load_records
+from fedrl_kit.runs import Run
 from fedrl_kit.world.partition import partition, topic_matrix
 
 check_preset(preset_name, ("quick", "smoke", "full"))
@@ -315,8 +315,8 @@ pd.Series({"LoRA factors up (all clients), bytes": f"{adapter:,}", "public-step 
 # Qwen models, for a CPU), the world (arithmetic topics instead of MATH / DeepMath) and the budget, keeping
 # the paper's ratio of its largest τ to the budget.
 #
-# The stored summary `benchmarks/results/pubswap_paper_quick.json` (each run's metric records under
-# `benchmarks/results/pubswap_paper/quick/`) comes from these commands, run from the repository root:
+# The stored summary `benchmarks/results/pubswap_paper_quick.json` (one row per run: its settings, numbers, curves and
+# a digest of its records) comes from these commands, run from the repository root:
 #
 # ```
 # export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
@@ -329,19 +329,19 @@ pd.Series({"LoRA factors up (all clients), bytes": f"{adapter:,}", "public-step 
 # came from `benchmarks/pubswap_sweep.py --setting fedavg_examples`; `benchmarks/README.md` lists its invocations.
 
 # %%
-from experiments.sweep import (PUBSWAP_SCALES, pubswap_claims, pubswap_grid, run_grid, summary_row, table,
+from experiments.sweep import (PUBSWAP_SCALES, pubswap_claims_both, pubswap_grid, run_grid, summary_row, table,
                                table5_arms)
 
 scale = {"quick": "quick", "smoke": "smoke", "full": "full"}[preset_name] if run_sweep else "quick"
 if run_sweep:
     grid = pubswap_grid(config_preset, seeds=tuple(sweep_seeds), alpha=dirichlet_alpha, setting=setting, scale=scale,
                         num_clients=num_clients, **SIZES)
-    metrics_dir = results = out_dir / "sweep"  # resumable: a second run reads back the runs already done
-    done = run_grid(grid, metrics_dir, progress=False)
+    results = out_dir / "sweep"  # resumable: a second run reads back the runs already done
+    done = run_grid(grid, results, progress=False)
     rows = [summary_row(n, grid[n], r, preset=preset_name, scale=scale, setting=setting) for n, r in done.items()]
     run_cfg = next(iter(grid.values()))
 else:
-    metrics_dir, results = result_paths(results_setting, scale, results_root)
+    results = result_path(results_setting, scale, results_root)
     rows = json.loads(Path(results).read_text())
     for r in rows:  # the first stored sweep predates these columns: it ran FedAvg by examples and plain Adam
         r.setdefault("setting", results_setting)
@@ -436,31 +436,36 @@ sweep[~same][["name", "pass@1_final", "pass@1_best", "best_round", "rounds"]].ro
 # %% [markdown]
 # ### Training curves and replacement fraction at large τ
 # pass@1 against local steps taken (so different τ line up), and the Balanced/Random replacement
-# fraction α over training: Balanced swaps less as clients get better at the public prompts.
+# fraction α over training: Balanced swaps less as clients get better at the public prompts. Each summary row keeps
+# its run's curves (`experiments.sweep.stored_records`); FedProx is drawn at its best μ at this τ.
 
 # %%
+by_name = {r["name"]: r for r in rows}
+
+
 def stored(name):
-    path = Path(metrics_dir) / name / "metrics.jsonl"
-    return load_records(path.parent) if path.exists() else None
+    """A run's curves as records (global evaluations, public steps' α), from its summary row."""
+    return stored_records(by_name[name]) if "curves" in by_name.get(name, {}) else None
 
 
 tau_big = max(t for t in sweep[sweep.table == "table1"].tau)
-curves = {}
-for m in ["fedavg_grpo", "fedprox_grpo_mu0.01", "pubswap_random", "pubswap_balanced"]:
-    recs = stored(f"table1/{m}/tau{tau_big}/seed0")
-    if recs:
-        curves[m] = recs
+at_big = sweep[(sweep.table == "table1") & (sweep.tau == tau_big)]
+prox = at_big[at_big.method.str.startswith("fedprox")].groupby("method")["pass@1_final"].mean()
+arms = ["fedavg_grpo"] + ([prox.idxmax()] if len(prox) else []) + ["pubswap_random", "pubswap_balanced"]
+curves = {m: recs for m in arms if (recs := stored(f"table1/{m}/tau{tau_big}/seed0"))}
 fig = make_subplots(rows=1, cols=2, subplot_titles=[f"global pass@1 (τ = {tau_big}, seed 0)",
                                                     "replacement fraction α per public step"])
+palette = {"fedavg_grpo": "#636efa", "pubswap_random": "#00cc96", "pubswap_balanced": "#ef553b"}
+colours = {m: palette.get(m, "#ab63fa") for m in arms}  # FedProx at its best μ: purple
 for m, recs in curves.items():
     g = [r for r in recs if r["kind"] == "global"]
     fig.add_trace(go.Scatter(x=[r["round"] * tau_big for r in g], y=[r["pass@1"] for r in g], name=m, legendgroup=m,
-                             mode="lines+markers"), row=1, col=1)
+                             mode="lines+markers", line=dict(color=colours[m])), row=1, col=1)
     d = [r for r in recs if r["kind"] == "drift" and "replacement_fraction" in r]
-    if d:
+    if d:  # the same colour as the method's pass@1 line: the legend names both panels
         fig.add_trace(go.Scatter(x=[(r["round"] - 1) * tau_big + r["step"] + 1 for r in d],
                                  y=[r["replacement_fraction"] for r in d], name=m, legendgroup=m, showlegend=False,
-                                 mode="lines+markers"), row=1, col=2)
+                                 mode="lines+markers", line=dict(color=colours[m])), row=1, col=2)
 fig.update_xaxes(title_text="local steps taken")
 fig.update_yaxes(title_text="pass@1 (fraction of test problems)", row=1, col=1)
 fig.update_yaxes(title_text="α (fraction of a group swapped in)", row=1, col=2)
@@ -470,36 +475,35 @@ fig
 
 # %% [markdown]
 # ## 6. The paper's claims in the embedded world
-# Checked on the runs above by `experiments.sweep.pubswap_claims`: each claim pairs two arms seed by
-# seed (the same seed is the same world, partition and base start); `diff` is the mean paired difference in
-# pass@1 points (drift: ‖ΔW‖ units), `se` its standard error over seeds, `seeds` the number of pairs, and
-# `holds` reads "within noise" when |diff| < 2 SE. "Large τ" is the largest τ of the rows and "small τ" the
-# smallest. The Table 5 rows compare Balanced at each τ_swap with FedAvg-GRPO ("for PubSwap periods of 2, 4,
-# and 8, … consistently outperforms the baselines", §4.4), the smallest τ_swap with each larger one ("smaller
-# PubSwap periods are not necessarily always beneficial": claimed not better), and the drift of the smallest
-# τ_swap with the largest (more frequent public steps "can in principle help limit drift"). A claim the rows
-# cannot test (one τ, one τ_swap, one seed) reads "not tested".
+# Checked on the runs above by `experiments.sweep.pubswap_claims_both`, each claim in the paper's words with where it
+# says so (`paper`). Each pairs two arms seed by seed (the same seed is the same world, partition and base start),
+# on the final and on the best evaluated checkpoint (the paper's appendix B.2): `diff` is the mean paired difference
+# in pass@1 points (drift: ‖ΔW‖ units; the τ trend: points per doubling of τ), `±95% t` the half-width of its 95 %
+# Student-t interval over seeds (n − 1 degrees of freedom), and `holds` "yes" or "no" when that interval lies on one
+# side of 0, "within noise" when it contains 0; `flips` marks a verdict that differs between the two checkpoints. A
+# claim the rows cannot test reads "not tested" and why, with what was measured: rows outside the paper's setting
+# (FedIT, AdamW 0.01, equal clients), one τ, one τ_swap, one seed, or a Table 5 period not below τ (the paper's
+# periods all lie below its τ). The drift claim against FedAvg-GRPO is confounded (a Balanced round takes half its
+# steps on public prompts); `pubswap_noswap`, a control with Balanced's steps and no swap, separates the two when its
+# rows are stored.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 pd.set_option("display.max_colwidth", 110)  # the claims' text
-print(f"final checkpoint, {SETTING_LABEL}")
-claims = {"final": pubswap_claims(rows)}
-claims["final"]
+print(f"final and best evaluated checkpoint, {SETTING_LABEL}")
+claims = pubswap_claims_both(rows)
+claims
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(f"best evaluated checkpoint (the paper's appendix B.2), {SETTING_LABEL}")
-claims["best"] = pubswap_claims(rows, value="pass@1_best")
-claims["best"]
+print(f"verdicts that differ between the final and the best checkpoint: {int(claims.flips.sum())} of {len(claims)}")
+claims[claims.flips][["claim", "final holds", "best holds"]]
 
 # %%
 # NBVAL_CHECK_OUTPUT
-verdicts = pd.DataFrame({k: c.holds.str.split(" ").str[0].replace({"within": "within noise"}) for k, c in claims.items()})
-verdicts.index = claims["final"].claim.str.split(" \\(final").str[0]
-print(f"verdicts that differ between the final and the best checkpoint: {(verdicts.final != verdicts.best).sum()} "
-      f"of {len(verdicts)}")
-pd.crosstab(verdicts.final, verdicts.best, rownames=["final checkpoint"], colnames=["best checkpoint"])
+verdict = lambda v: "not tested" if v.startswith("not tested") else v.split(" (")[0]  # noqa: E731
+pd.crosstab(claims["final holds"].map(verdict), claims["best holds"].map(verdict), rownames=["final checkpoint"],
+            colnames=["best checkpoint"])
 
 # %% [markdown]
 # How to read the verdicts (the tables above hold the numbers):
@@ -509,10 +513,10 @@ pd.crosstab(verdicts.final, verdicts.best, rownames=["final checkpoint"], colnam
 # - **Accuracy.** Every accuracy claim is a paired difference of a few points at most, against a
 #   seed-to-seed spread of several points (the ± columns of the tables): a "within noise" verdict means
 #   the runs neither show the claimed gain nor rule it out at this scale.
-# - **Small τ.** "Random beats Balanced at small τ" is the paper's observation at its smallest τ, where
-#   a run has many rounds; compare the `rounds` column of the design table with the paper's row: our
-#   smallest τ leaves far fewer rounds, so a verdict here does not test the paper's small-τ regime, whatever
-#   it reads.
+# - **Small τ.** "Random can outperform Balanced when the number of local steps is small" is the paper's
+#   observation at its smallest τ, where a run has many rounds; compare the `rounds` column of the design table
+#   with the paper's row: our smallest τ leaves far fewer rounds, so a verdict here does not test the paper's
+#   small-τ regime, whatever it reads.
 # - **Large τ.** The paper's gains appear at its largest τ with billion-parameter models, where drift is far
 #   larger than a tiny policy reaches in the budget above; the quick scale keeps only the ratio of τ to
 #   budget. Whether the gains appear there is not tested here; the larger-τ grid below goes further.
@@ -529,9 +533,8 @@ pd.crosstab(verdicts.final, verdicts.best, rownames=["final checkpoint"], colnam
 #
 # (`--taus` and `--methods` run part of it; rerunning adds to the same summary.) The next cell reads that
 # summary when it is stored, says how much of the grid it holds, and shows the claims on the final and the
-# best checkpoint. While it holds fewer τ (or seeds) than the grid it is **partial**: "large τ" and "small τ"
-# in its claims are the largest and smallest τ stored, not the grid's, and with a single τ the small-τ claims
-# read "not tested".
+# best checkpoint. While it holds fewer τ (or seeds) than the grid it is **partial**: the τ trend and the small- and
+# large-τ claims use the smallest and largest τ stored, not the grid's, and with a single τ they read "not tested".
 
 # %%
 from experiments.sweep import grid_coverage
@@ -540,7 +543,7 @@ large_scale = "quick_large_tau"
 spec = PUBSWAP_SCALES[large_scale]
 print(f"{large_scale}: {spec['total_steps']} local steps per client, τ ∈ {list(spec['taus'])} "
       f"(rounds {[spec['total_steps'] // t for t in spec['taus']]})")
-large_path = result_paths("paper", large_scale, results_root)[1]
+large_path = result_path("paper", large_scale, results_root)
 if Path(large_path).exists():
     large_rows = json.loads(Path(large_path).read_text())
     coverage = grid_coverage(large_rows, large_scale)
@@ -550,9 +553,10 @@ if Path(large_path).exists():
           f"{int(coverage.seeds_stored.sum())} of {int(coverage.seeds_grid.sum())} runs of the grid"
           + (": PARTIAL, the claims below are on the τ and seeds stored only" if partial else ": complete"))
     display(coverage.pivot(index="method", columns="tau", values="seeds_stored").add_prefix("seeds stored, τ = "))
-    for value in ("pass@1_final", "pass@1_best"):
-        print(f"larger-τ claims, {value.removeprefix('pass@1_')} checkpoint")
-        display(pubswap_claims(large_rows, value=value))
+    large_claims = pubswap_claims_both(large_rows)
+    print(f"larger-τ claims, final and best checkpoint; {int(large_claims.flips.sum())} of {len(large_claims)} "
+          "verdicts differ between them")
+    display(large_claims)
 else:
     print(f"not run: {shown_path(large_path)} does not exist")
 

@@ -205,13 +205,11 @@ def test_best_checkpoint_is_a_trained_one_and_claims_can_use_it():
         pubswap_claims(rows, value="pass@1_start")
 
 
-def test_result_paths_keep_the_first_sweep_apart_from_the_papers_setting(tmp_path):
-    from experiments.sweep import result_paths
+def test_result_path_keeps_the_first_sweep_apart_from_the_papers_setting(tmp_path):
+    from experiments.sweep import result_path
 
-    assert result_paths("fedavg_examples", "quick", tmp_path) == (tmp_path / "pubswap_sweep",
-                                                                 tmp_path / "pubswap_sweep.json")
-    assert result_paths("paper", "quick_large_tau", tmp_path) == (tmp_path / "pubswap_paper" / "quick_large_tau",
-                                                                  tmp_path / "pubswap_paper_quick_large_tau.json")
+    assert result_path("fedavg_examples", "quick", tmp_path) == tmp_path / "pubswap_sweep.json"
+    assert result_path("paper", "quick_large_tau", tmp_path) == tmp_path / "pubswap_paper_quick_large_tau.json"
 
 
 def test_pubswap_claims_with_one_tau_leave_the_small_tau_claims_untested():
