@@ -49,5 +49,6 @@ def test_stored_metadata_is_what_jupyterlab_writes(path):
                                             "name": "python3"}
     assert nb["metadata"]["jupytext"]["formats"] == "ipynb,py:percent"
     # JupyterLab saves one-space indented JSON with unescaped unicode and no trailing newline
-    assert json.dumps(nb, indent=1, ensure_ascii=False) == text, f"{path.name} is not stored as JupyterLab writes it"
+    assert json.dumps(nb, indent=1, ensure_ascii=False) == text, \
+        f"{path.name} is not stored as JupyterLab writes it: scripts/store_notebook.py {path.name} rewrites it"
     assert nb["nbformat"] == 4
