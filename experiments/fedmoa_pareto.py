@@ -135,8 +135,10 @@ def pareto_figure(series: dict, x: str, y: str, title: str | None = None, unit: 
     if len(pts):
         mask = non_dominated(pts)
         order = pareto_front_order(pts, mask)
+        # the edge of the region the front dominates (both objectives maximised): from a point down to the next
+        # point's height, then across to it ("vh"); "hv" would cut through points no front point dominates
         fig.add_trace(go.Scatter(x=pts[order, 0], y=pts[order, 1], mode="lines+markers", name="non-dominated",
-                                 line=dict(color="black", dash="dot", shape="hv"),
+                                 line=dict(color="black", dash="dot", shape="vh"),
                                  marker=dict(symbol="star", size=12, color="gold", line=dict(color="black", width=1))))
     fig.update_layout(template="plotly_white", title=title or f"{y} vs {x}", xaxis_title=f"{x} ({unit})",
                       yaxis_title=f"{y} ({unit})", legend_title_text="round order: r0 = base → last round")

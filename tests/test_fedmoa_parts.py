@@ -376,6 +376,9 @@ def test_pareto_figure_marks_exactly_the_non_dominated_points():
     fig = pareto_figure(series, "accuracy", "format")
     front = next(t for t in fig.data if t.name == "non-dominated")
     assert list(zip(front.x, front.y)) == [(0.2, 0.9), (0.3, 0.6), (0.5, 0.5), (0.6, 0.2)]
+    # the staircase's corners are dominated points: (0.2, 0.6) lies under (0.2, 0.9); "hv" would draw (0.3, 0.9),
+    # which no point of the front reaches
+    assert front.line.shape == "vh"
     servers = [t for t in fig.data if t.name.endswith("server")]
     assert [t.name for t in servers] == ["A: server", "B: server"]
     assert list(servers[0].text) == ["r0", "r1", "r2"]  # trajectories labelled by round
