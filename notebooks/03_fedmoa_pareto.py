@@ -27,7 +27,9 @@
 # * the weights **adapt during local training by hypergradient** (eq. 8–10): for each objective k the
 #   gradient g_k of its own GRPO loss at one hidden layer; if consecutive g_k agree (Δ_k = g_k^(t)·g_k^(t−1) > 0)
 #   the objective is still making progress and w_k grows, if they oscillate w_k shrinks;
-# * the server **clusters clients by their reward names**, weights clients inside a cluster by
+# * the server **clusters clients into coarse tasks by the name of their accuracy reward** r_0 (the paper groups
+#   clients "using the reward names"; `fedmoa.cluster_key="names"` groups identical reward tuples instead), weights
+#   clients inside a cluster by
 #   α = softmax(1 / (w_0 + ε)) — a client that *lowered* its accuracy weight is taken to be closer to
 #   convergence on accuracy and counts more (eq. 11–12) — and averages clusters by data size (eq. 13);
 # * it **sends the global model back with each cluster's aggregated reward weights** w^(c) (eq. 12), and
