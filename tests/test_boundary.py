@@ -24,6 +24,7 @@ SETTINGS = {
     "dpsda_sft": dict(evaluator={"sft_steps": 2, "sft_batch": 4}),
     "pubswap_random": dict(local_steps=2),
     "pubswap_balanced": dict(local_steps=2),
+    "pubswap_noswap": dict(local_steps=2),
     "fedmoa": dict(fedmoa={"eval_local": False}, n_train=60, n_test=6, max_new_tokens=10),
 }
 
