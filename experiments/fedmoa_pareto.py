@@ -140,6 +140,27 @@ def pareto_figure(series: dict, x: str, y: str, title: str | None = None, unit: 
         fig.add_trace(go.Scatter(x=pts[order, 0], y=pts[order, 1], mode="lines+markers", name="non-dominated",
                                  line=dict(color="black", dash="dot", shape="vh"),
                                  marker=dict(symbol="star", size=12, color="gold", line=dict(color="black", width=1))))
+    same = identical_server_paths(series)
+    if same:  # one line drawn exactly over another: say so, or a reader looks for a method that is not there
+        fig.add_annotation(text="; ".join(" = ".join(g) for g in same) + ": the same server point in every round",
+                           xref="paper", yref="paper", x=0, y=1.0, xanchor="left", yanchor="bottom", showarrow=False,
+                           font=dict(size=12, color="dimgrey"))
     fig.update_layout(template="plotly_white", title=title or f"{y} vs {x}", xaxis_title=f"{x} ({unit})",
                       yaxis_title=f"{y} ({unit})", legend_title_text="round order: r0 = base → last round")
     return fig
+
+
+def identical_server_paths(series: dict) -> list[list[str]]:
+    """Groups of two or more methods whose server points are equal in every round (their lines coincide), in the
+    series' order; empty when every method's path is its own."""
+    groups: list[list[str]] = []
+    for name, s in series.items():
+        path = np.asarray(s["server"], dtype=np.float64).reshape(-1, 2)
+        for g in groups:
+            other = np.asarray(series[g[0]]["server"], dtype=np.float64).reshape(-1, 2)
+            if other.shape == path.shape and np.array_equal(other, path):
+                g.append(name)
+                break
+        else:
+            groups.append([name])
+    return [g for g in groups if len(g) > 1]

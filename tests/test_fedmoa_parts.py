@@ -388,3 +388,16 @@ def test_pareto_figure_marks_exactly_the_non_dominated_points():
     assert len(names) == len(set(names))  # no duplicate legend entries
     assert fig.layout.xaxis.title.text == "accuracy (mean reward per completion, 0–1)"  # titles with units
     assert fig.layout.yaxis.title.text.startswith("format (")
+
+
+def test_pareto_figure_says_when_two_methods_draw_the_same_server_path():
+    from experiments.fedmoa_pareto import identical_server_paths, pareto_figure
+
+    path = [[0.1, 0.2], [0.3, 0.4]]
+    series = {"FedMOA": {"server": path, "clients": []}, "FedAvg-GRPO": {"server": [list(p) for p in path], "clients": []},
+              "other": {"server": [[0.1, 0.2], [0.3, 0.5]], "clients": []}}
+    assert identical_server_paths(series) == [["FedMOA", "FedAvg-GRPO"]]
+    notes = [a.text for a in pareto_figure(series, "accuracy", "format").layout.annotations]
+    assert notes == ["FedMOA = FedAvg-GRPO: the same server point in every round"]
+    del series["FedAvg-GRPO"]
+    assert identical_server_paths(series) == [] and not pareto_figure(series, "a", "b").layout.annotations
