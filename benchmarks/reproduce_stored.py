@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _machine import save_result  # noqa: E402
 
-from experiments.sweep import pubswap_grid, records_digest, stored_records  # noqa: E402
+from experiments.sweep import curves, pubswap_grid, records_digest  # noqa: E402
 from fedrl_kit.config import preset  # noqa: E402
 from fedrl_kit.runs import Run  # noqa: E402
 
@@ -46,12 +46,9 @@ def _first_difference(now: list[dict], row: dict) -> str:
     """Where today's records differ from a stored summary row: its digest, then the first global evaluation."""
     if records_digest(now) == row["records_sha256"]:
         return ""
-    stored = [r for r in stored_records(row) if r["kind"] == "global"]
-    now = [{"kind": "global", "round": r["round"], "pass@1": r["pass@1"], "format": r["format"]}
-           for r in now if r["kind"] == "global"]
-    for x, y in zip(now, stored):
+    for x, y in zip(curves(now)["global"], row["curves"]["global"]):  # [round, pass@1, format]
         if x != y:
-            return f"records differ; first at the global evaluation of round {x['round']}: {x} now, {y} stored"
+            return f"records differ; first at the global evaluation of round {x[0]}: {x} now, {y} stored"
     return "records differ (the global evaluations agree)"
 
 

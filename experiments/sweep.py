@@ -333,7 +333,6 @@ def _tau_slope(df: pd.DataFrame, a: str, b: str, value: str) -> tuple[float, flo
     if a not in t or b not in t:
         return float("nan"), float("nan"), float("nan"), 0
     d = (t[a] - t[b]).dropna().unstack("tau").dropna(axis=0)  # [seeds, taus], seeds that ran every τ
-    d = d.loc[:, d.notna().all()]
     if d.shape[1] < 2 or not len(d):
         return float("nan"), float("nan"), float("nan"), 0
     x = np.log2(np.asarray(d.columns, float))
@@ -392,7 +391,7 @@ def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFram
     small, large = taus[0], taus[-1]
     out = []
 
-    def add(text, paper, stats, want_positive=True, untested=None):
+    def add(text, paper, stats, want_positive=True, untested=None, scale=100.0):
         diff, se, half, n = stats
         holds = _verdict(diff, half, n, want_positive)
         why = untested or (f"not the paper's setting: {not_paper}" if not_paper else None)
@@ -400,22 +399,17 @@ def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFram
             holds = f"not tested ({why}; measured: {holds})"
         elif why:
             holds = f"not tested ({why})"
-        out.append({"claim": text, "paper": paper, "diff": round(diff * stats_scale[0], 2),
-                    "se": round(se * stats_scale[0], 2), "±95% t": round(half * stats_scale[0], 2), "seeds": n,
-                    "holds": holds, "setting": setting})
-
-    stats_scale = [100.0]
+        out.append({"claim": text, "paper": paper, "diff": round(diff * scale, 2), "se": round(se * scale, 2),
+                    "±95% t": round(half * scale, 2), "seeds": n, "holds": holds, "setting": setting})
 
     def claim(text, paper, a, b, val=value, scale=100.0, want_positive=True, data=t1, min_seeds=1, untested=None):
-        stats_scale[0] = scale
         stats = _compare(data, a, b, val)
         if 0 < stats[3] < min_seeds and untested is None:
             untested = "one seed"
-        add(text, paper, stats, want_positive, untested)
+        add(text, paper, stats, want_positive, untested, scale)
 
     def none(text, paper, why):
-        stats_scale[0] = 1.0
-        add(text, paper, (float("nan"),) * 3 + (0,), untested=why)
+        add(text, paper, (float("nan"),) * 3 + (0,), untested=why, scale=1.0)
 
     def best_prox(tau):
         prox = t1[(t1.tau == tau) & t1.method.str.startswith("fedprox")]
@@ -438,7 +432,6 @@ def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFram
     if small == large:
         none("the gains are larger at higher values of τ", "§4.1, Table 1", f"only one τ: {large}")
     else:
-        stats_scale[0] = 100.0
         add(f"the gains are larger at higher values of τ: slope of Balanced − FedAvg-GRPO over log₂ τ "
             f"(τ = {', '.join(str(t) for t in taus)}; points per doubling)", "§4.1, Table 1",
             _tau_slope(t1, "pubswap_balanced", "fedavg_grpo", value))

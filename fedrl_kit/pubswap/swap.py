@@ -196,6 +196,11 @@ class SwapResult:
         ]
 
 
+def _own_groups(n_clients: int, K: int) -> np.ndarray:
+    """``source`` of every client keeping its own K responses: ``[N, K, 2]`` (client, response)."""
+    return np.stack(np.meshgrid(np.arange(n_clients), np.arange(K), indexing="ij"), axis=-1)
+
+
 def _check_args(pool: ResponsePool, K: int, rng: np.random.Generator) -> None:
     if not isinstance(pool, ResponsePool):
         raise ValueError(f"pool must be a ResponsePool, got {type(pool).__name__}")
@@ -289,8 +294,7 @@ def balanced_swap(pool: ResponsePool, K: int, rng: np.random.Generator) -> SwapR
     correct = pool.correct  # [N, K]
     c = pool.num_correct  # [N]
     target = K // 2  # ⌊K/2⌋ correct responses per group: see module docstring, choice 1
-    own = np.stack(np.meshgrid(np.arange(n_clients), np.arange(K), indexing="ij"), axis=-1)  # [N, K, 2]
-    source = own.copy()  # [N, K, 2]; start from every client's own group
+    source = _own_groups(n_clients, K)  # [N, K, 2]; start from every client's own group
     donor_client, donor_response = np.nonzero(correct)  # [C], [C] all correct responses, client-major
     for n in range(n_clients):
         wanted = max(target - int(c[n]), 0)  # (⌊K/2⌋ − c_n)_+
@@ -319,8 +323,7 @@ def no_swap(pool: ResponsePool, K: int, rng: np.random.Generator) -> SwapResult:
     n_clients, k_pool = pool.correct.shape
     if K != k_pool:
         raise ValueError(f"K must equal the pool's responses per client ({k_pool}) for no_swap, got {K}")
-    own = np.stack(np.meshgrid(np.arange(n_clients), np.arange(K), indexing="ij"), axis=-1)  # [N, K, 2]
-    return _result("none", pool, own)
+    return _result("none", pool, _own_groups(n_clients, K))
 
 
 SWAP_RULES: dict[str, Callable[[ResponsePool, int, np.random.Generator], SwapResult]] = {
