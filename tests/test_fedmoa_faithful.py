@@ -147,7 +147,7 @@ def test_sequence_g_k_survives_where_the_token_sum_cancels(tiny_policy):
     two = Rollouts(ro.prompt_ids[[0, 0]], ro.prompt_mask[[0, 0]], tok.repeat(2, 1), torch.ones(2, 1, dtype=torch.long),
                    ["1+2="] * 2, ["x", "x"], 2)
     scores = np.array([[1.0], [0.0]])  # [N=2, K=1]
-    shared = client.objective_gradients(pol.model, two, scores, 1, GRPOSettings(), per_sequence=False)  # [1, H]
+    shared = client.objective_gradients(pol.model, two, scores, 1, GRPOSettings(), hyper_grad="shared")  # [1, H]
     seq = client.objective_gradients(pol.model, two, scores, 1, GRPOSettings())  # [1, 2·H]
     rows = seq.reshape(2, -1)  # [2, H]
     assert np.linalg.norm(rows[0]) > 1e-6

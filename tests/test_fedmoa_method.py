@@ -163,7 +163,7 @@ def test_objective_gradients_are_the_gradient_of_L_k_at_the_hooked_layer(tiny_po
     rng = np.random.default_rng(0)
     scores = np.stack([rng.integers(0, 2, 8), rng.random(8), np.full(8, 0.5)], axis=1).astype(float)  # [N, K=3]
     settings = GRPOSettings()
-    g = client.objective_gradients(pol.model, rollouts, scores, 1, settings, per_sequence=False)  # [K, H]
+    g = client.objective_gradients(pol.model, rollouts, scores, 1, settings, hyper_grad="shared")  # [K, H]
     assert g.shape == (3, pol.model.config.hidden_size)
     np.testing.assert_array_equal(g[2], 0.0)  # a constant objective has zero advantage, hence no gradient
     # independent computation: retain the hooked layer's output and sum its gradient over positions

@@ -49,7 +49,7 @@ motivate eq. 8–10 and are not implemented on their own):
 
 - eq. 8, g_k = ∇_h L_k at one hidden layer        → :func:`~fedrl_kit.fedmoa.client.objective_gradients`
   (L_k from r_k's advantage alone: :func:`~fedrl_kit.fedmoa.weights.per_objective_advantages`;
-  one shift of h per sequence, ``fedmoa.hyper_grad="sequence"``)
+  one shift of h per sequence, ``fedmoa.hyper_grad="sequence"``; or the layer's LoRA factors, ``"lora"``)
 - eq. 9–10, Δ_k = g_k^(t)·g_k^(t−1), w_k + λΔ_k,
   projection onto the simplex                     → :func:`~fedrl_kit.fedmoa.weights.hypergradient_step`
   (λ from the scale rule :func:`~fedrl_kit.fedmoa.client.target_lambda`, or ``fedmoa.lam``)
@@ -140,7 +140,15 @@ Deviations and ambiguities, and our choices
   implementation) shares one δ ∈ R^H over every position of every sequence, g_k = Σ_{i,t} ∇_{h_{i,t}} L_k:
   sequences with opposite advantages and similar hidden gradients cancel in that sum (exactly, for two
   identical completions with rewards 1 and 0: ``tests/test_fedmoa_faithful.py``), which is part of why
-  its Δ was ~1e-6.
+  its Δ was ~1e-6. ``hyper_grad="lora"`` (ours) differentiates w.r.t. parameters instead of a hidden
+  representation: g_k = ∂L_k/∂θ_ℓ, θ_ℓ the client's LoRA factors inside layer ``hyper_layer``, flattened
+  to one vector. It exists because the per-sequence g_k depends on the batch order (permute the rollouts
+  of step t and Δ changes; consecutive g_k measured nearly orthogonal, ``docs/fedmoa.md``), while the
+  LoRA g_k is a sum over rows — batch-order invariant, like ``"shared"`` — and has one fixed shape whose
+  every coordinate is the same parameter at every step, so eq. 9 compares like with like. It is
+  computed with ``torch.autograd.grad`` on those parameters only (the adapter, its ``.grad`` and the
+  optimiser state are untouched: ``tests/test_fedmoa_hypergrad_order.py``). The default stays
+  ``"sequence"`` so that stored results and notebook 03 keep their meaning.
 * **L_k**: the clipped GRPO surrogate (the same loss as the update) with r_k's group-normalised
   advantage alone, at the current parameters (ratio = 1), aggregated like the update (``loss_type``).
 * **Order within a step**: g^(t) is computed on the step's rollouts before the update; the weights

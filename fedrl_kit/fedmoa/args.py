@@ -10,7 +10,7 @@ SETTINGS = ("homo+homo", "homo+heter", "heter+heter")
 FAMILY_NAMES = ("math", "gsm", "code")  # fedrl_kit.world.families.FAMILIES (a test checks they agree)
 ROUND_STARTS = ("broadcast", "initial", "uniform")
 INIT_WEIGHTS = ("plan", "uniform")
-HYPER_GRADS = ("sequence", "shared")
+HYPER_GRADS = ("sequence", "shared", "lora")
 LAM_RULES = ("target", "fixed")
 MIN_CLIENTS = {"homo+homo": 1, "homo+heter": 2, "heter+heter": 6}
 """the fewest clients with which a setting is what its name says: homo+heter needs two reward configs,
@@ -52,9 +52,12 @@ class FedMOAArgs(Args):
     """Delta_k as the cosine of consecutive gradients (ours; the paper's eq. 9 is unnormalised); with normalise,
     lambda = lam (a cosine has no scale to calibrate)"""
     hyper_grad: str = "sequence"
-    """g_k of eq. 8: sequence (gradient w.r.t. one shift of layer h per sequence, a [B*G, H] tensor: no
-    cancellation between sequences) or shared (one shift for every position of every sequence, [H]: sums, and
-    cancels, over tokens; the first implementation)"""
+    """g_k of eq. 8, taken at layer hyper_layer: sequence (gradient w.r.t. one shift of layer h per sequence, a
+    [B*G, H] tensor: no cancellation between sequences, but eq. 9 pairs row i of one batch with row i of the next,
+    i.e. different prompts, so Delta depends on the batch order), shared (one shift for every position of every
+    sequence, [H]: batch-order invariant, but sums, and cancels, over tokens; the first implementation) or lora
+    (gradient w.r.t. the layer's own LoRA factors, a fixed-shape vector summed over the batch: batch-order
+    invariant, and each coordinate is the same parameter at every step, so eq. 9 compares like with like)"""
     hyper_layer: int | None = None
     """decoder layer whose output is h in eq. 8 (null = the middle layer)"""
     lambda_on: bool = True

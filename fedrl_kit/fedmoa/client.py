@@ -19,6 +19,7 @@ import torch
 from fedrl_kit.federation import passes
 from fedrl_kit.federation.client import GRPOClient
 from fedrl_kit.federation.lockstep import GROUPED
+from fedrl_kit.fedmoa.args import HYPER_GRADS
 from fedrl_kit.fedmoa.weights import hypergradient_step, per_objective_advantages
 from fedrl_kit.grpo import grpo_loss
 from fedrl_kit.rollout import per_token_logps
@@ -45,15 +46,35 @@ def resolve_layer(model, hyper_layer: int | None) -> int:
     return idx % n
 
 
-def objective_gradients(model, rollouts, scores: np.ndarray, layer: int, settings, per_sequence: bool = True
-                        ) -> np.ndarray:
-    """g_k = ∂L_k/∂δ for every objective k, δ a shift of layer ``layer``'s output h (eq. 8).
+def hooked_lora_parameters(model, layer: int) -> list[torch.nn.Parameter]:
+    """The active adapter's LoRA factors inside decoder layer ``layer``, in ``named_parameters`` order (θ of
+    ``fedmoa.hyper_grad="lora"``)."""
+    adapter = getattr(model, "active_adapter", None)
+    params = [p for n, p in decoder_layers(model)[layer].named_parameters()
+              if "lora_" in n and (adapter is None or f".{adapter}." in n)]
+    if not params:
+        raise ValueError(f"decoder layer {layer} holds no LoRA parameters of adapter {adapter!r}: "
+                         f'fedmoa.hyper_grad="lora" needs the LoRA targets to include a module of fedmoa.hyper_layer')
+    return params
 
-    ``per_sequence=True`` (``fedmoa.hyper_grad="sequence"``): δ ∈ R^{N×H}, one shift per sequence added at
-    all of its positions, so g_k[i] = Σ_t ∇_{h_{i,t}} L_k — sequence i's gradient pooled over its positions.
-    Sequences with opposite advantages keep their own rows instead of cancelling in one sum.
-    ``per_sequence=False`` (``"shared"``): δ ∈ R^H shared by every position of every sequence,
-    g_k = Σ_{i,t} ∇_{h_{i,t}} L_k (the first implementation; it cancels across tokens and sequences).
+
+def objective_gradients(model, rollouts, scores: np.ndarray, layer: int, settings, hyper_grad: str = "sequence"
+                        ) -> np.ndarray:
+    """g_k = ∂L_k/∂x for every objective k (eq. 8), x one of three things at decoder layer ``layer``.
+
+    ``hyper_grad="sequence"``: x = δ ∈ R^{N×H}, one shift of the layer's output h per sequence added at all of its
+    positions, so g_k[i] = Σ_t ∇_{h_{i,t}} L_k — sequence i's gradient pooled over its positions. Sequences with
+    opposite advantages keep their own rows instead of cancelling in one sum; but row i is the batch's i-th
+    rollout, so eq. 9 pairs whichever prompts stand at row i of two different batches.
+    ``"shared"``: x = δ ∈ R^H shared by every position of every sequence, g_k = Σ_{i,t} ∇_{h_{i,t}} L_k (the
+    first implementation; batch-order invariant, but it cancels across tokens and sequences).
+    ``"lora"``: x = θ_layer, the active adapter's LoRA factors in that layer (every LoRA module of the layer,
+    flattened and concatenated in ``named_parameters`` order): a fixed-shape vector whose coordinates mean the same
+    thing at every step, so eq. 9 compares like with like, and a sum over rows, so it does not depend on the batch
+    order. Computed with ``torch.autograd.grad`` on those parameters only: the adapter's values, its ``.grad``
+    and any optimiser state are left as they were.
+
+    L_k is the clipped surrogate with r_k's group-normalised advantage alone, at ratio 1, aggregated like the update.
 
     Args:
         model: the policy with the client's adapter active.
@@ -62,23 +83,23 @@ def objective_gradients(model, rollouts, scores: np.ndarray, layer: int, setting
         layer: decoder-layer index.
         settings: :class:`~fedrl_kit.grpo.GRPOSettings` (clip range, temperature, loss type, scaling,
             ``micro_batch_size``: rows per forward pass, as in ``grpo_step``).
-        per_sequence: one shift per sequence (True) or one for all (False).
+        hyper_grad: "sequence", "shared" or "lora" (``fedmoa.hyper_grad``).
 
     Returns:
-        [K, N·H] (per sequence, rows in batch order, flattened) or [K, H] float64, one gradient per objective.
+        [K, N·H] (sequence: rows in batch order, flattened), [K, H] (shared) or [K, P] (lora, P = the layer's
+        LoRA parameter count) float64, one gradient per objective.
     """
+    if hyper_grad not in HYPER_GRADS:
+        raise ValueError(f"fedmoa.hyper_grad must be one of {HYPER_GRADS}, got {hyper_grad!r}")
     G = rollouts.num_generations
     N, K = scores.shape
     adv = per_objective_advantages(scores.reshape(-1, G, K), settings.scale_rewards)  # [B, G, K]
     adv = torch.as_tensor(adv.reshape(-1, K), dtype=torch.float32)  # [N, K]
-    target = decoder_layers(model)[layer]
-    H = model.config.hidden_size
-    param = next(p for p in model.parameters())
-    delta = param.new_zeros((N, 1, H) if per_sequence else (H,)).requires_grad_(True)  # [N, 1, H] or [H]
     mask = rollouts.completion_mask  # [N, T]
     mb = min(int(getattr(settings, "micro_batch_size", N) or N), N)
     n_tok_total = mask.sum().clamp(min=1)
     rows = {"s": 0, "e": N}
+    per_sequence = hyper_grad == "sequence"
 
     def add_delta(module, inputs, output):
         d = delta[rows["s"]:rows["e"]] if per_sequence else delta  # [b, 1, H] or [H]
@@ -86,8 +107,19 @@ def objective_gradients(model, rollouts, scores: np.ndarray, layer: int, setting
             return (output[0] + d,) + tuple(output[1:])
         return output + d  # [b, L, H]
 
-    grads = [torch.zeros_like(delta) for _ in range(K)]
-    handle = target.register_forward_hook(add_delta)
+    if hyper_grad == "lora":
+        wrt = hooked_lora_parameters(model, layer)  # θ_layer, each its own shape
+        flags = [p.requires_grad for p in wrt]
+        for p in wrt:  # autograd.grad needs them in the graph; .grad is never written
+            p.requires_grad_(True)
+        handle = None
+    else:
+        H = model.config.hidden_size
+        param = next(p for p in model.parameters())
+        delta = param.new_zeros((N, 1, H) if per_sequence else (H,)).requires_grad_(True)  # [N, 1, H] or [H]
+        wrt = [delta]
+        handle = decoder_layers(model)[layer].register_forward_hook(add_delta)
+    grads = [[torch.zeros_like(x) for x in wrt] for _ in range(K)]
     try:
         for s in range(0, N, mb):
             e = min(N, s + mb)
@@ -102,12 +134,16 @@ def objective_gradients(model, rollouts, scores: np.ndarray, layer: int, setting
                                       settings.epsilon_high, 0.0, None, settings.loss_type)  # L_k at ratio 1
                 if share is not None:
                     loss_k = loss_k * share
-                (g,) = torch.autograd.grad(loss_k, delta, retain_graph=k < K - 1, allow_unused=True)
-                if g is not None:
-                    grads[k] = grads[k] + g
+                parts = torch.autograd.grad(loss_k, wrt, retain_graph=k < K - 1, allow_unused=True)
+                grads[k] = [acc if g is None else acc + g for acc, g in zip(grads[k], parts)]
     finally:
-        handle.remove()
-    return np.stack([g.detach().double().cpu().numpy().reshape(-1) for g in grads])  # [K, N·H] or [K, H]
+        if handle is not None:
+            handle.remove()
+        else:
+            for p, f in zip(wrt, flags):
+                p.requires_grad_(f)
+    return np.stack([torch.cat([g.detach().reshape(-1) for g in gk]).double().cpu().numpy()
+                     for gk in grads])  # [K, N·H], [K, H] or [K, P]
 
 
 def target_lambda(g: np.ndarray, target: float) -> float:
@@ -197,7 +233,7 @@ class MOAClient(GRPOClient):
         if self.args.lambda_on:
             self.policy.trainable(self.cid)  # eq. 8's pass runs on this client's adapter
             g_now = objective_gradients(self.policy.model, rollouts, scores, self.layer, self.grpo,
-                                        self.args.hyper_grad == "sequence")  # [K, N·H] or [K, H], eq. 8
+                                        self.args.hyper_grad)  # [K, N·H], [K, H] or [K, P], eq. 8
             if path.lam is None:
                 path.lam = self.hyper_lambda(g_now)
             path.weights, delta = hypergradient_step(path.weights, g_now, path.g_prev, path.lam,

@@ -10,7 +10,7 @@ import warnings
 
 from fedrl_kit.fedmoa.algorithm import load_state, run_round, save_state
 from fedrl_kit.fedmoa.args import MIN_CLIENTS, FedMOAArgs
-from fedrl_kit.fedmoa.client import LOCKSTEP, MOAClient, resolve_layer
+from fedrl_kit.fedmoa.client import LOCKSTEP, MOAClient, hooked_lora_parameters, resolve_layer
 from fedrl_kit.fedmoa.plan import client_plan, initial_weights, plan_families, reward_configs, split_families, world_for
 from fedrl_kit.federation.replies import EXAMPLES, BadReply, adapter, list_of, metrics, number, record, text
 from fedrl_kit.methods import MethodSpec
@@ -30,6 +30,8 @@ def build_clients(run) -> dict:
     configs = reward_configs(cfg.world)
     run.partitions = split_families(run.world.train, plan, cfg.seed)
     layer = resolve_layer(run.policy.model, args.hyper_layer)
+    if args.hyper_grad == "lora":
+        hooked_lora_parameters(run.policy.model, layer)  # a layer without LoRA factors fails here, not at step 1
     w_init = initial_weights(args.setting, plan, configs, args.init_weights)
     clients = {}
     for m, ((fam, cname), data, w) in enumerate(zip(plan, run.partitions, w_init)):

@@ -23,7 +23,7 @@ from fedrl_kit.fedmoa.client import objective_gradients, target_lambda
 from fedrl_kit.fedmoa.weights import hypergradient_step
 
 
-def probe_gradients(client, adapter: str, steps: int = 2, round: int = 1, per_sequence: bool = True,
+def probe_gradients(client, adapter: str, steps: int = 2, round: int = 1, hyper_grad: str = "sequence",
                     layer: int | None = None) -> np.ndarray:
     """g_k^(t) (eq. 8) of one client on its first ``steps`` local batches of ``round``, all at ``adapter``.
 
@@ -32,8 +32,8 @@ def probe_gradients(client, adapter: str, steps: int = 2, round: int = 1, per_se
             rollout seeds and reward components are those of its own local steps.
         adapter: the policy adapter to roll out and differentiate (e.g. ``"global"`` at the run's initial state).
         steps: how many consecutive local batches (>= 1).
-        per_sequence: one shift of the hidden layer per sequence (``hyper_grad="sequence"``) or one shared by
-            every token (``"shared"``).
+        hyper_grad: which g_k (``fedmoa.hyper_grad``): one shift of the hidden layer per sequence ("sequence"),
+            one shared by every token ("shared"), or the gradient of the layer's LoRA factors ("lora").
         layer: the decoder layer of eq. 8; None = the client's own (its resolved ``hyper_layer``).
 
     Returns:
@@ -45,7 +45,7 @@ def probe_gradients(client, adapter: str, steps: int = 2, round: int = 1, per_se
     grads = []
     for step in range(steps):
         rollouts, scores = client.rollout_scores(round, step, adapter)  # [N, K]
-        grads.append(objective_gradients(client.policy.model, rollouts, scores, layer, client.grpo, per_sequence))
+        grads.append(objective_gradients(client.policy.model, rollouts, scores, layer, client.grpo, hyper_grad))
     return np.stack(grads)  # [steps, K, d]
 
 
@@ -130,7 +130,7 @@ def lambda_scales(client, adapter: str, target: float = 0.05) -> dict[str, np.nd
     w0 = np.asarray(client.initial_weights, dtype=np.float64)
     out = {}
     for kind in ("sequence", "shared"):
-        g_prev, g_now = probe_gradients(client, adapter, 2, per_sequence=kind == "sequence")
+        g_prev, g_now = probe_gradients(client, adapter, 2, hyper_grad=kind)
         lam = target_lambda(g_prev, target)
         out[f"{kind}: Δ_k (eq. 9)"] = hypergradient_step(w0, g_now, g_prev, 0.0)[1]
         out[f"{kind}: w after λ=0.01"] = hypergradient_step(w0, g_now, g_prev, 0.01)[0]
