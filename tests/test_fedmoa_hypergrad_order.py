@@ -7,17 +7,20 @@ without the helper, across micro-batches, and for leaving the adapter, its ``.gr
 """
 
 import copy
+import math
 
 import numpy as np
 import pytest
 import torch
 
+from conftest import small_config
 from fedrl_kit.fedmoa.args import FedMOAArgs
 from fedrl_kit.fedmoa.client import hooked_lora_parameters, objective_gradients
 from fedrl_kit.fedmoa.weights import per_objective_advantages
 from fedrl_kit.grpo import GRPOSettings, grpo_loss
 from fedrl_kit.policy.engine import Policy
 from fedrl_kit.rollout import per_token_logps
+from fedrl_kit.runs import Run
 
 LAYER = 1  # the tiny model's second (of two) decoder layers
 G = 4
@@ -160,3 +163,21 @@ def test_lora_is_an_allowed_hyper_grad_and_others_are_refused(policy, batches):
     FedMOAArgs(hyper_grad="lora").check_own()
     with pytest.raises(ValueError, match=r"fedmoa\.hyper_grad"):
         gradients(policy, batches[0], "token")
+
+
+@pytest.mark.filterwarnings("ignore:fedmoa.setting")
+def test_a_lora_run_moves_the_weights_alike_sequentially_and_in_lockstep(tiny_dir):
+    """Eq. 8–10 with the LoRA g_k inside a round: the weights move, stay on the simplex, and the lockstep path
+    (its adapters batched) gives the sequential path's weights."""
+    kw = dict(method="fedmoa", n_train=60, n_test=6, local_steps=2, max_new_tokens=10, rounds=1,
+              fedmoa={"eval_local": False, "validate": False, "hyper_grad": "lora"})
+    runs = [Run(small_config(tiny_dir, client_batching=b, **kw), progress=False) for b in ("sequential", "lockstep")]
+    seq, lock = ([r for r in run.run() if r["kind"] == "client" and r["client"] != "server"] for run in runs)
+    assert [r["client"] for r in seq] == [r["client"] for r in lock] and len(seq) == 3
+    for rs, rl in zip(seq, lock):
+        ws = [v for k, v in rs.items() if k.startswith("w/")]
+        assert math.isclose(sum(ws), 1.0, abs_tol=1e-9) and min(ws) >= 0
+        assert rl["lam"] == pytest.approx(rs["lam"], rel=1e-6)
+        for k in (k for k in rs if k.startswith("w/")):
+            assert rl[k] == pytest.approx(rs[k], rel=1e-6, abs=1e-9), k
+    assert max(r["w_move"] for r in seq) > 1e-4
