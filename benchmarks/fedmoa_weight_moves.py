@@ -14,13 +14,19 @@ client started the round from and those it returned (``w_move``), the λ used, a
 ``--alignment`` instead measures, on the base policy, |g_k|², Δ_k and the cosine of consecutive g_k for both g_k
 (per sequence and shared) on three clients' first three local batches: what sets the scale of eq. 9.
 
+``--lora`` compares the per-sequence g_k with the LoRA one (``hyper_grad="lora"``: ∂L_k/∂θ of the hooked layer's
+LoRA factors, batch-order invariant and of a fixed shape): the ``--alignment`` measurement for sequence, shared
+and lora, and the weight move per round of the federation under ``sequence, target 0.05`` and
+``lora, target 0.05`` (the same scale rule, so the moves compare the signal, not λ).
+
 Run::
 
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedmoa_weight_moves.py --rounds 2
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedmoa_weight_moves.py --alignment
+    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedmoa_weight_moves.py --lora --rounds 2
 
-write ``benchmarks/results/fedmoa_weight_moves.json`` and ``benchmarks/results/fedmoa_gk_alignment.json``.
-"""
+write ``benchmarks/results/fedmoa_weight_moves.json``, ``benchmarks/results/fedmoa_gk_alignment.json`` and
+``benchmarks/results/fedmoa_gk_alignment_lora.json``."""
 
 from __future__ import annotations
 
@@ -49,10 +55,17 @@ VARIANTS = {
     "shared, λ=0.01": dict(hyper_grad="shared", lam_rule="fixed", lam=0.01),
     "cosine, λ=0.1": dict(hyper_grad="sequence", normalise=True, lam=0.1),
 }
+LORA_VARIANTS = {
+    "sequence, target 0.05": VARIANTS["sequence, target 0.05"],
+    "lora, target 0.05": dict(hyper_grad="lora", lam_rule="target", lam_target=0.05),
+}
+"""``--lora``: the per-sequence and the LoRA g_k under the same scale rule"""
+RESULTS = ROOT / "benchmarks" / "results"
 
 
-def alignment(seed: int) -> None:
-    """|g_k|², Δ_k = g^(t)·g^(t−1) and their cosine for both g_k on the base policy (three clients, steps 0–2)."""
+def alignment(seed: int, kinds=("sequence", "shared")) -> tuple[list, dict]:
+    """|g_k|², Δ_k = g^(t)·g^(t−1) and their cosine for each g_k in ``kinds`` on the base policy (three clients,
+    steps 0–2; every kind on the same rollouts)."""
     from fedrl_kit.fedmoa.client import objective_gradients, resolve_layer
     from fedrl_kit.grpo import GRPOSettings
 
@@ -62,14 +75,13 @@ def alignment(seed: int) -> None:
     rows = []
     for cid in ("client_0", "client_1", "client_2"):
         c = run.clients[cid]
-        grads = {"sequence": [], "shared": []}
+        grads = {kind: [] for kind in kinds}
         for step in range(3):
             batch = c.sample_batch(1, step)
             ro = run.policy.rollout("global", batch["prompt"], cfg.num_generations, seed=100 + step)
             scores = np.nan_to_num(c.reward_scores(ro, batch))  # [N, K]
             for kind in grads:
-                grads[kind].append(objective_gradients(run.policy.model, ro, scores, layer, GRPOSettings(),
-                                                       per_sequence=kind == "sequence"))
+                grads[kind].append(objective_gradients(run.policy.model, ro, scores, layer, GRPOSettings(), kind))
         for kind, g in grads.items():
             for t in (1, 2):
                 now, prev = g[t], g[t - 1]
@@ -81,29 +93,21 @@ def alignment(seed: int) -> None:
                                  delta=delta.tolist(), cosine=cos.tolist()))
                 print(rows[-1], flush=True)
     summary = {}
-    for kind in ("sequence", "shared"):
+    for kind in kinds:
         rs = [r for r in rows if r["g_k"] == kind]
         summary[kind] = {"median_g_sq": float(np.median([v for r in rs for v in r["g_sq"] if v > 0])),
                          "median_abs_delta": float(np.median([abs(v) for r in rs for v in r["delta"] if v != 0])),
                          "median_abs_cosine": float(np.median([abs(v) for r in rs for v in r["cosine"] if v != 0]))}
-    save_result(ROOT / "benchmarks" / "results" / "fedmoa_gk_alignment.json", "fedmoa_weight_moves", None,
-                {"scale": "quick", "setting": "heter+heter", "seed": seed, "policy": "the base (round 1, step 0–2)"},
-                rows, summary)
+    return rows, summary
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--alignment", action="store_true", help="measure |g_k|², Δ_k and their cosine instead")
-    args = ap.parse_args()
-    if args.alignment:
-        alignment(args.seed)
-        return
+def weight_move_rows(variants: dict, rounds: int, seed: int) -> tuple[list, dict]:
+    """The quick Heter+Heter federation under each variant: per round, the mean and max over clients of
+    ``w_move`` (L1), the median λ and the w_0 range; per variant, the mean ``w_move`` and the wall time."""
     rows, summary = [], {}
-    for name, fedmoa in VARIANTS.items():
-        cfg = setting_config("quick", "heter+heter", "FedMOA", args.seed, rounds=args.rounds,
-                             fedmoa={**fedmoa, "eval_local": False, "validate": False}, eval_every=args.rounds)
+    for name, fedmoa in variants.items():
+        cfg = setting_config("quick", "heter+heter", "FedMOA", seed, rounds=rounds,
+                             fedmoa={**fedmoa, "eval_local": False, "validate": False}, eval_every=rounds)
         t0 = time.time()
         moves = weight_moves(Run(cfg, progress=False).run())
         for r in sorted({m["round"] for m in moves}):
@@ -116,9 +120,34 @@ def main() -> None:
             print(row, flush=True)
         summary[name] = {"mean_w_move_per_round": float(np.mean([m["w_move"] for m in moves])),
                          "seconds": round(time.time() - t0, 1)}
-    save_result(ROOT / "benchmarks" / "results" / "fedmoa_weight_moves.json", "fedmoa_weight_moves", None,
-                {"scale": "quick", "setting": "heter+heter", "rounds": args.rounds, "seed": args.seed,
-                 "variants": VARIANTS}, rows, summary)
+    return rows, summary
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--alignment", action="store_true", help="measure |g_k|², Δ_k and their cosine instead")
+    ap.add_argument("--lora", action="store_true",
+                    help="the alignment and the weight moves of the per-sequence and the LoRA g_k")
+    args = ap.parse_args()
+    settings = {"scale": "quick", "setting": "heter+heter", "seed": args.seed}
+    if args.alignment:
+        rows, summary = alignment(args.seed)
+        save_result(RESULTS / "fedmoa_gk_alignment.json", "fedmoa_weight_moves", None,
+                    {**settings, "policy": "the base (round 1, step 0–2)"}, rows, summary)
+    elif args.lora:
+        align, align_summary = alignment(args.seed, ("sequence", "shared", "lora"))
+        moves, move_summary = weight_move_rows(LORA_VARIANTS, args.rounds, args.seed)
+        save_result(RESULTS / "fedmoa_gk_alignment_lora.json", "fedmoa_weight_moves", None,
+                    {**settings, "alignment_policy": "the base (round 1, step 0–2)", "rounds": args.rounds,
+                     "variants": LORA_VARIANTS},
+                    [{"measure": "alignment", **r} for r in align] + [{"measure": "weight_move", **r} for r in moves],
+                    {"alignment": align_summary, "weight_move": move_summary})
+    else:
+        rows, summary = weight_move_rows(VARIANTS, args.rounds, args.seed)
+        save_result(RESULTS / "fedmoa_weight_moves.json", "fedmoa_weight_moves", None,
+                    {**settings, "rounds": args.rounds, "variants": VARIANTS}, rows, summary)
 
 
 if __name__ == "__main__":
