@@ -37,12 +37,12 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from fedrl_kit.config import preset  # noqa: E402
+from fedrl_kit.config import REFERENCE_PATH, preset  # noqa: E402
 from fedrl_kit.runs import Run  # noqa: E402
 
 RESULT = ROOT / "benchmarks" / "results" / "fault_injection.json"
 SETTINGS = dict(method="fedavg_grpo", num_clients=8, rounds=5, local_steps=1, prompts_per_step=4, eval_samples=2,
-                client_timeout=15.0)
+                client_timeout=15.0, **REFERENCE_PATH)  # REFERENCE_PATH: the path the stored result was made on
 """the quick preset with these changes (see the module docstring)"""
 FAULTS = {"client_1": "nan", "client_3": "shape", "client_5": "hang", "client_7": "raise"}
 VARIANTS = {

@@ -41,7 +41,7 @@ from _machine import check_resume_environment, save_result  # noqa: E402
 from fedgrpo_compare import SETTINGS  # noqa: E402
 import torch  # noqa: E402  (after _machine, which imports fedrl_kit first: the CPU kernel pin)
 
-from fedrl_kit.config import preset  # noqa: E402
+from fedrl_kit.config import REFERENCE_PATH, preset  # noqa: E402
 from fedrl_kit.policy.adapters import GLOBAL  # noqa: E402
 from fedrl_kit.policy.engine import Policy  # noqa: E402
 from fedrl_kit.runs import Run, resolve_base  # noqa: E402
@@ -67,7 +67,8 @@ def main(argv=None) -> dict:
     if args.resume and Path(args.out).exists():
         old = json.loads(Path(args.out).read_text())
         want = dict(SETTINGS, rounds=args.rounds, questions_per_step=args.questions)
-        mismatch = {k: (old["settings"].get(k), v) for k, v in want.items() if old["settings"].get(k) != v}
+        stored = {**REFERENCE_PATH, **old["settings"]}  # files without the path's keys were made on the reference path
+        mismatch = {k: (stored.get(k), v) for k, v in want.items() if stored.get(k) != v}
         if mismatch:
             raise SystemExit(f"--resume: {args.out} was made with other settings: "
                              + ", ".join(f"{k}={a!r} (now {b!r})" for k, (a, b) in mismatch.items()))

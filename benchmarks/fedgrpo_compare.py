@@ -49,11 +49,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _machine import check_resume_environment, save_result  # noqa: E402
 
-from fedrl_kit.config import parse_set, preset  # noqa: E402
+from fedrl_kit.config import REFERENCE_PATH, parse_set, preset  # noqa: E402
 from fedrl_kit.methods import method_spec  # noqa: E402
 from fedrl_kit.runs import Run  # noqa: E402
 
-SETTINGS = dict(num_clients=8, dirichlet_alpha=0.1, prompts_per_step=4, local_steps=2, eval_samples=4)
+SETTINGS = dict(num_clients=8, dirichlet_alpha=0.1, prompts_per_step=4, local_steps=2, eval_samples=4, **REFERENCE_PATH)
+"""the comparison's setting; REFERENCE_PATH: the sampling and scoring path its stored results were made on"""
 """Shared by every method: K = 8, β = 0.1, b = 4, τ = 2 (quick preset otherwise: G = 8, lr 2e-3, …)."""
 
 NO_GT = ["fedgrpo.mode=no_gt", "fedgrpo.gt_fraction=0.667", "evaluator.training=grpo"]

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from _machine import save_result  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
 
-from fedrl_kit.config import preset  # noqa: E402
+from fedrl_kit.config import REFERENCE_PATH, preset  # noqa: E402
 from fedrl_kit.policy.hub import check_available  # noqa: E402
 from fedrl_kit.runs import Run  # noqa: E402
 from fedrl_kit.world.registry import default_rewards  # noqa: E402
@@ -44,6 +44,7 @@ COMMON = dict(
     learning_rate=2e-4,  # LoRA on a pretrained 135M model: 10x below the tiny embedded policy's 2e-3
     temperature=0.7,  # the full preset's rollout temperature; 1.0 makes a 135M model ramble
     prompts_per_step=2, num_generations=4, num_iterations=2, eval_samples=2, n_public=0, n_aux=0,
+    **REFERENCE_PATH,  # the path the stored result was made on
 )
 """settings shared by both worlds (the rest are the quick preset's)"""
 

@@ -29,7 +29,7 @@ split here (the registry's ``math``). The paper preset has not been run yet.
 
 from __future__ import annotations
 
-from fedrl_kit.config import RunConfig, preset
+from fedrl_kit.config import REFERENCE_PATH, RunConfig, preset
 from fedrl_kit.fedmoa.plan import world_for
 from fedrl_kit.runs import REPO_ROOT
 
@@ -115,6 +115,7 @@ def setting_config(scale: str, setting: str, variant: str = "FedMOA", seed: int 
     sizes = {k: v * n_fam for k, v in PER_FAMILY[scale].items()}
     fields = dict(method="fedmoa", world=world, num_clients=n, seed=seed, n_train=sizes["n_train"],
                   n_test=sizes["n_test"], n_aux=sizes["n_val"], eval_every=1, **SCALE_FIELDS[scale])
+    fields.update(REFERENCE_PATH)  # the path the stored comparisons were made on
     fields.update(overrides)
     section = {"setting": setting, "homo_family": homo_family, **SCALE_FEDMOA[scale], **VARIANTS[variant],
                **(fedmoa or {})}

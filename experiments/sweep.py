@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.stats import INTERVAL, sign_verdict, t_interval
-from fedrl_kit.config import RunConfig, preset
+from fedrl_kit.config import REFERENCE_PATH, RunConfig, preset
 from fedrl_kit.pubswap.args import PAPER_SETTING
 from fedrl_kit.runs import Run
 
@@ -146,7 +146,8 @@ def pubswap_grid(preset_name: str = "quick", seeds=(0,), alpha: float = 0.3, het
     def add(name, tau, seed, **kw):
         rounds = spec["total_steps"] // tau
         base = dict(local_steps=tau, rounds=rounds, eval_every=max(1, rounds // 4), seed=seed, trace_drift=True,
-                    partition="dirichlet", dirichlet_alpha=alpha, **SETTINGS[setting])
+                    partition="dirichlet", dirichlet_alpha=alpha, **SETTINGS[setting],
+                    **REFERENCE_PATH)  # the path the stored sweeps were made on
         base.update(overrides)
         base.update(kw)
         grid[f"{name}/seed{seed}"] = preset(preset_name, **base)

@@ -95,8 +95,8 @@ def _run(args) -> int:
         print("\n" + fields_help(args.method or "fedavg_grpo"))
         return 0
     cfg = preset(args.preset, **_overrides(args))
-    if args.faster:
-        cfg = cfg.faster()
+    if args.reference_path:
+        cfg = cfg.reference()
     if args.dry_run:
         return _dry_run(cfg)
     run_dir = Path(args.run_dir or f"runs/{cfg.method}-{cfg.preset}-seed{cfg.seed}")
@@ -131,7 +131,7 @@ def _dry_run(cfg) -> int:
           f"public {cfg.n_public}, test {cfg.n_test}), {cfg.num_clients} clients, b = {cfg.prompts_per_step}, "
           f"K = {cfg.num_generations}, {cfg.max_new_tokens} new tokens, tau = {cfg.local_steps}, {cfg.rounds} rounds, "
           f"aggregator {cfg.aggregator}, weight decay {cfg.weight_decay}, {cfg.device} {cfg.dtype}, "
-          f"prompt_pass {cfg.prompt_pass}, generation_loop {cfg.generation_loop}, length_buckets {cfg.length_buckets}")
+          "path " + ", ".join(f"{k} {v}" for k, v in cfg.speed_path().items()))
     est = estimate_memory(cfg.replace(base=base))
     if est is None:
         print(f"memory: no estimate (the architecture of {cfg.base!r} is not known on this machine)")
@@ -239,10 +239,10 @@ def main(argv=None) -> int:
     run.add_argument("--dataset", help="a real world's local data (same as --set dataset=PATH)")
     run.add_argument("--dry-run", action="store_true",
                      help="print the run's settings and memory estimate and whether it fits; load and run nothing")
-    run.add_argument("--faster", action="store_true",
-                     help="the speed options the config allows: prompt_pass=shared, generation_loop=compact, length_buckets=2 "
-                          "(about 2x on a CPU; the same numbers to float tolerance, not bit for bit; "
-                          "docs/performance.md)")
+    run.add_argument("--reference-path", action="store_true",
+                     help="sample and score on the reference path (prompt_pass=per_row, generation_loop=hf, "
+                          "length_buckets=1: the code rollout.py and grpo.py spell out, about half the default's "
+                          "speed on a CPU; the same numbers to float tolerance, not bit for bit; docs/performance.md)")
     run.add_argument("--run-dir", help="run directory (default runs/<method>-<preset>-seed<seed>)")
     run.add_argument("--runtime", choices=("inprocess", "serialising", "flower"), default="inprocess",
                      help="how messages travel: in this process (default), through bytes, or on Flower's "

@@ -138,25 +138,27 @@ class RunConfig:
     micro_batch_size: int = GRPOSettings.micro_batch_size
     """rows per forward/backward pass of a GRPO step (gradients add up to the full batch's, so the loss is the same;
     lower it on a GPU for long completions)"""
-    prompt_pass: str = "per_row"
+    prompt_pass: str = "auto"
     """how prompts go through the model: "per_row" (each of a group's G rows runs its own copy of the prompt, in
-    generation and in the GRPO step's scoring) or "shared" (each prompt runs once and its keys and values serve its
-    G rows: the same completions and log-probs to float tolerance, in fewer token positions; not bit for bit
-    "per_row", so a run made with "per_row" does not reproduce with "shared"; HF rollouts only)"""
-    generation_loop: str = "hf"
-    """which loop samples the HF rollouts: "hf" (transformers' generate) or "compact" (fedrl_kit's own loop: the
-    active LoRA adapter folded into a float32 copy of each weight, one matmul per projection instead of three, and
-    rows that have emitted eos dropped from the batch; the same random draws, logits equal to float tolerance, so
-    the same completions unless a draw falls within that tolerance of a token's boundary; not bit for bit "hf", so a
-    run made with "hf" does not reproduce with "compact"; float32 models with plain LoRA, sequential clients; it
-    pays off on small models such as the embedded base, hardly on a 135 M one: docs/performance.md)"""
-    length_buckets: int = 1
-    """how the GRPO step scores its rows: 1 (one pass per micro-batch, every completion padded to the longest) or k > 1
-    (up to k passes of rows with similar completion lengths, each padded only to its own longest, cut where they
-    compute the fewest token positions: the same log-probs and gradients to float tolerance, with less of the
-    padding's work when lengths vary; not bit for bit 1, so a run made with 1 does not reproduce with k; sequential
-    and lockstep clients (in lockstep each pass keeps every client's rows with its own adapter); the GRPO step, not
-    FedMOA's eq. 8 pass: docs/performance.md)"""
+    generation and in the GRPO step's scoring: the reference, TRL's way), "shared" (each prompt runs once and its keys
+    and values serve its G rows: the same completions and log-probs to float tolerance, in fewer token positions; HF
+    rollouts, sequential clients) or "auto" (shared where it applies, per_row elsewhere). Not bit for bit "per_row",
+    so a run made with "per_row" does not reproduce with "shared"."""
+    generation_loop: str = "auto"
+    """which loop samples the HF rollouts: "hf" (transformers' generate: the reference), "compact" (fedrl_kit's own
+    loop: the active LoRA adapter folded into a float32 copy of each weight, one matmul per projection instead of
+    three, and rows that have emitted eos dropped from the batch; the same random draws, logits equal to float
+    tolerance, so the same completions unless a draw falls within that tolerance of a token's boundary; float32
+    models with plain LoRA, sequential clients) or "auto" (compact where it applies, hf elsewhere). Not bit for bit
+    "hf", so a run made with "hf" does not reproduce with "compact"; it pays off on small models such as the
+    embedded base, hardly on a 135 M one: docs/performance.md"""
+    length_buckets: int = 2
+    """how the GRPO step scores its rows: 1 (one pass per micro-batch, every completion padded to the longest: the
+    reference) or k > 1 (up to k passes of rows with similar completion lengths, each padded only to its own longest,
+    cut where they compute the fewest token positions: the same log-probs and gradients to float tolerance, with less
+    of the padding's work when lengths vary; not bit for bit 1, so a run made with 1 does not reproduce with k;
+    sequential and lockstep clients (in lockstep each pass keeps every client's rows with its own adapter); the GRPO
+    step, not FedMOA's eq. 8 pass: docs/performance.md)"""
     num_iterations: int = GRPOSettings.num_iterations
     """gradient epochs per batch of rollouts"""
     epsilon: float = GRPOSettings.epsilon
@@ -260,16 +262,17 @@ class RunConfig:
              'the local steps of fedavg_grpo, fedprox_grpo, pubswap_* and fedmoa, the expert scoring of fedgrpo; '
              'the other methods, the FedGRPO baselines fedpetuning_sft, dpsda_grpo and dpsda_sft included, run '
              'their clients one by one)')
-        need(self.prompt_pass in PROMPT_PASSES, "prompt_pass", f"one of {PROMPT_PASSES}")
-        need(self.prompt_pass == "per_row" or (self.client_batching == "sequential" and self.rollout_backend == "hf"),
-             "prompt_pass", '"per_row" with client_batching "lockstep" or rollout_backend "vllm" (they run every '
-             'row on its own)')
-        need(self.generation_loop in GENERATION_LOOPS, "generation_loop", f"one of {GENERATION_LOOPS}")
-        need(self.generation_loop == "hf" or (self.client_batching == "sequential" and self.rollout_backend == "hf"),
-             "generation_loop", '"hf" with client_batching "lockstep" (its rows carry several adapters) or '
-             'rollout_backend "vllm" (which samples itself)')
-        need(self.generation_loop == "hf" or self.dtype == "float32", "generation_loop",
-             f'"hf" for a {self.dtype} model (the compact loop folds the adapters into float32 weights)')
+        need(self.prompt_pass in ("auto", *PROMPT_PASSES), "prompt_pass", f"one of {('auto', *PROMPT_PASSES)}")
+        need(self.prompt_pass != "shared" or self._batches_alone(), "prompt_pass",
+             '"per_row" or "auto" with client_batching "lockstep" or rollout_backend "vllm" (they run every row on '
+             'its own)')
+        need(self.generation_loop in ("auto", *GENERATION_LOOPS), "generation_loop",
+             f"one of {('auto', *GENERATION_LOOPS)}")
+        need(self.generation_loop != "compact" or self._batches_alone(), "generation_loop",
+             '"hf" or "auto" with client_batching "lockstep" (its rows carry several adapters) or rollout_backend '
+             '"vllm" (which samples itself)')
+        need(self.generation_loop != "compact" or self.dtype == "float32", "generation_loop",
+             f'"hf" or "auto" for a {self.dtype} model (the compact loop folds the adapters into float32 weights)')
         need(1 <= self.length_buckets <= 64, "length_buckets", "an integer in [1, 64]")
         need(isinstance(self.trace_drift, bool), "trace_drift", "true or false")
         need(not self.trace_tensors or self.trace_drift, "trace_tensors", "false unless trace_drift is true")
@@ -368,17 +371,29 @@ class RunConfig:
             top["sections"] = {**self.sections, **moved}
         return dataclasses.replace(self, **top).validate()
 
-    def faster(self) -> "RunConfig":
-        """A copy with the speed options this config allows: ``length_buckets=2`` always; ``prompt_pass="shared"``
-        besides for sequential clients with HF rollouts, and ``generation_loop="compact"`` too for a float32 model
-        (docs/performance.md: about 2× on the quickstart run on a CPU; lockstep clients, which take the length buckets
-        alone, gain little there, so on a CPU sequential clients with these options are the faster choice). They
-        compute the defaults' numbers to float tolerance, not bit for bit, so a run made with them does not reproduce
-        one made without."""
-        if self.client_batching != "sequential" or self.rollout_backend != "hf":
-            return self.replace(length_buckets=2)
-        return self.replace(prompt_pass="shared", generation_loop="compact" if self.dtype == "float32" else "hf",
-                            length_buckets=2)
+    def _batches_alone(self) -> bool:
+        """Whether each client samples and scores its own batch through HF (what the shared prompt pass and the
+        compact loop need): sequential clients, HF rollouts."""
+        return self.client_batching == "sequential" and self.rollout_backend == "hf"
+
+    def speed_path(self) -> dict:
+        """The sampling and scoring path this config runs, "auto" resolved: ``prompt_pass`` shared and
+        ``generation_loop`` compact where they apply (sequential clients with HF rollouts; the compact loop a float32
+        model besides), per_row and hf elsewhere. The compact loop also steps aside, to hf, for a model it cannot
+        fold (:func:`fedrl_kit.speed.compact.compact_applies`, checked when the model is loaded)."""
+        alone = self._batches_alone()
+        prompt_pass = ("shared" if alone else "per_row") if self.prompt_pass == "auto" else self.prompt_pass
+        loop = self.generation_loop
+        if loop == "auto":
+            loop = "compact" if alone and self.dtype == "float32" else "hf"
+        return dict(prompt_pass=prompt_pass, generation_loop=loop, length_buckets=self.length_buckets)
+
+    def reference(self) -> "RunConfig":
+        """A copy on the reference path (:data:`REFERENCE_PATH`): HF ``generate``, every row its own prompt, one
+        scoring pass. The default path computes its numbers to float tolerance, not bit for bit, so a run made on
+        one does not reproduce on the other; results stored before the faster path became the default were made on
+        this one, and the experiment drivers that made them keep it."""
+        return self.replace(**REFERENCE_PATH)
 
     def to_dict(self) -> dict:
         """Plain data (config.json): sections as nested dicts, tuples as lists."""
@@ -406,7 +421,8 @@ class RunConfig:
         """The GRPO update's settings (fedrl_kit.grpo.GRPOSettings) — one place builds them for every method."""
         from fedrl_kit.speed import Scorer
 
-        score = Scorer(self.prompt_pass, self.length_buckets)
+        path = self.speed_path()
+        score = Scorer(path["prompt_pass"], path["length_buckets"])
         return GRPOSettings(self.num_iterations, self.epsilon, self.epsilon_high, self.beta, self.scale_rewards,
                             self.loss_type, self.temperature, micro_batch_size=self.micro_batch_size,
                             score=None if score == Scorer() else score)  # None: grpo's reference pass
@@ -487,6 +503,12 @@ def migrate(d: dict) -> dict:
 
 _HINTS = {k: v for k, v in typing.get_type_hints(RunConfig).items() if k != "sections"}
 """the plain fields' types (a section's own are its class's)"""
+
+REFERENCE_PATH = {"prompt_pass": "per_row", "generation_loop": "hf", "length_buckets": 1}
+"""the reference sampling and scoring path (:meth:`RunConfig.reference`): the one :mod:`fedrl_kit.rollout` and
+:mod:`fedrl_kit.grpo` spell out, and the one the default was before the faster path (:mod:`fedrl_kit.speed`) took
+its place; the experiment drivers whose results are stored under benchmarks/results run on it, so that their
+commands reproduce those results"""
 
 MAX_ROWS = 10_000_000
 """upper bound on every split size: far above any dataset the toolkit loads, low enough to refuse a typo at once"""

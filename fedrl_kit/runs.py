@@ -61,6 +61,7 @@ from fedrl_kit.policy.memory import check_fits, model_config
 from fedrl_kit.seeding import cpu_kernels
 from fedrl_kit.speed import Sampler
 from fedrl_kit.speed.allocator import keep_freed_memory
+from fedrl_kit.speed.compact import compact_applies
 from fedrl_kit.world.registry import build_world, check_dataset_available
 
 
@@ -349,7 +350,11 @@ class Run:
                 self._policy.backend = make_backend(cfg.rollout_backend, resolve_base(cfg.base),
                                                     max_loras=max(1, cfg.num_clients), max_lora_rank=cfg.lora_rank)
         self.policy = self._policy
-        self.policy.sampler = Sampler(cfg.generation_loop, cfg.prompt_pass)
+        path = cfg.speed_path()
+        if cfg.generation_loop == "auto" and path["generation_loop"] == "compact" and not compact_applies(
+                self.policy.model):  # e.g. a real model whose generation config sets more than the temperature
+            path["generation_loop"] = "hf"
+        self.policy.sampler = Sampler(path["generation_loop"], path["prompt_pass"])
         self.reward_set = make_reward_set(cfg.rewards, cfg.reward_weights or None)
         self.grpo, self.local = cfg.grpo_settings(), cfg.local_settings()
         self.spec = method_spec(cfg.method)

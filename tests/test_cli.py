@@ -101,11 +101,13 @@ def test_a_second_run_into_a_folder_in_use_stops_in_one_line(tmp_path, capsys):
     assert len(err.splitlines()) == 1 and f"in use by pid {os.getpid()}" in err and "Traceback" not in err
 
 
-def test_faster_sets_the_speed_options_and_a_dry_run_shows_them(capsys):
-    assert main(["run", "--dry-run", "--faster"]) in (0, 2)  # 2 only if the estimate would not fit this machine
-    assert "prompt_pass shared, generation_loop compact, length_buckets 2" in capsys.readouterr().out
-    assert main(["run", "--dry-run"]) in (0, 2)
-    assert "prompt_pass per_row, generation_loop hf, length_buckets 1" in capsys.readouterr().out
+def test_a_dry_run_shows_the_path_and_reference_path_turns_the_speed_options_off(capsys):
+    assert main(["run", "--dry-run"]) in (0, 2)  # 2 only if the estimate would not fit this machine
+    assert "path prompt_pass shared, generation_loop compact, length_buckets 2" in capsys.readouterr().out
+    assert main(["run", "--dry-run", "--reference-path"]) in (0, 2)
+    assert "path prompt_pass per_row, generation_loop hf, length_buckets 1" in capsys.readouterr().out
+    assert main(["run", "--dry-run", "--set", "client_batching=lockstep"]) in (0, 2)
+    assert "path prompt_pass per_row, generation_loop hf, length_buckets 2" in capsys.readouterr().out
 
 
 def _tiny(tiny_dir, *extra):

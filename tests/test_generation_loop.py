@@ -124,7 +124,7 @@ def test_compact_loop_refuses_generation_config_processors(tiny_dir):
 def test_generation_loop_is_validated():
     from fedrl_kit.config import RunConfig
 
-    assert RunConfig().generation_loop == "hf"  # stored runs were sampled by generate
+    assert RunConfig().generation_loop == "auto"  # the compact loop where it applies: speed_path
     with pytest.raises(ValueError, match="generation_loop"):
         RunConfig().replace(generation_loop="fast")
     with pytest.raises(ValueError, match="generation_loop"):
@@ -149,13 +149,31 @@ def test_a_run_with_the_compact_loop_answers_like_generate(tiny_dir):
     assert [r["reward_mean"] for r in firsts[0]] == [r["reward_mean"] for r in firsts[1]]
 
 
-def test_faster_turns_on_the_options_a_config_allows():
-    from fedrl_kit.config import RunConfig
+def test_the_default_path_is_the_fastest_the_config_allows():
+    from fedrl_kit.config import REFERENCE_PATH, RunConfig
 
-    fast = RunConfig().faster()
-    assert (fast.prompt_pass, fast.generation_loop, fast.length_buckets) == ("shared", "compact", 2)
-    assert fast.replace(prompt_pass="per_row", generation_loop="hf", length_buckets=1) == RunConfig()  # nothing else
-    bf16 = RunConfig().replace(dtype="bfloat16").faster()
-    assert (bf16.prompt_pass, bf16.generation_loop, bf16.length_buckets) == ("shared", "hf", 2)
+    assert RunConfig().speed_path() == dict(prompt_pass="shared", generation_loop="compact", length_buckets=2)
+    assert RunConfig().replace(dtype="bfloat16").speed_path() == dict(prompt_pass="shared", generation_loop="hf",
+                                                                      length_buckets=2)
     lockstep = RunConfig().replace(client_batching="lockstep")
-    assert lockstep.faster() == lockstep.replace(length_buckets=2)  # the one option lockstep clients take
+    assert lockstep.speed_path() == dict(prompt_pass="per_row", generation_loop="hf", length_buckets=2)
+    assert RunConfig().reference().speed_path() == REFERENCE_PATH
+    assert RunConfig().reference().replace(prompt_pass="auto", generation_loop="auto", length_buckets=2) == RunConfig()
+    # an explicit choice is kept, and one that cannot apply is refused, naming the field
+    assert RunConfig().replace(prompt_pass="per_row").speed_path()["prompt_pass"] == "per_row"
+    with pytest.raises(ValueError, match="generation_loop"):
+        RunConfig().replace(dtype="bfloat16", generation_loop="compact")
+    with pytest.raises(ValueError, match="prompt_pass"):
+        lockstep.replace(prompt_pass="shared")
+
+
+def test_auto_steps_aside_for_a_model_the_compact_loop_cannot_sample(tiny_dir):
+    from conftest import small_config
+    from fedrl_kit.runs import Run
+
+    run = Run(small_config(tiny_dir, rounds=1), progress=False).build()
+    assert run.policy.sampler.loop == "compact"
+    run.policy.model.generation_config.repetition_penalty = 1.3  # generate would apply it; the compact loop cannot
+    again = Run(small_config(tiny_dir, rounds=1), progress=False, policy=run.policy).build()
+    assert again.policy.sampler.loop == "hf"
+    run.policy.model.generation_config.repetition_penalty = 1.0

@@ -112,8 +112,10 @@ def test_length_buckets_are_validated():
             RunConfig().replace(length_buckets=bad)
     with pytest.raises(ValueError, match="length_buckets must be an integer >= 1"):
         Scorer(length_buckets=0)
-    assert RunConfig().length_buckets == 1  # stored runs were scored in one pass
-    assert RunConfig().replace(length_buckets=3).grpo_settings().score == Scorer(length_buckets=3)
+    assert RunConfig().length_buckets == 2  # the default; the reference path scores in one pass
+    assert RunConfig().reference().replace(length_buckets=3).grpo_settings().score == Scorer(length_buckets=3)
+    assert RunConfig().replace(length_buckets=3).grpo_settings().score == Scorer("shared", 3)
+    assert RunConfig().reference().grpo_settings().score is None  # grpo's own reference pass
 
 
 @pytest.mark.parametrize("client_batching", ["sequential", "lockstep"])

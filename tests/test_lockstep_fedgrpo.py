@@ -215,7 +215,8 @@ def test_sampled_and_greedy_experts_send_the_sequential_scores(tiny_dir, evaluat
     mode: the same draws from the same streams give the same answers (see fedrl_kit.fedgrpo.lockstep for when a
     draw at a token boundary could differ)."""
     runs = [Run(fg_config(tiny_dir, base="data/base", rounds=2, fedgrpo=fedgrpo, evaluator=evaluator,
-                          client_batching=b), progress=False).build() for b in ("sequential", "lockstep")]
+                          client_batching=b, prompt_pass="per_row", generation_loop="hf"), progress=False).build()
+            for b in ("sequential", "lockstep")]  # the per-row passes and generate that lockstep batches
     for r in runs:  # the pretrained base: its evaluators answer, so the scores are not all 0
         r.runtime.keep_messages = True
     seq, lock = (_strip(r.run()) for r in runs)

@@ -172,7 +172,10 @@ class _GradProbe:
 
 @pytest.mark.parametrize("method", ["pubswap_random", "pubswap_balanced"])
 def test_a_batched_public_step_gives_each_client_its_sequential_loss_gradient_and_update(method):
-    run = Run(_pubswap(method, rounds=1), progress=False).build()
+    # one per-row scoring pass on both sides (sequential clients would otherwise share each prompt's pass, and
+    # length buckets cut the rows of one client alone or of all three: another order of float sums, which Adam's
+    # division by sqrt(v) magnifies in the update)
+    run = Run(_pubswap(method, rounds=1, prompt_pass="per_row", length_buckets=1), progress=False).build()
     clients, ask, generated, payloads = _public_step_setup(run, method)
     policy = run.policy
     # public_generate in lockstep: the same responses and correctness, the same token ids kept for the step

@@ -131,8 +131,9 @@ def test_prompt_pass_is_validated(tiny_dir):
         Scorer("half")
     with pytest.raises(ValueError, match="prompt_pass must be one of"):
         Sampler(prompt_pass="half")
-    assert RunConfig().prompt_pass == "per_row"  # stored runs were made per row
-    assert RunConfig().replace(prompt_pass="shared").grpo_settings().score == Scorer("shared")
+    assert RunConfig().prompt_pass == "auto"  # shared where it applies: RunConfig.speed_path
+    assert RunConfig().reference().replace(prompt_pass="shared").grpo_settings().score == Scorer("shared")
+    assert RunConfig().replace(client_batching="lockstep").speed_path()["prompt_pass"] == "per_row"
 
 
 def test_a_run_with_the_shared_pass_answers_like_the_full_pass(tiny_dir):

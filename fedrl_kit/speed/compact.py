@@ -131,6 +131,35 @@ def _check_plain_sampling(model) -> None:
                          f"sets {set_}; use generation_loop='hf', or reset them in model.generation_config")
 
 
+def _foldable_layers(model) -> list | None:
+    """The LoRA layers :func:`folded_lora` folds (None without peft); ValueError for one it cannot fold exactly."""
+    try:
+        from peft.tuners.lora.layer import LoraLayer
+    except ImportError:
+        return None
+    layers = [m for m in model.modules() if isinstance(m, LoraLayer) and not m.disable_adapters]
+    for layer in layers:
+        if not plain_lora(layer) or layer.fan_in_fan_out or not isinstance(layer.base_layer, torch.nn.Linear):
+            raise ValueError(f"the compact generation loop folds plain LoRA on linear layers; a "
+                             f"{type(layer).__name__} layer is not one (use generation_loop='hf')")
+        if layer.base_layer.weight.dtype != torch.float32:
+            raise ValueError(f"the compact generation loop folds each adapter into float32 weights; this model's are "
+                             f"{layer.base_layer.weight.dtype} (use generation_loop='hf')")
+    return layers
+
+
+def compact_applies(model) -> bool:
+    """Whether the compact loop can sample from ``model`` exactly as ``generate`` would: its LoRA layers fold
+    (:func:`folded_lora`) and its generation config asks for nothing but the temperature. ``generation_loop="auto"``
+    takes the compact loop only then."""
+    try:
+        _foldable_layers(model)
+        _check_plain_sampling(model)
+    except ValueError:
+        return False
+    return True
+
+
 def plain_lora(layer) -> bool:
     """Whether a LoRA layer is peft's plain, unmerged ``Linear`` LoRA with no forward patched in: the layers whose
     computation :func:`folded_lora` and :func:`fedrl_kit.speed.batched.per_row_adapters` reproduce exactly."""
@@ -149,19 +178,10 @@ def folded_lora(model):
     or already patched) and for weights that are not float32: added to a bfloat16 or float16 weight, an adapter's
     small update would be mostly rounded away.
     """
-    try:
-        from peft.tuners.lora.layer import LoraLayer
-    except ImportError:  # no peft: no adapters to fold
+    layers = _foldable_layers(model)
+    if layers is None:  # no peft: no adapters to fold
         yield
         return
-    layers = [m for m in model.modules() if isinstance(m, LoraLayer) and not m.disable_adapters]
-    for layer in layers:
-        if not plain_lora(layer) or layer.fan_in_fan_out or not isinstance(layer.base_layer, torch.nn.Linear):
-            raise ValueError(f"the compact generation loop folds plain LoRA on linear layers; a "
-                             f"{type(layer).__name__} layer is not one (use generation_loop='hf')")
-        if layer.base_layer.weight.dtype != torch.float32:
-            raise ValueError(f"the compact generation loop folds each adapter into float32 weights; this model's are "
-                             f"{layer.base_layer.weight.dtype} (use generation_loop='hf')")
     try:
         for layer in layers:
             weight = layer.base_layer.weight
