@@ -18,7 +18,8 @@ this script; docs/gpu.md). Sections, in order:
    base is Qwen2.5-1.5B-Instruct) with tiny counts (2–3 clients, b = 2, G = 2, 16 new tokens), as a notebook's
    ``full`` preset runs it; FedMOA with its paper scale's fields on the embedded task families.
 5. ``fast_paths``: one local GRPO step with ``prompt_pass="shared"``, ``generation_loop="compact"``,
-   ``length_buckets=2`` and all three (``RunConfig.faster()``) against the plain step, float32 (the compact loop
+   ``length_buckets=2`` and all three (the default path of a float32 model) against the plain step (the reference
+   path), float32 (the compact loop
    is float32 only), on the embedded base (completions of real, varied lengths) and on the 0.5B shape.
 
 Every section runs under its share of ``--budget-s``: a measurement that would not finish before its section's
@@ -428,12 +429,13 @@ def methods(report: Report, args, models: Models) -> None:
 
 
 # -- 5. the fast paths against the plain step --------------------------------------------------------------------
+PLAIN = dict(prompt_pass="per_row", generation_loop="hf", length_buckets=1)  # fedrl_kit.config.REFERENCE_PATH
 VARIANTS = {
-    "plain": dict(),
-    "prompt_pass=shared": dict(prompt_pass="shared"),
-    "generation_loop=compact": dict(generation_loop="compact"),
-    "length_buckets=2": dict(length_buckets=2),
-    "faster()": dict(prompt_pass="shared", generation_loop="compact", length_buckets=2),
+    "plain": PLAIN,
+    "prompt_pass=shared": dict(PLAIN, prompt_pass="shared"),
+    "generation_loop=compact": dict(PLAIN, generation_loop="compact"),
+    "length_buckets=2": dict(PLAIN, length_buckets=2),
+    "all three": dict(prompt_pass="shared", generation_loop="compact", length_buckets=2),  # the float32 default
 }
 
 
@@ -472,7 +474,7 @@ def fast_paths(report: Report, args, models: Models) -> None:
 
         def step(v: str, index: int) -> float:
             opts = VARIANTS[v]
-            policy.sampler = Sampler(opts.get("generation_loop", "hf"), opts.get("prompt_pass", "per_row"))
+            policy.sampler = Sampler(opts["generation_loop"], opts["prompt_pass"])
             policy.set_state("client_0", start)  # what on_fit does first: the global adapter, fresh Adam moments
             params, clients[v].optimizer = policy.trainable("client_0"), None
             sync(args.device)

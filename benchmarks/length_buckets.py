@@ -1,6 +1,6 @@
 """One local GRPO step with its rows scored in k = 1, 2, 3, 4 passes of similar completion length, side by side.
 
-The workload is ``grpo_step_vs_trl.py``'s fedrl_kit side with ``RunConfig.faster()``'s other options (the embedded
+The workload is ``grpo_step_vs_trl.py``'s fedrl_kit side with the default path's other options (the embedded
 base, B = 8 prompts × G = 8, up to 24 tokens, LoRA r = 8, ``prompt_pass="shared"``, ``generation_loop="compact"``):
 every measurement is the same batch from the same adapter, so every k samples the same completions; the k values
 rotate through ``--repetitions`` measurements after one untimed warm-up each, one thread. Reports, per k and μ, the
@@ -41,7 +41,7 @@ def main(argv=None) -> dict:
 
     b = bench.Args()
     data = make_world(seed=b.seed, n_train=b.prompts, n_test=1, n_public=0, n_aux=0).train
-    side = bench.FedrlSide(b, data, prompt_pass="shared", generation_loop="compact")
+    side = bench.FedrlSide(b, data, prompt_pass="shared", generation_loop="compact", length_buckets=1)
     from fedrl_kit.federation import passes  # the client's one seam to the model passes
 
     masks, real_grpo_step = [], passes.grpo_step  # every step's completion mask, to count positions

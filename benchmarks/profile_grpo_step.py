@@ -2,7 +2,7 @@
 
 The workload is ``grpo_step_vs_trl.py``'s (the embedded base, B = 8 prompts × G = 8, up to 24 tokens, LoRA r = 8,
 μ = 2 by default; per-row prompts and HF ``generate`` unless ``--prompt-pass shared`` or ``--generation-loop
-compact``; ``--length-buckets 2`` adds ``RunConfig.faster()``'s scoring): one untimed step, then ``--steps`` steps
+compact``; ``--length-buckets 2`` adds the default path's scoring): one untimed step, then ``--steps`` steps
 under cProfile, one thread. The shares are cProfile's cumulative times of ``Policy.rollout``, the step's ``Score``
 (``per_token_logps`` or a :mod:`fedrl_kit.speed` one) and ``Tensor.backward`` over the steps' total (profiling
 overhead included, so they are shares, not speeds). Run::

@@ -1,20 +1,21 @@
-"""The quickstart run (FedAvg-GRPO, 4 clients, 10 rounds, τ = 2) with the speed options off and on, side by side.
+"""The quickstart run (FedAvg-GRPO, 4 clients, 10 rounds, τ = 2) on the reference path and on the default one.
 
 Run::
 
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/run_options.py [--repetitions 2]
 
-By default four in-process, sequential runs of the same configuration and seed: the defaults;
-``prompt_pass="shared"`` (each prompt once for its G rows); ``prompt_pass="shared"`` with
-``generation_loop="compact"`` (fedrl_kit's own sampling loop); and ``RunConfig.faster()``, which adds
-``length_buckets=2`` (the GRPO step scores its rows in two passes of similar completion length). ``--variants`` also
-takes ``lockstep`` (the clients in one batched pass) and ``lockstep+faster`` (lockstep with ``RunConfig.faster()``,
-which for lockstep is the length buckets alone: its rows carry several adapters, which the compact loop cannot
-fold). Each repetition runs the variants in a rotated order. Writes ``benchmarks/results/run_options.json``
-(``--out``): wall seconds of every run, the median per variant, ``speedup`` = default's median / the variant's,
-client-steps per second, and each variant's final pass@1. The options compute the default's numbers only to float
-tolerance, so a sampled token can flip and the runs' metrics drift apart; ``first_round_rewards_equal`` says whether
-the first round's client rewards (sampled before any update) are still the default's.
+By default four in-process, sequential runs of the same configuration and seed: the reference path
+(``RunConfig.reference()``: HF ``generate``, every row its own prompt, one scoring pass); ``prompt_pass="shared"``
+on it (each prompt once for its G rows); that with ``generation_loop="compact"`` (fedrl_kit's own sampling loop);
+and the default, which adds ``length_buckets=2`` (the GRPO step scores its rows in two passes of similar completion
+length). ``--variants`` also takes ``lockstep`` (the clients in one batched pass, with the default options lockstep
+takes: the length buckets alone, as its rows carry several adapters, which the compact loop cannot fold) and
+``lockstep-reference`` (lockstep on the reference path). Each repetition runs the variants in a rotated order.
+Writes ``benchmarks/results/run_options.json`` (``--out``): wall seconds of every run, the median per variant,
+``speedup`` = the reference's median / the variant's, client-steps per second, and each variant's final pass@1. The
+options compute the reference's numbers only to float tolerance, so a sampled token can flip and the runs' metrics
+drift apart; ``first_round_rewards_equal`` says whether the first round's client rewards (sampled before any update)
+are still the reference's.
 """
 
 from __future__ import annotations
@@ -35,18 +36,20 @@ from fedrl_kit.config import preset  # noqa: E402
 from fedrl_kit.runs import Run  # noqa: E402
 
 OPTIONS = ("prompt_pass", "generation_loop", "length_buckets", "client_batching")
-DEFAULT_VARIANTS = ("default", "shared", "shared+compact", "faster")
-VARIANTS = DEFAULT_VARIANTS + ("lockstep", "lockstep+faster")
+DEFAULT_VARIANTS = ("reference", "shared", "shared+compact", "default")
+VARIANTS = DEFAULT_VARIANTS + ("lockstep-reference", "lockstep")
 
 
 def variants(base: dict) -> dict:
-    """The configs; "faster" is ``RunConfig.faster()``, what ``fedrl run --faster`` runs; the lockstep ones step the
-    clients in one batched pass, "lockstep+faster" with the options lockstep takes (the length buckets)."""
+    """The configs; "reference" is ``RunConfig.reference()``, what ``fedrl run --reference-path`` runs; the lockstep
+    ones step the clients in one batched pass, "lockstep" with the default options lockstep takes (the length
+    buckets)."""
     cfg = preset("quick", **base)
+    ref = cfg.reference()
     lockstep = cfg.replace(client_batching="lockstep")
-    cfgs = {"default": cfg, "shared": cfg.replace(prompt_pass="shared"),
-            "shared+compact": cfg.replace(prompt_pass="shared", generation_loop="compact"), "faster": cfg.faster(),
-            "lockstep": lockstep, "lockstep+faster": lockstep.faster()}
+    cfgs = {"reference": ref, "shared": ref.replace(prompt_pass="shared"),
+            "shared+compact": ref.replace(prompt_pass="shared", generation_loop="compact"), "default": cfg,
+            "lockstep-reference": lockstep.reference(), "lockstep": lockstep}
     assert tuple(cfgs) == VARIANTS
     return cfgs
 
@@ -63,7 +66,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--n-test", type=int, default=None, help="test problems scored each round (default: the preset's)")
     ap.add_argument("--variants", nargs="+", default=list(DEFAULT_VARIANTS),
                     choices=list(VARIANTS),
-                    help="which configs to run (default: the four sequential ones); 'default' is always run")
+                    help="which configs to run (default: the four sequential ones); 'reference' is always run")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "run_options.json"))
     args = ap.parse_args(argv)
     if args.repetitions < 1 or args.rounds < 1 or args.clients < 1:
@@ -72,7 +75,7 @@ def main(argv=None) -> dict:
     if args.n_test is not None:
         base["n_test"] = args.n_test
     every = variants(base)
-    cfgs = {n: every[n] for n in every if n == "default" or n in args.variants}  # the speedups' reference first
+    cfgs = {n: every[n] for n in every if n == "reference" or n in args.variants}  # the speedups' reference first
     names = list(cfgs)
     seconds, final, first = {n: [] for n in names}, {}, {}
     for rep in range(args.repetitions):
@@ -86,14 +89,14 @@ def main(argv=None) -> dict:
                   flush=True)
     client_steps = args.clients * 2 * args.rounds
     median = {n: statistics.median(v) for n, v in seconds.items()}
-    options = {n: {k: getattr(c, k) for k in OPTIONS if getattr(c, k) != getattr(cfgs["default"], k)}
-               for n, c in cfgs.items()}
+    path = {n: {**c.speed_path(), "client_batching": c.client_batching} for n, c in cfgs.items()}
+    options = {n: {k: path[n][k] for k in OPTIONS if path[n][k] != path["reference"][k]} for n in cfgs}
     rows = [dict(variant=n, options=options[n], seconds=seconds[n], median_s=median[n],
-                 speedup=median["default"] / median[n], client_steps_per_second=client_steps / median[n],
+                 speedup=median["reference"] / median[n], client_steps_per_second=client_steps / median[n],
                  final_pass_at_1=final[n]) for n in names]
-    summary = dict(speedup={n: round(median["default"] / median[n], 3) for n in names},
+    summary = dict(speedup={n: round(median["reference"] / median[n], 3) for n in names},
                    final_pass_at_1=final, client_steps=client_steps,
-                   first_round_rewards_equal={n: first[n] == first["default"] for n in names})
+                   first_round_rewards_equal={n: first[n] == first["reference"] for n in names})
     return save_result(args.out, "run_options", argv, dict(preset="quick", **base, repetitions=args.repetitions),
                        rows, summary)
 
