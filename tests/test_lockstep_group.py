@@ -12,7 +12,7 @@ import pytest
 from fedrl_kit.federation import lockstep
 from fedrl_kit.federation.client import MessageClient
 from fedrl_kit.federation.lockstep import GROUPED, Batched, Group, LockstepRuntime
-from fedrl_kit.federation.passes import GROUP
+from fedrl_kit.federation.client import GROUP
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def echo(monkeypatch):
 
 
 def meet(adapter, x, **kw):
-    """The stand-in pass: alone, the plain call; in a group, a meeting (as fedrl_kit.federation.passes does)."""
+    """The stand-in pass: alone, the plain call; in a group, a meeting (as the passes of fedrl_kit.federation.client do)."""
     member = GROUP.get()
     return 2 * x if member is None else member.meet("echo", adapter=adapter, x=x, **kw)
 

@@ -3,8 +3,8 @@
 ``RunConfig.client_batching = "lockstep"`` gives the run a :class:`LockstepRuntime`. For a message kind in its
 ``handlers`` (``fit``, and a method's ``MethodSpec.lockstep``), the receivers form one :class:`Group`: each
 client's own ``on_<kind>`` runs, unchanged, in a thread of its own, one thread at a time in the group's client
-order. A handler's model passes go through :mod:`fedrl_kit.federation.passes`; in a group such a call parks the
-thread and hands the turn to the next client. When every client still running is parked, the parked calls of the
+order. A handler's model passes go through the pass functions of :mod:`fedrl_kit.federation.client`; in a group
+such a call parks the thread and hands the turn to the next client. When every client still running is parked, the parked calls of the
 same kind (and the same policy and settings) run as one batched pass (:data:`BATCHED`, :mod:`fedrl_kit.speed.batched`),
 each client gets its own answer, and the threads resume, in order. A client whose handler finishes or raises leaves
 the group; the others go on. Since everything runs in one fixed order, a lockstep run is bit-reproducible.
@@ -66,7 +66,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
-from fedrl_kit.federation.passes import GROUP
+from fedrl_kit.federation.client import GROUP
 from fedrl_kit.federation.runtime import ClientFailure, InProcessRuntime, Message, _Call
 from fedrl_kit.speed.batched import generate_lockstep, grpo_step_lockstep, sequence_logprob_lockstep
 
@@ -77,8 +77,8 @@ from fedrl_kit.speed.batched import generate_lockstep, grpo_step_lockstep, seque
 @dataclass(frozen=True)
 class Batched:
     """How parked calls of one pass kind run together: ``key(call)`` (calls with equal keys share a pass) and
-    ``run(calls)`` → each call's answer, in order (what the plain call in :mod:`~fedrl_kit.federation.passes` returns
-    for it, up to batching's float effects)."""
+    ``run(calls)`` → each call's answer, in order (what the plain call of a pass function of
+    :mod:`~fedrl_kit.federation.client` returns for it, up to batching's float effects)."""
 
     key: Callable[[dict], tuple]
     run: Callable[[list[dict]], list]
@@ -112,7 +112,7 @@ BATCHED: dict[str, Batched] = {
     "grpo_step": Batched(lambda c: (id(c["policy"]), c["settings"]), _grpo_steps),
     "sequence_logprob": Batched(lambda c: (id(c["policy"]),), _logprobs),
 }
-"""pass kind (a function of :mod:`fedrl_kit.federation.passes`) → how its parked calls run as one"""
+"""pass kind (a pass function of :mod:`fedrl_kit.federation.client`) → how its parked calls run as one"""
 
 
 def batches(asked: list[tuple[int, str, dict]]) -> list[tuple[str, list[tuple[int, dict]]]]:
@@ -137,8 +137,8 @@ class Group:
     """Zero-argument functions (client handlers) run as one lockstep group (module docstring).
 
     :meth:`run` starts one thread per function, lets them run one at a time in order until each has parked on a pass
-    (:mod:`~fedrl_kit.federation.passes`) or finished, runs the parked calls as batched passes (:func:`batches`),
-    and repeats until every function has finished. ``passes`` logs each batched pass: (kind, member indices).
+    (the pass functions of :mod:`~fedrl_kit.federation.client`) or finished, runs the parked calls as batched
+    passes (:func:`batches`), and repeats until every function has finished. ``passes`` logs each batched pass: (kind, member indices).
     """
 
     def __init__(self, fns: list[Callable[[], object]], names: list[str] | None = None):

@@ -19,8 +19,9 @@ text first, so the probability is estimated by the share of ``evaluator.samples`
 equal to ``a`` (seeded by the question set, so a resumed run draws the same).
 
 Each handler reads top to bottom. θ_k's passes (its probabilities, its sampled or greedy answers) go through
-:mod:`fedrl_kit.federation.passes`: the plain calls, unless ``client_batching="lockstep"`` runs the receivers of a
-broadcast together, which batches the passes of all experts (:mod:`fedrl_kit.fedgrpo.lockstep`).
+the pass functions of :mod:`fedrl_kit.federation.client`: the plain calls, unless ``client_batching="lockstep"``
+runs the receivers of a broadcast together, which batches the passes of all experts
+(:mod:`fedrl_kit.fedgrpo.lockstep`).
 
 Which questions a client holds with their label — the input of its gate, never known to the
 server — is decided when the federation is built (:mod:`fedrl_kit.fedgrpo.queries`): by default
@@ -38,7 +39,7 @@ import numpy as np
 import torch
 
 from fedrl_kit import seeding
-from fedrl_kit.federation import passes
+from fedrl_kit.federation import client as passes  # the model passes: rollout, grpo_step, sequence_logprob
 from fedrl_kit.federation.client import MessageClient
 from fedrl_kit.fedgrpo.args import EvaluatorArgs, FedGRPOArgs
 from fedrl_kit.fedgrpo.expert_selection import dual_evaluation_gate

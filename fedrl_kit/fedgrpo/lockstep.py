@@ -3,9 +3,9 @@
 With ``RunConfig.client_batching = "lockstep"`` the runtime (:class:`~fedrl_kit.federation.lockstep.LockstepRuntime`)
 runs the receivers' own :meth:`~fedrl_kit.fedgrpo.client.FedGRPOClient.on_competence` /
 :meth:`~fedrl_kit.fedgrpo.client.FedGRPOClient.on_score` together. Each reads the request, decides and logs its gate
-λ_k, and asks its evaluator θ_k through :mod:`fedrl_kit.federation.passes`; the experts' evaluator passes run as one
-batch, each row with its own expert's adapter ``eval_<cid>`` (:func:`~fedrl_kit.speed.batched.per_row_adapters`);
-each handler then builds its reply (the AE checks, the ME scores, a malicious client's lie) as sequentially. An expert
+λ_k, and asks its evaluator θ_k through the pass functions of :mod:`fedrl_kit.federation.client`; the experts'
+evaluator passes run as one batch, each row with its own expert's adapter ``eval_<cid>``
+(:func:`~fedrl_kit.speed.batched.per_row_adapters`); each handler then builds its reply (the AE checks, the ME scores, a malicious client's lie) as sequentially. An expert
 whose gate needs nothing of θ_k finishes without waiting. What the batch computes, per kind of evaluator work:
 
 - probabilities of (question, answer) pairs, SFT evaluator: ``sequence_logprob`` of every expert's pairs in one

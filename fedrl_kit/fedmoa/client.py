@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from fedrl_kit.federation import passes
+from fedrl_kit.federation import client as passes  # the model passes: rollout, grpo_step, sequence_logprob
 from fedrl_kit.federation.client import GRPOClient
 from fedrl_kit.federation.lockstep import GROUPED
 from fedrl_kit.fedmoa.args import HYPER_GRADS

@@ -13,7 +13,7 @@ import torch
 
 from fedrl_kit.aggregate import aggregate
 from fedrl_kit import seeding
-from fedrl_kit.federation import passes
+from fedrl_kit.federation import client as passes  # the model passes: rollout, grpo_step, sequence_logprob
 from fedrl_kit.federation.client import GRPOClient
 from fedrl_kit.federation.lockstep import GROUPED
 from fedrl_kit.federation.replies import FIT, list_of, number, record, text
