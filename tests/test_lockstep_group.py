@@ -11,7 +11,7 @@ import pytest
 
 from fedrl_kit.federation import lockstep
 from fedrl_kit.federation.client import MessageClient
-from fedrl_kit.federation.lockstep import GROUPED, Batched, Group, LockstepRuntime
+from fedrl_kit.federation.lockstep import Batched, Group, LockstepRuntime
 from fedrl_kit.federation.client import GROUP
 
 
@@ -54,7 +54,7 @@ class Echo(MessageClient):
 
 
 def _runtime(clients, **kw):
-    return LockstepRuntime({c.cid: c for c in clients}, handlers={"ping": GROUPED}, keep_messages=True, **kw)
+    return LockstepRuntime({c.cid: c for c in clients}, kinds=("ping",), keep_messages=True, **kw)
 
 
 def test_members_run_one_at_a_time_in_order_and_each_gets_its_own_answer(echo):

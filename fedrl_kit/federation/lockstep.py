@@ -23,7 +23,7 @@ FedMOA                                 ``fit``                 per local step, o
 MOAClient`)
 FedGRPO                                ``competence``,         every asked expert's evaluator pass (probabilities,
 (:class:`~fedrl_kit.fedgrpo.client.    ``score``               sampled or greedy answers) in one batch
-FedGRPOClient`)                                                (:mod:`fedrl_kit.fedgrpo.lockstep`)
+FedGRPOClient`)                                                (:mod:`fedrl_kit.fedgrpo.client`)
 =====================================  ======================  ==========================================================
 
 =======================  =====================================================  ===================================
@@ -50,7 +50,7 @@ What differs from sequential mode, exactly:
   bits, not bit for bit, so a draw very close to a boundary between two tokens may pick the other one, and
   from then on the two modes' runs are different samples of the same distribution. Each mode is
   bit-reproducible on its own (tested). (FedGRPO's probabilities likewise agree to float tolerance:
-  :mod:`fedrl_kit.fedgrpo.lockstep`.)
+  :mod:`fedrl_kit.fedgrpo.client`, "In lockstep".)
 - failure isolation: clients with an injected fault for the message, or still busy with an abandoned one, run
   alone as before. In a group, a client whose handler raises is dropped with its error (reason ``"raised"``);
   a batched pass that raises raises in the handler of every client in it, so each of those is dropped with that
@@ -240,41 +240,27 @@ def together(fns: list[Callable[[], object]]) -> list:
 # -- the runtime -------------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class LockstepHandler:
-    """A message kind whose receivers answer as one :class:`Group`: those for which ``can(client)`` holds (the
-    others answer alone, as in sequential mode)."""
-
-    can: Callable[[object], bool] = lambda client: True
-
-
-GROUPED = LockstepHandler()
-"""every receiver of the message kind in the group"""
-
-
 class LockstepRuntime(InProcessRuntime):
     """The in-process runtime, with each broadcast of a kind in ``handlers`` run as a :class:`Group` (module
     docstring).
 
     Args:
-        handlers: message kind → :class:`LockstepHandler`, added to (or, for ``fit``, replacing) ``{"fit": GROUPED}``:
-            a method's ``MethodSpec.lockstep``; other arguments as
-            :class:`~fedrl_kit.federation.runtime.InProcessRuntime`.
+        kinds: the message kinds, besides ``fit``, whose receivers answer as one group (a method's
+            ``MethodSpec.lockstep``); other arguments as :class:`~fedrl_kit.federation.runtime.InProcessRuntime`.
 
     The ledger holds the same messages in the same order as the sequential runtime's: each message, then its
     reply, client after client. ``passes`` logs every batched pass: (message kind, round, pass kind, client ids).
     """
 
-    def __init__(self, clients, *args, handlers: dict[str, LockstepHandler] | None = None, **kwargs):
+    def __init__(self, clients, *args, kinds: tuple[str, ...] = (), **kwargs):
         super().__init__(clients, *args, **kwargs)
-        self.handlers = {"fit": GROUPED, **(handlers or {})}
+        self.kinds = {"fit", *kinds}
         self.passes: list[tuple[str, int, str, list[str]]] = []
 
     def broadcast(self, kind: str, round: int, payloads, receivers=None, progress=None):
         messages = self.outgoing(kind, round, payloads, receivers)
-        handler = self.handlers.get(kind)
-        group = [m for m in messages if handler is not None and handler.can(self._clients[m.receiver])
-                 and self._fault(m) is None and m.receiver not in self._abandoned]
+        group = [m for m in messages if kind in self.kinds and self._fault(m) is None
+                 and m.receiver not in self._abandoned]
         if not group:
             return super().broadcast(kind, round, payloads, receivers, progress)
         outcome = self._run_group(kind, round, group)
