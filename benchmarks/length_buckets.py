@@ -42,7 +42,7 @@ def main(argv=None) -> dict:
     b = bench.Args()
     data = make_world(seed=b.seed, n_train=b.prompts, n_test=1, n_public=0, n_aux=0).train
     side = bench.FedrlSide(b, data, prompt_pass="shared", generation_loop="compact", length_buckets=1)
-    from fedrl_kit.federation import passes  # the client's one seam to the model passes
+    from fedrl_kit.federation import client as passes  # the client's one seam to the model passes
 
     masks, real_grpo_step = [], passes.grpo_step  # every step's completion mask, to count positions
 

@@ -125,7 +125,7 @@ class RunConfig:
     clients' rollouts in one generate and their GRPO steps in one forward/backward, each row with its client's
     adapter: fedavg_grpo, fedprox_grpo, pubswap_random, pubswap_balanced and fedmoa; fedgrpo: all experts' evaluator
     passes of a competence or score broadcast in one batch; HF rollouts, the in-process runtime; see
-    fedrl_kit.federation.lockstep, fedrl_kit.fedgrpo.lockstep)"""
+    fedrl_kit.federation.lockstep and FedGRPO's client)"""
 
     # -- GRPO (TRL's names) ----------------------------------------------------------------------
     learning_rate: float = LocalSettings.learning_rate

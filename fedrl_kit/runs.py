@@ -388,7 +388,7 @@ class Run:
             if cfg.device == "cpu":  # K clients' activations in one batch: keep freed memory (speed.allocator)
                 keep_freed_memory()
 
-            make = functools.partial(LockstepRuntime, handlers=self.spec.lockstep)
+            make = functools.partial(LockstepRuntime, kinds=self.spec.lockstep)
         self.runtime = make(
             clients, faults=faults, timeout=cfg.client_timeout, replies={**REPLIES, **self.spec.replies},
             expect={"adapter": adapter_spec(start), "num_generations": cfg.num_generations,

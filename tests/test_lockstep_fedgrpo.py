@@ -1,4 +1,5 @@
-"""FedGRPO's expert scoring in lockstep (fedrl_kit.fedgrpo.lockstep) against the sequential path it replaces.
+"""FedGRPO's expert scoring in lockstep (fedrl_kit.fedgrpo.client, "In lockstep") against the sequential path it
+replaces.
 
 The batched pass gives each expert what its own evaluator gives it alone (probabilities to float tolerance, the
 same sampled and greedy answers); a whole run has the same messages, the same experts and near-equal scores;
@@ -212,8 +213,8 @@ def _score_replies(run):
 ])
 def test_sampled_and_greedy_experts_send_the_sequential_scores(tiny_dir, evaluator, fedgrpo):
     """Experts that sample (GRPO evaluators) or decode greedily answer with the very scores they send in sequential
-    mode: the same draws from the same streams give the same answers (see fedrl_kit.fedgrpo.lockstep for when a
-    draw at a token boundary could differ)."""
+    mode: the same draws from the same streams give the same answers (see fedrl_kit.fedgrpo.client, "In lockstep",
+    for when a draw at a token boundary could differ)."""
     runs = [Run(fg_config(tiny_dir, base="data/base", rounds=2, fedgrpo=fedgrpo, evaluator=evaluator,
                           client_batching=b, prompt_pass="per_row", generation_loop="hf"), progress=False).build()
             for b in ("sequential", "lockstep")]  # the per-row passes and generate that lockstep batches

@@ -11,8 +11,8 @@ import pytest
 
 from fedrl_kit.federation import lockstep
 from fedrl_kit.federation.client import MessageClient
-from fedrl_kit.federation.lockstep import GROUPED, Batched, Group, LockstepRuntime
-from fedrl_kit.federation.passes import GROUP
+from fedrl_kit.federation.lockstep import Batched, Group, LockstepRuntime
+from fedrl_kit.federation.client import GROUP
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def echo(monkeypatch):
 
 
 def meet(adapter, x, **kw):
-    """The stand-in pass: alone, the plain call; in a group, a meeting (as fedrl_kit.federation.passes does)."""
+    """The stand-in pass: alone, the plain call; in a group, a meeting (as the passes of fedrl_kit.federation.client do)."""
     member = GROUP.get()
     return 2 * x if member is None else member.meet("echo", adapter=adapter, x=x, **kw)
 
@@ -54,7 +54,7 @@ class Echo(MessageClient):
 
 
 def _runtime(clients, **kw):
-    return LockstepRuntime({c.cid: c for c in clients}, handlers={"ping": GROUPED}, keep_messages=True, **kw)
+    return LockstepRuntime({c.cid: c for c in clients}, kinds=("ping",), keep_messages=True, **kw)
 
 
 def test_members_run_one_at_a_time_in_order_and_each_gets_its_own_answer(echo):

@@ -199,7 +199,7 @@ def test_a_paper_preset_refuses_a_swap_period_not_below_tau():
 def test_public_steps_follow_the_learning_rate_schedule_like_private_ones(tiny_dir, monkeypatch):
     """A cosine schedule sets each local step's rate by (round, step); public steps used to keep the rate of the
     private step before them."""
-    from fedrl_kit.federation import passes
+    from fedrl_kit.federation import client as passes
     from fedrl_kit.federation.client import scheduled_lr
 
     seen = []

@@ -3,8 +3,8 @@
 ``RunConfig.client_batching = "lockstep"`` gives the run a :class:`LockstepRuntime`. For a message kind in its
 ``handlers`` (``fit``, and a method's ``MethodSpec.lockstep``), the receivers form one :class:`Group`: each
 client's own ``on_<kind>`` runs, unchanged, in a thread of its own, one thread at a time in the group's client
-order. A handler's model passes go through :mod:`fedrl_kit.federation.passes`; in a group such a call parks the
-thread and hands the turn to the next client. When every client still running is parked, the parked calls of the
+order. A handler's model passes go through the pass functions of :mod:`fedrl_kit.federation.client`; in a group
+such a call parks the thread and hands the turn to the next client. When every client still running is parked, the parked calls of the
 same kind (and the same policy and settings) run as one batched pass (:data:`BATCHED`, :mod:`fedrl_kit.speed.batched`),
 each client gets its own answer, and the threads resume, in order. A client whose handler finishes or raises leaves
 the group; the others go on. Since everything runs in one fixed order, a lockstep run is bit-reproducible.
@@ -23,7 +23,7 @@ FedMOA                                 ``fit``                 per local step, o
 MOAClient`)
 FedGRPO                                ``competence``,         every asked expert's evaluator pass (probabilities,
 (:class:`~fedrl_kit.fedgrpo.client.    ``score``               sampled or greedy answers) in one batch
-FedGRPOClient`)                                                (:mod:`fedrl_kit.fedgrpo.lockstep`)
+FedGRPOClient`)                                                (:mod:`fedrl_kit.fedgrpo.client`)
 =====================================  ======================  ==========================================================
 
 =======================  =====================================================  ===================================
@@ -50,7 +50,7 @@ What differs from sequential mode, exactly:
   bits, not bit for bit, so a draw very close to a boundary between two tokens may pick the other one, and
   from then on the two modes' runs are different samples of the same distribution. Each mode is
   bit-reproducible on its own (tested). (FedGRPO's probabilities likewise agree to float tolerance:
-  :mod:`fedrl_kit.fedgrpo.lockstep`.)
+  :mod:`fedrl_kit.fedgrpo.client`, "In lockstep".)
 - failure isolation: clients with an injected fault for the message, or still busy with an abandoned one, run
   alone as before. In a group, a client whose handler raises is dropped with its error (reason ``"raised"``);
   a batched pass that raises raises in the handler of every client in it, so each of those is dropped with that
@@ -66,7 +66,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
-from fedrl_kit.federation.passes import GROUP
+from fedrl_kit.federation.client import GROUP
 from fedrl_kit.federation.runtime import ClientFailure, InProcessRuntime, Message, _Call
 from fedrl_kit.speed.batched import generate_lockstep, grpo_step_lockstep, sequence_logprob_lockstep
 
@@ -77,8 +77,8 @@ from fedrl_kit.speed.batched import generate_lockstep, grpo_step_lockstep, seque
 @dataclass(frozen=True)
 class Batched:
     """How parked calls of one pass kind run together: ``key(call)`` (calls with equal keys share a pass) and
-    ``run(calls)`` → each call's answer, in order (what the plain call in :mod:`~fedrl_kit.federation.passes` returns
-    for it, up to batching's float effects)."""
+    ``run(calls)`` → each call's answer, in order (what the plain call of a pass function of
+    :mod:`~fedrl_kit.federation.client` returns for it, up to batching's float effects)."""
 
     key: Callable[[dict], tuple]
     run: Callable[[list[dict]], list]
@@ -112,7 +112,7 @@ BATCHED: dict[str, Batched] = {
     "grpo_step": Batched(lambda c: (id(c["policy"]), c["settings"]), _grpo_steps),
     "sequence_logprob": Batched(lambda c: (id(c["policy"]),), _logprobs),
 }
-"""pass kind (a function of :mod:`fedrl_kit.federation.passes`) → how its parked calls run as one"""
+"""pass kind (a pass function of :mod:`fedrl_kit.federation.client`) → how its parked calls run as one"""
 
 
 def batches(asked: list[tuple[int, str, dict]]) -> list[tuple[str, list[tuple[int, dict]]]]:
@@ -137,8 +137,8 @@ class Group:
     """Zero-argument functions (client handlers) run as one lockstep group (module docstring).
 
     :meth:`run` starts one thread per function, lets them run one at a time in order until each has parked on a pass
-    (:mod:`~fedrl_kit.federation.passes`) or finished, runs the parked calls as batched passes (:func:`batches`),
-    and repeats until every function has finished. ``passes`` logs each batched pass: (kind, member indices).
+    (the pass functions of :mod:`~fedrl_kit.federation.client`) or finished, runs the parked calls as batched
+    passes (:func:`batches`), and repeats until every function has finished. ``passes`` logs each batched pass: (kind, member indices).
     """
 
     def __init__(self, fns: list[Callable[[], object]], names: list[str] | None = None):
@@ -240,41 +240,27 @@ def together(fns: list[Callable[[], object]]) -> list:
 # -- the runtime -------------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class LockstepHandler:
-    """A message kind whose receivers answer as one :class:`Group`: those for which ``can(client)`` holds (the
-    others answer alone, as in sequential mode)."""
-
-    can: Callable[[object], bool] = lambda client: True
-
-
-GROUPED = LockstepHandler()
-"""every receiver of the message kind in the group"""
-
-
 class LockstepRuntime(InProcessRuntime):
     """The in-process runtime, with each broadcast of a kind in ``handlers`` run as a :class:`Group` (module
     docstring).
 
     Args:
-        handlers: message kind → :class:`LockstepHandler`, added to (or, for ``fit``, replacing) ``{"fit": GROUPED}``:
-            a method's ``MethodSpec.lockstep``; other arguments as
-            :class:`~fedrl_kit.federation.runtime.InProcessRuntime`.
+        kinds: the message kinds, besides ``fit``, whose receivers answer as one group (a method's
+            ``MethodSpec.lockstep``); other arguments as :class:`~fedrl_kit.federation.runtime.InProcessRuntime`.
 
     The ledger holds the same messages in the same order as the sequential runtime's: each message, then its
     reply, client after client. ``passes`` logs every batched pass: (message kind, round, pass kind, client ids).
     """
 
-    def __init__(self, clients, *args, handlers: dict[str, LockstepHandler] | None = None, **kwargs):
+    def __init__(self, clients, *args, kinds: tuple[str, ...] = (), **kwargs):
         super().__init__(clients, *args, **kwargs)
-        self.handlers = {"fit": GROUPED, **(handlers or {})}
+        self.kinds = {"fit", *kinds}
         self.passes: list[tuple[str, int, str, list[str]]] = []
 
     def broadcast(self, kind: str, round: int, payloads, receivers=None, progress=None):
         messages = self.outgoing(kind, round, payloads, receivers)
-        handler = self.handlers.get(kind)
-        group = [m for m in messages if handler is not None and handler.can(self._clients[m.receiver])
-                 and self._fault(m) is None and m.receiver not in self._abandoned]
+        group = [m for m in messages if kind in self.kinds and self._fault(m) is None
+                 and m.receiver not in self._abandoned]
         if not group:
             return super().broadcast(kind, round, payloads, receivers, progress)
         outcome = self._run_group(kind, round, group)

@@ -17,9 +17,9 @@ Modules
   notebook's step-through :func:`~fedrl_kit.fedgrpo.diagnostics.trace_question`, the selection study.
 - :mod:`~fedrl_kit.fedgrpo.graph` — the confidence graph (clients ↔ topics, the chosen experts) as a figure.
 - :mod:`~fedrl_kit.fedgrpo.method` — the ``fedgrpo`` method spec and how its federation is built.
-- :mod:`~fedrl_kit.fedgrpo.lockstep` — with ``client_batching="lockstep"``, the experts' handlers of a
-  ``competence`` or ``score`` broadcast run together, their evaluator passes in one batch (each row with its
-  expert's adapter ``eval_<cid>``; the gate, the replies and malicious clients per client, as sequentially).
+- with ``client_batching="lockstep"``, the experts' handlers of a ``competence`` or ``score`` broadcast run
+  together, their evaluator passes in one batch (each row with its expert's adapter ``eval_<cid>``; the gate, the
+  replies and malicious clients per client, as sequentially): :mod:`~fedrl_kit.fedgrpo.client`, "In lockstep".
 - :mod:`~fedrl_kit.fedgrpo.baselines` — the paper's baselines Fedpetuning+SFT and DPSDA-FL.
 - :mod:`~fedrl_kit.fedgrpo.args` — the typed arguments ``config.fedgrpo``, ``config.evaluator``, ``config.dpsda``.
 

@@ -19,14 +19,38 @@ text first, so the probability is estimated by the share of ``evaluator.samples`
 equal to ``a`` (seeded by the question set, so a resumed run draws the same).
 
 Each handler reads top to bottom. θ_k's passes (its probabilities, its sampled or greedy answers) go through
-:mod:`fedrl_kit.federation.passes`: the plain calls, unless ``client_batching="lockstep"`` runs the receivers of a
-broadcast together, which batches the passes of all experts (:mod:`fedrl_kit.fedgrpo.lockstep`).
+the pass functions of :mod:`fedrl_kit.federation.client`: the plain calls, unless ``client_batching="lockstep"``
+runs the receivers of a broadcast together, which batches the passes of all experts (below).
 
 Which questions a client holds with their label — the input of its gate, never known to the
 server — is decided when the federation is built (:mod:`fedrl_kit.fedgrpo.queries`): by default
 ``D_k`` is the labelled share of the client's partition of the training pool, which is ``D_s``.
 :func:`assign_ground_truth` is the earlier setting's (``fedgrpo.queries="public"``): which public
 ``D_s`` answers each client also holds.
+
+**In lockstep** (``RunConfig.client_batching = "lockstep"``; the spec's ``lockstep`` kinds ``competence`` and
+``score``) the runtime (:class:`~fedrl_kit.federation.lockstep.LockstepRuntime`) runs the receivers' own
+:meth:`FedGRPOClient.on_competence` / :meth:`FedGRPOClient.on_score` together. Each reads the request, decides and logs its gate
+λ_k, and asks its evaluator θ_k through the pass functions of :mod:`fedrl_kit.federation.client`; the experts'
+evaluator passes run as one batch, each row with its own expert's adapter ``eval_<cid>``
+(:func:`~fedrl_kit.speed.batched.per_row_adapters`); each handler then builds its reply (the AE checks, the ME
+scores, a malicious client's lie) as sequentially. An expert whose gate needs nothing of θ_k finishes without
+waiting. What the batch computes, per kind of evaluator work:
+
+- probabilities of (question, answer) pairs, SFT evaluator: ``sequence_logprob`` of every expert's pairs in one
+  forward (:func:`~fedrl_kit.speed.batched.sequence_logprob_lockstep`, chunks of 256 rows as sequentially); the
+  probabilities equal each expert's own to float tolerance (other padding, other matmul blocks);
+- probabilities, GRPO evaluator: the ``evaluator.samples`` sampled answers of every expert's questions in one
+  ``generate`` (:func:`~fedrl_kit.speed.batched.generate_lockstep`), each expert drawing from its own generator
+  seeded with the seed it uses sequentially (:meth:`~fedrl_kit.fedgrpo.client.DomainModelClient.sampling_plan`);
+  the draws are the same, so the samples are too as long as the next-token probabilities agree to the bit that
+  decides a draw (a draw within float tolerance of the boundary between two tokens can pick the neighbour; then
+  that expert's share for that question differs by one sample);
+- greedy answers (``competence="greedy"``, ``me_score="agreement"``): one greedy ``generate``; the same answers
+  unless two tokens tie to float tolerance.
+
+An expert's evaluator is trained (once, deterministically) in its own turn, before its first pass, in message
+order. Failure isolation is the runtime's (:mod:`fedrl_kit.federation.lockstep`).
 """
 
 from __future__ import annotations
@@ -38,7 +62,7 @@ import numpy as np
 import torch
 
 from fedrl_kit import seeding
-from fedrl_kit.federation import passes
+from fedrl_kit.federation import client as passes  # the model passes: rollout, grpo_step, sequence_logprob
 from fedrl_kit.federation.client import MessageClient
 from fedrl_kit.fedgrpo.args import EvaluatorArgs, FedGRPOArgs
 from fedrl_kit.fedgrpo.expert_selection import dual_evaluation_gate

@@ -14,7 +14,6 @@ from fedrl_kit.fedgrpo.args import EvaluatorArgs, FedGRPOArgs
 from fedrl_kit.fedgrpo.client import FedGRPOClient
 from fedrl_kit.fedgrpo.diagnostics import diagnostics
 from fedrl_kit.fedgrpo.encoder import check_encoder_layer
-from fedrl_kit.fedgrpo.lockstep import LOCKSTEP
 from fedrl_kit.federation.replies import list_of, number, record
 from fedrl_kit.fedgrpo.queries import build_query_pool
 from fedrl_kit.methods import MethodSpec
@@ -81,4 +80,4 @@ REPLIES = {  # lines 8 and 16 of Algorithm 1: scalars in [0, 1], one per exempla
 FEDGRPO = MethodSpec("fedgrpo", "the server trains from scalar rewards of competence-selected expert clients "
                      "(FedGRPO Algorithm 1)", run_round, build_clients, sections=(FedGRPOArgs, EvaluatorArgs),
                      validate=validate, save_state=save_state, load_state=load_state, diagnostics=diagnostics,
-                     replies=REPLIES, lockstep=LOCKSTEP, sends_adapters=False, check_model=check_model)
+                     replies=REPLIES, lockstep=("competence", "score"), sends_adapters=False, check_model=check_model)

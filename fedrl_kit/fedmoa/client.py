@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from fedrl_kit.federation import passes
+from fedrl_kit.federation import client as passes  # the model passes: rollout, grpo_step, sequence_logprob
 from fedrl_kit.federation.client import GRPOClient
-from fedrl_kit.federation.lockstep import GROUPED
 from fedrl_kit.fedmoa.args import HYPER_GRADS
 from fedrl_kit.fedmoa.weights import hypergradient_step, per_objective_advantages
 from fedrl_kit.grpo import grpo_loss
@@ -289,6 +288,3 @@ class MOAClient(GRPOClient):
         return {"adapter": self.policy.get_state(self.cid), "num_examples": self.num_examples, "metrics": metrics,
                 "reward_names": list(self.names), "weights": [float(x) for x in path.weights], "family": self.family}
 
-
-LOCKSTEP = {"fit": GROUPED}
-"""FedMOA's ``MethodSpec.lockstep``: its clients' ``fit`` answered as one group (:mod:`fedrl_kit.federation.lockstep`)"""

@@ -10,7 +10,7 @@ import warnings
 
 from fedrl_kit.fedmoa.algorithm import load_state, run_round, save_state
 from fedrl_kit.fedmoa.args import MIN_CLIENTS, FedMOAArgs
-from fedrl_kit.fedmoa.client import LOCKSTEP, MOAClient, hooked_lora_parameters, resolve_layer
+from fedrl_kit.fedmoa.client import MOAClient, hooked_lora_parameters, resolve_layer
 from fedrl_kit.fedmoa.plan import client_plan, initial_weights, plan_families, reward_configs, split_families, world_for
 from fedrl_kit.federation.replies import EXAMPLES, BadReply, adapter, list_of, metrics, number, record, text
 from fedrl_kit.methods import MethodSpec
@@ -102,7 +102,7 @@ FEDMOA = MethodSpec(
     "multi-objective GRPO with hypergradient reward weights and accuracy-aware aggregation "
     "(FedMOA; both switches off = FedAvg-GRPO)",
     run_round, build_clients, sections=(FedMOAArgs,), validate=validate, migrate=migrate, save_state=save_state,
-    load_state=load_state, replies={"fit": _fit, "properties": _properties}, lockstep=LOCKSTEP,
+    load_state=load_state, replies={"fit": _fit, "properties": _properties},
     # the families world, the base warm-started on it, room for a formatted program in a completion, and the
     # smallest heter+heter federation in which every task cluster holds two reward configurations (2 per family)
     quick={"world": "families", "base": "data/base_moa", "max_new_tokens": 32, "num_clients": 6, "n_aux": 60},

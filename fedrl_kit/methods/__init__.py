@@ -67,9 +67,9 @@ class MethodSpec:
         replies: request kind → the declared format of the clients' reply to it, for the message kinds this
             method adds or answers differently (:mod:`fedrl_kit.federation.replies`; the runtime drops a client
             whose reply does not fit, before the round reads it).
-        lockstep: request kind → :class:`~fedrl_kit.federation.lockstep.LockstepHandler`, for the message kinds
-            this method's clients answer together with ``client_batching="lockstep"`` beyond ``fit`` (FedGRPO's
-            ``competence`` and ``score``); the method must also be in :data:`fedrl_kit.config.LOCKSTEP_METHODS`.
+        lockstep: the message kinds this method's clients answer together with ``client_batching="lockstep"``
+            beyond ``fit`` (FedGRPO's ``competence`` and ``score``); the method must also be in
+            :data:`fedrl_kit.config.LOCKSTEP_METHODS`.
         presets: named run presets this method brings: name → the fields set on top of the ``full`` preset (PubSwap's
             paper settings, ``fedrl run --preset pubswap-qwen3-1.7b-math``); any method may run with them.
         migrate: ``migrate(d) -> d``: a config dict of this method's runs written by an earlier version in today's
@@ -91,7 +91,7 @@ class MethodSpec:
     quick: dict = field(default_factory=dict)
     defaults: dict = field(default_factory=dict)
     replies: dict = field(default_factory=dict)
-    lockstep: dict = field(default_factory=dict)
+    lockstep: tuple[str, ...] = ()
     presets: dict = field(default_factory=dict)
     migrate: Callable | None = None
 

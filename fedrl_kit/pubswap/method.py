@@ -13,9 +13,8 @@ import torch
 
 from fedrl_kit.aggregate import aggregate
 from fedrl_kit import seeding
-from fedrl_kit.federation import passes
+from fedrl_kit.federation import client as passes  # the model passes: rollout, grpo_step, sequence_logprob
 from fedrl_kit.federation.client import GRPOClient
-from fedrl_kit.federation.lockstep import GROUPED
 from fedrl_kit.federation.replies import FIT, list_of, number, record, text
 from fedrl_kit.methods import MethodSpec
 from fedrl_kit.methods.fedavg_grpo import build_grpo_clients
@@ -241,7 +240,7 @@ REPLIES = {  # the steps of a round (package docstring): nothing, diagnostics, t
     "fit_end": FIT,
 }
 
-LOCKSTEP = dict.fromkeys(("private_step", "public_generate", "public_step"), GROUPED)
+LOCKSTEP = ("private_step", "public_generate", "public_step")
 """PubSwap's ``MethodSpec.lockstep``: its step messages answered as one group (``fit_begin``/``fit_end`` one by one)"""
 
 PUBSWAP_RANDOM = MethodSpec("pubswap_random", "FedAvg-PubSwap, Random swap: local GRPO + public steps with a shared "

@@ -25,7 +25,7 @@ longest of all clients); a draw that falls within that distance of a boundary pi
 Temperature 0 (greedy decoding) needs no random stream: :func:`generate_lockstep` then runs HF's greedy
 ``generate`` over all rows, each with its adapter. :func:`sequence_logprob_lockstep` is
 :func:`fedrl_kit.sft.sequence_logprob` for several adapters, each on its own (prompt, completion) pairs, in one
-forward per chunk of rows (FedGRPO's experts scoring candidates, :mod:`fedrl_kit.fedgrpo.lockstep`).
+forward per chunk of rows (FedGRPO's experts scoring candidates, :mod:`fedrl_kit.fedgrpo.client`).
 
 :func:`grpo_step_lockstep` is :func:`fedrl_kit.grpo.grpo_step` for K clients at once: the same advantages,
 π_old reuse, π_ref pass, micro-batches (``micro_batch_size`` rows *per client*), loss weighting, gradient
