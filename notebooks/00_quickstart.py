@@ -39,9 +39,11 @@
 # line, on a machine without a GPU; `"smoke"` is the quick run at tiny sizes (seconds: what CI runs).
 # Each set of parameters gets its own run folder, `runs/quickstart/<preset>-<method>-k<K>-r<R>-t<τ>-s<seed>`
 # under the repository, unless `run_dir` names one; a folder that is not a run folder is refused, never emptied.
-# `faster=True` turns on the speed options the run allows (each prompt run once for its G rows, fedrl_kit's own
-# sampling loop, completions of similar length scored together): about twice as fast on a CPU (`benchmarks/run_options.py`, `docs/performance.md`), with numbers
-# equal to the default's only to float tolerance, so the run may differ from the one shown here.
+# By default the run samples and scores on fedrl_kit's fast path (each prompt run once for its G rows, its own
+# sampling loop, completions of similar length scored together); `reference_path=True` runs the reference path
+# instead, the code `fedrl_kit/rollout.py` and `fedrl_kit/grpo.py` spell out: about half as fast on a CPU
+# (`benchmarks/run_options.py`, `docs/performance.md`), with numbers equal only to float tolerance, so its run may
+# differ from the one shown here.
 
 # %% tags=["parameters"]
 preset_name = "quick"   # "quick" (2-core CPU), "smoke" (tiny sizes, seconds) or "full" (GPU, real model)
@@ -52,7 +54,7 @@ local_steps = 2         # τ, local GRPO steps per round
 seed = 0
 run_dir = ""            # "": runs/quickstart/<one folder per set of parameters> under the repository
 figures_dir = ""        # "": this notebook's run folder; `make figures` passes ../figures
-faster = False          # True: prompt_pass shared, generation_loop compact, length_buckets 2 (RunConfig.faster)
+reference_path = False  # True: HF generate, every row its own prompt, one scoring pass (RunConfig.reference)
 
 # %%
 from pathlib import Path
@@ -74,10 +76,10 @@ check_choice("method", method, tuple(NAMES))
 SMOKE = dict(n_train=64, n_test=8, prompts_per_step=2, num_generations=2, eval_samples=1, num_iterations=1)
 cfg = preset("quick" if preset_name == "smoke" else preset_name, method=method, num_clients=num_clients,
              rounds=rounds, local_steps=local_steps, seed=seed, **(SMOKE if preset_name == "smoke" else {}))
-cfg = cfg.faster() if faster else cfg
+cfg = cfg.reference() if reference_path else cfg
 require_gpu(cfg.device, preset_name)  # full on a laptop stops here, in one line
 run_dir = run_folder("quickstart", preset_name, method, k=num_clients, r=rounds, t=local_steps, s=seed,
-                     faster=faster, run_dir=run_dir)
+                     reference=reference_path, run_dir=run_dir)
 quiet_progress_bars()
 viz.setup_notebook()
 FIGURES = Path(figures_dir) if figures_dir else run_dir / "figures"  # where this notebook's figures go
@@ -86,10 +88,9 @@ pd.set_option("display.width", 120)
 # (in one line, deleting nothing) at any other folder, a file, or a run folder a live run is using
 start_run_dir(run_dir)
 run = Run(cfg, run_dir, progress=False).build()
-pd.Series({k: v for k, v in cfg.to_dict().items() if k in (
+pd.Series({**{k: v for k, v in cfg.to_dict().items() if k in (
     "base", "num_clients", "rounds", "local_steps", "prompts_per_step", "num_generations", "learning_rate",
-    "lora_rank", "partition", "dirichlet_alpha", "aggregator", "rewards", "prompt_pass", "generation_loop",
-    "length_buckets")},
+    "lora_rank", "partition", "dirichlet_alpha", "aggregator", "rewards")}, **cfg.speed_path()},
     name="value").to_frame()
 
 # %% [markdown]
