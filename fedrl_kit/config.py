@@ -91,6 +91,14 @@ class RunConfig:
     """the server's labelled auxiliary set (FedGRPO's D_p)"""
     num_clients: int = 4
     """K, number of clients"""
+    clients_per_round: int = 0
+    """clients that take part in each round (0: all K). Drawn without replacement from the named stream
+    ``server/participants`` keyed by (seed, round), so a resumed run draws the same ones, and recorded in each
+    round's ``comm`` record. A round runs over its participants only: FedAvg, FedIT and FedProx aggregate their
+    replies, PubSwap swaps among them, FedMOA clusters them and averages its weights over them (eqs. 11–13), and
+    FedGRPO chooses its experts among them; the others keep their state until they are drawn. The papers' own
+    settings take every client every round (PubSwap: 4, FedMOA: 10–15); FedGRPO's official code draws its experts
+    from 10 clients. DPSDA-FL's one upload of synthetic questions asks every client"""
     partition: str = "dirichlet"
     """how private data is split: iid, dirichlet (over topics) or pathological"""
     dirichlet_alpha: float = 0.5
@@ -246,6 +254,8 @@ class RunConfig:
                  "problems)")
         need(1 <= self.num_clients <= 1000, "num_clients", "in [1, 1000]")
         need(self.num_clients <= self.n_train, "num_clients", f"<= n_train ({self.n_train})")
+        need(isinstance(self.clients_per_round, int) and 0 <= self.clients_per_round <= self.num_clients,
+             "clients_per_round", f"an integer in [0, num_clients = {self.num_clients}] (0: every client)")
         need(self.partition in ("iid", "dirichlet", "pathological"), "partition", "iid, dirichlet or pathological")
         need(0 < self.dirichlet_alpha <= 1e6, "dirichlet_alpha", "in (0, 1e6]")
         need(1 <= self.topics_per_client <= 7, "topics_per_client", "in [1, 7]")

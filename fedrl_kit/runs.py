@@ -680,9 +680,12 @@ class Run:
                     self._record({"kind": "drift", "round": r, **d}, fh)
                 new = self.runtime.ledger.records[n_ledger:]
                 self._write_ledger(new, lh)
-                self._record({"kind": "comm", "round": r, "seconds": round(time.time() - t0, 2),
-                              "down": sum(x["nbytes"] for x in new if x["direction"] == "down"),
-                              "up": sum(x["nbytes"] for x in new if x["direction"] == "up")}, fh)
+                comm = {"kind": "comm", "round": r, "seconds": round(time.time() - t0, 2),
+                        "down": sum(x["nbytes"] for x in new if x["direction"] == "down"),
+                        "up": sum(x["nbytes"] for x in new if x["direction"] == "up")}
+                if cfg.clients_per_round:  # who took part (absent when every client does, as before)
+                    comm["participants"] = self.server.participants(r)
+                self._record(comm, fh)
                 if r % cfg.eval_every == 0 or r == cfg.rounds:
                     ev = self.evaluate_global(r)
                     self._record(ev, fh)

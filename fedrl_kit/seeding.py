@@ -28,6 +28,7 @@ name                           keys                                       what i
 ``dpsda/histogram``            client index                               the DP noise on topic counts
 ``dpsda/questions``            client index                               the synthetic questions
 ``sft/batch``                  key, step                                  an SFT minibatch
+``server/participants``        round                                      the clients of a round
 =============================  =========================================  ==============================
 """
 
@@ -36,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 _SWAP, _PUBLIC, _GT, _SERVER, _MALICIOUS, _SYNTH, _SFT = 10_000, 20_000, 40_000, 50_000, 60_000, 70_000, 31_337
-_EVAL = 80_000
+_EVAL, _PARTICIPANTS = 80_000, 90_000
 
 _LAYOUT = {
     # name: (keys it takes, entropy list from (seed, *keys))
@@ -58,6 +59,7 @@ _LAYOUT = {
     "dpsda/histogram": (1, lambda s, c: [s, 0, _SYNTH + c, 0]),
     "dpsda/questions": (1, lambda s, c: [s, 0, _SYNTH + c, 1]),
     "sft/batch": (2, lambda s, k, t: [s, k, _SFT, t]),
+    "server/participants": (1, lambda s, r: [s, r, _PARTICIPANTS, 0]),
 }
 STREAMS = tuple(_LAYOUT)
 """every stream name"""

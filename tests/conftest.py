@@ -54,6 +54,26 @@ NOTEBOOK_NAMES = ("00_quickstart", "01_fedgrpo_expert_selection", "02_pubswap_ba
 """the notebooks in notebooks/, each run by the parameter-path tests (test_notebook_params, test_notebook_smoke)"""
 
 
+def interrupted_and_resumed(cfg, tmp_path):
+    """``cfg`` run whole in ``tmp_path/whole``, and stopped after round 1 in ``tmp_path/cut`` then resumed there;
+    returns the two finished Runs (the resumed one's checkpoint said round 1 when it was cut)."""
+    import json
+
+    from fedrl_kit.runs import Interrupted, Run
+
+    whole = Run(cfg, tmp_path / "whole", progress=False)
+    whole.run()
+    try:
+        Run(cfg, tmp_path / "cut", progress=False).run(stop_after=1)
+        raise AssertionError("stop_after=1 did not interrupt the run")
+    except Interrupted:
+        pass
+    assert json.loads((tmp_path / "cut" / "checkpoint" / "state.json").read_text())["round"] == 1
+    resumed = Run(cfg, tmp_path / "cut", progress=False)
+    resumed.run()
+    return whole, resumed
+
+
 def run_notebook(name: str, tmp_path, **parameters):
     """Execute ``notebooks/<name>.ipynb`` with papermill as a user does, with ``parameters``, in ``tmp_path`` as its
     working folder (the output notebook goes there too); return the executed notebook. A cell that fails raises

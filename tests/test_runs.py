@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import small_config
-from fedrl_kit.runs import Interrupted, Run, load_records
+from conftest import interrupted_and_resumed, small_config
+from fedrl_kit.runs import Run, load_records
 
 
 def _strip(records):
@@ -27,14 +27,8 @@ def test_same_seed_same_run_bit_for_bit(tiny_dir):
 
 @pytest.mark.parametrize("reset_optimizer", [True, False])
 def test_interrupted_run_resumes_to_the_same_end(tiny_dir, tmp_path, reset_optimizer):
-    cfg = small_config(tiny_dir, rounds=3, reset_optimizer=reset_optimizer)
-    whole = Run(cfg, tmp_path / "whole", progress=False)
-    whole.run()
-    with pytest.raises(Interrupted):
-        Run(cfg, tmp_path / "cut", progress=False).run(stop_after=1)
-    assert json.loads((tmp_path / "cut" / "checkpoint" / "state.json").read_text())["round"] == 1
-    resumed = Run(cfg, tmp_path / "cut", progress=False)
-    resumed.run()
+    whole, resumed = interrupted_and_resumed(small_config(tiny_dir, rounds=3, reset_optimizer=reset_optimizer),
+                                             tmp_path)
     for k in whole.server.global_state:
         assert np.array_equal(whole.server.global_state[k], resumed.server.global_state[k])
     assert _strip(load_records(tmp_path / "whole")) == _strip(load_records(tmp_path / "cut"))

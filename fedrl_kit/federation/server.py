@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fedrl_kit import seeding
 from fedrl_kit.federation.runtime import ClientFailure, InProcessRuntime, Message
 
 
@@ -49,6 +50,18 @@ class Server:
     global_state: dict  # the global LoRA adapter as plain data
     scratch: dict = field(default_factory=dict)  # per-method state that is not checkpointed
     properties: dict = field(default_factory=dict)  # cid → what the client said of itself at round 0
+
+    def participants(self, round: int) -> list[str]:
+        """The clients that take part in ``round``, in the runtime's order: every client, or
+        ``config.clients_per_round`` of them drawn without replacement from the stream ``server/participants``
+        keyed by (seed, round)."""
+        cids = list(self.runtime.client_ids)
+        k = int(getattr(self.config, "clients_per_round", 0) or 0)
+        if k == 0 or k >= len(cids):
+            return cids
+        drawn = set(seeding.rng("server/participants", self.config.seed, round).choice(len(cids), size=k,
+                                                                                         replace=False).tolist())
+        return [cid for i, cid in enumerate(cids) if i in drawn]
 
     def split_replies(self, replies: dict) -> tuple[dict[str, Message], list[dict]]:
         """(successful replies, failure records) of one broadcast."""

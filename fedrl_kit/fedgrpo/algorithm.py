@@ -407,7 +407,7 @@ def run_round(server, round: int) -> dict:
     if not cfg.reset_optimizer and state.optimizer_state is not None:
         optimizer.load_state_dict(_copy_optimizer_state(state.optimizer_state))
 
-    available, traces = list(server.runtime.client_ids), []
+    available, traces = server.participants(round), []  # the experts are chosen among the round's participants
     for step in range(cfg.local_steps):
         q_idx = sample_questions(cfg, round, step, len(server.world.queries))  # line 3: x_s ~ D_s
         seed = seeding.stream_seed("fedgrpo/candidates", cfg.seed, round, step)

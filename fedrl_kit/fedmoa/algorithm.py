@@ -109,7 +109,9 @@ def run_round(server, round: int) -> dict:
     """
     cfg, args = server.config, server.config.fedmoa
     # 1. θ^global and each client's reward weights: its cluster's w^(c) of last round (eq. 12), or a reset
-    payloads = {cid: {"adapter": server.global_state, "weights": w} for cid, w in round_weights(server).items()}
+    present = set(server.participants(round))  # eqs. 11–13 over the round's participants
+    payloads = {cid: {"adapter": server.global_state, "weights": w} for cid, w in round_weights(server).items()
+                if cid in present}
     # 2–3. τ local multi-objective GRPO steps with adaptive weights (eq. 1–4, 8–10); replies θ^(m), names, w^(m)
     replies = server.runtime.broadcast("fit", round, payloads, receivers=list(payloads))
     ok, failed = server.split_replies(replies)

@@ -15,7 +15,8 @@ Step 2 runs the clients one after another (``client_batching="sequential"``, the
 with its own client's adapter; :mod:`fedrl_kit.federation.lockstep`). Both give each client its own batches,
 sampling stream, rewards, clipping and optimiser, and the same replies.
 
-A client that raises is dropped for the round (its failure is in the metrics); if every
+With ``clients_per_round`` only the round's participants (:meth:`~fedrl_kit.federation.server.Server.participants`)
+are asked, and the aggregate is theirs. A client that raises is dropped for the round (its failure is in the metrics); if every
 client fails, the global adapter is kept unchanged.
 
 Deviations: none from the algorithm. FedProx's μ (``config.fedprox.mu``) is one value per run (the paper tunes
@@ -39,8 +40,9 @@ def build_grpo_clients(run, client_cls=GRPOClient) -> dict:
 def run_round(server, round: int) -> dict:
     """One FedAvg-GRPO (or FedProx-GRPO: clients carry μ) round; returns per-client metrics and failures."""
     cfg = server.config
-    # 1–3. broadcast (A_p, B_p); clients run τ local GRPO steps and return their factors
-    replies = server.runtime.broadcast("fit", round, {"adapter": server.global_state})
+    # 1–3. broadcast (A_p, B_p) to the round's participants; they run τ local GRPO steps and return their factors
+    replies = server.runtime.broadcast("fit", round, {"adapter": server.global_state},
+                                       receivers=server.participants(round))
     ok, failed = server.split_replies(replies)
     # 4. aggregate what came back (FedAvg by examples, or FedIT eq. 4)
     if ok:

@@ -180,7 +180,7 @@ def run_round(server, round: int) -> dict:
     """One FedAvg-PubSwap round (Random or Balanced by ``config.method``); returns client metrics and failures."""
     cfg = server.config
     rule = SWAP_RULES[cfg.method.removeprefix("pubswap_")]
-    alive = list(server.runtime.client_ids)
+    alive = server.participants(round)  # every client, or the round's clients_per_round drawn ones
     failed: list[dict] = []
 
     def send(kind: str, payloads: dict) -> dict:
