@@ -11,6 +11,8 @@ The notebook's step-through and its widget use this module; training never does.
   (:func:`~fedrl_kit.pubswap.method.swap_prompts`) with the round's swap stream ``pubswap/swap`` keyed by
   (round, period). Cheap, so a widget can recompute it for another rule or group size.
 - :func:`group_table` — one client's group for one prompt, slot by slot, with where each response came from.
+- :func:`off_policy_terms` — appendix A.2's off-policy distortion of one client's Balanced step, measured: ω_n
+  and the one-replacement distortion β_n(x), with the bound ω_n ≤ (1/b) Σ_x M_n(x) β_n(x) they enter.
 
 On the adapters a round's public step saw, :func:`swap_public` returns exactly the groups that step sent
 (a test checks it against a real round). Choosing ``K`` below the run's ``num_generations`` G swaps the
@@ -25,8 +27,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+import torch
+
 from fedrl_kit import seeding
+from fedrl_kit.grpo import group_advantages, grpo_loss
 from fedrl_kit.pubswap.method import is_public_step, sample_public_batch, swap_prompts
+from fedrl_kit.rollout import per_token_logps
 from fedrl_kit.pubswap.swap import SWAP_RULES, SwapResult
 
 
@@ -134,4 +140,77 @@ def group_table(gen: PublicGeneration, results: list[SwapResult], client: int, p
     return df
 
 
-__all__ = ["PublicGeneration", "generate_public", "swap_public", "group_table"]
+def off_policy_terms(client, gen: PublicGeneration, results: list[SwapResult], n: int) -> dict:
+    """Appendix A.2's off-policy distortion of client ``n``'s Balanced public step, measured at its current θ.
+
+    ``G(x, Y)`` is the gradient, with respect to the client's LoRA factors, of the public step's GRPO loss on prompt
+    x's group Y alone: the step's own loss and settings at ratio 1 (its first gradient), with the KL term when
+    β > 0. For each prompt, Balanced's group Y^(M) is reached from the client's own group Y^(0) by its M(x)
+    replacements made one at a time, in slot order: Y^(0), Y^(1), …, Y^(M). Then
+
+    - ``omega`` = ‖(1/b) Σ_x [G(x, Y^(M)) − G(x, Y^(0))]‖: ω_n, the norm of e_n (the Balanced gradient minus the
+      on-policy one), with the drawn groups in place of the appendix's expectations;
+    - ``beta`` [b] = max_s ‖G(x, Y^(s)) − G(x, Y^(s−1))‖: the one-replacement distortion β_n(x) along this chain,
+      a lower bound on the supremum over all pairs of groups that defines it (0 where M(x) = 0);
+    - ``bound`` = (1/b) Σ_x M(x) β(x), which ``omega`` cannot exceed (the appendix's bound, which here holds by the
+      triangle inequality along the chain): how much of the bound the replacements use is ``omega / bound``;
+    - ``on_policy`` = ‖(1/b) Σ_x G(x, Y^(0))‖, the on-policy public gradient ĝ_n, for scale;
+    - ``M`` [b] and ``alpha`` [b] = M / K, the replacements per prompt.
+
+    Single draws, not expectations: what one step of one run did. The client must hold its answers to ``gen``
+    (it answered the ``public_generate`` of :func:`generate_public`, and no public step ran since); ``results``
+    is :func:`swap_public` with the Balanced rule at the run's K.
+    """
+    if not results or results[0].rule != "balanced":
+        raise ValueError("off_policy_terms measures Balanced's replacements (appendix A.2): pass "
+                         "swap_public(gen, 'balanced')")
+    K, b = gen.num_generations, len(results)
+    if results[0].texts and len(results[0].texts[n]) != K:
+        raise ValueError(f"results were swapped with K = {len(results[0].texts[n])}; off_policy_terms needs the "
+                         f"run's K = {K} (the responses the client holds)")
+    own = gen.generated[n]["texts"]  # [b][K]
+    grads, M = [], []  # per prompt: the gradients along its chain; its number of replacements
+    for x, res in enumerate(results):
+        replaced = [k for k in range(K) if res.source[n, k, 0] != n]  # slot order
+        kept = [k for k in range(K) if k not in replaced]
+        if any(tuple(res.source[n, k]) != (n, k) or res.texts[n][k] != own[x][k] for k in kept):
+            raise ValueError(f"prompt {x}: a kept slot of client {n} does not hold its own response of that slot "
+                             "(were gen and results made together?)")
+        chain = []
+        for s in range(len(replaced) + 1):
+            swapped = set(replaced[:s])
+            texts = [list(t) for t in own]
+            index = [list(range(K)) for _ in own]
+            for k in swapped:
+                texts[x][k], index[x][k] = res.texts[n][k], -1
+            chain.append(_group_gradient(client, gen.batch, texts, index, x))
+        grads.append(chain)
+        M.append(len(replaced))
+    e = sum(chain[-1] - chain[0] for chain in grads) / b
+    beta = np.array([max((np.linalg.norm(c[s] - c[s - 1]) for s in range(1, len(c))), default=0.0) for c in grads])
+    M = np.array(M)
+    return {"omega": float(np.linalg.norm(e)), "beta": beta, "bound": float(np.mean(M * beta)),
+            "on_policy": float(np.linalg.norm(sum(c[0] for c in grads) / b)), "M": M, "alpha": M / K}
+
+
+def _group_gradient(client, batch: dict, texts: list[list[str]], own_index: list[list[int]], x: int) -> np.ndarray:
+    """G(x, Y): the gradient of the client's GRPO loss on prompt x's group (rows as its public step builds them)."""
+    K = client.local.num_generations
+    rollouts = client.swapped_rollouts(texts, own_index).select(range(x * K, (x + 1) * K))  # [K rows]
+    scores = client.reward_scores(rollouts, {k: [v[x]] for k, v in batch.items()})  # [K, n_rewards]
+    rewards = torch.as_tensor(np.nan_to_num(scores) @ np.asarray(client.reward_set.weights), dtype=torch.float32)
+    s, policy = client.grpo, client.policy
+    params = policy.trainable(client.cid)
+    logps = per_token_logps(policy.model, rollouts, s.temperature)  # [K, T]
+    ref = None
+    if s.beta > 0:
+        with torch.no_grad(), policy.reference():
+            ref = per_token_logps(policy.model, rollouts, s.temperature)
+    loss, _ = grpo_loss(logps, logps.detach(), group_advantages(rewards, K, s.scale_rewards),
+                        rollouts.completion_mask, s.epsilon, s.epsilon_high, s.beta, ref, s.loss_type)
+    grads = torch.autograd.grad(loss, params, allow_unused=True)
+    return np.concatenate([(g if g is not None else torch.zeros_like(p)).detach().double().cpu().numpy().ravel()
+                           for g, p in zip(grads, params)])
+
+
+__all__ = ["PublicGeneration", "generate_public", "swap_public", "group_table", "off_policy_terms"]

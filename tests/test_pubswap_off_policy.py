@@ -1,0 +1,86 @@
+"""Appendix A.2's off-policy distortion of a Balanced public step (fedrl_kit.pubswap.public_step.off_policy_terms),
+checked against the public step the client really takes."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import small_config
+from fedrl_kit.pubswap.public_step import _group_gradient, generate_public, off_policy_terms, swap_public
+from fedrl_kit.runs import Run
+
+BASE = str(Path(__file__).resolve().parents[1] / "data" / "base")  # mixed rewards: Balanced has swaps to make
+
+
+class _FirstGrad:
+    """A stand-in drift probe that keeps each client's first gradient of a step."""
+
+    def __init__(self):
+        self.grads = {}
+
+    def grad_catcher(self, cid):
+        return lambda params: self.grads.__setitem__(cid, np.concatenate(
+            [p.grad.detach().double().numpy().ravel() for p in params]))
+
+    def step_done(self, *args, **kwargs):
+        pass
+
+
+@pytest.fixture(scope="module")
+def step():
+    """A Balanced round up to its public step; the clients' answers and both the swap and the terms of each."""
+    cfg = small_config(BASE, method="pubswap_balanced", rounds=1, local_steps=2, pubswap={"period": 2},
+                       num_generations=4, prompts_per_step=3, max_new_tokens=16, loss_type="grpo")
+    run = Run(cfg, progress=False).build()
+    server = run.server
+    server.runtime.broadcast("fit_begin", 1, {"adapter": server.global_state})
+    server.runtime.broadcast("private_step", 1, {"step": 0})
+    gen = generate_public(server, round=1, step=1)
+    results = swap_public(gen, "balanced")
+    terms = [off_policy_terms(run.clients[cid], gen, results, n) for n, cid in enumerate(gen.client_ids)]
+    return run, gen, results, terms
+
+
+def test_the_terms_count_balanceds_replacements_and_keep_the_appendixs_bound(step):
+    run, gen, results, terms = step
+    assert sum(t["M"].sum() for t in terms) > 0  # the base model's mixed rewards make Balanced swap
+    for n, t in enumerate(terms):
+        assert list(t["M"]) == [int(r.num_replaced[n]) for r in results]
+        assert t["alpha"] == pytest.approx(t["M"] / gen.num_generations)
+        assert t["omega"] <= t["bound"] * (1 + 1e-9) + 1e-15  # ω_n ≤ (1/b) Σ_x M_n(x) β_n(x)
+        assert ((t["beta"] > 0) == (t["M"] > 0)).all()  # a replacement moves the gradient; none moves nothing
+        assert (t["omega"] > 0) == (t["M"].sum() > 0)
+        assert t["on_policy"] > 0
+
+
+def test_the_swapped_groups_gradient_is_the_public_steps_own_first_gradient(step):
+    """(1/b) Σ_x G(x, Y^(M)) = ĝ_n + e_n is what the client's real public step computes first (loss_type "grpo":
+    the batch's loss is the mean of the b groups' losses)."""
+    run, gen, results, terms = step
+    probe = _FirstGrad()
+    K, b = gen.num_generations, len(results)
+    for n, cid in enumerate(gen.client_ids):
+        client = run.clients[cid]
+        # G(x, Y^(0)) and G(x, Y^(M)) from the terms' own helper, averaged over prompts
+        own = [list(t) for t in gen.generated[n]["texts"]]
+        final = [list(r.texts[n]) for r in results]
+        index = [[int(k) if int(j) == n else -1 for j, k in r.source[n]] for r in results]
+        balanced = sum(_group_gradient(client, gen.batch, final, index, x) for x in range(b)) / b
+        on_policy = sum(_group_gradient(client, gen.batch, own, [list(range(K))] * b, x) for x in range(b)) / b
+        assert np.linalg.norm(balanced - on_policy) == pytest.approx(terms[n]["omega"], rel=1e-9)
+        assert np.linalg.norm(on_policy) == pytest.approx(terms[n]["on_policy"], rel=1e-9)
+        client.probe = probe
+        client.on_public_step(1, {"texts": final, "own_index": index, "batch": gen.batch, "step": 1})
+        client.probe = None
+        real = probe.grads[cid]
+        assert np.abs(real - balanced).max() <= 1e-4 * np.abs(real).max(), cid  # other passes' float sums
+
+
+def test_only_balanced_results_at_the_runs_k_are_measured(step):
+    run, gen, results, terms = step
+    client = run.clients[gen.client_ids[0]]
+    with pytest.raises(ValueError, match="Balanced"):
+        off_policy_terms(client, gen, swap_public(gen, "random"), 0)
+    with pytest.raises(ValueError, match="K = "):
+        off_policy_terms(client, gen, swap_public(gen, "balanced", K=2), 0)
