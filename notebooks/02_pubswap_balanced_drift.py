@@ -89,7 +89,7 @@ from fedrl_kit.config import preset
 from fedrl_kit.pubswap.method import is_public_step
 from fedrl_kit.notebook import (NotebookStop, check_preset, check_run_root, knobs, quiet_progress_bars, repo_path,
                                 require_gpu, run_folder, shown_path)
-from fedrl_kit.pubswap.public_step import generate_public, group_table, swap_public
+from fedrl_kit.pubswap.public_step import generate_public, group_table, off_policy_terms, swap_public
 from fedrl_kit.runs import Run
 from fedrl_kit.world.partition import partition, topic_matrix
 
@@ -159,8 +159,8 @@ figs[1]
 #   change, blind to LoRA's A/B gauge), and the same on the raw factors (A, B), which is what FedIT
 #   averages;
 # - **distance to the round's global adapter**;
-# - **gradient dissimilarity** (1/N) Σ‖g_n − ḡ‖² / ‖ḡ‖² of the clients' step gradients: the appendix's
-#   ζ (private steps) against the public steps, where everyone trains on the same prompts.
+# - **gradient spread** (1/N) Σ‖g_n − ḡ‖² / ‖ḡ‖² of the clients' step gradients: on private steps, the
+#   appendix's dissimilarity ζ; on public steps, where everyone trains on the same prompts, the spread that is left.
 
 # %%
 drift_runs = {}
@@ -199,15 +199,17 @@ end = drift.sort_values("step").groupby(["method", "tau"]).last().reset_index()
 gd = drift.groupby(["method", "tau", "step_kind"]).grad_dissimilarity.mean().unstack("step_kind")
 end_table = end.pivot(index="method", columns="tau", values="pairwise_effective").round(3)
 end_table.columns = [f"drift at end of round, τ = {t}" for t in end_table.columns]
-end_table.join(gd.groupby("method").mean().round(3).add_prefix("grad dissimilarity, "))
+end_table.join(gd.groupby("method").mean().round(3).add_prefix("gradient spread, "))
 
 # %% [markdown]
-# Read the table above: the *end-of-round* drift is what the server averages; the gradient
-# dissimilarity columns compare private steps (each client on its own topics) with public steps
-# (everyone on the same prompts). The appendix's argument is that public steps bring the clients'
-# gradients together (L_pub instead of L_priv) — in the embedded world the public-step dissimilarity
-# is the column to compare with the private one. These are one round from one seed; the sweep below
-# averages end-of-round drift over every round of longer runs.
+# Read the table above: the *end-of-round* drift is what the server averages; the gradient spread
+# columns compare private steps (each client on its own topics, the appendix's ζ) with public steps (everyone
+# on the same prompts). The public-step spread is *not* the appendix's L_pub against L_priv: on shared prompts
+# the clients' gradients still differ because their adapters have drifted apart (the appendix's L_pub·‖Δ‖ term),
+# because the swap puts different answers into each client's groups (its off-policy distortion ω_n, measured in §3)
+# and because each samples its own answers (its noise ξ_n); the column mixes the three.
+# These are one round from one seed; the sweep below averages end-of-round drift over every round of longer
+# runs.
 
 # %% [markdown]
 # ## 3. One swap, step by step
@@ -238,8 +240,12 @@ c0 = np.array([sum(c) for c in gen.generated[0]["correct"]])
 others = np.array([sum(sum(g["correct"][i]) for g in gen.generated[1:]) for i in range(len(c0))])
 example_prompt = int(np.argmax((c0 < K // 2) * (others > 0) * (K - c0))) if ((c0 < K // 2) & (others > 0)).any() else 0
 view = group_table(gen, swaps["balanced"], 0, example_prompt)
+# Balanced replaces M = min(⌊K/2⌋ − c, D) of the client's K answers, D the correct answers the other clients gave
+M = min(max(K // 2 - int(c0[example_prompt]), 0), int(others[example_prompt]))
+assert round(view.attrs["alpha"] * K) == M, "the swap does not follow M = min(⌊K/2⌋ − c, D)"
 print(f"prompt {batch['prompt'][example_prompt]!r}, gold {batch['answer'][example_prompt]}: "
-      f"{cids[0]} has {c0[example_prompt]} of {K} correct; Balanced replaces α = {view.attrs['alpha']:.3f} of its group")
+      f"{cids[0]} has c = {c0[example_prompt]} of K = {K} correct, the other clients D = {others[example_prompt]}; "
+      f"Balanced replaces M = min(⌊K/2⌋ − c, D) = {M} answers, α = M/K = {view.attrs['alpha']:.3f} of its group")
 view
 
 # %%
@@ -282,6 +288,24 @@ knobs(show, rule=widgets.ToggleButtons(options=[("Balanced", "balanced"), ("Rand
 # (`fedrl_kit/pubswap/method.py` documents this choice; the paper does not say).
 
 # %% [markdown]
+# **The off-policy distortion, measured** (appendix A.2). Balanced's swapped-in answers change the gradient of a
+# client's public step: the appendix writes the change as e_n = g_n^Balanced − g_pub, bounds its norm ω_n by
+# (1/b) Σ_x M_n(x) β_n(x), and argues that ω_n is small when few slots are replaced (small α) and when one
+# replacement moves the gradient little (small β). `off_policy_terms` measures them on this step, for each client
+# at its current adapter: the gradient of the step's loss on each prompt's group before the swap, and after each of
+# Balanced's replacements made one at a time. These are single draws of this one step, not the appendix's
+# expectations, and β here is the largest change one of Balanced's own replacements made: a lower bound on the
+# appendix's supremum over all replacements. A client that replaced nothing has ω_n = 0.
+
+# %%
+terms = {cid: off_policy_terms(run.clients[cid], gen, swaps["balanced"], n) for n, cid in enumerate(cids)}
+pd.DataFrame({cid: {"replacements M (all b prompts)": int(t["M"].sum()), "α_n (mean over prompts)": t["alpha"].mean(),
+                    "‖ĝ_n‖ (on-policy public gradient)": t["on_policy"], "ω_n = ‖e_n‖": t["omega"],
+                    "ω_n / ‖ĝ_n‖": t["omega"] / t["on_policy"], "max_x β_n(x)": t["beta"].max(),
+                    "bound (1/b) Σ_x M_n(x) β_n(x)": t["bound"]}
+              for cid, t in terms.items()}).round(4)
+
+# %% [markdown]
 # ## 4. What crossed the wire
 # Per round, a PubSwap client sends its LoRA factors once (like FedAvg) plus, on each public step,
 # b·K short texts and their 0/1 correctness. From the ledger of the τ = max Balanced round:
@@ -311,9 +335,11 @@ pd.Series({"LoRA factors up (all clients), bytes": f"{adapter:,}", "public-step 
 # same settings (learning rate, b, K, LoRA rank, FedIT, AdamW with weight decay); none was tuned for this
 # comparison except FedProx's μ, as in the paper. The first cell below says which file it read and in which
 # setting; the second prints the design read from the rows (budget, τ, rounds, τ_swap, Dirichlet α, seeds,
-# test set) beside the paper's (`full` scale): scaled down are the model (the embedded tiny policy instead of
-# Qwen models, for a CPU), the world (arithmetic topics instead of MATH / DeepMath) and the budget, keeping
-# the paper's ratio of its largest τ to the budget.
+# test set) beside the paper's (`full` scale): scaled down, all for a 2-core CPU, are the model (the embedded tiny
+# policy instead of Qwen models), the world (arithmetic topics instead of MATH / DeepMath), the budget (keeping the
+# paper's ratio of its largest τ to the budget), b = 8 prompts instead of 32, completions of at most 20 tokens
+# instead of 1,024, and the GRPO knobs a tiny policy trained from scratch needs: learning rate 2e-3 instead of 1e-5,
+# LoRA r = 8 instead of 32, rollout temperature 1.0 instead of 0.7, no KL term (β = 0 instead of 1e-4).
 #
 # The stored summary `benchmarks/results/pubswap_paper_quick.json` (one row per run: its settings, numbers, curves and
 # a digest of its records) comes from these commands, run from the repository root:
