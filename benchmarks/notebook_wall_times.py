@@ -1,22 +1,21 @@
-"""Benchmark: each notebook's quick preset end to end, before and after the engine's performance work.
+"""Benchmark: each notebook's quick preset end to end, on the default path and (optionally) the reference path.
 
 Every notebook is executed with papermill in a fresh kernel, in a scratch copy of the project's layout
 (``notebooks/`` copied, ``runs/`` and ``figures/`` empty, ``benchmarks/`` and ``data/`` linked), so no run
-folder of an earlier execution is read back and every training run really happens. The two modes alternate
-notebook by notebook, so both see the same load on a shared machine:
+folder of an earlier execution is read back and every training run really happens. The modes:
 
-- ``before``: the engine as it was before its performance work — the adapter bookkeeping through peft's own
-  walks of the model (``fedrl_kit.policy.adapters.USE_CACHE = False``) and, when the fast decode loop
-  exists, Hugging Face ``generate`` for every rollout;
-- ``after``: the defaults.
+- ``default``: the notebooks as a class runs them (``RunConfig.speed_path()``: the fastest path each run allows);
+- ``reference``: every run on the reference path (``RunConfig.reference()``: HF ``generate``, every row its own
+  prompt, one scoring pass), set in the kernel by a ``sitecustomize`` module on its ``PYTHONPATH``, so no notebook
+  is edited. The two paths compute the same numbers to float tolerance, not bit for bit, so a notebook's outputs
+  may differ between them; the experiment drivers whose stored results a notebook reads keep the reference path
+  either way.
 
-Both modes compute the same numbers (the cached bookkeeping and the decode loop are tested bit-identical to
-the paths they replace), so the notebooks' outputs agree; only the time differs. The switches are set in the
-kernel by a ``sitecustomize`` module on its ``PYTHONPATH``, so no notebook is edited.
+With both modes they alternate notebook by notebook, so both see the same load on a shared machine.
 
 Run::
 
-    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/notebook_wall_times.py
+    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/notebook_wall_times.py [--modes default reference]
 
 writes ``benchmarks/results/notebook_wall_times.json`` (``--notebooks`` picks a subset, ``--repetitions`` more
 alternations).
@@ -40,19 +39,12 @@ from _machine import save_result  # noqa: E402
 
 NOTEBOOKS = ("00_quickstart", "01_fedgrpo_expert_selection", "02_pubswap_balanced_drift", "03_fedmoa_pareto")
 
-BEFORE = {"fedrl_kit.policy.adapters": {"USE_CACHE": False},
-          "fedrl_kit.rollout": {"USE_DECODE_LOOP": False}}
-"""Module attributes the ``before`` mode sets in the kernel (an attribute the module lacks is left alone)."""
-
-
-def sitecustomize(overrides: dict) -> str:
-    """The source of a ``sitecustomize`` module that applies ``overrides`` when the kernel starts."""
-    lines = ["import importlib"]
-    for module, attrs in overrides.items():
-        lines.append(f"_m = importlib.import_module({module!r})")
-        for name, value in attrs.items():
-            lines.append(f"if hasattr(_m, {name!r}):\n    setattr(_m, {name!r}, {value!r})")
-    return "\n".join(lines) + "\n"
+MODES = {
+    "default": "",
+    "reference": "import fedrl_kit.config as _config\n"
+                 "_config.RunConfig.speed_path = lambda self: dict(_config.REFERENCE_PATH)\n",
+}
+"""mode → the ``sitecustomize`` source its kernels run first"""
 
 
 def scratch_project(where: Path, notebooks) -> Path:
@@ -87,6 +79,7 @@ def execute(project: Path, name: str, mode: str, site: Path) -> float:
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--notebooks", nargs="+", default=list(NOTEBOOKS), choices=NOTEBOOKS)
+    ap.add_argument("--modes", nargs="+", default=["default"], choices=list(MODES))
     ap.add_argument("--repetitions", type=int, default=1)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "notebook_wall_times.json"))
     args = ap.parse_args(argv)
@@ -95,22 +88,23 @@ def main(argv=None) -> dict:
         tmp = Path(tmp)
         project = scratch_project(tmp / "project", args.notebooks)
         sites = {}
-        for mode, overrides in (("before", BEFORE), ("after", {})):
+        for mode in args.modes:
             sites[mode] = tmp / f"site_{mode}"
             sites[mode].mkdir()
-            (sites[mode] / "sitecustomize.py").write_text(sitecustomize(overrides))
+            (sites[mode] / "sitecustomize.py").write_text(MODES[mode])
         for rep in range(args.repetitions):
             for name in args.notebooks:
-                for mode in (("before", "after") if rep % 2 == 0 else ("after", "before")):
+                for mode in (args.modes if rep % 2 == 0 else args.modes[::-1]):
                     s = execute(project, name, mode, sites[mode])
                     rows.append(dict(notebook=name, mode=mode, repetition=rep, seconds=round(s, 1)))
                     print(rows[-1], flush=True)
     summary = {}
     for name in args.notebooks:
-        med = {m: sorted(r["seconds"] for r in rows if r["notebook"] == name and r["mode"] == m) for m in ("before", "after")}
-        med = {m: v[len(v) // 2] for m, v in med.items()}
-        summary[name] = dict(before_s=med["before"], after_s=med["after"], speedup=round(med["before"] / med["after"], 2))
-    return save_result(args.out, "notebook_wall_times", argv, dict(vars(args), before=BEFORE), rows, summary)
+        med = {m: sorted(r["seconds"] for r in rows if r["notebook"] == name and r["mode"] == m) for m in args.modes}
+        summary[name] = {f"{m}_s": v[len(v) // 2] for m, v in med.items()}
+        if "reference" in med and "default" in med:
+            summary[name]["speedup"] = round(summary[name]["reference_s"] / summary[name]["default_s"], 2)
+    return save_result(args.out, "notebook_wall_times", argv, dict(vars(args)), rows, summary)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""benchmarks/notebook_wall_times.py: the kernel-side switches and the scratch layout (not the timings)."""
+"""benchmarks/notebook_wall_times.py: the kernel-side switch and the scratch layout (not the timings)."""
 
 import importlib
 import subprocess
@@ -19,13 +19,18 @@ def bench():
         sys.path.remove(str(ROOT / "benchmarks"))
 
 
-def test_sitecustomize_sets_the_before_switches_in_a_fresh_interpreter(bench, tmp_path):
-    (tmp_path / "sitecustomize.py").write_text(bench.sitecustomize(
-        {"fedrl_kit.policy.adapters": {"USE_CACHE": False, "NO_SUCH_SWITCH": 1}}))
-    code = "import fedrl_kit.policy.adapters as a; print(a.USE_CACHE, hasattr(a, 'NO_SUCH_SWITCH'))"
-    env = {"PYTHONPATH": f"{tmp_path}:{ROOT}", "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "False"]  # set where it exists, a missing switch is not invented
+def test_the_reference_mode_puts_every_run_on_the_reference_path_in_a_fresh_interpreter(bench, tmp_path):
+    code = "from fedrl_kit.config import RunConfig, preset; print(RunConfig().speed_path()['prompt_pass'], " \
+           "preset('quick').grpo_settings().score)"
+    seen = {}
+    for mode, source in bench.MODES.items():
+        (tmp_path / mode).mkdir()
+        (tmp_path / mode / "sitecustomize.py").write_text(source)
+        env = {"PYTHONPATH": f"{tmp_path / mode}:{ROOT}", "PATH": "/usr/bin:/bin"}
+        seen[mode] = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                    check=True).stdout.split()
+    assert seen["reference"] == ["per_row", "None"]  # None: grpo's own reference scoring pass
+    assert seen["default"][0] == "shared"
 
 
 def test_scratch_project_has_empty_runs_and_the_results_the_notebooks_read(bench, tmp_path):
