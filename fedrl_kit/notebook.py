@@ -204,3 +204,27 @@ def start_run_dir(run_dir: str | Path) -> Path:
         return fresh_run_dir(run_dir)
     except ValueError as e:  # DamagedRunDir and RunDirInUse too
         raise NotebookStop(str(e)) from None
+
+
+def lab_number(x: float) -> str:
+    """A float as it comes back from a JupyterLab save: the browser's ``JSON.stringify`` writes an integral value
+    without ".0" (``69.0`` → ``69``, up to 1e21), and the server, parsing that, writes it as an integer; every
+    other float keeps Python's ``repr`` (the server writes the file with Python's json)."""
+    if x == x and abs(x) < 1e21 and x == int(x):
+        return str(int(x))
+    return {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}.get(repr(x), repr(x))
+
+
+def notebook_json(nb: dict) -> str:
+    """A notebook's text as JupyterLab saves it: one-space indented JSON with sorted keys and unescaped unicode, a
+    final newline (nbformat's writer), and integral floats as integers (:func:`lab_number`), so that opening and
+    saving it changes nothing."""
+    import json
+
+    class JupyterLabEncoder(json.JSONEncoder):
+        def iterencode(self, o, _one_shot=False):
+            return json.encoder._make_iterencode(
+                {}, self.default, json.encoder.py_encode_basestring, self.indent, lab_number, self.key_separator,
+                self.item_separator, self.sort_keys, self.skipkeys, _one_shot)(o, 0)
+
+    return JupyterLabEncoder(indent=1, sort_keys=True, ensure_ascii=False).encode(nb) + "\n"

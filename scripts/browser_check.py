@@ -7,7 +7,13 @@ What it checks (docs/notebooks.md explains why):
    the stored PNG and swaps in the live figure when the mouse enters it, so the check moves the mouse onto
    every figure and counts the live ones. One figure per notebook is screenshot with the mouse over its
    data (the hover label and the mode bar show the figure is live).
-2. **A widget works.** A copy of the quickstart notebook with a short run (``--rounds``) is executed in the
+2. **Opening and saving changes nothing.** Right after it opens, the notebook is saved from JupyterLab
+   (``docmanager:save``, what Ctrl+S does) and its file compared byte for byte with the stored one: a notebook
+   stored as JupyterLab writes it (metadata, JSON layout, numbers) comes back unchanged, so a reader's autosave
+   leaves ``git status`` clean. (Once the mouse makes a figure live, plotly's JupyterLab renderer replaces its
+   stored PNG with one drawn at the page's size, which does change the file: plotly's behaviour, not the
+   notebook's.)
+3. **A widget works.** A copy of the quickstart notebook with a short run (``--rounds``) is executed in the
    browser (Run All); in its client widget two clients are picked in turn and the widget is screenshot
    after each: a figure must be drawn and the output must change.
 
@@ -101,13 +107,51 @@ def make_live(page, fig) -> bool:
     return True
 
 
-def check_stored(page, base, token, name, out: Path, shown: int) -> dict:
+def first_difference(stored: bytes, saved: bytes) -> str:
+    """Where a notebook JupyterLab saved differs from the stored one ("" when the bytes are equal)."""
+    if stored == saved:
+        return ""
+    a, b = json.loads(stored), json.loads(saved)
+    if a == b:
+        s, t = stored.decode("utf-8"), saved.decode("utf-8")
+        at = next((j for j, (c, d) in enumerate(zip(s, t)) if c != d), min(len(s), len(t)))
+        return f"the same JSON, written differently at character {at}: …{s[max(0, at - 60):at + 60]!r}… stored, " \
+               f"…{t[max(0, at - 60):at + 60]!r}… saved"
+    for key in sorted(set(a) | set(b)):
+        if key != "cells" and a.get(key) != b.get(key):
+            return f"{key}: {json.dumps(a.get(key))[:200]} stored, {json.dumps(b.get(key))[:200]} saved"
+    for i, (x, y) in enumerate(zip(a["cells"], b["cells"])):
+        for key in sorted(set(x) | set(y)):
+            if x.get(key) != y.get(key):
+                s, t = json.dumps(x.get(key), ensure_ascii=False), json.dumps(y.get(key), ensure_ascii=False)
+                at = next((j for j, (c, d) in enumerate(zip(s, t)) if c != d), min(len(s), len(t)))
+                return f"cell {i} {key}: …{s[max(0, at - 60):at + 60]}… stored, …{t[max(0, at - 60):at + 60]}… saved"
+    return f"{len(a['cells'])} cells stored, {len(b['cells'])} saved"
+
+
+def saved_unchanged(page, path: Path) -> str:
+    """Save the open notebook from JupyterLab (Ctrl+S's command); where the file it writes differs from the stored
+    one ("" when it is the same, byte for byte)."""
+    before, mtime = path.read_bytes(), path.stat().st_mtime_ns
+    page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
+    for _ in range(60):
+        if path.stat().st_mtime_ns != mtime:
+            break
+        page.wait_for_timeout(500)
+    else:
+        raise RuntimeError(f"JupyterLab did not save {path.name} within 30 s")
+    page.wait_for_timeout(1000)  # the write may land in more than one piece
+    return first_difference(before, path.read_bytes())
+
+
+def check_stored(page, base, token, name, out: Path, shown: int, work: Path) -> dict:
     """Open ``notebooks/<name>.ipynb`` as stored: which renderer draws its figures; screenshot figure ``shown``."""
     open_notebook(page, base, f"notebooks/{name}.ipynb", token)
     stored = sum(1 for c in nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4).cells
                  for o in c.get("outputs", []) if "application/vnd.plotly.v1+json" in o.get("data", {}))
+    changed = saved_unchanged(page, work / "notebooks" / f"{name}.ipynb")  # before any figure is made live
     figs = page.locator(".jp-OutputArea-output.jp-RenderedPlotly")
-    res = {"notebook": name, "plotly outputs stored": stored, "drawn by the plotly renderer": figs.count(),
+    res = {"notebook": name, "changed by open and save": changed, "plotly outputs stored": stored, "drawn by the plotly renderer": figs.count(),
            "drawn as a plain image": page.locator(".jp-OutputArea-output.jp-RenderedImage").count()}
     live = [make_live(page, figs.nth(i)) for i in range(figs.count())]
     res["live after the mouse enters"] = sum(live)
@@ -209,7 +253,7 @@ def main(argv=None) -> int:
                 browser = p.chromium.launch(executable_path=args.chromium, headless=True,
                                             args=["--no-sandbox", "--disable-dev-shm-usage"])
                 page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                summary["stored"] = [check_stored(page, base, token, n, args.out, SHOWN.get(n, 0))
+                summary["stored"] = [check_stored(page, base, token, n, args.out, SHOWN.get(n, 0), work)
                                      for n in args.notebooks]
                 if not args.no_widget:
                     summary["widget"] = check_widget(page, base, token, work, args.rounds, args.out, args.timeout)
@@ -221,7 +265,7 @@ def main(argv=None) -> int:
     (args.out / "browser_check.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
     print(json.dumps(summary, indent=1, ensure_ascii=False))
     ok = all(s["live after the mouse enters"] == s["plotly outputs stored"] > 0 and not s["drawn as a plain image"]
-             for s in summary["stored"])
+             and not s["changed by open and save"] for s in summary["stored"])
     if "widget" in summary:
         ok = ok and summary["widget"]["output changed between picks"] and summary["widget"]["figure drawn in the widget"]
     return 0 if ok else 1

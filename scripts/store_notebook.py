@@ -2,11 +2,13 @@
 
     .venv/bin/python scripts/store_notebook.py notebooks/X.ipynb [...]
 
-papermill writes a trailing newline (JupyterLab does not, so opening the notebook would mark it changed) and,
-where no Chromium is installed for kaleido, each figure cell stores a stderr warning that its PNG was not
+papermill writes floats as Python does (JupyterLab writes ``69.0`` back as ``69``, so opening and saving the notebook
+would change it) and, where no Chromium is installed for kaleido, each figure cell stores a stderr warning that its PNG was not
 exported (with this machine's path in it). This drops those warnings — only those: any other stderr output is
-kept and printed, for a person to look at — and rewrites the file as one-space indented JSON with unescaped
-unicode and no trailing newline (`tests/test_notebook_outputs.py` checks both).
+kept and printed, for a person to look at — and rewrites the file as JupyterLab saves it: one-space indented JSON
+with sorted keys and unescaped unicode, integral floats as the browser sends them back (``69.0`` as ``69``) and a
+final newline (:func:`fedrl_kit.notebook.notebook_json`; `tests/test_notebook_outputs.py` checks it, and
+`scripts/browser_check.py` saves each notebook from JupyterLab and compares).
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from fedrl_kit.notebook import notebook_json  # noqa: E402
 
 NO_PNG = ("PNG export", "no stored PNG")
 """what the figure helpers' warnings say when kaleido finds no browser (fedrl_kit.viz)"""
@@ -37,7 +42,7 @@ def store(path: Path) -> int:
                 print(f"{path.name} cell {i}: other stderr output kept: {text[:120]!r}")
             keep.append(o)
         cell["outputs"] = keep
-    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False), encoding="utf-8")
+    path.write_text(notebook_json(nb), encoding="utf-8")
     return dropped
 
 
