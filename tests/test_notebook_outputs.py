@@ -63,3 +63,44 @@ def test_integral_floats_come_back_from_jupyterlab_as_integers(value, written):
     """JSON.stringify(69.0) is "69", which the server parses as an int; the rest keep Python's repr."""
     assert lab_number(value) == written
     assert float(written) == value
+
+
+NUMBER = re.compile(r"(?<![\w.§:])[-−+]?\d+\.\d+(?![\w.])")
+QUOTED_ELSEWHERE = {  # numbers a notebook's text quotes that none of its stored outputs prints, and where they come from
+    ("00_quickstart", "1.6"): "the embedded policy's size, 1.6 M parameters (docs/embedded-world.md)",
+    ("01_fedgrpo_expert_selection", "-15.2"): "the low end of −8.07 ± 7.15, the long claims table's mean and ±95% t",
+    ("01_fedgrpo_expert_selection", "0.29"): "the AVX-512 runs' plateau, from docs/fedgrpo.md",
+    ("03_fedmoa_pareto", "+2.4"): "the paper's Homo+Homo gain (FedMOA Table 1)",
+    ("03_fedmoa_pareto", "+1.2"): "the paper's Homo+Heter gain (FedMOA Table 1)",
+    ("03_fedmoa_pareto", "-0.9"): "the low end of 0.0017 ± 0.0109 (Homo+Homo, in points), the claims table's mean and half width",
+    ("03_fedmoa_pareto", "+1.3"): "the high end of 0.0017 ± 0.0109 (Homo+Homo, in points)",
+    ("03_fedmoa_pareto", "-0.8"): "the low end of 0.0033 ± 0.0109 (Homo+Heter, in points)",
+    ("03_fedmoa_pareto", "+1.4"): "the high end of 0.0033 ± 0.0109 (Homo+Heter, in points)",
+}
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(m.group(0).replace("−", "-")) for m in NUMBER.finditer(text)]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_number_the_text_quotes_is_one_the_notebook_prints(path):
+    """A decimal number in a markdown cell must be, at the digits it is quoted with, a number the notebook's stored
+    outputs or code print (or 100 times one: a fraction quoted in points), or one listed above with its source; so
+    a re-executed notebook whose numbers moved fails here until its sentences are corrected."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    printed = [y for c in nb["cells"] for o in c.get("outputs", []) for t in _texts(o) for y in _numbers(t)]
+    printed += [y for c in nb["cells"] if c["cell_type"] == "code" for y in _numbers("".join(c["source"]))]
+    printed += [100 * y for y in printed]
+    unmatched = []
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "markdown":
+            continue
+        text = "".join(cell["source"])
+        for m in NUMBER.finditer(text):
+            quoted = m.group(0).replace("−", "-")
+            digits, x = len(quoted.split(".")[1]), abs(float(quoted))
+            if (path.stem, quoted) in QUOTED_ELSEWHERE or any(round(abs(y), digits) == x for y in printed):
+                continue
+            unmatched.append(f"cell {i}: {quoted} in …{text[max(0, m.start() - 60):m.end() + 20]!r}…")
+    assert not unmatched, f"{path.name}: numbers in the text that no output prints:\n" + "\n".join(unmatched)
