@@ -3,7 +3,8 @@
 The workload is ``grpo_step_vs_trl.py``'s (the embedded base, B = 8 prompts × G = 8, up to 24 tokens, LoRA r = 8,
 μ = 2 by default; per-row prompts and HF ``generate`` unless ``--prompt-pass shared`` or ``--generation-loop
 compact``; ``--length-buckets 2`` adds the default path's scoring): one untimed step, then ``--steps`` steps
-under cProfile, one thread. The shares are cProfile's cumulative times of ``Policy.rollout``, the step's ``Score``
+under cProfile, one thread. The shares are cProfile's cumulative times of the client's ``rollout`` pass
+(:func:`fedrl_kit.federation.client.rollout`), the step's ``Score``
 (``per_token_logps`` or a :mod:`fedrl_kit.speed` one) and ``Tensor.backward`` over the steps' total (profiling
 overhead included, so they are shares, not speeds). Run::
 
@@ -22,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _machine  # noqa: E402,F401  (first: the CPU kernel pin)
 import torch  # noqa: E402
 
-PARTS = {"generation (Policy.rollout)": [("engine.py", "rollout")],
+PARTS = {"generation (the client's rollout)": [("federation/client.py", "rollout")],
          "training forwards (the step's Score)": [("rollout.py", "per_token_logps"),
                                                  ("shared_prompt.py", "shared_prompt_logps"),
                                                  ("buckets.py", "bucketed_logps")],

@@ -152,3 +152,15 @@ def paired_claims(rows: list[dict], prefix: str = "") -> list[dict]:
         out.append(dict(claim=claim, metric=key, seeds=seeds, differences=diffs, mean_difference=mean, std=std,
                         se=se, half_width=half, verdict=verdict))
     return out
+
+
+def in_points(claims: list[dict]) -> list[dict]:
+    """:func:`paired_claims` rows as the docs quote them: accuracy differences in points (× 100), reward
+    differences as they are; a ``unit`` column says which."""
+    out = []
+    for c in claims:
+        scale, unit = (100.0, "points") if c["metric"].endswith("accuracy") else (1.0, "reward")
+        row = {**c, "unit": unit, "differences": [scale * d for d in c["differences"]]}
+        row.update({k: None if c[k] is None else scale * c[k] for k in ("mean_difference", "std", "se", "half_width")})
+        out.append(row)
+    return out

@@ -301,7 +301,8 @@ knobs(show, rule=widgets.ToggleButtons(options=[("Balanced", "balanced"), ("Rand
 terms = {cid: off_policy_terms(run.clients[cid], gen, swaps["balanced"], n) for n, cid in enumerate(cids)}
 pd.DataFrame({cid: {"replacements M (all b prompts)": int(t["M"].sum()), "α_n (mean over prompts)": t["alpha"].mean(),
                     "‖ĝ_n‖ (on-policy public gradient)": t["on_policy"], "ω_n = ‖e_n‖": t["omega"],
-                    "ω_n / ‖ĝ_n‖": t["omega"] / t["on_policy"], "max_x β_n(x)": t["beta"].max(),
+                    "ω_n / ‖ĝ_n‖": t["omega"] / t["on_policy"] if t["on_policy"] else float("nan"),
+                    "max_x β_n(x)": t["beta"].max(),
                     "bound (1/b) Σ_x M_n(x) β_n(x)": t["bound"]}
               for cid, t in terms.items()}).round(4)
 

@@ -209,10 +209,12 @@ assert all(np.isfinite(table["global_accuracy"])) and all(np.isfinite(table["agg
 # Each claim compares two variants on the same seed (same data, same clients); it *holds* when the 95 % Student-t
 # interval of the mean difference over seeds (n − 1 degrees of freedom; `half_width`) lies above 0, *does not hold*
 # when it lies below 0, and is *within noise* when it contains 0 (the rule of the FedGRPO and PubSwap notebooks). One
-# seed decides nothing (the verdict says so).
+# seed decides nothing (the verdict says so). Accuracy differences are in points, reward differences in the reward's
+# own units (`unit`).
 
 # %%
-pd.DataFrame(analysis.paired_claims(rows))[["claim", "seeds", "mean_difference", "se", "half_width", "verdict"]].round(4)
+pd.DataFrame(analysis.in_points(analysis.paired_claims(rows)))[
+    ["claim", "seeds", "unit", "mean_difference", "se", "half_width", "verdict"]].round(3)
 
 
 # %% [markdown]
@@ -433,7 +435,7 @@ from IPython.display import display
 
 COLUMNS = ["global_accuracy", "std_global_accuracy", "aggregated_reward", "std_aggregated_reward", "local_accuracy",
            "local_reward", "length", "n_seeds"]
-CLAIM_COLUMNS = ["claim", "seeds", "differences", "mean_difference", "se", "half_width", "verdict"]
+CLAIM_COLUMNS = ["claim", "seeds", "unit", "differences", "mean_difference", "se", "half_width", "verdict"]
 results_dir = REPO_ROOT / "benchmarks" / "results"
 for scale in dict.fromkeys((SCALE, "cpu")):  # this preset's grid, and the CPU grid that can decide
     path = results_dir / f"fedmoa_compare_{scale}.json"
@@ -450,7 +452,8 @@ for scale in dict.fromkeys((SCALE, "cpu")):  # this preset's grid, and the CPU g
     for prefix, what in (("", "last round"), ("best/", "best round by validation")):
         print(f"claims, {what} (recomputed from the file's runs):")
         with pd.option_context("display.max_colwidth", None):  # the claim names its setting at the end: show it
-            display(pd.DataFrame(analysis.paired_claims(bench["runs"], prefix))[CLAIM_COLUMNS].round(4))
+            display(pd.DataFrame(analysis.in_points(analysis.paired_claims(bench["runs"], prefix)))[CLAIM_COLUMNS]
+                    .round(3))
 first = results_dir / "fedmoa_compare.json"  # the first experiments, in the old setting (docs/fedmoa.md)
 if first.exists():
     print(f"{first.name} (old setting, kept for the record) — {json.loads(first.read_text())['command']}")

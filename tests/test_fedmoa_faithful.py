@@ -247,6 +247,14 @@ def test_best_record_takes_the_earliest_of_ties():
     assert by_claim["FedMOA > FedAvg-GRPO on global accuracy (Table 1, Homo+Heter)"]["verdict"] == "does not hold"
     assert by_claim["FedMOA > FedAvg-GRPO on global accuracy (Table 1, Heter+Heter)"]["verdict"] == "not run"
     assert by_claim["FedMOA > FedAvg-GRPO on global accuracy (Table 1, Homo+Homo)"]["verdict"] == "not run"
+    # the notebook's table: accuracy in points, rewards as they are, the verdict unchanged
+    points = {c["claim"]: c for c in analysis.in_points(analysis.paired_claims(worse))}
+    acc = points["FedMOA > FedAvg-GRPO on global accuracy (Table 1, Heter+Heter)"]
+    assert acc["unit"] == "points" and acc["differences"] == pytest.approx([-10.0, -15.0, -12.0])
+    assert acc["half_width"] == pytest.approx(100 * analysis.paired_claims(worse)[0]["half_width"])
+    assert acc["verdict"] == "does not hold"
+    reward = points["FedMOA > FedAvg-GRPO on aggregated reward (Table 1, Heter+Heter)"]
+    assert reward["unit"] == "reward" and reward["differences"] == pytest.approx([0.0, 0.0, 0.0])
 
 
 # --- presets and old configs -------------------------------------------------------------------------------------
