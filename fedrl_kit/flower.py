@@ -334,6 +334,9 @@ def _run_one(grid: Grid, job: dict, cfg, run_dir) -> dict:
                                   torch_threads=job.get("torch_threads")))
         return made[-1]
 
+    # the simulation runs this in a thread of its own, and OpenMP keeps the thread count per thread: take the
+    # caller's, or server-side training (central_grpo, FedGRPO's server step) sums floats in another order
+    _use_threads(int(job.get("torch_threads") or 0))
     run = Run(cfg, run_dir, progress=job["progress"], runtime=runtime)
     try:
         records = run.run()

@@ -40,6 +40,17 @@ def tiny_dir(tmp_path_factory):
     return str(path)
 
 
+@pytest.fixture(autouse=True)
+def _keep_torch_threads():
+    """A test that sets torch's thread count (a benchmark's ``main`` does) leaves it as it found it: a count leaked into
+    the next tests makes their float sums differ from those of a thread that never had it set (OpenMP keeps the count
+    per thread, so Flower's ServerApp thread and its ClientApp actor would not share it)."""
+    threads = torch.get_num_threads()
+    yield
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
 def small_config(tiny_dir, **kw):
     """A seconds-long run on the untrained tiny policy."""
     from fedrl_kit.config import migrate, preset
