@@ -251,8 +251,9 @@ def _use_threads(threads: int) -> None:
     if threads:
         import torch
 
-        if torch.get_num_threads() != threads:
-            torch.set_num_threads(threads)
+        # always set: torch.get_num_threads() reports the process's pool, not this thread's OpenMP count, so a thread
+        # that never set its own would pass a "same count" check and still use OpenMP's default
+        torch.set_num_threads(threads)
 
 
 def _handle(message: FlowerMessage, context: Context) -> FlowerMessage:

@@ -119,13 +119,19 @@ class _Call:
     def __init__(self, fn, name: str):
         self.fn, self.done = fn, threading.Event()
         self.result, self.error, self.abandoned = None, None, False
-        torch = sys.modules.get("torch")  # grad mode and CUDA device are per thread: the client gets the caller's
+        # grad mode, CUDA device and OpenMP's thread count are per thread: the client gets the caller's (a new
+        # thread would otherwise use OpenMP's default count, not the one the process set, and sum floats in
+        # another order than the same client on Flower, which sets the count for each message)
+        torch = sys.modules.get("torch")
         grad = torch.is_grad_enabled() if torch is not None else None
+        threads = torch.get_num_threads() if torch is not None else None
         cuda = torch.cuda.current_device() if torch is not None and torch.cuda.is_initialized() else None
-        self.thread = threading.Thread(target=self._run, args=(grad, cuda), name=name, daemon=True)
+        self.thread = threading.Thread(target=self._run, args=(grad, cuda, threads), name=name, daemon=True)
 
-    def _run(self, grad, cuda) -> None:
+    def _run(self, grad, cuda, threads=None) -> None:
         try:
+            if threads is not None:
+                sys.modules["torch"].set_num_threads(threads)
             if grad is not None:
                 sys.modules["torch"].set_grad_enabled(grad)
             if cuda is not None:
