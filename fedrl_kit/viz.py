@@ -5,6 +5,12 @@ chromium``; nothing is downloaded at run time). The first PNG starts one headles
 keeps (kaleido's sync server), so later PNGs take a fraction of a second. Without a browser,
 :func:`export` still writes the HTML and says why the PNG is missing, and :func:`setup_notebook` keeps the
 figures interactive without the stored PNG. (docs/notebooks.md says why these versions.)
+
+kaleido's sync server waits without a deadline: for its browser to start, for each PNG, and for its thread when
+the process exits. A browser that dies or stalls would hang a run, a notebook or a test forever, so every call into
+it here runs in a daemon thread with a deadline (:data:`PROBE_TIMEOUT_S` for the first, :data:`PNG_TIMEOUT_S` for
+each later PNG, :data:`STOP_TIMEOUT_S` at exit); past it, PNG export is given up for the process, with a warning
+that says why, and the HTML stays.
 """
 
 from __future__ import annotations
@@ -129,6 +135,50 @@ def _human(n: float) -> str:
 _PNG: dict = {}  # "error": why PNG export cannot work here (None when it can); set by the first check
 PROBE_TIMEOUT_S = 90.0
 """how long the first PNG (browser start included) may take before PNG export is given up for the process"""
+PNG_TIMEOUT_S = 60.0
+"""how long any later PNG may take before PNG export is given up for the process"""
+STOP_TIMEOUT_S = 10.0
+"""how long stopping kaleido's browser may take when the process exits"""
+
+
+def _bounded(fn, timeout_s: float, name: str) -> dict:
+    """Run ``fn()`` in a daemon thread for at most ``timeout_s`` seconds.
+
+    Returns ``{"value": …}``, ``{"error": "Type: first line"}``, or ``{}`` when it had not finished (its thread is
+    left behind: a daemon, it does not hold the process at exit).
+    """
+    outcome: dict = {}
+
+    def attempt():
+        try:
+            outcome["value"] = fn()
+        except Exception as e:  # noqa: BLE001 - reported to the caller, who keeps the HTML
+            outcome["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+
+    worker = threading.Thread(target=attempt, name=name, daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    return {} if worker.is_alive() else dict(outcome)
+
+
+def _give_up(why: str) -> str:
+    """No more PNGs in this process; kaleido's own exit hook must then not wait for a server thread that hangs."""
+    _PNG["error"] = why
+    try:
+        from kaleido import _sync_server
+
+        _sync_server.GlobalKaleidoServer()._initialized = False  # its close() at exit returns at once
+    except Exception:  # noqa: BLE001 - an older or newer kaleido: nothing to neutralise
+        pass
+    return why
+
+
+def _stop_server() -> None:
+    """Stop kaleido's browser at exit, waiting at most :data:`STOP_TIMEOUT_S` seconds."""
+    import kaleido
+
+    if not _bounded(lambda: kaleido.stop_sync_server(silence_warnings=True), STOP_TIMEOUT_S, "png-stop"):
+        _give_up("stopping kaleido's browser timed out")
 
 
 def _find_browser() -> str | None:
@@ -150,7 +200,7 @@ def _probe() -> None:
 
     if hasattr(kaleido, "start_sync_server"):  # kaleido >= 1: one browser for the whole process
         kaleido.start_sync_server(silence_warnings=True)
-        atexit.register(kaleido.stop_sync_server, silence_warnings=True)
+        atexit.register(_stop_server)  # runs before kaleido's own exit hook, which waits without a deadline
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         pio.to_image(go.Figure(), format="png", width=20, height=20)
@@ -168,20 +218,36 @@ def png_unavailable() -> str | None:
         _PNG["error"] = ("no Chrome or Chromium found for kaleido (install one, e.g. `apt-get install chromium`, "
                          "or set BROWSER_PATH)")
         return _PNG["error"]
-    outcome: dict = {}
+    outcome = _bounded(_probe, PROBE_TIMEOUT_S, "png-probe")
+    if "value" in outcome:
+        _PNG["error"] = None
+        return None
+    return _give_up(outcome.get("error", f"the static exporter (kaleido) gave no PNG within {PROBE_TIMEOUT_S:.0f} s"))
 
-    def attempt():
-        try:
-            _probe()
-            outcome["error"] = None
-        except Exception as e:  # noqa: BLE001 - reported to the caller, who keeps the HTML
-            outcome["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
 
-    worker = threading.Thread(target=attempt, name="png-probe", daemon=True)
-    worker.start()
-    worker.join(PROBE_TIMEOUT_S)
-    _PNG["error"] = outcome.get("error", f"the static exporter (kaleido) gave no PNG within {PROBE_TIMEOUT_S:.0f} s")
-    return _PNG["error"]
+def png_bytes(fig, **kw) -> bytes | None:
+    """``fig`` as PNG bytes (plotly's ``to_image``; ``kw``: its width, height, scale, validate), or None, with a warning saying
+    why, when the exporter cannot run here or gives no PNG within :data:`PNG_TIMEOUT_S` seconds (then no later PNG
+    is tried in this process)."""
+    import plotly.io as pio
+
+    if why := png_unavailable():
+        warnings.warn(f"no PNG ({why})")
+        return None
+
+    def draw():
+        with warnings.catch_warnings():  # kaleido's server ignores per-call browser options, and says so
+            warnings.filterwarnings("ignore", message="The kopts argument is ignored")
+            return pio.to_image(fig, format="png", **kw)
+
+    outcome = _bounded(draw, PNG_TIMEOUT_S, "png")
+    if "value" in outcome:
+        return outcome["value"]
+    if "error" in outcome:
+        warnings.warn(f"no PNG ({outcome['error']})")
+        return None
+    warnings.warn(f"no PNG ({_give_up(f'the static exporter (kaleido) gave no PNG within {PNG_TIMEOUT_S:.0f} s')})")
+    return None
 
 
 def export(fig: go.Figure, name: str, folder: str | Path, png: bool = True) -> dict[str, Path]:
@@ -197,14 +263,31 @@ def export(fig: go.Figure, name: str, folder: str | Path, png: bool = True) -> d
     if png and (why := png_unavailable()):
         warnings.warn(f"PNG export of {name} skipped ({why}); the HTML was written")
     elif png:
-        try:
-            with warnings.catch_warnings():  # kaleido's server ignores per-call browser options, and says so
-                warnings.filterwarnings("ignore", message="The kopts argument is ignored")
-                fig.write_image(folder / f"{name}.png", width=900, height=fig.layout.height or 450, scale=1)
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            data = png_bytes(fig, width=900, height=fig.layout.height or 450, scale=1)
+        if data is None:  # the HTML is the primary artefact; say why the PNG is missing
+            why = "; ".join(str(w.message) for w in said) or "no PNG"
+            warnings.warn(f"PNG export of {name} failed ({why}); the HTML was written")
+        else:
             out["png"] = folder / f"{name}.png"
-        except Exception as e:  # noqa: BLE001 - the HTML is the primary artefact; say why the PNG is missing
-            warnings.warn(f"PNG export of {name} failed ({type(e).__name__}: {e}); the HTML was written")
+            out["png"].write_bytes(data)
     return out
+
+
+def _bounded_png_renderer():
+    """plotly's PNG renderer (the PNG a notebook stores beside the interactive figure), each PNG drawn through
+    :func:`png_bytes`: an exporter that stalls costs that figure its PNG, never the notebook its kernel."""
+    import base64
+
+    from plotly.io._base_renderers import PngRenderer
+
+    class BoundedPngRenderer(PngRenderer):
+        def to_mimebundle(self, fig_dict):
+            data = png_bytes(fig_dict, width=self.width, height=self.height, scale=self.scale, validate=False)
+            return {} if data is None else {self.mime_type: base64.b64encode(data).decode("utf8")}
+
+    return BoundedPngRenderer()
 
 
 def setup_notebook(png: bool = True) -> None:
@@ -216,5 +299,6 @@ def setup_notebook(png: bool = True) -> None:
         warnings.warn(f"figures stay interactive but get no stored PNG: {why}")
         png = False
     warnings.filterwarnings("ignore", message="The kopts argument is ignored")  # kaleido's server, every PNG
+    pio.renderers["png"] = _bounded_png_renderer()
     pio.renderers.default = "plotly_mimetype+png" if png else "plotly_mimetype"
     pio.renderers["png"].width, pio.renderers["png"].height = 900, 420

@@ -63,3 +63,35 @@ def test_an_exporter_error_is_reported_with_its_type(fresh_png_state, monkeypatc
     monkeypatch.setattr(viz, "_find_browser", lambda: "")
     monkeypatch.setattr(viz, "_probe", broken)
     assert viz.png_unavailable() == "RuntimeError: Kaleido requires Google Chrome to be installed."
+
+
+def test_a_png_that_never_comes_costs_its_figure_the_png_not_the_run(fresh_png_state, monkeypatch, tmp_path):
+    # a browser that stalls after starting: kaleido's sync server would wait for this PNG forever
+    release = threading.Event()
+    monkeypatch.setattr(viz, "_find_browser", lambda: "/usr/bin/chromium")
+    monkeypatch.setattr(viz, "_probe", lambda: None)
+    monkeypatch.setattr(pio, "to_image", lambda *a, **k: release.wait(30))
+    monkeypatch.setattr(viz, "PNG_TIMEOUT_S", 0.3)
+    fig = viz.curves({"a": [{"kind": "global", "round": 0, "pass@1": 0.5}]})
+    start = time.monotonic()
+    with pytest.warns(UserWarning, match="no PNG within 0 s"):
+        out = viz.export(fig, "stalled", tmp_path)
+    assert out["html"].exists() and "png" not in out and time.monotonic() - start < 5
+    assert "no PNG within" in viz.png_unavailable()  # given up for the process: the next figure does not wait
+    with pytest.warns(UserWarning, match="no PNG"):
+        assert viz.png_bytes(fig) is None
+    release.set()
+
+
+def test_the_notebook_png_renderer_draws_through_the_deadline(fresh_png_state, monkeypatch):
+    monkeypatch.setattr(viz, "_find_browser", lambda: "/usr/bin/chromium")
+    monkeypatch.setattr(viz, "_probe", lambda: None)
+    monkeypatch.setattr(pio, "to_image", lambda *a, **k: b"\x89PNG fake")
+    monkeypatch.setattr(pio.renderers, "default", pio.renderers.default)
+    monkeypatch.setattr(pio.renderers, "_renderers", dict(pio.renderers._renderers))  # the png entry is put back
+    viz.setup_notebook()
+    bundle = pio.renderers["png"].to_mimebundle(viz.curves({"a": []}).to_dict())
+    assert bundle == {"image/png": "iVBORyBmYWtl"}  # base64 of the bytes, as plotly's own renderer stores them
+    monkeypatch.setattr(pio, "to_image", lambda *a, **k: (_ for _ in ()).throw(ValueError("bad figure")))
+    with pytest.warns(UserWarning, match="ValueError: bad figure"):
+        assert pio.renderers["png"].to_mimebundle({}) == {}
