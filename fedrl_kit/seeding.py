@@ -20,6 +20,7 @@ name                           keys                                       what i
 ``fedgrpo/ground_truth``       —                                          who holds which D_s answer (legacy)
 ``fedgrpo/labels``             —                                          which pool labels the clients hold
 ``fedgrpo/official_experts``   —                                          the official protocol's experts
+``fedgrpo/random_experts``     round, step                                random selection's experts
 ``fedgrpo/malicious``          round, client index, step                  a liar's falsified scores
 ``fedgrpo/evaluator_init``     client index                               θ_k's LoRA init
 ``fedgrpo/evaluator_batch``    client index, step                         θ_k's GRPO prompts (grpo)
@@ -37,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 _SWAP, _PUBLIC, _GT, _SERVER, _MALICIOUS, _SYNTH, _SFT = 10_000, 20_000, 40_000, 50_000, 60_000, 70_000, 31_337
-_EVAL, _PARTICIPANTS = 80_000, 90_000
+_EVAL, _PARTICIPANTS, _RANDOM_EXPERTS = 80_000, 90_000, 100_000
 
 _LAYOUT = {
     # name: (keys it takes, entropy list from (seed, *keys))
@@ -51,6 +52,7 @@ _LAYOUT = {
     "fedgrpo/ground_truth": (0, lambda s: [s, 0, _GT, 0]),
     "fedgrpo/labels": (0, lambda s: [s, 0, _GT, 1]),
     "fedgrpo/official_experts": (0, lambda s: [s, 0, _GT, 2]),
+    "fedgrpo/random_experts": (2, lambda s, r, t: [s, r, _RANDOM_EXPERTS, t]),
     "fedgrpo/malicious": (3, lambda s, r, c, t: [s, r, _MALICIOUS + c, t]),
     "fedgrpo/evaluator_init": (1, lambda s, c: [s, 0, c, 77]),
     "fedgrpo/evaluator_batch": (2, lambda s, c, t: [s, t, _EVAL + c, 0]),

@@ -161,6 +161,10 @@ fedgrpo.format_coef          1.0           weight of the format reward (Remark 1
 fedgrpo.scale_rewards        None          divide by the std (eq. 9) or only centre (official scripts);
                                            None = the variant's own (False for official, else True)
 fedgrpo.mode                 "with_gt"     "with_gt" (§4.2) or "no_gt" (§4.3, ME only)
+fedgrpo.ae_holders           None          with_gt: who holds a question's label: "owner" or "all" (every
+                                           client, the official trainer); None = "all" for official, else owner
+fedgrpo.selection            "competence"  experts: "competence" (eq. 6) or "random" (M uniform per question,
+                                           the control arm; no competence asked)
 fedgrpo.queries              "train"       D_s: "train" (the training pool) or "public" (the stored runs')
 fedgrpo.gt_fraction          1.0           share of the pool whose labels the owners hold (with_gt: AE
                                            there; no_gt: must be < 1, trains the evaluators only)
@@ -244,13 +248,19 @@ Deviations from the paper and choices where it is silent
    (``expert_hit_rate_major``); ``random_hit_rate[_major]`` is the exact expectation under the
    official code's uniform choice of M distinct clients.
 9. **The official protocol** (``group_reward="official"``) follows ``utils/trainer.py`` and
-   ``FedGRPO.py`` of Liar-Mask/FedGRPO in its structure (random experts fixed per question, G·M
-   candidates, block-wise scoring, one pooled group, no std), but its experts are this federation's
-   clients with their gate — the owner checks the answer, the others use their models — while in
-   the official trainer every client scores with the dataset's answer (``training_mode = 'gt'``
-   for all clients), which makes every score an AE check. A client that fails leaves its block
-   unscored (zero advantage).
-10. **Scale:** the paper's Table 1/2 runs (3 seeds, up to 320 rounds, 1.5B–7B models) are not
+   ``FedGRPO.py`` of Liar-Mask/FedGRPO (random experts fixed per question, G·M candidates,
+   block-wise scoring, one pooled group, no std) and its reward source: in the official trainer every
+   client scores with the dataset's answer (``training_mode = 'gt'`` for all clients), so here the
+   protocol's default ``ae_holders = "all"`` hands every client every label, for the AE check only
+   (θ_k still trains on ``D_k``), and every score is an exact check. ``ae_holders = "all"`` gives the
+   paper's protocol the same reward source; ``"owner"`` (the paper's "some clients have access to the
+   ground-truth label", and this package's default there) leaves the other experts to their models.
+   A client that fails leaves its block unscored (zero advantage).
+10. **Random selection** (``selection="random"``, not in the paper): the control arm for eq. 6. Each
+    question's M experts are drawn uniformly among the available clients (stream
+    ``fedgrpo/random_experts``, per round and step); no competence is asked; the rest is the paper's
+    protocol. It measures what competence-based selection adds to accuracy, not only to hit rates.
+11. **Scale:** the paper's Table 1/2 runs (3 seeds, up to 320 rounds, 1.5B–7B models) are not
     reproduced; ``docs/fedgrpo.md`` lists what has been measured at the embedded world's CPU scale.
 
 Metrics

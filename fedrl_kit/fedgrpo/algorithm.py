@@ -210,6 +210,15 @@ def official_experts(server, M: int) -> np.ndarray:
     return state.official[M]
 
 
+def random_experts(seed: int, round: int, step: int, available: np.ndarray, M: int, Q: int) -> np.ndarray:
+    """``selection="random"``: min(M, K') distinct clients of ``available`` uniformly per question (stream
+    ``fedgrpo/random_experts``, keyed by round and step).  -> [Q, min(M, K')] client indices"""
+    if not available.size:
+        return np.zeros((Q, 0), dtype=np.int64)
+    rng = seeding.rng("fedgrpo/random_experts", seed, round, step)
+    return available[random_selection(available.size, min(M, available.size), Q, rng)]  # [Q, M']
+
+
 def ask_competence(server, round: int, items: np.ndarray, receivers: list[str]) -> tuple[int, list[dict]]:
     """Lines 6–10: each receiver scores the exemplars in ``items`` it was never asked about.
 
@@ -374,6 +383,11 @@ def server_step(server, round: int, step: int, q_idx: np.ndarray, candidate_seed
         drawn = official_experts(server, M)[np.asarray(q_idx)]  # [Q, M] expert j scores block j
         # a client dropped this round keeps its place (its block is generated, gets no score, zero advantage)
         experts = np.where(np.isin(drawn, avail_idx), drawn, -1)  # [Q, M]
+    elif args.selection == "random":
+        # 2–4. the control arm: M distinct available clients uniformly per question, no competence asked
+        neighbours, n_asked, failed = np.zeros((Q, 0), dtype=np.int64), 0, []
+        avail_idx = np.array([cids.index(c) for c in available], dtype=np.int64)  # [K']
+        competence, experts = np.zeros((Q, 0)), random_experts(cfg.seed, round, step, avail_idx, M, Q)  # [Q, M']
     else:
         # 2. lines 4–5, eq. 5: the L nearest auxiliary exemplars G(x_s)
         neighbours = nearest_exemplars(state.query_emb[q_idx], state.aux_emb, L)  # [Q, L]

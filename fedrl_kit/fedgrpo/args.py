@@ -18,6 +18,8 @@ ME_SCORES = ("probability", "agreement")
 COMPETENCE_SCORES = ("probability", "greedy")
 ENCODERS = ("policy", "minilm")
 SERVER_UPDATES = ("lora", "full")
+AE_HOLDERS = ("owner", "all")
+SELECTIONS = ("competence", "random")
 
 
 @dataclass
@@ -29,11 +31,16 @@ class FedGRPOArgs(Args):
     @classmethod
     def migrate(cls, section: dict) -> dict:
         """A whole fedgrpo section written before D_s became the training pool (config.json writes every field):
-        its D_s was world.public, and its group_reward "official" is today's "pooled"."""
+        its D_s was world.public, and its group_reward "official" is today's "pooled"; one written before
+        ae_holders: the owners held the labels."""
         if {"gt_fraction", "group_reward"} <= set(section) and "queries" not in section:
             section = dict(section, queries="public")
             if section["group_reward"] == "official":
                 section["group_reward"] = "pooled"
+        # a whole section written before ae_holders existed: its labels were the owners' (the official protocol's
+        # own is "all" now), so a resumed run goes on as it started
+        if {"group_reward", "me_score", "server_update"} <= set(section) and "ae_holders" not in section:
+            section = dict(section, ae_holders="owner")
         return section
 
     num_experts: int = 2
@@ -56,6 +63,15 @@ class FedGRPOArgs(Args):
     mode: str = "with_gt"
     """with_gt (section 4.2: the clients hold the labels of their D_s questions, AE where a selected expert does)
     or no_gt (section 4.3: no client holds a D_s label, ME only)"""
+    ae_holders: str | None = None
+    """with_gt: which clients hold a labelled D_s question's answer, and so score it by the exact-answer check (AE):
+    owner (the client the partition gives it to; every other expert scores it with its model, ME) or all (every
+    client holds every label, as in the official trainer, where each client runs with training_mode='gt'); null =
+    the variant's own: all for group_reward=official, owner for the others. The evaluators train on D_k either way"""
+    selection: str = "competence"
+    """how the server picks each question's M experts: competence (Top-M of eq. 6 over the confidence graph, the
+    paper) or random (M distinct available clients drawn uniformly per question, stream fedgrpo/random_experts: the
+    control that tells what competence-based selection adds; no competence is asked)"""
     queries: str = "train"
     """D_s, the server's unlabelled questions: train (the training pool, spread over the clients by the
     partition, as in the paper and as every baseline trains on) or public (world.public with labels handed to
@@ -98,6 +114,12 @@ class FedGRPOArgs(Args):
         self.need(self.format_coef >= 0, "format_coef", "a finite number >= 0")
         self.need(self.mode in MODES, "mode", f"one of {MODES}")
         self.need(self.queries in QUERIES, "queries", f"one of {QUERIES}")
+        self.need(self.ae_holders is None or self.ae_holders in AE_HOLDERS, "ae_holders",
+                  f"one of {AE_HOLDERS} or null (the variant's own)")
+        self.need(self.selection in SELECTIONS, "selection", f"one of {SELECTIONS}")
+        self.need(self.selection == "competence" or self.group_reward != "official", "selection",
+                  "'competence' with group_reward='official' (the official protocol draws its experts at random "
+                  "once per run already)")
         self.need(0 <= self.gt_fraction <= 1, "gt_fraction", "a number in [0, 1]")
         if self.queries == "train" and self.mode == "with_gt":
             self.need(self.gt_fraction > 0, "gt_fraction",
@@ -120,6 +142,12 @@ class FedGRPOArgs(Args):
         self.need(-1 <= self.encoder_layer <= 1000, "encoder_layer",
                   "an integer >= -1 (0 = token embeddings, i = output of decoder layer i, -1 = last)")
         self.need(self.server_update in SERVER_UPDATES, "server_update", f"one of {SERVER_UPDATES}")
+
+    def holders(self) -> str:
+        """``ae_holders`` resolved: the official protocol's own is "all" (every client holds every label)."""
+        if self.ae_holders is not None:
+            return self.ae_holders
+        return "all" if self.group_reward == "official" else "owner"
 
     def check(self, config) -> None:
         K, n_aux = config.num_clients, config.n_aux

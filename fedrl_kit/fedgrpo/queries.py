@@ -17,6 +17,9 @@ exists — on its owner, who then holds ``(x, y)``:
 - ``mode="with_gt"`` (§4.2): ``D_s`` is the whole pool; a selected expert uses AE on a question iff
   it is the question's owner and the label exists, ME otherwise (default ``gt_fraction = 1``: every
   question's owner holds its label, the other experts score it with their models);
+- ``ae_holders="all"`` (the official trainer's setting, and the official protocol's default): every
+  client holds every labelled question's answer, so every selected expert scores it by AE; θ_k still
+  trains on ``D_k`` only;
 - ``mode="no_gt"`` (§4.3, "none of the K clients possess the ground-truth label"): ``D_s`` is the
   unlabelled share only and the labelled share only trains the evaluators (``0 < gt_fraction < 1``;
   the official code trains its reward models on a 2/3 split of the data, so 2/3 is the natural value).
@@ -91,7 +94,7 @@ def build_query_pool(world, partitions: list, args, seed: int) -> QueryPool:
             for k, idx in enumerate(assign_ground_truth(public, partitions, args.gt_fraction, seed)):
                 owner[idx] = k
                 held[k] = public.select(idx) if idx else None
-        return QueryPool(public, owner, owner >= 0, list(partitions), held)
+        return QueryPool(public, owner, owner >= 0, list(partitions), _all_hold(public, owner >= 0, args, held))
 
     pool = datasets.concatenate_datasets(list(partitions))  # the questions every baseline trains on
     owner = np.concatenate([np.full(len(p), k, dtype=np.int64) for k, p in enumerate(partitions)])  # [N]
@@ -112,4 +115,13 @@ def build_query_pool(world, partitions: list, args, seed: int) -> QueryPool:
     if len(rows) == 0:
         raise ValueError(f"D_s is empty (fedgrpo.mode = {args.mode!r}, gt_fraction = {args.gt_fraction}, "
                          f"{len(pool)} questions in the pool)")
-    return QueryPool(rows, owner, labelled, client_data, [None] * K)
+    return QueryPool(rows, owner, labelled, client_data, _all_hold(rows, labelled, args, [None] * K))
+
+
+def _all_hold(rows, labelled: np.ndarray, args, held: list) -> list:
+    """``ae_holders = "all"`` (with_gt): every client also holds every labelled D_s question with its answer, for the
+    AE check only (the official trainer's setting); otherwise ``held`` unchanged."""
+    if args.mode != "with_gt" or args.holders() != "all":
+        return held
+    every = rows.select(np.flatnonzero(labelled))
+    return [every] * len(held)
