@@ -23,7 +23,16 @@ from experiments.sweep import paired_diffs
 #: the methods of ``benchmarks/fedgrpo_compare.py`` by the paper's names (§4.1)
 METHOD_NAMES = {"fedgrpo": "FedGRPO", "central_grpo": "Central-GRPO", "fedavg_grpo": "Fedpetuning+GRPO",
                 "fedpetuning_sft": "Fedpetuning+SFT", "dpsda_grpo": "DPSDA-FL+GRPO", "dpsda_sft": "DPSDA-FL+SFT",
-                "zero_shot": "zero-shot base"}
+                "zero_shot": "zero-shot base", "fedgrpo_allgt": "FedGRPO, every expert holds the labels",
+                "fedgrpo_random": "FedGRPO, random experts", "fedgrpo_official": "FedGRPO, official protocol"}
+#: FedGRPO's control arms (``benchmarks/fedgrpo_compare.py --methods fedgrpo --set …``, a file each): arm → the
+#: settings that make it, as its file records them under ``settings.set``
+ARMS = {"fedgrpo_allgt": ["fedgrpo.ae_holders=all"], "fedgrpo_random": ["fedgrpo.selection=random"],
+        "fedgrpo_official": ["fedgrpo.group_reward=official"]}
+#: the control arms' result files (30 rounds, pass@1 every round), by arm
+ARM_FILES = {"fedgrpo_allgt": "fedgrpo_compare_pool_long30_allgt.json",
+             "fedgrpo_random": "fedgrpo_compare_pool_long30_random.json",
+             "fedgrpo_official": "fedgrpo_compare_pool_long30_official.json"}
 #: the stored result files :func:`fedgrpo_claims_from_files` reads, by argument of :func:`fedgrpo_claims`
 RESULT_FILES = {"compare": "fedgrpo_compare_pool.json", "nogt": "fedgrpo_compare_nogt.json",
                 "ablation_M": "fedgrpo_ablation_pool.json", "ablation_K": "fedgrpo_ablation_pool_k.json"}
@@ -417,8 +426,60 @@ def long_curves(result: dict | list[dict], window: int = 5, trend_window: int = 
     return pd.DataFrame(out)
 
 
+LONG_PAIRS = ([("FedGRPO near Central-GRPO, trained until flat", "Table 1", "fedgrpo", "central_grpo", "near")]
+              + [(f"FedGRPO beats {METHOD_NAMES[b]}, trained until flat", "Table 1", "fedgrpo", b, "beats")
+                 for b in ("fedavg_grpo", "fedpetuning_sft", "dpsda_grpo", "dpsda_sft")])
+""":func:`long_claims`' rows: (claim, paper, arm a, arm b, "near" or "beats")"""
+
+ARM_PAIRS = ([("FedGRPO, every expert holding the labels, near Central-GRPO, trained until flat",
+               "Table 1 (the official trainer's reward source)", "fedgrpo_allgt", "central_grpo", "near")]
+             + [(f"FedGRPO, every expert holding the labels, beats {METHOD_NAMES[b]}, trained until flat",
+                 "Table 1 (the official trainer's reward source)", "fedgrpo_allgt", b, "beats")
+                for b in ("fedavg_grpo", "fedpetuning_sft", "dpsda_grpo", "dpsda_sft")]
+             + [("competence-based selection beats random selection (same M, FedGRPO's accuracy), trained until flat",
+                 "§3.2 (the method's premise; no table)", "fedgrpo", "fedgrpo_random", "beats"),
+                ("every expert holding the labels beats the owner alone holding them (FedGRPO), trained until flat",
+                 "– (which reward source Table 1 used)", "fedgrpo_allgt", "fedgrpo", "beats"),
+                ("the official protocol beats the paper's (both: every expert holds the labels), trained until flat",
+                 "– (the official code against Algorithm 1)", "fedgrpo_official", "fedgrpo_allgt", "beats")])
+""":func:`arm_claims`' rows: the control arms against the baselines and against FedGRPO as the paper describes it"""
+
+
+def with_arms(results: list[dict], arms: dict[str, dict | None]) -> list[dict]:
+    """``results`` plus each control arm's file with its FedGRPO rows renamed to the arm (``ARMS``'s keys), so that
+    :func:`long_curves` and :func:`long_claims` read the arms beside the baselines. An arm's file must record the
+    settings that make it (``settings.set``): a file made otherwise is refused, naming it."""
+    out = list(results)
+    for arm, result in arms.items():
+        if result is None:
+            continue
+        if arm not in ARMS:
+            raise ValueError(f"unknown FedGRPO arm {arm!r}; arms: {list(ARMS)}")
+        made = (result.get("settings") or {}).get("set", [])
+        if not set(ARMS[arm]) <= set(made):
+            raise ValueError(f"{ARM_FILES[arm]}: made with --set {made}, not with {ARMS[arm]} (the {arm} arm)")
+        runs = [dict(r, method=arm) for r in result.get("runs", []) if r.get("method") == "fedgrpo"]
+        out.append(dict(result, runs=runs))
+    return out
+
+
+def load_arms(results_dir: str | Path = "benchmarks/results") -> dict[str, dict | None]:
+    """The control arms' stored files (:data:`ARM_FILES`), None for one not run."""
+    results_dir = Path(results_dir)
+    return {arm: (json.loads((results_dir / name).read_text()) if (results_dir / name).exists() else None)
+            for arm, name in ARM_FILES.items()}
+
+
+def arm_claims(results: list[dict], arms: dict[str, dict | None], window: int = 5, trend_window: int = 10,
+               near_tol: float = 3.0) -> pd.DataFrame:
+    """:func:`long_claims` for the control arms (:data:`ARM_PAIRS`): FedGRPO with every expert holding every
+    label against the baselines, competence against random selection, and the official protocol; an arm not run
+    leaves its rows "not tested"."""
+    return long_claims(with_arms(results, arms), window, trend_window, near_tol, pairs=ARM_PAIRS)
+
+
 def long_claims(result: dict | list[dict], window: int = 5, trend_window: int = 10,
-                near_tol: float = 3.0) -> pd.DataFrame:
+                near_tol: float = 3.0, pairs: list[tuple] = LONG_PAIRS) -> pd.DataFrame:
     """Table 1's claims on the trained-until-flat curves: each arm's plateau (mean pass@1 of its last
     ``window`` evaluated rounds), paired by seed, with the verdict rules of :func:`fedgrpo_claims`.
 
@@ -453,13 +514,13 @@ def long_claims(result: dict | list[dict], window: int = 5, trend_window: int = 
             return f"{v} ({said}, which widens the gap)"
         return f"not tested ({said})"
 
-    d = paired_diffs(tail, {"method": "fedgrpo"}, {"method": "central_grpo"}, "pass_at_1")
-    out.append(_row("FedGRPO near Central-GRPO, trained until flat", "Table 1", d,
-                    verdict(lambda x, miss: _near(x, tol, miss), d, "fedgrpo", "central_grpo", ("does not hold",)),
-                    setting))
-    for b in ("fedavg_grpo", "fedpetuning_sft", "dpsda_grpo", "dpsda_sft"):
-        d = paired_diffs(tail, {"method": "fedgrpo"}, {"method": b}, "pass_at_1")
-        out.append(_row(f"FedGRPO beats {METHOD_NAMES[b]}, trained until flat", "Table 1", d,
-                        verdict(lambda x, miss: _beats(x, miss), d, "fedgrpo", b, ("holds", "does not hold")),
-                        setting))
+    labels = {"fedgrpo": "the owner holds each label", "fedgrpo_allgt": "every expert holds the labels",
+              "fedgrpo_random": "the owner holds each label, random experts",
+              "fedgrpo_official": "official protocol, every expert holds the labels"}
+    for claim, paper, a, b, kind in pairs:
+        d = paired_diffs(tail, {"method": a}, {"method": b}, "pass_at_1")
+        rule = ((lambda x, miss: _near(x, tol, miss)) if kind == "near" else (lambda x, miss: _beats(x, miss)))
+        decisive = ("does not hold",) if kind == "near" else ("holds", "does not hold")
+        said = "; ".join(f"{METHOD_NAMES[x]}: {labels[x]}" for x in dict.fromkeys((a, b)) if x in labels)
+        out.append(_row(claim, paper, d, verdict(rule, d, a, b, decisive), setting + (f"; {said}" if said else "")))
     return pd.DataFrame(out, columns=COLUMNS)

@@ -288,3 +288,35 @@ def test_long_curves_trend_uses_the_95_percent_t_interval():
     assert df.loc["FedGRPO", "slope, last 10 (points/round)"] == pytest.approx(0.2)
     assert df.loc["FedGRPO", "slope ±95% t"] == pytest.approx(0.25)
     assert df.loc["FedGRPO", "trend"] == "flat"
+
+
+# -- FedGRPO's control arms: every expert holding the labels, random selection, the official protocol --------------
+
+
+def test_arm_claims_read_each_arm_file_beside_the_baselines():
+    from experiments.fedgrpo_claims import arm_claims
+
+    flat = lambda level: [[0.2] + [level + 0.01 * s] * 10 for s in range(3)]  # noqa: E731
+
+    def arm(level, made):
+        return dict(long_result({"fedgrpo": flat(level)}), settings={**SETTINGS, "set": made})
+
+    base = long_result({"fedgrpo": flat(0.30), "central_grpo": flat(0.31), "fedavg_grpo": flat(0.36)})
+    arms = {"fedgrpo_allgt": arm(0.40, ["fedgrpo.ae_holders=all"]),
+            "fedgrpo_random": arm(0.30, ["fedgrpo.selection=random"]), "fedgrpo_official": None}
+    df = arm_claims([base], arms).set_index("claim")
+    allgt = "FedGRPO, every expert holding the labels, "
+    assert df.loc[allgt + "beats Fedpetuning+GRPO, trained until flat", "mean"] == pytest.approx(4.0)
+    assert df.loc[allgt + "beats Fedpetuning+GRPO, trained until flat", "verdict"] == "holds"
+    assert df.loc[allgt + "near Central-GRPO, trained until flat", "verdict"] == "does not hold"
+    assert "every expert holds the labels" in df.loc[allgt + "beats Fedpetuning+GRPO, trained until flat", "setting"]
+    sel = df.loc["competence-based selection beats random selection (same M, FedGRPO's accuracy), trained until flat"]
+    assert sel["mean"] == 0.0 and sel["verdict"] == "within noise (95 % t interval contains 0)"
+    assert sel["per_seed"] == "s0 +0.00, s1 +0.00, s2 +0.00"
+    assert df.loc["every expert holding the labels beats the owner alone holding them (FedGRPO), trained until "
+                  "flat", "verdict"] == "holds"
+    official = df.loc["the official protocol beats the paper's (both: every expert holds the labels), trained "
+                      "until flat", "verdict"]
+    assert official == "not tested (FedGRPO, official protocol not run)"
+    with pytest.raises(ValueError, match="fedgrpo_compare_pool_long30_random.json.*selection=random"):
+        arm_claims([base], {"fedgrpo_random": arm(0.3, ["fedgrpo.ae_holders=all"])})
