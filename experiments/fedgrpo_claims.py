@@ -23,7 +23,7 @@ from experiments.sweep import paired_diffs
 #: the methods of ``benchmarks/fedgrpo_compare.py`` by the paper's names (§4.1)
 METHOD_NAMES = {"fedgrpo": "FedGRPO", "central_grpo": "Central-GRPO", "fedavg_grpo": "Fedpetuning+GRPO",
                 "fedpetuning_sft": "Fedpetuning+SFT", "dpsda_grpo": "DPSDA-FL+GRPO", "dpsda_sft": "DPSDA-FL+SFT",
-                "zero_shot": "zero-shot base", "fedgrpo_allgt": "FedGRPO, every expert holds the labels",
+                "zero_shot": "zero-shot base", "fedgrpo_allgt": "FedGRPO, every client holds every label",
                 "fedgrpo_random": "FedGRPO, random experts", "fedgrpo_official": "FedGRPO, official protocol"}
 #: FedGRPO's control arms (``benchmarks/fedgrpo_compare.py --methods fedgrpo --set …``, a file each): arm → the
 #: settings that make it, as its file records them under ``settings.set``
@@ -431,16 +431,16 @@ LONG_PAIRS = ([("FedGRPO near Central-GRPO, trained until flat", "Table 1", "fed
                  for b in ("fedavg_grpo", "fedpetuning_sft", "dpsda_grpo", "dpsda_sft")])
 """:func:`long_claims`' rows: (claim, paper, arm a, arm b, "near" or "beats")"""
 
-ARM_PAIRS = ([("FedGRPO, every expert holding the labels, near Central-GRPO, trained until flat",
+ARM_PAIRS = ([("FedGRPO, every client holding every label, near Central-GRPO, trained until flat",
                "Table 1 (the official trainer's reward source)", "fedgrpo_allgt", "central_grpo", "near")]
-             + [(f"FedGRPO, every expert holding the labels, beats {METHOD_NAMES[b]}, trained until flat",
+             + [(f"FedGRPO, every client holding every label, beats {METHOD_NAMES[b]}, trained until flat",
                  "Table 1 (the official trainer's reward source)", "fedgrpo_allgt", b, "beats")
                 for b in ("fedavg_grpo", "fedpetuning_sft", "dpsda_grpo", "dpsda_sft")]
              + [("competence-based selection beats random selection (same M, FedGRPO's accuracy), trained until flat",
                  "§3.2 (the method's premise; no table)", "fedgrpo", "fedgrpo_random", "beats"),
-                ("every expert holding the labels beats the owner alone holding them (FedGRPO), trained until flat",
+                ("every client holding every label beats the owner alone holding it (FedGRPO), trained until flat",
                  "– (which reward source Table 1 used)", "fedgrpo_allgt", "fedgrpo", "beats"),
-                ("the official protocol beats the paper's (both: every expert holds the labels), trained until flat",
+                ("the official protocol beats the paper's (both: every client holds every label), trained until flat",
                  "– (the official code against Algorithm 1)", "fedgrpo_official", "fedgrpo_allgt", "beats")])
 """:func:`arm_claims`' rows: the control arms against the baselines and against FedGRPO as the paper describes it"""
 
@@ -514,9 +514,8 @@ def long_claims(result: dict | list[dict], window: int = 5, trend_window: int = 
             return f"{v} ({said}, which widens the gap)"
         return f"not tested ({said})"
 
-    labels = {"fedgrpo": "the owner holds each label", "fedgrpo_allgt": "every expert holds the labels",
-              "fedgrpo_random": "the owner holds each label, random experts",
-              "fedgrpo_official": "official protocol, every expert holds the labels"}
+    labels = {"fedgrpo": "the owner alone holds each label", "fedgrpo_random": "the owner alone holds each label",
+              "fedgrpo_official": "every client holds every label"}  # (the all-labels arm's name says it)
     for claim, paper, a, b, kind in pairs:
         d = paired_diffs(tail, {"method": a}, {"method": b}, "pass_at_1")
         rule = ((lambda x, miss: _near(x, tol, miss)) if kind == "near" else (lambda x, miss: _beats(x, miss)))
@@ -524,3 +523,24 @@ def long_claims(result: dict | list[dict], window: int = 5, trend_window: int = 
         said = "; ".join(f"{METHOD_NAMES[x]}: {labels[x]}" for x in dict.fromkeys((a, b)) if x in labels)
         out.append(_row(claim, paper, d, verdict(rule, d, a, b, decisive), setting + (f"; {said}" if said else "")))
     return pd.DataFrame(out, columns=COLUMNS)
+
+
+ARM_DIAGNOSTICS = {"ae_share": "share of AE (exact) scores", "reward_gap": "experts' score gap, correct − wrong",
+                   "expert_hit_rate_major": "experts holding the topic (≥ 10 % of D_k)",
+                   "random_hit_rate_major": "the same for a uniform choice"}
+
+
+def arm_diagnostics(results: list[dict], arms: dict[str, dict | None]) -> pd.DataFrame:
+    """What FedGRPO's server saw in each arm, averaged over its rounds (the row fields of ``fedgrpo_compare.py``):
+    one row per arm (FedGRPO as stored first), one column per :data:`ARM_DIAGNOSTICS` key, the seeds' values
+    as "a / b / c" (seeds in order)."""
+    rows = []
+    for result in with_arms(results, arms):
+        for method in dict.fromkeys(r["method"] for r in result.get("runs", [])):
+            if not method.startswith("fedgrpo") or any(x["arm"] == METHOD_NAMES[method] for x in rows):
+                continue
+            runs = sorted((r for r in result["runs"] if r["method"] == method), key=lambda r: r["seed"])
+            rows.append({"arm": METHOD_NAMES[method], "seeds": len(runs),
+                         **{label: " / ".join(f"{r[k]:.2f}" if k in r else "–" for r in runs)
+                            for k, label in ARM_DIAGNOSTICS.items()}})
+    return pd.DataFrame(rows)

@@ -108,3 +108,11 @@ def test_a_config_written_before_ae_holders_resumes_with_the_owners_labels(tiny_
     del old["fedgrpo"]["ae_holders"]
     assert RunConfig.from_dict(old).fedgrpo.holders() == "owner"  # as the run started
     assert RunConfig.from_dict(json.loads(cfg.to_json())).fedgrpo.holders() == "all"
+
+
+def test_the_notebooks_step_through_shows_a_random_arms_experts(tiny_dir):
+    run = Run(fg_config(tiny_dir, fedgrpo={"selection": "random", "num_experts": 2}), progress=False).build()
+    out = diagnostics.trace_question(run.server, 3, truth=run.truth)
+    assert len(out["experts"]) == 2 and len(set(out["experts"])) == 2
+    assert len(out["neighbours"]) == 0 and len(out["competence"]) == 0  # no competence step in this arm
+    assert out["scores"].shape == (2, 4)

@@ -305,18 +305,34 @@ def test_arm_claims_read_each_arm_file_beside_the_baselines():
     arms = {"fedgrpo_allgt": arm(0.40, ["fedgrpo.ae_holders=all"]),
             "fedgrpo_random": arm(0.30, ["fedgrpo.selection=random"]), "fedgrpo_official": None}
     df = arm_claims([base], arms).set_index("claim")
-    allgt = "FedGRPO, every expert holding the labels, "
+    allgt = "FedGRPO, every client holding every label, "
     assert df.loc[allgt + "beats Fedpetuning+GRPO, trained until flat", "mean"] == pytest.approx(4.0)
     assert df.loc[allgt + "beats Fedpetuning+GRPO, trained until flat", "verdict"] == "holds"
     assert df.loc[allgt + "near Central-GRPO, trained until flat", "verdict"] == "does not hold"
-    assert "every expert holds the labels" in df.loc[allgt + "beats Fedpetuning+GRPO, trained until flat", "setting"]
+    assert "FedGRPO: the owner alone holds each label" in df.loc[
+        "competence-based selection beats random selection (same M, FedGRPO's accuracy), trained until flat", "setting"]
     sel = df.loc["competence-based selection beats random selection (same M, FedGRPO's accuracy), trained until flat"]
     assert sel["mean"] == 0.0 and sel["verdict"] == "within noise (95 % t interval contains 0)"
     assert sel["per_seed"] == "s0 +0.00, s1 +0.00, s2 +0.00"
-    assert df.loc["every expert holding the labels beats the owner alone holding them (FedGRPO), trained until "
+    assert df.loc["every client holding every label beats the owner alone holding it (FedGRPO), trained until "
                   "flat", "verdict"] == "holds"
-    official = df.loc["the official protocol beats the paper's (both: every expert holds the labels), trained "
+    official = df.loc["the official protocol beats the paper's (both: every client holds every label), trained "
                       "until flat", "verdict"]
     assert official == "not tested (FedGRPO, official protocol not run)"
     with pytest.raises(ValueError, match="fedgrpo_compare_pool_long30_random.json.*selection=random"):
         arm_claims([base], {"fedgrpo_random": arm(0.3, ["fedgrpo.ae_holders=all"])})
+
+
+def test_arm_diagnostics_list_each_arms_seeds():
+    from experiments.fedgrpo_claims import arm_diagnostics
+
+    def runs(method, ae):
+        return [{"method": method, "seed": s, "ae_share": ae + s / 100, "reward_gap": 0.5,
+                 "expert_hit_rate_major": 0.4, "random_hit_rate_major": 0.25, "final_pass_at_1": 0.3}
+                for s in (1, 0)]
+
+    base = {"settings": SETTINGS, "runs": runs("fedgrpo", 0.3) + runs("fedavg_grpo", 0.0)}
+    arm = {"settings": {**SETTINGS, "set": ["fedgrpo.selection=random"]}, "runs": runs("fedgrpo", 0.12)}
+    df = arm_diagnostics([base, base], {"fedgrpo_random": arm}).set_index("arm")
+    assert list(df.index) == ["FedGRPO", "FedGRPO, random experts"]  # once each, baselines left out
+    assert df.loc["FedGRPO, random experts", "share of AE (exact) scores"] == "0.12 / 0.13"  # seed 0 first
