@@ -90,3 +90,16 @@ def test_bad_flags_are_refused_naming_the_flag(tmp_path, flags, message):
     proc = run("--smoke", "--out", str(tmp_path), *flags, timeout=120)
     assert proc.returncode == 2 and message in proc.stderr
     assert not list(tmp_path.iterdir())  # refused before anything was written
+
+
+def test_the_plain_step_it_times_is_the_reference_path():
+    """The script keeps its imports lazy (the GPU machine's Python imports fedrl_kit only when a section runs), so it
+    spells the reference path out; it must stay the package's."""
+    import ast
+
+    from fedrl_kit.config import REFERENCE_PATH
+
+    tree = ast.parse(SCRIPT.read_text())
+    plain = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                 and any(getattr(t, "id", None) == "PLAIN" for t in node.targets))
+    assert {k.arg: ast.literal_eval(k.value) for k in plain.keywords} == REFERENCE_PATH
