@@ -436,6 +436,10 @@ ARM_PAIRS = ([("FedGRPO, every client holding every label, near Central-GRPO, tr
              + [(f"FedGRPO, every client holding every label, beats {METHOD_NAMES[b]}, trained until flat",
                  "Table 1 (the official trainer's reward source)", "fedgrpo_allgt", b, "beats")
                 for b in ("fedavg_grpo", "fedpetuning_sft", "dpsda_grpo", "dpsda_sft")]
+             + [("FedGRPO's official protocol near Central-GRPO, trained until flat",
+                 "Table 1 (as the official code runs it)", "fedgrpo_official", "central_grpo", "near"),
+                ("FedGRPO's official protocol beats Fedpetuning+GRPO, trained until flat",
+                 "Table 1 (as the official code runs it)", "fedgrpo_official", "fedavg_grpo", "beats")]
              + [("competence-based selection beats random selection (same M, FedGRPO's accuracy), trained until flat",
                  "§3.2 (the method's premise; no table)", "fedgrpo", "fedgrpo_random", "beats"),
                 ("every client holding every label beats the owner alone holding it (FedGRPO), trained until flat",
@@ -543,4 +547,31 @@ def arm_diagnostics(results: list[dict], arms: dict[str, dict | None]) -> pd.Dat
             rows.append({"arm": METHOD_NAMES[method], "seeds": len(runs),
                          **{label: " / ".join(f"{r[k]:.2f}" if k in r else "–" for r in runs)
                             for k, label in ARM_DIAGNOSTICS.items()}})
+    return pd.DataFrame(rows)
+
+
+def signals_table(result: dict) -> pd.DataFrame:
+    """``benchmarks/fedgrpo_selection_signals.py``'s file as one row per seed: φ's neighbour purity (layer 1, the
+    default, and the last layer, L = 5 and 20), the correlation of competence with topic shares (soft and greedy
+    cells), and the judges: their greedy accuracy on their own questions and on other clients' (mean over the
+    clients, [min, max]) and the mean ME score a correct candidate gets on others' questions."""
+    rows = []
+    for i, r in enumerate(result.get("runs", [])):
+        try:
+            ev, pur = r["evaluators"], r["purity"]
+            row = {"seed": r["seed"]}
+            for key, label in (("layer 1, L = 5", "purity, layer 1, L = 5"), ("layer 1, L = 20", "purity, layer 1, L = 20"),
+                               ("layer -1, L = 5", "purity, last layer, L = 5")):
+                row[label] = round(pur[key], 3)
+            row["competence ~ topic share (soft)"] = round(r["competence_vs_topic_share_probability"], 2)
+            row["(greedy)"] = round(r["competence_vs_topic_share_greedy"], 2)
+            for key, label in (("accuracy_own", "judges' accuracy, own questions"),
+                               ("accuracy_others", "judges' accuracy, others' questions")):
+                v = [e[key] for e in ev]
+                row[label] = f"{np.mean(v):.2f} [{min(v):.2f}, {max(v):.2f}]"
+            row["ME score of a correct candidate, others' questions"] = round(float(np.mean([e["p_true_others"]
+                                                                                           for e in ev])), 2)
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"selection signals: runs[{i}] lacks {e}") from e
+        rows.append(row)
     return pd.DataFrame(rows)

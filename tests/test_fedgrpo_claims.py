@@ -336,3 +336,15 @@ def test_arm_diagnostics_list_each_arms_seeds():
     df = arm_diagnostics([base, base], {"fedgrpo_random": arm}).set_index("arm")
     assert list(df.index) == ["FedGRPO", "FedGRPO, random experts"]  # once each, baselines left out
     assert df.loc["FedGRPO, random experts", "share of AE (exact) scores"] == "0.12 / 0.13"  # seed 0 first
+
+
+def test_signals_table_reads_each_seed_and_names_a_missing_field():
+    from experiments.fedgrpo_claims import signals_table
+
+    ev = [{"accuracy_own": a, "accuracy_others": 0.2, "p_true_others": 0.1} for a in (0.5, 1.0)]
+    run = {"seed": 0, "purity": {"layer 1, L = 5": 0.93, "layer 1, L = 20": 0.6, "layer -1, L = 5": 0.65},
+           "competence_vs_topic_share_probability": 0.27, "competence_vs_topic_share_greedy": 0.2, "evaluators": ev}
+    row = signals_table({"runs": [run]}).iloc[0]
+    assert row["judges' accuracy, own questions"] == "0.75 [0.50, 1.00]" and row["purity, layer 1, L = 5"] == 0.93
+    with pytest.raises(ValueError, match=r"runs\[0\] lacks 'evaluators'"):
+        signals_table({"runs": [{k: v for k, v in run.items() if k != "evaluators"}]})
