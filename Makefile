@@ -50,7 +50,7 @@ unit: install
 	$(PY) -m pytest tests -q -m serial
 
 notebooks: install
-	$(PY) -m pytest --nbval-lax notebooks -q -p no:randomly -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest --nbval-lax --nbval-cell-timeout=600 notebooks -q -p no:randomly -n $(TEST_WORKERS) --dist loadfile
 
 # regenerate the repository's figures/ (notebooks otherwise write figures into their own run folders)
 figures: install

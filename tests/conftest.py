@@ -85,6 +85,10 @@ def interrupted_and_resumed(cfg, tmp_path):
     return whole, resumed
 
 
+CELL_TIMEOUT_S = 600
+"""a notebook cell still running after this long is hung (no cell takes a minute on the 2-core CPU): fail, don't wait"""
+
+
 def run_notebook(name: str, tmp_path, **parameters):
     """Execute ``notebooks/<name>.ipynb`` with papermill as a user does, with ``parameters``, in ``tmp_path`` as its
     working folder (the output notebook goes there too); return the executed notebook. A cell that fails raises
@@ -94,4 +98,5 @@ def run_notebook(name: str, tmp_path, **parameters):
 
     src = Path(__file__).resolve().parents[1] / "notebooks" / f"{name}.ipynb"
     return papermill.execute_notebook(str(src), str(tmp_path / f"{name}.out.ipynb"), parameters=parameters,
-                                      kernel_name="python3", cwd=str(tmp_path), progress_bar=False)
+                                      kernel_name="python3", cwd=str(tmp_path), progress_bar=False,
+                                      execution_timeout=CELL_TIMEOUT_S)
