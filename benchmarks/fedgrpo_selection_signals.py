@@ -60,10 +60,9 @@ def neighbour_purity(server, truth, layer: int, L: int) -> float:
     return float((aux_t[near] == q_t[:, None]).mean())
 
 
-def competence_correlation(cfg) -> float:
+def competence_correlation(run) -> float:
     """Pearson correlation over (client, topic) cells of mean competence on that topic's exemplars with the
-    topic's share of the client's data, for the run made from ``cfg`` (every cell measured)."""
-    run = Run(cfg, progress=False).build()
+    topic's share of the client's data, for a built ``run`` (every cell measured, with its ``fedgrpo.competence``)."""
     server = run.server
     failed = measure_all_competence(server)
     if failed:
@@ -118,9 +117,12 @@ def main(argv=None) -> dict:
                                                                                           layer, L), 4)
                                         for layer in args.layers for L in args.L}}
         row["evaluators"] = evaluator_quality(run)
-        for kind in ("probability", "greedy"):
-            c = preset("quick", method="fedgrpo", seed=seed, **SETTINGS, **{"fedgrpo.competence": kind})
-            row[f"competence_vs_topic_share_{kind}"] = round(competence_correlation(c), 4)
+        # the soft cells are the default's (this run, its evaluators already trained); the greedy ones need a run
+        greedy = Run(preset("quick", method="fedgrpo", seed=seed, **SETTINGS, **{"fedgrpo.competence": "greedy"}),
+                     progress=False).build()
+        for kind, r in (("probability", run), ("greedy", greedy)):
+            assert r.config.fedgrpo.competence == kind
+            row[f"competence_vs_topic_share_{kind}"] = round(competence_correlation(r), 4)
         rows.append(row)
         print(row, flush=True)
     keys = list(rows[0]["purity"])

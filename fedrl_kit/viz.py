@@ -225,15 +225,13 @@ def png_unavailable() -> str | None:
     return _give_up(outcome.get("error", f"the static exporter (kaleido) gave no PNG within {PROBE_TIMEOUT_S:.0f} s"))
 
 
-def png_bytes(fig, **kw) -> bytes | None:
-    """``fig`` as PNG bytes (plotly's ``to_image``; ``kw``: its width, height, scale, validate), or None, with a warning saying
-    why, when the exporter cannot run here or gives no PNG within :data:`PNG_TIMEOUT_S` seconds (then no later PNG
-    is tried in this process)."""
+def _png(fig, **kw) -> tuple[bytes | None, str | None]:
+    """``(PNG bytes, None)``, or ``(None, why not)``: the exporter unavailable, an error, or no PNG within
+    :data:`PNG_TIMEOUT_S` seconds (then no later PNG is tried in this process)."""
     import plotly.io as pio
 
     if why := png_unavailable():
-        warnings.warn(f"no PNG ({why})")
-        return None
+        return None, why
 
     def draw():
         with warnings.catch_warnings():  # kaleido's server ignores per-call browser options, and says so
@@ -242,12 +240,18 @@ def png_bytes(fig, **kw) -> bytes | None:
 
     outcome = _bounded(draw, PNG_TIMEOUT_S, "png")
     if "value" in outcome:
-        return outcome["value"]
-    if "error" in outcome:
-        warnings.warn(f"no PNG ({outcome['error']})")
-        return None
-    warnings.warn(f"no PNG ({_give_up(f'the static exporter (kaleido) gave no PNG within {PNG_TIMEOUT_S:.0f} s')})")
-    return None
+        return outcome["value"], None
+    return None, outcome.get("error") or _give_up(
+        f"the static exporter (kaleido) gave no PNG within {PNG_TIMEOUT_S:.0f} s")
+
+
+def png_bytes(fig, **kw) -> bytes | None:
+    """``fig`` as PNG bytes (plotly's ``to_image``; ``kw``: its width, height, scale, validate), or None, with a warning
+    saying why (:func:`_png`)."""
+    data, why = _png(fig, **kw)
+    if data is None:
+        warnings.warn(f"no PNG ({why})")
+    return data
 
 
 def export(fig: go.Figure, name: str, folder: str | Path, png: bool = True) -> dict[str, Path]:
@@ -263,11 +267,8 @@ def export(fig: go.Figure, name: str, folder: str | Path, png: bool = True) -> d
     if png and (why := png_unavailable()):
         warnings.warn(f"PNG export of {name} skipped ({why}); the HTML was written")
     elif png:
-        with warnings.catch_warnings(record=True) as said:
-            warnings.simplefilter("always")
-            data = png_bytes(fig, width=900, height=fig.layout.height or 450, scale=1)
+        data, why = _png(fig, width=900, height=fig.layout.height or 450, scale=1)
         if data is None:  # the HTML is the primary artefact; say why the PNG is missing
-            why = "; ".join(str(w.message) for w in said) or "no PNG"
             warnings.warn(f"PNG export of {name} failed ({why}); the HTML was written")
         else:
             out["png"] = folder / f"{name}.png"

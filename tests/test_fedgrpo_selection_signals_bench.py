@@ -33,5 +33,5 @@ def test_the_judges_table_has_each_client_and_numbers_in_range(bench, tiny_dir, 
     for r, c in zip(rows, run.clients.values()):
         assert r["own_questions"] == len(c.prompts)
         assert all(0 <= r[k] <= 1 for k in ("accuracy_own", "accuracy_others", "p_true_others"))
-    corr = bench.competence_correlation(fg_config(tiny_dir))
+    corr = bench.competence_correlation(run)
     assert -1 <= corr <= 1
