@@ -258,7 +258,7 @@ def lockstep_logps(model, names: list[str], parts: list[Rollouts], temperature: 
 def _bucketed_lockstep_logps(model, groups: Groups, every: Rollouts, temperature: float,
                              buckets: int) -> torch.Tensor:
     """:func:`lockstep_logps`'s passes by length: [ΣN, T] log-probs, rows in their order (0 past a pass's longest)."""
-    owner = torch.empty(len(every), dtype=torch.long)  # [ΣN] each row's group
+    owner = torch.empty(len(every), dtype=torch.long, device=every.completion_mask.device)  # [ΣN] each row's group
     for g, (_, start, stop) in enumerate(groups):
         owner[start:stop] = g
 
