@@ -14,8 +14,10 @@ checks, aggregation — the same code path a run takes.
 
 Per K: one untimed warm-up round per mode (it creates the clients' adapters), then ``--repetitions``
 measurements alternating the order of the two modes; we report medians and ``speedup = sequential /
-lockstep``, in wall time and in the process's CPU time (``time.process_time``: on a machine that other jobs
-share, the CPU time a round used is steadier than its wall time), and the minor page faults a round took.
+lockstep`` (none, and exit status 1, when any client's reply failed in any round of either mode: the runtime
+carries a round past a client that raised, and such a round skipped its work), in wall time and in the
+process's CPU time (``time.process_time``: on a machine that other jobs share, the CPU time a round used is
+steadier than its wall time), and the minor page faults a round took.
 
 A lockstep run on a CPU keeps freed memory in the process (:mod:`fedrl_kit.speed.allocator`): from the first
 lockstep run built on, for both modes, since the setting is the process's. ``--system-malloc`` leaves glibc's
@@ -135,10 +137,12 @@ def main(argv=None) -> int:
             return time.perf_counter() - t0, time.process_time() - c0, minor_faults() - f0, out
 
         replies = {m: one_round(m)[3] for m in modes}  # warm-up: adapters created, caches filled
+        failed = {m: list(replies[m]["failed"]) for m in modes}  # every round's failed clients, warm-up included
         times, cpu, faults = {m: [] for m in modes}, {m: [] for m in modes}, {m: [] for m in modes}
         for rep in range(args.repetitions):
             for mode in (list(modes) if rep % 2 == 0 else list(modes)[::-1]):
-                wall, used, faulted, _ = one_round(mode)
+                wall, used, faulted, out = one_round(mode)
+                failed[mode] += out["failed"]
                 times[mode].append(wall)
                 cpu[mode].append(used)
                 faults[mode].append(faulted)
@@ -148,15 +152,23 @@ def main(argv=None) -> int:
         med = {m: statistics.median(t) for m, t in times.items()}
         med_cpu = {m: statistics.median(t) for m, t in cpu.items()}
         same = same_outcome(replies["sequential"]["clients"], replies["lockstep"]["clients"])
-        runs.append(dict(clients=K, seconds=times, median_s=med, speedup=med["sequential"] / med["lockstep"],
+        # a round whose clients failed did less work than one whose clients did not: no speedup is claimed from it
+        ok = not any(failed.values())
+        runs.append(dict(clients=K, seconds=times, median_s=med,
+                         speedup=med["sequential"] / med["lockstep"] if ok else None,
                          cpu_seconds=cpu, median_cpu_s=med_cpu,
-                         cpu_speedup=med_cpu["sequential"] / med_cpu["lockstep"], page_faults=faults,
+                         cpu_speedup=med_cpu["sequential"] / med_cpu["lockstep"] if ok else None, page_faults=faults,
                          median_page_faults={m: statistics.median(f) for m, f in faults.items()},
                          client_steps_per_s={m: K * args.local_steps / med[m] for m in modes},
-                         same_rewards=same, failed={m: replies[m]["failed"] for m in modes}))
-        print(f"K={K:>2}: sequential {med['sequential']:.2f} s, lockstep {med['lockstep']:.2f} s, "
-              f"speedup {runs[-1]['speedup']:.2f}x (cpu time {runs[-1]['cpu_speedup']:.2f}x), same rewards: {same}",
-              flush=True)
+                         same_rewards=same, failed=failed))
+        if ok:
+            print(f"K={K:>2}: sequential {med['sequential']:.2f} s, lockstep {med['lockstep']:.2f} s, "
+                  f"speedup {runs[-1]['speedup']:.2f}x (cpu time {runs[-1]['cpu_speedup']:.2f}x), same rewards: {same}",
+                  flush=True)
+        else:
+            first = next(f for m in modes for f in failed[m])
+            print(f"K={K:>2}: FAILED, no speedup: " + ", ".join(f"{len(failed[m])} {m} client replies failed"
+                                                          for m in modes) + f"; first: {first['error']}", flush=True)
 
     quick = preset("quick", **config_of(args.clients[0]))
     settings = dict(vars(args), preset="quick", base=quick.base, world=quick.world,
@@ -166,12 +178,14 @@ def main(argv=None) -> int:
                     freed_memory_kept=freed_memory_kept())
     summary = {f"K={r['clients']}": dict(sequential_s=round(r["median_s"]["sequential"], 3),
                                           lockstep_s=round(r["median_s"]["lockstep"], 3),
-                                          speedup=round(r["speedup"], 3), cpu_speedup=round(r["cpu_speedup"], 3),
+                                          speedup=r["speedup"] and round(r["speedup"], 3),
+                                          cpu_speedup=r["cpu_speedup"] and round(r["cpu_speedup"], 3),
                                           page_faults=r["median_page_faults"],
-                                          same_rewards=r["same_rewards"])
+                                          same_rewards=r["same_rewards"],
+                                          failed_replies={m: len(f) for m, f in r["failed"].items()})
                for r in runs}
     save_result(args.out, "batched_clients", argv, settings, runs, summary)
-    return 0
+    return 1 if any(r["speedup"] is None for r in runs) else 0
 
 
 if __name__ == "__main__":

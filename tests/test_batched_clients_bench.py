@@ -41,3 +41,24 @@ def test_same_outcome_compares_reward_and_accuracy_metrics_only(bench):
     close = {"c0": {"reward_mean": 0.5 * (1 + 1e-7), "accuracy": math.nan}, "c1": {"reward_mean": 0.25}}
     assert bench.same_outcome(a, close)  # float-level (an evaluator's probabilities in another batch)
     assert not bench.same_outcome(a, {"c0": {"reward_mean": 0.5 + 1 / 64}, "c1": {"reward_mean": 0.25}})
+
+
+def test_a_round_whose_clients_failed_claims_no_speedup(bench, tmp_path, monkeypatch):
+    """A lockstep round whose batched step raised does less work than a sequential one: its time is no speedup."""
+    import json
+
+    import fedrl_kit.federation.lockstep as lockstep
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("indices should be either on cpu or on the same device as the indexed tensor (cpu)")
+
+    monkeypatch.setattr(lockstep, "grpo_step_lockstep", broken)
+    out = tmp_path / "x.json"
+    rc = bench.main(["--clients", "2", "--repetitions", "1", "--set", "prompts_per_step=2", "num_generations=2",
+                     "max_new_tokens=4", "n_test=4", "--out", str(out)])
+    assert rc == 1
+    run = json.loads(out.read_text())["runs"][0]
+    assert run["speedup"] is None and run["cpu_speedup"] is None
+    assert run["failed"]["sequential"] == []
+    assert len(run["failed"]["lockstep"]) == 4  # both clients, in the warm-up round and the timed one
+    assert "same device" in run["failed"]["lockstep"][0]["error"]

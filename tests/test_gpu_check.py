@@ -60,7 +60,8 @@ def test_smoke_runs_one_round_of_every_registered_method(smoke):
     assert sorted(rows) == sorted(METHODS)
     for m, r in rows.items():
         assert r["status"] == "ok", (m, r["status"])
-        assert r["records"] >= 1
+        assert r["records"] >= 1 and r["failed_clients"] == 0
+        assert r["client_replies"] > 0 or m == "zero_shot", m  # every training method's clients replied
 
 
 def test_smoke_times_every_fast_path_on_the_same_batches(smoke):
@@ -103,3 +104,58 @@ def test_the_plain_step_it_times_is_the_reference_path():
     plain = next(node.value for node in tree.body if isinstance(node, ast.Assign)
                  and any(getattr(t, "id", None) == "PLAIN" for t in node.targets))
     assert {k.arg: ast.literal_eval(k.value) for k in plain.keywords} == REFERENCE_PATH
+
+
+def test_a_lockstep_round_whose_clients_failed_is_a_failed_row_and_misses_the_goal(tmp_path, monkeypatch):
+    """The lockstep round's clients raised (as on a GPU once): the row fails and the goal is not met on its time."""
+    from conftest import import_benchmark
+
+    gen = import_benchmark("gpu_check")
+    check = next(gen)
+    try:
+        import batched_clients
+
+        def fake_main(argv):  # a K = 8 run whose lockstep clients all raised: fast, and no speedup
+            out = Path(argv[argv.index("--out") + 1])
+            error = dict(client="client_0", message="fit", reason="raised", error="RuntimeError: boom")
+            run = dict(median_s=dict(sequential=20.0, lockstep=2.0), speedup=None, seconds={},
+                       same_rewards=False, failed=dict(sequential=[], lockstep=[error] * 8))
+            out.write_text(json.dumps(dict(runs=[run], settings=dict(
+                prompts_per_step=8, num_generations=8, max_new_tokens=20, num_iterations=2, lora_rank=8))))
+            return 1
+
+        monkeypatch.setattr(batched_clients, "main", fake_main)
+        args = check.parse_args(["--smoke", "--sections", "lockstep", "--clients", "8", "--out", str(tmp_path)])
+        report = check.Report(args, [])
+        check.lockstep(report, args, check.Models("cpu", 0, tmp_path))
+        sec = report.data["sections"]["lockstep"]
+        (row,) = sec["rows"]
+        assert row["speedup"] is None and row["status"].startswith("failed: 8 client replies failed")
+        assert "client_0: RuntimeError: boom" in row["status"]
+        assert sec["goal_met"] is False
+    finally:
+        gen.close()
+
+
+def test_a_method_round_whose_clients_raised_is_a_failed_row(tmp_path, monkeypatch):
+    """The runtime carries a run past clients that raise, so "the round ran" is not enough: they fail the row."""
+    from conftest import import_benchmark
+
+    import fedrl_kit.federation.client as client
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("Expected all tensors to be on the same device")
+
+    monkeypatch.setattr(client.GRPOClient, "local_step", broken)
+    gen = import_benchmark("gpu_check")
+    check = next(gen)
+    try:
+        args = check.parse_args(["--smoke", "--sections", "methods", "--methods", "fedavg_grpo",
+                                 "--out", str(tmp_path)])
+        report = check.Report(args, [])
+        check.methods(report, args, check.Models("cpu", 0, tmp_path))
+        (row,) = report.data["sections"]["methods"]["rows"]
+        assert row["failed_clients"] == 2 and row["client_replies"] == 0
+        assert row["status"].startswith("failed: 2 client replies failed (first, client_0: RuntimeError: Expected")
+    finally:
+        gen.close()
