@@ -22,13 +22,15 @@ A row holds the run's settings, its summary numbers, its curves (every global ev
 replacement fraction: what notebook 02 plots) and the SHA-256 of its records (``records_digest``): the records
 themselves stay in the run folder, and ``benchmarks/reproduce_stored.py`` re-runs rows and compares digests.
 
-Rows are merged with earlier rows of the same file (a rerun replaces its own row) and record the aggregator,
+Rows are merged with earlier rows of the same file (a rerun replaces its own row; the file is re-read under a lock
+before each write, so sweeps of other seeds or methods can run side by side) and record the aggregator,
 weight decay and client sizes that ran; notebook 02 reads them.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import sys
 import time
@@ -73,18 +75,30 @@ def main(argv=None) -> None:
     if args.out:
         summary_path = Path(args.out)
     runs = Path(args.runs) if args.runs else ROOT / "runs" / "pubswap" / args.setting / scale
-    rows = json.loads(summary_path.read_text()) if summary_path.exists() else []
     for name, cfg in keep.items():
         t0 = time.time()
         records = run_grid({name: cfg}, runs, progress=False)[name]
         row = {**summary_row(name, cfg, records, preset=args.preset, scale=scale, setting=args.setting),
                "cpu_kernels": recorded_kernels(runs / name)}  # a folder read back keeps its own
-        rows = [r for r in rows if r["name"] != name] + [row]
-        summary_path.parent.mkdir(parents=True, exist_ok=True)
-        summary_path.write_text(json.dumps(rows, indent=1))
+        merge_row(summary_path, row, runs)
         print(f"{name}: final {row['pass@1_final']:.3f} best {row['pass@1_best']:.3f} (round {row['best_round']}) "
               f"drift {row.get('drift_end_pairwise_effective', float('nan')):.3f} ({time.time() - t0:.0f} s)",
               flush=True)
+
+
+def merge_row(summary_path: Path, row: dict, runs: Path) -> None:
+    """Put ``row`` into the summary file, replacing the row of its name: read, merged and written under a lock
+    (``runs/.summary.lock``), so sweeps run side by side (other seeds or methods, one per core) keep each other's
+    rows; written to a temporary file first, so an interrupted write leaves the old file whole."""
+    runs.mkdir(parents=True, exist_ok=True)
+    with open(runs / ".summary.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        rows = json.loads(summary_path.read_text()) if summary_path.exists() else []
+        rows = [r for r in rows if r["name"] != row["name"]] + [row]
+        summary_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = summary_path.with_name(summary_path.name + ".tmp")
+        tmp.write_text(json.dumps(rows, indent=1))
+        tmp.replace(summary_path)
 
 
 if __name__ == "__main__":
