@@ -367,8 +367,9 @@ def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFram
     ran); "the gains are larger at higher values of τ" (the paired slope of Balanced − FedAvg-GRPO against log₂ τ);
     "FedProx does not improve performance" (best μ − FedAvg-GRPO, claimed not > 0); "Random can outperform
     Balanced when the number of local steps is small", and "this advantage does not persist at larger τ" (Random −
-    Balanced at the largest τ, claimed not > 0); public steps limit drift (§4.4, appendix A; end-of-round drift of
-    Balanced − FedAvg-GRPO at the largest τ — confounded here: a Balanced round has fewer private steps); Table 4,
+    Balanced at the smallest and at the largest τ both ran, the latter claimed not > 0); public steps limit drift
+    (§4.4, appendix A; end-of-round drift of Balanced − FedAvg-GRPO at the largest τ both ran — confounded here: a
+    Balanced round has fewer private steps); Table 4,
     higher heterogeneity: "outperforms FedAvg across different local-step configurations"; Table 5 (§4.4): Balanced
     beats the baselines at every τ_swap, "smaller PubSwap periods are not necessarily always beneficial", and
     "more frequent public steps can in principle help limit drift". With ``control`` rows (``pubswap_noswap``, not
@@ -442,19 +443,25 @@ def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFram
             claim(f"FedProx does not improve performance: τ = {tau}, FedProx ({which}) − FedAvg-GRPO",
                   "§4.1, Table 1", {"method": best, "tau": tau}, {"method": "fedavg_grpo", "tau": tau},
                   want_positive=False)
-    if small == large:
-        none("Random can outperform Balanced when the number of local steps is small", "§4.2", f"only one τ: {large}")
-        none("this advantage does not persist at larger local-step values", "§4.2", f"only one τ: {large}")
+    # the small-τ and large-τ claims read the smallest and largest τ that both of their arms ran (a τ added for
+    # some arms only, such as the τ trend's two, leaves the others' claims where their arms are)
+    ran = lambda *methods: sorted(set.intersection(*(set(t1[t1.method == m].tau) for m in methods)))  # noqa: E731
+    both = ran("pubswap_random", "pubswap_balanced") or taus
+    if len(both) < 2:
+        none("Random can outperform Balanced when the number of local steps is small", "§4.2",
+             f"only one τ: {both[-1]}")
+        none("this advantage does not persist at larger local-step values", "§4.2", f"only one τ: {both[-1]}")
     else:
-        claim(f"Random can outperform Balanced when the number of local steps is small: τ = {small}, "
-              "Random − Balanced", "§4.2", {"method": "pubswap_random", "tau": small},
-              {"method": "pubswap_balanced", "tau": small})
-        claim(f"this advantage does not persist at larger local-step values: τ = {large}, Random − Balanced", "§4.2",
-              {"method": "pubswap_random", "tau": large}, {"method": "pubswap_balanced", "tau": large},
+        claim(f"Random can outperform Balanced when the number of local steps is small: τ = {both[0]}, "
+              "Random − Balanced", "§4.2", {"method": "pubswap_random", "tau": both[0]},
+              {"method": "pubswap_balanced", "tau": both[0]})
+        claim(f"this advantage does not persist at larger local-step values: τ = {both[-1]}, Random − Balanced",
+              "§4.2", {"method": "pubswap_random", "tau": both[-1]}, {"method": "pubswap_balanced", "tau": both[-1]},
               want_positive=False)
-    claim(f"public steps limit drift: τ = {large}, end-of-round drift of Balanced − FedAvg-GRPO (‖ΔW‖ units; "
+    drift_tau = (ran("pubswap_balanced", "fedavg_grpo") or [large])[-1]
+    claim(f"public steps limit drift: τ = {drift_tau}, end-of-round drift of Balanced − FedAvg-GRPO (‖ΔW‖ units; "
           "confounded: a Balanced round takes fewer private steps)", "§4.4, appendix A",
-          {"method": "pubswap_balanced", "tau": large}, {"method": "fedavg_grpo", "tau": large},
+          {"method": "pubswap_balanced", "tau": drift_tau}, {"method": "fedavg_grpo", "tau": drift_tau},
           val="drift_end_pairwise_effective", scale=1.0, want_positive=False)
     ctl = df[df.table == "control"] if "table" in df else df.iloc[:0]
     for tau in sorted(set(ctl.tau.unique()) & set(taus)):

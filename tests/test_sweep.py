@@ -150,6 +150,31 @@ def test_pubswap_claims_test_the_tau_trend_as_a_paired_slope_over_log2_tau():
     assert one_tau.loc["the gains are larger at higher values of τ", "holds"] == "not tested (only one τ: 8)"
 
 
+def test_pubswap_claims_at_large_tau_read_the_largest_tau_their_arms_both_ran():
+    """τ = 48 run for the τ trend's two arms only: Random − Balanced stays at τ = 32, where Random ran."""
+    from experiments.sweep import pubswap_claims
+
+    rows = []
+    for seed in range(3):
+        for tau in (2, 32):
+            rows += [_row("table1", m, tau, seed, 0.30 + 0.01 * seed + (0.02 if m == "pubswap_random" else 0),
+                          drift=6.0 if m == "fedavg_grpo" else 5.0)
+                     for m in ("fedavg_grpo", "pubswap_balanced", "pubswap_random")]
+        rows += [_row("table1", "fedavg_grpo", 48, seed, 0.30, drift=9.0),
+                 _row("table1", "pubswap_balanced", 48, seed, 0.31, drift=7.0)]
+    c = pubswap_claims(rows)
+    claims = list(c.claim)
+    assert "this advantage does not persist at larger local-step values: τ = 32, Random − Balanced" in claims
+    assert "Random can outperform Balanced when the number of local steps is small: τ = 2, Random − Balanced" in claims
+    drift = c[c.claim.str.startswith("public steps limit drift")].iloc[0]
+    assert drift.claim.startswith("public steps limit drift: τ = 48") and drift["diff"] == pytest.approx(-2.0)
+    trend = c[c.claim.str.startswith("the gains are larger")].iloc[0]
+    assert "τ = 2, 32, 48" in trend.claim and trend["seeds"] == 3
+    persist = c.set_index("claim").loc["this advantage does not persist at larger local-step values: τ = 32, "
+                                       "Random − Balanced"]
+    assert persist["diff"] == pytest.approx(2.0) and persist["seeds"] == 3
+
+
 def test_pubswap_claims_name_fedprox_mu_and_both_checkpoints_name_their_flips():
     from experiments.sweep import pubswap_claims, pubswap_claims_both
 
