@@ -60,8 +60,8 @@ SETTINGS = dict(num_clients=8, dirichlet_alpha=0.1, prompts_per_step=4, local_st
 NO_GT = ["fedgrpo.mode=no_gt", "fedgrpo.gt_fraction=0.667", "evaluator.training=grpo"]
 """``--no-gt``: FedGRPO's settings for Table 2 (given before ``--set``, which can override them)."""
 
-NEEDS_LABELS = {"fedavg_grpo": "Fedpetuning+GRPO", "fedpetuning_sft": "Fedpetuning+SFT", "dpsda_grpo": "DPSDA-FL+GRPO",
-                "dpsda_sft": "DPSDA-FL+SFT"}
+NEEDS_LABELS = {"fedavg_grpo": "Fedpetuning+GRPO", "fedpetuning_sft": "Fedpetuning+SFT", "dpsda_grpo": "DPSDA-FL (no PE)+GRPO",
+                "dpsda_sft": "DPSDA-FL (no PE)+SFT"}
 """Baselines that train on the answers of their questions: inapplicable without ground truth (paper §4.3)."""
 
 

@@ -22,7 +22,7 @@ from experiments.sweep import paired_diffs
 
 #: the methods of ``benchmarks/fedgrpo_compare.py`` by the paper's names (§4.1)
 METHOD_NAMES = {"fedgrpo": "FedGRPO", "central_grpo": "Central-GRPO", "fedavg_grpo": "Fedpetuning+GRPO",
-                "fedpetuning_sft": "Fedpetuning+SFT", "dpsda_grpo": "DPSDA-FL+GRPO", "dpsda_sft": "DPSDA-FL+SFT",
+                "fedpetuning_sft": "Fedpetuning+SFT", "dpsda_grpo": "DPSDA-FL (no PE)+GRPO", "dpsda_sft": "DPSDA-FL (no PE)+SFT",
                 "zero_shot": "zero-shot base", "fedgrpo_allgt": "FedGRPO, every client holds every label",
                 "fedgrpo_random": "FedGRPO, random experts", "fedgrpo_official": "FedGRPO, official protocol"}
 #: FedGRPO's control arms (``benchmarks/fedgrpo_compare.py --methods fedgrpo --set …``, a file each): arm → the

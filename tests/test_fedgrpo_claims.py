@@ -41,7 +41,7 @@ def test_positive_on_every_seed_holds_and_negative_does_not():
     assert r.verdict == "holds" and r.seeds == 3
     assert r["mean"] == pytest.approx(10.0) and r.per_seed == "s0 +10.00, s1 +11.00, s2 +9.00"
     assert r.se == pytest.approx(round(np.std([10, 11, 9], ddof=1) / np.sqrt(3), 2))
-    assert row(df, "FedGRPO beats DPSDA-FL+GRPO").verdict == "does not hold"
+    assert row(df, "FedGRPO beats DPSDA-FL (no PE)+GRPO").verdict == "does not hold"
     assert row(df, "FedGRPO near Central-GRPO, with ground").verdict == "holds"  # −0.5 points, SE 0, tol 3
 
 
@@ -71,7 +71,7 @@ def test_missing_arms_are_not_tested():
     df = fedgrpo_claims(compare({"fedgrpo": [0.4, 0.5], "fedavg_grpo": [0.3, 0.4]}))
     assert row(df, "FedGRPO near Central-GRPO, with ground").verdict == "not tested (Central-GRPO not run)"
     assert row(df, "FedGRPO beats Fedpetuning+SFT").verdict == "not tested (Fedpetuning+SFT not run)"
-    assert row(df, "FedGRPO beats DPSDA-FL+SFT").seeds == 0
+    assert row(df, "FedGRPO beats DPSDA-FL (no PE)+SFT").seeds == 0
     assert row(df, "FedGRPO without ground truth beats").verdict == "not tested (the no-GT comparison not run)"
     assert row(df, "M = 2 experts is best").verdict == "not tested (the M ablation not run)"
     assert row(df, "more clients help").verdict == "not tested (the K ablation not run)"
@@ -225,9 +225,9 @@ def test_long_claims_pair_plateaus_and_refuse_a_moving_curve_unless_it_widens_th
     assert df.loc["FedGRPO beats Fedpetuning+GRPO, trained until flat", "verdict"] == \
         "not tested (Fedpetuning+GRPO still rising after 10 rounds)"
     # FedGRPO behind (0.30–0.32 vs 0.38 plateau) a baseline still rising: more training only widens the gap
-    assert df.loc["FedGRPO beats DPSDA-FL+GRPO, trained until flat", "verdict"] == \
-        "does not hold (DPSDA-FL+GRPO still rising after 10 rounds, which widens the gap)"
-    assert df.loc["FedGRPO beats DPSDA-FL+SFT, trained until flat", "verdict"] == "not tested (DPSDA-FL+SFT not run)"
+    assert df.loc["FedGRPO beats DPSDA-FL (no PE)+GRPO, trained until flat", "verdict"] == \
+        "does not hold (DPSDA-FL (no PE)+GRPO still rising after 10 rounds, which widens the gap)"
+    assert df.loc["FedGRPO beats DPSDA-FL (no PE)+SFT, trained until flat", "verdict"] == "not tested (DPSDA-FL (no PE)+SFT not run)"
 
 
 def test_curve_frame_takes_each_arms_longest_curve_and_names_a_bad_one():

@@ -15,9 +15,12 @@ Fedpetuning+GRPO       ``fedavg_grpo`` (exists): clients run τ local GRPO steps
                        adapter, FedAvg by examples — exactly Fedpetuning with a GRPO objective,
                        so there is no separate name for it.
 Fedpetuning+SFT        ``fedpetuning_sft`` (this module): the same round with τ local SFT steps
-DPSDA-FL+GRPO          ``dpsda_grpo`` (this module)
-DPSDA-FL+SFT           ``dpsda_sft`` (this module)
+DPSDA-FL+GRPO          ``dpsda_grpo`` (this module), reduced: tables name it "DPSDA-FL (no PE)+GRPO"
+DPSDA-FL+SFT           ``dpsda_sft`` (this module), reduced: "DPSDA-FL (no PE)+SFT"
 =====================  =======================================================================
+
+"(no PE)": the synthesis keeps DPSDA-FL's two essentials but not Private Evolution's iterations
+(Deviations below), so results name the reduced baseline, not the published one.
 
 **fedpetuning_sft**, one round (the FedAvg round of :mod:`fedrl_kit.methods.fedavg_grpo`):
 the server broadcasts the global adapter (``fit``); each client runs τ = ``local_steps`` SFT
