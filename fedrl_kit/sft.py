@@ -48,16 +48,56 @@ def sft_batch(tokenizer, prompts: list[str], completions: list[str], chat: bool 
     return ids, mask, lab
 
 
+LOGITS_BYTES = 1 << 30
+"""the most bytes one pass's float32 logits [rows, positions, vocabulary] may take in :func:`sft_step` and
+:func:`completion_logprob`: a batch over it is cut into row chunks that fit (:func:`row_chunks`)"""
+
+
+def row_chunks(rows: int, positions: int, vocab: int, budget: int | None = None) -> list[range]:
+    """``range(rows)`` cut into consecutive chunks whose float32 logits (chunk × positions × vocab × 4 bytes) stay
+    within ``budget`` (default :data:`LOGITS_BYTES`); one chunk when the whole batch fits.
+
+    With a real model's vocabulary the logits, not the weights, set a scoring pass's memory: 32 SFT pairs of 137
+    tokens over Qwen2.5's 151,936 tokens are 2.5 GiB in float32, and the cross-entropy and its gradient hold more
+    of that size; FedGRPO's evaluators train on such batches. The embedded world's vocabulary keeps every batch of
+    its presets in one chunk, so their numbers do not change.
+    """
+    budget = LOGITS_BYTES if budget is None else budget
+    per_row = max(1, positions * vocab * 4)
+    size = max(1, min(rows, budget // per_row))
+    return [range(s, min(rows, s + size)) for s in range(0, rows, size)]
+
+
+def _vocab(model) -> int:
+    return int(model.get_output_embeddings().weight.shape[0])
+
+
 def sft_step(policy, adapter: str, optimizer, prompts: list[str], completions: list[str],
              max_grad_norm: float = 1.0) -> float:
-    """One optimiser step of supervised fine-tuning of ``adapter``; returns the loss (completion tokens only)."""
+    """One optimiser step of supervised fine-tuning of ``adapter``; returns the loss (completion tokens only).
+
+    The batch's loss is the mean cross-entropy over its completion tokens; a batch whose logits would exceed
+    :data:`LOGITS_BYTES` runs as row chunks, each adding its tokens' summed loss over the batch's token count, so
+    loss and gradients are the one pass's up to float summation order.
+    """
     params = policy.trainable(adapter)
     device = next(policy.model.parameters()).device
     ids, mask, lab = (t.to(device) for t in sft_batch(policy.tokenizer, prompts, completions, policy.chat))
     policy.model.train()
     optimizer.zero_grad()
-    loss = policy.model(input_ids=ids, attention_mask=mask, labels=lab).loss
-    loss.backward()
+    chunks = row_chunks(len(ids), ids.shape[1], _vocab(policy.model))
+    if len(chunks) == 1:
+        loss = policy.model(input_ids=ids, attention_mask=mask, labels=lab).loss
+        loss.backward()
+    else:
+        tokens = (lab[:, 1:] != -100).sum().clamp(min=1)
+        loss = 0.0
+        for r in chunks:
+            logits = policy.model(input_ids=ids[r], attention_mask=mask[r]).logits[:, :-1].float()  # [c, L-1, V]
+            part = torch.nn.functional.cross_entropy(logits.flatten(0, 1), lab[r, 1:].flatten(), ignore_index=-100,
+                                                     reduction="sum") / tokens
+            part.backward()
+            loss = loss + part.detach()
     torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
     optimizer.step()
     return float(loss.item())
@@ -112,7 +152,8 @@ def completion_logprob(policy, prompts: list[str], completions: list[str], batch
     Args:
         policy: the :class:`~fedrl_kit.policy.engine.Policy`; its active adapter scores every row unless ``rows``
             says otherwise.
-        prompts, completions: the pairs, scored in chunks of ``batch_size`` (each chunk right-padded to its longest).
+        prompts, completions: the pairs, scored in chunks of ``batch_size`` (each chunk right-padded to its longest;
+            a chunk whose logits would exceed :data:`LOGITS_BYTES` in smaller row chunks, :func:`row_chunks`).
         rows: None, or ``rows(start, stop)`` → a context manager under which the forward pass of the pairs
             ``start … stop − 1`` runs (per-row adapters,
             :func:`fedrl_kit.speed.batched.sequence_logprob_lockstep`).
@@ -123,13 +164,16 @@ def completion_logprob(policy, prompts: list[str], completions: list[str], batch
     policy.model.eval()
     device = next(policy.model.parameters()).device
     out = []
+    vocab = _vocab(policy.model)
     for s in range(0, len(prompts), batch_size):
-        ids, mask, lab = (t.to(device) for t in sft_batch(policy.tokenizer, prompts[s:s + batch_size],
-                                                          completions[s:s + batch_size], policy.chat))
-        with nullcontext() if rows is None else rows(s, s + len(ids)):
-            logits = policy.model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()  # [b, L-1, V]
-        target = lab[:, 1:]  # [b, L-1]
-        logp = torch.log_softmax(logits, dim=-1).gather(-1, target.clamp(min=0).unsqueeze(-1)).squeeze(-1)
-        out.append(((logp * (target != -100)).sum(dim=1)).double().cpu().numpy())  # [b]
+        chunk_ids, chunk_mask, chunk_lab = (t.to(device) for t in sft_batch(
+            policy.tokenizer, prompts[s:s + batch_size], completions[s:s + batch_size], policy.chat))
+        for r in row_chunks(len(chunk_ids), chunk_ids.shape[1], vocab):  # one, unless the logits would not fit
+            ids, mask, lab = chunk_ids[r], chunk_mask[r], chunk_lab[r]
+            with nullcontext() if rows is None else rows(s + r.start, s + r.stop):
+                logits = policy.model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()  # [b, L-1, V]
+            target = lab[:, 1:]  # [b, L-1]
+            logp = torch.log_softmax(logits, dim=-1).gather(-1, target.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+            out.append(((logp * (target != -100)).sum(dim=1)).double().cpu().numpy())  # [b]
     policy.model.train()
     return np.concatenate(out)

@@ -66,7 +66,10 @@ def encode(policy, texts: list[str], encoder: str = "policy", layer: int = 1, ba
                     enc = tok(list(texts[s:s + batch_size]), return_tensors="pt", padding=True,
                               add_special_tokens=False)  # the question's own tokens, not the chat-rendered prompt
                     ids, mask = enc["input_ids"].to(device), enc["attention_mask"].to(device)  # [b, P]
-                    hs = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
+                    # logits_to_keep=1: the hidden states are all φ needs; a real vocabulary's logits at every
+                    # position would cost far more memory than the whole pass (100 × 19 × 151,936 floats: 1.1 GiB)
+                    hs = model(input_ids=ids, attention_mask=mask, output_hidden_states=True,
+                               logits_to_keep=1).hidden_states
                     check_encoder_layer(layer, len(hs) - 1)
                     h = hs[layer]  # [b, P, d]
                     m = mask.unsqueeze(-1).to(h.dtype)  # [b, P, 1]

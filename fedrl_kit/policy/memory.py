@@ -17,10 +17,14 @@ adds up what one training process holds at its peak:
                     logits over the completion tokens, ``rows × T × vocab × 14 bytes`` (the logits, their
                     float32 log-softmax and its gradient)
 ``evaluation``      the KV cache of one evaluation batch (``eval_batch_size`` rows)
+``evaluators``      FedGRPO's and DPSDA-FL's client models trained by SFT (``evaluator.sft_batch`` pairs a step):
+                    one pass's activations and logits as for ``training``, over prompt + completion tokens, with
+                    the rows :func:`fedrl_kit.sft.row_chunks` lets one pass take; their adapters (one per client)
+                    are counted in ``adapters``
 ``overhead``        1 GiB (CUDA context, allocator slack)
 ==================  ====================================================================================
 
-``total`` = weights + adapters + optimiser + gradients + the largest of rollout, training and evaluation
+``total`` = weights + adapters + optimiser + gradients + the largest of rollout, training, evaluation and evaluators
 (they never run at the same time) + overhead. It is an estimate for planning, good to about ±30 %: it
 knows nothing of fragmentation or of the prompt lengths a dataset really has (it takes ``prompt_tokens``:
 1,024, the paper's max prompt length, for a real world; 64 for the embedded ones).
@@ -67,6 +71,8 @@ REFERENCE_GPU_BYTES = 80 * 10 ** 9
 device compares against"""
 
 _DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+EVALUATOR_METHODS = ("fedgrpo", "dpsda_grpo", "dpsda_sft")
+"""methods whose clients train their own model (an evaluator, a labeller) by SFT on their private data"""
 
 
 class DoesNotFitError(ValueError):
@@ -88,11 +94,12 @@ class MemoryEstimate:
     evaluation: int
     overhead: int
     total: int
+    evaluators: int = 0
 
     def lines(self) -> list[str]:
         """One line per part, in GiB."""
-        parts = ("weights", "adapters", "optimiser", "gradients", "rollout", "training", "evaluation", "overhead",
-                 "total")
+        parts = ("weights", "adapters", "optimiser", "gradients", "rollout", "training", "evaluation", "evaluators",
+                 "overhead", "total")
         out = [f"base parameters {self.n_params / 1e6:,.1f} M, LoRA factors per adapter {self.n_lora / 1e6:,.2f} M"]
         out += [f"  {p:<11} {getattr(self, p) / GiB:8.2f} GiB" for p in parts]
         return out
@@ -169,18 +176,26 @@ def estimate_memory(config, arch: transformers.PretrainedConfig | None = None,
     N = config.num_clients
     rows = config.prompts_per_step * config.num_generations  # b·K sequences per GRPO step
     mb = min(config.micro_batch_size, rows)
+    per_token = layers * (10 * h + 5 * inter) * b  # saved activations of one token through the decoder
+    evaluators = 0
+    if config.method in EVALUATOR_METHODS and config.evaluator.training == "sft":
+        from fedrl_kit.sft import row_chunks
+
+        e_rows = len(row_chunks(config.evaluator.sft_batch, tokens, vocab)[0])
+        evaluators = e_rows * tokens * (per_token + vocab * 14)
     parts = dict(
         weights=n_params * b,
-        adapters=(N + 1) * n_lora * 4,
+        adapters=(N + 1 + (N if evaluators else 0)) * n_lora * 4,
         optimiser=N * 2 * n_lora * 4,
         gradients=N * n_lora * 4,
         rollout=rows * tokens * kv_per_token,
-        training=mb * tokens * layers * (10 * h + 5 * inter) * b + mb * config.max_new_tokens * vocab * 14,
+        training=mb * tokens * per_token + mb * config.max_new_tokens * vocab * 14,
         evaluation=min(config.eval_batch_size, config.n_test * config.eval_samples) * tokens * kv_per_token,
+        evaluators=evaluators,
         overhead=GiB,
     )
     total = (parts["weights"] + parts["adapters"] + parts["optimiser"] + parts["gradients"]
-             + max(parts["rollout"], parts["training"], parts["evaluation"]) + parts["overhead"])
+             + max(parts["rollout"], parts["training"], parts["evaluation"], parts["evaluators"]) + parts["overhead"])
     return MemoryEstimate(n_params=n_params, n_lora=n_lora, total=total, **parts)
 
 
