@@ -560,8 +560,9 @@ pd.crosstab(claims["final holds"].map(verdict), claims["best holds"].map(verdict
 #
 # (`--taus` and `--methods` run part of it; rerunning adds to the same summary.) The next cell reads that
 # summary when it is stored, says how much of the grid it holds, and shows the claims on the final and the
-# best checkpoint. While it holds fewer τ (or seeds) than the grid it is **partial**: the τ trend and the small- and
-# large-τ claims use the smallest and largest τ stored, not the grid's, and with a single τ they read "not tested".
+# best checkpoint. While it holds fewer τ (or seeds) than the grid it is **partial**: the τ trend uses the τ its two
+# arms both ran, the small- and large-τ claims the smallest and largest τ both of their arms ran (so a τ run for
+# some arms only leaves the others' claims where their arms are), and with a single τ they read "not tested".
 
 # %%
 from experiments.sweep import grid_coverage
