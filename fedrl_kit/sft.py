@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from fedrl_kit import seeding
+from fedrl_kit.policy.memory import LOGITS_BYTES, row_chunks  # noqa: F401 - LOGITS_BYTES: the budget, patchable here
 from fedrl_kit.rollout import render_prompts
 
 
@@ -48,26 +49,6 @@ def sft_batch(tokenizer, prompts: list[str], completions: list[str], chat: bool 
     return ids, mask, lab
 
 
-LOGITS_BYTES = 1 << 30
-"""the most bytes one pass's float32 logits [rows, positions, vocabulary] may take in :func:`sft_step` and
-:func:`completion_logprob`: a batch over it is cut into row chunks that fit (:func:`row_chunks`)"""
-
-
-def row_chunks(rows: int, positions: int, vocab: int, budget: int | None = None) -> list[range]:
-    """``range(rows)`` cut into consecutive chunks whose float32 logits (chunk × positions × vocab × 4 bytes) stay
-    within ``budget`` (default :data:`LOGITS_BYTES`); one chunk when the whole batch fits.
-
-    With a real model's vocabulary the logits, not the weights, set a scoring pass's memory: 32 SFT pairs of 137
-    tokens over Qwen2.5's 151,936 tokens are 2.5 GiB in float32, and the cross-entropy and its gradient hold more
-    of that size; FedGRPO's evaluators train on such batches. The embedded world's vocabulary keeps every batch of
-    its presets in one chunk, so their numbers do not change.
-    """
-    budget = LOGITS_BYTES if budget is None else budget
-    per_row = max(1, positions * vocab * 4)
-    size = max(1, min(rows, budget // per_row))
-    return [range(s, min(rows, s + size)) for s in range(0, rows, size)]
-
-
 def _vocab(model) -> int:
     return int(model.get_output_embeddings().weight.shape[0])
 
@@ -85,7 +66,7 @@ def sft_step(policy, adapter: str, optimizer, prompts: list[str], completions: l
     ids, mask, lab = (t.to(device) for t in sft_batch(policy.tokenizer, prompts, completions, policy.chat))
     policy.model.train()
     optimizer.zero_grad()
-    chunks = row_chunks(len(ids), ids.shape[1], _vocab(policy.model))
+    chunks = row_chunks(len(ids), ids.shape[1], _vocab(policy.model), LOGITS_BYTES)
     if len(chunks) == 1:
         loss = policy.model(input_ids=ids, attention_mask=mask, labels=lab).loss
         loss.backward()
@@ -168,7 +149,7 @@ def completion_logprob(policy, prompts: list[str], completions: list[str], batch
     for s in range(0, len(prompts), batch_size):
         chunk_ids, chunk_mask, chunk_lab = (t.to(device) for t in sft_batch(
             policy.tokenizer, prompts[s:s + batch_size], completions[s:s + batch_size], policy.chat))
-        for r in row_chunks(len(chunk_ids), chunk_ids.shape[1], vocab):  # one, unless the logits would not fit
+        for r in row_chunks(len(chunk_ids), chunk_ids.shape[1], vocab, LOGITS_BYTES):  # one, unless it would not fit
             ids, mask, lab = chunk_ids[r], chunk_mask[r], chunk_lab[r]
             with nullcontext() if rows is None else rows(s + r.start, s + r.stop):
                 logits = policy.model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()  # [b, L-1, V]

@@ -19,7 +19,7 @@ adds up what one training process holds at its peak:
 ``evaluation``      the KV cache of one evaluation batch (``eval_batch_size`` rows)
 ``evaluators``      FedGRPO's and DPSDA-FL's client models trained by SFT (``evaluator.sft_batch`` pairs a step):
                     one pass's activations and logits as for ``training``, over prompt + completion tokens, with
-                    the rows :func:`fedrl_kit.sft.row_chunks` lets one pass take; their adapters (one per client)
+                    the rows :func:`row_chunks` lets one pass take; their adapters (one per client)
                     are counted in ``adapters``
 ``overhead``        1 GiB (CUDA context, allocator slack)
 ==================  ====================================================================================
@@ -73,6 +73,26 @@ device compares against"""
 _DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 EVALUATOR_METHODS = ("fedgrpo", "dpsda_grpo", "dpsda_sft")
 """methods whose clients train their own model (an evaluator, a labeller) by SFT on their private data"""
+
+
+LOGITS_BYTES = 1 << 30
+"""the most bytes one pass's float32 logits [rows, positions, vocabulary] may take in :func:`fedrl_kit.sft.sft_step` and
+:func:`fedrl_kit.sft.completion_logprob`: a batch over it is cut into row chunks that fit (:func:`row_chunks`)"""
+
+
+def row_chunks(rows: int, positions: int, vocab: int, budget: int | None = None) -> list[range]:
+    """``range(rows)`` cut into consecutive chunks whose float32 logits (chunk × positions × vocab × 4 bytes) stay
+    within ``budget`` (default :data:`LOGITS_BYTES`); one chunk when the whole batch fits.
+
+    With a real model's vocabulary the logits, not the weights, set a scoring pass's memory: 32 SFT pairs of 137
+    tokens over Qwen2.5's 151,936 tokens are 2.5 GiB in float32, and the cross-entropy and its gradient hold more
+    of that size; FedGRPO's evaluators train on such batches. The embedded world's vocabulary keeps every batch of
+    its presets in one chunk, so their numbers do not change.
+    """
+    budget = LOGITS_BYTES if budget is None else budget
+    per_row = max(1, positions * vocab * 4)
+    size = max(1, min(rows, budget // per_row))
+    return [range(s, min(rows, s + size)) for s in range(0, rows, size)]
 
 
 class DoesNotFitError(ValueError):
@@ -179,8 +199,6 @@ def estimate_memory(config, arch: transformers.PretrainedConfig | None = None,
     per_token = layers * (10 * h + 5 * inter) * b  # saved activations of one token through the decoder
     evaluators = 0
     if config.method in EVALUATOR_METHODS and config.evaluator.training == "sft":
-        from fedrl_kit.sft import row_chunks
-
         e_rows = len(row_chunks(config.evaluator.sft_batch, tokens, vocab)[0])
         evaluators = e_rows * tokens * (per_token + vocab * 14)
     parts = dict(
