@@ -49,6 +49,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _machine import check_resume_environment, save_result  # noqa: E402
 
+from experiments.fedgrpo_claims import METHOD_NAMES  # noqa: E402  - the paper's names, as the tables print them
 from fedrl_kit.config import REFERENCE_PATH, parse_set, preset  # noqa: E402
 from fedrl_kit.methods import method_spec  # noqa: E402
 from fedrl_kit.runs import Run  # noqa: E402
@@ -60,8 +61,7 @@ SETTINGS = dict(num_clients=8, dirichlet_alpha=0.1, prompts_per_step=4, local_st
 NO_GT = ["fedgrpo.mode=no_gt", "fedgrpo.gt_fraction=0.667", "evaluator.training=grpo"]
 """``--no-gt``: FedGRPO's settings for Table 2 (given before ``--set``, which can override them)."""
 
-NEEDS_LABELS = {"fedavg_grpo": "Fedpetuning+GRPO", "fedpetuning_sft": "Fedpetuning+SFT", "dpsda_grpo": "DPSDA-FL (no PE)+GRPO",
-                "dpsda_sft": "DPSDA-FL (no PE)+SFT"}
+NEEDS_LABELS = ("fedavg_grpo", "fedpetuning_sft", "dpsda_grpo", "dpsda_sft")
 """Baselines that train on the answers of their questions: inapplicable without ground truth (paper §4.3)."""
 
 
@@ -127,7 +127,7 @@ def main(argv=None) -> dict:
     for seed in args.seeds:
         for method in args.methods:
             if args.no_gt and method in NEEDS_LABELS:
-                inapplicable[method] = f"{NEEDS_LABELS[method]} trains on the answers, which no client holds"
+                inapplicable[method] = f"{METHOD_NAMES[method]} trains on the answers, which no client holds"
                 continue
             if (method, seed) in done:
                 continue

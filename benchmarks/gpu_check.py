@@ -312,6 +312,13 @@ def rollouts(report: Report, args, models: Models) -> None:
         free_memory(args.device)
 
 
+def failed_status(failures: list[dict]) -> str:
+    """A row's status when clients' replies failed (the runtime's failure records): how many, and the first."""
+    first = failures[0]
+    return (f"failed: {len(failures)} client replies failed (first, {first.get('client')}: "
+            f"{first.get('error') or first.get('reason')})")[:600]
+
+
 # -- 3. lockstep against sequential --------------------------------------------------------------------------------
 def lockstep(report: Report, args, models: Models) -> None:
     import batched_clients
@@ -346,9 +353,7 @@ def lockstep(report: Report, args, models: Models) -> None:
                    seconds=run["seconds"], same_rewards=run["same_rewards"], failed=run["failed"],
                    wall_s=round(took, 1))
         if run["speedup"] is None:  # a client's reply failed: that round did less work, its time proves nothing
-            first = next(f for m in ("sequential", "lockstep") for f in run["failed"][m])
-            row["status"] = (f"failed: {sum(map(len, run['failed'].values()))} client replies failed "
-                             f"(first, {first['client']}: {first['error']})")[:600]
+            row["status"] = failed_status([f for m in ("sequential", "lockstep") for f in run["failed"][m]])
             print(f"lockstep K={K} {row['status']}", flush=True)
         else:
             print(f"lockstep K={K}: sequential {run['median_s']['sequential']:.2f} s, lockstep "
@@ -426,9 +431,7 @@ def methods(report: Report, args, models: Models) -> None:
                        metrics={k: v for k, v in last.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
                                 and ("reward" in k or "accuracy" in k or k in ("round", "loss"))})
             if failures:
-                first = failures[0]
-                row["status"] = (f"failed: {len(failures)} client replies failed (first, {first.get('client')}: "
-                                 f"{first.get('error') or first.get('reason')})")[:600]
+                row["status"] = failed_status(failures)
             est = memory_estimate(cfg)
             row["estimate_gib"] = est and est["total"]
         except Exception as e:  # noqa: BLE001  - recorded; the other methods still run
