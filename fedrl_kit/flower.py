@@ -46,6 +46,8 @@ from typing import Any
 
 import numpy as np
 
+from fedrl_kit.federation.client import park_idle
+from fedrl_kit.federation.server import draw_participants
 from fedrl_kit.federation.runtime import (ClientFailure, InProcessRuntime, Message, SERVER, _inject_after,
                                          _inject_before, join_payload, split_payload)
 
@@ -231,7 +233,7 @@ def _client_side(config_json: str) -> dict:
             from fedrl_kit.runs import Run
 
             run = Run(RunConfig.from_dict(json.loads(config_json)), progress=False).build()
-            _SIDES[config_json] = {"clients": run.clients}
+            _SIDES[config_json] = {"clients": run.clients, "config": run.config, "round": 0}
         return _SIDES[config_json]
 
 
@@ -273,9 +275,14 @@ def _handle(message: FlowerMessage, context: Context) -> FlowerMessage:
                            "(its ClientApp process was restarted: its client state is gone)")
     config_json, cid, faults, threads = _NodeState.plays[node]
     _use_threads(threads)
-    client = _client_side(config_json)["clients"][cid]
+    side = _client_side(config_json)
+    client = side["clients"][cid]
     kind, payload = from_records(message.content)
     rnd = int(message.metadata.group_id)
+    k = side["config"].clients_per_round
+    if k and rnd > side["round"]:  # a new round: the clients not drawn for it hold nothing live, as in-process
+        side["round"] = rnd
+        park_idle(side["clients"], draw_participants(side["clients"], k, side["config"].seed, rnd))
     mine = faults.get(cid, {"faults": []})
     fault = next((k for r, k in mine["faults"] if r is None or int(r) == rnd), None)
     request = Message(kind, SERVER, cid, rnd, payload)

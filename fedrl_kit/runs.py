@@ -46,7 +46,7 @@ import torch
 
 from fedrl_kit.config import RunConfig, migrate
 from fedrl_kit.evaluate import eval_seed, evaluate
-from fedrl_kit.federation.client import make_optimizer
+from fedrl_kit.federation.client import park_idle
 from fedrl_kit.federation.replies import REPLIES, UpdateBound, adapter_spec
 from fedrl_kit.federation.runtime import InProcessRuntime, SerialisingRuntime, parse_faults
 from fedrl_kit.federation.server import Server, ServerWorld
@@ -440,8 +440,8 @@ class Run:
         tmp.mkdir(parents=True)
         np.savez(tmp / "global.npz", **self.server.global_state)
         if not self.config.reset_optimizer:
-            opt = {cid: c.optimizer.state_dict() for cid, c in self.clients.items()
-                   if getattr(c, "optimizer", None) is not None}
+            opt = {cid: sd for cid, c in self.clients.items()
+                   if hasattr(c, "optimizer_state") and (sd := c.optimizer_state()) is not None}
             torch.save(opt, tmp / "optimizers.pt")
         if self.spec.save_state is not None:
             self.spec.save_state(self.server, tmp)
@@ -592,11 +592,8 @@ class Run:
             self.spec.load_state(self.server, ck)
         if (ck / "optimizers.pt").exists():
             opt = torch.load(ck / "optimizers.pt", weights_only=True)
-            for cid, sd in opt.items():
-                client = self.clients[cid]
-                self.policy.set_state(cid, self.server.global_state)  # creates the adapter the moments belong to
-                client.optimizer = make_optimizer(self.policy.trainable(cid), self.local)
-                client.optimizer.load_state_dict(sd)
+            for cid, sd in opt.items():  # kept as a parked client keeps them, loaded when it next trains
+                self.clients[cid].optimizer, self.clients[cid]._moments = None, sd
         for name, lines in kept.items():
             _atomic_write(self.run_dir / name, "".join(x.decode() + "\n" for x in lines))
             self._digest[name] = hashlib.sha256(b"".join(x + b"\n" for x in lines))
@@ -667,6 +664,8 @@ class Run:
                 if self.probe is not None:
                     self.probe.start_round(self.server.global_state, r)
                 self.runtime.expect["broadcast"] = self.server.global_state  # what the update bound is measured from
+                if cfg.clients_per_round:  # a client sitting this round out holds nothing live (GRPOClient.park)
+                    park_idle(self.clients, self.server.participants(r))
                 out = self.spec.run_round(self.server, r)
                 if self.spec.diagnostics is not None:  # analysis with simulator truth, after the server's round
                     for cid, m in self.spec.diagnostics(self.truth, r, out).items():

@@ -112,6 +112,36 @@ def fedprox_term(params: list[torch.Tensor], anchors: list[torch.Tensor], mu: fl
     return 0.5 * mu * sum(((p - a) ** 2).sum() for p, a in zip(params, anchors))
 
 
+def park_idle(clients: dict, participants) -> None:
+    """Park (:meth:`GRPOClient.park`) every client of ``clients`` (cid → client) not in ``participants``."""
+    taking_part = set(participants)
+    for cid, client in clients.items():
+        if cid not in taking_part and hasattr(client, "park"):
+            client.park()
+
+
+def _as_numpy(obj):
+    """A state dict with its tensors as numpy copies (off the model and its device)."""
+    if torch.is_tensor(obj):
+        return obj.detach().cpu().numpy().copy()
+    if isinstance(obj, dict):
+        return {k: _as_numpy(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_as_numpy(v) for v in obj]
+    return obj
+
+
+def _as_torch(obj):
+    """The inverse of :func:`_as_numpy` (tensors pass through)."""
+    if isinstance(obj, np.ndarray):
+        return torch.from_numpy(obj.copy())
+    if isinstance(obj, dict):
+        return {k: _as_torch(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_as_torch(v) for v in obj]
+    return obj
+
+
 class MessageClient:
     """What every simulated client shares: private ``data``, an id ``cid``, and message dispatch.
 
@@ -154,8 +184,9 @@ class GRPOClient(MessageClient):
             raise ValueError(f"client {cid!r} has no private data")
         self.cid, self.index, self.data, self.policy = cid, index, data, policy
         self.reward_set, self.local, self.grpo, self.seed = reward_set, local, grpo, seed
-        self._columns = {k: list(data[k]) for k in data.column_names}
+        self._rows: dict[str, list] | None = None  # its rows as lists, read when it trains (dropped by park)
         self.optimizer: torch.optim.Optimizer | None = None
+        self._moments: dict | None = None  # the optimiser's state while parked (numpy), or as a checkpoint gave it
         self.probe = None  # a fedrl_kit.drift_probe.DriftProbe when the run traces drift (simulation-side)
 
     def on_properties(self, round: int, payload: dict) -> dict:
@@ -167,7 +198,9 @@ class GRPOClient(MessageClient):
         """b rows of private data for (round, step), without replacement within the step."""
         rng = seeding.rng("client/batch", self.seed, round, self.index, step)
         idx = rng.choice(len(self.data), size=min(self.local.prompts_per_step, len(self.data)), replace=False)
-        return {k: [v[i] for i in idx] for k, v in self._columns.items()}
+        if self._rows is None:
+            self._rows = {k: list(self.data[k]) for k in self.data.column_names}
+        return {k: [v[i] for i in idx] for k, v in self._rows.items()}
 
     def reward_scores(self, rollouts, batch: dict[str, list]) -> np.ndarray:
         """Each reward component of each rollout, against the batch's gold columns.  -> [N, n_rewards]"""
@@ -182,11 +215,35 @@ class GRPOClient(MessageClient):
         With ``round`` and ``step`` and a non-constant ``lr_schedule``, its learning rate is set for that step.
         """
         if self.optimizer is None:
-            self.optimizer = make_optimizer(params, self.local)
+            self.optimizer = self.restored(make_optimizer(params, self.local))
         if round is not None and self.local.lr_schedule != "constant":
             for group in self.optimizer.param_groups:
                 group["lr"] = scheduled_lr(self.local, round, step)
         return self.optimizer
+
+    def restored(self, optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
+        """``optimizer`` (new, over this client's parameters) with the moments the client kept while parked, if any."""
+        if self._moments is not None:
+            optimizer.load_state_dict(_as_torch(self._moments))
+            self._moments = None
+        return optimizer
+
+    def optimizer_state(self) -> dict | None:
+        """The optimiser's ``state_dict`` (live, or kept while parked) for a checkpoint; None when it keeps none."""
+        if self.optimizer is not None:
+            return self.optimizer.state_dict()
+        return None if self._moments is None else _as_torch(self._moments)
+
+    def park(self) -> None:
+        """Sit out a round holding nothing live: the adapter leaves the model (every round's first message sets it
+        from the server's), Adam's moments, when the method keeps them across rounds, become numpy arrays here, and
+        the rows' lists are dropped (the data stays an index into the world). Called between rounds for clients
+        not taking part (partial participation); a later round continues from exactly this state."""
+        if self.optimizer is not None:
+            self._moments = _as_numpy(self.optimizer.state_dict())
+            self.optimizer = None
+        self.policy.drop(self.cid)
+        self._rows = None
 
     def rollout_seed(self, round: int, step: int) -> int:
         """The sampling seed of this client's G completions per prompt at (round, step)."""

@@ -39,6 +39,16 @@ class ServerWorld:
         raise AttributeError(name)
 
 
+def draw_participants(client_ids, k: int, seed: int, round: int) -> list[str]:
+    """``k`` of ``client_ids`` drawn without replacement from the stream ``server/participants`` keyed by
+    (seed, round), in their given order; all of them when ``k`` is 0 or at least their number."""
+    cids = list(client_ids)
+    if k == 0 or k >= len(cids):
+        return cids
+    drawn = set(seeding.rng("server/participants", seed, round).choice(len(cids), size=k, replace=False).tolist())
+    return [cid for i, cid in enumerate(cids) if i in drawn]
+
+
 @dataclass
 class Server:
     """Server state passed to ``run_round``; methods change ``global_state`` and return metrics."""
@@ -55,13 +65,8 @@ class Server:
         """The clients that take part in ``round``, in the runtime's order: every client, or
         ``config.clients_per_round`` of them drawn without replacement from the stream ``server/participants``
         keyed by (seed, round)."""
-        cids = list(self.runtime.client_ids)
-        k = int(getattr(self.config, "clients_per_round", 0) or 0)
-        if k == 0 or k >= len(cids):
-            return cids
-        drawn = set(seeding.rng("server/participants", self.config.seed, round).choice(len(cids), size=k,
-                                                                                         replace=False).tolist())
-        return [cid for i, cid in enumerate(cids) if i in drawn]
+        return draw_participants(self.runtime.client_ids, int(getattr(self.config, "clients_per_round", 0) or 0),
+                                 self.config.seed, round)
 
     def split_replies(self, replies: dict) -> tuple[dict[str, Message], list[dict]]:
         """(successful replies, failure records) of one broadcast."""

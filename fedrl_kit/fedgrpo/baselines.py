@@ -102,7 +102,7 @@ class SFTClient(GRPOClient):
         self.policy.set_state(self.cid, payload["adapter"])
         params = self.policy.trainable(self.cid)
         if self.local.reset_optimizer or self.optimizer is None:
-            self.optimizer = torch.optim.Adam(params, lr=self.local.learning_rate)
+            self.optimizer = self.restored(torch.optim.Adam(params, lr=self.local.learning_rate))
         batch = self.local.prompts_per_step * self.local.num_generations  # b·G sequences, as a GRPO step
         m = train_sft(self.policy, self.cid, list(self.data["prompt"]), [str(a) for a in self.data["answer"]],
                       self.local.local_steps, batch, self.local.learning_rate, self.seed,

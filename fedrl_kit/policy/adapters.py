@@ -87,6 +87,20 @@ def ensure_adapter(model, name: str) -> None:
         model.add_adapter(name, model.peft_config[GLOBAL])
 
 
+def drop_adapter(model, name: str) -> None:
+    """Delete adapter ``name`` from the model, freeing its factors (no-op when absent; never the global one).
+
+    The global adapter is made active first when ``name`` was (peft would otherwise pick a remaining one and warn).
+    """
+    if name == GLOBAL:
+        raise ValueError(f"the {GLOBAL!r} adapter cannot be dropped")
+    if name not in model.peft_config:
+        return
+    if model.active_adapter == name:
+        activate(model, GLOBAL)
+    model.delete_adapter(name)
+
+
 class _Layout:
     """Cached references into one peft model: its LoRA layers and, per adapter, (state key, parameter) pairs.
 

@@ -69,6 +69,10 @@ class Policy:
     def set_state(self, adapter: str, state: adapters.AdapterState) -> None:
         adapters.set_state(self.model, adapter, state)
 
+    def drop(self, adapter: str) -> None:
+        """Remove ``adapter`` from the model (an idle client's; :meth:`set_state` re-creates it when needed)."""
+        adapters.drop_adapter(self.model, adapter)
+
     def save_adapter(self, adapter: str, path, base_model_name_or_path: str | None = None) -> None:
         """Write ``adapter`` as a PEFT folder that ``PeftModel.from_pretrained(base, path)`` loads."""
         adapters.save_peft(self.model, self.get_state(adapter), path, base_model_name_or_path)
