@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from conftest import small_config
-from fedrl_kit.pubswap.public_step import _group_gradient, generate_public, off_policy_terms, swap_public
+from fedrl_kit.pubswap.distortion import _group_gradient
+from fedrl_kit.pubswap.public_step import generate_public, off_policy_terms, swap_public
+from fedrl_kit.pubswap.method import TRACED
 from fedrl_kit.runs import Run
 
 BASE = str(Path(__file__).resolve().parents[1] / "data" / "base")  # mixed rewards: Balanced has swaps to make
@@ -84,3 +86,57 @@ def test_only_balanced_results_at_the_runs_k_are_measured(step):
         off_policy_terms(client, gen, swap_public(gen, "random"), 0)
     with pytest.raises(ValueError, match="K = "):
         off_policy_terms(client, gen, swap_public(gen, "balanced", K=2), 0)
+
+
+def _traced_config(**kw):
+    return small_config(BASE, method="pubswap_balanced", local_steps=2, pubswap={"period": 2, **kw},
+                        num_generations=4, prompts_per_step=3, max_new_tokens=16, loss_type="grpo")
+
+
+def test_a_runs_traced_public_step_measures_what_off_policy_terms_measures_on_it():
+    from fedrl_kit.pubswap.method import swap_groups
+    from fedrl_kit.pubswap.swap import SWAP_RULES
+    from fedrl_kit import seeding
+
+    run = Run(_traced_config(trace_off_policy=True).replace(rounds=1), progress=False).build()
+    server = run.server
+    server.runtime.broadcast("fit_begin", 1, {"adapter": server.global_state})
+    server.runtime.broadcast("private_step", 1, {"step": 0})
+    gen = generate_public(server, round=1, step=1)
+    terms = [off_policy_terms(run.clients[cid], gen, swap_public(gen, "balanced"), n)
+             for n, cid in enumerate(gen.client_ids)]
+    groups = swap_groups(SWAP_RULES["balanced"], gen.generated, gen.num_generations,
+                         seeding.rng("pubswap/swap", gen.seed, 1, gen.period))  # what run_round sends
+    server.runtime.broadcast("public_step", 1, {cid: {"step": 1, "batch": gen.batch, **g}
+                                                for cid, g in zip(gen.client_ids, groups)})
+    assert sum(t["M"].sum() for t in terms) > 0
+    for cid, t in zip(gen.client_ids, terms):
+        traced = run.clients[cid]._public[-1]
+        assert traced["omega@1"] == t["omega"] and traced["omega_bound@1"] == t["bound"]
+        assert traced["beta_max@1"] == t["beta"].max() and traced["public_grad@1"] == t["on_policy"]
+        assert traced["alpha@1"] == pytest.approx(t["alpha"].mean())
+
+
+def test_tracing_changes_nothing_a_run_trains_and_records_each_public_step():
+    plain = Run(_traced_config(), progress=False).run()
+    traced = Run(_traced_config(trace_off_policy=True), progress=False).run()
+    assert len(plain) == len(traced)
+    steps = set()
+    for a, b in zip(plain, traced):
+        extra = {k: v for k, v in b.items() if k.split("@")[0] in TRACED}
+        skip = {"seconds", "up"}  # the traced terms travel in the fit_end reply's metrics: more bytes up
+        assert {k: v for k, v in a.items() if k not in skip} == \
+            {k: v for k, v in b.items() if k not in extra and k not in skip}
+        assert a.get("up", 0) <= b.get("up", 0)
+        if a["kind"] == "client":
+            steps |= {k.split("@")[1] for k in extra}
+            for s in {k.split("@")[1] for k in extra}:
+                assert extra[f"omega@{s}"] <= extra[f"omega_bound@{s}"] * (1 + 1e-9) + 1e-15
+                assert (extra[f"omega@{s}"] > 0) == (extra[f"alpha@{s}"] > 0)
+    assert steps == {"1"}  # local_steps = 2, τ_swap = 2: the round's one public step, every round
+
+
+@pytest.mark.parametrize("method", ["pubswap_random", "pubswap_noswap"])
+def test_tracing_is_refused_for_a_swap_other_than_balanced(method):
+    with pytest.raises(ValueError, match="trace_off_policy"):
+        small_config(BASE, method=method, local_steps=2, pubswap={"period": 2, "trace_off_policy": True})

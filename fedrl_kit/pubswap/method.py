@@ -6,7 +6,6 @@ The paper-to-code map, the settings and every deviation are in the package docst
 
 from __future__ import annotations
 
-from functools import partial
 
 import numpy as np
 import torch
@@ -20,6 +19,7 @@ from fedrl_kit.methods import MethodSpec
 from fedrl_kit.methods.fedavg_grpo import build_grpo_clients
 from fedrl_kit.rollout import Rollouts
 from fedrl_kit.pubswap.args import PAPER_SETTING, PubSwapArgs
+from fedrl_kit.pubswap.distortion import distortion_terms
 from fedrl_kit.pubswap.presets import PAPER_PRESETS
 from fedrl_kit.pubswap.swap import SWAP_RULES, ResponsePool, SwapResult
 
@@ -38,15 +38,25 @@ def sample_public_batch(public, b: int, seed: int, round: int, period_index: int
     return {k: list(rows[k]) for k in rows.column_names}
 
 
+TRACED = ("omega", "omega_bound", "beta_max", "public_grad", "alpha")
+"""what ``pubswap.trace_off_policy`` records for public step s, as ``<name>@s`` (:meth:`PubSwapClient.off_policy_terms`)"""
+
+
 class PubSwapClient(GRPOClient):
     """A GRPO client whose round is driven step by step by the server (PubSwap §3.4)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._params = None
+        self.trace_off_policy = False  # pubswap.trace_off_policy (set by the method's build_clients)
         self._private: list[dict] = []
         self._public: list[dict] = []
         self._generated: Rollouts | None = None
+
+    def park(self) -> None:
+        """:meth:`GRPOClient.park`, and the round's bookkeeping (its parameters, responses and step records) too."""
+        super().park()
+        self._params, self._private, self._public, self._generated = None, [], [], None
 
     def on_fit_begin(self, round: int, payload: dict) -> dict:
         """Load the global adapter (A_p, B_p) and start the round's bookkeeping."""
@@ -109,19 +119,34 @@ class PubSwapClient(GRPOClient):
         scores = self.reward_scores(rollouts, payload["batch"])  # [b·K, n_rewards]
         rewards = torch.as_tensor(np.nan_to_num(scores) @ np.asarray(self.reward_set.weights),
                                   dtype=torch.float32)  # [b·K]
-        self._params = self.policy.trainable(self.cid)
         step = int(payload["step"])
+        traced = self.off_policy_terms(payload) if self.trace_off_policy else {}
+        self._params = self.policy.trainable(self.cid)
         optimizer = self._optimizer(self._params, round, step)  # the step's scheduled learning rate, as a private step
         diag = passes.grpo_step(self.policy, self.cid, optimizer, rollouts, rewards, self.grpo,
                                 on_first_grad=self.probe.grad_catcher(self.cid) if self.probe else None)
         per_prompt = (np.asarray(payload["own_index"]) < 0).mean(axis=1)  # [b]  α_n(x) = M_n / K
         diag["replacement_fraction"] = float(per_prompt.mean())  # α_n averaged over the b prompts
+        diag.update({f"{k}@{step}": v for k, v in traced.items()})
         if self.probe:
             self.probe.step_done(self.cid, step, "public", self.policy.get_state(self.cid), diag,
                                  replacement_per_prompt=per_prompt)
         self._public.append(diag)
         self._generated = None
         return {"replacement_fraction": diag["replacement_fraction"]}
+
+    def off_policy_terms(self, payload: dict) -> dict:
+        """Appendix A.2's ω_n, its bound, max β_n and ‖ĝ_n‖ for this public step, at the current θ (before the step):
+        :func:`~fedrl_kit.pubswap.distortion.distortion_terms` on the client's own responses and its swapped group."""
+        K, gen = self.local.num_generations, self._generated
+        own = [list(gen.completions[i * K:(i + 1) * K]) for i in range(len(payload["texts"]))]
+        index = payload["own_index"]
+        if any(k >= 0 and k != slot for row in index for slot, k in enumerate(row)):
+            raise ValueError("trace_off_policy needs Balanced's groups (each kept response in its own slot)")
+        t = distortion_terms(self, payload["batch"], own, payload["texts"],
+                             [[slot for slot, k in enumerate(row) if k < 0] for row in index])
+        return {"omega": t["omega"], "omega_bound": t["bound"], "beta_max": float(t["beta"].max(initial=0.0)),
+                "public_grad": t["on_policy"], "alpha": float(t["alpha"].mean())}
 
     def on_fit_end(self, round: int, payload: dict) -> dict:
         """Return (A^(n), B^(n)), the example count and the round's diagnostics."""
@@ -134,6 +159,7 @@ class PubSwapClient(GRPOClient):
             for src, dst in (("replacement_fraction", "replacement_fraction"), ("reward_mean", "public_reward_mean"),
                              ("reward_std", "public_reward_std"), ("frac_zero_std", "public_frac_zero_std")):
                 metrics[dst] = float(np.mean([d[src] for d in self._public]))
+            metrics.update({k: v for d in self._public for k, v in d.items() if k.split("@")[0] in TRACED})
         return {"adapter": self.policy.get_state(self.cid), "num_examples": self.num_examples, "metrics": metrics}
 
 
@@ -174,6 +200,15 @@ def swap_groups(rule, generated: list[dict], K: int, rng: np.random.Generator) -
             out[n]["texts"].append(list(res.texts[n]))
             out[n]["own_index"].append([int(k) if int(j) == n else -1 for j, k in src])
     return out
+
+
+def build_pubswap_clients(run) -> dict:
+    """:func:`~fedrl_kit.methods.fedavg_grpo.build_grpo_clients` with :class:`PubSwapClient`s, told whether to trace
+    appendix A.2's off-policy terms (``pubswap.trace_off_policy``)."""
+    clients = build_grpo_clients(run, client_cls=PubSwapClient)
+    for c in clients.values():
+        c.trace_off_policy = run.config.pubswap.trace_off_policy
+    return clients
 
 
 def run_round(server, round: int) -> dict:
@@ -244,16 +279,16 @@ LOCKSTEP = ("private_step", "public_generate", "public_step")
 """PubSwap's ``MethodSpec.lockstep``: its step messages answered as one group (``fit_begin``/``fit_end`` one by one)"""
 
 PUBSWAP_RANDOM = MethodSpec("pubswap_random", "FedAvg-PubSwap, Random swap: local GRPO + public steps with a shared "
-                            "random draw of responses", run_round, partial(build_grpo_clients, client_cls=PubSwapClient),
+                            "random draw of responses", run_round, build_pubswap_clients,
                             sections=(PubSwapArgs,), validate=validate, defaults=PAPER_SETTING, replies=REPLIES,
                             lockstep=LOCKSTEP, presets=PAPER_PRESETS)
 PUBSWAP_BALANCED = MethodSpec("pubswap_balanced", "FedAvg-PubSwap, Balanced swap: clients with few correct public "
                               "responses receive others' correct ones", run_round,
-                              partial(build_grpo_clients, client_cls=PubSwapClient), sections=(PubSwapArgs,),
+                              build_pubswap_clients, sections=(PubSwapArgs,),
                               validate=validate, defaults=PAPER_SETTING, replies=REPLIES,
                               lockstep=LOCKSTEP, presets=PAPER_PRESETS)
 PUBSWAP_NOSWAP = MethodSpec("pubswap_noswap", "control, not in the paper: PubSwap's private and public steps, each client "
                             "training on its own on-policy responses to the public prompts (no swap)", run_round,
-                            partial(build_grpo_clients, client_cls=PubSwapClient), sections=(PubSwapArgs,),
+                            build_pubswap_clients, sections=(PubSwapArgs,),
                             validate=validate, defaults=PAPER_SETTING, replies=REPLIES,
                             lockstep=LOCKSTEP, presets=PAPER_PRESETS)

@@ -1,6 +1,7 @@
 """One public step of a PubSwap round seen from outside: which group each client trains on after the swap.
 
-The notebook's step-through and its widget use this module; training never does.
+The notebook's step-through and its widget use this module; training never does (a run's public steps measure
+:func:`distortion_terms` only when ``pubswap.trace_off_policy`` asks, without changing what they train).
 
 - :func:`generate_public` — steps 2a–2b of :func:`~fedrl_kit.pubswap.method.run_round` for public step
   ``step`` of round ``round``: the same b public prompts (stream ``pubswap/public_prompts``), sent in the
@@ -27,13 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-import torch
-
 from fedrl_kit import seeding
-from fedrl_kit.grpo import group_advantages, grpo_loss
 from fedrl_kit.pubswap.method import is_public_step, sample_public_batch, swap_prompts
-from fedrl_kit.rollout import per_token_logps
 from fedrl_kit.pubswap.swap import SWAP_RULES, SwapResult
+from fedrl_kit.pubswap.distortion import distortion_terms
 
 
 @dataclass(frozen=True)
@@ -164,53 +162,18 @@ def off_policy_terms(client, gen: PublicGeneration, results: list[SwapResult], n
     if not results or results[0].rule != "balanced":
         raise ValueError("off_policy_terms measures Balanced's replacements (appendix A.2): pass "
                          "swap_public(gen, 'balanced')")
-    K, b = gen.num_generations, len(results)
+    K = gen.num_generations
     if results[0].texts and len(results[0].texts[n]) != K:
         raise ValueError(f"results were swapped with K = {len(results[0].texts[n])}; off_policy_terms needs the "
                          f"run's K = {K} (the responses the client holds)")
     own = gen.generated[n]["texts"]  # [b][K]
-    grads, M = [], []  # per prompt: the gradients along its chain; its number of replacements
     for x, res in enumerate(results):
-        replaced = [k for k in range(K) if res.source[n, k, 0] != n]  # slot order
-        kept = [k for k in range(K) if k not in replaced]
+        kept = [k for k in range(K) if res.source[n, k, 0] == n]
         if any(tuple(res.source[n, k]) != (n, k) or res.texts[n][k] != own[x][k] for k in kept):
             raise ValueError(f"prompt {x}: a kept slot of client {n} does not hold its own response of that slot "
                              "(were gen and results made together?)")
-        chain = []
-        for s in range(len(replaced) + 1):
-            swapped = set(replaced[:s])
-            texts = [list(t) for t in own]
-            index = [list(range(K)) for _ in own]
-            for k in swapped:
-                texts[x][k], index[x][k] = res.texts[n][k], -1
-            chain.append(_group_gradient(client, gen.batch, texts, index, x))
-        grads.append(chain)
-        M.append(len(replaced))
-    e = sum(chain[-1] - chain[0] for chain in grads) / b
-    beta = np.array([max((np.linalg.norm(c[s] - c[s - 1]) for s in range(1, len(c))), default=0.0) for c in grads])
-    M = np.array(M)
-    return {"omega": float(np.linalg.norm(e)), "beta": beta, "bound": float(np.mean(M * beta)),
-            "on_policy": float(np.linalg.norm(sum(c[0] for c in grads) / b)), "M": M, "alpha": M / K}
+    return distortion_terms(client, gen.batch, own, [list(res.texts[n]) for res in results],
+                            [[k for k in range(K) if res.source[n, k, 0] != n] for res in results])
 
 
-def _group_gradient(client, batch: dict, texts: list[list[str]], own_index: list[list[int]], x: int) -> np.ndarray:
-    """G(x, Y): the gradient of the client's GRPO loss on prompt x's group (rows as its public step builds them)."""
-    K = client.local.num_generations
-    rollouts = client.swapped_rollouts(texts, own_index).select(range(x * K, (x + 1) * K))  # [K rows]
-    scores = client.reward_scores(rollouts, {k: [v[x]] for k, v in batch.items()})  # [K, n_rewards]
-    rewards = torch.as_tensor(np.nan_to_num(scores) @ np.asarray(client.reward_set.weights), dtype=torch.float32)
-    s, policy = client.grpo, client.policy
-    params = policy.trainable(client.cid)
-    logps = per_token_logps(policy.model, rollouts, s.temperature)  # [K, T]
-    ref = None
-    if s.beta > 0:
-        with torch.no_grad(), policy.reference():
-            ref = per_token_logps(policy.model, rollouts, s.temperature)
-    loss, _ = grpo_loss(logps, logps.detach(), group_advantages(rewards, K, s.scale_rewards),
-                        rollouts.completion_mask, s.epsilon, s.epsilon_high, s.beta, ref, s.loss_type)
-    grads = torch.autograd.grad(loss, params, allow_unused=True)
-    return np.concatenate([(g if g is not None else torch.zeros_like(p)).detach().double().cpu().numpy().ravel()
-                           for g, p in zip(grads, params)])
-
-
-__all__ = ["PublicGeneration", "generate_public", "swap_public", "group_table", "off_policy_terms"]
+__all__ = ["PublicGeneration", "generate_public", "swap_public", "group_table", "off_policy_terms", "distortion_terms"]
