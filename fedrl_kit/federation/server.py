@@ -65,8 +65,9 @@ class Server:
         """The clients that take part in ``round``, in the runtime's order: every client, or
         ``config.clients_per_round`` of them drawn without replacement from the stream ``server/participants``
         keyed by (seed, round)."""
-        return draw_participants(self.runtime.client_ids, int(getattr(self.config, "clients_per_round", 0) or 0),
-                                 self.config.seed, round)
+        k = int(getattr(self.config, "clients_per_round", 0) or 0)
+        return draw_participants(self.runtime.client_ids, k, self.config.seed, round) if k else \
+            list(self.runtime.client_ids)
 
     def split_replies(self, replies: dict) -> tuple[dict[str, Message], list[dict]]:
         """(successful replies, failure records) of one broadcast."""
