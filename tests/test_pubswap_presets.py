@@ -100,3 +100,14 @@ def test_layer_widths_read_each_config_family_and_name_a_config_without_one():
     assert layer_widths(transformers.GPT2Config(n_embd=48, n_inner=100)) == (48, 100)
     with pytest.raises(ValueError, match="hidden size"):
         layer_widths(transformers.PretrainedConfig())
+
+
+def test_the_estimate_counts_live_adapters_for_a_rounds_participants_only(arch_dir):
+    cfg = preset("quick", base=arch_dir, lora_rank=4, num_clients=1000, clients_per_round=10, partition="iid")
+    est, few = estimate_memory(cfg), estimate_memory(cfg.replace(num_clients=10))
+    assert est.adapters == few.adapters == 11 * est.n_lora * 4  # parked clients hold no adapter
+    assert est.gradients == few.gradients and est.optimiser == few.optimiser  # Adam reset each round: none kept
+    kept = estimate_memory(cfg.replace(reset_optimizer=False))
+    assert kept.optimiser == 1000 * 2 * est.n_lora * 4  # moments kept across rounds: every client's, parked or not
+    every = estimate_memory(cfg.replace(clients_per_round=0))
+    assert every.adapters == 1001 * est.n_lora * 4

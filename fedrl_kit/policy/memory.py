@@ -201,11 +201,14 @@ def estimate_memory(config, arch: transformers.PretrainedConfig | None = None,
     if config.method in EVALUATOR_METHODS and config.evaluator.training == "sft":
         e_rows = len(row_chunks(config.evaluator.sft_batch, tokens, vocab)[0])
         evaluators = e_rows * tokens * (per_token + vocab * 14)
+    # with clients_per_round only a round's participants hold a live adapter and gradients; the others are parked
+    # (GRPOClient.park), keeping Adam's moments, as numpy arrays, only when the optimiser is not reset each round
+    live = min(N, getattr(config, "clients_per_round", 0) or N)
     parts = dict(
         weights=n_params * b,
-        adapters=(N + 1 + (N if evaluators else 0)) * n_lora * 4,
-        optimiser=N * 2 * n_lora * 4,
-        gradients=N * n_lora * 4,
+        adapters=(live + 1 + (N if evaluators else 0)) * n_lora * 4,
+        optimiser=(live if config.reset_optimizer else N) * 2 * n_lora * 4,
+        gradients=live * n_lora * 4,
         rollout=rows * tokens * kv_per_token,
         training=mb * tokens * per_token + mb * config.max_new_tokens * vocab * 14,
         evaluation=min(config.eval_batch_size, config.n_test * config.eval_samples) * tokens * kv_per_token,
