@@ -397,3 +397,29 @@ def test_dropped_clients_leave_no_trace_the_faulty_run_equals_the_run_without_th
     a, b = (run.server.global_state for run in runs)
     assert all(np.array_equal(a[k], b[k]) for k in a)
     assert any(not np.array_equal(a[k], runs[0]._initial_state[k]) for k in a)  # the two healthy clients trained
+
+
+def test_clients_answer_on_one_reused_worker_thread_and_a_timed_out_ones_thread_is_not_reused():
+    """A thread per message gave each its own malloc arena, and a round's memory grew with its clients
+    (benchmarks/results/memory_clients_worker_thread.json); a worker whose call was abandoned retires."""
+    seen, release = [], threading.Event()
+
+    class Client:
+        def __init__(self, slow=False):
+            self.slow = slow
+
+        def handle(self, message):
+            seen.append(threading.get_ident())
+            if self.slow:
+                release.wait(10)
+            return Message(f"{message.kind}_result", message.receiver, message.sender, message.round, {})
+
+    rt = InProcessRuntime({"a": Client(), "b": Client(), "slow": Client(slow=True), "c": Client()}, timeout=0.5,
+                          replies={})
+    replies = rt.broadcast("ping", 1, {})
+    assert isinstance(replies["slow"], ClientFailure) and replies["slow"].reason == "timeout"
+    assert all(isinstance(replies[c], Message) for c in ("a", "b", "c"))
+    a, b, slow, c = seen
+    assert a == b == slow  # one worker for the calls one after another
+    assert c != slow  # the timed-out call's worker still runs it: the next call got a new one
+    release.set()

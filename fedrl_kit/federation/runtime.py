@@ -113,6 +113,43 @@ def copy_payload(obj: Any) -> Any:
     return obj
 
 
+class _Worker:
+    """A daemon thread that runs calls one after another, reused by every :meth:`_Call.wait` while it is free.
+
+    One thread for a run's messages rather than a new one per message: glibc's malloc gives new threads arenas of
+    their own, and memory freed in one arena is not reused by another, so a thread per message made a round's
+    peak memory grow with its number of clients (``benchmarks/memory_clients.py``). A worker whose call was
+    abandoned retires (it may still be running the late call); the next call gets a new one.
+    """
+
+    _lock = threading.Lock()
+    _idle: list["_Worker"] = []
+
+    def __init__(self):
+        import queue
+
+        self.jobs: "queue.SimpleQueue" = queue.SimpleQueue()
+        self.retired = False
+        self.thread = threading.Thread(target=self._loop, name="fedrl-client-worker", daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        try:
+            while not self.retired:
+                self.jobs.get()()
+        except ClientAbandoned:  # a stop meant for an abandoned call that arrived after the call had ended
+            pass
+
+    @classmethod
+    def take(cls) -> "_Worker":
+        with cls._lock:
+            return cls._idle.pop() if cls._idle else cls()
+
+    def give_back(self) -> None:
+        with self._lock:
+            self._idle.append(self)
+
+
 class _Call:
     """One message handled in a daemon worker thread; the caller waits for it with a deadline."""
 
@@ -126,7 +163,10 @@ class _Call:
         grad = torch.is_grad_enabled() if torch is not None else None
         threads = torch.get_num_threads() if torch is not None else None
         cuda = torch.cuda.current_device() if torch is not None and torch.cuda.is_initialized() else None
-        self.thread = threading.Thread(target=self._run, args=(grad, cuda, threads), name=name, daemon=True)
+        self._args = (grad, cuda, threads)
+        # a thread of its own, for callers that start it themselves (a lockstep group's members run side by side);
+        # wait() runs the call on a reusable _Worker instead
+        self.thread = threading.Thread(target=self._run, args=self._args, name=name, daemon=True)
 
     def _run(self, grad, cuda, threads=None) -> None:
         try:
@@ -146,15 +186,22 @@ class _Call:
             self.done.set()
 
     def wait(self, timeout: float | None) -> bool:
-        """Start and wait up to ``timeout`` seconds (None: no limit); True if it finished in time."""
-        self.thread.start()
+        """Run on a free :class:`_Worker` and wait up to ``timeout`` seconds (None: no limit); True if it finished in
+        time."""
+        worker = _Worker.take()
+        self.thread = worker.thread  # the thread abandon() stops
+        worker.jobs.put(lambda: self._run(*self._args))
         try:
             finished = self.done.wait(timeout)
         except BaseException:  # a real Ctrl-C in the main thread: stop the client, then stop the run
+            worker.retired = True
             self.abandon()
             raise
         if not finished:
+            worker.retired = True
             self.abandon()
+        else:
+            worker.give_back()
         return finished
 
     def abandon(self) -> None:
