@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from fedrl_kit.federation.client import park_idle
+from fedrl_kit.federation.parking import park_idle
 from fedrl_kit.federation.server import draw_participants
 from fedrl_kit.federation.runtime import (ClientFailure, InProcessRuntime, Message, SERVER, _inject_after,
                                          _inject_before, join_payload, split_payload)

@@ -46,7 +46,7 @@ import torch
 
 from fedrl_kit.config import RunConfig, migrate
 from fedrl_kit.evaluate import eval_seed, evaluate
-from fedrl_kit.federation.client import park_idle
+from fedrl_kit.federation.parking import park_idle
 from fedrl_kit.federation.replies import REPLIES, UpdateBound, adapter_spec
 from fedrl_kit.federation.runtime import InProcessRuntime, SerialisingRuntime, parse_faults
 from fedrl_kit.federation.server import Server, ServerWorld

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from fedrl_kit import seeding
+from fedrl_kit.federation.parking import as_numpy, as_torch
 from fedrl_kit.federation.runtime import Message
 from fedrl_kit.grpo import GRPOSettings
 from fedrl_kit.grpo import grpo_step as plain_grpo_step
@@ -112,36 +113,6 @@ def fedprox_term(params: list[torch.Tensor], anchors: list[torch.Tensor], mu: fl
     return 0.5 * mu * sum(((p - a) ** 2).sum() for p, a in zip(params, anchors))
 
 
-def park_idle(clients: dict, participants) -> None:
-    """Park (:meth:`GRPOClient.park`) every client of ``clients`` (cid → client) not in ``participants``."""
-    taking_part = set(participants)
-    for cid, client in clients.items():
-        if cid not in taking_part and hasattr(client, "park"):
-            client.park()
-
-
-def _as_numpy(obj):
-    """A state dict with its tensors as numpy copies (off the model and its device)."""
-    if torch.is_tensor(obj):
-        return obj.detach().cpu().numpy().copy()
-    if isinstance(obj, dict):
-        return {k: _as_numpy(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_as_numpy(v) for v in obj]
-    return obj
-
-
-def _as_torch(obj):
-    """The inverse of :func:`_as_numpy` (tensors pass through)."""
-    if isinstance(obj, np.ndarray):
-        return torch.from_numpy(obj.copy())
-    if isinstance(obj, dict):
-        return {k: _as_torch(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_as_torch(v) for v in obj]
-    return obj
-
-
 class MessageClient:
     """What every simulated client shares: private ``data``, an id ``cid``, and message dispatch.
 
@@ -224,7 +195,7 @@ class GRPOClient(MessageClient):
     def restored(self, optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
         """``optimizer`` (new, over this client's parameters) with the moments the client kept while parked, if any."""
         if self._moments is not None:
-            optimizer.load_state_dict(_as_torch(self._moments))
+            optimizer.load_state_dict(as_torch(self._moments))
             self._moments = None
         return optimizer
 
@@ -232,7 +203,7 @@ class GRPOClient(MessageClient):
         """The optimiser's ``state_dict`` (live, or kept while parked) for a checkpoint; None when it keeps none."""
         if self.optimizer is not None:
             return self.optimizer.state_dict()
-        return None if self._moments is None else _as_torch(self._moments)
+        return None if self._moments is None else as_torch(self._moments)
 
     def park(self) -> None:
         """Sit out a round holding nothing live: the adapter leaves the model (every round's first message sets it
@@ -240,7 +211,7 @@ class GRPOClient(MessageClient):
         the rows' lists are dropped (the data stays an index into the world). Called between rounds for clients
         not taking part (partial participation); a later round continues from exactly this state."""
         if self.optimizer is not None:
-            self._moments = _as_numpy(self.optimizer.state_dict())
+            self._moments = as_numpy(self.optimizer.state_dict())
             self.optimizer = None
         self.policy.drop(self.cid)
         self._rows = None
