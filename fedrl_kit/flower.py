@@ -24,7 +24,9 @@ responses; the optimiser when ``reset_optimizer`` is off), so every message of a
 same process: :func:`run_on_flower` runs Flower's simulation with **one** ClientApp actor (all
 cores), and a deployment runs each SuperNode with a long-lived ClientApp process. If that process is
 restarted mid-run, the node's next message finds no state and fails; the server drops it for the
-round as any failed client. In a simulation (:func:`run_on_flower`) the ClientApp process also takes the
+round as any failed client. With ``clients_per_round`` the first message of a round parks the clients not
+drawn for it (:func:`~fedrl_kit.federation.parking.park_idle`, the same draw as the server's), which relies on the
+ClientApp handling one message at a time, as its one actor does. In a simulation (:func:`run_on_flower`) the ClientApp process also takes the
 calling process's torch thread count, so its float sums are the in-process run's whatever ``OMP_NUM_THREADS``
 Ray hands its actor (a deployment's clients keep their own machines' settings).
 
