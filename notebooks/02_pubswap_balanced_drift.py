@@ -295,7 +295,10 @@ knobs(show, rule=widgets.ToggleButtons(options=[("Balanced", "balanced"), ("Rand
 # at its current adapter: the gradient of the step's loss on each prompt's group before the swap, and after each of
 # Balanced's replacements made one at a time. These are single draws of this one step, not the appendix's
 # expectations, and β here is the largest change one of Balanced's own replacements made: a lower bound on the
-# appendix's supremum over all replacements. A client that replaced nothing has ω_n = 0.
+# appendix's supremum over all replacements. A client that replaced nothing has ω_n = 0. With
+# `--set pubswap.trace_off_policy=true` a Balanced run measures the same terms at every public step, for every
+# client, without changing what it trains; `docs/pubswap.md` ("The appendix's quantities, measured") gives them
+# over whole runs and seeds, and finds this step typical.
 
 # %%
 terms = {cid: off_policy_terms(run.clients[cid], gen, swaps["balanced"], n) for n, cid in enumerate(cids)}

@@ -32,7 +32,8 @@ class PubSwapArgs(Args):
 
     def check(self, config) -> None:
         self.need(not self.trace_off_policy or config.method == "pubswap_balanced", "trace_off_policy",
-                  f"false unless method is pubswap_balanced (appendix A.2's ω is Balanced's), got {config.method!r}")
+                  f"false unless method is pubswap_balanced (appendix A.2's ω is Balanced's; the method is "
+                  f"{config.method!r})")
         self.need(2 <= self.period <= config.local_steps, "period",
                   f"an integer in [2, local_steps = {config.local_steps}] (tau_swap <= tau)")
         if str(getattr(config, "preset", "")).startswith("pubswap-"):  # a paper preset claims the paper's setting
