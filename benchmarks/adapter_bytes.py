@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from _machine import cpu_model, package_versions  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
+from many_clients import MODEL  # noqa: E402  (the ~100 M-parameter Qwen2 of memory_clients.py)
 
 ROOT = Path(__file__).resolve().parent.parent
 N = 20
@@ -33,8 +34,7 @@ def main() -> int:
 
     torch.set_num_threads(1)
     tok = build_tokenizer()
-    model = build_tiny_model(tok, seed=0, hidden_size=768, num_layers=12, intermediate_size=2560,
-                             num_attention_heads=12, num_key_value_heads=12)
+    model = build_tiny_model(tok, seed=0, **MODEL)
     pm = adapters.attach_lora(model, rank=8, alpha=16.0, seed=0)
     state = adapters.get_state(pm)
     proc = psutil.Process()

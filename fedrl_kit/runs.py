@@ -593,7 +593,7 @@ class Run:
         if (ck / "optimizers.pt").exists():
             opt = torch.load(ck / "optimizers.pt", weights_only=True)
             for cid, sd in opt.items():  # kept as a parked client keeps them, loaded when it next trains
-                self.clients[cid].optimizer, self.clients[cid]._moments = None, sd
+                self.clients[cid].keep_moments(sd)
         for name, lines in kept.items():
             _atomic_write(self.run_dir / name, "".join(x.decode() + "\n" for x in lines))
             self._digest[name] = hashlib.sha256(b"".join(x + b"\n" for x in lines))

@@ -199,6 +199,10 @@ class GRPOClient(MessageClient):
             self._moments = None
         return optimizer
 
+    def keep_moments(self, state: dict) -> None:
+        """Hold an optimiser ``state_dict`` (a checkpoint's) as a parked client holds its own, for its next step."""
+        self.optimizer, self._moments = None, state
+
     def optimizer_state(self) -> dict | None:
         """The optimiser's ``state_dict`` (live, or kept while parked) for a checkpoint; None when it keeps none."""
         if self.optimizer is not None:
