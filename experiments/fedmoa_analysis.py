@@ -6,6 +6,8 @@ the server knew of its clients (``run.server.properties``); none of it trains or
 
 from __future__ import annotations
 
+import numpy as np
+
 from experiments.stats import INTERVAL, sign_verdict, t_interval
 from fedrl_kit.fedmoa.plan import config_name
 from fedrl_kit.world.families import PAPER_NAMES
@@ -56,14 +58,67 @@ def summary(records: list[dict]) -> dict:
     out = {"global_accuracy": last["global_accuracy"], "aggregated_reward": last["aggregated_reward"],
            "local_accuracy": last.get("local_accuracy", float("nan")),
            "local_reward": last.get("local_reward", float("nan")), "length": last["length"]}
-    out.update({k: v for k, v in last.items() if k.endswith("/pass@1") and not k.startswith("val/")})
+    per_family = ("/pass@1", "/aggregated_reward")
+    out.update({k: v for k, v in last.items() if k.endswith(per_family) and not k.startswith("val/")})
     best = best_record(records)
     if best is not None:
         out.update({"best_round": best["round"], "best_val_accuracy": best["val_accuracy"],
                     "best/global_accuracy": best["global_accuracy"], "best/aggregated_reward": best["aggregated_reward"],
                     "best/length": best["length"]})
-        out.update({f"best/{k}": v for k, v in best.items() if k.endswith("/pass@1") and not k.startswith("val/")})
+        out.update({f"best/{k}": v for k, v in best.items() if k.endswith(per_family) and not k.startswith("val/")})
     return out
+
+
+HISTORY_CLIENT_KEYS = ("alpha", "cluster", "w_move", "lam", "accuracy")
+HISTORY_CLIENT_PREFIXES = ("w/", "w_start/", "w@", "accuracy@", "reward/", "local/")
+
+
+def round_history(records: list[dict]) -> dict:
+    """A run's per-round records, small enough to keep in a result file (Fig. 3–5 analogues are drawn from it):
+    ``server``, the global model's evaluation per round; ``clients``, per client and round its α and cluster,
+    its weights (start, after every local step, end), how far they moved, its training-batch accuracy per step
+    and its reward components."""
+    server = [{k: v for k, v in r.items() if k not in ("kind", "client")} for r in server_records(records)]
+    clients = [{"client": r["client"], "round": r["round"],
+                **{k: v for k, v in r.items() if k in HISTORY_CLIENT_KEYS or k.startswith(HISTORY_CLIENT_PREFIXES)}}
+               for r in records if r["kind"] == "client" and r.get("client") != "server"]
+    return {"server": server, "clients": clients}
+
+
+def as_records(history: dict) -> list[dict]:
+    """:func:`round_history` back as metric records, for the functions here that read a run's records."""
+    return ([{"kind": "client", "client": "server", **r} for r in history["server"]]
+            + [{"kind": "client", **r} for r in history["clients"]])
+
+
+def alpha_progress(records: list[dict]) -> list[dict]:
+    """Eq. 11 against each client's progress: one row per (client, round) with ``alpha`` (its α), ``alpha_rel``
+    (α × the cluster's size: 1 is an equal share), ``gain`` (its training-batch accuracy in the round's last
+    ⌈τ/2⌉ local steps minus the first ⌊τ/2⌋: the accuracy it gained within the round) and ``w0`` (its accuracy
+    weight when it replied, what α is computed from). Rounds of runs without per-step accuracy are left out."""
+    mine = [r for r in records if r["kind"] == "client" and r.get("client") != "server" and "alpha" in r]
+    size = {}
+    for r in mine:
+        size[(r["round"], r["cluster"])] = size.get((r["round"], r["cluster"]), 0) + 1
+    rows = []
+    for r in mine:
+        acc = [r[k] for k in sorted((k for k in r if k.startswith("accuracy@")), key=lambda k: int(k.split("@")[1]))]
+        if len(acc) < 2:
+            continue
+        half = len(acc) // 2
+        w0 = next(v for k, v in r.items() if k.startswith("w/"))
+        rows.append(dict(client=r["client"], round=r["round"], alpha=r["alpha"],
+                         alpha_rel=r["alpha"] * size[(r["round"], r["cluster"])],
+                         gain=sum(acc[-half:]) / half - sum(acc[:half]) / half, w0=w0))
+    return rows
+
+
+def correlation(x, y) -> float:
+    """Pearson's r of two equal-length sequences (nan when either is constant)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 2 or x.std() == 0 or y.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(x, y)[0, 1])
 
 
 def weight_moves(records: list[dict]) -> list[dict]:
@@ -99,43 +154,129 @@ def pareto_points(records: list[dict], x: str, y: str, family: str = "math", cli
     return {"server": server, "clients": points}
 
 
-CLAIMS = (
-    ("FedMOA > FedAvg-GRPO on global accuracy (Table 1, Heter+Heter)", "heter+heter", "FedMOA", "FedAvg-GRPO",
-     "global_accuracy"),
-    ("FedMOA > FedAvg-GRPO on aggregated reward (Table 1, Heter+Heter)", "heter+heter", "FedMOA", "FedAvg-GRPO",
-     "aggregated_reward"),
-    ("λ helps: FedMOA > λ off, α on (Table 2)", "heter+heter", "FedMOA", "λ off, α on", "global_accuracy"),
-    ("α helps: FedMOA > λ on, α off (Table 2)", "heter+heter", "FedMOA", "λ on, α off", "global_accuracy"),
-    ("FedMOA > FedAvg-GRPO on global accuracy (Table 1, Homo+Heter)", "homo+heter", "FedMOA", "FedAvg-GRPO",
-     "global_accuracy"),
-    ("FedMOA > FedAvg-GRPO on global accuracy (Table 1, Homo+Homo)", "homo+homo", "FedMOA", "FedAvg-GRPO",
-     "global_accuracy"),
-)
-"""the paper's claims as (claim, setting, better variant, worse variant, metric): §4.2 has FedMOA above the
-baseline "across all reported data-reward settings", Table 2 the ablations in Heter+Heter"""
+PAPER_TABLE1 = {  # (setting, family) → (FedAvg-GRPO, FedMOA) global accuracy in points and aggregated reward
+    ("homo+homo", "gsm"): ((73.3, 0.900), (73.7, 0.902)), ("homo+homo", "math"): ((64.5, 0.784), (66.9, 0.788)),
+    ("homo+homo", "code"): ((54.88, 0.849), (54.88, 0.850)),
+    ("homo+heter", "gsm"): ((72.9, 0.890), (74.9, 0.907)), ("homo+heter", "math"): ((65.8, 0.789), (67.0, 0.800)),
+    ("homo+heter", "code"): ((53.66, 0.846), (55.49, 0.849)),
+    ("heter+heter", "gsm"): ((72.3, 0.897), (72.4, 0.897)), ("heter+heter", "math"): ((62.6, 0.775), (64.8, 0.827)),
+    ("heter+heter", "code"): ((50.61, 0.833), (52.44, 0.839)),
+}
+"""the paper's Table 1 (global model; GSM8K, MATH, HumanEval are the gsm, math and code families here)"""
+
+PAPER_TABLE2 = {"FedAvg-GRPO": (62.6, 0.775), "λ off, α on": (64.0, 0.776), "FedMOA": (64.8, 0.827)}
+"""the paper's Table 2 (MATH, Heter+Heter): its three rows; it has no "λ on, α off" row"""
+
+
+def _claims() -> tuple:
+    out = []
+    for (setting, fam), ((acc0, rew0), (acc1, rew1)) in PAPER_TABLE1.items():
+        name = {"homo+homo": "Homo+Homo", "homo+heter": "Homo+Heter", "heter+heter": "Heter+Heter"}[setting]
+        out.append((f"FedMOA > FedAvg-GRPO on {fam} accuracy (Table 1, {name})", setting, fam, "FedMOA",
+                    "FedAvg-GRPO", f"{fam}/pass@1", round((acc1 - acc0) / 100, 6)))
+        out.append((f"FedMOA > FedAvg-GRPO on {fam} reward (Table 1, {name})", setting, fam, "FedMOA",
+                    "FedAvg-GRPO", f"{fam}/aggregated_reward", round(rew1 - rew0, 6)))
+    for fam, what in (("math", "MATH, as the paper"), (None, "all families, ours")):
+        acc = f"{fam}/pass@1" if fam else "global_accuracy"
+        rew = f"{fam}/aggregated_reward" if fam else "aggregated_reward"
+        paper = (lambda a, b, k: round((PAPER_TABLE2[a][k] - PAPER_TABLE2[b][k]) / (100 if k == 0 else 1), 6)) \
+            if fam else (lambda a, b, k: None)
+        out += [(f"α helps: λ off, α on > FedAvg-GRPO on accuracy (Table 2, {what})", "heter+heter", None,
+                 "λ off, α on", "FedAvg-GRPO", acc, paper("λ off, α on", "FedAvg-GRPO", 0)),
+                (f"α helps: λ off, α on > FedAvg-GRPO on reward (Table 2, {what})", "heter+heter", None,
+                 "λ off, α on", "FedAvg-GRPO", rew, paper("λ off, α on", "FedAvg-GRPO", 1)),
+                (f"λ helps: FedMOA > λ off, α on on accuracy (Table 2, {what})", "heter+heter", None, "FedMOA",
+                 "λ off, α on", acc, paper("FedMOA", "λ off, α on", 0)),
+                (f"λ helps: FedMOA > λ off, α on on reward (Table 2, {what})", "heter+heter", None, "FedMOA",
+                 "λ off, α on", rew, paper("FedMOA", "λ off, α on", 1))]
+    out += [("FedMOA > FedAvg-GRPO on global accuracy (Heter+Heter, all families, ours)", "heter+heter", None,
+             "FedMOA", "FedAvg-GRPO", "global_accuracy", None),
+            ("FedMOA > FedAvg-GRPO on aggregated reward (Heter+Heter, all families, ours)", "heter+heter", None,
+             "FedMOA", "FedAvg-GRPO", "aggregated_reward", None),
+            ("FedMOA > FedAvg-GRPO on local reward (Heter+Heter, each client's own model, ours)", "heter+heter",
+             None, "FedMOA", "FedAvg-GRPO", "local_reward", None)]
+    return tuple(out)
+
+
+CLAIMS = _claims()
+"""the paper's claims as (claim, setting, family of the Homo settings or None, better variant, worse variant,
+metric, the paper's difference): §4.2 has FedMOA above the baseline "across all reported data-reward settings"
+on each dataset (Table 1), Table 2 the ablations on MATH in Heter+Heter (its three rows: α alone, then λ added);
+the rows marked "ours" are the same contrasts over all families or on the clients' own models. A Heter+Heter
+run holds every family, so its Table 1 claims read that family's numbers; a Homo run holds one family
+(``homo_family`` in its row)."""
+
+MIN_WEIGHT_MOVE = 0.01
+"""below this mean L1 move of the reward weights per client and round, λ did not act (the weights of 3 reward
+components moved by less than 1 % of their mass): a claim about λ is then "not tested"."""
+
+
+def not_tested(rows_better: list[dict], rows_worse: list[dict]) -> str | None:
+    """Why a claim comparing these runs does not test the paper's mechanism, or None when it does.
+
+    The rule (the toolkit's verdicts say "not tested", not "does not hold", when the setting differs):
+
+    - one arm has λ on and the other off (a claim about λ), and the λ-on runs took λ from the scale rule
+      (``lam_rule="target"``) instead of a fixed λ, the paper's form: λ was replaced;
+    - the same, and the λ-on runs' weights moved by less than :data:`MIN_WEIGHT_MOVE` per client and round
+      (``mean_w_move``): the mechanism the claim is about did not act.
+
+    Rows carry ``lambda_on``, ``lam_rule`` and ``mean_w_move`` (:func:`summary_row_fields`); rows without them
+    (older result files) are not judged.
+    """
+    on = [r for r in rows_better + rows_worse if r.get("lambda_on")]
+    off = [r for r in rows_better + rows_worse if r.get("lambda_on") is False]
+    if not on or not off:
+        return None
+    if any(r.get("lam_rule") == "target" for r in on):
+        return "not tested: λ from the scale rule, not a fixed λ"
+    moves = [r["mean_w_move"] for r in on if r.get("mean_w_move") is not None]
+    if moves and max(moves) < MIN_WEIGHT_MOVE:
+        return f"not tested: the weights did not move (mean L1 move {max(moves):.4f} < {MIN_WEIGHT_MOVE} per round)"
+    return None
+
+
+def summary_row_fields(config, records: list[dict]) -> dict:
+    """What a result row says of how a run was set up and whether λ acted: the switches, λ's rule and value,
+    g_k's form, the initial weights, the learning rate, and the mean L1 move of the weights per client and round."""
+    moa = config.fedmoa
+    moves = [m["w_move"] for m in weight_moves(records)]
+    return dict(lambda_on=moa.lambda_on, alpha_on=moa.alpha_on, lam_rule=moa.lam_rule,
+                lam=moa.lam if moa.lam_rule == "fixed" else None, hyper_grad=moa.hyper_grad,
+                init_weights=moa.init_weights, learning_rate=config.learning_rate, homo_family=moa.homo_family,
+                mean_w_move=float(sum(moves) / len(moves)) if moves and moa.lambda_on else None)
 
 
 def paired_claims(rows: list[dict], prefix: str = "") -> list[dict]:
     """Each claim of :data:`CLAIMS` on per-run summary rows, paired by seed.
 
     Args:
-        rows: dicts with ``setting``, ``variant``, ``seed`` and the metrics of :func:`summary`.
+        rows: dicts with ``setting``, ``variant``, ``seed`` and the metrics of :func:`summary` (Homo rows:
+            ``homo_family``; rows without it are taken as the MATH-like family's, the first grids' one family);
+            optionally the fields of :func:`summary_row_fields`, which the "not tested" rule reads.
         prefix: ``""`` for the last round, ``"best/"`` for the best round by validation.
 
     Returns:
         One row per claim with the per-seed differences, their mean, standard deviation (population form),
         standard error of the mean (sample std / √n) and ``half_width``, the half-width of the mean's 95 %
-        Student-t interval (n − 1 degrees of freedom; both None without seeds or with one), and ``verdict`` —
-        the rule the FedGRPO and PubSwap claims tables use: "holds" when the 95 % t interval lies above 0,
-        "does not hold" when it lies below 0, "within noise (95 % t interval contains 0)" otherwise (the
-        seeds cannot tell the arms apart, which decides neither way); "one seed only: no verdict" with one
-        seed, "not run" with none.
+        Student-t interval (n − 1 degrees of freedom; both None without seeds or with one), ``paper`` (the
+        paper's difference, None for our own contrasts), and ``verdict`` — the rule the FedGRPO and PubSwap
+        claims tables use: "holds" when the 95 % t interval lies above 0, "does not hold" when it lies below 0,
+        "within noise (95 % t interval contains 0)" otherwise (the seeds cannot tell the arms apart, which
+        decides neither way); "one seed only: no verdict" with one seed, "not run" with none; and, whatever
+        the interval, "not tested: …" when :func:`not_tested` says the runs do not test the mechanism (the
+        interval is still reported).
     """
     out = []
-    for claim, setting, better, worse, metric in CLAIMS:
+    for claim, setting, family, better, worse, metric, paper in CLAIMS:
         key = prefix + metric
-        a = {r["seed"]: r[key] for r in rows if r["setting"] == setting and r["variant"] == better and key in r}
-        b = {r["seed"]: r[key] for r in rows if r["setting"] == setting and r["variant"] == worse and key in r}
+
+        def pick(variant):
+            return [r for r in rows if r["setting"] == setting and r["variant"] == variant and key in r
+                    and (family is None or setting == "heter+heter" or r.get("homo_family", "math") == family)]
+
+        rb, rw = pick(better), pick(worse)
+        a, b = {r["seed"]: r[key] for r in rb}, {r["seed"]: r[key] for r in rw}
         seeds = sorted(set(a) & set(b))
         diffs = [a[s] - b[s] for s in seeds]
         mean = sum(diffs) / len(diffs) if diffs else None
@@ -149,8 +290,10 @@ def paired_claims(rows: list[dict], prefix: str = "") -> list[dict]:
         else:
             verdict = {1: "holds", -1: "does not hold",
                        0: f"within noise ({INTERVAL} contains 0)"}[sign_verdict(mean, half)]
+            why = not_tested([r for r in rb if r["seed"] in seeds], [r for r in rw if r["seed"] in seeds])
+            verdict = why or verdict
         out.append(dict(claim=claim, metric=key, seeds=seeds, differences=diffs, mean_difference=mean, std=std,
-                        se=se, half_width=half, verdict=verdict))
+                        se=se, half_width=half, paper=paper, verdict=verdict))
     return out
 
 
@@ -161,6 +304,116 @@ def in_points(claims: list[dict]) -> list[dict]:
     for c in claims:
         scale, unit = (100.0, "points") if c["metric"].endswith("accuracy") else (1.0, "reward")
         row = {**c, "unit": unit, "differences": [scale * d for d in c["differences"]]}
-        row.update({k: None if c[k] is None else scale * c[k] for k in ("mean_difference", "std", "se", "half_width")})
+        row.update({k: None if c.get(k) is None else scale * c[k]
+                    for k in ("mean_difference", "std", "se", "half_width", "paper")})
         out.append(row)
+    return out
+
+
+def select_by_validation(rows: list[dict], knob: str) -> dict:
+    """The tuning grid's choice: the value of ``knob`` whose run scored the highest validation accuracy.
+
+    Args:
+        rows: one per tuning run, each with ``knob`` (e.g. ``lam``) and ``best_val_accuracy`` (the best
+            validation accuracy over its rounds, :func:`summary`); nothing else of a row is read, so the test
+            split cannot steer the choice.
+        knob: the tuned field.
+
+    Returns:
+        ``{"value": the chosen value, "val_accuracy": its score, "grid": {value: score}}``; among equal scores
+        the first row's value.
+
+    Raises:
+        ValueError: no rows, or a row without ``knob`` or ``best_val_accuracy`` (naming the field).
+    """
+    if not rows:
+        raise ValueError(f"no tuning runs to choose {knob} from")
+    grid = {}
+    for r in rows:
+        for field in (knob, "best_val_accuracy"):
+            if r.get(field) is None:
+                raise ValueError(f"a tuning run has no {field!r}: {sorted(r)}")
+        grid[r[knob]] = r["best_val_accuracy"]
+    value = max(grid, key=lambda v: grid[v])  # max keeps the first of ties
+    return {"value": value, "val_accuracy": grid[value], "grid": grid}
+
+
+# --- a stored grid (benchmarks/fedmoa_compare.py's result file, rows with their ``history``) ---------------------
+
+
+def grid_records(rows: list[dict]) -> dict:
+    """(setting, variant, seed) → that run's records, rebuilt from the rows' ``history`` (rows without one are
+    left out: result files written before the history was kept)."""
+    return {(r["setting"], r["variant"], r["seed"]): as_records(r["history"]) for r in rows if "history" in r}
+
+
+def weight_move_table(rows: list[dict]) -> list[dict]:
+    """How far the reward weights moved, per variant with λ on and round: the mean and the largest L1 move of a
+    client's weights in that round, over clients and seeds, and the seeds' means' spread (sample std)."""
+    out = []
+    for (setting, variant), recs in _by_variant(rows).items():
+        moves = [m | {"seed": s} for s, rr in recs for m in weight_moves(rr)]
+        if not moves or not any(m["lam"] for m in moves):
+            continue
+        for rnd in sorted({m["round"] for m in moves}):
+            mine = [m for m in moves if m["round"] == rnd]
+            per_seed = [float(np.mean([m["w_move"] for m in mine if m["seed"] == s])) for s in sorted({m["seed"] for m in mine})]
+            out.append(dict(setting=setting, variant=variant, round=rnd, seeds=len(per_seed),
+                            mean_move=float(np.mean(per_seed)), std_over_seeds=float(np.std(per_seed, ddof=1))
+                            if len(per_seed) > 1 else float("nan"), max_move=max(m["w_move"] for m in mine)))
+    return out
+
+
+def alpha_progress_table(rows: list[dict]) -> list[dict]:
+    """Does eq. 11 follow progress? Per variant with α on and seed, Pearson's r between a client's α × cluster
+    size and the accuracy it gained within the round (:func:`alpha_progress`, over every client and round), and
+    between α and its accuracy weight w_0; then one row per variant with the mean r over seeds and its 95 %
+    Student-t half-width (n − 1 degrees of freedom)."""
+    out = []
+    for (setting, variant), recs in _by_variant(rows).items():
+        per_seed = []
+        for s, rr in recs:
+            ap = alpha_progress(rr)
+            if len(ap) < 3:
+                continue
+            per_seed.append(dict(setting=setting, variant=variant, seed=s, pairs=len(ap),
+                                 r_gain=correlation([a["alpha_rel"] for a in ap], [a["gain"] for a in ap]),
+                                 r_w0=correlation([a["alpha_rel"] for a in ap], [a["w0"] for a in ap])))
+        if not per_seed or all(np.isnan(p["r_gain"]) for p in per_seed):
+            continue
+        out += per_seed
+        row = dict(setting=setting, variant=variant, seed="mean ± 95 % t", pairs=sum(p["pairs"] for p in per_seed))
+        for k in ("r_gain", "r_w0"):
+            mean, half, _ = t_interval([p[k] for p in per_seed])
+            row[k], row[f"{k}_half_width"] = mean, half
+        out.append(row)
+    return out
+
+
+def mean_server_curves(rows: list[dict], setting: str, keys) -> list[dict]:
+    """Per variant and round, the mean and sample std over seeds of the global model's ``keys`` (e.g.
+    ``math/accuracy``): the Fig. 4 analogue of a grid."""
+    out = []
+    for (st, variant), recs in _by_variant(rows).items():
+        if st != setting:
+            continue
+        by_round = {}
+        for _, rr in recs:
+            for r in server_records(rr):
+                by_round.setdefault(r["round"], []).append(r)
+        for rnd, rs in sorted(by_round.items()):
+            for k in keys:
+                vals = [r[k] for r in rs if k in r]
+                if vals:
+                    out.append(dict(variant=variant, round=rnd, key=k, mean=float(np.mean(vals)), seeds=len(vals),
+                                    std=float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0))
+    return out
+
+
+def _by_variant(rows: list[dict]) -> dict:
+    """(setting, variant) → [(seed, records)] of the rows that kept their history, in the rows' order."""
+    out = {}
+    for r in rows:
+        if "history" in r:
+            out.setdefault((r["setting"], r["variant"]), []).append((r["seed"], as_records(r["history"])))
     return out

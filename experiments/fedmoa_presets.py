@@ -29,7 +29,7 @@ split here (the registry's ``math``). The paper preset has not been run yet.
 
 from __future__ import annotations
 
-from fedrl_kit.config import REFERENCE_PATH, RunConfig, preset
+from fedrl_kit.config import RunConfig, preset
 from fedrl_kit.fedmoa.plan import world_for
 from fedrl_kit.runs import REPO_ROOT
 
@@ -84,8 +84,23 @@ VARIANTS = {
     "FedMOA": dict(lambda_on=True, alpha_on=True),
     "λ off, α on": dict(lambda_on=False, alpha_on=True),
     "λ on, α off": dict(lambda_on=True, alpha_on=False),
+    "FedMOA, uniform w_0": dict(lambda_on=True, alpha_on=True, init_weights="uniform"),
 }
-"""Table 1's two rows and Table 2's two ablations, as ``config.fedmoa`` switches"""
+"""Table 1's two rows, Table 2's ablations (the paper's "λ off, α on"; "λ on, α off" is ours, the paper has no such
+row) and FedMOA with every client starting from uniform weights (ours: eq. 11's α then sees only what λ did, not
+the plan's spread of initial weights), as ``config.fedmoa`` fields"""
+
+TABLE2 = ("FedAvg-GRPO", "λ off, α on", "FedMOA", "λ on, α off", "FedMOA, uniform w_0")
+"""the Heter+Heter rows of the ablation grid, the paper's three first"""
+
+LAM_GRID = (0.01, 10.0, 100.0, 1000.0)
+"""the λ values tuned on validation (``fedmoa.lam_rule="fixed"``): the paper's 0.01 and three decades above it, the
+range over which the LoRA g_k's weight moves go from nothing to a large part of the simplex per round"""
+LR_GRID = (1e-3, 2e-3, 4e-3, 8e-3)
+"""the learning rates tuned on validation for FedAvg-GRPO: the same number of runs as :data:`LAM_GRID`, around
+the default 2e-3"""
+TUNE_SEED = 10
+"""the seed of the tuning runs: not one of the seeds the verdicts are paired over (0, 1, 2)"""
 
 
 def setting_config(scale: str, setting: str, variant: str = "FedMOA", seed: int = 0, homo_family: str = "math",
@@ -115,8 +130,8 @@ def setting_config(scale: str, setting: str, variant: str = "FedMOA", seed: int 
     sizes = {k: v * n_fam for k, v in PER_FAMILY[scale].items()}
     fields = dict(method="fedmoa", world=world, num_clients=n, seed=seed, n_train=sizes["n_train"],
                   n_test=sizes["n_test"], n_aux=sizes["n_val"], eval_every=1, **SCALE_FIELDS[scale])
-    fields.update(REFERENCE_PATH)  # the path the stored comparisons were made on
-    fields.update(overrides)
+    fields.update(overrides)  # the default sampling and scoring path (the grids stored before the tuned-λ grid
+    # were made on the reference path, RunConfig.reference)
     section = {"setting": setting, "homo_family": homo_family, **SCALE_FEDMOA[scale], **VARIANTS[variant],
                **(fedmoa or {})}
     return preset("full" if scale == "paper" else "quick", **fields, fedmoa=section)

@@ -62,3 +62,39 @@ def test_add_runs_needs_collect_only(bench, tmp_path, capsys):
     with pytest.raises(SystemExit):
         bench.main(["--scale", "cpu", "--add-runs", str(tmp_path / "x.json")])
     assert "--add-runs goes with --collect-only" in capsys.readouterr().err
+
+
+def test_tuned_values_go_to_the_variants_they_were_tuned_for(bench, tmp_path):
+    """--tuned: the chosen λ (fixed) to every variant with λ on, the chosen learning rate to FedAvg-GRPO, nothing
+    to "λ off, α on"; each in its own run folder; a file that has not chosen both is refused, naming it."""
+    path = tmp_path / "tuning.json"
+    path.write_text(json.dumps({"summary": {}, "selected": {"lam": {"value": 100.0}, "learning_rate": {"value": 0.004}}}))
+    assert bench.tuned_fields(str(path), "FedMOA") == ({"lam_rule": "fixed", "lam": 100.0}, {}, "lam=100")
+    assert bench.tuned_fields(str(path), "FedMOA, uniform w_0")[2] == "lam=100"
+    assert bench.tuned_fields(str(path), "λ on, α off")[0]["lam"] == 100.0
+    assert bench.tuned_fields(str(path), "FedAvg-GRPO") == ({}, {"learning_rate": 0.004}, "lr=0.004")
+    assert bench.tuned_fields(str(path), "λ off, α on") == ({}, {}, "")
+    half = tmp_path / "half.json"
+    half.write_text(json.dumps({"selected": {"lam": {"value": 100.0}}}))
+    with pytest.raises(SystemExit, match="half.json has not chosen both"):
+        bench.tuned_fields(str(half), "FedMOA")
+    root = tmp_path / "runs"
+    assert bench.run_dir_of(root, "cpu", "heter+heter", "FedMOA", 0, tag="lam=100") == \
+        root / "cpu" / "heter+heter" / "FedMOA" / "lam=100" / "seed0"
+    assert bench.run_dir_of(root, "cpu", "homo+homo", "FedMOA", 1, "gsm") == root / "cpu" / "homo+homo-gsm" / "FedMOA" / "seed1"
+    assert bench.run_dir_of(root, "cpu", "homo+homo", "FedMOA", 1, "math") == root / "cpu" / "homo+homo" / "FedMOA" / "seed1"
+
+
+def test_a_finished_run_made_with_another_config_is_refused(bench, tmp_path):
+    from experiments.fedmoa_presets import setting_config
+
+    cfg = setting_config("smoke", "heter+heter", "FedMOA", 0)
+    run_dir = tmp_path / "run"
+    (run_dir / "checkpoint").mkdir(parents=True)
+    (run_dir / "checkpoint" / "state.json").write_text(json.dumps({"round": cfg.rounds}))
+    (run_dir / "config.json").write_text(json.dumps(cfg.to_dict()))
+    assert bench.finished(cfg, run_dir)
+    other = setting_config("smoke", "heter+heter", "FedMOA", 0, fedmoa={"lam": 100.0})
+    with pytest.raises(SystemExit, match=r"another config \(fields \['fedmoa'\]\)"):
+        bench.finished(other, run_dir)
+    assert not bench.finished(cfg.replace(rounds=cfg.rounds + 1), run_dir)

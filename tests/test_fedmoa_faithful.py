@@ -216,45 +216,144 @@ def test_best_record_takes_the_earliest_of_ties():
     assert analysis.summary(recs)["best/global_accuracy"] == 0.3 and analysis.summary(recs)["global_accuracy"] == 0.5
     rows = [dict(setting="heter+heter", variant=v, seed=s, global_accuracy=a, aggregated_reward=0.5)
             for v, s, a in (("FedMOA", 0, 0.3), ("FedAvg-GRPO", 0, 0.2), ("FedMOA", 1, 0.2), ("FedAvg-GRPO", 1, 0.25))]
-    claim = analysis.paired_claims(rows)[0]
+    GLOBAL = "FedMOA > FedAvg-GRPO on global accuracy (Heter+Heter, all families, ours)"
+    REWARD = "FedMOA > FedAvg-GRPO on aggregated reward (Heter+Heter, all families, ours)"
+
+    def claims(rows, prefix=""):
+        return {c["claim"]: c for c in analysis.paired_claims(rows, prefix)}
+
+    claim = claims(rows)[GLOBAL]
     assert claim["differences"] == pytest.approx([0.1, -0.05])
     assert claim["verdict"] == "within noise (95 % t interval contains 0)"
     assert claim["se"] == pytest.approx(0.075)  # sample std of (0.1, −0.05) / √2
     assert claim["half_width"] == pytest.approx(12.7062 * 0.075, abs=1e-4)  # t_{0.975, 1} · SE
-    assert analysis.paired_claims(rows[:2])[0]["verdict"] == "one seed only: no verdict"
-    assert analysis.paired_claims(rows[:2])[0]["half_width"] is None
-    assert analysis.paired_claims(rows)[2]["verdict"] == "not run" and analysis.paired_claims(rows)[2]["std"] is None
+    assert claims(rows[:2])[GLOBAL]["verdict"] == "one seed only: no verdict"
+    assert claims(rows[:2])[GLOBAL]["half_width"] is None
+    alpha = claims(rows)["α helps: λ off, α on > FedAvg-GRPO on accuracy (Table 2, all families, ours)"]
+    assert alpha["verdict"] == "not run" and alpha["std"] is None
     def three_seeds(moa_minus_avg):  # FedAvg-GRPO 0.2, 0.25, 0.3; FedMOA that plus moa_minus_avg[seed]
         return [dict(setting="heter+heter", variant=v, seed=s, global_accuracy=a + (d if v == "FedMOA" else 0.0),
                      aggregated_reward=0.5) for v in ("FedMOA", "FedAvg-GRPO")
                 for s, (a, d) in enumerate(zip((0.2, 0.25, 0.3), moa_minus_avg))]
 
     worse = three_seeds((-0.1, -0.15, -0.12))
-    assert analysis.paired_claims(worse)[0]["verdict"] == "does not hold"  # −0.123 ± 0.063 (95 % t)
-    assert analysis.paired_claims(three_seeds((0.1, 0.1, 0.1)))[0]["verdict"] == "holds"
+    assert claims(worse)[GLOBAL]["verdict"] == "does not hold"  # −0.123 ± 0.063 (95 % t)
+    assert claims(three_seeds((0.1, 0.1, 0.1)))[GLOBAL]["verdict"] == "holds"
     # every seed ahead is not enough when the spread swamps the mean: +0.01 and +0.3 (mean 0.155, SE 0.145)
     spread = [dict(r, global_accuracy={0: 0.21, 1: 0.55}[r["seed"]]) if r["variant"] == "FedMOA" else r
               for r in rows if r["seed"] < 2]
     spread = [dict(r, global_accuracy=0.2) if r["variant"] == "FedAvg-GRPO" else r for r in spread]
-    assert analysis.paired_claims(spread)[0]["verdict"] == "within noise (95 % t interval contains 0)"
+    assert claims(spread)[GLOBAL]["verdict"] == "within noise (95 % t interval contains 0)"
     # +0.01, +0.02, +0.03 over 3 seeds: above 0 by more than 2 SE (0.0115), not by t_{0.975, 2} · SE (0.0248)
     edge = three_seeds((0.01, 0.02, 0.03))
-    assert analysis.paired_claims(edge)[0]["half_width"] == pytest.approx(4.3027 * 0.01 / 3 ** 0.5, abs=1e-5)
-    assert analysis.paired_claims(edge)[0]["verdict"] == "within noise (95 % t interval contains 0)"
-    # each setting's claim pairs that setting's runs only: Homo+Heter rows leave Heter+Heter's claims unrun
-    homo = [dict(r, setting="homo+heter") for r in worse]
-    by_claim = {c["claim"]: c for c in analysis.paired_claims(homo)}
-    assert by_claim["FedMOA > FedAvg-GRPO on global accuracy (Table 1, Homo+Heter)"]["verdict"] == "does not hold"
-    assert by_claim["FedMOA > FedAvg-GRPO on global accuracy (Table 1, Heter+Heter)"]["verdict"] == "not run"
-    assert by_claim["FedMOA > FedAvg-GRPO on global accuracy (Table 1, Homo+Homo)"]["verdict"] == "not run"
+    assert claims(edge)[GLOBAL]["half_width"] == pytest.approx(4.3027 * 0.01 / 3 ** 0.5, abs=1e-5)
+    assert claims(edge)[GLOBAL]["verdict"] == "within noise (95 % t interval contains 0)"
+    # each setting's claim pairs that setting's runs only, and a Homo run's claims its own family's
+    homo = [dict(r, setting="homo+heter", homo_family="gsm", **{"gsm/pass@1": r["global_accuracy"]}) for r in worse]
+    by_claim = claims(homo)
+    assert by_claim["FedMOA > FedAvg-GRPO on gsm accuracy (Table 1, Homo+Heter)"]["verdict"] == "does not hold"
+    assert by_claim["FedMOA > FedAvg-GRPO on gsm accuracy (Table 1, Homo+Heter)"]["paper"] == pytest.approx(0.02)
+    assert by_claim["FedMOA > FedAvg-GRPO on math accuracy (Table 1, Homo+Heter)"]["verdict"] == "not run"
+    assert by_claim["FedMOA > FedAvg-GRPO on gsm accuracy (Table 1, Heter+Heter)"]["verdict"] == "not run"
+    assert by_claim["FedMOA > FedAvg-GRPO on gsm accuracy (Table 1, Homo+Homo)"]["verdict"] == "not run"
     # the notebook's table: accuracy in points, rewards as they are, the verdict unchanged
     points = {c["claim"]: c for c in analysis.in_points(analysis.paired_claims(worse))}
-    acc = points["FedMOA > FedAvg-GRPO on global accuracy (Table 1, Heter+Heter)"]
+    acc = points[GLOBAL]
     assert acc["unit"] == "points" and acc["differences"] == pytest.approx([-10.0, -15.0, -12.0])
-    assert acc["half_width"] == pytest.approx(100 * analysis.paired_claims(worse)[0]["half_width"])
+    assert acc["half_width"] == pytest.approx(100 * claims(worse)[GLOBAL]["half_width"])
     assert acc["verdict"] == "does not hold"
-    reward = points["FedMOA > FedAvg-GRPO on aggregated reward (Table 1, Heter+Heter)"]
+    reward = points[REWARD]
     assert reward["unit"] == "reward" and reward["differences"] == pytest.approx([0.0, 0.0, 0.0])
+
+
+def test_a_claim_about_lambda_is_not_tested_when_lambda_was_replaced_or_did_not_act():
+    """The "not tested" rule: a contrast between λ on and λ off reads "not tested" when the λ-on runs took λ
+    from the scale rule or their weights hardly moved; otherwise the interval decides. A contrast that does
+    not involve λ is never judged by it."""
+    def grid(moa_fields, diffs=(0.02, 0.03, 0.04)):
+        rows = []
+        for s, d in enumerate(diffs):
+            base = {"setting": "heter+heter", "seed": s, "math/pass@1": 0.3, "math/aggregated_reward": 0.5}
+            rows.append({**base, "variant": "FedAvg-GRPO", "lambda_on": False, "lam_rule": "fixed", "mean_w_move": None})
+            rows.append({**base, "variant": "λ off, α on", "lambda_on": False, "lam_rule": "fixed",
+                         "mean_w_move": None, "math/pass@1": 0.3 + d})
+            rows.append({**base, "variant": "FedMOA", "lambda_on": True, "math/pass@1": 0.3 + 2 * d, **moa_fields})
+        return {c["claim"]: c for c in analysis.paired_claims(rows)}
+
+    LAM = "λ helps: FedMOA > λ off, α on on accuracy (Table 2, MATH, as the paper)"
+    ALPHA = "α helps: λ off, α on > FedAvg-GRPO on accuracy (Table 2, MATH, as the paper)"
+    TABLE1 = "FedMOA > FedAvg-GRPO on math accuracy (Table 1, Heter+Heter)"
+    moving = grid({"lam_rule": "fixed", "lam": 100.0, "mean_w_move": 0.05})
+    assert moving[LAM]["verdict"] == "holds" and moving[TABLE1]["verdict"] == "holds"
+    assert moving[LAM]["paper"] == pytest.approx(0.008) and moving[ALPHA]["paper"] == pytest.approx(0.014)
+    rule = grid({"lam_rule": "target", "lam": None, "mean_w_move": 0.05})
+    assert rule[LAM]["verdict"].startswith("not tested: λ from the scale rule")
+    assert rule[TABLE1]["verdict"].startswith("not tested")
+    assert rule[LAM]["mean_difference"] == pytest.approx(0.03)  # the interval is still reported
+    still = grid({"lam_rule": "fixed", "lam": 0.01, "mean_w_move": 1e-7})
+    assert still[LAM]["verdict"].startswith("not tested: the weights did not move")
+    assert still[ALPHA]["verdict"] == "holds"  # α's contrast has no λ-on arm
+    assert rule[ALPHA]["verdict"] == "holds"
+
+
+def test_the_lambda_grid_is_chosen_on_validation_only():
+    """select_by_validation reads each tuning run's best validation accuracy and nothing else: scrambling the
+    test-split numbers changes nothing, raising one run's validation score changes the choice."""
+    rows = [{"lam": lam, "best_val_accuracy": v, "global_accuracy": g, "best/global_accuracy": g, "seed": 10}
+            for lam, v, g in ((0.01, 0.30, 0.50), (10.0, 0.34, 0.20), (100.0, 0.32, 0.60), (1000.0, 0.25, 0.70))]
+    chosen = analysis.select_by_validation(rows, "lam")
+    assert chosen["value"] == 10.0 and chosen["val_accuracy"] == 0.34 and len(chosen["grid"]) == 4
+    scrambled = [dict(r, global_accuracy=1 - r["global_accuracy"], **{"best/global_accuracy": 0.0}) for r in rows]
+    assert analysis.select_by_validation(scrambled, "lam") == chosen
+    raised = [dict(r, best_val_accuracy=0.4) if r["lam"] == 1000.0 else r for r in rows]
+    assert analysis.select_by_validation(raised, "lam")["value"] == 1000.0
+    tie = [dict(r, best_val_accuracy=0.3) for r in rows]
+    assert analysis.select_by_validation(tie, "lam")["value"] == 0.01  # the first of equal scores
+    with pytest.raises(ValueError, match="best_val_accuracy"):
+        analysis.select_by_validation([{"lam": 1.0}], "lam")
+    with pytest.raises(ValueError, match="no tuning runs"):
+        analysis.select_by_validation([], "learning_rate")
+
+
+def test_alpha_against_progress_and_the_history_round_trip():
+    """alpha_progress pairs each client's α (and α × cluster size) with the accuracy it gained within the round
+    (last half of its local steps minus the first half); round_history keeps what it reads."""
+    recs = [{"kind": "client", "client": "server", "round": 1, "global_accuracy": 0.4, "val_accuracy": 0.3,
+             "aggregated_reward": 0.5, "length": 9.0}]
+    for cid, cluster, alpha, accs, w0 in (("a", 0, 0.25, (0.1, 0.2, 0.3, 0.5), 0.4), ("b", 0, 0.75, (0.3, 0.3, 0.2, 0.2), 0.3),
+                                           ("c", 1, 1.0, (0.5, 0.5, 0.5, 0.5), 0.5)):
+        recs.append({"kind": "client", "client": cid, "round": 1, "cluster": float(cluster), "alpha": alpha,
+                     "w/accuracy": w0, "w/format": 1 - w0, "w_start/accuracy": 0.4, "w_start/format": 0.6,
+                     "w_move": 0.01, "loss": 1.0,
+                     **{f"accuracy@{s}": a for s, a in enumerate(accs)}})
+    rows = {r["client"]: r for r in analysis.alpha_progress(recs)}
+    assert rows["a"]["gain"] == pytest.approx(0.25) and rows["b"]["gain"] == pytest.approx(-0.1)
+    assert rows["a"]["alpha_rel"] == pytest.approx(0.5) and rows["c"]["alpha_rel"] == pytest.approx(1.0)
+    assert rows["b"]["w0"] == 0.3
+    assert analysis.correlation([r["alpha_rel"] for r in rows.values()], [r["gain"] for r in rows.values()]) \
+        == pytest.approx(float(np.corrcoef([0.5, 1.5, 1.0], [0.25, -0.1, 0.0])[0, 1]))
+    assert np.isnan(analysis.correlation([1.0, 1.0], [0.0, 1.0]))
+    history = analysis.round_history(recs)
+    assert "loss" not in history["clients"][0] and history["clients"][0]["accuracy@3"] == 0.5
+    back = analysis.as_records(history)
+    assert analysis.alpha_progress(back) == analysis.alpha_progress(recs)
+    assert analysis.server_records(back)[0]["global_accuracy"] == 0.4
+    # a grid's tables read the rows' histories: two seeds, the second with every gain and move doubled
+    doubled = [dict(r, w_move=0.02, **{k: 2 * v for k, v in r.items() if k.startswith("accuracy@")})
+               if r.get("client") != "server" else r for r in recs]
+    rows = [dict(setting="heter+heter", variant="FedMOA", seed=s, history=analysis.round_history(rr))
+            for s, rr in ((0, [dict(r, lam=10.0) for r in recs]), (1, [dict(r, lam=10.0) for r in doubled]))]
+    moves = analysis.weight_move_table(rows)
+    assert len(moves) == 1 and moves[0]["mean_move"] == pytest.approx(0.015) and moves[0]["max_move"] == 0.02
+    assert moves[0]["std_over_seeds"] == pytest.approx(np.std([0.01, 0.02], ddof=1))
+    table = analysis.alpha_progress_table(rows)
+    assert [t["seed"] for t in table] == [0, 1, "mean ± 95 % t"]
+    assert table[0]["r_gain"] == pytest.approx(table[1]["r_gain"])  # doubling every gain leaves Pearson's r
+    assert table[2]["r_gain"] == pytest.approx(table[0]["r_gain"]) and table[2]["r_gain_half_width"] == pytest.approx(0)
+    curves = analysis.mean_server_curves(rows, "heter+heter", ["global_accuracy"])
+    assert curves == [dict(variant="FedMOA", round=1, key="global_accuracy", mean=0.4, seeds=2, std=0.0)]
+    assert analysis.grid_records(rows + [dict(setting="heter+heter", variant="FedAvg-GRPO", seed=0)]).keys() == \
+        {("heter+heter", "FedMOA", 0), ("heter+heter", "FedMOA", 1)}
 
 
 # --- presets and old configs -------------------------------------------------------------------------------------

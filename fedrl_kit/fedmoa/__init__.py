@@ -49,7 +49,8 @@ motivate eq. 8–10 and are not implemented on their own):
 
 - eq. 8, g_k = ∇_h L_k at one hidden layer        → :func:`~fedrl_kit.fedmoa.client.objective_gradients`
   (L_k from r_k's advantage alone: :func:`~fedrl_kit.fedmoa.weights.per_objective_advantages`;
-  one shift of h per sequence, ``fedmoa.hyper_grad="sequence"``; or the layer's LoRA factors, ``"lora"``)
+  the gradient of the layer's LoRA factors, ``fedmoa.hyper_grad="lora"``; or one shift of h per sequence,
+  ``"sequence"``, or one shared by every token, ``"shared"``)
 - eq. 9–10, Δ_k = g_k^(t)·g_k^(t−1), w_k + λΔ_k,
   projection onto the simplex                     → :func:`~fedrl_kit.fedmoa.weights.hypergradient_step`
   (λ from the scale rule :func:`~fedrl_kit.fedmoa.client.target_lambda`, or ``fedmoa.lam``)
@@ -131,24 +132,22 @@ Deviations and ambiguities, and our choices
 -------------------------------------------
 * **Where g_k is taken** (eq. 8): "the gradient w.r.t. an intermediate representation h". Rollouts
   differ from step to step (batch and lengths), so h^(t) and h^(t−1) have different shapes and
-  eq. 9's inner product is undefined on the raw tensors. We take the gradient w.r.t. a shift δ of
-  layer ``fedmoa.hyper_layer``'s output. Default ``hyper_grad="sequence"``: one δ_i ∈ R^H per sequence,
-  added at all of its positions, so g_k ∈ R^{N×H} (N = b·G, fixed within a run) holds sequence i's
-  gradient pooled over its positions in row i; eq. 9 is the plain inner product of these tensors, i.e.
-  the sum over rows of row-wise products (row i of step t with row i of step t−1: the i-th rollout of
-  each batch; which prompts those are changes with the batch). ``hyper_grad="shared"`` (the first
-  implementation) shares one δ ∈ R^H over every position of every sequence, g_k = Σ_{i,t} ∇_{h_{i,t}} L_k:
-  sequences with opposite advantages and similar hidden gradients cancel in that sum (exactly, for two
-  identical completions with rewards 1 and 0: ``tests/test_fedmoa_faithful.py``), which is part of why
-  its Δ was ~1e-6. ``hyper_grad="lora"`` (ours) differentiates w.r.t. parameters instead of a hidden
-  representation: g_k = ∂L_k/∂θ_ℓ, θ_ℓ the client's LoRA factors inside layer ``hyper_layer``, flattened
-  to one vector. It exists because the per-sequence g_k depends on the batch order (permute the rollouts
-  of step t and Δ changes; consecutive g_k measured nearly orthogonal, ``docs/fedmoa.md``), while the
-  LoRA g_k is a sum over rows — batch-order invariant, like ``"shared"`` — and has one fixed shape whose
-  every coordinate is the same parameter at every step, so eq. 9 compares like with like. It is
-  computed with ``torch.autograd.grad`` on those parameters only (the adapter, its ``.grad`` and the
-  optimiser state are untouched: ``tests/test_fedmoa_hypergrad_order.py``). The default stays
-  ``"sequence"`` so that stored results and notebook 03 keep their meaning.
+  eq. 9's inner product is undefined on the raw tensors, and any g_k indexed by the batch's rows makes eq. 9
+  pair unrelated rollouts. Default ``hyper_grad="lora"`` (ours) differentiates w.r.t. parameters instead
+  of a hidden representation: g_k = ∂L_k/∂θ_ℓ, θ_ℓ the client's LoRA factors inside layer
+  ``fedmoa.hyper_layer``, flattened to one vector — a sum over the batch's rows, so batch-order
+  invariant, of one fixed shape whose every coordinate is the same parameter at every step, so eq. 9
+  compares like with like. It is computed with ``torch.autograd.grad`` on those parameters only (the
+  adapter, its ``.grad`` and the optimiser state are untouched: ``tests/test_fedmoa_hypergrad_order.py``,
+  which also permutes a batch's rows and finds Δ unchanged). The other two take the gradient w.r.t. a
+  shift δ of the layer's output. ``hyper_grad="sequence"`` (the default before the tuned-λ grid): one
+  δ_i ∈ R^H per sequence, added at all of its positions, so g_k ∈ R^{N×H} (N = b·G) holds sequence i's
+  gradient in row i; eq. 9 then multiplies row i of step t with row i of step t−1 — the i-th rollout of
+  each batch, different prompts — so Δ depends on the batch order (the test shows it; consecutive g_k
+  measured nearly orthogonal, ``docs/fedmoa.md``). ``hyper_grad="shared"`` (the first implementation)
+  shares one δ ∈ R^H over every position of every sequence, g_k = Σ_{i,t} ∇_{h_{i,t}} L_k: sequences
+  with opposite advantages and similar hidden gradients cancel in that sum (exactly, for two identical
+  completions with rewards 1 and 0: ``tests/test_fedmoa_faithful.py``).
 * **L_k**: the clipped GRPO surrogate (the same loss as the update) with r_k's group-normalised
   advantage alone, at the current parameters (ratio = 1), aggregated like the update (``loss_type``).
 * **Order within a step**: g^(t) is computed on the step's rollouts before the update; the weights
@@ -168,8 +167,11 @@ Deviations and ambiguities, and our choices
   ``lam_target / mean_k |g_k|²`` (objectives with a non-zero gradient): a step whose consecutive
   gradients agree exactly (Δ_k = |g_k|²) then moves w_k by ``lam_target`` (0.05) for an objective of
   average gradient size, and the objectives keep their relative scale. ``lam_rule="fixed"`` uses
-  ``fedmoa.lam`` (the paper preset: 0.01 as written); ``normalise=True`` uses the cosine instead (our
-  option, with λ = ``lam``).
+  ``fedmoa.lam``, the paper's form: the paper preset takes 0.01 as written, the CPU grid a fixed λ chosen
+  on validation from 0.01 and three decades above it (``experiments.fedmoa_presets.LAM_GRID``, with the
+  same number of runs given to FedAvg-GRPO's learning rate); a verdict on λ from scale-rule runs reads
+  "not tested" (``experiments.fedmoa_analysis.not_tested``). ``normalise=True`` uses the cosine instead
+  (our option, with λ = ``lam``).
 * **Clusters**: the paper groups clients "using the reward names" into coarse task clusters and
   aggregates only the components shared within a cluster, so a cluster can hold clients with
   different auxiliary rewards. Our default ``fedmoa.cluster_key="accuracy"`` therefore clusters by

@@ -51,13 +51,14 @@ class FedMOAArgs(Args):
     normalise: bool = False
     """Delta_k as the cosine of consecutive gradients (ours; the paper's eq. 9 is unnormalised); with normalise,
     lambda = lam (a cosine has no scale to calibrate)"""
-    hyper_grad: str = "sequence"
-    """g_k of eq. 8, taken at layer hyper_layer: sequence (gradient w.r.t. one shift of layer h per sequence, a
-    [B*G, H] tensor: no cancellation between sequences, but eq. 9 pairs row i of one batch with row i of the next,
-    i.e. different prompts, so Delta depends on the batch order), shared (one shift for every position of every
-    sequence, [H]: batch-order invariant, but sums, and cancels, over tokens; the first implementation) or lora
-    (gradient w.r.t. the layer's own LoRA factors, a fixed-shape vector summed over the batch: batch-order
-    invariant, and each coordinate is the same parameter at every step, so eq. 9 compares like with like)"""
+    hyper_grad: str = "lora"
+    """g_k of eq. 8, taken at layer hyper_layer: lora (gradient w.r.t. the layer's own LoRA factors, a fixed-shape
+    vector summed over the batch: batch-order invariant, and each coordinate is the same parameter at every step,
+    so eq. 9 compares like with like), sequence (gradient w.r.t. one shift of layer h per sequence, a [B*G, H]
+    tensor: no cancellation between sequences, but eq. 9 pairs row i of one batch with row i of the next, i.e.
+    different prompts, so Delta depends on the batch order; the default until the cpu grid with tuned lambda) or
+    shared (one shift for every position of every sequence, [H]: batch-order invariant, but sums, and cancels,
+    over tokens; the first implementation)"""
     hyper_layer: int | None = None
     """decoder layer whose output is h in eq. 8 (null = the middle layer)"""
     lambda_on: bool = True

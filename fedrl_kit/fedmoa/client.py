@@ -279,6 +279,7 @@ class MOAClient(GRPOClient):
         metrics = {k: float(np.mean([d[k] for d in steps])) for k in steps[0]}
         for s, w in enumerate(path.after):  # Fig. 5: the weights after every local step
             metrics.update({f"w@{s}/{n}": float(w[k]) for k, n in enumerate(self.names)})
+        metrics.update({f"accuracy@{s}": d["accuracy"] for s, d in enumerate(steps)})  # r_0's progress in the round
         metrics.update({f"w/{n}": float(path.weights[k]) for k, n in enumerate(self.names)})
         metrics.update({f"w_start/{n}": float(path.start[k]) for k, n in enumerate(self.names)})
         metrics["w_move"] = float(np.abs(path.weights - path.start).sum())  # L1 distance the weights moved

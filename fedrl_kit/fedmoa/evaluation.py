@@ -88,7 +88,8 @@ def evaluate_round(server, theta: dict, local_adapters: dict) -> tuple[dict, dic
 
     Returns:
         (the ``server`` record: every ``<family>/<component>``, ``global_accuracy`` (mean pass@1 over
-        families), ``aggregated_reward`` (mean over clients), ``length``, with ``fedmoa.validate``
+        families), ``aggregated_reward`` (mean over clients) and ``<family>/aggregated_reward`` (mean over that
+        family's clients), ``length``, with ``fedmoa.validate``
         ``val/<family>/pass@1`` and ``val_accuracy`` (their mean), and with local models
         ``local_accuracy`` / ``local_reward``; {cid: that client's ``local_*`` metrics}).
     """
@@ -100,6 +101,10 @@ def evaluate_round(server, theta: dict, local_adapters: dict) -> tuple[dict, dic
     ev = evaluate_families(server.policy, EVAL_ADAPTER, tests, cfg.eval_samples, seed, comps)
     aggs = [client_score(ev, p["family"], p["reward_names"])[1] for p in props.values()]  # [M]
     record = dict(ev)
+    for f in tests:  # Table 1's reward column per dataset: the mean over that family's clients
+        mine = [a for a, p in zip(aggs, props.values()) if p["family"] == f]
+        if mine:
+            record[f"{f}/aggregated_reward"] = float(np.mean(mine))
     record.update({"global_accuracy": float(np.mean([ev[f"{f}/pass@1"] for f in tests])),
                    "aggregated_reward": float(np.mean(aggs)),
                    "length": float(np.mean([ev[f"{f}/length"] for f in tests]))})

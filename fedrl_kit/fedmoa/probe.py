@@ -23,7 +23,7 @@ from fedrl_kit.fedmoa.client import objective_gradients, target_lambda
 from fedrl_kit.fedmoa.weights import hypergradient_step
 
 
-def probe_gradients(client, adapter: str, steps: int = 2, round: int = 1, hyper_grad: str = "sequence",
+def probe_gradients(client, adapter: str, steps: int = 2, round: int = 1, hyper_grad: str | None = None,
                     layer: int | None = None) -> np.ndarray:
     """g_k^(t) (eq. 8) of one client on its first ``steps`` local batches of ``round``, all at ``adapter``.
 
@@ -32,8 +32,9 @@ def probe_gradients(client, adapter: str, steps: int = 2, round: int = 1, hyper_
             rollout seeds and reward components are those of its own local steps.
         adapter: the policy adapter to roll out and differentiate (e.g. ``"global"`` at the run's initial state).
         steps: how many consecutive local batches (>= 1).
-        hyper_grad: which g_k (``fedmoa.hyper_grad``): one shift of the hidden layer per sequence ("sequence"),
-            one shared by every token ("shared"), or the gradient of the layer's LoRA factors ("lora").
+        hyper_grad: which g_k (``fedmoa.hyper_grad``): the gradient of the layer's LoRA factors ("lora"), one
+            shift of the hidden layer per sequence ("sequence") or one shared by every token ("shared"); None =
+            the client's own.
         layer: the decoder layer of eq. 8; None = the client's own (its resolved ``hyper_layer``).
 
     Returns:
@@ -42,6 +43,7 @@ def probe_gradients(client, adapter: str, steps: int = 2, round: int = 1, hyper_
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     layer = client.layer if layer is None else layer
+    hyper_grad = client.args.hyper_grad if hyper_grad is None else hyper_grad
     grads = []
     for step in range(steps):
         rollouts, scores = client.rollout_scores(round, step, adapter)  # [N, K]
@@ -121,15 +123,16 @@ def probe_clients(run, adapter: str = "global", steps: int = 3, family: str | No
 def lambda_scales(client, adapter: str, target: float = 0.05) -> dict[str, np.ndarray]:
     """How big eq. 9's Δ_k is, and how far one step of eq. 10 moves the weights, on two consecutive local batches.
 
-    For g_k per sequence (``hyper_grad="sequence"``) and shared by every token (``"shared"``): Δ_k, the weights
-    after one step with the paper's λ = 0.01 and with the scale rule's λ (``target``), and the cosine Δ_k.
+    For g_k of the layer's LoRA factors (``hyper_grad="lora"``), per sequence (``"sequence"``) and shared by every
+    token (``"shared"``): Δ_k, the weights after one step with the paper's λ = 0.01 and with the scale rule's λ
+    (``target``), and the cosine Δ_k.
 
     Returns:
         row label → [K] values in the client's reward order, starting from its initial weights.
     """
     w0 = np.asarray(client.initial_weights, dtype=np.float64)
     out = {}
-    for kind in ("sequence", "shared"):
+    for kind in ("lora", "sequence", "shared"):
         g_prev, g_now = probe_gradients(client, adapter, 2, hyper_grad=kind)
         lam = target_lambda(g_prev, target)
         out[f"{kind}: Δ_k (eq. 9)"] = hypergradient_step(w0, g_now, g_prev, 0.0)[1]
