@@ -10,9 +10,10 @@ and writes one JSON with every run's summary (last round and best round by valid
 
 The grid on a CPU, in two steps. First the tuning grid (Heter+Heter at seed 10: FedMOA over λ ∈ LAM_GRID with a
 fixed λ, FedAvg-GRPO over the same number of learning rates, each chosen by validation accuracy alone;
-``benchmarks/results/fedmoa_tuning_cpu.json``), then the grid the verdicts read, with the chosen values (λ to every
-variant with λ on, the learning rate to FedAvg-GRPO; 3 seeds; Heter+Heter took about 14 min per run on one thread
-of a 2-core CPU with three runs sharing it)::
+``benchmarks/results/fedmoa_tuning_cpu.json``), then the grid the verdicts read, with the chosen values (the
+learning rate to every variant, as the paper keeps hyperparameters identical between its arms; λ to the variants
+with λ on; 3 seeds; with three runs sharing a 2-core CPU, one thread each, a FedAvg-GRPO run took about 14 min and
+a FedMOA run about 28)::
 
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedmoa_compare.py --scale cpu \\
         --settings heter+heter --tune
@@ -221,18 +222,17 @@ def tune(args, extra: dict, fedmoa: dict) -> dict:
 
 def tuned_fields(path: str, variant: str) -> tuple[dict, dict, str]:
     """(config.fedmoa fields, RunConfig fields, run-folder tag) that a tuning result file gives ``variant``: the
-    chosen λ to the variants with λ on, the chosen learning rate to FedAvg-GRPO. Refused, naming the file, when the
-    file chose neither."""
+    learning rate chosen on FedAvg-GRPO to every variant (the paper keeps every hyperparameter identical between its
+    baseline and FedMOA), and the chosen λ, fixed, to the variants with λ on. Refused, naming the file, when the
+    file has not chosen both."""
     sel = json.loads(Path(path).read_text()).get("selected", {})
     if "lam" not in sel or "learning_rate" not in sel:
         raise SystemExit(f"--tuned: {path} has not chosen both λ and the learning rate yet (finish its grid: "
                          "fedmoa_compare.py --tune)")
     lam, lr = sel["lam"]["value"], sel["learning_rate"]["value"]
     if VARIANTS[variant]["lambda_on"]:
-        return {"lam_rule": "fixed", "lam": lam}, {}, f"lam={lam:g}"
-    if variant == "FedAvg-GRPO":
-        return {}, {"learning_rate": lr}, f"lr={lr:g}"
-    return {}, {}, ""
+        return {"lam_rule": "fixed", "lam": lam}, {"learning_rate": lr}, f"lam={lam:g},lr={lr:g}"
+    return {}, {"learning_rate": lr}, f"lr={lr:g}"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -257,8 +257,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--lr-grid", type=float, nargs="+", default=list(LR_GRID))
     ap.add_argument("--tune-seed", type=int, default=TUNE_SEED)
     ap.add_argument("--tuned", default=None, metavar="FILE",
-                    help="a tuning result file (--tune): the variants with λ on take its λ (fixed), FedAvg-GRPO its "
-                         "learning rate")
+                    help="a tuning result file (--tune): every variant takes its learning rate (chosen on FedAvg-GRPO), "
+                         "the variants with λ on its λ (fixed)")
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                     help="further RunConfig fields for every run (e.g. rounds=1 local_steps=2)")
     ap.add_argument("--run-root", default=str(ROOT / "runs" / "fedmoa_compare"))

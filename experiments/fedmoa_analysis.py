@@ -302,7 +302,7 @@ def in_points(claims: list[dict]) -> list[dict]:
     differences as they are; a ``unit`` column says which."""
     out = []
     for c in claims:
-        scale, unit = (100.0, "points") if c["metric"].endswith("accuracy") else (1.0, "reward")
+        scale, unit = (100.0, "points") if c["metric"].endswith(("accuracy", "pass@1")) else (1.0, "reward")
         row = {**c, "unit": unit, "differences": [scale * d for d in c["differences"]]}
         row.update({k: None if c.get(k) is None else scale * c[k]
                     for k in ("mean_difference", "std", "se", "half_width", "paper")})
@@ -370,7 +370,10 @@ def alpha_progress_table(rows: list[dict]) -> list[dict]:
     between α and its accuracy weight w_0; then one row per variant with the mean r over seeds and its 95 %
     Student-t half-width (n − 1 degrees of freedom)."""
     out = []
+    with_alpha = {(r["setting"], r["variant"]) for r in rows if r.get("alpha_on", True)}
     for (setting, variant), recs in _by_variant(rows).items():
+        if (setting, variant) not in with_alpha:  # α off: data shares, not eq. 11
+            continue
         per_seed = []
         for s, rr in recs:
             ap = alpha_progress(rr)

@@ -256,6 +256,9 @@ def test_best_record_takes_the_earliest_of_ties():
     assert by_claim["FedMOA > FedAvg-GRPO on math accuracy (Table 1, Homo+Heter)"]["verdict"] == "not run"
     assert by_claim["FedMOA > FedAvg-GRPO on gsm accuracy (Table 1, Heter+Heter)"]["verdict"] == "not run"
     assert by_claim["FedMOA > FedAvg-GRPO on gsm accuracy (Table 1, Homo+Homo)"]["verdict"] == "not run"
+    gsm = {c["claim"]: c for c in analysis.in_points(analysis.paired_claims(homo))}
+    assert gsm["FedMOA > FedAvg-GRPO on gsm accuracy (Table 1, Homo+Heter)"]["unit"] == "points"  # pass@1 too
+    assert gsm["FedMOA > FedAvg-GRPO on gsm accuracy (Table 1, Homo+Heter)"]["paper"] == pytest.approx(2.0)
     # the notebook's table: accuracy in points, rewards as they are, the verdict unchanged
     points = {c["claim"]: c for c in analysis.in_points(analysis.paired_claims(worse))}
     acc = points[GLOBAL]

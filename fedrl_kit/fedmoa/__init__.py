@@ -168,8 +168,9 @@ Deviations and ambiguities, and our choices
   gradients agree exactly (Δ_k = |g_k|²) then moves w_k by ``lam_target`` (0.05) for an objective of
   average gradient size, and the objectives keep their relative scale. ``lam_rule="fixed"`` uses
   ``fedmoa.lam``, the paper's form: the paper preset takes 0.01 as written, the CPU grid a fixed λ chosen
-  on validation from 0.01 and three decades above it (``experiments.fedmoa_presets.LAM_GRID``, with the
-  same number of runs given to FedAvg-GRPO's learning rate); a verdict on λ from scale-rule runs reads
+  on validation from 0.01, 10 and 100 (``experiments.fedmoa_presets.LAM_GRID``, with the
+  same number of runs given to FedAvg-GRPO's learning rate, which every arm then shares, as the paper
+  keeps its hyperparameters identical between arms); a verdict on λ from scale-rule runs reads
   "not tested" (``experiments.fedmoa_analysis.not_tested``). ``normalise=True`` uses the cosine instead
   (our option, with λ = ``lam``).
 * **Clusters**: the paper groups clients "using the reward names" into coarse task clusters and
