@@ -56,7 +56,7 @@ from _machine import resume_environment_problem, save_result  # noqa: E402
 from experiments.fedmoa_analysis import (  # noqa: E402
     paired_claims, round_history, select_by_validation, summary, summary_row_fields)
 from experiments.fedmoa_presets import (  # noqa: E402
-    LAM_GRID, LR_GRID, SCALES, TABLE2, TUNE_SEED, VARIANTS, setting_config)
+    LAM_GRID, LR_GRID, SCALES, TABLE2, TUNE_SEED, VARIANTS, setting_config, tuned_fields)
 from fedrl_kit.config import RunConfig  # noqa: E402
 from fedrl_kit.fedmoa.args import FAMILY_NAMES, SETTINGS  # noqa: E402
 from fedrl_kit.runs import Run, check_kernels, load_records, recorded_kernels  # noqa: E402
@@ -218,21 +218,6 @@ def tune(args, extra: dict, fedmoa: dict) -> dict:
     if len(lr_rows) == len(args.lr_grid):
         chosen["learning_rate"] = select_by_validation(lr_rows, "learning_rate")
     return {"rows": rows, "selected": chosen}
-
-
-def tuned_fields(path: str, variant: str) -> tuple[dict, dict, str]:
-    """(config.fedmoa fields, RunConfig fields, run-folder tag) that a tuning result file gives ``variant``: the
-    learning rate chosen on FedAvg-GRPO to every variant (the paper keeps every hyperparameter identical between its
-    baseline and FedMOA), and the chosen λ, fixed, to the variants with λ on. Refused, naming the file, when the
-    file has not chosen both."""
-    sel = json.loads(Path(path).read_text()).get("selected", {})
-    if "lam" not in sel or "learning_rate" not in sel:
-        raise SystemExit(f"--tuned: {path} has not chosen both λ and the learning rate yet (finish its grid: "
-                         "fedmoa_compare.py --tune)")
-    lam, lr = sel["lam"]["value"], sel["learning_rate"]["value"]
-    if VARIANTS[variant]["lambda_on"]:
-        return {"lam_rule": "fixed", "lam": lam}, {"learning_rate": lr}, f"lam={lam:g},lr={lr:g}"
-    return {}, {"learning_rate": lr}, f"lr={lr:g}"
 
 
 def main(argv: list[str] | None = None) -> None:

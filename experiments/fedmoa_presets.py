@@ -29,6 +29,9 @@ split here (the registry's ``math``). The paper preset has not been run yet.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from fedrl_kit.config import RunConfig, preset
 from fedrl_kit.fedmoa.plan import world_for
 from fedrl_kit.runs import REPO_ROOT
@@ -137,3 +140,22 @@ def setting_config(scale: str, setting: str, variant: str = "FedMOA", seed: int 
     section = {"setting": setting, "homo_family": homo_family, **SCALE_FEDMOA[scale], **VARIANTS[variant],
                **(fedmoa or {})}
     return preset("full" if scale == "paper" else "quick", **fields, fedmoa=section)
+
+
+def tuned_fields(path, variant: str) -> tuple[dict, dict, str]:
+    """(config.fedmoa fields, RunConfig fields, run-folder tag) that a tuning result file
+    (``benchmarks/fedmoa_compare.py --tune``) gives ``variant``: the learning rate chosen on FedAvg-GRPO to every
+    variant (the paper keeps every hyperparameter identical between its baseline and FedMOA), and the chosen λ,
+    fixed, to the variants with λ on.
+
+    Raises:
+        SystemExit: the file has not chosen both (naming it).
+    """
+    sel = json.loads(Path(path).read_text()).get("summary", {}).get("selected", {})  # as save_result writes it
+    if "lam" not in sel or "learning_rate" not in sel:
+        raise SystemExit(f"--tuned: {path} has not chosen both λ and the learning rate yet (finish its grid: "
+                         "fedmoa_compare.py --tune)")
+    lam, lr = sel["lam"]["value"], sel["learning_rate"]["value"]
+    if VARIANTS[variant]["lambda_on"]:
+        return {"lam_rule": "fixed", "lam": lam}, {"learning_rate": lr}, f"lam={lam:g},lr={lr:g}"
+    return {}, {"learning_rate": lr}, f"lr={lr:g}"

@@ -68,18 +68,21 @@ def test_tuned_values_go_to_the_variants_they_were_tuned_for(bench, tmp_path):
     """--tuned: the chosen learning rate to every variant (the paper keeps hyperparameters identical between its
     arms), the chosen λ (fixed) to every variant with λ on; each in its own run folder; a file that has not chosen
     both is refused, naming it."""
+    from experiments.fedmoa_presets import tuned_fields
+
     path = tmp_path / "tuning.json"
-    path.write_text(json.dumps({"summary": {}, "selected": {"lam": {"value": 100.0}, "learning_rate": {"value": 0.004}}}))
-    assert bench.tuned_fields(str(path), "FedMOA") == ({"lam_rule": "fixed", "lam": 100.0}, {"learning_rate": 0.004},
+    path.write_text(json.dumps({"benchmark": "fedmoa_compare", "summary": {
+        "tuning": True, "selected": {"lam": {"value": 100.0}, "learning_rate": {"value": 0.004}}}}))
+    assert tuned_fields(str(path), "FedMOA") == ({"lam_rule": "fixed", "lam": 100.0}, {"learning_rate": 0.004},
                                                        "lam=100,lr=0.004")
-    assert bench.tuned_fields(str(path), "FedMOA, uniform w_0")[2] == "lam=100,lr=0.004"
-    assert bench.tuned_fields(str(path), "λ on, α off")[0]["lam"] == 100.0
-    assert bench.tuned_fields(str(path), "FedAvg-GRPO") == ({}, {"learning_rate": 0.004}, "lr=0.004")
-    assert bench.tuned_fields(str(path), "λ off, α on") == ({}, {"learning_rate": 0.004}, "lr=0.004")
+    assert tuned_fields(str(path), "FedMOA, uniform w_0")[2] == "lam=100,lr=0.004"
+    assert tuned_fields(str(path), "λ on, α off")[0]["lam"] == 100.0
+    assert tuned_fields(str(path), "FedAvg-GRPO") == ({}, {"learning_rate": 0.004}, "lr=0.004")
+    assert tuned_fields(str(path), "λ off, α on") == ({}, {"learning_rate": 0.004}, "lr=0.004")
     half = tmp_path / "half.json"
-    half.write_text(json.dumps({"selected": {"lam": {"value": 100.0}}}))
+    half.write_text(json.dumps({"summary": {"selected": {"lam": {"value": 100.0}}}}))
     with pytest.raises(SystemExit, match="half.json has not chosen both"):
-        bench.tuned_fields(str(half), "FedMOA")
+        tuned_fields(str(half), "FedMOA")
     root = tmp_path / "runs"
     assert bench.run_dir_of(root, "cpu", "heter+heter", "FedMOA", 0, tag="lam=100") == \
         root / "cpu" / "heter+heter" / "FedMOA" / "lam=100" / "seed0"
