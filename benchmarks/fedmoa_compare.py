@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> None:
                              "learning_rate", "prompt_pass", "generation_loop", "length_buckets")}
                 for s in args.settings}
     if args.tuned:
-        settings["tuned"] = {"file": str(args.tuned), **json.loads(Path(args.tuned).read_text())["selected"]}
+        settings["tuned"] = {"file": str(args.tuned), **json.loads(Path(args.tuned).read_text())["summary"]["selected"]}
     homo = [(s, f) for s in args.settings if s != "heter+heter" for f in args.homo_family]
     out = {
         "scale": args.scale,

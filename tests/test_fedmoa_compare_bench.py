@@ -103,3 +103,18 @@ def test_a_finished_run_made_with_another_config_is_refused(bench, tmp_path):
     with pytest.raises(SystemExit, match=r"another config \(fields \['fedmoa'\]\)"):
         bench.finished(other, run_dir)
     assert not bench.finished(cfg.replace(rounds=cfg.rounds + 1), run_dir)
+
+
+def test_a_grid_with_tuned_values_records_them(bench, tmp_path):
+    """--tuned end to end through main (nothing finished: every cell is listed as not finished): the result file's
+    settings name the tuning file and its choices."""
+    path = tmp_path / "tuning.json"
+    path.write_text(json.dumps({"benchmark": "fedmoa_compare", "summary": {
+        "tuning": True, "selected": {"lam": {"value": 100.0}, "learning_rate": {"value": 0.004}}}}))
+    out = tmp_path / "grid.json"
+    bench.main(["--scale", "cpu", "--settings", "heter+heter", "--seeds", "0", "--ablations", "--collect-only",
+                "--tuned", str(path), "--run-root", str(tmp_path / "none"), "--out", str(out)])
+    res = json.loads(out.read_text())
+    assert res["settings"]["tuned"]["lam"]["value"] == 100.0 and res["settings"]["tuned"]["file"] == str(path)
+    assert [c["variant"] for c in res["summary"]["not_finished"]] == ["FedAvg-GRPO", "λ off, α on", "FedMOA",
+                                                                       "λ on, α off", "FedMOA, uniform w_0"]
