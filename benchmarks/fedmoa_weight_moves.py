@@ -69,7 +69,7 @@ def alignment(seed: int, kinds=("sequence", "shared")) -> tuple[list, dict]:
     from fedrl_kit.fedmoa.client import objective_gradients, resolve_layer
     from fedrl_kit.grpo import GRPOSettings
 
-    cfg = setting_config("quick", "heter+heter", "FedMOA", seed)
+    cfg = setting_config("quick", "heter+heter", "FedMOA", seed).reference()  # the path its results were made on
     run = Run(cfg, progress=False).build()
     layer = resolve_layer(run.policy.model, None)
     rows = []
@@ -107,7 +107,8 @@ def weight_move_rows(variants: dict, rounds: int, seed: int) -> tuple[list, dict
     rows, summary = [], {}
     for name, fedmoa in variants.items():
         cfg = setting_config("quick", "heter+heter", "FedMOA", seed, rounds=rounds,
-                             fedmoa={**fedmoa, "eval_local": False, "validate": False}, eval_every=rounds)
+                             fedmoa={**fedmoa, "eval_local": False, "validate": False},
+                             eval_every=rounds).reference()  # the sampling path its stored results were made on
         t0 = time.time()
         moves = weight_moves(Run(cfg, progress=False).run())
         for r in sorted({m["round"] for m in moves}):

@@ -70,12 +70,6 @@ QUOTED_ELSEWHERE = {  # numbers a notebook's text quotes that none of its stored
     ("00_quickstart", "1.6"): "the embedded policy's size, 1.6 M parameters (docs/embedded-world.md)",
     ("01_fedgrpo_expert_selection", "-15.2"): "the low end of −8.07 ± 7.15, the long claims table's mean and ±95% t",
     ("01_fedgrpo_expert_selection", "0.29"): "the AVX-512 runs' plateau, from docs/fedgrpo.md",
-    ("03_fedmoa_pareto", "+2.4"): "the paper's Homo+Homo gain (FedMOA Table 1)",
-    ("03_fedmoa_pareto", "+1.2"): "the paper's Homo+Heter gain (FedMOA Table 1)",
-    ("03_fedmoa_pareto", "-0.9"): "the low end of 0.17 ± 1.09 points (Homo+Homo), the claims table's mean and half width",
-    ("03_fedmoa_pareto", "+1.3"): "the high end of 0.17 ± 1.09 points (Homo+Homo)",
-    ("03_fedmoa_pareto", "-0.8"): "the low end of 0.33 ± 1.09 points (Homo+Heter)",
-    ("03_fedmoa_pareto", "+1.4"): "the high end of 0.33 ± 1.09 points (Homo+Heter)",
 }
 
 
