@@ -191,7 +191,13 @@ def result_row(cfg, run_dir: Path, setting: str, variant: str, seed: int, family
     rounds_s = round(sum(r["seconds"] for r in recs if r["kind"] == "comm"), 1)
     return {"setting": setting, "variant": variant, "label": cfg.fedmoa.label(), "seed": seed, "seconds": seconds,
             "round_seconds": rounds_s, "read_back": reused, **summary_row_fields(cfg, recs), **summary(recs),
-            "history": round_history(recs), "run_dir": str(run_dir)}
+            "history": round_history(recs), "run_dir": shown(run_dir)}
+
+
+def shown(path: Path) -> str:
+    """A run folder as a result file names it: relative to the repository when it is inside it."""
+    path = Path(path).resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def tune(args, extra: dict, fedmoa: dict) -> dict:

@@ -11,9 +11,10 @@ scale       what it is
             cluster of Heter+Heter holds two reward sets), 3 rounds, 20 test problems per family
 ``cpu``     the paper's federation on the embedded world, large enough to decide: 10 clients (Homo
             settings) / 15 (Heter+Heter), 3 rounds, 128 samples per step (8 prompts × G = 16), 200 test
-            and 100 validation problems per family, 4 samples each; Heter+Heter took 19 min (FedAvg-GRPO)
-            and 34 min (FedMOA: one more backward pass per objective) of round time per run, one thread each,
-            with three to five runs sharing a 2-core CPU (docs/fedmoa.md)
+            and 100 validation problems per family, 4 samples each; Heter+Heter took 12 min (FedAvg-GRPO)
+            and 17–25 min (FedMOA: one more backward pass per objective) of round time per run, one thread
+            each, with three or four runs sharing a 2-core CPU (docs/fedmoa.md); λ and the learning rate come
+            from the stored tuning grid (:func:`tuned_fields`, ``benchmarks/fedmoa_compare.py --tuned``)
 ``smoke``   the paper preset's code path (every setting, Table 2's ablations, λ as written, local models
             scored after the last round) on the embedded world at the smallest size: seconds per run, for CI
 ``paper``   §4.1 on one GPU: Qwen2.5-1.5B-Instruct, 10 / 15 clients, 3 rounds, G = 16, 128 samples per
