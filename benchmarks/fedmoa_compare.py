@@ -54,7 +54,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from _machine import resume_environment_problem, save_result  # noqa: E402
 
 from experiments.fedmoa_analysis import (  # noqa: E402
-    paired_claims, round_history, select_by_validation, summary, summary_row_fields)
+    paired_claims, round_history, select_by_validation, setting_label, summary, summary_row_fields)
 from experiments.fedmoa_presets import (  # noqa: E402
     LAM_GRID, LR_GRID, SCALES, TABLE2, TUNE_SEED, VARIANTS, setting_config, tuned_fields)
 from fedrl_kit.config import RunConfig  # noqa: E402
@@ -143,17 +143,12 @@ TABLE_COLUMNS = ("global_accuracy", "aggregated_reward", "local_accuracy", "loca
                  "math/aggregated_reward", "gsm/pass@1", "code/pass@1", "mean_w_move")
 
 
-def where(r: dict) -> str:
-    """A row's setting as tables print it: Heter+Heter, or a Homo setting with its family."""
-    return r["setting"] if r["setting"] == "heter+heter" else f"{r['setting']} ({r.get('homo_family', 'math')})"
-
-
 def markdown(rows: list[dict]) -> str:
     """The grid's tables as markdown: per variant and setting, mean ± std over seeds (sample form); every run;
     the claims, last round and best round by validation."""
     out = ["| setting | variant | seeds | " + " | ".join(TABLE_COLUMNS) + " |", "|---|---|---|" + "---|" * len(TABLE_COLUMNS)]
-    for (setting, variant) in dict.fromkeys((where(r), r["variant"]) for r in rows):
-        rs = [r for r in rows if where(r) == setting and r["variant"] == variant]
+    for (setting, variant) in dict.fromkeys((setting_label(r), r["variant"]) for r in rows):
+        rs = [r for r in rows if setting_label(r) == setting and r["variant"] == variant]
         cell = []
         for c in TABLE_COLUMNS:
             x = np.array([np.nan if r.get(c) is None else r[c] for r in rs], float)
@@ -164,7 +159,7 @@ def markdown(rows: list[dict]) -> str:
         out.append(f"| {setting} | {variant} | {len(rs)} | " + " | ".join(cell) + " |")
     out += ["", "| setting | variant | seed | global acc | aggr. reward | local acc | best round | λ | lr | "
             "mean w move | round seconds |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    out += [f"| {where(r)} | {r['variant']} | {r['seed']} | {r['global_accuracy']:.4f} | {r['aggregated_reward']:.4f} | "
+    out += [f"| {setting_label(r)} | {r['variant']} | {r['seed']} | {r['global_accuracy']:.4f} | {r['aggregated_reward']:.4f} | "
             f"{r['local_accuracy']:.4f} | {r.get('best_round', '–')} | {r.get('lam') if r.get('lambda_on') else '–'} | "
             f"{r.get('learning_rate', '–')} | "
             f"{'–' if r.get('mean_w_move') is None else format(r['mean_w_move'], '.4f')} | {r['round_seconds']} |"

@@ -73,6 +73,11 @@ HISTORY_CLIENT_KEYS = ("alpha", "cluster", "w_move", "lam", "accuracy")
 HISTORY_CLIENT_PREFIXES = ("w/", "w_start/", "w@", "accuracy@", "reward/", "local/")
 
 
+def setting_label(row: dict) -> str:
+    """A result row's setting as tables print it: Heter+Heter, or a Homo setting with its family."""
+    return row["setting"] if row["setting"] == "heter+heter" else f"{row['setting']} ({row.get('homo_family', 'math')})"
+
+
 def round_history(records: list[dict]) -> dict:
     """A run's per-round records, small enough to keep in a result file (Fig. 3–5 analogues are drawn from it):
     ``server``, the global model's evaluation per round; ``clients``, per client and round its α and cluster,

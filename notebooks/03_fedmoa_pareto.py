@@ -491,8 +491,7 @@ GRID_COLUMNS = ["global_accuracy", "aggregated_reward", "math/pass@1", "math/agg
                 "local_reward", "mean_w_move"]
 if grid:
     g = pd.DataFrame(grid["runs"])
-    g["where"] = [r["setting"] if r["setting"] == "heter+heter" else f"{r['setting']} ({r.get('homo_family', 'math')})"
-                  for r in grid["runs"]]
+    g["where"] = [analysis.setting_label(r) for r in grid["runs"]]
     stats = g.groupby(["where", "variant"], sort=False)[[c for c in GRID_COLUMNS if c in g]].agg(["mean", "std"])
     display(stats.round(4))
 
