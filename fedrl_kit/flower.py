@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from fedrl_kit.deploy import audit_from_env
 from fedrl_kit.federation.parking import park_idle
 from fedrl_kit.federation.server import draw_participants
 from fedrl_kit.federation.runtime import (ClientFailure, InProcessRuntime, Message, SERVER, _inject_after,
@@ -62,6 +63,7 @@ except ImportError as e:  # pragma: no cover - exercised only without flwr
     raise ImportError("the Flower runtime needs flwr: pip install 'flwr[simulation]==1.41.0'") from e
 
 CONNECT = "query.connect"
+audit_from_env()  # an operator's audit of which files this process opens (off unless its variables are set)
 
 
 # -- payloads as Flower records ----------------------------------------------------------------------------
@@ -261,6 +263,8 @@ def _use_threads(threads: int) -> None:
 
 
 def _handle(message: FlowerMessage, context: Context) -> FlowerMessage:
+    if "data-dir" in context.node_config:  # a deployed node: its own folder, nothing else
+        return _handle_deployed(message, context)
     node = context.node_id
     if message.metadata.message_type == CONNECT:
         _, p = from_records(message.content)
@@ -279,12 +283,19 @@ def _handle(message: FlowerMessage, context: Context) -> FlowerMessage:
     _use_threads(threads)
     side = _client_side(config_json)
     client = side["clients"][cid]
-    kind, payload = from_records(message.content)
     rnd = int(message.metadata.group_id)
     k = side["config"].clients_per_round
     if k and rnd > side["round"]:  # a new round: the clients not drawn for it hold nothing live, as in-process
         side["round"] = rnd
         park_idle(side["clients"], draw_participants(side["clients"], k, side["config"].seed, rnd))
+    return _answer(message, client, cid, faults)
+
+
+def _answer(message: FlowerMessage, client, cid: str, faults: dict, before=None, after=None) -> FlowerMessage:
+    """``client``'s reply to ``message``, with the fault injection the server asked for (``before``/``after``: what a
+    deployed node does around it, with the round)."""
+    kind, payload = from_records(message.content)
+    rnd = int(message.metadata.group_id)
     mine = faults.get(cid, {"faults": []})
     fault = next((k for r, k in mine["faults"] if r is None or int(r) == rnd), None)
     request = Message(kind, SERVER, cid, rnd, payload)
@@ -292,8 +303,34 @@ def _handle(message: FlowerMessage, context: Context) -> FlowerMessage:
         time.sleep(mine["hang_seconds"])
     else:
         _inject_before(fault, request)
-    reply = _inject_after(fault, client.handle(request))
+    if before is not None:
+        before(rnd)
+    reply = client.handle(request)
+    if after is not None:
+        after(rnd)
+    reply = _inject_after(fault, reply)
     return FlowerMessage(to_records(reply.kind, reply.payload), reply_to=message)
+
+
+def _handle_deployed(message: FlowerMessage, context: Context) -> FlowerMessage:
+    """A SuperNode of a deployment (node config ``data-dir``): the one client of its folder, its state on disk
+    (:mod:`fedrl_kit.deploy`: Flower starts a fresh ClientApp process for every message)."""
+    from fedrl_kit.deploy import node_for
+
+    node, run_id = node_for(context.node_config), message.metadata.run_id
+    if message.metadata.message_type == CONNECT:
+        _, p = from_records(message.content)
+        threads = int(p.get("torch_threads") or 0)
+        _use_threads(threads)
+        if node.cid not in p["client_ids"]:
+            raise RuntimeError(f"this node plays {node.cid!r} ({node.data_dir}), which is not a client of the run "
+                               f"({p['client_ids']})")
+        cid = node.connect(run_id, p["config"], {"faults": json.loads(p["faults"]), "threads": threads})
+        return FlowerMessage(to_records("connect_result", {"cid": cid}), reply_to=message)
+    plays = node.plays(run_id)
+    _use_threads(int(plays["threads"]))
+    client = node.client(plays["config"])
+    return _answer(message, client, node.cid, plays["faults"], node.before, node.after)
 
 
 class FedrlClientApp(ClientApp):
@@ -323,7 +360,8 @@ def _job_from_run_config(run_config: dict) -> dict:
     cfg = preset(str(run_config.get("preset", "quick")), method=str(run_config.get("method", "fedavg_grpo")), **sets)
     timeout = run_config.get("round-timeout", "")
     return {"runs": [(cfg, run_config.get("run-dir") or None)], "progress": False,
-            "round_timeout": None if timeout in ("", None) else float(timeout), "faults": {}}
+            "round_timeout": None if timeout in ("", None) else float(timeout), "faults": {},
+            "server_data": run_config.get("server-data") or None}
 
 
 def _run_one(grid: Grid, job: dict, cfg, run_dir) -> dict:
@@ -347,8 +385,8 @@ def _run_one(grid: Grid, job: dict, cfg, run_dir) -> dict:
     # the simulation runs this in a thread of its own, and OpenMP keeps the thread count per thread: take the
     # caller's, or server-side training (central_grpo, FedGRPO's server step) sums floats in another order
     _use_threads(int(job.get("torch_threads") or 0))
-    run = Run(cfg, run_dir, progress=job["progress"], runtime=runtime)
     try:
+        run = Run(cfg, run_dir, progress=job["progress"], runtime=runtime, server_data=job.get("server_data"))
         records = run.run()
     except BaseException as e:  # noqa: BLE001 - the simulation runs this in a thread: hand the error to the caller
         return {"error": e}
@@ -377,10 +415,11 @@ class LoopbackGrid:
 
     Messages are handled one at a time on one worker thread — as by the single ClientApp actor of
     :func:`run_on_flower` — so a reply can be late and a round can time out. Node ``i`` has
-    ``node_config = {"partition-id": i, "num-partitions": n}``, as in Flower's simulation.
+    ``node_config = {"partition-id": i, "num-partitions": n}``, as in Flower's simulation, or ``node_configs[i]``
+    (a deployed node's ``{"data-dir": …}``).
     """
 
-    def __init__(self, client_app: ClientApp, num_nodes: int):
+    def __init__(self, client_app: ClientApp, num_nodes: int, node_configs: list[dict] | None = None):
         import queue
 
         from flwr.supercore.task_identity import TaskIdentity
@@ -388,9 +427,9 @@ class LoopbackGrid:
         if TaskIdentity._run_id is None:  # what Flower's ServerApp process sets before a server creates messages
             TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 0
         self.client_app = client_app
+        configs = node_configs or [{"partition-id": i, "num-partitions": num_nodes} for i in range(num_nodes)]
         self.contexts = {1000 + i: Context(run_id=1, node_id=1000 + i, state=RecordDict(), run_config={},
-                                           node_config={"partition-id": i, "num-partitions": num_nodes})
-                         for i in range(num_nodes)}
+                                           node_config=dict(c)) for i, c in enumerate(configs)}
         self._replies: dict[str, FlowerMessage] = {}
         self._inbox: queue.Queue = queue.Queue()
         threading.Thread(target=self._work, daemon=True, name="loopback-clientapp").start()

@@ -278,6 +278,26 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def load_policy(cfg: RunConfig, policy: Policy | None = None) -> Policy:
+    """The run's shared policy (``policy``, when one is reused, else ``cfg.base`` with a fresh adapter of the seed) with
+    the sampling path ``cfg`` picks: what :meth:`Run.build` uses, and what a deployed node loads for its one client."""
+    if policy is None:
+        policy = Policy.load(resolve_base(cfg.base), cfg.lora_rank, cfg.lora_alpha, cfg.seed, cfg.chat,
+                             cfg.max_new_tokens, cfg.temperature, cfg.device, getattr(torch, cfg.dtype),
+                             cfg.lora_targets)
+        if cfg.rollout_backend != "hf":  # vLLM serves every client's adapter from one engine (GPU only)
+            from fedrl_kit.policy.backends import make_backend
+
+            policy.backend = make_backend(cfg.rollout_backend, resolve_base(cfg.base),
+                                          max_loras=max(1, cfg.num_clients), max_lora_rank=cfg.lora_rank)
+    path = cfg.speed_path()
+    if cfg.generation_loop == "auto" and path["generation_loop"] == "compact" and not compact_applies(
+            policy.model):  # e.g. a real model whose generation config sets more than the temperature
+        path["generation_loop"] = "hf"
+    policy.sampler = Sampler(path["generation_loop"], path["prompt_pass"])
+    return policy
+
+
 class Run:
     """One method on one federation, with a run directory.
 
@@ -289,14 +309,22 @@ class Run:
         runtime: how messages travel: ``"inprocess"`` (default) or ``"serialising"`` (every payload through
             bytes and back, clients out of the server's reach; same results — a test checks it for every method),
             or a callable ``runtime(clients, faults) -> runtime`` (Flower's: :mod:`fedrl_kit.flower`).
+        server_data: deployed (:mod:`fedrl_kit.deploy`): the server's folder of a split federation. The server then
+            builds only its own splits from it, no world and no client: every client lives on its own node, reached
+            through ``runtime`` (Flower's deployment engine).
     """
 
     RUNTIMES = {"inprocess": InProcessRuntime, "serialising": SerialisingRuntime}
 
     def __init__(self, config: RunConfig, run_dir: str | Path | None = None, progress: bool = True,
-                 policy: Policy | None = None, runtime: str = "inprocess"):
+                 policy: Policy | None = None, runtime: str = "inprocess", server_data: str | Path | None = None):
         if not callable(runtime) and runtime not in self.RUNTIMES:
             raise ValueError(f"runtime must be one of {tuple(self.RUNTIMES)} or a callable, got {runtime!r}")
+        if server_data is not None:  # refused in one line before anything is built or written
+            from fedrl_kit.deploy import check_deployable
+
+            check_deployable(config, server_data, runtime)
+        self.server_data = Path(server_data) if server_data is not None else None
         self.runtime_kind = runtime
         self.config = config.validate()
         if self.config.client_batching == "lockstep" and runtime != "inprocess":
@@ -334,27 +362,18 @@ class Run:
         cfg = self.config
         self.check_available()
         torch.manual_seed(cfg.seed)
-        self.world = build_world(cfg)
-        # a world with one training pool is partitioned here; a multi-family world's clients are planned by
-        # their method (fedrl_kit.fedmoa.plan.client_plan), which sets run.partitions in build_clients
-        self.partitions = (partition(self.world.train, cfg.num_clients, cfg.partition, cfg.dirichlet_alpha,
-                                     cfg.topics_per_client, cfg.equal_size, cfg.seed)
-                           if isinstance(self.world.train, datasets.Dataset) else None)
-        if self._policy is None:
-            dtype = getattr(torch, cfg.dtype)
-            self._policy = Policy.load(resolve_base(cfg.base), cfg.lora_rank, cfg.lora_alpha, cfg.seed, cfg.chat,
-                                       cfg.max_new_tokens, cfg.temperature, cfg.device, dtype, cfg.lora_targets)
-            if cfg.rollout_backend != "hf":  # vLLM serves every client's adapter from one engine (GPU only)
-                from fedrl_kit.policy.backends import make_backend
+        if self.server_data is None:
+            self.world = build_world(cfg)
+            # a world with one training pool is partitioned here; a multi-family world's clients are planned by
+            # their method (fedrl_kit.fedmoa.plan.client_plan), which sets run.partitions in build_clients
+            self.partitions = (partition(self.world.train, cfg.num_clients, cfg.partition, cfg.dirichlet_alpha,
+                                         cfg.topics_per_client, cfg.equal_size, cfg.seed)
+                               if isinstance(self.world.train, datasets.Dataset) else None)
+        else:  # deployed: the server's own splits from its folder; the clients' data is on their nodes
+            from fedrl_kit.deploy import load_server_world
 
-                self._policy.backend = make_backend(cfg.rollout_backend, resolve_base(cfg.base),
-                                                    max_loras=max(1, cfg.num_clients), max_lora_rank=cfg.lora_rank)
-        self.policy = self._policy
-        path = cfg.speed_path()
-        if cfg.generation_loop == "auto" and path["generation_loop"] == "compact" and not compact_applies(
-                self.policy.model):  # e.g. a real model whose generation config sets more than the temperature
-            path["generation_loop"] = "hf"
-        self.policy.sampler = Sampler(path["generation_loop"], path["prompt_pass"])
+            self.world, self.partitions = load_server_world(self.server_data, cfg), None
+        self.policy = self._policy = load_policy(cfg, self._policy)
         self.reward_set = make_reward_set(cfg.rewards, cfg.reward_weights or None)
         self.grpo, self.local = cfg.grpo_settings(), cfg.local_settings()
         self.spec = method_spec(cfg.method)
@@ -362,7 +381,10 @@ class Run:
         # and facts only its diagnostics may read (who holds which of them)
         self.server_splits: dict = {}
         self.truth_facts: dict = {}
-        clients = self.spec.build_clients(self)  # simulation side: the objects the runtime holds
+        if self.server_data is None:
+            clients = self.spec.build_clients(self)  # simulation side: the objects the runtime holds
+        else:  # deployed: the runtime reaches each client on its own node; the server holds no client object
+            clients = {cid: None for cid in self.world.client_ids}
         faults = parse_faults(cfg.fail_client)
         for cid in faults:
             if cid not in clients:

@@ -1,0 +1,319 @@
+"""Deployment: every node holds only its own data, the server holds none of it.
+
+In simulation one process builds the whole world and every client. A federation across organisations cannot: a
+hospital's questions never leave the hospital. Here a federation is first **split** into folders, one per machine::
+
+    fedrl deploy split --method fedavg_grpo --set num_clients=3 --out fed/
+
+    fed/server/manifest.json    the plan: client ids, the fields the split was made with, the server's splits
+    fed/server/test/ …          the server's own splits (test, public, aux), nothing of the clients'
+    fed/node_0/node.json        which client this node plays, the fields the split was made with
+    fed/node_0/data/            that client's private partition, and nothing else
+    fed/node_1/ …
+
+Each folder goes to its machine (with real data, each organisation writes its own ``node.json`` and ``data/``; the
+split is how the embedded world is dealt out). A SuperNode is started with its folder in its node config
+(``--node-config "data-dir='fed/node_0'"``); its ClientApp builds the one client of that folder
+(:class:`Node`) — the same client class, data and seeds as in-process, so the same numbers — and keeps that
+client's state in the node's state folder (``state-dir``, default ``<data-dir>/state``) between messages, because
+Flower's deployment engine starts a fresh ClientApp process for every message. The server runs
+:class:`fedrl_kit.runs.Run` with ``server_data`` = the server's folder: it loads its splits from there and builds
+no client and no world.
+
+What a node keeps (``state/``): ``runs/<run id>.json`` — the run's config, the client it plays, fault injection —
+written when the server connects; ``<config digest>/moments_r<round>.pt`` — Adam's moments after each round it
+trained in, when the run keeps them across rounds (``reset_optimizer`` off). A restarted node reads them and
+continues where it was; a server that resumes from its checkpoint at round k gets each client's moments of the
+last round before k + 1 (the node keeps every round's, so a round the server did not checkpoint is not used).
+
+Methods. A node can play a client whose state between messages is its adapter (sent by the server in every
+``fit``) and Adam's moments: FedAvg-GRPO and FedProx-GRPO (:data:`DEPLOYABLE`). PubSwap keeps its generated
+responses and adapter between the messages of a round, FedMOA its hypergradients, FedGRPO its evaluator model:
+those need a long-lived client process and are refused for now, in one line.
+
+Auditing. With ``FEDRL_AUDIT_ROOT`` and ``FEDRL_AUDIT_LOG`` set, a process that imports :mod:`fedrl_kit.flower`
+logs every file it opens under the root (:func:`audit_opens`): how the deployment test shows that the server never
+opens a client's file and no node opens another's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+FORMAT = 1
+DEPLOYABLE = ("fedavg_grpo", "fedprox_grpo")
+SPLIT_FIELDS = ("world", "dataset", "seed", "num_clients", "n_train", "n_test", "n_public", "n_aux", "partition",
+                "dirichlet_alpha", "topics_per_client", "equal_size")
+"""the config fields that decide which data each client and the server hold: a run must match its split on all"""
+SERVER_SPLITS = ("test", "public", "aux")
+
+
+class DamagedFolder(ValueError):
+    """A split federation's folder that cannot be read; the message names the file."""
+
+
+def split_fields(cfg) -> dict:
+    """The fields of ``cfg`` that decide the data (:data:`SPLIT_FIELDS`)."""
+    return {k: getattr(cfg, k) for k in SPLIT_FIELDS}
+
+
+def config_digest(config_json: str) -> str:
+    """A short name for a run's config: what a node keeps its client state under."""
+    from fedrl_kit.runs import _config_digest
+
+    return _config_digest(config_json)[:16]
+
+
+def check_method(method: str) -> None:
+    if method not in DEPLOYABLE:
+        raise ValueError(f"method {method!r} cannot be deployed yet: a node runs a fresh process for every message, "
+                         f"and only {', '.join(DEPLOYABLE)} keep no client state between messages but the adapter "
+                         "and Adam's moments")
+
+
+def _read_json(path: Path, what: str) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise DamagedFolder(f"{path} is missing: {what}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise DamagedFolder(f"{path} is not valid JSON ({e}): {what}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise DamagedFolder(f"{path} is not a format-{FORMAT} file of a split federation: {what}")
+    return data
+
+
+def _check_same_split(made: dict, cfg, path: Path) -> None:
+    want = split_fields(cfg)
+    diff = [f"{k}={made.get(k)!r} (run: {want[k]!r})" for k in SPLIT_FIELDS
+            if json.dumps(made.get(k)) != json.dumps(want[k])]
+    if diff:
+        raise ValueError(f"{path} was split with other data settings than this run's: {', '.join(diff)}")
+
+
+# -- splitting a federation ------------------------------------------------------------------------------------
+def split_federation(cfg, out: str | Path) -> dict:
+    """Deal the world of ``cfg`` out into a server folder and one folder per client (see the module doc).
+
+    The folders are written beside ``out`` and renamed into place, so a failed split leaves nothing; an existing
+    non-empty ``out`` is refused before anything is written. Returns ``{"server": path, "nodes": [paths]}``.
+    """
+    import datasets
+
+    from fedrl_kit.world.partition import partition
+    from fedrl_kit.world.registry import build_world
+
+    check_method(cfg.method)
+    cfg = cfg.validate()
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"{out} exists and is not an empty folder: a split is written into a new one")
+    world = build_world(cfg)
+    if not isinstance(world.train, datasets.Dataset):
+        raise ValueError(f"world {cfg.world!r} has no single training pool to split (a multi-family world's clients "
+                         "are planned by their method)")
+    parts = partition(world.train, cfg.num_clients, cfg.partition, cfg.dirichlet_alpha, cfg.topics_per_client,
+                      cfg.equal_size, cfg.seed)
+    tmp = out.with_name(out.name + ".splitting")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        fields = split_fields(cfg)
+        cids = [f"client_{i}" for i in range(len(parts))]
+        (tmp / "server").mkdir(parents=True)
+        for name in SERVER_SPLITS:
+            getattr(world, name).save_to_disk(str(tmp / "server" / name))
+        (tmp / "server" / "manifest.json").write_text(json.dumps(
+            {"format": FORMAT, "split": fields, "client_ids": cids, "splits": list(SERVER_SPLITS),
+             "accuracy_reward": world.accuracy_reward, "default_rewards": list(world.default_rewards)}, indent=1))
+        for i, (cid, part) in enumerate(zip(cids, parts)):
+            node = tmp / f"node_{i}"
+            node.mkdir()
+            part.save_to_disk(str(node / "data"))
+            (node / "node.json").write_text(json.dumps({"format": FORMAT, "split": fields, "cid": cid, "index": i},
+                                                       indent=1))
+        out.mkdir(parents=True, exist_ok=True)
+        for child in sorted(tmp.iterdir()):
+            os.replace(child, out / child.name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {"server": str(out / "server"), "nodes": [str(out / f"node_{i}") for i in range(len(parts))]}
+
+
+# -- the server side -------------------------------------------------------------------------------------------
+def check_deployable(cfg, server_data, runtime) -> None:
+    """Refuse, in one line, a deployed run that cannot work: a method that keeps client state, a runtime that is
+    not Flower's, simulation-side tracing, or a server folder split with other data settings."""
+    check_method(cfg.method)
+    if not callable(runtime):
+        raise ValueError(f"a deployed run reaches its clients through Flower (fedrl_kit.flower), not runtime "
+                         f"{runtime!r}")
+    if cfg.trace_drift:
+        raise ValueError("trace_drift reads every client's adapter in the simulator: it is not available deployed")
+    manifest = _read_json(Path(server_data) / "manifest.json", "the server's folder of a split federation "
+                                                              "(fedrl deploy split)")
+    _check_same_split(manifest["split"], cfg, Path(server_data) / "manifest.json")
+
+
+def load_server_world(server_data: str | Path, cfg):
+    """The server's view of a deployed federation: its splits (read from its folder) and the client ids."""
+    import datasets
+
+    from fedrl_kit.federation.server import ServerWorld
+
+    server_data = Path(server_data)
+    manifest = _read_json(server_data / "manifest.json", "the server's folder of a split federation")
+    _check_same_split(manifest["split"], cfg, server_data / "manifest.json")
+    splits = {}
+    for name in manifest["splits"]:
+        try:
+            splits[name] = datasets.load_from_disk(str(server_data / name))
+        except Exception as e:  # noqa: BLE001 - named in one line, whatever datasets raises
+            raise DamagedFolder(f"{server_data / name} cannot be read as a dataset ({type(e).__name__}: {e})") from None
+    return ServerWorld(**splits, accuracy_reward=manifest["accuracy_reward"],
+                       default_rewards=tuple(manifest["default_rewards"]), client_ids=list(manifest["client_ids"]))
+
+
+# -- the node side ---------------------------------------------------------------------------------------------
+class Node:
+    """One deployed node: the client of its folder, built in this process, and its state folder.
+
+    Args:
+        data_dir: the node's folder (``node.json`` and ``data/``).
+        state_dir: where the node keeps its client's state between messages (default ``<data_dir>/state``).
+    """
+
+    def __init__(self, data_dir: str | Path, state_dir: str | Path | None = None):
+        self.data_dir = Path(data_dir)
+        self.state_dir = Path(state_dir) if state_dir else self.data_dir / "state"
+        self.info = _read_json(self.data_dir / "node.json", "the node's folder of a split federation "
+                                                           "(fedrl deploy split)")
+        self.cid = str(self.info["cid"])
+        self._client = None
+        self._digest = None
+
+    # which run this node plays, kept on disk: the next message may come to a fresh process
+    def _plays_path(self, run_id) -> Path:
+        return self.state_dir / "runs" / f"{int(run_id)}.json"
+
+    def connect(self, run_id, config_json: str, extra: dict) -> str:
+        """Take part in run ``run_id`` (config JSON from the server): check the node's data was split for it, keep
+        the run's settings for later messages, build the client now. Returns the client id it plays."""
+        from fedrl_kit.config import RunConfig
+
+        cfg = RunConfig.from_dict(json.loads(config_json))
+        check_method(cfg.method)
+        _check_same_split(self.info["split"], cfg, self.data_dir / "node.json")
+        path = self._plays_path(run_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"config": config_json, **extra}))
+        os.replace(tmp, path)
+        self.client(config_json)
+        return self.cid
+
+    def plays(self, run_id) -> dict:
+        """What :meth:`connect` kept for ``run_id``; a clear error if the server never connected this node to it."""
+        try:
+            return json.loads(self._plays_path(run_id).read_text())
+        except FileNotFoundError:
+            raise RuntimeError(f"node {self.cid} ({self.data_dir}) got a message of run {run_id} before the server "
+                               "connected it to that run") from None
+
+    def client(self, config_json: str):
+        """The node's one client for this config (built once per process): the class, data, policy and seeds the
+        in-process run gives it."""
+        digest = config_digest(config_json)
+        if self._client is None or self._digest != digest:
+            import datasets
+            import torch
+
+            from fedrl_kit.config import RunConfig
+            from fedrl_kit.federation.client import GRPOClient
+            from fedrl_kit.rewards import make_reward_set
+            from fedrl_kit.runs import load_policy
+
+            cfg = RunConfig.from_dict(json.loads(config_json))
+            try:
+                data = datasets.load_from_disk(str(self.data_dir / "data"))
+            except Exception as e:  # noqa: BLE001
+                raise DamagedFolder(f"{self.data_dir / 'data'} cannot be read as a dataset "
+                                    f"({type(e).__name__}: {e})") from None
+            torch.manual_seed(cfg.seed)
+            policy = load_policy(cfg)
+            self._client = GRPOClient(self.cid, int(self.info["index"]), data, policy,
+                                      make_reward_set(cfg.rewards, cfg.reward_weights or None), cfg.local_settings(),
+                                      cfg.grpo_settings(), cfg.seed)
+            self._digest = digest
+        return self._client
+
+    def _moments_dir(self) -> Path:
+        return self.state_dir / self._digest
+
+    def before(self, round: int) -> None:
+        """Give the client the Adam moments it ended its last round before ``round`` with (kept on disk)."""
+        rounds = sorted(int(p.stem.split("_r")[1]) for p in self._moments_dir().glob("moments_r*.pt")
+                        if p.stem.split("_r")[1].isdigit()) if self._moments_dir().exists() else []
+        earlier = [r for r in rounds if r < round]
+        if earlier:
+            import torch
+
+            self._client.keep_moments(torch.load(self._moments_dir() / f"moments_r{earlier[-1]}.pt",
+                                                 weights_only=True))
+        else:
+            self._client.optimizer = self._client._moments = None
+
+    def after(self, round: int) -> None:
+        """Keep the client's Adam moments of ``round`` on disk (written beside, then renamed into place)."""
+        state = self._client.optimizer_state()
+        if state is None:
+            return
+        import torch
+
+        self._moments_dir().mkdir(parents=True, exist_ok=True)
+        tmp = self._moments_dir() / f".moments_r{round}.tmp"
+        torch.save(state, tmp)
+        os.replace(tmp, self._moments_dir() / f"moments_r{round}.pt")
+
+
+_NODES: dict[str, Node] = {}
+
+
+def node_for(node_config) -> Node:
+    """This process's :class:`Node` for a SuperNode's node config (``data-dir``, optional ``state-dir``)."""
+    key = f"{node_config['data-dir']}|{node_config.get('state-dir', '')}"
+    if key not in _NODES:
+        _NODES[key] = Node(str(node_config["data-dir"]), node_config.get("state-dir") or None)
+    return _NODES[key]
+
+
+# -- auditing which files a process opens ----------------------------------------------------------------------
+def audit_opens(root: str | Path, log: str | Path) -> None:
+    """Append the path of every file this process opens under ``root`` to ``log/<pid>.log`` (one per line)."""
+    root = os.path.realpath(root)
+    Path(log).mkdir(parents=True, exist_ok=True)
+    log = os.path.realpath(log)
+    out = os.path.join(log, f"{os.getpid()}.log")
+
+    def hook(event, args):
+        if event == "open" and args and isinstance(args[0], (str, bytes, os.PathLike)):
+            try:
+                path = os.path.realpath(os.fsdecode(args[0]))
+            except (TypeError, ValueError):
+                return
+            if path.startswith(root + os.sep) and not path.startswith(log + os.sep):
+                with open(out, "a") as fh:
+                    fh.write(path + "\n")
+
+    sys.addaudithook(hook)
+
+
+def audit_from_env() -> None:
+    """:func:`audit_opens` when ``FEDRL_AUDIT_ROOT`` and ``FEDRL_AUDIT_LOG`` are set (once per process)."""
+    root, log = os.environ.get("FEDRL_AUDIT_ROOT"), os.environ.get("FEDRL_AUDIT_LOG")
+    if root and log and not getattr(audit_from_env, "_on", False):
+        audit_from_env._on = True
+        audit_opens(root, log)

@@ -1,0 +1,142 @@
+"""A deployed federation: each node holds only its own folder, the server only its own; same numbers as in-process.
+
+These tests use :class:`~fedrl_kit.flower.LoopbackGrid` with deployed node configs (``data-dir``), and a fresh
+:class:`~fedrl_kit.deploy.Node` per message, as Flower's deployment engine starts a fresh ClientApp process per
+message. ``tests/test_flower_deployment.py`` runs the real processes (SuperLink, SuperNodes, TLS).
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import small_config
+from fedrl_kit import deploy
+from fedrl_kit.flower import FlowerRuntime, LoopbackGrid, client_app
+from fedrl_kit.runs import Run
+
+pytestmark = pytest.mark.serial  # a Flower runtime with real-time waits: `make test` runs these alone
+
+
+def _strip(records):
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in records]
+
+
+class _FreshProcess:
+    """Forget every built node before each message, as a fresh ClientApp process would."""
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, message, context):
+        deploy._NODES.clear()
+        return self.app(message, context)
+
+
+def _deployed(cfg, fed, run_dir=None, fresh=True, stop_after=None):
+    nodes = [{"data-dir": p} for p in sorted(str(p) for p in fed.glob("node_*"))]
+    grid = LoopbackGrid(_FreshProcess(client_app) if fresh else client_app, len(nodes), node_configs=nodes)
+
+    def runtime(clients, faults, timeout=None, replies=None, expect=None):
+        return FlowerRuntime(grid, list(clients), cfg.to_json(), 600.0, faults=faults, replies=replies, expect=expect)
+
+    run = Run(cfg, run_dir, progress=False, runtime=runtime, server_data=fed / "server")
+    try:
+        return run, run.run(stop_after=stop_after)
+    finally:
+        assert grid.drain()
+
+
+def test_split_gives_each_node_its_partition_and_the_server_none(tiny_dir, tmp_path):
+    cfg = small_config(tiny_dir)
+    out = deploy.split_federation(cfg, tmp_path / "fed")
+    run = Run(cfg, progress=False).build()
+    assert len(out["nodes"]) == cfg.num_clients
+    for i, node in enumerate(out["nodes"]):
+        n = deploy.Node(node)
+        client = n.client(cfg.to_json())
+        assert n.cid == f"client_{i}" and client.data["prompt"] == run.clients[n.cid].data["prompt"]
+    world = deploy.load_server_world(out["server"], cfg)
+    assert world.test["prompt"] == run.world.test["prompt"] and world.client_ids == list(run.clients)
+    with pytest.raises(AttributeError, match="private data stays on the clients"):
+        world.train  # noqa: B018
+    assert sorted(p.name for p in (tmp_path / "fed" / "server").iterdir()) == ["aux", "manifest.json", "public",
+                                                                                "test"]
+
+
+@pytest.mark.parametrize("method,extra", [("fedavg_grpo", {}), ("fedprox_grpo", {"fedprox.mu": 0.1}),
+                                          ("fedavg_grpo", {"reset_optimizer": False, "rounds": 3})])
+def test_a_deployed_run_gives_the_in_process_numbers(tiny_dir, tmp_path, method, extra):
+    cfg = small_config(tiny_dir, method=method, **extra)
+    deploy.split_federation(cfg, tmp_path / "fed")
+    ref = Run(cfg, progress=False)
+    want = ref.run()
+    run, got = _deployed(cfg, tmp_path / "fed")
+    assert _strip(got) == _strip(want)
+    assert run.runtime.ledger.to_rows() == ref.runtime.ledger.to_rows()
+    if not cfg.reset_optimizer:  # each node kept its Adam moments on disk, round by round
+        kept = sorted(p.name for p in (tmp_path / "fed" / "node_0" / "state").rglob("moments_r*.pt"))
+        assert kept == [f"moments_r{r}.pt" for r in range(1, cfg.rounds + 1)]
+
+
+def test_a_deployed_server_resumes_and_its_nodes_continue_from_their_kept_state(tiny_dir, tmp_path):
+    import torch
+
+    cfg = small_config(tiny_dir, reset_optimizer=False, rounds=3)
+    deploy.split_federation(cfg, tmp_path / "fed")
+    want = Run(cfg, progress=False).run()
+    with pytest.raises(Exception, match="stopped after round 1"):
+        _deployed(cfg, tmp_path / "fed", tmp_path / "run", stop_after=1)
+    for node in (tmp_path / "fed").glob("node_*"):  # as if each node had trained a round 2 the server never recorded
+        kept = next((node / "state").rglob("moments_r1.pt"))
+        sd = torch.load(kept, weights_only=True)
+        for s in sd["state"].values():
+            s["exp_avg"] = s["exp_avg"] * 10
+        torch.save(sd, kept.with_name("moments_r2.pt"))
+    _, got = _deployed(cfg, tmp_path / "fed", tmp_path / "run")
+    assert _strip(got) == _strip(want)  # round 2 started from the moments of round 1, the last the server kept
+
+
+def test_a_node_refuses_a_run_split_with_other_data(tiny_dir, tmp_path):
+    cfg = small_config(tiny_dir)
+    deploy.split_federation(cfg, tmp_path / "fed")
+    with pytest.raises(ValueError, match=r"manifest.json was split with other data settings than this run's: seed="):
+        Run(cfg.replace(seed=1), progress=False, runtime=lambda *a, **k: None, server_data=tmp_path / "fed" / "server")
+    node = deploy.Node(tmp_path / "fed" / "node_1")
+    with pytest.raises(ValueError, match=r"node_1/node.json was split with other data settings.*num_clients=3 "):
+        node.connect(1, cfg.replace(num_clients=4).to_json(), {"faults": {}, "threads": 0})
+
+
+def test_deployment_refuses_what_it_cannot_run_before_writing_anything(tiny_dir, tmp_path):
+    cfg = small_config(tiny_dir)
+    with pytest.raises(ValueError, match="method .pubswap_balanced. cannot be deployed yet"):
+        deploy.split_federation(small_config(tiny_dir, method="pubswap_balanced", local_steps=2), tmp_path / "a")
+    assert not (tmp_path / "a").exists()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "x").write_text("")
+    with pytest.raises(ValueError, match="exists and is not an empty folder"):
+        deploy.split_federation(cfg, tmp_path / "b")
+    deploy.split_federation(cfg, tmp_path / "fed")
+    with pytest.raises(ValueError, match="through Flower"):
+        Run(cfg, progress=False, server_data=tmp_path / "fed" / "server")
+    (tmp_path / "fed" / "server" / "manifest.json").write_text("{")
+    with pytest.raises(deploy.DamagedFolder, match=r"server/manifest.json is not valid JSON"):
+        Run(cfg, progress=False, runtime=lambda *a, **k: None, server_data=tmp_path / "fed" / "server")
+    (tmp_path / "fed" / "node_0" / "node.json").unlink()
+    with pytest.raises(deploy.DamagedFolder, match=r"node_0/node.json is missing"):
+        deploy.Node(tmp_path / "fed" / "node_0")
+
+
+def test_the_audit_logs_the_files_a_process_opens_under_its_root(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "a.txt").write_text("x")
+    code = ("from fedrl_kit import deploy; deploy.audit_from_env(); open(r'%s').read(); open(r'%s', 'w').close()"
+            % (tmp_path / "root" / "a.txt", tmp_path / "elsewhere.txt"))
+    subprocess.run([sys.executable, "-c", code], check=True,
+                   env={**__import__("os").environ, "FEDRL_AUDIT_ROOT": str(tmp_path / "root"),
+                        "FEDRL_AUDIT_LOG": str(tmp_path / "log")})
+    logs = list((tmp_path / "log").glob("*.log"))
+    assert len(logs) == 1 and logs[0].read_text().splitlines() == [str((tmp_path / "root" / "a.txt").resolve())]
