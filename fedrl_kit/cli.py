@@ -9,6 +9,7 @@ Examples::
     fedrl run --preset pubswap-qwen3-1.7b-math --method pubswap_balanced --dry-run   # memory estimate only
     fedrl run --method pubswap_balanced --world medqa --set dataset=PATH            # a real world
     fedrl eval --base data/base --n-test 140
+    fedrl deploy split --method fedavg_grpo --set num_clients=3 --out fed   # one folder per machine (docs/flower.md)
 """
 
 from __future__ import annotations
@@ -118,6 +119,55 @@ def _run(args) -> int:
     return 0
 
 
+def _deploy(args) -> int:
+    from fedrl_kit import deploy
+
+    if args.deploy_cmd == "split":
+        cfg = preset(args.preset, **_overrides(args))
+        out = deploy.split_federation(cfg, args.out)
+        print(f"server folder: {out['server']} (the server's splits and the plan; no client data)")
+        for node in out["nodes"]:
+            print(f"node folder:   {node} (start its SuperNode with --node-config \"data-dir='{node}'\")")
+        return 0
+    if args.deploy_cmd == "loopback":
+        return _deploy_loopback(args)
+    made = deploy.make_credentials(args.out, args.nodes, args.host or ["127.0.0.1", "localhost"])
+    print(json.dumps(made, indent=1))
+    return 0
+
+
+def _deploy_loopback(args) -> int:
+    import tempfile
+
+    from fedrl_kit import deploy
+    from fedrl_kit.deploy_loopback import LoopbackDeployment
+
+    overrides = _overrides(args)
+    cfg = preset(args.preset, **overrides)
+    fed = Path(args.fed).resolve()
+    deploy.check_deployable(cfg, fed / "server", lambda: None)  # a wrong folder or setting: one line, nothing started
+    nodes = sorted(fed.glob("node_*"), key=lambda p: int(p.name.split("_")[1]))
+    if len(nodes) != cfg.num_clients:
+        raise ValueError(f"{fed} has {len(nodes)} node folders, the run has num_clients = {cfg.num_clients}")
+    sets = list(args.set or [])
+    sets += [f"{k}={getattr(args, k)}" for k in ("world", "dataset") if getattr(args, k) is not None]
+    from fedrl_kit.runs import resolve_base
+
+    if Path(resolve_base(cfg.base)).is_dir():  # the apps run in Flower's copy of this one: name the base absolutely
+        sets.append(f"base={Path(resolve_base(cfg.base)).resolve()}")
+    work = Path(tempfile.mkdtemp(prefix="fedrl-loopback-"))
+    print(f"SuperLink, {len(nodes)} SuperNodes (TLS, node keys; their homes, keys and logs in {work})", flush=True)
+    with LoopbackDeployment(work, nodes) as d:
+        result = d.run({"method": cfg.method, "preset": args.preset, "set": ";".join(sets),
+                        "run-dir": str(Path(args.run_dir).resolve()), "server-data": str(fed / "server"),
+                        "round-timeout": str(args.round_timeout)},
+                       on_line=lambda line: print(line, end="", flush=True))
+    if result["status"] != "finished:completed":
+        print(f"fedrl: the deployed run ended {result['status']}: {result['details']}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _dry_run(cfg) -> int:
     """Print what the run would be and its memory estimate; load nothing. Exit 2 when it would not fit."""
     from fedrl_kit.policy.memory import GiB, REFERENCE_GPU_BYTES, device_memory, estimate_memory
@@ -218,6 +268,16 @@ def _export(args) -> int:
     return 0
 
 
+def _config_args(parser, what: str) -> None:
+    """The flags that pick a run's config (``_overrides`` reads them), for a subcommand that does not run it here."""
+    parser.add_argument("--method", choices=METHODS, help=f"the method (default fedavg_grpo): {what}")
+    parser.add_argument("--preset", choices=_PresetNames(), default="quick", metavar="NAME",
+                        help="the preset the defaults come from (default %(default)s)")
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE", help=f"a config field (repeatable): {what}")
+    parser.add_argument("--world", help="the tasks (same as --set world=NAME)")
+    parser.add_argument("--dataset", help="a real world's local data (same as --set dataset=PATH)")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="fedrl", description="Federated GRPO on one engine (fedrl-kit).")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -268,12 +328,31 @@ def main(argv=None) -> int:
     exp.add_argument("run_dir")
     exp.add_argument("--out", help="output folder (default RUN_DIR/peft_global)")
 
+    dep = sub.add_parser("deploy", help="a federation across machines on Flower's deployment engine (docs/flower.md)")
+    dsub = dep.add_subparsers(dest="deploy_cmd", required=True)
+    dsp = dsub.add_parser("split", help="deal a run's data out: one folder for the server, one per client node")
+    dsp.add_argument("--out", required=True, help="a new folder: OUT/server, OUT/node_0, OUT/node_1, …")
+    _config_args(dsp, "the federation's run, as fedrl run")
+    dlb = dsub.add_parser("loopback", help="run a split federation on Flower's deployment engine on this machine: a "
+                          "SuperLink and one SuperNode per node folder as processes, TLS and node keys on")
+    dlb.add_argument("fed", help="the folder `fedrl deploy split` wrote")
+    dlb.add_argument("--run-dir", required=True, help="the server's run folder (resumes, as fedrl run)")
+    _config_args(dlb, "as given to fedrl deploy split (and settings of the run)")
+    dlb.add_argument("--round-timeout", type=float, default=600.0,
+                     help="seconds a node may take per message (default %(default)s)")
+    dcr = dsub.add_parser("credentials", help="TLS certificates and node keys for a deployment (never commit them)")
+    dcr.add_argument("--out", required=True, help="a new folder for the CA, the SuperLink's certificate and the keys")
+    dcr.add_argument("--nodes", type=int, required=True, help="how many SuperNodes get a key pair")
+    dcr.add_argument("--host", action="append", metavar="NAME",
+                     help="a name or IP address the SuperLink is reached at (repeatable; default 127.0.0.1 and "
+                          "localhost)")
+
     argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)
     args.parser = run
     try:
         return {"pretrain": _pretrain, "run": _run, "eval": _eval, "report": _report, "plot": _plot,
-                "export": _export}[args.cmd](args)
+                "export": _export, "deploy": _deploy}[args.cmd](args)
     except (ValueError, FileNotFoundError, NotAvailableError) as e:  # the message is the whole story: no traceback
         print(f"fedrl: error: {e}", file=sys.stderr)
         return 2

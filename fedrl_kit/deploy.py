@@ -120,6 +120,8 @@ def split_federation(cfg, out: str | Path) -> dict:
                       cfg.equal_size, cfg.seed)
     tmp = out.with_name(out.name + ".splitting")
     shutil.rmtree(tmp, ignore_errors=True)
+    bars = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()  # a bar per saved split says nothing
     try:
         fields = split_fields(cfg)
         cids = [f"client_{i}" for i in range(len(parts))]
@@ -140,6 +142,8 @@ def split_federation(cfg, out: str | Path) -> dict:
             os.replace(child, out / child.name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        if bars:
+            datasets.enable_progress_bars()
     return {"server": str(out / "server"), "nodes": [str(out / f"node_{i}") for i in range(len(parts))]}
 
 
@@ -288,6 +292,80 @@ def node_for(node_config) -> Node:
     if key not in _NODES:
         _NODES[key] = Node(str(node_config["data-dir"]), node_config.get("state-dir") or None)
     return _NODES[key]
+
+
+# -- credentials: TLS and node keys -----------------------------------------------------------------------------
+def make_credentials(out: str | Path, nodes: int, hosts=("127.0.0.1", "localhost"), days: int = 365) -> dict:
+    """What a deployment needs to run with TLS and node authentication, made with ``cryptography``:
+
+    - ``ca.crt``: a certificate authority of the federation's own (SuperNodes trust it: ``--root-certificates``);
+    - ``server.crt`` / ``server.key``: the SuperLink's certificate, signed by that CA, valid for ``hosts``
+      (``--ssl-ca-certfile ca.crt --ssl-certfile server.crt --ssl-keyfile server.key``);
+    - ``node_<i>`` / ``node_<i>.pub``: each SuperNode's EC P-384 key pair in OpenSSH format
+      (``--auth-supernode-private-key node_<i>``; the public key is registered with ``flwr supernode register``).
+
+    Private keys are written readable by their owner only. ``out`` must be new or empty (keys are never overwritten);
+    keep it out of version control (``.gitignore`` lists ``credentials/``). Returns the paths written.
+    """
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    if nodes < 1:
+        raise ValueError(f"nodes must be at least 1, got {nodes}")
+    if not hosts:
+        raise ValueError("the SuperLink's certificate needs at least one host name or IP address")
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"{out} exists and is not an empty folder: credentials are written into a new one")
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def cert(subject, issuer, public_key, signer, ca: bool, sans=None):
+        b = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(public_key)
+             .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+             .not_valid_after(now + datetime.timedelta(days=days))
+             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if sans:
+            b = b.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        return b.sign(signer, hashes.SHA256())
+
+    def name(cn):
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    def sans_of(h):
+        try:
+            return x509.IPAddress(ipaddress.ip_address(h))
+        except ValueError:
+            return x509.DNSName(h)
+
+    def private(path: Path, data: bytes) -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+
+    pem = serialization.Encoding.PEM
+    ca_key, server_key = ec.generate_private_key(ec.SECP384R1()), ec.generate_private_key(ec.SECP384R1())
+    ca = cert(name("fedrl-kit federation CA"), name("fedrl-kit federation CA"), ca_key.public_key(), ca_key, True)
+    server = cert(name(hosts[0]), ca.subject, server_key.public_key(), ca_key, False, [sans_of(h) for h in hosts])
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "ca.crt").write_bytes(ca.public_bytes(pem))
+    (out / "server.crt").write_bytes(server.public_bytes(pem))
+    private(out / "server.key", server_key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
+                                                         serialization.NoEncryption()))
+    made = {"ca": str(out / "ca.crt"), "server_cert": str(out / "server.crt"), "server_key": str(out / "server.key"),
+            "nodes": []}
+    for i in range(nodes):
+        key = ec.generate_private_key(ec.SECP384R1())
+        private(out / f"node_{i}", key.private_bytes(pem, serialization.PrivateFormat.OpenSSH,
+                                                     serialization.NoEncryption()))
+        (out / f"node_{i}.pub").write_bytes(key.public_key().public_bytes(serialization.Encoding.OpenSSH,
+                                                                          serialization.PublicFormat.OpenSSH))
+        made["nodes"].append({"private_key": str(out / f"node_{i}"), "public_key": str(out / f"node_{i}.pub")})
+    return made
 
 
 # -- auditing which files a process opens ----------------------------------------------------------------------

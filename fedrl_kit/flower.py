@@ -22,9 +22,10 @@ code as in-process, so the same data and seeds) and keeps it in the process. Met
 between messages of a round (PubSwap's adapter between its private and public steps, its generated
 responses; the optimiser when ``reset_optimizer`` is off), so every message of a node must reach the
 same process: :func:`run_on_flower` runs Flower's simulation with **one** ClientApp actor (all
-cores), and a deployment runs each SuperNode with a long-lived ClientApp process. If that process is
-restarted mid-run, the node's next message finds no state and fails; the server drops it for the
-round as any failed client. With ``clients_per_round`` the first message of a round parks the clients not
+cores). If that process is restarted mid-run, the node's next message finds no state and fails; the server drops it
+for the round as any failed client. Flower's deployment engine starts a fresh ClientApp process for every message
+instead: a deployed node (node config ``data-dir``) builds only its own client from its own folder and keeps that
+client's state on its disk between messages (:mod:`fedrl_kit.deploy`; FedAvg-GRPO and FedProx-GRPO). With ``clients_per_round`` the first message of a round parks the clients not
 drawn for it (:func:`~fedrl_kit.federation.parking.park_idle`, the same draw as the server's), which relies on the
 ClientApp handling one message at a time, as its one actor does. In a simulation (:func:`run_on_flower`) the ClientApp process also takes the
 calling process's torch thread count, so its float sums are the in-process run's whatever ``OMP_NUM_THREADS``

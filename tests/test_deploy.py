@@ -2,20 +2,16 @@
 
 These tests use :class:`~fedrl_kit.flower.LoopbackGrid` with deployed node configs (``data-dir``), and a fresh
 :class:`~fedrl_kit.deploy.Node` per message, as Flower's deployment engine starts a fresh ClientApp process per
-message. ``tests/test_flower_deployment.py`` runs the real processes (SuperLink, SuperNodes, TLS).
+message (no real-time waits: they run beside the other tests). ``tests/test_flower_deployment.py`` runs the real
+processes (SuperLink, SuperNodes, TLS).
 """
 
-import json
-
-import numpy as np
 import pytest
 
 from conftest import small_config
 from fedrl_kit import deploy
 from fedrl_kit.flower import FlowerRuntime, LoopbackGrid, client_app
 from fedrl_kit.runs import Run
-
-pytestmark = pytest.mark.serial  # a Flower runtime with real-time waits: `make test` runs these alone
 
 
 def _strip(records):
@@ -140,3 +136,50 @@ def test_the_audit_logs_the_files_a_process_opens_under_its_root(tmp_path):
                         "FEDRL_AUDIT_LOG": str(tmp_path / "log")})
     logs = list((tmp_path / "log").glob("*.log"))
     assert len(logs) == 1 and logs[0].read_text().splitlines() == [str((tmp_path / "root" / "a.txt").resolve())]
+
+
+def test_credentials_give_a_ca_signed_server_certificate_and_node_keys_flower_reads(tmp_path):
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import load_ssh_private_key, load_ssh_public_key
+
+    made = deploy.make_credentials(tmp_path / "cred", 2, ["127.0.0.1", "superlink.example"])
+    ca = x509.load_pem_x509_certificate((tmp_path / "cred" / "ca.crt").read_bytes())
+    server = x509.load_pem_x509_certificate((tmp_path / "cred" / "server.crt").read_bytes())
+    server.verify_directly_issued_by(ca)  # raises if the CA did not sign it
+    sans = server.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert [str(ip) for ip in sans.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+    assert sans.get_values_for_type(x509.DNSName) == ["superlink.example"]
+    for node in made["nodes"]:  # what flower-supernode and `flwr supernode register` load
+        key = load_ssh_private_key(open(node["private_key"], "rb").read(), None)
+        assert isinstance(key, ec.EllipticCurvePrivateKey) and key.curve.name == "secp384r1"
+        assert load_ssh_public_key(open(node["public_key"], "rb").read()).public_numbers() == \
+            key.public_key().public_numbers()
+    for private in ("server.key", "node_0", "node_1"):
+        assert (tmp_path / "cred" / private).stat().st_mode & 0o077 == 0, private
+    with pytest.raises(ValueError, match="exists and is not an empty folder"):
+        deploy.make_credentials(tmp_path / "cred", 1)
+
+
+def test_fedrl_deploy_split_writes_the_folders_and_names_them(tiny_dir, tmp_path, capsys):
+    from fedrl_kit.cli import main
+
+    assert main(["deploy", "split", "--set", f"base={tiny_dir}", "--set", "num_clients=2", "--set", "n_train=40",
+                 "--out", str(tmp_path / "fed")]) == 0
+    out = capsys.readouterr().out
+    assert f"data-dir='{tmp_path / 'fed' / 'node_1'}'" in out
+    assert sorted(p.name for p in (tmp_path / "fed").iterdir()) == ["node_0", "node_1", "server"]
+    assert main(["deploy", "split", "--method", "fedmoa", "--out", str(tmp_path / "x")]) == 2
+    assert "cannot be deployed yet" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
+def test_fedrl_deploy_loopback_refuses_a_run_that_does_not_match_its_split_before_starting_anything(tiny_dir, tmp_path,
+                                                                                                   capsys):
+    from fedrl_kit.cli import main
+
+    cfg = small_config(tiny_dir, num_clients=2)
+    deploy.split_federation(cfg, tmp_path / "fed")
+    assert main(["deploy", "loopback", str(tmp_path / "fed"), "--run-dir", str(tmp_path / "run"),
+                 "--set", "num_clients=3"]) == 2
+    assert "was split with other data settings than this run's: num_clients=2 (run: 3)" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
