@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -145,7 +146,7 @@ def _deploy_loopback(args) -> int:
     overrides = _overrides(args)
     cfg = preset(args.preset, **overrides)
     fed = Path(args.fed).resolve()
-    deploy.check_deployable(cfg, fed / "server", lambda: None)  # a wrong folder or setting: one line, nothing started
+    deploy.check_deployable(cfg, fed / "server")  # a wrong folder or setting: one line, before anything starts
     nodes = sorted(fed.glob("node_*"), key=lambda p: int(p.name.split("_")[1]))
     if len(nodes) != cfg.num_clients:
         raise ValueError(f"{fed} has {len(nodes)} node folders, the run has num_clients = {cfg.num_clients}")
@@ -163,8 +164,10 @@ def _deploy_loopback(args) -> int:
                         "round-timeout": str(args.round_timeout)},
                        on_line=lambda line: print(line, end="", flush=True))
     if result["status"] != "finished:completed":
-        print(f"fedrl: the deployed run ended {result['status']}: {result['details']}", file=sys.stderr)
+        print(f"fedrl: the deployed run ended {result['status']}: {result['details']} (the processes' logs are in "
+              f"{work / 'logs'})", file=sys.stderr)
         return 1
+    shutil.rmtree(work, ignore_errors=True)  # its throw-away keys and Flower's copies of the app
     return 0
 
 

@@ -148,13 +148,10 @@ def split_federation(cfg, out: str | Path) -> dict:
 
 
 # -- the server side -------------------------------------------------------------------------------------------
-def check_deployable(cfg, server_data, runtime) -> None:
-    """Refuse, in one line, a deployed run that cannot work: a method that keeps client state, a runtime that is
-    not Flower's, simulation-side tracing, or a server folder split with other data settings."""
+def check_deployable(cfg, server_data) -> None:
+    """Refuse, in one line, a deployed run that cannot work: a method that keeps client state, simulation-side
+    tracing, or a server folder split with other data settings."""
     check_method(cfg.method)
-    if not callable(runtime):
-        raise ValueError(f"a deployed run reaches its clients through Flower (fedrl_kit.flower), not runtime "
-                         f"{runtime!r}")
     if cfg.trace_drift:
         raise ValueError("trace_drift reads every client's adapter in the simulator: it is not available deployed")
     manifest = _read_json(Path(server_data) / "manifest.json", "the server's folder of a split federation "

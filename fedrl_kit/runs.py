@@ -323,7 +323,10 @@ class Run:
         if server_data is not None:  # refused in one line before anything is built or written
             from fedrl_kit.deploy import check_deployable
 
-            check_deployable(config, server_data, runtime)
+            if not callable(runtime):
+                raise ValueError(f"a deployed run reaches its clients through Flower (fedrl_kit.flower), not runtime "
+                                 f"{runtime!r}")
+            check_deployable(config, server_data)
         self.server_data = Path(server_data) if server_data is not None else None
         self.runtime_kind = runtime
         self.config = config.validate()
