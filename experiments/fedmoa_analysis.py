@@ -194,6 +194,14 @@ def _claims() -> tuple:
                  "λ off, α on", acc, paper("FedMOA", "λ off, α on", 0)),
                 (f"λ helps: FedMOA > λ off, α on on reward (Table 2, {what})", "heter+heter", None, "FedMOA",
                  "λ off, α on", rew, paper("FedMOA", "λ off, α on", 1))]
+        for better, worse, what_row in (("λ on, α off", "FedAvg-GRPO", "λ alone"), ("FedMOA", "λ on, α off",
+                                                                                   "α helps with λ on")):
+            out += [(f"{what_row}: {better} > {worse} on {k} (ablation row the paper lacks, "
+                     f"{'MATH' if fam else 'all families'}, ours)", "heter+heter",
+                     None, better, worse, metric, None) for k, metric in (("accuracy", acc), ("reward", rew))]
+    out += [(f"uniform w_0: FedMOA, uniform w_0 > FedAvg-GRPO on {k} (Heter+Heter, all families, ours)",
+             "heter+heter", None, "FedMOA, uniform w_0", "FedAvg-GRPO", metric, None)
+            for k, metric in (("accuracy", "global_accuracy"), ("reward", "aggregated_reward"))]
     out += [("FedMOA > FedAvg-GRPO on global accuracy (Heter+Heter, all families, ours)", "heter+heter", None,
              "FedMOA", "FedAvg-GRPO", "global_accuracy", None),
             ("FedMOA > FedAvg-GRPO on aggregated reward (Heter+Heter, all families, ours)", "heter+heter", None,
@@ -207,7 +215,9 @@ CLAIMS = _claims()
 """the paper's claims as (claim, setting, family of the Homo settings or None, better variant, worse variant,
 metric, the paper's difference): §4.2 has FedMOA above the baseline "across all reported data-reward settings"
 on each dataset (Table 1), Table 2 the ablations on MATH in Heter+Heter (its three rows: α alone, then λ added);
-the rows marked "ours" are the same contrasts over all families or on the clients' own models. A Heter+Heter
+the rows marked "ours" are the same contrasts over all families or on the clients' own models, the fourth ablation
+row the paper does not have ("λ on, α off": λ alone, and α added to it), and FedMOA from uniform initial weights
+(without the plan's initial spread of w_0) against the baseline. A Heter+Heter
 run holds every family, so its Table 1 claims read that family's numbers; a Homo run holds one family
 (``homo_family`` in its row)."""
 
