@@ -18,7 +18,7 @@ split is how the embedded world is dealt out). A SuperNode is started with its f
 client's state in the node's state folder (``state-dir``, default ``<data-dir>/state``) between messages, because
 Flower's deployment engine starts a fresh ClientApp process for every message. The server runs
 :class:`fedrl_kit.runs.Run` with ``server_data`` = the server's folder: it loads its splits from there and builds
-no client and no world.
+no client and no world (:mod:`fedrl_kit.federation.split`: what the folders hold and how the server reads its own).
 
 What a node keeps (``state/``): ``runs/<run id>.json`` — the run's config, the client it plays, fault injection —
 written when the server connects; ``<config digest>/moments_r<round>.pt`` — Adam's moments after each round it
@@ -44,55 +44,18 @@ import shutil
 import sys
 from pathlib import Path
 
-FORMAT = 1
-DEPLOYABLE = ("fedavg_grpo", "fedprox_grpo")
-SPLIT_FIELDS = ("world", "dataset", "seed", "num_clients", "n_train", "n_test", "n_public", "n_aux", "partition",
-                "dirichlet_alpha", "topics_per_client", "equal_size")
-"""the config fields that decide which data each client and the server hold: a run must match its split on all"""
-SERVER_SPLITS = ("test", "public", "aux")
+from fedrl_kit.federation.split import (DEPLOYABLE, FORMAT, SERVER_SPLITS, SPLIT_FIELDS, DamagedFolder,
+                                        check_deployable, check_method, check_same_split, load_server_world,
+                                        read_json, split_fields)
 
-
-class DamagedFolder(ValueError):
-    """A split federation's folder that cannot be read; the message names the file."""
-
-
-def split_fields(cfg) -> dict:
-    """The fields of ``cfg`` that decide the data (:data:`SPLIT_FIELDS`)."""
-    return {k: getattr(cfg, k) for k in SPLIT_FIELDS}
-
+__all__ = ["DEPLOYABLE", "SPLIT_FIELDS", "DamagedFolder", "check_deployable", "load_server_world", "split_federation",
+           "Node", "node_for", "make_credentials", "audit_opens", "audit_from_env"]
 
 def config_digest(config_json: str) -> str:
     """A short name for a run's config: what a node keeps its client state under."""
     from fedrl_kit.runs import _config_digest
 
     return _config_digest(config_json)[:16]
-
-
-def check_method(method: str) -> None:
-    if method not in DEPLOYABLE:
-        raise ValueError(f"method {method!r} cannot be deployed yet: a node runs a fresh process for every message, "
-                         f"and only {', '.join(DEPLOYABLE)} keep no client state between messages but the adapter "
-                         "and Adam's moments")
-
-
-def _read_json(path: Path, what: str) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise DamagedFolder(f"{path} is missing: {what}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise DamagedFolder(f"{path} is not valid JSON ({e}): {what}") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise DamagedFolder(f"{path} is not a format-{FORMAT} file of a split federation: {what}")
-    return data
-
-
-def _check_same_split(made: dict, cfg, path: Path) -> None:
-    want = split_fields(cfg)
-    diff = [f"{k}={made.get(k)!r} (run: {want[k]!r})" for k in SPLIT_FIELDS
-            if json.dumps(made.get(k)) != json.dumps(want[k])]
-    if diff:
-        raise ValueError(f"{path} was split with other data settings than this run's: {', '.join(diff)}")
 
 
 # -- splitting a federation ------------------------------------------------------------------------------------
@@ -147,37 +110,6 @@ def split_federation(cfg, out: str | Path) -> dict:
     return {"server": str(out / "server"), "nodes": [str(out / f"node_{i}") for i in range(len(parts))]}
 
 
-# -- the server side -------------------------------------------------------------------------------------------
-def check_deployable(cfg, server_data) -> None:
-    """Refuse, in one line, a deployed run that cannot work: a method that keeps client state, simulation-side
-    tracing, or a server folder split with other data settings."""
-    check_method(cfg.method)
-    if cfg.trace_drift:
-        raise ValueError("trace_drift reads every client's adapter in the simulator: it is not available deployed")
-    manifest = _read_json(Path(server_data) / "manifest.json", "the server's folder of a split federation "
-                                                              "(fedrl deploy split)")
-    _check_same_split(manifest["split"], cfg, Path(server_data) / "manifest.json")
-
-
-def load_server_world(server_data: str | Path, cfg):
-    """The server's view of a deployed federation: its splits (read from its folder) and the client ids."""
-    import datasets
-
-    from fedrl_kit.federation.server import ServerWorld
-
-    server_data = Path(server_data)
-    manifest = _read_json(server_data / "manifest.json", "the server's folder of a split federation")
-    _check_same_split(manifest["split"], cfg, server_data / "manifest.json")
-    splits = {}
-    for name in manifest["splits"]:
-        try:
-            splits[name] = datasets.load_from_disk(str(server_data / name))
-        except Exception as e:  # noqa: BLE001 - named in one line, whatever datasets raises
-            raise DamagedFolder(f"{server_data / name} cannot be read as a dataset ({type(e).__name__}: {e})") from None
-    return ServerWorld(**splits, accuracy_reward=manifest["accuracy_reward"],
-                       default_rewards=tuple(manifest["default_rewards"]), client_ids=list(manifest["client_ids"]))
-
-
 # -- the node side ---------------------------------------------------------------------------------------------
 class Node:
     """One deployed node: the client of its folder, built in this process, and its state folder.
@@ -190,7 +122,7 @@ class Node:
     def __init__(self, data_dir: str | Path, state_dir: str | Path | None = None):
         self.data_dir = Path(data_dir)
         self.state_dir = Path(state_dir) if state_dir else self.data_dir / "state"
-        self.info = _read_json(self.data_dir / "node.json", "the node's folder of a split federation "
+        self.info = read_json(self.data_dir / "node.json", "the node's folder of a split federation "
                                                            "(fedrl deploy split)")
         self.cid = str(self.info["cid"])
         self._client = None
@@ -207,7 +139,7 @@ class Node:
 
         cfg = RunConfig.from_dict(json.loads(config_json))
         check_method(cfg.method)
-        _check_same_split(self.info["split"], cfg, self.data_dir / "node.json")
+        check_same_split(self.info["split"], cfg, self.data_dir / "node.json")
         path = self._plays_path(run_id)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")

@@ -321,7 +321,7 @@ class Run:
         if not callable(runtime) and runtime not in self.RUNTIMES:
             raise ValueError(f"runtime must be one of {tuple(self.RUNTIMES)} or a callable, got {runtime!r}")
         if server_data is not None:  # refused in one line before anything is built or written
-            from fedrl_kit.deploy import check_deployable
+            from fedrl_kit.federation.split import check_deployable
 
             if not callable(runtime):
                 raise ValueError(f"a deployed run reaches its clients through Flower (fedrl_kit.flower), not runtime "
@@ -373,7 +373,7 @@ class Run:
                                          cfg.topics_per_client, cfg.equal_size, cfg.seed)
                                if isinstance(self.world.train, datasets.Dataset) else None)
         else:  # deployed: the server's own splits from its folder; the clients' data is on their nodes
-            from fedrl_kit.deploy import load_server_world
+            from fedrl_kit.federation.split import load_server_world
 
             self.world, self.partitions = load_server_world(self.server_data, cfg), None
         self.policy = self._policy = load_policy(cfg, self._policy)
