@@ -25,11 +25,12 @@ same process: :func:`run_on_flower` runs Flower's simulation with **one** Client
 cores). If that process is restarted mid-run, the node's next message finds no state and fails; the server drops it
 for the round as any failed client. Flower's deployment engine starts a fresh ClientApp process for every message
 instead: a deployed node (node config ``data-dir``) builds only its own client from its own folder and keeps that
-client's state on its disk between messages (:mod:`fedrl_kit.deploy`; FedAvg-GRPO and FedProx-GRPO). With ``clients_per_round`` the first message of a round parks the clients not
-drawn for it (:func:`~fedrl_kit.federation.parking.park_idle`, the same draw as the server's), which relies on the
-ClientApp handling one message at a time, as its one actor does. In a simulation (:func:`run_on_flower`) the ClientApp process also takes the
-calling process's torch thread count, so its float sums are the in-process run's whatever ``OMP_NUM_THREADS``
-Ray hands its actor (a deployment's clients keep their own machines' settings).
+client's state on its disk between messages (:mod:`fedrl_kit.deploy`; FedAvg-GRPO and FedProx-GRPO).
+With ``clients_per_round`` the first message of a round parks the clients not drawn for it
+(:func:`~fedrl_kit.federation.parking.park_idle`, the same draw as the server's), which relies on the ClientApp
+handling one message at a time, as its one actor does. In a simulation (:func:`run_on_flower`) the ClientApp process
+also takes the calling process's torch thread count, so its float sums are the in-process run's whatever
+``OMP_NUM_THREADS`` Ray hands its actor (a deployment's clients keep their own machines' settings).
 
 Failures. A client that raises answers with an error message; one that does not answer within
 ``round_timeout`` seconds is dropped for that round (its late reply is never read); both are
