@@ -600,7 +600,9 @@ if grid:
 #   neither α nor λ helps measurably. The paper's reward gains on MATH (+0.052 in Table 1, +0.051 for λ in Table 2)
 #   lie outside their intervals; its accuracy gains lie inside them, which three seeds cannot rule out. At the
 #   tuned λ the weights move by about 0.01 (L1) per client and round, and α follows the plan's initial weights
-#   about as much with λ on as with λ off (the correlations above).
+#   about as much with λ on as with λ off (the correlations above). Of the two arms of ours, λ alone ("λ on, α off")
+#   gains nothing over FedAvg-GRPO, and FedMOA from uniform initial weights falls below it ("does not hold"), its α
+#   then uncorrelated with a client's progress.
 #
 # The same runs from a shell: `fedrl run --method fedmoa --set fedmoa.setting=heter+heter` (the quick preset gives
 # `fedmoa` its world, `families`, its base, `data/base_moa`, and 6 clients; a homo setting also sets
