@@ -76,8 +76,8 @@ class RunConfig:
 
     # -- world -----------------------------------------------------------------------------------
     world: str = "arith"
-    """the tasks: "arith" (the embedded world), "families" (FedMOA's math/gsm/code families), or a real
-    dataset by name (fedrl_kit.world.registry.WORLDS: math, gsm8k, deepmath, openr1-math, mbpp, humaneval, medqa,
+    """the tasks: "arith" (the embedded world; "arith:add,max@1" picks its topics and difficulties), "families"
+    (FedMOA's math/gsm/code families), or a real dataset by name (fedrl_kit.world.registry.WORLDS: math, gsm8k, deepmath, openr1-math, mbpp, humaneval, medqa,
     medmcqa); `preset(world=...)` also sets that world's rewards unless `rewards` is given"""
     dataset: str = ""
     """where a real world's rows come from: "" = the Hugging Face cache, else a local folder or file"""
@@ -244,9 +244,10 @@ class RunConfig:
         need(1 <= self.n_test <= MAX_ROWS, "n_test", f"in [1, {MAX_ROWS}]")
         need(0 <= self.n_public <= MAX_ROWS, "n_public", f"in [0, {MAX_ROWS}]")
         need(0 <= self.n_aux <= MAX_ROWS, "n_aux", f"in [0, {MAX_ROWS}]")
-        if self.world == "arith" or self.world.startswith("families"):  # what the embedded generators can supply
+        arith = self.world == "arith" or self.world.startswith(("arith:", "arith@"))
+        if arith or self.world.startswith("families"):  # what the embedded generators can supply
             # (the families world draws only n_train and n_test)
-            held = self.n_test + (self.n_public + self.n_aux if self.world == "arith" else 0)
+            held = self.n_test + (self.n_public + self.n_aux if arith else 0)
             need(held <= EMBEDDED_HELDOUT, "n_test", f"such that the held-out splits (n_test, and for arith "
                  f"n_public + n_aux) hold at most {EMBEDDED_HELDOUT} problems (the embedded world's held-out "
                  f"region), not {held}")

@@ -113,3 +113,28 @@ def test_dirichlet_that_cannot_meet_the_minimum_names_the_fix():
     w = make_world(n_train=100, n_test=5, n_public=0, n_aux=0)
     with pytest.raises(ValueError, match="raise dirichlet_alpha"):
         partition(w.train, 20, "dirichlet", alpha=0.01, seed=0, min_size=5)
+
+
+def test_an_arith_world_name_picks_topics_and_difficulties():
+    from fedrl_kit.world.registry import arith_selection, check_world
+
+    assert arith_selection("arith:add,max@1") == (("add", "max"), (1,))
+    assert arith_selection("arith@1,2")[1] == (1, 2) and arith_selection("arith")[0] == tuple(TOPICS)
+    assert arith_selection("families:math") is None and arith_selection("math") is None
+    for bad in ("arith:", "arith:pow", "arith@4", "arith:add@", "arith@one"):
+        with pytest.raises(ValueError, match="'arith:' \\+ a comma-separated subset"):
+            check_world(bad)
+
+
+def test_a_small_arith_pool_supplies_all_its_region_holds_and_refuses_more():
+    from fedrl_kit.config import preset
+    from fedrl_kit.world.registry import build_world
+
+    cfg = preset("quick", world="arith:add,max@1", n_train=140, n_test=40, n_public=0, n_aux=0, num_clients=3)
+    world = build_world(cfg)
+    assert set(world.train["topic"]) == set(world.test["topic"]) == {"add", "max"}
+    assert set(world.train["difficulty"]) == {1} and len(world.train) == 140  # 200 one-digit problems, 3/4 of them
+    assert not set(world.train["prompt"]) & set(world.test["prompt"])           # outside the held-out region
+    assert cfg.rewards == ("accuracy",)
+    with pytest.raises(ValueError, match="cannot supply 160 distinct training .* ask for fewer"):
+        build_world(cfg.replace(n_train=160))

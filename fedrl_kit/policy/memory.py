@@ -190,7 +190,7 @@ def estimate_memory(config, arch: transformers.PretrainedConfig | None = None,
     head_dim = getattr(text, "head_dim", None) or h // heads
     b = _DTYPE_BYTES[config.dtype]
     if prompt_tokens is None:
-        prompt_tokens = 64 if config.world == "arith" or config.world.startswith("families") else 1024
+        prompt_tokens = 64 if config.world.startswith(("arith", "families")) else 1024
     tokens = prompt_tokens + config.max_new_tokens
     kv_per_token = 2 * layers * kv_heads * head_dim * b
     N = config.num_clients

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import datasets
 
-from fedrl_kit.world.tasks import DEFAULT_TOPICS, DIFFICULTIES, TOPICS, Problem, Topic
+from fedrl_kit.world.tasks import DEFAULT_TOPICS, DIFFICULTIES, TOPICS, PoolExhausted, Problem, Topic
 from fedrl_kit.world.world import draw, is_heldout
 
 NAMES = ("tom", "ann", "bob", "eva", "sam", "liz")
@@ -217,7 +217,7 @@ def generate_family_problems(n: int, seed: int, families=tuple(FAMILIES), diffic
         prompt, answer, reasoning = topics[topic].make(rng, d)
         tries += 1
         if tries > 200 * max(n, 1):
-            raise ValueError(f"cannot draw {n} distinct problems from families {families}")
+            raise PoolExhausted(f"cannot draw {n} distinct problems from families {families}")
         if prompt in seen:
             continue
         seen.add(prompt)

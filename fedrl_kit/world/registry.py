@@ -64,9 +64,35 @@ def default_rewards(world: str) -> tuple[str, ...]:
     think/answer ``format`` reward, which the chat system prompt asks for and which gives a small real
     model a gradient before it solves anything.
     """
-    name = family_kind(world) or world
+    name = family_kind(world) or ("arith" if arith_selection(world) else world)
     accuracy = ACCURACY_REWARDS[name]
     return (accuracy,) if name in ("arith", "families") else (accuracy, "format")
+
+
+def arith_selection(world: str) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
+    """The topics and difficulties of an embedded arithmetic world's name; None for any other world.
+
+    ``"arith"``: every default topic at difficulties 1–2; ``"arith:add,max"``: those topics; ``"arith:add,max@1"``
+    or ``"arith@1"``: at those difficulties (``@1``: one-digit operands, the band a 135M-parameter instruct model
+    starts in: docs/real-models.md).
+    """
+    from fedrl_kit.world.tasks import DEFAULT_TOPICS, DIFFICULTIES, TOPICS
+
+    if not isinstance(world, str) or not (world == "arith" or world.startswith(("arith:", "arith@"))):
+        return None
+    rest = world[len("arith"):]
+    body, _, levels = rest.partition("@")
+    topics = tuple(dict.fromkeys(t.strip() for t in body.lstrip(":").split(",") if t.strip())) or DEFAULT_TOPICS
+    try:
+        diffs = tuple(dict.fromkeys(int(d) for d in levels.split(",") if d.strip())) if levels else DIFFICULTIES
+    except ValueError:
+        diffs = ()
+    bad_topics = [t for t in topics if t not in TOPICS]
+    if (body.startswith(":") and not body[1:].strip()) or bad_topics or not diffs or \
+            any(d not in (1, 2, 3) for d in diffs) or ("@" in rest and not levels.strip()):
+        raise ValueError(f"world must be 'arith', 'arith:' + a comma-separated subset of {tuple(TOPICS)}, and "
+                         f"optionally '@' + difficulties from 1, 2, 3 (e.g. 'arith:add,max@1'), got {world!r}")
+    return topics, diffs
 
 
 def family_kind(world: str) -> str | None:
@@ -98,9 +124,11 @@ def check_world(world: str, dataset: str = "") -> None:
 
     Names only: nothing is read from disk (``RunConfig.validate`` calls this on every change).
     """
-    if not isinstance(world, str) or not (world in WORLDS or family_kind(world) is not None):
-        raise ValueError(f"world must be one of {WORLDS} (or 'families:' / 'real-families:' + some families), "
-                         f"got {world!r}")
+    if isinstance(world, str) and arith_selection(world) is not None:  # a bad selection raises, naming it
+        pass
+    elif not isinstance(world, str) or not (world in WORLDS or family_kind(world) is not None):
+        raise ValueError(f"world must be one of {WORLDS} (or 'families:' / 'real-families:' + some families, "
+                         f"'arith:' + some topics[@difficulties]), got {world!r}")
     if family_kind(world):
         family_names(world)
     if not isinstance(dataset, str):
@@ -296,9 +324,11 @@ def make_real_family_world(families, dataset: str = "", seed: int = 0, n_train: 
 def build_world(config):
     """The world ``config.world`` names, sized by ``config.n_train`` / ``n_test`` / ``n_public`` / ``n_aux``."""
     name = config.world
-    if name == "arith":
-        world = make_world(config.seed, config.n_train, config.n_test, config.n_public, config.n_aux)
-        world.accuracy_reward, world.default_rewards = ACCURACY_REWARDS[name], default_rewards(name)
+    if arith_selection(name) is not None:
+        topics, difficulties = arith_selection(name)
+        world = make_world(config.seed, config.n_train, config.n_test, config.n_public, config.n_aux, topics,
+                           difficulties)
+        world.accuracy_reward, world.default_rewards = ACCURACY_REWARDS["arith"], default_rewards(name)
         return world
     if family_kind(name) == "families":
         from fedrl_kit.world.families import make_family_world

@@ -101,6 +101,10 @@ def format_completion(answer: str, reasoning: str) -> str:
     return f"{THINK_OPEN}{reasoning}{THINK_CLOSE}{ANSWER_OPEN}{answer}{ANSWER_CLOSE}"
 
 
+class PoolExhausted(ValueError):
+    """Fewer new distinct problems are left in the topics and difficulties asked for than were asked."""
+
+
 def _check_topics(topics) -> tuple[str, ...]:
     topics = tuple(topics)
     unknown = [t for t in topics if t not in TOPICS]
@@ -145,7 +149,8 @@ def generate_problems(
         prompt, answer, reasoning = TOPICS[topic].make(rng, d)
         tries += 1
         if tries > 200 * max(n, 1):
-            raise ValueError(f"cannot draw {n} distinct problems from topics {topics} at difficulties {difficulties}")
+            raise PoolExhausted(f"cannot draw {n} distinct problems from topics {topics} at difficulties "
+                                f"{difficulties}")
         if prompt in seen:
             continue
         seen.add(prompt)

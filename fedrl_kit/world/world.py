@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import datasets
 
-from fedrl_kit.world.tasks import DEFAULT_TOPICS, DIFFICULTIES, generate_problems
+from fedrl_kit.world.tasks import DEFAULT_TOPICS, DIFFICULTIES, PoolExhausted, generate_problems
 
 HELDOUT_BUCKETS = 4  # one prompt in HELDOUT_BUCKETS is held out
 
@@ -34,8 +34,17 @@ def draw(n: int, seed: int, heldout: bool, topics=DEFAULT_TOPICS, difficulties=D
     seen = set(exclude or ())
     attempt = 0
     while len(rows) < n:
-        batch = generate(2 * (n - len(rows)) + 8, seed * 1000 + attempt, topics, difficulties,
-                         exclude=seen, with_reasoning=with_reasoning)
+        want = 2 * (n - len(rows)) + 8  # about half the candidates fall in the other region
+        while True:  # a small pool (one-digit operands: 100 sums) may hold fewer new problems than that: ask for less
+            try:
+                batch = generate(want, seed * 1000 + attempt, topics, difficulties, exclude=seen,
+                                 with_reasoning=with_reasoning)
+                break
+            except PoolExhausted:
+                if want == 1:
+                    batch = []
+                    break
+                want = max(1, want // 2)
         for r in batch:
             if is_heldout(r["prompt"]) == heldout and len(rows) < n:
                 rows.append(r)
