@@ -101,12 +101,13 @@ def run_one(cfg, run_dir: Path) -> tuple[list[dict], float, bool]:
     return records, round(time.time() - t0, 1), False
 
 
-def stored_runs(paths) -> dict[tuple[str, str, int], dict]:
-    """(setting, variant, seed) → the run's row, from stored result files of this script (``--add-runs``).
+def stored_runs(paths) -> dict[tuple[str, str, str, int], list[dict]]:
+    """(setting, family, variant, seed) → the runs' rows, from stored result files of this script (``--add-runs``;
+    rows without ``homo_family`` are the MATH-like family's, the first grids' only one).
 
     A file made in another environment (package versions or torch CPU kernels) is refused with the reason, since
-    its runs would be paired with runs made here; the first file holding a cell wins. Each row keeps its numbers
-    and records where it came from (``read_back``: the file's name).
+    its runs would be paired with runs made here. Each row keeps its numbers and records where it came from
+    (``read_back``: the file's name); :func:`stored_cell` picks the one made with a cell's setup.
     """
     out = {}
     for path in paths:
@@ -117,8 +118,21 @@ def stored_runs(paths) -> dict[tuple[str, str, int], dict]:
         if why:
             raise SystemExit(f"--add-runs: {why}")
         for r in old["runs"]:
-            out.setdefault((r["setting"], r["variant"], int(r["seed"])), {**r, "read_back": Path(path).name})
+            key = (r["setting"], r.get("homo_family") or "math", r["variant"], int(r["seed"]))
+            out.setdefault(key, []).append({**r, "read_back": Path(path).name})
     return out
+
+
+def stored_cell(stored: dict, cfg, setting: str, family: str, variant: str, seed: int) -> dict | None:
+    """The first stored row of this cell made with ``cfg``'s setup (:func:`summary_row_fields`: λ's switches, rule
+    and value, g_k's form, the initial weights, the learning rate), or None: a row of another setup (an earlier
+    grid's λ rule) is never read back as this cell's."""
+    want = summary_row_fields(cfg, [])
+    want.pop("mean_w_move")
+    for row in stored.get((setting, family, variant, seed), []):
+        if all(row.get(k) == v for k, v in want.items() if k != "homo_family"):
+            return row
+    return None
 
 
 def table(rows: list[dict], setting: str, variants, prefix: str = "", family: str | None = None) -> dict:
@@ -291,9 +305,10 @@ def main(argv: list[str] | None = None) -> None:
                     cfg = setting_config(args.scale, setting, variant, seed, family, fedmoa={**fedmoa, **moa},
                                          **{**extra, **more})
                     run_dir = run_dir_of(root, args.scale, setting, variant, seed, family, tag)
-                    if args.collect_only and not finished(cfg, run_dir) and (setting, variant, seed) in stored:
-                        rows.append(stored[setting, variant, seed])
-                        print(json.dumps(rows[-1]), flush=True)
+                    row = stored_cell(stored, cfg, setting, family, variant, seed) if stored else None
+                    if args.collect_only and not finished(cfg, run_dir) and row is not None:
+                        rows.append(row)
+                        print(json.dumps({k: v for k, v in row.items() if k != "history"}), flush=True)
                         continue
                     if args.collect_only and not finished(cfg, run_dir):
                         not_finished.append(dict(setting=setting, homo_family=family, variant=variant, seed=seed))

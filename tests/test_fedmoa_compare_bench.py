@@ -12,11 +12,19 @@ def bench():
     yield from import_benchmark("fedmoa_compare")
 
 
-def _row(variant, seed, acc, reward):
-    return {"setting": "heter+heter", "variant": variant, "label": variant, "seed": seed, "seconds": 1.0,
+def _row(variant, seed, acc, reward, setting="heter+heter", family="math", tuned=None, **fedmoa):
+    """A stored row of one cell, with the setup fields a run of that cell at the cpu scale writes (``tuned``: a
+    tuning file's choices, as ``--tuned`` gives them)."""
+    from experiments.fedmoa_analysis import summary_row_fields
+    from experiments.fedmoa_presets import setting_config, tuned_fields
+
+    moa, more, _ = tuned_fields(str(tuned), variant) if tuned else ({}, {}, "")
+    setup = summary_row_fields(setting_config("cpu", setting, variant, seed, family, fedmoa={**moa, **fedmoa},
+                                              **more), [])
+    return {"setting": setting, "variant": variant, "label": variant, "seed": seed, "seconds": 1.0,
             "round_seconds": 1.0, "read_back": False, "global_accuracy": acc, "aggregated_reward": reward,
             "local_accuracy": acc, "local_reward": reward, "length": 10.0, "best_round": 3,
-            "best/global_accuracy": acc, "best/aggregated_reward": reward}
+            "best/global_accuracy": acc, "best/aggregated_reward": reward, **setup}
 
 
 def _stored(tmp_path, runs, **env):
@@ -30,13 +38,22 @@ def _stored(tmp_path, runs, **env):
     return path
 
 
+def _tuning(tmp_path):
+    path = tmp_path / "tuning.json"
+    path.write_text(json.dumps({"benchmark": "fedmoa_compare", "summary": {
+        "tuning": True, "selected": {"lam": {"value": 100.0}, "learning_rate": {"value": 0.004}}}}))
+    return path
+
+
 def test_collect_only_takes_missing_cells_from_a_stored_file_and_pairs_them(bench, tmp_path):
-    runs = [_row(v, s, acc, 0.5 + acc) for s in (0, 1, 2)
+    tuning = _tuning(tmp_path)
+    runs = [_row(v, s, acc, 0.5 + acc, tuned=tuning) for s in (0, 1, 2)
             for v, acc in (("FedAvg-GRPO", 0.40 + 0.01 * s), ("FedMOA", 0.43 + 0.01 * s))]
     stored = _stored(tmp_path, runs)
     out = tmp_path / "grid.json"
     bench.main(["--scale", "cpu", "--settings", "heter+heter", "--seeds", "0", "1", "2", "--collect-only",
-                "--add-runs", str(stored), "--run-root", str(tmp_path / "none"), "--out", str(out)])
+                "--tuned", str(tuning), "--add-runs", str(stored), "--run-root", str(tmp_path / "none"),
+                "--out", str(out)])
     res = json.loads(out.read_text())
     assert [(r["variant"], r["seed"]) for r in res["runs"]] == [(v, s) for s in (0, 1, 2)
                                                                 for v in ("FedAvg-GRPO", "FedMOA")]
@@ -47,6 +64,22 @@ def test_collect_only_takes_missing_cells_from_a_stored_file_and_pairs_them(benc
     assert t1["FedAvg-GRPO"]["global_accuracy"] == pytest.approx(0.41)
     acc = next(c for c in res["summary"]["claims"] if "global accuracy" in c["claim"] and "Heter+Heter" in c["claim"])
     assert acc["differences"] == pytest.approx([0.03, 0.03, 0.03]) and acc["verdict"] == "holds"
+
+
+def test_a_stored_row_is_read_back_only_into_its_own_family_and_setup(bench, tmp_path):
+    """Homo cells of different families are different cells, and a row made with another λ (an earlier grid's) is
+    not this cell's: it stays out and the cell is listed as not finished."""
+    runs = [_row("FedAvg-GRPO", 0, 0.40, 0.9, "homo+heter", "gsm"), _row("FedMOA", 0, 0.42, 0.9, "homo+heter", "gsm"),
+            _row("FedAvg-GRPO", 0, 0.30, 0.9, "homo+heter", "code"),
+            _row("FedMOA", 0, 0.33, 0.9, "homo+heter", "code", lam_rule="fixed", lam=7.0)]
+    stored = _stored(tmp_path, runs)
+    out = tmp_path / "grid.json"
+    bench.main(["--scale", "cpu", "--settings", "homo+heter", "--homo-family", "gsm", "code", "--seeds", "0",
+                "--collect-only", "--add-runs", str(stored), "--run-root", str(tmp_path / "none"), "--out", str(out)])
+    res = json.loads(out.read_text())
+    assert [(r["homo_family"], r["variant"], r["global_accuracy"]) for r in res["runs"]] == [
+        ("gsm", "FedAvg-GRPO", 0.40), ("gsm", "FedMOA", 0.42), ("code", "FedAvg-GRPO", 0.30)]
+    assert res["summary"]["not_finished"] == [dict(setting="homo+heter", homo_family="code", variant="FedMOA", seed=0)]
 
 
 def test_a_stored_file_from_another_environment_is_refused_before_anything_is_written(bench, tmp_path):
