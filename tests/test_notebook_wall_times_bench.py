@@ -38,3 +38,19 @@ def test_scratch_project_has_empty_runs_and_the_results_the_notebooks_read(bench
     assert [p.name for p in (project / "notebooks").iterdir()] == ["00_quickstart.ipynb"]
     assert list((project / "runs").iterdir()) == []
     assert (project / "benchmarks" / "results").resolve() == (ROOT / "benchmarks" / "results").resolve()
+
+
+def test_parameters_reach_papermill_and_a_malformed_one_is_refused(bench, tmp_path, monkeypatch, capsys):
+    seen = []
+
+    def fake_run(cmd, **kw):
+        seen.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(bench.subprocess, "run", fake_run)
+    project = bench.scratch_project(tmp_path / "p", ["00_quickstart"])
+    bench.execute(project, "00_quickstart", "default", tmp_path, {"base": "smollm2", "rounds": "2"})
+    assert seen[0][-6:] == ["-p", "base", "smollm2", "-p", "rounds", "2"]
+    with pytest.raises(SystemExit):
+        bench.main(["--notebooks", "00_quickstart", "--parameters", "base:smollm2", "--out", str(tmp_path / "o.json")])
+    assert "--parameters takes KEY=VALUE items" in capsys.readouterr().err and not (tmp_path / "o.json").exists()
