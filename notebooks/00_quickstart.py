@@ -45,7 +45,7 @@
 # 7 minutes on 2 cores (`papermill notebooks/00_quickstart.ipynb out.ipynb -p base smollm2`; timed by
 # `benchmarks/notebook_wall_times.py --parameters base=smollm2`). `num_clients`, `rounds` and `local_steps` left at
 # `None` take the setting's own values.
-# Each set of parameters gets its own run folder, `runs/quickstart/<preset>-<method>-k<K>-r<R>-t<τ>-s<seed>`
+# Each set of parameters gets its own run folder, `runs/quickstart/<preset>[-smollm2]-<method>-k<K>-r<R>-t<τ>-s<seed>`
 # under the repository, unless `run_dir` names one; a folder that is not a run folder is refused, never emptied.
 # By default the run samples and scores on fedrl_kit's fast path (each prompt run once for its G rows, its own
 # sampling loop, completions of similar length scored together); `reference_path=True` runs the reference path
@@ -174,8 +174,9 @@ greedy_accuracy.to_frame()
 # In the stored run (the quick preset) the sampled pass@1 rose from 0.227 to 0.364 while the greedy accuracy did not
 # rise (0.457 before, 0.443 after): the base's single most likely answer was right as often before training as after,
 # and what GRPO moved is how much of the sampling distribution sits on the right answers, so that answers drawn at
-# temperature 1 came closer to the greedy one. Reports on RL with verifiable rewards for real models describe the
-# same "sharpening"; which of the two a run improves is worth checking in every run, as here.
+# temperature 1 came closer to the greedy one. Studies of RL with verifiable rewards on real models report the same
+# "sharpening" (e.g. Yue et al., 2025, *Does Reinforcement Learning Really Incentivize Reasoning Capacity in LLMs
+# Beyond the Base Model?*); which of the two a run improves is worth checking in every run, as here.
 
 # %% [markdown]
 # ### A real language model
