@@ -181,6 +181,9 @@ def _claims() -> tuple:
                     "FedAvg-GRPO", f"{fam}/pass@1", round((acc1 - acc0) / 100, 6)))
         out.append((f"FedMOA > FedAvg-GRPO on {fam} reward (Table 1, {name})", setting, fam, "FedMOA",
                     "FedAvg-GRPO", f"{fam}/aggregated_reward", round(rew1 - rew0, 6)))
+        if setting != "heter+heter":  # a Homo run holds one family: its clients' own models are that family's
+            out += [(f"FedMOA > FedAvg-GRPO on local {k} ({name}, {fam}, each client's own model, ours)", setting,
+                     fam, "FedMOA", "FedAvg-GRPO", f"local_{k}", None) for k in ("accuracy", "reward")]
     for fam, what in (("math", "MATH, as the paper"), (None, "all families, ours")):
         acc = f"{fam}/pass@1" if fam else "global_accuracy"
         rew = f"{fam}/aggregated_reward" if fam else "aggregated_reward"
@@ -215,7 +218,8 @@ CLAIMS = _claims()
 """the paper's claims as (claim, setting, family of the Homo settings or None, better variant, worse variant,
 metric, the paper's difference): §4.2 has FedMOA above the baseline "across all reported data-reward settings"
 on each dataset (Table 1), Table 2 the ablations on MATH in Heter+Heter (its three rows: α alone, then λ added);
-the rows marked "ours" are the same contrasts over all families or on the clients' own models, the fourth ablation
+the rows marked "ours" are the same contrasts over all families or on the clients' own models (in the Homo
+settings per family, local accuracy and reward), the fourth ablation
 row the paper does not have ("λ on, α off": λ alone, and α added to it), and FedMOA from uniform initial weights
 (without the plan's initial spread of w_0) against the baseline. A Heter+Heter
 run holds every family, so its Table 1 claims read that family's numbers; a Homo run holds one family
@@ -358,8 +362,9 @@ def select_by_validation(rows: list[dict], knob: str) -> dict:
 
 def grid_records(rows: list[dict]) -> dict:
     """(setting, variant, seed) → that run's records, rebuilt from the rows' ``history`` (rows without one are
-    left out: result files written before the history was kept)."""
-    return {(r["setting"], r["variant"], r["seed"]): as_records(r["history"]) for r in rows if "history" in r}
+    left out: result files written before the history was kept); a Homo setting is named with its family
+    (:func:`setting_label`, e.g. ``"homo+heter (gsm)"``), since each family is a federation of its own."""
+    return {(setting_label(r), r["variant"], r["seed"]): as_records(r["history"]) for r in rows if "history" in r}
 
 
 def weight_move_table(rows: list[dict]) -> list[dict]:
@@ -385,7 +390,7 @@ def alpha_progress_table(rows: list[dict]) -> list[dict]:
     between α and its accuracy weight w_0; then one row per variant with the mean r over seeds and its 95 %
     Student-t half-width (n − 1 degrees of freedom)."""
     out = []
-    with_alpha = {(r["setting"], r["variant"]) for r in rows if r.get("alpha_on", True)}
+    with_alpha = {(setting_label(r), r["variant"]) for r in rows if r.get("alpha_on", True)}
     for (setting, variant), recs in _by_variant(rows).items():
         if (setting, variant) not in with_alpha:  # α off: data shares, not eq. 11
             continue
@@ -429,9 +434,10 @@ def mean_server_curves(rows: list[dict], setting: str, keys) -> list[dict]:
 
 
 def _by_variant(rows: list[dict]) -> dict:
-    """(setting, variant) → [(seed, records)] of the rows that kept their history, in the rows' order."""
+    """(setting, variant) → [(seed, records)] of the rows that kept their history, in the rows' order (a Homo
+    setting named with its family: :func:`setting_label`)."""
     out = {}
     for r in rows:
         if "history" in r:
-            out.setdefault((r["setting"], r["variant"]), []).append((r["seed"], as_records(r["history"])))
+            out.setdefault((setting_label(r), r["variant"]), []).append((r["seed"], as_records(r["history"])))
     return out

@@ -256,6 +256,14 @@ def test_best_record_takes_the_earliest_of_ties():
     assert by_claim["FedMOA > FedAvg-GRPO on math accuracy (Table 1, Homo+Heter)"]["verdict"] == "not run"
     assert by_claim["FedMOA > FedAvg-GRPO on gsm accuracy (Table 1, Heter+Heter)"]["verdict"] == "not run"
     assert by_claim["FedMOA > FedAvg-GRPO on gsm accuracy (Table 1, Homo+Homo)"]["verdict"] == "not run"
+    # the clients' own models in a Homo setting: that family's runs, paired the same way
+    local = claims([dict(r, local_accuracy=r["global_accuracy"] / 2) for r in homo])
+    own = local["FedMOA > FedAvg-GRPO on local accuracy (Homo+Heter, gsm, each client's own model, ours)"]
+    assert own["differences"] == pytest.approx([d / 2 for d in by_claim[
+        "FedMOA > FedAvg-GRPO on gsm accuracy (Table 1, Homo+Heter)"]["differences"]])
+    assert own["paper"] is None
+    assert local["FedMOA > FedAvg-GRPO on local accuracy (Homo+Heter, math, each client's own model, ours)"][
+        "verdict"] == "not run"
     gsm = {c["claim"]: c for c in analysis.in_points(analysis.paired_claims(homo))}
     assert gsm["FedMOA > FedAvg-GRPO on gsm accuracy (Table 1, Homo+Heter)"]["unit"] == "points"  # pass@1 too
     assert gsm["FedMOA > FedAvg-GRPO on gsm accuracy (Table 1, Homo+Heter)"]["paper"] == pytest.approx(2.0)
@@ -357,6 +365,10 @@ def test_alpha_against_progress_and_the_history_round_trip():
     assert curves == [dict(variant="FedMOA", round=1, key="global_accuracy", mean=0.4, seeds=2, std=0.0)]
     assert analysis.grid_records(rows + [dict(setting="heter+heter", variant="FedAvg-GRPO", seed=0)]).keys() == \
         {("heter+heter", "FedMOA", 0), ("heter+heter", "FedMOA", 1)}
+    # a Homo setting's families are federations of their own: seed 0 of gsm and of code are two runs, not one
+    homo = [dict(r, setting="homo+heter", homo_family=f) for r in rows[:1] for f in ("gsm", "code")]
+    assert analysis.grid_records(homo).keys() == {("homo+heter (gsm)", "FedMOA", 0), ("homo+heter (code)", "FedMOA", 0)}
+    assert [m["setting"] for m in analysis.weight_move_table(homo)] == ["homo+heter (gsm)", "homo+heter (code)"]
 
 
 # --- presets and old configs -------------------------------------------------------------------------------------
