@@ -51,12 +51,10 @@ def before_after(run, n: int = 8) -> tuple[pd.DataFrame, pd.Series]:
         model's greedy accuracy over the whole test split.
     """
     from fedrl_kit.evaluate import answers, eval_seed
-    from fedrl_kit.rewards import REWARDS
 
     cfg, test = run.config, run.world.test
-    got = answers(run.policy, {"base": run._initial_state, "trained": run.server.global_state}, test,
-                  seed=eval_seed(cfg.seed), batch_size=cfg.eval_batch_size,
-                  accuracy_fn=REWARDS[getattr(run.world, "accuracy_reward", "accuracy")])
+    got = answers(run.policy, {"base": run.initial_state, "trained": run.server.global_state}, test,
+                  seed=eval_seed(cfg.seed), batch_size=cfg.eval_batch_size, accuracy_fn=run.accuracy_fn)
     table = pd.DataFrame({"question": test["prompt"][:n], "gold": test["answer"][:n]})
     for label, (texts, right) in got.items():
         table[f"{label} answer"] = [" ".join(t.split()) for t in texts[:n]]  # one line per answer

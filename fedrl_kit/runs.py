@@ -337,6 +337,8 @@ class Run:
         self.progress = progress
         self.records: list[dict] = []
         self._policy = policy
+        self.initial_state: dict | None = None
+        """The global adapter before round 1 (LoRA's B at 0: the base model), set by build(); before/after reads it."""
         self._built = False
 
     # -- construction ------------------------------------------------------------------------------
@@ -426,7 +428,7 @@ class Run:
         if clients:  # round 0: each client says what the server may know of it (data size, reward names, …)
             ok, _ = self.server.split_replies(self.runtime.broadcast("properties", 0, {}))
             self.server.properties = {cid: r.payload for cid, r in ok.items()}
-        self._initial_state = {k: v.copy() for k, v in self.server.global_state.items()}
+        self.initial_state = {k: v.copy() for k, v in self.server.global_state.items()}
         self._built = True
         return self
 
@@ -627,14 +629,18 @@ class Run:
         return state["round"]
 
     # -- the loop ------------------------------------------------------------------------------------
+    @property
+    def accuracy_fn(self):
+        """How this run's world scores an answer (a method's world may score its own way: FedMOA's code family
+        runs programs in the sandbox)."""
+        return REWARDS[getattr(self.world, "accuracy_reward", "accuracy")]
+
     def evaluate_global(self, round: int) -> dict:
         """Load the global adapter into the policy and score it on the test split."""
         self.policy.set_state(GLOBAL, self.server.global_state)
-        # a method's world may score answers its own way (FedMOA's code family runs programs in the sandbox)
-        accuracy_fn = REWARDS[getattr(self.world, "accuracy_reward", "accuracy")]
         res = evaluate(self.policy, GLOBAL, self.world.test, self.config.eval_samples,
                        seed=eval_seed(self.config.seed), batch_size=self.config.eval_batch_size,
-                       accuracy_fn=accuracy_fn)
+                       accuracy_fn=self.accuracy_fn)
         return {"kind": "global", "round": round, **res}
 
     def run(self, stop_after: int | None = None) -> list[dict]:

@@ -396,7 +396,7 @@ def test_dropped_clients_leave_no_trace_the_faulty_run_equals_the_run_without_th
     assert curves[0] == curves[1]
     a, b = (run.server.global_state for run in runs)
     assert all(np.array_equal(a[k], b[k]) for k in a)
-    assert any(not np.array_equal(a[k], runs[0]._initial_state[k]) for k in a)  # the two healthy clients trained
+    assert any(not np.array_equal(a[k], runs[0].initial_state[k]) for k in a)  # the two healthy clients trained
 
 
 def test_clients_answer_on_one_reused_worker_thread_and_a_timed_out_ones_thread_is_not_reused():

@@ -64,7 +64,7 @@ def test_a_probe_measures_the_g_k_the_client_measured_in_training(tiny_dir):
                      fedmoa={"lam_rule": "target", "lam_target": 0.05})
     run = Run(cfg, progress=False)
     recs = {r["client"]: r for r in run.run() if r["kind"] == "client" and r["round"] == 1}
-    run.policy.set_state("global", run._initial_state)
+    run.policy.set_state("global", run.initial_state)
     for cid, c in run.clients.items():
         g = probe.probe_gradients(c, "global", steps=1)
         assert g.shape[:2] == (1, len(c.names))

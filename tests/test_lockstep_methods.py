@@ -254,7 +254,7 @@ def test_a_raising_lockstep_group_drops_all_its_clients_for_the_round(monkeypatc
     assert all("the batched public step failed" in f["error"] for f in failures)
     assert not [r for r in recs if r["kind"] == "client"]
     assert not [r for r in run.runtime.ledger.records if r["kind"] == "fit_end"]  # nobody left in the round
-    for k, v in run._initial_state.items():  # every client failed: the global adapter is kept
+    for k, v in run.initial_state.items():  # every client failed: the global adapter is kept
         assert np.array_equal(run.server.global_state[k], v)
 
 

@@ -25,7 +25,7 @@ def test_before_and_after_answer_the_same_questions_greedily_as_evaluate_scores_
     table, accuracy = before_after(run, n=5)
     assert len(table) == 5 and accuracy.name == f"accuracy on all {cfg.n_test} test problems"
     assert not any(name.startswith("answers/") for name in run.policy.model.peft_config)  # scratch adapters dropped
-    for label, state in (("base", run._initial_state), ("trained", run.server.global_state)):
+    for label, state in (("base", run.initial_state), ("trained", run.server.global_state)):
         run.policy.set_state(GLOBAL, state)
         greedy = evaluate(run.policy, GLOBAL, run.world.test, 1, seed=eval_seed(cfg.seed),
                           batch_size=cfg.eval_batch_size, greedy=True)["greedy"]
