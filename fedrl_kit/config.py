@@ -228,7 +228,7 @@ class RunConfig:
         need(isinstance(self.base, str) and self.base != "", "base", "a checkpoint folder or hub id")
         need(isinstance(self.lora_targets, str) and self.lora_targets.strip() != "", "lora_targets",
              '"auto", "all-linear" or a comma-separated list of module names')
-        from fedrl_kit.world.registry import check_world
+        from fedrl_kit.world.registry import arith_selection, check_world, family_kind
 
         check_world(self.world, self.dataset)
         need(re.fullmatch(r"cpu|cuda(:\d+)?", self.device) is not None, "device", '"cpu" or "cuda[:N]"')
@@ -244,8 +244,8 @@ class RunConfig:
         need(1 <= self.n_test <= MAX_ROWS, "n_test", f"in [1, {MAX_ROWS}]")
         need(0 <= self.n_public <= MAX_ROWS, "n_public", f"in [0, {MAX_ROWS}]")
         need(0 <= self.n_aux <= MAX_ROWS, "n_aux", f"in [0, {MAX_ROWS}]")
-        arith = self.world == "arith" or self.world.startswith(("arith:", "arith@"))
-        if arith or self.world.startswith("families"):  # what the embedded generators can supply
+        arith = arith_selection(self.world) is not None  # the world's name was checked above
+        if arith or family_kind(self.world) == "families":  # what the embedded generators can supply
             # (the families world draws only n_train and n_test)
             held = self.n_test + (self.n_public + self.n_aux if arith else 0)
             need(held <= EMBEDDED_HELDOUT, "n_test", f"such that the held-out splits (n_test, and for arith "

@@ -43,6 +43,8 @@ from pathlib import Path
 import torch
 import transformers
 
+from fedrl_kit.world.registry import arith_selection, family_kind
+
 GiB = 2 ** 30
 
 KNOWN_ARCHITECTURES: dict[str, dict] = {
@@ -190,7 +192,8 @@ def estimate_memory(config, arch: transformers.PretrainedConfig | None = None,
     head_dim = getattr(text, "head_dim", None) or h // heads
     b = _DTYPE_BYTES[config.dtype]
     if prompt_tokens is None:
-        prompt_tokens = 64 if config.world.startswith(("arith", "families")) else 1024
+        embedded = arith_selection(config.world) is not None or family_kind(config.world) == "families"
+        prompt_tokens = 64 if embedded else 1024  # the embedded worlds' prompts are short
     tokens = prompt_tokens + config.max_new_tokens
     kv_per_token = 2 * layers * kv_heads * head_dim * b
     N = config.num_clients
