@@ -21,7 +21,19 @@ def cpu_model() -> str:
         return platform.processor()
 
 
-SHARED_CPU_PREFIX = "OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE "
+RUN_ENVIRONMENT = ("HF_HUB_OFFLINE", "OMP_NUM_THREADS", "OMP_WAIT_POLICY")
+"""Environment variables that change what a benchmark runs or how fast: a result's command names those that were set."""
+
+
+def env_prefix(environ=None) -> str:
+    """``"OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE "``: the variables of ``RUN_ENVIRONMENT`` set in this process,
+    as a prefix for the command a result file records, so that it names what the run actually ran with."""
+    import os
+
+    environ = os.environ if environ is None else environ
+    return "".join(f"{k}={environ[k]} " for k in RUN_ENVIRONMENT if environ.get(k))
+
+
 SHARED_CPU_NOTE = "run on a shared 2-core machine while other jobs ran: wall times are pessimistic"
 
 
@@ -79,10 +91,11 @@ def check_resume_environment(old: dict, path, allow_mixed: bool) -> None:
 
 
 def save_result(path, benchmark: str, argv, settings: dict, runs: list, summary: dict, quiet: bool = False,
-                prefix: str = SHARED_CPU_PREFIX, note: str = SHARED_CPU_NOTE) -> dict:
+                prefix: str | None = None, note: str = SHARED_CPU_NOTE) -> dict:
     """Write an experiment's JSON (when, the exact command, the CPU) and print its summary.
 
-    ``prefix`` (the environment the command ran with) and ``note`` default to the shared CPU machine's.
+    ``prefix`` (the environment the command ran with) defaults to :func:`env_prefix`'s, ``note`` to the shared CPU
+    machine's.
     """
     import datetime
     import json
@@ -92,7 +105,7 @@ def save_result(path, benchmark: str, argv, settings: dict, runs: list, summary:
 
     out = dict(
         benchmark=benchmark, date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        command=f"{prefix}.venv/bin/python benchmarks/{benchmark}.py "
+        command=f"{env_prefix() if prefix is None else prefix}.venv/bin/python benchmarks/{benchmark}.py "
                 + " ".join(argv if argv is not None else sys.argv[1:]),
         cpu=cpu_model(), cpu_kernels=cpu_kernels(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"), note=note,
         packages=package_versions(),

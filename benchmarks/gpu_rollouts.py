@@ -264,13 +264,12 @@ def main(argv=None) -> int:
                     smoke=args.smoke, lora_rank=cfg.lora_rank, lora_alpha=cfg.lora_alpha,
                     lora_targets=cfg.lora_targets, grpo=dataclasses.asdict(cfg.grpo_settings()),
                     learning_rate=cfg.learning_rate)  # package versions and CPU kernels: save_result records them
-    threads = f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} " if "OMP_NUM_THREADS" in os.environ else ""
     note = ("CPU run on a shared machine while other jobs ran: wall times are pessimistic" if args.device == "cpu"
             else f"one {where}")
     summary = {f"{r['model']}/{r['measurement']}": r.get("status") or (
         dict(seconds=r["seconds"]) if r["measurement"] == "grpo_step" else dict(tokens_per_s=r["tokens_per_s"]))
         for r in rows}
-    save_result(out, "gpu_rollouts", argv, settings, rows, summary, quiet=True, prefix=threads, note=note)
+    save_result(out, "gpu_rollouts", argv, settings, rows, summary, quiet=True, note=note)
     print(f"wrote {out}")
     return 1 if any(str(r.get("status", "")).startswith("failed") for r in rows) else 0
 

@@ -115,9 +115,8 @@ def main(argv=None) -> dict:
         summary[name] = {f"{m}_s": v[len(v) // 2] for m, v in med.items()}
         if "reference" in med and "default" in med:
             summary[name]["speedup"] = round(summary[name]["reference_s"] / summary[name]["default_s"], 2)
-    threads = os.environ.get("OMP_NUM_THREADS")  # the kernels inherit it: the command names what it ran with
-    prefix = (f"OMP_NUM_THREADS={threads} " if threads else "") + "OMP_WAIT_POLICY=PASSIVE "
-    return save_result(args.out, "notebook_wall_times", argv, dict(vars(args)), rows, summary, prefix=prefix)
+    # the kernels inherit the environment: the command names what it ran with
+    return save_result(args.out, "notebook_wall_times", argv, dict(vars(args)), rows, summary)
 
 
 if __name__ == "__main__":

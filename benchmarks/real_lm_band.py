@@ -86,8 +86,7 @@ def main(argv=None) -> dict:
             print(f"{topic}@{d}: pass@1 {res['pass@1']:.3f} format {res['format']:.3f}"
                   f"{'  (in the band)' if cells[-1]['in_band'] else ''}", flush=True)
     summary = {"band": args.band, "in_band": [f"{c['topic']}@{c['difficulty']}" for c in cells if c["in_band"]]}
-    prefix = f"HF_HUB_OFFLINE=1 OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '')} OMP_WAIT_POLICY=PASSIVE "
-    return save_result(args.out, "real_lm_band", argv, {**settings, **vars(args)}, cells, summary, prefix=prefix)
+    return save_result(args.out, "real_lm_band", argv, {**settings, **vars(args)}, cells, summary)
 
 
 if __name__ == "__main__":

@@ -76,8 +76,7 @@ def main(argv=None) -> dict:
                          clients=[{k: v for k, v in r.items() if k != "kind"} for r in run.client_records()]))
         print(f"seed {seed}: pass@1 " + " → ".join(f"{c['pass@1']:.3f}" for c in curve) +
               f" ({runs[-1]['seconds']} s)", flush=True)
-    prefix = f"HF_HUB_OFFLINE=1 OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '')} OMP_WAIT_POLICY=PASSIVE "
-    return save_result(args.out, "real_lm_learns", argv, settings, runs, summarise(runs), prefix=prefix,
+    return save_result(args.out, "real_lm_learns", argv, settings, runs, summarise(runs),
                        note="two cores, with two low-priority jobs running beside it: wall times are pessimistic")
 
 
