@@ -20,7 +20,9 @@ a FedMOA run about 28)::
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedmoa_compare.py --scale cpu \\
         --settings heter+heter --ablations --tuned benchmarks/results/fedmoa_tuning_cpu.json
 
-(``--settings homo+homo homo+heter --homo-family math gsm code`` adds Table 1's Homo settings on every family.)
+(``--settings homo+homo homo+heter --homo-family math gsm code`` adds Table 1's Homo settings on every family;
+``--more-seeds 3 4 --more-variants FedAvg-GRPO FedMOA "FedMOA, uniform w_0"`` adds seeds to those Heter+Heter
+variants only, for the verdicts that sit at their interval's edge.)
 On a GPU the paper's (``--scale paper``; needs the MATH, GSM8K, MBPP datasets and Qwen2.5-1.5B-Instruct).
 An interrupted grid resumes where it stopped (same command; finished runs are read back, not re-run; a finished run
 made with another config is refused). Each row of the result file keeps its run's per-round records
@@ -246,6 +248,11 @@ def main(argv: list[str] | None = None) -> None:
                     help="of the variants the grid would run (Table 1's two; with --ablations in Heter+Heter "
                          "the ablation rows too), run only these; lets two processes share a grid without running "
                          "the same run directory")
+    ap.add_argument("--more-seeds", type=int, nargs="+", default=[], metavar="SEED",
+                    help="Heter+Heter only: these seeds too, for the variants of --more-variants (more seeds where a "
+                         "verdict sits at its interval's edge, without running every ablation row again)")
+    ap.add_argument("--more-variants", nargs="+", choices=list(VARIANTS), default=["FedAvg-GRPO", "FedMOA"],
+                    help="the Heter+Heter variants --more-seeds adds seeds to")
     ap.add_argument("--homo-family", nargs="+", default=["math"], choices=FAMILY_NAMES,
                     help="the families the Homo settings run on, one grid each (the paper: all three)")
     ap.add_argument("--normalise", action="store_true", help="cosine Δ_k with λ = --lam (ours) instead of eq. 9")
@@ -298,9 +305,12 @@ def main(argv: list[str] | None = None) -> None:
         if args.variants:
             variants = [v for v in variants if v in args.variants]
         families = ["math"] if setting == "heter+heter" else args.homo_family
+        more_seeds = args.more_seeds if setting == "heter+heter" else []
         for family in families:
-            for seed in args.seeds:
+            for seed in sorted(set(args.seeds) | set(more_seeds)):
                 for variant in variants:
+                    if seed not in args.seeds and variant not in args.more_variants:
+                        continue  # --more-seeds: only the variants whose verdicts need them
                     moa, more, tag = tuned_fields(args.tuned, variant) if args.tuned else ({}, {}, "")
                     cfg = setting_config(args.scale, setting, variant, seed, family, fedmoa={**fedmoa, **moa},
                                          **{**extra, **more})

@@ -151,3 +151,28 @@ def test_a_grid_with_tuned_values_records_them(bench, tmp_path):
     assert res["settings"]["tuned"]["lam"]["value"] == 100.0 and res["settings"]["tuned"]["file"] == str(path)
     assert [c["variant"] for c in res["summary"]["not_finished"]] == ["FedAvg-GRPO", "λ off, α on", "FedMOA",
                                                                        "λ on, α off", "FedMOA, uniform w_0"]
+
+
+def test_more_seeds_add_seeds_only_to_the_named_heter_variants_and_their_claims(bench, tmp_path):
+    """``--more-seeds``: seeds 3 and 4 for FedAvg-GRPO and FedMOA only; a claim pairs the seeds both arms have (5 for
+    Table 1's Heter+Heter row, 3 for an ablation row), and no ablation cell of seeds 3–4 is listed as unfinished."""
+    tuning = _tuning(tmp_path)
+    runs = [_row(v, s, 0.40 + 0.01 * s + d, 0.5, tuned=tuning) for s in range(5)
+            for v, d in (("FedAvg-GRPO", 0.0), ("FedMOA", 0.02))]
+    runs += [_row("λ off, α on", s, 0.40 + 0.01 * s + 0.01, 0.5, tuned=tuning) for s in range(3)]
+    stored = _stored(tmp_path, runs)
+    out = tmp_path / "grid.json"
+    bench.main(["--scale", "cpu", "--settings", "heter+heter", "--seeds", "0", "1", "2", "--more-seeds", "3", "4",
+                "--ablations", "--variants", "FedAvg-GRPO", "FedMOA", "λ off, α on", "--collect-only",
+                "--tuned", str(tuning), "--add-runs", str(stored), "--run-root", str(tmp_path / "none"),
+                "--out", str(out)])
+    res = json.loads(out.read_text())
+    got = sorted((r["variant"], r["seed"]) for r in res["runs"])
+    assert got == sorted([(v, s) for s in range(5) for v in ("FedAvg-GRPO", "FedMOA")] +
+                         [("λ off, α on", s) for s in range(3)])
+    assert res["summary"]["not_finished"] == []
+    claims = {c["claim"]: c for c in res["summary"]["claims"]}
+    table1 = claims["FedMOA > FedAvg-GRPO on global accuracy (Heter+Heter, all families, ours)"]
+    assert table1["seeds"] == [0, 1, 2, 3, 4] and table1["differences"] == pytest.approx([0.02] * 5)
+    alpha = claims["α helps: λ off, α on > FedAvg-GRPO on accuracy (Table 2, all families, ours)"]
+    assert alpha["seeds"] == [0, 1, 2] and alpha["differences"] == pytest.approx([0.01] * 3)
