@@ -43,6 +43,10 @@ from _machine import save_result  # noqa: E402
 
 NOTEBOOKS = ("00_quickstart", "01_fedgrpo_expert_selection", "02_pubswap_balanced_drift", "03_fedmoa_pareto")
 
+RUN_PARAMETER = {"00_quickstart": "run_dir"}
+"""the parameter that says where a notebook's runs go (the others: ``run_root``); left empty, a notebook writes under
+the repository's runs/, where it would empty a user's run folder of the same name"""
+
 MODES = {
     "default": "",
     "reference": "import fedrl_kit.config as _config\n"
@@ -71,10 +75,11 @@ def execute(project: Path, name: str, mode: str, site: Path, parameters: dict | 
     runs.mkdir()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(ROOT)]))
     out = project / "notebooks" / f"{name}.{mode}.out.ipynb"
+    parameters = {RUN_PARAMETER.get(name, "run_root"): str(runs / name), **(parameters or {})}
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "papermill", str(project / "notebooks" / f"{name}.ipynb"), str(out),
-                           "--cwd", str(project / "notebooks"), "-k", "python3", "--no-progress-bar",
-                           *[x for k, v in (parameters or {}).items() for x in ("-p", k, v)]],
+                           "--cwd", str(project / "notebooks"), "-k", "python3",
+                           "--no-progress-bar", *[x for k, v in parameters.items() for x in ("-p", k, v)]],
                           env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
     if proc.returncode:

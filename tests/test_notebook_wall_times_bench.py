@@ -50,7 +50,10 @@ def test_parameters_reach_papermill_and_a_malformed_one_is_refused(bench, tmp_pa
     monkeypatch.setattr(bench.subprocess, "run", fake_run)
     project = bench.scratch_project(tmp_path / "p", ["00_quickstart"])
     bench.execute(project, "00_quickstart", "default", tmp_path, {"base": "smollm2", "rounds": "2"})
-    assert seen[0][-6:] == ["-p", "base", "smollm2", "-p", "rounds", "2"]
+    assert seen[0][-9:] == ["-p", "run_dir", str(project / "runs" / "00_quickstart"), "-p", "base", "smollm2", "-p",
+                            "rounds", "2"]  # the run goes to the scratch project, not the repository's runs/
+    bench.execute(project, "03_fedmoa_pareto", "default", tmp_path, {})
+    assert seen[1][-3:] == ["-p", "run_root", str(project / "runs" / "03_fedmoa_pareto")]
     with pytest.raises(SystemExit):
         bench.main(["--notebooks", "00_quickstart", "--parameters", "base:smollm2", "--out", str(tmp_path / "o.json")])
     assert "--parameters takes KEY=VALUE items" in capsys.readouterr().err and not (tmp_path / "o.json").exists()
