@@ -100,13 +100,14 @@ def save_result(path, benchmark: str, argv, settings: dict, runs: list, summary:
     import datetime
     import json
     import os
+    import shlex
 
     from fedrl_kit.seeding import cpu_kernels
 
     out = dict(
         benchmark=benchmark, date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         command=f"{env_prefix() if prefix is None else prefix}.venv/bin/python benchmarks/{benchmark}.py "
-                + " ".join(argv if argv is not None else sys.argv[1:]),
+                + shlex.join(argv if argv is not None else sys.argv[1:]),  # quoted: it runs as written
         cpu=cpu_model(), cpu_kernels=cpu_kernels(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"), note=note,
         packages=package_versions(),
         settings=settings, runs=runs, summary=summary,

@@ -27,5 +27,6 @@ def test_save_result_records_the_threads_it_ran_with_not_a_fixed_default(machine
     out = machine.save_result(tmp_path / "r.json", "toy", ["--x", "1"], {}, [], {}, quiet=True)
     assert out["command"] == "OMP_NUM_THREADS=3 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/toy.py --x 1"
     assert json.loads((tmp_path / "r.json").read_text())["command"] == out["command"]
-    given = machine.save_result(tmp_path / "s.json", "toy", [], {}, [], {}, quiet=True, prefix="A=1 ")
-    assert given["command"] == "A=1 .venv/bin/python benchmarks/toy.py "
+    given = machine.save_result(tmp_path / "s.json", "toy", ["--variants", "FedMOA, uniform w_0"], {}, [], {},
+                                quiet=True, prefix="A=1 ")
+    assert given["command"] == "A=1 .venv/bin/python benchmarks/toy.py --variants 'FedMOA, uniform w_0'"  # runs as is
