@@ -41,7 +41,7 @@ $(STAMP): pyproject.toml
 
 demo: install
 	mkdir -p runs
-	$(PY) -m papermill notebooks/00_quickstart.ipynb runs/00_quickstart.ipynb --cwd notebooks -k python3
+	$(PY) -m papermill notebooks/00_quickstart.ipynb runs/00_quickstart.ipynb --cwd notebooks -k python3 --engine fedrl
 
 test: install unit notebooks
 
@@ -56,7 +56,7 @@ notebooks: install
 figures: install
 	mkdir -p runs figures
 	for nb in 00_quickstart 01_fedgrpo_expert_selection 02_pubswap_balanced_drift 03_fedmoa_pareto; do \
-	  $(PY) -m papermill notebooks/$$nb.ipynb runs/$$nb.ipynb --cwd notebooks -k python3 -p figures_dir ../figures || exit 1; \
+	  $(PY) -m papermill notebooks/$$nb.ipynb runs/$$nb.ipynb --cwd notebooks -k python3 --engine fedrl -p figures_dir ../figures || exit 1; \
 	done
 
 # rebuild the embedded base checkpoint (deterministic, a few CPU minutes)

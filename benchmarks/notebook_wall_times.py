@@ -78,7 +78,7 @@ def execute(project: Path, name: str, mode: str, site: Path, parameters: dict | 
     parameters = {RUN_PARAMETER.get(name, "run_root"): str(runs / name), **(parameters or {})}
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "papermill", str(project / "notebooks" / f"{name}.ipynb"), str(out),
-                           "--cwd", str(project / "notebooks"), "-k", "python3",
+                           "--cwd", str(project / "notebooks"), "-k", "python3", "--engine", "fedrl",
                            "--no-progress-bar", *[x for k, v in parameters.items() for x in ("-p", k, v)]],
                           env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - t0

@@ -92,11 +92,12 @@ CELL_TIMEOUT_S = 600
 def run_notebook(name: str, tmp_path, **parameters):
     """Execute ``notebooks/<name>.ipynb`` with papermill as a user does, with ``parameters``, in ``tmp_path`` as its
     working folder (the output notebook goes there too); return the executed notebook. A cell that fails raises
-    papermill's PapermillExecutionError (``ename``, ``evalue``: the notebook's error)."""
+    papermill's PapermillExecutionError (``ename``, ``evalue``: the notebook's error). The engine is the project's
+    (``fedrl_kit.notebook_engine``), as ``make demo`` runs it."""
     import papermill
     from pathlib import Path
 
     src = Path(__file__).resolve().parents[1] / "notebooks" / f"{name}.ipynb"
     return papermill.execute_notebook(str(src), str(tmp_path / f"{name}.out.ipynb"), parameters=parameters,
-                                      kernel_name="python3", cwd=str(tmp_path), progress_bar=False,
+                                      kernel_name="python3", engine_name="fedrl", cwd=str(tmp_path), progress_bar=False,
                                       execution_timeout=CELL_TIMEOUT_S)
