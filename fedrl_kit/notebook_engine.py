@@ -81,6 +81,7 @@ def __getattr__(name: str):
                 kwargs.setdefault("kernel_manager_class", KernelManager)
                 return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
 
+        Engine.__qualname__ = "Engine"  # as if defined at the top: fedrl_kit.notebook_engine.Engine
         if _ENGINE is None:  # not made already by a call that came back here during the import
             _ENGINE = Engine
     return _ENGINE
