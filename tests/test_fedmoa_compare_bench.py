@@ -112,6 +112,11 @@ def test_tuned_values_go_to_the_variants_they_were_tuned_for(bench, tmp_path):
     assert tuned_fields(str(path), "λ on, α off")[0]["lam"] == 100.0
     assert tuned_fields(str(path), "FedAvg-GRPO") == ({}, {"learning_rate": 0.004}, "lr=0.004")
     assert tuned_fields(str(path), "λ off, α on") == ({}, {"learning_rate": 0.004}, "lr=0.004")
+    ten = tmp_path / "ten.json"  # a variant that names its own λ keeps it, and takes the chosen learning rate
+    ten.write_text(json.dumps({"summary": {"selected": {"lam": {"value": 10.0}, "learning_rate": {"value": 0.002}}}}))
+    assert tuned_fields(str(ten), "FedMOA")[0]["lam"] == 10.0
+    assert tuned_fields(str(ten), "FedMOA, λ=100") == ({"lam_rule": "fixed", "lam": 100.0}, {"learning_rate": 0.002},
+                                                          "lam=100,lr=0.002")
     half = tmp_path / "half.json"
     half.write_text(json.dumps({"summary": {"selected": {"lam": {"value": 100.0}}}}))
     with pytest.raises(SystemExit, match="half.json has not chosen both"):
@@ -150,7 +155,8 @@ def test_a_grid_with_tuned_values_records_them(bench, tmp_path):
     res = json.loads(out.read_text())
     assert res["settings"]["tuned"]["lam"]["value"] == 100.0 and res["settings"]["tuned"]["file"] == str(path)
     assert [c["variant"] for c in res["summary"]["not_finished"]] == ["FedAvg-GRPO", "λ off, α on", "FedMOA",
-                                                                       "λ on, α off", "FedMOA, uniform w_0"]
+                                                                       "λ on, α off", "FedMOA, uniform w_0",
+                                                                       "FedMOA, λ=100"]
 
 
 def test_more_seeds_add_seeds_only_to_the_named_heter_variants_and_their_claims(bench, tmp_path):

@@ -305,6 +305,18 @@ def test_a_claim_about_lambda_is_not_tested_when_lambda_was_replaced_or_did_not_
     assert still[LAM]["verdict"].startswith("not tested: the weights did not move")
     assert still[ALPHA]["verdict"] == "holds"  # α's contrast has no λ-on arm
     assert rule[ALPHA]["verdict"] == "holds"
+    # FedMOA at λ = 100 against "λ off, α on" is a claim about λ too, judged by the same rule
+    big = "λ = 100: FedMOA, λ=100 > λ off, α on on accuracy (Heter+Heter, MATH, ours)"
+    base = [{"setting": "heter+heter", "seed": s, "variant": v, "lambda_on": on, "lam_rule": "fixed",
+             "mean_w_move": move, "math/pass@1": acc}
+            for s in range(3) for v, on, move, acc in (("λ off, α on", False, None, 0.30),
+                                                     ("FedMOA, λ=100", True, 0.07, 0.32 + 0.01 * s))]
+    with_100 = {c["claim"]: c for c in analysis.paired_claims(base)}
+    assert with_100[big]["verdict"] == "holds" and with_100[big]["seeds"] == [0, 1, 2]
+    still_100 = {c["claim"]: c for c in analysis.paired_claims([dict(r, mean_w_move=0.001) if r["lambda_on"] else r
+                                                                for r in base])}
+    assert still_100[big]["verdict"].startswith("not tested: the weights did not move")
+    assert still_100[big]["mean_difference"] == pytest.approx(0.03)  # the interval is still reported
 
 
 def test_the_lambda_grid_is_chosen_on_validation_only():
