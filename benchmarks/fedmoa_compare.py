@@ -22,7 +22,8 @@ a FedMOA run about 28)::
 
 (``--settings homo+homo homo+heter --homo-family math gsm code`` adds Table 1's Homo settings on every family;
 ``--more-seeds 3 4 --more-variants FedAvg-GRPO FedMOA "FedMOA, uniform w_0"`` adds seeds to those Heter+Heter
-variants only, for the verdicts that sit at their interval's edge.)
+variants only, for the verdicts that sit at their interval's edge; ``--homo-heter-ablation code`` adds "λ off, α on"
+to Homo+Heter on the code family, to tell α from λ where FedMOA's clients' own models were ahead.)
 On a GPU the paper's (``--scale paper``; needs the MATH, GSM8K, MBPP datasets and Qwen2.5-1.5B-Instruct).
 An interrupted grid resumes where it stopped (same command; finished runs are read back, not re-run; a finished run
 made with another config is refused). Each row of the result file keeps its run's per-round records
@@ -255,6 +256,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="the Heter+Heter variants --more-seeds adds seeds to")
     ap.add_argument("--homo-family", nargs="+", default=["math"], choices=FAMILY_NAMES,
                     help="the families the Homo settings run on, one grid each (the paper: all three)")
+    ap.add_argument("--homo-heter-ablation", nargs="+", default=[], choices=FAMILY_NAMES, metavar="FAMILY",
+                    help="in Homo+Heter on these families also \"λ off, α on\" (ours: which of α and λ makes a "
+                         "difference there)")
     ap.add_argument("--normalise", action="store_true", help="cosine Δ_k with λ = --lam (ours) instead of eq. 9")
     ap.add_argument("--lam", type=float, default=0.1, help="λ with --normalise")
     ap.add_argument("--tune", action="store_true",
@@ -301,12 +305,14 @@ def main(argv: list[str] | None = None) -> None:
     stored = stored_runs(args.add_runs)
     rows, not_finished = [], []
     for setting in args.settings:
-        variants = list(TABLE2) if args.ablations and setting == "heter+heter" else ["FedAvg-GRPO", "FedMOA"]
-        if args.variants:
-            variants = [v for v in variants if v in args.variants]
         families = ["math"] if setting == "heter+heter" else args.homo_family
         more_seeds = args.more_seeds if setting == "heter+heter" else []
         for family in families:
+            variants = list(TABLE2) if args.ablations and setting == "heter+heter" else ["FedAvg-GRPO", "FedMOA"]
+            if setting == "homo+heter" and family in args.homo_heter_ablation:
+                variants.insert(1, "λ off, α on")
+            if args.variants:
+                variants = [v for v in variants if v in args.variants]
             for seed in sorted(set(args.seeds) | set(more_seeds)):
                 for variant in variants:
                     if seed not in args.seeds and variant not in args.more_variants:

@@ -184,6 +184,15 @@ def _claims() -> tuple:
         if setting != "heter+heter":  # a Homo run holds one family: its clients' own models are that family's
             out += [(f"FedMOA > FedAvg-GRPO on local {k} ({name}, {fam}, each client's own model, ours)", setting,
                      fam, "FedMOA", "FedAvg-GRPO", f"local_{k}", None) for k in ("accuracy", "reward")]
+        if setting == "homo+heter":  # which of α and λ makes a Homo+Heter difference (ours; run with
+            # fedmoa_compare.py --homo-heter-ablation FAMILY)
+            out += [(f"{what}: {better} > {worse} on {label} (Homo+Heter, {fam}, ours)", setting, fam, better, worse,
+                     metric, None)
+                    for what, better, worse in (("α alone", "λ off, α on", "FedAvg-GRPO"),
+                                                ("λ added to α", "FedMOA", "λ off, α on"))
+                    for label, metric in ((f"{fam} accuracy", f"{fam}/pass@1"),
+                                          ("local accuracy, each client's own model", "local_accuracy"),
+                                          ("local reward, each client's own model", "local_reward"))]
     for fam, what in (("math", "MATH, as the paper"), (None, "all families, ours")):
         acc = f"{fam}/pass@1" if fam else "global_accuracy"
         rew = f"{fam}/aggregated_reward" if fam else "aggregated_reward"
@@ -224,7 +233,8 @@ CLAIMS = _claims()
 metric, the paper's difference): §4.2 has FedMOA above the baseline "across all reported data-reward settings"
 on each dataset (Table 1), Table 2 the ablations on MATH in Heter+Heter (its three rows: α alone, then λ added);
 the rows marked "ours" are the same contrasts over all families or on the clients' own models (in the Homo
-settings per family, local accuracy and reward), the fourth ablation
+settings per family, local accuracy and reward; in Homo+Heter, where it was run, "λ off, α on" between the two:
+α alone, then λ added), the fourth ablation
 row the paper does not have ("λ on, α off": λ alone, and α added to it), and FedMOA from uniform initial weights
 (without the plan's initial spread of w_0) against the baseline, and FedMOA at λ = 100, where the weights move by
 several hundredths a round (against the baseline, and as Table 2's λ contrast against "λ off, α on"). A Heter+Heter

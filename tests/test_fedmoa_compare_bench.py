@@ -182,3 +182,28 @@ def test_more_seeds_add_seeds_only_to_the_named_heter_variants_and_their_claims(
     assert table1["seeds"] == [0, 1, 2, 3, 4] and table1["differences"] == pytest.approx([0.02] * 5)
     alpha = claims["α helps: λ off, α on > FedAvg-GRPO on accuracy (Table 2, all families, ours)"]
     assert alpha["seeds"] == [0, 1, 2] and alpha["differences"] == pytest.approx([0.01] * 3)
+
+
+def test_the_homo_heter_ablation_adds_alpha_alone_on_the_named_families_only(bench, tmp_path):
+    """``--homo-heter-ablation code``: "λ off, α on" joins Homo+Heter on the code family, not on the others nor in
+    Homo+Homo; its claims pair it with FedAvg-GRPO (α alone) and FedMOA with it (λ added), per family."""
+    out = tmp_path / "grid.json"
+    bench.main(["--scale", "cpu", "--settings", "homo+homo", "homo+heter", "--homo-family", "math", "code",
+                "--homo-heter-ablation", "code", "--seeds", "0", "--collect-only", "--run-root", str(tmp_path / "none"),
+                "--out", str(out)])
+    cells = [(c["setting"], c["homo_family"], c["variant"]) for c in
+             json.loads(out.read_text())["summary"]["not_finished"]]
+    assert [c for c in cells if c[2] == "λ off, α on"] == [("homo+heter", "code", "λ off, α on")]
+    assert len(cells) == 2 * 2 * 2 + 1
+    from experiments import fedmoa_analysis as analysis
+
+    rows = [{"setting": "homo+heter", "homo_family": "code", "seed": s, "variant": v, "lambda_on": v == "FedMOA",
+             "lam_rule": "fixed", "mean_w_move": 0.02 if v == "FedMOA" else None, "local_accuracy": acc + 0.01 * s}
+            for s in range(3) for v, acc in (("FedAvg-GRPO", 0.30), ("λ off, α on", 0.34), ("FedMOA", 0.35))]
+    claims = {c["claim"]: c for c in analysis.paired_claims(rows)}
+    alpha = claims["α alone: λ off, α on > FedAvg-GRPO on local accuracy, each client's own model (Homo+Heter, code, ours)"]
+    lam = claims["λ added to α: FedMOA > λ off, α on on local accuracy, each client's own model (Homo+Heter, code, ours)"]
+    assert alpha["verdict"] == "holds" and alpha["mean_difference"] == pytest.approx(0.04)
+    assert lam["verdict"] == "holds" and lam["mean_difference"] == pytest.approx(0.01)
+    assert claims["α alone: λ off, α on > FedAvg-GRPO on local accuracy, each client's own model "
+                  "(Homo+Heter, math, ours)"]["verdict"] == "not run"
