@@ -400,6 +400,48 @@ def weight_move_table(rows: list[dict]) -> list[dict]:
     return out
 
 
+def accuracy_weight_paths(rows: list[dict], setting: str = "heter+heter") -> list[dict]:
+    """Where λ takes the accuracy weight: per variant with λ on, seed and round, the mean and the smallest w_0 (a
+    client's first reward weight, its accuracy one) over the clients at the round's end, and at round 0 the weights
+    they started from (the plan's)."""
+    out = []
+    for (st, variant), recs in _by_variant(rows).items():
+        if st != setting:
+            continue
+        for seed, rr in recs:
+            moves = weight_moves(rr)
+            if not moves or not any(m["lam"] for m in moves):
+                continue
+            first = min(m["round"] for m in moves)
+            ends = [(first - 1, [m["w0_start"] for m in moves if m["round"] == first])]
+            ends += [(rnd, [m["w0_end"] for m in moves if m["round"] == rnd]) for rnd in sorted({m["round"] for m in moves})]
+            out += [dict(variant=variant, seed=seed, round=rnd, mean_w0=float(np.mean(w)), min_w0=float(min(w)))
+                    for rnd, w in ends]
+    return out
+
+
+def alpha_concentration(rows: list[dict], setting: str = "heter+heter") -> list[dict]:
+    """How much of a cluster's aggregation eq. 11 gives one client: per variant with α on, seed, round and cluster,
+    the largest α in the cluster (1: the cluster's model is one client's), the cluster's size and that client's
+    first reward weight w_0 at the round's end."""
+    out = []
+    with_alpha = {(setting_label(r), r["variant"]) for r in rows if r.get("alpha_on", True)}
+    for (st, variant), recs in _by_variant(rows).items():
+        if st != setting or (st, variant) not in with_alpha:
+            continue
+        for seed, rr in recs:
+            clusters = {}
+            for r in rr:
+                if r["kind"] == "client" and r.get("client") != "server" and "alpha" in r and "cluster" in r:
+                    clusters.setdefault((r["round"], r["cluster"]), []).append(r)
+            for (rnd, cluster), members in sorted(clusters.items()):
+                top = max(members, key=lambda m: m["alpha"])
+                w0 = next((v for k, v in top.items() if k.startswith("w/")), None)
+                out.append(dict(variant=variant, seed=seed, round=rnd, cluster=cluster, size=len(members),
+                                max_alpha=float(top["alpha"]), w0_of_max=w0))
+    return out
+
+
 def alpha_progress_table(rows: list[dict]) -> list[dict]:
     """Does eq. 11 follow progress? Per variant with α on and seed, Pearson's r between a client's α × cluster
     size and the accuracy it gained within the round (:func:`alpha_progress`, over every client and round), and

@@ -381,6 +381,19 @@ def test_alpha_against_progress_and_the_history_round_trip():
     homo = [dict(r, setting="homo+heter", homo_family=f) for r in rows[:1] for f in ("gsm", "code")]
     assert analysis.grid_records(homo).keys() == {("homo+heter (gsm)", "FedMOA", 0), ("homo+heter (code)", "FedMOA", 0)}
     assert [m["setting"] for m in analysis.weight_move_table(homo)] == ["homo+heter (gsm)", "homo+heter (code)"]
+    paths = analysis.accuracy_weight_paths(rows)
+    assert [(p["seed"], p["round"]) for p in paths] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    w0 = [(m["w0_start"], m["w0_end"]) for m in analysis.weight_moves(recs)]
+    assert paths[0]["mean_w0"] == pytest.approx(np.mean([a for a, _ in w0]))
+    assert paths[1]["mean_w0"] == pytest.approx(np.mean([b for _, b in w0]))
+    assert paths[1]["min_w0"] == min(b for _, b in w0)
+    assert analysis.accuracy_weight_paths(rows, "homo+homo") == []
+    assert analysis.accuracy_weight_paths([dict(r, history=analysis.round_history(
+        [dict(x, lam=0.0) for x in analysis.as_records(r["history"])])) for r in rows]) == []  # λ off: no path
+    conc = analysis.alpha_concentration(rows)
+    assert [(c["seed"], c["cluster"], c["size"], c["max_alpha"], c["w0_of_max"]) for c in conc] == \
+        [(0, 0.0, 2, 0.75, 0.3), (0, 1.0, 1, 1.0, 0.5), (1, 0.0, 2, 0.75, 0.3), (1, 1.0, 1, 1.0, 0.5)]
+    assert analysis.alpha_concentration([dict(r, alpha_on=False) for r in rows]) == []  # α off: data shares
 
 
 # --- presets and old configs -------------------------------------------------------------------------------------
