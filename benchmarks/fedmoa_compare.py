@@ -216,7 +216,9 @@ def tune(args, extra: dict, fedmoa: dict) -> dict:
     """The tuning grid: FedMOA's λ (``LAM_GRID``, fixed λ) and FedAvg-GRPO's learning rate (``LR_GRID``), the same
     number of runs each, Heter+Heter at the tuning seed; each choice by validation accuracy only."""
     rows = []
-    cells = [("FedMOA", {**fedmoa, "lam_rule": "fixed", "lam": lam}, {}, f"lam={lam:g}") for lam in args.lam_grid]
+    at = f",lr={extra['learning_rate']:g}" if "learning_rate" in extra else ""  # λ tuned at another learning rate
+    # than the default gets folders of its own
+    cells = [("FedMOA", {**fedmoa, "lam_rule": "fixed", "lam": lam}, {}, f"lam={lam:g}{at}") for lam in args.lam_grid]
     cells += [("FedAvg-GRPO", fedmoa, {"learning_rate": lr}, f"lr={lr:g}") for lr in args.lr_grid]
     for variant, moa, more, tag in cells:
         moa = {**moa, "eval_local": False}  # the choice reads validation only: no local models to score
@@ -231,9 +233,9 @@ def tune(args, extra: dict, fedmoa: dict) -> dict:
     chosen = {}
     lam_rows = [r for r in rows if r["variant"] == "FedMOA"]
     lr_rows = [r for r in rows if r["variant"] == "FedAvg-GRPO"]
-    if len(lam_rows) == len(args.lam_grid):
+    if args.lam_grid and len(lam_rows) == len(args.lam_grid):
         chosen["lam"] = select_by_validation(lam_rows, "lam")
-    if len(lr_rows) == len(args.lr_grid):
+    if args.lr_grid and len(lr_rows) == len(args.lr_grid):
         chosen["learning_rate"] = select_by_validation(lr_rows, "learning_rate")
     return {"rows": rows, "selected": chosen}
 
@@ -265,7 +267,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="run the tuning grid instead (Heter+Heter at --tune-seed: FedMOA over --lam-grid, FedAvg-GRPO "
                          "over --lr-grid; each chosen by validation accuracy) and write it to --out")
     ap.add_argument("--lam-grid", type=float, nargs="+", default=list(LAM_GRID))
-    ap.add_argument("--lr-grid", type=float, nargs="+", default=list(LR_GRID))
+    ap.add_argument("--lr-grid", type=float, nargs="*", default=list(LR_GRID),
+                    help="FedAvg-GRPO's learning rates in --tune (none: tune λ only, e.g. at --set learning_rate=…)")
     ap.add_argument("--tune-seed", type=int, default=TUNE_SEED)
     ap.add_argument("--tuned", default=None, metavar="FILE",
                     help="a tuning result file (--tune): every variant takes its learning rate (chosen on FedAvg-GRPO), "

@@ -207,3 +207,17 @@ def test_the_homo_heter_ablation_adds_alpha_alone_on_the_named_families_only(ben
     assert lam["verdict"] == "holds" and lam["mean_difference"] == pytest.approx(0.01)
     assert claims["α alone: λ off, α on > FedAvg-GRPO on local accuracy, each client's own model "
                   "(Homo+Heter, math, ours)"]["verdict"] == "not run"
+
+
+def test_lambda_tuned_at_another_learning_rate_gets_run_folders_of_its_own(bench, tmp_path, capsys):
+    """--tune with ``--set learning_rate=…``: FedMOA's λ runs are tagged with that learning rate, so they never meet
+    the default-rate tuning runs' folders; FedAvg-GRPO's runs keep their own learning-rate tags."""
+    def left_out(*more):
+        bench.main(["--scale", "cpu", "--tune", "--collect-only", "--lam-grid", "10", "--lr-grid", "0.004",
+                    "--run-root", str(tmp_path / "none"), "--out", str(tmp_path / "t.json"), *more])
+        return [line.rsplit("/", 2)[-2] for line in capsys.readouterr().out.splitlines()
+                if line.startswith("not finished")]
+
+    assert left_out() == ["lam=10", "lr=0.004"]
+    assert left_out("--set", "learning_rate=0.004") == ["lam=10,lr=0.004", "lr=0.004"]
+    assert left_out("--set", "learning_rate=0.004", "--lr-grid") == ["lam=10,lr=0.004"]  # λ alone
