@@ -425,7 +425,7 @@ def alpha_concentration(rows: list[dict], setting: str = "heter+heter") -> list[
     the largest α in the cluster (1: the cluster's model is one client's), the cluster's size and that client's
     first reward weight w_0 at the round's end."""
     out = []
-    with_alpha = {(setting_label(r), r["variant"]) for r in rows if r.get("alpha_on", True)}
+    with_alpha = _alpha_on(rows)
     for (st, variant), recs in _by_variant(rows).items():
         if st != setting or (st, variant) not in with_alpha:
             continue
@@ -448,7 +448,7 @@ def alpha_progress_table(rows: list[dict]) -> list[dict]:
     between α and its accuracy weight w_0; then one row per variant with the mean r over seeds and its 95 %
     Student-t half-width (n − 1 degrees of freedom)."""
     out = []
-    with_alpha = {(setting_label(r), r["variant"]) for r in rows if r.get("alpha_on", True)}
+    with_alpha = _alpha_on(rows)
     for (setting, variant), recs in _by_variant(rows).items():
         if (setting, variant) not in with_alpha:  # α off: data shares, not eq. 11
             continue
@@ -489,6 +489,11 @@ def mean_server_curves(rows: list[dict], setting: str, keys) -> list[dict]:
                     out.append(dict(variant=variant, round=rnd, key=k, mean=float(np.mean(vals)), seeds=len(vals),
                                     std=float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0))
     return out
+
+
+def _alpha_on(rows: list[dict]) -> set:
+    """The (setting, variant) pairs of the rows whose runs aggregated with eq. 11's α (α off: data shares)."""
+    return {(setting_label(r), r["variant"]) for r in rows if r.get("alpha_on", True)}
 
 
 def _by_variant(rows: list[dict]) -> dict:
