@@ -90,7 +90,7 @@ def test_per_row_adapters_refuse_groups_that_do_not_tile_the_rows(policy):
     # lockstep scored in passes by completion length, against the sequential one pass
     ((2, 2, 2), "dapo", 0.05, 256, 3, False),
     ((1, 3, 2), "grpo", 0.0, 3, 2, False),
-    # a CPU pass budget that fits two clients, not three: a pass of two, then one (batched.cpu_passes)
+    # a CPU pass budget that fits two clients, not three: a pass of two, then one (batched.packed_passes)
     ((2, 2, 2), "dapo", 0.05, 256, 1, True),
     ((1, 3, 2), "grpo", 0.0, 3, 2, True),
 ])
@@ -107,8 +107,8 @@ def test_lockstep_grpo_step_gives_each_client_its_sequential_losses_gradients_an
         rows = sorted(min(len(parts[n]), mb) for n in NAMES)
         monkeypatch.setattr(batched, "CPU_PASS_BYTES", (rows[0] + rows[1]) * longest * batched.activation_bytes(
             policy.model))
-        real, seen = batched.cpu_passes, []
-        monkeypatch.setattr(batched, "cpu_passes", lambda *a, **k: seen.append(real(*a, **k)) or seen[-1])
+        real, seen = batched.packed_passes, []
+        monkeypatch.setattr(batched, "packed_passes", lambda *a, **k: seen.append(real(*a, **k)) or seen[-1])
     gen = torch.Generator().manual_seed(0)
     rewards = {n: torch.randint(0, 2, (len(parts[n]),), generator=gen).float() for n in NAMES}
     settings = GRPOSettings(num_iterations=2, beta=beta, loss_type=loss_type, micro_batch_size=mb)
@@ -158,20 +158,20 @@ def test_lockstep_grpo_step_gives_each_client_its_sequential_losses_gradients_an
         assert max(np.abs(after[k2] - seq_after[n][k2]).max() for k2 in start[n]) < 5e-3 * moved
 
 
-def test_cpu_passes_pack_clients_in_order_within_the_budget():
+def test_packed_passes_pack_clients_in_order_within_the_budget():
     chunk = [(0, range(0, 4)), (1, range(0, 4)), (2, range(0, 2)), (3, range(0, 8)), (4, range(0, 1))]
     lengths = [(4, 6), (6, 4), (10, 10), (3, 2), (1, 4)]  # (prompt, completion) columns
-    passes = batched.cpu_passes(chunk, lengths, per_position=2, budget=200)
+    passes = batched.packed_passes(chunk, lengths, per_position=2, budget=200)
     # 0 alone: 4 × 10 × 2 = 80; 0+1 pads to prompt 6 + completion 6: 8 × 12 × 2 = 192; adding 2: 10 × 20 × 2 = 400;
     # 2 alone 80; 2+3: 10 × 20 × 2 = 400 > 200; 3 alone: 8 × 5 × 2 = 80; 3+4 pads to 3 + 4: 9 × 7 × 2 = 126
     assert [[k for k, _ in p] for p in passes] == [[0, 1], [2], [3, 4]]
     # with a budget of 190, 0+1 (192: each client alone is 10 positions, the pass 12) no longer fits
-    passes = batched.cpu_passes(chunk, lengths, per_position=2, budget=190)
+    passes = batched.packed_passes(chunk, lengths, per_position=2, budget=190)
     assert [[k for k, _ in p] for p in passes] == [[0], [1], [2], [3, 4]]
     # a client over the budget alone gets its own pass; nothing is dropped or reordered
-    passes = batched.cpu_passes(chunk, lengths, per_position=2, budget=1)
+    passes = batched.packed_passes(chunk, lengths, per_position=2, budget=1)
     assert [[k for k, _ in p] for p in passes] == [[0], [1], [2], [3], [4]]
-    assert batched.cpu_passes(chunk, lengths, per_position=2, budget=10 ** 9) == [chunk]
+    assert batched.packed_passes(chunk, lengths, per_position=2, budget=10 ** 9) == [chunk]
 
 
 def _local():

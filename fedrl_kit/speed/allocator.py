@@ -23,7 +23,7 @@ What it cannot change: a block above 64 MiB asked for by a worker thread (the in
 client's message in one) comes from a fresh ``mmap`` whatever the settings, since a thread's arena grows in heaps
 of at most 64 MiB. At K = 16 (78 MB activations) the round still took 2.9–3.6 million faults
 (``benchmarks/results/batched_clients_k16_no_passes.json``); the lockstep step on a CPU therefore packs its
-clients into passes whose activations stay within 32 MiB (:func:`fedrl_kit.speed.batched.cpu_passes`).
+clients into passes whose activations stay within 32 MiB (:func:`fedrl_kit.speed.batched.packed_passes`).
 
 :class:`fedrl_kit.runs.Run` calls it for a run whose clients step in lockstep on a CPU. It does nothing (and
 returns False) on other C libraries and when the environment variable ``FEDRL_KIT_KEEP_FREED_MEMORY`` is ``0``.

@@ -31,7 +31,7 @@ forward per chunk of rows (FedGRPO's experts scoring candidates, :mod:`fedrl_kit
 π_old reuse, π_ref pass, micro-batches (``micro_batch_size`` rows *per client*), loss weighting, gradient
 clipping and optimiser step — per client, on its own parameters and optimiser — with one forward and one
 backward per micro-batch for all clients. On a CPU a micro-batch's clients are packed into as few passes as keep
-every activation within :data:`CPU_PASS_BYTES` (:func:`cpu_passes`): larger tensors are page-faulted in afresh at
+every activation within :data:`CPU_PASS_BYTES` (:func:`packed_passes`): larger tensors are page-faulted in afresh at
 every pass, which made a K = 16 round on the embedded base twice as slow as the clients one by one.
 """
 
@@ -273,7 +273,7 @@ def _bucketed_lockstep_logps(model, groups: Groups, every: Rollouts, temperature
 
 
 CPU_PASS_BYTES = 32 << 20
-"""on a CPU, the most bytes one activation of a lockstep training pass may take (see :func:`cpu_passes`)"""
+"""on a CPU, the most bytes one activation of a lockstep training pass may take (see :func:`packed_passes`)"""
 
 
 def activation_bytes(model) -> int:
@@ -285,11 +285,13 @@ def activation_bytes(model) -> int:
     return width * next(model.parameters()).element_size()
 
 
-def cpu_passes(chunk: list[tuple[int, range]], lengths: list[tuple[int, int]], per_position: int,
-               budget: int | None = None) -> list[list[tuple[int, range]]]:
-    """A micro-batch's clients packed, in order, into passes whose widest activation stays within ``budget`` bytes.
+def packed_passes(chunk: list[tuple[int, range]], lengths: list[tuple[int, int]], per_position: int,
+                  budget: int | None = None) -> list[list[tuple[int, range]]]:
+    """A micro-batch's clients packed, in order, into passes whose widest tensor stays within ``budget`` bytes.
 
-    On a CPU, glibc's malloc serves a block above 64 MiB asked for in a worker thread's arena (the runtime runs
+    On a GPU the widest tensors are the logits over the vocabulary with their float32 copies and gradient
+    (:func:`device_pass_budget`): at K = 16 clients of 64 rows on a 151,936-token vocabulary, one pass over all
+    1,024 rows ran out of an 80 GB GPU. On a CPU, glibc's malloc serves a block above 64 MiB asked for in a worker thread's arena (the runtime runs
     the clients in one) with a fresh ``mmap`` whatever the process's settings, and one above 32 MiB unless
     :mod:`fedrl_kit.speed.allocator` keeps freed memory, so every such tensor is page-faulted in afresh at every
     pass: at K = 16 on the embedded base (1,024 rows, 78 MB activations), with freed memory kept, that was 3.3
@@ -316,6 +318,25 @@ def cpu_passes(chunk: list[tuple[int, range]], lengths: list[tuple[int, int]], p
             passes.append([(k, r)])
             rows, (prompt, completion) = len(r), lengths[k]
     return passes
+
+
+LOGITS_BYTES_PER_ELEMENT = 14
+"""bytes a training pass holds per logit: the model's logits, their float32 copy, the log-softmax and the gradient
+(:mod:`fedrl_kit.policy.memory` counts the same 14)"""
+
+
+def device_pass_budget(model) -> tuple[int, int]:
+    """(bytes per row and position, bytes a pass may take) for :func:`packed_passes` on the model's device.
+
+    CPU: the widest activation within :data:`CPU_PASS_BYTES`. GPU: the logits' training memory within half of what
+    the device has free when the step starts.
+    """
+    device = next(model.parameters()).device
+    if device.type == "cpu":
+        return activation_bytes(model), CPU_PASS_BYTES
+    vocab = int(model.get_output_embeddings().weight.shape[0])
+    free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else 16 << 30
+    return vocab * LOGITS_BYTES_PER_ELEMENT, free // 2
 
 
 def grpo_step_lockstep(model, names: list[str], optimizers: list, rollouts: list[Rollouts],
@@ -348,10 +369,9 @@ def grpo_step_lockstep(model, names: list[str], optimizers: list, rollouts: list
     mb = settings.micro_batch_size
     # micro-batch j holds rows [j·mb, (j+1)·mb) of every client that has them (grpo_step's split, per client)
     chunks = [[(k, range(s, min(n[k], s + mb))) for k in range(K) if s < n[k]] for s in range(0, max(n), mb)]
-    if next(model.parameters()).device.type == "cpu":  # K clients' activations in one pass: see cpu_passes
-        lengths, per_position = [(r.prompt_ids.shape[1], r.completion_ids.shape[1]) for r in rollouts], \
-            activation_bytes(model)
-        chunks = [p for chunk in chunks for p in cpu_passes(chunk, lengths, per_position)]
+    lengths = [(r.prompt_ids.shape[1], r.completion_ids.shape[1]) for r in rollouts]
+    per_position, budget = device_pass_budget(model)  # K clients' rows in one pass must fit: see packed_passes
+    chunks = [p for chunk in chunks for p in packed_passes(chunk, lengths, per_position, budget)]
     old_logps = [torch.zeros_like(m, dtype=torch.float32) for m in masks]  # K × [N_k, T_k] filled in epoch 0
     ref_logps = [None] * K
     if settings.beta > 0:
