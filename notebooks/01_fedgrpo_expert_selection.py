@@ -50,7 +50,7 @@
 # folder that holds anything but runs is refused, never emptied).
 
 # %% tags=["parameters"]
-preset_name = "quick"   # "quick" (2-core CPU, minutes), "smoke" (tiny sizes) or "full" (GPU, paper-like scale)
+preset_name = "quick"   # "quick" (2-core CPU, minutes), "smoke" (tiny sizes), "full" (GPU, paper-like), "full-smoke"
 num_clients = 8         # K (the paper's Appendix C uses 8)
 beta = 0.1              # Dirichlet concentration over topics (the paper's non-IID setting)
 L = 20                  # neighbourhood size (paper: 20 of |D_p|, which is 100)
@@ -73,13 +73,13 @@ from fedrl_kit import viz
 from fedrl_kit.config import preset
 from fedrl_kit.fedgrpo.diagnostics import selection_quality, trace_question
 from fedrl_kit.fedgrpo.graph import confidence_graph
-from fedrl_kit.notebook import (check_preset, check_run_root, client_table, headline, knobs, quiet_progress_bars,
-                                repo_path, require_gpu, run_folder, start_run_dir)
+from fedrl_kit.notebook import (check_preset, check_run_root, client_table, config_preset, headline, is_smoke, knobs,
+                                quiet_progress_bars, repo_path, require_gpu, run_folder, smoke_fields, start_run_dir)
 from fedrl_kit.policy.engine import Policy
 from fedrl_kit.runs import Run, resolve_base
 from fedrl_kit.world.partition import topic_matrix
 
-check_preset(preset_name, ("quick", "smoke", "full"))
+check_preset(preset_name, ("quick", "smoke", "full", "full-smoke"))
 t_start = time.time()
 QUICK = dict(rounds=3, local_steps=1, prompts_per_step=2, eval_samples=2, seeds=1, sft_steps=30,
              betas=[0.1, "iid"], K_grid=[4, 8], M_grid=[1, 2, 4], ablation_rounds=2)
@@ -90,7 +90,7 @@ FULL = dict(rounds=10, local_steps=2, prompts_per_step=8, eval_samples=4, seeds=
 SMOKE = dict(rounds=1, local_steps=1, prompts_per_step=1, eval_samples=1, seeds=1, sft_steps=2,
              betas=[0.1, "iid"], K_grid=[4], M_grid=[1, 2], ablation_rounds=1)
 SMOKE_SIZES = dict(n_train=400, n_test=8, n_aux=max(L, 20), num_generations=2, num_iterations=1)
-P = {"quick": QUICK, "smoke": SMOKE, "full": FULL}[preset_name]
+P = {"quick": QUICK, "smoke": SMOKE, "full": FULL, "full-smoke": SMOKE}[preset_name]
 SEEDS = [seed + i for i in range(P["seeds"])]
 
 
@@ -106,8 +106,8 @@ def make_config(method="fedgrpo", K=num_clients, b=beta, s=seed, rounds=None, ev
         sections["fedgrpo"] = {"neighbours": L, "num_experts": M, **fedgrpo}
     if method == "fedgrpo" or method.startswith("dpsda"):
         sections["evaluator"] = dict(sft_steps=P["sft_steps"])
-    sizes = SMOKE_SIZES if preset_name == "smoke" else {}
-    return preset("quick" if preset_name == "smoke" else preset_name, method=method, num_clients=K, seed=s,
+    sizes = smoke_fields(preset_name, SMOKE_SIZES, fixed=("num_clients", "rounds", "local_steps"))
+    return preset(config_preset(preset_name), method=method, num_clients=K, seed=s,
                   rounds=rounds or P["rounds"], local_steps=P["local_steps"], prompts_per_step=P["prompts_per_step"],
                   eval_samples=P["eval_samples"], eval_every=eval_every, **sections, **part, **sizes)
 
@@ -299,7 +299,7 @@ for b in P["betas"]:
 sel = pd.DataFrame(rows).set_index("β").round(3)
 for b, row in sel.iterrows():  # the premise of eq. 6: competence finds topic holders better than chance
     if b != "iid":
-        assert preset_name == "smoke" or row["hit rate (main topic)"] > row["random (main topic)"], \
+        assert is_smoke(preset_name) or row["hit rate (main topic)"] > row["random (main topic)"], \
             f"selection no better than random at β={b}"
 sel
 

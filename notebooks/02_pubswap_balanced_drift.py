@@ -61,7 +61,7 @@
 # old setting, not the paper's.
 
 # %% tags=["parameters"]
-preset_name = "quick"      # "quick" (2-core CPU), "smoke" (tiny sizes, seconds) or "full" (GPU, real model)
+preset_name = "quick"      # "quick" (2-core CPU), "smoke" (tiny sizes, seconds), "full" (GPU, real model), "full-smoke"
 seed = 0
 num_clients = 4            # N (the runs made here, the sweep's too)
 taus = None                # τ values for the drift curves; None: (2, 8) quick, (2, 4) smoke, (10, 120) full
@@ -87,19 +87,18 @@ from experiments.sweep import SETTINGS, result_path, stored_records
 from fedrl_kit import viz
 from fedrl_kit.config import preset
 from fedrl_kit.pubswap.method import is_public_step
-from fedrl_kit.notebook import (NotebookStop, check_preset, check_run_root, knobs, quiet_progress_bars, repo_path,
-                                require_gpu, run_folder, shown_path)
+from fedrl_kit.notebook import (NotebookStop, check_preset, check_run_root, config_preset, is_smoke, knobs,
+                                quiet_progress_bars, repo_path, require_gpu, run_folder, shown_path, smoke_fields)
 from fedrl_kit.pubswap.public_step import generate_public, group_table, off_policy_terms, swap_public
 from fedrl_kit.runs import Run
 from fedrl_kit.world.partition import partition, topic_matrix
 
-check_preset(preset_name, ("quick", "smoke", "full"))
+check_preset(preset_name, ("quick", "smoke", "full", "full-smoke"))
 # smoke: the quick preset with a tiny world and budget (a handful of problems, 2 answers each), for CI
 SMOKE = dict(n_train=64, n_test=8, n_public=8, prompts_per_step=2, num_generations=2, eval_samples=1,
              num_iterations=1)
-SIZES = SMOKE if preset_name == "smoke" else {}
-config_preset = "quick" if preset_name == "smoke" else preset_name  # the fedrl_kit.config preset underneath
-base_cfg = preset(config_preset, num_clients=num_clients, seed=seed, dirichlet_alpha=dirichlet_alpha,
+SIZES = smoke_fields(preset_name, SMOKE, fixed=("num_clients", "rounds", "local_steps"))
+base_cfg = preset(config_preset(preset_name), num_clients=num_clients, seed=seed, dirichlet_alpha=dirichlet_alpha,
                   pubswap={"period": 2}, **SETTINGS[setting], **SIZES)
 require_gpu(base_cfg.device, preset_name)  # full on a laptop stops here, in one line
 if preset_name == "full" and not run_sweep:
@@ -113,7 +112,7 @@ viz.setup_notebook()
 FIGURES = Path(figures_dir) if figures_dir else out_dir / "figures"  # where this notebook's figures go
 pd.set_option("display.width", 140)
 pd.set_option("display.max_colwidth", 40)
-taus = tuple(taus or {"quick": (2, 8), "smoke": (2, 4), "full": (10, 120)}[preset_name])
+taus = tuple(taus or {"quick": (2, 8), "smoke": (2, 4), "full": (10, 120), "full-smoke": (2, 4)}[preset_name])
 METHODS = {"fedavg_grpo": "FedAvg-GRPO", "pubswap_random": "PubSwap Random", "pubswap_balanced": "PubSwap Balanced"}
 pd.Series({**{k: v for k, v in base_cfg.to_dict().items() if k in (
     "base", "num_clients", "prompts_per_step", "num_generations", "learning_rate", "weight_decay", "lora_rank",
@@ -362,10 +361,10 @@ pd.Series({"LoRA factors up (all clients), bytes": f"{adapter:,}", "public-step 
 from experiments.sweep import (PUBSWAP_SCALES, pubswap_claims_both, pubswap_grid, run_grid, summary_row, table,
                                table5_arms)
 
-scale = {"quick": "quick", "smoke": "smoke", "full": "full"}[preset_name] if run_sweep else "quick"
+scale = {"quick": "quick", "smoke": "smoke", "full": "full", "full-smoke": "smoke"}[preset_name] if run_sweep else "quick"
 if run_sweep:
-    grid = pubswap_grid(config_preset, seeds=tuple(sweep_seeds), alpha=dirichlet_alpha, setting=setting, scale=scale,
-                        num_clients=num_clients, **SIZES)
+    grid = pubswap_grid(config_preset(preset_name), seeds=tuple(sweep_seeds), alpha=dirichlet_alpha, setting=setting,
+                        scale=scale, num_clients=num_clients, **SIZES)
     results = out_dir / "sweep"  # resumable: a second run reads back the runs already done
     done = run_grid(grid, results, progress=False)
     rows = [summary_row(n, grid[n], r, preset=preset_name, scale=scale, setting=setting) for n, r in done.items()]

@@ -63,7 +63,8 @@
 # can be overridden with papermill `-p`.
 
 # %% tags=["parameters"]
-preset_name = "quick"        # "quick" (minutes), "cpu" (3 settings × 3 seeds, ~12–25 min per run), "smoke" or "full" (GPU)
+preset_name = "quick"        # "quick" (minutes), "cpu" (3 settings × 3 seeds, ~12–25 min per run), "smoke", "full" (GPU)
+                             # or "full-smoke" (the full preset's model at the smoke sizes)
 seed = 0
 run_root = ""                # "": runs/fedmoa/<one folder per set of parameters> under the repository
 normalise = False            # True: Δ_k as the cosine of consecutive gradients with λ from lam (ours; eq. 9 is unnormalised)
@@ -90,10 +91,10 @@ from fedrl_kit.policy.pretrain_families import MISSING_MESSAGE
 from fedrl_kit.runs import REPO_ROOT, Run
 from fedrl_kit.world.families import FAMILIES, PAPER_NAMES, make_family_world
 
-SCALE = {"quick": "quick", "cpu": "cpu", "smoke": "smoke", "full": "paper"}[
-    check_preset(preset_name, ("quick", "cpu", "smoke", "full"))]  # experiments.fedmoa_presets' scale
+SCALE = {"quick": "quick", "cpu": "cpu", "smoke": "smoke", "full": "paper", "full-smoke": "paper-smoke"}[
+    check_preset(preset_name, ("quick", "cpu", "smoke", "full", "full-smoke"))]  # experiments.fedmoa_presets' scale
 BASE = REPO_ROOT / "data" / "base_moa"
-if SCALE != "paper" and not (BASE / "model.safetensors").exists():
+if not SCALE.startswith("paper") and not (BASE / "model.safetensors").exists():
     raise NotebookStop(" ".join(MISSING_MESSAGE.format(path=shown_path(BASE)).split()))
 run_root = check_run_root(run_folder("fedmoa", preset_name, s=seed, normalise=normalise, lam=lam if normalise else None,
                                      run_dir=run_root))
@@ -102,7 +103,7 @@ viz.setup_notebook()
 FIGURES = Path(figures_dir) if figures_dir else run_root / "figures"  # where this notebook's figures go
 pd.set_option("display.width", 140)
 SETTINGS = ["heter+heter"] if SCALE == "quick" else ["homo+homo", "homo+heter", "heter+heter"]
-SEEDS = [seed] if SCALE in ("quick", "smoke") else [seed, seed + 1, seed + 2]
+SEEDS = [seed] if SCALE in ("quick", "smoke", "paper-smoke") else [seed, seed + 1, seed + 2]
 METHODS = ["FedAvg-GRPO", "FedMOA"]
 ABLATIONS = [] if SCALE == "quick" else ["λ off, α on", "λ on, α off"]  # Table 2, Heter+Heter only
 FEDMOA = dict(normalise=True, lam=lam, lam_rule="fixed") if normalise else {}
