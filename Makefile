@@ -88,12 +88,22 @@ clean:
 # On a GPU box where the project is installed: make gpu-check GPU_PYTHON=.venv/bin/python (no wheels needed).
 GPU_WHEELS := datasets==4.8.5 dill==0.4.1 multiprocess==0.70.19 flwr-datasets==0.6.1 math-verify==0.9.0 \
               latex2sympy2_extended==1.11.0 antlr4-python3-runtime==4.13.2
+# papermill, the Jupyter kernel stack (ipykernel < 7, as pyproject.toml pins), plotly and ipywidgets for the
+# notebooks section: what that machine lacks of them (35 wheels, 20 MB; jedi, optional to IPython, left out)
+GPU_NOTEBOOK_WHEELS := papermill==2.7.0 nbformat==5.11.1 nbclient==0.11.0 jupyter_client==8.10.0 jupyter_core==5.9.1 \
+              ipykernel==6.31.0 ipython==9.18.1 traitlets==5.16.1 pyzmq==27.3.0 tornado==6.6.1 fastjsonschema==2.22.3 \
+              jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1 \
+              platformdirs==4.14.8 entrypoints==0.4.2 tenacity==9.2.1 comm==0.2.3 debugpy==1.8.22 \
+              matplotlib-inline==0.2.2 nest-asyncio==1.6.0 pexpect==4.9.0 ptyprocess==0.7.0 prompt-toolkit==3.0.53 \
+              wcwidth==0.9.4 stack-data==0.6.3 asttokens==3.0.2 executing==2.3.0 pure-eval==0.2.4 \
+              ipython-pygments-lexers==1.1.1 decorator==5.3.1 plotly==7.1.0 ipywidgets==8.1.9 jupyterlab_widgets==3.0.17
 GPU_PYTHON ?= python3
 GPU_SITE   ?= /tmp/fedrl_gpu_site
 
 gpu-wheels:
 	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-	  --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 --platform any -d .whl $(GPU_WHEELS)
+	  --platform manylinux_2_28_x86_64 --platform manylinux_2_26_x86_64 --platform manylinux2014_x86_64 \
+	  --platform manylinux1_x86_64 --platform any -d .whl $(GPU_WHEELS) $(GPU_NOTEBOOK_WHEELS)
 
 gpu-check:
 	if ls .whl/*.whl >/dev/null 2>&1; then \

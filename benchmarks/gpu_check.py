@@ -4,23 +4,23 @@ A GPU machine is lent to this project only now and then, for minutes, so what it
 here and smoke-tested on a CPU (``--smoke``, in ``make test``). On the GPU machine it runs with that machine's
 own Python (torch + CUDA, transformers, peft, accelerate) and the pure-Python wheels it lacks, carried in
 ``.whl/`` (``make gpu-wheels`` downloads them; ``make gpu-check`` installs them into a temporary folder and runs
-this script; docs/gpu.md). Sections, in order:
+this script; docs/gpu.md). Sections, in the order a run cut short should have measured them:
 
 1. ``environment``: the GPU, its driver, and the versions of Python, torch, CUDA, transformers and peft.
-2. ``rollouts``: per model (Qwen2 models of Qwen2.5-0.5B's and -1.5B's shapes with random weights, bf16),
-   rollout tokens/s with the HF backend and one local GRPO step — ``benchmarks/gpu_rollouts.py``'s
-   ``bench_model``, the full preset's LoRA and GRPO knobs — with each measurement's peak GPU memory beside
-   the ``fedrl run --dry-run`` estimate (:func:`fedrl_kit.policy.memory.estimate_memory`) for that step.
-3. ``lockstep``: one round of K clients in lockstep against sequential, K = 8 first (the ≥ 3× goal), then 1, 2,
+2. ``lockstep``: one round of K clients in lockstep against sequential, K = 8 first (the ≥ 3× goal), then 1, 2,
    4, 16: ``benchmarks/batched_clients.py`` (FedAvg-GRPO, the quick preset's b, G, T and LoRA) on the 0.5B shape.
+3. ``sampling``: ``benchmarks/sampling_speed.py``: HF ``generate`` against a static KV cache with a CUDA graph, a
+   folded adapter and both; ms per decode step against weight bytes ÷ the measured copy bandwidth.
 4. ``methods``: one round (``Run.run``, evaluation included) of every registered method with the ``full``
-   preset's fields — bf16 on the GPU, chat template, LoRA r = 32, FedIT — on the 1.5B shape (the full preset's
-   base is Qwen2.5-1.5B-Instruct) with tiny counts (2–3 clients, b = 2, G = 2, 16 new tokens), as a notebook's
-   ``full`` preset runs it; FedMOA with its paper scale's fields on the embedded task families.
-5. ``fast_paths``: one local GRPO step with ``prompt_pass="shared"``, ``generation_loop="compact"``,
-   ``length_buckets=2`` and all three (the default path of a float32 model) against the plain step (the reference
-   path), float32 (the compact loop
-   is float32 only), on the embedded base (completions of real, varied lengths) and on the 0.5B shape.
+   preset's fields (bf16 on the GPU, chat template, LoRA r = 32, FedIT) on the 1.5B shape with tiny counts, as a
+   notebook's ``full`` preset runs it; FedMOA with its paper scale's fields on the embedded task families. Peak
+   memory beside the ``--dry-run`` estimate.
+5. ``notebooks``: each notebook under papermill with ``-p preset_name full-smoke``, the full preset's hub id
+   resolved offline to the random 1.5B shape.
+6. ``rollouts``: per model (Qwen2.5-0.5B's and -1.5B's shapes, random weights, bf16), HF rollout tokens/s and one
+   local GRPO step (``benchmarks/gpu_rollouts.py``), each with its peak memory beside the ``--dry-run`` estimate.
+7. ``fast_paths``: one local GRPO step with ``prompt_pass="shared"``, ``generation_loop="compact"``,
+   ``length_buckets=2`` and all three against the plain step, float32, on the embedded base and the 0.5B shape.
 
 Every section runs under its share of ``--budget-s``: a measurement that would not finish before its section's
 deadline is skipped and recorded as skipped, and time a section leaves unused passes to the next. The JSON
@@ -65,9 +65,12 @@ import torch  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 BASE = str(ROOT / "data" / "base")
 
-SECTIONS = ("environment", "rollouts", "lockstep", "methods", "fast_paths")
-SHARES = dict(environment=0.0, rollouts=0.30, lockstep=0.30, methods=0.24, fast_paths=0.16)
-"""each section's share of the budget; the deadlines are cumulative, so a section's unused time passes on"""
+SECTIONS = ("environment", "lockstep", "sampling", "methods", "notebooks", "rollouts", "fast_paths")
+"""in the order of what a run cut short should have measured first"""
+SHARES = dict(environment=0.0, lockstep=0.25, sampling=0.20, methods=0.15, notebooks=0.25, rollouts=0.10,
+              fast_paths=0.05)
+"""each section's share of the budget, normalised over the sections a run asks for; the deadlines are cumulative,
+so a section's unused time passes on"""
 
 CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
                  "{% if add_generation_prompt %}assistant: {% endif %}")
@@ -76,10 +79,13 @@ CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{%
 
 GPU = dict(models=["0.5b", "1.5b"], prompts=8, num_generations=8, max_new_tokens=64, repetitions=2,
            lockstep_clients=[8, 1, 2, 4, 16], lockstep_model="0.5b", methods_model="1.5b",
-           fast_models=["base", "0.5b"], fast_tokens=64)
+           fast_models=["base", "0.5b"], fast_tokens=64, sample_models=["0.5b", "1.5b"], sample_rows=64,
+           sample_tokens=128, notebooks=["00_quickstart", "02_pubswap_balanced_drift", "03_fedmoa_pareto",
+                                         "01_fedgrpo_expert_selection"], notebook_preset="full-smoke")
 SMOKE = dict(models=["base"], prompts=2, num_generations=2, max_new_tokens=8, repetitions=1,
              lockstep_clients=[2, 1], lockstep_model="base", methods_model="base", fast_models=["base"],
-             fast_tokens=8)
+             fast_tokens=8, sample_models=["base"], sample_rows=4, sample_tokens=8, notebooks=["00_quickstart"],
+             notebook_preset="smoke")
 
 
 def parse_args(argv=None):
@@ -132,9 +138,11 @@ class Report:
             command="python benchmarks/gpu_check.py " + " ".join(argv if argv is not None else sys.argv[1:]),
             device=args.device, device_name=where, budget_s=args.budget_s, smoke=args.smoke, sizes=args.sizes,
             finished=False, sections={})
+        chosen = [name for name in SECTIONS if name in args.sections]
+        total = sum(SHARES[name] for name in chosen) or 1.0
         cumulative, self.deadline = 0.0, {}
         for name in SECTIONS:
-            cumulative += SHARES[name]
+            cumulative += SHARES[name] / total if name in chosen else 0.0
             self.deadline[name] = cumulative * args.budget_s
 
     def elapsed(self) -> float:
@@ -369,6 +377,28 @@ def lockstep(report: Report, args, models: Models) -> None:
         sec["goal_met"] = k8[0]["speedup"] is not None and k8[0]["speedup"] >= 3.0
 
 
+# -- sampling against the memory-bandwidth bound -----------------------------------------------------------------
+def sampling(report: Report, args, models: Models) -> None:
+    import sampling_speed
+
+    sec, s = report.section("sampling"), args.sizes
+    bandwidth = sampling_speed.copy_bandwidth(args.device, (1 << 30) if args.device == "cuda" else (64 << 20))
+    sec.update(copy_bandwidth_gb_s=round(bandwidth / 1e9, 1), rows_per_call=s["sample_rows"],
+               new_tokens=s["sample_tokens"], variants=list(sampling_speed.VARIANTS),
+               goal="ms per decode step within 10x of weight bytes / copy bandwidth")
+    bench = argparse.Namespace(rows=s["sample_rows"], prompt_tokens=20, tokens=s["sample_tokens"],
+                               repetitions=s["repetitions"], seed=args.seed, verbose=True)
+    for name in s["sample_models"]:
+        if report.left("sampling") < 5:
+            sec["rows"].append(dict(model=name, status=f"skipped: {report.left('sampling'):.0f} s left"))
+            report.save()
+            continue
+        sec["rows"] += sampling_speed.bench_model(name, models.path(name), bench, args.device, bandwidth,
+                                                  left=lambda: report.left("sampling"))
+        report.save()
+        free_memory(args.device)
+
+
 # -- 4. one round of every method at the full preset's shape ----------------------------------------------------
 def method_config(method: str, base: str, args):
     """The full preset (FedMOA: its paper scale) for ``method`` with tiny counts, on ``base``."""
@@ -445,6 +475,87 @@ def methods(report: Report, args, models: Models) -> None:
         free_memory(args.device)
     del policies
     free_memory(args.device)
+
+
+# -- the notebooks' full path under papermill ---------------------------------------------------------------------
+FULL_BASE = "Qwen/Qwen2.5-1.5B-Instruct"
+"""the hub id of the full preset's model (and FedMOA's paper scale's)"""
+RUN_FOLDER_PARAMETER = {"00_quickstart": "run_dir"}
+"""each notebook's run-folder parameter (the others': run_root)"""
+
+
+def offline_hub_cache(cache: Path, repo_id: str, folder: str) -> Path:
+    """A Hugging Face cache in which ``repo_id`` resolves, offline, to the model ``folder`` (a snapshot link)."""
+    repo = cache / f"models--{repo_id.replace('/', '--')}"
+    revision = "0" * 40
+    (repo / "snapshots").mkdir(parents=True, exist_ok=True)
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text(revision)
+    link = repo / "snapshots" / revision
+    if not link.exists():
+        link.symlink_to(Path(folder).resolve(), target_is_directory=True)
+    return cache
+
+
+def executed_cells(path: Path) -> tuple[int, int, str | None]:
+    """(code cells that ran, code cells, the first error's name and value) of a papermill output notebook."""
+    try:
+        nb = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return 0, 0, None
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    ran = sum(1 for c in code if c.get("execution_count") is not None)
+    errors = [o for c in code for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    return ran, len(code), errors and f"{errors[0].get('ename')}: {errors[0].get('evalue')}"[:400] or None
+
+
+def notebooks(report: Report, args, models: Models) -> None:
+    """Each notebook under papermill with ``-p preset_name full-smoke`` (``--smoke``: ``smoke`` on the CPU, notebook
+    00 alone): the full preset's model, bf16 and chat template at the smoke sizes. Nothing can be downloaded on the
+    GPU machine, so the full preset's hub id resolves, through an offline Hugging Face cache, to the random-weight
+    model of its shape that the other sections use."""
+    import signal
+    import subprocess
+    from importlib import metadata
+
+    sec, s = report.section("notebooks"), args.sizes
+    engine = "fedrl" if "fedrl" in {e.name for e in metadata.entry_points(group="papermill.engine")} else None
+    folder = Path(tempfile.mkdtemp(prefix="fedrl_notebooks_"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
+               HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
+    if args.device == "cuda":
+        env["HF_HUB_CACHE"] = str(offline_hub_cache(folder / "hub", FULL_BASE, models.chat_path(s["methods_model"])))
+    sec.update(preset=s["notebook_preset"], engine=engine or "papermill's default (fedrl_kit is not installed)",
+               model=(f"{FULL_BASE} → the random {s['methods_model']} shape" if args.device == "cuda"
+                      else "the preset's"))
+    for name in s["notebooks"]:
+        left = report.left("notebooks")
+        if left < 20:
+            sec["rows"].append(dict(notebook=name, status=f"skipped: {left:.0f} s left"))
+            report.save()
+            continue
+        out = folder / f"{name}.ipynb"
+        cmd = [sys.executable, "-m", "papermill", str(ROOT / "notebooks" / f"{name}.ipynb"), str(out), "-k", "python3",
+               "--cwd", str(ROOT / "notebooks"), "-p", "preset_name", s["notebook_preset"],
+               "-p", RUN_FOLDER_PARAMETER.get(name, "run_root"), str(folder / "runs" / name),
+               "-p", "figures_dir", str(folder / "figures" / name), *(["--engine", engine] if engine else [])]
+        t = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                                start_new_session=True)
+        try:
+            log, _ = proc.communicate(timeout=left)
+            status = "ok" if proc.returncode == 0 else f"failed: papermill exited {proc.returncode}"
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            log, _ = proc.communicate()
+            status = f"cut off: the section's {left:.0f} s ran out"
+        ran, total, error = executed_cells(out)
+        row = dict(notebook=name, status=status, seconds=round(time.perf_counter() - t, 1), cells_run=ran,
+                   code_cells=total, error=error, log_tail=log.splitlines()[-6:] if status != "ok" else None)
+        sec["rows"].append(row)
+        print(f"notebooks {name}: {status}, {ran}/{total} code cells, {row['seconds']} s"
+              + (f", {error}" if error else ""), flush=True)
+        report.save()
 
 
 # -- 5. the fast paths against the plain step --------------------------------------------------------------------
@@ -530,8 +641,8 @@ def fast_paths(report: Report, args, models: Models) -> None:
         free_memory(args.device)
 
 
-RUNNERS = dict(environment=environment, rollouts=rollouts, lockstep=lockstep, methods=methods,
-               fast_paths=fast_paths)
+RUNNERS = dict(environment=environment, lockstep=lockstep, sampling=sampling, methods=methods, notebooks=notebooks,
+               rollouts=rollouts, fast_paths=fast_paths)
 
 
 def main(argv=None) -> int:

@@ -1,4 +1,4 @@
-"""benchmarks/gpu_check.py on a CPU: ``--smoke`` runs all five sections; the budget skips and records; bad flags."""
+"""benchmarks/gpu_check.py on a CPU: ``--smoke`` runs every section; the budget skips and records; bad flags."""
 
 import json
 import os
@@ -28,7 +28,8 @@ def smoke(tmp_path_factory):
 
 def test_smoke_runs_every_section_to_the_end(smoke):
     assert smoke["finished"] and smoke["smoke"] and smoke["device"] == "cpu"
-    assert list(smoke["sections"]) == ["environment", "rollouts", "lockstep", "methods", "fast_paths"]
+    assert list(smoke["sections"]) == ["environment", "lockstep", "sampling", "methods", "notebooks", "rollouts",
+                                      "fast_paths"]
     for name, sec in smoke["sections"].items():
         assert sec["status"] == "ok", (name, sec["status"])
     assert smoke["sections"]["environment"]["packages"]["torch"]
@@ -51,6 +52,21 @@ def test_smoke_lockstep_measures_both_modes_per_k(smoke):
         assert r["sequential_s"] > 0 and r["lockstep_s"] > 0
         assert r["speedup"] == pytest.approx(r["sequential_s"] / r["lockstep_s"], rel=1e-2)
         assert r["failed"] == {"sequential": [], "lockstep": []}
+
+
+def test_smoke_samples_every_variant_and_compares_greedy_completions(smoke):
+    sec = smoke["sections"]["sampling"]
+    rows = {r["variant"]: r for r in sec["rows"]}
+    assert list(rows) == ["generate", "static_graph", "folded", "folded_static_graph"]
+    assert sec["copy_bandwidth_gb_s"] > 0
+    for v, r in rows.items():
+        assert r["status"] == "ok", (v, r["status"])
+        assert r["ms_per_step"] > 0 and r["over_bound"] == pytest.approx(r["ms_per_step"] / r["bound_ms_per_step"],
+                                                                         rel=2e-2)
+    # float32 on the embedded base: a static cache and a folded adapter decode greedily to the same tokens
+    assert rows["generate"]["greedy_identical_rows"] == 1.0
+    assert rows["static_graph"]["greedy_identical_rows"] == 1.0
+    assert rows["folded"]["greedy_identical_tokens"] >= 0.9
 
 
 def test_smoke_runs_one_round_of_every_registered_method(smoke):
@@ -159,3 +175,26 @@ def test_a_method_round_whose_clients_raised_is_a_failed_row(tmp_path, monkeypat
         assert row["status"].startswith("failed: 2 client replies failed (first, client_0: RuntimeError: Expected")
     finally:
         gen.close()
+
+
+def test_smoke_runs_a_notebook_under_papermill(smoke):
+    sec = smoke["sections"]["notebooks"]
+    (row,) = sec["rows"]
+    assert row["notebook"] == "00_quickstart" and row["status"] == "ok", row
+    assert row["cells_run"] == row["code_cells"] > 0 and row["error"] is None
+
+
+def test_the_offline_hub_cache_resolves_the_full_presets_hub_id_to_a_local_model(tmp_path):
+    """The notebooks section's trick: the full preset's hub id loads, offline, the model the cache points to."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gpu_check
+
+    cache = gpu_check.offline_hub_cache(tmp_path / "hub", gpu_check.FULL_BASE, gpu_check.BASE)
+    code = ("from fedrl_kit.policy.hub import check_model_available; from fedrl_kit.policy.engine import Policy; "
+            f"print(check_model_available({gpu_check.FULL_BASE!r}).kind); "
+            f"print(Policy.load({gpu_check.FULL_BASE!r}).model.config.hidden_size)")
+    env = dict(os.environ, HF_HUB_CACHE=str(cache), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    hidden = json.loads((ROOT / "data" / "base" / "config.json").read_text())["hidden_size"]
+    assert proc.stdout.split() == ["hub", str(hidden)]
