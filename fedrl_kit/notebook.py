@@ -573,6 +573,22 @@ def setup(notebook: str, namespace: dict, config=None, *, presets: tuple[str, ..
     return cfg, where, figures
 
 
+def report_setup(report: str, namespace: dict) -> tuple[Path, Path]:
+    """A reproduction report's setup cell: a misspelt papermill parameter stops it in one line; returns the folder
+    of stored results it reads (the ``results_root`` parameter, default ``benchmarks/results``) and the folder its
+    figures go to (the ``figures_dir`` parameter, default ``runs/<report>/figures``)."""
+    from fedrl_kit import viz
+
+    check_parameters(*parameter_cells(_cell_history()))
+    results = Path(namespace.get("results_root") or repo_path("benchmarks/results"))
+    if not results.is_dir():
+        raise NotebookStop(f"results_root={shown_path(results)!r} is not a folder of stored results")
+    quiet_progress_bars()
+    viz.setup_notebook()
+    pd.set_option("display.width", 140)
+    return results, Path(namespace.get("figures_dir") or REPO_ROOT / "runs" / report / "figures")
+
+
 # -- exercises -------------------------------------------------------------------------------------------------------
 def check(prediction, answer, why: str = "", tolerance: float = 0.0) -> None:
     """An exercise's check cell: prints whether ``prediction`` matches ``answer`` (the notebook computed it), in one
