@@ -55,6 +55,9 @@ def test_stored_metadata_is_what_jupyterlab_writes(path):
     assert notebook_json(nb) == text, \
         f"{path.name} is not stored as JupyterLab writes it: scripts/store_notebook.py {path.name} rewrites it"
     assert nb["nbformat"] == 4
+    # papermill's per-cell timing is not in the .py twin: JupyterLab (jupytext) would drop it on the first save
+    assert not [i for i, c in enumerate(nb["cells"]) if "papermill" in c.get("metadata", {})], \
+        f"{path.name} keeps papermill's cell metadata: scripts/store_notebook.py {path.name} drops it"
 
 
 @pytest.mark.parametrize("value, written", [(69.0, "69"), (1e20, "100000000000000000000"), (-0.0, "0"),
