@@ -214,3 +214,16 @@ def test_one_group_is_a_local_steps_group_with_its_advantages(tiny_dir):
     assert group["advantage A_i"].tolist() == pytest.approx(expected.round(4).tolist())
     assert group.attrs["question"] in list(run.world.test["prompt"][:8])
     assert not any(name.startswith("answers/") for name in run.policy.model.peft_config)  # its adapter dropped
+
+
+def test_a_report_stops_in_one_line_on_a_misspelt_parameter_or_a_missing_results_folder(tmp_path):
+    from conftest import run_notebook
+    from papermill.exceptions import PapermillExecutionError
+
+    with pytest.raises(PapermillExecutionError) as e:
+        run_notebook("12_pubswap_report", tmp_path, results_rot="x")
+    assert e.value.ename == "NotebookStop"
+    assert e.value.evalue.startswith("not a parameter of this notebook: results_rot (did you mean results_root?)")
+    with pytest.raises(PapermillExecutionError) as e:
+        run_notebook("12_pubswap_report", tmp_path, results_root=str(tmp_path / "nowhere"))
+    assert e.value.ename == "NotebookStop" and "is not a folder of stored results" in e.value.evalue
