@@ -59,7 +59,8 @@ def pubswap_findings(results: str | Path = RESULTS) -> pd.DataFrame:
     claims = pubswap_claims(rows)
     return _rows(claims, {
         f"public steps limit drift: τ = {tau}": f"drift, Balanced − FedAvg-GRPO (τ = {tau})",
-        f"the swap limits drift (control, not a paper claim): τ = {tau}": f"drift, Balanced − no-swap control (τ = {tau})",
+        f"the swap limits drift (control, not a paper claim): τ = {tau}":
+            f"drift, Balanced − no-swap control (τ = {tau})",
         f"on-policy public steps limit drift (control, not a paper claim): τ = {tau}":
             f"drift, no-swap control − FedAvg-GRPO (τ = {tau})",
         f"Balanced outperforms FedAvg+GRPO for most choices of τ: τ = {tau}":
@@ -80,14 +81,18 @@ def fedmoa_findings(results: str | Path = RESULTS) -> pd.DataFrame:
                            if c["verdict"] != "not run"])
     claims["seeds"] = claims["seeds"].map(len)
     table = _rows(claims, {
-        "FedMOA > FedAvg-GRPO on global accuracy (Heter+Heter": "global accuracy, FedMOA − FedAvg-GRPO (Heter+Heter)",
-        "FedMOA > FedAvg-GRPO on aggregated reward (Heter+Heter": "aggregated reward, FedMOA − FedAvg-GRPO (Heter+Heter)",
-        "FedMOA > FedAvg-GRPO on local accuracy (Homo+Heter, code": "clients' own accuracy, FedMOA − FedAvg-GRPO (code family)",
+        "FedMOA > FedAvg-GRPO on global accuracy (Heter+Heter":
+            "global accuracy, FedMOA − FedAvg-GRPO (Heter+Heter)",
+        "FedMOA > FedAvg-GRPO on aggregated reward (Heter+Heter":
+            "aggregated reward, FedMOA − FedAvg-GRPO (Heter+Heter)",
+        "FedMOA > FedAvg-GRPO on local accuracy (Homo+Heter, code":
+            "clients' own accuracy, FedMOA − FedAvg-GRPO (code family)",
     }, mean="mean_difference", half="half_width")
     paths = pd.DataFrame(analysis.accuracy_weight_paths(grid["runs"]))
     for variant in ("FedMOA", "FedMOA, λ=100"):
         p = paths[paths.variant == variant].pivot_table(index="seed", columns="round", values="mean_w0")
         mean, half, n = t_interval((p[p.columns.max()] - p[0]).tolist())
-        table.loc[len(table)] = {"finding": f"accuracy weight w_acc, last round − start ({variant})", "difference": mean,
-                                 "±95% t": half, "seeds": n, "verdict": "falls" if mean + half < 0 else "within noise"}
+        table.loc[len(table)] = {"finding": f"accuracy weight w_acc, last round − start ({variant})",
+                                 "difference": mean, "±95% t": half, "seeds": n,
+                                 "verdict": "falls" if mean + half < 0 else "within noise"}
     return table.round(3)

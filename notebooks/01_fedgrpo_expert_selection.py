@@ -71,7 +71,7 @@ def make_config(p, method="fedgrpo"):
     split = dict(partition="iid") if beta == "iid" else dict(dirichlet_alpha=float(beta))
     sections = dict(fedgrpo=dict(neighbours=L, num_experts=M), evaluator=dict(sft_steps=SFT_STEPS[size])) \
         if method == "fedgrpo" else {}
-    smoke = notebook.smoke_fields(preset_name, notebook.SMOKE_SIZES["fedgrpo"], fixed=tuple(SIZES["quick"]))
+    smoke = notebook.smoke_fields(preset_name, notebook.SMOKE_SIZES["fedgrpo"], fixed=("num_clients", *SIZES["quick"]))
     return preset(p, method=method, num_clients=num_clients, seed=seed, **split, **sections, **SIZES[size], **smoke)
 
 
