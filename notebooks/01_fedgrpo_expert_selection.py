@@ -252,9 +252,10 @@ notebook.knobs(show_graph, question=widgets.IntSlider(question, 0, n_queries - 1
                M=widgets.IntSlider(M, 1, num_clients, continuous_update=False))
 
 # %%
-sq, fig = graph_for()
+sq, fig = graph_for()  # the default setting, stored for readers without a kernel
 viz.export(fig, "fedgrpo_confidence_graph", figures)
 print(f"hit rate at L = {L}, M = {M}: {sq['hit_rate_major']:.3f} (random: {sq['random_hit_rate_major']:.3f})")
+fig
 
 # %% [markdown]
 # ## 5. Run it: FedGRPO beside FedAvg-GRPO
