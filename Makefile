@@ -1,6 +1,8 @@
 # fedrl-kit — two commands on a fresh machine with Python 3.11:
 #   make demo   install into .venv, then run the quickstart notebook with papermill (writes runs/, figures included)
 #   make test   install if needed, then the unit tests and nbval over notebooks/
+#   make class  a class's working copy of the notebooks (runs/class) opened in JupyterLab: running them there never
+#               rewrites the repository's notebooks (docs/class-guide.md)
 PYTHON ?= python3.11
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -22,7 +24,7 @@ export MKL_CBWR ?= AVX2
 export DNNL_MAX_CPU_ISA ?= AVX2
 endif
 
-.PHONY: install demo test unit notebooks figures base base_moa bench real clean gpu-wheels gpu-check
+.PHONY: install demo test unit notebooks class class-check figures base base_moa bench real clean gpu-wheels gpu-check
 
 install: $(STAMP)
 
@@ -52,10 +54,22 @@ unit: install
 notebooks: install
 	$(PY) -m pytest --nbval-lax --nbval-cell-timeout=600 notebooks -q -p no:randomly -n $(TEST_WORKERS) --dist loadfile
 
+# a class's working copy (docs/class-guide.md): unpaired copies in runs/class/notebooks (a student's copy is never
+# overwritten; CLASS_FRESH=1 replaces them), opened in JupyterLab
+class: install
+	$(PY) scripts/class_copy.py runs/class $(if $(CLASS_FRESH),--fresh)
+	$(VENV)/bin/jupyter lab runs/class
+
+# before class: each notebook at its quick preset, timed in a scratch copy (benchmarks/notebook_wall_times.py), so
+# the teacher knows what a Run All costs on this machine
+class-check: install
+	OMP_NUM_THREADS=1 $(PY) benchmarks/notebook_wall_times.py --out runs/class/wall_times.json
+
 # regenerate the repository's figures/ (notebooks otherwise write figures into their own run folders)
 figures: install
 	mkdir -p runs figures
-	for nb in 00_quickstart 01_fedgrpo_expert_selection 02_pubswap_balanced_drift 03_fedmoa_pareto; do \
+	for nb in 00_quickstart 01_fedgrpo_expert_selection 02_pubswap_balanced_drift 03_fedmoa_pareto \
+	          11_fedgrpo_report 12_pubswap_report 13_fedmoa_report; do \
 	  $(PY) -m papermill notebooks/$$nb.ipynb runs/$$nb.ipynb --cwd notebooks -k python3 --engine fedrl -p figures_dir ../figures || exit 1; \
 	done
 

@@ -1,8 +1,14 @@
-"""Small helpers the notebooks share: tables of a world, a run's headline numbers, and the checks of a notebook's
-parameters (a preset it knows, the GPU a preset wants, a run folder per set of parameters) that stop it in one line."""
+"""Small helpers the notebooks share: a notebook's setup in one call (:func:`setup`: its parameters checked, its
+config, run folder and figures folder), tables of a world, a run's headline numbers, widgets that draw at once
+(:func:`knobs`), and the exercises' check cells (:func:`check`). Everything that stops a notebook does so in one
+line (:class:`NotebookStop`): an unknown preset, a misspelt papermill parameter, the GPU a preset wants, a run folder
+that is not one, a parameter edited since the setup cell ran."""
 
 from __future__ import annotations
 
+import ast
+import copy
+import difflib
 from pathlib import Path
 
 import pandas as pd
@@ -64,6 +70,42 @@ def before_after(run, n: int = 8) -> tuple[pd.DataFrame, pd.Series]:
     return table, accuracy
 
 
+def one_group(run, rows: int = 16, state=None, seed: int = 0) -> pd.DataFrame:
+    """One GRPO group, as a local step sees it: the G = ``num_generations`` answers a model samples for one test
+    problem at the rollout temperature, each answer's reward (the run's accuracy reward, 0 or 1) and its
+    group-relative advantage (:func:`fedrl_kit.grpo.group_advantages`, the function a local step calls).
+
+    The problem is the first of the first ``rows`` test problems whose group holds both right and wrong answers (a
+    group that teaches something), else the first one.
+
+    Args:
+        state: the LoRA state that answers (default: the run's initial adapter, the base model).
+    """
+    import torch
+
+    from fedrl_kit.grpo import group_advantages
+
+    cfg, test = run.config, run.world.test
+    G, rows = cfg.num_generations, min(rows, len(test))
+    name = "answers/group"
+    run.policy.set_state(name, run.initial_state if state is None else state)
+    try:
+        r = run.policy.rollout(name, list(test["prompt"][:rows]), G, seed=seed)
+    finally:
+        run.policy.drop(name)
+    gold = [a for a in test["answer"][:rows] for _ in range(G)]
+    rewards = torch.tensor([v or 0.0 for v in run.accuracy_fn(r.prompts, r.completions, answer=gold)],
+                           dtype=torch.float64).view(rows, G)  # [rows, G]
+    mixed = [i for i in range(rows) if 0 < rewards[i].sum() < G]
+    row = mixed[0] if mixed else 0
+    adv = group_advantages(rewards[row], G)  # [G]
+    table = pd.DataFrame({"answer": [" ".join(t.split()) for t in r.completions[row * G:(row + 1) * G]],
+                          "reward r_i": rewards[row].numpy(), "advantage A_i": adv.numpy().round(4)},
+                         index=[f"i = {i + 1}" for i in range(G)])
+    table.attrs["question"], table.attrs["gold"] = test["prompt"][row], test["answer"][row]
+    return table
+
+
 def stored_before_after(path: str | Path) -> pd.DataFrame:
     """A stored before/after measurement over seeds (``benchmarks/real_lm_learns.py``'s file) as a table: per seed
     the held-out pass@1 of the base and of the final model, the gain, the format rate and the wall time; in the last
@@ -92,12 +134,16 @@ def topic_table(records: list[dict]) -> pd.DataFrame:
                         index=topics).round(3)
 
 
-def knobs(update, **controls):
-    """Widgets that call ``update(**values)`` into an output area below them whenever one of them changes.
+KNOBS: list = []
+"""every widget box :func:`knobs` made in this kernel, in order (:func:`drive_knobs` turns each of them)"""
 
-    Unlike ``ipywidgets.interact``, nothing runs when the widgets are created: a notebook executed without a
-    browser (papermill, nbval) keeps no output inside the widget — the notebook shows the default setting in
-    the next cell — and a large figure drawn inside a widget output during such a run stalls nbclient.
+
+def knobs(update, **controls):
+    """Widgets that call ``update(**values)`` into an output area below them: once when the box is first displayed
+    (the default setting, drawn at once) and again whenever one of them changes.
+
+    An error inside ``update`` shows in the output area, as in any cell, and is kept in the box's ``errors`` list
+    (which :func:`drive_knobs` reads).
 
     Args:
         update: called with one keyword per control, its current value.
@@ -111,19 +157,77 @@ def knobs(update, **controls):
 
     if not controls:
         raise ValueError("knobs needs at least one control widget")
-    out = widgets.Output()
 
-    def run(_change=None):
+    class Knobs(widgets.VBox):
+        def _repr_mimebundle_(self, **kwargs):
+            if not self.drawn:  # the first display draws the default setting
+                self.drawn = True
+                self.redraw()
+            return super()._repr_mimebundle_(**kwargs)
+
+    out = widgets.Output()
+    box = Knobs([widgets.HBox(list(controls.values())), out])
+    box.drawn, box.errors, box.calls, box.controls = False, [], 0, controls
+
+    def redraw(_change=None):
+        box.calls += 1
         with out:
             out.clear_output(wait=True)
-            update(**{name: w.value for name, w in controls.items()})
+            try:
+                update(**{name: w.value for name, w in controls.items()})
+            except Exception as e:
+                box.errors.append(e)
+                raise  # shown in the output area (ipywidgets' Output), as a cell shows it
 
+    box.redraw = redraw
     for name, w in controls.items():
         w.description = w.description or name
-        w.observe(run, names="value")
-    box = widgets.VBox([widgets.HBox(list(controls.values())), out])
+        w.observe(redraw, names="value")
     box.add_class("fedrl-knobs")
+    KNOBS.append(box)
     return box
+
+
+def _other_values(w) -> list:
+    """Values to turn a control to: each option of a choice (at most 4, the last one included), or a slider's low
+    end, middle and high end."""
+    if hasattr(w, "options"):
+        values = [v[1] if isinstance(v, tuple) else v for v in w.options]
+        picked = values[:3] + values[-1:] if len(values) > 4 else values
+        return [v for v in dict.fromkeys(picked) if v != w.value]
+    if hasattr(w, "min") and hasattr(w, "max"):
+        mid = type(w.value)((w.min + w.max) / 2) if isinstance(w.value, int) else (w.min + w.max) / 2
+        return [v for v in dict.fromkeys([w.min, mid, w.max]) if v != w.value]
+    return []
+
+
+def drive_knobs(boxes=None) -> pd.DataFrame:
+    """Draw every :func:`knobs` box (default: all made in this kernel) as its first display does, then turn each of
+    its controls to each of its other values (:func:`_other_values`) and back, as a reader's clicks would; raise
+    AssertionError naming every setting whose update failed or did not run. Returns one row per box."""
+    rows, failed = [], []
+    for i, box in enumerate(KNOBS if boxes is None else boxes):
+        settings = [(None, None)] + [(name, v) for name, w in box.controls.items()
+                                     for v in [*_other_values(w), w.value]]
+        for name, v in settings:
+            before, calls = len(box.errors), box.calls
+            try:
+                if name is None:
+                    box.redraw()  # what the first display does
+                elif box.controls[name].value != v:
+                    box.controls[name].value = v  # a click: the change runs the update
+                else:
+                    continue
+            except Exception:  # noqa: BLE001 - outside a kernel the output area does not catch it; kept in errors
+                pass
+            if len(box.errors) > before:
+                failed.append(f"box {i} ({', '.join(box.controls)}) {name}={v!r}: {box.errors[-1]!r}")
+            elif box.calls != calls + 1:
+                failed.append(f"box {i} ({', '.join(box.controls)}) {name}={v!r}: the update did not run")
+        rows.append({"box": i, "controls": ", ".join(box.controls), "settings drawn": len(settings),
+                     "failures": sum(f.startswith(f"box {i} ") for f in failed)})
+    assert not failed, "widget updates that failed:\n" + "\n".join(failed)
+    return pd.DataFrame(rows)
 
 
 # -- parameters -------------------------------------------------------------------------------------------------
@@ -289,6 +393,237 @@ def start_run_dir(run_dir: str | Path) -> Path:
         return fresh_run_dir(run_dir)
     except ValueError as e:  # DamagedRunDir and RunDirInUse too
         raise NotebookStop(str(e)) from None
+
+
+# -- one-line setup ------------------------------------------------------------------------------------------------
+PRESETS = ("quick", "smoke", "full", "full-smoke")
+"""the presets every notebook runs: quick (2-core CPU), smoke (tiny sizes), full (GPU), full-smoke (GPU, tiny)"""
+
+SMOKE_SIZES = {
+    "quickstart": dict(n_train=64, n_test=8, prompts_per_step=2, num_generations=2, eval_samples=1, num_iterations=1),
+    "fedgrpo": dict(n_train=400, n_test=8, n_aux=20, num_generations=2, num_iterations=1),
+    "pubswap": dict(n_train=64, n_test=8, n_public=8, prompts_per_step=2, num_generations=2, eval_samples=1,
+                    num_iterations=1),
+}
+"""each notebook's ``smoke`` sizes: a handful of problems and 2 answers each, seconds per run (what CI runs)"""
+
+PAPERMILL_CELL = "# Parameters"
+"""how the cell papermill injects after the ``parameters`` cell begins"""
+
+
+def _assigned(source: str) -> list[str] | None:
+    """The names a cell of plain assignments of literal values binds (``x = 1``, ``a: int = 2``, ``t = [2, 8]``), in
+    order; None for any other cell."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+            targets = [t.id for t in node.targets]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            targets = [node.target.id]
+        else:
+            return None
+        try:
+            ast.literal_eval(node.value)
+        except ValueError:
+            return None
+        names += targets
+    return names or None
+
+
+def parameter_cells(history: list[str]) -> tuple[list[str], list[str]]:
+    """(declared, injected): the names the notebook's parameters cell assigns and those papermill's injected cell
+    assigns, read from the sources of the cells run before the current one (``history``, oldest first, the current
+    cell last). The parameters cell is the last cell of plain assignments before the injected one (or before the
+    current cell, when nothing was injected)."""
+    before = [h for h in history[:-1] if h.strip()]
+    injected: list[str] = []
+    while before and before[-1].lstrip().startswith(PAPERMILL_CELL):
+        injected = (_assigned(before.pop()) or []) + injected
+    declared = next((names for h in reversed(before) if (names := _assigned(h))), [])
+    return declared, injected
+
+
+def check_parameters(declared: list[str], injected: list[str]) -> None:
+    """Stop in one line when papermill was given a parameter the notebook does not have (``-p num_client 8``),
+    naming the close match and the notebook's parameters."""
+    unknown = [n for n in injected if n not in declared]
+    if unknown and declared:
+        hints = [f"{n} (did you mean {m[0]}?)" if (m := difflib.get_close_matches(n, declared, 1)) else n
+                 for n in unknown]
+        raise NotebookStop(f"not a parameter of this notebook: {', '.join(hints)}; its parameters are "
+                           + ", ".join(declared))
+
+
+_WATCHED: dict = {"names": [], "values": None}
+"""the parameters the setup cell ran with: their names, and their values once that cell has finished"""
+
+
+def _cell_history() -> list[str]:
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return list(shell.history_manager.input_hist_raw) if shell is not None else []
+
+
+def _watch(names: list[str]) -> None:
+    """After the current (setup) cell ends, remember the values of ``names``; before every later cell, stop it in
+    one line when one of them has changed since (:func:`check_fresh`). The parameters cell and the setup cell itself
+    are never stopped."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    _WATCHED.update(names=list(names), values=None)
+    if shell is None or getattr(shell, "_fedrl_watching", False):
+        return
+
+    def remember(result=None):
+        if _WATCHED["values"] is None and _WATCHED["names"]:
+            ns = shell.user_ns
+            _WATCHED["values"] = {n: copy.deepcopy(ns.get(n)) for n in _WATCHED["names"]}
+
+    def add_check(lines: list[str]) -> list[str]:
+        source = "".join(lines)
+        if (_WATCHED["values"] is None or not source.strip() or source.lstrip().startswith("%%")
+                or _assigned(source) or ".setup(" in source):
+            return lines
+        return ["__import__('fedrl_kit.notebook').notebook.check_fresh()\n", *lines]
+
+    shell.events.register("post_run_cell", remember)
+    shell.input_transformers_post.append(add_check)
+    shell._fedrl_watching = True
+
+
+def check_fresh(namespace: dict | None = None) -> None:
+    """Stop in one line when a parameter has changed since the setup cell ran (its results would be stale), saying
+    what to re-run."""
+    if _WATCHED["values"] is None:
+        return
+    if namespace is None:
+        from IPython import get_ipython
+
+        namespace = get_ipython().user_ns
+    changed = []
+    for name, was in _WATCHED["values"].items():
+        now = namespace.get(name)
+        try:
+            same = bool(now == was)
+        except Exception:  # noqa: BLE001 - values that do not compare: treat as changed
+            same = False
+        if not same:
+            changed.append(f"{name} {was!r} → {now!r}")
+    if changed:
+        raise NotebookStop(f"parameters changed since the setup cell ran ({'; '.join(changed)}): run the setup "
+                           "cell (the one calling notebook.setup) again, then the cells after it")
+
+
+def setup(notebook: str, namespace: dict, config=None, *, presets: tuple[str, ...] = PRESETS, choices=None,
+          smoke: str | None = None, fixed: tuple[str, ...] = (), setting: dict | None = None, words: tuple = (),
+          folder: dict | None = None, runs: str = "run_dir"):
+    """A notebook's setup cell in one call; returns ``(config, run folder, figures folder)``.
+
+    In order: a papermill parameter the notebook does not have stops it (:func:`check_parameters`); so does an
+    unknown ``preset_name`` or a parameter outside ``choices`` (name → valid values); the config is built; a GPU
+    preset on a machine without one, or a model that is not installed, stops it; the run folder is made from the
+    parameters (:func:`run_folder`: ``runs/<notebook>/<preset>-<words>-<folder>``, or the parameter named by
+    ``runs``, ``run_dir`` or ``run_root``, when given) and checked (a ``run_dir`` is emptied when a run wrote it,
+    :func:`start_run_dir`; a ``run_root`` may hold runs only, :func:`check_run_root`); figures go to the
+    ``figures_dir`` parameter or the run folder's ``figures/``; progress bars are silenced and figures set up; and
+    from then on a cell run after a parameter was edited stops, saying to re-run this cell (:func:`check_fresh`).
+
+    Args:
+        notebook: the notebook's short name (its folder under ``runs/``).
+        namespace: the notebook's ``globals()``: its parameters are read from it.
+        config: a callable taking the config preset (``quick``, ``full``: a smoke preset maps to its own) and
+            returning the RunConfig. Default: :func:`fedrl_kit.config.preset` with ``setting``, then (smoke presets)
+            ``SMOKE_SIZES[smoke]`` less ``fixed`` (:func:`smoke_fields`), then every parameter that is a RunConfig
+            field and neither None nor "", on the reference path when the parameter ``reference_path`` is true.
+        words, folder: the run folder's name after the preset (:func:`run_folder`'s ``words`` and ``values``).
+    """
+    from dataclasses import fields as dataclass_fields
+
+    from fedrl_kit import viz
+    from fedrl_kit.config import RunConfig, preset
+
+    declared, injected = parameter_cells(_cell_history())
+    check_parameters(declared, injected)
+    preset_name = check_preset(namespace["preset_name"], presets)
+    for name, valid in (choices or {}).items():
+        check_choice(name, namespace[name], tuple(valid))
+    if config is None:
+        known = {f.name for f in dataclass_fields(RunConfig)}
+        given = {k: v for k, v in namespace.items() if k in known and k in (declared or known) and v not in (None, "")}
+        sizes = smoke_fields(preset_name, SMOKE_SIZES[smoke], fixed) if smoke else {}
+        cfg = preset(config_preset(preset_name), **{**(setting or {}), **sizes, **given})
+        cfg = cfg.reference() if namespace.get("reference_path") else cfg
+    else:
+        cfg = config(config_preset(preset_name))
+    require_gpu(cfg.device, preset_name)  # full on a laptop stops here, in one line
+    require_model(cfg)
+    where = run_folder(notebook, preset_name, *words, run_dir=namespace.get(runs, ""), **(folder or {}))
+    where = start_run_dir(where) if runs == "run_dir" else check_run_root(where)
+    quiet_progress_bars()
+    viz.setup_notebook()
+    pd.set_option("display.width", 140)
+    figures = Path(namespace["figures_dir"]) if namespace.get("figures_dir") else where / "figures"
+    _watch(declared)
+    return cfg, where, figures
+
+
+def report_setup(report: str, namespace: dict) -> tuple[Path, Path]:
+    """A reproduction report's setup cell: a misspelt papermill parameter stops it in one line; returns the folder
+    of stored results it reads (the ``results_root`` parameter, default ``benchmarks/results``) and the folder its
+    figures go to (the ``figures_dir`` parameter, default ``runs/<report>/figures``)."""
+    from fedrl_kit import viz
+
+    check_parameters(*parameter_cells(_cell_history()))
+    results = Path(namespace.get("results_root") or repo_path("benchmarks/results"))
+    if not results.is_dir():
+        raise NotebookStop(f"results_root={shown_path(results)!r} is not a folder of stored results")
+    quiet_progress_bars()
+    viz.setup_notebook()
+    pd.set_option("display.width", 140)
+    return results, Path(namespace.get("figures_dir") or REPO_ROOT / "runs" / report / "figures")
+
+
+# -- exercises -------------------------------------------------------------------------------------------------------
+def check(prediction, answer, why: str = "", tolerance: float = 0.0) -> None:
+    """An exercise's check cell: prints whether ``prediction`` matches ``answer`` (the notebook computed it), in one
+    line, and ``why`` after a right answer. ``None`` (nothing predicted yet) says so without giving the answer away.
+    Numbers match within ``tolerance``; lists and tuples match element by element, sets in any order; text matches
+    ignoring case and surrounding spaces."""
+    def same(p, a) -> bool:
+        if isinstance(a, set) or isinstance(p, set):
+            return set(p) == set(a) if _iterable(p) and _iterable(a) else False
+        if _iterable(a) and not isinstance(a, str):
+            return _iterable(p) and not isinstance(p, str) and len(list(p)) == len(list(a)) and all(
+                same(x, y) for x, y in zip(p, a))
+        if isinstance(a, str) or isinstance(p, str):
+            return str(p).strip().lower() == str(a).strip().lower()
+        try:
+            return abs(float(p) - float(a)) <= tolerance
+        except (TypeError, ValueError):
+            return p == a
+
+    if prediction is None or prediction is ...:
+        print("No prediction yet: write yours in the cell above, run it, then run this cell again.")
+        return
+    if same(prediction, answer):
+        print(f"✔ Right: {answer!r}. {why}".rstrip())
+    else:
+        print(f"✘ Not quite: you predicted {prediction!r}; the notebook computed {answer!r}. Look again at the cells "
+              "above, change your prediction and run both cells again.")
+
+
+def _iterable(x) -> bool:
+    try:
+        iter(x)
+    except TypeError:
+        return False
+    return True
 
 
 def lab_number(x: float) -> str:

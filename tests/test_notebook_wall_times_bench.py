@@ -50,10 +50,16 @@ def test_parameters_reach_papermill_and_a_malformed_one_is_refused(bench, tmp_pa
     monkeypatch.setattr(bench.subprocess, "run", fake_run)
     project = bench.scratch_project(tmp_path / "p", ["00_quickstart"])
     bench.execute(project, "00_quickstart", "default", tmp_path, {"base": "smollm2", "rounds": "2"})
-    assert seen[0][-9:] == ["-p", "run_dir", str(project / "runs" / "00_quickstart"), "-p", "base", "smollm2", "-p",
-                            "rounds", "2"]  # the run goes to the scratch project, not the repository's runs/
+    runs = project / "runs"
+    assert seen[0][-12:] == ["-p", "run_dir", str(runs / "00_quickstart"), "-p", "figures_dir",
+                             str(runs / "00_quickstart" / "figures"), "-p", "base", "smollm2", "-p", "rounds", "2"]
+    # the run and its figures go to the scratch project, not the repository's runs/
     bench.execute(project, "03_fedmoa_pareto", "default", tmp_path, {})
-    assert seen[1][-3:] == ["-p", "run_root", str(project / "runs" / "03_fedmoa_pareto")]
+    assert seen[1][-6:] == ["-p", "run_root", str(runs / "03_fedmoa_pareto"), "-p", "figures_dir",
+                            str(runs / "03_fedmoa_pareto" / "figures")]
+    bench.execute(project, "12_pubswap_report", "default", tmp_path, {})  # a report trains nothing: no run folder
+    assert seen[2][-3:] == ["-p", "figures_dir", str(runs / "12_pubswap_report" / "figures")]
+    assert "run_root" not in seen[2] and bench.BUDGET_S["12_pubswap_report"] == 60.0
     with pytest.raises(SystemExit):
         bench.main(["--notebooks", "00_quickstart", "--parameters", "base:smollm2", "--out", str(tmp_path / "o.json")])
     assert "--parameters takes KEY=VALUE items" in capsys.readouterr().err and not (tmp_path / "o.json").exists()

@@ -1,0 +1,182 @@
+"""One federated round as a picture: the server, a few clients, and the messages between them in order.
+
+The teaching notebooks open with one of these (Spinning Up's "quick facts" as a drawing): what the server does,
+what each client does, and what goes down and what comes up, numbered in the order a round sends them. The
+drawing is an SVG written by this module (no browser, no plotly): it shows in JupyterLab, on GitHub and in a
+stored notebook alike. :data:`ROUNDS` holds each method's round in the papers' words; :func:`round_diagram`
+draws any round given as such a :class:`Round`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+
+FONT = "font-family:Helvetica,Arial,sans-serif"
+CHAR_W = 6.6
+"""the width of one character at font size 12 (Helvetica's mean), to size boxes around their text"""
+LINE_H = 16
+
+
+@dataclass(frozen=True)
+class Message:
+    """One kind of message of a round: ``down`` (server → clients) or ``up``, what it carries, and who gets it."""
+
+    direction: str  # "down" | "up"
+    carries: str
+    who: str = "every client"
+
+    def __post_init__(self):
+        if self.direction not in ("down", "up"):
+            raise ValueError(f"Message.direction must be 'down' or 'up', got {self.direction!r}")
+
+
+@dataclass(frozen=True)
+class Round:
+    """A method's round: the server's lines, a client's lines, the messages in order, and which clients take part
+    (``selected``: indices among the drawn clients that the round's targeted messages reach; None: all)."""
+
+    title: str
+    server: tuple[str, ...]
+    client: tuple[str, ...]
+    messages: tuple[Message, ...]
+    selected: tuple[int, ...] | None = None
+    last_client: str = "K"  # the symbol of the number of clients
+
+
+ROUNDS = {
+    "fedavg_grpo": Round(
+        "one FedAvg-GRPO round",
+        server=("holds the global LoRA adapter (A, B)", "average the replies, weighted by n_k (FedAvg)"),
+        client=("τ local GRPO steps on its", "private prompts: G answers each,", "verifier rewards, advantages"),
+        messages=(Message("down", "global adapter (A, B)"),
+                  Message("up", "its adapter (A_k, B_k) and n_k, its number of examples"))),
+    "fedgrpo": Round(
+        "one FedGRPO server step (Algorithm 1); a round is τ of them",
+        server=("1 sample G candidate answers ŷ for a question x_s",
+                "2 find its L nearest auxiliary questions (eq. 5)",
+                "4 keep the M most competent clients (eq. 6)",
+                "6 advantages from the experts' scores (eqs. 8–9)",
+                "7 one GRPO step on the server's own policy"),
+        client=("a domain model θ_k trained", "on its private labelled data D_k", "(never sent)"),
+        messages=(Message("down", "3 the L auxiliary questions (once: the answers are cached)"),
+                  Message("up", "3 competence: P(θ_k answers each one right)"),
+                  Message("down", "5 question x_s and its G candidate answers", "the M experts only"),
+                  Message("up", "5 G scalar scores r_k^s (exact check AE, or model ME)", "the M experts only")),
+        selected=(0, 2)),
+    "pubswap": Round(
+        "one PubSwap round (N clients, τ local steps)",
+        server=("holds the global LoRA adapter (A, B)",
+                "public step: swap answers between clients (Balanced or Random)",
+                "end of round: average A and B separately (FedIT)"),
+        client=("τ local GRPO steps; every τ_swap-th", "step is public: the same b public",
+                "prompts for every client"),
+        messages=(Message("down", "global adapter (A, B)"),
+                  Message("up", "public step: K answers per public prompt + 0/1 correctness"),
+                  Message("down", "public step: its group of K answers after the swap"),
+                  Message("up", "end of round: its adapter (A_n, B_n)")),
+        last_client="N"),
+    "fedmoa": Round(
+        "one FedMOA round",
+        server=("cluster the clients by the name of their accuracy reward",
+                "α_m = softmax(1 / (w_acc,m + ε)) inside a cluster (eq. 11)",
+                "θ^(c) = Σ α_m θ^(m),  w^(c) = Σ α_m w^(m)  (eq. 12)",
+                "θ = Σ_c (N_c / N) θ^(c)  (eq. 13)"),
+        client=("τ local steps of GRPO on r_w = Σ w_k r_k", "(eq. 2); after each step move w by its",
+                "hypergradient (eqs. 8–10)"),
+        messages=(Message("down", "global model θ and its cluster's reward weights w^(c)"),
+                  Message("up", "its model θ^(m), reward names, weights w^(m), data size N_m")),
+        last_client="M"),
+}
+"""each method's round, in the papers' words (the notebooks' diagrams)"""
+
+
+class Diagram:
+    """An SVG picture that notebooks display (``_repr_svg_``) and :meth:`save` writes to a file."""
+
+    def __init__(self, svg: str):
+        self.svg = svg
+
+    def _repr_svg_(self) -> str:
+        return self.svg
+
+    def save(self, folder: str | Path, name: str) -> Path:
+        path = Path(folder) / f"{name}.svg"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.svg, encoding="utf-8")
+        return path
+
+
+def _box(x: float, y: float, lines: tuple[str, ...], fill: str, stroke: str, bold_first: str = "",
+         width: float | None = None) -> tuple[list[str], float, float]:
+    """A rounded box with a heading and lines of text at (x, y); returns (svg parts, width, height)."""
+    texts = ((bold_first,) if bold_first else ()) + tuple(lines)
+    w = width or max(len(t) for t in texts) * CHAR_W + 24
+    h = len(texts) * LINE_H + 14
+    parts = [f'<rect x="{x:.0f}" y="{y:.0f}" width="{w:.0f}" height="{h:.0f}" rx="8" fill="{fill}" '
+             f'stroke="{stroke}" stroke-width="1.5"/>']
+    for i, t in enumerate(texts):
+        weight = ' font-weight="bold"' if bold_first and i == 0 else ""
+        parts.append(f'<text x="{x + 12:.0f}" y="{y + 20 + i * LINE_H:.0f}" font-size="12"{weight}>'
+                     f'{escape(t, quote=False)}</text>')
+    return parts, w, h
+
+
+def round_diagram(method: str | Round, clients: int = 3) -> Diagram:
+    """One round of ``method`` (a key of :data:`ROUNDS`, or a :class:`Round`) with ``clients`` client boxes drawn
+    (the last one named ``K``, standing for all the others): the server on top, the clients below, and between them
+    the round's messages top to bottom in the order they are sent, down-arrows on the left, up-arrows on the right.
+    Clients a round's targeted messages skip are drawn pale."""
+    if isinstance(method, str):
+        if method not in ROUNDS:
+            raise ValueError(f"method must be one of {sorted(ROUNDS)} or a Round, got {method!r}")
+        method = ROUNDS[method]
+    if clients < 2:
+        raise ValueError(f"clients must be >= 2 (the last box stands for all the others), got {clients}")
+    r = method
+    width = 980
+    parts: list[str] = []
+    _, sw, sh = _box(0, 0, r.server, "#e8f0fe", "#1a73e8", "server")
+    parts += _box((width - sw) / 2, 36, r.server, "#e8f0fe", "#1a73e8", "server")[0]
+    top = 36 + sh + 24
+    lane = []
+    for i, m in enumerate(r.messages):  # one row per message: arrow and label
+        y = top + i * 30
+        arrow_x = 40 if m.direction == "down" else width - 40
+        y0, y1 = (y, y + 22) if m.direction == "down" else (y + 22, y)
+        colour = "#1a73e8" if m.direction == "down" else "#d93025"
+        lane.append(f'<line x1="{arrow_x}" y1="{y0}" x2="{arrow_x}" y2="{y1}" stroke="{colour}" stroke-width="2.5" '
+                    f'marker-end="url(#head-{m.direction})"/>')
+        label = f"{'↓' if m.direction == 'down' else '↑'} {m.carries}" + (f"  [{m.who}]" if m.who != "every client"
+                                                                        else "")
+        anchor, tx = ("start", 60) if m.direction == "down" else ("end", width - 60)
+        w = len(label) * CHAR_W + 8
+        lane.append(f'<rect x="{tx - 4 if anchor == "start" else tx - w + 4:.0f}" y="{y + 2}" width="{w:.0f}" '
+                    f'height="19" fill="white" fill-opacity="0.9"/>')
+        lane.append(f'<text x="{tx}" y="{y + 16}" font-size="12" text-anchor="{anchor}" fill="{colour}">'
+                    f'{escape(label, quote=False)}</text>')
+    cy = top + len(r.messages) * 30 + 16
+    gap = 16
+    cw = (width - gap * (clients - 1)) / clients
+    for j in range(clients):
+        name = f"client {j + 1}" if j < clients - 1 else f"… client {r.last_client}"
+        pale = r.selected is not None and j not in r.selected
+        fill, stroke = ("#f5f5f5", "#bdbdbd") if pale else ("#fef7e0", "#f9ab00")
+        box, _, ch = _box(j * (cw + gap), cy, r.client, fill, stroke,
+                          name + ("  (not an expert here)" if pale else ""), width=cw)
+        parts += box
+        cx = j * (cw + gap) + cw / 2
+        parts.append(f'<line x1="{width / 2:.0f}" y1="{36 + sh}" x2="{cx:.0f}" y2="{cy}" stroke="#9aa0a6" '
+                     f'stroke-dasharray="{"2,4" if pale else "6,3"}" stroke-width="1"/>')
+    parts += lane  # over the fan lines, so that no line crosses a label
+    height = cy + ch + 8
+    defs = ('<defs>' + "".join(
+        f'<marker id="head-{d}" markerWidth="8" markerHeight="8" refX="4" refY="4" orient="auto">'
+        f'<path d="M0,0 L8,4 L0,8 z" fill="{c}"/></marker>' for d, c in (("down", "#1a73e8"), ("up", "#d93025")))
+        + '</defs>')
+    title = f'<text x="{width / 2:.0f}" y="20" font-size="15" font-weight="bold" text-anchor="middle">' \
+            f'{escape(r.title, quote=False)}</text>'
+    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height:.0f}" '
+           f'viewBox="0 0 {width} {height:.0f}" style="{FONT}">{defs}{title}{"".join(parts)}</svg>')
+    return Diagram(svg)
