@@ -134,12 +134,12 @@ def test_initial_state_is_what_attach_lora_made_and_leaves_the_rng_alone(tiny_di
 
 def test_fresh_run_dir_empties_only_a_run_folder_this_toolkit_wrote_and_no_live_one(tiny_dir, tmp_path):
     """The quickstart notebook's "start afresh": it deleted whatever folder it was given (a user's file was lost)."""
-    from fedrl_kit.runs import RunDirInUse, RunLock, fresh_run_dir
+    from fedrl_kit.runs import RUN_MARKER, RunDirInUse, RunLock, fresh_run_dir
 
     mine = tmp_path / "mine"  # a user's folder, not a run folder: nothing in it may go
     mine.mkdir()
     (mine / "thesis.tex").write_text("years of work")
-    with pytest.raises(ValueError, match=r"not a run folder \(it has no config\.json\)") as refused:
+    with pytest.raises(ValueError, match=rf"not a run folder \(it has no {RUN_MARKER}") as refused:
         fresh_run_dir(mine)
     assert "\n" not in str(refused.value) and (mine / "thesis.tex").read_text() == "years of work"
     afile = tmp_path / "notes.txt"
@@ -153,10 +153,6 @@ def test_fresh_run_dir_empties_only_a_run_folder_this_toolkit_wrote_and_no_live_
     (run_dir / "figures").mkdir()  # what `fedrl plot` and the notebooks add
     (run_dir / "figures" / "pass_at_1.html").write_text("<html/>")
     (run_dir / "data.csv").write_text("a user's file put into a run folder")
-    with pytest.raises(ValueError, match=r"holds files a run does not write \(data\.csv\)"):
-        fresh_run_dir(run_dir)
-    assert (run_dir / "data.csv").exists() and (run_dir / "checkpoint" / "state.json").exists()
-    (run_dir / "data.csv").unlink()
 
     held = RunLock(run_dir).acquire()  # a live run in the folder
     try:
@@ -166,8 +162,9 @@ def test_fresh_run_dir_empties_only_a_run_folder_this_toolkit_wrote_and_no_live_
         held.release()
     assert (run_dir / "checkpoint" / "state.json").exists()
 
-    assert fresh_run_dir(run_dir) == run_dir
-    assert run_dir.is_dir() and not list(run_dir.iterdir())
+    assert fresh_run_dir(run_dir) == run_dir  # the run's files go; what it did not write stays
+    assert sorted(p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*")) == \
+        ["data.csv", "figures", "figures/pass_at_1.html"]
     assert fresh_run_dir(tmp_path / "new") == tmp_path / "new" and not (tmp_path / "new").exists()
     recs = Run(small_config(tiny_dir, rounds=1), run_dir, progress=False).run()  # starts at round 0 again
     assert [r["round"] for r in recs if r["kind"] == "global"] == [0, 1]
