@@ -551,11 +551,28 @@ class Run:
         self.server = Server(self.runtime, self.policy, cfg, ServerWorld.of(self.world, **self.server_splits), start)
         self.truth = SimulatorTruth(clients, self.truth_facts)  # for the method's diagnostics only, never the server
         if clients:  # round 0: each client says what the server may know of it (data size, reward names, …)
+            plan = self._planned_sizes(clients)
+            if plan is not None:  # simulation: the plan says each client's size; a claim of another is refused
+                self.runtime.expect["num_examples"] = plan
             ok, _ = self.server.split_replies(self.runtime.broadcast("properties", 0, {}))
             self.server.properties = {cid: r.payload for cid, r in ok.items()}
+            # FedAvg's weights: what the server knows, never what a later reply claims (replies.examples)
+            self.server.sizes = plan if plan is not None else {cid: p["num_examples"] for cid, p in
+                                                               self.server.properties.items()}
+            self.runtime.expect["num_examples"] = self.server.sizes
         self.initial_state = {k: v.copy() for k, v in self.server.global_state.items()}
         self._built = True
         return self
+
+    def _planned_sizes(self, clients: dict) -> dict[str, int] | None:
+        """Each client's size as the simulation planned it: the length of the data it handed the client when it made
+        it (before any message); None when deployed (the clients are on their nodes)."""
+        if self.server_data is not None:
+            return None
+        try:
+            return {cid: len(c.data) for cid, c in clients.items()}
+        except (AttributeError, TypeError):  # a client class without a sized `data`: its round-0 properties then
+            return None
 
     # -- bookkeeping -----------------------------------------------------------------------------
     def _record(self, rec: dict, fh) -> None:
