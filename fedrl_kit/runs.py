@@ -99,10 +99,15 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _config_digest(text: str) -> str:
-    """The checksum a checkpoint records of config.json: of what it means (today's fields, a missing one at its
-    default, as resume reads it), every field but ``rounds`` (a resumed run may extend it)."""
-    saved, default = _flat(migrate(json.loads(text))), _flat(RunConfig().to_dict())
-    meaning = {k: saved.get(k, default.get(k)) for k in set(saved) | set(default) if k != "rounds"}
+    """The checksum a checkpoint records of config.json: of the fields it holds (read as resume reads them), every one
+    but ``rounds`` (a resumed run may extend it).
+
+    Only the fields the file holds: a field added to the toolkit later (a new method's settings block) must not change
+    the digest of a folder written before it (filling it in at today's default did, and every checkpointed folder was
+    then refused as edited). A run writes every field it has, so for a checkpoint written by any earlier version this
+    is the digest that version recorded."""
+    saved = _flat(migrate(json.loads(text)))
+    meaning = {k: v for k, v in saved.items() if k != "rounds"}
     return _sha(json.dumps(meaning, sort_keys=True, default=str).encode())
 
 

@@ -42,15 +42,38 @@ def test_resume_refuses_a_different_config(tiny_dir, tmp_path):
         Run(small_config(tiny_dir, rounds=1, learning_rate=0.5), tmp_path, progress=False).run()
 
 
-def test_resume_accepts_a_config_written_before_a_field_existed(tiny_dir, tmp_path):
+def test_resume_accepts_a_config_written_before_a_field_existed(tiny_dir, tmp_path, monkeypatch):
+    from fedrl_kit.config import RunConfig
+
+    to_dict = RunConfig.to_dict
+    # a version without drift tracing writes config.json, and its checkpoint's digest, without the field
+    monkeypatch.setattr(RunConfig, "to_dict",
+                        lambda self: {k: v for k, v in to_dict(self).items() if k != "trace_drift"})
     Run(small_config(tiny_dir, rounds=1), tmp_path, progress=False).run()
-    saved = json.loads((tmp_path / "config.json").read_text())
-    del saved["trace_drift"]  # as written by a version without drift tracing
-    (tmp_path / "config.json").write_text(json.dumps(saved))
+    assert "trace_drift" not in json.loads((tmp_path / "config.json").read_text())
+    monkeypatch.setattr(RunConfig, "to_dict", to_dict)  # today's version resumes it
     recs = Run(small_config(tiny_dir, rounds=2), tmp_path, progress=False).run()
     assert [r["round"] for r in recs if r["kind"] == "global"] == [0, 1, 2]
     with pytest.raises(ValueError, match="trace_drift"):  # but a changed value is still refused
         Run(small_config(tiny_dir, rounds=3, trace_drift=True), tmp_path, progress=False).run()
+
+
+def test_resume_accepts_a_folder_written_before_a_settings_section_was_added(tiny_dir, tmp_path, monkeypatch):
+    """Adding a method's settings block made every checkpointed folder "damaged: config.json was changed after the
+    checkpoint": the digest filled the fields config.json lacked from today's defaults, so it changed with the code."""
+    from fedrl_kit.config import RunConfig
+
+    Run(small_config(tiny_dir, rounds=1), tmp_path, progress=False).run()  # before the section existed
+    to_dict = RunConfig.to_dict
+    monkeypatch.setattr(RunConfig, "to_dict", lambda self: {**to_dict(self), "newmethod": {"knob": 1}})
+    recs = Run(small_config(tiny_dir, rounds=2), tmp_path, progress=False).run()
+    assert [r["round"] for r in recs if r["kind"] == "global"] == [0, 1, 2]
+    assert json.loads((tmp_path / "config.json").read_text())["newmethod"] == {"knob": 1}
+    recs = Run(small_config(tiny_dir, rounds=3), tmp_path, progress=False).run()  # and its own checkpoint resumes
+    assert [r["round"] for r in recs if r["kind"] == "global"] == [0, 1, 2, 3]
+    (tmp_path / "config.json").write_text((tmp_path / "config.json").read_text().replace('"knob": 1', '"knob": 2'))
+    with pytest.raises(ValueError, match="newmethod.knob"):  # a changed value of the new section is still refused
+        Run(small_config(tiny_dir, rounds=4), tmp_path, progress=False).run()
 
 
 def test_a_failing_client_is_dropped_and_recorded(tiny_dir):
