@@ -31,6 +31,7 @@ run did not write is never overwritten (:func:`check_owned`).
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import functools
 import hashlib
@@ -80,6 +81,11 @@ class DamagedRunDir(ValueError):
 class RunDirInUse(ValueError):
     """Another live process is running in this run directory (it holds the lock); a ValueError, as a run_dir that
     cannot be used now (the CLI prints it in one line)."""
+
+
+class WriteFailed(ValueError):
+    """A run could not write its folder (a full disk, a quota); the message names the file, the reason and the round
+    the folder resumes from. A ValueError, so that the CLI prints it in one line."""
 
 
 CHECKPOINT_FORMAT = 2
@@ -366,6 +372,19 @@ def mark_run_folder(run_dir: Path) -> None:
             "written_by": "fedrl-kit",
             "a_fresh_start_deletes": sorted(n for n in (*RUN_FILES, *WRITTEN_BESIDE) if n != "lock")
             + ["drift_tensors/round*/*.npz"]}, indent=1) + "\n")
+
+
+def _write_failure(e: BaseException) -> str | None:
+    """Why a write into the run folder failed, in a few words, when ``e`` is such a failure: a full disk or quota
+    (``OSError`` ENOSPC, EDQUOT), or ``torch.save`` cut short by one (its ``RuntimeError`` of the zip writer, e.g.
+    "[enforce fail at inline_container.cc] … unexpected pos"); else None."""
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return e.strerror or os.strerror(e.errno)
+    text = str(e)
+    if isinstance(e, RuntimeError) and any(w in text for w in ("PytorchStreamWriter", "unexpected pos",
+                                                                "file write failed")):
+        return f"torch.save failed: {text.splitlines()[0][:120]}; is the disk full?"
+    return None
 
 
 def _make_run_dir(run_dir: Path) -> list[Path]:
@@ -814,11 +833,27 @@ class Run:
         try:
             self.build()
             return self._run_locked(stop_after)
+        except (OSError, RuntimeError) as e:
+            if self.run_dir is None or not _write_failure(e):
+                raise
+            where = getattr(e, "filename", None) or self.run_dir
+            raise WriteFailed(f"cannot write {where} ({_write_failure(e)}); {self.run_dir} keeps "
+                              f"{self._resume_point()}: free some space and run the same command again to resume from "
+                              "there") from None
         finally:
             if lock is not None:
                 lock.release()
             if not self._wrote:  # refused (or stopped) before writing anything: leave no folder it made
                 _remove_made(made)
+
+    def _resume_point(self) -> str:
+        """What a folder whose writing failed resumes from, in words."""
+        for ck in ("checkpoint", "checkpoint.old"):
+            try:
+                return f"its checkpoint of round {json.loads((self.run_dir / ck / 'state.json').read_text())['round']}"
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        return "no checkpoint yet (the run starts again from round 0)"
 
     def _run_locked(self, stop_after: int | None) -> list[dict]:
         from tqdm.auto import tqdm

@@ -181,3 +181,46 @@ def test_a_lock_that_cannot_be_written_leaves_no_folder_and_no_empty_lock(tiny_d
         Run(small_config(tiny_dir, rounds=1), d, progress=False).run()
     assert "\n" not in str(refused.value) and time.time() - t0 < 60
     assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("what", ["adapter", "optimizers"])
+def test_a_full_disk_mid_run_is_one_line_with_the_round_to_resume_from(tiny_dir, tmp_path, monkeypatch, what):
+    """The disk fills while round 1's checkpoint is written: np.savez's OSError, or torch.save's RuntimeError of its
+    zip writer (both used to end the run in a 14–40-line traceback). One line names the reason and the checkpoint the
+    folder keeps; once there is space again the same run resumes and finishes."""
+    import errno
+
+    import numpy as np
+    import torch
+
+    cfg = small_config(tiny_dir, rounds=2, reset_optimizer=False)
+    calls = []
+    if what == "adapter":
+        real = np.savez
+
+        def savez(path, *a, **kw):
+            calls.append(path)
+            if len(calls) == 2:  # round 1's checkpoint
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return real(path, *a, **kw)
+
+        monkeypatch.setattr(np, "savez", savez)
+    else:
+        real = torch.save
+
+        def save(obj, path, *a, **kw):
+            calls.append(path)
+            if len(calls) == 2:
+                raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 64 vs 0")
+            return real(obj, path, *a, **kw)
+
+        monkeypatch.setattr(torch, "save", save)
+    d = tmp_path / "run"
+    with pytest.raises(ValueError) as failed:
+        Run(cfg, d, progress=False).run()
+    msg = str(failed.value)
+    assert "\n" not in msg and "keeps its checkpoint of round 0" in msg and "run the same command again" in msg
+    assert ("No space left on device" if what == "adapter" else "torch.save failed") in msg
+    monkeypatch.undo()
+    recs = Run(cfg, d, progress=False).run()
+    assert [r["round"] for r in recs if r["kind"] == "global"] == [0, 1, 2]
