@@ -1,4 +1,4 @@
-"""Benchmark: one client that claims 10⁹ examples, within the update bound, against FedAvg-GRPO (the default aggregator).
+"""Benchmark: one client claiming 10⁹ examples, within the update bound, against FedAvg-GRPO (the default aggregator).
 
 Four FedAvg-GRPO clients on the embedded world (the quick preset), in two variants:
 
@@ -47,7 +47,8 @@ def claiming(claim: int):
     def handle(self, message):
         reply = honest(self, message)
         if self.cid == LIAR and message.kind == "fit":
-            reply = Message(reply.kind, reply.sender, reply.receiver, reply.round, {**reply.payload, "num_examples": claim})
+            reply = Message(reply.kind, reply.sender, reply.receiver, reply.round,
+                            {**reply.payload, "num_examples": claim})
         return reply
 
     return honest, handle

@@ -1,7 +1,7 @@
 """FedAvg weighs a client by the size the server knows, never by what a reply claims.
 
-The attack: one client of four replies with an adapter inside the update bound (its honest one) but claims 10⁹
-examples (10¹⁸ and 2⁶⁴ − 1 passed the reply check too). FedAvg, the default aggregator, then gave it a weight of
+The attack: one client of four replies with an adapter inside the update bound (its honest one) but claims
+10⁹ examples (10¹⁸ and 2⁶⁴ − 1 passed the reply check too). FedAvg, the default aggregator, then gave it a weight of
 1 − 10⁻⁷: its adapter became the global one. The server knows each client's size from the plan (the partition it
 was assigned, in simulation) or from its round-0 properties; a reply that claims another size is dropped for the
 round, with the claim and the known size in its failure record.
@@ -25,7 +25,8 @@ def _lying(monkeypatch, cid: str, kind: str, claim: int) -> None:
     def handle(self, message):
         reply = honest(self, message)
         if self.cid == cid and message.kind == kind:
-            reply = Message(reply.kind, reply.sender, reply.receiver, reply.round, {**reply.payload, "num_examples": claim})
+            reply = Message(reply.kind, reply.sender, reply.receiver, reply.round,
+                            {**reply.payload, "num_examples": claim})
         return reply
 
     monkeypatch.setattr(MessageClient, "handle", handle)
