@@ -12,7 +12,8 @@ A run directory holds::
                       its state.json records the round, how many lines of metrics.jsonl and
                       ledger.jsonl it covers, and SHA-256 checksums of those lines, of config.json,
                       of every checkpoint file and of itself
-    lock              held (``flock``) by the one process that runs in this directory
+    fedrl-run.json    marks the folder as a run's (written first); a fresh start deletes only what a run wrote
+    lock              names the one process that runs in this directory (it holds a ``flock`` on the folder)
 
 Resuming: ``Run(cfg, run_dir).run()`` on a directory with a checkpoint continues from the last
 completed round. All randomness is keyed by (seed, round, client, step), so the resumed run
@@ -23,20 +24,24 @@ is bad): a missing, edited or truncated config.json, metrics.jsonl, ledger.jsonl
 checkpoint file is refused, never silently restarted from round 0 or continued from wrong numbers.
 A checkpoint is written beside the old one, fsync'd, then swapped in by renames (a kill at any
 moment leaves one complete checkpoint); arrays are loaded without pickle, optimiser states with
-``weights_only``. A second process that runs into a directory in use is refused (the lock dies
-with its process, so a killed run leaves no stale lock).
+``weights_only``. A second process that runs into a directory in use is refused (the lock is on the folder, so
+deleting ``lock`` frees nothing; it dies with its process, so a killed run leaves no stale lock). A ``config.json`` a
+run did not write is never overwritten (:func:`check_owned`).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import time
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -78,6 +83,11 @@ class RunDirInUse(ValueError):
     cannot be used now (the CLI prints it in one line)."""
 
 
+class WriteFailed(ValueError):
+    """A run could not write its folder (a full disk, a quota); the message names the file, the reason and the round
+    the folder resumes from. A ValueError, so that the CLI prints it in one line."""
+
+
 CHECKPOINT_FORMAT = 2
 """state.json's format: 2 records checksums; a state.json without ``format`` was written before them"""
 
@@ -95,10 +105,15 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _config_digest(text: str) -> str:
-    """The checksum a checkpoint records of config.json: of what it means (today's fields, a missing one at its
-    default, as resume reads it), every field but ``rounds`` (a resumed run may extend it)."""
-    saved, default = _flat(migrate(json.loads(text))), _flat(RunConfig().to_dict())
-    meaning = {k: saved.get(k, default.get(k)) for k in set(saved) | set(default) if k != "rounds"}
+    """The checksum a checkpoint records of config.json: of the fields it holds (read as resume reads them), every one
+    but ``rounds`` (a resumed run may extend it).
+
+    Only the fields the file holds: a field added to the toolkit later (a new method's settings block) must not change
+    the digest of a folder written before it (filling it in at today's default did, and every checkpointed folder was
+    then refused as edited). A run writes every field it has, so for a checkpoint written by any earlier version this
+    is the digest that version recorded."""
+    saved = _flat(migrate(json.loads(text)))
+    meaning = {k: v for k, v in saved.items() if k != "rounds"}
     return _sha(json.dumps(meaning, sort_keys=True, default=str).encode())
 
 
@@ -137,54 +152,113 @@ def check_device(device: str) -> None:
 
 
 class RunLock:
-    """An exclusive ``flock`` on ``run_dir/lock``; the file names the holder's pid and host.
+    """An exclusive ``flock`` on the run folder itself, held by the one process that runs there; the file
+    ``run_dir/lock`` names the holder (pid and host) for the message that refuses a second process.
 
-    The kernel releases the lock when its process dies, so a ``kill -9`` never leaves a stale lock: the
-    next run finds the file, takes the lock and goes on. A live holder makes :meth:`acquire` raise
-    :class:`RunDirInUse` naming its pid.
+    The lock is on the folder, not on the file: deleting or replacing ``lock`` frees nothing, and a second process is
+    still refused. The kernel releases the lock when its process dies, so a ``kill -9`` never leaves a stale lock:
+    the next run takes it and goes on. :meth:`release` removes ``lock`` only while it is still the file this holder
+    wrote (it warns when it was deleted or replaced, and leaves the other file be).
     """
 
+    NOTE = re.compile(rb"pid \d+ on \S*\n?")
+    """what a holder writes into ``lock``"""
+
     def __init__(self, run_dir: Path):
-        self.path = Path(run_dir) / "lock"
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / "lock"
         self.fd: int | None = None
+        self._note: tuple[int, int] | None = None  # (device, inode) of the lock file this holder wrote
+        self._text = b""  # and its text
+
+    def holder(self) -> str:
+        """Who the ``lock`` file says holds the folder ("another process" when it is gone or not a holder's note)."""
+        try:
+            with open(self.path, "rb") as f:
+                note = f.read(200)
+        except OSError:
+            return "another process"
+        return note.decode().strip() if self.NOTE.fullmatch(note) else "another process"
 
     def acquire(self) -> "RunLock":
-        while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
-                os.close(fd)
-                raise RunDirInUse(f"run directory {self.path.parent} is in use by {holder} (it holds {self.path}); "
-                                  "wait for that run to end, or use another run_dir") from None
-            try:  # the file we locked may have been unlinked by a holder that just ended: lock the current one
-                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
-                break
+        try:
+            fd = os.open(self.run_dir, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError as e:
+            raise ValueError(f"cannot open the run folder {self.run_dir}: {e.strerror or e}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
             os.close(fd)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+            raise RunDirInUse(f"run directory {self.run_dir} is in use by {self.holder()} (it holds a lock on the "
+                              "folder); wait for that run to end, or use another run_dir") from None
+        try:
+            self._note = self._write_note()
+        except BaseException:
+            os.close(fd)
+            raise
         self.fd = fd
         return self
 
-    def release(self) -> None:
-        if self.fd is not None:
-            os.unlink(self.path)
-            os.close(self.fd)  # closing releases the flock
-            self.fd = None
+    def _write_note(self) -> tuple[int, int]:
+        note = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self._text = f"pid {os.getpid()} on {socket.gethostname()}\n".encode()
+        try:
+            os.write(note, self._text)
+            st = os.fstat(note)
+        except OSError as e:  # a full disk: leave no empty lock behind
+            os.close(note)
+            self.path.unlink(missing_ok=True)
+            raise ValueError(f"cannot write {self.path}: {e.strerror or e}; free some space, or use another "
+                             "run_dir") from None
+        os.close(note)
+        return st.st_dev, st.st_ino
 
+    def _note_is_mine(self) -> bool:
+        """Whether ``lock`` is still the file this holder wrote: its inode (a new file may reuse it) and its text."""
+        try:
+            with open(self.path, "rb") as f:
+                st, text = os.fstat(f.fileno()), f.read(200)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self._note and text == self._text
+
+    def check(self) -> None:
+        """Raise :class:`RunDirInUse` if the folder at ``run_dir`` is no longer the one this holder locked (deleted or
+        moved away, and maybe another run in the new one): going on would write into another run's folder."""
+        try:
+            same = os.path.samestat(os.fstat(self.fd), os.stat(self.run_dir))
+        except OSError:
+            same = False
+        if not same:
+            raise RunDirInUse(f"run directory {self.run_dir} was deleted or replaced while this run was writing it: "
+                              "stopping, so that two runs never write into one folder")
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        if self._note_is_mine():
+            self.path.unlink(missing_ok=True)
+        else:
+            warnings.warn(f"{self.path} was deleted or replaced while this run held {self.run_dir}; the folder "
+                          "stayed locked all along (the lock is on the folder), and the file there now is left as "
+                          "it is", stacklevel=2)
+        os.close(self.fd)  # closing releases the flock
+        self.fd = None
+
+
+RUN_MARKER = "fedrl-run.json"
+"""the file that marks a folder as a run folder: written by a run before anything else (with what a fresh start
+deletes), never by a user; :func:`fresh_run_dir` empties only a folder that has it (or a checkpoint a run wrote)"""
 
 RUN_FILES = {"config.json": "file", "metrics.jsonl": "file", "ledger.jsonl": "file", "lock": "file",
-             "checkpoint": "folder", "checkpoint.old": "folder", "checkpoint.tmp": "folder"}
+             "checkpoint": "folder", "checkpoint.old": "folder", "checkpoint.tmp": "folder", RUN_MARKER: "file"}
 """what a run writes into its folder, and as what: a name that exists as the other kind is a damaged folder"""
 
-WRITTEN_BESIDE = ("config.json.tmp", "metrics.jsonl.tmp", "ledger.jsonl.tmp", "figures", "drift_tensors",
-                  "peft_global")
-"""what else the toolkit writes into a run folder: a write cut short, `fedrl plot` / the notebooks' figures,
-``trace_tensors``, `fedrl export`"""
+WRITTEN_BESIDE = ("config.json.tmp", "metrics.jsonl.tmp", "ledger.jsonl.tmp", RUN_MARKER + ".tmp")
+"""what else a run writes there: a write cut short"""
+
+DRIFT_TENSOR = re.compile(r"drift_tensors/round\d{4}/(global|step\d{4}_[\w.-]+)\.npz")
+"""a file of ``trace_tensors`` (:mod:`fedrl_kit.drift_probe`), the one part of ``drift_tensors/`` a run wrote"""
 
 
 def check_layout(run_dir: Path) -> None:
@@ -200,16 +274,61 @@ def check_layout(run_dir: Path) -> None:
                                 "there); move it away, or use a new run_dir")
 
 
-def fresh_run_dir(run_dir: str | Path) -> Path:
-    """Empty ``run_dir`` so that a run starts there from round 0; return it as a Path.
+def _has_marker(run_dir: Path) -> bool:
+    try:
+        return json.loads((run_dir / RUN_MARKER).read_text()).get("written_by") == "fedrl-kit"
+    except (OSError, ValueError, AttributeError):
+        return False
 
-    Only a run folder this toolkit wrote is emptied: one with a ``config.json`` and nothing but what a run, `fedrl
-    plot` or `fedrl export` write there (:data:`RUN_FILES`, :data:`WRITTEN_BESIDE`). A missing or empty folder is
-    left as it is.
+
+def is_run_folder(run_dir: Path) -> bool:
+    """Whether a run of this toolkit wrote ``run_dir``: it holds :data:`RUN_MARKER`, or (a folder from before the
+    marker) a checkpoint whose ``state.json`` holds up (its own checksum; the round and line counts of one written
+    before checksums). A ``config.json`` proves nothing: users have their own."""
+    if _has_marker(run_dir):
+        return True
+    for ck in ("checkpoint", "checkpoint.old"):
+        try:
+            state = json.loads((run_dir / ck / "state.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(state, dict):
+            continue
+        if state.get("format") is None and all(type(state.get(k)) is int for k in ("round", "n_records", "n_ledger")):
+            return True
+        if state.get("format") is not None and state.get("sha256") == _state_digest(state):
+            return True
+    return False
+
+
+def check_owned(run_dir: Path) -> None:
+    """Refuse, in one line naming the file, a folder that holds a file by one of a run's names (``config.json``,
+    ``metrics.jsonl``, …) but that no run wrote (:func:`is_run_folder`): a run would overwrite it. Writes nothing."""
+    if not run_dir.is_dir() or is_run_folder(run_dir):
+        return
+    for name in (*RUN_FILES, *WRITTEN_BESIDE):
+        path = run_dir / name
+        if not (path.exists() or path.is_symlink()):
+            continue
+        if name == "lock" and path.is_file() and not path.is_symlink() and (
+                not (note := path.read_bytes()[:200]) or RunLock.NOTE.fullmatch(note)):
+            continue  # left by a run killed before it wrote anything else
+        raise ValueError(f"{path} was not written by a run of this toolkit ({run_dir} has no {RUN_MARKER}): "
+                         "refusing to overwrite or delete it; move it away, or pass another run_dir")
+
+
+def fresh_run_dir(run_dir: str | Path) -> Path:
+    """Delete what a run wrote into ``run_dir`` so that a run starts there from round 0; return it as a Path.
+
+    Only a run folder is touched (:func:`is_run_folder`: it holds :data:`RUN_MARKER`), and in it only what the run
+    itself wrote: :data:`RUN_FILES`, :data:`WRITTEN_BESIDE` and the ``trace_tensors`` files (:data:`DRIFT_TENSOR`).
+    Everything else stays: ``figures/`` and ``peft_global/`` (which `fedrl plot`, the notebooks and `fedrl export`
+    write, and where a user may keep files of their own), and any other file. A missing or empty folder is left as
+    it is.
 
     Raises:
-        ValueError: in one line, naming ``run_dir``, when it is a file, a folder that is not a run folder (no
-            ``config.json``, or files a run does not write: nothing is deleted), or a damaged run folder.
+        ValueError: in one line, naming ``run_dir``, when it is a file, a folder that is not a run folder (nothing is
+            deleted), or a damaged run folder.
         RunDirInUse: a live run holds the folder's lock (nothing is deleted).
     """
     run_dir = Path(run_dir)
@@ -217,25 +336,55 @@ def fresh_run_dir(run_dir: str | Path) -> Path:
     entries = sorted(run_dir.iterdir()) if run_dir.exists() else []
     if not entries:
         return run_dir
-    if not (run_dir / "config.json").is_file():
-        raise ValueError(f"{run_dir} is not a run folder (it has no config.json): refusing to delete what it holds; "
-                         "pass a new or empty folder as run_dir")
-    foreign = [e.name for e in entries if e.name not in RUN_FILES and e.name not in WRITTEN_BESIDE]
-    if foreign:
-        raise ValueError(f"{run_dir} holds files a run does not write ({', '.join(foreign[:5])}): refusing to delete "
-                         "them; move them away or pass another run_dir")
+    if not is_run_folder(run_dir):
+        check_owned(run_dir)  # names a file of a run's name that no run wrote
+        raise ValueError(f"{run_dir} is not a run folder (it has no {RUN_MARKER}, which every run writes): refusing "
+                         "to delete what it holds; pass a new or empty folder as run_dir")
     lock = RunLock(run_dir).acquire()  # a live run keeps its folder: RunDirInUse names it
     try:
-        for e in entries:
-            if e.name == "lock":
+        for name in (*RUN_FILES, *WRITTEN_BESIDE):
+            path = run_dir / name
+            if name in ("lock", RUN_MARKER):
                 continue
-            if e.is_dir() and not e.is_symlink():
-                shutil.rmtree(e)
-            else:
-                e.unlink()
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+        tensors = run_dir / "drift_tensors"
+        if tensors.is_dir() and not tensors.is_symlink():
+            for f in sorted(tensors.rglob("*.npz")):
+                if DRIFT_TENSOR.fullmatch(f.relative_to(run_dir).as_posix()) and f.is_file() and not f.is_symlink():
+                    f.unlink()
+            folders = [p for p in tensors.rglob("*") if p.is_dir() and not p.is_symlink()]
+            for d in sorted(folders, reverse=True) + [tensors]:  # deepest first; emptied ones only
+                if not any(d.iterdir()):
+                    d.rmdir()
+        (run_dir / RUN_MARKER).unlink(missing_ok=True)  # last: a fresh start cut short is still a run folder
     finally:
         lock.release()
     return run_dir
+
+
+def mark_run_folder(run_dir: Path) -> None:
+    """Write :data:`RUN_MARKER` into ``run_dir`` (once): it is a run folder, and what a fresh start deletes there."""
+    if not _has_marker(run_dir):
+        _atomic_write(run_dir / RUN_MARKER, json.dumps({
+            "written_by": "fedrl-kit",
+            "a_fresh_start_deletes": sorted(n for n in (*RUN_FILES, *WRITTEN_BESIDE) if n != "lock")
+            + ["drift_tensors/round*/*.npz"]}, indent=1) + "\n")
+
+
+def _write_failure(e: BaseException) -> str | None:
+    """Why a write into the run folder failed, in a few words, when ``e`` is such a failure: a full disk or quota
+    (``OSError`` ENOSPC, EDQUOT), or ``torch.save`` cut short by one (its ``RuntimeError`` of the zip writer, e.g.
+    "[enforce fail at inline_container.cc] … unexpected pos"); else None."""
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return e.strerror or os.strerror(e.errno)
+    text = str(e)
+    if isinstance(e, RuntimeError) and any(w in text for w in ("PytorchStreamWriter", "unexpected pos",
+                                                                "file write failed")):
+        return f"torch.save failed: {text.splitlines()[0][:120]}; is the disk full?"
+    return None
 
 
 def _make_run_dir(run_dir: Path) -> list[Path]:
@@ -426,11 +575,28 @@ class Run:
         self.server = Server(self.runtime, self.policy, cfg, ServerWorld.of(self.world, **self.server_splits), start)
         self.truth = SimulatorTruth(clients, self.truth_facts)  # for the method's diagnostics only, never the server
         if clients:  # round 0: each client says what the server may know of it (data size, reward names, …)
+            plan = self._planned_sizes(clients)
+            if plan is not None:  # simulation: the plan says each client's size; a claim of another is refused
+                self.runtime.expect["num_examples"] = plan
             ok, _ = self.server.split_replies(self.runtime.broadcast("properties", 0, {}))
             self.server.properties = {cid: r.payload for cid, r in ok.items()}
+            # FedAvg's weights: what the server knows, never what a later reply claims (replies.examples)
+            self.server.sizes = plan if plan is not None else {cid: p["num_examples"] for cid, p in
+                                                               self.server.properties.items()}
+            self.runtime.expect["num_examples"] = self.server.sizes
         self.initial_state = {k: v.copy() for k, v in self.server.global_state.items()}
         self._built = True
         return self
+
+    def _planned_sizes(self, clients: dict) -> dict[str, int] | None:
+        """Each client's size as the simulation planned it: the length of the data it handed the client when it made
+        it (before any message); None when deployed (the clients are on their nodes)."""
+        if self.server_data is not None:
+            return None
+        try:
+            return {cid: len(c.data) for cid, c in clients.items()}
+        except (AttributeError, TypeError):  # a client class without a sized `data`: its round-0 properties then
+            return None
 
     # -- bookkeeping -----------------------------------------------------------------------------
     def _record(self, rec: dict, fh) -> None:
@@ -459,6 +625,8 @@ class Run:
         """
         if self.run_dir is None:
             return
+        if getattr(self, "_lock", None) is not None:  # still our folder: never write into another run's
+            self._lock.check()
         for h in handles:  # the lines this checkpoint vouches for are on disk before it is
             if h is not None:
                 os.fsync(h.fileno())
@@ -654,20 +822,38 @@ class Run:
         self._wrote = False
         if self.run_dir is not None:  # a second run into this folder stops here, before loading anything
             check_layout(self.run_dir)
+            check_owned(self.run_dir)  # a config.json (…) of the user's own is never overwritten
             made = _make_run_dir(self.run_dir)
             try:
                 lock = RunLock(self.run_dir).acquire()
             except BaseException:
                 _remove_made(made)
                 raise
+        self._lock = lock
         try:
             self.build()
             return self._run_locked(stop_after)
+        except (OSError, RuntimeError) as e:
+            if self.run_dir is None or not _write_failure(e):
+                raise
+            where = getattr(e, "filename", None) or self.run_dir
+            raise WriteFailed(f"cannot write {where} ({_write_failure(e)}); {self.run_dir} keeps "
+                              f"{self._resume_point()}: free some space and run the same command again to resume from "
+                              "there") from None
         finally:
             if lock is not None:
                 lock.release()
             if not self._wrote:  # refused (or stopped) before writing anything: leave no folder it made
                 _remove_made(made)
+
+    def _resume_point(self) -> str:
+        """What a folder whose writing failed resumes from, in words."""
+        for ck in ("checkpoint", "checkpoint.old"):
+            try:
+                return f"its checkpoint of round {json.loads((self.run_dir / ck / 'state.json').read_text())['round']}"
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        return "no checkpoint yet (the run starts again from round 0)"
 
     def _run_locked(self, stop_after: int | None) -> list[dict]:
         from tqdm.auto import tqdm
@@ -678,6 +864,7 @@ class Run:
         last = self._resume()
         if self.run_dir is not None:
             self._wrote = True
+            mark_run_folder(self.run_dir)  # first: a folder holding anything a run wrote is marked as a run's
             _atomic_write(self.run_dir / "config.json", cfg.to_json())
         mode = "ab" if last >= 0 else "wb"
         fh = open(self.run_dir / "metrics.jsonl", mode) if self.run_dir else None

@@ -15,7 +15,7 @@ from papermill.exceptions import PapermillExecutionError
 
 from fedrl_kit.notebook import (NotebookStop, check_choice, check_preset, check_run_root, repo_path, require_gpu,
                                 run_folder, shown_path, start_run_dir)
-from fedrl_kit.runs import REPO_ROOT
+from fedrl_kit.runs import REPO_ROOT, mark_run_folder
 
 
 def test_an_unknown_preset_names_the_valid_ones():
@@ -76,6 +76,7 @@ def test_a_run_folder_is_emptied(tmp_path):
     run.mkdir()
     (run / "config.json").write_text(json.dumps({"method": "fedavg_grpo"}))
     (run / "metrics.jsonl").write_text("")
+    mark_run_folder(run)  # what a run writes first: without it the folder is not a run's (a user's config.json)
     start_run_dir(run)
     assert list(run.iterdir()) == []
 

@@ -42,15 +42,38 @@ def test_resume_refuses_a_different_config(tiny_dir, tmp_path):
         Run(small_config(tiny_dir, rounds=1, learning_rate=0.5), tmp_path, progress=False).run()
 
 
-def test_resume_accepts_a_config_written_before_a_field_existed(tiny_dir, tmp_path):
+def test_resume_accepts_a_config_written_before_a_field_existed(tiny_dir, tmp_path, monkeypatch):
+    from fedrl_kit.config import RunConfig
+
+    to_dict = RunConfig.to_dict
+    # a version without drift tracing writes config.json, and its checkpoint's digest, without the field
+    monkeypatch.setattr(RunConfig, "to_dict",
+                        lambda self: {k: v for k, v in to_dict(self).items() if k != "trace_drift"})
     Run(small_config(tiny_dir, rounds=1), tmp_path, progress=False).run()
-    saved = json.loads((tmp_path / "config.json").read_text())
-    del saved["trace_drift"]  # as written by a version without drift tracing
-    (tmp_path / "config.json").write_text(json.dumps(saved))
+    assert "trace_drift" not in json.loads((tmp_path / "config.json").read_text())
+    monkeypatch.setattr(RunConfig, "to_dict", to_dict)  # today's version resumes it
     recs = Run(small_config(tiny_dir, rounds=2), tmp_path, progress=False).run()
     assert [r["round"] for r in recs if r["kind"] == "global"] == [0, 1, 2]
     with pytest.raises(ValueError, match="trace_drift"):  # but a changed value is still refused
         Run(small_config(tiny_dir, rounds=3, trace_drift=True), tmp_path, progress=False).run()
+
+
+def test_resume_accepts_a_folder_written_before_a_settings_section_was_added(tiny_dir, tmp_path, monkeypatch):
+    """Adding a method's settings block made every checkpointed folder "damaged: config.json was changed after the
+    checkpoint": the digest filled the fields config.json lacked from today's defaults, so it changed with the code."""
+    from fedrl_kit.config import RunConfig
+
+    Run(small_config(tiny_dir, rounds=1), tmp_path, progress=False).run()  # before the section existed
+    to_dict = RunConfig.to_dict
+    monkeypatch.setattr(RunConfig, "to_dict", lambda self: {**to_dict(self), "newmethod": {"knob": 1}})
+    recs = Run(small_config(tiny_dir, rounds=2), tmp_path, progress=False).run()
+    assert [r["round"] for r in recs if r["kind"] == "global"] == [0, 1, 2]
+    assert json.loads((tmp_path / "config.json").read_text())["newmethod"] == {"knob": 1}
+    recs = Run(small_config(tiny_dir, rounds=3), tmp_path, progress=False).run()  # and its own checkpoint resumes
+    assert [r["round"] for r in recs if r["kind"] == "global"] == [0, 1, 2, 3]
+    (tmp_path / "config.json").write_text((tmp_path / "config.json").read_text().replace('"knob": 1', '"knob": 2'))
+    with pytest.raises(ValueError, match="newmethod.knob"):  # a changed value of the new section is still refused
+        Run(small_config(tiny_dir, rounds=4), tmp_path, progress=False).run()
 
 
 def test_a_failing_client_is_dropped_and_recorded(tiny_dir):
@@ -134,12 +157,12 @@ def test_initial_state_is_what_attach_lora_made_and_leaves_the_rng_alone(tiny_di
 
 def test_fresh_run_dir_empties_only_a_run_folder_this_toolkit_wrote_and_no_live_one(tiny_dir, tmp_path):
     """The quickstart notebook's "start afresh": it deleted whatever folder it was given (a user's file was lost)."""
-    from fedrl_kit.runs import RunDirInUse, RunLock, fresh_run_dir
+    from fedrl_kit.runs import RUN_MARKER, RunDirInUse, RunLock, fresh_run_dir
 
     mine = tmp_path / "mine"  # a user's folder, not a run folder: nothing in it may go
     mine.mkdir()
     (mine / "thesis.tex").write_text("years of work")
-    with pytest.raises(ValueError, match=r"not a run folder \(it has no config\.json\)") as refused:
+    with pytest.raises(ValueError, match=rf"not a run folder \(it has no {RUN_MARKER}") as refused:
         fresh_run_dir(mine)
     assert "\n" not in str(refused.value) and (mine / "thesis.tex").read_text() == "years of work"
     afile = tmp_path / "notes.txt"
@@ -153,10 +176,6 @@ def test_fresh_run_dir_empties_only_a_run_folder_this_toolkit_wrote_and_no_live_
     (run_dir / "figures").mkdir()  # what `fedrl plot` and the notebooks add
     (run_dir / "figures" / "pass_at_1.html").write_text("<html/>")
     (run_dir / "data.csv").write_text("a user's file put into a run folder")
-    with pytest.raises(ValueError, match=r"holds files a run does not write \(data\.csv\)"):
-        fresh_run_dir(run_dir)
-    assert (run_dir / "data.csv").exists() and (run_dir / "checkpoint" / "state.json").exists()
-    (run_dir / "data.csv").unlink()
 
     held = RunLock(run_dir).acquire()  # a live run in the folder
     try:
@@ -166,8 +185,9 @@ def test_fresh_run_dir_empties_only_a_run_folder_this_toolkit_wrote_and_no_live_
         held.release()
     assert (run_dir / "checkpoint" / "state.json").exists()
 
-    assert fresh_run_dir(run_dir) == run_dir
-    assert run_dir.is_dir() and not list(run_dir.iterdir())
+    assert fresh_run_dir(run_dir) == run_dir  # the run's files go; what it did not write stays
+    assert sorted(p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*")) == \
+        ["data.csv", "figures", "figures/pass_at_1.html"]
     assert fresh_run_dir(tmp_path / "new") == tmp_path / "new" and not (tmp_path / "new").exists()
     recs = Run(small_config(tiny_dir, rounds=1), run_dir, progress=False).run()  # starts at round 0 again
     assert [r["round"] for r in recs if r["kind"] == "global"] == [0, 1]

@@ -169,20 +169,25 @@ def _honest_and_liars(K, k, limit, seed=0):
 
 
 def test_what_each_aggregator_survives_within_the_update_bound():
-    """The table of docs/reliability.md ("What each aggregator survives"), checked: within the bound, FedAvg is
-    taken over by one client that lies about its example count, FedIT moves by k/K of the bound, and the median and
-    the trimmed mean stay inside the honest clients' range while the liars are fewer than their breakdown point."""
+    """The table of docs/reliability.md ("What each aggregator survives"), checked: within the bound, FedAvg by the
+    sizes the server knows and FedIT move by the liars' share of the bound, and the median and the trimmed mean stay
+    inside the honest clients' range while the liars are fewer than their breakdown point."""
     from fedrl_kit.aggregate import coordinate_median, fedavg, fedit, trimmed_mean
 
     L = 0.01
     honest, liars = _honest_and_liars(5, 1, L)
-    # FedAvg trusts num_examples: one client claiming 10^9 examples decides the global adapter alone
+    # fedavg weighs by the sizes it is given: given a client's claim of 10^9, that client decides alone (why a run
+    # gives it the sizes the server knows, and drops a reply claiming another: tests/test_claimed_sizes.py)
     out = fedavg(honest + liars, [50] * 4 + [10**9])
     assert np.allclose(out["w"], liars[0]["w"], atol=1e-6 * L)
     for K, k in ((5, 1), (5, 2), (10, 3)):
         honest, liars = _honest_and_liars(K, k, L, seed=K + k)
         lo = np.min([h["w"] for h in honest], axis=0)
         hi = np.max([h["w"] for h in honest], axis=0)
+        # FedAvg by known sizes n: k liars move each value by at most (their n / N) · 2L from the honest-only mean
+        n = np.random.default_rng(K).integers(10, 300, size=K)
+        clean = fedavg(honest + [honest[0]] * k, n)["w"]
+        assert np.abs(fedavg(honest + liars, n)["w"] - clean).max() <= n[K - k:].sum() / n.sum() * 2 * L + 1e-7
         # FedIT: each client weighs 1/K, so k liars move each value by at most k/K · 2L from the honest-only mean
         clean = fedit(honest + [honest[0]] * k)["w"]
         assert np.abs(fedit(honest + liars)["w"] - clean).max() <= k / K * 2 * L + 1e-7

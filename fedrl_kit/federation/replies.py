@@ -119,11 +119,13 @@ class Context:
     Args:
         request: the payload the client was sent (lengths of questions, candidates, …).
         expect: run-wide facts the runtime was given: ``"adapter"`` → ``{name: (shape, dtype)}`` of the global
-            LoRA adapter, ``"num_generations"`` → G.
+            LoRA adapter, ``"num_generations"`` → G, ``"num_examples"`` → {client: the size the server knows}.
+        client: who sent the reply.
     """
 
     request: dict = field(default_factory=dict)
     expect: dict = field(default_factory=dict)
+    client: str = ""
 
 
 Check = Callable[[Any, Context, str], None]
@@ -344,8 +346,32 @@ def check_reply(kind: str, payload, ctx: Context, formats: dict[str, Check]) -> 
             raise BadReply(f"the {kind!r} reply could not be checked ({type(e).__name__}: {str(e)[:200]})") from None
 
 
-EXAMPLES = number(lo=1, integer=True)
-"""a client's example count: FedAvg's weight, so at least 1 (0 would make the weights sum to zero)"""
+def examples() -> Check:
+    """A client's example count |D_n|: an integer ≥ 1 and, where the run gives the sizes the server knows
+    (``ctx.expect["num_examples"]``: the plan in simulation, else the round-0 properties), the sender's known size.
+
+    FedAvg weighs a client by the size the server knows; a reply claiming another one (say 10⁹, which would have
+    made its adapter the global one) is a lie or a fault, and is dropped for the round with both numbers.
+    """
+    count = number(lo=1, integer=True)
+
+    def check(v, ctx, path):
+        count(v, ctx, path)
+        known = ctx.expect.get("num_examples")
+        if known is None:
+            return
+        if ctx.client not in known:
+            raise BadReply(f"{path}: the server does not know {ctx.client}'s size (it did not answer the round-0 "
+                           "properties message), so its reply cannot be weighed")
+        if int(v) != known[ctx.client]:
+            raise BadReply(f"{path} claims {int(v)} examples, but the server knows {ctx.client} holds "
+                           f"{known[ctx.client]}")
+    return check
+
+
+EXAMPLES = examples()
+"""a client's example count: FedAvg's weight, so at least 1 (0 would make the weights sum to zero), and the size the
+server knows"""
 
 FIT = record({"adapter": adapter(), "num_examples": EXAMPLES, "metrics": metrics()})
 """the reply to ``fit`` of every adapter-averaging method: its adapter after τ local steps, |D_n|, diagnostics"""

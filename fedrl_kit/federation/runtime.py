@@ -268,7 +268,7 @@ class InProcessRuntime:
         replies: request kind → declared format of its reply (:mod:`fedrl_kit.federation.replies`);
             defaults to the shared :data:`~fedrl_kit.federation.replies.REPLIES`.
         expect: run-wide facts the formats compare with (``"adapter"``: the global adapter's names, shapes
-            and dtypes; ``"num_generations"``).
+            and dtypes; ``"num_generations"``; ``"num_examples"``: each client's size as the server knows it).
     """
 
     def __init__(self, clients: dict[str, Client], keep_messages: bool = False, faults: dict | None = None,
@@ -349,7 +349,8 @@ class InProcessRuntime:
             if message.kind in self.replies and reply.kind != expected:
                 raise BadReply(f"a {message.kind!r} message is answered by {expected!r}, got {reply.kind!r}")
             # plain data, bounded depth, the declared format; total: whatever the payload, BadReply or nothing
-            check_reply(message.kind, reply.payload, Context(message.payload, self.expect), self.replies)
+            check_reply(message.kind, reply.payload, Context(message.payload, self.expect, message.receiver),
+                        self.replies)
         except BadReply as e:
             return self._fail(message, "bad_reply", f"BadReply: {e}")
         self._log(reply)

@@ -60,6 +60,7 @@ class Server:
     global_state: dict  # the global LoRA adapter as plain data
     scratch: dict = field(default_factory=dict)  # per-method state that is not checkpointed
     properties: dict = field(default_factory=dict)  # cid → what the client said of itself at round 0
+    sizes: dict = field(default_factory=dict)  # cid → |D_n| as the server knows it: the plan, else round-0 properties
 
     def participants(self, round: int) -> list[str]:
         """The clients that take part in ``round``, in the runtime's order: every client, or
@@ -68,6 +69,12 @@ class Server:
         k = int(getattr(self.config, "clients_per_round", 0) or 0)
         return draw_participants(self.runtime.client_ids, k, self.config.seed, round) if k else \
             list(self.runtime.client_ids)
+
+    def example_counts(self, replies: dict[str, Message]) -> list[int]:
+        """FedAvg's weights |D_n| for ``replies``' senders, in their order: the sizes the server knows (:attr:`sizes`),
+        never what a reply claims (the runtime drops a reply whose claim differs). A server built without sizes (by
+        hand, outside a run) falls back on the claims."""
+        return [self.sizes[cid] if self.sizes else r.payload["num_examples"] for cid, r in replies.items()]
 
     def split_replies(self, replies: dict) -> tuple[dict[str, Message], list[dict]]:
         """(successful replies, failure records) of one broadcast."""

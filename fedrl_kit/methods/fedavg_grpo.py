@@ -47,7 +47,7 @@ def run_round(server, round: int) -> dict:
     # 4. aggregate what came back (FedAvg by examples, or FedIT eq. 4)
     if ok:
         server.global_state = aggregate([r.payload["adapter"] for r in ok.values()], cfg.aggregator,
-                                        [r.payload["num_examples"] for r in ok.values()])
+                                        server.example_counts(ok))
     return {"clients": {cid: r.payload["metrics"] for cid, r in ok.items()}, "failed": failed}
 
 
