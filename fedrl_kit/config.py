@@ -224,7 +224,7 @@ class RunConfig:
             check_type(name, getattr(self, name), hint)
         need(self.method in METHODS, "method", f"one of {METHODS}")
         need(self.preset in presets(), "preset", f"one of {presets()}")
-        need(isinstance(self.seed, int) and self.seed >= 0, "seed", "an integer >= 0")
+        need(isinstance(self.seed, int) and 0 <= self.seed < 2 ** 32, "seed", "an integer in [0, 2**32)")
         need(isinstance(self.base, str) and self.base != "", "base", "a checkpoint folder or hub id")
         need(isinstance(self.lora_targets, str) and self.lora_targets.strip() != "", "lora_targets",
              '"auto", "all-linear" or a comma-separated list of module names')

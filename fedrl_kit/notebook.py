@@ -390,9 +390,14 @@ def start_run_dir(run_dir: str | Path) -> Path:
     wrote is emptied); a file, another folder or a folder a live run holds stops the notebook in one line,
     deleting nothing."""
     try:
-        return fresh_run_dir(run_dir)
+        where = fresh_run_dir(run_dir)
+        where.mkdir(parents=True, exist_ok=True)  # a folder that cannot be made stops here, not in the run
+        return where
     except ValueError as e:  # DamagedRunDir and RunDirInUse too
         raise NotebookStop(str(e)) from None
+    except OSError as e:  # a folder that cannot be made or written (read-only, /proc, a full disk)
+        raise NotebookStop(f"run_dir={shown_path(run_dir)!r} cannot be used as a run folder: "
+                           f"{e.strerror or e}; pass a writable folder") from None
 
 
 # -- one-line setup ------------------------------------------------------------------------------------------------
@@ -553,14 +558,21 @@ def setup(notebook: str, namespace: dict, config=None, *, presets: tuple[str, ..
     preset_name = check_preset(namespace["preset_name"], presets)
     for name, valid in (choices or {}).items():
         check_choice(name, namespace[name], tuple(valid))
-    if config is None:
-        known = {f.name for f in dataclass_fields(RunConfig)}
-        given = {k: v for k, v in namespace.items() if k in known and k in (declared or known) and v not in (None, "")}
-        sizes = smoke_fields(preset_name, SMOKE_SIZES[smoke], fixed) if smoke else {}
-        cfg = preset(config_preset(preset_name), **{**(setting or {}), **sizes, **given})
-        cfg = cfg.reference() if namespace.get("reference_path") else cfg
-    else:
-        cfg = config(config_preset(preset_name))
+    if not isinstance(namespace.get("reference_path", False), bool):
+        raise NotebookStop(f"reference_path={namespace['reference_path']!r} must be True or False "
+                           "(papermill: -p reference_path True)")
+    try:
+        if config is None:
+            known = {f.name for f in dataclass_fields(RunConfig)}
+            given = {k: v for k, v in namespace.items()
+                     if k in known and k in (declared or known) and v not in (None, "")}
+            sizes = smoke_fields(preset_name, SMOKE_SIZES[smoke], fixed) if smoke else {}
+            cfg = preset(config_preset(preset_name), **{**(setting or {}), **sizes, **given})
+            cfg = cfg.reference() if namespace.get("reference_path") else cfg
+        else:
+            cfg = config(config_preset(preset_name))
+    except ValueError as e:  # a parameter of the wrong type or out of range: RunConfig names it
+        raise NotebookStop(f"{e}".splitlines()[0]) from None
     require_gpu(cfg.device, preset_name)  # full on a laptop stops here, in one line
     require_model(cfg)
     where = run_folder(notebook, preset_name, *words, run_dir=namespace.get(runs, ""), **(folder or {}))

@@ -161,3 +161,33 @@ def test_two_parameter_sets_give_two_run_folders_in_the_repository_whatever_the_
         for d, new in zip(made, fresh):
             if new and d.exists():
                 shutil.rmtree(d)  # only what this test made
+
+
+BAD_VALUES = [("num_clients", "four", "num_clients must be an integer, got 'four'"),
+              ("num_clients", 2.5, "num_clients must be an integer, got 2.5"),
+              ("num_clients", -3, "num_clients must be in [1, 1000], got -3"),
+              ("num_clients", 100000, "num_clients must be in [1, 1000], got 100000"),
+              ("rounds", 10 ** 12, "rounds must be in [0, 100000], got 1000000000000"),
+              ("local_steps", 0, "local_steps must be in [1, 10000], got 0"),
+              ("seed", "abc", "seed must be"),
+              ("seed", -1, "seed must be an integer in [0, 2**32), got -1"),
+              ("seed", 2 ** 63, "seed must be an integer in [0, 2**32), got 9223372036854775808"),
+              ("reference_path", "no", "reference_path='no' must be True or False")]
+
+
+@pytest.mark.parametrize("name,value,message", BAD_VALUES, ids=[f"{n}={v!r}" for n, v, _ in BAD_VALUES])
+def test_a_bad_parameter_value_stops_the_quickstart_in_one_line_naming_it_before_anything_is_written(
+        name, value, message, tmp_path):
+    run_dir = tmp_path / "run"
+    with pytest.raises(PapermillExecutionError) as e:
+        run_notebook("00_quickstart", tmp_path, preset_name="smoke", run_dir=str(run_dir), **{name: value})
+    assert e.value.ename == "NotebookStop", e.value.evalue
+    assert e.value.evalue.startswith(message) and "\n" not in e.value.evalue
+    assert not run_dir.exists()
+
+
+def test_an_unusable_run_folder_stops_in_one_line(tmp_path):
+    with pytest.raises(PapermillExecutionError) as e:
+        run_notebook("00_quickstart", tmp_path, preset_name="smoke", run_dir="/proc/self/fedrl-run")
+    assert e.value.ename == "NotebookStop"
+    assert e.value.evalue.startswith("run_dir='/proc/self/fedrl-run' cannot be used as a run folder")
