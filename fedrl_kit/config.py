@@ -328,6 +328,19 @@ class RunConfig:
             spec.validate(self)
         return self
 
+    def check_read(self) -> "RunConfig":
+        """Refuse a setting of another method's section (``--set fedprox.mu=0.1`` on ``fedavg_grpo``): it would be
+        stored and do nothing. New configs only (:func:`preset`); a stored config.json of an earlier version may hold
+        such values and still loads. Returns self."""
+        read = {cls.SECTION for cls in method_spec(self.method).sections}
+        for name, cls in sections().items():
+            unread = [f"{name}.{k}" for k, v in vars(self.sections[name]).items()
+                      if name not in read and v != getattr(cls(), k)]
+            if unread:
+                raise ValueError(f"{', '.join(unread)} is a setting of another method: method={self.method!r} does "
+                                 f"not read it (its sections: {', '.join(sorted(read)) or 'none'})")
+        return self
+
     def _check_faults(self, spec) -> None:
         """Refuse ``fail_client`` items that would do nothing or hang the run for good (ValueError names the field)."""
         from fedrl_kit.federation.runtime import parse_faults
@@ -571,7 +584,7 @@ def preset(name: str = "quick", **overrides) -> RunConfig:
 
         check_world(overrides["world"], overrides.get("dataset", ""))  # a bad name is named before its rewards
         overrides["rewards"] = default_rewards(overrides["world"])
-    return base.replace(**overrides)
+    return base.replace(**overrides).check_read()
 
 
 def parse_set(items: list[str]) -> dict:

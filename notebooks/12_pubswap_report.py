@@ -61,8 +61,8 @@ pd.set_option("display.max_colwidth", 40)
 # setting; the second prints the design read from the rows (budget, τ, rounds, τ_swap, Dirichlet β, seeds,
 # test set) beside the paper's (`full` scale): scaled down, all for a 2-core CPU, are the model (the embedded tiny
 # policy instead of Qwen models), the world (arithmetic topics instead of MATH / DeepMath), the budget (keeping the
-# paper's ratio of its largest τ to the budget), b = 8 prompts instead of 32, completions of at most 20 tokens
-# instead of 1,024, and the GRPO knobs a tiny policy trained from scratch needs: learning rate 2e-3 instead of 1e-5,
+# paper's ratio of its largest τ to the budget), completions of at most 20 tokens instead of 2,048 (b = 8 prompts
+# per step is the paper's), and the GRPO knobs a tiny policy trained from scratch needs: learning rate 2e-3 instead of 1e-5,
 # LoRA r = 8 instead of 32, rollout temperature 1.0 instead of 0.7, no KL term (β = 0 instead of 1e-4).
 #
 # The stored summary `benchmarks/results/pubswap_paper_quick.json` (one row per run: its settings, numbers, curves and

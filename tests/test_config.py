@@ -232,3 +232,11 @@ def test_sections_and_presets_are_the_ones_the_method_specs_bring():
     assert RunConfig.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(AttributeError):
         RunConfig().not_a_section
+
+
+def test_a_setting_of_a_method_that_does_not_read_it_is_refused_in_one_line():
+    with pytest.raises(ValueError, match=r"^fedprox\.mu is a setting of another method: method='fedavg_grpo'"):
+        preset("quick", method="fedavg_grpo", **parse_set(["fedprox.mu=0.1"]))
+    with pytest.raises(ValueError, match=r"^fedgrpo\.num_experts is a setting of another method"):
+        preset("quick", method="pubswap_balanced", **parse_set(["fedgrpo.num_experts=3"]))
+    assert preset("quick", method="fedprox_grpo", **parse_set(["fedprox.mu=0.1"])).fedprox.mu == 0.1
