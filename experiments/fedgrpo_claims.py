@@ -575,3 +575,35 @@ def signals_table(result: dict) -> pd.DataFrame:
             raise ValueError(f"selection signals: runs[{i}] lacks {e}") from e
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def window_differences(a: list[dict], b: list[dict], window: int = 5, per_round: bool = True) -> pd.DataFrame:
+    """Arm ``a`` − arm ``b`` over the whole curve, not at its last window only: per seed both arms ran, the mean
+    pass@1 of each window of ``window`` rounds (rounds 1–5, 6–10, …; round 0, the shared base, left out), then the
+    paired difference's mean, 95 % Student-t half-width over seeds (n − 1 degrees of freedom), the seeds and how
+    many of them favour ``a``, in points.
+
+    Args:
+        a, b: runs of ``benchmarks/fedgrpo_compare.py`` (each with ``seed`` and ``curve``: [[round, pass@1], …]),
+            one arm each.
+        window: rounds per window (≥ 1).
+        per_round: True: every window is mean pass@1 over its rounds; the curves must be evaluated every round.
+    """
+    if window < 1:
+        raise ValueError(f"window must be at least 1 round, got {window}")
+    def windows(run: dict) -> dict[int, float]:
+        pts = {int(r): float(p) for r, p in run["curve"] if int(r) >= 1}
+        last = max(pts) if pts else 0
+        if per_round and sorted(pts) != list(range(1, last + 1)):
+            raise ValueError(f"seed {run['seed']}: its curve is not evaluated every round")
+        return {w: float(np.mean([pts[r] for r in range(w, w + window)]))
+                for w in range(1, last - window + 2, window)}
+    wa, wb = ({r["seed"]: windows(r) for r in runs} for runs in (a, b))
+    seeds = sorted(set(wa) & set(wb))
+    rows = []
+    for w in sorted(set.intersection(*(set(wa[s]) & set(wb[s]) for s in seeds))) if seeds else []:
+        d = np.array([wa[s][w] - wb[s][w] for s in seeds]) * 100  # [seeds], points
+        mean, half, n = t_interval(d)
+        rows.append({"rounds": f"{w}–{w + window - 1}", "mean": round(mean, 2), "±95% t": round(half, 2),
+                     "seeds": n, "seeds_favouring_a": int((d > 0).sum()), "per_seed": [round(x, 2) for x in d]})
+    return pd.DataFrame(rows, columns=["rounds", "mean", "±95% t", "seeds", "seeds_favouring_a", "per_seed"])

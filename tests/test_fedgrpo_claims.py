@@ -1,4 +1,6 @@
 """The FedGRPO claims table: verdicts on hand-built result dicts, and the stored files read without error."""
+import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -8,7 +10,8 @@ from experiments.fedgrpo_claims import (arms_table, claims_markdown, curve_frame
                                         fedgrpo_claims_from_files, load_results, long_claims, long_curves,
                                         result_commands, server_phases)
 
-RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
 SETTINGS = {"num_clients": 8, "dirichlet_alpha": 0.1, "rounds": 5, "local_steps": 2, "set": []}
 
 
@@ -348,3 +351,35 @@ def test_signals_table_reads_each_seed_and_names_a_missing_field():
     assert row["judges' accuracy, own questions"] == "0.75 [0.50, 1.00]" and row["purity, layer 1, L = 5"] == 0.93
     with pytest.raises(ValueError, match=r"runs\[0\] lacks 'evaluators'"):
         signals_table({"runs": [{k: v for k, v in run.items() if k != "evaluators"}]})
+
+
+def test_window_differences_pair_seeds_window_by_window_with_t_intervals():
+    from experiments.fedgrpo_claims import window_differences
+    from experiments.stats import t_interval
+
+    def run(seed, values):
+        return {"seed": seed, "curve": [[0, 0.2]] + [[r + 1, v] for r, v in enumerate(values)]}
+    a = [run(0, [0.3] * 4), run(1, [0.4, 0.4, 0.1, 0.1]), run(2, [0.5] * 4)]
+    b = [run(1, [0.2, 0.2, 0.3, 0.3]), run(0, [0.1] * 4)]  # seed 2 is a's only: left out
+    t = window_differences(a, b, window=2)
+    assert list(t["rounds"]) == ["1–2", "3–4"] and list(t["seeds"]) == [2, 2]
+    assert t["per_seed"][0] == [20.0, 20.0] and t["per_seed"][1] == [20.0, -20.0]
+    assert t["mean"][1] == 0.0 and t["±95% t"][1] == round(t_interval([20.0, -20.0])[1], 2)
+    assert list(t["seeds_favouring_a"]) == [2, 1]
+    with pytest.raises(ValueError, match="not evaluated every round"):
+        window_differences([{"seed": 0, "curve": [[0, 0.1], [2, 0.3]]}], b, window=1)
+
+
+def test_the_stored_window_table_recomputes_from_the_stored_curves(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fedgrpo_windows", REPO / "benchmarks" / "fedgrpo_windows.py")
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(["--out", str(tmp_path / "w.json")])
+    again = json.loads((tmp_path / "w.json").read_text())["runs"]
+    stored = json.loads((REPO / "benchmarks" / "results" / "fedgrpo_windows.json").read_text())["runs"]
+    assert again == stored
+    random = next(r for r in stored if r["arm"] == "fedgrpo_random")["windows"]
+    assert [w["seeds_favouring_a"] for w in random[1:3]] == [3, 3]  # rounds 6–15: random experts ahead on every seed
