@@ -98,8 +98,9 @@ VARIANTS = {
     "FedMOA, λ=100": dict(lambda_on=True, alpha_on=True, lam_rule="fixed", lam=100.0),
 }
 """Table 1's two rows, Table 2's ablations (the paper's "λ off, α on"; "λ on, α off" is ours, the paper has no such
-row), FedMOA with every client starting from uniform weights (ours: eq. 11's α then sees only what λ did, not
-the plan's spread of initial weights) and FedMOA at the largest λ of :data:`LAM_GRID` whatever the tuning chose
+row), FedMOA with every client starting from uniform weights 1/K_m over its own objectives (ours: no spread from the
+plan; on the clusters whose configs have different K_m — MATH and GSM8K: A three objectives, B and C two — α still
+differs by config from round 1, on the code cluster it starts equal) and FedMOA at the largest λ of :data:`LAM_GRID` whatever the tuning chose
 (ours: the weights move by several hundredths a round there, against about 0.01 at the chosen λ), as
 ``config.fedmoa`` fields"""
 
