@@ -240,7 +240,7 @@ class FedGRPOClient(DomainModelClient):
             ``me_score``, ``competence``, ``malicious_kind``.
         malicious: whether this client lies about its candidate scores.
         held: extra D_s questions this client holds with their answers (``queries="public"``, with_gt):
-            used for the AE check only; θ_k is trained on ``data`` only (package docstring, deviation 7).
+            used for the AE check only; θ_k is trained on ``data`` only (docs/fedgrpo.md, deviation 7).
             With ``queries="train"`` the labelled D_s questions a client owns are ``data`` itself.
     """
 

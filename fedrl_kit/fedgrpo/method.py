@@ -2,7 +2,7 @@
 
 The algorithm is in :mod:`fedrl_kit.fedgrpo.algorithm` (the server), :mod:`fedrl_kit.fedgrpo.client`
 (the clients) and :mod:`fedrl_kit.fedgrpo.diagnostics` (what only the simulator knows); the
-package docstring (:mod:`fedrl_kit.fedgrpo`) maps Algorithm 1 onto them and lists every deviation.
+package docstring (:mod:`fedrl_kit.fedgrpo`) maps Algorithm 1 onto them; docs/fedgrpo.md lists the deviations.
 """
 
 from __future__ import annotations

@@ -104,7 +104,7 @@ def aggregate_weights(replies: dict, alpha_on: bool, cluster_key: str, eps: floa
 def run_round(server, round: int) -> dict:
     """One FedMOA round (FedAvg-GRPO or an ablation by the ``config.fedmoa`` switches).
 
-    The steps are those of the package docstring (paper Fig. 2); returns per-client metrics (and the
+    The steps are those of docs/fedmoa.md's "One round" (paper Fig. 2); returns per-client metrics (and the
     ``server`` record of the evaluated global model) and the failures.
     """
     cfg, args = server.config, server.config.fedmoa

@@ -2,7 +2,7 @@
 
 A client holds its family's private rows and its own named reward components r_0..r_{K_m−1}
 (accuracy first). Its weights w^(m) arrive with each ``fit`` message and leave, adapted, with the
-reply; between rounds it keeps nothing (see the package docstring, "History across rounds").
+reply; between rounds it keeps nothing (docs/fedmoa.md, "History across rounds").
 
 A round is :meth:`MOAClient.on_fit`, read top to bottom. With ``client_batching="lockstep"`` the runtime runs the
 clients' ``on_fit`` together (:mod:`fedrl_kit.federation.lockstep`): each local step's ``generate`` and GRPO

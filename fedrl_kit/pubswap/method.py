@@ -1,7 +1,6 @@
 """FedAvg-PubSwap's round (:func:`run_round`) and client (:class:`PubSwapClient`).
 
-The paper-to-code map, the settings and every deviation are in the package docstring
-(:mod:`fedrl_kit.pubswap`).
+The paper-to-code map is in the package docstring (:mod:`fedrl_kit.pubswap`), the deviations in docs/pubswap.md.
 """
 
 from __future__ import annotations
