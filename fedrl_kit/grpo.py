@@ -1,35 +1,16 @@
 """GRPO core: group-relative advantages, the clipped surrogate, k3 KL, and one optimisation step.
 
-Notation follows the PubSwap paper (eq. 1–2) and TRL's names for the knobs:
+PubSwap's notation (eqs. 1–2), TRL's names for the knobs, TRL's formulas::
 
-- eq. 1, advantage of completion i in the group of G completions to one prompt::
+    Â_i = (r_i − mean(r_1..r_G)) / (std(r_1..r_G) + 1e-4)          eq. 1, scale_rewards="group" (unbiased std)
+    ρ_t = π_θ(o_t|q,o_<t) / π_old(o_t|q,o_<t)
+    ℓ_t = −min(ρ_t Â, clip(ρ_t, 1 − epsilon, 1 + epsilon_high) Â) + beta · KL_t          eq. 2 (DAPO's clip-higher)
+    KL_t = exp(ref_t − logp_t) − (ref_t − logp_t) − 1              k3; the reference is the base (adapter off)
+    dapo:  Σ_{i,t} ℓ_{i,t} / Σ_i |o_i|                              every completion token of the batch weighs the same
+    grpo:  (1/N) Σ_i (1/|o_i|) Σ_t ℓ_{i,t}                          per completion, then over completions
 
-      Â_i = (r_i − mean(r_1..r_G)) / (std(r_1..r_G) + 1e-4)      scale_rewards="group"
-
-  ``"batch"`` divides by the std over the whole batch instead, ``"none"`` does not divide
-  (Dr. GRPO). std is the unbiased sample std (``torch.std``), as in TRL 1.16.
-- eq. 2, token-level clipped surrogate with an asymmetric trust region (DAPO's clip-higher)::
-
-      ρ_t = π_θ(o_t|q,o_<t) / π_old(o_t|q,o_<t)
-      ℓ_t = −min(ρ_t Â, clip(ρ_t, 1 − epsilon, 1 + epsilon_high) Â) + beta · KL_t
-      KL_t = exp(ref_t − logp_t) − (ref_t − logp_t) − 1            (k3 estimator)
-
-  The reference policy is the base model (the adapter disabled).
-- loss aggregation, TRL's ``loss_type`` values whose formula this is::
-
-      dapo:  Σ_{i,t} ℓ_{i,t} / Σ_i |o_i|                 every completion token of the batch weighs the same
-      grpo:  (1/N) Σ_i (1/|o_i|) Σ_t ℓ_{i,t}             mean over each completion's tokens, then over completions
-
-  ``dapo`` divides by the number of completion tokens in the whole batch (TRL: ``num_items_in_batch``), also when
-  the batch is split into micro-batches; TRL's ``bnpo`` (per micro-batch) equals it only without micro-batches,
-  and ``dr_grpo`` (a constant divisor) is not offered.
-
-Deviations from TRL: none in the formulas. :func:`grpo_step` runs ``num_iterations``
-gradient epochs over one batch of rollouts (TRL's ``num_iterations``), each epoch one
-optimiser step on the whole batch (split into micro-batches only to bound memory).
-The log-probs come from ``GRPOSettings.score``: the reference per-row pass
-(:func:`fedrl_kit.rollout.per_token_logps`) unless the config picks a faster one that computes the same numbers to
-float tolerance (:class:`fedrl_kit.speed.Scorer`).
+:func:`grpo_step` runs ``num_iterations`` epochs over one batch, one optimiser step each (micro-batches only bound
+memory); log-probs come from ``GRPOSettings.score`` (:func:`fedrl_kit.rollout.per_token_logps` by default).
 """
 
 from __future__ import annotations
@@ -94,7 +75,7 @@ def grpo_loss(
         epsilon, epsilon_high: clip range (1 − epsilon, 1 + epsilon_high); epsilon_high defaults to epsilon.
         beta: KL coefficient; 0 disables the KL term.
         ref_logps: [N, T] log π_ref, needed when beta > 0.
-        loss_type: ``"dapo"`` or ``"grpo"`` (TRL's names; see the module docstring).
+        loss_type: ``"dapo"`` or ``"grpo"`` (TRL's names; the module docstring has both formulas).
 
     Returns:
         (scalar loss, dict of floats: clip_fraction, kl, ratio_mean).

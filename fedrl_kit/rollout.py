@@ -1,15 +1,4 @@
-"""Rollouts: G completions per prompt for the active adapter, and their per-token log-probabilities.
-
-This is the reference path, the one to read: :func:`generate` tokenises the prompts and samples with Hugging
-Face ``generate`` (:func:`hf_sample`), and :func:`per_token_logps` scores every row's prompt and completion in one
-forward pass. Log-probabilities are computed from logits divided by the sampling temperature, as TRL does, so that
-the GRPO importance ratio compares the policy with the distribution the completions were actually sampled from.
-
-Faster ways to sample and to score — one pass over each prompt for its G rows, fedrl_kit's own sampling loop with
-the adapter folded into the weights, completions scored in passes of similar length, vLLM — are other
-implementations of the same two signatures, :data:`Sample` and :data:`Score`, in :mod:`fedrl_kit.speed`; a
-reader can skip them. ``RunConfig.prompt_pass``, ``generation_loop`` and ``length_buckets`` choose them.
-"""
+"""Rollouts: G completions per prompt for the active adapter, and their per-token log-probabilities."""
 
 from __future__ import annotations
 
@@ -145,10 +134,6 @@ def generate(model, tokenizer, prompts: list[str], num_generations: int, max_new
 
 def per_token_logps(model, rollouts: Rollouts, temperature: float = 1.0, batch_size: int | None = None) -> torch.Tensor:
     """The reference :data:`Score`: log π(o_t | q, o_<t) for every completion token, logits scaled by 1/temperature.
-
-    Each row runs its own prompt and completion through the model, ``batch_size`` rows a pass, every completion
-    padded to the batch's longest. Position ids follow the attention mask (left padding), as in ``generate``, so
-    the scores match the distribution the completions were sampled from.
 
     Returns:
         [N, T] log-probabilities (values at masked positions are meaningless; use the mask).

@@ -1,17 +1,4 @@
-"""Supervised fine-tuning of a LoRA adapter on (prompt, completion) pairs, loss on completion tokens only.
-
-Shared by FedGRPO's client evaluators (each client's domain model θ_k, trained on its private
-``D_k``) and by the SFT baselines of the FedGRPO paper (Fedpetuning+SFT, DPSDA-FL+SFT).
-
-A training sequence is ``prompt ids + completion ids + eos`` (the layout of the base's own warm
-start, :mod:`fedrl_kit.policy.pretrain`), right-padded; labels are ``-100`` on the prompt and
-on padding, so the loss is the mean cross-entropy of the completion tokens and eos.
-
-:func:`sequence_logprob` scores a completion under an adapter with the same layout: FedGRPO's
-model-based evaluation (ME) uses it as the client's reward model (the probability that the
-client's own model would write the candidate's answer). Its scoring pass, :func:`completion_logprob`,
-also serves :func:`fedrl_kit.speed.batched.sequence_logprob_lockstep` (several clients' adapters, one pass).
-"""
+"""Supervised fine-tuning of a LoRA adapter on (prompt, completion) pairs, loss on completion tokens only."""
 
 from __future__ import annotations
 
@@ -55,12 +42,7 @@ def _vocab(model) -> int:
 
 def sft_step(policy, adapter: str, optimizer, prompts: list[str], completions: list[str],
              max_grad_norm: float = 1.0) -> float:
-    """One optimiser step of supervised fine-tuning of ``adapter``; returns the loss (completion tokens only).
-
-    The batch's loss is the mean cross-entropy over its completion tokens; a batch whose logits would exceed
-    :data:`LOGITS_BYTES` runs as row chunks, each adding its tokens' summed loss over the batch's token count, so
-    loss and gradients are the one pass's up to float summation order.
-    """
+    """One optimiser step of supervised fine-tuning of ``adapter``; returns the loss (completion tokens only)."""
     params = policy.trainable(adapter)
     device = next(policy.model.parameters()).device
     ids, mask, lab = (t.to(device) for t in sft_batch(policy.tokenizer, prompts, completions, policy.chat))

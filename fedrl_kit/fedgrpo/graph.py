@@ -1,12 +1,4 @@
-"""The confidence graph: clients ↔ topics, weighted by the competence cells the server holds (lines 6–10).
-
-A picture of the server's :class:`~fedrl_kit.fedgrpo.expert_selection.CompetenceCache`, summarised by
-topic (:func:`~fedrl_kit.fedgrpo.expert_selection.topic_competence`), with the experts eqs. 5–6 choose for
-a question highlighted. Nothing here is part of the protocol: the topics of the questions are simulator
-truth (the server holds the question texts only). The cache must be filled first
-(:func:`~fedrl_kit.fedgrpo.diagnostics.selection_quality` or
-:func:`~fedrl_kit.fedgrpo.diagnostics.measure_all_competence` do it).
-"""
+"""The confidence graph: clients ↔ topics, weighted by the competence cells the server holds (lines 6–10)."""
 
 from __future__ import annotations
 

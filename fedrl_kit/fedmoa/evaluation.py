@@ -64,11 +64,7 @@ def evaluate_families(policy, adapter: str, tests: dict, n_samples: int, seed: i
 
 
 def client_score(evaluation: dict, family: str, names) -> tuple[float, float]:
-    """(accuracy, aggregated reward = mean of the client's components) of one model for one client.
-
-    r_0 is scored by the family's test accuracy (``<family>/pass@1``: on the real datasets the code clients
-    train with MBPP's tests and are tested on HumanEval's), the other components by name.
-    """
+    """(accuracy, aggregated reward = mean of the client's components) of one model for one client."""
     vals = [evaluation[f"{family}/pass@1"]] + [evaluation[f"{family}/{n}"] for n in list(names)[1:]]
     return vals[0], float(np.mean(vals))
 
@@ -129,12 +125,7 @@ def evaluate_round(server, theta: dict, local_adapters: dict) -> tuple[dict, dic
 
 
 def evaluate_base(config, seed: int | None = None) -> dict:
-    """The base model (no adapter update) of a FedMOA config on every family's test split, per component.
-
-    The round-0 point of Table 1 and of the Fig. 3 / Fig. 4 trajectories: the world and the policy are built as
-    the run builds them (``config.world``, ``config.base`` with its device, dtype and chat settings), and scored
-    as :func:`evaluate_round` scores the global model (``eval_samples`` samples, the run's evaluation seed).
-    """
+    """The base model (no adapter update) of a FedMOA config on every family's test split, per component."""
     import torch
 
     from fedrl_kit.policy.engine import Policy

@@ -1,14 +1,4 @@
-"""Verifiable rewards with TRL's signature, and named multi-objective reward sets.
-
-Every reward is a plain function ``f(prompts, completions, **columns) -> list[float | None]``
-(one value per completion; None means "not applicable"), so any of them can be passed
-straight to ``trl.GRPOTrainer(reward_funcs=[...])``. ``REWARDS`` names the default ones.
-
-A ``RewardSet`` is FedMOA's multi-objective reward: K named components r_k with
-non-negative weights w_k on the simplex (Σ w_k = 1), scalarised as r_w = Σ_k w_k r_k. By
-FedMOA's convention the first component, r_0, is the accuracy-related one; the server
-groups clients by the names of their components.
-"""
+"""Verifiable rewards with TRL's signature, and named multi-objective reward sets."""
 
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -83,9 +73,6 @@ class RewardSet:
 
         Returns:
             Float array [n_completions, K]; NaN where a component returned None.
-
-        Raises:
-            ValueError: if a component returns a list of the wrong length.
         """
         n = len(completions)
         scores = np.full((n, len(self.funcs)), np.nan)  # [n_completions, K]
@@ -118,10 +105,6 @@ def make_reward_set(names: Sequence[str], weights: Sequence[float] | None = None
 
     Returns:
         The reward set.
-
-    Raises:
-        ValueError: on an unknown or repeated name, or on weights of the wrong length,
-            negative, non-finite or summing to 0.
     """
     names = (names,) if isinstance(names, str) else tuple(names)
     if not names:

@@ -1,26 +1,11 @@
-"""Format rewards: does the completion follow ``<think>…</think><answer>…</answer>``?
-
-``format_reward`` is the strict all-or-nothing check of DeepSeek-R1 and open-r1;
-``tag_count_reward`` is open-r1's partial-credit version (0.25 per tag present exactly once),
-which gives a weak policy a gradient toward the format before it can produce all of it.
-FedMOA's Figure 1 shows both saturating long before accuracy does.
-
-Both are written with ``str.count``/``str.find`` rather than one regular expression: a
-lazy ``.*?`` pattern backtracks quadratically on a completion that repeats a tag thousands
-of times, while these string scans stay linear.
-"""
+"""Format rewards: does the completion follow ``<think>…</think><answer>…</answer>``?"""
 
 from fedrl_kit.rewards.parsing import completion_text
 from fedrl_kit.tags import ANSWER_CLOSE, ANSWER_OPEN, TAGS, THINK_CLOSE, THINK_OPEN
 
 
 def is_well_formatted(text: str) -> bool:
-    """True iff ``text`` is one think block then one non-empty answer block.
-
-    Whitespace is allowed around and between the blocks; each of the four tags appears
-    exactly once, so nested or repeated blocks fail; the think block may be empty, the
-    answer block may not.
-    """
+    """True iff ``text`` is one think block then one non-empty answer block."""
     s = text.strip()
     if not (s.startswith(THINK_OPEN) and s.endswith(ANSWER_CLOSE)):
         return False

@@ -1,16 +1,6 @@
 """Multiple-choice accuracy (MedQA, MedMCQA): is the option the completion picks the gold letter?
 
-The prompt lists the options one a line (``A. Heparin``), as ``fedrl_kit.world.real`` writes them;
-the gold ``answer`` is the letter. The completion's choice is read, in this order, from
-
-1. the answer tags (``<answer>C</answer>``, ``<answer>(C) Aspirin</answer>``, or the option's text
-   ``<answer>Aspirin</answer>``): the first option letter standing alone there, else the option whose
-   text it is;
-2. without tags, an explicit statement (``the answer is C``, ``Answer: (C)``), the last one;
-3. else a completion that opens with the letter (``C``, ``C.``, ``(C) Aspirin``).
-
-Only the prompt's own letters count, so the pronoun "I" is not option I of a four-option question.
-A completion where no choice can be read scores 0.
+Details and choices: docs/reliability.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -30,7 +20,7 @@ def prompt_options(prompt: str | None) -> dict[str, str]:
 
 
 def extract_choice(text: str, options: dict[str, str] | None = None) -> str | None:
-    """The option letter a completion picks (see the module docstring), or None.
+    """The option letter a completion picks (docs/reliability.md, "Module notes"), or None.
 
     Args:
         text: the completion.

@@ -1,14 +1,4 @@
-"""Reading a completion: its text, the answer it gives, and that answer in canonical form.
-
-Every reward starts here. ``completion_text`` accepts both shapes TRL passes to reward
-functions (a plain string, or a conversational list of message dicts); ``extract_answer``
-finds the final answer (the last ``<answer>…</answer>`` pair, else the last number in the
-text); ``normalise_answer`` puts an answer string in the canonical form that exact-match
-accuracy compares.
-
-All functions are total: they never raise on malformed input and their cost is linear in
-the length of the text, so a 1 MB degenerate completion costs milliseconds, not minutes.
-"""
+"""Reading a completion: its text, the answer it gives, and that answer in canonical form."""
 
 import re
 
@@ -56,13 +46,7 @@ def completion_text(completion) -> str:
 
 
 def extract_tagged_answer(text: str) -> str | None:
-    """Returns the stripped content of the last complete ``<answer>…</answer>`` pair, or None.
-
-    The pair is the last opening tag before the last closing tag, closed by the first closing
-    tag after it, so the content never contains a tag: ``<answer><answer>3</answer></answer>``
-    gives ``"3"``, and a trailing unclosed ``<answer>`` (a truncated completion) is ignored.
-    An empty pair gives ``""``.
-    """
+    """Returns the stripped content of the last complete ``<answer>…</answer>`` pair, or None."""
     close = text.rfind(ANSWER_CLOSE)
     if close < 0:
         return None
@@ -115,11 +99,6 @@ def _canonical_integer(digits: str, sign: str) -> str:
 
 def normalise_answer(answer) -> str:
     """Puts an answer in the canonical form that exact-match accuracy compares.
-
-    Removes all whitespace, one trailing period and a leading ``+``; writes numbers
-    canonically: ``"007"`` → ``"7"``, ``"-0"`` → ``"0"``, ``"3.0"`` → ``"3"``, ``"0.50"`` →
-    ``"0.5"``, ``".5"`` → ``"0.5"``, ``"-04/08"`` → ``"-4/8"`` (a fraction is not reduced:
-    the synthetic tasks state the form they expect). Other strings are left as they are.
 
     Args:
         answer: a string, or anything with a ``str`` (a gold answer may be an int).

@@ -1,18 +1,4 @@
-"""Procedurally generated verifiable tasks: the embedded world's stand-in for MATH's subjects.
-
-Each topic is a family of short problems with one exact answer. Topics differ in how hard
-they are for a ~1.6 M-parameter character-level policy, so that client heterogeneity and
-client *expertise* are real: ``max`` and ``add`` are learnable within CPU minutes, ``mul``
-and ``mod`` are in between, and ``count`` and ``seq`` stay hard.
-
-Rows follow one schema everywhere in the toolkit (also for the papers' real datasets,
-see :mod:`fedrl_kit.world.real`)::
-
-    {"prompt": "23+5=", "answer": "28", "topic": "add", "difficulty": 2}
-
-Generation is seed-deterministic: ``make_tasks(n, seed)`` returns the same rows on every
-machine, because every draw comes from one ``random.Random(seed)``.
-"""
+"""Procedurally generated verifiable tasks: the embedded world's stand-in for MATH's subjects."""
 
 from __future__ import annotations
 
