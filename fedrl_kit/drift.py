@@ -268,13 +268,13 @@ def pairwise_gradient_dissimilarity(grads: Sequence) -> np.ndarray:
 
 
 def gradient_dissimilarity(grads: Sequence) -> float:
-    """Normalised client-gradient dissimilarity ``(1/N) Σ_n ‖g_n − ḡ‖² / ‖ḡ‖²``.
+    """Normalised client-gradient dissimilarity ``(1/N) Σ_n ‖g_n − ḡ‖² / ‖ḡ‖²`` (A.1's ζ in one number; SCAFFOLD's B² − 1).
 
     Args:
         grads: N >= 1 flat gradient vectors ``[P]`` (numpy or torch).
 
     Returns:
-        The dissimilarity, a non-negative float.
+        The dissimilarity, a non-negative float: 0 when every client pulls the same way.
     """
     g = _stack_grads(grads)  # [N, P]
     g_bar = g.mean(axis=0)  # [P]

@@ -82,15 +82,11 @@ class FlowerRuntime(InProcessRuntime):
         grid: the ``Grid`` the ``ServerApp``'s main receives.
         client_ids: the run's client ids (one Flower node plays each).
         config_json: the run's config, sent to every node so its ClientApp builds the same client side.
-        round_timeout: seconds to wait for the replies of one send or broadcast; a client that has not
-            answered by then is dropped for it.
-        connect_timeout: seconds to wait for enough nodes to connect and for each to build its client side.
-        faults: client-side fault injection, as the in-process runtime's (``RunConfig.fail_client``): client id →
-            ``[(round or None, kind)]``, kind ``"raise"``, ``"hang"``, ``"nan"`` or ``"shape"`` (``"exit"`` is
-            refused: a SystemExit would end Flower's ClientApp process, not just the client's answer).
-        hang_seconds: how long a ``"hang"`` fault sleeps before the client answers (it keeps the ClientApp busy).
-        torch_threads: torch's intra-op thread count for the ClientApp process (a simulation passes its own, so the
-            clients compute as the in-process ones do); None leaves the client's.
+        round_timeout: seconds to wait for one send's or broadcast's replies; a late client is dropped for it.
+        connect_timeout: seconds to wait for the nodes to connect and build their client side.
+        faults: as the in-process runtime's, without ``"exit"`` (it would end Flower's ClientApp process).
+        hang_seconds: how long a ``"hang"`` fault sleeps before the client answers.
+        torch_threads: torch's thread count for the ClientApp process (None: the client's own).
     """
 
     def __init__(self, grid: Grid, client_ids: list[str], config_json: str, round_timeout: float = 3600.0,

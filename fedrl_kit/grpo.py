@@ -115,20 +115,16 @@ def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, setti
     """One GRPO step on a batch of rollouts: advantages, π_old, π_ref, then ``num_iterations`` epochs.
 
     Args:
-        model: the policy (its active adapter is trained).
-        optimizer: the optimiser over the active adapter's parameters.
+        model, optimizer: the policy (its active adapter is trained) and the optimiser over that adapter.
         rollouts: N = B·G completions.
-        rewards: [N] scalar rewards (ignored for the advantage when ``advantages`` is given).
+        rewards: [N] scalar rewards (unused for the advantage when ``advantages`` is given).
         settings: :class:`GRPOSettings`.
         advantages: [N] precomputed advantages (FedGRPO, FedMOA build their own).
-        ref_model_ctx: a zero-argument callable returning a context manager under which the model
-            is the reference policy (e.g. peft's ``disable_adapter``); needed when beta > 0.
+        ref_model_ctx: zero-argument callable → context manager under which the model is π_ref (beta > 0).
         extra_loss: optional zero-argument callable added to the loss (FedProx's proximal term).
-        old_logps: [N, T] π_old for rows sampled by another policy (PubSwap's swapped-in responses);
-            by default the current policy's scores in the first epoch (before any update).
-        on_first_grad: optional callable given the optimiser's parameters right after the first epoch's
-            backward pass (before clipping and the update): the gradient at the step's starting point,
-            for drift instrumentation (:class:`fedrl_kit.drift_probe.DriftProbe`).
+        old_logps: [N, T] π_old for rows another policy sampled (PubSwap's swapped-in responses); default: the
+            current policy's scores in the first epoch.
+        on_first_grad: optional callable given the parameters after the first epoch's backward (drift probe).
 
     Returns:
         Diagnostics: loss, clip_fraction, kl, reward_mean, reward_std, frac_zero_std, completion_length.

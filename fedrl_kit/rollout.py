@@ -94,17 +94,14 @@ def generate(model, tokenizer, prompts: list[str], num_generations: int, max_new
     """Sample G = ``num_generations`` completions for each prompt with the model's active adapter.
 
     Args:
-        model: a causal LM (peft-wrapped or not); generation uses whatever adapter is active.
-        tokenizer: its tokenizer (left padding is forced for generation).
+        model, tokenizer: a causal LM (peft-wrapped or not) and its tokenizer (left padding forced).
         prompts: B raw problems.
-        num_generations: G completions per prompt.
-        max_new_tokens: cap on completion length T.
+        num_generations, max_new_tokens: G completions per prompt, of at most T tokens.
         temperature: sampling temperature; 0 means greedy decoding.
         seed: seeds torch's generator for a reproducible batch.
         chat: wrap prompts in the chat template (real chat models).
-        logits_processor: passed to ``sample`` (see :func:`hf_sample`).
-        sample: the :data:`Sample` that draws the completions (default :func:`hf_sample`; faster ones:
-            :class:`fedrl_kit.speed.Sampler`).
+        logits_processor: passed to ``sample``.
+        sample: the :data:`Sample` that draws (default :func:`hf_sample`; faster: :class:`fedrl_kit.speed.Sampler`).
 
     Returns:
         :class:`Rollouts` with N = B·G rows, prompt-major (rows g·… of prompt b are contiguous).

@@ -405,12 +405,10 @@ class Run:
         run_dir: where config, metrics and checkpoints go; None keeps everything in memory.
         progress: show tqdm progress bars (notebook-aware).
         policy: reuse an already loaded :class:`Policy` (notebooks running several methods).
-        runtime: how messages travel: ``"inprocess"`` (default) or ``"serialising"`` (every payload through
-            bytes and back, clients out of the server's reach; same results — a test checks it for every method),
-            or a callable ``runtime(clients, faults) -> runtime`` (Flower's: :mod:`fedrl_kit.flower`).
-        server_data: deployed (:mod:`fedrl_kit.deploy`): the server's folder of a split federation. The server then
-            builds only its own splits from it, no world and no client: every client lives on its own node, reached
-            through ``runtime`` (Flower's deployment engine).
+        runtime: ``"inprocess"`` (default), ``"serialising"`` (every payload through bytes; same results), or a
+            callable ``runtime(clients, faults) -> runtime`` (Flower's: :mod:`fedrl_kit.flower`).
+        server_data: deployed (:mod:`fedrl_kit.deploy`): the server's folder of a split federation; the server
+            builds only its own splits, every client lives on its own node.
     """
 
     RUNTIMES = {"inprocess": InProcessRuntime, "serialising": SerialisingRuntime}

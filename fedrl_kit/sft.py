@@ -71,13 +71,11 @@ def train_sft(policy, adapter: str, prompts: list[str], completions: list[str], 
     """``steps`` SFT steps on minibatches drawn (seeded by ``(seed, key, step)``) from the pairs.
 
     Args:
-        policy: the shared :class:`~fedrl_kit.policy.engine.Policy`; ``adapter`` must exist.
-        adapter: the LoRA adapter trained (the only one that changes).
+        policy, adapter: the shared :class:`~fedrl_kit.policy.engine.Policy` and the LoRA adapter it trains.
         prompts, completions: the training pairs.
-        steps: optimiser steps (0 returns at once).
-        batch_size: pairs per step (without replacement within a step).
-        learning_rate: Adam learning rate (used when ``optimizer`` is None).
-        seed, key: key the minibatch draws (e.g. key = round·1000 + client index), so the run is reproducible.
+        steps, batch_size: optimiser steps (0 returns at once); pairs per step (without replacement).
+        learning_rate: Adam learning rate (when ``optimizer`` is None).
+        seed, key: key the minibatch draws (e.g. key = round·1000 + client index).
         optimizer: an optimiser over the adapter's parameters; a fresh Adam if None.
 
     Returns:
@@ -113,13 +111,10 @@ def completion_logprob(policy, prompts: list[str], completions: list[str], batch
     """log π(completion + eos | prompt) summed over the completion tokens, with the adapter(s) the model applies.
 
     Args:
-        policy: the :class:`~fedrl_kit.policy.engine.Policy`; its active adapter scores every row unless ``rows``
-            says otherwise.
-        prompts, completions: the pairs, scored in chunks of ``batch_size`` (each chunk right-padded to its longest;
-            a chunk whose logits would exceed :data:`LOGITS_BYTES` in smaller row chunks, :func:`row_chunks`).
-        rows: None, or ``rows(start, stop)`` → a context manager under which the forward pass of the pairs
-            ``start … stop − 1`` runs (per-row adapters,
-            :func:`fedrl_kit.speed.batched.sequence_logprob_lockstep`).
+        policy: the :class:`~fedrl_kit.policy.engine.Policy`; its active adapter scores every row unless ``rows``.
+        prompts, completions: the pairs, scored in right-padded chunks of ``batch_size`` (smaller row chunks when
+            the logits would exceed :data:`LOGITS_BYTES`, :func:`row_chunks`).
+        rows: None, or ``rows(start, stop)`` → a context manager for that chunk's forward pass (per-row adapters).
 
     Returns:
         [B] float64.

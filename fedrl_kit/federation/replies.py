@@ -10,9 +10,8 @@ from typing import Any, Callable
 import numpy as np
 
 ADAPTER_MAX_ABS = 1e4
-"""Largest |value| accepted in a returned LoRA factor. Trained factors stay far below it (quick preset, 3 rounds:
-max |value| 0.08 at the default learning rate, 0.32 at lr 0.1); a value beyond 1e4 is a diverged or hostile client,
-and one such adapter averaged into the global one (e.g. 1e30) makes every later rollout NaN."""
+"""Largest |value| accepted in a returned LoRA factor: trained factors stay far below it (docs/reliability.md); a
+value beyond it is a diverged or hostile client, whose adapter averaged in would make every later rollout NaN."""
 
 
 def adam_step_bound(t: int, betas: tuple[float, float] = (0.9, 0.999)) -> float:
@@ -27,7 +26,14 @@ def adam_step_bound(t: int, betas: tuple[float, float] = (0.9, 0.999)) -> float:
 
 @dataclass(frozen=True)
 class UpdateBound:
-    """How far an honest client's Adam(W) can move any one LoRA value from the adapter it was sent, in one round."""
+    """How far an honest client's Adam(W) can move any one LoRA value from the adapter it was sent, in one round.
+
+    With ``steps`` optimiser steps at a rate of at most ``learning_rate`` (c(t) = :func:`adam_step_bound`)::
+
+        |θ_i − θ_i^(t)| ≤ lr · Σ_t c(t) + steps · lr · wd · (max |θ^(t)| + lr · Σ_t c(t))
+
+    whatever the gradients; :func:`adapter` refuses a reply beyond it (docs/reliability.md).
+    """
 
     learning_rate: float
     steps: int  # optimiser steps a client takes a round: τ · num_iterations

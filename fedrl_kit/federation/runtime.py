@@ -223,18 +223,12 @@ class InProcessRuntime:
 
     Args:
         clients: client id → client object.
-        keep_messages: also keep the full messages (payloads included) — used by tests that check
-            what crossed the wire; off by default to save memory.
-        faults: fault injection for demos and tests: client id → one fault or a list of them, each
-            ``(round, kind)``: in that round (None: every round) the client raises (``"raise"``), raises
-            SystemExit (``"exit"``), hangs (``"hang"``), or answers with non-finite adapter values
-            (``"nan"``) or an adapter of the wrong shape (``"shape"``) (``RunConfig.fail_client``); a plain
-            int ``round`` means ``(round, "raise")``.
+        keep_messages: also keep whole messages (tests that check what crossed the wire).
+        faults: client id → ``(round, kind)`` fault(s) (``RunConfig.fail_client``; round None: every round): kind
+            ``"raise"``, ``"exit"``, ``"hang"``, ``"nan"`` or ``"shape"``; a plain int means ``(round, "raise")``.
         timeout: seconds a client may take to answer one message (None or 0: no limit).
-        replies: request kind → declared format of its reply (:mod:`fedrl_kit.federation.replies`);
-            defaults to the shared :data:`~fedrl_kit.federation.replies.REPLIES`.
-        expect: run-wide facts the formats compare with (``"adapter"``: the global adapter's names, shapes
-            and dtypes; ``"num_generations"``; ``"num_examples"``: each client's size as the server knows it).
+        replies: request kind → its reply's declared format (default :data:`~fedrl_kit.federation.replies.REPLIES`).
+        expect: run-wide facts the formats compare with (``"adapter"``, ``"num_generations"``, ``"num_examples"``).
     """
 
     def __init__(self, clients: dict[str, Client], keep_messages: bool = False, faults: dict | None = None,

@@ -69,15 +69,12 @@ def diagnostics(truth, round: int, out: dict) -> dict[str, dict]:
     """Simulator-side metrics of one FedGRPO round (``MethodSpec.diagnostics``).
 
     Args:
-        truth: the run's :class:`~fedrl_kit.federation.truth.SimulatorTruth`.
-        round: the round just run.
-        out: what ``run_round`` returned: ``out["trace"]`` (its :class:`StepTrace` list) and
-            ``out["clients"]`` (the records so far; clients dropped this round have none and get none).
+        truth, round: ``run.truth``; the round just run.
+        out: what ``run_round`` returned (``"trace"``, and ``"clients"``: the records so far).
 
     Returns:
-        ``{"server": {expert_hit_rate, random_hit_rate, expert_hit_rate_major, random_hit_rate_major,
-        ae_share, candidate_accuracy, reward_gap}, cid: {ae_share, malicious[, evaluator_sft_loss]}}``,
-        undefined values left out.
+        ``{"server": {expert_hit_rate, random_hit_rate, …_major, ae_share, candidate_accuracy, reward_gap},
+        cid: {ae_share, malicious[, evaluator_sft_loss]}}``, undefined values left out.
     """
     traces = out.get("trace") or []
     if not traces:
@@ -125,24 +122,18 @@ def trace_question(server, question: int, L: int | None = None, M: int | None = 
     """Algorithm 1 lines 3–20 for one question of D_s, with every intermediate value (no update).
 
     Args:
-        server: a built run's server (``Run(cfg).build().server``) with method ``fedgrpo``.
+        server: a built ``fedgrpo`` run's server (``Run(cfg).build().server``).
         question: index into ``world.queries`` (D_s).
         L, M: neighbourhood size and experts (default: the run's settings).
         seed: seeds the candidates.
-        truth: the run's :class:`~fedrl_kit.federation.truth.SimulatorTruth` (``run.truth``), for what the
-            server does not know: the question's topic and answer, the experts' pathways and which
-            candidates are correct; without it those are None.
+        truth: ``run.truth``, for what the server does not know (topic, answer, pathways, correctness); else None.
 
     Returns:
-        dict with ``question``, ``topic``, ``answer`` (simulator truth), ``neighbours`` (aux index, text,
-        topic, cosine; none in the official protocol), ``competence`` [K] (over the clients still
-        available; empty in the official protocol), ``experts`` (client indices, most competent first; the
-        random draw in the official protocol), ``candidates`` [C], ``scores`` [M, G] (the experts' r_k^s,
-        rows in ``experts`` order; official: each row scores its own block, ``blocks``), ``pathways``
-        (AE/ME per expert, simulator truth), ``format`` [C], ``correct`` [C] (simulator truth), ``eq9``
-        [M, G] (R_k literally; shared candidates only), ``advantages`` {variant: [C]} — the run's own
-        ``group_reward`` entry is the trace's; in the paper's protocol the other shared variants are
-        computed from the same scores for comparison — and ``trace`` (the StepTrace).
+        dict: ``question``, ``topic``, ``answer``, ``neighbours`` (aux index, text, topic, cosine), ``competence``
+        [K], ``experts`` (most competent first), ``candidates`` [C], ``scores`` [M, G] (rows in ``experts`` order;
+        official: one block each, ``blocks``), ``pathways`` (AE/ME), ``format`` [C], ``correct`` [C], ``eq9`` [M, G],
+        ``advantages`` {variant: [C]} (the run's own variant, and the other shared ones from the same scores) and
+        ``trace`` (the StepTrace).
     """
     args = server.config.fedgrpo
     official = args.group_reward == "official"

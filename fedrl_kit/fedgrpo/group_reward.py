@@ -132,22 +132,16 @@ def candidate_advantages(
 
     Args:
         rewards: private scores ``r_k^s`` of the ``M`` experts on the ``G`` candidates, ``[M, G]``.
-        variant: one of :data:`SHARED_VARIANTS` ("official" scores disjoint blocks: use
-            :func:`official_advantages`).
-        group_coef: weight of the experts' reward, ``≥ 0`` (Appendix A: 8).
-        format_rewards: the format reward ``f_g`` of each candidate (Remark 1), ``[G]``, or ``None``
-            for none.
-        format_coef: weight of the format reward, ``≥ 0`` (Appendix A: 1).
-        how: the expert aggregation for ``"paper"`` (:data:`AGGREGATIONS`); must stay ``"mean"``
-            for the other variants, which average by construction.
+        variant: one of :data:`SHARED_VARIANTS` (for "official" use :func:`official_advantages`).
+        group_coef, format_coef: weights of the experts' and the format reward, ``≥ 0`` (Appendix A: 8 and 1).
+        format_rewards: the format reward ``f_g`` of each candidate (Remark 1), ``[G]``, or ``None``.
+        how: the expert aggregation for ``"paper"`` (:data:`AGGREGATIONS`); ``"mean"`` for the other variants.
         trim: passed to :func:`robust_aggregate` when ``how="trimmed_mean"``.
-        scale_rewards: divide by the std (eq. 9, TRL's ``scale_rewards=True``) or only centre
-            (the official scripts' ``--scale_rewards False``).
+        scale_rewards: divide by the std (eq. 9) or only centre (the official scripts' ``--scale_rewards False``).
         eps: ``ε ≥ 0``; ``None`` uses the variant's default (1e-6, or 1e-4 for "pooled").
 
     Returns:
-        float64 ``[G]``: the advantage of each candidate; zeros when every candidate's combined
-        reward is equal (including ``G = 1``).
+        float64 ``[G]``; zeros when every candidate's combined reward is equal (including ``G = 1``).
     """
     r = _rewards_matrix(rewards)  # [M, G]
     n_candidates = r.shape[1]

@@ -14,14 +14,10 @@ def probe_gradients(client, adapter: str, steps: int = 2, round: int = 1, hyper_
     """g_k^(t) (eq. 8) of one client on its first ``steps`` local batches of ``round``, all at ``adapter``.
 
     Args:
-        client: a :class:`~fedrl_kit.fedmoa.client.MOAClient` (e.g. ``run.clients["client_0"]``); its batches,
-            rollout seeds and reward components are those of its own local steps.
-        adapter: the policy adapter to roll out and differentiate (e.g. ``"global"`` at the run's initial state).
-        steps: how many consecutive local batches (>= 1).
-        hyper_grad: which g_k (``fedmoa.hyper_grad``): the gradient of the layer's LoRA factors ("lora"), one
-            shift of the hidden layer per sequence ("sequence") or one shared by every token ("shared"); None =
-            the client's own.
-        layer: the decoder layer of eq. 8; None = the client's own (its resolved ``hyper_layer``).
+        client: a :class:`~fedrl_kit.fedmoa.client.MOAClient` (its own batches, seeds and reward components).
+        adapter: the adapter to roll out and differentiate (e.g. ``"global"`` at the run's initial state).
+        steps: consecutive local batches (>= 1).
+        hyper_grad, layer: which g_k and at which decoder layer (``fedmoa.hyper_grad``); None: the client's own.
 
     Returns:
         [steps, K, d] float64, K = the client's reward components in its order (accuracy first).
@@ -44,14 +40,11 @@ def replay_weights(grads, w0, lam: float | None = None, target: float = 0.05,
     Args:
         grads: [T, K, d], g_k^(t) of T consecutive local steps (:func:`probe_gradients`).
         w0: [K] the weights the round starts from, on the simplex.
-        lam: λ of eq. 10; None = the scale rule, ``target / mean_k |g_k|²`` of the first step
-            (:func:`~fedrl_kit.fedmoa.client.target_lambda`, ``fedmoa.lam_rule="target"``).
-        target: the scale rule's target step.
+        lam, target: λ of eq. 10; None = the scale rule ``target / mean_k |g_k|²`` of the first step.
         normalise: Δ_k as the cosine of consecutive gradients (``fedmoa.normalise``).
 
     Returns:
-        (trajectory [T, K]: the weights after each local step — the first step has no g^(t−1) and keeps w0 —,
-        the λ used).
+        (trajectory [T, K]: the weights after each step, the first keeping w0; the λ used).
     """
     g = np.asarray(grads, dtype=np.float64)
     if g.ndim != 3 or g.shape[0] < 1:

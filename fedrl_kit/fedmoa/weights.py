@@ -74,19 +74,14 @@ def hypergradient_step(
     """One hypergradient update of the objective weights w_k (eq. 9–10).
 
     Args:
-        w: current weights w^(t−1), shape ``[K]``, on the simplex.
-        grads_now: g_k^(t) = ∇_h L_k(h^(t)) flattened per objective, shape
-            ``[K, d]`` (eq. 8; h is one intermediate representation).
-        grads_prev: g_k^(t−1), shape ``[K, d]``, or ``None`` on the first
-            step, in which case w is returned unchanged and Δ = 0.
-        lr: the hypergradient step size λ >= 0 (paper: 0.01; 0 turns the
-            adaptation off, the "λ OFF" ablation of Table 2).
-        normalise: divide each Δ_k by ``||g_k^(t)|| ||g_k^(t−1)||`` (0 where a
-            gradient is zero).
+        w: current weights w^(t−1), ``[K]``, on the simplex.
+        grads_now: g_k^(t) flattened per objective, ``[K, d]`` (eq. 8).
+        grads_prev: g_k^(t−1), ``[K, d]``, or ``None`` on the first step (w unchanged, Δ = 0).
+        lr: the step size λ >= 0 (paper: 0.01; 0 is Table 2's "λ OFF").
+        normalise: divide each Δ_k by ``||g_k^(t)|| ||g_k^(t−1)||`` (0 where a gradient is zero).
 
     Returns:
-        (w_new, delta): the new weights w^(t), shape ``[K]``, on the simplex,
-        and the hypergradient signals Δ^(t), shape ``[K]``.
+        (w_new ``[K]`` on the simplex, delta: the signals Δ^(t) ``[K]``).
     """
     w = _check_simplex(w, "w")
     n_obj = w.size

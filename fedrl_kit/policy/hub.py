@@ -170,16 +170,13 @@ def load_pretrained(
     """Load any Hugging Face causal LM and its tokenizer, set up for left-padded generation.
 
     Args:
-        name_or_path: a hub id ("Qwen/Qwen2.5-0.5B-Instruct"), a local folder written by
-            ``save_pretrained`` or ``hf download``, a .gguf file, or an alias ("smollm2"; see
-            :func:`locate_base`).
-        dtype: weights dtype (``torch.bfloat16`` or "bfloat16"); None keeps the checkpoint's own
-            (float32 for a GGUF file, whose quantised weights are de-quantised).
-        device: where to put the model ("cpu", "cuda"); None leaves it where transformers loads it (CPU).
+        name_or_path: a hub id, a ``save_pretrained`` / ``hf download`` folder, a .gguf file or an alias
+            (:func:`locate_base`).
+        dtype: weights dtype; None keeps the checkpoint's (float32 for a de-quantised GGUF).
+        device: "cpu", "cuda"; None leaves it where transformers loads it (CPU).
 
     Returns:
-        ``(model, tokenizer)``: the model in eval mode; the tokenizer with ``padding_side="left"``
-        and a pad token.
+        ``(model, tokenizer)``: the model in eval mode; the tokenizer left-padding, with a pad token.
     """
     source = locate_base(name_or_path)
     name, gguf = source.name_or_path, source.gguf_file

@@ -72,14 +72,10 @@ def pretrain(
 
     Args:
         out_dir: where ``save_pretrained`` writes the checkpoint.
-        steps: optimiser steps (the knob that sets how weak the base is).
-        batch_size: sequences per step.
-        lr: AdamW peak learning rate (linear warm-up over 5 % of steps, then cosine decay).
-        n_examples: distinct training problems (the world's difficulty levels, non-held-out region).
-        format_rate: fraction of targets written in the ``<think>…<answer>`` format.
-        answer_noise: fraction of targets whose answer is a near miss (the noisy teacher).
-        seed: seeds initialisation and data order.
-        progress: show a tqdm bar.
+        steps, batch_size, lr: optimiser steps (how weak the base is), sequences per step, AdamW peak rate.
+        n_examples: distinct training problems (non-held-out region).
+        format_rate, answer_noise: fractions of targets in the ``<think>…<answer>`` format and with a near miss.
+        seed, progress: seeds initialisation and data order; show a tqdm bar.
 
     Returns:
         A dict of the settings and the final training loss (also written to ``pretrain.json``).

@@ -62,19 +62,13 @@ def pretrain_families(
     """Continue the supervised warm start of ``source`` on the three families; save to ``out_dir``.
 
     Args:
-        out_dir: where the derived base is written (``save_pretrained`` + ``pretrain.json``).
-        source: the base to continue from (``data/base``).
-        steps: optimiser steps.
-        batch_size: sequences per step.
-        lr: AdamW peak learning rate (linear warm-up over 5 % of steps, then cosine decay).
-        n_examples: warm-start rows (drawn with replacement, non-held-out region, round-robin over families).
-        format_rate: fraction of targets in the think/answer format.
-        answer_noise: fraction of targets with a near-miss answer or program.
-        families: family names from :data:`fedrl_kit.world.families.FAMILIES`.
-        mix: slots per family in each round-robin cycle: ``(1, 2, 1)`` teaches the word problems twice as often
-            (``None`` = one each, how the first ``data/base_moa`` was built, with 400 steps).
-        seed: seeds data and order.
-        progress: show a tqdm bar.
+        out_dir, source: where the derived base is written, and the base it continues from (``data/base``).
+        steps, batch_size, lr: optimiser steps, sequences per step, AdamW peak rate (5 % warm-up, cosine decay).
+        n_examples: warm-start rows (with replacement, non-held-out region, round-robin over families).
+        format_rate, answer_noise: fractions of targets in the think/answer format and with a near-miss answer.
+        families: names from :data:`fedrl_kit.world.families.FAMILIES`.
+        mix: slots per family in each cycle: ``(1, 2, 1)`` teaches word problems twice as often (None: one each).
+        seed, progress: seeds data and order; show a tqdm bar.
 
     Returns:
         The settings and the final training loss (also written to ``pretrain.json``).

@@ -112,7 +112,13 @@ def group_table(gen: PublicGeneration, results: list[SwapResult], client: int, p
 
 
 def off_policy_terms(client, gen: PublicGeneration, results: list[SwapResult], n: int) -> dict:
-    """Appendix A.2's off-policy distortion of client ``n``'s Balanced public step, measured at its current θ."""
+    """Appendix A.2's off-policy distortion of client ``n``'s Balanced public step, measured at its current θ.
+
+    Returns:
+        ``omega`` (‖e_n‖, Balanced minus on-policy gradient), ``beta`` [b] (the largest one-replacement distortion
+        along the chain Y^(0) … Y^(M), a lower bound on β_n(x)), ``bound`` ((1/b) Σ_x M(x) β(x) ≥ ``omega``),
+        ``on_policy`` (‖ĝ_n‖), ``M`` [b] and ``alpha`` [b] = M / K; single draws, not expectations.
+    """
     if not results or results[0].rule != "balanced":
         raise ValueError("off_policy_terms measures Balanced's replacements (appendix A.2): pass "
                          "swap_public(gen, 'balanced')")

@@ -1,4 +1,9 @@
-"""Verifiable rewards with TRL's signature, and named multi-objective reward sets."""
+"""Verifiable rewards with TRL's signature, and named multi-objective reward sets.
+
+Every reward is ``f(prompts, completions, **columns) -> list[float | None]``: ``completions`` one per row, a string
+or a list of chat messages; ``answer`` (where a reward reads it) the dataset column aligned with them; other columns
+ignored; None where a row has nothing to score. The rewards' Args list only what they add to this.
+"""
 
 from dataclasses import dataclass
 from typing import Callable, Sequence

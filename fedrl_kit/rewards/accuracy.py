@@ -46,17 +46,9 @@ def _exact_match(gold, predicted: str | None) -> float:
 def accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[float | None]:
     """Exact-match accuracy of the extracted answer against the gold answer.
 
-    Args:
-        prompts: the prompts (unused; part of TRL's reward signature).
-        completions: one completion per row, string or conversational.
-        answer: gold answers aligned with ``completions``; None for a row or for the
-            whole column means "not applicable".
-        **kwargs: other dataset columns, ignored.
-
     Returns:
-        Per completion: 1.0 if ``normalise_answer`` of ``extract_answer`` equals that of the
-        gold answer, 0.0 otherwise (also when no answer can be extracted), None where the
-        gold answer is None.
+        Per completion: 1.0 if ``normalise_answer`` of ``extract_answer`` equals that of the gold answer, else 0.0
+        (also when no answer can be extracted); None where the gold answer is None.
     """
     golds = _gold_answers(answer, len(completions))
     return [
@@ -91,18 +83,11 @@ def _math_verify_matches(items: list, budget_s: float) -> list[float]:
 
 
 def math_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[float | None]:
-    """Math-equivalence accuracy of the completion's answer against the gold answer.
-
-    Args:
-        prompts: the prompts (unused; part of TRL's reward signature).
-        completions: one completion per row, string or conversational.
-        answer: gold answers aligned with ``completions`` (LaTeX or plain), None for "not
-            applicable".
-        **kwargs: other dataset columns, ignored.
+    """Math-equivalence accuracy (math-verify) of the completion's answer against the gold answer (LaTeX or plain).
 
     Returns:
-        Per completion: 1.0 if math-verify finds the prediction equal to the gold answer,
-        0.0 otherwise, None where the gold answer is None.
+        Per completion: 1.0 if math-verify finds the prediction equal to the gold answer, else 0.0; None where the
+        gold answer is None.
     """
     golds = _gold_answers(answer, len(completions))
     items = []
@@ -177,9 +162,7 @@ def humaneval_accuracy_reward(prompts, completions, answer=None, **kwargs) -> li
 
     Args:
         prompts: the HumanEval prompts, aligned with ``completions`` (the program needs their imports).
-        completions: one completion per row, string or conversational.
-        answer: each row's tests (``test`` + ``check(entry_point)``), None for "not applicable".
-        **kwargs: other dataset columns, ignored.
+        answer: each row's tests (``test`` + ``check(entry_point)``).
 
     Returns:
         Per completion: 1.0 (passed), 0.0, or None where there are no tests.

@@ -39,14 +39,8 @@ def defines_function(program: str, name: str = CODE_FUNCTION_NAME) -> bool:
 def code_format_reward(prompts, completions, **kwargs) -> list[float]:
     """0.5 for the think/answer format plus 0.5 for a program that parses and defines ``f``.
 
-    Args:
-        prompts: the prompts (unused; part of TRL's reward signature).
-        completions: one completion per row, string or conversational.
-        **kwargs: dataset columns, ignored.
-
     Returns:
-        One value in {0, 0.5, 1} per completion. The program is the content of the last answer
-        pair, or the whole completion without one.
+        One value in {0, 0.5, 1} per completion; the program is the last answer pair's content, else the completion.
     """
     rewards = []
     for c in completions:
@@ -62,10 +56,7 @@ def char_repetition_penalty_reward(prompts, completions, ngram_size: int = DEFAU
     """Minus the fraction of character n-grams that are repeats: −(1 − U / N); 0 below n characters.
 
     Args:
-        prompts: the prompts (unused; part of TRL's reward signature).
-        completions: one completion per row, string or conversational.
         ngram_size: n, characters per n-gram (an integer >= 1).
-        **kwargs: dataset columns, ignored.
 
     Returns:
         One value in (−1, 0] per completion.

@@ -32,16 +32,10 @@ def format_reward(prompts, completions, **kwargs) -> list[float]:
 
 
 def tag_count_reward(prompts, completions, **kwargs) -> list[float]:
-    """0.25 for each of the four tags that appears exactly once (open-r1's tag-count reward).
-
-    Args:
-        prompts: the prompts (unused; part of TRL's reward signature).
-        completions: one completion per row, string or conversational.
-        **kwargs: dataset columns, ignored.
+    """0.25 for each of the four tags that appears exactly once (open-r1's, without its newline after each tag).
 
     Returns:
-        One value in {0, 0.25, 0.5, 0.75, 1} per completion. Unlike open-r1 we do not
-        require a newline after each tag: the embedded world's tokenizer has none there.
+        One value in {0, 0.25, 0.5, 0.75, 1} per completion.
     """
     rewards = []
     for c in completions:

@@ -46,14 +46,10 @@ def extract_choice(text: str, options: dict[str, str] | None = None) -> str | No
 
 
 def mcq_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[float | None]:
-    """1.0 when the completion picks the gold option letter, else 0.0.
+    """1.0 when the completion picks the gold option letter ("C", case-insensitive), else 0.0.
 
     Args:
-        prompts: the prompts, aligned with ``completions`` (their option lines say which letters exist);
-            None when unknown (letters A-D).
-        completions: one completion per row, string or conversational.
-        answer: gold letters aligned with ``completions`` ("C"; case-insensitive), None for "not applicable".
-        **kwargs: other dataset columns, ignored.
+        prompts: aligned with ``completions``; their option lines say which letters exist (None: A-D).
 
     Returns:
         Per completion: 1.0, 0.0, or None where the gold answer is None.

@@ -15,16 +15,8 @@ _FRACTION = re.compile(r"(-?\d+)/(\d+)", re.ASCII)
 
 
 def completion_text(completion) -> str:
-    """Returns the text of one completion in either of TRL's shapes.
-
-    Args:
-        completion: a string (standard format), or a list of message dicts such as
-            ``[{"role": "assistant", "content": "..."}]`` (conversational format). A message's
-            ``content`` may itself be a list of ``{"type": "text", "text": ...}`` parts.
-
-    Returns:
-        The text; the contents of several messages are joined with newlines. Anything
-        unrecognised gives ``""`` rather than an error, so that a reward scores it as wrong.
+    """The text of one completion in either of TRL's shapes: a string, or chat messages (whose ``content`` may be a
+    list of ``{"type": "text", "text": ...}`` parts), joined with newlines; ``""`` for anything else.
     """
     if isinstance(completion, str):
         return completion
@@ -72,17 +64,8 @@ def _last_number(text: str) -> str | None:
 
 
 def extract_answer(text: str) -> str | None:
-    """Returns the final answer a completion gives.
-
-    Args:
-        text: the completion text.
-
-    Returns:
-        The content of the last ``<answer>…</answer>`` pair (see ``extract_tagged_answer``),
-        or None if that pair is empty: a model that opened the tags and wrote nothing gave no
-        answer, and a number from its reasoning must not count as one. Without a pair, the
-        last number-like token in the text (integer, decimal, negative, fraction ``a/b``);
-        without one, None.
+    """The final answer a completion gives: the content of its last ``<answer>…</answer>`` pair (None if that is
+    empty: a number from the reasoning must not count), else its last number-like token, else None.
     """
     if not isinstance(text, str):
         return None

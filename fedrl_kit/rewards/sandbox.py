@@ -716,16 +716,10 @@ def code_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[fl
     """TRL reward: 1.0 if the completion's program passes its tests, else 0.0.
 
     Args:
-        prompts: the prompts (unused; part of TRL's signature).
-        completions: one per sample, a string or a list of chat messages; anything else
-            (``None``) reads as empty text and scores 0.0.
-        answer: the dataset column with each sample's tests (a source string
-            or a list of assert lines), or ``None``.
-        **kwargs: other dataset columns and trainer state, ignored.
+        answer: each row's tests (a source string or a list of assert lines), or ``None``.
 
     Returns:
-        One value per completion: 1.0 (passed), 0.0 (any other status), or
-        ``None`` where there are no tests (not applicable).
+        Per completion: 1.0 (passed), 0.0 (any other status, or a completion that is not text), None without tests.
     """
     n = len(completions)
     if answer is None:

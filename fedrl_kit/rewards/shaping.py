@@ -19,10 +19,7 @@ def length_reward(
     """A bounded length reward: 1 up to ``target_len`` characters, then linearly down to 0.
 
     Args:
-        prompts: the prompts (unused; part of TRL's reward signature).
-        completions: one completion per row, string or conversational.
         target_len: T, in characters, an integer >= 1.
-        **kwargs: dataset columns, ignored.
 
     Returns:
         One value in [0, 1] per completion.
@@ -41,10 +38,7 @@ def repetition_penalty_reward(
     """open-r1's repetition penalty: minus the fraction of word n-grams that are repeats.
 
     Args:
-        prompts: the prompts (unused; part of TRL's reward signature).
-        completions: one completion per row, string or conversational.
         ngram_size: n, an integer >= 1.
-        **kwargs: dataset columns, ignored.
 
     Returns:
         One value in (−1, 0] per completion: 0 without repeats, near −1 for a loop.

@@ -120,13 +120,11 @@ def generate_lockstep(policy, prompts: dict[str, list[str]], num_generations: in
         policy: the shared :class:`~fedrl_kit.policy.engine.Policy` (HF generation).
         prompts: adapter name → its B_k raw prompts (at least one each).
         num_generations: G.
-        seeds: adapter name → its sampling seed (what ``Policy.rollout`` would get in sequential mode); not read
-            at temperature 0.
-        temperature: rollout temperature (default: the policy's); 0 decodes greedily, as ``Policy.rollout`` does.
+        seeds: adapter name → its sampling seed (``Policy.rollout``'s in sequential mode).
+        temperature: default the policy's; 0 decodes greedily.
 
     Returns:
-        Adapter name → :class:`Rollouts` laid out as ``Policy.rollout`` lays them out for that adapter alone
-        (its own prompt padding, its own completion length).
+        Adapter name → :class:`Rollouts` laid out as ``Policy.rollout`` lays them out for that adapter alone.
     """
     names = list(prompts)
     t = policy.temperature if temperature is None else temperature
@@ -276,16 +274,12 @@ def grpo_step_lockstep(model, names: list[str], optimizers: list, rollouts: list
     """One GRPO step of K clients at once: :func:`fedrl_kit.grpo.grpo_step` per client, one pass for all.
 
     Args:
-        model: the peft-wrapped policy holding the K adapters ``names`` (their parameters require grad).
-        names: the K adapter names, in row order.
-        optimizers: the K clients' optimisers, each over its own adapter's parameters.
-        rollouts: the K clients' rollouts (N_k = B_k·G rows each).
-        rewards: the K clients' [N_k] scalar rewards.
+        model: the peft-wrapped policy holding the K adapters ``names`` (row order).
+        optimizers, rollouts, rewards: per client: its optimiser, its N_k = B_k·G rollouts, its [N_k] rewards.
         settings: :class:`~fedrl_kit.grpo.GRPOSettings` shared by the clients.
-        pad_token_id: the tokenizer's pad id (fills the rows to a common length).
-        ref_model_ctx: as in ``grpo_step`` (needed when beta > 0).
-        extra_losses: per client, None or a zero-argument callable added to its loss (FedProx).
-        on_first_grads: per client, None or a callable given its parameters after the first epoch's backward.
+        pad_token_id: fills the rows to a common length.
+        ref_model_ctx: as in ``grpo_step`` (beta > 0).
+        extra_losses, on_first_grads: per client, None or ``grpo_step``'s ``extra_loss`` / ``on_first_grad``.
 
     Returns:
         Per client, the diagnostics ``grpo_step`` returns for it.

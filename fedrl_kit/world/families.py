@@ -163,12 +163,10 @@ def generate_family_problems(n: int, seed: int, families=tuple(FAMILIES), diffic
     """``n`` distinct problems, round-robin over families and, within a family, over its topics.
 
     Args:
-        n: number of rows.
-        seed: seed of the one ``random.Random`` every draw comes from.
-        families: names from :data:`FAMILIES`.
-        difficulties: subset of (1, 2, 3).
+        n, seed: number of rows; seed of the one ``random.Random`` every draw comes from.
+        families, difficulties: names from :data:`FAMILIES`; a subset of (1, 2, 3).
         exclude: prompts that must not be drawn.
-        with_reasoning: also return the ``reasoning`` column (the supervised warm start uses it).
+        with_reasoning: also return the ``reasoning`` column (for the supervised warm start).
 
     Returns:
         Row dicts ``{prompt, answer, topic, difficulty, family[, reasoning]}``.
@@ -234,13 +232,10 @@ def make_family_world(seed: int = 0, n_train: int = 600, n_test: int = 20, famil
     """Build a world with a private pool, a held-out test split and a validation split *per family*.
 
     Args:
-        seed: world seed.
-        n_train: private rows per family.
-        n_test: held-out test rows per family.
-        families: names from :data:`FAMILIES`.
-        difficulties: difficulty levels.
-        n_val: held-out validation rows per family, disjoint from the test rows (drawn after test and train
-            with their own seed, so test and train do not depend on it).
+        seed, families, difficulties: world seed; names from :data:`FAMILIES`; difficulty levels.
+        n_train, n_test: private and held-out test rows per family.
+        n_val: validation rows per family, disjoint from the test rows (drawn last, so test and train do not
+            depend on it).
     """
     families = _check_families(families)
     for name, v in dict(n_train=n_train, n_test=n_test, n_val=n_val).items():

@@ -13,19 +13,14 @@ PARTITIONS = ("iid", "dirichlet", "pathological")
 def partition(ds: datasets.Dataset, num_clients: int, how: str = "dirichlet", alpha: float = 0.5,
               topics_per_client: int = 2, equal_size: bool = False, seed: int = 0,
               min_size: int = 10) -> list[datasets.Dataset]:
-    """Split ``ds`` into ``num_clients`` private datasets.
+    """Split ``ds`` (rows with a ``topic`` column) into ``num_clients`` = K private datasets.
 
     Args:
-        ds: rows with a ``topic`` column.
-        num_clients: K.
-        how: ``"iid"`` | ``"dirichlet"`` (topic mixture ~ Dir(alpha) per client) | ``"pathological"``
-            (each client holds ``topics_per_client`` topics; rows of a topic that no client is
-            assigned are left out, as flwr-datasets' PathologicalPartitioner does).
-        alpha: Dirichlet concentration (small = heterogeneous), used by ``"dirichlet"``.
-        topics_per_client: used by ``"pathological"``.
+        how: ``"iid"``, ``"dirichlet"`` (topic mixture ~ Dir(alpha) per client) or ``"pathological"``
+            (``topics_per_client`` topics each; a topic no client is assigned is left out, as in flwr-datasets).
+        alpha: Dirichlet concentration (small = heterogeneous).
         equal_size: every client gets exactly ⌊|ds| / K⌋ rows (``"dirichlet"`` and ``"iid"``).
-        seed: partition seed.
-        min_size: smallest client allowed by the Dirichlet partitioner (it resamples until met).
+        seed, min_size: partition seed; smallest client the Dirichlet partitioner accepts (it resamples).
 
     Returns:
         K datasets, client order fixed by the seed.

@@ -495,14 +495,11 @@ def load_real_dataset(
     """Load one of the papers' real datasets as world rows ``{prompt, answer, topic, difficulty}``.
 
     Args:
-        name: a key of ``REAL_DATASETS`` ("math", "gsm8k", "deepmath", "openr1-math", "mbpp",
-            "humaneval", "medqa").
-        split: which split to load. With a local folder whose file names name no split
-            (or a single file), the whole folder (file) is taken and ``split`` is ignored.
-        path: local data to read instead of the Hub: a folder written by ``hf download``, a
-            folder of .jsonl/.json/.parquet files (.jsonl/.json may be gzipped), one such file, or a
-            ``save_to_disk`` folder. None: the file an installed package ships (:func:`packaged_dataset`),
-            else the Hugging Face cache or the Hub.
+        name: a key of ``REAL_DATASETS``.
+        split: which split (ignored for a local folder or file whose names name no split).
+        path: local data instead of the Hub: an ``hf download`` folder, a folder of .jsonl/.json/.parquet files
+            (.jsonl/.json may be gzipped), one such file, or a ``save_to_disk`` folder; None: an installed package's
+            file (:func:`packaged_dataset`), else the Hugging Face cache or the Hub.
         limit: keep the first ``limit`` rows (after dropping rows without a gold answer).
 
     Returns:

@@ -226,18 +226,15 @@ def make_real_world(name: str, dataset: str = "", seed: int = 0, n_train: int = 
 
 def make_real_family_world(families, dataset: str = "", seed: int = 0, n_train: int = 2000, n_test: int = 600,
                            n_val: int = 300):
-    """FedMOA's families on the real datasets (:data:`REAL_FAMILY_SOURCES`): a private pool, a test split and a
-    validation split per family, each real world's splits carved as :func:`make_real_world` carves them.
+    """FedMOA's families on the real datasets (:data:`REAL_FAMILY_SOURCES`): per family a private pool, a test split
+    and a validation split, carved as :func:`make_real_world` carves them.
 
     Args:
         families: family names (math, gsm, code).
-        dataset: "" (packages and the Hugging Face cache) or a folder holding one sub-folder per dataset
-            (``math/``, ``gsm8k/``, ``mbpp/``, ``humaneval/``).
+        dataset: "" (packages and the HF cache) or a folder with ``math/``, ``gsm8k/``, ``mbpp/``, ``humaneval/``.
         seed: which problems land in which split.
-        n_train, n_test, n_val: totals, split equally over the families. A family whose dataset holds fewer
-            training problems than its share gets all of them (MBPP: 474). The validation rows come from the
-            training dataset's held-out split (MBPP's test split for code), the test rows from the test dataset
-            (for code, HumanEval: ``n_test // n_families`` problems, or all 164 when that is more).
+        n_train, n_test, n_val: totals, split equally over the families (a family with fewer training problems
+            gets all: MBPP 474; code's test rows are HumanEval's, all 164 when ``n_test // n_families`` is more).
 
     Returns:
         A :class:`~fedrl_kit.world.families.FamilyWorld` (``accuracy_reward`` = ``real_family_accuracy``).
