@@ -185,7 +185,12 @@ def node_for(node_config) -> Node:
 
 # -- credentials: TLS and node keys -----------------------------------------------------------------------------
 def make_credentials(out: str | Path, nodes: int, hosts=("127.0.0.1", "localhost"), days: int = 365) -> dict:
-    """What a deployment needs to run with TLS and node authentication, made with ``cryptography``:"""
+    """A deployment's TLS and node-authentication files, made with ``cryptography``; returns the paths written.
+
+    ``ca.crt`` (the federation's own CA), ``server.crt`` / ``server.key`` (the SuperLink's, valid for ``hosts``) and
+    ``node_<i>`` / ``node_<i>.pub`` (each SuperNode's EC P-384 key pair, OpenSSH format); keys readable by their owner
+    only. ``out`` must be new or empty; keep it out of version control (``.gitignore`` lists ``credentials/``).
+    """
     import datetime
     import ipaddress
 

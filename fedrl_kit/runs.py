@@ -280,7 +280,11 @@ def check_owned(run_dir: Path) -> None:
 
 
 def fresh_run_dir(run_dir: str | Path) -> Path:
-    """Delete what a run wrote into ``run_dir`` so that a run starts there from round 0; return it as a Path."""
+    """Delete what a run wrote into ``run_dir`` so that a run starts there from round 0; return it as a Path.
+
+    Only a run folder is touched, and in it only the run's own files: ``figures/``, ``peft_global/`` and any other file
+    stay (docs/reliability.md, "Run folders and resume").
+    """
     run_dir = Path(run_dir)
     check_layout(run_dir)
     entries = sorted(run_dir.iterdir()) if run_dir.exists() else []

@@ -27,7 +27,12 @@ def initial_weights(names) -> list[float]:
 
 
 def round_weights(server) -> dict[str, list[float]]:
-    """cid → the weights w^(m) to send this round with θ^global, in the order of the client's reward names."""
+    """cid → the weights w^(m) to send this round with θ^global, in the order of the client's reward names.
+
+    ``fedmoa.round_start``: ``"broadcast"`` (eq. 12): the client's cluster's aggregate of last round (its own w_k for
+    unshared components, renormalised; its initial weights before its first aggregation); ``"initial"``: its initial
+    weights every round; ``"uniform"``: 1/K_m. With λ off the weights are never adapted: initial weights every round.
+    """
     held = held_weights(server)
     mode = server.config.fedmoa.round_start
     if not server.config.fedmoa.lambda_on and mode == "broadcast":

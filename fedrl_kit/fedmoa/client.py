@@ -149,7 +149,15 @@ class WeightPath:
 
 
 class MOAClient(GRPOClient):
-    """A FedMOA client: its own family data, its own named reward components and their weights."""
+    """A FedMOA client: its own family data, its own named reward components and their weights.
+
+    Args (beyond :class:`~fedrl_kit.federation.client.GRPOClient`'s):
+        family: the task family of its data (it tells the server in ``properties``).
+        args: the run's :class:`~fedrl_kit.fedmoa.args.FedMOAArgs`.
+        layer: the decoder layer whose output is h in eq. 8 (resolved ``hyper_layer``).
+        initial_weights: its w^(m) before any training, aligned with its reward names (the plan's,
+            :func:`fedrl_kit.fedmoa.plan.initial_weights`; it tells the server in ``properties``). None = uniform.
+    """
 
     def __init__(self, cid, index, data, policy, reward_set, local, grpo, seed, family: str, args, layer: int,
                  initial_weights=None):

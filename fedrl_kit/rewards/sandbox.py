@@ -685,7 +685,9 @@ _FENCE_HEADER_RE = re.compile(r"[ \t]*(?:python3?|py)?[ \t]*", re.IGNORECASE)
 
 
 def extract_program(text: str) -> str:
-    """The program in a completion."""
+    """The program in a completion: the last ``<answer>…</answer>``'s content (else the whole text), then the last fenced
+    code block in it if any; both found from the end with ``str.rfind`` (linear time on unclosed tags or fences).
+    """
     close = text.rfind(ANSWER_CLOSE)
     if close >= 0:
         start = text.rfind(ANSWER_OPEN, 0, close)
