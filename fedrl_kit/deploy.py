@@ -24,7 +24,7 @@ def config_digest(config_json: str) -> str:
 
 # -- splitting a federation ------------------------------------------------------------------------------------
 def split_federation(cfg, out: str | Path) -> dict:
-    """Deal the world of ``cfg`` out into a server folder and one folder per client (see the module doc)."""
+    """Deal the world of ``cfg`` out into a server folder and one folder per client (docs/flower.md, deployment)."""
     import datasets
 
     from fedrl_kit.world.partition import partition

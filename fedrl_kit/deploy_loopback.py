@@ -62,7 +62,7 @@ def _descendants(roots, table=None) -> set[int]:
 
 
 class LoopbackDeployment:
-    """SuperLink + SuperNodes as processes on 127.0.0.1 (see the module doc); a context manager that stops them all.
+    """SuperLink + SuperNodes as processes on 127.0.0.1; a context manager that stops them all (docs/flower.md).
 
     Args:
         root: a folder for the credentials, the processes' homes and logs.

@@ -268,7 +268,7 @@ def pairwise_gradient_dissimilarity(grads: Sequence) -> np.ndarray:
 
 
 def gradient_dissimilarity(grads: Sequence) -> float:
-    """Normalised client-gradient dissimilarity ``(1/N) Σ_n ‖g_n − ḡ‖² / ‖ḡ‖²`` (A.1's ζ in one number; SCAFFOLD's B² − 1).
+    """Normalised client-gradient dissimilarity ``(1/N) Σ_n ‖g_n − ḡ‖² / ‖ḡ‖²`` (A.1's ζ in one number).
 
     Args:
         grads: N >= 1 flat gradient vectors ``[P]`` (numpy or torch).

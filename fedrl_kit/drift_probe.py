@@ -74,12 +74,12 @@ def effective_distance_sq(a, b, a0, b0, scaling: float = 1.0) -> float:
 
 
 class DriftProbe:
-    """Collects per-step measurements from the clients of one run; docs/pubswap.md, "Module notes", says what it measures.
+    """Collects per-step measurements from the clients of one run (what it measures: docs/pubswap.md, "Module notes").
 
     Args:
         scaling: the LoRA scaling ``s = lora_alpha / r`` used for the effective ΔW.
         gradients: also measure each step's first-epoch gradient (for ζ and the dissimilarity).
-        sketch_dim: entries of each sketch when the adapter is too large to keep (see "Memory" above).
+        sketch_dim: entries of each sketch when the adapter is too large to keep (docs/pubswap.md, "Module notes").
         exact_max: adapters with at most this many factor entries are kept whole and measured exactly.
         tensors_dir: where to stream every client-step's full factors and gradient (None: nowhere).
     """

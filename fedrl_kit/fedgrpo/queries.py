@@ -37,7 +37,7 @@ class QueryPool:
 
 
 def pool_labels(n: int, fraction: float, seed: int) -> np.ndarray:
-    """``[n]`` bool: which questions of the training pool have their label on their owner (stream ``fedgrpo/labels``)."""
+    """``[n]`` bool: which questions of the pool have their label on their owner (stream ``fedgrpo/labels``)."""
     return seeding.rng("fedgrpo/labels", seed).random(n) < fraction  # [n]
 
 

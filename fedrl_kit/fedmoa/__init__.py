@@ -12,7 +12,7 @@ eq. 1, w on the simplex                         ``weights.project_to_simplex``
 eq. 2, r_w = Σ_k w_k r_k                        ``client.MOAClient.local_step``
 eq. 3–4, GRPO on r_w's group advantage          ``grpo.grpo_step``
 eq. 8, g_k = ∇ L_k at one layer                 ``client.objective_gradients`` (``weights.per_objective_advantages``)
-eq. 9–10, Δ_k = g^(t)·g^(t−1), w_k + λΔ_k       ``weights.hypergradient_step`` (λ: ``client.target_lambda`` or ``fedmoa.lam``)
+eq. 9–10, Δ_k = g^(t)·g^(t−1), w_k + λΔ_k       ``weights.hypergradient_step`` (λ: ``client.target_lambda``)
 §3.3, clusters by reward names                  ``weights.cluster_by_reward_names``
 eq. 11, α = softmax(1/(w_0 + ε))                ``weights.accuracy_aware_weights``
 eq. 12, θ^(c), shared w^(c)                     ``aggregate.weighted_sum``, ``weights.aggregate_shared_weights``

@@ -54,7 +54,7 @@ def tiny_config(vocab_size: int, hidden_size: int = 192, num_layers: int = 4, **
 
 
 def build_tiny_model(tokenizer, seed: int = 0, **config_overrides) -> transformers.Qwen2ForCausalLM:
-    """A freshly initialised Qwen2 causal LM (seeded, float32) with ``tiny_config``'s settings and ``config_overrides``."""
+    """A freshly initialised Qwen2 causal LM (seeded, float32): ``tiny_config``'s settings and ``config_overrides``."""
     torch.manual_seed(seed)
     vocab_size = config_overrides.pop("vocab_size", len(tokenizer))
     model = transformers.Qwen2ForCausalLM(tiny_config(vocab_size, **config_overrides))

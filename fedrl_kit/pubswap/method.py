@@ -113,7 +113,7 @@ class PubSwapClient(GRPOClient):
                         list(gen.prompts), [t for group in texts for t in group], K)
 
     def on_public_step(self, round: int, payload: dict) -> dict:
-        """One GRPO step on the swapped groups; π_old = current policy for every row (see module doc)."""
+        """One GRPO step on the swapped groups; π_old = current policy for every row (docs/pubswap.md, deviations)."""
         rollouts = self.swapped_rollouts(payload["texts"], payload["own_index"])  # b·K rows
         scores = self.reward_scores(rollouts, payload["batch"])  # [b·K, n_rewards]
         rewards = torch.as_tensor(np.nan_to_num(scores) @ np.asarray(self.reward_set.weights),

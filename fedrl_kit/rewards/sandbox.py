@@ -302,7 +302,7 @@ def sandbox_isolation() -> Isolation:
 
 
 def landlock_abi() -> int:
-    """The Landlock ABI version this kernel offers (0: none): what the "process" level adds (docs/reliability.md, "Module notes")."""
+    """The Landlock ABI version this kernel offers (0: none): what the "process" level adds."""
     try:
         import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
@@ -685,8 +685,8 @@ _FENCE_HEADER_RE = re.compile(r"[ \t]*(?:python3?|py)?[ \t]*", re.IGNORECASE)
 
 
 def extract_program(text: str) -> str:
-    """The program in a completion: the last ``<answer>…</answer>``'s content (else the whole text), then the last fenced
-    code block in it if any; both found from the end with ``str.rfind`` (linear time on unclosed tags or fences).
+    """The program in a completion: the last ``<answer>…</answer>``'s content (else the whole text), then the last
+    fenced code block in it if any; both found from the end with ``str.rfind`` (linear time on unclosed tags).
     """
     close = text.rfind(ANSWER_CLOSE)
     if close >= 0:
