@@ -1,6 +1,5 @@
 """Client drift, heterogeneity and group-variance measures for federated LoRA GRPO.
-
-Details and choices: docs/pubswap.md, "Module notes".
+Details: docs/pubswap.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -100,8 +99,7 @@ def effective_delta(adapter: Adapter, scaling: float = 1.0) -> dict[str, np.ndar
 
     Args:
         adapter: module name -> ``(A [r, d], B [m, r])``.
-        scaling: the LoRA scaling ``s`` (peft: ``lora_alpha / r``; the paper's runs use
-            ``64 / 32 = 2``). Default 1.
+        scaling: the LoRA scaling ``s`` (peft: ``lora_alpha / r``; the paper's runs use ``64 / 32 = 2``). Default 1.
 
     Returns:
         module name -> ``ΔW [m, d]`` float64.
@@ -145,12 +143,7 @@ def adapter_distance(
 def pairwise_drift(
     adapters: Sequence[Adapter], space: str = "effective", scaling: float = 1.0
 ) -> np.ndarray:
-    """Distances between every pair of client adapters, ``‖Δ‖`` for every (n, n').
-
-    Args:
-        adapters: N >= 1 adapters with the same modules and shapes.
-        space: ``"effective"`` or ``"factors"``.
-        scaling: LoRA scaling ``s``; used in the effective space only.
+    """``‖Δ‖`` for every pair (n, n') of N >= 1 adapters (``space``, ``scaling``: as :func:`adapter_distance`).
 
     Returns:
         float64 ``[N, N]``, symmetric, zero diagonal.
@@ -166,15 +159,8 @@ def pairwise_drift(
 def mean_pairwise_drift(
     adapters: Sequence[Adapter], space: str = "effective", scaling: float = 1.0
 ) -> float:
-    """Mean distance over the ``N(N−1)/2`` unordered pairs of client adapters.
-
-    Args:
-        adapters: N >= 2 adapters with the same modules and shapes.
-        space: ``"effective"`` or ``"factors"``.
-        scaling: LoRA scaling ``s``; used in the effective space only.
-
-    Returns:
-        The mean pairwise distance.
+    """Mean distance over the ``N(N−1)/2`` unordered pairs of N >= 2 adapters (``space``, ``scaling``: as
+    :func:`adapter_distance`).
     """
     if isinstance(adapters, Mapping) or len(adapters) < 2:
         raise ValueError("adapters must be a list of at least 2 adapters to have a pair")
@@ -189,16 +175,9 @@ def distance_to_global(
     space: str = "effective",
     scaling: float = 1.0,
 ) -> np.ndarray:
-    """Each client's distance from a reference adapter, e.g. the round's broadcast ``(A_p, B_p)``.
+    """Each client's distance from a reference adapter, e.g. the round's broadcast ``(A_p, B_p)``.  -> [N] float64
 
-    Args:
-        adapters: N >= 1 client adapters.
-        global_adapter: the reference, with the same modules and shapes.
-        space: ``"effective"`` or ``"factors"``.
-        scaling: LoRA scaling ``s``; used in the effective space only.
-
-    Returns:
-        float64 ``[N]``.
+    ``space`` and ``scaling`` as :func:`adapter_distance`.
     """
     _check_space(space)
     scaling = _check_scaling(scaling)

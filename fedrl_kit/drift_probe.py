@@ -1,6 +1,5 @@
 """Drift instrumentation: how far apart the clients' adapters move at every local step of a round.
-
-Details and choices: docs/pubswap.md, "Module notes".
+Details: docs/pubswap.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """Lockstep clients: the in-process runtime runs a broadcast's handlers together, their model passes batched.
-
-Details and choices: docs/performance.md, "Module notes".
+Details: docs/performance.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -181,8 +180,7 @@ def together(fns: list[Callable[[], object]]) -> list:
 
 
 class LockstepRuntime(InProcessRuntime):
-    """The in-process runtime, with each broadcast of a kind in ``handlers`` run as a :class:`Group` (module
-    docstring).
+    """The in-process runtime, with each broadcast of a kind in ``handlers`` run as a :class:`Group` (module docstring).
 
     Args:
         kinds: the message kinds, besides ``fit``, whose receivers answer as one group (a method's

@@ -1,6 +1,5 @@
 """FedGRPO's server: Algorithm 1 lines 3–21 as one function, :func:`server_step`, and the round around it.
-
-Details and choices: docs/fedgrpo.md, "Module notes".
+Details: docs/fedgrpo.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -208,13 +207,12 @@ def collect_scores(server, round: int, step: int, questions: list[str], candidat
 
     Args:
         experts: ``[Q, M]`` client indices per question (-1: none, that block is not scored).
-        blocks: False (the paper): every expert gets all candidates of its questions. True (the official
-            protocol): the j-th expert of a question gets only block j, candidates ``j·G … j·G + G − 1``,
-            with ``G = C / M``.
+        blocks: False (the paper): every expert gets all candidates of its questions. True (the official protocol): the
+            j-th expert of a question gets only block j, candidates ``j·G … j·G + G − 1``, with ``G = C / M``.
 
     Returns:
-        (scorers [Q][M'] client indices in reply order, scored [Q][M', G] the candidate indices each
-        score refers to, scores [Q][M', G], failure records).
+        (scorers [Q][M'] client indices in reply order, scored [Q][M', G] the candidate indices each score refers to,
+        scores [Q][M', G], failure records).
     """
     cids, Q = list(server.runtime.client_ids), len(questions)
     C = len(candidates[0]) if Q else 0

@@ -1,6 +1,5 @@
 """The FedGRPO paper's federated baselines (§4.1 "Baselines", Table 1): Fedpetuning and DPSDA-FL.
-
-Details and choices: docs/fedgrpo.md, "Module notes".
+Details: docs/fedgrpo.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """FedGRPO's clients: private data ``D_k``, a domain model θ_k trained on it, and scalar answers only.
-
-Details and choices: docs/fedgrpo.md, "Module notes".
+Details: docs/fedgrpo.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """Looking inside FedGRPO: what only the simulator knows, and the notebook's step-through.
-
-Details and choices: docs/fedgrpo.md, "Module notes".
+Details: docs/fedgrpo.md, "Module notes".
 """
 
 from __future__ import annotations

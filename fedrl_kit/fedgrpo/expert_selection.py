@@ -1,6 +1,5 @@
 """FedGRPO's competence-based expert selection and dual-evaluation gate, on plain arrays.
-
-Details and choices: docs/fedgrpo.md, "Module notes".
+Details: docs/fedgrpo.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -57,15 +56,7 @@ def _index_array(indices, name: str, size: int) -> np.ndarray:
 
 
 def l2_normalise(x) -> np.ndarray:
-    """Scales each row to unit ``ℓ2`` norm (Algorithm 1 line 1, the embeddings ``z = φ(x)``).
-
-    Args:
-        x: embeddings, ``[d]`` or ``[N, d]``; finite.
-
-    Returns:
-        float64 array of the same shape; each nonzero row has norm 1, a zero row stays zero
-        (no division by zero, no nan).
-    """
+    """Each row of ``x`` ([d] or [N, d], finite) scaled to unit ``ℓ2`` norm (Algorithm 1 line 1); a zero row stays 0."""
     arr = _finite_float_array(x, "x", (1, 2))  # [d] or [N, d]
     norms = np.linalg.norm(arr, axis=-1, keepdims=True)  # [1] or [N, 1]
     return arr / np.where(norms > 0.0, norms, 1.0)  # [d] or [N, d]
@@ -80,8 +71,7 @@ def nearest_exemplars(query_emb, aux_emb, L: int) -> np.ndarray:
         L: neighbourhood size, ``1 ≤ L ≤ N`` (the paper uses ``L = 20`` of ``N = 100``).
 
     Returns:
-        int64 indices into ``aux_emb``: ``[L]`` for a single query, ``[Q, L]`` for a batch,
-        most similar first.
+        int64 indices into ``aux_emb``: ``[L]`` for a single query, ``[Q, L]`` for a batch, most similar first.
     """
     aux = _finite_float_array(aux_emb, "aux_emb", (2,))  # [N, d]
     query = _finite_float_array(query_emb, "query_emb", (1, 2))  # [d] or [Q, d]
@@ -164,14 +154,8 @@ class CompetenceCache:
         np.add.at(self._count[client], items, 1)
 
     def known(self, client: int, items) -> np.ndarray:
-        """Which of these cells of client ``k`` have been measured at least once.
-
-        Args:
-            client: the client index ``k``, in ``[0, K - 1]``.
-            items: auxiliary item indices, ``[n]``.
-
-        Returns:
-            bool mask ``[n]``; the method asks client ``k`` only about ``items[~mask]``.
+        """Which of client ``client``'s cells ``items`` [n] were measured at least once (bool [n]): the method asks only
+        about ``items[~mask]``.
         """
         client = _check_int(client, "client", 0, self.n_clients - 1)
         idx = _index_array(items, "items", self.n_items)  # [n]
@@ -222,10 +206,9 @@ def dual_evaluation_gate(has_ground_truth: bool, mode: str) -> str:
     """Picks client ``k``'s evaluation pathway ``λ_k(x_s)`` (Algorithm 1 line 14).
 
     Args:
-        has_ground_truth: whether ``x_s`` (or a paraphrase) is in client ``k``'s data ``D_k``
-            with a trusted answer.
-        mode: the experiment setting of §4.1: ``"with_gt"`` (AE where the client has the
-            answer, ME elsewhere) or ``"no_gt"`` (§4.3: ME always, even if the client has it).
+        has_ground_truth: whether ``x_s`` (or a paraphrase) is in client ``k``'s data ``D_k`` with a trusted answer.
+        mode: the experiment setting of §4.1: ``"with_gt"`` (AE where the client has the answer, ME elsewhere) or
+            ``"no_gt"`` (§4.3: ME always, even if the client has it).
 
     Returns:
         ``"AE"`` (``λ_k = 1``) or ``"ME"`` (``λ_k = 0``).
@@ -269,16 +252,8 @@ def expert_hit_rate(selected, client_topics: Sequence[set], query_topics: Sequen
 
 
 def random_selection(K: int, M: int, Q: int, rng) -> np.ndarray:
-    """The official code's expert choice: ``M`` distinct clients uniformly at random per query.
-
-    Args:
-        K: number of clients, ``≥ 1``.
-        M: experts per query, ``1 ≤ M ≤ K``.
-        Q: number of queries, ``≥ 0``.
-        rng: a ``np.random.Generator`` or an int seed.
-
-    Returns:
-        int64 ``[Q, M]``; each row holds ``M`` distinct client indices.
+    """The official code's expert choice: ``M`` distinct of ``K`` clients uniformly at random for each of ``Q`` queries
+    (``rng``: a Generator or int seed).  -> [Q, M] int64
     """
     K = _check_int(K, "K", 1, np.iinfo(np.int32).max)
     M = _check_int(M, "M", 1, K)
@@ -294,11 +269,7 @@ def random_selection(K: int, M: int, Q: int, rng) -> np.ndarray:
 
 
 def topic_competence(matrix, item_topics: Sequence[str]) -> tuple[list[str], np.ndarray]:
-    """The confidence graph summarised by topic: each client's mean cell over the items of a topic.
-
-    Args:
-        matrix: :meth:`CompetenceCache.as_matrix`, ``[K, N]`` (nan = never measured).
-        item_topics: the topic of each of the ``N`` auxiliary items.
+    """The confidence graph by topic: each client's mean cell over the items of a topic.
 
     Returns:
         (sorted topic names ``[T]``, float64 ``[K, T]``; nan where no item of the topic was measured).

@@ -1,6 +1,5 @@
 """FedGRPO's group-relative reward: from the experts' scalar scores to one advantage per candidate.
-
-Details and choices: docs/fedgrpo.md, "Module notes".
+Details: docs/fedgrpo.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """FedGRPO's ``D_s``: which questions the server trains on, which client holds each, and whose label exists.
-
-Details and choices: docs/fedgrpo.md, "Module notes".
+Details: docs/fedgrpo.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""Who holds what in a FedMOA federation (paper §4.1 and Table 3).
-
-Details and choices: docs/fedmoa.md, "Module notes".
-"""
+"""Who holds what in a FedMOA federation (paper §4.1 and Table 3). Details: docs/fedmoa.md, "Module notes"."""
 
 from __future__ import annotations
 
@@ -107,15 +104,8 @@ def reward_sets_per_cluster(plan: list[tuple[str, str]], key: str = "accuracy", 
 
 
 def split_families(train: dict, plan: list[tuple[str, str]], seed: int) -> list:
-    """Each client's private rows: its family's pool split IID (equal parts) among that family's clients.
-
-    Args:
-        train: family → ``datasets.Dataset`` (the world's private pools).
-        plan: :func:`client_plan`'s list.
-        seed: the run seed.
-
-    Returns:
-        One ``datasets.Dataset`` per client, in client order.
+    """Each client's private rows (one ``datasets.Dataset`` per client, in order): its family's pool (``train``) split
+    IID in equal parts among that family's clients of ``plan``.
     """
     # one generator for the whole split, seeded like fedrl_kit.world.partition's (default_rng(seed)):
     # the named streams of fedrl_kit.seeding hash their keys, which would draw a different split

@@ -1,6 +1,5 @@
 """FedMOA's pure building blocks: objective weights, advantages and aggregation weights.
-
-Details and choices: docs/fedmoa.md, "Module notes".
+Details: docs/fedmoa.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -146,10 +145,9 @@ def per_objective_advantages(rewards, scale_rewards: str = "group") -> np.ndarra
     """Group-relative advantage of each reward component r_k separately.
 
     Args:
-        rewards: r_k for each completion, shape ``[B, G, K]`` (B prompts,
-            G completions per prompt, K objectives).
-        scale_rewards: TRL's option: "group" divides by the group std,
-            "batch" by the std over the batch, "none" only centres.
+        rewards: r_k for each completion, shape ``[B, G, K]`` (B prompts, G completions per prompt, K objectives).
+        scale_rewards: TRL's option: "group" divides by the group std, "batch" by the std over the batch, "none" only
+            centres.
 
     Returns:
         A_k, shape ``[B, G, K]``, float64; zero for a group whose r_k is constant.
@@ -169,15 +167,14 @@ def cluster_by_reward_names(
     """Group clients into task clusters S_c by their reward names (§3.3).
 
     Args:
-        client_reward_names: for each client m, the names of its reward
-            components in order, accuracy first (r_0^(m)), e.g.
-            ``("accuracy", "format", "tag_count")``.
-        key: "names" puts clients with identical ordered name tuples together;
-            "accuracy" groups by the accuracy reward's name r_0 only.
+        client_reward_names: for each client m, the names of its reward components in order, accuracy first (r_0^(m)),
+            e.g. ``("accuracy", "format", "tag_count")``.
+        key: "names" puts clients with identical ordered name tuples together; "accuracy" groups by the accuracy
+            reward's name r_0 only.
 
     Returns:
-        The clusters as lists of client indices, ordered by their first client
-        index (and increasing inside a cluster), so the result is deterministic.
+        The clusters as lists of client indices, ordered by their first client index (and increasing inside a cluster),
+        so the result is deterministic.
     """
     if key not in ("names", "accuracy"):
         raise ValueError(f"key must be 'names' or 'accuracy', got {key!r}")
@@ -205,8 +202,7 @@ def accuracy_aware_weights(w0, eps: float = 1e-6, temperature: float = 1.0) -> n
     """Aggregation weights α_m of the clients in one cluster (eq. 11).
 
     Args:
-        w0: accuracy weights w_0^(m) of the cluster's clients, shape ``[|S_c|]``,
-            each in [0, 1].
+        w0: accuracy weights w_0^(m) of the cluster's clients, shape ``[|S_c|]``, each in [0, 1].
         eps: the ε of eq. 11 (paper: 1e-6), > 0.
         temperature: softmax temperature, > 0; the paper uses none (= 1.0).
 

@@ -1,6 +1,5 @@
 """Real Hugging Face causal LMs — by hub name, local folder or GGUF file — behind the policy's interface.
-
-Details and choices: docs/real-models.md, "Module notes".
+Details: docs/real-models.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -203,14 +202,8 @@ def load_pretrained(
 
 
 def describe_model(model: torch.nn.Module) -> dict[str, Any]:
-    """Summarise a model: parameter counts, dtype, architecture.
-
-    Args:
-        model: a transformers model (or a peft model wrapping one).
-
-    Returns:
-        ``{"n_params", "n_trainable", "dtype", "architecture"}``; ``dtype`` is the first
-        parameter's ("float32"), ``architecture`` the config's (``"Qwen2ForCausalLM"``).
+    """``{"n_params", "n_trainable", "dtype", "architecture"}`` of a (peft-wrapped) transformers model: the first
+    parameter's dtype ("float32"), the config's architecture (``"Qwen2ForCausalLM"``).
     """
     params = list(model.parameters())
     config = getattr(model, "config", None)

@@ -1,6 +1,5 @@
 """How much device memory a run needs, estimated before anything is loaded, and a refusal when it will not fit.
-
-Details and choices: docs/gpu.md, "Module notes".
+Details: docs/gpu.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -212,15 +211,8 @@ def device_memory(device: str) -> int | None:
 
 
 def check_fits(config, estimate: MemoryEstimate | None = None, capacity: int | None = None) -> MemoryEstimate | None:
-    """Raise :class:`DoesNotFitError` when ``config``'s estimated peak exceeds its device's memory.
-
-    Args:
-        config: the ``RunConfig``.
-        estimate: a precomputed :func:`estimate_memory` (default: computed here).
-        capacity: the device's bytes (default: :func:`device_memory` of ``config.device``).
-
-    Returns:
-        The estimate (None, and no check, when the architecture or the device is unknown here).
+    """Raise :class:`DoesNotFitError` when ``config``'s estimated peak (``estimate``, default computed) exceeds
+    ``capacity`` (default :func:`device_memory`); returns the estimate (None, unchecked, when either is unknown).
     """
     estimate = estimate if estimate is not None else estimate_memory(config)
     capacity = capacity if capacity is not None else device_memory(config.device)

@@ -168,8 +168,7 @@ def swap_prompts(rule, generated: list[dict], K: int, rng: np.random.Generator) 
     Args:
         rule: :func:`~fedrl_kit.pubswap.swap.random_swap` or :func:`~fedrl_kit.pubswap.swap.balanced_swap`.
         generated: the N clients' ``public_generate`` replies: ``texts`` [b][K], ``correct`` [b][K].
-        K: group size.
-        rng: the swap's generator (``pubswap/swap`` keyed by round and period in a run).
+        K, rng: group size; the swap's generator (``pubswap/swap``, by round and period).
 
     Returns:
         b :class:`~fedrl_kit.pubswap.swap.SwapResult`, one per prompt, clients in ``generated``'s order.
@@ -179,17 +178,8 @@ def swap_prompts(rule, generated: list[dict], K: int, rng: np.random.Generator) 
 
 
 def swap_groups(rule, generated: list[dict], K: int, rng: np.random.Generator) -> list[dict]:
-    """Apply the swap rule prompt by prompt; per client (in ``generated``'s order) its texts and own indices.
-
-    Args:
-        rule: :func:`~fedrl_kit.pubswap.swap.random_swap` or :func:`~fedrl_kit.pubswap.swap.balanced_swap`.
-        generated: the N clients' ``public_generate`` replies: ``texts`` [b][K], ``correct`` [b][K].
-        K: group size.
-        rng: the swap's generator.
-
-    Returns:
-        N dicts with ``texts`` [b][K] and ``own_index`` [b][K] (the response's index among the
-        client's own K, or −1 when it was swapped in from another client).
+    """:func:`swap_prompts`, then per client (in ``generated``'s order) ``texts`` [b][K] and ``own_index`` [b][K]
+    (the response's index among its own K, or −1 when swapped in).
     """
     N = len(generated)
     out = [{"texts": [], "own_index": []} for _ in range(N)]

@@ -1,6 +1,5 @@
 """The PubSwap paper's experimental settings as run presets (Tables 9–12 and appendix B.1).
-
-Details and choices: docs/pubswap.md, "Module notes".
+Details: docs/pubswap.md, "Module notes".
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """One public step of a PubSwap round seen from outside: which group each client trains on after the swap.
-
-Details and choices: docs/pubswap.md, "Module notes".
+Details: docs/pubswap.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -42,15 +41,8 @@ class PublicGeneration:
 
 
 def generate_public(server, round: int, step: int) -> PublicGeneration:
-    """Send public step ``step`` of ``round``'s prompts to every client and collect their answers.
-
-    Args:
-        server: a built PubSwap run's server (``Run(cfg).build().server`` or after ``run()``).
-        round: the round (≥ 1) whose public step this is.
-        step: a public local step of the round, ``0 ≤ step < local_steps`` with ``(step + 1) % τ_swap == 0``.
-
-    Returns:
-        the :class:`PublicGeneration`; the clients answer with their current adapters.
+    """Send public step ``step`` (``(step + 1) % τ_swap == 0``) of ``round`` (≥ 1) to every client of a built PubSwap
+    run's ``server`` and collect their answers, from their current adapters: a :class:`PublicGeneration`.
     """
     cfg = server.config
     if cfg.method not in ("pubswap_random", "pubswap_balanced"):
@@ -74,13 +66,10 @@ def generate_public(server, round: int, step: int) -> PublicGeneration:
 
 
 def swap_public(gen: PublicGeneration, rule: str, K: int | None = None) -> list[SwapResult]:
-    """Step 2c: the swap rule on every prompt of ``gen``, with the round's own swap stream.
+    """Step 2c: the swap rule (``"random"`` or ``"balanced"``) on every prompt of ``gen``, with the round's swap stream.
 
     Args:
-        gen: from :func:`generate_public`.
-        rule: ``"random"`` or ``"balanced"``.
-        K: group size, ``1 ≤ K ≤ G``; default G (the run's own swap). A smaller K swaps the first K of
-            each client's responses.
+        K: group size, ``1 ≤ K ≤ G``; default G (the run's own swap); a smaller K swaps each client's first K.
 
     Returns:
         b :class:`~fedrl_kit.pubswap.swap.SwapResult` (one per prompt, clients in ``gen.client_ids`` order).

@@ -1,6 +1,5 @@
 """PubSwap's response-aggregation rules for one public prompt: Random and Balanced (and a no-swap control).
-
-Details and choices: docs/pubswap.md, "Module notes".
+Details: docs/pubswap.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -123,14 +122,8 @@ class SwapResult:
         return self.replaced.sum(axis=1)  # [N]
 
     def to_table(self, client: int) -> list[dict]:
-        """One row per slot of a client's final group, for display in the notebook.
-
-        Args:
-            client: the client index n, ``0 <= n < N``.
-
-        Returns:
-            K dicts with keys ``slot``, ``text``, ``correct``, ``from_client``, ``from_response``
-            and ``replaced`` (True when the response came from another client).
+        """One row per slot of client ``client``'s final group, for the notebook: K dicts with ``slot``, ``text``,
+        ``correct``, ``from_client``, ``from_response`` and ``replaced`` (True when it came from another client).
         """
         n_clients = self.source.shape[0]
         if not isinstance(client, (int, np.integer)) or not 0 <= client < n_clients:
@@ -192,12 +185,10 @@ def random_swap(pool: ResponsePool, K: int, rng: np.random.Generator) -> SwapRes
 
     Args:
         pool: the N clients' responses to one public prompt, ``[N][K_pool]``.
-        K: the group size to draw, ``1 <= K <= N·K_pool`` (the paper uses ``K = K_pool``).
-        rng: the generator that makes the draw.
+        K, rng: the group size (``1 <= K <= N·K_pool``; the paper: ``K_pool``); the generator of the draw.
 
     Returns:
-        A :class:`SwapResult` whose N rows are identical; ``α_n`` is the fraction of the shared
-        group that came from clients other than n.
+        A :class:`SwapResult` whose N rows are identical; ``α_n``: the share from clients other than n.
     """
     _check_args(pool, K, rng)
     n_clients, k_pool = pool.correct.shape
@@ -214,9 +205,7 @@ def balanced_swap(pool: ResponsePool, K: int, rng: np.random.Generator) -> SwapR
 
     Args:
         pool: the N clients' responses to one public prompt, ``[N][K]``.
-        K: the group size; must equal the pool's responses per client, since Balanced edits
-            each client's own group in place.
-        rng: the generator that picks which incorrect responses go and which donors come.
+        K, rng: the group size (the pool's per client: Balanced edits each own group); which responses go and come.
 
     Returns:
         A :class:`SwapResult`; ``α_n(x) = M_n / K ≤ 1/2``.

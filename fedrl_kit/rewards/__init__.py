@@ -69,12 +69,7 @@ class RewardSet:
     """w_k, aligned with ``names``"""
 
     def scores(self, prompts, completions, **columns) -> np.ndarray:
-        """Evaluates every component on every completion.
-
-        Args:
-            prompts: the prompts, aligned with ``completions``.
-            completions: the completions, string or conversational.
-            **columns: dataset columns (``answer``, ...), passed to every component.
+        """Every component on every completion (``columns``, such as ``answer``, go to every component).
 
         Returns:
             Float array [n_completions, K]; NaN where a component returned None.
@@ -101,15 +96,10 @@ class RewardSet:
 
 
 def make_reward_set(names: Sequence[str], weights: Sequence[float] | None = None) -> RewardSet:
-    """Builds a ``RewardSet`` from reward names and optional weights.
+    """A ``RewardSet`` from K >= 1 names of ``REWARDS`` (accuracy first, by FedMOA's convention) and optional weights.
 
     Args:
-        names: K >= 1 names from ``REWARDS``, accuracy first by FedMOA's convention.
-        weights: K non-negative finite numbers, not all zero, normalised to sum to 1;
-            None for equal weights 1/K.
-
-    Returns:
-        The reward set.
+        weights: K non-negative finite numbers, not all zero, normalised to sum to 1; None for 1/K each.
     """
     names = (names,) if isinstance(names, str) else tuple(names)
     if not names:

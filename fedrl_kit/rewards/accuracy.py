@@ -1,6 +1,5 @@
 """Verifiable accuracy rewards: is the completion's final answer the gold answer?
-
-Details and choices: docs/reliability.md, "Module notes".
+Details: docs/reliability.md, "Module notes".
 """
 
 import ast
@@ -125,13 +124,11 @@ def _entry_and_preamble(prompt: str, tests: str) -> tuple[str | None, str]:
 
 
 def humaneval_program(prompt: str, completion: str, tests: str) -> str:
-    """The program HumanEval's tests run against: the model's function after the prompt's preamble,
-    or the prompt followed by the completion as the body (docs/reliability.md, "Module notes").
+    """The program HumanEval's tests run against: the model's function after the prompt's preamble, or the prompt
+    followed by the completion as the body (docs/reliability.md, "Module notes").
 
     Args:
-        prompt: the HumanEval prompt (imports, helpers, the signature and docstring).
-        completion: the model's text.
-        tests: the row's ``answer``, ending in ``check(<entry_point>)``.
+        prompt, completion, tests: the HumanEval prompt; the model's text; the row's ``answer`` (``check(...)``).
 
     Returns:
         Python source to run before ``tests``.

@@ -1,6 +1,5 @@
 """Rewards for the MBPP-like family and short completions (FedMOA Table 3, config column "MBPP").
-
-Details and choices: docs/reliability.md, "Module notes".
+Details: docs/reliability.md, "Module notes".
 """
 
 import ast

@@ -1,6 +1,5 @@
 """Multiple-choice accuracy (MedQA, MedMCQA): is the option the completion picks the gold letter?
-
-Details and choices: docs/reliability.md, "Module notes".
+Details: docs/reliability.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -20,14 +19,8 @@ def prompt_options(prompt: str | None) -> dict[str, str]:
 
 
 def extract_choice(text: str, options: dict[str, str] | None = None) -> str | None:
-    """The option letter a completion picks (docs/reliability.md, "Module notes"), or None.
-
-    Args:
-        text: the completion.
-        options: the prompt's options (:func:`prompt_options`); empty/None means letters A-D.
-
-    Returns:
-        An upper-case letter among the options' letters, or None.
+    """The option letter a completion picks among ``options``' letters (:func:`prompt_options`; None: A-D), upper-case,
+    or None (docs/reliability.md, "Module notes").
     """
     letters = "".join(options) if options else DEFAULT_LETTERS
     alone = rf"(?<![A-Za-z])\(?([{letters}])\)?(?![A-Za-z])"  # a letter not inside a word

@@ -1,6 +1,5 @@
 """Run model-written Python against tests, with the verdict computed outside the program's reach.
-
-Details and choices: docs/reliability.md, "Module notes".
+Details: docs/reliability.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -589,14 +588,7 @@ def run_many(
     jobs: Sequence[tuple[str, str]], timeout_s: float = 2.0, memory_mb: int = 256, max_parallel: int = 16,
     isolation: Isolation | None = None,
 ) -> list[SandboxResult]:
-    """Run each ``(program, tests)`` pair like :func:`run_code`, up to ``max_parallel`` at once.
-
-    Args:
-        jobs: (program, tests) pairs of Python source.
-        timeout_s: wall-clock limit per run in seconds, > 0.
-        memory_mb: address-space limit per process in MiB, >= 64.
-        max_parallel: most runs at once, >= 1.
-        isolation: "namespaces" or "process"; None: :func:`sandbox_isolation`.
+    """Run each ``(program, tests)`` pair like :func:`run_code` (same limits, per run), up to ``max_parallel`` at once.
 
     Returns:
         One :class:`SandboxResult` per job, in order.
@@ -663,10 +655,8 @@ def run_code(
     """Run ``program`` against ``tests`` in a contained child; the verdict is computed outside it.
 
     Args:
-        program: the Python source the model wrote.
-        tests: Python source that raises (usually AssertionError) on a wrong program.
-        timeout_s: wall-clock limit in seconds, > 0; every process of the run is killed when
-            it runs out.
+        program, tests: the Python source the model wrote; source that raises on a wrong program.
+        timeout_s: wall-clock limit in seconds, > 0; every process of the run is killed when it runs out.
         memory_mb: address-space limit (RLIMIT_AS) per process in MiB, >= 64.
         isolation: "namespaces" or "process"; None: :func:`sandbox_isolation`.
 

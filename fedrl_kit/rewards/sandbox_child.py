@@ -1,6 +1,5 @@
 """The candidate's side of the code sandbox: run as source in a fresh ``python -I -S -B``.
-
-Details and choices: docs/reliability.md, "Module notes".
+Details: docs/reliability.md, "Module notes".
 """
 
 import builtins

@@ -69,8 +69,7 @@ def make_length_reward(target_len: int = DEFAULT_TARGET_LEN):
 
 
 def make_repetition_penalty_reward(ngram_size: int = DEFAULT_NGRAM_SIZE):
-    """Returns ``repetition_penalty_reward`` with ``ngram_size`` fixed, named
-    ``repetition_penalty_reward_<n>gram``.
+    """Returns ``repetition_penalty_reward`` with ``ngram_size`` fixed, named ``repetition_penalty_reward_<n>gram``.
     """
     _check_positive_int(ngram_size, "ngram_size")
 

@@ -154,8 +154,7 @@ def sequence_logprob_lockstep(policy, pairs: dict[str, tuple[list[str], list[str
         pairs: adapter name → (prompts, completions) it scores (either may be empty).
 
     Returns:
-        Adapter name → [n_k] float64 log-probs, what ``sequence_logprob(policy, name, *pairs[name])`` returns
-        up to the float effects of batching (other padding, other matmul blocks).
+        Adapter name → [n_k] float64 log-probs, as ``sequence_logprob`` up to batching's float effects.
     """
     names = [n for n in pairs if len(pairs[n][0])]
     groups = row_groups(names, [len(pairs[n][0]) for n in names])

@@ -193,14 +193,11 @@ def _carve(rows: list[dict], sizes: dict[str, int], seed: list[int], what: str) 
 
 def make_real_world(name: str, dataset: str = "", seed: int = 0, n_train: int = 2000, n_test: int = 140,
                     n_public: int = 140, n_aux: int = 100) -> World:
-    """The four splits of real dataset ``name``, disjoint by prompt, fixed by ``seed``.
+    """The four splits of real dataset ``name`` (one of ``REAL_WORLDS``), disjoint by prompt, fixed by ``seed``.
 
     Args:
-        name: one of ``REAL_WORLDS``.
         dataset: a local folder or file ("" = the package that ships it, else the Hugging Face cache).
-        seed: which problems land in which split.
-        n_train: size of the private pool.
-        n_test, n_public, n_aux: sizes of the server-held splits.
+        n_train, n_test, n_public, n_aux: sizes of the private pool and the server-held splits.
 
     Returns:
         A :class:`World` with ``accuracy_reward`` and ``default_rewards`` set.

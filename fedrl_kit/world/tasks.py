@@ -110,12 +110,10 @@ def generate_problems(
     """Draw ``n`` distinct problems, round-robin over ``topics`` so every topic is equally common.
 
     Args:
-        n: number of rows.
-        seed: seed of the one ``random.Random`` all draws come from.
-        topics: topic names from :data:`TOPICS`.
-        difficulties: difficulty levels to draw from uniformly (1 = one-digit operands).
+        n, seed: number of rows; seed of the one ``random.Random`` all draws come from.
+        topics, difficulties: names from :data:`TOPICS`; levels drawn uniformly (1 = one-digit operands).
         exclude: prompts that must not be drawn (keeps splits disjoint).
-        with_reasoning: also return the ``reasoning`` column used by the supervised warm start.
+        with_reasoning: also return the ``reasoning`` column (for the supervised warm start).
 
     Returns:
         A list of row dicts ``{prompt, answer, topic, difficulty[, reasoning]}``.
