@@ -125,6 +125,8 @@ def adapter_distance(
 ) -> float:
     """Frobenius distance between two adapters over all their modules.
 
+    ``effective``: ``sqrt(Σ ‖s B_1 A_1 − s B_2 A_2‖_F²)``; ``factors``: ``sqrt(Σ ‖A_1 − A_2‖_F² + ‖B_1 − B_2‖_F²)``.
+
     Args:
         a1: module name -> ``(A [r, d], B [m, r])``.
         a2: same modules and shapes as ``a1``.

@@ -65,6 +65,8 @@ def l2_normalise(x) -> np.ndarray:
 def nearest_exemplars(query_emb, aux_emb, L: int) -> np.ndarray:
     """The ``L`` auxiliary exemplars most similar to the query: ``G(x_s)`` of eq. 5.
 
+    By cosine similarity of the ℓ2-normalised embeddings, highest first; exact ties go to the lower index.
+
     Args:
         query_emb: the question embedding ``z_s = φ(x_s)``, ``[d]``, or a batch ``[Q, d]``.
         aux_emb: the auxiliary embeddings ``z_{p,j}``, ``[N, d]`` with ``N = |D_p|``.
@@ -93,6 +95,8 @@ def nearest_exemplars(query_emb, aux_emb, L: int) -> np.ndarray:
 
 def select_experts(competence, M: int) -> np.ndarray:
     """The ``M`` most competent clients: ``C(x_s) = Top-M_k r_k^p(x_s)``, eq. 6.
+
+    Exact ties go to the lower client index (a stable sort), so the choice is deterministic.
 
     Args:
         competence: ``r_k^p`` for the ``K`` clients, ``[K]``, or a batch ``[Q, K]``; finite

@@ -129,6 +129,11 @@ def candidate_advantages(
 ) -> np.ndarray:
     """One GRPO advantage per candidate answer from the experts' scores (eqs. 8–9, Remark 2).
 
+    ``"paper"``: ``s_g = group_coef·A_k(r[k, g]) + format_coef·f_g``, normalised over the G candidates (population
+    std, ε = 1e-6). ``"pooled"``: ``x[k, g] = group_coef·r[k, g] + format_coef·f_g`` normalised over all M·G entries
+    (unbiased std, ε = 1e-4), then averaged per candidate. ``"per_expert"``: each expert's row of ``x`` standardised
+    over the G candidates, then averaged (ours).
+
     Args:
         rewards: private scores ``r_k^s`` of the ``M`` experts on the ``G`` candidates, ``[M, G]``.
         variant: one of :data:`SHARED_VARIANTS` (for "official" use :func:`official_advantages`).

@@ -23,6 +23,9 @@ _GROUP_STD_EPS = 1e-4
 def project_to_simplex(v) -> np.ndarray:
     """Euclidean projection onto the probability simplex (eq. 1).
 
+    ``argmin_w ||w − v||²`` s.t. ``w_k >= 0, Σ_k w_k = 1``: ``w_k = max(v_k − θ, 0)`` (the sort-based algorithm, Duchi
+    et al. 2008).
+
     Args:
         v: vector to project, shape ``[K]``, finite.
 
@@ -71,6 +74,8 @@ def hypergradient_step(
     normalise: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """One hypergradient update of the objective weights w_k (eq. 9–10).
+
+    ``Δ_k = g_k^(t)ᵀ g_k^(t−1)`` (eq. 9), ``w_k ← w_k + λ Δ_k`` (eq. 10), then ``w ← Proj_simplex(w)``.
 
     Args:
         w: current weights w^(t−1), ``[K]``, on the simplex.
@@ -201,6 +206,8 @@ def cluster_by_reward_names(
 def accuracy_aware_weights(w0, eps: float = 1e-6, temperature: float = 1.0) -> np.ndarray:
     """Aggregation weights α_m of the clients in one cluster (eq. 11).
 
+    ``s_m = 1 / (w_0^(m) + ε)``, ``α = softmax(s / temperature)``: a client whose accuracy weight is small counts more.
+
     Args:
         w0: accuracy weights w_0^(m) of the cluster's clients, shape ``[|S_c|]``, each in [0, 1].
         eps: the ε of eq. 11 (paper: 1e-6), > 0.
@@ -237,6 +244,8 @@ def aggregate_shared_weights(
     shared_names: Sequence[str] | None = None,
 ) -> list[dict[str, float]]:
     """Aggregate the shared reward weights of one cluster (eq. 12, right).
+
+    ``w_k^(c) = Σ_m α_m w_k^(m)`` for each shared k; each client keeps its own other components, renormalised (eq. 1).
 
     Args:
         weight_dicts: for each client m in S_c, ``{reward name: w_k^(m)}``.

@@ -203,6 +203,8 @@ def random_swap(pool: ResponsePool, K: int, rng: np.random.Generator) -> SwapRes
 def balanced_swap(pool: ResponsePool, K: int, rng: np.random.Generator) -> SwapResult:
     """PubSwap's Balanced rule (§3.4): top up each client's group to half correct from others.
 
+    Client n with ``c_n`` correct of its K gets ``M_n = min((⌊K/2⌋ − c_n)_+, D_n)`` of the others' ``D_n`` correct ones.
+
     Args:
         pool: the N clients' responses to one public prompt, ``[N][K]``.
         K, rng: the group size (the pool's per client: Balanced edits each own group); which responses go and come.

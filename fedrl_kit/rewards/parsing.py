@@ -38,7 +38,10 @@ def completion_text(completion) -> str:
 
 
 def extract_tagged_answer(text: str) -> str | None:
-    """Returns the stripped content of the last complete ``<answer>…</answer>`` pair, or None."""
+    """Returns the stripped content of the last complete ``<answer>…</answer>`` pair, or None.
+
+    The pair is the last opening tag before the last closing tag, closed by the first closing tag after it.
+    """
     close = text.rfind(ANSWER_CLOSE)
     if close < 0:
         return None
@@ -82,6 +85,9 @@ def _canonical_integer(digits: str, sign: str) -> str:
 
 def normalise_answer(answer) -> str:
     """Puts an answer in the canonical form that exact-match accuracy compares.
+
+    Drops all whitespace, one trailing period and a leading ``+``; writes numbers canonically: ``"007"`` → ``"7"``,
+    ``"3.0"`` → ``"3"``, ``".5"`` → ``"0.5"``.
 
     Args:
         answer: a string, or anything with a ``str`` (a gold answer may be an int).

@@ -18,6 +18,8 @@ def length_reward(
 ) -> list[float]:
     """A bounded length reward: 1 up to ``target_len`` characters, then linearly down to 0.
 
+    r(L) = 1 for L ≤ T, 1 − (L − T) / (3T) for T < L < 4T, 0 for L ≥ 4T (L: the completion's length in characters).
+
     Args:
         target_len: T, in characters, an integer >= 1.
 
