@@ -145,7 +145,11 @@ def adapter_distance(
 def pairwise_drift(
     adapters: Sequence[Adapter], space: str = "effective", scaling: float = 1.0
 ) -> np.ndarray:
-    """``‖Δ‖`` for every pair (n, n') of N >= 1 adapters (``space``, ``scaling``: as :func:`adapter_distance`).
+    """``‖Δ‖`` for every pair (n, n') of client adapters.
+
+    Args:
+        adapters: N >= 1 adapters with the same modules and shapes.
+        space, scaling: as :func:`adapter_distance`.
 
     Returns:
         float64 ``[N, N]``, symmetric, zero diagonal.
@@ -161,8 +165,14 @@ def pairwise_drift(
 def mean_pairwise_drift(
     adapters: Sequence[Adapter], space: str = "effective", scaling: float = 1.0
 ) -> float:
-    """Mean distance over the ``N(N−1)/2`` unordered pairs of N >= 2 adapters (``space``, ``scaling``: as
-    :func:`adapter_distance`).
+    """Mean distance over the ``N(N−1)/2`` unordered pairs of client adapters.
+
+    Args:
+        adapters: N >= 2 adapters with the same modules and shapes.
+        space, scaling: as :func:`adapter_distance`.
+
+    Returns:
+        The mean pairwise distance.
     """
     if isinstance(adapters, Mapping) or len(adapters) < 2:
         raise ValueError("adapters must be a list of at least 2 adapters to have a pair")
@@ -177,9 +187,14 @@ def distance_to_global(
     space: str = "effective",
     scaling: float = 1.0,
 ) -> np.ndarray:
-    """Each client's distance from a reference adapter, e.g. the round's broadcast ``(A_p, B_p)``.  -> [N] float64
+    """Each client's distance from a reference adapter, e.g. the round's broadcast ``(A_p, B_p)``.
 
-    ``space`` and ``scaling`` as :func:`adapter_distance`.
+    Args:
+        adapters, global_adapter: N >= 1 client adapters; the reference, with the same modules and shapes.
+        space, scaling: as :func:`adapter_distance`.
+
+    Returns:
+        float64 ``[N]``.
     """
     _check_space(space)
     scaling = _check_scaling(scaling)

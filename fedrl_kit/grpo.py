@@ -22,9 +22,14 @@ from fedrl_kit.settings import LOSS_TYPES, SCALE_REWARDS, GRPOSettings, check_ch
 
 
 def group_advantages(rewards: torch.Tensor, num_generations: int, scale_rewards: str = "group") -> torch.Tensor:
-    """Group-relative advantages (PubSwap eq. 1; TRL's formula) of [N] rewards, N = B·G prompt-major.  -> [N]
+    """Group-relative advantages (PubSwap eq. 1; TRL's formula).
 
-    ``scale_rewards``: ``"group"`` | ``"batch"`` | ``"none"``.
+    Args:
+        rewards: [N] scalar rewards, N = B·G, prompt-major (each prompt's G rewards contiguous).
+        num_generations, scale_rewards: G; ``"group"`` | ``"batch"`` | ``"none"``.
+
+    Returns:
+        [N] advantages.
     """
     check_choice("scale_rewards", scale_rewards)
     if rewards.ndim != 1 or rewards.numel() % num_generations:

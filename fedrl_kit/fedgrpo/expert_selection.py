@@ -56,7 +56,14 @@ def _index_array(indices, name: str, size: int) -> np.ndarray:
 
 
 def l2_normalise(x) -> np.ndarray:
-    """Each row of ``x`` ([d] or [N, d], finite) scaled to unit ``ℓ2`` norm (Algorithm 1 line 1); a zero row stays 0."""
+    """Scales each row to unit ``ℓ2`` norm (Algorithm 1 line 1, the embeddings ``z = φ(x)``).
+
+    Args:
+        x: embeddings, ``[d]`` or ``[N, d]``; finite.
+
+    Returns:
+        float64 array of the same shape; a zero row stays zero.
+    """
     arr = _finite_float_array(x, "x", (1, 2))  # [d] or [N, d]
     norms = np.linalg.norm(arr, axis=-1, keepdims=True)  # [1] or [N, 1]
     return arr / np.where(norms > 0.0, norms, 1.0)  # [d] or [N, d]
@@ -158,8 +165,13 @@ class CompetenceCache:
         np.add.at(self._count[client], items, 1)
 
     def known(self, client: int, items) -> np.ndarray:
-        """Which of client ``client``'s cells ``items`` [n] were measured at least once (bool [n]): the method asks only
-        about ``items[~mask]``.
+        """Which of these cells of client ``k`` have been measured at least once.
+
+        Args:
+            client, items: the client index ``k``; auxiliary item indices ``[n]``.
+
+        Returns:
+            bool mask ``[n]``; the method asks client ``k`` only about ``items[~mask]``.
         """
         client = _check_int(client, "client", 0, self.n_clients - 1)
         idx = _index_array(items, "items", self.n_items)  # [n]
@@ -256,8 +268,14 @@ def expert_hit_rate(selected, client_topics: Sequence[set], query_topics: Sequen
 
 
 def random_selection(K: int, M: int, Q: int, rng) -> np.ndarray:
-    """The official code's expert choice: ``M`` distinct of ``K`` clients uniformly at random for each of ``Q`` queries
-    (``rng``: a Generator or int seed).  -> [Q, M] int64
+    """The official code's expert choice: ``M`` distinct clients uniformly at random per query.
+
+    Args:
+        K, M, Q: clients (≥ 1), experts per query (``1 ≤ M ≤ K``), queries (≥ 0).
+        rng: a ``np.random.Generator`` or an int seed.
+
+    Returns:
+        int64 ``[Q, M]``; each row holds ``M`` distinct client indices.
     """
     K = _check_int(K, "K", 1, np.iinfo(np.int32).max)
     M = _check_int(M, "M", 1, K)
@@ -273,7 +291,10 @@ def random_selection(K: int, M: int, Q: int, rng) -> np.ndarray:
 
 
 def topic_competence(matrix, item_topics: Sequence[str]) -> tuple[list[str], np.ndarray]:
-    """The confidence graph by topic: each client's mean cell over the items of a topic.
+    """The confidence graph summarised by topic: each client's mean cell over the items of a topic.
+
+    Args:
+        matrix, item_topics: :meth:`CompetenceCache.as_matrix` ``[K, N]`` (nan = never measured); each item's topic.
 
     Returns:
         (sorted topic names ``[T]``, float64 ``[K, T]``; nan where no item of the topic was measured).

@@ -74,8 +74,12 @@ def aggregate_round(replies: dict, alpha_on: bool, cluster_key: str, eps: float,
 def aggregate_weights(replies: dict, alpha_on: bool, cluster_key: str, eps: float, temperature: float):
     """The reward-weight half of eq. 11–12: task clusters, α inside each, and each cluster's shared w^(c).
 
-    ``replies``: cid → ``reward_names``, ``weights`` (accuracy first), ``num_examples``; the rest as
-    :func:`aggregate_round`. Returns (clusters as lists of cids, α of each cluster, {cid: new weight dict}).
+    Args:
+        replies: cid → ``reward_names``, ``weights`` (w^(m), accuracy first) and ``num_examples``.
+        alpha_on, cluster_key, eps, temperature: as :func:`aggregate_round`.
+
+    Returns:
+        (clusters as lists of cids, α of each cluster [|S_c|] in the same order, {cid: new weight dict}).
     """
     cids = list(replies)
     groups = cluster_by_reward_names([replies[c]["reward_names"] for c in cids], key=cluster_key)

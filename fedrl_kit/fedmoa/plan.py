@@ -104,8 +104,13 @@ def reward_sets_per_cluster(plan: list[tuple[str, str]], key: str = "accuracy", 
 
 
 def split_families(train: dict, plan: list[tuple[str, str]], seed: int) -> list:
-    """Each client's private rows (one ``datasets.Dataset`` per client, in order): its family's pool (``train``) split
-    IID in equal parts among that family's clients of ``plan``.
+    """Each client's private rows: its family's pool split IID (equal parts) among that family's clients.
+
+    Args:
+        train, plan, seed: family → ``datasets.Dataset`` (the private pools); :func:`client_plan`'s list; the run seed.
+
+    Returns:
+        One ``datasets.Dataset`` per client, in client order.
     """
     # one generator for the whole split, seeded like fedrl_kit.world.partition's (default_rng(seed)):
     # the named streams of fedrl_kit.seeding hash their keys, which would draw a different split

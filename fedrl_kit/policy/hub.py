@@ -202,8 +202,13 @@ def load_pretrained(
 
 
 def describe_model(model: torch.nn.Module) -> dict[str, Any]:
-    """``{"n_params", "n_trainable", "dtype", "architecture"}`` of a (peft-wrapped) transformers model: the first
-    parameter's dtype ("float32"), the config's architecture (``"Qwen2ForCausalLM"``).
+    """Summarise a model: parameter counts, dtype, architecture.
+
+    Args:
+        model: a transformers model (or a peft model wrapping one).
+
+    Returns:
+        ``{"n_params", "n_trainable", "dtype", "architecture"}`` (the first parameter's dtype, the config's).
     """
     params = list(model.parameters())
     config = getattr(model, "config", None)

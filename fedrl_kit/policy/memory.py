@@ -211,8 +211,14 @@ def device_memory(device: str) -> int | None:
 
 
 def check_fits(config, estimate: MemoryEstimate | None = None, capacity: int | None = None) -> MemoryEstimate | None:
-    """Raise :class:`DoesNotFitError` when ``config``'s estimated peak (``estimate``, default computed) exceeds
-    ``capacity`` (default :func:`device_memory`); returns the estimate (None, unchecked, when either is unknown).
+    """Raise :class:`DoesNotFitError` when ``config``'s estimated peak exceeds its device's memory.
+
+    Args:
+        config, estimate, capacity: the ``RunConfig``; a precomputed :func:`estimate_memory` and the device's bytes
+            (defaults: computed here, :func:`device_memory` of ``config.device``).
+
+    Returns:
+        The estimate (None, and no check, when the architecture or the device is unknown here).
     """
     estimate = estimate if estimate is not None else estimate_memory(config)
     capacity = capacity if capacity is not None else device_memory(config.device)

@@ -178,8 +178,13 @@ def swap_prompts(rule, generated: list[dict], K: int, rng: np.random.Generator) 
 
 
 def swap_groups(rule, generated: list[dict], K: int, rng: np.random.Generator) -> list[dict]:
-    """:func:`swap_prompts`, then per client (in ``generated``'s order) ``texts`` [b][K] and ``own_index`` [b][K]
-    (the response's index among its own K, or −1 when swapped in).
+    """Apply the swap rule prompt by prompt; per client (in ``generated``'s order) its texts and own indices.
+
+    Args:
+        rule, generated, K, rng: as :func:`swap_prompts`.
+
+    Returns:
+        N dicts with ``texts`` [b][K] and ``own_index`` [b][K] (index among the client's own K; −1: swapped in).
     """
     N = len(generated)
     out = [{"texts": [], "own_index": []} for _ in range(N)]

@@ -41,8 +41,14 @@ class PublicGeneration:
 
 
 def generate_public(server, round: int, step: int) -> PublicGeneration:
-    """Send public step ``step`` (``(step + 1) % τ_swap == 0``) of ``round`` (≥ 1) to every client of a built PubSwap
-    run's ``server`` and collect their answers, from their current adapters: a :class:`PublicGeneration`.
+    """Send public step ``step`` of ``round``'s prompts to every client and collect their answers.
+
+    Args:
+        server: a built PubSwap run's server (``Run(cfg).build().server`` or after ``run()``).
+        round, step: the round (≥ 1); a public local step of it (``(step + 1) % τ_swap == 0``).
+
+    Returns:
+        the :class:`PublicGeneration`; the clients answer with their current adapters.
     """
     cfg = server.config
     if cfg.method not in ("pubswap_random", "pubswap_balanced"):

@@ -122,8 +122,13 @@ class SwapResult:
         return self.replaced.sum(axis=1)  # [N]
 
     def to_table(self, client: int) -> list[dict]:
-        """One row per slot of client ``client``'s final group, for the notebook: K dicts with ``slot``, ``text``,
-        ``correct``, ``from_client``, ``from_response`` and ``replaced`` (True when it came from another client).
+        """One row per slot of a client's final group, for display in the notebook.
+
+        Args:
+            client: the client index n, ``0 <= n < N``.
+
+        Returns:
+            K dicts: ``slot``, ``text``, ``correct``, ``from_client``, ``from_response``, ``replaced``.
         """
         n_clients = self.source.shape[0]
         if not isinstance(client, (int, np.integer)) or not 0 <= client < n_clients:

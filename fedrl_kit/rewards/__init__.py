@@ -69,7 +69,11 @@ class RewardSet:
     """w_k, aligned with ``names``"""
 
     def scores(self, prompts, completions, **columns) -> np.ndarray:
-        """Every component on every completion (``columns``, such as ``answer``, go to every component).
+        """Evaluates every component on every completion.
+
+        Args:
+            prompts, completions: aligned; completions string or conversational.
+            **columns: dataset columns (``answer``, ...), passed to every component.
 
         Returns:
             Float array [n_completions, K]; NaN where a component returned None.
@@ -96,10 +100,14 @@ class RewardSet:
 
 
 def make_reward_set(names: Sequence[str], weights: Sequence[float] | None = None) -> RewardSet:
-    """A ``RewardSet`` from K >= 1 names of ``REWARDS`` (accuracy first, by FedMOA's convention) and optional weights.
+    """Builds a ``RewardSet`` from reward names and optional weights.
 
     Args:
+        names: K >= 1 names from ``REWARDS``, accuracy first by FedMOA's convention.
         weights: K non-negative finite numbers, not all zero, normalised to sum to 1; None for 1/K each.
+
+    Returns:
+        The reward set.
     """
     names = (names,) if isinstance(names, str) else tuple(names)
     if not names:

@@ -45,6 +45,9 @@ def _exact_match(gold, predicted: str | None) -> float:
 def accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[float | None]:
     """Exact-match accuracy of the extracted answer against the gold answer.
 
+    Args:
+        answer: gold answers aligned with ``completions``; None (a row or the column) means "not applicable".
+
     Returns:
         Per completion: 1.0 if ``normalise_answer`` of ``extract_answer`` equals that of the gold answer, else 0.0
         (also when no answer can be extracted); None where the gold answer is None.
@@ -82,7 +85,10 @@ def _math_verify_matches(items: list, budget_s: float) -> list[float]:
 
 
 def math_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[float | None]:
-    """Math-equivalence accuracy (math-verify) of the completion's answer against the gold answer (LaTeX or plain).
+    """Math-equivalence accuracy (math-verify) of the completion's answer against the gold answer.
+
+    Args:
+        answer: gold answers aligned with ``completions`` (LaTeX or plain); None for "not applicable".
 
     Returns:
         Per completion: 1.0 if math-verify finds the prediction equal to the gold answer, else 0.0; None where the

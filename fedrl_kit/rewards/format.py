@@ -18,7 +18,11 @@ def is_well_formatted(text: str) -> bool:
 
 
 def format_reward(prompts, completions, **kwargs) -> list[float]:
-    """1.0 for a completion that is exactly a think block then an answer block (``is_well_formatted``), else 0.0."""
+    """1.0 for a completion that is exactly a think block then an answer block, else 0.0.
+
+    Returns:
+        One value in {0.0, 1.0} per completion; see ``is_well_formatted``.
+    """
     return [float(is_well_formatted(completion_text(c))) for c in completions]
 
 

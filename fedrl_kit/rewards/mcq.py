@@ -19,8 +19,13 @@ def prompt_options(prompt: str | None) -> dict[str, str]:
 
 
 def extract_choice(text: str, options: dict[str, str] | None = None) -> str | None:
-    """The option letter a completion picks among ``options``' letters (:func:`prompt_options`; None: A-D), upper-case,
-    or None (docs/reliability.md, "Module notes").
+    """The option letter a completion picks (docs/reliability.md, "Module notes"), or None.
+
+    Args:
+        text, options: the completion; the prompt's options (:func:`prompt_options`; empty/None: letters A-D).
+
+    Returns:
+        An upper-case letter among the options' letters, or None.
     """
     letters = "".join(options) if options else DEFAULT_LETTERS
     alone = rf"(?<![A-Za-z])\(?([{letters}])\)?(?![A-Za-z])"  # a letter not inside a word

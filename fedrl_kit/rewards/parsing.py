@@ -15,8 +15,14 @@ _FRACTION = re.compile(r"(-?\d+)/(\d+)", re.ASCII)
 
 
 def completion_text(completion) -> str:
-    """The text of one completion in either of TRL's shapes: a string, or chat messages (whose ``content`` may be a
-    list of ``{"type": "text", "text": ...}`` parts), joined with newlines; ``""`` for anything else.
+    """The text of one completion in either of TRL's shapes.
+
+    Args:
+        completion: a string, or a list of chat messages (a message's ``content`` may be a list of
+            ``{"type": "text", "text": ...}`` parts).
+
+    Returns:
+        The text, several messages joined with newlines; ``""`` for anything unrecognised (a reward scores it wrong).
     """
     if isinstance(completion, str):
         return completion
@@ -67,8 +73,14 @@ def _last_number(text: str) -> str | None:
 
 
 def extract_answer(text: str) -> str | None:
-    """The final answer a completion gives: the content of its last ``<answer>…</answer>`` pair (None if that is
-    empty: a number from the reasoning must not count), else its last number-like token, else None.
+    """The final answer a completion gives.
+
+    Args:
+        text: the completion text.
+
+    Returns:
+        The content of the last ``<answer>…</answer>`` pair (None if it is empty: a number from the reasoning must not
+        count), else the last number-like token (integer, decimal, negative, ``a/b``), else None.
     """
     if not isinstance(text, str):
         return None

@@ -588,7 +588,12 @@ def run_many(
     jobs: Sequence[tuple[str, str]], timeout_s: float = 2.0, memory_mb: int = 256, max_parallel: int = 16,
     isolation: Isolation | None = None,
 ) -> list[SandboxResult]:
-    """Run each ``(program, tests)`` pair like :func:`run_code` (same limits, per run), up to ``max_parallel`` at once.
+    """Run each ``(program, tests)`` pair like :func:`run_code`, up to ``max_parallel`` at once.
+
+    Args:
+        jobs: (program, tests) pairs of Python source.
+        timeout_s, memory_mb, isolation: per run, as :func:`run_code`.
+        max_parallel: most runs at once, >= 1.
 
     Returns:
         One :class:`SandboxResult` per job, in order.

