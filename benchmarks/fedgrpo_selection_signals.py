@@ -1,6 +1,6 @@
 """Benchmark: how well FedGRPO's two selection signals see the clients' topics, in the Table 1 analogue's setting.
 
-The numbers the FedGRPO package docstring quotes, and the strength of the judges, come from here:
+The numbers docs/fedgrpo.md quotes, and the strength of the judges, come from here:
 
 1. **Neighbour purity of φ.** For every question of D_s, the share of its L nearest auxiliary exemplars (eq. 5,
    cosine of the frozen base's mean-pooled hidden states) whose topic is the question's, for φ read after each

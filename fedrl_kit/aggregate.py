@@ -1,18 +1,9 @@
 """Server-side aggregators over plain-data adapters (``dict[name, ndarray]``).
 
-- :func:`fedavg` — McMahan et al.: Σ_n (|D_n| / Σ|D|) θ_n, weighted by examples; :func:`weighted_average`
-  for any weights, :func:`weighted_sum` for weights that already sum to 1 (FedMOA's α, eq. 12).
-- :func:`fedit` — FedIT (PubSwap eq. 4): A and B averaged *separately* and uniformly,
-  B_{p+1} = (1/N) Σ B^(n), A_{p+1} = (1/N) Σ A^(n). Note that mean(B)·mean(A) ≠ mean(B·A):
-  FedIT is inexact for the effective update ΔW = BA; that is the price of sending factors.
-- :func:`coordinate_median`, :func:`trimmed_mean` — robust alternatives (coordinate-wise);
-  :func:`trimmed_mean_array` is the trimmed mean on one array along an axis.
-
-Non-finite values: the runtime drops a client whose adapter holds NaN or ±inf before any aggregator sees it
-(:mod:`fedrl_kit.federation.replies`). Called directly, the averaging aggregators refuse such an adapter
-(ValueError naming it) and the robust ones leave it out, as the outlier it is.
-
-FedMOA's accuracy-aware weights live in :mod:`fedrl_kit.fedmoa.weights`.
+- :func:`fedavg` — McMahan et al.: Σ_n (|D_n| / Σ|D|) θ_n; :func:`weighted_average`, :func:`weighted_sum` for
+  other weights (FedMOA's α, eq. 12).
+- :func:`fedit` — FedIT (PubSwap eq. 4): A and B averaged separately and uniformly; mean(B)·mean(A) ≠ mean(B·A).
+- :func:`coordinate_median`, :func:`trimmed_mean` — robust, coordinate-wise.
 """
 
 from __future__ import annotations
@@ -89,12 +80,7 @@ def coordinate_median(states: list[State]) -> State:
 
 
 def trimmed_mean_array(x, trim: float, axis: int = 0) -> np.ndarray:
-    """Mean along ``axis`` after dropping the ⌊trim·n⌋ largest and smallest values there (n = ``x.shape[axis]``).
-
-    The one trimmed mean of the toolkit, on arrays: :func:`trimmed_mean` applies it to every tensor of
-    the stacked adapters, FedGRPO's ``robust_aggregate`` to the experts' scores of each candidate.
-    Raises ValueError unless ``0 ≤ trim < 0.5`` (so at least one value is kept).
-    """
+    """Mean along ``axis`` after dropping the ⌊trim·n⌋ largest and smallest values there (n = ``x.shape[axis]``)."""
     if not 0 <= trim < 0.5:
         raise ValueError(f"trim must be in [0, 0.5), got {trim!r}")
     x = np.asarray(x)

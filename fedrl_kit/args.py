@@ -1,18 +1,4 @@
-"""Typed argument classes: one dataclass per method (or shared group of settings), documented field by field.
-
-Every settings class of the toolkit — :class:`~fedrl_kit.config.RunConfig` and each method's own
-arguments (``FedGRPOArgs``, ``PubSwapArgs``, ``FedMOAArgs``, …) — is a dataclass with a docstring
-*under* each field, as in cleanRL. This module gives them what they share:
-
-- :func:`field_docs` reads those docstrings (for ``fedrl run --method M --help``);
-- :class:`Args` checks every field's type from its annotation and names the field in the error
-  (``fedgrpo.num_experts must be an integer, got 'two'``), parses a field from command-line text,
-  and offers :meth:`Args.need` for range checks;
-- :func:`check_type` / :func:`parse_value` do the same for any annotated field.
-
-A method's arguments live in its paper's package and are one section of ``RunConfig``
-(``config.fedgrpo.num_experts``, ``--set fedgrpo.num_experts=2``).
-"""
+"""Typed argument classes: one dataclass per method (or shared group of settings), documented field by field."""
 
 from __future__ import annotations
 
@@ -133,12 +119,6 @@ def parse_value(name: str, text: str, tp):
 class Args:
     """Base of a method's typed arguments: type checks from the annotations, range checks in :meth:`check_own` and
     :meth:`check`.
-
-    Subclasses set ``SECTION`` (their section's name in ``RunConfig``, e.g. ``"fedgrpo"``) and override
-    :meth:`check_own` for the ranges of their own fields (checked for every run, whether or not its method reads the
-    section: ``evaluator.sft_steps=-1`` is refused for any method) and :meth:`check` for limits that depend on the
-    run (``num_clients``, ``n_aux``, ``local_steps``: checked only for the methods that read the section, since a
-    section's defaults need not fit another method's run — FedGRPO's 3 experts on a 2-client FedAvg run).
     """
 
     SECTION: typing.ClassVar[str] = ""

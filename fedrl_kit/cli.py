@@ -1,16 +1,4 @@
-"""The ``fedrl`` command: ``fedrl pretrain``, ``fedrl run``, ``fedrl eval``.
-
-Examples::
-
-    fedrl pretrain                                   # rebuild data/base (a few CPU minutes)
-    fedrl run --method fedavg_grpo --preset quick --set rounds=8 --set num_clients=4
-    fedrl run --method fedprox_grpo --set fedprox.mu=0.1 --run-dir runs/prox   # resumes if it has a checkpoint
-    fedrl run --method fedgrpo --help                # every field of RunConfig and of fedgrpo's arguments
-    fedrl run --preset pubswap-qwen3-1.7b-math --method pubswap_balanced --dry-run   # memory estimate only
-    fedrl run --method pubswap_balanced --world medqa --set dataset=PATH            # a real world
-    fedrl eval --base data/base --n-test 140
-    fedrl deploy split --method fedavg_grpo --set num_clients=3 --out fed   # one folder per machine (docs/flower.md)
-"""
+"""The ``fedrl`` command: ``fedrl pretrain``, ``fedrl run``, ``fedrl eval``."""
 
 from __future__ import annotations
 
@@ -71,11 +59,7 @@ def fields_help(method: str) -> str:
 
 
 def _overrides(args) -> dict:
-    """The config fields ``fedrl run`` was given: ``--method``, ``--world``, ``--dataset`` and every ``--set``.
-
-    A field given both ways with two values is refused in one line (``--method fedgrpo --set method=fedmoa``), as is
-    ``--set preset=…`` (a preset is a set of defaults: ``--preset`` picks it).
-    """
+    """The config fields ``fedrl run`` was given: ``--method``, ``--world``, ``--dataset`` and every ``--set``."""
     sets = parse_set(args.set or [])
     if "preset" in sets:
         raise ValueError(f"preset is picked with --preset NAME, not --set preset={sets['preset']} (one of {presets()})")

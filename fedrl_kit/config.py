@@ -1,22 +1,4 @@
-"""Run configuration: one dataclass documented field by field, presets, and validation.
-
-Presets:
-
-- ``quick`` — the embedded world on a 2-core CPU, a few minutes per run (the default).
-- ``full`` — paper scale on a GPU: a real Hugging Face model (Qwen2.5-1.5B-Instruct), bf16,
-  8 clients, the PubSwap paper's GRPO settings (Tables 9–12: LoRA r = 32, α = 64,
-  lr 1e-5, clip (0.2, 0.25), KL 1e-4, 2 gradient epochs, rollout temperature 0.7), in the
-  embedded world sized to what it holds (2,000 training problems; a real dataset by ``world=``).
-- the presets a method brings in its :class:`~fedrl_kit.methods.MethodSpec` (``presets``), e.g. ``pubswap-…``, the
-  PubSwap paper's own settings per model and dataset: ``full`` plus Tables 9–12 and appendix B.1, each sized to fit
-  an 80 GB GPU.
-
-Each method's own typed arguments (``config.fedgrpo``, ``--set fedgrpo.num_experts=2``) are the sections its
-``MethodSpec`` brings; this module finds them through the method registry on first use and imports no method's
-package itself.
-
-Every invalid field raises ``ValueError`` naming the field and its allowed range.
-"""
+"""Run configuration: one dataclass documented field by field, presets, and validation."""
 
 from __future__ import annotations
 
@@ -359,12 +341,7 @@ class RunConfig:
                                      "run for good; set client_timeout > 0")
 
     def replace(self, **changes) -> "RunConfig":
-        """A validated copy with ``changes`` applied.
-
-        A method's section takes an instance of its class, or a dict of the fields to change
-        (``replace(fedgrpo={"num_experts": 3})``); dotted names work too (``**{"fedgrpo.num_experts": 3}``).
-        Unknown names raise ValueError.
-        """
+        """A validated copy with ``changes`` applied."""
         top: dict = {}
         nested: dict[str, dict] = {}
         known = sections()
@@ -498,8 +475,6 @@ def _renamed_hint(names) -> str:
 def migrate(d: dict) -> dict:
     """A config dict of an earlier version (flat ``prox_mu``, ``pubswap_period``, untyped ``extra``; each section's
     and each method's own earlier forms: ``Args.migrate``, ``MethodSpec.migrate``) in today's form.
-
-    Resuming a run directory written before the typed sections gives the same config as before.
     """
     d = dict(d)
     if "prox_mu" in d:
@@ -588,11 +563,7 @@ def preset(name: str = "quick", **overrides) -> RunConfig:
 
 
 def parse_set(items: list[str]) -> dict:
-    """Parse CLI ``--set key=value`` items with each field's type; ``section.field`` sets a method's argument.
-
-    Tuples are comma-separated (``--set rewards=accuracy,format``). A value that does not parse raises
-    ValueError naming the field (``rounds must be an integer, got 'two'``).
-    """
+    """Parse CLI ``--set key=value`` items with each field's type; ``section.field`` sets a method's argument."""
     out = {}
     for item in items:
         if "=" not in item:

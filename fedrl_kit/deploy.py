@@ -1,40 +1,4 @@
-"""Deployment: every node holds only its own data, the server holds none of it.
-
-In simulation one process builds the whole world and every client. A federation across organisations cannot: a
-hospital's questions never leave the hospital. Here a federation is first **split** into folders, one per machine::
-
-    fedrl deploy split --method fedavg_grpo --set num_clients=3 --out fed/
-
-    fed/server/manifest.json    the plan: client ids, the fields the split was made with, the server's splits
-    fed/server/test/ …          the server's own splits (test, public, aux), nothing of the clients'
-    fed/node_0/node.json        which client this node plays, the fields the split was made with
-    fed/node_0/data/            that client's private partition, and nothing else
-    fed/node_1/ …
-
-Each folder goes to its machine (with real data, each organisation writes its own ``node.json`` and ``data/``; the
-split is how the embedded world is dealt out). A SuperNode is started with its folder in its node config
-(``--node-config "data-dir='fed/node_0'"``); its ClientApp builds the one client of that folder
-(:class:`Node`) — the same client class, data and seeds as in-process, so the same numbers — and keeps that
-client's state in the node's state folder (``state-dir``, default ``<data-dir>/state``) between messages, because
-Flower's deployment engine starts a fresh ClientApp process for every message. The server runs
-:class:`fedrl_kit.runs.Run` with ``server_data`` = the server's folder: it loads its splits from there and builds
-no client and no world (:mod:`fedrl_kit.federation.split`: what the folders hold and how the server reads its own).
-
-What a node keeps (``state/``): ``runs/<run id>.json`` — the run's config, the client it plays, fault injection —
-written when the server connects; ``<config digest>/moments_r<round>.pt`` — Adam's moments after each round it
-trained in, when the run keeps them across rounds (``reset_optimizer`` off). A restarted node reads them and
-continues where it was; a server that resumes from its checkpoint at round k gets each client's moments of the
-last round before k + 1 (the node keeps every round's, so a round the server did not checkpoint is not used).
-
-Methods. A node can play a client whose state between messages is its adapter (sent by the server in every
-``fit``) and Adam's moments: FedAvg-GRPO and FedProx-GRPO (:data:`DEPLOYABLE`). PubSwap keeps its generated
-responses and adapter between the messages of a round, FedMOA its hypergradients, FedGRPO its evaluator model:
-those need a long-lived client process and are refused for now, in one line.
-
-Auditing. With ``FEDRL_AUDIT_ROOT`` and ``FEDRL_AUDIT_LOG`` set, a process that imports :mod:`fedrl_kit.flower`
-logs every file it opens under the root (:func:`audit_opens`): how the deployment test shows that the server never
-opens a client's file and no node opens another's.
-"""
+"""Deployment: every node holds only its own data, the server holds none of it."""
 
 from __future__ import annotations
 
@@ -60,11 +24,7 @@ def config_digest(config_json: str) -> str:
 
 # -- splitting a federation ------------------------------------------------------------------------------------
 def split_federation(cfg, out: str | Path) -> dict:
-    """Deal the world of ``cfg`` out into a server folder and one folder per client (see the module doc).
-
-    The folders are written beside ``out`` and renamed into place, so a failed split leaves nothing; an existing
-    non-empty ``out`` is refused before anything is written. Returns ``{"server": path, "nodes": [paths]}``.
-    """
+    """Deal the world of ``cfg`` out into a server folder and one folder per client (docs/flower.md, deployment)."""
     import datasets
 
     from fedrl_kit.world.partition import partition
@@ -225,16 +185,11 @@ def node_for(node_config) -> Node:
 
 # -- credentials: TLS and node keys -----------------------------------------------------------------------------
 def make_credentials(out: str | Path, nodes: int, hosts=("127.0.0.1", "localhost"), days: int = 365) -> dict:
-    """What a deployment needs to run with TLS and node authentication, made with ``cryptography``:
+    """A deployment's TLS and node-authentication files, made with ``cryptography``; returns the paths written.
 
-    - ``ca.crt``: a certificate authority of the federation's own (SuperNodes trust it: ``--root-certificates``);
-    - ``server.crt`` / ``server.key``: the SuperLink's certificate, signed by that CA, valid for ``hosts``
-      (``--ssl-ca-certfile ca.crt --ssl-certfile server.crt --ssl-keyfile server.key``);
-    - ``node_<i>`` / ``node_<i>.pub``: each SuperNode's EC P-384 key pair in OpenSSH format
-      (``--auth-supernode-private-key node_<i>``; the public key is registered with ``flwr supernode register``).
-
-    Private keys are written readable by their owner only. ``out`` must be new or empty (keys are never overwritten);
-    keep it out of version control (``.gitignore`` lists ``credentials/``). Returns the paths written.
+    ``ca.crt`` (the federation's own CA), ``server.crt`` / ``server.key`` (the SuperLink's, valid for ``hosts``) and
+    ``node_<i>`` / ``node_<i>.pub`` (each SuperNode's EC P-384 key pair, OpenSSH format); keys readable by their owner
+    only. ``out`` must be new or empty; keep it out of version control (``.gitignore`` lists ``credentials/``).
     """
     import datetime
     import ipaddress

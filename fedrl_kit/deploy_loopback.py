@@ -1,31 +1,5 @@
 """A Flower deployment on this machine: one SuperLink and one SuperNode per node folder, each a process of its own,
 TLS and node authentication on, talking over 127.0.0.1 — Flower's real deployment engine, before several machines.
-
-::
-
-    from fedrl_kit import deploy
-    from fedrl_kit.deploy_loopback import LoopbackDeployment
-
-    fed = deploy.split_federation(cfg, "fed")                          # a folder per machine
-    with LoopbackDeployment("deployment", fed["nodes"]) as d:         # SuperLink + SuperNodes, TLS, node keys
-        result = d.run({"set": "rounds=2;num_clients=3", "run-dir": "/abs/run", "server-data": fed["server"]})
-
-What it does is what an operator does on several machines (docs/flower.md, "Deploying across machines"), with the
-commands of flwr 1.41:
-
-- ``fedrl deploy credentials``' files (:func:`fedrl_kit.deploy.make_credentials`): a CA, the SuperLink's certificate
-  for 127.0.0.1, a P-384 key pair per node;
-- ``flower-superlink --ssl-ca-certfile … --ssl-certfile … --ssl-keyfile … --enable-supernode-auth`` on one port (flwr
-  1.41 serves its Fleet, Control and ServerAppIo APIs there);
-- ``flwr supernode register NODE.pub`` for each node's public key;
-- ``flower-supernode --superlink 127.0.0.1:PORT --root-certificates ca.crt --auth-supernode-private-key NODE
-  --node-config "data-dir='…'"`` per node;
-- ``flwr run APP CONNECTION --stream --run-config …``, the connection declared in ``$FLWR_HOME/config.toml``.
-
-Every process has a ``FLWR_HOME`` of its own under ``root`` (two nodes installing the same app bundle into one home
-could import a half-copied folder), and Flower never installs dependencies (they are the venv's). Each daemon starts
-in a process group of its own; :meth:`stop` ends them and every process they started, and :meth:`left_running` says
-whether any is left.
 """
 
 from __future__ import annotations
@@ -88,7 +62,7 @@ def _descendants(roots, table=None) -> set[int]:
 
 
 class LoopbackDeployment:
-    """SuperLink + SuperNodes as processes on 127.0.0.1 (see the module doc); a context manager that stops them all.
+    """SuperLink + SuperNodes as processes on 127.0.0.1; a context manager that stops them all (docs/flower.md).
 
     Args:
         root: a folder for the credentials, the processes' homes and logs.
@@ -215,11 +189,7 @@ class LoopbackDeployment:
 
     # -- runs -------------------------------------------------------------------------------------------------
     def run(self, run_config: dict, timeout: float = 900.0, on_line=None) -> dict:
-        """``flwr run`` the app with ``run_config`` (keys of ``[tool.flwr.app.config]``) and wait for it to end.
-
-        Returns ``{"run_id", "status", "details", "stream"}``; ``status`` is Flower's (``finished:completed``, or
-        ``finished:failed`` with the ServerApp's exception in ``details``: ``flwr run`` exits 0 either way).
-        """
+        """``flwr run`` the app with ``run_config`` (keys of ``[tool.flwr.app.config]``) and wait for it to end."""
         overrides = " ".join(f"{k}={json.dumps(v) if not isinstance(v, str) else repr(v)}"
                              for k, v in run_config.items())
         cmd = [str(Path(sys.executable).parent / "flwr"), "run", self.app_dir, CONNECTION, "--stream",

@@ -1,11 +1,4 @@
-"""One federated round as a picture: the server, a few clients, and the messages between them in order.
-
-The teaching notebooks open with one of these (Spinning Up's "quick facts" as a drawing): what the server does,
-what each client does, and what goes down and what comes up, numbered in the order a round sends them. The
-drawing is an SVG written by this module (no browser, no plotly): it shows in JupyterLab, on GitHub and in a
-stored notebook alike. :data:`ROUNDS` holds each method's round in the papers' words; :func:`round_diagram`
-draws any round given as such a :class:`Round`.
-"""
+"""One federated round as a picture: the server, a few clients, and the messages between them in order."""
 
 from __future__ import annotations
 

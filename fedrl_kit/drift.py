@@ -1,39 +1,5 @@
 """Client drift, heterogeneity and group-variance measures for federated LoRA GRPO.
-
-Paper: PubSwap (Nayak et al.). These are the quantities the paper argues with,
-measured on plain arrays so that a notebook can log them every round:
-
-- §3.3, eq. 3: a client's adapted layer is ``W = W_0 + B A`` with ``A ∈ R^{r×d}``,
-  ``B ∈ R^{m×r}`` → :func:`effective_delta` returns ``ΔW = s · B A`` per module (``s`` the LoRA
-  scaling, ``lora_alpha / r`` in peft).
-- Appendix A.1/A.2: the drift between clients n and n' after local step t is
-  ``Δ_t := θ_n^(t) − θ_{n'}^(t)``; its growth is bounded through ``L_priv`` and ``ζ_{n,n'}`` on
-  private steps and through ``L_pub`` and ``ω_i`` on Balanced public steps →
-  :func:`adapter_distance` (``‖Δ_t‖``), :func:`pairwise_drift`, :func:`mean_pairwise_drift`,
-  and :func:`distance_to_global` (distance of each client from the round's broadcast
-  ``(A_p, B_p)``).
-- Appendix A.1: ``ζ_{n,n'} := ‖g_n^priv(θ_n) − g_{n'}^priv(θ_{n'})‖``, the private-gradient
-  dissimilarity → :func:`pairwise_gradient_dissimilarity` (the matrix of ζ) and
-  :func:`gradient_dissimilarity` (one normalised number).
-- §3.4, "Balanced": groups whose K rewards are all equal have zero advantage (eq. 1) and make
-  eq. 2 vanish; Balanced tops groups up to maximise reward variance →
-  :func:`within_group_reward_stats`.
-
-Two spaces for distances between adapters, both Frobenius norms summed in squares over modules:
-
-- ``"effective"``: ``‖s B_1 A_1 − s B_2 A_2‖_F``, the change to the layer weights themselves. It is
-  blind to the LoRA gauge (``B A = (B R)(R^{-1} A)`` for any invertible ``R``), so it measures
-  how differently two clients' models behave.
-- ``"factors"``: ``‖(A_1, B_1) − (A_2, B_2)‖``, on the raw factors, i.e. the trainable parameters
-  ``θ`` of the appendix. FedIT (eq. 4) averages ``A`` and ``B`` separately, and the mean of
-  products ``(1/N) Σ_n B_n A_n`` differs from the product of means ``B̄ Ā`` by a term that grows
-  with factor-space drift, so this is the space in which drift hurts aggregation.
-
-Deviation: the appendix's θ is the whole trainable vector; we sum over the modules of the
-adapters passed in, so pass all LoRA modules to measure the appendix's ``‖Δ_t‖``.
-
-Arrays may be numpy arrays or torch tensors (any device and dtype); everything is computed in
-float64 numpy, and torch is never imported here.
+Details: docs/pubswap.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -133,8 +99,7 @@ def effective_delta(adapter: Adapter, scaling: float = 1.0) -> dict[str, np.ndar
 
     Args:
         adapter: module name -> ``(A [r, d], B [m, r])``.
-        scaling: the LoRA scaling ``s`` (peft: ``lora_alpha / r``; the paper's runs use
-            ``64 / 32 = 2``). Default 1.
+        scaling: the LoRA scaling ``s`` (peft: ``lora_alpha / r``; the paper's runs use ``64 / 32 = 2``). Default 1.
 
     Returns:
         module name -> ``ΔW [m, d]`` float64.
@@ -160,14 +125,12 @@ def adapter_distance(
 ) -> float:
     """Frobenius distance between two adapters over all their modules.
 
-    ``effective``: ``sqrt(Σ_modules ‖s B_1 A_1 − s B_2 A_2‖_F²)``;
-    ``factors``: ``sqrt(Σ_modules ‖A_1 − A_2‖_F² + ‖B_1 − B_2‖_F²)``, the appendix's
-    ``‖θ_n − θ_{n'}‖``.
+    ``effective``: ``sqrt(Σ ‖s B_1 A_1 − s B_2 A_2‖_F²)``; ``factors``: ``sqrt(Σ ‖A_1 − A_2‖_F² + ‖B_1 − B_2‖_F²)``.
 
     Args:
         a1: module name -> ``(A [r, d], B [m, r])``.
         a2: same modules and shapes as ``a1``.
-        space: ``"effective"`` or ``"factors"`` (see the module docstring).
+        space: ``"effective"`` or ``"factors"`` (docs/pubswap.md, "Module notes").
         scaling: LoRA scaling ``s``; used in the effective space only.
 
     Returns:
@@ -182,12 +145,11 @@ def adapter_distance(
 def pairwise_drift(
     adapters: Sequence[Adapter], space: str = "effective", scaling: float = 1.0
 ) -> np.ndarray:
-    """Distances between every pair of client adapters, ``‖Δ‖`` for every (n, n').
+    """``‖Δ‖`` for every pair (n, n') of client adapters.
 
     Args:
         adapters: N >= 1 adapters with the same modules and shapes.
-        space: ``"effective"`` or ``"factors"``.
-        scaling: LoRA scaling ``s``; used in the effective space only.
+        space, scaling: as :func:`adapter_distance`.
 
     Returns:
         float64 ``[N, N]``, symmetric, zero diagonal.
@@ -207,8 +169,7 @@ def mean_pairwise_drift(
 
     Args:
         adapters: N >= 2 adapters with the same modules and shapes.
-        space: ``"effective"`` or ``"factors"``.
-        scaling: LoRA scaling ``s``; used in the effective space only.
+        space, scaling: as :func:`adapter_distance`.
 
     Returns:
         The mean pairwise distance.
@@ -229,10 +190,8 @@ def distance_to_global(
     """Each client's distance from a reference adapter, e.g. the round's broadcast ``(A_p, B_p)``.
 
     Args:
-        adapters: N >= 1 client adapters.
-        global_adapter: the reference, with the same modules and shapes.
-        space: ``"effective"`` or ``"factors"``.
-        scaling: LoRA scaling ``s``; used in the effective space only.
+        adapters, global_adapter: N >= 1 client adapters; the reference, with the same modules and shapes.
+        space, scaling: as :func:`adapter_distance`.
 
     Returns:
         float64 ``[N]``.
@@ -248,9 +207,6 @@ def distance_to_global(
 
 def within_group_reward_stats(rewards, ddof: int = 0) -> dict[str, float]:
     """Reward spread inside each prompt's group of responses.
-
-    A group whose rewards are all equal has ``σ(x) = 0``, so every advantage in eq. 1 is zero and
-    the group adds nothing to eq. 2; Balanced exists to make such groups rarer.
 
     Args:
         rewards: ``[B, G]``, B prompts (the paper's b) by G responses each (the paper's K);
@@ -308,27 +264,13 @@ def pairwise_gradient_dissimilarity(grads: Sequence) -> np.ndarray:
 
 
 def gradient_dissimilarity(grads: Sequence) -> float:
-    """Normalised client-gradient dissimilarity ``(1/N) Σ_n ‖g_n − ḡ‖² / ‖ḡ‖²``.
-
-    Here ``ḡ = (1/N) Σ_n g_n`` is the mean client gradient.
-
-    It summarises the appendix's private-gradient dissimilarity ``ζ_{n,n'}`` (A.1) in one
-    scale-free number, through the identity
-    ``(1/N) Σ_n ‖g_n − ḡ‖² = (1/(2N²)) Σ_{n,n'} ζ_{n,n'}²``. It is also the point estimate of
-    ``B² − 1`` in the bounded gradient dissimilarity assumption
-    ``(1/N) Σ_n ‖g_n‖² ≤ G² + B² ‖ḡ‖²`` (Karimireddy et al., SCAFFOLD) with ``G = 0``.
-    0 means every client pulls the same way; values above 1 mean the disagreement is larger
-    than the consensus direction. Pass private gradients for the ``ζ`` regime of A.1, or
-    public-step gradients to see how much a shared public batch narrows it (A.2).
+    """Normalised client-gradient dissimilarity ``(1/N) Σ_n ‖g_n − ḡ‖² / ‖ḡ‖²`` (A.1's ζ in one number).
 
     Args:
         grads: N >= 1 flat gradient vectors ``[P]`` (numpy or torch).
 
     Returns:
-        The dissimilarity, a non-negative float.
-
-    Raises:
-        ValueError: if the vectors differ in length, are not finite, or ``ḡ = 0`` (undefined).
+        The dissimilarity, a non-negative float: 0 when every client pulls the same way.
     """
     g = _stack_grads(grads)  # [N, P]
     g_bar = g.mean(axis=0)  # [P]

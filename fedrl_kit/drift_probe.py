@@ -1,62 +1,5 @@
 """Drift instrumentation: how far apart the clients' adapters move at every local step of a round.
-
-PubSwap (Nayak et al.) argues about client drift step by step (appendix A.1–A.2): the
-drift ``Δ_t = θ_n^(t) − θ_{n'}^(t)`` between two clients after local step t grows through the
-private-gradient dissimilarity ``ζ_{n,n'}`` on private steps, and through ``L_pub`` and the
-replacement fraction ``α_i(x)`` on Balanced public steps. With ``RunConfig.trace_drift`` on, a
-:class:`DriftProbe` is attached to every client and, after each local step, takes (see "Memory" below
-for what it keeps of them)
-
-- the client's LoRA factors (:mod:`fedrl_kit.drift` measures them),
-- the flattened gradient of the step's first epoch, i.e. at the point the step starts from
-  (before clipping and the update; :func:`fedrl_kit.grpo.grpo_step`'s ``on_first_grad``),
-- the step's within-group reward statistics and, on public steps, the replacement fraction of
-  every public prompt.
-
-At the end of the round :meth:`DriftProbe.end_round` turns them into one record per local step
-(``kind = "drift"`` in ``metrics.jsonl``):
-
-==========================  ====================================================================
-``step``, ``step_kind``     local step t (0-based) and "private" / "public" (all clients' kinds)
-``clients``                 how many clients reported the step
-``pairwise_effective``      mean over client pairs of ``‖s B_n A_n − s B_n' A_n'‖_F`` (ΔW space)
-``pairwise_factors``        mean over client pairs of ``‖(A_n, B_n) − (A_n', B_n')‖`` (the appendix's θ)
-``to_global_effective``     mean over clients of the distance to the round's broadcast adapter (ΔW)
-``to_global_factors``       the same in factor space
-``grad_dissimilarity``      ``(1/N) Σ_n ‖g_n − ḡ‖² / ‖ḡ‖²`` of the clients' step gradients
-``zeta``                    mean over pairs of ``ζ_{n,n'} = ‖g_n − g_n'‖``
-``reward_std``              mean within-group reward std (over clients)
-``frac_zero_std``           mean fraction of groups with no reward variance (zero advantage)
-``replacement_fraction``    public steps: mean ``α_n(x)`` over clients and prompts
-``replacement_per_prompt``  public steps: ``α(x)`` per public prompt, averaged over clients
-``sketched``                present (True) when the pairwise quantities are sketch estimates (see "Memory")
-==========================  ====================================================================
-
-This is *simulation-side* measurement, not part of any protocol: the probe reads each client's
-adapter from the shared in-process policy, so nothing passes through the runtime and the ledger's
-byte counts are unchanged. Gradients of different clients are taken at their own current parameters
-θ_n^(t), as in the appendix's ``g_n(θ_n)``; at step 0 all clients start from the same θ.
-
-**Memory.** Pairwise quantities need every client's step-t adapter at once, and the in-process runtime runs a
-FedAvg-GRPO client's τ steps before the next client starts, so the probe must keep something per client-step
-until the round ends. What it keeps depends on the adapter's size P (its number of LoRA factor entries):
-
-- *exact* (P ≤ ``exact_max``, e.g. the embedded world): the factors and the flattened gradient themselves,
-  measured at the end of the round as above. Held: ≤ N·τ·2·P·4 bytes.
-- *sketched* (a real model): everything that needs one client only is computed when the step is reported and
-  kept as numbers — ``to_global_*`` exactly (the effective distance through r×r Gram matrices, never forming
-  ΔW = B A). For the pairwise quantities the probe keeps three fixed-size random sketches of ``sketch_dim``
-  entries: a CountSketch of the factors, a TensorSketch of ΔW (built from the factors, again without forming
-  ΔW) and a CountSketch of the gradient. Sketches are linear and share their hash functions across clients,
-  so ``‖S x_n − S x_m‖`` estimates ``‖x_n − x_m‖`` without bias in the square; the relative error of a
-  distance is about ``sqrt(3 / sketch_dim)`` (≈ 2 % at the default 8,192). ``pairwise_*``,
-  ``grad_dissimilarity`` and ``zeta`` are these estimates. Held: N·τ·3·sketch_dim·4 bytes (≈ 47 MB at
-  N = 4, τ = 120) plus, while a step is reported, one module's work (≤ a few MB; a test on a 100 M-parameter
-  model checks the bound with tracemalloc).
-
-Full tensors only when asked: with ``tensors_dir`` (``RunConfig.trace_tensors``) every client-step's factors and
-gradient are written to ``<tensors_dir>/round<r>/step<t>_<client>.npz`` (and the broadcast adapter to
-``round<r>/global.npz``) as they are reported, never accumulated in memory.
+Details: docs/pubswap.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -103,10 +46,6 @@ def count_sketch(x, key: str, k: int) -> np.ndarray:
 def tensor_sketch(a, b, key: str, k: int, scaling: float = 1.0) -> np.ndarray:
     """TensorSketch (Pham & Pagh 2013) of ``vec(s · B A)`` from the factors, without forming the m×d product.
 
-    ``B A = Σ_ρ b_ρ a_ρᵀ``; the sketch of an outer product is the circular convolution of the CountSketches
-    of its two vectors, so the sketch of B A is Σ_ρ of those convolutions (one FFT each). Linear in the
-    effective update and unbiased for its inner products, like :func:`count_sketch`.
-
     Args:
         a: ``A [r, d]``; b: ``B [m, r]``; key: names the module (its hash functions); k: sketch size.
 
@@ -134,12 +73,12 @@ def effective_distance_sq(a, b, a0, b0, scaling: float = 1.0) -> float:
 
 
 class DriftProbe:
-    """Collects per-step measurements from the clients of one run; see the module docstring.
+    """Collects per-step measurements from the clients of one run (what it measures: docs/pubswap.md, "Module notes").
 
     Args:
         scaling: the LoRA scaling ``s = lora_alpha / r`` used for the effective ΔW.
         gradients: also measure each step's first-epoch gradient (for ζ and the dissimilarity).
-        sketch_dim: entries of each sketch when the adapter is too large to keep (see "Memory" above).
+        sketch_dim: entries of each sketch when the adapter is too large to keep (docs/pubswap.md, "Module notes").
         exact_max: adapters with at most this many factor entries are kept whole and measured exactly.
         tensors_dir: where to stream every client-step's full factors and gradient (None: nowhere).
     """

@@ -1,40 +1,5 @@
 """Any method on Flower: a ``ServerApp`` that runs the unchanged method loop and a ``ClientApp`` that runs
 the same client handlers, talking through Flower's Message API (flwr 1.41).
-
-How our messages map onto Flower's:
-
-- the message kind becomes the message type: ``fit``-like kinds → ``train.<kind>``, ``evaluate`` →
-  ``evaluate.<kind>``, every other kind (``properties``, FedGRPO's ``competence``/``score``, PubSwap's
-  ``private_step``, …) → ``query.<kind>``; the round is the group id;
-- a payload's arrays (LoRA matrices, …) travel as one ``ArrayRecord``, its structure, scalars and texts
-  as a JSON value of a ``ConfigRecord`` (:func:`~fedrl_kit.federation.runtime.split_payload`: Flower's
-  records hold flat values only, so nested lists and dicts are flattened into that header), and a
-  reply's flat ``metrics`` dict is also put in a ``MetricRecord`` for Flower's own tooling.
-
-:class:`FlowerRuntime` has the in-process runtime's interface (``send``, ``broadcast``, ``client_ids``,
-``ledger``, ``failures``), so :class:`fedrl_kit.runs.Run` and every method run on it unchanged. The
-ledger counts our payload bytes as in-process (the same numbers); ``flower_bytes`` adds the size of
-Flower's own serialised messages.
-
-Client state. The ``ClientApp`` builds the client side of a run once per process from the config the
-server sends in a ``query.connect`` message (world, partition, the shared base, the clients: the same
-code as in-process, so the same data and seeds) and keeps it in the process. Methods keep state
-between messages of a round (PubSwap's adapter between its private and public steps, its generated
-responses; the optimiser when ``reset_optimizer`` is off), so every message of a node must reach the
-same process: :func:`run_on_flower` runs Flower's simulation with **one** ClientApp actor (all
-cores). If that process is restarted mid-run, the node's next message finds no state and fails; the server drops it
-for the round as any failed client. Flower's deployment engine starts a fresh ClientApp process for every message
-instead: a deployed node (node config ``data-dir``) builds only its own client from its own folder and keeps that
-client's state on its disk between messages (:mod:`fedrl_kit.deploy`; FedAvg-GRPO and FedProx-GRPO).
-With ``clients_per_round`` the first message of a round parks the clients not drawn for it
-(:func:`~fedrl_kit.federation.parking.park_idle`, the same draw as the server's), which relies on the ClientApp
-handling one message at a time, as its one actor does. In a simulation (:func:`run_on_flower`) the ClientApp process
-also takes the calling process's torch thread count, so its float sums are the in-process run's whatever
-``OMP_NUM_THREADS`` Ray hands its actor (a deployment's clients keep their own machines' settings).
-
-Failures. A client that raises answers with an error message; one that does not answer within
-``round_timeout`` seconds is dropped for that round (its late reply is never read); both are
-recorded as in-process. Fault injection for demos and tests (``faults``) happens on the client side.
 """
 
 from __future__ import annotations
@@ -117,15 +82,11 @@ class FlowerRuntime(InProcessRuntime):
         grid: the ``Grid`` the ``ServerApp``'s main receives.
         client_ids: the run's client ids (one Flower node plays each).
         config_json: the run's config, sent to every node so its ClientApp builds the same client side.
-        round_timeout: seconds to wait for the replies of one send or broadcast; a client that has not
-            answered by then is dropped for it.
-        connect_timeout: seconds to wait for enough nodes to connect and for each to build its client side.
-        faults: client-side fault injection, as the in-process runtime's (``RunConfig.fail_client``): client id →
-            ``[(round or None, kind)]``, kind ``"raise"``, ``"hang"``, ``"nan"`` or ``"shape"`` (``"exit"`` is
-            refused: a SystemExit would end Flower's ClientApp process, not just the client's answer).
-        hang_seconds: how long a ``"hang"`` fault sleeps before the client answers (it keeps the ClientApp busy).
-        torch_threads: torch's intra-op thread count for the ClientApp process (a simulation passes its own, so the
-            clients compute as the in-process ones do); None leaves the client's.
+        round_timeout: seconds to wait for one send's or broadcast's replies; a late client is dropped for it.
+        connect_timeout: seconds to wait for the nodes to connect and build their client side.
+        faults: as the in-process runtime's, without ``"exit"`` (it would end Flower's ClientApp process).
+        hang_seconds: how long a ``"hang"`` fault sleeps before the client answers.
+        torch_threads: torch's thread count for the ClientApp process (None: the client's own).
     """
 
     def __init__(self, grid: Grid, client_ids: list[str], config_json: str, round_timeout: float = 3600.0,
@@ -414,11 +375,6 @@ def _server_main(grid: Grid, context: Context) -> None:
 class LoopbackGrid:
     """A ``Grid`` that hands each message to a ``ClientApp`` in this process: Flower's message types, records,
     contexts and error replies, without Ray or a SuperLink (fast tests, step-by-step debugging).
-
-    Messages are handled one at a time on one worker thread — as by the single ClientApp actor of
-    :func:`run_on_flower` — so a reply can be late and a round can time out. Node ``i`` has
-    ``node_config = {"partition-id": i, "num-partitions": n}``, as in Flower's simulation, or ``node_configs[i]``
-    (a deployed node's ``{"data-dir": …}``).
     """
 
     def __init__(self, client_app: ClientApp, num_nodes: int, node_configs: list[dict] | None = None):
@@ -473,10 +429,6 @@ def run_on_flower(config, run_dir=None, progress: bool = True, round_timeout: fl
                   faults: dict | None = None, num_supernodes: int | None = None, hang_seconds: float = 3600.0) -> dict:
     """Run ``config`` on Flower's simulation engine (Ray) in this process and return what it produced.
 
-    One ClientApp actor holds every client (see the module doc on client state); the ServerApp runs
-    :class:`fedrl_kit.runs.Run` with a :class:`FlowerRuntime`. ``round_timeout``: seconds a client may take to
-    answer one send or broadcast; None (default) takes the config's ``client_timeout`` (0 = no limit).
-
     Returns:
         ``{"records": metric records, "ledger": ledger rows, "failures": [ClientFailure], "flower_bytes": …}``.
     """
@@ -486,10 +438,7 @@ def run_on_flower(config, run_dir=None, progress: bool = True, round_timeout: fl
 def run_many_on_flower(runs: list[tuple], progress: bool = True, round_timeout: float | None = None,
                        faults: dict | None = None, num_supernodes: int | None = None,
                        hang_seconds: float = 3600.0) -> list[dict]:
-    """Several ``(config, run_dir)`` runs, one after the other, in one Flower simulation (Ray starts once).
-
-    Returns one result per run, as :func:`run_on_flower`'s; the first run that raised re-raises here.
-    """
+    """Several ``(config, run_dir)`` runs, one after the other, in one Flower simulation (Ray starts once)."""
     global _JOB
     from flwr.simulation import run_simulation
 

@@ -1,35 +1,16 @@
 """GRPO core: group-relative advantages, the clipped surrogate, k3 KL, and one optimisation step.
 
-Notation follows the PubSwap paper (eq. 1–2) and TRL's names for the knobs:
+PubSwap's notation (eqs. 1–2), TRL's names for the knobs, TRL's formulas::
 
-- eq. 1, advantage of completion i in the group of G completions to one prompt::
+    Â_i = (r_i − mean(r_1..r_G)) / (std(r_1..r_G) + 1e-4)          eq. 1, scale_rewards="group" (unbiased std)
+    ρ_t = π_θ(o_t|q,o_<t) / π_old(o_t|q,o_<t)
+    ℓ_t = −min(ρ_t Â, clip(ρ_t, 1 − epsilon, 1 + epsilon_high) Â) + beta · KL_t          eq. 2 (DAPO's clip-higher)
+    KL_t = exp(ref_t − logp_t) − (ref_t − logp_t) − 1              k3; the reference is the base (adapter off)
+    dapo:  Σ_{i,t} ℓ_{i,t} / Σ_i |o_i|                              every completion token of the batch weighs the same
+    grpo:  (1/N) Σ_i (1/|o_i|) Σ_t ℓ_{i,t}                          per completion, then over completions
 
-      Â_i = (r_i − mean(r_1..r_G)) / (std(r_1..r_G) + 1e-4)      scale_rewards="group"
-
-  ``"batch"`` divides by the std over the whole batch instead, ``"none"`` does not divide
-  (Dr. GRPO). std is the unbiased sample std (``torch.std``), as in TRL 1.16.
-- eq. 2, token-level clipped surrogate with an asymmetric trust region (DAPO's clip-higher)::
-
-      ρ_t = π_θ(o_t|q,o_<t) / π_old(o_t|q,o_<t)
-      ℓ_t = −min(ρ_t Â, clip(ρ_t, 1 − epsilon, 1 + epsilon_high) Â) + beta · KL_t
-      KL_t = exp(ref_t − logp_t) − (ref_t − logp_t) − 1            (k3 estimator)
-
-  The reference policy is the base model (the adapter disabled).
-- loss aggregation, TRL's ``loss_type`` values whose formula this is::
-
-      dapo:  Σ_{i,t} ℓ_{i,t} / Σ_i |o_i|                 every completion token of the batch weighs the same
-      grpo:  (1/N) Σ_i (1/|o_i|) Σ_t ℓ_{i,t}             mean over each completion's tokens, then over completions
-
-  ``dapo`` divides by the number of completion tokens in the whole batch (TRL: ``num_items_in_batch``), also when
-  the batch is split into micro-batches; TRL's ``bnpo`` (per micro-batch) equals it only without micro-batches,
-  and ``dr_grpo`` (a constant divisor) is not offered.
-
-Deviations from TRL: none in the formulas. :func:`grpo_step` runs ``num_iterations``
-gradient epochs over one batch of rollouts (TRL's ``num_iterations``), each epoch one
-optimiser step on the whole batch (split into micro-batches only to bound memory).
-The log-probs come from ``GRPOSettings.score``: the reference per-row pass
-(:func:`fedrl_kit.rollout.per_token_logps`) unless the config picks a faster one that computes the same numbers to
-float tolerance (:class:`fedrl_kit.speed.Scorer`).
+:func:`grpo_step` runs ``num_iterations`` epochs over one batch, one optimiser step each (micro-batches only bound
+memory); log-probs come from ``GRPOSettings.score`` (:func:`fedrl_kit.rollout.per_token_logps` by default).
 """
 
 from __future__ import annotations
@@ -45,8 +26,7 @@ def group_advantages(rewards: torch.Tensor, num_generations: int, scale_rewards:
 
     Args:
         rewards: [N] scalar rewards, N = B·G, prompt-major (each prompt's G rewards contiguous).
-        num_generations: G.
-        scale_rewards: ``"group"`` | ``"batch"`` | ``"none"``.
+        num_generations, scale_rewards: G; ``"group"`` | ``"batch"`` | ``"none"``.
 
     Returns:
         [N] advantages.
@@ -94,7 +74,7 @@ def grpo_loss(
         epsilon, epsilon_high: clip range (1 − epsilon, 1 + epsilon_high); epsilon_high defaults to epsilon.
         beta: KL coefficient; 0 disables the KL term.
         ref_logps: [N, T] log π_ref, needed when beta > 0.
-        loss_type: ``"dapo"`` or ``"grpo"`` (TRL's names; see the module docstring).
+        loss_type: ``"dapo"`` or ``"grpo"`` (TRL's names; the module docstring has both formulas).
 
     Returns:
         (scalar loss, dict of floats: clip_fraction, kl, ratio_mean).
@@ -134,20 +114,16 @@ def grpo_step(model, optimizer, rollouts: Rollouts, rewards: torch.Tensor, setti
     """One GRPO step on a batch of rollouts: advantages, π_old, π_ref, then ``num_iterations`` epochs.
 
     Args:
-        model: the policy (its active adapter is trained).
-        optimizer: the optimiser over the active adapter's parameters.
+        model, optimizer: the policy (its active adapter is trained) and the optimiser over that adapter.
         rollouts: N = B·G completions.
-        rewards: [N] scalar rewards (ignored for the advantage when ``advantages`` is given).
+        rewards: [N] scalar rewards (unused for the advantage when ``advantages`` is given).
         settings: :class:`GRPOSettings`.
         advantages: [N] precomputed advantages (FedGRPO, FedMOA build their own).
-        ref_model_ctx: a zero-argument callable returning a context manager under which the model
-            is the reference policy (e.g. peft's ``disable_adapter``); needed when beta > 0.
+        ref_model_ctx: zero-argument callable → context manager under which the model is π_ref (beta > 0).
         extra_loss: optional zero-argument callable added to the loss (FedProx's proximal term).
-        old_logps: [N, T] π_old for rows sampled by another policy (PubSwap's swapped-in responses);
-            by default the current policy's scores in the first epoch (before any update).
-        on_first_grad: optional callable given the optimiser's parameters right after the first epoch's
-            backward pass (before clipping and the update): the gradient at the step's starting point,
-            for drift instrumentation (:class:`fedrl_kit.drift_probe.DriftProbe`).
+        old_logps: [N, T] π_old for rows another policy sampled (PubSwap's swapped-in responses); default: the
+            current policy's scores in the first epoch.
+        on_first_grad: optional callable given the parameters after the first epoch's backward (drift probe).
 
     Returns:
         Diagnostics: loss, clip_fraction, kl, reward_mean, reward_std, frac_zero_std, completion_length.

@@ -49,9 +49,6 @@ def headline(records: list[dict]) -> dict:
 def before_after(run, n: int = 8) -> tuple[pd.DataFrame, pd.Series]:
     """The base model's and the trained global model's answers to the same held-out questions, side by side.
 
-    Both answer greedily (temperature 0: each model's single most likely answer), so a change in a row is the
-    training's, not the sampler's. The base is the run's round-0 adapter (LoRA's B starts at 0: the base model).
-
     Returns:
         The first ``n`` test problems (question, gold answer, each model's answer and whether it is right), and each
         model's greedy accuracy over the whole test split.
@@ -74,9 +71,6 @@ def one_group(run, rows: int = 16, state=None, seed: int = 0) -> pd.DataFrame:
     """One GRPO group, as a local step sees it: the G = ``num_generations`` answers a model samples for one test
     problem at the rollout temperature, each answer's reward (the run's accuracy reward, 0 or 1) and its
     group-relative advantage (:func:`fedrl_kit.grpo.group_advantages`, the function a local step calls).
-
-    The problem is the first of the first ``rows`` test problems whose group holds both right and wrong answers (a
-    group that teaches something), else the first one.
 
     Args:
         state: the LoRA state that answers (default: the run's initial adapter, the base model).
@@ -141,9 +135,6 @@ KNOBS: list = []
 def knobs(update, **controls):
     """Widgets that call ``update(**values)`` into an output area below them: once when the box is first displayed
     (the default setting, drawn at once) and again whenever one of them changes.
-
-    An error inside ``update`` shows in the output area, as in any cell, and is kept in the box's ``errors`` list
-    (which :func:`drive_knobs` reads).
 
     Args:
         update: called with one keyword per control, its current value.
@@ -285,10 +276,7 @@ def check_preset(preset_name: str, valid: tuple[str, ...]) -> str:
 
 
 def require_gpu(device: str, preset_name: str) -> None:
-    """Stop in one line when ``device`` (a config's) is a CUDA GPU this machine does not have.
-
-    Checked before anything is loaded, so that ``full`` on a laptop stops at once, saying what it wants.
-    """
+    """Stop in one line when ``device`` (a config's) is a CUDA GPU this machine does not have."""
     if not str(device).startswith("cuda"):
         return
     import torch
@@ -340,11 +328,6 @@ def shown_path(path: str | Path) -> str:
 def run_folder(notebook: str, *words, run_dir: str | Path = "", **values) -> Path:
     """Where a notebook's run goes: ``run_dir`` when given, else ``runs/<notebook>/<name>`` under the repository,
     with a name made of the parameters, so that runs with different parameters land in different folders.
-
-    ``words`` are joined as they are, ``values`` as ``<key><value>`` (``k=4`` → ``k4``; a list joins its items
-    with ``_``; ``True`` → the key alone; ``False``, ``None`` and ``""`` are left out).
-    Example: ``run_folder("quickstart", "quick", "fedavg_grpo", k=4, r=10, t=2, s=0)`` →
-    ``<repo>/runs/quickstart/quick-fedavg_grpo-k4-r10-t2-s0``.
     """
     if run_dir:
         return Path(run_dir)
@@ -529,15 +512,6 @@ def setup(notebook: str, namespace: dict, config=None, *, presets: tuple[str, ..
           smoke: str | None = None, fixed: tuple[str, ...] = (), setting: dict | None = None, words: tuple = (),
           folder: dict | None = None, runs: str = "run_dir"):
     """A notebook's setup cell in one call; returns ``(config, run folder, figures folder)``.
-
-    In order: a papermill parameter the notebook does not have stops it (:func:`check_parameters`); so does an
-    unknown ``preset_name`` or a parameter outside ``choices`` (name → valid values); the config is built; a GPU
-    preset on a machine without one, or a model that is not installed, stops it; the run folder is made from the
-    parameters (:func:`run_folder`: ``runs/<notebook>/<preset>-<words>-<folder>``, or the parameter named by
-    ``runs``, ``run_dir`` or ``run_root``, when given) and checked (a ``run_dir`` is emptied when a run wrote it,
-    :func:`start_run_dir`; a ``run_root`` may hold runs only, :func:`check_run_root`); figures go to the
-    ``figures_dir`` parameter or the run folder's ``figures/``; progress bars are silenced and figures set up; and
-    from then on a cell run after a parameter was edited stops, saying to re-run this cell (:func:`check_fresh`).
 
     Args:
         notebook: the notebook's short name (its folder under ``runs/``).

@@ -1,19 +1,4 @@
-"""A papermill engine whose client cannot miss a kernel's reply: ``papermill --engine fedrl …``.
-
-papermill's client (nbclient over jupyter_client's asyncio channels) waits for a cell's reply with one
-``zmq.asyncio`` poll lasting the whole cell timeout — forever without one. That poll watches libzmq's
-edge-triggered file descriptor, and an edge consumed elsewhere (anything that reads the socket's ``EVENTS``) leaves
-it asleep with the reply already waiting on the socket. Under CPU load this happens: papermill stopped on notebook
-01's widget cell with the kernel idle and responsive, the cell's reply unread on the shell socket (``EVENTS`` 3) and
-the client's one task waiting in that poll (docs/notebooks.md, "two missed wake-ups", with the measurements);
-``tests/test_notebook_engine.py`` makes the same miss happen on purpose.
-
-The fix is a poll in slices: :class:`SlicedChannel` waits at most :data:`POLL_SLICE_S` seconds at a time, and each
-wait ends with a real ``zmq_poll(0)`` (pyzmq does one when a poll times out), which sees a waiting message. A missed
-wakeup then costs at most one slice, and a cell's own timeout still counts from its start. ``make demo``,
-``make figures``, the notebook tests and the notebook benchmark run papermill with this engine; from Python,
-``papermill.execute_notebook(…, engine_name="fedrl")``.
-"""
+"""A papermill engine whose client cannot miss a kernel's reply: ``papermill --engine fedrl …``."""
 
 from __future__ import annotations
 

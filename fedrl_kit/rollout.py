@@ -1,15 +1,4 @@
-"""Rollouts: G completions per prompt for the active adapter, and their per-token log-probabilities.
-
-This is the reference path, the one to read: :func:`generate` tokenises the prompts and samples with Hugging
-Face ``generate`` (:func:`hf_sample`), and :func:`per_token_logps` scores every row's prompt and completion in one
-forward pass. Log-probabilities are computed from logits divided by the sampling temperature, as TRL does, so that
-the GRPO importance ratio compares the policy with the distribution the completions were actually sampled from.
-
-Faster ways to sample and to score — one pass over each prompt for its G rows, fedrl_kit's own sampling loop with
-the adapter folded into the weights, completions scored in passes of similar length, vLLM — are other
-implementations of the same two signatures, :data:`Sample` and :data:`Score`, in :mod:`fedrl_kit.speed`; a
-reader can skip them. ``RunConfig.prompt_pass``, ``generation_loop`` and ``length_buckets`` choose them.
-"""
+"""Rollouts: G completions per prompt for the active adapter, and their per-token log-probabilities."""
 
 from __future__ import annotations
 
@@ -105,17 +94,14 @@ def generate(model, tokenizer, prompts: list[str], num_generations: int, max_new
     """Sample G = ``num_generations`` completions for each prompt with the model's active adapter.
 
     Args:
-        model: a causal LM (peft-wrapped or not); generation uses whatever adapter is active.
-        tokenizer: its tokenizer (left padding is forced for generation).
+        model, tokenizer: a causal LM (peft-wrapped or not) and its tokenizer (left padding forced).
         prompts: B raw problems.
-        num_generations: G completions per prompt.
-        max_new_tokens: cap on completion length T.
+        num_generations, max_new_tokens: G completions per prompt, of at most T tokens.
         temperature: sampling temperature; 0 means greedy decoding.
         seed: seeds torch's generator for a reproducible batch.
         chat: wrap prompts in the chat template (real chat models).
-        logits_processor: passed to ``sample`` (see :func:`hf_sample`).
-        sample: the :data:`Sample` that draws the completions (default :func:`hf_sample`; faster ones:
-            :class:`fedrl_kit.speed.Sampler`).
+        logits_processor: passed to ``sample``.
+        sample: the :data:`Sample` that draws (default :func:`hf_sample`; faster: :class:`fedrl_kit.speed.Sampler`).
 
     Returns:
         :class:`Rollouts` with N = B·G rows, prompt-major (rows g·… of prompt b are contiguous).
@@ -145,10 +131,6 @@ def generate(model, tokenizer, prompts: list[str], num_generations: int, max_new
 
 def per_token_logps(model, rollouts: Rollouts, temperature: float = 1.0, batch_size: int | None = None) -> torch.Tensor:
     """The reference :data:`Score`: log π(o_t | q, o_<t) for every completion token, logits scaled by 1/temperature.
-
-    Each row runs its own prompt and completion through the model, ``batch_size`` rows a pass, every completion
-    padded to the batch's longest. Position ids follow the attention mask (left padding), as in ``generate``, so
-    the scores match the distribution the completions were sampled from.
 
     Returns:
         [N, T] log-probabilities (values at masked positions are meaningless; use the mask).

@@ -1,33 +1,4 @@
-"""Runs: build a federation from a config, run its rounds, log metrics, checkpoint, resume.
-
-A run directory holds::
-
-    config.json       the validated RunConfig
-    metrics.jsonl     one line per record: kind "global" (test-split evaluation of the global
-                      model), "client" (each client's local-training metrics), "failure",
-                      "comm" (bytes per round by direction), "drift" (per local step, with
-                      ``trace_drift``; see fedrl_kit.drift_probe)
-    ledger.jsonl      every message (kind, sender, receiver, round, bytes)
-    checkpoint/       the global adapter and state of the last completed round (resume point);
-                      its state.json records the round, how many lines of metrics.jsonl and
-                      ledger.jsonl it covers, and SHA-256 checksums of those lines, of config.json,
-                      of every checkpoint file and of itself
-    fedrl-run.json    marks the folder as a run's (written first); a fresh start deletes only what a run wrote
-    lock              names the one process that runs in this directory (it holds a ``flock`` on the folder)
-
-Resuming: ``Run(cfg, run_dir).run()`` on a directory with a checkpoint continues from the last
-completed round. All randomness is keyed by (seed, round, client, step), so the resumed run
-ends bit-identical to an uninterrupted one on the same CPU (a test checks this).
-
-Resume trusts nothing it cannot check (:class:`DamagedRunDir` names the file, and the line where one
-is bad): a missing, edited or truncated config.json, metrics.jsonl, ledger.jsonl, state.json or
-checkpoint file is refused, never silently restarted from round 0 or continued from wrong numbers.
-A checkpoint is written beside the old one, fsync'd, then swapped in by renames (a kill at any
-moment leaves one complete checkpoint); arrays are loaded without pickle, optimiser states with
-``weights_only``. A second process that runs into a directory in use is refused (the lock is on the folder, so
-deleting ``lock`` frees nothing; it dies with its process, so a killed run leaves no stale lock). A ``config.json`` a
-run did not write is never overwritten (:func:`check_owned`).
-"""
+"""Runs: build a federation from a config, run its rounds, log metrics, checkpoint, resume."""
 
 from __future__ import annotations
 
@@ -107,11 +78,7 @@ def _fsync_dir(path: Path) -> None:
 def _config_digest(text: str) -> str:
     """The checksum a checkpoint records of config.json: of the fields it holds (read as resume reads them), every one
     but ``rounds`` (a resumed run may extend it).
-
-    Only the fields the file holds: a field added to the toolkit later (a new method's settings block) must not change
-    the digest of a folder written before it (filling it in at today's default did, and every checkpointed folder was
-    then refused as edited). A run writes every field it has, so for a checkpoint written by any earlier version this
-    is the digest that version recorded."""
+    """
     saved = _flat(migrate(json.loads(text)))
     meaning = {k: v for k, v in saved.items() if k != "rounds"}
     return _sha(json.dumps(meaning, sort_keys=True, default=str).encode())
@@ -154,11 +121,6 @@ def check_device(device: str) -> None:
 class RunLock:
     """An exclusive ``flock`` on the run folder itself, held by the one process that runs there; the file
     ``run_dir/lock`` names the holder (pid and host) for the message that refuses a second process.
-
-    The lock is on the folder, not on the file: deleting or replacing ``lock`` frees nothing, and a second process is
-    still refused. The kernel releases the lock when its process dies, so a ``kill -9`` never leaves a stale lock:
-    the next run takes it and goes on. :meth:`release` removes ``lock`` only while it is still the file this holder
-    wrote (it warns when it was deleted or replaced, and leaves the other file be).
     """
 
     NOTE = re.compile(rb"pid \d+ on \S*\n?")
@@ -320,16 +282,8 @@ def check_owned(run_dir: Path) -> None:
 def fresh_run_dir(run_dir: str | Path) -> Path:
     """Delete what a run wrote into ``run_dir`` so that a run starts there from round 0; return it as a Path.
 
-    Only a run folder is touched (:func:`is_run_folder`: it holds :data:`RUN_MARKER`), and in it only what the run
-    itself wrote: :data:`RUN_FILES`, :data:`WRITTEN_BESIDE` and the ``trace_tensors`` files (:data:`DRIFT_TENSOR`).
-    Everything else stays: ``figures/`` and ``peft_global/`` (which `fedrl plot`, the notebooks and `fedrl export`
-    write, and where a user may keep files of their own), and any other file. A missing or empty folder is left as
-    it is.
-
-    Raises:
-        ValueError: in one line, naming ``run_dir``, when it is a file, a folder that is not a run folder (nothing is
-            deleted), or a damaged run folder.
-        RunDirInUse: a live run holds the folder's lock (nothing is deleted).
+    Only a run folder is touched, and in it only the run's own files: ``figures/``, ``peft_global/`` and any other file
+    stay (docs/reliability.md, "Run folders and resume").
     """
     run_dir = Path(run_dir)
     check_layout(run_dir)
@@ -455,12 +409,10 @@ class Run:
         run_dir: where config, metrics and checkpoints go; None keeps everything in memory.
         progress: show tqdm progress bars (notebook-aware).
         policy: reuse an already loaded :class:`Policy` (notebooks running several methods).
-        runtime: how messages travel: ``"inprocess"`` (default) or ``"serialising"`` (every payload through
-            bytes and back, clients out of the server's reach; same results — a test checks it for every method),
-            or a callable ``runtime(clients, faults) -> runtime`` (Flower's: :mod:`fedrl_kit.flower`).
-        server_data: deployed (:mod:`fedrl_kit.deploy`): the server's folder of a split federation. The server then
-            builds only its own splits from it, no world and no client: every client lives on its own node, reached
-            through ``runtime`` (Flower's deployment engine).
+        runtime: ``"inprocess"`` (default), ``"serialising"`` (every payload through bytes; same results), or a
+            callable ``runtime(clients, faults) -> runtime`` (Flower's: :mod:`fedrl_kit.flower`).
+        server_data: deployed (:mod:`fedrl_kit.deploy`): the server's folder of a split federation; the server
+            builds only its own splits, every client lives on its own node.
     """
 
     RUNTIMES = {"inprocess": InProcessRuntime, "serialising": SerialisingRuntime}
@@ -618,11 +570,7 @@ class Run:
         self._ledger_lines += len(rows)
 
     def _checkpoint(self, round: int, handles=()) -> None:
-        """Write the resume point of ``round``: beside the old one, fsync'd, swapped in by renames, old one deleted.
-
-        A kill at any moment leaves ``checkpoint/`` or (between the two renames) ``checkpoint.old/`` complete;
-        :meth:`_resume` takes whichever exists. The metrics and ledger lines it covers are fsync'd first.
-        """
+        """Write the resume point of ``round``: beside the old one, fsync'd, swapped in by renames, old one deleted."""
         if self.run_dir is None:
             return
         if getattr(self, "_lock", None) is not None:  # still our folder: never write into another run's
@@ -734,11 +682,7 @@ class Run:
                                     "again from round 0 would overwrite them")
 
     def _resume(self) -> int:
-        """Load the last checkpoint if there is one; return the last completed round (-1 if none).
-
-        Raises:
-            DamagedRunDir: naming the file (and line) that does not match what the checkpoint recorded.
-        """
+        """Load the last checkpoint if there is one; return the last completed round (-1 if none)."""
         if self.run_dir is None:
             return -1
         cfg_path = self.run_dir / "config.json"
@@ -934,9 +878,6 @@ def load_records(run_dir: str | Path) -> list[dict]:
 def check_kernels(run_dir: str | Path, kernels: str | None) -> None:
     """Refuse a run directory computed with other torch CPU kernels than this process runs (``kernels`` as its
     checkpoint records them; None or "not recorded" for checkpoints written before they were recorded).
-
-    Raises:
-        ValueError: naming the directory, both kernels and how to match them.
     """
     if kernels not in (None, "not recorded") and kernels != cpu_kernels():
         raise ValueError(f"run directory {run_dir} was computed with torch's {kernels} CPU kernels and "
@@ -948,9 +889,6 @@ def check_kernels(run_dir: str | Path, kernels: str | None) -> None:
 def recorded_kernels(run_dir: str | Path) -> str:
     """The torch CPU kernels a finished or checkpointed run directory was computed with, as its checkpoint
     records them; ``"not recorded"`` for checkpoints written before they were recorded.
-
-    Raises:
-        FileNotFoundError: the directory has no ``checkpoint/state.json`` (naming it).
     """
     path = Path(run_dir) / "checkpoint" / "state.json"
     if not path.exists():

@@ -1,36 +1,6 @@
 """Named random streams: every draw in a run comes from ``stream_seed(name, seed, *keys)``.
 
-A run is bit-reproducible and resumable because no random state is carried between rounds: each
-draw re-creates its generator from the run's seed and where the draw happens (round, client,
-step, …). This module names those places. The names say what a stream is for; the table below
-fixes how each name turns into a NumPy ``SeedSequence``, so renaming a stream never changes a
-result. (The entropy layouts are those the toolkit has always used: the stored results and
-notebooks were produced with them.)
-
-=============================  =========================================  ==============================
-name                           keys                                       what it draws
-=============================  =========================================  ==============================
-``client/batch``               round, client index, step                  a client's b private prompts
-``client/rollout``             round, client index, step                  its G completions per prompt
-``pubswap/public_prompts``     round, period                              the b public prompts
-``pubswap/public_rollout``     round, client index, step                  a client's public responses
-``pubswap/swap``               round, period                              the swap's shared draws
-``fedgrpo/questions``          round, step                                Q questions of D_s
-``fedgrpo/candidates``         round, step                                their G candidates
-``fedgrpo/ground_truth``       —                                          who holds which D_s answer (legacy)
-``fedgrpo/labels``             —                                          which pool labels the clients hold
-``fedgrpo/official_experts``   —                                          the official protocol's experts
-``fedgrpo/random_experts``     round, step                                random selection's experts
-``fedgrpo/malicious``          round, client index, step                  a liar's falsified scores
-``fedgrpo/evaluator_init``     client index                               θ_k's LoRA init
-``fedgrpo/evaluator_batch``    client index, step                         θ_k's GRPO prompts (grpo)
-``fedgrpo/evaluator_rollout``  client index, step                         their completions
-``fedgrpo/evaluator_samples``  client index, question-set hash             θ_k's sampled answers (grpo)
-``dpsda/histogram``            client index                               the DP noise on topic counts
-``dpsda/questions``            client index                               the synthetic questions
-``sft/batch``                  key, step                                  an SFT minibatch
-``server/participants``        round                                      the clients of a round
-=============================  =========================================  ==============================
+The streams, their keys and what each draws: docs/design.md, "Random streams".
 """
 
 from __future__ import annotations
@@ -84,11 +54,7 @@ def rng(name: str, seed: int, *keys: int) -> np.random.Generator:
 
 
 def cpu_kernels() -> str:
-    """The CPU kernel level torch runs with here ("AVX2", "AVX512", "DEFAULT", …).
-
-    Runs are bit-reproducible only between machines that run the same level: the package pins AVX2 on x86
-    when it is imported before torch (see :mod:`fedrl_kit`), and the benchmark files record this value.
-    """
+    """The CPU kernel level torch runs with here ("AVX2", "AVX512", "DEFAULT", …)."""
     import torch
 
     return str(torch.backends.cpu.get_cpu_capability())

@@ -1,10 +1,4 @@
-"""The settings of one run's local training and of one GRPO step: every default and allowed value, once.
-
-:class:`LocalSettings` (what a client does in a round) and :class:`GRPOSettings` (one GRPO step) are the only
-definitions of these knobs' defaults: :class:`fedrl_kit.config.RunConfig` takes its fields' defaults from here,
-and code that trains outside a run's config uses them as they are. Kept free of torch so that importing the config
-module (``fedrl --help``) does not load it; :mod:`fedrl_kit.grpo` and :mod:`fedrl_kit.federation.client` use them.
-"""
+"""The settings of one run's local training and of one GRPO step: every default and allowed value, once."""
 
 from __future__ import annotations
 
@@ -30,11 +24,7 @@ def check_choice(name: str, value: str) -> None:
 
 @dataclass
 class GRPOSettings:
-    """The optimisation knobs of one GRPO step (TRL's names where the meaning is the same).
-
-    Runs build it from their config (:meth:`fedrl_kit.config.RunConfig.grpo_settings`); these defaults are the only
-    ones: RunConfig's fields of the same names take theirs from here, and code that trains outside a run's config
-    (FedGRPO's evaluator GRPO) uses them as they are."""
+    """The optimisation knobs of one GRPO step (TRL's names where the meaning is the same)."""
 
     num_iterations: int = 2  # gradient epochs per batch of rollouts
     epsilon: float = 0.2
@@ -50,11 +40,7 @@ class GRPOSettings:
 
 @dataclass
 class LocalSettings:
-    """What one round of local training does on a client.
-
-    Runs build it from their config (:meth:`fedrl_kit.config.RunConfig.local_settings`); these defaults are the only
-    ones: RunConfig's fields of the same names take theirs from here.
-    """
+    """What one round of local training does on a client."""
 
     local_steps: int = 2  # τ, GRPO steps per round
     prompts_per_step: int = 8  # b, prompts per GRPO step

@@ -1,17 +1,4 @@
-"""Supervised fine-tuning of a LoRA adapter on (prompt, completion) pairs, loss on completion tokens only.
-
-Shared by FedGRPO's client evaluators (each client's domain model θ_k, trained on its private
-``D_k``) and by the SFT baselines of the FedGRPO paper (Fedpetuning+SFT, DPSDA-FL+SFT).
-
-A training sequence is ``prompt ids + completion ids + eos`` (the layout of the base's own warm
-start, :mod:`fedrl_kit.policy.pretrain`), right-padded; labels are ``-100`` on the prompt and
-on padding, so the loss is the mean cross-entropy of the completion tokens and eos.
-
-:func:`sequence_logprob` scores a completion under an adapter with the same layout: FedGRPO's
-model-based evaluation (ME) uses it as the client's reward model (the probability that the
-client's own model would write the candidate's answer). Its scoring pass, :func:`completion_logprob`,
-also serves :func:`fedrl_kit.speed.batched.sequence_logprob_lockstep` (several clients' adapters, one pass).
-"""
+"""Supervised fine-tuning of a LoRA adapter on (prompt, completion) pairs, loss on completion tokens only."""
 
 from __future__ import annotations
 
@@ -55,12 +42,7 @@ def _vocab(model) -> int:
 
 def sft_step(policy, adapter: str, optimizer, prompts: list[str], completions: list[str],
              max_grad_norm: float = 1.0) -> float:
-    """One optimiser step of supervised fine-tuning of ``adapter``; returns the loss (completion tokens only).
-
-    The batch's loss is the mean cross-entropy over its completion tokens; a batch whose logits would exceed
-    :data:`LOGITS_BYTES` runs as row chunks, each adding its tokens' summed loss over the batch's token count, so
-    loss and gradients are the one pass's up to float summation order.
-    """
+    """One optimiser step of supervised fine-tuning of ``adapter``; returns the loss (completion tokens only)."""
     params = policy.trainable(adapter)
     device = next(policy.model.parameters()).device
     ids, mask, lab = (t.to(device) for t in sft_batch(policy.tokenizer, prompts, completions, policy.chat))
@@ -89,13 +71,11 @@ def train_sft(policy, adapter: str, prompts: list[str], completions: list[str], 
     """``steps`` SFT steps on minibatches drawn (seeded by ``(seed, key, step)``) from the pairs.
 
     Args:
-        policy: the shared :class:`~fedrl_kit.policy.engine.Policy`; ``adapter`` must exist.
-        adapter: the LoRA adapter trained (the only one that changes).
+        policy, adapter: the shared :class:`~fedrl_kit.policy.engine.Policy` and the LoRA adapter it trains.
         prompts, completions: the training pairs.
-        steps: optimiser steps (0 returns at once).
-        batch_size: pairs per step (without replacement within a step).
-        learning_rate: Adam learning rate (used when ``optimizer`` is None).
-        seed, key: key the minibatch draws (e.g. key = round·1000 + client index), so the run is reproducible.
+        steps, batch_size: optimiser steps (0 returns at once); pairs per step (without replacement).
+        learning_rate: Adam learning rate (when ``optimizer`` is None).
+        seed, key: key the minibatch draws (e.g. key = round·1000 + client index).
         optimizer: an optimiser over the adapter's parameters; a fresh Adam if None.
 
     Returns:
@@ -131,13 +111,10 @@ def completion_logprob(policy, prompts: list[str], completions: list[str], batch
     """log π(completion + eos | prompt) summed over the completion tokens, with the adapter(s) the model applies.
 
     Args:
-        policy: the :class:`~fedrl_kit.policy.engine.Policy`; its active adapter scores every row unless ``rows``
-            says otherwise.
-        prompts, completions: the pairs, scored in chunks of ``batch_size`` (each chunk right-padded to its longest;
-            a chunk whose logits would exceed :data:`LOGITS_BYTES` in smaller row chunks, :func:`row_chunks`).
-        rows: None, or ``rows(start, stop)`` → a context manager under which the forward pass of the pairs
-            ``start … stop − 1`` runs (per-row adapters,
-            :func:`fedrl_kit.speed.batched.sequence_logprob_lockstep`).
+        policy: the :class:`~fedrl_kit.policy.engine.Policy`; its active adapter scores every row unless ``rows``.
+        prompts, completions: the pairs, scored in right-padded chunks of ``batch_size`` (smaller row chunks when
+            the logits would exceed :data:`LOGITS_BYTES`, :func:`row_chunks`).
+        rows: None, or ``rows(start, stop)`` → a context manager for that chunk's forward pass (per-row adapters).
 
     Returns:
         [B] float64.

@@ -1,17 +1,4 @@
-"""Plotly figures for runs and worlds, and their export as HTML and PNG into a folder the caller names.
-
-PNG export uses kaleido ≥ 1, which drives an installed Chrome or Chromium (Debian: ``apt-get install
-chromium``; nothing is downloaded at run time). The first PNG starts one headless browser that the process
-keeps (kaleido's sync server), so later PNGs take a fraction of a second. Without a browser,
-:func:`export` still writes the HTML and says why the PNG is missing, and :func:`setup_notebook` keeps the
-figures interactive without the stored PNG. (docs/notebooks.md says why these versions.)
-
-kaleido's sync server waits without a deadline: for its browser to start, for each PNG, and for its thread when
-the process exits. A browser that dies or stalls would hang a run, a notebook or a test forever, so every call into
-it here runs in a daemon thread with a deadline (:data:`PROBE_TIMEOUT_S` for the first, :data:`PNG_TIMEOUT_S` for
-each later PNG, :data:`STOP_TIMEOUT_S` at exit); past it, PNG export is given up for the process, with a warning
-that says why, and the HTML stays.
-"""
+"""Plotly figures for runs and worlds, and their export as HTML and PNG into a folder the caller names."""
 
 from __future__ import annotations
 
@@ -70,10 +57,7 @@ def seed_band_curves(df, y: str = "pass_at_1", group: str = "method", x: str = "
 
 
 def client_curves(records: list[dict], metrics=("accuracy", "reward_mean"), exclude=("server",)) -> go.Figure:
-    """Per-client local-training metrics per round (one panel per metric), global pass@1 dashed on the first.
-
-    ``exclude`` drops pseudo-clients (FedGRPO and FedMOA log server-side metrics as client "server").
-    """
+    """Per-client local-training metrics per round (one panel per metric), global pass@1 dashed on the first."""
     fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=[f"per-client {m}" for m in metrics])
     clients = sorted({r["client"] for r in records if r["kind"] == "client" and r["client"] not in exclude})
     palette = ["#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692", "#b6e880"]
@@ -142,11 +126,7 @@ STOP_TIMEOUT_S = 10.0
 
 
 def _bounded(fn, timeout_s: float, name: str) -> dict:
-    """Run ``fn()`` in a daemon thread for at most ``timeout_s`` seconds.
-
-    Returns ``{"value": …}``, ``{"error": "Type: first line"}``, or ``{}`` when it had not finished (its thread is
-    left behind: a daemon, it does not hold the process at exit).
-    """
+    """Run ``fn()`` in a daemon thread for at most ``timeout_s`` seconds."""
     outcome: dict = {}
 
     def attempt():
@@ -207,11 +187,7 @@ def _probe() -> None:
 
 
 def png_unavailable() -> str | None:
-    """Start the static exporter once per process; returns why PNG export cannot work, or None when it can.
-
-    Never blocks for long: a missing browser is found before kaleido starts (kaleido's sync server waits
-    forever when its browser fails to start), and the first PNG gets ``PROBE_TIMEOUT_S`` seconds.
-    """
+    """Start the static exporter once per process; returns why PNG export cannot work, or None when it can."""
     if "error" in _PNG:
         return _PNG["error"]
     if _find_browser() is None:
@@ -255,11 +231,7 @@ def png_bytes(fig, **kw) -> bytes | None:
 
 
 def export(fig: go.Figure, name: str, folder: str | Path, png: bool = True) -> dict[str, Path]:
-    """Write ``name.html`` (always) and ``name.png`` (if the static exporter runs) into ``folder``.
-
-    Figures belong to a run: notebooks pass their run's folder (or the folder their caller names);
-    the repository's ``figures/`` is written only by ``make figures``.
-    """
+    """Write ``name.html`` (always) and ``name.png`` (if the static exporter runs) into ``folder``."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     out = {"html": folder / f"{name}.html"}

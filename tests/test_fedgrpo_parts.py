@@ -229,7 +229,7 @@ def test_group_relative_rewards_degenerate_groups_are_zero_not_nan():
 
 
 def test_eq_9_alone_gives_no_policy_gradient():
-    # Σ_k R_k = 0 for every candidate: eq. 9 summed over experts cancels (module docstring, 1).
+    # Σ_k R_k = 0 for every candidate: eq. 9 summed over experts cancels (docs/fedgrpo.md, "Module notes", group_reward 1).
     r = np.random.default_rng(3).uniform(size=(4, 8))
     np.testing.assert_allclose(group_relative_rewards(r).sum(axis=0), np.zeros(8), atol=1e-12)
 

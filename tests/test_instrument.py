@@ -147,7 +147,7 @@ def test_trace_memory_is_bounded_on_a_100m_parameter_model():
     """LoRA r = 32 on every linear layer of a ~110 M-parameter Qwen2 built from a config (meta device: shapes only).
 
     The old probe held every client-step's factors and gradient: N·τ·2·P·4 bytes (≈ 180 MB here). The bound
-    stated in the module docstring: N·τ·3·sketch_dim·4 bytes held, plus one module's transient work (≤ 16 MB).
+    stated in docs/pubswap.md ("Module notes", drift_probe): N·τ·3·sketch_dim·4 bytes held, plus one module's transient work (≤ 16 MB).
     Two clients, two steps and a 2,048-entry sketch keep the test to a few seconds (sketching costs ~1 s per
     client-step at this size, 3–4 s at the default 8,192 entries).
     """

@@ -21,6 +21,16 @@ def test_environment_yml_matches_pyproject():
     assert "python=3.11" in (ROOT / "environment.yml").read_text()
 
 
+TEST_TOOLS = {"pytest", "pytest-xdist", "pytest-timeout", "hypothesis", "import-linter", "nbval", "trl"}
+
+
+def test_test_tools_are_a_test_extra_not_runtime_dependencies():
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not TEST_TOOLS & {_name(d) for d in meta["dependencies"]}
+    assert {_name(d) for d in meta["optional-dependencies"]["test"]} == TEST_TOOLS
+    assert '".[real,test]"' in (ROOT / "Makefile").read_text()  # `make install` brings what `make test` runs
+
+
 def test_vllm_is_only_an_optional_extra_and_never_imported():
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert "vllm" not in {_name(d) for d in meta["dependencies"]}

@@ -49,7 +49,7 @@ def test_estimate_counts_the_models_and_the_adapters_parameters(arch_dir):
     peft_model = attach_lora(model, rank=4, alpha=8.0, target_modules=resolve_lora_targets(model, "auto"))
     assert est.n_lora == sum(p.numel() for n, p in peft_model.named_parameters() if "lora_" in n)
     assert est.weights == est.n_params * 4 and est.adapters == (cfg.num_clients + 1) * est.n_lora * 4
-    # the parts scale as the module docstring says
+    # the parts scale as docs/gpu.md ("Module notes", memory) says
     double = estimate_memory(cfg.replace(micro_batch_size=2), ) , estimate_memory(cfg.replace(micro_batch_size=4))
     assert double[1].training == 2 * double[0].training
     assert estimate_memory(cfg.replace(prompts_per_step=16)).rollout == 2 * est.rollout

@@ -1,19 +1,4 @@
-"""A federated GRPO client: private data, its own LoRA adapter and optimiser, τ local steps.
-
-The client answers ``fit`` messages: it loads the global adapter it received, runs τ local GRPO
-steps on minibatches of its private data (b prompts × G completions each), and returns its
-adapter and metrics as plain data. With ``prox_mu > 0`` the local objective carries FedProx's
-proximal term (PubSwap eq. 5), applied to the LoRA matrices only.
-
-Randomness is keyed by (seed, round, client index, step), not carried in state, so a resumed run
-draws exactly the batches and samples an uninterrupted one would.
-
-:meth:`GRPOClient.on_fit` reads top to bottom, and with :mod:`fedrl_kit.rollout` (sampling, scoring) and
-:mod:`fedrl_kit.grpo` (the loss and the step) it is the whole of a local step, message in to adapter out. Its model
-passes go through the three functions below (:func:`rollout`, :func:`grpo_step`, :func:`sequence_logprob`, which
-every method's client calls): the plain calls, unless the lockstep runtime runs the clients together
-(:mod:`fedrl_kit.federation.lockstep`), which batches them across clients without changing the handler.
-"""
+"""A federated GRPO client: private data, its own LoRA adapter and optimiser, τ local steps."""
 
 from __future__ import annotations
 
@@ -80,11 +65,7 @@ def sequence_logprob(policy, adapter: str, prompts: list[str], completions: list
 
 
 def scheduled_lr(local: LocalSettings, round: int, step: int) -> float:
-    """The learning rate of local step ``step`` (0-based) in round ``round`` (1-based).
-
-    ``"cosine"``: lr · ½(1 + cos(π s / S)) with s = (round − 1)·τ + step and S = R·τ, a function of (round, step)
-    alone, so every client follows the same schedule and a resumed run the same values.
-    """
+    """The learning rate of local step ``step`` (0-based) in round ``round`` (1-based)."""
     if local.lr_schedule == "constant":
         return local.learning_rate
     s = (round - 1) * local.local_steps + step
@@ -93,11 +74,7 @@ def scheduled_lr(local: LocalSettings, round: int, step: int) -> float:
 
 
 def make_optimizer(params, local: LocalSettings) -> torch.optim.Optimizer:
-    """A client's optimiser: Adam, or AdamW with decoupled weight decay when ``local.weight_decay > 0``.
-
-    With weight decay 0 this is exactly ``torch.optim.Adam`` (the engine's optimiser before weight decay was a
-    setting), so runs that do not set it are unchanged bit for bit.
-    """
+    """A client's optimiser: Adam, or AdamW with decoupled weight decay when ``local.weight_decay > 0``."""
     if local.weight_decay > 0:
         return torch.optim.AdamW(params, lr=local.learning_rate, weight_decay=local.weight_decay)
     return torch.optim.Adam(params, lr=local.learning_rate)
@@ -114,11 +91,7 @@ def fedprox_term(params: list[torch.Tensor], anchors: list[torch.Tensor], mu: fl
 
 
 class MessageClient:
-    """What every simulated client shares: private ``data``, an id ``cid``, and message dispatch.
-
-    A message of kind ``k`` goes to the method ``on_k(round, payload)``; its return value is the reply's
-    payload, sent back as kind ``k_result``.
-    """
+    """What every simulated client shares: private ``data``, an id ``cid``, and message dispatch."""
 
     cid: str
     data: object
@@ -182,8 +155,6 @@ class GRPOClient(MessageClient):
     def _optimizer(self, params, round: int | None = None, step: int | None = None) -> torch.optim.Optimizer:
         """The client's Adam(W) (:func:`make_optimizer`); created on first use in a round (reset_optimizer clears it
         at round start).
-
-        With ``round`` and ``step`` and a non-constant ``lr_schedule``, its learning rate is set for that step.
         """
         if self.optimizer is None:
             self.optimizer = self.restored(make_optimizer(params, self.local))

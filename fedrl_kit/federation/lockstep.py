@@ -1,61 +1,5 @@
 """Lockstep clients: the in-process runtime runs a broadcast's handlers together, their model passes batched.
-
-``RunConfig.client_batching = "lockstep"`` gives the run a :class:`LockstepRuntime`. For a message kind in its
-``handlers`` (``fit``, and a method's ``MethodSpec.lockstep``), the receivers form one :class:`Group`: each
-client's own ``on_<kind>`` runs, unchanged, in a thread of its own, one thread at a time in the group's client
-order. A handler's model passes go through the pass functions of :mod:`fedrl_kit.federation.client`; in a group
-such a call parks the thread and hands the turn to the next client. When every client still running is parked, the parked calls of the
-same kind (and the same policy and settings) run as one batched pass (:data:`BATCHED`, :mod:`fedrl_kit.speed.batched`),
-each client gets its own answer, and the threads resume, in order. A client whose handler finishes or raises leaves
-the group; the others go on. Since everything runs in one fixed order, a lockstep run is bit-reproducible.
-
-=====================================  ======================  ==========================================================
-method (client class)                  message                 what its handler's passes become in a group
-=====================================  ======================  ==========================================================
-FedAvg-/FedProx-GRPO                   ``fit``                 per local step, one ``generate`` over all clients' b·G rows
-(:class:`~fedrl_kit.federation.                                and one GRPO step (τ steps)
-client.GRPOClient`)
-PubSwap                                ``private_step``        one ``generate`` + one GRPO step
-(:class:`~fedrl_kit.pubswap.method.    ``public_generate``     one ``generate``, each client its own stream
-PubSwapClient`)                        ``public_step``         one GRPO step, each client on its own swapped groups
-FedMOA                                 ``fit``                 per local step, one ``generate`` and one GRPO step on each
-(:class:`~fedrl_kit.fedmoa.client.                             client's r_w; g_k (eq. 8) per client, alone
-MOAClient`)
-FedGRPO                                ``competence``,         every asked expert's evaluator pass (probabilities,
-(:class:`~fedrl_kit.fedgrpo.client.    ``score``               sampled or greedy answers) in one batch
-FedGRPOClient`)                                                (:mod:`fedrl_kit.fedgrpo.client`)
-=====================================  ======================  ==========================================================
-
-=======================  =====================================================  ===================================
-pass (``passes.…``)      batched as                                             one batch: the calls with the same
-=======================  =====================================================  ===================================
-``rollout``              :func:`~fedrl_kit.speed.batched.generate_lockstep`     policy, G and temperature
-``grpo_step``            :func:`~fedrl_kit.speed.batched.grpo_step_lockstep`    policy and GRPO settings
-``sequence_logprob``     :func:`~fedrl_kit.speed.batched.sequence_logprob_      policy
-                         lockstep`
-=======================  =====================================================  ===================================
-
-Each row carries its client's adapter (:mod:`fedrl_kit.speed.batched`); two calls on the same adapter go to two
-passes. Every client keeps its own batches, its own sampling stream (the sequential mode's seeds), its own rewards,
-its own gradient clipping and its own optimiser; what a handler does between passes (rewards, FedMOA's eq. 8 pass,
-a FedGRPO evaluator's training) runs for that client alone, while the others wait. Other messages (PubSwap's
-``fit_begin``/``fit_end``, ``properties``, evaluation) and other methods run as before; the config refuses
-``"lockstep"`` for methods without a group (:data:`fedrl_kit.config.LOCKSTEP_METHODS`). The Flower runtime and the
-serialising runtime stay sequential (one client per message).
-
-What differs from sequential mode, exactly:
-
-- the numbers: each client's completions are drawn from the same random stream as in sequential mode, but
-  from next-token probabilities computed in a batch of K·b·G rows instead of b·G; these agree to the last few
-  bits, not bit for bit, so a draw very close to a boundary between two tokens may pick the other one, and
-  from then on the two modes' runs are different samples of the same distribution. Each mode is
-  bit-reproducible on its own (tested). (FedGRPO's probabilities likewise agree to float tolerance:
-  :mod:`fedrl_kit.fedgrpo.client`, "In lockstep".)
-- failure isolation: clients with an injected fault for the message, or still busy with an abandoned one, run
-  alone as before. In a group, a client whose handler raises is dropped with its error (reason ``"raised"``);
-  a batched pass that raises raises in the handler of every client in it, so each of those is dropped with that
-  error. The group's deadline is ``client_timeout`` × the number of clients in it (reason ``"timeout"`` for all of
-  them). The replies pass the same format checks as sequential ones (reason ``"bad_reply"`` per client).
+Details: docs/performance.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -134,12 +78,7 @@ def batches(asked: list[tuple[int, str, dict]]) -> list[tuple[str, list[tuple[in
 
 
 class Group:
-    """Zero-argument functions (client handlers) run as one lockstep group (module docstring).
-
-    :meth:`run` starts one thread per function, lets them run one at a time in order until each has parked on a pass
-    (the pass functions of :mod:`~fedrl_kit.federation.client`) or finished, runs the parked calls as batched
-    passes (:func:`batches`), and repeats until every function has finished. ``passes`` logs each batched pass: (kind, member indices).
-    """
+    """Zero-argument functions (client handlers) run as one lockstep group (docs/performance.md, "Module notes")."""
 
     def __init__(self, fns: list[Callable[[], object]], names: list[str] | None = None):
         names = names or [f"lockstep member {k}" for k in range(len(fns))]
@@ -241,15 +180,11 @@ def together(fns: list[Callable[[], object]]) -> list:
 
 
 class LockstepRuntime(InProcessRuntime):
-    """The in-process runtime, with each broadcast of a kind in ``handlers`` run as a :class:`Group` (module
-    docstring).
+    """The in-process runtime, with each broadcast of a kind in ``handlers`` run as a :class:`Group` (module docstring).
 
     Args:
         kinds: the message kinds, besides ``fit``, whose receivers answer as one group (a method's
             ``MethodSpec.lockstep``); other arguments as :class:`~fedrl_kit.federation.runtime.InProcessRuntime`.
-
-    The ledger holds the same messages in the same order as the sequential runtime's: each message, then its
-    reply, client after client. ``passes`` logs every batched pass: (message kind, round, pass kind, client ids).
     """
 
     def __init__(self, clients, *args, kinds: tuple[str, ...] = (), **kwargs):

@@ -1,10 +1,4 @@
-"""Idle clients hold nothing live: what parking a client between rounds needs (partial participation).
-
-A client not drawn for a round is parked (:meth:`fedrl_kit.federation.client.GRPOClient.park`): its adapter leaves
-the model and the optimiser state it keeps across rounds waits as numpy arrays (:func:`as_numpy`), loaded into a
-fresh optimiser when it is drawn again (:func:`as_torch`). :func:`park_idle` parks a round's idle clients; the run
-loop calls it in-process, the ClientApp on Flower.
-"""
+"""Idle clients hold nothing live: what parking a client between rounds needs (partial participation)."""
 
 from __future__ import annotations
 

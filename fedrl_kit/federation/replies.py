@@ -1,22 +1,4 @@
-"""What a client may answer: the declared format of every reply, checked before the server reads it.
-
-A reply that does not fit its format — a missing or unexpected key, an adapter with a wrong tensor name,
-shape or dtype, a NaN or ±inf where a number must be finite, a count below 1, a score outside [0, 1], a
-list of the wrong length — raises :class:`BadReply`; the runtime then drops that client for the round and
-records the reason, exactly as for a client that raised. The server side of a method therefore only ever
-reads replies that fit.
-
-Every check is total: whatever a client sends — an integer beyond float range, a bool for a count, containers
-nested thousands deep, a dict with non-string keys, an object array — the check accepts it or raises
-:class:`BadReply` with a reason; it never lets another exception reach the run (:func:`check_reply`). Before any
-format is applied, :func:`check_plain` walks the payload without recursion and refuses what is not plain data or
-is nested deeper than :data:`MAX_REPLY_DEPTH`.
-
-A format is a *check*: a function ``check(value, ctx, path)`` that raises :class:`BadReply` naming ``path``
-(``adapter['x.lora_A.weight']``). The few builders below make them; :data:`REPLIES` declares the replies every
-method shares (``properties``, ``fit``) and each method adds its own message kinds in its
-:class:`~fedrl_kit.methods.MethodSpec` (``replies=``), next to the round that reads them.
-"""
+"""What a client may answer: the declared format of every reply, checked before the server reads it."""
 
 from __future__ import annotations
 
@@ -28,22 +10,12 @@ from typing import Any, Callable
 import numpy as np
 
 ADAPTER_MAX_ABS = 1e4
-"""Largest |value| accepted in a returned LoRA factor. Trained factors stay far below it (quick preset, 3 rounds:
-max |value| 0.08 at the default learning rate, 0.32 at lr 0.1); a value beyond 1e4 is a diverged or hostile client,
-and one such adapter averaged into the global one (e.g. 1e30) makes every later rollout NaN."""
+"""Largest |value| accepted in a returned LoRA factor: trained factors stay far below it (docs/reliability.md); a
+value beyond it is a diverged or hostile client, whose adapter averaged in would make every later rollout NaN."""
 
 
 def adam_step_bound(t: int, betas: tuple[float, float] = (0.9, 0.999)) -> float:
-    """The most Adam's t-th step (1-based) can move one parameter, in units of the learning rate.
-
-    Adam's step is lr · m̂_t / (√v̂_t + ε) with m̂_t = (1 − β₁) Σ_s β₁^(t−s) g_s / (1 − β₁^t) and
-    v̂_t = (1 − β₂) Σ_s β₂^(t−s) g_s² / (1 − β₂^t). By Cauchy–Schwarz, whatever the gradients g_1…g_t,
-
-        |m̂_t| / √v̂_t ≤ (1 − β₁)/(1 − β₁^t) · √((1 − β₂^t)/(1 − β₂)) · √((1 − ρ^t)/(1 − ρ)),   ρ = β₁²/β₂ < 1
-
-    (ε > 0 only makes the step smaller). The bound grows with t from 1 (t = 1) to 7.27 (t → ∞, default betas).
-    Gradient clipping, FedProx's term and the loss change the gradients, not this bound.
-    """
+    """The most Adam's t-th step (1-based) can move one parameter, in units of the learning rate."""
     b1, b2 = betas
     rho = b1 * b1 / b2
     if not (0 <= b1 < 1 and 0 <= b2 < 1 and rho < 1):
@@ -56,18 +28,11 @@ def adam_step_bound(t: int, betas: tuple[float, float] = (0.9, 0.999)) -> float:
 class UpdateBound:
     """How far an honest client's Adam(W) can move any one LoRA value from the adapter it was sent, in one round.
 
-    A client takes ``steps`` optimiser steps a round (τ local steps × μ iterations each) at a learning rate of at
-    most ``learning_rate`` (the cosine schedule only lowers it). Each step moves a value by at most
-    lr · :func:`adam_step_bound` (t) plus AdamW's decay lr · wd · |θ|, so after the round
+    With ``steps`` optimiser steps at a rate of at most ``learning_rate`` (c(t) = :func:`adam_step_bound`)::
 
         |θ_i − θ_i^(t)| ≤ lr · Σ_t c(t) + steps · lr · wd · (max |θ^(t)| + lr · Σ_t c(t))
 
-    with t = 1…steps when the optimiser is fresh each round, else every step taken at the sup of c (7.27 with the
-    default betas). It holds whatever the gradients, so an honest reply never exceeds it (a relative 10⁻³ and a few
-    float32 ulps of margin cover rounding); a reply beyond it did not come from the declared optimiser. The
-    adapter check (:func:`adapter`) refuses such a reply: one client cannot move the global adapter further than
-    an honest client could (what this does and does not protect: docs/reliability.md, "What each aggregator
-    survives").
+    whatever the gradients; :func:`adapter` refuses a reply beyond it (docs/reliability.md).
     """
 
     learning_rate: float
@@ -137,13 +102,7 @@ _ARRAY_KINDS = "biufcSU"
 
 
 def check_plain(payload) -> None:
-    """Raise :class:`BadReply` unless ``payload`` is plain data nested at most :data:`MAX_REPLY_DEPTH` deep.
-
-    Plain data: dicts with ``str`` keys, lists, tuples, numpy arrays of numbers, bools or text (exactly
-    ``np.ndarray``, no subclass), numpy scalars of those kinds, and ``str``, ``int``, ``float``, ``bool``, ``bytes``,
-    ``None`` (those exact types, no subclass). The walk keeps its own stack, so no payload, however deep, makes it
-    recurse.
-    """
+    """Raise :class:`BadReply` unless ``payload`` is plain data nested at most :data:`MAX_REPLY_DEPTH` deep."""
     stack = [(payload, "the reply", 0)]
     while stack:
         v, path, depth = stack.pop()
@@ -188,10 +147,7 @@ def _is_number(v) -> bool:
 
 
 def number(lo: float = -math.inf, hi: float = math.inf, finite: bool = True, integer: bool = False) -> Check:
-    """A real number in [lo, hi]; finite unless ``finite=False`` (diagnostics may be NaN); an int if ``integer``.
-
-    An integer beyond float range (``10**400``) is refused: the server computes with floats.
-    """
+    """A real number in [lo, hi]; finite unless ``finite=False`` (diagnostics may be NaN); an int if ``integer``."""
     def check(v, ctx, path):
         if not _is_number(v) or (integer and not isinstance(v, (int, np.integer))):
             raise BadReply(f"{path} must be {'an integer' if integer else 'a number'}, got {type(v).__name__}")
@@ -251,11 +207,7 @@ def record(required: dict[str, Check], optional: dict[str, Check] | None = None)
 
 
 def metrics() -> Check:
-    """A client's diagnostics: names → numbers (NaN allowed: a metric may be undefined for a round).
-
-    At most :data:`MAX_METRICS` names of at most :data:`MAX_METRIC_NAME` characters, none of
-    :data:`RESERVED_METRICS` (the fields of the record the metrics are written into).
-    """
+    """A client's diagnostics: names → numbers (NaN allowed: a metric may be undefined for a round)."""
     value = number(finite=False)
 
     def check(v, ctx, path):
@@ -280,10 +232,6 @@ def adapter() -> Check:
     """LoRA factors with the global adapter's names, shapes and dtypes, finite and below :data:`ADAPTER_MAX_ABS`,
     and — where the run gives an :class:`UpdateBound` (``ctx.expect["update_bound"]``) — no value further from the
     adapter the client was sent than that bound allows.
-
-    The reference for names and shapes is ``ctx.expect["adapter"]`` (set by the run), else the adapter of the
-    request itself. The adapter the client was sent is the request's ``adapter``, else ``ctx.expect["broadcast"]``
-    (the round's global adapter, set by the run: PubSwap sends it in ``fit_begin`` and collects it at ``fit_end``).
     """
     def check(v, ctx, path):
         if not isinstance(v, dict):
@@ -329,11 +277,7 @@ def adapter_spec(state: dict) -> dict:
 
 
 def check_reply(kind: str, payload, ctx: Context, formats: dict[str, Check]) -> None:
-    """Raise :class:`BadReply` unless ``payload`` fits the declared reply format of request ``kind``.
-
-    A kind with no declared format only needs a mapping of plain data as payload (ad-hoc messages of tests and
-    notebooks). Total: any other exception a format raises on a client's value becomes a :class:`BadReply` too.
-    """
+    """Raise :class:`BadReply` unless ``payload`` fits the declared reply format of request ``kind``."""
     if not isinstance(payload, dict):
         raise BadReply(f"the reply payload must be a mapping, got {type(payload).__name__}")
     check_plain(payload)
@@ -349,9 +293,6 @@ def check_reply(kind: str, payload, ctx: Context, formats: dict[str, Check]) -> 
 def examples() -> Check:
     """A client's example count |D_n|: an integer ≥ 1 and, where the run gives the sizes the server knows
     (``ctx.expect["num_examples"]``: the plan in simulation, else the round-0 properties), the sender's known size.
-
-    FedAvg weighs a client by the size the server knows; a reply claiming another one (say 10⁹, which would have
-    made its adapter the global one) is a lie or a fault, and is dropped for the round with both numbers.
     """
     count = number(lo=1, integer=True)
 

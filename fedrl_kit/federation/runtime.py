@@ -1,25 +1,4 @@
-"""Typed messages, a ledger of every message, and the in-process runtime that delivers them.
-
-A method talks to its clients only through a runtime, with payloads of plain data (numpy
-arrays, scalars, strings, and lists/dicts of them). That keeps the same method code runnable
-in-process, in notebooks, and — later — on Flower's engine, where a payload maps onto a
-``RecordDict`` (arrays → ``ArrayRecord``, scalars → ``MetricRecord``/``ConfigRecord``).
-
-Failure isolation: a client is *dropped for that round* when its handler raises (any exception,
-``SystemExit`` included), when it does not answer within ``timeout`` seconds, when it is still busy with a
-message it was dropped for, or when its reply does not fit the declared format of its message kind
-(:mod:`fedrl_kit.federation.replies`: keys, adapter names/shapes/dtypes, finite values, ranges). The runtime
-returns a :class:`ClientFailure` with the reason in place of its reply and records it; the round goes on.
-
-How a client is contained in-process: each message is handled in a worker thread that the server waits on
-for at most ``timeout`` seconds. A client that misses the deadline is abandoned: its result, should it come,
-is never read, and the thread is stopped at its next Python instruction by an asynchronous exception (a
-thread blocked inside one C call, e.g. ``time.sleep``, runs on until that call returns, then stops). A real
-Ctrl-C reaches the main thread, which stops waiting and ends the run. Every client receives its own copy of
-the payload and the server keeps its own copy of the reply, so no client can change what the server or
-another client holds. This contains *faulty* clients; it is no sandbox for hostile code, which shares the
-process (a real federation runs clients elsewhere).
-"""
+"""Typed messages, a ledger of every message, and the in-process runtime that delivers them."""
 
 from __future__ import annotations
 
@@ -83,11 +62,7 @@ class Message:
 
 @dataclass
 class ClientFailure:
-    """Stands in for the reply of a dropped client; the client is dropped for the round.
-
-    ``reason``: ``"raised"`` (its handler raised), ``"timeout"`` (no answer within the runtime's timeout),
-    ``"busy"`` (still running a message it was dropped for), ``"bad_reply"`` (the reply does not fit its format).
-    """
+    """Stands in for the reply of a dropped client; the client is dropped for the round."""
 
     client: str
     round: int
@@ -114,13 +89,7 @@ def copy_payload(obj: Any) -> Any:
 
 
 class _Worker:
-    """A daemon thread that runs calls one after another, reused by every :meth:`_Call.wait` while it is free.
-
-    One thread for a run's messages rather than a new one per message: glibc's malloc gives new threads arenas of
-    their own, and memory freed in one arena is not reused by another, so a thread per message made a round's
-    peak memory grow with its number of clients (``benchmarks/memory_clients.py``). A worker whose call was
-    abandoned retires (it may still be running the late call); the next call gets a new one.
-    """
+    """A daemon thread that runs calls one after another, reused by every :meth:`_Call.wait` while it is free."""
 
     _lock = threading.Lock()
     _idle: list["_Worker"] = []
@@ -252,23 +221,14 @@ class Ledger:
 class InProcessRuntime:
     """Delivers messages to client objects in this process, in a fixed order, keeping a ledger.
 
-    The server side reaches clients only through :meth:`send` and :meth:`broadcast`: the client
-    objects are private to the runtime (no attribute hands them out).
-
     Args:
         clients: client id → client object.
-        keep_messages: also keep the full messages (payloads included) — used by tests that check
-            what crossed the wire; off by default to save memory.
-        faults: fault injection for demos and tests: client id → one fault or a list of them, each
-            ``(round, kind)``: in that round (None: every round) the client raises (``"raise"``), raises
-            SystemExit (``"exit"``), hangs (``"hang"``), or answers with non-finite adapter values
-            (``"nan"``) or an adapter of the wrong shape (``"shape"``) (``RunConfig.fail_client``); a plain
-            int ``round`` means ``(round, "raise")``.
+        keep_messages: also keep whole messages (tests that check what crossed the wire).
+        faults: client id → ``(round, kind)`` fault(s) (``RunConfig.fail_client``; round None: every round): kind
+            ``"raise"``, ``"exit"``, ``"hang"``, ``"nan"`` or ``"shape"``; a plain int means ``(round, "raise")``.
         timeout: seconds a client may take to answer one message (None or 0: no limit).
-        replies: request kind → declared format of its reply (:mod:`fedrl_kit.federation.replies`);
-            defaults to the shared :data:`~fedrl_kit.federation.replies.REPLIES`.
-        expect: run-wide facts the formats compare with (``"adapter"``: the global adapter's names, shapes
-            and dtypes; ``"num_generations"``; ``"num_examples"``: each client's size as the server knows it).
+        replies: request kind → its reply's declared format (default :data:`~fedrl_kit.federation.replies.REPLIES`).
+        expect: run-wide facts the formats compare with (``"adapter"``, ``"num_generations"``, ``"num_examples"``).
     """
 
     def __init__(self, clients: dict[str, Client], keep_messages: bool = False, faults: dict | None = None,
@@ -293,11 +253,7 @@ class InProcessRuntime:
                      if r is None or r == message.round), None)
 
     def _deliver(self, message: Message) -> tuple[Message, int]:
-        """Hand ``message`` to its client; (the reply, bytes that crossed a wire). Runs in the worker thread.
-
-        A subclass may send the payload through bytes; whatever it does, it must not touch the runtime's
-        state (ledger, counters): the main thread records the result, and only if it came in time.
-        """
+        """Hand ``message`` to its client; (the reply, bytes that crossed a wire). Runs in the worker thread."""
         fault = self._fault(message)
         _inject_before(fault, message)
         mine = Message(message.kind, message.sender, message.receiver, message.round, copy_payload(message.payload))
@@ -383,12 +339,7 @@ _ARRAY, _BYTES, _TUPLE = "__array__", "__bytes__", "__tuple__"
 
 
 def encode_payload(payload: Any) -> bytes:
-    """A plain-data payload as bytes: a JSON header (structure, scalars, strings) and an ``.npz`` of its arrays.
-
-    What survives the trip exactly: arrays (dtype, shape, values), str, bool, int, float (NaN and ±inf
-    too), None, bytes, lists, tuples, dicts with string keys. NumPy scalars become Python numbers.
-    Anything else raises TypeError naming its type — the same contract as :func:`payload_nbytes`.
-    """
+    """A plain-data payload as bytes: a JSON header (structure, scalars, strings) and an ``.npz`` of its arrays."""
     header, arrays = split_payload(payload)
     buf = io.BytesIO()
     np.savez(buf, *arrays)
@@ -397,11 +348,7 @@ def encode_payload(payload: Any) -> bytes:
 
 
 def split_payload(payload: Any) -> tuple[str, list[np.ndarray]]:
-    """A plain-data payload as (a JSON header of its structure, scalars and strings; its arrays in order).
-
-    :func:`encode_payload` packs both into bytes; the Flower runtime sends the arrays as an ``ArrayRecord``
-    and the header as a ``ConfigRecord`` value. :func:`join_payload` is the inverse.
-    """
+    """A plain-data payload as (a JSON header of its structure, scalars and strings; its arrays in order)."""
     arrays: list[np.ndarray] = []
 
     def enc(o):
@@ -462,12 +409,7 @@ def join_payload(header: str, arrays: list[np.ndarray]) -> Any:
 
 
 class SerialisingRuntime(InProcessRuntime):
-    """The in-process runtime with a wire: every payload, both ways, goes through bytes and back.
-
-    The clients live in a closure the server side cannot reach (the runtime keeps only their ids), and
-    what a client receives is a fresh decoded copy, never an object the server holds — as on a real
-    federation. A method that runs the same here as in :class:`InProcessRuntime` exchanges plain data only.
-    """
+    """The in-process runtime with a wire: every payload, both ways, goes through bytes and back."""
 
     def __init__(self, clients: dict[str, Client], keep_messages: bool = False, faults: dict | None = None,
                  timeout: float | None = None, replies: dict[str, Check] | None = None, expect: dict | None = None):
@@ -509,12 +451,7 @@ FAULT_KINDS = ("raise", "exit", "hang", "nan", "shape")
 
 
 def parse_faults(text: str) -> dict[str, list[tuple[int | None, str]]]:
-    """``RunConfig.fail_client`` → ``{client id: [(round or None, kind)]}``.
-
-    The text is comma-separated ``client_id@round[:kind]`` items; ``round`` is a number or ``*`` (every round),
-    ``kind`` one of :data:`FAULT_KINDS` (default ``raise``): ``"client_1@2"``, ``"client_3@*:nan,client_4@*:hang"``.
-    Raises ValueError naming ``fail_client`` on anything else.
-    """
+    """``RunConfig.fail_client`` → ``{client id: [(round or None, kind)]}``."""
     out: dict[str, list[tuple[int | None, str]]] = {}
     for item in (x.strip() for x in text.split(",") if x.strip()):
         cid, _, rest = item.partition("@")

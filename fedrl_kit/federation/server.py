@@ -14,10 +14,7 @@ from fedrl_kit.federation.runtime import ClientFailure, InProcessRuntime, Messag
 
 
 class ServerWorld:
-    """The server's view of a world: its own splits and how answers are scored — not the clients' pool.
-
-    Attribute access to ``train`` (or ``train_by_family``) raises: private data is the clients'.
-    """
+    """The server's view of a world: its own splits and how answers are scored — not the clients' pool."""
 
     _PRIVATE = ("train", "train_by_family")
 

@@ -1,9 +1,5 @@
 """What a split federation's folders hold and how the server reads its own (:mod:`fedrl_kit.deploy` splits a
 federation and runs its nodes; this module is what :class:`fedrl_kit.runs.Run` needs of it, below the run loop).
-
-A split writes ``server/manifest.json`` (the plan: client ids, the data settings it was made with, the server's
-splits) beside the server's splits, and ``node_<i>/node.json`` beside each client's partition. A run and a node
-compare their data settings (:data:`SPLIT_FIELDS`) with the split's and refuse a mismatch, naming the fields.
 """
 
 from __future__ import annotations

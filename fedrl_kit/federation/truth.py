@@ -1,12 +1,4 @@
-"""Simulator truth: what the simulation knows about clients and no server may read.
-
-In a real federation the server never sees a client's data. The simulator does, and some
-*analyses* need it: did expert selection pick clients that hold the question's topic (FedGRPO's
-hit rate)? Which experts answered a question from their own ground truth (the AE share)? Which
-clients were told to lie? Those facts sit behind this one object. The run loop hands it to a
-method's ``diagnostics`` hook, never to its ``run_round``; method server code has no path to it
-(a test checks that no method module's server side imports it).
-"""
+"""Simulator truth: what the simulation knows about clients and no server may read."""
 
 from __future__ import annotations
 

@@ -1,39 +1,5 @@
 """FedGRPO's server: Algorithm 1 lines 3–21 as one function, :func:`server_step`, and the round around it.
-
-One :func:`server_step` is one pass of Algorithm 1's loop body over a batch of Q questions of
-``D_s``, as seven named steps in the paper's order (the package docstring maps every line and
-lists the deviations):
-
-==  ======================  =================================================  ==========================
-#   Algorithm 1             what happens                                       function
-==  ======================  =================================================  ==========================
-1   line 3, eq. 2           G candidates ŷ ~ π_θg(·|x_s) for each question      :func:`sample_candidates`
-2   lines 4–5, eq. 5        the L nearest auxiliary exemplars G(x_s)           :func:`nearest_exemplars`
-3   lines 6–10              competence cells not yet cached, asked of clients  :func:`ask_competence`
-4   line 11, eq. 6          r_k^p on G(x_s) and the Top-M experts C(x_s)       :func:`choose_experts`
-5   lines 12–17             ⟨x_s, ŷ⟩ to each expert, its scores r_k^s back     :func:`collect_scores`
-6   lines 18–20, eqs. 8–9   one advantage per candidate (+ Remark 1's format)  :func:`advantages_from_scores`
-7   line 21                 the clipped-surrogate GRPO step on θ_g             :func:`policy_step`
-==  ======================  =================================================  ==========================
-
-With ``fedgrpo.group_reward="official"`` the same function runs the **official code's protocol**
-instead (``utils/trainer.py`` and ``FedGRPO.py`` of Liar-Mask/FedGRPO): step 1 samples ``G·M``
-candidates per question; steps 2–4 are replaced by the ``M`` experts the official code draws
-uniformly at random for each question once per run (:func:`official_experts`; no competence is
-asked); in step 5 expert ``j`` receives and scores only its own block of ``G`` candidates; step 6
-normalises the ``G·M`` rewards of a question as one group
-(:func:`~fedrl_kit.fedgrpo.group_reward.official_advantages`, without the std by default).
-
-It returns a :class:`StepTrace` holding every intermediate value. :func:`run_round` is τ calls of
-it plus the optimiser's bookkeeping; its metrics are read from the traces. The notebook's
-step-through (:func:`fedrl_kit.fedgrpo.diagnostics.trace_question`) calls the same
-:func:`server_step` with ``update=False``, so what it shows is what training does.
-
-The server side sees messages, its own state (:class:`ServerState`), its own splits (``D_p`` =
-``world.aux`` with its answers; ``D_s`` = ``world.queries``, the questions only, see
-:mod:`fedrl_kit.fedgrpo.queries`) and the client ids of the runtime — never a client object.
-Facts only the simulator knows (the answers and topics of D_s, who holds which question or label,
-who lies) are read by :mod:`fedrl_kit.fedgrpo.diagnostics` from the traces this module returns.
+Details: docs/fedgrpo.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -56,13 +22,7 @@ from fedrl_kit.rewards import format_reward
 
 @dataclass(frozen=True)
 class StepTrace:
-    """Everything one :func:`server_step` saw and decided (Algorithm 1 lines 3–21), in paper order.
-
-    Client indices refer to ``client_ids``; scores are listed in the order the replies came back
-    (ascending client index), which is the order the advantage step averages them in. ``C`` is the
-    number of candidates per question: ``G``, or ``G·M`` in the official protocol, where each
-    expert's row of ``scores`` refers to its own block (``scored``).
-    """
+    """Everything one :func:`server_step` saw and decided (Algorithm 1 lines 3–21), in paper order."""
 
     round: int
     step: int
@@ -148,13 +108,7 @@ def base_weights(model) -> dict[str, torch.Tensor]:
 
 
 def server_parameters(server) -> list[torch.nn.Parameter]:
-    """θ_g, the parameters line 21 updates; activates the global adapter.
-
-    ``fedgrpo.server_update="lora"`` (default): the global LoRA adapter. ``"full"``: every base weight
-    (the official code fully fine-tunes models below 14B); the global adapter is then frozen at its
-    init (B = 0: it adds nothing) and the clients' evaluators live on their own copy of the model
-    (:func:`fedrl_kit.fedgrpo.method.build_clients`), so moving these weights leaves them as they were.
-    """
+    """θ_g, the parameters line 21 updates; activates the global adapter."""
     lora = server.policy.trainable(GLOBAL)
     if server.config.fedgrpo.server_update == "lora":
         return lora
@@ -181,11 +135,7 @@ def questions_per_step(config) -> int:
 
 
 def sample_questions(config, round: int, step: int, n_queries: int) -> np.ndarray:
-    """Line 3: Q questions x_s ~ D_s for (round, step), without replacement, in index order.  -> [Q]
-
-    Q = :func:`questions_per_step` (at most |D_s|); it does not depend on K when
-    ``fedgrpo.questions_per_step`` is set.
-    """
+    """Line 3: Q questions x_s ~ D_s for (round, step), without replacement, in index order.  -> [Q]"""
     Q = min(questions_per_step(config), n_queries)
     rng = seeding.rng("fedgrpo/questions", config.seed, round, step)
     return np.sort(rng.choice(n_queries, size=Q, replace=False))  # [Q]
@@ -197,12 +147,7 @@ def sample_candidates(policy, questions: list[str], G: int, seed: int):
 
 
 def official_experts(server, M: int) -> np.ndarray:
-    """The official protocol's experts: M distinct clients drawn uniformly for every question of D_s.  -> [N_s, M]
-
-    As ``FedGRPO.py`` does (``random.sample(range(num_clients), num_group)`` mapped over the dataset
-    once), the draw is made once per run (stream ``fedgrpo/official_experts``) and a question keeps
-    its experts in every round; the order is the block order (expert j scores block j).
-    """
+    """The official protocol's experts: M distinct clients drawn uniformly for every question of D_s.  -> [N_s, M]"""
     state = server_state(server)
     if M not in state.official:
         K, n = len(server.runtime.client_ids), len(server.world.queries)
@@ -221,9 +166,6 @@ def random_experts(seed: int, round: int, step: int, available: np.ndarray, M: i
 
 def ask_competence(server, round: int, items: np.ndarray, receivers: list[str]) -> tuple[int, list[dict]]:
     """Lines 6–10: each receiver scores the exemplars in ``items`` it was never asked about.
-
-    The exemplars (x_p, y_p) go down as texts in a ``competence`` message; each client returns one
-    number in [0, 1] per exemplar, which the server adds to its cache (the running estimate).
 
     Returns:
         (cells asked, failure records).
@@ -265,13 +207,12 @@ def collect_scores(server, round: int, step: int, questions: list[str], candidat
 
     Args:
         experts: ``[Q, M]`` client indices per question (-1: none, that block is not scored).
-        blocks: False (the paper): every expert gets all candidates of its questions. True (the official
-            protocol): the j-th expert of a question gets only block j, candidates ``j·G … j·G + G − 1``,
-            with ``G = C / M``.
+        blocks: False (the paper): every expert gets all candidates of its questions. True (the official protocol): the
+            j-th expert of a question gets only block j, candidates ``j·G … j·G + G − 1``, with ``G = C / M``.
 
     Returns:
-        (scorers [Q][M'] client indices in reply order, scored [Q][M', G] the candidate indices each
-        score refers to, scores [Q][M', G], failure records).
+        (scorers [Q][M'] client indices in reply order, scored [Q][M', G] the candidate indices each score refers to,
+        scores [Q][M', G], failure records).
     """
     cids, Q = list(server.runtime.client_ids), len(questions)
     C = len(candidates[0]) if Q else 0
@@ -305,14 +246,6 @@ def collect_scores(server, round: int, step: int, questions: list[str], candidat
 def advantages_from_scores(scores: list[np.ndarray], fmt: np.ndarray, args,
                            scored: list[np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
     """Lines 18–20, eqs. 8–9: one advantage per candidate from the experts' scores and the format reward.
-
-    ``args`` is ``config.fedgrpo`` (``group_reward``, ``group_coef``, ``format_coef``, ``robust``,
-    ``trim``, ``scale_rewards``). The paper's protocol (every expert scored all ``G`` candidates):
-    :func:`~fedrl_kit.fedgrpo.group_reward.candidate_advantages`. The official protocol
-    (``group_reward="official"``; ``scored`` says which block each score row refers to):
-    :func:`~fedrl_kit.fedgrpo.group_reward.official_advantages` over the blocks that came back; a
-    block whose expert failed gets zero advantage. A question whose experts all failed has no
-    signal: zero advantage.
 
     Returns:
         (consensus, combined, advantages), each [Q, C].
@@ -459,13 +392,7 @@ def mean_over_steps(steps: list[dict]) -> dict:
 
 
 def step_metrics(trace: StepTrace) -> dict:
-    """The server's view of one step: the experts' rewards, the advantages and the GRPO step's diagnostics.
-
-    What needs the answers of ``D_s`` (``candidate_accuracy``, ``reward_gap``) is simulator truth: the
-    server holds the questions only, so :func:`fedrl_kit.fedgrpo.diagnostics.diagnostics` adds those.
-    ``disagreement`` (eq. 9 taken literally) needs every expert to have scored the same candidates, so
-    the official protocol has none.
-    """
+    """The server's view of one step: the experts' rewards, the advantages and the GRPO step's diagnostics."""
     Q = trace.format.shape[0]
     disagree = [float(np.abs(group_relative_rewards(r)).mean())  # eq. 9 taken literally
                 for r, idx in zip(trace.scores, trace.scored) if len(r) and (idx == idx[0]).all()]

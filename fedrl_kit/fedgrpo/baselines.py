@@ -1,69 +1,5 @@
 """The FedGRPO paper's federated baselines (§4.1 "Baselines", Table 1): Fedpetuning and DPSDA-FL.
-
-Paper: FedGRPO (Zhu et al., AAAI 2026) compares against (1) **Fedpetuning** (Zhang et al. 2023,
-model-level transfer: clients tune LoRA locally, the server aggregates adapters) and (2)
-**DPSDA-FL** (Abacha et al. 2024, data-level transfer: clients generate differentially private
-synthetic data that the server trains on), each with a GRPO and an SFT objective, plus
-Zero-shot and Central-GRPO. Here:
-
-=====================  =======================================================================
-paper                  method in this toolkit
-=====================  =======================================================================
-Zero-shot              ``zero_shot`` (exists)
-Central-GRPO           ``central_grpo`` (exists)
-Fedpetuning+GRPO       ``fedavg_grpo`` (exists): clients run τ local GRPO steps on their LoRA
-                       adapter, FedAvg by examples — exactly Fedpetuning with a GRPO objective,
-                       so there is no separate name for it.
-Fedpetuning+SFT        ``fedpetuning_sft`` (this module): the same round with τ local SFT steps
-DPSDA-FL+GRPO          ``dpsda_grpo`` (this module), reduced: tables name it "DPSDA-FL (no PE)+GRPO"
-DPSDA-FL+SFT           ``dpsda_sft`` (this module), reduced: "DPSDA-FL (no PE)+SFT"
-=====================  =======================================================================
-
-"(no PE)": the synthesis keeps DPSDA-FL's two essentials but not Private Evolution's iterations
-(Deviations below), so results name the reduced baseline, not the published one.
-
-**fedpetuning_sft**, one round (the FedAvg round of :mod:`fedrl_kit.methods.fedavg_grpo`):
-the server broadcasts the global adapter (``fit``); each client runs τ = ``local_steps`` SFT
-steps (:func:`fedrl_kit.sft.sft_step`, loss on completion tokens only) on minibatches of its
-private (question, answer) pairs and returns its adapter; the server aggregates
-(``config.aggregator``, FedAvg by default).
-
-**dpsda_grpo / dpsda_sft**:
-
-1. round 1, ``synthesise``: each client trains its domain model θ_k on ``D_k`` (the same short SFT
-   as FedGRPO's evaluators) and writes ``n_k`` synthetic (question, answer) pairs
-   (``synthetic_per_client``, default ``n_k = |D_k|``): the *questions* come from the public task
-   generator (the role of Private Evolution's foundation-model API: it never sees ``D_k``), in
-   the topic mix of the client's **DP topic histogram** — the counts of ``D_k``'s topics plus
-   Laplace(1/ε) noise (``dp_epsilon`` = ε; 0 switches the noise off), clipped at 0 — and the
-   *answers* are θ_k's greedy answers (so a synthetic label is only as good as the client's
-   model). Held-out prompts (test, public, auxiliary) are never generated. The texts go up.
-2. every round, the server trains the global adapter on the pooled synthetic set: τ steps of
-   b·K questions — GRPO with the accuracy reward against the synthetic answers (``dpsda_grpo``,
-   the Central-GRPO step) or SFT on them (``dpsda_sft``).
-
-Budgets (matched to FedGRPO and the GRPO baselines): τ = ``local_steps`` optimiser steps per
-round everywhere; a GRPO step of b prompts processes b·G sequences, so an SFT step takes b·G
-(question, answer) pairs per client (``fedpetuning_sft``) or b·K·G on the server (``dpsda_sft``),
-the number of sequences Central-GRPO's step back-propagates. GRPO steps also run
-``num_iterations`` epochs over their batch and generate; SFT steps do neither, so SFT is cheaper
-per step. DPSDA's clients spend extra compute once (evaluator SFT and labelling), as FedGRPO's do.
-
-Deviations and simplifications:
-
-- DPSDA-FL's real pipeline (Private Evolution) iterates: the API proposes samples, clients vote
-  with a DP nearest-neighbour histogram, the API varies the winners. We keep its two essentials —
-  a foundation model that never sees private data proposes the questions, and only a DP
-  statistic of the private data steers them (here the topic histogram) — and add labels from the
-  client's own model, which the paper's setting needs (answers for GRPO and SFT). **The DP
-  guarantee covers the topic histogram only**: θ_k is trained on ``D_k`` without DP-SGD, so its
-  answers are not differentially private.
-- SFT targets are the bare answer + eos (the embedded world's rewards read a bare number as the
-  answer); the paper's SFT prompt template (Appendix A) is for chat models.
-
-Settings: ``fedpetuning_sft`` takes none; ``dpsda_*`` read ``config.dpsda`` (``dp_epsilon``, default 1.0;
-``synthetic_per_client``, default 0 = ``|D_k|``) and ``config.evaluator`` (the clients' model SFT, shared
-with FedGRPO); see :mod:`fedrl_kit.fedgrpo.args`.
+Details: docs/fedgrpo.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -115,11 +51,7 @@ class SFTClient(GRPOClient):
 
 # -- DPSDA-FL -------------------------------------------------------------------------------------------------------
 def dp_topic_histogram(topics: list[str], names: list[str], epsilon: float, rng) -> np.ndarray:
-    """Counts of each topic in ``names`` plus Laplace(1/ε) noise, clipped at 0 (ε = 0: exact counts).  -> [T]
-
-    Adding or removing one example changes one count by 1 (L1 sensitivity 1), so the noisy
-    histogram is ε-differentially private (the Laplace mechanism).
-    """
+    """Counts of each topic in ``names`` plus Laplace(1/ε) noise, clipped at 0 (ε = 0: exact counts).  -> [T]"""
     counts = np.array([sum(t == n for t in topics) for n in names], dtype=np.float64)  # [T]
     if epsilon > 0:
         counts = counts + rng.laplace(0.0, 1.0 / epsilon, size=counts.shape)

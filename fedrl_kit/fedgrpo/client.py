@@ -1,56 +1,5 @@
 """FedGRPO's clients: private data ``D_k``, a domain model θ_k trained on it, and scalar answers only.
-
-The client side of Algorithm 1 (Zhu et al., AAAI 2026): line 8 (the competence on the auxiliary
-exemplars the server sends) → :meth:`FedGRPOClient.on_competence`, and lines 13–16 (the gate λ_k
-and the private score ``r_k^s`` of each candidate) → :meth:`FedGRPOClient.on_score`. Whatever a
-client knows stays here; the server sees only the numbers these handlers return.
-
-θ_k is a LoRA adapter ``eval_<cid>`` of the shared policy, trained once on ``D_k``
-(:meth:`DomainModelClient.ensure_evaluator`, ``config.evaluator``): by a short deterministic SFT
-(``evaluator.training="sft"``, the default) or by GRPO (``"grpo"``, :func:`train_grpo_evaluator`:
-the paper's §4.3 reward models, trained with the accuracy and format rewards on the client's
-labelled questions). DPSDA-FL's clients (:mod:`fedrl_kit.fedgrpo.baselines`) train the same model
-to label synthetic questions.
-
-How likely θ_k is to answer ``a`` to ``x`` (the soft competence and the ME probability,
-:meth:`DomainModelClient.answer_probabilities`): an SFT model writes the bare answer, so the
-probability of ``a + eos`` is read off exactly; a GRPO model writes its own ``<think>…<answer>``
-text first, so the probability is estimated by the share of ``evaluator.samples`` sampled answers
-equal to ``a`` (seeded by the question set, so a resumed run draws the same).
-
-Each handler reads top to bottom. θ_k's passes (its probabilities, its sampled or greedy answers) go through
-the pass functions of :mod:`fedrl_kit.federation.client`: the plain calls, unless ``client_batching="lockstep"``
-runs the receivers of a broadcast together, which batches the passes of all experts (below).
-
-Which questions a client holds with their label — the input of its gate, never known to the
-server — is decided when the federation is built (:mod:`fedrl_kit.fedgrpo.queries`): by default
-``D_k`` is the labelled share of the client's partition of the training pool, which is ``D_s``.
-:func:`assign_ground_truth` is the earlier setting's (``fedgrpo.queries="public"``): which public
-``D_s`` answers each client also holds.
-
-**In lockstep** (``RunConfig.client_batching = "lockstep"``; the spec's ``lockstep`` kinds ``competence`` and
-``score``) the runtime (:class:`~fedrl_kit.federation.lockstep.LockstepRuntime`) runs the receivers' own
-:meth:`FedGRPOClient.on_competence` / :meth:`FedGRPOClient.on_score` together. Each reads the request, decides and logs its gate
-λ_k, and asks its evaluator θ_k through the pass functions of :mod:`fedrl_kit.federation.client`; the experts'
-evaluator passes run as one batch, each row with its own expert's adapter ``eval_<cid>``
-(:func:`~fedrl_kit.speed.batched.per_row_adapters`); each handler then builds its reply (the AE checks, the ME
-scores, a malicious client's lie) as sequentially. An expert whose gate needs nothing of θ_k finishes without
-waiting. What the batch computes, per kind of evaluator work:
-
-- probabilities of (question, answer) pairs, SFT evaluator: ``sequence_logprob`` of every expert's pairs in one
-  forward (:func:`~fedrl_kit.speed.batched.sequence_logprob_lockstep`, chunks of 256 rows as sequentially); the
-  probabilities equal each expert's own to float tolerance (other padding, other matmul blocks);
-- probabilities, GRPO evaluator: the ``evaluator.samples`` sampled answers of every expert's questions in one
-  ``generate`` (:func:`~fedrl_kit.speed.batched.generate_lockstep`), each expert drawing from its own generator
-  seeded with the seed it uses sequentially (:meth:`~fedrl_kit.fedgrpo.client.DomainModelClient.sampling_plan`);
-  the draws are the same, so the samples are too as long as the next-token probabilities agree to the bit that
-  decides a draw (a draw within float tolerance of the boundary between two tokens can pick the neighbour; then
-  that expert's share for that question differs by one sample);
-- greedy answers (``competence="greedy"``, ``me_score="agreement"``): one greedy ``generate``; the same answers
-  unless two tokens tie to float tolerance.
-
-An expert's evaluator is trained (once, deterministically) in its own turn, before its first pass, in message
-order. Failure isolation is the runtime's (:mod:`fedrl_kit.federation.lockstep`).
+Details: docs/fedgrpo.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -97,11 +46,6 @@ def evaluator_rewards(completions: list[str], answers: list[str]) -> np.ndarray:
 def train_grpo_evaluator(policy, adapter: str, prompts: list[str], answers: list[str], ev: EvaluatorArgs,
                          seed: int, key: int) -> dict:
     """θ_k by GRPO on its labelled private data: ``ev.grpo_steps`` steps of ``ev.grpo_prompts`` questions.
-
-    Each step draws its questions (stream ``fedgrpo/evaluator_batch``), samples ``ev.grpo_generations``
-    completions each from ``adapter`` (``fedgrpo/evaluator_rollout``), rewards them by
-    :func:`evaluator_rewards` and takes one :func:`fedrl_kit.grpo.grpo_step` (the engine's defaults:
-    group-normalised advantages, two epochs, clip 0.2/0.25, no KL) with Adam at ``ev.grpo_lr``.
 
     Returns:
         ``{"grpo_reward_first": mean reward of the first step, "grpo_reward_last": of the last min(steps, 5),
@@ -160,9 +104,6 @@ class DomainModelClient(MessageClient):
         """Train θ_k once: a fresh LoRA adapter, then ``evaluator.sft_steps`` SFT steps on (x, y) of D_k
         (``evaluator.training="sft"``) or ``evaluator.grpo_steps`` GRPO steps on its questions,
         rewarded against their answers (``"grpo"``, :func:`train_grpo_evaluator`).
-
-        Deterministic (the adapter's init, every minibatch and every rollout are seeded by (seed,
-        client)), so a resumed run retrains the identical evaluator.
         """
         if self.sft_metrics is not None:
             return
@@ -188,13 +129,7 @@ class DomainModelClient(MessageClient):
         cache[key] = (self.policy.get_state(self.adapter), self.sft_metrics)
 
     def answer_probabilities(self, questions: list[str], answers: list[str]) -> np.ndarray:
-        """How likely θ_k is to answer ``answers[i]`` (normalised) to ``questions[i]``, in [0, 1].  -> [n]
-
-        SFT evaluator: π_θk(a + eos | x), exactly (:func:`fedrl_kit.sft.sequence_logprob`). GRPO
-        evaluator: the share of ``evaluator.samples`` sampled completions whose extracted answer is
-        ``a``; the samples of a call are seeded by its set of questions (stream ``fedgrpo/evaluator_samples``,
-        :meth:`sampling_plan`).
-        """
+        """How likely θ_k is to answer ``answers[i]`` (normalised) to ``questions[i]``, in [0, 1].  -> [n]"""
         self.ensure_evaluator()
         if not questions:
             return np.zeros(0)
@@ -214,10 +149,7 @@ class DomainModelClient(MessageClient):
 
     def sampled_shares(self, questions: list[str], answers: list[str], distinct: list[str],
                        completions: list[str]) -> np.ndarray:
-        """The share of the samples of ``questions[i]`` whose extracted answer is ``answers[i]``.  -> [n]
-
-        ``completions``: ``evaluator.samples`` per question of ``distinct``, question-major (:meth:`sampling_plan`).
-        """
+        """The share of the samples of ``questions[i]`` whose extracted answer is ``answers[i]``.  -> [n]"""
         S, sampled = self.evaluator.samples, _answers(completions)  # [|distinct|·S]
         row = {q: sampled[i * S:(i + 1) * S] for i, q in enumerate(distinct)}
         return np.array([sum(a is not None and a == y for a in row[q]) / S for q, y in zip(questions, answers)])
@@ -240,7 +172,7 @@ class FedGRPOClient(DomainModelClient):
             ``me_score``, ``competence``, ``malicious_kind``.
         malicious: whether this client lies about its candidate scores.
         held: extra D_s questions this client holds with their answers (``queries="public"``, with_gt):
-            used for the AE check only; θ_k is trained on ``data`` only (package docstring, deviation 7).
+            used for the AE check only; θ_k is trained on ``data`` only (docs/fedgrpo.md, deviation 7).
             With ``queries="train"`` the labelled D_s questions a client owns are ``data`` itself.
     """
 
@@ -258,12 +190,7 @@ class FedGRPOClient(DomainModelClient):
         return question in self.truth
 
     def on_competence(self, round: int, payload: dict) -> dict:
-        """Algorithm 1 line 8: the evaluator's correctness on each exemplar (x_{p,ℓ}, y_{p,ℓ}), in [0, 1].
-
-        ``competence="probability"`` (default): π_θk(y_{p,ℓ} + eos | x_{p,ℓ}), the probability that a
-        sampled answer of the evaluator is exactly y_{p,ℓ} — the expectation of line 8's indicator
-        under the evaluator's own sampling. ``"greedy"``: the indicator itself for the greedy answer.
-        """
+        """Algorithm 1 line 8: the evaluator's correctness on each exemplar (x_{p,ℓ}, y_{p,ℓ}), in [0, 1]."""
         questions, answers = list(payload["questions"]), [normalise_answer(str(y)) for y in payload["answers"]]
         if self.args.competence == "greedy":
             greedy = self.greedy_answers(questions)
@@ -272,11 +199,7 @@ class FedGRPOClient(DomainModelClient):
         return {"correct": [float(np.clip(v, 0.0, 1.0)) for v in prob]}
 
     def me_scores(self, questions: list[str], candidates: list[list[str]]) -> list[np.ndarray]:
-        """e_k^ME(ŷ; x_s) for the G candidates of each question (no ground truth).  -> n × [G]
-
-        ``me_score="agreement"``: whether a candidate's answer is θ_k's greedy answer; ``"probability"``: θ_k's
-        probability of the candidate's answer, every distinct (question, answer) pair asked in one call.
-        """
+        """e_k^ME(ŷ; x_s) for the G candidates of each question (no ground truth).  -> n × [G]"""
         answers = [_answers(cands) for cands in candidates]
         if not questions:
             return []
@@ -311,9 +234,6 @@ class FedGRPOClient(DomainModelClient):
 
 def assign_ground_truth(public, partitions, fraction: float, seed: int) -> list[list[int]]:
     """Which public D_s rows each client also holds with their answer (``queries="public"``, ``mode="with_gt"``).
-
-    Each row is held, with probability ``fraction``, by one client drawn with probability
-    proportional to that client's count of the row's topic (uniform if no client has the topic).
 
     Returns:
         for each client, the indices into ``public`` it holds.

@@ -1,22 +1,5 @@
 """Looking inside FedGRPO: what only the simulator knows, and the notebook's step-through.
-
-Nothing here is part of the protocol. The server never calls these functions during training;
-the run loop calls :func:`diagnostics` after each round with the simulator truth
-(:class:`~fedrl_kit.federation.truth.SimulatorTruth`) and the round's step traces, and merges
-what it returns into that round's records.
-
-- :func:`diagnostics` — per round: did the chosen experts hold the question's topic
-  (``expert_hit_rate``, against the exact expectation of the official code's random choice,
-  ``random_hit_rate``; ``_major``: the topic is ≥ 10 % of the client's data), which share of the
-  scores came from the answer-based pathway (``ae_share``: the gate λ_k, decided on the client and
-  never sent), how good the candidates were and how much more the experts gave the correct ones
-  (``candidate_accuracy``, ``reward_gap``: checked against the answers of D_s, which only the
-  simulator holds), which clients lie (``malicious``), and each evaluator's SFT loss (round 1).
-- :func:`trace_question` — Algorithm 1 lines 3–20 for one question of D_s with every intermediate
-  value: it runs :func:`~fedrl_kit.fedgrpo.algorithm.server_step` itself (``update=False``), so
-  its advantages are exactly the ones training would use (``robust`` and ``trim`` included).
-- :func:`selection_quality` — eqs. 5–6 for every question of D_s, scored against the clients' topics.
-- :func:`measure_all_competence` — fill the whole confidence graph (for the figures).
+Details: docs/fedgrpo.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -43,10 +26,7 @@ MAJOR_SHARE = 0.1
 
 
 def _hit_rates(experts: np.ndarray, available: np.ndarray, topics: list[str], sets: list[set], suffix: str) -> dict:
-    """Hit rate of the chosen experts and its exact expectation under a uniform choice among ``available``.
-
-    An expert -1 (the official protocol's draw of a client that failed this round) is left out.
-    """
+    """Hit rate of the chosen experts and its exact expectation under a uniform choice among ``available``."""
     hits = [topics[q] in sets[int(k)] for q in range(len(experts)) for k in experts[q] if k >= 0]
     return {f"expert_hit_rate{suffix}": float(np.mean(hits)) if hits else float("nan"),
             f"random_hit_rate{suffix}": float(np.mean([np.mean([t in sets[k] for k in available]) for t in topics]))
@@ -88,15 +68,12 @@ def diagnostics(truth, round: int, out: dict) -> dict[str, dict]:
     """Simulator-side metrics of one FedGRPO round (``MethodSpec.diagnostics``).
 
     Args:
-        truth: the run's :class:`~fedrl_kit.federation.truth.SimulatorTruth`.
-        round: the round just run.
-        out: what ``run_round`` returned: ``out["trace"]`` (its :class:`StepTrace` list) and
-            ``out["clients"]`` (the records so far; clients dropped this round have none and get none).
+        truth, round: ``run.truth``; the round just run.
+        out: what ``run_round`` returned (``"trace"``, and ``"clients"``: the records so far).
 
     Returns:
-        ``{"server": {expert_hit_rate, random_hit_rate, expert_hit_rate_major, random_hit_rate_major,
-        ae_share, candidate_accuracy, reward_gap}, cid: {ae_share, malicious[, evaluator_sft_loss]}}``,
-        undefined values left out.
+        ``{"server": {expert_hit_rate, random_hit_rate, …_major, ae_share, candidate_accuracy, reward_gap},
+        cid: {ae_share, malicious[, evaluator_sft_loss]}}``, undefined values left out.
     """
     traces = out.get("trace") or []
     if not traces:
@@ -134,10 +111,7 @@ def diagnostics(truth, round: int, out: dict) -> dict[str, dict]:
 
 # -- the notebook's step-through and the selection study -----------------------------------------------------------
 def measure_all_competence(server, round: int = 0) -> list[dict]:
-    """Fill the whole confidence graph: every client is asked about every unmeasured auxiliary item.
-
-    Goes through the runtime like lines 6–10 (so the ledger shows it, in ``round``). Returns failures.
-    """
+    """Fill the whole confidence graph: every client is asked about every unmeasured auxiliary item."""
     items = np.arange(len(server.world.aux))
     return ask_competence(server, round, items, list(server.runtime.client_ids))[1]
 
@@ -146,29 +120,19 @@ def trace_question(server, question: int, L: int | None = None, M: int | None = 
                    truth=None) -> dict:
     """Algorithm 1 lines 3–20 for one question of D_s, with every intermediate value (no update).
 
-    Runs :func:`~fedrl_kit.fedgrpo.algorithm.server_step` on a one-question batch with
-    ``update=False`` (round 0, step 0), after filling the confidence graph: the experts, scores and
-    advantages are the ones a training step on these candidates would use.
-
     Args:
-        server: a built run's server (``Run(cfg).build().server``) with method ``fedgrpo``.
+        server: a built ``fedgrpo`` run's server (``Run(cfg).build().server``).
         question: index into ``world.queries`` (D_s).
         L, M: neighbourhood size and experts (default: the run's settings).
         seed: seeds the candidates.
-        truth: the run's :class:`~fedrl_kit.federation.truth.SimulatorTruth` (``run.truth``), for what the
-            server does not know: the question's topic and answer, the experts' pathways and which
-            candidates are correct; without it those are None.
+        truth: ``run.truth``, for what the server does not know (topic, answer, pathways, correctness); else None.
 
     Returns:
-        dict with ``question``, ``topic``, ``answer`` (simulator truth), ``neighbours`` (aux index, text,
-        topic, cosine; none in the official protocol), ``competence`` [K] (over the clients still
-        available; empty in the official protocol), ``experts`` (client indices, most competent first; the
-        random draw in the official protocol), ``candidates`` [C], ``scores`` [M, G] (the experts' r_k^s,
-        rows in ``experts`` order; official: each row scores its own block, ``blocks``), ``pathways``
-        (AE/ME per expert, simulator truth), ``format`` [C], ``correct`` [C] (simulator truth), ``eq9``
-        [M, G] (R_k literally; shared candidates only), ``advantages`` {variant: [C]} — the run's own
-        ``group_reward`` entry is the trace's; in the paper's protocol the other shared variants are
-        computed from the same scores for comparison — and ``trace`` (the StepTrace).
+        dict: ``question``, ``topic``, ``answer``, ``neighbours`` (aux index, text, topic, cosine), ``competence``
+        [K], ``experts`` (most competent first), ``candidates`` [C], ``scores`` [M, G] (rows in ``experts`` order;
+        official: one block each, ``blocks``), ``pathways`` (AE/ME), ``format`` [C], ``correct`` [C], ``eq9`` [M, G],
+        ``advantages`` {variant: [C]} (the run's own variant, and the other shared ones from the same scores) and
+        ``trace`` (the StepTrace).
     """
     args = server.config.fedgrpo
     official = args.group_reward == "official"

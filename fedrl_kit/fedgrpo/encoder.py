@@ -1,18 +1,4 @@
-"""The frozen encoder φ of FedGRPO's expert selection (Algorithm 1 lines 1 and 4).
-
-φ maps a question to an ℓ2-normalised embedding; eq. 5 compares them by inner product (cosine).
-``"policy"`` (default): the frozen *base* model's hidden states after decoder layer
-``fedgrpo.encoder_layer`` (default 1), mean-pooled over the question's own tokens, every adapter
-disabled, so φ does not drift while the policy trains. φ embeds the question text itself (eq. 5's
-``φ(x_s)``), never the prompt the policy is sampled with: for a chat model that prompt wraps every
-question in the same system prompt and template, whose tokens would dominate the mean and make all
-questions' vectors nearly the same. (For the embedded world's tiny policy, which reads raw text,
-the two are identical.) Layer 1 separated the seven topics of the
-embedded world best in the tiny model when we compared layers on seed 0's world: the L = 5 nearest
-auxiliary exemplars share the query's topic 94 % of the time, 71 % with the last layer.
-``"minilm"``: sentence-transformers ``all-MiniLM-L6-v2`` if that package is installed (it is not a
-dependency; nothing is downloaded or installed here).
-"""
+"""The frozen encoder φ of FedGRPO's expert selection (Algorithm 1 lines 1 and 4)."""
 
 from __future__ import annotations
 

@@ -1,52 +1,5 @@
 """FedGRPO's competence-based expert selection and dual-evaluation gate, on plain arrays.
-
-Paper: FedGRPO (Zhu et al., AAAI 2026), §3.2 "Competence-based expert selecting" and
-"Dual evaluation on the clients", Algorithm 1. For every unlabelled server question ``x_s``
-the server finds the ``L`` auxiliary exemplars nearest to it (eq. 5), learns how well each of
-the ``K`` clients answers them (the competence ``r_k^p``), keeps the ``M`` most competent
-clients as experts (eq. 6), and each expert scores the server's candidate answers either by
-checking a trusted answer (AE) or with its own reward model (ME), chosen by the gate ``λ_k``.
-This module holds those steps with no model in sight (embeddings and correctness flags are
-plain numpy arrays); :mod:`fedrl_kit.fedgrpo.algorithm` wires them to the encoder and the clients.
-
-Algorithm 1 → code:
-
-- line 1, ``ℓ2``-normalised auxiliary embeddings ``z_{p,j}`` → :func:`l2_normalise`
-- lines 4–5, eq. 5, the ``L`` nearest auxiliary exemplars ``G(x_s)`` by cosine similarity
-  → :func:`nearest_exemplars`
-- lines 6–10, competence ``r_k^p(x_s) = (1/L) Σ_ℓ 1[client k answers x_{p,ℓ} correctly]``
-  → :class:`CompetenceCache` (:meth:`~CompetenceCache.update`, :meth:`~CompetenceCache.competence`)
-- line 11, eq. 6, ``C(x_s) = Top-M_k r_k^p(x_s)`` → :func:`select_experts`
-- line 14, the pathway ``λ_k(x_s) ∈ {0, 1}`` (1 = AE, 0 = ME) → :func:`dual_evaluation_gate`
-- diagnostics: :func:`expert_hit_rate` (do the chosen experts hold the query's topic?) and
-  :func:`random_selection`, the selection the official code actually uses
-  (``random.sample(range(num_clients), num_group)`` per question in ``FedGRPO.py``).
-
-Where the paper leaves a choice open, this module decides as follows (the tests pin it):
-
-1. **Cached competence, not recomputed per query.** Algorithm 1 lines 6–9 broadcast ``G(x_s)``
-   to all ``K`` clients for every question, while the text says "each client maintains a
-   running accuracy estimate on auxiliary prompts". We follow the text: a client's correctness
-   on auxiliary item ``j`` is measured once (or more, as a running mean) and cached per
-   (client, item) cell; ``r_k^p(x_s)`` is then the mean of the ``L`` cached cells. With a
-   deterministic client this equals line 8 exactly; with a sampling client it is the same
-   estimator with lower variance, and it costs ``K·|D_p|`` evaluations in all instead of
-   ``K·L`` per question. :meth:`CompetenceCache.known` tells the method which cells it still
-   has to ask a client about.
-2. **What ``r_k^p`` counts.** The paper writes ``1[e_k(y_{p,ℓ}; x_{p,ℓ}) = y_{p,ℓ}]``, which
-   mixes the evaluation function ``e_k`` with an answer; we read it as in the paper's prose and
-   the summary: the client's accuracy on the exemplar (flag 1 if its answer is correct).
-   Flags may also be fractions in ``[0, 1]`` (e.g. a pass rate over several samples).
-3. **Ties.** The paper is silent. Both the ``L`` nearest exemplars and the Top-``M`` experts
-   break exact ties by the lower index (a stable sort), so a run is reproducible and the
-   order never depends on the platform's sort.
-4. **Similarity.** Eq. 5 orders by the inner product ``⟨z_s, z_p⟩`` of ``ℓ2``-normalised
-   embeddings, i.e. cosine similarity; we normalise inside, so callers may pass raw vectors.
-   A zero vector has similarity 0 to everything.
-5. **The AE/ME gate.** The paper's experiments have two settings (§4.1): "with ground truth"
-   (some clients hold the question with a trusted answer and use AE; the others use ME) and
-   "no ground truth" (§4.3: every client uses ME). :func:`dual_evaluation_gate` takes that
-   setting as ``mode``.
+Details: docs/fedgrpo.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -109,11 +62,7 @@ def l2_normalise(x) -> np.ndarray:
         x: embeddings, ``[d]`` or ``[N, d]``; finite.
 
     Returns:
-        float64 array of the same shape; each nonzero row has norm 1, a zero row stays zero
-        (no division by zero, no nan).
-
-    Raises:
-        ValueError: if ``x`` is not 1-D or 2-D, or holds nan/inf.
+        float64 array of the same shape; a zero row stays zero.
     """
     arr = _finite_float_array(x, "x", (1, 2))  # [d] or [N, d]
     norms = np.linalg.norm(arr, axis=-1, keepdims=True)  # [1] or [N, 1]
@@ -123,9 +72,7 @@ def l2_normalise(x) -> np.ndarray:
 def nearest_exemplars(query_emb, aux_emb, L: int) -> np.ndarray:
     """The ``L`` auxiliary exemplars most similar to the query: ``G(x_s)`` of eq. 5.
 
-    Orders the auxiliary set ``D_p`` by cosine similarity ``⟨z_s, z_{p,j}⟩`` of the
-    ``ℓ2``-normalised embeddings (Algorithm 1 lines 4–5), highest first; exact ties go to the
-    lower auxiliary index.
+    By cosine similarity of the ℓ2-normalised embeddings, highest first; exact ties go to the lower index.
 
     Args:
         query_emb: the question embedding ``z_s = φ(x_s)``, ``[d]``, or a batch ``[Q, d]``.
@@ -133,11 +80,7 @@ def nearest_exemplars(query_emb, aux_emb, L: int) -> np.ndarray:
         L: neighbourhood size, ``1 ≤ L ≤ N`` (the paper uses ``L = 20`` of ``N = 100``).
 
     Returns:
-        int64 indices into ``aux_emb``: ``[L]`` for a single query, ``[Q, L]`` for a batch,
-        most similar first.
-
-    Raises:
-        ValueError: on bad shapes, non-finite embeddings, or ``L`` outside ``[1, N]``.
+        int64 indices into ``aux_emb``: ``[L]`` for a single query, ``[Q, L]`` for a batch, most similar first.
     """
     aux = _finite_float_array(aux_emb, "aux_emb", (2,))  # [N, d]
     query = _finite_float_array(query_emb, "query_emb", (1, 2))  # [d] or [Q, d]
@@ -160,8 +103,7 @@ def nearest_exemplars(query_emb, aux_emb, L: int) -> np.ndarray:
 def select_experts(competence, M: int) -> np.ndarray:
     """The ``M`` most competent clients: ``C(x_s) = Top-M_k r_k^p(x_s)``, eq. 6.
 
-    Exact ties in ``r_k^p`` go to the lower client index (a stable sort on ``-r_k^p``), so the
-    choice is deterministic; with 0/1 flags on ``L = 20`` exemplars ties are common.
+    Exact ties go to the lower client index (a stable sort), so the choice is deterministic.
 
     Args:
         competence: ``r_k^p`` for the ``K`` clients, ``[K]``, or a batch ``[Q, K]``; finite
@@ -170,9 +112,6 @@ def select_experts(competence, M: int) -> np.ndarray:
 
     Returns:
         int64 client indices, ``[M]`` (or ``[Q, M]``), most competent first.
-
-    Raises:
-        ValueError: on a non-finite competence, a bad shape, or ``M`` outside ``[1, K]``.
     """
     comp = _finite_float_array(competence, "competence", (1, 2))  # [K] or [Q, K]
     single = comp.ndim == 1
@@ -187,12 +126,6 @@ def select_experts(competence, M: int) -> np.ndarray:
 
 class CompetenceCache:
     """Running estimate of each client's correctness on each auxiliary item (the confidence graph).
-
-    The paper's "confidence graph" links clients to auxiliary exemplars: cell ``(k, j)`` is
-    client ``k``'s running accuracy on auxiliary question ``x_{p,j}``. For a question ``x_s``
-    with neighbourhood ``G(x_s)`` (eq. 5), the competence is
-    ``r_k^p(x_s) = (1/L) Σ_{ℓ ∈ G(x_s)} cell(k, ℓ)`` (Algorithm 1 line 8), read from the cache
-    instead of re-asking every client for every question (see the module docstring, point 1).
 
     Args:
         n_clients: ``K``, the number of clients, ``≥ 1``.
@@ -213,16 +146,11 @@ class CompetenceCache:
     def update(self, client: int, item_indices, correct_flags) -> None:
         """Adds client ``k``'s correctness on some auxiliary items to the running means.
 
-        Each cell keeps ``sum / count``; an item repeated in one call counts once per occurrence.
-
         Args:
             client: the client index ``k``, in ``[0, K - 1]``.
             item_indices: auxiliary item indices ``j``, ``[n]``, each in ``[0, N - 1]``.
             correct_flags: correctness of client ``k`` on those items, ``[n]``, bools or numbers
                 in ``[0, 1]`` (1 = the client's answer to ``x_{p,j}`` is correct).
-
-        Raises:
-            ValueError: on an index out of range, mismatched lengths, or a flag outside ``[0, 1]``.
         """
         client = _check_int(client, "client", 0, self.n_clients - 1)
         items = _index_array(item_indices, "item_indices", self.n_items)  # [n]
@@ -240,8 +168,7 @@ class CompetenceCache:
         """Which of these cells of client ``k`` have been measured at least once.
 
         Args:
-            client: the client index ``k``, in ``[0, K - 1]``.
-            items: auxiliary item indices, ``[n]``.
+            client, items: the client index ``k``; auxiliary item indices ``[n]``.
 
         Returns:
             bool mask ``[n]``; the method asks client ``k`` only about ``items[~mask]``.
@@ -260,10 +187,6 @@ class CompetenceCache:
         Returns:
             float64 ``[K']``: for each client, the mean over the ``L`` items of its cached
             running accuracy, in ``[0, 1]``.
-
-        Raises:
-            ValueError: if an index is out of range, ``item_indices`` is empty, or a needed cell
-                has never been measured (ask the client first; see :meth:`known`).
         """
         if client_ids is None:
             clients = np.arange(self.n_clients)  # [K]
@@ -298,21 +221,13 @@ class CompetenceCache:
 def dual_evaluation_gate(has_ground_truth: bool, mode: str) -> str:
     """Picks client ``k``'s evaluation pathway ``λ_k(x_s)`` (Algorithm 1 line 14).
 
-    ``λ_k = 1`` is answer-based evaluation (AE: the exact check ``1[ŷ = ỹ_k(x_s)]``) and
-    ``λ_k = 0`` is model-based evaluation (ME: the client's reward model ``f_{θ_k*}(ŷ; x_s)``);
-    the private score is ``r_k^s = λ_k e_k^AE + (1 − λ_k) e_k^ME``.
-
     Args:
-        has_ground_truth: whether ``x_s`` (or a paraphrase) is in client ``k``'s data ``D_k``
-            with a trusted answer.
-        mode: the experiment setting of §4.1: ``"with_gt"`` (AE where the client has the
-            answer, ME elsewhere) or ``"no_gt"`` (§4.3: ME always, even if the client has it).
+        has_ground_truth: whether ``x_s`` (or a paraphrase) is in client ``k``'s data ``D_k`` with a trusted answer.
+        mode: the experiment setting of §4.1: ``"with_gt"`` (AE where the client has the answer, ME elsewhere) or
+            ``"no_gt"`` (§4.3: ME always, even if the client has it).
 
     Returns:
         ``"AE"`` (``λ_k = 1``) or ``"ME"`` (``λ_k = 0``).
-
-    Raises:
-        ValueError: if ``mode`` is not one of :data:`GATE_MODES` or ``has_ground_truth`` is not a bool.
     """
     if mode not in GATE_MODES:
         raise ValueError(f"mode must be one of {GATE_MODES}, got {mode!r}")
@@ -326,10 +241,6 @@ def dual_evaluation_gate(has_ground_truth: bool, mode: str) -> str:
 def expert_hit_rate(selected, client_topics: Sequence[set], query_topics: Sequence) -> float:
     """Fraction of chosen experts whose private data holds the query's topic.
 
-    A diagnostic for eq. 6 in the embedded world, where topics stand for MATH's subjects:
-    competence-based selection should pick experts that know the topic far more often than
-    :func:`random_selection` does.
-
     Args:
         selected: expert indices ``C(x_s)`` per query, ``[Q, M]`` (``[M]`` for one query).
         client_topics: for each of the ``K`` clients, the set of topics in its data ``D_k``.
@@ -337,9 +248,6 @@ def expert_hit_rate(selected, client_topics: Sequence[set], query_topics: Sequen
 
     Returns:
         ``(1 / (Q·M)) Σ_q Σ_{k ∈ C(x_q)} 1[topic(x_q) ∈ topics(D_k)]``, in ``[0, 1]``.
-
-    Raises:
-        ValueError: on mismatched lengths or a client index outside ``[0, K - 1]``.
     """
     sel = np.asarray(selected)
     if sel.ndim == 1:
@@ -362,19 +270,12 @@ def expert_hit_rate(selected, client_topics: Sequence[set], query_topics: Sequen
 def random_selection(K: int, M: int, Q: int, rng) -> np.ndarray:
     """The official code's expert choice: ``M`` distinct clients uniformly at random per query.
 
-    (``FedGRPO.py`` assigns ``random.sample(range(num_clients), num_group)`` to every sample.)
-
     Args:
-        K: number of clients, ``≥ 1``.
-        M: experts per query, ``1 ≤ M ≤ K``.
-        Q: number of queries, ``≥ 0``.
+        K, M, Q: clients (≥ 1), experts per query (``1 ≤ M ≤ K``), queries (≥ 0).
         rng: a ``np.random.Generator`` or an int seed.
 
     Returns:
         int64 ``[Q, M]``; each row holds ``M`` distinct client indices.
-
-    Raises:
-        ValueError: on ``K < 1``, ``M`` outside ``[1, K]``, ``Q < 0``, or a bad ``rng``.
     """
     K = _check_int(K, "K", 1, np.iinfo(np.int32).max)
     M = _check_int(M, "M", 1, K)
@@ -393,14 +294,10 @@ def topic_competence(matrix, item_topics: Sequence[str]) -> tuple[list[str], np.
     """The confidence graph summarised by topic: each client's mean cell over the items of a topic.
 
     Args:
-        matrix: :meth:`CompetenceCache.as_matrix`, ``[K, N]`` (nan = never measured).
-        item_topics: the topic of each of the ``N`` auxiliary items.
+        matrix, item_topics: :meth:`CompetenceCache.as_matrix` ``[K, N]`` (nan = never measured); each item's topic.
 
     Returns:
         (sorted topic names ``[T]``, float64 ``[K, T]``; nan where no item of the topic was measured).
-
-    Raises:
-        ValueError: if ``item_topics`` does not have one topic per column of ``matrix``.
     """
     m = np.asarray(matrix, dtype=np.float64)  # [K, N]
     if m.ndim != 2 or m.shape[1] != len(item_topics):

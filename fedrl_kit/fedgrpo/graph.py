@@ -1,12 +1,4 @@
-"""The confidence graph: clients ↔ topics, weighted by the competence cells the server holds (lines 6–10).
-
-A picture of the server's :class:`~fedrl_kit.fedgrpo.expert_selection.CompetenceCache`, summarised by
-topic (:func:`~fedrl_kit.fedgrpo.expert_selection.topic_competence`), with the experts eqs. 5–6 choose for
-a question highlighted. Nothing here is part of the protocol: the topics of the questions are simulator
-truth (the server holds the question texts only). The cache must be filled first
-(:func:`~fedrl_kit.fedgrpo.diagnostics.selection_quality` or
-:func:`~fedrl_kit.fedgrpo.diagnostics.measure_all_competence` do it).
-"""
+"""The confidence graph: clients ↔ topics, weighted by the competence cells the server holds (lines 6–10)."""
 
 from __future__ import annotations
 
@@ -30,16 +22,13 @@ def confidence_graph(server, truth, questions, experts, active: int = 0) -> go.F
     """Clients (left) ↔ topics (right); a slider step per question outlines its experts in red.
 
     Args:
-        server: a FedGRPO run's server whose competence cache is filled.
-        truth: the run's :class:`~fedrl_kit.federation.truth.SimulatorTruth` (the questions' topics).
+        server, truth: a FedGRPO run's server (competence cache filled) and ``run.truth`` (the questions' topics).
         questions: indices into D_s (``world.queries``), one slider step each.
-        experts: ``[N_s, M]`` client indices chosen for every question of D_s (``selection_quality``'s
-            ``experts``); rows of ``questions`` are used.
+        experts: ``[N_s, M]`` chosen experts of every question (``selection_quality``'s ``experts``).
         active: the slider step shown first (an index into ``questions``).
 
     Returns:
-        the figure: edge width and opacity = the client's mean competence cell over the auxiliary
-        questions of the topic; legend entries explain edge widths and the red markers.
+        the figure; edge width and opacity = the client's mean competence cell over the topic's auxiliary questions.
     """
     questions = [int(q) for q in questions]
     experts = np.asarray(experts)

@@ -2,7 +2,7 @@
 
 The algorithm is in :mod:`fedrl_kit.fedgrpo.algorithm` (the server), :mod:`fedrl_kit.fedgrpo.client`
 (the clients) and :mod:`fedrl_kit.fedgrpo.diagnostics` (what only the simulator knows); the
-package docstring (:mod:`fedrl_kit.fedgrpo`) maps Algorithm 1 onto them and lists every deviation.
+package docstring (:mod:`fedrl_kit.fedgrpo`) maps Algorithm 1 onto them; docs/fedgrpo.md lists the deviations.
 """
 
 from __future__ import annotations
@@ -30,16 +30,7 @@ def validate(config) -> None:
 
 
 def build_clients(run) -> dict:
-    """K FedGRPO clients (simulation side) and D_s (:mod:`fedrl_kit.fedgrpo.queries`).
-
-    Each client holds its labelled private data D_k (the labelled share of its partition; with
-    ``queries="public"`` the whole partition plus the public answers it was handed). The server's
-    share of D_s — the questions only — goes to ``run.server_splits["queries"]``; the whole
-    :class:`~fedrl_kit.fedgrpo.queries.QueryPool` to ``run.truth_facts["queries"]`` (diagnostics only).
-    The last ``fedgrpo.malicious`` clients lie about their candidate scores. With
-    ``fedgrpo.server_update="full"`` the clients' evaluators are adapters of a copy of the policy made
-    here, before the server trains (twice the model's memory), since the server then moves the base weights.
-    """
+    """K FedGRPO clients (simulation side) and D_s (:mod:`fedrl_kit.fedgrpo.queries`)."""
     cfg, args = run.config, run.config.fedgrpo
     pool = build_query_pool(run.world, list(run.partitions), args, cfg.seed)
     # server_update="full" trains the base weights: the evaluators get a copy of the untrained model

@@ -1,33 +1,5 @@
 """FedGRPO's ``D_s``: which questions the server trains on, which client holds each, and whose label exists.
-
-Simulation side: :func:`build_query_pool` is called while the federation is built
-(:func:`fedrl_kit.fedgrpo.method.build_clients`). The server receives only the questions' texts
-(:meth:`QueryPool.server_view`, ``server.world.queries``); who holds which question and label stays
-with the clients (their gate) and with the simulator (``truth.fact("queries")``, for diagnostics).
-
-``fedgrpo.queries = "train"`` (default, the paper's §4.1 setting): ``D_s`` is the training pool
-that the run's partition spreads over the clients — the same questions Central-GRPO, FedAvg-GRPO
-(= Fedpetuning+GRPO) and Fedpetuning+SFT train on (the union of ``run.partitions``, in client
-order). Each question belongs to exactly one client, its *owner*. Per question, a seeded draw
-(stream ``fedgrpo/labels``) decides with probability ``fedgrpo.gt_fraction`` whether its label
-exists — on its owner, who then holds ``(x, y)``:
-
-- each client's private labelled data ``D_k`` is its labelled questions: θ_k's SFT (and its
-  competence) uses them, and its gate answers AE on exactly these questions;
-- ``mode="with_gt"`` (§4.2): ``D_s`` is the whole pool; a selected expert uses AE on a question iff
-  it is the question's owner and the label exists, ME otherwise (default ``gt_fraction = 1``: every
-  question's owner holds its label, the other experts score it with their models);
-- ``ae_holders="all"`` (the official trainer's setting, and the official protocol's default): every
-  client holds every labelled question's answer, so every selected expert scores it by AE; θ_k still
-  trains on ``D_k`` only;
-- ``mode="no_gt"`` (§4.3, "none of the K clients possess the ground-truth label"): ``D_s`` is the
-  unlabelled share only and the labelled share only trains the evaluators (``0 < gt_fraction < 1``;
-  the official code trains its reward models on a 2/3 split of the data, so 2/3 is the natural value).
-
-``fedgrpo.queries = "public"`` (the setting before this module): ``D_s`` is ``world.public`` (held-out
-prompts no client holds), θ_k trains on the client's whole partition, and in ``with_gt`` mode
-:func:`~fedrl_kit.fedgrpo.client.assign_ground_truth` hands each public question, with probability
-``gt_fraction`` (0.5 in the stored results), to one client drawn by its topic holdings (for AE only).
+Details: docs/fedgrpo.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -64,10 +36,7 @@ class QueryPool:
 
 
 def pool_labels(n: int, fraction: float, seed: int) -> np.ndarray:
-    """``[n]`` bool: which questions of the training pool have their label on their owner (stream ``fedgrpo/labels``).
-
-    Each question independently with probability ``fraction`` (1: all, 0: none).
-    """
+    """``[n]`` bool: which questions of the pool have their label on their owner (stream ``fedgrpo/labels``)."""
     return seeding.rng("fedgrpo/labels", seed).random(n) < fraction  # [n]
 
 
@@ -79,9 +48,6 @@ def build_query_pool(world, partitions: list, args, seed: int) -> QueryPool:
         partitions: ``run.partitions``, the clients' shares of the training pool.
         args: :class:`~fedrl_kit.fedgrpo.args.FedGRPOArgs`.
         seed: the run seed.
-
-    Raises:
-        ValueError: when ``D_s`` comes out empty or a client is left without labelled data.
     """
     K = len(partitions)
     if args.queries == "public":

@@ -29,13 +29,9 @@ def initial_weights(names) -> list[float]:
 def round_weights(server) -> dict[str, list[float]]:
     """cid → the weights w^(m) to send this round with θ^global, in the order of the client's reward names.
 
-    ``fedmoa.round_start``: ``"broadcast"`` (eq. 12 and §3.3's last sentence: "the global model and the
-    corresponding reward weights are then broadcast to clients, which resume local GRPO training"): what the
-    server aggregated for the client's cluster last round (w_k^(c) for the cluster's shared components, the
-    client's own w_k for the rest, renormalised), and the client's initial weights before its first
-    aggregation; ``"initial"``: the client's initial weights every round; ``"uniform"``: 1/K_m every round.
-    A client's initial weights are what it said at round 0 (``properties``). With λ off (Table 2's λ OFF and
-    FedAvg-GRPO) the weights are not adapted: a client keeps its initial weights every round.
+    ``fedmoa.round_start``: ``"broadcast"`` (eq. 12): the client's cluster's aggregate of last round (its own w_k for
+    unshared components, renormalised; its initial weights before its first aggregation); ``"initial"``: its initial
+    weights every round; ``"uniform"``: 1/K_m. With λ off the weights are never adapted: initial weights every round.
     """
     held = held_weights(server)
     mode = server.config.fedmoa.round_start
@@ -102,11 +98,7 @@ def aggregate_weights(replies: dict, alpha_on: bool, cluster_key: str, eps: floa
 
 
 def run_round(server, round: int) -> dict:
-    """One FedMOA round (FedAvg-GRPO or an ablation by the ``config.fedmoa`` switches).
-
-    The steps are those of the package docstring (paper Fig. 2); returns per-client metrics (and the
-    ``server`` record of the evaluated global model) and the failures.
-    """
+    """One FedMOA round (FedAvg-GRPO or an ablation by the ``config.fedmoa`` switches)."""
     cfg, args = server.config, server.config.fedmoa
     # 1. θ^global and each client's reward weights: its cluster's w^(c) of last round (eq. 12), or a reset
     present = set(server.participants(round))  # eqs. 11–13 over the round's participants

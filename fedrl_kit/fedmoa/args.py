@@ -114,12 +114,7 @@ LEGACY = dict(init_weights="uniform", lam_rule="fixed", hyper_grad="shared", val
 
 
 def migrate_section(section: dict) -> dict:
-    """An earlier ``config.fedmoa`` (it had ``reset_weights``) in today's form, with the behaviour it had then.
-
-    ``reset_weights = True`` (its default) restarted every round from uniform weights: ``round_start="uniform"``;
-    ``False`` resumed from the weights the server held: ``"broadcast"``. The fields added since keep their
-    behaviour of then (:data:`LEGACY`).
-    """
+    """An earlier ``config.fedmoa`` (it had ``reset_weights``) in today's form, with the behaviour it had then."""
     section = dict(section)
     if "reset_weights" in section:
         reset = section.pop("reset_weights")

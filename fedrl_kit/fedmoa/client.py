@@ -1,13 +1,4 @@
-"""The FedMOA client: local multi-objective GRPO with hypergradient reward weights (paper §2, §3.2).
-
-A client holds its family's private rows and its own named reward components r_0..r_{K_m−1}
-(accuracy first). Its weights w^(m) arrive with each ``fit`` message and leave, adapted, with the
-reply; between rounds it keeps nothing (see the package docstring, "History across rounds").
-
-A round is :meth:`MOAClient.on_fit`, read top to bottom. With ``client_batching="lockstep"`` the runtime runs the
-clients' ``on_fit`` together (:mod:`fedrl_kit.federation.lockstep`): each local step's ``generate`` and GRPO
-forward/backward become one pass for all clients, while the per-objective gradients g_k (eq. 8) stay per client.
-"""
+"""The FedMOA client: local multi-objective GRPO with hypergradient reward weights (paper §2, §3.2)."""
 
 from __future__ import annotations
 
@@ -60,20 +51,6 @@ def hooked_lora_parameters(model, layer: int) -> list[torch.nn.Parameter]:
 def objective_gradients(model, rollouts, scores: np.ndarray, layer: int, settings, hyper_grad: str = "sequence"
                         ) -> np.ndarray:
     """g_k = ∂L_k/∂x for every objective k (eq. 8), x one of three things at decoder layer ``layer``.
-
-    ``hyper_grad="sequence"``: x = δ ∈ R^{N×H}, one shift of the layer's output h per sequence added at all of its
-    positions, so g_k[i] = Σ_t ∇_{h_{i,t}} L_k — sequence i's gradient pooled over its positions. Sequences with
-    opposite advantages keep their own rows instead of cancelling in one sum; but row i is the batch's i-th
-    rollout, so eq. 9 pairs whichever prompts stand at row i of two different batches.
-    ``"shared"``: x = δ ∈ R^H shared by every position of every sequence, g_k = Σ_{i,t} ∇_{h_{i,t}} L_k (the
-    first implementation; batch-order invariant, but it cancels across tokens and sequences).
-    ``"lora"``: x = θ_layer, the active adapter's LoRA factors in that layer (every LoRA module of the layer,
-    flattened and concatenated in ``named_parameters`` order): a fixed-shape vector whose coordinates mean the same
-    thing at every step, so eq. 9 compares like with like, and a sum over rows, so it does not depend on the batch
-    order. Computed with ``torch.autograd.grad`` on those parameters only: the adapter's values, its ``.grad``
-    and any optimiser state are left as they were.
-
-    L_k is the clipped surrogate with r_k's group-normalised advantage alone, at ratio 1, aggregated like the update.
 
     Args:
         model: the policy with the client's adapter active.
@@ -146,12 +123,7 @@ def objective_gradients(model, rollouts, scores: np.ndarray, layer: int, setting
 
 
 def target_lambda(g: np.ndarray, target: float) -> float:
-    """λ of the scale rule ``fedmoa.lam_rule="target"``: ``target / mean_k |g_k|²`` over objectives with a gradient.
-
-    With this λ, a step whose consecutive gradients agree exactly (Δ_k = |g_k|², eq. 9) moves w_k by ``target``
-    for an objective of average gradient size, before the simplex projection; the objectives keep their relative
-    scale (Δ stays unnormalised). 0 when no objective has a gradient.
-    """
+    """λ of the scale rule ``fedmoa.lam_rule="target"``: ``target / mean_k |g_k|²`` over objectives with a gradient."""
     sq = np.einsum("kd,kd->k", g, g)  # [K] |g_k|²
     sq = sq[sq > 0]
     return float(target / sq.mean()) if sq.size else 0.0
@@ -181,11 +153,10 @@ class MOAClient(GRPOClient):
 
     Args (beyond :class:`~fedrl_kit.federation.client.GRPOClient`'s):
         family: the task family of its data (it tells the server in ``properties``).
-        args: the run's :class:`~fedrl_kit.fedmoa.args.FedMOAArgs` (``lambda_on``, ``lam``, ``lam_rule``,
-            ``normalise``, ``hyper_grad``).
+        args: the run's :class:`~fedrl_kit.fedmoa.args.FedMOAArgs`.
         layer: the decoder layer whose output is h in eq. 8 (resolved ``hyper_layer``).
-        initial_weights: its weights w^(m) before any training, aligned with its reward names (it tells the
-            server in ``properties``; the plan's, :func:`fedrl_kit.fedmoa.plan.initial_weights`). None = uniform.
+        initial_weights: its w^(m) before any training, aligned with its reward names (the plan's,
+            :func:`fedrl_kit.fedmoa.plan.initial_weights`; it tells the server in ``properties``). None = uniform.
     """
 
     def __init__(self, cid, index, data, policy, reward_set, local, grpo, seed, family: str, args, layer: int,
@@ -221,8 +192,6 @@ class MOAClient(GRPOClient):
 
     def adapt_weights(self, rollouts, scores: np.ndarray, path: WeightPath) -> tuple[dict, np.ndarray]:
         """Eq. 8–10 on a step's rollouts, before its update: g^(t), then Δ^(t) and w^(t) (into ``path``).
-
-        With λ off the weights stay put.
 
         Returns:
             (diagnostics |g_k|², Δ^(t) [K]).

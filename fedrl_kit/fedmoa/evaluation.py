@@ -38,16 +38,13 @@ def evaluate_families(policy, adapter: str, tests: dict, n_samples: int, seed: i
     """Score ``adapter`` on each family's test split, per reward component.
 
     Args:
-        policy: the shared :class:`~fedrl_kit.policy.engine.Policy`.
-        adapter: the adapter to evaluate.
+        policy, adapter: the shared :class:`~fedrl_kit.policy.engine.Policy` and the adapter to evaluate.
         tests: family → test ``datasets.Dataset``.
-        n_samples: completions per problem.
-        seed: sampling seed.
+        n_samples, seed: completions per problem; the sampling seed.
         components: family → component names, accuracy first (default :data:`EVAL_COMPONENTS`).
 
     Returns:
-        ``{"<family>/<component>": mean, "<family>/pass@1", "<family>/length"}`` (floats); pass@1 is
-        the mean of the family's accuracy component (accuracy or code_accuracy).
+        ``{"<family>/<component>", "<family>/pass@1", "<family>/length"}`` → mean (pass@1: the accuracy component).
     """
     components = EVAL_COMPONENTS if components is None else components
     out = {}
@@ -64,11 +61,7 @@ def evaluate_families(policy, adapter: str, tests: dict, n_samples: int, seed: i
 
 
 def client_score(evaluation: dict, family: str, names) -> tuple[float, float]:
-    """(accuracy, aggregated reward = mean of the client's components) of one model for one client.
-
-    r_0 is scored by the family's test accuracy (``<family>/pass@1``: on the real datasets the code clients
-    train with MBPP's tests and are tested on HumanEval's), the other components by name.
-    """
+    """(accuracy, aggregated reward = mean of the client's components) of one model for one client."""
     vals = [evaluation[f"{family}/pass@1"]] + [evaluation[f"{family}/{n}"] for n in list(names)[1:]]
     return vals[0], float(np.mean(vals))
 
@@ -78,8 +71,7 @@ VAL_SEED_OFFSET = 7919
 
 
 def evaluate_round(server, theta: dict, local_adapters: dict) -> tuple[dict, dict]:
-    """Step 5 of a round: the global model on every family (test, and validation for model selection); each
-    local model on its own family.
+    """Step 5 of a round: the global model on every family (test, and validation); each local model on its family.
 
     Args:
         server: the :class:`~fedrl_kit.federation.server.Server` (policy, test splits, properties).
@@ -87,11 +79,9 @@ def evaluate_round(server, theta: dict, local_adapters: dict) -> tuple[dict, dic
         local_adapters: cid → θ^(m) of the clients to score locally (empty: none).
 
     Returns:
-        (the ``server`` record: every ``<family>/<component>``, ``global_accuracy`` (mean pass@1 over
-        families), ``aggregated_reward`` (mean over clients) and ``<family>/aggregated_reward`` (mean over that
-        family's clients), ``length``, with ``fedmoa.validate``
-        ``val/<family>/pass@1`` and ``val_accuracy`` (their mean), and with local models
-        ``local_accuracy`` / ``local_reward``; {cid: that client's ``local_*`` metrics}).
+        (the ``server`` record: every ``<family>/<component>``, ``global_accuracy``, ``aggregated_reward`` (also per
+        family), ``length``, ``val/<family>/pass@1`` and ``val_accuracy`` (``fedmoa.validate``), ``local_accuracy``
+        and ``local_reward``; {cid: that client's ``local_*`` metrics}).
     """
     cfg, props = server.config, server.properties
     tests = server.world.test_by_family
@@ -129,12 +119,7 @@ def evaluate_round(server, theta: dict, local_adapters: dict) -> tuple[dict, dic
 
 
 def evaluate_base(config, seed: int | None = None) -> dict:
-    """The base model (no adapter update) of a FedMOA config on every family's test split, per component.
-
-    The round-0 point of Table 1 and of the Fig. 3 / Fig. 4 trajectories: the world and the policy are built as
-    the run builds them (``config.world``, ``config.base`` with its device, dtype and chat settings), and scored
-    as :func:`evaluate_round` scores the global model (``eval_samples`` samples, the run's evaluation seed).
-    """
+    """The base model (no adapter update) of a FedMOA config on every family's test split, per component."""
     import torch
 
     from fedrl_kit.policy.engine import Policy

@@ -21,9 +21,6 @@ from fedrl_kit.world.registry import family_names
 def build_clients(run) -> dict:
     """Each client: its family's private rows (IID split within a family), its reward set (Table 3) and its
     initial weights (the plan's, ``fedmoa.init_weights``).
-
-    The simulation side: reads ``run.world`` (built from ``config.world``, checked by :func:`validate`)
-    and sets ``run.partitions`` to the clients' datasets.
     """
     cfg, args = run.config, run.config.fedmoa
     plan = client_plan(args.setting, cfg.num_clients, args.homo_family)

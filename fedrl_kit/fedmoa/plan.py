@@ -1,23 +1,4 @@
-"""Who holds what in a FedMOA federation (paper §4.1 and Table 3).
-
-The *plan* assigns each client m a task family (whose private rows it holds), a reward configuration
-(which named reward components it trains on) and its initial reward weights. The server knows the plan it
-assigned; the clients' rows never leave the simulation side (:func:`split_families` runs in ``build_clients``).
-
-The settings, as the paper builds them (§4.1, "Default hyperparameters"; Appendix A.1):
-
-- ``homo+homo``: every client holds part of one family and the same reward function (config A, uniform w);
-- ``homo+heter``: one family; the clients cycle through configs A, B, C (the paper: 10 clients, "three
-  pre-defined reward combinations");
-- ``heter+heter``: client m holds family m mod 3 and, as the j-th client of its family (j = ⌊m/3⌋), config
-  j mod 3 (the paper: 15 clients, five per dataset, three configs per dataset). From 6 clients on, every family
-  — hence every task cluster — holds clients with different reward sets.
-
-In both heterogeneous-reward settings the plan also spreads the initial accuracy weight w_0 over a family's
-clients (:data:`W0_SPREAD`; ours, the paper gives no initial weights): with uniform initial weights every
-MBPP client (configs A, B, C all have K = 3) would start at w_0 = 1/3, and eq. 11 could not tell them apart
-until λ had moved them — the "λ off, α on" row of Table 2 would then be FedAvg exactly.
-"""
+"""Who holds what in a FedMOA federation (paper §4.1 and Table 3). Details: docs/fedmoa.md, "Module notes"."""
 
 from __future__ import annotations
 
@@ -57,11 +38,7 @@ def reward_configs(world: str) -> dict[str, dict[str, tuple[str, ...]]]:
 
 
 def client_plan(setting: str, num_clients: int, homo_family: str = "math") -> list[tuple[str, str]]:
-    """(family, reward config) of each client m under ``setting`` (paper §4.1, see the module docstring).
-
-    ``homo+homo``: all clients ``(homo_family, "A")``; ``homo+heter``: ``homo_family`` with configs
-    A, B, C round-robin; ``heter+heter``: family m mod 3 and config ⌊m/3⌋ mod 3.
-    """
+    """(family, reward config) of each client m under ``setting`` (paper §4.1; docs/fedmoa.md, "Module notes")."""
     if setting not in SETTINGS:
         raise ValueError(f"fedmoa.setting must be one of {SETTINGS}, got {setting!r}")
     fams = tuple(FAMILIES)
@@ -103,12 +80,7 @@ def plan_families(plan: list[tuple[str, str]]) -> tuple[str, ...]:
 
 
 def world_for(setting: str, num_clients: int, homo_family: str = "math", kind: str = "families") -> str:
-    """The ``RunConfig.world`` a setting trains on: exactly the plan's families, in plan order.
-
-    ``kind`` is ``"families"`` (the embedded world) or ``"real-families"`` (MATH, GSM8K, MBPP/HumanEval):
-    ``"<kind>"`` for heter+heter, ``"<kind>:<homo_family>"`` for the homo settings; the world gives each of
-    its families ``n_train // n_families`` private rows (a homo setting's one family gets all).
-    """
+    """The ``RunConfig.world`` a setting trains on: exactly the plan's families, in plan order."""
     families = plan_families(client_plan(setting, num_clients, homo_family))
     return kind if families == tuple(FAMILIES) else f"{kind}:" + ",".join(families)
 
@@ -124,11 +96,7 @@ def config_name(family: str, reward_names) -> str:
 
 
 def reward_sets_per_cluster(plan: list[tuple[str, str]], key: str = "accuracy", configs=REWARD_CONFIGS) -> list[set]:
-    """The distinct reward sets (name tuples) inside each task cluster the server will form (§3.3).
-
-    Clusters are made from the reward names alone, as the server makes them
-    (:func:`~fedrl_kit.fedmoa.weights.cluster_by_reward_names`), in cluster order.
-    """
+    """The distinct reward sets (name tuples) inside each task cluster the server will form (§3.3)."""
     from fedrl_kit.fedmoa.weights import cluster_by_reward_names
 
     names = [configs[f][c] for f, c in plan]
@@ -139,9 +107,7 @@ def split_families(train: dict, plan: list[tuple[str, str]], seed: int) -> list:
     """Each client's private rows: its family's pool split IID (equal parts) among that family's clients.
 
     Args:
-        train: family → ``datasets.Dataset`` (the world's private pools).
-        plan: :func:`client_plan`'s list.
-        seed: the run seed.
+        train, plan, seed: family → ``datasets.Dataset`` (the private pools); :func:`client_plan`'s list; the run seed.
 
     Returns:
         One ``datasets.Dataset`` per client, in client order.

@@ -1,18 +1,4 @@
-"""What-ifs of eq. 8–12 without retraining: gradients measured once, the weight updates replayed.
-
-Eq. 9–12 act on the objective gradients g_k (eq. 8) and the reward weights only, so once the g_k of a few
-local steps are measured, how the weights would move under another λ, another step rule or another setting's
-clients — and which client eq. 11 would then trust — costs a few vector products. :func:`probe_gradients`
-measures g_k^(t) on a client's own consecutive local batches (its rollouts, its rewards, its seed streams) at
-one fixed adapter; :func:`replay_weights` runs eq. 9–10 over them as
-:meth:`~fedrl_kit.fedmoa.client.MOAClient.on_fit` does; :func:`replay_round` adds eq. 11–12 over a setting's
-clients (:func:`~fedrl_kit.fedmoa.algorithm.aggregate_weights`, the server's own code).
-
-What a probe is not: a training run's trajectory. In training, the adapter changes after every local step
-(each GRPO update moves the policy before the next g_k is measured); a probe holds it fixed, so consecutive g_k
-differ by their batches only. It shows the scale of eq. 9's signal and how λ maps it to weight moves, not what
-a run with that λ would reach.
-"""
+"""What-ifs of eq. 8–12 without retraining: gradients measured once, the weight updates replayed."""
 
 from __future__ import annotations
 
@@ -28,14 +14,10 @@ def probe_gradients(client, adapter: str, steps: int = 2, round: int = 1, hyper_
     """g_k^(t) (eq. 8) of one client on its first ``steps`` local batches of ``round``, all at ``adapter``.
 
     Args:
-        client: a :class:`~fedrl_kit.fedmoa.client.MOAClient` (e.g. ``run.clients["client_0"]``); its batches,
-            rollout seeds and reward components are those of its own local steps.
-        adapter: the policy adapter to roll out and differentiate (e.g. ``"global"`` at the run's initial state).
-        steps: how many consecutive local batches (>= 1).
-        hyper_grad: which g_k (``fedmoa.hyper_grad``): the gradient of the layer's LoRA factors ("lora"), one
-            shift of the hidden layer per sequence ("sequence") or one shared by every token ("shared"); None =
-            the client's own.
-        layer: the decoder layer of eq. 8; None = the client's own (its resolved ``hyper_layer``).
+        client: a :class:`~fedrl_kit.fedmoa.client.MOAClient` (its own batches, seeds and reward components).
+        adapter: the adapter to roll out and differentiate (e.g. ``"global"`` at the run's initial state).
+        steps: consecutive local batches (>= 1).
+        hyper_grad, layer: which g_k and at which decoder layer (``fedmoa.hyper_grad``); None: the client's own.
 
     Returns:
         [steps, K, d] float64, K = the client's reward components in its order (accuracy first).
@@ -58,14 +40,11 @@ def replay_weights(grads, w0, lam: float | None = None, target: float = 0.05,
     Args:
         grads: [T, K, d], g_k^(t) of T consecutive local steps (:func:`probe_gradients`).
         w0: [K] the weights the round starts from, on the simplex.
-        lam: λ of eq. 10; None = the scale rule, ``target / mean_k |g_k|²`` of the first step
-            (:func:`~fedrl_kit.fedmoa.client.target_lambda`, ``fedmoa.lam_rule="target"``).
-        target: the scale rule's target step.
+        lam, target: λ of eq. 10; None = the scale rule ``target / mean_k |g_k|²`` of the first step.
         normalise: Δ_k as the cosine of consecutive gradients (``fedmoa.normalise``).
 
     Returns:
-        (trajectory [T, K]: the weights after each local step — the first step has no g^(t−1) and keeps w0 —,
-        the λ used).
+        (trajectory [T, K]: the weights after each step, the first keeping w0; the λ used).
     """
     g = np.asarray(grads, dtype=np.float64)
     if g.ndim != 3 or g.shape[0] < 1:
@@ -123,10 +102,6 @@ def probe_clients(run, adapter: str = "global", steps: int = 3, family: str | No
 def lambda_scales(client, adapter: str, target: float = 0.05) -> dict[str, np.ndarray]:
     """How big eq. 9's Δ_k is, and how far one step of eq. 10 moves the weights, on two consecutive local batches.
 
-    For g_k of the layer's LoRA factors (``hyper_grad="lora"``), per sequence (``"sequence"``) and shared by every
-    token (``"shared"``): Δ_k, the weights after one step with the paper's λ = 0.01 and with the scale rule's λ
-    (``target``), and the cosine Δ_k.
-
     Returns:
         row label → [K] values in the client's reward order, starting from its initial weights.
     """
@@ -145,9 +120,6 @@ def lambda_scales(client, adapter: str, target: float = 0.05) -> dict[str, np.nd
 def replay_figure(rows: list[dict], x: str, y: str, title: str | None = None, aliases: dict | None = None):
     """:func:`replay_round` in the plane of two reward weights (w_x, w_y): one path per client in step order
     (arrows; its start w0 a circle), its cluster's broadcast w^(c) (eq. 12) a cross, α (eq. 11) in the legend.
-
-    ``aliases`` maps a name to the one a client may use instead (``{"accuracy": "code_accuracy"}``: the code
-    family's components play the same roles); a client with neither has weight 0 on it. Returns a plotly figure.
     """
     aliases = aliases or {}
     import plotly.express as px

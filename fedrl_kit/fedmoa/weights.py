@@ -1,62 +1,5 @@
 """FedMOA's pure building blocks: objective weights, advantages and aggregation weights.
-
-The FedMOA paper (Wang et al., *FedMOA: Federated GRPO for Personalized Reasoning LLMs under
-Heterogeneous Rewards*) has two halves; this module holds the arithmetic of both
-that the engine does not already have, free of models and messages, so it can be tested by hand
-(the map from every equation to code is in :mod:`fedrl_kit.fedmoa`):
-
-Client side: multi-objective GRPO with adaptive weights (§2, §3.2)
-    eq. 1     ``w_k >= 0, Σ_k w_k = 1``: the weights live on the simplex
-              → :func:`project_to_simplex`.
-    eq. 2–4   ``r_w = Σ_k w_k r_k``; the group-relative advantage ``A_w`` of the *scalarised*
-              reward drives the update → :func:`fedrl_kit.grpo.group_advantages` (in ``grpo_step``).
-              The per-objective losses ``L_k`` whose gradients eq. 8 needs are built from
-              :func:`per_objective_advantages`.
-    eq. 8–10  ``g_k^(t) = ∇_h L_k(h^(t))``, ``Δ_k^(t) = g_k^(t)ᵀ g_k^(t−1)``,
-              ``w_k ← w_k + λ Δ_k`` then projection onto the simplex
-              → :func:`hypergradient_step`.
-
-Server side: local-reward-guided aggregation (§3.3)
-    clusters  clients are grouped by their reward names → :func:`cluster_by_reward_names`.
-    eq. 11    ``s_m = 1 / (w_0^(m) + ε)``; softmax over the cluster gives ``α_m``
-              → :func:`accuracy_aware_weights`.
-    eq. 12    ``θ^(c) = Σ_m α_m θ^(m)`` → :func:`fedrl_kit.aggregate.weighted_sum`;
-              ``w_k^(c) = Σ_m α_m w_k^(m)`` for shared components only
-              → :func:`aggregate_shared_weights`.
-    eq. 13    ``θ^global = Σ_c N_c / Σ_c' N_c' θ^(c)`` → :func:`fedrl_kit.aggregate.fedavg`.
-
-Where the paper is silent or ambiguous, and what we chose:
-
-* **Δ_k is unnormalised** (eq. 9 is a plain inner product), so its scale is
-  the squared scale of the hidden-layer gradients and λ = 0.01 (the paper's
-  value) means different things for different models. ``normalise=True``
-  switches to the cosine of consecutive gradients, a bounded signal in
-  [−1, 1]; it is *our* option, off by default.
-* **Sign**: the paper adds ``+λΔ_k`` (eq. 10): aligned consecutive gradients
-  (Δ_k > 0) raise w_k, oscillating ones (Δ_k < 0) lower it. Because g_k is the
-  gradient of the loss L_k, flipping the sign convention of L_k (loss vs.
-  reward) flips both factors and leaves Δ_k unchanged.
-* **Only differences of Δ matter**: the simplex projection is invariant to
-  adding the same constant to every coordinate, so an update in which every
-  Δ_k is equal leaves w unchanged.
-* **Normalise after weighting**: eq. 4 computes the group-relative advantage
-  from the scalarised reward ``r_w`` (as TRL does with ``reward_weights``),
-  not a weighted sum of per-objective normalised advantages.
-  Group normalisation follows TRL: ``(r − mean_G) / (std_G + 1e-4)`` with the
-  unbiased standard deviation, and ``scale_rewards`` in {"group", "batch", "none"}.
-* **Softmax temperature**: eq. 11 applies a plain softmax to ``s_m``
-  (temperature 1). Since ``s_m ∈ [1, 1/ε]`` the softmax is very peaked
-  (w_0 = 0.1 vs 0.3 already gives a ratio of e^6.7 ≈ 800); ``temperature`` is
-  our knob to study this, 1.0 reproduces the paper.
-* **Clusters**: the paper groups clients "using the reward names" into coarse
-  task clusters but gives no rule. ``key="names"`` groups identical ordered
-  reward-name tuples; ``key="accuracy"`` (the method's default,
-  ``fedmoa.cluster_key``) groups by the accuracy reward's name r_0 alone, which
-  lets one cluster hold clients with different auxiliary rewards (the case
-  eq. 12's "shared components" is written for).
-* **Shared weights after eq. 12**: each client gets the cluster's aggregated
-  values for the shared components and keeps its own values for its
-  client-specific ones; the result is rescaled to sum to 1 (eq. 1).
+Details: docs/fedmoa.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -80,18 +23,14 @@ _GROUP_STD_EPS = 1e-4
 def project_to_simplex(v) -> np.ndarray:
     """Euclidean projection onto the probability simplex (eq. 1).
 
-    Solves ``argmin_w ||w − v||²`` s.t. ``w_k >= 0, Σ_k w_k = 1`` with the
-    sort-based algorithm of Duchi et al. (2008) / Wang & Carreira-Perpiñán
-    (2013): ``w_k = max(v_k − θ, 0)`` for the unique threshold θ.
+    ``argmin_w ||w − v||²`` s.t. ``w_k >= 0, Σ_k w_k = 1``: ``w_k = max(v_k − θ, 0)`` (the sort-based algorithm, Duchi
+    et al. 2008).
 
     Args:
         v: vector to project, shape ``[K]``, finite.
 
     Returns:
         w: float64 array, shape ``[K]``, non-negative, summing to 1.
-
-    Raises:
-        ValueError: if ``v`` is not a non-empty finite 1-D vector.
     """
     v = np.asarray(v, dtype=np.float64)
     if v.ndim != 1 or v.size == 0:
@@ -136,29 +75,17 @@ def hypergradient_step(
 ) -> tuple[np.ndarray, np.ndarray]:
     """One hypergradient update of the objective weights w_k (eq. 9–10).
 
-    ``Δ_k = g_k^(t)ᵀ g_k^(t−1)`` (eq. 9), ``w_k ← w_k + λ Δ_k`` (eq. 10), then
-    ``w ← Proj_simplex(w)``. A positive Δ_k (consecutive gradients of L_k
-    agree: the objective is still far from converged) raises w_k; a negative
-    one (they oscillate) lowers it. Gradients are *not* normalised, as in the
-    paper, unless ``normalise=True`` (cosine similarity; our option).
+    ``Δ_k = g_k^(t)ᵀ g_k^(t−1)`` (eq. 9), ``w_k ← w_k + λ Δ_k`` (eq. 10), then ``w ← Proj_simplex(w)``.
 
     Args:
-        w: current weights w^(t−1), shape ``[K]``, on the simplex.
-        grads_now: g_k^(t) = ∇_h L_k(h^(t)) flattened per objective, shape
-            ``[K, d]`` (eq. 8; h is one intermediate representation).
-        grads_prev: g_k^(t−1), shape ``[K, d]``, or ``None`` on the first
-            step, in which case w is returned unchanged and Δ = 0.
-        lr: the hypergradient step size λ >= 0 (paper: 0.01; 0 turns the
-            adaptation off, the "λ OFF" ablation of Table 2).
-        normalise: divide each Δ_k by ``||g_k^(t)|| ||g_k^(t−1)||`` (0 where a
-            gradient is zero).
+        w: current weights w^(t−1), ``[K]``, on the simplex.
+        grads_now: g_k^(t) flattened per objective, ``[K, d]`` (eq. 8).
+        grads_prev: g_k^(t−1), ``[K, d]``, or ``None`` on the first step (w unchanged, Δ = 0).
+        lr: the step size λ >= 0 (paper: 0.01; 0 is Table 2's "λ OFF").
+        normalise: divide each Δ_k by ``||g_k^(t)|| ||g_k^(t−1)||`` (0 where a gradient is zero).
 
     Returns:
-        (w_new, delta): the new weights w^(t), shape ``[K]``, on the simplex,
-        and the hypergradient signals Δ^(t), shape ``[K]``.
-
-    Raises:
-        ValueError: on a bad ``w``, gradient shape or ``lr``.
+        (w_new ``[K]`` on the simplex, delta: the signals Δ^(t) ``[K]``).
     """
     w = _check_simplex(w, "w")
     n_obj = w.size
@@ -192,13 +119,7 @@ def hypergradient_step(
 
 
 def _group_normalise(r: np.ndarray, scale_rewards: str) -> np.ndarray:
-    """Group-relative advantage of ``r`` [B, G, ...] over the group axis 1.
-
-    The formula of :func:`fedrl_kit.grpo.group_advantages` (same eps, ddof, scale options), kept as a
-    second implementation on purpose: this one is float64 NumPy (two-pass std) over all K objectives at
-    once, the engine's a torch reduction over one reward vector with its own summation order. They agree
-    to about an ulp of float64, not bit for bit, and the L_k gradients of every stored run come from this one.
-    """
+    """Group-relative advantage of ``r`` [B, G, ...] over the group axis 1."""
     adv = r - r.mean(axis=1, keepdims=True)  # [B, G, ...]
     if scale_rewards == "none":
         return adv
@@ -228,20 +149,13 @@ def _check_rewards(rewards, scale_rewards: str) -> np.ndarray:
 def per_objective_advantages(rewards, scale_rewards: str = "group") -> np.ndarray:
     """Group-relative advantage of each reward component r_k separately.
 
-    These define the per-objective losses L_k whose hidden-layer gradients
-    g_k feed the hypergradient (eq. 8).
-
     Args:
-        rewards: r_k for each completion, shape ``[B, G, K]`` (B prompts,
-            G completions per prompt, K objectives).
-        scale_rewards: TRL's option: "group" divides by the group std,
-            "batch" by the std over the batch, "none" only centres.
+        rewards: r_k for each completion, shape ``[B, G, K]`` (B prompts, G completions per prompt, K objectives).
+        scale_rewards: TRL's option: "group" divides by the group std, "batch" by the std over the batch, "none" only
+            centres.
 
     Returns:
         A_k, shape ``[B, G, K]``, float64; zero for a group whose r_k is constant.
-
-    Raises:
-        ValueError: on a bad shape, G < 2, non-finite rewards or ``scale_rewards``.
     """
     r = _check_rewards(rewards, scale_rewards)  # [B, G, K]
     return _group_normalise(r, scale_rewards)  # [B, G, K]
@@ -258,18 +172,14 @@ def cluster_by_reward_names(
     """Group clients into task clusters S_c by their reward names (§3.3).
 
     Args:
-        client_reward_names: for each client m, the names of its reward
-            components in order, accuracy first (r_0^(m)), e.g.
-            ``("accuracy", "format", "tag_count")``.
-        key: "names" puts clients with identical ordered name tuples together;
-            "accuracy" groups by the accuracy reward's name r_0 only.
+        client_reward_names: for each client m, the names of its reward components in order, accuracy first (r_0^(m)),
+            e.g. ``("accuracy", "format", "tag_count")``.
+        key: "names" puts clients with identical ordered name tuples together; "accuracy" groups by the accuracy
+            reward's name r_0 only.
 
     Returns:
-        The clusters as lists of client indices, ordered by their first client
-        index (and increasing inside a cluster), so the result is deterministic.
-
-    Raises:
-        ValueError: on an empty name tuple, a non-string name, or a bad ``key``.
+        The clusters as lists of client indices, ordered by their first client index (and increasing inside a cluster),
+        so the result is deterministic.
     """
     if key not in ("names", "accuracy"):
         raise ValueError(f"key must be 'names' or 'accuracy', got {key!r}")
@@ -296,21 +206,15 @@ def cluster_by_reward_names(
 def accuracy_aware_weights(w0, eps: float = 1e-6, temperature: float = 1.0) -> np.ndarray:
     """Aggregation weights α_m of the clients in one cluster (eq. 11).
 
-    ``s_m = 1 / (w_0^(m) + ε)`` and ``α = softmax(s / temperature)``: a small
-    accuracy weight w_0 means accuracy was de-emphasised because it is close
-    to convergence, so that client counts more.
+    ``s_m = 1 / (w_0^(m) + ε)``, ``α = softmax(s / temperature)``: a client whose accuracy weight is small counts more.
 
     Args:
-        w0: accuracy weights w_0^(m) of the cluster's clients, shape ``[|S_c|]``,
-            each in [0, 1].
+        w0: accuracy weights w_0^(m) of the cluster's clients, shape ``[|S_c|]``, each in [0, 1].
         eps: the ε of eq. 11 (paper: 1e-6), > 0.
         temperature: softmax temperature, > 0; the paper uses none (= 1.0).
 
     Returns:
         α, shape ``[|S_c|]``, float64, non-negative, summing to 1.
-
-    Raises:
-        ValueError: on an empty or out-of-range ``w0``, or a bad ``eps``/``temperature``.
     """
     w0 = np.asarray(w0, dtype=np.float64)
     if w0.ndim != 1 or w0.size == 0:
@@ -341,11 +245,7 @@ def aggregate_shared_weights(
 ) -> list[dict[str, float]]:
     """Aggregate the shared reward weights of one cluster (eq. 12, right).
 
-    ``w_k^(c) = Σ_m α_m w_k^(m)`` for each shared component k; client-specific
-    components are not aggregated. Each client's dict then holds the cluster
-    value for every shared k and its own value for the rest, rescaled to sum
-    to 1 (eq. 1). When every name is shared (clusters by identical names)
-    every client receives the same dict.
+    ``w_k^(c) = Σ_m α_m w_k^(m)`` for each shared k; each client keeps its own other components, renormalised (eq. 1).
 
     Args:
         weight_dicts: for each client m in S_c, ``{reward name: w_k^(m)}``.
@@ -355,10 +255,6 @@ def aggregate_shared_weights(
 
     Returns:
         One dict per client, in input order, with that client's names.
-
-    Raises:
-        ValueError: on no clients, a shared name missing from a client, negative
-            or non-finite weights, or a bad ``alpha``.
     """
     if len(weight_dicts) == 0:
         raise ValueError("weight_dicts must hold at least one client's weights")

@@ -1,15 +1,4 @@
-"""The method registry: every method the toolkit runs, as one explicit :class:`MethodSpec` each.
-
-A spec names the method's round, how its clients are built, which typed argument sections of
-``RunConfig`` it reads (validated only for the methods that use them), and its optional
-checkpoint and validation hooks. :class:`fedrl_kit.runs.Run` reads only the spec: it has no
-branch on a method's name.
-
-The shared baselines live here (``fedavg_grpo`` and ``fedprox_grpo``, ``central_grpo``,
-``zero_shot``); each paper's methods live in its own package (``fedrl_kit.fedgrpo``,
-``fedrl_kit.pubswap``, ``fedrl_kit.fedmoa``). Specs are imported on first use, so importing the
-package stays cheap.
-"""
+"""The method registry: every method the toolkit runs, as one explicit :class:`MethodSpec` each."""
 
 from __future__ import annotations
 

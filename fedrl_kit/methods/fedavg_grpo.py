@@ -1,26 +1,12 @@
-"""FedAvg-GRPO and FedProx-GRPO: local GRPO with τ steps, then adapter aggregation.
-
-PubSwap paper §3.3–3.4 ("Local GRPO") and eq. 5 (FedProx); one round:
+"""FedAvg-GRPO and FedProx-GRPO: local GRPO with τ steps, then adapter aggregation (PubSwap §3.3–3.4, eq. 5).
 
 1. the server broadcasts the global LoRA factors (A_p, B_p)                  → ``fit`` messages
-2. every client loads them and runs τ local GRPO steps on its private data:
-   b prompts × G completions, rewards, advantages (eq. 1), clipped surrogate
-   (eq. 2), ``num_iterations`` gradient epochs per step                        → GRPOClient.on_fit
+2. each client runs τ local GRPO steps on its private data (eqs. 1–2)        → ``GRPOClient.on_fit``
    (FedProx: + (μ/2)‖θ − θ^(t)‖² on the LoRA matrices, eq. 5)
 3. clients send back their factors (A^(n), B^(n))                           → ``fit_result``
 4. the server aggregates: FedAvg weighted by examples, or FedIT (eq. 4)      → ``aggregate``
 
-Step 2 runs the clients one after another (``client_batching="sequential"``, the default) or all together
-(``"lockstep"``: one generate and one forward/backward per local step over every client's rows, each row
-with its own client's adapter; :mod:`fedrl_kit.federation.lockstep`). Both give each client its own batches,
-sampling stream, rewards, clipping and optimiser, and the same replies.
-
-With ``clients_per_round`` only the round's participants (:meth:`~fedrl_kit.federation.server.Server.participants`)
-are asked, and the aggregate is theirs. A client that raises is dropped for the round (its failure is in the metrics); if every
-client fails, the global adapter is kept unchanged.
-
-Deviations: none from the algorithm. FedProx's μ (``config.fedprox.mu``) is one value per run (the paper tunes
-μ ∈ {0.001, 0.01, 0.1} and reports the best; the notebooks sweep it).
+A client that raises is dropped for the round; if every client fails, the global adapter is kept.
 """
 
 from __future__ import annotations

@@ -1,18 +1,4 @@
-"""One frozen base model in memory, one LoRA adapter per client (peft multi-adapter).
-
-A client costs one adapter and its optimiser state, never a copy of the model. Adapters leave
-and enter the model as *plain data* — ``dict[str, numpy.ndarray]`` keyed by peft's
-adapter-independent parameter names — so they can travel in federation messages unchanged.
-
-LoRA factor naming (PubSwap eq. 3): for a frozen weight W_0 [m, d], ``…lora_A.weight`` is
-A [r, d] and ``…lora_B.weight`` is B [m, r]; the update is ΔW = (alpha / r) · B A.
-
-Which modules get LoRA (``RunConfig.lora_targets``, resolved by :func:`resolve_lora_targets`): "auto" is
-the seven projections of Llama-style models (``DEFAULT_TARGETS``: q/k/v/o and the gate/up/down MLP, the
-PubSwap paper's choice) when the model has all seven, else peft's "all-linear" (every Linear and GPT-2
-Conv1D layer but the output head), so GPT-2 (``c_attn``, ``c_proj``, ``c_fc``), Phi-3 (``qkv_proj``) or
-OPT (``fc1``) get adapters without naming their modules.
-"""
+"""One frozen base model in memory, one LoRA adapter per client (peft multi-adapter)."""
 
 from __future__ import annotations
 
@@ -39,9 +25,6 @@ def resolve_lora_targets(model, lora_targets: str = "auto") -> list[str] | str:
 
     Returns:
         ``list(DEFAULT_TARGETS)`` (auto, on a model that has all seven), ``"all-linear"``, or the listed names.
-
-    Raises:
-        ValueError: naming ``lora_targets`` when it is empty or lists a module the model does not have.
     """
     spec = lora_targets.strip() if isinstance(lora_targets, str) else ""
     names = [n for n, _ in model.named_modules() if n]
@@ -62,11 +45,7 @@ def resolve_lora_targets(model, lora_targets: str = "auto") -> list[str] | str:
 
 def attach_lora(model, rank: int = 8, alpha: float = 16.0, target_modules=DEFAULT_TARGETS, dropout: float = 0.0,
                 seed: int = 0):
-    """Wrap ``model`` with peft and create the server's ``"global"`` adapter (B = 0, A random; eq. 3).
-
-    ``target_modules`` is a list of module names or peft's ``"all-linear"`` (see :func:`resolve_lora_targets`).
-    The base weights are frozen. Returns the ``PeftModel``.
-    """
+    """Wrap ``model`` with peft and create the server's ``"global"`` adapter (B = 0, A random; eq. 3)."""
     if rank < 1:
         raise ValueError(f"lora rank must be >= 1, got {rank}")
     torch.manual_seed(seed)
@@ -88,10 +67,7 @@ def ensure_adapter(model, name: str) -> None:
 
 
 def drop_adapter(model, name: str) -> None:
-    """Delete adapter ``name`` from the model, freeing its factors (no-op when absent; never the global one).
-
-    The global adapter is made active first when ``name`` was (peft would otherwise pick a remaining one and warn).
-    """
+    """Delete adapter ``name`` from the model, freeing its factors (no-op when absent; never the global one)."""
     if name == GLOBAL:
         raise ValueError(f"the {GLOBAL!r} adapter cannot be dropped")
     if name not in model.peft_config:
@@ -102,14 +78,7 @@ def drop_adapter(model, name: str) -> None:
 
 
 class _Layout:
-    """Cached references into one peft model: its LoRA layers and, per adapter, (state key, parameter) pairs.
-
-    Built from peft's own walks (``get_peft_model_state_dict``, ``named_parameters``, ``modules``) and valid
-    while the model's adapters are the same objects: :func:`_layout` rebuilds it when the set of adapters
-    changes, and an adapter's entry is rebuilt when its parameters are no longer the cached ones (deleted and
-    re-added under the same name). A model or adapter this cache cannot mirror exactly (auxiliary wrappers,
-    variants with frozen weights, keys that do not round-trip) is marked ``fast = False`` and gets peft's path.
-    """
+    """Cached references into one peft model: its LoRA layers and, per adapter, (state key, parameter) pairs."""
 
     def __init__(self, model):
         from peft.tuners.lora.layer import LoraLayer
@@ -216,12 +185,7 @@ def set_state(model, name: str, state: AdapterState) -> None:
 
 
 def activate(model, name: str) -> list[torch.nn.Parameter]:
-    """Make ``name`` the active (and only trainable) adapter; returns its parameters.
-
-    peft's ``set_adapter`` walks every module and, in each LoRA layer, every adapter; with the cached layout it
-    records ``name`` as active in the LoRA layers (what the layers' ``set_adapter`` records) and sets the
-    trainable flags over the cached LoRA parameters (tested equal to peft's walk).
-    """
+    """Make ``name`` the active (and only trainable) adapter; returns its parameters."""
     layout = _layout(model)
     entry = layout.entry(model, name) if name in model.peft_config else None
     if entry is None or any(m.merged for m in layout.layers):
@@ -245,9 +209,6 @@ def activate(model, name: str) -> list[torch.nn.Parameter]:
 
 def save_peft(model, state: AdapterState, path, base_model_name_or_path: str | None = None) -> None:
     """Write ``state`` as a PEFT adapter folder (``adapter_config.json`` + ``adapter_model.safetensors``).
-
-    Plain peft loads it — ``PeftModel.from_pretrained(base, path)`` — and so do TRL and vLLM's
-    ``LoRARequest``: the factors keep peft's adapter-independent names and the run's LoRA config.
 
     Args:
         model: the peft-wrapped model the state belongs to (gives the LoRA config).
@@ -275,12 +236,7 @@ def save_peft(model, state: AdapterState, path, base_model_name_or_path: str | N
 
 
 def initial_state(model, seed: int) -> AdapterState:
-    """The LoRA factors a fresh ``"global"`` adapter gets with ``seed`` (A random, B = 0; eq. 3).
-
-    Equal to what :func:`attach_lora` created for that seed (tested), but computed on a model that
-    may have trained since: a run that reuses a loaded policy starts from its own seed's adapter,
-    not from whatever the previous run left in ``"global"``. The global torch RNG is left as it was.
-    """
+    """The LoRA factors a fresh ``"global"`` adapter gets with ``seed`` (A random, B = 0; eq. 3)."""
     tmp = "__initial__"
     active = model.active_adapter
     with torch.random.fork_rng(devices=[]):

@@ -1,16 +1,4 @@
-"""Where rollouts are sampled: Hugging Face ``generate`` (default, CPU or GPU) or vLLM (GPU, optional).
-
-Both return the same :class:`~fedrl_kit.rollout.Rollouts` (prompt-major token ids, masks, texts); the
-log-probabilities for the GRPO ratio are always recomputed by the training model, as TRL does with vLLM.
-
-The vLLM backend serves every client's adapter from one engine with per-request LoRA
-(``LLM(model, enable_lora=True, max_loras=K)``, one ``LoRARequest`` per adapter): before sampling it
-writes the adapter's current factors as a PEFT folder (:func:`~fedrl_kit.policy.adapters.save_peft`)
-under a fresh LoRA id whenever they changed. :meth:`VLLMBackend.rollouts_many` samples several
-adapters' prompts in one engine call. vLLM is imported only when a :class:`VLLMBackend` is made, never
-on a CPU path; it has not been run in this project yet (no GPU with vLLM was at hand): its plumbing is
-tested against a stand-in engine (``tests/test_backends.py``).
-"""
+"""Where rollouts are sampled: Hugging Face ``generate`` (default, CPU or GPU) or vLLM (GPU, optional)."""
 
 from __future__ import annotations
 

@@ -36,14 +36,11 @@ class Policy:
         """Load a base model, freeze it and attach the global LoRA adapter.
 
         Args:
-            base: a model folder, a hub id, a .gguf file or an alias ("smollm2"); see
-                :func:`fedrl_kit.policy.hub.locate_base`.
-            lora_rank, lora_alpha: r and alpha of every adapter.
-            seed: seeds the global adapter's A.
+            base: a model folder, a hub id, a .gguf file or an alias (:func:`fedrl_kit.policy.hub.locate_base`).
+            lora_rank, lora_alpha, seed: r and alpha of every adapter; the seed of the global adapter's A.
             chat, max_new_tokens, temperature: the sampling settings the policy keeps.
             device, dtype: where and in which dtype the base weights live (None: the checkpoint's).
-            lora_targets: "auto", "all-linear" or a comma-separated list of module names
-                (:func:`fedrl_kit.policy.adapters.resolve_lora_targets`).
+            lora_targets: "auto", "all-linear" or module names (:func:`fedrl_kit.policy.adapters.resolve_lora_targets`).
 
         Returns:
             The :class:`Policy`.

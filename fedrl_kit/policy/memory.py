@@ -1,37 +1,5 @@
 """How much device memory a run needs, estimated before anything is loaded, and a refusal when it will not fit.
-
-:func:`estimate_memory` builds the base model's architecture on PyTorch's ``meta`` device (shapes only: no
-weights, no memory, well under a second), counts its parameters and the LoRA factors the run attaches, and
-adds up what one training process holds at its peak:
-
-==================  ====================================================================================
-``weights``         the frozen base, ``n_params × dtype bytes``
-``adapters``        the global adapter and one per client, float32 (peft keeps adapters in float32)
-``optimiser``       Adam(W)'s two float32 moments per client (the PubSwap clients step in lockstep, so all N
-                    optimisers are alive at once)
-``gradients``       one float32 gradient per client's adapter
-``rollout``         the KV cache of one generate call: b·K rows × (prompt + max_new_tokens) tokens ×
-                    2 · layers · kv_heads · head_dim × dtype bytes
-``training``        one micro-batch's saved activations, ``rows × tokens × layers × (10·h + 5·i) × dtype
-                    bytes`` (a Llama-style layer with SDPA attention: no attention matrix is kept), plus its
-                    logits over the completion tokens, ``rows × T × vocab × 14 bytes`` (the logits, their
-                    float32 log-softmax and its gradient)
-``evaluation``      the KV cache of one evaluation batch (``eval_batch_size`` rows)
-``evaluators``      FedGRPO's and DPSDA-FL's client models trained by SFT (``evaluator.sft_batch`` pairs a step):
-                    one pass's activations and logits as for ``training``, over prompt + completion tokens, with
-                    the rows :func:`row_chunks` lets one pass take; their adapters (one per client)
-                    are counted in ``adapters``
-``overhead``        1 GiB (CUDA context, allocator slack)
-==================  ====================================================================================
-
-``total`` = weights + adapters + optimiser + gradients + the largest of rollout, training, evaluation and evaluators
-(they never run at the same time) + overhead. It is an estimate for planning, good to about ±30 %: it
-knows nothing of fragmentation or of the prompt lengths a dataset really has (it takes ``prompt_tokens``:
-1,024, the paper's max prompt length, for a real world; 64 for the embedded ones).
-
-:func:`check_fits` raises :class:`DoesNotFitError` (a ``ValueError``: the CLI prints its one line) when the
-total exceeds the device's memory; :class:`fedrl_kit.runs.Run` calls it before it loads the model, and
-``fedrl run --dry-run`` prints the estimate without loading anything.
+Details: docs/gpu.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -85,11 +53,6 @@ LOGITS_BYTES = 1 << 30
 def row_chunks(rows: int, positions: int, vocab: int, budget: int | None = None) -> list[range]:
     """``range(rows)`` cut into consecutive chunks whose float32 logits (chunk × positions × vocab × 4 bytes) stay
     within ``budget`` (default :data:`LOGITS_BYTES`); one chunk when the whole batch fits.
-
-    With a real model's vocabulary the logits, not the weights, set a scoring pass's memory: 32 SFT pairs of 137
-    tokens over Qwen2.5's 151,936 tokens are 2.5 GiB in float32, and the cross-entropy and its gradient hold more
-    of that size; FedGRPO's evaluators train on such batches. The embedded world's vocabulary keeps every batch of
-    its presets in one chunk, so their numbers do not change.
     """
     budget = LOGITS_BYTES if budget is None else budget
     per_row = max(1, positions * vocab * 4)
@@ -103,7 +66,7 @@ class DoesNotFitError(ValueError):
 
 @dataclass
 class MemoryEstimate:
-    """Bytes of each part of a run's peak memory (see the module docstring); ``total`` is what must fit."""
+    """Bytes of each part of a run's peak memory (docs/gpu.md, "Module notes"); ``total`` is what must fit."""
 
     n_params: int
     n_lora: int
@@ -167,7 +130,7 @@ def _lora_entries(model: torch.nn.Module, targets: str, rank: int) -> int:
 
 def estimate_memory(config, arch: transformers.PretrainedConfig | None = None,
                     prompt_tokens: int | None = None) -> MemoryEstimate | None:
-    """Peak memory of a run (see the module docstring).
+    """Peak memory of a run (docs/gpu.md, "Module notes").
 
     Args:
         config: the ``RunConfig``.
@@ -251,9 +214,8 @@ def check_fits(config, estimate: MemoryEstimate | None = None, capacity: int | N
     """Raise :class:`DoesNotFitError` when ``config``'s estimated peak exceeds its device's memory.
 
     Args:
-        config: the ``RunConfig``.
-        estimate: a precomputed :func:`estimate_memory` (default: computed here).
-        capacity: the device's bytes (default: :func:`device_memory` of ``config.device``).
+        config, estimate, capacity: the ``RunConfig``; a precomputed :func:`estimate_memory` and the device's bytes
+            (defaults: computed here, :func:`device_memory` of ``config.device``).
 
     Returns:
         The estimate (None, and no check, when the architecture or the device is unknown here).

@@ -1,22 +1,4 @@
-"""``fedrl pretrain``: warm-start the tiny policy into a weak but not hopeless base checkpoint.
-
-A short supervised run on problems from the non-held-out region (see
-:mod:`fedrl_kit.world.world`). Only part of the targets use the answer format
-(``format_rate``); the rest are the bare answer. So the base:
-
-- solves some problems (pass@1 between 15 % and 60 % on held-out problems),
-- uses ``<think>…</think><answer>…</answer>`` only part of the time,
-
-and accuracy, format and tag-count rewards all have room to grow under RL (FedMOA needs that).
-
-The teacher is *noisy*: a fraction ``answer_noise`` of targets carry a near-miss wrong answer
-(the right one ± 1–3). Real base models are weak in this way — they put probability on wrong
-answers that a verifier can push down — and it is what gives GRPO groups with mixed rewards,
-hence a learning signal, within CPU minutes. A base that is weak only because it cannot do a
-topic at all (all G samples wrong) gives GRPO nothing to learn from.
-The run is deterministic (seeded, single-threaded data order) and takes a few CPU minutes;
-``data/base/`` holds its result, ``data/base/pretrain.json`` the command's settings and metrics.
-"""
+"""``fedrl pretrain``: warm-start the tiny policy into a weak but not hopeless base checkpoint."""
 
 from __future__ import annotations
 
@@ -90,14 +72,10 @@ def pretrain(
 
     Args:
         out_dir: where ``save_pretrained`` writes the checkpoint.
-        steps: optimiser steps (the knob that sets how weak the base is).
-        batch_size: sequences per step.
-        lr: AdamW peak learning rate (linear warm-up over 5 % of steps, then cosine decay).
-        n_examples: distinct training problems (the world's difficulty levels, non-held-out region).
-        format_rate: fraction of targets written in the ``<think>…<answer>`` format.
-        answer_noise: fraction of targets whose answer is a near miss (the noisy teacher).
-        seed: seeds initialisation and data order.
-        progress: show a tqdm bar.
+        steps, batch_size, lr: optimiser steps (how weak the base is), sequences per step, AdamW peak rate.
+        n_examples: distinct training problems (non-held-out region).
+        format_rate, answer_noise: fractions of targets in the ``<think>…<answer>`` format and with a near miss.
+        seed, progress: seeds initialisation and data order; show a tqdm bar.
 
     Returns:
         A dict of the settings and the final training loss (also written to ``pretrain.json``).
@@ -124,12 +102,7 @@ def check_settings(steps: int, batch_size: int, format_rate: float, answer_noise
 
 def train_and_save(model, tokenizer, pairs: list[tuple[str, str]], rng: random.Random, out_dir, steps: int,
                    batch_size: int, lr: float, info: dict, desc: str, progress: bool) -> dict:
-    """The supervised loop every warm start shares, then ``save_pretrained`` and ``pretrain.json``.
-
-    AdamW (weight decay 0.01), linear warm-up over 5 % of steps then cosine decay, grad-norm clip 1;
-    each step takes ``batch_size`` (prompt, target) pairs drawn by ``rng``. ``info`` (the caller's
-    settings) gets the final loss (mean of the last 20 steps), the wall time and the parameter count.
-    """
+    """The supervised loop every warm start shares, then ``save_pretrained`` and ``pretrain.json``."""
     from tqdm.auto import tqdm
 
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)

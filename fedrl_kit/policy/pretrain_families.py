@@ -1,28 +1,4 @@
-"""Derived base for FedMOA: continue the warm start of ``data/base`` on all three task families.
-
-``data/base`` was warm-started on the seven arithmetic topics only, so it has never seen a word
-problem (GSM8K-like) or been asked for a program (MBPP-like); see :mod:`fedrl_kit.world.families`.
-:func:`pretrain_families` loads it and continues the *same* supervised recipe as
-:func:`fedrl_kit.policy.pretrain.pretrain` — noisy teacher, partial format — on a round-robin mix
-of the math, gsm and code families (the math third keeps the arithmetic it already knows), and
-saves the result to ``data/base_moa``. Like the original it aims for a weak but not hopeless base:
-
-- pass@1 between roughly 15 % and 60 % per family, so accuracy has room to grow under RL (measured:
-  math 0.205, gsm 0.193, code 0.547 on 200 test problems × 2 samples per family, ``docs/fedmoa.md``);
-- the ``<think>…</think><answer>…</answer>`` format used only part of the time (``format_rate``),
-  so format, tag-count and code-format rewards carry signal (FedMOA Fig. 1 and 4);
-- near-miss wrong answers from the noisy teacher (``answer_noise``): for numbers the answer ± 1–3,
-  for programs one constant of the program ± 1–3, so GRPO groups have mixed rewards.
-
-The word problems are taught twice as often as the others (``mix=(1, 2, 1)``) for 800 steps: with one slot each
-and 400 steps (the first ``data/base_moa``) the GSM8K-like family stayed at 2–8 % zero-shot.
-
-Command (deterministic single-threaded; 872–1,042 s measured; the sha256 of two builds agree)::
-
-    OMP_NUM_THREADS=1 python -m fedrl_kit.policy.pretrain_families --out data/base_moa
-
-``data/base_moa/pretrain.json`` records the settings, the loss and the source base.
-"""
+"""Derived base for FedMOA: continue the warm start of ``data/base`` on all three task families."""
 
 from __future__ import annotations
 
@@ -86,19 +62,13 @@ def pretrain_families(
     """Continue the supervised warm start of ``source`` on the three families; save to ``out_dir``.
 
     Args:
-        out_dir: where the derived base is written (``save_pretrained`` + ``pretrain.json``).
-        source: the base to continue from (``data/base``).
-        steps: optimiser steps.
-        batch_size: sequences per step.
-        lr: AdamW peak learning rate (linear warm-up over 5 % of steps, then cosine decay).
-        n_examples: warm-start rows (drawn with replacement, non-held-out region, round-robin over families).
-        format_rate: fraction of targets in the think/answer format.
-        answer_noise: fraction of targets with a near-miss answer or program.
-        families: family names from :data:`fedrl_kit.world.families.FAMILIES`.
-        mix: slots per family in each round-robin cycle: ``(1, 2, 1)`` teaches the word problems twice as often
-            (``None`` = one each, how the first ``data/base_moa`` was built, with 400 steps).
-        seed: seeds data and order.
-        progress: show a tqdm bar.
+        out_dir, source: where the derived base is written, and the base it continues from (``data/base``).
+        steps, batch_size, lr: optimiser steps, sequences per step, AdamW peak rate (5 % warm-up, cosine decay).
+        n_examples: warm-start rows (with replacement, non-held-out region, round-robin over families).
+        format_rate, answer_noise: fractions of targets in the think/answer format and with a near-miss answer.
+        families: names from :data:`fedrl_kit.world.families.FAMILIES`.
+        mix: slots per family in each cycle: ``(1, 2, 1)`` teaches word problems twice as often (None: one each).
+        seed, progress: seeds data and order; show a tqdm bar.
 
     Returns:
         The settings and the final training loss (also written to ``pretrain.json``).

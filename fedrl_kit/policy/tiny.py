@@ -1,13 +1,4 @@
-"""The embedded world's tiny policy: a character-level tokenizer and a ~1.6 M-parameter Qwen2.
-
-Both are ordinary Hugging Face objects: ``save_pretrained`` / ``from_pretrained`` work, and
-every other part of the toolkit treats the tiny policy exactly like a real model loaded by
-:func:`fedrl_kit.policy.hub.load_pretrained`.
-
-The tokenizer is built with the ``tokenizers`` library: one token per character, plus the
-four format tags (``<think>``, ``</think>``, ``<answer>``, ``</answer>``) as single tokens,
-so that the format rewards see the same units the policy emits.
-"""
+"""The embedded world's tiny policy: a character-level tokenizer and a ~1.6 M-parameter Qwen2."""
 
 from __future__ import annotations
 
@@ -63,11 +54,7 @@ def tiny_config(vocab_size: int, hidden_size: int = 192, num_layers: int = 4, **
 
 
 def build_tiny_model(tokenizer, seed: int = 0, **config_overrides) -> transformers.Qwen2ForCausalLM:
-    """A freshly initialised Qwen2 causal LM (seeded, float32) with ``tiny_config``'s settings and ``config_overrides``.
-
-    ``vocab_size`` defaults to the tokenizer's; a larger one (a real model's, for its embedding and LM-head cost)
-    adds ids the tokenizer never produces and ``decode`` drops.
-    """
+    """A freshly initialised Qwen2 causal LM (seeded, float32): ``tiny_config``'s settings and ``config_overrides``."""
     torch.manual_seed(seed)
     vocab_size = config_overrides.pop("vocab_size", len(tokenizer))
     model = transformers.Qwen2ForCausalLM(tiny_config(vocab_size, **config_overrides))

@@ -1,10 +1,4 @@
-"""Appendix A.2's off-policy distortion of one client's Balanced public step, from the client's side.
-
-:func:`distortion_terms` measures ω_n, the one-replacement distortion β_n(x) and the bound (1/b) Σ_x M_n(x) β_n(x)
-at the client's current θ, from its own responses and its group after the swap. Two callers: the notebook's replay of
-one step (:func:`fedrl_kit.pubswap.public_step.off_policy_terms`), and a run's public steps when
-``pubswap.trace_off_policy`` asks (:meth:`fedrl_kit.pubswap.method.PubSwapClient.off_policy_terms`).
-"""
+"""Appendix A.2's off-policy distortion of one client's Balanced public step, from the client's side."""
 
 from __future__ import annotations
 

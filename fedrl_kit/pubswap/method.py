@@ -1,7 +1,6 @@
 """FedAvg-PubSwap's round (:func:`run_round`) and client (:class:`PubSwapClient`).
 
-The paper-to-code map, the settings and every deviation are in the package docstring
-(:mod:`fedrl_kit.pubswap`).
+The paper-to-code map is in the package docstring (:mod:`fedrl_kit.pubswap`), the deviations in docs/pubswap.md.
 """
 
 from __future__ import annotations
@@ -114,7 +113,7 @@ class PubSwapClient(GRPOClient):
                         list(gen.prompts), [t for group in texts for t in group], K)
 
     def on_public_step(self, round: int, payload: dict) -> dict:
-        """One GRPO step on the swapped groups; π_old = current policy for every row (see module doc)."""
+        """One GRPO step on the swapped groups; π_old = current policy for every row (docs/pubswap.md, deviations)."""
         rollouts = self.swapped_rollouts(payload["texts"], payload["own_index"])  # b·K rows
         scores = self.reward_scores(rollouts, payload["batch"])  # [b·K, n_rewards]
         rewards = torch.as_tensor(np.nan_to_num(scores) @ np.asarray(self.reward_set.weights),
@@ -169,8 +168,7 @@ def swap_prompts(rule, generated: list[dict], K: int, rng: np.random.Generator) 
     Args:
         rule: :func:`~fedrl_kit.pubswap.swap.random_swap` or :func:`~fedrl_kit.pubswap.swap.balanced_swap`.
         generated: the N clients' ``public_generate`` replies: ``texts`` [b][K], ``correct`` [b][K].
-        K: group size.
-        rng: the swap's generator (``pubswap/swap`` keyed by round and period in a run).
+        K, rng: group size; the swap's generator (``pubswap/swap``, by round and period).
 
     Returns:
         b :class:`~fedrl_kit.pubswap.swap.SwapResult`, one per prompt, clients in ``generated``'s order.
@@ -183,14 +181,10 @@ def swap_groups(rule, generated: list[dict], K: int, rng: np.random.Generator) -
     """Apply the swap rule prompt by prompt; per client (in ``generated``'s order) its texts and own indices.
 
     Args:
-        rule: :func:`~fedrl_kit.pubswap.swap.random_swap` or :func:`~fedrl_kit.pubswap.swap.balanced_swap`.
-        generated: the N clients' ``public_generate`` replies: ``texts`` [b][K], ``correct`` [b][K].
-        K: group size.
-        rng: the swap's generator.
+        rule, generated, K, rng: as :func:`swap_prompts`.
 
     Returns:
-        N dicts with ``texts`` [b][K] and ``own_index`` [b][K] (the response's index among the
-        client's own K, or −1 when it was swapped in from another client).
+        N dicts with ``texts`` [b][K] and ``own_index`` [b][K] (index among the client's own K; −1: swapped in).
     """
     N = len(generated)
     out = [{"texts": [], "own_index": []} for _ in range(N)]

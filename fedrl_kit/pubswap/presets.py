@@ -1,32 +1,5 @@
 """The PubSwap paper's experimental settings as run presets (Tables 9–12 and appendix B.1).
-
-Each preset is the ``full`` preset (``fedrl_kit.config.FULL``) with the paper's settings for one model and
-dataset, on the engine's real worlds (``fedrl_kit.world.registry``) and hub models (``fedrl_kit.policy.hub``).
-Pick the method and τ on top: ``fedrl run --preset pubswap-qwen3-1.7b-math --method pubswap_balanced
---set local_steps=40 --set rounds=9``; ``--dry-run`` prints the memory estimate without loading anything,
-and a run that will not fit its device is refused before the model is loaded
-(:mod:`fedrl_kit.policy.memory`).
-
-Shared by every preset (Tables 9–12): 4 clients, K = 8 responses per prompt, LoRA r = 32, α = 64, learning
-rate 1e-5, AdamW with weight decay 0.01, gradient clip 1.0, 2 gradient epochs per GRPO step, clip ratios
-(0.2, 0.25), KL coefficient 1e-4, rollout and validation temperature 0.7, max response length 2,048 tokens,
-FedIT aggregation (eq. 4), equal-size clients split by Dirichlet(α = 0.3) over the dataset's topics (B.1),
-τ = 10 and 360 GRPO steps (36 rounds; §4.1).
-
-Deviations, all forced by the engine or the registry, none by choice:
-
-- **MATH's split.** The paper pools all 12,500 MATH problems (4 × 2,500 private + 1,250 public + 1,250 test);
-  the registry keeps MATH's official test split out of the clients' pool (the server's test and public sets
-  come from it, the private pool from the 7,500 training problems), so the MATH presets give 4 × 1,875.
-- **Medical data.** The paper mixes MedQA and MedMCQA (4 × 3,956 private, 1,977 public, 1,977 test); the
-  registry has each on its own. The preset uses MedMCQA, whose held-out split is large enough for the
-  paper's public and test sizes; ``--set world=medqa`` with ``n_test + n_public <= 1,273`` runs MedQA.
-- **Memory.** The engine has no gradient checkpointing and no padding removal (VERL's), so each GRPO step
-  runs in micro-batches of 2 sequences and evaluation in batches of 64 rows (same loss, less memory).
-- **Prompt length.** The paper caps prompts at 1,024 tokens; the engine does not truncate prompts (the memory
-  estimate assumes 1,024).
-- **Evaluation.** pass@1 is one sample per test problem at temperature 0.7 (``eval_samples = 1``), every 4
-  rounds and after the last.
+Details: docs/pubswap.md, "Module notes".
 """
 
 from __future__ import annotations

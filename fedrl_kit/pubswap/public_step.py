@@ -1,24 +1,5 @@
 """One public step of a PubSwap round seen from outside: which group each client trains on after the swap.
-
-The notebook's step-through and its widget use this module; training never does (a run's public steps measure
-:func:`distortion_terms` only when ``pubswap.trace_off_policy`` asks, without changing what they train).
-
-- :func:`generate_public` — steps 2a–2b of :func:`~fedrl_kit.pubswap.method.run_round` for public step
-  ``step`` of round ``round``: the same b public prompts (stream ``pubswap/public_prompts``), sent in the
-  round's real ``public_generate`` message (so each client samples with its own rollout stream for that
-  round and step, and the ledger counts the message in that round), answered by the clients' *current*
-  adapters. Generation is the only expensive part; it runs once.
-- :func:`swap_public` — step 2c on those responses: the rule's own code
-  (:func:`~fedrl_kit.pubswap.method.swap_prompts`) with the round's swap stream ``pubswap/swap`` keyed by
-  (round, period). Cheap, so a widget can recompute it for another rule or group size.
-- :func:`group_table` — one client's group for one prompt, slot by slot, with where each response came from.
-- :func:`off_policy_terms` — appendix A.2's off-policy distortion of one client's Balanced step, measured: ω_n
-  and the one-replacement distortion β_n(x), with the bound ω_n ≤ (1/b) Σ_x M_n(x) β_n(x) they enter.
-
-On the adapters a round's public step saw, :func:`swap_public` returns exactly the groups that step sent
-(a test checks it against a real round). Choosing ``K`` below the run's ``num_generations`` G swaps the
-first K of each client's G responses: the rule with a smaller group (Balanced's threshold K/2 moves with
-it), not a replay of a run with ``num_generations = K``, whose clients would have sampled other responses.
+Details: docs/pubswap.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -64,15 +45,10 @@ def generate_public(server, round: int, step: int) -> PublicGeneration:
 
     Args:
         server: a built PubSwap run's server (``Run(cfg).build().server`` or after ``run()``).
-        round: the round (≥ 1) whose public step this is.
-        step: a public local step of the round, ``0 ≤ step < local_steps`` with ``(step + 1) % τ_swap == 0``.
+        round, step: the round (≥ 1); a public local step of it (``(step + 1) % τ_swap == 0``).
 
     Returns:
         the :class:`PublicGeneration`; the clients answer with their current adapters.
-
-    Raises:
-        ValueError: naming ``round`` or ``step`` when they are not a round or a public step of this run;
-            RuntimeError when a client fails to answer.
     """
     cfg = server.config
     if cfg.method not in ("pubswap_random", "pubswap_balanced"):
@@ -96,13 +72,10 @@ def generate_public(server, round: int, step: int) -> PublicGeneration:
 
 
 def swap_public(gen: PublicGeneration, rule: str, K: int | None = None) -> list[SwapResult]:
-    """Step 2c: the swap rule on every prompt of ``gen``, with the round's own swap stream.
+    """Step 2c: the swap rule (``"random"`` or ``"balanced"``) on every prompt of ``gen``, with the round's swap stream.
 
     Args:
-        gen: from :func:`generate_public`.
-        rule: ``"random"`` or ``"balanced"``.
-        K: group size, ``1 ≤ K ≤ G``; default G (the run's own swap). A smaller K swaps the first K of
-            each client's responses.
+        K: group size, ``1 ≤ K ≤ G``; default G (the run's own swap); a smaller K swaps each client's first K.
 
     Returns:
         b :class:`~fedrl_kit.pubswap.swap.SwapResult` (one per prompt, clients in ``gen.client_ids`` order).
@@ -120,12 +93,7 @@ def swap_public(gen: PublicGeneration, rule: str, K: int | None = None) -> list[
 
 
 def group_table(gen: PublicGeneration, results: list[SwapResult], client: int, prompt: int) -> pd.DataFrame:
-    """Client ``client``'s group for prompt ``prompt`` after the swap, slot by slot.
-
-    Columns: ``own answer`` / ``own correct`` (its own k-th response), ``group`` / ``correct`` (what the
-    swap put in slot k) and ``from`` (``own #<response>`` or ``<client id> #<response>``). ``attrs["alpha"]`` is
-    α_n(x), the fraction of the group swapped in from other clients (appendix A.2).
-    """
+    """Client ``client``'s group for prompt ``prompt`` after the swap, slot by slot."""
     if not 0 <= prompt < len(results):
         raise ValueError(f"prompt must be in [0, {len(results) - 1}], got {prompt!r}")
     rows = results[prompt].to_table(client)  # validates client
@@ -141,23 +109,10 @@ def group_table(gen: PublicGeneration, results: list[SwapResult], client: int, p
 def off_policy_terms(client, gen: PublicGeneration, results: list[SwapResult], n: int) -> dict:
     """Appendix A.2's off-policy distortion of client ``n``'s Balanced public step, measured at its current θ.
 
-    ``G(x, Y)`` is the gradient, with respect to the client's LoRA factors, of the public step's GRPO loss on prompt
-    x's group Y alone: the step's own loss and settings at ratio 1 (its first gradient), with the KL term when
-    β > 0. For each prompt, Balanced's group Y^(M) is reached from the client's own group Y^(0) by its M(x)
-    replacements made one at a time, in slot order: Y^(0), Y^(1), …, Y^(M). Then
-
-    - ``omega`` = ‖(1/b) Σ_x [G(x, Y^(M)) − G(x, Y^(0))]‖: ω_n, the norm of e_n (the Balanced gradient minus the
-      on-policy one), with the drawn groups in place of the appendix's expectations;
-    - ``beta`` [b] = max_s ‖G(x, Y^(s)) − G(x, Y^(s−1))‖: the one-replacement distortion β_n(x) along this chain,
-      a lower bound on the supremum over all pairs of groups that defines it (0 where M(x) = 0);
-    - ``bound`` = (1/b) Σ_x M(x) β(x), which ``omega`` cannot exceed (the appendix's bound, which here holds by the
-      triangle inequality along the chain): how much of the bound the replacements use is ``omega / bound``;
-    - ``on_policy`` = ‖(1/b) Σ_x G(x, Y^(0))‖, the on-policy public gradient ĝ_n, for scale;
-    - ``M`` [b] and ``alpha`` [b] = M / K, the replacements per prompt.
-
-    Single draws, not expectations: what one step of one run did. The client must hold its answers to ``gen``
-    (it answered the ``public_generate`` of :func:`generate_public`, and no public step ran since); ``results``
-    is :func:`swap_public` with the Balanced rule at the run's K.
+    Returns:
+        ``omega`` (‖e_n‖, Balanced minus on-policy gradient), ``beta`` [b] (the largest one-replacement distortion
+        along the chain Y^(0) … Y^(M), a lower bound on β_n(x)), ``bound`` ((1/b) Σ_x M(x) β(x) ≥ ``omega``),
+        ``on_policy`` (‖ĝ_n‖), ``M`` [b] and ``alpha`` [b] = M / K; single draws, not expectations.
     """
     if not results or results[0].rule != "balanced":
         raise ValueError("off_policy_terms measures Balanced's replacements (appendix A.2): pass "

@@ -1,53 +1,5 @@
 """PubSwap's response-aggregation rules for one public prompt: Random and Balanced (and a no-swap control).
-
-Paper: PubSwap (Nayak et al.), §3.4 "PubSwap". Every ``τ_swap``-th local step of a
-round (``τ`` local steps in all) is a *public step*: the server samples ``b`` public prompts,
-each of the ``N`` clients generates ``K`` responses per prompt, and the server returns to every
-client a group of ``K`` responses per prompt built by one of two rules. That group then defines
-the client's GRPO objective (eq. 1 advantages, eq. 2 clipped surrogate). This module is the
-server's rule for ONE prompt, on plain data (texts and correctness), with no model in sight;
-``fedrl_kit.pubswap.method`` loops it over the ``b`` prompts of a public step.
-
-Paper → code:
-
-- *Random* ("from the resulting pool of NK answers per prompt, the server uniformly samples K
-  answers at random ... and broadcasts them to all clients") → :func:`random_swap`.
-- *Balanced* ("if ``c_n ≥ K/2`` the client uses only its own responses; if ``c_n < K/2`` it
-  replaces up to ``K/2 − c_n`` responses with correct responses drawn from the globally
-  collected pool, excluding its own generations") → :func:`balanced_swap`.
-- Appendix A.2: the number of replacements ``M_i(x) ≤ (K/2 − c_i(x))_+`` and the replacement
-  fraction ``α_i(x) := M_i(x) / K ≤ 1/2``, which (times the one-replacement distortion
-  ``β_i``) bounds the extra drift ``ω_i`` a Balanced step adds → :attr:`SwapResult.replacement_fraction`.
-- Not in the paper: :func:`no_swap`, a control in which every client keeps its own K on-policy responses. Run
-  as the method ``pubswap_noswap`` it takes the same private and public steps as Balanced, so a difference
-  between the two (in drift, in accuracy) is the swap's, not the public steps' or the fewer private steps'.
-
-Where the paper leaves a choice open, this module decides as follows (and the tests pin it):
-
-1. **Odd K.** The number of replacements is ``M_n = min((⌊K/2⌋ − c_n)_+, D_n)``, where ``D_n`` is
-   the number of correct responses the other clients produced. The floor is the largest whole
-   number of replacements allowed by "up to ``K/2 − c_n``" and it keeps the appendix's bounds
-   ``M_n ≤ (K/2 − c_n)_+`` and ``α_n ≤ 1/2`` true; the ceiling would break both. It still reaches
-   the paper's aim of "an equal number of correct and incorrect answers" as closely as odd ``K``
-   allows: the group ends with ``⌊K/2⌋`` correct and ``⌈K/2⌉`` incorrect, whose 0/1 reward
-   variance ``p(1 − p)`` equals that of the ceiling's ``⌈K/2⌉`` / ``⌊K/2⌋`` split, with one fewer
-   off-policy response. So with ``K = 5`` a client with ``c_n = 2`` keeps its own group (it is in
-   the paper's ``c_n < K/2`` branch, but "up to 1/2" replacement allows none).
-2. **Too few correct responses elsewhere.** The client takes all ``D_n`` that exist; its group
-   then has fewer than ``⌊K/2⌋`` correct responses, and possibly none (all-incorrect groups have
-   zero GRPO advantage; the method's diagnostics count them).
-3. **Which incorrect responses are replaced.** ``M_n`` of the client's incorrect responses,
-   chosen uniformly at random without replacement; the donors are ``M_n`` of the other clients'
-   correct responses, also uniformly without replacement. Each client draws independently, so
-   two clients may receive the same donor response. The paper does not say which incorrect
-   responses go; since they are i.i.d. samples from the client's policy, uniform is the
-   choice that does not bias the remaining incorrect ones (e.g. towards short answers).
-
-"Swapped in" (``replaced``, ``α_n``) means *came from another client's generations*. Under
-Balanced this is exactly the replaced slots. Under Random a client's shared group can contain
-its own responses; those are on-policy for it and are not counted as swapped in.
-
-Everything is pure numpy and driven by a ``np.random.Generator``, so a seed fixes the result.
+Details: docs/pubswap.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -176,8 +128,7 @@ class SwapResult:
             client: the client index n, ``0 <= n < N``.
 
         Returns:
-            K dicts with keys ``slot``, ``text``, ``correct``, ``from_client``, ``from_response``
-            and ``replaced`` (True when the response came from another client).
+            K dicts: ``slot``, ``text``, ``correct``, ``from_client``, ``from_response``, ``replaced``.
         """
         n_clients = self.source.shape[0]
         if not isinstance(client, (int, np.integer)) or not 0 <= client < n_clients:
@@ -237,21 +188,12 @@ def _result(rule: str, pool: ResponsePool, source: np.ndarray) -> SwapResult:
 def random_swap(pool: ResponsePool, K: int, rng: np.random.Generator) -> SwapResult:
     """PubSwap's Random rule (§3.4): one uniform draw of K from the N·K pool, shared by all.
 
-    The server samples K of the pooled responses uniformly without replacement and
-    broadcasts the same K to every client, so every client's public-step GRPO objective uses
-    the same global group.
-
     Args:
         pool: the N clients' responses to one public prompt, ``[N][K_pool]``.
-        K: the group size to draw, ``1 <= K <= N·K_pool`` (the paper uses ``K = K_pool``).
-        rng: the generator that makes the draw.
+        K, rng: the group size (``1 <= K <= N·K_pool``; the paper: ``K_pool``); the generator of the draw.
 
     Returns:
-        A :class:`SwapResult` whose N rows are identical; ``α_n`` is the fraction of the shared
-        group that came from clients other than n.
-
-    Raises:
-        ValueError: if ``pool`` or ``rng`` has the wrong type, or ``K`` is out of range.
+        A :class:`SwapResult` whose N rows are identical; ``α_n``: the share from clients other than n.
     """
     _check_args(pool, K, rng)
     n_clients, k_pool = pool.correct.shape
@@ -266,24 +208,14 @@ def random_swap(pool: ResponsePool, K: int, rng: np.random.Generator) -> SwapRes
 def balanced_swap(pool: ResponsePool, K: int, rng: np.random.Generator) -> SwapResult:
     """PubSwap's Balanced rule (§3.4): top up each client's group to half correct from others.
 
-    For client n with ``c_n`` correct responses among its own K, the number of replacements
-    is ``M_n = min((⌊K/2⌋ − c_n)_+, D_n)`` where ``D_n`` counts the correct responses of the
-    other clients. ``M_n`` of n's incorrect responses, chosen uniformly at random, are replaced
-    by ``M_n`` correct responses drawn uniformly without replacement from clients ``j ≠ n``.
-    A client with ``c_n ≥ ⌊K/2⌋`` keeps its own K. See the module docstring for why ``⌊K/2⌋``
-    and what happens when ``D_n`` is too small.
+    Client n with ``c_n`` correct of its K gets ``M_n = min((⌊K/2⌋ − c_n)_+, D_n)`` of the others' ``D_n`` correct ones.
 
     Args:
         pool: the N clients' responses to one public prompt, ``[N][K]``.
-        K: the group size; must equal the pool's responses per client, since Balanced edits
-            each client's own group in place.
-        rng: the generator that picks which incorrect responses go and which donors come.
+        K, rng: the group size (the pool's per client: Balanced edits each own group); which responses go and come.
 
     Returns:
         A :class:`SwapResult`; ``α_n(x) = M_n / K ≤ 1/2``.
-
-    Raises:
-        ValueError: if ``pool`` or ``rng`` has the wrong type, or ``K`` differs from the pool's.
     """
     _check_args(pool, K, rng)
     n_clients, k_pool = pool.correct.shape
@@ -293,7 +225,7 @@ def balanced_swap(pool: ResponsePool, K: int, rng: np.random.Generator) -> SwapR
         )
     correct = pool.correct  # [N, K]
     c = pool.num_correct  # [N]
-    target = K // 2  # ⌊K/2⌋ correct responses per group: see module docstring, choice 1
+    target = K // 2  # ⌊K/2⌋ correct responses per group: docs/pubswap.md, "Module notes", choice 1
     source = _own_groups(n_clients, K)  # [N, K, 2]; start from every client's own group
     donor_client, donor_response = np.nonzero(correct)  # [C], [C] all correct responses, client-major
     for n in range(n_clients):
@@ -315,9 +247,6 @@ def balanced_swap(pool: ResponsePool, K: int, rng: np.random.Generator) -> SwapR
 def no_swap(pool: ResponsePool, K: int, rng: np.random.Generator) -> SwapResult:
     """The control (not in the paper): every client keeps its own K responses, so its public step is on-policy
     GRPO on the shared public prompt, α_n = 0. ``rng`` is taken for the rules' common signature and not drawn from.
-
-    Raises:
-        ValueError: if ``pool`` or ``rng`` has the wrong type, or ``K`` differs from the pool's responses per client.
     """
     _check_args(pool, K, rng)
     n_clients, k_pool = pool.correct.shape

@@ -1,13 +1,8 @@
 """Verifiable rewards with TRL's signature, and named multi-objective reward sets.
 
-Every reward is a plain function ``f(prompts, completions, **columns) -> list[float | None]``
-(one value per completion; None means "not applicable"), so any of them can be passed
-straight to ``trl.GRPOTrainer(reward_funcs=[...])``. ``REWARDS`` names the default ones.
-
-A ``RewardSet`` is FedMOA's multi-objective reward: K named components r_k with
-non-negative weights w_k on the simplex (Σ w_k = 1), scalarised as r_w = Σ_k w_k r_k. By
-FedMOA's convention the first component, r_0, is the accuracy-related one; the server
-groups clients by the names of their components.
+Every reward is ``f(prompts, completions, **columns) -> list[float | None]``: ``completions`` one per row, a string
+or a list of chat messages; ``answer`` (where a reward reads it) the dataset column aligned with them; other columns
+ignored; None where a row has nothing to score. The rewards' Args list only what they add to this.
 """
 
 from dataclasses import dataclass
@@ -77,15 +72,11 @@ class RewardSet:
         """Evaluates every component on every completion.
 
         Args:
-            prompts: the prompts, aligned with ``completions``.
-            completions: the completions, string or conversational.
+            prompts, completions: aligned; completions string or conversational.
             **columns: dataset columns (``answer``, ...), passed to every component.
 
         Returns:
             Float array [n_completions, K]; NaN where a component returned None.
-
-        Raises:
-            ValueError: if a component returns a list of the wrong length.
         """
         n = len(completions)
         scores = np.full((n, len(self.funcs)), np.nan)  # [n_completions, K]
@@ -113,15 +104,10 @@ def make_reward_set(names: Sequence[str], weights: Sequence[float] | None = None
 
     Args:
         names: K >= 1 names from ``REWARDS``, accuracy first by FedMOA's convention.
-        weights: K non-negative finite numbers, not all zero, normalised to sum to 1;
-            None for equal weights 1/K.
+        weights: K non-negative finite numbers, not all zero, normalised to sum to 1; None for 1/K each.
 
     Returns:
         The reward set.
-
-    Raises:
-        ValueError: on an unknown or repeated name, or on weights of the wrong length,
-            negative, non-finite or summing to 0.
     """
     names = (names,) if isinstance(names, str) else tuple(names)
     if not names:

@@ -1,39 +1,5 @@
 """Verifiable accuracy rewards: is the completion's final answer the gold answer?
-
-``accuracy_reward`` is exact match after ``normalise_answer``, enough for the embedded
-world's synthetic tasks, whose answers are integers, decimals or fractions in a stated form.
-``math_accuracy_reward`` is for real math datasets (MATH, GSM8K, DeepMath, OpenR1-Math): it
-asks math-verify whether the two answers are mathematically equal, so ``\\frac{1}{2}``,
-``0.5`` and ``1/2`` all match.
-
-Both read the gold answer from the dataset column ``answer`` (TRL passes dataset columns to
-reward functions as keyword lists aligned with ``completions``) and return None, "not
-applicable", for a row whose gold answer is None, and for every row when there is no
-``answer`` column.
-
-Every reward here is bounded in time and memory on any thread. math-verify bounds itself with
-``signal.alarm``, which works only on the main thread (a Flower client or a thread pool runs
-rewards elsewhere), and nothing can bound a library call from inside the process that makes it.
-So math-verify runs in a worker process (:mod:`fedrl_kit.rewards.math_worker`) with its own
-memory limit and a hard deadline per answer, ``math_worker.DEADLINE_S``, past which the worker
-is killed; one call of ``math_accuracy_reward`` spends at most ``MATH_VERIFY_CALL_BUDGET_S``
-waiting for it. Before that, cheap checks keep the slow cases away from math-verify
-altogether: it sees at most ``MATH_VERIFY_MAX_CHARS`` characters of the prediction (its tail,
-where the final answer is), no gold answer longer than that, and neither a gold answer nor a
-prediction nested deeper than ``MATH_VERIFY_MAX_NESTING`` brackets (its LaTeX parser slows
-down steeply with nesting: ~1 s at depth 10). If math-verify cannot parse the gold answer,
-raises, times out or is skipped, we fall back to exact normalised match rather than fail the
-batch. These rules hold on every thread, so a reward never depends on which thread computed it.
-
-``humaneval_accuracy_reward`` is HumanEval's functional correctness. HumanEval's reference harness
-runs ``prompt + completion + test + check(entry_point)``: the completion is the function's *body*.
-A chat model instead writes the whole function (in a code block or the answer tags) and leaves out
-the prompt's imports (``from typing import List``) and helper functions. So: when the extracted
-program defines the entry point, it runs after the prompt's text before ``def <entry_point>(``
-(imports, helpers); otherwise the completion is taken as a body and runs after the whole prompt,
-cut at HumanEval's stop sequences. Either way the tests run in the sandbox
-(:func:`fedrl_kit.rewards.sandbox.code_accuracy_reward`), after the prompt's own imports and helpers
-(:func:`humaneval_tests`): the helpers the tests call are the problem's, not the program's.
+Details: docs/reliability.md, "Module notes".
 """
 
 import ast
@@ -80,16 +46,11 @@ def accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[float |
     """Exact-match accuracy of the extracted answer against the gold answer.
 
     Args:
-        prompts: the prompts (unused; part of TRL's reward signature).
-        completions: one completion per row, string or conversational.
-        answer: gold answers aligned with ``completions``; None for a row or for the
-            whole column means "not applicable".
-        **kwargs: other dataset columns, ignored.
+        answer: gold answers aligned with ``completions``; None (a row or the column) means "not applicable".
 
     Returns:
-        Per completion: 1.0 if ``normalise_answer`` of ``extract_answer`` equals that of the
-        gold answer, 0.0 otherwise (also when no answer can be extracted), None where the
-        gold answer is None.
+        Per completion: 1.0 if ``normalise_answer`` of ``extract_answer`` equals that of the gold answer, else 0.0
+        (also when no answer can be extracted); None where the gold answer is None.
     """
     golds = _gold_answers(answer, len(completions))
     return [
@@ -124,22 +85,14 @@ def _math_verify_matches(items: list, budget_s: float) -> list[float]:
 
 
 def math_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[float | None]:
-    """Math-equivalence accuracy of the completion's answer against the gold answer.
-
-    The prediction is the content of the last ``<answer>…</answer>`` pair, or, without
-    one, the whole completion (math-verify then looks for ``\\boxed{}`` or a final
-    expression itself); either way only its last ``MATH_VERIFY_MAX_CHARS`` characters.
+    """Math-equivalence accuracy (math-verify) of the completion's answer against the gold answer.
 
     Args:
-        prompts: the prompts (unused; part of TRL's reward signature).
-        completions: one completion per row, string or conversational.
-        answer: gold answers aligned with ``completions`` (LaTeX or plain), None for "not
-            applicable".
-        **kwargs: other dataset columns, ignored.
+        answer: gold answers aligned with ``completions`` (LaTeX or plain); None for "not applicable".
 
     Returns:
-        Per completion: 1.0 if math-verify finds the prediction equal to the gold answer,
-        0.0 otherwise, None where the gold answer is None.
+        Per completion: 1.0 if math-verify finds the prediction equal to the gold answer, else 0.0; None where the
+        gold answer is None.
     """
     golds = _gold_answers(answer, len(completions))
     items = []
@@ -177,13 +130,11 @@ def _entry_and_preamble(prompt: str, tests: str) -> tuple[str | None, str]:
 
 
 def humaneval_program(prompt: str, completion: str, tests: str) -> str:
-    """The program HumanEval's tests run against: the model's function after the prompt's preamble,
-    or the prompt followed by the completion as the body (see the module docstring).
+    """The program HumanEval's tests run against: the model's function after the prompt's preamble, or the prompt
+    followed by the completion as the body (docs/reliability.md, "Module notes").
 
     Args:
-        prompt: the HumanEval prompt (imports, helpers, the signature and docstring).
-        completion: the model's text.
-        tests: the row's ``answer``, ending in ``check(<entry_point>)``.
+        prompt, completion, tests: the HumanEval prompt; the model's text; the row's ``answer`` (``check(...)``).
 
     Returns:
         Python source to run before ``tests``.
@@ -198,14 +149,7 @@ def humaneval_program(prompt: str, completion: str, tests: str) -> str:
 
 
 def humaneval_tests(prompt: str, tests: str) -> str:
-    """``tests`` preceded by the prompt's preamble (imports and helper functions), when it parses.
-
-    The tests of some problems call a helper that the prompt defines and the program therefore holds too:
-    ``poly`` (HumanEval/32), ``encode_cyclic`` (/38), ``encode_shift`` (/50). In HumanEval's own harness the
-    program can redefine it (an identity ``encode_shift`` with an identity ``decode_shift`` passes). Run
-    before the tests, the preamble defines the helpers in the tests' own namespace, in the sandbox's judge,
-    so the tests call the problem's helpers and a program's redefinition changes only its own copy.
-    """
+    """``tests`` preceded by the prompt's preamble (imports and helper functions), when it parses."""
     _, preamble = _entry_and_preamble(prompt, tests)
     if not preamble.strip():
         return tests
@@ -221,9 +165,7 @@ def humaneval_accuracy_reward(prompts, completions, answer=None, **kwargs) -> li
 
     Args:
         prompts: the HumanEval prompts, aligned with ``completions`` (the program needs their imports).
-        completions: one completion per row, string or conversational.
-        answer: each row's tests (``test`` + ``check(entry_point)``), None for "not applicable".
-        **kwargs: other dataset columns, ignored.
+        answer: each row's tests (``test`` + ``check(entry_point)``).
 
     Returns:
         Per completion: 1.0 (passed), 0.0, or None where there are no tests.

@@ -1,17 +1,5 @@
 """Rewards for the MBPP-like family and short completions (FedMOA Table 3, config column "MBPP").
-
-- ``code_accuracy`` (r_0 of code clients) is :func:`fedrl_kit.rewards.sandbox.code_accuracy_reward`: the
-  program in the completion is run against the row's tests in a contained child process.
-- ``code_format_reward``: is the completion a think block then an answer block whose content is a
-  Python program that parses and binds the name ``f``? Half credit for each part, so a policy that
-  writes a valid function without the tags (or the tags around prose) still gets a gradient.
-  The program is only *parsed* (``ast.parse``), never executed, so this reward is cheap and safe.
-- ``char_repetition_penalty_reward``: open-r1's repetition penalty on *character* n-grams. The
-  word-level one (``repetition``) sees no words in the embedded world's space-free completions;
-  characters make the same idea ("minus the fraction of repeated n-grams") bite on loops like
-  ``1111111``.
-- ``short_length_reward``: ``length_reward`` with a target of 56 characters, about the length of a
-  well-formatted code answer (``<think>x*3+4</think><answer>f=lambda x:x*3+4</answer>`` is 53).
+Details: docs/reliability.md, "Module notes".
 """
 
 import ast
@@ -27,7 +15,7 @@ CODE_FUNCTION_NAME = "f"
 MAX_PROGRAM_CHARS = 4000
 """longer programs are not parsed (a real one-liner is far shorter; keeps the parser's cost bounded)"""
 SHORT_TARGET_LEN = 56
-"""characters; see the module docstring"""
+"""characters; docs/reliability.md, "Module notes" """
 DEFAULT_CHAR_NGRAM = 3
 
 
@@ -50,14 +38,8 @@ def defines_function(program: str, name: str = CODE_FUNCTION_NAME) -> bool:
 def code_format_reward(prompts, completions, **kwargs) -> list[float]:
     """0.5 for the think/answer format plus 0.5 for a program that parses and defines ``f``.
 
-    Args:
-        prompts: the prompts (unused; part of TRL's reward signature).
-        completions: one completion per row, string or conversational.
-        **kwargs: dataset columns, ignored.
-
     Returns:
-        One value in {0, 0.5, 1} per completion. The program is the content of the last answer
-        pair, or the whole completion without one.
+        One value in {0, 0.5, 1} per completion; the program is the last answer pair's content, else the completion.
     """
     rewards = []
     for c in completions:
@@ -73,10 +55,7 @@ def char_repetition_penalty_reward(prompts, completions, ngram_size: int = DEFAU
     """Minus the fraction of character n-grams that are repeats: −(1 − U / N); 0 below n characters.
 
     Args:
-        prompts: the prompts (unused; part of TRL's reward signature).
-        completions: one completion per row, string or conversational.
         ngram_size: n, characters per n-gram (an integer >= 1).
-        **kwargs: dataset columns, ignored.
 
     Returns:
         One value in (−1, 0] per completion.

@@ -1,26 +1,11 @@
-"""Format rewards: does the completion follow ``<think>…</think><answer>…</answer>``?
-
-``format_reward`` is the strict all-or-nothing check of DeepSeek-R1 and open-r1;
-``tag_count_reward`` is open-r1's partial-credit version (0.25 per tag present exactly once),
-which gives a weak policy a gradient toward the format before it can produce all of it.
-FedMOA's Figure 1 shows both saturating long before accuracy does.
-
-Both are written with ``str.count``/``str.find`` rather than one regular expression: a
-lazy ``.*?`` pattern backtracks quadratically on a completion that repeats a tag thousands
-of times, while these string scans stay linear.
-"""
+"""Format rewards: does the completion follow ``<think>…</think><answer>…</answer>``?"""
 
 from fedrl_kit.rewards.parsing import completion_text
 from fedrl_kit.tags import ANSWER_CLOSE, ANSWER_OPEN, TAGS, THINK_CLOSE, THINK_OPEN
 
 
 def is_well_formatted(text: str) -> bool:
-    """True iff ``text`` is one think block then one non-empty answer block.
-
-    Whitespace is allowed around and between the blocks; each of the four tags appears
-    exactly once, so nested or repeated blocks fail; the think block may be empty, the
-    answer block may not.
-    """
+    """True iff ``text`` is one think block then one non-empty answer block."""
     s = text.strip()
     if not (s.startswith(THINK_OPEN) and s.endswith(ANSWER_CLOSE)):
         return False
@@ -35,11 +20,6 @@ def is_well_formatted(text: str) -> bool:
 def format_reward(prompts, completions, **kwargs) -> list[float]:
     """1.0 for a completion that is exactly a think block then an answer block, else 0.0.
 
-    Args:
-        prompts: the prompts (unused; part of TRL's reward signature).
-        completions: one completion per row, string or conversational.
-        **kwargs: dataset columns, ignored.
-
     Returns:
         One value in {0.0, 1.0} per completion; see ``is_well_formatted``.
     """
@@ -47,16 +27,10 @@ def format_reward(prompts, completions, **kwargs) -> list[float]:
 
 
 def tag_count_reward(prompts, completions, **kwargs) -> list[float]:
-    """0.25 for each of the four tags that appears exactly once (open-r1's tag-count reward).
-
-    Args:
-        prompts: the prompts (unused; part of TRL's reward signature).
-        completions: one completion per row, string or conversational.
-        **kwargs: dataset columns, ignored.
+    """0.25 for each of the four tags that appears exactly once (open-r1's, without its newline after each tag).
 
     Returns:
-        One value in {0, 0.25, 0.5, 0.75, 1} per completion. Unlike open-r1 we do not
-        require a newline after each tag: the embedded world's tokenizer has none there.
+        One value in {0, 0.25, 0.5, 0.75, 1} per completion.
     """
     rewards = []
     for c in completions:

@@ -1,23 +1,4 @@
-"""math-verify in a worker process with a hard deadline, so the math reward is bounded on any thread.
-
-math-verify bounds its own parsing and comparison with ``signal.alarm``, which works only on the
-main thread; a Flower client or a thread pool computes rewards elsewhere, and there math-verify
-has no bound at all (a pathological answer ran for minutes). Time and memory spent inside a
-library cannot be bounded from the same process, so every comparison runs here instead:
-
-* one worker process per trainer process (started on first use, shared by all threads under a
-  lock), running ``python -c <this file>`` with its own ``RLIMIT_AS`` (``MEMORY_MB``) and its
-  stderr discarded (math-verify logs a warning per failed parse);
-* in the worker, on its main thread, math-verify's own timeouts (``TIMEOUT_S``) apply;
-* in the trainer, each answer has a hard deadline (``DEADLINE_S``): past it the worker is
-  killed (and restarted on the next call) and the caller falls back to exact match.
-
-The worker reads one JSON line ``{"gold", "prediction", "tagged"}`` per request and answers
-``1.0``, ``0.0`` or ``null`` (math-verify could not parse the gold answer, raised, or timed
-out). The answers of one reward call go out together and come back one by one, each with its
-own deadline, so the worker never waits for the trainer between them. Only the standard
-library and math-verify are imported here.
-"""
+"""math-verify in a worker process with a hard deadline, so the math reward is bounded on any thread."""
 
 import atexit
 import json
@@ -113,11 +94,7 @@ class MathVerifier:
             self._kill(proc)
 
     def _readline(self, proc: subprocess.Popen, deadline: float) -> bytes | None:
-        """The worker's next line, or None if it does not come before ``deadline``; OSError if the worker died.
-
-        Read with ``os.read``, not a buffered file: a buffered read could take several answers at once
-        and ``select`` would then wait for data already read.
-        """
+        """The worker's next line, or None if it does not come before ``deadline``; OSError if the worker died."""
         fd = proc.stdout.fileno()
         while b"\n" not in self._pending:
             remaining = deadline - time.monotonic()
@@ -138,15 +115,7 @@ class MathVerifier:
         proc.stdout.close()
 
     def check_many(self, items: list, budget_s: float) -> list:
-        """math-verify's verdicts on ``(gold, prediction, tagged)`` items: 1.0, 0.0 or None.
-
-        None where math-verify gave no verdict, took more than ``DEADLINE_S`` (the worker is then
-        killed and a fresh one takes the rest), or the items' ``budget_s`` seconds of the worker's
-        time had run out (counted from when this call has the worker, so waiting for another
-        thread or for the worker's start does not count). Requests go out in groups of at most
-        ``_GROUP_BYTES`` (less than a pipe holds, so writing never blocks), and the worker
-        answers them back to back.
-        """
+        """math-verify's verdicts on ``(gold, prediction, tagged)`` items: 1.0, 0.0 or None."""
         results = [None] * len(items)
         lines = [json.dumps({"gold": g, "prediction": p, "tagged": t}).encode() + b"\n" for g, p, t in items]
         with self._lock:

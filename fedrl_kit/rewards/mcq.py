@@ -1,16 +1,5 @@
 """Multiple-choice accuracy (MedQA, MedMCQA): is the option the completion picks the gold letter?
-
-The prompt lists the options one a line (``A. Heparin``), as ``fedrl_kit.world.real`` writes them;
-the gold ``answer`` is the letter. The completion's choice is read, in this order, from
-
-1. the answer tags (``<answer>C</answer>``, ``<answer>(C) Aspirin</answer>``, or the option's text
-   ``<answer>Aspirin</answer>``): the first option letter standing alone there, else the option whose
-   text it is;
-2. without tags, an explicit statement (``the answer is C``, ``Answer: (C)``), the last one;
-3. else a completion that opens with the letter (``C``, ``C.``, ``(C) Aspirin``).
-
-Only the prompt's own letters count, so the pronoun "I" is not option I of a four-option question.
-A completion where no choice can be read scores 0.
+Details: docs/reliability.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -30,11 +19,10 @@ def prompt_options(prompt: str | None) -> dict[str, str]:
 
 
 def extract_choice(text: str, options: dict[str, str] | None = None) -> str | None:
-    """The option letter a completion picks (see the module docstring), or None.
+    """The option letter a completion picks (docs/reliability.md, "Module notes"), or None.
 
     Args:
-        text: the completion.
-        options: the prompt's options (:func:`prompt_options`); empty/None means letters A-D.
+        text, options: the completion; the prompt's options (:func:`prompt_options`; empty/None: letters A-D).
 
     Returns:
         An upper-case letter among the options' letters, or None.
@@ -56,14 +44,10 @@ def extract_choice(text: str, options: dict[str, str] | None = None) -> str | No
 
 
 def mcq_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[float | None]:
-    """1.0 when the completion picks the gold option letter, else 0.0.
+    """1.0 when the completion picks the gold option letter ("C", case-insensitive), else 0.0.
 
     Args:
-        prompts: the prompts, aligned with ``completions`` (their option lines say which letters exist);
-            None when unknown (letters A-D).
-        completions: one completion per row, string or conversational.
-        answer: gold letters aligned with ``completions`` ("C"; case-insensitive), None for "not applicable".
-        **kwargs: other dataset columns, ignored.
+        prompts: aligned with ``completions``; their option lines say which letters exist (None: A-D).
 
     Returns:
         Per completion: 1.0, 0.0, or None where the gold answer is None.

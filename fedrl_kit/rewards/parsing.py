@@ -1,14 +1,4 @@
-"""Reading a completion: its text, the answer it gives, and that answer in canonical form.
-
-Every reward starts here. ``completion_text`` accepts both shapes TRL passes to reward
-functions (a plain string, or a conversational list of message dicts); ``extract_answer``
-finds the final answer (the last ``<answer>…</answer>`` pair, else the last number in the
-text); ``normalise_answer`` puts an answer string in the canonical form that exact-match
-accuracy compares.
-
-All functions are total: they never raise on malformed input and their cost is linear in
-the length of the text, so a 1 MB degenerate completion costs milliseconds, not minutes.
-"""
+"""Reading a completion: its text, the answer it gives, and that answer in canonical form."""
 
 import re
 
@@ -25,16 +15,14 @@ _FRACTION = re.compile(r"(-?\d+)/(\d+)", re.ASCII)
 
 
 def completion_text(completion) -> str:
-    """Returns the text of one completion in either of TRL's shapes.
+    """The text of one completion in either of TRL's shapes.
 
     Args:
-        completion: a string (standard format), or a list of message dicts such as
-            ``[{"role": "assistant", "content": "..."}]`` (conversational format). A message's
-            ``content`` may itself be a list of ``{"type": "text", "text": ...}`` parts.
+        completion: a string, or a list of chat messages (a message's ``content`` may be a list of
+            ``{"type": "text", "text": ...}`` parts).
 
     Returns:
-        The text; the contents of several messages are joined with newlines. Anything
-        unrecognised gives ``""`` rather than an error, so that a reward scores it as wrong.
+        The text, several messages joined with newlines; ``""`` for anything unrecognised (a reward scores it wrong).
     """
     if isinstance(completion, str):
         return completion
@@ -58,10 +46,7 @@ def completion_text(completion) -> str:
 def extract_tagged_answer(text: str) -> str | None:
     """Returns the stripped content of the last complete ``<answer>…</answer>`` pair, or None.
 
-    The pair is the last opening tag before the last closing tag, closed by the first closing
-    tag after it, so the content never contains a tag: ``<answer><answer>3</answer></answer>``
-    gives ``"3"``, and a trailing unclosed ``<answer>`` (a truncated completion) is ignored.
-    An empty pair gives ``""``.
+    The pair is the last opening tag before the last closing tag, closed by the first closing tag after it.
     """
     close = text.rfind(ANSWER_CLOSE)
     if close < 0:
@@ -88,17 +73,14 @@ def _last_number(text: str) -> str | None:
 
 
 def extract_answer(text: str) -> str | None:
-    """Returns the final answer a completion gives.
+    """The final answer a completion gives.
 
     Args:
         text: the completion text.
 
     Returns:
-        The content of the last ``<answer>…</answer>`` pair (see ``extract_tagged_answer``),
-        or None if that pair is empty: a model that opened the tags and wrote nothing gave no
-        answer, and a number from its reasoning must not count as one. Without a pair, the
-        last number-like token in the text (integer, decimal, negative, fraction ``a/b``);
-        without one, None.
+        The content of the last ``<answer>…</answer>`` pair (None if it is empty: a number from the reasoning must not
+        count), else the last number-like token (integer, decimal, negative, ``a/b``), else None.
     """
     if not isinstance(text, str):
         return None
@@ -116,10 +98,8 @@ def _canonical_integer(digits: str, sign: str) -> str:
 def normalise_answer(answer) -> str:
     """Puts an answer in the canonical form that exact-match accuracy compares.
 
-    Removes all whitespace, one trailing period and a leading ``+``; writes numbers
-    canonically: ``"007"`` → ``"7"``, ``"-0"`` → ``"0"``, ``"3.0"`` → ``"3"``, ``"0.50"`` →
-    ``"0.5"``, ``".5"`` → ``"0.5"``, ``"-04/08"`` → ``"-4/8"`` (a fraction is not reduced:
-    the synthetic tasks state the form they expect). Other strings are left as they are.
+    Drops all whitespace, one trailing period and a leading ``+``; writes numbers canonically: ``"007"`` → ``"7"``,
+    ``"3.0"`` → ``"3"``, ``".5"`` → ``"0.5"``.
 
     Args:
         answer: a string, or anything with a ``str`` (a gold answer may be an int).

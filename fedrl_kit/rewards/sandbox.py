@@ -1,77 +1,5 @@
 """Run model-written Python against tests, with the verdict computed outside the program's reach.
-
-The code-generation tasks (the embedded world's code family, MBPP, HumanEval) need a verifiable
-reward: does the program the policy wrote pass the task's tests? :func:`run_code` answers for
-one program and :func:`run_many` for many at once (in parallel processes, each with its own
-deadline); :func:`code_accuracy_reward` wraps them in TRL's reward signature (FedMOA's accuracy
-reward r_0 for code, §4.1). RL is a search for whatever raises the reward, so the design
-assumes the program is hostile.
-
-**Where the verdict is computed.** Never in the candidate's interpreter. The candidate's
-process runs the program and answers *calls*; every value it returns crosses to another
-process as plain data (:mod:`fedrl_kit.rewards.sandbox_wire`: JSON with tags for tuples,
-sets, dicts, bytes, complex), so the comparison with the expected value runs on objects the
-candidate did not write (an "always equal" ``__eq__`` or a frame hack that calls the
-reporter has nothing to act on). Two paths:
-
-* **Literal asserts** (the code family's ``assert f(0)==4``, most of MBPP): when every line
-  of the tests is an import or ``assert name(literals) == literal`` (also ``!=``, ``is
-  True/False/None``, ``assert name(...)``, ``assert not name(...)``), this process computes
-  the expected values with ``ast.literal_eval``, sends the candidate only the calls (never the
-  expected values), reads the results from a file descriptor after the candidate has exited,
-  and compares them itself.
-* **Any other tests** (HumanEval's ``def check(candidate): ...`` with loops, random inputs
-  and helpers; ``math.isclose``): a second process, the *judge* (``sandbox_judge.py``), runs
-  the test code unchanged; each name the tests take from the program is a proxy that forwards
-  the call over a pipe and decodes the answer as plain data. The judge writes its verdict to a
-  descriptor the candidate does not hold. It binds only the non-builtin names the tests use
-  (a program that rebinds ``abs`` changes nothing), and a name used as ``math.isclose`` only
-  to its own import of the standard-library module. What the judge cannot do: pass a function
-  of the tests (a ``lambda``) to the candidate, see the candidate mutate an argument in place,
-  or use ``isinstance`` with a class the program defines; such tests fail rather than pass.
-  A helper the tests call that only the program defines runs in the candidate, as in HumanEval's
-  own harness; :func:`fedrl_kit.rewards.accuracy.humaneval_tests` puts the prompt's helpers
-  (HumanEval's ``poly``) in the tests, so the judge calls its own copy.
-
-**Containment of the candidate's process** (``sandbox_child.py`` holds the details):
-
-* ``"namespaces"`` (used whenever the OS allows it; :func:`sandbox_isolation` says which):
-  new user (or, for root, the user ``nobody``), PID, mount, network, IPC and UTS namespaces;
-  a root file system that holds only read-only binds of the system library directories and
-  of this Python installation, a 16 MiB ``tmpfs`` at ``/tmp`` (its working directory) and
-  four ``/dev`` nodes — nothing else of the machine is visible, let alone writable; no network
-  (only a loopback interface that is down); no capabilities and ``no_new_privs``. The
-  program is PID 1 of its namespace, so when it ends or is killed every process it made dies
-  too, ``setsid`` or not; other processes of the machine (this trainer, the judge) are not
-  visible to it.
-* ``"process"`` (the fallback when user namespaces are unavailable — typically inside a
-  container with a default seccomp profile — or when ``FEDRL_SANDBOX=process``): a plain
-  child process, of this user or, when this user is root, of ``nobody`` (keeping one
-  capability, ``CAP_DAC_READ_SEARCH``, to read this Python). It gets its own session and
-  process group (killed as a whole), the resource limits, ``no_new_privs``, the seccomp filter
-  (which then also refuses signals and ``prlimit64`` on other processes), a Landlock domain
-  where the kernel has Landlock (:func:`landlock_abi`: no access to other processes through
-  ptrace or ``/proc/<pid>``, no TCP), the out-of-process verdict on a socket it cannot open,
-  and an in-process tripwire that blocks naive file writes, process creation and sockets. That
-  tripwire is **not** containment: a deliberate program can take it apart and then read this
-  user's files (a root trainer's candidate: every file), write them (``nobody``'s: only what
-  anyone may write) and use UDP (TCP too without Landlock). Without Landlock, a program of the
-  trainer's own user can also reach the trainer's and the judge's ``/proc/<pid>`` entries — their
-  memory included, where Yama does not forbid it — and so forge anything. A one-time
-  ``RuntimeWarning`` says so; set ``FEDRL_SANDBOX=namespaces`` to make a missing isolation an
-  error instead.
-
-Both: resource limits (``RLIMIT_AS`` = ``memory_mb``, ``RLIMIT_CPU``, no file over 16 MiB,
-64 descriptors, no core dumps, ``RLIMIT_NPROC`` = 0, so no new processes or threads: the
-candidate is never root), a wall-clock deadline after which the process group is killed, an
-environment stripped to ``HOME``/``TMPDIR``, the tests never shown to the candidate, stdout
-discarded, and on x86_64 a seccomp filter refusing ``ptrace``, mounts, new namespaces,
-keyrings, ``bpf``, ``io_uring``, ``prlimit64`` on another process, memory that ``RLIMIT_AS`` does
-not count (``memfd_create``, SysV IPC, POSIX message queues) and the like (and, without a PID
-namespace, signals to other processes). Not done: seccomp on other architectures, an
-allowlist filter, cgroups (memory is bounded per process by ``RLIMIT_AS``, processes by
-``RLIMIT_NPROC`` and the PID namespace).
-docs/reliability.md lists what each layer promises and which test checks it.
+Details: docs/reliability.md, "Module notes".
 """
 
 from __future__ import annotations
@@ -180,7 +108,7 @@ class SandboxResult:
     duration_s: float
     """wall-clock seconds from start to the end of the run"""
     isolation: Isolation = "namespaces"
-    """how the candidate's process was contained (see the module docstring)"""
+    """how the candidate's process was contained (docs/reliability.md, "Module notes")"""
 
 
 # ---------------------------------------------------------------------------
@@ -326,11 +254,7 @@ _mountpoint_lock = threading.Lock()
 
 
 def _mountpoint_dir() -> str:
-    """An empty directory on which each candidate mounts its own root (in its own mount namespace).
-
-    Made once per process (again if a temp cleaner removed it) and removed at exit by the process
-    that made it, not by a forked child (a data-loader worker) that inherited it.
-    """
+    """An empty directory on which each candidate mounts its own root (in its own mount namespace)."""
     global _mountpoint
     with _mountpoint_lock:
         if _mountpoint is None or not os.path.isdir(_mountpoint):
@@ -348,15 +272,7 @@ def _remove_mountpoint(path: str, owner: int) -> None:
 
 
 def sandbox_isolation() -> Isolation:
-    """How candidates are contained on this machine: "namespaces" or "process" (see the module docstring).
-
-    Decided once per process, by running a trivial program with namespaces (unless
-    ``FEDRL_SANDBOX=process``). Falling back to "process" warns once.
-
-    Raises:
-        RuntimeError: if ``FEDRL_SANDBOX=namespaces`` and the OS does not allow them.
-        ValueError: if ``FEDRL_SANDBOX`` holds anything else than auto, namespaces or process.
-    """
+    """How candidates are contained on this machine: "namespaces" or "process" (docs/reliability.md, "Module notes")."""
     global _isolation
     with _isolation_lock:
         if _isolation is not None:
@@ -385,11 +301,7 @@ def sandbox_isolation() -> Isolation:
 
 
 def landlock_abi() -> int:
-    """The Landlock ABI version this kernel offers (0: none): what the "process" level adds (see the module docstring).
-
-    1 and up: no access to processes outside the candidate's own through ptrace or ``/proc/<pid>``;
-    4 and up: no TCP bind or connect; 6 and up: no signals or abstract unix sockets outside.
-    """
+    """The Landlock ABI version this kernel offers (0: none): what the "process" level adds."""
     try:
         import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
@@ -678,21 +590,13 @@ def run_many(
 ) -> list[SandboxResult]:
     """Run each ``(program, tests)`` pair like :func:`run_code`, up to ``max_parallel`` at once.
 
-    Each run has ``timeout_s`` from its own start; with at most ``max_parallel`` jobs they all
-    start together, so the whole call takes at most about ``timeout_s``.
-
     Args:
         jobs: (program, tests) pairs of Python source.
-        timeout_s: wall-clock limit per run in seconds, > 0.
-        memory_mb: address-space limit per process in MiB, >= 64.
+        timeout_s, memory_mb, isolation: per run, as :func:`run_code`.
         max_parallel: most runs at once, >= 1.
-        isolation: "namespaces" or "process"; None: :func:`sandbox_isolation`.
 
     Returns:
         One :class:`SandboxResult` per job, in order.
-
-    Raises:
-        ValueError: if a program or tests is not a string or a limit is out of range.
     """
     for i, job in enumerate(jobs):
         if not (isinstance(job, tuple) and len(job) == 2):
@@ -755,24 +659,14 @@ def run_code(
 ) -> SandboxResult:
     """Run ``program`` against ``tests`` in a contained child; the verdict is computed outside it.
 
-    The tests pass when executing them after the program raises nothing (e.g. a list of
-    ``assert f(2) == 4`` lines, or ``def check(candidate): …`` followed by ``check(f)``). The
-    program runs with ``__name__ == "__sandbox__"``, so an ``if __name__ == "__main__":``
-    block in it does not run.
-
     Args:
-        program: the Python source the model wrote.
-        tests: Python source that raises (usually AssertionError) on a wrong program.
-        timeout_s: wall-clock limit in seconds, > 0; every process of the run is killed when
-            it runs out.
+        program, tests: the Python source the model wrote; source that raises on a wrong program.
+        timeout_s: wall-clock limit in seconds, > 0; every process of the run is killed when it runs out.
         memory_mb: address-space limit (RLIMIT_AS) per process in MiB, >= 64.
         isolation: "namespaces" or "process"; None: :func:`sandbox_isolation`.
 
     Returns:
         A :class:`SandboxResult`.
-
-    Raises:
-        ValueError: if ``program``/``tests`` are not strings or a limit is out of range.
     """
     return run_many([(program, tests)], timeout_s, memory_mb, 1, isolation)[0]
 
@@ -786,15 +680,8 @@ _FENCE_HEADER_RE = re.compile(r"[ \t]*(?:python3?|py)?[ \t]*", re.IGNORECASE)
 
 
 def extract_program(text: str) -> str:
-    """The program in a completion.
-
-    The content of the last ``<answer>…</answer>`` if there is one, else the
-    whole text; then, if that holds a fenced code block (```` ```python ````,
-    ```` ```py ```` or bare ```` ``` ````), the last such block.
-
-    Both searches scan from the end with ``str.rfind`` (linear time): a lazy
-    regular expression would take quadratic time on a completion that opens a
-    tag or fence thousands of times without closing it.
+    """The program in a completion: the last ``<answer>…</answer>``'s content (else the whole text), then the last
+    fenced code block in it if any; both found from the end with ``str.rfind`` (linear time on unclosed tags).
     """
     close = text.rfind(ANSWER_CLOSE)
     if close >= 0:
@@ -825,24 +712,11 @@ def _tests_source(tests) -> str | None:
 def code_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list[float | None]:
     """TRL reward: 1.0 if the completion's program passes its tests, else 0.0.
 
-    The distinct programs of one call run in parallel (up to ``CODE_REWARD_PROCESSES``), each
-    with ``CODE_REWARD_TIMEOUT_S`` and ``CODE_REWARD_MEMORY_MB``, so a batch of infinite loops
-    costs about one timeout, not one per completion.
-
     Args:
-        prompts: the prompts (unused; part of TRL's signature).
-        completions: one per sample, a string or a list of chat messages; anything else
-            (``None``) reads as empty text and scores 0.0.
-        answer: the dataset column with each sample's tests (a source string
-            or a list of assert lines), or ``None``.
-        **kwargs: other dataset columns and trainer state, ignored.
+        answer: each row's tests (a source string or a list of assert lines), or ``None``.
 
     Returns:
-        One value per completion: 1.0 (passed), 0.0 (any other status), or
-        ``None`` where there are no tests (not applicable).
-
-    Raises:
-        ValueError: if ``answer`` does not have one entry per completion.
+        Per completion: 1.0 (passed), 0.0 (any other status, or a completion that is not text), None without tests.
     """
     n = len(completions)
     if answer is None:

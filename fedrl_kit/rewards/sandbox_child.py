@@ -1,32 +1,5 @@
 """The candidate's side of the code sandbox: run as source in a fresh ``python -I -S -B``.
-
-This file is not imported by the package; :mod:`fedrl_kit.rewards.sandbox` reads it and runs
-``sandbox_wire.py`` + this file with ``-c``. It reads its spec (JSON) on stdin, then:
-
-1. **Isolation** (``spec["isolation"] == "namespaces"``; trusted code, before any candidate
-   code): new user (unless root), mount, PID, network, IPC and UTS namespaces; a new root
-   that holds only read-only binds of the system's library directories and of this Python,
-   a small ``tmpfs`` at ``/tmp`` (the working directory), and ``/dev/null``, ``zero``,
-   ``random``, ``urandom``; ``pivot_root`` into it with the old root detached. It then forks:
-   the child is PID 1 of the new PID namespace (when it dies the kernel kills every process
-   in the namespace) and dies with this process (``PR_SET_PDEATHSIG``). The child drops every
-   capability (and, when started as root, becomes ``nobody``), sets ``no_new_privs``, and
-   installs the seccomp filter (x86_64), and runs the candidate. Any failure here exits with
-   status 97 before candidate code runs.
-2. **Resource limits** (``RLIMIT_AS``, ``CPU``, ``FSIZE``, ``NOFILE``, ``CORE`` = 0,
-   ``NPROC`` = 0).
-3. Without namespaces (``"process"``): a root trainer's candidate becomes ``nobody`` (keeping
-   only ``CAP_DAC_READ_SEARCH``), ``no_new_privs``, a Landlock domain where the kernel has one
-   (no access to other processes through ptrace or ``/proc/<pid>``, no TCP), the seccomp filter
-   (which then also refuses every signal-sending call), and a tripwire in the interpreter that
-   blocks the obvious dangerous calls. The tripwire is a guard against accidents, **not**
-   containment: it lives in the candidate's own interpreter and can be taken apart from there.
-   Any failure before the tripwire exits with status 97 before candidate code runs.
-4. **The candidate**: the program runs, then the tests' own import lines; then either the
-   listed calls run and their results go back as wire data on the result file descriptor
-   (``"calls"``), or the process answers the judge's requests on two pipes (``"serve"``).
-   It never sees the tests' expected values, and it never reports a verdict: whatever it
-   writes is data that a process it cannot reach compares.
+Details: docs/reliability.md, "Module notes".
 """
 
 import builtins
@@ -68,7 +41,7 @@ def _libc():
 
 
 def _enter_namespaces(spec):
-    """Isolate this process (see the module docstring); returns in the child that runs the candidate."""
+    """Isolate this process (docs/reliability.md, "Module notes"); returns in the child that runs the candidate."""
     ctypes, libc, call = _libc()
     as_root = os.geteuid() == 0 and not spec.get("force_userns")
     uid, gid = os.getuid(), os.getgid()
@@ -257,13 +230,7 @@ def _landlock():
 
 
 def _contain_process(spec):
-    """Without namespaces: a root trainer's candidate becomes nobody; no_new_privs, Landlock, the seccomp filter.
-
-    As nobody it keeps one capability, CAP_DAC_READ_SEARCH, to read this Python where it lives in
-    root's home (pyenv's /root/.pyenv): it can read any file, but write only where nobody may, and it
-    cannot raise its hard limits, fork (RLIMIT_NPROC = 0 holds for it) or reach root's processes.
-    Failures raise (no candidate code has run yet); where the kernel has no Landlock, it is left out.
-    """
+    """Without namespaces: a root trainer's candidate becomes nobody; no_new_privs, Landlock, the seccomp filter."""
     call = _libc()[2]
     if os.geteuid() == 0 and not spec.get("keep_root"):
         _drop_privileges(True, _CAP_DAC_READ_SEARCH)

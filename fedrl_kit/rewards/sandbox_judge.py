@@ -1,23 +1,4 @@
-"""The judge's side of the code sandbox: run as source in a fresh ``python -I -S -B``.
-
-Used for tests that are not a list of ``assert name(literals) == literal`` lines (HumanEval's
-``def check(candidate): ...`` with loops and helpers, MBPP's ``math.isclose`` asserts, ...).
-Not imported by the package: :mod:`fedrl_kit.rewards.sandbox` runs ``sandbox_wire.py`` + this
-file with ``-c``, in a process of its own that the candidate's process cannot reach (in
-another PID, user and network namespace when the sandbox has them; non-dumpable, so a process
-of the same user cannot ptrace it or read its memory).
-
-The judge runs the tests in its own interpreter. Each name the tests use that the program
-defines is bound to a proxy: calling it sends the arguments to the candidate's process as
-plain data (:mod:`fedrl_kit.rewards.sandbox_wire`) and returns its answer decoded as plain
-data. A module the program imported under its own name (``math``) is imported here instead,
-from the standard library. An object that is not plain data stays in the candidate's process
-and is represented here by a reference: calling it, its attributes, ``len``, ``iter``,
-indexing, ``in``, ``str`` and ``repr`` are forwarded; ``==`` is identity, so an object with a
-forged ``__eq__`` cannot pass a comparison. The verdict ("ok", "failed", "error", "memory",
-"forbidden") goes to a socket the candidate does not hold and cannot open (a socket has no path,
-not even ``/proc/<pid>/fd/N``); the trainer reads it only if this process exited by itself.
-"""
+"""The judge's side of the code sandbox: run as source in a fresh ``python -I -S -B``."""
 
 import builtins
 import importlib

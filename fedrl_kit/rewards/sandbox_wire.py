@@ -1,23 +1,4 @@
-"""The plain-data wire format between the sandbox's processes (standard library only).
-
-Every value that crosses a process boundary of the code sandbox — call arguments going to the
-candidate, results coming back — is encoded as JSON with a few tags, and decoded into plain
-Python objects of exactly these types: ``None``, ``bool``, ``int``, ``float``, ``str``,
-``list``, ``tuple``, ``dict``, ``set``, ``frozenset``, ``bytes``, ``complex``. The process that
-compares a result with an expected value therefore never holds an object whose ``__eq__`` the
-candidate wrote: an "always equal" object arrives as an opaque reference that equals only
-itself.
-
-JSON lists are lists; a JSON object carries one tag: ``{"t": [...]}`` tuple, ``{"s": [...]}``
-set, ``{"f": [...]}`` frozenset, ``{"d": [[k, v], ...]}`` dict, ``{"b": "hex"}`` bytes,
-``{"c": [re, im]}`` complex, ``{"h": i, "b?": truth}`` a reference to object ``i`` of the
-sending process (not plain data), ``{"n": "name"}`` a reference to a name in the candidate's
-namespace. Subclasses of the plain types (``namedtuple``, ``Counter``, a ``str`` subclass)
-are sent as their base type.
-
-This file is also run as source inside the sandbox's child processes (prepended to their
-scripts), so it imports nothing beyond the standard library.
-"""
+"""The plain-data wire format between the sandbox's processes (standard library only)."""
 
 try:
     from _json import encode_basestring_ascii as _quote
@@ -155,11 +136,7 @@ def _dump(value, out):
 
 
 def wire_dumps(message) -> bytes:
-    """One message as a line of JSON (JSON escapes newlines inside strings).
-
-    Written without the ``json`` package (which imports ``re``): the sandbox's children start
-    faster, and every completion of an RL run pays for their start.
-    """
+    """One message as a line of JSON (JSON escapes newlines inside strings)."""
     out = []
     _dump(message, out)
     out.append("\n")
@@ -178,11 +155,7 @@ def wire_loads(line: bytes):
 
 
 def print_source_traceback(exc, filename: str, source: str) -> None:
-    """The last frames of ``exc``'s traceback on stderr, with the lines of ``source`` (compiled as ``filename``).
-
-    Imports only when called (``linecache`` and ``traceback`` pull in modules every start would pay for);
-    never raises.
-    """
+    """The last frames of ``exc``'s traceback on stderr, with the lines of ``source`` (compiled as ``filename``)."""
     try:
         import linecache
         import traceback

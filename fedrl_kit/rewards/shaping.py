@@ -1,14 +1,4 @@
-"""Shaping rewards: soft preferences on the form of a completion, not its correctness.
-
-``length_reward`` prefers completions up to a target number of characters;
-``repetition_penalty_reward`` is open-r1's n-gram repetition penalty. They are the kind of
-client-specific auxiliary objectives FedMOA weights against accuracy.
-
-Each takes a knob as a keyword argument, which a caller cannot pass through
-``trl.GRPOTrainer``; ``make_length_reward`` and ``make_repetition_penalty_reward`` fix the
-knob and return a function with TRL's signature and a ``__name__`` that says the value
-(TRL logs each reward under its function's ``__name__``).
-"""
+"""Shaping rewards: soft preferences on the form of a completion, not its correctness."""
 
 from fedrl_kit.rewards.parsing import completion_text
 
@@ -28,15 +18,10 @@ def length_reward(
 ) -> list[float]:
     """A bounded length reward: 1 up to ``target_len`` characters, then linearly down to 0.
 
-    r(L) = 1 for L ≤ T, 1 − (L − T) / (3T) for T < L < 4T, and 0 for L ≥ 4T, where L is the
-    completion's length in characters and T = ``target_len``. Characters rather than tokens
-    keep the reward independent of the tokenizer, so clients with different models agree.
+    r(L) = 1 for L ≤ T, 1 − (L − T) / (3T) for T < L < 4T, 0 for L ≥ 4T (L: the completion's length in characters).
 
     Args:
-        prompts: the prompts (unused; part of TRL's reward signature).
-        completions: one completion per row, string or conversational.
         target_len: T, in characters, an integer >= 1.
-        **kwargs: dataset columns, ignored.
 
     Returns:
         One value in [0, 1] per completion.
@@ -54,15 +39,8 @@ def repetition_penalty_reward(
 ) -> list[float]:
     """open-r1's repetition penalty: minus the fraction of word n-grams that are repeats.
 
-    With the completion lower-cased and split on whitespace into words, r = −(1 − U / N),
-    where N is the number of word n-grams and U the number of distinct ones; 0 for a
-    completion shorter than n words.
-
     Args:
-        prompts: the prompts (unused; part of TRL's reward signature).
-        completions: one completion per row, string or conversational.
         ngram_size: n, an integer >= 1.
-        **kwargs: dataset columns, ignored.
 
     Returns:
         One value in (−1, 0] per completion: 0 without repeats, near −1 for a loop.
@@ -81,11 +59,7 @@ def repetition_penalty_reward(
 
 
 def make_length_reward(target_len: int = DEFAULT_TARGET_LEN):
-    """Returns ``length_reward`` with ``target_len`` fixed, named ``length_reward_<T>``.
-
-    Raises:
-        ValueError: if ``target_len`` is not an integer >= 1.
-    """
+    """Returns ``length_reward`` with ``target_len`` fixed, named ``length_reward_<T>``."""
     _check_positive_int(target_len, "target_len")
 
     def reward(prompts, completions, **kwargs) -> list[float]:
@@ -97,11 +71,7 @@ def make_length_reward(target_len: int = DEFAULT_TARGET_LEN):
 
 
 def make_repetition_penalty_reward(ngram_size: int = DEFAULT_NGRAM_SIZE):
-    """Returns ``repetition_penalty_reward`` with ``ngram_size`` fixed, named
-    ``repetition_penalty_reward_<n>gram``.
-
-    Raises:
-        ValueError: if ``ngram_size`` is not an integer >= 1.
+    """Returns ``repetition_penalty_reward`` with ``ngram_size`` fixed, named ``repetition_penalty_reward_<n>gram``.
     """
     _check_positive_int(ngram_size, "ngram_size")
 

@@ -1,30 +1,4 @@
-"""Faster ways to sample and to score, each an implementation of the reference path's signatures; skip on first read.
-
-:mod:`fedrl_kit.rollout` is the reference: HF ``generate`` samples (its ``Sample``) and one forward per row scores
-(its ``Score``). Everything here computes the same numbers to float tolerance, in less time:
-
-==========================  =============================================  ===========================================
-module                      what                                           turned on by
-==========================  =============================================  ===========================================
-:mod:`.shared_prompt`       each prompt runs once for its G rows, in       ``RunConfig.prompt_pass = "shared"``
-                            sampling and in scoring
-:mod:`.compact`             fedrl_kit's own sampling loop: the adapter     ``RunConfig.generation_loop = "compact"``
-                            folded into the weights, finished rows out
-:mod:`.lean_decode`         the compact loop's decode step of Llama- and   (used by the compact loop by itself)
-                            Qwen2-style models without the module stack
-:mod:`.buckets`             completions scored in up to k passes of        ``RunConfig.length_buckets = k``
-                            similar length
-:mod:`.batched`             K clients' adapters in one generate and one    ``RunConfig.client_batching = "lockstep"``
-                            forward/backward (per-row adapters)            (:mod:`fedrl_kit.federation.lockstep`)
-:mod:`.allocator`           freed memory kept in the process (lockstep     (a lockstep run on a CPU, by itself)
-                            on a CPU)
-``policy.backends``         vLLM (GPU)                                     ``RunConfig.rollout_backend = "vllm"``
-==========================  =============================================  ===========================================
-
-:class:`Sampler` and :class:`Scorer` pick the implementation a config asks for; the policy keeps its sampler
-(``Policy.sampler``) and :class:`~fedrl_kit.grpo.GRPOSettings` its scorer (``score``), so the engine's code reads
-the same whichever is on. docs/performance.md has what each one saves and how it was measured.
-"""
+"""Faster ways to sample and to score, each an implementation of the reference path's signatures; skip on first read."""
 
 from __future__ import annotations
 

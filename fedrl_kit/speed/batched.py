@@ -1,39 +1,4 @@
-"""Lockstep clients: K clients' LoRA adapters in one generate and one forward/backward (per-row adapters).
-
-The K clients of a round share one frozen base; only their LoRA factors differ. Instead of K passes, one
-after the other, the clients' rows are concatenated, client after client, and every LoRA layer adds to row i
-the update of the adapter that row belongs to::
-
-    y_i = W_0 x_i + (alpha / r) · B_k A_k x_i        for the rows i of client k        (PubSwap eq. 3)
-
-:func:`per_row_adapters` does this by giving each peft LoRA ``Linear`` a forward over contiguous row groups
-(a view per client, no gather): the base matmul runs once over all rows, each adapter's two small matmuls on
-its own rows. Client k's factors therefore receive gradients from client k's rows only, and the sum of the K
-clients' losses backpropagates to each client exactly the gradient of its own loss (the rows never mix: a
-transformer attends within a row). peft's own mixed-adapter batches (``adapter_names=``) do the same for
-inference only (it refuses a model in training mode) and rebuild the row index lists in every layer.
-
-Sampling keeps the sequential mode's random streams. In sequential mode client k seeds torch's global
-generator with its rollout seed and HF ``generate`` draws ``torch.multinomial`` over its own rows at every
-token. :class:`GroupSampler` draws the very same way, from one generator per client seeded with that same
-seed, over that client's rows of the lockstep batch; ``generate`` then decodes greedily from the drawn token.
-So given equal next-token probabilities each client samples exactly the completions it samples alone (a test
-checks it token for token at K = 1). The probabilities of one row in a batch of K·N rows can differ from
-those in a batch of N in the last bits (the matmuls are blocked differently, prompts are padded to the
-longest of all clients); a draw that falls within that distance of a boundary picks the neighbouring token.
-
-Temperature 0 (greedy decoding) needs no random stream: :func:`generate_lockstep` then runs HF's greedy
-``generate`` over all rows, each with its adapter. :func:`sequence_logprob_lockstep` is
-:func:`fedrl_kit.sft.sequence_logprob` for several adapters, each on its own (prompt, completion) pairs, in one
-forward per chunk of rows (FedGRPO's experts scoring candidates, :mod:`fedrl_kit.fedgrpo.client`).
-
-:func:`grpo_step_lockstep` is :func:`fedrl_kit.grpo.grpo_step` for K clients at once: the same advantages,
-π_old reuse, π_ref pass, micro-batches (``micro_batch_size`` rows *per client*), loss weighting, gradient
-clipping and optimiser step — per client, on its own parameters and optimiser — with one forward and one
-backward per micro-batch for all clients. On a CPU a micro-batch's clients are packed into as few passes as keep
-every activation within :data:`CPU_PASS_BYTES` (:func:`packed_passes`): larger tensors are page-faulted in afresh at
-every pass, which made a K = 16 round on the embedded base twice as slow as the clients one by one.
-"""
+"""Lockstep clients: K clients' LoRA adapters in one generate and one forward/backward (per-row adapters)."""
 
 from __future__ import annotations
 
@@ -106,10 +71,6 @@ def per_row_adapters(model, groups: Groups):
     Args:
         model: the peft-wrapped policy model (plain LoRA on ``Linear``/``Conv1D`` layers; no DoRA, not merged).
         groups: :data:`Groups`, covering the batch's rows 0..N−1 contiguously.
-
-    Raises:
-        ValueError: on groups that do not tile the rows, an adapter the model lacks, or a LoRA layer kind
-            this path does not handle.
     """
     if not groups or groups[0][1] != 0 or any(g[2] != h[1] for g, h in zip(groups, groups[1:])) or \
             any(stop <= start for _, start, stop in groups):
@@ -134,12 +95,7 @@ def per_row_adapters(model, groups: Groups):
 
 
 class GroupSampler:
-    """A logits processor for ``generate``: each client's rows sampled from that client's own generator.
-
-    It does what HF's multinomial sampling does (scores / temperature, softmax, ``torch.multinomial`` with one
-    draw per row), per group with the group's generator, and returns scores that are 0 at the drawn token and
-    −inf elsewhere, so greedy decoding keeps the draw.
-    """
+    """A logits processor for ``generate``: each client's rows sampled from that client's own generator."""
 
     def __init__(self, groups: Groups, seeds: list[int], temperature: float, device):
         if temperature <= 0:
@@ -164,13 +120,11 @@ def generate_lockstep(policy, prompts: dict[str, list[str]], num_generations: in
         policy: the shared :class:`~fedrl_kit.policy.engine.Policy` (HF generation).
         prompts: adapter name → its B_k raw prompts (at least one each).
         num_generations: G.
-        seeds: adapter name → its sampling seed (what ``Policy.rollout`` would get in sequential mode); not read
-            at temperature 0.
-        temperature: rollout temperature (default: the policy's); 0 decodes greedily, as ``Policy.rollout`` does.
+        seeds: adapter name → its sampling seed (``Policy.rollout``'s in sequential mode).
+        temperature: default the policy's; 0 decodes greedily.
 
     Returns:
-        Adapter name → :class:`Rollouts` laid out as ``Policy.rollout`` lays them out for that adapter alone
-        (its own prompt padding, its own completion length).
+        Adapter name → :class:`Rollouts` laid out as ``Policy.rollout`` lays them out for that adapter alone.
     """
     names = list(prompts)
     t = policy.temperature if temperature is None else temperature
@@ -195,17 +149,12 @@ def sequence_logprob_lockstep(policy, pairs: dict[str, tuple[list[str], list[str
                               batch_size: int = 256) -> dict[str, np.ndarray]:
     """:func:`fedrl_kit.sft.sequence_logprob` for several adapters, each on its own pairs, in one pass.
 
-    The pairs of all adapters are concatenated, adapter after adapter, and scored in chunks of ``batch_size``
-    rows as ``sequence_logprob`` scores one adapter's (each chunk right-padded to its longest pair), each row
-    under its own adapter (:func:`per_row_adapters`).
-
     Args:
         policy: the shared :class:`~fedrl_kit.policy.engine.Policy`.
         pairs: adapter name → (prompts, completions) it scores (either may be empty).
 
     Returns:
-        Adapter name → [n_k] float64 log-probs, what ``sequence_logprob(policy, name, *pairs[name])`` returns
-        up to the float effects of batching (other padding, other matmul blocks).
+        Adapter name → [n_k] float64 log-probs, as ``sequence_logprob`` up to batching's float effects.
     """
     names = [n for n in pairs if len(pairs[n][0])]
     groups = row_groups(names, [len(pairs[n][0]) for n in names])
@@ -239,12 +188,7 @@ def concat_rollouts(parts: list[Rollouts], pad_token_id: int) -> Rollouts:
 
 def lockstep_logps(model, names: list[str], parts: list[Rollouts], temperature: float,
                    pad_token_id: int, length_buckets: int = 1) -> list[torch.Tensor]:
-    """Each client's [N_k, T_k] per-token log-probs under its own adapter, from one forward over all rows.
-
-    ``length_buckets`` = k > 1: from up to k forwards instead, rows of similar completion length together
-    (:func:`fedrl_kit.speed.buckets.length_buckets_of`), each padded only to its own longest; within a pass the rows stay
-    in client order, so each client's rows are one contiguous group with its adapter.
-    """
+    """Each client's [N_k, T_k] per-token log-probs under its own adapter, from one forward over all rows."""
     groups = row_groups(names, [len(r) for r in parts])
     every = concat_rollouts(parts, pad_token_id)
     if length_buckets == 1:
@@ -289,18 +233,6 @@ def packed_passes(chunk: list[tuple[int, range]], lengths: list[tuple[int, int]]
                   budget: int | None = None) -> list[list[tuple[int, range]]]:
     """A micro-batch's clients packed, in order, into passes whose widest tensor stays within ``budget`` bytes.
 
-    On a GPU the widest tensors are the logits over the vocabulary with their float32 copies and gradient
-    (:func:`device_pass_budget`): at K = 16 clients of 64 rows on a 151,936-token vocabulary, one pass over all
-    1,024 rows ran out of an 80 GB GPU. On a CPU, glibc's malloc serves a block above 64 MiB asked for in a worker thread's arena (the runtime runs
-    the clients in one) with a fresh ``mmap`` whatever the process's settings, and one above 32 MiB unless
-    :mod:`fedrl_kit.speed.allocator` keeps freed memory, so every such tensor is page-faulted in afresh at every
-    pass: at K = 16 on the embedded base (1,024 rows, 78 MB activations), with freed memory kept, that was 3.3
-    million page faults and 2.1× the time of the clients one by one
-    (``benchmarks/results/batched_clients_k16_no_passes.json``). Passes of at most ``budget`` bytes per
-    activation (rows × positions × ``per_position``, a pass padded to its longest prompt and its longest
-    completion) keep every tensor in memory the process reuses. A client alone over the budget gets a pass of its
-    own (as sequentially). Each pass is its own forward and backward; gradients add up as over micro-batches.
-
     Args:
         chunk: (client, rows) of one micro-batch, in client order.
         lengths: per client, its rows' (prompt, completion) columns.
@@ -326,11 +258,7 @@ LOGITS_BYTES_PER_ELEMENT = 14
 
 
 def device_pass_budget(model) -> tuple[int, int]:
-    """(bytes per row and position, bytes a pass may take) for :func:`packed_passes` on the model's device.
-
-    CPU: the widest activation within :data:`CPU_PASS_BYTES`. GPU: the logits' training memory within half of what
-    the device has free when the step starts.
-    """
+    """(bytes per row and position, bytes a pass may take) for :func:`packed_passes` on the model's device."""
     device = next(model.parameters()).device
     if device.type == "cpu":
         return activation_bytes(model), CPU_PASS_BYTES
@@ -345,16 +273,12 @@ def grpo_step_lockstep(model, names: list[str], optimizers: list, rollouts: list
     """One GRPO step of K clients at once: :func:`fedrl_kit.grpo.grpo_step` per client, one pass for all.
 
     Args:
-        model: the peft-wrapped policy holding the K adapters ``names`` (their parameters require grad).
-        names: the K adapter names, in row order.
-        optimizers: the K clients' optimisers, each over its own adapter's parameters.
-        rollouts: the K clients' rollouts (N_k = B_k·G rows each).
-        rewards: the K clients' [N_k] scalar rewards.
+        model: the peft-wrapped policy holding the K adapters ``names`` (row order).
+        optimizers, rollouts, rewards: per client: its optimiser, its N_k = B_k·G rollouts, its [N_k] rewards.
         settings: :class:`~fedrl_kit.grpo.GRPOSettings` shared by the clients.
-        pad_token_id: the tokenizer's pad id (fills the rows to a common length).
-        ref_model_ctx: as in ``grpo_step`` (needed when beta > 0).
-        extra_losses: per client, None or a zero-argument callable added to its loss (FedProx).
-        on_first_grads: per client, None or a callable given its parameters after the first epoch's backward.
+        pad_token_id: fills the rows to a common length.
+        ref_model_ctx: as in ``grpo_step`` (beta > 0).
+        extra_losses, on_first_grads: per client, None or ``grpo_step``'s ``extra_loss`` / ``on_first_grad``.
 
     Returns:
         Per client, the diagnostics ``grpo_step`` returns for it.

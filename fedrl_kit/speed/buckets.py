@@ -1,13 +1,4 @@
-"""Length buckets: a batch's completions scored in up to k passes of similar length instead of one.
-
-In one pass every completion is padded to the batch's longest, and the padding is computed like any token. When
-lengths vary, rows cut into passes of similar length, each padded only to its own longest (and, per row, only from
-its pass's first prompt token), skip most of that work: :func:`length_buckets_of` chooses the cuts that compute
-the fewest token positions (an exact dynamic programme), :func:`scored_in_passes` runs the passes and puts the rows
-back in order. The log-probs and gradients are the one pass's to float tolerance, not bit for bit (other matrix
-shapes sum in another order). ``RunConfig.length_buckets`` = k turns it on (:class:`fedrl_kit.speed.Scorer`);
-measured in docs/performance.md ("Each completion to its own length").
-"""
+"""Length buckets: a batch's completions scored in up to k passes of similar length instead of one."""
 
 from __future__ import annotations
 
@@ -48,11 +39,7 @@ def trimmed_rows(rollouts: Rollouts, idx: torch.Tensor, t: int) -> Rollouts:
 
 
 def scored_in_passes(completion_mask: torch.Tensor, buckets: int, score) -> torch.Tensor:
-    """Log-probs of every row from up to ``buckets`` passes by completion length (:func:`length_buckets_of`).
-
-    ``score(idx, t)`` scores the rows ``idx`` (ascending) with completions cut to ``t`` tokens and returns
-    [len(idx), t]; the passes are put back in the rows' order, 0 past a pass's longest.  -> [N, T]
-    """
+    """Log-probs of every row from up to ``buckets`` passes by completion length (:func:`length_buckets_of`)."""
     T = completion_mask.shape[1]
     parts, order = [], []
     for idx, t in length_buckets_of(completion_mask, buckets):
@@ -64,10 +51,6 @@ def scored_in_passes(completion_mask: torch.Tensor, buckets: int, score) -> torc
 
 def length_buckets_of(completion_mask: torch.Tensor, buckets: int) -> list[tuple[torch.Tensor, int]]:
     """Rows grouped into at most ``buckets`` passes of similar completion length, padding work minimised.
-
-    Rows sorted by length (the mask's row sums, at least 1) are cut into contiguous runs so that the sum over runs
-    of rows × the run's longest length, the token positions the passes compute, is the least possible (an exact
-    dynamic programme over the distinct lengths). Runs that would save nothing are not split off.
 
     Returns:
         [(row indices, their longest length)], shortest first; every row in exactly one.

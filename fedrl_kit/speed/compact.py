@@ -1,15 +1,4 @@
-"""fedrl_kit's own sampling loop: the adapter folded into the weights, finished rows out of the batch.
-
-HF ``generate`` runs every LoRA layer as three matrix products (the base weight, A, then B) and keeps computing
-rows that have already emitted eos. :func:`compact_sample` (a ``Sample``, ``RunConfig.generation_loop =
-"compact"``) samples with each LoRA layer's active adapter folded into a float32 copy of its weight,
-W₀ + (α/r)·B·A (:func:`folded_lora`: one matmul instead of three), and drops the rows that have emitted eos. Its
-random draws are ``generate``'s, in the same order, and its logits equal to float tolerance, so it samples the
-same completions unless a draw falls within that tolerance of a token's boundary. For Llama- and Qwen2-style
-models its decode steps run :func:`fedrl_kit.speed.lean_decode.lean_decoder`'s step (the model's operations
-without its module stack). The folded copies are held while sampling: about one more copy of the adapted weights in
-memory. Float32 models with plain LoRA only; measured in docs/performance.md ("A sampling loop of our own").
-"""
+"""fedrl_kit's own sampling loop: the adapter folded into the weights, finished rows out of the batch."""
 
 from __future__ import annotations
 
@@ -39,16 +28,6 @@ def compact_sample(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, n
 def _compact_sample(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, group: int, max_new_tokens: int,
                     temperature: float, eos_token_id: int, pad_token_id: int) -> torch.Tensor:
     """Sample up to T = ``max_new_tokens`` tokens per row, the rows that have emitted eos leaving the batch.
-
-    What HF ``generate`` (sampling, no logits warper but the temperature; or greedy) does, with its random draws:
-    every step scores the live rows' last tokens against the KV cache, and ``torch.multinomial`` draws once over
-    the probabilities of all N rows (a finished row's are a one-hot on the pad token), so torch's generator
-    advances exactly as in ``generate``, which keeps computing finished rows. A finished row gets the pad
-    token, as there. ``group``: G > 1 when the rows come in prompt-major groups of G identical prompts
-    (``prompt_pass="shared"``): each prompt is prefilled once, and its KV cache and last logits serve its G rows
-    (the per-row prefill's to float tolerance); 1 prefills every row. For Llama- and Qwen2-style models the
-    decode steps run :func:`fedrl_kit.speed.lean_decode.lean_decoder`'s step (the model's operations without its module
-    stack) on the prefill's key and value tensors; for other models, the model.
 
     Returns:
         [N, T'] completion ids, T' ≤ T the steps until every row finished.
@@ -172,11 +151,6 @@ def plain_lora(layer) -> bool:
 def folded_lora(model):
     """Within this context every LoRA layer computes ``x · (W₀ + Σ_a (α/r)·B_a·A_a)ᵀ + b`` with its active adapters
     folded into a copy of its weight: one matmul instead of three (inference only; no gradients reach A or B).
-
-    A model without LoRA layers, or with its adapters disabled, is left as it is. Raises ValueError for a LoRA
-    layer it cannot fold exactly (not a plain ``Linear``, DoRA or another variant, fan-in-fan-out, already merged
-    or already patched) and for weights that are not float32: added to a bfloat16 or float16 weight, an adapter's
-    small update would be mostly rounded away.
     """
     layers = _foldable_layers(model)
     if layers is None:  # no peft: no adapters to fold

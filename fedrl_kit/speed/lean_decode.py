@@ -1,25 +1,4 @@
-"""The compact generation loop's decode step without the module stack: the same operations as the model's forward.
-
-One decode step of a small model on a CPU is mostly Python: ``model(...)`` walks some 80 modules (hooks, keyword
-plumbing, the mask builder, the cache object) to run about 20 small matrix products. :func:`lean_decoder` reads
-the weights once per sampling call and returns a function that runs one decode step of a Llama- or Qwen2-style
-decoder directly on tensors: embedding, per layer RMSNorm → q/k/v → rotary embedding → the key and value cache
-grown by one position → scaled dot-product attention over the kept positions → o-projection → residual →
-RMSNorm → SwiGLU MLP → residual, then the final norm and the head at the new position. It is what
-``transformers``' forward computes for those models with SDPA attention, operation for operation (the attention
-call takes the query heads grouped by key-value head, as ``transformers`` does for one query position), so it samples
-the same tokens (``tests/test_generation_loop.py`` compares the completions with ``generate``'s; a float-level
-difference could flip a draw, none was seen). The prompt's prefill still runs through the model.
-
-It is used inside :func:`fedrl_kit.speed.compact.folded_lora`, where each LoRA layer's forward is one ``linear`` with the
-adapter folded in; :func:`lean_decoder` reads that folded weight. Anything it does not reproduce makes it return
-None, and the loop calls the model as before: another architecture or attention implementation, a rotary
-scaling other than the default, sliding-window layers, an activation other than SiLU, a module with forward hooks
-(FedMOA's eq. 8 hook, accelerate's offloading) or with a forward patched by someone else, a LoRA layer not folded.
-
-Measured with ``benchmarks/grpo_step_vs_trl.py`` (docs/performance.md, "One local GRPO step against
-``trl.GRPOTrainer``").
-"""
+"""The compact generation loop's decode step without the module stack: the same operations as the model's forward."""
 
 from __future__ import annotations
 
@@ -79,13 +58,7 @@ def _supported(base, config) -> bool:
 
 
 def lean_decoder(model) -> Callable | None:
-    """A decode step for ``model`` (a causal LM, peft-wrapped or not) that skips the module stack, or None.
-
-    The returned ``step(ids, mask, position, keys, values)`` takes the live rows' new token ids [n], their
-    attention mask [n, L] (1 for a position to attend to, the new one included), their position ids [n, 1], and
-    per layer the cached keys and values [n, kv_heads, L - 1, head_dim]; it appends the new position to each
-    layer's entries in ``keys`` and ``values`` (lists, changed in place) and returns the logits [n, 1, V].
-    """
+    """A decode step for ``model`` (a causal LM, peft-wrapped or not) that skips the module stack, or None."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     config = getattr(base, "config", None)
     if config is None or not _supported(base, config):

@@ -1,20 +1,4 @@
-"""Each prompt once for its G rows: the shared prompt pass, in sampling and in scoring.
-
-A GRPO batch holds each prompt G times. The reference path runs every copy (:mod:`fedrl_kit.rollout`); here each
-prompt runs once and its keys and values serve its G rows:
-
-- sampling (:func:`shared_prefill_sample`): every prompt but its last token is prefilled once and its KV cache
-  repeated to its G rows; HF ``generate`` then runs only the last prompt token and decodes, as after its own
-  prefill. The random draws are the same, the logits equal to float tolerance, so the completions are the same
-  unless a draw falls within that tolerance of a token's boundary;
-- scoring (:func:`shared_prompt_logps`): the B prompts run once with a KV cache; the logits at a prompt's last
-  position predict its completions' first token, and the N = B·G completions run against the repeated cache.
-  Mathematically the same log-probs and, through the cache, the same gradients as the per-row pass, in about
-  P·B + T·N token positions instead of (P + T)·N; to float tolerance, not bit for bit.
-
-``RunConfig.prompt_pass = "shared"`` turns it on (:class:`fedrl_kit.speed.Sampler`, :class:`fedrl_kit.speed.Scorer`);
-measured in docs/performance.md ("Each prompt once").
-"""
+"""Each prompt once for its G rows: the shared prompt pass, in sampling and in scoring."""
 
 from __future__ import annotations
 
@@ -38,11 +22,7 @@ def model_cache(out):
 
 @torch.no_grad()
 def _shared_prefill(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, num_generations: int):
-    """The KV cache of every prompt but its last token, computed once per group and repeated to its G rows.
-
-    ``generate`` given this cache runs only the last prompt token and then decodes, as it would after its
-    own prefill of all N rows. [N, P] ids and mask, prompt-major groups of G identical rows.
-    """
+    """The KV cache of every prompt but its last token, computed once per group and repeated to its G rows."""
     G = num_generations
     p_ids, p_mask = prompt_ids[::G, :-1], prompt_mask[::G, :-1]  # [B, P - 1]
     out = model(input_ids=p_ids, attention_mask=p_mask, position_ids=(p_mask.cumsum(dim=1) - 1).clamp(min=0),
@@ -98,11 +78,6 @@ def groups_share_prompts(rollouts: Rollouts) -> bool:
 def _shared_prompt_logps(model, rollouts: Rollouts, start: int, stop: int, temperature: float) -> torch.Tensor:
     """Rows ``start:stop`` (whole groups) scored with one pass over each group's prompt.
 
-    The B prompts run once with a KV cache; the cache is repeated G times along the batch and the N = B·G
-    completions run against it. The logits at a prompt's last position predict its completions' first token;
-    the completion pass predicts the rest. Mathematically the same log-probs (and, through the cache, the
-    same gradients) as the per-row pass, in about P·B + T·N token positions instead of (P + T)·N.
-
     Returns:
         [stop - start, T] log-probabilities.
     """
@@ -126,10 +101,6 @@ def _shared_prompt_logps(model, rollouts: Rollouts, start: int, stop: int, tempe
 def _shared_prompt_logps_bucketed(model, rollouts: Rollouts, start: int, stop: int, temperature: float,
                                   buckets: int) -> torch.Tensor:
     """:func:`_shared_prompt_logps` with the completions in up to ``buckets`` passes of similar length.
-
-    The B prompts run once with a KV cache, as there; each pass (:func:`fedrl_kit.speed.buckets.length_buckets_of`) takes its rows'
-    prompts' keys and values from it by index (autograd intact, so the prompt pass gets every row's gradient) and
-    runs its completions padded only to its own longest.
 
     Returns:
         [stop - start, T] log-probabilities, rows in their order.
@@ -169,12 +140,7 @@ def _prompt_pass(model, p_ids: torch.Tensor, p_mask: torch.Tensor, T: int, use_c
 
 
 def _rows_of(cache, rows: torch.Tensor):
-    """A copy of a KV cache holding only the batch rows ``rows`` (repeats allowed), the original left as it is.
-
-    The cache's layers are copied shallowly and select their rows as ``generate`` does (new key and value tensors,
-    autograd intact), so each layer keeps its own bookkeeping, e.g. a sliding-window layer's count of the tokens
-    seen, which a cache rebuilt from the kept keys and values would lose.
-    """
+    """A copy of a KV cache holding only the batch rows ``rows`` (repeats allowed), the original left as it is."""
     out = copy.copy(cache)
     out.layers = [copy.copy(layer) for layer in cache.layers]
     out.batch_select_indices(rows)

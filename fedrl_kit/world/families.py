@@ -1,30 +1,4 @@
-"""FedMOA's three task families in the embedded world: MATH-like, GSM8K-like and MBPP-like.
-
-The FedMOA paper (Wang et al., *FedMOA: Federated GRPO for Personalized Reasoning LLMs under
-Heterogeneous Rewards*, §4.1) trains on three datasets — MATH, GSM8K and MBPP —
-and its Heter+Heter setting gives each client one of them. The embedded world's stand-ins:
-
-=========  ===========================  ==========================================================
-family     stands for                   rows
-=========  ===========================  ==========================================================
-``math``   MATH (DAPO-Math)             the seven arithmetic topics of :mod:`fedrl_kit.world.tasks`
-``gsm``    GSM8K (grade-school words)   short word problems with counts up to 19: ``"tom has 3 pens,
-                                        gets 5. total?"``, ``"eva has 5 pens, liz has 8. most?"``
-``code``   MBPP (Python programs)       ``"code: x times 3 plus 4"``; the answer is *tests*, the
-                                        model writes ``f=lambda x:x*3+4``, checked by running it
-                                        in :mod:`fedrl_kit.rewards.sandbox`
-=========  ===========================  ==========================================================
-
-Rows keep the toolkit's schema (prompt, answer, topic, difficulty) plus ``family``. For the
-``code`` family ``answer`` holds the test source (``"assert f(0)==4\\nassert f(2)==10"``), which
-is what :func:`fedrl_kit.rewards.sandbox.code_accuracy_reward` reads.
-
-None of this touches the default world: :data:`fedrl_kit.world.tasks.DEFAULT_TOPICS` and
-``make_world()`` are unchanged (the quickstart's numbers depend on them). The new topics live in
-:data:`FAMILY_TOPICS` here, and :func:`make_family_world` draws splits with the same rules as
-:func:`fedrl_kit.world.world.make_world` — the same stable held-out hash (:func:`is_heldout`), so
-no family problem in the test split can have been taught to the derived base ``data/base_moa``.
-"""
+"""FedMOA's three task families in the embedded world: MATH-like, GSM8K-like and MBPP-like."""
 
 from __future__ import annotations
 
@@ -189,12 +163,10 @@ def generate_family_problems(n: int, seed: int, families=tuple(FAMILIES), diffic
     """``n`` distinct problems, round-robin over families and, within a family, over its topics.
 
     Args:
-        n: number of rows.
-        seed: seed of the one ``random.Random`` every draw comes from.
-        families: names from :data:`FAMILIES`.
-        difficulties: subset of (1, 2, 3).
+        n, seed: number of rows; seed of the one ``random.Random`` every draw comes from.
+        families, difficulties: names from :data:`FAMILIES`; a subset of (1, 2, 3).
         exclude: prompts that must not be drawn.
-        with_reasoning: also return the ``reasoning`` column (the supervised warm start uses it).
+        with_reasoning: also return the ``reasoning`` column (for the supervised warm start).
 
     Returns:
         Row dicts ``{prompt, answer, topic, difficulty, family[, reasoning]}``.
@@ -260,13 +232,10 @@ def make_family_world(seed: int = 0, n_train: int = 600, n_test: int = 20, famil
     """Build a world with a private pool, a held-out test split and a validation split *per family*.
 
     Args:
-        seed: world seed.
-        n_train: private rows per family.
-        n_test: held-out test rows per family.
-        families: names from :data:`FAMILIES`.
-        difficulties: difficulty levels.
-        n_val: held-out validation rows per family, disjoint from the test rows (drawn after test and train
-            with their own seed, so test and train do not depend on it).
+        seed, families, difficulties: world seed; names from :data:`FAMILIES`; difficulty levels.
+        n_train, n_test: private and held-out test rows per family.
+        n_val: validation rows per family, disjoint from the test rows (drawn last, so test and train do not
+            depend on it).
     """
     families = _check_families(families)
     for name, v in dict(n_train=n_train, n_test=n_test, n_val=n_val).items():
@@ -288,9 +257,6 @@ def family_sft_rows(n: int, seed: int, families=tuple(FAMILIES), difficulties=DI
                     mix=None) -> list[dict]:
     """``n`` warm-start rows (with reasoning) from the non-held-out region, round-robin over families
     and their topics, drawn *with* replacement (as :func:`fedrl_kit.policy.pretrain.sft_pairs` does).
-
-    ``mix`` gives each family a whole number of slots per cycle (``(1, 2, 1)``: math, gsm, gsm, code,
-    math, …); ``None`` is one slot each, the plain round-robin.
     """
     families = _check_families(families)
     mix = (1,) * len(families) if mix is None else tuple(mix)

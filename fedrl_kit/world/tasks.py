@@ -1,18 +1,4 @@
-"""Procedurally generated verifiable tasks: the embedded world's stand-in for MATH's subjects.
-
-Each topic is a family of short problems with one exact answer. Topics differ in how hard
-they are for a ~1.6 M-parameter character-level policy, so that client heterogeneity and
-client *expertise* are real: ``max`` and ``add`` are learnable within CPU minutes, ``mul``
-and ``mod`` are in between, and ``count`` and ``seq`` stay hard.
-
-Rows follow one schema everywhere in the toolkit (also for the papers' real datasets,
-see :mod:`fedrl_kit.world.real`)::
-
-    {"prompt": "23+5=", "answer": "28", "topic": "add", "difficulty": 2}
-
-Generation is seed-deterministic: ``make_tasks(n, seed)`` returns the same rows on every
-machine, because every draw comes from one ``random.Random(seed)``.
-"""
+"""Procedurally generated verifiable tasks: the embedded world's stand-in for MATH's subjects."""
 
 from __future__ import annotations
 
@@ -124,12 +110,10 @@ def generate_problems(
     """Draw ``n`` distinct problems, round-robin over ``topics`` so every topic is equally common.
 
     Args:
-        n: number of rows.
-        seed: seed of the one ``random.Random`` all draws come from.
-        topics: topic names from :data:`TOPICS`.
-        difficulties: difficulty levels to draw from uniformly (1 = one-digit operands).
+        n, seed: number of rows; seed of the one ``random.Random`` all draws come from.
+        topics, difficulties: names from :data:`TOPICS`; levels drawn uniformly (1 = one-digit operands).
         exclude: prompts that must not be drawn (keeps splits disjoint).
-        with_reasoning: also return the ``reasoning`` column used by the supervised warm start.
+        with_reasoning: also return the ``reasoning`` column (for the supervised warm start).
 
     Returns:
         A list of row dicts ``{prompt, answer, topic, difficulty[, reasoning]}``.

@@ -1,10 +1,4 @@
-"""The embedded world's splits: clients' private pool, and the server's public, auxiliary and test sets.
-
-Which prompts are *held out* is decided by a stable hash of the prompt text, not by a seed:
-about one prompt in four is held out. Test, public and auxiliary rows are drawn from the
-held-out prompts only; clients' private data and the base checkpoint's warm-start data from
-the rest only. So no world seed can leak a test problem into the base or into a client.
-"""
+"""The embedded world's splits: clients' private pool, and the server's public, auxiliary and test sets."""
 
 from __future__ import annotations
 
@@ -25,11 +19,7 @@ def is_heldout(prompt: str) -> bool:
 
 def draw(n: int, seed: int, heldout: bool, topics=DEFAULT_TOPICS, difficulties=DIFFICULTIES,
          exclude=None, with_reasoning: bool = False, generate=generate_problems) -> list[dict]:
-    """``n`` distinct problems from the held-out region (``heldout=True``) or from the rest.
-
-    ``generate`` draws candidate rows (``generate(n, seed, topics, difficulties, exclude=, with_reasoning=)``):
-    :func:`~fedrl_kit.world.tasks.generate_problems` by default, FedMOA's family generator for its worlds.
-    """
+    """``n`` distinct problems from the held-out region (``heldout=True``) or from the rest."""
     rows: list[dict] = []
     seen = set(exclude or ())
     attempt = 0
