@@ -52,7 +52,8 @@ def test_the_server_view_and_the_per_question_hit_differences(tiny_dir):
     for cid, row in view.iterrows():
         counts = run.truth.topic_counts(cid)
         assert counts[row["true largest topic"]] == max(counts.values())
-        assert row["guessed right"] == (row["server's guess: best topic"] == row["true largest topic"])
-        assert 0 <= row["its competence"] <= 1
+        assert row["guessed right"] == (row["server's guess: its topic"] == row["true largest topic"])
+        assert -1 <= row["edge over the average client"] <= 1
+    assert view["edge over the average client"].ge(0).all()  # a client's best edge is never below the average
     with pytest.raises(ValueError, match="experts must be"):
         diagnostics.hit_differences(run.server, run.truth, q["experts"][:3])

@@ -269,21 +269,23 @@ def hit_differences(server, truth, experts, min_share: float = MAJOR_SHARE) -> n
 
 def server_view(server, truth) -> "pd.DataFrame":
     """What the competence replies alone tell the server about its clients: per client, the topic of the auxiliary
-    questions it answers best (the confidence graph's strongest edge, which the server computes from scalars it
-    received) beside its true largest topic and that topic's share of its data (simulator truth, which the server
-    never sees)."""
+    questions on which it beats the average client by most (its mean competence on the topic minus all clients' mean
+    there: the confidence graph's most distinctive edge, which the server computes from scalars it received), beside
+    its true largest topic and that topic's share of its data (simulator truth, which the server never sees)."""
     import pandas as pd
 
     from fedrl_kit.fedgrpo.expert_selection import topic_competence
 
     measure_all_competence(server)
     names, comp = topic_competence(server_state(server).cache.as_matrix(), list(server.world.aux["topic"]))  # [K, T]
+    edge = comp - np.nanmean(comp, axis=0, keepdims=True)  # [K, T] above the average client on each topic
     rows = []
     for k, cid in enumerate(server.runtime.client_ids):
         counts = truth.topic_counts(cid)
         largest = max(counts, key=counts.get)
-        best = int(np.nanargmax(comp[k]))
-        rows.append({"client": cid, "server's guess: best topic": names[best], "its competence": comp[k, best],
-                     "true largest topic": largest, "its share of the data": counts[largest] / sum(counts.values()),
+        best = int(np.nanargmax(edge[k]))
+        rows.append({"client": cid, "server's guess: its topic": names[best], "edge over the average client":
+                     edge[k, best], "true largest topic": largest,
+                     "its share of the data": counts[largest] / sum(counts.values()),
                      "guessed right": names[best] == largest})
     return pd.DataFrame(rows).set_index("client").round(3)
