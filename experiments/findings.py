@@ -128,7 +128,7 @@ def fedgrpo_finding_notes(results: str | Path = RESULTS) -> pd.DataFrame:
     table = fedgrpo_findings(results)
     rows = []
     for i, ((a, b), r) in enumerate(zip(FEDGRPO_FINDING_ARMS, table.to_dict("records")), 1):
-        arms = ", ".join(f"{METHOD_NAMES[x]} {int(rounds[METHOD_NAMES[x]])} rounds" for x in (a, b))
+        arms = " against ".join(f"{METHOD_NAMES[x]} ({int(rounds[METHOD_NAMES[x]])} rounds)" for x in (a, b))
         rows.append({"label": f"F{i}", "finding": r["finding"],
                      "result": interval_words(r["difference"], r["±95% t"], int(r["seeds"])),
                      "setting": (f"K = {s['num_clients']} clients, β = {s['dirichlet_alpha']}, τ = {s['local_steps']}, "
