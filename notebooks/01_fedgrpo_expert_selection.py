@@ -243,14 +243,15 @@ print(f"A_1 by hand = {(r_tilde[0] - r_tilde.mean()) / (r_tilde.std() + 1e-6):.4
 adv, right, fmt = tr["advantages"]["paper"], tr["correct"], tr["format"]
 top = int(np.argmax(adv))
 mu = tr["scores"].mean(axis=0)
-said = [f"The top advantage, A = {adv[top]:.3f}, goes to candidate {top} ({tr['candidates'][top]!r}), which is "
+said = [f"The top advantage, A = {adv[top]:.3f}, goes to the candidate in row {top} ({tr['candidates'][top]!r}), "
+        "which is "
         f"{'right' if right[top] else 'WRONG'} and {'well' if fmt[top] else 'badly'} formatted (f = {fmt[top]:.0f})."]
 if not right[top] and fmt[top]:
     said.append(f"{int(right.sum())} of {len(right)} candidates are right, and the experts' mean scores span only "
                 f"{mu.min():.3f}–{mu.max():.3f}, so 8·μ_r separates the candidates by at most {8 * np.ptp(mu):.2f} "
                 f"while the format bonus adds a full 1 to the formatted ones. **The reward is expert score × 8 + "
-                "format**: when no expert can vouch for an answer, it teaches the format, right or wrong. This is one "
-                "reason the format rate rises faster than accuracy in the run below.")
+                "format**: when no expert can vouch for an answer, it teaches the format, right or wrong: one way the "
+                "format rate can rise while accuracy stays (compare them in §5).")
 elif right[top]:
     said.append("The experts' scores put the right answer first: this is the case the method is built for.")
 Markdown(" ".join(said))
@@ -355,7 +356,9 @@ pd.DataFrame(ledger.to_rows()).groupby(["kind", "direction"]).agg(messages=("nby
 view = server_view(tour.server, tour.truth)
 display(view)
 ae = [r["ae_share"] for r in records["FedGRPO"] if r.get("client") == "server" and "ae_share" in r]
-Markdown(f"- The server names {int(view['guessed right'].sum())} of {len(view)} clients' largest topic right.\n"
+n_topics = len(notebook.client_table(tour.partitions).columns) - 1
+Markdown(f"- The server names {int(view['guessed right'].sum())} of {len(view)} clients' largest topic right (a blind "
+         f"guess among the {n_topics} topics would expect {len(view) / n_topics:.1f}).\n"
          f"- An AE expert's scores are exactly 0 or 1 (in §4, {tr['pathways']} for "
          f"{[tour.runtime.client_ids[k] for k in tr['experts']]}), so a row of 0s and 1s tells the server that this "
          "client holds the question's label, and a 1 marks the right answer"
@@ -365,8 +368,8 @@ Markdown(f"- The server names {int(view['guessed right'].sum())} of {len(view)} 
 # %% [markdown]
 # ## 7. What the reproduction found
 # The stored runs (`benchmarks/results`): each arm trained until its curve flattens, plateaus paired seed by seed.
-# Each sentence is printed from the stored numbers, with its label and setting; every table is in the
-# [report](11_fedgrpo_report.ipynb).
+# **Central-GRPO** is plain GRPO on all clients' data pooled in one place, the paper's upper bound. Each sentence is
+# printed from the stored numbers, with its label and setting; every table is in the [report](11_fedgrpo_report.ipynb).
 
 # %%
 notes = fedgrpo_finding_notes()
@@ -374,9 +377,9 @@ Markdown("\n".join(f"- **{label}** {row.finding}: {row.result}. *Setting:* {row.
                    for label, row in notes.iterrows()))
 
 # %% [markdown]
-# Read together: FedGRPO stays below FedAvg-GRPO (F1) and below **Central-GRPO**, plain GRPO on all data pooled,
-# the paper's upper bound (F2). Selection beats chance at finding topic holders (§4), yet three seeds see no accuracy
-# gain over random experts (F3); who can check answers *exactly* matters more (F4).
+# Read together: FedGRPO stays below FedAvg-GRPO (F1) and below Central-GRPO (F2). Selection beats chance at finding
+# topic holders (§4), yet three seeds see no accuracy gain over random experts (F3); who can check answers *exactly*
+# matters more (F4).
 
 # %% [markdown]
 # ## 8. Exercises: predict, then run
