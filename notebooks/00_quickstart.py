@@ -222,7 +222,7 @@ notebook.client_table(run.partitions)
 
 # %% [markdown]
 # **Where there is room to learn.** The base model's pass@1 per topic on the held-out test problems, before any
-# training (the run's own round-0 evaluation, computed here ahead of time). A topic near 0 gives mostly all-wrong
+# training (the run's round-0 evaluation, computed ahead). A topic near 0 gives mostly all-wrong
 # groups, one near 1 all-right groups: both teach nothing (§1).
 
 # %%
@@ -258,10 +258,16 @@ viz.export(fig, "quickstart_pass_at_1", figures)
 fig
 
 # %% [markdown]
-# Per topic, base and final (compare with where there was room to learn, §3):
+# Per topic, base and final. GRPO learns where groups are mixed (§1): a topic the base almost never solves gives
+# all-wrong groups and little signal.
 
 # %%
-notebook.topic_table(records).T
+topics = notebook.topic_table(records)
+gain = topics["final"] - topics["base"]
+display(topics.T)
+print(f"largest gain: {gain.idxmax()} ({topics.loc[gain.idxmax(), 'base']:.3f} → "
+      f"{topics.loc[gain.idxmax(), 'final']:.3f}); hardest at the start: {topics['base'].idxmin()} "
+      f"({topics['base'].min():.3f} → {topics.loc[topics['base'].idxmin(), 'final']:.3f})")
 
 # %% [markdown]
 # ### The same questions, before and after
@@ -274,7 +280,7 @@ display(answers_table)
 greedy_accuracy.to_frame()
 
 # %% [markdown]
-# What this one run says, printed from its numbers:
+# What this one run says (printed from its numbers):
 
 # %%
 g0, g1 = greedy_accuracy["base (greedy)"], greedy_accuracy["trained (greedy)"]
