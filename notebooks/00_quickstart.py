@@ -387,8 +387,8 @@ zero = client_df.groupby("client").frac_zero_std.mean() if clients else pd.Serie
 answer_2 = zero.idxmax() if len(zero) else None
 if answer_2 is not None:
     held = notebook.client_table(run.partitions).loc[answer_2].drop("total")
-    mix = ", ".join(f"{t} {n / held.sum():.0%} (base pass@1 {base_topics[t]:.2f})"
-                    for t, n in held.sort_values(ascending=False).head(2).items())
+    mix = ", ".join(f"{t} {n / held.sum():.0%} (base pass@1 {base_topics.get(t, float('nan')):.2f})"
+                    for t, n in held.sort_values(ascending=False).head(2).items())  # nan: no test problem of t
     why_2 = (f"{answer_2}'s groups had no spread {zero.max():.0%} of the time (the others {zero.drop(answer_2).min():.0%}"
              f"–{zero.drop(answer_2).max():.0%}); its data is mostly {mix}: topics where most groups of G answers are "
              "all wrong (or all right) give every answer A = 0")
