@@ -96,3 +96,42 @@ def fedmoa_findings(results: str | Path = RESULTS) -> pd.DataFrame:
                                  "difference": mean, "±95% t": half, "seeds": n,
                                  "verdict": "falls" if mean + half < 0 else "within noise"}
     return table.round(3)
+
+
+def interval_words(difference: float, half_width: float, seeds: int, unit: str = "pass@1 points") -> str:
+    """A paired difference and its 95 % Student-t half-width in words that agree with the interval: "higher (lower)
+    by X … which excludes 0" when mean ± half-width lies on one side of 0, else "… contains 0: no difference is
+    established" (never "within noise" for an interval that excludes 0)."""
+    low, high = difference - half_width, difference + half_width
+    interval = f"95 % t-interval ±{half_width:.2f} over {seeds} seeds, {low:+.2f} to {high:+.2f}"
+    if low > 0 or high < 0:
+        return f"{'higher' if difference > 0 else 'lower'} by {abs(difference):.2f} {unit} ({interval}: excludes 0)"
+    return f"{difference:+.2f} {unit} ({interval}: contains 0, so no difference is established)"
+
+
+#: the two arms each row of :func:`fedgrpo_findings` compares (a − b), in its row order (fedgrpo_claims' names)
+FEDGRPO_FINDING_ARMS = [("fedgrpo", "fedavg_grpo"), ("fedgrpo", "central_grpo"), ("fedgrpo", "fedgrpo_random"),
+                        ("fedgrpo_allgt", "fedgrpo")]
+
+
+def fedgrpo_finding_notes(results: str | Path = RESULTS) -> pd.DataFrame:
+    """:func:`fedgrpo_findings` as sentences a notebook can quote: one row per finding, labelled F1, F2, …, with the
+    difference in words (:func:`interval_words`) and its setting (clients, β, τ, prompts per step, seeds and each
+    arm's rounds), all read from the stored files."""
+    from experiments.fedgrpo_claims import METHOD_NAMES, load_arms, long_curves, with_arms
+
+    results = Path(results)
+    long = [json.loads((results / n).read_text()) for n in ("fedgrpo_compare_pool_long.json",
+                                                            "fedgrpo_compare_pool_long30.json")]
+    rounds = long_curves(with_arms(long, load_arms(results))).set_index("method")["rounds"]
+    s = long[0]["settings"]
+    table = fedgrpo_findings(results)
+    rows = []
+    for i, ((a, b), r) in enumerate(zip(FEDGRPO_FINDING_ARMS, table.to_dict("records")), 1):
+        arms = " against ".join(f"{METHOD_NAMES[x]} ({int(rounds[METHOD_NAMES[x]])} rounds)" for x in (a, b))
+        rows.append({"label": f"F{i}", "finding": r["finding"],
+                     "result": interval_words(r["difference"], r["±95% t"], int(r["seeds"])),
+                     "setting": (f"K = {s['num_clients']} clients, β = {s['dirichlet_alpha']}, τ = {s['local_steps']}, "
+                                 f"{s['prompts_per_step']} prompts per client and step, {int(r['seeds'])} seeds; {arms}; "
+                                 "plateau = mean pass@1 of the last 5 rounds")})
+    return pd.DataFrame(rows).set_index("label")

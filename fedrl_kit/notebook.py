@@ -634,3 +634,11 @@ def notebook_json(nb: dict) -> str:
                 self.item_separator, self.sort_keys, self.skipkeys, _one_shot)(o, 0)
 
     return JupyterLabEncoder(indent=1, sort_keys=True, ensure_ascii=False).encode(nb) + "\n"
+
+
+def reveal(answer, why: str) -> None:
+    """An exercise's answer and the reason for it, in one line, for a check cell run without a prediction (so that
+    the stored notebook, read without a kernel, shows it): ``Answer: … because …``, then how to test oneself first.
+    ``why`` is built from the run's own numbers by the caller."""
+    print(f"Answer: {answer!r}, because {why.rstrip('.')}. (To test yourself first: set your prediction in the "
+          "cell above and run both cells; this cell then checks it.)")

@@ -208,3 +208,48 @@ def selection_quality(server, truth, L: int | None = None, M: int | None = None)
 
 __all__ = ["diagnostics", "measure_all_competence", "trace_question", "selection_quality", "server_state",
            "MAJOR_SHARE"]
+
+
+def hit_differences(server, truth, experts, min_share: float = MAJOR_SHARE) -> np.ndarray:
+    """Per question of D_s: the fraction of its chosen experts holding its topic (≥ ``min_share`` of their data)
+    minus that fraction's expectation under a uniform random choice; the mean over questions is
+    ``hit_rate_major − random_hit_rate_major`` of :func:`selection_quality`, and a t-interval over these values says
+    how well the questions of one run pin that gap down.
+
+    Args:
+        experts: ``[N_s, M]`` client indices per question (:func:`selection_quality`'s ``experts``).
+
+    Returns:
+        float64 ``[N_s]``.
+    """
+    experts = np.asarray(experts)
+    topics = list(truth.fact("queries").rows["topic"])
+    if experts.ndim != 2 or len(experts) != len(topics):
+        raise ValueError(f"experts must be [N_s, M] with N_s = {len(topics)}, got shape {experts.shape}")
+    sets = [truth.topics(c, min_share) for c in server.runtime.client_ids]
+    holds = np.array([[t in s for s in sets] for t in topics], dtype=np.float64)  # [N_s, K]
+    return np.take_along_axis(holds, experts, axis=1).mean(axis=1) - holds.mean(axis=1)  # [N_s]
+
+
+def server_view(server, truth) -> "pd.DataFrame":
+    """What the competence replies alone tell the server about its clients: per client, the topic of the auxiliary
+    questions on which it beats the average client by most (its mean competence on the topic minus all clients' mean
+    there: the confidence graph's most distinctive edge, which the server computes from scalars it received), beside
+    its true largest topic and that topic's share of its data (simulator truth, which the server never sees)."""
+    import pandas as pd
+
+    from fedrl_kit.fedgrpo.expert_selection import topic_competence
+
+    measure_all_competence(server)
+    names, comp = topic_competence(server_state(server).cache.as_matrix(), list(server.world.aux["topic"]))  # [K, T]
+    edge = comp - np.nanmean(comp, axis=0, keepdims=True)  # [K, T] above the average client on each topic
+    rows = []
+    for k, cid in enumerate(server.runtime.client_ids):
+        counts = truth.topic_counts(cid)
+        largest = max(counts, key=counts.get)
+        best = int(np.nanargmax(edge[k]))
+        rows.append({"client": cid, "server's guess: its topic": names[best], "edge over the average client":
+                     edge[k, best], "true largest topic": largest,
+                     "its share of the data": counts[largest] / sum(counts.values()),
+                     "guessed right": names[best] == largest})
+    return pd.DataFrame(rows).set_index("client").round(3)
