@@ -180,7 +180,7 @@ def test_a_batched_public_step_gives_each_client_its_sequential_loss_gradient_an
     policy = run.policy
     # public_generate in lockstep: the same responses and correctness, the same token ids kept for the step
     own = {c.cid: c._generated for c in clients}
-    assert together([partial(c.on_public_generate, 1, ask) for c in clients]) == generated
+    assert together([partial(c.on_public_generate, 1, ask) for c in clients], clients) == generated
     for c in clients:
         for field in ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask"):
             assert torch.equal(getattr(c._generated, field), getattr(own[c.cid], field)), (c.cid, field)
@@ -193,7 +193,7 @@ def test_a_batched_public_step_gives_each_client_its_sequential_loss_gradient_an
             policy.set_state(c.cid, start[c.cid])
             c.optimizer, c._generated, c._public, c.probe = None, own[c.cid], [], probe
         if batched:
-            group = lockstep.Group([partial(c.on_public_step, 1, p) for c, p in zip(clients, payloads)])
+            group = lockstep.Group([partial(c.on_public_step, 1, p) for c, p in zip(clients, payloads)], clients=clients)
             calls = group.run()
             assert group.passes == [("grpo_step", [0, 1, 2])]  # one GRPO step for the three clients
             replies = [c.result for c in calls]

@@ -19,7 +19,7 @@ text first, so the probability is estimated by the share of ``evaluator.samples`
 equal to ``a`` (seeded by the question set, so a resumed run draws the same).
 
 Each handler reads top to bottom. θ_k's passes (its probabilities, its sampled or greedy answers) go through
-the pass functions of :mod:`fedrl_kit.federation.client`: the plain calls, unless ``client_batching="lockstep"``
+the client's :class:`~fedrl_kit.federation.client.Passes`: the plain calls, unless ``client_batching="lockstep"``
 runs the receivers of a broadcast together, which batches the passes of all experts (below).
 
 Which questions a client holds with their label — the input of its gate, never known to the
@@ -31,7 +31,7 @@ server — is decided when the federation is built (:mod:`fedrl_kit.fedgrpo.quer
 **In lockstep** (``RunConfig.client_batching = "lockstep"``; the spec's ``lockstep`` kinds ``competence`` and
 ``score``) the runtime (:class:`~fedrl_kit.federation.lockstep.LockstepRuntime`) runs the receivers' own
 :meth:`FedGRPOClient.on_competence` / :meth:`FedGRPOClient.on_score` together. Each reads the request, decides and logs its gate
-λ_k, and asks its evaluator θ_k through the pass functions of :mod:`fedrl_kit.federation.client`; the experts'
+λ_k, and asks its evaluator θ_k through its passes (``self.passes``); the experts'
 evaluator passes run as one batch, each row with its own expert's adapter ``eval_<cid>``
 (:func:`~fedrl_kit.speed.batched.per_row_adapters`); each handler then builds its reply (the AE checks, the ME
 scores, a malicious client's lie) as sequentially. An expert whose gate needs nothing of θ_k finishes without
@@ -62,7 +62,6 @@ import numpy as np
 import torch
 
 from fedrl_kit import seeding
-from fedrl_kit.federation import client as passes  # the model passes: rollout, grpo_step, sequence_logprob
 from fedrl_kit.federation.client import MessageClient
 from fedrl_kit.fedgrpo.args import EvaluatorArgs, FedGRPOArgs
 from fedrl_kit.fedgrpo.expert_selection import dual_evaluation_gate
@@ -199,9 +198,11 @@ class DomainModelClient(MessageClient):
         if not questions:
             return np.zeros(0)
         if self.evaluator.training == "sft":
-            return np.exp(passes.sequence_logprob(self.policy, self.adapter, list(questions), list(answers)))  # [n]
+            return np.exp(self.passes.sequence_logprob(self.policy, self.adapter, list(questions),
+                                                       list(answers)))  # [n]
         distinct, seed = self.sampling_plan(questions)
-        sampled = passes.rollout(self.policy, self.adapter, distinct, self.evaluator.samples, seed=seed).completions
+        sampled = self.passes.rollout(self.policy, self.adapter, distinct, self.evaluator.samples,
+                                      seed=seed).completions
         return self.sampled_shares(questions, answers, distinct, sampled)
 
     def sampling_plan(self, questions: list[str]) -> tuple[list[str], int]:
@@ -227,8 +228,8 @@ class DomainModelClient(MessageClient):
         self.ensure_evaluator()
         if not questions:
             return []
-        return _answers(passes.rollout(self.policy, self.adapter, list(questions), 1, seed=0,
-                                       temperature=0.0).completions)
+        return _answers(self.passes.rollout(self.policy, self.adapter, list(questions), 1, seed=0,
+                                            temperature=0.0).completions)
 
 
 class FedGRPOClient(DomainModelClient):
