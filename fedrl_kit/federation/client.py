@@ -24,8 +24,7 @@ from fedrl_kit.federation.parking import as_numpy, as_torch
 from fedrl_kit.federation.runtime import Message
 from fedrl_kit.grpo import GRPOSettings
 from fedrl_kit.grpo import grpo_step as plain_grpo_step
-from fedrl_kit.policy import adapters
-from fedrl_kit.rollout import Rollouts, generate
+from fedrl_kit.rollout import Rollouts
 from fedrl_kit.settings import LocalSettings
 from fedrl_kit.sft import sequence_logprob as plain_sequence_logprob
 
@@ -42,14 +41,9 @@ class Passes:
 
     def rollout(self, policy, adapter: str, prompts: list[str], num_generations: int, seed: int,
                 temperature: float | None = None) -> Rollouts:
-        """G completions per prompt sampled from ``adapter``: :func:`fedrl_kit.rollout.generate` with the policy's
-        sampler, or the policy's vLLM backend when it has one."""
-        if policy.backend is not None:  # vLLM (fedrl_kit.policy.backends)
-            return policy.rollout(adapter, prompts, num_generations, seed=seed, temperature=temperature)
-        adapters.activate(policy.model, adapter)
-        return generate(policy.model, policy.tokenizer, prompts, num_generations, policy.max_new_tokens,
-                        policy.temperature if temperature is None else temperature, seed, policy.chat,
-                        sample=policy.sampler)
+        """G completions per prompt sampled from ``adapter``
+        (:meth:`~fedrl_kit.policy.engine.Policy.rollout`: :func:`fedrl_kit.rollout.generate`, or vLLM)."""
+        return policy.rollout(adapter, prompts, num_generations, seed=seed, temperature=temperature)
 
     def grpo_step(self, policy, adapter: str, optimizer: torch.optim.Optimizer, rollouts: Rollouts,
                   rewards: torch.Tensor, settings: GRPOSettings, extra_loss=None, on_first_grad=None) -> dict:
