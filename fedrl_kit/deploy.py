@@ -27,7 +27,7 @@ continues where it was; a server that resumes from its checkpoint at round k get
 last round before k + 1 (the node keeps every round's, so a round the server did not checkpoint is not used).
 
 Methods. A node can play a client whose state between messages is its adapter (sent by the server in every
-``fit``) and Adam's moments: FedAvg-GRPO and FedProx-GRPO (:data:`DEPLOYABLE`). PubSwap keeps its generated
+``fit``) and Adam's moments: FedAvg-GRPO and FedProx-GRPO (their ``MethodSpec.deployable``). PubSwap keeps its generated
 responses and adapter between the messages of a round, FedMOA its hypergradients, FedGRPO its evaluator model:
 those need a long-lived client process and are refused for now, in one line.
 
@@ -44,12 +44,21 @@ import shutil
 import sys
 from pathlib import Path
 
-from fedrl_kit.federation.split import (DEPLOYABLE, FORMAT, SERVER_SPLITS, SPLIT_FIELDS, DamagedFolder,
-                                        check_deployable, check_method, check_same_split, load_server_world,
-                                        read_json, split_fields)
+from fedrl_kit.federation import split
+from fedrl_kit.federation.split import (FORMAT, SERVER_SPLITS, SPLIT_FIELDS, DamagedFolder, check_same_split,
+                                        load_server_world, read_json, split_fields)
+from fedrl_kit.methods import check_deployable as check_method
 
-__all__ = ["DEPLOYABLE", "SPLIT_FIELDS", "DamagedFolder", "check_deployable", "load_server_world", "split_federation",
+__all__ = ["SPLIT_FIELDS", "DamagedFolder", "check_deployable", "load_server_world", "split_federation",
            "Node", "node_for", "make_credentials", "audit_opens", "audit_from_env"]
+
+
+def check_deployable(cfg, server_data) -> None:
+    """Refuse, in one line, a deployed run that cannot work: a method that keeps client state
+    (:func:`fedrl_kit.methods.check_deployable`), then :func:`fedrl_kit.federation.split.check_deployable`."""
+    check_method(cfg.method)
+    split.check_deployable(cfg, server_data)
+
 
 def config_digest(config_json: str) -> str:
     """A short name for a run's config: what a node keeps its client state under."""

@@ -469,10 +469,12 @@ class Run:
             raise ValueError(f"runtime must be one of {tuple(self.RUNTIMES)} or a callable, got {runtime!r}")
         if server_data is not None:  # refused in one line before anything is built or written
             from fedrl_kit.federation.split import check_deployable
+            from fedrl_kit.methods import check_deployable as check_method
 
             if not callable(runtime):
                 raise ValueError(f"a deployed run reaches its clients through Flower (fedrl_kit.flower), not runtime "
                                  f"{runtime!r}")
+            check_method(config.method)
             check_deployable(config, server_data)
         self.server_data = Path(server_data) if server_data is not None else None
         self.runtime_kind = runtime

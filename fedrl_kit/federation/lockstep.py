@@ -1,7 +1,7 @@
 """Lockstep clients: the in-process runtime runs a broadcast's handlers together, their model passes batched.
 
 ``RunConfig.client_batching = "lockstep"`` gives the run a :class:`LockstepRuntime`. For a message kind in its
-``handlers`` (``fit``, and a method's ``MethodSpec.lockstep``), the receivers form one :class:`Group`: each
+``kinds`` (a method's ``MethodSpec.lockstep``), the receivers form one :class:`Group`: each
 client's own ``on_<kind>`` runs, unchanged, in a thread of its own, one thread at a time in the group's client
 order. A handler's model passes go through its client's ``passes``; while the group runs, each of its clients has
 the group's :class:`GroupPasses`, whose calls park the thread and hand the turn to the next client. When every client still running is parked, the parked calls of the
@@ -40,7 +40,7 @@ passes. Every client keeps its own batches, its own sampling stream (the sequent
 its own gradient clipping and its own optimiser; what a handler does between passes (rewards, FedMOA's eq. 8 pass,
 a FedGRPO evaluator's training) runs for that client alone, while the others wait. Other messages (PubSwap's
 ``fit_begin``/``fit_end``, ``properties``, evaluation) and other methods run as before; the config refuses
-``"lockstep"`` for methods without a group (:data:`fedrl_kit.config.LOCKSTEP_METHODS`). The Flower runtime and the
+``"lockstep"`` for methods without a group (``MethodSpec.lockstep`` None). The Flower runtime and the
 serialising runtime stay sequential (one client per message).
 
 What differs from sequential mode, exactly:
@@ -270,8 +270,8 @@ class LockstepRuntime(InProcessRuntime):
     docstring).
 
     Args:
-        kinds: the message kinds, besides ``fit``, whose receivers answer as one group (a method's
-            ``MethodSpec.lockstep``); other arguments as :class:`~fedrl_kit.federation.runtime.InProcessRuntime`.
+        kinds: the message kinds whose receivers answer as one group (a method's ``MethodSpec.lockstep``); other
+            arguments as :class:`~fedrl_kit.federation.runtime.InProcessRuntime`.
 
     The ledger holds the same messages in the same order as the sequential runtime's: each message, then its
     reply, client after client. ``passes`` logs every batched pass: (message kind, round, pass kind, client ids).
@@ -279,7 +279,7 @@ class LockstepRuntime(InProcessRuntime):
 
     def __init__(self, clients, *args, kinds: tuple[str, ...] = (), **kwargs):
         super().__init__(clients, *args, **kwargs)
-        self.kinds = {"fit", *kinds}
+        self.kinds = set(kinds)
         self.passes: list[tuple[str, int, str, list[str]]] = []
 
     def broadcast(self, kind: str, round: int, payloads, receivers=None, progress=None):

@@ -52,6 +52,7 @@ def run_round(server, round: int) -> dict:
 
 
 FEDAVG_GRPO = MethodSpec("fedavg_grpo", "local GRPO (tau steps) on every client, FedAvg/FedIT of the LoRA adapters",
-                         run_round, build_grpo_clients)
+                         run_round, build_grpo_clients, lockstep=("fit",), deployable=True)
 FEDPROX_GRPO = MethodSpec("fedprox_grpo", "FedAvg-GRPO with FedProx's proximal term (PubSwap eq. 5)",
-                          run_round, build_grpo_clients, sections=(FedProxArgs,))
+                          run_round, build_grpo_clients, sections=(FedProxArgs,), lockstep=("fit",), deployable=True,
+                          prox_mu=lambda config: config.fedprox.mu)
