@@ -268,9 +268,11 @@ class RunConfig:
         need(self.client_batching in CLIENT_BATCHING, "client_batching", f"one of {CLIENT_BATCHING}")
         if self.client_batching == "lockstep" and (method_spec(self.method).lockstep is None
                                                    or self.rollout_backend != "hf"):
+            why = (f"{self.method} has no lockstep path and runs its clients one by one"
+                   if method_spec(self.method).lockstep is None else 'its batched passes are HF ones')
             need(False, "client_batching", f'"sequential" for method {self.method!r} with rollout_backend '
                  f'{self.rollout_backend!r} ("lockstep" runs {", ".join(lockstep_methods())} with rollout_backend '
-                 '"hf"; the other methods run their clients one by one)')
+                 f'"hf"; {why})')
         need(self.prompt_pass in ("auto", *PROMPT_PASSES), "prompt_pass", f"one of {('auto', *PROMPT_PASSES)}")
         need(self.prompt_pass != "shared" or self._batches_alone(), "prompt_pass",
              '"per_row" or "auto" with client_batching "lockstep" or rollout_backend "vllm" (they run every row on '

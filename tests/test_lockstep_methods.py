@@ -316,5 +316,5 @@ def test_lockstep_is_accepted_for_pubswap_and_fedmoa_and_refused_elsewhere(tiny_
         with pytest.raises(ValueError, match="client_batching"):
             small_config(tiny_dir, method=method, client_batching="lockstep", **vllm)
     for method in ("dpsda_grpo", "central_grpo"):
-        with pytest.raises(ValueError, match="client_batching.*pubswap_balanced, pubswap_noswap, fedmoa"):
+        with pytest.raises(ValueError, match="client_batching.*pubswap_balanced, pubswap_noswap, fedgrpo, fedmoa"):
             small_config(tiny_dir, method=method, client_batching="lockstep")
