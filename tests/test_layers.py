@@ -67,7 +67,8 @@ from conftest import small_config
 from fedrl_kit.runs import Run
 for method in ("fedavg_grpo", "fedgrpo", "pubswap_balanced", "fedmoa"):
     with tempfile.TemporaryDirectory() as d:
-        Run(small_config({tiny_dir!r}, method=method, rounds=1, n_aux=24, local_steps=2), d + "/run", progress=False).run()
+        cfg = small_config({tiny_dir!r}, method=method, rounds=1, n_aux=24, local_steps=2)
+        Run(cfg, d + "/run", progress=False).run()
 print(sorted(m for m in sys.modules if m in {EXTRAS!r}))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=600)

@@ -193,7 +193,8 @@ def test_a_batched_public_step_gives_each_client_its_sequential_loss_gradient_an
             policy.set_state(c.cid, start[c.cid])
             c.optimizer, c._generated, c._public, c.probe = None, own[c.cid], [], probe
         if batched:
-            group = lockstep.Group([partial(c.on_public_step, 1, p) for c, p in zip(clients, payloads)], clients=clients)
+            group = lockstep.Group([partial(c.on_public_step, 1, p) for c, p in zip(clients, payloads)],
+                                   clients=clients)
             calls = group.run()
             assert group.passes == [("grpo_step", [0, 1, 2])]  # one GRPO step for the three clients
             replies = [c.result for c in calls]

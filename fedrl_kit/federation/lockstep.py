@@ -1,13 +1,13 @@
 """Lockstep clients: the in-process runtime runs a broadcast's handlers together, their model passes batched.
 
 ``RunConfig.client_batching = "lockstep"`` gives the run a :class:`LockstepRuntime`. For a message kind in its
-``kinds`` (a method's ``MethodSpec.lockstep``), the receivers form one :class:`Group`: each
-client's own ``on_<kind>`` runs, unchanged, in a thread of its own, one thread at a time in the group's client
-order. A handler's model passes go through its client's ``passes``; while the group runs, each of its clients has
-the group's :class:`GroupPasses`, whose calls park the thread and hand the turn to the next client. When every client still running is parked, the parked calls of the
-same kind (and the same policy and settings) run as one batched pass (:data:`BATCHED`, :mod:`fedrl_kit.speed.batched`),
-each client gets its own answer, and the threads resume, in order. A client whose handler finishes or raises leaves
-the group; the others go on. Since everything runs in one fixed order, a lockstep run is bit-reproducible.
+``kinds`` (a method's ``MethodSpec.lockstep``), the receivers form one :class:`Group`: each client's own
+``on_<kind>`` runs, unchanged, in a thread of its own, one thread at a time in the group's client order. A handler's
+model passes go through its client's ``passes``; while the group runs, its clients hold the group's
+:class:`GroupPasses`, whose calls park the thread and hand the turn to the next client. When every client still
+running is parked, the parked calls of the same kind (and the same policy and settings) run as one batched pass
+(:data:`BATCHED`, :mod:`fedrl_kit.speed.batched`), each client gets its own answer, and the threads resume, in
+order. A client whose handler finishes or raises leaves the group; the others go on. Since everything runs in one fixed order, a lockstep run is bit-reproducible.
 
 =====================================  ======================  ==========================================================
 method (client class)                  message                 what its handler's passes become in a group
@@ -136,10 +136,10 @@ def batches(asked: list[tuple[int, str, dict]]) -> list[tuple[str, list[tuple[in
 class Group:
     """Zero-argument functions (client handlers) run as one lockstep group (module docstring).
 
-    ``clients[k]``, when given, is the client whose handler ``fns[k]`` runs: while the group runs, its ``passes`` are
-    the group's (:class:`GroupPasses`). :meth:`run` starts one thread per function, lets them run one at a time in order
-    until each has parked on a pass or finished, runs the parked calls as batched
-    passes (:func:`batches`), and repeats until every function has finished. ``passes`` logs each batched pass: (kind, member indices).
+    ``clients[k]``, when given, is the client whose handler ``fns[k]`` runs: while the group runs, its ``passes``
+    are the group's (:class:`GroupPasses`). :meth:`run` starts one thread per function, lets them run one at a time
+    in order until each has parked on a pass or finished, runs the parked calls as batched passes (:func:`batches`),
+    and repeats until every function has finished. ``passes`` logs each batched pass: (kind, member indices).
     """
 
     def __init__(self, fns: list[Callable[[], object]], names: list[str] | None = None, clients: list | None = None):
