@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--method", default="fedavg_grpo", help="a method with a lockstep path (fedrl_kit.config.LOCKSTEP_METHODS)")
+    p.add_argument("--method", default="fedavg_grpo", help="a method with a lockstep path (its MethodSpec.lockstep)")
     p.add_argument("--clients", type=int, nargs="+", default=[1, 2, 4, 8, 16], help="the K values")
     p.add_argument("--local-steps", type=int, default=None,
                    help="τ, local steps per client in the round (default 1; PubSwap: its period, one private and one "
@@ -102,12 +102,12 @@ def main(argv=None) -> int:
     import transformers
 
     transformers.logging.set_verbosity_error()
-    from fedrl_kit.config import LOCKSTEP_METHODS, preset
+    from fedrl_kit.config import lockstep_methods, preset
     from fedrl_kit.speed.allocator import freed_memory_kept
     from fedrl_kit.runs import Run
 
-    if args.method not in LOCKSTEP_METHODS:
-        raise SystemExit(f"--method must be one of {', '.join(LOCKSTEP_METHODS)} (a method with a lockstep path), "
+    if args.method not in lockstep_methods():
+        raise SystemExit(f"--method must be one of {', '.join(lockstep_methods())} (a method with a lockstep path), "
                          f"got {args.method!r}")
     from fedrl_kit.config import parse_set
 

@@ -42,15 +42,15 @@ def main(argv=None) -> dict:
     b = bench.Args()
     data = make_world(seed=b.seed, n_train=b.prompts, n_test=1, n_public=0, n_aux=0).train
     side = bench.FedrlSide(b, data, prompt_pass="shared", generation_loop="compact", length_buckets=1)
-    from fedrl_kit.federation import client as passes  # the client's one seam to the model passes
+    from fedrl_kit.federation.client import Passes  # the client's one seam to the model passes
 
-    masks, real_grpo_step = [], passes.grpo_step  # every step's completion mask, to count positions
+    masks, real_grpo_step = [], Passes.grpo_step  # every step's completion mask, to count positions
 
-    def recording_grpo_step(policy, adapter, optimizer, rollouts, *a, **kw):
+    def recording_grpo_step(self, policy, adapter, optimizer, rollouts, *a, **kw):
         masks.append(rollouts.completion_mask)
-        return real_grpo_step(policy, adapter, optimizer, rollouts, *a, **kw)
+        return real_grpo_step(self, policy, adapter, optimizer, rollouts, *a, **kw)
 
-    passes.grpo_step = recording_grpo_step
+    Passes.grpo_step = recording_grpo_step
     rows = []
     try:
         for mu in args.mu:
@@ -71,7 +71,7 @@ def main(argv=None) -> dict:
                                  median_s=statistics.median(seconds[k]), passes=len(runs),
                                  completion_positions=sum(len(i) * t for i, t in runs)))
     finally:
-        passes.grpo_step = real_grpo_step
+        Passes.grpo_step = real_grpo_step
     base = {r["num_iterations"]: r["median_s"] for r in rows if r["length_buckets"] == 1}
     for r in rows:
         r["speedup"] = round(base[r["num_iterations"]] / r["median_s"], 3)

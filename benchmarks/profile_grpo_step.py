@@ -4,7 +4,7 @@ The workload is ``grpo_step_vs_trl.py``'s (the embedded base, B = 8 prompts × G
 μ = 2 by default; per-row prompts and HF ``generate`` unless ``--prompt-pass shared`` or ``--generation-loop
 compact``; ``--length-buckets 2`` adds the default path's scoring): one untimed step, then ``--steps`` steps
 under cProfile, one thread. The shares are cProfile's cumulative times of the client's ``rollout`` pass
-(:func:`fedrl_kit.federation.client.rollout`), the step's ``Score``
+(:meth:`fedrl_kit.federation.client.Passes.rollout`), the step's ``Score``
 (``per_token_logps`` or a :mod:`fedrl_kit.speed` one) and ``Tensor.backward`` over the steps' total (profiling
 overhead included, so they are shares, not speeds). Run::
 

@@ -12,21 +12,21 @@ from dataclasses import dataclass, field, fields
 
 from fedrl_kit.args import Args, check_type, parse_value
 from fedrl_kit.settings import GRPOSettings, LocalSettings, check_choice
-from fedrl_kit.methods import METHODS, method_spec
+from fedrl_kit.methods import REGISTRY, method_names, method_spec
 from fedrl_kit.speed import GENERATION_LOOPS, PROMPT_PASSES
 
 CLIENT_BATCHING = ("sequential", "lockstep")
-LOCKSTEP_METHODS = ("fedavg_grpo", "fedprox_grpo", "pubswap_random", "pubswap_balanced", "pubswap_noswap", "fedmoa",
-                    "fedgrpo")
-"""methods with a lockstep path (``client_batching="lockstep"``; :mod:`fedrl_kit.federation.lockstep`): the local
-steps of FedAvg-/FedProx-GRPO, PubSwap and FedMOA, FedGRPO's expert scoring (``competence`` and ``score``); the
-FedGRPO baselines (fedpetuning_sft, dpsda_*) and central_grpo have none"""
+
+
+def lockstep_methods() -> tuple[str, ...]:
+    """The methods with a lockstep path (``MethodSpec.lockstep``; imports every method's module)."""
+    return tuple(m for m in method_names() if method_spec(m).lockstep is not None)
 
 
 @dataclass
 class RunConfig:
     method: str = "fedavg_grpo"
-    """which method runs: one of fedrl_kit.methods.METHODS (`fedrl run --method M --help` lists its fields)"""
+    """which method runs: one of fedrl_kit.methods.method_names() (`fedrl run --method M --help` lists its fields)"""
     preset: str = "quick"
     """the preset the other defaults came from (recorded in config.json)"""
     seed: int = 0
@@ -113,9 +113,8 @@ class RunConfig:
     client_batching: str = "sequential"
     """how the in-process runtime runs the clients of a round: "sequential" (one after another) or "lockstep" (all
     clients' rollouts in one generate and their GRPO steps in one forward/backward, each row with its client's
-    adapter: fedavg_grpo, fedprox_grpo, pubswap_random, pubswap_balanced and fedmoa; fedgrpo: all experts' evaluator
-    passes of a competence or score broadcast in one batch; HF rollouts, the in-process runtime; see
-    fedrl_kit.federation.lockstep and FedGRPO's client)"""
+    adapter; FedGRPO: all experts' evaluator passes of a competence or score broadcast in one batch), for the methods
+    whose MethodSpec has a lockstep path; HF rollouts, the in-process runtime; see fedrl_kit.federation.lockstep)"""
 
     # -- GRPO (TRL's names) ----------------------------------------------------------------------
     learning_rate: float = LocalSettings.learning_rate
@@ -204,7 +203,7 @@ class RunConfig:
 
         for name, hint in _HINTS.items():
             check_type(name, getattr(self, name), hint)
-        need(self.method in METHODS, "method", f"one of {METHODS}")
+        need(self.method in method_names(), "method", f"one of {method_names()}")
         need(self.preset in presets(), "preset", f"one of {presets()}")
         need(isinstance(self.seed, int) and 0 <= self.seed < 2 ** 32, "seed", "an integer in [0, 2**32)")
         need(isinstance(self.base, str) and self.base != "", "base", "a checkpoint folder or hub id")
@@ -249,12 +248,13 @@ class RunConfig:
         need(self.aggregator in ("fedavg", "fedit", "median", "trimmed_mean"), "aggregator",
              "fedavg, fedit, median or trimmed_mean")
         need(self.client_batching in CLIENT_BATCHING, "client_batching", f"one of {CLIENT_BATCHING}")
-        need(self.client_batching == "sequential" or (self.method in LOCKSTEP_METHODS and self.rollout_backend == "hf"),
-             "client_batching", f'"sequential" for method {self.method!r} with rollout_backend '
-             f'{self.rollout_backend!r} ("lockstep" runs {", ".join(LOCKSTEP_METHODS)} with rollout_backend "hf": '
-             'the local steps of fedavg_grpo, fedprox_grpo, pubswap_* and fedmoa, the expert scoring of fedgrpo; '
-             'the other methods, the FedGRPO baselines fedpetuning_sft, dpsda_grpo and dpsda_sft included, run '
-             'their clients one by one)')
+        if self.client_batching == "lockstep" and (method_spec(self.method).lockstep is None
+                                                   or self.rollout_backend != "hf"):
+            why = (f"{self.method} has no lockstep path and runs its clients one by one"
+                   if method_spec(self.method).lockstep is None else 'its batched passes are HF ones')
+            need(False, "client_batching", f'"sequential" for method {self.method!r} with rollout_backend '
+                 f'{self.rollout_backend!r} ("lockstep" runs {", ".join(lockstep_methods())} with rollout_backend '
+                 f'"hf"; {why})')
         need(self.prompt_pass in ("auto", *PROMPT_PASSES), "prompt_pass", f"one of {('auto', *PROMPT_PASSES)}")
         need(self.prompt_pass != "shared" or self._batches_alone(), "prompt_pass",
              '"per_row" or "auto" with client_batching "lockstep" or rollout_backend "vllm" (they run every row on '
@@ -429,18 +429,24 @@ class RunConfig:
                             score=None if score == Scorer() else score)  # None: grpo's reference pass
 
     def local_settings(self):
-        """One client's local round (fedrl_kit.federation.client.LocalSettings), FedProx's μ for fedprox_grpo."""
+        """One client's local round (fedrl_kit.federation.client.LocalSettings), with the μ of FedProx's term when the
+        method's spec sets one (``MethodSpec.prox_mu``)."""
+        prox_mu = method_spec(self.method).prox_mu
         return LocalSettings(self.local_steps, self.prompts_per_step, self.num_generations, self.learning_rate,
-                             self.fedprox.mu if self.method == "fedprox_grpo" else 0.0, self.reset_optimizer,
+                             prox_mu(self) if prox_mu is not None else 0.0, self.reset_optimizer,
                              self.weight_decay, self.lr_schedule, self.rounds)
 
 
-@functools.cache
 def _from_specs() -> tuple[dict[str, type], dict[str, dict]]:
     """Every argument section and preset the methods' specs bring, in the registry's order (imports every method)."""
+    return _gathered(tuple((m, REGISTRY[m]) for m in method_names()))
+
+
+@functools.cache
+def _gathered(registered: tuple) -> tuple[dict[str, type], dict[str, dict]]:
     found: dict[str, type] = {}
     named: dict[str, dict] = {}
-    for method in METHODS:
+    for method, _ in registered:
         spec = method_spec(method)
         for cls in spec.sections:
             if found.setdefault(cls.SECTION, cls) is not cls:
@@ -495,7 +501,7 @@ def migrate(d: dict) -> dict:
     for name, cls in sections().items():  # each section's own earlier forms (Args.migrate)
         if isinstance(d.get(name), dict):
             d[name] = cls.migrate(d[name])
-    if d.get("method") in METHODS and method_spec(d["method"]).migrate is not None:  # the method's own
+    if d.get("method") in method_names() and method_spec(d["method"]).migrate is not None:  # the method's own
         d = method_spec(d["method"]).migrate(d)
     return d
 

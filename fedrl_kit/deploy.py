@@ -8,12 +8,21 @@ import shutil
 import sys
 from pathlib import Path
 
-from fedrl_kit.federation.split import (DEPLOYABLE, FORMAT, SERVER_SPLITS, SPLIT_FIELDS, DamagedFolder,
-                                        check_deployable, check_method, check_same_split, load_server_world,
-                                        read_json, split_fields)
+from fedrl_kit.federation import split
+from fedrl_kit.federation.split import (FORMAT, SERVER_SPLITS, SPLIT_FIELDS, DamagedFolder, check_same_split,
+                                        load_server_world, read_json, split_fields)
+from fedrl_kit.methods import check_deployable as check_method
 
-__all__ = ["DEPLOYABLE", "SPLIT_FIELDS", "DamagedFolder", "check_deployable", "load_server_world", "split_federation",
+__all__ = ["SPLIT_FIELDS", "DamagedFolder", "check_deployable", "load_server_world", "split_federation",
            "Node", "node_for", "make_credentials", "audit_opens", "audit_from_env"]
+
+
+def check_deployable(cfg, server_data) -> None:
+    """Refuse, in one line, a deployed run that cannot work: a method that keeps client state
+    (:func:`fedrl_kit.methods.check_deployable`), then :func:`fedrl_kit.federation.split.check_deployable`."""
+    check_method(cfg.method)
+    split.check_deployable(cfg, server_data)
+
 
 def config_digest(config_json: str) -> str:
     """A short name for a run's config: what a node keeps its client state under."""

@@ -156,3 +156,23 @@ def token_logps(logits: torch.Tensor, ids: torch.Tensor, temperature: float) -> 
     """log-softmax of logits / temperature at the tokens ``ids``.  [b, T, V] and [b, T] -> [b, T]"""
     logits = logits / max(temperature, 1e-6)
     return torch.log_softmax(logits.float(), dim=-1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+
+
+LOGITS_BYTES = 1 << 30
+"""the most bytes one pass's float32 logits [rows, positions, vocabulary] may take in :func:`fedrl_kit.sft.sft_step` and
+:func:`fedrl_kit.sft.completion_logprob`: a batch over it is cut into row chunks that fit (:func:`row_chunks`)"""
+
+
+def row_chunks(rows: int, positions: int, vocab: int, budget: int | None = None) -> list[range]:
+    """``range(rows)`` cut into consecutive chunks whose float32 logits (chunk × positions × vocab × 4 bytes) stay
+    within ``budget`` (default :data:`LOGITS_BYTES`); one chunk when the whole batch fits.
+
+    With a real model's vocabulary the logits, not the weights, set a scoring pass's memory: 32 SFT pairs of 137
+    tokens over Qwen2.5's 151,936 tokens are 2.5 GiB in float32, and the cross-entropy and its gradient hold more
+    of that size; FedGRPO's evaluators train on such batches. The embedded world's vocabulary keeps every batch of
+    its presets in one chunk, so their numbers do not change.
+    """
+    budget = LOGITS_BYTES if budget is None else budget
+    per_row = max(1, positions * vocab * 4)
+    size = max(1, min(rows, budget // per_row))
+    return [range(s, min(rows, s + size)) for s in range(0, rows, size)]

@@ -32,11 +32,9 @@ from fedrl_kit.policy.adapters import GLOBAL, initial_state
 from fedrl_kit.policy.engine import Policy
 from fedrl_kit.rewards import REWARDS, make_reward_set
 from fedrl_kit.world.partition import partition
-from fedrl_kit.policy.hub import REPO_ROOT, check_model_available, resolve_base  # the first two: also imported from here
-from fedrl_kit.policy.memory import check_fits, model_config
+from fedrl_kit.policy.folder import REPO_ROOT, is_model_folder, resolve_base  # the first two: also imported from here
 from fedrl_kit.seeding import cpu_kernels
 from fedrl_kit.speed import Sampler
-from fedrl_kit.speed.allocator import keep_freed_memory
 from fedrl_kit.speed.compact import compact_applies
 from fedrl_kit.world.registry import build_world, check_dataset_available
 
@@ -423,10 +421,12 @@ class Run:
             raise ValueError(f"runtime must be one of {tuple(self.RUNTIMES)} or a callable, got {runtime!r}")
         if server_data is not None:  # refused in one line before anything is built or written
             from fedrl_kit.federation.split import check_deployable
+            from fedrl_kit.methods import check_deployable as check_method
 
             if not callable(runtime):
                 raise ValueError(f"a deployed run reaches its clients through Flower (fedrl_kit.flower), not runtime "
                                  f"{runtime!r}")
+            check_method(config.method)
             check_deployable(config, server_data)
         self.server_data = Path(server_data) if server_data is not None else None
         self.runtime_kind = runtime
@@ -450,10 +450,16 @@ class Run:
             return
         check_dataset_available(self.config.world, self.config.dataset)
         if self._policy is None:
-            check_model_available(resolve_base(self.config.base))
+            base = resolve_base(self.config.base)
+            if not is_model_folder(base):  # a hub id, a GGUF file, an alias: the hub part says what is missing
+                from fedrl_kit.policy.hub import check_model_available
+
+                check_model_available(base)
             check_device(self.config.device)
-            check_fits(self.config.replace(base=resolve_base(self.config.base)))  # refuse a run that will not fit
-            arch = model_config(resolve_base(self.config.base))
+            from fedrl_kit.policy.memory import check_fits, model_config
+
+            check_fits(self.config.replace(base=base))  # refuse a run that will not fit
+            arch = model_config(base)
         else:
             arch = getattr(self._policy.model, "config", None)
         check_model = method_spec(self.config.method).check_model
@@ -513,7 +519,9 @@ class Run:
         if cfg.client_batching == "lockstep":  # clients step together (fedrl_kit.federation.lockstep)
             from fedrl_kit.federation.lockstep import LockstepRuntime
 
-            if cfg.device == "cpu":  # K clients' activations in one batch: keep freed memory (speed.allocator)
+            if cfg.device == "cpu":  # K clients' activations in one batch: keep freed memory
+                from fedrl_kit.speed.allocator import keep_freed_memory
+
                 keep_freed_memory()
 
             make = functools.partial(LockstepRuntime, kinds=self.spec.lockstep)

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from fedrl_kit import seeding
-from fedrl_kit.policy.memory import LOGITS_BYTES, row_chunks  # noqa: F401 - LOGITS_BYTES: the budget, patchable here
+from fedrl_kit.rollout import LOGITS_BYTES, row_chunks  # noqa: F401 - LOGITS_BYTES: the budget, patchable here
 from fedrl_kit.rollout import render_prompts
 
 

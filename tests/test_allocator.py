@@ -81,8 +81,7 @@ from conftest import small_config
 
 calls = []
 real = allocator.keep_freed_memory
-import fedrl_kit.runs as runs
-runs.keep_freed_memory = lambda: calls.append(1) or real()
+allocator.keep_freed_memory = lambda: calls.append(1) or real()
 tiny = sys.argv[1]
 for batching in ("sequential", "lockstep"):
     Run(small_config(tiny, method="fedavg_grpo", client_batching=batching, rounds=1), progress=False).build()

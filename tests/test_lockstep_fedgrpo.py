@@ -67,7 +67,7 @@ def test_batched_sft_scoring_gives_each_expert_its_own_probabilities(sft_run):
     asks = [(QUESTIONS[:5], ["12", "4", "9", "8", "99"]), (["7+7="], ["14"]),
             ([], [])]  # ME questions whose candidates had no answer: nothing to score
     group = Group([partial(c.answer_probabilities, q, a) for c, (q, a) in zip(clients, asks)]
-                  + [lambda: None])  # every question AE: θ_k not asked
+                  + [lambda: None], clients=clients[:len(asks)] + [None])  # every question AE: θ_k not asked
     together_ = [c.result for c in group.run()]
     assert group.passes == [("sequence_logprob", [0, 1])]
     for c, (q, a), got in zip(clients[:2], asks, together_):
@@ -94,7 +94,7 @@ def test_lockstep_sequence_logprob_cuts_chunks_across_experts(sft_run):
 def test_batched_greedy_answers_are_each_experts_own(sft_run):
     clients = list(sft_run.clients.values())[:3]
     asks = [QUESTIONS[:4], QUESTIONS[4:5], QUESTIONS[2:]]
-    group = Group([partial(c.greedy_answers, q) for c, q in zip(clients, asks)])
+    group = Group([partial(c.greedy_answers, q) for c, q in zip(clients, asks)], clients=clients[:len(asks)])
     together_ = [c.result for c in group.run()]
     assert group.passes == [("rollout", [0, 1, 2])]
     raw = generate_lockstep(sft_run.policy, {c.adapter: q for c, q in zip(clients, asks)}, 1, None, temperature=0.0)
@@ -110,7 +110,7 @@ def test_passes_of_other_kinds_and_settings_and_the_same_adapter_go_to_separate_
     c0, c1, c2 = list(sft_run.clients.values())[:3]
     group = Group([partial(c0.greedy_answers, QUESTIONS[:2]), partial(c1.answer_probabilities, QUESTIONS[:1], ["12"]),
                    partial(c2.greedy_answers, QUESTIONS[2:3]), partial(c0.greedy_answers, QUESTIONS[3:4]),
-                   lambda: ["stand-in"]])
+                   lambda: ["stand-in"]], clients=[c0, c1, c2, c0, None])
     got = [c.result for c in group.run()]
     assert group.passes == [("rollout", [0, 2]), ("sequence_logprob", [1]), ("rollout", [3])]
     assert got[0] == c0.greedy_answers(QUESTIONS[:2]) and got[3] == c0.greedy_answers(QUESTIONS[3:4])
@@ -127,11 +127,12 @@ def test_a_member_that_raises_leaves_the_group_and_the_others_finish(sft_run):
 
     def raises():
         raise ValueError("a bad client")
-    calls = Group([partial(c0.greedy_answers, QUESTIONS[:2]), raises, partial(c1.greedy_answers, QUESTIONS[:2])]).run()
+    calls = Group([partial(c0.greedy_answers, QUESTIONS[:2]), raises, partial(c1.greedy_answers, QUESTIONS[:2])],
+                  clients=[c0, None, c1]).run()
     assert calls[0].result == c0.greedy_answers(QUESTIONS[:2]) and calls[2].result == c1.greedy_answers(QUESTIONS[:2])
     assert calls[1].error.startswith("ValueError: a bad client")
     with pytest.raises(RuntimeError, match="a bad client"):
-        together([raises])
+        together([raises], [None])
 
 
 # ---------------------------------------------------------------- GRPO-trained evaluators: sampled answers
@@ -144,7 +145,8 @@ def test_grpo_evaluators_draw_the_same_samples_from_their_own_streams(tiny_dir):
     clients = list(run.clients.values())
     asks = [(QUESTIONS[:3] + QUESTIONS[:1], ["12", "4", "9", "7"]), (QUESTIONS[3:4], ["8"]),
             (QUESTIONS[1:6], ["4", "9", "8", "9", "14"])]
-    group = Group([partial(c.answer_probabilities, q, a) for c, (q, a) in zip(clients, asks)])
+    group = Group([partial(c.answer_probabilities, q, a) for c, (q, a) in zip(clients, asks)],
+                  clients=clients[:len(asks)])
     together_ = [c.result for c in group.run()]
     assert group.passes == [("rollout", [0, 1, 2])]
     plans = {c.adapter: c.sampling_plan(q) for c, (q, _) in zip(clients, asks)}

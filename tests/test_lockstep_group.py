@@ -10,9 +10,8 @@ import time
 import pytest
 
 from fedrl_kit.federation import lockstep
-from fedrl_kit.federation.client import MessageClient
-from fedrl_kit.federation.lockstep import Batched, Group, LockstepRuntime
-from fedrl_kit.federation.client import GROUP
+from fedrl_kit.federation.client import PLAIN, MessageClient
+from fedrl_kit.federation.lockstep import Batched, Group, GroupPasses, LockstepRuntime
 
 
 @pytest.fixture
@@ -29,14 +28,17 @@ def echo(monkeypatch):
     return batches
 
 
-def meet(adapter, x, **kw):
-    """The stand-in pass: alone, the plain call; in a group, a meeting (as the passes of fedrl_kit.federation.client do)."""
-    member = GROUP.get()
-    return 2 * x if member is None else member.meet("echo", adapter=adapter, x=x, **kw)
+class PlainEcho:
+    """The stand-in pass's plain call, a client's passes outside a group (in one, the group's GroupPasses meet)."""
+
+    def meet(self, kind, adapter, x, **kw):
+        return 2 * x
 
 
 class Echo(MessageClient):
     """Answers ``ping`` with its steps' echoes; ``log`` records (client, step) in the order the steps ran."""
+
+    passes = PlainEcho()
 
     def __init__(self, cid, log, steps=2, fail_at=None, hang=None):
         self.cid, self.data, self.log, self.steps, self.fail_at, self.hang = cid, [0], log, steps, fail_at, hang
@@ -49,7 +51,8 @@ class Echo(MessageClient):
                 raise ValueError(f"{self.cid} fails at step {s}")
             while self.hang is not None and not self.hang.is_set():
                 time.sleep(0.01)
-            out.append(meet(self.cid, 10 * s + int(self.cid[-1]), size=payload.get("size", 0)))
+            out.append(self.passes.meet("echo", adapter=self.cid, x=10 * s + int(self.cid[-1]),
+                                        size=payload.get("size", 0)))
         return {"echo": out}
 
 
@@ -92,13 +95,14 @@ def test_a_member_that_raises_is_dropped_alone_and_the_others_go_on(echo):
 def test_a_pass_that_raises_fails_every_member_in_it(echo):
     class Boom(Echo):
         def on_ping(self, round, payload):
-            return {"echo": [meet(self.cid, "boom" if self.cid == "c1" else 1)]}
+            return {"echo": [self.passes.meet("echo", adapter=self.cid, x="boom" if self.cid == "c1" else 1)]}
     rt = _runtime([Boom("c0", []), Boom("c1", []), Boom("c2", [])])
     replies = rt.broadcast("ping", 1, {})
     assert [(r.client, r.reason) for r in replies.values()] == [(c, "raised") for c in ("c0", "c1", "c2")]
     assert all("the batched echo failed" in r.error for r in replies.values())
     with pytest.raises(RuntimeError, match="the batched echo failed"):
-        lockstep.together([lambda: meet("a", "boom")])
+        alone = Echo("c9", [])
+        lockstep.together([lambda: alone.passes.meet("echo", adapter="a", x="boom")], [alone])
 
 
 def test_a_group_past_its_deadline_times_out_for_all_and_its_members_are_stopped(echo):
@@ -119,12 +123,13 @@ def test_a_group_past_its_deadline_times_out_for_all_and_its_members_are_stopped
     assert rt.broadcast("ping", 3, {})["c1"].payload["echo"] == [2, 22] and rt.passes[-1][:2] == ("ping", 3)
 
 
-def test_sequential_mode_makes_the_plain_calls():
-    """Outside a group no member is set: passes.* take their plain path (tested bit for bit by every sequential
-    test); here, that the marker is unset in a fresh thread and in the caller."""
-    seen = []
-    thread = threading.Thread(target=lambda: seen.append(GROUP.get()))
-    thread.start()
-    thread.join()
-    assert seen == [None] and GROUP.get() is None
-    assert Group([lambda: GROUP.get() is not None]).run()[0].result is True
+def test_a_group_hands_its_clients_its_passes_only_while_it_runs():
+    """Outside a group a client's passes are the plain calls (tested bit for bit by every sequential test); a group
+    gives its clients its own for as long as it runs, then their own come back (a class's or an instance's)."""
+    plain, own = MessageClient(), Echo("c0", [])
+    assert plain.passes is PLAIN and isinstance(own.passes, PlainEcho)
+    mine = PlainEcho()
+    own.passes = mine
+    seen = Group([lambda: plain.passes, lambda: own.passes], clients=[plain, own]).run()
+    assert all(isinstance(c.result, GroupPasses) for c in seen)
+    assert plain.passes is PLAIN and "passes" not in plain.__dict__ and own.passes is mine

@@ -180,7 +180,7 @@ def test_a_batched_public_step_gives_each_client_its_sequential_loss_gradient_an
     policy = run.policy
     # public_generate in lockstep: the same responses and correctness, the same token ids kept for the step
     own = {c.cid: c._generated for c in clients}
-    assert together([partial(c.on_public_generate, 1, ask) for c in clients]) == generated
+    assert together([partial(c.on_public_generate, 1, ask) for c in clients], clients) == generated
     for c in clients:
         for field in ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask"):
             assert torch.equal(getattr(c._generated, field), getattr(own[c.cid], field)), (c.cid, field)
@@ -193,7 +193,8 @@ def test_a_batched_public_step_gives_each_client_its_sequential_loss_gradient_an
             policy.set_state(c.cid, start[c.cid])
             c.optimizer, c._generated, c._public, c.probe = None, own[c.cid], [], probe
         if batched:
-            group = lockstep.Group([partial(c.on_public_step, 1, p) for c, p in zip(clients, payloads)])
+            group = lockstep.Group([partial(c.on_public_step, 1, p) for c, p in zip(clients, payloads)],
+                                   clients=clients)
             calls = group.run()
             assert group.passes == [("grpo_step", [0, 1, 2])]  # one GRPO step for the three clients
             replies = [c.result for c in calls]
@@ -316,5 +317,5 @@ def test_lockstep_is_accepted_for_pubswap_and_fedmoa_and_refused_elsewhere(tiny_
         with pytest.raises(ValueError, match="client_batching"):
             small_config(tiny_dir, method=method, client_batching="lockstep", **vllm)
     for method in ("dpsda_grpo", "central_grpo"):
-        with pytest.raises(ValueError, match="client_batching.*pubswap_balanced, pubswap_noswap, fedmoa"):
+        with pytest.raises(ValueError, match="client_batching.*pubswap_balanced, pubswap_noswap, fedgrpo, fedmoa"):
             small_config(tiny_dir, method=method, client_batching="lockstep")

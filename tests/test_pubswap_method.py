@@ -199,18 +199,17 @@ def test_a_paper_preset_refuses_a_swap_period_not_below_tau():
 def test_public_steps_follow_the_learning_rate_schedule_like_private_ones(tiny_dir, monkeypatch):
     """A cosine schedule sets each local step's rate by (round, step); public steps used to keep the rate of the
     private step before them."""
-    from fedrl_kit.federation import client as passes
-    from fedrl_kit.federation.client import scheduled_lr
+    from fedrl_kit.federation.client import Passes, scheduled_lr
 
     seen = []
-    plain = passes.grpo_step
+    plain = Passes.grpo_step
 
-    def spy(policy, cid, optimizer, *args, **kwargs):
+    def spy(self, policy, cid, optimizer, *args, **kwargs):
         if cid == "client_0":
             seen.append(optimizer.param_groups[0]["lr"])
-        return plain(policy, cid, optimizer, *args, **kwargs)
+        return plain(self, policy, cid, optimizer, *args, **kwargs)
 
-    monkeypatch.setattr(passes, "grpo_step", spy)
+    monkeypatch.setattr(Passes, "grpo_step", spy)
     run = Run(small_config(tiny_dir, method="pubswap_balanced", rounds=2, local_steps=4, pubswap={"period": 2},
                            lr_schedule="cosine"), progress=False)
     run.run()

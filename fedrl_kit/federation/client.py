@@ -1,8 +1,10 @@
-"""A federated GRPO client: private data, its own LoRA adapter and optimiser, τ local steps."""
+"""A federated GRPO client: private data, its own LoRA adapter and optimiser, τ local steps.
+
+Its model passes go through ``self.passes`` (:class:`Passes`): the plain calls, unless a runtime hands the client
+others (lockstep batches them across clients) without changing the handler.
+"""
 
 from __future__ import annotations
-
-from contextvars import ContextVar
 
 import numpy as np
 import torch
@@ -12,53 +14,41 @@ from fedrl_kit.federation.parking import as_numpy, as_torch
 from fedrl_kit.federation.runtime import Message
 from fedrl_kit.grpo import GRPOSettings
 from fedrl_kit.grpo import grpo_step as plain_grpo_step
-from fedrl_kit.policy import adapters
-from fedrl_kit.rollout import Rollouts, generate
+from fedrl_kit.rollout import Rollouts
 from fedrl_kit.settings import LocalSettings
 from fedrl_kit.sft import sequence_logprob as plain_sequence_logprob
 
 # -- the model passes of every client's handlers --------------------------------------------------------------------
 
-GROUP: ContextVar = ContextVar("fedrl_kit_lockstep_group", default=None)
-"""in a lockstep group's client thread: its member, whose ``meet(kind, **call)`` returns the batched pass's
-answer for this client (:class:`fedrl_kit.federation.lockstep.Group`); None elsewhere"""
 
+class Passes:
+    """A client's model passes: sampling, the GRPO step and sequence scoring, as plain calls.
 
-def rollout(policy, adapter: str, prompts: list[str], num_generations: int, seed: int,
-            temperature: float | None = None) -> Rollouts:
-    """G completions per prompt sampled from ``adapter``: HF ``generate`` with the policy's sampler
-    (:func:`fedrl_kit.rollout.generate`), or the policy's vLLM backend when it has one."""
-    member = GROUP.get()
-    if member is not None:  # a lockstep group: one batched generate for every client of it
-        return member.meet("rollout", policy=policy, adapter=adapter, prompts=prompts,
-                           num_generations=num_generations, seed=seed, temperature=temperature)
-    if policy.backend is not None:  # vLLM (fedrl_kit.policy.backends)
+    Every client's handlers call them through ``self.passes``. A runtime may hand a client other passes with the
+    same signatures for the length of a message: the lockstep runtime (:mod:`fedrl_kit.federation.lockstep`) gives
+    each client of a group ones that batch the group's calls.
+    """
+
+    def rollout(self, policy, adapter: str, prompts: list[str], num_generations: int, seed: int,
+                temperature: float | None = None) -> Rollouts:
+        """G completions per prompt sampled from ``adapter``
+        (:meth:`~fedrl_kit.policy.engine.Policy.rollout`: :func:`fedrl_kit.rollout.generate`, or vLLM)."""
         return policy.rollout(adapter, prompts, num_generations, seed=seed, temperature=temperature)
-    adapters.activate(policy.model, adapter)
-    return generate(policy.model, policy.tokenizer, prompts, num_generations, policy.max_new_tokens,
-                    policy.temperature if temperature is None else temperature, seed, policy.chat,
-                    sample=policy.sampler)
+
+    def grpo_step(self, policy, adapter: str, optimizer: torch.optim.Optimizer, rollouts: Rollouts,
+                  rewards: torch.Tensor, settings: GRPOSettings, extra_loss=None, on_first_grad=None) -> dict:
+        """One GRPO step of ``adapter`` (active, from ``policy.trainable(adapter)``; ``optimizer`` holds its
+        parameters) on its rollouts and their [N] rewards: :func:`fedrl_kit.grpo.grpo_step` with π_ref the base."""
+        return plain_grpo_step(policy.model, optimizer, rollouts, rewards, settings, ref_model_ctx=policy.reference,
+                               extra_loss=extra_loss, on_first_grad=on_first_grad)
+
+    def sequence_logprob(self, policy, adapter: str, prompts: list[str], completions: list[str]) -> np.ndarray:
+        """log π(completion + eos | prompt) under ``adapter`` for each pair: :func:`fedrl_kit.sft.sequence_logprob`."""
+        return plain_sequence_logprob(policy, adapter, prompts, completions)
 
 
-def grpo_step(policy, adapter: str, optimizer: torch.optim.Optimizer, rollouts: Rollouts, rewards: torch.Tensor,
-              settings: GRPOSettings, extra_loss=None, on_first_grad=None) -> dict:
-    """One GRPO step of ``adapter`` (active, from ``policy.trainable(adapter)``; ``optimizer`` holds its
-    parameters) on its rollouts and their [N] rewards: :func:`fedrl_kit.grpo.grpo_step` with π_ref the base."""
-    member = GROUP.get()
-    if member is not None:  # a lockstep group: one batched forward/backward for every client of it
-        return member.meet("grpo_step", policy=policy, adapter=adapter, optimizer=optimizer, rollouts=rollouts,
-                           rewards=rewards, settings=settings, extra_loss=extra_loss, on_first_grad=on_first_grad)
-    return plain_grpo_step(policy.model, optimizer, rollouts, rewards, settings, ref_model_ctx=policy.reference,
-                           extra_loss=extra_loss, on_first_grad=on_first_grad)
-
-
-def sequence_logprob(policy, adapter: str, prompts: list[str], completions: list[str]) -> np.ndarray:
-    """log π(completion + eos | prompt) under ``adapter`` for each pair: :func:`fedrl_kit.sft.sequence_logprob`."""
-    member = GROUP.get()
-    if member is not None:
-        return member.meet("sequence_logprob", policy=policy, adapter=adapter, prompts=prompts,
-                           completions=completions)
-    return plain_sequence_logprob(policy, adapter, prompts, completions)
+PLAIN = Passes()
+"""the passes every client uses unless a runtime hands it others"""
 
 
 # -- the client --------------------------------------------------------------------------------------------------
@@ -95,6 +85,7 @@ class MessageClient:
 
     cid: str
     data: object
+    passes: Passes = PLAIN  # its model passes (class docstring of Passes)
 
     @property
     def num_examples(self) -> int:
@@ -198,13 +189,14 @@ class GRPOClient(MessageClient):
     def local_step(self, round: int, step: int, params, extra_loss=None) -> dict:
         """One GRPO step on a private minibatch: sample b prompts, G completions each, reward, update."""
         batch = self.sample_batch(round, step)
-        rollouts = rollout(self.policy, self.cid, batch["prompt"], self.local.num_generations,
-                           seed=self.rollout_seed(round, step))
+        rollouts = self.passes.rollout(self.policy, self.cid, batch["prompt"], self.local.num_generations,
+                                       seed=self.rollout_seed(round, step))
         scores = self.reward_scores(rollouts, batch)  # [N, n_rewards]
         rewards = torch.as_tensor(np.nan_to_num(scores) @ np.asarray(self.reward_set.weights),
                                   dtype=torch.float32)  # [N]  r_w = Σ w_k r_k
-        diag = grpo_step(self.policy, self.cid, self._optimizer(params, round, step), rollouts, rewards, self.grpo,
-                         extra_loss=extra_loss, on_first_grad=self.probe.grad_catcher(self.cid) if self.probe else None)
+        diag = self.passes.grpo_step(self.policy, self.cid, self._optimizer(params, round, step), rollouts, rewards,
+                                     self.grpo, extra_loss=extra_loss,
+                                     on_first_grad=self.probe.grad_catcher(self.cid) if self.probe else None)
         if self.probe:
             self.probe.step_done(self.cid, step, "private", self.policy.get_state(self.cid), diag)
         # component 0 is accuracy by the toolkit's convention (FedMOA's r_0)

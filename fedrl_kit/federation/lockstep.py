@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
-from fedrl_kit.federation.client import GROUP
+from fedrl_kit.federation.client import Passes
 from fedrl_kit.federation.runtime import ClientFailure, InProcessRuntime, Message, _Call
 from fedrl_kit.speed.batched import generate_lockstep, grpo_step_lockstep, sequence_logprob_lockstep
 
@@ -21,8 +21,8 @@ from fedrl_kit.speed.batched import generate_lockstep, grpo_step_lockstep, seque
 @dataclass(frozen=True)
 class Batched:
     """How parked calls of one pass kind run together: ``key(call)`` (calls with equal keys share a pass) and
-    ``run(calls)`` → each call's answer, in order (what the plain call of a pass function of
-    :mod:`~fedrl_kit.federation.client` returns for it, up to batching's float effects)."""
+    ``run(calls)`` → each call's answer, in order (what the plain :class:`~fedrl_kit.federation.client.Passes`
+    call returns for it, up to batching's float effects)."""
 
     key: Callable[[dict], tuple]
     run: Callable[[list[dict]], list]
@@ -56,7 +56,7 @@ BATCHED: dict[str, Batched] = {
     "grpo_step": Batched(lambda c: (id(c["policy"]), c["settings"]), _grpo_steps),
     "sequence_logprob": Batched(lambda c: (id(c["policy"]),), _logprobs),
 }
-"""pass kind (a pass function of :mod:`fedrl_kit.federation.client`) → how its parked calls run as one"""
+"""pass kind (a method of :class:`~fedrl_kit.federation.client.Passes`) → how its parked calls run as one"""
 
 
 def batches(asked: list[tuple[int, str, dict]]) -> list[tuple[str, list[tuple[int, dict]]]]:
@@ -78,11 +78,17 @@ def batches(asked: list[tuple[int, str, dict]]) -> list[tuple[str, list[tuple[in
 
 
 class Group:
-    """Zero-argument functions (client handlers) run as one lockstep group (docs/performance.md, "Module notes")."""
+    """Zero-argument functions (client handlers) run as one lockstep group (docs/performance.md, "Module notes").
 
-    def __init__(self, fns: list[Callable[[], object]], names: list[str] | None = None):
+    ``clients[k]``, when given, is the client whose handler ``fns[k]`` runs: while the group runs, its ``passes``
+    are the group's (:class:`GroupPasses`). ``passes`` logs each batched pass: (kind, member indices).
+    """
+
+    def __init__(self, fns: list[Callable[[], object]], names: list[str] | None = None, clients: list | None = None):
         names = names or [f"lockstep member {k}" for k in range(len(fns))]
+        self.clients = list({id(c): c for c in clients or () if c is not None}.values())
         self.calls = [_Call(partial(self._member, k, fn), name) for k, (fn, name) in enumerate(zip(fns, names))]
+        self._member_index = threading.local()  # in a member's thread: its index
         self.passes: list[tuple[str, list[int]]] = []
         self._cond = threading.Condition()
         self._turn: int | None = None  # the member allowed to run; None: the group's own thread
@@ -98,7 +104,7 @@ class Group:
     def _member(self, k: int, fn: Callable[[], object]):
         with self._cond:
             self._wait_for(lambda: self._turn == k)
-        GROUP.set(_Member(self, k))  # this thread's context only
+        self._member_index.k = k
         try:
             return fn()
         finally:
@@ -107,8 +113,9 @@ class Group:
                 self._turn = None
                 self._cond.notify_all()
 
-    def meet(self, k: int, kind: str, call: dict):
-        """Member ``k`` parks on a pass; returns its answer once the group has run it (or raises its error)."""
+    def meet(self, kind: str, call: dict):
+        """The calling member parks on a pass; returns its answer once the group has run it (or raises its error)."""
+        k = self._member_index.k
         with self._cond:
             self._asked[k] = (kind, call)
             self._turn = None
@@ -128,6 +135,9 @@ class Group:
     def run(self) -> list[_Call]:
         """Run the group to its end; each member's finished :class:`~fedrl_kit.federation.runtime._Call` (its
         ``result`` or ``error``), in order."""
+        own = [c.__dict__.get("passes") for c in self.clients]  # any passes of their own come back at the end
+        for c in self.clients:
+            c.passes = GroupPasses(self)
         for call in self.calls:
             call.thread.start()
         ended = False
@@ -154,22 +164,40 @@ class Group:
                     call.abandon()
             for call in self.calls:
                 call.done.wait()
+            for c, passes in zip(self.clients, own):
+                if passes is None:
+                    del c.passes
+                else:
+                    c.passes = passes
         return self.calls
 
 
-@dataclass(frozen=True)
-class _Member:
-    group: Group
-    index: int
+class GroupPasses(Passes):
+    """The passes of a group's clients: each call parks the calling member's thread until the group has run it,
+    batched with the other members' calls (:data:`BATCHED`), and returns that member's answer."""
+
+    def __init__(self, group: Group):
+        self.group = group
 
     def meet(self, kind: str, **call):
-        return self.group.meet(self.index, kind, call)
+        return self.group.meet(kind, call)
+
+    def rollout(self, policy, adapter, prompts, num_generations, seed, temperature=None):
+        return self.meet("rollout", policy=policy, adapter=adapter, prompts=prompts, num_generations=num_generations,
+                         seed=seed, temperature=temperature)
+
+    def grpo_step(self, policy, adapter, optimizer, rollouts, rewards, settings, extra_loss=None, on_first_grad=None):
+        return self.meet("grpo_step", policy=policy, adapter=adapter, optimizer=optimizer, rollouts=rollouts,
+                         rewards=rewards, settings=settings, extra_loss=extra_loss, on_first_grad=on_first_grad)
+
+    def sequence_logprob(self, policy, adapter, prompts, completions):
+        return self.meet("sequence_logprob", policy=policy, adapter=adapter, prompts=prompts, completions=completions)
 
 
-def together(fns: list[Callable[[], object]]) -> list:
-    """Run ``fns`` (e.g. ``functools.partial(client.on_fit, round, payload)``) as one lockstep group; their results
-    in order. Raises RuntimeError with the first member's error if any raised."""
-    calls = Group(fns).run()
+def together(fns: list[Callable[[], object]], clients: list) -> list:
+    """Run ``fns`` (e.g. ``functools.partial(client.on_fit, round, payload)``), the handlers of ``clients``, as one
+    lockstep group; their results in order. Raises RuntimeError with the first member's error if any raised."""
+    calls = Group(fns, clients=clients).run()
     failed = next((c.error for c in calls if c.error is not None), None)
     if failed is not None:
         raise RuntimeError(failed)
@@ -180,16 +208,19 @@ def together(fns: list[Callable[[], object]]) -> list:
 
 
 class LockstepRuntime(InProcessRuntime):
-    """The in-process runtime, with each broadcast of a kind in ``handlers`` run as a :class:`Group` (module docstring).
+    """The in-process runtime, with each broadcast of a kind in ``handlers`` run as a :class:`Group` (docs/performance.md).
 
     Args:
-        kinds: the message kinds, besides ``fit``, whose receivers answer as one group (a method's
-            ``MethodSpec.lockstep``); other arguments as :class:`~fedrl_kit.federation.runtime.InProcessRuntime`.
+        kinds: the message kinds whose receivers answer as one group (a method's ``MethodSpec.lockstep``); other
+            arguments as :class:`~fedrl_kit.federation.runtime.InProcessRuntime`.
+
+    The ledger holds the same messages in the same order as the sequential runtime's: each message, then its
+    reply, client after client. ``passes`` logs every batched pass: (message kind, round, pass kind, client ids).
     """
 
     def __init__(self, clients, *args, kinds: tuple[str, ...] = (), **kwargs):
         super().__init__(clients, *args, **kwargs)
-        self.kinds = {"fit", *kinds}
+        self.kinds = set(kinds)
         self.passes: list[tuple[str, int, str, list[str]]] = []
 
     def broadcast(self, kind: str, round: int, payloads, receivers=None, progress=None):
@@ -214,7 +245,8 @@ class LockstepRuntime(InProcessRuntime):
     def _run_group(self, kind: str, round: int, group: list[Message]) -> dict:
         """``group``'s handlers as one contained :class:`Group`: receiver → (outcome, reply or error, seconds)."""
         members = Group([partial(lambda m: self._deliver(m)[0], m) for m in group],
-                        [f"client {m.receiver} {kind} r{round} (lockstep)" for m in group])
+                        [f"client {m.receiver} {kind} r{round} (lockstep)" for m in group],
+                        clients=[self._clients[m.receiver] for m in group])
         call = _Call(members.run, name=f"lockstep {kind} r{round} ({len(group)} clients)")
         t0 = time.time()
         limit = self.timeout * len(group) if self.timeout else None

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 FORMAT = 1
-DEPLOYABLE = ("fedavg_grpo", "fedprox_grpo")
 SPLIT_FIELDS = ("world", "dataset", "seed", "num_clients", "n_train", "n_test", "n_public", "n_aux", "partition",
                 "dirichlet_alpha", "topics_per_client", "equal_size")
 """the config fields that decide which data each client and the server hold: a run must match its split on all"""
@@ -22,13 +21,6 @@ class DamagedFolder(ValueError):
 def split_fields(cfg) -> dict:
     """The fields of ``cfg`` that decide the data (:data:`SPLIT_FIELDS`)."""
     return {k: getattr(cfg, k) for k in SPLIT_FIELDS}
-
-
-def check_method(method: str) -> None:
-    if method not in DEPLOYABLE:
-        raise ValueError(f"method {method!r} cannot be deployed yet: a node runs a fresh process for every message, "
-                         f"and only {', '.join(DEPLOYABLE)} keep no client state between messages but the adapter "
-                         "and Adam's moments")
 
 
 def read_json(path: Path, what: str) -> dict:
@@ -53,9 +45,8 @@ def check_same_split(made: dict, cfg, path: Path) -> None:
 
 
 def check_deployable(cfg, server_data) -> None:
-    """Refuse, in one line, a deployed run that cannot work: a method that keeps client state, simulation-side
-    tracing, or a server folder split with other data settings."""
-    check_method(cfg.method)
+    """Refuse, in one line, a deployed run that cannot work: simulation-side tracing, or a server folder split
+    with other data settings (a method that keeps client state: :func:`fedrl_kit.methods.check_deployable`)."""
     if cfg.trace_drift:
         raise ValueError("trace_drift reads every client's adapter in the simulator: it is not available deployed")
     manifest = read_json(Path(server_data) / "manifest.json", "the server's folder of a split federation "

@@ -11,7 +11,6 @@ import numpy as np
 import torch
 
 from fedrl_kit import seeding
-from fedrl_kit.federation import client as passes  # the model passes: rollout, grpo_step, sequence_logprob
 from fedrl_kit.federation.client import MessageClient
 from fedrl_kit.fedgrpo.args import EvaluatorArgs, FedGRPOArgs
 from fedrl_kit.fedgrpo.expert_selection import dual_evaluation_gate
@@ -134,9 +133,11 @@ class DomainModelClient(MessageClient):
         if not questions:
             return np.zeros(0)
         if self.evaluator.training == "sft":
-            return np.exp(passes.sequence_logprob(self.policy, self.adapter, list(questions), list(answers)))  # [n]
+            return np.exp(self.passes.sequence_logprob(self.policy, self.adapter, list(questions),
+                                                       list(answers)))  # [n]
         distinct, seed = self.sampling_plan(questions)
-        sampled = passes.rollout(self.policy, self.adapter, distinct, self.evaluator.samples, seed=seed).completions
+        sampled = self.passes.rollout(self.policy, self.adapter, distinct, self.evaluator.samples,
+                                      seed=seed).completions
         return self.sampled_shares(questions, answers, distinct, sampled)
 
     def sampling_plan(self, questions: list[str]) -> tuple[list[str], int]:
@@ -159,8 +160,8 @@ class DomainModelClient(MessageClient):
         self.ensure_evaluator()
         if not questions:
             return []
-        return _answers(passes.rollout(self.policy, self.adapter, list(questions), 1, seed=0,
-                                       temperature=0.0).completions)
+        return _answers(self.passes.rollout(self.policy, self.adapter, list(questions), 1, seed=0,
+                                            temperature=0.0).completions)
 
 
 class FedGRPOClient(DomainModelClient):

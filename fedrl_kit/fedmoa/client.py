@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from fedrl_kit.federation import client as passes  # the model passes: rollout, grpo_step, sequence_logprob
 from fedrl_kit.federation.client import GRPOClient
 from fedrl_kit.fedmoa.args import HYPER_GRADS
 from fedrl_kit.fedmoa.weights import hypergradient_step, per_objective_advantages
@@ -186,8 +185,8 @@ class MOAClient(GRPOClient):
         """Local step ``step``'s batch of round ``round``: its rollouts with ``adapter`` (default: this client's own)
         and every reward component on every completion, NaN read as 0 ([N, K])."""
         batch = self.sample_batch(round, step)
-        rollouts = passes.rollout(self.policy, adapter or self.cid, batch["prompt"], self.local.num_generations,
-                                  seed=self.rollout_seed(round, step))
+        rollouts = self.passes.rollout(self.policy, adapter or self.cid, batch["prompt"],
+                                       self.local.num_generations, seed=self.rollout_seed(round, step))
         return rollouts, np.nan_to_num(self.reward_scores(rollouts, batch))
 
     def adapt_weights(self, rollouts, scores: np.ndarray, path: WeightPath) -> tuple[dict, np.ndarray]:
@@ -223,8 +222,8 @@ class MOAClient(GRPOClient):
         rollouts, scores = self.rollout_scores(round, step)  # [N, K]
         diag, delta = self.adapt_weights(rollouts, scores, path)  # eq. 8–10
         rewards = torch.as_tensor(scores @ path.weights, dtype=torch.float32)  # [N]  r_w = Σ_k w_k r_k (eq. 2)
-        diag.update(passes.grpo_step(self.policy, self.cid, self._optimizer(params, round, step), rollouts, rewards,
-                                     self.grpo))  # advantage of r_w (eq. 4)
+        diag.update(self.passes.grpo_step(self.policy, self.cid, self._optimizer(params, round, step), rollouts,
+                                          rewards, self.grpo))  # advantage of r_w (eq. 4)
         diag.update({f"reward/{n}": float(scores[:, k].mean()) for k, n in enumerate(self.names)})
         diag.update({f"delta/{n}": float(delta[k]) for k, n in enumerate(self.names)})
         diag["accuracy"] = float(scores[:, 0].mean())

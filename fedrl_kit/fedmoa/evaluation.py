@@ -123,7 +123,7 @@ def evaluate_base(config, seed: int | None = None) -> dict:
     import torch
 
     from fedrl_kit.policy.engine import Policy
-    from fedrl_kit.policy.hub import resolve_base
+    from fedrl_kit.policy.folder import resolve_base
     from fedrl_kit.world.registry import build_world
 
     world = build_world(config)

@@ -99,7 +99,7 @@ FEDMOA = MethodSpec(
     "multi-objective GRPO with hypergradient reward weights and accuracy-aware aggregation "
     "(FedMOA; both switches off = FedAvg-GRPO)",
     run_round, build_clients, sections=(FedMOAArgs,), validate=validate, migrate=migrate, save_state=save_state,
-    load_state=load_state, replies={"fit": _fit, "properties": _properties},
+    load_state=load_state, replies={"fit": _fit, "properties": _properties}, lockstep=("fit",),
     # the families world, the base warm-started on it, room for a formatted program in a completion, and the
     # smallest heter+heter federation in which every task cluster holds two reward configurations (2 per family)
     quick={"world": "families", "base": "data/base_moa", "max_new_tokens": 32, "num_clients": 6, "n_aux": 60},

@@ -6,7 +6,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable
 
-REGISTRY: dict[str, str] = {
+REGISTRY: dict[str, str | MethodSpec] = {
     "fedavg_grpo": "fedrl_kit.methods.fedavg_grpo:FEDAVG_GRPO",
     "fedprox_grpo": "fedrl_kit.methods.fedavg_grpo:FEDPROX_GRPO",
     "central_grpo": "fedrl_kit.methods.central_grpo:CENTRAL_GRPO",
@@ -20,12 +20,13 @@ REGISTRY: dict[str, str] = {
     "dpsda_sft": "fedrl_kit.fedgrpo.baselines:DPSDA_SFT",
     "fedmoa": "fedrl_kit.fedmoa.method:FEDMOA",
 }
-"""method name → ``module:ATTRIBUTE`` of its :class:`MethodSpec`"""
+"""method name → ``module:ATTRIBUTE`` of its :class:`MethodSpec`, or the spec itself (:func:`register`)"""
 
 METHODS = tuple(REGISTRY)
+"""the toolkit's own methods (:func:`method_names` adds those registered since)"""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared and hashed as itself (the run configuration caches by spec)
 class MethodSpec:
     """What the run loop needs to know about one method.
 
@@ -56,9 +57,13 @@ class MethodSpec:
         replies: request kind → the declared format of the clients' reply to it, for the message kinds this
             method adds or answers differently (:mod:`fedrl_kit.federation.replies`; the runtime drops a client
             whose reply does not fit, before the round reads it).
-        lockstep: the message kinds this method's clients answer together with ``client_batching="lockstep"``
-            beyond ``fit`` (FedGRPO's ``competence`` and ``score``); the method must also be in
-            :data:`fedrl_kit.config.LOCKSTEP_METHODS`.
+        lockstep: the message kinds this method's clients answer as one group with ``client_batching="lockstep"``
+            (``fit``; PubSwap's steps; FedGRPO's ``competence`` and ``score``); None: the method has no lockstep path
+            and runs its clients one by one.
+        deployable: whether a deployed node (:mod:`fedrl_kit.deploy`), a fresh process for every message, can play
+            this method's clients: they keep no state between messages but the adapter and Adam's moments.
+        prox_mu: ``prox_mu(config) -> μ``: FedProx's proximal term (μ/2)‖θ − θ^(t)‖² in the clients' local
+            objective (FedProx-GRPO); None: no such term.
         presets: named run presets this method brings: name → the fields set on top of the ``full`` preset (PubSwap's
             paper settings, ``fedrl run --preset pubswap-qwen3-1.7b-math``); any method may run with them.
         migrate: ``migrate(d) -> d``: a config dict of this method's runs written by an earlier version in today's
@@ -80,15 +85,33 @@ class MethodSpec:
     quick: dict = field(default_factory=dict)
     defaults: dict = field(default_factory=dict)
     replies: dict = field(default_factory=dict)
-    lockstep: tuple[str, ...] = ()
+    lockstep: tuple[str, ...] | None = None
+    deployable: bool = False
+    prox_mu: Callable | None = None
     presets: dict = field(default_factory=dict)
     migrate: Callable | None = None
 
 
+def method_names() -> tuple[str, ...]:
+    """Every method a config may name: the toolkit's own, then those registered since."""
+    return tuple(REGISTRY)
+
+
+def register(spec: MethodSpec) -> MethodSpec:
+    """Add a method defined outside the toolkit (docs/design.md, "Adding a method"); returns ``spec``. Register it
+    before making its configs: its argument sections become sections of every ``RunConfig`` made after."""
+    if REGISTRY.get(spec.name, spec) is not spec:
+        raise ValueError(f"a method named {spec.name!r} is already registered")
+    REGISTRY[spec.name] = spec
+    return spec
+
+
 def method_spec(method: str) -> MethodSpec:
-    """The :class:`MethodSpec` of ``method`` (a name from :data:`METHODS`)."""
+    """The :class:`MethodSpec` of ``method`` (a name from :func:`method_names`)."""
     if method not in REGISTRY:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        raise ValueError(f"method must be one of {method_names()}, got {method!r}")
+    if isinstance(REGISTRY[method], MethodSpec):
+        return REGISTRY[method]
     module, attr = REGISTRY[method].split(":")
     try:
         return getattr(importlib.import_module(module), attr)
@@ -96,3 +119,11 @@ def method_spec(method: str) -> MethodSpec:
         if e.name != module:  # a dependency of the module is missing: show that error as it is
             raise
         raise ValueError(f"method {method!r} is not implemented in this checkout (no module {module})") from e
+
+
+def check_deployable(method: str) -> None:
+    """Refuse, in one line, to deploy a method whose spec is not ``deployable``."""
+    if not method_spec(method).deployable:
+        can = ", ".join(m for m in method_names() if method_spec(m).deployable)
+        raise ValueError(f"method {method!r} cannot be deployed yet: a node runs a fresh process for every message, "
+                         f"and only {can} keep no client state between messages but the adapter and Adam's moments")

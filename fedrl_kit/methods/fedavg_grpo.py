@@ -23,21 +23,29 @@ def build_grpo_clients(run, client_cls=GRPOClient) -> dict:
                                       run.config.seed) for i, part in enumerate(run.partitions)}
 
 
-def run_round(server, round: int) -> dict:
-    """One FedAvg-GRPO (or FedProx-GRPO: clients carry μ) round; returns per-client metrics and failures."""
-    cfg = server.config
-    # 1–3. broadcast (A_p, B_p) to the round's participants; they run τ local GRPO steps and return their factors
+def local_rounds(server, round: int) -> tuple[dict, list]:
+    """Broadcast (A_p, B_p) to the round's participants, who run τ local GRPO steps and return their factors:
+    (the replies that came back, by client id; the failure records)."""
     replies = server.runtime.broadcast("fit", round, {"adapter": server.global_state},
                                        receivers=server.participants(round))
-    ok, failed = server.split_replies(replies)
-    # 4. aggregate what came back (FedAvg by examples, or FedIT eq. 4)
-    if ok:
-        server.global_state = aggregate([r.payload["adapter"] for r in ok.values()], cfg.aggregator,
-                                        server.example_counts(ok))
+    return server.split_replies(replies)
+
+
+def averaged(server, ok: dict) -> dict:
+    """The clients' adapters aggregated by the run's aggregator (FedAvg by examples, or FedIT eq. 4)."""
+    return aggregate([r.payload["adapter"] for r in ok.values()], server.config.aggregator, server.example_counts(ok))
+
+
+def run_round(server, round: int) -> dict:
+    """One FedAvg-GRPO (or FedProx-GRPO: clients carry μ) round; returns per-client metrics and failures."""
+    ok, failed = local_rounds(server, round)  # 1–3. broadcast, τ local GRPO steps, replies
+    if ok:  # 4. aggregate what came back
+        server.global_state = averaged(server, ok)
     return {"clients": {cid: r.payload["metrics"] for cid, r in ok.items()}, "failed": failed}
 
 
 FEDAVG_GRPO = MethodSpec("fedavg_grpo", "local GRPO (tau steps) on every client, FedAvg/FedIT of the LoRA adapters",
-                         run_round, build_grpo_clients)
+                         run_round, build_grpo_clients, lockstep=("fit",), deployable=True)
 FEDPROX_GRPO = MethodSpec("fedprox_grpo", "FedAvg-GRPO with FedProx's proximal term (PubSwap eq. 5)",
-                          run_round, build_grpo_clients, sections=(FedProxArgs,))
+                          run_round, build_grpo_clients, sections=(FedProxArgs,), lockstep=("fit",), deployable=True,
+                          prox_mu=lambda config: config.fedprox.mu)

@@ -11,7 +11,8 @@ import numpy as np
 import torch
 
 from fedrl_kit.policy import adapters
-from fedrl_kit.rollout import Rollouts, completion_mask_from_ids, generate, render_prompts
+from fedrl_kit.policy.engine import hf_rollouts
+from fedrl_kit.rollout import Rollouts, completion_mask_from_ids, render_prompts
 
 BACKENDS = ("hf", "vllm")
 
@@ -27,9 +28,7 @@ class HFBackend:
     """The adapter active, then :func:`fedrl_kit.rollout.generate` with the policy's sampler."""
 
     def rollouts(self, policy, adapter, prompts, num_generations, seed, temperature) -> Rollouts:
-        adapters.activate(policy.model, adapter)
-        return generate(policy.model, policy.tokenizer, prompts, num_generations, policy.max_new_tokens, temperature,
-                        seed, policy.chat, sample=policy.sampler)
+        return hf_rollouts(policy, adapter, prompts, num_generations, seed, temperature)
 
 
 def _vllm_api():

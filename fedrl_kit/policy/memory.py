@@ -11,6 +11,8 @@ from pathlib import Path
 import torch
 import transformers
 
+from fedrl_kit.policy.folder import REPO_ROOT
+from fedrl_kit.rollout import LOGITS_BYTES, row_chunks  # noqa: F401 - also from here
 from fedrl_kit.world.registry import arith_selection, family_kind
 
 GiB = 2 ** 30
@@ -43,21 +45,6 @@ device compares against"""
 _DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 EVALUATOR_METHODS = ("fedgrpo", "dpsda_grpo", "dpsda_sft")
 """methods whose clients train their own model (an evaluator, a labeller) by SFT on their private data"""
-
-
-LOGITS_BYTES = 1 << 30
-"""the most bytes one pass's float32 logits [rows, positions, vocabulary] may take in :func:`fedrl_kit.sft.sft_step` and
-:func:`fedrl_kit.sft.completion_logprob`: a batch over it is cut into row chunks that fit (:func:`row_chunks`)"""
-
-
-def row_chunks(rows: int, positions: int, vocab: int, budget: int | None = None) -> list[range]:
-    """``range(rows)`` cut into consecutive chunks whose float32 logits (chunk × positions × vocab × 4 bytes) stay
-    within ``budget`` (default :data:`LOGITS_BYTES`); one chunk when the whole batch fits.
-    """
-    budget = LOGITS_BYTES if budget is None else budget
-    per_row = max(1, positions * vocab * 4)
-    size = max(1, min(rows, budget // per_row))
-    return [range(s, min(rows, s + size)) for s in range(0, rows, size)]
 
 
 class DoesNotFitError(ValueError):
@@ -97,8 +84,6 @@ def model_config(base: str) -> transformers.PretrainedConfig | None:
     """The architecture of ``base`` without loading weights: its folder's config.json, the papers' models from
     :data:`KNOWN_ARCHITECTURES`, else the local Hugging Face cache; None when none of them has it (GGUF files,
     unknown hub ids offline)."""
-    from fedrl_kit.policy.hub import REPO_ROOT
-
     for cand in (Path(base), REPO_ROOT / base):
         if (cand / "config.json").is_file():
             try:

@@ -11,7 +11,6 @@ import torch
 
 from fedrl_kit.aggregate import aggregate
 from fedrl_kit import seeding
-from fedrl_kit.federation import client as passes  # the model passes: rollout, grpo_step, sequence_logprob
 from fedrl_kit.federation.client import GRPOClient
 from fedrl_kit.federation.replies import FIT, list_of, number, record, text
 from fedrl_kit.methods import MethodSpec
@@ -80,7 +79,8 @@ class PubSwapClient(GRPOClient):
     def on_public_generate(self, round: int, payload: dict) -> dict:
         """K responses per public prompt, with their 0/1 correctness (reward component 0)."""
         batch, step, K = payload["batch"], int(payload["step"]), self.local.num_generations
-        rollouts = passes.rollout(self.policy, self.cid, batch["prompt"], K, seed=self.public_rollout_seed(round, step))
+        rollouts = self.passes.rollout(self.policy, self.cid, batch["prompt"], K,
+                                       seed=self.public_rollout_seed(round, step))
         scores = self.reward_scores(rollouts, batch)  # [b·K, n_rewards]
         correct = np.nan_to_num(scores[:, 0]) >= 0.5  # [b·K]
         self._generated = rollouts  # kept for the public step: its own responses keep their sampled ids
@@ -122,8 +122,8 @@ class PubSwapClient(GRPOClient):
         traced = self.off_policy_terms(payload) if self.trace_off_policy else {}
         self._params = self.policy.trainable(self.cid)
         optimizer = self._optimizer(self._params, round, step)  # the step's scheduled learning rate, as a private step
-        diag = passes.grpo_step(self.policy, self.cid, optimizer, rollouts, rewards, self.grpo,
-                                on_first_grad=self.probe.grad_catcher(self.cid) if self.probe else None)
+        diag = self.passes.grpo_step(self.policy, self.cid, optimizer, rollouts, rewards, self.grpo,
+                                     on_first_grad=self.probe.grad_catcher(self.cid) if self.probe else None)
         per_prompt = (np.asarray(payload["own_index"]) < 0).mean(axis=1)  # [b]  α_n(x) = M_n / K
         diag["replacement_fraction"] = float(per_prompt.mean())  # α_n averaged over the b prompts
         diag.update({f"{k}@{step}": v for k, v in traced.items()})

@@ -7,9 +7,6 @@ from pathlib import Path
 import datasets
 import numpy as np
 
-from fedrl_kit.world.real import (PACKAGED_DATASETS, REAL_DATASETS, ROW_FEATURES, DatasetNotAvailableError,
-                                  SplitNotFoundError, dataset_in_cache, hub_unusable, load_real_dataset,
-                                  packaged_dataset)
 from fedrl_kit.world.world import World, make_world
 
 REAL_WORLDS = ("math", "gsm8k", "deepmath", "openr1-math", "mbpp", "humaneval", "medqa", "medmcqa")
@@ -125,6 +122,9 @@ def check_dataset_available(world: str, dataset: str = "") -> None:
         return
     if world not in REAL_WORLDS:
         return
+    from fedrl_kit.world.real import (PACKAGED_DATASETS, REAL_DATASETS, DatasetNotAvailableError, dataset_in_cache,
+                                      hub_unusable, packaged_dataset)
+
     hub_id = REAL_DATASETS[world].hub_id
     download = f"`hf download --repo-type dataset {hub_id} --local-dir data/real/{world}`"
     path = dataset_path(dataset)
@@ -156,6 +156,8 @@ def _distinct(rows: list[dict], exclude: set[str] = frozenset()) -> list[dict]:
 
 def _real_pools(name: str, path: Path | None) -> tuple[list[dict], list[dict] | None]:
     """(the private pool, the held-out pool or None for one pool) of real dataset ``name``, distinct prompts."""
+    from fedrl_kit.world.real import REAL_DATASETS, SplitNotFoundError, load_real_dataset
+
     spec = REAL_DATASETS[name]
     train = load_real_dataset(name, spec.train_splits[0], path).to_list()
     if spec.heldout_split is None:
@@ -204,6 +206,8 @@ def make_real_world(name: str, dataset: str = "", seed: int = 0, n_train: int = 
     """
     if name not in REAL_WORLDS:
         raise ValueError(f"world must be one of {REAL_WORLDS} for a real world, got {name!r}")
+    from fedrl_kit.world.real import REAL_DATASETS, ROW_FEATURES
+
     train, heldout = _real_pools(name, dataset_path(dataset))
     held = dict(test=n_test, aux=n_aux, public=n_public)
     if heldout is None:
@@ -237,6 +241,7 @@ def make_real_family_world(families, dataset: str = "", seed: int = 0, n_train: 
         A :class:`~fedrl_kit.world.families.FamilyWorld` (``accuracy_reward`` = ``real_family_accuracy``).
     """
     from fedrl_kit.world.families import FamilyWorld
+    from fedrl_kit.world.real import ROW_FEATURES
 
     n_fam = len(families)
     per_train, per_test, per_val = max(1, n_train // n_fam), max(1, n_test // n_fam), n_val // n_fam
