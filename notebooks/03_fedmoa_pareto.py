@@ -87,7 +87,7 @@ diagrams.round_diagram("fedmoa")
 # $\rho_{i,t} = \pi_\theta / \pi_{\text{old}}$ (1 until $\theta$ moves) ascends
 #
 # $$\hat a_i = \frac{r_i - \bar r}{\sigma_r},\qquad J(\theta) = \frac{1}{G}\sum_{i=1}^{G}\frac{1}{|y_i|}\sum_t
-# \min\Bigl(\rho_{i,t}\,\hat a_i,\ \operatorname{clip}(\rho_{i,t}, 1-\epsilon_{\text{clip}}, 1+\epsilon_{\text{clip}})
+# \min\Bigl(\rho_{i,t}\,\hat a_i,\ \operatorname{clip}(\rho_{i,t}, 1-\epsilon_{\text{lo}}, 1+\epsilon_{\text{hi}})
 # \,\hat a_i\Bigr)$$
 #
 # with no KL penalty here. FedMOA's client $m$ has $K_m$ rewards $r_0,\dots,r_{K_m-1}$, accuracy first, weights on
@@ -132,8 +132,8 @@ diagrams.round_diagram("fedmoa")
 #
 # | symbol | meaning |
 # |---|---|
-# | $M$, $m$ | number of clients; one client |
-# | $G$, $\hat a_i$, $\rho$, $\epsilon_{\text{clip}}$ | answers per prompt; advantage; probability ratio; clip range |
+# | $M$, $m$, $\tau$ | number of clients; one client; local steps per round |
+# | $G$, $\hat a_i$, $\rho$, $\epsilon_{\text{lo}}$, $\epsilon_{\text{hi}}$ | answers per prompt; advantage; ratio; clip range |
 # | $K_m$, $k$, $r_k$ | client $m$'s number of rewards; one objective; its reward (accuracy is $k = 0$) |
 # | $w_k$, $w_{\text{acc}}$ | weight of objective $k$; the weight on accuracy (the paper's $w_0$) |
 # | $h$, $g_k$, $L_k$ | the hidden layer; the gradient there of objective $k$'s own GRPO loss $L_k$ |
