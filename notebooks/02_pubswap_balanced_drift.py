@@ -108,7 +108,7 @@ pd.Series({"ε, ε_high (clip range)": f"{cfg.epsilon}, {cfg.epsilon_high}", "β
            "μ (gradient updates per GRPO step)": cfg.num_iterations, "N clients": cfg.num_clients,
            "b prompts per step, K answers per prompt": f"{cfg.prompts_per_step}, {cfg.num_generations}",
            "τ_swap": cfg.pubswap.period, "α_Dir (code: dirichlet_alpha)": cfg.dirichlet_alpha,
-           "LoRA rank r, α_LoRA, s = α_LoRA / r":
+           "LoRA rank r_LoRA, α_LoRA, s = α_LoRA / r_LoRA":
                f"{cfg.lora_rank}, {cfg.lora_alpha:g}, {cfg.lora_alpha / cfg.lora_rank:g}",
            f"A and B of {a_name.split('.lora_A')[0].split('model.')[-1]} (one of {len(lora) // 2} adapted layers)":
                f"{lora[a_name]}, {lora[a_name.replace('.lora_A.', '.lora_B.')]}",
@@ -116,7 +116,8 @@ pd.Series({"ε, ε_high (clip range)": f"{cfg.epsilon}, {cfg.epsilon_high}", "β
 
 # %% [markdown]
 # **LoRA and FedIT.** A frozen layer $W_0 \in \mathbb{R}^{m\times d}$ is adapted as $W_0 + \Delta W$, $\Delta W =
-# s\,BA$, with $B \in \mathbb{R}^{m\times r}$, $A \in \mathbb{R}^{r\times d}$, rank $r \ll m, d$ and scale $s$
+# s\,BA$, with $B \in \mathbb{R}^{m\times r_{\text{LoRA}}}$, $A \in \mathbb{R}^{r_{\text{LoRA}}\times d}$, rank
+# $r_{\text{LoRA}} \ll m, d$ and scale $s$
 # (eq. 3); only $A$ and $B$ train and travel. The server averages the two factors **separately** (FedIT):
 #
 # $$B_{p+1} = \frac{1}{N}\sum_{n=1}^{N} B^{(n)}_{p+1},\qquad A_{p+1} = \frac{1}{N}\sum_{n=1}^{N} A^{(n)}_{p+1}
@@ -129,10 +130,10 @@ pd.Series({"ε, ε_high (clip range)": f"{cfg.epsilon}, {cfg.epsilon_high}", "β
 # **Drift**, with $\Delta W_n = s B_n A_n$ client $n$'s change (norms summed in squares over all adapted layers)
 # and $\Delta W_p$ the round's broadcast (`fedrl_kit.drift`):
 #
-# $$D_{\text{pair}} = \frac{2}{N(N-1)}\sum_{n<n'}\lVert \Delta W_n - \Delta W_{n'}\rVert_F,\qquad
-# D_{\text{glob}} = \frac{1}{N}\sum_{n}\lVert \Delta W_n - \Delta W_p\rVert_F$$
+# $$\delta_{\text{pair}} = \frac{2}{N(N-1)}\sum_{n<n'}\lVert \Delta W_n - \Delta W_{n'}\rVert_F,\qquad
+# \delta_{\text{glob}} = \frac{1}{N}\sum_{n}\lVert \Delta W_n - \Delta W_p\rVert_F$$
 #
-# *Mechanism:* on private steps each client follows its own topics' gradient, so the $\Delta W_n$ diverge and $D$
+# *Mechanism:* on private steps each client follows its own topics' gradient, so the $\Delta W_n$ diverge and $\delta$
 # grows with $\tau$; on a public step all clients see the same prompts and, after a swap, partly the same answers,
 # so their gradients share a part that pulls the $\Delta W_n$ the same way.
 #
@@ -177,8 +178,8 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # | $\beta_{\text{KL}}$ | weight of a KL penalty (0 here) |
 # | $c_n(x)$, $D_n(x)$ | client $n$'s right answers to public prompt $x$; the other clients' right answers |
 # | $M_n(x)$, $f_n(x)$ | answers Balanced swaps into client $n$'s group; that number over $K$ (code: `alpha`) |
-# | $W_0$, $A$, $B$, $r$, $s$ | frozen weight; LoRA's factors, rank and scale; $\Delta W = sBA$ |
-# | $D_{\text{pair}}$, $D_{\text{glob}}$ | drift between clients; drift from the broadcast |
+# | $W_0$, $A$, $B$, $r_{\text{LoRA}}$, $s$ | frozen weight; LoRA's factors, rank and scale; $\Delta W = sBA$ |
+# | $\delta_{\text{pair}}$, $\delta_{\text{glob}}$ | drift between clients; drift from the broadcast |
 # | $\alpha_{\text{Dir}}$ | Dirichlet concentration of the topic split (small: few topics per client) |
 #
 # ## 3. Pseudocode
@@ -249,7 +250,7 @@ for j, tau in enumerate(TAUS, 1):
                                  showlegend=j == 1, mode="lines+markers", line=dict(color=color), marker=marker),
                       row=1, col=j)
 fig.update_layout(template="plotly_white", height=420, title="pairwise client drift after each local step (★ public)")
-fig.update_yaxes(title_text="D_pair = mean ‖ΔW_n − ΔW_n′‖_F", row=1, col=1)
+fig.update_yaxes(title_text="δ_pair = mean ‖ΔW_n − ΔW_n′‖_F", row=1, col=1)
 fig.update_xaxes(title_text="local step")
 viz.export(fig, "pubswap_drift_within_round", figures)
 fig
@@ -257,9 +258,9 @@ fig
 # %%
 end = drift.sort_values("step").groupby(["method", "tau"]).last().reset_index()
 end_table = end.pivot(index="method", columns="tau", values=["pairwise_effective", "to_global_effective"]).round(3)
-end_table.columns = [f"{'D_pair' if v == 'pairwise_effective' else 'D_glob'}, τ = {t}" for v, t in end_table.columns]
+end_table.columns = [f"{'δ_pair' if v == 'pairwise_effective' else 'δ_glob'}, τ = {t}" for v, t in end_table.columns]
 last = end[end.tau == max(TAUS)].set_index("method").pairwise_effective
-print(f"At τ = {max(TAUS)} the round ends with D_pair lowest for {last.idxmin()} ({last.min():.3f}) and highest for "
+print(f"At τ = {max(TAUS)} the round ends with δ_pair lowest for {last.idxmin()} ({last.min():.3f}) and highest for "
       f"{last.idxmax()} ({last.max():.3f}). One round of one seed shows the mechanism, not a verdict (§7 reads "
       "many rounds of three to five seeds); and the PubSwap arms took half as many private steps.")
 end_table
