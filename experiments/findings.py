@@ -98,15 +98,87 @@ def fedmoa_findings(results: str | Path = RESULTS) -> pd.DataFrame:
     return table.round(3)
 
 
-def interval_words(difference: float, half_width: float, seeds: int, unit: str = "pass@1 points") -> str:
-    """A paired difference and its 95 % Student-t half-width in words that agree with the interval: "higher (lower)
-    by X … which excludes 0" when mean ± half-width lies on one side of 0, else "… contains 0: no difference is
-    established" (never "within noise" for an interval that excludes 0)."""
-    low, high = difference - half_width, difference + half_width
-    interval = f"95 % t-interval ±{half_width:.2f} over {seeds} seeds, {low:+.2f} to {high:+.2f}"
-    if low > 0 or high < 0:
-        return f"{'higher' if difference > 0 else 'lower'} by {abs(difference):.2f} {unit} ({interval}: excludes 0)"
-    return f"{difference:+.2f} {unit} ({interval}: contains 0, so no difference is established)"
+# -- the teaching notebooks' sentences: labels, intervals in words, the stored settings ------------------------------
+def labelled(table: pd.DataFrame, prefix: str = "F") -> pd.DataFrame:
+    """``table`` indexed ``F1``, ``F2``, …: the labels a notebook's prose cites, shown by the table's own output."""
+    out = table.copy()
+    out.index = pd.Index([f"{prefix}{i + 1}" for i in range(len(out))], name="label")
+    return out
+
+
+def interval_words(diff: float, half: float, n: int, unit: str = "pass@1 points", digits: int = 2) -> str:
+    """A paired difference in words that agree with its 95 % t-interval: "lower by X unit (95 % t-interval ±Y over
+    n seeds)" when diff ± half excludes 0, "within noise: ±X ± Y unit (… contains 0)" when it does not."""
+    from experiments.stats import sign_verdict
+
+    unit = f" {unit}" if unit else ""
+    if n < 2 or half != half:
+        return f"{diff:+.{digits}f}{unit} (one seed: no interval)"
+    sign = sign_verdict(diff, half)
+    if sign == 0:
+        return f"within noise: {diff:+.{digits}f} ± {half:.{digits}f}{unit} (95 % t-interval over {n} seeds, " \
+               "contains 0)"
+    return f"{'higher' if sign > 0 else 'lower'} by {abs(diff):.{digits}f}{unit} (95 % t-interval " \
+           f"±{half:.{digits}f} over {n} seeds)"
+
+
+def pubswap_setting(results: str | Path = RESULTS) -> dict:
+    """The setting of :func:`pubswap_findings`' rows (its largest τ): τ, rounds, local steps per client in all,
+    τ_swap, clients, prompts per step b, answers per prompt K, and the seeds each arm ran there."""
+    from fedrl_kit.config import preset
+
+    rows = json.loads((Path(results) / "pubswap_paper_quick_large_tau.json").read_text())
+    tau = max(r["tau"] for r in rows)
+    at = [r for r in rows if r["tau"] == tau]
+    base = preset(at[0]["preset"])  # the sweep's runs keep the preset's clients, b and K
+    seeds = {m: sorted({r["seed"] for r in at if r["method"] == m}) for m in dict.fromkeys(r["method"] for r in at)}
+    return dict(tau=tau, rounds=at[0]["rounds"], steps=tau * at[0]["rounds"], period=at[0]["pubswap_period"],
+                clients=base.num_clients, b=base.prompts_per_step, K=base.num_generations, seeds=seeds)
+
+
+def pubswap_random_findings(results: str | Path = RESULTS) -> pd.DataFrame:
+    """PubSwap Random against Balanced and FedAvg-GRPO at the largest stored τ: end-of-round drift (‖ΔW‖ units) and
+    pass@1 (points), paired over the seeds both arms ran, in :data:`COLUMNS`."""
+    from experiments.stats import sign_verdict
+    from experiments.sweep import _compare
+
+    rows = pd.DataFrame(json.loads((Path(results) / "pubswap_paper_quick_large_tau.json").read_text()))
+    t1 = rows[rows.table == "table1"]
+    tau = int(t1.tau.max())
+    names = {"pubswap_balanced": "Balanced", "fedavg_grpo": "FedAvg-GRPO"}
+    out = []
+    for value, what, scale in (("drift_end_pairwise_effective", "drift", 1.0), ("pass@1_final", "pass@1", 100.0)):
+        for other, name in names.items():
+            mean, _, half, n = _compare(t1, {"method": "pubswap_random", "tau": tau}, {"method": other, "tau": tau},
+                                        value)
+            sign = sign_verdict(mean, half)
+            out.append({"finding": f"{what}, Random − {name} (τ = {tau})", "difference": mean * scale,
+                        "±95% t": half * scale, "seeds": n,
+                        "verdict": {1: "higher", -1: "lower", 0: "within noise"}[sign]})
+    return pd.DataFrame(out, columns=COLUMNS).round(2)
+
+
+def fedmoa_setting(results: str | Path = RESULTS, setting: str = "heter+heter") -> dict:
+    """The ``cpu`` grid's fields for ``setting`` (clients, rounds, τ, b, G, λ rule, g_k) as :func:`fedmoa_findings`
+    read them, and the λ each variant ran with (the tuned one, fixed)."""
+    grid = json.loads((Path(results) / "fedmoa_compare_cpu.json").read_text())
+    s = grid["settings"][setting]
+    lams = {r["variant"]: r.get("lam") for r in grid["runs"] if r["setting"] == setting and r.get("lam") is not None}
+    return dict(clients=s["num_clients"], rounds=s["rounds"], tau=s["local_steps"], b=s["prompts_per_step"],
+                G=s["num_generations"], hyper_grad=s["fedmoa"]["hyper_grad"], lam=lams)
+
+
+def fedmoa_claim_interval(claim_start: str, results: str | Path = RESULTS) -> tuple[float, float, int, str]:
+    """(mean difference, 95 % t half-width, seeds, verdict) of the first ``cpu``-grid claim starting with
+    ``claim_start``, unrounded (:func:`fedmoa_findings` rounds to three decimals, which can hide whether a small
+    interval touches 0)."""
+    from experiments import fedmoa_analysis as analysis
+
+    grid = json.loads((Path(results) / "fedmoa_compare_cpu.json").read_text())
+    for c in analysis.in_points(analysis.paired_claims(grid["runs"])):
+        if c["claim"].startswith(claim_start) and c["verdict"] != "not run":
+            return c["mean_difference"], c["half_width"], len(c["seeds"]), c["verdict"].split(" (")[0]
+    raise KeyError(f"no cpu-grid claim starts with {claim_start!r}")
 
 
 #: the two arms each row of :func:`fedgrpo_findings` compares (a − b), in its row order (fedgrpo_claims' names)

@@ -173,3 +173,40 @@ def round_diagram(method: str | Round, clients: int = 3) -> Diagram:
     svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height:.0f}" '
            f'viewBox="0 0 {width} {height:.0f}" style="{FONT}">{defs}{title}{"".join(parts)}</svg>')
     return Diagram(svg)
+
+
+def step_timeline(tau: int, period: int, title: str = "") -> Diagram:
+    """One PubSwap round as a time line, left to right: the server's broadcast, the ``tau`` local steps of every
+    client (every ``period``-th one public: answers up, swapped group down, then a GRPO step on it; the others
+    private GRPO steps), and the FedIT average at the end. The order the round diagram's messages are sent in, drawn
+    along time."""
+    if tau < 1 or period < 1:
+        raise ValueError(f"tau and period must be >= 1, got tau={tau}, period={period}")
+    box_w, gap, x0, y0 = 46, 6, 150, 46
+    ends = 190  # room for the FedIT box
+    width = max(x0 + tau * (box_w + gap) + ends, 720)
+    parts = [f'<text x="{width / 2:.0f}" y="20" font-size="15" font-weight="bold" text-anchor="middle">'
+             f'{escape(title or f"one round in time order (τ = {tau}, τ_swap = {period})", quote=False)}</text>',
+             f'<rect x="4" y="{y0}" width="{x0 - 14}" height="44" rx="8" fill="#e8f0fe" stroke="#1a73e8"/>',
+             f'<text x="12" y="{y0 + 18}" font-size="12">1 server sends</text>',
+             f'<text x="12" y="{y0 + 34}" font-size="12">the global (A, B)</text>']
+    for j in range(tau):
+        public = (j + 1) % period == 0
+        x = x0 + j * (box_w + gap)
+        fill, stroke, label = ("#fce8e6", "#d93025", f"★{j + 1}") if public else ("#fef7e0", "#f9ab00", f"{j + 1}")
+        parts.append(f'<rect x="{x}" y="{y0}" width="{box_w}" height="44" rx="6" fill="{fill}" stroke="{stroke}"/>')
+        parts.append(f'<text x="{x + box_w / 2:.0f}" y="{y0 + 27}" font-size="12" text-anchor="middle">'
+                     f'{escape(label, quote=False)}</text>')
+    xe = x0 + tau * (box_w + gap) + 4
+    parts += [f'<rect x="{xe}" y="{y0}" width="{ends - 14}" height="44" rx="8" fill="#e8f0fe" stroke="#1a73e8"/>',
+              f'<text x="{xe + 8}" y="{y0 + 18}" font-size="12">3 clients send (A_n, B_n);</text>',
+              f'<text x="{xe + 8}" y="{y0 + 34}" font-size="12">server averages (FedIT)</text>',
+              f'<text x="12" y="{y0 + 64}" font-size="12">2 τ local steps, every client in step with the others '
+              f'(time →):</text>',
+              f'<text x="12" y="{y0 + 80}" font-size="12">plain box: a private GRPO step on the client\'s own prompts'
+              f'</text>',
+              f'<text x="12" y="{y0 + 96}" font-size="12">★ box: a public step: K answers per public prompt up, the '
+              f'swapped group of K down, one GRPO step on it</text>']
+    height = y0 + 108
+    return Diagram(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+                   f'viewBox="0 0 {width} {height}" style="{FONT}">{"".join(parts)}</svg>')

@@ -642,3 +642,35 @@ def reveal(answer, why: str) -> None:
     ``why`` is built from the run's own numbers by the caller."""
     print(f"Answer: {answer!r}, because {why.rstrip('.')}. (To test yourself first: set your prediction in the "
           "cell above and run both cells; this cell then checks it.)")
+
+
+# -- exercises whose stored output teaches ------------------------------------------------------------------------
+def check_explained(prediction, answer, why: str, tolerance: float = 0.0) -> None:
+    """An exercise's check cell that always ends with the answer and why (``why``: computed from the run, not
+    retyped), so that a notebook read as stored, where nobody has predicted anything, still teaches the answer.
+
+    With a prediction it first says right or not quite, as :func:`check` does (the same matching rules); without
+    one (``None``) it says so in one line before the answer."""
+    import contextlib
+    import io
+
+    if prediction is None or prediction is ...:
+        print("No prediction set (prediction cell above left at None): predict first, then compare.")
+        print(f"Answer: {answer!r}. Why: {why}")
+        return
+    verdict = io.StringIO()
+    with contextlib.redirect_stdout(verdict):
+        check(prediction, answer, "", tolerance)
+    right = verdict.getvalue().startswith("✔")
+    print(f"✔ Right: {answer!r}." if right else f"✘ Not quite: you predicted {prediction!r}; the answer is "
+          f"{answer!r}.")
+    print(f"Why: {why}")
+
+
+def static_default(update, **controls) -> None:
+    """The default setting of a :func:`knobs` box drawn as plain outputs, under a one-line heading: a widget's
+    output area needs a running kernel, so a widget cell calls this first and the notebook read as stored still
+    shows what the widgets draw first. ``controls`` are the same widgets the box gets."""
+    shown = ", ".join(f"{name} = {w.value!r}" for name, w in controls.items())
+    print(f"Default setting ({shown}), drawn once as a static output; the widgets below redraw it in a kernel.")
+    update(**{name: w.value for name, w in controls.items()})

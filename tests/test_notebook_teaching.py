@@ -178,7 +178,8 @@ def test_a_teaching_notebook_has_exercises_each_followed_by_its_check_cell(name)
     for i in predictions:
         n = re.match(r"prediction_(\d+)", "".join(cells[i]["source"])).group(1)
         after = "".join(cells[i + 1]["source"])
-        assert cells[i + 1]["cell_type"] == "code" and f"notebook.check(prediction_{n}, answer_{n}" in after
+        assert cells[i + 1]["cell_type"] == "code" and re.search(rf"notebook\.check(_explained)?\(prediction_{n}, "
+                                                                 rf"answer_{n}\b", after)
 
 
 @pytest.mark.parametrize("name", TEACHING)

@@ -20,10 +20,9 @@ def test_reveal_shows_the_answer_and_its_reason_in_one_line(capsys):
 
 
 @pytest.mark.parametrize("difference, half, expected", [
-    (-8.07, 7.15, "lower by 8.07 pass@1 points (95 % t-interval ±7.15 over 3 seeds, -15.22 to -0.92: excludes 0)"),
-    (7.56, 5.74, "higher by 7.56 pass@1 points (95 % t-interval ±5.74 over 3 seeds, +1.82 to +13.30: excludes 0)"),
-    (0.44, 15.71, "+0.44 pass@1 points (95 % t-interval ±15.71 over 3 seeds, -15.27 to +16.15: contains 0, so no "
-                  "difference is established)")])
+    (-8.07, 7.15, "lower by 8.07 pass@1 points (95 % t-interval ±7.15 over 3 seeds)"),
+    (7.56, 5.74, "higher by 7.56 pass@1 points (95 % t-interval ±5.74 over 3 seeds)"),
+    (0.44, 15.71, "within noise: +0.44 ± 15.71 pass@1 points (95 % t-interval over 3 seeds, contains 0)")])
 def test_interval_words_say_what_the_interval_says(difference, half, expected):
     assert interval_words(difference, half, 3) == expected
 
