@@ -636,12 +636,42 @@ def notebook_json(nb: dict) -> str:
     return JupyterLabEncoder(indent=1, sort_keys=True, ensure_ascii=False).encode(nb) + "\n"
 
 
+class _Answer:
+    """An exercise's answer as a notebook shows it: folded (HTML ``<details>``, opened with a click, so a reader who
+    has not predicted yet does not see it by accident), and as the same line of plain text for any other reader."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return (f"<details><summary><b>Answer</b> (click to open once you have predicted)</summary>"
+                f"<p>{html.escape(self.text)}</p></details>")
+
+
+def _show_answer(text: str) -> None:
+    """``text`` folded under "Answer" in a notebook (:class:`_Answer`), printed elsewhere."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # pragma: no cover - IPython comes with the notebooks' dependencies
+        get_ipython = None
+    if get_ipython is not None and get_ipython() is not None:
+        display(_Answer(text))
+    else:
+        print(text)
+
+
 def reveal(answer, why: str) -> None:
     """An exercise's answer and the reason for it, in one line, for a check cell run without a prediction (so that
-    the stored notebook, read without a kernel, shows it): ``Answer: … because …``, then how to test oneself first.
-    ``why`` is built from the run's own numbers by the caller."""
-    print(f"Answer: {answer!r}, because {why.rstrip('.')}. (To test yourself first: set your prediction in the "
-          "cell above and run both cells; this cell then checks it.)")
+    the stored notebook, read without a kernel, shows it, folded until clicked): ``Answer: … because …``, then how
+    to test oneself first. ``why`` is built from the run's own numbers by the caller."""
+    _show_answer(f"Answer: {answer!r}, because {why.rstrip('.')}. (To test yourself first: set your prediction in "
+                 "the cell above and run both cells; this cell then checks it.)")
 
 
 # -- exercises whose stored output teaches ------------------------------------------------------------------------
@@ -656,7 +686,7 @@ def check_explained(prediction, answer, why: str, tolerance: float = 0.0) -> Non
 
     if prediction is None or prediction is ...:
         print("No prediction set (prediction cell above left at None): predict first, then compare.")
-        print(f"Answer: {answer!r}. Why: {why}")
+        _show_answer(f"Answer: {answer!r}. Why: {why}")
         return
     verdict = io.StringIO()
     with contextlib.redirect_stdout(verdict):

@@ -56,3 +56,13 @@ def test_the_server_view_and_the_per_question_hit_differences(tiny_dir):
     assert view["edge over the average client"].ge(0).all()  # a client's best edge is never below the average
     with pytest.raises(ValueError, match="experts must be"):
         diagnostics.hit_differences(run.server, run.truth, q["experts"][:3])
+
+
+def test_an_answer_is_folded_in_a_notebook_and_plain_text_elsewhere():
+    from fedrl_kit.notebook import _Answer
+
+    a = _Answer("Answer: 3, because <b> & c.")
+    assert repr(a) == "Answer: 3, because <b> & c."
+    html = a._repr_html_()
+    assert html.startswith("<details><summary><b>Answer</b>") and "Answer: 3, because &lt;b&gt; &amp; c." in html
+    assert html.endswith("</details>")
