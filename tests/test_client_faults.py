@@ -423,3 +423,32 @@ def test_clients_answer_on_one_reused_worker_thread_and_a_timed_out_ones_thread_
     assert a == b == slow  # one worker for the calls one after another
     assert c != slow  # the timed-out call's worker still runs it: the next call got a new one
     release.set()
+
+
+def test_a_reply_too_large_is_dropped_before_it_is_walked_or_decoded(monkeypatch):
+    """A reply of more entries than MAX_REPLY_ITEMS is refused from a container's length, before its members are
+    walked (in-process and serialised); a serialised reply of more bytes than the limit is refused before decoding."""
+    from fedrl_kit.federation import replies as rp
+    from fedrl_kit.federation import runtime as rt_module
+
+    monkeypatch.setattr(rp, "MAX_REPLY_ITEMS", 1000)
+    many = {"many names": _good(metrics={f"m{i}": 0.0 for i in range(2000)}),
+            "many list entries": _good(extra_rows=[0.0] * 600, more_rows=[1.0] * 600)}
+    for runtime_cls in (InProcessRuntime, SerialisingRuntime):
+        rt = runtime_cls({name: Fit(name, reply) for name, reply in many.items()},
+                         expect={"adapter": adapter_spec(_adapter())})
+        replies = rt.broadcast("fit", 1, {"adapter": _adapter(0.0)})
+        for name in many:
+            assert replies[name].reason == "bad_reply", name
+            assert "more than MAX_REPLY_ITEMS = 1,000 entries" in replies[name].error, replies[name].error
+    monkeypatch.setattr(rt_module, "MAX_REPLY_BYTES", 10_000)
+    decoded = []
+    real_decode = rt_module.decode_payload
+    monkeypatch.setattr(rt_module, "decode_payload", lambda data: decoded.append(len(data)) or real_decode(data))
+    big = {"big": _good(padding="x" * 200_000), "small": _good()}
+    rt = SerialisingRuntime({name: Fit(name, reply) for name, reply in big.items()},
+                            expect={"adapter": adapter_spec(_adapter())})
+    replies = rt.broadcast("fit", 1, {"adapter": _adapter(0.0)})
+    assert replies["big"].reason == "bad_reply" and "more than 10,000 (the larger of MAX_REPLY_BYTES" in replies["big"].error
+    assert isinstance(replies["small"], Message)
+    assert max(decoded) < 200_000  # the big reply's bytes were never decoded (only requests and the small reply)

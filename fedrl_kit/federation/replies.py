@@ -59,6 +59,16 @@ MAX_REPLY_DEPTH = 32
 (FedGRPO's ``scores``, PubSwap's ``texts``: a list of rows in a mapping); a reply nested thousands deep would make
 the server's recursive walks (copying, counting bytes, encoding) raise RecursionError."""
 
+MAX_REPLY_ITEMS = 1_000_000
+"""Most entries (a container's members, counted over the whole reply; an array counts once) a reply may hold. The
+largest honest replies hold thousands (DPSDA-FL's synthetic questions, FedGRPO's score rows); the count is checked
+from each container's length before its members are walked, so a reply of 2 M metric names is refused at once."""
+
+MAX_REPLY_BYTES = 64 * 1024 ** 2
+"""Fewest bytes a serialised reply may always take (:class:`~fedrl_kit.federation.runtime.SerialisingRuntime`: the
+limit is the larger of this and 4 × the request's bytes, since a ``fit`` reply carries an adapter of the size the
+request did); checked before the reply is decoded, so a 300 MB reply costs its bytes, not 2 GB of decoding."""
+
 MAX_METRICS = 256
 """Most names a reply's ``metrics`` may hold. Honest clients send at most 29 (FedMOA's ``fit``: its per-reward
 diagnostics; FedAvg-GRPO 13); every name becomes a field of a line of ``metrics.jsonl``, so 2 M names would make one
@@ -104,6 +114,7 @@ _ARRAY_KINDS = "biufcSU"
 def check_plain(payload) -> None:
     """Raise :class:`BadReply` unless ``payload`` is plain data nested at most :data:`MAX_REPLY_DEPTH` deep."""
     stack = [(payload, "the reply", 0)]
+    items = 0
     while stack:
         v, path, depth = stack.pop()
         if type(v) in _SCALARS:
@@ -115,6 +126,10 @@ def check_plain(payload) -> None:
         if type(v) in (dict, list, tuple):
             if depth >= MAX_REPLY_DEPTH:
                 raise BadReply(f"{path} is nested more than {MAX_REPLY_DEPTH} containers deep")
+            items += len(v)
+            if items > MAX_REPLY_ITEMS:
+                raise BadReply(f"the reply holds more than MAX_REPLY_ITEMS = {MAX_REPLY_ITEMS:,} entries ({path} "
+                               f"alone {len(v):,})")
             if type(v) is dict:
                 for k, x in v.items():
                     if type(k) is not str:

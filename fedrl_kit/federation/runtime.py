@@ -15,7 +15,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from fedrl_kit.federation.replies import REPLIES, BadReply, Check, Context, check_plain, check_reply
+from fedrl_kit.federation.replies import (MAX_REPLY_BYTES, REPLIES, BadReply, Check, Context, check_plain,
+                                          check_reply)
 
 SERVER = "server"
 
@@ -434,6 +435,10 @@ class SerialisingRuntime(InProcessRuntime):
         _inject_before(fault, message)
         wire = encode_payload(message.payload)
         kind, answer = self._remote(message.kind, message.sender, message.receiver, message.round, wire)
+        limit = max(MAX_REPLY_BYTES, 4 * len(wire))
+        if len(answer) > limit:  # before decoding: a huge reply costs its bytes, not their decoded copies
+            raise BadReply(f"the reply is {len(answer):,} bytes, more than {limit:,} (the larger of MAX_REPLY_BYTES "
+                           "and 4 × the request's)")
         try:
             payload = decode_payload(answer)
         except Exception as e:  # noqa: BLE001 - whatever bytes came back, the client is dropped, not the run
