@@ -32,6 +32,20 @@ def config_digest(config_json: str) -> str:
 
 
 # -- splitting a federation ------------------------------------------------------------------------------------
+def data_digest(folder: str | Path) -> str:
+    """SHA-256 of a node's ``data/`` folder: every file's path and bytes, in path order (what the split wrote)."""
+    import hashlib
+
+    folder, h = Path(folder), hashlib.sha256()
+    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(f.relative_to(folder).as_posix().encode() + b"\0")
+        with f.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        h.update(b"\0")
+    return h.hexdigest()
+
+
 def split_federation(cfg, out: str | Path) -> dict:
     """Deal the world of ``cfg`` out into a server folder and one folder per client (docs/flower.md, deployment)."""
     import datasets
@@ -60,15 +74,18 @@ def split_federation(cfg, out: str | Path) -> dict:
         (tmp / "server").mkdir(parents=True)
         for name in SERVER_SPLITS:
             getattr(world, name).save_to_disk(str(tmp / "server" / name))
-        (tmp / "server" / "manifest.json").write_text(json.dumps(
-            {"format": FORMAT, "split": fields, "client_ids": cids, "splits": list(SERVER_SPLITS),
-             "accuracy_reward": world.accuracy_reward, "default_rewards": list(world.default_rewards)}, indent=1))
+        digests = {}
         for i, (cid, part) in enumerate(zip(cids, parts)):
             node = tmp / f"node_{i}"
             node.mkdir()
             part.save_to_disk(str(node / "data"))
-            (node / "node.json").write_text(json.dumps({"format": FORMAT, "split": fields, "cid": cid, "index": i},
-                                                       indent=1))
+            digests[cid] = data_digest(node / "data")
+            (node / "node.json").write_text(json.dumps({"format": FORMAT, "split": fields, "cid": cid, "index": i,
+                                                        "data_digest": digests[cid]}, indent=1))
+        (tmp / "server" / "manifest.json").write_text(json.dumps(
+            {"format": FORMAT, "split": fields, "client_ids": cids, "splits": list(SERVER_SPLITS),
+             "accuracy_reward": world.accuracy_reward, "default_rewards": list(world.default_rewards),
+             "data_digests": digests}, indent=1))
         out.mkdir(parents=True, exist_ok=True)
         for child in sorted(tmp.iterdir()):
             os.replace(child, out / child.name)
@@ -100,6 +117,23 @@ class Node:
     # which run this node plays, kept on disk: the next message may come to a fresh process
     def _plays_path(self, run_id) -> Path:
         return self.state_dir / "runs" / f"{int(run_id)}.json"
+
+    def check_identity(self, client_ids: list[str]) -> str:
+        """The node's data digest, after checking that its folder is the one the split wrote for its client: its
+        ``index`` is the client's place in the run (an edited index would change the client's seeds) and its
+        ``data/`` has the digest the split recorded (data swapped between nodes, or edited). One-line errors."""
+        where = self.data_dir / "node.json"
+        if self.cid not in client_ids:
+            raise DamagedFolder(f"{where}: this node plays {self.cid!r}, which is not a client of the run "
+                                f"({', '.join(client_ids)})")
+        if int(self.info["index"]) != client_ids.index(self.cid):
+            raise DamagedFolder(f"{where}: index {self.info['index']!r} is not {self.cid}'s place in the run "
+                                f"({client_ids.index(self.cid)}): the file was edited; use the folder the split wrote")
+        digest = data_digest(self.data_dir / "data")
+        if "data_digest" in self.info and digest != self.info["data_digest"]:
+            raise DamagedFolder(f"{self.data_dir / 'data'} is not the data the split wrote for {self.cid} (its "
+                                "digest differs): were two nodes' data folders swapped or edited?")
+        return digest
 
     def connect(self, run_id, config_json: str, extra: dict) -> str:
         """Take part in run ``run_id`` (config JSON from the server): check the node's data was split for it, keep

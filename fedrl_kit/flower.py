@@ -11,6 +11,7 @@ import threading
 import time
 import traceback
 import uuid
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -87,12 +88,16 @@ class FlowerRuntime(InProcessRuntime):
         faults: as the in-process runtime's, without ``"exit"`` (it would end Flower's ClientApp process).
         hang_seconds: how long a ``"hang"`` fault sleeps before the client answers.
         torch_threads: torch's thread count for the ClientApp process (None: the client's own).
+        data_digests: client id → the digest of the data the split wrote for it (a deployment's manifest); a node
+            answering with other data is refused. None: not checked (simulation).
     """
 
     def __init__(self, grid: Grid, client_ids: list[str], config_json: str, round_timeout: float = 3600.0,
                  connect_timeout: float = 120.0, faults: dict | None = None, replies: dict | None = None,
-                 expect: dict | None = None, hang_seconds: float = 3600.0, torch_threads: int | None = None):
+                 expect: dict | None = None, hang_seconds: float = 3600.0, torch_threads: int | None = None,
+                 data_digests: dict[str, str] | None = None):
         super().__init__({cid: None for cid in client_ids}, faults=faults, replies=replies, expect=expect)
+        self.data_digests = data_digests
         if any(kind == "exit" for fs in self.faults.values() for _, kind in fs):
             raise ValueError("fail_client kind 'exit' is not available on Flower (it would end the ClientApp process)")
         self.grid, self.round_timeout, self.torch_threads = grid, float(round_timeout), torch_threads
@@ -121,9 +126,18 @@ class FlowerRuntime(InProcessRuntime):
             if reply is None or reply.has_error():
                 reason = f"no reply within {timeout:.0f} s" if reply is None else reply.error.reason
                 raise RuntimeError(f"Flower node {node} could not build its client: {reason}")
-            cid = from_records(reply.content)[1]["cid"]
-            if cid:
-                cids[cid] = node
+            answer = from_records(reply.content)[1]
+            cid = answer["cid"]
+            if not cid:
+                continue
+            if cid in cids:  # a copied node folder: two nodes would answer for one client
+                raise RuntimeError(f"Flower nodes {cids[cid]} and {node} both play {cid}: each client's folder must "
+                                   "be on one node only")
+            known = (self.data_digests or {}).get(cid)
+            if known is not None and answer.get("data_digest") != known:
+                raise RuntimeError(f"Flower node {node} plays {cid} with data whose digest is not the split's: "
+                                   "its data/ folder is not the one written for it")
+            cids[cid] = node
         missing = [c for c in self.client_ids if c not in cids]
         if missing:
             raise RuntimeError(f"no Flower node plays client(s) {missing}; nodes answered {sorted(cids)}")
@@ -285,11 +299,9 @@ def _handle_deployed(message: FlowerMessage, context: Context) -> FlowerMessage:
         _, p = from_records(message.content)
         threads = int(p.get("torch_threads") or 0)
         _use_threads(threads)
-        if node.cid not in p["client_ids"]:
-            raise RuntimeError(f"this node plays {node.cid!r} ({node.data_dir}), which is not a client of the run "
-                               f"({p['client_ids']})")
+        digest = node.check_identity(list(p["client_ids"]))
         cid = node.connect(run_id, p["config"], {"faults": json.loads(p["faults"]), "threads": threads})
-        return FlowerMessage(to_records("connect_result", {"cid": cid}), reply_to=message)
+        return FlowerMessage(to_records("connect_result", {"cid": cid, "data_digest": digest}), reply_to=message)
     plays = node.plays(run_id)
     _use_threads(int(plays["threads"]))
     client = node.client(plays["config"])
@@ -331,6 +343,10 @@ def _run_one(grid: Grid, job: dict, cfg, run_dir) -> dict:
     from fedrl_kit.runs import Run
 
     made: list[FlowerRuntime] = []
+    digests = None
+    if job.get("server_data"):  # a deployment: the split's record of each node's data
+        manifest = Path(job["server_data"]) / "manifest.json"
+        digests = json.loads(manifest.read_text()).get("data_digests") if manifest.is_file() else None
 
     def runtime(clients: dict, faults: dict, timeout=None, replies=None, expect=None) -> FlowerRuntime:
         # cfg.fail_client's faults happen on the client side here; a job's round timeout, when it names one, replaces
@@ -342,7 +358,7 @@ def _run_one(grid: Grid, job: dict, cfg, run_dir) -> dict:
         made.append(FlowerRuntime(grid, list(clients), cfg.to_json(), limit, connect_timeout=max(120.0, limit),
                                   faults={**faults, **job["faults"]}, replies=replies, expect=expect,
                                   hang_seconds=job.get("hang_seconds", 3600.0),
-                                  torch_threads=job.get("torch_threads")))
+                                  torch_threads=job.get("torch_threads"), data_digests=digests))
         return made[-1]
 
     # the simulation runs this in a thread of its own, and OpenMP keeps the thread count per thread: take the

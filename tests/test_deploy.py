@@ -183,3 +183,53 @@ def test_fedrl_deploy_loopback_refuses_a_run_that_does_not_match_its_split_befor
                  "--set", "num_clients=3"]) == 2
     assert "was split with other data settings than this run's: num_clients=2 (run: 3)" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_copied_node_folder_an_edited_index_and_swapped_data_are_refused_in_one_line(tiny_dir, tmp_path):
+    import json
+    import shutil
+
+    cfg = small_config(tiny_dir)
+    split = deploy.split_federation(cfg, tmp_path / "fed")
+    manifest = json.loads((tmp_path / "fed" / "server" / "manifest.json").read_text())
+    for node in split["nodes"]:
+        info = json.loads((tmp_path / "fed" / node / "node.json").read_text())
+        assert info["data_digest"] == manifest["data_digests"][info["cid"]] == deploy.data_digest(f"{node}/data")
+    ids = manifest["client_ids"]
+
+    copied = tmp_path / "copied"
+    shutil.copytree(tmp_path / "fed", copied)
+    shutil.copytree(copied / "node_1", copied / "node_9")  # a fourth node started with node_1's folder
+    with pytest.raises(RuntimeError, match=r"^Flower nodes \d+ and \d+ both play client_1: each client's folder"):
+        _deployed(cfg, copied)
+
+    edited = deploy.Node(tmp_path / "fed" / "node_1")
+    edited.info["index"] = 0
+    with pytest.raises(deploy.DamagedFolder, match=r"node_1/node.json: index 0 is not client_1's place in the run \(1\)"):
+        edited.check_identity(ids)
+
+    swapped = tmp_path / "swapped"
+    shutil.copytree(tmp_path / "fed", swapped)
+    (swapped / "node_0" / "data").rename(swapped / "tmp")
+    (swapped / "node_1" / "data").rename(swapped / "node_0" / "data")
+    (swapped / "tmp").rename(swapped / "node_1" / "data")
+    with pytest.raises(deploy.DamagedFolder, match=r"node_0/data is not the data the split wrote for client_0"):
+        deploy.Node(swapped / "node_0").check_identity(ids)
+    assert deploy.Node(tmp_path / "fed" / "node_0").check_identity(ids) == manifest["data_digests"]["client_0"]
+
+
+def test_the_server_refuses_a_node_whose_data_is_not_the_one_its_manifest_records(tiny_dir, tmp_path):
+    import json
+
+    cfg = small_config(tiny_dir)
+    deploy.split_federation(cfg, tmp_path / "fed")
+    nodes = [{"data-dir": str(p)} for p in sorted((tmp_path / "fed").glob("node_*"))]
+    digests = json.loads((tmp_path / "fed" / "server" / "manifest.json").read_text())["data_digests"]
+    ids = sorted(digests)
+    grid = LoopbackGrid(_FreshProcess(client_app), len(nodes), node_configs=nodes)
+    FlowerRuntime(grid, ids, cfg.to_json(), 600.0, data_digests=digests)  # the split's own data: accepted
+    assert grid.drain()
+    grid = LoopbackGrid(_FreshProcess(client_app), len(nodes), node_configs=nodes)
+    with pytest.raises(RuntimeError, match=r"plays client_\d with data whose digest is not the split's"):
+        FlowerRuntime(grid, ids, cfg.to_json(), 600.0, data_digests={**digests, "client_2": "0" * 64})
+    grid.drain()
