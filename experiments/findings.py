@@ -137,29 +137,25 @@ def fedgrpo_finding_notes(results: str | Path = RESULTS) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("label")
 
 
+#: the methods of :data:`FEDGRPO_PAPER_TABLE1`, in its column order
+FEDGRPO_PAPER_METHODS = ("Zero-shot", "Fedpetuning+GRPO", "Central-GRPO", "FedGRPO")
 #: FedGRPO's Table 1 (the paper), column "Avg." (mean pass@1 over its six math test sets) of the four methods the
 #: teaching notebook compares, by (training set, server model); copied from the paper, not measured here
 FEDGRPO_PAPER_TABLE1 = {
-    ("Math-benchmark", "Qwen2.5-Math-1.5B"): {"Zero-shot": 0.163, "Fedpetuning+GRPO": 0.183, "Central-GRPO": 0.323,
-                                              "FedGRPO": 0.338},
-    ("Math-benchmark", "Qwen2.5-3B"): {"Zero-shot": 0.055, "Fedpetuning+GRPO": 0.137, "Central-GRPO": 0.168,
-                                       "FedGRPO": 0.160},
-    ("Math-benchmark", "Qwen2.5-Math-7B"): {"Zero-shot": 0.199, "Fedpetuning+GRPO": 0.186, "Central-GRPO": 0.370,
-                                            "FedGRPO": 0.369},
-    ("OpenR1-Math", "Qwen2.5-Math-1.5B"): {"Zero-shot": 0.163, "Fedpetuning+GRPO": 0.172, "Central-GRPO": 0.316,
-                                           "FedGRPO": 0.327},
-    ("OpenR1-Math", "Qwen2.5-3B"): {"Zero-shot": 0.055, "Fedpetuning+GRPO": 0.139, "Central-GRPO": 0.225,
-                                    "FedGRPO": 0.227},
-    ("OpenR1-Math", "Qwen2.5-Math-7B"): {"Zero-shot": 0.199, "Fedpetuning+GRPO": 0.215, "Central-GRPO": 0.379,
-                                         "FedGRPO": 0.388},
+    ("Math-benchmark", "Qwen2.5-Math-1.5B"): (0.163, 0.183, 0.323, 0.338),
+    ("Math-benchmark", "Qwen2.5-3B"): (0.055, 0.137, 0.168, 0.160),
+    ("Math-benchmark", "Qwen2.5-Math-7B"): (0.199, 0.186, 0.370, 0.369),
+    ("OpenR1-Math", "Qwen2.5-Math-1.5B"): (0.163, 0.172, 0.316, 0.327),
+    ("OpenR1-Math", "Qwen2.5-3B"): (0.055, 0.139, 0.225, 0.227),
+    ("OpenR1-Math", "Qwen2.5-Math-7B"): (0.199, 0.215, 0.379, 0.388),
 }
 
 
 def fedgrpo_paper_table() -> pd.DataFrame:
     """:data:`FEDGRPO_PAPER_TABLE1` in pass@1 points (× 100), one row per (training set, server model), with
     FedGRPO's two gaps the paper reports: against Fedpetuning+GRPO and against Central-GRPO."""
-    df = pd.DataFrame(FEDGRPO_PAPER_TABLE1).T * 100
-    df.index.names = ["training set", "server model"]
+    index = pd.MultiIndex.from_tuples(FEDGRPO_PAPER_TABLE1, names=["training set", "server model"])
+    df = pd.DataFrame(list(FEDGRPO_PAPER_TABLE1.values()), index=index, columns=list(FEDGRPO_PAPER_METHODS)) * 100
     df["FedGRPO − Fedpetuning+GRPO"] = df["FedGRPO"] - df["Fedpetuning+GRPO"]
     df["FedGRPO − Central-GRPO"] = df["FedGRPO"] - df["Central-GRPO"]
     return df.round(1)

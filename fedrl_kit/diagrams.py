@@ -175,7 +175,7 @@ def round_diagram(method: str | Round, clients: int = 3) -> Diagram:
     return Diagram(svg)
 
 
-def round_diagram_named(method: str | Round, names: tuple[str, ...] | list[str]) -> Diagram:
+def named_round_diagram(method: str | Round, names: tuple[str, ...] | list[str]) -> Diagram:
     """:func:`round_diagram` with one client box per name of ``names`` (the last standing for all the others, drawn
     as "… name"), so that a diagram names clients as the notebook's tables do (e.g. client_0 … client_7)."""
     names = list(names)

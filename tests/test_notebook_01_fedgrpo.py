@@ -39,7 +39,7 @@ def test_the_window_note_names_the_windows_that_exclude_zero():
 
 
 def test_a_named_round_diagram_uses_the_given_client_names():
-    svg = diagrams.round_diagram_named(diagrams.FEDGRPO_AS_TRAINED, ["client_0", "client_1", "client_7"]).svg
+    svg = diagrams.named_round_diagram(diagrams.FEDGRPO_AS_TRAINED, ["client_0", "client_1", "client_7"]).svg
     assert re.findall(r'bold">([^<]*)<', svg) == ["server", "client_0", "client_1  (not an expert here)",
                                                   "… client_7"]
     assert "client 1" not in svg and "8·(experts' mean score) + format" in svg
