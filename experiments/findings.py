@@ -207,3 +207,79 @@ def fedgrpo_finding_notes(results: str | Path = RESULTS) -> pd.DataFrame:
                                  f"{s['prompts_per_step']} prompts per client and step, {int(r['seeds'])} seeds; {arms}; "
                                  "plateau = mean pass@1 of the last 5 rounds")})
     return pd.DataFrame(rows).set_index("label")
+
+
+#: the methods of :data:`FEDGRPO_PAPER_TABLE1`, in its column order
+FEDGRPO_PAPER_METHODS = ("Zero-shot", "Fedpetuning+GRPO", "Central-GRPO", "FedGRPO")
+#: FedGRPO's Table 1 (the paper), column "Avg." (mean pass@1 over its six math test sets) of the four methods the
+#: teaching notebook compares, by (training set, server model); copied from the paper, not measured here
+FEDGRPO_PAPER_TABLE1 = {
+    ("Math-benchmark", "Qwen2.5-Math-1.5B"): (0.163, 0.183, 0.323, 0.338),
+    ("Math-benchmark", "Qwen2.5-3B"): (0.055, 0.137, 0.168, 0.160),
+    ("Math-benchmark", "Qwen2.5-Math-7B"): (0.199, 0.186, 0.370, 0.369),
+    ("OpenR1-Math", "Qwen2.5-Math-1.5B"): (0.163, 0.172, 0.316, 0.327),
+    ("OpenR1-Math", "Qwen2.5-3B"): (0.055, 0.139, 0.225, 0.227),
+    ("OpenR1-Math", "Qwen2.5-Math-7B"): (0.199, 0.215, 0.379, 0.388),
+}
+
+
+def fedgrpo_paper_table() -> pd.DataFrame:
+    """:data:`FEDGRPO_PAPER_TABLE1` in pass@1 points (× 100), one row per (training set, server model), with
+    FedGRPO's two gaps the paper reports: against Fedpetuning+GRPO and against Central-GRPO."""
+    index = pd.MultiIndex.from_tuples(FEDGRPO_PAPER_TABLE1, names=["training set", "server model"])
+    df = pd.DataFrame(list(FEDGRPO_PAPER_TABLE1.values()), index=index, columns=list(FEDGRPO_PAPER_METHODS)) * 100
+    df["FedGRPO − Fedpetuning+GRPO"] = df["FedGRPO"] - df["Fedpetuning+GRPO"]
+    df["FedGRPO − Central-GRPO"] = df["FedGRPO"] - df["Central-GRPO"]
+    return df.round(1)
+
+
+#: the arms of the stored trained-until-flat runs whose plateaus :func:`fedgrpo_plateaus` shows, in its row order
+FEDGRPO_PLATEAU_ARMS = ("fedgrpo", "fedavg_grpo", "central_grpo", "fedgrpo_random", "fedgrpo_allgt")
+
+
+def fedgrpo_plateaus(results: str | Path = RESULTS, window: int = 5) -> pd.DataFrame:
+    """Each arm's absolute plateau (mean pass@1 of its last ``window`` evaluated rounds, in points) per seed, their
+    mean, and the rounds the arm trained, read from the stored files :func:`fedgrpo_finding_notes` reads (each
+    (arm, seed) from the file that trained it longest). Only the seeds FedGRPO ran, so that two rows' means differ
+    by the paired differences of :func:`fedgrpo_findings`. One row per arm of :data:`FEDGRPO_PLATEAU_ARMS`."""
+    from experiments.fedgrpo_claims import METHOD_NAMES, curve_frame, load_arms, with_arms
+
+    results = Path(results)
+    long = [json.loads((results / n).read_text()) for n in ("fedgrpo_compare_pool_long.json",
+                                                            "fedgrpo_compare_pool_long30.json")]
+    df = curve_frame(with_arms(long, load_arms(results)))
+    df = df[df["method"].isin(FEDGRPO_PLATEAU_ARMS) & df["seed"].isin(df.loc[df["method"] == "fedgrpo", "seed"])]
+    last = df.sort_values("round").groupby(["method", "seed"])
+    plateau = last.tail(window).groupby(["method", "seed"])["pass_at_1"].mean().unstack("seed") * 100
+    plateau.columns = [f"seed {s}" for s in plateau.columns]
+    plateau["mean"] = plateau.mean(axis=1)
+    plateau.insert(0, "rounds", last["round"].max().groupby("method").min())
+    plateau = plateau.reindex([a for a in FEDGRPO_PLATEAU_ARMS if a in plateau.index])
+    plateau.index = [METHOD_NAMES[a] for a in plateau.index]
+    plateau.index.name = "arm"
+    return plateau.round(2)
+
+
+def fedgrpo_window_note(arm: str = "fedgrpo_random", results: str | Path = RESULTS) -> str:
+    """One sentence on a control arm minus the competence arm, 5-round window by window, from
+    ``benchmarks/results/fedgrpo_windows.json`` (``benchmarks/fedgrpo_windows.py``): the windows whose 95 %
+    t-interval excludes 0 with their difference, half-width and how many seeds favour the arm; the others named as
+    containing 0."""
+    from experiments.fedgrpo_claims import METHOD_NAMES
+
+    stored = json.loads((Path(results) / "fedgrpo_windows.json").read_text())
+    run = next(r for r in stored["runs"] if r["arm"] == arm)
+    shown, noise = [], []
+    for w in run["windows"]:
+        mean, half, n = w["mean"], w["±95% t"], w["seeds"]
+        if abs(mean) > half:
+            seeds = "every seed" if w["seeds_favouring_a"] in (0, n) else f"{w['seeds_favouring_a']} of {n} seeds"
+            shown.append(f"rounds {w['rounds']} {'higher' if mean > 0 else 'lower'} by {abs(mean):.2f} "
+                         f"(±{half:.2f}, {seeds})")
+        else:
+            noise.append(w["rounds"])
+    n = run["windows"][0]["seeds"]
+    return (f"{METHOD_NAMES[arm]} − {METHOD_NAMES['fedgrpo']} (competence-selected), pass@1 points by "
+            f"{stored['settings']['window']}-round window, 95 % t-intervals over {n} seeds: "
+            + ("; ".join(shown) if shown else "no window excludes 0")
+            + (f"; rounds {', '.join(noise)}: the interval contains 0" if noise else "") + ".")

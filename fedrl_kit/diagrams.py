@@ -210,3 +210,29 @@ def step_timeline(tau: int, period: int, title: str = "") -> Diagram:
     height = y0 + 108
     return Diagram(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
                    f'viewBox="0 0 {width} {height}" style="{FONT}">{"".join(parts)}</svg>')
+
+
+def named_round_diagram(method: str | Round, names: tuple[str, ...] | list[str]) -> Diagram:
+    """:func:`round_diagram` with one client box per name of ``names`` (the last standing for all the others, drawn
+    as "… name"), so that a diagram names clients as the notebook's tables do (e.g. client_0 … client_7)."""
+    names = list(names)
+    d = round_diagram(method, clients=len(names))
+    last = (ROUNDS[method] if isinstance(method, str) else method).last_client
+    svg = d.svg
+    for j, name in enumerate(names[:-1]):
+        svg = svg.replace(f'font-weight="bold">client {j + 1}<', f'font-weight="bold">{escape(name)}<', 1) \
+                 .replace(f'font-weight="bold">client {j + 1}  (', f'font-weight="bold">{escape(name)}  (', 1)
+    svg = svg.replace(f'font-weight="bold">… client {last}', f'font-weight="bold">… {escape(names[-1])}', 1)
+    return Diagram(svg)
+
+
+from dataclasses import replace  # noqa: E402  (here, beside its one use, so the imports above stay as they were)
+
+#: FedGRPO's server step as this package trains it: step 6 is the candidate-level reward (8 × the experts' mean
+#: score + the format reward, then GRPO's advantage), not eq. 9's per-expert R_k, which sums to zero
+FEDGRPO_AS_TRAINED = replace(ROUNDS["fedgrpo"], server=(
+    "1 sample G candidate answers ŷ for a question x_s",
+    "2 find its L nearest auxiliary questions (eq. 5)",
+    "4 keep the M most competent clients (eq. 6)",
+    "6 reward 8·(experts' mean score) + format → advantages",
+    "7 one GRPO step on the server's own policy"))

@@ -18,25 +18,40 @@
 #
 # *Zhu, Gu, Fan, Yang, Han: FedGRPO, AAAI 2026 (arXiv:2602.12014).*
 #
-# **The problem.** A server wants to improve its language model on questions that only its clients know how to
-# judge: each client holds private labelled data of a few topics. Sending model updates (as FedAvg does) costs
-# bandwidth and leaks information. FedGRPO turns the federation around: **the server trains, the clients only
-# grade**. For each question the server samples $G$ candidate answers, picks the $M$ clients most *competent* on
-# questions like it (the **experts**), sends them the candidates, and gets back one number per candidate. Those
-# scores become GRPO advantages for the server's own update. Two ideas to learn: **competence-based expert
-# selection** (eqs. 5–6) and the **group-relative reward** (eqs. 8–9).
+# **The problem.** A server wants to improve its language model on questions only its clients can judge (each
+# holds private labelled data of a few topics), without the bandwidth and leaks of sending model updates. FedGRPO:
+# **the server trains, the clients only grade**. Per question the server samples $G$ candidate answers, picks the
+# $M$ clients most *competent* on similar questions (the **experts**), and gets back one score per candidate, which
+# becomes a GRPO reward. Two ideas: **competence-based expert selection** (eqs. 5–6), and the paper's
+# **group-relative reward** (eqs. 8–9), which as printed cancels out (§2: why, and what we train instead).
 #
-# Below: one server step drawn, written and traced on the embedded world (the package's generated arithmetic
-# problems and tiny policy, notebook 00), then FedGRPO trained beside FedAvg-GRPO. The reproduction is the report,
-# [11_fedgrpo_report.ipynb](11_fedgrpo_report.ipynb).
+# **The paper's claim** (Table 1: mean **pass@1**, the fraction of problems one sampled answer solves, over six math
+# test sets): FedGRPO beats **Fedpetuning+GRPO** (clients GRPO-tune LoRA adapters on their own data, the server
+# averages them: notebook 00's FedAvg-GRPO) and nearly matches **Central-GRPO** (GRPO on all clients' data pooled,
+# the upper bound):
+
+# %%
+from experiments.findings import fedgrpo_paper_table
+from IPython.display import Markdown, display
+
+paper = fedgrpo_paper_table()  # points; copied from the paper
+display(paper)
+Markdown(f"In its six settings FedGRPO beats Fedpetuning+GRPO by {paper.iloc[:, 4].min():.1f} to "
+         f"{paper.iloc[:, 4].max():.1f} points and sits {paper.iloc[:, 5].min():+.1f} to {paper.iloc[:, 5].max():+.1f} "
+         "points from Central-GRPO. §7 puts the reproduction's numbers beside these.")
+
+# %% [markdown]
+# Here all runs in the **embedded world** (the package's generated arithmetic problems, seven topics, and a tiny
+# policy: notebook 00): one server step drawn, written and traced, then FedGRPO trained beside Fedpetuning+GRPO.
+# Full reproduction: [11_fedgrpo_report.ipynb](11_fedgrpo_report.ipynb).
 
 # %% [markdown]
 # ## Parameters
-# Tagged `parameters` for papermill (`-p M 4`); a name it does not have stops the notebook in one line.
+# Papermill's (`-p M 4`); a misspelt name stops the notebook in one line.
 
 # %% tags=["parameters"]
 preset_name = "quick"  # quick (2-core CPU) | smoke (tiny, seconds) | full (GPU, real model) | full-smoke (GPU, tiny)
-num_clients = 8        # K clients (the paper's Appendix C: 8)
+num_clients = 8        # K clients (the paper: 4 to 20)
 beta = 0.1             # Dirichlet concentration β of the topic split (config field: dirichlet_alpha), or "iid"
 L = 20                 # neighbours per question, eq. 5 (paper: 20 of 100)
 M = 2                  # experts per question, eq. 6 (paper: 2)
@@ -50,9 +65,9 @@ import numpy as np
 import pandas as pd
 
 from experiments import fedgrpo_comm as comm
-from IPython.display import Markdown
+from IPython.display import Markdown, display
 
-from experiments.findings import fedgrpo_finding_notes
+from experiments.findings import fedgrpo_finding_notes, fedgrpo_findings, fedgrpo_plateaus, fedgrpo_window_note
 from experiments.stats import t_interval
 from fedrl_kit import diagrams, notebook, viz
 from fedrl_kit.config import preset
@@ -85,107 +100,132 @@ policy = Policy.load(resolve_base(cfg.base), cfg.lora_rank, cfg.lora_alpha, cfg.
                      cfg.temperature, cfg.device, getattr(__import__("torch"), cfg.dtype))  # shared by every run
 notebook.start_run_dir(run_root / "fedgrpo")
 tour = Run(cfg, run_root / "fedgrpo", progress=False, policy=policy).build()
-pd.Series({"K clients": cfg.num_clients, "M experts per question": M, "L neighbours": L,
-           "G candidates per question": cfg.num_generations, "Q questions per server step": questions_per_step(cfg),
-           "τ server steps per round": cfg.local_steps, "rounds R": cfg.rounds, "num_iterations (passes per step)":
-           cfg.num_iterations, "ε, ε_high (clip)": f"{cfg.epsilon}, {cfg.epsilon_high}", "KL coefficient (config beta)":
-           cfg.beta, "LoRA rank r": cfg.lora_rank, "Dirichlet β (config dirichlet_alpha)": beta,
-           "SFT steps of each domain model": cfg.evaluator.sft_steps,
-           "eval_samples (pass@1)": cfg.eval_samples}, name="this run").to_frame()
+world, Q = tour.server.world, questions_per_step(cfg)
+display(pd.Series({"K clients": cfg.num_clients, "M experts per question": M, "L neighbours": L,
+                   "G candidates per question": cfg.num_generations, "Q questions per server step": Q,
+                   "τ server steps per round": cfg.local_steps, "rounds R": cfg.rounds,
+                   "num_iterations (passes per step)": cfg.num_iterations,
+                   "ε, ε_high (clip)": f"{cfg.epsilon}, {cfg.epsilon_high}", "KL coefficient (config beta)": cfg.beta,
+                   "LoRA rank (config lora_rank)": cfg.lora_rank, "Dirichlet β (config dirichlet_alpha)": beta,
+                   "SFT steps of each domain model": cfg.evaluator.sft_steps}, name="this run").to_frame())
+n_params = sum(w.numel() for n, w in policy.model.named_parameters() if "lora_" not in n)  # the base only
+setup = pd.DataFrame({"size": [f"{len(world.queries):,} questions", f"{len(world.aux)} labelled questions",
+                       f"{len(world.test)} problems × {cfg.eval_samples} samples",
+                       f"{Q} = {cfg.prompts_per_step} × {cfg.num_clients}",
+                       "a vector per question", f"{n_params / 1e6:.1f} M parameters"],
+              "who holds it, who sees it": [
+                  "D_s = ∪ D_k, split over the clients by topic (Dirichlet β); each question's owner (the client "
+                  "holding it) has its label; the server gets the questions, never the labels",
+                  "D_p, the server's; it sends questions and labels to every client once, to measure competence",
+                  "the server's test set; pass@1 moves in steps of one problem-sample, "
+                  f"1/{len(world.test) * cfg.eval_samples}",
+                  "questions per server step: prompts_per_step × K, the prompts FedAvg-GRPO's K clients take per "
+                  "local step together, so both methods see as many questions (FedGRPO's clients train nothing)",
+                  "φ, the frozen encoder: the base policy's hidden states after decoder layer "
+                  f"{cfg.fedgrpo.encoder_layer}, mean-pooled, ℓ2-normalised (config fedgrpo.encoder)",
+                  "the server's policy π_θg: a tiny transformer, LoRA-tuned (θ_g is its adapter)"]},
+             index=["training questions", "auxiliary questions", "test set", "Q", "φ", "base model"])
+with pd.option_context("display.max_colwidth", None):  # the whole sentences
+    display(setup)
 
 # %% [markdown]
 # ## 1. One server step, drawn
-# The server repeats this step $\tau$ times a round on a batch of $Q$ questions; clients 1 and $K$ are this
-# question's experts, client 2 is not asked to score.
+# The server repeats this step $\tau$ times a round on a batch of $Q$ questions. Clients are named as in the
+# tables (client_0 … client_{K−1}); in the drawing client_0 and the last are experts, client_1 is not asked.
 
 # %%
-diagrams.round_diagram("fedgrpo")
+diagrams.named_round_diagram(diagrams.FEDGRPO_AS_TRAINED, ["client_0", "client_1", f"client_{num_clients - 1}"])
 
 # %% [markdown]
 # ## 2. Key equations
-# **GRPO, recapped** (notebook 00 works it by hand). For a question the policy samples a group of $G$ answers
-# $\hat y_1,\dots,\hat y_G$ with rewards $r_1,\dots,r_G$; each answer's advantage is its reward standardised within
-# the group, and the update maximises PPO's clipped surrogate, averaged over all answer tokens $t$:
+# **GRPO, recapped** (notebook 00 works it by hand). For a question $x$ the policy samples $G$ answers $\hat y_j$
+# with rewards $r_j$; the advantage standardises each reward within the group, and the update maximises PPO's
+# clipped surrogate over all answer tokens $t$:
 #
 # $$A_j = \frac{r_j - \operatorname{mean}(r)}{\operatorname{std}(r) + 10^{-6}},\qquad
 # \max_\theta\ \frac{1}{\sum_j |\hat y_j|}\sum_{j,t}\min\bigl(\rho_{j,t}A_j,\ \operatorname{clip}(\rho_{j,t},
 # 1-\epsilon, 1+\epsilon_{\text{high}})A_j\bigr),\qquad \rho_{j,t} = \frac{\pi_\theta(\hat y_{j,t}\mid x,
 # \hat y_{j,<t})}{\pi_{\text{old}}(\hat y_{j,t}\mid x, \hat y_{j,<t})}$$
 #
-# $\pi_{\text{old}}$ sampled the answers; a step makes `num_iterations` passes over them, so $\rho = 1$ in the first
-# and the clip bites in the next. There is no KL term (config `beta` = 0): in this notebook β is only the Dirichlet
-# concentration. FedGRPO keeps this update and changes **where $r_j$ comes from**.
+# $\pi_{\text{old}}$ sampled the answers; a step makes `num_iterations` passes over them: $\rho = 1$ in the first,
+# then the clip bites. $\epsilon_{\text{high}} > \epsilon$ is DAPO's "clip-higher": rare tokens may grow a little
+# more, which keeps exploring. No KL term (config `beta` = 0); β below is the Dirichlet concentration. FedGRPO
+# changes only **where $r_j$ comes from**.
 #
-# **Eq. 5.** For a question $x_s$ (without its answer) the server embeds it with a frozen encoder $\phi$ and finds its
-# $L$ nearest auxiliary questions, whose answers it knows:
+# **Eq. 5.** The server embeds $x_s$ with the frozen encoder $\phi$ (setup table) and finds its $L$ nearest
+# auxiliary questions, whose answers it knows:
 #
 # $$\mathcal{G}(x_s) = \{(x_{p,\ell}, y_{p,\ell})\}_{\ell=1}^{L},\qquad
 # \langle z_s, z_{p,1}\rangle \ge \dots \ge \langle z_s, z_{p,L}\rangle,\quad z = \phi(x)/\lVert\phi(x)\rVert
 # \qquad\text{(`expert_selection.nearest_exemplars`)}$$
 #
-# **Eq. 6.** A client's **competence** on $x_s$ is how often its domain model $\theta_k$ answers those neighbours
+# **Eq. 6.** Client $k$'s **competence** on $x_s$: how often its domain model $\theta_k$ answers those neighbours
 # right (we use the probability of the right answer, the expectation of the paper's 0/1 indicator):
 #
 # $$r_k^p(x_s) = \frac{1}{L}\sum_{\ell=1}^{L} \Pr\bigl[\theta_k \text{ answers } x_{p,\ell} \text{ with }
 # y_{p,\ell}\bigr],\qquad \mathcal{C}(x_s) = \operatorname{Top-}M_k\; r_k^p(x_s)
 # \qquad\text{(`expert_selection.select_experts`)}$$
 #
-# Each expert $k \in \mathcal{C}(x_s)$ scores each candidate $\hat y_j$: exactly if it holds the label of
-# $x_s$ (**AE**, answer-based: $r_k^s = \mathbb{1}[\text{answer of }\hat y_j = y(x_s)]$), otherwise with its
-# domain model (**ME**, model-based: $r_k^s = \pi_{\theta_k}(\text{answer of }\hat y_j \mid x_s)$;
-# `FedGRPOClient.on_score`). **Eqs. 8–9** standardise the scores across the experts:
+# Each expert scores each candidate: exactly if it holds $x_s$'s label (**AE**: $r_k^s = \mathbb{1}[\text{answer
+# of }\hat y_j = y(x_s)]$), otherwise with its domain model (**ME**: $r_k^s = \pi_{\theta_k}(\text{answer of }\hat
+# y_j \mid x_s)$; `FedGRPOClient.on_score`). **Eqs. 8–9, as the paper prints them** (eq. 7 repeats eq. 8 inside
+# its Algorithm 1), then its update with learning rate $\eta$:
 #
 # $$\mu_r = \frac{1}{M}\sum_{k\in\mathcal{C}} r_k^s,\quad
-# \sigma_r = \sqrt{\frac{1}{M}\sum_{k\in\mathcal{C}} (r_k^s-\mu_r)^2},\qquad
-# R_k = \frac{r_k^s - \mu_r}{\sigma_r + 10^{-6}}\qquad\text{(`group_reward.group_relative_rewards`)}$$
+# \sigma_r = \sqrt{\frac{1}{M}\sum_{k\in\mathcal{C}} (r_k^s-\mu_r)^2},\quad
+# R_k = \frac{r_k^s - \mu_r}{\sigma_r + 10^{-6}},\quad
+# \theta_g \leftarrow \theta_g + \eta\, R_k \nabla_{\theta_g}\log\pi_{\theta_g}(\hat y\mid x_s)$$
 #
-# Literally, $\sum_k R_k = 0$ for every candidate: eq. 9 measures the experts' *disagreement*, and the update
-# $\eta \sum_k R_k \nabla\log\pi$ vanishes. So the reward that trains (our reading of Remark 2) compares
-# *candidates*: the experts' mean score plus the **format reward** $f_j$ (Remark 1: 1 if $\hat y_j$ is exactly
-# `<think>…</think><answer>…</answer>`, else 0; the server computes it), weighted 8 and 1 (Appendix A), then the
-# recap's $A_j$ with the population std:
+# Its Remark 2: *"the term 'group' denotes the aggregation of reward signals from multiple clients and corresponds
+# to the ensemble of candidate policies in GRPO … we use $\hat y$ to denote a single policy, whereas it could
+# represent a collection of policies."*
 #
-# $$\tilde r_j = 8\,\mu_r(\hat y_j) + 1\cdot f_j \qquad\text{(`group_reward.candidate_advantages`)}$$
+# **Why it cannot train as printed.** The $R_k$ are the experts' deviations from their own mean, so $\sum_k R_k = 0$
+# for every candidate: eq. 9 measures the experts' *disagreement* (`group_reward.group_relative_rewards`), and
+# summed over experts the update vanishes. **What we train (our reading):** Remark 2's group is the $G$ candidates,
+# so candidates are compared: the experts' mean score plus the **format reward** $f_j$ (Remark 1: 1 if $\hat y_j$ is
+# exactly `<think>…</think><answer>…</answer>`, the paper's template, else 0; the server computes it), weighted 8
+# and 1 (the paper's coefficients), then the recap's $A_j$ (population std):
+#
+# $$\tilde r_j = 8\,\mu_r(\hat y_j) + 1\cdot f_j \qquad\text{(`group_reward.candidate_advantages`, variant "paper")}$$
 #
 # | symbol | meaning |
 # |---|---|
 # | $K$, $k$; $M$, $\mathcal{C}(x_s)$ | clients; experts per question, the chosen ones |
-# | $\mathcal{D}_k$, $\theta_k$ | client $k$'s private labelled data; its domain model (a LoRA adapter), its judge |
-# | $\theta_g$ | the server's policy (its LoRA adapter), the only model that learns |
-# | $\mathcal{D}_s$, $x_s$; $\mathcal{D}_p$ | training questions (no answers), one of them; 100 labelled auxiliary ones |
+# | $\mathcal{D}_k$, $\theta_k$; $\theta_g$ | client $k$'s private data, its judge (LoRA adapter); server's policy |
+# | $\mathcal{D}_s$, $x_s$; $\mathcal{D}_p$ | training questions, one of them; the auxiliary ones (setup table) |
 # | $r_k^p$; $r_k^s$; $R_k$ | competence; an expert's score of a candidate; eq. 9 |
 # | $G$, $\hat y_j$; $Q$; $\tau$ | candidates per question, candidate $j$; questions per step; steps per round |
-# | $f_j$, $\tilde r_j$, $A_j$ | format reward, combined reward, advantage of candidate $j$ |
+# | $f_j$, $\tilde r_j$, $A_j$ | format reward, trained reward, advantage of candidate $j$ |
 # | hit rate | fraction of chosen experts holding the question's topic (≥ 10 % of their data) |
 #
 # ## 3. Pseudocode
-# Algorithm 1; each line names its function in `fedrl_kit/fedgrpo/`:
+# The paper's Algorithm 1; each line names its function in `fedrl_kit/fedgrpo/`:
 # ```
 # for round = 1..R:                                                    # algorithm.run_round
 #   for step = 1..τ:                                                   # algorithm.server_step
 #     draw Q questions x_s from D_s                                    # algorithm.sample_questions
-#     G candidates ŷ ~ π_θg(·|x_s)                          (line 3)    # algorithm.sample_candidates
-#     G(x_s) = L nearest auxiliary questions            (eq. 5, 4–5)   # expert_selection.nearest_exemplars
-#     ask every client its competence on them, once     (lines 6–10)   # algorithm.ask_competence
-#     C(x_s) = Top-M clients by r_k^p                   (eq. 6, 11)    # algorithm.choose_experts
-#     send (x_s, ŷ) to each expert; get G scores r_k^s  (lines 12–17)  # algorithm.collect_scores, client.on_score
-#     A_j from the scores and the format reward         (eqs. 8–9)     # algorithm.advantages_from_scores
-#     one clipped-surrogate GRPO step on θ_g            (line 21)      # algorithm.policy_step
+#     G candidates ŷ ~ π_θg(·|x_s)                                     # algorithm.sample_candidates
+#     G(x_s) = L nearest auxiliary questions            (eq. 5)        # expert_selection.nearest_exemplars
+#     ask every client its competence on D_p, once                     # algorithm.ask_competence
+#     C(x_s) = Top-M clients by r_k^p                   (eq. 6)        # algorithm.choose_experts
+#     send (x_s, ŷ) to each expert; get G scores r_k^s                 # algorithm.collect_scores, client.on_score
+#     A_j from r̃_j = 8·μ_r(ŷ_j) + f_j   (our reading of eqs. 8–9)     # algorithm.advantages_from_scores
+#     one clipped-surrogate GRPO step on θ_g                           # algorithm.policy_step
 # ```
 
 # %% [markdown]
 # ## 4. One question, step by step
-# Who holds what: $\mathcal{D}_s$ is the training pool split over the clients by topic (Dirichlet β), so most
-# clients hold one or two topics. A question's owner holds its label.
+# How the training questions $\mathcal{D}_s$ are split over the clients (topic counts):
 
 # %%
 # NBVAL_CHECK_OUTPUT
 notebook.client_table(tour.partitions)
 
 # %% [markdown]
-# `trace_question` runs the very `server_step` that training runs, on one question, without updating the policy.
-# Its first call trains every client's domain model and fills the competence table (one number per client and
-# auxiliary question). **Eq. 5**: the nearest auxiliary questions, by cosine of the embeddings.
+# `trace_question` runs training's own `server_step` on one question, without the update (its first call trains
+# the clients' domain models and measures their competence on $\mathcal{D}_p$). **Eq. 5**: the nearest auxiliary
+# questions, by cosine.
 
 # %%
 tr = trace_question(tour.server, question, L=L, M=M, seed=seed, truth=tour.truth)
@@ -209,8 +249,9 @@ competence_table(tr, tour)
 
 
 # %% [markdown]
-# **Eqs. 8–9 and the advantage.** Each expert's score of each candidate (AE or ME), eq. 9's $R_k$ (note each row
-# sums to zero over the experts), and the advantage $A_j$ that trains. `correct` is the truth, for you only.
+# **Scores, eq. 9 and the advantage.** Each expert's score of each candidate (AE or ME), eq. 9's $R_k$ (each row
+# sums to zero over the experts), and the advantage $A_j$ that trains (our reading, §2). `correct` is the truth,
+# for you only.
 
 # %%
 def candidate_table(tr, run):
@@ -220,24 +261,23 @@ def candidate_table(tr, run):
         df[f"r^s {cids[k]} ({tr['pathways'][row]})"] = tr["scores"][row]
     for row, k in enumerate(tr["experts"]):
         df[f"R_k {cids[k]}"] = tr["eq9"][row]
-    df["A_j"] = tr["advantages"]["paper"]
+    df["A_j (our reading)"] = tr["advantages"]["paper"]  # the package's variant "paper": r̃_j = 8·μ_r + f_j, §2
     return df.round(3)
 
 
 candidate_table(tr, tour)
 
 # %% [markdown]
-# **By hand.** The first candidate's advantage from the table's scores, with the formulas of §2 (population std,
-# $+10^{-6}$), beside the package's:
+# **By hand.** The first candidate's advantage from the table's scores (§2's formulas), beside the package's:
 
 # %%
-r_tilde = 8 * tr["scores"].mean(axis=0) + 1 * tr["format"]  # the combined reward of every candidate
+r_tilde = 8 * tr["scores"].mean(axis=0) + 1 * tr["format"]  # the trained reward r̃_j of every candidate
 print(f"r̃ = {np.round(r_tilde, 3).tolist()}")
 print(f"A_1 by hand = {(r_tilde[0] - r_tilde.mean()) / (r_tilde.std() + 1e-6):.4f}, "
       f"package = {tr['advantages']['paper'][0]:.4f}")
 
 # %% [markdown]
-# **Which candidate does this step push up most?** Read from the table:
+# **Which candidate does this step push up most?**
 
 # %%
 adv, right, fmt = tr["advantages"]["paper"], tr["correct"], tr["format"]
@@ -257,10 +297,33 @@ elif right[top]:
 Markdown(" ".join(said))
 
 # %% [markdown]
+# **The case the method is built for.** The next question of $\mathcal{D}_s$ with right and wrong candidates,
+# where an expert holding the label (AE) scores a right one 1:
+
+# %%
+for q2 in range(question + 1, min(question + 80, len(tour.server.world.queries))):  # stops at the first such one
+    tr2 = trace_question(tour.server, q2, L=L, M=M, seed=seed, truth=tour.truth)
+    ae_rows = [i for i, p in enumerate(tr2["pathways"]) if p == "AE"]
+    if 0 < tr2["correct"].sum() < len(tr2["correct"]) and any(tr2["scores"][i][tr2["correct"] > 0].max() == 1
+                                                              for i in ae_rows):  # right and wrong ones, an AE 1
+        break
+display(candidate_table(tr2, tour))
+ok, cids = tr2["correct"] > 0, tour.runtime.client_ids
+top2 = int(np.argmax(tr2["advantages"]["paper"]))
+Markdown(f"Question {q2}, {tr2['question']!r} ({tr2['topic']}, answer {tr2['answer']}): "
+         + "; ".join(f"{cids[k]} ({p}) gives the right candidates {tr2['scores'][i][ok].mean():.3f} on average"
+                     + (f" and the wrong ones {tr2['scores'][i][~ok].mean():.3f}" if (~ok).any() else "")
+                     for i, (k, p) in enumerate(zip(tr2["experts"], tr2["pathways"])))
+         + f". A right answer's 8·μ_r is then at least {8 * tr2['scores'][:, ok].mean(axis=0).min():.2f}, against "
+         f"the format bonus of 1; the top advantage, {tr2['advantages']['paper'][top2]:.3f}, goes to row {top2}, which "
+         f"is {'right' if ok[top2] else 'WRONG'}"
+         + (": one AE expert is enough to outvote the format reward." if ok[top2] else ".")
+         if ok.any() else "No question in this range had a right candidate in this run.")
+
+# %% [markdown]
 # ### The confidence graph: turn $L$, $M$ and the question
 # Clients left, topics right; an edge is a client's mean competence on the topic's auxiliary questions; red marks
-# the question's topic and experts. Each change reruns eqs. 5–6 for every question and prints the **hit rate**
-# against a random choice of $M$ clients.
+# the question's topic and experts. Each change reruns eqs. 5–6 for all questions; **hit rate** against random.
 
 # %%
 import ipywidgets as widgets
@@ -288,8 +351,7 @@ notebook.knobs(show_graph, question=widgets.IntSlider(question, 0, n_queries - 1
                M=widgets.IntSlider(M, 1, num_clients, continuous_update=False))
 
 # %% [markdown]
-# The default setting, stored for readers without a kernel; the gap's interval is over this seed's questions, not
-# over partitions:
+# Default setting, stored for readers without a kernel (interval over this seed's questions):
 
 # %%
 sq, fig = graph_for()
@@ -301,11 +363,8 @@ print(f"hit rate at L = {L}, M = {M}, K = {num_clients}, β = {beta}, seed {seed
 fig
 
 # %% [markdown]
-# ## 5. Run it: FedGRPO beside FedAvg-GRPO
-# Same questions, same budget (the setup cell's table). The baseline **Fedpetuning** (Zhang et al., 2023): every
-# client LoRA-tunes on its own data and uploads its adapter to be averaged; with GRPO locally, "Fedpetuning+GRPO" is
-# notebook 00's FedAvg-GRPO. **pass@1**: the fraction right of one sampled answer, averaged over the test problems
-# (`eval_samples` samples each). One seed: the curves show what happens, not its significance (§7).
+# ## 5. Run it: FedGRPO beside Fedpetuning+GRPO
+# Same questions, same budget (setup tables); pass@1 averages `eval_samples` samples per test problem.
 
 # %%
 other = run_root / "fedavg_grpo"
@@ -313,9 +372,20 @@ notebook.start_run_dir(other)
 runs = {"FedGRPO": tour, "Fedpetuning+GRPO": Run(make_config(cfg.preset, "fedavg_grpo"), other, progress=False,
                                                  policy=policy)}
 records = {name: run.run() for name, run in runs.items()}
-pd.DataFrame({name: {**notebook.headline(recs), "bytes up": run.runtime.ledger.total_bytes("up"),
-                     "bytes down": run.runtime.ledger.total_bytes("down")}
-              for (name, recs), run in zip(records.items(), runs.values())}).T
+head = pd.DataFrame({name: {**notebook.headline(recs), "bytes up": run.runtime.ledger.total_bytes("up"),
+                            "bytes down": run.runtime.ledger.total_bytes("down")}
+                     for (name, recs), run in zip(records.items(), runs.values())}).T
+display(head)
+step = 100 / (len(world.test) * cfg.eval_samples)  # one problem-sample, in points
+n_train = cfg.rounds * cfg.local_steps * Q
+Markdown(f"What this small run shows ({cfg.rounds} rounds, one seed, {n_train} training questions): FedGRPO's pass@1 "
+         f"moved {head.loc['FedGRPO', 'change (points)']:+.1f} points, i.e. "
+         f"{head.loc['FedGRPO', 'change (points)'] / step:+.0f} of {len(world.test) * cfg.eval_samples} "
+         "problem-samples "
+         f"(one is {step:.2f} points), Fedpetuning+GRPO's {head.loc['Fedpetuning+GRPO', 'change (points)']:+.1f}: too "
+         "few to tell apart. The visible effect is FedGRPO's format rate, "
+         f"{head.loc['FedGRPO', 'base format']:.3f} → {head.loc['FedGRPO', 'final format']:.3f} (§4's format "
+         "reward at work). The stored multi-seed runs are in §7.")
 
 # %%
 fig = viz.curves(records, "pass@1", title=f"global pass@1 (K = {num_clients}, β = {beta}, seed {seed})")
@@ -323,9 +393,8 @@ viz.export(fig, "fedgrpo_curves", figures)
 fig
 
 # %% [markdown]
-# **The paper's Figure 2** is about bytes: FedGRPO uploads scalars only. The ledger's upload of scores matches what
-# the protocol predicts, $Q \cdot M \cdot G$ scores of 8 bytes per step (`experiments/fedgrpo_comm.py`; each message
-# also carries its 6-byte key):
+# **The paper's Figure 2**: FedGRPO uploads scalars only. The ledger's score uploads match the protocol's count,
+# $Q \cdot M \cdot G$ scores of 8 bytes per step (`experiments/fedgrpo_comm.py`), plus a 6-byte key per message:
 
 # %%
 c, ledger = tour.config, tour.runtime.ledger
@@ -341,16 +410,17 @@ print(f"scores up: predicted {predicted:,} bytes, measured {measured:,}; FedAvg-
 
 # %% [markdown]
 # ## 6. What the server sees
-# Every message of the FedGRPO run. Down go questions (the auxiliary ones once; each training question with its $G$
-# candidates, to its $M$ experts); up come scalars only: competences and scores. **No gradient, adapter or private
-# example leaves a client.**
+# Every message of the FedGRPO run. Down: `properties` (asks each client its data size), the labelled auxiliary
+# questions once, each training question with its $G$ candidates to its $M$ experts. Up: scalars only. **No
+# gradient, adapter or private example leaves a client.**
 
 # %%
 pd.DataFrame(ledger.to_rows()).groupby(["kind", "direction"]).agg(messages=("nbytes", "size"), bytes=("nbytes", "sum"))
 
 # %% [markdown]
-# Scalars still say something. From the competence replies alone the server can guess each client's specialty (the
-# truth columns are the simulator's):
+# Scalars still say something: from the competence replies alone the server guesses each client's topic, the one
+# where its mean competence beats the average client's by most (that margin: `edge over the average client`);
+# truth columns are the simulator's:
 
 # %%
 view = server_view(tour.server, tour.truth)
@@ -367,85 +437,118 @@ Markdown(f"- The server names {int(view['guessed right'].sum())} of {len(view)} 
 
 # %% [markdown]
 # ## 7. What the reproduction found
-# The stored runs (`benchmarks/results`): each arm trained until its curve flattens, plateaus paired seed by seed.
-# **Central-GRPO** is plain GRPO on all clients' data pooled in one place, the paper's upper bound. Each sentence is
-# printed from the stored numbers, with its label and setting; every table is in the [report](11_fedgrpo_report.ipynb).
+# The stored runs (`benchmarks/results`, same embedded world; every table in the [report](11_fedgrpo_report.ipynb)):
+# each arm trained until its curve flattens. Absolute plateaus (mean pass@1 of the last 5 rounds, points) per seed:
 
 # %%
+plateaus = fedgrpo_plateaus()
+display(plateaus)
 notes = fedgrpo_finding_notes()
 Markdown("\n".join(f"- **{label}** {row.finding}: {row.result}. *Setting:* {row.setting}."
-                   for label, row in notes.iterrows()))
+                   for label, row in notes.iterrows())
+         + f"\n- **W** {fedgrpo_window_note('fedgrpo_random')}")
 
-# %% [markdown]
-# Read together: FedGRPO stays below FedAvg-GRPO (F1) and below Central-GRPO (F2). Selection beats chance at finding
-# topic holders (§4), yet three seeds see no accuracy gain over random experts (F3); who can check answers *exactly*
-# matters more (F4).
+# %%
+f3 = fedgrpo_findings().iloc[2]  # competence-selected − random experts
+gap_cut = plateaus.loc["FedGRPO", "mean"] - plateaus.loc["Fedpetuning+GRPO", "mean"]
+gap_central = plateaus.loc["FedGRPO", "mean"] - plateaus.loc["Central-GRPO", "mean"]
+Markdown(f"**Beside the paper.** The paper has FedGRPO {paper.iloc[:, 4].min():.1f} to {paper.iloc[:, 4].max():.1f} "
+         f"points *above* Fedpetuning+GRPO; here it is {abs(gap_cut):.1f} points "
+         f"{'below' if gap_cut < 0 else 'above'} (F1). The paper has it {paper.iloc[:, 5].min():+.1f} to "
+         f"{paper.iloc[:, 5].max():+.1f} from Central-GRPO; here {gap_central:+.1f} (F2). **A limitation of F2:** the "
+         f"stored Central-GRPO runs are {int(plateaus.loc['Central-GRPO', 'rounds'])} rounds, FedGRPO's "
+         f"{int(plateaus.loc['FedGRPO', 'rounds'])}, so each plateau is its own run's last 5 rounds, not the same "
+         f"round budget, and with {int(plateaus.loc['FedGRPO', 'rounds'])} rounds Central-GRPO might have gone "
+         f"higher. Competence against random experts is a null (F3: {f3['difference']:+.2f} ± "
+         f"{f3['±95% t']:.2f} over {int(f3['seeds'])} seeds, so gaps of that size either way are not ruled out), and "
+         "in the windows listed under W random experts were even ahead. Giving every expert every label (F4, AE "
+         "everywhere) raised the plateau: exact checks help here; whether they matter more than selection, these "
+         "runs cannot say. (In the settings, \"prompts per client and step\" is Fedpetuning+GRPO's per-client "
+         "batch; FedGRPO's server takes K times as many questions per step, its Q, and its clients train nothing.)")
 
 # %% [markdown]
 # ## 8. Exercises: predict, then run
-# Predict in the first cell; the second shows the answer and, once you have predicted, checks you.
+# Predict in the first cell; the second shows the answer and why (and checks a prediction).
 #
-# **Exercise 1.** Set $M = 1$. What is eq. 9's $R_k$ for every candidate?
+# **Exercise 1.** With $M = 2$ experts scoring a candidate differently, what is each one's $|R_k|$ (eq. 9)? Does
+# the size of their gap matter?
 
 # %%
 prediction_1 = None  # a number
 
 # %%
-one = trace_question(tour.server, question, L=L, M=1, seed=seed, truth=tour.truth)
-answer_1 = float(np.unique(one["eq9"]).item()) if np.unique(one["eq9"]).size == 1 else None
-why_1 = (f"with one expert μ_r = r^s and σ_r = 0, so R = 0 / (0 + 10⁻⁶) for every candidate: eq. 9 carries no "
-         f"signal, while A_j still ranks the candidates (here from {one['advantages']['paper'].min():.2f} to "
-         f"{one['advantages']['paper'].max():.2f})")
-notebook.check(prediction_1, answer_1, why_1) if prediction_1 is not None else notebook.reveal(answer_1, why_1)
+from fedrl_kit.fedgrpo.group_reward import candidate_advantages, group_relative_rewards
+
+pair = np.array([[0.1, 0.0, 0.3], [0.2, 1.0, 0.31]])  # 2 experts × 3 candidates, three sizes of disagreement
+two = group_relative_rewards(pair)
+answer_1 = float(np.round(np.abs(two), 2).max())
+why_1 = (f"with two scores a ≠ b, μ_r = (a + b)/2 and σ_r = |a − b|/2, so R_k = ±(|a − b|/2)/(|a − b|/2 + 10⁻⁶) ≈ ±1 "
+         f"whatever the gap (gaps {np.round(np.abs(pair[0] - pair[1]), 2).tolist()} give "
+         f"{np.round(two[0], 3).tolist()} and {np.round(two[1], 3).tolist()}): eq. 9 keeps the sign of the "
+         "disagreement and drops its size")
+if len(tr["experts"]) == 2:  # §4's first question, if it ran with two experts
+    gaps = np.abs(tr["scores"][0] - tr["scores"][1])
+    why_1 += (f"; in §4 the two experts' gaps run {gaps.min():.3f}–{gaps.max():.3f} and every |R_k| is "
+              f"{np.abs(tr['eq9']).min():.3f}–{np.abs(tr['eq9']).max():.3f} (below 1 only where the gap nears 10⁻⁶)")
+notebook.check(prediction_1, answer_1, why_1, tolerance=0.01) if prediction_1 is not None else \
+    notebook.reveal(answer_1, why_1)
 
 # %% [markdown]
-# **Exercise 2.** With $M = K$ (every client an expert), what is the hit rate, compared with random selection's?
-# Predict `"higher"`, `"equal"` or `"lower"`.
+# **Exercise 2.** A formatted candidate ($f = 1$) scored $\mu_r = 0$, an unformatted one ($f = 0$) scored
+# $\mu_r = d$: how large must $d$ be for the second to get the higher advantage?
 
 # %%
-prediction_2 = None  # "higher", "equal" or "lower"
+prediction_2 = None  # a number: the μ_r difference
+
+# %%
+def beats_format(d):
+    """True when the unformatted candidate scored d gets the higher advantage than the formatted one scored 0."""
+    a = candidate_advantages(np.array([[0.0, d]] * M), "paper", 8.0, np.array([1.0, 0.0]), 1.0)
+    return a[1] > a[0]
+
+
+low, high = 0.0, 1.0
+for _ in range(40):  # bisection on the package's own advantage
+    low, high = (low, (low + high) / 2) if beats_format((low + high) / 2) else ((low + high) / 2, high)
+answer_2 = round(high, 3)
+why_2 = (f"r̃ = 8·μ_r + f, so 8·d must exceed the format's 1: d > 1/8 = {1 / 8:.3f} (the bisection on "
+         f"candidate_advantages finds {high:.4f}). In §4's first question the experts' means spanned "
+         f"{np.ptp(mu):.3f}, {'under' if np.ptp(mu) < 1 / 8 else 'over'} 1/8"
+         + (f"; in the second, the right answers' μ_r exceed the wrong ones' by "
+            f"{tr2['scores'][:, ok].mean() - tr2['scores'][:, ~ok].mean():.3f}" if ok.any() and (~ok).any() else ""))
+notebook.check(prediction_2, answer_2, why_2, tolerance=0.005) if prediction_2 is not None else \
+    notebook.reveal(answer_2, why_2)
+
+# %% [markdown]
+# **Exercise 3.** An AE expert and an ME expert both score the same *right* candidate. Which gives the higher score?
+# Predict `"AE"`, `"ME"` or `"equal"`.
+
+# %%
+prediction_3 = None  # "AE", "ME" or "equal"
+
+# %%
+ae_score = [tr2["scores"][i][ok].mean() for i, p in enumerate(tr2["pathways"]) if p == "AE" and ok.any()]
+me_score = [tr2["scores"][i][ok].mean() for i, p in enumerate(tr2["pathways"]) if p == "ME" and ok.any()]
+answer_3 = ("AE" if ae_score[0] > me_score[0] else "ME" if me_score[0] > ae_score[0] else "equal") \
+    if ae_score and me_score else "AE"
+why_3 = ("an AE expert checks the answer against the label it holds, so a right answer gets exactly 1; an ME expert "
+         "only has its domain model's probability of that answer, at most 1 and lower whenever the model is unsure"
+         + (f": in §4's second question {ae_score[0]:.3f} (AE) against {me_score[0]:.3f} (ME)"
+            if ae_score and me_score else ""))
+notebook.check(prediction_3, answer_3, why_3) if prediction_3 is not None else notebook.reveal(answer_3, why_3)
+
+# %% [markdown]
+# **Exercise 4.** With $M = K$ (every client an expert), is the hit rate `"higher"`, `"equal"` or `"lower"` than
+# random selection's?
+
+# %%
+prediction_4 = None  # "higher", "equal" or "lower"
 
 # %%
 every = selection_quality(tour.server, tour.truth, L=L, M=num_clients)
 gap_all = every["hit_rate_major"] - every["random_hit_rate_major"]
-answer_2 = "equal" if abs(gap_all) < 1e-9 else ("higher" if gap_all > 0 else "lower")
-why_2 = (f"choosing all {num_clients} clients is what random choice does on average (both {every['hit_rate_major']:.3f}"
+answer_4 = "equal" if abs(gap_all) < 1e-9 else ("higher" if gap_all > 0 else "lower")
+why_4 = (f"choosing all {num_clients} clients is what random choice does on average (both {every['hit_rate_major']:.3f}"
          f"), so selection only helps when M < K (at M = {M}: {sq['hit_rate_major']:.3f} against "
          f"{sq['random_hit_rate_major']:.3f})")
-notebook.check(prediction_2, answer_2, why_2) if prediction_2 is not None else notebook.reveal(answer_2, why_2)
-
-# %% [markdown]
-# **Exercise 3.** Look at the client table of §4. Which client will be the top expert (most competent) for
-# question 0? Predict a name like `"client_3"`.
-
-# %%
-prediction_3 = None  # a client's name
-
-# %%
-q0 = trace_question(tour.server, 0, L=L, M=M, seed=seed, truth=tour.truth)
-answer_3 = tour.runtime.client_ids[sq["experts"][0][0]]  # eq. 6 for question 0, from the graph cell
-k3 = sq["experts"][0][0]
-held = notebook.client_table(tour.partitions)
-share_3 = held.loc[answer_3, q0["topic"]] / held.loc[answer_3, "total"]
-why_3 = (f"question 0 ({q0['question']!r}) is a {q0['topic']} question; {answer_3} has the highest competence "
-         f"r_k^p = {q0['competence'][k3]:.3f} on its {L} neighbours, and {q0['topic']} is {share_3:.0%} of its data "
-         f"(the largest holder, {held[q0['topic']].idxmax()}, has {held[q0['topic']].max()} {q0['topic']} examples): "
-         + ("competence finds the topic's holder" if share_3 >= 0.1 else "competence is measured on neighbours, not "
-            "on topics, and weak domain models can rank a non-holder first"))
-notebook.check(prediction_3, answer_3, why_3) if prediction_3 is not None else notebook.reveal(answer_3, why_3)
-
-# %% [markdown]
-# **Exercise 4.** If all $M$ experts give every candidate the same score and all candidates have the same format,
-# what advantage does each candidate get?
-
-# %%
-prediction_4 = None  # a number
-
-# %%
-from fedrl_kit.fedgrpo.group_reward import candidate_advantages
-
-flat = candidate_advantages(np.full((M, cfg.num_generations), 0.7), "paper", 8.0, np.ones(cfg.num_generations), 1.0)
-answer_4 = float(np.round(flat, 6).max())
-why_4 = (f"every combined reward is 8 × 0.7 + 1 = {8 * 0.7 + 1:.1f}, equal to their mean, so every A_j = 0 / (0 + "
-         "10⁻⁶) = 0: an all-equal group teaches nothing, exactly as in notebook 00")
 notebook.check(prediction_4, answer_4, why_4) if prediction_4 is not None else notebook.reveal(answer_4, why_4)

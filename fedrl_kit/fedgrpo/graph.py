@@ -60,7 +60,8 @@ def confidence_graph(server, truth, questions, experts, active: int = 0) -> go.F
         chosen, topic = {int(k) for k in experts[i]}, ds[i]["topic"]
         return ([EXPERT if k in chosen else CLIENT for k in range(K)], [4 if k in chosen else 0 for k in range(K)],
                 [EXPERT if t == topic else TOPIC for t in topics],
-                f"experts for {ds[i]['prompt']!r} (topic {topic}): clients {sorted(chosen)}")
+                f"experts for {ds[i]['prompt']!r} (topic {topic}): "
+                + ", ".join(f"client_{k}" for k in sorted(chosen)))  # named as the node labels
 
     c0, w0, t0, title0 = styles(questions[active])
     fig.add_trace(go.Scatter(x=[0] * K, y=cy, mode="markers+text", text=[f"client_{k}" for k in range(K)],
