@@ -642,3 +642,24 @@ def reveal(answer, why: str) -> None:
     ``why`` is built from the run's own numbers by the caller."""
     print(f"Answer: {answer!r}, because {why.rstrip('.')}. (To test yourself first: set your prediction in the "
           "cell above and run both cells; this cell then checks it.)")
+
+
+# -- what a federated round did (the quickstart) ----------------------------------------------------------------------
+def round_factor_gaps(run) -> pd.DataFrame:
+    """Per round of a run whose runtime kept its messages (``run.runtime.keep_messages = True`` before
+    ``run.run()``): the factor gap of the adapters the clients sent up (:func:`fedrl_kit.aggregate.factor_gap`),
+    weighted as the server weighs them (n_k, FedAvg) and with equal weights (FedIT), and the bytes each client's
+    reply took on the wire (the largest over clients)."""
+    from fedrl_kit.aggregate import factor_gap
+
+    replies = [m for m in run.runtime.messages if m.kind == "fit_result"]
+    if not replies:
+        raise ValueError("no fit_result messages kept: set run.runtime.keep_messages = True before run.run()")
+    rows = []
+    for r in sorted({m.round for m in replies}):
+        mine = [m for m in replies if m.round == r]
+        states = [m.payload["adapter"] for m in mine]
+        rows.append({"round": r, "gap, n_k weights": factor_gap(states, [run.server.sizes[m.sender] for m in mine]),
+                     "gap, equal weights": factor_gap(states, [1] * len(mine)),
+                     "bytes up per client": max(m.nbytes for m in mine)})
+    return pd.DataFrame(rows).set_index("round")
