@@ -115,3 +115,28 @@ def aggregate(states: list[State], how: str, num_examples=None) -> State:
     if how == "trimmed_mean":
         return trimmed_mean(states)
     raise ValueError(f"aggregator must be one of {sorted(AGGREGATORS)}, got {how!r}")
+
+
+def factor_gap(states: list[State], weights) -> float:
+    """How far averaging LoRA factors separately lands from averaging the clients' updates:
+    ‖Σ_k w_k U_k D_k − Ū D̄‖ / ‖Σ_k w_k U_k D_k‖, with Ū = Σ_k w_k U_k and D̄ = Σ_k w_k D_k (``weights`` normalised to
+    sum to 1), Frobenius norms taken over every adapted weight together. D is PEFT's ``lora_A`` (r × d_in), U its
+    ``lora_B`` (d_out × r); the constant scale lora_alpha / r cancels. 0 when all clients hold the same factors;
+    nan when the average product is 0 (e.g. every U still 0)."""
+    _check(states)
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (len(states),) or (w < 0).any() or w.sum() <= 0:
+        raise ValueError(f"weights must be {len(states)} non-negative numbers with a positive sum, got {weights}")
+    w = w / w.sum()
+    downs = sorted(k for k in states[0] if "lora_A" in k)
+    if not downs or any(k.replace("lora_A", "lora_B") not in states[0] for k in downs):
+        raise ValueError("states must hold LoRA factor pairs (names with lora_A and the matching lora_B)")
+    gap = total = 0.0
+    for kd in downs:
+        ku = kd.replace("lora_A", "lora_B")
+        mean_product = sum(wk * (s[ku].astype(np.float64) @ s[kd].astype(np.float64)) for wk, s in zip(w, states))
+        product_of_means = (sum(wk * s[ku].astype(np.float64) for wk, s in zip(w, states))
+                            @ sum(wk * s[kd].astype(np.float64) for wk, s in zip(w, states)))
+        gap += float(np.sum((mean_product - product_of_means) ** 2))
+        total += float(np.sum(mean_product ** 2))
+    return float(np.sqrt(gap / total)) if total > 0 else float("nan")

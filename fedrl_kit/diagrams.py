@@ -41,10 +41,10 @@ class Round:
 ROUNDS = {
     "fedavg_grpo": Round(
         "one FedAvg-GRPO round",
-        server=("holds the global LoRA adapter (A, B)", "average the replies, weighted by n_k (FedAvg)"),
+        server=("holds the global LoRA adapter (D, U)", "average D and U, each weighted by n_k (FedAvg)"),
         client=("τ local GRPO steps on its", "private prompts: G answers each,", "verifier rewards, advantages"),
-        messages=(Message("down", "global adapter (A, B)"),
-                  Message("up", "its adapter (A_k, B_k) and n_k, its number of examples"))),
+        messages=(Message("down", "global adapter (D, U)"),
+                  Message("up", "its adapter (D_k, U_k) and n_k, its number of examples"))),
     "fedgrpo": Round(
         "one FedGRPO server step (Algorithm 1); a round is τ of them",
         server=("1 sample G candidate answers ŷ for a question x_s",

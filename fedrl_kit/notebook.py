@@ -704,3 +704,24 @@ def static_default(update, **controls) -> None:
     shown = ", ".join(f"{name} = {w.value!r}" for name, w in controls.items())
     print(f"Default setting ({shown}), drawn once as a static output; the widgets below redraw it in a kernel.")
     update(**{name: w.value for name, w in controls.items()})
+
+
+# -- what a federated round did (the quickstart) ----------------------------------------------------------------------
+def round_factor_gaps(run) -> pd.DataFrame:
+    """Per round of a run whose runtime kept its messages (``run.runtime.keep_messages = True`` before
+    ``run.run()``): the factor gap of the adapters the clients sent up (:func:`fedrl_kit.aggregate.factor_gap`),
+    weighted as the server weighs them (n_k, FedAvg) and with equal weights (FedIT), and the bytes each client's
+    reply took on the wire (the largest over clients)."""
+    from fedrl_kit.aggregate import factor_gap
+
+    replies = [m for m in run.runtime.messages if m.kind == "fit_result"]
+    if not replies:
+        raise ValueError("no fit_result messages kept: set run.runtime.keep_messages = True before run.run()")
+    rows = []
+    for r in sorted({m.round for m in replies}):
+        mine = [m for m in replies if m.round == r]
+        states = [m.payload["adapter"] for m in mine]
+        rows.append({"round": r, "gap, n_k weights": factor_gap(states, [run.server.sizes[m.sender] for m in mine]),
+                     "gap, equal weights": factor_gap(states, [1] * len(mine)),
+                     "bytes up per client": max(m.nbytes for m in mine)})
+    return pd.DataFrame(rows).set_index("round")

@@ -22,13 +22,13 @@
 # **clients** (hospitals, companies, phones) that will not hand them over. **Federated GRPO** trains anyway: every
 # client improves the shared model on its own problems with GRPO, and a **server** only ever sees model updates.
 #
-# This notebook teaches the two ideas every paper notebook builds on, **GRPO's group-relative advantage** (§1)
-# and **a federated round** (§2), then runs FedAvg-GRPO for a few minutes on 2 CPU cores (§3–4) and ends with two
-# exercises.
+# This notebook teaches **GRPO's group-relative advantage** (§1) and **a federated round** (§2), runs FedAvg-GRPO
+# beside GRPO on the pooled data for a few minutes on 2 CPU cores (§3–4), and ends with three exercises.
 #
-# Everything runs offline in the **embedded world**, the small world the package ships with (`fedrl_kit/world`):
-# procedurally generated arithmetic problems in seven topics, each with one exact answer, and a tiny 1.6 M-parameter
-# policy warm-started into a weak base (`data/base`), so that training has room to show in minutes on a CPU.
+# Everything runs offline in the **embedded world** the package ships (`fedrl_kit/world`): generated arithmetic
+# problems in seven topics, each with one exact answer, and a tiny 1.6 M-parameter policy whose starting point, the
+# **base** (`data/base`), was trained by supervised learning only until it solves some problems: weak, so that RL
+# has room to show in minutes.
 
 # %% [markdown]
 # ## Parameters
@@ -39,7 +39,7 @@
 preset_name = "quick"   # quick (2-core CPU) | smoke (tiny, seconds) | full (GPU, real model) | full-smoke (GPU, tiny)
 base = ""               # "": the preset's model; "smollm2": SmolLM2-135M-Instruct, a real LM, on the CPU
 method = "fedavg_grpo"  # fedavg_grpo | fedprox_grpo (+ a pull μ/2·‖θ_k − θ‖² toward the global adapter) |
-                        # central_grpo (Central-GRPO: plain GRPO on all clients' data pooled, the upper bound) | zero_shot
+                        # central_grpo (Central-GRPO: plain GRPO on all clients' data pooled) | zero_shot
 num_clients = None      # K clients (None: the preset's)
 rounds = None           # communication rounds R (None: the preset's)
 local_steps = None      # τ local GRPO steps per round (None: the preset's)
@@ -49,6 +49,8 @@ figures_dir = ""        # where figures go ("": the run folder's figures/)
 reference_path = False  # True: the plain sampler and scorer that fedrl_kit/rollout.py spells out (slower)
 
 # %%
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import torch
@@ -67,9 +69,12 @@ cfg, run_dir, figures = notebook.setup(
     choices={"method": NAMES, "base": ("",) if "full" in preset_name else ("", "smollm2")},
     words=(base, method), folder=dict(k=num_clients, r=rounds, t=local_steps, s=seed, reference=reference_path))
 run = Run(cfg, run_dir, progress=False).build()
+run.runtime.keep_messages = True  # keep every message, so that §2's factor gap can be measured on this run
+compare = method in ("fedavg_grpo", "fedprox_grpo")  # then also Central-GRPO: same seed, sizes and budget
+central = Run(dataclasses.replace(cfg, method="central_grpo"), None, progress=False).build() if compare else None
 summary_fields = ("base", "num_clients", "rounds", "local_steps", "prompts_per_step", "num_generations", "learning_rate",
-                  "dirichlet_alpha", "rewards", "epsilon", "epsilon_high", "beta", "loss_type", "num_iterations",
-                  "lora_rank", "lora_alpha", "eval_samples")
+                  "reset_optimizer", "dirichlet_alpha", "aggregator", "equal_size", "rewards", "epsilon",
+                  "epsilon_high", "beta", "loss_type", "num_iterations", "lora_rank", "lora_alpha", "eval_samples")
 pd.Series({k: cfg.to_dict()[k] for k in summary_fields}, name="value").to_frame()
 
 # %% [markdown]
@@ -77,34 +82,35 @@ pd.Series({k: cfg.to_dict()[k] for k in summary_fields}, name="value").to_frame(
 #
 # For one prompt $q$ the model samples a **group** of $G$ answers $o_1,\dots,o_G$ and a verifier scores each:
 # $r_i = 1$ if the answer it extracts (inside `<answer>…</answer>`, else the last number) equals the gold one, else
-# $0$ (config `rewards`: accuracy only). The **format rate** reported below is a separate, unrewarded measurement: the
-# fraction of answers shaped exactly `<think>…</think><answer>…</answer>` (the *format reward* other runs add).
-# GRPO needs no value network: an answer's **advantage** is how much better it scored than its own group,
+# $0$ (config `rewards`: accuracy only). The **format rate** below is measured, not rewarded: the fraction of answers
+# shaped exactly `<think>…</think><answer>…</answer>` (the *format reward* other runs add is this 1/0 indicator).
+# GRPO needs no value network: an answer's **advantage** is how much better it scored than its group,
 #
 # $$A_i = \frac{r_i - \operatorname{mean}(r_1,\dots,r_G)}{\operatorname{std}(r_1,\dots,r_G) + 10^{-4}}
 # \qquad\text{(`fedrl_kit.grpo.group_advantages`)}$$
 #
 # and the update raises the probability of every token of an answer with $A_i>0$ and lowers it where $A_i<0$.
-# The loss this package minimises, over all $b \cdot G$ answers of a local step, is
+# A local step takes $b$ prompts (config `prompts_per_step`); the loss over its $b \cdot G$ answers is
 #
 # $$\mathcal{L}(\theta) = -\frac{1}{\sum_i |o_i|}\sum_{i}\sum_{t=1}^{|o_i|}
 # \min\bigl(\rho_{i,t} A_i,\ \operatorname{clip}(\rho_{i,t}, 1-\epsilon, 1+\epsilon_{\text{high}})\,A_i\bigr),
 # \qquad \rho_{i,t} = \frac{\pi_\theta(o_{i,t}\mid q, o_{i,<t})}{\pi_{\text{old}}(o_{i,t}\mid q, o_{i,<t})}
 # \qquad\text{(`fedrl_kit.grpo.grpo_loss`)}$$
 #
-# - **a token-level mean** (config `loss_type = "dapo"`): every answer token of the step weighs the same;
+# - **a token-level mean** (config `loss_type = "dapo"`): every answer token ($|o_i|$ counts tokens) weighs the same;
 # - **the ratio** $\rho$: the policy now over $\pi_{\text{old}}$, the one that sampled. Each step samples fresh answers,
-#   then makes `num_iterations` gradient passes over them: in the first $\theta = \pi_{\text{old}}$, so $\rho = 1$; in
-#   the second $\theta$ has moved, $\rho \ne 1$, and the **clip** (config `epsilon`, `epsilon_high`: $\epsilon$,
-#   $\epsilon_{\text{high}}$) stops a token's push once $\rho > 1+\epsilon_{\text{high}}$ (if $A_i>0$) or
-#   $\rho < 1-\epsilon$ (if $A_i<0$);
-# - **no KL term**: TRL's optional penalty toward the base model, coefficient config `beta`, is 0 here.
+#   then makes `num_iterations` gradient passes over them: in the first $\rho = 1$; in the second $\theta$ has moved,
+#   $\rho \ne 1$, and the **clip** (config `epsilon`, `epsilon_high`) stops a token's push once
+#   $\rho > 1+\epsilon_{\text{high}}$ (if $A_i>0$) or $\rho < 1-\epsilon$ (if $A_i<0$). $\epsilon_{\text{high}} >
+#   \epsilon$ is DAPO's *clip-higher*: a rare right token may rise further. `clip_fraction` is the share of tokens
+#   clipped;
+# - **no KL term**: the optional penalty $\beta\,\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{base}})$ of TRL (Hugging Face's
+#   RL library, whose GRPO this follows) has $\beta$ = config `beta` = 0 here.
 #
-# The setup table above holds every one of these values.
+# The optimiser is Adam (config `learning_rate`), its moments reset every round (`reset_optimizer`).
 #
-# Here is one real group: the base model's $G$ answers to a test question, scored and turned into advantages by the
-# function a local step calls (`notebook.one_group` picks the first question whose group holds both right and
-# wrong answers).
+# One real group: the base model's $G$ answers to a test question, scored and turned into advantages by the function
+# a local step calls.
 
 # %%
 group = notebook.one_group(run)
@@ -112,8 +118,7 @@ print(f"q = {group.attrs['question']!r}   (gold answer {group.attrs['gold']})")
 group
 
 # %% [markdown]
-# **By hand.** Take the mean and the sample standard deviation of the reward column and compute the first answer's
-# advantage yourself; the package's number is beside it.
+# **By hand.** Compute the first answer's advantage from the reward column's mean and sample standard deviation.
 
 # %%
 r = group["reward r_i"].to_numpy()
@@ -122,9 +127,9 @@ print(f"mean r = {r.mean():.3f}, std r = {r.std(ddof=1):.3f}:  A_1 by hand = {by
       f"package = {group['advantage A_i'].iloc[0]:.4f}")
 
 # %% [markdown]
-# **A group that teaches nothing.** If all $G$ answers are right (or all wrong), every $r_i$ equals the mean, every
-# $A_i = 0$, and the loss has no gradient: the prompt was too easy (or too hard) for the model. The fraction of such
-# groups, `frac_zero_std`, is the first diagnostic to read in any GRPO run.
+# **A group that teaches nothing.** If all $G$ answers are right (or all wrong), every $A_i = 0$ and the loss has no
+# gradient: the prompt was too easy (or too hard). The fraction of such groups, `frac_zero_std`, is the first
+# diagnostic to read in any GRPO run.
 
 # %%
 for rewards in ([1, 1, 1, 1, 0, 1, 0, 1], [1] * 8):
@@ -134,7 +139,9 @@ for rewards in ([1, 1, 1, 1, 0, 1, 0, 1], [1] * 8):
 # %% [markdown]
 # ## 2. A federated round
 #
-# **FedAvg-GRPO** (the baseline of all three papers) repeats for $R$ rounds:
+# **FedAvg-GRPO**, the baseline of the three papers the next notebooks teach (**FedGRPO**: clients only score a
+# server's answers; **PubSwap**: clients also swap answers on shared public prompts; **FedMOA**: each client balances
+# several rewards), repeats for $R$ rounds:
 
 # %%
 diagrams.round_diagram("fedavg_grpo")
@@ -145,24 +152,27 @@ diagrams.round_diagram("fedavg_grpo")
 # $$\theta \leftarrow \sum_{k=1}^{K} \frac{n_k}{n}\,\theta_k,\qquad n = \sum_k n_k
 # \qquad\text{(`fedrl_kit.aggregate.fedavg`)}$$
 #
-# where $\theta$ is not the whole model but its **LoRA adapter**: for a frozen weight $W$ ($d_{\text{out}} \times
-# d_{\text{in}}$) two small factors add $\Delta W = U D$ (times the constant `lora_alpha`$/r$), with $D$ ($r \times
-# d_{\text{in}}$, PEFT's `lora_A`) and $U$ ($d_{\text{out}} \times r$, PEFT's `lora_B`; renamed here so that $A$
-# stays the advantage) and rank $r$ (config `lora_rank`). $U$ starts at 0, so round 0 *is* the base model. Only the
-# factors train and travel:
+# where $\theta$ is the **LoRA adapter**: a frozen weight $W$ ($d_{\text{out}} \times d_{\text{in}}$) gets
+# $\Delta W = U D$ (times `lora_alpha`$/r_{\text{LoRA}}$), $D$ ($r_{\text{LoRA}} \times d_{\text{in}}$, `lora_A` in
+# PEFT, Hugging Face's LoRA library), $U$ ($d_{\text{out}} \times r_{\text{LoRA}}$, `lora_B`; renamed so that $A$
+# stays the advantage), rank $r_{\text{LoRA}}$ = `lora_rank`. $U$ starts at 0, so round 0 *is* the base model. Only
+# the factors train and travel:
 
 # %%
-lora = {k: v for k, v in run.initial_state.items() if "layers.0.self_attn.q_proj" in k}  # one adapted weight
-for name, value in lora.items():
-    print(f"{name.split('.')[-2]:>6} = {'D' if 'lora_A' in name else 'U'}: shape {value.shape}, max |entry| "
-          f"{abs(value).max():.3f}")
-print(f"{len(run.initial_state) // 2} adapted weights, {sum(v.size for v in run.initial_state.values()):,} adapter "
-      "numbers in all: what each client sends up each round")
+state = run.initial_state
+shapes = pd.DataFrame([{"module": k.split(".")[-3], "D (lora_A)": state[k].shape,
+                        "U (lora_B)": state[k.replace("lora_A", "lora_B")].shape,
+                        "numbers": state[k].size + state[k.replace("lora_A", "lora_B")].size}
+                       for k in state if "lora_A" in k and ".layers.0." in k]).set_index("module")
+display(shapes)  # layer 0; every layer has the same modules
+n_layers = sum("lora_A" in k for k in state) // len(shapes)
+print(f"{len(shapes)} modules × {n_layers} layers = {len(state) // 2} adapted weights, "
+      f"{sum(v.size for v in state.values()):,} adapter numbers in all: what each client sends up each round")
 
 # %% [markdown]
-# **Averaging factors is not averaging updates.** The server averages $U$ and $D$ *separately* (FedIT, the
-# aggregator of PubSwap, does the same with equal weights), and a product of averages is not an average of products.
-# Two clients with equal weight and $1 \times 1$ factors:
+# **Averaging factors is not averaging updates.** The server averages $U$ and $D$ *separately* (as does **FedIT**,
+# federated instruction tuning with LoRA, which PubSwap uses, with equal weights), and a product of averages is not an
+# average of products. Two clients with equal weight and $1 \times 1$ factors:
 
 # %%
 from fedrl_kit.aggregate import fedavg
@@ -174,9 +184,9 @@ print(f"client updates ΔW = UD: {updates}, their mean {np.mean(updates)}; "
       f"mean U × mean D = {(avg['U'] @ avg['D']).item()}")
 
 # %% [markdown]
-# Here the product of the averages is double the average of the products. The gap is exactly the mean of
-# $(U_k - \bar U)(D_k - \bar D)$: second order in how far the clients' factors spread, so it stays small while every
-# round restarts all clients from the same $\theta$ and takes few steps.
+# The product of the averages is double the average of the products. The gap is exactly the mean of
+# $(U_k - \bar U)(D_k - \bar D)$: second order in how far the clients' factors spread. §4 measures
+# $\lVert \sum_k w_k U_k D_k - \bar U \bar D \rVert / \lVert \sum_k w_k U_k D_k \rVert$ on this run.
 #
 # | symbol | meaning |
 # |---|---|
@@ -185,19 +195,20 @@ print(f"client updates ΔW = UD: {updates}, their mean {np.mean(updates)}; "
 # | $b$, $G$ | prompts per local step; answers per prompt (the group) |
 # | $r_i$, $A_i$ | reward and advantage of answer $i$ in its group |
 # | $\rho$, $\epsilon$, $\epsilon_{\text{high}}$ | probability ratio to the sampling policy; its clip range |
+# | $\beta$ | KL coefficient (config `beta`; 0 here) |
 # | $\theta$, $\theta_k$ | the global LoRA adapter; client $k$'s after its local steps |
-# | $D$, $U$, $r$ | LoRA's factors (PEFT: `lora_A`, `lora_B`) and rank |
-# | $n_k$ | training examples client $k$ holds |
-# | $\beta$ | Dirichlet concentration of the topic split (config `dirichlet_alpha`; config `beta` is the KL coefficient) |
+# | $D$, $U$, $r_{\text{LoRA}}$ | LoRA's factors (PEFT: `lora_A`, `lora_B`) and rank |
+# | $n_k$, $w_k$ | training examples client $k$ holds; its weight in the average ($n_k/n$) |
+# | $\alpha$ | Dirichlet concentration of the topic split (config `dirichlet_alpha`) |
 #
 # **Pseudocode** (`fedrl_kit/methods/fedavg_grpo.py::run_round`):
 # ```
 # for round = 1..R:
-#     send θ to every client                                   # a "fit" message (fedrl_kit.federation)
+#     send θ to every client                                   # "fit" message
 #     for each client k, in parallel:                          # GRPOClient.on_fit
 #         for step = 1..τ:
 #             sample b of its prompts, G answers each          # policy.rollout
-#             r = verifier(answers); A = group advantages      # rewards.accuracy_reward, grpo.group_advantages
+#             r = verifier(answers); A = group advantages      # grpo.group_advantages
 #             num_iterations clipped-surrogate passes on θ_k  # grpo.grpo_step
 #         reply θ_k and n_k
 #     θ = Σ_k (n_k / n) θ_k                                     # aggregate.fedavg
@@ -212,157 +223,161 @@ print(f"client updates ΔW = UD: {updates}, their mean {np.mean(updates)}; "
 notebook.examples_by_topic(run.world.test, per_topic=1)
 
 # %% [markdown]
-# The training problems are split over the clients with a Dirichlet distribution over topics (concentration β):
-# each client holds mostly a few topics, so the clients disagree about what to learn. Rows are clients, columns
-# topics; the bubble plot shows the same table.
+# Each topic's training problems are split over the clients in proportions drawn from a Dirichlet distribution, one
+# draw per topic (concentration $\alpha$; small $\alpha$: a topic lands mostly on one or two clients), so the clients
+# disagree about what to learn. Rows are clients, columns topics; the bubble plot shows the same.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 notebook.client_table(run.partitions)
 
 # %% [markdown]
-# **Where there is room to learn.** The base model's pass@1 per topic on the held-out test problems, before any
-# training (the run's round-0 evaluation, computed ahead). A topic near 0 gives mostly all-wrong
-# groups, one near 1 all-right groups: both teach nothing (§1).
+# **Where there is room to learn.** The base's **pass@1** per topic on the held-out test problems: the expected
+# accuracy of *one sampled* answer (each problem is answered `eval_samples` times at temperature 1; pass@1 is the
+# fraction right). Near 0 or 1, most groups are all-wrong or all-right: they teach nothing.
 
 # %%
 base_eval = run.evaluate_global(0)  # the evaluation the run does at round 0
 base_topics = pd.Series({k.split("/", 1)[1]: v for k, v in base_eval.items() if k.startswith("topic/")},
                         name="base pass@1").round(3)
-display(base_topics.to_frame().T)
+test_counts = pd.Series(run.world.test["topic"]).value_counts().sort_index()
+display(pd.DataFrame({"base pass@1": base_topics, "test problems": test_counts}).T)
 print(f"easiest: {base_topics.idxmax()} ({base_topics.max():.3f}), hardest: {base_topics.idxmin()} "
       f"({base_topics.min():.3f}); all topics: {base_eval['pass@1']:.3f}")
 
 # %%
 fig = viz.heterogeneity_bubbles(*topic_matrix(run.partitions),
-                                title=f"topics per client (Dirichlet β = {cfg.dirichlet_alpha})")
+                                title=f"topics per client (Dirichlet α = {cfg.dirichlet_alpha})")
 viz.export(fig, "quickstart_heterogeneity", figures)
 fig
 
 # %% [markdown]
 # ## 4. Run it
-# Round 0 is the base policy; after every round the global adapter answers the held-out test problems.
-# **pass@1** is the expected accuracy of *one sampled* answer: each problem is answered `eval_samples` times at
-# temperature 1, and pass@1 is the fraction right, averaged over problems. This is **one run, one seed**.
+# After every round the global adapter answers the held-out test problems (pass@1, §3). **Central-GRPO** runs the same loop with one client holding all the data and $Kb$ prompts per step (as many sampled
+# answers, nothing averaged), same seed and sizes: **one run each, one seed**.
 
 # %%
 records = run.run()
-summary = notebook.headline(records)
-if method != "zero_shot" and not notebook.is_smoke(preset_name):  # zero-shot trains nothing; smoke is too small
-    assert summary["final pass@1"] > summary["base pass@1"], "pass@1 did not rise: training is broken"
-pd.Series(summary).to_frame(f"{NAMES[method]}, seed {seed}")
+runs = {NAMES[method]: records}
+if compare:
+    runs["Central-GRPO"] = central.run()
+n_answers = len(run.world.test) * cfg.eval_samples
+table = pd.DataFrame({name: notebook.headline(recs) for name, recs in runs.items()})
+table.loc["SE of final pass@1"] = [round(float(np.sqrt(p * (1 - p) / n_answers)), 3) for p in table.loc["final pass@1"]]
+table
 
 # %%
-fig = viz.curves({NAMES[method]: records}, "pass@1", title="global pass@1 on the held-out test split")
+fig = viz.curves(runs, "pass@1", title="global pass@1 on the held-out test split")
 viz.export(fig, "quickstart_pass_at_1", figures)
 fig
 
 # %% [markdown]
-# Per topic, base and final. GRPO learns where groups are mixed (§1): a topic the base almost never solves gives
-# all-wrong groups and little signal.
+# Per topic: the base, each client's share of the topic's training problems, and each method's gain.
 
 # %%
 topics = notebook.topic_table(records)
-gain = topics["final"] - topics["base"]
-display(topics.T)
-print(f"largest gain: {gain.idxmax()} ({topics.loc[gain.idxmax(), 'base']:.3f} → "
-      f"{topics.loc[gain.idxmax(), 'final']:.3f}); hardest at the start: {topics['base'].idxmin()} "
-      f"({topics['base'].min():.3f} → {topics.loc[topics['base'].idxmin(), 'final']:.3f})")
+held = notebook.client_table(run.partitions).drop(columns="total")
+per_topic = pd.concat([topics[["base"]].T, (held / held.sum()).round(2)])
+for name, recs in runs.items():
+    t = notebook.topic_table(recs)
+    per_topic.loc[f"{name} gain"] = (t["final"] - t["base"]).round(3)
+display(per_topic)
+gain = per_topic.loc[f"{NAMES[method]} gain"].astype(float)
+top = gain.idxmax()
+apart = ""
+if compare:
+    diff = (per_topic.loc["Central-GRPO gain"] - gain).astype(float).dropna()
+    t = diff.abs().idxmax()
+    apart = (f"\n- The two methods differ most on **{t}** (Central-GRPO's gain minus {NAMES[method]}'s: "
+             f"{diff[t]:+.3f}; a difference of two such numbers has √2 times their standard error), a topic whose "
+             "training problems sit "
+             f"{', '.join(f'{c} {v:.0%}' for c, v in (held[t] / held[t].sum()).sort_values(ascending=False).items())}.")
+Markdown(f"- Largest {NAMES[method]} gain: **{top}** ({topics.loc[top, 'base']:.3f} → {topics.loc[top, 'final']:.3f});"
+         f" {held[top].idxmax() if top in held else '—'} holds "
+         f"{held[top].max() / held[top].sum() if top in held else 0:.0%} of its training problems. Hardest at"
+         f" the start: {topics['base'].idxmin()} ({topics['base'].min():.3f} → "
+         f"{topics.loc[topics['base'].idxmin(), 'final']:.3f}).\n"
+         f"- Each topic has {int(test_counts.min())}–{int(test_counts.max())} test problems × {cfg.eval_samples} "
+         f"samples, so a topic's pass@1 has a standard error up to "
+         f"{np.sqrt(0.25 / (test_counts.min() * cfg.eval_samples)):.2f}: read per-topic gains below that as noise."
+         + apart)
 
 # %% [markdown]
-# ### The same questions, before and after
-# The base model (round 0) and the trained one answer the first held-out questions greedily (each its single most
-# likely answer), then over the whole test split.
+# **The cost of federation, and the factor gap, on this run** (printed from its numbers):
 
 # %%
-answers_table, greedy_accuracy = notebook.before_after(run, n=8)
-display(answers_table)
-greedy_accuracy.to_frame()
-
-# %% [markdown]
-# What this one run says (printed from its numbers):
-
-# %%
-g0, g1 = greedy_accuracy["base (greedy)"], greedy_accuracy["trained (greedy)"]
-n_test = len(run.world.test)
-moved = {True: "rose", False: "fell"}[g1 > g0] if g1 != g0 else "stayed"
-lines = [f"- Sampled pass@1 went from {summary['base pass@1']:.3f} to {summary['final pass@1']:.3f} "
-         f"({summary['change (points)']:+.1f} points); greedy accuracy {moved}: {g0:.3f} → {g1:.3f} "
-         f"({round((g1 - g0) * n_test):+d} of {n_test} problems)."]
-if g1 < g0:
-    lines.append("- Greedy accuracy **fell** although training worked on what it optimises. GRPO raises the reward "
-                 "of *sampled* answers at temperature 1: it moves probability from rare wrong answers to common right "
-                 "ones. The greedy answer is only the single most likely one, and a few rounds can tip a few "
-                 "problems' top answer either way.")
-elif g1 - g0 < (summary["final pass@1"] - summary["base pass@1"]):
-    lines.append("- Sampled pass@1 rose more than greedy accuracy: GRPO mostly moved probability onto answers the "
-                 "model could already give as its top one (\"sharpening\", reported for real models too: Yue et al., "
-                 "2025).")
-lines.append(f"- All of it is **one seed** (seed {seed}: one world, one partition, one sampling sequence). A single "
-             "run shows what can happen; it says nothing about whether the change is larger than seed-to-seed noise. "
-             "That takes several seeds and an interval, as in the stored measurement below and in notebooks 01–03.")
+gaps = notebook.round_factor_gaps(run) if method != "zero_shot" else pd.DataFrame()
+display(gaps.drop(columns="bytes up per client").round(4).T if len(gaps) else "zero-shot sends no adapters")
+s = {name: notebook.headline(recs) for name, recs in runs.items()}
+se = float(table.loc["SE of final pass@1", NAMES[method]])
+lines = [f"- {NAMES[method]}: pass@1 {s[NAMES[method]]['base pass@1']:.3f} → {s[NAMES[method]]['final pass@1']:.3f} "
+         f"({s[NAMES[method]]['change (points)']:+.1f} points; the evaluation alone has a standard error of "
+         f"±{100 * se:.1f} points: {n_answers} sampled answers treated as independent, which understates it)."]
+if compare:
+    d = s["Central-GRPO"]["final pass@1"] - s[NAMES[method]]["final pass@1"]
+    lines.append(f"- Central-GRPO, the same number of sampled answers on the pooled data, ended at "
+                 f"{s['Central-GRPO']['final pass@1']:.3f}: {abs(100 * d):.1f} points "
+                 f"{'above' if d > 0 else 'below'} {NAMES[method]}. One seed cannot say whether that is the price of"
+                 " federation or noise; notebooks 01–03 compare methods over several seeds.")
+if len(gaps):
+    g = gaps["gap, n_k weights"].dropna()
+    lines.append(f"- The factor gap (§2) ranged {g.min():.1%}–{g.max():.1%} of the clients' mean update over rounds "
+                 f"{g.index.min()}–{g.index.max()} (equal weights: {gaps['gap, equal weights'].min():.1%}–"
+                 f"{gaps['gap, equal weights'].max():.1%}, on the same client adapters): every round restarts all "
+                 f"clients from the same θ, and τ = {cfg.local_steps} local steps let their factors spread only so far.")
+    n_k = pd.Series(run.server.sizes)
+    lines.append(f"- Why weight by n_k (here {', '.join(f'{k} {v / n_k.sum():.2f}' for k, v in n_k.items())})? FedAvg's "
+                 "convention: a client holding more data speaks for more of the pooled data. Every client here trains "
+                 f"on the same τ·b = {cfg.local_steps * cfg.prompts_per_step} prompts per round, so n_k does not "
+                 "measure work done, only whose topics count more. Equal weights are FedIT's (config `aggregator = "
+                 "\"fedit\"`); config `equal_size = True` instead gives every client as many examples.")
 Markdown("\n".join(lines))
 
 # %% [markdown]
-# ### Each client's view
-# Each client's accuracy on its *own* rollouts (its own topics); pick a client to see its diagnostics round by
-# round. `frac_zero_std` is the fraction of its groups that taught nothing (§1).
+# ### The same questions, before and after
+# Base and trained model answer every test question greedily (their most likely answer); the first eight:
 
 # %%
-import ipywidgets as widgets
-
-client_df = pd.DataFrame([r for r in records if r["kind"] == "client"])
-clients = sorted(client_df.client.unique()) if len(client_df) else []  # zero-shot trains no client
-cols = ["round", "accuracy", "reward_mean", "frac_zero_std", "clip_fraction", "completion_length"]
-
-
-def show_client(client):
-    mine = [r for r in records if r["kind"] == "global" or r.get("client") == client]  # its rounds + global pass@1
-    fig = viz.client_curves(mine)
-    fig.update_layout(title=f"{client}: local training per round (global pass@1 dashed)", height=360)
-    fig.show(renderer="plotly_mimetype")
-    display(client_df[client_df.client == client][cols].round(3).reset_index(drop=True))
-
-
-notebook.knobs(show_client, client=widgets.Dropdown(options=clients)) if clients else print("no client trains")
-
-# %% [markdown]
-# The widget needs a running kernel; read without one, here are every client's diagnostics averaged over its rounds,
-# and the first client's curves.
+answers_table, greedy_accuracy = notebook.before_after(run, n=len(run.world.test))
+display(answers_table.head(8))
+greedy_accuracy.to_frame()
 
 # %%
-if clients:
-    display(client_df.groupby("client")[cols[1:]].mean().round(3))
-    fig = viz.client_curves([r for r in records if r["kind"] == "global" or r.get("client") == clients[0]])
-    fig.update_layout(title=f"{clients[0]}: local training per round (global pass@1 dashed)", height=360)
-    viz.export(fig, "quickstart_first_client", figures)
-    display(fig)
+from fedrl_kit.rewards.format import is_well_formatted
 
-# %% [markdown]
-# ### What crossed the wire
-# The ledger of the runtime records every message: FedAvg-GRPO moves the LoRA factors down and up every round, and
-# nothing else.
-
-# %%
-fig = viz.communication_bars(run.runtime.ledger.bytes_by_kind(), title="bytes by message kind (all rounds)")
-viz.export(fig, "quickstart_communication", figures)
-fig
+g0, g1 = greedy_accuracy["base (greedy)"], greedy_accuracy["trained (greedy)"]
+n_test = len(run.world.test)
+formatted = answers_table["base answer"].map(is_well_formatted)
+right = answers_table["base right"]
+Markdown(
+    f"- Sampled pass@1 went from {s[NAMES[method]]['base pass@1']:.3f} to "
+    f"{s[NAMES[method]]['final pass@1']:.3f}; greedy accuracy {g0:.3f} → {g1:.3f} ({round((g1 - g0) * n_test):+d} "
+    f"of {n_test} problems). GRPO raises the reward of answers *sampled* at temperature 1: it moves probability from "
+    "rare wrong answers onto answers the model could already give, so sampling gets closer to the greedy answer "
+    "while the greedy answer itself barely moves (\"sharpening\", reported for real models too: Yue et al., 2025). "
+    f"The trained model's sampled pass@1 ({s[NAMES[method]]['final pass@1']:.3f}) is still "
+    f"{'below' if s[NAMES[method]]['final pass@1'] < g0 else 'above'} the base's greedy accuracy ({g0:.3f}).\n"
+    f"- The format rate went {s[NAMES[method]]['base format']:.3f} → {s[NAMES[method]]['final format']:.3f}, though "
+    f"format is not rewarded. The base's formatted greedy answers were right {right[formatted].mean():.0%} of the "
+    f"time ({formatted.sum()} answers), its unformatted ones {right[~formatted].mean():.0%} ({(~formatted).sum()}): "
+    "where formatted answers are right more often, they get the positive advantages, and GRPO favours the format "
+    "indirectly.")
 
 # %% [markdown]
 # ### A real language model
-# `-p base smollm2` runs every cell above on SmolLM2-135M-Instruct (three clients, one-digit sums and maxima, eight
-# rounds of one local step). The stored measurement over three seeds (`benchmarks/real_lm_learns.py`): the last row
-# is the mean gain with its 95 % Student-t half-width.
+# `-p base smollm2` runs this on SmolLM2-135M-Instruct. Stored, three seeds (`benchmarks/real_lm_learns.py`: three
+# clients, one-digit sums and maxima, eight rounds of one local step; last row: mean gain, 95 % Student-t
+# half-width):
 
 # %%
 notebook.stored_before_after("benchmarks/results/real_lm_learns_cpu.json")
 
 # %% [markdown]
 # ## 5. Exercises: predict, then run
-# Predict in the first cell; the second shows the answer and, once you have predicted, checks you.
+# Predict in the first cell; the second shows the answer and why, or checks your prediction.
 #
 # **Exercise 1.** A group of $G = 4$ answers scores $r = (1, 0, 0, 0)$. What is the advantage of the one right
-# answer, to two decimals? (Hint: the sample std of $(1,0,0,0)$ is $0.5$.)
+# answer, to two decimals?
 
 # %%
 prediction_1 = None  # a number, e.g. 0.75
@@ -383,22 +398,78 @@ notebook.check(prediction_1, answer_1, why_1) if prediction_1 is not None else n
 prediction_2 = None  # a client's name, e.g. "client_0"
 
 # %%
+client_df = pd.DataFrame([r for r in records if r["kind"] == "client"])
+clients = sorted(client_df.client.unique()) if len(client_df) else []  # zero-shot trains no client
 zero = client_df.groupby("client").frac_zero_std.mean() if clients else pd.Series(dtype=float)
 answer_2 = zero.idxmax() if len(zero) else None
 if answer_2 is not None:
-    held = notebook.client_table(run.partitions).loc[answer_2].drop("total")
-    mix = ", ".join(f"{t} {n / held.sum():.0%} (base pass@1 {base_topics.get(t, float('nan')):.2f})"
-                    for t, n in held.sort_values(ascending=False).head(2).items())  # nan: no test problem of t
+    mine = held.loc[answer_2]
+    mix = ", ".join(f"{t} {n / mine.sum():.0%} (base pass@1 {base_topics.get(t, float('nan')):.2f})"
+                    for t, n in mine.sort_values(ascending=False).head(2).items())  # nan: no test problem of t
     why_2 = (f"{answer_2}'s groups had no spread {zero.max():.0%} of the time (the others {zero.drop(answer_2).min():.0%}"
              f"–{zero.drop(answer_2).max():.0%}); its data is mostly {mix}: topics where most groups of G answers are "
              "all wrong (or all right) give every answer A = 0")
-    display(zero.round(3).to_frame("mean frac_zero_std"))
     notebook.check(prediction_2, answer_2, why_2) if prediction_2 is not None else notebook.reveal(answer_2, why_2)
 
 # %% [markdown]
+# **Each client's view**, averaged over its rounds: `accuracy` on its *own* rollouts (= mean reward),
+# `frac_zero_std`, `clip_fraction` and `completion_length` (tokens). The widget (needs a kernel) draws one client by
+# round; below it, a static table and the first client's curves.
+
+# %%
+import ipywidgets as widgets
+
+cols = ["round", "accuracy", "frac_zero_std", "clip_fraction", "completion_length"]
+
+
+def show_client(client):
+    mine = [r for r in records if r["kind"] == "global" or r.get("client") == client]  # its rounds + global pass@1
+    fig = viz.client_curves(mine, metrics=("accuracy", "frac_zero_std"))
+    fig.update_layout(title=f"{client}: local training per round (global pass@1 dashed)", height=360)
+    fig.show(renderer="plotly_mimetype")
+    display(client_df[client_df.client == client][cols].round(3).reset_index(drop=True))
+
+
+notebook.knobs(show_client, client=widgets.Dropdown(options=clients)) if clients else print("no client trains")
+
+# %%
+if clients:
+    display(client_df.groupby("client")[cols[1:]].mean().round(3))
+    fig = viz.client_curves([r for r in records if r["kind"] == "global" or r.get("client") == clients[0]],
+                            metrics=("accuracy", "frac_zero_std"))
+    fig.update_layout(title=f"{clients[0]}: local training per round (global pass@1 dashed)", height=360)
+    viz.export(fig, "quickstart_first_client", figures)
+    display(fig)
+
+# %% [markdown]
+# **Exercise 3.** How many bytes does one client send up per round? Predict from §2's adapter size and its dtype
+# (float32).
+
+# %%
+prediction_3 = None  # a number of bytes, e.g. 100_000 (within 2 % counts as right)
+
+# %%
+if len(gaps):
+    answer_3 = int(gaps["bytes up per client"].max())
+    numbers = sum(v.size for v in run.initial_state.values())
+    why_3 = (f"the ledger counts {answer_3:,} bytes per client reply: {numbers:,} adapter numbers × 4 bytes = "
+             f"{4 * numbers:,}, plus {answer_3 - 4 * numbers:,} bytes of tensor names, n_k and metrics; every round "
+             "about as many bytes come down (the global adapter, without metrics)")
+    notebook.check(prediction_3, answer_3, why_3, tolerance=0.02 * answer_3) if prediction_3 is not None \
+        else notebook.reveal(answer_3, why_3)
+
+# %% [markdown]
+# **What crossed the wire** (the runtime's ledger): the adapter down (`fit`) and up (`fit_result`) each round, and
+# once each client's size $n_k$ (`properties_result`).
+
+# %%
+by_kind = run.runtime.ledger.bytes_by_kind()
+print({f"{kind} ({way})": f"{n:,} B" for (kind, way), n in by_kind.items()})
+fig = viz.communication_bars(by_kind, title="bytes by message kind (all rounds)")
+viz.export(fig, "quickstart_communication", figures)
+fig
+
+# %% [markdown]
 # ## Where next
-# - `01_fedgrpo_expert_selection.ipynb`: the server trains; clients only send scalar rewards.
-# - `02_pubswap_balanced_drift.ipynb`: shared public prompts and swapped answers against client drift.
-# - `03_fedmoa_pareto.ipynb`: several rewards per client, weights that adapt, and their Pareto fronts.
-#
-# The same run from a shell: `fedrl run --method fedavg_grpo --preset quick`.
+# `01_fedgrpo_expert_selection.ipynb`, `02_pubswap_balanced_drift.ipynb`, `03_fedmoa_pareto.ipynb`. From a shell:
+# `fedrl run --method fedavg_grpo --preset quick`.
