@@ -317,8 +317,9 @@ end_table
 prediction_1 = None  # an arm's name, e.g. "PubSwap Balanced"
 
 # %%
-lowest, best = last.pairwise_effective.idxmin(), last["pass@1"].idxmax()
-notebook.check_explained(prediction_1, lowest, f"at τ = {T}, {lowest} ends with δ_pair {last.pairwise_effective.min():.3f} "
+answer_1 = lowest = last.pairwise_effective.idxmin()
+best = last["pass@1"].idxmax()
+notebook.check_explained(prediction_1, answer_1, f"at τ = {T}, {lowest} ends with δ_pair {last.pairwise_effective.min():.3f} "
                          f"(FedAvg-GRPO {last.loc['FedAvg-GRPO', 'pairwise_effective']:.3f}); "
                          + ("it also has the best pass@1" if last.loc[lowest, "pass@1"] == last["pass@1"].max() else
                             f"the best pass@1 is {best}'s ({100 * last.loc[best, 'pass@1']:.1f} % against "
