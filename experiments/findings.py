@@ -283,3 +283,66 @@ def fedgrpo_window_note(arm: str = "fedgrpo_random", results: str | Path = RESUL
             f"{stored['settings']['window']}-round window, 95 % t-intervals over {n} seeds: "
             + ("; ".join(shown) if shown else "no window excludes 0")
             + (f"; rounds {', '.join(noise)}: the interval contains 0" if noise else "") + ".")
+
+
+# -- notebook 02: one verdict vocabulary, no row twice, the arms' own levels, and the paper's Table 1 ----------------
+def pubswap_teaching_tables(results: str | Path = RESULTS) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`pubswap_findings` labelled F1, F2, … and :func:`pubswap_random_findings` labelled R1, R2, … without the
+    comparisons the F table already has, both with the verdict read from each row's own interval ("higher",
+    "lower" or "within noise"), so that one comparison is never listed twice under two verdict words."""
+    from experiments.stats import sign_verdict
+
+    f, r = pubswap_findings(results), pubswap_random_findings(results)
+    r = r[~r.finding.isin(f.finding)]
+    out = []
+    for table, prefix in ((f, "F"), (r, "R")):
+        t = labelled(table, prefix)
+        t["verdict"] = [{1: "higher", -1: "lower", 0: "within noise"}[sign_verdict(d, h)]
+                        for d, h in zip(t["difference"], t["±95% t"])]
+        out.append(t)
+    return out[0], out[1]
+
+
+PUBSWAP_ARM_NAMES = {"fedavg_grpo": "FedAvg-GRPO", "pubswap_balanced": "PubSwap Balanced",
+                     "pubswap_noswap": "no-swap control", "pubswap_random": "PubSwap Random"}
+
+
+def pubswap_arm_levels(results: str | Path = RESULTS) -> pd.DataFrame:
+    """Each arm's own levels at the largest stored τ of the larger-τ grid (the setting of :func:`pubswap_findings`):
+    seeds, mean ± standard deviation over seeds of the final round's pairwise drift δ_pair (‖ΔW‖ units) and of the
+    final pass@1 (points), and pass@1 at the start (points), one row per arm of :data:`PUBSWAP_ARM_NAMES`."""
+    rows = pd.DataFrame(json.loads((Path(results) / "pubswap_paper_quick_large_tau.json").read_text()))
+    t1 = rows[rows.table.isin(["table1", "control"]) & (rows.tau == rows.tau.max())]
+    out = []
+    for m, name in PUBSWAP_ARM_NAMES.items():
+        a = t1[t1.method == m]
+        if a.empty:
+            continue
+        out.append({"arm": name, "seeds": len(a),
+                    "δ_pair at the end": f"{a.drift_end_pairwise_effective.mean():.2f} ± "
+                                         f"{a.drift_end_pairwise_effective.std(ddof=1):.2f}",
+                    "pass@1 at the start": round(100 * a["pass@1_start"].mean(), 1),
+                    "pass@1 at the end": f"{100 * a['pass@1_final'].mean():.1f} ± "
+                                         f"{100 * a['pass@1_final'].std(ddof=1):.1f}"})
+    return pd.DataFrame(out).set_index("arm")
+
+
+#: the PubSwap paper's Table 1 (pass@1 %, 360 GRPO steps, 4 clients, Balanced with τ_swap = 2), as printed there
+PUBSWAP_PAPER_TABLE1 = {
+    ("Qwen3-1.7B", "MATH"): {"FedAvg-GRPO": (77.9, 75.6, 75.5, 75.9), "PubSwap Balanced": (77.0, 76.7, 76.9, 76.6)},
+    ("Qwen3-1.7B", "DeepMath"): {"FedAvg-GRPO": (48.9, 52.7, 50.4, 50.7), "PubSwap Balanced": (51.1, 53.0, 53.3, 55.8)},
+    ("Qwen2.5-Math-1.5B", "MATH"): {"FedAvg-GRPO": (73.5, 72.3, 71.9, 71.1),
+                                    "PubSwap Balanced": (72.4, 71.6, 72.5, 71.9)},
+    ("Qwen2.5-Math-1.5B", "DeepMath"): {"FedAvg-GRPO": (51.0, 52.3, 50.5, 49.3),
+                                        "PubSwap Balanced": (52.4, 53.1, 50.8, 53.1)},
+}
+PUBSWAP_PAPER_TAUS = (10, 40, 90, 120)
+
+
+def pubswap_paper_gains() -> pd.DataFrame:
+    """Balanced − FedAvg-GRPO in the paper's Table 1 (pass@1 points), one row per model and benchmark, one column per
+    τ of :data:`PUBSWAP_PAPER_TAUS`."""
+    rows = {f"{model}, {bench}": {f"τ = {t}": round(b - f, 1) for t, f, b in
+                                  zip(PUBSWAP_PAPER_TAUS, arms["FedAvg-GRPO"], arms["PubSwap Balanced"])}
+            for (model, bench), arms in PUBSWAP_PAPER_TABLE1.items()}
+    return pd.DataFrame(rows).T.rename_axis("Balanced − FedAvg-GRPO (paper, points)")

@@ -19,16 +19,14 @@
 # *Nayak, Askin, Ustaomeroglu, Joe-Wong, Joshi (Carnegie Mellon University): PubSwap.*
 #
 # **The problem.** In FedAvg-GRPO (notebook 00) every client takes $\tau$ local GRPO steps on its own problems
-# before the server averages the adapters. More local steps mean fewer rounds (less communication), but each client
-# fits its own topics, the adapters **drift** apart, and their average is a worse model. **PubSwap** adds a small
-# public dataset. Every $\tau_{\text{swap}}$-th local step is a **public step**: all clients answer the same $b$
-# public prompts, send the answers and whether each is right (no parameters), and the server hands each client a
-# group of $K$ answers to train on, **swapping** answers between clients. The reproduction's tables are in
-# [12_pubswap_report.ipynb](12_pubswap_report.ipynb).
+# before the server averages the adapters. More local steps mean fewer rounds, but each client fits its own topics,
+# the adapters **drift** apart, and their average is worse. **PubSwap** makes every $\tau_{\text{swap}}$-th local
+# step a **public step**: all clients answer the same $b$ prompts of a small public set and send the answers and
+# their correctness; the server hands each a group of $K$ answers, **swapping** answers between clients.
 
 # %% [markdown]
 # ## Parameters
-# Tagged `parameters` for papermill (`-p num_clients 8`); a name it does not have stops the notebook in one line.
+# Change them here and rerun from the top.
 
 # %% tags=["parameters"]
 preset_name = "quick"  # quick (2-core CPU) | smoke (tiny, seconds) | full (GPU, real model) | full-smoke (GPU, tiny)
@@ -47,7 +45,8 @@ import torch
 from IPython.display import Markdown
 from plotly.subplots import make_subplots
 
-from experiments.findings import interval_words, labelled, pubswap_findings, pubswap_random_findings, pubswap_setting
+from experiments.findings import (interval_words, pubswap_arm_levels, pubswap_paper_gains, pubswap_setting,
+                                   pubswap_teaching_tables)
 from experiments.sweep import SETTINGS
 from fedrl_kit import diagrams, notebook, viz
 from fedrl_kit.config import preset
@@ -69,15 +68,22 @@ def make_config(p):
 cfg, run_root, figures = notebook.setup("pubswap", globals(), make_config, runs="run_root",
                                         folder=dict(n=num_clients, a=dirichlet_alpha, s=seed))
 TAUS = tuple(taus or {"quick": (2, 6), "smoke": (2, 4), "full": (10, 120), "full-smoke": (2, 4)}[preset_name])
-METHODS = {"fedavg_grpo": "FedAvg-GRPO", "pubswap_random": "PubSwap Random", "pubswap_balanced": "PubSwap Balanced"}
+METHODS = {"fedavg_grpo": "FedAvg-GRPO", "pubswap_noswap": "no-swap control", "pubswap_random": "PubSwap Random",
+           "pubswap_balanced": "PubSwap Balanced"}
 probe_run = Run(cfg, progress=False).build()
 world, policy = probe_run.world, probe_run.policy
+shared = lambda a, b: len(set(a["prompt"]) & set(b["prompt"]))  # noqa: E731  prompts two splits have in common
+print(f"The embedded world ({cfg.world}): {len(world.train)} private problems split over the N = {cfg.num_clients} "
+      f"clients; the public set D_pub: {len(world.public)} prompts with gold answers that every client and the server "
+      f"hold (per topic: {', '.join(f'{t} {n}' for t, n in pd.Series(world.public['topic']).value_counts().items())}); {len(world.test)} test problems for "
+      f"pass@1. Prompts in common: public ∩ test {shared(world.public, world.test)}, public ∩ private "
+      f"{shared(world.public, world.train)}, test ∩ private {shared(world.test, world.train)}. Reward: "
+      f"{' + '.join(cfg.rewards)} only.")
 
 # %% [markdown]
 # ## 1. One round, drawn, and in time order
-# Who sends what (top), and the same round along time (below): **1** the server broadcasts the global adapter,
-# **2** every client takes $\tau$ local steps, a public one (★) every $\tau_{\text{swap}}$-th, **3** the clients
-# send their adapters and the server averages them (FedIT).
+# Who sends what (top), then along time: **1** the server broadcasts the adapter, **2** every client takes $\tau$
+# local steps, every $\tau_{\text{swap}}$-th public (★), **3** the server averages the adapters' factors (FedIT, §2).
 
 # %%
 diagrams.round_diagram("pubswap")
@@ -95,11 +101,12 @@ diagrams.step_timeline(max(TAUS), cfg.pubswap.period)
 # \operatorname{clip}\bigl(\rho_{k,t},\,1-\varepsilon,\,1+\varepsilon_{\text{high}}\bigr)\,\hat a_k\Bigr),\qquad
 # \rho_{k,t} = \frac{\pi_\theta(y_{k,t}\mid x, y_{k,<t})}{\pi_{\text{old}}(y_{k,t}\mid x, y_{k,<t})}$$
 #
-# (eqs. 1–2, `fedrl_kit.grpo`; $\bar r$, $\sigma_r$ the group's mean and standard deviation). A step makes $\mu$
-# gradient updates on the same answers: $\rho = 1$ at the first, $\rho \ne 1$ after, as $\theta$ has moved and
-# $\pi_{\text{old}}$ has not. The clip bounds how far one step moves $\rho$ ($\varepsilon_{\text{high}} >
-# \varepsilon$: "clip-higher"). No KL penalty: its weight $\beta_{\text{KL}}$ is 0. **pass@1**: the fraction of
-# test problems whose sampled answer is right, averaged over samples. The run's values:
+# ($\bar r$, $\sigma_r$: the group's mean and *sample* standard deviation, divisor $K-1$, so a 4-of-8 group
+# gives $\pm 0.94$). The verifier reads the `<answer>` tag, else the last number: a bare "102" counts; no format
+# reward. A step makes $\mu$ updates on the same answers: $\rho = 1$ at the first, $\ne 1$ after ($\theta$ moved,
+# $\pi_{\text{old}}$ did not); the clip bounds $\rho$ ("clip-higher": $\varepsilon_{\text{high}} >
+# \varepsilon$). KL weight $\beta_{\text{KL}} = 0$. **pass@1**: the fraction of test problems answered right,
+# averaged over samples. The run's values:
 
 # %%
 lora = {n: tuple(p.shape) for n, p in policy.model.named_parameters() if ".lora_A." in n or ".lora_B." in n}
@@ -108,37 +115,33 @@ pd.Series({"ε, ε_high (clip range)": f"{cfg.epsilon}, {cfg.epsilon_high}", "β
            "μ (gradient updates per GRPO step)": cfg.num_iterations, "N clients": cfg.num_clients,
            "b prompts per step, K answers per prompt": f"{cfg.prompts_per_step}, {cfg.num_generations}",
            "τ_swap": cfg.pubswap.period, "α_Dir (code: dirichlet_alpha)": cfg.dirichlet_alpha,
-           "LoRA rank r_LoRA, α_LoRA, s = α_LoRA / r_LoRA":
+           "LoRA rank r_LoRA, code lora_alpha, scale s = lora_alpha / r_LoRA":
                f"{cfg.lora_rank}, {cfg.lora_alpha:g}, {cfg.lora_alpha / cfg.lora_rank:g}",
            f"A and B of {a_name.split('.lora_A')[0].split('model.')[-1]} (one of {len(lora) // 2} adapted layers)":
                f"{lora[a_name]}, {lora[a_name.replace('.lora_A.', '.lora_B.')]}",
-           "pass@1: test problems × samples each": f"{cfg.n_test} × {cfg.eval_samples}"}, name="value").to_frame()
+           "pass@1: test problems × samples each (§5's runs: 1 sample)": f"{cfg.n_test} × {cfg.eval_samples}"},
+          name="value").to_frame()
 
 # %% [markdown]
-# **LoRA and FedIT.** A frozen layer $W_0 \in \mathbb{R}^{m\times d}$ is adapted as $W_0 + \Delta W$, $\Delta W =
-# s\,BA$, with $B \in \mathbb{R}^{m\times r_{\text{LoRA}}}$, $A \in \mathbb{R}^{r_{\text{LoRA}}\times d}$, rank
-# $r_{\text{LoRA}} \ll m, d$ and scale $s$
-# (eq. 3); only $A$ and $B$ train and travel. The server averages the two factors **separately** (FedIT):
+# **LoRA and FedIT.** A frozen layer $W_0 \in \mathbb{R}^{m\times d}$ becomes $W_0 + \Delta W$, $\Delta W =
+# sBA$, $B \in \mathbb{R}^{m\times r_{\text{LoRA}}}$, $A \in \mathbb{R}^{r_{\text{LoRA}}\times d}$; only $A, B$
+# train and travel. FedIT averages them **separately**: $B_{p+1} = \frac{1}{N}\sum_n B^{(n)}_{p+1}$, $A_{p+1} =
+# \frac{1}{N}\sum_n A^{(n)}_{p+1}$ (eq. 4). That is not the mean $\Delta W$: $1\times 1$ factors $(B, A) = (1, 1)$
+# and $(3, 3)$ have $\Delta W = 1$ and $9$, mean 5, but $\bar B \bar A = 2 \cdot 2 = 4$.
 #
-# $$B_{p+1} = \frac{1}{N}\sum_{n=1}^{N} B^{(n)}_{p+1},\qquad A_{p+1} = \frac{1}{N}\sum_{n=1}^{N} A^{(n)}_{p+1}
-# \qquad\text{(eq. 4, `fedrl_kit.aggregate.fedit`)}$$
-#
-# That is not the average of the $\Delta W$: with $1\times 1$ factors, clients $(B, A) = (1, 1)$ and $(3, 3)$
-# have $\Delta W = 1$ and $9$, mean 5, but FedIT gives $\bar B \bar A = 2 \cdot 2 = 4$; the gap grows as the
-# clients' factors drift apart.
-#
-# **Drift**, with $\Delta W_n = s B_n A_n$ client $n$'s change (norms summed in squares over all adapted layers)
-# and $\Delta W_p$ the round's broadcast (`fedrl_kit.drift`):
+# **Drift** (`fedrl_kit.drift`) is measured on the product $\Delta W_n = sB_nA_n$, client $n$'s whole adapter
+# ("effective" in `pairwise_effective`; `_factors` would use $A, B$), against the others' and against the round's
+# broadcast $\Delta W_p$ (norms summed in squares over adapted layers):
 #
 # $$\delta_{\text{pair}} = \frac{2}{N(N-1)}\sum_{n<n'}\lVert \Delta W_n - \Delta W_{n'}\rVert_F,\qquad
 # \delta_{\text{glob}} = \frac{1}{N}\sum_{n}\lVert \Delta W_n - \Delta W_p\rVert_F$$
 #
-# *Mechanism:* on private steps each client follows its own topics' gradient, so the $\Delta W_n$ diverge and $\delta$
-# grows with $\tau$; on a public step all clients see the same prompts and, after a swap, partly the same answers,
-# so their gradients share a part that pulls the $\Delta W_n$ the same way.
+# $\delta_{\text{pair}}$: how far apart clients are; $\delta_{\text{glob}}$: how far each moved this round.
+# Private steps follow each client's own topics, so $\delta$ grows with $\tau$; a public step gives all clients the
+# same prompts and, after a swap, partly the same answers, a shared pull.
 #
-# **Why swap: a group with no spread teaches nothing.** All $K$ answers wrong (or all right) means $r_k = \bar r$,
-# every $\hat a_k = 0$ and a zero gradient. Balanced puts other clients' right answers into such a group:
+# **Why swap.** All $K$ answers wrong (or right) means every $\hat a_k = 0$: no gradient. Balanced adds others'
+# right answers:
 
 # %%
 K_run = cfg.num_generations
@@ -150,23 +153,23 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
     rewards=[" ".join(f"{v:g}" for v in r) for r in groups.values()])
 
 # %% [markdown]
-# **The two swap rules**, for one public prompt $x$: client $n$ answered $K$ times and got $c_n(x)$ right; the
-# other clients got $D_n(x)$ right between them.
-#
-# *Balanced* (`swap.balanced_swap`): keep client $n$'s own group when $c_n(x) \ge K/2$; otherwise replace
+# **The swap rules**, for public prompt $x$: client $n$ got $c_n(x)$ of its $K$ right, the others $D_n(x)$.
+# *Balanced* (`swap.balanced_swap`): keep the own group when $c_n(x) \ge K/2$; otherwise replace
 #
 # $$M_n(x) = \min\bigl(\lfloor K/2\rfloor - c_n(x),\ D_n(x)\bigr)\qquad\text{(fraction swapped in: }
 # f_n(x) = M_n(x)/K \le 1/2\text{)}$$
 #
-# of its wrong answers by other clients' right ones, so the group ends at most half right and keeps its spread.
+# wrong answers by others' right ones. Left open by the paper, chosen here: which wrong answers go (uniformly);
+# donors (uniformly from the others' pooled right answers: more right, more given; two clients may get the same);
+# odd $K$ ($\lfloor K/2\rfloor$); too few donors ($M_n = D_n$). *Random* (`swap.random_swap`): $K$ of the pooled
+# $NK$ answers, uniformly without replacement, the **same** group for every client.
 #
-# *Random* (`swap.random_swap`): draw $K$ of the pooled $N K$ answers uniformly without replacement; every client
-# gets that **same** group, $G_n(x) = G(x)$. Swapped-in answers are scored by the receiving client's policy as
-# $\pi_{\text{old}}$, so their $\rho$ starts at 1 (the paper does not say; `pubswap/method.py` explains).
+# **Shortcut: $\rho = 1$.** Only texts travel, so a swapped-in answer is scored under the receiver's own policy as
+# $\pi_{\text{old}}$, as if self-sampled. Ignored: the donor's probability (no weight $\pi_{\text{receiver}} /
+# \pi_{\text{donor}}$), so an answer the receiver rarely produces weighs as much as its own, unclipped.
 #
-# **A confound.** With $\tau_{\text{swap}} = 2$ a PubSwap client takes $\tau/2$ private steps per round where
-# FedAvg-GRPO takes $\tau$ (§5 counts them): less drift may come from fewer private steps alone; a no-swap control
-# (§7) separates the two.
+# **A confound.** With $\tau_{\text{swap}} = 2$ PubSwap takes $\tau/2$ private steps per round, FedAvg-GRPO $\tau$:
+# fewer private steps alone may lower drift. A no-swap control (§5, §7) separates the two.
 #
 # | symbol | meaning |
 # |---|---|
@@ -177,10 +180,10 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # | $\rho$, $\varepsilon$, $\varepsilon_{\text{high}}$, $\mu$ | probability ratio; clip range; updates per step |
 # | $\beta_{\text{KL}}$ | weight of a KL penalty (0 here) |
 # | $c_n(x)$, $D_n(x)$ | client $n$'s right answers to public prompt $x$; the other clients' right answers |
-# | $M_n(x)$, $f_n(x)$ | answers Balanced swaps into client $n$'s group; that number over $K$ (code: `alpha`) |
+# | $M_n(x)$, $f_n(x)$ | answers swapped into $n$'s group; over $K$ (paper: $\alpha_n$; code: `alpha`) |
 # | $W_0$, $A$, $B$, $r_{\text{LoRA}}$, $s$ | frozen weight; LoRA's factors, rank and scale; $\Delta W = sBA$ |
 # | $\delta_{\text{pair}}$, $\delta_{\text{glob}}$ | drift between clients; drift from the broadcast |
-# | $\alpha_{\text{Dir}}$ | Dirichlet concentration of the topic split (small: few topics per client) |
+# | $\alpha_{\text{Dir}}$ | Dirichlet concentration of the topic split (code: `dirichlet_alpha`) |
 #
 # ## 3. Pseudocode
 # `fedrl_kit/pubswap/method.py::run_round`, each line naming its function:
@@ -203,9 +206,8 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 
 # %% [markdown]
 # ## 4. Who holds what
-# The *embedded world* is the toolkit's small task world: seven arithmetic-style topics with exact answers and a
-# small pretrained policy, so everything runs on a CPU. As in the paper, a Dirichlet distribution over topics splits
-# the data, every client the same size.
+# The *embedded world* (printed above): seven arithmetic topics with exact answers and a small pretrained policy
+# that runs on a CPU. As in the paper, a Dirichlet over topics splits the private data, equal sizes per client.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -220,9 +222,11 @@ fig
 
 # %% [markdown]
 # ## 5. Run it: drift within a round
-# One round from the same start per method and τ, a probe measuring the adapters after every local step (it changes
-# nothing). To fit in three minutes on a 2-core CPU the quick preset runs one round at two small τ; §7's stored
-# grid goes further.
+# One round per arm and τ from the same start, a probe measuring the adapters after each local step. The *no-swap
+# control* (ours) takes Balanced's steps with every client on its own public answers. Quick preset: two small τ.
+#
+# **Exercise 1, before running:** at the larger τ, which arm ends with the lowest $\delta_{\text{pair}}$, and
+# has it the best pass@1? (`prediction_1` is at this section's end.)
 
 # %%
 drift_runs = {}
@@ -233,15 +237,20 @@ for tau in TAUS:
         drift_runs[(m, tau)] = (run, run.run())
 drift = pd.DataFrame([{"method": METHODS[m], "tau": tau, **{k: v for k, v in r.items() if k != "replacement_per_prompt"}}
                       for (m, tau), (_, recs) in drift_runs.items() for r in recs if r["kind"] == "drift"])
+after = pd.DataFrame([{"method": METHODS[m], "tau": tau, "pass@1": g["pass@1"], "n": g["n"]}
+                      for (m, tau), (_, recs) in drift_runs.items() for g in recs
+                      if g["kind"] == "global" and g["round"] == 1])
 steps_taken = drift.pivot_table(index="method", columns=["tau", "step_kind"], values="step", aggfunc="count",
                                 fill_value=0)
+steps_taken = steps_taken.reindex(list(METHODS.values()))
 steps_taken.columns = [f"τ = {t}: {kind} steps" for t, kind in steps_taken.columns]
 print(f"drift runs: τ ∈ {TAUS}, one round each, τ_swap = {cfg.pubswap.period}; steps each client took:")
 steps_taken
 
 # %%
 fig = make_subplots(rows=1, cols=len(TAUS), subplot_titles=[f"τ = {t}" for t in TAUS], shared_yaxes=True)
-colors = {"FedAvg-GRPO": "#636efa", "PubSwap Random": "#00cc96", "PubSwap Balanced": "#ef553b"}
+colors = {"FedAvg-GRPO": "#636efa", "no-swap control": "#ab63fa", "PubSwap Random": "#00cc96",
+          "PubSwap Balanced": "#ef553b"}
 for j, tau in enumerate(TAUS, 1):
     for name, color in colors.items():
         d = drift[(drift.method == name) & (drift.tau == tau)]
@@ -255,20 +264,73 @@ fig.update_xaxes(title_text="local step")
 viz.export(fig, "pubswap_drift_within_round", figures)
 fig
 
+# %% [markdown]
+# How much each step adds to $\delta_{\text{pair}}$ at the larger τ (★: a public step for the three PubSwap-schedule
+# arms; FedAvg-GRPO's steps are all private):
+
 # %%
-end = drift.sort_values("step").groupby(["method", "tau"]).last().reset_index()
+T = max(TAUS)
+at_T = drift[drift.tau == T].sort_values("step")
+rise = at_T.pivot(index="step", columns="method", values="pairwise_effective").diff().fillna(
+    at_T.pivot(index="step", columns="method", values="pairwise_effective").iloc[0])[list(colors)]
+kind_of = at_T[at_T.method == "PubSwap Balanced"].set_index("step").step_kind
+rise.index = [f"{s + 1}{' ★' if kind_of[s] == 'public' else ''}" for s in rise.index]
+rise.index.name = "local step"
+pub = [i for i in rise.index if i.endswith("★")]
+b_pub, f_pub = rise.loc[pub, "PubSwap Balanced"], rise.loc[pub, "FedAvg-GRPO"]
+print(f"On Balanced's public steps δ_pair {'still rises' if (b_pub > 0).all() else 'does not always rise'} (by "
+      f"{', '.join(f'{v:.3f}' for v in b_pub)}), where FedAvg-GRPO's private steps at the same positions add "
+      f"{', '.join(f'{v:.3f}' for v in f_pub)}: public steps {'slow divergence; they do not reverse it' if (b_pub > 0).all() else 'can reverse it'}. "
+      f"The no-swap control's public steps add {', '.join(f'{v:.3f}' for v in rise.loc[pub, 'no-swap control'])}: "
+      "the swapped-in answers' share of the slowing is the gap between the two.")
+rise.round(3)
+
+# %%
+end = drift.sort_values("step").groupby(["method", "tau"]).last().reset_index().merge(after, on=["method", "tau"])
+end["se"] = np.sqrt(end["pass@1"] * (1 - end["pass@1"]) / end["n"])
 end_table = end.pivot(index="method", columns="tau", values=["pairwise_effective", "to_global_effective"]).round(3)
+end_table = end_table.reindex(list(METHODS.values()))
 end_table.columns = [f"{'δ_pair' if v == 'pairwise_effective' else 'δ_glob'}, τ = {t}" for v, t in end_table.columns]
-last = end[end.tau == max(TAUS)].set_index("method").pairwise_effective
-print(f"At τ = {max(TAUS)} the round ends with δ_pair lowest for {last.idxmin()} ({last.min():.3f}) and highest for "
-      f"{last.idxmax()} ({last.max():.3f}). One round of one seed shows the mechanism, not a verdict (§7 reads "
-      "many rounds of three to five seeds); and the PubSwap arms took half as many private steps.")
+for t in TAUS:
+    e = end[end.tau == t].set_index("method")
+    end_table[f"pass@1 % ± SE, τ = {t}"] = [f"{100 * e.loc[m, 'pass@1']:.1f} ± {100 * e.loc[m, 'se']:.1f}"
+                                          for m in end_table.index]
+last = end[end.tau == T].set_index("method")
+start_pass = next(g["pass@1"] for g in drift_runs[("fedavg_grpo", T)][1] if g["kind"] == "global" and g["round"] == 0)
+setting = pubswap_setting()
+print(f"At τ = {T} the round ends with δ_pair lowest for {last.pairwise_effective.idxmin()} "
+      f"({last.pairwise_effective.min():.3f}) and highest for {last.pairwise_effective.idxmax()} "
+      f"({last.pairwise_effective.max():.3f}). δ_glob, how far each client moved, ranks them "
+      f"{'the same way' if list(last.pairwise_effective.sort_values().index) == list(last.to_global_effective.sort_values().index) else 'otherwise'}: highest for "
+      f"{last.to_global_effective.idxmax()} ({last.to_global_effective.max():.3f}), lowest for "
+      f"{last.to_global_effective.idxmin()} ({last.to_global_effective.min():.3f}). Clients that move far in a shared "
+      "direction have a large δ_glob and a small δ_pair (and δ_pair ≤ 2·δ_glob always). pass@1 after the round "
+      f"(from {100 * start_pass:.1f} % at the start; {int(last.n.iloc[0])} test problems, one sample each, one seed; "
+      f"SE = √(p(1−p)/n)) is highest for {last['pass@1'].idxmax()}; the arms differ by at most "
+      f"{100 * (last['pass@1'].max() - last['pass@1'].min()):.1f} points, about "
+      f"{(last['pass@1'].max() - last['pass@1'].min()) / last.se.mean():.1f} SE. One round of one seed shows the "
+      f"mechanism, not a verdict: §7's stored grid reads {setting['rounds']} rounds at τ = {setting['tau']} "
+      f"({setting['steps']} local steps per client) over 3–5 seeds.")
 end_table
+
+# %%
+prediction_1 = None  # an arm's name, e.g. "PubSwap Balanced"
+
+# %%
+answer_1 = lowest = last.pairwise_effective.idxmin()
+best = last["pass@1"].idxmax()
+notebook.check_explained(prediction_1, answer_1, f"at τ = {T}, {lowest} ends with δ_pair {last.pairwise_effective.min():.3f} "
+                         f"(FedAvg-GRPO {last.loc['FedAvg-GRPO', 'pairwise_effective']:.3f}); "
+                         + ("it also has the best pass@1" if last.loc[lowest, "pass@1"] == last["pass@1"].max() else
+                            f"the best pass@1 is {best}'s ({100 * last.loc[best, 'pass@1']:.1f} % against "
+                            f"{100 * last.loc[lowest, 'pass@1']:.1f} %)")
+                         + f"; each pass@1 has a standard error of about {last.se.mean() * 100:.1f} points, so lowest "
+                         "drift is not shown to mean best accuracy (§7's F4 says the same over many more steps).")
 
 # %% [markdown]
 # ## 6. One swap, step by step
-# Replay the last public step of the Balanced round with the largest τ: the same $b$ prompts and random streams
-# (`generate_public`; a test checks it reproduces the swap). First, each client's right answers per prompt:
+# Replay of the last public step of Balanced's larger-τ round (`generate_public`: same prompts and random streams;
+# a test checks it). Each client's right answers per prompt:
 
 # %%
 run, _ = drift_runs[("pubswap_balanced", max(TAUS))]
@@ -298,8 +360,8 @@ print(f"c = {c0[example_prompt]}, D = {others[example_prompt]}: M by hand = {M_b
 view
 
 # %% [markdown]
-# **Turn the knobs**: the rule, the group size $K$ (the first $K$ answers of each client are pooled), the client
-# and the prompt; only the swap is recomputed. The second table: each client's $f_n$, averaged over prompts.
+# **Turn the knobs**: rule, group size $K$ (each client's first $K$ answers), client, prompt; only the swap is
+# recomputed. Second table: each client's $f_n$, averaged over prompts.
 
 # %%
 import ipywidgets as widgets
@@ -312,7 +374,7 @@ def show_swap(rule, K, client, prompt):
     display(v)
     display(pd.DataFrame({"f_n (mean over prompts)": np.mean([r.replacement_fraction for r in res], axis=0).round(3),
                           "right answers in the group (mean)": np.mean([r.correct.sum(axis=1) for r in res], axis=0)
-                          .round(2)}, index=cids).T)
+                          .round(3)}, index=cids).T)
 
 
 controls = dict(rule=widgets.ToggleButtons(options=[("Balanced", "balanced"), ("Random", "random")]),
@@ -320,31 +382,56 @@ controls = dict(rule=widgets.ToggleButtons(options=[("Balanced", "balanced"), ("
                 client=widgets.Dropdown(options=[(c, i) for i, c in enumerate(cids)], value=0),
                 prompt=widgets.Dropdown(options=[(p, i) for i, p in enumerate(batch["prompt"])], value=example_prompt))
 notebook.static_default(show_swap, **controls)
+print("\nThe same prompt under Random (static too): every client gets this one group.")
+show_swap("random", K, 0, example_prompt)
 notebook.knobs(show_swap, **controls)
 
 # %% [markdown]
-# **What crossed the wire** in that round: the public step's answers are short texts, far smaller than the adapters.
+# **What crossed the wire** in that round, against FedAvg-GRPO's round at the same τ: message counts and bytes.
 
 # %%
-per_kind = round_ledger[round_ledger["round"] == 1].groupby(["kind", "direction"]).nbytes.sum()
-adapter = int(per_kind.get(("fit_end_result", "up"), 0))
-public = int(sum(v for (k, d), v in per_kind.items() if k.startswith("public")))
-print(f"LoRA factors up (all clients): {adapter:,} bytes; public-step messages (both ways): {public:,} bytes")
+fed_ledger = pd.DataFrame(drift_runs[("fedavg_grpo", max(TAUS))][0].runtime.ledger.to_rows())
+msgs = pd.concat({name: l[l["round"] == 1].groupby(["kind", "direction"]).nbytes.agg(["count", "sum"])
+                  for name, l in (("FedAvg-GRPO", fed_ledger), ("PubSwap Balanced", round_ledger))}, axis=1).fillna(0)
+msgs.columns = [f"{arm}: {'messages' if v == 'count' else 'bytes'}" for arm, v in msgs.columns]
+n_pub = sum(is_public_step(s, run.config.pubswap.period) for s in range(run.config.local_steps))
+trips = int(msgs.loc[[k for k in msgs.index if k[0] in ("public_generate", "public_step") and k[1] == "down"],
+                     "PubSwap Balanced: messages"].sum()) // len(cids)
+adapter = int(msgs.loc[("fit_end_result", "up"), "PubSwap Balanced: bytes"])
+public = int(msgs.loc[[k for k in msgs.index if k[0].startswith("public")], "PubSwap Balanced: bytes"].sum())
+sync = {arm: int(msgs[f"{arm}: messages"].drop(index=[k for k in msgs.index if k[0].startswith("private_step")]).sum())
+        for arm in ("FedAvg-GRPO", "PubSwap Balanced")}
+print(f"Messages in the round, without the simulation's private_step ones: FedAvg-GRPO {sync['FedAvg-GRPO']}, "
+      f"PubSwap Balanced {sync['PubSwap Balanced']}. "
+      f"Bytes: LoRA factors up {adapter:,}; public-step messages both ways {public:,}. But each of the {n_pub} public "
+      f"steps is {trips // n_pub} round trips with the server (prompts down, answers up; groups down, a reply up): "
+      f"{trips} per client per round besides the adapter exchange, each a barrier where every client waits for the "
+      "slowest. More local steps cut adapter exchanges, not these. (`private_step` messages are this simulation "
+      "driving the clients in lockstep; a deployment needs none.)")
+msgs.astype(int)
 
 # %% [markdown]
-# ## 7. What the reproduction found
-# The stored larger-τ grid (final checkpoint): paired differences over seeds with 95 % Student-t half-widths,
-# drift in $\lVert\Delta W\rVert$ units, pass@1 in points. The *no-swap control* (ours) takes Balanced's private and
-# public steps, each client on its own answers: the same budget, no swap. The setting, findings F1–F5, Random's R1–R4:
+# ## 7. The paper's claims, and what the reproduction found
+# **The paper** (Table 1: Qwen3-1.7B, Qwen2.5-Math-1.5B; MATH, DeepMath; 4 clients, 360 GRPO steps, τ_swap = 2):
+# Balanced beats FedAvg-GRPO "for most choices of τ", more at larger τ; Random can beat Balanced at τ ≤ 40, not at
+# 90–120. Drift: a bound (appendix A), not measured. Its gains (points):
 
 # %%
-setting = pubswap_setting()
+pubswap_paper_gains()
+
+# %% [markdown]
+# **The reproduction** (ours): this embedded world and policy, final checkpoint, drift = last round's
+# $\delta_{\text{pair}}$. Differences are *paired*: seed $s$ against seed $s$ (same world, split, start), over the
+# seeds both arms ran, ± a 95 % Student-t half-width. Setting, arm levels, F1–F5, R1–R3
+# ([all claims](12_pubswap_report.ipynb)):
+
+# %%
 print(f"Setting: τ = {setting['tau']}, {setting['rounds']} rounds ({setting['steps']} local steps per client), "
       f"{setting['clients']} clients, τ_swap = {setting['period']}, b = {setting['b']}, K = {setting['K']}; seeds: "
       + ", ".join(f"{m} {len(s)}" for m, s in setting["seeds"].items()) + ". A PubSwap client takes "
       f"{setting['steps'] // setting['period']} private steps of the {setting['steps']}.")
-findings = labelled(pubswap_findings())
-random_rows = labelled(pubswap_random_findings(), "R")
+findings, random_rows = pubswap_teaching_tables()
+display(pubswap_arm_levels())
 display(findings)
 random_rows
 
@@ -354,78 +441,92 @@ def said(label, unit, table=findings):
     return interval_words(r["difference"], r["±95% t"], int(r["seeds"]), unit)
 
 
-Markdown(f"""- **F1**: Balanced ends its rounds with drift {said('F1', '‖ΔW‖')} than FedAvg-GRPO.
-- **F2, F3**: it is the *swap* that does it: Balanced's drift is {said('F2', '‖ΔW‖')} than the no-swap
-  control's, while the control, with the same half budget of private steps, against FedAvg-GRPO is
-  {said('F3', '‖ΔW‖')}.
-- **F4**: less drift does not show up as accuracy here: Balanced − FedAvg-GRPO in pass@1 is {said('F4', 'points')}.
-- **F5 = R3**: Random's pass@1 is {said('F5', 'points')} than Balanced's, as the paper says for large τ; against
-  FedAvg-GRPO it is {said('R4', 'points', random_rows)} (R4).
-- **R1, R2**: Random's drift against Balanced is {said('R1', '‖ΔW‖', random_rows)}, and against FedAvg-GRPO
-  {said('R2', '‖ΔW‖', random_rows)}. In the one-round run of §5 it ended {'lowest' if last.idxmin() == 'PubSwap Random'
-  else 'not lowest'}: every client trains on the same group, which pulls them together within a round; but over
-  {setting['rounds']} rounds at τ = {setting['tau']} its drift is not shown lower than Balanced's, and it loses
-  accuracy, training on answers that are mostly other clients'.
+f3, f1, f4 = findings.loc["F3"], findings.loc["F1"], findings.loc["F4"]
+gains = pubswap_paper_gains()
+where = f"τ = {setting['tau']}, {setting['rounds']} rounds"
+Markdown(f"""All at {where}, final checkpoint:
+- **F1**: Balanced ends with drift {said('F1', '‖ΔW‖')} than FedAvg-GRPO.
+- **F2, F3**: the swap accounts for a reduction the control does not show: Balanced against the no-swap control is
+  {said('F2', '‖ΔW‖')} (F2). Whether the halved private steps also contribute is not resolved: the control against
+  FedAvg-GRPO is {said('F3', '‖ΔW‖')} (F3), an interval reaching {f3['difference'] - f3['±95% t']:.2f}, which
+  {'includes' if f3['difference'] - f3['±95% t'] <= f1['difference'] else 'excludes'} a reduction as large as F1's.
+- **F4**: the paper's accuracy gain is not reproduced: Balanced − FedAvg-GRPO in pass@1 is {said('F4', 'points')};
+  the interval [{f4['difference'] - f4['±95% t']:.2f}, {f4['difference'] + f4['±95% t']:.2f}] can neither show
+  nor rule out a gain below {f4['difference'] + f4['±95% t']:.2f} points (the paper's Table 1 gains run from
+  {gains.min().min():+.1f} to {gains.max().max():+.1f}).
+- **F5, R3**: Random's pass@1 is {said('F5', 'points')} than Balanced's (F5), in line with the paper's large-τ
+  claim, and {said('R3', 'points', random_rows)} than FedAvg-GRPO's (R3).
+- **R1, R2**: Random's drift against Balanced is {said('R1', '‖ΔW‖', random_rows)}, against FedAvg-GRPO
+  {said('R2', '‖ΔW‖', random_rows)}. In §5's one round it ended {'lowest' if last.pairwise_effective.idxmin() ==
+  'PubSwap Random' else 'not lowest'}: every client trains on the same group, which pulls them together within a
+  round; over {setting['rounds']} rounds it is not shown lower, and it loses accuracy, training on answers of which
+  only 1/N are its own.
 
-Details: [the larger-τ grid, the no-swap control and the paper's claims in the report](12_pubswap_report.ipynb).""")
+Details: [the larger-τ grid and every claim in the report](12_pubswap_report.ipynb).""")
 
 # %% [markdown]
 # ## 8. Exercises: predict, then run
-# Each check cell prints the answer and why; set your prediction first to test yourself.
+# Each check prints the answer and why; set your prediction first.
 #
-# **Exercise 1.** In the table of right answers of §6, look at client 1 on the example prompt. How many of its
-# answers will Balanced replace?
+# **Exercise 2.** In §6's table of right answers: how many of client 1's answers to the example prompt does
+# Balanced replace?
 
 # %%
-prediction_1 = None  # a whole number
+prediction_2 = None  # a whole number
 
 # %%
-answer_1 = int(swaps["balanced"][example_prompt].num_replaced[1])
+answer_2 = int(swaps["balanced"][example_prompt].num_replaced[1])
 c1, D1 = int(correct[cids[1]].iloc[example_prompt]), int(correct.drop(columns=cids[1]).iloc[example_prompt].sum())
-notebook.check_explained(prediction_1, answer_1, f"{cids[1]} has c = {c1} right of K = {K} and the others D = {D1}; "
+notebook.check_explained(prediction_2, answer_2, f"{cids[1]} has c = {c1} right of K = {K} and the others D = {D1}; "
                          + (f"c ≥ K/2, so Balanced keeps its own group." if c1 >= K / 2 else
-                            f"c < K/2, so M = min(⌊K/2⌋ − c, D) = min({K // 2 - c1}, {D1}) = {answer_1}."))
+                            f"c < K/2, so M = min(⌊K/2⌋ − c, D) = min({K // 2 - c1}, {D1}) = {answer_2}."))
 
 # %% [markdown]
-# **Exercise 2.** Under *Random*, what fraction of a client's group is its own answers, on average over clients and
-# prompts? Two decimals.
+# **Exercise 3.** Under *Random* every client receives the same group of $K$. Averaged over the $N$ clients, what
+# fraction of that group is the client's own answers? Two decimals.
 
 # %%
-prediction_2 = None  # a fraction, e.g. 0.5
+prediction_3 = None  # a fraction, e.g. 0.5
 
 # %%
-own_share = 1 - float(np.mean([r.replacement_fraction for r in swaps["random"]]))
-answer_2 = round(own_share, 2)
-notebook.check_explained(prediction_2, answer_2, f"each slot is drawn from the N·K = {len(cids) * K} pooled answers, "
-                         f"K = {K} of them the client's own: expected share K/(N·K) = 1/N = {1 / len(cids):.2f}; "
-                         f"measured here over {len(cids)} clients and {len(batch['prompt'])} prompts: {own_share:.3f}.",
-                         tolerance=0.05)
+own = np.array([1 - r.replacement_fraction for r in swaps["random"]])  # [b, N] each client's own share per prompt
+answer_3 = round(float(own.mean()), 2)
+notebook.check_explained(prediction_3, answer_3, f"the K = {K} answers of the one group each belong to one of the "
+                         f"N = {len(cids)} clients, so the clients' own shares sum to exactly K/K = 1 and their mean "
+                         f"is exactly 1/N = {1 / len(cids):.2f}, whatever the draw (here {own.mean():.3f}). One "
+                         f"client's own share varies: from {own.min():.3f} to {own.max():.3f} on these prompts.",
+                         tolerance=0.005)
 
 # %% [markdown]
-# **Exercise 3.** Set $K = 2$ in the widget. On these prompts, what is the largest number of answers Balanced
-# replaces in any client's group?
-
-# %%
-prediction_3 = None  # a whole number
+# **Exercise 4.** Set $K = 2$ in the widget (each client's first two answers). On these prompts, what is the largest
+# number of answers Balanced replaces in any client's group? The table below gives each client's $c$ of its two.
 
 # %%
 small = swap_public(gen, "balanced", 2)
-answer_3 = int(max(r.num_replaced.max() for r in small))
-zero = sum(int(((r.own_correct == 0) & (r.num_replaced > 0)).sum()) for r in small)
-notebook.check_explained(prediction_3, answer_3, f"with K = 2, M = min(⌊2/2⌋ − c, D) ≤ 1 − c ≤ 1; it reaches 1 for "
-                         f"a client with c = 0 when another client has a right answer ({zero} client–prompt pairs "
-                         "here).")
-
-# %% [markdown]
-# **Exercise 4.** A client with at least $K/2$ right answers on a prompt: what is its $f_n$ under Balanced?
+two = pd.DataFrame([r.own_correct for r in small], index=correct.index, columns=cids)
+two.index.name = "c_n of the first 2 answers"
+two
 
 # %%
-prediction_4 = None  # a number
+prediction_4 = None  # a whole number
+
+# %%
+answer_4 = int(max(r.num_replaced.max() for r in small))
+zero = sum(int(((r.own_correct == 0) & (r.num_replaced > 0)).sum()) for r in small)
+notebook.check_explained(prediction_4, answer_4, f"with K = 2, M = min(⌊2/2⌋ − c, D) ≤ 1 − c ≤ 1; it reaches 1 for "
+                         f"a client with c = 0 when another client has a right answer among its two ({zero} "
+                         "client–prompt pairs in the table above).")
+
+# %% [markdown]
+# **Exercise 5.** A client with at least $K/2$ right answers on a prompt: what is its $f_n$ under Balanced?
+
+# %%
+prediction_5 = None  # a number
 
 # %%
 res = swaps["balanced"]
 kept = [r.replacement_fraction[n] for r in res for n in range(len(cids)) if r.own_correct[n] >= K / 2]
-answer_4 = float(max(kept)) if kept else 0.0
-notebook.check_explained(prediction_4, answer_4, f"Balanced swaps only when c < K/2 = {K / 2:g}; a group with half or "
+answer_5 = float(max(kept)) if kept else 0.0
+notebook.check_explained(prediction_5, answer_5, f"Balanced swaps only when c < K/2 = {K / 2:g}; a group with half or "
                          f"more right already has spread. Of the {len(kept)} client–prompt pairs here with c ≥ K/2, "
-                         f"the largest f is {answer_4:g}.")
+                         f"the largest f is {answer_5:g}.")

@@ -1,0 +1,40 @@
+"""The helpers notebook 02 (PubSwap) adds: findings with one verdict vocabulary and no comparison twice, each arm's
+own levels in the stored grid, and the paper's Table 1 gains."""
+
+import json
+
+import numpy as np
+
+from experiments import findings
+from fedrl_kit.runs import REPO_ROOT
+
+RESULTS = REPO_ROOT / "benchmarks" / "results"
+
+
+def test_teaching_tables_list_each_comparison_once_with_verdicts_from_their_intervals():
+    f, r = findings.pubswap_teaching_tables()
+    assert list(f.index) == [f"F{i + 1}" for i in range(len(f))] and list(r.index) == [f"R{i + 1}" for i in range(len(r))]
+    assert not set(f.finding) & set(r.finding)
+    assert len(f) + len(r) == len(findings.pubswap_findings()) + len(findings.pubswap_random_findings()) - 1
+    for t in (f, r):
+        for d, h, v in zip(t["difference"], t["±95% t"], t["verdict"]):
+            assert v == ("within noise" if d - h <= 0 <= d + h else "lower" if d < 0 else "higher")
+
+
+def test_arm_levels_are_the_stored_grids_means_at_its_largest_tau():
+    rows = json.loads((RESULTS / "pubswap_paper_quick_large_tau.json").read_text())
+    tau = max(r["tau"] for r in rows)
+    fedavg = [r for r in rows if r["table"] == "table1" and r["tau"] == tau and r["method"] == "fedavg_grpo"]
+    levels = findings.pubswap_arm_levels()
+    assert levels.loc["FedAvg-GRPO", "seeds"] == len(fedavg)
+    mean = np.mean([r["drift_end_pairwise_effective"] for r in fedavg])
+    assert levels.loc["FedAvg-GRPO", "δ_pair at the end"].startswith(f"{mean:.2f} ± ")
+    assert levels.loc["FedAvg-GRPO", "pass@1 at the start"] == round(100 * np.mean([r["pass@1_start"] for r in fedavg]), 1)
+    assert "no-swap control" in levels.index and "PubSwap Random" in levels.index
+
+
+def test_paper_gains_are_balanced_minus_fedavg_of_table1():
+    g = findings.pubswap_paper_gains()
+    assert g.loc["Qwen3-1.7B, DeepMath", "τ = 120"] == 5.1  # 55.8 − 50.7
+    assert g.loc["Qwen3-1.7B, MATH", "τ = 10"] == -0.9  # 77.0 − 77.9: the paper's own "most choices of τ"
+    assert list(g.columns) == [f"τ = {t}" for t in findings.PUBSWAP_PAPER_TAUS] and len(g) == 4
