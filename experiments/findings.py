@@ -346,3 +346,29 @@ def pubswap_paper_gains() -> pd.DataFrame:
                                   zip(PUBSWAP_PAPER_TAUS, arms["FedAvg-GRPO"], arms["PubSwap Balanced"])}
             for (model, bench), arms in PUBSWAP_PAPER_TABLE1.items()}
     return pd.DataFrame(rows).T.rename_axis("Balanced − FedAvg-GRPO (paper, points)")
+
+
+def fedmoa_ablation_findings(results: str | Path = RESULTS) -> pd.DataFrame:
+    """The stored ``cpu`` grid's one-component arms against FedAvg-GRPO (Heter+Heter, all families, last round):
+    "λ off, α on" (eq. 11's α alone) and "λ on, α off" (eqs. 9–10 alone), on global accuracy (pass@1 points) and
+    aggregated reward, in :data:`COLUMNS` with the verdict as "higher", "lower" or "within noise" (the 95 % t
+    interval's sign) and ``paper``, the paper's Table 2 difference on MATH (None: it has no "λ on, α off" row)."""
+    from experiments import fedmoa_analysis as analysis
+    from experiments.stats import sign_verdict
+
+    grid = json.loads((Path(results) / "fedmoa_compare_cpu.json").read_text())
+    claims = {c["claim"]: c for c in analysis.in_points(analysis.paired_claims(grid["runs"]))}
+    out = []
+    for arm, start, rest in (("λ off, α on", "α helps", "Table 2, "), ("λ on, α off", "λ alone",
+                                                                       "ablation row the paper lacks, ")):
+        for what, unit in (("accuracy", "points"), ("reward", "reward")):
+            head = f"{start}: {arm} > FedAvg-GRPO on {what} ({rest}"
+            c = claims[head + "all families, ours)"]
+            paper = claims.get(head + "MATH, as the paper)", {}).get("paper")
+            out.append({"finding": f"{'global accuracy' if what == 'accuracy' else 'aggregated reward'}, {arm} − "
+                                   f"FedAvg-GRPO (Heter+Heter)", "difference": c["mean_difference"],
+                        "±95% t": c["half_width"], "seeds": len(c["seeds"]),
+                        "verdict": {1: "higher", -1: "lower", 0: "within noise"}[
+                            sign_verdict(c["mean_difference"], c["half_width"])],
+                        "unit": unit, "paper": paper})
+    return pd.DataFrame(out, columns=COLUMNS + ["unit", "paper"])
