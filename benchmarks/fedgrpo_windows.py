@@ -2,7 +2,9 @@
 
 The plateau verdicts read each arm's last five rounds only; this prints arm − competence arm for every window of
 ``--window`` rounds (rounds 1–5, 6–10, …), paired over the seeds both ran, with 95 % Student-t intervals
-(:func:`experiments.fedgrpo_claims.window_differences`). It trains nothing: it reads the stored 30-round files.
+(:func:`experiments.fedgrpo_claims.window_differences`). With the baselines rerun on FedGRPO's own reward
+(8 · accuracy + 1 · format, ``fedgrpo_compare_pool_long30_samereward.json``) it prints FedGRPO − each of them, and
+what that reward changes in each baseline. It trains nothing: it reads the stored 30-round files.
 
 Run (from the repo root)::
 
@@ -25,6 +27,7 @@ from _machine import save_result  # noqa: E402
 from experiments.fedgrpo_claims import ARM_FILES, METHOD_NAMES, window_differences  # noqa: E402
 
 COMPETENCE = "fedgrpo_compare_pool_long30.json"  # the competence arm's runs (method fedgrpo) among the baselines'
+SAME_REWARD = "fedgrpo_compare_pool_long30_samereward.json"  # baselines trained on 8 · accuracy + 1 · format
 
 
 def main(argv=None) -> dict:
@@ -44,6 +47,23 @@ def main(argv=None) -> dict:
         runs.append({"arm": arm, "file": name, "windows": table.to_dict("records")})
         summary[arm] = {row["rounds"]: f"{row['mean']:+.2f} ± {row['±95% t']:.2f} (n={row['seeds']})"
                         for row in table.to_dict("records")}
+    same = folder / SAME_REWARD
+    if same.is_file():  # the baselines on FedGRPO's own reward weighting: the comparison without the reward confound
+        baselines = json.loads(same.read_text())["runs"]
+        first = json.loads((folder / COMPETENCE).read_text())["runs"]
+        for method in dict.fromkeys(r["method"] for r in baselines):
+            mine = [r for r in baselines if r["method"] == method]
+            pairs = [(f"fedgrpo−{method}@8acc+1fmt", competence, mine)]
+            before = [r for r in first if r["method"] == method]
+            if before:  # what the reward alone changes in that baseline
+                pairs.append((f"{method}@8acc+1fmt−{method}@acc", mine, before))
+            for label, a, b in pairs:
+                table = window_differences(a, b, window=args.window)
+                print(f"\n{label}, points of pass@1 ({SAME_REWARD}):")
+                print(table.to_string(index=False))
+                runs.append({"arm": label, "file": SAME_REWARD, "windows": table.to_dict("records")})
+                summary[label] = {row["rounds"]: f"{row['mean']:+.2f} ± {row['±95% t']:.2f} (n={row['seeds']})"
+                                  for row in table.to_dict("records")}
     return save_result(args.out, "fedgrpo_windows", sys.argv if argv is None else ["benchmarks/fedgrpo_windows.py", *argv],
                        {"window": args.window, "competence_file": COMPETENCE}, runs, summary, quiet=True)
 
