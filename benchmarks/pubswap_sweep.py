@@ -7,6 +7,9 @@
         fedprox_grpo_mu0.1                                            # the larger-τ grid (τ up to 48)
     .venv/bin/python benchmarks/pubswap_sweep.py --scale quick_tau64 --tables table1 --seeds 0 1 2   # τ up to 64
 
+On a GPU, ``--preset pubswap-qwen2.5-math-1.5b-math`` (or another ``pubswap-*`` preset) runs the full scale, the
+paper's budget; the generic ``full`` preset is refused there (8 clients, b = 32: not the paper's N, b, K).
+
 ``--setting paper`` (the default) is the paper's: FedIT aggregation (eq. 4) for every arm, AdamW with weight
 decay 0.01 (Tables 9–12), equal-size clients. ``--setting fedavg_examples`` is the setting of the first stored
 sweep (FedAvg by examples, plain Adam, unequal Dirichlet clients in Tables 1 and 5).

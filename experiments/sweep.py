@@ -17,6 +17,7 @@ import pandas as pd
 from experiments.stats import INTERVAL, sign_verdict, t_interval
 from fedrl_kit.config import REFERENCE_PATH, RunConfig, preset
 from fedrl_kit.pubswap.args import PAPER_SETTING
+from fedrl_kit.pubswap.presets import PAPER_PRESETS
 from fedrl_kit.runs import Run
 
 
@@ -140,6 +141,9 @@ def pubswap_grid(preset_name: str = "quick", seeds=(0,), alpha: float = 0.3, het
     bad = sorted(set(tables) - {"table1", "table4", "table5", "control"})
     if bad:
         raise ValueError(f"tables must be among ('table1', 'table4', 'table5', 'control'), got {bad}")
+    if scale == "full" and preset_name not in PAPER_PRESETS:  # the generic full preset is not the paper's model
+        raise ValueError(f"the full scale is the paper's budget on the paper's models: run it with one of "
+                         f"{sorted(PAPER_PRESETS)} as the preset, not {preset_name!r}")
     spec = PUBSWAP_SCALES[scale]
     grid: dict[str, RunConfig] = {}
 
@@ -231,7 +235,9 @@ def summary_row(name: str, cfg: RunConfig, records: list[dict], **labels) -> dic
     (preset, scale, setting), the config fields the tables group by, :func:`summarise` of its records, its
     wall seconds (the sum over its rounds' ``comm`` records), its :func:`curves` and :func:`records_digest`."""
     return {"name": name, **parse_name(name), **labels, "aggregator": cfg.aggregator,
-            "weight_decay": cfg.weight_decay, "equal_size": cfg.equal_size, "local_steps": cfg.local_steps,
+            "weight_decay": cfg.weight_decay, "equal_size": cfg.equal_size, "num_clients": cfg.num_clients,
+            "prompts_per_step": cfg.prompts_per_step, "num_generations": cfg.num_generations,
+            "local_steps": cfg.local_steps,
             "rounds": cfg.rounds, "pubswap_period": cfg.pubswap.period, "dirichlet_alpha": cfg.dirichlet_alpha,
             **summarise(records), "seconds": round(sum(r["seconds"] for r in records if r["kind"] == "comm"), 1),
             "curves": curves(records), "records_sha256": records_digest(records)}
@@ -243,7 +249,8 @@ def grid_coverage(rows: list[dict], scale: str, tables=("table1",), seeds=(0, 1,
     grid does not are left out. A summary file is partial while any arm has fewer stored seeds than asked."""
     if scale not in PUBSWAP_SCALES:
         raise ValueError(f"scale must be one of {tuple(PUBSWAP_SCALES)}, got {scale!r}")
-    grid = pd.DataFrame([parse_name(n) for n in pubswap_grid("quick", seeds=tuple(seeds), tables=tuple(tables),
+    like = "pubswap-qwen2.5-math-1.5b-math" if scale == "full" else "quick"  # only the names are read
+    grid = pd.DataFrame([parse_name(n) for n in pubswap_grid(like, seeds=tuple(seeds), tables=tuple(tables),
                                                                   scale=scale)])
     keys = ["table", "method", "tau"]
     asked = grid.groupby(keys, sort=False).seed.nunique().rename("seeds_grid")
@@ -314,9 +321,15 @@ def table5_arms(rows: list[dict]) -> pd.DataFrame:
     return arms.assign(tau_swap=[swap_period(r) for r in arms.to_dict("records")])
 
 
+PAPER_SHAPE = {"num_clients": 4, "prompts_per_step": 8, "num_generations": 8}
+"""the paper's N clients, b prompts per step and K responses per prompt (Tables 9–12; Table 11's 4B run: b = 4)"""
+
+
 def _setting_of(df: pd.DataFrame) -> tuple[str, str | None]:
     """(a description of the rows' setting, why it is not the paper's or None). The paper's setting is FedIT
-    aggregation, AdamW with weight decay 0.01 and equal-size clients (``setting="paper"``, scaled down); rows
+    aggregation, AdamW with weight decay 0.01 and equal-size clients (``setting="paper"``, scaled down) with the
+    paper's N = 4 clients, b = 8 prompts per step and K = 8 responses (:data:`PAPER_SHAPE`; rows written before
+    those columns existed are read from their preset: ``full`` is the generic 8-client, b = 32 preset); rows
     written before the ``setting`` column existed ran ``fedavg_examples``."""
     settings = set(df["setting"].dropna()) if "setting" in df else set()
     settings = settings or {"fedavg_examples"}
@@ -324,6 +337,12 @@ def _setting_of(df: pd.DataFrame) -> tuple[str, str | None]:
     text = "/".join(sorted(settings)) + (f", {'/'.join(scales)} scale" if scales else "")
     if settings != {"paper"}:
         return text, "FedAvg by examples, plain Adam, unequal clients"
+    off = [f"{k} {sorted(set(df[k].dropna().astype(int)))} (the paper: {v})" for k, v in PAPER_SHAPE.items()
+           if k in df and set(df[k].dropna().astype(int)) - {v}]
+    if "preset" in df and (df["preset"] == "full").any():
+        off.append("the generic full preset (8 clients, b = 32, not a PubSwap model)")
+    if off:
+        return text, "not the paper's N, b, K: " + ", ".join(off)
     return text, None
 
 

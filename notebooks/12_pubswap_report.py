@@ -306,9 +306,10 @@ else:
 # Caveats: differences of a few points are within the seed-to-seed spread here (the ± columns);
 # the embedded world's "drift" is that of a tiny model on arithmetic topics, so it tests the
 # *mechanism* (does a public anchor reduce drift, does it help at large τ), not the paper's numbers.
-# On a GPU, `benchmarks/pubswap_sweep.py --preset full` runs the grid and this report reads it with
-# `-p results_root <its folder>`; the paper's own model and dataset settings are the `pubswap-…` presets (`fedrl run --preset pubswap-qwen3-1.7b-math
-# --dry-run` prints one's memory estimate; docs/pubswap.md lists them).
+# On a GPU, `benchmarks/pubswap_sweep.py --preset pubswap-qwen2.5-math-1.5b-math` runs the grid at the paper's
+# budget and this report reads it with `-p results_root <its folder>`; the full scale takes only the paper's
+# model and dataset settings, the `pubswap-…` presets (`fedrl run --preset pubswap-qwen3-1.7b-math --dry-run`
+# prints one's memory estimate; docs/pubswap.md lists them).
 
 # %% [markdown]
 # ## 4. The off-policy distortion, measured (appendix A.2)

@@ -1,5 +1,6 @@
 """Sweeps: the PubSwap grid gives every run the same budget; summaries and tables are computed right."""
 
+import pandas as pd
 import pytest
 
 from experiments.sweep import PROX_MUS, parse_name, pubswap_grid, summarise, table
@@ -23,10 +24,26 @@ def test_pubswap_grid_has_equal_budget_and_the_papers_arms():
     assert len({tuple(getattr(c, k) for k in keys) for c in grid.values()}) == 1
 
 
-def test_full_grid_is_the_papers_budget():
-    grid = pubswap_grid("full")
+def test_full_grid_is_the_papers_budget_on_a_papers_preset():
+    grid = pubswap_grid("pubswap-qwen2.5-math-1.5b-math")
     assert {c.local_steps * c.rounds for c in grid.values()} == {360}
     assert {parse_name(n)["tau"] for n in grid} == {10, 40, 90, 120}
+    assert {(c.num_clients, c.prompts_per_step, c.num_generations) for c in grid.values()} == {(4, 8, 8)}
+    with pytest.raises(ValueError, match="full scale .* paper's models.*not 'full'"):
+        pubswap_grid("full")  # the generic full preset: 8 clients, b = 32, a model the paper did not train
+
+
+def test_rows_outside_the_papers_n_b_k_are_not_the_papers_setting():
+    """FedIT, weight decay and equal sizes are not enough: N, b and K must be the paper's too (4, 8, 8)."""
+    from experiments.sweep import _setting_of
+
+    rows = [_row("table1", "fedavg_grpo", 8, 0, 0.3, num_clients=4, prompts_per_step=8, num_generations=8)]
+    assert _setting_of(pd.DataFrame(rows))[1] is None
+    wide = [dict(r, num_clients=8, prompts_per_step=32) for r in rows]
+    why = _setting_of(pd.DataFrame(wide))[1]
+    assert "num_clients [8] (the paper: 4)" in why and "prompts_per_step [32] (the paper: 8)" in why
+    assert "generic full preset" in _setting_of(pd.DataFrame([dict(rows[0], preset="full")]))[1]
+    assert _setting_of(pd.DataFrame([_row("table1", "fedavg_grpo", 8, 0, 0.3, preset="quick")]))[1] is None
 
 
 def _records():
