@@ -13,8 +13,10 @@ mean of ω/‖ĝ‖ (the distortion relative to the gradient it distorts) and of
 replacements use), and the correlation of ω/‖ĝ‖ with α. Across seeds: mean ± Student-t half-width (n − 1 df).
 
 Run (one thread, about 2–3 min a run): ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/pubswap_off_policy.py
---taus 8 --seeds 0 1 2``. Output: ``benchmarks/results/pubswap_off_policy.json``; runs of other τ or seeds already
-in it are kept (the summary covers them all), with the command that made each.
+--taus 8 --seeds 0 1 2``. ``--scale quick_large_tau --taus 32 48`` traces the larger-τ grid (96 local steps, where
+the swap carries the drift reduction; about four times a quick run). Output:
+``benchmarks/results/pubswap_off_policy.json``; runs of other scales, τ or seeds already in it are kept (the summary
+covers them all: key ``τ`` at the quick scale, ``τ (scale)`` at another), with the command that made each.
 """
 
 from __future__ import annotations
@@ -32,7 +34,15 @@ from _machine import cpu_model, package_versions  # noqa: E402  (benchmarks/ is 
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-STORED = ROOT / "benchmarks" / "results" / "pubswap_paper_quick.json"
+RESULTS = ROOT / "benchmarks" / "results"
+SCALES = ("quick", "quick_large_tau", "quick_tau64")
+"""the scales of :data:`experiments.sweep.PUBSWAP_SCALES` this traces on the embedded world"""
+
+
+def summary_key(scale: str, tau: int) -> str:
+    """The summary's key of a scale's τ: ``"8"`` at the quick scale (the file's first key form), ``"32 (scale)"``
+    at another, whose τ = 8 is a different run (another budget)."""
+    return str(tau) if scale == "quick" else f"{tau} ({scale})"
 
 
 def points(records: list[dict]) -> list[dict]:
@@ -69,13 +79,21 @@ def main(argv=None) -> int:
     from fedrl_kit.runs import Run
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--scale", default="quick", choices=SCALES, help="the sweep's budget and τ grid")
     ap.add_argument("--taus", type=int, nargs="+", default=[8])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "pubswap_off_policy.json"))
     args = ap.parse_args(argv)
-    grid = pubswap_grid("quick", seeds=args.seeds, tables=("table1",))
-    stored = {(r["method"], r["tau"], r["seed"]): r for r in json.loads(STORED.read_text())
-              if r.get("table") == "table1"} if STORED.exists() else {}
+    from experiments.sweep import PUBSWAP_SCALES, result_path
+
+    taus = PUBSWAP_SCALES[args.scale]["taus"]
+    bad = sorted(set(args.taus) - set(taus))
+    if bad:
+        ap.error(f"--taus {bad} not in the {args.scale} scale's grid {list(taus)}")
+    grid = pubswap_grid("quick", seeds=args.seeds, tables=("table1",), scale=args.scale)
+    stored_path = result_path("paper", args.scale, RESULTS)
+    stored = {(r["method"], r["tau"], r["seed"]): r for r in json.loads(stored_path.read_text())
+              if r.get("table") == "table1"} if stored_path.exists() else {}
     t0, runs = time.perf_counter(), []
     for tau in args.taus:
         for seed in args.seeds:
@@ -86,31 +104,33 @@ def main(argv=None) -> int:
             rows = points(records)
             final = [r for r in records if r["kind"] == "global"][-1]["pass@1"]
             old = stored.get(("pubswap_balanced", tau, seed))
-            runs.append({"tau": tau, "seed": seed, "seconds": round(time.perf_counter() - t1, 1),
+            runs.append({"scale": args.scale, "tau": tau, "seed": seed, "seconds": round(time.perf_counter() - t1, 1),
                          "pass@1_final": final, "stored_pass@1_final": old and old.get("pass@1_final"),
                          "summary": per_seed(rows), "points": rows})
             print(f"τ = {tau}, seed {seed}: {json.dumps(runs[-1]['summary'])} (pass@1 {final:.3f}, stored "
                   f"{old and old.get('pass@1_final')})", flush=True)
     out = Path(args.out)
-    done = {(r["tau"], r["seed"]) for r in runs}
+    done = {(args.scale, r["tau"], r["seed"]) for r in runs}
     commands = ["OMP_NUM_THREADS=1 .venv/bin/python benchmarks/pubswap_off_policy.py "
                 + " ".join(argv if argv is not None else sys.argv[1:])]
     if out.exists():  # runs of other τ or seeds stay, each with the command that made it
         old = json.loads(out.read_text())
-        runs = [r for r in old["runs"] if (r["tau"], r["seed"]) not in done] + runs
+        kept = [dict(r, scale=r.get("scale", "quick")) for r in old["runs"]]  # rows from before scales: quick
+        runs = [r for r in kept if (r["scale"], r["tau"], r["seed"]) not in done] + runs
         earlier = old.get("commands", [old["command"]] if "command" in old else [])
         commands = [c for c in earlier if c not in commands] + commands
-    runs.sort(key=lambda r: (r["tau"], r["seed"]))
+    runs.sort(key=lambda r: (SCALES.index(r["scale"]), r["tau"], r["seed"]))
     summary = {}
-    for tau in sorted({r["tau"] for r in runs}):
-        mine = [r["summary"] for r in runs if r["tau"] == tau]
-        summary[tau] = {"seeds": [r["seed"] for r in runs if r["tau"] == tau]}
+    for scale, tau in dict.fromkeys((r["scale"], r["tau"]) for r in runs):
+        here = [r for r in runs if (r["scale"], r["tau"]) == (scale, tau)]
+        mine, key_ = [r["summary"] for r in here], summary_key(scale, tau)
+        summary[key_] = {"seeds": [r["seed"] for r in here]}
         for key in ("share_with_replacement", "alpha_mean_when_swapped", "omega_over_grad_mean",
                     "omega_over_bound_mean", "corr_alpha_omega_over_grad"):
             vals = [m[key] for m in mine if m[key] is not None]
             mean, half, n = t_interval(vals)
-            summary[tau][key] = {"mean": mean, "half_width": half, "n": n}
-            print(f"τ = {tau}: {key} = {mean:.4f} ± {half:.4f} (n = {n})")
+            summary[key_][key] = {"mean": mean, "half_width": half, "n": n}
+            print(f"τ = {key_}: {key} = {mean:.4f} ± {half:.4f} (n = {n})")
     out.write_text(json.dumps({
         "benchmark": "pubswap_off_policy", "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "commands": commands,

@@ -140,3 +140,48 @@ def test_tracing_changes_nothing_a_run_trains_and_records_each_public_step():
 def test_tracing_is_refused_for_a_swap_other_than_balanced(method):
     with pytest.raises(ValueError, match="trace_off_policy"):
         small_config(BASE, method=method, local_steps=2, pubswap={"period": 2, "trace_off_policy": True})
+
+
+@pytest.fixture(scope="module")
+def off_policy_bench():
+    from conftest import import_benchmark
+
+    yield from import_benchmark("pubswap_off_policy")
+
+
+def test_the_off_policy_script_traces_a_larger_tau_scale_beside_the_quick_rows(off_policy_bench, tmp_path,
+                                                                                monkeypatch):
+    """``--scale quick_large_tau --taus 32`` traces that grid's Balanced run (96 local steps: 3 rounds of 32), keeps
+    the file's quick rows (written before scales, so without one) and keys its summary ``"32 (quick_large_tau)"``;
+    a τ outside the scale's grid is refused before anything runs."""
+    import json
+
+    import fedrl_kit.runs
+
+    ran = []
+
+    class FakeRun:  # records the config it was given; one public step of one client, every term present
+        def __init__(self, cfg, progress=False):
+            ran.append(cfg)
+
+        def run(self):
+            step = {f"{name}@3": 0.5 for name in TRACED}
+            return [{"kind": "client", "round": 1, "client": "client_0", **step},
+                    {"kind": "global", "round": 3, "pass@1": 0.25}]
+
+    monkeypatch.setattr(fedrl_kit.runs, "Run", FakeRun)
+    out = tmp_path / "off.json"
+    old = {"tau": 8, "seed": 0, "summary": {"share_with_replacement": 1.0, "alpha_mean_when_swapped": 0.5,
+                                            "omega_over_grad_mean": 1.0, "omega_over_bound_mean": 1.0,
+                                            "corr_alpha_omega_over_grad": None}}
+    out.write_text(json.dumps({"commands": ["the quick one"], "runs": [old]}))
+    assert off_policy_bench.main(["--scale", "quick_large_tau", "--taus", "32", "--seeds", "0",
+                                  "--out", str(out)]) == 0
+    assert [(c.local_steps, c.rounds, c.method) for c in ran] == [(32, 3, "pubswap_balanced")]
+    stored = json.loads(out.read_text())
+    assert list(stored["summary"]) == ["8", "32 (quick_large_tau)"]
+    assert [(r["scale"], r["tau"]) for r in stored["runs"]] == [("quick", 8), ("quick_large_tau", 32)]
+    assert stored["commands"][0] == "the quick one" and "--scale quick_large_tau" in stored["commands"][1]
+    with pytest.raises(SystemExit):
+        off_policy_bench.main(["--scale", "quick_large_tau", "--taus", "5", "--out", str(out)])
+    assert len(ran) == 1
