@@ -122,21 +122,27 @@ class FlowerRuntime(InProcessRuntime):
         msgs = [FlowerMessage(to_records("connect", payload), dst_node_id=n, message_type=CONNECT, group_id="0")
                 for n in nodes]
         cids: dict[str, int] = {}
+        folders: dict[int, str] = {}
         for node, reply in self._exchange(msgs, timeout).items():
             if reply is None or reply.has_error():
-                reason = f"no reply within {timeout:.0f} s" if reply is None else reply.error.reason
+                reason = f"no reply within {timeout:.0f} s" if reply is None else _first_line(reply.error.reason)
                 raise RuntimeError(f"Flower node {node} could not build its client: {reason}")
             answer = from_records(reply.content)[1]
+            # a deployed node names its folder (node_1): its messages name files relative to the deployment folder
+            folders[node] = f"{node} ({answer['folder']})" if answer.get("folder") else str(node)
+            if answer.get("refused"):  # a deployed node that cannot play the run (its folder edited, copied, …)
+                raise RuntimeError(f"Flower node {folders[node]} refused the run: {answer['refused']}")
             cid = answer["cid"]
             if not cid:
                 continue
             if cid in cids:  # a copied node folder: two nodes would answer for one client
-                raise RuntimeError(f"Flower nodes {cids[cid]} and {node} both play {cid}: each client's folder must "
-                                   "be on one node only")
+                raise RuntimeError(f"Flower nodes {folders[cids[cid]]} and {folders[node]} both play {cid}: each "
+                                   "client's folder must be on one node only")
             known = (self.data_digests or {}).get(cid)
             if known is not None and answer.get("data_digest") != known:
-                raise RuntimeError(f"Flower node {node} plays {cid} with data whose digest is not the split's: "
-                                   "its data/ folder is not the one written for it")
+                where = f"{answer['folder']}/data" if answer.get("folder") else "its data/ folder"
+                raise RuntimeError(f"Flower node {folders[node]} plays {cid} with data whose digest is not the "
+                                   f"split's: {where} is not the one written for it")
             cids[cid] = node
         missing = [c for c in self.client_ids if c not in cids]
         if missing:
@@ -228,6 +234,13 @@ class _NodeState:
     plays: dict[int, tuple[str, str, dict, int]] = {}
 
 
+def _first_line(reason: str) -> str:
+    """The message of a ClientApp's error reply, without the traceback Flower (or :class:`LoopbackGrid`) adds: its
+    first non-empty line, at most 300 characters."""
+    line = next((x.strip() for x in str(reason).splitlines() if x.strip()), "")
+    return line[:300]
+
+
 def _use_threads(threads: int) -> None:
     """torch's intra-op threads for the message being handled (0: leave them). Set per message, not once: the
     ClientApp may handle messages on other threads, and OpenMP keeps the count per thread."""
@@ -299,9 +312,14 @@ def _handle_deployed(message: FlowerMessage, context: Context) -> FlowerMessage:
         _, p = from_records(message.content)
         threads = int(p.get("torch_threads") or 0)
         _use_threads(threads)
-        digest = node.check_identity(list(p["client_ids"]))
-        cid = node.connect(run_id, p["config"], {"faults": json.loads(p["faults"]), "threads": threads})
-        return FlowerMessage(to_records("connect_result", {"cid": cid, "data_digest": digest}), reply_to=message)
+        try:
+            digest = node.check_identity(list(p["client_ids"]))
+            cid = node.connect(run_id, p["config"], {"faults": json.loads(p["faults"]), "threads": threads})
+        except ValueError as e:  # DamagedFolder, another split: the node's one line, no traceback, for the server
+            return FlowerMessage(to_records("connect_result", {"cid": "", "folder": node.folder,
+                                                               "refused": str(e).splitlines()[0]}), reply_to=message)
+        return FlowerMessage(to_records("connect_result", {"cid": cid, "data_digest": digest, "folder": node.folder}),
+                             reply_to=message)
     plays = node.plays(run_id)
     _use_threads(int(plays["threads"]))
     client = node.client(plays["config"])
