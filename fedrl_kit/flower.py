@@ -395,6 +395,14 @@ def _run_one(grid: Grid, job: dict, cfg, run_dir) -> dict:
 def _server_main(grid: Grid, context: Context) -> None:
     """Run the job's runs one after the other on this simulation's nodes (the same nodes serve every run)."""
     job = _JOB if _JOB is not None else _job_from_run_config(dict(context.run_config))
+    try:
+        _serve(grid, job)
+    finally:  # the runs are done: a client still hanging in its actor must not keep the simulation from ending
+        if _JOB is not None:
+            _free_busy_actors()
+
+
+def _serve(grid: Grid, job: dict) -> None:
     for cfg, run_dir in job["runs"]:
         _RESULTS.append(_run_one(grid, job, cfg, run_dir))
         if _JOB is None:  # under `flwr run`: the curve goes to the run's log (`flwr run . --stream`, `flwr log`)
@@ -459,6 +467,57 @@ class LoopbackGrid:
         return [self._replies.pop(m) for m in list(message_ids) if m in self._replies]
 
 
+_BACKENDS: list = []
+"""the Ray backends of the simulation :func:`run_many_on_flower` runs (one), for :func:`_free_busy_actors`"""
+
+
+def _tracked_ray_backend():
+    """A subclass of Flower's ``RayBackend`` that records each instance in :data:`_BACKENDS` (Flower makes it inside
+    ``run_simulation``, out of reach otherwise)."""
+    from flwr.server.superlink.fleet.vce.backend.raybackend import RayBackend
+
+    class TrackedRayBackend(RayBackend):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            _BACKENDS.append(self)
+
+    return TrackedRayBackend
+
+
+class _QuietTeardown:
+    """A logging filter dropping Flower's records while :func:`_free_busy_actors` tears down a hung actor (the
+    runs are over; its worker logs the killed actor's ``ActorDiedError`` with a traceback)."""
+
+    def filter(self, record) -> bool:
+        return False
+
+
+def _free_busy_actors(grace: float = 1.0) -> int:
+    """Kill the actors of the simulation still busy with a message once the runs are done; returns how many.
+
+    A client the server stopped waiting for (its timeout) may still be inside its ClientApp (a hang, a long kernel).
+    Flower's simulation engine waits for every worker thread before it shuts Ray down, and a worker waits on its
+    actor's task: without this the process never exits once the rounds are done. ``grace`` seconds let a reply that
+    is arriving arrive first."""
+    import logging
+
+    import ray
+
+    busy = [a for b in _BACKENDS for a in list(getattr(getattr(b, "pool", None), "_future_to_actor", {}).values())]
+    if not busy:
+        return 0
+    time.sleep(grace)
+    busy = [a for b in _BACKENDS for a in list(getattr(getattr(b, "pool", None), "_future_to_actor", {}).values())]
+    if busy:
+        logging.getLogger("flwr").addFilter(_QuietTeardown())  # removed by run_many_on_flower
+    for actor in busy:
+        try:
+            ray.kill(actor, no_restart=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+    return len(busy)
+
+
 def run_on_flower(config, run_dir=None, progress: bool = True, round_timeout: float | None = None,
                   faults: dict | None = None, num_supernodes: int | None = None, hang_seconds: float = 3600.0) -> dict:
     """Run ``config`` on Flower's simulation engine (Ray) in this process and return what it produced.
@@ -484,6 +543,10 @@ def run_many_on_flower(runs: list[tuple], progress: bool = True, round_timeout: 
     _RESULTS.clear()
     cpus = os.cpu_count() or 1
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    from flwr.server.superlink.fleet.vce.backend import raybackend
+
+    real_backend, _BACKENDS[:] = raybackend.RayBackend, []
+    raybackend.RayBackend = _tracked_ray_backend()  # Flower's vce imports it by name when it starts the backend
     try:
         run_simulation(server_app=server_app, client_app=client_app, num_supernodes=n,
                        backend_config={"client_resources": {"num_cpus": cpus, "num_gpus": 0.0},
@@ -498,6 +561,13 @@ def run_many_on_flower(runs: list[tuple], progress: bool = True, round_timeout: 
                            "machine: run again when fewer jobs compete for the CPU") from e
     finally:
         _JOB = None
+        raybackend.RayBackend = real_backend
+        _BACKENDS.clear()
+        import logging
+
+        flwr_log = logging.getLogger("flwr")
+        for f in [f for f in flwr_log.filters if isinstance(f, _QuietTeardown)]:
+            flwr_log.removeFilter(f)
     failed = next((r["error"] for r in _RESULTS if "error" in r), None)
     if failed is not None:
         raise failed
