@@ -233,8 +233,10 @@ def test_a_full_disk_during_a_run_prints_one_line_naming_the_file_and_the_comman
     assert err.endswith(shlex.join(argv[1:]))
     monkeypatch.setattr(np, "savez", real)
     assert main(argv) == 0  # the same command resumes from round 1
-    out = capsys.readouterr().out
-    assert "round   2" in out and "round   1" not in out
+    assert "round   2" in capsys.readouterr().out
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["round"] for r in records if r["kind"] == "global"] == [0, 1, 2]  # each round once: resumed, not rerun
+    assert json.loads((run_dir / "checkpoint" / "state.json").read_text())["round"] == 2
 
     def full(*a, **kw):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "peft" / "adapter_model.safetensors"))
