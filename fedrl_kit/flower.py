@@ -235,9 +235,19 @@ class _NodeState:
 
 
 def _first_line(reason: str) -> str:
-    """The message of a ClientApp's error reply, without the traceback Flower (or :class:`LoopbackGrid`) adds: its
-    first non-empty line, at most 300 characters."""
-    line = next((x.strip() for x in str(reason).splitlines() if x.strip()), "")
+    """The message of a ClientApp's error reply in one line, without what Flower (or :class:`LoopbackGrid`) adds
+    around it: the ``<class 'X'>:<'…'>`` wrapper, "Exception ClientAppException occurred. Message:" and a traceback.
+    ``X: message``, at most 300 characters."""
+    import re
+
+    text = str(reason)
+    wrapped = re.fullmatch(r"<class '([\w.]+)'>:<'(.*)'>", text.strip(), flags=re.DOTALL)
+    if wrapped:
+        name, text = wrapped.group(1).rsplit(".", 1)[-1], wrapped.group(2)
+        text = re.sub(r"^\s*Exception \w+ occurred\. Message: ", "", text)
+        if name != "ClientAppException" and not text.startswith(name):
+            text = f"{name}: {text}"
+    line = next((x.strip() for x in text.splitlines() if x.strip()), "")
     return line[:300]
 
 

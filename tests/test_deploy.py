@@ -281,3 +281,14 @@ def test_a_bad_deployed_node_stops_the_server_in_one_line_naming_the_node_and_it
     shutil.copytree(tmp_path / "fed", copied)
     shutil.copytree(copied / "node_1", copied / "node_9")
     assert refused(copied).startswith("Flower nodes 1001 (node_1) and 1003 (node_9) both play client_1")
+
+
+def test_a_clientapp_error_reaches_the_server_as_its_one_line():
+    """An error reply (not a refusal: a node that crashed) is named in one line, whichever way Flower wraps it."""
+    from fedrl_kit.flower import _first_line
+
+    assert _first_line("<class 'flwr.clientapp.client_app.ClientAppException'>:<'\nException ClientAppException "
+                       "occurred. Message: disk I/O error\nTraceback (most recent call last):\n  File x'>") == \
+        "disk I/O error"
+    assert _first_line("<class 'ZeroDivisionError'>:<'division by zero'>") == "ZeroDivisionError: division by zero"
+    assert _first_line("OSError: bad\nTraceback (most recent call last):\n  File y") == "OSError: bad"
