@@ -137,8 +137,8 @@ class Node:
                                 f"({client_ids.index(self.cid)}): the file was edited; use the folder the split wrote")
         digest = data_digest(self.data_dir / "data")
         if "data_digest" in self.info and digest != self.info["data_digest"]:
-            raise DamagedFolder(f"{self.shown(self.data_dir / 'data')} is not the data the split wrote for {self.cid} (its "
-                                "digest differs): were two nodes' data folders swapped or edited?")
+            raise DamagedFolder(f"{self.shown(self.data_dir / 'data')} is not the data the split wrote for {self.cid} "
+                                "(its digest differs): were two nodes' data folders swapped or edited?")
         return digest
 
     def connect(self, run_id, config_json: str, extra: dict) -> str:
