@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import shlex
 import shutil
@@ -341,7 +342,16 @@ def main(argv=None) -> int:
         return {"pretrain": _pretrain, "run": _run, "eval": _eval, "report": _report, "plot": _plot,
                 "export": _export, "deploy": _deploy}[args.cmd](args)
     except (ValueError, FileNotFoundError, NotAvailableError) as e:  # the message is the whole story: no traceback
+        if type(e).__name__ == "WriteFailed":  # fedrl_kit.runs's (not imported here: it loads torch): a full disk
+            # mid-run: the file, and the command that resumes once there is space
+            e = f"cannot write {e.file} ({e.reason}); {_resume_hint(e.run_dir, argv, 'free some space, then ')}"
         print(f"fedrl: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        print(f"fedrl: error: cannot write {e.filename or 'a file'}: {e.strerror}; free some space and run the command "
+              "again", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C: one line, and for a run how to go on
         run_dir = getattr(args, "resolved_run_dir", None)
@@ -351,12 +361,26 @@ def main(argv=None) -> int:
 
 def _interrupted(run_dir: Path, argv: list[str]) -> str:
     """The one line a Ctrl-C during ``fedrl run`` prints: the round its folder can resume from, and the command."""
+    hint = _resume_hint(run_dir, argv)
+    if hint.startswith(f"{run_dir} has no checkpoint"):
+        return f"fedrl: interrupted before {run_dir} had a checkpoint; {hint.split('; ', 1)[1]}"
+    return f"fedrl: interrupted; {hint}"
+
+
+def _resume_hint(run_dir: Path, argv: list[str], first: str = "") -> str:
+    """What a stopped ``fedrl run`` leaves and how to go on: the round ``run_dir`` can resume from and the command
+    (``first`` goes before it: what to do first)."""
     command = shlex.join(["fedrl", *argv])
-    try:
-        done = json.loads((run_dir / "checkpoint" / "state.json").read_text())["round"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return f"fedrl: interrupted before {run_dir} had a checkpoint; to start the run again: {command}"
-    return f"fedrl: interrupted; {run_dir} keeps its checkpoint of round {done}; to resume from there: {command}"
+    run_dir = Path(run_dir)
+    for ck in ("checkpoint", "checkpoint.old"):  # between a swap's two renames only checkpoint.old is complete
+        try:
+            done = json.loads((run_dir / ck / "state.json").read_text())["round"]
+            break
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    else:
+        return f"{run_dir} has no checkpoint yet; {first}to start the run again: {command}"
+    return f"{run_dir} keeps its checkpoint of round {done}; {first}to resume from there: {command}"
 
 
 if __name__ == "__main__":

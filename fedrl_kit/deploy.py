@@ -111,8 +111,14 @@ class Node:
         self.info = read_json(self.data_dir / "node.json", "the node's folder of a split federation "
                                                            "(fedrl deploy split)")
         self.cid = str(self.info["cid"])
+        self.folder = self.data_dir.name
         self._client = None
         self._digest = None
+
+    def shown(self, path: Path) -> str:
+        """``path`` (in the node's folder) as the deployment names it: relative to the folder ``fedrl deploy split``
+        wrote (``node_1/node.json``), the same on the node's machine and in the server's error."""
+        return str(Path(self.folder) / Path(path).relative_to(self.data_dir))
 
     # which run this node plays, kept on disk: the next message may come to a fresh process
     def _plays_path(self, run_id) -> Path:
@@ -122,7 +128,7 @@ class Node:
         """The node's data digest, after checking that its folder is the one the split wrote for its client: its
         ``index`` is the client's place in the run (an edited index would change the client's seeds) and its
         ``data/`` has the digest the split recorded (data swapped between nodes, or edited). One-line errors."""
-        where = self.data_dir / "node.json"
+        where = self.shown(self.data_dir / "node.json")
         if self.cid not in client_ids:
             raise DamagedFolder(f"{where}: this node plays {self.cid!r}, which is not a client of the run "
                                 f"({', '.join(client_ids)})")
@@ -131,8 +137,8 @@ class Node:
                                 f"({client_ids.index(self.cid)}): the file was edited; use the folder the split wrote")
         digest = data_digest(self.data_dir / "data")
         if "data_digest" in self.info and digest != self.info["data_digest"]:
-            raise DamagedFolder(f"{self.data_dir / 'data'} is not the data the split wrote for {self.cid} (its "
-                                "digest differs): were two nodes' data folders swapped or edited?")
+            raise DamagedFolder(f"{self.shown(self.data_dir / 'data')} is not the data the split wrote for {self.cid} "
+                                "(its digest differs): were two nodes' data folders swapped or edited?")
         return digest
 
     def connect(self, run_id, config_json: str, extra: dict) -> str:
@@ -142,7 +148,7 @@ class Node:
 
         cfg = RunConfig.from_dict(json.loads(config_json))
         check_method(cfg.method)
-        check_same_split(self.info["split"], cfg, self.data_dir / "node.json")
+        check_same_split(self.info["split"], cfg, self.shown(self.data_dir / "node.json"))
         path = self._plays_path(run_id)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
@@ -156,7 +162,7 @@ class Node:
         try:
             return json.loads(self._plays_path(run_id).read_text())
         except FileNotFoundError:
-            raise RuntimeError(f"node {self.cid} ({self.data_dir}) got a message of run {run_id} before the server "
+            raise RuntimeError(f"node {self.cid} ({self.folder}) got a message of run {run_id} before the server "
                                "connected it to that run") from None
 
     def client(self, config_json: str):
@@ -176,7 +182,7 @@ class Node:
             try:
                 data = datasets.load_from_disk(str(self.data_dir / "data"))
             except Exception as e:  # noqa: BLE001
-                raise DamagedFolder(f"{self.data_dir / 'data'} cannot be read as a dataset "
+                raise DamagedFolder(f"{self.shown(self.data_dir / 'data')} cannot be read as a dataset "
                                     f"({type(e).__name__}: {e})") from None
             torch.manual_seed(cfg.seed)
             policy = load_policy(cfg)

@@ -122,21 +122,27 @@ class FlowerRuntime(InProcessRuntime):
         msgs = [FlowerMessage(to_records("connect", payload), dst_node_id=n, message_type=CONNECT, group_id="0")
                 for n in nodes]
         cids: dict[str, int] = {}
+        folders: dict[int, str] = {}
         for node, reply in self._exchange(msgs, timeout).items():
             if reply is None or reply.has_error():
-                reason = f"no reply within {timeout:.0f} s" if reply is None else reply.error.reason
+                reason = f"no reply within {timeout:.0f} s" if reply is None else _first_line(reply.error.reason)
                 raise RuntimeError(f"Flower node {node} could not build its client: {reason}")
             answer = from_records(reply.content)[1]
+            # a deployed node names its folder (node_1): its messages name files relative to the deployment folder
+            folders[node] = f"{node} ({answer['folder']})" if answer.get("folder") else str(node)
+            if answer.get("refused"):  # a deployed node that cannot play the run (its folder edited, copied, …)
+                raise RuntimeError(f"Flower node {folders[node]} refused the run: {answer['refused']}")
             cid = answer["cid"]
             if not cid:
                 continue
             if cid in cids:  # a copied node folder: two nodes would answer for one client
-                raise RuntimeError(f"Flower nodes {cids[cid]} and {node} both play {cid}: each client's folder must "
-                                   "be on one node only")
+                raise RuntimeError(f"Flower nodes {folders[cids[cid]]} and {folders[node]} both play {cid}: each "
+                                   "client's folder must be on one node only")
             known = (self.data_digests or {}).get(cid)
             if known is not None and answer.get("data_digest") != known:
-                raise RuntimeError(f"Flower node {node} plays {cid} with data whose digest is not the split's: "
-                                   "its data/ folder is not the one written for it")
+                where = f"{answer['folder']}/data" if answer.get("folder") else "its data/ folder"
+                raise RuntimeError(f"Flower node {folders[node]} plays {cid} with data whose digest is not the "
+                                   f"split's: {where} is not the one written for it")
             cids[cid] = node
         missing = [c for c in self.client_ids if c not in cids]
         if missing:
@@ -228,6 +234,23 @@ class _NodeState:
     plays: dict[int, tuple[str, str, dict, int]] = {}
 
 
+def _first_line(reason: str) -> str:
+    """The message of a ClientApp's error reply in one line, without what Flower (or :class:`LoopbackGrid`) adds
+    around it: the ``<class 'X'>:<'…'>`` wrapper, "Exception ClientAppException occurred. Message:" and a traceback.
+    ``X: message``, at most 300 characters."""
+    import re
+
+    text = str(reason)
+    wrapped = re.fullmatch(r"<class '([\w.]+)'>:<'(.*)'>", text.strip(), flags=re.DOTALL)
+    if wrapped:
+        name, text = wrapped.group(1).rsplit(".", 1)[-1], wrapped.group(2)
+        text = re.sub(r"^\s*Exception \w+ occurred\. Message: ", "", text)
+        if name != "ClientAppException" and not text.startswith(name):
+            text = f"{name}: {text}"
+    line = next((x.strip() for x in text.splitlines() if x.strip()), "")
+    return line[:300]
+
+
 def _use_threads(threads: int) -> None:
     """torch's intra-op threads for the message being handled (0: leave them). Set per message, not once: the
     ClientApp may handle messages on other threads, and OpenMP keeps the count per thread."""
@@ -299,9 +322,14 @@ def _handle_deployed(message: FlowerMessage, context: Context) -> FlowerMessage:
         _, p = from_records(message.content)
         threads = int(p.get("torch_threads") or 0)
         _use_threads(threads)
-        digest = node.check_identity(list(p["client_ids"]))
-        cid = node.connect(run_id, p["config"], {"faults": json.loads(p["faults"]), "threads": threads})
-        return FlowerMessage(to_records("connect_result", {"cid": cid, "data_digest": digest}), reply_to=message)
+        try:
+            digest = node.check_identity(list(p["client_ids"]))
+            cid = node.connect(run_id, p["config"], {"faults": json.loads(p["faults"]), "threads": threads})
+        except ValueError as e:  # DamagedFolder, another split: the node's one line, no traceback, for the server
+            return FlowerMessage(to_records("connect_result", {"cid": "", "folder": node.folder,
+                                                               "refused": str(e).splitlines()[0]}), reply_to=message)
+        return FlowerMessage(to_records("connect_result", {"cid": cid, "data_digest": digest, "folder": node.folder}),
+                             reply_to=message)
     plays = node.plays(run_id)
     _use_threads(int(plays["threads"]))
     client = node.client(plays["config"])
@@ -377,6 +405,14 @@ def _run_one(grid: Grid, job: dict, cfg, run_dir) -> dict:
 def _server_main(grid: Grid, context: Context) -> None:
     """Run the job's runs one after the other on this simulation's nodes (the same nodes serve every run)."""
     job = _JOB if _JOB is not None else _job_from_run_config(dict(context.run_config))
+    try:
+        _serve(grid, job)
+    finally:  # the runs are done: a client still hanging in its actor must not keep the simulation from ending
+        if _JOB is not None:
+            _free_busy_actors()
+
+
+def _serve(grid: Grid, job: dict) -> None:
     for cfg, run_dir in job["runs"]:
         _RESULTS.append(_run_one(grid, job, cfg, run_dir))
         if _JOB is None:  # under `flwr run`: the curve goes to the run's log (`flwr run . --stream`, `flwr log`)
@@ -441,6 +477,57 @@ class LoopbackGrid:
         return [self._replies.pop(m) for m in list(message_ids) if m in self._replies]
 
 
+_BACKENDS: list = []
+"""the Ray backends of the simulation :func:`run_many_on_flower` runs (one), for :func:`_free_busy_actors`"""
+
+
+def _tracked_ray_backend():
+    """A subclass of Flower's ``RayBackend`` that records each instance in :data:`_BACKENDS` (Flower makes it inside
+    ``run_simulation``, out of reach otherwise)."""
+    from flwr.server.superlink.fleet.vce.backend.raybackend import RayBackend
+
+    class TrackedRayBackend(RayBackend):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            _BACKENDS.append(self)
+
+    return TrackedRayBackend
+
+
+class _QuietTeardown:
+    """A logging filter dropping Flower's records while :func:`_free_busy_actors` tears down a hung actor (the
+    runs are over; its worker logs the killed actor's ``ActorDiedError`` with a traceback)."""
+
+    def filter(self, record) -> bool:
+        return False
+
+
+def _free_busy_actors(grace: float = 1.0) -> int:
+    """Kill the actors of the simulation still busy with a message once the runs are done; returns how many.
+
+    A client the server stopped waiting for (its timeout) may still be inside its ClientApp (a hang, a long kernel).
+    Flower's simulation engine waits for every worker thread before it shuts Ray down, and a worker waits on its
+    actor's task: without this the process never exits once the rounds are done. ``grace`` seconds let a reply that
+    is arriving arrive first."""
+    import logging
+
+    import ray
+
+    busy = [a for b in _BACKENDS for a in list(getattr(getattr(b, "pool", None), "_future_to_actor", {}).values())]
+    if not busy:
+        return 0
+    time.sleep(grace)
+    busy = [a for b in _BACKENDS for a in list(getattr(getattr(b, "pool", None), "_future_to_actor", {}).values())]
+    if busy:
+        logging.getLogger("flwr").addFilter(_QuietTeardown())  # removed by run_many_on_flower
+    for actor in busy:
+        try:
+            ray.kill(actor, no_restart=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+    return len(busy)
+
+
 def run_on_flower(config, run_dir=None, progress: bool = True, round_timeout: float | None = None,
                   faults: dict | None = None, num_supernodes: int | None = None, hang_seconds: float = 3600.0) -> dict:
     """Run ``config`` on Flower's simulation engine (Ray) in this process and return what it produced.
@@ -466,6 +553,10 @@ def run_many_on_flower(runs: list[tuple], progress: bool = True, round_timeout: 
     _RESULTS.clear()
     cpus = os.cpu_count() or 1
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    from flwr.server.superlink.fleet.vce.backend import raybackend
+
+    real_backend, _BACKENDS[:] = raybackend.RayBackend, []
+    raybackend.RayBackend = _tracked_ray_backend()  # Flower's vce imports it by name when it starts the backend
     try:
         run_simulation(server_app=server_app, client_app=client_app, num_supernodes=n,
                        backend_config={"client_resources": {"num_cpus": cpus, "num_gpus": 0.0},
@@ -480,6 +571,13 @@ def run_many_on_flower(runs: list[tuple], progress: bool = True, round_timeout: 
                            "machine: run again when fewer jobs compete for the CPU") from e
     finally:
         _JOB = None
+        raybackend.RayBackend = real_backend
+        _BACKENDS.clear()
+        import logging
+
+        flwr_log = logging.getLogger("flwr")
+        for f in [f for f in flwr_log.filters if isinstance(f, _QuietTeardown)]:
+            flwr_log.removeFilter(f)
     failed = next((r["error"] for r in _RESULTS if "error" in r), None)
     if failed is not None:
         raise failed

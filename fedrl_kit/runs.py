@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import functools
@@ -54,7 +55,20 @@ class RunDirInUse(ValueError):
 
 class WriteFailed(ValueError):
     """A run could not write its folder (a full disk, a quota); the message names the file, the reason and the round
-    the folder resumes from. A ValueError, so that the CLI prints it in one line."""
+    the folder resumes from. A ValueError, so that the CLI prints it in one line (with the command that resumes:
+    ``file``, ``reason``, ``run_dir`` and ``keeps`` let it say so); a notebook shows it in one line too
+    (``_render_traceback_``, as :class:`fedrl_kit.notebook.NotebookStop`)."""
+
+    def __init__(self, file, reason: str, run_dir, keeps: str):
+        self.file, self.reason, self.run_dir, self.keeps = file, reason, run_dir, keeps
+        super().__init__(f"cannot write {file} ({reason}); {run_dir} keeps {keeps}: free some space and run it again "
+                         "(the same command, or the same cell) to resume from there")
+
+    def __reduce__(self):
+        return type(self), (self.file, self.reason, self.run_dir, self.keeps)
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
 
 
 CHECKPOINT_FORMAT = 2
@@ -373,6 +387,19 @@ def _flat(d: dict, prefix: str = "") -> dict:
     return out
 
 
+@contextlib.contextmanager
+def _writing(path):
+    """Name ``path`` in a write failure raised inside (a full disk's ``OSError`` from ``write`` or ``fsync`` carries no
+    file name, nor does ``torch.save``'s ``RuntimeError``), so that the one line a full disk ends a run with says which
+    file it was writing."""
+    try:
+        yield
+    except (OSError, RuntimeError) as e:
+        if getattr(e, "filename", None) is None:
+            e.filename = str(path)
+        raise
+
+
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(text)
@@ -563,18 +590,20 @@ class Run:
         self.records.append(rec)
         if fh is not None:
             line = (json.dumps(rec) + "\n").encode()
-            fh.write(line)
-            fh.flush()
+            with _writing(self.run_dir / "metrics.jsonl"):
+                fh.write(line)
+                fh.flush()
             self._digest["metrics.jsonl"].update(line)
 
     def _write_ledger(self, rows: list[dict], lh) -> None:
         if lh is None:
             return
-        for row in rows:
-            line = (json.dumps(row) + "\n").encode()
-            lh.write(line)
-            self._digest["ledger.jsonl"].update(line)
-        lh.flush()
+        with _writing(self.run_dir / "ledger.jsonl"):
+            for row in rows:
+                line = (json.dumps(row) + "\n").encode()
+                lh.write(line)
+                self._digest["ledger.jsonl"].update(line)
+            lh.flush()
         self._ledger_lines += len(rows)
 
     def _checkpoint(self, round: int, handles=()) -> None:
@@ -585,21 +614,25 @@ class Run:
             self._lock.check()
         for h in handles:  # the lines this checkpoint vouches for are on disk before it is
             if h is not None:
-                os.fsync(h.fileno())
+                with _writing(h.name):
+                    os.fsync(h.fileno())
         ck, tmp, old = (self.run_dir / n for n in ("checkpoint", "checkpoint.tmp", "checkpoint.old"))
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        np.savez(tmp / "global.npz", **self.server.global_state)
+        with _writing(tmp / "global.npz"):
+            np.savez(tmp / "global.npz", **self.server.global_state)
         if not self.config.reset_optimizer:
             opt = {cid: sd for cid, c in self.clients.items()
                    if hasattr(c, "optimizer_state") and (sd := c.optimizer_state()) is not None}
-            torch.save(opt, tmp / "optimizers.pt")
+            with _writing(tmp / "optimizers.pt"):
+                torch.save(opt, tmp / "optimizers.pt")
         if self.spec.save_state is not None:
-            self.spec.save_state(self.server, tmp)
+            with _writing(tmp):  # a method's state files (their own names, when the error has one)
+                self.spec.save_state(self.server, tmp)
         files = {}
         for f in sorted(tmp.iterdir()):
             files[f.name] = _sha(f.read_bytes())
-            with open(f, "rb+") as fh:
+            with open(f, "rb+") as fh, _writing(f):
                 os.fsync(fh.fileno())
         state = {"format": CHECKPOINT_FORMAT, "round": round, "n_records": len(self.records),
                  "n_ledger": len(self.runtime.ledger.records), "ledger_lines": self._ledger_lines,
@@ -608,7 +641,7 @@ class Run:
                  "config_sha256": _config_digest((self.run_dir / "config.json").read_text()), "files": files,
                  "cpu_kernels": cpu_kernels()}
         state["sha256"] = _state_digest(state)
-        with open(tmp / "state.json", "w") as fh:
+        with open(tmp / "state.json", "w") as fh, _writing(tmp / "state.json"):
             fh.write(json.dumps(state))
             fh.flush()
             os.fsync(fh.fileno())
@@ -789,9 +822,7 @@ class Run:
             if self.run_dir is None or not _write_failure(e):
                 raise
             where = getattr(e, "filename", None) or self.run_dir
-            raise WriteFailed(f"cannot write {where} ({_write_failure(e)}); {self.run_dir} keeps "
-                              f"{self._resume_point()}: free some space and run the same command again to resume from "
-                              "there") from None
+            raise WriteFailed(where, _write_failure(e), self.run_dir, self._resume_point()) from None
         finally:
             if lock is not None:
                 lock.release()

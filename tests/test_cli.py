@@ -1,4 +1,5 @@
 import json
+import shlex
 
 from fedrl_kit.cli import main
 
@@ -202,6 +203,48 @@ def test_ctrl_c_during_a_run_prints_one_line_on_how_to_resume_and_exits_130(tiny
     monkeypatch.setattr(Run, "build", interrupted_while_loading)  # before any checkpoint: nothing to resume
     assert main(["run", "--run-dir", str(tmp_path / "new"), "--quiet", *_tiny(tiny_dir)]) == 130
     assert "interrupted before" in _one_line_error(capsys) and not (tmp_path / "new").exists()
+
+
+def test_a_full_disk_during_a_run_prints_one_line_naming_the_file_and_the_command_that_resumes(tiny_dir, tmp_path,
+                                                                                             capsys, monkeypatch):
+    """np.savez of round 2's global.npz fails for space: one line naming the file, the checkpoint kept and the command
+    (it was a 14-40-line traceback; then a line saying "run the same command again" without the command); the same
+    command resumes once there is space. An ENOSPC outside a run's checkpoint (here: fedrl export) is one line too."""
+    import errno
+    import os
+
+    import numpy as np
+
+    real, calls = np.savez, []
+
+    def savez(path, *a, **kw):
+        calls.append(path)
+        if len(calls) == 3:  # round 2's checkpoint (after round 0's and round 1's)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return real(path, *a, **kw)
+
+    run_dir = tmp_path / "r"
+    argv = ["run", "--run-dir", str(run_dir), "--quiet", *_tiny(tiny_dir, "rounds=2")]
+    monkeypatch.setattr(np, "savez", savez)
+    assert main(argv) == 2
+    err = _one_line_error(capsys)
+    assert f"fedrl: error: cannot write {run_dir}/checkpoint.tmp/global.npz (No space left on device); {run_dir} " \
+           "keeps its checkpoint of round 1; free some space, then to resume from there: fedrl run --run-dir" in err
+    assert err.endswith(shlex.join(argv[1:]))
+    monkeypatch.setattr(np, "savez", real)
+    assert main(argv) == 0  # the same command resumes from round 1
+    assert "round   2" in capsys.readouterr().out
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["round"] for r in records if r["kind"] == "global"] == [0, 1, 2]  # each round once: resumed, not rerun
+    assert json.loads((run_dir / "checkpoint" / "state.json").read_text())["round"] == 2
+
+    def full(*a, **kw):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "peft" / "adapter_model.safetensors"))
+
+    monkeypatch.setattr("fedrl_kit.policy.adapters.save_peft", full)
+    assert main(["export", str(run_dir), "--out", str(tmp_path / "peft")]) == 2
+    assert _one_line_error(capsys) == (f"fedrl: error: cannot write {tmp_path}/peft/adapter_model.safetensors: No space "
+                                       "left on device; free some space and run the command again")
 
 
 def test_flower_runs_get_the_client_timeout(monkeypatch, tmp_path, capsys):

@@ -452,3 +452,32 @@ def test_a_reply_too_large_is_dropped_before_it_is_walked_or_decoded(monkeypatch
     assert replies["big"].reason == "bad_reply" and "more than 10,000 (the larger of MAX_REPLY_BYTES" in replies["big"].error
     assert isinstance(replies["small"], Message)
     assert max(decoded) < 200_000  # the big reply's bytes were never decoded (only requests and the small reply)
+
+
+@pytest.mark.parametrize("runtime", ["inprocess", "serialising"])
+def test_a_run_whose_client_hangs_ends_by_itself_in_the_plain_runtimes(tiny_dir, tmp_path, runtime):
+    """`fedrl run` as a process, with a client that hangs for good in the last round: dropped after client_timeout,
+    then the process exits (the client's worker thread is stopped, and a daemon thread in any case), with its records.
+    On Flower: tests/test_flower.py::test_a_flower_run_whose_client_hangs_ends_by_itself_once_its_rounds_are_done."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from test_cli import _tiny
+
+    run_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "fedrl_kit.cli", "run", "--runtime", runtime, "--run-dir", str(run_dir), "--quiet",
+           *_tiny(tiny_dir, "num_clients=3", "fail_client=client_2@1:hang", "client_timeout=2")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise AssertionError(f"still running after 240 s: {proc.communicate()[0][-2000:]}") from None
+    assert proc.returncode == 0, out[-2000:]
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [(r["round"], r["client"], r["reason"]) for r in records if r["kind"] == "failure"] == [
+        (1, "client_2", "timeout")]
+    assert [r["round"] for r in records if r["kind"] == "global"] == [0, 1]

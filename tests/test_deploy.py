@@ -200,7 +200,8 @@ def test_a_copied_node_folder_an_edited_index_and_swapped_data_are_refused_in_on
     copied = tmp_path / "copied"
     shutil.copytree(tmp_path / "fed", copied)
     shutil.copytree(copied / "node_1", copied / "node_9")  # a fourth node started with node_1's folder
-    with pytest.raises(RuntimeError, match=r"^Flower nodes \d+ and \d+ both play client_1: each client's folder"):
+    with pytest.raises(RuntimeError, match=r"^Flower nodes \d+ \(node_1\) and \d+ \(node_9\) both play client_1: each "
+                                           r"client's folder"):
         _deployed(cfg, copied)
 
     edited = deploy.Node(tmp_path / "fed" / "node_1")
@@ -233,3 +234,61 @@ def test_the_server_refuses_a_node_whose_data_is_not_the_one_its_manifest_record
     with pytest.raises(RuntimeError, match=r"plays client_\d with data whose digest is not the split's"):
         FlowerRuntime(grid, ids, cfg.to_json(), 600.0, data_digests={**digests, "client_2": "0" * 64})
     grid.drain()
+
+
+def test_a_bad_deployed_node_stops_the_server_in_one_line_naming_the_node_and_its_file(tiny_dir, tmp_path):
+    """What the server says when a node refuses the run: one line naming the node (its Flower id and folder) and the
+    file, relative to the deployment folder; no run folder left. It used to be the node's absolute paths and a
+    3-frame traceback of the ClientApp, after "could not build its client"."""
+    import json
+    import shutil
+
+    cfg = small_config(tiny_dir)
+    deploy.split_federation(cfg, tmp_path / "fed")
+    deploy.split_federation(cfg.replace(seed=1), tmp_path / "other")
+
+    def refused(fed) -> str:
+        with pytest.raises(RuntimeError) as e:
+            _deployed(cfg, fed, run_dir=tmp_path / "run")
+        msg = str(e.value)
+        assert "\n" not in msg and "Traceback" not in msg and str(tmp_path) not in msg, msg
+        assert not (tmp_path / "run").exists()
+        return msg
+
+    edited = tmp_path / "edited"
+    shutil.copytree(tmp_path / "fed", edited)
+    info = json.loads((edited / "node_1" / "node.json").read_text())
+    (edited / "node_1" / "node.json").write_text(json.dumps({**info, "index": 0}))
+    assert refused(edited) == ("Flower node 1001 (node_1) refused the run: node_1/node.json: index 0 is not "
+                               "client_1's place in the run (1): the file was edited; use the folder the split wrote")
+
+    swapped = tmp_path / "swapped"
+    shutil.copytree(tmp_path / "fed", swapped)
+    (swapped / "node_0" / "data").rename(swapped / "tmp")
+    (swapped / "node_1" / "data").rename(swapped / "node_0" / "data")
+    (swapped / "tmp").rename(swapped / "node_1" / "data")
+    assert refused(swapped).startswith("Flower node 1000 (node_0) refused the run: node_0/data is not the data the "
+                                       "split wrote for client_0")
+
+    mixed = tmp_path / "mixed"  # node_2's folder from a split of another seed
+    shutil.copytree(tmp_path / "fed", mixed)
+    shutil.rmtree(mixed / "node_2")
+    shutil.copytree(tmp_path / "other" / "node_2", mixed / "node_2")
+    assert refused(mixed).startswith("Flower node 1002 (node_2) refused the run: node_2/node.json was split with other "
+                                     "data settings than this run's: seed=1 (run: 0)")
+
+    copied = tmp_path / "copied"
+    shutil.copytree(tmp_path / "fed", copied)
+    shutil.copytree(copied / "node_1", copied / "node_9")
+    assert refused(copied).startswith("Flower nodes 1001 (node_1) and 1003 (node_9) both play client_1")
+
+
+def test_a_clientapp_error_reaches_the_server_as_its_one_line():
+    """An error reply (not a refusal: a node that crashed) is named in one line, whichever way Flower wraps it."""
+    from fedrl_kit.flower import _first_line
+
+    assert _first_line("<class 'flwr.clientapp.client_app.ClientAppException'>:<'\nException ClientAppException "
+                       "occurred. Message: disk I/O error\nTraceback (most recent call last):\n  File x'>") == \
+        "disk I/O error"
+    assert _first_line("<class 'ZeroDivisionError'>:<'division by zero'>") == "ZeroDivisionError: division by zero"
+    assert _first_line("OSError: bad\nTraceback (most recent call last):\n  File y") == "OSError: bad"

@@ -168,3 +168,38 @@ def test_on_flowers_simulation_engine_a_raising_and_a_hanging_client_are_dropped
     assert [(f["round"], f["client"], f["reason"]) for f in fails] == [(1, "client_0", "raised"),
                                                                         (2, "client_2", "timeout")]
     assert [r["round"] for r in out["records"] if r["kind"] == "global"] == [0, 1, 2]  # the run went on
+
+
+def test_a_flower_run_whose_client_hangs_ends_by_itself_once_its_rounds_are_done(tiny_dir, tmp_path):
+    """`fedrl run --runtime flower` with a client hanging for good (the fault's hour): the client is dropped after
+    client_timeout, the records and checkpoint are written, and the process exits. It used to wait until killed:
+    Flower's simulation engine joins its worker threads before it shuts Ray down, and the hung client's worker waits
+    on its actor."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from test_cli import _tiny
+
+    run_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "fedrl_kit.cli", "run", "--method", "fedavg_grpo", "--runtime", "flower",
+           "--run-dir", str(run_dir), "--quiet", *_tiny(tiny_dir, "num_clients=3", "fail_client=client_2@1:hang",
+                                                        "client_timeout=20")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    t0 = time.time()
+    try:
+        out, _ = proc.communicate(timeout=420)  # Ray's start on a busy machine, one round, the 20 s timeout
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        raise AssertionError(f"still running {time.time() - t0:.0f} s after it started, long after its one round:\n"
+                             f"{out[-3000:]}") from None
+    assert proc.returncode == 0, out[-3000:]
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [(r["round"], r["client"], r["reason"]) for r in records if r["kind"] == "failure"] == [
+        (1, "client_2", "timeout")]
+    assert [r["round"] for r in records if r["kind"] == "global"] == [0, 1]
+    assert json.loads((run_dir / "checkpoint" / "state.json").read_text())["round"] == 1
+    assert "round   1" in out and "1 client failure(s) recorded" in out
+    assert "ActorDiedError" not in out and "Traceback" not in out, out[-3000:]

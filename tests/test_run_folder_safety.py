@@ -219,8 +219,43 @@ def test_a_full_disk_mid_run_is_one_line_with_the_round_to_resume_from(tiny_dir,
     with pytest.raises(ValueError) as failed:
         Run(cfg, d, progress=False).run()
     msg = str(failed.value)
-    assert "\n" not in msg and "keeps its checkpoint of round 0" in msg and "run the same command again" in msg
+    assert "\n" not in msg and "keeps its checkpoint of round 0" in msg and "run it again" in msg
+    assert msg.startswith(f"cannot write {d}/checkpoint.tmp/{'global.npz' if what == 'adapter' else 'optimizers.pt'} (")
     assert ("No space left on device" if what == "adapter" else "torch.save failed") in msg
     monkeypatch.undo()
     recs = Run(cfg, d, progress=False).run()
     assert [r["round"] for r in recs if r["kind"] == "global"] == [0, 1, 2]
+
+
+def test_a_full_disk_in_a_notebooks_run_cell_is_one_line_and_the_cell_run_again_resumes(tiny_dir, tmp_path,
+                                                                                       monkeypatch, capsys):
+    """A notebook runs `records = run.run()` in a cell: a full disk there showed IPython's traceback of the
+    WriteFailed; it is now one line (as a NotebookStop), and running the cell again once there is space resumes."""
+    import errno
+
+    import numpy as np
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from fedrl_kit.runs import WriteFailed
+
+    real, calls = np.savez, []
+
+    def savez(path, *a, **kw):
+        calls.append(path)
+        if len(calls) == 2:  # round 1's checkpoint
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(path, *a, **kw)
+
+    monkeypatch.setattr(np, "savez", savez)
+    shell = InteractiveShell.instance()
+    shell.user_ns["run"] = Run(small_config(tiny_dir, rounds=2), tmp_path / "run", progress=False)
+    capsys.readouterr()
+    result = shell.run_cell("records = run.run()")
+    assert isinstance(result.error_in_exec, WriteFailed)
+    shown = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert len(shown) == 1 and shown[0].startswith(f"WriteFailed: cannot write {tmp_path}/run/checkpoint.tmp/global.npz "
+                                                   "(No space left on device)"), shown
+    assert "keeps its checkpoint of round 0" in shown[0] and "the same cell" in shown[0]
+    monkeypatch.setattr(np, "savez", real)
+    assert shell.run_cell("records = run.run()").success
+    assert [r["round"] for r in shell.user_ns["records"] if r["kind"] == "global"] == [0, 1, 2]
