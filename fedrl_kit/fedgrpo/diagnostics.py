@@ -207,24 +207,10 @@ def selection_quality(server, truth, L: int | None = None, M: int | None = None)
 
 
 def ownership_leak(scores, owns) -> dict:
-    """What a curious server learns of question ownership from the score values alone, by the rule "a score row whose
-    every value is exactly 0 or 1 came from the exact-answer check (AE), so its expert owns the question".
-
-    The AE check scores 0 or 1; ``me_score="probability"`` scores strictly between them wherever the candidate has an
-    answer, so under it the rule names owners; ``me_score="agreement"`` (0/1) or ``ae_holders="all"`` (every score
-    an exact check) leaves every row in {0, 1} and the rule flags every pair, owner or not.
-
-    Args:
-        scores: one row of scores per (question, expert) pair, as the server received them.
-        owns: per pair, whether that expert owns the question (holds it in its private data; simulator truth).
-
-    Returns:
-        ``{"pairs", "owner_pairs", "owners_flagged", "others_flagged", "identified" (share of owner pairs the rule
-        flags), "false_positive_rate" (share of the other pairs it flags), "precision" (owners among the flagged
-        pairs), "base_rate" (owners among all pairs: a guess's precision), "advantage" (identified −
-        false_positive_rate: 1 = the rule names exactly the owners, 0 = it tells them apart no better than
-        chance)}``; a rate with nothing to count is nan.
-    """
+    """How well "a score row all exactly 0 or 1 ⇒ its expert owns the question" names owners (docs/fedgrpo.md,
+    "What the score values reveal"). ``scores``: one row per (question, expert) pair as the server got it; ``owns``:
+    per pair, simulator truth. Returns counts, ``identified`` / ``false_positive_rate`` (owner / other pairs
+    flagged), ``precision``, ``base_rate`` (owners' share) and ``advantage`` = identified − false_positive_rate."""
     owns = np.asarray(owns, dtype=bool)  # [P]
     if len(scores) != len(owns):
         raise ValueError(f"scores and owns must have one entry per pair, got {len(scores)} and {len(owns)}")
@@ -243,14 +229,8 @@ def ownership_leak(scores, owns) -> dict:
 
 
 def scored_pairs(traces, owner) -> tuple[list[np.ndarray], list[bool]]:
-    """The (question, expert) score rows of ``traces`` (:class:`StepTrace`) and whether each expert owns its question.
-
-    Args:
-        owner: ``[N_s]`` the client index owning each D_s question (``truth.fact("queries").owner``; -1: none).
-
-    Returns:
-        (rows, owns): one score row per (question, expert whose reply came back), and the ownership flags.
-    """
+    """Each (question, expert) score row of ``traces`` and whether the expert owns the question (``owner``: [N_s]
+    client index per D_s question, ``truth.fact("queries").owner``)."""
     rows, owns = [], []
     for t in traces:
         for q, who, r in zip(t.q_idx, t.scorers, t.scores):
