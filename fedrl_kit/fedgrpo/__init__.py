@@ -24,7 +24,7 @@ Deviations (one line each; in full in docs/fedgrpo.md):
 1. Q questions per step (GRPO's batch), not one per iteration.
 2. Competence cached per (client, exemplar) cell; by default its expectation under sampling, not a 0/1 draw.
 3. Eq. 9 taken literally has zero gradient: ``"paper"`` takes eq. 8's expert mean and normalises across candidates.
-4. No λ_k goes up: the AE share is a simulator-side diagnostic.
+4. No λ_k goes up, but ``me_score="probability"`` (default) reveals it: AE scores are 0/1, ME ones are not.
 5. Malicious clients (not in the paper) lie only in r_k^s; ``fedgrpo.robust`` aggregates against them.
 6. A client that raises is dropped for the round; a question whose experts all failed gets zero advantage.
 7. θ_k is SFT on D_k by default; ``evaluator.training="grpo"`` trains it by GRPO as §4.3's reward models.
@@ -32,4 +32,5 @@ Deviations (one line each; in full in docs/fedgrpo.md):
 9. ``group_reward="official"`` follows the official code: random experts, G·M candidates, one pooled group, no std.
 10. ``selection="random"`` (not in the paper) is the control arm for eq. 6.
 11. The paper's Table 1/2 scale (1.5B–7B, up to 320 rounds) is not reproduced.
+12. No-GT: the official code scores by the question's subject reward model (0/1 agreement), we by the expert's θ_k.
 """

@@ -86,7 +86,10 @@ class FedGRPOArgs(Args):
     """questions Q per server step (each with G candidates); 0 = b·K (prompts_per_step × num_clients, the
     rollouts of a Central-GRPO or FedAvg-GRPO step). A number > 0 fixes Q whatever K is (the K and M ablations)"""
     me_score: str = "probability"
-    """ME score: probability (the client model's probability of the candidate's answer) or agreement (0/1)"""
+    """ME score: probability (the client model's probability of the candidate's answer, strictly inside (0, 1) where
+    it has one: beside the owners' 0/1 exact checks this tells the server which expert owns which question) or
+    agreement (1 if the answer is the model's greedy one, else 0, like every AE score: the values no longer single
+    out owners; docs/fedgrpo.md, "What the score values reveal")"""
     malicious: int = 0
     """number of malicious clients (the last indices), who falsify their candidate scores"""
     malicious_kind: str = "flip"

@@ -206,8 +206,42 @@ def selection_quality(server, truth, L: int | None = None, M: int | None = None)
     return out
 
 
+def ownership_leak(scores, owns) -> dict:
+    """How well "a score row all exactly 0 or 1 ⇒ its expert owns the question" names owners (docs/fedgrpo.md,
+    "What the score values reveal"). ``scores``: one row per (question, expert) pair as the server got it; ``owns``:
+    per pair, simulator truth. Returns counts, ``identified`` / ``false_positive_rate`` (owner / other pairs
+    flagged), ``precision``, ``base_rate`` (owners' share) and ``advantage`` = identified − false_positive_rate."""
+    owns = np.asarray(owns, dtype=bool)  # [P]
+    if len(scores) != len(owns):
+        raise ValueError(f"scores and owns must have one entry per pair, got {len(scores)} and {len(owns)}")
+    flagged = np.array([bool(np.all((np.asarray(r) == 0.0) | (np.asarray(r) == 1.0))) for r in scores],
+                       dtype=bool)  # [P]
+
+    def rate(num: int, den: int) -> float:
+        return num / den if den else float("nan")
+
+    n_own, n_other = int(owns.sum()), int((~owns).sum())
+    tp, fp = int((flagged & owns).sum()), int((flagged & ~owns).sum())
+    identified, fpr = rate(tp, n_own), rate(fp, n_other)
+    return {"pairs": len(owns), "owner_pairs": n_own, "owners_flagged": tp, "others_flagged": fp,
+            "identified": identified, "false_positive_rate": fpr, "precision": rate(tp, tp + fp),
+            "base_rate": rate(n_own, len(owns)), "advantage": identified - fpr}
+
+
+def scored_pairs(traces, owner) -> tuple[list[np.ndarray], list[bool]]:
+    """Each (question, expert) score row of ``traces`` and whether the expert owns the question (``owner``: [N_s]
+    client index per D_s question, ``truth.fact("queries").owner``)."""
+    rows, owns = [], []
+    for t in traces:
+        for q, who, r in zip(t.q_idx, t.scorers, t.scores):
+            for k, row in zip(who, r):
+                rows.append(np.asarray(row))
+                owns.append(bool(owner[int(q)] == int(k)))
+    return rows, owns
+
+
 __all__ = ["diagnostics", "measure_all_competence", "trace_question", "selection_quality", "server_state",
-           "MAJOR_SHARE"]
+           "MAJOR_SHARE", "ownership_leak", "scored_pairs"]
 
 
 def hit_differences(server, truth, experts, min_share: float = MAJOR_SHARE) -> np.ndarray:

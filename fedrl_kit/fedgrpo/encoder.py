@@ -1,4 +1,4 @@
-"""The frozen encoder φ of FedGRPO's expert selection (Algorithm 1 lines 1 and 4)."""
+"""The frozen encoder φ of FedGRPO's expert selection (Algorithm 1 lines 1 and 4); why layer 1: docs/fedgrpo.md."""
 
 from __future__ import annotations
 
