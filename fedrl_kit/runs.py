@@ -24,7 +24,7 @@ from fedrl_kit.config import RunConfig, migrate
 from fedrl_kit.evaluate import eval_seed, evaluate
 from fedrl_kit.federation.parking import park_idle
 from fedrl_kit.federation.replies import REPLIES, UpdateBound, adapter_spec
-from fedrl_kit.federation.runtime import InProcessRuntime, SerialisingRuntime, parse_faults
+from fedrl_kit.federation.runtime import InProcessRuntime, parse_faults
 from fedrl_kit.federation.server import Server, ServerWorld
 from fedrl_kit.federation.truth import SimulatorTruth
 from fedrl_kit.methods import method_spec
@@ -413,7 +413,7 @@ class Run:
             builds only its own splits, every client lives on its own node.
     """
 
-    RUNTIMES = {"inprocess": InProcessRuntime, "serialising": SerialisingRuntime}
+    RUNTIMES = ("inprocess", "serialising")
 
     def __init__(self, config: RunConfig, run_dir: str | Path | None = None, progress: bool = True,
                  policy: Policy | None = None, runtime: str = "inprocess", server_data: str | Path | None = None):
@@ -515,7 +515,11 @@ class Run:
         # the seed's fresh adapter, also when the policy is reused from an earlier run (its "global" moved)
         start = initial_state(self.policy.model, cfg.seed)
         # every reply is checked against its declared format (the adapter against this one's names and shapes)
-        make = self.runtime_kind if callable(self.runtime_kind) else self.RUNTIMES[self.runtime_kind]
+        make = self.runtime_kind if callable(self.runtime_kind) else InProcessRuntime
+        if self.runtime_kind == "serialising":  # every payload through bytes and back (fedrl_kit.federation.wire)
+            from fedrl_kit.federation.wire import SerialisingRuntime
+
+            make = SerialisingRuntime
         if cfg.client_batching == "lockstep":  # clients step together (fedrl_kit.federation.lockstep)
             from fedrl_kit.federation.lockstep import LockstepRuntime
 
