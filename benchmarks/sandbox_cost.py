@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import save_result  # noqa: E402
 
-import fedrl_kit.rewards.accuracy as new_accuracy  # noqa: E402
+import fedrl_kit.rewards.math_accuracy as new_accuracy  # noqa: E402
 import fedrl_kit.rewards.sandbox as new  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import ast
+import dataclasses
 import errno
+import inspect
 import json
 import shlex
 import shutil
 import sys
+import textwrap
+import typing
+from functools import lru_cache
 from pathlib import Path
 
 from fedrl_kit.config import RunConfig, parse_set, preset, presets
@@ -34,11 +40,43 @@ class _PresetNames:
         return iter(presets())
 
 
+@lru_cache(maxsize=None)
+def field_docs(cls) -> dict[str, str]:
+    """``{field: docstring}`` of a dataclass whose fields carry a string literal right under them."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass) or klass is object:
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError):  # no source (frozen app): no docs, the fields still work
+            continue
+        body = tree.body[0].body
+        for node, nxt in zip(body, body[1:]):
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(nxt, ast.Expr) \
+                    and isinstance(getattr(nxt, "value", None), ast.Constant) and isinstance(nxt.value.value, str):
+                docs[node.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
+def describe_fields(cls, instance=None, prefix: str = "") -> list[tuple[str, str, str, str]]:
+    """``(name, type, default, doc)`` rows of a documented dataclass (for ``--help``)."""
+    docs, hints = field_docs(cls), typing.get_type_hints(cls)
+    obj = instance if instance is not None else cls()
+    rows = []
+    for f in dataclasses.fields(cls):
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value) or (isinstance(value, dict) and value
+                                               and all(dataclasses.is_dataclass(v) for v in value.values())):
+            continue  # nested sections (RunConfig.sections) are listed on their own
+        tp = hints.get(f.name, f.type)
+        tname = tp.__name__ if isinstance(tp, type) else str(tp).replace("typing.", "")
+        rows.append((prefix + f.name, tname, json.dumps(value, ensure_ascii=False, default=str), docs.get(f.name, "")))
+    return rows
+
+
 def fields_help(method: str) -> str:
     """Every field of RunConfig and of ``method``'s argument sections: name, type, default, doc."""
-    import textwrap
-
-    from fedrl_kit.args import describe_fields
     from fedrl_kit.methods import method_spec
 
     spec = method_spec(method)

@@ -26,9 +26,9 @@ def check_deployable(cfg, server_data) -> None:
 
 def config_digest(config_json: str) -> str:
     """A short name for a run's config: what a node keeps its client state under."""
-    from fedrl_kit.runs import _config_digest
+    from fedrl_kit import run_files
 
-    return _config_digest(config_json)[:16]
+    return run_files.config_digest(config_json)[:16]
 
 
 # -- splitting a federation ------------------------------------------------------------------------------------

@@ -19,8 +19,8 @@ import numpy as np
 from fedrl_kit.deploy import audit_from_env
 from fedrl_kit.federation.parking import park_idle
 from fedrl_kit.federation.server import draw_participants
-from fedrl_kit.federation.runtime import (ClientFailure, InProcessRuntime, Message, SERVER, _inject_after,
-                                         _inject_before, join_payload, split_payload)
+from fedrl_kit.federation.runtime import ClientFailure, InProcessRuntime, Message, SERVER, _inject_after, _inject_before
+from fedrl_kit.federation.wire import join_payload, split_payload
 
 try:  # flwr is a dependency of the toolkit; the import error names it when it is missing
     from flwr.app import (Array, ArrayRecord, ConfigRecord, Context, Error, Message as FlowerMessage, MetricRecord,

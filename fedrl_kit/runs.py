@@ -14,18 +14,17 @@ import shutil
 import socket
 import time
 import warnings
-import zipfile
 from pathlib import Path
 
 import datasets
 import numpy as np
 import torch
 
-from fedrl_kit.config import RunConfig, migrate
+from fedrl_kit.config import RunConfig
 from fedrl_kit.evaluate import eval_seed, evaluate
 from fedrl_kit.federation.parking import park_idle
 from fedrl_kit.federation.replies import REPLIES, UpdateBound, adapter_spec
-from fedrl_kit.federation.runtime import InProcessRuntime, SerialisingRuntime, parse_faults
+from fedrl_kit.federation.runtime import InProcessRuntime, parse_faults
 from fedrl_kit.federation.server import Server, ServerWorld
 from fedrl_kit.federation.truth import SimulatorTruth
 from fedrl_kit.methods import method_spec
@@ -33,6 +32,8 @@ from fedrl_kit.policy.adapters import GLOBAL, initial_state
 from fedrl_kit.policy.engine import Policy
 from fedrl_kit.rewards import REWARDS, make_reward_set
 from fedrl_kit.world.partition import partition
+from fedrl_kit.run_files import (DamagedRunDir, atomic_write, config_digest, read_jsonl_lines, sha256_hex,
+                                 state_digest)  # DamagedRunDir and read_jsonl_lines: also imported from here
 from fedrl_kit.policy.folder import REPO_ROOT, is_model_folder, resolve_base  # the first two: also imported from here
 from fedrl_kit.seeding import cpu_kernels
 from fedrl_kit.speed import Sampler
@@ -42,10 +43,6 @@ from fedrl_kit.world.registry import build_world, check_dataset_available
 
 class Interrupted(RuntimeError):
     """Raised by ``Run.run(stop_after=…)`` to simulate a crash after a round (tests, demos)."""
-
-
-class DamagedRunDir(ValueError):
-    """A run directory whose files do not match what its checkpoint recorded; the message names the file."""
 
 
 class RunDirInUse(ValueError):
@@ -75,46 +72,12 @@ CHECKPOINT_FORMAT = 2
 """state.json's format: 2 records checksums; a state.json without ``format`` was written before them"""
 
 
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _config_digest(text: str) -> str:
-    """The checksum a checkpoint records of config.json: of the fields it holds (read as resume reads them), every one
-    but ``rounds`` (a resumed run may extend it).
-    """
-    saved = _flat(migrate(json.loads(text)))
-    meaning = {k: v for k, v in saved.items() if k != "rounds"}
-    return _sha(json.dumps(meaning, sort_keys=True, default=str).encode())
-
-
-def _state_digest(state: dict) -> str:
-    """The checksum state.json carries of itself (every key but ``sha256``, canonical JSON)."""
-    return _sha(json.dumps({k: v for k, v in state.items() if k != "sha256"}, sort_keys=True).encode())
-
-
-def read_jsonl_lines(path: Path, lines: list[bytes], skip_blank: bool = False) -> list[dict]:
-    """The records in ``lines`` of JSON-lines file ``path``; DamagedRunDir names the file and line of a bad one."""
-    out = []
-    for i, line in enumerate(lines, 1):
-        if skip_blank and not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise DamagedRunDir(f"{path} line {i} is not a JSON record ({e}): {line[:60]!r}") from None
-        if not isinstance(rec, dict):
-            raise DamagedRunDir(f"{path} line {i} is not a JSON object: {line[:60]!r}")
-        out.append(rec)
-    return out
 
 
 def check_device(device: str) -> None:
@@ -270,7 +233,7 @@ def is_run_folder(run_dir: Path) -> bool:
             continue
         if state.get("format") is None and all(type(state.get(k)) is int for k in ("round", "n_records", "n_ledger")):
             return True
-        if state.get("format") is not None and state.get("sha256") == _state_digest(state):
+        if state.get("format") is not None and state.get("sha256") == state_digest(state):
             return True
     return False
 
@@ -334,7 +297,7 @@ def fresh_run_dir(run_dir: str | Path) -> Path:
 def mark_run_folder(run_dir: Path) -> None:
     """Write :data:`RUN_MARKER` into ``run_dir`` (once): it is a run folder, and what a fresh start deletes there."""
     if not _has_marker(run_dir):
-        _atomic_write(run_dir / RUN_MARKER, json.dumps({
+        atomic_write(run_dir / RUN_MARKER, json.dumps({
             "written_by": "fedrl-kit",
             "a_fresh_start_deletes": sorted(n for n in (*RUN_FILES, *WRITTEN_BESIDE) if n != "lock")
             + ["drift_tensors/round*/*.npz"]}, indent=1) + "\n")
@@ -376,17 +339,6 @@ def _remove_made(made: list[Path]) -> None:
             return
 
 
-def _flat(d: dict, prefix: str = "") -> dict:
-    """A config dict with its sections flattened to dotted names (``fedgrpo.num_experts``)."""
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[prefix + k] = v
-    return out
-
-
 @contextlib.contextmanager
 def _writing(path):
     """Name ``path`` in a write failure raised inside (a full disk's ``OSError`` from ``write`` or ``fsync`` carries no
@@ -398,12 +350,6 @@ def _writing(path):
         if getattr(e, "filename", None) is None:
             e.filename = str(path)
         raise
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def load_policy(cfg: RunConfig, policy: Policy | None = None) -> Policy:
@@ -440,7 +386,7 @@ class Run:
             builds only its own splits, every client lives on its own node.
     """
 
-    RUNTIMES = {"inprocess": InProcessRuntime, "serialising": SerialisingRuntime}
+    RUNTIMES = ("inprocess", "serialising")
 
     def __init__(self, config: RunConfig, run_dir: str | Path | None = None, progress: bool = True,
                  policy: Policy | None = None, runtime: str = "inprocess", server_data: str | Path | None = None):
@@ -542,7 +488,11 @@ class Run:
         # the seed's fresh adapter, also when the policy is reused from an earlier run (its "global" moved)
         start = initial_state(self.policy.model, cfg.seed)
         # every reply is checked against its declared format (the adapter against this one's names and shapes)
-        make = self.runtime_kind if callable(self.runtime_kind) else self.RUNTIMES[self.runtime_kind]
+        make = self.runtime_kind if callable(self.runtime_kind) else InProcessRuntime
+        if self.runtime_kind == "serialising":  # every payload through bytes and back (fedrl_kit.federation.wire)
+            from fedrl_kit.federation.wire import SerialisingRuntime
+
+            make = SerialisingRuntime
         if cfg.client_batching == "lockstep":  # clients step together (fedrl_kit.federation.lockstep)
             from fedrl_kit.federation.lockstep import LockstepRuntime
 
@@ -631,16 +581,16 @@ class Run:
                 self.spec.save_state(self.server, tmp)
         files = {}
         for f in sorted(tmp.iterdir()):
-            files[f.name] = _sha(f.read_bytes())
+            files[f.name] = sha256_hex(f.read_bytes())
             with open(f, "rb+") as fh, _writing(f):
                 os.fsync(fh.fileno())
         state = {"format": CHECKPOINT_FORMAT, "round": round, "n_records": len(self.records),
                  "n_ledger": len(self.runtime.ledger.records), "ledger_lines": self._ledger_lines,
                  "metrics_sha256": self._digest["metrics.jsonl"].hexdigest(),
                  "ledger_sha256": self._digest["ledger.jsonl"].hexdigest(),
-                 "config_sha256": _config_digest((self.run_dir / "config.json").read_text()), "files": files,
+                 "config_sha256": config_digest((self.run_dir / "config.json").read_text()), "files": files,
                  "cpu_kernels": cpu_kernels()}
-        state["sha256"] = _state_digest(state)
+        state["sha256"] = state_digest(state)
         with open(tmp / "state.json", "w") as fh, _writing(tmp / "state.json"):
             fh.write(json.dumps(state))
             fh.flush()
@@ -656,56 +606,6 @@ class Run:
     def _damaged(self, what: str) -> DamagedRunDir:
         return DamagedRunDir(f"run directory {self.run_dir} is damaged: {what}; it cannot be resumed safely "
                              "(use a new run_dir, or restore the file)")
-
-    def _check_config(self, cfg_path: Path) -> None:
-        """config.json must parse and hold this run's config (``rounds`` may grow)."""
-        try:
-            saved = _flat(migrate(json.loads(cfg_path.read_text())))
-        except (json.JSONDecodeError, UnicodeDecodeError, ValueError, AttributeError) as e:
-            raise ValueError(f"run directory {self.run_dir} is damaged: {cfg_path} is not a readable config "
-                             f"({type(e).__name__}: {e}); use a new run_dir") from None
-        mine = _flat(self.config.to_dict())
-        # a field missing from an older config.json had its default then: fields are only ever added
-        # with the default that keeps the old behaviour (e.g. trace_drift = False)
-        default = _flat(RunConfig().to_dict())
-        diff = sorted(k for k in mine if k != "rounds" and saved.get(k, default[k]) != mine[k])
-        if diff:
-            raise ValueError(f"run directory {self.run_dir} holds a run with a different config "
-                             f"(fields {diff}); use a new run_dir or the same config")
-
-    def _read_state(self, ck: Path) -> dict:
-        """state.json, checked against its own checksum and the files it lists."""
-        path = ck / "state.json"
-        try:
-            state = json.loads(path.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise self._damaged(f"{path} is not JSON ({e})") from None
-        if not isinstance(state, dict) or not isinstance(state.get("round"), int) \
-                or not isinstance(state.get("n_records"), int) or not isinstance(state.get("n_ledger"), int):
-            raise self._damaged(f"{path} lacks round, n_records or n_ledger")
-        if state.get("format") is None:  # written before checksums: the line counts and the records' rounds still hold
-            return state
-        if state.get("sha256") != _state_digest(state):
-            raise self._damaged(f"{path} was edited (its checksum does not match its content)")
-        for name, digest in state["files"].items():
-            f = ck / name
-            if not f.exists():
-                raise self._damaged(f"{f} is missing")
-            if _sha(f.read_bytes()) != digest:
-                raise self._damaged(f"{f} is not the file the checkpoint wrote (checksum mismatch)")
-        return state
-
-    def _load_adapter(self, path: Path) -> dict:
-        """global.npz without pickle, with the run's tensor names, shapes and dtypes, finite."""
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                state = {k: z[k] for k in z.files}
-        except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as e:
-            raise self._damaged(f"{path} is not a readable adapter ({type(e).__name__}: {e})") from None
-        if adapter_spec(state) != self.runtime.expect["adapter"] or \
-                not all(np.isfinite(v).all() for v in state.values()):
-            raise self._damaged(f"{path} does not hold this run's finite LoRA adapter")
-        return state
 
     def _refuse_lost_checkpoint(self, ck: Path) -> None:
         """A folder without a checkpoint starts from round 0, overwriting metrics.jsonl and ledger.jsonl: refuse
@@ -723,63 +623,26 @@ class Run:
                                     "again from round 0 would overwrite them")
 
     def _resume(self) -> int:
-        """Load the last checkpoint if there is one; return the last completed round (-1 if none)."""
+        """Load the last checkpoint if there is one (:mod:`fedrl_kit.resume`); return the last completed round (-1 if
+        none)."""
         if self.run_dir is None:
             return -1
         cfg_path = self.run_dir / "config.json"
         if cfg_path.exists():
-            self._check_config(cfg_path)
+            from fedrl_kit.resume import check_config
+
+            check_config(self, cfg_path)
         ck = self.run_dir / "checkpoint"
         if not (ck / "state.json").exists() and (self.run_dir / "checkpoint.old" / "state.json").exists():
             ck = self.run_dir / "checkpoint.old"  # killed between the two renames of a checkpoint swap
         if not (ck / "state.json").exists():
             self._refuse_lost_checkpoint(ck)
             return -1
-        state = self._read_state(ck)
+        from fedrl_kit.resume import load_checkpoint, read_state  # only a folder with a checkpoint reads one back
+
+        state = read_state(self, ck)
         check_kernels(self.run_dir, state.get("cpu_kernels"))
-        if state.get("format") is not None:
-            if not cfg_path.exists():
-                raise self._damaged(f"{cfg_path} is missing (the checkpoint of round {state['round']} was written "
-                                    "with it; without it a changed config would go unnoticed)")
-            if _config_digest(cfg_path.read_text()) != state["config_sha256"]:
-                raise self._damaged(f"{cfg_path} was changed after the checkpoint of round {state['round']}")
-        kept, parsed = {}, {}
-        for name, n, key in (("metrics.jsonl", state["n_records"], "metrics_sha256"),
-                             ("ledger.jsonl", state.get("ledger_lines", state["n_ledger"]), "ledger_sha256")):
-            path = self.run_dir / name
-            if not path.exists():
-                if n:
-                    raise self._damaged(f"{path} is missing (the checkpoint covers {n} lines of it)")
-                lines = []
-            else:
-                lines = path.read_bytes().split(b"\n")[:-1] if path.stat().st_size else []
-                if state.get("format") is not None and len(lines) < n:
-                    raise self._damaged(f"{path} has {len(lines)} complete lines, the checkpoint of round "
-                                        f"{state['round']} covers {n}")
-                lines = lines[:n]
-                parsed[name] = read_jsonl_lines(path, lines)  # a garbage line is named before any checksum
-                if state.get("format") is not None and _sha(b"".join(x + b"\n" for x in lines)) != state[key]:
-                    raise self._damaged(f"{path}'s first {n} lines are not the ones the checkpoint recorded "
-                                        "(checksum mismatch)")
-            kept[name] = lines
-        records, ledger = parsed.get("metrics.jsonl", []), parsed.get("ledger.jsonl", [])
-        last = max((r.get("round", -1) for r in records), default=-1)
-        if last != state["round"]:
-            raise self._damaged(f"{ck / 'state.json'} says round {state['round']}, but the last record it covers in "
-                                f"{self.run_dir / 'metrics.jsonl'} is of round {last}")
-        self.server.global_state = self._load_adapter(ck / "global.npz")
-        if self.spec.load_state is not None:
-            self.spec.load_state(self.server, ck)
-        if (ck / "optimizers.pt").exists():
-            opt = torch.load(ck / "optimizers.pt", weights_only=True)
-            for cid, sd in opt.items():  # kept as a parked client keeps them, loaded when it next trains
-                self.clients[cid].keep_moments(sd)
-        for name, lines in kept.items():
-            _atomic_write(self.run_dir / name, "".join(x.decode() + "\n" for x in lines))
-            self._digest[name] = hashlib.sha256(b"".join(x + b"\n" for x in lines))
-        self.records, self.runtime.ledger.records = records, ledger
-        self._ledger_lines = len(ledger)
-        return state["round"]
+        return load_checkpoint(self, ck, state, cfg_path)
 
     # -- the loop ------------------------------------------------------------------------------------
     @property
@@ -848,7 +711,7 @@ class Run:
         if self.run_dir is not None:
             self._wrote = True
             mark_run_folder(self.run_dir)  # first: a folder holding anything a run wrote is marked as a run's
-            _atomic_write(self.run_dir / "config.json", cfg.to_json())
+            atomic_write(self.run_dir / "config.json", cfg.to_json())
         mode = "ab" if last >= 0 else "wb"
         fh = open(self.run_dir / "metrics.jsonl", mode) if self.run_dir else None
         lh = open(self.run_dir / "ledger.jsonl", mode) if self.run_dir else None

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import small_config
-from fedrl_kit.federation.runtime import decode_payload, encode_payload
+from fedrl_kit.federation.wire import decode_payload, encode_payload
 from fedrl_kit.methods import METHODS
 from fedrl_kit.runs import Run
 

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from conftest import small_config
 from fedrl_kit.aggregate import coordinate_median, fedavg, trimmed_mean
 from fedrl_kit.federation.replies import Context, adapter_spec
-from fedrl_kit.federation.runtime import ClientFailure, InProcessRuntime, Message, SerialisingRuntime
+from fedrl_kit.federation.runtime import ClientFailure, InProcessRuntime, Message
+from fedrl_kit.federation.wire import SerialisingRuntime
 from fedrl_kit.methods import method_spec
 from fedrl_kit.runs import Run
 
@@ -429,7 +430,7 @@ def test_a_reply_too_large_is_dropped_before_it_is_walked_or_decoded(monkeypatch
     """A reply of more entries than MAX_REPLY_ITEMS is refused from a container's length, before its members are
     walked (in-process and serialised); a serialised reply of more bytes than the limit is refused before decoding."""
     from fedrl_kit.federation import replies as rp
-    from fedrl_kit.federation import runtime as rt_module
+    from fedrl_kit.federation import wire as rt_module
 
     monkeypatch.setattr(rp, "MAX_REPLY_ITEMS", 1000)
     many = {"many names": _good(metrics={f"m{i}": 0.0 for i in range(2000)}),

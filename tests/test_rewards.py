@@ -26,7 +26,7 @@ from fedrl_kit.rewards import (
     repetition_penalty_reward,
     tag_count_reward,
 )
-from fedrl_kit.rewards import accuracy as accuracy_module
+from fedrl_kit.rewards import math_accuracy as accuracy_module
 from fedrl_kit.rewards import math_worker
 
 from hypothesis import given, settings

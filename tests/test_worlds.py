@@ -11,11 +11,11 @@ import pytest
 
 from fedrl_kit.config import preset
 from fedrl_kit.rewards import REWARDS
-from fedrl_kit.rewards.accuracy import humaneval_program
+from fedrl_kit.rewards.humaneval import humaneval_program
 from fedrl_kit.rewards.mcq import extract_choice, prompt_options
-from fedrl_kit.world.real import DatasetNotAvailableError, load_real_dataset, packaged_dataset
+from fedrl_kit.world.real import DatasetNotAvailableError, load_real_dataset, make_real_world, packaged_dataset
 from fedrl_kit.world.registry import (ACCURACY_REWARDS, REAL_WORLDS, WORLDS, build_world, check_dataset_available,
-                                      check_world, default_rewards, make_real_world)
+                                      check_world, default_rewards)
 
 
 @pytest.fixture(autouse=True)

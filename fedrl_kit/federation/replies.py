@@ -65,7 +65,7 @@ largest honest replies hold thousands (DPSDA-FL's synthetic questions, FedGRPO's
 from each container's length before its members are walked, so a reply of 2 M metric names is refused at once."""
 
 MAX_REPLY_BYTES = 64 * 1024 ** 2
-"""Fewest bytes a serialised reply may always take (:class:`~fedrl_kit.federation.runtime.SerialisingRuntime`: the
+"""Fewest bytes a serialised reply may always take (:class:`~fedrl_kit.federation.wire.SerialisingRuntime`: the
 limit is the larger of this and 4 × the request's bytes, since a ``fit`` reply carries an adapter of the size the
 request did); checked before the reply is decoded, so a 300 MB reply costs its bytes, not 2 GB of decoding."""
 

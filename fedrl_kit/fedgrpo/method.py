@@ -1,7 +1,7 @@
 """FedGRPO as a method of the engine: its :class:`~fedrl_kit.methods.MethodSpec` and how its federation is built.
 
 The algorithm is in :mod:`fedrl_kit.fedgrpo.algorithm` (the server), :mod:`fedrl_kit.fedgrpo.client`
-(the clients) and :mod:`fedrl_kit.fedgrpo.diagnostics` (what only the simulator knows); the
+(the clients) and :mod:`fedrl_kit.fedgrpo.round_diagnostics` (what only the simulator knows); the
 package docstring (:mod:`fedrl_kit.fedgrpo`) maps Algorithm 1 onto them; docs/fedgrpo.md lists the deviations.
 """
 
@@ -12,7 +12,7 @@ import copy
 from fedrl_kit.fedgrpo.algorithm import load_state, run_round, save_state
 from fedrl_kit.fedgrpo.args import EvaluatorArgs, FedGRPOArgs
 from fedrl_kit.fedgrpo.client import FedGRPOClient
-from fedrl_kit.fedgrpo.diagnostics import diagnostics
+from fedrl_kit.fedgrpo.round_diagnostics import diagnostics
 from fedrl_kit.fedgrpo.encoder import check_encoder_layer
 from fedrl_kit.federation.replies import list_of, number, record
 from fedrl_kit.fedgrpo.queries import build_query_pool

@@ -12,14 +12,42 @@ import torch
 
 from fedrl_kit.policy.hub import load_pretrained
 from fedrl_kit.policy.pretrain import check_settings, noisy_answer, train_and_save
-from fedrl_kit.world.families import FAMILIES, family_sft_rows, is_code, program_for
-from fedrl_kit.world.tasks import format_completion
+from fedrl_kit.world.families import FAMILIES, _check_families, all_topics, is_code, program_for
+from fedrl_kit.world.tasks import DIFFICULTIES, format_completion
+from fedrl_kit.world.world import is_heldout
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_SOURCE = REPO / "data" / "base"
 DEFAULT_OUT = REPO / "data" / "base_moa"
 MISSING_MESSAGE = ("the FedMOA base {path} is missing: build it (a few CPU minutes) with\n"
                    "    OMP_NUM_THREADS=1 python -m fedrl_kit.policy.pretrain_families --out data/base_moa")
+
+
+def family_sft_rows(n: int, seed: int, families=tuple(FAMILIES), difficulties=DIFFICULTIES,
+                    mix=None) -> list[dict]:
+    """``n`` warm-start rows (with reasoning) from the non-held-out region, round-robin over families
+    and their topics, drawn *with* replacement (as :func:`fedrl_kit.policy.pretrain.sft_pairs` does).
+    """
+    families = _check_families(families)
+    mix = (1,) * len(families) if mix is None else tuple(mix)
+    if len(mix) != len(families) or any(not isinstance(k, int) or k < 1 for k in mix):
+        raise ValueError(f"mix must hold one integer >= 1 per family {families}, got {mix!r}")
+    cycle = [f for f, k in zip(families, mix) for _ in range(k)]  # e.g. [math, gsm, gsm, code]
+    topics = all_topics()
+    rng = random.Random(seed)
+    rows: list[dict] = []
+    counters = {f: 0 for f in families}
+    while len(rows) < n:
+        fam = cycle[len(rows) % len(cycle)]
+        topic = FAMILIES[fam][counters[fam] % len(FAMILIES[fam])]
+        d = rng.choice(tuple(difficulties))
+        prompt, answer, reasoning = topics[topic].make(rng, d)
+        if is_heldout(prompt):  # never teach a problem a test split may hold
+            continue
+        counters[fam] += 1
+        rows.append({"prompt": prompt, "answer": answer, "topic": topic, "difficulty": d, "family": fam,
+                     "reasoning": reasoning})
+    return rows
 
 
 def noisy_program(reasoning: str, rng: random.Random) -> str:

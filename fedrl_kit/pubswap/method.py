@@ -17,7 +17,6 @@ from fedrl_kit.methods import MethodSpec
 from fedrl_kit.methods.fedavg_grpo import build_grpo_clients
 from fedrl_kit.rollout import Rollouts
 from fedrl_kit.pubswap.args import PAPER_SETTING, PubSwapArgs
-from fedrl_kit.pubswap.distortion import distortion_terms
 from fedrl_kit.pubswap.presets import PAPER_PRESETS
 from fedrl_kit.pubswap.swap import SWAP_RULES, ResponsePool, SwapResult
 
@@ -137,6 +136,8 @@ class PubSwapClient(GRPOClient):
     def off_policy_terms(self, payload: dict) -> dict:
         """Appendix A.2's ω_n, its bound, max β_n and ‖ĝ_n‖ for this public step, at the current θ (before the step):
         :func:`~fedrl_kit.pubswap.distortion.distortion_terms` on the client's own responses and its swapped group."""
+        from fedrl_kit.pubswap.distortion import distortion_terms  # only when pubswap.trace_off_policy asks
+
         K, gen = self.local.num_generations, self._generated
         own = [list(gen.completions[i * K:(i + 1) * K]) for i in range(len(payload["texts"]))]
         index = payload["own_index"]

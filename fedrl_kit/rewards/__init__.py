@@ -5,12 +5,14 @@ or a list of chat messages; ``answer`` (where a reward reads it) the dataset col
 ignored; None where a row has nothing to score. The rewards' Args list only what they add to this.
 """
 
+import importlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
-from fedrl_kit.rewards.accuracy import accuracy_reward, humaneval_accuracy_reward, math_accuracy_reward
+from fedrl_kit.rewards.accuracy import accuracy_reward
 from fedrl_kit.rewards.code import (
     char_repetition_penalty_reward,
     code_accuracy_reward,
@@ -21,7 +23,6 @@ from fedrl_kit.rewards.code import (
     short_length_reward,
 )
 from fedrl_kit.rewards.format import format_reward, is_well_formatted, tag_count_reward
-from fedrl_kit.rewards.mcq import mcq_accuracy_reward
 from fedrl_kit.rewards.parsing import (
     completion_text,
     extract_answer,
@@ -35,9 +36,32 @@ from fedrl_kit.rewards.shaping import (
     repetition_penalty_reward,
 )
 
-REWARDS: dict[str, Callable] = {
+
+class RewardRegistry(Mapping):
+    """Reward name → reward function; an entry given as ``"module:function"`` (the real datasets' rewards:
+    math-verify, HumanEval, multiple choice) is imported on first use, so a run that names none of them never
+    loads them."""
+
+    def __init__(self, entries: dict):
+        self._entries = dict(entries)
+
+    def __getitem__(self, name: str) -> Callable:
+        entry = self._entries[name]
+        if isinstance(entry, str):
+            module, attr = entry.split(":")
+            entry = self._entries[name] = getattr(importlib.import_module(module), attr)
+        return entry
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+REWARDS: Mapping[str, Callable] = RewardRegistry({
     "accuracy": accuracy_reward,
-    "math_accuracy": math_accuracy_reward,
+    "math_accuracy": "fedrl_kit.rewards.math_accuracy:math_accuracy_reward",
     "format": format_reward,
     "tag_count": tag_count_reward,
     "length": length_reward,
@@ -51,9 +75,9 @@ REWARDS: dict[str, Callable] = {
     "family_accuracy": family_accuracy_reward,
     "real_family_accuracy": real_family_accuracy_reward,
     # real worlds (fedrl_kit.world.registry): HumanEval's tests with the prompt's imports, MedQA's option letter
-    "humaneval_accuracy": humaneval_accuracy_reward,
-    "mcq_accuracy": mcq_accuracy_reward,
-}
+    "humaneval_accuracy": "fedrl_kit.rewards.humaneval:humaneval_accuracy_reward",
+    "mcq_accuracy": "fedrl_kit.rewards.mcq:mcq_accuracy_reward",
+})
 """the rewards a config can name, each with its default knobs"""
 
 
@@ -137,8 +161,18 @@ def make_reward_set(names: Sequence[str], weights: Sequence[float] | None = None
     )
 
 
+def __getattr__(name: str):
+    """The rewards :data:`REWARDS` imports on first use, also by their function names."""
+    lazy = {"math_accuracy_reward": "math_accuracy", "humaneval_accuracy_reward": "humaneval_accuracy",
+            "mcq_accuracy_reward": "mcq_accuracy"}
+    if name in lazy:
+        return REWARDS[lazy[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "REWARDS",
+    "RewardRegistry",
     "RewardSet",
     "accuracy_reward",
     "char_repetition_penalty_reward",

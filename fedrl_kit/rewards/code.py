@@ -4,7 +4,7 @@ Details: docs/reliability.md, "Module notes".
 
 import ast
 
-from fedrl_kit.rewards.accuracy import accuracy_reward, humaneval_accuracy_reward, math_accuracy_reward
+from fedrl_kit.rewards.accuracy import accuracy_reward
 from fedrl_kit.rewards.format import is_well_formatted
 from fedrl_kit.rewards.parsing import completion_text, extract_tagged_answer
 from fedrl_kit.rewards.shaping import length_reward
@@ -91,6 +91,9 @@ def family_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list:
 def real_family_accuracy_reward(prompts, completions, answer=None, **kwargs) -> list:
     """Accuracy on rows of FedMOA's real families: HumanEval rows (tests end in ``check(...)``) by running them
     with the prompt's imports, MBPP rows (assert tests) in the sandbox, MATH/GSM8K rows by math-verify."""
+    from fedrl_kit.rewards.humaneval import humaneval_accuracy_reward  # the real datasets' rewards: on first use
+    from fedrl_kit.rewards.math_accuracy import math_accuracy_reward
+
     n = len(completions)
     if answer is None:
         return [None] * n

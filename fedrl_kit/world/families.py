@@ -251,30 +251,3 @@ def make_family_world(seed: int = 0, n_train: int = 600, n_test: int = 20, famil
     all_val = datasets.concatenate_datasets([val[f] for f in families])
     return FamilyWorld(families, train, test, all_test, _to_ds([]), all_val, val,
                        {f: "code_accuracy" if f == "code" else "accuracy" for f in families})
-
-
-def family_sft_rows(n: int, seed: int, families=tuple(FAMILIES), difficulties=DIFFICULTIES,
-                    mix=None) -> list[dict]:
-    """``n`` warm-start rows (with reasoning) from the non-held-out region, round-robin over families
-    and their topics, drawn *with* replacement (as :func:`fedrl_kit.policy.pretrain.sft_pairs` does).
-    """
-    families = _check_families(families)
-    mix = (1,) * len(families) if mix is None else tuple(mix)
-    if len(mix) != len(families) or any(not isinstance(k, int) or k < 1 for k in mix):
-        raise ValueError(f"mix must hold one integer >= 1 per family {families}, got {mix!r}")
-    cycle = [f for f, k in zip(families, mix) for _ in range(k)]  # e.g. [math, gsm, gsm, code]
-    topics = all_topics()
-    rng = random.Random(seed)
-    rows: list[dict] = []
-    counters = {f: 0 for f in families}
-    while len(rows) < n:
-        fam = cycle[len(rows) % len(cycle)]
-        topic = FAMILIES[fam][counters[fam] % len(FAMILIES[fam])]
-        d = rng.choice(tuple(difficulties))
-        prompt, answer, reasoning = topics[topic].make(rng, d)
-        if is_heldout(prompt):  # never teach a problem a test split may hold
-            continue
-        counters[fam] += 1
-        rows.append({"prompt": prompt, "answer": answer, "topic": topic, "difficulty": d, "family": fam,
-                     "reasoning": reasoning})
-    return rows

@@ -15,8 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+import numpy as np
 from huggingface_hub import constants as hub_constants
 from huggingface_hub.errors import HfHubHTTPError
+
+from fedrl_kit.world.families import FamilyWorld
+from fedrl_kit.world.names import ACCURACY_REWARDS, REAL_FAMILY_SOURCES, REAL_WORLDS, dataset_path, default_rewards
+from fedrl_kit.world.world import World
 
 ROW_FEATURES = datasets.Features(
     {
@@ -527,3 +532,124 @@ def load_real_dataset(
     if dropped:
         warnings.warn(f"{name}: dropped {dropped} rows with no verifiable gold answer", stacklevel=2)
     return datasets.Dataset.from_dict({k: [r[k] for r in rows] for k in ROW_FEATURES}, features=ROW_FEATURES)
+
+
+# ----------------------------------------------------------------------------- the worlds built from them
+
+
+def _distinct(rows: list[dict], exclude: set[str] = frozenset()) -> list[dict]:
+    """Rows with a prompt not seen before and not in ``exclude`` (first occurrence kept, order kept)."""
+    seen, out = set(exclude), []
+    for row in rows:
+        if row["prompt"] not in seen:
+            seen.add(row["prompt"])
+            out.append(row)
+    return out
+
+
+def _real_pools(name: str, path: Path | None) -> tuple[list[dict], list[dict] | None]:
+    """(the private pool, the held-out pool or None for one pool) of real dataset ``name``, distinct prompts."""
+    spec = REAL_DATASETS[name]
+    train = load_real_dataset(name, spec.train_splits[0], path).to_list()
+    if spec.heldout_split is None:
+        return _distinct(train), None
+    try:
+        heldout = load_real_dataset(name, spec.heldout_split, path).to_list()
+    except SplitNotFoundError:  # a local copy of the training split only: carve everything from it
+        return _distinct(train), None
+    if {r["prompt"] for r in heldout} == {r["prompt"] for r in train}:  # a folder or file that names no split
+        return _distinct(train), None
+    for split in spec.train_splits[1:]:  # MBPP's validation and prompt splits join its training pool
+        try:
+            train += load_real_dataset(name, split, path).to_list()
+        except SplitNotFoundError:
+            pass
+    heldout = _distinct(heldout)
+    return _distinct(train, exclude={r["prompt"] for r in heldout}), heldout
+
+
+def _carve(rows: list[dict], sizes: dict[str, int], seed: list[int], what: str) -> dict[str, list[dict]]:
+    """Shuffle ``rows`` with ``seed`` and cut consecutive pieces of ``sizes`` (in order); ValueError if too few."""
+    need = sum(sizes.values())
+    if need > len(rows):
+        fields = " + ".join(sizes)
+        values = ", ".join(f"{k}={v}" for k, v in sizes.items())
+        raise ValueError(f"{fields} = {need} exceeds the {len(rows)} distinct problems of {what}; lower "
+                         f"{'them' if len(sizes) > 1 else 'it'} ({values})")
+    order = np.random.default_rng(seed).permutation(len(rows))
+    out, start = {}, 0
+    for key, n in sizes.items():
+        out[key] = [rows[i] for i in order[start:start + n]]
+        start += n
+    return out
+
+
+def make_real_world(name: str, dataset: str = "", seed: int = 0, n_train: int = 2000, n_test: int = 140,
+                    n_public: int = 140, n_aux: int = 100) -> World:
+    """The four splits of real dataset ``name`` (one of ``REAL_WORLDS``), disjoint by prompt, fixed by ``seed``.
+
+    Args:
+        dataset: a local folder or file ("" = the package that ships it, else the Hugging Face cache).
+        n_train, n_test, n_public, n_aux: sizes of the private pool and the server-held splits.
+
+    Returns:
+        A :class:`World` with ``accuracy_reward`` and ``default_rewards`` set.
+    """
+    if name not in REAL_WORLDS:
+        raise ValueError(f"world must be one of {REAL_WORLDS} for a real world, got {name!r}")
+    train, heldout = _real_pools(name, dataset_path(dataset))
+    held = dict(test=n_test, aux=n_aux, public=n_public)
+    if heldout is None:
+        splits = _carve(train, {"n_test": n_test, "n_aux": n_aux, "n_public": n_public, "n_train": n_train},
+                        [seed, 0], name)
+    else:
+        splits = _carve(heldout, {f"n_{k}": v for k, v in held.items()}, [seed, 1],
+                        f"{name}'s {REAL_DATASETS[name].heldout_split} split")
+        splits.update(_carve(train, {"n_train": n_train}, [seed, 2], f"{name}'s training split"))
+    # column-wise, so that an empty split (n_public=0) keeps the schema
+    to_ds = lambda rows: datasets.Dataset.from_dict({k: [r[k] for r in rows] for k in ROW_FEATURES},  # noqa: E731
+                                                    features=ROW_FEATURES)
+    return World(train=to_ds(splits["n_train"]), public=to_ds(splits["n_public"]), aux=to_ds(splits["n_aux"]),
+                 test=to_ds(splits["n_test"]), accuracy_reward=ACCURACY_REWARDS[name],
+                 default_rewards=default_rewards(name))
+
+
+def make_real_family_world(families, dataset: str = "", seed: int = 0, n_train: int = 2000, n_test: int = 600,
+                           n_val: int = 300):
+    """FedMOA's families on the real datasets (:data:`REAL_FAMILY_SOURCES`): per family a private pool, a test split
+    and a validation split, carved as :func:`make_real_world` carves them.
+
+    Args:
+        families: family names (math, gsm, code).
+        dataset: "" (packages and the HF cache) or a folder with ``math/``, ``gsm8k/``, ``mbpp/``, ``humaneval/``.
+        seed: which problems land in which split.
+        n_train, n_test, n_val: totals, split equally over the families (a family with fewer training problems
+            gets all: MBPP 474; code's test rows are HumanEval's, all 164 when ``n_test // n_families`` is more).
+
+    Returns:
+        A :class:`~fedrl_kit.world.families.FamilyWorld` (``accuracy_reward`` = ``real_family_accuracy``).
+    """
+    n_fam = len(families)
+    per_train, per_test, per_val = max(1, n_train // n_fam), max(1, n_test // n_fam), n_val // n_fam
+    root = dataset_path(dataset)
+    where = lambda name: str(root / name) if root is not None else ""  # noqa: E731
+    train, test, val, acc = {}, {}, {}, {}
+    for fam in families:
+        src, tst = REAL_FAMILY_SOURCES[fam]
+        pool, _ = _real_pools(src, dataset_path(where(src)))
+        n_fam_train = min(per_train, len(pool))  # MBPP holds 474 training problems: a code client share is all
+        if src == tst:
+            w = make_real_world(src, where(src), seed, n_fam_train, per_test, 0, per_val)
+            train[fam], test[fam], val[fam] = w.train, w.test, w.aux
+        else:
+            w = make_real_world(src, where(src), seed, n_fam_train, 0, 0, per_val)
+            tests, _ = _real_pools(tst, dataset_path(where(tst)))
+            t = make_real_world(tst, where(tst), seed, 0, min(per_test, len(tests)), 0, 0)  # HumanEval: 164 at most
+            train[fam], test[fam], val[fam] = w.train, t.test, w.aux
+        acc[fam] = ACCURACY_REWARDS[tst]
+    world = FamilyWorld(tuple(families), train, test, datasets.concatenate_datasets([test[f] for f in families]),
+                        datasets.Dataset.from_dict({k: [] for k in ROW_FEATURES}, features=ROW_FEATURES),
+                        datasets.concatenate_datasets([val[f] for f in families]), val, acc)
+    world.accuracy_reward = ACCURACY_REWARDS["real-families"]
+    world.default_rewards = default_rewards("real-families")
+    return world
