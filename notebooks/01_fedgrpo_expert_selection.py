@@ -513,8 +513,8 @@ Markdown(f"- FedGRPO{' peaks early' if peak <= last_round // 3 else ''}: its mea
 # %% [markdown]
 # **Inferred, not measured**: two candidate explanations.
 #
-# 1. **The reward.** Fedpetuning+GRPO checks each answer exactly; FedGRPO's reward is 8 × the experts' mean score
-#    + format, mostly ME guesses that separate right from wrong answers far less. A noisier reward fits a lower
+# 1. **The reward.** Fedpetuning+GRPO checks each answer exactly; FedGRPO's reward is 8 × the experts' mean
+#    score + format, mostly ME guesses that separate right from wrong answers far less. A noisier reward fits a lower
 #    plateau, as does F4; but random experts, with fewer exact scores, led mid-run: not the whole story.
 # 2. **Selection is inert under the paper's protocol.** The paper's official code lets every client check every
 #    answer against its label; then every expert gives the same exact score, whichever are chosen (by definition).
