@@ -188,8 +188,8 @@ FEDGRPO_FINDING_ARMS = [("fedgrpo", "fedavg_grpo"), ("fedgrpo", "central_grpo"),
 
 def fedgrpo_finding_notes(results: str | Path = RESULTS) -> pd.DataFrame:
     """:func:`fedgrpo_findings` as sentences a notebook can quote: one row per finding, labelled F1, F2, …, with the
-    difference in words (:func:`interval_words`) and its setting (clients, β, τ, prompts per step, seeds and each
-    arm's rounds), all read from the stored files."""
+    difference in words (:func:`interval_words`) and its setting (clients, Dirichlet concentration, τ, prompts per
+    step, seeds and each arm's rounds), all read from the stored files."""
     from experiments.fedgrpo_claims import METHOD_NAMES, load_arms, long_curves, with_arms
 
     results = Path(results)
@@ -203,8 +203,9 @@ def fedgrpo_finding_notes(results: str | Path = RESULTS) -> pd.DataFrame:
         arms = " against ".join(f"{METHOD_NAMES[x]} ({int(rounds[METHOD_NAMES[x]])} rounds)" for x in (a, b))
         rows.append({"label": f"F{i}", "finding": r["finding"],
                      "result": interval_words(r["difference"], r["±95% t"], int(r["seeds"])),
-                     "setting": (f"K = {s['num_clients']} clients, β = {s['dirichlet_alpha']}, τ = {s['local_steps']}, "
-                                 f"{s['prompts_per_step']} prompts per client and step, {int(r['seeds'])} seeds; {arms}; "
+                     "setting": (f"K = {s['num_clients']} clients, dirichlet_alpha = {s['dirichlet_alpha']}, "
+                                 f"τ = {s['local_steps']}, {s['prompts_per_step']} prompts per client and step, "
+                                 f"{int(r['seeds'])} seeds; {arms}; "
                                  "plateau = mean pass@1 of the last 5 rounds")})
     return pd.DataFrame(rows).set_index("label")
 
@@ -234,21 +235,33 @@ def fedgrpo_paper_table() -> pd.DataFrame:
 
 
 #: the arms of the stored trained-until-flat runs whose plateaus :func:`fedgrpo_plateaus` shows, in its row order
-FEDGRPO_PLATEAU_ARMS = ("fedgrpo", "fedavg_grpo", "central_grpo", "fedgrpo_random", "fedgrpo_allgt")
+FEDGRPO_PLATEAU_ARMS = ("fedgrpo", "fedavg_grpo", "central_grpo", "fedgrpo_random", "fedgrpo_allgt", "dpsda_grpo")
+#: the row :func:`fedgrpo_plateaus` adds for the model every arm starts from
+FEDGRPO_BASE_ROW = "base model (before training)"
+_FEDGRPO_LONG_FILES = ("fedgrpo_compare_pool_long.json", "fedgrpo_compare_pool_long30.json")
 
 
-def fedgrpo_plateaus(results: str | Path = RESULTS, window: int = 5) -> pd.DataFrame:
+def _fedgrpo_long_frame(results: Path) -> pd.DataFrame:
+    """:func:`~experiments.fedgrpo_claims.curve_frame` of the stored trained-until-flat runs and the control arms,
+    each (arm, seed) from the file that trained it longest, on the seeds FedGRPO ran only."""
+    from experiments.fedgrpo_claims import curve_frame, load_arms, with_arms
+
+    long = [json.loads((results / n).read_text()) for n in _FEDGRPO_LONG_FILES]
+    df = curve_frame(with_arms(long, load_arms(results)))
+    return df[df["seed"].isin(df.loc[df["method"] == "fedgrpo", "seed"])]
+
+
+def fedgrpo_plateaus(results: str | Path = RESULTS, window: int = 5, base: bool = True) -> pd.DataFrame:
     """Each arm's absolute plateau (mean pass@1 of its last ``window`` evaluated rounds, in points) per seed, their
     mean, and the rounds the arm trained, read from the stored files :func:`fedgrpo_finding_notes` reads (each
     (arm, seed) from the file that trained it longest). Only the seeds FedGRPO ran, so that two rows' means differ
-    by the paired differences of :func:`fedgrpo_findings`. One row per arm of :data:`FEDGRPO_PLATEAU_ARMS`."""
-    from experiments.fedgrpo_claims import METHOD_NAMES, curve_frame, load_arms, with_arms
+    by the paired differences of :func:`fedgrpo_findings`. One row per arm of :data:`FEDGRPO_PLATEAU_ARMS`; with
+    ``base``, a last row :data:`FEDGRPO_BASE_ROW` (each seed's round-0 pass@1: every arm of a seed starts from that
+    model) and a column ``over the base``: the mean minus the base row's mean, what each arm learned."""
+    from experiments.fedgrpo_claims import METHOD_NAMES
 
-    results = Path(results)
-    long = [json.loads((results / n).read_text()) for n in ("fedgrpo_compare_pool_long.json",
-                                                            "fedgrpo_compare_pool_long30.json")]
-    df = curve_frame(with_arms(long, load_arms(results)))
-    df = df[df["method"].isin(FEDGRPO_PLATEAU_ARMS) & df["seed"].isin(df.loc[df["method"] == "fedgrpo", "seed"])]
+    df = _fedgrpo_long_frame(Path(results))
+    df = df[df["method"].isin(FEDGRPO_PLATEAU_ARMS)]
     last = df.sort_values("round").groupby(["method", "seed"])
     plateau = last.tail(window).groupby(["method", "seed"])["pass_at_1"].mean().unstack("seed") * 100
     plateau.columns = [f"seed {s}" for s in plateau.columns]
@@ -256,8 +269,90 @@ def fedgrpo_plateaus(results: str | Path = RESULTS, window: int = 5) -> pd.DataF
     plateau.insert(0, "rounds", last["round"].max().groupby("method").min())
     plateau = plateau.reindex([a for a in FEDGRPO_PLATEAU_ARMS if a in plateau.index])
     plateau.index = [METHOD_NAMES[a] for a in plateau.index]
+    if base:
+        start = df[(df["method"] == "fedgrpo") & (df["round"] == 0)].set_index("seed")["pass_at_1"] * 100
+        row = {"rounds": 0, **{f"seed {s}": v for s, v in start.items()}, "mean": start.mean()}
+        plateau.loc[FEDGRPO_BASE_ROW] = pd.Series(row)
+        plateau["over the base"] = plateau["mean"] - row["mean"]
     plateau.index.name = "arm"
     return plateau.round(2)
+
+
+#: the arms whose stored pass@1 traces :func:`fedgrpo_traces` returns, in legend order
+FEDGRPO_TRACE_ARMS = ("fedgrpo", "fedgrpo_random", "fedavg_grpo", "dpsda_grpo", "central_grpo")
+
+
+def fedgrpo_traces(results: str | Path = RESULTS) -> pd.DataFrame:
+    """The stored pass@1 traces, one row per (method, seed, round), of :data:`FEDGRPO_TRACE_ARMS` (Central-GRPO has
+    15 rounds stored, the others 30), on the seeds FedGRPO ran: the frame :func:`fedrl_kit.viz.seed_band_curves`
+    draws."""
+    df = _fedgrpo_long_frame(Path(results))
+    df = df[df["method"].isin(FEDGRPO_TRACE_ARMS)]
+    order = {a: i for i, a in enumerate(FEDGRPO_TRACE_ARMS)}
+    return df.sort_values(["method", "seed", "round"], key=lambda c: c.map(order) if c.name == "method" else c,
+                          ignore_index=True)
+
+
+#: the 30-round file of the baselines rerun on FedGRPO's own reward (8·accuracy + 1·format); absent until run
+FEDGRPO_SAME_REWARD_FILE = "fedgrpo_compare_pool_long30_samereward.json"
+#: the window-by-window comparisons :func:`fedgrpo_window_table` shows: (arm a, arm b), a − b
+FEDGRPO_WINDOW_PAIRS = (("fedgrpo_random", "fedgrpo"), ("fedgrpo", "fedavg_grpo"))
+
+
+def _fedgrpo_30_round_runs(results: Path, arm: str, file: str | None = None) -> list[dict]:
+    """The stored 30-round runs of ``arm``: a control arm from its own file, a baseline or FedGRPO from
+    ``fedgrpo_compare_pool_long30.json`` (or from ``file``)."""
+    from experiments.fedgrpo_claims import ARM_FILES
+
+    name = file or ARM_FILES.get(arm, "fedgrpo_compare_pool_long30.json")
+    method = "fedgrpo" if arm in ARM_FILES and file is None else arm
+    return [r for r in json.loads((results / name).read_text())["runs"] if r["method"] == method]
+
+
+def fedgrpo_windows(a: str, b: str, results: str | Path = RESULTS, window: int = 5) -> pd.DataFrame:
+    """Arm ``a`` − arm ``b`` on the stored 30-round runs, window by window
+    (:func:`experiments.fedgrpo_claims.window_differences`; arms by :data:`experiments.fedgrpo_claims.METHOD_NAMES`
+    keys)."""
+    from experiments.fedgrpo_claims import window_differences
+
+    results = Path(results)
+    return window_differences(_fedgrpo_30_round_runs(results, a), _fedgrpo_30_round_runs(results, b), window)
+
+
+def fedgrpo_window_table(results: str | Path = RESULTS, pairs=FEDGRPO_WINDOW_PAIRS, window: int = 5) -> pd.DataFrame:
+    """Each pair's difference a − b over the 30-round curves, window by window
+    (:func:`experiments.fedgrpo_claims.window_differences`, paired over the seeds both ran): one row per window of
+    ``window`` rounds, one column per pair, each cell "mean ± 95 % t half-width (k of n seeds above 0)", points."""
+    from experiments.fedgrpo_claims import METHOD_NAMES
+
+    cols = {}
+    for a, b in pairs:
+        t = fedgrpo_windows(a, b, results, window)
+        cols[f"{METHOD_NAMES[a]} − {METHOD_NAMES[b]}"] = {
+            r["rounds"]: f"{r['mean']:+.2f} ± {r['±95% t']:.2f} ({r['seeds_favouring_a']} of {r['seeds']} seeds above 0)"
+            for r in t.to_dict("records")}
+    out = pd.DataFrame(cols)
+    out.index.name = "rounds"
+    return out
+
+
+def fedgrpo_same_reward_windows(results: str | Path = RESULTS, baseline: str = "fedavg_grpo",
+                                window: int = 5) -> pd.DataFrame | None:
+    """FedGRPO − ``baseline`` window by window when the baseline was rerun on FedGRPO's own reward (8·accuracy +
+    1·format; :data:`FEDGRPO_SAME_REWARD_FILE`), as :func:`~experiments.fedgrpo_claims.window_differences` gives it;
+    None when that file is not stored. FedGRPO's runs are the file's own if it has any, else the stored 30-round
+    ones (its reward is the same either way)."""
+    from experiments.fedgrpo_claims import window_differences
+
+    results = Path(results)
+    if not (results / FEDGRPO_SAME_REWARD_FILE).exists():
+        return None
+    other = _fedgrpo_30_round_runs(results, baseline, FEDGRPO_SAME_REWARD_FILE)
+    if not other:
+        raise ValueError(f"{FEDGRPO_SAME_REWARD_FILE}: no {baseline} runs")
+    ours = _fedgrpo_30_round_runs(results, "fedgrpo", FEDGRPO_SAME_REWARD_FILE) or \
+        _fedgrpo_30_round_runs(results, "fedgrpo")
+    return window_differences(ours, other, window)
 
 
 def fedgrpo_window_note(arm: str = "fedgrpo_random", results: str | Path = RESULTS) -> str:

@@ -435,12 +435,14 @@ def parameter_cells(history: list[str]) -> tuple[list[str], list[str]]:
     return declared, injected
 
 
-def check_parameters(declared: list[str], injected: list[str]) -> None:
+def check_parameters(declared: list[str], injected: list[str], renamed: dict[str, str] | None = None) -> None:
     """Stop in one line when papermill was given a parameter the notebook does not have (``-p num_client 8``),
-    naming the close match and the notebook's parameters."""
+    naming the close match (or, for an old name in ``renamed``, its new one) and the notebook's parameters."""
     unknown = [n for n in injected if n not in declared]
     if unknown and declared:
-        hints = [f"{n} (did you mean {m[0]}?)" if (m := difflib.get_close_matches(n, declared, 1)) else n
+        renamed = renamed or {}
+        hints = [f"{n} (renamed {renamed[n]})" if n in renamed else
+                 f"{n} (did you mean {m[0]}?)" if (m := difflib.get_close_matches(n, declared, 1)) else n
                  for n in unknown]
         raise NotebookStop(f"not a parameter of this notebook: {', '.join(hints)}; its parameters are "
                            + ", ".join(declared))
@@ -510,7 +512,7 @@ def check_fresh(namespace: dict | None = None) -> None:
 
 def setup(notebook: str, namespace: dict, config=None, *, presets: tuple[str, ...] = PRESETS, choices=None,
           smoke: str | None = None, fixed: tuple[str, ...] = (), setting: dict | None = None, words: tuple = (),
-          folder: dict | None = None, runs: str = "run_dir"):
+          folder: dict | None = None, runs: str = "run_dir", renamed: dict[str, str] | None = None):
     """A notebook's setup cell in one call; returns ``(config, run folder, figures folder)``.
 
     Args:
@@ -521,6 +523,7 @@ def setup(notebook: str, namespace: dict, config=None, *, presets: tuple[str, ..
             ``SMOKE_SIZES[smoke]`` less ``fixed`` (:func:`smoke_fields`), then every parameter that is a RunConfig
             field and neither None nor "", on the reference path when the parameter ``reference_path`` is true.
         words, folder: the run folder's name after the preset (:func:`run_folder`'s ``words`` and ``values``).
+        renamed: old parameter name → new one: an old name given to papermill stops naming the new one.
     """
     from dataclasses import fields as dataclass_fields
 
@@ -528,7 +531,7 @@ def setup(notebook: str, namespace: dict, config=None, *, presets: tuple[str, ..
     from fedrl_kit.config import RunConfig, preset
 
     declared, injected = parameter_cells(_cell_history())
-    check_parameters(declared, injected)
+    check_parameters(declared, injected, renamed)
     preset_name = check_preset(namespace["preset_name"], presets)
     for name, valid in (choices or {}).items():
         check_choice(name, namespace[name], tuple(valid))

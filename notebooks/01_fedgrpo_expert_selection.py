@@ -18,17 +18,18 @@
 #
 # *Zhu, Gu, Fan, Yang, Han: FedGRPO, AAAI 2026 (arXiv:2602.12014).*
 #
-# **The problem.** A server wants to improve its language model on questions only its clients can judge (each
-# holds private labelled data of a few topics), without the bandwidth and leaks of sending model updates. FedGRPO:
-# **the server trains, the clients only grade**. Per question the server samples $G$ candidate answers, picks the
-# $M$ clients most *competent* on similar questions (the **experts**), and gets back one score per candidate, which
-# becomes a GRPO reward. Two ideas: **competence-based expert selection** (eqs. 5–6), and the paper's
-# **group-relative reward** (eqs. 8–9), which as printed cancels out (§2: why, and what we train instead).
+# **The problem.** A server wants to improve its language model on questions only its $K$ **clients** can judge:
+# each holds private labelled data of a few topics and shares neither data nor model updates. FedGRPO: **the server
+# trains, the clients only grade**. Per question the server samples $G$ candidate answers and asks $M$ **experts**,
+# the clients most **competent** on similar questions (how often a client's small **domain model** answers the
+# server's nearest labelled questions right). An expert scores each candidate by **answer-based evaluation (AE)**,
+# an exact check, if it holds the question's label, else by **model-based evaluation (ME)**, its domain model's
+# probability of that answer; the scores become a GRPO reward. Two ideas: **competence-based expert selection**
+# (eqs. 5–6) and a **group-relative reward** (eqs. 8–9), which as printed cancels out (§2).
 #
 # **The paper's claim** (Table 1: mean **pass@1**, the fraction of problems one sampled answer solves, over six math
-# test sets): FedGRPO beats **Fedpetuning+GRPO** (clients GRPO-tune LoRA adapters on their own data, the server
-# averages them: notebook 00's FedAvg-GRPO) and nearly matches **Central-GRPO** (GRPO on all clients' data pooled,
-# the upper bound):
+# test sets): FedGRPO beats **Fedpetuning+GRPO** (clients GRPO-tune LoRA adapters on their data, the server averages
+# them: notebook 00's FedAvg-GRPO) and nearly matches **Central-GRPO** (GRPO on all data pooled, the upper bound):
 
 # %%
 from experiments.findings import fedgrpo_paper_table
@@ -41,18 +42,18 @@ Markdown(f"In its six settings FedGRPO beats Fedpetuning+GRPO by {paper.iloc[:, 
          "points from Central-GRPO. §7 puts the reproduction's numbers beside these.")
 
 # %% [markdown]
-# Here all runs in the **embedded world** (the package's generated arithmetic problems, seven topics, and a tiny
-# policy: notebook 00): one server step drawn, written and traced, then FedGRPO trained beside Fedpetuning+GRPO.
-# Full reproduction: [11_fedgrpo_report.ipynb](11_fedgrpo_report.ipynb).
+# All runs here use the **embedded world** (notebook 00: arithmetic problems in seven topics, a tiny policy). An
+# **arm** is one method or variant trained at a fixed budget. §1–4 trace one server step, §5 trains two arms, §7–8
+# read the stored 30-round arms. Full reproduction: [11_fedgrpo_report.ipynb](11_fedgrpo_report.ipynb).
 
 # %% [markdown]
 # ## Parameters
-# Papermill's (`-p M 4`); a misspelt name stops the notebook in one line.
+# Papermill's (`-p M 4`); a wrong or old name stops in one line.
 
 # %% tags=["parameters"]
 preset_name = "quick"  # quick (2-core CPU) | smoke (tiny, seconds) | full (GPU, real model) | full-smoke (GPU, tiny)
 num_clients = 8        # K clients (the paper: 4 to 20)
-beta = 0.1             # Dirichlet concentration β of the topic split (config field: dirichlet_alpha), or "iid"
+dirichlet_alpha = 0.1  # Dirichlet concentration of the topic split (smaller: fewer topics per client), or "iid"
 L = 20                 # neighbours per question, eq. 5 (paper: 20 of 100)
 M = 2                  # experts per question, eq. 6 (paper: 2)
 seed = 0               # one seed: one world, partition and run
@@ -61,13 +62,18 @@ run_root = ""          # where the runs go ("": runs/fedgrpo/<one folder per set
 figures_dir = ""       # where figures go ("": the run folder's figures/)
 
 # %%
+import json
+
 import numpy as np
 import pandas as pd
 
 from experiments import fedgrpo_comm as comm
 from IPython.display import Markdown, display
 
-from experiments.findings import fedgrpo_finding_notes, fedgrpo_findings, fedgrpo_plateaus, fedgrpo_window_note
+from experiments.fedgrpo_claims import METHOD_NAMES, arm_diagnostics, load_arms
+from experiments.findings import (FEDGRPO_BASE_ROW, FEDGRPO_SAME_REWARD_FILE, fedgrpo_finding_notes, fedgrpo_findings,
+                                  fedgrpo_plateaus, fedgrpo_same_reward_windows, fedgrpo_traces, fedgrpo_window_note,
+                                  fedgrpo_window_table, fedgrpo_windows, interval_words)
 from experiments.stats import t_interval
 from fedrl_kit import diagrams, notebook, viz
 from fedrl_kit.config import preset
@@ -87,7 +93,7 @@ SFT_STEPS = {"quick": 30, "full": 60, "smoke": 2}  # each client's domain model:
 def make_config(p, method="fedgrpo"):
     """The config of ``method`` on preset ``p``: the same world, federation and budget for every method."""
     size = "smoke" if notebook.is_smoke(preset_name) else p
-    split = dict(partition="iid") if beta == "iid" else dict(dirichlet_alpha=float(beta))
+    split = dict(partition="iid") if dirichlet_alpha == "iid" else dict(dirichlet_alpha=float(dirichlet_alpha))
     sections = dict(fedgrpo=dict(neighbours=L, num_experts=M), evaluator=dict(sft_steps=SFT_STEPS[size])) \
         if method == "fedgrpo" else {}
     smoke = notebook.smoke_fields(preset_name, notebook.SMOKE_SIZES["fedgrpo"], fixed=("num_clients", *SIZES["quick"]))
@@ -95,7 +101,8 @@ def make_config(p, method="fedgrpo"):
 
 
 cfg, run_root, figures = notebook.setup("fedgrpo", globals(), make_config, runs="run_root",
-                                        folder=dict(k=num_clients, b=beta, L=L, M=M, s=seed))
+                                        folder=dict(k=num_clients, a=dirichlet_alpha, L=L, M=M, s=seed),
+                                        renamed={"beta": "dirichlet_alpha"})  # beta is GRPO's KL coefficient
 policy = Policy.load(resolve_base(cfg.base), cfg.lora_rank, cfg.lora_alpha, cfg.seed, cfg.chat, cfg.max_new_tokens,
                      cfg.temperature, cfg.device, getattr(__import__("torch"), cfg.dtype))  # shared by every run
 notebook.start_run_dir(run_root / "fedgrpo")
@@ -106,7 +113,8 @@ display(pd.Series({"K clients": cfg.num_clients, "M experts per question": M, "L
                    "τ server steps per round": cfg.local_steps, "rounds R": cfg.rounds,
                    "num_iterations (passes per step)": cfg.num_iterations,
                    "ε, ε_high (clip)": f"{cfg.epsilon}, {cfg.epsilon_high}", "KL coefficient (config beta)": cfg.beta,
-                   "LoRA rank (config lora_rank)": cfg.lora_rank, "Dirichlet β (config dirichlet_alpha)": beta,
+                   "LoRA rank (config lora_rank)": cfg.lora_rank,
+                   "Dirichlet concentration (dirichlet_alpha)": dirichlet_alpha,
                    "SFT steps of each domain model": cfg.evaluator.sft_steps}, name="this run").to_frame())
 n_params = sum(w.numel() for n, w in policy.model.named_parameters() if "lora_" not in n)  # the base only
 setup = pd.DataFrame({"size": [f"{len(world.queries):,} questions", f"{len(world.aux)} labelled questions",
@@ -114,7 +122,8 @@ setup = pd.DataFrame({"size": [f"{len(world.queries):,} questions", f"{len(world
                        f"{Q} = {cfg.prompts_per_step} × {cfg.num_clients}",
                        "a vector per question", f"{n_params / 1e6:.1f} M parameters"],
               "who holds it, who sees it": [
-                  "D_s = ∪ D_k, split over the clients by topic (Dirichlet β); each question's owner (the client "
+                  "D_s = ∪ D_k, split over the clients by topic (Dirichlet, dirichlet_alpha); each question's owner "
+                  "(the client "
                   "holding it) has its label; the server gets the questions, never the labels",
                   "D_p, the server's; it sends questions and labels to every client once, to measure competence",
                   "the server's test set; pass@1 moves in steps of one problem-sample, "
@@ -130,74 +139,66 @@ with pd.option_context("display.max_colwidth", None):  # the whole sentences
 
 # %% [markdown]
 # ## 1. One server step, drawn
-# The server repeats this step $\tau$ times a round on a batch of $Q$ questions. Clients are named as in the
-# tables (client_0 … client_{K−1}); in the drawing client_0 and the last are experts, client_1 is not asked.
+# Repeated $\tau$ times a round, on $Q$ questions each time. Here client_0 and the last are experts; client_1 is
+# not asked.
 
 # %%
 diagrams.named_round_diagram(diagrams.FEDGRPO_AS_TRAINED, ["client_0", "client_1", f"client_{num_clients - 1}"])
 
 # %% [markdown]
 # ## 2. Key equations
-# **GRPO, recapped** (notebook 00 works it by hand). For a question $x$ the policy samples $G$ answers $\hat y_j$
-# with rewards $r_j$; the advantage standardises each reward within the group, and the update maximises PPO's
-# clipped surrogate over all answer tokens $t$:
+# **GRPO** (notebook 00): $G$ answers $\hat y_j$ to a question $x$, rewards $r_j$ standardised within the group,
+# PPO's clipped surrogate over all answer tokens $t$:
 #
 # $$A_j = \frac{r_j - \operatorname{mean}(r)}{\operatorname{std}(r) + 10^{-6}},\qquad
 # \max_\theta\ \frac{1}{\sum_j |\hat y_j|}\sum_{j,t}\min\bigl(\rho_{j,t}A_j,\ \operatorname{clip}(\rho_{j,t},
 # 1-\epsilon, 1+\epsilon_{\text{high}})A_j\bigr),\qquad \rho_{j,t} = \frac{\pi_\theta(\hat y_{j,t}\mid x,
 # \hat y_{j,<t})}{\pi_{\text{old}}(\hat y_{j,t}\mid x, \hat y_{j,<t})}$$
 #
-# $\pi_{\text{old}}$ sampled the answers; a step makes `num_iterations` passes over them: $\rho = 1$ in the first,
-# then the clip bites. $\epsilon_{\text{high}} > \epsilon$ is DAPO's "clip-higher": rare tokens may grow a little
-# more, which keeps exploring. No KL term (config `beta` = 0); β below is the Dirichlet concentration. FedGRPO
-# changes only **where $r_j$ comes from**.
+# $\pi_{\text{old}}$ sampled the answers. No KL term (config `beta` = 0). FedGRPO changes only **where $r_j$ comes
+# from**.
 #
-# **Eq. 5.** The server embeds $x_s$ with the frozen encoder $\phi$ (setup table) and finds its $L$ nearest
-# auxiliary questions, whose answers it knows:
+# **Eq. 5.** The server embeds $x_s$ with the frozen encoder $\phi$ and finds its $L$ nearest labelled auxiliary
+# questions:
 #
 # $$\mathcal{G}(x_s) = \{(x_{p,\ell}, y_{p,\ell})\}_{\ell=1}^{L},\qquad
 # \langle z_s, z_{p,1}\rangle \ge \dots \ge \langle z_s, z_{p,L}\rangle,\quad z = \phi(x)/\lVert\phi(x)\rVert
 # \qquad\text{(`expert_selection.nearest_exemplars`)}$$
 #
-# **Eq. 6.** Client $k$'s **competence** on $x_s$: how often its domain model $\theta_k$ answers those neighbours
-# right (we use the probability of the right answer, the expectation of the paper's 0/1 indicator):
+# **Eq. 6.** Client $k$'s **competence** on $x_s$: the probability its domain model $\theta_k$ answers those
+# neighbours right (the mean of the paper's 0/1 indicator):
 #
 # $$r_k^p(x_s) = \frac{1}{L}\sum_{\ell=1}^{L} \Pr\bigl[\theta_k \text{ answers } x_{p,\ell} \text{ with }
 # y_{p,\ell}\bigr],\qquad \mathcal{C}(x_s) = \operatorname{Top-}M_k\; r_k^p(x_s)
 # \qquad\text{(`expert_selection.select_experts`)}$$
 #
-# Each expert scores each candidate: exactly if it holds $x_s$'s label (**AE**: $r_k^s = \mathbb{1}[\text{answer
-# of }\hat y_j = y(x_s)]$), otherwise with its domain model (**ME**: $r_k^s = \pi_{\theta_k}(\text{answer of }\hat
-# y_j \mid x_s)$; `FedGRPOClient.on_score`). **Eqs. 8–9, as the paper prints them** (eq. 7 repeats eq. 8 inside
-# its Algorithm 1), then its update with learning rate $\eta$:
+# An expert scores a candidate by AE if it holds $x_s$'s label, $r_k^s = \mathbb{1}[\text{answer of }\hat y_j
+# = y(x_s)]$, else by ME, $r_k^s = \pi_{\theta_k}(\text{answer of }\hat y_j \mid x_s)$ (`FedGRPOClient.on_score`).
+# **Eqs. 8–9 as printed** (eq. 7 repeats eq. 8), with learning rate $\eta$:
 #
 # $$\mu_r = \frac{1}{M}\sum_{k\in\mathcal{C}} r_k^s,\quad
 # \sigma_r = \sqrt{\frac{1}{M}\sum_{k\in\mathcal{C}} (r_k^s-\mu_r)^2},\quad
 # R_k = \frac{r_k^s - \mu_r}{\sigma_r + 10^{-6}},\quad
 # \theta_g \leftarrow \theta_g + \eta\, R_k \nabla_{\theta_g}\log\pi_{\theta_g}(\hat y\mid x_s)$$
 #
-# Its Remark 2: *"the term 'group' denotes the aggregation of reward signals from multiple clients and corresponds
-# to the ensemble of candidate policies in GRPO … we use $\hat y$ to denote a single policy, whereas it could
-# represent a collection of policies."*
-#
-# **Why it cannot train as printed.** The $R_k$ are the experts' deviations from their own mean, so $\sum_k R_k = 0$
-# for every candidate: eq. 9 measures the experts' *disagreement* (`group_reward.group_relative_rewards`), and
-# summed over experts the update vanishes. **What we train (our reading):** Remark 2's group is the $G$ candidates,
-# so candidates are compared: the experts' mean score plus the **format reward** $f_j$ (Remark 1: 1 if $\hat y_j$ is
-# exactly `<think>…</think><answer>…</answer>`, the paper's template, else 0; the server computes it), weighted 8
-# and 1 (the paper's coefficients), then the recap's $A_j$ (population std):
+# **Why it cannot train as printed.** $\sum_k R_k = 0$ for every candidate: eq. 9 measures the experts'
+# *disagreement* (`group_reward.group_relative_rewards`), and summed over experts the update vanishes. **What we
+# train (our reading of Remark 2, whose "group" is GRPO's candidates):** the experts' mean score plus the **format
+# reward** $f_j$ (1 if $\hat y_j$ is exactly `<think>…</think><answer>…</answer>`, else 0), weighted 8 and 1 as in
+# the paper, then $A_j$:
 #
 # $$\tilde r_j = 8\,\mu_r(\hat y_j) + 1\cdot f_j \qquad\text{(`group_reward.candidate_advantages`, variant "paper")}$$
 #
 # | symbol | meaning |
 # |---|---|
 # | $K$, $k$; $M$, $\mathcal{C}(x_s)$ | clients; experts per question, the chosen ones |
-# | $\mathcal{D}_k$, $\theta_k$; $\theta_g$ | client $k$'s private data, its judge (LoRA adapter); server's policy |
-# | $\mathcal{D}_s$, $x_s$; $\mathcal{D}_p$ | training questions, one of them; the auxiliary ones (setup table) |
-# | $r_k^p$; $r_k^s$; $R_k$ | competence; an expert's score of a candidate; eq. 9 |
-# | $G$, $\hat y_j$; $Q$; $\tau$ | candidates per question, candidate $j$; questions per step; steps per round |
-# | $f_j$, $\tilde r_j$, $A_j$ | format reward, trained reward, advantage of candidate $j$ |
-# | hit rate | fraction of chosen experts holding the question's topic (≥ 10 % of their data) |
+# | $L$, $\mathcal{G}(x_s)$; $\phi$ | neighbours per question, their set; the frozen encoder |
+# | $\mathcal{D}_k$, $\theta_k$; $\theta_g$ | client $k$'s data, its domain model; the server's policy |
+# | $\mathcal{D}_s$, $x_s$; $\mathcal{D}_p$ | training questions, one of them; auxiliary questions |
+# | $r_k^p$; $r_k^s$; $\mu_r$, $\sigma_r$; $R_k$ | competence; a score; the experts' mean, std; eq. 9 |
+# | $G$, $\hat y_j$; $Q$; $\tau$ | candidates, candidate $j$; questions per step; steps per round |
+# | $f_j$, $\tilde r_j$, $A_j$ | format reward, trained reward, advantage |
+# | hit rate | share of experts holding the question's topic (≥ 10 % of their data) |
 #
 # ## 3. Pseudocode
 # The paper's Algorithm 1; each line names its function in `fedrl_kit/fedgrpo/`:
@@ -223,9 +224,8 @@ diagrams.named_round_diagram(diagrams.FEDGRPO_AS_TRAINED, ["client_0", "client_1
 notebook.client_table(tour.partitions)
 
 # %% [markdown]
-# `trace_question` runs training's own `server_step` on one question, without the update (its first call trains
-# the clients' domain models and measures their competence on $\mathcal{D}_p$). **Eq. 5**: the nearest auxiliary
-# questions, by cosine.
+# `trace_question` runs training's `server_step` on one question, without the update. **Eq. 5**: the nearest
+# neighbours:
 
 # %%
 tr = trace_question(tour.server, question, L=L, M=M, seed=seed, truth=tour.truth)
@@ -234,8 +234,8 @@ pd.DataFrame(tr["neighbours"]).round(3).head(6)
 
 
 # %% [markdown]
-# **Eq. 6**: each client's competence $r_k^p$ over those $L$ neighbours, and the $M$ experts. `topic share` is the
-# fraction of the client's data in the question's topic, which the server cannot see: a good choice has a high one.
+# **Eq. 6**: each client's competence $r_k^p$ and the $M$ experts. `topic share` (hidden from the server): the
+# fraction of the client's data in the question's topic; a good choice has a high one.
 
 # %%
 def competence_table(tr, run):
@@ -249,9 +249,8 @@ competence_table(tr, tour)
 
 
 # %% [markdown]
-# **Scores, eq. 9 and the advantage.** Each expert's score of each candidate (AE or ME), eq. 9's $R_k$ (each row
-# sums to zero over the experts), and the advantage $A_j$ that trains (our reading, §2). `correct` is the truth,
-# for you only.
+# **Scores, eq. 9 and the advantage.** Each expert's score (AE or ME), eq. 9's $R_k$ (each row sums to zero over
+# the experts) and the advantage $A_j$ that trains. `correct` is the truth, for you only.
 
 # %%
 def candidate_table(tr, run):
@@ -268,7 +267,7 @@ def candidate_table(tr, run):
 candidate_table(tr, tour)
 
 # %% [markdown]
-# **By hand.** The first candidate's advantage from the table's scores (§2's formulas), beside the package's:
+# **By hand.** The first candidate's advantage from the table, beside the package's:
 
 # %%
 r_tilde = 8 * tr["scores"].mean(axis=0) + 1 * tr["format"]  # the trained reward r̃_j of every candidate
@@ -297,8 +296,8 @@ elif right[top]:
 Markdown(" ".join(said))
 
 # %% [markdown]
-# **The case the method is built for.** The next question of $\mathcal{D}_s$ with right and wrong candidates,
-# where an expert holding the label (AE) scores a right one 1:
+# **The case the method is built for.** The next question with right and wrong candidates where an AE expert
+# scores a right one 1:
 
 # %%
 for q2 in range(question + 1, min(question + 80, len(tour.server.world.queries))):  # stops at the first such one
@@ -322,8 +321,8 @@ Markdown(f"Question {q2}, {tr2['question']!r} ({tr2['topic']}, answer {tr2['answ
 
 # %% [markdown]
 # ### The confidence graph: turn $L$, $M$ and the question
-# Clients left, topics right; an edge is a client's mean competence on the topic's auxiliary questions; red marks
-# the question's topic and experts. Each change reruns eqs. 5–6 for all questions; **hit rate** against random.
+# The paper's **confidence graph**: clients left, topics right, edges the clients' mean competence per topic; red:
+# the question's topic and experts. Each change reruns eqs. 5–6.
 
 # %%
 import ipywidgets as widgets
@@ -351,20 +350,21 @@ notebook.knobs(show_graph, question=widgets.IntSlider(question, 0, n_queries - 1
                M=widgets.IntSlider(M, 1, num_clients, continuous_update=False))
 
 # %% [markdown]
-# Default setting, stored for readers without a kernel (interval over this seed's questions):
+# The default setting, stored for readers without a kernel:
 
 # %%
 sq, fig = graph_for()
 viz.export(fig, "fedgrpo_confidence_graph", figures)
 gap, half, n_gap = t_interval(hit_differences(tour.server, tour.truth, sq["experts"]).tolist())
-print(f"hit rate at L = {L}, M = {M}, K = {num_clients}, β = {beta}, seed {seed}: {sq['hit_rate_major']:.3f} "
+print(f"hit rate at L = {L}, M = {M}, K = {num_clients}, dirichlet_alpha = {dirichlet_alpha}, seed {seed}: "
+      f"{sq['hit_rate_major']:.3f} "
       f"(random: {sq['random_hit_rate_major']:.3f}); gap {gap:+.3f} (95 % t-interval ±{half:.3f} over {n_gap} "
       f"questions: {'excludes' if abs(gap) > half else 'contains'} 0)")
 fig
 
 # %% [markdown]
 # ## 5. Run it: FedGRPO beside Fedpetuning+GRPO
-# Same questions, same budget (setup tables); pass@1 averages `eval_samples` samples per test problem.
+# Same questions, budget and base model (first row); pass@1 averages `eval_samples` samples per problem.
 
 # %%
 other = run_root / "fedavg_grpo"
@@ -375,7 +375,12 @@ records = {name: run.run() for name, run in runs.items()}
 head = pd.DataFrame({name: {**notebook.headline(recs), "bytes up": run.runtime.ledger.total_bytes("up"),
                             "bytes down": run.runtime.ledger.total_bytes("down")}
                      for (name, recs), run in zip(records.items(), runs.values())}).T
-display(head)
+assert head["base pass@1"].nunique() == 1, "the two arms did not start from the same model"
+shown = head.rename(columns={"final pass@1": "pass@1", "final format": "format", "change (points)": "over the base "
+                             "(points)"})[["rounds", "pass@1", "format", "over the base (points)", "bytes up",
+                                           "bytes down"]]
+shown.loc["base model (before training)"] = [0, head["base pass@1"].iloc[0], head["base format"].iloc[0], 0.0, 0, 0]
+display(shown.iloc[[-1, 0, 1]].astype({"rounds": int, "bytes up": int, "bytes down": int}))
 step = 100 / (len(world.test) * cfg.eval_samples)  # one problem-sample, in points
 n_train = cfg.rounds * cfg.local_steps * Q
 Markdown(f"What this small run shows ({cfg.rounds} rounds, one seed, {n_train} training questions): FedGRPO's pass@1 "
@@ -385,16 +390,17 @@ Markdown(f"What this small run shows ({cfg.rounds} rounds, one seed, {n_train} t
          f"(one is {step:.2f} points), Fedpetuning+GRPO's {head.loc['Fedpetuning+GRPO', 'change (points)']:+.1f}: too "
          "few to tell apart. The visible effect is FedGRPO's format rate, "
          f"{head.loc['FedGRPO', 'base format']:.3f} → {head.loc['FedGRPO', 'final format']:.3f} (§4's format "
-         "reward at work). The stored multi-seed runs are in §7.")
+         "reward at work). The stored 30-round runs are in §7.")
 
 # %%
-fig = viz.curves(records, "pass@1", title=f"global pass@1 (K = {num_clients}, β = {beta}, seed {seed})")
+fig = viz.curves(records, "pass@1", title=f"global pass@1 (K = {num_clients}, dirichlet_alpha = {dirichlet_alpha}, "
+                                         f"seed {seed}; round 0: the base model)")
 viz.export(fig, "fedgrpo_curves", figures)
 fig
 
 # %% [markdown]
-# **The paper's Figure 2**: FedGRPO uploads scalars only. The ledger's score uploads match the protocol's count,
-# $Q \cdot M \cdot G$ scores of 8 bytes per step (`experiments/fedgrpo_comm.py`), plus a 6-byte key per message:
+# **The paper's Figure 2**: FedGRPO uploads scalars only, $Q \cdot M \cdot G$ scores of 8 bytes per step
+# (`experiments/fedgrpo_comm.py`) plus a 6-byte key per message; the ledger agrees:
 
 # %%
 c, ledger = tour.config, tour.runtime.ledger
@@ -410,17 +416,15 @@ print(f"scores up: predicted {predicted:,} bytes, measured {measured:,}; FedAvg-
 
 # %% [markdown]
 # ## 6. What the server sees
-# Every message of the FedGRPO run. Down: `properties` (asks each client its data size), the labelled auxiliary
-# questions once, each training question with its $G$ candidates to its $M$ experts. Up: scalars only. **No
-# gradient, adapter or private example leaves a client.**
+# Down: `properties` (data sizes), the auxiliary questions once, each question with its $G$ candidates to its
+# $M$ experts. Up: scalars only. **No gradient, adapter or private example leaves a client.**
 
 # %%
 pd.DataFrame(ledger.to_rows()).groupby(["kind", "direction"]).agg(messages=("nbytes", "size"), bytes=("nbytes", "sum"))
 
 # %% [markdown]
-# Scalars still say something: from the competence replies alone the server guesses each client's topic, the one
-# where its mean competence beats the average client's by most (that margin: `edge over the average client`);
-# truth columns are the simulator's:
+# Scalars still leak: from competence replies alone the server guesses each client's topic; truth columns are the
+# simulator's:
 
 # %%
 view = server_view(tour.server, tour.truth)
@@ -436,39 +440,101 @@ Markdown(f"- The server names {int(view['guessed right'].sum())} of {len(view)} 
          + "\n- The paper's threat model is honest-but-curious: these are the inferences such a server can make.")
 
 # %% [markdown]
-# ## 7. What the reproduction found
-# The stored runs (`benchmarks/results`, same embedded world; every table in the [report](11_fedgrpo_report.ipynb)):
-# each arm trained until its curve flattens. Absolute plateaus (mean pass@1 of the last 5 rounds, points) per seed:
+# ## 7. What the stored runs show
+# Stored runs (`benchmarks/results`, three seeds), each arm trained until flat: 30 rounds (Central-GRPO: 15).
+# Beyond §5's two: **FedGRPO, random experts** (no competence), **FedGRPO, every client holds every label** (every
+# score AE) and **DPSDA-FL+GRPO**, the paper's other federated baseline (the server GRPO-trains on synthetic
+# questions the clients write from a differentially private count of their topics; "no PE": without its Private
+# Evolution step). **Plateau**: mean pass@1 of the last 5 rounds, in points; last row: the base model:
 
 # %%
 plateaus = fedgrpo_plateaus()
 display(plateaus)
-notes = fedgrpo_finding_notes()
-Markdown("\n".join(f"- **{label}** {row.finding}: {row.result}. *Setting:* {row.setting}."
-                   for label, row in notes.iterrows())
-         + f"\n- **W** {fedgrpo_window_note('fedgrpo_random')}")
-
-# %%
-f3 = fedgrpo_findings().iloc[2]  # competence-selected − random experts
-gap_cut = plateaus.loc["FedGRPO", "mean"] - plateaus.loc["Fedpetuning+GRPO", "mean"]
-gap_central = plateaus.loc["FedGRPO", "mean"] - plateaus.loc["Central-GRPO", "mean"]
-Markdown(f"**Beside the paper.** The paper has FedGRPO {paper.iloc[:, 4].min():.1f} to {paper.iloc[:, 4].max():.1f} "
-         f"points *above* Fedpetuning+GRPO; here it is {abs(gap_cut):.1f} points "
-         f"{'below' if gap_cut < 0 else 'above'} (F1). The paper has it {paper.iloc[:, 5].min():+.1f} to "
-         f"{paper.iloc[:, 5].max():+.1f} from Central-GRPO; here {gap_central:+.1f} (F2). **A limitation of F2:** the "
-         f"stored Central-GRPO runs are {int(plateaus.loc['Central-GRPO', 'rounds'])} rounds, FedGRPO's "
-         f"{int(plateaus.loc['FedGRPO', 'rounds'])}, so each plateau is its own run's last 5 rounds, not the same "
-         f"round budget, and with {int(plateaus.loc['FedGRPO', 'rounds'])} rounds Central-GRPO might have gone "
-         f"higher. Competence against random experts is a null (F3: {f3['difference']:+.2f} ± "
-         f"{f3['±95% t']:.2f} over {int(f3['seeds'])} seeds, so gaps of that size either way are not ruled out), and "
-         "in the windows listed under W random experts were even ahead. Giving every expert every label (F4, AE "
-         "everywhere) raised the plateau: exact checks help here; whether they matter more than selection, these "
-         "runs cannot say. (In the settings, \"prompts per client and step\" is Fedpetuning+GRPO's per-client "
-         "batch; FedGRPO's server takes K times as many questions per step, its Q, and its clients train nothing.)")
+traces = fedgrpo_traces()
+fig = viz.seed_band_curves(traces, names=METHOD_NAMES, title="stored pass@1 traces (mean over 3 seeds ± one std; "
+                           "round 0: the base model)")
+fig.update_layout(yaxis_title="pass@1")
+viz.export(fig, "fedgrpo_stored_traces", figures)
+fig
 
 # %% [markdown]
-# ## 8. Exercises: predict, then run
-# Predict in the first cell; the second shows the answer and why (and checks a prediction).
+# Findings (paired by seed; every table in the [report](11_fedgrpo_report.ipynb)):
+
+# %%
+notes, table, paper_gap = fedgrpo_finding_notes(), fedgrpo_findings(), paper.iloc[:, 4:6]
+cut, central, random_arm, labels = (notes.loc[f"F{i}", "result"] for i in (1, 2, 3, 4))
+answer_f3 = {"within noise": "Not measurably", "holds": "Yes", "does not hold": "No, random is ahead"}[
+    table.iloc[2]["verdict"]]
+
+
+def last5(arm):
+    r = int(plateaus.loc[arm, "rounds"])
+    return f"{r - 4}–{r}"
+
+
+Markdown(f"*Setting:* {notes.loc['F1', 'setting'].split('; ')[0]} (Fedpetuning+GRPO's batch; FedGRPO's server takes "
+         "K times as many, its Q); plateau = mean pass@1 of the last 5 rounds.\n\n"
+         f"- **F1** FedGRPO − Fedpetuning+GRPO: {cut}, where the paper has FedGRPO "
+         f"{paper_gap.iloc[:, 0].min():.1f} to {paper_gap.iloc[:, 0].max():.1f} points above.\n"
+         f"- **F2** FedGRPO − Central-GRPO: {central}, against the paper's {paper_gap.iloc[:, 1].min():+.1f} to "
+         f"{paper_gap.iloc[:, 1].max():+.1f} (Central-GRPO's plateau is its rounds {last5('Central-GRPO')}, "
+         f"FedGRPO's its rounds {last5('FedGRPO')}: Central-GRPO might have gone higher in 30).\n"
+         f"- **F3** Does competence beat random selection? {answer_f3} at the plateau: competence-selected − random "
+         f"experts is {random_arm}.\n"
+         f"- **F4** Every client holding every label (AE for every score) − the owner only: {labels}.")
+
+# %% [markdown]
+# ## 8. Why FedGRPO loses here
+# **Measured**, window by window over the traces (5 rounds each, paired by seed, points):
+
+# %%
+display(fedgrpo_window_table())  # "k of n seeds above 0": the seeds where the first arm leads
+mean_curve = traces.groupby(["method", "round"])["pass_at_1"].mean().unstack("method") * 100
+peak = int(mean_curve["fedgrpo"].idxmax())
+behind = fedgrpo_windows("fedgrpo", "fedavg_grpo")
+behind = behind[behind["mean"] + behind["±95% t"] < 0]  # windows where FedGRPO is lower, the interval below 0
+stored = notebook.repo_path("benchmarks/results")
+diag = arm_diagnostics([json.loads((stored / n).read_text()) for n in ("fedgrpo_compare_pool_long.json",
+                                                                      "fedgrpo_compare_pool_long30.json")],
+                       load_arms(stored)).set_index("arm")  # per arm, the seeds' values "a / b / c"
+AE, GAP = "share of AE (exact) scores", "experts' score gap, correct − wrong"
+last_round = int(mean_curve["fedgrpo"].last_valid_index())
+Markdown(f"- FedGRPO{' peaks early' if peak <= last_round // 3 else ''}: its mean curve is highest at round {peak} of "
+         f"{last_round} ({mean_curve['fedgrpo'][peak]:.1f} points), its plateau {plateaus.loc['FedGRPO', 'mean']:.1f}; "
+         f"Fedpetuning+GRPO's plateau is {plateaus.loc['Fedpetuning+GRPO', 'mean']:.1f}, and FedGRPO is lower, the "
+         f"interval below 0, in rounds "
+         f"{', '.join(behind['rounds'])} (second column).\n"
+         f"- {fedgrpo_window_note('fedgrpo_random')}\n"
+         f"- In FedGRPO's runs only {diag.loc['FedGRPO', AE]} (per seed) of the experts' scores were AE, the rest "
+         f"ME, and a right candidate's mean score beat a wrong one's by {diag.loc['FedGRPO', GAP]}, against "
+         f"{diag.loc[METHOD_NAMES['fedgrpo_allgt'], GAP].split(' / ')[0]} when every client holds every label; with "
+         f"random experts the AE share was {diag.loc[METHOD_NAMES['fedgrpo_random'], AE]}.")
+
+# %% [markdown]
+# **Inferred, not measured**: two candidate explanations.
+#
+# 1. **The reward.** Fedpetuning+GRPO checks each answer exactly; FedGRPO's reward is 8 × the experts' mean
+#    score + format, mostly ME guesses that separate right from wrong answers far less. A noisier reward fits a lower
+#    plateau, as does F4; but random experts, with fewer exact scores, led mid-run: not the whole story.
+# 2. **Selection is inert under the paper's protocol.** The paper's official code lets every client check every
+#    answer against its label; then every expert gives the same exact score, whichever are chosen (by definition).
+#
+# Rerunning the baselines on FedGRPO's reward shape, 8·accuracy + 1·format, separates shape from source; when
+# stored, the cell prints FedGRPO − Fedpetuning+GRPO on that reward:
+
+# %%
+same = fedgrpo_same_reward_windows()
+if same is None:
+    print(f"The same-reward rerun (benchmarks/results/{FEDGRPO_SAME_REWARD_FILE}) is not stored yet.")
+else:
+    display(same.drop(columns="per_seed"))
+    last = same.iloc[-1]
+    print(f"On the same reward, FedGRPO − Fedpetuning+GRPO in rounds {last['rounds']} is "
+          f"{interval_words(last['mean'], last['±95% t'], int(last['seeds']))}.")
+
+# %% [markdown]
+# ## 9. Exercises: predict, then run
+# Predict in the first cell; the second checks it and says why.
 #
 # **Exercise 1.** With $M = 2$ experts scoring a candidate differently, what is each one's $|R_k|$ (eq. 9)? Does
 # the size of their gap matter?
@@ -552,3 +618,24 @@ why_4 = (f"choosing all {num_clients} clients is what random choice does on aver
          f"), so selection only helps when M < K (at M = {M}: {sq['hit_rate_major']:.3f} against "
          f"{sq['random_hit_rate_major']:.3f})")
 notebook.check(prediction_4, answer_4, why_4) if prediction_4 is not None else notebook.reveal(answer_4, why_4)
+
+# %% [markdown]
+# **Exercise 5.** From §4's competence table: with $M + 1$ experts, which clients score §4's question? Predict a
+# set, e.g. `{"client_0", "client_3", "client_5"}`.
+
+# %%
+prediction_5 = None  # a set of client names
+
+# %%
+M5 = min(M + 1, num_clients)
+more = selection_quality(tour.server, tour.truth, L=L, M=M5)  # eqs. 5–6 again on the run in memory: no training
+answer_5 = {tour.runtime.client_ids[k] for k in more["experts"][question]}
+ranked = np.argsort(-np.asarray(tr["competence"]), kind="stable")  # the r_k^p column, highest first
+table_5 = competence_table(tr, tour)
+why_5 = (f"the experts are the Top-M of the r_k^p column, so one more keeps the {M} already chosen "
+         f"({', '.join(f'client_{k}' for k in ranked[:M])}) and adds the next, client_{ranked[M5 - 1]} "
+         f"(r_k^p = {table_5['r_k^p'].iloc[ranked[M5 - 1]]:.3f}, topic share "
+         f"{table_5['topic share'].iloc[ranked[M5 - 1]]:.3f}); over all questions the hit rate goes "
+         f"{sq['hit_rate_major']:.3f} → {more['hit_rate_major']:.3f} (random: {more['random_hit_rate_major']:.3f})"
+         + (": the added experts hold the topic less often" if more["hit_rate_major"] < sq["hit_rate_major"] else ""))
+notebook.check(prediction_5, answer_5, why_5) if prediction_5 is not None else notebook.reveal(answer_5, why_5)

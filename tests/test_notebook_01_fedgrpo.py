@@ -1,12 +1,18 @@
-"""The helpers notebook 01 (FedGRPO) added: the paper's Table 1 gaps, the stored arms' absolute plateaus, the
-window-by-window sentence, and a round diagram that names clients as the notebook's tables do."""
+"""The helpers notebook 01 (FedGRPO) added: the paper's Table 1 gaps, the stored arms' absolute plateaus beside the
+base model's, the stored traces, the window-by-window sentence and table, the same-reward comparison when its file
+is stored, and a round diagram that names clients as the notebook's tables do."""
 
+import json
 import re
+import shutil
 
 import pytest
 
-from experiments.findings import (FEDGRPO_PAPER_TABLE1, fedgrpo_findings, fedgrpo_paper_table, fedgrpo_plateaus,
-                                  fedgrpo_window_note)
+from experiments.fedgrpo_claims import window_differences
+from experiments.findings import (FEDGRPO_BASE_ROW, FEDGRPO_PAPER_TABLE1, FEDGRPO_SAME_REWARD_FILE,
+                                  FEDGRPO_TRACE_ARMS, RESULTS, fedgrpo_findings, fedgrpo_paper_table,
+                                  fedgrpo_plateaus, fedgrpo_same_reward_windows, fedgrpo_traces,
+                                  fedgrpo_window_note, fedgrpo_window_table)
 from fedrl_kit import diagrams
 
 
@@ -28,6 +34,50 @@ def test_the_plateaus_differ_by_the_findings_paired_differences():
              ("FedGRPO, every client holds every label", "FedGRPO")]
     for (a, b), diff in zip(pairs, f["difference"]):
         assert p.loc[a, "mean"] - p.loc[b, "mean"] == pytest.approx(diff, abs=0.02)
+
+
+def test_the_plateaus_end_with_the_base_model_every_arm_starts_from():
+    p, traces = fedgrpo_plateaus(), fedgrpo_traces()
+    assert p.index[-1] == FEDGRPO_BASE_ROW and p.loc[FEDGRPO_BASE_ROW, "rounds"] == 0
+    start = traces[traces["round"] == 0].groupby("seed")["pass_at_1"]
+    assert (start.nunique() == 1).all()  # every arm of a seed starts from the same model
+    for seed, value in start.first().items():
+        assert p.loc[FEDGRPO_BASE_ROW, f"seed {seed}"] == pytest.approx(100 * value, abs=0.005)
+    assert (p["over the base"] - (p["mean"] - p.loc[FEDGRPO_BASE_ROW, "mean"])).abs().max() <= 0.011
+    assert "DPSDA-FL (no PE)+GRPO" in p.index and "over the base" not in fedgrpo_plateaus(base=False)
+
+
+def test_the_traces_are_the_stored_curves_of_the_arms_on_fedgrpos_seeds():
+    t = fedgrpo_traces()
+    assert list(t["method"].unique()) == list(FEDGRPO_TRACE_ARMS)
+    rounds = t.groupby("method")["round"].max()
+    assert rounds["central_grpo"] == 15 and (rounds.drop("central_grpo") == 30).all()
+    seeds = set(t.loc[t["method"] == "fedgrpo", "seed"])
+    assert all(set(g["seed"]) == seeds for _, g in t.groupby("method"))
+
+
+def test_the_window_table_agrees_with_the_stored_window_file():
+    table, stored = fedgrpo_window_table(), json.loads((RESULTS / "fedgrpo_windows.json").read_text())
+    random = next(r for r in stored["runs"] if r["arm"] == "fedgrpo_random")["windows"]
+    column = table["FedGRPO, random experts − FedGRPO"]
+    for w in random:
+        assert column[w["rounds"]] == (f"{w['mean']:+.2f} ± {w['±95% t']:.2f} ({w['seeds_favouring_a']} of "
+                                       f"{w['seeds']} seeds above 0)")
+    assert column["6–10"].startswith("+3.10 ± 1.90 (3 of 3")
+
+
+def test_the_same_reward_comparison_reads_its_file_only_when_stored(tmp_path):
+    assert fedgrpo_same_reward_windows(tmp_path) is None
+    long30 = json.loads((RESULTS / "fedgrpo_compare_pool_long30.json").read_text())
+    shutil.copy(RESULTS / "fedgrpo_compare_pool_long30.json", tmp_path)
+    baseline = [r for r in long30["runs"] if r["method"] == "fedavg_grpo"]
+    (tmp_path / FEDGRPO_SAME_REWARD_FILE).write_text(json.dumps(dict(long30, runs=baseline)))
+    got = fedgrpo_same_reward_windows(tmp_path)  # FedGRPO's runs from the 30-round file: the file has none
+    want = window_differences([r for r in long30["runs"] if r["method"] == "fedgrpo"], baseline)
+    assert got.equals(want)
+    (tmp_path / FEDGRPO_SAME_REWARD_FILE).write_text(json.dumps(dict(long30, runs=[])))
+    with pytest.raises(ValueError, match="no fedavg_grpo runs"):
+        fedgrpo_same_reward_windows(tmp_path)
 
 
 def test_the_window_note_names_the_windows_that_exclude_zero():

@@ -133,6 +133,14 @@ def test_an_unknown_preset_stops_naming_the_valid_ones(name, tmp_path):
     assert "'smoke'" in e.value.evalue and "'full'" in e.value.evalue
 
 
+def test_the_fedgrpo_notebooks_old_parameter_name_stops_naming_its_new_one(tmp_path):
+    """``beta`` was the Dirichlet concentration's name, which GRPO's KL coefficient also has: ``-p beta`` stops."""
+    with pytest.raises(PapermillExecutionError) as e:
+        run_notebook("01_fedgrpo_expert_selection", tmp_path, preset_name="smoke", beta=0.1)
+    assert e.value.ename == "NotebookStop"
+    assert e.value.evalue.startswith("not a parameter of this notebook: beta (renamed dirichlet_alpha)")
+
+
 @pytest.mark.parametrize("name", NOTEBOOK_NAMES)
 def test_a_folder_that_is_not_a_run_folder_is_refused_not_emptied(name, tmp_path):
     mine = tmp_path / "thesis"

@@ -47,24 +47,28 @@ def test_a_check_cell_takes_a_tolerance(capsys):
 
 
 # -- parameters -----------------------------------------------------------------------------------------------------
-PARAMETERS_CELL = 'preset_name = "quick"  # a comment\nnum_clients = 8\nbeta = 0.1\n'
+PARAMETERS_CELL = 'preset_name = "quick"  # a comment\nnum_clients = 8\ndirichlet_alpha = 0.1\n'
 
 
 def test_papermills_injected_cell_is_told_from_the_notebooks_parameters():
     injected = '# Parameters\npreset_name = "smoke"\nnum_client = 4\n'
     history = ["", "import os", PARAMETERS_CELL, injected, "cfg = notebook.setup(...)"]
-    assert parameter_cells(history) == (["preset_name", "num_clients", "beta"], ["preset_name", "num_client"])
-    assert parameter_cells(["", PARAMETERS_CELL, "setup()"]) == (["preset_name", "num_clients", "beta"], [])
+    declared = ["preset_name", "num_clients", "dirichlet_alpha"]
+    assert parameter_cells(history) == (declared, ["preset_name", "num_client"])
+    assert parameter_cells(["", PARAMETERS_CELL, "setup()"]) == (declared, [])
     assert parameter_cells(["", "x = f()", "setup()"]) == ([], [])  # a call is not a parameters cell
 
 
 def test_a_misspelt_parameter_stops_in_one_line_naming_the_close_match():
     check_parameters(["preset_name", "num_clients"], ["preset_name"])  # nothing to say
     with pytest.raises(NotebookStop) as e:
-        check_parameters(["preset_name", "num_clients", "beta"], ["preset_name", "num_client"])
+        check_parameters(["preset_name", "num_clients", "dirichlet_alpha"], ["preset_name", "num_client"])
     msg = str(e.value)
     assert msg.startswith("not a parameter of this notebook: num_client (did you mean num_clients?)")
-    assert "preset_name, num_clients, beta" in msg and "\n" not in msg
+    assert "preset_name, num_clients, dirichlet_alpha" in msg and "\n" not in msg
+    with pytest.raises(NotebookStop) as e:  # an old name says what it became
+        check_parameters(["preset_name", "dirichlet_alpha"], ["beta"], renamed={"beta": "dirichlet_alpha"})
+    assert str(e.value).startswith("not a parameter of this notebook: beta (renamed dirichlet_alpha); its parameters")
 
 
 def test_a_cell_run_after_a_parameter_was_edited_stops_saying_what_to_rerun(capsys):
