@@ -404,8 +404,9 @@ PUBSWAP_ARM_NAMES = {"fedavg_grpo": "FedAvg-GRPO", "pubswap_balanced": "PubSwap 
 
 def pubswap_arm_levels(results: str | Path = RESULTS) -> pd.DataFrame:
     """Each arm's own levels at the largest stored τ of the larger-τ grid (the setting of :func:`pubswap_findings`):
-    seeds, mean ± standard deviation over seeds of the final round's pairwise drift δ_pair (‖ΔW‖ units) and of the
-    final pass@1 (points), and pass@1 at the start (points), one row per arm of :data:`PUBSWAP_ARM_NAMES`."""
+    seeds, mean ± sample standard deviation over seeds (divisor seeds − 1; the spread of single runs, not an interval
+    of the mean) of the final round's pairwise drift δ_pair (‖ΔW‖ units) and of the final pass@1 (points), and
+    pass@1 at the start (points), one row per arm of :data:`PUBSWAP_ARM_NAMES`."""
     rows = pd.DataFrame(json.loads((Path(results) / "pubswap_paper_quick_large_tau.json").read_text()))
     t1 = rows[rows.table.isin(["table1", "control"]) & (rows.tau == rows.tau.max())]
     out = []
@@ -414,12 +415,41 @@ def pubswap_arm_levels(results: str | Path = RESULTS) -> pd.DataFrame:
         if a.empty:
             continue
         out.append({"arm": name, "seeds": len(a),
-                    "δ_pair at the end": f"{a.drift_end_pairwise_effective.mean():.2f} ± "
+                    "δ_pair at the end, mean ± SD": f"{a.drift_end_pairwise_effective.mean():.2f} ± "
                                          f"{a.drift_end_pairwise_effective.std(ddof=1):.2f}",
                     "pass@1 at the start": round(100 * a["pass@1_start"].mean(), 1),
-                    "pass@1 at the end": f"{100 * a['pass@1_final'].mean():.1f} ± "
+                    "pass@1 at the end, mean ± SD": f"{100 * a['pass@1_final'].mean():.1f} ± "
                                          f"{100 * a['pass@1_final'].std(ddof=1):.1f}"})
     return pd.DataFrame(out).set_index("arm")
+
+
+PUBSWAP_RESULTS = ("pubswap_paper_quick.json", "pubswap_paper_quick_large_tau.json")
+"""the stored PubSwap grids, smaller τ (2, 8) and larger τ (32, 48)"""
+
+
+def pubswap_drift_split(results: str | Path = RESULTS) -> pd.DataFrame:
+    """Where Balanced's drift reduction comes from, at every stored τ that ran the no-swap control: the public steps
+    (no-swap control − FedAvg-GRPO) and the swap (Balanced − no-swap control), each the paired mean difference of the
+    final round's δ_pair (‖ΔW‖ units) and its 95 % Student-t half-width over the seeds both arms ran, as
+    :func:`experiments.sweep.pubswap_claims` computes them; and the swap's share of their sum (%). One row per τ."""
+    from experiments.sweep import pubswap_claims
+
+    out = []
+    for name in PUBSWAP_RESULTS:
+        rows = json.loads((Path(results) / name).read_text())
+        claims = pubswap_claims(rows).set_index("claim")
+        for tau in sorted({r["tau"] for r in rows if r["method"] == "pubswap_noswap"}):
+            def pick(start):
+                return claims.loc[next(c for c in claims.index if c.startswith(f"{start}: τ = {tau},"))]
+
+            pub = pick("on-policy public steps limit drift (control, not a paper claim)")
+            swap = pick("the swap limits drift (control, not a paper claim)")
+            rounds = {r["rounds"] for r in rows if r["tau"] == tau and r["method"] == "pubswap_noswap"}
+            out.append({"τ": tau, "rounds": min(rounds), "seeds": int(min(pub["seeds"], swap["seeds"])),
+                        "public steps: control − FedAvg-GRPO": pub["diff"], "±95% t (public steps)": pub["±95% t"],
+                        "swap: Balanced − control": swap["diff"], "±95% t (swap)": swap["±95% t"],
+                        "swap's share (%)": round(100 * swap["diff"] / (swap["diff"] + pub["diff"]))})
+    return pd.DataFrame(out).set_index("τ").sort_index()
 
 
 #: the PubSwap paper's Table 1 (pass@1 %, 360 GRPO steps, 4 clients, Balanced with τ_swap = 2), as printed there

@@ -18,11 +18,12 @@
 #
 # *Nayak, Askin, Ustaomeroglu, Joe-Wong, Joshi (Carnegie Mellon University): PubSwap.*
 #
-# **The problem.** In FedAvg-GRPO (notebook 00) every client takes $\tau$ local GRPO steps on its own problems
-# before the server averages the adapters. More local steps mean fewer rounds, but each client fits its own topics,
-# the adapters **drift** apart, and their average is worse. **PubSwap** makes every $\tau_{\text{swap}}$-th local
-# step a **public step**: all clients answer the same $b$ prompts of a small public set and send the answers and
-# their correctness; the server hands each a group of $K$ answers, **swapping** answers between clients.
+# **The problem.** In FedAvg-GRPO (notebook 00) each of $N$ clients takes $\tau$ **local steps** (GRPO steps on
+# its own prompts) per round before the server averages the LoRA adapters. With many local steps each client fits
+# its own topics, the adapters **drift** apart, and their average gets worse. **PubSwap** makes every
+# $\tau_{\text{swap}}$-th local step a **public step**: all clients answer the same $b$ prompts of a small public
+# set, $K$ answers each, and send them with their correctness; the server hands each client a group of $K$ answers,
+# **swapping** in other clients' answers.
 
 # %% [markdown]
 # ## Parameters
@@ -32,7 +33,7 @@
 preset_name = "quick"  # quick (2-core CPU) | smoke (tiny, seconds) | full (GPU, real model) | full-smoke (GPU, tiny)
 seed = 0               # one seed: one world, partition and run
 num_clients = 4        # N clients
-dirichlet_alpha = 0.3  # α_Dir, Dirichlet concentration of the topic split (the paper's Table 1: α = 0.3)
+dirichlet_alpha = 0.3  # Dirichlet concentration of the topic split (the paper's Table 1: 0.3)
 taus = None            # local steps τ of the drift runs (None: 2 and 6 quick, 2 and 4 smoke, 10 and 120 full)
 run_root = ""          # where the runs go ("": runs/pubswap/<one folder per set of parameters>)
 figures_dir = ""       # where figures go ("": the run folder's figures/)
@@ -45,8 +46,9 @@ import torch
 from IPython.display import Markdown
 from plotly.subplots import make_subplots
 
-from experiments.findings import (interval_words, pubswap_arm_levels, pubswap_paper_gains, pubswap_setting,
-                                   pubswap_teaching_tables)
+from experiments.findings import (interval_words, pubswap_arm_levels, pubswap_drift_split, pubswap_paper_gains,
+                                   pubswap_setting, pubswap_teaching_tables)
+from experiments.stats import sign_verdict
 from experiments.sweep import SETTINGS
 from fedrl_kit import diagrams, notebook, viz
 from fedrl_kit.config import preset
@@ -74,8 +76,8 @@ probe_run = Run(cfg, progress=False).build()
 world, policy = probe_run.world, probe_run.policy
 shared = lambda a, b: len(set(a["prompt"]) & set(b["prompt"]))  # noqa: E731  prompts two splits have in common
 print(f"The embedded world ({cfg.world}): {len(world.train)} private problems split over the N = {cfg.num_clients} "
-      f"clients; the public set D_pub: {len(world.public)} prompts with gold answers that every client and the server "
-      f"hold (per topic: {', '.join(f'{t} {n}' for t, n in pd.Series(world.public['topic']).value_counts().items())}); {len(world.test)} test problems for "
+      f"clients; the public set: {len(world.public)} prompts with gold answers that every client and the server "
+      f"hold (per topic: {', '.join(f'{t} {c}' for t, c in pd.Series(world.public['topic']).value_counts().items())}); {len(world.test)} test problems for "
       f"pass@1. Prompts in common: public ∩ test {shared(world.public, world.test)}, public ∩ private "
       f"{shared(world.public, world.train)}, test ∩ private {shared(world.test, world.train)}. Reward: "
       f"{' + '.join(cfg.rewards)} only.")
@@ -83,7 +85,8 @@ print(f"The embedded world ({cfg.world}): {len(world.train)} private problems sp
 # %% [markdown]
 # ## 1. One round, drawn, and in time order
 # Who sends what (top), then along time: **1** the server broadcasts the adapter, **2** every client takes $\tau$
-# local steps, every $\tau_{\text{swap}}$-th public (★), **3** the server averages the adapters' factors (FedIT, §2).
+# local steps, every $\tau_{\text{swap}}$-th public (★), **3** the server averages the adapters' two LoRA factors
+# separately (**FedIT**, the paper's aggregation; §2).
 
 # %%
 diagrams.round_diagram("pubswap")
@@ -93,28 +96,26 @@ diagrams.step_timeline(max(TAUS), cfg.pubswap.period)
 
 # %% [markdown]
 # ## 2. Key equations
-# **GRPO, every step's update.** For a prompt $x$ a client samples $K$ answers $y_k$ from $\pi_{\text{old}}$ (its
-# policy when the step starts); a verifier scores each, $r_k = 1$ if right, else 0 (the only reward here):
+# **GRPO, every local step** (`grpo.group_advantages`, `grpo.grpo_loss`). For a prompt $x$ a client samples $K$
+# answers $y_k$ from $\pi_{\text{old}}$ (its policy when the step starts); reward $r_k = 1$ if right, else 0:
 #
 # $$\hat a_k = \frac{r_k - \bar r}{\sigma_r},\qquad
 # J(\theta) = \frac{1}{K}\sum_{k=1}^{K}\frac{1}{|y_k|}\sum_{t}\min\Bigl(\rho_{k,t}\,\hat a_k,\;
 # \operatorname{clip}\bigl(\rho_{k,t},\,1-\varepsilon,\,1+\varepsilon_{\text{high}}\bigr)\,\hat a_k\Bigr),\qquad
 # \rho_{k,t} = \frac{\pi_\theta(y_{k,t}\mid x, y_{k,<t})}{\pi_{\text{old}}(y_{k,t}\mid x, y_{k,<t})}$$
 #
-# ($\bar r$, $\sigma_r$: the group's mean and *sample* standard deviation, divisor $K-1$, so a 4-of-8 group
-# gives $\pm 0.94$). The verifier reads the `<answer>` tag, else the last number: a bare "102" counts; no format
-# reward. A step makes $\mu$ updates on the same answers: $\rho = 1$ at the first, $\ne 1$ after ($\theta$ moved,
-# $\pi_{\text{old}}$ did not); the clip bounds $\rho$ ("clip-higher": $\varepsilon_{\text{high}} >
-# \varepsilon$). KL weight $\beta_{\text{KL}} = 0$. **pass@1**: the fraction of test problems answered right,
-# averaged over samples. The run's values:
+# ($\bar r$, $\sigma_r$: the group's mean and sample standard deviation.) A step makes $\mu$ updates on the same
+# answers; no KL term ($\beta_{\text{KL}} = 0$). **pass@1**: the fraction of test problems answered right. The
+# run's values:
 
 # %%
 lora = {n: tuple(p.shape) for n, p in policy.model.named_parameters() if ".lora_A." in n or ".lora_B." in n}
 a_name = next(n for n in lora if ".lora_A." in n)
 pd.Series({"ε, ε_high (clip range)": f"{cfg.epsilon}, {cfg.epsilon_high}", "β_KL (KL weight)": cfg.beta,
-           "μ (gradient updates per GRPO step)": cfg.num_iterations, "N clients": cfg.num_clients,
-           "b prompts per step, K answers per prompt": f"{cfg.prompts_per_step}, {cfg.num_generations}",
-           "τ_swap": cfg.pubswap.period, "α_Dir (code: dirichlet_alpha)": cfg.dirichlet_alpha,
+           "μ (gradient updates per GRPO step)": cfg.num_iterations, "η (learning rate)": cfg.learning_rate,
+           "N clients": cfg.num_clients, "b prompts per step, K answers per prompt":
+               f"{cfg.prompts_per_step}, {cfg.num_generations}",
+           "τ_swap": cfg.pubswap.period, "Dirichlet concentration (code: dirichlet_alpha)": cfg.dirichlet_alpha,
            "LoRA rank r_LoRA, code lora_alpha, scale s = lora_alpha / r_LoRA":
                f"{cfg.lora_rank}, {cfg.lora_alpha:g}, {cfg.lora_alpha / cfg.lora_rank:g}",
            f"A and B of {a_name.split('.lora_A')[0].split('model.')[-1]} (one of {len(lora) // 2} adapted layers)":
@@ -123,22 +124,28 @@ pd.Series({"ε, ε_high (clip range)": f"{cfg.epsilon}, {cfg.epsilon_high}", "β
           name="value").to_frame()
 
 # %% [markdown]
-# **LoRA and FedIT.** A frozen layer $W_0 \in \mathbb{R}^{m\times d}$ becomes $W_0 + \Delta W$, $\Delta W =
-# sBA$, $B \in \mathbb{R}^{m\times r_{\text{LoRA}}}$, $A \in \mathbb{R}^{r_{\text{LoRA}}\times d}$; only $A, B$
-# train and travel. FedIT averages them **separately**: $B_{p+1} = \frac{1}{N}\sum_n B^{(n)}_{p+1}$, $A_{p+1} =
-# \frac{1}{N}\sum_n A^{(n)}_{p+1}$ (eq. 4). That is not the mean $\Delta W$: $1\times 1$ factors $(B, A) = (1, 1)$
-# and $(3, 3)$ have $\Delta W = 1$ and $9$, mean 5, but $\bar B \bar A = 2 \cdot 2 = 4$.
+# **LoRA and FedIT** (`aggregate.fedit`). A frozen layer $W_0$ becomes $W_0 + \Delta W$, $\Delta W = sBA$; only the
+# factors $A, B$ train and travel. In round $p$, FedIT averages them **separately**: $A_{p+1} = \frac{1}{N}\sum_n
+# A^{(n)}_{p+1}$, $B_{p+1} = \frac{1}{N}\sum_n B^{(n)}_{p+1}$, not the mean $\Delta W$.
 #
-# **Drift** (`fedrl_kit.drift`) is measured on the product $\Delta W_n = sB_nA_n$, client $n$'s whole adapter
-# ("effective" in `pairwise_effective`; `_factors` would use $A, B$), against the others' and against the round's
-# broadcast $\Delta W_p$ (norms summed in squares over adapted layers):
+# **Drift** (`drift.mean_pairwise_drift`, `drift.distance_to_global`), on client $n$'s whole adapter $\Delta W_n =
+# sB_nA_n$ against the others' and against the round's broadcast $\Delta W_p$ (Frobenius norms, summed in squares
+# over layers; its unit, "‖ΔW‖", is the unit of every drift below):
 #
 # $$\delta_{\text{pair}} = \frac{2}{N(N-1)}\sum_{n<n'}\lVert \Delta W_n - \Delta W_{n'}\rVert_F,\qquad
 # \delta_{\text{glob}} = \frac{1}{N}\sum_{n}\lVert \Delta W_n - \Delta W_p\rVert_F$$
 #
-# $\delta_{\text{pair}}$: how far apart clients are; $\delta_{\text{glob}}$: how far each moved this round.
-# Private steps follow each client's own topics, so $\delta$ grows with $\tau$; a public step gives all clients the
-# same prompts and, after a swap, partly the same answers, a shared pull.
+# **Why public steps should help** (the paper's appendix A: a bound, not measured here). With $\Delta_j =
+# \lVert\theta_n - \theta_{n'}\rVert$ after local step $j$ and learning rate $\eta$, a private step and a Balanced
+# public step give
+#
+# $$\Delta_{j+1} \le (1+\eta L_{\text{priv}})\Delta_j + \eta\,\zeta_{n,n'} + \text{noise},\qquad
+# \Delta_{j+1} \le (1+\eta L_{\text{pub}})\Delta_j + \eta\,(\omega_n + \omega_{n'}) + \text{noise}$$
+#
+# $L_{\text{priv}}$, $L_{\text{pub}}$: how fast the GRPO gradient can change with $\theta$ on private, on public
+# prompts (public: a small shared set, so it can be smaller); $\zeta_{n,n'}$: the gap between the two clients' private
+# gradients, large when topics differ; $\omega_n$: how far swapped-in answers bend $n$'s gradient, zero without a
+# swap, growing with $\alpha_n$ below. The bound gives the swap no credit; §5 and §7 measure it.
 #
 # **Why swap.** All $K$ answers wrong (or right) means every $\hat a_k = 0$: no gradient. Balanced adds others'
 # right answers:
@@ -153,50 +160,50 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
     rewards=[" ".join(f"{v:g}" for v in r) for r in groups.values()])
 
 # %% [markdown]
-# **The swap rules**, for public prompt $x$: client $n$ got $c_n(x)$ of its $K$ right, the others $D_n(x)$.
-# *Balanced* (`swap.balanced_swap`): keep the own group when $c_n(x) \ge K/2$; otherwise replace
+# **The swap rules**, for public prompt $x$: client $n$ got $c_n(x)$ of its $K$ right, the other clients
+# $D_n(x)$ together. *Balanced* (`swap.balanced_swap`) replaces $M_n(x)$ of $n$'s wrong answers by others' right
+# ones:
 #
-# $$M_n(x) = \min\bigl(\lfloor K/2\rfloor - c_n(x),\ D_n(x)\bigr)\qquad\text{(fraction swapped in: }
-# f_n(x) = M_n(x)/K \le 1/2\text{)}$$
+# $$M_n(x) = \min\bigl((\lfloor K/2\rfloor - c_n(x))_+,\ D_n(x)\bigr),\qquad \alpha_n(x) = \frac{M_n(x)}{K} \le
+# \frac{1}{2}$$
 #
-# wrong answers by others' right ones. Left open by the paper, chosen here: which wrong answers go (uniformly);
-# donors (uniformly from the others' pooled right answers: more right, more given; two clients may get the same);
-# odd $K$ ($\lfloor K/2\rfloor$); too few donors ($M_n = D_n$). *Random* (`swap.random_swap`): $K$ of the pooled
-# $NK$ answers, uniformly without replacement, the **same** group for every client.
+# (which wrong answers go, and donors: uniform, our choice). *Random* (`swap.random_swap`): $K$ of the pooled $NK$
+# answers, uniformly without replacement, the **same** group for every client; $\alpha_n(x)$: the share not from
+# $n$. *No-swap control* (`swap.no_swap`, ours): own groups, $\alpha_n = 0$.
 #
-# **Shortcut: $\rho = 1$.** Only texts travel, so a swapped-in answer is scored under the receiver's own policy as
-# $\pi_{\text{old}}$, as if self-sampled. Ignored: the donor's probability (no weight $\pi_{\text{receiver}} /
-# \pi_{\text{donor}}$), so an answer the receiver rarely produces weighs as much as its own, unclipped.
+# **Shortcut.** Only texts travel: a swapped-in answer is scored as if self-sampled ($\pi_{\text{old}}$ = the
+# receiver's policy).
 #
 # **A confound.** With $\tau_{\text{swap}} = 2$ PubSwap takes $\tau/2$ private steps per round, FedAvg-GRPO $\tau$:
-# fewer private steps alone may lower drift. A no-swap control (§5, §7) separates the two.
+# fewer private steps alone may lower drift. The no-swap control, with PubSwap's steps, separates the two.
 #
 # | symbol | meaning |
 # |---|---|
-# | $N$, $n$ | number of clients; one client |
-# | $\tau$, $\tau_{\text{swap}}$ | local steps per round; every $\tau_{\text{swap}}$-th one is public |
-# | $b$, $K$ | prompts per step; answers per prompt (the group) |
-# | $r_k$, $\hat a_k$ | reward of answer $k$ (0/1); its group-relative advantage |
-# | $\rho$, $\varepsilon$, $\varepsilon_{\text{high}}$, $\mu$ | probability ratio; clip range; updates per step |
-# | $\beta_{\text{KL}}$ | weight of a KL penalty (0 here) |
-# | $c_n(x)$, $D_n(x)$ | client $n$'s right answers to public prompt $x$; the other clients' right answers |
-# | $M_n(x)$, $f_n(x)$ | answers swapped into $n$'s group; over $K$ (paper: $\alpha_n$; code: `alpha`) |
-# | $W_0$, $A$, $B$, $r_{\text{LoRA}}$, $s$ | frozen weight; LoRA's factors, rank and scale; $\Delta W = sBA$ |
-# | $\delta_{\text{pair}}$, $\delta_{\text{glob}}$ | drift between clients; drift from the broadcast |
-# | $\alpha_{\text{Dir}}$ | Dirichlet concentration of the topic split (code: `dirichlet_alpha`) |
+# | $N$; $n$, $n'$ | clients: number; one |
+# | $p$; $\tau$; $j$; $\tau_{\text{swap}}$ | round; local steps per round; one local step; public-step period |
+# | $x$, $b$; $y_k$, $K$ | prompt, prompts per step; answer, answers per prompt |
+# | $r_k$; $\bar r$, $\sigma_r$; $\hat a_k$ | reward (0/1); group mean, standard deviation; advantage |
+# | $\theta$; $\pi_\theta$; $\pi_{\text{old}}$ | trainable parameters; policy; policy at the step's start |
+# | $\rho$, $t$; $\varepsilon$, $\varepsilon_{\text{high}}$; $\mu$; $\eta$; $\beta_{\text{KL}}$ | ratio, token; clip range; updates per step; learning rate; KL weight |
+# | $W_0$; $A$, $B$; $r_{\text{LoRA}}$; $s$ | frozen weight; LoRA factors; rank; scale |
+# | $\delta_{\text{pair}}$, $\delta_{\text{glob}}$ | drift between clients, from the broadcast (unit ‖ΔW‖) |
+# | $\Delta_j$; $L_{\text{priv}}$, $L_{\text{pub}}$; $\zeta_{n,n'}$; $\omega_n$ | parameter distance; gradient smoothness; private-gradient gap; swap distortion |
+# | $c_n(x)$, $D_n(x)$ | right answers of client $n$, of the others |
+# | $M_n(x)$, $\alpha_n(x)$ | answers swapped into $n$'s group, as a fraction of $K$ |
+# | $S$ | seeds behind a stored mean (§7) |
 #
 # ## 3. Pseudocode
 # `fedrl_kit/pubswap/method.py::run_round`, each line naming its function:
 # ```
-# for round p = 1..R:
+# for round p = 1, 2, …:
 #   send (A_p, B_p) to every client                                  # fit_begin message
 #   for local step j = 1..τ:
 #     if j is a multiple of τ_swap:                                   # method.is_public_step
 #       the same b public prompts to every client                     # method.sample_public_batch
 #       each client: K answers per prompt, and which are right        # client's public_generate handler
 #       server, per prompt x and client n:                            # method.swap_prompts
-#         Balanced: if c_n ≥ K/2: own group                           # swap.balanced_swap
-#                   else: M_n of its wrong answers ← others' right ones
+#         Balanced: M_n = min((⌊K/2⌋ − c_n)+, D_n)                    # swap.balanced_swap
+#                   M_n of n's wrong answers ← others' right ones
 #         Random:   one group of K drawn from all N·K answers, to all # swap.random_swap
 #       each client: one GRPO step on its group                       # client's public_step handler
 #     else:
@@ -206,8 +213,8 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 
 # %% [markdown]
 # ## 4. Who holds what
-# The *embedded world* (printed above): seven arithmetic topics with exact answers and a small pretrained policy
-# that runs on a CPU. As in the paper, a Dirichlet over topics splits the private data, equal sizes per client.
+# Seven arithmetic topics, a small policy that runs on a CPU. As in the paper, a Dirichlet draw over topics splits
+# the private data, equal sizes per client; a smaller concentration, a more uneven split.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -215,18 +222,17 @@ notebook.client_table(probe_run.partitions)
 
 # %%
 fig = viz.heterogeneity_bubbles(*topic_matrix(probe_run.partitions),
-                                title=f"topics per client (Dirichlet α_Dir = {dirichlet_alpha}; bubble area ∝ "
+                                title=f"topics per client (Dirichlet concentration {dirichlet_alpha}; bubble area ∝ "
                                       "examples)")
 viz.export(fig, "pubswap_heterogeneity", figures)
 fig
 
 # %% [markdown]
 # ## 5. Run it: drift within a round
-# One round per arm and τ from the same start, a probe measuring the adapters after each local step. The *no-swap
-# control* (ours) takes Balanced's steps with every client on its own public answers. Quick preset: two small τ.
+# One round per arm and τ from the same start, measuring the adapters after each local step; one seed.
 #
-# **Exercise 1, before running:** at the larger τ, which arm ends with the lowest $\delta_{\text{pair}}$, and
-# has it the best pass@1? (`prediction_1` is at this section's end.)
+# **Exercise 1 (predict first).** At the larger τ, which arm ends with the lowest $\delta_{\text{pair}}$? The run
+# cell shows no drift; set `prediction_1` below it, then check.
 
 # %%
 drift_runs = {}
@@ -240,78 +246,11 @@ drift = pd.DataFrame([{"method": METHODS[m], "tau": tau, **{k: v for k, v in r.i
 after = pd.DataFrame([{"method": METHODS[m], "tau": tau, "pass@1": g["pass@1"], "n": g["n"]}
                       for (m, tau), (_, recs) in drift_runs.items() for g in recs
                       if g["kind"] == "global" and g["round"] == 1])
-steps_taken = drift.pivot_table(index="method", columns=["tau", "step_kind"], values="step", aggfunc="count",
-                                fill_value=0)
-steps_taken = steps_taken.reindex(list(METHODS.values()))
-steps_taken.columns = [f"τ = {t}: {kind} steps" for t, kind in steps_taken.columns]
-print(f"drift runs: τ ∈ {TAUS}, one round each, τ_swap = {cfg.pubswap.period}; steps each client took:")
-steps_taken
-
-# %%
-fig = make_subplots(rows=1, cols=len(TAUS), subplot_titles=[f"τ = {t}" for t in TAUS], shared_yaxes=True)
-colors = {"FedAvg-GRPO": "#636efa", "no-swap control": "#ab63fa", "PubSwap Random": "#00cc96",
-          "PubSwap Balanced": "#ef553b"}
-for j, tau in enumerate(TAUS, 1):
-    for name, color in colors.items():
-        d = drift[(drift.method == name) & (drift.tau == tau)]
-        marker = dict(symbol=["circle" if k == "private" else "star" for k in d.step_kind], size=9)
-        fig.add_trace(go.Scatter(x=d.step + 1, y=d.pairwise_effective, name=name, legendgroup=name,
-                                 showlegend=j == 1, mode="lines+markers", line=dict(color=color), marker=marker),
-                      row=1, col=j)
-fig.update_layout(template="plotly_white", height=420, title="pairwise client drift after each local step (★ public)")
-fig.update_yaxes(title_text="δ_pair = mean ‖ΔW_n − ΔW_n′‖_F", row=1, col=1)
-fig.update_xaxes(title_text="local step")
-viz.export(fig, "pubswap_drift_within_round", figures)
-fig
-
-# %% [markdown]
-# How much each step adds to $\delta_{\text{pair}}$ at the larger τ (★: a public step for the three PubSwap-schedule
-# arms; FedAvg-GRPO's steps are all private):
-
-# %%
 T = max(TAUS)
-at_T = drift[drift.tau == T].sort_values("step")
-rise = at_T.pivot(index="step", columns="method", values="pairwise_effective").diff().fillna(
-    at_T.pivot(index="step", columns="method", values="pairwise_effective").iloc[0])[list(colors)]
-kind_of = at_T[at_T.method == "PubSwap Balanced"].set_index("step").step_kind
-rise.index = [f"{s + 1}{' ★' if kind_of[s] == 'public' else ''}" for s in rise.index]
-rise.index.name = "local step"
-pub = [i for i in rise.index if i.endswith("★")]
-b_pub, f_pub = rise.loc[pub, "PubSwap Balanced"], rise.loc[pub, "FedAvg-GRPO"]
-print(f"On Balanced's public steps δ_pair {'still rises' if (b_pub > 0).all() else 'does not always rise'} (by "
-      f"{', '.join(f'{v:.3f}' for v in b_pub)}), where FedAvg-GRPO's private steps at the same positions add "
-      f"{', '.join(f'{v:.3f}' for v in f_pub)}: public steps {'slow divergence; they do not reverse it' if (b_pub > 0).all() else 'can reverse it'}. "
-      f"The no-swap control's public steps add {', '.join(f'{v:.3f}' for v in rise.loc[pub, 'no-swap control'])}: "
-      "the swapped-in answers' share of the slowing is the gap between the two.")
-rise.round(3)
-
-# %%
 end = drift.sort_values("step").groupby(["method", "tau"]).last().reset_index().merge(after, on=["method", "tau"])
 end["se"] = np.sqrt(end["pass@1"] * (1 - end["pass@1"]) / end["n"])
-end_table = end.pivot(index="method", columns="tau", values=["pairwise_effective", "to_global_effective"]).round(3)
-end_table = end_table.reindex(list(METHODS.values()))
-end_table.columns = [f"{'δ_pair' if v == 'pairwise_effective' else 'δ_glob'}, τ = {t}" for v, t in end_table.columns]
-for t in TAUS:
-    e = end[end.tau == t].set_index("method")
-    end_table[f"pass@1 % ± SE, τ = {t}"] = [f"{100 * e.loc[m, 'pass@1']:.1f} ± {100 * e.loc[m, 'se']:.1f}"
-                                          for m in end_table.index]
 last = end[end.tau == T].set_index("method")
-start_pass = next(g["pass@1"] for g in drift_runs[("fedavg_grpo", T)][1] if g["kind"] == "global" and g["round"] == 0)
-setting = pubswap_setting()
-print(f"At τ = {T} the round ends with δ_pair lowest for {last.pairwise_effective.idxmin()} "
-      f"({last.pairwise_effective.min():.3f}) and highest for {last.pairwise_effective.idxmax()} "
-      f"({last.pairwise_effective.max():.3f}). δ_glob, how far each client moved, ranks them "
-      f"{'the same way' if list(last.pairwise_effective.sort_values().index) == list(last.to_global_effective.sort_values().index) else 'otherwise'}: highest for "
-      f"{last.to_global_effective.idxmax()} ({last.to_global_effective.max():.3f}), lowest for "
-      f"{last.to_global_effective.idxmin()} ({last.to_global_effective.min():.3f}). Clients that move far in a shared "
-      "direction have a large δ_glob and a small δ_pair (and δ_pair ≤ 2·δ_glob always). pass@1 after the round "
-      f"(from {100 * start_pass:.1f} % at the start; {int(last.n.iloc[0])} test problems, one sample each, one seed; "
-      f"SE = √(p(1−p)/n)) is highest for {last['pass@1'].idxmax()}; the arms differ by at most "
-      f"{100 * (last['pass@1'].max() - last['pass@1'].min()):.1f} points, about "
-      f"{(last['pass@1'].max() - last['pass@1'].min()) / last.se.mean():.1f} SE. One round of one seed shows the "
-      f"mechanism, not a verdict: §7's stored grid reads {setting['rounds']} rounds at τ = {setting['tau']} "
-      f"({setting['steps']} local steps per client) over 3–5 seeds.")
-end_table
+print(f"Ran {len(drift_runs)} one-round runs: τ ∈ {TAUS} × {len(METHODS)} arms ({', '.join(METHODS.values())}).")
 
 # %%
 prediction_1 = None  # an arm's name, e.g. "PubSwap Balanced"
@@ -327,10 +266,96 @@ notebook.check_explained(prediction_1, answer_1, f"at τ = {T}, {lowest} ends wi
                          + f"; each pass@1 has a standard error of about {last.se.mean() * 100:.1f} points, so lowest "
                          "drift is not shown to mean best accuracy (§7's F4 says the same over many more steps).")
 
+# %%
+steps_taken = drift.pivot_table(index="method", columns=["tau", "step_kind"], values="step", aggfunc="count",
+                                fill_value=0)
+steps_taken = steps_taken.reindex(list(METHODS.values()))
+steps_taken.columns = [f"τ = {t}: {kind} steps" for t, kind in steps_taken.columns]
+print(f"τ_swap = {cfg.pubswap.period}; local steps each client took:")
+steps_taken
+
+# %%
+fig = make_subplots(rows=1, cols=len(TAUS), subplot_titles=[f"τ = {t}" for t in TAUS], shared_yaxes=True)
+colors = {"FedAvg-GRPO": "#636efa", "no-swap control": "#ab63fa", "PubSwap Random": "#00cc96",
+          "PubSwap Balanced": "#ef553b"}
+for j, tau in enumerate(TAUS, 1):
+    for name, color in colors.items():
+        d = drift[(drift.method == name) & (drift.tau == tau)]
+        marker = dict(symbol=["circle" if k == "private" else "star" for k in d.step_kind], size=9)
+        fig.add_trace(go.Scatter(x=d.step + 1, y=d.pairwise_effective, name=name, legendgroup=name,
+                                 showlegend=j == 1, mode="lines+markers", line=dict(color=color), marker=marker),
+                      row=1, col=j)
+fig.update_layout(template="plotly_white", height=420, title="pairwise client drift after each local step (★ public)")
+fig.update_yaxes(title_text="δ_pair = mean ‖ΔW_n − ΔW_n′‖_F", row=1, col=1)
+fig.update_xaxes(title_text="local step j")
+viz.export(fig, "pubswap_drift_within_round", figures)
+fig
+
+# %% [markdown]
+# What each step adds to $\delta_{\text{pair}}$ at the larger τ (★: public, except for FedAvg-GRPO, whose steps are
+# all private):
+
+# %%
+at_T = drift[drift.tau == T].sort_values("step")
+rise = at_T.pivot(index="step", columns="method", values="pairwise_effective").diff().fillna(
+    at_T.pivot(index="step", columns="method", values="pairwise_effective").iloc[0])[list(colors)]
+kind_of = at_T[at_T.method == "PubSwap Balanced"].set_index("step").step_kind
+rise.index = [f"{s + 1}{' ★' if kind_of[s] == 'public' else ''}" for s in rise.index]
+rise.index.name = "local step j"
+pub = [i for i in rise.index if i.endswith("★")]
+b_pub, f_pub = rise.loc[pub, "PubSwap Balanced"], rise.loc[pub, "FedAvg-GRPO"]
+print(f"On Balanced's public steps δ_pair {'still rises' if (b_pub > 0).all() else 'does not always rise'} (by "
+      f"{', '.join(f'{v:.3f}' for v in b_pub)}), where FedAvg-GRPO's private steps at the same positions add "
+      f"{', '.join(f'{v:.3f}' for v in f_pub)}: public steps {'slow divergence; they do not reverse it' if (b_pub > 0).all() else 'can reverse it'}. "
+      f"The no-swap control's public steps add {', '.join(f'{v:.3f}' for v in rise.loc[pub, 'no-swap control'])}: "
+      "the swapped-in answers' share of the slowing is the gap between the two.")
+rise.round(3)
+
+# %%
+end_table = end.pivot(index="method", columns="tau", values=["pairwise_effective", "to_global_effective"]).round(3)
+end_table = end_table.reindex(list(METHODS.values()))
+end_table.columns = [f"{'δ_pair' if v == 'pairwise_effective' else 'δ_glob'}, τ = {t}" for v, t in end_table.columns]
+for t in TAUS:
+    e = end[end.tau == t].set_index("method")
+    end_table[f"pass@1 % ± SE, τ = {t}"] = [f"{100 * e.loc[m, 'pass@1']:.1f} ± {100 * e.loc[m, 'se']:.1f}"
+                                          for m in end_table.index]
+start_pass = next(g["pass@1"] for g in drift_runs[("fedavg_grpo", T)][1] if g["kind"] == "global" and g["round"] == 0)
+setting = pubswap_setting()
+print(f"At τ = {T} the round ends with δ_pair lowest for {last.pairwise_effective.idxmin()} "
+      f"({last.pairwise_effective.min():.3f}) and highest for {last.pairwise_effective.idxmax()} "
+      f"({last.pairwise_effective.max():.3f}). δ_glob, how far each client moved, ranks them "
+      f"{'the same way' if list(last.pairwise_effective.sort_values().index) == list(last.to_global_effective.sort_values().index) else 'otherwise'}: highest for "
+      f"{last.to_global_effective.idxmax()} ({last.to_global_effective.max():.3f}), lowest for "
+      f"{last.to_global_effective.idxmin()} ({last.to_global_effective.min():.3f}). Clients that move far in a shared "
+      "direction have a large δ_glob and a small δ_pair (and δ_pair ≤ 2·δ_glob always). pass@1 after the round "
+      f"(from {100 * start_pass:.1f} % at the start; {int(last.n.iloc[0])} test problems, one sample each, one seed; "
+      f"SE = √(pass@1·(1 − pass@1)/test problems)) is highest for {last['pass@1'].idxmax()}; the arms differ by at "
+      f"most {100 * (last['pass@1'].max() - last['pass@1'].min()):.1f} points, about "
+      f"{(last['pass@1'].max() - last['pass@1'].min()) / last.se.mean():.1f} SE. One round of one seed shows the "
+      f"mechanism, not a verdict: §7's stored grid reads {setting['rounds']} rounds at τ = {setting['tau']} "
+      f"({setting['steps']} local steps per client) over 3–5 seeds.")
+end_table
+
+# %% [markdown]
+# **Where this run's drift reduction comes from.** Balanced's drop below FedAvg-GRPO splits into the public steps'
+# part (FedAvg-GRPO − control: PubSwap's schedule with own answers) and the swap's part (control − Balanced):
+
+# %%
+d = last.pairwise_effective
+cut, public_part, swap_part = (d["FedAvg-GRPO"] - d["PubSwap Balanced"], d["FedAvg-GRPO"] - d["no-swap control"],
+                               d["no-swap control"] - d["PubSwap Balanced"])
+split_here = pd.Series({"FedAvg-GRPO − Balanced (the whole reduction)": cut, "public steps: FedAvg-GRPO − control":
+                        public_part, "swap: control − Balanced": swap_part}, name=f"δ_pair, τ = {T}, one seed").round(3)
+print(f"At τ = {T}, one seed, first round: "
+      + (f"the public steps give {100 * public_part / cut:.0f} % of the reduction and the swap "
+         f"{100 * swap_part / cut:.0f} %." if cut > 0 else "Balanced ends no lower than FedAvg-GRPO.")
+      + " One run has no interval; §7 compares this split with the stored grids over seeds.")
+split_here.to_frame()
+
 # %% [markdown]
 # ## 6. One swap, step by step
-# Replay of the last public step of Balanced's larger-τ round (`generate_public`: same prompts and random streams;
-# a test checks it). Each client's right answers per prompt:
+# Replay of the last public step of Balanced's larger-τ round (`generate_public`: same prompts and random
+# streams). Each client's right answers $c_n(x)$ per prompt:
 
 # %%
 run, _ = drift_runs[("pubswap_balanced", max(TAUS))]
@@ -339,13 +364,14 @@ last_public = max(s for s in range(run.config.local_steps) if is_public_step(s, 
 gen = generate_public(run.server, round=1, step=last_public)
 K, batch, cids = gen.num_generations, gen.batch, gen.client_ids
 correct = pd.DataFrame({cid: [sum(c) for c in g["correct"]] for cid, g in zip(cids, gen.generated)},
-                       index=[f"{p} (gold {a})" for p, a in zip(batch["prompt"], batch["answer"])])
-correct.index.name = f"c_n: right answers out of K = {K}"
+                       index=[f"{x} (gold {a})" for x, a in zip(batch["prompt"], batch["answer"])])
+correct.index.name = f"c_n(x): right answers out of K = {K}"
 correct
 
 # %% [markdown]
-# Then Balanced's group for client 0 on a prompt where it has few right answers and the others some, slot by slot.
-# **By hand**: $M = \min(\lfloor K/2\rfloor - c, D)$ from the table above, beside the package's $f K$.
+# Balanced's group for client 0 on a prompt where it has few right answers and the others some, slot by slot.
+# **By hand**: $M_0(x) = \min((\lfloor K/2\rfloor - c_0(x))_+, D_0(x))$ from the table above, beside the package's
+# $\alpha_0(x)\,K$.
 
 # %%
 swaps = {rule: swap_public(gen, rule) for rule in ("balanced", "random")}  # b groups per rule
@@ -355,13 +381,14 @@ wanted = (c0 < K // 2) & (others > 0)  # Balanced has something to do here
 example_prompt = int(np.argmax(wanted * (K - c0))) if wanted.any() else 0
 view = group_table(gen, swaps["balanced"], 0, example_prompt)
 M_by_hand = min(max(K // 2 - int(c0[example_prompt]), 0), int(others[example_prompt]))
-print(f"c = {c0[example_prompt]}, D = {others[example_prompt]}: M by hand = {M_by_hand}, "
-      f"package f·K = {view.attrs['alpha'] * K:.0f} (f = {view.attrs['alpha']:.3f})")
+print(f"c_0(x) = {c0[example_prompt]}, D_0(x) = {others[example_prompt]}: M_0(x) by hand = min(({K // 2} − "
+      f"{c0[example_prompt]})+, {others[example_prompt]}) = {M_by_hand}; package α_0(x)·K = "
+      f"{view.attrs['alpha'] * K:.0f} (α_0(x) = {view.attrs['alpha']:.3f})")
 view
 
 # %% [markdown]
 # **Turn the knobs**: rule, group size $K$ (each client's first $K$ answers), client, prompt; only the swap is
-# recomputed. Second table: each client's $f_n$, averaged over prompts.
+# recomputed. Second table: each client's $\alpha_n$, averaged over prompts.
 
 # %%
 import ipywidgets as widgets
@@ -370,9 +397,9 @@ import ipywidgets as widgets
 def show_swap(rule, K, client, prompt):
     res = swap_public(gen, rule, K)
     v = group_table(gen, res, client, prompt)
-    print(f"{rule}, K = {K}: {cids[client]} on {batch['prompt'][prompt]!r}: f = {v.attrs['alpha']:.3f} swapped in")
+    print(f"{rule}, K = {K}: {cids[client]} on {batch['prompt'][prompt]!r}: α_n = {v.attrs['alpha']:.3f} swapped in")
     display(v)
-    display(pd.DataFrame({"f_n (mean over prompts)": np.mean([r.replacement_fraction for r in res], axis=0).round(3),
+    display(pd.DataFrame({"α_n (mean over prompts)": np.mean([r.replacement_fraction for r in res], axis=0).round(3),
                           "right answers in the group (mean)": np.mean([r.correct.sum(axis=1) for r in res], axis=0)
                           .round(3)}, index=cids).T)
 
@@ -380,14 +407,14 @@ def show_swap(rule, K, client, prompt):
 controls = dict(rule=widgets.ToggleButtons(options=[("Balanced", "balanced"), ("Random", "random")]),
                 K=widgets.IntSlider(K, 2, K, continuous_update=False),
                 client=widgets.Dropdown(options=[(c, i) for i, c in enumerate(cids)], value=0),
-                prompt=widgets.Dropdown(options=[(p, i) for i, p in enumerate(batch["prompt"])], value=example_prompt))
+                prompt=widgets.Dropdown(options=[(x, i) for i, x in enumerate(batch["prompt"])], value=example_prompt))
 notebook.static_default(show_swap, **controls)
 print("\nThe same prompt under Random (static too): every client gets this one group.")
 show_swap("random", K, 0, example_prompt)
 notebook.knobs(show_swap, **controls)
 
 # %% [markdown]
-# **What crossed the wire** in that round, against FedAvg-GRPO's round at the same τ: message counts and bytes.
+# **What crossed the wire** in that round, against FedAvg-GRPO's round at the same τ:
 
 # %%
 fed_ledger = pd.DataFrame(drift_runs[("fedavg_grpo", max(TAUS))][0].runtime.ledger.to_rows())
@@ -412,18 +439,18 @@ msgs.astype(int)
 
 # %% [markdown]
 # ## 7. The paper's claims, and what the reproduction found
-# **The paper** (Table 1: Qwen3-1.7B, Qwen2.5-Math-1.5B; MATH, DeepMath; 4 clients, 360 GRPO steps, τ_swap = 2):
-# Balanced beats FedAvg-GRPO "for most choices of τ", more at larger τ; Random can beat Balanced at τ ≤ 40, not at
-# 90–120. Drift: a bound (appendix A), not measured. Its gains (points):
+# **The paper** (Table 1: two Qwen models, MATH and DeepMath, 4 clients, 360 GRPO steps, τ_swap = 2): Balanced
+# beats FedAvg-GRPO "for most choices of τ", more at larger τ; Random can beat Balanced at small τ only. Drift:
+# bounded (§2), not measured. Its gains (points):
 
 # %%
 pubswap_paper_gains()
 
 # %% [markdown]
-# **The reproduction** (ours): this embedded world and policy, final checkpoint, drift = last round's
-# $\delta_{\text{pair}}$. Differences are *paired*: seed $s$ against seed $s$ (same world, split, start), over the
-# seeds both arms ran, ± a 95 % Student-t half-width. Setting, arm levels, F1–F5, R1–R3
-# ([all claims](12_pubswap_report.ipynb)):
+# **The reproduction** (ours): this world, several rounds, final checkpoint, drift = last round's
+# $\delta_{\text{pair}}$. **Arm levels**: mean ± sample standard deviation over the arm's $S$ seeds (column
+# `seeds`). **F, R rows**: differences paired seed by seed, mean ± 95 % Student-t half-width over the $S$ seeds
+# both arms ran ($S - 1$ degrees of freedom). [All claims](12_pubswap_report.ipynb).
 
 # %%
 print(f"Setting: τ = {setting['tau']}, {setting['rounds']} rounds ({setting['steps']} local steps per client), "
@@ -431,9 +458,20 @@ print(f"Setting: τ = {setting['tau']}, {setting['rounds']} rounds ({setting['st
       + ", ".join(f"{m} {len(s)}" for m, s in setting["seeds"].items()) + ". A PubSwap client takes "
       f"{setting['steps'] // setting['period']} private steps of the {setting['steps']}.")
 findings, random_rows = pubswap_teaching_tables()
-display(pubswap_arm_levels())
+levels = pubswap_arm_levels()
+print(f"Arm levels (± = sample standard deviation over the arm's seeds, divisor S − 1; S = {', '.join(f'{a} {s}' for a, s in levels.seeds.items())}):")
+display(levels)
+print("F and R (± = 95 % Student-t half-width of the mean paired difference, t(0.975, S − 1)·SD/√S):")
 display(findings)
 random_rows
+
+# %% [markdown]
+# **The split of §5, over seeds.** The stored grids ran the no-swap control at several τ; each part is a paired mean
+# ± 95 % t half-width (‖ΔW‖ units; negative: less drift):
+
+# %%
+split = pubswap_drift_split()
+split
 
 # %%
 def said(label, unit, table=findings):
@@ -441,26 +479,27 @@ def said(label, unit, table=findings):
     return interval_words(r["difference"], r["±95% t"], int(r["seeds"]), unit)
 
 
-f3, f1, f4 = findings.loc["F3"], findings.loc["F1"], findings.loc["F4"]
+f3, f4 = findings.loc["F3"], findings.loc["F4"]
 gains = pubswap_paper_gains()
 where = f"τ = {setting['tau']}, {setting['rounds']} rounds"
-Markdown(f"""All at {where}, final checkpoint:
+small = list(split.index[:-2])  # the smaller-τ grid's τ; the last two are F2 and F3's grid
+noisy = [t for t in small if sign_verdict(split.loc[t, "swap: Balanced − control"], split.loc[t, "±95% t (swap)"]) == 0]
+share = split["swap's share (%)"]
+Markdown(f"""Findings at {where}, final checkpoint, unless a τ is named:
 - **F1**: Balanced ends with drift {said('F1', '‖ΔW‖')} than FedAvg-GRPO.
-- **F2, F3**: the swap accounts for a reduction the control does not show: Balanced against the no-swap control is
-  {said('F2', '‖ΔW‖')} (F2). Whether the halved private steps also contribute is not resolved: the control against
-  FedAvg-GRPO is {said('F3', '‖ΔW‖')} (F3), an interval reaching {f3['difference'] - f3['±95% t']:.2f}, which
-  {'includes' if f3['difference'] - f3['±95% t'] <= f1['difference'] else 'excludes'} a reduction as large as F1's.
-- **F4**: the paper's accuracy gain is not reproduced: Balanced − FedAvg-GRPO in pass@1 is {said('F4', 'points')};
-  the interval [{f4['difference'] - f4['±95% t']:.2f}, {f4['difference'] + f4['±95% t']:.2f}] can neither show
-  nor rule out a gain below {f4['difference'] + f4['±95% t']:.2f} points (the paper's Table 1 gains run from
-  {gains.min().min():+.1f} to {gains.max().max():+.1f}).
-- **F5, R3**: Random's pass@1 is {said('F5', 'points')} than Balanced's (F5), in line with the paper's large-τ
-  claim, and {said('R3', 'points', random_rows)} than FedAvg-GRPO's (R3).
-- **R1, R2**: Random's drift against Balanced is {said('R1', '‖ΔW‖', random_rows)}, against FedAvg-GRPO
-  {said('R2', '‖ΔW‖', random_rows)}. In §5's one round it ended {'lowest' if last.pairwise_effective.idxmin() ==
-  'PubSwap Random' else 'not lowest'}: every client trains on the same group, which pulls them together within a
-  round; over {setting['rounds']} rounds it is not shown lower, and it loses accuracy, training on answers of which
-  only 1/N are its own.
+- **F2, F3**: against the no-swap control Balanced's drift is {said('F2', '‖ΔW‖')}, while the control against
+  FedAvg-GRPO is {said('F3', '‖ΔW‖')}, so at this τ the swap accounts for the measured reduction and the public
+  steps' own part is not resolved (its interval reaches {f3['difference'] - f3['±95% t']:.2f}).
+- **§5 against F2, F3**: §5's split is one seed in a first round at τ = {T}, F2 and F3 are
+  {int(findings.loc['F2', 'seeds'])} seeds at τ = {setting['tau']} after {setting['rounds']} rounds, and the table
+  above gives the swap's share at each τ ({', '.join(f"{share[t]} % at τ = {t}" for t in split.index)}){f", its part within noise at τ = {', '.join(map(str, noisy))}" if noisy else ""},
+  so a one-seed run at small τ {"that credits the public steps with most of the drop" if public_part > swap_part else "whatever its split"} does not contradict F2.
+- **F4**: the paper's accuracy gain is not reproduced: Balanced − FedAvg-GRPO in pass@1 is {said('F4', 'points')},
+  an interval that can neither show nor rule out a gain below {f4['difference'] + f4['±95% t']:.2f} points (the
+  paper's gains run from {gains.min().min():+.1f} to {gains.max().max():+.1f}).
+- **F5, R1, R3**: Random's pass@1 is {said('F5', 'points')} than Balanced's and {said('R3', 'points', random_rows)}
+  than FedAvg-GRPO's, its drift against Balanced {said('R1', '‖ΔW‖', random_rows)}: every client trains on answers
+  of which about 1/N are its own.
 
 Details: [the larger-τ grid and every claim in the report](12_pubswap_report.ipynb).""")
 
@@ -477,13 +516,14 @@ prediction_2 = None  # a whole number
 # %%
 answer_2 = int(swaps["balanced"][example_prompt].num_replaced[1])
 c1, D1 = int(correct[cids[1]].iloc[example_prompt]), int(correct.drop(columns=cids[1]).iloc[example_prompt].sum())
-notebook.check_explained(prediction_2, answer_2, f"{cids[1]} has c = {c1} right of K = {K} and the others D = {D1}; "
-                         + (f"c ≥ K/2, so Balanced keeps its own group." if c1 >= K / 2 else
-                            f"c < K/2, so M = min(⌊K/2⌋ − c, D) = min({K // 2 - c1}, {D1}) = {answer_2}."))
+notebook.check_explained(prediction_2, answer_2, f"{cids[1]} has c_1(x) = {c1} right of K = {K} and the others "
+                         f"D_1(x) = {D1}; " + (f"c_1(x) ≥ ⌊K/2⌋, so Balanced keeps its own group." if c1 >= K // 2 else
+                                               f"c_1(x) < ⌊K/2⌋, so M_1(x) = min(⌊K/2⌋ − c_1(x), D_1(x)) = "
+                                               f"min({K // 2 - c1}, {D1}) = {answer_2}."))
 
 # %% [markdown]
 # **Exercise 3.** Under *Random* every client receives the same group of $K$. Averaged over the $N$ clients, what
-# fraction of that group is the client's own answers? Two decimals.
+# fraction of that group is the client's own answers, $1 - \alpha_n$? Two decimals.
 
 # %%
 prediction_3 = None  # a fraction, e.g. 0.5
@@ -499,26 +539,26 @@ notebook.check_explained(prediction_3, answer_3, f"the K = {K} answers of the on
 
 # %% [markdown]
 # **Exercise 4.** Set $K = 2$ in the widget (each client's first two answers). On these prompts, what is the largest
-# number of answers Balanced replaces in any client's group? The table below gives each client's $c$ of its two.
+# $M_n(x)$ Balanced reaches? The table below gives each client's $c_n(x)$ of its two.
 
 # %%
-small = swap_public(gen, "balanced", 2)
-two = pd.DataFrame([r.own_correct for r in small], index=correct.index, columns=cids)
-two.index.name = "c_n of the first 2 answers"
+small_K = swap_public(gen, "balanced", 2)
+two = pd.DataFrame([r.own_correct for r in small_K], index=correct.index, columns=cids)
+two.index.name = "c_n(x) of the first 2 answers"
 two
 
 # %%
 prediction_4 = None  # a whole number
 
 # %%
-answer_4 = int(max(r.num_replaced.max() for r in small))
-zero = sum(int(((r.own_correct == 0) & (r.num_replaced > 0)).sum()) for r in small)
-notebook.check_explained(prediction_4, answer_4, f"with K = 2, M = min(⌊2/2⌋ − c, D) ≤ 1 − c ≤ 1; it reaches 1 for "
-                         f"a client with c = 0 when another client has a right answer among its two ({zero} "
-                         "client–prompt pairs in the table above).")
+answer_4 = int(max(r.num_replaced.max() for r in small_K))
+zero = sum(int(((r.own_correct == 0) & (r.num_replaced > 0)).sum()) for r in small_K)
+notebook.check_explained(prediction_4, answer_4, f"with K = 2, M_n(x) = min((⌊2/2⌋ − c_n(x))+, D_n(x)) ≤ 1; it "
+                         f"reaches 1 for a client with c_n(x) = 0 when another client has a right answer among its "
+                         f"two ({zero} client–prompt pairs in the table above).")
 
 # %% [markdown]
-# **Exercise 5.** A client with at least $K/2$ right answers on a prompt: what is its $f_n$ under Balanced?
+# **Exercise 5.** A client with at least $K/2$ right answers on a prompt: what is its $\alpha_n(x)$ under Balanced?
 
 # %%
 prediction_5 = None  # a number
@@ -527,6 +567,6 @@ prediction_5 = None  # a number
 res = swaps["balanced"]
 kept = [r.replacement_fraction[n] for r in res for n in range(len(cids)) if r.own_correct[n] >= K / 2]
 answer_5 = float(max(kept)) if kept else 0.0
-notebook.check_explained(prediction_5, answer_5, f"Balanced swaps only when c < K/2 = {K / 2:g}; a group with half or "
-                         f"more right already has spread. Of the {len(kept)} client–prompt pairs here with c ≥ K/2, "
-                         f"the largest f is {answer_5:g}.")
+notebook.check_explained(prediction_5, answer_5, f"Balanced swaps only when c_n(x) < ⌊K/2⌋ = {K // 2}; a group with "
+                         f"half or more right already has spread. Of the {len(kept)} client–prompt pairs here with "
+                         f"c_n(x) ≥ K/2, the largest α_n(x) is {answer_5:g}.")

@@ -28,7 +28,7 @@ def test_arm_levels_are_the_stored_grids_means_at_its_largest_tau():
     levels = findings.pubswap_arm_levels()
     assert levels.loc["FedAvg-GRPO", "seeds"] == len(fedavg)
     mean = np.mean([r["drift_end_pairwise_effective"] for r in fedavg])
-    assert levels.loc["FedAvg-GRPO", "δ_pair at the end"].startswith(f"{mean:.2f} ± ")
+    assert levels.loc["FedAvg-GRPO", "δ_pair at the end, mean ± SD"].startswith(f"{mean:.2f} ± ")
     assert levels.loc["FedAvg-GRPO", "pass@1 at the start"] == round(100 * np.mean([r["pass@1_start"] for r in fedavg]), 1)
     assert "no-swap control" in levels.index and "PubSwap Random" in levels.index
 
@@ -38,3 +38,25 @@ def test_paper_gains_are_balanced_minus_fedavg_of_table1():
     assert g.loc["Qwen3-1.7B, DeepMath", "τ = 120"] == 5.1  # 55.8 − 50.7
     assert g.loc["Qwen3-1.7B, MATH", "τ = 10"] == -0.9  # 77.0 − 77.9: the paper's own "most choices of τ"
     assert list(g.columns) == [f"τ = {t}" for t in findings.PUBSWAP_PAPER_TAUS] and len(g) == 4
+
+
+def test_drift_split_reads_each_control_tau_from_the_claims_and_its_share_from_them():
+    from experiments.sweep import pubswap_claims
+
+    split = findings.pubswap_drift_split()
+    control_taus = sorted({r["tau"] for name in findings.PUBSWAP_RESULTS for r in json.loads((RESULTS / name).read_text())
+                           if r["method"] == "pubswap_noswap"})
+    assert list(split.index) == control_taus
+    large = json.loads((RESULTS / "pubswap_paper_quick_large_tau.json").read_text())
+    tau = max(r["tau"] for r in large)
+    claims = pubswap_claims(large).set_index("claim")
+    swap = claims.loc[[c for c in claims.index if c.startswith(f"the swap limits drift (control, not a paper claim): "
+                                                                 f"τ = {tau},")][0]]
+    pub = claims.loc[[c for c in claims.index if c.startswith("on-policy public steps limit drift (control, not a "
+                                                                f"paper claim): τ = {tau},")][0]]
+    assert (split.loc[tau, "swap: Balanced − control"], split.loc[tau, "±95% t (swap)"]) == (swap["diff"],
+                                                                                            swap["±95% t"])
+    assert (split.loc[tau, "public steps: control − FedAvg-GRPO"], split.loc[tau, "±95% t (public steps)"]) == (
+        pub["diff"], pub["±95% t"])
+    assert split.loc[tau, "swap's share (%)"] == round(100 * swap["diff"] / (swap["diff"] + pub["diff"]))
+    assert (split["seeds"] >= 2).all()
