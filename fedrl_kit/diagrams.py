@@ -72,14 +72,15 @@ ROUNDS = {
         last_client="N"),
     "fedmoa": Round(
         "one FedMOA round",
-        server=("cluster the clients by the name of their accuracy reward",
-                "α_m = softmax(1 / (w_acc,m + ε)) inside a cluster (eq. 11)",
-                "θ^(c) = Σ α_m θ^(m),  w^(c) = Σ α_m w^(m)  (eq. 12)",
-                "θ = Σ_c (N_c / N) θ^(c)  (eq. 13)"),
-        client=("τ local steps of GRPO on r_w = Σ w_k r_k", "(eq. 2); after each step move w by its",
-                "hypergradient (eqs. 8–10)"),
-        messages=(Message("down", "global model θ and its cluster's reward weights w^(c)"),
-                  Message("up", "its model θ^(m), reward names, weights w^(m), data size N_m")),
+        server=("cluster S_c: the clients whose accuracy reward has the same name",
+                "α_m = softmax(1 / (w_acc^(m) + ε)) inside a cluster (eq. 11): reads only w_acc^(m)",
+                "θ = Σ_c (N_c / N) Σ_{m∈S_c} α_m θ^(m)  (eqs. 12–13): one global model",
+                "w^(m←c): the cluster's α-average of the rewards all its clients share, plus",
+                "client m's own other weights, renormalised (eq. 12): one vector per client"),
+        client=("keeps its OWN weights w^(m), one per reward;", "τ local GRPO steps on r_w = Σ_k w_k r_k;",
+                "after each: w^(m) ← Proj(w^(m) + λΔ)", "(eqs. 8–10), on the client only"),
+        messages=(Message("down", "global θ, and client m's own weights w^(m←c) (eq. 12)"),
+                  Message("up", "its model θ^(m), reward names, its own weights w^(m) (w_acc sets α_m), data size N_m")),
         last_client="M"),
 }
 """each method's round, in the papers' words (the notebooks' diagrams)"""
