@@ -355,6 +355,20 @@ def fedgrpo_same_reward_windows(results: str | Path = RESULTS, baseline: str = "
     return window_differences(ours, other, window)
 
 
+def fedgrpo_reward_shape_windows(results: str | Path = RESULTS, baseline: str = "fedavg_grpo",
+                                 window: int = 5) -> pd.DataFrame | None:
+    """What FedGRPO's reward shape alone changes in ``baseline``: the baseline on 8·accuracy + 1·format
+    (:data:`FEDGRPO_SAME_REWARD_FILE`) − the same baseline on accuracy alone (the stored 30-round runs), window by
+    window; None when the same-reward file is not stored."""
+    from experiments.fedgrpo_claims import window_differences
+
+    results = Path(results)
+    if not (results / FEDGRPO_SAME_REWARD_FILE).exists():
+        return None
+    return window_differences(_fedgrpo_30_round_runs(results, baseline, FEDGRPO_SAME_REWARD_FILE),
+                              _fedgrpo_30_round_runs(results, baseline), window)
+
+
 def fedgrpo_window_note(arm: str = "fedgrpo_random", results: str | Path = RESULTS) -> str:
     """One sentence on a control arm minus the competence arm, 5-round window by window, from
     ``benchmarks/results/fedgrpo_windows.json`` (``benchmarks/fedgrpo_windows.py``): the windows whose 95 %
