@@ -4,23 +4,39 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
-REGISTRY: dict[str, str | MethodSpec] = {
-    "fedavg_grpo": "fedrl_kit.methods.fedavg_grpo:FEDAVG_GRPO",
-    "fedprox_grpo": "fedrl_kit.methods.fedavg_grpo:FEDPROX_GRPO",
-    "central_grpo": "fedrl_kit.methods.central_grpo:CENTRAL_GRPO",
-    "zero_shot": "fedrl_kit.methods.zero_shot:ZERO_SHOT",
-    "pubswap_random": "fedrl_kit.pubswap.method:PUBSWAP_RANDOM",
-    "pubswap_balanced": "fedrl_kit.pubswap.method:PUBSWAP_BALANCED",
-    "pubswap_noswap": "fedrl_kit.pubswap.method:PUBSWAP_NOSWAP",
-    "fedgrpo": "fedrl_kit.fedgrpo.method:FEDGRPO",
-    "fedpetuning_sft": "fedrl_kit.fedgrpo.baselines:FEDPETUNING_SFT",
-    "dpsda_grpo": "fedrl_kit.fedgrpo.baselines:DPSDA_GRPO",
-    "dpsda_sft": "fedrl_kit.fedgrpo.baselines:DPSDA_SFT",
-    "fedmoa": "fedrl_kit.fedmoa.method:FEDMOA",
+
+class Entry(NamedTuple):
+    """A toolkit method's row: its spec's ``module:ATTRIBUTE``, and those of the argument sections and presets the spec
+    brings, from their own small modules (the run configuration gathers them without importing every method)."""
+
+    spec: str
+    sections: tuple[str, ...] = ()
+    presets: str | None = None
+
+
+_PROX, _SWAP, _MOA = ("fedrl_kit.methods.args:FedProxArgs", "fedrl_kit.pubswap.args:PubSwapArgs",
+                      "fedrl_kit.fedmoa.args:FedMOAArgs")
+_FEDGRPO, _DPSDA, _EVALUATOR = (f"fedrl_kit.fedgrpo.args:{c}" for c in ("FedGRPOArgs", "DPSDAArgs", "EvaluatorArgs"))
+_SWAP_PRESETS = "fedrl_kit.pubswap.presets:PAPER_PRESETS"
+
+REGISTRY: dict[str, Entry | MethodSpec] = {
+    "fedavg_grpo": Entry("fedrl_kit.methods.fedavg_grpo:FEDAVG_GRPO"),
+    "fedprox_grpo": Entry("fedrl_kit.methods.fedavg_grpo:FEDPROX_GRPO", (_PROX,)),
+    "central_grpo": Entry("fedrl_kit.methods.central_grpo:CENTRAL_GRPO"),
+    "zero_shot": Entry("fedrl_kit.methods.zero_shot:ZERO_SHOT"),
+    "pubswap_random": Entry("fedrl_kit.pubswap.method:PUBSWAP_RANDOM", (_SWAP,), _SWAP_PRESETS),
+    "pubswap_balanced": Entry("fedrl_kit.pubswap.method:PUBSWAP_BALANCED", (_SWAP,), _SWAP_PRESETS),
+    "pubswap_noswap": Entry("fedrl_kit.pubswap.method:PUBSWAP_NOSWAP", (_SWAP,), _SWAP_PRESETS),
+    "fedgrpo": Entry("fedrl_kit.fedgrpo.method:FEDGRPO", (_FEDGRPO, _EVALUATOR)),
+    "fedpetuning_sft": Entry("fedrl_kit.fedgrpo.baselines:FEDPETUNING_SFT"),
+    "dpsda_grpo": Entry("fedrl_kit.fedgrpo.baselines:DPSDA_GRPO", (_DPSDA, _EVALUATOR)),
+    "dpsda_sft": Entry("fedrl_kit.fedgrpo.baselines:DPSDA_SFT", (_DPSDA, _EVALUATOR)),
+    "fedmoa": Entry("fedrl_kit.fedmoa.method:FEDMOA", (_MOA,)),
 }
-"""method name → ``module:ATTRIBUTE`` of its :class:`MethodSpec`, or the spec itself (:func:`register`)"""
+"""method name → its :class:`Entry` (tests/test_config.py checks each against its spec), or the spec itself
+(:func:`register`)"""
 
 METHODS = tuple(REGISTRY)
 """the toolkit's own methods (:func:`method_names` adds those registered since)"""
@@ -39,7 +55,7 @@ class MethodSpec:
             partitions and policy, makes the objects the runtime holds).
         sections: the argument classes (:class:`fedrl_kit.args.Args`) this method reads, each a section of
             ``RunConfig`` named by its ``SECTION`` (``config.fedgrpo``); :func:`fedrl_kit.config.sections` gathers
-            them from every spec, so a method brings its own and the run configuration imports no method.
+            them from every method (:func:`brought`), so a method brings its own and the config names none.
         validate: ``validate(config)`` raising ValueError on limits the method puts on shared fields.
         check_model: ``check_model(config, arch)`` raising ValueError on limits the base model puts on the method's
             fields (``arch``: the model's ``transformers`` config, read before its weights are loaded).
@@ -112,13 +128,27 @@ def method_spec(method: str) -> MethodSpec:
         raise ValueError(f"method must be one of {method_names()}, got {method!r}")
     if isinstance(REGISTRY[method], MethodSpec):
         return REGISTRY[method]
-    module, attr = REGISTRY[method].split(":")
     try:
-        return getattr(importlib.import_module(module), attr)
+        return _load(REGISTRY[method].spec)
     except ModuleNotFoundError as e:
+        module = REGISTRY[method].spec.split(":")[0]
         if e.name != module:  # a dependency of the module is missing: show that error as it is
             raise
         raise ValueError(f"method {method!r} is not implemented in this checkout (no module {module})") from e
+
+
+def brought(method: str) -> tuple[tuple[type, ...], dict]:
+    """The argument sections and presets ``method``'s spec brings; a toolkit method's from its :class:`Entry`, without
+    importing the method's module."""
+    entry = REGISTRY[method]
+    if isinstance(entry, MethodSpec):
+        return entry.sections, entry.presets
+    return tuple(_load(s) for s in entry.sections), _load(entry.presets) if entry.presets else {}
+
+
+def _load(where: str):
+    module, attr = where.split(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def check_deployable(method: str) -> None:
