@@ -109,7 +109,7 @@ def main(argv=None) -> int:
     if args.method not in lockstep_methods():
         raise SystemExit(f"--method must be one of {', '.join(lockstep_methods())} (a method with a lockstep path), "
                          f"got {args.method!r}")
-    from fedrl_kit.config import parse_set
+    from fedrl_kit.set_syntax import parse_set
 
     extra = parse_set(args.set)
     if args.local_steps is None:

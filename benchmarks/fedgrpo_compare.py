@@ -50,9 +50,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from _machine import check_resume_environment, save_result  # noqa: E402
 
 from experiments.fedgrpo_claims import METHOD_NAMES  # noqa: E402  - the paper's names, as the tables print them
-from fedrl_kit.config import REFERENCE_PATH, parse_set, preset  # noqa: E402
+from fedrl_kit.config import REFERENCE_PATH, preset  # noqa: E402
 from fedrl_kit.methods import method_spec  # noqa: E402
 from fedrl_kit.runs import Run  # noqa: E402
+from fedrl_kit.set_syntax import parse_set  # noqa: E402
 
 SETTINGS = dict(num_clients=8, dirichlet_alpha=0.1, prompts_per_step=4, local_steps=2, eval_samples=4, **REFERENCE_PATH)
 """the comparison's setting; REFERENCE_PATH: the sampling and scoring path its stored results were made on"""

@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", default=None, help="default benchmarks/results/fedmoa_compare_<scale>.json "
                                                 "(with --tune: fedmoa_tuning_<scale>.json)")
     args = ap.parse_args(argv)
-    from fedrl_kit.config import parse_set
+    from fedrl_kit.set_syntax import parse_set
 
     extra = parse_set(args.set)
     fedmoa = dict(normalise=True, lam=args.lam, lam_rule="fixed") if args.normalise else {}

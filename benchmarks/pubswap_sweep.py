@@ -65,7 +65,7 @@ def main(argv=None) -> None:
     ap.add_argument("--out", default=None, help="summary JSON (default: see the module docstring)")
     args = ap.parse_args(argv)
 
-    from fedrl_kit.config import parse_set
+    from fedrl_kit.set_syntax import parse_set
 
     scale = args.scale or ("quick" if args.preset == "quick" else "full")
     grid = pubswap_grid(args.preset, seeds=tuple(args.seeds), tables=tuple(args.tables), setting=args.setting,

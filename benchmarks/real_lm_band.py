@@ -34,11 +34,12 @@ sys.path.insert(0, str(ROOT))
 import datasets  # noqa: E402
 from _machine import save_result  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
 
-from fedrl_kit.config import REAL_LM, parse_set, preset  # noqa: E402
+from fedrl_kit.config import REAL_LM, preset  # noqa: E402
 from fedrl_kit.evaluate import evaluate  # noqa: E402
 from fedrl_kit.policy.adapters import GLOBAL  # noqa: E402
 from fedrl_kit.policy.hub import check_available  # noqa: E402
 from fedrl_kit.runs import load_policy  # noqa: E402
+from fedrl_kit.set_syntax import parse_set  # noqa: E402
 from fedrl_kit.world.tasks import TOPICS, PoolExhausted, generate_problems  # noqa: E402
 
 

@@ -60,7 +60,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--run-dir", default=str(ROOT / "runs" / "real_lm_learns"))
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "real_lm_learns_cpu.json"))
     args = ap.parse_args(argv)
-    from fedrl_kit.config import parse_set
+    from fedrl_kit.set_syntax import parse_set
 
     settings = {**SETTINGS, **parse_set(args.set)}
     runs = []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import types
 import typing
@@ -13,18 +12,18 @@ def _hints(cls) -> dict[str, object]:
     return typing.get_type_hints(cls)
 
 
-def _alternatives(tp) -> tuple:
+def alternatives(tp) -> tuple:
     """The members of a union annotation (``int | None`` → (int, NoneType)); a plain type → (type,)."""
     if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
         return typing.get_args(tp)
     return (tp,)
 
 
-def _describe(tp) -> str:
+def describe(tp) -> str:
     names = {int: "an integer", float: "a number", bool: "true or false", str: "a string", type(None): "null",
              tuple: "a list", dict: "a mapping"}
     alts = []
-    for t in _alternatives(tp):
+    for t in alternatives(tp):
         origin = typing.get_origin(t) or t
         alts.append(names.get(origin, getattr(t, "__name__", str(t))))
     return " or ".join(alts)
@@ -49,47 +48,8 @@ def _matches(value, tp) -> bool:
 
 def check_type(name: str, value, tp) -> None:
     """Raise ValueError naming ``name`` unless ``value`` fits the annotation ``tp`` (bool is not an int)."""
-    if not any(_matches(value, t) for t in _alternatives(tp)):
-        raise ValueError(f"{name} must be {_describe(tp)}, got {value!r}")
-
-
-def parse_value(name: str, text: str, tp):
-    """Command-line text → a value of annotation ``tp``; ValueError names ``name`` when it does not parse."""
-    alts = _alternatives(tp)
-    low = text.strip().lower()
-    if type(None) in alts and low in ("none", "null", ""):
-        return None
-    for t in alts:
-        origin = typing.get_origin(t) or t
-        try:
-            if origin is bool:
-                if low in ("true", "1", "yes", "on"):
-                    return True
-                if low in ("false", "0", "no", "off"):
-                    return False
-                continue
-            if origin is int:
-                return int(text)
-            if origin is float:
-                v = float(text)
-                if math.isfinite(v):
-                    return v
-                continue
-            if origin is tuple:
-                inner = typing.get_args(t)
-                parts = [p.strip() for p in text.split(",") if p.strip()]
-                conv = float if inner and inner[0] is float else str
-                return tuple(conv(p) for p in parts)
-            if origin is dict:
-                v = json.loads(text)
-                if isinstance(v, dict):
-                    return v
-                continue
-            if origin is str:
-                return text
-        except (TypeError, ValueError, json.JSONDecodeError):
-            continue
-    raise ValueError(f"{name} must be {_describe(tp)}, got {text!r}")
+    if not any(_matches(value, t) for t in alternatives(tp)):
+        raise ValueError(f"{name} must be {describe(tp)}, got {value!r}")
 
 
 @dataclasses.dataclass
@@ -132,16 +92,6 @@ class Args:
         self.check_own()
         self.check(config)
         return self
-
-    @classmethod
-    def parse(cls, field: str, text: str):
-        """Command-line text for ``field`` → a typed value (ValueError names the field)."""
-        hints = _hints(cls)
-        full = f"{cls.SECTION}.{field}" if cls.SECTION else field
-        if field not in {f.name for f in dataclasses.fields(cls)}:
-            raise ValueError(f"unknown field {full!r}; {cls.SECTION or cls.__name__} has "
-                             f"{[f.name for f in dataclasses.fields(cls)]}")
-        return parse_value(full, text, hints[field])
 
     @classmethod
     def from_dict(cls, d: dict) -> "Args":

@@ -16,8 +16,9 @@ import typing
 from functools import lru_cache
 from pathlib import Path
 
-from fedrl_kit.config import RunConfig, parse_set, preset, presets
+from fedrl_kit.config import RunConfig, preset, presets
 from fedrl_kit.methods import METHODS
+from fedrl_kit.set_syntax import parse_set
 from fedrl_kit.world.real import NotAvailableError
 
 
@@ -31,7 +32,7 @@ def _pretrain(args) -> int:
 
 class _PresetNames:
     """``--preset``'s choices, read from the method registry only when argparse checks or lists them: reading it
-    imports every method, which ``fedrl --help`` and ``fedrl pretrain`` need not wait for."""
+    imports the methods' argument modules, which ``fedrl --help`` and ``fedrl pretrain`` need not wait for."""
 
     def __contains__(self, name) -> bool:
         return name in presets()

@@ -10,9 +10,9 @@ import re
 import typing
 from dataclasses import dataclass, field, fields
 
-from fedrl_kit.args import Args, check_type, parse_value
+from fedrl_kit.args import Args, check_type
 from fedrl_kit.settings import GRPOSettings, LocalSettings, check_choice
-from fedrl_kit.methods import REGISTRY, method_names, method_spec
+from fedrl_kit.methods import REGISTRY, brought, method_names, method_spec
 from fedrl_kit.speed import GENERATION_LOOPS, PROMPT_PASSES
 
 CLIENT_BATCHING = ("sequential", "lockstep")
@@ -201,7 +201,7 @@ class RunConfig:
             if not ok:
                 raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
 
-        for name, hint in _HINTS.items():
+        for name, hint in FIELD_TYPES.items():
             check_type(name, getattr(self, name), hint)
         need(self.method in method_names(), "method", f"one of {method_names()}")
         need(self.preset in presets(), "preset", f"one of {presets()}")
@@ -353,10 +353,10 @@ class RunConfig:
                 nested.setdefault(key, {}).update(value)
             else:
                 top[key] = value
-        names = set(_HINTS) | set(known)
+        names = set(FIELD_TYPES) | set(known)
         unknown = sorted((set(top) | set(nested)) - names)
         if unknown:
-            raise ValueError(f"unknown config field(s) {unknown}{_renamed_hint(unknown)}; known: {sorted(names)}")
+            raise ValueError(f"unknown config field(s) {unknown}{renamed_hint(unknown)}; known: {sorted(names)}")
         for section, values in nested.items():
             if section not in known:
                 raise ValueError(f"{section!r} has no fields to set with '{section}.<name>': it is a plain field")
@@ -438,7 +438,7 @@ class RunConfig:
 
 
 def _from_specs() -> tuple[dict[str, type], dict[str, dict]]:
-    """Every argument section and preset the methods' specs bring, in the registry's order (imports every method)."""
+    """Every argument section and preset the methods bring (:func:`~fedrl_kit.methods.brought`), in registry order."""
     return _gathered(tuple((m, REGISTRY[m]) for m in method_names()))
 
 
@@ -447,11 +447,11 @@ def _gathered(registered: tuple) -> tuple[dict[str, type], dict[str, dict]]:
     found: dict[str, type] = {}
     named: dict[str, dict] = {}
     for method, _ in registered:
-        spec = method_spec(method)
-        for cls in spec.sections:
+        classes, settings = brought(method)
+        for cls in classes:
             if found.setdefault(cls.SECTION, cls) is not cls:
                 raise TypeError(f"section {cls.SECTION!r} is brought by two classes: {found[cls.SECTION]} and {cls}")
-        for name, values in spec.presets.items():
+        for name, values in settings.items():
             if named.setdefault(name, values) is not values:
                 raise TypeError(f"preset {name!r} is brought twice, with different settings")
     return found, named
@@ -473,7 +473,7 @@ RENAMED = {"prox_mu": "fedprox.mu", "pubswap_period": "pubswap.period",
 _EVALUATOR_KEYS = {"evaluator_sft_steps": "sft_steps", "evaluator_sft_batch": "sft_batch", "evaluator_lr": "lr"}
 
 
-def _renamed_hint(names) -> str:
+def renamed_hint(names) -> str:
     moved = [f"{n} is now {RENAMED[n]}" for n in names if n in RENAMED]
     return f" ({'; '.join(moved)})" if moved else ""
 
@@ -506,7 +506,7 @@ def migrate(d: dict) -> dict:
     return d
 
 
-_HINTS = {k: v for k, v in typing.get_type_hints(RunConfig).items() if k != "sections"}
+FIELD_TYPES = {k: v for k, v in typing.get_type_hints(RunConfig).items() if k != "sections"}
 """the plain fields' types (a section's own are its class's)"""
 
 REFERENCE_PATH = {"prompt_pass": "per_row", "generation_loop": "hf", "length_buckets": 1}
@@ -566,25 +566,3 @@ def preset(name: str = "quick", **overrides) -> RunConfig:
         check_world(overrides["world"], overrides.get("dataset", ""))  # a bad name is named before its rewards
         overrides["rewards"] = default_rewards(overrides["world"])
     return base.replace(**overrides).check_read()
-
-
-def parse_set(items: list[str]) -> dict:
-    """Parse CLI ``--set key=value`` items with each field's type; ``section.field`` sets a method's argument."""
-    out = {}
-    for item in items:
-        if "=" not in item:
-            raise ValueError(f"--set takes key=value, got {item!r}")
-        k, v = item.split("=", 1)
-        k = k.strip()
-        if "." in k:
-            section, name = k.split(".", 1)
-            if section not in sections():
-                raise ValueError(f"unknown section {section!r} in {k!r}; sections: {sorted(sections())}")
-            out[k] = sections()[section].parse(name, v)
-            continue
-        if k in sections():
-            raise ValueError(f"{k} is a section: set its fields one by one, e.g. --set {k}.<field>=VALUE")
-        if k not in _HINTS:
-            raise ValueError(f"unknown config field {k!r}{_renamed_hint([k])}; known: {sorted(_HINTS)}")
-        out[k] = parse_value(k, v, _HINTS[k])
-    return out

@@ -353,7 +353,8 @@ _RESULTS: list[dict] = []
 
 def _job_from_run_config(run_config: dict) -> dict:
     """``[tool.flwr.app.config]`` → a job: ``method``, ``preset``, ``run-dir``, and ``set`` (``a.b=v;c=w``)."""
-    from fedrl_kit.config import parse_set, preset
+    from fedrl_kit.config import preset
+    from fedrl_kit.set_syntax import parse_set
 
     sets = parse_set([kv.strip() for kv in str(run_config.get("set", "")).split(";") if kv.strip()])
     for key in ("method", "preset"):  # keys of the run config themselves (with two values, preset() had a TypeError)

@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from fedrl_kit.config import RunConfig, parse_set, preset
+from fedrl_kit.config import RunConfig, preset
+from fedrl_kit.set_syntax import parse_set
 
 BAD = [
     ("method", "fedsgd"), ("preset", "medium"), ("seed", -1), ("base", ""), ("device", "tpu"), ("dtype", "int8"),
@@ -219,9 +220,11 @@ def test_a_loss_type_by_its_earlier_verl_name_is_refused_with_trls_name():
 def test_sections_and_presets_are_the_ones_the_method_specs_bring():
     """config.py names no method's section or preset: what it holds is what the registry's specs bring."""
     from fedrl_kit.config import presets, sections
-    from fedrl_kit.methods import METHODS, method_spec
+    from fedrl_kit.methods import METHODS, brought as entry, method_spec
     from fedrl_kit.pubswap.presets import PAPER_PRESETS
 
+    for m in METHODS:  # each registry entry names what its spec brings, so neither is imported without the other
+        assert entry(m) == (method_spec(m).sections, method_spec(m).presets), m
     brought = {cls.SECTION: cls for m in METHODS for cls in method_spec(m).sections}
     assert sections() == brought
     assert set(RunConfig().sections) == set(brought)
@@ -232,6 +235,16 @@ def test_sections_and_presets_are_the_ones_the_method_specs_bring():
     assert RunConfig.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(AttributeError):
         RunConfig().not_a_section
+
+
+def test_a_config_imports_the_module_of_its_own_method_only():
+    import subprocess
+    import sys
+
+    code = ("import sys; from fedrl_kit.config import preset, presets; preset('quick', method='fedgrpo'); presets(); "
+            "print(sorted(m for m in sys.modules if m.endswith(('.method', '.baselines', 'central_grpo', 'zero_shot'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "['fedrl_kit.fedgrpo.method']", out
 
 
 def test_a_setting_of_a_method_that_does_not_read_it_is_refused_in_one_line():
