@@ -24,7 +24,10 @@ from experiments.sweep import paired_diffs
 METHOD_NAMES = {"fedgrpo": "FedGRPO", "central_grpo": "Central-GRPO", "fedavg_grpo": "Fedpetuning+GRPO",
                 "fedpetuning_sft": "Fedpetuning+SFT", "dpsda_grpo": "DPSDA-FL (no PE)+GRPO", "dpsda_sft": "DPSDA-FL (no PE)+SFT",
                 "zero_shot": "zero-shot base", "fedgrpo_allgt": "FedGRPO, every client holds every label",
-                "fedgrpo_random": "FedGRPO, random experts", "fedgrpo_official": "FedGRPO, official protocol"}
+                "fedgrpo_random": "FedGRPO, random experts", "fedgrpo_official": "FedGRPO, official protocol",
+                "fedavg_grpo_same_reward": "Fedpetuning+GRPO (8·acc + 1·fmt)",
+                "dpsda_grpo_same_reward": "DPSDA-FL (no PE)+GRPO (8·acc + 1·fmt)",
+                "central_grpo_same_reward": "Central-GRPO (8·acc + 1·fmt)"}
 #: FedGRPO's control arms (``benchmarks/fedgrpo_compare.py --methods fedgrpo --set …``, a file each): arm → the
 #: settings that make it, as its file records them under ``settings.set``
 ARMS = {"fedgrpo_allgt": ["fedgrpo.ae_holders=all"], "fedgrpo_random": ["fedgrpo.selection=random"],
@@ -60,6 +63,63 @@ def _setting(result: dict | None, rounds: str | None = None) -> str:
     beta = "IID" if "iid" in " ".join(s.get("set", [])) else f"β = {s.get('dirichlet_alpha')}"
     return (f"at this scale: embedded world, tiny policy, K = {s.get('num_clients')}, {beta}, "
             f"{rounds or str(s.get('rounds')) + ' rounds'} of τ = {s.get('local_steps')}")
+
+
+#: the two parts of a reward that make its *shape*: a correctness term (an exact check, or FedGRPO's experts' scores
+#: of it) and the rest, by weight; two arms whose rewards differ only in where correctness comes from share a shape
+_CORRECTNESS = ("accuracy", "experts' score")
+
+
+def arm_reward(result: dict | None, method: str) -> tuple[tuple[float, str], ...] | None:
+    """What ``method`` of a ``benchmarks/fedgrpo_compare.py`` result file trained on, read from its ``settings.set``:
+    ((weight, term), …). FedGRPO and its arms (``fedgrpo*``): ``fedgrpo.group_coef`` · experts' score +
+    ``fedgrpo.format_coef`` · format (8 and 1 unless set); the SFT baselines: () (no reward); the GRPO baselines:
+    ``rewards`` by ``reward_weights`` (accuracy alone unless set; equal weights when only ``rewards`` is set);
+    None for an arm that does not train (the zero-shot base)."""
+    if method == "zero_shot":
+        return None
+    made = dict(x.split("=", 1) for x in ((result or {}).get("settings") or {}).get("set") or [] if "=" in x)
+    if method.startswith("fedgrpo"):
+        return ((float(made.get("fedgrpo.group_coef", 8.0)), "experts' score"),
+                (float(made.get("fedgrpo.format_coef", 1.0)), "format"))
+    if method.endswith("_sft"):
+        return ()
+    if "rewards" not in made and "world" in made:
+        return ((1.0, f"the {made['world']} world's own rewards"),)
+    split = lambda v: [x.strip(" '\"") for x in v.strip("()[] ").split(",") if x.strip(" '\"")]  # noqa: E731
+    terms = split(made.get("rewards", "accuracy"))
+    weights = [float(w) for w in split(made.get("reward_weights", ""))] or [1.0] * len(terms)
+    return tuple(zip(weights, terms))
+
+
+def reward_words(reward: tuple[tuple[float, str], ...] | None) -> str:
+    """:func:`arm_reward` in words: "accuracy only", "8·accuracy + 1·format", "8·experts' score + 1·format",
+    "no reward (SFT)"."""
+    if reward is None:
+        return "no training"
+    if not reward:
+        return "no reward (SFT)"
+    if len(reward) == 1:
+        return f"{reward[0][1]} only"
+    return " + ".join(f"{w:g}·{t}" for w, t in reward)
+
+
+def _reward_note(rewards: dict[str, tuple | None], a: str, b: str) -> str:
+    """The setting column's words on two arms' rewards: "" when they trained on the same one (or one did not train),
+    else "; rewards differ — A: …, B: …", or "; the same reward shape — …" when only the source of the correctness
+    term differs (FedGRPO's experts' scores against an exact check)."""
+    ra, rb = rewards.get(a), rewards.get(b)
+    if ra is None or rb is None or ra == rb:
+        return ""
+    shape = lambda r: tuple((w, "correctness" if t in _CORRECTNESS else t) for w, t in r)  # noqa: E731
+    lead = "the same reward shape" if ra and shape(ra) == shape(rb) else "rewards differ"
+    return f"; {lead} — {METHOD_NAMES.get(a, a)}: {reward_words(ra)}, {METHOD_NAMES.get(b, b)}: {reward_words(rb)}"
+
+
+def _file_rewards(result: dict | None) -> dict[str, tuple | None]:
+    """:func:`arm_reward` of every method a result file ran (and of the zero-shot base)."""
+    methods = {r.get("method") for r in (result or {}).get("runs", []) if r.get("method")}
+    return {m: arm_reward(result, m) for m in methods | {"zero_shot"}}
 
 
 def _row(claim, paper, d: pd.Series, verdict, setting, unit="points", scale=100.0) -> dict:
@@ -133,7 +193,9 @@ def fedgrpo_claims(compare: dict, nogt: dict | None = None, ablation_M: dict | N
       file, an M or K value not run) "not tested (… not run)": never a verdict from one seed.
 
     These are the paper's claims at this scale (the embedded world's tiny policy, few rounds, CPU); the
-    ``setting`` column names each file's scale from its ``settings``.
+    ``setting`` column names each file's scale from its ``settings``, and, where the two arms of a row trained on
+    different rewards (FedGRPO on 8 · experts' score + 1 · format, the stored baselines on accuracy alone), each
+    arm's reward (:func:`arm_reward`).
 
     Args:
         compare: ``benchmarks/results/fedgrpo_compare_pool.json`` (with ground truth): ``runs`` rows
@@ -149,6 +211,7 @@ def fedgrpo_claims(compare: dict, nogt: dict | None = None, ablation_M: dict | N
     tol = near_tol / 100.0
     out = []
     s_cmp, s_nogt = _setting(compare), _setting(nogt)
+    r_cmp, r_nogt = _file_rewards(compare), _file_rewards(nogt)  # each arm's reward, by method: the setting names them
 
     def with_base(df):  # the zero-shot base as an arm: each seed's base pass@1
         base = df.groupby("seed", as_index=False)["base_pass_at_1"].first().rename(
@@ -160,18 +223,21 @@ def fedgrpo_claims(compare: dict, nogt: dict | None = None, ablation_M: dict | N
 
     # (a) near Central-GRPO, with and without ground truth (Tables 1 and 2)
     d, miss = pair(cmp, "fedgrpo", "central_grpo")
-    out.append(_row("FedGRPO near Central-GRPO, with ground truth", "Table 1", d, _near(d, tol, miss), s_cmp))
+    out.append(_row("FedGRPO near Central-GRPO, with ground truth", "Table 1", d, _near(d, tol, miss),
+                    s_cmp + _reward_note(r_cmp, "fedgrpo", "central_grpo")))
     ng = _runs(nogt, "nogt", arm_keys) if nogt is not None else None
     if ng is not None:
         d, miss = pair(ng, "fedgrpo", "central_grpo")
     else:
         d, miss = pd.Series(dtype=float), "the no-GT comparison"
-    out.append(_row("FedGRPO near Central-GRPO, without ground truth", "Table 2", d, _near(d, tol, miss), s_nogt))
+    out.append(_row("FedGRPO near Central-GRPO, without ground truth", "Table 2", d, _near(d, tol, miss),
+                    s_nogt + _reward_note(r_nogt, "fedgrpo", "central_grpo")))
 
     # (b) above the FedFM baselines (Table 1)
     for b in ("fedavg_grpo", "fedpetuning_sft", "dpsda_grpo", "dpsda_sft"):
         d, miss = pair(cmp, "fedgrpo", b)
-        out.append(_row(f"FedGRPO beats {METHOD_NAMES[b]}", "Table 1", d, _beats(d, miss), s_cmp))
+        out.append(_row(f"FedGRPO beats {METHOD_NAMES[b]}", "Table 1", d, _beats(d, miss),
+                        s_cmp + _reward_note(r_cmp, "fedgrpo", b)))
 
     # (c) works without ground truth (Table 2): above zero-shot, and near the with-GT run
     if ng is not None:
@@ -228,7 +294,7 @@ def fedgrpo_claims(compare: dict, nogt: dict | None = None, ablation_M: dict | N
         ratio = 10.0 ** ld
         verdict = _untested(ratio, miss) or ("holds" if (ratio >= 10).all() else "does not hold")
         row = _row(f"FedGRPO's traffic orders of magnitude below {METHOD_NAMES[b]} (bytes ratio)", "Fig. 2",
-                   ratio, verdict, s_cmp, unit="× (total bytes)", scale=1.0)
+                   ratio, verdict, s_cmp + _reward_note(r_cmp, b, "fedgrpo"), unit="× (total bytes)", scale=1.0)
         row["mean"] = round(float(ratio.mean()), 1) if len(ratio) else float("nan")
         row["se"] = (round(float(ratio.std(ddof=1) / np.sqrt(len(ratio))), 1) if len(ratio) > 1 else float("nan"))
         row["±95% t"] = round(t_interval(ratio)[1], 1)
@@ -482,6 +548,68 @@ def arm_claims(results: list[dict], arms: dict[str, dict | None], window: int = 
     return long_claims(with_arms(results, arms), window, trend_window, near_tol, pairs=ARM_PAIRS)
 
 
+def _arm_rewards(results: dict | list[dict]) -> dict[str, tuple | None]:
+    """:func:`arm_reward` of every method of one or more result files, by method. A method that trained on two
+    different rewards in two files is refused, naming it: :func:`curve_frame` would pair whichever curve is longer
+    (rename one first, as :func:`with_arms` and :func:`with_same_reward` do)."""
+    out: dict[str, tuple | None] = {}
+    for result in results if isinstance(results, list) else [results]:
+        for m, r in _file_rewards(result).items():
+            if m != "zero_shot" and m in out and out[m] != r:
+                raise ValueError(f"{METHOD_NAMES.get(m, m)} ({m}) trained on {reward_words(out[m])} in one file and "
+                                 f"on {reward_words(r)} in another: rename one arm before pairing them")
+            out[m] = r
+    return out
+
+
+#: the GRPO baselines rerun on FedGRPO's own reward shape, 8 · accuracy + 1 · format (30 rounds, pass@1 every round):
+#: the file, the settings it must record under ``settings.set``, and the arm key each of its methods takes, so that
+#: its runs sit beside the accuracy-only runs of the same methods
+SAME_REWARD_FILE = "fedgrpo_compare_pool_long30_samereward.json"
+SAME_REWARD_SET = ["rewards=accuracy,format", "reward_weights=8,1"]
+SAME_REWARD = {"fedavg_grpo": "fedavg_grpo_same_reward", "central_grpo": "central_grpo_same_reward",
+               "dpsda_grpo": "dpsda_grpo_same_reward"}
+
+SAME_REWARD_PAIRS = [("FedGRPO beats Fedpetuning+GRPO, same reward", "Table 1 (every arm on 8·correctness + 1·format)",
+                      "fedgrpo", "fedavg_grpo_same_reward", "beats"),
+                     ("FedGRPO near Central-GRPO, same reward", "Table 1 (every arm on 8·correctness + 1·format)",
+                      "fedgrpo", "central_grpo_same_reward", "near"),
+                     ("FedGRPO beats DPSDA-FL (no PE)+GRPO, same reward",
+                      "Table 1 (every arm on 8·correctness + 1·format)", "fedgrpo", "dpsda_grpo_same_reward", "beats")]
+""":func:`same_reward_claims`' rows: Table 1's verdicts redone with every baseline on FedGRPO's reward shape"""
+
+
+def with_same_reward(results: list[dict], same: dict | None) -> list[dict]:
+    """``results`` plus the same-reward file (:data:`SAME_REWARD_FILE`) with its baselines renamed to their arm keys
+    (:data:`SAME_REWARD`) and its other methods left out (FedGRPO's runs are the stored ones: ``--set rewards`` does
+    not change its reward). The file must record :data:`SAME_REWARD_SET` under ``settings.set``: a file made
+    otherwise is refused, naming it. ``same`` None: ``results`` unchanged (its rows read "not tested")."""
+    if same is None:
+        return list(results)
+    made = (same.get("settings") or {}).get("set") or []
+    if not set(SAME_REWARD_SET) <= set(made):
+        raise ValueError(f"{SAME_REWARD_FILE}: made with --set {made}, not with {SAME_REWARD_SET} (the baselines on "
+                         "FedGRPO's reward shape)")
+    runs = [dict(r, method=SAME_REWARD[r["method"]]) for r in same.get("runs", []) if r.get("method") in SAME_REWARD]
+    return [*results, dict(same, runs=runs)]
+
+
+def load_same_reward(results_dir: str | Path = "benchmarks/results") -> dict | None:
+    """The stored same-reward file (:data:`SAME_REWARD_FILE`), None when it is not there."""
+    p = Path(results_dir) / SAME_REWARD_FILE
+    return json.loads(p.read_text()) if p.exists() else None
+
+
+def same_reward_claims(results: list[dict], same: dict | None, window: int = 5, trend_window: int = 10,
+                       near_tol: float = 3.0) -> pd.DataFrame:
+    """:func:`long_claims` for FedGRPO against each GRPO baseline trained on FedGRPO's own reward shape
+    (:data:`SAME_REWARD_PAIRS`; 8 · accuracy + 1 · format against FedGRPO's 8 · experts' score + 1 · format): the
+    plateaus paired by seed, the same verdict and trend rules. ``results``: the stored trained-until-flat files
+    (FedGRPO's runs); ``same``: the same-reward file (:func:`load_same_reward`), refused unless made with
+    :data:`SAME_REWARD_SET`; None leaves the rows "not tested"."""
+    return long_claims(with_same_reward(results, same), window, trend_window, near_tol, pairs=SAME_REWARD_PAIRS)
+
+
 def long_claims(result: dict | list[dict], window: int = 5, trend_window: int = 10,
                 near_tol: float = 3.0, pairs: list[tuple] = LONG_PAIRS) -> pd.DataFrame:
     """Table 1's claims on the trained-until-flat curves: each arm's plateau (mean pass@1 of its last
@@ -491,8 +619,13 @@ def long_claims(result: dict | list[dict], window: int = 5, trend_window: int = 
     claim "not tested", unless more training could only widen the gap the verdict rests on — a decisive
     verdict ("holds" / "does not hold" for "beats", "does not hold" for "near") where the moving arm moves away
     from the other (e.g. the baseline ahead and still rising). Such a verdict stands and names the moving arm.
+
+    The ``setting`` column says when a row's two plateaus end after different numbers of rounds ("plateaus of
+    different lengths — …") and when its two arms trained on different rewards (each arm's reward,
+    :func:`arm_reward`, read from the settings of the file it came from).
     """
     df = curve_frame(result)
+    rewards = _arm_rewards(result)
     flat = long_curves(result, window, trend_window).set_index("method")
     tail = (df.sort_values("round").groupby(["method", "seed"], as_index=False).tail(window)
             .groupby(["method", "seed"], as_index=False)["pass_at_1"].mean())
@@ -525,7 +658,12 @@ def long_claims(result: dict | list[dict], window: int = 5, trend_window: int = 
         rule = ((lambda x, miss: _near(x, tol, miss)) if kind == "near" else (lambda x, miss: _beats(x, miss)))
         decisive = ("does not hold",) if kind == "near" else ("holds", "does not hold")
         said = "; ".join(f"{METHOD_NAMES[x]}: {labels[x]}" for x in dict.fromkeys((a, b)) if x in labels)
-        out.append(_row(claim, paper, d, verdict(rule, d, a, b, decisive), setting + (f"; {said}" if said else "")))
+        rounds = {x: int(flat.loc[METHOD_NAMES[x], "rounds"]) for x in (a, b) if METHOD_NAMES[x] in flat.index}
+        lengths = ("; plateaus of different lengths — " + ", ".join(f"{METHOD_NAMES[x]}: {n} rounds"
+                                                                  for x, n in rounds.items())
+                   if len(set(rounds.values())) > 1 else "")
+        out.append(_row(claim, paper, d, verdict(rule, d, a, b, decisive),
+                        setting + (f"; {said}" if said else "") + lengths + _reward_note(rewards, a, b)))
     return pd.DataFrame(out, columns=COLUMNS)
 
 
