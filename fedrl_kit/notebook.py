@@ -156,6 +156,9 @@ def knobs(update, **controls):
                 self.redraw()
             return super()._repr_mimebundle_(**kwargs)
 
+        def __repr__(self):  # what a page without a running kernel shows in the widget's place
+            return f"[controls: {', '.join(controls)}: they draw here in a running Jupyter kernel]"
+
     out = widgets.Output()
     box = Knobs([widgets.HBox(list(controls.values())), out])
     box.drawn, box.errors, box.calls, box.controls = False, [], 0, controls
@@ -713,18 +716,26 @@ def static_default(update, **controls) -> None:
 def round_factor_gaps(run) -> pd.DataFrame:
     """Per round of a run whose runtime kept its messages (``run.runtime.keep_messages = True`` before
     ``run.run()``): the factor gap of the adapters the clients sent up (:func:`fedrl_kit.aggregate.factor_gap`),
-    weighted as the server weighs them (n_k, FedAvg) and with equal weights (FedIT), and the bytes each client's
-    reply took on the wire (the largest over clients)."""
-    from fedrl_kit.aggregate import factor_gap
+    weighted as the server weighs them (n_k, FedAvg) and with equal weights (FedIT); its numerator and denominator
+    (``‖gap‖``, ``‖adapter‖``: the whole adapter so far), the gap over the clients' mean update of this round, and how
+    far the clients' updates agree (:func:`fedrl_kit.aggregate.factor_round`, from the adapter the server sent);
+    and the bytes each client's reply took on the wire (the largest over clients)."""
+    from fedrl_kit.aggregate import factor_gap, factor_round
 
     replies = [m for m in run.runtime.messages if m.kind == "fit_result"]
     if not replies:
         raise ValueError("no fit_result messages kept: set run.runtime.keep_messages = True before run.run()")
+    sent = {m.round: m.payload["adapter"] for m in run.runtime.messages if m.kind == "fit"}
     rows = []
     for r in sorted({m.round for m in replies}):
         mine = [m for m in replies if m.round == r]
         states = [m.payload["adapter"] for m in mine]
-        rows.append({"round": r, "gap, n_k weights": factor_gap(states, [run.server.sizes[m.sender] for m in mine]),
+        weights = [run.server.sizes[m.sender] for m in mine]
+        parts = factor_round(sent[r], states, weights)
+        rows.append({"round": r, "gap, n_k weights": factor_gap(states, weights),
                      "gap, equal weights": factor_gap(states, [1] * len(mine)),
+                     "‖gap‖": parts["gap"], "‖adapter‖": parts["adapter"],
+                     "gap / round's update": parts["gap"] / parts["update"] if parts["update"] > 0 else float("nan"),
+                     "agreement of updates": parts["agreement"],
                      "bytes up per client": max(m.nbytes for m in mine)})
     return pd.DataFrame(rows).set_index("round")

@@ -4,7 +4,7 @@ clients' updates, on hand-made factors and per round of a tiny run, and the roun
 import numpy as np
 import pytest
 
-from fedrl_kit.aggregate import factor_gap
+from fedrl_kit.aggregate import factor_gap, factor_round
 from fedrl_kit.config import preset
 from fedrl_kit.diagrams import round_diagram
 from fedrl_kit.notebook import SMOKE_SIZES, round_factor_gaps
@@ -30,6 +30,22 @@ def test_the_factor_gap_of_the_two_client_example_and_of_agreeing_clients():
         factor_gap([{"w": np.ones(2)}], [1])
 
 
+def test_a_rounds_gap_its_denominators_and_the_clients_agreement_on_hand_made_factors():
+    start = _pair([[1.0]], [[1.0]])  # U_0 D_0 = 1
+    clients = [_pair([[2.0]], [[1.0]]), _pair([[1.0]], [[3.0]])]  # products 2 and 3: updates +1 and +2
+    parts = factor_round(start, clients, [1, 1])
+    # mean product 2.5, product of means 1.5 · 2 = 3: gap 0.5; adapter 2.5; mean update 1.5 = mean of |+1|, |+2|
+    assert parts == pytest.approx({"gap": 0.5, "adapter": 2.5, "update": 1.5, "agreement": 1.0})
+    assert parts["gap"] / parts["adapter"] == pytest.approx(factor_gap(clients, [1, 1]))
+    apart = [_pair([[2.0]], [[1.0]]), _pair([[0.0]], [[3.0]])]  # products 2 and 0: updates +1 and −1 cancel
+    parts = factor_round(start, apart, [1, 1])
+    assert parts["update"] == pytest.approx(0.0) and parts["agreement"] == pytest.approx(0.0)
+    assert parts["gap"] == pytest.approx(1.0) and parts["adapter"] == pytest.approx(1.0)
+    assert np.isnan(factor_round(start, [start, start], [1, 1])["agreement"])  # nobody moved
+    with pytest.raises(ValueError, match="weights"):
+        factor_round(start, clients, [1, -1])
+
+
 def test_a_runs_round_gaps_and_reply_sizes():
     cfg = preset("quick", **{**SMOKE_SIZES["quickstart"], "rounds": 2, "num_clients": 2})
     run = Run(cfg, None, progress=False).build()
@@ -40,6 +56,10 @@ def test_a_runs_round_gaps_and_reply_sizes():
     for column in ("gap, n_k weights", "gap, equal weights"):  # nan: a round whose clients all kept U = 0
         gaps = table[column].dropna()
         assert len(gaps) and gaps.between(0, 1).all()
+    assert table["agreement of updates"].dropna().between(0, 1 + 1e-9).all()
+    first = table.loc[1]  # round 1 starts from U = 0: the adapter so far is this round's update
+    assert first["gap / round's update"] == pytest.approx(first["gap, n_k weights"], rel=1e-6, nan_ok=True)
+    assert np.allclose(table["‖gap‖"] / table["‖adapter‖"], table["gap, n_k weights"], equal_nan=True)
     adapter_bytes = sum(v.nbytes for v in run.initial_state.values())
     assert (table["bytes up per client"] > adapter_bytes).all()  # the adapter, its tensors' names, the metrics
     assert (table["bytes up per client"] < 1.05 * adapter_bytes).all()

@@ -17,3 +17,9 @@ def test_knobs_call_update_with_every_value_on_each_change_and_not_before():
     assert calls == [{"a": 4, "b": "x"}, {"a": 4, "b": "y"}]
     with pytest.raises(ValueError, match="control"):
         knobs(lambda: None)
+
+
+def test_a_page_without_a_kernel_shows_what_the_widget_is_not_its_python_repr():
+    box = knobs(lambda client: None, client=widgets.Dropdown(options=["client_0", "client_1"]))
+    shown = box._repr_mimebundle_()["text/plain"]
+    assert shown == "[controls: client: they draw here in a running Jupyter kernel]" and "HBox" not in shown
