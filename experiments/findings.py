@@ -394,6 +394,119 @@ def fedgrpo_window_note(arm: str = "fedgrpo_random", results: str | Path = RESUL
             + (f"; rounds {', '.join(noise)}: the interval contains 0" if noise else "") + ".")
 
 
+
+#: the rows of :func:`fedgrpo_gap_sources`: (what it measures, arm a, arm b, which stored comparison), a − b
+FEDGRPO_GAP_ROWS = (
+    ("the gap: FedGRPO − Fedpetuning+GRPO, each on its own reward", "fedgrpo", "fedavg_grpo", "windows"),
+    ("the gap on one reward shape: both on 8·accuracy + format", "fedgrpo", "fedavg_grpo", "same reward"),
+    ("the shape alone: Fedpetuning+GRPO on 8·accuracy + format − on accuracy", "fedavg_grpo", "fedavg_grpo",
+     "shape"),
+    ("the source: every client holds every label − FedGRPO", "fedgrpo_allgt", "fedgrpo", "windows"),
+    ("what is left: every client holds every label − Fedpetuning+GRPO", "fedgrpo_allgt", "fedavg_grpo", "windows"),
+)
+
+
+def fedgrpo_gap_sources(results: str | Path = RESULTS, window: int = 5) -> pd.DataFrame | None:
+    """Where FedGRPO's gap to Fedpetuning+GRPO comes from, at the last ``window`` rounds of the stored 30-round runs
+    (paired by seed, :func:`~experiments.fedgrpo_claims.window_differences`, points): one row per
+    :data:`FEDGRPO_GAP_ROWS`, the gap, the gap when both train on FedGRPO's reward shape, what that shape alone
+    changes in the baseline, what every client holding every label (every score exact) adds to FedGRPO, and what
+    is left between that arm and the baseline. None when :data:`FEDGRPO_SAME_REWARD_FILE` is not stored."""
+    results = Path(results)
+    if not (results / FEDGRPO_SAME_REWARD_FILE).exists():
+        return None
+    rows = []
+    for name, a, b, kind in FEDGRPO_GAP_ROWS:
+        t = {"windows": lambda: fedgrpo_windows(a, b, results, window),
+             "same reward": lambda: fedgrpo_same_reward_windows(results, b, window),
+             "shape": lambda: fedgrpo_reward_shape_windows(results, b, window)}[kind]()
+        last = t.iloc[-1]
+        rows.append({"comparison (a − b)": name, "rounds": last["rounds"], "mean": last["mean"],
+                     "±95% t": last["±95% t"], "seeds": int(last["seeds"]),
+                     "seeds where a leads": int(last["seeds_favouring_a"])})
+    return pd.DataFrame(rows).set_index("comparison (a − b)")
+
+
+#: FedGRPO's own setting, copied from the paper (§4.1, the appendix's hyperparameters), beside which
+#: :func:`fedgrpo_scale_down` sets the stored runs'
+FEDGRPO_PAPER_SETTING = {
+    "server model": "Qwen2.5-Math-1.5B, Qwen2.5-3B, Qwen2.5-Math-7B",
+    "training questions": "2,000 of Math-benchmark or OpenR1-Math",
+    "test set": "six math benchmarks (MATH500, Minerva, OlympiadBench, AIME 2024, AIME 2025, AMC)",
+    "clients K": "4 to 20",
+    "split": "Dirichlet 0.1 (non-IID) and IID",
+    "rounds": "up to 320",
+    "repeats": "3",
+    "reward weights (expert score, format)": "8, 1",
+}
+
+
+def fedgrpo_scale_down(results: str | Path = RESULTS) -> pd.DataFrame:
+    """The paper's setting (:data:`FEDGRPO_PAPER_SETTING`) beside the stored runs' (read from
+    ``fedgrpo_compare_pool_long30.json``'s settings, the quick preset it ran and :func:`fedgrpo_plateaus`' rounds and
+    seeds): one row per aspect, columns ``paper`` and ``here``."""
+    from fedrl_kit.config import preset
+
+    results = Path(results)
+    s = json.loads((results / "fedgrpo_compare_pool_long30.json").read_text())["settings"]
+    cfg = preset("quick")
+    p = fedgrpo_plateaus(results, base=False)
+    seeds = sum(c.startswith("seed ") for c in p.columns)
+    rounds = p["rounds"].astype(int)
+    fewer = ", ".join(f"{a} {r}" for a, r in rounds.items() if r != rounds.max())
+    here = {
+        "server model": f"the embedded tiny transformer (notebook 00), LoRA rank {cfg.lora_rank}",
+        "training questions": f"{cfg.n_train:,} arithmetic questions of the embedded world",
+        "test set": f"{cfg.n_test} arithmetic problems × {s['eval_samples']} samples",
+        "clients K": str(s["num_clients"]),
+        "split": f"Dirichlet {s['dirichlet_alpha']}",
+        "rounds": f"{rounds.max()}" + (f" ({fewer})" if fewer else ""),
+        "repeats": f"{seeds} seeds",
+        "reward weights (expert score, format)": "8, 1",
+    }
+    return pd.DataFrame({"paper": FEDGRPO_PAPER_SETTING, "here": here})
+
+
+def fedgrpo_closing_summary(results: str | Path = RESULTS) -> pd.DataFrame:
+    """The paper's claims as the stored runs decide them, five rows: FedGRPO against Fedpetuning+GRPO and
+    Central-GRPO and competence against random experts (:func:`fedgrpo_findings`, plateaus paired by seed, points,
+    beside the paper's Table 1 range), the traffic claim (Fig. 2: every seed's total bytes of Fedpetuning+GRPO over
+    FedGRPO's in ``fedgrpo_compare_pool_long30.json``; holds when every seed's ratio is at least 10, as
+    :func:`~experiments.fedgrpo_claims.fedgrpo_claims` decides it) and what no stored run tests."""
+    import numpy as np
+
+    results = Path(results)
+    paper, f = fedgrpo_paper_table(), fedgrpo_findings(results)
+
+    def span(col: str) -> str:
+        return f"{paper[col].min():+.1f} to {paper[col].max():+.1f} points"
+
+    def here(r: pd.Series) -> str:
+        return f"{r['difference']:+.2f} ± {r['±95% t']:.2f} points ({int(r['seeds'])} seeds)"
+
+    total: dict[str, dict[int, int]] = {}
+    for r in json.loads((results / "fedgrpo_compare_pool_long30.json").read_text())["runs"]:
+        total.setdefault(r["method"], {})[r["seed"]] = r["bytes_up"] + r["bytes_down"]
+    seeds = sorted(set(total["fedgrpo"]) & set(total["fedavg_grpo"]))
+    ratio = np.array([total["fedavg_grpo"][s] / total["fedgrpo"][s] for s in seeds])
+    mb = {m: np.mean([total[m][s] for s in seeds]) / 1e6 for m in ("fedgrpo", "fedavg_grpo")}
+    verdict = {"holds": "holds", "does not hold": "does not hold", "within noise": "not settled (within noise)"}
+    rows = [
+        ("FedGRPO beats Fedpetuning+GRPO (Table 1)", span("FedGRPO − Fedpetuning+GRPO"), here(f.iloc[0]),
+         verdict[f.iloc[0]["verdict"]]),
+        ("FedGRPO nearly matches Central-GRPO (Table 1)", span("FedGRPO − Central-GRPO"), here(f.iloc[1]),
+         verdict[f.iloc[1]["verdict"]]),
+        ("competence-selected experts beat random ones (the method's premise)", "no random arm", here(f.iloc[2]),
+         verdict[f.iloc[2]["verdict"]]),
+        ("scalars only: 2–3 orders of magnitude less traffic (Fig. 2)", "2.4 MB against 6.1 GB (7B)",
+         f"{ratio.min():.0f}× to {ratio.max():.0f}× less ({mb['fedgrpo']:.2f} MB against "
+         f"{mb['fedavg_grpo']:.0f} MB, {len(seeds)} seeds)", "holds" if (ratio >= 10).all() else "does not hold"),
+        ("real LLMs, math benchmarks, K = 4 to 20, 320 rounds, DPSDA-FL with Private Evolution, formal privacy",
+         "Tables 1–2, Figs. 2–4", "no stored run", "not tested"),
+    ]
+    return pd.DataFrame(rows, columns=["the paper says", "paper", "here", "verdict"]).set_index("the paper says")
+
+
 # -- notebook 02: one verdict vocabulary, no row twice, the arms' own levels, and the paper's Table 1 ----------------
 def pubswap_teaching_tables(results: str | Path = RESULTS) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`pubswap_findings` labelled F1, F2, … and :func:`pubswap_random_findings` labelled R1, R2, … without the

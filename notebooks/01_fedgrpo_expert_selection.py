@@ -42,9 +42,9 @@ Markdown(f"In its six settings FedGRPO beats Fedpetuning+GRPO by {paper.iloc[:, 
          "points from Central-GRPO. §7 puts the reproduction's numbers beside these.")
 
 # %% [markdown]
-# All runs here use the **embedded world** (notebook 00: arithmetic problems in seven topics, a tiny policy). An
-# **arm** is one method or variant trained at a fixed budget. §1–4 trace one server step, §5 trains two arms, §7–8
-# read the stored 30-round arms. Full reproduction: [11_fedgrpo_report.ipynb](11_fedgrpo_report.ipynb).
+# Runs use the **embedded world** (notebook 00: arithmetic in seven topics, a tiny policy). An **arm** is one
+# method or variant at a fixed budget. §1–4 trace one server step, §5 trains two arms, §7–8 read stored arms, §10
+# sums up. Full reproduction: [11_fedgrpo_report.ipynb](11_fedgrpo_report.ipynb).
 
 # %% [markdown]
 # ## Parameters
@@ -71,10 +71,10 @@ from experiments import fedgrpo_comm as comm
 from IPython.display import Markdown, display
 
 from experiments.fedgrpo_claims import METHOD_NAMES, arm_diagnostics, load_arms
-from experiments.findings import (FEDGRPO_BASE_ROW, FEDGRPO_SAME_REWARD_FILE, fedgrpo_finding_notes, fedgrpo_findings,
-                                  fedgrpo_plateaus, fedgrpo_reward_shape_windows, fedgrpo_same_reward_windows,
-                                  fedgrpo_traces, fedgrpo_window_note, fedgrpo_window_table, fedgrpo_windows,
-                                  interval_words)
+from experiments.findings import (FEDGRPO_BASE_ROW, FEDGRPO_SAME_REWARD_FILE, fedgrpo_closing_summary,
+                                  fedgrpo_finding_notes, fedgrpo_findings, fedgrpo_gap_sources, fedgrpo_plateaus,
+                                  fedgrpo_scale_down, fedgrpo_traces, fedgrpo_window_note, fedgrpo_window_table,
+                                  fedgrpo_windows, interval_words)
 from experiments.stats import t_interval
 from fedrl_kit import diagrams, notebook, viz
 from fedrl_kit.config import preset
@@ -130,7 +130,8 @@ setup = pd.DataFrame({"size": [f"{len(world.queries):,} questions", f"{len(world
                   "the server's test set; pass@1 moves in steps of one problem-sample, "
                   f"1/{len(world.test) * cfg.eval_samples}",
                   "questions per server step: prompts_per_step × K, the prompts FedAvg-GRPO's K clients take per "
-                  "local step together, so both methods see as many questions (FedGRPO's clients train nothing)",
+                  "local step together, so both methods see as many questions (FedGRPO's clients train only their domain model, once, before the "
+                  "rounds)",
                   "φ, the frozen encoder: the base policy's hidden states after decoder layer "
                   f"{cfg.fedgrpo.encoder_layer}, mean-pooled, ℓ2-normalised (config fedgrpo.encoder)",
                   "the server's policy π_θg: a tiny transformer, LoRA-tuned (θ_g is its adapter)"]},
@@ -173,7 +174,7 @@ diagrams.named_round_diagram(diagrams.FEDGRPO_AS_TRAINED, ["client_0", "client_1
 # y_{p,\ell}\bigr],\qquad \mathcal{C}(x_s) = \operatorname{Top-}M_k\; r_k^p(x_s)
 # \qquad\text{(`expert_selection.select_experts`)}$$
 #
-# An expert scores a candidate by AE if it holds $x_s$'s label, $r_k^s = \mathbb{1}[\text{answer of }\hat y_j
+# **Dual evaluation**: an expert scores a candidate by AE if it holds $x_s$'s label, $r_k^s = \mathbb{1}[\text{answer of }\hat y_j
 # = y(x_s)]$, else by ME, $r_k^s = \pi_{\theta_k}(\text{answer of }\hat y_j \mid x_s)$ (`FedGRPOClient.on_score`).
 # **Eqs. 8–9 as printed** (eq. 7 repeats eq. 8), with learning rate $\eta$:
 #
@@ -184,8 +185,8 @@ diagrams.named_round_diagram(diagrams.FEDGRPO_AS_TRAINED, ["client_0", "client_1
 #
 # **Why it cannot train as printed.** $\sum_k R_k = 0$ for every candidate: eq. 9 measures the experts'
 # *disagreement* (`group_reward.group_relative_rewards`), and summed over experts the update vanishes. **What we
-# train (our reading of Remark 2, whose "group" is GRPO's candidates):** the experts' mean score plus the **format
-# reward** $f_j$ (1 if $\hat y_j$ is exactly `<think>…</think><answer>…</answer>`, else 0), weighted 8 and 1 as in
+# train:** Remark 2 says eq. 9's "group" is the clients' reward signals and corresponds to GRPO's candidates; we read
+# it as GRPO's group of $G$ candidates: the experts' mean score plus the **format reward** $f_j$ (1 if $\hat y_j$ is exactly `<think>…</think><answer>…</answer>`, else 0), weighted 8 and 1 as in
 # the paper, then $A_j$:
 #
 # $$\tilde r_j = 8\,\mu_r(\hat y_j) + 1\cdot f_j \qquad\text{(`group_reward.candidate_advantages`, variant "paper")}$$
@@ -202,7 +203,7 @@ diagrams.named_round_diagram(diagrams.FEDGRPO_AS_TRAINED, ["client_0", "client_1
 # | hit rate | share of experts holding the question's topic (≥ 10 % of their data) |
 #
 # ## 3. Pseudocode
-# The paper's Algorithm 1; each line names its function in `fedrl_kit/fedgrpo/`:
+# Algorithm 1 as run here (the reward line is our reading); each line names its function in `fedrl_kit/fedgrpo/`:
 # ```
 # for round = 1..R:                                                    # algorithm.run_round
 #   for step = 1..τ:                                                   # algorithm.server_step
@@ -225,8 +226,7 @@ diagrams.named_round_diagram(diagrams.FEDGRPO_AS_TRAINED, ["client_0", "client_1
 notebook.client_table(tour.partitions)
 
 # %% [markdown]
-# `trace_question` runs training's `server_step` on one question, without the update. **Eq. 5**: the nearest
-# neighbours:
+# `trace_question` runs training's `server_step` on one question, without the update. **Eq. 5**, neighbours:
 
 # %%
 tr = trace_question(tour.server, question, L=L, M=M, seed=seed, truth=tour.truth)
@@ -236,7 +236,7 @@ pd.DataFrame(tr["neighbours"]).round(3).head(6)
 
 # %% [markdown]
 # **Eq. 6**: each client's competence $r_k^p$ and the $M$ experts. `topic share` (hidden from the server): the
-# fraction of the client's data in the question's topic; a good choice has a high one.
+# client's fraction of data in the question's topic.
 
 # %%
 def competence_table(tr, run):
@@ -250,8 +250,8 @@ competence_table(tr, tour)
 
 
 # %% [markdown]
-# **Scores, eq. 9 and the advantage.** Each expert's score (AE or ME), eq. 9's $R_k$ (each row sums to zero over
-# the experts) and the advantage $A_j$ that trains. `correct` is the truth, for you only.
+# **Scores, eq. 9, advantage.** Each expert's score (AE or ME), eq. 9's $R_k$ (rows sum to zero) and the
+# advantage $A_j$ that trains. `correct`: the truth, for you only.
 
 # %%
 def candidate_table(tr, run):
@@ -268,7 +268,7 @@ def candidate_table(tr, run):
 candidate_table(tr, tour)
 
 # %% [markdown]
-# **By hand.** The first candidate's advantage from the table, beside the package's:
+# **By hand**, the first candidate's advantage:
 
 # %%
 r_tilde = 8 * tr["scores"].mean(axis=0) + 1 * tr["format"]  # the trained reward r̃_j of every candidate
@@ -277,7 +277,7 @@ print(f"A_1 by hand = {(r_tilde[0] - r_tilde.mean()) / (r_tilde.std() + 1e-6):.4
       f"package = {tr['advantages']['paper'][0]:.4f}")
 
 # %% [markdown]
-# **Which candidate does this step push up most?**
+# **Which candidate gains most?**
 
 # %%
 adv, right, fmt = tr["advantages"]["paper"], tr["correct"], tr["format"]
@@ -297,8 +297,7 @@ elif right[top]:
 Markdown(" ".join(said))
 
 # %% [markdown]
-# **The case the method is built for.** The next question with right and wrong candidates where an AE expert
-# scores a right one 1:
+# **The case the method is built for**: the next question where an AE expert scores a right candidate 1:
 
 # %%
 for q2 in range(question + 1, min(question + 80, len(tour.server.world.queries))):  # stops at the first such one
@@ -309,21 +308,27 @@ for q2 in range(question + 1, min(question + 80, len(tour.server.world.queries))
         break
 display(candidate_table(tr2, tour))
 ok, cids = tr2["correct"] > 0, tour.runtime.client_ids
-top2 = int(np.argmax(tr2["advantages"]["paper"]))
+adv2, f2 = tr2["advantages"]["paper"], tr2["format"] > 0
+pick = lambda rows, best: (max if best else min)(rows, key=lambda i: adv2[i]) if len(rows) else None  # noqa: E731
+ru = pick(np.flatnonzero(ok & ~f2), True)  # the right, unformatted candidate with the top advantage
+wf = pick(np.flatnonzero(~ok & f2), False)  # the wrong, formatted one
 Markdown(f"Question {q2}, {tr2['question']!r} ({tr2['topic']}, answer {tr2['answer']}): "
          + "; ".join(f"{cids[k]} ({p}) gives the right candidates {tr2['scores'][i][ok].mean():.3f} on average"
                      + (f" and the wrong ones {tr2['scores'][i][~ok].mean():.3f}" if (~ok).any() else "")
                      for i, (k, p) in enumerate(zip(tr2["experts"], tr2["pathways"])))
          + f". A right answer's 8·μ_r is then at least {8 * tr2['scores'][:, ok].mean(axis=0).min():.2f}, against "
-         f"the format bonus of 1; the top advantage, {tr2['advantages']['paper'][top2]:.3f}, goes to row {top2}, which "
-         f"is {'right' if ok[top2] else 'WRONG'}"
-         + (": one AE expert is enough to outvote the format reward." if ok[top2] else ".")
+         f"the format bonus of 1. "
+         + (f"Row {ru} is right but unformatted (A = {adv2[ru]:+.3f}), row {wf} wrong but formatted "
+            f"(A = {adv2[wf]:+.3f}): " + ("the experts' scores outvote the format reward." if adv2[ru] > adv2[wf]
+                                          else "the format reward wins here.")
+            if ru is not None and wf is not None else "")
          if ok.any() else "No question in this range had a right candidate in this run.")
 
 # %% [markdown]
 # ### The confidence graph: turn $L$, $M$ and the question
-# The paper's **confidence graph**: clients left, topics right, edges the clients' mean competence per topic; red:
-# the question's topic and experts. Each change reruns eqs. 5–6.
+# The paper's **confidence graph**, drawn: clients left, topics right, edges the clients' mean competence $r_k^p$ per
+# topic; red: the question's topic and experts. A picture only: the topics are the simulator's truth, which the
+# algorithm never sees; it uses $r_k^p$ per question (eq. 6). Each change reruns eqs. 5–6.
 
 # %%
 import ipywidgets as widgets
@@ -383,6 +388,10 @@ shown = head.rename(columns={"final pass@1": "pass@1", "final format": "format",
 shown.loc["base model (before training)"] = [0, head["base pass@1"].iloc[0], head["base format"].iloc[0], 0.0, 0, 0]
 display(shown.iloc[[-1, 0, 1]].astype({"rounds": int, "bytes up": int, "bytes down": int}))
 step = 100 / (len(world.test) * cfg.eval_samples)  # one problem-sample, in points
+p0 = head["base pass@1"].iloc[0]
+se = 100 * np.sqrt(p0 * (1 - p0) / (len(world.test) * cfg.eval_samples))  # the base's standard error, points
+plateaus_base = fedgrpo_plateaus().loc[FEDGRPO_BASE_ROW].get(f"seed {seed}", float("nan"))
+stored_samples = fedgrpo_scale_down().loc["test set", "here"].split("× ")[1].split()[0]
 n_train = cfg.rounds * cfg.local_steps * Q
 Markdown(f"What this small run shows ({cfg.rounds} rounds, one seed, {n_train} training questions): FedGRPO's pass@1 "
          f"moved {head.loc['FedGRPO', 'change (points)']:+.1f} points, i.e. "
@@ -391,7 +400,11 @@ Markdown(f"What this small run shows ({cfg.rounds} rounds, one seed, {n_train} t
          f"(one is {step:.2f} points), Fedpetuning+GRPO's {head.loc['Fedpetuning+GRPO', 'change (points)']:+.1f}: too "
          "few to tell apart. The visible effect is FedGRPO's format rate, "
          f"{head.loc['FedGRPO', 'base format']:.3f} → {head.loc['FedGRPO', 'final format']:.3f} (§4's format "
-         "reward at work). The stored 30-round runs are in §7.")
+         "reward at work). The stored 30-round runs are in §7. Its base model scores "
+         f"{head['base pass@1'].iloc[0] * 100:.1f} points here and {plateaus_base:.2f} in the stored runs of seed {seed}: "
+         f"the same model, sampled {cfg.eval_samples} times per problem here and {stored_samples} there, so other "
+         f"samples; the difference is {abs(head['base pass@1'].iloc[0] * 100 - plateaus_base) / se:.1f} binomial "
+         f"standard errors ({se:.2f} points at {len(world.test) * cfg.eval_samples} samples).")
 
 # %%
 fig = viz.curves(records, "pass@1", title=f"global pass@1 (K = {num_clients}, dirichlet_alpha = {dirichlet_alpha}, "
@@ -417,15 +430,14 @@ print(f"scores up: predicted {predicted:,} bytes, measured {measured:,}; FedAvg-
 
 # %% [markdown]
 # ## 6. What the server sees
-# Down: `properties` (data sizes), the auxiliary questions once, each question with its $G$ candidates to its
-# $M$ experts. Up: scalars only. **No gradient, adapter or private example leaves a client.**
+# Down: `properties` (data sizes), the auxiliary questions once, each question and its $G$ candidates to its
+# experts. Up: scalars. **No gradient, adapter or private example leaves a client.**
 
 # %%
 pd.DataFrame(ledger.to_rows()).groupby(["kind", "direction"]).agg(messages=("nbytes", "size"), bytes=("nbytes", "sum"))
 
 # %% [markdown]
-# Scalars still leak: from competence replies alone the server guesses each client's topic; truth columns are the
-# simulator's:
+# Scalars still leak: from competence replies the server guesses each client's topic (truth: the simulator's):
 
 # %%
 view = server_view(tour.server, tour.truth)
@@ -442,24 +454,29 @@ Markdown(f"- The server names {int(view['guessed right'].sum())} of {len(view)} 
 
 # %% [markdown]
 # ## 7. What the stored runs show
-# Stored runs (`benchmarks/results`, three seeds), each arm trained until flat: 30 rounds (Central-GRPO: 15).
+# Stored runs (`benchmarks/results`, three seeds): 30 rounds, Central-GRPO 15.
 # Beyond §5's two: **FedGRPO, random experts** (no competence), **FedGRPO, every client holds every label** (every
 # score AE) and **DPSDA-FL+GRPO**, the paper's other federated baseline (the server GRPO-trains on synthetic
-# questions the clients write from a differentially private count of their topics; "no PE": without its Private
-# Evolution step). **Plateau**: mean pass@1 of the last 5 rounds, in points; last row: the base model:
+# questions the clients write from a private count of their topics; "no PE": without Private Evolution). **Plateau**: mean pass@1 of the last 5 rounds, in points; last row: the base model. The
+# figure's band is ±1 SD over seeds; every table's ± is a 95 % t half-width:
 
 # %%
 plateaus = fedgrpo_plateaus()
 display(plateaus)
 traces = fedgrpo_traces()
-fig = viz.seed_band_curves(traces, names=METHOD_NAMES, title="stored pass@1 traces (mean over 3 seeds ± one std; "
+from experiments.stats import t_quantile
+
+n_seeds = traces["seed"].nunique()
+print(f"band: ±1 SD over {n_seeds} seeds; a 95 % t half-width over {n_seeds} seeds is "
+      f"{t_quantile(0.975, n_seeds - 1) / np.sqrt(n_seeds):.2f} SD")
+fig = viz.seed_band_curves(traces, names=METHOD_NAMES, title=f"stored pass@1 traces (mean over {n_seeds} seeds ± 1 SD; "
                            "round 0: the base model)")
 fig.update_layout(yaxis_title="pass@1")
 viz.export(fig, "fedgrpo_stored_traces", figures)
 fig
 
 # %% [markdown]
-# Findings (paired by seed; every table in the [report](11_fedgrpo_report.ipynb)):
+# Findings (paired by seed; all tables: [report](11_fedgrpo_report.ipynb)):
 
 # %%
 notes, table, paper_gap = fedgrpo_finding_notes(), fedgrpo_findings(), paper.iloc[:, 4:6]
@@ -473,15 +490,26 @@ def last5(arm):
     return f"{r - 4}–{r}"
 
 
+stored = notebook.repo_path("benchmarks/results")
+diag = arm_diagnostics([json.loads((stored / n).read_text()) for n in ("fedgrpo_compare_pool_long.json",
+                                                                      "fedgrpo_compare_pool_long30.json")],
+                       load_arms(stored)).set_index("arm")  # per arm, the seeds' values "a / b / c"
+AE, GAP = "share of AE (exact) scores", "experts' score gap, correct − wrong"
+f3_half = table.iloc[2]["±95% t"]
 Markdown(f"*Setting:* {notes.loc['F1', 'setting'].split('; ')[0]} (Fedpetuning+GRPO's batch; FedGRPO's server takes "
          "K times as many, its Q); plateau = mean pass@1 of the last 5 rounds.\n\n"
          f"- **F1** FedGRPO − Fedpetuning+GRPO: {cut}, where the paper has FedGRPO "
          f"{paper_gap.iloc[:, 0].min():.1f} to {paper_gap.iloc[:, 0].max():.1f} points above.\n"
          f"- **F2** FedGRPO − Central-GRPO: {central}, against the paper's {paper_gap.iloc[:, 1].min():+.1f} to "
          f"{paper_gap.iloc[:, 1].max():+.1f} (Central-GRPO's plateau is its rounds {last5('Central-GRPO')}, "
-         f"FedGRPO's its rounds {last5('FedGRPO')}: Central-GRPO might have gone higher in 30).\n"
+         f"FedGRPO's its rounds {last5('FedGRPO')}: Central-GRPO might have gone higher in 30; here this 'upper bound', "
+         f"{plateaus.loc['Central-GRPO', 'mean']:.1f}, sits below Fedpetuning+GRPO's "
+         f"{plateaus.loc['Fedpetuning+GRPO', 'mean']:.1f}).\n"
          f"- **F3** Does competence beat random selection? {answer_f3} at the plateau: competence-selected − random "
-         f"experts is {random_arm}.\n"
+         f"experts is {random_arm}: a ±{f3_half:.2f} interval, the seeds disagree. Mid-run random selection leads: "
+         f"{fedgrpo_window_note('fedgrpo_random')} A puzzle: competence picks label owners (AE scores) more often, "
+         f"AE share {diag.loc['FedGRPO', AE]} per seed against random's "
+         f"{diag.loc[METHOD_NAMES['fedgrpo_random'], AE]}, yet does not train better.\n"
          f"- **F4** Every client holding every label (AE for every score) − the owner only: {labels}.")
 
 # %% [markdown]
@@ -489,55 +517,50 @@ Markdown(f"*Setting:* {notes.loc['F1', 'setting'].split('; ')[0]} (Fedpetuning+G
 # **Measured**, window by window over the traces (5 rounds each, paired by seed, points):
 
 # %%
-display(fedgrpo_window_table())  # "k of n seeds above 0": the seeds where the first arm leads
+display(fedgrpo_window_table().rename_axis("rounds (k of n: seeds where the first arm leads)"))
 mean_curve = traces.groupby(["method", "round"])["pass_at_1"].mean().unstack("method") * 100
 peak = int(mean_curve["fedgrpo"].idxmax())
 behind = fedgrpo_windows("fedgrpo", "fedavg_grpo")
 behind = behind[behind["mean"] + behind["±95% t"] < 0]  # windows where FedGRPO is lower, the interval below 0
-stored = notebook.repo_path("benchmarks/results")
-diag = arm_diagnostics([json.loads((stored / n).read_text()) for n in ("fedgrpo_compare_pool_long.json",
-                                                                      "fedgrpo_compare_pool_long30.json")],
-                       load_arms(stored)).set_index("arm")  # per arm, the seeds' values "a / b / c"
-AE, GAP = "share of AE (exact) scores", "experts' score gap, correct − wrong"
 last_round = int(mean_curve["fedgrpo"].last_valid_index())
-Markdown(f"- FedGRPO{' peaks early' if peak <= last_round // 3 else ''}: its mean curve is highest at round {peak} of "
+Markdown(f"FedGRPO{' peaks early' if peak <= last_round // 3 else ''}: its mean curve is highest at round {peak} of "
          f"{last_round} ({mean_curve['fedgrpo'][peak]:.1f} points), its plateau {plateaus.loc['FedGRPO', 'mean']:.1f}; "
-         f"Fedpetuning+GRPO's plateau is {plateaus.loc['Fedpetuning+GRPO', 'mean']:.1f}, and FedGRPO is lower, the "
-         f"interval below 0, in rounds "
-         f"{', '.join(behind['rounds'])} (second column).\n"
-         f"- {fedgrpo_window_note('fedgrpo_random')}\n"
-         f"- In FedGRPO's runs only {diag.loc['FedGRPO', AE]} (per seed) of the experts' scores were AE, the rest "
-         f"ME, and a right candidate's mean score beat a wrong one's by {diag.loc['FedGRPO', GAP]}, against "
-         f"{diag.loc[METHOD_NAMES['fedgrpo_allgt'], GAP].split(' / ')[0]} when every client holds every label; with "
-         f"random experts the AE share was {diag.loc[METHOD_NAMES['fedgrpo_random'], AE]}.")
+         f"it is below Fedpetuning+GRPO, the interval below 0, in rounds {', '.join(behind['rounds'])}. Its experts' "
+         f"scores separate a right candidate from a wrong one by {diag.loc['FedGRPO', GAP]} (per seed), against "
+         f"{diag.loc[METHOD_NAMES['fedgrpo_allgt'], GAP].split(' / ')[0]} when every client holds every label.")
 
 # %% [markdown]
-# **Inferred, not measured**: two candidate explanations.
-#
-# 1. **The reward.** Fedpetuning+GRPO checks each answer exactly; FedGRPO's reward is 8 × the experts' mean
-#    score + format, mostly ME guesses that separate right from wrong answers far less. A noisier reward fits a lower
-#    plateau, as does F4; but random experts, with fewer exact scores, led mid-run: not the whole story.
-# 2. **Selection is inert under the paper's protocol.** The paper's official code lets every client check every
-#    answer against its label; then every expert gives the same exact score, whichever are chosen (by definition).
-#
-# Rerunning the baselines on FedGRPO's reward shape, 8·accuracy + 1·format, separates shape from source. The
-# cell prints FedGRPO − Fedpetuning+GRPO when both train on that shape, and what the shape alone changed in
-# Fedpetuning+GRPO (its rerun − its accuracy-only runs):
+# Shape or source? The baselines rerun on FedGRPO's reward shape, 8·accuracy + format; the every-label arm (every
+# score exact). Last window:
 
 # %%
-same = fedgrpo_same_reward_windows()
-if same is None:
+gaps = fedgrpo_gap_sources()
+if gaps is None:
     print(f"The same-reward rerun (benchmarks/results/{FEDGRPO_SAME_REWARD_FILE}) is not stored yet.")
 else:
-    display(same.drop(columns="per_seed"))
-    last, shape = same.iloc[-1], fedgrpo_reward_shape_windows().iloc[-1]
-    print(f"On the same reward, FedGRPO − Fedpetuning+GRPO in rounds {last['rounds']} is "
-          f"{interval_words(last['mean'], last['±95% t'], int(last['seeds']))}; the shape alone changed "
-          f"Fedpetuning+GRPO by {interval_words(shape['mean'], shape['±95% t'], int(shape['seeds']))}. "
-          + ("So the shape is not why FedGRPO trails (the shape's whole interval is smaller than the gap): what "
-             "differs is the reward's source, experts' scores instead of an exact check."
-             if abs(last["mean"]) - last["±95% t"] > abs(shape["mean"]) + shape["±95% t"] else
-             "At this power the rerun does not separate the shape from the source."))
+    display(gaps)
+    gap, same_gap, shape, source, left = (gaps.iloc[i] for i in range(5))
+    said = [f"On one reward shape the gap is {interval_words(same_gap['mean'], same_gap['±95% t'], same_gap['seeds'])};"
+            f" the shape alone changed Fedpetuning+GRPO by "
+            f"{interval_words(shape['mean'], shape['±95% t'], shape['seeds'])}."]
+    if abs(shape["mean"]) + shape["±95% t"] < abs(gap["mean"]) - gap["±95% t"]:
+        said.append("**The reward's shape is ruled out**: its whole interval is smaller than the gap's.")
+    said.append(f"**The reward's source** (exact checks for every score) recovers {source['mean']:+.2f} of the "
+                f"{gap['mean']:+.2f} points, {source['mean'] / -gap['mean']:.0%} of the gap; what is left, "
+                f"{interval_words(left['mean'], left['±95% t'], left['seeds'])}, "
+                + ("may be 0 at this power." if abs(left["mean"]) <= left["±95% t"] else "is not 0.")
+                + " So the source accounts for most of the gap, not provably all: the two methods also differ in "
+                "who trains (the clients, on their own questions, against the server) and in batch (4 prompts per "
+                "client and step, against the server's Q).")
+    display(Markdown(" ".join(said)))
+
+# %% [markdown]
+# **Inferred, not measured.**
+#
+# 1. **The source matters** because most scores are ME guesses (F3), which separate right from wrong far less
+#    than exact checks. Random experts, with fewer exact scores, led mid-run: not the whole story.
+# 2. **The paper sees no such gap** perhaps because its official code lets every client check every answer against
+#    its label, like our every-label arm.
 
 # %% [markdown]
 # ## 9. Exercises: predict, then run
@@ -646,3 +669,12 @@ why_5 = (f"the experts are the Top-M of the r_k^p column, so one more keeps the 
          f"{sq['hit_rate_major']:.3f} → {more['hit_rate_major']:.3f} (random: {more['random_hit_rate_major']:.3f})"
          + (": the added experts hold the topic less often" if more["hit_rate_major"] < sq["hit_rate_major"] else ""))
 notebook.check(prediction_5, answer_5, why_5) if prediction_5 is not None else notebook.reveal(answer_5, why_5)
+
+# %% [markdown]
+# ## 10. What holds, what does not, what is not tested
+# The paper's claims as the stored runs decide them (points, 95 % t), then the scale-down:
+
+# %%
+with pd.option_context("display.max_colwidth", None):
+    display(fedgrpo_closing_summary())
+    display(fedgrpo_scale_down())

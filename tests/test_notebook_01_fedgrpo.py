@@ -94,3 +94,41 @@ def test_a_named_round_diagram_uses_the_given_client_names():
                                                   "… client_7"]
     assert "client 1" not in svg and "8·(experts' mean score) + format" in svg
     assert "eqs. 8–9" not in svg
+
+
+def test_the_gap_sources_are_the_stored_window_comparisons_and_add_up():
+    from experiments.findings import (FEDGRPO_GAP_ROWS, fedgrpo_gap_sources, fedgrpo_reward_shape_windows,
+                                      fedgrpo_windows)
+
+    g = fedgrpo_gap_sources()
+    assert list(g.index) == [r[0] for r in FEDGRPO_GAP_ROWS] and (g["rounds"] == "26–30").all()
+    for row, t in ((0, fedgrpo_windows("fedgrpo", "fedavg_grpo")), (1, fedgrpo_same_reward_windows()),
+                   (2, fedgrpo_reward_shape_windows()), (3, fedgrpo_windows("fedgrpo_allgt", "fedgrpo"))):
+        assert (g.iloc[row]["mean"], g.iloc[row]["±95% t"]) == (t.iloc[-1]["mean"], t.iloc[-1]["±95% t"])
+    # paired on the same seeds: (every label − FedGRPO) + (FedGRPO − baseline) = every label − baseline
+    assert g.iloc[3]["mean"] + g.iloc[0]["mean"] == pytest.approx(g.iloc[4]["mean"], abs=0.02)
+    assert fedgrpo_gap_sources(RESULTS / "nowhere") is None
+
+
+def test_the_scale_down_sets_the_stored_runs_setting_beside_the_papers():
+    from experiments.findings import FEDGRPO_PAPER_SETTING, fedgrpo_scale_down
+
+    t, s = fedgrpo_scale_down(), json.loads((RESULTS / "fedgrpo_compare_pool_long30.json").read_text())["settings"]
+    assert list(t.index) == list(FEDGRPO_PAPER_SETTING) and list(t["paper"]) == list(FEDGRPO_PAPER_SETTING.values())
+    assert t.loc["clients K", "here"] == str(s["num_clients"]) and f"× {s['eval_samples']} samples" in t.loc[
+        "test set", "here"]
+    assert t.loc["rounds", "here"] == "30 (Central-GRPO 15)" and t.loc["repeats", "here"] == "3 seeds"
+
+
+def test_the_closing_summary_quotes_the_findings_and_the_stored_traffic():
+    from experiments.findings import fedgrpo_closing_summary
+
+    t, f = fedgrpo_closing_summary(), fedgrpo_findings()
+    assert len(t) <= 5 and list(t.columns) == ["paper", "here", "verdict"]
+    for i in range(3):
+        assert t.iloc[i]["here"].startswith(f"{f.iloc[i]['difference']:+.2f} ± {f.iloc[i]['±95% t']:.2f} points")
+    assert t.iloc[0]["verdict"] == "does not hold" and t.iloc[-1]["verdict"] == "not tested"
+    runs = json.loads((RESULTS / "fedgrpo_compare_pool_long30.json").read_text())["runs"]
+    total = {(r["method"], r["seed"]): r["bytes_up"] + r["bytes_down"] for r in runs}
+    ratio = min(total["fedavg_grpo", s] / total["fedgrpo", s] for s in (0, 1, 2))
+    assert t.iloc[3]["here"].startswith(f"{ratio:.0f}× to") and t.iloc[3]["verdict"] == "holds"
