@@ -558,7 +558,8 @@ def pubswap_drift_split(results: str | Path = RESULTS) -> pd.DataFrame:
     """Where Balanced's drift reduction comes from, at every stored τ that ran the no-swap control: the public steps
     (no-swap control − FedAvg-GRPO) and the swap (Balanced − no-swap control), each the paired mean difference of the
     final round's δ_pair (‖ΔW‖ units) and its 95 % Student-t half-width over the seeds both arms ran, as
-    :func:`experiments.sweep.pubswap_claims` computes them; and the swap's share of their sum (%). One row per τ."""
+    :func:`experiments.sweep.pubswap_claims` computes them; and the swap's share of their sum (%). One row per τ, with
+    its rounds and its training length (local steps per client, rounds × τ): the rows differ in both."""
     from experiments.sweep import pubswap_claims
 
     out = []
@@ -572,7 +573,8 @@ def pubswap_drift_split(results: str | Path = RESULTS) -> pd.DataFrame:
             pub = pick("on-policy public steps limit drift (control, not a paper claim)")
             swap = pick("the swap limits drift (control, not a paper claim)")
             rounds = {r["rounds"] for r in rows if r["tau"] == tau and r["method"] == "pubswap_noswap"}
-            out.append({"τ": tau, "rounds": min(rounds), "seeds": int(min(pub["seeds"], swap["seeds"])),
+            out.append({"τ": tau, "rounds": min(rounds), "local steps per client": tau * min(rounds),
+                        "seeds": int(min(pub["seeds"], swap["seeds"])),
                         "public steps: control − FedAvg-GRPO": pub["diff"], "±95% t (public steps)": pub["±95% t"],
                         "swap: Balanced − control": swap["diff"], "±95% t (swap)": swap["±95% t"],
                         "swap's share (%)": round(100 * swap["diff"] / (swap["diff"] + pub["diff"]))})
@@ -598,6 +600,70 @@ def pubswap_paper_gains() -> pd.DataFrame:
                                   zip(PUBSWAP_PAPER_TAUS, arms["FedAvg-GRPO"], arms["PubSwap Balanced"])}
             for (model, bench), arms in PUBSWAP_PAPER_TABLE1.items()}
     return pd.DataFrame(rows).T.rename_axis("Balanced − FedAvg-GRPO (paper, points)")
+
+
+def pubswap_start_pass1(seed: int, results: str | Path = RESULTS) -> dict:
+    """pass@1 (points) of the untrained policy in the larger-τ grid at its largest τ: at ``seed`` and the mean over
+    that grid's seeds, with how it was scored (test problems × samples each, from the grid's preset)."""
+    from fedrl_kit.config import preset
+
+    rows = json.loads((Path(results) / "pubswap_paper_quick_large_tau.json").read_text())
+    at = [r for r in rows if r["tau"] == max(r["tau"] for r in rows) and r["method"] == "fedavg_grpo"]
+    base = preset(at[0]["preset"])
+    mine = [r["pass@1_start"] for r in at if r["seed"] == seed]
+    return dict(at_seed=round(100 * mine[0], 1) if mine else None, seeds=len(at),
+                mean=round(100 * sum(r["pass@1_start"] for r in at) / len(at), 1), n_test=base.n_test,
+                samples=base.eval_samples)
+
+
+def pubswap_claims_verdicts(results: str | Path = RESULTS) -> pd.DataFrame:
+    """The paper's claims in five rows, each with a verdict read from the stored grids' intervals: "holds" (the 95 %
+    t-interval lies on the claimed side of 0), "does not hold" (it lies on the other side), "not reproduced" (it
+    contains 0), "not tested" (no stored run can decide it); and the evidence, in words. The accuracy claim is read
+    at every τ the larger-τ grid ran, with the largest paper gain its interval at the largest τ still allows."""
+    from experiments.stats import sign_verdict
+    from experiments.sweep import pubswap_claims
+
+    rows = json.loads((Path(results) / "pubswap_paper_quick_large_tau.json").read_text())
+    claims = pubswap_claims(rows).set_index("claim")
+    tau = max(r["tau"] for r in rows)
+    taus = sorted({r["tau"] for r in rows if r["method"] == "pubswap_balanced"})
+
+    def pick(start):
+        r = claims.loc[next(c for c in claims.index if c.startswith(start))]
+        return float(r["diff"]), float(r["±95% t"]), int(r["seeds"])
+
+    def verdict(diff, half, claimed_sign):
+        s = sign_verdict(diff, half)
+        return "not reproduced" if s == 0 else "holds" if s == claimed_sign else "does not hold"
+
+    out = []
+    d = pick(f"public steps limit drift: τ = {tau}")
+    out.append(("public steps (Balanced) keep clients closer: lower drift (appendix A's bound; the paper measures "
+                "no drift)", verdict(d[0], d[1], -1),
+                f"τ = {tau}: Balanced − FedAvg-GRPO δ_pair {interval_words(*d, '‖ΔW‖')}"))
+    acc = {t: pick(f"Balanced outperforms FedAvg+GRPO for most choices of τ: τ = {t}") for t in taus}
+    wins = [t for t, a in acc.items() if sign_verdict(a[0], a[1]) > 0]
+    slope = pick("the gains are larger at higher values of τ")
+    top = acc[tau][0] + acc[tau][1]
+    gains = pubswap_paper_gains().to_numpy().ravel()
+    out.append(("Balanced beats FedAvg-GRPO in pass@1 for most τ, by more at larger τ",
+                "holds" if len(wins) > len(taus) / 2 else "not reproduced" if all(
+                    sign_verdict(*a[:2]) == 0 for a in acc.values()) else "does not hold",
+                f"a gain at {len(wins)} of τ = {', '.join(map(str, taus))}; at τ = {tau} "
+                f"{interval_words(*acc[tau], 'points')}, so gains above {top:+.2f} points are ruled out "
+                f"({int((gains > top).sum())} of the paper's {gains.size} gains, up to {gains.max():+.1f}); slope per "
+                f"doubling of τ {interval_words(*slope, 'points')}"))
+    small = pick("Random can outperform Balanced when the number of local steps is small")
+    out.append(("Random can beat Balanced at small τ", verdict(small[0], small[1], 1),
+                f"τ = {min(taus)}: Random − Balanced {interval_words(*small, 'points')}"))
+    large = pick(f"this advantage does not persist at larger local-step values: τ = {tau}")
+    out.append(("…but not at large τ (Random no better than Balanced)",
+                "does not hold" if sign_verdict(large[0], large[1]) > 0 else "holds",
+                f"τ = {tau}: Random − Balanced {interval_words(*large, 'points')}"))
+    out.append((f"the gains' size on Qwen models, MATH and DeepMath, τ up to {max(PUBSWAP_PAPER_TAUS)}",
+                "not tested", f"our runs: a small policy on arithmetic topics, τ ≤ {tau}; only directions compare"))
+    return pd.DataFrame(out, columns=["the paper's claim", "verdict", "evidence here (paired over seeds)"])
 
 
 def fedmoa_ablation_findings(results: str | Path = RESULTS) -> pd.DataFrame:

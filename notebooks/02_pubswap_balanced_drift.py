@@ -18,12 +18,15 @@
 #
 # *Nayak, Askin, Ustaomeroglu, Joe-Wong, Joshi (Carnegie Mellon University): PubSwap.*
 #
-# **The problem.** In FedAvg-GRPO (notebook 00) each of $N$ clients takes $\tau$ **local steps** (GRPO steps on
-# its own prompts) per round before the server averages the LoRA adapters. With many local steps each client fits
-# its own topics, the adapters **drift** apart, and their average gets worse. **PubSwap** makes every
-# $\tau_{\text{swap}}$-th local step a **public step**: all clients answer the same $b$ prompts of a small public
-# set, $K$ answers each, and send them with their correctness; the server hands each client a group of $K$ answers,
+# **The problem.** In FedAvg-GRPO each of $N$ clients takes $\tau$ **local steps** (GRPO steps on its own prompts)
+# per round before the server averages the LoRA adapters. With many local steps the adapters **drift** apart and
+# their average gets worse. **PubSwap** makes every $\tau_{\text{swap}}$-th local step a **public step**: all
+# clients answer the same $b$ public prompts, $K$ answers each; the server hands each client a group of $K$,
 # **swapping** in other clients' answers.
+#
+# **You will learn** how Balanced and Random swapping build a group; how to measure drift step by step and split a
+# reduction with a no-swap control; which of the paper's claims a small reproduction confirms (in brief below the
+# setup cell).
 
 # %% [markdown]
 # ## Parameters
@@ -44,11 +47,12 @@ import pandas as pd
 import plotly.graph_objects as go
 import torch
 from IPython.display import Markdown
+
+pd.set_option("display.max_colwidth", None)  # the tables below hold sentences
 from plotly.subplots import make_subplots
 
-from experiments.findings import (interval_words, pubswap_arm_levels, pubswap_drift_split, pubswap_paper_gains,
-                                   pubswap_setting, pubswap_teaching_tables)
-from experiments.stats import sign_verdict
+from experiments.findings import (interval_words, pubswap_arm_levels, pubswap_claims_verdicts, pubswap_drift_split,
+                                   pubswap_paper_gains, pubswap_setting, pubswap_start_pass1, pubswap_teaching_tables)
 from experiments.sweep import SETTINGS
 from fedrl_kit import diagrams, notebook, viz
 from fedrl_kit.config import preset
@@ -75,18 +79,46 @@ METHODS = {"fedavg_grpo": "FedAvg-GRPO", "pubswap_noswap": "no-swap control", "p
 probe_run = Run(cfg, progress=False).build()
 world, policy = probe_run.world, probe_run.policy
 shared = lambda a, b: len(set(a["prompt"]) & set(b["prompt"]))  # noqa: E731  prompts two splits have in common
-print(f"The embedded world ({cfg.world}): {len(world.train)} private problems split over the N = {cfg.num_clients} "
-      f"clients; the public set: {len(world.public)} prompts with gold answers that every client and the server "
-      f"hold (per topic: {', '.join(f'{t} {c}' for t, c in pd.Series(world.public['topic']).value_counts().items())}); {len(world.test)} test problems for "
-      f"pass@1. Prompts in common: public ∩ test {shared(world.public, world.test)}, public ∩ private "
-      f"{shared(world.public, world.train)}, test ∩ private {shared(world.test, world.train)}. Reward: "
-      f"{' + '.join(cfg.rewards)} only.")
+arch, lora_n = policy.model.config, sum(p.numel() for n, p in policy.model.named_parameters() if "lora_" in n)
+pd.Series({"world": f"{cfg.world}: {len(world.train)} private problems, {len(world.public)} public prompts (gold "
+                    f"answers known to all), {len(world.test)} test problems; reward: {' + '.join(cfg.rewards)}",
+           "public per topic": ", ".join(f"{t} {c}" for t, c in pd.Series(world.public["topic"]).value_counts().items()),
+           "prompts shared: public∩test, public∩private, test∩private":
+               f"{shared(world.public, world.test)}, {shared(world.public, world.train)}, "
+               f"{shared(world.test, world.train)}",
+           "policy": f"{arch.num_hidden_layers}-layer {arch.model_type} transformer, width {arch.hidden_size}, "
+                     f"{arch.vocab_size}-character vocabulary, "
+                     f"{(sum(p.numel() for p in policy.model.parameters()) - lora_n) / 1e6:.2f} M frozen parameters "
+                     f"+ {lora_n / 1e6:.2f} M LoRA"}, name="this notebook's setting").to_frame()
+
+# %% [markdown]
+# **The answer in brief** (§7's stored runs; "within noise": the 95 % interval contains 0):
+
+# %%
+findings, random_rows = pubswap_teaching_tables()
+setting, levels, gains = pubswap_setting(), pubswap_arm_levels(), pubswap_paper_gains()
+
+
+def said(label, unit, table=findings):
+    r = table.loc[label]
+    return interval_words(r["difference"], r["±95% t"], int(r["seeds"]), unit)
+
+
+f4 = findings.loc["F4"]
+top = f4["difference"] + f4["±95% t"]  # the largest pass@1 gain the interval allows
+Markdown(f"""At τ = {setting['tau']}, {setting['rounds']} rounds ({setting['steps']} local steps per client):
+- **Drift**: PubSwap Balanced ends with δ_pair {said('F1', '‖ΔW‖')} than FedAvg-GRPO, and {said('F2', '‖ΔW‖')}
+  than the no-swap control: the **swap** keeps clients closer.
+- **Accuracy**: Balanced − FedAvg-GRPO pass@1 is {said('F4', 'points')}. Gains above {top:+.2f} points are ruled
+  out, which excludes {int((gains > top).sum().sum())} of the paper's {gains.size} gains, its largest
+  ({', '.join(f'{g:+.1f}' for g in sorted(gains.to_numpy().ravel())[-3:])}) among them.
+- **Random swapping**: pass@1 {said('F5', 'points')} than Balanced's.""")
 
 # %% [markdown]
 # ## 1. One round, drawn, and in time order
-# Who sends what (top), then along time: **1** the server broadcasts the adapter, **2** every client takes $\tau$
-# local steps, every $\tau_{\text{swap}}$-th public (★), **3** the server averages the adapters' two LoRA factors
-# separately (**FedIT**, the paper's aggregation; §2).
+# **1** The server broadcasts the adapter, **2** every client takes $\tau$ local steps, every
+# $\tau_{\text{swap}}$-th public (★), **3** the server averages the two LoRA factors separately (**FedIT**, §2), as
+# in every arm here, FedAvg-GRPO included.
 
 # %%
 diagrams.round_diagram("pubswap")
@@ -104,9 +136,8 @@ diagrams.step_timeline(max(TAUS), cfg.pubswap.period)
 # \operatorname{clip}\bigl(\rho_{k,t},\,1-\varepsilon,\,1+\varepsilon_{\text{high}}\bigr)\,\hat a_k\Bigr),\qquad
 # \rho_{k,t} = \frac{\pi_\theta(y_{k,t}\mid x, y_{k,<t})}{\pi_{\text{old}}(y_{k,t}\mid x, y_{k,<t})}$$
 #
-# ($\bar r$, $\sigma_r$: the group's mean and sample standard deviation.) A step makes $\mu$ updates on the same
-# answers; no KL term ($\beta_{\text{KL}} = 0$). **pass@1**: the fraction of test problems answered right. The
-# run's values:
+# ($\bar r$, $\sigma_r$: the group's mean and standard deviation.) A step makes $\mu$ updates on the same answers.
+# **pass@1**: the fraction of test problems answered right. The run's values:
 
 # %%
 lora = {n: tuple(p.shape) for n, p in policy.model.named_parameters() if ".lora_A." in n or ".lora_B." in n}
@@ -128,24 +159,22 @@ pd.Series({"ε, ε_high (clip range)": f"{cfg.epsilon}, {cfg.epsilon_high}", "β
 # factors $A, B$ train and travel. In round $p$, FedIT averages them **separately**: $A_{p+1} = \frac{1}{N}\sum_n
 # A^{(n)}_{p+1}$, $B_{p+1} = \frac{1}{N}\sum_n B^{(n)}_{p+1}$, not the mean $\Delta W$.
 #
-# **Drift** (`drift.mean_pairwise_drift`, `drift.distance_to_global`), on client $n$'s whole adapter $\Delta W_n =
-# sB_nA_n$ against the others' and against the round's broadcast $\Delta W_p$ (Frobenius norms, summed in squares
-# over layers; its unit, "‖ΔW‖", is the unit of every drift below):
+# **Drift** (`drift.mean_pairwise_drift`, `drift.distance_to_global`): client $n$'s adapter $\Delta W_n = sB_nA_n$
+# against the others' and the broadcast $\Delta W_p$ (Frobenius norms over all layers; unit "‖ΔW‖"):
 #
 # $$\delta_{\text{pair}} = \frac{2}{N(N-1)}\sum_{n<n'}\lVert \Delta W_n - \Delta W_{n'}\rVert_F,\qquad
 # \delta_{\text{glob}} = \frac{1}{N}\sum_{n}\lVert \Delta W_n - \Delta W_p\rVert_F$$
 #
-# **Why public steps should help** (the paper's appendix A: a bound, not measured here). With $\Delta_j =
-# \lVert\theta_n - \theta_{n'}\rVert$ after local step $j$ and learning rate $\eta$, a private step and a Balanced
-# public step give
+# **Why public steps should help** (the paper's appendix A: a bound). With $\Delta_j = \lVert\theta_n -
+# \theta_{n'}\rVert$ after local step $j$, a private and a Balanced public step give
 #
 # $$\Delta_{j+1} \le (1+\eta L_{\text{priv}})\Delta_j + \eta\,\zeta_{n,n'} + \text{noise},\qquad
 # \Delta_{j+1} \le (1+\eta L_{\text{pub}})\Delta_j + \eta\,(\omega_n + \omega_{n'}) + \text{noise}$$
 #
-# $L_{\text{priv}}$, $L_{\text{pub}}$: how fast the GRPO gradient can change with $\theta$ on private, on public
-# prompts (public: a small shared set, so it can be smaller); $\zeta_{n,n'}$: the gap between the two clients' private
-# gradients, large when topics differ; $\omega_n$: how far swapped-in answers bend $n$'s gradient, zero without a
-# swap, growing with $\alpha_n$ below. The bound gives the swap no credit; §5 and §7 measure it.
+# $L$: how fast the gradient changes with $\theta$ (can be smaller on the shared public set); $\zeta_{n,n'}$: the
+# gap between two clients' private gradients, large when topics differ; $\omega_n$: how far swapped-in answers bend
+# $n$'s gradient, growing with $\alpha_n$ below. Read literally, the bound says swapping *adds* drift; §7 measures
+# that it removes drift. An upper bound gives the swap no credit for pulling clients towards the same answers.
 #
 # **Why swap.** All $K$ answers wrong (or right) means every $\hat a_k = 0$: no gradient. Balanced adds others'
 # right answers:
@@ -168,11 +197,11 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # \frac{1}{2}$$
 #
 # (which wrong answers go, and donors: uniform, our choice). *Random* (`swap.random_swap`): $K$ of the pooled $NK$
-# answers, uniformly without replacement, the **same** group for every client; $\alpha_n(x)$: the share not from
-# $n$. *No-swap control* (`swap.no_swap`, ours): own groups, $\alpha_n = 0$.
+# answers, the **same** group for every client; $\alpha_n(x)$: the share not from $n$. *No-swap control*
+# (`swap.no_swap`, ours): own groups.
 #
 # **Shortcut.** Only texts travel: a swapped-in answer is scored as if self-sampled ($\pi_{\text{old}}$ = the
-# receiver's policy).
+# receiver's policy). The paper does not say how it scores them.
 #
 # **A confound.** With $\tau_{\text{swap}} = 2$ PubSwap takes $\tau/2$ private steps per round, FedAvg-GRPO $\tau$:
 # fewer private steps alone may lower drift. The no-swap control, with PubSwap's steps, separates the two.
@@ -184,37 +213,37 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # | $x$, $b$; $y_k$, $K$ | prompt, prompts per step; answer, answers per prompt |
 # | $r_k$; $\bar r$, $\sigma_r$; $\hat a_k$ | reward (0/1); group mean, standard deviation; advantage |
 # | $\theta$; $\pi_\theta$; $\pi_{\text{old}}$ | trainable parameters; policy; policy at the step's start |
-# | $\rho$, $t$; $\varepsilon$, $\varepsilon_{\text{high}}$; $\mu$; $\eta$; $\beta_{\text{KL}}$ | ratio, token; clip range; updates per step; learning rate; KL weight |
-# | $W_0$; $A$, $B$; $r_{\text{LoRA}}$; $s$ | frozen weight; LoRA factors; rank; scale |
+# | $A$, $B$; $s$ | LoRA factors; scale |
 # | $\delta_{\text{pair}}$, $\delta_{\text{glob}}$ | drift between clients, from the broadcast (unit ‖ΔW‖) |
-# | $\Delta_j$; $L_{\text{priv}}$, $L_{\text{pub}}$; $\zeta_{n,n'}$; $\omega_n$ | parameter distance; gradient smoothness; private-gradient gap; swap distortion |
+# | $\Delta_j$; $L$; $\zeta_{n,n'}$; $\omega_n$ | parameter distance; smoothness; private-gradient gap; swap distortion |
 # | $c_n(x)$, $D_n(x)$ | right answers of client $n$, of the others |
 # | $M_n(x)$, $\alpha_n(x)$ | answers swapped into $n$'s group, as a fraction of $K$ |
-# | $S$ | seeds behind a stored mean (§7) |
 #
 # ## 3. Pseudocode
-# `fedrl_kit/pubswap/method.py::run_round`, each line naming its function:
+# `fedrl_kit/pubswap/method.py::run_round`:
 # ```
 # for round p = 1, 2, …:
-#   send (A_p, B_p) to every client                                  # fit_begin message
+#   send (A_p, B_p) to every client
 #   for local step j = 1..τ:
 #     if j is a multiple of τ_swap:                                   # method.is_public_step
 #       the same b public prompts to every client                     # method.sample_public_batch
-#       each client: K answers per prompt, and which are right        # client's public_generate handler
+#       each client: K answers per prompt, and which are right
 #       server, per prompt x and client n:                            # method.swap_prompts
 #         Balanced: M_n = min((⌊K/2⌋ − c_n)+, D_n)                    # swap.balanced_swap
 #                   M_n of n's wrong answers ← others' right ones
 #         Random:   one group of K drawn from all N·K answers, to all # swap.random_swap
-#       each client: one GRPO step on its group                       # client's public_step handler
+#       each client: one GRPO step on its group
 #     else:
-#       each client: one GRPO step on b of its private prompts        # client's private_step handler
+#       each client: one GRPO step on b of its private prompts
 #   each client sends (A_n, B_n); A = mean A_n, B = mean B_n          # aggregate.fedit
 # ```
 
 # %% [markdown]
 # ## 4. Who holds what
-# Seven arithmetic topics, a small policy that runs on a CPU. As in the paper, a Dirichlet draw over topics splits
-# the private data, equal sizes per client; a smaller concentration, a more uneven split.
+# The **embedded world**: the package's built-in task generator, seven arithmetic topics standing in for MATH's
+# subjects. The **policy**: a small character-level transformer pretrained to be right sometimes, so groups have
+# mixed rewards on a CPU (size: the setup table). A Dirichlet draw over topics splits the private data, equal sizes
+# per client, as in the paper.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -229,10 +258,11 @@ fig
 
 # %% [markdown]
 # ## 5. Run it: drift within a round
-# One round per arm and τ from the same start, measuring the adapters after each local step; one seed.
+# One round per arm and τ from the same start, drift measured after each local step; one seed: the mechanism, not
+# a verdict (§7 has longer runs, several seeds).
 #
-# **Exercise 1 (predict first).** At the larger τ, which arm ends with the lowest $\delta_{\text{pair}}$? The run
-# cell shows no drift; set `prediction_1` below it, then check.
+# **Exercise 1 (predict first).** At the larger τ, which arm ends with the lowest $\delta_{\text{pair}}$? Set
+# `prediction_1` below the run cell, then check.
 
 # %%
 drift_runs = {}
@@ -264,7 +294,7 @@ notebook.check_explained(prediction_1, answer_1, f"at τ = {T}, {lowest} ends wi
                             f"the best pass@1 is {best}'s ({100 * last.loc[best, 'pass@1']:.1f} % against "
                             f"{100 * last.loc[lowest, 'pass@1']:.1f} %)")
                          + f"; each pass@1 has a standard error of about {last.se.mean() * 100:.1f} points, so lowest "
-                         "drift is not shown to mean best accuracy (§7's F4 says the same over many more steps).")
+                         "drift is not shown to mean best accuracy. One short run of one seed: §7 checks the ranking.")
 
 # %%
 steps_taken = drift.pivot_table(index="method", columns=["tau", "step_kind"], values="step", aggfunc="count",
@@ -292,8 +322,7 @@ viz.export(fig, "pubswap_drift_within_round", figures)
 fig
 
 # %% [markdown]
-# What each step adds to $\delta_{\text{pair}}$ at the larger τ (★: public, except for FedAvg-GRPO, whose steps are
-# all private):
+# What each step adds to $\delta_{\text{pair}}$ at the larger τ (★: public, except for FedAvg-GRPO):
 
 # %%
 at_T = drift[drift.tau == T].sort_values("step")
@@ -303,13 +332,17 @@ kind_of = at_T[at_T.method == "PubSwap Balanced"].set_index("step").step_kind
 rise.index = [f"{s + 1}{' ★' if kind_of[s] == 'public' else ''}" for s in rise.index]
 rise.index.name = "local step j"
 pub = [i for i in rise.index if i.endswith("★")]
-b_pub, f_pub = rise.loc[pub, "PubSwap Balanced"], rise.loc[pub, "FedAvg-GRPO"]
-print(f"On Balanced's public steps δ_pair {'still rises' if (b_pub > 0).all() else 'does not always rise'} (by "
-      f"{', '.join(f'{v:.3f}' for v in b_pub)}), where FedAvg-GRPO's private steps at the same positions add "
-      f"{', '.join(f'{v:.3f}' for v in f_pub)}: public steps {'slow divergence; they do not reverse it' if (b_pub > 0).all() else 'can reverse it'}. "
-      f"The no-swap control's public steps add {', '.join(f'{v:.3f}' for v in rise.loc[pub, 'no-swap control'])}: "
-      "the swapped-in answers' share of the slowing is the gap between the two.")
+priv = [i for i in rise.index[1:] if not i.endswith("★")]  # private steps after the first, where all arms agree
 rise.round(3)
+
+# %%
+b_pub, f_pub = rise.loc[pub, "PubSwap Balanced"], rise.loc[pub, "FedAvg-GRPO"]
+Markdown(f"""- Balanced's public steps (★) {'still raise δ_pair' if (b_pub > 0).all() else 'can lower δ_pair'}
+  ({', '.join(f'{v:.3f}' for v in b_pub)}), less than FedAvg-GRPO's private steps at the same positions
+  ({', '.join(f'{v:.3f}' for v in f_pub)}): public steps slow divergence{'; they do not reverse it' if (b_pub > 0).all() else ''}.
+- But the control's *private* steps also add less than FedAvg-GRPO's ({', '.join(f'{v:.3f}' for v in rise.loc[priv, 'no-swap control'])}
+  against {', '.join(f'{v:.3f}' for v in rise.loc[priv, 'FedAvg-GRPO'])}): a step's rise depends on where the clients
+  already are, so single steps mislead; compare the round's end (next table).""")
 
 # %%
 end_table = end.pivot(index="method", columns="tau", values=["pairwise_effective", "to_global_effective"]).round(3)
@@ -320,42 +353,41 @@ for t in TAUS:
     end_table[f"pass@1 % ± SE, τ = {t}"] = [f"{100 * e.loc[m, 'pass@1']:.1f} ± {100 * e.loc[m, 'se']:.1f}"
                                           for m in end_table.index]
 start_pass = next(g["pass@1"] for g in drift_runs[("fedavg_grpo", T)][1] if g["kind"] == "global" and g["round"] == 0)
-setting = pubswap_setting()
-print(f"At τ = {T} the round ends with δ_pair lowest for {last.pairwise_effective.idxmin()} "
-      f"({last.pairwise_effective.min():.3f}) and highest for {last.pairwise_effective.idxmax()} "
-      f"({last.pairwise_effective.max():.3f}). δ_glob, how far each client moved, ranks them "
-      f"{'the same way' if list(last.pairwise_effective.sort_values().index) == list(last.to_global_effective.sort_values().index) else 'otherwise'}: highest for "
-      f"{last.to_global_effective.idxmax()} ({last.to_global_effective.max():.3f}), lowest for "
-      f"{last.to_global_effective.idxmin()} ({last.to_global_effective.min():.3f}). Clients that move far in a shared "
-      "direction have a large δ_glob and a small δ_pair (and δ_pair ≤ 2·δ_glob always). pass@1 after the round "
-      f"(from {100 * start_pass:.1f} % at the start; {int(last.n.iloc[0])} test problems, one sample each, one seed; "
-      f"SE = √(pass@1·(1 − pass@1)/test problems)) is highest for {last['pass@1'].idxmax()}; the arms differ by at "
-      f"most {100 * (last['pass@1'].max() - last['pass@1'].min()):.1f} points, about "
-      f"{(last['pass@1'].max() - last['pass@1'].min()) / last.se.mean():.1f} SE. One round of one seed shows the "
-      f"mechanism, not a verdict: §7's stored grid reads {setting['rounds']} rounds at τ = {setting['tau']} "
-      f"({setting['steps']} local steps per client) over 3–5 seeds.")
 end_table
 
 # %% [markdown]
-# **Where this run's drift reduction comes from.** Balanced's drop below FedAvg-GRPO splits into the public steps'
-# part (FedAvg-GRPO − control: PubSwap's schedule with own answers) and the swap's part (control − Balanced):
+# Clients moving far in a *shared* direction have a large $\delta_{\text{glob}}$ and a small $\delta_{\text{pair}}$.
+# SE $=\sqrt{p(1-p)/n}$ over $n$ test problems, one sample each.
+
+# %%
+small_tau = end[end.tau == min(TAUS)]
+Markdown(f"""- At τ = {T}: δ_pair lowest for **{last.pairwise_effective.idxmin()}** ({last.pairwise_effective.min():.3f}),
+  highest for {last.pairwise_effective.idxmax()} ({last.pairwise_effective.max():.3f}); δ_glob ranks them
+  {'the same way' if list(last.pairwise_effective.sort_values().index) == list(last.to_global_effective.sort_values().index) else 'otherwise'}.
+- pass@1 starts at {100 * start_pass:.1f} % and after the round the arms differ by at most
+  {100 * (last['pass@1'].max() - last['pass@1'].min()):.1f} points, about
+  {(last['pass@1'].max() - last['pass@1'].min()) / last.se.mean():.1f} SE: one round moves accuracy by noise.""" + (f"""
+- At τ = {min(TAUS)} all four arms score {100 * small_tau['pass@1'].iloc[0]:.1f} %,
+  {round((small_tau['pass@1'].iloc[0] - start_pass) * last.n.iloc[0]):+d} of {int(last.n.iloc[0])} problems against the
+  start: {min(TAUS)} local steps barely move the policy.""" if small_tau["pass@1"].nunique() == 1 else ""))
+
+# %% [markdown]
+# **Where the drift reduction comes from**: the public steps' part (control − FedAvg-GRPO) plus the swap's part
+# (Balanced − control). Sign convention here and in §7: negative means less drift.
 
 # %%
 d = last.pairwise_effective
-cut, public_part, swap_part = (d["FedAvg-GRPO"] - d["PubSwap Balanced"], d["FedAvg-GRPO"] - d["no-swap control"],
-                               d["no-swap control"] - d["PubSwap Balanced"])
-split_here = pd.Series({"FedAvg-GRPO − Balanced (the whole reduction)": cut, "public steps: FedAvg-GRPO − control":
-                        public_part, "swap: control − Balanced": swap_part}, name=f"δ_pair, τ = {T}, one seed").round(3)
-print(f"At τ = {T}, one seed, first round: "
-      + (f"the public steps give {100 * public_part / cut:.0f} % of the reduction and the swap "
-         f"{100 * swap_part / cut:.0f} %." if cut > 0 else "Balanced ends no lower than FedAvg-GRPO.")
-      + " One run has no interval; §7 compares this split with the stored grids over seeds.")
-split_here.to_frame()
+split_here = pd.Series({"Balanced − FedAvg-GRPO (the whole change)": d["PubSwap Balanced"] - d["FedAvg-GRPO"],
+                        "public steps: control − FedAvg-GRPO": d["no-swap control"] - d["FedAvg-GRPO"],
+                        "swap: Balanced − control": d["PubSwap Balanced"] - d["no-swap control"]},
+                       name=f"δ_pair, τ = {T}, one seed, one round")
+public_share = round(100 * split_here.iloc[1] / split_here.iloc[0])
+split_here.round(3).to_frame().assign(**{"share (%)": [100, public_share, 100 - public_share]})
 
 # %% [markdown]
 # ## 6. One swap, step by step
-# Replay of the last public step of Balanced's larger-τ round (`generate_public`: same prompts and random
-# streams). Each client's right answers $c_n(x)$ per prompt:
+# Replay of the last public step of Balanced's larger-τ round (`generate_public`). Each client's right answers
+# $c_n(x)$ per prompt:
 
 # %%
 run, _ = drift_runs[("pubswap_balanced", max(TAUS))]
@@ -369,9 +401,7 @@ correct.index.name = f"c_n(x): right answers out of K = {K}"
 correct
 
 # %% [markdown]
-# Balanced's group for client 0 on a prompt where it has few right answers and the others some, slot by slot.
-# **By hand**: $M_0(x) = \min((\lfloor K/2\rfloor - c_0(x))_+, D_0(x))$ from the table above, beside the package's
-# $\alpha_0(x)\,K$.
+# Balanced's group for client 0 on a prompt where it has few right answers, slot by slot, with $M_0(x)$ by hand:
 
 # %%
 swaps = {rule: swap_public(gen, rule) for rule in ("balanced", "random")}  # b groups per rule
@@ -387,8 +417,8 @@ print(f"c_0(x) = {c0[example_prompt]}, D_0(x) = {others[example_prompt]}: M_0(x)
 view
 
 # %% [markdown]
-# **Turn the knobs**: rule, group size $K$ (each client's first $K$ answers), client, prompt; only the swap is
-# recomputed. Second table: each client's $\alpha_n$, averaged over prompts.
+# **Turn the knobs**: rule, group size $K$ (each client's first $K$ answers), client, prompt. Second table: each
+# client's $\alpha_n$, averaged over prompts.
 
 # %%
 import ipywidgets as widgets
@@ -413,8 +443,18 @@ print("\nThe same prompt under Random (static too): every client gets this one g
 show_swap("random", K, 0, example_prompt)
 notebook.knobs(show_swap, **controls)
 
+# %%
+group = swap_public(gen, "random", K)[example_prompt].correct[0]  # [K] the one Random group, as drawn above
+pool = int(correct.iloc[example_prompt].sum())
+Markdown(f"On {batch['prompt'][example_prompt]!r} the clients' {len(cids) * K} answers held {pool} right ones; "
+         f"Random's group of {K} holds {int(group.sum())}. "
+         + ("All its rewards are equal, so every advantage is 0 and this prompt gives **no client any gradient**; "
+            "Balanced gives each client at least min(⌊K/2⌋, the right answers in the pool), so one right answer "
+            "anywhere reaches every client's group."
+            if group.all() or not group.any() else "Its rewards differ, so the group has a gradient."))
+
 # %% [markdown]
-# **What crossed the wire** in that round, against FedAvg-GRPO's round at the same τ:
+# **What crossed the wire** in that round, beside FedAvg-GRPO's:
 
 # %%
 fed_ledger = pd.DataFrame(drift_runs[("fedavg_grpo", max(TAUS))][0].runtime.ledger.to_rows())
@@ -439,76 +479,66 @@ msgs.astype(int)
 
 # %% [markdown]
 # ## 7. The paper's claims, and what the reproduction found
-# **The paper** (Table 1: two Qwen models, MATH and DeepMath, 4 clients, 360 GRPO steps, τ_swap = 2): Balanced
-# beats FedAvg-GRPO "for most choices of τ", more at larger τ; Random can beat Balanced at small τ only. Drift:
-# bounded (§2), not measured. Its gains (points):
+# **The paper** (Table 1: two Qwen models, MATH and DeepMath, 360 GRPO steps): Balanced beats FedAvg-GRPO "for
+# most choices of τ", more at larger τ; Random beats Balanced at small τ only. Its gains (points):
 
 # %%
-pubswap_paper_gains()
+gains
 
 # %% [markdown]
-# **The reproduction** (ours): this world, several rounds, final checkpoint, drift = last round's
-# $\delta_{\text{pair}}$. **Arm levels**: mean ± sample standard deviation over the arm's $S$ seeds (column
-# `seeds`). **F, R rows**: differences paired seed by seed, mean ± 95 % Student-t half-width over the $S$ seeds
-# both arms ran ($S - 1$ degrees of freedom). [All claims](12_pubswap_report.ipynb).
+# **The reproduction** (stored): this world, final checkpoint. **Arm levels**: mean ± standard deviation over the
+# arm's seeds. **F, R rows**: differences paired seed by seed, mean ± 95 % t half-width over the seeds *both* arms
+# ran. Every table is in the report notebook beside this one, [12_pubswap_report](12_pubswap_report.ipynb).
 
 # %%
-print(f"Setting: τ = {setting['tau']}, {setting['rounds']} rounds ({setting['steps']} local steps per client), "
-      f"{setting['clients']} clients, τ_swap = {setting['period']}, b = {setting['b']}, K = {setting['K']}; seeds: "
-      + ", ".join(f"{m} {len(s)}" for m, s in setting["seeds"].items()) + ". A PubSwap client takes "
-      f"{setting['steps'] // setting['period']} private steps of the {setting['steps']}.")
-findings, random_rows = pubswap_teaching_tables()
-levels = pubswap_arm_levels()
-print(f"Arm levels (± = sample standard deviation over the arm's seeds, divisor S − 1; S = {', '.join(f'{a} {s}' for a, s in levels.seeds.items())}):")
+print(f"Setting: τ = {setting['tau']} × {setting['rounds']} rounds = {setting['steps']} local steps per client "
+      f"({setting['steps'] // setting['period']} of them private for PubSwap), {setting['clients']} clients, "
+      f"τ_swap = {setting['period']}, b = {setting['b']}, K = {setting['K']}.")
 display(levels)
-print("F and R (± = 95 % Student-t half-width of the mean paired difference, t(0.975, S − 1)·SD/√S):")
 display(findings)
 random_rows
 
 # %% [markdown]
-# **The split of §5, over seeds.** The stored grids ran the no-swap control at several τ; each part is a paired mean
-# ± 95 % t half-width (‖ΔW‖ units; negative: less drift):
+# **The paper's claims, decided**: *holds*; *does not hold* (interval on the other side of 0); *not reproduced*
+# (interval contains 0); *not tested*:
+
+# %%
+pubswap_claims_verdicts()
+
+# %% [markdown]
+# **§5's split over seeds**, wherever the control ran; rows differ in τ *and* training length (rounds × τ):
 
 # %%
 split = pubswap_drift_split()
 split
 
 # %%
-def said(label, unit, table=findings):
-    r = table.loc[label]
-    return interval_words(r["difference"], r["±95% t"], int(r["seeds"]), unit)
-
-
-f3, f4 = findings.loc["F3"], findings.loc["F4"]
-gains = pubswap_paper_gains()
-where = f"τ = {setting['tau']}, {setting['rounds']} rounds"
-small = list(split.index[:-2])  # the smaller-τ grid's τ; the last two are F2 and F3's grid
-noisy = [t for t in small if sign_verdict(split.loc[t, "swap: Balanced − control"], split.loc[t, "±95% t (swap)"]) == 0]
+lvl = {a: float(levels.loc[a, "δ_pair at the end, mean ± SD"].split(" ± ")[0]) for a in levels.index}
+f2, start = findings.loc["F2"], pubswap_start_pass1(seed)
 share = split["swap's share (%)"]
-Markdown(f"""Findings at {where}, final checkpoint, unless a τ is named:
-- **F1**: Balanced ends with drift {said('F1', '‖ΔW‖')} than FedAvg-GRPO.
-- **F2, F3**: against the no-swap control Balanced's drift is {said('F2', '‖ΔW‖')}, while the control against
-  FedAvg-GRPO is {said('F3', '‖ΔW‖')}, so at this τ the swap accounts for the measured reduction and the public
-  steps' own part is not resolved (its interval reaches {f3['difference'] - f3['±95% t']:.2f}).
-- **§5 against F2, F3**: §5's split is one seed in a first round at τ = {T}, F2 and F3 are
-  {int(findings.loc['F2', 'seeds'])} seeds at τ = {setting['tau']} after {setting['rounds']} rounds, and the table
-  above gives the swap's share at each τ ({', '.join(f"{share[t]} % at τ = {t}" for t in split.index)}){f", its part within noise at τ = {', '.join(map(str, noisy))}" if noisy else ""},
-  so a one-seed run at small τ {"that credits the public steps with most of the drop" if public_part > swap_part else "whatever its split"} does not contradict F2.
-- **F4**: the paper's accuracy gain is not reproduced: Balanced − FedAvg-GRPO in pass@1 is {said('F4', 'points')},
-  an interval that can neither show nor rule out a gain below {f4['difference'] + f4['±95% t']:.2f} points (the
-  paper's gains run from {gains.min().min():+.1f} to {gains.max().max():+.1f}).
-- **F5, R1, R3**: Random's pass@1 is {said('F5', 'points')} than Balanced's and {said('R3', 'points', random_rows)}
-  than FedAvg-GRPO's, its drift against Balanced {said('R1', '‖ΔW‖', random_rows)}: every client trains on answers
-  of which about 1/N are its own.
-
-Details: [the larger-τ grid and every claim in the report](12_pubswap_report.ipynb).""")
+Markdown(f"""**Reading §5 against these tables.**
+- **Seeds.** The levels give Balanced − control = {lvl['PubSwap Balanced']:.2f} − {lvl['no-swap control']:.2f} =
+  {lvl['PubSwap Balanced'] - lvl['no-swap control']:.2f}, F2 gives {f2['difference']:.2f}: Balanced's level
+  averages {levels.loc['PubSwap Balanced', 'seeds']} seeds, F2 pairs the {int(f2['seeds'])} both ran.
+- **Ranking.** Drift, lowest first: §5's one-seed round {' < '.join(last.pairwise_effective.sort_values().index)};
+  the stored runs {' < '.join(sorted(lvl, key=lvl.get))} (Random {lvl['PubSwap Random']:.2f}, FedAvg-GRPO
+  {lvl['FedAvg-GRPO']:.2f}). Why they can disagree: one seed, a small τ = {T}, {T} local steps against
+  {setting['steps']}. Neither ranking of Random is firm: R1, Random − Balanced, is {said('R1', '‖ΔW‖', random_rows)}.
+- **Split.** §5 gave the swap {100 - public_share} % of the drop. Stored, the swap's share is
+  {', '.join(f"{share[t]} % at τ = {t} ({split.loc[t, 'local steps per client']} steps)" for t in split.index)};
+  at τ = {setting['tau']} the public steps' own part, F3, is {said('F3', '‖ΔW‖')}. A first round of {T} steps is
+  shorter than every stored run and has no interval: it does not decide the split.
+- **Start.** §5 starts at {100 * start_pass:.1f} % with one sample per test problem (SE about
+  {last.se.mean() * 100:.1f} points) on {int(last.n.iloc[0])} problems; the stored runs score {start['samples']}
+  samples on each of {start['n_test']}: {start['at_seed']} % at this seed, {start['mean']} % over {start['seeds']}
+  seeds. At this seed the two scores of the untrained policy differ by
+  {abs(100 * start_pass - start['at_seed']) / (100 * last.se.mean()):.1f} SE of §5's one-sample score.""")
 
 # %% [markdown]
-# ## 8. Exercises: predict, then run
-# Each check prints the answer and why; set your prediction first.
+# ## 8. Exercises
+# Set each prediction first; its check prints the answer and why.
 #
-# **Exercise 2.** In §6's table of right answers: how many of client 1's answers to the example prompt does
-# Balanced replace?
+# **Exercise 2.** In §6's example prompt, how many of client 1's answers does Balanced replace?
 
 # %%
 prediction_2 = None  # a whole number
@@ -522,8 +552,8 @@ notebook.check_explained(prediction_2, answer_2, f"{cids[1]} has c_1(x) = {c1} r
                                                f"min({K // 2 - c1}, {D1}) = {answer_2}."))
 
 # %% [markdown]
-# **Exercise 3.** Under *Random* every client receives the same group of $K$. Averaged over the $N$ clients, what
-# fraction of that group is the client's own answers, $1 - \alpha_n$? Two decimals.
+# **Exercise 3.** Under *Random*, averaged over the $N$ clients, what fraction of the one group is a client's own
+# answers, $1 - \alpha_n$? Two decimals.
 
 # %%
 prediction_3 = None  # a fraction, e.g. 0.5
@@ -538,8 +568,7 @@ notebook.check_explained(prediction_3, answer_3, f"the K = {K} answers of the on
                          tolerance=0.005)
 
 # %% [markdown]
-# **Exercise 4.** Set $K = 2$ in the widget (each client's first two answers). On these prompts, what is the largest
-# $M_n(x)$ Balanced reaches? The table below gives each client's $c_n(x)$ of its two.
+# **Exercise 4.** With $K = 2$ (each client's first two answers, tabled below), what is the largest $M_n(x)$?
 
 # %%
 small_K = swap_public(gen, "balanced", 2)
@@ -558,7 +587,7 @@ notebook.check_explained(prediction_4, answer_4, f"with K = 2, M_n(x) = min((⌊
                          f"two ({zero} client–prompt pairs in the table above).")
 
 # %% [markdown]
-# **Exercise 5.** A client with at least $K/2$ right answers on a prompt: what is its $\alpha_n(x)$ under Balanced?
+# **Exercise 5.** A client with at least $K/2$ right answers: what is its $\alpha_n(x)$ under Balanced?
 
 # %%
 prediction_5 = None  # a number
@@ -570,3 +599,12 @@ answer_5 = float(max(kept)) if kept else 0.0
 notebook.check_explained(prediction_5, answer_5, f"Balanced swaps only when c_n(x) < ⌊K/2⌋ = {K // 2}; a group with "
                          f"half or more right already has spread. Of the {len(kept)} client–prompt pairs here with "
                          f"c_n(x) ≥ K/2, the largest α_n(x) is {answer_5:g}.")
+
+# %% [markdown]
+# ## What to remember
+# - A **public step**: GRPO on shared prompts, groups mixed across clients; two server round trips per step.
+# - **Balanced** tops a group up to half right with others' right answers; **Random** gives all one mostly foreign
+#   group, sometimes with no spread.
+# - Split a drift reduction with a **no-swap control**: fewer private steps alone lower drift too.
+# - Stored runs: Balanced lowers drift, mostly via the swap; its accuracy gain is not reproduced. One short seed
+#   can rank arms differently.

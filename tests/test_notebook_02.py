@@ -60,3 +60,41 @@ def test_drift_split_reads_each_control_tau_from_the_claims_and_its_share_from_t
         pub["diff"], pub["±95% t"])
     assert split.loc[tau, "swap's share (%)"] == round(100 * swap["diff"] / (swap["diff"] + pub["diff"]))
     assert (split["seeds"] >= 2).all()
+
+
+def test_claims_verdicts_are_five_rows_whose_verdicts_follow_the_stored_intervals():
+    from experiments.sweep import pubswap_claims
+
+    table = findings.pubswap_claims_verdicts()
+    assert len(table) == 5 and set(table.verdict) <= {"holds", "does not hold", "not reproduced", "not tested"}
+    large = json.loads((RESULTS / "pubswap_paper_quick_large_tau.json").read_text())
+    tau = max(r["tau"] for r in large)
+    claims = pubswap_claims(large).set_index("claim")
+    drift = claims.loc[[c for c in claims.index if c.startswith(f"public steps limit drift: τ = {tau}")][0]]
+    assert table.verdict[0] == ("holds" if drift["diff"] + drift["±95% t"] < 0 else
+                                "does not hold" if drift["diff"] - drift["±95% t"] > 0 else "not reproduced")
+    acc = claims.loc[[c for c in claims.index if c.startswith("Balanced outperforms FedAvg+GRPO for most choices of τ: "
+                                                              f"τ = {tau}")][0]]
+    top = acc["diff"] + acc["±95% t"]
+    assert f"gains above {top:+.2f} points are ruled out" in table.iloc[1, 2]
+    gains = findings.pubswap_paper_gains().to_numpy().ravel()
+    assert f"({(gains > top).sum()} of the paper's {gains.size} gains" in table.iloc[1, 2]
+    small = claims.loc[[c for c in claims.index if c.startswith("Random can outperform Balanced")][0]]
+    assert table.verdict[2] == ("holds" if small["diff"] - small["±95% t"] > 0 else
+                                "does not hold" if small["diff"] + small["±95% t"] < 0 else "not reproduced")
+    assert table.verdict[4] == "not tested"
+
+
+def test_start_pass1_is_the_stored_grids_untrained_score_at_a_seed_and_over_seeds():
+    rows = json.loads((RESULTS / "pubswap_paper_quick_large_tau.json").read_text())
+    tau = max(r["tau"] for r in rows)
+    fedavg = [r for r in rows if r["tau"] == tau and r["method"] == "fedavg_grpo"]
+    s = findings.pubswap_start_pass1(0)
+    assert s["at_seed"] == round(100 * next(r["pass@1_start"] for r in fedavg if r["seed"] == 0), 1)
+    assert s["mean"] == round(100 * np.mean([r["pass@1_start"] for r in fedavg]), 1) and s["seeds"] == len(fedavg)
+    assert findings.pubswap_start_pass1(999)["at_seed"] is None
+
+
+def test_drift_split_states_each_rows_training_length():
+    split = findings.pubswap_drift_split()
+    assert (split["local steps per client"] == split.index * split["rounds"]).all()
