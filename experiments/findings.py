@@ -86,7 +86,7 @@ def fedmoa_findings(results: str | Path = RESULTS) -> pd.DataFrame:
         "FedMOA > FedAvg-GRPO on aggregated reward (Heter+Heter":
             "aggregated reward, FedMOA − FedAvg-GRPO (Heter+Heter)",
         "FedMOA > FedAvg-GRPO on local accuracy (Homo+Heter, code":
-            "clients' own accuracy, FedMOA − FedAvg-GRPO (code family)",
+            "clients' own accuracy, FedMOA − FedAvg-GRPO (Homo+Heter, code family)",
     }, mean="mean_difference", half="half_width")
     paths = pd.DataFrame(analysis.accuracy_weight_paths(grid["runs"]))
     for variant in ("FedMOA", "FedMOA, λ=100"):
