@@ -420,6 +420,32 @@ def accuracy_weight_paths(rows: list[dict], setting: str = "heter+heter") -> lis
     return out
 
 
+def accuracy_weight_split(rows: list[dict], setting: str = "heter+heter") -> list[dict]:
+    """Where the accuracy weight's change over a run happens: per variant with λ on and seed, the mean over clients
+    of the sum of its within-round moves (eq. 10: round end − round start, what the paper's Fig. 5 shows rising)
+    and the sum of its round-boundary jumps (eqs. 11–12: next round's start − this round's end). The two add up to
+    ``total``, the last round's end − the first round's start (:func:`accuracy_weight_paths`' change)."""
+    out = []
+    for (st, variant), recs in _by_variant(rows).items():
+        if st != setting:
+            continue
+        for seed, rr in recs:
+            moves = weight_moves(rr)
+            if not moves or not any(m["lam"] for m in moves):
+                continue
+            by_client = {}
+            for m in moves:
+                by_client.setdefault(m["client"], []).append(m)
+            within, jumps = [], []
+            for ms in by_client.values():
+                ms = sorted(ms, key=lambda m: m["round"])
+                within.append(sum(m["w0_end"] - m["w0_start"] for m in ms))
+                jumps.append(sum(b["w0_start"] - a["w0_end"] for a, b in zip(ms, ms[1:])))
+            out.append(dict(variant=variant, seed=seed, within=float(np.mean(within)),
+                            boundary=float(np.mean(jumps)), total=float(np.mean(within) + np.mean(jumps))))
+    return out
+
+
 def alpha_concentration(rows: list[dict], setting: str = "heter+heter") -> list[dict]:
     """How much of a cluster's aggregation eq. 11 gives one client: per variant with α on, seed, round and cluster,
     the largest α in the cluster (1: the cluster's model is one client's), the cluster's size and that client's

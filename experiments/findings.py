@@ -86,7 +86,7 @@ def fedmoa_findings(results: str | Path = RESULTS) -> pd.DataFrame:
         "FedMOA > FedAvg-GRPO on aggregated reward (Heter+Heter":
             "aggregated reward, FedMOA − FedAvg-GRPO (Heter+Heter)",
         "FedMOA > FedAvg-GRPO on local accuracy (Homo+Heter, code":
-            "clients' own accuracy, FedMOA − FedAvg-GRPO (code family)",
+            "clients' own accuracy, FedMOA − FedAvg-GRPO (Homo+Heter, code family)",
     }, mean="mean_difference", half="half_width")
     paths = pd.DataFrame(analysis.accuracy_weight_paths(grid["runs"]))
     for variant in ("FedMOA", "FedMOA, λ=100"):
@@ -690,3 +690,24 @@ def fedmoa_ablation_findings(results: str | Path = RESULTS) -> pd.DataFrame:
                             sign_verdict(c["mean_difference"], c["half_width"])],
                         "unit": unit, "paper": paper})
     return pd.DataFrame(out, columns=COLUMNS + ["unit", "paper"])
+
+
+def fedmoa_weight_split_findings(results: str | Path = RESULTS) -> pd.DataFrame:
+    """Where the stored ``cpu`` grid's accuracy weight goes (Heter+Heter), split like for like with the paper's
+    Fig. 5: the change of w_acc *within* rounds (eq. 10's moves, what Fig. 5 shows rising) and *at* round
+    boundaries (eqs. 11–12's jumps), for FedMOA and for the "λ on, α off" arm (the same jumps with data-size α),
+    mean over clients summed over rounds (:func:`experiments.fedmoa_analysis.accuracy_weight_split`), in
+    :data:`COLUMNS` with the verdict as "higher", "lower" or "within noise" (the 95 % t interval's sign)."""
+    from experiments import fedmoa_analysis as analysis
+    from experiments.stats import sign_verdict, t_interval
+
+    grid = json.loads((Path(results) / "fedmoa_compare_cpu.json").read_text())
+    split = pd.DataFrame(analysis.accuracy_weight_split(grid["runs"]))
+    out = []
+    for variant, part, words in (("FedMOA", "within", "within rounds (eq. 10)"),
+                                 ("FedMOA", "boundary", "at round boundaries (eqs. 11–12)"),
+                                 ("λ on, α off", "boundary", "at round boundaries (eq. 12, data-size α)")):
+        mean, half, n = t_interval(split.loc[split.variant == variant, part].tolist())
+        out.append({"finding": f"w_acc change {words}, {variant}", "difference": mean, "±95% t": half, "seeds": n,
+                    "verdict": {1: "higher", -1: "lower", 0: "within noise"}[sign_verdict(mean, half)]})
+    return pd.DataFrame(out, columns=COLUMNS)

@@ -19,27 +19,28 @@
 # *Wang, Jung, He, Sun, Shen, Lee, Li: FedMOA, Federated GRPO for Personalized Reasoning LLMs under Heterogeneous
 # Rewards.*
 #
-# **The problem.** A reasoning model is rewarded for the right answer (**accuracy**) and for well-formed output
-# (**format**: 1 for a `<think>…</think>` then an `<answer>…</answer>` block, else 0; a **tag count**; …). In a
-# federation every client has its *own* rewards, so no one fixed weighting suits them all. **FedMOA** changes two
-# things in FedAvg-GRPO (the paper's "FedGRPO"): (1) each client keeps its **own** reward weights and moves them after
-# every local step by a *hypergradient* step of size **λ**; (2) the server **clusters** clients by their accuracy
-# reward and, inside a cluster, lets a client with a *lower* accuracy weight count more. Settings: **Homo+Homo**,
-# **Homo+Heter**, **Heter+Heter** (datasets, reward sets: same or different).
+# **The method.** A reasoning model is rewarded for the right answer (**accuracy**) and for well-formed output
+# (**format**, **tag count**, …); in a federation each client has its *own* rewards. **FedMOA** changes two things in
+# FedAvg-GRPO (the paper's "FedGRPO"):
 #
-# Here: the round (§1), the equations with a toy weight update (§2), a 2-core run (§5), one round by hand (§6),
-# the stored multi-seed results (§7), four exercises (§8). Reproduction:
+# 1. **Adaptive weights (client).** The reward weights are hyperparameters learnt while training: after every local
+#    step a *hypergradient* step (the loss's derivative with respect to the weights) of size **λ** moves them.
+# 2. **Accuracy-aware aggregation (server).** Inside a cluster of clients sharing an accuracy reward, a client with
+#    a *lower* accuracy weight counts more.
+#
+# **You will learn** to predict which weight eq. 10 raises, to compute eqs. 11–12 by hand, to read the Pareto plot,
+# and why our accuracy weight drains where the paper's rises. Reproduction:
 # [13_fedmoa_report.ipynb](13_fedmoa_report.ipynb).
 
 # %% [markdown]
 # ## Parameters
-# Tagged `parameters` for papermill (`-p lam 0.5 -p normalise True`); an unknown name stops the notebook.
+# For papermill (`-p normalise True -p lam 0.5`); an unknown name stops the notebook.
 
 # %% tags=["parameters"]
 preset_name = "quick"  # quick (2-core CPU) | smoke (tiny, seconds) | full (GPU, the paper's model) | full-smoke
 seed = 0               # one seed: one world, plan and run
-normalise = False      # True: Δ_k as the cosine of consecutive gradients, with λ from lam (ours; eq. 9 is unnormalised)
-lam = 0.1              # λ when normalise is True
+normalise = False      # False: eq. 9 as the paper, λ from the preset's scale rule; True: Δ_k as a cosine (ours)
+lam = 0.1              # λ, read only when normalise is True (all the λ values: §5's table)
 run_root = ""          # where the runs go ("": runs/fedmoa/<one folder per set of parameters>)
 figures_dir = ""       # where figures go ("": the run folder's figures/)
 
@@ -54,7 +55,7 @@ from IPython.display import Markdown
 from experiments import fedmoa_analysis as analysis
 from experiments.fedmoa_analysis import PAPER_TABLE1, PAPER_TABLE2
 from experiments.findings import (fedmoa_ablation_findings, fedmoa_claim_interval, fedmoa_findings, fedmoa_setting,
-                                 interval_words, labelled)
+                                 fedmoa_weight_split_findings, interval_words, labelled)
 from experiments.stats import t_quantile
 from experiments.fedmoa_pareto import non_dominated, pareto_figure
 from experiments.fedmoa_presets import setting_config
@@ -82,28 +83,9 @@ def make_config(p, variant="FedMOA"):
 
 cfg, run_root, figures = notebook.setup("fedmoa", globals(), make_config, runs="run_root",
                                         folder=dict(s=seed, normalise=normalise, lam=lam if normalise else None))
-
-# %%
-# λ up front, from the stored cpu grid (benchmarks/results/fedmoa_compare_cpu.json; docs/fedmoa.md reads it too)
-grid = json.loads((REPO_ROOT / "benchmarks" / "results" / "fedmoa_compare_cpu.json").read_text())
-hh, homo = fedmoa_setting(), fedmoa_setting(setting="homo+heter")
-mv = pd.DataFrame(analysis.weight_move_table(grid["runs"]))
-mv = mv[(mv.setting == "heter+heter") & (mv.variant == "FedMOA")]  # L1 move per client and round, mean over seeds
-drain = []  # one row per λ-on cell (setting, variant, seed): w_acc at the last round − w_acc at the start
-for st in sorted({analysis.setting_label(r) for r in grid["runs"]}):
-    p_ = pd.DataFrame(analysis.accuracy_weight_paths(grid["runs"], setting=st))
-    if len(p_):
-        d_ = p_.sort_values("round").groupby(["variant", "seed"]).mean_w0.agg(lambda s: s.iloc[-1] - s.iloc[0])
-        drain += [dict(setting=st, variant=v, seed=s, change=c) for (v, s), c in d_.items()]
-drain = pd.DataFrame(drain)
-Markdown(f"""**λ in one paragraph.** λ is the *hypergradient step size*: how far a client moves its reward weights
-after each local step (eq. 10 below). In the stored `cpu` grid λ = {hh['lam']['FedMOA']:g} was tuned on validation;
-at it a client's weights move {mv.mean_move.min():.4f}–{mv.mean_move.max():.4f} (L1, per round, mean over clients
-and {int(mv.seeds.max())} seeds), about 1 % of their total mass of 1. **Finding (F4 in §7):** the accuracy weight
-w_acc ends the run *lower* than it started in {int((drain.change < 0).sum())} of the {len(drain)} stored cells with
-λ on (setting × variant × seed), the opposite of the paper's Fig. 5, where w_acc rises once the format rewards
-saturate. Source: `benchmarks/results/fedmoa_compare_cpu.json`, read by this cell; the grid is described in
-`docs/fedmoa.md`.""")
+grid = json.loads((REPO_ROOT / "benchmarks" / "results" / "fedmoa_compare_cpu.json").read_text())  # §5's λ table, §7
+hh, homo = fedmoa_setting(), fedmoa_setting(setting="homo+heter")  # the grid's Heter+Heter and Homo+Heter sizes
+F = labelled(fedmoa_findings())  # §7's findings (§5 quotes F1)
 
 # %% [markdown]
 # ## 1. One round, drawn
@@ -112,9 +94,8 @@ saturate. Source: `benchmarks/results/fedmoa_compare_cpu.json`, read by this cel
 diagrams.round_diagram("fedmoa")
 
 # %% [markdown]
-# Each client $m$ holds **its own** weight vector $w^{(m)}$, changed only on the client. The server reads its
-# accuracy weight $w_{\text{acc}}^{(m)}$ to set $\alpha_m$, averages the weights of rewards a whole cluster shares,
-# and sends each client its own renormalised $w^{(m\leftarrow c)}$ with the one global $\theta$.
+# Client $m$'s own weights $w^{(m)}$ change only on the client; the server sets $\alpha_m$ from $w_{\text{acc}}^{(m)}$
+# and sends back $w^{(m\leftarrow c)}$ (eq. 12) with the global $\theta$.
 
 # %% [markdown]
 # ## 2. Key equations
@@ -128,12 +109,11 @@ diagrams.round_diagram("fedmoa")
 #
 # $$w_k \ge 0,\ \sum_k w_k = 1\ \text{(1)},\qquad r_w = \sum_k w_k r_k\ \text{(2–4)}$$
 #
-# **What eq. 10 does, in words.** After each local step the client asks, for every objective $k$ *separately*: does
-# $k$'s gradient point the same way now as at the previous step? If it does ($\Delta_k > 0$), the last step along
-# $k$ did not overshoot: $k$ still has progress to make, and its weight rises. If the gradient flipped
-# ($\Delta_k < 0$), $k$ oscillates around its optimum (it is saturated, e.g. format once nearly every answer is well
-# formed), and its weight falls. Each objective is compared with *itself*, not with accuracy or a validation set.
-# The paper's hope: format saturates first, and weight flows to accuracy.
+# **What eq. 10 does, in words.** After each local step, per objective $k$: does $k$'s gradient point as at the
+# previous step ($\Delta_k$ large: progress left) or flip ($\Delta_k < 0$: $k$ oscillates, e.g. a saturated
+# format)? The projection subtracts one common shift from every weight, so **a weight rises when its $\Delta_k$ is
+# above the others'** (their mean, while no weight is at 0), whatever its sign. The paper's hope: format saturates
+# first, and weight flows to accuracy.
 #
 # $g_k$: the gradient of objective $k$'s own GRPO loss $L_k$ with respect to $\phi$, one layer's LoRA factors (the
 # paper: its hidden state; `client.objective_gradients`):
@@ -142,13 +122,11 @@ diagrams.round_diagram("fedmoa")
 # w \leftarrow \operatorname{Proj}_{\text{simplex}}\bigl(w + \lambda\,\Delta^{(t)}\bigr)\ \text{(10,
 # `weights.hypergradient_step`)}$$
 #
-# $\operatorname{Proj}_{\text{simplex}}(v)$ is the **Euclidean projection onto the probability simplex**: the $w$
-# with $w_k \ge 0$, $\sum_k w_k = 1$ closest to $v$. It is $w_k = \max(v_k - \nu, 0)$, with the one number $\nu$
-# that makes the sum 1 (`weights.project_to_simplex`): every weight drops by the same $\nu$, and one that would go
-# below 0 stops at 0.
+# $\operatorname{Proj}_{\text{simplex}}(v)$, the closest $w$ on the simplex to $v$, is $w_k = \max(v_k - \nu, 0)$
+# with the one $\nu$ that makes the sum 1 (`weights.project_to_simplex`).
 #
-# **A toy case.** Hand-made 2-D gradients: accuracy's agree (Δ > 0), format's vanish, tag count's flip (Δ < 0);
-# λ = 0.1. The package's function beside the same by hand:
+# **A toy case.** 2-D gradients: accuracy's agree (Δ > 0), format's vanish, tag count's flip (Δ < 0); λ = 0.1;
+# package and by hand:
 
 # %%
 w_toy = np.array([0.5, 0.3, 0.2])  # accuracy, format, tag_count
@@ -160,16 +138,19 @@ nu = (v.sum() - 1) / 3  # every v_k − ν stays ≥ 0 here, so ν spreads the e
 display(pd.DataFrame({"w before": w_toy, "Δ_k (package)": delta, "w + λΔ (by hand)": v, "by hand: w + λΔ − ν": v - nu,
                       "package: w after": w_new}, index=["accuracy", "format", "tag_count"]).round(4))
 print(f"sum of w + λΔ = {v.sum():.2f}, so ν = ({v.sum():.2f} − 1) / 3 = {nu:.4f}; by hand = package: "
-      f"{np.allclose(v - nu, w_new)}. Accuracy's weight rises by {w_new[0] - w_toy[0]:+.4f}, tag count's falls by "
+      f"{np.allclose(v - nu, w_new)}. ν = λ × mean Δ = 0.1 × {delta.mean():.4f}: a weight rises iff its Δ_k is above "
+      f"the mean Δ. Accuracy (Δ = {delta[0]:g}) rises by {w_new[0] - w_toy[0]:+.4f}; format (Δ = {delta[1]:g}, "
+      f"below the mean) falls by {w_new[1] - w_toy[1]:+.4f} though its Δ is not negative; tag count falls by "
       f"{w_new[2] - w_toy[2]:+.4f}.")
 
 # %% [markdown]
-# **Where eq. 9 comes from** (Baydin et al.'s hypergradient): $\phi$ last moved by $-\eta\sum_j w_j g_j^{(t-1)}$,
+# **Where eq. 9 comes from** (Baydin et al.): $\phi$, with step size $\eta$, last moved by $-\eta\sum_j w_j g_j^{(t-1)}$,
 # so $\partial L_k(\phi^{(t)})/\partial w_k = -\eta\,\Delta_k^{(t)}$ and eq. 10 is gradient descent on $w$. As
-# $\Delta_k$ grows with $\lVert g\rVert^2$, a good λ depends on the model: the paper's 0.01 is not ours.
+# $\Delta_k$ grows with $\lVert g\rVert^2$, a good λ depends on the model: the paper's 0.01 is not ours (every λ of
+# this notebook: §5's table).
 #
-# **Server** (`algorithm.aggregate_round`). Clusters $S_c$ group clients by their accuracy reward's name
-# (`weights.cluster_by_reward_names`); with $w_{\text{acc}}^{(m)}$ client $m$'s accuracy weight at the round's end:
+# **Server** (`algorithm.aggregate_round`). Clusters $S_c$: clients with the same accuracy reward
+# (`weights.cluster_by_reward_names`); $w_{\text{acc}}^{(m)}$ at the round's end gives:
 #
 # $$s_m = \frac{1}{w_{\text{acc}}^{(m)} + \varepsilon},\qquad \alpha_m = \frac{e^{s_m}}{\sum_{m'\in S_c}
 # e^{s_{m'}}}\qquad\text{(11, `weights.accuracy_aware_weights`)}$$
@@ -181,17 +162,22 @@ print(f"sum of w + λΔ = {v.sum():.2f}, so ν = ({v.sum():.2f} − 1) / 3 = {nu
 # w_k^{(m\leftarrow c)} = \frac{u_k}{\sum_j u_j}\ \text{(12)},\qquad
 # \theta = \sum_c \frac{N_c}{N}\sum_{m\in S_c}\alpha_m\,\theta^{(m)}\ \text{(12–13, `aggregate.fedavg`)}$$
 #
+# **Why a lower $w_{\text{acc}}$ counts more.** Eq. 10 lowers $w_{\text{acc}}$ when accuracy's gradients stop
+# agreeing, which the paper reads as accuracy *closer to converged*: eq. 11 favours clients with more progress.
+# Consequences: since α falls as $w_{\text{acc}}$ rises, $\sum_m \alpha_m w_{\text{acc}}^{(m)}$ sits **below the
+# plain mean** of the cluster's $w_{\text{acc}}$ (§5 shows it), a pull down at every round boundary; and
+# α-aggregation *is* FedAvg with one client per cluster, or with equal $w_{\text{acc}}$ and equal $N_m$.
+#
 # | symbol | meaning |
 # |---|---|
 # | $M$, $m$, $\tau$ | number of clients; one client; local steps per round |
 # | $G$, $\hat a_i$, $\rho$, $\zeta_{\text{lo}}$, $\zeta_{\text{hi}}$ | answers per prompt; advantage; ratio; clip range |
-# | $K_m$, $k$, $r_k$ | client $m$'s number of rewards; one objective; its reward (accuracy is $k = 0$) |
-# | $w^{(m)}$, $w_k$, $w_{\text{acc}}$ | client $m$'s own weight vector; its entry $k$; the accuracy entry |
-# | $\phi$, $g_k$, $L_k$ | what $g_k$ differentiates; objective $k$'s gradient and loss |
-# | $\Delta_k$, $\lambda$ | eq. 9's agreement of consecutive gradients; eq. 10's step size (code: `lam`) |
+# | $K_m$, $k$, $r_k$ | client $m$'s number of rewards; an objective; its reward (accuracy: $k = 0$) |
+# | $w^{(m)}$, $w_k$, $w_{\text{acc}}$ | client $m$'s weights; entry $k$; the accuracy entry |
+# | $\phi$, $g_k$, $L_k$ | what $g_k$ differentiates; objective $k$'s gradient, loss |
+# | $\Delta_k$, $\lambda$ | eq. 9's gradient agreement; eq. 10's step size (`lam`) |
 # | $\operatorname{Proj}_{\text{simplex}}$, $\nu$ | projection onto $w_k \ge 0$, $\sum_k w_k = 1$; its shift |
-# | $\eta$ | the step size on $\phi$ in eq. 9's derivation |
-# | $S_c$, $N_c$, $N$ | the clients of cluster $c$; their training examples; all examples |
+# | $S_c$, $N_m$, $N_c$, $N$ | cluster $c$'s clients; client $m$'s, the cluster's, all training examples |
 # | $s_m$, $\alpha_m$, $\varepsilon$ | eq. 11's score; client $m$'s weight in its cluster; $10^{-6}$ |
 # | $\bar w^{(c)}$, $u$, $w^{(m\leftarrow c)}$ | the cluster's shared average; before and after renormalising |
 # | $\theta^{(m)}$, $\theta$ | a client's and the global LoRA adapter |
@@ -212,9 +198,9 @@ print(f"sum of w + λΔ = {v.sum():.2f}, so ν = ({v.sum():.2f} − 1) / 3 = {nu
 
 # %% [markdown]
 # ## 4. Who holds what
-# Three families of the *embedded world* (small synthetic tasks, for a CPU) stand for the paper's datasets; each
-# client holds one family and one reward configuration (Table 3). `tag_count`: 0.25 per tag present once;
-# `code_format`: 0.5 format, 0.5 a program that parses.
+# Three families of small synthetic tasks stand for the paper's datasets; each client holds one family and one reward
+# configuration (Table 3). `tag_count`: 0.25 per tag present once; `code_format`: 0.5 format, 0.5 a program that
+# parses.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -228,8 +214,7 @@ pd.DataFrame({f"{PAPER_NAMES[f]}-like": {c: ", ".join(n) for c, n in cfgs.items(
               for f, cfgs in plan.reward_configs(cfg.world).items()})
 
 # %% [markdown]
-# The base policy (`data/base_moa`; on a GPU, Qwen2.5-1.5B-Instruct) per family (pass@1: the share of sampled
-# answers that are right):
+# The base policy (`data/base_moa`; on a GPU, Qwen2.5-1.5B-Instruct) per family (pass@1: share of right answers):
 
 # %%
 base_eval = evaluation.evaluate_base(cfg)
@@ -238,8 +223,8 @@ pd.DataFrame({f: {k.split("/", 1)[1]: v for k, v in base_eval.items() if k.start
 
 # %% [markdown]
 # ## 5. Run it: FedAvg-GRPO and FedMOA on the same federation
-# Heter+Heter, 6 clients: configs A and B of each family. FedAvg-GRPO is FedMOA's code with both parts off (weights
-# fixed, FedAvg by examples). The clients, then their round-1 weights:
+# **Heter+Heter** (clients differ in data *and* rewards; Homo+Heter: rewards only):
+# configs A and B of each family. FedAvg-GRPO is FedMOA with both parts off. The clients and round-1 weights:
 
 # %%
 runs = {}
@@ -273,15 +258,39 @@ print(f"GRPO: clip ζ_lo = {cfg.epsilon}, ζ_hi = {cfg.epsilon_high}, KL β = {c
 summary = pd.DataFrame({name: analysis.summary(recs) for name, (run, recs) in runs.items()}).T
 display(summary[[c for c in ("global_accuracy", "aggregated_reward", "local_accuracy", "local_reward", "best_round")
                  if c in summary]].round(3))
-Markdown("""Columns (fractions, last round): **global_accuracy**, the global θ's pass@1 averaged over the three
+display(Markdown("""Columns (fractions, last round): **global_accuracy**, the global θ's pass@1 averaged over the three
 families; **aggregated_reward**, for each client the *unweighted* mean of its reward components (pass@1 for accuracy)
 scored on the global θ, averaged over clients: equal weights, so FedMOA's changing $w$ does not enter it, and the
 two methods are scored alike; **local_accuracy / local_reward**, the same for each client's own model $\\theta^{(m)}$
-after its local steps, on its own family; **best_round**, the round with the best validation accuracy.""")
+after its local steps, on its own family; **best_round**, the round with the best validation accuracy."""))
+one_answer = 1 / (len(FAMILIES) * (cfg.n_test // len(FAMILIES)) * cfg.eval_samples)  # of global_accuracy
+gap = summary.loc["FedAvg-GRPO", "global_accuracy"] - summary.loc["FedMOA", "global_accuracy"]
+Markdown(f"""**Is the global_accuracy gap real?** FedAvg-GRPO − FedMOA = {100 * gap:+.1f} points, i.e.
+{gap / one_answer:+.0f} right answers of the {round(1 / one_answer)} scored (one answer moves global_accuracy by
+{100 * one_answer:.2f} points), on one seed. Over {int(F.loc['F1', 'seeds'])} seeds of the larger stored grid (F1,
+§7), FedMOA − FedAvg-GRPO is {F.loc['F1', 'difference']:+.2f} ± {F.loc['F1', '±95% t']:.2f} points: read this gap as
+one-seed noise, not as FedAvg-GRPO being better.""")
 
 # %% [markdown]
-# **The paper's Fig. 5.** Each client's weights after every local step (x = round − 1 + step/τ). A round's first step
-# leaves $w$ as sent (eq. 9 needs a previous gradient). The table separates eq. 10's moves from the boundary jumps.
+# **Every λ in this notebook**, in one table:
+
+# %%
+run_lams = [float(r["lam"]) for r in runs["FedMOA"][1] if r["kind"] == "client" and r.get("client") != "server"
+            and r.get("lam") is not None]
+moa = cfg.fedmoa
+pd.DataFrame([
+    ("the paper (§4.1)", "0.01, fixed, on eq. 9's dot product"),
+    (f"§5's run: lam_rule = {moa.lam_rule!r}", (f"target {moa.lam_target} / mean_k ‖g_k‖² at each round's first "
+     "step: " if moa.lam_rule == "target" else "fixed: ")
+     + (f"λ from {min(run_lams):.3g} to {max(run_lams):.3g} over clients and rounds" if run_lams else f"{moa.lam:g}")),
+    ("§7's stored grid (FedMOA)", f"{hh['lam']['FedMOA']:g}, fixed, tuned on validation"),
+    ("§7's F5 variant", f"{hh['lam']['FedMOA, λ=100']:g}, fixed"),
+    ("the parameter `lam`", f"{lam:g}: " + ("used: normalise=True, Δ_k a cosine" if normalise
+                                           else "unused in this run (normalise=False)"))],
+    columns=["where", "λ"]).set_index("where")
+
+# %% [markdown]
+# **The paper's Fig. 5.** Each client's weights after every local step; a round's first step leaves $w$ as sent. The table splits eq. 10's moves from the boundary jumps.
 
 # %%
 wh = pd.DataFrame(analysis.weight_history(runs["FedMOA"][1]))
@@ -305,6 +314,7 @@ moves.unstack("round").round(4).dropna(axis=1, how="all")
 end1 = wh[(wh["round"] == 1) & (wh.step == wh.step.max())].pivot_table(index="client", columns="reward", values="weight")
 start2 = wh[(wh["round"] == 2) & (wh.step == 0)].pivot_table(index="client", columns="reward", values="weight")
 rewards_of = {c["client"]: c["rewards"].split(", ") for c in analysis.client_info(first)}
+examples_of = {c["client"]: c["examples"] for c in analysis.client_info(first)}
 
 
 def eq12_by_hand(cid):
@@ -323,6 +333,9 @@ def eq12_by_hand(cid):
 h0 = eq12_by_hand("client_0")
 ids, mine, a_, bar, own, total, sent = (h0[k] for k in ("ids", "mine", "alpha", "bar", "own", "total", "sent"))
 shared_ = list(bar)
+plain = [w["accuracy"] for w in mine]  # the cluster's round-1 w_acc, for the plain mean
+low_ = [c for c, w in zip(ids, plain) if w < np.mean(plain)]
+low_alpha = float(sum(a for c, a in zip(ids, a_) if c in low_))
 per_round, n_up = cfg.local_steps - 1, (cfg.local_steps - 1) * cfg.rounds
 jumps = moves.iloc[:, 1].dropna()
 first_jumps = jumps.xs(1, level="round").mean() if len(jumps) else float("nan")
@@ -343,15 +356,21 @@ A two-reward client (client_3) gets {bar['accuracy']:.4f} / {bar['accuracy'] + b
 clients ({mine[0]['accuracy'] - bar['accuracy']:.3f}) and the renormalisation over a reward set larger than the shared
 one ({bar['accuracy'] - sent['client_0']['accuracy']:.3f}).
 
+**The α-average sits below the plain mean.** The plain mean of the cluster's w_acc is {np.mean(plain):.4f}; the
+α-average is {bar['accuracy']:.4f}, {np.mean(plain) - bar['accuracy']:.4f} lower, because α gives the clients below
+the mean ({', '.join(low_)}) {low_alpha:.2f} of the say instead of {len(low_) / len(ids):.2f}. """ + (
+    "Data-size weights (α off) would give the plain mean: the cluster's clients hold "
+    f"{', '.join(str(examples_of[c]) for c in ids)} examples." if len({examples_of[c] for c in ids}) == 1 else
+    "Data-size weights (α off) would weight by N_m.") + f"""
+
 **Consequences.** With τ = {cfg.local_steps} there is {per_round} eq. 10 update per round ({n_up} in the run), so at this
 scale the weights' adaptation is mostly these jumps (the table above). Over the {len(rewards_of)} clients the first jumps
-average {first_jumps:+.4f} against {moves.iloc[:, 0].mean():+.4f} for eq. 10's moves. F4 (w_acc drains in the
-grid, §7) is **likely** the same boundary mechanism; the grid's runs were not split into jumps and eq. 10 moves here.""")
+average {first_jumps:+.4f} against {moves.iloc[:, 0].mean():+.4f} for eq. 10's moves. §7 splits the stored grid the
+same way (F4).""")
 
 # %% [markdown]
-# **The paper's Fig. 3: Pareto fronts.** Each point is a model scored on the MATH-like tests: lines, the global model
-# per round from the base (r0); grey, clients' own models; stars, the **Pareto front** (no other point beats them on
-# both rewards).
+# **The paper's Fig. 3: Pareto fronts.** Models scored on the MATH-like tests: lines, the global model per round
+# from the base (r0); grey, clients' models; stars, the **Pareto front** (no point beats them on both rewards).
 
 # %%
 def pareto(x="accuracy", y="format", family="math"):
@@ -392,16 +411,31 @@ shape = (f"a single model ({front.iloc[0].method}, {front.iloc[0].model}) is at 
          "rewards, so no trade-off between accuracy and format shows here"
          if len(front) == 1 else f"the {len(front)} models on the front trade one reward for the other: moving "
          "along it buys format with accuracy")
+srv = {name: analysis.server_records(recs) for name, (run, recs) in runs.items()}
+comp = evaluation.eval_components(cfg.world)
+same = pd.DataFrame({f"{PAPER_NAMES[f]}-like": [all(a[f"{f}/{k}"] == b[f"{f}/{k}"] for k in comp[f][:2])
+                                                for a, b in zip(srv["FedAvg-GRPO"], srv["FedMOA"])] for f in FAMILIES},
+                    index=pd.Index([r["round"] for r in srv["FedMOA"]], name="round"))
+alphas = {name: [r["alpha"] for r in recs if r["kind"] == "client" and r.get("client") != "server" and "alpha" in r]
+          for name, (run, recs) in runs.items()}
+print("Same accuracy and format on the global model, FedAvg-GRPO vs FedMOA, per family and round:")
+display(same)
 Markdown(f"""**Reading the figure.** {len(front)} of the {len(points)} models {'is' if len(front) == 1 else 'are'} on
 the front (the table); the other {len(points) - len(front)} are dominated. Of the two final global models (round {cfg.rounds}), {verdict}:
-FedAvg-GRPO at {xy(fa)}, FedMOA at {xy(fm)} (accuracy, format). {shape[0].upper() + shape[1:]}. What to conclude:
-one seed, scored on {cfg.n_test // len(FAMILIES)} problems × {cfg.eval_samples} samples, where one answer more or less
-moves a score by {step:.3f}; gaps of that size are noise. §7 draws the same plane over the stored grid's seeds.""")
+FedAvg-GRPO at {xy(fa)}, FedMOA at {xy(fm)} (accuracy, format). {shape[0].upper() + shape[1:]}.
+
+**Why one server line.** The two global models differ: FedMOA's α ranged {min(alphas['FedMOA']):.3f}–{max(alphas['FedMOA']):.3f}
+against FedAvg-GRPO's data shares {', '.join(f'{a:g}' for a in sorted(set(alphas['FedAvg-GRPO'])))}, and on the other
+families their scores differ in {int((~same.drop(columns='MATH-like')).to_numpy().sum())} of {same.drop(columns='MATH-like').size} family-rounds (table). But the
+MATH-like scores are equal in {int(same['MATH-like'].sum())} of {len(same)} rounds: each is a count over
+{cfg.n_test // len(FAMILIES)} problems × {cfg.eval_samples} answers sampled with the same seed, where one answer moves a
+score by {step:.3f}, and the models' small difference leaves these counts unchanged. One seed and gaps of that size are noise, so
+this demo cannot show Fig. 3's claim; §7 draws the plane over the grid's seeds.""")
 
 # %% [markdown]
 # ## 6. One round of weights, step by step
-# Eqs. 9–12 need only gradients, so a round replays in milliseconds from $g_k$ of each client's first three batches
-# (`fedmoa.probe`). The figure (arrows: eq. 10 steps; crosses: eq. 12) redraws with the widgets.
+# Eqs. 9–12 need only gradients, so a round replays in milliseconds from $g_k$ of three probe batches per client
+# (`fedmoa.probe`); the widgets redraw it.
 
 # %%
 import ipywidgets as widgets
@@ -410,8 +444,13 @@ federation = Run(make_config(cfg.preset), policy=first.policy, progress=False).b
 probes = probe.probe_clients(federation, "global", steps=3)
 client_0 = federation.clients["client_0"]
 print("how big eq. 9's Δ_k is, and one step of eq. 10 on client_0 at the base (three ways to take g_k):")
-display(pd.DataFrame(probe.lambda_scales(client_0, "global", target=0.05), index=list(client_0.names)).T
-        .map(lambda v: f"{v:.3g}"))
+scales = probe.lambda_scales(client_0, "global", target=0.05)
+display(pd.DataFrame(scales, index=list(client_0.names)).T.map(lambda v: f"{v:.3g}"))
+for kind in ("lora", "sequence", "shared"):  # §2's rule on real gradients: the sign of Δ_k − mean Δ, not of Δ_k
+    d_, w_ = scales[f"{kind}: Δ_k (eq. 9)"], next(v for k, v in scales.items() if k.startswith(f"{kind}: w after t"))
+    moved_ = w_[0] - client_0.initial_weights[0]
+    print(f"{kind}: Δ_acc − mean Δ = {d_[0] - d_.mean():+.3g}, accuracy's weight {moved_:+.3g} at the scale rule's λ "
+          f"(all Δ_k negative: {bool((d_ < 0).all())})")
 g0, names0 = np.asarray(probes["client_0"]["grads"]), list(client_0.names)
 gap = float(np.abs(g0[:, names0.index("format")] - g0[:, names0.index("tag_count")]).max())
 scale0 = float(np.abs(g0[:, names0.index("format")]).max())
@@ -449,19 +488,7 @@ notebook.static_default(lambda lam, pair: show_replay(lam, pair, static=True), *
 notebook.knobs(show_replay, **controls)
 
 # %%
-run_lams = [float(r["lam"]) for r in runs["FedMOA"][1] if r["kind"] == "client" and r.get("client") != "server"
-            and r.get("lam") is not None]
 moa = cfg.fedmoa
-display(pd.DataFrame([
-    ("the paper (§4.1)", "0.01, fixed, on eq. 9's dot product", "paper"),
-    ("`lam` (this notebook's parameter)", f"{lam:g}, used only with normalise=True (Δ_k a cosine)", "toolkit"),
-    (f"§5's run: lam_rule = {moa.lam_rule!r}", (f"target {moa.lam_target} / mean_k ‖g_k‖² at each round's first "
-     "step: " if moa.lam_rule == "target" else "fixed: ")
-     + (f"λ from {min(run_lams):.3g} to {max(run_lams):.3g} over clients and rounds" if run_lams else f"{moa.lam:g}"),
-     "toolkit (scale rule)" if moa.lam_rule == "target" else "toolkit"),
-    ("§7's stored grid", f"{hh['lam']['FedMOA']:g}, fixed, tuned on validation", "toolkit"),
-    ("F5's variant", f"{hh['lam']['FedMOA, λ=100']:g}, fixed", "toolkit")],
-    columns=["where", "λ", "from"]).set_index("where"))
 rows_ = []
 for name in LAMS:
     rr = {r["client"]: r for r in probe.replay_round(probes, lam=LAMS[name], target=0.05, cluster_key=moa.cluster_key,
@@ -473,11 +500,14 @@ for name in LAMS:
 print(f"Static replays of one round (no kernel needed); start: client_0 w_acc = {probes['client_0']['w0'][0]}. The "
       f"softmax temperature of eq. 11 (moa.softmax_temperature = {moa.softmax_temperature:g}) divides s_m: ours, "
       "1 is the paper's eq. 11.")
+rule_row = rows_[0]["client_0 w_acc sent (eq. 12)"]
+print(f"Why the replay's client_0 w_acc sent ({rule_row:.4f}) is not §5's run's ({in_run('client_0', 'accuracy')}): the "
+      "replay draws its own three probe batches per client from the untrained federation, so its g_k, and the end "
+      "weights eq. 11 reads, differ from the run's training batches.")
 pd.DataFrame(rows_).set_index("λ").round(4)
 
 # %% [markdown]
-# **By hand: the α table.** The first cluster at λ = 10 × the scale rule: eq. 11 from the end-of-round accuracy
-# weights, beside the package's α.
+# **By hand: the α table.** The first cluster at λ = 10 × the scale rule: eq. 11 by hand and by the package.
 
 # %%
 strong = [k for k in LAMS if k.startswith("10 ×")][0]
@@ -492,9 +522,10 @@ pd.DataFrame({"w_acc end": cluster["w_acc end"], "α by hand": by_hand, "α pack
 
 # %% [markdown]
 # ## 7. What the reproduction found
-# The stored `cpu` grid, final round: paired differences over seeds ± 95 % Student-t half-widths; accuracy in pass@1
-# **points**. **Higher / lower**: the interval excludes 0; **within noise**: it contains 0, i.e. *not detected*, not
-# *shown absent*.
+# The stored `cpu` grid, final round: paired differences over seeds ± 95 % Student-t half-widths $h$; accuracy in
+# pass@1 **points**. **Higher / lower**: the interval excludes 0; **within noise**: it contains 0 (*not detected*,
+# not *absent*). `detectable`: the true effect these seeds catch 4 times in 5, about $h\,(1 + t_{0.8}/t_{0.975})$
+# with $n - 1$ degrees of freedom.
 
 # %%
 display(pd.DataFrame({
@@ -509,17 +540,34 @@ display(pd.DataFrame({
     index=["clients", "rounds", "τ", "b × G", "λ", "seeds", "why this size"]))
 print(f"Homo+Heter (F3): {homo['clients']} clients, {homo['rounds']} rounds of τ = {homo['tau']}.")
 WORDS = {"holds": "higher", "does not hold": "lower", "falls": "lower", "within noise": "within noise"}
-findings = labelled(fedmoa_findings())
+findings = F.copy()
 findings["verdict"] = findings["verdict"].map(WORDS)
+F2_CLAIM = "FedMOA > FedAvg-GRPO on aggregated reward (Heter+Heter"
+findings.loc["F2", ["difference", "±95% t"]] = fedmoa_claim_interval(F2_CLAIM)[:2]  # unrounded: a reward's digits
 t1 = {f: PAPER_TABLE1[("heter+heter", f)] for f in ("math", "gsm", "code")}
 TEST_SET = {"math": "MATH", "gsm": "GSM8K", "code": "HumanEval"}  # the paper's test sets
 findings["the paper"] = [
     "; ".join(f"{TEST_SET[f]} {b[0] - a[0]:+.2f}" for f, (a, b) in t1.items()) + " (Table 1, global)",
     "; ".join(f"{TEST_SET[f]} {b[1] - a[1]:+.3f}" for f, (a, b) in t1.items()) + " (Table 1)",
     "HumanEval, clients' models: +0.60 (Homo+Heter), +3.29 (Heter+Heter)",
-    "Fig. 5: w_acc rises within rounds as the format rewards saturate",
+    "Fig. 5: w_acc rises within rounds (this row adds the boundary jumps: not like for like, split below)",
     "not run: λ = 0.01 only"]
-findings
+findings["detectable"] = [h * (1 + t_quantile(0.8, int(n) - 1) / t_quantile(0.975, int(n) - 1))
+                          for h, n in zip(findings["±95% t"], findings.seeds)]  # 80 % power, as for A1–A4 below
+DIGITS = {"F1": 2, "F2": 4, "F3": 2, "F4": 3, "F5": 3}  # points: 2; a reward or a weight: 3–4
+shown = findings.copy()
+for c in ("difference", "±95% t", "detectable"):
+    shown[c] = [f"{v:{'+' if c == 'difference' else ''}.{DIGITS[i]}f}" for i, v in findings[c].items()]
+display(shown)
+
+
+drain = []  # one row per λ-on run of the grid (setting, variant, seed): w_acc at the last round − at the start
+for st in sorted({analysis.setting_label(r) for r in grid["runs"]}):
+    p_ = pd.DataFrame(analysis.accuracy_weight_paths(grid["runs"], setting=st))
+    if len(p_):
+        d_ = p_.sort_values("round").groupby(["variant", "seed"]).mean_w0.agg(lambda s: s.iloc[-1] - s.iloc[0])
+        drain += [dict(setting=st, variant=v, seed=s, change=c) for (v, s), c in d_.items()]
+drain = pd.DataFrame(drain)
 
 
 # %%
@@ -530,20 +578,42 @@ def said(label, unit, digits=2, claim=None):
 
 
 Markdown(f"""- **F1** (Heter+Heter, {hh['clients']} clients): FedMOA's global accuracy against FedAvg-GRPO is
-  {said('F1', 'points')}, where the paper has +{t1['math'][1][0] - t1['math'][0][0]:.1f} points on MATH.
+  {said('F1', 'points')}, where the paper has +{t1['math'][1][0] - t1['math'][0][0]:.1f} points on MATH; these
+  seeds detect about ±{findings.loc['F1', 'detectable']:.2f} points""" + (", so an effect the paper's size would likely "
+  "have shown." if t1['math'][1][0] - t1['math'][0][0] > findings.loc['F1', 'detectable'] else ", more than the "
+  "paper's effect: they could not have shown it.") + f"""
 - **F2**: its aggregated reward (equal weights, §5) is
-  {said('F2', '', 4, 'FedMOA > FedAvg-GRPO on aggregated reward (Heter+Heter')}, where the paper has
+  {said('F2', '', 4, F2_CLAIM)}, where the paper has
   +{t1['math'][1][1] - t1['math'][0][1]:.3f} on MATH.
 - **F3** (Homo+Heter, code family, clients' own models): {said('F3', 'points')}, one subgroup among several
   per-family contrasts, so a lead rather than a result ([report: Homo+Heter](13_fedmoa_report.ipynb)).
-- **F4**: over the run w_acc is {said('F4', '', 3)}: the drain stated at the top ({int((drain.change < 0).sum())}
-  of {len(drain)} λ-on cells), against the paper's Fig. 5, where it rises.
+- **F4**: over the run w_acc is {said('F4', '', 3)}; it ends lower in {int((drain.change < 0).sum())} of the
+  {len(drain)} stored runs with λ on (every setting, variant and seed). The paper's Fig. 5 shows a rise *within*
+  rounds: the like-for-like split is below.
 - **F5**: at λ = {hh['lam']['FedMOA, λ=100']:g} the change of w_acc is {said('F5', '', 3)}
   ([report: the paper's claims, λ](13_fedmoa_report.ipynb)).""")
 
 # %% [markdown]
-# **The paper's Fig. 3, over seeds.** The grid's global model per round, MATH-like, one line per seed; stars, each
-# method's final mean ± one standard deviation over seeds.
+# **F4, like for like.** The grid's w_acc change split into eq. 10's within-round moves (Fig. 5's) and the boundary
+# jumps (eqs. 11–12):
+
+# %%
+split = fedmoa_weight_split_findings()
+display(split.round(4))
+w_in, w_b, w_off = (split.iloc[i] for i in range(3))
+words = {"higher": "rises", "lower": "falls", "within noise": "shows no change outside noise"}
+Markdown(f"""Within rounds w_acc {words[w_in.verdict]}, against the paper's rise:
+{interval_words(w_in.difference, w_in['±95% t'], w_in.seeds, '', 4)}. At the boundaries it {words[w_b.verdict]}:
+{interval_words(w_b.difference, w_b['±95% t'], w_b.seeds, '', 4)}, {w_b.difference / (w_in.difference + w_b.difference):.0%}
+of the change. With data-size α ("λ on, α off") the boundary change is
+{interval_words(w_off.difference, w_off['±95% t'], w_off.seeds, '', 4)}. """ + (
+    "So the drain is mostly eq. 11's α, which puts the shared w_acc below the plain mean (§2), not eq. 10; eq. 10's "
+    "own moves are small and do not rise." if w_b.difference < w_in.difference < 0 and w_off.difference > w_b.difference
+    else "The split does not single out one mechanism."))
+
+# %% [markdown]
+# **The paper's Fig. 3, over seeds.** The grid's global model per round, MATH-like; stars, final mean ± one
+# standard deviation.
 
 # %%
 import plotly.graph_objects as go
@@ -579,10 +649,7 @@ standard deviation of {spread.accuracy_sd.min():.4f}–{spread.accuracy_sd.max()
             "outside noise."))
 
 # %% [markdown]
-# **Which part does what.** Table 2's one-component arms against FedAvg-GRPO (all families; `paper`: its Table 2 on
-# MATH). `detectable`: the true effect these seeds catch 4 times in 5 (80 % power), about
-# $h\,(1 + t_{0.8}/t_{0.975})$ for half-width $h$, $n - 1$ degrees of freedom; smaller effects mostly read "within
-# noise".
+# **Which part does what.** Table 2's one-component arms against FedAvg-GRPO (`paper`: its Table 2, MATH).
 
 # %%
 abl = labelled(fedmoa_ablation_findings(), "A")
@@ -611,10 +678,10 @@ Markdown("\n".join(f"- **{i}** ({r.finding.split(', ', 1)[1].split(' −')[0]}, 
 
 # %% [markdown]
 # ## 8. Exercises: predict, then run
-# Answers are folded until clicked; predict first.
+# Predict first; answers unfold on a click.
 #
-# **Exercise 1.** With `cluster_key = "names"` (instead of `"accuracy"`), clients cluster only when their *whole*
-# reward lists are identical. How many clusters would §5's clients form (§4's second table)?
+# **Exercise 1.** With `cluster_key = "names"`, clients cluster only when their *whole* reward lists are identical.
+# How many clusters would §5's clients form?
 
 # %%
 prediction_1 = None  # an integer
@@ -645,8 +712,8 @@ notebook.check_explained(prediction_2, answer_2, f"scores s = 1/(w + ε) = {s1:.
                          "accuracy weight gets most of the say.", tolerance=0.01)
 
 # %% [markdown]
-# **Exercise 3.** In §2's toy, give all three objectives the same gradients, so every $\Delta_k$ is equal. How far
-# (L1) do the weights move?
+# **Exercise 3.** In §2's toy, give all objectives the same gradients (equal $\Delta_k$). How far (L1) do the
+# weights move?
 
 # %%
 prediction_3 = None  # a number
@@ -676,3 +743,11 @@ notebook.check_explained(prediction_4, answer_4, f"w + λΔ = {np.round(v_big, 4
                          f"0 and ν is found over the other two: ν = ({v_big[0]:.2f} + {v_big[1]:.2f} − 1) / 2 = "
                          f"{nu_two:.4f}, giving {np.round(w_big, 4).tolist()} (package): a large λ pushes weights "
                          "onto the simplex's boundary, where an objective's weight is 0.")
+
+# %% [markdown]
+# ## 9. What to remember
+# - FedMOA = FedAvg-GRPO + eq. 10's weights + eq. 11's α in accuracy clusters.
+# - Eq. 10 raises a weight whose $\Delta_k$ is **above the others'**; λ must match $\lVert g\rVert^2$.
+# - Eq. 11 favours a *lower* $w_{\text{acc}}$, so the α-average sits below the plain mean: in our grid this, not
+#   eq. 10, drains $w_{\text{acc}}$. It is FedAvg with one client per cluster, or equal $w_{\text{acc}}$ and $N_m$.
+# - A few answers' gap on one seed is noise; the grid's seeds detect no global gain.

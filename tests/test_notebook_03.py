@@ -18,3 +18,41 @@ def test_fedmoa_ablation_findings_are_the_grids_one_component_arms_with_the_pape
     assert math.isclose(alpha["points"], 64.0 - 62.6, abs_tol=1e-6)  # the paper's Table 2, MATH, in points
     assert math.isclose(alpha["reward"], 0.776 - 0.775, abs_tol=1e-6)
     assert table[table.finding.str.contains("λ on, α off")]["paper"].isna().all()  # no such row in the paper
+
+
+def test_the_accuracy_weights_split_into_within_round_moves_and_boundary_jumps_that_add_up():
+    import numpy as np
+    import pytest
+
+    from experiments import fedmoa_analysis as analysis
+
+    def rec(client, rnd, start, end):
+        return {"kind": "client", "client": client, "round": rnd, "w_move": 2 * abs(end - start), "lam": 10.0,
+                "w_start/accuracy": start, "w/accuracy": end, "w_start/format": 1 - start, "w/format": 1 - end}
+
+    # client a: +0.1 within round 1, jumps −0.3, +0.05 within round 2; client b: −0.1, jumps +0.1, 0
+    recs = [rec("a", 1, 0.5, 0.6), rec("a", 2, 0.3, 0.35), rec("b", 1, 0.4, 0.3), rec("b", 2, 0.4, 0.4)]
+    rows = [dict(setting="heter+heter", variant="FedMOA", seed=0, history=analysis.round_history(recs))]
+    (s,) = analysis.accuracy_weight_split(rows)
+    assert s["within"] == pytest.approx(np.mean([0.15, -0.1])) and s["boundary"] == pytest.approx(np.mean([-0.3, 0.1]))
+    assert s["total"] == pytest.approx(np.mean([0.35 - 0.5, 0.4 - 0.4]))  # last end − first start
+    assert analysis.accuracy_weight_split(rows, "homo+homo") == []
+
+
+def test_the_stored_grids_split_adds_up_to_f4s_change_of_the_accuracy_weight():
+    import json
+
+    import pandas as pd
+    import pytest
+
+    from experiments import fedmoa_analysis as analysis
+
+    runs = json.loads((findings.RESULTS / "fedmoa_compare_cpu.json").read_text())["runs"]
+    split = pd.DataFrame(analysis.accuracy_weight_split(runs)).query("variant == 'FedMOA'").set_index("seed")
+    paths = pd.DataFrame(analysis.accuracy_weight_paths(runs)).query("variant == 'FedMOA'")
+    p = paths.pivot_table(index="seed", columns="round", values="mean_w0")
+    assert (split.within + split.boundary).tolist() == pytest.approx((p[p.columns.max()] - p[0]).loc[split.index].tolist())
+    table = findings.fedmoa_weight_split_findings()
+    assert list(table.columns) == findings.COLUMNS and len(table) == 3
+    f4 = findings.fedmoa_findings().iloc[3]
+    assert table.difference[0] + table.difference[1] == pytest.approx(f4.difference, abs=1e-3)  # F4 is rounded

@@ -119,7 +119,7 @@ def lambda_scales(client, adapter: str, target: float = 0.05) -> dict[str, np.nd
 
 def replay_figure(rows: list[dict], x: str, y: str, title: str | None = None, aliases: dict | None = None):
     """:func:`replay_round` in the plane of two reward weights (w_x, w_y): one path per client in step order
-    (arrows; its start w0 a circle), its cluster's broadcast w^(c) (eq. 12) a cross, α (eq. 11) in the legend.
+    (arrows; its start w0 a circle), what eq. 12 sends it, w^(m←c), a cross, α (eq. 11) in the legend.
     """
     aliases = aliases or {}
     import plotly.express as px
@@ -142,9 +142,9 @@ def replay_figure(rows: list[dict], x: str, y: str, title: str | None = None, al
                                  marker=dict(color=colour, size=9, symbol=["circle"] + ["arrow"] * (len(traj) - 1),
                                              angleref="previous")))
         fig.add_trace(go.Scatter(x=coord([r["broadcast"]], x), y=coord([r["broadcast"]], y), mode="markers",
-                                 legendgroup=r["client"], showlegend=False, hovertext=[f"{r['client']}: broadcast w^(c)"],
+                                 legendgroup=r["client"], showlegend=False, hovertext=[f"{r['client']}: sent w^(m←c)"],
                                  marker=dict(color=colour, size=12, symbol="x-thin", line=dict(color=colour, width=2))))
     fig.update_layout(template="plotly_white", title=title or f"reward weights w_{y} vs w_{x}",
                       xaxis_title=f"w_{x} (weight of {x}, 0–1)", yaxis_title=f"w_{y} (weight of {y}, 0–1)",
-                      legend_title_text="client (its rewards): α of eq. 11; × = broadcast w^(c)")
+                      legend_title_text="client (its rewards): α of eq. 11; × = sent w^(m←c) (eq. 12)")
     return fig
