@@ -715,12 +715,12 @@ def static_default(update, **controls) -> None:
 # -- what a federated round did (the quickstart) ----------------------------------------------------------------------
 def round_factor_gaps(run) -> pd.DataFrame:
     """Per round of a run whose runtime kept its messages (``run.runtime.keep_messages = True`` before
-    ``run.run()``): the factor gap of the adapters the clients sent up (:func:`fedrl_kit.aggregate.factor_gap`),
+    ``run.run()``): the factor gap of the adapters the clients sent up (:func:`fedrl_kit.lora_factors.factor_gap`),
     weighted as the server weighs them (n_k, FedAvg) and with equal weights (FedIT); its numerator and denominator
     (``‖gap‖``, ``‖adapter‖``: the whole adapter so far), the gap over the clients' mean update of this round, and how
-    far the clients' updates agree (:func:`fedrl_kit.aggregate.factor_round`, from the adapter the server sent);
+    far the clients' updates agree (:func:`fedrl_kit.lora_factors.factor_round`, from the adapter the server sent);
     and the bytes each client's reply took on the wire (the largest over clients)."""
-    from fedrl_kit.aggregate import factor_gap, factor_round
+    from fedrl_kit.lora_factors import factor_gap, factor_round
 
     replies = [m for m in run.runtime.messages if m.kind == "fit_result"]
     if not replies:

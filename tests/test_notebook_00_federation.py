@@ -4,7 +4,7 @@ clients' updates, on hand-made factors and per round of a tiny run, and the roun
 import numpy as np
 import pytest
 
-from fedrl_kit.aggregate import factor_gap, factor_round
+from fedrl_kit.lora_factors import factor_gap, factor_round
 from fedrl_kit.config import preset
 from fedrl_kit.diagrams import round_diagram
 from fedrl_kit.notebook import SMOKE_SIZES, round_factor_gaps
