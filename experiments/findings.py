@@ -655,7 +655,8 @@ def pubswap_claims_verdicts(results: str | Path = RESULTS) -> pd.DataFrame:
     out.append(("Balanced beats FedAvg-GRPO in pass@1 for most τ, by more at larger τ",
                 "holds" if len(wins) > len(taus) / 2 else "not reproduced" if all(
                     sign_verdict(*a[:2]) == 0 for a in acc.values()) else "does not hold",
-                f"a gain at {len(wins)} of τ = {', '.join(map(str, taus))}; at τ = {tau} "
+                (f"no gain outside noise at any of τ = {', '.join(map(str, taus))}" if not wins else
+                 f"a gain outside noise at {len(wins)} of τ = {', '.join(map(str, taus))}") + f"; at τ = {tau} "
                 f"{interval_words(*acc[tau], 'points')}, so gains above {top:+.2f} points are ruled out at this scale "
                 f"({int((gains > top).sum())} of the paper's {gains.size} gains, up to {gains.max():+.1f}, are larger: "
                 f"another model and data, their size not tested); slope per "
