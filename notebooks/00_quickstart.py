@@ -422,7 +422,9 @@ notebook.stored_before_after("benchmarks/results/real_lm_learns_cpu.json")
 # ## 5. Exercises: predict, then run
 # Predict in the first cell; the second checks it, or shows the answer and why.
 #
-# **Exercise 1.** A group of $G = 4$ answers scores $r = (1, 0, 0, 0)$. What is the advantage of the one right
+# ### Exercise 1
+#
+# A group of $G = 4$ answers scores $r = (1, 0, 0, 0)$. What is the advantage of the one right
 # answer, to two decimals?
 
 # %%
@@ -437,7 +439,9 @@ why_1 = (f"mean r = {r1.mean():.2f} and sample std = {r1.std():.2f}, so A = (1 �
 notebook.check(prediction_1, answer_1, why_1) if prediction_1 is not None else notebook.reveal(answer_1, why_1)
 
 # %% [markdown]
-# **Exercise 2.** Which client's groups taught it nothing most often (the highest mean `frac_zero_std` over its
+# ### Exercise 2
+#
+# Which client's groups taught it nothing most often (the highest mean `frac_zero_std` over its
 # rounds)? Predict from §3 alone: the client table and the base's pass@1 per topic.
 
 # %%
@@ -487,7 +491,9 @@ if clients:
     display(fig)
 
 # %% [markdown]
-# **Exercise 3.** How many bytes does one client send up per round? Predict from §2's adapter size and its dtype
+# ### Exercise 3
+#
+# How many bytes does one client send up per round? Predict from §2's adapter size and its dtype
 # (float32).
 
 # %%
@@ -516,7 +522,9 @@ viz.export(fig, "quickstart_communication", figures)
 fig
 
 # %% [markdown]
-# **Exercise 4 (a rerun).** Is the drift of §4 the non-IID split or the small noisy batches? Rerun with
+# ### Exercise 4 (a rerun)
+#
+# Is the drift of §4 the non-IID split or the small noisy batches? Rerun with
 # `-p dirichlet_alpha 100` (near-equal topic shares) and `0.1` (most topics on one client). If non-IID data drove
 # it, the agreement of updates rises and Central-GRPO's early lead shrinks at α = 100, the reverse at 0.1; if both
 # barely move, batch noise dominates. Try two seeds before concluding.

@@ -564,9 +564,11 @@ else:
 
 # %% [markdown]
 # ## 9. Exercises: predict, then run
-# Predict in the first cell; the second checks it and says why.
+# Predict in the first cell; the second checks.
 #
-# **Exercise 1.** With $M = 2$ experts scoring a candidate differently, what is each one's $|R_k|$ (eq. 9)? Does
+# ### Exercise 1
+#
+# With $M = 2$ experts disagreeing on a candidate, what is each one's $|R_k|$ (eq. 9)? Does
 # the size of their gap matter?
 
 # %%
@@ -590,7 +592,9 @@ notebook.check(prediction_1, answer_1, why_1, tolerance=0.01) if prediction_1 is
     notebook.reveal(answer_1, why_1)
 
 # %% [markdown]
-# **Exercise 2.** A formatted candidate ($f = 1$) scored $\mu_r = 0$, an unformatted one ($f = 0$) scored
+# ### Exercise 2
+#
+# A formatted candidate ($f = 1$) scored $\mu_r = 0$, an unformatted one ($f = 0$) scored
 # $\mu_r = d$: how large must $d$ be for the second to get the higher advantage?
 
 # %%
@@ -616,7 +620,9 @@ notebook.check(prediction_2, answer_2, why_2, tolerance=0.005) if prediction_2 i
     notebook.reveal(answer_2, why_2)
 
 # %% [markdown]
-# **Exercise 3.** An AE expert and an ME expert both score the same *right* candidate. Which gives the higher score?
+# ### Exercise 3
+#
+# An AE expert and an ME expert both score the same *right* candidate. Which gives the higher score?
 # Predict `"AE"`, `"ME"` or `"equal"`.
 
 # %%
@@ -634,7 +640,9 @@ why_3 = ("an AE expert checks the answer against the label it holds, so a right 
 notebook.check(prediction_3, answer_3, why_3) if prediction_3 is not None else notebook.reveal(answer_3, why_3)
 
 # %% [markdown]
-# **Exercise 4.** With $M = K$ (every client an expert), is the hit rate `"higher"`, `"equal"` or `"lower"` than
+# ### Exercise 4
+#
+# With $M = K$ (every client an expert), is the hit rate `"higher"`, `"equal"` or `"lower"` than
 # random selection's?
 
 # %%
@@ -650,7 +658,9 @@ why_4 = (f"choosing all {num_clients} clients is what random choice does on aver
 notebook.check(prediction_4, answer_4, why_4) if prediction_4 is not None else notebook.reveal(answer_4, why_4)
 
 # %% [markdown]
-# **Exercise 5.** From §4's competence table: with $M + 1$ experts, which clients score §4's question? Predict a
+# ### Exercise 5
+#
+# From §4's competence table: with $M + 1$ experts, which clients score §4's question? Predict a
 # set, e.g. `{"client_0", "client_3", "client_5"}`.
 
 # %%

@@ -261,7 +261,9 @@ fig
 # One round per arm and τ from the same start, drift measured after each local step; one seed: the mechanism, not
 # a verdict (§7 has longer runs, several seeds).
 #
-# **Exercise 1 (predict first).** At the larger τ, which arm ends with the lowest $\delta_{\text{pair}}$? Set
+# ### Exercise 1 (predict first)
+#
+# At the larger τ, which arm ends with the lowest $\delta_{\text{pair}}$? Set
 # `prediction_1` below the run cell, then check.
 
 # %%
@@ -538,7 +540,9 @@ Markdown(f"""**Reading §5 against these tables.**
 # ## 8. Exercises
 # Set each prediction first; its check prints the answer and why.
 #
-# **Exercise 2.** In §6's example prompt, how many of client 1's answers does Balanced replace?
+# ### Exercise 2
+#
+# In §6's example prompt, how many of client 1's answers does Balanced replace?
 
 # %%
 prediction_2 = None  # a whole number
@@ -552,7 +556,9 @@ notebook.check_explained(prediction_2, answer_2, f"{cids[1]} has c_1(x) = {c1} r
                                                f"min({K // 2 - c1}, {D1}) = {answer_2}."))
 
 # %% [markdown]
-# **Exercise 3.** Under *Random*, averaged over the $N$ clients, what fraction of the one group is a client's own
+# ### Exercise 3
+#
+# Under *Random*, averaged over the $N$ clients, what fraction of the one group is a client's own
 # answers, $1 - \alpha_n$? Two decimals.
 
 # %%
@@ -568,7 +574,9 @@ notebook.check_explained(prediction_3, answer_3, f"the K = {K} answers of the on
                          tolerance=0.005)
 
 # %% [markdown]
-# **Exercise 4.** With $K = 2$ (each client's first two answers, tabled below), what is the largest $M_n(x)$?
+# ### Exercise 4
+#
+# With $K = 2$ (each client's first two answers, tabled below), what is the largest $M_n(x)$?
 
 # %%
 small_K = swap_public(gen, "balanced", 2)
@@ -587,7 +595,9 @@ notebook.check_explained(prediction_4, answer_4, f"with K = 2, M_n(x) = min((⌊
                          f"two ({zero} client–prompt pairs in the table above).")
 
 # %% [markdown]
-# **Exercise 5.** A client with at least $K/2$ right answers: what is its $\alpha_n(x)$ under Balanced?
+# ### Exercise 5
+#
+# A client with at least $K/2$ right answers: what is its $\alpha_n(x)$ under Balanced?
 
 # %%
 prediction_5 = None  # a number

@@ -680,7 +680,9 @@ Markdown("\n".join(f"- **{i}** ({r.finding.split(', ', 1)[1].split(' −')[0]}, 
 # ## 8. Exercises: predict, then run
 # Predict first; answers unfold on a click.
 #
-# **Exercise 1.** With `cluster_key = "names"`, clients cluster only when their *whole* reward lists are identical.
+# ### Exercise 1
+#
+# With `cluster_key = "names"`, clients cluster only when their *whole* reward lists are identical.
 # How many clusters would §5's clients form?
 
 # %%
@@ -697,7 +699,9 @@ notebook.check_explained(prediction_1, answer_1, f"the {len(info)} clients hold 
                          "would change nothing there.")
 
 # %% [markdown]
-# **Exercise 2.** Two clients of one cluster end a round with $w_{\text{acc}} = 0.5$ and $0.3$. What α does eq. 11
+# ### Exercise 2
+#
+# Two clients of one cluster end a round with $w_{\text{acc}} = 0.5$ and $0.3$. What α does eq. 11
 # give the second one? Two decimals.
 
 # %%
@@ -712,7 +716,9 @@ notebook.check_explained(prediction_2, answer_2, f"scores s = 1/(w + ε) = {s1:.
                          "accuracy weight gets most of the say.", tolerance=0.01)
 
 # %% [markdown]
-# **Exercise 3.** In §2's toy, give all objectives the same gradients (equal $\Delta_k$). How far (L1) do the
+# ### Exercise 3
+#
+# In §2's toy, give all objectives the same gradients (equal $\Delta_k$). How far (L1) do the
 # weights move?
 
 # %%
@@ -727,7 +733,9 @@ notebook.check_explained(prediction_3, answer_3, f"Δ = {delta_same.tolist()}: w
                          "must be 1 again), so nothing changes: only differences between the Δ_k move w.")
 
 # %% [markdown]
-# **Exercise 4.** §2's toy again (Δ = 2, 0, −1), now with λ = 0.25. What is accuracy's new weight? Two decimals.
+# ### Exercise 4
+#
+# §2's toy again (Δ = 2, 0, −1), now with λ = 0.25. What is accuracy's new weight? Two decimals.
 
 # %%
 prediction_4 = None  # a number between 0 and 1
