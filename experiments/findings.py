@@ -494,7 +494,8 @@ def fedgrpo_closing_summary(results: str | Path = RESULTS) -> pd.DataFrame:
 
     def near_words(r: pd.Series) -> str:  # "near" is decided against a ±3-point band, not against 0
         if r["verdict"] == "within noise" and abs(r["difference"]) > r["±95% t"]:
-            return "not settled: lower, but the interval reaches into the ±3-point band that counts as near"
+            side = "lower" if r["difference"] < 0 else "higher"
+            return f"not settled: {side}, but the interval reaches into the ±3-point band that counts as near"
         return verdict[r["verdict"]]
     rows = [
         ("FedGRPO beats Fedpetuning+GRPO (Table 1)", span("FedGRPO − Fedpetuning+GRPO"), here(f.iloc[0]),
@@ -649,14 +650,15 @@ def pubswap_claims_verdicts(results: str | Path = RESULTS) -> pd.DataFrame:
                 f"τ = {tau}: Balanced − FedAvg-GRPO δ_pair {interval_words(*d, '‖ΔW‖')}"))
     acc = {t: pick(f"Balanced outperforms FedAvg+GRPO for most choices of τ: τ = {t}") for t in taus}
     wins = [t for t, a in acc.items() if sign_verdict(a[0], a[1]) > 0]
+    at_taus = f"τ = {', '.join(map(str, taus))}"
     slope = pick("the gains are larger at higher values of τ")
     top = acc[tau][0] + acc[tau][1]
     gains = pubswap_paper_gains().to_numpy().ravel()
     out.append(("Balanced beats FedAvg-GRPO in pass@1 for most τ, by more at larger τ",
                 "holds" if len(wins) > len(taus) / 2 else "not reproduced" if all(
                     sign_verdict(*a[:2]) == 0 for a in acc.values()) else "does not hold",
-                (f"no gain outside noise at any of τ = {', '.join(map(str, taus))}" if not wins else
-                 f"a gain outside noise at {len(wins)} of τ = {', '.join(map(str, taus))}") + f"; at τ = {tau} "
+                (f"no gain outside noise at any of {at_taus}" if not wins else
+                 f"a gain outside noise at {len(wins)} of {at_taus}") + f"; at τ = {tau} "
                 f"{interval_words(*acc[tau], 'points')}, so gains above {top:+.2f} points are ruled out at this scale "
                 f"({int((gains > top).sum())} of the paper's {gains.size} gains, up to {gains.max():+.1f}, are larger: "
                 f"another model and data, their size not tested); slope per "
