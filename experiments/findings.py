@@ -136,9 +136,9 @@ def pubswap_setting(results: str | Path = RESULTS) -> dict:
                 clients=base.num_clients, b=base.prompts_per_step, K=base.num_generations, seeds=seeds)
 
 
-def pubswap_random_findings(results: str | Path = RESULTS) -> pd.DataFrame:
+def pubswap_random_findings(results: str | Path = RESULTS, digits: int = 2) -> pd.DataFrame:
     """PubSwap Random against Balanced and FedAvg-GRPO at the largest stored τ: end-of-round drift (‖ΔW‖ units) and
-    pass@1 (points), paired over the seeds both arms ran, in :data:`COLUMNS`."""
+    pass@1 (points), paired over the seeds both arms ran, in :data:`COLUMNS`, rounded to ``digits``."""
     from experiments.stats import sign_verdict
     from experiments.sweep import _compare
 
@@ -155,7 +155,7 @@ def pubswap_random_findings(results: str | Path = RESULTS) -> pd.DataFrame:
             out.append({"finding": f"{what}, Random − {name} (τ = {tau})", "difference": mean * scale,
                         "±95% t": half * scale, "seeds": n,
                         "verdict": {1: "higher", -1: "lower", 0: "within noise"}[sign]})
-    return pd.DataFrame(out, columns=COLUMNS).round(2)
+    return pd.DataFrame(out, columns=COLUMNS).round(digits)
 
 
 def fedmoa_setting(results: str | Path = RESULTS, setting: str = "heter+heter") -> dict:
@@ -514,13 +514,14 @@ def fedgrpo_closing_summary(results: str | Path = RESULTS) -> pd.DataFrame:
 
 
 # -- notebook 02: one verdict vocabulary, no row twice, the arms' own levels, and the paper's Table 1 ----------------
-def pubswap_teaching_tables(results: str | Path = RESULTS) -> tuple[pd.DataFrame, pd.DataFrame]:
+def pubswap_teaching_tables(results: str | Path = RESULTS, digits: int = 2) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`pubswap_findings` labelled F1, F2, … and :func:`pubswap_random_findings` labelled R1, R2, … without the
     comparisons the F table already has, both with the verdict read from each row's own interval ("higher",
-    "lower" or "within noise"), so that one comparison is never listed twice under two verdict words."""
+    "lower" or "within noise"), so that one comparison is never listed twice under two verdict words. ``digits``:
+    the R rows' rounding (the F rows keep the claims table's two digits)."""
     from experiments.stats import sign_verdict
 
-    f, r = pubswap_findings(results), pubswap_random_findings(results)
+    f, r = pubswap_findings(results), pubswap_random_findings(results, digits)
     r = r[~r.finding.isin(f.finding)]
     out = []
     for table, prefix in ((f, "F"), (r, "R")):
@@ -645,8 +646,8 @@ def pubswap_claims_verdicts(results: str | Path = RESULTS) -> pd.DataFrame:
 
     out = []
     d = pick(f"public steps limit drift: τ = {tau}")
-    out.append(("public steps (Balanced) keep clients closer: lower drift (appendix A's bound; the paper measures "
-                "no drift)", verdict(d[0], d[1], -1),
+    out.append(("Balanced's public steps keep clients closer than private steps: lower drift (appendix A's upper "
+                "bounds, not a measurement: the paper measures no drift)", verdict(d[0], d[1], -1),
                 f"τ = {tau}: Balanced − FedAvg-GRPO δ_pair {interval_words(*d, '‖ΔW‖')}"))
     acc = {t: pick(f"Balanced outperforms FedAvg+GRPO for most choices of τ: τ = {t}") for t in taus}
     wins = [t for t, a in acc.items() if sign_verdict(a[0], a[1]) > 0]
@@ -663,9 +664,9 @@ def pubswap_claims_verdicts(results: str | Path = RESULTS) -> pd.DataFrame:
                 f"({int((gains > top).sum())} of the paper's {gains.size} gains, up to {gains.max():+.1f}, are larger: "
                 f"another model and data, their size not tested); slope per "
                 f"doubling of τ {interval_words(*slope, 'points')}"))
-    small = pick("Random can outperform Balanced when the number of local steps is small")
+    small_tau, *small = pubswap_small_tau_random(results)
     out.append(("Random can beat Balanced at small τ", verdict(small[0], small[1], 1),
-                f"τ = {min(taus)}: Random − Balanced {interval_words(*small, 'points')}"))
+                f"τ = {small_tau}: Random − Balanced {interval_words(*small, 'points', 3)}"))
     large = pick(f"this advantage does not persist at larger local-step values: τ = {tau}")
     out.append(("…but not at large τ (Random no better than Balanced)",
                 "does not hold" if sign_verdict(large[0], large[1]) > 0 else "holds",
@@ -673,6 +674,22 @@ def pubswap_claims_verdicts(results: str | Path = RESULTS) -> pd.DataFrame:
     out.append((f"the gains' size on Qwen models, MATH and DeepMath, τ up to {max(PUBSWAP_PAPER_TAUS)}",
                 "not tested", f"our runs: a small policy on arithmetic topics, τ ≤ {tau}; only directions compare"))
     return pd.DataFrame(out, columns=["the paper's claim", "verdict", "evidence here (paired over seeds)"])
+
+
+def pubswap_small_tau_random(results: str | Path = RESULTS) -> tuple[int, float, float, int]:
+    """The paper's "Random can outperform Balanced when the number of local steps is small", read at the smallest τ
+    of the larger-τ grid: (τ, Random − Balanced pass@1 in points, its 95 % t half-width, seeds), unrounded (the
+    claims table rounds to two digits)."""
+    from experiments.sweep import _compare, pubswap_claims
+
+    rows = json.loads((Path(results) / "pubswap_paper_quick_large_tau.json").read_text())
+    name = next(c for c in pubswap_claims(rows).claim if c.startswith("Random can outperform Balanced when the number "
+                                                                      "of local steps is small: τ = "))
+    tau = int(name.split("τ = ")[1].split(",")[0])
+    t1 = pd.DataFrame(rows).query("table == 'table1'")
+    mean, _, half, n = _compare(t1, {"method": "pubswap_random", "tau": tau}, {"method": "pubswap_balanced", "tau": tau},
+                                "pass@1_final")
+    return tau, 100 * mean, 100 * half, n
 
 
 def fedmoa_ablation_findings(results: str | Path = RESULTS) -> pd.DataFrame:
