@@ -1,0 +1,357 @@
+"""The sentences and small tables notebook 02 (PubSwap) shows, built here so that each notebook cell is a line or
+three: the setting, the one-round drift runs read into frames and a figure, the swap step-through's tables and its
+widget, the exercises' answers with their reasons, and the five findings read from the stored grids. Nothing here
+trains or changes a method; the numbers come from the runs passed in or from ``experiments.findings``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from IPython.display import Markdown, display
+from plotly.subplots import make_subplots
+
+from experiments import findings as F
+
+ARMS = {"fedavg_grpo": "FedAvg-GRPO", "pubswap_noswap": "no-swap control", "pubswap_random": "PubSwap Random",
+        "pubswap_balanced": "PubSwap Balanced"}
+"""the four arms (methods compared), in the order every table lists them"""
+COLOURS = {"FedAvg-GRPO": "#636efa", "no-swap control": "#ab63fa", "PubSwap Random": "#00cc96",
+           "PubSwap Balanced": "#ef553b"}
+REPORT = "12_pubswap_report.ipynb"
+
+
+# -- the setting ------------------------------------------------------------------------------------------------------
+def setting_table(cfg, world, policy) -> pd.DataFrame:
+    """The world's splits (and that they share no prompt), the reward and the policy's size, one row each."""
+    def shared(a, b):
+        return len(set(a["prompt"]) & set(b["prompt"]))
+
+    arch = policy.model.config
+    lora_n = sum(p.numel() for n, p in policy.model.named_parameters() if "lora_" in n)
+    frozen = sum(p.numel() for p in policy.model.parameters()) - lora_n
+    topics = pd.Series(world.public["topic"]).value_counts()
+    return pd.Series({
+        "world": f"{cfg.world}: {len(world.train)} private problems, {len(world.public)} public prompts (gold answers "
+                 f"known to all), {len(world.test)} test problems; reward: {' + '.join(cfg.rewards)}",
+        "public prompts per topic": ", ".join(f"{t} {c}" for t, c in topics.items()),
+        "prompts shared: public∩test, public∩private, test∩private":
+            f"{shared(world.public, world.test)}, {shared(world.public, world.train)}, {shared(world.test, world.train)}",
+        "policy": f"{arch.num_hidden_layers}-layer {arch.model_type} transformer, width {arch.hidden_size}, "
+                  f"{arch.vocab_size}-character vocabulary, {frozen / 1e6:.2f} M frozen parameters + "
+                  f"{lora_n / 1e6:.2f} M LoRA"}, name="this notebook's setting").to_frame()
+
+
+def run_values(cfg, policy) -> pd.DataFrame:
+    """The symbols of the equations with this run's values."""
+    lora = {n: tuple(p.shape) for n, p in policy.model.named_parameters() if ".lora_A." in n or ".lora_B." in n}
+    a_name = next(n for n in lora if ".lora_A." in n)
+    layer = a_name.split(".lora_A")[0].split("model.")[-1]
+    return pd.Series({
+        "ε, ε_high (clip range)": f"{cfg.epsilon:g}, {cfg.epsilon_high:g}",
+        "β_KL (KL weight)": f"{cfg.beta:g}",
+        "μ (gradient updates per GRPO step)": str(cfg.num_iterations),
+        "η (learning rate)": f"{cfg.learning_rate:g}",
+        "N clients": str(cfg.num_clients),
+        "b prompts per step, K answers per prompt": f"{cfg.prompts_per_step}, {cfg.num_generations}",
+        "τ_swap": str(cfg.pubswap.period),
+        "Dirichlet concentration of the topic split": f"{cfg.dirichlet_alpha:g}",
+        "LoRA rank, lora_alpha, scale s = lora_alpha / rank":
+            f"{cfg.lora_rank}, {cfg.lora_alpha:g}, {cfg.lora_alpha / cfg.lora_rank:g}",
+        f"A and B of {layer} (one of {len(lora) // 2} adapted layers)":
+            f"{lora[a_name]}, {lora[a_name.replace('.lora_A.', '.lora_B.')]}",
+        "pass@1: test problems × samples each (§5's runs: 1 sample)": f"{cfg.n_test} × {cfg.eval_samples}"},
+        name="value").to_frame()
+
+
+def heterogeneity_figure(partitions, concentration: float) -> go.Figure:
+    """Topics per client as bubbles (area ∝ examples), with a key column of three reference bubbles, labelled."""
+    from fedrl_kit import viz
+    from fedrl_kit.world.partition import topic_matrix
+
+    names, counts = topic_matrix(partitions)
+    fig = viz.heterogeneity_bubbles(names, counts, title=f"topics per client (Dirichlet concentration "
+                                                         f"{concentration:g}; bubble area ∝ examples)")
+    top = int(counts.max())
+    sizes = sorted({max(1, int(round(top / 10, -1))), max(1, int(round(top / 2, -1))), top})
+    fig.add_trace(go.Scatter(x=["key: examples"] * len(sizes), y=list(names[:len(sizes)]), mode="markers+text",
+                             text=[f"   {s}" for s in sizes], textposition="middle right", hoverinfo="skip",
+                             marker=dict(size=sizes, sizemode="area", sizeref=fig.data[0].marker.sizeref,
+                                         color="#b0b0b0"), showlegend=False))
+    fig.update_layout(showlegend=False)
+    fig.update_xaxes(range=[-0.5, counts.shape[0] + 0.9])  # room for the key's labels
+    return fig
+
+
+# -- §5: one round per arm, drift after each local step -----------------------------------------------------------------
+def drift_frames(drift_runs: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """From ``{(method, τ): (run, records)}``: δ_pair after each local step (one row per arm, τ, step) and each arm's
+    end of round (δ_pair, pass@1 and its standard error √(p(1−p)/n) over n test problems, one sample each)."""
+    drift = pd.DataFrame([{"arm": ARMS[m], "tau": tau, "step": r["step"], "step_kind": r["step_kind"],
+                           "δ_pair": r["pairwise_effective"]}
+                          for (m, tau), (_, recs) in drift_runs.items() for r in recs if r["kind"] == "drift"])
+    after = pd.DataFrame([{"arm": ARMS[m], "tau": tau, "pass@1": g["pass@1"], "n": g["n"]}
+                          for (m, tau), (_, recs) in drift_runs.items() for g in recs
+                          if g["kind"] == "global" and g["round"] == 1])
+    end = drift.sort_values("step").groupby(["arm", "tau"]).last().reset_index().merge(after, on=["arm", "tau"])
+    end["se"] = np.sqrt(end["pass@1"] * (1 - end["pass@1"]) / end["n"])
+    return drift, end
+
+
+def drift_figure(drift: pd.DataFrame) -> go.Figure:
+    """δ_pair after each local step, one panel per τ, ★ marking public steps; the y axis starts at 0."""
+    taus = sorted(drift.tau.unique())
+    fig = make_subplots(rows=1, cols=len(taus), subplot_titles=[f"τ = {t} (one round: {t} local steps)" for t in taus],
+                        shared_yaxes=True)
+    for j, tau in enumerate(taus, 1):
+        for name, colour in COLOURS.items():
+            d = drift[(drift.arm == name) & (drift.tau == tau)].sort_values("step")
+            fig.add_trace(go.Scatter(x=d.step + 1, y=d["δ_pair"], name=name, legendgroup=name, showlegend=j == 1,
+                                     mode="lines+markers", line=dict(color=colour),
+                                     marker=dict(symbol=["circle" if k == "private" else "star" for k in d.step_kind],
+                                                 size=9)), row=1, col=j)
+    fig.update_layout(template="plotly_white", height=420, legend_title="arm (★ public step)",
+                      title="pairwise client drift after each local step, one seed")
+    fig.update_yaxes(title_text="δ_pair (‖ΔW‖)", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(rangemode="tozero")
+    fig.update_xaxes(title_text="local step j", dtick=1)
+    return fig
+
+
+def end_table(end: pd.DataFrame) -> pd.DataFrame:
+    """Each arm at the end of its round: δ_pair per τ and pass@1 (%) ± its standard error per τ."""
+    out = {}
+    for tau in sorted(end.tau.unique()):
+        e = end[end.tau == tau].set_index("arm").reindex(list(ARMS.values()))
+        out[f"δ_pair, τ = {tau}"] = e["δ_pair"].round(3)
+        out[f"pass@1 % ± SE, τ = {tau}"] = [f"{100 * p:.1f} ± {100 * s:.1f}" for p, s in zip(e["pass@1"], e.se)]
+    return pd.DataFrame(out).rename_axis("arm")
+
+
+def split_table(end: pd.DataFrame, tau: int) -> pd.DataFrame:
+    """The round's drift change at ``tau``, Balanced − FedAvg-GRPO, as public steps (control − FedAvg-GRPO) plus
+    swap (Balanced − control); each difference is the newer arm minus the older, negative = less drift."""
+    d = end[end.tau == tau].set_index("arm")["δ_pair"]
+    parts = pd.Series({"whole change: Balanced − FedAvg-GRPO": d["PubSwap Balanced"] - d["FedAvg-GRPO"],
+                       "public steps: control − FedAvg-GRPO": d["no-swap control"] - d["FedAvg-GRPO"],
+                       "swap: Balanced − control": d["PubSwap Balanced"] - d["no-swap control"]})
+    share = (100 * parts / parts.iloc[0]).round().astype(int)
+    return pd.DataFrame({f"δ_pair difference, τ = {tau}, one seed": parts.round(3), "share (%)": share})
+
+
+def one_seed_note(end: pd.DataFrame, tau: int) -> Markdown:
+    """The one-seed round's drift ranking beside the stored multi-seed levels, and what one round does to pass@1."""
+    here = end[end.tau == tau].set_index("arm")
+    lv = stored_drift_levels()
+    spread = 100 * (here["pass@1"].max() - here["pass@1"].min())
+    return Markdown(
+        f"- This seed, τ = {tau}: lowest δ_pair **{here['δ_pair'].idxmin()}** ({here['δ_pair'].min():.3f}), "
+        f"highest {here['δ_pair'].idxmax()} ({here['δ_pair'].max():.3f}).\n"
+        f"- Stored runs ({F.pubswap_setting()['steps']} local steps, 3–5 seeds): lowest **{lv.idxmin()}** "
+        f"({lv.min():.2f}), highest **{lv.idxmax()}** ({lv.max():.2f}). One seed and one round do not rank arms.\n"
+        f"- pass@1 after the round differs across arms by at most {spread:.1f} points, about "
+        f"{spread / (100 * here.se.mean()):.1f} standard errors: noise.")
+
+
+def stored_drift_levels() -> pd.Series:
+    """Each arm's mean final δ_pair in the stored larger-τ grid, at its largest τ."""
+    levels = F.pubswap_arm_levels()
+    return levels["δ_pair at the end, mean ± SD"].str.split(" ± ").str[0].astype(float)
+
+
+def exercise_1() -> tuple[str, str]:
+    """Exercise 1's answer (the arm with the highest stored δ_pair) and why."""
+    levels, s = F.pubswap_arm_levels(), F.pubswap_setting()
+    lv = stored_drift_levels()
+    ranking = ", ".join(f"{a} {v:.2f}" for a, v in lv.sort_values().items())
+    return lv.idxmax(), (f"mean final δ_pair over seeds at τ = {s['tau']} ({s['steps']} local steps per client), lowest "
+                         f"first: {ranking} ({', '.join(f'{a}: {n}' for a, n in levels.seeds.items())} seeds). "
+                         "§7 gives a tentative reason; one short round of one seed can rank Random lowest.")
+
+
+# -- §6: one swap, step by step ---------------------------------------------------------------------------------------
+def correct_table(gen) -> pd.DataFrame:
+    """c_n(x): each client's right answers (of K) per public prompt, with the prompt's gold answer."""
+    t = pd.DataFrame({cid: [int(sum(c)) for c in g["correct"]] for cid, g in zip(gen.client_ids, gen.generated)},
+                     index=[f"{x} (gold {a})" for x, a in zip(gen.batch["prompt"], gen.batch["answer"])])
+    t.index.name = f"c_n(x): right answers out of K = {gen.num_generations}"
+    return t
+
+
+def example_prompt(correct: pd.DataFrame, K: int) -> int:
+    """A prompt where client 0 has fewer than K/2 right and others have some: Balanced has work to do there."""
+    c0, others = correct.iloc[:, 0].to_numpy(), correct.iloc[:, 1:].sum(axis=1).to_numpy()
+    wanted = (c0 < K // 2) & (others > 0)
+    return int(np.argmax(wanted * (K - c0))) if wanted.any() else 0
+
+
+def m_by_hand(correct: pd.DataFrame, client: int, prompt: int, K: int) -> tuple[int, str]:
+    """M_n(x) = min((⌊K/2⌋ − c_n(x))+, D_n(x)) computed by hand, and the line that shows it."""
+    c = int(correct.iloc[prompt, client])
+    D = int(correct.iloc[prompt].sum()) - c
+    M = min(max(K // 2 - c, 0), D)
+    return M, f"c_{client}(x) = {c}, D_{client}(x) = {D}: M_{client}(x) = min(({K // 2} − {c})+, {D}) = {M}"
+
+
+def swap_widget(gen, prompt: int):
+    """The swap widget's update function and its controls: rule, K (each client's first K answers), client, prompt."""
+    import ipywidgets as widgets
+
+    from fedrl_kit.pubswap.public_step import group_table, swap_public
+
+    cids, K = gen.client_ids, gen.num_generations
+
+    def show_swap(rule, K, client, prompt):
+        res = swap_public(gen, rule, K)
+        v = group_table(gen, res, client, prompt)
+        print(f"{rule}, K = {K}: {cids[client]} on {gen.batch['prompt'][prompt]!r}: α_n = {v.attrs['alpha']:.3f}")
+        display(v)
+        display(pd.DataFrame({"α_n (mean over prompts)": np.mean([r.replacement_fraction for r in res], axis=0),
+                              "right answers in the group (mean)": np.mean([r.correct.sum(axis=1) for r in res],
+                                                                           axis=0)}, index=cids).T.round(3))
+
+    controls = dict(rule=widgets.ToggleButtons(options=[("Balanced", "balanced"), ("Random", "random")]),
+                    K=widgets.IntSlider(K, 2, K, continuous_update=False),
+                    client=widgets.Dropdown(options=[(c, i) for i, c in enumerate(cids)], value=0),
+                    prompt=widgets.Dropdown(options=[(x, i) for i, x in enumerate(gen.batch["prompt"])], value=prompt))
+    return show_swap, controls
+
+
+def random_group_note(gen, correct: pd.DataFrame, prompt: int) -> Markdown:
+    """What Random's one group holds on ``prompt`` against the pool, and whether it has any spread."""
+    from fedrl_kit.pubswap.public_step import swap_public
+
+    K, N = gen.num_generations, len(gen.client_ids)
+    group = swap_public(gen, "random", K)[prompt].correct[0]  # [K] the one group every client gets
+    pool = int(correct.iloc[prompt].sum())
+    text = (f"On {gen.batch['prompt'][prompt]!r} the clients' {N * K} answers held {pool} right; Random's group of {K} "
+            f"holds {int(group.sum())}. ")
+    if group.all() or not group.any():
+        text += ("All its rewards are equal, so every advantage is 0: **no client gets a gradient** from this prompt. "
+                 "Balanced puts every right answer of the pool within reach of every client's group.")
+    else:
+        text += "Its rewards differ, so the group has a gradient."
+    return Markdown(text)
+
+
+def wire_note(run, period: int) -> Markdown:
+    """How many server round trips a PubSwap round adds, from the run's own message ledger."""
+    from fedrl_kit.pubswap.method import is_public_step
+
+    ledger = pd.DataFrame(run.runtime.ledger.to_rows())
+    r1 = ledger[ledger["round"] == 1]
+    clients = run.config.num_clients
+    n_pub = sum(is_public_step(s, period) for s in range(run.config.local_steps))
+    trips = int(((r1.kind.isin(["public_generate", "public_step"])) & (r1.direction == "down")).sum()) // clients
+    adapter = int(r1[(r1.kind == "fit_end_result")].nbytes.sum()) // clients
+    public = int(r1[r1.kind.str.startswith("public")].nbytes.sum()) // clients
+    return Markdown(f"**On the wire**, per client in this round: the adapter up once ({adapter:,} bytes), and for "
+                    f"each of the {n_pub} public steps {trips // n_pub} round trips with the server (prompts down, "
+                    f"answers up; groups down, a reply up), {trips} in all ({public:,} bytes). Bytes are small; each "
+                    "trip is a wait for the slowest client.")
+
+
+# -- the exercises' answers -----------------------------------------------------------------------------------------
+def exercise_2(gen, swaps, correct, prompt: int, client: int = 1) -> tuple[int, str]:
+    K = gen.num_generations
+    answer = int(swaps["balanced"][prompt].num_replaced[client])
+    c = int(correct.iloc[prompt, client])
+    D = int(correct.iloc[prompt].sum()) - c
+    why = (f"{gen.client_ids[client]} has c_{client}(x) = {c} right of K = {K}, the others D_{client}(x) = {D}; "
+           + (f"c_{client}(x) ≥ ⌊K/2⌋, so Balanced keeps its own group." if c >= K // 2 else
+              f"M_{client}(x) = min(⌊K/2⌋ − c_{client}(x), D_{client}(x)) = min({K // 2 - c}, {D}) = {answer}."))
+    return answer, why
+
+
+def exercise_3(gen, swaps) -> tuple[float, str]:
+    own = np.array([1 - r.replacement_fraction for r in swaps["random"]])  # [b, N] each client's own share
+    N, K = len(gen.client_ids), gen.num_generations
+    return round(float(own.mean()), 2), (
+        f"each of the K = {K} answers in the one group belongs to one of the N = {N} clients, so the own shares sum "
+        f"to 1 and their mean is exactly 1/N = {1 / N:.2f}, whatever the draw. One client's share varies: "
+        f"{own.min():.3f} to {own.max():.3f} on these prompts.")
+
+
+def small_k_table(gen, swaps_small) -> pd.DataFrame:
+    t = pd.DataFrame([r.own_correct for r in swaps_small], index=correct_table(gen).index, columns=gen.client_ids)
+    t.index.name = "c_n(x) of the first 2 answers"
+    return t
+
+
+def exercise_4(swaps_small) -> tuple[int, str]:
+    answer = int(max(r.num_replaced.max() for r in swaps_small))
+    pairs = sum(int(((r.own_correct == 0) & (r.num_replaced > 0)).sum()) for r in swaps_small)
+    return answer, (f"with K = 2, M_n(x) = min((1 − c_n(x))+, D_n(x)) ≤ 1; it is 1 for a client with no right answer "
+                    f"when another client has one ({pairs} client–prompt pairs above).")
+
+
+def exercise_5(gen, swaps) -> tuple[float, str]:
+    K, N = gen.num_generations, len(gen.client_ids)
+    kept = [r.replacement_fraction[n] for r in swaps["balanced"] for n in range(N) if r.own_correct[n] >= K / 2]
+    answer = float(max(kept)) if kept else 0.0
+    answer = int(answer) if answer.is_integer() else answer
+    return answer, (f"Balanced swaps only when c_n(x) < ⌊K/2⌋ = {K // 2}: a group half right already has spread. Of "
+                    f"the {len(kept)} client–prompt pairs here with c_n(x) ≥ K/2, the largest α_n(x) is {answer:g}.")
+
+
+# -- what the reproduction found --------------------------------------------------------------------------------------
+def _words(row, unit: str, digits: int = 2) -> str:
+    return F.interval_words(row["difference"], row["±95% t"], int(row["seeds"]), unit, digits)
+
+
+def findings_box() -> Markdown:
+    """Five one-sentence findings from the stored grids, each linking to the report section that holds its table.
+    Every difference is the first arm minus the second (negative: less drift, or lower pass@1), paired by seed, with
+    the half-width of its 95 % t-interval over the seeds both arms ran."""
+    f, r = F.pubswap_teaching_tables()
+    s = F.pubswap_setting()
+    small = F.pubswap_small_tau_random()
+    gains = F.pubswap_paper_gains().to_numpy().ravel()
+    top = f.loc["F4", "difference"] + f.loc["F4", "±95% t"]
+    where = f"τ = {s['tau']} ({s['rounds']} rounds, {s['steps']} local steps per client)"
+    link = f"([report §5]({REPORT}#findings))"
+    lines = [
+        f"1. **Balanced lowers drift.** At {where}, Balanced − FedAvg-GRPO final δ_pair is "
+        f"{_words(f.loc['F1'], '‖ΔW‖')} {link}.",
+        f"2. **The swap carries it; fewer private steps alone show no clear effect.** Balanced − no-swap control is "
+        f"{_words(f.loc['F2'], '‖ΔW‖')}, while control − FedAvg-GRPO is {_words(f.loc['F3'], '‖ΔW‖')} "
+        f"([report §5]({REPORT}#split)).",
+        f"3. **Only Balanced's swap does it: Random does not lower drift.** Random − FedAvg-GRPO is "
+        f"{_words(r.loc['R2'], '‖ΔW‖')}; a tentative reason: about {1 - 1 / s['clients']:.0%} of a Random group is "
+        f"other clients' answers, scored as if self-sampled, the off-policy term ω that appendix A says adds drift, "
+        f"while Balanced swaps in a few right answers only {link}.",
+        f"4. **No accuracy gain (a negative result).** Balanced − FedAvg-GRPO pass@1 is {_words(f.loc['F4'], 'points')}: "
+        f"gains above {top:+.2f} points are ruled out at this scale, smaller than {int((gains > top).sum())} of the "
+        f"paper's {gains.size} gains, which used 1.5–1.7B-parameter models and are not tested here "
+        f"([report §5]({REPORT}#claims)).",
+        f"5. **Random is worse than Balanced in accuracy, also at small τ, where the paper found it better.** "
+        f"Random − Balanced pass@1 is {_words(f.loc['F5'], 'points')} at τ = {s['tau']} and "
+        f"{F.interval_words(*small[1:], 'points', 3)} at τ = {small[0]} ([report §5]({REPORT}#claims)).",
+    ]
+    return Markdown("> **What the reproduction found** (difference = first arm − second, paired seed by seed; ± = "
+                    "95 % t-interval half-width; *within noise*: the interval contains 0)\n>\n"
+                    + "\n".join(f"> {line}" for line in lines))
+
+
+# -- the report's section behind the findings (notebook 12) ---------------------------------------------------------
+def report_notes(results=F.RESULTS) -> Markdown:
+    """How the findings' tables fit together: arm levels against paired differences (different seed sets), the stored
+    drift ranking and how firm Random's place in it is, and the untrained policy's stored pass@1."""
+    f, r = F.pubswap_teaching_tables(results, digits=3)
+    levels = F.pubswap_arm_levels(results)
+    lv = levels["δ_pair at the end, mean ± SD"].str.split(" ± ").str[0].astype(float)
+    start = F.pubswap_start_pass1(0, results)
+    p = start["mean"] / 100
+    se_one = 100 * np.sqrt(p * (1 - p) / start["n_test"])
+    b, c = lv["PubSwap Balanced"], lv["no-swap control"]
+    return Markdown(
+        f"- **Seeds.** The levels give Balanced − control = {b:.2f} − {c:.2f} = {b - c:.2f}; F2 gives "
+        f"{f.loc['F2', 'difference']:.2f}. Balanced's level averages {levels.loc['PubSwap Balanced', 'seeds']} seeds, "
+        f"F2 pairs the {int(f.loc['F2', 'seeds'])} seeds both arms ran.\n"
+        f"- **Ranking.** Mean final δ_pair, lowest first: {', '.join(f'{a} {v:.2f}' for a, v in lv.sort_values().items())}. "
+        f"Random's top place is not firm: R1, Random − Balanced, is {_words(r.loc['R1'], '‖ΔW‖', 3)}. A single seed's "
+        "one short round (notebook 02, §5) can rank Random lowest.\n"
+        f"- **Start.** The untrained policy scores {start['at_seed']} % at seed 0 and {start['mean']} % over "
+        f"{start['seeds']} seeds ({start['n_test']} test problems × {start['samples']} samples). Notebook 02's one-round "
+        f"runs score one sample per problem, whose standard error is about {se_one:.1f} points: their start differs "
+        "from these by noise.")
