@@ -330,3 +330,53 @@ if off_path.exists():
                           for tau, summary in off["summary"].items()}))
 else:
     print(f"not run: {shown_path(off_path)} does not exist")
+
+# %% [markdown]
+# <a id="findings"></a>
+# ## 5. Behind the teaching notebook's findings
+# The five findings closing [02_pubswap_balanced_drift](02_pubswap_balanced_drift.ipynb) read the larger-τ grid of
+# §3 at its largest τ, final checkpoint. The paper's Table 1 gains (Balanced − FedAvg-GRPO, pass@1 points), then
+# each arm's own levels (mean ± standard deviation over that arm's seeds):
+
+# %%
+from experiments import findings, teaching_pubswap
+
+s = findings.pubswap_setting(results_dir)
+print(f"Setting: τ = {s['tau']} × {s['rounds']} rounds = {s['steps']} local steps per client "
+      f"({s['steps'] // s['period']} of them private for PubSwap), {s['clients']} clients, τ_swap = {s['period']}, "
+      f"b = {s['b']}, K = {s['K']}.")
+display(findings.pubswap_paper_gains())
+findings.pubswap_arm_levels(results_dir)
+
+# %% [markdown]
+# Paired differences: each is the first arm minus the second (negative: less drift or lower pass@1), the mean over
+# the seeds both arms ran ± the half-width of its 95 % t-interval. F rows: the findings; R rows: Random's other
+# comparisons, to three digits.
+
+# %%
+f_rows, r_rows = findings.pubswap_teaching_tables(results_dir, digits=3)
+display(f_rows)
+r_rows
+
+# %%
+teaching_pubswap.report_notes(results_dir)
+
+# %% [markdown]
+# <a id="claims"></a>
+# **The paper's claims, decided**: *holds*; *does not hold* (interval on the other side of 0); *not reproduced*
+# (interval contains 0); *not tested*. The drift row tests appendix A's argument (upper bounds): the paper itself
+# measures no drift.
+
+# %%
+pd.set_option("display.max_colwidth", None)
+findings.pubswap_claims_verdicts(results_dir)
+
+# %% [markdown]
+# <a id="split"></a>
+# **Where the drift reduction comes from**, at every stored τ that ran the no-swap control: public steps (control −
+# FedAvg-GRPO) plus swap (Balanced − control), paired over seeds. The rows differ in τ *and* in training length
+# (rounds × τ local steps per client, a column): compare only rows of equal length.
+
+# %%
+findings.pubswap_drift_split(results_dir)
+
