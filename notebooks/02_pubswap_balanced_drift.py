@@ -242,7 +242,8 @@ T = max(TAUS)
 teach.one_seed_note(end, T)
 
 # %% [markdown]
-# **Splitting the reduction** with the control: public steps' part plus the swap's part:
+# **Splitting the reduction** with the control: public steps' part plus the swap's part (one seed; finding 2 of
+# §7 gives the split over seeds):
 
 # %%
 teach.split_table(end, T)
@@ -289,7 +290,7 @@ show_swap("random", K, 0, example)
 teach.random_group_note(gen, correct, example)
 
 # %%
-wire
+wire  # the round's messages, read from its ledger above
 
 # %% [markdown]
 # ## 7. What the reproduction found
