@@ -227,6 +227,7 @@ def quick_run_figure(records: dict, title: str, figures):
     fig = viz.curves(records, "pass@1", title=title)
     top = max(r["pass@1"] for recs in records.values() for r in recs if r["kind"] == "global")
     fig.update_yaxes(range=[0, max(0.5, 1.2 * top)], title_text="pass@1 (fraction of test problem-samples solved)")
+    fig.update_xaxes(dtick=1)  # rounds are whole numbers
     fig.update_layout(legend_title_text="method")
     viz.export(fig, "fedgrpo_curves", figures)
     return fig
