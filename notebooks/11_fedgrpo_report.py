@@ -282,6 +282,57 @@ with pd.option_context("display.max_colwidth", None):
     display(server_phases(long_results[0]))
 
 # %% [markdown]
+# ## 8. Where FedGRPO's gap comes from
+# Each arm's plateau (mean pass@1 of its last 5 rounds, points) per seed, beside the base model every arm starts
+# from (the base row is each seed's round 0, evaluated with the stored runs' samples per problem):
+
+# %%
+from experiments import teaching_fedgrpo as teaching
+from experiments.findings import fedgrpo_gap_sources, fedgrpo_plateaus, fedgrpo_window_table
+
+display(fedgrpo_plateaus(results))
+
+# %% [markdown]
+# Window by window (5 rounds each, paired by seed, points; "k of n": the seeds where the first arm leads). Random
+# experts against competence-selected ones, and FedGRPO against Fedpetuning+GRPO:
+
+# %%
+fedgrpo_window_table(results).rename_axis("rounds")
+
+# %% [markdown]
+# What each arm's experts gave the server, per seed: the share of exact (AE) scores, how far their scores separate a
+# right candidate from a wrong one, and how often they hold the question's topic (beside a uniform choice's rate):
+
+# %%
+from experiments.fedgrpo_claims import arm_diagnostics, load_arms
+
+with pd.option_context("display.max_colwidth", None):
+    display(arm_diagnostics(long_results, load_arms(results)).set_index("arm").T)
+
+# %% [markdown]
+# **Shape or source?** The baselines rerun on FedGRPO's reward shape (8 · accuracy + format), and the every-label arm
+# (every score exact), at the last window:
+
+# %%
+gaps = fedgrpo_gap_sources(results)
+if gaps is None:
+    print("the same-reward rerun is not stored")
+else:
+    display(gaps)
+    display(teaching.gap_sources_note(gaps))
+
+# %% [markdown]
+# ## 9. The paper's claims in five rows, and the scale-down
+# Points; ± is the 95 % t half-width over seeds. Then the paper's setting beside the stored runs':
+
+# %%
+from experiments.findings import fedgrpo_closing_summary, fedgrpo_scale_down
+
+with pd.option_context("display.max_colwidth", None):
+    display(fedgrpo_closing_summary(results))
+    display(fedgrpo_scale_down(results))
+
+# %% [markdown]
 # ## What this shows, and what it does not
 # - **Scale.** The embedded world's tiny policy, a 2,000-question pool, K = 8 clients and three seeds: every verdict
 #   reads "at this scale". Differences of a few points are within the seed-to-seed spread (the `per_seed` columns).

@@ -132,3 +132,32 @@ def test_the_closing_summary_quotes_the_findings_and_the_stored_traffic():
     total = {(r["method"], r["seed"]): r["bytes_up"] + r["bytes_down"] for r in runs}
     ratio = min(total["fedavg_grpo", s] / total["fedgrpo", s] for s in (0, 1, 2))
     assert t.iloc[3]["here"].startswith(f"{ratio:.0f}× to") and t.iloc[3]["verdict"] == "holds"
+
+
+# -- experiments.teaching_fedgrpo: what notebook 01 shows ------------------------------------------------------------
+def test_the_teaching_round_diagram_names_the_step_throughs_experts_and_asks_competence_once():
+    from experiments import teaching_fedgrpo as teaching
+
+    ids = [f"client_{k}" for k in range(8)]
+    svg = teaching.round_diagram({"experts": [0, 6]}, ids).svg
+    names = re.findall(r'bold">([^<]*)<', svg)
+    assert names == ["server", "client_0", "client_1  (not asked, nor are the 5 others)", "client_6"]
+    assert "all of D_p (questions + labels), once, before round 1" in svg and "L auxiliary questions" not in svg
+
+
+def test_the_findings_box_has_at_most_five_findings_each_linking_the_report():
+    from experiments import teaching_fedgrpo as teaching
+
+    text = teaching.findings_box().data
+    items = re.findall(r"^> \d\. (.*)$", text, re.M)
+    assert 3 <= len(items) <= 5 and all(f"]({teaching.REPORT})" in i for i in items)
+    f = fedgrpo_findings()
+    assert f"{-f.iloc[0]['difference']:.2f} ± {f.iloc[0]['±95% t']:.2f} points below" in items[0]
+    assert items[0].startswith("**Negative") and "Inferred, not measured" in items[-1]
+
+
+def test_the_exercises_answers_are_deterministic_quantities():
+    from experiments import teaching_fedgrpo as teaching
+
+    assert teaching.exercise_1({})[0] == 1.0
+    assert teaching.exercise_2(2)[0] == 0.125
