@@ -169,7 +169,9 @@ def run_pareto(cfg, runs: dict, base_eval: dict, family: str = "math") -> tuple[
         pts["rounds"] = [0] + [r["round"] for r in analysis.server_records(recs)]
         series[name] = pts
     fig = pareto_figure(series, "accuracy", "format", title=f"format vs accuracy, {PAPER_NAMES[family]}-like tests")
-    fig.update_xaxes(title="accuracy (pass@1)")
+    top = max(p[0] for s in series.values() for p in s["server"] + s["clients"])
+    fig.update_xaxes(title="accuracy (pass@1)", range=[0, min(1.0, top + 0.1)])  # from 0: a step is one answer
+    fig.update_yaxes(range=[0, 1.02])
     return fig, series
 
 
@@ -203,7 +205,8 @@ def replay_lambdas(probes: dict, target: float = 0.05) -> dict:
     from fedrl_kit.fedmoa import probe
 
     rule = float(np.median([probe.replay_weights(c["grads"], c["w0"], target=target)[1] for c in probes.values()]))
-    return {"0.01 (the paper's)": 0.01} | {f"{m:g} × the scale rule = {m * rule:.3g}": m * rule
+    return {"0.01 (the paper's)": 0.01} | {f"{m:g} × the scale rule = {m * rule:.3g}" if m * rule < 100 else
+                                          f"{m:g} × the scale rule = {m * rule:,.0f}": m * rule
                                           for m in (1.0, 10.0, 100.0)}
 
 

@@ -131,7 +131,7 @@ print(f"sum of w + λΔ = {v.sum():.2f}, so ν = ({v.sum():.2f} − 1) / 3 = {nu
 # %% [markdown]
 # **Where eq. 9 comes from** (Baydin et al.). The last step descended $\sum_j w_j L_j$, moving $\phi$ by
 # $-\eta\sum_j w_j g_j^{(t-1)}$ ($\eta$: learning rate), so $\partial L_k(\phi^{(t)})/\partial w_k =
-# -\eta\,\Delta_k^{(t)}$: eq. 10 is gradient descent on $w$. **λ:** $\Delta_k$ grows with $\lVert g\rVert^2$, so the
+# -\eta\,\Delta_k^{(t)}$: eq. 10 is gradient descent on $w$ (λ absorbs η). **λ:** $\Delta_k$ grows with $\lVert g\rVert^2$, so the
 # paper's 0.01 does not carry over; our run sets λ at each round's first step so that agreeing gradients move a weight
 # by about 0.05 (other λs: the report).
 #
@@ -160,8 +160,8 @@ print(f"sum of w + λΔ = {v.sum():.2f}, so ν = ({v.sum():.2f} − 1) / 3 = {nu
 #
 # | symbol | meaning |
 # |---|---|
-# | $M$, $m$, $\tau$ | clients; one client; local steps per round |
-# | $G$, $\hat a_i$, $\rho$, $\zeta_{\text{lo}}$, $\zeta_{\text{hi}}$ | answers per prompt; advantage; ratio; clip range |
+# | $M$, $m$, $R$, $\tau$ | clients; one client; rounds; local steps per round |
+# | $b$, $G$, $\hat a_i$, $\rho$, $\zeta_{\text{lo}}$, $\zeta_{\text{hi}}$ | prompts per step; answers per prompt; advantage; ratio; clip range |
 # | $J$, $L$, $L_k$ | GRPO's objective; its loss $-J$; the loss with reward $k$ alone |
 # | $K_m$, $k$, $r_k$ | client $m$'s number of rewards; an objective; its reward (accuracy: $k = 0$) |
 # | $w^{(m)}$, $w_k$, $w_{\text{acc}}$ | client $m$'s weights; entry $k$; the accuracy entry (the paper's $w_0$) |
