@@ -240,6 +240,52 @@ if grid:
 # the rule above) and `fedmoa_compare.json` (3 clients, an earlier setting).
 
 # %% [markdown]
+# ## 2. The teaching notebook's findings, in detail
+# Notebook 03 ends on five plain sentences; here are their intervals. Paired differences over seeds ± the 95 %
+# Student-t half-width $h$ (accuracy in points). `detectable`: the true effect these seeds catch 4 times in 5, about
+# $h\,(1 + t_{0.8}/t_{0.975})$ with $n - 1$ degrees of freedom. F4 measures the last round's $w_{\text{acc}}$ minus
+# the start, boundary jumps included; the paper's Fig. 5 shows only within-round moves, so the split below compares
+# like with like.
+
+# %%
+from experiments import teaching_fedmoa as tf
+from experiments.findings import fedmoa_weight_split_findings
+
+if grid:
+    display(tf.findings_detail())
+    display(fedmoa_weight_split_findings().round(4))
+    display(tf.split_words())
+
+# %% [markdown]
+# **The paper's Fig. 3 over seeds.** Each seed's final global model on the MATH-like family as one point, each
+# method's mean ± one standard deviation as a star; `on_front` counts a method's seeds on the front of all points.
+
+# %%
+if grid:
+    fig, spread = tf.seeds_final_figure(grid)
+    viz.export(fig, "fedmoa_pareto_seeds", figures)
+    display(fig)
+    display(spread)
+
+# %% [markdown]
+# **Which part does what.** Table 2's one-component arms against FedAvg-GRPO (`paper`: its Table 2, MATH).
+
+# %%
+if grid:
+    abl, words = tf.ablation_detail()
+    display(abl)
+    display(words)
+
+# %% [markdown]
+# **Every λ.** λ appears in several versions; the teaching notebook's run uses the scale rule's, its parameter `lam`
+# acts only with the cosine form of eq. 9 (`normalise=True`). How $g_k$ is taken (`fedmoa.hyper_grad`: the LoRA
+# factors, a per-answer or a shared shift of the layer's output) changes its size, hence λ's: `docs/fedmoa.md`
+# measures the three.
+
+# %%
+tf.lambda_versions()
+
+# %% [markdown]
 # ## What the grid shows
 # * The hypergradient signal of eq. 9 is scale-dependent: unnormalised, with λ = 0.01, it does nothing
 #   on a small model. The toolkit's g_k is the gradient of one layer's LoRA factors (the same parameters at every
