@@ -19,28 +19,31 @@
 # *Wang, Jung, He, Sun, Shen, Lee, Li: FedMOA, Federated GRPO for Personalized Reasoning LLMs under Heterogeneous
 # Rewards.*
 #
-# **The method.** A reasoning model is rewarded for the right answer (**accuracy**) and for well-formed output
-# (**format**, **tag count**, …); each client has its *own* rewards. **FedMOA** changes FedAvg-GRPO (the paper's
-# "FedGRPO") twice:
+# **The problem.** A reasoning model is trained on a weighted sum of rewards: the right answer (**accuracy**) and
+# well-formed output (**format**, **tag count**, …). Fixed weights fit badly: easy rewards saturate early yet keep
+# their share, and in a federation each client has its *own* rewards. Clients with the same accuracy reward solve
+# comparable tasks, so the server can group them by it and let the one furthest along lead.
 #
-# 1. **Adaptive weights (client).** The reward weights are hyperparameters learnt while training: after every local
-#    step a *hypergradient* step (the loss's derivative with respect to the weights) of size **λ** moves them.
-# 2. **Accuracy-aware aggregation (server).** Among clients sharing an accuracy reward, one with a *lower* accuracy
-#    weight counts more.
+# **The method.** **FedMOA** changes FedAvg-GRPO (the paper's "FedGRPO") twice:
 #
-# **You will learn** which weight eq. 10 raises, eqs. 11–12 by hand, Pareto fronts, and why our accuracy weight
-# drains. Reproduction: [13_fedmoa_report.ipynb](13_fedmoa_report.ipynb).
+# 1. **Adaptive weights (client).** After every local step, a *hypergradient* step (the loss's derivative with
+#    respect to the weights) of size **λ** moves the reward weights.
+# 2. **Accuracy-aware aggregation (server).** Among clients sharing an accuracy reward, a *lower* accuracy weight
+#    counts more.
+#
+# **You will learn** which weight eq. 10 raises, eqs. 11–12 by hand, and Pareto fronts. Reproduction:
+# [13_fedmoa_report.ipynb](13_fedmoa_report.ipynb).
 
 # %% [markdown]
 # ## Parameters
-# For papermill (`-p normalise True -p lam 0.5`); an unknown name stops the notebook.
+# For papermill (`-p seed 1`); an unknown name stops the notebook.
 
 # %% tags=["parameters"]
-preset_name = "quick"  # quick (2-core CPU) | smoke (tiny, seconds) | full (GPU, the paper's model) | full-smoke
+preset_name = "quick"  # quick (2-core CPU) | smoke (seconds) | full (GPU, the paper's model) | full-smoke
 seed = 0               # one seed: one world, plan and run
-normalise = False      # False: eq. 9 as the paper, λ from the preset's scale rule; True: Δ_k as a cosine (ours)
+normalise = False      # True: our variant (Δ_k as a cosine, λ = lam; see the report)
 lam = 0.1              # λ, read only when normalise is True
-run_root = ""          # where the runs go ("": runs/fedmoa/<one folder per set of parameters>)
+run_root = ""          # where the runs go ("": runs/fedmoa/…)
 figures_dir = ""       # where figures go ("": the run folder's figures/)
 
 # %%
@@ -49,26 +52,12 @@ import numpy as np
 import pandas as pd
 
 from experiments import teaching_fedmoa as tf
-from experiments.fedmoa_presets import setting_config
 from fedrl_kit import diagrams, notebook, viz
 from fedrl_kit.fedmoa import evaluation, plan
 from fedrl_kit.fedmoa.weights import accuracy_aware_weights, hypergradient_step
-from fedrl_kit.policy.pretrain_families import MISSING_MESSAGE
-from fedrl_kit.runs import REPO_ROOT
 from fedrl_kit.world.families import FAMILIES, PAPER_NAMES, make_family_world
 
-SCALE = {"quick": "quick", "smoke": "smoke", "full": "paper", "full-smoke": "paper-smoke"}  # fedmoa_presets' scales
-FEDMOA = dict(normalise=True, lam=lam, lam_rule="fixed") if normalise else {}
-
-
-def make_config(p, variant="FedMOA"):
-    """One run of the paper's Heter+Heter federation at this preset's scale."""
-    scale = SCALE[preset_name]
-    if not scale.startswith("paper") and not (REPO_ROOT / "data" / "base_moa" / "model.safetensors").exists():
-        raise notebook.NotebookStop(" ".join(MISSING_MESSAGE.format(path="data/base_moa").split()))
-    return setting_config(scale, "heter+heter", variant, seed, fedmoa=FEDMOA)
-
-
+make_config = tf.config_maker(seed, normalise, lam)
 cfg, run_root, figures = notebook.setup("fedmoa", globals(), make_config, runs="run_root",
                                         folder=dict(s=seed, normalise=normalise, lam=lam if normalise else None))
 
@@ -79,32 +68,33 @@ cfg, run_root, figures = notebook.setup("fedmoa", globals(), make_config, runs="
 diagrams.round_diagram("fedmoa")
 
 # %% [markdown]
-# The server sets $\alpha_m$ from client $m$'s $w_{\text{acc}}^{(m)}$ and sends back $w^{(m\leftarrow c)}$ (eq. 12)
-# with θ.
+# The server weighs client $m$ by $\alpha_m$, set from its accuracy weight $w_{\text{acc}}^{(m)}$ (eq. 11, defined
+# below), and sends back θ and new weights $w^{(m\leftarrow c)}$ (eq. 12, below).
 
 # %% [markdown]
 # ## 2. Key equations
-# **GRPO on each client** (`grpo.grpo_step`; β = 0), with group mean $\bar r$, deviation $\sigma_r$, ratio $\rho$; it
-# maximises $J$, i.e. minimises the loss $L = -J$:
+# **GRPO on each client**, with group mean $\bar r$, deviation $\sigma_r$, ratio $\rho$ (new over old token
+# probability); it maximises $J$, i.e. minimises the loss $L = -J$:
 #
 # $$\hat a_i = \frac{r_i - \bar r}{\sigma_r},\qquad J(\theta) = \frac{1}{G}\sum_{i=1}^{G}\frac{1}{|y_i|}\sum_t
 # \min\Bigl(\rho_{i,t}\,\hat a_i,\ \operatorname{clip}(\rho_{i,t}, 1-\zeta_{\text{lo}}, 1+\zeta_{\text{hi}})
 # \,\hat a_i\Bigr)$$
 #
-# FedMOA's client $m$ has $K_m$ rewards $r_0,\dots,r_{K_m-1}$, accuracy first, and trains on
+# Our CPU presets clip asymmetrically, $\zeta_{\text{hi}} > \zeta_{\text{lo}}$ (a probability may rise further than it
+# falls); β = 0: no KL penalty. Client $m$ has $K_m$ rewards $r_k$ (defined in §4), accuracy first, and trains on
 #
-# $$w_k \ge 0,\ \sum_k w_k = 1\ \text{(1)},\qquad r_w = \sum_k w_k r_k\ \text{(2–4)}$$
+# $$w_k \ge 0,\ \sum_k w_k = 1\ \text{(1)},\qquad r_w = \sum_k w_k r_k\ \text{(2)}$$
 #
 # **The weights' step.** $L_k$: GRPO's loss with reward $r_k$ alone; $g_k$: its gradient with respect to $\phi$, one
-# layer's LoRA factors (the paper: its hidden state; `client.objective_gradients`). $g^{(t-1)}$ is the previous step's
+# layer's LoRA factors (the paper's hidden state pairs different prompts at consecutive steps; LoRA factors are the
+# same parameters every step). $g^{(t-1)}$ is the previous step's
 # *in the same round*: a round's first step has none, so it leaves $w$ as sent.
 #
 # $$g_k^{(t)} = \nabla_\phi L_k\ \text{(8)},\qquad \Delta_k^{(t)} = g_k^{(t)\top} g_k^{(t-1)}\ \text{(9)},\qquad
-# w \leftarrow \operatorname{Proj}_{\text{simplex}}\bigl(w + \lambda\,\Delta^{(t)}\bigr)\ \text{(10,
-# `weights.hypergradient_step`)}$$
+# w \leftarrow \operatorname{Proj}_{\text{simplex}}\bigl(w + \lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
 # $\operatorname{Proj}_{\text{simplex}}(v)$, the closest $w$ on the simplex to $v$, is $w_k = \max(v_k - \nu, 0)$
-# with the one $\nu$ that makes the sum 1 (`weights.project_to_simplex`).
+# with the one $\nu$ that makes the sum 1.
 #
 # **Eq. 10 in words.** $\Delta_k > 0$: $k$'s gradient points as at the previous step (progress left); $\Delta_k < 0$:
 # it flips (e.g. a saturated format). The projection subtracts one common shift, so **a weight rises when its
@@ -130,33 +120,33 @@ print(f"sum of w + λΔ = {v.sum():.2f}, so ν = ({v.sum():.2f} − 1) / 3 = {nu
 
 # %% [markdown]
 # **Where eq. 9 comes from** (Baydin et al.). The last step descended $\sum_j w_j L_j$, moving $\phi$ by
-# $-\eta\sum_j w_j g_j^{(t-1)}$ ($\eta$: learning rate), so $\partial L_k(\phi^{(t)})/\partial w_k =
-# -\eta\,\Delta_k^{(t)}$: eq. 10 is gradient descent on $w$ (λ absorbs η). **λ:** $\Delta_k$ grows with $\lVert g\rVert^2$, so the
-# paper's 0.01 does not carry over; our run sets λ at each round's first step so that agreeing gradients move a weight
-# by about 0.05 (other λs: the report).
+# $-\eta\sum_j w_j g_j^{(t-1)}$ ($\eta$: learning rate), so objective $k$'s own loss moves with its own weight as
+# $\partial L_k(\phi^{(t)})/\partial w_k = -\eta\,\Delta_k^{(t)}$: per objective, without the total loss's cross terms
+# $g_j^\top g_k$ ($j \ne k$). Eq. 10 is gradient descent on $w$ (λ absorbs η). **λ:** $\Delta_k$ grows with
+# $\lVert g\rVert^2$, so the paper's 0.01 does not carry over; our run rescales λ (§6).
 #
-# **Initial weights.** The paper does not state them. Ours differ within a family ($w_{\text{acc}}$ = 0.5, 0.4, …;
-# the other rewards share the rest), so eq. 11 has something to act on.
+# **Initial weights** (unstated in the paper): ours differ within a family (§5), so eq. 11 has something to act on.
 #
-# **Server** (`algorithm.aggregate_round`). Clusters $S_c$: clients with the same accuracy reward
-# (`weights.cluster_by_reward_names`); $w_{\text{acc}}^{(m)}$ at the round's end gives:
+# **Server.** Clusters $S_c$: clients with the same accuracy reward; $w_{\text{acc}}^{(m)}$ at the round's end gives:
 #
 # $$s_m = \frac{1}{w_{\text{acc}}^{(m)} + \varepsilon},\qquad \alpha_m = \frac{e^{s_m}}{\sum_{m'\in S_c}
-# e^{s_{m'}}}\qquad\text{(11, `weights.accuracy_aware_weights`)}$$
+# e^{s_{m'}}}\qquad\text{(11)}$$
 #
-# Eq. 12 (`weights.aggregate_shared_weights`): $\bar w_k^{(c)} = \sum_{m\in S_c}\alpha_m w_k^{(m)}$ for each reward
-# $k$ that *every* client of $S_c$ has; client $m$ keeps its own $w_k^{(m)}$ for the others and renormalises:
+# The cluster averages $\theta^{(c)} = \sum_{m\in S_c}\alpha_m\theta^{(m)}$ and $\bar w_k^{(c)} = \sum_{m\in S_c}
+# \alpha_m w_k^{(m)}$ for each reward $k$ that *every* client of $S_c$ has; client $m$ keeps its own $w_k^{(m)}$ for the
+# others and renormalises:
 #
 # $$u_k = \begin{cases}\bar w_k^{(c)} & k \text{ shared}\\ w_k^{(m)} & \text{otherwise}\end{cases},\qquad
 # w_k^{(m\leftarrow c)} = \frac{u_k}{\sum_j u_j}\ \text{(12)},\qquad
-# \theta = \sum_c \frac{N_c}{N}\sum_{m\in S_c}\alpha_m\,\theta^{(m)}\ \text{(12–13, `aggregate.fedavg`)}$$
+# \theta = \sum_c \frac{N_c}{N}\,\theta^{(c)}\ \text{(13)}$$
 #
-# **Why should a lower $w_{\text{acc}}$ count more?** Eq. 10 lowers a weight whose gradient stops agreeing with
-# itself, which the paper reads as that objective being *nearly learnt*: a low $w_{\text{acc}}$ marks a client
-# further along on accuracy, and eq. 11 lets it lead its cluster. As $w_{\text{acc}} \to 0$, $s_m \to 1/\varepsilon
+# **Why should a lower $w_{\text{acc}}$ count more?** Eq. 10 lowers a weight whose gradients stop agreeing: for the
+# paper, a *nearly learnt* objective. So a low $w_{\text{acc}}$ marks a client further along on accuracy, and eq. 11
+# lets it lead. As $w_{\text{acc}} \to 0$, $s_m \to 1/\varepsilon
 # = 10^6$ and α → 1: that client's model *becomes* the cluster's. **Consequence:** α falls as $w_{\text{acc}}$ rises,
-# so the α-average $\sum_m \alpha_m w_{\text{acc}}^{(m)}$ sits **below the plain mean** (equal only when all are):
-# each round boundary pulls accuracy's weight down, the obvious suspect if it drains.
+# so the α-average $\sum_m \alpha_m w_{\text{acc}}^{(m)}$ sits **below the plain mean**:
+# each boundary pulls the shared $w_{\text{acc}}$ down (renormalising can still lift one client's, §6). This pull
+# is in the paper's method too; there eq. 10 must outweigh it.
 #
 # | symbol | meaning |
 # |---|---|
@@ -166,7 +156,7 @@ print(f"sum of w + λΔ = {v.sum():.2f}, so ν = ({v.sum():.2f} − 1) / 3 = {nu
 # | $K_m$, $k$, $r_k$ | client $m$'s number of rewards; an objective; its reward (accuracy: $k = 0$) |
 # | $w^{(m)}$, $w_k$, $w_{\text{acc}}$ | client $m$'s weights; entry $k$; the accuracy entry (the paper's $w_0$) |
 # | $\phi$, $g_k$, $\eta$ | what $g_k$ differentiates; objective $k$'s gradient; learning rate |
-# | $\Delta_k$, $\lambda$ | eq. 9's gradient agreement; eq. 10's step size (`lam`) |
+# | $\Delta_k$, $\lambda$ | eq. 9's gradient agreement; eq. 10's step size |
 # | $\operatorname{Proj}_{\text{simplex}}$, $\nu$ | projection onto the simplex; its shift |
 # | $S_c$, $N_m$, $N_c$, $N$ | cluster $c$'s clients; training examples of client $m$, cluster $c$, all |
 # | $s_m$, $\alpha_m$, $\varepsilon$ | eq. 11's score; client $m$'s weight in its cluster; $10^{-6}$ |
@@ -174,7 +164,7 @@ print(f"sum of w + λΔ = {v.sum():.2f}, so ν = ({v.sum():.2f} − 1) / 3 = {nu
 # | $\theta^{(m)}$, $\theta$ | a client's and the global LoRA adapter |
 #
 # ## 3. Pseudocode
-# `fedrl_kit/fedmoa/algorithm.py::run_round`, each line naming its function:
+# `fedmoa/algorithm.py::run_round`, with each line's function:
 # ```
 # for round = 1..R:
 #   send θ and w^(m←c) (round 1: initial w) to client m          # algorithm.round_weights
@@ -184,13 +174,13 @@ print(f"sum of w + λΔ = {v.sum():.2f}, so ν = ({v.sum():.2f} − 1) / 3 = {nu
 #     one GRPO step on r_w = Σ w_k r_k (eqs. 2–4)                # grpo.grpo_step
 #   clients reply θ^(m), reward names, w^(m), N_m; g is dropped
 #   clusters; α (eq. 11); w^(m←c) (eq. 12)                      # algorithm.aggregate_round
-#   θ = Σ_c N_c/N Σ_{m∈S_c} α_m θ^(m) (eqs. 12–13)              # aggregate.fedavg
+#   θ^(c) = Σ_{m∈S_c} α_m θ^(m) (eq. 12); θ = Σ_c N_c/N θ^(c) (eq. 13)   # aggregate.fedavg
 # ```
 
 # %% [markdown]
 # ## 4. Who holds what
 # Three families of synthetic tasks stand for the paper's datasets; each client holds one family and one reward
-# configuration (Table 3). `tag_count`: 0.25 per tag present once.
+# configuration (Table 3).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -204,7 +194,13 @@ pd.DataFrame({f"{PAPER_NAMES[f]}-like": {c: ", ".join(n) for c, n in cfgs.items(
               for f, cfgs in plan.reward_configs(cfg.world).items()})
 
 # %% [markdown]
-# The base policy (`data/base_moa`; on a GPU, Qwen2.5-1.5B-Instruct) per family (pass@1: share of right answers):
+# Each reward, per completion:
+
+# %%
+tf.rewards_table()
+
+# %% [markdown]
+# The base policy per family (pass@1: share of right answers; on a GPU, Qwen2.5-1.5B-Instruct):
 
 # %%
 base_eval = evaluation.evaluate_base(cfg)
@@ -221,8 +217,8 @@ first, moa_records = runs["FedMOA"]
 tf.clients_table(first)
 
 # %% [markdown]
-# Last round: **global_accuracy**, the global θ's pass@1 over the families; **aggregated_reward**, each client's
-# rewards averaged with *equal* weights on the global θ, then over clients; **local_…**, each client's own model.
+# Last round: **global_accuracy**, the global θ's pass@1; **aggregated_reward**, each client's rewards equally
+# weighted on the global θ, averaged over clients; **local_…**: each client's own model.
 
 # %%
 display(tf.run_summary(runs))
@@ -233,10 +229,11 @@ tf.run_words(cfg, runs)
 # better on one; the undominated models form the **Pareto front**, a staircase. Invented points first:
 
 # %%
-tf.staircase_figure()
+display(tf.staircase_figure())
+tf.paper_claim(3)
 
 # %% [markdown]
-# Our run, MATH-like tests: lines, the global model per round from the base (r0); grey, clients' models.
+# Our run, MATH-like tests:
 
 # %%
 fig, series = tf.run_pareto(cfg, runs, base_eval)
@@ -249,6 +246,7 @@ tf.pareto_words(cfg, series)
 # at a boundary.
 
 # %%
+display(tf.paper_claim(5))
 fig = tf.weights_figure(first, moa_records)
 viz.export(fig, "fedmoa_weights", figures)
 fig
@@ -270,36 +268,40 @@ pd.DataFrame({"w_acc": w_acc, "s = 1/(w_acc + ε)": s, "α by hand": alpha_hand,
 tf.eq12_words(first, moa_records, alpha)
 
 # %% [markdown]
-# **One knob: λ.** Eqs. 9–12 need only gradients, so a round replays in milliseconds from $g_k$ of three probe batches
-# per untrained client (`fedmoa.probe`; not the run's batches). Raise λ: once a $w_{\text{acc}}$ hits 0, its α → 1.
+# **One knob: λ.** A round replays in milliseconds from $g_k$ of three probe batches per untrained client (eqs.
+# 9–12 need only gradients).
 
 # %%
 probes = tf.probe_round(make_config, cfg, first.policy)
 LAMS = tf.replay_lambdas(probes)
-print("λ choices:", "; ".join(LAMS))
+display(tf.lambda_words(cfg, probes))
+fig, words = tf.replay_grid(probes, cfg, LAMS)
+display(fig)
+words
 
+# %% [markdown]
+# One λ at a time, with numbers (a widget in a live kernel):
 
+# %%
 def show_replay(lam, static=False):
     fig, table = tf.replay_view(probes, cfg, LAMS[lam], lam)
     display(fig) if static else fig.show(renderer="plotly_mimetype")  # static: with its PNG, for a stored notebook
     display(table)
 
 
-controls = dict(lam=widgets.Dropdown(options=list(LAMS), value=list(LAMS)[2], description="λ"))
+controls = dict(lam=widgets.Dropdown(options=list(LAMS), value=list(LAMS)[1], description="λ"))
 notebook.static_default(lambda lam: show_replay(lam, static=True), **controls)
 notebook.knobs(show_replay, **controls)
 
 # %% [markdown]
 # ## 7. What the reproduction found
-# From a larger stored grid (the paper's federation scaled down, several seeds); tables and intervals: the
-# [report](13_fedmoa_report.ipynb).
+# From a larger stored grid (several seeds); details: the [report](13_fedmoa_report.ipynb).
 
 # %%
 tf.findings_box()
 
 # %% [markdown]
 # ## 8. Exercises: predict, then run
-# Predict first; each check cell says whether you were right, and why.
 #
 # ### Exercise 1
 #
@@ -375,5 +377,5 @@ notebook.check_explained(prediction_4, answer_4, f"w + λΔ = {np.round(v_big, 4
 # ## 9. What to remember
 # - FedMOA = FedAvg-GRPO + eq. 10's weights + eq. 11's α.
 # - Eq. 10 raises a weight whose $\Delta_k$ is **above the others'**; λ must match $\lVert g\rVert^2$.
-# - Eq. 11 favours a *lower* $w_{\text{acc}}$, so the α-average sits below the plain mean and drains it.
+# - Eq. 11 favours a *lower* $w_{\text{acc}}$, so the α-average sits below the plain mean: a built-in pull down.
 # - One seed's gap of a few answers is noise.
