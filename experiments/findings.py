@@ -279,7 +279,7 @@ def fedgrpo_plateaus(results: str | Path = RESULTS, window: int = 5, base: bool 
 
 
 #: the arms whose stored pass@1 traces :func:`fedgrpo_traces` returns, in legend order
-FEDGRPO_TRACE_ARMS = ("fedgrpo", "fedgrpo_random", "fedavg_grpo", "dpsda_grpo", "central_grpo")
+FEDGRPO_TRACE_ARMS = ("fedgrpo", "fedgrpo_random", "fedgrpo_allgt", "fedavg_grpo", "dpsda_grpo", "central_grpo")
 
 
 def fedgrpo_traces(results: str | Path = RESULTS) -> pd.DataFrame:

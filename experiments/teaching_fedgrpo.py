@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -31,6 +32,70 @@ ROUND = replace(
               Message("up", "0 Pr[θ_k answers each one right], once (the server caches them)"),
               Message("down", "4 question x_s and its G candidate answers", "the M experts only"),
               Message("up", "5 G scalar scores r_k^s (exact check AE, or model ME)", "the M experts only")))
+
+
+# -- the setup cell -----------------------------------------------------------------------------------------------
+#: the budget of every run, by preset: rounds, server (or local) steps per round, questions per client and step, test
+#: samples per problem
+SIZES = {"quick": dict(rounds=3, local_steps=1, prompts_per_step=2, eval_samples=2),
+         "full": dict(rounds=10, local_steps=2, prompts_per_step=8, eval_samples=4),
+         "smoke": dict(rounds=1, local_steps=1, prompts_per_step=1, eval_samples=1)}
+#: each client's domain model θ_k: SFT steps on its own data, by preset
+SFT_STEPS = {"quick": 30, "full": 60, "smoke": 2}
+
+
+def setup(ns: dict) -> SimpleNamespace:
+    """Notebook 01's setup from its parameters (``ns``: the notebook's ``globals()``): the config, the base policy
+    every run shares, and FedGRPO's run with each client's domain model θ_k trained (once). Returns ``cfg``, ``tour``
+    (the FedGRPO run), ``policy``, ``run_root``, ``figures``, ``Q`` and ``make_config(preset, method)``, the config
+    of another method on the same world, federation and budget."""
+    import torch
+
+    from fedrl_kit.config import preset
+    from fedrl_kit.fedgrpo.algorithm import questions_per_step
+    from fedrl_kit.policy.engine import Policy
+    from fedrl_kit.runs import Run, resolve_base
+
+    alpha, K = ns["dirichlet_alpha"], ns["num_clients"]
+
+    def make_config(p, method="fedgrpo"):
+        size = "smoke" if notebook.is_smoke(ns["preset_name"]) else p
+        split = dict(partition="iid") if alpha == "iid" else dict(dirichlet_alpha=float(alpha))
+        sections = dict(fedgrpo=dict(neighbours=ns["L"], num_experts=ns["M"]),
+                        evaluator=dict(sft_steps=SFT_STEPS[size])) if method == "fedgrpo" else {}
+        smoke = notebook.smoke_fields(ns["preset_name"], notebook.SMOKE_SIZES["fedgrpo"],
+                                      fixed=("num_clients", *SIZES["quick"]))
+        return preset(p, method=method, num_clients=K, seed=ns["seed"], **split, **sections, **SIZES[size], **smoke)
+
+    cfg, run_root, figures = notebook.setup("fedgrpo", ns, make_config, runs="run_root",
+                                            folder=dict(k=K, a=alpha, L=ns["L"], M=ns["M"], s=ns["seed"]),
+                                            renamed={"beta": "dirichlet_alpha"})  # beta is GRPO's KL coefficient
+    policy = Policy.load(resolve_base(cfg.base), cfg.lora_rank, cfg.lora_alpha, cfg.seed, cfg.chat,
+                         cfg.max_new_tokens, cfg.temperature, cfg.device, getattr(torch, cfg.dtype))
+    notebook.start_run_dir(run_root / "fedgrpo")
+    tour = Run(cfg, run_root / "fedgrpo", progress=False, policy=policy).build()  # the clients train their θ_k here
+    return SimpleNamespace(cfg=cfg, tour=tour, policy=policy, run_root=run_root, figures=figures,
+                           Q=questions_per_step(cfg), make_config=make_config, alpha=alpha)
+
+
+def show_setup(lab: SimpleNamespace) -> None:
+    """The run's knobs and who holds which data, whole sentences shown."""
+    from IPython.display import display
+
+    with pd.option_context("display.max_colwidth", None):
+        display(settings_table(lab.cfg, lab.Q, lab.alpha), data_table(lab.tour, lab.policy, lab.Q))
+
+
+def run_both(lab: SimpleNamespace) -> tuple[dict, dict]:
+    """§5: FedGRPO's run and Fedpetuning+GRPO's on the same world, budget and base policy, trained; returns the runs
+    and their records."""
+    from fedrl_kit.runs import Run
+
+    other = lab.run_root / "fedavg_grpo"
+    notebook.start_run_dir(other)
+    runs = {"FedGRPO": lab.tour, "Fedpetuning+GRPO": Run(lab.make_config(lab.cfg.preset, "fedavg_grpo"), other,
+                                                          progress=False, policy=lab.policy)}
+    return runs, {name: run.run() for name, run in runs.items()}
 
 
 # -- the opening ---------------------------------------------------------------------------------------------------
@@ -105,8 +170,10 @@ def candidate_table(tr: dict, run) -> pd.DataFrame:
         df[f"r^s {cids[k]} ({tr['pathways'][row]})"] = tr["scores"][row]
     for row, k in enumerate(tr["experts"]):
         df[f"R_k {cids[k]} (eq. 9)"] = tr["eq9"][row]
-    df["A_j"] = tr["advantages"]["paper"]  # the package's variant "paper": r̃_j = 8·μ_r + f_j
-    return df.round(3)
+    df["A_j"] = np.round(tr["advantages"]["paper"], 3)  # the package's variant "paper": r̃_j = 8·μ_r + f_j
+    four = [c for c in df.columns if c.startswith(("r^s", "R_k"))]  # 4 significant figures: a 0.00005 is not a 0
+    df[four] = df[four].map(lambda v: f"{v:.4g}")
+    return df
 
 
 def top_advantage_note(tr: dict) -> Markdown:
@@ -159,6 +226,21 @@ def ae_case_note(tr: dict, run) -> Markdown:
     return Markdown(said)
 
 
+def owner_rate(run, sq: dict) -> tuple[float, float]:
+    """The share of D_s questions whose owner (the one client holding the label, so the only possible AE expert) is
+    among the chosen experts, and the share random choice of as many experts would give (M/K)."""
+    owner, experts = run.truth.fact("queries").owner, np.asarray(sq["experts"])  # [N_s], [N_s, M]
+    return float(np.mean([o in e for o, e in zip(owner, experts)])), experts.shape[1] / len(run.runtime.client_ids)
+
+
+def selection_line(run, sq: dict, L: int, M: int) -> str:
+    """Eqs. 5–6 on every question of D_s at (L, M): topic hit rate and owner rate, each beside random choice's."""
+    own, own_random = owner_rate(run, sq)
+    return (f"L = {L}, M = {M}: topic hit rate {sq['hit_rate_major']:.3f} (random choice: "
+            f"{sq['random_hit_rate_major']:.3f}); owner among the chosen experts {own:.3f} (random choice: "
+            f"{own_random:.3f})")
+
+
 def graph_knobs(run, question: int, L: int, M: int):
     """Sliders for the traced question, L and M, redrawing the confidence graph and the experts' hit rate."""
     import ipywidgets as widgets
@@ -171,7 +253,7 @@ def graph_knobs(run, question: int, L: int, M: int):
     def show(question, L, M):
         sq = selection_quality(run.server, run.truth, L=L, M=M)  # eqs. 5–6 for every question of D_s
         print(f"experts of question {question}: {[run.runtime.client_ids[k] for k in sq['experts'][question]]}; "
-              f"hit rate {sq['hit_rate_major']:.3f} (random choice: {sq['random_hit_rate_major']:.3f})")
+              + selection_line(run, sq, L, M))
         shown = list(range(question, min(question + 30, n)))
         confidence_graph(run.server, run.truth, shown, sq["experts"]).show(renderer="plotly_mimetype")
 
@@ -188,8 +270,7 @@ def default_graph(run, question: int, L: int, M: int, figures) -> tuple[dict, ob
     n = len(run.server.world.queries)
     fig = confidence_graph(run.server, run.truth, list(range(question, min(question + 30, n))), sq["experts"])
     viz.export(fig, "fedgrpo_confidence_graph", figures)
-    print(f"hit rate at L = {L}, M = {M}: {sq['hit_rate_major']:.3f} (random choice: "
-          f"{sq['random_hit_rate_major']:.3f})")
+    print(selection_line(run, sq, L, M))
     return sq, fig
 
 
@@ -216,10 +297,20 @@ def quick_run_note(table: pd.DataFrame, cfg, world) -> Markdown:
     n = len(world.test) * cfg.eval_samples
     base, fed, avg = table.iloc[0], table.loc["FedGRPO"], table.loc["Fedpetuning+GRPO"]
     moved = lambda r: round((r["pass@1"] - base["pass@1"]) * n)  # noqa: E731  (problem-samples)
-    return Markdown(f"In {cfg.rounds} rounds FedGRPO's pass@1 moved by {moved(fed):+d} of {n} problem-samples, "
-                    f"Fedpetuning+GRPO's by {moved(avg):+d}: too few rounds to tell the methods apart (the stored "
-                    f"30-round runs below do). Visible already: FedGRPO's format rate, {base['format rate']:.3f} → "
-                    f"{fed['format rate']:.3f}, the format bonus at work.")
+    from experiments.findings import RESULTS, fedgrpo_plateaus
+
+    stored = fedgrpo_plateaus().iloc[-1]  # the stored runs' base model, round 0
+    seeds = sum(str(c).startswith("seed ") for c in stored.index)
+    samples = json.loads((RESULTS / "fedgrpo_compare_pool_long30.json").read_text())["settings"]["eval_samples"]
+    half = 1.96 * np.sqrt(base["pass@1"] * (1 - base["pass@1"]) / n)  # binomial 95 % half-width
+    return Markdown(f"What to look at: in {cfg.rounds} rounds pass@1 moves by a few problem-samples (FedGRPO "
+                    f"{moved(fed):+d}, Fedpetuning+GRPO {moved(avg):+d} of {n}), too few rounds to tell the methods "
+                    f"apart; what moves already is FedGRPO's format rate, {base['format rate']:.3f} → "
+                    f"{fed['format rate']:.3f}, the format bonus at work. The base model scores "
+                    f"{base['pass@1']:.3f} here and {stored['mean'] / 100:.3f} at round 0 of the stored runs below, "
+                    f"because here each of the {len(world.test)} test problems is sampled {cfg.eval_samples} times "
+                    f"on one seed, there {samples} times on each of {seeds} seeds: different random draws (±{half:.3f} at 95 % "
+                    f"for {n} samples).")
 
 
 def quick_run_figure(records: dict, title: str, figures):
@@ -238,17 +329,27 @@ def score_bytes(run, other, M: int) -> Markdown:
     adapters Fedpetuning+GRPO uploads."""
     from fedrl_kit.fedgrpo.algorithm import questions_per_step
 
-    c = run.config
+    from experiments.findings import RESULTS
+
+    c, ledger = run.config, run.runtime.ledger
     Q, G = questions_per_step(c), c.num_generations
     formula = c.rounds * c.local_steps * Q * M * G * 8
-    scores = [r for r in run.runtime.ledger.records if r["kind"] == "score_result" and r["round"] >= 1]
-    measured = sum(r["nbytes"] for r in scores) - 6 * len(scores)  # each message also carries a 6-byte key
-    if formula != measured:
-        raise ValueError(f"the ledger's score bytes {measured} differ from R·τ·Q·M·G·8 = {formula}")
-    up = other.runtime.ledger.total_bytes("up")
-    return Markdown(f"Scores up: R·τ·Q·M·G·8 = {c.rounds}·{c.local_steps}·{Q}·{M}·{G}·8 = **{formula:,} bytes**, "
-                    f"what the ledger counts ({len(scores)} messages, each also carrying a 6-byte key). "
-                    f"Fedpetuning+GRPO's clients uploaded {up:,} bytes of adapters, {up / formula:,.0f}× more.")
+    scores = [r for r in ledger.records if r["kind"] == "score_result" and r["round"] >= 1]
+    keys = 6 * len(scores)  # each score message also carries a 6-byte key
+    if formula != sum(r["nbytes"] for r in scores) - keys:
+        raise ValueError(f"the ledger's score bytes differ from R·τ·Q·M·G·8 = {formula}")
+    up = ledger.total_bytes("up")
+    ours, theirs = ledger.total_bytes(), other.runtime.ledger.total_bytes()
+    stored = json.loads((RESULTS / "fedgrpo_compare_pool_long30.json").read_text())["settings"]
+    steps_here, steps_stored = Q * c.local_steps, stored["prompts_per_step"] * stored["num_clients"] * \
+        stored["local_steps"]
+    return Markdown(
+        f"FedGRPO's clients sent **{up:,} bytes** up (the table's `bytes up`): {up - formula - keys:,} of competence "
+        f"replies (once, before round 1) + R·τ·Q·M·G·8 = {c.rounds}·{c.local_steps}·{Q}·{M}·{G}·8 = {formula:,} of "
+        f"scores + {keys:,} of message keys. Up and down together, Fedpetuning+GRPO moved {theirs:,} bytes, "
+        f"{theirs / ours:,.0f}× FedGRPO's {ours:,}. The stored 30-round runs (finding 2 below) find a smaller ratio "
+        f"because they score {steps_stored} questions per round instead of {steps_here}, while an adapter costs the "
+        "same every round.")
 
 
 # -- what the reproduction found -----------------------------------------------------------------------------------
@@ -257,18 +358,44 @@ def _per_seed_mean(cell: str) -> float:
 
 
 def stored_figure(figures):
-    """The stored 30-round pass@1 traces (3 seeds; band ±1 SD), on an axis from 0."""
+    """The stored pass@1 traces (30 rounds, Central-GRPO 15; mean of the seeds, band ±1 SD), on an axis from 0."""
     from experiments.fedgrpo_claims import METHOD_NAMES
     from experiments.findings import fedgrpo_traces
 
     traces = fedgrpo_traces()
     n = traces["seed"].nunique()
     fig = viz.seed_band_curves(traces, names=METHOD_NAMES, title=f"stored runs: pass@1 per round (mean of {n} seeds, "
-                               "band ±1 SD; round 0: the base model)")
+                               "band ±1 SD over seeds; round 0: the base model)")
     fig.update_yaxes(range=[0, 0.5], title_text="pass@1")
     fig.update_layout(legend_title_text="arm")
     viz.export(fig, "fedgrpo_stored_traces", figures)
     return fig
+
+
+def stored_caption() -> Markdown:
+    """Three sentences under the stored figure: what the bands are, the unequal rounds and Central-GRPO's place, and
+    the early rise and fall of the two FedGRPO arms that choose experts from scores alone."""
+    from experiments.findings import fedgrpo_traces
+
+    t = fedgrpo_traces()
+    n = t["seed"].nunique()
+    mean = t.groupby(["method", "round"])["pass_at_1"].mean().unstack("method")  # [round, arm]
+    last_c = int(t.loc[t["method"] == "central_grpo", "round"].max())
+    at = lambda arm: mean.loc[last_c - 4:last_c, arm].mean()  # noqa: E731  (rounds last_c − 4 … last_c)
+    end = int(t["round"].max())
+    rise = mean.loc[end - 4:end, "fedavg_grpo"].mean() - mean.loc[end - 9:end - 5, "fedavg_grpo"].mean()
+    peak = lambda arm: (mean[arm].idxmax(), mean[arm].max())  # noqa: E731
+    (rf, pf), (rr, pr) = peak("fedgrpo"), peak("fedgrpo_random")
+    fall = (mean.loc[end - 4:end, "fedgrpo"].mean() + mean.loc[end - 4:end, "fedgrpo_random"].mean()) / 2
+    return Markdown(
+        f"*Each line is the mean of {n} seeds, its band ±1 SD over seeds (the findings' ± are 95 % intervals of the "
+        f"mean, wider). Central-GRPO ran {last_c} rounds, the others {end}, and Fedpetuning+GRPO still gains "
+        f"{100 * rise:+.1f} points from rounds {end - 9}–{end - 5} to {end - 4}–{end}, so not every arm is at its "
+        f"ceiling; at equal rounds ({last_c - 4}–{last_c}) the paper's upper bound, Central-GRPO, is level with "
+        f"Fedpetuning+GRPO ({at('central_grpo'):.3f} against {at('fedavg_grpo'):.3f}): at this scale pooling the "
+        f"data buys nothing over averaging adapters. FedGRPO (peak {pf:.3f} at round {rf}) and random experts (peak {pr:.3f} at "
+        f"round {rr}) rise early, then fall back to about {fall:.2f}: the early gain is not kept, for reasons we have "
+        "not traced.*")
 
 
 def findings_box() -> Markdown:
@@ -293,15 +420,16 @@ def findings_box() -> Markdown:
     items = [
         f"**Negative: FedGRPO trails both baselines.** Its plateau ends {below(0)} Fedpetuning+GRPO's (the paper: "
         f"{paper.iloc[0]['paper']} above) and {below(1)} Central-GRPO's ([report §2]({REPORT})).",
-        f"**The traffic claim holds**: scalars only, {paper.iloc[3]['here'].split(' (')[0].replace('less', 'fewer')} "
-        f"bytes than Fedpetuning+GRPO ([report §6]({REPORT})).",
-        f"**Surprising: competence-based selection does not beat random experts.** Its experts hold the question's "
-        f"topic more often (hit rate {_per_seed_mean(diag.loc['FedGRPO', hit]):.2f} against "
-        f"{_per_seed_mean(diag.loc[rnd, hit]):.2f}) and their scores separate right from wrong answers more "
-        f"({_per_seed_mean(diag.loc['FedGRPO', gap]):.2f} against {_per_seed_mean(diag.loc[rnd, gap]):.2f}), yet the "
-        f"plateaus differ by {d(2)} points and {lead_words}; our untested hypothesis: both arms learn little beyond "
-        "the format bonus they share, so a better but still mostly model-based (ME) score has little left to move "
-        f"([report §4]({REPORT})).",
+        f"**The traffic claim holds**: scalars only; Fedpetuning+GRPO moves "
+        f"{paper.iloc[3]['here'].split(' (')[0].replace(' less', '')} FedGRPO's bytes, up and down together "
+        f"([report §6]({REPORT})).",
+        f"**Surprising: better experts, no measurable gain.** Competence picks experts that hold the question's "
+        f"topic more often than random choice does (hit rate {_per_seed_mean(diag.loc['FedGRPO', hit]):.2f} against "
+        f"{_per_seed_mean(diag.loc[rnd, hit]):.2f}), and their mean score on right answers minus that on wrong ones "
+        f"is larger ({_per_seed_mean(diag.loc['FedGRPO', gap]):.2f} against "
+        f"{_per_seed_mean(diag.loc[rnd, gap]):.2f}); yet the plateau difference, competence − random, is {d(2)} "
+        f"points, and {lead_words}: with {n} seeds this is underpowered, not a tie. Our untested hypothesis: both "
+        f"arms learn little beyond the format bonus they share ([report §4]({REPORT})).",
         f"**The reward's source, not its shape, makes most of the gap**: when every client holds every label (every "
         f"score an exact check) FedGRPO gains {d(3)} points, {src.iloc[3]['mean'] / -src.iloc[0]['mean']:.0%} of the "
         f"gap, while training Fedpetuning+GRPO on FedGRPO's 8·accuracy + format reward changes it by only "
@@ -355,17 +483,22 @@ def exercise_3(tr2: dict) -> tuple[str, str]:
     return "AE", why
 
 
-def exercise_4(run, M: int, sq: dict) -> tuple[str, str]:
-    """The hit rate with every client an expert equals random selection's, exactly."""
-    from fedrl_kit.fedgrpo.diagnostics import selection_quality
+def exercise_4(tr2: dict) -> tuple[float, str]:
+    """§4's AE case with the format weight 0: the wrong candidate's advantage A_j (from the package's own
+    candidate_advantages)."""
+    from fedrl_kit.fedgrpo.group_reward import candidate_advantages
 
-    K = len(run.runtime.client_ids)
-    every = selection_quality(run.server, run.truth, M=K)
-    gap = every["hit_rate_major"] - every["random_hit_rate_major"]
-    answer = "equal" if abs(gap) < 1e-9 else ("higher" if gap > 0 else "lower")
-    return answer, (f"choosing all {K} clients is what random choice does on average (both "
-                    f"{every['hit_rate_major']:.3f}), so selection only helps when M < K (at M = {M}: "
-                    f"{sq['hit_rate_major']:.3f} against {sq['random_hit_rate_major']:.3f})")
+    wrong = int(np.flatnonzero(tr2["correct"] == 0)[0])
+    adv = candidate_advantages(np.asarray(tr2["scores"]), "paper", 8.0, np.asarray(tr2["format"], float), 0.0)
+    ok, mu = tr2["correct"] > 0, np.asarray(tr2["scores"]).mean(axis=0)  # [G], [G]
+    right = int(ok.sum())
+    why = f"with no format reward r̃_j = 8·μ_r, and the experts score only the answer, not its format"
+    if right == len(ok) - 1 and np.ptp(mu[ok]) < 1e-9 and mu[~ok].max() < 1e-3:  # one wrong, rights alike
+        why += (f": the {right} right candidates get the same r̃, the wrong one about 0, so after standardising the "
+                f"wrong one gets −√{right} = {-np.sqrt(right):.3f}, whatever the scores' size")
+    why += (f" (candidate_advantages gives {adv[wrong]:.3f}; with the format reward it was "
+            f"{tr2['advantages']['paper'][wrong]:.3f})")
+    return round(float(adv[wrong]), 3), why
 
 
 def exercise_5(run, tr: dict, question: int, M: int) -> tuple[set, str]:

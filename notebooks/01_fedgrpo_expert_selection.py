@@ -18,20 +18,28 @@
 #
 # *Zhu, Gu, Fan, Yang, Han: FedGRPO, AAAI 2026 (arXiv:2602.12014).*
 #
-# **The problem.** A server wants to improve its language model on questions only its $K$ **clients** can judge:
-# each holds private labelled data of a few topics and shares neither data nor model updates. The server holds the
-# training questions pooled, without labels or owners, so it cannot just ask each question's owner: it must guess who
-# can judge it. FedGRPO: **the server trains, the clients only grade**. Per question the server samples
-# $G$ candidate answers and asks $M$ **experts**, the clients most **competent** on similar questions (how often a
-# client's small **domain model**, trained once on its own data, answers the server's nearest labelled questions
-# right). An expert scores each candidate by **answer-based evaluation (AE)**, an exact check, if it holds the
-# question's label, else by **model-based evaluation (ME)**, its domain model's probability of that answer; the scores
-# become a GRPO reward. Two ideas: **competence-based expert selection** (eqs. 5–6) and a **group-relative reward**
-# (eqs. 7–9), which as printed cancels out (§2).
+# **The problem.** A server wants to improve its language model. Its training questions are private to $K$
+# **clients**. Each client holds labelled questions of a few topics. No client shares its data or a model update.
+# The server holds the questions pooled, without labels or owners. It cannot ask a question's owner, since it does not
+# know who that is. It must guess who can judge each question.
 #
-# **The paper's claim** (Table 1: mean **pass@1**, the fraction of problems one sampled answer solves, over six math
-# test sets): FedGRPO beats **Fedpetuning+GRPO** (clients GRPO-tune LoRA adapters on their data, the server averages
-# them: notebook 00's FedAvg-GRPO) and nearly matches **Central-GRPO** (GRPO on all data pooled, the upper bound):
+# **The method.** In FedGRPO the server trains and the clients only grade. For each question the server samples
+# $G$ candidate answers. It sends them to $M$ **experts**: the clients most **competent** on similar questions.
+# Each client trains a small **domain model** on its own data, once. Its competence is how often that model answers
+# labelled questions near this one right.
+#
+# Each expert scores each candidate. An expert holding the question's label checks the answer exactly:
+# **answer-based evaluation (AE)**. Only the question's owner holds its label, so at most one of the $M$ experts can
+# use AE. The others use **model-based evaluation (ME)**: their domain model's probability of that answer. The scores
+# become a GRPO reward.
+#
+# The two ideas are **competence-based expert selection** (eqs. 5–6) and a **group-relative reward** (eqs. 7–9). As
+# printed, the second cancels out (§2).
+#
+# **The paper's claim** (Table 1). **pass@1** is the fraction of test problems one sampled answer solves, here
+# averaged over six math test sets. FedGRPO beats **Fedpetuning+GRPO**: each client GRPO-trains a LoRA adapter on its
+# own data, and the server averages the adapters each round. It nearly matches **Central-GRPO**, GRPO on all data
+# pooled in one place, the upper bound.
 
 # %%
 from IPython.display import display
@@ -44,13 +52,12 @@ display(paper)
 teaching.paper_gaps(paper)
 
 # %% [markdown]
-# Runs use the **embedded world** (notebook 00: arithmetic in seven topics, a tiny policy). §1–4 trace one server
-# step, §5 runs a small federation, §6 gives the stored runs' findings; their tables:
-# [11_fedgrpo_report.ipynb](11_fedgrpo_report.ipynb).
+# Runs use the **embedded world**: arithmetic in seven topics, a tiny policy. §1–4 trace one server step, §5 runs a
+# small federation, §6 gives findings, with tables in [11_fedgrpo_report.ipynb](11_fedgrpo_report.ipynb).
 
 # %% [markdown]
 # ## Parameters
-# Papermill's (`-p M 4`).
+# Papermill sets these (`-p M 4`). The next cell builds the runs (`teaching.setup`).
 
 # %% tags=["parameters"]
 preset_name = "quick"  # quick (2-core CPU) | smoke (tiny, seconds) | full (GPU, real model) | full-smoke (GPU, tiny)
@@ -68,42 +75,15 @@ import numpy as np
 import pandas as pd
 
 from fedrl_kit import notebook
-from fedrl_kit.config import preset
-from fedrl_kit.fedgrpo.algorithm import questions_per_step
 from fedrl_kit.fedgrpo.diagnostics import trace_question
-from fedrl_kit.policy.engine import Policy
-from fedrl_kit.runs import Run, resolve_base
 
-SIZES = {"quick": dict(rounds=3, local_steps=1, prompts_per_step=2, eval_samples=2),  # the budget of every run
-         "full": dict(rounds=10, local_steps=2, prompts_per_step=8, eval_samples=4),
-         "smoke": dict(rounds=1, local_steps=1, prompts_per_step=1, eval_samples=1)}
-SFT_STEPS = {"quick": 30, "full": 60, "smoke": 2}  # each client's domain model: SFT steps on its own data
-
-
-def make_config(p, method="fedgrpo"):
-    """The config of ``method`` on preset ``p``: the same world, federation and budget for every method."""
-    size = "smoke" if notebook.is_smoke(preset_name) else p
-    split = dict(partition="iid") if dirichlet_alpha == "iid" else dict(dirichlet_alpha=float(dirichlet_alpha))
-    sections = dict(fedgrpo=dict(neighbours=L, num_experts=M), evaluator=dict(sft_steps=SFT_STEPS[size])) \
-        if method == "fedgrpo" else {}
-    smoke = notebook.smoke_fields(preset_name, notebook.SMOKE_SIZES["fedgrpo"], fixed=("num_clients", *SIZES["quick"]))
-    return preset(p, method=method, num_clients=num_clients, seed=seed, **split, **sections, **SIZES[size], **smoke)
-
-
-cfg, run_root, figures = notebook.setup("fedgrpo", globals(), make_config, runs="run_root",
-                                        folder=dict(k=num_clients, a=dirichlet_alpha, L=L, M=M, s=seed),
-                                        renamed={"beta": "dirichlet_alpha"})  # beta is GRPO's KL coefficient
-policy = Policy.load(resolve_base(cfg.base), cfg.lora_rank, cfg.lora_alpha, cfg.seed, cfg.chat, cfg.max_new_tokens,
-                     cfg.temperature, cfg.device, getattr(__import__("torch"), cfg.dtype))  # shared by every run
-notebook.start_run_dir(run_root / "fedgrpo")
-tour = Run(cfg, run_root / "fedgrpo", progress=False, policy=policy).build()  # clients train their θ_k here, once
-Q = questions_per_step(cfg)
-with pd.option_context("display.max_colwidth", None):  # whole sentences
-    display(teaching.settings_table(cfg, Q, dirichlet_alpha), teaching.data_table(tour, policy, Q))
+lab = teaching.setup(globals())  # the config, the shared base policy, FedGRPO's run with each client's θ_k trained
+cfg, tour, figures = lab.cfg, lab.tour, lab.figures
+teaching.show_setup(lab)
 
 # %% [markdown]
 # ## 1. One server step, drawn
-# Repeated $\tau$ times a round, on $Q$ questions each time. The experts drawn are those of the question §4 follows.
+# Repeated $\tau$ times a round, on $Q$ questions. The experts drawn are those of §4's question.
 
 # %%
 tr = trace_question(tour.server, question, L=L, M=M, seed=seed, truth=tour.truth)  # §4 follows this question
@@ -111,8 +91,8 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 
 # %% [markdown]
 # ## 2. Key equations
-# **GRPO** (notebook 00): $G$ answers $\hat y_j$ to a question $x$, rewards $r_j$ standardised within the group,
-# PPO's clipped surrogate over all answer tokens $t$:
+# **GRPO.** A policy answers a question $x$ $G$ times: answers $\hat y_j$, rewards $r_j$. Each reward is
+# standardised within the group to an advantage $A_j$, and PPO's clipped surrogate is maximised over answer tokens $t$:
 #
 # $$A_j = \frac{r_j - \operatorname{mean}(r)}{\operatorname{std}(r) + 10^{-6}},\qquad
 # \max_\theta\ \frac{1}{\sum_j |\hat y_j|}\sum_{j,t}\min\bigl(\rho_{j,t}A_j,\ \operatorname{clip}(\rho_{j,t},
@@ -122,28 +102,29 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 # $\pi_{\text{old}}$ sampled the answers. No KL term (config `beta` = 0). FedGRPO changes only **where $r_j$ comes
 # from**.
 #
-# **Eq. 5.** The server embeds $x_s$ with the frozen encoder $\phi$ and finds its $L$ nearest labelled auxiliary
-# questions:
+# **Eq. 5.** The server embeds the question $x_s$ with a frozen encoder $\phi$. It finds the $L$ labelled auxiliary
+# questions nearest to it:
 #
 # $$\mathcal{G}(x_s) = \{(x_{p,\ell}, y_{p,\ell})\}_{\ell=1}^{L},\qquad
 # \langle z_s, z_{p,1}\rangle \ge \dots \ge \langle z_s, z_{p,L}\rangle,\quad z = \phi(x)/\lVert\phi(x)\rVert
 # \qquad\text{(`expert_selection.nearest_exemplars`)}$$
 #
-# **Eq. 6.** Client $k$'s **competence** on $x_s$, averaged over those neighbours, and the $M$ experts:
+# **Eq. 6.** Client $k$'s **competence** on $x_s$ is its average over those neighbours. The $M$ most competent
+# clients are the experts:
 #
 # $$r_k^p(x_s) = \frac{1}{L}\sum_{\ell=1}^{L} \Pr\bigl[\theta_k \text{ answers } x_{p,\ell} \text{ with }
 # y_{p,\ell}\bigr],\qquad \mathcal{C}(x_s) = \operatorname{Top-}M_k\; r_k^p(x_s)
 # \qquad\text{(`expert_selection.select_experts`)}$$
 #
-# $\Pr[\theta_k \text{ answers } x \text{ with } y]$ is computed in one forward pass: the probability $\theta_k$ gives
-# to writing exactly $y$ after $x$ (the product of its token probabilities). The paper writes a 0/1 check; this is its
-# expectation.
+# $\Pr[\theta_k \text{ answers } x \text{ with } y]$ is the probability $\theta_k$ gives to writing exactly $y$
+# after $x$: one forward pass. The paper writes a 0/1 check; this is its expected value.
 #
-# **Dual evaluation** (each expert, each candidate): AE if it holds $x_s$'s label,
-# $r_k^s = \mathbb{1}[\text{answer of }\hat y_j = y(x_s)]$; else ME,
-# $r_k^s = \Pr[\theta_k \text{ answers } x_s \text{ with the answer of } \hat y_j]$, the same forward pass on the
-# candidate's answer (`FedGRPOClient.on_score`). **Eqs. 7–9 as printed** (eq. 7, in Algorithm 1, repeats eq. 8), with
-# learning rate $\eta$:
+# **Dual evaluation.** Each expert scores each candidate $\hat y_j$ (`FedGRPOClient.on_score`). An expert that holds
+# $x_s$'s label uses AE: $r_k^s = \mathbb{1}[\text{answer of }\hat y_j = y(x_s)]$. Any other expert uses ME:
+# $r_k^s = \Pr[\theta_k \text{ answers } x_s \text{ with the answer of } \hat y_j]$, the same forward pass.
+#
+# **Eqs. 7–9 as printed**, with learning rate $\eta$. Algorithm 1 numbers the experts' mean and spread eq. 7; the
+# text numbers the same formula eq. 8.
 #
 # $$\underbrace{\mu_r = \frac{1}{M}\sum_{k\in\mathcal{C}} r_k^s,\quad
 # \sigma_r = \sqrt{\frac{1}{M}\sum_{k\in\mathcal{C}} (r_k^s-\mu_r)^2}}_{\text{eqs. 7, 8}},\qquad
@@ -151,27 +132,30 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 # \underbrace{\theta_g \leftarrow \theta_g + \eta\, R_k \nabla_{\theta_g}\log\pi_{\theta_g}(\hat y\mid x_s)}_{
 # \text{update (unnumbered)}}$$
 #
-# **Why it cannot train as printed.** $\sum_k R_k = 0$ for every candidate: eq. 9 measures the experts'
-# *disagreement* (`group_reward.group_relative_rewards`), and summed over experts the update vanishes. **What we
-# train:** Remark 2 says the "group" corresponds to GRPO's candidates; we read it as GRPO's group of $G$ candidates:
-# the experts' mean score plus the **format reward** $f_j$ (1 if $\hat y_j$ is exactly
-# `<think>…</think><answer>…</answer>`, else 0), weighted 8 and 1 as in the paper, then $A_j$:
+# **Why it cannot train as printed.** For every candidate, $\sum_k R_k = 0$. Eq. 9 measures how much the experts
+# *disagree* (`group_reward.group_relative_rewards`). Summed over the experts, the update vanishes.
+#
+# **What we train.** Remark 2 reads: *"the term 'group' denotes the aggregation of reward signals from multiple
+# clients and corresponds to the ensemble of candidate policies in GRPO."* We read the group as GRPO's $G$
+# candidates. Each candidate's reward is the experts' mean score plus a **format reward** $f_j$. $f_j$ is 1 if
+# $\hat y_j$ is exactly `<think>…</think><answer>…</answer>`, else 0. The weights are 8 and 1, as in the paper. Then
+# GRPO's $A_j$ follows:
 #
 # $$\tilde r_j = 8\,\mu_r(\hat y_j) + 1\cdot f_j \qquad\text{(`group_reward.candidate_advantages`, variant "paper")}$$
 #
 # | symbol | meaning |
 # |---|---|
-# | $K$, $k$; $M$, $\mathcal{C}(x_s)$ | clients; experts per question, the chosen ones |
-# | $L$, $\mathcal{G}(x_s)$; $\phi$ | neighbours per question, their set; the frozen encoder |
+# | $K$, $k$; $M$, $\mathcal{C}(x_s)$ | clients; experts per question, the experts |
+# | $L$, $\mathcal{G}(x_s)$; $\phi$ | neighbours per question, the neighbours; encoder |
 # | $\mathcal{D}_k$, $\theta_k$; $\theta_g$ | client $k$'s data, its domain model; the server's policy |
 # | $\mathcal{D}_s$, $x_s$; $\mathcal{D}_p$ | training questions, one of them; auxiliary questions |
-# | $r_k^p$; $r_k^s$; $\mu_r$, $\sigma_r$; $R_k$ | competence; a score; the experts' mean, std; eq. 9 |
+# | $r_k^p$; $r_k^s$; $\mu_r$, $\sigma_r$; $R_k$ | competence; score; experts' mean, std; eq. 9 |
 # | $G$, $\hat y_j$; $Q$; $\tau$ | candidates, candidate $j$; questions per step; steps per round |
 # | $f_j$, $\tilde r_j$, $A_j$ | format reward, trained reward, advantage |
-# | hit rate | share of experts holding the question's topic (≥ 10 % of their data) |
+# | hit rate; owner rate | share of experts holding the question's topic (≥ 10 % of their data); of questions whose owner is an expert |
 #
 # ## 3. Pseudocode
-# Algorithm 1 as run here (the reward line is our reading); each line names its function in `fedrl_kit/fedgrpo/`:
+# Algorithm 1 as run here. Each line names its function in `fedrl_kit/fedgrpo/`:
 # ```
 # each client k: θ_k = SFT on its own D_k                               # client.ensure_evaluator
 # once: send D_p to every client; cache Pr[θ_k answers x_p right]       # algorithm.ask_competence
@@ -185,7 +169,7 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 #     A_j from r̃_j = 8·μ_r(ŷ_j) + f_j    (our reading of eqs. 7–9)     # algorithm.advantages_from_scores
 #     one clipped-surrogate GRPO step on θ_g                            # algorithm.policy_step
 # ```
-# (The code asks each $\mathcal{D}_p$ question the first time it is a neighbour, then reads the cache.)
+# (The code asks each $\mathcal{D}_p$ question when it is first a neighbour.)
 
 # %% [markdown]
 # ## 4. One question, step by step
@@ -211,7 +195,8 @@ teaching.competence_table(tr, tour)
 
 # %% [markdown]
 # **Scores, eq. 9, advantage.** Each expert's score (AE or ME), eq. 9's $R_k$ (rows sum to zero) and the
-# advantage $A_j$ that trains. `correct`: the truth, for you only.
+# advantage $A_j$. `correct`: the truth, for you only. Where both scores are nearly 0, eq. 9's $10^{-6}$ makes
+# $|R_k| < 1$.
 
 # %%
 teaching.candidate_table(tr, tour)
@@ -241,15 +226,14 @@ teaching.ae_case_note(tr2, tour)
 
 # %% [markdown]
 # ### The confidence graph: turn $L$, $M$ and the question
-# The paper's **confidence graph**: clients left, topics right, edges the clients' mean competence $r_k^p$ per
-# topic; red: the question's topic and experts. A picture only: the algorithm uses $r_k^p$ per question (eq. 6),
-# never the topics (simulator truth). Each change reruns eqs. 5–6.
+# The paper's **confidence graph**: clients left, topics right, edges the clients' mean competence per topic. Red:
+# the question's topic and experts. The algorithm never sees topics; it uses $r_k^p$ per question (eq. 6).
 
 # %%
 teaching.graph_knobs(tour, question, L, M)
 
 # %% [markdown]
-# The default setting, stored for readers without a kernel:
+# Stored for readers without a kernel:
 
 # %%
 sq, fig = teaching.default_graph(tour, question, L, M, figures)
@@ -260,11 +244,7 @@ fig
 # The same questions, budget and base model; pass@1 averages `eval_samples` samples per problem.
 
 # %%
-other = run_root / "fedavg_grpo"
-notebook.start_run_dir(other)
-runs = {"FedGRPO": tour, "Fedpetuning+GRPO": Run(make_config(cfg.preset, "fedavg_grpo"), other, progress=False,
-                                                 policy=policy)}
-records = {name: run.run() for name, run in runs.items()}
+runs, records = teaching.run_both(lab)  # trains both
 quick = teaching.quick_run_table(runs, records)
 display(quick)
 teaching.quick_run_note(quick, cfg, tour.world)
@@ -274,22 +254,25 @@ teaching.quick_run_figure(records, f"pass@1 per round (K = {num_clients}, seed {
                           figures)
 
 # %% [markdown]
-# **The paper's Figure 2, for this run**: only scalars go up, $Q \cdot M \cdot G$ scores of 8 bytes per server step:
+# **The paper's Figure 2, for this run.** Only scalars go up: $Q \cdot M \cdot G$ scores of 8 bytes per server
+# step, and once, before round 1, the competence replies.
 
 # %%
 teaching.score_bytes(tour, runs["Fedpetuning+GRPO"], M)
 
 # %% [markdown]
-# Scalars still leak: exact 0s and 1s tell the server this expert holds the label
-# ([docs/fedgrpo.md](../docs/fedgrpo.md), "What the score values reveal").
+# Scalars still leak: exact 0s and 1s reveal who holds the label ([docs/fedgrpo.md](../docs/fedgrpo.md)).
 #
 # ## 6. What the reproduction found
-# Stored runs, trained until flat. Beyond §5's arms: **random experts** (no competence), **every client holds every
-# label** (every score AE), and **DPSDA-FL+GRPO**, the paper's other federated baseline (the server trains on
-# synthetic questions the clients write; "no PE": without its Private Evolution step):
+# Stored runs, 3 seeds. New arms: **random experts** (no competence), **every client holds every label** (every
+# score AE), and **DPSDA-FL+GRPO**, the paper's other baseline: the server trains on synthetic questions the clients
+# write ("no PE": without its Private Evolution step).
 
 # %%
 teaching.stored_figure(figures)
+
+# %%
+teaching.stored_caption()
 
 # %%
 teaching.findings_box()
@@ -314,8 +297,8 @@ notebook.check(prediction_1, answer_1, why_1, tolerance=0.01) if prediction_1 is
 # %% [markdown]
 # ### Exercise 2
 #
-# A formatted candidate ($f = 1$) scored $\mu_r = 0$, an unformatted one ($f = 0$) scored
-# $\mu_r = d$: how large must $d$ be for the second to get the higher advantage?
+# A formatted candidate ($f = 1$) scored $\mu_r = 0$; an unformatted one scored $\mu_r = d$. How large
+# must $d$ be for the second to get the higher advantage?
 
 # %%
 prediction_2 = None  # a number: the μ_r difference
@@ -341,15 +324,16 @@ notebook.check(prediction_3, answer_3, why_3) if prediction_3 is not None else n
 # %% [markdown]
 # ### Exercise 4
 #
-# With $M = K$ (every client an expert), is the hit rate `"higher"`, `"equal"` or `"lower"` than
-# random selection's?
+# In §4's second table (the AE case), set the format weight to 0, so $\tilde r_j = 8\,\mu_r$. What
+# advantage $A_j$ does the wrong candidate get? Hint: the right candidates all score alike.
 
 # %%
-prediction_4 = None  # "higher", "equal" or "lower"
+prediction_4 = None  # a number
 
 # %%
-answer_4, why_4 = teaching.exercise_4(tour, M, sq)
-notebook.check(prediction_4, answer_4, why_4) if prediction_4 is not None else notebook.reveal(answer_4, why_4)
+answer_4, why_4 = teaching.exercise_4(tr2)
+notebook.check(prediction_4, answer_4, why_4, tolerance=0.01) if prediction_4 is not None else \
+    notebook.reveal(answer_4, why_4)
 
 # %% [markdown]
 # ### Exercise 5
