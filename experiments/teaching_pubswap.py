@@ -83,7 +83,7 @@ def heterogeneity_figure(partitions, concentration: float) -> go.Figure:
     return fig
 
 
-# -- §5: one round per arm, drift after each local step -----------------------------------------------------------------
+# -- §6: one round per arm, drift after each local step -----------------------------------------------------------------
 def drift_frames(drift_runs: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """From ``{(method, τ): (run, records)}``: δ_pair after each local step (one row per arm, τ, step) and each arm's
     end of round (δ_pair, pass@1 and its standard error √(p(1−p)/n) over n test problems, one sample each)."""
@@ -123,34 +123,28 @@ def end_table(end: pd.DataFrame) -> pd.DataFrame:
     out = {}
     for tau in sorted(end.tau.unique()):
         e = end[end.tau == tau].set_index("arm").reindex(list(ARMS.values()))
-        out[f"δ_pair, τ = {tau}"] = e["δ_pair"].round(3)
+        out[f"δ_pair, τ = {tau}"] = e["δ_pair"].round(2)
         out[f"pass@1 % ± SE, τ = {tau}"] = [f"{100 * p:.1f} ± {100 * s:.1f}" for p, s in zip(e["pass@1"], e.se)]
     return pd.DataFrame(out).rename_axis("arm")
 
 
 def split_table(end: pd.DataFrame, tau: int) -> pd.DataFrame:
     """The round's drift change at ``tau``, Balanced − FedAvg-GRPO, as public steps (control − FedAvg-GRPO) plus
-    swap (Balanced − control); each difference is the newer arm minus the older, negative = less drift."""
+    swap (Balanced − control); each difference is the first arm minus the second, negative = less drift. One seed:
+    no shares, which would read as more precise than one seed is."""
     d = end[end.tau == tau].set_index("arm")["δ_pair"]
     parts = pd.Series({"whole change: Balanced − FedAvg-GRPO": d["PubSwap Balanced"] - d["FedAvg-GRPO"],
                        "public steps: control − FedAvg-GRPO": d["no-swap control"] - d["FedAvg-GRPO"],
                        "swap: Balanced − control": d["PubSwap Balanced"] - d["no-swap control"]})
-    share = (100 * parts / parts.iloc[0]).round().astype(int)
-    return pd.DataFrame({f"δ_pair difference, τ = {tau}, one seed": parts.round(3), "share (%)": share})
+    return parts.round(2).rename(f"δ_pair difference, τ = {tau}, one seed").to_frame()
 
 
 def one_seed_note(end: pd.DataFrame, tau: int) -> Markdown:
-    """The one-seed round's drift ranking beside the stored multi-seed levels, and what one round does to pass@1."""
+    """What one round of one seed does to pass@1: its spread across arms in standard errors."""
     here = end[end.tau == tau].set_index("arm")
-    lv = stored_drift_levels()
     spread = 100 * (here["pass@1"].max() - here["pass@1"].min())
-    return Markdown(
-        f"- This seed, τ = {tau}: lowest δ_pair **{here['δ_pair'].idxmin()}** ({here['δ_pair'].min():.3f}), "
-        f"highest {here['δ_pair'].idxmax()} ({here['δ_pair'].max():.3f}).\n"
-        f"- Stored runs ({F.pubswap_setting()['steps']} local steps, 3–5 seeds): lowest **{lv.idxmin()}** "
-        f"({lv.min():.2f}), highest **{lv.idxmax()}** ({lv.max():.2f}). One seed and one round do not rank arms.\n"
-        f"- pass@1 after the round differs across arms by at most {spread:.1f} points, about "
-        f"{spread / (100 * here.se.mean()):.1f} standard errors: noise.")
+    return Markdown(f"At τ = {tau}, pass@1 after the round differs across arms by at most {spread:.1f} points, about "
+                    f"{spread / (100 * here.se.mean()):.1f} standard errors: noise.")
 
 
 def stored_drift_levels() -> pd.Series:
@@ -162,14 +156,18 @@ def stored_drift_levels() -> pd.Series:
 def exercise_1() -> tuple[str, str]:
     """Exercise 1's answer (the arm with the highest stored δ_pair) and why."""
     levels, s = F.pubswap_arm_levels(), F.pubswap_setting()
+    _, r = F.pubswap_teaching_tables()
     lv = stored_drift_levels()
     ranking = ", ".join(f"{a} {v:.2f}" for a, v in lv.sort_values().items())
-    return lv.idxmax(), (f"mean final δ_pair over seeds at τ = {s['tau']} ({s['steps']} local steps per client), lowest "
-                         f"first: {ranking} ({', '.join(f'{a}: {n}' for a, n in levels.seeds.items())} seeds). "
-                         "§7 gives a tentative reason; one short round of one seed can rank Random lowest.")
+    firm = "contains 0" if r.loc["R1", "verdict"] == "within noise" else "excludes 0"
+    return lv.idxmax(), (f"the arm with the most foreign answers (largest α_n), as the ω term predicts. Mean final "
+                         f"δ_pair at τ = {s['tau']} ({s['steps']} local steps), lowest first: {ranking} "
+                         f"({', '.join(f'{a}: {n}' for a, n in levels.seeds.items())} seeds). The interval of "
+                         f"Random − Balanced {firm} (report R1), so Random's top place is "
+                         f"{'not firm' if firm == 'contains 0' else 'firm'}.")
 
 
-# -- §6: one swap, step by step ---------------------------------------------------------------------------------------
+# -- §5: one swap, step by step ---------------------------------------------------------------------------------------
 def correct_table(gen) -> pd.DataFrame:
     """c_n(x): each client's right answers (of K) per public prompt, with the prompt's gold answer."""
     t = pd.DataFrame({cid: [int(sum(c)) for c in g["correct"]] for cid, g in zip(gen.client_ids, gen.generated)},
@@ -191,6 +189,18 @@ def m_by_hand(correct: pd.DataFrame, client: int, prompt: int, K: int) -> tuple[
     D = int(correct.iloc[prompt].sum()) - c
     M = min(max(K // 2 - c, 0), D)
     return M, f"c_{client}(x) = {c}, D_{client}(x) = {D}: M_{client}(x) = min(({K // 2} − {c})+, {D}) = {M}"
+
+
+def code_excerpt(func, first: str, last: str) -> Markdown:
+    """The lines of ``func``'s source from the one containing ``first`` to the one containing ``last``."""
+    import inspect
+    import textwrap
+
+    lines = inspect.getsource(func).splitlines()
+    i = next(k for k, l in enumerate(lines) if first in l)
+    j = next(k for k, l in enumerate(lines) if last in l and k >= i)
+    return Markdown(f"`{func.__module__}.{func.__name__}`, its core:\n```python\n"
+                    + textwrap.dedent("\n".join(lines[i:j + 1])) + "\n```")
 
 
 def swap_widget(gen, prompt: int):
@@ -247,7 +257,7 @@ def wire_note(run, period: int) -> Markdown:
     public = int(r1[r1.kind.str.startswith("public")].nbytes.sum()) // clients
     return Markdown(f"**On the wire**, per client in this round: the adapter up once ({adapter:,} bytes), and for "
                     f"each of the {n_pub} public steps {trips // n_pub} round trips with the server (prompts down, "
-                    f"answers up; groups down, a reply up), {trips} in all ({public:,} bytes). Bytes are small; each "
+                    f"answers up; groups down, its α_n up), {trips} in all ({public:,} bytes). Bytes are small; each "
                     "trip is a wait for the slowest client.")
 
 
@@ -285,13 +295,16 @@ def exercise_4(swaps_small) -> tuple[int, str]:
                     f"when another client has one ({pairs} client–prompt pairs above).")
 
 
-def exercise_5(gen, swaps) -> tuple[float, str]:
+def exercise_5(gen, swaps, correct: pd.DataFrame) -> tuple[int, str]:
+    """Prompts where Random gives no client a gradient whatever its draw: the pool's rewards all equal."""
     K, N = gen.num_generations, len(gen.client_ids)
-    kept = [r.replacement_fraction[n] for r in swaps["balanced"] for n in range(N) if r.own_correct[n] >= K / 2]
-    answer = float(max(kept)) if kept else 0.0
-    answer = int(answer) if answer.is_integer() else answer
-    return answer, (f"Balanced swaps only when c_n(x) < ⌊K/2⌋ = {K // 2}: a group half right already has spread. Of "
-                    f"the {len(kept)} client–prompt pairs here with c_n(x) ≥ K/2, the largest α_n(x) is {answer:g}.")
+    pool = correct.sum(axis=1)
+    sure = [x.split(" (gold")[0] for x, c in pool.items() if c in (0, N * K)]
+    flat = sum(bool(r.correct[0].all() or not r.correct[0].any()) for r in swaps["random"])
+    return len(sure), (f"a group drawn from a pool whose {N * K} rewards are all equal has equal rewards, so every "
+                       f"advantage is 0: {', '.join(map(repr, sure)) or 'no prompt'} (pool all wrong or all right). "
+                       f"Balanced gives none there either: nothing to swap in. Elsewhere it depends on the draw; "
+                       f"this draw left {flat} of the {len(pool)} prompts without spread.")
 
 
 # -- what the reproduction found --------------------------------------------------------------------------------------
@@ -306,31 +319,45 @@ def findings_box() -> Markdown:
     f, r = F.pubswap_teaching_tables()
     s = F.pubswap_setting()
     small = F.pubswap_small_tau_random()
-    gains = F.pubswap_paper_gains().to_numpy().ravel()
     top = f.loc["F4", "difference"] + f.loc["F4", "±95% t"]
     where = f"τ = {s['tau']} ({s['rounds']} rounds, {s['steps']} local steps per client)"
     link = f"([report §5]({REPORT}#findings))"
     lines = [
         f"1. **Balanced lowers drift.** At {where}, Balanced − FedAvg-GRPO final δ_pair is "
         f"{_words(f.loc['F1'], '‖ΔW‖')} {link}.",
-        f"2. **The swap carries it; fewer private steps alone show no clear effect.** Balanced − no-swap control is "
+        f"2. **The swap carries it; public steps without a swap show no clear effect.** Balanced − no-swap control is "
         f"{_words(f.loc['F2'], '‖ΔW‖')}, while control − FedAvg-GRPO is {_words(f.loc['F3'], '‖ΔW‖')} "
         f"([report §5]({REPORT}#split)).",
         f"3. **Only Balanced's swap does it: Random does not lower drift.** Random − FedAvg-GRPO is "
         f"{_words(r.loc['R2'], '‖ΔW‖')}; a tentative reason: about {1 - 1 / s['clients']:.0%} of a Random group is "
         f"other clients' answers, scored as if self-sampled, the off-policy term ω that appendix A says adds drift, "
-        f"while Balanced swaps in a few right answers only {link}.",
+        f"while Balanced swaps in a few right answers only; this may depend on that scoring shortcut (§2) {link}.",
         f"4. **No accuracy gain (a negative result).** Balanced − FedAvg-GRPO pass@1 is {_words(f.loc['F4'], 'points')}: "
-        f"gains above {top:+.2f} points are ruled out at this scale, smaller than {int((gains > top).sum())} of the "
-        f"paper's {gains.size} gains, which used 1.5–1.7B-parameter models and are not tested here "
-        f"([report §5]({REPORT}#claims)).",
+        f"gains above {top:+.2f} points are ruled out at this scale; the paper's gains, with 1.5–1.7B-parameter models, "
+        f"are not tested here ([report §5]({REPORT}#claims)).",
         f"5. **Random is worse than Balanced in accuracy, also at small τ, where the paper found it better.** "
         f"Random − Balanced pass@1 is {_words(f.loc['F5'], 'points')} at τ = {s['tau']} and "
-        f"{F.interval_words(*small[1:], 'points', 3)} at τ = {small[0]} ([report §5]({REPORT}#claims)).",
+        f"{F.interval_words(*small[1:], 'points', 2)} at τ = {small[0]}; this too may depend on the scoring shortcut "
+        f"([report §5]({REPORT}#claims)).",
     ]
     return Markdown("> **What the reproduction found** (difference = first arm − second, paired seed by seed; ± = "
                     "95 % t-interval half-width; *within noise*: the interval contains 0)\n>\n"
                     + "\n".join(f"> {line}" for line in lines))
+
+
+PAPER_STEPS = 360
+"""local steps per client in the paper's math runs (its §4: 360 GRPO steps)"""
+
+
+def stored_setting_note() -> Markdown:
+    """Where the stored runs' τ comes from: the CPU budget of local steps, against the paper's budget and τ values."""
+    s = F.pubswap_setting()
+    taus = F.PUBSWAP_PAPER_TAUS
+    n = min(len(v) for v in s["seeds"].values()), max(len(v) for v in s["seeds"].values())
+    return Markdown(f"The stored runs train {s['steps']} local steps per client (what a CPU affords), as τ = {s['tau']} "
+                    f"× {s['rounds']} rounds, {n[0]}–{n[1]} seeds. The paper trains {PAPER_STEPS} at τ = "
+                    f"{', '.join(map(str, taus))}; τ = {s['tau']}, a long round for this budget, stands in for its "
+                    f"long rounds, τ = {taus[-2]} and {taus[-1]}.")
 
 
 # -- the report's section behind the findings (notebook 12) ---------------------------------------------------------
@@ -350,7 +377,7 @@ def report_notes(results=F.RESULTS) -> Markdown:
         f"F2 pairs the {int(f.loc['F2', 'seeds'])} seeds both arms ran.\n"
         f"- **Ranking.** Mean final δ_pair, lowest first: {', '.join(f'{a} {v:.2f}' for a, v in lv.sort_values().items())}. "
         f"Random's top place is not firm: R1, Random − Balanced, is {_words(r.loc['R1'], '‖ΔW‖', 3)}. A single seed's "
-        "one short round (notebook 02, §5) can rank Random lowest.\n"
+        "one short round (notebook 02, §6) can rank Random lowest.\n"
         f"- **Start.** The untrained policy scores {start['at_seed']} % at seed 0 and {start['mean']} % over "
         f"{start['seeds']} seeds ({start['n_test']} test problems × {start['samples']} samples). Notebook 02's one-round "
         f"runs score one sample per problem, whose standard error is about {se_one:.1f} points: their start differs "

@@ -66,8 +66,10 @@ ROUNDS = {
         client=("τ local GRPO steps; every τ_swap-th", "step is public: the same b public",
                 "prompts for every client"),
         messages=(Message("down", "global adapter (A, B)"),
-                  Message("up", "public step: K answers per public prompt + 0/1 correctness"),
-                  Message("down", "public step: its group of K answers after the swap"),
+                  Message("down", "each public step, trip 1: the b public prompts"),
+                  Message("up", "trip 1: K answers per public prompt + 0/1 correctness"),
+                  Message("down", "trip 2: its group of K answers per prompt after the swap"),
+                  Message("up", "trip 2: after its GRPO step on them, its swapped share α_n"),
                   Message("up", "end of round: its adapter (A_n, B_n)")),
         last_client="N"),
     "fedmoa": Round(
@@ -189,7 +191,7 @@ def step_timeline(tau: int, period: int, title: str = "") -> Diagram:
     parts = [f'<text x="{width / 2:.0f}" y="20" font-size="15" font-weight="bold" text-anchor="middle">'
              f'{escape(title or f"one round in time order (τ = {tau}, τ_swap = {period})", quote=False)}</text>',
              f'<rect x="4" y="{y0}" width="{x0 - 14}" height="44" rx="8" fill="#e8f0fe" stroke="#1a73e8"/>',
-             f'<text x="12" y="{y0 + 18}" font-size="12">1 server sends</text>',
+             f'<text x="12" y="{y0 + 18}" font-size="12">start: server sends</text>',
              f'<text x="12" y="{y0 + 34}" font-size="12">the global (A, B)</text>']
     for j in range(tau):
         public = (j + 1) % period == 0
@@ -200,15 +202,17 @@ def step_timeline(tau: int, period: int, title: str = "") -> Diagram:
                      f'{escape(label, quote=False)}</text>')
     xe = x0 + tau * (box_w + gap) + 4
     parts += [f'<rect x="{xe}" y="{y0}" width="{ends - 14}" height="44" rx="8" fill="#e8f0fe" stroke="#1a73e8"/>',
-              f'<text x="{xe + 8}" y="{y0 + 18}" font-size="12">3 clients send (A_n, B_n);</text>',
-              f'<text x="{xe + 8}" y="{y0 + 34}" font-size="12">server averages (FedIT)</text>',
-              f'<text x="12" y="{y0 + 64}" font-size="12">2 τ local steps, every client in step with the others '
-              f'(time →):</text>',
-              f'<text x="12" y="{y0 + 80}" font-size="12">plain box: a private GRPO step on the client\'s own prompts'
+              f'<text x="{xe + 8}" y="{y0 + 18}" font-size="12">end: each client sends</text>',
+              f'<text x="{xe + 8}" y="{y0 + 34}" font-size="12">(A_n, B_n); FedIT averages</text>',
+              f'<text x="12" y="{y0 + 64}" font-size="12">between them, local steps j = 1 … τ, every client in step '
+              f'with the others (time →):</text>',
+              f'<text x="12" y="{y0 + 80}" font-size="12">plain box j: a private GRPO step on the client\'s own prompts'
               f'</text>',
-              f'<text x="12" y="{y0 + 96}" font-size="12">★ box: a public step: K answers per public prompt up, the '
-              f'swapped group of K down, one GRPO step on it</text>']
-    height = y0 + 108
+              f'<text x="12" y="{y0 + 96}" font-size="12">★ box j: a public step, two round trips: the b public '
+              f'prompts down, K answers each up;</text>',
+              f'<text x="12" y="{y0 + 112}" font-size="12">then the swapped groups down, one GRPO step on them, '
+              f'the swapped share α_n up</text>']
+    height = y0 + 124
     return Diagram(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
                    f'viewBox="0 0 {width} {height}" style="{FONT}">{"".join(parts)}</svg>')
 

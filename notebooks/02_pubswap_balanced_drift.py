@@ -24,8 +24,7 @@
 # clients answer the same $b$ public prompts, $K$ answers each; the server hands each client a group of $K$,
 # **swapping** in other clients' answers.
 #
-# **You will learn** how Balanced and Random swapping build a group, how to measure drift and split its reduction
-# with a control, and what a small reproduction found.
+# **You will learn** how the two swap rules build a group, how drift is measured, and what a reproduction found.
 
 # %% [markdown]
 # ## Parameters
@@ -53,6 +52,7 @@ from fedrl_kit.config import preset
 from fedrl_kit.grpo import group_advantages
 from fedrl_kit.pubswap.method import is_public_step
 from fedrl_kit.pubswap.public_step import generate_public, group_table, swap_public
+from fedrl_kit.pubswap.swap import balanced_swap
 from fedrl_kit.runs import Run
 
 
@@ -73,9 +73,9 @@ teach.setting_table(cfg, world, policy)
 
 # %% [markdown]
 # ## 1. One round, drawn, and in time order
-# **1** The server broadcasts the adapter, **2** every client takes $\tau$ local steps, every
-# $\tau_{\text{swap}}$-th public (★), **3** the server averages the two LoRA factors separately (**FedIT**, §2), in
-# every **arm** here (each method compared), FedAvg-GRPO included.
+# The server broadcasts the adapter; every client takes $\tau$ local steps, every $\tau_{\text{swap}}$-th public (★:
+# two **round trips**, server to clients and back); the server averages the two LoRA factors separately (**FedIT**,
+# §2), in every **arm** here (each method compared), FedAvg-GRPO included.
 
 # %%
 diagrams.round_diagram("pubswap")
@@ -104,11 +104,10 @@ teach.run_values(cfg, policy)
 # factors $A, B$ train and travel. In round $p$, FedIT averages them **separately**: $A_{p+1} = \frac{1}{N}\sum_n
 # A^{(n)}_{p+1}$, $B_{p+1} = \frac{1}{N}\sum_n B^{(n)}_{p+1}$, not the mean $\Delta W$.
 #
-# **Drift** (`drift.mean_pairwise_drift`, `drift.distance_to_global`): client $n$'s adapter $\Delta W_n = sB_nA_n$
-# against the others' and the broadcast $\Delta W_p$ (Frobenius norms over all layers; unit "‖ΔW‖"):
+# **Drift** (`drift.mean_pairwise_drift`): client $n$'s adapter $\Delta W_n = sB_nA_n$ against the others'. The
+# norm is one Frobenius norm over all layers' entries together (not a sum of per-layer norms); unit "‖ΔW‖":
 #
-# $$\delta_{\text{pair}} = \frac{2}{N(N-1)}\sum_{n<n'}\lVert \Delta W_n - \Delta W_{n'}\rVert_F,\qquad
-# \delta_{\text{glob}} = \frac{1}{N}\sum_{n}\lVert \Delta W_n - \Delta W_p\rVert_F$$
+# $$\delta_{\text{pair}} = \frac{2}{N(N-1)}\sum_{n<n'}\lVert \Delta W_n - \Delta W_{n'}\rVert_F$$
 #
 # **Why public steps should help** (the paper's appendix A: upper bounds on one step's drift, not measurements).
 # With $\Delta_j = \lVert\theta_n - \theta_{n'}\rVert$ after local step $j$, a private and a Balanced public step give
@@ -120,7 +119,7 @@ teach.run_values(cfg, policy)
 # large when topics differ; $\omega_n$: how far swapped-in answers bend $n$'s gradient, growing with the swapped
 # share $\alpha_n$ (below). A Balanced step trades $\zeta$ for $\omega$ and $L_{\text{priv}}$ for the smaller
 # $L_{\text{pub}}$ (one shared prompt set): it should drift less than a private step when topics differ and few
-# answers are swapped. The bound credits the shared prompts, not the swap ($\omega \ge 0$ only adds); §7 tests both.
+# answers are swapped.
 #
 # **Why swap.** All $K$ answers wrong (or right) means every $\hat a_k = 0$: no gradient. Balanced adds others'
 # right answers:
@@ -143,15 +142,15 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # \frac{1}{2}$$
 #
 # (which wrong answers go, and donors: uniform, our choice). *Random* (`swap.random_swap`): $K$ of the pooled $NK$
-# answers, the **same** group for every client; $\alpha_n(x)$: the share not from $n$. *No-swap control*
-# (`swap.no_swap`, ours): own groups.
+# answers, the **same** group for every client; $\alpha_n(x)$: the share not from $n$.
 #
 # **Shortcut.** Only texts travel: a swapped-in answer is scored as if self-sampled ($\pi_{\text{old}}$ = the
 # receiver's policy). The paper does not say how it scores them.
 #
-# **A confound.** With $\tau_{\text{swap}} = 2$ PubSwap takes $\tau/2$ private steps per round, FedAvg-GRPO $\tau$:
-# fewer private steps alone may lower drift. The no-swap control, with PubSwap's steps, separates the two.
-# Differences are always newer arm − older arm (e.g. Balanced − control); negative: less drift.
+# **A confound.** With $\tau_{\text{swap}} = 2$ half of PubSwap's steps are public: shared prompts alone, swap or
+# not, may lower drift. The **no-swap control** (`swap.no_swap`, ours: same public steps, own answers) separates the
+# two: at a ★ step it answers the shared prompts and takes its GRPO step on its own $K$ answers. Differences are
+# always first arm − second (e.g. Balanced − control); negative: less drift.
 #
 # | symbol | meaning |
 # |---|---|
@@ -161,7 +160,7 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # | $r_k$; $\bar r$, $\sigma_r$; $\hat a_k$ | reward (0/1); group mean, standard deviation; advantage |
 # | $\theta$; $\pi_\theta$; $\pi_{\text{old}}$ | trainable parameters; policy; policy at the step's start |
 # | $A$, $B$; $s$ | LoRA factors; scale |
-# | $\delta_{\text{pair}}$, $\delta_{\text{glob}}$ | drift between clients, from the broadcast (unit ‖ΔW‖) |
+# | $\delta_{\text{pair}}$ | drift between clients (unit ‖ΔW‖) |
 # | $\Delta_j$; $L$; $\zeta_{n,n'}$; $\omega_n$ | parameter distance; smoothness; private-gradient gap; swap distortion |
 # | $c_n(x)$, $D_n(x)$ | right answers of client $n$, of the others |
 # | $M_n(x)$, $\alpha_n(x)$ | answers swapped into $n$'s group, as a fraction of $K$ |
@@ -192,7 +191,6 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # Dirichlet draw over topics splits the private data into equal-size clients, as in the paper.
 
 # %%
-# NBVAL_CHECK_OUTPUT
 notebook.client_table(probe_run.partitions)
 
 # %%
@@ -201,57 +199,19 @@ viz.export(fig, "pubswap_heterogeneity", figures)
 fig
 
 # %% [markdown]
-# ## 5. Run it: drift within one round
-# One round per arm and τ from the same start, δ_pair recorded after every local step. One seed and one short round
-# show the mechanism; they do not rank the arms (§7 does).
-#
-# ### Exercise 1
-#
-# The stored runs of §7 train each arm for 96 local steps, 3–5 seeds. Which arm ends them with the **highest**
-# $\delta_{\text{pair}}$? Set `prediction_1`, then run on.
+# ## 5. One swap, step by step
+# One Balanced round at the larger τ, then a replay of its last public step (`generate_public`). Each client's right
+# answers $c_n(x)$ per prompt:
 
 # %%
-prediction_1 = None  # an arm's name, e.g. "PubSwap Balanced"
+def one_round(m, tau):  # one round of arm m from the shared start, δ_pair recorded after every local step
+    run = Run(cfg.replace(method=m, rounds=1, local_steps=tau, trace_drift=True, eval_samples=1), progress=False,
+              policy=policy)
+    return run, run.run()
 
-# %%
-answer_1, why_1 = teach.exercise_1()
-notebook.check_explained(prediction_1, answer_1, why_1)
 
-# %%
-drift_runs = {}
-for tau in TAUS:
-    for m in teach.ARMS:  # FedAvg-GRPO, the no-swap control, PubSwap Random, PubSwap Balanced
-        run = Run(cfg.replace(method=m, rounds=1, local_steps=tau, trace_drift=True, eval_samples=1), progress=False,
-                  policy=policy)
-        drift_runs[(m, tau)] = (run, run.run())
-drift, end = teach.drift_frames(drift_runs)
-
-# %%
-fig = teach.drift_figure(drift)
-viz.export(fig, "pubswap_drift_within_round", figures)
-fig
-
-# %% [markdown]
-# The end of each round; SE is pass@1's standard error, $\sqrt{p(1-p)/n}$ over $n$ test problems:
-
-# %%
-teach.end_table(end)
-
-# %%
 T = max(TAUS)
-teach.one_seed_note(end, T)
-
-# %% [markdown]
-# **Splitting the reduction** with the control: public steps' part plus the swap's part (one seed; finding 2 of
-# §7 gives the split over seeds):
-
-# %%
-teach.split_table(end, T)
-
-# %% [markdown]
-# ## 6. One swap, step by step
-# Replay of the last public step of Balanced's larger-τ round (`generate_public`). Each client's right answers
-# $c_n(x)$ per prompt:
+drift_runs = {("pubswap_balanced", T): one_round("pubswap_balanced", T)}  # §6 adds the other arms
 
 # %%
 run, _ = drift_runs[("pubswap_balanced", T)]
@@ -274,6 +234,12 @@ print(teach.m_by_hand(correct, 0, example, K)[1], f"; package: α_0(x)·K = {vie
 view
 
 # %% [markdown]
+# The rule's code; which wrong slots go and which donors come is drawn uniformly (`rng.choice`), our choice.
+
+# %%
+teach.code_excerpt(balanced_swap, "target = K // 2", "source[n, slots, 1]")
+
+# %% [markdown]
 # **Turn the knobs**: rule, group size $K$ (each client's first $K$ answers), client, prompt. Second table: each
 # client's $\alpha_n$, averaged over prompts.
 
@@ -293,13 +259,66 @@ teach.random_group_note(gen, correct, example)
 wire  # the round's messages, read from its ledger above
 
 # %% [markdown]
+# ### Exercise 1
+#
+# $\alpha_n$ is most of the group under Random, at most half under Balanced, 0 in the control. If $\omega_n$ grows with
+# $\alpha_n$ and adds drift (§2), which arm ends §7's stored runs with the **highest** $\delta_{\text{pair}}$?
+
+# %%
+prediction_1 = None  # an arm's name, e.g. "PubSwap Balanced"
+
+# %%
+answer_1, why_1 = teach.exercise_1()
+notebook.check_explained(prediction_1, answer_1, why_1)
+
+# %% [markdown]
+# ## 6. Run it: drift within one round
+# One round per arm and τ from the same start, δ_pair recorded after every local step:
+
+# %%
+for tau in TAUS:
+    for m in teach.ARMS:  # FedAvg-GRPO, the no-swap control, PubSwap Random, PubSwap Balanced
+        if (m, tau) not in drift_runs:
+            drift_runs[(m, tau)] = one_round(m, tau)
+drift, end = teach.drift_frames(drift_runs)
+
+# %%
+fig = teach.drift_figure(drift)
+viz.export(fig, "pubswap_drift_within_round", figures)
+fig
+
+# %% [markdown]
+# Step 1 is private in every arm, so the arms start level; they part at the public steps ★. One seed: no ranking.
+# The rounds' ends (SE: pass@1's standard error, $\sqrt{p(1-p)/n}$ over $n$ test problems):
+
+# %%
+teach.end_table(end)
+
+# %%
+teach.one_seed_note(end, T)
+
+# %% [markdown]
+# **Splitting the reduction**: public steps (control − FedAvg-GRPO) plus swap (Balanced − control), one seed:
+
+# %%
+teach.split_table(end, T)
+
+# %% [markdown]
 # ## 7. What the reproduction found
-# The paper (Table 1: 1.5–1.7B-parameter Qwen models, MATH and DeepMath) reports Balanced beating FedAvg-GRPO for
-# most τ, and Random beating Balanced at small τ. Stored runs repeat these comparisons over seeds; every table is in
-# [12_pubswap_report](12_pubswap_report.ipynb#findings).
+# The paper (1.5–1.7B-parameter models) reports Balanced beating FedAvg-GRPO for most τ, and Random beating
+# Balanced at small τ. Stored runs repeat these over seeds; tables: [12_pubswap_report](12_pubswap_report.ipynb#findings).
+
+# %%
+teach.stored_setting_note()
 
 # %%
 teach.findings_box()
+
+# %% [markdown]
+# **What lowers drift? Reconciled.** §2's bound is an upper bound crediting the shared prompts: it cannot say the
+# swap lowers drift, only that $\omega$ can add. §6's split is one seed: noise. Finding 2, over seeds, contradicts the
+# bound's credit: the swap lowers drift. A hypothesis (untested): Balanced gives every client the same right answers
+# as targets, pulling clients toward one place; Random's mostly foreign groups add $\omega$.
 
 # %% [markdown]
 # ## 8. Exercises
@@ -307,7 +326,7 @@ teach.findings_box()
 #
 # ### Exercise 2
 #
-# In §6's example prompt, how many of client 1's answers does Balanced replace?
+# In §5's example prompt, how many of client 1's answers does Balanced replace?
 
 # %%
 prediction_2 = None  # a whole number
@@ -348,19 +367,20 @@ notebook.check_explained(prediction_4, answer_4, why_4)
 # %% [markdown]
 # ### Exercise 5
 #
-# A client with at least $K/2$ right answers: what is its $\alpha_n(x)$ under Balanced?
+# In §5's table of $c_n(x)$, on how many prompts does Random give **no** client a gradient, whatever its draw?
 
 # %%
-prediction_5 = None  # a number
+prediction_5 = None  # a whole number
 
 # %%
-answer_5, why_5 = teach.exercise_5(gen, swaps)
+answer_5, why_5 = teach.exercise_5(gen, swaps, correct)
 notebook.check_explained(prediction_5, answer_5, why_5)
 
 # %% [markdown]
 # ## What to remember
-# - A **public step**: GRPO on shared prompts, groups mixed across clients; two server round trips.
+# - A **public step**: GRPO on shared prompts, groups mixed across clients; two round trips.
 # - **Balanced** tops a group up to half right with others' right answers; **Random** hands every client one mostly
 #   foreign group, sometimes with no spread.
-# - A **no-swap control** separates the swap from having fewer private steps.
-# - Here Balanced's swap lowers drift, Random's does not; neither gains accuracy. One seed does not rank arms.
+# - The **no-swap control** separates the swap from the shared prompts.
+# - Over seeds, Balanced's swap lowered drift here, Random's did not; why is a hypothesis the bound does not
+#   predict. Neither gained accuracy within the intervals.

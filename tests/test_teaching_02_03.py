@@ -105,6 +105,6 @@ def test_a_step_timeline_marks_every_public_step_and_ends_with_the_average():
     svg = step_timeline(6, 2).svg
     assert svg.startswith("<svg") and svg.endswith("</svg>")
     assert [f"★{j}" in svg for j in range(1, 7)] == [False, True, False, True, False, True]
-    assert svg.index("1 server sends") < svg.index("★2") < svg.index("3 clients send")
+    assert svg.index("start: server sends") < svg.index("★2") < svg.index("end: each client sends")
     with pytest.raises(ValueError, match="tau"):
         step_timeline(0, 2)
