@@ -22,6 +22,22 @@ REPORT = "12_pubswap_report.ipynb"
 
 
 # -- the setting ------------------------------------------------------------------------------------------------------
+def config_maker(params: dict):
+    """The setup cell's config builder from the notebook's parameters: the paper's setting (FedIT, AdamW with weight
+    decay 0.01, equal-size clients), τ_swap = 2, and a smoke preset's small sizes (its clients, rounds and local
+    steps stay the notebook's)."""
+    from experiments.sweep import SETTINGS
+    from fedrl_kit import notebook
+    from fedrl_kit.config import preset
+
+    def make_config(p):
+        smoke = notebook.smoke_fields(params["preset_name"], notebook.SMOKE_SIZES["pubswap"],
+                                      fixed=("num_clients", "rounds", "local_steps"))
+        return preset(p, num_clients=params["num_clients"], seed=params["seed"],
+                      dirichlet_alpha=params["dirichlet_alpha"], pubswap={"period": 2}, **SETTINGS["paper"], **smoke)
+    return make_config
+
+
 def setting_table(cfg, world, policy) -> pd.DataFrame:
     """The world's splits (and that they share no prompt), the reward and the policy's size, one row each."""
     def shared(a, b):
@@ -60,7 +76,7 @@ def run_values(cfg, policy) -> pd.DataFrame:
             f"{cfg.lora_rank}, {cfg.lora_alpha:g}, {cfg.lora_alpha / cfg.lora_rank:g}",
         f"A and B of {layer} (one of {len(lora) // 2} adapted layers)":
             f"{lora[a_name]}, {lora[a_name.replace('.lora_A.', '.lora_B.')]}",
-        "pass@1: test problems × samples each (§5's runs: 1 sample)": f"{cfg.n_test} × {cfg.eval_samples}"},
+        "pass@1: test problems × samples each (§6's runs: 1 sample)": f"{cfg.n_test} × {cfg.eval_samples}"},
         name="value").to_frame()
 
 
@@ -118,16 +134,6 @@ def drift_figure(drift: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def end_table(end: pd.DataFrame) -> pd.DataFrame:
-    """Each arm at the end of its round: δ_pair per τ and pass@1 (%) ± its standard error per τ."""
-    out = {}
-    for tau in sorted(end.tau.unique()):
-        e = end[end.tau == tau].set_index("arm").reindex(list(ARMS.values()))
-        out[f"δ_pair, τ = {tau}"] = e["δ_pair"].round(2)
-        out[f"pass@1 % ± SE, τ = {tau}"] = [f"{100 * p:.1f} ± {100 * s:.1f}" for p, s in zip(e["pass@1"], e.se)]
-    return pd.DataFrame(out).rename_axis("arm")
-
-
 def split_table(end: pd.DataFrame, tau: int) -> pd.DataFrame:
     """The round's drift change at ``tau``, Balanced − FedAvg-GRPO, as public steps (control − FedAvg-GRPO) plus
     swap (Balanced − control); each difference is the first arm minus the second, negative = less drift. One seed:
@@ -139,32 +145,76 @@ def split_table(end: pd.DataFrame, tau: int) -> pd.DataFrame:
     return parts.round(2).rename(f"δ_pair difference, τ = {tau}, one seed").to_frame()
 
 
-def one_seed_note(end: pd.DataFrame, tau: int) -> Markdown:
-    """What one round of one seed does to pass@1: its spread across arms in standard errors."""
-    here = end[end.tau == tau].set_index("arm")
-    spread = 100 * (here["pass@1"].max() - here["pass@1"].min())
-    return Markdown(f"At τ = {tau}, pass@1 after the round differs across arms by at most {spread:.1f} points, about "
-                    f"{spread / (100 * here.se.mean()):.1f} standard errors: noise.")
-
-
-def stored_drift_levels() -> pd.Series:
-    """Each arm's mean final δ_pair in the stored larger-τ grid, at its largest τ."""
-    levels = F.pubswap_arm_levels()
-    return levels["δ_pair at the end, mean ± SD"].str.split(" ± ").str[0].astype(float)
-
-
 def exercise_1() -> tuple[str, str]:
-    """Exercise 1's answer (the arm with the highest stored δ_pair) and why."""
-    levels, s = F.pubswap_arm_levels(), F.pubswap_setting()
-    _, r = F.pubswap_teaching_tables()
-    lv = stored_drift_levels()
-    ranking = ", ".join(f"{a} {v:.2f}" for a, v in lv.sort_values().items())
-    firm = "contains 0" if r.loc["R1", "verdict"] == "within noise" else "excludes 0"
-    return lv.idxmax(), (f"the arm with the most foreign answers (largest α_n), as the ω term predicts. Mean final "
-                         f"δ_pair at τ = {s['tau']} ({s['steps']} local steps), lowest first: {ranking} "
-                         f"({', '.join(f'{a}: {n}' for a, n in levels.seeds.items())} seeds). The interval of "
-                         f"Random − Balanced {firm} (report R1), so Random's top place is "
-                         f"{'not firm' if firm == 'contains 0' else 'firm'}.")
+    """Exercise 1's answer: which part of Balanced's drift reduction at the stored τ has a paired 95 % interval that
+    excludes 0, the swap (Balanced − control) or the public steps (control − FedAvg-GRPO), and why."""
+    f, _ = F.pubswap_teaching_tables()
+    swap, pub = f.loc["F2"], f.loc["F3"]
+    firm = [name for name, row in (("swap", swap), ("public steps", pub)) if row["verdict"] != "within noise"]
+    answer = firm[0] if len(firm) == 1 else "both" if firm else "neither"
+    return answer, (f"seed by seed, Balanced − control is {swap['difference']:+.2f} ± {swap['±95% t']:.2f} ‖ΔW‖ and "
+                    f"control − FedAvg-GRPO is {pub['difference']:+.2f} ± {pub['±95% t']:.2f} ‖ΔW‖. In the figure "
+                    "every seed's line falls from the control to Balanced, while the control's seeds lie on both "
+                    "sides of FedAvg-GRPO's. Pairing by seed removes the spread that both arms of a seed share.")
+
+
+def stored_drift_figure(results=F.RESULTS) -> go.Figure:
+    """Final δ_pair of each arm at the stored τ: one dot per seed, a grey line joining one seed's arms (the control
+    beside FedAvg-GRPO and Balanced, the two arms it is compared with), and beside the dots each arm's mean with its
+    95 % t-interval over its seeds. The y axis is cut below, as its title says: the seeds' lines need the room."""
+    import json
+    from pathlib import Path
+
+    from experiments.stats import t_interval
+
+    s = F.pubswap_setting(results)
+    rows = pd.DataFrame(json.loads((Path(results) / "pubswap_paper_quick_large_tau.json").read_text()))
+    rows = rows[rows.table.isin(["table1", "control"]) & (rows.tau == s["tau"]) & rows.method.isin(list(ARMS))]
+    rows = rows.assign(arm=rows.method.map(ARMS))
+    order = ["FedAvg-GRPO", "no-swap control", "PubSwap Balanced", "PubSwap Random"]
+    x = {name: i for i, name in enumerate(order)}
+    fig = go.Figure()
+    for seed, d in rows.groupby("seed"):
+        d = d.set_index("arm").reindex(order).dropna(subset=["seed"])
+        fig.add_trace(go.Scatter(x=[x[a] for a in d.index], y=d.drift_end_pairwise_effective, mode="lines+markers",
+                                 line=dict(color="#b8b8b8", width=1), marker=dict(color="#808080", size=6),
+                                 name="one seed (a line joins its arms)", legendgroup="seed", showlegend=seed == 0))
+    for name in order:
+        mean, half, n = t_interval(rows[rows.arm == name].drift_end_pairwise_effective)
+        fig.add_trace(go.Scatter(x=[x[name] + 0.2], y=[mean], mode="markers",
+                                 marker=dict(color=COLOURS[name], size=12, symbol="diamond"),
+                                 error_y=dict(type="data", array=[half], thickness=2, width=8),
+                                 name=f"{name}: mean ± 95 % t-interval ({n} seeds)"))
+    low, high = int(rows.drift_end_pairwise_effective.min()) - 1, int(rows.drift_end_pairwise_effective.max()) + 2
+    fig.update_layout(template="plotly_white", height=520, legend=dict(font=dict(size=11), orientation="h", y=-0.25),
+                      title=f"final δ_pair at τ = {s['tau']} ({s['rounds']} rounds, {s['steps']} local steps), "
+                            "stored runs")
+    fig.update_yaxes(title_text=f"δ_pair at the end (‖ΔW‖; axis from {low})", range=[low, high])
+    fig.update_xaxes(title_text="arm", tickvals=list(x.values()), ticktext=order, range=[-0.4, len(order) - 0.4])
+    return fig
+
+
+def stored_scale_note(results=F.RESULTS) -> Markdown:
+    """A scale for the drift differences: how far one client's ΔW moves from the round's broadcast adapter in a round,
+    and how far apart two clients end, FedAvg-GRPO's means at the stored τ."""
+    import json
+    from pathlib import Path
+
+    s = F.pubswap_setting(results)
+    rows = pd.DataFrame(json.loads((Path(results) / "pubswap_paper_quick_large_tau.json").read_text()))
+    a = rows[(rows.table == "table1") & (rows.tau == s["tau"]) & (rows.method == "fedavg_grpo")]
+    return Markdown(f"For scale: in FedAvg-GRPO's last round one client's ΔW moves {a.drift_end_to_global_effective.mean():.2f} "
+                    f"‖ΔW‖ from the broadcast adapter, and two clients end {a.drift_end_pairwise_effective.mean():.2f} "
+                    "apart.")
+
+
+def drift_code() -> Markdown:
+    """The lines of ``fedrl_kit.drift`` that compute δ_pair: ΔW = s·BA per layer, all layers in one vector, the mean
+    over pairs."""
+    from fedrl_kit import drift
+
+    return Markdown(code_excerpt(drift._module_vector, 'if space == "effective"', "(scaling * (b @ a))").data
+                    + "\n" + code_excerpt(drift.mean_pairwise_drift, "dist = pairwise_drift", "return float").data)
 
 
 # -- §5: one swap, step by step ---------------------------------------------------------------------------------------
@@ -199,7 +249,7 @@ def code_excerpt(func, first: str, last: str) -> Markdown:
     lines = inspect.getsource(func).splitlines()
     i = next(k for k, l in enumerate(lines) if first in l)
     j = next(k for k, l in enumerate(lines) if last in l and k >= i)
-    return Markdown(f"`{func.__module__}.{func.__name__}`, its core:\n```python\n"
+    return Markdown(f"`{func.__module__}.{func.__name__}`:\n```python\n"
                     + textwrap.dedent("\n".join(lines[i:j + 1])) + "\n```")
 
 
@@ -257,7 +307,8 @@ def wire_note(run, period: int) -> Markdown:
     public = int(r1[r1.kind.str.startswith("public")].nbytes.sum()) // clients
     return Markdown(f"**On the wire**, per client in this round: the adapter up once ({adapter:,} bytes), and for "
                     f"each of the {n_pub} public steps {trips // n_pub} round trips with the server (prompts down, "
-                    f"answers up; groups down, its α_n up), {trips} in all ({public:,} bytes). Bytes are small; each "
+                    f"answers up; groups down, a done signal up carrying α_n as a log only), {trips} in all "
+                    f"({public:,} bytes). Bytes are small; each "
                     "trip is a wait for the slowest client.")
 
 
@@ -325,7 +376,8 @@ def findings_box() -> Markdown:
     lines = [
         f"1. **Balanced lowers drift.** At {where}, Balanced − FedAvg-GRPO final δ_pair is "
         f"{_words(f.loc['F1'], '‖ΔW‖')} {link}.",
-        f"2. **The swap carries it; public steps without a swap show no clear effect.** Balanced − no-swap control is "
+        f"2. **The swap adds a clear reduction; whether the shared prompts alone help cannot be told from "
+        f"{int(f.loc['F3', 'seeds'])} seeds.** Balanced − no-swap control is "
         f"{_words(f.loc['F2'], '‖ΔW‖')}, while control − FedAvg-GRPO is {_words(f.loc['F3'], '‖ΔW‖')} "
         f"([report §5]({REPORT}#split)).",
         f"3. **Only Balanced's swap does it: Random does not lower drift.** Random − FedAvg-GRPO is "

@@ -23,12 +23,10 @@
 # their average gets worse. **PubSwap** makes every $\tau_{\text{swap}}$-th local step a **public step**: all
 # clients answer the same $b$ public prompts, $K$ answers each; the server hands each client a group of $K$,
 # **swapping** in other clients' answers.
-#
-# **You will learn** how the two swap rules build a group, how drift is measured, and what a reproduction found.
 
 # %% [markdown]
 # ## Parameters
-# Change them here and rerun from the top.
+# Change, then rerun from the top.
 
 # %% tags=["parameters"]
 preset_name = "quick"  # quick (2-core CPU) | smoke (tiny, seconds) | full (GPU, real model) | full-smoke (GPU, tiny)
@@ -46,25 +44,15 @@ import torch
 pd.set_option("display.max_colwidth", None)  # the setting table holds sentences
 
 from experiments import teaching_pubswap as teach
-from experiments.sweep import SETTINGS
 from fedrl_kit import diagrams, notebook, viz
-from fedrl_kit.config import preset
 from fedrl_kit.grpo import group_advantages
 from fedrl_kit.pubswap.method import is_public_step
 from fedrl_kit.pubswap.public_step import generate_public, group_table, swap_public
-from fedrl_kit.pubswap.swap import balanced_swap
+from fedrl_kit.pubswap.swap import balanced_swap, random_swap
 from fedrl_kit.runs import Run
 
-
-def make_config(p):
-    """The paper's setting (FedIT, AdamW with weight decay 0.01, equal-size clients), τ_swap = 2."""
-    smoke = notebook.smoke_fields(preset_name, notebook.SMOKE_SIZES["pubswap"], fixed=("num_clients", "rounds",
-                                                                                       "local_steps"))
-    return preset(p, num_clients=num_clients, seed=seed, dirichlet_alpha=dirichlet_alpha, pubswap={"period": 2},
-                  **SETTINGS["paper"], **smoke)
-
-
-cfg, run_root, figures = notebook.setup("pubswap", globals(), make_config, runs="run_root",
+# the paper's setting (FedIT, AdamW with weight decay 0.01, equal-size clients), τ_swap = 2
+cfg, run_root, figures = notebook.setup("pubswap", globals(), teach.config_maker(globals()), runs="run_root",
                                         folder=dict(n=num_clients, a=dirichlet_alpha, s=seed))
 TAUS = tuple(taus or {"quick": (2, 6), "smoke": (2, 4), "full": (10, 120), "full-smoke": (2, 4)}[preset_name])
 probe_run = Run(cfg, progress=False).build()
@@ -74,8 +62,8 @@ teach.setting_table(cfg, world, policy)
 # %% [markdown]
 # ## 1. One round, drawn, and in time order
 # The server broadcasts the adapter; every client takes $\tau$ local steps, every $\tau_{\text{swap}}$-th public (★:
-# two **round trips**, server to clients and back); the server averages the two LoRA factors separately (**FedIT**,
-# §2), in every **arm** here (each method compared), FedAvg-GRPO included.
+# two **round trips**, server to clients and back); the server averages the two LoRA factors separately (**FedIT**),
+# in every **arm** here (each method compared), FedAvg-GRPO included.
 
 # %%
 diagrams.round_diagram("pubswap")
@@ -102,27 +90,33 @@ teach.run_values(cfg, policy)
 # %% [markdown]
 # **LoRA and FedIT** (`aggregate.fedit`). A frozen layer $W_0$ becomes $W_0 + \Delta W$, $\Delta W = sBA$; only the
 # factors $A, B$ train and travel. In round $p$, FedIT averages them **separately**: $A_{p+1} = \frac{1}{N}\sum_n
-# A^{(n)}_{p+1}$, $B_{p+1} = \frac{1}{N}\sum_n B^{(n)}_{p+1}$, not the mean $\Delta W$.
+# A^{(n)}_{p+1}$, $B_{p+1} = \frac{1}{N}\sum_n B^{(n)}_{p+1}$. A mean of products is not a product of means, so the
+# global $\Delta W$ is not the clients' mean $\Delta W$.
 #
-# **Drift** (`drift.mean_pairwise_drift`): client $n$'s adapter $\Delta W_n = sB_nA_n$ against the others'. The
-# norm is one Frobenius norm over all layers' entries together (not a sum of per-layer norms); unit "‖ΔW‖":
+# **Drift** (`drift.mean_pairwise_drift`): client $n$'s $\Delta W_n = sB_nA_n$ against the others'. One Frobenius
+# norm over all layers' entries together; unit "‖ΔW‖":
 #
 # $$\delta_{\text{pair}} = \frac{2}{N(N-1)}\sum_{n<n'}\lVert \Delta W_n - \Delta W_{n'}\rVert_F$$
+
+# %%
+teach.drift_code()
+
+# %% [markdown]
+# **Why public steps should help** (the paper's appendix A: upper bounds, not measurements). Let $\Delta_j =
+# \lVert\theta_n - \theta_{n'}\rVert$ be two clients' distance in the factors $A, B$ after local step $j$. A private
+# and a Balanced public step give, each plus a term for the randomness of sampled batches,
 #
-# **Why public steps should help** (the paper's appendix A: upper bounds on one step's drift, not measurements).
-# With $\Delta_j = \lVert\theta_n - \theta_{n'}\rVert$ after local step $j$, a private and a Balanced public step give
+# $$\Delta_{j+1} \le (1+\eta L_{\text{priv}})\Delta_j + \eta\,\zeta_{n,n'},\qquad
+# \Delta_{j+1} \le (1+\eta L_{\text{pub}})\Delta_j + \eta\,(\omega_n + \omega_{n'})$$
 #
-# $$\Delta_{j+1} \le (1+\eta L_{\text{priv}})\Delta_j + \eta\,\zeta_{n,n'} + \text{noise},\qquad
-# \Delta_{j+1} \le (1+\eta L_{\text{pub}})\Delta_j + \eta\,(\omega_n + \omega_{n'}) + \text{noise}$$
-#
-# $L$: how fast the gradient changes with $\theta$; $\zeta_{n,n'}$: the gap between two clients' private gradients,
-# large when topics differ; $\omega_n$: how far swapped-in answers bend $n$'s gradient, growing with the swapped
-# share $\alpha_n$ (below). A Balanced step trades $\zeta$ for $\omega$ and $L_{\text{priv}}$ for the smaller
-# $L_{\text{pub}}$ (one shared prompt set): it should drift less than a private step when topics differ and few
-# answers are swapped.
+# $\zeta_{n,n'}$ is the gap between two clients' private gradients, large when topics differ. $\omega_n$ is how far
+# swapped-in answers bend $n$'s gradient; it grows with the swapped share $\alpha_n$ (below). $L$ is how fast the
+# gradient changes with $\theta$; $L_{\text{pub}}$ is a maximum over one shared prompt set, $L_{\text{priv}}$ over
+# every client's data, so $L_{\text{pub}}$ can be smaller. A public step trades $\zeta$ for $\omega$. The bound is on
+# $A, B$; $\delta_{\text{pair}}$ is on the products $sBA$, and the two need not move together.
 #
 # **Why swap.** All $K$ answers wrong (or right) means every $\hat a_k = 0$: no gradient. Balanced adds others'
-# right answers:
+# right answers. The advantages are then $\pm 0.94$, not $\pm 1$, since $\sigma_r$ divides by $K - 1$:
 
 # %%
 K_run = cfg.num_generations
@@ -141,16 +135,17 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # $$M_n(x) = \min\bigl((\lfloor K/2\rfloor - c_n(x))_+,\ D_n(x)\bigr),\qquad \alpha_n(x) = \frac{M_n(x)}{K} \le
 # \frac{1}{2}$$
 #
-# (which wrong answers go, and donors: uniform, our choice). *Random* (`swap.random_swap`): $K$ of the pooled $NK$
-# answers, the **same** group for every client; $\alpha_n(x)$: the share not from $n$.
+# *Random* (`swap.random_swap`): $K$ of the pooled $NK$ answers, the **same** group for every client;
+# $\alpha_n(x)$: the share not from $n$.
 #
 # **Shortcut.** Only texts travel: a swapped-in answer is scored as if self-sampled ($\pi_{\text{old}}$ = the
-# receiver's policy). The paper does not say how it scores them.
+# receiver's policy). The paper does not say how it scores them. So on the first of the $\mu$ updates $\rho = 1$
+# exactly: foreign text counts as on-policy, and clipping gives no protection.
 #
-# **A confound.** With $\tau_{\text{swap}} = 2$ half of PubSwap's steps are public: shared prompts alone, swap or
-# not, may lower drift. The **no-swap control** (`swap.no_swap`, ours: same public steps, own answers) separates the
-# two: at a ★ step it answers the shared prompts and takes its GRPO step on its own $K$ answers. Differences are
-# always first arm − second (e.g. Balanced − control); negative: less drift.
+# **A confound.** With $\tau_{\text{swap}} = 2$, half of PubSwap's steps are public, and shared prompts alone may
+# lower drift. The **no-swap control** (`swap.no_swap`, ours) separates the two. At a ★ step it takes its GRPO step
+# on its own $K$ answers to the shared prompts. A difference is always first arm − second (e.g. Balanced − control);
+# negative means less drift.
 #
 # | symbol | meaning |
 # |---|---|
@@ -249,7 +244,10 @@ notebook.static_default(show_swap, **controls)
 notebook.knobs(show_swap, **controls)
 
 # %% [markdown]
-# The same prompt under Random: every client gets this one group.
+# The same prompt under Random: every client gets this one group, $K$ answers drawn without replacement.
+
+# %%
+teach.code_excerpt(random_swap, "flat = rng.choice", "source = np.broadcast_to")
 
 # %%
 show_swap("random", K, 0, example)
@@ -259,21 +257,9 @@ teach.random_group_note(gen, correct, example)
 wire  # the round's messages, read from its ledger above
 
 # %% [markdown]
-# ### Exercise 1
-#
-# $\alpha_n$ is most of the group under Random, at most half under Balanced, 0 in the control. If $\omega_n$ grows with
-# $\alpha_n$ and adds drift (§2), which arm ends §7's stored runs with the **highest** $\delta_{\text{pair}}$?
-
-# %%
-prediction_1 = None  # an arm's name, e.g. "PubSwap Balanced"
-
-# %%
-answer_1, why_1 = teach.exercise_1()
-notebook.check_explained(prediction_1, answer_1, why_1)
-
-# %% [markdown]
 # ## 6. Run it: drift within one round
-# One round per arm and τ from the same start, δ_pair recorded after every local step:
+# One round per arm and τ from the same start. This one seed at small τ can split the reduction differently from §7.
+# One seed cannot decide the split; §7's seeds do.
 
 # %%
 for tau in TAUS:
@@ -288,16 +274,8 @@ viz.export(fig, "pubswap_drift_within_round", figures)
 fig
 
 # %% [markdown]
-# Step 1 is private in every arm, so the arms start level; they part at the public steps ★. One seed: no ranking.
-# The rounds' ends (SE: pass@1's standard error, $\sqrt{p(1-p)/n}$ over $n$ test problems):
-
-# %%
-teach.end_table(end)
-
-# %%
-teach.one_seed_note(end, T)
-
-# %% [markdown]
+# Step 1 is private in every arm, so the arms start level. They part at the public steps ★.
+#
 # **Splitting the reduction**: public steps (control − FedAvg-GRPO) plus swap (Balanced − control), one seed:
 
 # %%
@@ -312,17 +290,37 @@ teach.split_table(end, T)
 teach.stored_setting_note()
 
 # %%
+fig = teach.stored_drift_figure()
+viz.export(fig, "pubswap_stored_drift", figures)
+fig
+
+# %%
+teach.stored_scale_note()
+
+# %% [markdown]
+# ### Exercise 1
+#
+# Balanced's reduction splits into the swap (Balanced − control) and the public steps (control − FedAvg-GRPO).
+# Compared seed by seed (the figure's lines), which part's 95 % interval excludes 0?
+
+# %%
+prediction_1 = None  # "swap", "public steps", "both" or "neither"
+
+# %%
+answer_1, why_1 = teach.exercise_1()
+notebook.check_explained(prediction_1, answer_1, why_1)
+
+# %%
 teach.findings_box()
 
 # %% [markdown]
-# **What lowers drift? Reconciled.** §2's bound is an upper bound crediting the shared prompts: it cannot say the
-# swap lowers drift, only that $\omega$ can add. §6's split is one seed: noise. Finding 2, over seeds, contradicts the
-# bound's credit: the swap lowers drift. A hypothesis (untested): Balanced gives every client the same right answers
-# as targets, pulling clients toward one place; Random's mostly foreign groups add $\omega$.
+# **What lowers drift?** Finding 2 cannot contradict §2's bound: a measurement below an upper bound never does. A
+# hypothesis, untested: Balanced gives every client the same right answers as targets, which pulls the clients
+# together.
 
 # %% [markdown]
 # ## 8. Exercises
-# Set each prediction first; its check prints the answer and why.
+# Predict, then run the check.
 #
 # ### Exercise 2
 #
@@ -378,9 +376,8 @@ notebook.check_explained(prediction_5, answer_5, why_5)
 
 # %% [markdown]
 # ## What to remember
-# - A **public step**: GRPO on shared prompts, groups mixed across clients; two round trips.
-# - **Balanced** tops a group up to half right with others' right answers; **Random** hands every client one mostly
-#   foreign group, sometimes with no spread.
+# - A **public step** is GRPO on shared prompts, with groups mixed across clients.
+# - **Balanced** tops a group up to half right; **Random** hands every client one mostly foreign group.
 # - The **no-swap control** separates the swap from the shared prompts.
-# - Over seeds, Balanced's swap lowered drift here, Random's did not; why is a hypothesis the bound does not
-#   predict. Neither gained accuracy within the intervals.
+# - Over seeds, Balanced's swap lowered drift and Random did not. Whether shared prompts alone help is open. Neither
+#   gained accuracy.
