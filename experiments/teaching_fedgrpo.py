@@ -131,7 +131,8 @@ def data_table(run, policy, Q: int) -> pd.DataFrame:
         "test set": (f"{len(world.test)} problems × {cfg.eval_samples} samples", "the server's; pass@1 is measured "
                      f"on it, in steps of 1/{len(world.test) * cfg.eval_samples}"),
         "Q": (f"{Q} = {cfg.prompts_per_step} × {cfg.num_clients}",
-              "questions per server step: as many as FedAvg-GRPO's K clients take per local step together"),
+              f"questions per server step: {cfg.prompts_per_step} per client (config prompts_per_step) × K clients, "
+              "as many as Fedpetuning+GRPO's clients take together in one local step"),
         "φ": ("a vector per question", "the frozen encoder: the base policy's hidden states after decoder layer "
               f"{cfg.fedgrpo.encoder_layer}, averaged over tokens, unit length"),
         "server policy π_θg": (f"{n_params / 1e6:.1f} M parameters", "the tiny transformer of notebook 00; θ_g is "
@@ -236,7 +237,8 @@ def owner_rate(run, sq: dict) -> tuple[float, float]:
 def selection_line(run, sq: dict, L: int, M: int) -> str:
     """Eqs. 5–6 on every question of D_s at (L, M): topic hit rate and owner rate, each beside random choice's."""
     own, own_random = owner_rate(run, sq)
-    return (f"L = {L}, M = {M}: topic hit rate {sq['hit_rate_major']:.3f} (random choice: "
+    n = len(sq["experts"])
+    return (f"L = {L}, M = {M}, over all {n} questions of D_s: topic hit rate {sq['hit_rate_major']:.3f} (random choice: "
             f"{sq['random_hit_rate_major']:.3f}); owner among the chosen experts {own:.3f} (random choice: "
             f"{own_random:.3f})")
 
@@ -269,6 +271,8 @@ def default_graph(run, question: int, L: int, M: int, figures) -> tuple[dict, ob
     sq = selection_quality(run.server, run.truth, L=L, M=M)
     n = len(run.server.world.queries)
     fig = confidence_graph(run.server, run.truth, list(range(question, min(question + 30, n))), sq["experts"])
+    fig.update_layout(title=f"Over all of D_s the chosen experts hold the question's topic {sq['hit_rate_major']:.0%} "
+                      f"of the time; random choice: {sq['random_hit_rate_major']:.0%}")
     viz.export(fig, "fedgrpo_confidence_graph", figures)
     print(selection_line(run, sq, L, M))
     return sq, fig
@@ -276,51 +280,37 @@ def default_graph(run, question: int, L: int, M: int, figures) -> tuple[dict, ob
 
 # -- §5, run it ----------------------------------------------------------------------------------------------------
 def quick_run_table(runs: dict, records: dict) -> pd.DataFrame:
-    """Base model, then each run's final pass@1 and format rate and its bytes up and down."""
+    """Base model, then each run's final format rate and its bytes up and down (pass@1 is left out: a few rounds
+    move it by a few test samples, within noise)."""
     head = {name: notebook.headline(recs) for name, recs in records.items()}
     first = next(iter(head.values()))
-    if len({h["base pass@1"] for h in head.values()}) != 1:
+    if len({h["base format"] for h in head.values()}) != 1:
         raise ValueError("the runs did not start from the same model")
-    rows = {"base model (before training)": dict(rounds=0, pass1=first["base pass@1"], fmt=first["base format"],
-                                                 up=0, down=0)}
+    rows = {"base model (before training)": dict(rounds=0, fmt=first["base format"], up=0, down=0)}
     for name, run in runs.items():
-        h = head[name]
-        rows[name] = dict(rounds=h["rounds"], pass1=h["final pass@1"], fmt=h["final format"],
+        rows[name] = dict(rounds=head[name]["rounds"], fmt=head[name]["final format"],
                           up=run.runtime.ledger.total_bytes("up"), down=run.runtime.ledger.total_bytes("down"))
-    df = pd.DataFrame(rows).T.rename(columns={"pass1": "pass@1", "fmt": "format rate", "up": "bytes up",
-                                              "down": "bytes down"})
-    return df.astype({"rounds": int, "bytes up": int, "bytes down": int, "pass@1": float, "format rate": float})
+    df = pd.DataFrame(rows).T.rename(columns={"fmt": "format rate", "up": "bytes up", "down": "bytes down"})
+    return df.astype({"rounds": int, "bytes up": int, "bytes down": int, "format rate": float})
 
 
-def quick_run_note(table: pd.DataFrame, cfg, world) -> Markdown:
-    """What a few rounds can and cannot show: the pass@1 changes in problem-samples, and the format rate."""
-    n = len(world.test) * cfg.eval_samples
+def quick_run_note(table: pd.DataFrame, cfg) -> Markdown:
+    """The lesson a few rounds do show: FedGRPO's reward teaches the format first."""
     base, fed, avg = table.iloc[0], table.loc["FedGRPO"], table.loc["Fedpetuning+GRPO"]
-    moved = lambda r: round((r["pass@1"] - base["pass@1"]) * n)  # noqa: E731  (problem-samples)
-    from experiments.findings import RESULTS, fedgrpo_plateaus
-
-    stored = fedgrpo_plateaus().iloc[-1]  # the stored runs' base model, round 0
-    seeds = sum(str(c).startswith("seed ") for c in stored.index)
-    samples = json.loads((RESULTS / "fedgrpo_compare_pool_long30.json").read_text())["settings"]["eval_samples"]
-    half = 1.96 * np.sqrt(base["pass@1"] * (1 - base["pass@1"]) / n)  # binomial 95 % half-width
-    return Markdown(f"What to look at: in {cfg.rounds} rounds pass@1 moves by a few problem-samples (FedGRPO "
-                    f"{moved(fed):+d}, Fedpetuning+GRPO {moved(avg):+d} of {n}), too few rounds to tell the methods "
-                    f"apart; what moves already is FedGRPO's format rate, {base['format rate']:.3f} → "
-                    f"{fed['format rate']:.3f}, the format bonus at work. The base model scores "
-                    f"{base['pass@1']:.3f} here and {stored['mean'] / 100:.3f} at round 0 of the stored runs below, "
-                    f"because here each of the {len(world.test)} test problems is sampled {cfg.eval_samples} times "
-                    f"on one seed, there {samples} times on each of {seeds} seeds: different random draws (±{half:.3f} at 95 % "
-                    f"for {n} samples).")
+    return Markdown(
+        f"In {cfg.rounds} rounds FedGRPO's format rate rises from {base['format rate']:.3f} to "
+        f"{fed['format rate']:.3f}. Fedpetuning+GRPO's ends at {avg['format rate']:.3f}. FedGRPO's reward gives "
+        "every formatted candidate +1, while the experts' scores are mostly small (§4). So the format is what "
+        "FedGRPO learns first. pass@1 is left out here: a few rounds move it by a few test samples, which is noise.")
 
 
-def quick_run_figure(records: dict, title: str, figures):
-    """pass@1 per round of the quick runs, on an axis from 0, so that a one-sample change looks like one."""
-    fig = viz.curves(records, "pass@1", title=title)
-    top = max(r["pass@1"] for recs in records.values() for r in recs if r["kind"] == "global")
-    fig.update_yaxes(range=[0, max(0.5, 1.2 * top)], title_text="pass@1 (fraction of test problem-samples solved)")
+def quick_run_figure(records: dict, figures):
+    """The format rate per round of the quick runs (the share of test answers in the expected format), axis 0–1."""
+    fig = viz.curves(records, "format", title="format rate of the test answers per round (round 0: the base model)")
+    fig.update_yaxes(range=[0, 1], title_text="format rate")
     fig.update_xaxes(dtick=1)  # rounds are whole numbers
-    fig.update_layout(legend_title_text="method")
-    viz.export(fig, "fedgrpo_curves", figures)
+    fig.update_layout(legend_title_text="method", height=330)
+    viz.export(fig, "fedgrpo_format", figures)
     return fig
 
 
@@ -357,54 +347,115 @@ def _per_seed_mean(cell: str) -> float:
     return float(np.mean([float(x) for x in cell.split(" / ")]))
 
 
+#: the stored figure's two panels of pass@1, each arm with its own colour
+STORED_PANELS = ({"fedgrpo": "#1f77b4", "fedgrpo_random": "#ff7f0e", "fedgrpo_allgt": "#2ca02c"},
+                 {"fedavg_grpo": "#9467bd", "central_grpo": "#000000", "dpsda_grpo": "#7f7f7f"})
+
+
+def stored_settings() -> pd.DataFrame:
+    """One row: the setting of the stored 30-round runs, read from their file."""
+    from experiments.findings import RESULTS, fedgrpo_plateaus
+
+    st = json.loads((RESULTS / "fedgrpo_compare_pool_long30.json").read_text())["settings"]
+    rounds = fedgrpo_plateaus()["rounds"]
+    return pd.DataFrame([{
+        "clients K": st["num_clients"], "Dirichlet α": st["dirichlet_alpha"],
+        "questions per round": st["prompts_per_step"] * st["num_clients"] * st["local_steps"],
+        "test samples per problem": st["eval_samples"], "seeds": len(fedgrpo_traces_seeds()),
+        "rounds": int(rounds.loc["FedGRPO"]), "rounds, Central-GRPO": int(rounds.loc["Central-GRPO"]),
+        "plateau": "mean pass@1 of the last 5 rounds"}], index=["stored runs"])
+
+
+def fedgrpo_traces_seeds() -> list[int]:
+    from experiments.findings import fedgrpo_traces
+
+    return sorted(fedgrpo_traces()["seed"].unique())
+
+
+def server_format_frame() -> pd.DataFrame:
+    """FedGRPO's stored server curves: per (seed, round) the share of its training candidates in the expected
+    format, on the seeds of the traces."""
+    from experiments.findings import RESULTS
+
+    seeds = set(fedgrpo_traces_seeds())
+    runs = json.loads((RESULTS / "fedgrpo_compare_pool_long30.json").read_text())["runs"]
+    rows = [{"method": "fedgrpo", "seed": r["seed"], "round": c["round"], "format": c["format"]}
+            for r in runs if r["method"] == "fedgrpo" and r["seed"] in seeds for c in r.get("server_curve", [])]
+    return pd.DataFrame(rows)
+
+
+def _band(fig, g: pd.DataFrame, y: str, name: str, colour: str, col: int, legend: bool = True):
+    import plotly.graph_objects as go
+
+    st = g.groupby("round")[y].agg(["mean", "std"]).fillna(0.0).reset_index()
+    xs = st["round"].tolist()
+    r, gr, b = (int(colour[k:k + 2], 16) for k in (1, 3, 5))
+    fig.add_trace(go.Scatter(x=xs + xs[::-1], y=(st["mean"] + st["std"]).tolist()
+                             + (st["mean"] - st["std"]).tolist()[::-1], fill="toself", line=dict(width=0),
+                             fillcolor=f"rgba({r},{gr},{b},0.15)", hoverinfo="skip", showlegend=False), 1, col)
+    fig.add_trace(go.Scatter(x=xs, y=st["mean"], mode="lines", name=name, line=dict(color=colour, width=2),
+                             showlegend=legend), 1, col)
+
+
 def stored_figure(figures):
-    """The stored pass@1 traces (30 rounds, Central-GRPO 15; mean of the seeds, band ±1 SD), on an axis from 0."""
+    """The stored runs in three panels: pass@1 of FedGRPO's variants, pass@1 of the baselines (mean of the seeds,
+    band ±1 SD), and the format rate of FedGRPO's training candidates."""
+    from plotly.subplots import make_subplots
+
     from experiments.fedgrpo_claims import METHOD_NAMES
     from experiments.findings import fedgrpo_traces
 
-    traces = fedgrpo_traces()
-    n = traces["seed"].nunique()
-    fig = viz.seed_band_curves(traces, names=METHOD_NAMES, title=f"stored runs: pass@1 per round (mean of {n} seeds, "
-                               "band ±1 SD over seeds; round 0: the base model)")
-    fig.update_yaxes(range=[0, 0.5], title_text="pass@1")
-    fig.update_layout(legend_title_text="arm")
+    t = fedgrpo_traces()
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.07,
+                        subplot_titles=("FedGRPO's variants: pass@1", "baselines: pass@1",
+                                        "FedGRPO: share formatted"))
+    for col, panel in enumerate(STORED_PANELS, 1):
+        for arm, colour in panel.items():
+            _band(fig, t[t["method"] == arm], "pass_at_1", METHOD_NAMES[arm], colour, col)
+    _band(fig, server_format_frame(), "format", "FedGRPO, format rate (right panel)", "#1f77b4", 3, legend=False)
+    for col in (1, 2):
+        fig.update_yaxes(range=[0, 0.5], title_text="pass@1" if col == 1 else None, row=1, col=col)
+    fig.update_yaxes(range=[0, 1.05], title_text="training candidates formatted", row=1, col=3)
+    fig.update_xaxes(title_text="round")
+    fig.update_layout(template=viz.TEMPLATE, height=480, margin=dict(t=100),
+                      legend=dict(orientation="h", y=-0.22, x=0, entrywidth=0.5, entrywidthmode="fraction"),
+                      title=f"stored runs: mean of {t['seed'].nunique()} seeds, band ±1 SD over seeds")
     viz.export(fig, "fedgrpo_stored_traces", figures)
     return fig
 
 
 def stored_caption() -> Markdown:
-    """Three sentences under the stored figure: what the bands are, the unequal rounds and Central-GRPO's place, and
-    the early rise and fall of the two FedGRPO arms that choose experts from scores alone."""
+    """Plain sentences under the stored figure: unequal rounds, Central-GRPO's place, and the early rise and fall of
+    FedGRPO beside its format rate."""
     from experiments.findings import fedgrpo_traces
 
     t = fedgrpo_traces()
-    n = t["seed"].nunique()
     mean = t.groupby(["method", "round"])["pass_at_1"].mean().unstack("method")  # [round, arm]
     last_c = int(t.loc[t["method"] == "central_grpo", "round"].max())
     at = lambda arm: mean.loc[last_c - 4:last_c, arm].mean()  # noqa: E731  (rounds last_c − 4 … last_c)
     end = int(t["round"].max())
-    rise = mean.loc[end - 4:end, "fedavg_grpo"].mean() - mean.loc[end - 9:end - 5, "fedavg_grpo"].mean()
-    peak = lambda arm: (mean[arm].idxmax(), mean[arm].max())  # noqa: E731
-    (rf, pf), (rr, pr) = peak("fedgrpo"), peak("fedgrpo_random")
-    fall = (mean.loc[end - 4:end, "fedgrpo"].mean() + mean.loc[end - 4:end, "fedgrpo_random"].mean()) / 2
+    rf, pf = mean["fedgrpo"].idxmax(), mean["fedgrpo"].max()
+    fall = mean.loc[end - 4:end, "fedgrpo"].mean()
+    fmt = server_format_frame().groupby("round")["format"].mean()
+    full = int(fmt[fmt >= 0.95].index.min())
     return Markdown(
-        f"*Each line is the mean of {n} seeds, its band ±1 SD over seeds (the findings' ± are 95 % intervals of the "
-        f"mean, wider). Central-GRPO ran {last_c} rounds, the others {end}, and Fedpetuning+GRPO still gains "
-        f"{100 * rise:+.1f} points from rounds {end - 9}–{end - 5} to {end - 4}–{end}, so not every arm is at its "
-        f"ceiling; at equal rounds ({last_c - 4}–{last_c}) the paper's upper bound, Central-GRPO, is level with "
-        f"Fedpetuning+GRPO ({at('central_grpo'):.3f} against {at('fedavg_grpo'):.3f}): at this scale pooling the "
-        f"data buys nothing over averaging adapters. FedGRPO (peak {pf:.3f} at round {rf}) and random experts (peak {pr:.3f} at "
-        f"round {rr}) rise early, then fall back to about {fall:.2f}: the early gain is not kept, for reasons we have "
-        "not traced.*")
+        f"*Central-GRPO ran {last_c} rounds, the others {end}. At rounds {last_c - 4}–{last_c} Central-GRPO "
+        f"({at('central_grpo'):.3f}) is level with Fedpetuning+GRPO ({at('fedavg_grpo'):.3f}). At this scale, pooling "
+        f"the data buys nothing over averaging adapters. FedGRPO peaks at {pf:.3f} in round {rf}. It ends at "
+        f"{fall:.2f}. Its training candidates are {fmt.iloc[0]:.2f} formatted in round {int(fmt.index[0])} and "
+        f"{fmt.loc[full]:.2f} by round {full}. So the rise comes while the format is being learned. Once nearly "
+        "every candidate is formatted, the format bonus no longer separates candidates, and the gain is not "
+        "kept.*")
 
 
 def findings_box() -> Markdown:
     """At most five one-sentence findings of the stored runs, negative ones said so, each linking the report."""
     from experiments.fedgrpo_claims import METHOD_NAMES, arm_diagnostics, load_arms
     from experiments.findings import (RESULTS, fedgrpo_closing_summary, fedgrpo_findings, fedgrpo_gap_sources,
-                                      fedgrpo_windows)
+                                      fedgrpo_plateaus, fedgrpo_windows)
 
     f, paper = fedgrpo_findings(), fedgrpo_closing_summary()
+    rounds = fedgrpo_plateaus()["rounds"].astype(int)
     diag = arm_diagnostics([json.loads((RESULTS / n).read_text()) for n in ("fedgrpo_compare_pool_long.json",
                                                                            "fedgrpo_compare_pool_long30.json")],
                            load_arms(RESULTS)).set_index("arm")
@@ -418,19 +469,20 @@ def findings_box() -> Markdown:
     lead_words = f"random experts are ahead in rounds {', '.join(lead)}" if lead else "no window separates them"
     n = int(f.iloc[0]["seeds"])
     items = [
-        f"**Negative: FedGRPO trails both baselines.** Its plateau ends {below(0)} Fedpetuning+GRPO's (the paper: "
-        f"{paper.iloc[0]['paper']} above) and {below(1)} Central-GRPO's ([report §2]({REPORT})).",
-        f"**The traffic claim holds**: scalars only; Fedpetuning+GRPO moves "
+        f"**Negative: FedGRPO trails both baselines.** Its plateau is {below(0)} Fedpetuning+GRPO's, both after "
+        f"{rounds['FedGRPO']} rounds (the paper: {paper.iloc[0]['paper']} above). It is {below(1)} Central-GRPO's, which ran "
+        f"{rounds['Central-GRPO']} rounds ([report §2]({REPORT})).",
+        f"**The traffic claim holds.** Only scalars go up. Fedpetuning+GRPO moves "
         f"{paper.iloc[3]['here'].split(' (')[0].replace(' less', '')} FedGRPO's bytes, up and down together "
         f"([report §6]({REPORT})).",
-        f"**Surprising: better experts, no measurable gain.** Competence picks experts that hold the question's "
-        f"topic more often than random choice does (hit rate {_per_seed_mean(diag.loc['FedGRPO', hit]):.2f} against "
-        f"{_per_seed_mean(diag.loc[rnd, hit]):.2f}), and their mean score on right answers minus that on wrong ones "
-        f"is larger ({_per_seed_mean(diag.loc['FedGRPO', gap]):.2f} against "
-        f"{_per_seed_mean(diag.loc[rnd, gap]):.2f}); yet the plateau difference, competence − random, is {d(2)} "
-        f"points, and {lead_words}: with {n} seeds this is underpowered, not a tie. Our untested hypothesis: both "
+        f"**Surprising: better experts, no measurable gain.** Over the questions drawn in training, "
+        f"{_per_seed_mean(diag.loc['FedGRPO', hit]):.2f} of competence's experts hold the question's topic, against "
+        f"{_per_seed_mean(diag.loc[rnd, hit]):.2f} of random experts. Their scores also separate right from wrong "
+        f"answers more (mean gap {_per_seed_mean(diag.loc['FedGRPO', gap]):.2f} against "
+        f"{_per_seed_mean(diag.loc[rnd, gap]):.2f}). Yet the plateau difference, competence − random, is {d(2)} "
+        f"points, and {lead_words}. With {n} seeds this is underpowered, not a tie. Our untested hypothesis: both "
         f"arms learn little beyond the format bonus they share ([report §4]({REPORT})).",
-        f"**The reward's source, not its shape, makes most of the gap**: when every client holds every label (every "
+        f"**The reward's source, not its shape, makes most of the gap.** When every client holds every label (every "
         f"score an exact check) FedGRPO gains {d(3)} points, {src.iloc[3]['mean'] / -src.iloc[0]['mean']:.0%} of the "
         f"gap, while training Fedpetuning+GRPO on FedGRPO's 8·accuracy + format reward changes it by only "
         f"{src.iloc[2]['mean']:+.2f} ± {src.iloc[2]['±95% t']:.2f} ([report §8]({REPORT})).",
@@ -438,9 +490,8 @@ def findings_box() -> Markdown:
         "answer against its label, which is our every-label arm, not the owner-only protocol the paper describes "
         f"([report §4]({REPORT})).",
     ]
-    return Markdown(f"> ### What the reproduction found\n> *Embedded world, K = 8 clients, {n} seeds, 30 rounds "
-                    "(Central-GRPO 15); plateau: mean pass@1 of the last 5 rounds, in points; ± a 95 % interval "
-                    "over seeds.*\n>\n" + "\n".join(f"> {i}. {t}" for i, t in enumerate(items, 1)))
+    return Markdown("> ### What the reproduction found\n> *Points of pass@1; ± a 95 % interval over the "
+                    f"{n} seeds.*\n>\n" + "\n".join(f"> {i}. {t}" for i, t in enumerate(items, 1)))
 
 
 # -- the exercises' answers and reasons ----------------------------------------------------------------------------
@@ -501,19 +552,15 @@ def exercise_4(tr2: dict) -> tuple[float, str]:
     return round(float(adv[wrong]), 3), why
 
 
-def exercise_5(run, tr: dict, question: int, M: int) -> tuple[set, str]:
-    """With M + 1 experts: the Top-(M + 1) of §4's r_k^p column."""
-    from fedrl_kit.fedgrpo.diagnostics import selection_quality
-
-    cids = run.runtime.client_ids
-    M5 = min(M + 1, len(cids))
-    more = selection_quality(run.server, run.truth, M=M5)  # eqs. 5–6 again on the run in memory: no training
-    ranked = np.argsort(-np.asarray(tr["competence"]), kind="stable")  # the r_k^p column, highest first
-    added = ranked[M5 - 1]
-    return {cids[k] for k in more["experts"][question]}, (
-        f"the experts are the Top-M of the r_k^p column, so one more keeps the {M} already chosen "
-        f"({', '.join(cids[k] for k in ranked[:M])}) and adds the next, {cids[added]} (r_k^p = "
-        f"{tr['competence'][added]:.3f})")
+def exercise_5(run, sq: dict, M: int) -> tuple[float, str]:
+    """If the M experts were drawn at random from the K clients, the chance that a question's owner (the only
+    possible AE expert) is among them: M/K, beside competence's owner rate on this run."""
+    own, rnd = owner_rate(run, sq)
+    K = len(run.runtime.client_ids)
+    return round(rnd, 3), (f"a random choice of {M} of {K} clients contains any given client with probability "
+                           f"M/K = {M}/{K} = {rnd:.3f}, so that is the share of questions with a possible AE "
+                           f"expert. Competence does {'better' if own > rnd else 'no better'} on this run: "
+                           f"{own:.3f} over all {len(sq['experts'])} questions of D_s")
 
 
 # -- report 11's reading of the gap ----------------------------------------------------------------------------------

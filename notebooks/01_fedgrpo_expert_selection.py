@@ -20,13 +20,13 @@
 #
 # **The problem.** A server wants to improve its language model. Its training questions are private to $K$
 # **clients**. Each client holds labelled questions of a few topics. No client shares its data or a model update.
-# The server holds the questions pooled, without labels or owners. It cannot ask a question's owner, since it does not
-# know who that is. It must guess who can judge each question.
+# The server holds the questions pooled, without labels or owners. So it cannot ask a question's owner. It must
+# guess who can judge each question. To guess, it holds a small labelled **auxiliary set** $\mathcal{D}_p$.
 #
 # **The method.** In FedGRPO the server trains and the clients only grade. For each question the server samples
 # $G$ candidate answers. It sends them to $M$ **experts**: the clients most **competent** on similar questions.
-# Each client trains a small **domain model** on its own data, once. Its competence is how often that model answers
-# labelled questions near this one right.
+# Each client trains a **domain model** $\theta_k$ once: a LoRA adapter on the base model, fine-tuned (SFT) on its
+# own data. Its competence is how often $\theta_k$ answers $\mathcal{D}_p$ questions near this one right.
 #
 # Each expert scores each candidate. An expert holding the question's label checks the answer exactly:
 # **answer-based evaluation (AE)**. Only the question's owner holds its label, so at most one of the $M$ experts can
@@ -36,10 +36,9 @@
 # The two ideas are **competence-based expert selection** (eqs. 5–6) and a **group-relative reward** (eqs. 7–9). As
 # printed, the second cancels out (§2).
 #
-# **The paper's claim** (Table 1). **pass@1** is the fraction of test problems one sampled answer solves, here
-# averaged over six math test sets. FedGRPO beats **Fedpetuning+GRPO**: each client GRPO-trains a LoRA adapter on its
+# **The paper's claim** (Table 1). **pass@1** is the fraction of test problems one sampled answer solves. FedGRPO beats **Fedpetuning+GRPO**: each client GRPO-trains a LoRA adapter on its
 # own data, and the server averages the adapters each round. It nearly matches **Central-GRPO**, GRPO on all data
-# pooled in one place, the upper bound.
+# pooled, the upper bound.
 
 # %%
 from IPython.display import display
@@ -52,23 +51,24 @@ display(paper)
 teaching.paper_gaps(paper)
 
 # %% [markdown]
-# Runs use the **embedded world**: arithmetic in seven topics, a tiny policy. §1–4 trace one server step, §5 runs a
-# small federation, §6 gives findings, with tables in [11_fedgrpo_report.ipynb](11_fedgrpo_report.ipynb).
+# Runs use the **embedded world**: arithmetic in seven topics, a tiny policy. The tables behind §6 are in
+# [11_fedgrpo_report.ipynb](11_fedgrpo_report.ipynb).
 
 # %% [markdown]
 # ## Parameters
-# Papermill sets these (`-p M 4`). The next cell builds the runs (`teaching.setup`).
 
 # %% tags=["parameters"]
-preset_name = "quick"  # quick (2-core CPU) | smoke (tiny, seconds) | full (GPU, real model) | full-smoke (GPU, tiny)
 num_clients = 8        # K clients (the paper: 4 to 20)
 dirichlet_alpha = 0.1  # Dirichlet concentration of the topic split (smaller: fewer topics per client), or "iid"
 L = 20                 # neighbours per question, eq. 5 (paper: 20 of 100)
 M = 2                  # experts per question, eq. 6 (paper: 2)
 seed = 0               # one seed: one world, partition and run
 question = 0           # the question of D_s the step-through follows
-run_root = ""          # where the runs go ("": runs/fedgrpo/<one folder per set of parameters>)
-figures_dir = ""       # where figures go ("": the run folder's figures/)
+
+# for papermill: the run's size (quick | smoke | full | full-smoke) and where runs and figures go ("": the default)
+preset_name = "quick"
+run_root = ""
+figures_dir = ""
 
 # %%
 import numpy as np
@@ -83,7 +83,7 @@ teaching.show_setup(lab)
 
 # %% [markdown]
 # ## 1. One server step, drawn
-# Repeated $\tau$ times a round, on $Q$ questions. The experts drawn are those of §4's question.
+# Repeated $\tau$ times a round, on $Q$ questions. The experts are those of §4's question.
 
 # %%
 tr = trace_question(tour.server, question, L=L, M=M, seed=seed, truth=tour.truth)  # §4 follows this question
@@ -107,41 +107,42 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 #
 # $$\mathcal{G}(x_s) = \{(x_{p,\ell}, y_{p,\ell})\}_{\ell=1}^{L},\qquad
 # \langle z_s, z_{p,1}\rangle \ge \dots \ge \langle z_s, z_{p,L}\rangle,\quad z = \phi(x)/\lVert\phi(x)\rVert
-# \qquad\text{(`expert_selection.nearest_exemplars`)}$$
+# $$
 #
 # **Eq. 6.** Client $k$'s **competence** on $x_s$ is its average over those neighbours. The $M$ most competent
 # clients are the experts:
 #
 # $$r_k^p(x_s) = \frac{1}{L}\sum_{\ell=1}^{L} \Pr\bigl[\theta_k \text{ answers } x_{p,\ell} \text{ with }
 # y_{p,\ell}\bigr],\qquad \mathcal{C}(x_s) = \operatorname{Top-}M_k\; r_k^p(x_s)
-# \qquad\text{(`expert_selection.select_experts`)}$$
+# $$
 #
 # $\Pr[\theta_k \text{ answers } x \text{ with } y]$ is the probability $\theta_k$ gives to writing exactly $y$
 # after $x$: one forward pass. The paper writes a 0/1 check; this is its expected value.
 #
-# **Dual evaluation.** Each expert scores each candidate $\hat y_j$ (`FedGRPOClient.on_score`). An expert that holds
-# $x_s$'s label uses AE: $r_k^s = \mathbb{1}[\text{answer of }\hat y_j = y(x_s)]$. Any other expert uses ME:
-# $r_k^s = \Pr[\theta_k \text{ answers } x_s \text{ with the answer of } \hat y_j]$, the same forward pass.
+# **Dual evaluation.** Each expert scores each candidate $\hat y_j$. The *answer of*
+# $\hat y_j$ is the text inside `<answer>…</answer>`, else its last number. A candidate with no answer scores 0. An
+# expert that holds $x_s$'s label uses AE: $r_k^s = \mathbb{1}[\text{answer of }\hat y_j = y(x_s)]$. Any other
+# expert uses ME: $r_k^s = \Pr[\theta_k \text{ answers } x_s \text{ with the answer of } \hat y_j]$. AE gives 0 or 1. ME gives a probability, usually far below 1. So $\mu_r$ stays small unless an AE
+# expert says 1.
 #
-# **Eqs. 7–9 as printed**, with learning rate $\eta$. Algorithm 1 numbers the experts' mean and spread eq. 7; the
-# text numbers the same formula eq. 8.
+# **Eqs. 7–9 as printed**, with learning rate $\eta$:
 #
 # $$\underbrace{\mu_r = \frac{1}{M}\sum_{k\in\mathcal{C}} r_k^s,\quad
 # \sigma_r = \sqrt{\frac{1}{M}\sum_{k\in\mathcal{C}} (r_k^s-\mu_r)^2}}_{\text{eqs. 7, 8}},\qquad
 # \underbrace{R_k = \frac{r_k^s - \mu_r}{\sigma_r + 10^{-6}}}_{\text{eq. 9}},\qquad
 # \underbrace{\theta_g \leftarrow \theta_g + \eta\, R_k \nabla_{\theta_g}\log\pi_{\theta_g}(\hat y\mid x_s)}_{
-# \text{update (unnumbered)}}$$
+# \text{update}}$$
 #
 # **Why it cannot train as printed.** For every candidate, $\sum_k R_k = 0$. Eq. 9 measures how much the experts
-# *disagree* (`group_reward.group_relative_rewards`). Summed over the experts, the update vanishes.
+# *disagree*. Summed over the experts, the update vanishes.
 #
-# **What we train.** Remark 2 reads: *"the term 'group' denotes the aggregation of reward signals from multiple
-# clients and corresponds to the ensemble of candidate policies in GRPO."* We read the group as GRPO's $G$
-# candidates. Each candidate's reward is the experts' mean score plus a **format reward** $f_j$. $f_j$ is 1 if
-# $\hat y_j$ is exactly `<think>…</think><answer>…</answer>`, else 0. The weights are 8 and 1, as in the paper. Then
-# GRPO's $A_j$ follows:
+# **What we train (our reading).** Remark 2 reads: *"the term 'group' denotes the aggregation of reward signals from
+# multiple clients and corresponds to the ensemble of candidate policies in GRPO."* We read the group as GRPO's $G$
+# candidates. Remark 1 adds a **format reward** $f_j$, outside eqs. 7–9. $f_j$ is 1 if $\hat y_j$ is exactly
+# `<think>…</think><answer>…</answer>`, else 0. The paper's appendix weights the expert reward 8 and the format
+# reward 1. Then GRPO's $A_j$ follows:
 #
-# $$\tilde r_j = 8\,\mu_r(\hat y_j) + 1\cdot f_j \qquad\text{(`group_reward.candidate_advantages`, variant "paper")}$$
+# $$\tilde r_j = 8\,\mu_r(\hat y_j) + 1\cdot f_j \qquad\text{(our reading)}$$
 #
 # | symbol | meaning |
 # |---|---|
@@ -169,7 +170,6 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 #     A_j from r̃_j = 8·μ_r(ŷ_j) + f_j    (our reading of eqs. 7–9)     # algorithm.advantages_from_scores
 #     one clipped-surrogate GRPO step on θ_g                            # algorithm.policy_step
 # ```
-# (The code asks each $\mathcal{D}_p$ question when it is first a neighbour.)
 
 # %% [markdown]
 # ## 4. One question, step by step
@@ -195,8 +195,7 @@ teaching.competence_table(tr, tour)
 
 # %% [markdown]
 # **Scores, eq. 9, advantage.** Each expert's score (AE or ME), eq. 9's $R_k$ (rows sum to zero) and the
-# advantage $A_j$. `correct`: the truth, for you only. Where both scores are nearly 0, eq. 9's $10^{-6}$ makes
-# $|R_k| < 1$.
+# advantage $A_j$. `correct`: the truth, for you only. Where both scores are nearly 0, $|R_k| < 1$ (eq. 9's $10^{-6}$).
 
 # %%
 teaching.candidate_table(tr, tour)
@@ -227,13 +226,13 @@ teaching.ae_case_note(tr2, tour)
 # %% [markdown]
 # ### The confidence graph: turn $L$, $M$ and the question
 # The paper's **confidence graph**: clients left, topics right, edges the clients' mean competence per topic. Red:
-# the question's topic and experts. The algorithm never sees topics; it uses $r_k^p$ per question (eq. 6).
+# the question's topic and experts. The algorithm never sees topics.
 
 # %%
 teaching.graph_knobs(tour, question, L, M)
 
 # %% [markdown]
-# Stored for readers without a kernel:
+# The same graph, stored for readers without a kernel:
 
 # %%
 sq, fig = teaching.default_graph(tour, question, L, M, figures)
@@ -241,21 +240,19 @@ fig
 
 # %% [markdown]
 # ## 5. Run it: FedGRPO beside Fedpetuning+GRPO
-# The same questions, budget and base model; pass@1 averages `eval_samples` samples per problem.
+# Same base model, questions and budget. The **format rate** is the share of test answers in the expected format.
 
 # %%
 runs, records = teaching.run_both(lab)  # trains both
 quick = teaching.quick_run_table(runs, records)
 display(quick)
-teaching.quick_run_note(quick, cfg, tour.world)
+teaching.quick_run_note(quick, cfg)
 
 # %%
-teaching.quick_run_figure(records, f"pass@1 per round (K = {num_clients}, seed {seed}; round 0: the base model)",
-                          figures)
+teaching.quick_run_figure(records, figures)
 
 # %% [markdown]
-# **The paper's Figure 2, for this run.** Only scalars go up: $Q \cdot M \cdot G$ scores of 8 bytes per server
-# step, and once, before round 1, the competence replies.
+# **The paper's Figure 2, for this run**: the bytes each method sent.
 
 # %%
 teaching.score_bytes(tour, runs["Fedpetuning+GRPO"], M)
@@ -264,9 +261,12 @@ teaching.score_bytes(tour, runs["Fedpetuning+GRPO"], M)
 # Scalars still leak: exact 0s and 1s reveal who holds the label ([docs/fedgrpo.md](../docs/fedgrpo.md)).
 #
 # ## 6. What the reproduction found
-# Stored runs, 3 seeds. New arms: **random experts** (no competence), **every client holds every label** (every
-# score AE), and **DPSDA-FL+GRPO**, the paper's other baseline: the server trains on synthetic questions the clients
-# write ("no PE": without its Private Evolution step).
+# Longer stored runs. Two arms are ours: **random experts** and **every client holds every label** (every score AE).
+# **DPSDA-FL+GRPO**, the paper's other baseline, trains the server on synthetic questions the clients write ("no PE":
+# without its Private Evolution step).
+
+# %%
+teaching.stored_settings()
 
 # %%
 teaching.stored_figure(figures)
@@ -279,7 +279,7 @@ teaching.findings_box()
 
 # %% [markdown]
 # ## 7. Exercises: predict, then run
-# Predict in the first cell; the second checks.
+# The second cell checks.
 #
 # ### Exercise 1
 #
@@ -338,12 +338,13 @@ notebook.check(prediction_4, answer_4, why_4, tolerance=0.01) if prediction_4 is
 # %% [markdown]
 # ### Exercise 5
 #
-# From §4's competence table: with $M + 1$ experts, which clients score §4's question? Predict a
-# set, e.g. `{"client_0", "client_3", "client_5"}`.
+# Suppose the server chose the $M$ experts of each question at random from the $K$ clients. On what
+# share of questions would the owner, the only possible AE expert, be among them?
 
 # %%
-prediction_5 = None  # a set of client names
+prediction_5 = None  # a number between 0 and 1
 
 # %%
-answer_5, why_5 = teaching.exercise_5(tour, tr, question, M)
-notebook.check(prediction_5, answer_5, why_5) if prediction_5 is not None else notebook.reveal(answer_5, why_5)
+answer_5, why_5 = teaching.exercise_5(tour, sq, M)
+notebook.check(prediction_5, answer_5, why_5, tolerance=0.01) if prediction_5 is not None else \
+    notebook.reveal(answer_5, why_5)
