@@ -100,7 +100,7 @@ def reading_the_curve(runs: dict[str, list[dict]], name: str, cfg, n_answers: in
     """What the curve shows, in two or three sentences: where Central-GRPO leads beyond noise, and why the averaged
     step is shorter (the clients' agreement)."""
     curve, lines = _curve(runs), []
-    if "Central-GRPO" in curve and name in curve:
+    if "Central-GRPO" in curve and name in curve and name != "Central-GRPO":
         lead = 100 * (curve["Central-GRPO"] - curve[name]).iloc[1:]  # points, rounds 1..R
         noise = 100 * 2 * np.sqrt(2) * _se(float(curve.iloc[-1].max()), n_answers)  # 2 SE of a difference
         ahead = lead[lead > noise]
@@ -116,14 +116,15 @@ def reading_the_curve(runs: dict[str, list[dict]], name: str, cfg, n_answers: in
                          "errors of a difference).")
         lines.append("- Neighbouring rounds are not independent checks: each model is the last one plus one round, "
                      "so a lead over several rounds is one finding, not several.")
-    if gaps is not None and len(gaps):
+    if gaps is not None and len(gaps) and name != "Central-GRPO":
         agree = gaps["agreement of updates"].dropna()
         lines.append(f"- Why federation starts slower: the server's step is the *average* of the clients' updates, "
                      f"and they point partly apart. Their agreement (length of the mean update over the mean length, "
                      f"1 when all move alike) was {agree.min():.2f}–{agree.max():.2f}, so each round's step was about "
                      f"{agree.mean():.0%} as long as a client's own, like a smaller learning rate. Central-GRPO's step "
                      f"on {cfg.num_clients * cfg.prompts_per_step} prompts has nothing to average away.")
-    return Markdown("\n".join(lines))
+    return Markdown("\n".join(lines) or "- One method ran: nothing to compare it with (Central-GRPO runs beside "
+                    "FedAvg-GRPO and FedProx-GRPO).")
 
 
 def round_table(gaps) -> pd.DataFrame:
@@ -189,10 +190,11 @@ def takeaways(runs: dict[str, list[dict]], name: str, n_answers: int, gaps, gree
     from fedrl_kit.rewards.format import is_well_formatted
 
     h = headline(runs[name])
-    lines = [f"{name} took sampled pass@1 from {h['base pass@1']:.3f} to {h['final pass@1']:.3f}, though no client "
-             "sent a problem or an answer."]
+    federated = name != "Central-GRPO"  # Central-GRPO alone: one client holding all the data, nothing averaged
+    lines = [f"{name} took sampled pass@1 from {h['base pass@1']:.3f} to {h['final pass@1']:.3f}"
+             + (", though no client sent a problem or an answer." if federated else ".")]
     curve = _curve(runs)
-    if "Central-GRPO" in runs and name in curve:
+    if "Central-GRPO" in runs and name in curve and federated:
         c = float(curve["Central-GRPO"].iloc[-1])
         noise = 100 * 2 * np.sqrt(2) * _se(float(curve.iloc[-1].max()), n_answers)
         lead = 100 * (curve["Central-GRPO"] - curve[name]).iloc[1:]
@@ -207,7 +209,7 @@ def takeaways(runs: dict[str, list[dict]], name: str, n_answers: int, gaps, gree
             cost = "here federation cost speed, not final accuracy." if len(ahead) else "no cost shows at this noise."
         lines.append(early + f" and ended {abs(d):.1f} points {'higher' if d > 0 else 'lower'}, "
                      + ("within the noise" if abs(d) <= noise else "beyond the noise") + f" (±{noise:.1f}): " + cost)
-    if gaps is not None and len(gaps):
+    if gaps is not None and len(gaps) and federated:
         a = gaps["agreement of updates"].dropna()
         lines.append(f"The clients' updates agreed only {a.min():.2f}–{a.max():.2f}, so the averaged step was shorter "
                      "than each client's; whether the non-IID split or the small noisy batches cause that, one seed "
@@ -244,7 +246,10 @@ def frac_zero_answer(records: list[dict], run, base_eval: dict) -> tuple[str | N
         return None, "zero-shot trains no client"
     zero = client_df.groupby("client").frac_zero_std.mean()
     answer = zero.idxmax()
-    mine = client_table(run.partitions).drop(columns="total").loc[answer]
+    held = client_table(run.partitions).drop(columns="total")
+    if len(zero) < 2 or answer not in held.index:  # Central-GRPO: one client holding everything
+        return answer, f"{answer} is the only client; its groups had no spread {zero.max():.0%} of the time"
+    mine = held.loc[answer]
     base = {k.split("/", 1)[1]: v for k, v in base_eval.items() if k.startswith("topic/")}
     mix = ", ".join(f"{t} {n / mine.sum():.0%} (base pass@1 {base.get(t, float('nan')):.2f})"
                     for t, n in mine.sort_values(ascending=False).head(2).items())
