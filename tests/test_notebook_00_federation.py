@@ -7,7 +7,7 @@ import pytest
 from fedrl_kit.lora_factors import factor_gap, factor_round
 from fedrl_kit.config import preset
 from fedrl_kit.diagrams import round_diagram
-from fedrl_kit.notebook import SMOKE_SIZES, round_factor_gaps
+from fedrl_kit.notebook import SMOKE_SIZES, before_after, round_factor_gaps
 from fedrl_kit.runs import Run
 
 
@@ -70,3 +70,37 @@ def test_a_runs_round_gaps_and_reply_sizes():
 def test_the_fedavg_round_diagram_names_the_factors_d_and_u():
     svg = round_diagram("fedavg_grpo").svg
     assert "(D, U)" in svg and "(D_k, U_k)" in svg and "(A, B)" not in svg
+
+
+def test_the_quickstarts_teaching_helpers_on_a_tiny_run():
+    """The tables print integers as integers, the takeaway box holds at most five findings, the ledger table counts
+    every message, and each exercise answer comes with its reason."""
+    import dataclasses
+
+    from experiments import teaching_quickstart as teach
+
+    cfg = preset("quick", **{**SMOKE_SIZES["quickstart"], "rounds": 2, "num_clients": 2})
+    run = Run(cfg, None, progress=False).build()
+    run.runtime.keep_messages = True
+    base_eval = run.evaluate_global(0)
+    records = run.run()
+    central = Run(dataclasses.replace(cfg, method="central_grpo"), None, progress=False).build().run()
+    runs = {"FedAvg-GRPO": records, "Central-GRPO": central}
+    n_answers = len(run.world.test) * cfg.eval_samples
+    assert "10.000" not in teach.settings(cfg).to_string()
+    assert teach.results(runs, n_answers).loc["rounds", "FedAvg-GRPO"] == 2
+    by_topic = teach.base_by_topic(run, base_eval)
+    assert by_topic.loc["test problems"].sum() == len(run.world.test)
+    wire = teach.wire(run)
+    assert wire["messages"].sum() == len(run.runtime.ledger.records)
+    assert wire.loc["fit_result (up)", "messages"] == 2 * 2
+    gaps = round_factor_gaps(run)
+    assert len(teach.round_table(gaps).columns) == 2
+    table, greedy = before_after(run, n=len(run.world.test))
+    box = teach.takeaways(runs, "FedAvg-GRPO", n_answers, gaps, greedy, table).data
+    assert box.startswith("> **What this run shows**") and 3 <= box.count("\n> ") - 1 <= 5
+    answer, why = teach.bytes_answer(run, gaps)
+    assert answer == int(gaps["bytes up per client"].max()) and f"{answer:,}" in why
+    client, why = teach.frac_zero_answer(records, run, base_eval)
+    assert client in {"client_0", "client_1"} and why.startswith(client)
+    assert teach.bytes_answer(run, None)[0] is None  # zero-shot sends no adapter
