@@ -14,34 +14,36 @@
 # ---
 
 # %% [markdown]
-# # FedMOA: several rewards per client, weights that adapt, and their Pareto fronts
+# # FedMOA: reward weights that adapt, in federated GRPO
 #
 # *Wang, Jung, He, Sun, Shen, Lee, Li: FedMOA, Federated GRPO for Personalized Reasoning LLMs under Heterogeneous
 # Rewards.*
 #
-# **The problem.** A reasoning model is trained on a weighted sum of rewards: the right answer (**accuracy**) and
-# well-formed output (**format**, **tag count**, …). Fixed weights fit badly: easy rewards saturate early yet keep
-# their share, and in a federation each client has its *own* rewards. Clients with the same accuracy reward solve
-# comparable tasks, so the server can group them by it and let the one furthest along lead.
+# **The problem.** A reasoning model is trained on a weighted sum of rewards. One reward checks the answer
+# (**accuracy**); others check the form (**format**, **tag count**, …). Fixed weights fit badly. Easy rewards
+# saturate early yet keep their share. In a federation each client also has its *own* rewards. Clients with the
+# same accuracy reward solve comparable tasks, so the server can group them by it.
 #
-# **The method.** **FedMOA** changes FedAvg-GRPO (the paper's "FedGRPO") twice:
+# **The method.** **FedMOA** changes FedAvg-GRPO (the paper's "FedGRPO") in two places:
 #
-# 1. **Adaptive weights (client).** After every local step, a *hypergradient* step (the loss's derivative with
-#    respect to the weights) of size **λ** moves the reward weights.
-# 2. **Accuracy-aware aggregation (server).** Among clients sharing an accuracy reward, a *lower* accuracy weight
-#    counts more.
+# 1. **Adaptive weights (client).** After every local step, a *hypergradient* step of size **λ** moves the reward
+#    weights. A hypergradient is a loss's derivative with respect to a hyperparameter, here a weight.
+# 2. **Accuracy-aware aggregation (server).** Within a group sharing an accuracy reward, a client with a *lower*
+#    accuracy weight counts more.
 #
-# **You will learn** which weight eq. 10 raises, eqs. 11–12 by hand, and Pareto fronts. Reproduction:
+# FedMOA never computes a Pareto front. The paper draws fronts only to evaluate the trained models (§5).
+#
+# **You will learn** eqs. 10–12 by hand and how to read a Pareto front. Reproduction:
 # [13_fedmoa_report.ipynb](13_fedmoa_report.ipynb).
 
 # %% [markdown]
 # ## Parameters
-# For papermill (`-p seed 1`); an unknown name stops the notebook.
+# For papermill (`-p seed 1`).
 
 # %% tags=["parameters"]
 preset_name = "quick"  # quick (2-core CPU) | smoke (seconds) | full (GPU, the paper's model) | full-smoke
 seed = 0               # one seed: one world, plan and run
-normalise = False      # True: our variant (Δ_k as a cosine, λ = lam; see the report)
+normalise = False      # True: a variant with Δ_k as a cosine and λ = lam (§6's λ table)
 lam = 0.1              # λ, read only when normalise is True
 run_root = ""          # where the runs go ("": runs/fedmoa/…)
 figures_dir = ""       # where figures go ("": the run folder's figures/)
@@ -68,119 +70,133 @@ cfg, run_root, figures = notebook.setup("fedmoa", globals(), make_config, runs="
 diagrams.round_diagram("fedmoa")
 
 # %% [markdown]
-# The server weighs client $m$ by $\alpha_m$, set from its accuracy weight $w_{\text{acc}}^{(m)}$ (eq. 11, defined
-# below), and sends back θ and new weights $w^{(m\leftarrow c)}$ (eq. 12, below).
+# The server weighs client $m$ by $\alpha_m$ (eq. 11, below). It sends back θ and new weights
+# $w^{(m\leftarrow c)}$ (eq. 12).
 
 # %% [markdown]
 # ## 2. Key equations
-# **GRPO on each client**, with group mean $\bar r$, deviation $\sigma_r$, ratio $\rho$ (new over old token
-# probability); it maximises $J$, i.e. minimises the loss $L = -J$:
-#
-# $$\hat a_i = \frac{r_i - \bar r}{\sigma_r},\qquad J(\theta) = \frac{1}{G}\sum_{i=1}^{G}\frac{1}{|y_i|}\sum_t
-# \min\Bigl(\rho_{i,t}\,\hat a_i,\ \operatorname{clip}(\rho_{i,t}, 1-\zeta_{\text{lo}}, 1+\zeta_{\text{hi}})
-# \,\hat a_i\Bigr)$$
-#
-# Our CPU presets clip asymmetrically, $\zeta_{\text{hi}} > \zeta_{\text{lo}}$ (a probability may rise further than it
-# falls); β = 0: no KL penalty. Client $m$ has $K_m$ rewards $r_k$ (defined in §4), accuracy first, and trains on
+# **Rewards.** Client $m$ has $K_m$ rewards $r_k$ (§4), accuracy first, and trains on
 #
 # $$w_k \ge 0,\ \sum_k w_k = 1\ \text{(1)},\qquad r_w = \sum_k w_k r_k\ \text{(2)}$$
 #
-# **The weights' step.** $L_k$: GRPO's loss with reward $r_k$ alone; $g_k$: its gradient with respect to $\phi$, one
-# layer's LoRA factors (the paper's hidden state pairs different prompts at consecutive steps; LoRA factors are the
-# same parameters every step). $g^{(t-1)}$ is the previous step's
-# *in the same round*: a round's first step has none, so it leaves $w$ as sent.
+# **GRPO on $r_w$.** Let $\bar r$ and $\sigma_r$ be the group's mean and deviation, and $\rho$ the ratio of a
+# token's new to old probability. GRPO maximises $J$, i.e. minimises the loss $L = -J$. This is the paper's eqs.
+# 3–4; its eqs. 5–7 recall Baydin et al.'s hypergradient (below).
+#
+# $$\hat a_i = \frac{r_i - \bar r}{\sigma_r},\qquad J(\theta) = \frac{1}{G}\sum_{i=1}^{G}\frac{1}{|y_i|}\sum_t
+# \min\Bigl(\rho_{i,t}\,\hat a_i,\ \operatorname{clip}(\rho_{i,t}, 1-\zeta_{\text{lo}}, 1+\zeta_{\text{hi}})
+# \,\hat a_i\Bigr)\qquad\text{(3–4)}$$
+#
+# Our presets clip asymmetrically ($\zeta_{\text{hi}} > \zeta_{\text{lo}}$), so a probability may rise further than
+# it falls. β = 0, so there is no KL penalty.
+#
+# **The weights' step.** Let $L_k$ be GRPO's loss with reward $r_k$ alone, and $g_k$ its gradient with respect to
+# $\phi$, the LoRA factors of the model's middle decoder layer. The paper uses a hidden state instead. LoRA factors
+# are the same parameters at every step, so eq. 9 compares like with like. $g^{(t-1)}$ comes from the same round,
+# so a round's first step leaves $w$ as sent.
 #
 # $$g_k^{(t)} = \nabla_\phi L_k\ \text{(8)},\qquad \Delta_k^{(t)} = g_k^{(t)\top} g_k^{(t-1)}\ \text{(9)},\qquad
 # w \leftarrow \operatorname{Proj}_{\text{simplex}}\bigl(w + \lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
-# $\operatorname{Proj}_{\text{simplex}}(v)$, the closest $w$ on the simplex to $v$, is $w_k = \max(v_k - \nu, 0)$
-# with the one $\nu$ that makes the sum 1.
-#
-# **Eq. 10 in words.** $\Delta_k > 0$: $k$'s gradient points as at the previous step (progress left); $\Delta_k < 0$:
-# it flips (e.g. a saturated format). The projection subtracts one common shift, so **a weight rises when its
-# $\Delta_k$ is above the others'** (their mean, while no weight is at 0), whatever its sign. The paper's hope: format
-# saturates first, and weight flows to accuracy.
-#
-# **A toy case** (λ = 0.1): accuracy's gradients agree, format's vanish, tag count's flip:
+# $\operatorname{Proj}_{\text{simplex}}$ finds the closest $w$ that obeys eq. 1. In numpy:
+
+# %%
+def project_simplex(v):  # w_k = max(v_k − ν, 0), with the one ν that makes Σ w_k = 1
+    u = np.sort(v)[::-1]  # largest first
+    excess = np.cumsum(u) - 1  # what the top j entries hold beyond 1
+    j = np.arange(1, len(v) + 1)
+    keep = j[u - excess / j > 0][-1]  # how many weights stay above 0
+    return np.maximum(v - excess[keep - 1] / keep, 0)  # ν: that excess shared equally by them
+
+
+def eq10(w, g_now, g_prev, lam):
+    delta = (g_now * g_prev).sum(axis=1)  # eq. 9: Δ_k = g_k^(t)·g_k^(t−1), one row per objective
+    return project_simplex(w + lam * delta), delta
+
+
+# %% [markdown]
+# **A toy step** (λ = 0.1). Accuracy's gradients agree, format's vanish and tag count's flip:
 
 # %%
 w_toy = np.array([0.5, 0.3, 0.2])  # accuracy, format, tag_count
 g_prev = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])  # g_k^(t−1): one row per objective
 g_now = np.array([[2.0, 0.0], [0.0, 0.0], [-1.0, 0.0]])  # g_k^(t): accuracy agrees, format vanished, tag flipped
-w_new, delta = hypergradient_step(w_toy, g_now, g_prev, lr=0.1)
-v = w_toy + 0.1 * np.array([2 * 1 + 0 * 0, 0 * 0 + 0 * 1, -1 * 1 + 0 * 0])  # by hand: Δ_k = g_k^(t)·g_k^(t−1)
-nu = (v.sum() - 1) / 3  # every v_k − ν stays ≥ 0 here, so ν spreads the excess equally
-display(pd.DataFrame({"w before": w_toy, "Δ_k (package)": delta, "w + λΔ (by hand)": v, "by hand: w + λΔ − ν": v - nu,
+w_mine, delta = eq10(w_toy, g_now, g_prev, 0.1)
+w_new, delta_pkg = hypergradient_step(w_toy, g_now, g_prev, lr=0.1)  # the package
+v = w_toy + 0.1 * delta
+display(pd.DataFrame({"w before": w_toy, "Δ_k": delta, "w + λΔ": v, "w + λΔ − ν (numpy above)": w_mine,
                       "package: w after": w_new}, index=["accuracy", "format", "tag_count"]).round(4))
-print(f"sum of w + λΔ = {v.sum():.2f}, so ν = ({v.sum():.2f} − 1) / 3 = {nu:.4f}; by hand = package: "
-      f"{np.allclose(v - nu, w_new)}. ν = λ × mean Δ = 0.1 × {delta.mean():.4f}: a weight rises iff its Δ_k is above "
-      f"the mean Δ. Accuracy (Δ = {delta[0]:g}) rises by {w_new[0] - w_toy[0]:+.4f}; format (Δ = {delta[1]:g}, "
-      f"below the mean) falls by {w_new[1] - w_toy[1]:+.4f} though its Δ is not negative; tag count falls by "
-      f"{w_new[2] - w_toy[2]:+.4f}.")
+print(f"ν = ({v.sum():.2f} − 1) / 3 = {(v.sum() - 1) / 3:.4f} = λ × mean Δ. Numpy = package: "
+      f"{np.allclose(w_mine, w_new) and np.allclose(delta, delta_pkg)}. Format (Δ = {delta[1]:g}, below the mean "
+      f"{delta.mean():.4f}) falls by {w_new[1] - w_toy[1]:+.4f} though its Δ is not negative.")
 
 # %% [markdown]
-# **Where eq. 9 comes from** (Baydin et al.). The last step descended $\sum_j w_j L_j$, moving $\phi$ by
-# $-\eta\sum_j w_j g_j^{(t-1)}$ ($\eta$: learning rate), so objective $k$'s own loss moves with its own weight as
-# $\partial L_k(\phi^{(t)})/\partial w_k = -\eta\,\Delta_k^{(t)}$: per objective, without the total loss's cross terms
-# $g_j^\top g_k$ ($j \ne k$). Eq. 10 is gradient descent on $w$ (λ absorbs η). **λ:** $\Delta_k$ grows with
-# $\lVert g\rVert^2$, so the paper's 0.01 does not carry over; our run rescales λ (§6).
+# **Eq. 10 in words.** $\Delta_k > 0$: $k$'s gradient points as at the previous step, so progress is left.
+# $\Delta_k < 0$: it flips, as for a saturated format. The projection subtracts one common shift ν, so **a weight
+# rises when its $\Delta_k$ is above the others'**.
 #
-# **Initial weights** (unstated in the paper): ours differ within a family (§5), so eq. 11 has something to act on.
+# **Why eq. 9.** Suppose the last step descended $\sum_j w_j L_j$ with learning rate $\eta$. Then
 #
-# **Server.** Clusters $S_c$: clients with the same accuracy reward; $w_{\text{acc}}^{(m)}$ at the round's end gives:
+# $$\phi^{(t)} = \phi^{(t-1)} - \eta\sum_j w_j\, g_j^{(t-1)},\qquad
+# \frac{\partial L_k(\phi^{(t)})}{\partial w_k} = g_k^{(t)\top}\frac{\partial \phi^{(t)}}{\partial w_k}
+# \approx -\eta\,\Delta_k^{(t)}$$
+#
+# The ≈ is exact only without $\sigma_r$. GRPO divides $r_w$ by its deviation, which is not linear in $w$, so eq. 9
+# is a heuristic here. Eq. 10 is gradient descent on $w_k$, λ absorbing η, without the cross terms $g_j^\top g_k$.
+# $\Delta_k$ grows with $\lVert g\rVert^2$, so the paper's λ does not carry over to our model (§6).
+#
+# **Initial weights** are not in the paper. Ours differ within a family, so eq. 11 has something to act on.
+#
+# **Server.** A cluster $S_c$ holds the clients with the same accuracy reward. At a round's end:
 #
 # $$s_m = \frac{1}{w_{\text{acc}}^{(m)} + \varepsilon},\qquad \alpha_m = \frac{e^{s_m}}{\sum_{m'\in S_c}
 # e^{s_{m'}}}\qquad\text{(11)}$$
 #
-# The cluster averages $\theta^{(c)} = \sum_{m\in S_c}\alpha_m\theta^{(m)}$ and $\bar w_k^{(c)} = \sum_{m\in S_c}
-# \alpha_m w_k^{(m)}$ for each reward $k$ that *every* client of $S_c$ has; client $m$ keeps its own $w_k^{(m)}$ for the
-# others and renormalises:
+# The cluster averages θ and each weight that *every* client of $S_c$ has. Client $m$ keeps its own other weights
+# and renormalises (a step the paper leaves implicit):
 #
-# $$u_k = \begin{cases}\bar w_k^{(c)} & k \text{ shared}\\ w_k^{(m)} & \text{otherwise}\end{cases},\qquad
-# w_k^{(m\leftarrow c)} = \frac{u_k}{\sum_j u_j}\ \text{(12)},\qquad
-# \theta = \sum_c \frac{N_c}{N}\,\theta^{(c)}\ \text{(13)}$$
+# $$\theta^{(c)} = \sum_{m\in S_c}\alpha_m\theta^{(m)},\quad \bar w_k^{(c)} = \sum_{m\in S_c}\alpha_m w_k^{(m)},\quad
+# u_k = \begin{cases}\bar w_k^{(c)} & k \text{ shared}\\ w_k^{(m)} & \text{otherwise}\end{cases},\quad
+# w_k^{(m\leftarrow c)} = \frac{u_k}{\sum_j u_j}\qquad\text{(12)}$$
 #
-# **Why should a lower $w_{\text{acc}}$ count more?** Eq. 10 lowers a weight whose gradients stop agreeing: for the
-# paper, a *nearly learnt* objective. So a low $w_{\text{acc}}$ marks a client further along on accuracy, and eq. 11
-# lets it lead. As $w_{\text{acc}} \to 0$, $s_m \to 1/\varepsilon
-# = 10^6$ and α → 1: that client's model *becomes* the cluster's. **Consequence:** α falls as $w_{\text{acc}}$ rises,
-# so the α-average $\sum_m \alpha_m w_{\text{acc}}^{(m)}$ sits **below the plain mean**:
-# each boundary pulls the shared $w_{\text{acc}}$ down (renormalising can still lift one client's, §6). This pull
-# is in the paper's method too; there eq. 10 must outweigh it.
+# $$\theta = \sum_c \frac{N_c}{N}\,\theta^{(c)}\qquad\text{(13)}$$
+#
+# **Why should a lower $w_{\text{acc}}$ count more?** Eq. 10 lowers a weight whose gradients stop agreeing, which
+# for the paper marks a *nearly learnt* objective. So eq. 11 lets the client furthest along on accuracy lead. As
+# $w_{\text{acc}} \to 0$, $s_m \to 1/\varepsilon$ and α → 1: that client's model *becomes* the cluster's.
+# **Consequence:** the α-average $\bar w_{\text{acc}}$ sits **below the plain mean**, so each boundary pulls the
+# shared $w_{\text{acc}}$ down. The paper's method has this pull too, so there eq. 10 must outweigh it.
 #
 # | symbol | meaning |
 # |---|---|
 # | $M$, $m$, $R$, $\tau$ | clients; one client; rounds; local steps per round |
-# | $b$, $G$, $\hat a_i$, $\rho$, $\zeta_{\text{lo}}$, $\zeta_{\text{hi}}$ | prompts per step; answers per prompt; advantage; ratio; clip range |
-# | $J$, $L$, $L_k$ | GRPO's objective; its loss $-J$; the loss with reward $k$ alone |
-# | $K_m$, $k$, $r_k$ | client $m$'s number of rewards; an objective; its reward (accuracy: $k = 0$) |
+# | $b$, $G$, $\hat a_i$, $\zeta_{\text{lo}}$, $\zeta_{\text{hi}}$ | prompts per step; answers per prompt; advantage; clip range |
+# | $K_m$, $k$, $r_k$ | number of rewards; an objective; its reward |
 # | $w^{(m)}$, $w_k$, $w_{\text{acc}}$ | client $m$'s weights; entry $k$; the accuracy entry (the paper's $w_0$) |
-# | $\phi$, $g_k$, $\eta$ | what $g_k$ differentiates; objective $k$'s gradient; learning rate |
-# | $\Delta_k$, $\lambda$ | eq. 9's gradient agreement; eq. 10's step size |
-# | $\operatorname{Proj}_{\text{simplex}}$, $\nu$ | projection onto the simplex; its shift |
-# | $S_c$, $N_m$, $N_c$, $N$ | cluster $c$'s clients; training examples of client $m$, cluster $c$, all |
+# | $\phi$, $g_k$, $\Delta_k$, $\lambda$ | one layer's LoRA factors; $\nabla_\phi L_k$; eq. 9; eq. 10's step size |
+# | $S_c$, $N_m$, $N_c$, $N$ | cluster $c$'s clients; training examples of $m$, $c$, all |
 # | $s_m$, $\alpha_m$, $\varepsilon$ | eq. 11's score; client $m$'s weight in its cluster; $10^{-6}$ |
-# | $\bar w^{(c)}$, $u$, $w^{(m\leftarrow c)}$ | the cluster's shared average; before and after renormalising |
+# | $\bar w^{(c)}$, $u$, $w^{(m\leftarrow c)}$ | shared average; before, after renormalising |
 # | $\theta^{(m)}$, $\theta$ | a client's and the global LoRA adapter |
 #
 # ## 3. Pseudocode
-# `fedmoa/algorithm.py::run_round`, with each line's function:
+# `fedmoa/algorithm.py::run_round` and each line's function:
 # ```
 # for round = 1..R:
 #   send θ and w^(m←c) (round 1: initial w) to client m          # algorithm.round_weights
 #   each client m, for step t = 1..τ:                            # client.MOAClient.on_fit
 #     b prompts × G answers; every reward r_k on every answer   # RewardSet.scores
 #     g_k (eq. 8); if t > 1: w ← Proj(w + λΔ) (eqs. 9–10)        # objective_gradients, hypergradient_step
-#     one GRPO step on r_w = Σ w_k r_k (eqs. 2–4)                # grpo.grpo_step
+#     one GRPO step on r_w = Σ w_k r_k (eqs. 2, 3–4)             # grpo.grpo_step
 #   clients reply θ^(m), reward names, w^(m), N_m; g is dropped
-#   clusters; α (eq. 11); w^(m←c) (eq. 12)                      # algorithm.aggregate_round
-#   θ^(c) = Σ_{m∈S_c} α_m θ^(m) (eq. 12); θ = Σ_c N_c/N θ^(c) (eq. 13)   # aggregate.fedavg
+#   clusters; α (eq. 11); θ^(c) and w^(m←c) (eq. 12)            # algorithm.aggregate_round
+#   θ = Σ_c N_c/N θ^(c) (eq. 13)                                 # aggregate.fedavg
 # ```
 
 # %% [markdown]
 # ## 4. Who holds what
-# Three families of synthetic tasks stand for the paper's datasets; each client holds one family and one reward
-# configuration (Table 3).
+# Three families of synthetic tasks stand for the paper's datasets. Each client holds one family and one reward
+# configuration (A, B or C).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -200,7 +216,8 @@ pd.DataFrame({f"{PAPER_NAMES[f]}-like": {c: ", ".join(n) for c, n in cfgs.items(
 tf.rewards_table()
 
 # %% [markdown]
-# The base policy per family (pass@1: share of right answers; on a GPU, Qwen2.5-1.5B-Instruct):
+# The base policy. On CPUs it is a tiny 4-layer Qwen2-style model pretrained here on the three families; on a GPU,
+# Qwen2.5-1.5B-Instruct. pass@1 is the share of right answers; length is in tokens.
 
 # %%
 base_eval = evaluation.evaluate_base(cfg)
@@ -209,7 +226,8 @@ pd.DataFrame({f: {k.split("/", 1)[1]: v for k, v in base_eval.items() if k.start
 
 # %% [markdown]
 # ## 5. Run it: FedAvg-GRPO and FedMOA on the same federation
-# **Heter+Heter**: clients differ in data *and* rewards. FedAvg-GRPO is FedMOA with both parts off. The clients:
+# **Heter+Heter**: clients differ in data *and* rewards. FedAvg-GRPO is FedMOA with both parts off. Its clients
+# keep their initial weights, and it averages θ by data size $N_m$. The clients:
 
 # %%
 runs = tf.run_methods(make_config, cfg.preset, run_root)
@@ -225,15 +243,15 @@ display(tf.run_summary(runs))
 tf.run_words(cfg, runs)
 
 # %% [markdown]
-# **The paper's Fig. 3: Pareto fronts.** A model *dominates* another when it is at least as good on both rewards and
-# better on one; the undominated models form the **Pareto front**, a staircase. Invented points first:
+# **The paper's Fig. 3: Pareto fronts.** A model *dominates* another when it is at least as good on both rewards
+# and better on one. The undominated models form the **Pareto front**, a staircase. Invented points first:
 
 # %%
 display(tf.staircase_figure())
 tf.paper_claim(3)
 
 # %% [markdown]
-# Our run, MATH-like tests:
+# Our run, scored on the MATH-like tests:
 
 # %%
 fig, series = tf.run_pareto(cfg, runs, base_eval)
@@ -242,14 +260,14 @@ display(fig)
 tf.pareto_words(cfg, series)
 
 # %% [markdown]
-# **The paper's Fig. 5.** Each client's $w_{\text{acc}}$ after every local step: eq. 10 within a round, eq. 12's jump
-# at a boundary.
+# **The paper's Fig. 5** draws each client's $w_{\text{acc}}$ after every local step.
 
 # %%
 display(tf.paper_claim(5))
 fig = tf.weights_figure(first, moa_records)
 viz.export(fig, "fedmoa_weights", figures)
-fig
+display(fig)
+tf.weights_words(cfg, moa_records)
 
 # %% [markdown]
 # ## 6. One boundary, step by step
@@ -260,20 +278,22 @@ cluster = tf.cluster_of(first, "client_0")
 w_acc = tf.round_end_weights(moa_records, round=1).loc[cluster, "accuracy"].to_numpy()
 s = 1 / (w_acc + cfg.fedmoa.eps)  # eq. 11's scores
 alpha_hand = np.exp(s - s.max()) / np.exp(s - s.max()).sum()  # softmax over the cluster (shifted: same result)
-alpha = accuracy_aware_weights(w_acc, cfg.fedmoa.eps, cfg.fedmoa.softmax_temperature)  # the package
-pd.DataFrame({"w_acc": w_acc, "s = 1/(w_acc + ε)": s, "α by hand": alpha_hand, "α package": alpha},
-             index=cluster).round(4)
+alpha = accuracy_aware_weights(w_acc, cfg.fedmoa.eps)  # the package
+display(pd.DataFrame({"w_acc": w_acc, "s = 1/(w_acc + ε)": s, "α by hand": alpha_hand, "α package": alpha},
+                     index=cluster).round(4))
+tf.alpha_words(first, moa_records, cluster, alpha)
 
 # %%
 tf.eq12_words(first, moa_records, alpha)
 
 # %% [markdown]
-# **One knob: λ.** A round replays in milliseconds from $g_k$ of three probe batches per untrained client (eqs.
-# 9–12 need only gradients).
+# **One knob: λ.** Eqs. 9–12 need only gradients, so a round replays in milliseconds from $g_k$ of three probe
+# batches per untrained client. Fresh batches make its round-1 α differ slightly from the table above.
 
 # %%
 probes = tf.probe_round(make_config, cfg, first.policy)
 LAMS = tf.replay_lambdas(probes)
+display(tf.lambda_table(cfg, LAMS))
 display(tf.lambda_words(cfg, probes))
 fig, words = tf.replay_grid(probes, cfg, LAMS)
 display(fig)
@@ -295,7 +315,7 @@ notebook.knobs(show_replay, **controls)
 
 # %% [markdown]
 # ## 7. What the reproduction found
-# From a larger stored grid (several seeds); details: the [report](13_fedmoa_report.ipynb).
+# From a larger stored grid with several seeds. Details: the [report](13_fedmoa_report.ipynb).
 
 # %%
 tf.findings_box()
@@ -375,7 +395,5 @@ notebook.check_explained(prediction_4, answer_4, f"w + λΔ = {np.round(v_big, 4
 
 # %% [markdown]
 # ## 9. What to remember
-# - FedMOA = FedAvg-GRPO + eq. 10's weights + eq. 11's α.
-# - Eq. 10 raises a weight whose $\Delta_k$ is **above the others'**; λ must match $\lVert g\rVert^2$.
-# - Eq. 11 favours a *lower* $w_{\text{acc}}$, so the α-average sits below the plain mean: a built-in pull down.
-# - One seed's gap of a few answers is noise.
+# - Eq. 10 raises a weight whose $\Delta_k$ is **above the others'**.
+# - Eq. 11 favours a *lower* $w_{\text{acc}}$, so the α-average sits below the plain mean.

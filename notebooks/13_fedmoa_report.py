@@ -255,6 +255,7 @@ if grid:
     display(tf.findings_detail())
     display(fedmoa_weight_split_findings().round(4))
     display(tf.split_words())
+    display(tf.boundary_split().round(4))  # the boundary change per seed: eq. 12's α-average + its renormalisation
 
 # %% [markdown]
 # **The paper's Fig. 3 over seeds.** Each seed's final global model on the MATH-like family as one point, each

@@ -56,3 +56,47 @@ def test_the_stored_grids_split_adds_up_to_f4s_change_of_the_accuracy_weight():
     assert list(table.columns) == findings.COLUMNS and len(table) == 3
     f4 = findings.fedmoa_findings().iloc[3]
     assert table.difference[0] + table.difference[1] == pytest.approx(f4.difference, abs=1e-3)  # F4 is rounded
+
+
+def test_the_boundary_change_splits_into_the_alpha_average_and_its_renormalisation():
+    """Finding 3's split: per seed, eq. 12's α-average part plus its renormalisation part is the boundary change
+    of accuracy_weight_split, and the α part pulls w_acc down (the α-average sits below the plain mean)."""
+    import json
+
+    import pandas as pd
+    import pytest
+
+    from experiments import fedmoa_analysis as analysis
+    from experiments import teaching_fedmoa as tf
+
+    grid = json.loads((findings.RESULTS / "fedmoa_compare_cpu.json").read_text())
+    split = pd.DataFrame(analysis.accuracy_weight_split(grid["runs"])).query("variant == 'FedMOA'").set_index("seed")
+    parts = tf.boundary_split(grid)
+    both = parts.alpha_part + parts.renormalisation_part
+    assert both.tolist() == pytest.approx(split.boundary.loc[parts.index].tolist())
+    assert (parts.alpha_part < 0).all()
+
+
+def test_project_simplex_in_the_notebook_matches_the_package_on_and_off_the_boundary():
+    """The notebook's eight-line numpy eq. 10 (its project_simplex) against hypergradient_step, including a λ large
+    enough to set a weight to 0 (Exercise 4)."""
+    import numpy as np
+
+    from fedrl_kit.fedmoa.weights import hypergradient_step
+
+    def project_simplex(v):
+        u = np.sort(v)[::-1]
+        excess = np.cumsum(u) - 1
+        j = np.arange(1, len(v) + 1)
+        keep = j[u - excess / j > 0][-1]
+        return np.maximum(v - excess[keep - 1] / keep, 0)
+
+    rng = np.random.default_rng(0)
+    w = np.array([0.5, 0.3, 0.2])
+    g_prev, g_now = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]), np.array([[2.0, 0.0], [0.0, 0.0], [-1.0, 0.0]])
+    cases = [(g_now, g_prev, lam) for lam in (0.1, 0.25, 3.0)]
+    cases += [(rng.normal(size=(4, 5)), rng.normal(size=(4, 5)), lam) for lam in (0.01, 0.5)]
+    for gn, gp, lam in cases:
+        w0 = w if len(gn) == 3 else np.full(4, 0.25)
+        expected, _ = hypergradient_step(w0, gn, gp, lr=lam)
+        assert np.allclose(project_simplex(w0 + lam * (gn * gp).sum(axis=1)), expected)
