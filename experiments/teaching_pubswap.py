@@ -76,7 +76,7 @@ def run_values(cfg, policy) -> pd.DataFrame:
             f"{cfg.lora_rank}, {cfg.lora_alpha:g}, {cfg.lora_alpha / cfg.lora_rank:g}",
         f"A and B of {layer} (one of {len(lora) // 2} adapted layers)":
             f"{lora[a_name]}, {lora[a_name.replace('.lora_A.', '.lora_B.')]}",
-        "pass@1: test problems × samples each (§6's runs: 1 sample)": f"{cfg.n_test} × {cfg.eval_samples}"},
+        "pass@1: test problems × samples each (§7's runs: 1 sample)": f"{cfg.n_test} × {cfg.eval_samples}"},
         name="value").to_frame()
 
 
@@ -145,40 +145,53 @@ def split_table(end: pd.DataFrame, tau: int) -> pd.DataFrame:
     return parts.round(2).rename(f"δ_pair difference, τ = {tau}, one seed").to_frame()
 
 
-def exercise_1() -> tuple[str, str]:
-    """Exercise 1's answer: which part of Balanced's drift reduction at the stored τ has a paired 95 % interval that
-    excludes 0, the swap (Balanced − control) or the public steps (control − FedAvg-GRPO), and why."""
-    f, _ = F.pubswap_teaching_tables()
-    swap, pub = f.loc["F2"], f.loc["F3"]
-    firm = [name for name, row in (("swap", swap), ("public steps", pub)) if row["verdict"] != "within noise"]
-    answer = firm[0] if len(firm) == 1 else "both" if firm else "neither"
-    return answer, (f"seed by seed, Balanced − control is {swap['difference']:+.2f} ± {swap['±95% t']:.2f} ‖ΔW‖ and "
-                    f"control − FedAvg-GRPO is {pub['difference']:+.2f} ± {pub['±95% t']:.2f} ‖ΔW‖. In the figure "
-                    "every seed's line falls from the control to Balanced, while the control's seeds lie on both "
-                    "sides of FedAvg-GRPO's. Pairing by seed removes the spread that both arms of a seed share.")
-
-
-def stored_drift_figure(results=F.RESULTS) -> go.Figure:
-    """Final δ_pair of each arm at the stored τ: one dot per seed, a grey line joining one seed's arms (the control
-    beside FedAvg-GRPO and Balanced, the two arms it is compared with), and beside the dots each arm's mean with its
-    95 % t-interval over its seeds. The y axis is cut below, as its title says: the seeds' lines need the room."""
+def _stored_rows(results=F.RESULTS) -> pd.DataFrame:
+    """The stored larger-τ grid's rows of the four arms at its largest τ, with each row's arm name."""
     import json
     from pathlib import Path
-
-    from experiments.stats import t_interval
 
     s = F.pubswap_setting(results)
     rows = pd.DataFrame(json.loads((Path(results) / "pubswap_paper_quick_large_tau.json").read_text()))
     rows = rows[rows.table.isin(["table1", "control"]) & (rows.tau == s["tau"]) & rows.method.isin(list(ARMS))]
-    rows = rows.assign(arm=rows.method.map(ARMS))
+    return rows.assign(arm=rows.method.map(ARMS))
+
+
+def exercise_1(results=F.RESULTS) -> tuple[str, str]:
+    """Exercise 1's answer, read off the stored figure's lines: over the seeds that ran all four arms, which step goes
+    down for every seed, FedAvg-GRPO → control (the public steps) or control → Balanced (the swap)."""
+    d = _stored_rows(results).pivot_table(index="seed", columns="arm", values="drift_end_pairwise_effective").dropna()
+    pub = d["no-swap control"] - d["FedAvg-GRPO"]  # [seeds]
+    swap = d["PubSwap Balanced"] - d["no-swap control"]  # [seeds]
+    down = [name for name, part in (("swap", swap), ("public steps", pub)) if (part < 0).all()]
+    answer = "both" if len(down) == 2 else down[0] if down else "neither"
+
+    def listed(part):
+        return ", ".join(f"{v:+.2f}" for v in part)
+    return answer, (f"over the {len(d)} seeds, control → Balanced changes δ_pair by {listed(swap)} ‖ΔW‖, and "
+                    f"FedAvg-GRPO → control by {listed(pub)}. A part that goes down for every seed is the firm one; "
+                    "a part whose sign changes from seed to seed cannot be told from noise.")
+
+
+def stored_drift_figure(results=F.RESULTS) -> go.Figure:
+    """Final δ_pair of each arm at the stored τ: one dot per seed, a grey line joining the arms of each seed that ran
+    all four (the control beside FedAvg-GRPO and Balanced, the two arms it is compared with), and beside the dots each arm's mean with its
+    95 % t-interval over its seeds. The y axis is cut below, as its title says: the seeds' lines need the room."""
+    from experiments.stats import t_interval
+
+    s = F.pubswap_setting(results)
+    rows = _stored_rows(results)
     order = ["FedAvg-GRPO", "no-swap control", "PubSwap Balanced", "PubSwap Random"]
     x = {name: i for i, name in enumerate(order)}
     fig = go.Figure()
+    full = [seed for seed, d in rows.groupby("seed") if len(d) == len(order)]
     for seed, d in rows.groupby("seed"):
         d = d.set_index("arm").reindex(order).dropna(subset=["seed"])
-        fig.add_trace(go.Scatter(x=[x[a] for a in d.index], y=d.drift_end_pairwise_effective, mode="lines+markers",
+        joined = seed in full  # a line only where a seed ran every arm: no line skips an arm
+        fig.add_trace(go.Scatter(x=[x[a] for a in d.index], y=d.drift_end_pairwise_effective,
+                                 mode="lines+markers" if joined else "markers",
                                  line=dict(color="#b8b8b8", width=1), marker=dict(color="#808080", size=6),
-                                 name="one seed (a line joins its arms)", legendgroup="seed", showlegend=seed == 0))
+                                 name=f"one seed; a line joins each of the {len(full)} seeds that ran all four arms",
+                                 legendgroup="seed", showlegend=seed == min(rows.seed)))
     for name in order:
         mean, half, n = t_interval(rows[rows.arm == name].drift_end_pairwise_effective)
         fig.add_trace(go.Scatter(x=[x[name] + 0.2], y=[mean], mode="markers",
@@ -203,9 +216,9 @@ def stored_scale_note(results=F.RESULTS) -> Markdown:
     s = F.pubswap_setting(results)
     rows = pd.DataFrame(json.loads((Path(results) / "pubswap_paper_quick_large_tau.json").read_text()))
     a = rows[(rows.table == "table1") & (rows.tau == s["tau"]) & (rows.method == "fedavg_grpo")]
-    return Markdown(f"For scale: in FedAvg-GRPO's last round one client's ΔW moves {a.drift_end_to_global_effective.mean():.2f} "
-                    f"‖ΔW‖ from the broadcast adapter, and two clients end {a.drift_end_pairwise_effective.mean():.2f} "
-                    "apart.")
+    return Markdown(f"For scale, from the stored runs of §6 (FedAvg-GRPO, τ = {s['tau']}): at a round's end one "
+                    f"client's ΔW is {a.drift_end_to_global_effective.mean():.2f} ‖ΔW‖ from the broadcast adapter's, "
+                    f"and two clients are {a.drift_end_pairwise_effective.mean():.2f} apart (δ_pair).")
 
 
 def drift_code() -> Markdown:
@@ -378,12 +391,13 @@ def findings_box() -> Markdown:
         f"{_words(f.loc['F1'], '‖ΔW‖')} {link}.",
         f"2. **The swap adds a clear reduction; whether the shared prompts alone help cannot be told from "
         f"{int(f.loc['F3', 'seeds'])} seeds.** Balanced − no-swap control is "
-        f"{_words(f.loc['F2'], '‖ΔW‖')}, while control − FedAvg-GRPO is {_words(f.loc['F3'], '‖ΔW‖')} "
-        f"([report §5]({REPORT}#split)).",
+        f"{_words(f.loc['F2'], '‖ΔW‖')}, while control − FedAvg-GRPO is {_words(f.loc['F3'], '‖ΔW‖')}. The "
+        f"split uses the {int(f.loc['F3', 'seeds'])} seeds that have a control run, so the parts need not sum to the "
+        f"whole ([report §5]({REPORT}#split)).",
         f"3. **Only Balanced's swap does it: Random does not lower drift.** Random − FedAvg-GRPO is "
         f"{_words(r.loc['R2'], '‖ΔW‖')}; a tentative reason: about {1 - 1 / s['clients']:.0%} of a Random group is "
         f"other clients' answers, scored as if self-sampled, the off-policy term ω that appendix A says adds drift, "
-        f"while Balanced swaps in a few right answers only; this may depend on that scoring shortcut (§2) {link}.",
+        f"while Balanced swaps in a few right answers only; this may depend on that scoring shortcut (§3) {link}.",
         f"4. **No accuracy gain (a negative result).** Balanced − FedAvg-GRPO pass@1 is {_words(f.loc['F4'], 'points')}: "
         f"gains above {top:+.2f} points are ruled out at this scale; the paper's gains, with 1.5–1.7B-parameter models, "
         f"are not tested here ([report §5]({REPORT}#claims)).",
@@ -401,15 +415,72 @@ PAPER_STEPS = 360
 """local steps per client in the paper's math runs (its §4: 360 GRPO steps)"""
 
 
-def stored_setting_note() -> Markdown:
-    """Where the stored runs' τ comes from: the CPU budget of local steps, against the paper's budget and τ values."""
-    s = F.pubswap_setting()
+def stored_setting_note(results=F.RESULTS) -> Markdown:
+    """Where the stored runs' τ comes from (the CPU budget of local steps, against the paper's budget and τ values), the
+    small-τ runs' length, and what "final" δ_pair means there."""
+    import json
+    from pathlib import Path
+
+    s = F.pubswap_setting(results)
     taus = F.PUBSWAP_PAPER_TAUS
     n = min(len(v) for v in s["seeds"].values()), max(len(v) for v in s["seeds"].values())
-    return Markdown(f"The stored runs train {s['steps']} local steps per client (what a CPU affords), as τ = {s['tau']} "
-                    f"× {s['rounds']} rounds, {n[0]}–{n[1]} seeds. The paper trains {PAPER_STEPS} at τ = "
-                    f"{', '.join(map(str, taus))}; τ = {s['tau']}, a long round for this budget, stands in for its "
-                    f"long rounds, τ = {taus[-2]} and {taus[-1]}.")
+    small = F.pubswap_small_tau_random(results)[0]
+    rows = json.loads((Path(results) / "pubswap_paper_quick_large_tau.json").read_text())
+    small_rounds = min(r["rounds"] for r in rows if r["tau"] == small)
+    return Markdown(
+        f"The stored runs train {s['steps']} local steps per client (what a CPU affords). The main runs use τ = "
+        f"{s['tau']} × {s['rounds']} rounds, {n[0]}–{n[1]} seeds. The paper trains {PAPER_STEPS} steps at τ = "
+        f"{', '.join(map(str, taus))}. τ = {s['tau']} stands in for its long rounds, τ = {taus[-2]} and {taus[-1]}. "
+        f"The small-τ runs use τ = {small} × {small_rounds} rounds, the same {small * small_rounds} steps. "
+        f"*Final* δ_pair is measured after each round's last local step, before aggregation, and averaged over the "
+        f"rounds.")
+
+
+def accuracy_table(results=F.RESULTS) -> pd.DataFrame:
+    """pass@1 at the end per arm in the stored runs (mean ± 95 % t-interval over seeds, points) and Balanced −
+    FedAvg-GRPO paired by seed, beside the paper's Table 1 numbers for the same comparison (Qwen3-1.7B on MATH at its
+    two long-round τ). Five rows."""
+    from experiments.stats import t_interval
+
+    s = F.pubswap_setting(results)
+    rows = _stored_rows(results)
+    f, _ = F.pubswap_teaching_tables(results)
+    paper = F.PUBSWAP_PAPER_TABLE1[("Qwen3-1.7B", "MATH")]
+    long = [F.PUBSWAP_PAPER_TAUS.index(t) for t in F.PUBSWAP_PAPER_TAUS[-2:]]
+    out = {}
+    for name in ("FedAvg-GRPO", "no-swap control", "PubSwap Balanced", "PubSwap Random"):
+        mean, half, n = t_interval(100 * rows[rows.arm == name]["pass@1_final"])
+        theirs = (", ".join(f"{paper[name][i]:.1f}" for i in long) if name in paper else
+                  "not tabled (its text: Random beats Balanced at τ = 10, 40)" if name == "PubSwap Random" else
+                  "not run (our control)")
+        out[name] = {"seeds": n, "ours: pass@1 (%)": f"{mean:.1f} ± {half:.1f}", "paper (%)": theirs}
+    gain = f.loc["F4"]
+    out["Balanced − FedAvg-GRPO (paired)"] = {
+        "seeds": int(gain["seeds"]), "ours: pass@1 (%)": f"{gain['difference']:+.2f} ± {gain['±95% t']:.2f}",
+        "paper (%)": ", ".join(f"{paper['PubSwap Balanced'][i] - paper['FedAvg-GRPO'][i]:+.1f}" for i in long)}
+    t = pd.DataFrame(out).T
+    t.index.name = (f"ours: τ = {s['tau']}, mean ± 95 % t-interval; paper: Qwen3-1.7B on MATH, τ = "
+                    f"{' and '.join(str(F.PUBSWAP_PAPER_TAUS[i]) for i in long)}")
+    return t
+
+
+def live_vs_stored_note(end: pd.DataFrame, tau: int, results=F.RESULTS) -> Markdown:
+    """How this one live seed ranks the arms and splits Balanced's reduction, against the stored seeds of §6."""
+    d = end[end.tau == tau].set_index("arm")["δ_pair"]
+    lowest = d.idxmin()
+    pub, swap = d["no-swap control"] - d["FedAvg-GRPO"], d["PubSwap Balanced"] - d["no-swap control"]
+    live_part = "the public steps" if abs(pub) > abs(swap) else "the swap"
+    lv = F.pubswap_arm_levels(results)["δ_pair at the end, mean ± SD"].str.split(" ± ").str[0].astype(float)
+    f, _ = F.pubswap_teaching_tables(results)
+    stored_part = "the public steps" if abs(f.loc["F3", "difference"]) > abs(f.loc["F2", "difference"]) else "the swap"
+    s = F.pubswap_setting(results)
+    same = lowest == lv.idxmin() and live_part == stored_part
+    return Markdown(
+        f"This seed at τ = {tau} shows {lowest} lowest, and {live_part} doing most of Balanced's reduction. "
+        + (f"The stored seeds at τ = {s['tau']} (§6) agree. " if same else
+           f"Over the stored seeds at τ = {s['tau']} (§6) both reverse: {lv.idxmax()} is highest and {stored_part} "
+           f"{'does' if stored_part == 'the swap' else 'do'} most. ")
+        + "One seed at small τ cannot rank arms.")
 
 
 # -- the report's section behind the findings (notebook 12) ---------------------------------------------------------
@@ -429,7 +500,7 @@ def report_notes(results=F.RESULTS) -> Markdown:
         f"F2 pairs the {int(f.loc['F2', 'seeds'])} seeds both arms ran.\n"
         f"- **Ranking.** Mean final δ_pair, lowest first: {', '.join(f'{a} {v:.2f}' for a, v in lv.sort_values().items())}. "
         f"Random's top place is not firm: R1, Random − Balanced, is {_words(r.loc['R1'], '‖ΔW‖', 3)}. A single seed's "
-        "one short round (notebook 02, §6) can rank Random lowest.\n"
+        "one short round (notebook 02, §7) can rank Random lowest.\n"
         f"- **Start.** The untrained policy scores {start['at_seed']} % at seed 0 and {start['mean']} % over "
         f"{start['seeds']} seeds ({start['n_test']} test problems × {start['samples']} samples). Notebook 02's one-round "
         f"runs score one sample per problem, whose standard error is about {se_one:.1f} points: their start differs "

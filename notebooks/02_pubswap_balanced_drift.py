@@ -61,9 +61,9 @@ teach.setting_table(cfg, world, policy)
 
 # %% [markdown]
 # ## 1. One round, drawn, and in time order
-# The server broadcasts the adapter; every client takes $\tau$ local steps, every $\tau_{\text{swap}}$-th public (★:
-# two **round trips**, server to clients and back); the server averages the two LoRA factors separately (**FedIT**),
-# in every **arm** here (each method compared), FedAvg-GRPO included.
+# The server broadcasts the adapter. Every client takes $\tau$ local steps; every $\tau_{\text{swap}}$-th is public
+# (★), with two **round trips** to the server. The server averages the two LoRA factors separately (**FedIT**). This
+# holds in every **arm** (method compared), FedAvg-GRPO included.
 
 # %%
 diagrams.round_diagram("pubswap")
@@ -72,17 +72,39 @@ diagrams.round_diagram("pubswap")
 diagrams.step_timeline(max(TAUS), cfg.pubswap.period)
 
 # %% [markdown]
-# ## 2. Key equations
+# ## 2. Pseudocode
+# `fedrl_kit/pubswap/method.py::run_round`:
+# ```
+# for round p = 1, 2, …:
+#   send (A_p, B_p) to every client
+#   for local step j = 1..τ:
+#     if j is a multiple of τ_swap:                                   # method.is_public_step
+#       the same b public prompts to every client                     # method.sample_public_batch
+#       each client: K answers per prompt, and which are right
+#       server, per prompt x and client n:                            # method.swap_prompts
+#         Balanced: M_n = min((⌊K/2⌋ − c_n)+, D_n)                    # swap.balanced_swap
+#                   M_n of n's wrong answers ← others' right ones
+#         Random:   one group of K drawn from all N·K answers, to all # swap.random_swap
+#       each client: one GRPO step on its group
+#     else:
+#       each client: one GRPO step on b of its private prompts
+#   each client sends (A_n, B_n); A = mean A_n, B = mean B_n          # aggregate.fedit
+# ```
+
+# %% [markdown]
+# ## 3. Key equations
 # **GRPO, every local step** (`grpo.group_advantages`, `grpo.grpo_loss`). For a prompt $x$ a client samples $K$
 # answers $y_k$ from $\pi_{\text{old}}$ (its policy when the step starts); reward $r_k = 1$ if right, else 0:
 #
-# $$\hat a_k = \frac{r_k - \bar r}{\sigma_r},\qquad
+# $$\hat a_k = \frac{r_k - \bar r}{\sigma_r + 10^{-4}},\qquad
 # J(\theta) = \frac{1}{K}\sum_{k=1}^{K}\frac{1}{|y_k|}\sum_{t}\min\Bigl(\rho_{k,t}\,\hat a_k,\;
 # \operatorname{clip}\bigl(\rho_{k,t},\,1-\varepsilon,\,1+\varepsilon_{\text{high}}\bigr)\,\hat a_k\Bigr),\qquad
 # \rho_{k,t} = \frac{\pi_\theta(y_{k,t}\mid x, y_{k,<t})}{\pi_{\text{old}}(y_{k,t}\mid x, y_{k,<t})}$$
 #
-# ($\bar r$, $\sigma_r$: the group's mean and standard deviation.) A step makes $\mu$ updates on the same answers.
-# **pass@1**: the fraction of test problems answered right. The run's values:
+# $\bar r$ and $\sigma_r$ are the group's mean and standard deviation. When all rewards are equal, $r_k - \bar r = 0$,
+# so $\hat a_k = 0$. $J$ is averaged over the step's $b$ prompts. The upper clip $\varepsilon_{\text{high}}$ is larger
+# than $\varepsilon$ (an asymmetric clip, as in DAPO). A step makes $\mu$ updates on the same answers. **pass@1** is the
+# fraction of test problems answered right. The run's values:
 
 # %%
 teach.run_values(cfg, policy)
@@ -93,27 +115,25 @@ teach.run_values(cfg, policy)
 # A^{(n)}_{p+1}$, $B_{p+1} = \frac{1}{N}\sum_n B^{(n)}_{p+1}$. A mean of products is not a product of means, so the
 # global $\Delta W$ is not the clients' mean $\Delta W$.
 #
-# **Drift** (`drift.mean_pairwise_drift`): client $n$'s $\Delta W_n = sB_nA_n$ against the others'. One Frobenius
-# norm over all layers' entries together; unit "‖ΔW‖":
+# **Drift** (`drift.mean_pairwise_drift`) compares client $n$'s $\Delta W_n = sB_nA_n$ with the others'. It is one
+# Frobenius norm over all layers' entries together, in units we call "‖ΔW‖":
 #
 # $$\delta_{\text{pair}} = \frac{2}{N(N-1)}\sum_{n<n'}\lVert \Delta W_n - \Delta W_{n'}\rVert_F$$
+#
+# It is measured after each local step, before aggregation. At a round's start every client holds the broadcast
+# adapter, so $\delta_{\text{pair}} = 0$ there.
+
+# %%
+teach.stored_scale_note()
 
 # %%
 teach.drift_code()
 
 # %% [markdown]
-# **Why public steps should help** (the paper's appendix A: upper bounds, not measurements). Let $\Delta_j =
-# \lVert\theta_n - \theta_{n'}\rVert$ be two clients' distance in the factors $A, B$ after local step $j$. A private
-# and a Balanced public step give, each plus a term for the randomness of sampled batches,
-#
-# $$\Delta_{j+1} \le (1+\eta L_{\text{priv}})\Delta_j + \eta\,\zeta_{n,n'},\qquad
-# \Delta_{j+1} \le (1+\eta L_{\text{pub}})\Delta_j + \eta\,(\omega_n + \omega_{n'})$$
-#
-# $\zeta_{n,n'}$ is the gap between two clients' private gradients, large when topics differ. $\omega_n$ is how far
-# swapped-in answers bend $n$'s gradient; it grows with the swapped share $\alpha_n$ (below). $L$ is how fast the
-# gradient changes with $\theta$; $L_{\text{pub}}$ is a maximum over one shared prompt set, $L_{\text{priv}}$ over
-# every client's data, so $L_{\text{pub}}$ can be smaller. A public step trades $\zeta$ for $\omega$. The bound is on
-# $A, B$; $\delta_{\text{pair}}$ is on the products $sBA$, and the two need not move together.
+# **Why public steps should help** (the paper's appendix A, an upper bound; full form in
+# [report §4](12_pubswap_report.ipynb#bound)). A private step adds a drift term $\zeta$, the gap between two clients'
+# private gradients. A public step replaces it with a swap-distortion term $\omega$, which grows with the swapped share.
+# Its smoothness constant can also be smaller, as it ranges over one shared prompt set.
 #
 # **Why swap.** All $K$ answers wrong (or right) means every $\hat a_k = 0$: no gradient. Balanced adds others'
 # right answers. The advantages are then $\pm 0.94$, not $\pm 1$, since $\sigma_r$ divides by $K - 1$:
@@ -135,17 +155,19 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # $$M_n(x) = \min\bigl((\lfloor K/2\rfloor - c_n(x))_+,\ D_n(x)\bigr),\qquad \alpha_n(x) = \frac{M_n(x)}{K} \le
 # \frac{1}{2}$$
 #
+# Balanced only adds right answers. So an all-right group still gives no gradient.
+#
 # *Random* (`swap.random_swap`): $K$ of the pooled $NK$ answers, the **same** group for every client;
 # $\alpha_n(x)$: the share not from $n$.
 #
-# **Shortcut.** Only texts travel: a swapped-in answer is scored as if self-sampled ($\pi_{\text{old}}$ = the
-# receiver's policy). The paper does not say how it scores them. So on the first of the $\mu$ updates $\rho = 1$
-# exactly: foreign text counts as on-policy, and clipping gives no protection.
+# **Shortcut.** Only texts travel, so a swapped-in answer is scored as if self-sampled ($\pi_{\text{old}}$ = the
+# receiver's policy). The paper does not say how it scores them. The correct ratio would be
+# $\pi_\theta/\pi_{\text{donor}}$. Using the receiver's $\pi_{\text{old}}$ hides how off-policy a foreign answer is.
 #
 # **A confound.** With $\tau_{\text{swap}} = 2$, half of PubSwap's steps are public, and shared prompts alone may
-# lower drift. The **no-swap control** (`swap.no_swap`, ours) separates the two. At a ★ step it takes its GRPO step
-# on its own $K$ answers to the shared prompts. A difference is always first arm − second (e.g. Balanced − control);
-# negative means less drift.
+# lower drift. The **no-swap control** (`swap.no_swap`, our addition) separates the two. At a ★ step it takes its
+# GRPO step on its own $K$ answers to the shared prompts. A difference is always first arm − second (e.g.
+# Balanced − control); negative means less drift.
 #
 # | symbol | meaning |
 # |---|---|
@@ -156,28 +178,9 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # | $\theta$; $\pi_\theta$; $\pi_{\text{old}}$ | trainable parameters; policy; policy at the step's start |
 # | $A$, $B$; $s$ | LoRA factors; scale |
 # | $\delta_{\text{pair}}$ | drift between clients (unit ‖ΔW‖) |
-# | $\Delta_j$; $L$; $\zeta_{n,n'}$; $\omega_n$ | parameter distance; smoothness; private-gradient gap; swap distortion |
+# | $\zeta$; $\omega$ | private-gradient gap; swap distortion |
 # | $c_n(x)$, $D_n(x)$ | right answers of client $n$, of the others |
 # | $M_n(x)$, $\alpha_n(x)$ | answers swapped into $n$'s group, as a fraction of $K$ |
-#
-# ## 3. Pseudocode
-# `fedrl_kit/pubswap/method.py::run_round`:
-# ```
-# for round p = 1, 2, …:
-#   send (A_p, B_p) to every client
-#   for local step j = 1..τ:
-#     if j is a multiple of τ_swap:                                   # method.is_public_step
-#       the same b public prompts to every client                     # method.sample_public_batch
-#       each client: K answers per prompt, and which are right
-#       server, per prompt x and client n:                            # method.swap_prompts
-#         Balanced: M_n = min((⌊K/2⌋ − c_n)+, D_n)                    # swap.balanced_swap
-#                   M_n of n's wrong answers ← others' right ones
-#         Random:   one group of K drawn from all N·K answers, to all # swap.random_swap
-#       each client: one GRPO step on its group
-#     else:
-#       each client: one GRPO step on b of its private prompts
-#   each client sends (A_n, B_n); A = mean A_n, B = mean B_n          # aggregate.fedit
-# ```
 
 # %% [markdown]
 # ## 4. Who holds what
@@ -195,8 +198,9 @@ fig
 
 # %% [markdown]
 # ## 5. One swap, step by step
-# One Balanced round at the larger τ, then a replay of its last public step (`generate_public`). Each client's right
-# answers $c_n(x)$ per prompt:
+# One Balanced round at the larger τ. Then `generate_public` has the clients answer its last public step's prompts
+# again, with their end-of-round adapters. This is a fresh sample, not the data that step trained on. Each client's
+# right answers $c_n(x)$ per prompt:
 
 # %%
 def one_round(m, tau):  # one round of arm m from the shared start, δ_pair recorded after every local step
@@ -206,7 +210,7 @@ def one_round(m, tau):  # one round of arm m from the shared start, δ_pair reco
 
 
 T = max(TAUS)
-drift_runs = {("pubswap_balanced", T): one_round("pubswap_balanced", T)}  # §6 adds the other arms
+drift_runs = {("pubswap_balanced", T): one_round("pubswap_balanced", T)}  # §7 adds the other arms
 
 # %%
 run, _ = drift_runs[("pubswap_balanced", T)]
@@ -229,18 +233,17 @@ print(teach.m_by_hand(correct, 0, example, K)[1], f"; package: α_0(x)·K = {vie
 view
 
 # %% [markdown]
-# The rule's code; which wrong slots go and which donors come is drawn uniformly (`rng.choice`), our choice.
+# The rule's code. Which wrong slots go, and which donors come, is drawn uniformly (`rng.choice`, our reading).
 
 # %%
 teach.code_excerpt(balanced_swap, "target = K // 2", "source[n, slots, 1]")
 
 # %% [markdown]
-# **Turn the knobs**: rule, group size $K$ (each client's first $K$ answers), client, prompt. Second table: each
-# client's $\alpha_n$, averaged over prompts.
+# **Turn the knobs**: rule, group size $K$ (each client's first $K$ answers), client, prompt. The second table
+# averages each client's $\alpha_n$ over prompts.
 
 # %%
 show_swap, controls = teach.swap_widget(gen, example)
-notebook.static_default(show_swap, **controls)
 notebook.knobs(show_swap, **controls)
 
 # %% [markdown]
@@ -257,9 +260,50 @@ teach.random_group_note(gen, correct, example)
 wire  # the round's messages, read from its ledger above
 
 # %% [markdown]
-# ## 6. Run it: drift within one round
-# One round per arm and τ from the same start. This one seed at small τ can split the reduction differently from §7.
-# One seed cannot decide the split; §7's seeds do.
+# ## 6. What the reproduction found
+# The paper (1.5–1.7B-parameter models) reports Balanced beating FedAvg-GRPO in accuracy for most τ, and Random
+# beating Balanced at small τ. Our stored runs repeat these comparisons over seeds
+# ([12_pubswap_report](12_pubswap_report.ipynb#findings)).
+
+# %%
+teach.stored_setting_note()
+
+# %%
+fig = teach.stored_drift_figure()
+viz.export(fig, "pubswap_stored_drift", figures)
+fig
+
+# %% [markdown]
+# Accuracy at the end, ours beside the paper's:
+
+# %%
+teach.accuracy_table()
+
+# %% [markdown]
+# ### Exercise 1
+#
+# Follow the grey lines of the seeds that ran all four arms. Which step goes down for every one of them: the public
+# steps (FedAvg-GRPO → control), the swap (control → Balanced), both, or neither?
+
+# %%
+prediction_1 = None  # "swap", "public steps", "both" or "neither"
+
+# %%
+answer_1, why_1 = teach.exercise_1()
+notebook.check_explained(prediction_1, answer_1, why_1)
+
+# %%
+teach.findings_box()
+
+# %% [markdown]
+# **What lowers drift?** Our untested hypothesis: Balanced gives every client the same right answers as targets,
+# which pulls the clients together. Random gives every client one identical group, so it should pull harder. Two
+# reasons may stop it. Its groups are often all wrong, giving no gradient. And most of each group is foreign answers,
+# which makes $\omega$ large.
+
+# %% [markdown]
+# ## 7. Try it yourself: drift within one round
+# One round per arm and τ, from the same start, one seed.
 
 # %%
 for tau in TAUS:
@@ -273,50 +317,15 @@ fig = teach.drift_figure(drift)
 viz.export(fig, "pubswap_drift_within_round", figures)
 fig
 
+# %%
+teach.live_vs_stored_note(end, T)
+
 # %% [markdown]
-# Step 1 is private in every arm, so the arms start level. They part at the public steps ★.
-#
-# **Splitting the reduction**: public steps (control − FedAvg-GRPO) plus swap (Balanced − control), one seed:
+# Step 1 is private in every arm, so the arms start level. They part at the public steps ★. The split of this seed's
+# reduction (public steps plus swap):
 
 # %%
 teach.split_table(end, T)
-
-# %% [markdown]
-# ## 7. What the reproduction found
-# The paper (1.5–1.7B-parameter models) reports Balanced beating FedAvg-GRPO for most τ, and Random beating
-# Balanced at small τ. Stored runs repeat these over seeds; tables: [12_pubswap_report](12_pubswap_report.ipynb#findings).
-
-# %%
-teach.stored_setting_note()
-
-# %%
-fig = teach.stored_drift_figure()
-viz.export(fig, "pubswap_stored_drift", figures)
-fig
-
-# %%
-teach.stored_scale_note()
-
-# %% [markdown]
-# ### Exercise 1
-#
-# Balanced's reduction splits into the swap (Balanced − control) and the public steps (control − FedAvg-GRPO).
-# Compared seed by seed (the figure's lines), which part's 95 % interval excludes 0?
-
-# %%
-prediction_1 = None  # "swap", "public steps", "both" or "neither"
-
-# %%
-answer_1, why_1 = teach.exercise_1()
-notebook.check_explained(prediction_1, answer_1, why_1)
-
-# %%
-teach.findings_box()
-
-# %% [markdown]
-# **What lowers drift?** Finding 2 cannot contradict §2's bound: a measurement below an upper bound never does. A
-# hypothesis, untested: Balanced gives every client the same right answers as targets, which pulls the clients
-# together.
 
 # %% [markdown]
 # ## 8. Exercises
@@ -379,5 +388,4 @@ notebook.check_explained(prediction_5, answer_5, why_5)
 # - A **public step** is GRPO on shared prompts, with groups mixed across clients.
 # - **Balanced** tops a group up to half right; **Random** hands every client one mostly foreign group.
 # - The **no-swap control** separates the swap from the shared prompts.
-# - Over seeds, Balanced's swap lowered drift and Random did not. Whether shared prompts alone help is open. Neither
-#   gained accuracy.
+# - Over seeds, Balanced's swap lowered drift; Random did not. Neither gained accuracy.

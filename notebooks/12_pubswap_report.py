@@ -312,7 +312,21 @@ else:
 # prints one's memory estimate; docs/pubswap.md lists them).
 
 # %% [markdown]
+# <a id="bound"></a>
 # ## 4. The off-policy distortion, measured (appendix A.2)
+# **The appendix's bound.** Let $\Delta_j = \lVert\theta_n - \theta_{n'}\rVert$ be two clients' distance in the LoRA
+# factors $A, B$ after local step $j$, $\eta$ the learning rate. A private step and a Balanced public step give, each
+# plus a term for the randomness of sampled batches,
+#
+# $$\Delta_{j+1} \le (1+\eta L_{\text{priv}})\Delta_j + \eta\,\zeta_{n,n'},\qquad
+# \Delta_{j+1} \le (1+\eta L_{\text{pub}})\Delta_j + \eta\,(\omega_n + \omega_{n'})$$
+#
+# $\zeta_{n,n'}$ is the gap between the two clients' private gradients, large when their topics differ. $\omega_n$ is
+# how far swapped-in answers bend client $n$'s gradient. $L$ is how fast the gradient changes with $\theta$:
+# $L_{\text{pub}}$ is a maximum over one shared prompt set, $L_{\text{priv}}$ over every client's data, so
+# $L_{\text{pub}}$ can be much smaller. The bound is on $A, B$; the teaching notebook's $\delta_{\text{pair}}$ is on the
+# products $sBA$, and the two need not move together.
+#
 # Balanced's swapped-in answers change the gradient of a client's public step: the appendix writes the change as
 # $e_n = g_n^{\text{Balanced}} - g_{\text{pub}}$, bounds its norm $\omega_n$ by
 # $\frac{1}{b}\sum_x M_n(x)\,\beta_n(x)$ ($\beta_n(x)$ here is the largest change one replacement makes, not the

@@ -225,7 +225,7 @@ def balanced_swap(pool: ResponsePool, K: int, rng: np.random.Generator) -> SwapR
         )
     correct = pool.correct  # [N, K]
     c = pool.num_correct  # [N]
-    target = K // 2  # ⌊K/2⌋ correct responses per group: docs/pubswap.md, "Module notes", choice 1
+    target = K // 2  # ⌊K/2⌋ correct responses per group: the paper's K/2, floored for odd K (our reading)
     source = _own_groups(n_clients, K)  # [N, K, 2]; start from every client's own group
     donor_client, donor_response = np.nonzero(correct)  # [C], [C] all correct responses, client-major
     for n in range(n_clients):
