@@ -44,7 +44,7 @@
 preset_name = "quick"  # quick (2-core CPU) | smoke (seconds) | full (GPU, the paper's model) | full-smoke
 seed = 0               # one seed: one world, plan and run
 normalise = False      # True: a variant with Δ_k as a cosine and λ = lam (§6's λ table)
-lam = 0.1              # λ, read only when normalise is True
+lam = 0.1              # default: the scale rule (§2); `lam` only with `normalise`
 run_root = ""          # where the runs go ("": runs/fedmoa/…)
 figures_dir = ""       # where figures go ("": the run folder's figures/)
 
@@ -87,16 +87,16 @@ diagrams.round_diagram("fedmoa")
 # \min\Bigl(\rho_{i,t}\,\hat a_i,\ \operatorname{clip}(\rho_{i,t}, 1-\zeta_{\text{lo}}, 1+\zeta_{\text{hi}})
 # \,\hat a_i\Bigr)\qquad\text{(3–4)}$$
 #
-# Our presets clip asymmetrically ($\zeta_{\text{hi}} > \zeta_{\text{lo}}$), so a probability may rise further than
-# it falls. β = 0, so there is no KL penalty.
-#
 # **The weights' step.** Let $L_k$ be GRPO's loss with reward $r_k$ alone, and $g_k$ its gradient with respect to
-# $\phi$, the LoRA factors of the model's middle decoder layer. The paper uses a hidden state instead. LoRA factors
-# are the same parameters at every step, so eq. 9 compares like with like. $g^{(t-1)}$ comes from the same round,
-# so a round's first step leaves $w$ as sent.
+# $\phi$, the LoRA factors of the model's middle decoder layer. The paper differentiates with respect to a hidden
+# layer's activations $h$ instead. $g^{(t-1)}$ comes from the same round, so a round's first step leaves $w$ as
+# sent.
 #
 # $$g_k^{(t)} = \nabla_\phi L_k\ \text{(8)},\qquad \Delta_k^{(t)} = g_k^{(t)\top} g_k^{(t-1)}\ \text{(9)},\qquad
 # w \leftarrow \operatorname{Proj}_{\text{simplex}}\bigl(w + \lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
+#
+# **λ in this run.** $\Delta_k$ grows with $\lVert g\rVert^2$, so the paper's λ = 0.01 does not fit our model. A scale rule sets λ = 0.05 / mean_k ‖g_k‖², per client and round (median 10.5 here). Then gradients that
+# agree exactly move a weight by about 0.05.
 #
 # $\operatorname{Proj}_{\text{simplex}}$ finds the closest $w$ that obeys eq. 1. In numpy:
 
@@ -135,19 +135,17 @@ print(f"ν = ({v.sum():.2f} − 1) / 3 = {(v.sum() - 1) / 3:.4f} = λ × mean Δ
 # $\Delta_k < 0$: it flips, as for a saturated format. The projection subtracts one common shift ν, so **a weight
 # rises when its $\Delta_k$ is above the others'**.
 #
-# **Why eq. 9.** Suppose the last step descended $\sum_j w_j L_j$ with learning rate $\eta$. Then
+# **Why eq. 9.** Suppose the last step descended $\sum_j w_j L_j$ with learning rate $\eta$, so
+# $\phi^{(t)} = \phi^{(t-1)} - \eta\sum_j w_j\, g_j^{(t-1)}$. The full hypergradient of all the losses is
 #
-# $$\phi^{(t)} = \phi^{(t-1)} - \eta\sum_j w_j\, g_j^{(t-1)},\qquad
-# \frac{\partial L_k(\phi^{(t)})}{\partial w_k} = g_k^{(t)\top}\frac{\partial \phi^{(t)}}{\partial w_k}
-# \approx -\eta\,\Delta_k^{(t)}$$
+# $$\frac{\partial}{\partial w_k}\sum_j L_j(\phi^{(t)}) = -\eta\sum_j g_j^{(t)\top} g_k^{(t-1)}
+# \;\approx\; -\eta\, g_k^{(t)\top} g_k^{(t-1)} = -\eta\,\Delta_k^{(t)}$$
 #
-# The ≈ is exact only without $\sigma_r$. GRPO divides $r_w$ by its deviation, which is not linear in $w$, so eq. 9
-# is a heuristic here. Eq. 10 is gradient descent on $w_k$, λ absorbing η, without the cross terms $g_j^\top g_k$.
-# $\Delta_k$ grows with $\lVert g\rVert^2$, so the paper's λ does not carry over to our model (§6).
+# Eq. 9 keeps only $j = k$. It is first-order and same-batch, and it ignores GRPO's division by $\sigma_r$, which
+# is not linear in $w$. Eq. 10 is then gradient descent on $w_k$, with λ absorbing η.
 #
-# **Initial weights** are not in the paper. Ours differ within a family, so eq. 11 has something to act on.
-#
-# **Server.** A cluster $S_c$ holds the clients with the same accuracy reward. At a round's end:
+# **Server.** A cluster $S_c$ holds the clients with the same accuracy reward. Here MATH-like and GSM8K-like
+# clients form one cluster, code clients another. At a round's end:
 #
 # $$s_m = \frac{1}{w_{\text{acc}}^{(m)} + \varepsilon},\qquad \alpha_m = \frac{e^{s_m}}{\sum_{m'\in S_c}
 # e^{s_{m'}}}\qquad\text{(11)}$$
@@ -165,19 +163,20 @@ print(f"ν = ({v.sum():.2f} − 1) / 3 = {(v.sum() - 1) / 3:.4f} = λ × mean Δ
 # for the paper marks a *nearly learnt* objective. So eq. 11 lets the client furthest along on accuracy lead. As
 # $w_{\text{acc}} \to 0$, $s_m \to 1/\varepsilon$ and α → 1: that client's model *becomes* the cluster's.
 # **Consequence:** the α-average $\bar w_{\text{acc}}$ sits **below the plain mean**, so each boundary pulls the
-# shared $w_{\text{acc}}$ down. The paper's method has this pull too, so there eq. 10 must outweigh it.
+# shared $w_{\text{acc}}$ down.
 #
 # | symbol | meaning |
 # |---|---|
 # | $M$, $m$, $R$, $\tau$ | clients; one client; rounds; local steps per round |
-# | $b$, $G$, $\hat a_i$, $\zeta_{\text{lo}}$, $\zeta_{\text{hi}}$ | prompts per step; answers per prompt; advantage; clip range |
+# | $b$, $G$, $\hat a_i$, $\zeta_{\text{lo}}$, $\zeta_{\text{hi}}$, β | prompts per step; answers per prompt; advantage; clip range; KL coefficient (0) |
 # | $K_m$, $k$, $r_k$ | number of rewards; an objective; its reward |
-# | $w^{(m)}$, $w_k$, $w_{\text{acc}}$ | client $m$'s weights; entry $k$; the accuracy entry (the paper's $w_0$) |
-# | $\phi$, $g_k$, $\Delta_k$, $\lambda$ | one layer's LoRA factors; $\nabla_\phi L_k$; eq. 9; eq. 10's step size |
+# | $w^{(m)}$, $w_k$, $w_{\text{acc}}$ | client $m$'s weights; entry $k$; the accuracy entry (the paper's $w_0$; not an initial weight) |
+# | $\phi$, $g_k$, $\Delta_k$, $\lambda$ | one layer's LoRA factors; $\nabla_\phi L_k$; eq. 9; eq. 10's step size (`lr` in the package) |
 # | $S_c$, $N_m$, $N_c$, $N$ | cluster $c$'s clients; training examples of $m$, $c$, all |
 # | $s_m$, $\alpha_m$, $\varepsilon$ | eq. 11's score; client $m$'s weight in its cluster; $10^{-6}$ |
 # | $\bar w^{(c)}$, $u$, $w^{(m\leftarrow c)}$ | shared average; before, after renormalising |
 # | $\theta^{(m)}$, $\theta$ | a client's and the global LoRA adapter |
+# | Heter+Homo etc. | data heterogeneous or homogeneous, then rewards |
 #
 # ## 3. Pseudocode
 # `fedmoa/algorithm.py::run_round` and each line's function:
@@ -199,13 +198,11 @@ print(f"ν = ({v.sum():.2f} − 1) / 3 = {(v.sum() - 1) / 3:.4f} = λ × mean Δ
 # configuration (A, B or C).
 
 # %%
-# NBVAL_CHECK_OUTPUT
 world = make_family_world(seed, 10, 4)
 pd.DataFrame([dict(family=f, stands_for=PAPER_NAMES[f], prompt=r["prompt"], answer=r["answer"])
               for f in FAMILIES for r in world.test_by_family[f].select(range(1))])
 
 # %%
-# NBVAL_CHECK_OUTPUT
 pd.DataFrame({f"{PAPER_NAMES[f]}-like": {c: ", ".join(n) for c, n in cfgs.items()}
               for f, cfgs in plan.reward_configs(cfg.world).items()})
 
@@ -283,12 +280,40 @@ display(pd.DataFrame({"w_acc": w_acc, "s = 1/(w_acc + ε)": s, "α by hand": alp
                      index=cluster).round(4))
 tf.alpha_words(first, moa_records, cluster, alpha)
 
+# %% [markdown]
+# An invented toy shows eq. 11 rewarding progress. Two clients start equal. On one, accuracy's gradient flips
+# (nearly learnt):
+
 # %%
-tf.eq12_words(first, moa_records, alpha)
+w_start, g_before = np.array([0.5, 0.5]), np.eye(2)  # accuracy, format; g_k^(t−1), one row per objective
+w_done, _ = eq10(w_start, np.array([[-1.0, 0.0], [0.0, 1.0]]), g_before, 0.1)  # accuracy's gradient flips
+w_going, _ = eq10(w_start, np.array([[1.0, 0.0], [0.0, 1.0]]), g_before, 0.1)  # both gradients still agree
+w_pair = np.array([w_done[0], w_going[0]])
+pd.DataFrame({"w_acc after eq. 10": w_pair, "α (eq. 11)": accuracy_aware_weights(w_pair)},
+             index=["accuracy nearly learnt", "still learning"]).round(4)
 
 # %% [markdown]
-# **One knob: λ.** Eqs. 9–12 need only gradients, so a round replays in milliseconds from $g_k$ of three probe
-# batches per untrained client. Fresh batches make its round-1 α differ slightly from the table above.
+# Eq. 12 in numpy for the run's cluster, beside what the run sent:
+
+# %%
+end1 = tf.round_end_weights(moa_records, round=1).loc[cluster]  # client × reward; NaN where a client lacks one
+shared = end1.columns[end1.notna().all()]  # the rewards every client of the cluster holds
+u = end1.copy()
+u.loc[:, shared] = alpha @ end1[shared].to_numpy()  # α-average the shared weights; each keeps its others
+w_back = u.div(u.sum(axis=1), axis=0)  # renormalise: divide by the sum
+pd.DataFrame({"u sums to": u.sum(axis=1), "w_acc by hand": w_back["accuracy"],
+              "w_acc the run sent": tf.sent_weights(moa_records, round=2).loc[cluster, "accuracy"]}).round(4)
+
+# %% [markdown]
+# Fig. 5's jumps at this boundary, in finding 3's parts:
+
+# %%
+split, words = tf.boundary_table(first, moa_records, cluster, alpha)
+display(split)
+words
+
+# %% [markdown]
+# **One knob: λ.** A round replays in milliseconds from the $g_k$ of three probe batches per untrained client. Fresh batches make its round-1 α differ slightly from the table above.
 
 # %%
 probes = tf.probe_round(make_config, cfg, first.policy)
@@ -300,7 +325,7 @@ display(fig)
 words
 
 # %% [markdown]
-# One λ at a time, with numbers (a widget in a live kernel):
+# One λ at a time (a widget in a live kernel):
 
 # %%
 def show_replay(lam, static=False):
