@@ -153,45 +153,6 @@ def cluster_of(run, cid: str) -> list[str]:
     return [c for c in names if names[c][0] == names[cid][0]]
 
 
-def eq12_by_hand(run, records: list[dict], alpha, cid: str) -> dict:
-    """Eq. 12 for ``cid`` at the first boundary: the cluster's α-averages ū of the shared rewards, ``cid``'s own
-    weights of the others, u's sum, the w_acc this gives and the w_acc the run sent."""
-    ids, end1, sent = cluster_of(run, cid), round_end_weights(records, 1), sent_weights(records, 2)
-    mine = end1.loc[ids]
-    rewards = {c["client"]: c["rewards"].split(", ") for c in analysis.client_info(run)}
-    shared = [k for k in rewards[cid] if all(k in rewards[c] for c in ids)]
-    bar = {k: float(np.dot(alpha, mine[k])) for k in shared}  # eq. 12: the α-average of each shared weight
-    own = {k: float(end1.loc[cid, k]) for k in rewards[cid] if k not in bar}
-    acc = rewards[cid][0]
-    total = sum(bar.values()) + sum(own.values())
-    return dict(shared=shared, bar=bar, own=own, total=total, acc=acc, plain=float(mine[acc].mean()),
-                before=float(end1.loc[cid, acc]), mine=bar[acc] / total,
-                sent=float(sent.loc[cid, acc]) if cid in sent.index else None)
-
-
-def eq12_words(run, records: list[dict], alpha, cid: str = "client_0", other: str = "client_3") -> Markdown:
-    """Eq. 12 by hand for ``cid`` at the first boundary, beside what the run sent; the α-average of w_acc against
-    the plain mean; and why ``other`` (a client with fewer rewards) gets a *higher* w_acc back."""
-    e = eq12_by_hand(run, records, alpha, cid)
-    acc, bar = e["acc"], e["bar"]
-    ran = f"{e['sent']:.4f}" if e["sent"] is not None else "none (one round only)"
-    text = (f"**Eq. 12 by hand.** Shared by the whole cluster: {', '.join(e['shared'])}. ū_acc = Σ α_m w_acc^(m) = "
-            f"**{bar[acc]:.4f}**, against the plain mean {e['plain']:.4f}: {e['plain'] - bar[acc]:.4f} lower, "
-            f"because α gives the low-w_acc clients most of the say. {cid} keeps its own "
-            f"{', '.join(f'{k} = {v:.4f}' for k, v in e['own'].items()) or 'nothing'}, so u sums to "
-            f"{e['total']:.4f} and w_acc^({cid}←c) = {bar[acc]:.4f} / {e['total']:.4f} = **{e['mine']:.4f}**; "
-            f"the run sent {ran}.")
-    if other in cluster_of(run, cid) and other != cid:
-        o = eq12_by_hand(run, records, alpha, other)
-        if not o["own"]:
-            text += (f"\n\n**Why {other}'s line jumps up.** It holds only {' and '.join(o['shared'])}, so its u is "
-                     f"ū alone, and ū_format = {o['bar'].get('format', float('nan')):.4f} is pulled down by the "
-                     f"three-reward clients' small format weights: u sums to {o['total']:.4f} < 1, and renormalising "
-                     f"lifts its w_acc from {o['before']:.4f} to {o['mine']:.4f} (sent: {o['sent']:.4f}). The "
-                     f"α-average sits below the mean; one client's share can still rise.")
-    return Markdown(text)
-
-
 def boundary_table(run, records: list[dict], cluster: list[str], alpha) -> tuple[pd.DataFrame, Markdown]:
     """The first boundary's change of each cluster member's w_acc, in the parts finding 3 uses: eq. 10 within round 1
     (end − initial), eq. 12's α-average (ū_acc − its own w_acc), renormalising (sent − ū_acc) and the total; and one
