@@ -128,7 +128,7 @@ def drift_figure(drift: pd.DataFrame) -> go.Figure:
                                                  size=9)), row=1, col=j)
     fig.update_layout(template="plotly_white", height=420, legend_title="arm (★ public step)",
                       title="pairwise client drift after each local step, one seed")
-    fig.update_yaxes(title_text="δ_pair (‖ΔW‖)", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="δ_pair (Frobenius distance)", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(rangemode="tozero")
     fig.update_xaxes(title_text="local step j", dtick=1)
     return fig
@@ -167,7 +167,7 @@ def exercise_1(results=F.RESULTS) -> tuple[str, str]:
 
     def listed(part):
         return ", ".join(f"{v:+.2f}" for v in part)
-    return answer, (f"over the {len(d)} seeds, control → Balanced changes δ_pair by {listed(swap)} ‖ΔW‖, and "
+    return answer, (f"over the {len(d)} seeds, control → Balanced changes δ_pair by {listed(swap)}, and "
                     f"FedAvg-GRPO → control by {listed(pub)}. A part that goes down for every seed is the firm one; "
                     "a part whose sign changes from seed to seed cannot be told from noise.")
 
@@ -202,7 +202,7 @@ def stored_drift_figure(results=F.RESULTS) -> go.Figure:
     fig.update_layout(template="plotly_white", height=520, legend=dict(font=dict(size=11), orientation="h", y=-0.25),
                       title=f"final δ_pair at τ = {s['tau']} ({s['rounds']} rounds, {s['steps']} local steps), "
                             "stored runs")
-    fig.update_yaxes(title_text=f"δ_pair at the end (‖ΔW‖; axis from {low})", range=[low, high])
+    fig.update_yaxes(title_text=f"final δ_pair (Frobenius distance; axis from {low})", range=[low, high])
     fig.update_xaxes(title_text="arm", tickvals=list(x.values()), ticktext=order, range=[-0.4, len(order) - 0.4])
     return fig
 
@@ -400,16 +400,17 @@ def findings_box() -> Markdown:
     top = f.loc["F4", "difference"] + f.loc["F4", "±95% t"]
     where = f"τ = {s['tau']} ({s['rounds']} rounds, {s['steps']} local steps per client)"
     link = f"([report §5]({REPORT}#findings))"
+    base = _stored_rows().query("arm == 'FedAvg-GRPO'").drift_end_pairwise_effective.mean()  # FedAvg-GRPO's δ_pair
     lines = [
         f"1. **Balanced lowers drift.** At {where}, Balanced − FedAvg-GRPO final δ_pair is "
-        f"{_words(f.loc['F1'], '‖ΔW‖')} {link}.",
+        f"{_words(f.loc['F1'], '')}, which is {abs(f.loc['F1', 'difference']) / base:.0%} of FedAvg-GRPO's {base:.2f} {link}.",
         f"2. **The swap adds a clear reduction; whether the shared prompts alone help cannot be told from "
         f"{int(f.loc['F3', 'seeds'])} seeds.** Balanced − no-swap control is "
-        f"{_words(f.loc['F2'], '‖ΔW‖')}, while control − FedAvg-GRPO is {_words(f.loc['F3'], '‖ΔW‖')}. The "
+        f"{_words(f.loc['F2'], '')}, while control − FedAvg-GRPO is {_words(f.loc['F3'], '')}. The "
         f"split uses the {int(f.loc['F3', 'seeds'])} seeds that have a control run, so the parts need not sum to the "
         f"whole ([report §5]({REPORT}#split)).",
         f"3. **Only Balanced's swap does it: Random does not lower drift.** Random − FedAvg-GRPO is "
-        f"{_words(r.loc['R2'], '‖ΔW‖')}; a tentative reason: about {1 - 1 / s['clients']:.0%} of a Random group is "
+        f"{_words(r.loc['R2'], '')}; a tentative reason: about {1 - 1 / s['clients']:.0%} of a Random group is "
         f"other clients' answers, scored as if self-sampled, the off-policy term ω that appendix A says adds drift, "
         f"while Balanced swaps in a few right answers only; this may depend on that scoring shortcut (§3) {link}.",
         f"4. **No accuracy gain (a negative result).** Balanced − FedAvg-GRPO pass@1 is {_words(f.loc['F4'], 'points')}: "
