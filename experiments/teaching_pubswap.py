@@ -128,7 +128,7 @@ def drift_figure(drift: pd.DataFrame) -> go.Figure:
                                                  size=9)), row=1, col=j)
     fig.update_layout(template="plotly_white", height=420, legend_title="arm (★ public step)",
                       title="pairwise client drift after each local step, one seed")
-    fig.update_yaxes(title_text="δ_pair (‖ΔW‖)", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="δ_pair (Frobenius distance)", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(rangemode="tozero")
     fig.update_xaxes(title_text="local step j", dtick=1)
     return fig
@@ -167,7 +167,7 @@ def exercise_1(results=F.RESULTS) -> tuple[str, str]:
 
     def listed(part):
         return ", ".join(f"{v:+.2f}" for v in part)
-    return answer, (f"over the {len(d)} seeds, control → Balanced changes δ_pair by {listed(swap)} ‖ΔW‖, and "
+    return answer, (f"over the {len(d)} seeds, control → Balanced changes δ_pair by {listed(swap)}, and "
                     f"FedAvg-GRPO → control by {listed(pub)}. A part that goes down for every seed is the firm one; "
                     "a part whose sign changes from seed to seed cannot be told from noise.")
 
@@ -202,7 +202,7 @@ def stored_drift_figure(results=F.RESULTS) -> go.Figure:
     fig.update_layout(template="plotly_white", height=520, legend=dict(font=dict(size=11), orientation="h", y=-0.25),
                       title=f"final δ_pair at τ = {s['tau']} ({s['rounds']} rounds, {s['steps']} local steps), "
                             "stored runs")
-    fig.update_yaxes(title_text=f"δ_pair at the end (‖ΔW‖; axis from {low})", range=[low, high])
+    fig.update_yaxes(title_text=f"final δ_pair (Frobenius distance; axis from {low})", range=[low, high])
     fig.update_xaxes(title_text="arm", tickvals=list(x.values()), ticktext=order, range=[-0.4, len(order) - 0.4])
     return fig
 
@@ -216,9 +216,11 @@ def stored_scale_note(results=F.RESULTS) -> Markdown:
     s = F.pubswap_setting(results)
     rows = pd.DataFrame(json.loads((Path(results) / "pubswap_paper_quick_large_tau.json").read_text()))
     a = rows[(rows.table == "table1") & (rows.tau == s["tau"]) & (rows.method == "fedavg_grpo")]
-    return Markdown(f"For scale, from the stored runs of §6 (FedAvg-GRPO, τ = {s['tau']}): at a round's end one "
-                    f"client's ΔW is {a.drift_end_to_global_effective.mean():.2f} ‖ΔW‖ from the broadcast adapter's, "
-                    f"and two clients are {a.drift_end_pairwise_effective.mean():.2f} apart (δ_pair).")
+    f, _ = F.pubswap_teaching_tables(results)
+    pair, d = a.drift_end_pairwise_effective.mean(), f.loc["F1", "difference"]
+    return Markdown(f"For scale, FedAvg-GRPO in §6's runs (τ = {s['tau']}), at a round's end: δ_glob = "
+                    f"{a.drift_end_to_global_effective.mean():.2f} and δ_pair = {pair:.2f} (Frobenius distance). "
+                    f"Balanced's change in §6, {d:.2f}, is {d / pair:.0%} of {pair:.2f}.")
 
 
 def drift_code() -> Markdown:
@@ -226,7 +228,7 @@ def drift_code() -> Markdown:
     over pairs."""
     from fedrl_kit import drift
 
-    return Markdown(code_excerpt(drift._module_vector, 'if space == "effective"', "(scaling * (b @ a))").data
+    return Markdown(code_excerpt(drift._module_vector, "(scaling * (b @ a))", "(scaling * (b @ a))").data
                     + "\n" + code_excerpt(drift.mean_pairwise_drift, "dist = pairwise_drift", "return float").data)
 
 
@@ -274,14 +276,15 @@ def swap_widget(gen, prompt: int):
 
     cids, K = gen.client_ids, gen.num_generations
 
-    def show_swap(rule, K, client, prompt):
+    def show_swap(rule, K, client, prompt, summary=True):
         res = swap_public(gen, rule, K)
         v = group_table(gen, res, client, prompt)
         print(f"{rule}, K = {K}: {cids[client]} on {gen.batch['prompt'][prompt]!r}: α_n = {v.attrs['alpha']:.3f}")
         display(v)
-        display(pd.DataFrame({"α_n (mean over prompts)": np.mean([r.replacement_fraction for r in res], axis=0),
-                              "right answers in the group (mean)": np.mean([r.correct.sum(axis=1) for r in res],
-                                                                           axis=0)}, index=cids).T.round(3))
+        if summary:
+            display(pd.DataFrame({"α_n (mean over prompts)": np.mean([r.replacement_fraction for r in res], axis=0),
+                                  "right answers in the group (mean)": np.mean([r.correct.sum(axis=1) for r in res],
+                                                                               axis=0)}, index=cids).T.round(3))
 
     controls = dict(rule=widgets.ToggleButtons(options=[("Balanced", "balanced"), ("Random", "random")]),
                     K=widgets.IntSlider(K, 2, K, continuous_update=False),
@@ -346,17 +349,28 @@ def exercise_3(gen, swaps) -> tuple[float, str]:
         f"{own.min():.3f} to {own.max():.3f} on these prompts.")
 
 
-def small_k_table(gen, swaps_small) -> pd.DataFrame:
-    t = pd.DataFrame([r.own_correct for r in swaps_small], index=correct_table(gen).index, columns=gen.client_ids)
-    t.index.name = "c_n(x) of the first 2 answers"
-    return t
+def binding_pair(correct: pd.DataFrame, K: int, avoid: int) -> tuple[int, int, Markdown]:
+    """A (client, prompt) of §5's table, not on prompt ``avoid``, where D_n(x) is the binding limit: the others hold
+    fewer right answers than the client's shortfall, 0 < D_n(x) < ⌊K/2⌋ − c_n(x). Falls back to any shortfall."""
+    cands = [(n, x) for x in range(len(correct)) for n in range(correct.shape[1]) if x != avoid]
+    def gap(n, x):
+        c = int(correct.iloc[x, n])
+        return K // 2 - c, int(correct.iloc[x].sum()) - c
+    tight = [(n, x) for n, x in cands if 0 < gap(n, x)[1] < gap(n, x)[0]] or [(n, x) for n, x in cands
+                                                                               if gap(n, x)[0] > 0] or cands
+    n, x = tight[0]
+    return n, x, Markdown(f"Client: **{correct.columns[n]}**; prompt: **{correct.index[x].split(' (gold')[0]!r}**.")
 
 
-def exercise_4(swaps_small) -> tuple[int, str]:
-    answer = int(max(r.num_replaced.max() for r in swaps_small))
-    pairs = sum(int(((r.own_correct == 0) & (r.num_replaced > 0)).sum()) for r in swaps_small)
-    return answer, (f"with K = 2, M_n(x) = min((1 − c_n(x))+, D_n(x)) ≤ 1; it is 1 for a client with no right answer "
-                    f"when another client has one ({pairs} client–prompt pairs above).")
+def exercise_4(gen, swaps, correct: pd.DataFrame, client: int, prompt: int) -> tuple[int, str]:
+    K = gen.num_generations
+    answer = int(swaps["balanced"][prompt].num_replaced[client])
+    M, line = m_by_hand(correct, client, prompt, K)
+    c = int(correct.iloc[prompt, client])
+    D = int(correct.iloc[prompt].sum()) - c
+    limit = ("D_n(x) binds: the others hold fewer right answers than the client lacks" if D < K // 2 - c else
+             "the shortfall ⌊K/2⌋ − c_n(x) binds")
+    return answer, f"{line}; {limit}. The package swapped {answer}."
 
 
 def exercise_5(gen, swaps, correct: pd.DataFrame) -> tuple[int, str]:
@@ -386,16 +400,17 @@ def findings_box() -> Markdown:
     top = f.loc["F4", "difference"] + f.loc["F4", "±95% t"]
     where = f"τ = {s['tau']} ({s['rounds']} rounds, {s['steps']} local steps per client)"
     link = f"([report §5]({REPORT}#findings))"
+    base = _stored_rows().query("arm == 'FedAvg-GRPO'").drift_end_pairwise_effective.mean()  # FedAvg-GRPO's δ_pair
     lines = [
         f"1. **Balanced lowers drift.** At {where}, Balanced − FedAvg-GRPO final δ_pair is "
-        f"{_words(f.loc['F1'], '‖ΔW‖')} {link}.",
+        f"{_words(f.loc['F1'], '')}, which is {abs(f.loc['F1', 'difference']) / base:.0%} of FedAvg-GRPO's {base:.2f} {link}.",
         f"2. **The swap adds a clear reduction; whether the shared prompts alone help cannot be told from "
         f"{int(f.loc['F3', 'seeds'])} seeds.** Balanced − no-swap control is "
-        f"{_words(f.loc['F2'], '‖ΔW‖')}, while control − FedAvg-GRPO is {_words(f.loc['F3'], '‖ΔW‖')}. The "
+        f"{_words(f.loc['F2'], '')}, while control − FedAvg-GRPO is {_words(f.loc['F3'], '')}. The "
         f"split uses the {int(f.loc['F3', 'seeds'])} seeds that have a control run, so the parts need not sum to the "
         f"whole ([report §5]({REPORT}#split)).",
         f"3. **Only Balanced's swap does it: Random does not lower drift.** Random − FedAvg-GRPO is "
-        f"{_words(r.loc['R2'], '‖ΔW‖')}; a tentative reason: about {1 - 1 / s['clients']:.0%} of a Random group is "
+        f"{_words(r.loc['R2'], '')}; a tentative reason: about {1 - 1 / s['clients']:.0%} of a Random group is "
         f"other clients' answers, scored as if self-sampled, the off-policy term ω that appendix A says adds drift, "
         f"while Balanced swaps in a few right answers only; this may depend on that scoring shortcut (§3) {link}.",
         f"4. **No accuracy gain (a negative result).** Balanced − FedAvg-GRPO pass@1 is {_words(f.loc['F4'], 'points')}: "
@@ -453,15 +468,57 @@ def accuracy_table(results=F.RESULTS) -> pd.DataFrame:
         theirs = (", ".join(f"{paper[name][i]:.1f}" for i in long) if name in paper else
                   "not tabled (its text: Random beats Balanced at τ = 10, 40)" if name == "PubSwap Random" else
                   "not run (our control)")
-        out[name] = {"seeds": n, "ours: pass@1 (%)": f"{mean:.1f} ± {half:.1f}", "paper (%)": theirs}
+        d = rows[rows.arm == name].drift_end_pairwise_effective.mean()
+        out[name] = {"seeds": n, "ours: final δ_pair": f"{d:.2f}", "ours: pass@1 (%)": f"{mean:.1f} ± {half:.1f}",
+                     "paper (%)": theirs}
     gain = f.loc["F4"]
     out["Balanced − FedAvg-GRPO (paired)"] = {
-        "seeds": int(gain["seeds"]), "ours: pass@1 (%)": f"{gain['difference']:+.2f} ± {gain['±95% t']:.2f}",
+        "seeds": int(gain["seeds"]), "ours: final δ_pair": f"{f.loc['F1', 'difference']:+.2f}",
+        "ours: pass@1 (%)": f"{gain['difference']:+.2f} ± {gain['±95% t']:.2f}",
         "paper (%)": ", ".join(f"{paper['PubSwap Balanced'][i] - paper['FedAvg-GRPO'][i]:+.1f}" for i in long)}
     t = pd.DataFrame(out).T
     t.index.name = (f"ours: τ = {s['tau']}, mean ± 95 % t-interval; paper: Qwen3-1.7B on MATH, τ = "
                     f"{' and '.join(str(F.PUBSWAP_PAPER_TAUS[i]) for i in long)}")
     return t
+
+
+def drift_accuracy_note(results=F.RESULTS) -> Markdown:
+    """Does lower drift go with higher pass@1 here? The arms' mean final δ_pair against their mean pass@1 (the
+    accuracy table's two columns), ranked, and their correlation over the arms' seeds."""
+    rows = _stored_rows(results)
+    m = rows.groupby("arm")[["drift_end_pairwise_effective", "pass@1_final"]].mean()
+    r = float(np.corrcoef(rows.drift_end_pairwise_effective, rows["pass@1_final"])[0, 1])
+    k = rows[rows.arm != "PubSwap Random"]
+    r3 = float(np.corrcoef(k.drift_end_pairwise_effective, k["pass@1_final"])[0, 1])
+    return Markdown(
+        f"**Drift and accuracy.** The accuracy table puts each arm's drift beside its pass@1. Lower δ_pair did not buy "
+        f"accuracy here: {m.drift_end_pairwise_effective.idxmin()} has the lowest drift, "
+        f"{m['pass@1_final'].idxmax()} the highest pass@1. Over all {len(rows)} runs (arm × seed) the correlation "
+        f"of final δ_pair with pass@1 is {r:+.2f}, carried by Random (high drift, low pass@1); without Random it is "
+        f"{r3:+.2f}. Possible reasons, untested: Balanced removes about a tenth of the drift, "
+        "perhaps too little to change the averaged adapter's answers; and the swapped-in answers are off-policy, which "
+        "may cost what the lower drift gains.")
+
+
+def tau_map(live_taus, results=F.RESULTS) -> pd.DataFrame:
+    """The three sets of τ in this notebook: the live one-round runs (§7), the stored runs (§6, report 12) and the
+    paper's, with what each measured and over how many seeds; read from the config and the stored JSON."""
+    import json
+    from pathlib import Path
+
+    rows = pd.DataFrame(json.loads((Path(results) / "pubswap_paper_quick_large_tau.json").read_text()))
+    rows = rows[rows.method.isin(list(ARMS))]
+    per = rows.groupby("tau").agg(rounds=("rounds", "first"), seeds=("seed", "nunique"))
+    s = F.pubswap_setting(results)
+    return pd.DataFrame({
+        "live, §7": {"τ": ", ".join(map(str, live_taus)), "local steps per client": "τ (one round)",
+                     "measured": "δ_pair after each step; pass@1", "seeds": "1"},
+        "stored, §6 and report 12": {
+            "τ": ", ".join(f"{t} (× {r} rounds)" for t, r in per.rounds.items()),
+            "local steps per client": str(s["steps"]), "measured": "final δ_pair, δ_glob; pass@1",
+            "seeds": f"{per.seeds.min()}–{per.seeds.max()}"},
+        "paper": {"τ": ", ".join(map(str, F.PUBSWAP_PAPER_TAUS)), "local steps per client": str(PAPER_STEPS),
+                  "measured": "pass@1", "seeds": "not stated"}}).T
 
 
 def live_vs_stored_note(end: pd.DataFrame, tau: int, results=F.RESULTS) -> Markdown:

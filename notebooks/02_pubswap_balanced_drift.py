@@ -101,7 +101,7 @@ diagrams.step_timeline(max(TAUS), cfg.pubswap.period)
 # \operatorname{clip}\bigl(\rho_{k,t},\,1-\varepsilon,\,1+\varepsilon_{\text{high}}\bigr)\,\hat a_k\Bigr),\qquad
 # \rho_{k,t} = \frac{\pi_\theta(y_{k,t}\mid x, y_{k,<t})}{\pi_{\text{old}}(y_{k,t}\mid x, y_{k,<t})}$$
 #
-# $\bar r$ and $\sigma_r$ are the group's mean and standard deviation. When all rewards are equal, $r_k - \bar r = 0$,
+# $\bar r$ and $\sigma_r$ are the group's mean and standard deviation. $J$ has no KL term ($\beta = 0$). When all rewards are equal, $r_k - \bar r = 0$,
 # so $\hat a_k = 0$. $J$ is averaged over the step's $b$ prompts. The upper clip $\varepsilon_{\text{high}}$ is larger
 # than $\varepsilon$ (an asymmetric clip, as in DAPO). A step makes $\mu$ updates on the same answers. **pass@1** is the
 # fraction of test problems answered right. The run's values:
@@ -116,9 +116,12 @@ teach.run_values(cfg, policy)
 # global $\Delta W$ is not the clients' mean $\Delta W$.
 #
 # **Drift** (`drift.mean_pairwise_drift`) compares client $n$'s $\Delta W_n = sB_nA_n$ with the others'. It is one
-# Frobenius norm over all layers' entries together, in units we call "‖ΔW‖":
+# Frobenius distance over all layers' entries together:
 #
 # $$\delta_{\text{pair}} = \frac{2}{N(N-1)}\sum_{n<n'}\lVert \Delta W_n - \Delta W_{n'}\rVert_F$$
+#
+# A second metric, $\delta_{\text{glob}}$ (`drift.distance_to_global`), is the mean over $n$ of
+# $\lVert \Delta W_n - \Delta W_{\text{broadcast}}\rVert_F$.
 #
 # It is measured after each local step, before aggregation. At a round's start every client holds the broadcast
 # adapter, so $\delta_{\text{pair}} = 0$ there.
@@ -130,10 +133,15 @@ teach.stored_scale_note()
 teach.drift_code()
 
 # %% [markdown]
-# **Why public steps should help** (the paper's appendix A, an upper bound; full form in
-# [report §4](12_pubswap_report.ipynb#bound)). A private step adds a drift term $\zeta$, the gap between two clients'
-# private gradients. A public step replaces it with a swap-distortion term $\omega$, which grows with the swapped share.
-# Its smoothness constant can also be smaller, as it ranges over one shared prompt set.
+# **Why public steps should help** (the paper's appendix A, noise terms dropped). Let $\Delta_j$ be two clients'
+# parameter distance after local step $j$ and $\eta$ the learning rate:
+#
+# $$\text{private: } \Delta_{j+1} \le (1+\eta L_{\text{priv}})\,\Delta_j + \eta\,\zeta,\qquad
+# \text{public: } \Delta_{j+1} \le (1+\eta L_{\text{pub}})\,\Delta_j + \eta\,(\omega_n + \omega_{n'})$$
+#
+# $\zeta$ is the gap between the two clients' private gradients. $\omega_n$ is how far client $n$'s swapped group
+# bends its public gradient; it grows with the swapped share. $L$ bounds how fast a gradient changes with the
+# parameters. A public step removes the heterogeneity term $\zeta$ and pays $\omega$ instead.
 #
 # **Why swap.** All $K$ answers wrong (or right) means every $\hat a_k = 0$: no gradient. Balanced adds others'
 # right answers. The advantages are then $\pm 0.94$, not $\pm 1$, since $\sigma_r$ divides by $K - 1$:
@@ -164,27 +172,22 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # receiver's policy). The paper does not say how it scores them. The correct ratio would be
 # $\pi_\theta/\pi_{\text{donor}}$. Using the receiver's $\pi_{\text{old}}$ hides how off-policy a foreign answer is.
 #
-# **A confound.** With $\tau_{\text{swap}} = 2$, half of PubSwap's steps are public, and shared prompts alone may
-# lower drift. The **no-swap control** (`swap.no_swap`, our addition) separates the two. At a ★ step it takes its
-# GRPO step on its own $K$ answers to the shared prompts. A difference is always first arm − second (e.g.
-# Balanced − control); negative means less drift.
+# **The no-swap control** (`swap.no_swap`, our addition): public steps on the shared prompts, own answers only. It
+# separates the shared prompts from the swap. A difference is first arm − second; negative means less drift.
 #
 # | symbol | meaning |
 # |---|---|
 # | $N$; $n$, $n'$ | clients: number; one |
-# | $p$; $\tau$; $j$; $\tau_{\text{swap}}$ | round; local steps per round; one local step; public-step period |
+# | $\tau$; $j$; $\tau_{\text{swap}}$ | local steps per round; one local step; public-step period |
 # | $x$, $b$; $y_k$, $K$ | prompt, prompts per step; answer, answers per prompt |
-# | $r_k$; $\bar r$, $\sigma_r$; $\hat a_k$ | reward (0/1); group mean, standard deviation; advantage |
-# | $\theta$; $\pi_\theta$; $\pi_{\text{old}}$ | trainable parameters; policy; policy at the step's start |
-# | $A$, $B$; $s$ | LoRA factors; scale |
-# | $\delta_{\text{pair}}$ | drift between clients (unit ‖ΔW‖) |
-# | $\zeta$; $\omega$ | private-gradient gap; swap distortion |
+# | $\hat a_k$; $\pi_{\text{old}}$ | advantage; policy at the step's start |
+# | $\delta_{\text{pair}}$, $\delta_{\text{glob}}$ | drift between clients; from the broadcast adapter |
 # | $c_n(x)$, $D_n(x)$ | right answers of client $n$, of the others |
 # | $M_n(x)$, $\alpha_n(x)$ | answers swapped into $n$'s group, as a fraction of $K$ |
 
 # %% [markdown]
 # ## 4. Who holds what
-# The **embedded world**: seven generated arithmetic topics standing in for MATH's subjects. The **policy**: a small
+# The **world**: seven generated arithmetic topics, standing in for MATH's subjects. The **policy**: a small
 # character-level transformer (setup table), pretrained to be right sometimes, so groups have mixed rewards. A
 # Dirichlet draw over topics splits the private data into equal-size clients, as in the paper.
 
@@ -198,9 +201,9 @@ fig
 
 # %% [markdown]
 # ## 5. One swap, step by step
-# One Balanced round at the larger τ. Then `generate_public` has the clients answer its last public step's prompts
-# again, with their end-of-round adapters. This is a fresh sample, not the data that step trained on. Each client's
-# right answers $c_n(x)$ per prompt:
+# One Balanced round at the larger τ. The run does not keep its groups, so `generate_public` asks its last public
+# step's prompts again, with the same sampling seed. Each client answers with its own end-of-round adapter (not the
+# average), so answers can differ from training's. Each client's right answers $c_n(x)$ per prompt:
 
 # %%
 def one_round(m, tau):  # one round of arm m from the shared start, δ_pair recorded after every local step
@@ -222,7 +225,7 @@ correct = teach.correct_table(gen)
 correct
 
 # %% [markdown]
-# Balanced's group for client 0 on a prompt where it has few right answers, slot by slot, with $M_0(x)$ by hand
+# Balanced's group for client_0 on a prompt where it has few right answers, slot by slot, with $M_0(x)$ by hand
 # beside the package's $\alpha_0(x)\cdot K$:
 
 # %%
@@ -233,7 +236,7 @@ print(teach.m_by_hand(correct, 0, example, K)[1], f"; package: α_0(x)·K = {vie
 view
 
 # %% [markdown]
-# The rule's code. Which wrong slots go, and which donors come, is drawn uniformly (`rng.choice`, our reading).
+# The rule's code. Which wrong slots go, and which donors come, is drawn uniformly (`rng.choice`).
 
 # %%
 teach.code_excerpt(balanced_swap, "target = K // 2", "source[n, slots, 1]")
@@ -253,17 +256,20 @@ notebook.knobs(show_swap, **controls)
 teach.code_excerpt(random_swap, "flat = rng.choice", "source = np.broadcast_to")
 
 # %%
-show_swap("random", K, 0, example)
+show_swap("random", K, 0, example, summary=False)
 teach.random_group_note(gen, correct, example)
 
 # %%
-wire  # the round's messages, read from its ledger above
+wire  # the round's messages, read from its message log above
 
 # %% [markdown]
 # ## 6. What the reproduction found
 # The paper (1.5–1.7B-parameter models) reports Balanced beating FedAvg-GRPO in accuracy for most τ, and Random
-# beating Balanced at small τ. Our stored runs repeat these comparisons over seeds
-# ([12_pubswap_report](12_pubswap_report.ipynb#findings)).
+# beating Balanced at small τ. Our runs repeat these comparisons over seeds
+# ([12_pubswap_report](12_pubswap_report.ipynb#findings)). Three sets of τ appear:
+
+# %%
+teach.tau_map(TAUS)
 
 # %%
 teach.stored_setting_note()
@@ -294,6 +300,9 @@ notebook.check_explained(prediction_1, answer_1, why_1)
 
 # %%
 teach.findings_box()
+
+# %%
+teach.drift_accuracy_note()
 
 # %% [markdown]
 # **What lowers drift?** Our untested hypothesis: Balanced gives every client the same right answers as targets,
@@ -333,7 +342,7 @@ teach.split_table(end, T)
 #
 # ### Exercise 2
 #
-# In §5's example prompt, how many of client 1's answers does Balanced replace?
+# In §5's example prompt, how many of client_1's answers does Balanced replace?
 
 # %%
 prediction_2 = None  # a whole number
@@ -358,17 +367,17 @@ notebook.check_explained(prediction_3, answer_3, why_3, tolerance=0.005)
 # %% [markdown]
 # ### Exercise 4
 #
-# With $K = 2$ (each client's first two answers, tabled below), what is the largest $M_n(x)$?
+# For the client and prompt below, use §5's table of $c_n(x)$: how many answers does Balanced swap in?
 
 # %%
-small_K = swap_public(gen, "balanced", 2)
-teach.small_k_table(gen, small_K)
+client_4, prompt_4, pair_4 = teach.binding_pair(correct, K, avoid=example)
+pair_4
 
 # %%
 prediction_4 = None  # a whole number
 
 # %%
-answer_4, why_4 = teach.exercise_4(small_K)
+answer_4, why_4 = teach.exercise_4(gen, swaps, correct, client_4, prompt_4)
 notebook.check_explained(prediction_4, answer_4, why_4)
 
 # %% [markdown]
@@ -388,4 +397,5 @@ notebook.check_explained(prediction_5, answer_5, why_5)
 # - A **public step** is GRPO on shared prompts, with groups mixed across clients.
 # - **Balanced** tops a group up to half right; **Random** hands every client one mostly foreign group.
 # - The **no-swap control** separates the swap from the shared prompts.
-# - Over seeds, Balanced's swap lowered drift; Random did not. Neither gained accuracy.
+# - At τ = 48 (3–5 seeds): Balanced's swap lowered drift, Random did not; neither gained accuracy over FedAvg-GRPO,
+#   and Random was worse than Balanced.
