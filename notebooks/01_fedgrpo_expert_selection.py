@@ -18,10 +18,10 @@
 #
 # *Zhu, Gu, Fan, Yang, Han: FedGRPO, AAAI 2026 (arXiv:2602.12014).*
 #
-# **The problem.** A server wants to improve its language model. Its training questions are private to $K$
-# **clients**. Each client holds labelled questions of a few topics. No client shares its data or a model update.
-# The server holds the questions pooled, without labels or owners. So it cannot ask a question's owner. It must
-# guess who can judge each question. To guess, it holds a small labelled **auxiliary set** $\mathcal{D}_p$.
+# **The problem.** A server wants to improve its language model. The training questions are split over $K$
+# **clients**, each holding labelled questions of a few topics. The clients' labels are private; the server sees the
+# training questions pooled, with no labels and no owners. No client shares its data or a model update. So the
+# server must guess who can judge each question, helped by a small labelled **auxiliary set** $\mathcal{D}_p$.
 #
 # **The method.** In FedGRPO the server trains and the clients only grade. For each question the server samples
 # $G$ candidate answers. It sends them to $M$ **experts**: the clients most **competent** on similar questions.
@@ -36,9 +36,10 @@
 # The two ideas are **competence-based expert selection** (eqs. 5–6) and a **group-relative reward** (eqs. 7–9). As
 # printed, the second cancels out (§2).
 #
-# **The paper's claim** (Table 1). **pass@1** is the fraction of test problems one sampled answer solves. FedGRPO beats **Fedpetuning+GRPO**: each client GRPO-trains a LoRA adapter on its
-# own data, and the server averages the adapters each round. It nearly matches **Central-GRPO**, GRPO on all data
-# pooled, the upper bound.
+# **The paper's claim** (Table 1). **pass@1** is the fraction of test problems one sampled answer solves. FedGRPO
+# beats **Fedpetuning+GRPO**: each client GRPO-trains a LoRA adapter on its own data, with reward 1 for an answer
+# matching its own label, else 0 (no format term). The server averages the adapters each round. It nearly matches
+# **Central-GRPO**, GRPO with the same 0/1 reward on all data pooled, the upper bound.
 
 # %%
 from IPython.display import display
@@ -75,7 +76,10 @@ import numpy as np
 import pandas as pd
 
 from fedrl_kit import notebook
+from fedrl_kit.fedgrpo.algorithm import server_state
 from fedrl_kit.fedgrpo.diagnostics import trace_question
+from fedrl_kit.rewards import extract_answer, normalise_answer
+from fedrl_kit.sft import sequence_logprob
 
 lab = teaching.setup(globals())  # the config, the shared base policy, FedGRPO's run with each client's θ_k trained
 cfg, tour, figures = lab.cfg, lab.tour, lab.figures
@@ -83,7 +87,8 @@ teaching.show_setup(lab)
 
 # %% [markdown]
 # ## 1. One server step, drawn
-# Repeated $\tau$ times a round, on $Q$ questions. The experts are those of §4's question.
+# Repeated $\tau$ times a round, on $Q$ questions. The experts are those of §4's question. Numbers give the order
+# (0: once, before round 1); arrows are messages; terms are defined in §2.
 
 # %%
 tr = trace_question(tour.server, question, L=L, M=M, seed=seed, truth=tour.truth)  # §4 follows this question
@@ -92,7 +97,8 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 # %% [markdown]
 # ## 2. Key equations
 # **GRPO.** A policy answers a question $x$ $G$ times: answers $\hat y_j$, rewards $r_j$. Each reward is
-# standardised within the group to an advantage $A_j$, and PPO's clipped surrogate is maximised over answer tokens $t$:
+# standardised within the group (population std over the $G$) to an advantage $A_j$, and PPO's clipped surrogate
+# is maximised over answer tokens $t$:
 #
 # $$A_j = \frac{r_j - \operatorname{mean}(r)}{\operatorname{std}(r) + 10^{-6}},\qquad
 # \max_\theta\ \frac{1}{\sum_j |\hat y_j|}\sum_{j,t}\min\bigl(\rho_{j,t}A_j,\ \operatorname{clip}(\rho_{j,t},
@@ -102,8 +108,8 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 # $\pi_{\text{old}}$ sampled the answers. No KL term (config `beta` = 0). FedGRPO changes only **where $r_j$ comes
 # from**.
 #
-# **Eq. 5.** The server embeds the question $x_s$ with a frozen encoder $\phi$. It finds the $L$ labelled auxiliary
-# questions nearest to it:
+# **Eq. 5.** A frozen encoder $\phi$ embeds $x_s$. Its neighbours are the $L$ nearest labelled auxiliary
+# questions:
 #
 # $$\mathcal{G}(x_s) = \{(x_{p,\ell}, y_{p,\ell})\}_{\ell=1}^{L},\qquad
 # \langle z_s, z_{p,1}\rangle \ge \dots \ge \langle z_s, z_{p,L}\rangle,\quad z = \phi(x)/\lVert\phi(x)\rVert
@@ -116,14 +122,14 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 # y_{p,\ell}\bigr],\qquad \mathcal{C}(x_s) = \operatorname{Top-}M_k\; r_k^p(x_s)
 # $$
 #
-# $\Pr[\theta_k \text{ answers } x \text{ with } y]$ is the probability $\theta_k$ gives to writing exactly $y$
-# after $x$: one forward pass. The paper writes a 0/1 check; this is its expected value.
+# This probability is the one $\theta_k$ gives to writing exactly $y$ after $x$ (one forward pass). The paper writes
+# a 0/1 check; this is its expected value.
 #
-# **Dual evaluation.** Each expert scores each candidate $\hat y_j$. The *answer of*
-# $\hat y_j$ is the text inside `<answer>…</answer>`, else its last number. A candidate with no answer scores 0. An
-# expert that holds $x_s$'s label uses AE: $r_k^s = \mathbb{1}[\text{answer of }\hat y_j = y(x_s)]$. Any other
-# expert uses ME: $r_k^s = \Pr[\theta_k \text{ answers } x_s \text{ with the answer of } \hat y_j]$. AE gives 0 or 1. ME gives a probability, usually far below 1. So $\mu_r$ stays small unless an AE
-# expert says 1.
+# **Dual evaluation.** The *answer of* $\hat y_j$ is the text inside `<answer>…</answer>`, else its last number.
+# A candidate with no answer scores 0. An expert that holds $x_s$'s label uses AE:
+# $r_k^s = \mathbb{1}[\text{answer of }\hat y_j = y(x_s)]$. Any other expert uses ME:
+# $r_k^s = \Pr[\theta_k \text{ answers } x_s \text{ with the answer of } \hat y_j]$.
+# AE gives 0 or 1; ME a probability, usually far below 1. So $\mu_r$ stays small unless an AE expert says 1.
 #
 # **Eqs. 7–9 as printed**, with learning rate $\eta$:
 #
@@ -138,7 +144,7 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 #
 # **What we train (our reading).** Remark 2 reads: *"the term 'group' denotes the aggregation of reward signals from
 # multiple clients and corresponds to the ensemble of candidate policies in GRPO."* We read the group as GRPO's $G$
-# candidates. Remark 1 adds a **format reward** $f_j$, outside eqs. 7–9. $f_j$ is 1 if $\hat y_j$ is exactly
+# candidates. Remark 1 adds a **format reward** $f_j$ outside eqs. 7–9: 1 if $\hat y_j$ is exactly
 # `<think>…</think><answer>…</answer>`, else 0. The paper's appendix weights the expert reward 8 and the format
 # reward 1. Then GRPO's $A_j$ follows:
 #
@@ -150,8 +156,8 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 # | $L$, $\mathcal{G}(x_s)$; $\phi$ | neighbours per question, the neighbours; encoder |
 # | $\mathcal{D}_k$, $\theta_k$; $\theta_g$ | client $k$'s data, its domain model; the server's policy |
 # | $\mathcal{D}_s$, $x_s$; $\mathcal{D}_p$ | training questions, one of them; auxiliary questions |
-# | $r_k^p$; $r_k^s$; $\mu_r$, $\sigma_r$; $R_k$ | competence; score; experts' mean, std; eq. 9 |
-# | $G$, $\hat y_j$; $Q$; $\tau$ | candidates, candidate $j$; questions per step; steps per round |
+# | $r_j$; $r_k^p$; $r_k^s$; $\mu_r$, $\sigma_r$; $R_k$ | GRPO reward; competence; score; experts' mean, std; eq. 9 |
+# | $G$, $\hat y_j$; $Q$; $\tau$; $T$ | candidates (not $\mathcal{G}$), candidate $j$; questions per step; steps per round; rounds |
 # | $f_j$, $\tilde r_j$, $A_j$ | format reward, trained reward, advantage |
 # | hit rate; owner rate | share of experts holding the question's topic (≥ 10 % of their data); of questions whose owner is an expert |
 #
@@ -160,7 +166,7 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 # ```
 # each client k: θ_k = SFT on its own D_k                               # client.ensure_evaluator
 # once: send D_p to every client; cache Pr[θ_k answers x_p right]       # algorithm.ask_competence
-# for round = 1..R:                                                     # algorithm.run_round
+# for round = 1..T:                                                     # algorithm.run_round
 #   for step = 1..τ:                                                    # algorithm.server_step
 #     draw Q questions x_s from D_s                                     # algorithm.sample_questions
 #     G candidates ŷ ~ π_θg(·|x_s)                                      # algorithm.sample_candidates
@@ -176,7 +182,6 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 # How the training questions $\mathcal{D}_s$ are split over the clients (topic counts):
 
 # %%
-# NBVAL_CHECK_OUTPUT
 notebook.client_table(tour.partitions)
 
 # %% [markdown]
@@ -194,11 +199,33 @@ pd.DataFrame(tr["neighbours"]).round(3).head(6)
 teaching.competence_table(tr, tour)
 
 # %% [markdown]
+# **By hand**, eqs. 5–6 from the server's cached embeddings and step 0's replies:
+
+# %%
+st = server_state(tour.server)             # z_s, z_p (unit vectors) and the cache of step 0's replies
+cosine = st.aux_emb @ st.query_emb[question]                  # ⟨z_s, z_p⟩ for every auxiliary question
+neighbours = np.argsort(-cosine, kind="stable")[:L]           # eq. 5: the L nearest
+r_p = st.cache.as_matrix()[:, neighbours].mean(axis=1)        # eq. 6: each client's mean over them
+experts = np.argsort(-r_p, kind="stable")[:M]                 # Top-M
+print(f"experts by hand: {experts.tolist()}, trace: {tr['experts']}; "
+      f"largest |r_k^p| difference: {np.abs(r_p - tr['competence']).max():.1e}")
+
+# %% [markdown]
 # **Scores, eq. 9, advantage.** Each expert's score (AE or ME), eq. 9's $R_k$ (rows sum to zero) and the
-# advantage $A_j$. `correct`: the truth, for you only. Where both scores are nearly 0, $|R_k| < 1$ (eq. 9's $10^{-6}$).
+# advantage $A_j$. `correct`: the truth, for you only. Near-zero scores give $|R_k| < 1$ (eq. 9's $10^{-6}$).
 
 # %%
 teaching.candidate_table(tr, tour)
+
+# %% [markdown]
+# **By hand**, one ME score: the answer's summed token log-probabilities under $\theta_k$, exponentiated:
+
+# %%
+row = tr["pathways"].index("ME")                              # an ME expert of this question
+k, j = tr["experts"][row], next(i for i, c in enumerate(tr["candidates"]) if extract_answer(c))
+answer_j = normalise_answer(extract_answer(tr["candidates"][j]))
+log_p = sequence_logprob(lab.policy, f"eval_{tour.runtime.client_ids[k]}", [tr["question"]], [answer_j])
+print(f"candidate {j}, answer {answer_j!r}: exp(log p) = {np.exp(log_p[0]):.4g}, trace: {tr['scores'][row][j]:.4g}")
 
 # %% [markdown]
 # **By hand**, the first candidate's advantage:
@@ -226,7 +253,7 @@ teaching.ae_case_note(tr2, tour)
 # %% [markdown]
 # ### The confidence graph: turn $L$, $M$ and the question
 # The paper's **confidence graph**: clients left, topics right, edges the clients' mean competence per topic. Red:
-# the question's topic and experts. The algorithm never sees topics.
+# the question's topic and experts. (A visualisation only; selection uses eq. 6 per question.)
 
 # %%
 teaching.graph_knobs(tour, question, L, M)
@@ -258,12 +285,10 @@ teaching.quick_run_figure(records, figures)
 teaching.score_bytes(tour, runs["Fedpetuning+GRPO"], M)
 
 # %% [markdown]
-# Scalars still leak: exact 0s and 1s reveal who holds the label ([docs/fedgrpo.md](../docs/fedgrpo.md)).
-#
 # ## 6. What the reproduction found
 # Longer stored runs. Two arms are ours: **random experts** and **every client holds every label** (every score AE).
-# **DPSDA-FL+GRPO**, the paper's other baseline, trains the server on synthetic questions the clients write ("no PE":
-# without its Private Evolution step).
+# **DPSDA-FL+GRPO** (the paper's other baseline, without its Private Evolution step, "no PE") trains the server on
+# synthetic questions the clients write.
 
 # %%
 teaching.stored_settings()
@@ -279,8 +304,6 @@ teaching.findings_box()
 
 # %% [markdown]
 # ## 7. Exercises: predict, then run
-# The second cell checks.
-#
 # ### Exercise 1
 #
 # With $M = 2$ experts disagreeing on a candidate, what is each one's $|R_k|$ (eq. 9)? Does
@@ -304,21 +327,21 @@ notebook.check(prediction_1, answer_1, why_1, tolerance=0.01) if prediction_1 is
 prediction_2 = None  # a number: the μ_r difference
 
 # %%
-answer_2, why_2 = teaching.exercise_2(M)
+answer_2, why_2 = teaching.exercise_2()
 notebook.check(prediction_2, answer_2, why_2, tolerance=0.005) if prediction_2 is not None else \
     notebook.reveal(answer_2, why_2)
 
 # %% [markdown]
 # ### Exercise 3
 #
-# An AE expert and an ME expert both score the same *right* candidate. Which gives the higher score?
-# Predict `"AE"`, `"ME"` or `"equal"`.
+# From §4's topic table, which client will be the most competent expert (eq. 6) for the first `mod` question of
+# $\mathcal{D}_s$?
 
 # %%
-prediction_3 = None  # "AE", "ME" or "equal"
+prediction_3 = None  # a client's name, e.g. "client_0"
 
 # %%
-answer_3, why_3 = teaching.exercise_3(tr2)
+answer_3, why_3 = teaching.exercise_3(tour, L, M, seed)
 notebook.check(prediction_3, answer_3, why_3) if prediction_3 is not None else notebook.reveal(answer_3, why_3)
 
 # %% [markdown]
@@ -338,8 +361,8 @@ notebook.check(prediction_4, answer_4, why_4, tolerance=0.01) if prediction_4 is
 # %% [markdown]
 # ### Exercise 5
 #
-# Suppose the server chose the $M$ experts of each question at random from the $K$ clients. On what
-# share of questions would the owner, the only possible AE expert, be among them?
+# If the server chose each question's $M$ experts at random from the $K$ clients, on what share of
+# questions would the owner (the only possible AE expert) be among them?
 
 # %%
 prediction_5 = None  # a number between 0 and 1

@@ -160,4 +160,4 @@ def test_the_exercises_answers_are_deterministic_quantities():
     from experiments import teaching_fedgrpo as teaching
 
     assert teaching.exercise_1({})[0] == 1.0
-    assert teaching.exercise_2(2)[0] == 0.125
+    assert teaching.exercise_2()[0] == 0.125
