@@ -3,9 +3,11 @@ line or two: settings and results with integers printed as integers, the pass@1 
 the curve and the round measurements say in words, the client view with its widget, the takeaway box, and the
 exercises' answers with their reasons.
 
-One noise rule throughout: a difference counts only beyond two standard errors (about 95 %), where a pass@1 over
-``n`` sampled answers has the binomial standard error sqrt(p (1 − p) / n) and a difference of two independent ones
-sqrt(2) times that.
+One noise rule throughout: a difference counts only beyond two standard errors (about 95 %). The standard error is
+taken over test problems, not sampled answers (a problem's samples are not independent): a pass@1 is the mean of
+each problem's pass rate, its SE their standard deviation over sqrt(problems); a difference between two models on
+the same problems is paired, its SE that of the per-problem differences. One seed: seed-to-seed variance is not in
+it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,34 @@ def _table(data: dict, **kwargs) -> pd.DataFrame:
     """A DataFrame of mixed values kept as objects, so that a column of integers and fractions prints each as is."""
     return pd.DataFrame({k: pd.Series({i: _plain(v) for i, v in col.items()}, dtype=object) for k, col in data.items()},
                         **kwargs)
+
+
+def setup(namespace: dict):
+    """The quickstart's setup cell in one call: checks the parameters cell (a bad value stops here, in one line) and
+    returns the config, the run folder and the figures folder (:func:`fedrl_kit.notebook.setup`)."""
+    from fedrl_kit import notebook
+    from fedrl_kit.config import REAL_LM
+
+    g = namespace
+    return notebook.setup(
+        "quickstart", g, smoke="quickstart", setting=REAL_LM if g["base"] == "smollm2" else None,
+        choices={"method": NAMES, "base": ("",) if "full" in g["preset_name"] else ("", "smollm2")},
+        words=(g["base"], g["method"]), folder=dict(k=g["num_clients"], r=g["rounds"], t=g["local_steps"],
+                                                   a=g["dirichlet_alpha"], s=g["seed"], reference=g["reference_path"]))
+
+
+def central_run(cfg):
+    """Central-GRPO beside a federated method (same seed, sizes and budget), keeping its messages so that §4 can
+    re-score each round; None for Central-GRPO and zero-shot themselves."""
+    import dataclasses
+
+    from fedrl_kit.runs import Run
+
+    if cfg.method not in ("fedavg_grpo", "fedprox_grpo"):
+        return None
+    central = Run(dataclasses.replace(cfg, method="central_grpo"), None, progress=False).build()
+    central.runtime.keep_messages = True
+    return central
 
 
 def settings(cfg) -> pd.DataFrame:
@@ -63,112 +93,197 @@ def bubbles(run, alpha):
     return fig
 
 
-def _se(p: float, n: int) -> float:
-    return float(np.sqrt(p * (1 - p) / n))
+def sampled_vs_greedy(run, base_eval: dict) -> Markdown:
+    """The base's greedy accuracy next to its sampled pass@1: the gap that sharpening closes."""
+    from fedrl_kit.evaluate import answers, eval_seed
+
+    cfg = run.config
+    _, right = answers(run.policy, {"base": run.initial_state}, run.world.test, seed=eval_seed(cfg.seed),
+                       batch_size=cfg.eval_batch_size, accuracy_fn=run.accuracy_fn)["base"]
+    return Markdown(f"The base's greedy answer is right {np.mean(right):.0%} of the time, a sample only "
+                    f"{base_eval['pass@1']:.0%}. Early RL mostly closes this gap (sharpening).")
 
 
-def results(runs: dict[str, list[dict]], n_answers: int) -> pd.DataFrame:
-    """Each method's base and final pass@1 and format rate, its change, and the noise of the final pass@1."""
+# -- noise over problems ---------------------------------------------------------------------------------------------
+def _round_states(run) -> dict[int, dict]:
+    """Each evaluated round's global adapter: the one the server sent at the start of the next round (kept
+    messages), the last one the server's own."""
+    sent = {m.round - 1: m.payload["adapter"] for m in run.runtime.messages if m.kind == "fit"}
+    return {**sent, max(sent, default=0) + (1 if sent else 0): run.server.global_state}
+
+
+def per_problem(runs: dict) -> dict[str, pd.DataFrame]:
+    """Each run's global model of every round re-scored on the test split problem by problem ([problems × rounds]:
+    a problem's pass rate over its ``eval_samples`` samples). The records keep only each round's mean; the same
+    sampling seed gives the same answers, which the check against the records confirms."""
+    from fedrl_kit.evaluate import eval_seed, evaluate
+
+    out = {}
+    for name, (run, records) in runs.items():
+        cfg, test = run.config, run.world.test
+        logged = {r["round"]: r["pass@1"] for r in records if r["kind"] == "global"}
+        columns = {}
+        for r, state in _round_states(run).items():
+            seen: list[float] = []
+
+            def scorer(*args, **kwargs):
+                values = run.accuracy_fn(*args, **kwargs)
+                seen.extend(v or 0.0 for v in values)
+                return values
+
+            run.policy.set_state("per_problem", state)
+            try:
+                mean = evaluate(run.policy, "per_problem", test, cfg.eval_samples, seed=eval_seed(cfg.seed),
+                                batch_size=cfg.eval_batch_size, accuracy_fn=scorer)["pass@1"]
+            finally:
+                run.policy.drop("per_problem")
+            if r in logged and abs(mean - logged[r]) > 1e-9:
+                raise RuntimeError(f"{name} round {r}: re-scored pass@1 {mean} is not the record's {logged[r]}")
+            columns[r] = np.asarray(seen).reshape(len(test), cfg.eval_samples).mean(axis=1)
+        out[name] = pd.DataFrame(columns).rename_axis(columns="round")
+    return out
+
+
+def _se(x) -> float:
+    """Standard error of a mean over problems (x: one value per problem, or per-problem paired differences)."""
+    x = np.asarray(x, dtype=np.float64)
+    return float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")
+
+
+def results(runs: dict[str, list[dict]], scores: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Each method's base and final pass@1 and format rate, its change with the paired ± 2 SE, and the ± 2 SE of
+    the final pass@1 (both over problems)."""
     from fedrl_kit.notebook import headline
 
     rows = {}
     for name, recs in runs.items():
-        h = headline(recs)
-        h["± 2 SE of final pass@1"] = round(2 * _se(h["final pass@1"], n_answers), 3)
+        h, s = headline(recs), scores[name]
+        h["± 2 SE of change"] = round(200 * _se(s.iloc[:, -1] - s.iloc[:, 0]), 1)
+        h["± 2 SE of final pass@1"] = round(2 * _se(s.iloc[:, -1]), 3)
         rows[name] = h
     return _table(rows)
 
 
-def pass_curve(runs: dict[str, list[dict]], n_answers: int):
-    """Global pass@1 per round for each method, each point with its ± 2 SE bar, the y axis from 0."""
+def pass_curve(scores: dict[str, pd.DataFrame]):
+    """Global pass@1 per round for each method, each point with its ± 2 SE bar (over problems), the y axis from 0."""
+    import plotly.graph_objects as go
+
     from fedrl_kit import viz
 
-    fig = viz.curves(runs, "pass@1", title="global pass@1 on the held-out test split (bars: ± 2 standard errors)")
-    for trace in fig.data:
-        trace.error_y = dict(type="data", array=[2 * _se(p, n_answers) for p in trace.y], thickness=1)
-    top = max(max(t.y) for t in fig.data)
-    fig.update_yaxes(range=[0, min(1.0, top + 0.15)], title_text="pass@1 (fraction right)")
+    fig = go.Figure([go.Scatter(x=list(s.columns), y=s.mean().tolist(), name=name, mode="lines+markers",
+                                error_y=dict(type="data", array=[2 * _se(s[c]) for c in s.columns], thickness=1))
+                     for name, s in scores.items()])
+    top = max(float(s.mean().max()) for s in scores.values())
+    fig.update_layout(template=viz.TEMPLATE, title="global pass@1 on the held-out test split (bars: each point's ± 2 SE "
+                      "over problems)", xaxis_title="round", yaxis_title="pass@1 (fraction right)")
+    fig.update_yaxes(range=[0, min(1.0, top + 0.15)])
     return fig
 
 
-def _curve(runs: dict[str, list[dict]]) -> pd.DataFrame:
-    return pd.DataFrame({name: {r["round"]: r["pass@1"] for r in recs if r["kind"] == "global"}
-                         for name, recs in runs.items()})
+def _leads(scores: dict[str, pd.DataFrame], name: str) -> pd.DataFrame:
+    """Central-GRPO minus ``name`` per round (points): the mean of the paired per-problem differences and 2 SE."""
+    d = scores["Central-GRPO"] - scores[name]
+    return pd.DataFrame({"lead": 100 * d.mean(), "2 SE": [200 * _se(d[c]) for c in d.columns]})
 
 
-def reading_the_curve(runs: dict[str, list[dict]], name: str, cfg, n_answers: int, gaps) -> Markdown:
-    """What the curve shows, in two or three sentences: where Central-GRPO leads beyond noise, and why the averaged
-    step is shorter (the clients' agreement)."""
-    curve, lines = _curve(runs), []
-    if "Central-GRPO" in curve and name in curve and name != "Central-GRPO":
-        lead = 100 * (curve["Central-GRPO"] - curve[name]).iloc[1:]  # points, rounds 1..R
-        noise = 100 * 2 * np.sqrt(2) * _se(float(curve.iloc[-1].max()), n_answers)  # 2 SE of a difference
-        ahead = lead[lead > noise]
-        if len(ahead):
-            after = [r for r in lead.index if r > ahead.index.max()]
-            lines.append(f"- Central-GRPO led by more than the noise (±{noise:.1f} points, two standard errors of a "
-                         f"difference) at round{'s' if len(ahead) > 1 else ''} {', '.join(map(str, ahead.index))}, by "
-                         f"up to {lead.max():.1f} points; "
-                         + (f"from round {after[0]} on the two curves stay within that noise." if after else
-                            "it still did at the last round."))
-        else:
-            lines.append(f"- The two curves never differ by more than the noise (±{noise:.1f} points, two standard "
-                         "errors of a difference).")
-        lines.append("- Neighbouring rounds are not independent checks: each model is the last one plus one round, "
-                     "so a lead over several rounds is one finding, not several.")
-    if gaps is not None and len(gaps) and name != "Central-GRPO":
-        agree = gaps["agreement of updates"].dropna()
-        lines.append(f"- Why federation starts slower: the server's step is the *average* of the clients' updates, "
-                     f"and they point partly apart. Their agreement (length of the mean update over the mean length, "
-                     f"1 when all move alike) was {agree.min():.2f}–{agree.max():.2f}, so each round's step was about "
-                     f"{agree.mean():.0%} as long as a client's own, like a smaller learning rate. Central-GRPO's step "
-                     f"on {cfg.num_clients * cfg.prompts_per_step} prompts has nothing to average away.")
-    return Markdown("\n".join(lines) or "- One method ran: nothing to compare it with (Central-GRPO runs beside "
-                    "FedAvg-GRPO and FedProx-GRPO).")
+def reading_the_curve(scores: dict[str, pd.DataFrame], name: str) -> Markdown:
+    """What the curve shows, in two sentences: the rounds where Central-GRPO leads beyond 2 SE of the paired
+    difference, and why neighbouring rounds are not separate evidence."""
+    if "Central-GRPO" not in scores or name == "Central-GRPO":
+        return Markdown("- One method ran: nothing to compare it with (Central-GRPO runs beside FedAvg-GRPO and "
+                        "FedProx-GRPO).")
+    leads = _leads(scores, name).iloc[1:]
+    ahead = leads[leads["lead"] > leads["2 SE"]]
+    if len(ahead):
+        first = (f"- Central-GRPO led by more than two SE of the paired difference at round{'s' if len(ahead) > 1 else ''}"
+                 f" {', '.join(map(str, ahead.index))}, by up to {ahead['lead'].max():.1f} points "
+                 f"(± {ahead['2 SE'].max():.1f}); at the other rounds the curves are within noise. The bars are each "
+                 "point's own noise; a paired difference is less noisy, so it can clear 2 SE where the bars overlap.")
+    else:
+        first = (f"- Central-GRPO never led by more than two SE of the paired difference (largest lead "
+                 f"{leads['lead'].max():.1f} points, ± {leads.loc[leads['lead'].idxmax(), '2 SE']:.1f}).")
+    return Markdown(first + "\n- Neighbouring rounds are not independent checks: each model is the last one plus "
+                    "one round, so a lead over several rounds is one finding, not several.")
 
 
 def round_table(gaps) -> pd.DataFrame:
-    """Per round (columns): the factor gap over the whole adapter and over the round's mean update, and the
-    clients' agreement."""
-    rows = {"gap / ‖adapter‖": gaps["gap, n_k weights"], "gap / ‖mean update‖": gaps["gap / round's update"],
-            "agreement": gaps["agreement of updates"]}
+    """Per round (columns): the factor gap over the round's mean update, and the clients' agreement."""
+    rows = {"‖gap‖ / ‖mean update‖": gaps["gap / round's update"], "agreement a": gaps["agreement of updates"]}
     return pd.DataFrame(rows).round(3).T.rename_axis(columns="round")
 
 
-def round_words(gaps) -> Markdown:
-    """The factor gap in one sentence: how large against the round's step."""
-    u = gaps["gap / round's update"].dropna()
-    return Markdown(f"- Averaging factors missed the clients' mean update by {u.min():.0%}–{u.max():.0%} of its "
-                    "length each round: a real but second-order error next to the shortening by agreement above.")
+def round_words(gaps, cfg) -> Markdown:
+    """The agreement and the factor gap in two sentences: how much shorter the server's step is, and how small the
+    error of averaging factors is next to that."""
+    a, u = gaps["agreement of updates"].dropna(), gaps["gap / round's update"].dropna()
+    return Markdown(f"- The agreement was {a.min():.2f}–{a.max():.2f}: each round's step was about {a.mean():.0%} as "
+                    f"long as a client's own, like a smaller learning rate. Central-GRPO's one step on "
+                    f"{cfg.num_clients * cfg.prompts_per_step} prompts has nothing to average away, a simple reason "
+                    "federation starts slower.\n"
+                    f"- Averaging factors missed the mean update by {u.min():.0%}–{u.max():.0%} of its length: a real "
+                    "but second-order error next to that shortening.")
 
 
-def client_view(records: list[dict], figures) -> object:
-    """Each client's local training by round: the first client drawn as a static figure (exported), then a widget
-    that redraws it for any client in a running kernel."""
+def client_grid(records: list[dict]):
+    """Every client's local training by round, one small panel each: accuracy (mean reward on its own rollouts) and
+    frac_zero_std, with the global test pass@1 dashed for reference."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    from fedrl_kit import viz
+
+    clients = sorted({r["client"] for r in records if r["kind"] == "client"})
+    fig = make_subplots(rows=1, cols=len(clients), subplot_titles=clients, shared_yaxes=True)
+    g = [r for r in records if r["kind"] == "global"]
+    for j, c in enumerate(clients, 1):
+        mine = [r for r in records if r["kind"] == "client" and r["client"] == c]
+        for metric, colour in (("accuracy", "#636efa"), ("frac_zero_std", "#ef553b")):
+            fig.add_trace(go.Scatter(x=[r["round"] for r in mine], y=[r[metric] for r in mine], name=metric,
+                                     mode="lines+markers", legendgroup=metric, showlegend=j == 1,
+                                     line=dict(color=colour), marker=dict(size=4)), row=1, col=j)
+        fig.add_trace(go.Scatter(x=[r["round"] for r in g], y=[r["pass@1"] for r in g], name="global pass@1 (test)",
+                                 legendgroup="global", showlegend=j == 1, line=dict(dash="dash", color="black")),
+                      row=1, col=j)
+        fig.update_xaxes(title_text="round", row=1, col=j)
+    fig.update_yaxes(title_text="fraction", range=[-0.03, 1.03], row=1, col=1)
+    fig.update_layout(template=viz.TEMPLATE, height=330, title="each client's own rollouts per round",
+                      legend=dict(orientation="h", y=-0.3))
+    return fig
+
+
+def client_spike(records: list[dict], cfg) -> Markdown:
+    """The largest one-round jump of a client's accuracy above its own median, and the likely reason: a round's
+    accuracy averages only a few prompts."""
+    df = pd.DataFrame([r for r in records if r["kind"] == "client"])
+    if df.empty:
+        return Markdown("")
+    jump = df.accuracy - df.groupby("client").accuracy.transform("median")
+    top = df.loc[jump.idxmax()]
+    prompts = cfg.local_steps * cfg.prompts_per_step
+    return Markdown(f"{top.client}'s accuracy at round {top['round']} ({top.accuracy:.3f}, against its median "
+                    f"{top.accuracy - jump.max():.3f}) is likely batch noise: a round's accuracy averages only "
+                    f"{prompts} prompts ({cfg.local_steps} steps × {cfg.prompts_per_step}), and the global pass@1 "
+                    "does not jump with it.")
+
+
+def client_view(records: list[dict]) -> object:
+    """A widget that draws one client's local training (accuracy and frac_zero_std) in a running kernel."""
     import ipywidgets as widgets
-    from IPython.display import display
 
     from fedrl_kit import notebook, viz
 
     clients = sorted({r["client"] for r in records if r["kind"] == "client"})
     if not clients:
-        print("no client trains (zero-shot)")
         return None
 
-    def figure(client):
+    def show(client):
         mine = [r for r in records if r["kind"] == "global" or r.get("client") == client]
         fig = viz.client_curves(mine, metrics=("accuracy", "frac_zero_std"))
         fig.update_layout(title=f"{client}: its own rollouts per round (global test pass@1 dashed)", height=360)
         fig.update_xaxes(title_text="round")
         fig.update_yaxes(title_text="fraction", range=[-0.03, 1.03])
-        return fig
+        fig.show(renderer="plotly_mimetype")
 
-    def show(client):
-        figure(client).show(renderer="plotly_mimetype")
-
-    first = figure(clients[0])
-    viz.export(first, "quickstart_first_client", figures)
-    display(first)
     return notebook.knobs(show, client=widgets.Dropdown(options=clients))
 
 
@@ -182,33 +297,33 @@ def wire(run) -> pd.DataFrame:
     return pd.DataFrame(rows).T.astype(int)
 
 
-def takeaways(runs: dict[str, list[dict]], name: str, n_answers: int, gaps, greedy: pd.Series,
+def takeaways(runs: dict[str, list[dict]], name: str, scores: dict[str, pd.DataFrame], gaps, greedy: pd.Series,
               answers: pd.DataFrame) -> Markdown:
     """What this run shows, at most five sentences in one box, each built from the run's numbers: what was learnt,
-    what federation cost against Central-GRPO, why (the agreement), the unrewarded format, and greedy accuracy."""
+    what federation cost against Central-GRPO, why (the agreement), the unrewarded format, and greedy accuracy.
+    Every ± is two SE over problems, paired where two models answer the same problems."""
     from fedrl_kit.notebook import headline
     from fedrl_kit.rewards.format import is_well_formatted
 
-    h = headline(runs[name])
+    h, s = headline(runs[name]), scores[name]
     federated = name != "Central-GRPO"  # Central-GRPO alone: one client holding all the data, nothing averaged
-    lines = [f"{name} took sampled pass@1 from {h['base pass@1']:.3f} to {h['final pass@1']:.3f}"
+    gain, noise = 100 * (h["final pass@1"] - h["base pass@1"]), 200 * _se(s.iloc[:, -1] - s.iloc[:, 0])
+    lines = [f"{name} took sampled pass@1 from {h['base pass@1']:.3f} to {h['final pass@1']:.3f} ({gain:+.1f} ± "
+             f"{noise:.1f} points, {'beyond' if abs(gain) > noise else 'within'} the noise)"
              + (", though no client sent a problem or an answer." if federated else ".")]
-    curve = _curve(runs)
-    if "Central-GRPO" in runs and name in curve and federated:
-        c = float(curve["Central-GRPO"].iloc[-1])
-        noise = 100 * 2 * np.sqrt(2) * _se(float(curve.iloc[-1].max()), n_answers)
-        lead = 100 * (curve["Central-GRPO"] - curve[name]).iloc[1:]
-        ahead = lead[lead > noise]
-        d = 100 * (c - h["final pass@1"])
+    if "Central-GRPO" in scores and federated:
+        leads = _leads(scores, name)
+        ahead = leads.iloc[1:][leads["lead"].iloc[1:] > leads["2 SE"].iloc[1:]]
+        d, dn = leads["lead"].iloc[-1], leads["2 SE"].iloc[-1]
         early = (f"Central-GRPO, on the pooled data, led beyond the noise at round{'s' if len(ahead) > 1 else ''} "
                  f"{', '.join(map(str, ahead.index))}" if len(ahead) else "Central-GRPO, on the pooled data, never "
                  "led beyond the noise")
-        if abs(d) > noise:
+        if abs(d) > dn:
             cost = "here federation cost final accuracy." if d > 0 else "here federation ended ahead."
         else:
             cost = "here federation cost speed, not final accuracy." if len(ahead) else "no cost shows at this noise."
         lines.append(early + f" and ended {abs(d):.1f} points {'higher' if d > 0 else 'lower'}, "
-                     + ("within the noise" if abs(d) <= noise else "beyond the noise") + f" (±{noise:.1f}): " + cost)
+                     + ("within" if abs(d) <= dn else "beyond") + f" the noise (± {dn:.1f}): " + cost)
     if gaps is not None and len(gaps) and federated:
         a = gaps["agreement of updates"].dropna()
         lines.append(f"The clients' updates agreed only {a.min():.2f}–{a.max():.2f}, so the averaged step was shorter "
@@ -220,20 +335,23 @@ def takeaways(runs: dict[str, list[dict]], name: str, n_answers: int, gaps, gree
         lines.append(f"The format rate rose {h['base format']:.3f} → {h['final format']:.3f} though format earns no "
                      f"reward: the base's formatted greedy answers were right {right[formatted].mean():.0%} of the "
                      f"time, its unformatted ones {right[~formatted].mean():.0%}"
-                     + (", so formatted answers collected more of the positive advantages."
+                     + (", so formatted answers likely collected more of the positive advantages."
                         if right[formatted].mean() > right[~formatted].mean() else "."))
     g0, g1 = greedy["base (greedy)"], greedy["trained (greedy)"]
-    n = len(answers)
-    change, noise = round((g1 - g0) * n), 2 * np.sqrt(2) * _se(max(g0, g1), n)
-    if g1 - g0 > noise:
-        lines.append(f"Greedy accuracy rose too, {g0:.3f} → {g1:.3f} ({change:+d} of {n} problems): the model learnt "
-                     "answers it did not give before, not only to sample its best ones more often.")
+    diff = answers["trained right"].astype(float) - answers["base right"].astype(float)
+    n, change, gnoise = len(answers), int(diff.sum()), 2 * _se(diff)
+    below = (f" The trained model's sampled pass@1 ({h['final pass@1']:.3f}) still sits below the base's greedy "
+             f"accuracy ({g0:.3f})." if h["final pass@1"] < g0 else "")
+    if g1 - g0 > gnoise:
+        lines.append(f"Greedy accuracy rose too, {g0:.3f} → {g1:.3f} ({change:+d} of {n} problems, ± {gnoise:.3f}): "
+                     "the model learnt answers it did not give before, not only to sample its best ones more often."
+                     + below)
     else:
-        lines.append(f"Negative result: greedy accuracy did not rise ({g0:.3f} → {g1:.3f}, {change:+d} of {n} problems, "
-                     f"within ±{noise:.3f}): the sampled gain is sharpening onto answers the model could already give, "
-                     "not new problems solved.")
-    return Markdown("> **What this run shows** (one seed)\n>\n" + "\n".join(f"> {i}. {s}" for i, s in
-                                                                          enumerate(lines[:5], 1)))
+        lines.append(f"Negative result: greedy accuracy did not rise ({g0:.3f} → {g1:.3f}, {change:+d} of {n} "
+                     f"problems, within ± {gnoise:.3f}): the sampled gain is mostly sharpening onto answers the model "
+                     "could already give." + below)
+    return Markdown("> **What this run shows** (one seed; ± is two SE over test problems)\n>\n"
+                    + "\n".join(f"> {i}. {s}" for i, s in enumerate(lines[:5], 1)))
 
 
 # -- the exercises' answers ------------------------------------------------------------------------------------------

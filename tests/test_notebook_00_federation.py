@@ -74,9 +74,8 @@ def test_the_fedavg_round_diagram_names_the_factors_d_and_u():
 
 def test_the_quickstarts_teaching_helpers_on_a_tiny_run():
     """The tables print integers as integers, the takeaway box holds at most five findings, the ledger table counts
-    every message, and each exercise answer comes with its reason."""
-    import dataclasses
-
+    every message, each round re-scored per problem gives the records' pass@1, and each exercise answer comes with
+    its reason."""
     from experiments import teaching_quickstart as teach
 
     cfg = preset("quick", **{**SMOKE_SIZES["quickstart"], "rounds": 2, "num_clients": 2})
@@ -84,11 +83,13 @@ def test_the_quickstarts_teaching_helpers_on_a_tiny_run():
     run.runtime.keep_messages = True
     base_eval = run.evaluate_global(0)
     records = run.run()
-    central = Run(dataclasses.replace(cfg, method="central_grpo"), None, progress=False).build().run()
-    runs = {"FedAvg-GRPO": records, "Central-GRPO": central}
-    n_answers = len(run.world.test) * cfg.eval_samples
+    central = teach.central_run(cfg)
+    runs = {"FedAvg-GRPO": records, "Central-GRPO": central.run()}
+    scores = teach.per_problem({"FedAvg-GRPO": (run, records), "Central-GRPO": (central, runs["Central-GRPO"])})
+    assert list(scores["FedAvg-GRPO"].columns) == [0, 1, 2]  # every evaluated round, re-scored (checked in there)
+    assert len(scores["Central-GRPO"]) == len(run.world.test)
     assert "10.000" not in teach.settings(cfg).to_string()
-    assert teach.results(runs, n_answers).loc["rounds", "FedAvg-GRPO"] == 2
+    assert teach.results(runs, scores).loc["rounds", "FedAvg-GRPO"] == 2
     by_topic = teach.base_by_topic(run, base_eval)
     assert by_topic.loc["test problems"].sum() == len(run.world.test)
     wire = teach.wire(run)
@@ -97,7 +98,7 @@ def test_the_quickstarts_teaching_helpers_on_a_tiny_run():
     gaps = round_factor_gaps(run)
     assert len(teach.round_table(gaps).columns) == 2
     table, greedy = before_after(run, n=len(run.world.test))
-    box = teach.takeaways(runs, "FedAvg-GRPO", n_answers, gaps, greedy, table).data
+    box = teach.takeaways(runs, "FedAvg-GRPO", scores, gaps, greedy, table).data
     assert box.startswith("> **What this run shows**") and 3 <= box.count("\n> ") - 1 <= 5
     answer, why = teach.bytes_answer(run, gaps)
     assert answer == int(gaps["bytes up per client"].max()) and f"{answer:,}" in why
