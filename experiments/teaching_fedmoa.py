@@ -161,17 +161,16 @@ def boundary_table(run, records: list[dict], cluster: list[str], alpha) -> tuple
     acc = end1.columns[0] if "accuracy" not in end1 else "accuracy"
     start = pd.Series({c: run.clients[c].initial_weights[0] for c in cluster})
     bar = float(np.dot(alpha, end1[acc]))
-    t = pd.DataFrame({"eq. 10": end1[acc] - start, "α-average": bar - end1[acc], "renormalise": sent[acc] - bar,
-                      "total": sent[acc] - start}).round(4)
     tilt = bar - float(end1[acc].mean())
+    t = pd.DataFrame({"eq. 10": end1[acc] - start, "plain-mean pull": float(end1[acc].mean()) - end1[acc],
+                      "α tilt": tilt, "renormalise": sent[acc] - bar, "total": sent[acc] - start}).round(4)
     u_sum = {c: bar / float(sent.loc[c, acc]) for c in cluster}  # w_sent = ū_acc / Σ_j u_j
     hi, lo = t["total"].idxmin(), t["total"].idxmax()
     words = Markdown(
-        f"Most of the α-average column is plain averaging. It pulls each w_acc towards the cluster's mean, down for "
-        f"{hi} and up for {lo}. α adds only its tilt, ū_acc minus the plain mean: {signed(tilt, 4)}. Over the cluster "
-        f"the pulls cancel, so the column's mean is that tilt. Renormalising then divides by u's sum, "
-        f"{u_sum[hi]:.4f} for {hi} (it keeps weights the cluster does not share) and {u_sum[lo]:.4f} for {lo}. Finding 3 averages "
-        "over all clients, boundaries and seeds, so its α part is the tilt alone.")
+        f"The plain-mean pull moves each w_acc to the cluster's mean: down for {hi}, up for {lo}; over the cluster it "
+        f"cancels. α adds its tilt, {signed(tilt, 4)} for every client, which is all that finding 3's average over "
+        f"clients, boundaries and seeds keeps. Renormalising divides by u's sum: {u_sum[hi]:.4f} for {hi} (it keeps "
+        f"weights the cluster does not share), {u_sum[lo]:.4f} for {lo}.")
     return t, words
 
 
@@ -233,7 +232,7 @@ def alpha_words(run, records: list[dict], cluster: list[str], alpha) -> Markdown
                     f"cluster by more than {moved:.4f}. So {'; '.join(groups)}, from their reward configuration alone.")
 
 
-def lambda_table(cfg, lams: dict) -> Markdown:
+def lambda_table(cfg=None, lams: dict | None = None) -> Markdown:
     """The λ a reader meets besides this run's scale rule (§2), in one table: the paper's, the stored grid's and the
     ``normalise`` variant's; and what Δ_k as a cosine means."""
     hh = fedmoa_setting()
@@ -241,16 +240,25 @@ def lambda_table(cfg, lams: dict) -> Markdown:
             ("the stored grid (findings)", f"{hh['lam']['FedMOA']:g}, fixed; {hh['lam']['FedMOA, λ=100']:g} in "
              "finding 4", "the dot product of eq. 9"),
             ("parameter `normalise = True`", "`lam`, fixed", "a cosine, in [−1, 1]")]
-    return Markdown("The other λ you meet (this run uses §2's scale rule):\n\n| | λ | Δ_k |\n|---|---|---|\n" + "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows)
+    return Markdown("The other λ you meet:\n\n| | λ | Δ_k |\n|---|---|---|\n" + "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows)
                     + "\n\nΔ_k as a cosine is eq. 9 divided by ‖g_k^(t)‖ ‖g_k^(t−1)‖. It has no scale, so one λ fits "
                     "any model.")
 
 
 # -- Pareto fronts ----------------------------------------------------------------------------------------------------
+STAIRCASE = np.array([[0.20, 0.90], [0.30, 0.80], [0.45, 0.60], [0.55, 0.30], [0.25, 0.55], [0.35, 0.40],
+                      [0.15, 0.70], [0.40, 0.25]])  # [n, 2] (accuracy, format), invented
+
+
+def dominators(point, pts=STAIRCASE) -> np.ndarray:
+    """The points of ``pts`` that dominate ``point``: at least as good on both coordinates, better on one."""
+    p, q = np.asarray(point, dtype=float), np.asarray(pts, dtype=float)
+    return q[(q >= p).all(axis=1) & (q > p).any(axis=1)]
+
+
 def staircase_figure() -> go.Figure:
     """A made-up set of models in the accuracy–format plane, its non-dominated points and the staircase they draw."""
-    pts = np.array([[0.20, 0.90], [0.30, 0.80], [0.45, 0.60], [0.55, 0.30], [0.25, 0.55], [0.35, 0.40],
-                    [0.15, 0.70], [0.40, 0.25]])  # [n, 2] (accuracy, format), invented
+    pts = STAIRCASE
     front = non_dominated(pts)
     order = pareto_front_order(pts, front)
     fig = go.Figure([
@@ -426,6 +434,34 @@ def replay_grid(probes: dict, cfg, lams: dict) -> tuple[go.Figure, Markdown]:
     else:
         words = "At none of these λ does a w_acc reach 0."
     return fig, Markdown(words)
+
+
+def equal_start(probes: dict, cfg, lams: dict, multiple: str = "10 ×", w_acc: float = 0.5
+                ) -> tuple[pd.DataFrame, Markdown]:
+    """The replay with every client starting the round at the same w_acc (the rest of its weight spread equally),
+    at ``multiple`` × the scale rule: so eq. 11's α can reflect only what eq. 10 did within the round."""
+    from fedrl_kit.fedmoa import probe
+
+    label, lam = next((k, v) for k, v in lams.items() if k.startswith(multiple))
+    same = {cid: dict(c, w0=[w_acc] + [(1 - w_acc) / (len(c["w0"]) - 1)] * (len(c["w0"]) - 1))
+            for cid, c in probes.items()}
+    rows = probe.replay_round(same, lam=lam, cluster_key=cfg.fedmoa.cluster_key, eps=cfg.fedmoa.eps,
+                              temperature=cfg.fedmoa.softmax_temperature)
+    size = pd.Series([r["cluster"] for r in rows]).value_counts()
+    t = pd.DataFrame([{"client": r["client"], "cluster": r["cluster"]}
+                      | {f"w_acc after step {s}": r["trajectory"][s][0] for s in range(2, len(r["trajectory"]))}
+                      | {"α if w_acc stayed": 1 / size[r["cluster"]], "α (eq. 11)": r["alpha"]}
+                      for r in rows]).set_index("client").round(4)
+    big = t[t.cluster == size.idxmax()]
+    last = t.columns[-3]
+    lo, hi = big[last].idxmin(), big[last].idxmax()
+    words = Markdown(
+        f"Every client starts at w_acc = {w_acc:g} and λ = {label.split('= ')[-1]} ({multiple.strip(' ×')}× the "
+        f"rule). Eq. 10 moves w_acc by up to {float((t[last] - w_acc).abs().max()):.4f} within the round, and α now "
+        f"follows it: {lo}, whose w_acc fell most (to {big.loc[lo, last]:.4f}), gets α = {big.loc[lo, 'α (eq. 11)']:.2f}; "
+        f"{hi}, at {big.loc[hi, last]:.4f}, gets {big.loc[hi, 'α (eq. 11)']:.2f}, against "
+        f"{big.loc[lo, 'α if w_acc stayed']:.2f} each had w_acc not moved.")
+    return t, words
 
 
 def replay_view(probes: dict, cfg, lam: float, label: str) -> tuple[go.Figure, pd.DataFrame]:
