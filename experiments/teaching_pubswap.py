@@ -115,22 +115,21 @@ def drift_frames(drift_runs: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def drift_figure(drift: pd.DataFrame) -> go.Figure:
-    """δ_pair after each local step, one panel per τ, ★ marking public steps; the y axis starts at 0."""
-    taus = sorted(drift.tau.unique())
-    fig = make_subplots(rows=1, cols=len(taus), subplot_titles=[f"τ = {t} (one round: {t} local steps)" for t in taus],
-                        shared_yaxes=True)
-    for j, tau in enumerate(taus, 1):
-        for name, colour in COLOURS.items():
-            d = drift[(drift.arm == name) & (drift.tau == tau)].sort_values("step")
-            fig.add_trace(go.Scatter(x=d.step + 1, y=d["δ_pair"], name=name, legendgroup=name, showlegend=j == 1,
-                                     mode="lines+markers", line=dict(color=colour),
-                                     marker=dict(symbol=["circle" if k == "private" else "star" for k in d.step_kind],
-                                                 size=9)), row=1, col=j)
-    fig.update_layout(template="plotly_white", height=420, legend_title="arm (★ public step)",
+    """δ_pair after each local step at the largest τ in ``drift`` (a small τ shows only overlapping points), from
+    j = 0 (the broadcast adapter, δ_pair = 0), ★ marking public steps; the y axis starts at 0."""
+    tau = int(drift.tau.max())
+    fig = make_subplots(rows=1, cols=1, subplot_titles=[f"τ = {tau} (one round: {tau} local steps)"])
+    for name, colour in COLOURS.items():
+        d = drift[(drift.arm == name) & (drift.tau == tau)].sort_values("step")
+        fig.add_trace(go.Scatter(x=[0, *(d.step + 1)], y=[0.0, *d["δ_pair"]], name=name, legendgroup=name,
+                                 mode="lines+markers", line=dict(color=colour),
+                                 marker=dict(symbol=["square"] + ["circle" if k == "private" else "star"
+                                                                  for k in d.step_kind], size=9)))
+    fig.update_layout(template="plotly_white", height=420, width=720,
+                      legend_title="arm (■ broadcast, ★ public step)",
                       title="pairwise client drift after each local step, one seed")
-    fig.update_yaxes(title_text="δ_pair (Frobenius distance)", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(rangemode="tozero")
-    fig.update_xaxes(title_text="local step j", dtick=1)
+    fig.update_yaxes(title_text="δ_pair (Frobenius distance)", rangemode="tozero")
+    fig.update_xaxes(title_text="local step j (0: the broadcast adapter)", dtick=1)
     return fig
 
 
@@ -321,11 +320,9 @@ def wire_note(run, period: int) -> Markdown:
     trips = int(((r1.kind.isin(["public_generate", "public_step"])) & (r1.direction == "down")).sum()) // clients
     adapter = int(r1[(r1.kind == "fit_end_result")].nbytes.sum()) // clients
     public = int(r1[r1.kind.str.startswith("public")].nbytes.sum()) // clients
-    return Markdown(f"**On the wire**, per client in this round: the adapter up once ({adapter:,} bytes), and for "
-                    f"each of the {n_pub} public steps {trips // n_pub} round trips with the server (prompts down, "
-                    f"answers up; groups down, a done signal up carrying α_n as a log only), {trips} in all "
-                    f"({public:,} bytes). Bytes are small; each "
-                    "trip is a wait for the slowest client.")
+    return Markdown(f"**On the wire**, per client in this round: the adapter up once ({adapter:,} bytes) and "
+                    f"{trips // n_pub} round trips per public step ({trips} in all, {public:,} bytes), each a wait "
+                    "for the slowest client.")
 
 
 # -- the exercises' answers -----------------------------------------------------------------------------------------
@@ -336,7 +333,8 @@ def exercise_2(gen, swaps, correct, prompt: int, client: int = 1) -> tuple[int, 
     D = int(correct.iloc[prompt].sum()) - c
     why = (f"{gen.client_ids[client]} has c_{client}(x) = {c} right of K = {K}, the others D_{client}(x) = {D}; "
            + (f"c_{client}(x) ≥ ⌊K/2⌋, so Balanced keeps its own group." if c >= K // 2 else
-              f"M_{client}(x) = min(⌊K/2⌋ − c_{client}(x), D_{client}(x)) = min({K // 2 - c}, {D}) = {answer}."))
+              f"M_{client}(x) = min((⌊K/2⌋ − c_{client}(x))+, D_{client}(x)) = min(({K // 2} − {c})+, {D}) = "
+              f"min({K // 2 - c}, {D}) = {answer}."))
     return answer, why
 
 
@@ -377,10 +375,11 @@ def exercise_5(gen, swaps, correct: pd.DataFrame) -> tuple[int, str]:
     """Prompts where Random gives no client a gradient whatever its draw: the pool's rewards all equal."""
     K, N = gen.num_generations, len(gen.client_ids)
     pool = correct.sum(axis=1)
-    sure = [x.split(" (gold")[0] for x, c in pool.items() if c in (0, N * K)]
+    sure = [f"{x.split(' (gold')[0]!r} (pool all {'wrong' if c == 0 else 'right'})"
+            for x, c in pool.items() if c in (0, N * K)]
     flat = sum(bool(r.correct[0].all() or not r.correct[0].any()) for r in swaps["random"])
     return len(sure), (f"a group drawn from a pool whose {N * K} rewards are all equal has equal rewards, so every "
-                       f"advantage is 0: {', '.join(map(repr, sure)) or 'no prompt'} (pool all wrong or all right). "
+                       f"advantage is 0: {', '.join(sure) or 'no prompt'}. "
                        f"Balanced gives none there either: nothing to swap in. Elsewhere it depends on the draw; "
                        f"this draw left {flat} of the {len(pool)} prompts without spread.")
 
@@ -462,6 +461,9 @@ def accuracy_table(results=F.RESULTS) -> pd.DataFrame:
     f, _ = F.pubswap_teaching_tables(results)
     paper = F.PUBSWAP_PAPER_TABLE1[("Qwen3-1.7B", "MATH")]
     long = [F.PUBSWAP_PAPER_TAUS.index(t) for t in F.PUBSWAP_PAPER_TAUS[-2:]]
+    ours_drift, ours_acc = f"ours, τ = {s['tau']}: final δ_pair", f"ours, τ = {s['tau']}: pass@1 (%, mean ± 95 % t)"
+    theirs_col = (f"paper, Qwen3-1.7B on MATH, τ = {', '.join(str(F.PUBSWAP_PAPER_TAUS[i]) for i in long)}: "
+                  "pass@1 (%)")
     out = {}
     for name in ("FedAvg-GRPO", "no-swap control", "PubSwap Balanced", "PubSwap Random"):
         mean, half, n = t_interval(100 * rows[rows.arm == name]["pass@1_final"])
@@ -469,17 +471,13 @@ def accuracy_table(results=F.RESULTS) -> pd.DataFrame:
                   "not tabled (its text: Random beats Balanced at τ = 10, 40)" if name == "PubSwap Random" else
                   "not run (our control)")
         d = rows[rows.arm == name].drift_end_pairwise_effective.mean()
-        out[name] = {"seeds": n, "ours: final δ_pair": f"{d:.2f}", "ours: pass@1 (%)": f"{mean:.1f} ± {half:.1f}",
-                     "paper (%)": theirs}
+        out[name] = {"seeds": n, ours_drift: f"{d:.2f}", ours_acc: f"{mean:.1f} ± {half:.1f}", theirs_col: theirs}
     gain = f.loc["F4"]
     out["Balanced − FedAvg-GRPO (paired)"] = {
-        "seeds": int(gain["seeds"]), "ours: final δ_pair": f"{f.loc['F1', 'difference']:+.2f}",
-        "ours: pass@1 (%)": f"{gain['difference']:+.2f} ± {gain['±95% t']:.2f}",
-        "paper (%)": ", ".join(f"{paper['PubSwap Balanced'][i] - paper['FedAvg-GRPO'][i]:+.1f}" for i in long)}
-    t = pd.DataFrame(out).T
-    t.index.name = (f"ours: τ = {s['tau']}, mean ± 95 % t-interval; paper: Qwen3-1.7B on MATH, τ = "
-                    f"{' and '.join(str(F.PUBSWAP_PAPER_TAUS[i]) for i in long)}")
-    return t
+        "seeds": int(gain["seeds"]), ours_drift: f"{f.loc['F1', 'difference']:+.2f}",
+        ours_acc: f"{gain['difference']:+.2f} ± {gain['±95% t']:.2f}",
+        theirs_col: ", ".join(f"{paper['PubSwap Balanced'][i] - paper['FedAvg-GRPO'][i]:+.1f}" for i in long)}
+    return pd.DataFrame(out).T
 
 
 def drift_accuracy_note(results=F.RESULTS) -> Markdown:

@@ -33,7 +33,7 @@ preset_name = "quick"  # quick (2-core CPU) | smoke (tiny, seconds) | full (GPU,
 seed = 0               # one seed: one world, partition and run
 num_clients = 4        # N clients
 dirichlet_alpha = 0.3  # Dirichlet concentration of the topic split (the paper's Table 1: 0.3)
-taus = None            # local steps τ of the drift runs (None: 2 and 6 quick, 2 and 4 smoke, 10 and 120 full)
+taus = None            # local steps τ; §7 runs the largest (None: 2 and 6 quick, 2 and 4 smoke, 10 and 120 full)
 run_root = ""          # where the runs go ("": runs/pubswap/<one folder per set of parameters>)
 figures_dir = ""       # where figures go ("": the run folder's figures/)
 
@@ -62,8 +62,10 @@ teach.setting_table(cfg, world, policy)
 # %% [markdown]
 # ## 1. One round, drawn, and in time order
 # The server broadcasts the adapter. Every client takes $\tau$ local steps; every $\tau_{\text{swap}}$-th is public
-# (★), with two **round trips** to the server. The server averages the two LoRA factors separately (**FedIT**). This
-# holds in every **arm** (method compared), FedAvg-GRPO included.
+# (★), with two **round trips** to the server. The server averages the two LoRA factors separately (**FedIT**).
+# FedIT averaging holds in every **arm** (method compared). FedAvg-GRPO's τ steps are all private; the no-swap control
+# and PubSwap make every $\tau_{\text{swap}}$-th step public, so at $\tau_{\text{swap}} = 2$ PubSwap gives up half its
+# private steps.
 
 # %%
 diagrams.round_diagram("pubswap")
@@ -101,8 +103,8 @@ diagrams.step_timeline(max(TAUS), cfg.pubswap.period)
 # \operatorname{clip}\bigl(\rho_{k,t},\,1-\varepsilon,\,1+\varepsilon_{\text{high}}\bigr)\,\hat a_k\Bigr),\qquad
 # \rho_{k,t} = \frac{\pi_\theta(y_{k,t}\mid x, y_{k,<t})}{\pi_{\text{old}}(y_{k,t}\mid x, y_{k,<t})}$$
 #
-# $\bar r$ and $\sigma_r$ are the group's mean and standard deviation. $J$ has no KL term ($\beta = 0$). When all rewards are equal, $r_k - \bar r = 0$,
-# so $\hat a_k = 0$. $J$ is averaged over the step's $b$ prompts. The upper clip $\varepsilon_{\text{high}}$ is larger
+# $\bar r$ and $\sigma_r$ are the group's mean and standard deviation. $J$ has no KL term ($\beta = 0$).
+# $J$ is averaged over the step's $b$ prompts. The upper clip $\varepsilon_{\text{high}}$ is larger
 # than $\varepsilon$ (an asymmetric clip, as in DAPO). A step makes $\mu$ updates on the same answers. **pass@1** is the
 # fraction of test problems answered right. The run's values:
 
@@ -127,9 +129,6 @@ teach.run_values(cfg, policy)
 # adapter, so $\delta_{\text{pair}} = 0$ there.
 
 # %%
-teach.stored_scale_note()
-
-# %%
 teach.drift_code()
 
 # %% [markdown]
@@ -142,6 +141,9 @@ teach.drift_code()
 # $\zeta$ is the gap between the two clients' private gradients. $\omega_n$ is how far client $n$'s swapped group
 # bends its public gradient; it grows with the swapped share. $L$ bounds how fast a gradient changes with the
 # parameters. A public step removes the heterogeneity term $\zeta$ and pays $\omega$ instead.
+#
+# **The bound's prediction.** The shared prompts remove $\zeta$; the swap only adds $\omega$. So the no-swap control
+# (below) should drift least. §6's runs show the reverse; §6 gives a hypothesis.
 #
 # **Why swap.** All $K$ answers wrong (or right) means every $\hat a_k = 0$: no gradient. Balanced adds others'
 # right answers. The advantages are then $\pm 0.94$, not $\pm 1$, since $\sigma_r$ divides by $K - 1$:
@@ -163,14 +165,15 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # $$M_n(x) = \min\bigl((\lfloor K/2\rfloor - c_n(x))_+,\ D_n(x)\bigr),\qquad \alpha_n(x) = \frac{M_n(x)}{K} \le
 # \frac{1}{2}$$
 #
-# Balanced only adds right answers. So an all-right group still gives no gradient.
+# Why half: reward variance $p(1-p)$ peaks at $p = \tfrac12$, so a half-right group gives GRPO its strongest signal.
+# Balanced only adds right answers, so an all-right group still gives no gradient. Why swap sampled answers, not the
+# public prompts' gold answers? The paper does not say.
 #
 # *Random* (`swap.random_swap`): $K$ of the pooled $NK$ answers, the **same** group for every client;
 # $\alpha_n(x)$: the share not from $n$.
 #
 # **Shortcut.** Only texts travel, so a swapped-in answer is scored as if self-sampled ($\pi_{\text{old}}$ = the
-# receiver's policy). The paper does not say how it scores them. The correct ratio would be
-# $\pi_\theta/\pi_{\text{donor}}$. Using the receiver's $\pi_{\text{old}}$ hides how off-policy a foreign answer is.
+# receiver's policy, not the donor's; the paper does not say). This hides how off-policy a foreign answer is.
 #
 # **The no-swap control** (`swap.no_swap`, our addition): public steps on the shared prompts, own answers only. It
 # separates the shared prompts from the swap. A difference is first arm − second; negative means less drift.
@@ -187,9 +190,8 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 
 # %% [markdown]
 # ## 4. Who holds what
-# The **world**: seven generated arithmetic topics, standing in for MATH's subjects. The **policy**: a small
-# character-level transformer (setup table), pretrained to be right sometimes, so groups have mixed rewards. A
-# Dirichlet draw over topics splits the private data into equal-size clients, as in the paper.
+# Seven generated arithmetic topics stand in for MATH's subjects; the policy is a small character-level transformer,
+# pretrained to be right sometimes. A Dirichlet draw over topics splits the data into equal-size clients.
 
 # %%
 notebook.client_table(probe_run.partitions)
@@ -201,9 +203,8 @@ fig
 
 # %% [markdown]
 # ## 5. One swap, step by step
-# One Balanced round at the larger τ. The run does not keep its groups, so `generate_public` asks its last public
-# step's prompts again, with the same sampling seed. Each client answers with its own end-of-round adapter (not the
-# average), so answers can differ from training's. Each client's right answers $c_n(x)$ per prompt:
+# One Balanced round at the larger τ, its last public step replayed with each client's end-of-round adapter. Each
+# client's right answers $c_n(x)$ per prompt:
 
 # %%
 def one_round(m, tau):  # one round of arm m from the shared start, δ_pair recorded after every local step
@@ -242,8 +243,7 @@ view
 teach.code_excerpt(balanced_swap, "target = K // 2", "source[n, slots, 1]")
 
 # %% [markdown]
-# **Turn the knobs**: rule, group size $K$ (each client's first $K$ answers), client, prompt. The second table
-# averages each client's $\alpha_n$ over prompts.
+# **Turn the knobs**: rule, group size $K$ (each client's first $K$ answers), client, prompt.
 
 # %%
 show_swap, controls = teach.swap_widget(gen, example)
@@ -265,11 +265,11 @@ wire  # the round's messages, read from its message log above
 # %% [markdown]
 # ## 6. What the reproduction found
 # The paper (1.5–1.7B-parameter models) reports Balanced beating FedAvg-GRPO in accuracy for most τ, and Random
-# beating Balanced at small τ. Our runs repeat these comparisons over seeds
-# ([12_pubswap_report](12_pubswap_report.ipynb#findings)). Three sets of τ appear:
+# beating Balanced at small τ. Our seeds repeat this ([12_pubswap_report](12_pubswap_report.ipynb#findings)). **All drift conclusions are at τ = 48.** Three sets of τ
+# appear:
 
 # %%
-teach.tau_map(TAUS)
+teach.tau_map([T])
 
 # %%
 teach.stored_setting_note()
@@ -278,6 +278,9 @@ teach.stored_setting_note()
 fig = teach.stored_drift_figure()
 viz.export(fig, "pubswap_stored_drift", figures)
 fig
+
+# %%
+teach.stored_scale_note()
 
 # %% [markdown]
 # Accuracy at the end, ours beside the paper's:
@@ -306,19 +309,19 @@ teach.drift_accuracy_note()
 
 # %% [markdown]
 # **What lowers drift?** Our untested hypothesis: Balanced gives every client the same right answers as targets,
-# which pulls the clients together. Random gives every client one identical group, so it should pull harder. Two
-# reasons may stop it. Its groups are often all wrong, giving no gradient. And most of each group is foreign answers,
-# which makes $\omega$ large.
+# which pulls the clients together: a shared pull the bound, which only counts $\zeta$ and $\omega$, leaves out.
+# Random's one identical group should pull harder, but its groups are often all wrong (no gradient) and mostly
+# foreign (large $\omega$).
 
 # %% [markdown]
 # ## 7. Try it yourself: drift within one round
-# One round per arm and τ, from the same start, one seed.
+# **Mechanics only**: where the arms part (at ★), not which is better. One round per arm, from the same start, one
+# seed.
 
 # %%
-for tau in TAUS:
-    for m in teach.ARMS:  # FedAvg-GRPO, the no-swap control, PubSwap Random, PubSwap Balanced
-        if (m, tau) not in drift_runs:
-            drift_runs[(m, tau)] = one_round(m, tau)
+for m in teach.ARMS:  # FedAvg-GRPO, the no-swap control, PubSwap Random, PubSwap Balanced
+    if (m, T) not in drift_runs:
+        drift_runs[(m, T)] = one_round(m, T)
 drift, end = teach.drift_frames(drift_runs)
 
 # %%
@@ -330,7 +333,8 @@ fig
 teach.live_vs_stored_note(end, T)
 
 # %% [markdown]
-# Step 1 is private in every arm, so the arms start level. They part at the public steps ★. The split of this seed's
+# Every arm starts a round at $\delta_{\text{pair}} = 0$ and step 1 is private, so the arms start level. They part at
+# the public steps ★. The split of this seed's
 # reduction (public steps plus swap):
 
 # %%
@@ -394,8 +398,6 @@ notebook.check_explained(prediction_5, answer_5, why_5)
 
 # %% [markdown]
 # ## What to remember
-# - A **public step** is GRPO on shared prompts, with groups mixed across clients.
-# - **Balanced** tops a group up to half right; **Random** hands every client one mostly foreign group.
-# - The **no-swap control** separates the swap from the shared prompts.
+# - **Balanced** tops a public group up to half right; **Random** hands every client one mostly foreign group.
 # - At τ = 48 (3–5 seeds): Balanced's swap lowered drift, Random did not; neither gained accuracy over FedAvg-GRPO,
 #   and Random was worse than Balanced.
