@@ -143,7 +143,7 @@ teach.drift_code()
 # parameters. A public step removes the heterogeneity term $\zeta$ and pays $\omega$ instead.
 #
 # **The bound's prediction.** The shared prompts remove $\zeta$; the swap only adds $\omega$. So the no-swap control
-# (below) should drift least. §6's runs show the reverse; §6 gives a hypothesis.
+# (below) should drift least. In §6 Balanced, not the control, drifts least; §6 gives a hypothesis.
 #
 # **Why swap.** All $K$ answers wrong (or right) means every $\hat a_k = 0$: no gradient. Balanced adds others'
 # right answers. The advantages are then $\pm 0.94$, not $\pm 1$, since $\sigma_r$ divides by $K - 1$:
@@ -265,7 +265,7 @@ wire  # the round's messages, read from its message log above
 # %% [markdown]
 # ## 6. What the reproduction found
 # The paper (1.5–1.7B-parameter models) reports Balanced beating FedAvg-GRPO in accuracy for most τ, and Random
-# beating Balanced at small τ. Our seeds repeat this ([12_pubswap_report](12_pubswap_report.ipynb#findings)). **All drift conclusions are at τ = 48.** Three sets of τ
+# beating Balanced at small τ. Our seeds test this; neither holds here ([12_pubswap_report](12_pubswap_report.ipynb#findings)). **All drift conclusions are at τ = 48.** Three sets of τ
 # appear:
 
 # %%
