@@ -23,8 +23,8 @@
 # training questions pooled, with no labels and no owners. No client shares its data or a model update. So the
 # server must guess who can judge each question, helped by a small labelled **auxiliary set** $\mathcal{D}_p$.
 #
-# **The method.** In FedGRPO the server trains and the clients only grade. For each question the server samples
-# $G$ candidate answers. It sends them to $M$ **experts**: the clients most **competent** on similar questions.
+# **The method.** In FedGRPO the server trains; the clients train a domain model once (below), then only grade. For
+# each question the server samples $G$ candidate answers. It sends them to $M$ **experts**: the clients most **competent** on similar questions.
 # Each client trains a **domain model** $\theta_k$ once: a LoRA adapter on the base model, fine-tuned (SFT) on its
 # own data. Its competence is how often $\theta_k$ answers $\mathcal{D}_p$ questions near this one right.
 #
@@ -129,7 +129,8 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 # A candidate with no answer scores 0. An expert that holds $x_s$'s label uses AE:
 # $r_k^s = \mathbb{1}[\text{answer of }\hat y_j = y(x_s)]$. Any other expert uses ME:
 # $r_k^s = \Pr[\theta_k \text{ answers } x_s \text{ with the answer of } \hat y_j]$.
-# AE gives 0 or 1; ME a probability, usually far below 1. So $\mu_r$ stays small unless an AE expert says 1.
+# AE gives 0 or 1. ME is far below 1 unless the expert's domain model already knows the answer (see §4's second
+# table).
 #
 # **Eqs. 7–9 as printed**, with learning rate $\eta$:
 #
@@ -208,11 +209,12 @@ neighbours = np.argsort(-cosine, kind="stable")[:L]           # eq. 5: the L nea
 r_p = st.cache.as_matrix()[:, neighbours].mean(axis=1)        # eq. 6: each client's mean over them
 experts = np.argsort(-r_p, kind="stable")[:M]                 # Top-M
 print(f"experts by hand: {experts.tolist()}, trace: {tr['experts']}; "
-      f"largest |r_k^p| difference: {np.abs(r_p - tr['competence']).max():.1e}")
+      f"r_k^p {'identical' if np.allclose(r_p, tr['competence']) else 'DIFFERENT'}")
 
 # %% [markdown]
 # **Scores, eq. 9, advantage.** Each expert's score (AE or ME), eq. 9's $R_k$ (rows sum to zero) and the
-# advantage $A_j$. `correct`: the truth, for you only. Near-zero scores give $|R_k| < 1$ (eq. 9's $10^{-6}$).
+# advantage $A_j$. `correct`: the truth, for you only. $R_k$ is shown only to illustrate eq. 9; $A_j$ uses only
+# $\mu_r$ and $f_j$; eqs. 8–9 are not used in training.
 
 # %%
 teaching.candidate_table(tr, tour)
@@ -287,8 +289,6 @@ teaching.score_bytes(tour, runs["Fedpetuning+GRPO"], M)
 # %% [markdown]
 # ## 6. What the reproduction found
 # Longer stored runs. Two arms are ours: **random experts** and **every client holds every label** (every score AE).
-# **DPSDA-FL+GRPO** (the paper's other baseline, without its Private Evolution step, "no PE") trains the server on
-# synthetic questions the clients write.
 
 # %%
 teaching.stored_settings()
