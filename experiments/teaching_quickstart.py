@@ -151,16 +151,25 @@ def _se(x) -> float:
 
 
 def results(runs: dict[str, list[dict]], scores: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Each method's base and final pass@1 and format rate, its change with the paired ± 2 SE, and the ± 2 SE of
-    the final pass@1 (both over problems)."""
+    """Each method's base and final pass@1 and format rate in points (percent), its change with the paired ± 2 SE,
+    the ± 2 SE of the final pass@1 (both over problems), and Central-GRPO's paired final lead over the other."""
     from fedrl_kit.notebook import headline
 
     rows = {}
     for name, recs in runs.items():
         h, s = headline(recs), scores[name]
-        h["± 2 SE of change"] = round(200 * _se(s.iloc[:, -1] - s.iloc[:, 0]), 1)
-        h["± 2 SE of final pass@1"] = round(2 * _se(s.iloc[:, -1]), 3)
-        rows[name] = h
+        rows[name] = {"rounds": h["rounds"],
+                      **{f"{k} (points)": round(100 * h[k], 1) for k in ("base pass@1", "final pass@1")},
+                      "change (points)": h["change (points)"],
+                      "± 2 SE of change (paired: same problems)": round(200 * _se(s.iloc[:, -1] - s.iloc[:, 0]), 1),
+                      "± 2 SE of final pass@1": round(200 * _se(s.iloc[:, -1]), 1),
+                      **{f"{k} (points)": round(100 * h[k], 1) for k in ("base format", "final format")}}
+    others = [n for n in runs if n != "Central-GRPO"]
+    if "Central-GRPO" in scores and others:
+        lead = _leads(scores, others[0]).iloc[-1]
+        for name in runs:
+            rows[name][f"Central − {others[0]}, final (paired)"] = (
+                f"{lead['lead']:.1f} ± {lead['2 SE']:.1f}" if name == "Central-GRPO" else "")
     return _table(rows)
 
 
@@ -216,8 +225,10 @@ def round_words(gaps, cfg) -> Markdown:
     """The agreement and the factor gap in two sentences: how much shorter the server's step is, and how small the
     error of averaging factors is next to that."""
     a, u = gaps["agreement of updates"].dropna(), gaps["gap / round's update"].dropna()
-    return Markdown(f"- The agreement was {a.min():.2f}–{a.max():.2f}: each round's step was about {a.mean():.0%} as "
-                    f"long as a client's own, like a smaller learning rate. Central-GRPO's one step on "
+    k = cfg.num_clients
+    return Markdown(f"- The agreement was {a.min():.2f}–{a.max():.2f}, close to 1/√K = {1 / np.sqrt(k):.2f} for K = {k} "
+                    "clients moving at right angles (§2): the clients' updates were nearly orthogonal. Each round's step "
+                    f"was about {a.mean():.0%} as long as a client's own, like a smaller learning rate. Central-GRPO's one step on "
                     f"{cfg.num_clients * cfg.prompts_per_step} prompts has nothing to average away, a simple reason "
                     "federation starts slower.\n"
                     f"- Averaging factors missed the mean update by {u.min():.0%}–{u.max():.0%} of its length: a real "
@@ -308,7 +319,7 @@ def takeaways(runs: dict[str, list[dict]], name: str, scores: dict[str, pd.DataF
     h, s = headline(runs[name]), scores[name]
     federated = name != "Central-GRPO"  # Central-GRPO alone: one client holding all the data, nothing averaged
     gain, noise = 100 * (h["final pass@1"] - h["base pass@1"]), 200 * _se(s.iloc[:, -1] - s.iloc[:, 0])
-    lines = [f"{name} took sampled pass@1 from {h['base pass@1']:.3f} to {h['final pass@1']:.3f} ({gain:+.1f} ± "
+    lines = [f"{name} took sampled pass@1 from {100 * h['base pass@1']:.1f} % to {100 * h['final pass@1']:.1f} % ({gain:+.1f} ± "
              f"{noise:.1f} points, {'beyond' if abs(gain) > noise else 'within'} the noise)"
              + (", though no client sent a problem or an answer." if federated else ".")]
     if "Central-GRPO" in scores and federated:
@@ -332,7 +343,7 @@ def takeaways(runs: dict[str, list[dict]], name: str, scores: dict[str, pd.DataF
     formatted = answers["base answer"].map(is_well_formatted)
     right = answers["base right"]
     if formatted.any() and (~formatted).any() and h["final format"] > h["base format"]:
-        lines.append(f"The format rate rose {h['base format']:.3f} → {h['final format']:.3f} though format earns no "
+        lines.append(f"The format rate rose {100 * h['base format']:.1f} % → {100 * h['final format']:.1f} % though format earns no "
                      f"reward: the base's formatted greedy answers were right {right[formatted].mean():.0%} of the "
                      f"time, its unformatted ones {right[~formatted].mean():.0%}"
                      + (", so formatted answers likely collected more of the positive advantages."
@@ -340,17 +351,17 @@ def takeaways(runs: dict[str, list[dict]], name: str, scores: dict[str, pd.DataF
     g0, g1 = greedy["base (greedy)"], greedy["trained (greedy)"]
     diff = answers["trained right"].astype(float) - answers["base right"].astype(float)
     n, change, gnoise = len(answers), int(diff.sum()), 2 * _se(diff)
-    below = (f" The trained model's sampled pass@1 ({h['final pass@1']:.3f}) still sits below the base's greedy "
-             f"accuracy ({g0:.3f})." if h["final pass@1"] < g0 else "")
+    below = (f" The trained model's sampled pass@1 ({100 * h['final pass@1']:.1f} %) still sits below the base's "
+             f"greedy accuracy ({100 * g0:.1f} %)." if h["final pass@1"] < g0 else "")
     if g1 - g0 > gnoise:
-        lines.append(f"Greedy accuracy rose too, {g0:.3f} → {g1:.3f} ({change:+d} of {n} problems, ± {gnoise:.3f}): "
+        lines.append(f"Greedy accuracy rose too, {100 * g0:.1f} % → {100 * g1:.1f} % ({change:+d} of {n} problems, ± {100 * gnoise:.1f} points): "
                      "the model learnt answers it did not give before, not only to sample its best ones more often."
                      + below)
     else:
-        lines.append(f"Negative result: greedy accuracy did not rise ({g0:.3f} → {g1:.3f}, {change:+d} of {n} "
-                     f"problems, within ± {gnoise:.3f}): the sampled gain is mostly sharpening onto answers the model "
+        lines.append(f"Negative result: greedy accuracy did not rise ({100 * g0:.1f} % → {100 * g1:.1f} %, {change:+d} of "
+                     f"{n} problems, within ± {100 * gnoise:.1f} points): the sampled gain is mostly sharpening onto answers the model "
                      "could already give." + below)
-    return Markdown("> **What this run shows** (one seed; ± is two SE over test problems)\n>\n"
+    return Markdown("> **What this run shows** (one seed; pass@1 and rates in %; ± is two SE over test problems, in points)\n>\n"
                     + "\n".join(f"> {i}. {s}" for i, s in enumerate(lines[:5], 1)))
 
 

@@ -23,14 +23,12 @@
 #
 # This notebook teaches **FedAvg-GRPO**, the baseline that three papers build on, each fixing one of its problems:
 #
-# - **FedGRPO** (notebook 01): clients return only scores of the server's candidate answers, not adapters: less
-#   traffic, less exposure.
-# - **PubSwap** (02): local steps on different data make clients drift apart. Shared public-prompt steps, with wrong
-#   answers swapped for right ones, pull them together.
+# - **FedGRPO** (notebook 01): clients return scores of the server's candidate answers, not adapters.
+# - **PubSwap** (02): clients on different data drift apart; shared public-prompt steps pull them together.
 # - **FedMOA** (03): several rewards per client, with weights that adapt.
 #
-# It runs in minutes on a CPU, offline: arithmetic problems in seven topics, and a tiny 1.6 M-parameter policy, the
-# **base**, pretrained by supervised learning.
+# It runs in minutes on a CPU: arithmetic problems in seven topics, and a tiny 1.6 M-parameter policy, the **base**,
+# pretrained by supervised learning.
 
 # %% tags=["parameters"]
 method = "fedavg_grpo"  # fedavg_grpo | fedprox_grpo (§2) | central_grpo (GRPO on the pooled data) | zero_shot
@@ -65,6 +63,20 @@ teach.settings(cfg)
 # %% [markdown]
 # ## 1. GRPO: score a group of answers against each other
 #
+# | symbol | meaning |
+# |---|---|
+# | $K$, $k$ | number of clients, one client |
+# | $R$, $\tau$ | communication rounds; local GRPO steps per round |
+# | budget | $\tau R$ local steps of $b$ prompts each, per client |
+# | $b$, $G$ | prompts per local step; answers per prompt (the group) |
+# | $r_i$, $A_i$ | reward and advantage of answer $i$ in its group |
+# | $\rho$, $\epsilon$, $\epsilon_{\text{high}}$ | probability ratio; its clip range |
+# | $\theta$, $\theta_k$ | global LoRA adapter; client $k$'s after its steps |
+# | $D$, $U$, $r_{\text{LoRA}}$ | LoRA's down and up factors; its rank |
+# | $n_k$, $w_k$ | client $k$'s training examples; its weight $n_k/n$ |
+# | $\Delta_k$, $a$ | client $k$'s update of $UD$; the clients' agreement |
+# | $\alpha$ | Dirichlet concentration of the topic split |
+#
 # For one prompt $q$ the model samples a **group** of $G$ answers $o_1,\dots,o_G$; a verifier gives $r_i = 1$ if the
 # answer it extracts (inside `<answer>…</answer>`, else the last number) is right, else $0$. The **format rate**,
 # measured but not rewarded, is the fraction of answers shaped `<think>…</think><answer>…</answer>`. GRPO is PPO's
@@ -86,11 +98,11 @@ teach.settings(cfg)
 #   passes over those same answers; on pass 1, $\rho = 1$. On later passes the **clip** stops a token's push once
 #   $\rho > 1+\epsilon_{\text{high}}$ (if $A_i>0$) or $\rho < 1-\epsilon$ (if $A_i<0$). `clip_fraction` is the share
 #   of tokens clipped.
-# - **Clip-higher** ($\epsilon_{\text{high}} > \epsilon$, from DAPO, a GRPO variant) lets unlikely good tokens grow
-#   further.
+# - **Clip-higher** ($\epsilon_{\text{high}} > \epsilon$, from DAPO, a GRPO variant): a low-probability token can
+#   grow more before its ratio hits the cap.
 # - **Token mean** (`loss_type = "dapo"`): every token weighs the same, so a long answer counts per token. Groups
 #   with no spread still add their tokens to $\sum_i |o_i|$ and dilute the rest.
-# - **No KL penalty** $\beta\,\mathrm{KL}(\pi_\theta\|\pi_{\text{base}})$: $\beta = 0$.
+# - **No KL penalty** to the base: $\beta = 0$.
 #
 # Adam optimises; its moments reset every round. One real group (the base's $G$ answers to a test question) and
 # this run's settings:
@@ -139,11 +151,10 @@ diagrams.round_diagram("fedavg_grpo")
 # where $\theta$ is the **LoRA adapter**: a frozen weight $W$ gets $\Delta W = UD$ (times
 # `lora_alpha`$/r_{\text{LoRA}}$), $D$ projecting down to rank $r_{\text{LoRA}}$ (PEFT's `lora_A`), $U$ back up
 # (`lora_B`; renamed so that $A$ stays the advantage). $U$ starts at 0: round 0 *is* the base model.
-# FedProx-GRPO adds to each client's loss a pull $\frac{\mu}{2}\lVert\theta_k-\theta\rVert^2$ toward the global
-# adapter ($\mu$ printed below). Only the factors train and travel:
+# $n_k$ weights the data a client represents, not the work it did (all do $\tau$ steps of $b$ prompts).
+# (FedProx-GRPO, another `method`, adds a pull toward $\theta$ to each client's loss.) Only the factors train and travel:
 
 # %%
-print(f"FedProx μ = {cfg.fedprox.mu}")
 teach.adapter_shapes(run.initial_state)  # layer 0's factors; every layer has the same modules
 
 # %% [markdown]
@@ -161,8 +172,7 @@ print(f"client updates ΔW = UD: {updates}, their mean {np.mean(updates)}; "
       f"mean U × mean D = {(avg['U'] @ avg['D']).item()}")
 
 # %% [markdown]
-# The product of the averages is double the average of the products. The gap is exactly the mean of
-# $(U_k-\bar U)(D_k-\bar D)$: second order in how far the clients' factors spread.
+# Double. The gap is exactly the mean of $(U_k-\bar U)(D_k-\bar D)$: second order in the factors' spread.
 #
 # **How far the clients agree.** Client $k$ starts from the adapter sent, $UD$, and moves by $\Delta_k = U_kD_k-UD$.
 # The server's step is (up to that gap) the mean update $\bar\Delta = \sum_k w_k\Delta_k$, with $w_k = n_k/n$. The **agreement**
@@ -170,23 +180,8 @@ print(f"client updates ΔW = UD: {updates}, their mean {np.mean(updates)}; "
 # $$a = \frac{\lVert\bar\Delta\rVert}{\sum_k w_k\lVert\Delta_k\rVert}
 # \qquad\text{(`fedrl_kit.lora_factors.factor_round`)}$$
 #
-# is 1 when all clients move alike. Two clients that move equally far at right angles, $(1,0)$ and $(0,1)$, average
-# to $(\tfrac12,\tfrac12)$: $a = 1/\sqrt2$. $K$ such clients give $a = 1/\sqrt K$. A low agreement makes the server's
-# step shorter than each client's, like a smaller learning rate.
-#
-# | symbol | meaning |
-# |---|---|
-# | $K$, $k$ | number of clients, one client |
-# | $R$, $\tau$ | communication rounds; local GRPO steps per round |
-# | $b$, $G$ | prompts per local step; answers per prompt (the group) |
-# | $r_i$, $A_i$ | reward and advantage of answer $i$ in its group |
-# | $\rho$, $\epsilon$, $\epsilon_{\text{high}}$ | probability ratio; its clip range |
-# | $\beta$ | KL coefficient (0 here) |
-# | $\theta$, $\theta_k$ | global LoRA adapter; client $k$'s after its steps |
-# | $D$, $U$, $r_{\text{LoRA}}$ | LoRA's down and up factors; its rank |
-# | $n_k$, $w_k$ | client $k$'s training examples; its weight $n_k/n$ |
-# | $\Delta_k$, $a$ | client $k$'s update of $UD$; the clients' agreement |
-# | $\alpha$ | Dirichlet concentration of the topic split |
+# is 1 when all clients move alike. Two equal moves at right angles, $(1,0)$ and $(0,1)$, average to
+# $(\tfrac12,\tfrac12)$: $a = 1/\sqrt2$; $K$ such clients give $1/\sqrt K$. A low agreement shortens the server's step.
 #
 # **Pseudocode** (`fedrl_kit/methods/fedavg_grpo.py::run_round`):
 # ```
@@ -217,7 +212,7 @@ notebook.client_table(run.partitions)
 
 # %% [markdown]
 # **Where there is room to learn.** The base's **pass@1** per topic: the fraction right of `eval_samples` answers
-# sampled per test problem at temperature 1. Near 0 or 1, most groups teach nothing. **Greedy accuracy** scores
+# sampled per test problem (temperature 1). Near 0 or 1, most groups teach nothing. **Greedy accuracy** scores
 # the single most likely answer. Training that merely *sharpens* the model onto its likeliest answers raises sampled
 # pass@1, not greedy accuracy.
 
@@ -232,14 +227,17 @@ viz.export(fig, "quickstart_heterogeneity", figures)
 fig
 
 # %% [markdown]
+# **Predict now, before the run** (§4 shows the answers; §6 checks them): which client will have the highest mean
+# `frac_zero_std` (Exercise 2)? How many bytes does one client send up per round (Exercise 3; §2's adapter, float32)?
+
+# %% [markdown]
 # ## 4. Run it
 # After every round the global adapter answers the test problems. **Central-GRPO** runs the same loop with one
 # client holding all data and $Kb$ prompts per step. One run each, one seed: seed-to-seed variance is in no ± below.
 #
-# **Noise rule:** a difference counts only beyond two standard errors (SE), about 95 %. The SE is over test
-# problems, since one problem's samples are not independent. Two models answer the same problems, so they are
-# compared problem by problem (paired). `per_problem` re-scores each round's model per problem (the records keep
-# only means).
+# **Noise rule:** a difference counts only beyond two standard errors (SE), about 95 %, taken over test problems
+# (one problem's samples are not independent). Two models answer the same problems, so they are compared problem by
+# problem (paired).
 
 # %%
 records = run.run()
@@ -260,8 +258,7 @@ teach.reading_the_curve(scores, teach.NAMES[method])
 
 # %% [markdown]
 # ### Inside a round
-# Per round: §2's factor gap $\lVert\sum_k w_kU_kD_k-\bar U\bar D\rVert$ over the mean update $\lVert\bar\Delta\rVert$,
-# and the agreement $a$.
+# Per round: §2's factor gap $\lVert\sum_k w_kU_kD_k-\bar U\bar D\rVert$ over $\lVert\bar\Delta\rVert$, and $a$.
 
 # %%
 gaps = notebook.round_factor_gaps(run) if method != "zero_shot" else None  # per round, from the kept messages
@@ -269,32 +266,32 @@ display(teach.round_table(gaps)) if gaps is not None else print("zero-shot sends
 teach.round_words(gaps, cfg) if gaps is not None else None
 
 # %% [markdown]
-# **Round 1 by hand**, from the messages: the adapter sent, $UD$, and each client's reply $(U_k, D_k)$.
+# **Round 1 by hand**, from the kept messages, with the package's `fedavg`:
 
 # %%
 if gaps is not None:  # zero-shot sends no adapters
-    one = [m for m in run.runtime.messages if m.round == 1 and m.kind in ("fit", "fit_result")]
-    sent = next(m.payload["adapter"] for m in one if m.kind == "fit")
-    replies = [m.payload["adapter"] for m in one if m.kind == "fit_result"]
-    n_k = np.array([run.server.sizes[m.sender] for m in one if m.kind == "fit_result"])
-    w = n_k / n_k.sum()
-    gap2 = mean2 = 0.0
-    own2 = np.zeros(len(replies))
-    for d in [k for k in sent if "lora_A" in k]:  # each adapted weight: D is PEFT's lora_A, U its lora_B
-        u = d.replace("lora_A", "lora_B")
-        UD, UkDk = sent[u] @ sent[d], np.stack([c[u].astype(float) @ c[d] for c in replies])  # [K, out, in]
-        mean_UkDk = np.tensordot(w, UkDk, 1)  # Σ_k w_k U_k D_k
-        Ubar_Dbar = np.tensordot(w, np.stack([c[u] for c in replies]), 1) @ np.tensordot(w, np.stack([c[d] for c in replies]), 1)
-        gap2 += ((mean_UkDk - Ubar_Dbar) ** 2).sum()
-        mean2 += ((mean_UkDk - UD) ** 2).sum()  # ‖Δ̄‖²
-        own2 += ((UkDk - UD) ** 2).sum(axis=(1, 2))  # ‖Δ_k‖², one per client
-    print(f"by hand: ‖gap‖ / ‖mean update‖ = {np.sqrt(gap2 / mean2):.3f}, a = {np.sqrt(mean2) / (w @ np.sqrt(own2)):.3f}")
+    one = [m for m in run.runtime.messages if m.round == 1]
+    sent = next(m.payload["adapter"] for m in one if m.kind == "fit")  # the adapter sent
+    replies = [m.payload["adapter"] for m in one if m.kind == "fit_result"]  # each client's (U_k, D_k)
+    w = np.array([run.server.sizes[m.sender] for m in one if m.kind == "fit_result"], dtype=float)
+    w /= w.sum()  # w_k = n_k / n
+    downs = [k for k in sent if "lora_A" in k]  # D is PEFT's lora_A, U its lora_B
+
+
+    def UD(s):  # every adapted weight's U @ D, flattened into one vector
+        return np.concatenate([(s[d.replace("lora_A", "lora_B")].astype(float) @ s[d]).ravel() for d in downs])
+
+
+    Delta = np.stack([UD(c) for c in replies]) - UD(sent)  # Δ_k, one row per client
+    gap = w @ np.stack([UD(c) for c in replies]) - UD(fedavg(replies, w))  # Σ_k w_k U_k D_k − Ū D̄
+    mean = np.linalg.norm(w @ Delta)  # ‖Δ̄‖
+    print(f"by hand: ‖gap‖ / ‖mean update‖ = {np.linalg.norm(gap) / mean:.3f}, "
+          f"a = {mean / (w @ np.linalg.norm(Delta, axis=1)):.3f}")
     print(f"table, round 1: {teach.round_table(gaps)[1].tolist()}")
 
 # %% [markdown]
 # ### Each client's view
-# Per round, on its *own* rollouts: `accuracy` (mean reward) and `frac_zero_std` (§1). The menu redraws one client
-# larger in a running kernel.
+# Per round, on its *own* rollouts: `accuracy` (mean reward) and `frac_zero_std` (§1).
 
 # %%
 fig = teach.client_grid(records) if gaps is not None else None
@@ -303,15 +300,16 @@ display(fig, teach.client_spike(records, cfg), teach.client_view(records)) if fi
 
 # %% [markdown]
 # ### What crossed the wire
-# The ledger counts payload bytes. The adapter goes down (`fit`) and up (`fit_result`) every round. Before round 1
-# the server asks each client for $n_k$ (`properties`, an empty request: 0 bytes).
+# Payload bytes: the adapter goes down (`fit`) and up (`fit_result`) every round; before round 1 the server asks
+# each client for $n_k$ (`properties`, an empty request: 0 bytes).
 
 # %%
 teach.wire(run)
 
 # %% [markdown]
 # ### The same questions, before and after
-# Base and trained model answer every test question greedily; the first eight:
+# Base and trained model answer every test question greedily; the first eight. Sampled and greedy behaviour can move
+# differently: a greedy answer may lose its format while the sampled format rate rises.
 
 # %%
 answers_table, greedy = notebook.before_after(run, n=len(run.world.test))
@@ -320,9 +318,9 @@ greedy.to_frame()
 
 # %% [markdown]
 # ### A real language model
-# `-p base smollm2` runs this on SmolLM2-135M-Instruct. Stored: three seeds on a different, smaller task (three
-# clients, one-digit sums and maxima, eight rounds); only the mean row has a ± (95 % interval). Format stays 0:
-# this chat model never writes the tags.
+# `-p base smollm2` runs FedAvg-GRPO on SmolLM2-135M-Instruct. Stored: three seeds, three clients, eight rounds, on one-digit
+# sums and maxima; the time shown is that run's, not this notebook's. Only the mean row has a ± (95 %). Format
+# stays 0: this chat model never writes the tags.
 
 # %%
 notebook.stored_before_after("benchmarks/results/real_lm_learns_cpu.json")
@@ -335,7 +333,6 @@ teach.takeaways(runs, teach.NAMES[method], scores, gaps, greedy, answers_table)
 
 # %% [markdown]
 # ## 6. Exercises: predict, then run
-# Predict in the first cell; the second checks it.
 #
 # ### Exercise 1
 #
@@ -356,7 +353,7 @@ notebook.check(prediction_1, answer_1, why_1) if prediction_1 is not None else n
 # %% [markdown]
 # ### Exercise 2
 #
-# Which client had the highest mean `frac_zero_std` over its rounds? Predict from §3's tables.
+# Your §3 prediction: the client with the highest mean `frac_zero_std`.
 
 # %%
 prediction_2 = None  # a client's name, e.g. "client_0"
@@ -368,8 +365,7 @@ notebook.check(prediction_2, answer_2, why_2) if prediction_2 is not None else n
 # %% [markdown]
 # ### Exercise 3
 #
-# How many bytes does one client send up per round? Predict from §2's adapter size and its dtype
-# (float32).
+# Your §3 prediction: bytes one client sends up per round.
 
 # %%
 prediction_3 = None  # a number of bytes, e.g. 100_000 (within 2 % counts as right)
@@ -405,6 +401,6 @@ notebook.check(prediction_4, answer_4, why_4, tolerance=0.01) if prediction_4 is
 # %% [markdown]
 # ## Where next
 # **Open question:** is the low agreement the non-IID split or noisy small batches? Rerun at `-p dirichlet_alpha 100`
-# and `0.1`, two seeds each. Next: `01_fedgrpo_expert_selection.ipynb`,
+# and `0.1`. Next: `01_fedgrpo_expert_selection.ipynb`,
 # `02_pubswap_balanced_drift.ipynb`, `03_fedmoa_pareto.ipynb`.
 
