@@ -72,10 +72,13 @@ diagrams.round_diagram("fedmoa")
 
 # %% [markdown]
 # ## 2. Key equations
+# **The idea.** Fixed reward weights don't fit clients with different rewards. Eq. 10 moves weight toward
+# objectives still improving; eq. 11 lets the client furthest along on accuracy lead its cluster.
+#
 # | symbol | meaning |
 # |---|---|
 # | $M$, $m$, $R$, $\tau$ | clients; one client; rounds; local steps per round |
-# | $b$, $G$, $\hat a_i$, $\zeta_{\text{lo}}$, $\zeta_{\text{hi}}$, β | prompts per step; answers per prompt; advantage; clip range; KL coefficient (0) |
+# | $b$, $G$, $\hat a_i$, $\zeta_{\text{lo}}$, $\zeta_{\text{hi}}$ | prompts per step; answers per prompt; advantage; clip range |
 # | $K_m$, $k$, $r_k$ | number of rewards; an objective; its reward |
 # | $w^{(m)}$, $w_k$, $w_{\text{acc}}$ | client $m$'s weights; entry $k$; the accuracy entry (the paper's $w_0$; not an initial weight) |
 # | $\phi$, $g_k$, $\Delta_k$, $\lambda$ | one layer's LoRA factors; $\nabla_\phi L_k$; eq. 9; eq. 10's step size (`lr` in the package) |
@@ -95,17 +98,17 @@ diagrams.round_diagram("fedmoa")
 # \min\Bigl(\rho_{i,t}\,\hat a_i,\ \operatorname{clip}(\rho_{i,t}, 1-\zeta_{\text{lo}}, 1+\zeta_{\text{hi}})
 # \,\hat a_i\Bigr)\qquad\text{(3–4)}$$
 #
+# (Eqs. 5–7: not needed here.)
+#
 # **The weights' step.** Let $L_k$ be GRPO's loss with reward $r_k$ alone, and $g_k$ its gradient with respect to
-# $\phi$, the LoRA factors of the model's middle decoder layer. The paper differentiates with respect to a hidden
-# layer's activations $h$ instead. $g^{(t-1)}$ comes from the same round, so a round's first step leaves $w$ as
+# $\phi$, the LoRA factors of the model's middle decoder layer. $g^{(t-1)}$ comes from the same round, so a round's first step leaves $w$ as
 # sent.
 #
 # $$g_k^{(t)} = \nabla_\phi L_k\ \text{(8)},\qquad \Delta_k^{(t)} = g_k^{(t)\top} g_k^{(t-1)}\ \text{(9)},\qquad
 # w \leftarrow \operatorname{Proj}_{\text{simplex}}\bigl(w + \lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
 # **λ in this run.** $\Delta_k$ has units of $\lVert g\rVert^2$, which depend on the model, so the paper's
-# λ = 0.01 does not transfer. A scale rule sets λ = 0.05 / mean_k ‖g_k‖², per client and round (§6 shows its
-# size). Then gradients that agree exactly move a weight by about 0.05.
+# λ = 0.01 does not transfer. A scale rule sets λ = 0.05 / mean_k ‖g_k‖², per client and round (§6).
 
 # %%
 tf.lambda_table()
@@ -154,8 +157,7 @@ print(f"ν = ({v.sum():.2f} − 1) / 3 = {(v.sum() - 1) / 3:.4f} = λ × mean Δ
 # $$\frac{\partial}{\partial w_k}\sum_j L_j(\phi^{(t)}) = -\eta\sum_j g_j^{(t)\top} g_k^{(t-1)}
 # \;\approx\; -\eta\, g_k^{(t)\top} g_k^{(t-1)} = -\eta\,\Delta_k^{(t)}$$
 #
-# Eq. 9 keeps only $j = k$. It is first-order and same-batch, and it ignores GRPO's division by $\sigma_r$, which
-# is not linear in $w$. Eq. 10 is then gradient descent on $w_k$, with λ absorbing η.
+# Eq. 9 keeps only $j = k$; eq. 10 is then gradient descent on $w_k$, with λ absorbing η.
 #
 # **Server.** A cluster $S_c$ holds the clients with the same accuracy reward. Here MATH-like and GSM8K-like
 # clients form one cluster, code clients another. At a round's end:
@@ -164,7 +166,7 @@ print(f"ν = ({v.sum():.2f} − 1) / 3 = {(v.sum() - 1) / 3:.4f} = λ × mean Δ
 # e^{s_{m'}}}\qquad\text{(11)}$$
 #
 # The cluster averages θ and each weight that *every* client of $S_c$ has. Client $m$ keeps its own other weights
-# and renormalises (a step the paper leaves implicit):
+# and renormalises:
 #
 # $$\theta^{(c)} = \sum_{m\in S_c}\alpha_m\theta^{(m)},\quad \bar w_k^{(c)} = \sum_{m\in S_c}\alpha_m w_k^{(m)},\quad
 # u_k = \begin{cases}\bar w_k^{(c)} & k \text{ shared}\\ w_k^{(m)} & \text{otherwise}\end{cases},\quad
@@ -173,14 +175,15 @@ print(f"ν = ({v.sum():.2f} − 1) / 3 = {(v.sum() - 1) / 3:.4f} = λ × mean Δ
 # $$\theta = \sum_c \frac{N_c}{N}\,\theta^{(c)}\qquad\text{(13)}$$
 #
 # **Why should a lower $w_{\text{acc}}$ count more?** Eq. 10 lowers a weight whose gradients stop agreeing, which
-# for the paper marks a *nearly learnt* objective. So eq. 11 lets the client furthest along on accuracy lead. As
-# $w_{\text{acc}} \to 0$, $s_m \to 1/\varepsilon$ and α → 1: that client's model *becomes* the cluster's.
-# **Consequence:** the α-average $\bar w_{\text{acc}}$ sits **below the plain mean**, so each boundary pulls the
-# shared $w_{\text{acc}}$ down.
+# for the paper marks a *nearly learnt* objective. As $w_{\text{acc}} \to 0$, $s_m \to 1/\varepsilon$ and
+# α → 1: that client's model *becomes* the cluster's. **Consequence:** the α-average $\bar w_{\text{acc}}$ sits
+# **below the plain mean**, so each boundary pulls the shared $w_{\text{acc}}$ down.
 #
-# **When does a low $w_{\text{acc}}$ misread progress?** When another weight rose (the toy's format), when
-# $\Delta_k$ is mostly noise (§6), or when it is just the starting weight (§6). And the paper's Fig. 5 has
-# $w_{\text{acc}}$ *rising* while accuracy is learnt: eq. 11 then gives the learner less say.
+# > **Caveats.** A low $w_{\text{acc}}$ misreads progress when another weight rose (as in the toy, where
+# > accuracy's rise pushed format down though its Δ was 0), when $\Delta_k$ is mostly noise (§6), or when it is
+# > just the starting weight (§6). The paper's Fig. 5 has $w_{\text{acc}}$ *rising* while accuracy is learnt, and
+# > eq. 11 then gives the learner less say. Unlike the paper: $g_k$ on LoRA factors, not hidden activations $h$;
+# > eq. 9 first-order, same-batch, ignoring the division by $\sigma_r$; eq. 12's renormalising made explicit.
 #
 # ## 3. Pseudocode
 # `fedmoa/algorithm.py::run_round` and each line's function:
@@ -226,9 +229,10 @@ pd.DataFrame({f: {k.split("/", 1)[1]: v for k, v in base_eval.items() if k.start
               for f in FAMILIES}).round(3)
 
 # %% [markdown]
-# ## 5. Run it: FedAvg-GRPO and FedMOA on the same federation
-# **Heter+Heter**: clients differ in data *and* rewards. FedAvg-GRPO is FedMOA with both parts off. Its clients
-# keep their initial weights, and it averages θ by data size $N_m$. The clients:
+# ## 5. Run it: FedAvg-GRPO vs FedMOA
+# **Heter+Heter**: clients differ in data *and* rewards. FedAvg-GRPO is FedMOA with both parts off: fixed
+# initial weights, θ averaged by data size $N_m$. Configs A and B start at different $w_{\text{acc}}$, which alone
+# decides round-1 α (§6).
 
 # %%
 runs = tf.run_methods(make_config, cfg.preset, run_root)
@@ -248,7 +252,7 @@ tf.run_words(cfg, runs)
 # and better on one. The undominated models form the **Pareto front**, a staircase. Invented points first:
 
 # %%
-display(tf.staircase_figure())
+display(tf.staircase_figure(), tf.staircase_points())
 tf.paper_claim(3)
 
 # %% [markdown]
@@ -285,8 +289,7 @@ display(pd.DataFrame({"w_acc": w_acc, "s = 1/(w_acc + ε)": s, "α by hand": alp
 tf.alpha_words(first, moa_records, cluster, alpha)
 
 # %% [markdown]
-# An invented toy shows eq. 11 rewarding progress. Two clients start equal. On one, accuracy's gradient flips
-# (nearly learnt):
+# A toy: two clients start equal; on one, accuracy's gradient flips (nearly learnt):
 
 # %%
 w_start, g_before = np.array([0.5, 0.5]), np.eye(2)  # accuracy, format; g_k^(t−1), one row per objective
@@ -309,7 +312,7 @@ pd.DataFrame({"u sums to": u.sum(axis=1), "w_acc by hand": w_back["accuracy"],
               "w_acc the run sent": tf.sent_weights(moa_records, round=2).loc[cluster, "accuracy"]}).round(4)
 
 # %% [markdown]
-# Fig. 5's jumps at this boundary, in finding 3's parts:
+# Fig. 5's jumps at this boundary, in finding 3's parts (per client):
 
 # %%
 split, words = tf.boundary_table(first, moa_records, cluster, alpha)
@@ -343,7 +346,7 @@ notebook.static_default(lambda lam: show_replay(lam, static=True), **controls)
 notebook.knobs(show_replay, **controls)
 
 # %% [markdown]
-# **The method doing its job.** The same replay with every client starting equal, so α can reflect only eq. 10:
+# **α following eq. 10 (equal start).** The same replay with every client starting equal:
 
 # %%
 table, words = tf.equal_start(probes, cfg, LAMS)
