@@ -200,14 +200,14 @@ print(f"client updates ΔW = UD: {updates}, their mean {np.mean(updates)}; "
 # %% [markdown]
 # ## 3. The world: who holds what
 
-# %%
+# %% tags=["nbval-check-output"]
 notebook.examples_by_topic(run.world.test, per_topic=1)
 
 # %% [markdown]
 # Each topic's training problems are split over the clients in Dirichlet proportions (concentration $\alpha$; small
 # $\alpha$: a topic lands mostly on one or two clients). Rows are clients, columns topics; the bubbles show the same.
 
-# %%
+# %% tags=["nbval-check-output"]
 notebook.client_table(run.partitions)
 
 # %% [markdown]

@@ -182,7 +182,7 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 # ## 4. One question, step by step
 # How the training questions $\mathcal{D}_s$ are split over the clients (topic counts):
 
-# %%
+# %% tags=["nbval-check-output"]
 notebook.client_table(tour.partitions)
 
 # %% [markdown]

@@ -193,7 +193,7 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # Seven generated arithmetic topics stand in for MATH's subjects; the policy is a small character-level transformer,
 # pretrained to be right sometimes. A Dirichlet draw over topics splits the data into equal-size clients.
 
-# %%
+# %% tags=["nbval-check-output"]
 notebook.client_table(probe_run.partitions)
 
 # %%

@@ -204,12 +204,12 @@ print(f"ν = ({v.sum():.2f} − 1) / 3 = {(v.sum() - 1) / 3:.4f} = λ × mean Δ
 # Each client holds one of three synthetic task families (standing for the paper's datasets) and one reward
 # configuration.
 
-# %%
+# %% tags=["nbval-check-output"]
 world = make_family_world(seed, 10, 4)
 pd.DataFrame([dict(family=f, stands_for=PAPER_NAMES[f], prompt=r["prompt"], answer=r["answer"])
               for f in FAMILIES for r in world.test_by_family[f].select(range(1))])
 
-# %%
+# %% tags=["nbval-check-output"]
 pd.DataFrame({f"{PAPER_NAMES[f]}-like": {c: ", ".join(n) for c, n in cfgs.items()}
               for f, cfgs in plan.reward_configs(cfg.world).items()})
 
