@@ -15,6 +15,8 @@ one module per job:
 ``fedmoa_analysis``    reading a finished FedMOA run: Table 1/2 numbers, the claims paired by seed, Fig. 3 points,
                        Fig. 5 weight paths
 ``fedmoa_pareto``      non-dominated points of finished runs and FedMOA's Fig. 3 figure
+``teaching_*``          one per teaching notebook (``quickstart``, ``fedgrpo``, ``pubswap``, ``fedmoa``): the
+                       sentences, small tables and figures its cells show, so that a cell is a line or two
 ``stats``              the 95 % Student-t interval over seeds (n − 1 degrees of freedom) every claims table's
                        verdict reads: "holds" / "does not hold" when it lies on one side of 0, "within noise" else
 =====================  ===========================================================================================
