@@ -168,14 +168,15 @@ def boundary_table(run, records: list[dict], cluster: list[str], alpha) -> tuple
     hi, lo = t["total"].idxmin(), t["total"].idxmax()
     grid_rn = float(boundary_split()["renormalisation_part"].mean())
     here_rn = float(t["renormalise"].mean())
+    me = "client_0" if "client_0" in cluster else cluster[0]
+    own = [k for k in end1.columns if pd.notna(end1.loc[me, k]) and not end1[k].notna().all()]
     words = Markdown(
-        "Columns: eq. 10 = end − start of round 1; pull = mean_m w_acc − w_acc^(m); tilt = Σ α_m w_acc^(m) − mean; "
-        "renormalise = u_acc/Σu − u_acc; total = sent − start.\n\n"
-        f"The plain-mean pull moves each w_acc to the cluster's mean (down for {hi}, up for {lo}) and cancels over "
-        f"the cluster. α's tilt ({signed(tilt, 4)} for every client) and renormalising do not: here renormalising "
+        f"Most of {me}'s {signed(float(t.loc[me, 'total']), 2)} comes from averaging with clients that started at "
+        f"different weights plus renormalising over its unshared {', '.join(own) or 'rewards'}; only the "
+        f"{signed(tilt, 4)} α tilt is FedMOA-specific. The pull cancels over the cluster; here renormalising "
         f"{'takes' if here_rn < 0 else 'gives'} {abs(here_rn):.3f} {'off' if here_rn < 0 else 'back'} on average "
-        f"(u's sum is {u_sum[hi]:.4f} for {hi}, {u_sum[lo]:.4f} for {lo}, which keep weights the cluster does not "
-        f"share); over the grid (finding 3) it gives {grid_rn:.3f} back.")
+        f"(u's sum is {u_sum[hi]:.4f} for {hi}, {u_sum[lo]:.4f} for {lo}); over the grid (finding 3) it gives "
+        f"{grid_rn:.3f} back.")
     return t, words
 
 

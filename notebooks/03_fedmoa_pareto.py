@@ -43,7 +43,7 @@
 # %% tags=["parameters"]
 preset_name = "quick"  # quick (2-core CPU) | smoke (seconds) | full (GPU, the paper's model) | full-smoke
 seed = 0               # one seed: one world, plan and run
-normalise = False      # True: a variant with Δ_k as a cosine and λ = lam (§2's λ table)
+normalise = False      # True: a variant with Δ_k as a cosine and λ = lam (§6's λ table)
 lam = 0.1              # default: the scale rule (§2); `lam` only with `normalise`
 # for papermill: where files go
 run_root = ""          # the runs ("": runs/fedmoa/…)
@@ -72,8 +72,9 @@ diagrams.round_diagram("fedmoa")
 
 # %% [markdown]
 # ## 2. Key equations
-# **The idea.** Fixed reward weights don't fit clients with different rewards. Eq. 10 moves weight toward
-# objectives still improving; eq. 11 lets the client furthest along on accuracy lead its cluster.
+# **The idea.** The paper: eq. 10 moves weight toward objectives still improving, so a low $w_{\text{acc}}$
+# marks accuracy as nearly learnt, and eq. 11 lets that client lead its cluster. This conflicts with the paper's
+# own Fig. 5 (see Caveats).
 #
 # | symbol | meaning |
 # |---|---|
@@ -98,8 +99,6 @@ diagrams.round_diagram("fedmoa")
 # \min\Bigl(\rho_{i,t}\,\hat a_i,\ \operatorname{clip}(\rho_{i,t}, 1-\zeta_{\text{lo}}, 1+\zeta_{\text{hi}})
 # \,\hat a_i\Bigr)\qquad\text{(3–4)}$$
 #
-# (Eqs. 5–7: not needed here.)
-#
 # **The weights' step.** Let $L_k$ be GRPO's loss with reward $r_k$ alone, and $g_k$ its gradient with respect to
 # $\phi$, the LoRA factors of the model's middle decoder layer. $g^{(t-1)}$ comes from the same round, so a round's first step leaves $w$ as
 # sent.
@@ -107,13 +106,8 @@ diagrams.round_diagram("fedmoa")
 # $$g_k^{(t)} = \nabla_\phi L_k\ \text{(8)},\qquad \Delta_k^{(t)} = g_k^{(t)\top} g_k^{(t-1)}\ \text{(9)},\qquad
 # w \leftarrow \operatorname{Proj}_{\text{simplex}}\bigl(w + \lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
-# **λ in this run.** $\Delta_k$ has units of $\lVert g\rVert^2$, which depend on the model, so the paper's
-# λ = 0.01 does not transfer. A scale rule sets λ = 0.05 / mean_k ‖g_k‖², per client and round (§6).
-
-# %%
-tf.lambda_table()
-
-# %% [markdown]
+# The paper's λ = 0.01 does not transfer across models; we rescale λ by ‖g‖² (the scale rule: λ = 0.05 / mean_k ‖g_k‖²).
+#
 # $\operatorname{Proj}_{\text{simplex}}$ finds the closest $w$ that obeys eq. 1. In numpy:
 
 # %%
@@ -131,7 +125,7 @@ def eq10(w, g_now, g_prev, lam):
 
 
 # %% [markdown]
-# **A toy step** (λ = 0.1). Accuracy's gradients agree, format's vanish and tag count's flip:
+# **A toy step** (λ = 0.1): accuracy agrees, format vanishes, tag count flips:
 
 # %%
 w_toy = np.array([0.5, 0.3, 0.2])  # accuracy, format, tag_count
@@ -148,8 +142,22 @@ print(f"ν = ({v.sum():.2f} − 1) / 3 = {(v.sum() - 1) / 3:.4f} = λ × mean Δ
 
 # %% [markdown]
 # **Eq. 10 in words.** $\Delta_k > 0$: $k$'s gradient points as at the previous step, so progress is left.
-# $\Delta_k < 0$: it flips, as for a saturated format. The projection subtracts one common shift ν, so **a weight
-# rises when its $\Delta_k$ is above the others'**.
+# Saturated → $g_k \approx 0$ → $\Delta_k \approx 0$; it loses weight only relative to objectives with
+# $\Delta > 0$: the projection subtracts one common shift ν, so **a weight rises when its $\Delta_k$ is above
+# the others'**. Thirty steps, format's gradient decaying:
+
+# %%
+w_run, hist = np.array([0.4, 0.3, 0.3]), []
+size = lambda t: np.array([1.0, 0.8 ** t, 1.0])  # |g_k|: accuracy, format (saturating), tag_count
+for t in range(1, 31):  # fixed directions: g_k = size_k × (unit vector k)
+    w_run, _ = eq10(w_run, np.diag(size(t)), np.diag(size(t - 1)), 0.03)
+    hist.append(w_run)
+fig = pd.DataFrame(hist, columns=["accuracy", "format", "tag_count"], index=range(1, 31)).plot(
+    backend="plotly", height=300, labels=dict(index="step t", value="w_k", variable="objective"))
+display(fig)
+
+# %% [markdown]
+# Format drains though its Δ never turns negative.
 #
 # **Why eq. 9.** Suppose the last step descended $\sum_j w_j L_j$ with learning rate $\eta$, so
 # $\phi^{(t)} = \phi^{(t-1)} - \eta\sum_j w_j\, g_j^{(t-1)}$. The full hypergradient of all the losses is
@@ -174,14 +182,14 @@ print(f"ν = ({v.sum():.2f} − 1) / 3 = {(v.sum() - 1) / 3:.4f} = λ × mean Δ
 #
 # $$\theta = \sum_c \frac{N_c}{N}\,\theta^{(c)}\qquad\text{(13)}$$
 #
-# **Why should a lower $w_{\text{acc}}$ count more?** Eq. 10 lowers a weight whose gradients stop agreeing, which
-# for the paper marks a *nearly learnt* objective. As $w_{\text{acc}} \to 0$, $s_m \to 1/\varepsilon$ and
+# Personalisation lives only in $w^{(m\leftarrow c)}$; θ is one global model.
+#
+# **One-hot α.** As $w_{\text{acc}} \to 0$, $s_m \to 1/\varepsilon$ and
 # α → 1: that client's model *becomes* the cluster's. **Consequence:** the α-average $\bar w_{\text{acc}}$ sits
 # **below the plain mean**, so each boundary pulls the shared $w_{\text{acc}}$ down.
 #
-# > **Caveats.** A low $w_{\text{acc}}$ misreads progress when another weight rose (as in the toy, where
-# > accuracy's rise pushed format down though its Δ was 0), when $\Delta_k$ is mostly noise (§6), or when it is
-# > just the starting weight (§6). The paper's Fig. 5 has $w_{\text{acc}}$ *rising* while accuracy is learnt, and
+# > **Caveats.** A low $w_{\text{acc}}$ misreads progress when other weights rise (the toy loop), when
+# > $\Delta_k$ is mostly noise, or when it is just the starting weight (§6). The paper's Fig. 5 has $w_{\text{acc}}$ *rising* while accuracy is learnt, and
 # > eq. 11 then gives the learner less say. Unlike the paper: $g_k$ on LoRA factors, not hidden activations $h$;
 # > eq. 9 first-order, same-batch, ignoring the division by $\sigma_r$; eq. 12's renormalising made explicit.
 #
@@ -220,8 +228,7 @@ pd.DataFrame({f"{PAPER_NAMES[f]}-like": {c: ", ".join(n) for c, n in cfgs.items(
 tf.rewards_table()
 
 # %% [markdown]
-# The base policy: on CPUs a tiny 4-layer Qwen2-style model pretrained here on the three families; on a GPU,
-# Qwen2.5-1.5B-Instruct. pass@1: share of right answers; length in tokens.
+# Base policy: a tiny 4-layer Qwen2-style model (CPU) or Qwen2.5-1.5B-Instruct (GPU). pass@1: share of right answers; length in tokens.
 
 # %%
 base_eval = evaluation.evaluate_base(cfg)
@@ -312,16 +319,21 @@ pd.DataFrame({"u sums to": u.sum(axis=1), "w_acc by hand": w_back["accuracy"],
               "w_acc the run sent": tf.sent_weights(moa_records, round=2).loc[cluster, "accuracy"]}).round(4)
 
 # %% [markdown]
-# Fig. 5's jumps at this boundary, in finding 3's parts (per client):
+# Fig. 5's jumps at this boundary, per client. Columns: eq. 10 = end − start of round 1; pull = cluster mean −
+# own $w_{\text{acc}}$; α tilt = α-average − mean; renormalise = sent − α-average; total = sent − start.
 
 # %%
 split, words = tf.boundary_table(first, moa_records, cluster, alpha)
-display(split)
-words
+display(words, split)
 
 # %% [markdown]
-# **One knob: λ.** One round replayed from the $g_k$ of three fresh probe batches per untrained client (so
-# round-1 α differ slightly from above).
+# **One knob: λ.**
+
+# %%
+tf.lambda_table()
+
+# %% [markdown]
+# One round replayed from three fresh probe batches per client (so round-1 α differ slightly from above).
 
 # %%
 probes = tf.probe_round(make_config, cfg, first.policy)
