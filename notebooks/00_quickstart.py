@@ -51,7 +51,7 @@ import torch
 
 from experiments import teaching_quickstart as teach
 from fedrl_kit import diagrams, notebook, viz
-from fedrl_kit.grpo import group_advantages
+from fedrl_kit.grpo import group_advantages, grpo_loss
 from fedrl_kit.runs import Run
 
 cfg, run_dir, figures = teach.setup(globals())  # a bad parameter stops here, in one line
@@ -83,7 +83,7 @@ teach.settings(cfg)
 # clipped surrogate without the value network: an answer's **advantage** is how much better it scored than its own
 # group. Dividing by the group's std makes $\sum_i A_i^2 \approx G-1$ in every group with any spread:
 #
-# $$A_i = \frac{r_i - \operatorname{mean}(r_1,\dots,r_G)}{\operatorname{std}(r_1,\dots,r_G) + 10^{-4}}
+# $$A_i = \frac{r_i - \operatorname{mean}(r_1,\dots,r_G)}{\operatorname{sample\ std}(r_1,\dots,r_G) + 10^{-4}}
 # \qquad\text{(`fedrl_kit.grpo.group_advantages`)}$$
 #
 # A local step takes $b$ prompts (`prompts_per_step`), raising the probability of every token of an answer with
@@ -104,6 +104,19 @@ teach.settings(cfg)
 #   with no spread still add their tokens to $\sum_i |o_i|$ and dilute the rest.
 # - **No KL penalty** to the base: $\beta = 0$.
 #
+# Toy: tokens with $\rho = 1.0, 1.3, 0.7$ in two answers, $A = \pm1$; a clipped token gets zero gradient:
+
+# %%
+logps = torch.tensor([[1.0, 1.3, 0.7]] * 2, dtype=torch.float64).log().requires_grad_()  # log ρ (log π_old = 0)
+A = torch.tensor([1.0, -1.0], dtype=torch.float64)
+loss, diag = grpo_loss(logps, torch.zeros_like(logps), A, torch.ones_like(logps), cfg.epsilon, cfg.epsilon_high)
+loss.backward()
+print(f"clip range [1 − ε, 1 + ε_high] = [{1 - cfg.epsilon:.2f}, {1 + cfg.epsilon_high:.2f}]")
+for a, g in zip(A.tolist(), logps.grad.tolist()):
+    print(f"A = {a:+.0f}: clipped tokens (ρ) {[p for p, x in zip((1.0, 1.3, 0.7), g) if x == 0]}")
+print(f"loss = {loss.item():.4f}, clip_fraction = {diag['clip_fraction']:.3f}")
+
+# %% [markdown]
 # Adam optimises; its moments reset every round. One real group (the base's $G$ answers to a test question) and
 # this run's settings:
 
@@ -205,7 +218,7 @@ notebook.examples_by_topic(run.world.test, per_topic=1)
 
 # %% [markdown]
 # Each topic's training problems are split over the clients in Dirichlet proportions (concentration $\alpha$; small
-# $\alpha$: a topic lands mostly on one or two clients). Rows are clients, columns topics; the bubbles show the same.
+# $\alpha$: a topic lands mostly on one or two clients). Rows: clients; columns: topics.
 
 # %% tags=["nbval-check-output"]
 notebook.client_table(run.partitions)
@@ -236,7 +249,7 @@ fig
 # client holding all data and $Kb$ prompts per step. One run each, one seed: seed-to-seed variance is in no ± below.
 #
 # **Noise rule:** a difference counts only beyond two standard errors (SE), about 95 %, taken over test problems
-# (one problem's samples are not independent). Two models answer the same problems, so they are compared problem by
+# (one problem's samples are not independent). Two models on the same problems are compared problem by
 # problem (paired).
 
 # %%
@@ -319,7 +332,7 @@ greedy.to_frame()
 # %% [markdown]
 # ### A real language model
 # `-p base smollm2` runs FedAvg-GRPO on SmolLM2-135M-Instruct. Stored: three seeds, three clients, eight rounds, on one-digit
-# sums and maxima; the time shown is that run's, not this notebook's. Only the mean row has a ± (95 %). Format
+# sums and maxima; the time shown is that run's. Only the mean row has a ± (95 %). Format
 # stays 0: this chat model never writes the tags.
 
 # %%
@@ -400,7 +413,8 @@ notebook.check(prediction_4, answer_4, why_4, tolerance=0.01) if prediction_4 is
 
 # %% [markdown]
 # ## Where next
-# **Open question:** is the low agreement the non-IID split or noisy small batches? Rerun at `-p dirichlet_alpha 100`
+# **Open question:** is the low agreement the non-IID split or batch noise? Noise alone predicts
+# $a \approx 1/\sqrt K$ at every $\alpha$; heterogeneity, $a$ rising with $\alpha$. Rerun at `-p dirichlet_alpha 100`
 # and `0.1`. Next: `01_fedgrpo_expert_selection.ipynb`,
 # `02_pubswap_balanced_drift.ipynb`, `03_fedmoa_pareto.ipynb`.
 
