@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from functools import lru_cache
 from types import SimpleNamespace
 
 import numpy as np
@@ -354,11 +355,19 @@ STORED_PANELS = ({"fedgrpo": "#1f77b4", "fedgrpo_random": "#ff7f0e", "fedgrpo_al
                  {"fedavg_grpo": "#9467bd", "central_grpo": "#000000"})
 
 
+@lru_cache(maxsize=None)
+def _stored(name: str) -> dict:
+    """A stored result file of benchmarks/results, parsed once per kernel (several cells read the same file)."""
+    from experiments.findings import RESULTS
+
+    return json.loads((RESULTS / name).read_text())
+
+
 def stored_settings() -> pd.DataFrame:
     """One row: the setting of the stored 30-round runs, read from their file."""
-    from experiments.findings import RESULTS, fedgrpo_plateaus
+    from experiments.findings import fedgrpo_plateaus
 
-    st = json.loads((RESULTS / "fedgrpo_compare_pool_long30.json").read_text())["settings"]
+    st = _stored("fedgrpo_compare_pool_long30.json")["settings"]
     rounds = fedgrpo_plateaus()["rounds"]
     return pd.DataFrame([{
         "clients K": st["num_clients"], "Dirichlet α": st["dirichlet_alpha"],
@@ -378,10 +387,8 @@ def fedgrpo_traces_seeds() -> list[int]:
 def server_format_frame() -> pd.DataFrame:
     """FedGRPO's stored server curves: per (seed, round) the share of its training candidates in the expected
     format, on the seeds of the traces."""
-    from experiments.findings import RESULTS
-
     seeds = set(fedgrpo_traces_seeds())
-    runs = json.loads((RESULTS / "fedgrpo_compare_pool_long30.json").read_text())["runs"]
+    runs = _stored("fedgrpo_compare_pool_long30.json")["runs"]
     rows = [{"method": "fedgrpo", "seed": r["seed"], "round": c["round"], "format": c["format"]}
             for r in runs if r["method"] == "fedgrpo" and r["seed"] in seeds for c in r.get("server_curve", [])]
     return pd.DataFrame(rows)
@@ -478,8 +485,7 @@ def findings_box() -> Markdown:
 
     f, paper = fedgrpo_findings(), fedgrpo_closing_summary()
     rounds = fedgrpo_plateaus()["rounds"].astype(int)
-    diag = arm_diagnostics([json.loads((RESULTS / n).read_text()) for n in ("fedgrpo_compare_pool_long.json",
-                                                                           "fedgrpo_compare_pool_long30.json")],
+    diag = arm_diagnostics([_stored(n) for n in ("fedgrpo_compare_pool_long.json", "fedgrpo_compare_pool_long30.json")],
                            load_arms(RESULTS)).set_index("arm")
     rnd, hit, gap = METHOD_NAMES["fedgrpo_random"], "experts holding the topic (≥ 10 % of D_k)", \
         "experts' score gap, correct − wrong"
@@ -491,7 +497,7 @@ def findings_box() -> Markdown:
     lead_words = f"random experts are ahead in rounds {', '.join(lead)}" if lead else "no window separates them"
     n = int(f.iloc[0]["seeds"])
     c_lo, c_hi, c_d, c_h = central_vs_fedgrpo()
-    st = json.loads((RESULTS / "fedgrpo_compare_pool_long30.json").read_text())["settings"]
+    st = _stored("fedgrpo_compare_pool_long30.json")["settings"]
     per_round = st["prompts_per_step"] * st["num_clients"] * st["local_steps"]
     quick_round = SIZES["quick"]["prompts_per_step"] * st["num_clients"] * SIZES["quick"]["local_steps"]
     items = [

@@ -209,12 +209,9 @@ def stored_drift_figure(results=F.RESULTS) -> go.Figure:
 def stored_scale_note(results=F.RESULTS) -> Markdown:
     """A scale for the drift differences: how far one client's ΔW moves from the round's broadcast adapter in a round,
     and how far apart two clients end, FedAvg-GRPO's means at the stored τ."""
-    import json
-    from pathlib import Path
-
     s = F.pubswap_setting(results)
-    rows = pd.DataFrame(json.loads((Path(results) / "pubswap_paper_quick_large_tau.json").read_text()))
-    a = rows[(rows.table == "table1") & (rows.tau == s["tau"]) & (rows.method == "fedavg_grpo")]
+    rows = _stored_rows(results)
+    a = rows[(rows.table == "table1") & (rows.method == "fedavg_grpo")]
     f, _ = F.pubswap_teaching_tables(results)
     pair, d = a.drift_end_pairwise_effective.mean(), f.loc["F1", "difference"]
     return Markdown(f"For scale, FedAvg-GRPO in §6's runs (τ = {s['tau']}), at a round's end: δ_glob = "
