@@ -161,6 +161,25 @@ def competence_table(tr: dict, run) -> pd.DataFrame:
                         index=list(run.runtime.client_ids)).round(3)
 
 
+def non_holder_note(tr: dict, run, policy) -> Markdown:
+    """The competence of the clients that hardly hold the question's topic (< 10 % of their data), beside the base
+    model's own score on the same L neighbours (no client's adapter): what a non-holder's r_k^p measures."""
+    from fedrl_kit.rewards import normalise_answer
+    from fedrl_kit.sft import completion_logprob
+
+    share = np.array([sum(t == tr["topic"] for t in p["topic"]) / len(p) for p in run.partitions])
+    low = np.asarray(tr["competence"])[share < 0.1]
+    aux = run.server.world.aux
+    idx = pd.DataFrame(tr["neighbours"])["index"].astype(int).tolist()  # the L neighbours (eq. 5)
+    qs, ys = [list(aux["prompt"])[j] for j in idx], [normalise_answer(str(list(aux["answer"])[j])) for j in idx]
+    with policy.reference():  # the frozen base: every adapter off
+        base = float(np.exp(completion_logprob(policy, qs, ys)).mean())
+    return Markdown(f"The {len(low)} clients with under 10 % of their data in `{tr['topic']}` still score "
+                    f"r_k^p = {low.min():.2f}–{low.max():.2f}. The base model alone scores {base:.2f} on the same "
+                    f"{len(idx)} neighbours. So a non-holder's competence mostly measures the base model's own skill, "
+                    "not what the client learned.")
+
+
 def candidate_table(tr: dict, run) -> pd.DataFrame:
     """The traced question's G candidates: truth (for the reader), format f_j, each expert's score r_k^s (with its
     pathway), eq. 9's R_k, and the advantage A_j that trains."""
@@ -238,9 +257,10 @@ def selection_line(run, sq: dict, L: int, M: int) -> str:
     """Eqs. 5–6 on every question of D_s at (L, M): topic hit rate and owner rate, each beside random choice's."""
     own, own_random = owner_rate(run, sq)
     n = len(sq["experts"])
-    return (f"L = {L}, M = {M}, over all {n} questions of D_s: topic hit rate {sq['hit_rate_major']:.3f} (random choice: "
+    return (f"L = {L}, M = {M}, over all {n} questions of D_s: experts holding the question's topic (≥ 10 % of their data) "
+            f"{sq['hit_rate_major']:.3f} (random choice: "
             f"{sq['random_hit_rate_major']:.3f}); owner among the chosen experts {own:.3f} (random choice: "
-            f"{own_random:.3f}). Finding 3's hit rate is another average: stored seeds, questions drawn in training")
+            f"{own_random:.3f}). Finding 3 averages over other runs: stored seeds, questions drawn in training")
 
 
 def graph_knobs(run, question: int, L: int, M: int):
@@ -291,9 +311,6 @@ def quick_run_table(runs: dict, records: dict) -> pd.DataFrame:
                           up=run.runtime.ledger.total_bytes("up"), down=run.runtime.ledger.total_bytes("down"))
     df = pd.DataFrame(rows).T.rename(columns={"fmt": "format rate", "up": "bytes up", "down": "bytes down"})
     df = df.astype({"rounds": int, "bytes up": int, "bytes down": int, "format rate": float})
-    ae = {name: np.mean([r["ae_share"] for r in recs if r.get("client") == "server" and "ae_share" in r])
-          for name, recs in records.items() if any(r.get("client") == "server" and "ae_share" in r for r in recs)}
-    df["expert scores by AE (training)"] = [f"{ae[n]:.3f}" if n in ae else "—" for n in df.index]  # mean over rounds
     return df
 
 
@@ -303,11 +320,39 @@ def quick_run_note(table: pd.DataFrame, cfg) -> Markdown:
     return Markdown(
         f"In {cfg.rounds} rounds FedGRPO's format rate rises from {base['format rate']:.3f} to "
         f"{fed['format rate']:.3f}. Fedpetuning+GRPO's ends at {avg['format rate']:.3f}: its reward pays 1 for a right "
-        "answer and nothing for the format. FedGRPO's reward gives every formatted candidate +1, while the experts' "
-        "scores are mostly small (§4). So the format is what FedGRPO learns first. pass@1 is left out here: a few "
-        "rounds move it by a few test samples, which is noise. The last column is the expert signal: the share of "
-        f"the experts' scores in training that were exact checks (AE), at most 1/M = {1 / cfg.fedgrpo.num_experts:.1f}, "
-        "since only a question's owner holds its label.")
+        "answer and nothing for the format. FedGRPO's reward pays +1 for the format on every question, so its format "
+        "rate climbs within a few rounds. pass@1 is left out here: a few "
+        "rounds move it by a few test samples, which is noise.")
+
+
+def reward_terms(records: dict, cfg) -> pd.DataFrame:
+    """FedGRPO's trained reward r̃ = 8·μ_r + 1·f split into its two terms, per round, from the run's server records
+    (means over the round's training candidates): the expert term 8·μ_r, the format term 1·f, and the expert term's
+    edge for a right answer, 8 × (μ_r of right − μ_r of wrong candidates of the same question), beside the format
+    term's edge for a formatted answer, 1."""
+    rows = {int(r["round"]): {"expert term 8·μ_r": 8 * r["reward_mean"], "format term 1·f": r["format"],
+                              "edge of a right answer, 8·Δμ_r": 8 * r.get("reward_gap", float("nan")),
+                              "edge of a formatted answer": 1.0, "right candidates": r.get("candidate_accuracy")}
+            for r in records["FedGRPO"] if r.get("client") == "server" and "reward_mean" in r}
+    return pd.DataFrame(rows).T.rename_axis("round").round(3)
+
+
+def reward_terms_note(terms: pd.DataFrame) -> Markdown:
+    """Plain sentences reading :func:`reward_terms`: which term is larger on average, and which separates
+    candidates."""
+    e, f, edge = (terms.iloc[:, i] for i in range(3))
+    bigger = "larger than" if (e > f).all() else "smaller than" if (e < f).all() else "about as large as"
+    said = (f"On average the expert term ({e.min():.2f}–{e.max():.2f}) is {bigger} the format term "
+            f"({f.min():.2f}–{f.max():.2f}). But an advantage depends only on how candidates of one question differ. "
+            f"There a right answer gains {edge.min():.2f}–{edge.max():.2f} from the experts, ")
+    said += "while a formatted one gains 1. "
+    right = terms["right candidates"]
+    if (edge > 1).all():
+        said += (f"So the experts do pay more for being right. But only {right.min():.2f}–{right.max():.2f} of the "
+                 "candidates are right, while the format pays on every question.")
+    else:
+        said += "So the format pays more than being right."
+    return Markdown(said)
 
 
 def quick_run_figure(records: dict, figures):
@@ -350,9 +395,9 @@ def _per_seed_mean(cell: str) -> float:
     return float(np.mean([float(x) for x in cell.split(" / ")]))
 
 
-#: the stored figure's two panels of pass@1, each arm with its own colour
-STORED_PANELS = ({"fedgrpo": "#1f77b4", "fedgrpo_random": "#ff7f0e", "fedgrpo_allgt": "#2ca02c"},
-                 {"fedavg_grpo": "#9467bd", "central_grpo": "#000000"})
+#: the stored figure's pass@1 panel: every arm, each with its own colour
+STORED_ARMS = {"fedgrpo": "#1f77b4", "fedgrpo_random": "#ff7f0e", "fedgrpo_allgt": "#2ca02c",
+               "fedavg_grpo": "#9467bd", "central_grpo": "#000000"}
 
 
 @lru_cache(maxsize=None)
@@ -408,24 +453,21 @@ def _band(fig, g: pd.DataFrame, y: str, name: str, colour: str, col: int, legend
 
 
 def stored_figure(figures):
-    """The stored runs in three panels: pass@1 of FedGRPO's variants, pass@1 of the baselines (mean of the seeds,
-    band ±1 SD), and the format rate of FedGRPO's training candidates."""
+    """The stored runs in two panels: pass@1 of every arm on one axis (mean of the seeds, band ±1 SD), and the format
+    rate of FedGRPO's training candidates."""
     from plotly.subplots import make_subplots
 
     from experiments.fedgrpo_claims import METHOD_NAMES
     from experiments.findings import fedgrpo_traces
 
     t = fedgrpo_traces()
-    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.07,
-                        subplot_titles=("FedGRPO's variants: pass@1", "baselines: pass@1",
-                                        "FedGRPO: share formatted"))
-    for col, panel in enumerate(STORED_PANELS, 1):
-        for arm, colour in panel.items():
-            _band(fig, t[t["method"] == arm], "pass_at_1", METHOD_NAMES[arm], colour, col)
-    _band(fig, server_format_frame(), "format", "FedGRPO, format rate (right panel)", "#1f77b4", 3, legend=False)
-    for col in (1, 2):
-        fig.update_yaxes(range=[0, 0.5], title_text="pass@1", row=1, col=col)
-    fig.update_yaxes(range=[0, 1.05], title_text="training candidates formatted", row=1, col=3)
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, column_widths=[0.62, 0.38],
+                        subplot_titles=("pass@1 on the test set", "FedGRPO: share of training candidates formatted"))
+    for arm, colour in STORED_ARMS.items():
+        _band(fig, t[t["method"] == arm], "pass_at_1", METHOD_NAMES[arm], colour, 1)
+    _band(fig, server_format_frame(), "format", "FedGRPO, format rate (right panel)", "#1f77b4", 2, legend=False)
+    fig.update_yaxes(range=[0, 0.5], title_text="pass@1", row=1, col=1)
+    fig.update_yaxes(range=[0, 1.05], title_text="share formatted", row=1, col=2)
     fig.update_xaxes(title_text="round")
     fig.update_layout(template=viz.TEMPLATE, height=480, margin=dict(t=100),
                       legend=dict(orientation="h", y=-0.22, x=0, entrywidth=0.5, entrywidthmode="fraction"),
@@ -449,19 +491,14 @@ def stored_caption() -> Markdown:
     fmt = server_format_frame().groupby("round")["format"].mean()
     full = int(fmt[fmt >= 0.95].index.min())
     return Markdown(
-        f"*Bands: ±1 SD over the seeds (the findings below give 95 % intervals, about 2.5 times wider with 3 "
-        f"seeds). Central-GRPO ran {last_c} rounds, the others {end}: Central-GRPO had levelled off; Fedpetuning+GRPO "
-        f"was still rising ({mean.loc[last_c, 'fedavg_grpo']:.3f} at round {last_c}, {mean.loc[end, 'fedavg_grpo']:.3f} "
-        f"at round {end}). At rounds {last_c - 4}–{last_c} Central-GRPO ({at('central_grpo'):.3f}) is level with "
-        f"Fedpetuning+GRPO ({at('fedavg_grpo'):.3f}), and FedGRPO is at {at('fedgrpo'):.3f}. At this scale, pooling "
-        "the data buys nothing over averaging adapters. In the paper Fedpetuning+GRPO moves the untrained model's "
-        "average by at most 2 points in four of six settings. A likely reason (untested): here the clients' questions and the test problems come from the same "
-        "seven arithmetic topics, while the paper tests on six benchmarks unlike its training data. "
-        f"FedGRPO peaks at {pf:.3f} in round {rf}. It ends at "
-        f"{fall:.2f}. Its training candidates are {fmt.iloc[0]:.2f} formatted in round {int(fmt.index[0])} and "
-        f"{fmt.loc[full]:.2f} by round {full}. So the rise comes while the format is being learned. Once nearly "
-        "every candidate is formatted, the format bonus no longer separates candidates, and the gain is not "
-        "kept.*")
+        f"*Bands: ±1 SD over the seeds. Central-GRPO ran {last_c} rounds, the others {end}. Central-GRPO had "
+        f"levelled off. Fedpetuning+GRPO was still rising ({mean.loc[last_c, 'fedavg_grpo']:.3f} at round {last_c}, "
+        f"{mean.loc[end, 'fedavg_grpo']:.3f} at round {end}). Over rounds {last_c - 4}–{last_c} Central-GRPO "
+        f"({at('central_grpo'):.3f}) is level with Fedpetuning+GRPO ({at('fedavg_grpo'):.3f}). FedGRPO is at "
+        f"{at('fedgrpo'):.3f}. FedGRPO peaks at {pf:.3f} in round {rf} and ends at {fall:.2f}. Its training "
+        f"candidates are {fmt.iloc[0]:.2f} formatted in round {int(fmt.index[0])} and {fmt.loc[full]:.2f} by round "
+        f"{full}. So the rise comes while the format is learned. Once nearly every candidate is formatted, the format "
+        "bonus no longer separates candidates, and the gain is not kept.*")
 
 
 def central_vs_fedgrpo(window: int = 5) -> tuple[int, int, float, float]:
@@ -481,49 +518,46 @@ def findings_box() -> Markdown:
     """At most five one-sentence findings of the stored runs, negative ones said so, each linking the report."""
     from experiments.fedgrpo_claims import METHOD_NAMES, arm_diagnostics, load_arms
     from experiments.findings import (RESULTS, fedgrpo_closing_summary, fedgrpo_findings, fedgrpo_gap_sources,
-                                      fedgrpo_plateaus, fedgrpo_windows)
+                                      fedgrpo_plateaus)
 
     f, paper = fedgrpo_findings(), fedgrpo_closing_summary()
     rounds = fedgrpo_plateaus()["rounds"].astype(int)
     diag = arm_diagnostics([_stored(n) for n in ("fedgrpo_compare_pool_long.json", "fedgrpo_compare_pool_long30.json")],
                            load_arms(RESULTS)).set_index("arm")
-    rnd, hit, gap = METHOD_NAMES["fedgrpo_random"], "experts holding the topic (≥ 10 % of D_k)", \
-        "experts' score gap, correct − wrong"
+    rnd, hit = METHOD_NAMES["fedgrpo_random"], "experts holding the topic (≥ 10 % of D_k)"
     src = fedgrpo_gap_sources()
     d = lambda i: f"{f.iloc[i]['difference']:+.2f} ± {f.iloc[i]['±95% t']:.2f}"  # noqa: E731
     below = lambda i: f"{-f.iloc[i]['difference']:.2f} ± {f.iloc[i]['±95% t']:.2f} points below"  # noqa: E731
-    w = fedgrpo_windows("fedgrpo_random", "fedgrpo")
-    lead = w[w["mean"] - w["±95% t"] > 0]["rounds"].tolist()  # windows where random experts are ahead
-    lead_words = f"random experts are ahead in rounds {', '.join(lead)}" if lead else "no window separates them"
     n = int(f.iloc[0]["seeds"])
     c_lo, c_hi, c_d, c_h = central_vs_fedgrpo()
     st = _stored("fedgrpo_compare_pool_long30.json")["settings"]
     per_round = st["prompts_per_step"] * st["num_clients"] * st["local_steps"]
     quick_round = SIZES["quick"]["prompts_per_step"] * st["num_clients"] * SIZES["quick"]["local_steps"]
+    gap_pts = -src.iloc[0]["mean"]  # Fedpetuning+GRPO − FedGRPO, plateau points (the gap finding 4 splits)
     items = [
-        f"**Negative: FedGRPO trails both baselines.** Its plateau is {below(0)} Fedpetuning+GRPO's, both after "
-        f"{rounds['FedGRPO']} rounds (the paper: {paper.iloc[0]['paper']} above). Central-GRPO ran only "
-        f"{rounds['Central-GRPO']} rounds (it had levelled off); over rounds {c_lo}–{c_hi} it is {c_d:.2f} ± "
-        f"{c_h:.2f} points above FedGRPO ([report §2]({REPORT})).",
-        f"**The traffic claim holds.** Only scalars go up. Fedpetuning+GRPO moves "
-        f"{paper.iloc[3]['here'].split(' (')[0].replace(' less', '')} FedGRPO's bytes, up and down together. "
-        "The ratio depends on the questions per round, not on the run's length: Fedpetuning+GRPO's bytes per round "
-        f"are fixed (K adapters up and down), FedGRPO's grow with τ·Q ({per_round} here, {quick_round} in §5's "
-        f"run, hence §5's larger ratio) ([report §6]({REPORT})).",
-        f"**Surprising: better experts, no measurable gain.** Over the questions drawn in training, "
-        f"{_per_seed_mean(diag.loc['FedGRPO', hit]):.2f} of competence's experts hold the question's topic, against "
-        f"{_per_seed_mean(diag.loc[rnd, hit]):.2f} of random experts. Their scores also separate right from wrong "
-        f"answers more (mean gap {_per_seed_mean(diag.loc['FedGRPO', gap]):.2f} against "
-        f"{_per_seed_mean(diag.loc[rnd, gap]):.2f}). Yet the plateau difference, competence − random, is {d(2)} "
-        f"points, and {lead_words}. With {n} seeds this is underpowered, not a tie. Our untested hypothesis: both "
-        f"arms learn little beyond the format bonus they share ([report §4]({REPORT})).",
-        f"**The reward's source, not its shape, makes most of the gap.** When every client holds every label (every "
-        f"score an exact check) FedGRPO gains {d(3)} points, {src.iloc[3]['mean'] / -src.iloc[0]['mean']:.0%} of the "
-        f"gap, while training Fedpetuning+GRPO on FedGRPO's 8·accuracy + format reward changes it by only "
-        f"{src.iloc[2]['mean']:+.2f} ± {src.iloc[2]['±95% t']:.2f} ([report §8]({REPORT})).",
+        f"**Negative: FedGRPO trails both baselines.** Its plateau is {below(0)} Fedpetuning+GRPO's after "
+        f"{rounds['FedGRPO']} rounds, and {c_d:.2f} ± {c_h:.2f} points below Central-GRPO's over rounds "
+        f"{c_lo}–{c_hi} (the paper reports {paper.iloc[0]['paper']} above Fedpetuning+GRPO), so at this scale "
+        f"keeping data private this way costs accuracy ([report §2]({REPORT})).",
+        f"**The traffic claim holds.** Fedpetuning+GRPO sends "
+        f"{paper.iloc[3]['here'].split(' (')[0].replace(' less', '')} FedGRPO's bytes, up and down together, "
+        "because FedGRPO's clients send back scalar scores instead of adapters; the ratio grows as fewer "
+        f"questions are scored per round ({per_round} here, {quick_round} in §5, hence §5's larger ratio) "
+        f"([report §6]({REPORT})).",
+        f"**Surprising: better experts, no measurable gain.** Competence picks experts who hold the question's topic "
+        f"{_per_seed_mean(diag.loc['FedGRPO', hit]):.2f} of the time (random experts: "
+        f"{_per_seed_mean(diag.loc[rnd, hit]):.2f}), yet the plateaus differ by only {d(2)} points, so with {n} "
+        "seeds we cannot tell whether better experts help; our untested guess is that both arms learn little "
+        f"beyond the format bonus they share ([report §4]({REPORT})).",
+        f"**The gap comes from who can check answers.** Letting every client check every answer (all scores AE) "
+        f"raises FedGRPO's plateau by {d(3)} points, {src.iloc[3]['mean'] / gap_pts:.0%} of its "
+        f"{gap_pts:.2f}-point plateau gap to Fedpetuning+GRPO (same seeds and rounds), while training "
+        f"Fedpetuning+GRPO on FedGRPO's reward shape (8·accuracy + format) changes it by only "
+        f"{src.iloc[2]['mean']:+.2f} ± {src.iloc[2]['±95% t']:.2f}, so the reward's source matters, not its form "
+        f"([report §8]({REPORT})).",
         "**Inferred, not measured: why the paper sees no gap.** Its official code lets every client check every "
-        "answer against its label, which is our every-label arm, not the owner-only protocol the paper describes "
-        f"([report §4]({REPORT})).",
+        "answer against its label, which is our every-label arm rather than the owner-only protocol the paper "
+        f"describes, so the paper's numbers probably reflect that easier case ([report §4]({REPORT})).",
     ]
     return Markdown("> ### What the reproduction found\n> *Points of pass@1; ± a 95 % interval over the "
                     f"{n} seeds.*\n>\n" + "\n".join(f"> {i}. {t}" for i, t in enumerate(items, 1)))

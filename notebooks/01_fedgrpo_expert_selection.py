@@ -19,27 +19,27 @@
 # *Zhu, Gu, Fan, Yang, Han: FedGRPO, AAAI 2026 (arXiv:2602.12014).*
 #
 # **The problem.** A server wants to improve its language model. The training questions are split over $K$
-# **clients**, each holding labelled questions of a few topics. The clients' labels are private; the server sees the
+# **clients**. Each client holds labelled questions of a few topics. The labels are private. The server sees the
 # training questions pooled, with no labels and no owners. No client shares its data or a model update. So the
-# server must guess who can judge each question, helped by a small labelled **auxiliary set** $\mathcal{D}_p$.
+# server must guess who can judge each question. A small labelled **auxiliary set** $\mathcal{D}_p$ helps it.
 #
-# **The method.** In FedGRPO the server trains; the clients train a domain model once (below), then only grade. For
-# each question the server samples $G$ candidate answers. It sends them to $M$ **experts**: the clients most **competent** on similar questions.
-# Each client trains a **domain model** $\theta_k$ once: a LoRA adapter on the base model, fine-tuned (SFT) on its
-# own data. Its competence is how often $\theta_k$ answers $\mathcal{D}_p$ questions near this one right.
+# **The method.** The server trains. The clients only grade. Before training, each client trains a **domain model**
+# $\theta_k$ once: a LoRA adapter on the base model, fine-tuned (SFT) on its own data. For each question the server
+# samples $G$ candidate answers. It sends them to $M$ **experts**, the clients most **competent** on similar
+# questions. Competence is how often $\theta_k$ answers nearby $\mathcal{D}_p$ questions right.
 #
-# Each expert scores each candidate. An expert holding the question's label checks the answer exactly:
-# **answer-based evaluation (AE)**. Only the question's owner holds its label, so at most one of the $M$ experts can
-# use AE. The others use **model-based evaluation (ME)**: their domain model's probability of that answer. The scores
-# become a GRPO reward.
+# Each expert scores each candidate. An expert that holds the question's label checks the answer exactly. This is
+# **answer-based evaluation (AE)**. Only the question's owner holds its label, so at most one expert can use AE. The
+# others use **model-based evaluation (ME)**: the probability their domain model gives that answer. The scores become
+# a GRPO reward.
 #
 # The two ideas are **competence-based expert selection** (eqs. 5–6) and a **group-relative reward** (eqs. 7–9). As
 # printed, the second cancels out (§2).
 #
 # **The paper's claim** (Table 1). **pass@1** is the fraction of test problems one sampled answer solves. FedGRPO
-# beats **Fedpetuning+GRPO**: each client GRPO-trains a LoRA adapter on its own data, with reward 1 for an answer
-# matching its own label, else 0 (no format term). The server averages the adapters each round. It nearly matches
-# **Central-GRPO**, GRPO with the same 0/1 reward on all data pooled, the upper bound.
+# beats **Fedpetuning+GRPO**. There each client GRPO-trains a LoRA adapter on its own data, with reward 1 for a right
+# answer, else 0. The server averages the adapters each round. FedGRPO nearly matches **Central-GRPO**, GRPO with
+# the same 0/1 reward on all data pooled (the upper bound).
 
 # %%
 from IPython.display import display
@@ -87,8 +87,8 @@ teaching.show_setup(lab)
 
 # %% [markdown]
 # ## 1. One server step, drawn
-# Repeated $\tau$ times a round, on $Q$ questions. The experts are those of §4's question. Numbers give the order
-# (0: once, before round 1); arrows are messages; terms are defined in §2.
+# The server repeats this step $\tau$ times a round, on $Q$ questions each time. The experts are those of §4's
+# question. Numbers give the order. Step 0 happens once, before round 1.
 
 # %%
 tr = trace_question(tour.server, question, L=L, M=M, seed=seed, truth=tour.truth)  # §4 follows this question
@@ -96,17 +96,18 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 
 # %% [markdown]
 # ## 2. Key equations
-# **GRPO.** A policy answers a question $x$ $G$ times: answers $\hat y_j$, rewards $r_j$. Each reward is
-# standardised within the group (population std over the $G$) to an advantage $A_j$, and PPO's clipped surrogate
-# is maximised over answer tokens $t$:
+# **GRPO.** A policy answers a question $x$ $G$ times, giving answers $\hat y_j$ with rewards $r_j$. Each reward is
+# standardised within the group (population std) to an advantage $A_j$. PPO's clipped surrogate is then maximised
+# over answer tokens $t$:
 #
 # $$A_j = \frac{r_j - \operatorname{mean}(r)}{\operatorname{std}(r) + 10^{-6}},\qquad
 # \max_\theta\ \frac{1}{\sum_j |\hat y_j|}\sum_{j,t}\min\bigl(\rho_{j,t}A_j,\ \operatorname{clip}(\rho_{j,t},
 # 1-\epsilon, 1+\epsilon_{\text{high}})A_j\bigr),\qquad \rho_{j,t} = \frac{\pi_\theta(\hat y_{j,t}\mid x,
 # \hat y_{j,<t})}{\pi_{\text{old}}(\hat y_{j,t}\mid x, \hat y_{j,<t})}$$
 #
-# $\pi_{\text{old}}$ sampled the answers. No KL term (config `beta` = 0). FedGRPO changes only **where $r_j$ comes
-# from**.
+# $\pi_{\text{old}}$ sampled the answers. The paper gives no loss normalisation, clip range or KL term. The
+# normalisation and clip above are ours, the kit's defaults (taken from DAPO). We use no KL term. FedGRPO changes
+# only **where $r_j$ comes from**.
 #
 # **Eq. 5.** A frozen encoder $\phi$ embeds $x_s$. Its neighbours are the $L$ nearest labelled auxiliary
 # questions:
@@ -122,15 +123,14 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 # y_{p,\ell}\bigr],\qquad \mathcal{C}(x_s) = \operatorname{Top-}M_k\; r_k^p(x_s)
 # $$
 #
-# This probability is the one $\theta_k$ gives to writing exactly $y$ after $x$ (one forward pass). The paper writes
-# a 0/1 check; this is its expected value.
+# This is the probability $\theta_k$ gives to writing exactly $y$ after $x$ (one forward pass). It is the expected
+# value of the paper's 0/1 check.
 #
 # **Dual evaluation.** The *answer of* $\hat y_j$ is the text inside `<answer>…</answer>`, else its last number.
 # A candidate with no answer scores 0. An expert that holds $x_s$'s label uses AE:
 # $r_k^s = \mathbb{1}[\text{answer of }\hat y_j = y(x_s)]$. Any other expert uses ME:
 # $r_k^s = \Pr[\theta_k \text{ answers } x_s \text{ with the answer of } \hat y_j]$.
-# AE gives 0 or 1. ME is far below 1 unless the expert's domain model already knows the answer (see §4's second
-# table).
+# AE gives 0 or 1. ME is far below 1 unless the expert's domain model already knows the answer.
 #
 # **Eqs. 7–9 as printed**, with learning rate $\eta$:
 #
@@ -143,11 +143,10 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 # **Why it cannot train as printed.** For every candidate, $\sum_k R_k = 0$. Eq. 9 measures how much the experts
 # *disagree*. Summed over the experts, the update vanishes.
 #
-# **What we train (our reading).** Remark 2 reads: *"the term 'group' denotes the aggregation of reward signals from
-# multiple clients and corresponds to the ensemble of candidate policies in GRPO."* We read the group as GRPO's $G$
-# candidates. Remark 1 adds a **format reward** $f_j$ outside eqs. 7–9: 1 if $\hat y_j$ is exactly
-# `<think>…</think><answer>…</answer>`, else 0. The paper's appendix weights the expert reward 8 and the format
-# reward 1. Then GRPO's $A_j$ follows:
+# **What we train (our reading).** Remark 2 says the "group" is *"the ensemble of candidate policies in GRPO."* So we
+# standardise over GRPO's $G$ candidates, not over the experts. Remark 1 adds a **format reward** $f_j$. It is 1 if
+# $\hat y_j$ is exactly `<think>…</think><answer>…</answer>`, else 0. The appendix weights the experts' mean score 8
+# and the format 1. GRPO's $A_j$ then follows from:
 #
 # $$\tilde r_j = 8\,\mu_r(\hat y_j) + 1\cdot f_j \qquad\text{(our reading)}$$
 #
@@ -160,7 +159,6 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 # | $r_j$; $r_k^p$; $r_k^s$; $\mu_r$, $\sigma_r$; $R_k$ | GRPO reward; competence; score; experts' mean, std; eq. 9 |
 # | $G$, $\hat y_j$; $Q$; $\tau$; $T$ | candidates (not $\mathcal{G}$), candidate $j$; questions per step; steps per round; rounds |
 # | $f_j$, $\tilde r_j$, $A_j$ | format reward, trained reward, advantage |
-# | hit rate; owner rate | share of experts holding the question's topic (≥ 10 % of their data); of questions whose owner is an expert |
 #
 # ## 3. Pseudocode
 # Algorithm 1 as run here. Each line names its function in `fedrl_kit/fedgrpo/`:
@@ -197,7 +195,8 @@ pd.DataFrame(tr["neighbours"]).round(3).head(6)
 # client's fraction of data in the question's topic.
 
 # %%
-teaching.competence_table(tr, tour)
+display(teaching.competence_table(tr, tour))
+teaching.non_holder_note(tr, tour, lab.policy)
 
 # %% [markdown]
 # **By hand**, eqs. 5–6 from the server's cached embeddings and step 0's replies:
@@ -212,9 +211,8 @@ print(f"experts by hand: {experts.tolist()}, trace: {tr['experts']}; "
       f"r_k^p {'identical' if np.allclose(r_p, tr['competence']) else 'DIFFERENT'}")
 
 # %% [markdown]
-# **Scores, eq. 9, advantage.** Each expert's score (AE or ME), eq. 9's $R_k$ (rows sum to zero) and the
-# advantage $A_j$. `correct`: the truth, for you only. $R_k$ is shown only to illustrate eq. 9; $A_j$ uses only
-# $\mu_r$ and $f_j$; eqs. 8–9 are not used in training.
+# **Scores, eq. 9, advantage.** Each expert's score (AE or ME), eq. 9's $R_k$ and the advantage $A_j$. `correct`
+# is the truth, for you only. A candidate's $R_k$ sum to zero. Training uses only $\mu_r$ and $f_j$.
 
 # %%
 teaching.candidate_table(tr, tour)
@@ -254,8 +252,8 @@ teaching.ae_case_note(tr2, tour)
 
 # %% [markdown]
 # ### The confidence graph: turn $L$, $M$ and the question
-# The paper's **confidence graph**: clients left, topics right, edges the clients' mean competence per topic. Red:
-# the question's topic and experts. (A visualisation only; selection uses eq. 6 per question.)
+# The paper's **confidence graph** joins each client to each topic. An edge's weight is the client's mean
+# competence on that topic. Red marks the question's topic and experts. Selection itself uses eq. 6.
 
 # %%
 teaching.graph_knobs(tour, question, L, M)
@@ -279,6 +277,15 @@ teaching.quick_run_note(quick, cfg)
 
 # %%
 teaching.quick_run_figure(records, figures)
+
+# %% [markdown]
+# **The two reward terms per round**, averaged over FedGRPO's training candidates. An *edge* is what a term adds to
+# a right (or formatted) candidate over a wrong (or unformatted) one of the same question:
+
+# %%
+terms = teaching.reward_terms(records, cfg)
+display(terms)
+teaching.reward_terms_note(terms)
 
 # %% [markdown]
 # **The paper's Figure 2, for this run**: the bytes each method sent.
