@@ -174,10 +174,15 @@ def non_holder_note(tr: dict, run, policy) -> Markdown:
     qs, ys = [list(aux["prompt"])[j] for j in idx], [normalise_answer(str(list(aux["answer"])[j])) for j in idx]
     with policy.reference():  # the frozen base: every adapter off
         base = float(np.exp(completion_logprob(policy, qs, ys)).mean())
-    return Markdown(f"The {len(low)} clients with under 10 % of their data in `{tr['topic']}` still score "
-                    f"r_k^p = {low.min():.2f}–{low.max():.2f}. The base model alone scores {base:.2f} on the same "
-                    f"{len(idx)} neighbours. So a non-holder's competence mostly measures the base model's own skill, "
-                    "not what the client learned.")
+    said = (f"The {len(low)} clients with under 10 % of their data in `{tr['topic']}` still score r_k^p = "
+            f"{low.min():.2f}–{low.max():.2f}. The base model alone scores {base:.2f} on the same {len(idx)} "
+            "neighbours. ")
+    if low.max() - base <= 0.1:
+        said += "So a non-holder's competence mostly measures the base model's own skill, not what the client learned."
+    else:
+        said += ("So a non-holder's competence measures general skill, the base model's plus what SFT on other "
+                 "arithmetic adds. It does not show knowledge of the question's topic.")
+    return Markdown(said)
 
 
 def candidate_table(tr: dict, run) -> pd.DataFrame:

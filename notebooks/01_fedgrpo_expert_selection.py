@@ -33,8 +33,8 @@
 # others use **model-based evaluation (ME)**: the probability their domain model gives that answer. The scores become
 # a GRPO reward.
 #
-# The two ideas are **competence-based expert selection** (eqs. 5–6) and a **group-relative reward** (eqs. 7–9). As
-# printed, the second cancels out (§2).
+# The two ideas are **competence-based expert selection** (eqs. 5–6) and a **group-relative reward** (eqs. 7–9).
+# As printed, the second cancels out (§2).
 #
 # **The paper's claim** (Table 1). **pass@1** is the fraction of test problems one sampled answer solves. FedGRPO
 # beats **Fedpetuning+GRPO**. There each client GRPO-trains a LoRA adapter on its own data, with reward 1 for a right
@@ -191,8 +191,8 @@ print(f"x_s = {tr['question']!r}   topic: {tr['topic']}   (answer {tr['answer']}
 pd.DataFrame(tr["neighbours"]).round(3).head(6)
 
 # %% [markdown]
-# **Eq. 6**: each client's competence $r_k^p$ and the $M$ experts. `topic share` (hidden from the server): the
-# client's fraction of data in the question's topic.
+# **Eq. 6**: each client's competence $r_k^p$ and the $M$ experts. `topic share` is the client's fraction of data in
+# the question's topic. The server never sees it.
 
 # %%
 display(teaching.competence_table(tr, tour))
@@ -279,8 +279,8 @@ teaching.quick_run_note(quick, cfg)
 teaching.quick_run_figure(records, figures)
 
 # %% [markdown]
-# **The two reward terms per round**, averaged over FedGRPO's training candidates. An *edge* is what a term adds to
-# a right (or formatted) candidate over a wrong (or unformatted) one of the same question:
+# **The two reward terms per round**, averaged over the training candidates. An *edge* is what a term adds to a
+# right (formatted) candidate over a wrong (unformatted) one of the same question:
 
 # %%
 terms = teaching.reward_terms(records, cfg)
