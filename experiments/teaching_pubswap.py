@@ -144,6 +144,14 @@ def split_table(end: pd.DataFrame, tau: int) -> pd.DataFrame:
     return parts.round(2).rename(f"δ_pair difference, τ = {tau}, one seed").to_frame()
 
 
+def _grid(results=F.RESULTS) -> pd.DataFrame:
+    """Every row of the stored larger-τ grid."""
+    import json
+    from pathlib import Path
+
+    return pd.DataFrame(json.loads((Path(results) / "pubswap_paper_quick_large_tau.json").read_text()))
+
+
 def _stored_rows(results=F.RESULTS) -> pd.DataFrame:
     """The stored larger-τ grid's rows of the four arms at its largest τ, with each row's arm name."""
     import json
@@ -206,19 +214,6 @@ def stored_drift_figure(results=F.RESULTS) -> go.Figure:
     return fig
 
 
-def stored_scale_note(results=F.RESULTS) -> Markdown:
-    """A scale for the drift differences: how far one client's ΔW moves from the round's broadcast adapter in a round,
-    and how far apart two clients end, FedAvg-GRPO's means at the stored τ."""
-    s = F.pubswap_setting(results)
-    rows = _stored_rows(results)
-    a = rows[(rows.table == "table1") & (rows.method == "fedavg_grpo")]
-    f, _ = F.pubswap_teaching_tables(results)
-    pair, d = a.drift_end_pairwise_effective.mean(), f.loc["F1", "difference"]
-    return Markdown(f"For scale, FedAvg-GRPO in §6's runs (τ = {s['tau']}), at a round's end: δ_glob = "
-                    f"{a.drift_end_to_global_effective.mean():.2f} and δ_pair = {pair:.2f} (Frobenius distance). "
-                    f"Balanced's change in §6, {d:.2f}, is {d / pair:.0%} of {pair:.2f}.")
-
-
 def drift_code() -> Markdown:
     """The lines of ``fedrl_kit.drift`` that compute δ_pair: ΔW = s·BA per layer, all layers in one vector, the mean
     over pairs."""
@@ -242,6 +237,15 @@ def example_prompt(correct: pd.DataFrame, K: int) -> int:
     c0, others = correct.iloc[:, 0].to_numpy(), correct.iloc[:, 1:].sum(axis=1).to_numpy()
     wanted = (c0 < K // 2) & (others > 0)
     return int(np.argmax(wanted * (K - c0))) if wanted.any() else 0
+
+
+def widget_prompt(correct: pd.DataFrame, K: int, avoid: int) -> int:
+    """The widget's first prompt: one (not ``avoid``) where client 0 lacks right answers and the others hold enough
+    to fill the gap, so its static view shows a swap that §5's worked example does not. Falls back to ``avoid``."""
+    c0, others = correct.iloc[:, 0].to_numpy(), correct.iloc[:, 1:].sum(axis=1).to_numpy()
+    gap = np.maximum(K // 2 - c0, 0)
+    ok = (gap > 0) & (others >= gap) & (np.arange(len(c0)) != avoid)
+    return int(np.argmax(ok * gap)) if ok.any() else avoid
 
 
 def m_by_hand(correct: pd.DataFrame, client: int, prompt: int, K: int) -> tuple[int, str]:
@@ -296,30 +300,14 @@ def random_group_note(gen, correct: pd.DataFrame, prompt: int) -> Markdown:
     K, N = gen.num_generations, len(gen.client_ids)
     group = swap_public(gen, "random", K)[prompt].correct[0]  # [K] the one group every client gets
     pool = int(correct.iloc[prompt].sum())
-    text = (f"On {gen.batch['prompt'][prompt]!r} the clients' {N * K} answers held {pool} right; Random's group of {K} "
-            f"holds {int(group.sum())}. ")
+    text = (f"On {gen.batch['prompt'][prompt]!r} the clients' {N * K} answers hold {pool} right ones. Random's group "
+            f"of {K} holds {int(group.sum())}. ")
     if group.all() or not group.any():
-        text += ("All its rewards are equal, so every advantage is 0: **no client gets a gradient** from this prompt. "
-                 "Balanced puts every right answer of the pool within reach of every client's group.")
+        text += ("So all its rewards are equal, and every advantage is 0. **No client gets a gradient** from this "
+                 "prompt. Balanced instead can give each client the pool's right answers.")
     else:
         text += "Its rewards differ, so the group has a gradient."
     return Markdown(text)
-
-
-def wire_note(run, period: int) -> Markdown:
-    """How many server round trips a PubSwap round adds, from the run's own message ledger."""
-    from fedrl_kit.pubswap.method import is_public_step
-
-    ledger = pd.DataFrame(run.runtime.ledger.to_rows())
-    r1 = ledger[ledger["round"] == 1]
-    clients = run.config.num_clients
-    n_pub = sum(is_public_step(s, period) for s in range(run.config.local_steps))
-    trips = int(((r1.kind.isin(["public_generate", "public_step"])) & (r1.direction == "down")).sum()) // clients
-    adapter = int(r1[(r1.kind == "fit_end_result")].nbytes.sum()) // clients
-    public = int(r1[r1.kind.str.startswith("public")].nbytes.sum()) // clients
-    return Markdown(f"**On the wire**, per client in this round: the adapter up once ({adapter:,} bytes) and "
-                    f"{trips // n_pub} round trips per public step ({trips} in all, {public:,} bytes), each a wait "
-                    "for the slowest client.")
 
 
 # -- the exercises' answers -----------------------------------------------------------------------------------------
@@ -382,43 +370,46 @@ def exercise_5(gen, swaps, correct: pd.DataFrame) -> tuple[int, str]:
 
 
 # -- what the reproduction found --------------------------------------------------------------------------------------
-def _words(row, unit: str, digits: int = 2) -> str:
-    return F.interval_words(row["difference"], row["±95% t"], int(row["seeds"]), unit, digits)
+def _plain(row, unit: str = "") -> str:
+    """A paired difference as "−1.56 ± 0.55 (5 seeds)", with ", within noise" when the interval contains 0."""
+    d, h, n = row["difference"], row["±95% t"], int(row["seeds"])
+    unit = f" {unit}" if unit else ""
+    return f"{d:+.2f} ± {h:.2f}{unit} ({n} seeds){', within noise' if abs(d) <= h else ''}"
 
 
 def findings_box() -> Markdown:
-    """Five one-sentence findings from the stored grids, each linking to the report section that holds its table.
-    Every difference is the first arm minus the second (negative: less drift, or lower pass@1), paired by seed, with
-    the half-width of its 95 % t-interval over the seeds both arms ran."""
+    """Five findings from the stored grids in short plain sentences, each linking to the report section that holds
+    its table. Every difference is the first arm minus the second (negative: less drift, or lower pass@1), paired by
+    seed, with the half-width of its 95 % t-interval over the seeds both arms ran."""
     f, r = F.pubswap_teaching_tables()
     s = F.pubswap_setting()
-    small = F.pubswap_small_tau_random()
+    tau_s, d_s, h_s, n_s = F.pubswap_small_tau_random()
     top = f.loc["F4", "difference"] + f.loc["F4", "±95% t"]
-    where = f"τ = {s['tau']} ({s['rounds']} rounds, {s['steps']} local steps per client)"
     link = f"([report §5]({REPORT}#findings))"
     base = _stored_rows().query("arm == 'FedAvg-GRPO'").drift_end_pairwise_effective.mean()  # FedAvg-GRPO's δ_pair
+    small = {"difference": d_s, "±95% t": h_s, "seeds": n_s}
+    small_rounds = int(_grid().query("tau == @tau_s").rounds.iloc[0])
     lines = [
-        f"1. **Balanced lowers drift.** At {where}, Balanced − FedAvg-GRPO final δ_pair is "
-        f"{_words(f.loc['F1'], '')}, which is {abs(f.loc['F1', 'difference']) / base:.0%} of FedAvg-GRPO's {base:.2f} {link}.",
-        f"2. **The swap adds a clear reduction; whether the shared prompts alone help cannot be told from "
-        f"{int(f.loc['F3', 'seeds'])} seeds.** Balanced − no-swap control is "
-        f"{_words(f.loc['F2'], '')}, while control − FedAvg-GRPO is {_words(f.loc['F3'], '')}. The "
-        f"split uses the {int(f.loc['F3', 'seeds'])} seeds that have a control run, so the parts need not sum to the "
-        f"whole ([report §5]({REPORT}#split)).",
-        f"3. **Only Balanced's swap does it: Random does not lower drift.** Random − FedAvg-GRPO is "
-        f"{_words(r.loc['R2'], '')}; a tentative reason: about {1 - 1 / s['clients']:.0%} of a Random group is "
-        f"other clients' answers, scored as if self-sampled, the off-policy term ω that appendix A says adds drift, "
-        f"while Balanced swaps in a few right answers only; this may depend on that scoring shortcut (§3) {link}.",
-        f"4. **No accuracy gain (a negative result).** Balanced − FedAvg-GRPO pass@1 is {_words(f.loc['F4'], 'points')}: "
-        f"gains above {top:+.2f} points are ruled out at this scale; the paper's gains, with 1.5–1.7B-parameter models, "
-        f"are not tested here ([report §5]({REPORT}#claims)).",
-        f"5. **Random is worse than Balanced in accuracy, also at small τ, where the paper found it better.** "
-        f"Random − Balanced pass@1 is {_words(f.loc['F5'], 'points')} at τ = {s['tau']} and "
-        f"{F.interval_words(*small[1:], 'points', 2)} at τ = {small[0]}; this too may depend on the scoring shortcut "
+        f"1. **Balanced lowers drift.** Balanced − FedAvg-GRPO final δ_pair is {_plain(f.loc['F1'])}. "
+        f"That is {abs(f.loc['F1', 'difference']) / base:.0%} of FedAvg-GRPO's {base:.2f} {link}.",
+        f"2. **The swap gives a clear part of it.** Balanced − no-swap control is {_plain(f.loc['F2'])}. "
+        f"The shared prompts alone, control − FedAvg-GRPO, give {_plain(f.loc['F3'])} "
+        f"([report §5]({REPORT}#split)).",
+        f"3. **Random does not lower drift.** Random − FedAvg-GRPO is {_plain(r.loc['R2'])}. "
+        f"A tentative reason: about {1 - 1 / s['clients']:.0%} of a Random group is other clients' answers. "
+        f"They are scored as if self-sampled, so they add the ω term of the bound. "
+        f"Balanced swaps in only a few right answers {link}.",
+        f"4. **No accuracy gain (a negative result).** Balanced − FedAvg-GRPO pass@1 is {_plain(f.loc['F4'], 'points')}. "
+        f"Gains above {top:+.2f} points are ruled out at this scale. "
+        f"The paper's gains, with 1.5–1.7B-parameter models, are not tested here ([report §5]({REPORT}#claims)).",
+        f"5. **Random is worse than Balanced in accuracy.** Random − Balanced pass@1 is "
+        f"{_plain(f.loc['F5'], 'points')} at τ = {s['tau']}. At τ = {tau_s} ({small_rounds} rounds, "
+        f"{tau_s * small_rounds} steps) it is {_plain(small, 'points')}. The paper found Random better at small τ "
         f"([report §5]({REPORT}#claims)).",
     ]
-    return Markdown("> **What the reproduction found** (difference = first arm − second, paired seed by seed; ± = "
-                    "95 % t-interval half-width; *within noise*: the interval contains 0)\n>\n"
+    return Markdown(f"> **What the reproduction found** at τ = {s['tau']} ({s['rounds']} rounds, {s['steps']} local "
+                    "steps per client). Each difference is the first arm minus the second, paired seed by seed. "
+                    "The ± is the half-width of a 95 % t-interval. *Within noise* means the interval contains 0.\n>\n"
                     + "\n".join(f"> {line}" for line in lines))
 
 
@@ -427,24 +418,14 @@ PAPER_STEPS = 360
 
 
 def stored_setting_note(results=F.RESULTS) -> Markdown:
-    """Where the stored runs' τ comes from (the CPU budget of local steps, against the paper's budget and τ values), the
-    small-τ runs' length, and what "final" δ_pair means there."""
-    import json
-    from pathlib import Path
-
+    """One sentence: the stored runs' length and τ against the paper's."""
     s = F.pubswap_setting(results)
     taus = F.PUBSWAP_PAPER_TAUS
     n = min(len(v) for v in s["seeds"].values()), max(len(v) for v in s["seeds"].values())
-    small = F.pubswap_small_tau_random(results)[0]
-    rows = json.loads((Path(results) / "pubswap_paper_quick_large_tau.json").read_text())
-    small_rounds = min(r["rounds"] for r in rows if r["tau"] == small)
     return Markdown(
-        f"The stored runs train {s['steps']} local steps per client (what a CPU affords). The main runs use τ = "
-        f"{s['tau']} × {s['rounds']} rounds, {n[0]}–{n[1]} seeds. The paper trains {PAPER_STEPS} steps at τ = "
-        f"{', '.join(map(str, taus))}. τ = {s['tau']} stands in for its long rounds, τ = {taus[-2]} and {taus[-1]}. "
-        f"The small-τ runs use τ = {small} × {small_rounds} rounds, the same {small * small_rounds} steps. "
-        f"*Final* δ_pair is measured after each round's last local step, before aggregation, and averaged over the "
-        f"rounds.")
+        f"The stored runs give each client {s['steps']} local steps (τ = {s['tau']} for {s['rounds']} rounds, "
+        f"{n[0]}–{n[1]} seeds), a CPU-sized stand-in for the paper's long rounds (τ = {taus[-2]} and {taus[-1]}, "
+        f"{PAPER_STEPS} steps).")
 
 
 def accuracy_table(results=F.RESULTS) -> pd.DataFrame:
@@ -478,42 +459,31 @@ def accuracy_table(results=F.RESULTS) -> pd.DataFrame:
 
 
 def drift_accuracy_note(results=F.RESULTS) -> Markdown:
-    """Does lower drift go with higher pass@1 here? The arms' mean final δ_pair against their mean pass@1 (the
-    accuracy table's two columns), ranked, and their correlation over the arms' seeds."""
+    """Why no accuracy gain: lower drift against pass@1 over the arms' seeds, and the reasons we can name, among them
+    the private steps PubSwap gives up (counted from the stored runs' τ, τ_swap and rounds)."""
+    from fedrl_kit.pubswap.method import is_public_step
+
+    s = F.pubswap_setting(results)
     rows = _stored_rows(results)
     m = rows.groupby("arm")[["drift_end_pairwise_effective", "pass@1_final"]].mean()
     r = float(np.corrcoef(rows.drift_end_pairwise_effective, rows["pass@1_final"])[0, 1])
     k = rows[rows.arm != "PubSwap Random"]
     r3 = float(np.corrcoef(k.drift_end_pairwise_effective, k["pass@1_final"])[0, 1])
+    public = sum(is_public_step(j, s["period"]) for j in range(s["tau"]))  # public steps per round
+    f, _ = F.pubswap_teaching_tables(results)
+    share = abs(f.loc["F1", "difference"]) / m.loc["FedAvg-GRPO", "drift_end_pairwise_effective"]
     return Markdown(
-        f"**Drift and accuracy.** The accuracy table puts each arm's drift beside its pass@1. Lower δ_pair did not buy "
-        f"accuracy here: {m.drift_end_pairwise_effective.idxmin()} has the lowest drift, "
-        f"{m['pass@1_final'].idxmax()} the highest pass@1. Over all {len(rows)} runs (arm × seed) the correlation "
-        f"of final δ_pair with pass@1 is {r:+.2f}, carried by Random (high drift, low pass@1); without Random it is "
-        f"{r3:+.2f}. Possible reasons, untested: Balanced removes about a tenth of the drift, "
-        "perhaps too little to change the averaged adapter's answers; and the swapped-in answers are off-policy, which "
-        "may cost what the lower drift gains.")
-
-
-def tau_map(live_taus, results=F.RESULTS) -> pd.DataFrame:
-    """The three sets of τ in this notebook: the live one-round runs (§7), the stored runs (§6, report 12) and the
-    paper's, with what each measured and over how many seeds; read from the config and the stored JSON."""
-    import json
-    from pathlib import Path
-
-    rows = pd.DataFrame(json.loads((Path(results) / "pubswap_paper_quick_large_tau.json").read_text()))
-    rows = rows[rows.method.isin(list(ARMS))]
-    per = rows.groupby("tau").agg(rounds=("rounds", "first"), seeds=("seed", "nunique"))
-    s = F.pubswap_setting(results)
-    return pd.DataFrame({
-        "live, §7": {"τ": ", ".join(map(str, live_taus)), "local steps per client": "τ (one round)",
-                     "measured": "δ_pair after each step; pass@1", "seeds": "1"},
-        "stored, §6 and report 12": {
-            "τ": ", ".join(f"{t} (× {r} rounds)" for t, r in per.rounds.items()),
-            "local steps per client": str(s["steps"]), "measured": "final δ_pair, δ_glob; pass@1",
-            "seeds": f"{per.seeds.min()}–{per.seeds.max()}"},
-        "paper": {"τ": ", ".join(map(str, F.PUBSWAP_PAPER_TAUS)), "local steps per client": str(PAPER_STEPS),
-                  "measured": "pass@1", "seeds": "not stated"}}).T
+        f"**Why no accuracy gain?** Lower drift did not buy accuracy here. "
+        f"{m.drift_end_pairwise_effective.idxmin()} has the lowest drift; {m['pass@1_final'].idxmax()} has the "
+        f"highest pass@1. Over all {len(rows)} runs (arm × seed), final δ_pair and pass@1 correlate at {r:+.2f}. "
+        f"Random carries that (high drift, low pass@1). Without Random the correlation is {r3:+.2f}. "
+        "Possible reasons, untested:\n\n"
+        f"- **PubSwap gives up private steps.** At τ = {s['tau']} and τ_swap = {s['period']}, a client takes "
+        f"{s['tau'] - public} private and {public} public steps per round. Over {s['rounds']} rounds that is "
+        f"{(s['tau'] - public) * s['rounds']} steps on its own prompts, against FedAvg-GRPO's {s['steps']}.\n"
+        f"- **The drift cut is small.** Balanced removes {share:.0%} of the drift. That may be too little to change "
+        "the averaged adapter's answers.\n"
+        "- **Swapped-in answers are off-policy.** That may cost what the lower drift gains.")
 
 
 def live_vs_stored_note(end: pd.DataFrame, tau: int, results=F.RESULTS) -> Markdown:

@@ -18,11 +18,13 @@
 #
 # *Nayak, Askin, Ustaomeroglu, Joe-Wong, Joshi (Carnegie Mellon University): PubSwap.*
 #
-# **The problem.** In FedAvg-GRPO each of $N$ clients takes $\tau$ **local steps** (GRPO steps on its own prompts)
-# per round before the server averages the LoRA adapters. With many local steps the adapters **drift** apart and
-# their average gets worse. **PubSwap** makes every $\tau_{\text{swap}}$-th local step a **public step**: all
-# clients answer the same $b$ public prompts, $K$ answers each; the server hands each client a group of $K$,
-# **swapping** in other clients' answers.
+# **The problem.** In FedAvg-GRPO each of $N$ clients takes $\tau$ **local steps** per round. A local step is one GRPO
+# step on the client's own prompts. Then the server averages the clients' LoRA adapters. With many local steps the
+# adapters **drift** apart, and their average gets worse.
+#
+# **PubSwap** makes every $\tau_{\text{swap}}$-th local step a **public step**. In a public step all clients answer
+# the same $b$ public prompts, $K$ answers each. The server then hands each client a group of $K$ answers per prompt.
+# It **swaps** some of the client's own answers for other clients' answers.
 
 # %% [markdown]
 # ## Parameters
@@ -61,11 +63,11 @@ teach.setting_table(cfg, world, policy)
 
 # %% [markdown]
 # ## 1. One round, drawn, and in time order
-# The server broadcasts the adapter. Every client takes $\tau$ local steps; every $\tau_{\text{swap}}$-th is public
-# (★), with two **round trips** to the server. The server averages the two LoRA factors separately (**FedIT**).
-# FedIT averaging holds in every **arm** (method compared). FedAvg-GRPO's τ steps are all private; the no-swap control
-# and PubSwap make every $\tau_{\text{swap}}$-th step public, so at $\tau_{\text{swap}} = 2$ PubSwap gives up half its
-# private steps.
+# The server broadcasts the adapter. Each client takes $\tau$ local steps. Every $\tau_{\text{swap}}$-th step is
+# public (★). A public step takes two **round trips** to the server. Answers go up, and swapped groups come down. At the
+# round's end the server averages the two LoRA factors separately (**FedIT**). Every **arm** (method compared) averages
+# this way. In FedAvg-GRPO all $\tau$ steps are private. With $\tau_{\text{swap}} = 2$, half of PubSwap's steps are
+# public.
 
 # %%
 diagrams.round_diagram("pubswap")
@@ -105,25 +107,21 @@ diagrams.step_timeline(max(TAUS), cfg.pubswap.period)
 #
 # $\bar r$ and $\sigma_r$ are the group's mean and standard deviation. $J$ has no KL term ($\beta = 0$).
 # $J$ is averaged over the step's $b$ prompts. The upper clip $\varepsilon_{\text{high}}$ is larger
-# than $\varepsilon$ (an asymmetric clip, as in DAPO). A step makes $\mu$ updates on the same answers. **pass@1** is the
+# than $\varepsilon$, as in DAPO. A step makes $\mu$ updates on the same answers. **pass@1** is the
 # fraction of test problems answered right. The run's values:
 
 # %%
 teach.run_values(cfg, policy)
 
 # %% [markdown]
-# **LoRA and FedIT** (`aggregate.fedit`). A frozen layer $W_0$ becomes $W_0 + \Delta W$, $\Delta W = sBA$; only the
-# factors $A, B$ train and travel. In round $p$, FedIT averages them **separately**: $A_{p+1} = \frac{1}{N}\sum_n
-# A^{(n)}_{p+1}$, $B_{p+1} = \frac{1}{N}\sum_n B^{(n)}_{p+1}$. A mean of products is not a product of means, so the
-# global $\Delta W$ is not the clients' mean $\Delta W$.
+# **LoRA and FedIT** (`aggregate.fedit`). A frozen layer $W_0$ becomes $W_0 + \Delta W$, with $\Delta W = sBA$. Only
+# the factors $A$ and $B$ train and travel. FedIT averages them **separately**: $A = \frac{1}{N}\sum_n A_n$ and
+# $B = \frac{1}{N}\sum_n B_n$.
 #
 # **Drift** (`drift.mean_pairwise_drift`) compares client $n$'s $\Delta W_n = sB_nA_n$ with the others'. It is one
 # Frobenius distance over all layers' entries together:
 #
 # $$\delta_{\text{pair}} = \frac{2}{N(N-1)}\sum_{n<n'}\lVert \Delta W_n - \Delta W_{n'}\rVert_F$$
-#
-# A second metric, $\delta_{\text{glob}}$ (`drift.distance_to_global`), is the mean over $n$ of
-# $\lVert \Delta W_n - \Delta W_{\text{broadcast}}\rVert_F$.
 #
 # It is measured after each local step, before aggregation. At a round's start every client holds the broadcast
 # adapter, so $\delta_{\text{pair}} = 0$ there.
@@ -139,14 +137,13 @@ teach.drift_code()
 # \text{public: } \Delta_{j+1} \le (1+\eta L_{\text{pub}})\,\Delta_j + \eta\,(\omega_n + \omega_{n'})$$
 #
 # $\zeta$ is the gap between the two clients' private gradients. $\omega_n$ is how far client $n$'s swapped group
-# bends its public gradient; it grows with the swapped share. $L$ bounds how fast a gradient changes with the
-# parameters. A public step removes the heterogeneity term $\zeta$ and pays $\omega$ instead.
+# bends its public gradient. It grows with the share of swapped answers. $L$ bounds how fast a gradient changes with
+# the parameters. A public step removes the heterogeneity term $\zeta$. The swap only adds $\omega$. So the bound
+# predicts that the no-swap control (below) drifts least. In §6 Balanced drifts least, not the control.
 #
-# **The bound's prediction.** The shared prompts remove $\zeta$; the swap only adds $\omega$. So the no-swap control
-# (below) should drift least. In §6 Balanced, not the control, drifts least; §6 gives a hypothesis.
-#
-# **Why swap.** All $K$ answers wrong (or right) means every $\hat a_k = 0$: no gradient. Balanced adds others'
-# right answers. The advantages are then $\pm 0.94$, not $\pm 1$, since $\sigma_r$ divides by $K - 1$:
+# **Why swap.** If all $K$ answers are wrong, or all right, every $\hat a_k$ is 0. Then there is no gradient.
+# Balanced swaps in others' right answers. The advantages become $\pm 0.94$. They are not $\pm 1$ because
+# $\sigma_r$ divides by $K - 1$:
 
 # %%
 K_run = cfg.num_generations
@@ -158,25 +155,25 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
     rewards=[" ".join(f"{v:g}" for v in r) for r in groups.values()])
 
 # %% [markdown]
-# **The swap rules**, for public prompt $x$: client $n$ got $c_n(x)$ of its $K$ right, the other clients
-# $D_n(x)$ together. *Balanced* (`swap.balanced_swap`) replaces $M_n(x)$ of $n$'s wrong answers by others' right
-# ones:
+# **The swap rules.** Take public prompt $x$. Client $n$ got $c_n(x)$ of its $K$ answers right. The other clients
+# together got $D_n(x)$ right. *Balanced* (`swap.balanced_swap`) replaces $M_n(x)$ of $n$'s wrong answers with
+# others' right ones:
 #
 # $$M_n(x) = \min\bigl((\lfloor K/2\rfloor - c_n(x))_+,\ D_n(x)\bigr),\qquad \alpha_n(x) = \frac{M_n(x)}{K} \le
 # \frac{1}{2}$$
 #
-# Why half: reward variance $p(1-p)$ peaks at $p = \tfrac12$, so a half-right group gives GRPO its strongest signal.
-# Balanced only adds right answers, so an all-right group still gives no gradient. Why swap sampled answers, not the
-# public prompts' gold answers? The paper does not say.
+# Why half? Reward variance $p(1-p)$ peaks at $p = \tfrac12$. So a half-right group gives GRPO its strongest signal.
+# Balanced only adds right answers, so an all-right group still gives no gradient.
 #
-# *Random* (`swap.random_swap`): $K$ of the pooled $NK$ answers, the **same** group for every client;
-# $\alpha_n(x)$: the share not from $n$.
+# *Random* (`swap.random_swap`) draws $K$ answers from the pooled $NK$. Every client gets this **same** group.
+# Here $\alpha_n(x)$ is the share of the group not from $n$.
 #
-# **Shortcut.** Only texts travel, so a swapped-in answer is scored as if self-sampled ($\pi_{\text{old}}$ = the
-# receiver's policy, not the donor's; the paper does not say). This hides how off-policy a foreign answer is.
+# **A shortcut.** Only texts travel. So a swapped-in answer is scored under the receiver's $\pi_{\text{old}}$, as if
+# the receiver had sampled it. This hides how off-policy it is. The paper does not say how it scores them.
 #
-# **The no-swap control** (`swap.no_swap`, our addition): public steps on the shared prompts, own answers only. It
-# separates the shared prompts from the swap. A difference is first arm − second; negative means less drift.
+# **The no-swap control** (`swap.no_swap`) is our addition. It takes the same public steps but keeps each client's own
+# answers. It separates the shared prompts from the swap. Every difference below is first arm − second. Negative
+# means less drift.
 #
 # | symbol | meaning |
 # |---|---|
@@ -184,13 +181,13 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # | $\tau$; $j$; $\tau_{\text{swap}}$ | local steps per round; one local step; public-step period |
 # | $x$, $b$; $y_k$, $K$ | prompt, prompts per step; answer, answers per prompt |
 # | $\hat a_k$; $\pi_{\text{old}}$ | advantage; policy at the step's start |
-# | $\delta_{\text{pair}}$, $\delta_{\text{glob}}$ | drift between clients; from the broadcast adapter |
+# | $\delta_{\text{pair}}$ | drift between clients |
 # | $c_n(x)$, $D_n(x)$ | right answers of client $n$, of the others |
 # | $M_n(x)$, $\alpha_n(x)$ | answers swapped into $n$'s group, as a fraction of $K$ |
 
 # %% [markdown]
 # ## 4. Who holds what
-# Seven generated arithmetic topics stand in for MATH's subjects; the policy is a small character-level transformer,
+# Seven generated arithmetic topics stand in for MATH's subjects. The policy is a small character-level transformer,
 # pretrained to be right sometimes. A Dirichlet draw over topics splits the data into equal-size clients.
 
 # %% tags=["nbval-check-output"]
@@ -203,7 +200,8 @@ fig
 
 # %% [markdown]
 # ## 5. One swap, step by step
-# One Balanced round at the larger τ, its last public step replayed with each client's end-of-round adapter. Each
+# We train one Balanced round at the larger τ. Then we replay its last public step with each client's end-of-round
+# adapter. The replay draws fresh answers to the step's prompts, not the answers the training step used. Each
 # client's right answers $c_n(x)$ per prompt:
 
 # %%
@@ -218,7 +216,6 @@ drift_runs = {("pubswap_balanced", T): one_round("pubswap_balanced", T)}  # §7 
 
 # %%
 run, _ = drift_runs[("pubswap_balanced", T)]
-wire = teach.wire_note(run, cfg.pubswap.period)  # the round's messages, read before the replay adds its own
 last_public = max(s for s in range(run.config.local_steps) if is_public_step(s, run.config.pubswap.period))
 gen = generate_public(run.server, round=1, step=last_public)
 K, cids = gen.num_generations, gen.client_ids
@@ -243,10 +240,12 @@ view
 teach.code_excerpt(balanced_swap, "target = K // 2", "source[n, slots, 1]")
 
 # %% [markdown]
-# **Turn the knobs**: rule, group size $K$ (each client's first $K$ answers), client, prompt.
+# **Turn the knobs**: rule, group size $K$ (each client's first $K$ answers), client, prompt. It starts on another
+# prompt:
 
 # %%
-show_swap, controls = teach.swap_widget(gen, example)
+show_swap, controls = teach.swap_widget(gen, teach.widget_prompt(correct, K, avoid=example))
+notebook.static_default(show_swap, **controls)
 notebook.knobs(show_swap, **controls)
 
 # %% [markdown]
@@ -259,17 +258,11 @@ teach.code_excerpt(random_swap, "flat = rng.choice", "source = np.broadcast_to")
 show_swap("random", K, 0, example, summary=False)
 teach.random_group_note(gen, correct, example)
 
-# %%
-wire  # the round's messages, read from its message log above
-
 # %% [markdown]
 # ## 6. What the reproduction found
-# The paper (1.5–1.7B-parameter models) reports Balanced beating FedAvg-GRPO in accuracy for most τ, and Random
-# beating Balanced at small τ. Our seeds test this; neither holds here ([12_pubswap_report](12_pubswap_report.ipynb#findings)). **All drift conclusions are at τ = 48.** Three sets of τ
-# appear:
-
-# %%
-teach.tau_map([T])
+# The paper reports two things. Balanced beats FedAvg-GRPO in accuracy for most τ. Random
+# beats Balanced at small τ. Neither holds in our runs ([12_pubswap_report](12_pubswap_report.ipynb#findings)).
+# *Final* δ_pair is measured after a round's last local step and averaged over the rounds.
 
 # %%
 teach.stored_setting_note()
@@ -278,9 +271,6 @@ teach.stored_setting_note()
 fig = teach.stored_drift_figure()
 viz.export(fig, "pubswap_stored_drift", figures)
 fig
-
-# %%
-teach.stored_scale_note()
 
 # %% [markdown]
 # Accuracy at the end, ours beside the paper's:
@@ -308,15 +298,13 @@ teach.findings_box()
 teach.drift_accuracy_note()
 
 # %% [markdown]
-# **What lowers drift?** Our untested hypothesis: Balanced gives every client the same right answers as targets,
-# which pulls the clients together: a shared pull the bound, which only counts $\zeta$ and $\omega$, leaves out.
-# Random's one identical group should pull harder, but its groups are often all wrong (no gradient) and mostly
-# foreign (large $\omega$).
+# **What lowers drift?** An untested guess: Balanced gives every client the same right answers as targets. That pulls
+# the clients together. The bound counts only $\zeta$ and $\omega$, so it leaves this pull out.
 
 # %% [markdown]
 # ## 7. Try it yourself: drift within one round
-# **Mechanics only**: where the arms part (at ★), not which is better. One round per arm, from the same start, one
-# seed.
+# Each arm runs one round from the same start, on one seed. This shows where the arms part (at ★), not which is
+# better.
 
 # %%
 for m in teach.ARMS:  # FedAvg-GRPO, the no-swap control, PubSwap Random, PubSwap Balanced
@@ -333,9 +321,8 @@ fig
 teach.live_vs_stored_note(end, T)
 
 # %% [markdown]
-# Every arm starts a round at $\delta_{\text{pair}} = 0$ and step 1 is private, so the arms start level. They part at
-# the public steps ★. The split of this seed's
-# reduction (public steps plus swap):
+# All arms start at $\delta_{\text{pair}} = 0$, and step 1 is private. They part at the public steps ★. This seed's
+# reduction, split in two:
 
 # %%
 teach.split_table(end, T)
@@ -398,6 +385,5 @@ notebook.check_explained(prediction_5, answer_5, why_5)
 
 # %% [markdown]
 # ## What to remember
-# - **Balanced** tops a public group up to half right; **Random** hands every client one mostly foreign group.
-# - At τ = 48 (3–5 seeds): Balanced's swap lowered drift, Random did not; neither gained accuracy over FedAvg-GRPO,
-#   and Random was worse than Balanced.
+# - **Balanced** tops a public group up to half right. **Random** hands every client one mostly foreign group.
+# - At τ = 48, Balanced lowered drift and Random did not. Neither gained accuracy over FedAvg-GRPO.
