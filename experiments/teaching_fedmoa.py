@@ -186,7 +186,8 @@ def grid_intro() -> Markdown:
         f"{hh['rounds']} rounds of τ = {hh['tau']} local steps, up to {len(seeds)} seeds per arm and λ = "
         f"{hh['lam']['FedMOA']:g}. Besides FedAvg-GRPO and FedMOA it has four arms. *λ on, α off* keeps eq. 10 "
         "and averages by data size. *λ off, α on* keeps the initial weights and uses eq. 11. *uniform w_0* starts "
-        f"every weight at 1/K_m. *λ={hh['lam']['FedMOA, λ=100']:g}* takes a large eq. 10 step.")
+        f"every weight at 1/K_m (here w_0 means the initial weights, not the paper's accuracy entry). "
+        f"*λ={hh['lam']['FedMOA, λ=100']:g}* takes a large eq. 10 step.")
 
 
 # -- Pareto fronts ----------------------------------------------------------------------------------------------------
