@@ -2,7 +2,8 @@
 
 Each helper returns an ``IPython.display.Markdown``, a small DataFrame or a plotly figure built from the notebook's
 quick run or from the stored ``cpu`` grid; the method's own calls (eqs. 9–12) stay in the notebook's step-throughs.
-The detailed tables (intervals, the drain's split, the ablation arms, every λ) are drawn by the report notebook 13.
+The stored grid's Fig. 3 and Fig. 5 analogues are drawn here too; the detailed tables (intervals, the drain's split,
+the ablation arms, every λ) are drawn by the report notebook 13.
 """
 
 from __future__ import annotations
@@ -153,79 +154,6 @@ def cluster_of(run, cid: str) -> list[str]:
     return [c for c in names if names[c][0] == names[cid][0]]
 
 
-def boundary_table(run, records: list[dict], cluster: list[str], alpha) -> tuple[pd.DataFrame, Markdown]:
-    """The first boundary's change of each cluster member's w_acc, in the parts finding 3 uses: eq. 10 within round 1
-    (end − initial), eq. 12's α-average (ū_acc − its own w_acc), renormalising (sent − ū_acc) and the total; and one
-    sentence on how these per-client parts relate to the finding's average over clients."""
-    end1, sent = round_end_weights(records, 1).loc[cluster], sent_weights(records, 2).loc[cluster]
-    acc = end1.columns[0] if "accuracy" not in end1 else "accuracy"
-    start = pd.Series({c: run.clients[c].initial_weights[0] for c in cluster})
-    bar = float(np.dot(alpha, end1[acc]))
-    tilt = bar - float(end1[acc].mean())
-    t = pd.DataFrame({"eq. 10": end1[acc] - start, "plain-mean pull": float(end1[acc].mean()) - end1[acc],
-                      "α tilt": tilt, "renormalise": sent[acc] - bar, "total": sent[acc] - start}).round(4)
-    u_sum = {c: bar / float(sent.loc[c, acc]) for c in cluster}  # w_sent = ū_acc / Σ_j u_j
-    hi, lo = t["total"].idxmin(), t["total"].idxmax()
-    grid_rn = float(boundary_split()["renormalisation_part"].mean())
-    here_rn = float(t["renormalise"].mean())
-    me = "client_0" if "client_0" in cluster else cluster[0]
-    own = [k for k in end1.columns if pd.notna(end1.loc[me, k]) and not end1[k].notna().all()]
-    words = Markdown(
-        f"Most of {me}'s {signed(float(t.loc[me, 'total']), 2)} comes from averaging with clients that started at "
-        f"different weights plus renormalising over its unshared {', '.join(own) or 'rewards'}; only the "
-        f"{signed(tilt, 4)} α tilt is FedMOA-specific. The pull cancels over the cluster; here renormalising "
-        f"{'takes' if here_rn < 0 else 'gives'} {abs(here_rn):.3f} {'off' if here_rn < 0 else 'back'} on average "
-        f"(u's sum is {u_sum[hi]:.4f} for {hi}, {u_sum[lo]:.4f} for {lo}); over the grid (finding 3) it gives "
-        f"{grid_rn:.3f} back.")
-    return t, words
-
-
-def weights_figure(run, records: list[dict]) -> go.Figure:
-    """The paper's Fig. 5 for the run, one panel: each client's accuracy weight after every local step, the jump at
-    a round boundary (eq. 12) drawn as a vertical step on the boundary's dotted line; one dash and marker per client
-    so that lines on top of each other stay visible; the y-axis fitted to the data and said so in the title."""
-    wh = pd.DataFrame(analysis.weight_history(records))
-    acc = wh[wh.reward.isin(["accuracy", "code_accuracy"])].sort_values(["client", "round", "step"])
-    tau = int(wh.step.max()) + 1
-    dashes = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
-    symbols = ("circle", "square", "diamond", "triangle-up", "x", "star")
-    fig = go.Figure()
-    for i, (cid, d) in enumerate(acc.groupby("client", sort=False)):
-        xs, ys, off = [], [], (i - 2.5) * 0.03  # a small offset per client, so jumps on one boundary stay apart
-        for r, dr in d.groupby("round"):
-            w = dr.weight.tolist()  # after steps 0..τ−1; step 0 makes no update, so w[0] is the weight as sent
-            xs += [r - 1 + (off if r > 1 else 0)] + [r - 1 + (s + 1) / tau for s in range(tau)]
-            ys += [w[0]] + w
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=cid,
-                                 line=dict(dash=dashes[i % 6], width=3.5 - 0.4 * i),
-                                 marker=dict(symbol=symbols[i % 6], size=10 - i)))
-    for r in range(1, int(wh["round"].max())):
-        fig.add_vline(x=r, line=dict(color="grey", dash="dot"))
-    lo, hi = np.floor((acc.weight.min() - 0.02) * 20) / 20, np.ceil((acc.weight.max() + 0.02) * 20) / 20
-    fig.update_layout(template="plotly_white", height=380, legend_title_text="client",
-                      title=f"accuracy weight w_acc per client; dotted: round boundaries (eq. 12); "
-                            f"y-axis {lo:.2f}–{hi:.2f}, not from 0")
-    n_rounds = int(wh["round"].max())
-    ticks = [0.0] + [r - 1 + (s + 1) / tau for r in range(1, n_rounds + 1) for s in range(tau)]
-    text = ["start"] + [f"r{r} s{s + 1}" for r in range(1, n_rounds + 1) for s in range(tau)]
-    fig.update_xaxes(title="after round r, local step s", tickvals=ticks, ticktext=text)
-    fig.update_yaxes(title="w_acc", range=[lo, hi])
-    return fig
-
-
-def weights_words(cfg, records: list[dict]) -> Markdown:
-    """Why the weights figure's lines are flat within a round: how often eq. 10 fires and its largest move."""
-    wh = pd.DataFrame(analysis.weight_history(records))
-    acc = wh[wh.reward.isin(["accuracy", "code_accuracy"])]
-    moves = acc.groupby(["client", "round"]).weight.agg(lambda w: w.max() - w.min())
-    (cid, rnd), top = moves.idxmax(), moves.max()
-    fires = "once" if cfg.local_steps == 2 else f"{cfg.local_steps - 1} times"
-    return Markdown(f"The lines are nearly flat within a round. With τ = {cfg.local_steps} and no update at a round's "
-                    f"first step, eq. 10 fires {fires} per round. Its largest move of any w_acc in this run is "
-                    f"{top:.4f}, by {cid} in round {rnd}. The larger jumps at the dotted lines come from eq. 12; §6 "
-                    "splits the first boundary's jumps into their parts.")
-
-
 def alpha_words(run, records: list[dict], cluster: list[str], alpha) -> Markdown:
     """What these round-1 α reflect: the clients' initial w_acc, since eq. 10 barely moved them."""
     end = round_end_weights(records, 1).loc[cluster, "accuracy"]
@@ -238,17 +166,28 @@ def alpha_words(run, records: list[dict], cluster: list[str], alpha) -> Markdown
                     f"cluster by more than {moved:.4f}. So {'; '.join(groups)}, from their reward configuration alone.")
 
 
-def lambda_table(cfg=None, lams: dict | None = None) -> Markdown:
-    """The λ a reader meets besides this run's scale rule (§2), in one table: the paper's, the stored grid's and the
-    ``normalise`` variant's; and what Δ_k as a cosine means."""
+def lambda_table() -> Markdown:
+    """Three λ in one table: the paper's, the stored grid's (findings 1–3 and 5) and the grid's large arm
+    (finding 4)."""
     hh = fedmoa_setting()
-    rows = [("the paper", "0.01, fixed", "the dot product of eq. 9"),
-            ("the stored grid (findings)", f"{hh['lam']['FedMOA']:g}, fixed; {hh['lam']['FedMOA, λ=100']:g} in "
-             "finding 4", "the dot product of eq. 9"),
-            ("parameter `normalise = True`", "`lam`, fixed", "a cosine, in [−1, 1]")]
-    return Markdown("The other λ you meet:\n\n| | λ | Δ_k |\n|---|---|---|\n" + "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows)
-                    + "\n\nΔ_k as a cosine is eq. 9 divided by ‖g_k^(t)‖ ‖g_k^(t−1)‖. It has no scale, so one λ fits "
-                    "any model.")
+    rows = [("the paper", "0.01", "fixed"),
+            ("the stored grid (findings 1–3 and 5)", f"{hh['lam']['FedMOA']:g}", "fixed, tuned on validation"),
+            ("the grid's large arm (finding 4)", f"{hh['lam']['FedMOA, λ=100']:g}", "fixed")]
+    return Markdown("| where | λ | rule |\n|---|---|---|\n" + "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows)
+                    + "\n\nThe live run above uses the scale rule of §2 instead.")
+
+
+def grid_intro() -> Markdown:
+    """The stored grid's size in one line, and its arms in plain words."""
+    hh = fedmoa_setting()
+    seeds = {r["seed"] for r in stored_grid()["runs"] if r["setting"] == "heter+heter"}
+    return Markdown(
+        f"The figures below come from a stored grid: the same Heter+Heter federation with {hh['clients']} clients, "
+        f"{hh['rounds']} rounds of τ = {hh['tau']} local steps, up to {len(seeds)} seeds per arm and λ = "
+        f"{hh['lam']['FedMOA']:g}. Besides FedAvg-GRPO and FedMOA it has four arms. *λ on, α off* keeps eq. 10 "
+        "and averages by data size. *λ off, α on* keeps the initial weights and uses eq. 11. *uniform w_0* starts "
+        f"every weight at 1/K_m (here w_0 means the initial weights, not the paper's accuracy entry). "
+        f"*λ={hh['lam']['FedMOA, λ=100']:g}* takes a large eq. 10 step.")
 
 
 # -- Pareto fronts ----------------------------------------------------------------------------------------------------
@@ -289,88 +228,6 @@ def staircase_figure() -> go.Figure:
     return fig
 
 
-def client_points(runs: dict, x: str, y: str, family: str = "math") -> pd.DataFrame:
-    """The family's clients' own models after each round, under each method: one row with its scores on the
-    family's tests and its client, method and round (the grey dots of Fig. 3)."""
-    rows = []
-    for name, (run, recs) in runs.items():
-        ids = [c["client"] for c in analysis.client_info(run) if c["family"] == family]
-        mine = [r for r in recs if r["kind"] == "client" and r["client"] in ids]
-        key = "local" if any(f"local/{x}" in r for r in mine) else "reward"  # test scores, else training means
-        rows += [dict(client=r["client"], method=name, round=r["round"], x=r[f"{key}/{x}"], y=r[f"{key}/{y}"])
-                 for r in mine if f"{key}/{x}" in r and f"{key}/{y}" in r]
-    return pd.DataFrame(rows)
-
-
-def run_pareto(cfg, runs: dict, base_eval: dict, family: str = "math") -> tuple[go.Figure, dict]:
-    """The paper's Fig. 3 for the quick run on one family: the global model per round (round 0 = the base), the
-    family's clients' own models in grey, one line for both methods where their global models score the same, and
-    the front's models ringed by a star labelled with client, method and round (the star is drawn under its dot)."""
-    from fedrl_kit.fedmoa import evaluation
-
-    x, y = evaluation.eval_components(cfg.world)[family][:2]
-    series = {}
-    for name, (run, recs) in runs.items():
-        ser = [[base_eval[f"{family}/{x}"], base_eval[f"{family}/{y}"]]]
-        ser += [[r[f"{family}/{x}"], r[f"{family}/{y}"]] for r in analysis.server_records(recs)]
-        series[name] = dict(server=ser, rounds=[0] + [r["round"] for r in analysis.server_records(recs)])
-    cp = client_points(runs, x, y, family)
-    a, b = (np.asarray(series[m]["server"], dtype=float) for m in METHODS)
-    one = a.shape == b.shape and np.allclose(a, b)
-    lines = {"both methods' global model (identical here)": a} if one else \
-        {f"{m}'s global model": np.asarray(series[m]["server"], dtype=float) for m in METHODS}
-    labels = [f"{c}, {m}, round {r}" for c, m, r in zip(cp.client, cp.method, cp["round"])]
-    for name, g in lines.items():
-        who = "global, both methods" if one else f"global, {name.split(chr(39))[0]}"
-        labels += [f"{who}, {'base' if r == 0 else f'round {r}'}" for r in series[METHODS[0]]["rounds"]]
-    pts = np.concatenate([cp[["x", "y"]].to_numpy(dtype=float).reshape(-1, 2), *lines.values()])
-    front = non_dominated(pts)
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=pts[front, 0], y=pts[front, 1], mode="markers+text", name="on the Pareto front",
-                             text=[labels[i] for i in np.flatnonzero(front)], textposition="middle right",
-                             marker=dict(symbol="star", size=26, color="gold", line=dict(color="black", width=1))))
-    for m, symbol, colour, size in zip(METHODS, ("circle-open", "x"), ("#636EFA", "#00CC96"), (17, 9)):
-        mine = cp[cp.method == m]
-        fig.add_trace(go.Scatter(x=mine.x, y=mine.y, mode="markers", name=f"a {PAPER_NAMES[family]}-like client's "
-                                 f"own model, {m} (any round)", text=[labels[i] for i in mine.index],
-                                 hoverinfo="text",
-                                 marker=dict(symbol=symbol, color=colour, size=size, line=dict(width=2))))
-    rounds = series[METHODS[0]]["rounds"]
-    for (name, g), colour in zip(lines.items(), ("#EF553B", "#AB63FA")):
-        fig.add_trace(go.Scatter(x=g[:, 0], y=g[:, 1], mode="lines+markers+text", name=name,
-                                 text=["base" if r == 0 else f"r{r}" for r in rounds],
-                                 textposition=["bottom right"] + ["bottom left"] * (len(g) - 1),
-                                 line=dict(color=colour, width=2), marker=dict(size=9, color=colour)))
-    fig.update_layout(template="plotly_white", height=380, legend=dict(orientation="h", y=-0.25),
-                      title=f"format vs accuracy, {PAPER_NAMES[family]}-like tests (one seed)")
-    top = pts[:, 0].max()
-    fig.update_xaxes(title="accuracy (pass@1)", range=[0, min(1.0, top + 0.15)])  # from 0: a step is one answer
-    fig.update_yaxes(title="format (mean reward)", range=[0, 1.02])
-    series["clients"], series["front"] = cp, [labels[i] for i in np.flatnonzero(front)]
-    return fig, series
-
-
-def pareto_words(cfg, series: dict, family: str = "math") -> Markdown:
-    """Which models the figure draws, which is on the front, and why the two methods' lines may coincide."""
-    a, b = (np.asarray(series[m]["server"], dtype=float) for m in METHODS)
-    cp = series["clients"]
-    step = 1 / ((cfg.n_test // len(FAMILIES)) * cfg.eval_samples)
-    same = int((np.abs(a - b) < 1e-12).all(axis=1).sum())
-    front = series["front"]
-    lines = ("On the MATH-like tests both global models got the same answers right after every round, so their "
-             "lines coincide (the table above scores all three families)." if same == len(a) else
-             f"The table above scores all three families; here only the {PAPER_NAMES[family]}-like tests, so the "
-             f"global models can differ there and score alike here, as in {same} of {len(a)} points.")
-    return Markdown(
-        f"**Reading it.** The open circles and crosses are {len(cp)} models: the {cp.client.nunique()} "
-        f"{PAPER_NAMES[family]}-like clients' own models after each of {cp['round'].nunique()} rounds, one symbol per "
-        f"method. The line is the global model, from the base through rounds r1 to r{cp['round'].max()}. {lines} "
-        f"Accuracy moves in steps of {step:.3f} (one answer). We draw the front over every model plotted (the paper "
-        f"does not say which models its front covers). Our front holds {len(front)} "
-        f"model{'s' if len(front) > 1 else ''}: {'; '.join(front)}. One seed cannot test Fig. 3's claim; finding 1 "
-        "below has five.")
-
-
 # -- the replay (widget) ----------------------------------------------------------------------------------------------
 def probe_round(make_config, cfg, policy, steps: int = 3) -> dict:
     """g_k of ``steps`` probe batches per client of the untrained federation (fedmoa.probe): what eqs. 9–12 need."""
@@ -389,102 +246,6 @@ def replay_lambdas(probes: dict, target: float = 0.05) -> dict:
     return {"0.01 (the paper's)": 0.01} | {f"{m:g} × the scale rule = {m * rule:.3g}" if m * rule < 100 else
                                           f"{m:g} × the scale rule = {m * rule:,.0f}": m * rule
                                           for m in (1.0, 10.0, 100.0)}
-
-
-def gradient_agreement(probes: dict) -> float:
-    """The median cosine between an objective's gradients g_k on two consecutive probe batches (over clients,
-    objectives and batch pairs): with the scale rule, λΔ_k is about the target step times this cosine."""
-    cos = []
-    for c in probes.values():
-        g = np.asarray(c["grads"], dtype=float)  # [T, K, d]
-        for t in range(1, len(g)):
-            for k in range(g.shape[1]):
-                n = np.linalg.norm(g[t, k]) * np.linalg.norm(g[t - 1, k])
-                if n > 0:
-                    cos.append(float(g[t, k] @ g[t - 1, k] / n))
-    return float(np.median(cos))
-
-
-def lambda_words(cfg, probes: dict) -> Markdown:
-    """The scale rule as a formula, when it is applied, and why its steps are small (the measured agreement)."""
-    from fedrl_kit.fedmoa import probe
-
-    cos = gradient_agreement(probes)
-    t = cfg.fedmoa.lam_target
-    rule = float(np.median([probe.replay_weights(c["grads"], c["w0"], target=t)[1] for c in probes.values()]))
-    hh = fedmoa_setting()
-    grid, big = hh["lam"]["FedMOA"], hh["lam"]["FedMOA, λ=100"]
-    return Markdown(f"**Why this run's steps are small.** The scale rule sets λ = {t} / mean_k ‖g_k‖² at a round's "
-                    f"first step. Gradients that agree exactly would then move a weight by about {t}. They barely "
-                    f"agree: the median cosine of g_k between two consecutive batches is {cos:.3f} here (over clients, "
-                    f"rewards and batch pairs). So a typical weight moves by about {t} × {cos:.3f} = {t * cos:.4f} "
-                    f"per step at 1×. The rule gives λ ≈ {rule:.1f} here (median over clients), so the grid's "
-                    f"λ = {grid:g} ≈ {grid / rule:.0f}× and finding 4's {big:g} ≈ {big / rule:.0f}×.")
-
-
-def replay_grid(probes: dict, cfg, lams: dict) -> tuple[go.Figure, Markdown]:
-    """The replay at every λ choice side by side (a static view of the widget): each client's w_acc after its local
-    steps (eq. 10) and its α (eq. 11); and which client, if any, hits w_acc = 0 and what α it gets."""
-    from plotly.subplots import make_subplots
-
-    from fedrl_kit.fedmoa import probe
-
-    moa = cfg.fedmoa
-    fig = make_subplots(rows=1, cols=len(lams), shared_yaxes=True, horizontal_spacing=0.03,
-                        subplot_titles=[f"λ = {k.split(' (')[0]} (paper)" if "paper" in k else
-                                        f"λ = {k.split('= ')[-1]} ({k.split(' ×')[0]}× rule)" for k in lams])
-    zero = []
-    for i, (label, lam) in enumerate(lams.items()):
-        rows = probe.replay_round(probes, lam=lam, cluster_key=moa.cluster_key, eps=moa.eps,
-                                  temperature=moa.softmax_temperature)
-        ids = [r["client"].replace("client_", "c") for r in rows]
-        after = [r["trajectory"][-1][0] for r in rows]
-        alpha = [r["alpha"] for r in rows]
-        zero += [(label, r["client"], r["alpha"]) for r, w in zip(rows, after) if w < 1e-9]
-        fig.add_trace(go.Bar(x=ids, y=after, name="w_acc after eq. 10", marker_color="#636EFA",
-                             showlegend=i == 0), row=1, col=i + 1)
-        fig.add_trace(go.Bar(x=ids, y=alpha, name="α (eq. 11)", marker_color="#EF553B", showlegend=i == 0),
-                      row=1, col=i + 1)
-    fig.update_layout(template="plotly_white", height=330, barmode="group", legend=dict(orientation="h", y=-0.2),
-                      title="one round replayed at each λ (c0 … c5: client_0 … client_5)")
-    fig.update_yaxes(range=[0, 1])
-    fig.update_yaxes(title="w_acc or α", col=1)
-    if zero:
-        label, cid, a = zero[0]
-        words = (f"At λ = {label.split('= ')[-1]} {cid}'s w_acc hits 0, and its α is {a:.2f}: s = 1/ε wins the "
-                 "softmax, so its model becomes its cluster's.")
-    else:
-        words = "At none of these λ does a w_acc reach 0."
-    return fig, Markdown(words)
-
-
-def equal_start(probes: dict, cfg, lams: dict, multiple: str = "10 ×", w_acc: float = 0.5
-                ) -> tuple[pd.DataFrame, Markdown]:
-    """The replay with every client starting the round at the same w_acc (the rest of its weight spread equally),
-    at ``multiple`` × the scale rule: so eq. 11's α can reflect only what eq. 10 did within the round."""
-    from fedrl_kit.fedmoa import probe
-
-    label, lam = next((k, v) for k, v in lams.items() if k.startswith(multiple))
-    same = {cid: dict(c, w0=[w_acc] + [(1 - w_acc) / (len(c["w0"]) - 1)] * (len(c["w0"]) - 1))
-            for cid, c in probes.items()}
-    rows = probe.replay_round(same, lam=lam, cluster_key=cfg.fedmoa.cluster_key, eps=cfg.fedmoa.eps,
-                              temperature=cfg.fedmoa.softmax_temperature)
-    size = pd.Series([r["cluster"] for r in rows]).value_counts()
-    t = pd.DataFrame([{"client": r["client"], "cluster": r["cluster"]}
-                      | {f"w_acc after step {s}": r["trajectory"][s][0] for s in range(2, len(r["trajectory"]))}
-                      | {"α if w_acc stayed": 1 / size[r["cluster"]], "α (eq. 11)": r["alpha"]}
-                      for r in rows]).set_index("client").round(4)
-    big = t[t.cluster == size.idxmax()]
-    last = t.columns[-3]
-    lo, hi = big[last].idxmin(), big[last].idxmax()
-    words = Markdown(
-        f"Every client starts at w_acc = {w_acc:g} and λ = {label.split('= ')[-1]} ({multiple.strip(' ×')}× the "
-        f"rule). Eq. 10 moves w_acc by up to {float((t[last] - w_acc).abs().max()):.4f} within the round, and α now "
-        f"follows it: {lo}, whose w_acc fell most (to {big.loc[lo, last]:.4f}), gets α = {big.loc[lo, 'α (eq. 11)']:.2f}; "
-        f"{hi}, at {big.loc[hi, last]:.4f}, gets {big.loc[hi, 'α (eq. 11)']:.2f}, against "
-        f"{big.loc[lo, 'α if w_acc stayed']:.2f} each had w_acc not moved. These moves are mostly batch noise "
-        "(the cosine above), so α here follows noise as readily as progress.")
-    return t, words
 
 
 def replay_view(probes: dict, cfg, lam: float, label: str) -> tuple[go.Figure, pd.DataFrame]:
@@ -536,7 +297,7 @@ def findings_box() -> Markdown:
         f"**The accuracy weight drains where the paper's rises (Fig. 5).** Over {int(f4.seeds)} seeds w_acc ends "
         f"{abs(f4.difference):.3f} lower. Eq. 10 moves it by {signed(within, 3)} ± {split['±95% t'][0]:.3f} within "
         f"rounds. At the boundaries, eq. 12's α-average takes {abs(ap[0]):.3f} ± {ap[1]:.3f} off and renormalising "
-        f"gives {rp[0]:.3f} ± {rp[1]:.3f} back. So the drain is mostly the α pull, which is built into the method. "
+        f"gives {rp[0]:.3f} ± {rp[1]:.3f} back. So the drain is mostly the α tilt, which is built into the method. "
         f"{link}",
         f"**A larger λ concentrates α:** at λ = {hh['lam']['FedMOA, λ=100']:g}, w_acc changes by "
         f"{signed(f5.difference, 3)} ± {f5['±95% t']:.3f} ({int(f5.seeds)} seeds, within noise) and one client "
@@ -688,3 +449,139 @@ def boundary_split(grid: dict | None = None, setting: str = "heter+heter", varia
     out = pd.DataFrame(rows).set_index("seed").sort_index()
     out["boundary"] = out.alpha_part + out.renormalisation_part
     return out
+
+
+# -- the stored grid, drawn for the lesson ----------------------------------------------------------------------------
+ARM_COLOURS = {"FedAvg-GRPO": "#636EFA", "FedMOA": "#EF553B", "FedMOA, uniform w_0": "#FFA15A",
+               "λ on, α off": "#00CC96", "λ off, α on": "#AB63FA", "FedMOA, λ=100": "#19D3F3"}
+
+
+def grid_weight_steps(grid: dict | None = None, variant: str = "FedMOA") -> pd.DataFrame:
+    """The stored grid's Heter+Heter runs, the accuracy cluster (MATH-like and GSM8K-like clients): each client's
+    w_acc after every local step, one row per (seed, client, config, round, step)."""
+    from fedrl_kit.fedmoa.plan import config_name
+
+    grid = grid or stored_grid()
+    rows = []
+    for run in grid["runs"]:
+        if run["setting"] != "heter+heter" or run["variant"] != variant:
+            continue
+        for c in run["history"]["clients"]:
+            names = [k.split("/", 1)[1] for k in c if k.startswith("w_start/")]
+            if names[0] != "accuracy":
+                continue
+            steps = sorted(int(k[2:].split("/")[0]) for k in c if k.startswith("w@") and k.endswith("/accuracy"))
+            rows += [dict(seed=run["seed"], client=c["client"], config=config_name("math", names), round=c["round"],
+                          step=s, w_acc=c[f"w@{s}/accuracy"]) for s in steps]
+    return pd.DataFrame(rows)
+
+
+def grid_weights_figure(grid: dict | None = None) -> tuple[go.Figure, Markdown]:
+    """The paper's Fig. 5 from the stored grid: w_acc after every local step, the mean over a reward config's
+    clients and the seeds (band: ± one sd of the seeds' means), round boundaries dotted; and in one sentence how
+    much eq. 10 moves w_acc within a round against eq. 12's jump at a boundary."""
+    d = grid_weight_steps(grid)
+    tau, rounds = int(d.step.max()) + 1, int(d["round"].max())
+    d["x"] = d["round"] - 1 + d.step / tau
+    per_seed = d.groupby(["config", "seed", "x"]).w_acc.mean().reset_index()
+    fig = go.Figure()
+    colours = {"A": "#636EFA", "B": "#EF553B", "C": "#00CC96"}
+    for cfg_name, g in per_seed.groupby("config"):
+        s = g.groupby("x").w_acc.agg(["mean", "std"]).reset_index()
+        names = ", ".join(plan_rewards(cfg_name))
+        for r in range(rounds):  # one segment per round, so a boundary shows as a gap with a jump
+            p = s[(s.x >= r) & (s.x < r + 1)]
+            band = np.concatenate([p["mean"] + p["std"], (p["mean"] - p["std"])[::-1]])
+            fig.add_trace(go.Scatter(x=np.concatenate([p.x, p.x[::-1]]), y=band, fill="toself", line=dict(width=0),
+                                     fillcolor=colours[cfg_name], opacity=0.2, showlegend=False, hoverinfo="skip"))
+            fig.add_trace(go.Scatter(x=p.x, y=p["mean"], mode="lines+markers", name=f"config {cfg_name} ({names})",
+                                     line=dict(color=colours[cfg_name], width=3), showlegend=r == 0,
+                                     legendgroup=cfg_name))
+    for r in range(1, rounds):
+        fig.add_vline(x=r - 0.5 / tau, line=dict(color="grey", dash="dot"))
+    seeds = d.seed.nunique()
+    fig.update_layout(template="plotly_white", height=380, legend=dict(orientation="h", y=-0.3),
+                      title=f"w_acc after each local step, FedMOA (stored grid, MATH-/GSM8K-like clients)<br>"
+                            f"mean of a config's clients over {seeds} seeds, band ± sd; dotted: round boundaries")
+    fig.update_xaxes(title=f"round r, local step s (τ = {tau})", tickvals=[r + s / tau for r in range(rounds)
+                                                                          for s in (0, tau - 1)],
+                     ticktext=[f"r{r + 1} s{s + 1}" for r in range(rounds) for s in (0, tau - 1)])
+    fig.update_yaxes(title="w_acc")
+    end = d[d.step == tau - 1].set_index(["seed", "client", "round"]).w_acc
+    start = d[d.step == 0].set_index(["seed", "client", "round"]).w_acc
+    within = float((end - start).abs().mean())
+    nxt = start.rename(lambda r: r - 1, level="round")
+    jump = float((nxt - end).dropna().abs().mean())
+    first_steps = d[d.step == 0].groupby(["round", "config"]).w_acc.mean().unstack()
+    orders = {tuple(row.sort_values(ascending=False).index) for _, row in first_steps.iterrows()}
+    order = " > ".join(next(iter(orders)))
+    kept = (f"The configs keep their starting order ({order}) in every round, so α ranks the clients by "
+            "configuration here too." if len(orders) == 1 else "The configs' order changes between rounds.")
+    words = Markdown(f"Within a round the lines stay nearly flat. Eq. 10 moves one client's w_acc by {within:.4f} on "
+                     f"average, up or down, and the moves largely cancel in the mean. At a boundary the lines "
+                     f"jump toward each other, by {jump:.4f} on average: eq. 12 moves w_acc about "
+                     f"{jump / within:.0f} times as far as a whole round of eq. 10. {kept}")
+    return fig, words
+
+
+def plan_rewards(config: str, family: str = "math") -> tuple[str, ...]:
+    """A reward configuration's reward names (the paper's Table 3)."""
+    from fedrl_kit.fedmoa.plan import REWARD_CONFIGS
+
+    return REWARD_CONFIGS[family][config]
+
+
+def grid_pareto(grid: dict | None = None, family: str = "math") -> tuple[go.Figure, Markdown]:
+    """The paper's Fig. 3 from the stored grid: every Heter+Heter arm's final global model per seed on the
+    family's tests (accuracy vs format), and the Pareto front over all of them drawn as a staircase."""
+    grid = grid or stored_grid()
+    pts = pd.DataFrame([dict(arm=run["variant"], seed=run["seed"], accuracy=last[f"{family}/accuracy"],
+                             format=last[f"{family}/format"])
+                        for run in grid["runs"] if run["setting"] == "heter+heter"
+                        for last in [run["history"]["server"][-1]]])
+    xy = pts[["accuracy", "format"]].to_numpy(dtype=float)
+    front = non_dominated(xy)
+    order = pareto_front_order(xy, front)
+    fig = go.Figure()
+    for arm, g in pts.groupby("arm", sort=False):
+        fig.add_trace(go.Scatter(x=g.accuracy, y=g["format"], mode="markers", name=arm,
+                                 marker=dict(size=11, color=ARM_COLOURS.get(arm), opacity=0.8,
+                                             line=dict(color="white", width=1))))
+    fig.add_trace(go.Scatter(x=xy[order, 0], y=xy[order, 1], mode="lines", name="the Pareto front",
+                             line=dict(color="black", dash="dot", shape="vh")))
+    fig.update_layout(template="plotly_white", height=400, legend=dict(orientation="h", y=-0.3),
+                      title=f"final global model, one point per seed and arm<br>({PAPER_NAMES[family]}-like tests, "
+                            f"stored grid, Heter+Heter; y-axis from 0.95)")
+    fig.update_xaxes(title="accuracy (pass@1)")
+    fig.update_yaxes(title="format (mean reward)", range=[0.95, 1.0])
+    on = pts[front].arm.value_counts()
+    short = {"FedMOA, uniform w_0": "uniform w_0", "λ off, α on": "λ off/α on", "λ on, α off": "λ on/α off",
+             "FedMOA, λ=100": "λ=100"}
+    arms = "; ".join(f"{on[a]} {short.get(a, a)}" for a in on.index)
+    words = Markdown(f"The front holds {int(front.sum())} of the {len(pts)} models ({arms}). The arms' points "
+                     "overlap, so no arm sits clearly nearer the front. FedMOA's final models are not better "
+                     "placed than FedAvg-GRPO's.")
+    return fig, words
+
+
+def dilution_words(run, records: list[dict]) -> Markdown:
+    """Why round-2 α ranks the configs by how many rewards a client holds: eq. 12 averages only the shared
+    rewards, and a client with an extra unshared reward divides by a larger sum."""
+    cluster = cluster_of(run, "client_0")
+    end1 = round_end_weights(records, 1).loc[cluster].dropna(axis=1, how="all")
+    sent = sent_weights(records, 2).loc[cluster]
+    shared = [k for k in end1.columns if end1[k].notna().all()]
+    info = pd.DataFrame(analysis.client_info(run)).set_index("client").loc[cluster]
+    by = sent["accuracy"].groupby(info.config).mean()
+    start = pd.Series({c: run.clients[c].initial_weights[0] for c in cluster}).groupby(info.config).mean()
+    lo = by.idxmin()
+    own = [k for k in end1.columns if k not in shared and end1.loc[info.index[info.config == lo], k].notna().all()]
+    others = [k for k in by.index if k != lo]
+    theirs = ", ".join(f"{by[k]:.3f} for config {k}" for k in others)
+    return Markdown(f"In client_0's cluster, eq. 12 averages only the rewards every client holds "
+                    f"({' and '.join(shared)}). A config-{lo} client also keeps its own {', '.join(own)} weight. "
+                    f"So renormalising divides its w_acc by a larger sum, and dilutes it. After round 1 the server "
+                    f"sends config {lo} w_acc = {by[lo]:.3f}, against {theirs}, "
+                    f"though config {lo} started higher ({start[lo]:g} against "
+                    f"{', '.join(f'{start[k]:g}' for k in others)}). So from round 2 on, α favours config {lo}. "
+                    "The ranking follows how many rewards a client holds, not its progress.")

@@ -43,7 +43,7 @@
 # %% tags=["parameters"]
 preset_name = "quick"  # quick (2-core CPU) | smoke (seconds) | full (GPU, the paper's model) | full-smoke
 seed = 0               # one seed: one world, plan and run
-normalise = False      # True: a variant with Δ_k as a cosine and λ = lam (§6's λ table)
+normalise = False      # True: Δ_k as a cosine (eq. 9 / ‖g_k^(t)‖ ‖g_k^(t−1)‖) and a fixed λ = lam
 lam = 0.1              # default: the scale rule (§2); `lam` only with `normalise`
 # for papermill: where files go
 run_root = ""          # the runs ("": runs/fedmoa/…)
@@ -72,9 +72,9 @@ diagrams.round_diagram("fedmoa")
 
 # %% [markdown]
 # ## 2. Key equations
-# **The idea.** The paper: eq. 10 moves weight toward objectives still improving, so a low $w_{\text{acc}}$
-# marks accuracy as nearly learnt, and eq. 11 lets that client lead its cluster. This conflicts with the paper's
-# own Fig. 5 (see Caveats).
+# **The idea.** In the paper, eq. 10 moves weight toward objectives that are still improving. So a low
+# $w_{\text{acc}}$ marks accuracy as nearly learnt, and eq. 11 lets that client lead its cluster. The paper's own
+# Fig. 5 conflicts with this (see Caveats).
 #
 # | symbol | meaning |
 # |---|---|
@@ -106,7 +106,8 @@ diagrams.round_diagram("fedmoa")
 # $$g_k^{(t)} = \nabla_\phi L_k\ \text{(8)},\qquad \Delta_k^{(t)} = g_k^{(t)\top} g_k^{(t-1)}\ \text{(9)},\qquad
 # w \leftarrow \operatorname{Proj}_{\text{simplex}}\bigl(w + \lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
-# The paper's λ = 0.01 does not transfer across models; we rescale λ by ‖g‖² (the scale rule: λ = 0.05 / mean_k ‖g_k‖²).
+# The paper's λ = 0.01 does not transfer across models. Our live run rescales it by the gradients' size, the
+# *scale rule* λ = 0.05 / mean_k ‖g_k‖².
 #
 # $\operatorname{Proj}_{\text{simplex}}$ finds the closest $w$ that obeys eq. 1. In numpy:
 
@@ -141,10 +142,10 @@ print(f"ν = ({v.sum():.2f} − 1) / 3 = {(v.sum() - 1) / 3:.4f} = λ × mean Δ
       f"{delta.mean():.4f}) falls by {w_new[1] - w_toy[1]:+.4f} though its Δ is not negative.")
 
 # %% [markdown]
-# **Eq. 10 in words.** $\Delta_k > 0$: $k$'s gradient points as at the previous step, so progress is left.
-# Saturated → $g_k \approx 0$ → $\Delta_k \approx 0$; it loses weight only relative to objectives with
-# $\Delta > 0$: the projection subtracts one common shift ν, so **a weight rises when its $\Delta_k$ is above
-# the others'**. Thirty steps, format's gradient decaying:
+# **Eq. 10 in words.** $\Delta_k > 0$ means $k$'s gradient points the same way as at the previous step. So $k$
+# still has progress to make. A saturated objective has $g_k \approx 0$, so its $\Delta_k \approx 0$. The
+# projection subtracts one common shift ν from every weight. So **a weight rises when its $\Delta_k$ is above the
+# others'** and falls when it is below. Here are thirty steps with format's gradient decaying:
 
 # %%
 w_run, hist = np.array([0.4, 0.3, 0.3]), []
@@ -165,7 +166,7 @@ display(fig)
 # $$\frac{\partial}{\partial w_k}\sum_j L_j(\phi^{(t)}) = -\eta\sum_j g_j^{(t)\top} g_k^{(t-1)}
 # \;\approx\; -\eta\, g_k^{(t)\top} g_k^{(t-1)} = -\eta\,\Delta_k^{(t)}$$
 #
-# Eq. 9 keeps only $j = k$; eq. 10 is then gradient descent on $w_k$, with λ absorbing η.
+# Eq. 9 keeps only the $j = k$ term. Eq. 10 is then gradient descent on $w_k$, with λ absorbing η.
 #
 # **Server.** A cluster $S_c$ holds the clients with the same accuracy reward. Here MATH-like and GSM8K-like
 # clients form one cluster, code clients another. At a round's end:
@@ -182,16 +183,17 @@ display(fig)
 #
 # $$\theta = \sum_c \frac{N_c}{N}\,\theta^{(c)}\qquad\text{(13)}$$
 #
-# Personalisation lives only in $w^{(m\leftarrow c)}$; θ is one global model.
+# θ is one global model. Only the weights $w^{(m\leftarrow c)}$ are personal.
 #
-# **One-hot α.** As $w_{\text{acc}} \to 0$, $s_m \to 1/\varepsilon$ and
-# α → 1: that client's model *becomes* the cluster's. **Consequence:** the α-average $\bar w_{\text{acc}}$ sits
-# **below the plain mean**, so each boundary pulls the shared $w_{\text{acc}}$ down.
+# **One-hot α.** As $w_{\text{acc}} \to 0$, $s_m \to 1/\varepsilon$ and that client's α → 1. Its model then
+# *becomes* the cluster's. **The α tilt.** Eq. 11 gives the lowest $w_{\text{acc}}$ the most say, so the
+# α-average $\bar w_{\text{acc}}$ sits **below the plain mean**. This shift, the *α tilt*, pulls the shared
+# $w_{\text{acc}}$ down at every boundary.
 #
-# > **Caveats.** A low $w_{\text{acc}}$ misreads progress when other weights rise (the toy loop), when
-# > $\Delta_k$ is mostly noise, or when it is just the starting weight (§6). The paper's Fig. 5 has $w_{\text{acc}}$ *rising* while accuracy is learnt, and
-# > eq. 11 then gives the learner less say. Unlike the paper: $g_k$ on LoRA factors, not hidden activations $h$;
-# > eq. 9 first-order, same-batch, ignoring the division by $\sigma_r$; eq. 12's renormalising made explicit.
+# > **Caveats.** A low $w_{\text{acc}}$ need not mean accuracy is learnt. It also falls when other weights rise
+# > (the toy loop), or by noise. In the paper's Fig. 5, $w_{\text{acc}}$ *rises* while accuracy is learnt. Eq. 11
+# > would then give the learner less say. Unlike the paper, we take $g_k$ on LoRA factors, not on hidden
+# > activations $h$.
 #
 # ## 3. Pseudocode
 # `fedmoa/algorithm.py::run_round` and each line's function:
@@ -237,22 +239,25 @@ pd.DataFrame({f: {k.split("/", 1)[1]: v for k, v in base_eval.items() if k.start
 
 # %% [markdown]
 # ## 5. Run it: FedAvg-GRPO vs FedMOA
-# **Heter+Heter**: clients differ in data *and* rewards. FedAvg-GRPO is FedMOA with both parts off: fixed
-# initial weights, θ averaged by data size $N_m$. Configs A and B start at different $w_{\text{acc}}$, which alone
-# decides round-1 α (§6).
+# **Heter+Heter** means the clients differ in data *and* in rewards. FedAvg-GRPO is FedMOA with both parts off. Its
+# weights stay at their initial values, and it averages θ by data size $N_m$.
 
 # %%
 runs = tf.run_methods(make_config, cfg.preset, run_root)
 first, moa_records = runs["FedMOA"]
-tf.clients_table(first)
+display(tf.clients_table(first))
+tf.dilution_words(first, moa_records)
 
 # %% [markdown]
-# Last round: **global_accuracy**, the global θ's pass@1; **aggregated_reward**, each client's rewards equally
-# weighted on the global θ, averaged over clients; **local_…**: each client's own model.
+# The last round. **aggregated_reward** averages each client's rewards, equally weighted, over clients.
+# **local_…** scores each client's own model instead of the global θ.
 
 # %%
 display(tf.run_summary(runs))
 tf.run_words(cfg, runs)
+
+# %%
+tf.grid_intro()
 
 # %% [markdown]
 # **The paper's Fig. 3: Pareto fronts.** A model *dominates* another when it is at least as good on both rewards
@@ -263,23 +268,23 @@ display(tf.staircase_figure(), tf.staircase_points())
 tf.paper_claim(3)
 
 # %% [markdown]
-# Our run, scored on the MATH-like tests:
+# Now the stored grid's models, scored on the MATH-like tests:
 
 # %%
-fig, series = tf.run_pareto(cfg, runs, base_eval)
+fig, words = tf.grid_pareto()
 viz.export(fig, "fedmoa_pareto_accuracy_format", figures)
 display(fig)
-tf.pareto_words(cfg, series)
+words
 
 # %% [markdown]
 # **The paper's Fig. 5** draws each client's $w_{\text{acc}}$ after every local step.
 
 # %%
 display(tf.paper_claim(5))
-fig = tf.weights_figure(first, moa_records)
+fig, words = tf.grid_weights_figure()
 viz.export(fig, "fedmoa_weights", figures)
 display(fig)
-tf.weights_words(cfg, moa_records)
+words
 
 # %% [markdown]
 # ## 6. One boundary, step by step
@@ -296,7 +301,7 @@ display(pd.DataFrame({"w_acc": w_acc, "s = 1/(w_acc + ε)": s, "α by hand": alp
 tf.alpha_words(first, moa_records, cluster, alpha)
 
 # %% [markdown]
-# A toy: two clients start equal; on one, accuracy's gradient flips (nearly learnt):
+# Two clients start equal. On one, accuracy's gradient flips (it is nearly learnt):
 
 # %%
 w_start, g_before = np.array([0.5, 0.5]), np.eye(2)  # accuracy, format; g_k^(t−1), one row per objective
@@ -319,34 +324,20 @@ pd.DataFrame({"u sums to": u.sum(axis=1), "w_acc by hand": w_back["accuracy"],
               "w_acc the run sent": tf.sent_weights(moa_records, round=2).loc[cluster, "accuracy"]}).round(4)
 
 # %% [markdown]
-# Fig. 5's jumps at this boundary, per client. Columns: eq. 10 = end − start of round 1; pull = cluster mean −
-# own $w_{\text{acc}}$; α tilt = α-average − mean; renormalise = sent − α-average; total = sent − start.
-
-# %%
-split, words = tf.boundary_table(first, moa_records, cluster, alpha)
-display(words, split)
-
-# %% [markdown]
-# **One knob: λ.**
+# **One knob: λ.** Three values matter here:
 
 # %%
 tf.lambda_table()
 
 # %% [markdown]
-# One round replayed from three fresh probe batches per client (so round-1 α differ slightly from above).
+# The widget replays one round at the λ you pick. It shows each client's $w_{\text{acc}}$ before and after eq. 10,
+# and after eq. 12.
 
 # %%
 probes = tf.probe_round(make_config, cfg, first.policy)
 LAMS = tf.replay_lambdas(probes)
-display(tf.lambda_words(cfg, probes))
-fig, words = tf.replay_grid(probes, cfg, {k: v for k, v in LAMS.items() if not k.startswith("1 ×")})  # 1×: below
-display(fig)
-words
 
-# %% [markdown]
-# The widget (live kernel), at 1×:
 
-# %%
 def show_replay(lam, static=False):
     fig, table = tf.replay_view(probes, cfg, LAMS[lam], lam)
     display(fig) if static else fig.show(renderer="plotly_mimetype")  # static: with its PNG, for a stored notebook
@@ -358,16 +349,8 @@ notebook.static_default(lambda lam: show_replay(lam, static=True), **controls)
 notebook.knobs(show_replay, **controls)
 
 # %% [markdown]
-# **α following eq. 10 (equal start).** The same replay with every client starting equal:
-
-# %%
-table, words = tf.equal_start(probes, cfg, LAMS)
-display(table)
-words
-
-# %% [markdown]
 # ## 7. What the reproduction found
-# From a larger stored grid with several seeds. Details: the [report](13_fedmoa_report.ipynb).
+# Details: the [report](13_fedmoa_report.ipynb).
 
 # %%
 tf.findings_box()
@@ -405,7 +388,7 @@ alpha_pair = accuracy_aware_weights(pair_w)
 answer_2 = round(float(alpha_pair @ pair_w), 2)
 notebook.check_explained(prediction_2, answer_2, f"α = {np.round(alpha_pair, 3).tolist()}; Σ α_m w_acc^(m) = "
                          f"{alpha_pair[0]:.3f} × 0.5 + {alpha_pair[1]:.3f} × 0.3 = {answer_2}, and with every reward "
-                         "shared, u already sums to 1: below the mean 0.4, pulled to the lower weight.",
+                         "shared, u already sums to 1: below the mean 0.4. That shift is the α tilt.",
                          tolerance=0.01)
 
 # %% [markdown]
@@ -446,4 +429,4 @@ notebook.check_explained(prediction_4, answer_4, f"w + λΔ = {np.round(v_big, 4
 # %% [markdown]
 # ## 9. What to remember
 # - Eq. 10 raises a weight whose $\Delta_k$ is **above the others'**.
-# - Eq. 11 favours a *lower* $w_{\text{acc}}$, so the α-average sits below the plain mean.
+# - Eq. 11 favours a *lower* $w_{\text{acc}}$, so the α-average sits below the plain mean (the α tilt).
