@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from experiments.stats import INTERVAL, sign_verdict, t_interval
-from fedrl_kit.fedmoa.plan import config_name
+from fedrl_kit.fedmoa.plan import client_plan, config_name
 from fedrl_kit.world.families import PAPER_NAMES
 
 
@@ -169,6 +169,48 @@ PAPER_TABLE1 = {  # (setting, family) → (FedAvg-GRPO, FedMOA) global accuracy 
 }
 """the paper's Table 1 (global model; GSM8K, MATH, HumanEval are the gsm, math and code families here)"""
 
+PAPER_TABLE1_LOCAL = {  # the same, in the table's parentheses: "the average performance of local client models"
+    ("homo+homo", "gsm"): ((72.53, 0.892), (72.44, 0.894)), ("homo+homo", "math"): ((64.78, 0.791), (64.55, 0.791)),
+    ("homo+homo", "code"): ((50.37, 0.824), (50.37, 0.825)),
+    ("homo+heter", "gsm"): ((72.36, 0.892), (71.97, 0.894)), ("homo+heter", "math"): ((64.86, 0.791), (64.60, 0.800)),
+    ("homo+heter", "code"): ((50.37, 0.829), (50.97, 0.829)),
+    ("heter+heter", "gsm"): ((69.60, 0.865), (69.63, 0.872)), ("heter+heter", "math"): ((58.74, 0.760), (59.99, 0.761)),
+    ("heter+heter", "code"): ((45.73, 0.812), (49.02, 0.812)),
+}
+"""the paper's Table 1, client level: the mean accuracy in points and aggregated reward of the clients' own models
+(§4.2 quotes HumanEval's, 45.73 → 49.02, as a client-level gain)"""
+
+
+def family_locals(row: dict) -> dict:
+    """A stored run's client-level numbers per family, from its ``history``: ``<family>/local_accuracy`` and
+    ``<family>/local_reward``, the mean over that family's clients of their own models' last-round accuracy and
+    aggregated reward (the mean of the client's components, as ``evaluation.client_score`` forms it).
+
+    A client's family comes from the setting's plan (:func:`fedrl_kit.fedmoa.plan.client_plan`, by client index),
+    its components from its weights' names (accuracy first). Over all clients these means are the row's
+    ``local_accuracy`` and ``local_reward``. Returns ``{}`` for a row without history or client evaluations.
+    """
+    clients = (row.get("history") or {}).get("clients") or []
+    if not clients:
+        return {}
+    last = max(c["round"] for c in clients)
+    mine = [c for c in clients if c["round"] == last]
+    plan = client_plan(row["setting"], len(mine), row.get("homo_family", "math"))
+    per = {}
+    for c in mine:
+        names = [k.split("/", 1)[1] for k in c if k.startswith("w/")]
+        if not names or any(f"local/{n}" not in c for n in names):
+            return {}
+        acc = c[f"local/{names[0]}"]
+        per.setdefault(plan[int(c["client"].rsplit("_", 1)[1])][0], []).append(
+            (acc, float(np.mean([acc] + [c[f"local/{n}"] for n in names[1:]]))))
+    out = {}
+    for fam, vals in per.items():
+        out[f"{fam}/local_accuracy"] = float(np.mean([a for a, _ in vals]))
+        out[f"{fam}/local_reward"] = float(np.mean([g for _, g in vals]))
+    return out
+
+
 PAPER_TABLE2 = {"FedAvg-GRPO": (62.6, 0.775), "λ off, α on": (64.0, 0.776), "FedMOA": (64.8, 0.827)}
 """the paper's Table 2 (MATH, Heter+Heter): its three rows; it has no "λ on, α off" row"""
 
@@ -184,6 +226,11 @@ def _claims() -> tuple:
         if setting != "heter+heter":  # a Homo run holds one family: its clients' own models are that family's
             out += [(f"FedMOA > FedAvg-GRPO on local {k} ({name}, {fam}, each client's own model, ours)", setting,
                      fam, "FedMOA", "FedAvg-GRPO", f"local_{k}", None) for k in ("accuracy", "reward")]
+        else:  # the table's parentheses, per family: the clients' own models, split by family (family_locals)
+            (lacc0, lrew0), (lacc1, lrew1) = PAPER_TABLE1_LOCAL[(setting, fam)]
+            out += [(f"FedMOA > FedAvg-GRPO on {fam} client-level {k} (Table 1 in parentheses, {name}, each "
+                     f"client's own model)", setting, fam, "FedMOA", "FedAvg-GRPO", f"{fam}/local_{k}", paper)
+                    for k, paper in (("accuracy", round((lacc1 - lacc0) / 100, 6)), ("reward", round(lrew1 - lrew0, 6)))]
         if setting == "homo+heter":  # which of α and λ makes a Homo+Heter difference (ours; run with
             # fedmoa_compare.py --homo-heter-ablation FAMILY)
             out += [(f"{what}: {better} > {worse} on {label} (Homo+Heter, {fam}, ours)", setting, fam, better, worse,
@@ -231,10 +278,11 @@ def _claims() -> tuple:
 CLAIMS = _claims()
 """the paper's claims as (claim, setting, family of the Homo settings or None, better variant, worse variant,
 metric, the paper's difference): §4.2 has FedMOA above the baseline "across all reported data-reward settings"
-on each dataset (Table 1), Table 2 the ablations on MATH in Heter+Heter (its three rows: α alone, then λ added);
-the rows marked "ours" are the same contrasts over all families or on the clients' own models (in the Homo
-settings per family, local accuracy and reward; in Homo+Heter, where it was run, "λ off, α on" between the two:
-α alone, then λ added), the fourth ablation
+on each dataset (Table 1: the global model, and in its parentheses, compared here in Heter+Heter, the clients' own
+models per family), Table 2 the ablations on MATH in Heter+Heter (its three rows: α alone, then λ added); the rows
+marked "ours" are the same contrasts over all families or on the clients' own models (in the Homo settings per
+family, local accuracy and reward; in Homo+Heter, where it was run, "λ off, α on" between the two: α alone, then λ
+added), the fourth ablation
 row the paper does not have ("λ on, α off": λ alone, and α added to it), and FedMOA from uniform initial weights
 (without the plan's initial spread of w_0) against the baseline, and FedMOA at λ = 100, where the weights move by
 several hundredths a round (against the baseline, and as Table 2's λ contrast against "λ off, α on"). A Heter+Heter
@@ -303,6 +351,7 @@ def paired_claims(rows: list[dict], prefix: str = "") -> list[dict]:
         interval is still reported).
     """
     out = []
+    rows = [{**family_locals(r), **r} for r in rows]  # Heter+Heter's client level per family, from the history
     for claim, setting, family, better, worse, metric, paper in CLAIMS:
         key = prefix + metric
 

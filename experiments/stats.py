@@ -85,6 +85,20 @@ def t_interval(values: Iterable[float], confidence: float = CONFIDENCE) -> tuple
     return mean, t_quantile(0.5 + confidence / 2.0, n - 1) * se, n
 
 
+#: the power at which :func:`detectable_effect` states what the seeds can detect
+POWER = 0.8
+
+
+def detectable_effect(half_width: float, n: int, power: float = POWER, confidence: float = CONFIDENCE) -> float:
+    """The smallest true difference that ``n`` seeds detect with probability ``power``: a paired difference whose
+    interval (half-width ``half_width``, :func:`t_interval`) must clear 0 is seen that often when the truth is
+    (t_{(1+confidence)/2, n−1} + t_{power, n−1}) · SE = half_width · (1 + t_{power, n−1} / t_{(1+confidence)/2, n−1}),
+    the usual approximation that takes the sample SE for the true one. nan with fewer than 2 seeds."""
+    if n < 2 or not np.isfinite(half_width):
+        return float("nan")
+    return float(half_width * (1.0 + t_quantile(power, n - 1) / t_quantile(0.5 + confidence / 2.0, n - 1)))
+
+
 def sign_verdict(mean: float, half_width: float) -> int:
     """+1 when the interval mean ± half_width lies wholly above 0, −1 wholly below, 0 when it contains 0."""
     if mean - half_width > 0:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.stats import INTERVAL, sign_verdict, t_interval
+from experiments.stats import INTERVAL, detectable_effect, sign_verdict, t_interval
 from fedrl_kit.config import REFERENCE_PATH, RunConfig, preset
 from fedrl_kit.pubswap.args import PAPER_SETTING
 from fedrl_kit.pubswap.presets import PAPER_PRESETS
@@ -368,7 +368,9 @@ def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFram
     One row per claim, in the paper's own words (``claim``, with where it says so in ``paper``), tested as a paired
     comparison over the seeds both arms ran: ``diff`` is the mean difference in pass@1 points (drift in ‖ΔW‖ units,
     the τ trend in points per doubling of τ), ``se`` its standard error, ``±95% t`` the half-width of its 95 %
-    Student-t interval (n − 1 degrees of freedom), ``seeds`` how many pairs; ``holds`` is "yes" or "no" when that
+    Student-t interval (n − 1 degrees of freedom), ``detectable`` the smallest true difference these seeds would
+    show 4 times in 5 (:func:`experiments.stats.detectable_effect`: a verdict "within noise" says nothing of effects
+    below it), ``seeds`` how many pairs; ``holds`` is "yes" or "no" when that
     interval lies wholly on one side of 0 and "within noise" when it contains 0. ``setting`` names the rows'
     setting and scale.
 
@@ -421,7 +423,8 @@ def pubswap_claims(rows: list[dict], value: str = "pass@1_final") -> pd.DataFram
         elif why:
             holds = f"not tested ({why})"
         out.append({"claim": text, "paper": paper, "diff": round(diff * scale, 2), "se": round(se * scale, 2),
-                    "±95% t": round(half * scale, 2), "seeds": n, "holds": holds, "setting": setting})
+                    "±95% t": round(half * scale, 2), "detectable": round(detectable_effect(half, n) * scale, 2),
+                    "seeds": n, "holds": holds, "setting": setting})
 
     def claim(text, paper, a, b, val=value, scale=100.0, want_positive=True, data=t1, min_seeds=1, untested=None):
         stats = _compare(data, a, b, val)

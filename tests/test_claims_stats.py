@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from experiments.stats import sign_verdict, t_cdf, t_interval, t_quantile
+from experiments.stats import detectable_effect, sign_verdict, t_cdf, t_interval, t_quantile
 
 # t_{0.975, df} from any printed table (e.g. NIST/SEMATECH e-Handbook, Table 1.3.6.7.2)
 T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 9: 2.262, 10: 2.228, 20: 2.086, 30: 2.042, 100: 1.984}
@@ -45,3 +45,14 @@ def test_sign_verdict_and_bad_arguments():
         t_quantile(1.0, 3)
     with pytest.raises(ValueError, match="confidence"):
         t_interval([1.0, 2.0], confidence=95)
+
+
+def test_detectable_effect_is_the_interval_widened_by_the_power_quantile():
+    """(t_0.975 + t_0.8) · SE from published quantiles: t_{0.975,2} = 4.3027, t_{0.8,2} = 1.0607; t_{0.975,4} = 2.7764,
+    t_{0.8,4} = 0.9410; nan without an interval."""
+    from experiments.stats import detectable_effect
+
+    assert detectable_effect(4.3027, 3) == pytest.approx(4.3027 + 1.0607, abs=1e-3)  # SE = 1
+    assert detectable_effect(2.7764 * 0.5, 5) == pytest.approx((2.7764 + 0.9410) * 0.5, abs=1e-3)
+    assert detectable_effect(1.0, 8) > 1.0  # always wider than the interval it comes from
+    assert np.isnan(detectable_effect(float("nan"), 1)) and np.isnan(detectable_effect(1.0, 1))

@@ -2,8 +2,10 @@
 plans, eq. 9's g_k that does not cancel across tokens, the λ scale rule, the cosine schedule, validation and
 the best round, the real-dataset families, the presets, and old configs keeping their behaviour."""
 
+import json
 import math
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +22,8 @@ from fedrl_kit.grpo import GRPOSettings
 from fedrl_kit.policy.engine import Policy
 from fedrl_kit.rollout import Rollouts
 from fedrl_kit.runs import Run
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def moa_config(tiny_dir, fedmoa=None, **kw):
@@ -275,6 +279,46 @@ def test_best_record_takes_the_earliest_of_ties():
     assert acc["verdict"] == "does not hold"
     reward = points[REWARD]
     assert reward["unit"] == "reward" and reward["differences"] == pytest.approx([0.0, 0.0, 0.0])
+
+
+def test_client_level_numbers_per_family_from_a_runs_history():
+    """Table 1's parentheses in Heter+Heter: each family's clients' own models, taken from the stored history."""
+    def row(variant, seed, accs):  # 6 clients of the plan: math, gsm, code, math, gsm, code
+        names = {"math": ("accuracy", "format"), "gsm": ("accuracy", "format"), "code": ("code_accuracy", "tag_count")}
+        fams = [f for f, _ in plan.client_plan("heter+heter", 6)]
+        clients = [{"client": f"client_{m}", "round": 2, **{f"w/{n}": 0.5 for n in names[f]},
+                    **{f"local/{n}": v for n, v in zip(names[f], (accs[m], 1.0))}} for m, f in enumerate(fams)]
+        stale = [dict(c, round=1, **{f"local/{n}": 0.0 for n in names[f]}) for c, f in zip(clients, fams)]
+        return {"setting": "heter+heter", "variant": variant, "seed": seed, "history": {"clients": stale + clients}}
+
+    assert [f for f, _ in plan.client_plan("heter+heter", 6)] == ["math", "gsm", "code"] * 2
+    base = row("FedAvg-GRPO", 0, [0.2, 0.3, 0.4, 0.4, 0.5, 0.6])
+    got = analysis.family_locals(base)  # the last round only; reward = mean of accuracy and the other component
+    assert got == pytest.approx({"math/local_accuracy": 0.3, "gsm/local_accuracy": 0.4, "code/local_accuracy": 0.5,
+                                 "math/local_reward": 0.65, "gsm/local_reward": 0.7, "code/local_reward": 0.75})
+    assert analysis.family_locals({"setting": "heter+heter"}) == {}
+    rows = [row("FedAvg-GRPO", s, [0.2, 0.3, 0.4, 0.4, 0.5, 0.6]) for s in range(3)]
+    rows += [row("FedMOA", s, [0.2, 0.3, 0.4 + d, 0.4, 0.5, 0.6 + d]) for s, d in enumerate((0.1, 0.2, 0.3))]
+    claims = {c["claim"]: c for c in analysis.paired_claims(rows)}
+    code = claims["FedMOA > FedAvg-GRPO on code client-level accuracy (Table 1 in parentheses, Heter+Heter, each "
+                  "client's own model)"]
+    assert code["differences"] == pytest.approx([0.1, 0.2, 0.3]) and code["paper"] == pytest.approx(0.0329)
+    math_ = claims["FedMOA > FedAvg-GRPO on math client-level accuracy (Table 1 in parentheses, Heter+Heter, each "
+                   "client's own model)"]
+    assert math_["differences"] == pytest.approx([0, 0, 0]) and math_["paper"] == pytest.approx(0.0125)
+
+
+def test_client_level_numbers_of_the_stored_grid_add_up_to_its_local_means():
+    """Over all clients, the per-family client-level means of every stored run give back its row's own
+    ``local_accuracy`` and ``local_reward`` (weighted by the family's clients)."""
+    rows = json.loads((ROOT / "benchmarks/results/fedmoa_compare_cpu.json").read_text())["runs"]
+    for r in rows:
+        fams = [f for f, _ in plan.client_plan(r["setting"], len({c["client"] for c in r["history"]["clients"]}),
+                                               r.get("homo_family", "math"))]
+        got = analysis.family_locals(r)
+        for k in ("accuracy", "reward"):
+            mean = sum(got[f"{f}/local_{k}"] for f in fams) / len(fams)
+            assert mean == pytest.approx(r[f"local_{k}"], abs=1e-12), (r["setting"], r["variant"], r["seed"], k)
 
 
 def test_a_claim_about_lambda_is_not_tested_when_lambda_was_replaced_or_did_not_act():
