@@ -25,8 +25,8 @@
 # scores instead of adapters. **PubSwap** (02) pulls drifting clients together with public prompts. **FedMOA** (03)
 # balances several rewards.
 #
-# It runs in minutes on a CPU: arithmetic problems in seven topics, and a tiny 1.6 M-parameter policy, the **base**,
-# pretrained by supervised learning.
+# It runs in minutes on a CPU. The problems are arithmetic, in seven topics. The policy, the **base**, is a tiny
+# 1.6 M-parameter model pretrained by supervised learning.
 
 # %% tags=["parameters"]
 method = "fedavg_grpo"  # fedavg_grpo | fedprox_grpo (§2) | central_grpo (GRPO on the pooled data) | zero_shot
