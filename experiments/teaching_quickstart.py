@@ -189,6 +189,17 @@ def pass_curve(scores: dict[str, pd.DataFrame]):
     return fig
 
 
+def _rounds(index) -> str:
+    """Round numbers as a reader writes them: runs of consecutive rounds as ranges ("1–5, 8")."""
+    rs, parts = sorted(int(r) for r in index), []
+    for r in rs:
+        if parts and r == parts[-1][1] + 1:
+            parts[-1][1] = r
+        else:
+            parts.append([r, r])
+    return ", ".join(f"{a}–{b}" if b > a else f"{a}" for a, b in parts)
+
+
 def _leads(scores: dict[str, pd.DataFrame], name: str) -> pd.DataFrame:
     """Central-GRPO minus ``name`` per round (points): the mean of the paired per-problem differences and 2 SE."""
     d = scores["Central-GRPO"] - scores[name]
@@ -204,14 +215,15 @@ def reading_the_curve(scores: dict[str, pd.DataFrame], name: str) -> Markdown:
     leads = _leads(scores, name).iloc[1:]
     ahead = leads[leads["lead"] > leads["2 SE"]]
     if len(ahead):
-        first = (f"- Central-GRPO led by more than two SE of the paired difference at round{'s' if len(ahead) > 1 else ''}"
-                 f" {', '.join(map(str, ahead.index))}, by up to {ahead['lead'].max():.1f} points "
-                 f"(± {ahead['2 SE'].max():.1f}); at the other rounds the curves are within noise. The bars are each "
-                 "point's own noise; a paired difference is less noisy, so it can clear 2 SE where the bars overlap.")
+        first = (f"- Central-GRPO led by more than two SE of the paired difference in round{'s' if len(ahead) > 1 else ''}"
+                 f" {_rounds(ahead.index)}. Its largest lead was {ahead['lead'].max():.1f} points "
+                 f"(± {ahead['2 SE'].max():.1f}). In the other rounds the curves are within noise.\n"
+                 "- The bars show each point's own noise. A paired difference is less noisy, so it can clear 2 SE even "
+                 "where the bars overlap.")
     else:
-        first = (f"- Central-GRPO never led by more than two SE of the paired difference (largest lead "
-                 f"{leads['lead'].max():.1f} points, ± {leads.loc[leads['lead'].idxmax(), '2 SE']:.1f}).")
-    return Markdown(first + "\n- Neighbouring rounds are not independent checks: each model is the last one plus "
+        first = (f"- Central-GRPO never led by more than two SE of the paired difference. Its largest lead was "
+                 f"{leads['lead'].max():.1f} points (± {leads.loc[leads['lead'].idxmax(), '2 SE']:.1f}).")
+    return Markdown(first + "\n- Neighbouring rounds are not independent checks. Each model is the last one plus "
                     "one round, so a lead over several rounds is one finding, not several.")
 
 
@@ -222,17 +234,19 @@ def round_table(gaps) -> pd.DataFrame:
 
 
 def round_words(gaps, cfg) -> Markdown:
-    """The agreement and the factor gap in two sentences: how much shorter the server's step is, and how small the
+    """The agreement and the factor gap in short sentences: how much shorter the server's step is, and how small the
     error of averaging factors is next to that."""
     a, u = gaps["agreement of updates"].dropna(), gaps["gap / round's update"].dropna()
-    k = cfg.num_clients
-    return Markdown(f"- The agreement was {a.min():.2f}–{a.max():.2f}, close to 1/√K = {1 / np.sqrt(k):.2f} for K = {k} "
-                    "clients moving at right angles (§2): the clients' updates were nearly orthogonal. Each round's step "
-                    f"was about {a.mean():.0%} as long as a client's own, like a smaller learning rate. Central-GRPO's {cfg.local_steps} "
-                    f"step{'s' if cfg.local_steps > 1 else ''} per round, each on {cfg.num_clients * cfg.prompts_per_step} "
-                    "prompts, have nothing to average away, a simple reason federation starts slower.\n"
-                    f"- Averaging factors missed the mean update by {u.min():.0%}–{u.max():.0%} of its length: a real "
-                    "but second-order error next to that shortening.")
+    k, steps = cfg.num_clients, cfg.local_steps
+    return Markdown(f"- The agreement was {a.min():.2f}–{a.max():.2f}. For K = {k} clients moving at right angles it "
+                    f"would be 1/√K = {1 / np.sqrt(k):.2f} (§2). So the clients' updates were nearly orthogonal.\n"
+                    f"- The server's step was therefore about {a.mean():.0%} as long as a client's own. That acts like a "
+                    "smaller learning rate.\n"
+                    f"- Central-GRPO takes {steps} step{'s' if steps > 1 else ''} per round on "
+                    f"{cfg.num_clients * cfg.prompts_per_step} prompts each. It has nothing to average away. This is "
+                    "one simple reason federation starts slower.\n"
+                    f"- Averaging factors missed the mean update by {u.min():.0%}–{u.max():.0%} of its length. That error "
+                    "is real but second order.")
 
 
 def client_grid(records: list[dict]):
@@ -271,10 +285,10 @@ def client_spike(records: list[dict], cfg) -> Markdown:
     jump = df.accuracy - df.groupby("client").accuracy.transform("median")
     top = df.loc[jump.idxmax()]
     prompts = cfg.local_steps * cfg.prompts_per_step
-    return Markdown(f"{top.client}'s accuracy at round {top['round']} ({top.accuracy:.3f}, against its median "
-                    f"{top.accuracy - jump.max():.3f}) is likely batch noise: a round's accuracy averages only "
-                    f"{prompts} prompts ({cfg.local_steps} steps × {cfg.prompts_per_step}), and the global pass@1 "
-                    "does not jump with it.")
+    return Markdown(f"{top.client}'s accuracy jumped at round {top['round']} ({top.accuracy:.3f}, against its median "
+                    f"{top.accuracy - jump.max():.3f}). This is likely batch noise. A round's accuracy averages only "
+                    f"{prompts} prompts ({cfg.local_steps} steps × {cfg.prompts_per_step}). The global pass@1 does "
+                    "not jump with it.")
 
 
 def client_view(records: list[dict]) -> object:
@@ -310,57 +324,61 @@ def wire(run) -> pd.DataFrame:
 
 def takeaways(runs: dict[str, list[dict]], name: str, scores: dict[str, pd.DataFrame], gaps, greedy: pd.Series,
               answers: pd.DataFrame) -> Markdown:
-    """What this run shows, at most five sentences in one box, each built from the run's numbers: what was learnt,
-    what federation cost against Central-GRPO, why (the agreement), the unrewarded format, and greedy accuracy.
-    Every ± is two SE over problems, paired where two models answer the same problems."""
+    """What this run shows, at most five points in one box, each built from the run's numbers: what was learnt and how
+    (sampled pass@1 beside greedy accuracy: sharpening or new answers), what federation cost against Central-GRPO,
+    why (the agreement), and the unrewarded format. Every ± is two SE over problems, paired where two models answer
+    the same problems."""
     from fedrl_kit.notebook import headline
     from fedrl_kit.rewards.format import is_well_formatted
 
     h, s = headline(runs[name]), scores[name]
     federated = name != "Central-GRPO"  # Central-GRPO alone: one client holding all the data, nothing averaged
     gain, noise = 100 * (h["final pass@1"] - h["base pass@1"]), 200 * _se(s.iloc[:, -1] - s.iloc[:, 0])
-    lines = [f"{name} took sampled pass@1 from {100 * h['base pass@1']:.1f} % to {100 * h['final pass@1']:.1f} % ({gain:+.1f} ± "
-             f"{noise:.1f} points, {'beyond' if abs(gain) > noise else 'within'} the noise)"
-             + (", though no client sent a problem or an answer." if federated else ".")]
+    g0, g1 = greedy["base (greedy)"], greedy["trained (greedy)"]
+    diff = answers["trained right"].astype(float) - answers["base right"].astype(float)
+    n, change, gnoise = len(answers), int(diff.sum()), 2 * _se(diff)
+    up, learnt_anything = g1 - g0 > gnoise, gain > noise
+    head = (f"{name} learnt, " + ("and not only by sharpening." if up else "mostly by sharpening.") if learnt_anything
+            else f"{name} did not clearly learn.")
+    sampled = (f" Sampled pass@1 went from {100 * h['base pass@1']:.1f} % to {100 * h['final pass@1']:.1f} % "
+               f"({gain:+.1f} ± {noise:.1f} points, {'beyond' if learnt_anything else 'within'} the noise)"
+               + (", though no client sent a problem or an answer." if federated else "."))
+    greedy_words = (f"{100 * g0:.1f} % → {100 * g1:.1f} %, {change:+d} of {n} problems, "
+                    f"{'within' if abs(g1 - g0) <= gnoise else 'beyond'} ± {100 * gnoise:.1f} points").replace("-", "−")
+    if up:
+        tail = f" Greedy accuracy rose too ({greedy_words}). So it also learnt answers it did not give before."
+    else:
+        tail = (f" Greedy accuracy did not rise ({greedy_words}), a negative result. The model samples answers it could "
+                "already give more often; it learnt few new ones.")
+    learnt = head + sampled + tail
+    lines = [learnt]
     if "Central-GRPO" in scores and federated:
         leads = _leads(scores, name)
         ahead = leads.iloc[1:][leads["lead"].iloc[1:] > leads["2 SE"].iloc[1:]]
         d, dn = leads["lead"].iloc[-1], leads["2 SE"].iloc[-1]
-        early = (f"Central-GRPO, on the pooled data, led beyond the noise at round{'s' if len(ahead) > 1 else ''} "
-                 f"{', '.join(map(str, ahead.index))}" if len(ahead) else "Central-GRPO, on the pooled data, never "
-                 "led beyond the noise")
+        early = (f"Central-GRPO trains on the pooled data. It led beyond the noise in round{'s' if len(ahead) > 1 else ''} "
+                 f"{_rounds(ahead.index)}." if len(ahead) else "Central-GRPO trains on the pooled data. It never led "
+                 "beyond the noise.")
+        end = (f" It ended {abs(d):.1f} ± {dn:.1f} points {'higher' if d > 0 else 'lower'}, "
+               + ("within" if abs(d) <= dn else "beyond") + " the noise.")
         if abs(d) > dn:
-            cost = "here federation cost final accuracy." if d > 0 else "here federation ended ahead."
+            cost = " Here federation cost final accuracy." if d > 0 else " Here federation ended ahead."
         else:
-            cost = (f"no final difference detected; a gap of up to about {abs(d) + dn:.0f} points is not excluded.")
-        lines.append(early + f" and ended {abs(d):.1f} ± {dn:.1f} points {'higher' if d > 0 else 'lower'} (one seed), "
-                     + ("within" if abs(d) <= dn else "beyond") + " the noise: " + cost)
+            cost = f" So this seed shows no final cost, but a gap of up to about {abs(d) + dn:.0f} points is not ruled out."
+        lines.append(early + end + cost)
     if gaps is not None and len(gaps) and federated:
         a = gaps["agreement of updates"].dropna()
-        lines.append(f"The clients' updates agreed only {a.min():.2f}–{a.max():.2f}, so the averaged step was shorter "
-                     "than each client's; whether the non-IID split or the small noisy batches cause that, one seed "
-                     "cannot say.")
+        lines.append(f"The clients' updates agreed only {a.min():.2f}–{a.max():.2f}. So the averaged step was shorter "
+                     "than each client's own. One seed cannot say whether the non-IID split or the small, noisy "
+                     "batches cause this.")
     formatted = answers["base answer"].map(is_well_formatted)
     right = answers["base right"]
     if formatted.any() and (~formatted).any() and h["final format"] > h["base format"]:
-        lines.append(f"The format rate rose {100 * h['base format']:.1f} % → {100 * h['final format']:.1f} % though format earns no "
-                     f"reward: the base's formatted greedy answers were right {right[formatted].mean():.0%} of the "
-                     f"time, its unformatted ones {right[~formatted].mean():.0%}"
-                     + (", so formatted answers likely collected more of the positive advantages."
-                        if right[formatted].mean() > right[~formatted].mean() else "."))
-    g0, g1 = greedy["base (greedy)"], greedy["trained (greedy)"]
-    diff = answers["trained right"].astype(float) - answers["base right"].astype(float)
-    n, change, gnoise = len(answers), int(diff.sum()), 2 * _se(diff)
-    below = (f" The trained model's sampled pass@1 ({100 * h['final pass@1']:.1f} %) still sits below the base's "
-             f"greedy accuracy ({100 * g0:.1f} %)." if h["final pass@1"] < g0 else "")
-    if g1 - g0 > gnoise:
-        lines.append(f"Greedy accuracy rose too, {100 * g0:.1f} % → {100 * g1:.1f} % ({change:+d} of {n} problems, ± {100 * gnoise:.1f} points): "
-                     "the model learnt answers it did not give before, not only to sample its best ones more often."
-                     + below)
-    else:
-        lines.append(f"Negative result: greedy accuracy did not rise ({100 * g0:.1f} % → {100 * g1:.1f} %, {change:+d} of "
-                     f"{n} problems, within ± {100 * gnoise:.1f} points): the sampled gain is mostly sharpening onto answers the model "
-                     "could already give." + below)
+        better = right[formatted].mean() > right[~formatted].mean()
+        lines.append(f"The format rate rose from {100 * h['base format']:.1f} % to {100 * h['final format']:.1f} %, though "
+                     f"format earns no reward. The base's formatted greedy answers were right {right[formatted].mean():.0%} "
+                     f"of the time, its unformatted ones {right[~formatted].mean():.0%}."
+                     + (" So formatted answers likely collected more of the positive advantages." if better else ""))
     return Markdown("> **What this run shows** (one seed; pass@1 and rates in %; ± is two SE over test problems, in points)\n>\n"
                     + "\n".join(f"> {i}. {s}" for i, s in enumerate(lines[:5], 1)))
 

@@ -17,18 +17,16 @@
 # # Federated GRPO in one sitting
 #
 # **The problem.** We want to teach a language model to solve problems a program can check (*reinforcement learning
-# with verifiable rewards*), but the training problems sit on **clients** that will not share them. **Federated
-# GRPO** trains anyway: each client improves a shared LoRA adapter on its own problems with GRPO and sends the
+# with verifiable rewards*). But the training problems sit on **clients** that will not share them. **Federated
+# GRPO** trains anyway. Each client improves a shared LoRA adapter on its own problems with GRPO. It sends the
 # **server** its adapter, its example count $n_k$ and a few metrics, never a problem.
 #
-# This notebook teaches **FedAvg-GRPO**, the baseline that three papers build on, each fixing one of its problems:
+# This notebook teaches **FedAvg-GRPO**, the baseline that three papers improve on. **FedGRPO** (notebook 01) sends
+# scores instead of adapters. **PubSwap** (02) pulls drifting clients together with public prompts. **FedMOA** (03)
+# balances several rewards.
 #
-# - **FedGRPO** (notebook 01): clients return scores of the server's candidate answers, not adapters.
-# - **PubSwap** (02): clients on different data drift apart; shared public-prompt steps pull them together.
-# - **FedMOA** (03): several rewards per client, with weights that adapt.
-#
-# It runs in minutes on a CPU: arithmetic problems in seven topics, and a tiny 1.6 M-parameter policy, the **base**,
-# pretrained by supervised learning.
+# It runs in minutes on a CPU. The problems are arithmetic, in seven topics. The policy, the **base**, is a tiny
+# 1.6 M-parameter model pretrained by supervised learning.
 
 # %% tags=["parameters"]
 method = "fedavg_grpo"  # fedavg_grpo | fedprox_grpo (§2) | central_grpo (GRPO on the pooled data) | zero_shot
@@ -65,46 +63,49 @@ teach.settings(cfg)
 #
 # | symbol | meaning |
 # |---|---|
-# | $K$, $k$ | number of clients, one client |
-# | $R$, $\tau$ | communication rounds; local GRPO steps per round |
-# | budget | $\tau R$ local steps of $b$ prompts each, per client |
-# | $b$, $G$ | prompts per local step; answers per prompt (the group) |
+# | $K$, $R$ | clients (`num_clients`); communication rounds (`rounds`) |
+# | $\tau$, $b$ | local GRPO steps per round (`local_steps`); prompts per step (`prompts_per_step`) |
+# | $G$ | answers per prompt, the group (`num_generations`) |
 # | $r_i$, $A_i$ | reward and advantage of answer $i$ in its group |
-# | $\rho$, $\epsilon$, $\epsilon_{\text{high}}$ | probability ratio; its clip range |
+# | $\rho$; $\epsilon$, $\epsilon_{\text{high}}$ | probability ratio; its clip range (`epsilon`, `epsilon_high`) |
 # | $\theta$, $\theta_k$ | global LoRA adapter; client $k$'s after its steps |
-# | $D$, $U$, $r_{\text{LoRA}}$ | LoRA's down and up factors; its rank |
+# | $D$, $U$, $r_{\text{LoRA}}$ | LoRA's down and up factors; its rank (`lora_rank`) |
 # | $n_k$, $w_k$ | client $k$'s training examples; its weight $n_k/n$ |
 # | $\Delta_k$, $a$ | client $k$'s update of $UD$; the clients' agreement |
-# | $\alpha$ | Dirichlet concentration of the topic split |
+# | $\mu$ | FedProx's pull toward $\theta$ (`fedprox.mu`) |
+# | $\alpha$ | Dirichlet concentration of the topic split (`dirichlet_alpha`) |
 #
-# For one prompt $q$ the model samples a **group** of $G$ answers $o_1,\dots,o_G$; a verifier gives $r_i = 1$ if the
-# answer it extracts (inside `<answer>…</answer>`, else the last number) is right, else $0$. The **format rate**,
-# measured but not rewarded, is the fraction of answers shaped `<think>…</think><answer>…</answer>`. GRPO is PPO's
-# clipped surrogate without the value network: an answer's **advantage** is how much better it scored than its own
-# group. Dividing by the group's std makes $\sum_i A_i^2 \approx G-1$ in every group with any spread:
+# For one prompt $q$ the model samples a **group** of $G$ answers $o_1,\dots,o_G$. A verifier reads the answer inside
+# `<answer>…</answer>`, else the last number. It gives $r_i = 1$ if that answer is right, else $0$. The **format rate**
+# is the fraction of answers shaped `<think>…</think><answer>…</answer>`. It is measured, not rewarded.
+#
+# GRPO is PPO's clipped objective without a value network. An answer's **advantage** says how much better it scored
+# than its own group:
 #
 # $$A_i = \frac{r_i - \operatorname{mean}(r_1,\dots,r_G)}{\operatorname{sample\ std}(r_1,\dots,r_G) + 10^{-4}}
 # \qquad\text{(`fedrl_kit.grpo.group_advantages`)}$$
 #
-# A local step takes $b$ prompts (`prompts_per_step`), raising the probability of every token of an answer with
-# $A_i>0$, lowering it where $A_i<0$; its loss over $bG$ answers is
+# Dividing by the std makes $\sum_i A_i^2 \approx G-1$ in every group that has any spread.
+#
+# A local step takes $b$ prompts and their $bG$ answers. It raises the probability of every token of an answer with
+# $A_i>0$ and lowers it where $A_i<0$. Its loss is
 #
 # $$\mathcal{L}(\theta) = -\frac{1}{\sum_i |o_i|}\sum_{i}\sum_{t=1}^{|o_i|}
 # \min\bigl(\rho_{i,t}A_i,\ \operatorname{clip}(\rho_{i,t},1-\epsilon,1+\epsilon_{\text{high}})\,A_i\bigr),
 # \qquad \rho_{i,t} = \frac{\pi_\theta(o_{i,t}\mid q,o_{i,<t})}{\pi_{\text{old}}(o_{i,t}\mid q,o_{i,<t})}
 # \qquad\text{(`fedrl_kit.grpo.grpo_loss`)}$$
 #
-# - **The ratio $\rho$.** Each step samples answers once with $\pi_{\text{old}}$, then makes `num_iterations`
-#   passes over those same answers; on pass 1, $\rho = 1$. On later passes the **clip** stops a token's push once
-#   $\rho > 1+\epsilon_{\text{high}}$ (if $A_i>0$) or $\rho < 1-\epsilon$ (if $A_i<0$). `clip_fraction` is the share
-#   of tokens clipped.
-# - **Clip-higher** ($\epsilon_{\text{high}} > \epsilon$, from DAPO, a GRPO variant): a low-probability token can
-#   grow more before its ratio hits the cap.
-# - **Token mean** (`loss_type = "dapo"`): every token weighs the same, so a long answer counts per token. Groups
-#   with no spread still add their tokens to $\sum_i |o_i|$ and dilute the rest.
+# - **The ratio $\rho$.** A step samples its answers once, with $\pi_{\text{old}}$. It then makes `num_iterations`
+#   passes over them. On pass 1, $\rho = 1$. Later, a token stops being pushed once $\rho > 1+\epsilon_{\text{high}}$
+#   (if $A_i>0$) or $\rho < 1-\epsilon$ (if $A_i<0$). This is the **clip**. `clip_fraction` is the share of tokens
+#   clipped.
+# - **Clip-higher** (from DAPO, a GRPO variant). With $\epsilon_{\text{high}} > \epsilon$, a rare token can grow
+#   more before the cap.
+# - **Token mean** (`loss_type = "dapo"`). Every token weighs the same, so a long answer counts more. Groups with no
+#   spread still add their tokens to $\sum_i |o_i|$, so they dilute the rest.
 # - **No KL penalty** to the base: $\beta = 0$.
 #
-# Toy: tokens with $\rho = 1.0, 1.3, 0.7$ in two answers, $A = \pm1$; a clipped token gets zero gradient:
+# Toy: tokens with $\rho = 1.0, 1.3, 0.7$ in two answers, $A = \pm1$. A clipped token gets zero gradient:
 
 # %%
 logps = torch.tensor([[1.0, 1.3, 0.7]] * 2, dtype=torch.float64).log().requires_grad_()  # log ρ (log π_old = 0)
@@ -117,8 +118,7 @@ for a, g in zip(A.tolist(), logps.grad.tolist()):
 print(f"loss = {loss.item():.4f}, clip_fraction = {diag['clip_fraction']:.3f}")
 
 # %% [markdown]
-# Adam optimises; its moments reset every round. One real group (the base's $G$ answers to a test question) and
-# this run's settings:
+# One real group (the base's $G$ answers to a test question) and this run's settings:
 
 # %%
 group = notebook.one_group(run)
@@ -128,8 +128,7 @@ print(f"q = {group.attrs['question']!r}   (gold answer {group.attrs['gold']})")
 group
 
 # %% [markdown]
-# **By hand:** the first answer's advantage, from the rewards' mean and sample standard deviation, and the check
-# $\sum_i A_i^2 \approx G-1$.
+# **By hand:** $A_1$ from the rewards' mean and sample std, and the check $\sum_i A_i^2 \approx G-1$.
 
 # %%
 r = group["reward r_i"].to_numpy()
@@ -139,8 +138,8 @@ print(f"mean r = {r.mean():.3f}, std r = {r.std(ddof=1):.3f}:  A_1 by hand = {by
 print(f"Σ A_i² = {(group['advantage A_i'] ** 2).sum():.3f}, G − 1 = {len(r) - 1}")
 
 # %% [markdown]
-# **A group that teaches nothing.** All $G$ answers right (or all wrong): every $A_i = 0$, no gradient; the prompt
-# was too easy (or too hard). Their fraction, `frac_zero_std`, is the first diagnostic to read.
+# **A group that teaches nothing.** If all $G$ answers are right (or all wrong), every $A_i = 0$: no gradient. The
+# prompt was too easy (or too hard). The share of such groups, `frac_zero_std`, is the first diagnostic to read.
 
 # %%
 for rewards in ([1, 1, 1, 1, 0, 1, 0, 1], [1] * 8):
@@ -156,24 +155,28 @@ for rewards in ([1, 1, 1, 1, 0, 1, 0, 1], [1] * 8):
 diagrams.round_diagram("fedavg_grpo")
 
 # %% [markdown]
-# The server's average weighs each client's adapter by its number of training examples $n_k$:
+# The server averages the clients' adapters. Each is weighted by its number of training examples $n_k$:
 #
 # $$\theta \leftarrow \sum_{k=1}^{K} \frac{n_k}{n}\,\theta_k,\qquad n = \sum_k n_k
 # \qquad\text{(`fedrl_kit.aggregate.fedavg`)}$$
 #
-# where $\theta$ is the **LoRA adapter**: a frozen weight $W$ gets $\Delta W = UD$ (times
-# `lora_alpha`$/r_{\text{LoRA}}$), $D$ projecting down to rank $r_{\text{LoRA}}$ (PEFT's `lora_A`), $U$ back up
-# (`lora_B`; renamed so that $A$ stays the advantage). $U$ starts at 0: round 0 *is* the base model.
-# $n_k$ weights the data a client represents, not the work it did (all do $\tau$ steps of $b$ prompts).
-# (FedProx-GRPO, another `method`, adds a pull toward $\theta$ to each client's loss.) Only the factors train and travel:
+# The **LoRA adapter** $\theta$ changes each frozen weight $W$ by $\Delta W = UD$ (times `lora_alpha`$/r_{\text{LoRA}}$).
+# $D$ projects down to rank $r_{\text{LoRA}}$ (PEFT's `lora_A`). $U$ projects back up (PEFT's `lora_B`). We rename
+# them so that $A$ stays the advantage. $U$ starts at 0, so round 0 *is* the base model.
+#
+# **FedProx-GRPO** (`method = "fedprox_grpo"`) changes one thing. Each client adds a pull toward the global adapter
+# to its loss:
+#
+# $$\mathcal{L}(\theta_k) + \frac{\mu}{2}\lVert\theta_k-\theta\rVert^2$$
+#
+# Only the factors train and travel:
 
 # %%
 teach.adapter_shapes(run.initial_state)  # layer 0's factors; every layer has the same modules
 
 # %% [markdown]
-# **Averaging factors is not averaging updates.** The server averages $U$ and $D$ *separately* (as does FedIT,
-# federated instruction tuning, with equal weights), and a product of averages is not an average of products. Two
-# clients, $1 \times 1$ factors:
+# **Averaging factors is not averaging updates.** The server averages $U$ and $D$ separately. A product of averages
+# is not an average of products. Two clients, $1 \times 1$ factors:
 
 # %%
 from fedrl_kit.aggregate import fedavg
@@ -185,22 +188,24 @@ print(f"client updates ΔW = UD: {updates}, their mean {np.mean(updates)}; "
       f"mean U × mean D = {(avg['U'] @ avg['D']).item()}")
 
 # %% [markdown]
-# Double. The gap is exactly the mean of $(U_k-\bar U)(D_k-\bar D)$: second order in the factors' spread.
+# Double. The gap is exactly the mean of $(U_k-\bar U)(D_k-\bar D)$. It is second order in the factors' spread.
 #
 # **How far the clients agree.** Client $k$ starts from the adapter sent, $UD$, and moves by $\Delta_k = U_kD_k-UD$.
-# The server's step is (up to that gap) the mean update $\bar\Delta = \sum_k w_k\Delta_k$, with $w_k = n_k/n$. The **agreement**
+# Up to that gap, the server's step is the mean update $\bar\Delta = \sum_k w_k\Delta_k$. The **agreement** compares
+# its length with the clients' own:
 #
 # $$a = \frac{\lVert\bar\Delta\rVert}{\sum_k w_k\lVert\Delta_k\rVert}
 # \qquad\text{(`fedrl_kit.lora_factors.factor_round`)}$$
 #
-# is 1 when all clients move alike. Two equal moves at right angles, $(1,0)$ and $(0,1)$, average to
-# $(\tfrac12,\tfrac12)$: $a = 1/\sqrt2$; $K$ such clients give $1/\sqrt K$. A low agreement shortens the server's step.
+# $a = 1$ when all clients move alike. Two equal moves at right angles, $(1,0)$ and $(0,1)$, average to
+# $(\tfrac12,\tfrac12)$, so $a = 1/\sqrt2$. $K$ such clients give $1/\sqrt K$. A low agreement shortens the server's
+# step.
 #
-# **Pseudocode** (`fedrl_kit/methods/fedavg_grpo.py::run_round`):
+# **Pseudocode:**
 # ```
-# each client k reports n_k once                              # "properties" message
+# each client k reports n_k once
 # for round = 1..R:
-#     send θ to every client                                   # "fit" message
+#     send θ to every client
 #     for each client k, in parallel:                          # GRPOClient.on_fit
 #         for step = 1..τ:
 #             sample b of its prompts, G answers each          # policy.rollout
@@ -210,6 +215,13 @@ print(f"client updates ΔW = UD: {updates}, their mean {np.mean(updates)}; "
 #     θ = Σ_k (n_k / n) θ_k                                     # aggregate.fedavg
 # ```
 
+# %%
+import inspect  # the package's round: these steps as calls
+
+from fedrl_kit.methods import fedavg_grpo
+
+print(inspect.getsource(fedavg_grpo.run_round))
+
 # %% [markdown]
 # ## 3. The world: who holds what
 
@@ -217,17 +229,17 @@ print(f"client updates ΔW = UD: {updates}, their mean {np.mean(updates)}; "
 notebook.examples_by_topic(run.world.test, per_topic=1)
 
 # %% [markdown]
-# Each topic's training problems are split over the clients in Dirichlet proportions (concentration $\alpha$; small
-# $\alpha$: a topic lands mostly on one or two clients). Rows: clients; columns: topics.
+# Each topic's training problems are split over the clients in Dirichlet proportions. With a small concentration
+# $\alpha$, a topic lands mostly on one or two clients. Rows are clients, columns topics.
 
 # %% tags=["nbval-check-output"]
 notebook.client_table(run.partitions)
 
 # %% [markdown]
-# **Where there is room to learn.** The base's **pass@1** per topic: the fraction right of `eval_samples` answers
-# sampled per test problem (temperature 1). Near 0 or 1, most groups teach nothing. **Greedy accuracy** scores
+# **Where there is room to learn.** The base's **pass@1** per topic is the fraction right of `eval_samples` answers
+# sampled per test problem, at temperature 1. Near 0 or 1, most groups teach nothing. **Greedy accuracy** scores only
 # the single most likely answer. Training that merely *sharpens* the model onto its likeliest answers raises sampled
-# pass@1, not greedy accuracy.
+# pass@1, but not greedy accuracy.
 
 # %%
 base_eval = run.evaluate_global(0)  # the evaluation the run does at round 0
@@ -240,17 +252,17 @@ viz.export(fig, "quickstart_heterogeneity", figures)
 fig
 
 # %% [markdown]
-# **Predict now, before the run** (§4 shows the answers; §6 checks them): which client will have the highest mean
-# `frac_zero_std` (Exercise 2)? How many bytes does one client send up per round (Exercise 3; §2's adapter, float32)?
+# **Predict now, before the run.** Which client will have the highest mean `frac_zero_std` (Exercise 2)? How many
+# bytes does one client send up per round (Exercise 3; §2's adapter, float32)?
 
 # %% [markdown]
 # ## 4. Run it
-# After every round the global adapter answers the test problems. **Central-GRPO** runs the same loop with one
-# client holding all data and $Kb$ prompts per step. One run each, one seed: seed-to-seed variance is in no ± below.
+# After every round the global adapter answers the test problems. **Central-GRPO** runs the same loop with one client
+# that holds all the data and takes $Kb$ prompts per step. Each method runs once, with one seed. No ± below
+# includes seed-to-seed variance.
 #
-# **Noise rule:** a difference counts only beyond two standard errors (SE), about 95 %, taken over test problems
-# (one problem's samples are not independent). Two models on the same problems are compared problem by
-# problem (paired).
+# **Noise rule:** a difference counts only beyond two standard errors (SE), about 95 %. SEs are over test problems.
+# Two models are compared problem by problem (paired).
 
 # %%
 records = run.run()
@@ -271,36 +283,30 @@ teach.reading_the_curve(scores, teach.NAMES[method])
 
 # %% [markdown]
 # ### Inside a round
-# Per round: §2's factor gap $\lVert\sum_k w_kU_kD_k-\bar U\bar D\rVert$ over $\lVert\bar\Delta\rVert$, and $a$.
+# **Round 1 by hand**, from the kept messages. The server's new adapter is each tensor's average over the clients'
+# replies, with weights $w_k = n_k/n$:
+
+# %%
+if method != "zero_shot":  # zero-shot sends no adapters
+    replies = [m for m in run.runtime.messages if m.kind == "fit_result" and m.round == 1]
+    n_k = np.array([run.server.sizes[m.sender] for m in replies], dtype=float)
+    w = n_k / n_k.sum() if cfg.aggregator == "fedavg" else np.full(len(n_k), 1 / len(n_k))  # fedit: equal weights
+    thetas = [m.payload["adapter"] for m in replies]  # each client's θ_k: its U and D factors
+    by_hand = {name: sum(w_k * theta[name] for w_k, theta in zip(w, thetas)) for name in thetas[0]}  # Σ_k w_k θ_k
+    sent = {m.round: m.payload["adapter"] for m in run.runtime.messages if m.kind == "fit"}
+    server = sent.get(2, run.server.global_state)  # the adapter the server sent next
+    print(f"n_k = {n_k.astype(int).tolist()}, w_k = {np.round(w, 3).tolist()}")
+    print(f"largest |by hand − server| over {len(by_hand)} tensors: "
+          f"{max(np.abs(by_hand[k] - server[k]).max() for k in by_hand):.1e}")
+
+# %% [markdown]
+# Every round: §2's factor gap $\lVert\sum_k w_kU_kD_k-\bar U\bar D\rVert$ over $\lVert\bar\Delta\rVert$, and the agreement
+# $a$.
 
 # %%
 gaps = notebook.round_factor_gaps(run) if method != "zero_shot" else None  # per round, from the kept messages
 display(teach.round_table(gaps)) if gaps is not None else print("zero-shot sends no adapters")
 teach.round_words(gaps, cfg) if gaps is not None else None
-
-# %% [markdown]
-# **Round 1 by hand**, from the kept messages, with the package's `fedavg`:
-
-# %%
-if gaps is not None:  # zero-shot sends no adapters
-    one = [m for m in run.runtime.messages if m.round == 1]
-    sent = next(m.payload["adapter"] for m in one if m.kind == "fit")  # the adapter sent
-    replies = [m.payload["adapter"] for m in one if m.kind == "fit_result"]  # each client's (U_k, D_k)
-    w = np.array([run.server.sizes[m.sender] for m in one if m.kind == "fit_result"], dtype=float)
-    w /= w.sum()  # w_k = n_k / n
-    downs = [k for k in sent if "lora_A" in k]  # D is PEFT's lora_A, U its lora_B
-
-
-    def UD(s):  # every adapted weight's U @ D, flattened into one vector
-        return np.concatenate([(s[d.replace("lora_A", "lora_B")].astype(float) @ s[d]).ravel() for d in downs])
-
-
-    Delta = np.stack([UD(c) for c in replies]) - UD(sent)  # Δ_k, one row per client
-    gap = w @ np.stack([UD(c) for c in replies]) - UD(fedavg(replies, w))  # Σ_k w_k U_k D_k − Ū D̄
-    mean = np.linalg.norm(w @ Delta)  # ‖Δ̄‖
-    print(f"by hand: ‖gap‖ / ‖mean update‖ = {np.linalg.norm(gap) / mean:.3f}, "
-          f"a = {mean / (w @ np.linalg.norm(Delta, axis=1)):.3f}")
-    print(f"table, round 1: {teach.round_table(gaps)[1].tolist()}")
 
 # %% [markdown]
 # ### Each client's view
@@ -313,16 +319,15 @@ display(fig, teach.client_spike(records, cfg), teach.client_view(records)) if fi
 
 # %% [markdown]
 # ### What crossed the wire
-# Payload bytes: the adapter goes down (`fit`) and up (`fit_result`) every round; before round 1 the server asks
-# each client for $n_k$ (`properties`, an empty request: 0 bytes).
+# The adapter goes down (`fit`) and up (`fit_result`) every round. Before round 1 the server asks each client for
+# $n_k$ (`properties`, 0 bytes down).
 
 # %%
 teach.wire(run)
 
 # %% [markdown]
 # ### The same questions, before and after
-# Base and trained model answer every test question greedily; the first eight. Sampled and greedy behaviour can move
-# differently: a greedy answer may lose its format while the sampled format rate rises.
+# Base and trained model answer every test question greedily; here the first eight.
 
 # %%
 answers_table, greedy = notebook.before_after(run, n=len(run.world.test))
@@ -331,9 +336,9 @@ greedy.to_frame()
 
 # %% [markdown]
 # ### A real language model
-# `-p base smollm2` runs FedAvg-GRPO on SmolLM2-135M-Instruct. Stored: three seeds, three clients, eight rounds, on one-digit
-# sums and maxima; the time shown is that run's. Only the mean row has a ± (95 %). Format
-# stays 0: this chat model never writes the tags.
+# `-p base smollm2` runs FedAvg-GRPO on SmolLM2-135M-Instruct. The stored runs used three seeds, three clients and
+# eight rounds, on one-digit sums and maxima. Only the mean row has a ± (95 %). Format
+# stays 0, because this chat model never writes the tags.
 
 # %%
 notebook.stored_before_after("benchmarks/results/real_lm_learns_cpu.json")
@@ -413,8 +418,8 @@ notebook.check(prediction_4, answer_4, why_4, tolerance=0.01) if prediction_4 is
 
 # %% [markdown]
 # ## Where next
-# **Open question:** is the low agreement the non-IID split or batch noise? Noise alone predicts
-# $a \approx 1/\sqrt K$ at every $\alpha$; heterogeneity, $a$ rising with $\alpha$. Rerun at `-p dirichlet_alpha 100`
-# and `0.1`. Next: `01_fedgrpo_expert_selection.ipynb`,
+# **Open question:** is the low agreement caused by the non-IID split or by batch noise? Noise alone predicts
+# $a \approx 1/\sqrt K$ at every $\alpha$. Heterogeneity predicts $a$ rising with $\alpha$. Rerun with
+# `-p dirichlet_alpha 100` and `0.1` to see. Next: `01_fedgrpo_expert_selection.ipynb`,
 # `02_pubswap_balanced_drift.ipynb`, `03_fedmoa_pareto.ipynb`.
 
