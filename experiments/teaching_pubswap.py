@@ -126,22 +126,11 @@ def drift_figure(drift: pd.DataFrame) -> go.Figure:
                                  marker=dict(symbol=["square"] + ["circle" if k == "private" else "star"
                                                                   for k in d.step_kind], size=9)))
     fig.update_layout(template="plotly_white", height=420, width=720,
-                      legend_title="arm (■ broadcast, ★ public step)",
+                      legend_title="arm (■ broadcast, ● private step, ★ public step)",
                       title="pairwise client drift after each local step, one seed")
     fig.update_yaxes(title_text="δ_pair (Frobenius distance)", rangemode="tozero")
     fig.update_xaxes(title_text="local step j (0: the broadcast adapter)", dtick=1)
     return fig
-
-
-def split_table(end: pd.DataFrame, tau: int) -> pd.DataFrame:
-    """The round's drift change at ``tau``, Balanced − FedAvg-GRPO, as public steps (control − FedAvg-GRPO) plus
-    swap (Balanced − control); each difference is the first arm minus the second, negative = less drift. One seed:
-    no shares, which would read as more precise than one seed is."""
-    d = end[end.tau == tau].set_index("arm")["δ_pair"]
-    parts = pd.Series({"whole change: Balanced − FedAvg-GRPO": d["PubSwap Balanced"] - d["FedAvg-GRPO"],
-                       "public steps: control − FedAvg-GRPO": d["no-swap control"] - d["FedAvg-GRPO"],
-                       "swap: Balanced − control": d["PubSwap Balanced"] - d["no-swap control"]})
-    return parts.round(2).rename(f"δ_pair difference, τ = {tau}, one seed").to_frame()
 
 
 def _grid(results=F.RESULTS) -> pd.DataFrame:
@@ -362,11 +351,13 @@ def exercise_5(gen, swaps, correct: pd.DataFrame) -> tuple[int, str]:
     pool = correct.sum(axis=1)
     sure = [f"{x.split(' (gold')[0]!r} (pool all {'wrong' if c == 0 else 'right'})"
             for x, c in pool.items() if c in (0, N * K)]
-    flat = sum(bool(r.correct[0].all() or not r.correct[0].any()) for r in swaps["random"])
+    flat = [x.split(' (gold')[0] for x, r in zip(correct.index, swaps["random"])
+            if r.correct[0].all() or not r.correct[0].any()]
     return len(sure), (f"a group drawn from a pool whose {N * K} rewards are all equal has equal rewards, so every "
                        f"advantage is 0: {', '.join(sure) or 'no prompt'}. "
                        f"Balanced gives none there either: nothing to swap in. Elsewhere it depends on the draw; "
-                       f"this draw left {flat} of the {len(pool)} prompts without spread.")
+                       f"this draw left {len(flat)} of the {len(pool)} prompts without spread: "
+                       f"{', '.join(repr(x) for x in flat)}.")
 
 
 # -- what the reproduction found --------------------------------------------------------------------------------------
@@ -421,11 +412,14 @@ def stored_setting_note(results=F.RESULTS) -> Markdown:
     """One sentence: the stored runs' length and τ against the paper's."""
     s = F.pubswap_setting(results)
     taus = F.PUBSWAP_PAPER_TAUS
-    n = min(len(v) for v in s["seeds"].values()), max(len(v) for v in s["seeds"].values())
+    seeds = {ARMS[m]: len(s["seeds"][m]) for m in ARMS}
+    many, few = max(seeds.values()), min(seeds.values())
     return Markdown(
-        f"The stored runs give each client {s['steps']} local steps (τ = {s['tau']} for {s['rounds']} rounds, "
-        f"{n[0]}–{n[1]} seeds), a CPU-sized stand-in for the paper's long rounds (τ = {taus[-2]} and {taus[-1]}, "
-        f"{PAPER_STEPS} steps).")
+        f"The stored runs give each client {s['steps']} local steps (τ = {s['tau']} for {s['rounds']} rounds), a "
+        f"CPU-sized stand-in for the paper's long rounds (τ = {taus[-2]} and {taus[-1]}, {PAPER_STEPS} steps). "
+        f"{' and '.join(a for a, n in seeds.items() if n == many)} ran {many} seeds; "
+        f"{' and '.join(a for a, n in seeds.items() if n == few)} ran {few} of them. So every comparison with the "
+        f"control or Random pairs those {few} seeds.")
 
 
 def accuracy_table(results=F.RESULTS) -> pd.DataFrame:
@@ -484,25 +478,6 @@ def drift_accuracy_note(results=F.RESULTS) -> Markdown:
         f"- **The drift cut is small.** Balanced removes {share:.0%} of the drift. That may be too little to change "
         "the averaged adapter's answers.\n"
         "- **Swapped-in answers are off-policy.** That may cost what the lower drift gains.")
-
-
-def live_vs_stored_note(end: pd.DataFrame, tau: int, results=F.RESULTS) -> Markdown:
-    """How this one live seed ranks the arms and splits Balanced's reduction, against the stored seeds of §6."""
-    d = end[end.tau == tau].set_index("arm")["δ_pair"]
-    lowest = d.idxmin()
-    pub, swap = d["no-swap control"] - d["FedAvg-GRPO"], d["PubSwap Balanced"] - d["no-swap control"]
-    live_part = "the public steps" if abs(pub) > abs(swap) else "the swap"
-    lv = F.pubswap_arm_levels(results)["δ_pair at the end, mean ± SD"].str.split(" ± ").str[0].astype(float)
-    f, _ = F.pubswap_teaching_tables(results)
-    stored_part = "the public steps" if abs(f.loc["F3", "difference"]) > abs(f.loc["F2", "difference"]) else "the swap"
-    s = F.pubswap_setting(results)
-    same = lowest == lv.idxmin() and live_part == stored_part
-    return Markdown(
-        f"This seed at τ = {tau} shows {lowest} lowest, and {live_part} doing most of Balanced's reduction. "
-        + (f"The stored seeds at τ = {s['tau']} (§6) agree. " if same else
-           f"Over the stored seeds at τ = {s['tau']} (§6) both reverse: {lv.idxmax()} is highest and {stored_part} "
-           f"{'does' if stored_part == 'the swap' else 'do'} most. ")
-        + "One seed at small τ cannot rank arms.")
 
 
 # -- the report's section behind the findings (notebook 12) ---------------------------------------------------------

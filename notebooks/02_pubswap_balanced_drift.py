@@ -23,8 +23,8 @@
 # adapters **drift** apart, and their average gets worse.
 #
 # **PubSwap** makes every $\tau_{\text{swap}}$-th local step a **public step**. In a public step all clients answer
-# the same $b$ public prompts, $K$ answers each. The server then hands each client a group of $K$ answers per prompt.
-# It **swaps** some of the client's own answers for other clients' answers.
+# the same $b$ public prompts, $K$ answers each. The server then **swaps** some of each client's answers for other
+# clients' answers.
 
 # %% [markdown]
 # ## Parameters
@@ -64,7 +64,7 @@ teach.setting_table(cfg, world, policy)
 # %% [markdown]
 # ## 1. One round, drawn, and in time order
 # The server broadcasts the adapter. Each client takes $\tau$ local steps. Every $\tau_{\text{swap}}$-th step is
-# public (★). A public step takes two **round trips** to the server. Answers go up, and swapped groups come down. At the
+# public (★). A public step takes two round trips: answers up, swapped groups down. At the
 # round's end the server averages the two LoRA factors separately (**FedIT**). Every **arm** (method compared) averages
 # this way. In FedAvg-GRPO all $\tau$ steps are private. With $\tau_{\text{swap}} = 2$, half of PubSwap's steps are
 # public.
@@ -97,17 +97,30 @@ diagrams.step_timeline(max(TAUS), cfg.pubswap.period)
 
 # %% [markdown]
 # ## 3. Key equations
+# | symbol | meaning |
+# |---|---|
+# | $N$; $n$, $n'$ | clients: number; one |
+# | $\tau$; $j$; $\tau_{\text{swap}}$ | local steps per round; one local step; public-step period |
+# | $x$, $b$; $y_k$, $K$ | prompt, prompts per step; answer, answers per prompt |
+# | $\hat a_k$; $\pi_{\text{old}}$; $\rho$ | advantage; policy at the step's start; probability ratio |
+# | $\varepsilon$, $\varepsilon_{\text{high}}$; $\mu$; $\eta$ | clip range; updates per step; learning rate |
+# | $s$; $\Delta W = sBA$ | LoRA scale; a layer's weight change |
+# | $\delta_{\text{pair}}$; $\Delta_j$ | drift between clients' $\Delta W$; between their parameters |
+# | $L$; $\zeta$; $\omega_n$ | smoothness; private-gradient gap; swap's gradient error |
+# | $c_n(x)$, $D_n(x)$ | right answers of client $n$, of the others |
+# | $M_n(x)$, $\alpha_n(x)$ | answers swapped into $n$'s group, as a fraction of $K$ |
+#
 # **GRPO, every local step** (`grpo.group_advantages`, `grpo.grpo_loss`). For a prompt $x$ a client samples $K$
-# answers $y_k$ from $\pi_{\text{old}}$ (its policy when the step starts); reward $r_k = 1$ if right, else 0:
+# answers $y_k$ from $\pi_{\text{old}}$. Reward $r_k = 1$ if the answer's final number equals the gold answer,
+# whatever the format around it; else 0:
 #
 # $$\hat a_k = \frac{r_k - \bar r}{\sigma_r + 10^{-4}},\qquad
 # J(\theta) = \frac{1}{K}\sum_{k=1}^{K}\frac{1}{|y_k|}\sum_{t}\min\Bigl(\rho_{k,t}\,\hat a_k,\;
 # \operatorname{clip}\bigl(\rho_{k,t},\,1-\varepsilon,\,1+\varepsilon_{\text{high}}\bigr)\,\hat a_k\Bigr),\qquad
 # \rho_{k,t} = \frac{\pi_\theta(y_{k,t}\mid x, y_{k,<t})}{\pi_{\text{old}}(y_{k,t}\mid x, y_{k,<t})}$$
 #
-# $\bar r$ and $\sigma_r$ are the group's mean and standard deviation. $J$ has no KL term ($\beta = 0$).
-# $J$ is averaged over the step's $b$ prompts. The upper clip $\varepsilon_{\text{high}}$ is larger
-# than $\varepsilon$, as in DAPO. A step makes $\mu$ updates on the same answers. **pass@1** is the
+# $\bar r$ and $\sigma_r$ are the group's mean and standard deviation. $J$ has no KL term and is averaged over the
+# step's $b$ prompts. **pass@1** is the
 # fraction of test problems answered right. The run's values:
 
 # %%
@@ -118,28 +131,28 @@ teach.run_values(cfg, policy)
 # the factors $A$ and $B$ train and travel. FedIT averages them **separately**: $A = \frac{1}{N}\sum_n A_n$ and
 # $B = \frac{1}{N}\sum_n B_n$.
 #
-# **Drift** (`drift.mean_pairwise_drift`) compares client $n$'s $\Delta W_n = sB_nA_n$ with the others'. It is one
-# Frobenius distance over all layers' entries together:
+# **Drift** (`drift.mean_pairwise_drift`): one Frobenius distance between clients' $\Delta W_n = sB_nA_n$, all
+# layers together:
 #
 # $$\delta_{\text{pair}} = \frac{2}{N(N-1)}\sum_{n<n'}\lVert \Delta W_n - \Delta W_{n'}\rVert_F$$
 #
-# It is measured after each local step, before aggregation. At a round's start every client holds the broadcast
-# adapter, so $\delta_{\text{pair}} = 0$ there.
+# It is measured after each local step, before aggregation; it is 0 at a round's start.
 
 # %%
 teach.drift_code()
 
 # %% [markdown]
 # **Why public steps should help** (the paper's appendix A, noise terms dropped). Let $\Delta_j$ be two clients'
-# parameter distance after local step $j$ and $\eta$ the learning rate:
+# parameter distance after local step $j$:
 #
 # $$\text{private: } \Delta_{j+1} \le (1+\eta L_{\text{priv}})\,\Delta_j + \eta\,\zeta,\qquad
 # \text{public: } \Delta_{j+1} \le (1+\eta L_{\text{pub}})\,\Delta_j + \eta\,(\omega_n + \omega_{n'})$$
 #
-# $\zeta$ is the gap between the two clients' private gradients. $\omega_n$ is how far client $n$'s swapped group
-# bends its public gradient. It grows with the share of swapped answers. $L$ bounds how fast a gradient changes with
-# the parameters. A public step removes the heterogeneity term $\zeta$. The swap only adds $\omega$. So the bound
-# predicts that the no-swap control (below) drifts least. In §6 Balanced drifts least, not the control.
+# $L_{\text{priv}}$, $L_{\text{pub}}$ are the private and public gradients' smoothness constants. $\zeta$ bounds
+# two clients' private-gradient gap. $\omega_n$ bounds $\lVert g_n^{\text{swapped}} - g^{\text{public}}\rVert$:
+# client $n$'s gradient on its swapped group against the on-policy public gradient. It grows with the swapped share. $\delta_{\text{pair}}$ is the $\Delta W$
+# analogue of $\Delta_j$. A public step removes $\zeta$, and the swap only adds $\omega$. So the bound predicts that
+# the no-swap control (below) drifts least. In §6 Balanced drifts least, not the control.
 #
 # **Why swap.** If all $K$ answers are wrong, or all right, every $\hat a_k$ is 0. Then there is no gradient.
 # Balanced swaps in others' right answers. The advantages become $\pm 0.94$. They are not $\pm 1$ because
@@ -168,22 +181,13 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # *Random* (`swap.random_swap`) draws $K$ answers from the pooled $NK$. Every client gets this **same** group.
 # Here $\alpha_n(x)$ is the share of the group not from $n$.
 #
-# **A shortcut.** Only texts travel. So a swapped-in answer is scored under the receiver's $\pi_{\text{old}}$, as if
-# the receiver had sampled it. This hides how off-policy it is. The paper does not say how it scores them.
+# **A shortcut.** Only texts travel. The receiver recomputes $\pi_{\text{old}}$ of a foreign answer itself, as
+# $\rho$'s denominator. So $\rho = 1$ at the first update, and the donor's sampling probability is never used.
+# The paper does not say how it scores foreign answers.
 #
 # **The no-swap control** (`swap.no_swap`) is our addition. It takes the same public steps but keeps each client's own
-# answers. It separates the shared prompts from the swap. Every difference below is first arm − second. Negative
-# means less drift.
-#
-# | symbol | meaning |
-# |---|---|
-# | $N$; $n$, $n'$ | clients: number; one |
-# | $\tau$; $j$; $\tau_{\text{swap}}$ | local steps per round; one local step; public-step period |
-# | $x$, $b$; $y_k$, $K$ | prompt, prompts per step; answer, answers per prompt |
-# | $\hat a_k$; $\pi_{\text{old}}$ | advantage; policy at the step's start |
-# | $\delta_{\text{pair}}$ | drift between clients |
-# | $c_n(x)$, $D_n(x)$ | right answers of client $n$, of the others |
-# | $M_n(x)$, $\alpha_n(x)$ | answers swapped into $n$'s group, as a fraction of $K$ |
+# answers, separating the shared prompts from the swap. Differences below are first arm − second (negative: less
+# drift).
 
 # %% [markdown]
 # ## 4. Who holds what
@@ -200,9 +204,8 @@ fig
 
 # %% [markdown]
 # ## 5. One swap, step by step
-# We train one Balanced round at the larger τ. Then we replay its last public step with each client's end-of-round
-# adapter. The replay draws fresh answers to the step's prompts, not the answers the training step used. Each
-# client's right answers $c_n(x)$ per prompt:
+# We train one Balanced round at the larger τ, then replay its last public step with fresh answers from each
+# client's end-of-round adapter. Each client's right answers $c_n(x)$ per prompt:
 
 # %%
 def one_round(m, tau):  # one round of arm m from the shared start, δ_pair recorded after every local step
@@ -260,8 +263,8 @@ teach.random_group_note(gen, correct, example)
 
 # %% [markdown]
 # ## 6. What the reproduction found
-# The paper reports two things. Balanced beats FedAvg-GRPO in accuracy for most τ. Random
-# beats Balanced at small τ. Neither holds in our runs ([12_pubswap_report](12_pubswap_report.ipynb#findings)).
+# The paper reports that Balanced beats FedAvg-GRPO in accuracy for most τ, and Random beats Balanced at small τ.
+# Neither holds in our runs ([12_pubswap_report](12_pubswap_report.ipynb#findings)).
 # *Final* δ_pair is measured after a round's last local step and averaged over the rounds.
 
 # %%
@@ -303,8 +306,7 @@ teach.drift_accuracy_note()
 
 # %% [markdown]
 # ## 7. Try it yourself: drift within one round
-# Each arm runs one round from the same start, on one seed. This shows where the arms part (at ★), not which is
-# better.
+# Each arm runs one round from the same start, on one seed. This shows where the arms part, not which is better.
 
 # %%
 for m in teach.ARMS:  # FedAvg-GRPO, the no-swap control, PubSwap Random, PubSwap Balanced
@@ -317,15 +319,10 @@ fig = teach.drift_figure(drift)
 viz.export(fig, "pubswap_drift_within_round", figures)
 fig
 
-# %%
-teach.live_vs_stored_note(end, T)
-
 # %% [markdown]
-# All arms start at $\delta_{\text{pair}} = 0$, and step 1 is private. They part at the public steps ★. This seed's
-# reduction, split in two:
-
-# %%
-teach.split_table(end, T)
+# Step 1 is private, so the lines coincide until the first ★.
+# **Knob:** set `taus = (2, 12)` in Parameters and rerun. Watch whether the public-step arms stay apart from
+# FedAvg-GRPO through the private steps between ★, or rejoin it.
 
 # %% [markdown]
 # ## 8. Exercises
@@ -346,7 +343,7 @@ notebook.check_explained(prediction_2, answer_2, why_2)
 # ### Exercise 3
 #
 # Under *Random*, averaged over the $N$ clients, what fraction of the one group is a client's own
-# answers, $1 - \alpha_n$? Two decimals.
+# answers, $1 - \alpha_n$? Two decimals. Why does it not depend on the draw?
 
 # %%
 prediction_3 = None  # a fraction, e.g. 0.5
@@ -386,4 +383,6 @@ notebook.check_explained(prediction_5, answer_5, why_5)
 # %% [markdown]
 # ## What to remember
 # - **Balanced** tops a public group up to half right. **Random** hands every client one mostly foreign group.
-# - At τ = 48, Balanced lowered drift and Random did not. Neither gained accuracy over FedAvg-GRPO.
+# - At τ = 48 the swap, not the shared prompts, gave Balanced's drift cut: the opposite of the bound's prediction.
+#   Random did not lower drift. Neither gained accuracy over FedAvg-GRPO. One seed at τ = 6 (§7) is not evidence
+#   either way.
