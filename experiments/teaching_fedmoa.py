@@ -167,14 +167,27 @@ def alpha_words(run, records: list[dict], cluster: list[str], alpha) -> Markdown
 
 
 def lambda_table() -> Markdown:
-    """Three λ in one table: the paper's, the stored grid's (findings 1–3 and 5) and the grid's large arm
-    (finding 4)."""
+    """Every λ the lesson meets in one sentence and one table: the paper's, the live run's scale rule, the stored
+    grid's (findings 1–3 and 5) and the grid's large arm (finding 4)."""
+    from experiments.fedmoa_presets import setting_config
+
+    target = setting_config("quick", "heter+heter", "FedMOA", 0).fedmoa.lam_target
     hh = fedmoa_setting()
+    grid, big = f"{hh['lam']['FedMOA']:g}", f"{hh['lam']['FedMOA, λ=100']:g}"
     rows = [("the paper", "0.01", "fixed"),
-            ("the stored grid (findings 1–3 and 5)", f"{hh['lam']['FedMOA']:g}", "fixed, tuned on validation"),
-            ("the grid's large arm (finding 4)", f"{hh['lam']['FedMOA, λ=100']:g}", "fixed")]
-    return Markdown("| where | λ | rule |\n|---|---|---|\n" + "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows)
-                    + "\n\nThe live run above uses the scale rule of §2 instead.")
+            ("the live run (§5)", f"{target:g} / mean_k ‖g_k‖²", "the scale rule, set per client at each round's "
+             "first step"),
+            ("the stored grid (findings 1–3 and 5)", grid, "fixed, tuned on validation"),
+            ("the grid's large arm (finding 4)", big, "fixed")]
+    return Markdown(f"λ takes four values here: the paper's 0.01, the live run's scale rule, the grid's {grid} and "
+                    f"its large arm's {big}. The scale rule's {target:g} is a target step in weight: when a gradient "
+                    f"repeats, Δ_k ≈ ‖g_k‖², so λΔ_k ≈ {target:g}.\n\n"
+                    "| where | λ | rule |\n|---|---|---|\n" + "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows))
+
+
+def lambda_options(lams: dict) -> Markdown:
+    """The widget's dropdown options in one line, for the stored (static) copy of the widget."""
+    return Markdown("The dropdown offers λ = " + "; ".join(lams) + ". Shown here: " + list(lams)[1] + ".")
 
 
 def grid_intro() -> Markdown:
@@ -185,9 +198,47 @@ def grid_intro() -> Markdown:
         f"The figures below come from a stored grid: the same Heter+Heter federation with {hh['clients']} clients, "
         f"{hh['rounds']} rounds of τ = {hh['tau']} local steps, up to {len(seeds)} seeds per arm and λ = "
         f"{hh['lam']['FedMOA']:g}. Besides FedAvg-GRPO and FedMOA it has four arms. *λ on, α off* keeps eq. 10 "
-        "and averages by data size. *λ off, α on* keeps the initial weights and uses eq. 11. *uniform w_0* starts "
-        f"every weight at 1/K_m (here w_0 means the initial weights, not the paper's accuracy entry). "
+        "and averages by data size. *λ off, α on* keeps the initial weights and uses eq. 11. *uniform initial w* "
+        f"starts every weight at 1/K_m. "
         f"*λ={hh['lam']['FedMOA, λ=100']:g}* takes a large eq. 10 step.")
+
+
+def _cluster_configs(num_clients: int) -> dict[str, list[float]]:
+    """The accuracy cluster's configs under the Heter+Heter plan of ``num_clients`` clients: config → the
+    initial w_acc of its MATH-/GSM8K-like clients."""
+    from fedrl_kit.fedmoa import plan
+
+    clients = plan.client_plan("heter+heter", num_clients)
+    out: dict[str, list[float]] = {}
+    for (fam, name), w in zip(clients, plan.initial_weights("heter+heter", clients)):
+        if fam != "code":
+            out.setdefault(name, []).append(w[0])
+    return out
+
+
+def configs_table(num_clients: int) -> Markdown:
+    """The accuracy cluster's reward configs in the live run (``num_clients``) and in the stored grid: rewards,
+    initial w_acc, the rewards eq. 12 shares; and why config A falls below B only in the live run."""
+    live, grid = _cluster_configs(num_clients), _cluster_configs(fedmoa_setting()["clients"])
+
+    def shared(cfgs):
+        return ", ".join(k for k in plan_rewards("A") if all(k in plan_rewards(c) for c in cfgs))
+
+    def ws(cfgs, c):
+        if c not in cfgs:
+            return "— (no such client)"
+        v = sorted(set(cfgs[c]), reverse=True)
+        return " / ".join(f"{x:g}" for x in v) + (f" (mean {np.mean(cfgs[c]):.3g})" if len(v) > 1 else "")
+
+    rows = [f"| {c} | {', '.join(plan_rewards(c))} | {ws(live, c)} | {ws(grid, c)} |" for c in ("A", "B", "C")]
+    extra = [k for k in plan_rewards("A") if k not in plan_rewards("B")]
+    return Markdown(
+        "| config | rewards | live run: initial w_acc | grid: initial w_acc |\n|---|---|---|---|\n"
+        + "\n".join(rows)
+        + f"\n\nEq. 12 shares {' and '.join(shared(live).split(', '))} in the live run's cluster, only "
+        f"{shared(grid)} in the grid's. So live, A's own {', '.join(extra)} dilutes its w_acc below B's (§5). The "
+        f"grid's cluster also holds C, which lacks format, so only {shared(grid)} is shared: each client's other "
+        "weights then sum to 1 − its own w_acc, and renormalising keeps the configs' starting order.")
 
 
 # -- Pareto fronts ----------------------------------------------------------------------------------------------------
@@ -452,6 +503,10 @@ def boundary_split(grid: dict | None = None, setting: str = "heter+heter", varia
 
 
 # -- the stored grid, drawn for the lesson ----------------------------------------------------------------------------
+ARM_NAMES = {"FedMOA, uniform w_0": "FedMOA, uniform initial w"}
+"""display names of the grid's arms where the stored JSON key would mislead (w_0 is the paper's accuracy entry)"""
+ARM_SYMBOLS = {"FedAvg-GRPO": "circle", "FedMOA": "diamond", "FedMOA, uniform w_0": "square",
+               "λ on, α off": "triangle-up", "λ off, α on": "triangle-down", "FedMOA, λ=100": "x"}
 ARM_COLOURS = {"FedAvg-GRPO": "#636EFA", "FedMOA": "#EF553B", "FedMOA, uniform w_0": "#FFA15A",
                "λ on, α off": "#00CC96", "λ off, α on": "#AB63FA", "FedMOA, λ=100": "#19D3F3"}
 
@@ -517,9 +572,14 @@ def grid_weights_figure(grid: dict | None = None) -> tuple[go.Figure, Markdown]:
     order = " > ".join(next(iter(orders)))
     kept = (f"The configs keep their starting order ({order}) in every round, so α ranks the clients by "
             "configuration here too." if len(orders) == 1 else "The configs' order changes between rounds.")
-    words = Markdown(f"Within a round the lines stay nearly flat. Eq. 10 moves one client's w_acc by {within:.4f} on "
-                     f"average, up or down, and the moves largely cancel in the mean. At a boundary the lines "
-                     f"jump toward each other, by {jump:.4f} on average: eq. 12 moves w_acc about "
+    plan_a = _cluster_configs(fedmoa_setting()["clients"])["A"]  # the plan's initial w_acc of config A's clients
+    a0, values = float(first_steps.iloc[0]["A"]), " and ".join(f"{x:g}" for x in sorted(set(plan_a), reverse=True))
+    spread = (f"Config A starts at {a0:.3f} at r1 s1: the mean of its clients' initial w_acc ({values}, the plan's "
+              "spread of initial weights), not a bug. " if abs(a0 - np.mean(plan_a)) < 1e-6 else
+              f"Config A starts at {a0:.3f} at r1 s1, against the plan's {np.mean(plan_a):.3f}: a mismatch. ")
+    words = Markdown(spread + "Within a round the lines stay nearly flat. Eq. 10 moves one client's w_acc by "
+                     f"{within:.4f} on average, up or down, and the moves largely cancel in the mean. At a boundary "
+                     f"the lines jump toward each other, by {jump:.4f} on average: eq. 12 moves w_acc about "
                      f"{jump / within:.0f} times as far as a whole round of eq. 10. {kept}")
     return fig, words
 
@@ -544,9 +604,10 @@ def grid_pareto(grid: dict | None = None, family: str = "math") -> tuple[go.Figu
     order = pareto_front_order(xy, front)
     fig = go.Figure()
     for arm, g in pts.groupby("arm", sort=False):
-        fig.add_trace(go.Scatter(x=g.accuracy, y=g["format"], mode="markers", name=arm,
-                                 marker=dict(size=11, color=ARM_COLOURS.get(arm), opacity=0.8,
-                                             line=dict(color="white", width=1))))
+        fig.add_trace(go.Scatter(x=g.accuracy, y=g["format"], mode="markers", name=ARM_NAMES.get(arm, arm),
+                                 marker=dict(size=12, color=ARM_COLOURS.get(arm), opacity=0.8,
+                                             symbol=ARM_SYMBOLS.get(arm, "circle"),
+                                             line=dict(color="black", width=1))))
     fig.add_trace(go.Scatter(x=xy[order, 0], y=xy[order, 1], mode="lines", name="the Pareto front",
                              line=dict(color="black", dash="dot", shape="vh")))
     fig.update_layout(template="plotly_white", height=400, legend=dict(orientation="h", y=-0.3),
@@ -555,10 +616,13 @@ def grid_pareto(grid: dict | None = None, family: str = "math") -> tuple[go.Figu
     fig.update_xaxes(title="accuracy (pass@1)")
     fig.update_yaxes(title="format (mean reward)", range=[0.95, 1.0])
     on = pts[front].arm.value_counts()
-    short = {"FedMOA, uniform w_0": "uniform w_0", "λ off, α on": "λ off/α on", "λ on, α off": "λ on/α off",
+    short = {"FedMOA, uniform w_0": "uniform initial w", "λ off, α on": "λ off/α on",
+             "λ on, α off": "λ on/α off",
              "FedMOA, λ=100": "λ=100"}
     arms = "; ".join(f"{on[a]} {short.get(a, a)}" for a in on.index)
-    words = Markdown(f"The front holds {int(front.sum())} of the {len(pts)} models ({arms}). The arms' points "
+    words = Markdown(f"Format is saturated: every model scores {pts['format'].min():.2f}–{pts['format'].max():.2f}, "
+                     "so the front mostly orders the models by accuracy. "
+                     f"The front holds {int(front.sum())} of the {len(pts)} models ({arms}). The arms' points "
                      "overlap, so no arm sits clearly nearer the front. FedMOA's final models are not better "
                      "placed than FedAvg-GRPO's.")
     return fig, words

@@ -20,20 +20,18 @@
 # Rewards.*
 #
 # **The problem.** A reasoning model is trained on a weighted sum of rewards. One reward checks the answer
-# (**accuracy**); others check the form (**format**, **tag count**, …). Fixed weights fit badly. Easy rewards
-# saturate early yet keep their share. In a federation each client also has its *own* rewards. Clients with the
-# same accuracy reward solve comparable tasks, so the server can group them by it.
+# (**accuracy**); others check the form (**format**, **tag count**, …). Fixed weights fit badly: easy rewards
+# saturate early yet keep their share. Federated clients also have their *own* rewards; clients with the same
+# accuracy reward solve comparable tasks, so the server groups them by it.
 #
 # **The method.** **FedMOA** changes FedAvg-GRPO (the paper's "FedGRPO") in two places:
 #
 # 1. **Adaptive weights (client).** After every local step, a *hypergradient* step of size **λ** moves the reward
-#    weights. A hypergradient is a loss's derivative with respect to a hyperparameter, here a weight.
+#    weights (a *hypergradient*: a loss's derivative with respect to a hyperparameter, here a weight).
 # 2. **Accuracy-aware aggregation (server).** Within a group sharing an accuracy reward, a client with a *lower*
 #    accuracy weight counts more.
 #
-# FedMOA computes no Pareto front; the paper draws fronts to evaluate models (§5).
-#
-# **You will learn** eqs. 10–12 by hand and how to read a Pareto front. Reproduction:
+# **You will learn** eqs. 10–12 by hand and how to read a Pareto front (the paper's evaluation). Reproduction:
 # [13_fedmoa_report.ipynb](13_fedmoa_report.ipynb).
 
 # %% [markdown]
@@ -72,9 +70,8 @@ diagrams.round_diagram("fedmoa")
 
 # %% [markdown]
 # ## 2. Key equations
-# **The idea.** In the paper, eq. 10 moves weight toward objectives that are still improving. So a low
-# $w_{\text{acc}}$ marks accuracy as nearly learnt, and eq. 11 lets that client lead its cluster. The paper's own
-# Fig. 5 conflicts with this (see Caveats).
+# **The idea.** Eq. 10 moves weight toward objectives still improving, so a low $w_{\text{acc}}$ should mark
+# accuracy as nearly learnt, and eq. 11 lets that client lead its cluster (but see Caveats).
 #
 # | symbol | meaning |
 # |---|---|
@@ -82,7 +79,7 @@ diagrams.round_diagram("fedmoa")
 # | $b$, $G$, $\hat a_i$, $\zeta_{\text{lo}}$, $\zeta_{\text{hi}}$ | prompts per step; answers per prompt; advantage; clip range |
 # | $K_m$, $k$, $r_k$ | number of rewards; an objective; its reward |
 # | $w^{(m)}$, $w_k$, $w_{\text{acc}}$ | client $m$'s weights; entry $k$; the accuracy entry (the paper's $w_0$; not an initial weight) |
-# | $\phi$, $g_k$, $\Delta_k$, $\lambda$ | one layer's LoRA factors; $\nabla_\phi L_k$; eq. 9; eq. 10's step size (`lr` in the package) |
+# | $\phi$, $g_k$, $\Delta_k$, $\lambda$ | one layer's LoRA factors; $\nabla_\phi L_k$; eq. 9; eq. 10's step size |
 # | $S_c$, $N_m$, $N_c$, $N$ | cluster $c$'s clients; training examples of $m$, $c$, all |
 # | $s_m$, $\alpha_m$, $\varepsilon$ | eq. 11's score; client $m$'s weight in its cluster; $10^{-6}$ |
 # | $\bar w^{(c)}$, $u$, $w^{(m\leftarrow c)}$ | shared average; before, after renormalising |
@@ -106,8 +103,8 @@ diagrams.round_diagram("fedmoa")
 # $$g_k^{(t)} = \nabla_\phi L_k\ \text{(8)},\qquad \Delta_k^{(t)} = g_k^{(t)\top} g_k^{(t-1)}\ \text{(9)},\qquad
 # w \leftarrow \operatorname{Proj}_{\text{simplex}}\bigl(w + \lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
-# The paper's λ = 0.01 does not transfer across models. Our live run rescales it by the gradients' size, the
-# *scale rule* λ = 0.05 / mean_k ‖g_k‖².
+# The paper's λ = 0.01 does not transfer across models. The live run rescales λ by the gradients' size (the
+# *scale rule*, §6).
 #
 # $\operatorname{Proj}_{\text{simplex}}$ finds the closest $w$ that obeys eq. 1. In numpy:
 
@@ -126,7 +123,7 @@ def eq10(w, g_now, g_prev, lam):
 
 
 # %% [markdown]
-# **A toy step** (λ = 0.1): accuracy agrees, format vanishes, tag count flips:
+# **A toy step** (λ = 0.1):
 
 # %%
 w_toy = np.array([0.5, 0.3, 0.2])  # accuracy, format, tag_count
@@ -142,8 +139,8 @@ print(f"ν = ({v.sum():.2f} − 1) / 3 = {(v.sum() - 1) / 3:.4f} = λ × mean Δ
       f"{delta.mean():.4f}) falls by {w_new[1] - w_toy[1]:+.4f} though its Δ is not negative.")
 
 # %% [markdown]
-# **Eq. 10 in words.** $\Delta_k > 0$ means $k$'s gradient points the same way as at the previous step. So $k$
-# still has progress to make. A saturated objective has $g_k \approx 0$, so its $\Delta_k \approx 0$. The
+# **Eq. 10 in words.** $\Delta_k > 0$: $k$'s gradient points as at the previous step, so $k$ still has progress
+# to make. A saturated objective has $g_k \approx 0$, so its $\Delta_k \approx 0$. The
 # projection subtracts one common shift ν from every weight. So **a weight rises when its $\Delta_k$ is above the
 # others'** and falls when it is below. Here are thirty steps with format's gradient decaying:
 
@@ -158,15 +155,18 @@ fig = pd.DataFrame(hist, columns=["accuracy", "format", "tag_count"], index=rang
 display(fig)
 
 # %% [markdown]
-# Format drains though its Δ never turns negative.
+# Format drains though its Δ never turns negative. Then the curves flatten: with format at 0, accuracy and tag
+# count have equal Δ, so ν cancels their steps. Accuracy is not favoured in particular.
 #
 # **Why eq. 9.** Suppose the last step descended $\sum_j w_j L_j$ with learning rate $\eta$, so
-# $\phi^{(t)} = \phi^{(t-1)} - \eta\sum_j w_j\, g_j^{(t-1)}$. The full hypergradient of all the losses is
+# $\phi^{(t)} = \phi^{(t-1)} - \eta\sum_j w_j\, g_j^{(t-1)}$. Then
 #
 # $$\frac{\partial}{\partial w_k}\sum_j L_j(\phi^{(t)}) = -\eta\sum_j g_j^{(t)\top} g_k^{(t-1)}
 # \;\approx\; -\eta\, g_k^{(t)\top} g_k^{(t-1)} = -\eta\,\Delta_k^{(t)}$$
 #
-# Eq. 9 keeps only the $j = k$ term. Eq. 10 is then gradient descent on $w_k$, with λ absorbing η.
+# Eq. 9 approximates twice. GRPO divides $r_w$'s advantage by its own $\sigma_r$, so the loss on $r_w$ is not
+# $\sum_j w_j L_j$. And eq. 9 drops the $j \ne k$ cross terms. Eq. 10 is then gradient descent on $w_k$, λ absorbing
+# η. Unnormalised, Δ grows with the gradients' size; the `normalise` option uses the cosine instead.
 #
 # **Server.** A cluster $S_c$ holds the clients with the same accuracy reward. Here MATH-like and GSM8K-like
 # clients form one cluster, code clients another. At a round's end:
@@ -186,14 +186,14 @@ display(fig)
 # θ is one global model. Only the weights $w^{(m\leftarrow c)}$ are personal.
 #
 # **One-hot α.** As $w_{\text{acc}} \to 0$, $s_m \to 1/\varepsilon$ and that client's α → 1. Its model then
-# *becomes* the cluster's. **The α tilt.** Eq. 11 gives the lowest $w_{\text{acc}}$ the most say, so the
-# α-average $\bar w_{\text{acc}}$ sits **below the plain mean**. This shift, the *α tilt*, pulls the shared
-# $w_{\text{acc}}$ down at every boundary.
+# *becomes* the cluster's. **The α tilt.** Eq. 11 gives the lowest $w_{\text{acc}}$ the most say. A weighting
+# that favours low values gives a mean at or **below the plain mean**, never above. So at every boundary the
+# cluster's α-average $\bar w_{\text{acc}}$ falls (the *α tilt*), though a client below it is pulled up.
 #
-# > **Caveats.** A low $w_{\text{acc}}$ need not mean accuracy is learnt. It also falls when other weights rise
-# > (the toy loop), or by noise. In the paper's Fig. 5, $w_{\text{acc}}$ *rises* while accuracy is learnt. Eq. 11
-# > would then give the learner less say. Unlike the paper, we take $g_k$ on LoRA factors, not on hidden
-# > activations $h$.
+# > **Caveats.** A low $w_{\text{acc}}$ need not mean accuracy is learnt: it also falls when other weights rise
+# > (the toy loop), or by noise. In the paper's Fig. 5, $w_{\text{acc}}$ *rises* while accuracy is learnt, so eq. 11
+# > would give the learner less say. The paper takes $g_k$ on hidden activations, we on LoRA
+# > factors.
 #
 # ## 3. Pseudocode
 # `fedmoa/algorithm.py::run_round` and each line's function:
@@ -211,8 +211,7 @@ display(fig)
 
 # %% [markdown]
 # ## 4. Who holds what
-# Each client holds one of three synthetic task families (standing for the paper's datasets) and one reward
-# configuration.
+# Each client holds one synthetic task family (standing for a paper dataset) and one reward configuration.
 
 # %% tags=["nbval-check-output"]
 world = make_family_world(seed, 10, 4)
@@ -239,8 +238,8 @@ pd.DataFrame({f: {k.split("/", 1)[1]: v for k, v in base_eval.items() if k.start
 
 # %% [markdown]
 # ## 5. Run it: FedAvg-GRPO vs FedMOA
-# **Heter+Heter** means the clients differ in data *and* in rewards. FedAvg-GRPO is FedMOA with both parts off. Its
-# weights stay at their initial values, and it averages θ by data size $N_m$.
+# **Heter+Heter**: clients differ in data *and* rewards. FedAvg-GRPO is FedMOA with both parts off: fixed initial
+# weights, θ averaged by data size $N_m$.
 
 # %%
 runs = tf.run_methods(make_config, cfg.preset, run_root)
@@ -249,15 +248,16 @@ display(tf.clients_table(first))
 tf.dilution_words(first, moa_records)
 
 # %% [markdown]
-# The last round. **aggregated_reward** averages each client's rewards, equally weighted, over clients.
-# **local_…** scores each client's own model instead of the global θ.
+# Last round. **aggregated_reward**: each client's rewards, averaged equally over clients; **local_…**: each
+# client's own model instead of θ.
 
 # %%
 display(tf.run_summary(runs))
 tf.run_words(cfg, runs)
 
 # %%
-tf.grid_intro()
+display(tf.grid_intro())
+tf.configs_table(cfg.num_clients)
 
 # %% [markdown]
 # **The paper's Fig. 3: Pareto fronts.** A model *dominates* another when it is at least as good on both rewards
@@ -268,7 +268,7 @@ display(tf.staircase_figure(), tf.staircase_points())
 tf.paper_claim(3)
 
 # %% [markdown]
-# Now the stored grid's models, scored on the MATH-like tests:
+# The stored grid's models, on MATH-like tests:
 
 # %%
 fig, words = tf.grid_pareto()
@@ -324,14 +324,14 @@ pd.DataFrame({"u sums to": u.sum(axis=1), "w_acc by hand": w_back["accuracy"],
               "w_acc the run sent": tf.sent_weights(moa_records, round=2).loc[cluster, "accuracy"]}).round(4)
 
 # %% [markdown]
-# **One knob: λ.** Three values matter here:
+# **One knob: λ.**
 
 # %%
 tf.lambda_table()
 
 # %% [markdown]
-# The widget replays one round at the λ you pick. It shows each client's $w_{\text{acc}}$ before and after eq. 10,
-# and after eq. 12.
+# The widget replays one round at a chosen λ: each client's $w_{\text{acc}}$ before and after eq. 10, and after
+# eq. 12.
 
 # %%
 probes = tf.probe_round(make_config, cfg, first.policy)
@@ -345,6 +345,7 @@ def show_replay(lam, static=False):
 
 
 controls = dict(lam=widgets.Dropdown(options=list(LAMS), value=list(LAMS)[1], description="λ"))
+display(tf.lambda_options(LAMS))
 notebook.static_default(lambda lam: show_replay(lam, static=True), **controls)
 notebook.knobs(show_replay, **controls)
 
@@ -425,6 +426,26 @@ notebook.check_explained(prediction_4, answer_4, f"w + λΔ = {np.round(v_big, 4
                          f"0 and ν is found over the other two: ν = ({v_big[0]:.2f} + {v_big[1]:.2f} − 1) / 2 = "
                          f"{nu_two:.4f}, giving {np.round(w_big, 4).tolist()} (package): a large λ pushes weights "
                          "onto the simplex's boundary, where an objective's weight is 0.", tolerance=0.01)
+
+# %% [markdown]
+# ### Exercise 5
+#
+# One cluster: client 1 has $w = (0.5, 0.25, 0.25)$ on accuracy, format, tag_count; client 2 $(0.3, 0.7)$ on
+# accuracy, format. What $w_{\text{acc}}$ does eq. 12 send client 1? Two decimals.
+
+# %%
+prediction_5 = None  # a number between 0 and 1
+
+# %%
+w1, w2 = np.array([0.5, 0.25, 0.25]), np.array([0.3, 0.7])  # accuracy, format (, tag_count)
+a5 = accuracy_aware_weights([w1[0], w2[0]])
+u_bar = a5 @ np.array([w1[:2], w2])  # the shared accuracy and format, α-averaged
+back = u_bar[0] / (u_bar.sum() + w1[2]), u_bar[0] / u_bar.sum()  # client 1 divides by its own tag_count too
+answer_5 = round(float(back[0]), 2)
+notebook.check_explained(prediction_5, answer_5, f"α = {np.round(a5, 3).tolist()}; shared ū = "
+                         f"{np.round(u_bar, 4).tolist()}; client 1 gets {u_bar[0]:.4f} / ({u_bar.sum():.4f} + 0.25) = "
+                         f"{back[0]:.4f}, client 2 {u_bar[0]:.4f} / {u_bar.sum():.4f} = {back[1]:.4f}: its own "
+                         "tag_count dilutes client 1's w_acc.", tolerance=0.01)
 
 # %% [markdown]
 # ## 9. What to remember
