@@ -19,9 +19,8 @@
 # *Zhu, Gu, Fan, Yang, Han: FedGRPO, AAAI 2026 (arXiv:2602.12014).*
 #
 # **The problem.** A server wants to improve its language model. The training questions are split over $K$
-# **clients**. Each client holds labelled questions of a few topics. The labels are private. The server sees the
-# training questions pooled, with no labels and no owners. No client shares its data or a model update. So the
-# server must guess who can judge each question. A small labelled **auxiliary set** $\mathcal{D}_p$ helps it.
+# **clients**, each holding labelled questions of a few topics. The server sees the questions pooled, with no labels
+# and no owners; no client shares data or a model update. So the server must guess who can judge each question. A small labelled **auxiliary set** $\mathcal{D}_p$ helps it.
 #
 # **The method.** The server trains. The clients only grade. Before training, each client trains a **domain model**
 # $\theta_k$ once: a LoRA adapter on the base model, fine-tuned (SFT) on its own data. For each question the server
@@ -32,9 +31,6 @@
 # **answer-based evaluation (AE)**. Only the question's owner holds its label, so at most one expert can use AE. The
 # others use **model-based evaluation (ME)**: the probability their domain model gives that answer. The scores become
 # a GRPO reward.
-#
-# The two ideas are **competence-based expert selection** (eqs. 5–6) and a **group-relative reward** (eqs. 7–9).
-# As printed, the second cancels out (§2).
 #
 # **The paper's claim** (Table 1). **pass@1** is the fraction of test problems one sampled answer solves. FedGRPO
 # beats **Fedpetuning+GRPO**. There each client GRPO-trains a LoRA adapter on its own data, with reward 1 for a right
@@ -52,8 +48,8 @@ display(paper)
 teaching.paper_gaps(paper)
 
 # %% [markdown]
-# Runs use the **embedded world**: arithmetic in seven topics, a tiny policy. The tables behind §6 are in
-# [11_fedgrpo_report.ipynb](11_fedgrpo_report.ipynb).
+# Runs use the **embedded world**, the kit's built-in simulated task: arithmetic questions in seven topics and a
+# tiny policy. §6's tables are in [11_fedgrpo_report.ipynb](11_fedgrpo_report.ipynb).
 
 # %% [markdown]
 # ## Parameters
@@ -87,8 +83,8 @@ teaching.show_setup(lab)
 
 # %% [markdown]
 # ## 1. One server step, drawn
-# The server repeats this step $\tau$ times a round, on $Q$ questions each time. The experts are those of §4's
-# question. Numbers give the order. Step 0 happens once, before round 1.
+# A **round** is $\tau$ such steps on $Q$ questions each, as many questions as a Fedpetuning+GRPO round; we evaluate
+# after each round. The experts are §4's. Step 0 happens once, before round 1.
 
 # %%
 tr = trace_question(tour.server, question, L=L, M=M, seed=seed, truth=tour.truth)  # §4 follows this question
@@ -105,9 +101,8 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 # 1-\epsilon, 1+\epsilon_{\text{high}})A_j\bigr),\qquad \rho_{j,t} = \frac{\pi_\theta(\hat y_{j,t}\mid x,
 # \hat y_{j,<t})}{\pi_{\text{old}}(\hat y_{j,t}\mid x, \hat y_{j,<t})}$$
 #
-# $\pi_{\text{old}}$ sampled the answers. The paper gives no loss normalisation, clip range or KL term. The
-# normalisation and clip above are ours, the kit's defaults (taken from DAPO). We use no KL term. FedGRPO changes
-# only **where $r_j$ comes from**.
+# $\pi_{\text{old}}$ sampled the answers. The paper gives no normalisation or clip; these are the kit's defaults
+# (from DAPO), with no KL term. FedGRPO changes only **where $r_j$ comes from**.
 #
 # **Eq. 5.** A frozen encoder $\phi$ embeds $x_s$. Its neighbours are the $L$ nearest labelled auxiliary
 # questions:
@@ -130,7 +125,6 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 # A candidate with no answer scores 0. An expert that holds $x_s$'s label uses AE:
 # $r_k^s = \mathbb{1}[\text{answer of }\hat y_j = y(x_s)]$. Any other expert uses ME:
 # $r_k^s = \Pr[\theta_k \text{ answers } x_s \text{ with the answer of } \hat y_j]$.
-# AE gives 0 or 1. ME is far below 1 unless the expert's domain model already knows the answer.
 #
 # **Eqs. 7–9 as printed**, with learning rate $\eta$:
 #
@@ -228,12 +222,12 @@ log_p = sequence_logprob(lab.policy, f"eval_{tour.runtime.client_ids[k]}", [tr["
 print(f"candidate {j}, answer {answer_j!r}: exp(log p) = {np.exp(log_p[0]):.4g}, trace: {tr['scores'][row][j]:.4g}")
 
 # %% [markdown]
-# **By hand**, the first candidate's advantage:
+# **By hand**, row 0's advantage $A_0$:
 
 # %%
 r_tilde = 8 * tr["scores"].mean(axis=0) + 1 * tr["format"]  # the trained reward r̃_j of every candidate
 print(f"r̃ = {np.round(r_tilde, 3).tolist()}")
-print(f"A_1 by hand = {(r_tilde[0] - r_tilde.mean()) / (r_tilde.std() + 1e-6):.4f}, "
+print(f"A_0 by hand = {(r_tilde[0] - r_tilde.mean()) / (r_tilde.std() + 1e-6):.4f}, "
       f"package = {tr['advantages']['paper'][0]:.4f}")
 
 # %% [markdown]
@@ -252,14 +246,15 @@ teaching.ae_case_note(tr2, tour)
 
 # %% [markdown]
 # ### The confidence graph: turn $L$, $M$ and the question
-# The paper's **confidence graph** joins each client to each topic. An edge's weight is the client's mean
-# competence on that topic. Red marks the question's topic and experts. Selection itself uses eq. 6.
+# The paper names, but never defines, a **confidence graph** of client expertise built from $\mathcal{D}_p$. Here
+# it is only a picture: each client's edge to a topic weighs its mean competence there; red marks the question's
+# topic and experts. Selection uses eq. 6.
 
 # %%
 teaching.graph_knobs(tour, question, L, M)
 
 # %% [markdown]
-# The same graph, stored for readers without a kernel:
+# The same graph, stored, with each client's strongest edge and (red) the experts' edges to the question's topic:
 
 # %%
 sq, fig = teaching.default_graph(tour, question, L, M, figures)
@@ -267,7 +262,8 @@ fig
 
 # %% [markdown]
 # ## 5. Run it: FedGRPO beside Fedpetuning+GRPO
-# Same base model, questions and budget. The **format rate** is the share of test answers in the expected format.
+# This quick run shows the format being learned; it says nothing about accuracy (§6 has pass@1, where FedGRPO
+# trails). Same base model, questions and budget. **Format rate**: the share of test answers in the expected format.
 
 # %%
 runs, records = teaching.run_both(lab)  # trains both
@@ -279,8 +275,8 @@ teaching.quick_run_note(quick, cfg)
 teaching.quick_run_figure(records, figures)
 
 # %% [markdown]
-# **The two reward terms per round**, averaged over the training candidates. An *edge* is what a term adds to a
-# right (formatted) candidate over a wrong (unformatted) one of the same question:
+# **The two reward terms per round**, averaged over the training candidates. The expert term's **edge** is
+# $8(\bar\mu_r^{\text{right}} - \bar\mu_r^{\text{wrong}})$ over a question's candidates; the format term's is always 1:
 
 # %%
 terms = teaching.reward_terms(records, cfg)
@@ -341,11 +337,11 @@ notebook.check(prediction_2, answer_2, why_2, tolerance=0.005) if prediction_2 i
 # %% [markdown]
 # ### Exercise 3
 #
-# From §4's topic table, which client will be the most competent expert (eq. 6) for the first `mod` question of
-# $\mathcal{D}_s$?
+# For the first `mod` question of $\mathcal{D}_s$: from §4's topic table, which client will be the most competent
+# expert (eq. 6)? Does the second expert hold any `mod` questions?
 
 # %%
-prediction_3 = None  # a client's name, e.g. "client_0"
+prediction_3 = None  # a name and True/False, e.g. ("client_0", True)
 
 # %%
 answer_3, why_3 = teaching.exercise_3(tour, L, M, seed)
