@@ -29,7 +29,7 @@
 # 1.6 M-parameter model pretrained by supervised learning.
 
 # %% tags=["parameters"]
-method = "fedavg_grpo"  # fedavg_grpo | fedprox_grpo (§2) | central_grpo (GRPO on the pooled data) | zero_shot
+method = "fedavg_grpo"  # fedavg_grpo | fedprox_grpo (Where next) | central_grpo (GRPO on the pooled data) | zero_shot
 num_clients = None      # K, the number of clients (None: the preset's)
 rounds = None           # R, communication rounds (None: the preset's)
 local_steps = None      # τ, local GRPO steps per round (None: the preset's)
@@ -72,7 +72,6 @@ teach.settings(cfg)
 # | $D$, $U$, $r_{\text{LoRA}}$ | LoRA's down and up factors; its rank (`lora_rank`) |
 # | $n_k$, $w_k$ | client $k$'s training examples; its weight $n_k/n$ |
 # | $\Delta_k$, $a$ | client $k$'s update of $UD$; the clients' agreement |
-# | $\mu$ | FedProx's pull toward $\theta$ (`fedprox.mu`) |
 # | $\alpha$ | Dirichlet concentration of the topic split (`dirichlet_alpha`) |
 #
 # For one prompt $q$ the model samples a **group** of $G$ answers $o_1,\dots,o_G$. A verifier reads the answer inside
@@ -160,14 +159,11 @@ diagrams.round_diagram("fedavg_grpo")
 # $$\theta \leftarrow \sum_{k=1}^{K} \frac{n_k}{n}\,\theta_k,\qquad n = \sum_k n_k
 # \qquad\text{(`fedrl_kit.aggregate.fedavg`)}$$
 #
+# A client sends $n_k$ once, before round 1; each reply repeats it, and a reply that disagrees is dropped.
+#
 # The **LoRA adapter** $\theta$ changes each frozen weight $W$ by $\Delta W = UD$ (times `lora_alpha`$/r_{\text{LoRA}}$).
 # $D$ projects down to rank $r_{\text{LoRA}}$ (PEFT's `lora_A`). $U$ projects back up (PEFT's `lora_B`). We rename
 # them so that $A$ stays the advantage. $U$ starts at 0, so round 0 *is* the base model.
-#
-# **FedProx-GRPO** (`method = "fedprox_grpo"`) changes one thing. Each client adds a pull toward the global adapter
-# to its loss:
-#
-# $$\mathcal{L}(\theta_k) + \frac{\mu}{2}\lVert\theta_k-\theta\rVert^2$$
 #
 # Only the factors train and travel:
 
@@ -197,13 +193,13 @@ print(f"client updates ΔW = UD: {updates}, their mean {np.mean(updates)}; "
 # $$a = \frac{\lVert\bar\Delta\rVert}{\sum_k w_k\lVert\Delta_k\rVert}
 # \qquad\text{(`fedrl_kit.lora_factors.factor_round`)}$$
 #
-# $a = 1$ when all clients move alike. Two equal moves at right angles, $(1,0)$ and $(0,1)$, average to
-# $(\tfrac12,\tfrac12)$, so $a = 1/\sqrt2$. $K$ such clients give $1/\sqrt K$. A low agreement shortens the server's
-# step.
+# Each norm is taken over all adapted weights' $UD$ concatenated. $a = 1$ when all clients move alike. Two equal
+# moves at right angles, $(1,0)$ and $(0,1)$, average to $(\tfrac12,\tfrac12)$, so $a = 1/\sqrt2$. $K$ such clients
+# give $1/\sqrt K$. A low agreement shortens the server's step.
 #
 # **Pseudocode:**
 # ```
-# each client k reports n_k once
+# each client k reports n_k once, before round 1
 # for round = 1..R:
 #     send θ to every client
 #     for each client k, in parallel:                          # GRPOClient.on_fit
@@ -237,9 +233,9 @@ notebook.client_table(run.partitions)
 
 # %% [markdown]
 # **Where there is room to learn.** The base's **pass@1** per topic is the fraction right of `eval_samples` answers
-# sampled per test problem, at temperature 1. Near 0 or 1, most groups teach nothing. **Greedy accuracy** scores only
-# the single most likely answer. Training that merely *sharpens* the model onto its likeliest answers raises sampled
-# pass@1, but not greedy accuracy.
+# sampled per test problem, at temperature 1. Near 0 or 1, most groups teach nothing. **Greedy test accuracy** scores
+# only the single most likely answer. Training that merely *sharpens* the model onto its likeliest answers raises
+# sampled pass@1, but not greedy test accuracy.
 
 # %%
 base_eval = run.evaluate_global(0)  # the evaluation the run does at round 0
@@ -309,8 +305,17 @@ display(teach.round_table(gaps)) if gaps is not None else print("zero-shot sends
 teach.round_words(gaps, cfg) if gaps is not None else None
 
 # %% [markdown]
+# ### Noise or non-IID split?
+# Batch noise alone predicts $a \approx 1/\sqrt K$ at every $\alpha$. Heterogeneity predicts $a$ rising with
+# $\alpha$. Stored FedAvg-GRPO runs of this preset (`benchmarks/quickstart_alpha.py`):
+
+# %%
+display(teach.alpha_sweep())
+teach.alpha_words()
+
+# %% [markdown]
 # ### Each client's view
-# Per round, on its *own* rollouts: `accuracy` (mean reward) and `frac_zero_std` (§1).
+# Per round, on its *own* rollouts: **train reward** (mean reward; `accuracy` in the records) and `frac_zero_std` (§1).
 
 # %%
 fig = teach.client_grid(records) if gaps is not None else None
@@ -319,26 +324,24 @@ display(fig, teach.client_spike(records, cfg), teach.client_view(records)) if fi
 
 # %% [markdown]
 # ### What crossed the wire
-# The adapter goes down (`fit`) and up (`fit_result`) every round. Before round 1 the server asks each client for
-# $n_k$ (`properties`, 0 bytes down).
+# The adapter goes down (`fit`) and up (`fit_result`) every round; `properties` asks for $n_k$ once.
 
 # %%
 teach.wire(run)
 
 # %% [markdown]
 # ### The same questions, before and after
-# Base and trained model answer every test question greedily; here the first eight.
+# The eight test questions whose sampled success changed most, with each model's greedy answer:
 
 # %%
 answers_table, greedy = notebook.before_after(run, n=len(run.world.test))
-display(answers_table.head(8))
-greedy.to_frame()
+display(teach.answers_changed(answers_table, scores[teach.NAMES[method]], cfg.eval_samples))
+greedy.rename("greedy test accuracy (all test problems)").to_frame()
 
 # %% [markdown]
 # ### A real language model
-# `-p base smollm2` runs FedAvg-GRPO on SmolLM2-135M-Instruct. The stored runs used three seeds, three clients and
-# eight rounds, on one-digit sums and maxima. Only the mean row has a ± (95 %). Format
-# stays 0, because this chat model never writes the tags.
+# `-p base smollm2` runs FedAvg-GRPO on SmolLM2-135M-Instruct. Stored: three seeds, three clients, eight rounds,
+# one-digit sums and maxima; ± (95 %) on the mean row only. Format stays 0: this chat model never writes the tags.
 
 # %%
 notebook.stored_before_after("benchmarks/results/real_lm_learns_cpu.json")
@@ -418,8 +421,7 @@ notebook.check(prediction_4, answer_4, why_4, tolerance=0.01) if prediction_4 is
 
 # %% [markdown]
 # ## Where next
-# **Open question:** is the low agreement caused by the non-IID split or by batch noise? Noise alone predicts
-# $a \approx 1/\sqrt K$ at every $\alpha$. Heterogeneity predicts $a$ rising with $\alpha$. Rerun with
-# `-p dirichlet_alpha 100` and `0.1` to see. Next: `01_fedgrpo_expert_selection.ipynb`,
+# Rerun with `-p method fedprox_grpo`: FedProx adds $\frac{\mu}{2}\lVert\theta_k-\theta\rVert^2$ to each client's
+# loss ($\mu$ = `fedprox μ` in the settings). Next: `01_fedgrpo_expert_selection.ipynb`,
 # `02_pubswap_balanced_drift.ipynb`, `03_fedmoa_pareto.ipynb`.
 

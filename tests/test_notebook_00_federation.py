@@ -105,3 +105,31 @@ def test_the_quickstarts_teaching_helpers_on_a_tiny_run():
     client, why = teach.frac_zero_answer(records, run, base_eval)
     assert client in {"client_0", "client_1"} and why.startswith(client)
     assert teach.bytes_answer(run, None)[0] is None  # zero-shot sends no adapter
+
+
+def test_the_notebooks_alpha_table_reads_the_stored_sweep():
+    """§4's "Noise or non-IID split?" table is benchmarks/results/quickstart_alpha.json: each α's agreement averaged
+    over rounds and seeds, its final pass@1, its gap to Central-GRPO of the same seed; the stored notebook shows it."""
+    import json
+    from pathlib import Path
+
+    from experiments import teaching_quickstart as teach
+
+    root = Path(__file__).resolve().parents[1]
+    stored = json.loads((root / teach.ALPHA_FILE).read_text())
+    table = teach.alpha_sweep()
+    assert list(table.index) == [f"{a:g}" for a in stored["alphas"]]
+    central = {r["seed"]: r["final pass@1"] for r in stored["runs"] if r["method"] == "central_grpo"}
+    for alpha in stored["alphas"]:
+        mine = [r for r in stored["runs"] if r["method"] == "fedavg_grpo" and r["dirichlet_alpha"] == alpha]
+        row = table.loc[f"{alpha:g}"]
+        assert len(mine) == len(central) == row["seeds"]
+        a = np.mean([np.mean(list(r["agreement per round"].values())) for r in mine])
+        assert row["mean agreement a"] == pytest.approx(a, abs=0.005)
+        assert row["final pass@1 (%)"] == pytest.approx(100 * np.mean([r["final pass@1"] for r in mine]), abs=0.05)
+        gap = 100 * np.mean([central[r["seed"]] - r["final pass@1"] for r in mine])
+        assert row["Central − FedAvg (points)"] == pytest.approx(gap, abs=0.05)
+    nb = json.loads((root / "notebooks" / "00_quickstart.ipynb").read_text(encoding="utf-8"))
+    shown = ["".join(o["data"]["text/plain"]) for c in nb["cells"] if c["cell_type"] == "code"
+             and "teach.alpha_sweep()" in "".join(c["source"]) for o in c["outputs"] if "data" in o]
+    assert shown and shown[0] == table.to_string()  # the whole table, as the notebook's wide display prints it
