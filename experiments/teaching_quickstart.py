@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown
 
+from experiments.stats import t_interval
+
 NAMES = {"fedavg_grpo": "FedAvg-GRPO", "fedprox_grpo": "FedProx-GRPO", "central_grpo": "Central-GRPO",
          "zero_shot": "Zero-shot"}
 """the methods the quickstart runs, as the papers name them"""
@@ -373,8 +375,9 @@ def takeaways(runs: dict[str, list[dict]], name: str, scores: dict[str, pd.DataF
         lines.append(early + end + cost)
     if gaps is not None and len(gaps) and federated:
         a = gaps["agreement of updates"].dropna()
+        sweep = alpha_reading()
         lines.append(f"The clients' updates agreed only {a.min():.2f}–{a.max():.2f}. So the averaged step was shorter "
-                     f"than each client's own. In stored runs of this preset, {alpha_reading()[0].lower()}{alpha_reading()[1:]}")
+                     f"than each client's own. In stored runs of this preset, {sweep[0].lower()}{sweep[1:]}")
     formatted = answers["base answer"].map(is_well_formatted)
     right = answers["base right"]
     if formatted.any() and (~formatted).any() and h["final format"] > h["base format"]:
@@ -428,8 +431,8 @@ def alpha_sweep(path: str = ALPHA_FILE) -> pd.DataFrame:
 
 
 def alpha_reading(path: str = ALPHA_FILE) -> str:
-    """One sentence reading the stored α sweep: does the agreement rise from α = 0.1 to α = 100 beyond two SE of
-    the per-seed paired difference, and is it near 1/√K even at α = 100 (noise) or well above it."""
+    """One sentence reading the stored α sweep: does the agreement rise from α = 0.1 to α = 100 beyond the 95 %
+    Student-t interval of the per-seed paired difference, and is it near 1/√K even at α = 100 (noise) or well above it."""
     import json
 
     from fedrl_kit.notebook import repo_path
@@ -444,12 +447,12 @@ def alpha_reading(path: str = ALPHA_FILE) -> str:
     lo, hi = mean_a(lo_a), mean_a(hi_a)
     seeds = sorted(set(lo) & set(hi))
     d = np.array([hi[s] - lo[s] for s in seeds])
-    two_se = 2 * _se(d)
-    rises, falls = len(d) > 1 and d.mean() > two_se, len(d) > 1 and d.mean() < -two_se
+    half = t_interval(d)[1]  # the 95 % Student-t half-width over seeds (n − 1 degrees of freedom)
+    rises, falls = len(d) > 1 and d.mean() > half, len(d) > 1 and d.mean() < -half
     floor = 1 / np.sqrt(k)
     a_lo, a_hi = np.mean([lo[s] for s in seeds]), np.mean([hi[s] for s in seeds])
     ends = f"{a_lo:.2f} at α = {_plain(lo_a)}", f"{a_hi:.2f} at α = {_plain(hi_a)}"
-    stats = f"{d.mean():+.2f} ± {two_se:.2f}, 2 SE over {len(seeds)} seeds".replace("-", "−")
+    stats = f"{d.mean():+.2f} ± {half:.2f}, 95 % t interval over {len(seeds)} seeds".replace("-", "−")
     trend = (f"rose from {ends[0]} to {ends[1]} ({stats}), so the non-IID split does lower it" if rises else
              f"fell from {ends[0]} to {ends[1]} ({stats}), the opposite of what heterogeneity predicts" if falls else
              f"did not change clearly with α ({ends[0]}, {ends[1]}; {stats})")
