@@ -7,7 +7,7 @@ from :func:`fedrl_kit.lora_factors.factor_round`), the final sampled pass@1 of t
 each client's mean ``frac_zero_std``. Batch noise alone predicts a ≈ 1/√K at every α; heterogeneity predicts a rising
 with α. Each run writes its own folder under ``runs/quickstart_alpha/``.
 
-Run: ``OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/quickstart_alpha.py --seeds 0 1``
+Run: ``OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/quickstart_alpha.py --seeds 0 1 2 3`` (the stored file)
 (about a minute a run on one core).
 Output: ``benchmarks/results/quickstart_alpha.json``.
 """
