@@ -132,6 +132,18 @@ KNOBS: list = []
 """every widget box :func:`knobs` made in this kernel, in order (:func:`drive_knobs` turns each of them)"""
 
 
+def _offers(name: str, widget) -> str:
+    """One control as a page without a kernel describes it: its name and what it offers (options or range)."""
+    options = getattr(widget, "options", None)
+    if options:
+        labels = [o[0] if isinstance(o, tuple) else o for o in options]
+        shown = ", ".join(str(o) for o in labels[:4]) + (", …" if len(labels) > 4 else "")
+        return f"{name} ({shown})"
+    if hasattr(widget, "min") and hasattr(widget, "max"):
+        return f"{name} ({widget.min}–{widget.max})"
+    return name
+
+
 def knobs(update, **controls):
     """Widgets that call ``update(**values)`` into an output area below them: once when the box is first displayed
     (the default setting, drawn at once) and again whenever one of them changes.
@@ -157,7 +169,7 @@ def knobs(update, **controls):
             return super()._repr_mimebundle_(**kwargs)
 
         def __repr__(self):  # what a page without a running kernel shows in the widget's place
-            return f"[controls: {', '.join(controls)}: they draw here in a running Jupyter kernel]"
+            return f"(In Jupyter, controls here redraw the view above: {'; '.join(_offers(n, w) for n, w in controls.items())}.)"
 
     out = widgets.Output()
     box = Knobs([widgets.HBox(list(controls.values())), out])

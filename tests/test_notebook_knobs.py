@@ -22,4 +22,8 @@ def test_knobs_call_update_with_every_value_on_each_change_and_not_before():
 def test_a_page_without_a_kernel_shows_what_the_widget_is_not_its_python_repr():
     box = knobs(lambda client: None, client=widgets.Dropdown(options=["client_0", "client_1"]))
     shown = box._repr_mimebundle_()["text/plain"]
-    assert shown == "[controls: client: they draw here in a running Jupyter kernel]" and "HBox" not in shown
+    assert shown == "(In Jupyter, controls here redraw the view above: client (client_0, client_1).)" and "HBox" not in shown
+    slider = knobs(lambda L, M: None, L=widgets.IntSlider(5, min=1, max=20),
+                   M=widgets.Dropdown(options=[("one", 1), ("two", 2), ("three", 3), ("four", 4), ("five", 5)]))
+    assert slider._repr_mimebundle_()["text/plain"] == ("(In Jupyter, controls here redraw the view above: L (1–20); "
+                                                         "M (one, two, three, four, …).)")
