@@ -206,10 +206,20 @@ print(f"experts by hand: {experts.tolist()}, trace: {tr['experts']}; "
 
 # %% [markdown]
 # **Scores, eq. 9, advantage.** Each expert's score (AE or ME), eq. 9's $R_k$ and the advantage $A_j$. `correct`
-# is the truth, for you only. A candidate's $R_k$ sum to zero. Training uses only $\mu_r$ and $f_j$.
+# is the truth, for you only. A candidate's $R_k$ sum to zero. Training uses only $\mu_r$ and $f_j$. First, the
+# next question where the owner (AE) vouches for a right candidate:
 
 # %%
-teaching.candidate_table(tr, tour)
+tr2 = teaching.find_ae_case(tour, question, L, M, seed)
+display(teaching.candidate_table(tr2, tour))
+teaching.ae_case_note(tr2, tour)
+
+# %% [markdown]
+# Then the traced question:
+
+# %%
+display(teaching.candidate_table(tr, tour))
+teaching.top_advantage_note(tr)
 
 # %% [markdown]
 # **By hand**, one ME score: the answer's summed token log-probabilities under $\theta_k$, exponentiated:
@@ -222,27 +232,13 @@ log_p = sequence_logprob(lab.policy, f"eval_{tour.runtime.client_ids[k]}", [tr["
 print(f"candidate {j}, answer {answer_j!r}: exp(log p) = {np.exp(log_p[0]):.4g}, trace: {tr['scores'][row][j]:.4g}")
 
 # %% [markdown]
-# **By hand**, row 0's advantage $A_0$:
+# **By hand**, the traced question's row 0 advantage $A_0$:
 
 # %%
 r_tilde = 8 * tr["scores"].mean(axis=0) + 1 * tr["format"]  # the trained reward r̃_j of every candidate
 print(f"r̃ = {np.round(r_tilde, 3).tolist()}")
 print(f"A_0 by hand = {(r_tilde[0] - r_tilde.mean()) / (r_tilde.std() + 1e-6):.4f}, "
       f"package = {tr['advantages']['paper'][0]:.4f}")
-
-# %% [markdown]
-# **Which candidate gains most?**
-
-# %%
-teaching.top_advantage_note(tr)
-
-# %% [markdown]
-# **The case the method is built for**: the next question where an AE expert scores a right candidate 1:
-
-# %%
-tr2 = teaching.find_ae_case(tour, question, L, M, seed)
-display(teaching.candidate_table(tr2, tour))
-teaching.ae_case_note(tr2, tour)
 
 # %% [markdown]
 # ### The confidence graph: turn $L$, $M$ and the question
@@ -254,10 +250,10 @@ teaching.ae_case_note(tr2, tour)
 teaching.graph_knobs(tour, question, L, M)
 
 # %% [markdown]
-# The same graph, stored, with each client's strongest edge and (red) the experts' edges to the question's topic:
+# Stored, as a heatmap: each client's mean competence per topic minus the base model's score there:
 
 # %%
-sq, fig = teaching.default_graph(tour, question, L, M, figures)
+sq, fig = teaching.default_graph(tour, lab.policy, question, L, M, figures)
 fig
 
 # %% [markdown]
@@ -350,7 +346,7 @@ notebook.check(prediction_3, answer_3, why_3) if prediction_3 is not None else n
 # %% [markdown]
 # ### Exercise 4
 #
-# In §4's second table (the AE case), set the format weight to 0, so $\tilde r_j = 8\,\mu_r$. What
+# In §4's first table (the AE case), set the format weight to 0, so $\tilde r_j = 8\,\mu_r$. What
 # advantage $A_j$ does the wrong candidate get? Hint: the right candidates all score alike.
 
 # %%

@@ -40,7 +40,8 @@ def _correct(trace: StepTrace, answers: list[str]) -> np.ndarray:
 
 
 def _quality(trace: StepTrace, correct: np.ndarray) -> dict:
-    """``candidate_accuracy`` and ``reward_gap`` (the experts' mean score on correct minus incorrect candidates)."""
+    """``candidate_accuracy``, ``reward_gap`` (the experts' mean score on correct minus incorrect candidates) and
+    ``no_right_share`` (the share of questions none of whose candidates is right)."""
     gaps = []
     for i, (r, idx) in enumerate(zip(trace.scores, trace.scored)):
         if not len(r):
@@ -50,7 +51,8 @@ def _quality(trace: StepTrace, correct: np.ndarray) -> dict:
         if t.any() and (~t).any():
             gaps.append(float(trace.consensus[i, seen][t].mean() - trace.consensus[i, seen][~t].mean()))
     return dict(candidate_accuracy=float(correct.mean()) if correct.size else float("nan"),
-                reward_gap=float(np.mean(gaps)) if gaps else float("nan"))
+                reward_gap=float(np.mean(gaps)) if gaps else float("nan"),
+                no_right_share=float((correct.max(axis=1) < 0.5).mean()) if correct.size else float("nan"))
 
 
 def diagnostics(truth, round: int, out: dict) -> dict[str, dict]:
