@@ -312,13 +312,31 @@ def exercise_2(gen, swaps, correct, prompt: int, client: int = 1) -> tuple[int, 
     return answer, why
 
 
-def exercise_3(gen, swaps) -> tuple[float, str]:
-    own = np.array([1 - r.replacement_fraction for r in swaps["random"]])  # [b, N] each client's own share
+def random_alpha_line(gen, swaps, prompt: int, client: int = 0) -> Markdown:
+    """Client ``client``'s α_n(x) under Random on ``prompt``: the share of the one group not from it."""
+    K = gen.num_generations
+    alpha = float(swaps["random"][prompt].replacement_fraction[client])
+    return Markdown(f"Under Random, {gen.client_ids[client]} on {gen.batch['prompt'][prompt]!r}: "
+                    f"α_{client}(x) = {round(alpha * K)}/{K} = {alpha:.3f}.")
+
+
+def exercise_3(gen, swaps, prompt: int, client: int = 0) -> tuple[float, str]:
+    """E[α_n] under Random, over its draws: 1 − 1/N (each drawn slot is foreign with probability (N−1)/N), with the
+    range α_n can take and the value of this draw."""
+    alphas = np.array([r.replacement_fraction[client] for r in swaps["random"]])  # [b] this client, every prompt
     N, K = len(gen.client_ids), gen.num_generations
-    return round(float(own.mean()), 2), (
-        f"each of the K = {K} answers in the one group belongs to one of the N = {N} clients, so the own shares sum "
-        f"to 1 and their mean is exactly 1/N = {1 / N:.2f}, whatever the draw. One client's share varies: "
-        f"{own.min():.3f} to {own.max():.3f} on these prompts.")
+    here = float(alphas[prompt])
+    return round(1 - 1 / N, 2), (
+        f"Random draws K = {K} of the N·K = {N * K} pooled answers; each drawn slot is another client's with "
+        f"probability (N−1)/N, so E[α_n] = 1 − 1/N = {1 - 1 / N:.2f}. {gen.client_ids[client]} has K answers in the "
+        f"pool, so the group may hold all of them or none: α_n runs from 0 to 1 in steps of 1/K (Balanced: at most "
+        f"1/2). Here α_{client}(x) = {here:.3f} is one draw; over these prompts it ran from {alphas.min():.3f} to "
+        f"{alphas.max():.3f}.")
+
+
+def named_pair(correct: pd.DataFrame, client: int, prompt: int) -> Markdown:
+    """The client and prompt an exercise asks about, by name."""
+    return Markdown(f"Client: **{correct.columns[client]}**; prompt: **{correct.index[prompt].split(' (gold')[0]!r}**.")
 
 
 def binding_pair(correct: pd.DataFrame, K: int, avoid: int) -> tuple[int, int, Markdown]:
@@ -331,7 +349,7 @@ def binding_pair(correct: pd.DataFrame, K: int, avoid: int) -> tuple[int, int, M
     tight = [(n, x) for n, x in cands if 0 < gap(n, x)[1] < gap(n, x)[0]] or [(n, x) for n, x in cands
                                                                                if gap(n, x)[0] > 0] or cands
     n, x = tight[0]
-    return n, x, Markdown(f"Client: **{correct.columns[n]}**; prompt: **{correct.index[x].split(' (gold')[0]!r}**.")
+    return n, x, named_pair(correct, n, x)
 
 
 def exercise_4(gen, swaps, correct: pd.DataFrame, client: int, prompt: int) -> tuple[int, str]:
@@ -424,8 +442,9 @@ def stored_setting_note(results=F.RESULTS) -> Markdown:
 
 def accuracy_table(results=F.RESULTS) -> pd.DataFrame:
     """pass@1 at the end per arm in the stored runs (mean ± 95 % t-interval over seeds, points) and Balanced −
-    FedAvg-GRPO paired by seed, beside the paper's Table 1 numbers for the same comparison (Qwen3-1.7B on MATH at its
-    two long-round τ). Five rows."""
+    FedAvg-GRPO paired by seed, beside the paper's Table 1 difference for the same comparison (Qwen3-1.7B on MATH at
+    its two long-round τ). The paper's levels are left out: a 1.7B model on MATH and a small transformer on toy
+    arithmetic share no scale, only the sign and size of a difference compare. Five rows."""
     from experiments.stats import t_interval
 
     s = F.pubswap_setting(results)
@@ -435,13 +454,12 @@ def accuracy_table(results=F.RESULTS) -> pd.DataFrame:
     long = [F.PUBSWAP_PAPER_TAUS.index(t) for t in F.PUBSWAP_PAPER_TAUS[-2:]]
     ours_drift, ours_acc = f"ours, τ = {s['tau']}: final δ_pair", f"ours, τ = {s['tau']}: pass@1 (%, mean ± 95 % t)"
     theirs_col = (f"paper, Qwen3-1.7B on MATH, τ = {', '.join(str(F.PUBSWAP_PAPER_TAUS[i]) for i in long)}: "
-                  "pass@1 (%)")
+                  "Balanced − FedAvg-GRPO pass@1 only (points)")
     out = {}
     for name in ("FedAvg-GRPO", "no-swap control", "PubSwap Balanced", "PubSwap Random"):
         mean, half, n = t_interval(100 * rows[rows.arm == name]["pass@1_final"])
-        theirs = (", ".join(f"{paper[name][i]:.1f}" for i in long) if name in paper else
-                  "not tabled (its text: Random beats Balanced at τ = 10, 40)" if name == "PubSwap Random" else
-                  "not run (our control)")
+        theirs = ("not tabled (its text: Random beats Balanced at τ = 10, 40)" if name == "PubSwap Random" else
+                  "not run (our control)" if name not in paper else "—")
         d = rows[rows.arm == name].drift_end_pairwise_effective.mean()
         out[name] = {"seeds": n, ours_drift: f"{d:.2f}", ours_acc: f"{mean:.1f} ± {half:.1f}", theirs_col: theirs}
     gain = f.loc["F4"]
@@ -504,3 +522,39 @@ def report_notes(results=F.RESULTS) -> Markdown:
         f"{start['seeds']} seeds ({start['n_test']} test problems × {start['samples']} samples). Notebook 02's one-round "
         f"runs score one sample per problem, whose standard error is about {se_one:.1f} points: their start differs "
         "from these by noise.")
+
+
+_PLACE = ["lowest", "second lowest", "second highest", "highest"]
+
+
+def within_round_note(end: pd.DataFrame, results=F.RESULTS) -> Markdown:
+    """Two sentences under §7's figure: Random's place in this one round against its place in the stored runs' means,
+    and why the "same targets" guess cannot alone explain the stored one (it would favour Random)."""
+    s = F.pubswap_setting(results)
+    tau = int(end.tau.max())
+    here = end[end.tau == tau].set_index("arm")["δ_pair"].sort_values()
+    stored = _stored_rows(results).groupby("arm").drift_end_pairwise_effective.mean().sort_values()
+    n = len(s["seeds"]["pubswap_random"])
+    p_here = _PLACE[list(here.index).index("PubSwap Random")]
+    p_stored = _PLACE[list(stored.index).index("PubSwap Random")]
+    text = (f"Here, after one round at τ = {tau}, Random ends with the **{p_here}** δ_pair of the four arms "
+            f"({here['PubSwap Random']:.2f}); in §6's stored runs at τ = {s['tau']} its mean is the **{p_stored}** "
+            f"({stored['PubSwap Random']:.2f}, {n} seeds). ")
+    if p_stored != "lowest":
+        text += ("§6's \"same targets\" guess would favour Random, whose clients all train on one identical group, "
+                 f"so that guess alone cannot explain Random's drift at τ = {s['tau']}.")
+    return Markdown(text)
+
+
+def remember_note(tau_here: int, results=F.RESULTS) -> Markdown:
+    """The second bullet of "What to remember": where Balanced's drift cut came from, with the stored numbers."""
+    f, r = F.pubswap_teaching_tables(results)
+    s = F.pubswap_setting(results)
+    shared = f.loc["F3"]
+    noise = abs(shared["difference"]) <= shared["±95% t"]
+    return Markdown(
+        f"- At τ = {s['tau']} the swap gave Balanced's drift cut (Balanced − control: {_plain(f.loc['F2'])}). "
+        f"The shared prompts' part (control − FedAvg-GRPO: {shared['difference']:+.2f} ± {shared['±95% t']:.2f}, "
+        f"{int(shared['seeds'])} seeds) is " + ("within noise, not shown to be absent. " if noise else "not zero. ")
+        + "The bound predicted the opposite. Random did not lower drift. Neither gained accuracy over FedAvg-GRPO. "
+        f"One seed at τ = {tau_here} (§7) is not evidence either way.")
