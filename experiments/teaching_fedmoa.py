@@ -190,17 +190,47 @@ def lambda_options(lams: dict) -> Markdown:
     return Markdown("The dropdown offers λ = " + "; ".join(lams) + ". Shown here: " + list(lams)[1] + ".")
 
 
-def grid_intro() -> Markdown:
-    """The stored grid's size in one line, and its arms in plain words."""
+def side_by_side(cfg, run, records: list[dict]) -> Markdown:
+    """The live run (§5) beside the stored grid, in one table: clients, the accuracy cluster's configs, the rewards
+    eq. 12 shares there, λ, τ, and which config α favours after round 1 (the lowest w_acc sent back)."""
     hh = fedmoa_setting()
+    live, grid = _cluster_configs(cfg.num_clients), _cluster_configs(hh["clients"])
+
+    def shared(cfgs):
+        return ", ".join(k for k in plan_rewards("A") if all(k in plan_rewards(c) for c in cfgs))
+
+    def configs(cfgs):
+        return "; ".join(f"{c} ({', '.join(plan_rewards(c))})" for c in sorted(cfgs))
+
+    cluster = cluster_of(run, "client_0")
+    info = pd.DataFrame(analysis.client_info(run)).set_index("client").loc[cluster]
+    live_fav = sent_weights(records, 2).loc[cluster, "accuracy"].groupby(info.config).mean().idxmin()
+    d = grid_weight_steps()
+    grid_fav = d[(d["round"] == 2) & (d.step == 0)].groupby("config").w_acc.mean().idxmin()
+    moa = cfg.fedmoa
+    live_lam = (f"scale rule, target {moa.lam_target:g}" if moa.lam_rule == "target" and not moa.normalise else
+                f"{moa.lam:g}, fixed")
+    rows = [("clients", cfg.num_clients, hh["clients"]),
+            ("configs in client_0's cluster", configs(live), configs(grid)),
+            ("rewards eq. 12 shares there", shared(live), shared(grid)),
+            ("λ", live_lam, f"{hh['lam']['FedMOA']:g}, fixed"),
+            ("τ (local steps)", cfg.local_steps, hh["tau"]),
+            ("α favours after round 1", f"config {live_fav}", f"config {grid_fav}")]
+    return Markdown("> **The live run beside the stored grid**\n>\n> | | live run (§5) | stored grid |\n> |---|---|---|\n"
+                    + "\n".join(f"> | {a} | {b} | {c} |" for a, b, c in rows))
+
+
+def grid_intro() -> Markdown:
+    """The stored grid's arms in plain words (its size is in :func:`side_by_side`)."""
     seeds = {r["seed"] for r in stored_grid()["runs"] if r["setting"] == "heter+heter"}
+    big = fedmoa_setting()["lam"]["FedMOA, λ=100"]
     return Markdown(
-        f"The figures below come from a stored grid: the same Heter+Heter federation with {hh['clients']} clients, "
-        f"{hh['rounds']} rounds of τ = {hh['tau']} local steps, up to {len(seeds)} seeds per arm and λ = "
-        f"{hh['lam']['FedMOA']:g}. Besides FedAvg-GRPO and FedMOA it has four arms. *λ on, α off* keeps eq. 10 "
-        "and averages by data size. *λ off, α on* keeps the initial weights and uses eq. 11. *uniform initial w* "
-        f"starts every weight at 1/K_m. "
-        f"*λ={hh['lam']['FedMOA, λ=100']:g}* takes a large eq. 10 step.")
+        f"The figures below come from the stored grid, up to {len(seeds)} seeds per arm. Besides FedAvg-GRPO and "
+        "FedMOA it has four arms. *λ on, α off* keeps eq. 10 and averages by data size. *λ off, α on* keeps the "
+        f"initial weights and uses eq. 11. *uniform initial w* starts every weight at 1/K_m. *λ={big:g}* takes a "
+        "large eq. 10 step. The grid's cluster also holds config C, which lacks format, so eq. 12 shares only "
+        "accuracy there: each client's other weights sum to 1 − its own w_acc, so renormalising keeps the configs' "
+        "starting order.")
 
 
 def _cluster_configs(num_clients: int) -> dict[str, list[float]]:
@@ -319,6 +349,22 @@ def replay_view(probes: dict, cfg, lam: float, label: str) -> tuple[go.Figure, p
     return fig, table.round(4)
 
 
+def replay_all(probes: dict, cfg, lams: dict) -> pd.DataFrame:
+    """The replayed round at every λ of the widget in one table: each client's w_acc as sent back (eq. 12), and the
+    largest α (eq. 11) of its cluster."""
+    from fedrl_kit.fedmoa import probe
+
+    moa, cols = cfg.fedmoa, {}
+    for label, lam in lams.items():
+        rows = probe.replay_round(probes, lam=lam, cluster_key=moa.cluster_key, eps=moa.eps,
+                                  temperature=moa.softmax_temperature)
+        cols[f"λ = {label}"] = {r["client"]: r["broadcast"][0] for r in rows}
+    start = {cid: c["w0"][0] for cid, c in probes.items()}
+    table = pd.DataFrame({"w_acc start": start} | cols)
+    table.columns.name = "w_acc sent back (eq. 12)"
+    return table.round(3)
+
+
 # -- what the reproduction found --------------------------------------------------------------------------------------
 def findings_box() -> Markdown:
     """At most five findings of the stored grid in plain words, one sentence each, in one box linking the report."""
@@ -346,12 +392,12 @@ def findings_box() -> Markdown:
         f"**Aggregated reward: slightly lower, the opposite of the paper** ({signed(f2[0], 4)} ± {f2[1]:.4f}, "
         f"{int(f2[2])} seeds, against the paper's +{t1[1][1] - t1[0][1]:.3f}). {link}",
         f"**The accuracy weight drains where the paper's rises (Fig. 5).** Over {int(f4.seeds)} seeds w_acc ends "
-        f"{abs(f4.difference):.3f} lower. Eq. 10 moves it by {signed(within, 3)} ± {split['±95% t'][0]:.3f} within "
-        f"rounds. At the boundaries, eq. 12's α-average takes {abs(ap[0]):.3f} ± {ap[1]:.3f} off and renormalising "
-        f"gives {rp[0]:.3f} ± {rp[1]:.3f} back. So the drain is mostly the α tilt, which is built into the method. "
+        f"{abs(f4.difference):#.2g} lower. Eq. 10 moves it by {signed(within, 3)} ± {split['±95% t'][0]:.3f} "
+        f"(signed) within rounds. At the boundaries, eq. 12's α-average takes {abs(ap[0]):#.2g} ± {ap[1]:.1g} off and "
+        f"renormalising gives {rp[0]:#.2g} ± {rp[1]:.1g} back. So the drain is mostly the α tilt, which is built into the method. "
         f"{link}",
         f"**A larger λ concentrates α:** at λ = {hh['lam']['FedMOA, λ=100']:g}, w_acc changes by "
-        f"{signed(f5.difference, 3)} ± {f5['±95% t']:.3f} ({int(f5.seeds)} seeds, within noise) and one client "
+        f"{signed(f5.difference, 2)} ± {f5['±95% t']:.2f} (signed; {int(f5.seeds)} seeds, within noise) and one client "
         f"takes {big.max_alpha.mean():.2f} of its cluster's α in the last round, on average. {link}",
         f"**One gain, in a subgroup:** with data alike and rewards different (Homo+Heter, code family) the clients' "
         f"own models are {f3.difference:.1f} ± {f3['±95% t']:.1f} points more accurate under FedMOA "
@@ -574,12 +620,12 @@ def grid_weights_figure(grid: dict | None = None) -> tuple[go.Figure, Markdown]:
             "configuration here too." if len(orders) == 1 else "The configs' order changes between rounds.")
     plan_a = _cluster_configs(fedmoa_setting()["clients"])["A"]  # the plan's initial w_acc of config A's clients
     a0, values = float(first_steps.iloc[0]["A"]), " and ".join(f"{x:g}" for x in sorted(set(plan_a), reverse=True))
-    spread = (f"Config A starts at {a0:.3f} at r1 s1: the mean of its clients' initial w_acc ({values}, the plan's "
-              "spread of initial weights), not a bug. " if abs(a0 - np.mean(plan_a)) < 1e-6 else
-              f"Config A starts at {a0:.3f} at r1 s1, against the plan's {np.mean(plan_a):.3f}: a mismatch. ")
-    words = Markdown(spread + "Within a round the lines stay nearly flat. Eq. 10 moves one client's w_acc by "
-                     f"{within:.4f} on average, up or down, and the moves largely cancel in the mean. At a boundary "
-                     f"the lines jump toward each other, by {jump:.4f} on average: eq. 12 moves w_acc about "
+    spread = (f"Config A starts at {a0:.3g} at r1 s1: the mean of its clients' initial w_acc ({values}). "
+              if abs(a0 - np.mean(plan_a)) < 1e-6 else
+              f"Config A starts at {a0:.3g} at r1 s1, against the plan's {np.mean(plan_a):.3g}: a mismatch. ")
+    words = Markdown(spread + "Within a round the lines stay nearly flat. A round of eq. 10 moves one client's w_acc by "
+                     f"{within:#.2g} on average (absolute: up or down), and the moves largely cancel in the mean. At "
+                     f"a boundary the lines jump toward each other, by {jump:#.2g} (absolute): eq. 12 moves w_acc about "
                      f"{jump / within:.0f} times as far as a whole round of eq. 10. {kept}")
     return fig, words
 
@@ -641,11 +687,11 @@ def dilution_words(run, records: list[dict]) -> Markdown:
     lo = by.idxmin()
     own = [k for k in end1.columns if k not in shared and end1.loc[info.index[info.config == lo], k].notna().all()]
     others = [k for k in by.index if k != lo]
-    theirs = ", ".join(f"{by[k]:.3f} for config {k}" for k in others)
+    theirs = ", ".join(f"{by[k]:.2f} for config {k}" for k in others)
     return Markdown(f"In client_0's cluster, eq. 12 averages only the rewards every client holds "
                     f"({' and '.join(shared)}). A config-{lo} client also keeps its own {', '.join(own)} weight. "
                     f"So renormalising divides its w_acc by a larger sum, and dilutes it. After round 1 the server "
-                    f"sends config {lo} w_acc = {by[lo]:.3f}, against {theirs}, "
+                    f"sends config {lo} w_acc = {by[lo]:.2f}, against {theirs}, "
                     f"though config {lo} started higher ({start[lo]:g} against "
                     f"{', '.join(f'{start[k]:g}' for k in others)}). So from round 2 on, α favours config {lo}. "
                     "The ranking follows how many rewards a client holds, not its progress.")

@@ -19,19 +19,18 @@
 # *Wang, Jung, He, Sun, Shen, Lee, Li: FedMOA, Federated GRPO for Personalized Reasoning LLMs under Heterogeneous
 # Rewards.*
 #
-# **The problem.** A reasoning model is trained on a weighted sum of rewards. One reward checks the answer
-# (**accuracy**); others check the form (**format**, **tag count**, …). Fixed weights fit badly: easy rewards
-# saturate early yet keep their share. Federated clients also have their *own* rewards; clients with the same
-# accuracy reward solve comparable tasks, so the server groups them by it.
+# **The problem.** A reasoning model trains on a weighted sum of rewards: **accuracy** checks the answer, others
+# (**format**, **tag count**, …) the form. Fixed weights fit badly: easy rewards saturate early yet keep their
+# share. Federated clients also have their *own* rewards.
 #
 # **The method.** **FedMOA** changes FedAvg-GRPO (the paper's "FedGRPO") in two places:
 #
-# 1. **Adaptive weights (client).** After every local step, a *hypergradient* step of size **λ** moves the reward
-#    weights (a *hypergradient*: a loss's derivative with respect to a hyperparameter, here a weight).
+# 1. **Adaptive weights (client).** After every local step, a *hypergradient* step (a loss's derivative with
+#    respect to a hyperparameter, here a reward weight) of size **λ** moves the weights.
 # 2. **Accuracy-aware aggregation (server).** Within a group sharing an accuracy reward, a client with a *lower*
 #    accuracy weight counts more.
 #
-# **You will learn** eqs. 10–12 by hand and how to read a Pareto front (the paper's evaluation). Reproduction:
+# **You will learn** eqs. 10–12 by hand and how to read a Pareto front. Reproduction:
 # [13_fedmoa_report.ipynb](13_fedmoa_report.ipynb).
 
 # %% [markdown]
@@ -70,8 +69,9 @@ diagrams.round_diagram("fedmoa")
 
 # %% [markdown]
 # ## 2. Key equations
-# **The idea.** Eq. 10 moves weight toward objectives still improving, so a low $w_{\text{acc}}$ should mark
-# accuracy as nearly learnt, and eq. 11 lets that client lead its cluster (but see Caveats).
+# **The idea.** Eq. 10 moves weight off *nearly learnt* objectives (gradient ≈ 0), so a low $w_{\text{acc}}$
+# marks accuracy as nearly learnt. Eq. 11 lets that client lead its cluster: the paper reasons that the most
+# progress on accuracy makes the best update (but see Caveats).
 #
 # | symbol | meaning |
 # |---|---|
@@ -103,8 +103,9 @@ diagrams.round_diagram("fedmoa")
 # $$g_k^{(t)} = \nabla_\phi L_k\ \text{(8)},\qquad \Delta_k^{(t)} = g_k^{(t)\top} g_k^{(t-1)}\ \text{(9)},\qquad
 # w \leftarrow \operatorname{Proj}_{\text{simplex}}\bigl(w + \lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
-# The paper's λ = 0.01 does not transfer across models. The live run rescales λ by the gradients' size (the
-# *scale rule*, §6).
+# The paper's λ = 0.01 does not transfer across models. The live run uses the *scale rule*
+# $\lambda = \text{target} / \operatorname{mean}_k \lVert g_k\rVert^2$ (at a round's first step): a repeated gradient
+# moves its weight by about the target.
 #
 # $\operatorname{Proj}_{\text{simplex}}$ finds the closest $w$ that obeys eq. 1. In numpy:
 
@@ -139,10 +140,11 @@ print(f"ν = ({v.sum():.2f} − 1) / 3 = {(v.sum() - 1) / 3:.4f} = λ × mean Δ
       f"{delta.mean():.4f}) falls by {w_new[1] - w_toy[1]:+.4f} though its Δ is not negative.")
 
 # %% [markdown]
-# **Eq. 10 in words.** $\Delta_k > 0$: $k$'s gradient points as at the previous step, so $k$ still has progress
-# to make. A saturated objective has $g_k \approx 0$, so its $\Delta_k \approx 0$. The
-# projection subtracts one common shift ν from every weight. So **a weight rises when its $\Delta_k$ is above the
-# others'** and falls when it is below. Here are thirty steps with format's gradient decaying:
+# **Eq. 10 in words.** $\Delta_k > 0$: $k$'s gradient repeats its direction, so $k$ still has progress to
+# make. A nearly learnt objective has $g_k \approx 0$: when all $G$ answers score the same on $r_k$, their
+# advantage on $r_k$ is 0, so $\Delta_k \approx 0$. The projection subtracts one shift ν from every weight, so
+# **a weight rises when its $\Delta_k$ is above the others'**, falls when below. Thirty steps, format's gradient
+# decaying:
 
 # %%
 w_run, hist = np.array([0.4, 0.3, 0.3]), []
@@ -155,8 +157,8 @@ fig = pd.DataFrame(hist, columns=["accuracy", "format", "tag_count"], index=rang
 display(fig)
 
 # %% [markdown]
-# Format drains though its Δ never turns negative. Then the curves flatten: with format at 0, accuracy and tag
-# count have equal Δ, so ν cancels their steps. Accuracy is not favoured in particular.
+# Format drains though its Δ never turns negative. Then accuracy and tag count have equal Δ, so ν cancels their
+# steps: accuracy is not favoured.
 #
 # **Why eq. 9.** Suppose the last step descended $\sum_j w_j L_j$ with learning rate $\eta$, so
 # $\phi^{(t)} = \phi^{(t-1)} - \eta\sum_j w_j\, g_j^{(t-1)}$. Then
@@ -164,18 +166,17 @@ display(fig)
 # $$\frac{\partial}{\partial w_k}\sum_j L_j(\phi^{(t)}) = -\eta\sum_j g_j^{(t)\top} g_k^{(t-1)}
 # \;\approx\; -\eta\, g_k^{(t)\top} g_k^{(t-1)} = -\eta\,\Delta_k^{(t)}$$
 #
-# Eq. 9 approximates twice. GRPO divides $r_w$'s advantage by its own $\sigma_r$, so the loss on $r_w$ is not
-# $\sum_j w_j L_j$. And eq. 9 drops the $j \ne k$ cross terms. Eq. 10 is then gradient descent on $w_k$, λ absorbing
-# η. Unnormalised, Δ grows with the gradients' size; the `normalise` option uses the cosine instead.
+# Eq. 9 approximates twice: the loss on $r_w$ is not $\sum_j w_j L_j$ (GRPO divides by $r_w$'s own $\sigma_r$),
+# and it drops the $j \ne k$ terms. Eq. 10 is then gradient descent on $w_k$, λ absorbing η.
 #
-# **Server.** A cluster $S_c$ holds the clients with the same accuracy reward. Here MATH-like and GSM8K-like
-# clients form one cluster, code clients another. At a round's end:
+# **Server.** A cluster $S_c$ holds the clients sharing an accuracy reward: here MATH- and GSM8K-like clients
+# form one, code clients another. At a round's end:
 #
 # $$s_m = \frac{1}{w_{\text{acc}}^{(m)} + \varepsilon},\qquad \alpha_m = \frac{e^{s_m}}{\sum_{m'\in S_c}
 # e^{s_{m'}}}\qquad\text{(11)}$$
 #
-# The cluster averages θ and each weight that *every* client of $S_c$ has. Client $m$ keeps its own other weights
-# and renormalises:
+# The cluster averages θ and each weight *every* client of $S_c$ has; client $m$ keeps its other weights and
+# renormalises:
 #
 # $$\theta^{(c)} = \sum_{m\in S_c}\alpha_m\theta^{(m)},\quad \bar w_k^{(c)} = \sum_{m\in S_c}\alpha_m w_k^{(m)},\quad
 # u_k = \begin{cases}\bar w_k^{(c)} & k \text{ shared}\\ w_k^{(m)} & \text{otherwise}\end{cases},\quad
@@ -183,17 +184,16 @@ display(fig)
 #
 # $$\theta = \sum_c \frac{N_c}{N}\,\theta^{(c)}\qquad\text{(13)}$$
 #
-# θ is one global model. Only the weights $w^{(m\leftarrow c)}$ are personal.
+# θ is global; only $w^{(m\leftarrow c)}$ is personal.
 #
 # **One-hot α.** As $w_{\text{acc}} \to 0$, $s_m \to 1/\varepsilon$ and that client's α → 1. Its model then
-# *becomes* the cluster's. **The α tilt.** Eq. 11 gives the lowest $w_{\text{acc}}$ the most say. A weighting
-# that favours low values gives a mean at or **below the plain mean**, never above. So at every boundary the
-# cluster's α-average $\bar w_{\text{acc}}$ falls (the *α tilt*), though a client below it is pulled up.
+# *becomes* the cluster's. **The α tilt.** Eq. 11 gives the lowest $w_{\text{acc}}$ the most say, so the
+# α-average $\bar w_{\text{acc}}$ sits **below the plain mean**: at every boundary it falls, though a client below
+# it is pulled up.
 #
-# > **Caveats.** A low $w_{\text{acc}}$ need not mean accuracy is learnt: it also falls when other weights rise
+# > **Caveats.** A low $w_{\text{acc}}$ need not mean accuracy is nearly learnt: it also falls when other weights rise
 # > (the toy loop), or by noise. In the paper's Fig. 5, $w_{\text{acc}}$ *rises* while accuracy is learnt, so eq. 11
-# > would give the learner less say. The paper takes $g_k$ on hidden activations, we on LoRA
-# > factors.
+# > would give the learner less say.
 #
 # ## 3. Pseudocode
 # `fedmoa/algorithm.py::run_round` and each line's function:
@@ -211,7 +211,7 @@ display(fig)
 
 # %% [markdown]
 # ## 4. Who holds what
-# Each client holds one synthetic task family (standing for a paper dataset) and one reward configuration.
+# Each client holds one synthetic task family (a paper dataset's stand-in) and one reward configuration.
 
 # %% tags=["nbval-check-output"]
 world = make_family_world(seed, 10, 4)
@@ -248,16 +248,16 @@ display(tf.clients_table(first))
 tf.dilution_words(first, moa_records)
 
 # %% [markdown]
-# Last round. **aggregated_reward**: each client's rewards, averaged equally over clients; **local_…**: each
-# client's own model instead of θ.
+# Last round. **aggregated_reward**: each client's rewards, averaged over clients; **local_…**: the clients' own
+# models instead of θ.
 
 # %%
 display(tf.run_summary(runs))
 tf.run_words(cfg, runs)
 
 # %%
-display(tf.grid_intro())
-tf.configs_table(cfg.num_clients)
+display(tf.side_by_side(cfg, first, moa_records))
+tf.grid_intro()
 
 # %% [markdown]
 # **The paper's Fig. 3: Pareto fronts.** A model *dominates* another when it is at least as good on both rewards
@@ -301,18 +301,18 @@ display(pd.DataFrame({"w_acc": w_acc, "s = 1/(w_acc + ε)": s, "α by hand": alp
 tf.alpha_words(first, moa_records, cluster, alpha)
 
 # %% [markdown]
-# Two clients start equal. On one, accuracy's gradient flips (it is nearly learnt):
+# Two equal clients; on one, accuracy is nearly learnt ($g_{\text{acc}} = 0$):
 
 # %%
 w_start, g_before = np.array([0.5, 0.5]), np.eye(2)  # accuracy, format; g_k^(t−1), one row per objective
-w_done, _ = eq10(w_start, np.array([[-1.0, 0.0], [0.0, 1.0]]), g_before, 0.1)  # accuracy's gradient flips
+w_done, _ = eq10(w_start, np.array([[0.0, 0.0], [0.0, 1.0]]), g_before, 0.1)  # accuracy's gradient vanishes
 w_going, _ = eq10(w_start, np.array([[1.0, 0.0], [0.0, 1.0]]), g_before, 0.1)  # both gradients still agree
 w_pair = np.array([w_done[0], w_going[0]])
 pd.DataFrame({"w_acc after eq. 10": w_pair, "α (eq. 11)": accuracy_aware_weights(w_pair)},
              index=["accuracy nearly learnt", "still learning"]).round(4)
 
 # %% [markdown]
-# Eq. 12 in numpy for the run's cluster, beside what the run sent:
+# Eq. 12 in numpy, beside what the run sent:
 
 # %%
 end1 = tf.round_end_weights(moa_records, round=1).loc[cluster]  # client × reward; NaN where a client lacks one
@@ -324,13 +324,8 @@ pd.DataFrame({"u sums to": u.sum(axis=1), "w_acc by hand": w_back["accuracy"],
               "w_acc the run sent": tf.sent_weights(moa_records, round=2).loc[cluster, "accuracy"]}).round(4)
 
 # %% [markdown]
-# **One knob: λ.**
-
-# %%
-tf.lambda_table()
-
-# %% [markdown]
-# The widget replays one round at a chosen λ: each client's $w_{\text{acc}}$ before and after eq. 10, and after
+# **One knob: λ.** The widget replays round 1 (untrained model, fresh batches, one λ for all clients; the run
+# used its own batches and scale rule, hence other numbers): $w_{\text{acc}}$ before and after eq. 10, and after
 # eq. 12.
 
 # %%
@@ -341,17 +336,15 @@ LAMS = tf.replay_lambdas(probes)
 def show_replay(lam, static=False):
     fig, table = tf.replay_view(probes, cfg, LAMS[lam], lam)
     display(fig) if static else fig.show(renderer="plotly_mimetype")  # static: with its PNG, for a stored notebook
-    display(table)
+    display(tf.replay_all(probes, cfg, LAMS) if static else table)  # static: every λ in one table
 
 
 controls = dict(lam=widgets.Dropdown(options=list(LAMS), value=list(LAMS)[1], description="λ"))
-display(tf.lambda_options(LAMS))
 notebook.static_default(lambda lam: show_replay(lam, static=True), **controls)
 notebook.knobs(show_replay, **controls)
 
 # %% [markdown]
 # ## 7. What the reproduction found
-# Details: the [report](13_fedmoa_report.ipynb).
 
 # %%
 tf.findings_box()
@@ -362,7 +355,7 @@ tf.findings_box()
 # ### Exercise 1
 #
 # Two clients of one cluster end a round with $w_{\text{acc}} = 0.5$ and $0.3$. What α does eq. 11
-# give the second one? Two decimals.
+# give the second? Two decimals.
 
 # %%
 prediction_1 = None  # a number between 0 and 1
@@ -451,3 +444,6 @@ notebook.check_explained(prediction_5, answer_5, f"α = {np.round(a5, 3).tolist(
 # ## 9. What to remember
 # - Eq. 10 raises a weight whose $\Delta_k$ is **above the others'**.
 # - Eq. 11 favours a *lower* $w_{\text{acc}}$, so the α-average sits below the plain mean (the α tilt).
+# - Eq. 12 shares only common rewards; an unshared one dilutes $w_{\text{acc}}$, so α may rank configs, not progress.
+# - No accuracy gain over FedAvg-GRPO was found.
+# - A front holds the undominated points; an arm wins only if nearer it than the seeds' spread.
