@@ -166,30 +166,6 @@ def alpha_words(run, records: list[dict], cluster: list[str], alpha) -> Markdown
                     f"cluster by more than {moved:.4f}. So {'; '.join(groups)}, from their reward configuration alone.")
 
 
-def lambda_table() -> Markdown:
-    """Every λ the lesson meets in one sentence and one table: the paper's, the live run's scale rule, the stored
-    grid's (findings 1–3 and 5) and the grid's large arm (finding 4)."""
-    from experiments.fedmoa_presets import setting_config
-
-    target = setting_config("quick", "heter+heter", "FedMOA", 0).fedmoa.lam_target
-    hh = fedmoa_setting()
-    grid, big = f"{hh['lam']['FedMOA']:g}", f"{hh['lam']['FedMOA, λ=100']:g}"
-    rows = [("the paper", "0.01", "fixed"),
-            ("the live run (§5)", f"{target:g} / mean_k ‖g_k‖²", "the scale rule, set per client at each round's "
-             "first step"),
-            ("the stored grid (findings 1–3 and 5)", grid, "fixed, tuned on validation"),
-            ("the grid's large arm (finding 4)", big, "fixed")]
-    return Markdown(f"λ takes four values here: the paper's 0.01, the live run's scale rule, the grid's {grid} and "
-                    f"its large arm's {big}. The scale rule's {target:g} is a target step in weight: when a gradient "
-                    f"repeats, Δ_k ≈ ‖g_k‖², so λΔ_k ≈ {target:g}.\n\n"
-                    "| where | λ | rule |\n|---|---|---|\n" + "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows))
-
-
-def lambda_options(lams: dict) -> Markdown:
-    """The widget's dropdown options in one line, for the stored (static) copy of the widget."""
-    return Markdown("The dropdown offers λ = " + "; ".join(lams) + ". Shown here: " + list(lams)[1] + ".")
-
-
 def side_by_side(cfg, run, records: list[dict]) -> Markdown:
     """The live run (§5) beside the stored grid, in one table: clients, the accuracy cluster's configs, the rewards
     eq. 12 shares there, λ, τ, and which config α favours after round 1 (the lowest w_acc sent back)."""
@@ -244,31 +220,6 @@ def _cluster_configs(num_clients: int) -> dict[str, list[float]]:
         if fam != "code":
             out.setdefault(name, []).append(w[0])
     return out
-
-
-def configs_table(num_clients: int) -> Markdown:
-    """The accuracy cluster's reward configs in the live run (``num_clients``) and in the stored grid: rewards,
-    initial w_acc, the rewards eq. 12 shares; and why config A falls below B only in the live run."""
-    live, grid = _cluster_configs(num_clients), _cluster_configs(fedmoa_setting()["clients"])
-
-    def shared(cfgs):
-        return ", ".join(k for k in plan_rewards("A") if all(k in plan_rewards(c) for c in cfgs))
-
-    def ws(cfgs, c):
-        if c not in cfgs:
-            return "— (no such client)"
-        v = sorted(set(cfgs[c]), reverse=True)
-        return " / ".join(f"{x:g}" for x in v) + (f" (mean {np.mean(cfgs[c]):.3g})" if len(v) > 1 else "")
-
-    rows = [f"| {c} | {', '.join(plan_rewards(c))} | {ws(live, c)} | {ws(grid, c)} |" for c in ("A", "B", "C")]
-    extra = [k for k in plan_rewards("A") if k not in plan_rewards("B")]
-    return Markdown(
-        "| config | rewards | live run: initial w_acc | grid: initial w_acc |\n|---|---|---|---|\n"
-        + "\n".join(rows)
-        + f"\n\nEq. 12 shares {' and '.join(shared(live).split(', '))} in the live run's cluster, only "
-        f"{shared(grid)} in the grid's. So live, A's own {', '.join(extra)} dilutes its w_acc below B's (§5). The "
-        f"grid's cluster also holds C, which lacks format, so only {shared(grid)} is shared: each client's other "
-        "weights then sum to 1 − its own w_acc, and renormalising keeps the configs' starting order.")
 
 
 # -- Pareto fronts ----------------------------------------------------------------------------------------------------
