@@ -418,6 +418,38 @@ def environment_note(results: dict[str, dict | None]) -> str:
 # -- training until the curves flatten ---------------------------------------------------------------------------
 
 
+#: the stored trained-until-flat files (pass@1 after every round), in the order :func:`load_long` reads them: every
+#: arm to 15 rounds; the four arms still moving at round 15 to 30; Central-GRPO and DPSDA-FL (no PE)+SFT to 30 on the
+#: same seeds (a later run, on another CPU model, AVX2 kernels both). :func:`curve_frame` takes each (arm, seed) from
+#: the file that trained it longest, so every arm's plateau is rounds 26–30
+LONG_FILES = ("fedgrpo_compare_pool_long.json", "fedgrpo_compare_pool_long30.json",
+              "fedgrpo_compare_pool_long30_central.json")
+
+
+def load_long(results_dir: str | Path = "benchmarks/results", files: tuple[str, ...] = LONG_FILES) -> list[dict]:
+    """The stored trained-until-flat result dicts (:data:`LONG_FILES`, those present), for :func:`long_curves`,
+    :func:`long_claims`, :func:`arm_claims` and :func:`same_reward_claims`."""
+    results_dir = Path(results_dir)
+    return [json.loads((results_dir / n).read_text()) for n in files if (results_dir / n).exists()]
+
+
+def _curve_cpus(results: dict | list[dict]) -> dict[str, set[str]]:
+    """The CPU model(s) of the file each method's curves come from, by :func:`curve_frame`'s rule (each (method,
+    seed) from the file that trained it longest); a file that records no ``cpu`` adds nothing."""
+    length, cpu = {}, {}
+    for result in results if isinstance(results, list) else [results]:
+        for r in result.get("runs", []):
+            pts = r.get("curve") or []
+            last = max((int(a) for a, _ in pts), default=-1)
+            key = (r.get("method"), int(r.get("seed", -1)))
+            if pts and last > length.get(key, -1):
+                length[key], cpu[key] = last, result.get("cpu")
+    out: dict[str, set[str]] = {}
+    for (method, _), c in cpu.items():
+        out.setdefault(method, set()).update({c} if c else set())
+    return out
+
+
 def curve_frame(results: dict | list[dict], name: str = "long") -> pd.DataFrame:
     """One row per (method, seed, round) of result files whose runs carry a ``curve`` of [round, pass@1].
 
@@ -621,11 +653,14 @@ def long_claims(result: dict | list[dict], window: int = 5, trend_window: int = 
     from the other (e.g. the baseline ahead and still rising). Such a verdict stands and names the moving arm.
 
     The ``setting`` column says when a row's two plateaus end after different numbers of rounds ("plateaus of
-    different lengths — …") and when its two arms trained on different rewards (each arm's reward,
-    :func:`arm_reward`, read from the settings of the file it came from).
+    different lengths — …"), when its two arms' curves were computed on different CPU models (each file's ``cpu``:
+    float sums differ, so a seed's run is not the one the other CPU would give, though it is the same world, split
+    and start) and when its two arms trained on different rewards (each arm's reward, :func:`arm_reward`, read from
+    the settings of the file it came from).
     """
     df = curve_frame(result)
     rewards = _arm_rewards(result)
+    cpus = _curve_cpus(result)
     flat = long_curves(result, window, trend_window).set_index("method")
     tail = (df.sort_values("round").groupby(["method", "seed"], as_index=False).tail(window)
             .groupby(["method", "seed"], as_index=False)["pass_at_1"].mean())
@@ -662,8 +697,11 @@ def long_claims(result: dict | list[dict], window: int = 5, trend_window: int = 
         lengths = ("; plateaus of different lengths — " + ", ".join(f"{METHOD_NAMES[x]}: {n} rounds"
                                                                   for x, n in rounds.items())
                    if len(set(rounds.values())) > 1 else "")
+        ca, cb = (", ".join(sorted(cpus.get(x, ()))) for x in (a, b))
+        machines = (f"; curves from different CPU models — {METHOD_NAMES[a]}: {ca}, {METHOD_NAMES[b]}: {cb}"
+                    if ca and cb and ca != cb else "")
         out.append(_row(claim, paper, d, verdict(rule, d, a, b, decisive),
-                        setting + (f"; {said}" if said else "") + lengths + _reward_note(rewards, a, b)))
+                        setting + (f"; {said}" if said else "") + lengths + machines + _reward_note(rewards, a, b)))
     return pd.DataFrame(out, columns=COLUMNS)
 
 

@@ -391,8 +391,40 @@ def test_the_stored_window_table_recomputes_from_the_stored_curves(tmp_path):
 
 
 def _stored_long() -> list[dict]:
-    return [json.loads((RESULTS / n).read_text()) for n in ("fedgrpo_compare_pool_long.json",
-                                                            "fedgrpo_compare_pool_long30.json")]
+    from experiments.fedgrpo_claims import load_long
+
+    return load_long(RESULTS)
+
+
+def test_the_stored_plateaus_are_rounds_26_to_30_for_every_arm():
+    """With Central-GRPO's and DPSDA-FL (no PE)+SFT's 30-round file read, no Table 1 row pairs FedGRPO's rounds 26–30
+    with a baseline's rounds 11–15: each row is the paired mean of the seeds' rounds 26–30 plateaus, recomputed here
+    from the curves."""
+    from experiments.fedgrpo_claims import LONG_FILES
+
+    assert "fedgrpo_compare_pool_long30_central.json" in LONG_FILES
+    long = _stored_long()
+    assert len(long) == len(LONG_FILES)
+    assert (long_curves(long).rounds == 30).all()
+    df = long_claims(long).set_index("claim")
+    assert not df.setting.str.contains("plateaus of different lengths").any()
+
+    def plateaus(name, method):
+        result = json.loads((RESULTS / name).read_text())
+        return {r["seed"]: np.mean([p for rnd, p in r["curve"] if 26 <= rnd <= 30]) * 100
+                for r in result["runs"] if r["method"] == method}
+    ours = plateaus("fedgrpo_compare_pool_long30.json", "fedgrpo")
+    for claim, method in (("FedGRPO near Central-GRPO, trained until flat", "central_grpo"),
+                          ("FedGRPO beats DPSDA-FL (no PE)+SFT, trained until flat", "dpsda_sft")):
+        theirs = plateaus("fedgrpo_compare_pool_long30_central.json", method)
+        d = np.array([ours[s] - theirs[s] for s in (0, 1, 2)])
+        assert df.loc[claim, "mean"] == round(d.mean(), 2), claim
+        assert df.loc[claim, "±95% t"] == round(4.302652729911275 * d.std(ddof=1) / np.sqrt(3), 2), claim
+        # another CPU model computed these curves: the row says so
+        assert "curves from different CPU models — FedGRPO: AMD EPYC" in df.loc[claim, "setting"], claim
+    # Central-GRPO falls over rounds 21–30 on every seed: its "near" row cannot be decided by a plateau yet
+    assert df.loc["FedGRPO near Central-GRPO, trained until flat", "verdict"] == \
+        "not tested (Central-GRPO still falling after 30 rounds)"
 
 
 def test_the_same_reward_rows_recompute_from_the_stored_file():
@@ -476,6 +508,11 @@ def test_the_setting_column_names_each_arms_reward_where_they_differ():
     assert "; plateaus of different lengths — FedGRPO: 10 rounds, Central-GRPO: 5 rounds" in near
     assert "plateaus of different lengths" not in df.loc["FedGRPO beats Fedpetuning+GRPO, trained until flat",
                                                          "setting"]
+    # curves computed on different CPU models (each file's ``cpu``, where the (arm, seed) curve came from) are named
+    df = long_claims([dict(long, cpu="AMD EPYC"), dict(short, cpu="Intel Xeon")]).set_index("claim")
+    near = df.loc["FedGRPO near Central-GRPO, trained until flat", "setting"]
+    assert "; curves from different CPU models — FedGRPO: AMD EPYC, Central-GRPO: Intel Xeon; rewards differ" in near
+    assert "CPU models" not in df.loc["FedGRPO beats Fedpetuning+GRPO, trained until flat", "setting"]
     # a control arm against a baseline names both; two FedGRPO arms on one reward name none
     arms = {"fedgrpo_random": dict(long_result({"fedgrpo": flat(0.30)}),
                                    settings={**SETTINGS, "set": ["fedgrpo.selection=random"]})}
@@ -507,7 +544,9 @@ def test_every_stored_verdict_pairing_a_baseline_names_the_rewards():
         for r in df.itertuples():
             if any(b in r.claim for b in baselines):
                 assert "rewards differ — " in r.setting or "the same reward shape — " in r.setting, (name, r.claim)
-    until_flat = tables["until flat"].set_index("claim")
-    assert "FedGRPO: 30 rounds, Central-GRPO: 15 rounds" in until_flat.loc["FedGRPO near Central-GRPO, trained until "
-                                                                            "flat", "setting"]
+    # every stored plateau is rounds 26–30 now; a row pairing plateaus of different lengths would say so (the
+    # synthetic case in test_the_setting_column_names_each_arms_reward_where_they_differ)
+    for name, df in tables.items():
+        if name != "5 rounds":
+            assert not df.setting.str.contains("plateaus of different lengths").any(), name
     assert (tables["same reward"].setting.str.contains("the same reward shape — ")).all()
