@@ -28,6 +28,9 @@ from experiments.fedgrpo_claims import ARM_FILES, METHOD_NAMES, window_differenc
 
 COMPETENCE = "fedgrpo_compare_pool_long30.json"  # the competence arm's runs (method fedgrpo) among the baselines'
 SAME_REWARD = "fedgrpo_compare_pool_long30_samereward.json"  # baselines trained on 8 · accuracy + 1 · format
+#: the 30-round accuracy-only runs of each baseline, where the same-reward runs' "what the reward alone changes" reads
+#: them: the competence file, then Central-GRPO's and DPSDA-FL (no PE)+SFT's own 30-round file
+ACCURACY_ONLY = (COMPETENCE, "fedgrpo_compare_pool_long30_central.json")
 
 
 def main(argv=None) -> dict:
@@ -50,11 +53,12 @@ def main(argv=None) -> dict:
     same = folder / SAME_REWARD
     if same.is_file():  # the baselines on FedGRPO's own reward weighting: the comparison without the reward confound
         baselines = json.loads(same.read_text())["runs"]
-        first = json.loads((folder / COMPETENCE).read_text())["runs"]
+        first = [r for name in ACCURACY_ONLY if (folder / name).is_file()
+                 for r in json.loads((folder / name).read_text())["runs"]]
         for method in dict.fromkeys(r["method"] for r in baselines):
             mine = [r for r in baselines if r["method"] == method]
             pairs = [(f"fedgrpo−{method}@8acc+1fmt", competence, mine)]
-            before = [r for r in first if r["method"] == method]
+            before = [r for r in first if r["method"] == method and max(x for x, _ in r["curve"]) >= 30]
             if before:  # what the reward alone changes in that baseline
                 pairs.append((f"{method}@8acc+1fmt−{method}@acc", mine, before))
             for label, a, b in pairs:
@@ -64,7 +68,8 @@ def main(argv=None) -> dict:
                 runs.append({"arm": label, "file": SAME_REWARD, "windows": table.to_dict("records")})
                 summary[label] = {row["rounds"]: f"{row['mean']:+.2f} ± {row['±95% t']:.2f} (n={row['seeds']})"
                                   for row in table.to_dict("records")}
-    return save_result(args.out, "fedgrpo_windows", sys.argv if argv is None else ["benchmarks/fedgrpo_windows.py", *argv],
+    # the arguments only: save_result writes the script's path before them
+    return save_result(args.out, "fedgrpo_windows", sys.argv[1:] if argv is None else argv,
                        {"window": args.window, "competence_file": COMPETENCE}, runs, summary, quiet=True)
 
 

@@ -385,6 +385,14 @@ def test_the_stored_window_table_recomputes_from_the_stored_curves(tmp_path):
     assert again == stored
     random = next(r for r in stored if r["arm"] == "fedgrpo_random")["windows"]
     assert [w["seeds_favouring_a"] for w in random[1:3]] == [3, 3]  # rounds 6–15: random experts ahead on every seed
+    # Central-GRPO's reward effect reads its own accuracy-only 30-round file, every window
+    central = next(r for r in stored if r["arm"] == "central_grpo@8acc+1fmt−central_grpo@acc")["windows"]
+    assert [w["rounds"] for w in central][-1] == "26–30" and len(central) == 6
+    # the command runs as written: the script's path once, then its arguments
+    command = json.loads((tmp_path / "w.json").read_text())["command"]
+    assert command.count("fedgrpo_windows.py") == 1 and command.endswith("fedgrpo_windows.py --out " + str(tmp_path / "w.json"))
+    assert json.loads((REPO / "benchmarks" / "results" / "fedgrpo_windows.json").read_text())["command"].count(
+        "fedgrpo_windows.py") == 1
 
 
 # -- the same reward for every arm: the baselines rerun on FedGRPO's reward shape (8·accuracy + 1·format) ------------
