@@ -71,7 +71,6 @@ def test_integral_floats_come_back_from_jupyterlab_as_integers(value, written):
 NUMBER = re.compile(r"(?<![\w.§:])[-−+]?\d+\.\d+(?![\w.])")
 QUOTED_ELSEWHERE = {  # numbers a notebook's text quotes that none of its stored outputs prints, and where they come from
     ("00_quickstart", "1.6"): "the embedded policy's size, 1.6 M parameters (docs/embedded-world.md)",
-    ("11_fedgrpo_report", "-15.2"): "the low end of −8.07 ± 7.15, the long claims table's mean and ±95% t",
     ("11_fedgrpo_report", "0.29"): "the AVX-512 runs' plateau, from docs/fedgrpo.md",
 }
 
