@@ -98,3 +98,93 @@ def test_start_pass1_is_the_stored_grids_untrained_score_at_a_seed_and_over_seed
 def test_drift_split_states_each_rows_training_length():
     split = findings.pubswap_drift_split()
     assert (split["local steps per client"] == split.index * split["rounds"]).all()
+
+
+# -- the teaching helpers notebook 02 calls (experiments.teaching_pubswap) ------------------------------------------
+def _stored_arm(method):
+    rows = json.loads((RESULTS / "pubswap_paper_quick_large_tau.json").read_text())
+    tau = max(r["tau"] for r in rows)
+    return [r for r in rows if r["tau"] == tau and r["table"] in ("table1", "control") and r["method"] == method]
+
+
+def test_update_sizes_are_each_arms_mean_distance_from_the_broadcast_and_the_mean_ratio():
+    from experiments import teaching_pubswap as teach
+
+    t = teach.update_sizes()
+    assert list(t.index) == teach.ORDER
+    for method, arm in teach.ARMS.items():
+        runs = _stored_arm(method)
+        assert t.loc[arm, "seeds"] == len(runs)
+        assert t.loc[arm, "update size u"] == round(np.mean([r["drift_end_to_global_effective"] for r in runs]), 2)
+        ratio = np.mean([r["drift_end_pairwise_effective"] / r["drift_end_to_global_effective"] for r in runs])
+        assert t.loc[arm, "δ_pair / u"] == round(ratio, 2) and 0 < ratio < np.sqrt(2) + 0.05
+
+
+def test_exercise_2_reads_randoms_update_size_off_the_ratio_as_the_table_measures_it():
+    from experiments import teaching_pubswap as teach
+
+    answer, why = teach.exercise_2()
+    t = teach.update_sizes()
+    measured = t.loc["PubSwap Random", "update size u"] / t.loc["FedAvg-GRPO", "update size u"]
+    assert answer == ("larger" if measured > 1.02 else "smaller" if measured < 1 / 1.02 else "equal")
+    assert f"{t.loc['PubSwap Random', 'final δ_pair']:.2f} ÷ {t.loc['PubSwap Random', 'δ_pair / u']:.2f}" in why
+
+
+def test_the_fedit_demo_is_aggregate_fedit_on_two_one_by_one_adapters():
+    from experiments import teaching_pubswap as teach
+
+    demo = teach.fedit_demo()
+    assert demo.loc["different factors", "mean of ΔW_n"] == "2"
+    assert demo.loc["different factors", "FedIT: mean(B) · mean(A)"] == "1.5 · 1.5 = 2.25"  # (2·1 + 2·2 + 1·1 + 1·2)/4
+    assert demo.loc["same ΔW, signs flipped", "FedIT: mean(B) · mean(A)"] == "0 · 0 = 0"
+
+
+def test_exercise_4s_prompt_shows_the_rules_other_branches_and_its_total_is_the_packages():
+    import pandas as pd
+
+    from experiments import teaching_pubswap as teach
+    from fedrl_kit.pubswap.swap import ResponsePool, balanced_swap
+
+    K = 8
+    c = [[0, 1, 0, 1], [5, 2, 4, 3], [2, 1, 0, 0], [8, 8, 8, 8]]  # [prompts, clients] right answers
+    correct = pd.DataFrame(c, columns=[f"client_{n}" for n in range(4)], index=[f"p{x} (gold 1)" for x in range(4)])
+    assert teach.total_swap_prompt(correct, K, avoid=(0,)) == 1  # none short of supply, two at or over ⌊K/2⌋
+    assert teach.total_swap_prompt(correct, K, avoid=(0, 1)) == 2  # the fallback: any prompt with a swap
+    rng = np.random.default_rng(0)
+    swaps = {"balanced": [balanced_swap(ResponsePool([["a"] * K] * 4, np.arange(K)[None, :] < np.array(row)[:, None]),
+                                        K, rng) for row in c]}
+    answer, why = teach.exercise_4(swaps, correct, 1, K)
+    assert answer == 2 + 1 and "client_0: c = 5 ≥ 4, keeps its group (0)" in why and "min(4 − 2, D = 12) = 2" in why
+
+
+def test_the_claims_note_lists_every_tau_and_calls_a_claim_reproduced_only_outside_noise():
+    import pandas as pd
+
+    from experiments import teaching_pubswap as teach
+    from experiments.sweep import _compare
+
+    rows = pd.DataFrame(json.loads((RESULTS / "pubswap_paper_quick_large_tau.json").read_text())).query(
+        "table == 'table1'")
+    taus = sorted(set(rows.query("method == 'pubswap_random'").tau))
+    first, second = teach.claims_note().data.split("\n- ")[1:]
+    for line, (a, b), small in ((first, ("pubswap_balanced", "fedavg_grpo"), taus),
+                                (second, ("pubswap_random", "pubswap_balanced"), [t for t in taus if t <= 40])):
+        better = []
+        for tau in taus:
+            mean, _, half, n = _compare(rows, {"method": a, "tau": tau}, {"method": b, "tau": tau}, "pass@1_final")
+            assert f"τ = {tau}: {100 * mean:+.2f} ± {100 * half:.2f} ({n} seeds)" in line
+            better += [tau] if tau in small and mean - half > 0 else []
+        assert ("**not reproduced**" in line) == (not better)
+
+
+def test_the_within_round_split_names_the_larger_part_and_tables_the_stored_split():
+    import pandas as pd
+
+    from experiments import teaching_pubswap as teach
+
+    end = pd.DataFrame({"arm": list(teach.ARMS.values()), "tau": 6, "δ_pair": [4.4, 3.9, 3.6, 3.8]})
+    note, table = teach.within_round_split(end)
+    assert "FedAvg-GRPO → control is -0.50 and control → Balanced is -0.10: **the shared prompts**" in note.data
+    split = findings.pubswap_drift_split()
+    assert list(table.index) == [f"τ = {t}" for t in split.index]
+    assert list(table["swap's share of the cut (%)"]) == list(split["swap's share (%)"])
