@@ -94,8 +94,8 @@ def with_normalised_drift(rows: list[dict]) -> list[dict]:
 
 
 def drift_levels(rows: list[dict], tables=("table1", "control")) -> pd.DataFrame:
-    """Each arm's end-of-round drift, absolute (pairwise ‖ΔW_n − ΔW_n′‖_F) and normalised (:func:`normalised_drift`),
-    per method and τ of ``tables``: the mean over the arm's seeds ± the half-width of its 95 % Student-t interval
+    """Each arm's end-of-round drift, absolute (pairwise ‖ΔW_n − ΔW_n′‖_F), its distance to the global model (``to
+    global``) and the two's ratio (``normalised``, :func:`normalised_drift`), per method and τ of ``tables``: the mean over the arm's seeds ± the half-width of its 95 % Student-t interval
     (n − 1 degrees of freedom; the interval of the arm's mean, not paired), and the seeds. Numbers, one row per
     (method, τ); :func:`drift_levels_markdown` prints it."""
     df = pd.DataFrame(with_normalised_drift(rows))
@@ -107,8 +107,10 @@ def drift_levels(rows: list[dict], tables=("table1", "control")) -> pd.DataFrame
     for (method, tau), g in df.groupby(["method", "tau"], sort=False):
         a, ha, n = t_interval(g.drift_end_pairwise_effective.dropna())
         r, hr, _ = t_interval(g[NORMALISED_DRIFT].dropna())
+        d, hd, _ = (t_interval(g.drift_end_to_global_effective.dropna()) if "drift_end_to_global_effective" in g
+                    else (float("nan"),) * 3)
         out.append({"method": method, "tau": int(tau), "seeds": n, "drift": a, "drift ±95% t": ha,
-                    "normalised": r, "normalised ±95% t": hr})
+                    "to global": d, "to global ±95% t": hd, "normalised": r, "normalised ±95% t": hr})
     return pd.DataFrame(out).sort_values(["tau", "method"], kind="stable").reset_index(drop=True)
 
 
