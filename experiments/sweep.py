@@ -152,8 +152,10 @@ PUBSWAP_SCALES = {
     # quick: the embedded world; 24 local steps per client in all (the paper's 360), τ ∈ {2, 8} (its 10 … 120)
     "quick": dict(total_steps=24, taus=(2, 8), period_taus=(8,), periods=(2, 4, 8), hetero_taus=(8,)),
     # quick_large_tau: the embedded world at the paper's ratio of τ to budget (its τ = 120 is a third of 360):
-    # 96 local steps, τ up to 32 (3 rounds) and 48 (2 rounds), Table 1's arms only
-    "quick_large_tau": dict(total_steps=96, taus=(2, 8, 32, 48), period_taus=(), periods=(), hetero_taus=()),
+    # 96 local steps, τ up to 32 (3 rounds) and 48 (2 rounds); Table 4 (α = 0.1) and Tables 5–6 (τ_swap ∈ {2, 4, 8})
+    # at τ = 32 and 48, where every τ_swap lies below τ as in the paper
+    "quick_large_tau": dict(total_steps=96, taus=(2, 8, 32, 48), period_taus=(32, 48), periods=(2, 4, 8),
+                            hetero_taus=(32, 48)),
     # quick_tau64: τ = 64 too, on 192 local steps (3 rounds at τ = 64): twice the cost of quick_large_tau
     "quick_tau64": dict(total_steps=192, taus=(2, 8, 32, 64), period_taus=(), periods=(), hetero_taus=()),
     # smoke: the same grid at the smallest size that still has every table's arms (notebook 02's smoke preset, CI)

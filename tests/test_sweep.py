@@ -502,3 +502,17 @@ def test_claims_on_both_checkpoints_and_their_markdown_carry_the_detectable_effe
     assert "final: detectable" in md[0] and "best: detectable" in md[0]
     line = next(x for x in md if x.startswith(f"| {BAL8} |"))
     assert f"| {final['detectable']:.2f} |" in line and f"| {both['best detectable']:.2f} |" in line
+
+
+def test_larger_tau_grid_has_table4_and_table5_where_every_swap_period_lies_below_tau():
+    """Tables 4 and 5/6 at τ = 32 and 48 of the 96-step budget: τ_swap ∈ {4, 8} beside Table 1's τ_swap = 2, all below
+    τ (at the quick scale's τ = 8, τ_swap = 8 was not a test of the paper)."""
+    grid = pubswap_grid("quick", seeds=(0, 1, 2), tables=("table4", "table5"), scale="quick_large_tau")
+    names = [parse_name(n) | {"name": n} for n in grid]
+    assert {c.local_steps * c.rounds for c in grid.values()} == {96}
+    t4 = [n for n in names if n["table"] == "table4"]
+    assert {(n["method"], n["tau"]) for n in t4} == {(m, t) for m in ("fedavg_grpo", "pubswap_balanced") for t in (32, 48)}
+    assert all(grid[n["name"]].dirichlet_alpha == 0.1 and grid[n["name"]].equal_size for n in t4)
+    t5 = {(grid[n["name"]].pubswap.period, n["tau"]) for n in names if n["table"] == "table5"}
+    assert t5 == {(p, t) for p in (4, 8) for t in (32, 48)} and all(p < t for p, t in t5)
+    assert len(grid) == 3 * (4 + 4)  # 24 runs: what docs/pubswap.md's estimate counts
