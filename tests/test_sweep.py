@@ -427,3 +427,92 @@ def test_control_rows_split_the_drift_reduction_between_the_swap_and_the_public_
     without = pubswap_claims([r for r in rows if r["table"] != "control"])
     assert not without.claim.str.contains("control").any()
     assert "control" in [p["table"] for p in map(parse_name, pubswap_grid("quick", tables=("control",)))]
+
+
+def test_normalised_drift_is_pairwise_over_distance_to_the_global_model():
+    """√2 for two equal moves in unrelated directions, less for a shared direction; a shrunk move keeps its ratio."""
+    import numpy as np
+
+    from experiments.sweep import NORMALISED_DRIFT, UNALIGNED, normalised_drift, with_normalised_drift
+
+    u, v = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])  # two clients' moves from the broadcast adapter
+    row = {"drift_end_pairwise_effective": np.linalg.norm(u - v), "drift_end_to_global_effective": 1.0}
+    assert normalised_drift(row) == pytest.approx(UNALIGNED)
+    shared = np.array([0.0, 0.0, 3.0])  # the same direction added to both: closer relative to how far they moved
+    a, b = u + shared, v + shared
+    aligned = {"drift_end_pairwise_effective": np.linalg.norm(a - b),
+               "drift_end_to_global_effective": np.mean([np.linalg.norm(a), np.linalg.norm(b)])}
+    assert normalised_drift(aligned) < 0.5
+    shrunk = {k: 0.1 * x for k, x in row.items()}  # FedProx-like: every move 10× shorter, the same directions
+    assert normalised_drift(shrunk) == pytest.approx(normalised_drift(row))
+    assert np.isnan(normalised_drift({"drift_end_pairwise_effective": 1.0}))  # a row without the global distance
+    rows = [row, {"drift_end_pairwise_effective": 1.0}]
+    out = with_normalised_drift(rows)
+    assert out[0][NORMALISED_DRIFT] == pytest.approx(UNALIGNED) and NORMALISED_DRIFT not in rows[0]
+    s = summarise(_records())  # every drift record has pairwise = to_global: ratio 1
+    assert s[NORMALISED_DRIFT] == pytest.approx(1.0)
+
+
+def test_normalised_drift_claims_tell_alignment_from_shrinkage_and_can_fail():
+    """FedProx-like rows: half the absolute drift, the same ratio (shrinkage, "within noise"); Balanced-like rows: a
+    lower ratio ("yes"); a control that is less aligned than Balanced's swap makes the swap row read "no"."""
+    from experiments.sweep import drift_levels, pubswap_claims
+
+    rows = []
+    for seed in range(3):
+        e = 0.01 * seed
+        rows += [_row("table1", "fedavg_grpo", 8, seed, 0.30, drift=5.0 + e, drift_end_to_global_effective=3.55),
+                 _row("table1", "fedprox_grpo_mu0.01", 8, seed, 0.30, drift=2.5 + e / 2,
+                      drift_end_to_global_effective=1.775 + 0.001 * (seed - 1)),
+                 _row("table1", "pubswap_balanced", 8, seed, 0.31, drift=4.0 + e, drift_end_to_global_effective=3.3),
+                 _row("control", "pubswap_noswap", 8, seed, 0.31, drift=4.5, drift_end_to_global_effective=3.6 - e)]
+    c = pubswap_claims(rows).set_index("claim")
+    pick = lambda start: c[c.index.str.startswith(start)].iloc[0]  # noqa: E731
+    assert pick("public steps limit drift")["holds"] == "yes"
+    bal = pick("Balanced's public steps align the clients' updates")
+    assert bal["holds"] == "yes" and bal["diff"] < -0.1
+    prox = pick("FedProx aligns the clients' updates")
+    assert prox["holds"].startswith("within noise") and abs(prox["diff"]) < 0.01
+    assert pick("the swap aligns the clients' updates")["holds"] == "yes"  # 4.0/3.3 = 1.21 against 4.5/3.6 = 1.25
+    less = [dict(r, drift_end_to_global_effective=4.0) if r["method"] == "pubswap_noswap" else r for r in rows]
+    c2 = pubswap_claims(less).set_index("claim")  # the control now at 4.5/4.0 = 1.125: the swap de-aligns
+    assert c2[c2.index.str.startswith("the swap aligns the clients' updates")].iloc[0]["holds"] == "no"
+    assert not pubswap_claims([{k: v for k, v in r.items() if k != "drift_end_to_global_effective"} for r in rows]
+                              ).claim.str.contains("normalised").any()  # rows without the global distance
+    levels = drift_levels(rows).set_index(["method", "tau"])
+    assert levels.loc[("fedavg_grpo", 8), "seeds"] == 3
+    assert levels.loc[("fedavg_grpo", 8), "normalised"] == pytest.approx(5.01 / 3.55)
+    assert levels.loc[("pubswap_noswap", 8), "drift ±95% t"] == 0.0
+
+
+def test_claims_on_both_checkpoints_and_their_markdown_carry_the_detectable_effect():
+    from experiments.stats import detectable_effect
+    from experiments.sweep import pubswap_claims, pubswap_claims_both, pubswap_claims_markdown
+
+    rows = []
+    for seed in range(3):
+        rows += [_row("table1", "fedavg_grpo", 8, seed, 0.30, best=0.35),
+                 _row("table1", "pubswap_balanced", 8, seed, 0.30 + 0.01 * seed, best=0.35 + 0.02 * seed)]
+    final = pubswap_claims(rows).set_index("claim").loc[BAL8]
+    both = pubswap_claims_both(rows).set_index("claim").loc[BAL8]
+    assert both["final detectable"] == final["detectable"] == pytest.approx(
+        detectable_effect(final["±95% t"], 3), abs=0.01)
+    assert both["best detectable"] == pytest.approx(2 * both["final detectable"], abs=0.02)  # twice the spread
+    md = pubswap_claims_markdown(rows).splitlines()
+    assert "final: detectable" in md[0] and "best: detectable" in md[0]
+    line = next(x for x in md if x.startswith(f"| {BAL8} |"))
+    assert f"| {final['detectable']:.2f} |" in line and f"| {both['best detectable']:.2f} |" in line
+
+
+def test_larger_tau_grid_has_table4_and_table5_where_every_swap_period_lies_below_tau():
+    """Tables 4 and 5/6 at τ = 32 and 48 of the 96-step budget: τ_swap ∈ {4, 8} beside Table 1's τ_swap = 2, all below
+    τ (at the quick scale's τ = 8, τ_swap = 8 was not a test of the paper)."""
+    grid = pubswap_grid("quick", seeds=(0, 1, 2), tables=("table4", "table5"), scale="quick_large_tau")
+    names = [parse_name(n) | {"name": n} for n in grid]
+    assert {c.local_steps * c.rounds for c in grid.values()} == {96}
+    t4 = [n for n in names if n["table"] == "table4"]
+    assert {(n["method"], n["tau"]) for n in t4} == {(m, t) for m in ("fedavg_grpo", "pubswap_balanced") for t in (32, 48)}
+    assert all(grid[n["name"]].dirichlet_alpha == 0.1 and grid[n["name"]].equal_size for n in t4)
+    t5 = {(grid[n["name"]].pubswap.period, n["tau"]) for n in names if n["table"] == "table5"}
+    assert t5 == {(p, t) for p in (4, 8) for t in (32, 48)} and all(p < t for p, t in t5)
+    assert len(grid) == 3 * (4 + 4)  # 24 runs: what docs/pubswap.md's estimate counts
