@@ -427,10 +427,9 @@ def quick_run_note(table: pd.DataFrame, cfg) -> Markdown:
     base, fed, avg = table.iloc[0], table.loc["FedGRPO"], table.loc["Fedpetuning+GRPO"]
     return Markdown(
         f"In {cfg.rounds} rounds FedGRPO's format rate rises from {base['format rate']:.3f} to "
-        f"{fed['format rate']:.3f}. Fedpetuning+GRPO's ends at {avg['format rate']:.3f}: its reward pays 1 for a right "
-        "answer and nothing for the format. FedGRPO's reward pays +1 for the format on every question, so its format "
-        "rate climbs within a few rounds. pass@1 is left out here: a few "
-        "rounds move it by a few test samples, which is noise.")
+        f"{fed['format rate']:.3f}: its reward pays +1 for the format on every question. Fedpetuning+GRPO's, whose "
+        f"reward pays only for a right answer, ends at {avg['format rate']:.3f}. pass@1 is left out: a few rounds "
+        "move it by a few test samples, which is noise.")
 
 
 def reward_terms(records: dict, cfg) -> pd.DataFrame:
@@ -622,21 +621,22 @@ def stored_caption() -> Markdown:
     full = int(fmt[fmt >= 0.95].index.min())
     n, c_early, c_late = _central_long30()
     return Markdown(
-        f"*pass@1 in points (% of test problems); bands ±1 SD over the seeds. Left: the Central-GRPO curve is the "
-        f"{last_c}-round run of the findings (its plateau: rounds {last_c - 4}–{last_c}, {at('central_grpo'):.1f}, "
-        f"level with Fedpetuning+GRPO's {at('fedavg_grpo'):.1f} there; FedGRPO: {at('fedgrpo'):.1f}). A later {n}-seed "
-        f"Central-GRPO run to round {end}, not plotted, gives {c_early:.1f} over rounds 11–15 and {c_late:.1f} over "
-        f"rounds {end - 4}–{end}. Fedpetuning+GRPO is still rising ({mean.loc[last_c, 'fedavg_grpo']:.1f} at round "
-        f"{last_c}, {mean.loc[end, 'fedavg_grpo']:.1f} at round {end}). FedGRPO peaks at {pf:.1f} in round {rf} and "
-        f"ends at {fall:.1f} (rounds {end - 4}–{end}). Right: its training candidates are {fmt.iloc[0]:.2f} formatted "
-        f"in round {int(fmt.index[0])} and {fmt.loc[full]:.2f} by round {full}. So FedGRPO's rise comes while the "
-        "format is learned; once nearly every candidate is formatted the format bonus no longer separates "
-        "candidates, and the gain is not kept.*\n\n"
-        f"*Why Fedpetuning+GRPO is strong here: it climbs from the base model's {mean.loc[0, 'fedavg_grpo']:.1f} to "
-        f"{mean.loc[end, 'fedavg_grpo']:.1f}, while in the paper it gains only {gain.min():+.1f} to {gain.max():+.1f} "
-        "over zero-shot. The likely reason, from these runs: averaging the clients' adapters costs nothing at this "
-        "scale (it is level with Central-GRPO), and every reward it gets is an exact check against a client's own "
-        "label. Why averaging costs so much in the paper, our runs do not explain.*")
+        f"*pass@1 in points (% of test problems); bands ±1 SD over the seeds.*\n\n"
+        f"- *Left:* the Central-GRPO curve is the {last_c}-round run of the findings. Its plateau (rounds "
+        f"{last_c - 4}–{last_c}), {at('central_grpo'):.1f}, is level with Fedpetuning+GRPO's {at('fedavg_grpo'):.1f} "
+        f"there (FedGRPO: {at('fedgrpo'):.1f}). A later {n}-seed Central-GRPO run to round {end}, not plotted, gives "
+        f"{c_early:.1f} over rounds 11–15 and {c_late:.1f} over rounds {end - 4}–{end}. Fedpetuning+GRPO is still "
+        f"rising: {mean.loc[last_c, 'fedavg_grpo']:.1f} at round {last_c}, {mean.loc[end, 'fedavg_grpo']:.1f} at "
+        f"round {end}.\n"
+        f"- *Right:* FedGRPO peaks at {pf:.1f} in round {rf} and ends at {fall:.1f} (rounds {end - 4}–{end}); its "
+        f"training candidates are {fmt.iloc[0]:.2f} formatted in round {int(fmt.index[0])} and {fmt.loc[full]:.2f} "
+        f"by round {full}. So its rise comes while the format is learned; once nearly every candidate is formatted "
+        "the format bonus no longer separates candidates, and the gain is not kept.\n"
+        f"- *Why Fedpetuning+GRPO is strong here:* it climbs from the base model's {mean.loc[0, 'fedavg_grpo']:.1f} "
+        f"to {mean.loc[end, 'fedavg_grpo']:.1f}, while in the paper it gains only {gain.min():+.1f} to "
+        f"{gain.max():+.1f} over zero-shot. Likely, from these runs: averaging the clients' adapters costs nothing "
+        "at this scale (it is level with Central-GRPO), and each of its rewards is an exact check against a "
+        "client's own label. Why averaging costs so much in the paper, our runs do not explain.")
 
 
 def central_vs_fedgrpo(window: int = 5) -> tuple[int, int, float, float]:

@@ -26,14 +26,14 @@
 # **The method.** The server trains; the clients only grade. Each client first fine-tunes (SFT) a LoRA **domain
 # model** $\theta_k$ on its own data, once. For each question the server samples $G$ candidate answers and sends them
 # to $M$ **experts**: the clients whose $\theta_k$ best answers similar $\mathcal{D}_p$ questions (**competence**).
-# The expert that owns the question holds its label and checks each answer exactly: **answer-based evaluation
-# (AE)**, 0 or 1. The others score by **model-based evaluation (ME)**: the probability their $\theta_k$ gives that
-# answer. The experts' mean score, plus a bonus for the answer format, is the GRPO reward.
+# An expert that owns the question (at most one does) holds its label and checks each answer exactly:
+# **answer-based evaluation (AE)**, 0 or 1. The others score by **model-based evaluation (ME)**: the probability
+# their $\theta_k$ gives that answer. The experts' mean score, plus a bonus for the answer format, is the GRPO reward.
 #
 # **What the server can learn about the clients.** It receives only numbers, but they tell. An AE score is exactly 0
 # or 1 and an ME score almost never is, so a row of 0s and 1s says that this expert owns the question, and its 1s
-# mark the label. The competence replies hint at each client's topic mix. §4 measures both, and a setting that hides
-# ownership.
+# mark the label. The competence replies hint at each client's topic mix. §4 measures both and names a setting that
+# hides ownership.
 #
 # **The paper's claim** (Table 1; **pass@1**: the share of test problems one sampled answer solves). FedGRPO beats
 # **Fedpetuning+GRPO**, where each client GRPO-trains a LoRA adapter on its own data (reward 1 for a right answer,
