@@ -20,17 +20,18 @@ from fedrl_kit.diagrams import Message
 REPORT = "11_fedgrpo_report.ipynb"
 
 #: FedGRPO's server step as notebook 01 draws it: the competence query happens once, before round 1 (the answers are
-#: cached), so it is drawn as step 0; step 3 averages the cached answers over the question's L neighbours
+#: cached), so it is drawn as steps 0a (down) and 0b (up); step 3 averages the cached answers over the question's L
+#: neighbours
 ROUND = replace(
     diagrams.FEDGRPO_AS_TRAINED,
     server=("1 sample G candidate answers ŷ for a question x_s",
             "2 find its L nearest auxiliary questions (eq. 5)",
-            "3 competence r_k^p: mean of step 0's replies over them;",
+            "3 competence r_k^p: mean of step 0b's replies over them;",
             "   keep the M most competent clients (eq. 6)",
             "6 reward 8·(experts' mean score) + format → advantages",
             "7 one GRPO step on the server's own policy"),
-    messages=(Message("down", "0 all of D_p (questions + labels), once, before round 1"),
-              Message("up", "0 Pr[θ_k answers each one right], once (the server caches them)"),
+    messages=(Message("down", "0a all of D_p (questions + labels), once, before round 1"),
+              Message("up", "0b Pr[θ_k answers each one right], once (the server caches them)"),
               Message("down", "4 question x_s and its G candidate answers", "the M experts only"),
               Message("up", "5 G scalar scores r_k^s (exact check AE, or model ME)", "the M experts only")))
 
@@ -132,7 +133,8 @@ def data_table(run, policy, Q: int) -> pd.DataFrame:
         "test set": (f"{len(world.test)} problems × {cfg.eval_samples} samples", "the server's; pass@1 is measured "
                      f"on it, in steps of 1/{len(world.test) * cfg.eval_samples}"),
         "Q": (f"{Q} = {cfg.prompts_per_step} × {cfg.num_clients}",
-              f"questions per server step: {cfg.prompts_per_step} per client × K, as in Fedpetuning+GRPO"),
+              f"questions per server step: {cfg.prompts_per_step} per client × K, as many as one local step of "
+              "Fedpetuning+GRPO's K clients takes (the same budget)"),
         "φ": ("a vector per question", "the frozen encoder: the base policy's hidden states after decoder layer "
               f"{cfg.fedgrpo.encoder_layer}, averaged over tokens, unit length"),
         "server policy π_θg": (f"{n_params / 1e6:.1f} M parameters", "the tiny transformer of notebook 00; θ_g is "
@@ -142,13 +144,14 @@ def data_table(run, policy, Q: int) -> pd.DataFrame:
 
 
 def round_diagram(tr: dict, client_ids: list[str]) -> diagrams.Diagram:
-    """:data:`ROUND` with three client boxes: the step-through question's two experts and one client not asked."""
+    """:data:`ROUND` with three client boxes: the step-through question's two experts and one client that only steps
+    0a–0b reach (hence its line to the server)."""
     experts = [client_ids[k] for k in tr["experts"]]
     idle = next(c for c in client_ids if c not in experts)
     first, last = (experts + experts)[:2]
     svg = diagrams.named_round_diagram(ROUND, [first, idle, last]).svg.replace(f"… {last}<", f"{last}<", 1)
     others = len(client_ids) - 3
-    return diagrams.Diagram(svg.replace("(not an expert here)", f"(not asked, nor are the {others} others)", 1))
+    return diagrams.Diagram(svg.replace("(not an expert here)", f"(steps 0a–0b only, like the {others} others)", 1))
 
 
 # -- §4, the step-through ------------------------------------------------------------------------------------------
@@ -187,18 +190,35 @@ def non_holder_note(tr: dict, run, policy) -> Markdown:
 
 def candidate_table(tr: dict, run) -> pd.DataFrame:
     """The traced question's G candidates: truth (for the reader), format f_j, each expert's score r_k^s (with its
-    pathway), eq. 9's R_k, and the advantage A_j that trains."""
+    pathway), their mean μ_r, the trained reward r̃_j = 8·μ_r + f_j and its advantage A_j (GRPO's standardisation of
+    r̃ over the G rows), so that A_j reads straight off the table."""
     cids = run.runtime.client_ids
     df = pd.DataFrame({"candidate": tr["candidates"], "correct": tr["correct"].astype(bool),
                        "f_j": tr["format"].astype(int)})
     for row, k in enumerate(tr["experts"]):
         df[f"r^s {cids[k]} ({tr['pathways'][row]})"] = tr["scores"][row]
-    for row, k in enumerate(tr["experts"]):
-        df[f"R_k {cids[k]} (eq. 9)"] = tr["eq9"][row]
-    df["A_j"] = np.round(tr["advantages"]["paper"], 3)  # the package's variant "paper": r̃_j = 8·μ_r + f_j
-    four = [c for c in df.columns if c.startswith(("r^s", "R_k"))]  # 4 significant figures: a 0.00005 is not a 0
+    four = [c for c in df.columns if c.startswith("r^s")]  # 4 significant figures: a 0.00005 is not a 0
     df[four] = df[four].map(lambda v: f"{v:.4g}")
+    mu = np.asarray(tr["scores"]).mean(axis=0)  # [G]
+    df["μ_r"] = [f"{v:.4g}" for v in mu]
+    df["r̃_j"] = np.round(8 * mu + tr["format"], 3)
+    df["A_j"] = np.round(tr["advantages"]["paper"], 3)  # the package's variant "paper": r̃_j = 8·μ_r + f_j
     return df
+
+
+def eq9_line(tr: dict) -> str:
+    """Eq. 9 as printed, on the traced scores: the range of |R_k| over the rows where the experts disagree (0 where
+    they agree) and the largest row sum (≈ 0)."""
+    r, scores = np.asarray(tr["eq9"]), np.asarray(tr["scores"])  # [M, G], [M, G]
+    split = np.ptp(scores, axis=0) > 0  # [G] the rows where the experts disagree
+    said = "Eq. 9 as printed, on these scores: "
+    if split.any():
+        a = np.abs(r[:, split])
+        said += (f"|R_k| = {a.min():.2f}–{a.max():.2f} on the {int(split.sum())} of {len(split)} rows the experts "
+                 "split, ")
+    said += (f"and each row's R_k sum to {np.abs(r.sum(axis=0)).max():.0f}: they say only which expert scored higher, "
+             "not whether the answer is right.")
+    return said
 
 
 def top_advantage_note(tr: dict) -> Markdown:
@@ -248,7 +268,7 @@ def ae_case_note(tr: dict, run) -> Markdown:
         said += (f" Row {i} is right but unformatted (A = {adv[i]:+.3f}), row {j} wrong but formatted "
                  f"(A = {adv[j]:+.3f}): " + ("the experts outvote the format bonus." if adv[i] > adv[j]
                                              else "the format bonus wins here."))
-    return Markdown(said)
+    return Markdown(said + " " + eq9_line(tr))
 
 
 def owner_rate(run, sq: dict) -> tuple[float, float]:
@@ -268,81 +288,138 @@ def selection_line(run, sq: dict, L: int, M: int) -> str:
             f"choice: {own_random:.3f})")
 
 
-def graph_knobs(run, question: int, L: int, M: int):
-    """Sliders for the traced question, L and M, redrawing the confidence graph and the experts' hit rate."""
+def _topic_lift(run, policy) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The confidence graph's edge weights: each client's mean competence r_k^p per topic of D_p ``[K, T]``, and the
+    base model's own score per topic ``[T]`` (no adapter), computed once per run."""
+    if getattr(run, "_topic_lift", None) is None:
+        from fedrl_kit.fedgrpo.algorithm import server_state
+        from fedrl_kit.fedgrpo.expert_selection import topic_competence
+        from fedrl_kit.rewards import normalise_answer
+        from fedrl_kit.sft import completion_logprob
+
+        aux = run.server.world.aux
+        topics, comp = topic_competence(server_state(run.server).cache.as_matrix(), list(aux["topic"]))  # [K, T]
+        with policy.reference():  # the frozen base: every adapter off
+            base = np.exp(completion_logprob(policy, list(aux["prompt"]),
+                                             [normalise_answer(str(a)) for a in aux["answer"]]))
+        base_t = np.array([base[np.asarray(aux["topic"]) == t].mean() for t in topics])  # [T]
+        run._topic_lift = (list(topics), comp, base_t)
+    return run._topic_lift
+
+
+def selection_figure(run, policy, question: int, experts) -> object:
+    """The confidence graph as a heatmap: each client's mean competence per topic of D_p minus the base model's score
+    there (so an easy topic does not look like expertise; within a column the shift is the same for every client, so
+    the column's ranking is competence's), the question's topic column outlined and its experts' cells boxed."""
+    import plotly.graph_objects as go
+
+    topics, comp, base_t = _topic_lift(run, policy)
+    lift, cids = comp - base_t[None, :], list(run.runtime.client_ids)
+    row = run.truth.fact("queries").rows[int(question)]
+    t = topics.index(row["topic"])
+    fig = go.Figure(go.Heatmap(z=lift, x=topics, y=cids, zmid=0, colorscale="RdBu", text=np.round(lift, 2),
+                               texttemplate="%{text}", colorbar=dict(title="r_k^p − base")))
+    fig.add_shape(type="rect", x0=t - 0.5, x1=t + 0.5, y0=-0.5, y1=len(cids) - 0.5, line=dict(width=2, dash="dot"))
+    for k in experts:
+        fig.add_shape(type="rect", x0=t - 0.5, x1=t + 0.5, y0=int(k) - 0.5, y1=int(k) + 0.5, line=dict(width=4))
+    fig.update_yaxes(autorange="reversed", title_text="client")
+    fig.update_xaxes(title_text="topic of D_p (base model's score: "
+                     + ", ".join(f"{n} {b:.2f}" for n, b in zip(topics, base_t)) + ")")
+    fig.update_layout(height=400, margin=dict(t=60), title=f"question {question}, {row['prompt']!r} (topic "
+                      f"{row['topic']}, dotted): its experts by eq. 6 (boxed) "
+                      + ", ".join(cids[int(k)] for k in experts))
+    return fig
+
+
+def selection_knobs(run, policy, question: int, L: int, M: int, figures) -> tuple:
+    """The update function and the sliders (question, L, M) of the confidence-graph view: eqs. 5–6 on every question
+    of D_s at (L, M), one line of how often the experts hold the topic or own the question, and the heatmap of
+    :func:`selection_figure` for the chosen question. ``update(..., static=True)`` displays the figure with its PNG and
+    stores it under ``figures`` (for a notebook read without a kernel)."""
     import ipywidgets as widgets
 
     from fedrl_kit.fedgrpo.diagnostics import selection_quality
-    from fedrl_kit.fedgrpo.graph import confidence_graph
 
     n, K = len(run.server.world.queries), len(run.runtime.client_ids)
 
-    def show(question, L, M):
+    def update(question, L, M, static=False):
         sq = selection_quality(run.server, run.truth, L=L, M=M)  # eqs. 5–6 for every question of D_s
-        print(f"experts of question {question}: {[run.runtime.client_ids[k] for k in sq['experts'][question]]}; "
-              + selection_line(run, sq, L, M))
-        shown = list(range(question, min(question + 30, n)))
-        confidence_graph(run.server, run.truth, shown, sq["experts"]).show(renderer="plotly_mimetype")
+        print(selection_line(run, sq, L, M))
+        fig = selection_figure(run, policy, question, sq["experts"][question])
+        if static:
+            viz.export(fig, "fedgrpo_confidence_graph", figures)
+            display(fig)
+        else:
+            fig.show(renderer="plotly_mimetype")
 
-    slider = lambda v, hi: widgets.IntSlider(v, 1 if hi != n - 1 else 0, hi, continuous_update=False)  # noqa: E731
-    return notebook.knobs(show, question=slider(question, n - 1), L=slider(L, len(run.world.aux)), M=slider(M, K))
+    slider = lambda v, lo, hi: widgets.IntSlider(v, lo, hi, continuous_update=False)  # noqa: E731
+    return update, dict(question=slider(question, 0, n - 1), L=slider(L, 1, len(run.world.aux)), M=slider(M, 1, K))
 
 
-def default_graph(run, policy, question: int, L: int, M: int, figures) -> tuple[dict, object]:
-    """Eqs. 5–6 on every question of D_s at the default setting, and, stored for readers without a kernel, the
-    confidence graph's edge weights as a heatmap: each client's mean competence r_k^p per topic of D_p minus the base
-    model's own score there (no adapter), so an easy topic does not look like expertise."""
-    import plotly.graph_objects as go
+# -- §4, what the server learns about the clients ---------------------------------------------------------------------
+def _all_zero_one(row) -> bool:
+    row = np.asarray(row, dtype=float)
+    return bool(np.all((row == 0.0) | (row == 1.0)))
 
-    from fedrl_kit.fedgrpo.algorithm import server_state
-    from fedrl_kit.fedgrpo.diagnostics import selection_quality
-    from fedrl_kit.fedgrpo.expert_selection import topic_competence
-    from fedrl_kit.rewards import normalise_answer
-    from fedrl_kit.sft import completion_logprob
 
-    sq = selection_quality(run.server, run.truth, L=L, M=M)
-    aux = run.server.world.aux
-    topics, comp = topic_competence(server_state(run.server).cache.as_matrix(), list(aux["topic"]))  # [K, T]
-    with policy.reference():  # the frozen base: every adapter off
-        base = np.exp(completion_logprob(policy, list(aux["prompt"]),
-                                         [normalise_answer(str(a)) for a in aux["answer"]]))
-    base_t = np.array([base[np.asarray(aux["topic"]) == t].mean() for t in topics])  # [T]
-    lift = comp - base_t[None, :]
-    cids = list(run.runtime.client_ids)
-    fig = go.Figure(go.Heatmap(z=lift, x=list(topics), y=cids, zmid=0, colorscale="RdBu",
-                               text=np.round(lift, 2), texttemplate="%{text}",
-                               colorbar=dict(title="r_k^p − base")))
-    fig.update_yaxes(autorange="reversed", title_text="client")
-    fig.update_xaxes(title_text="topic of D_p (base model's score: "
-                     + ", ".join(f"{t} {b:.2f}" for t, b in zip(topics, base_t)) + ")")
-    fig.update_layout(height=380, title="Competence above the base model, per client and topic")
-    viz.export(fig, "fedgrpo_confidence_graph", figures)
-    easy = topics[int(np.argmax(base_t))]
-    strongest = sum(topics[int(np.nanargmax(row))] == easy for row in comp)
-    display(Markdown(
-        f"In the raw graph {strongest} of the {len(cids)} clients' strongest edges go to `{easy}`, because `{easy}` "
-        f"is easy for every model: the base model alone scores {base_t.max():.2f} there (lowest topic: "
-        f"{base_t.min():.2f}). "
-        "The heatmap subtracts that, leaving what each client's SFT added."))
-    print(selection_line(run, sq, L, M))
-    return sq, fig
+def privacy_note(traces: dict, run) -> Markdown:
+    """What a curious server reads in the scores of the traced questions (a row of exact 0s and 1s: its expert owns
+    the question, and its 1s mark the label), checked against the simulator's owners; and the stored measurement of
+    that rule under the default ME score and under 0/1 agreement (benchmarks/results/fedgrpo_ownership_leak.json).
+    ``traces``: {index into D_s: its ``trace_question``}."""
+    from fedrl_kit.rewards import extract_answer, normalise_answer
+
+    cids, owner = run.runtime.client_ids, run.truth.fact("queries").owner
+    parts = []
+    for q, tr in traces.items():
+        flagged = [cids[k] for row, k in zip(tr["scores"], tr["experts"]) if _all_zero_one(row)]
+        ones = sorted({normalise_answer(extract_answer(c) or "") for row, k in zip(tr["scores"], tr["experts"])
+                       if _all_zero_one(row) for c, v in zip(tr["candidates"], row) if v == 1.0})
+        who = cids[int(owner[q])]
+        said = (f"in question {q} only {who}'s row is all 0s and 1s, and {who} owns it" if flagged == [who] else
+                f"in question {q} the all-0/1 rows are {', '.join(flagged) or 'none'}'s and the owner is {who}")
+        if ones:
+            said += f"; its 1s mark answer {', '.join(ones)}, the label ({tr['answer']})"
+        parts.append(said)
+    runs = _stored("fedgrpo_ownership_leak.json")["runs"]
+
+    def rate(arm):
+        rs = [r for r in runs if r["arm"] == arm]
+        own, oth = sum(r["owner_pairs"] for r in rs), sum(r["pairs"] - r["owner_pairs"] for r in rs)
+        return (f"{sum(r['owners_flagged'] for r in rs)} of {own} owners' rows and "
+                f"{sum(r['others_flagged'] for r in rs)} of {oth} other experts' rows")
+
+    return Markdown("**Scores.** The rule *a row of exact 0s and 1s comes from the owner*: " + "; ".join(parts)
+                    + f". On a stored run (K = 4, 2 seeds) this rule flags {rate('probability')}. With "
+                    "`fedgrpo.me_score = \"agreement\"` an ME score is 1 if the answer is θ_k's own greedy answer, "
+                    f"else 0; the rule then flags {rate('agreement')}, so it no longer singles out owners.")
+
+
+def topic_guess_table(run) -> pd.DataFrame:
+    """What the competence replies alone tell the server about each client's data (:func:`server_view`), with a
+    one-line count of how often its guess of a client's main topic is right."""
+    from fedrl_kit.fedgrpo.diagnostics import server_view
+
+    v = server_view(run.server, run.truth)
+    right = int(v["guessed right"].sum())
+    display(Markdown(f"**Competence replies.** The server's guess of each client's main topic (where the client beats "
+                     f"the average client most) is right for {right} of {len(v)} clients here:"))
+    return v[["server's guess: its topic", "true largest topic", "its share of the data", "guessed right"]]
 
 
 # -- §5, run it ----------------------------------------------------------------------------------------------------
 def quick_run_table(runs: dict, records: dict) -> pd.DataFrame:
-    """Base model, then each run's final format rate and its bytes up and down (pass@1 is left out: a few rounds
-    move it by a few test samples, within noise)."""
+    """Base model, then each run's rounds and final format rate (pass@1 is left out: a few rounds move it by a few
+    test samples, within noise)."""
     head = {name: notebook.headline(recs) for name, recs in records.items()}
     first = next(iter(head.values()))
     if len({h["base format"] for h in head.values()}) != 1:
         raise ValueError("the runs did not start from the same model")
-    rows = {"base model (before training)": dict(rounds=0, fmt=first["base format"], up=0, down=0)}
-    for name, run in runs.items():
-        rows[name] = dict(rounds=head[name]["rounds"], fmt=head[name]["final format"],
-                          up=run.runtime.ledger.total_bytes("up"), down=run.runtime.ledger.total_bytes("down"))
-    df = pd.DataFrame(rows).T.rename(columns={"fmt": "format rate", "up": "bytes up", "down": "bytes down"})
-    df = df.astype({"rounds": int, "bytes up": int, "bytes down": int, "format rate": float})
-    return df
+    rows = {"base model (before training)": dict(rounds=0, fmt=first["base format"])}
+    for name in runs:
+        rows[name] = dict(rounds=head[name]["rounds"], fmt=head[name]["final format"])
+    df = pd.DataFrame(rows).T.rename(columns={"fmt": "format rate"})
+    return df.astype({"rounds": int, "format rate": float})
 
 
 def quick_run_note(table: pd.DataFrame, cfg) -> Markdown:
@@ -350,10 +427,9 @@ def quick_run_note(table: pd.DataFrame, cfg) -> Markdown:
     base, fed, avg = table.iloc[0], table.loc["FedGRPO"], table.loc["Fedpetuning+GRPO"]
     return Markdown(
         f"In {cfg.rounds} rounds FedGRPO's format rate rises from {base['format rate']:.3f} to "
-        f"{fed['format rate']:.3f}. Fedpetuning+GRPO's ends at {avg['format rate']:.3f}: its reward pays 1 for a right "
-        "answer and nothing for the format. FedGRPO's reward pays +1 for the format on every question, so its format "
-        "rate climbs within a few rounds. pass@1 is left out here: a few "
-        "rounds move it by a few test samples, which is noise.")
+        f"{fed['format rate']:.3f}: its reward pays +1 for the format on every question. Fedpetuning+GRPO's, whose "
+        f"reward pays only for a right answer, ends at {avg['format rate']:.3f}. pass@1 is left out: a few rounds "
+        "move it by a few test samples, which is noise.")
 
 
 def reward_terms(records: dict, cfg) -> pd.DataFrame:
@@ -401,31 +477,21 @@ def quick_run_figure(records: dict, figures):
     return fig
 
 
-def score_bytes(run, other, M: int):
-    """The paper's Figure 2 for this run: one sentence (the two methods' bytes) and the split of FedGRPO's bytes up
-    (competence replies, scores by the formula T·τ·Q·M·G·8, message keys), checked against the ledger."""
-    from IPython.display import display
-
+def score_bytes(run, other, M: int) -> Markdown:
+    """The paper's Figure 2 for this run in one sentence: both methods' bytes (up and down), and FedGRPO's score
+    bytes by the formula T·τ·Q·M·G·8, checked against the ledger."""
     from fedrl_kit.fedgrpo.algorithm import questions_per_step
 
     c, ledger = run.config, run.runtime.ledger
     Q, G = questions_per_step(c), c.num_generations
     formula = c.rounds * c.local_steps * Q * M * G * 8
     scores = [r for r in ledger.records if r["kind"] == "score_result" and r["round"] >= 1]
-    keys = 6 * len(scores)  # each score message also carries a 6-byte key
-    if formula != sum(r["nbytes"] for r in scores) - keys:
+    if formula != sum(r["nbytes"] for r in scores) - 6 * len(scores):  # each score message carries a 6-byte key
         raise ValueError(f"the ledger's score bytes differ from T·τ·Q·M·G·8 = {formula}")
-    up = ledger.total_bytes("up")
     ours, theirs = ledger.total_bytes(), other.runtime.ledger.total_bytes()
-    split = pd.DataFrame({"bytes up": [up - formula - keys, formula, keys, up]},
-                         index=["competence replies (once, before round 1)",
-                                f"scores: T·τ·Q·M·G·8 = {c.rounds}·{c.local_steps}·{Q}·{M}·{G}·8",
-                                "message keys (6 bytes a message)", "FedGRPO, total"])
-    display(Markdown(f"Up and down together, Fedpetuning+GRPO moved {theirs:,} bytes, {theirs / ours:,.0f}× "
-                     f"FedGRPO's {ours:,} (this {c.rounds}-round run, {c.local_steps * Q} questions scored a round; "
-                     "finding 2's smaller ratio is the stored runs', which score more questions a round). "
-                     "FedGRPO's bytes up:"))
-    return split
+    return Markdown(f"Traffic (the paper's Figure 2), up and down together: Fedpetuning+GRPO moved {theirs:,} bytes "
+                    f"of adapters, {theirs / ours:,.0f}× FedGRPO's {ours:,}, whose experts send back only scores: "
+                    f"T·τ·Q·M·G = {c.rounds}·{c.local_steps}·{Q}·{M}·{G} numbers of 8 bytes, {formula:,} bytes.")
 
 
 # -- what the reproduction found -----------------------------------------------------------------------------------
@@ -477,10 +543,10 @@ def server_format_frame() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _band(fig, g: pd.DataFrame, y: str, name: str, colour: str, col: int, legend: bool = True):
+def _band(fig, g: pd.DataFrame, y: str, name: str, colour: str, col: int, legend: bool = True, scale: float = 1.0):
     import plotly.graph_objects as go
 
-    st = g.groupby("round")[y].agg(["mean", "std"]).fillna(0.0).reset_index()
+    st = (g.groupby("round")[y].agg(["mean", "std"]).fillna(0.0) * scale).reset_index()
     xs = st["round"].tolist()
     r, gr, b = (int(colour[k:k + 2], 16) for k in (1, 3, 5))
     fig.add_trace(go.Scatter(x=xs + xs[::-1], y=(st["mean"] + st["std"]).tolist()
@@ -490,39 +556,62 @@ def _band(fig, g: pd.DataFrame, y: str, name: str, colour: str, col: int, legend
                              showlegend=legend), 1, col)
 
 
+#: the stored figure's two pass@1 panels: FedGRPO against the baselines, and against our two arms of it
+STORED_PANELS = (("FedGRPO against the baselines", ("fedgrpo", "fedavg_grpo", "central_grpo")),
+                 ("FedGRPO against our two arms of it", ("fedgrpo", "fedgrpo_random", "fedgrpo_allgt")))
+
+
 def stored_figure(figures):
-    """The stored runs in two panels: pass@1 of every arm on one axis (mean of the seeds, band ±1 SD), and the format
-    rate of FedGRPO's training candidates."""
+    """The stored runs in three panels, pass@1 in points (mean of the seeds, band ±1 SD): FedGRPO beside the two
+    baselines, FedGRPO beside its random-experts and every-label arms, and the share of FedGRPO's training candidates
+    in the expected format."""
     from plotly.subplots import make_subplots
 
     from experiments.fedgrpo_claims import METHOD_NAMES
     from experiments.findings import fedgrpo_traces
 
     t = fedgrpo_traces()
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, column_widths=[0.62, 0.38],
-                        subplot_titles=("pass@1 on the test set", "FedGRPO: share of training candidates formatted"))
-    for arm, colour in STORED_ARMS.items():
-        _band(fig, t[t["method"] == arm], "pass_at_1", METHOD_NAMES[arm], colour, 1)
-    _band(fig, server_format_frame(), "format", "FedGRPO, format rate (right panel)", "#1f77b4", 2, legend=False)
-    fig.update_yaxes(range=[0, 0.5], title_text="pass@1", row=1, col=1)
-    fig.update_yaxes(range=[0, 1.05], title_text="share formatted", row=1, col=2)
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.05, column_widths=[0.37, 0.37, 0.26],
+                        subplot_titles=[title for title, _ in STORED_PANELS] + ["FedGRPO: candidates formatted"])
+    shown = set()
+    for col, (_, arms) in enumerate(STORED_PANELS, 1):
+        for arm in arms:
+            _band(fig, t[t["method"] == arm], "pass_at_1", METHOD_NAMES[arm], STORED_ARMS[arm], col,
+                  legend=arm not in shown, scale=100)
+            shown.add(arm)
+    _band(fig, server_format_frame(), "format", "FedGRPO, format", "#1f77b4", 3, legend=False)
+    fig.update_yaxes(range=[15, 45], row=1, col=1, title_text="pass@1 (points)")
+    fig.update_yaxes(range=[15, 45], row=1, col=2, showticklabels=False)
+    fig.update_yaxes(range=[0, 1.05], row=1, col=3, side="right", title_text="share of training candidates")
     fig.update_xaxes(title_text="round")
-    fig.update_layout(template=viz.TEMPLATE, height=480, margin=dict(t=100),
-                      legend=dict(orientation="h", y=-0.22, x=0, entrywidth=0.5, entrywidthmode="fraction"),
+    fig.update_layout(template=viz.TEMPLATE, height=420, margin=dict(t=80, l=60, r=60, b=40),
+                      legend=dict(orientation="h", y=-0.22, x=0, font=dict(size=11)),
                       title=f"stored runs: mean of {t['seed'].nunique()} seeds, band ±1 SD over seeds")
+    for a in fig.layout.annotations:
+        a.font.size = 12
     viz.export(fig, "fedgrpo_stored_traces", figures)
     return fig
 
 
+def _central_long30() -> tuple[int, float, float]:
+    """The later 30-round Central-GRPO file (same seeds): its seeds, and its rounds 11–15 and 26–30 means, points."""
+    runs = [r for r in _stored("fedgrpo_compare_pool_long30_central.json")["runs"] if r["method"] == "central_grpo"]
+    def at(lo, hi):
+        return 100 * np.mean([np.mean([p for r_, p in r["curve"] if lo <= r_ <= hi]) for r in runs])
+
+    return len(runs), float(at(11, 15)), float(at(26, 30))
+
+
 def stored_caption() -> Markdown:
-    """Plain sentences under the stored figure: unequal rounds, Central-GRPO's place, and the early rise and fall of
-    FedGRPO beside its format rate; why Fedpetuning+GRPO is strong here."""
+    """Plain sentences under the stored figure, every pass@1 in points: which Central-GRPO run is plotted and where a
+    longer one ends, Fedpetuning+GRPO still rising, and the early rise and fall of FedGRPO beside its format rate;
+    why Fedpetuning+GRPO is strong here."""
     from experiments.findings import fedgrpo_paper_table, fedgrpo_traces
 
     t = fedgrpo_traces()
     paper = fedgrpo_paper_table()
     gain = paper["Fedpetuning+GRPO"] - paper["Zero-shot"]  # points, the paper's six settings
-    mean = t.groupby(["method", "round"])["pass_at_1"].mean().unstack("method")  # [round, arm]
+    mean = 100 * t.groupby(["method", "round"])["pass_at_1"].mean().unstack("method")  # [round, arm], points
     last_c = int(t.loc[t["method"] == "central_grpo", "round"].max())
     at = lambda arm: mean.loc[last_c - 4:last_c, arm].mean()  # noqa: E731  (rounds last_c − 4 … last_c)
     end = int(t["round"].max())
@@ -530,29 +619,24 @@ def stored_caption() -> Markdown:
     fall = mean.loc[end - 4:end, "fedgrpo"].mean()
     fmt = server_format_frame().groupby("round")["format"].mean()
     full = int(fmt[fmt >= 0.95].index.min())
+    n, c_early, c_late = _central_long30()
     return Markdown(
-        f"*Bands: ±1 SD over the seeds. Central-GRPO ran {last_c} rounds, the others {end}: Central-GRPO had "
-        f"levelled off by round {last_c}, so only the arms still rising were trained on. {_central_long30()} "
-        f"Fedpetuning+GRPO was still rising ({mean.loc[last_c, 'fedavg_grpo']:.3f} at round {last_c}, "
-        f"{mean.loc[end, 'fedavg_grpo']:.3f} at round {end}). Over rounds {last_c - 4}–{last_c} Central-GRPO "
-        f"({at('central_grpo'):.3f}) is level with Fedpetuning+GRPO ({at('fedavg_grpo'):.3f}). FedGRPO is at "
-        f"{at('fedgrpo'):.3f}. FedGRPO peaks at {pf:.3f} in round {rf} and ends at {fall:.2f}. Its training "
-        f"candidates are {fmt.iloc[0]:.2f} formatted in round {int(fmt.index[0])} and {fmt.loc[full]:.2f} by round "
-        f"{full}. So the rise comes while the format is learned. Once nearly every candidate is formatted, the format "
-        "bonus no longer separates candidates, and the gain is not kept.*\n\n"
-        f"*Why Fedpetuning+GRPO is strong here: it climbs from the base model's {mean.loc[0, 'fedavg_grpo']:.3f} to "
-        f"{mean.loc[end, 'fedavg_grpo']:.3f}, while in the paper it gains only {gain.min():+.1f} to {gain.max():+.1f} "
-        "points over zero-shot. The likely reason, from these runs: averaging the clients' adapters costs nothing at "
-        "this scale (it is level with Central-GRPO), and every reward it gets is an exact check against a client's "
-        "own label. Why averaging costs so much in the paper, our runs do not explain.*")
-
-
-def _central_long30() -> str:
-    """One sentence from the later 30-round Central-GRPO file (same seeds): its rounds 11–15 and 26–30 means."""
-    runs = [r for r in _stored("fedgrpo_compare_pool_long30_central.json")["runs"] if r["method"] == "central_grpo"]
-    at = lambda lo, hi: 100 * np.mean([np.mean([p for r_, p in r["curve"] if lo <= r_ <= hi]) for r in runs])  # noqa: E731
-    return (f"A later {len(runs)}-seed run of Central-GRPO to round 30 does not hold that level: {at(11, 15):.1f} "
-            f"points over rounds 11–15, {at(26, 30):.1f} over rounds 26–30.")
+        f"*pass@1 in points (% of test problems); bands ±1 SD over the seeds.*\n\n"
+        f"- *Left:* the Central-GRPO curve is the {last_c}-round run of the findings. Its plateau (rounds "
+        f"{last_c - 4}–{last_c}), {at('central_grpo'):.1f}, is level with Fedpetuning+GRPO's {at('fedavg_grpo'):.1f} "
+        f"there (FedGRPO: {at('fedgrpo'):.1f}). A later {n}-seed Central-GRPO run to round {end}, not plotted, gives "
+        f"{c_early:.1f} over rounds 11–15 and {c_late:.1f} over rounds {end - 4}–{end}. Fedpetuning+GRPO is still "
+        f"rising: {mean.loc[last_c, 'fedavg_grpo']:.1f} at round {last_c}, {mean.loc[end, 'fedavg_grpo']:.1f} at "
+        f"round {end}.\n"
+        f"- *Right:* FedGRPO peaks at {pf:.1f} in round {rf} and ends at {fall:.1f} (rounds {end - 4}–{end}); its "
+        f"training candidates are {fmt.iloc[0]:.2f} formatted in round {int(fmt.index[0])} and {fmt.loc[full]:.2f} "
+        f"by round {full}. So its rise comes while the format is learned; once nearly every candidate is formatted "
+        "the format bonus no longer separates candidates, and the gain is not kept.\n"
+        f"- *Why Fedpetuning+GRPO is strong here:* it climbs from the base model's {mean.loc[0, 'fedavg_grpo']:.1f} "
+        f"to {mean.loc[end, 'fedavg_grpo']:.1f}, while in the paper it gains only {gain.min():+.1f} to "
+        f"{gain.max():+.1f} over zero-shot. Likely, from these runs: averaging the clients' adapters costs nothing "
+        "at this scale (it is level with Central-GRPO), and each of its rewards is an exact check against a "
+        "client's own label. Why averaging costs so much in the paper, our runs do not explain.")
 
 
 def central_vs_fedgrpo(window: int = 5) -> tuple[int, int, float, float]:
@@ -569,13 +653,14 @@ def central_vs_fedgrpo(window: int = 5) -> tuple[int, int, float, float]:
 
 
 def findings_box() -> Markdown:
-    """At most five one-sentence findings of the stored runs, negative ones said so, each linking the report."""
+    """At most five one-sentence findings of the stored runs, negative ones said so, each linking the report; every
+    comparison names its sign and both plateaus, and a plateau from other rounds says which."""
     from experiments.fedgrpo_claims import METHOD_NAMES, arm_diagnostics, load_arms
     from experiments.findings import (RESULTS, fedgrpo_closing_summary, fedgrpo_findings, fedgrpo_gap_sources,
                                       fedgrpo_plateaus)
 
-    f, paper = fedgrpo_findings(), fedgrpo_closing_summary()
-    rounds = fedgrpo_plateaus()["rounds"].astype(int)
+    f, paper, plat = fedgrpo_findings(), fedgrpo_closing_summary(), fedgrpo_plateaus()
+    rounds, level = plat["rounds"].astype(int), plat["mean"]
     diag = arm_diagnostics([_stored(n) for n in ("fedgrpo_compare_pool_long.json", "fedgrpo_compare_pool_long30.json")],
                            load_arms(RESULTS)).set_index("arm")
     rnd, hit = METHOD_NAMES["fedgrpo_random"], "experts holding the topic (≥ 10 % of D_k)"
@@ -583,14 +668,19 @@ def findings_box() -> Markdown:
     d = lambda i: f"{f.iloc[i]['difference']:+.2f} ± {f.iloc[i]['±95% t']:.2f}"  # noqa: E731
     below = lambda i: f"{-f.iloc[i]['difference']:.2f} ± {f.iloc[i]['±95% t']:.2f} points below"  # noqa: E731
     n = int(f.iloc[0]["seeds"])
+    end, c_end = int(rounds["FedGRPO"]), int(rounds["Central-GRPO"])
+    _, _, c_late = _central_long30()
     st = _stored("fedgrpo_compare_pool_long30.json")["settings"]
     per_round = st["prompts_per_step"] * st["num_clients"] * st["local_steps"]
     quick_round = SIZES["quick"]["prompts_per_step"] * st["num_clients"] * SIZES["quick"]["local_steps"]
     gap_pts = -src.iloc[0]["mean"]  # Fedpetuning+GRPO − FedGRPO, plateau points (the gap finding 4 splits)
+    every = "FedGRPO, every client holds every label"
     items = [
-        f"**Negative: FedGRPO trails both baselines.** Its plateau is {below(0)} Fedpetuning+GRPO's after "
-        f"{rounds['FedGRPO']} rounds (the paper reports {paper.iloc[0]['paper']} above), and below Central-GRPO's too, "
-        f"so at this scale keeping data private this way costs accuracy ([report §2]({REPORT})).",
+        f"**Negative: FedGRPO trails both baselines.** Its plateau, {level['FedGRPO']:.2f}, is {below(0)} "
+        f"Fedpetuning+GRPO's {level['Fedpetuning+GRPO']:.2f} (the paper reports {paper.iloc[0]['paper']} above). "
+        f"Central-GRPO's plateau, {level['Central-GRPO']:.2f}, is over rounds {c_end - 4}–{c_end}, the last it ran; "
+        f"on the same rounds {end - 4}–{end} as FedGRPO, a later Central-GRPO run sits at {c_late:.1f}, still above. "
+        f"At this scale keeping data private this way costs accuracy ([report §2]({REPORT})).",
         f"**The traffic claim holds.** Fedpetuning+GRPO sends "
         f"{paper.iloc[3]['here'].split(' (')[0].replace(' less', '')} FedGRPO's bytes, up and down together, "
         "because FedGRPO's clients send back scalar scores instead of adapters; the ratio grows as fewer "
@@ -598,74 +688,105 @@ def findings_box() -> Markdown:
         f"([report §6]({REPORT})).",
         f"**Surprising: better experts, no measurable gain.** Competence picks experts who hold the question's topic "
         f"{_per_seed_mean(diag.loc['FedGRPO', hit]):.2f} of the time (random experts: "
-        f"{_per_seed_mean(diag.loc[rnd, hit]):.2f}), yet the plateaus differ by only {d(2)} points, so with {n} "
-        "seeds we cannot tell whether better experts help; our untested guess is that both arms learn little "
-        f"beyond the format bonus they share ([report §4]({REPORT})).",
+        f"{_per_seed_mean(diag.loc[rnd, hit]):.2f}), yet FedGRPO's plateau minus the random-experts arm's is only "
+        f"{d(2)} points ({level['FedGRPO']:.2f} against {level[rnd]:.2f}), so with {n} seeds we cannot tell whether "
+        "better experts help; our untested guess is that both arms learn little beyond the format bonus they share "
+        f"([report §4]({REPORT})).",
         f"**The gap comes from who can check answers.** Letting every client check every answer (all scores AE) "
-        f"raises FedGRPO's plateau by {d(3)} points, {src.iloc[3]['mean'] / gap_pts:.0%} of its gap to "
-        "Fedpetuning+GRPO, while giving Fedpetuning+GRPO FedGRPO's reward shape (8·accuracy + format) changes it "
-        f"within noise: the reward's source matters, not its form ([report §8]({REPORT})).",
-        "**Inferred, not measured: why the paper sees no gap.** The official trainer (Liar-Mask/FedGRPO) runs "
-        "every client with `training_mode='gt'`, which by our reading lets every client "
-        f"check every answer: our every-label arm of finding 4 ({d(3)} points), not the owner-only protocol the "
-        f"paper describes ([report §4]({REPORT})).",
+        f"raises FedGRPO's plateau by {d(3)} points (to {level[every]:.2f}), {src.iloc[3]['mean'] / gap_pts:.0%} of "
+        "its gap to Fedpetuning+GRPO, while giving Fedpetuning+GRPO FedGRPO's reward shape (8·accuracy + format) "
+        f"changes it within noise: the reward's source matters, not its form ([report §8]({REPORT})).",
+        "**Inferred, not measured: why the paper may see no gap.** The paper's released trainer (Liar-Mask/FedGRPO) "
+        "starts every client with `training_mode='gt'`, which, as we read its code, scores each candidate against "
+        "the dataset's own answer on every client: that is finding 4's every-label arm, not the owner-only "
+        f"protocol the paper describes. We read this in the code; we did not run it ([report §4]({REPORT})).",
     ]
-    return Markdown("> ### What the reproduction found\n> *Points of pass@1. A difference is the mean over the "
-                    f"{n} seeds of each seed's paired difference (same seed, both arms); ± is its 95 % Student-t "
-                    f"half-width ({n - 1} degrees of freedom). Finding 3's expert rates are the stored runs', averaged "
-                    "over seeds and the questions drawn in training, not §4's quick domain models on all of D_s.*\n>\n" + "\n".join(f"> {i}. {t}" for i, t in enumerate(items, 1)))
+    return Markdown("> ### What the reproduction found\n> *Points of pass@1. An arm's plateau is its mean over its "
+                    f"last 5 rounds. A difference is the mean over the {n} seeds of each seed's paired difference "
+                    f"(same seed, both arms); ± is its 95 % Student-t half-width ({n - 1} degrees of freedom). "
+                    "Finding 3's expert rates are the stored runs', averaged over seeds and the questions drawn in "
+                    "training, not §4's quick domain models on all of D_s.*\n>\n"
+                    + "\n".join(f"> {i}. {t}" for i, t in enumerate(items, 1)))
 
 
 # -- the exercises' answers and reasons ----------------------------------------------------------------------------
-def exercise_1(tr: dict) -> tuple[float, str]:
-    """|R_k| of two disagreeing experts (eq. 9): 1, whatever their gap."""
-    from fedrl_kit.fedgrpo.group_reward import group_relative_rewards
-
-    pair = np.array([[0.1, 0.0, 0.3], [0.2, 1.0, 0.31]])  # 2 experts × 3 candidates, three sizes of disagreement
-    two = group_relative_rewards(pair)
-    why = (f"with two scores a ≠ b, μ_r = (a + b)/2 and σ_r = |a − b|/2, so R_k = ±(|a − b|/2)/(|a − b|/2 + 10⁻⁶) "
-           f"≈ ±1 whatever the gap (gaps {np.round(np.abs(pair[0] - pair[1]), 2).tolist()} give "
-           f"{np.round(two[0], 3).tolist()} and {np.round(two[1], 3).tolist()}): eq. 9 keeps the sign of the "
-           "disagreement and drops its size")
-    return float(np.round(np.abs(two), 2).max()), why
-
-
-def exercise_2() -> tuple[float, str]:
-    """The experts' mean score an unformatted candidate needs to beat a formatted one scored 0: 1/8."""
-    from fedrl_kit.fedgrpo.group_reward import candidate_advantages
-
-    def beats(d):
-        a = candidate_advantages(np.array([[0.0, d]] * 2), "paper", 8.0, np.array([1.0, 0.0]), 1.0)  # 2 experts
-        return a[1] > a[0]
-
-    if not (beats(0.126) and not beats(0.124)):  # the package's own advantage agrees with 1/8
-        raise ValueError("candidate_advantages does not switch at d = 1/8")
-    return 0.125, f"r̃ = 8·μ_r + f, so 8·d must exceed the format's 1: d > 1/8 = {1 / 8:.3f}"
-
-
-def exercise_3(run, L: int, M: int, seed: int, topic: str = "mod") -> tuple[tuple[str, bool], str]:
-    """The most competent expert of the first D_s question of ``topic`` (eqs. 5–6, ``trace_question``), and whether
-    the second expert holds any question of that topic."""
+def exercise_experts(run, L: int, M: int, seed: int, topic: str = "mod") -> tuple[list[str], str]:
+    """The M experts of the first D_s question of ``topic`` (eqs. 5–6, ``trace_question``), most competent first, and
+    why: each one's share of data in the topic (simulator truth) and the question's r_k^p column."""
     from fedrl_kit.fedgrpo.diagnostics import trace_question
 
     q = int(np.flatnonzero(np.asarray(run.truth.fact("queries").rows["topic"]) == topic)[0])
     tr = trace_question(run.server, q, L=L, M=M, seed=seed, truth=run.truth)
     cids = run.runtime.client_ids
     share = {c: sum(t == topic for t in p["topic"]) / len(p) for c, p in zip(cids, run.partitions)}
-    first, second = (cids[k] for k in tr["experts"][:2])
-    held = max(share, key=share.get)
-    said = (f"question {q}, {tr['question']!r}, has experts {[first, second]} (most competent first). {first} holds "
-            f"{share[first]:.0%} of its data in `{topic}`"
-            + (", more than any other client. " if first == held else f"; {held} holds more ({share[held]:.0%}). ")
-            + f"The second, {second}, holds {share[second]:.0%}: ")
-    said += ("it is chosen for general skill on the neighbours, as §4's non-holders are, not for the topic"
-             if share[second] < 0.1 else "it holds the topic too")
+    experts = [cids[k] for k in tr["experts"]]
+    said = (f"question {q}, {tr['question']!r}, has experts {experts} (most competent first); their shares of data in "
+            f"`{topic}`: " + ", ".join(f"{c} {share[c]:.0%}" for c in experts) + ". ")
+    outsiders = [c for c in experts if share[c] < 0.1]
+    if outsiders:
+        said += (f"{' and '.join(outsiders)} {'holds' if len(outsiders) == 1 else 'hold'} almost no `{topic}` data: "
+                 "eq. 6 ranks clients by measured skill on the neighbours, and a general skill that SFT on other "
+                 "arithmetic gave counts as much as owning the topic")
+    from fedrl_kit.fedgrpo.algorithm import server_state
+    from fedrl_kit.fedgrpo.expert_selection import topic_competence
+
+    topics, by_topic = topic_competence(server_state(run.server).cache.as_matrix(), list(run.server.world.aux["topic"]))
+    column = [cids[k] for k in np.argsort(-by_topic[:, list(topics).index(topic)], kind="stable")[:M]]
+    said += (f". The heatmap's `{topic}` column ranks the same top {M}" if column == experts else
+             f". The heatmap's `{topic}` column ranks {column} on top instead: it averages all of the topic's "
+             f"auxiliary questions, eq. 6 only the question's L = {L} nearest")
     comp = ", ".join(f"{c} {v:.3f}" for c, v in zip(cids, tr["competence"]))
-    said += f". That question's r_k^p column (eq. 6): {comp}"
-    return (first, bool(share[second] > 0)), said
+    return experts, said + f". The question's r_k^p (eq. 6): {comp}"
 
 
-def exercise_4(tr2: dict) -> tuple[float, str]:
+def exercise_format_learnt(tr: dict) -> tuple[str, str]:
+    """§4's traced question with every candidate formatted (f_j = 1): the answer of the candidate with the top
+    advantage (the package's candidate_advantages), and why (the format term cancels, the experts' scores rank)."""
+    from fedrl_kit.fedgrpo.group_reward import candidate_advantages
+    from fedrl_kit.rewards import extract_answer, normalise_answer
+
+    scores = np.asarray(tr["scores"])  # [M, G]
+    adv = candidate_advantages(scores, "paper", 8.0, np.ones(scores.shape[1]), 1.0)
+    top = int(np.argmax(adv))
+    answer = normalise_answer(extract_answer(tr["candidates"][top]) or "")
+    mu = scores.mean(axis=0)
+    said = (f"with every f_j = 1 the format term is the same for every candidate and cancels in A_j, so only "
+            f"8·μ_r ranks them: the top μ_r, {mu[top]:.4g}, goes to answer {answer!r} (A = {adv[top]:+.3f}), which is "
+            f"{'right' if tr['correct'][top] else 'wrong'} (label {tr['answer']})")
+    if not tr["correct"].any():
+        said += (". No candidate is right, so an AE expert scores all 0 and the ME expert's probabilities decide: "
+                 "once the format is learnt, on such a question the reward pushes up the answer the experts' models "
+                 "find most plausible, right or not")
+    return answer, said
+
+
+def server_scores(tr: dict, run) -> pd.DataFrame:
+    """What the server receives for one question: each candidate's answer and each expert's G scores, named by
+    client (the server knows whom it asked); no truth, no pathway."""
+    from fedrl_kit.rewards import extract_answer, normalise_answer
+
+    df = pd.DataFrame({"answer of ŷ_j": [normalise_answer(extract_answer(c) or "") or "(none)"
+                                          for c in tr["candidates"]]})
+    for row, k in zip(tr["scores"], tr["experts"]):
+        df[f"score from {run.runtime.client_ids[k]}"] = [f"{v:.4g}" for v in row]
+    df.attrs["question"] = tr["question"]
+    return df
+
+
+def exercise_owner(tr: dict, run) -> tuple[tuple[str, str], str]:
+    """Of a question's experts, which one owns it (simulator truth), and its label; why the scores give both away."""
+    cids, owner = run.runtime.client_ids, int(run.truth.fact("queries").owner[int(tr["index"])])
+    rows = {cids[k]: row for k, row in zip(tr["experts"], tr["scores"])}
+    flagged = [c for c, row in rows.items() if _all_zero_one(row)]
+    mine = "all exact 0s and 1s (the AE check)" if cids[owner] in flagged else "not all 0 or 1"
+    other = "also all 0 or 1" if len(flagged) > 1 else "probabilities strictly between (ME)"
+    said = (f"{cids[owner]} owns it. Its row is {mine}; the other expert's row is {other}. The owner scores 1 exactly "
+            f"the candidates whose answer is the label, {tr['answer']}: a curious server learns who holds this "
+            "question and its label from scalars alone")
+    return (cids[owner], str(tr["answer"])), said
+
+
+def exercise_no_format(tr2: dict) -> tuple[float, str]:
     """§4's AE case with the format weight 0: the wrong candidate's advantage A_j (from the package's own
     candidate_advantages)."""
     from fedrl_kit.fedgrpo.group_reward import candidate_advantages
@@ -681,17 +802,6 @@ def exercise_4(tr2: dict) -> tuple[float, str]:
     why += (f" (candidate_advantages gives {adv[wrong]:.3f}; with the format reward it was "
             f"{tr2['advantages']['paper'][wrong]:.3f})")
     return round(float(adv[wrong]), 3), why
-
-
-def exercise_5(run, sq: dict, M: int) -> tuple[float, str]:
-    """If the M experts were drawn at random from the K clients, the chance that a question's owner (the only
-    possible AE expert) is among them: M/K, beside competence's owner rate on this run."""
-    own, rnd = owner_rate(run, sq)
-    K = len(run.runtime.client_ids)
-    return round(rnd, 3), (f"a random choice of {M} of {K} clients contains any given client with probability "
-                           f"M/K = {M}/{K} = {rnd:.3f}, so that is the share of questions with a possible AE "
-                           f"expert. Competence does {'better' if own > rnd else 'no better'} on this run: "
-                           f"{own:.3f} over all {len(sq['experts'])} questions of D_s")
 
 
 # -- report 11's reading of the gap ----------------------------------------------------------------------------------

@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -18,24 +18,27 @@
 #
 # *Zhu, Gu, Fan, Yang, Han: FedGRPO, AAAI 2026 (arXiv:2602.12014).*
 #
-# **The problem.** A server wants to improve its language model. The training questions are split over $K$
+# **The problem.** A server wants to improve its language model with GRPO. The training questions are split over $K$
 # **clients**, each holding labelled questions of a few topics. The server sees the questions pooled, with no labels
-# and no owners; no client shares data or a model update. So the server must guess who can judge each question. A small labelled **auxiliary set** $\mathcal{D}_p$ helps it.
+# and no owners; no client shares data or a model update. The server owns a small labelled **auxiliary set**
+# $\mathcal{D}_p$.
 #
-# **The method.** The server trains. The clients only grade. Before training, each client trains a **domain model**
-# $\theta_k$ once: a LoRA adapter on the base model, fine-tuned (SFT) on its own data. For each question the server
-# samples $G$ candidate answers. It sends them to $M$ **experts**, the clients most **competent** on similar
-# questions. Competence is how often $\theta_k$ answers nearby $\mathcal{D}_p$ questions right.
+# **The method.** The server trains; the clients only grade. Each client first fine-tunes (SFT) a LoRA **domain
+# model** $\theta_k$ on its own data, once. For each question the server samples $G$ candidate answers and sends them
+# to $M$ **experts**: the clients whose $\theta_k$ best answers similar $\mathcal{D}_p$ questions (**competence**).
+# An expert that owns the question (at most one does) holds its label and checks each answer exactly:
+# **answer-based evaluation (AE)**, 0 or 1. The others score by **model-based evaluation (ME)**: the probability
+# their $\theta_k$ gives that answer. The experts' mean score, plus a bonus for the answer format, is the GRPO reward.
 #
-# Each expert scores each candidate. An expert that holds the question's label checks the answer exactly. This is
-# **answer-based evaluation (AE)**. Only the question's owner holds its label, so at most one expert can use AE. The
-# others use **model-based evaluation (ME)**: the probability their domain model gives that answer. The scores become
-# a GRPO reward.
+# **What the server can learn about the clients.** It receives only numbers, but they tell. An AE score is exactly 0
+# or 1 and an ME score almost never is, so a row of 0s and 1s says that this expert owns the question, and its 1s
+# mark the label. The competence replies hint at each client's topic mix. §4 measures both and names a setting that
+# hides ownership.
 #
-# **The paper's claim** (Table 1). **pass@1** is the fraction of test problems one sampled answer solves. FedGRPO
-# beats **Fedpetuning+GRPO**. There each client GRPO-trains a LoRA adapter on its own data, with reward 1 for a right
-# answer, else 0. The server averages the adapters each round. FedGRPO nearly matches **Central-GRPO**, GRPO with
-# the same 0/1 reward on all data pooled (the upper bound).
+# **The paper's claim** (Table 1; **pass@1**: the share of test problems one sampled answer solves). FedGRPO beats
+# **Fedpetuning+GRPO**, where each client GRPO-trains a LoRA adapter on its own data (reward 1 for a right answer,
+# else 0) and the server averages the adapters each round. It roughly matches **Central-GRPO**: GRPO on all the data
+# pooled, with no privacy.
 
 # %%
 from IPython.display import display
@@ -83,8 +86,8 @@ teaching.show_setup(lab)
 
 # %% [markdown]
 # ## 1. One server step, drawn
-# A **round** is $\tau$ such steps on $Q$ questions each, as many questions as a Fedpetuning+GRPO round; we evaluate
-# after each round. The experts are §4's. Step 0 happens once, before round 1.
+# Steps 0a–0b happen once, before round 1. Steps 1–7 repeat on $Q$ questions at a time; a **round** is $\tau$ such
+# steps, and we evaluate after each. The experts drawn are those of §4's question.
 
 # %%
 tr = trace_question(tour.server, question, L=L, M=M, seed=seed, truth=tour.truth)  # §4 follows this question
@@ -93,7 +96,7 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 # %% [markdown]
 # ## 2. Key equations
 # **GRPO.** A policy answers a question $x$ $G$ times, giving answers $\hat y_j$ with rewards $r_j$. Each reward is
-# standardised within the group (population std) to an advantage $A_j$. PPO's clipped surrogate is then maximised
+# standardised within the group (population std) to an advantage $A_j$; PPO's clipped surrogate is then maximised
 # over answer tokens $t$:
 #
 # $$A_j = \frac{r_j - \operatorname{mean}(r)}{\operatorname{std}(r) + 10^{-6}},\qquad
@@ -101,30 +104,28 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 # 1-\epsilon, 1+\epsilon_{\text{high}})A_j\bigr),\qquad \rho_{j,t} = \frac{\pi_\theta(\hat y_{j,t}\mid x,
 # \hat y_{j,<t})}{\pi_{\text{old}}(\hat y_{j,t}\mid x, \hat y_{j,<t})}$$
 #
-# $\pi_{\text{old}}$ sampled the answers. The paper gives no normalisation or clip; these are the kit's defaults
+# $\pi_{\text{old}}$ sampled the answers. The paper gives no normalisation or clip: these are the kit's defaults
 # (from DAPO), with no KL term. FedGRPO changes only **where $r_j$ comes from**.
 #
-# **Eq. 5.** A frozen encoder $\phi$ embeds $x_s$. Its neighbours are the $L$ nearest labelled auxiliary
-# questions:
+# **Eq. 5.** A frozen encoder $\phi$ embeds $x_s$; its neighbours are the $L$ nearest labelled auxiliary questions:
 #
 # $$\mathcal{G}(x_s) = \{(x_{p,\ell}, y_{p,\ell})\}_{\ell=1}^{L},\qquad
 # \langle z_s, z_{p,1}\rangle \ge \dots \ge \langle z_s, z_{p,L}\rangle,\quad z = \phi(x)/\lVert\phi(x)\rVert
 # $$
 #
-# **Eq. 6.** Client $k$'s **competence** on $x_s$ is its average over those neighbours. The $M$ most competent
+# **Eq. 6.** Client $k$'s **competence** on $x_s$ is its average over those neighbours; the $M$ most competent
 # clients are the experts:
 #
 # $$r_k^p(x_s) = \frac{1}{L}\sum_{\ell=1}^{L} \Pr\bigl[\theta_k \text{ answers } x_{p,\ell} \text{ with }
 # y_{p,\ell}\bigr],\qquad \mathcal{C}(x_s) = \operatorname{Top-}M_k\; r_k^p(x_s)
 # $$
 #
-# This is the probability $\theta_k$ gives to writing exactly $y$ after $x$ (one forward pass). It is the expected
-# value of the paper's 0/1 check.
+# ($\Pr$: of $\theta_k$ writing exactly $y$ after $x$, one forward pass; the expected value of the paper's 0/1
+# check.)
 #
-# **Dual evaluation.** The *answer of* $\hat y_j$ is the text inside `<answer>…</answer>`, else its last number.
-# A candidate with no answer scores 0. An expert that holds $x_s$'s label uses AE:
-# $r_k^s = \mathbb{1}[\text{answer of }\hat y_j = y(x_s)]$. Any other expert uses ME:
-# $r_k^s = \Pr[\theta_k \text{ answers } x_s \text{ with the answer of } \hat y_j]$.
+# **Dual evaluation.** The *answer of* $\hat y_j$ is the text inside `<answer>…</answer>`, else its last number; a
+# candidate with no answer scores 0. The owner uses AE, $r_k^s = \mathbb{1}[\text{answer of }\hat y_j = y(x_s)]$;
+# any other expert uses ME, $r_k^s = \Pr[\theta_k \text{ answers } x_s \text{ with the answer of } \hat y_j]$.
 #
 # **Eqs. 7–9 as printed**, with learning rate $\eta$:
 #
@@ -134,13 +135,14 @@ teaching.round_diagram(tr, tour.runtime.client_ids)
 # \underbrace{\theta_g \leftarrow \theta_g + \eta\, R_k \nabla_{\theta_g}\log\pi_{\theta_g}(\hat y\mid x_s)}_{
 # \text{update}}$$
 #
-# **Why it cannot train as printed.** For every candidate, $\sum_k R_k = 0$. Eq. 9 measures how much the experts
-# *disagree*. Summed over the experts, the update vanishes.
+# **Why it cannot train as printed.** For every candidate $\sum_k R_k = 0$: eq. 9 measures how much the experts
+# *disagree*, and summed over the experts the update vanishes. (With $M = 2$, each $R_k$ is about $\pm 1$ whatever
+# the gap.)
 #
-# **What we train (our reading).** Remark 2 says the "group" is *"the ensemble of candidate policies in GRPO."* So we
-# standardise over GRPO's $G$ candidates, not over the experts. Remark 1 adds a **format reward** $f_j$. It is 1 if
+# **What we train (our reading).** Remark 2 calls the "group" *"the ensemble of candidate policies in GRPO"*, so we
+# standardise over GRPO's $G$ candidates, not over the experts. Remark 1 adds a **format reward** $f_j$: 1 if
 # $\hat y_j$ is exactly `<think>…</think><answer>…</answer>`, else 0. The appendix weights the experts' mean score 8
-# and the format 1. GRPO's $A_j$ then follows from:
+# and the format 1, so GRPO's $A_j$ follows from:
 #
 # $$\tilde r_j = 8\,\mu_r(\hat y_j) + 1\cdot f_j \qquad\text{(our reading)}$$
 #
@@ -186,17 +188,17 @@ pd.DataFrame(tr["neighbours"]).round(3).head(6)
 
 # %% [markdown]
 # **Eq. 6**: each client's competence $r_k^p$ and the $M$ experts. `topic share` is the client's fraction of data in
-# the question's topic. The server never sees it.
+# the question's topic; the server never sees it.
 
 # %%
 display(teaching.competence_table(tr, tour))
 teaching.non_holder_note(tr, tour, lab.policy)
 
 # %% [markdown]
-# **By hand**, eqs. 5–6 from the server's cached embeddings and step 0's replies:
+# **By hand**, eqs. 5–6 from the server's cached embeddings and step 0b's replies:
 
 # %%
-st = server_state(tour.server)             # z_s, z_p (unit vectors) and the cache of step 0's replies
+st = server_state(tour.server)             # z_s, z_p (unit vectors) and the cache of step 0b's replies
 cosine = st.aux_emb @ st.query_emb[question]                  # ⟨z_s, z_p⟩ for every auxiliary question
 neighbours = np.argsort(-cosine, kind="stable")[:L]           # eq. 5: the L nearest
 r_p = st.cache.as_matrix()[:, neighbours].mean(axis=1)        # eq. 6: each client's mean over them
@@ -205,9 +207,22 @@ print(f"experts by hand: {experts.tolist()}, trace: {tr['experts']}; "
       f"r_k^p {'identical' if np.allclose(r_p, tr['competence']) else 'DIFFERENT'}")
 
 # %% [markdown]
-# **Scores, eq. 9, advantage.** Each expert's score (AE or ME), eq. 9's $R_k$ and the advantage $A_j$. `correct`
-# is the truth, for you only. A candidate's $R_k$ sum to zero. Training uses only $\mu_r$ and $f_j$. First, the
-# next question where the owner (AE) vouches for a right candidate:
+# ### The confidence graph, as a heatmap
+# The paper names, but never defines, a **confidence graph** of client expertise built from $\mathcal{D}_p$. Here:
+# each client's mean competence on a topic's auxiliary questions, minus the base model's score there (an easy topic
+# is not expertise; the shift is the same down a column, so a column still ranks clients by competence). Dotted: the
+# question's topic; boxed: its experts. Sliders: the question, $L$, $M$.
+
+# %%
+show_graph, sliders = teaching.selection_knobs(tour, lab.policy, question, L, M, figures)
+notebook.static_default(lambda **v: show_graph(**v, static=True), **sliders)
+notebook.knobs(show_graph, **sliders)
+
+# %% [markdown]
+# ### Scores to advantage
+# Each expert's score $r_k^s$ (AE or ME), their mean $\mu_r$, the reward $\tilde r_j = 8\mu_r + f_j$, and $A_j$:
+# $\tilde r_j$ standardised over the $G$ rows. `correct` is the truth, for you only. First, the next question where
+# the owner (AE) vouches for a right candidate:
 
 # %%
 tr2 = teaching.find_ae_case(tour, question, L, M, seed)
@@ -215,7 +230,7 @@ display(teaching.candidate_table(tr2, tour))
 teaching.ae_case_note(tr2, tour)
 
 # %% [markdown]
-# Then the traced question:
+# Then the traced question, where no candidate is right:
 
 # %%
 display(teaching.candidate_table(tr, tour))
@@ -232,40 +247,31 @@ log_p = sequence_logprob(lab.policy, f"eval_{tour.runtime.client_ids[k]}", [tr["
 print(f"candidate {j}, answer {answer_j!r}: exp(log p) = {np.exp(log_p[0]):.4g}, trace: {tr['scores'][row][j]:.4g}")
 
 # %% [markdown]
-# **By hand**, the traced question's row 0 advantage $A_0$:
+# **By hand**, the traced question's $A_0$ from its $\tilde r_j$ column:
 
 # %%
 r_tilde = 8 * tr["scores"].mean(axis=0) + 1 * tr["format"]  # the trained reward r̃_j of every candidate
-print(f"r̃ = {np.round(r_tilde, 3).tolist()}")
 print(f"A_0 by hand = {(r_tilde[0] - r_tilde.mean()) / (r_tilde.std() + 1e-6):.4f}, "
       f"package = {tr['advantages']['paper'][0]:.4f}")
 
 # %% [markdown]
-# ### The confidence graph: turn $L$, $M$ and the question
-# The paper names, but never defines, a **confidence graph** of client expertise built from $\mathcal{D}_p$. Here
-# it is only a picture: each client's edge to a topic weighs its mean competence there; red marks the question's
-# topic and experts. Selection uses eq. 6.
+# ### What the server learns about the clients
+# Read as a curious server would: the score rows of the two questions above, then the competence replies:
 
 # %%
-teaching.graph_knobs(tour, question, L, M)
-
-# %% [markdown]
-# Stored, as a heatmap: each client's mean competence per topic minus the base model's score there:
-
-# %%
-sq, fig = teaching.default_graph(tour, lab.policy, question, L, M, figures)
-fig
+display(teaching.privacy_note({question: tr, tr2["index"]: tr2}, tour))
+teaching.topic_guess_table(tour)
 
 # %% [markdown]
 # ## 5. Run it: FedGRPO beside Fedpetuning+GRPO
-# This quick run shows the format being learned; it says nothing about accuracy (§6 has pass@1, where FedGRPO
-# trails). Same base model, questions and budget. **Format rate**: the share of test answers in the expected format.
+# Same base model, questions and budget. A quick run shows the format being learned, not accuracy (§6 has pass@1).
+# **Format rate**: the share of test answers in the expected format.
 
 # %%
 runs, records = teaching.run_both(lab)  # trains both
 quick = teaching.quick_run_table(runs, records)
-display(quick)
-teaching.quick_run_note(quick, cfg)
+display(quick, teaching.quick_run_note(quick, cfg))
+teaching.score_bytes(tour, runs["Fedpetuning+GRPO"], M)
 
 # %%
 teaching.quick_run_figure(records, figures)
@@ -278,12 +284,6 @@ teaching.quick_run_figure(records, figures)
 terms = teaching.reward_terms(records, cfg)
 display(terms)
 teaching.reward_terms_note(terms)
-
-# %% [markdown]
-# **The paper's Figure 2, for this run**: the bytes each method sent.
-
-# %%
-teaching.score_bytes(tour, runs["Fedpetuning+GRPO"], M)
 
 # %% [markdown]
 # ## 6. What the reproduction found
@@ -305,68 +305,57 @@ teaching.findings_box()
 # ## 7. Exercises: predict, then run
 # ### Exercise 1
 #
-# With $M = 2$ experts disagreeing on a candidate, what is each one's $|R_k|$ (eq. 9)? Does
-# the size of their gap matter?
+# Which $M = 2$ clients will be the experts of the first `mod` question of $\mathcal{D}_s$, most competent first?
+# Read them off the heatmap's `mod` column. Then: why is the second one chosen? (§4's topic table.)
 
 # %%
-prediction_1 = None  # a number
+prediction_1 = None  # two names, e.g. ["client_0", "client_1"]
 
 # %%
-answer_1, why_1 = teaching.exercise_1(tr)
-notebook.check(prediction_1, answer_1, why_1, tolerance=0.01) if prediction_1 is not None else \
-    notebook.reveal(answer_1, why_1)
+answer_1, why_1 = teaching.exercise_experts(tour, L, M, seed)
+notebook.check(prediction_1, answer_1, why_1) if prediction_1 is not None else notebook.reveal(answer_1, why_1)
 
 # %% [markdown]
 # ### Exercise 2
 #
-# A formatted candidate ($f = 1$) scored $\mu_r = 0$; an unformatted one scored $\mu_r = d$. How large
-# must $d$ be for the second to get the higher advantage?
+# In §4's first table (the AE case), set the format weight to 0, so $\tilde r_j = 8\,\mu_r$. What advantage $A_j$
+# does the wrong candidate get? Hint: the right candidates all score alike.
 
 # %%
-prediction_2 = None  # a number: the μ_r difference
+prediction_2 = None  # a number
 
 # %%
-answer_2, why_2 = teaching.exercise_2()
-notebook.check(prediction_2, answer_2, why_2, tolerance=0.005) if prediction_2 is not None else \
+answer_2, why_2 = teaching.exercise_no_format(tr2)
+notebook.check(prediction_2, answer_2, why_2, tolerance=0.01) if prediction_2 is not None else \
     notebook.reveal(answer_2, why_2)
 
 # %% [markdown]
 # ### Exercise 3
 #
-# For the first `mod` question of $\mathcal{D}_s$: from §4's topic table, which client will be the most competent
-# expert (eq. 6)? Does the second expert hold any `mod` questions?
+# In §4's traced question (no candidate right), suppose the format were learnt: every $f_j = 1$. Which answer gets
+# the top advantage? Is it right?
 
 # %%
-prediction_3 = None  # a name and True/False, e.g. ("client_0", True)
+prediction_3 = None  # an answer, e.g. "42"
 
 # %%
-answer_3, why_3 = teaching.exercise_3(tour, L, M, seed)
+answer_3, why_3 = teaching.exercise_format_learnt(tr)
 notebook.check(prediction_3, answer_3, why_3) if prediction_3 is not None else notebook.reveal(answer_3, why_3)
 
 # %% [markdown]
 # ### Exercise 4
 #
-# In §4's first table (the AE case), set the format weight to 0, so $\tilde r_j = 8\,\mu_r$. What
-# advantage $A_j$ does the wrong candidate get? Hint: the right candidates all score alike.
+# This is all the server receives for another question: its candidates' answers and its two experts' scores. Which
+# expert owns the question, and what is its label?
 
 # %%
-prediction_4 = None  # a number
+tr3 = teaching.find_ae_case(tour, tr2["index"], L, M, seed)  # the next question whose owner vouches for an answer
+print(f"x_s = {tr3['question']!r}")
+teaching.server_scores(tr3, tour)
 
 # %%
-answer_4, why_4 = teaching.exercise_4(tr2)
-notebook.check(prediction_4, answer_4, why_4, tolerance=0.01) if prediction_4 is not None else \
-    notebook.reveal(answer_4, why_4)
-
-# %% [markdown]
-# ### Exercise 5
-#
-# If the server chose each question's $M$ experts at random from the $K$ clients, on what share of
-# questions would the owner (the only possible AE expert) be among them?
+prediction_4 = None  # a client and an answer, e.g. ("client_0", "42")
 
 # %%
-prediction_5 = None  # a number between 0 and 1
-
-# %%
-answer_5, why_5 = teaching.exercise_5(tour, sq, M)
-notebook.check(prediction_5, answer_5, why_5, tolerance=0.01) if prediction_5 is not None else \
-    notebook.reveal(answer_5, why_5)
+answer_4, why_4 = teaching.exercise_owner(tr3, tour)
+notebook.check(prediction_4, answer_4, why_4) if prediction_4 is not None else notebook.reveal(answer_4, why_4)

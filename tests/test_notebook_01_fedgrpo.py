@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 
+import numpy as np
 import pytest
 
 from experiments.fedgrpo_claims import window_differences
@@ -141,8 +142,9 @@ def test_the_teaching_round_diagram_names_the_step_throughs_experts_and_asks_com
     ids = [f"client_{k}" for k in range(8)]
     svg = teaching.round_diagram({"experts": [0, 6]}, ids).svg
     names = re.findall(r'bold">([^<]*)<', svg)
-    assert names == ["server", "client_0", "client_1  (not asked, nor are the 5 others)", "client_6"]
-    assert "all of D_p (questions + labels), once, before round 1" in svg and "L auxiliary questions" not in svg
+    assert names == ["server", "client_0", "client_1  (steps 0a–0b only, like the 5 others)", "client_6"]
+    assert "0a all of D_p (questions + labels), once, before round 1" in svg and "L auxiliary questions" not in svg
+    assert "↑ 0b Pr[θ_k answers each one right]" in svg and "↑ 0 " not in svg  # one number per arrow
 
 
 def test_the_findings_box_has_at_most_five_findings_each_linking_the_report():
@@ -156,8 +158,100 @@ def test_the_findings_box_has_at_most_five_findings_each_linking_the_report():
     assert items[0].startswith("**Negative") and "Inferred, not measured" in items[-1]
 
 
-def test_the_exercises_answers_are_deterministic_quantities():
+def test_the_findings_box_gives_each_comparisons_sign_and_both_plateaus():
     from experiments import teaching_fedgrpo as teaching
 
-    assert teaching.exercise_1({})[0] == 1.0
-    assert teaching.exercise_2()[0] == 0.125
+    items = re.findall(r"^> \d\. (.*)$", teaching.findings_box().data, re.M)
+    p = fedgrpo_plateaus()["mean"]
+    assert f"{p['FedGRPO']:.2f}" in items[0] and f"{p['Fedpetuning+GRPO']:.2f}" in items[0]
+    assert "rounds 11–15" in items[0] and "rounds 26–30" in items[0]  # Central-GRPO's plateau is from other rounds
+    assert "plateau minus the random-experts arm's" in items[2] and f"{p['FedGRPO, random experts']:.2f}" in items[2]
+
+
+def test_the_stored_caption_and_figure_speak_in_points():
+    from experiments import teaching_fedgrpo as teaching
+
+    caption = teaching.stored_caption().data
+    assert "pass@1 in points" in caption and not re.search(r"\(0\.\d{3}", caption)  # no fraction of pass@1 left
+    assert "15-round run" in caption  # which Central-GRPO run is plotted
+    arms = [a for _, arms in teaching.STORED_PANELS for a in arms]
+    assert set(arms) == set(teaching.STORED_ARMS) and all(len(a) <= 3 for _, a in teaching.STORED_PANELS)
+
+
+# -- the step-through's tables and the exercises, on a hand-made trace ---------------------------------------------
+def _trace():
+    from fedrl_kit.fedgrpo.group_reward import candidate_advantages, group_relative_rewards
+
+    scores = np.array([[1.0, 0.0, 1.0, 0.0], [0.6, 0.1, 0.6, 0.0]])  # owner (AE) first, then an ME expert
+    fmt = np.array([1.0, 0.0, 0.0, 0.0])
+    return {"candidates": ["<think>2+3</think><answer>5</answer>", "7", "5", "x"], "correct": np.array([1, 0, 1, 0]),
+            "format": fmt, "scores": scores, "experts": [2, 0], "pathways": ["AE", "ME"], "answer": "5", "index": 1,
+            "question": "2+3=", "eq9": group_relative_rewards(scores),
+            "advantages": {"paper": candidate_advantages(scores, "paper", 8.0, fmt, 1.0)}}
+
+
+def _run(owner=(0, 2)):
+    from types import SimpleNamespace
+
+    facts = SimpleNamespace(owner=np.array(owner))
+    return SimpleNamespace(runtime=SimpleNamespace(client_ids=["client_0", "client_1", "client_2"]),
+                           truth=SimpleNamespace(fact=lambda name: facts))
+
+
+def test_the_candidate_table_reads_the_advantage_from_its_reward_column():
+    from experiments import teaching_fedgrpo as teaching
+
+    tr = _trace()
+    t = teaching.candidate_table(tr, _run())
+    assert list(t.columns) == ["candidate", "correct", "f_j", "r^s client_2 (AE)", "r^s client_0 (ME)", "μ_r", "r̃_j",
+                               "A_j"]
+    r = 8 * tr["scores"].mean(axis=0) + tr["format"]
+    assert t["r̃_j"].tolist() == pytest.approx(r.round(3).tolist())
+    assert t["A_j"].tolist() == pytest.approx(((r - r.mean()) / (r.std() + 1e-6)).round(3).tolist(), abs=1e-3)
+    line = teaching.eq9_line(tr)  # the last row: both experts score 0, so eq. 9 gives 0 there
+    assert "each row's R_k sum to 0" in line and "|R_k| = 1.00–1.00 on the 3 of 4 rows the experts split" in line
+
+
+def test_with_the_format_learnt_the_experts_scores_pick_the_top_answer():
+    from experiments import teaching_fedgrpo as teaching
+
+    tr = dict(_trace(), correct=np.zeros(4, int), scores=np.array([[0.0] * 4, [0.2, 0.5, 0.2, 0.0]]))
+    answer, why = teaching.exercise_format_learnt(tr)
+    assert answer == "7" and "wrong (label 5)" in why and "cancels" in why  # the ME expert's favourite, though wrong
+
+
+def test_the_owners_row_of_zeros_and_ones_gives_away_the_owner_and_the_label():
+    from experiments import teaching_fedgrpo as teaching
+
+    tr, run = _trace(), _run()
+    (owner, label), why = teaching.exercise_owner(tr, run)
+    assert (owner, label) == ("client_2", "5") and "all exact 0s and 1s" in why
+    shown = teaching.server_scores(tr, run)
+    assert list(shown.columns) == ["answer of ŷ_j", "score from client_2", "score from client_0"]
+    assert shown["answer of ŷ_j"].tolist() == ["5", "7", "5", "(none)"] and "correct" not in shown
+    note = teaching.privacy_note({1: tr}, run).data
+    assert "in question 1 only client_2's row is all 0s and 1s, and client_2 owns it" in note
+    assert "its 1s mark answer 5, the label (5)" in note and "me_score" in note
+    other = teaching.privacy_note({0: tr}, run).data  # question 0 belongs to client_0, the ME expert
+    assert "in question 0 the all-0/1 rows are client_2's and the owner is client_0" in other
+
+
+def test_the_confidence_heatmap_boxes_the_experts_in_the_questions_topic_column(tiny_dir):
+    from test_fedgrpo_method import fg_config
+
+    from experiments import teaching_fedgrpo as teaching
+    from fedrl_kit.runs import Run
+
+    run = Run(fg_config(tiny_dir, fedgrpo={"num_experts": 2}), progress=False).build()
+    update, sliders = teaching.selection_knobs(run, run.policy, 0, 3, 2, tiny_dir)
+    assert {n: w.value for n, w in sliders.items()} == {"question": 0, "L": 3, "M": 2}
+    fig = teaching.selection_figure(run, run.policy, 0, [1, 0])
+    topics, comp, base = teaching._topic_lift(run, run.policy)
+    z = np.asarray(fig.data[0].z)
+    assert z.shape == (len(run.runtime.client_ids), len(topics))
+    np.testing.assert_allclose(z, comp - base[None, :])  # a column's shift is the same for every client
+    t = topics.index(run.truth.fact("queries").rows[0]["topic"])
+    boxed = [(s.x0 + 0.5, s.y0 + 0.5) for s in fig.layout.shapes if s.line.dash != "dot"]
+    assert boxed == [(t, 1), (t, 0)] and "client_1, client_0" in fig.layout.title.text
+    guess = teaching.topic_guess_table(run)
+    assert list(guess.index) == list(run.runtime.client_ids) and guess["guessed right"].dtype == bool
