@@ -12,6 +12,8 @@ it.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown
@@ -23,7 +25,7 @@ NAMES = {"fedavg_grpo": "FedAvg-GRPO", "fedprox_grpo": "FedProx-GRPO", "central_
 """the methods the quickstart runs, as the papers name them"""
 
 SETTINGS = ("num_clients", "rounds", "local_steps", "dirichlet_alpha", "prompts_per_step", "num_generations",
-            "aggregator", "lora_rank", "eval_samples")
+            "aggregator", "lora_rank", "lora_alpha", "eval_samples")
 
 
 def _plain(value):
@@ -68,9 +70,69 @@ def central_run(cfg):
 
 
 def settings(cfg) -> pd.DataFrame:
-    """The run's sizes (the knobs §1–2 explain), one row."""
+    """The run's sizes (the knobs §1–2 explain), one row; FedProx's μ only where the method uses it."""
     values = cfg.to_dict()
-    return _table({**{k: {"this run": values[k]} for k in SETTINGS}, "fedprox μ": {"this run": values["fedprox"]["mu"]}})
+    prox = {"fedprox μ": {"this run": values["fedprox"]["mu"]}} if cfg.method == "fedprox_grpo" else {}
+    return _table({**{k: {"this run": values[k]} for k in SETTINGS}, **prox})
+
+
+# -- §1: the clip, token by token -------------------------------------------------------------------------------------
+def grpo_settings(cfg) -> None:
+    """The local step's settings that §1 explains, in one line: the clip range, the passes over each batch (ρ ≠ 1
+    only after the first), the loss type, β, the learning rate and whether Adam restarts each round."""
+    k = cfg.num_iterations
+    passes = ("only pass 2 sees ρ ≠ 1" if k == 2 else f"passes 2–{k} see ρ ≠ 1") if k > 1 else \
+        "ρ = 1 always: the clip never acts"
+    print(f"ε = {cfg.epsilon:g}, ε_high = {cfg.epsilon_high:g}: clip range [{1 - cfg.epsilon:.2f}, "
+          f"{1 + cfg.epsilon_high:.2f}];  num_iterations = {k} ({passes});  loss_type = {cfg.loss_type!r};  "
+          f"β = {cfg.beta:g};  learning_rate = {cfg.learning_rate:g};  reset_optimizer = {cfg.reset_optimizer}")
+
+
+def clip_why(cfg) -> str:
+    """Exercise 1's reason, with the run's clip range: which side of the range silences a token, and why the other
+    side does not (the min keeps the smaller, pessimistic term)."""
+    lo, hi = 1 - cfg.epsilon, 1 + cfg.epsilon_high
+    return (f"the min keeps the smaller of ρ·A and clip(ρ)·A. Clipping makes the term smaller, and so replaces it by a "
+            f"constant with zero gradient, only where the token has already moved past the range the way its "
+            f"advantage pushes it: A > 0 and ρ > {hi:.2f}, or A < 0 and ρ < {lo:.2f}. ρ = 0.7 with A = +1 moved the "
+            f"wrong way: ρ·A = 0.70 is below clip(ρ)·A = {lo:.2f}, the min keeps ρ·A, and its gradient pulls the token "
+            f"back up; likewise ρ = 1.3 with A = −1 is pushed back down")
+
+
+def clip_table(rho, A, grad, loss, cfg) -> pd.DataFrame:
+    """§1's toy token by token: ρ·A, clip(ρ)·A, the smaller one that the loss keeps, and which way a step pushes the
+    token's probability (``grad``: autograd's gradient of grpo_loss, 0 where the kept term is the clipped constant).
+    Prints the loss rebuilt from the kept terms beside grpo_loss's ``loss``."""
+    lo, hi = 1 - cfg.epsilon, 1 + cfg.epsilon_high
+    rows, kept = {}, []
+    for a, g in zip(A.tolist(), grad.tolist()):
+        for p, x in zip(rho.tolist(), g):
+            raw, cut = p * a, min(max(p, lo), hi) * a
+            kept.append(min(raw, cut))
+            rows[f"A = {a:+.0f}, ρ = {p:.1f}".replace("-", "−")] = {"ρ·A": round(raw, 2), "clip(ρ)·A": round(cut, 2),
+                                                 "min: the term kept": round(min(raw, cut), 2),
+                                                 "push on π(token)": "none (clipped)" if x == 0 else
+                                                 ("up" if a > 0 else "down")}
+    n = len(rho)
+    sums = [sum(kept[i:i + n]) for i in range(0, len(kept), n)]  # one sum per answer
+    terms = f"{sums[0]:.2f}" + "".join(f" {'+' if v >= 0 else '−'} {abs(v):.2f}" for v in sums[1:])
+    print(f"loss = −(kept terms summed per answer) / tokens = −({terms}) / {len(kept)} = {-sum(kept) / len(kept):.4f}"
+          f"   (grpo_loss: {loss.item():.4f})")
+    return pd.DataFrame(rows).T
+
+
+def adapter_line(run) -> None:
+    """One line on what trains and travels: LoRA's rank and alpha, the adapted weights, one factor pair's shapes, the
+    adapter's numbers beside the frozen base's."""
+    cfg, state = run.config, run.initial_state
+    downs = sorted(k for k in state if "lora_A" in k)
+    first = next(k for k in downs if ".layers.0." in k and "q_proj" in k) if any("q_proj" in k for k in downs) \
+        else downs[0]
+    frozen = sum(p.numel() for name, p in run.policy.model.named_parameters() if "lora_" not in name)
+    print(f"LoRA rank r = {cfg.lora_rank}, lora_alpha = {_plain(cfg.lora_alpha)}: ΔW = "
+          f"({_plain(cfg.lora_alpha)}/{cfg.lora_rank})·UD on {len(downs)} weights (e.g. {first.split('.')[-3]}: "
+          f"D {state[first].shape}, U {state[first.replace('lora_A', 'lora_B')].shape}). "
+          f"Adapter: {sum(v.size for v in state.values()):,} numbers; frozen base: {frozen:,}.")
 
 
 def base_by_topic(run, base_eval: dict) -> pd.DataFrame:
@@ -229,26 +291,66 @@ def reading_the_curve(scores: dict[str, pd.DataFrame], name: str) -> Markdown:
                     "one round, so a lead over several rounds is one finding, not several.")
 
 
-def round_table(gaps) -> pd.DataFrame:
-    """Per round (columns): the factor gap over the round's mean update, and the clients' agreement."""
-    rows = {"‖gap‖ / ‖mean update‖": gaps["gap / round's update"], "agreement a": gaps["agreement of updates"]}
+def update_geometry(run) -> pd.DataFrame:
+    """Per round, from the kept messages: how the clients' updates Δ_k = U_k D_k − U D (every adapted weight's
+    product, concatenated, as :func:`fedrl_kit.lora_factors.factor_round` takes them) lie to each other. Columns: the
+    mean, smallest and largest cosine between two clients' updates; the longest update over the shortest, minus 1;
+    and √Σ_k w_k², the agreement that updates of equal length at right angles give with the server's weights."""
+    replies = [m for m in run.runtime.messages if m.kind == "fit_result"]
+    sent = {m.round: m.payload["adapter"] for m in run.runtime.messages if m.kind == "fit"}
+    rows = {}
+    for r in sorted({m.round for m in replies}):
+        mine = [m for m in replies if m.round == r]
+        w = np.array([run.server.sizes[m.sender] for m in mine], dtype=np.float64)
+        w /= w.sum()
+        start = sent[r]
+        downs = sorted(k for k in start if "lora_A" in k)
+
+        def product(state, kd):
+            return state[kd.replace("lora_A", "lora_B")].astype(np.float64) @ state[kd].astype(np.float64)
+
+        base = {kd: product(start, kd) for kd in downs}
+        V = np.array([np.concatenate([(product(m.payload["adapter"], kd) - base[kd]).ravel() for kd in downs])
+                      for m in mine])  # [clients, every UD entry]
+        length = np.linalg.norm(V, axis=1)
+        moved = V[length > 0] / length[length > 0, None]  # a client none of whose groups had spread did not move
+        pairs = np.triu_indices(len(moved), 1)
+        cos = (moved @ moved.T)[pairs] if len(moved) > 1 else np.array([np.nan])
+        rows[r] = {"cosine, mean of pairs": cos.mean(), "cosine, smallest": cos.min(), "cosine, largest": cos.max(),
+                   "length spread": length.max() / length.min() - 1 if length.min() > 0 else np.nan,
+                   "√Σw_k²": float(np.sqrt((w ** 2).sum()))}
+    return pd.DataFrame(rows).T.rename_axis("round")
+
+
+def round_table(gaps, geometry: pd.DataFrame) -> pd.DataFrame:
+    """Per round (columns): the clients' agreement, the mean cosine between two clients' updates, and the factor gap
+    over the round's mean update."""
+    rows = {"agreement a": gaps["agreement of updates"], "cosine of two clients' updates (mean)":
+            geometry["cosine, mean of pairs"], "‖gap‖ / ‖mean update‖": gaps["gap / round's update"]}
     return pd.DataFrame(rows).round(3).T.rename_axis(columns="round")
 
 
-def round_words(gaps, cfg) -> Markdown:
-    """The agreement and the factor gap in short sentences: how much shorter the server's step is, and how small the
-    error of averaging factors is next to that."""
+def round_words(gaps, geometry: pd.DataFrame, cfg) -> Markdown:
+    """The agreement beside its right-angle reference √Σw_k², the cosines that explain it, the server's shorter step,
+    and the factor gap, in short sentences."""
     a, u = gaps["agreement of updates"].dropna(), gaps["gap / round's update"].dropna()
-    k, steps = cfg.num_clients, cfg.local_steps
-    return Markdown(f"- The agreement was {a.min():.2f}–{a.max():.2f}. For K = {k} clients moving at right angles it "
-                    f"would be 1/√K = {1 / np.sqrt(k):.2f} (§2). So the clients' updates were nearly orthogonal.\n"
-                    f"- The server's step was therefore about {a.mean():.0%} as long as a client's own. That acts like a "
-                    "smaller learning rate.\n"
-                    f"- Central-GRPO takes {steps} step{'s' if steps > 1 else ''} per round on "
-                    f"{cfg.num_clients * cfg.prompts_per_step} prompts each. It has nothing to average away. This is "
-                    "one simple reason federation starts slower.\n"
-                    f"- Averaging factors missed the mean update by {u.min():.0%}–{u.max():.0%} of its length. That error "
-                    "is real but second order.")
+    ref, steps = geometry["√Σw_k²"], cfg.local_steps
+    near = a.max() - ref.max() < 0.15
+    cos = (f"{geometry['cosine, smallest'].min():.2f} to {geometry['cosine, largest'].max():.2f} "
+           f"(mean {geometry['cosine, mean of pairs'].mean():.2f})").replace("-", "−")
+    points = [f"The agreement was {a.min():.2f}–{a.max():.2f}, {'just above' if near else 'well above'} √Σw_k² = "
+              f"{ref.mean():.2f}: what updates of equal length at right angles give with this run's weights (the "
+              f"clients' update lengths differed by at most {geometry['length spread'].max():.0%}).",
+              f"Two clients' updates had cosine {cos}"
+              + (": nearly orthogonal, as noise-dominated updates are (§2)." if near else "."),
+              f"The server's step was therefore about {a.mean():.0%} as long as a client's own. That acts like a "
+              "smaller learning rate.",
+              f"Central-GRPO takes {steps} step{'s' if steps > 1 else ''} per round on "
+              f"{cfg.num_clients * cfg.prompts_per_step} prompts each. It has nothing to average away. This is one "
+              "simple reason federation starts slower.",
+              f"Averaging factors missed the mean update by {u.min():.0%}–{u.max():.0%} of its length. That error is "
+              "real but second order."]
+    return Markdown("\n".join(f"- {x}" for x in points))
 
 
 TRAIN = {"accuracy": "train reward"}
@@ -256,29 +358,33 @@ TRAIN = {"accuracy": "train reward"}
 
 
 def client_grid(records: list[dict]):
-    """Every client's local training by round, one small panel each: train reward (the records' ``accuracy``: mean
-    reward on its own rollouts) and frac_zero_std, with the global test pass@1 dashed for reference."""
+    """Every client's local training by round, one column each, one quantity per row: on top its train reward (the
+    records' ``accuracy``: mean reward on its own rollouts) with the global test pass@1 dashed for reference (both
+    fractions of answers right), below its frac_zero_std (a fraction of groups)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     from fedrl_kit import viz
 
     clients = sorted({r["client"] for r in records if r["kind"] == "client"})
-    fig = make_subplots(rows=1, cols=len(clients), subplot_titles=clients, shared_yaxes=True)
+    fig = make_subplots(rows=2, cols=len(clients), subplot_titles=clients, shared_yaxes=True, shared_xaxes=True,
+                        vertical_spacing=0.1)
     g = [r for r in records if r["kind"] == "global"]
     for j, c in enumerate(clients, 1):
         mine = [r for r in records if r["kind"] == "client" and r["client"] == c]
-        for metric, colour in (("accuracy", "#636efa"), ("frac_zero_std", "#ef553b")):
-            fig.add_trace(go.Scatter(x=[r["round"] for r in mine], y=[r[metric] for r in mine], name=TRAIN.get(metric, metric),
-                                     mode="lines+markers", legendgroup=metric, showlegend=j == 1,
-                                     line=dict(color=colour), marker=dict(size=4)), row=1, col=j)
+        for row, metric, colour in ((1, "accuracy", "#636efa"), (2, "frac_zero_std", "#ef553b")):
+            fig.add_trace(go.Scatter(x=[r["round"] for r in mine], y=[r[metric] for r in mine],
+                                     name=f"{TRAIN.get(metric, metric)} (own rollouts)", mode="lines+markers",
+                                     legendgroup=metric, showlegend=j == 1, line=dict(color=colour),
+                                     marker=dict(size=4)), row=row, col=j)
         fig.add_trace(go.Scatter(x=[r["round"] for r in g], y=[r["pass@1"] for r in g], name="global pass@1 (test)",
                                  legendgroup="global", showlegend=j == 1, line=dict(dash="dash", color="black")),
                       row=1, col=j)
-        fig.update_xaxes(title_text="round", row=1, col=j)
-    fig.update_yaxes(title_text="fraction", range=[-0.03, 1.03], row=1, col=1)
-    fig.update_layout(template=viz.TEMPLATE, height=330, title="each client's own rollouts per round",
-                      legend=dict(orientation="h", y=-0.3))
+        fig.update_xaxes(title_text="round", row=2, col=j)
+    fig.update_yaxes(title_text="fraction right", range=[-0.03, 0.83], row=1, col=1)
+    fig.update_yaxes(title_text="frac_zero_std", range=[-0.03, 1.03], row=2, col=1)
+    fig.update_layout(template=viz.TEMPLATE, height=480, title="each client's own rollouts per round",
+                      legend=dict(orientation="h", y=-0.18))
     return fig
 
 
@@ -297,40 +403,8 @@ def client_spike(records: list[dict], cfg) -> Markdown:
                     "not jump with it.")
 
 
-def client_view(records: list[dict]) -> object:
-    """A widget that draws one client's local training (train reward and frac_zero_std) in a running kernel."""
-    import ipywidgets as widgets
-
-    from fedrl_kit import notebook, viz
-
-    clients = sorted({r["client"] for r in records if r["kind"] == "client"})
-    if not clients:
-        return None
-
-    def show(client):
-        mine = [r for r in records if r["kind"] == "global" or r.get("client") == client]
-        fig = viz.client_curves(mine, metrics=("accuracy", "frac_zero_std"))
-        fig.update_layout(title=f"{client}: its own rollouts per round (global test pass@1 dashed)", height=360)
-        fig.update_xaxes(title_text="round")
-        fig.update_yaxes(title_text="fraction", range=[-0.03, 1.03])
-        fig.for_each_trace(lambda t: t.update(name=TRAIN.get(t.name, t.name)))
-        fig.show(renderer="plotly_mimetype")
-
-    return notebook.knobs(show, client=widgets.Dropdown(options=clients))
-
-
-def wire(run) -> pd.DataFrame:
-    """The runtime's ledger by message kind and direction: how many messages, and their bytes in all."""
-    rows: dict[str, dict] = {}
-    for r in run.runtime.ledger.records:
-        row = rows.setdefault(f"{r['kind']} ({r['direction']})", {"messages": 0, "bytes": 0})
-        row["messages"] += 1
-        row["bytes"] += int(r["nbytes"])
-    return pd.DataFrame(rows).T.astype(int)
-
-
 def takeaways(runs: dict[str, list[dict]], name: str, scores: dict[str, pd.DataFrame], gaps, greedy: pd.Series,
-              answers: pd.DataFrame) -> Markdown:
+              answers: pd.DataFrame, geometry: pd.DataFrame | None = None) -> Markdown:
     """What this run shows, at most five points in one box, each built from the run's numbers: what was learnt and how
     (sampled pass@1 beside greedy accuracy: sharpening or new answers), what federation cost against Central-GRPO,
     why (the agreement), and the unrewarded format. Every ± is two SE over problems, paired where two models answer
@@ -341,22 +415,18 @@ def takeaways(runs: dict[str, list[dict]], name: str, scores: dict[str, pd.DataF
     h, s = headline(runs[name]), scores[name]
     federated = name != "Central-GRPO"  # Central-GRPO alone: one client holding all the data, nothing averaged
     gain, noise = 100 * (h["final pass@1"] - h["base pass@1"]), 200 * _se(s.iloc[:, -1] - s.iloc[:, 0])
-    g0, g1 = greedy["base (greedy)"], greedy["trained (greedy)"]
-    diff = answers["trained right"].astype(float) - answers["base right"].astype(float)
-    n, change, gnoise = len(answers), int(diff.sum()), 2 * _se(diff)
-    up, learnt_anything = g1 - g0 > gnoise, gain > noise
+    g = greedy_change(answers, greedy)
+    up, learnt_anything = g["verdict"] == "higher", gain > noise
     head = (f"{name} learnt, " + ("and not only by sharpening." if up else "mostly by sharpening.") if learnt_anything
             else f"{name} did not clearly learn.")
     sampled = (f" Sampled pass@1 went from {100 * h['base pass@1']:.1f} % to {100 * h['final pass@1']:.1f} % "
                f"({gain:+.1f} ± {noise:.1f} points, {'beyond' if learnt_anything else 'within'} the noise)"
                + (", though no client sent a problem or an answer." if federated else "."))
-    greedy_words = (f"{100 * g0:.1f} % → {100 * g1:.1f} %, {change:+d} of {n} problems, "
-                    f"{'within' if abs(g1 - g0) <= gnoise else 'beyond'} ± {100 * gnoise:.1f} points").replace("-", "−")
     if up:
-        tail = f" Greedy test accuracy rose too ({greedy_words}). So it also learnt answers it did not give before."
+        tail = f" Greedy test accuracy rose too ({g['words']}). So it also learnt answers it did not give before."
     else:
-        tail = (f" Greedy test accuracy did not rise ({greedy_words}), a negative result. The model samples answers it could "
-                "already give more often; it learnt few new ones.")
+        tail = (f" Greedy test accuracy did not rise ({g['words']}), a negative result. The model samples answers it "
+                "could already give more often; it learnt few new ones.")
     learnt = head + sampled + tail
     lines = [learnt]
     if "Central-GRPO" in scores and federated:
@@ -375,9 +445,10 @@ def takeaways(runs: dict[str, list[dict]], name: str, scores: dict[str, pd.DataF
         lines.append(early + end + cost)
     if gaps is not None and len(gaps) and federated:
         a = gaps["agreement of updates"].dropna()
-        sweep = alpha_reading()
-        lines.append(f"The clients' updates agreed only {a.min():.2f}–{a.max():.2f}. So the averaged step was shorter "
-                     f"than each client's own. In stored runs of this preset, {sweep[0].lower()}{sweep[1:]}")
+        near = (f", just above the {geometry['√Σw_k²'].mean():.2f} of updates at right angles"
+                if geometry is not None and a.max() - geometry["√Σw_k²"].max() < 0.15 else "")
+        lines.append(f"The clients' updates agreed only {a.min():.2f}–{a.max():.2f}{near}: the averaged step was about "
+                     f"{a.mean():.0%} as long as a client's own. {alpha_reading(short=True)}")
     formatted = answers["base answer"].map(is_well_formatted)
     right = answers["base right"]
     if formatted.any() and (~formatted).any() and h["final format"] > h["base format"]:
@@ -388,6 +459,81 @@ def takeaways(runs: dict[str, list[dict]], name: str, scores: dict[str, pd.DataF
                      + (" So formatted answers likely collected more of the positive advantages." if better else ""))
     return Markdown("> **What this run shows** (one seed; pass@1 and rates in %; ± is two SE over test problems, in points)\n>\n"
                     + "\n".join(f"> {i}. {s}" for i, s in enumerate(lines[:5], 1)))
+
+
+def greedy_change(answers: pd.DataFrame, greedy: pd.Series) -> dict:
+    """Greedy test accuracy before and after (``greedy``, :func:`fedrl_kit.notebook.before_after`) with its paired
+    noise over problems (``answers``: every test problem's base and trained right/wrong): "higher", "lower" or "same"
+    (within ± 2 SE), and the change in words."""
+    g0, g1 = greedy["base (greedy)"], greedy["trained (greedy)"]
+    diff = answers["trained right"].astype(float) - answers["base right"].astype(float)
+    n, change, noise = len(answers), int(diff.sum()), 2 * _se(diff)
+    verdict = "same" if abs(g1 - g0) <= noise else "higher" if g1 > g0 else "lower"
+    words = (f"{100 * g0:.1f} % → {100 * g1:.1f} %, {change:+d} of {n} problems, "
+             f"{'within' if verdict == 'same' else 'beyond'} ± {100 * noise:.1f} points").replace("-", "−")
+    return {"verdict": verdict, "words": words, "better": int((diff > 0).sum()), "worse": int((diff < 0).sum()),
+            "change": change, "n": n}
+
+
+def greedy_answer(answers: pd.DataFrame, greedy: pd.Series, sampled: pd.DataFrame) -> tuple[str, str]:
+    """The greedy-accuracy exercise: its answer ("higher", "same" or "lower") and why, from the run (``sampled``: the
+    method's per-problem pass rates by round, :func:`per_problem`)."""
+    g = greedy_change(answers, greedy)
+    gain = 100 * (sampled.iloc[:, -1].mean() - sampled.iloc[:, 0].mean())
+    why = (f"greedy test accuracy went {g['words']}, while sampled pass@1 rose {gain:+.1f} points. "
+           + ("Training raised the probability of answers the base could already give, so sampling finds them more "
+              "often (sharpening); the single likeliest answer changed on few problems" if g["verdict"] != "higher" else
+              "So training also changed which answer is likeliest on some problems: it learnt answers, not only "
+              "sharpened")).replace("+-", "−")
+    return g["verdict"], why
+
+
+def _false_equation(answer: str) -> bool:
+    """Whether an answer's reasoning (inside <think>…</think>) states an arithmetic equation that is false, such as
+    83=17*5+3: both sides digits joined by +, − or *, evaluated; anything else is not judged."""
+    import re
+
+    m = re.search(r"<think>(.*?)</think>", answer)
+    sides = m.group(1).split("=") if m else []
+    if len(sides) != 2 or not all(re.fullmatch(r"\d+(?:[+\-*]\d+)*", x) for x in sides):
+        return False
+    return eval(sides[0], {"__builtins__": {}}) != eval(sides[1], {"__builtins__": {}})  # digits and + − * only
+
+
+def answers_reading(answers: pd.DataFrame, shown: pd.DataFrame) -> Markdown:
+    """What the before/after table shows: whether the greedy answers of its rows changed (sharpening, seen directly),
+    how many greedy answers over all test problems turned right or wrong, and right answers whose reasoning is false
+    (the verifier reads only the answer)."""
+    rows = answers.loc[shown.index]
+    both = rows[rows["base right"] & rows["trained right"]]  # both give the gold answer: the same answer
+    zero = shown.columns[shown.columns.str.startswith("base: right of")][0]
+    none_before = (shown.loc[both.index, zero] == 0).sum()
+    g = {"better": int((~answers["base right"] & answers["trained right"]).sum()),
+         "worse": int((answers["base right"] & ~answers["trained right"]).sum())}
+    lines = [("In all" if len(both) == len(shown) else f"In {len(both)} of the") + f" {len(shown)} rows both models "
+             "give the right greedy answer" + (f", even in the {none_before} where the base got 0 of "
+                                               f"{zero.split()[-2]} samples right" if none_before else "")
+             + ". The base could already give the answer; training made sampling find it: sharpening, seen directly.",
+             f"Over all {len(answers)} test problems, {g['better']} greedy answers turned right and {g['worse']} turned "
+             f"wrong (net {g['better'] - g['worse']:+d}); those that turned wrong are below.".replace("-", "−")]
+    right = answers[answers["trained right"]]
+    false = right[right["trained answer"].map(_false_equation)]
+    worked = right["trained answer"].str.contains(r"<think>[^<]*=", regex=True).sum()
+    if len(false):
+        pick = false.loc[false.index.isin(shown.index)]
+        ex = (pick if len(pick) else false).iloc[0]
+        reasoning = ex["trained answer"].split("<think>")[1].split("</think>")[0]
+        lines.append(f"Row {(pick if len(pick) else false).index[0]} ({ex['question']}): the trained model reasons "
+                     f"`{reasoning}`, which is false, yet its answer is right and earns reward 1: the verifier reads "
+                     f"only the answer. Of the trained model's {worked} right greedy answers that show an equation, "
+                     f"{len(false)} show a false one.")
+    return Markdown("\n".join(f"- {x}" for x in lines))
+
+
+def turned_wrong(answers: pd.DataFrame) -> pd.DataFrame:
+    """The test problems the base answered right greedily and the trained model wrong, with both answers."""
+    worse = answers[answers["base right"] & ~answers["trained right"]]
+    return worse[["question", "gold", "base answer", "trained answer"]]
 
 
 def answers_changed(answers: pd.DataFrame, sampled: pd.DataFrame, samples: int, n: int = 8) -> pd.DataFrame:
@@ -406,60 +552,96 @@ def answers_changed(answers: pd.DataFrame, sampled: pd.DataFrame, samples: int, 
 ALPHA_FILE = "benchmarks/results/quickstart_alpha.json"
 
 
-def alpha_sweep(path: str = ALPHA_FILE) -> pd.DataFrame:
-    """The stored sweep of the split's Dirichlet α, one row per α: the agreement a of FedAvg-GRPO's clients (mean over
-    rounds and seeds), its final sampled pass@1, and its gap to Central-GRPO of the same seed (points, mean over
-    seeds); the seeds it averages."""
+@functools.lru_cache(maxsize=None)
+def split_reference(preset_name: str, alpha: float, seed: int) -> float:
+    """√Σ_k w_k² for the clients a run of ``preset_name`` at Dirichlet ``alpha`` and ``seed`` trains (w_k = n_k / n, the
+    split rebuilt as :meth:`fedrl_kit.runs.Run.build` makes it, without the model): the agreement that updates of
+    equal length at right angles would give with those weights; 1/√K for equal sizes, higher the more uneven."""
+    from fedrl_kit.config import preset
+    from fedrl_kit.world.partition import partition
+    from fedrl_kit.world.registry import build_world
+
+    cfg = preset(preset_name, dirichlet_alpha=alpha, seed=seed)
+    parts = partition(build_world(cfg).train, cfg.num_clients, cfg.partition, cfg.dirichlet_alpha,
+                      cfg.topics_per_client, cfg.equal_size, cfg.seed)
+    w = np.array([len(p) for p in parts], dtype=np.float64)
+    return float(np.sqrt(((w / w.sum()) ** 2).sum()))
+
+
+def _sweep(path: str = ALPHA_FILE):
+    """The stored α sweep: the file, Central-GRPO's final pass@1 by seed, and per α FedAvg-GRPO's runs (those with a
+    Central-GRPO run of the same seed) with each run's mean agreement and its right-angle reference."""
     import json
 
     from fedrl_kit.notebook import repo_path
 
     stored = json.loads(repo_path(path).read_text())
     central = {r["seed"]: r["final pass@1"] for r in stored["runs"] if r["method"] == "central_grpo"}
-    rows = {}
+    runs = {}
     for alpha in stored["alphas"]:
         mine = [r for r in stored["runs"] if r["method"] == "fedavg_grpo" and r["dirichlet_alpha"] == alpha
                 and r["seed"] in central]
-        agreement = [np.mean(list(r["agreement per round"].values())) for r in mine]
-        rows[f"{alpha:g}"] = {"mean agreement a": round(float(np.mean(agreement)), 2),
-                               "a, each seed": ", ".join(f"{a:.2f}" for a in agreement),
-                               "final pass@1 (%)": round(100 * float(np.mean([r["final pass@1"] for r in mine])), 1),
-                               "Central − FedAvg (points)": round(100 * float(np.mean(
-                                   [central[r["seed"]] - r["final pass@1"] for r in mine])), 1),
-                               "seeds": len(mine)}
+        runs[alpha] = [{**r, "a": float(np.mean(list(r["agreement per round"].values()))),
+                        "reference": split_reference(stored["preset"], alpha, r["seed"])} for r in mine]
+    return stored, central, runs
+
+
+def alpha_sweep(path: str = ALPHA_FILE) -> pd.DataFrame:
+    """The stored sweep of the split's Dirichlet α, one row per α (means over seeds): the agreement a of FedAvg-GRPO's
+    clients (mean over rounds), its right-angle reference √Σw_k² (:func:`split_reference`) and a's excess over it, the
+    final sampled pass@1 with its 95 % Student-t half-width over seeds, the gap to Central-GRPO of the same seed
+    (points); the seeds it averages."""
+    _, central, runs = _sweep(path)
+    rows = {}
+    for alpha, mine in runs.items():
+        final = [100 * r["final pass@1"] for r in mine]
+        rows[f"{alpha:g}"] = {"agreement a": round(float(np.mean([r["a"] for r in mine])), 2),
+                              "√Σw_k² (right angles)": round(float(np.mean([r["reference"] for r in mine])), 2),
+                              "a − √Σw_k²": round(float(np.mean([r["a"] - r["reference"] for r in mine])), 2),
+                              "final pass@1 (%)": round(float(np.mean(final)), 1),
+                              "± (95 % t)": round(t_interval(final)[1], 1),
+                              "Central − FedAvg (points)": round(100 * float(np.mean(
+                                  [central[r["seed"]] - r["final pass@1"] for r in mine])), 1),
+                              "seeds": len(mine)}
     return _table(rows).T.rename_axis("Dirichlet α")
 
 
-def alpha_reading(path: str = ALPHA_FILE) -> str:
-    """One sentence reading the stored α sweep: does the agreement rise from α = 0.1 to α = 100 beyond the 95 %
-    Student-t interval of the per-seed paired difference, and is it near 1/√K even at α = 100 (noise) or well above it."""
-    import json
+def alpha_reading(path: str = ALPHA_FILE, short: bool = False) -> str:
+    """The stored α sweep read in sentences: how far the agreement sits above its right-angle reference √Σw_k² at each
+    end of the sweep, whether that excess rises from the smallest α to the largest beyond the 95 % Student-t interval
+    of the per-seed paired difference (what heterogeneity predicts), and how the reference itself moves with α
+    (uneven client sizes raise it). ``short``: the first point alone, in one sentence (the takeaway box)."""
+    _, _, runs = _sweep(path)
+    lo_a, hi_a = min(runs), max(runs)
+    by_seed = {x: {r["seed"]: r for r in runs[x]} for x in (lo_a, hi_a)}
+    seeds = sorted(set(by_seed[lo_a]) & set(by_seed[hi_a]))
 
-    from fedrl_kit.notebook import repo_path
+    def mean(x, f):
+        return np.array([f(by_seed[x][s]) for s in seeds])
 
-    stored = json.loads(repo_path(path).read_text())
-    lo_a, hi_a, k = min(stored["alphas"]), max(stored["alphas"]), stored["runs"][0]["num_clients"]
-
-    def mean_a(alpha):
-        return {r["seed"]: float(np.mean(list(r["agreement per round"].values()))) for r in stored["runs"]
-                if r["method"] == "fedavg_grpo" and r["dirichlet_alpha"] == alpha}
-
-    lo, hi = mean_a(lo_a), mean_a(hi_a)
-    seeds = sorted(set(lo) & set(hi))
-    d = np.array([hi[s] - lo[s] for s in seeds])
+    excess = {x: mean(x, lambda r: r["a"] - r["reference"]) for x in (lo_a, hi_a)}
+    ref, a = ({x: mean(x, lambda r, k=k: r[k]).mean() for x in (lo_a, hi_a)} for k in ("reference", "a"))
+    d = excess[hi_a] - excess[lo_a]
     half = t_interval(d)[1]  # the 95 % Student-t half-width over seeds (n − 1 degrees of freedom)
-    rises, falls = len(d) > 1 and d.mean() > half, len(d) > 1 and d.mean() < -half
-    floor = 1 / np.sqrt(k)
-    a_lo, a_hi = np.mean([lo[s] for s in seeds]), np.mean([hi[s] for s in seeds])
-    ends = f"{a_lo:.2f} at α = {_plain(lo_a)}", f"{a_hi:.2f} at α = {_plain(hi_a)}"
-    stats = f"{d.mean():+.2f} ± {half:.2f}, 95 % t interval over {len(seeds)} seeds".replace("-", "−")
-    trend = (f"rose from {ends[0]} to {ends[1]} ({stats}), so the non-IID split does lower it" if rises else
-             f"fell from {ends[0]} to {ends[1]} ({stats}), the opposite of what heterogeneity predicts" if falls else
-             f"did not change clearly with α ({ends[0]}, {ends[1]}; {stats})")
-    level = (f"; even nearly IID it stays close to 1/√K = {floor:.2f}, so batch noise explains most of the shortfall"
-             if a_hi - floor < (a_hi - a_lo if rises else 0.15) else
-             f"; nearly IID it sits well above 1/√K = {floor:.2f}")
-    return f"The agreement {trend}{level}."
+    near = max(abs(excess[lo_a].mean()), abs(excess[hi_a].mean())) < 0.1
+    ends = f"{excess[lo_a].mean():+.2f} at α = {_plain(lo_a)}, {excess[hi_a].mean():+.2f} at α = {_plain(hi_a)}"
+    if short:
+        return ((f"In the stored α sweep it stayed just above its right-angle reference at every α ({ends}): batch "
+                 "noise, not the split, keeps it low." if near else
+                 f"In the stored α sweep it sat well above its right-angle reference ({ends}).").replace("-0", "−0"))
+    points = [(f"At every α the agreement sat just above √Σw_k², its value for equal-length updates at right angles: "
+               f"{ends}. The clients' updates were nearly orthogonal whatever the split: batch noise, not "
+               "heterogeneity, keeps a low." if near else
+               f"The agreement sat well above √Σw_k², its value for equal-length updates at right angles: {ends}.")]
+    trend = ("rose" if len(d) > 1 and d.mean() > half else "fell" if len(d) > 1 and d.mean() < -half else
+             "did not change clearly")
+    points.append(f"The excess {trend} with α ({d.mean():+.2f} ± {half:.2f}, 95 % t interval over {len(seeds)} "
+                  "seeds).")
+    if a[lo_a] > a[hi_a] and ref[lo_a] > ref[hi_a]:
+        points.append(f"a was highest at α = {_plain(lo_a)} ({a[lo_a]:.2f} against {a[hi_a]:.2f}) because uneven client "
+                      f"sizes raise √Σw_k² ({ref[lo_a]:.2f} against {ref[hi_a]:.2f}), not because the clients agreed "
+                      "more.")
+    return "\n".join(f"- {x}" for x in points).replace("-0.", "−0.")
 
 
 def alpha_words(path: str = ALPHA_FILE) -> Markdown:
@@ -498,17 +680,3 @@ def bytes_answer(run, gaps) -> tuple[int | None, str]:
     numbers = sum(v.size for v in run.initial_state.values())
     return answer, (f"the ledger counts {answer:,} bytes per client reply: {numbers:,} adapter numbers × 4 bytes = "
                     f"{4 * numbers:,}, plus {answer - 4 * numbers:,} bytes of tensor names, n_k and metrics")
-
-
-def adapter_shapes(state: dict) -> pd.DataFrame:
-    """Layer 0's LoRA factors (module, D and U shapes, numbers), after a line saying how many numbers the whole
-    adapter holds: what each client sends up each round."""
-    downs = [k for k in state if "lora_A" in k]
-    rows = [{"module": k.split(".")[-3], "D (lora_A)": state[k].shape,
-             "U (lora_B)": state[k.replace("lora_A", "lora_B")].shape,
-             "numbers": int(state[k].size + state[k.replace("lora_A", "lora_B")].size)}
-            for k in downs if ".layers.0." in k]
-    per_layer = len(rows)
-    print(f"{per_layer} modules × {len(downs) // per_layer} layers = {len(downs)} adapted weights, "
-          f"{sum(v.size for v in state.values()):,} adapter numbers in all: what each client sends up each round")
-    return pd.DataFrame(rows).set_index("module")

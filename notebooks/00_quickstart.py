@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -21,12 +21,9 @@
 # GRPO** trains anyway. Each client improves a shared LoRA adapter on its own problems with GRPO. It sends the
 # **server** its adapter, its example count $n_k$ and a few metrics, never a problem.
 #
-# This notebook teaches **FedAvg-GRPO**, the baseline that three papers improve on. **FedGRPO** (notebook 01) sends
-# scores instead of adapters. **PubSwap** (02) pulls drifting clients together with public prompts. **FedMOA** (03)
-# balances several rewards.
-#
-# It runs in minutes on a CPU. The problems are arithmetic, in seven topics. The policy, the **base**, is a tiny
-# 1.6 M-parameter model pretrained by supervised learning.
+# This notebook teaches **FedAvg-GRPO**, the baseline that notebooks 01–03 improve on. It runs in minutes on a CPU.
+# The problems are arithmetic, in seven topics. The policy, the **base**, is a tiny 1.6 M-parameter model pretrained
+# by supervised learning.
 
 # %% tags=["parameters"]
 method = "fedavg_grpo"  # fedavg_grpo | fedprox_grpo (Where next) | central_grpo (GRPO on the pooled data) | zero_shot
@@ -54,7 +51,7 @@ from fedrl_kit.runs import Run
 
 cfg, run_dir, figures = teach.setup(globals())  # a bad parameter stops here, in one line
 run = Run(cfg, run_dir, progress=False).build()
-run.runtime.keep_messages = True  # §4 re-reads every message
+run.runtime.keep_messages = True  # §5 re-reads every message
 central = teach.central_run(cfg)  # Central-GRPO beside FedAvg/FedProx-GRPO: same seed, sizes and budget
 teach.settings(cfg)
 
@@ -94,54 +91,66 @@ teach.settings(cfg)
 # \qquad \rho_{i,t} = \frac{\pi_\theta(o_{i,t}\mid q,o_{i,<t})}{\pi_{\text{old}}(o_{i,t}\mid q,o_{i,<t})}
 # \qquad\text{(`fedrl_kit.grpo.grpo_loss`)}$$
 #
-# - **The ratio $\rho$.** A step samples its answers once, with $\pi_{\text{old}}$. It then makes `num_iterations`
-#   passes over them. On pass 1, $\rho = 1$. Later, a token stops being pushed once $\rho > 1+\epsilon_{\text{high}}$
-#   (if $A_i>0$) or $\rho < 1-\epsilon$ (if $A_i<0$). This is the **clip**. `clip_fraction` is the share of tokens
-#   clipped.
-# - **Clip-higher** (from DAPO, a GRPO variant). With $\epsilon_{\text{high}} > \epsilon$, a rare token can grow
-#   more before the cap.
-# - **Token mean** (`loss_type = "dapo"`). Every token weighs the same, so a long answer counts more. Groups with no
-#   spread still add their tokens to $\sum_i |o_i|$, so they dilute the rest.
+# - **The ratio $\rho$.** A step samples its answers once, with $\pi_{\text{old}}$, then makes `num_iterations`
+#   passes over them. On the first pass $\pi_\theta = \pi_{\text{old}}$, so $\rho = 1$: only later passes see
+#   $\rho \ne 1$, and only there can the **clip** act. `clip_fraction` is the share of tokens clipped.
+# - **Clip-higher** (from DAPO, a GRPO variant): $\epsilon_{\text{high}} > \epsilon$ lets a rare token grow more
+#   before the cap.
+# - **Token mean** (`loss_type = "dapo"`): every token weighs the same, so long answers count more, and groups with no
+#   spread still dilute the rest through $\sum_i |o_i|$.
 # - **No KL penalty** to the base: $\beta = 0$.
-#
-# Toy: tokens with $\rho = 1.0, 1.3, 0.7$ in two answers, $A = \pm1$. A clipped token gets zero gradient:
 
 # %%
-logps = torch.tensor([[1.0, 1.3, 0.7]] * 2, dtype=torch.float64).log().requires_grad_()  # log ρ (log π_old = 0)
-A = torch.tensor([1.0, -1.0], dtype=torch.float64)
-loss, diag = grpo_loss(logps, torch.zeros_like(logps), A, torch.ones_like(logps), cfg.epsilon, cfg.epsilon_high)
-loss.backward()
-print(f"clip range [1 − ε, 1 + ε_high] = [{1 - cfg.epsilon:.2f}, {1 + cfg.epsilon_high:.2f}]")
-for a, g in zip(A.tolist(), logps.grad.tolist()):
-    print(f"A = {a:+.0f}: clipped tokens (ρ) {[p for p, x in zip((1.0, 1.3, 0.7), g) if x == 0]}")
-print(f"loss = {loss.item():.4f}, clip_fraction = {diag['clip_fraction']:.3f}")
+teach.grpo_settings(cfg)
 
 # %% [markdown]
-# One real group (the base's $G$ answers to a test question) and this run's settings:
+# ### Exercise 1
+#
+# On a later pass, one answer with $A = +1$ and one with $A = -1$ each have tokens at $\rho = 0.7, 1.0, 1.3$. Which
+# $(A, \rho)$ pairs get **zero gradient**?
+
+# %%
+prediction_1 = None  # a set of (A, ρ) pairs, e.g. {(1, 1.0), (-1, 1.0)}
+
+# %%
+rho, A = torch.tensor([0.7, 1.0, 1.3], dtype=torch.float64), torch.tensor([1.0, -1.0], dtype=torch.float64)
+logps = rho.log().repeat(2, 1).requires_grad_()  # log π_θ of each token, with log π_old = 0: ρ = exp(logps)
+loss, diag = grpo_loss(logps, torch.zeros_like(logps), A, torch.ones_like(logps), cfg.epsilon, cfg.epsilon_high)
+loss.backward()
+answer_1 = {(int(a), p) for a, g in zip(A.tolist(), logps.grad.tolist()) for p, x in zip(rho.tolist(), g) if x == 0}
+notebook.check_explained(prediction_1, answer_1, teach.clip_why(cfg))
+
+# %% [markdown]
+# Token by token. The min keeps the smaller, **pessimistic** term: clipping removes the incentive to move further,
+# never the pull back.
+
+# %%
+teach.clip_table(rho, A, logps.grad, loss, cfg)
+
+# %% [markdown]
+# **One real group**, the base's $G$ answers to a test question:
 
 # %%
 group = notebook.one_group(run)
-print({k: cfg.to_dict()[k] for k in ("rewards", "loss_type", "epsilon", "epsilon_high", "beta", "num_iterations",
-                                     "learning_rate", "reset_optimizer")})
 print(f"q = {group.attrs['question']!r}   (gold answer {group.attrs['gold']})")
 group
 
 # %% [markdown]
-# **By hand:** $A_1$ from the rewards' mean and sample std, and the check $\sum_i A_i^2 \approx G-1$.
+# **By hand:** $A_1$ and $\sum_i A_i^2$.
 
 # %%
 r = group["reward r_i"].to_numpy()
-by_hand = (r[0] - r.mean()) / (r.std(ddof=1) + 1e-4)  # sample std (ddof = 1), as torch.std and TRL use
+by_hand = (r[0] - r.mean()) / (r.std(ddof=1) + 1e-4)  # sample std (ddof = 1), as torch.std uses
 print(f"mean r = {r.mean():.3f}, std r = {r.std(ddof=1):.3f}:  A_1 by hand = {by_hand:.4f}, "
       f"package = {group['advantage A_i'].iloc[0]:.4f}")
 print(f"Σ A_i² = {(group['advantage A_i'] ** 2).sum():.3f}, G − 1 = {len(r) - 1}")
 
 # %% [markdown]
 # **A group that teaches nothing.** If all $G$ answers are right (or all wrong), every $A_i = 0$: no gradient. The
-# prompt was too easy (or too hard). The share of such groups, `frac_zero_std`, is the first diagnostic to read.
+# share of such groups, `frac_zero_std`, is the first diagnostic to read.
 
 # %%
-for rewards in ([1, 1, 1, 1, 0, 1, 0, 1], [1] * 8):
+for rewards in ([1, 0, 0, 0, 0, 0, 0, 0], [1, 1, 1, 1, 0, 1, 0, 1], [1] * 8):
     advantages = group_advantages(torch.tensor(rewards, dtype=torch.float64), len(rewards))
     print(f"r = {rewards}  →  A = {[round(a, 2) for a in advantages.tolist()]}")
 
@@ -159,16 +168,14 @@ diagrams.round_diagram("fedavg_grpo")
 # $$\theta \leftarrow \sum_{k=1}^{K} \frac{n_k}{n}\,\theta_k,\qquad n = \sum_k n_k
 # \qquad\text{(`fedrl_kit.aggregate.fedavg`)}$$
 #
-# A client sends $n_k$ once, before round 1; each reply repeats it, and a reply that disagrees is dropped.
-#
-# The **LoRA adapter** $\theta$ changes each frozen weight $W$ by $\Delta W = UD$ (times `lora_alpha`$/r_{\text{LoRA}}$).
-# $D$ projects down to rank $r_{\text{LoRA}}$ (PEFT's `lora_A`). $U$ projects back up (PEFT's `lora_B`). We rename
-# them so that $A$ stays the advantage. $U$ starts at 0, so round 0 *is* the base model.
-#
-# Only the factors train and travel:
+# **Who holds what.** Every client and the server hold the same frozen base model; only the **LoRA adapter** $\theta$
+# trains and travels. It adds $\Delta W = (\texttt{lora\_alpha}/r_{\text{LoRA}})\,UD$ to each frozen weight $W$:
+# $D$ (PEFT's `lora_A`) projects down to rank $r_{\text{LoRA}}$, $U$ (`lora_B`) back up (renamed: $A$ is the
+# advantage). $U$ starts at 0, so round 0 *is* the base model. `reset_optimizer` gives each client fresh Adam
+# moments every round: no optimizer state outlives a round.
 
 # %%
-teach.adapter_shapes(run.initial_state)  # layer 0's factors; every layer has the same modules
+teach.adapter_line(run)
 
 # %% [markdown]
 # **Averaging factors is not averaging updates.** The server averages $U$ and $D$ separately. A product of averages
@@ -194,12 +201,37 @@ print(f"client updates ΔW = UD: {updates}, their mean {np.mean(updates)}; "
 # \qquad\text{(`fedrl_kit.lora_factors.factor_round`)}$$
 #
 # Each norm is taken over all adapted weights' $UD$ concatenated. $a = 1$ when all clients move alike. Two equal
-# moves at right angles, $(1,0)$ and $(0,1)$, average to $(\tfrac12,\tfrac12)$, so $a = 1/\sqrt2$. $K$ such clients
-# give $1/\sqrt K$. A low agreement shortens the server's step.
+# moves at right angles, $(1,0)$ and $(0,1)$, average to $(\tfrac12,\tfrac12)$, so $a = 1/\sqrt2$. $K$ equal moves at
+# right angles give $\sqrt{\sum_k w_k^2}$: $1/\sqrt K$ for equal weights, more when one client dominates.
 #
+# Right angles are what noise gives. A client's update is mostly the noise of its few sampled prompts, and
+# independent noise vectors in millions of dimensions are nearly orthogonal. A low agreement shortens the server's
+# step.
+#
+# ### Exercise 2
+#
+# Three clients (equal weights) start from $UD=0$: $\Delta_1=\Delta_2=(1,0)$, $\Delta_3=(0,1)$. What is their
+# agreement, to two decimals?
+
+# %%
+prediction_2 = None  # a number, e.g. 0.5 (within 0.01 counts as right)
+
+# %%
+from fedrl_kit.lora_factors import factor_round
+
+
+def lora(u):  # one adapted 2 × 1 weight: U (2 × 1) times D = [[1]]
+    return {"w.lora_A.weight": np.ones((1, 1)), "w.lora_B.weight": np.array(u, dtype=float).reshape(2, 1)}
+
+
+answer_2 = round(factor_round(lora([0, 0]), [lora([1, 0]), lora([1, 0]), lora([0, 1])], [1, 1, 1])["agreement"], 2)
+why_2 = (f"the mean update (2/3, 1/3) has length √5/3 = {np.sqrt(5) / 3:.3f} while each client moved 1: a = "
+         f"{answer_2}, between 1/√3 = {1 / np.sqrt(3):.2f} (all at right angles) and 1 (all alike)")
+notebook.check_explained(prediction_2, answer_2, why_2, tolerance=0.01)
+
+# %% [markdown]
 # **Pseudocode:**
 # ```
-# each client k reports n_k once, before round 1
 # for round = 1..R:
 #     send θ to every client
 #     for each client k, in parallel:                          # GRPOClient.on_fit
@@ -210,32 +242,25 @@ print(f"client updates ΔW = UD: {updates}, their mean {np.mean(updates)}; "
 #         reply θ_k, n_k and metrics
 #     θ = Σ_k (n_k / n) θ_k                                     # aggregate.fedavg
 # ```
-
-# %%
-import inspect  # the package's round: these steps as calls
-
-from fedrl_kit.methods import fedavg_grpo
-
-print(inspect.getsource(fedavg_grpo.run_round))
-
-# %% [markdown]
+#
 # ## 3. The world: who holds what
 
 # %% tags=["nbval-check-output"]
 notebook.examples_by_topic(run.world.test, per_topic=1)
 
 # %% [markdown]
-# Each topic's training problems are split over the clients in Dirichlet proportions. With a small concentration
-# $\alpha$, a topic lands mostly on one or two clients. Rows are clients, columns topics.
+# For each topic, proportions over the $K$ clients are drawn from Dirichlet($\alpha$), and the topic's training
+# problems are split in them. With a small $\alpha$, a topic lands mostly on one or two clients. Rows: clients;
+# columns: topics.
 
 # %% tags=["nbval-check-output"]
 notebook.client_table(run.partitions)
 
 # %% [markdown]
-# **Where there is room to learn.** The base's **pass@1** per topic is the fraction right of `eval_samples` answers
-# sampled per test problem, at temperature 1. Near 0 or 1, most groups teach nothing. **Greedy test accuracy** scores
-# only the single most likely answer. Training that merely *sharpens* the model onto its likeliest answers raises
-# sampled pass@1, but not greedy test accuracy.
+# **Where there is room to learn.** The base's **pass@1** per topic: the fraction right of `eval_samples` sampled
+# answers per test problem (temperature 1). Near 0 or 1, most groups teach nothing. **Greedy test accuracy** scores
+# only the single likeliest answer: training that merely *sharpens* the model onto its likeliest answers raises
+# pass@1, not greedy accuracy.
 
 # %%
 base_eval = run.evaluate_global(0)  # the evaluation the run does at round 0
@@ -248,17 +273,12 @@ viz.export(fig, "quickstart_heterogeneity", figures)
 fig
 
 # %% [markdown]
-# **Predict now, before the run.** Which client will have the highest mean `frac_zero_std` (Exercise 2)? How many
-# bytes does one client send up per round (Exercise 3; §2's adapter, float32)?
-
-# %% [markdown]
 # ## 4. Run it
-# After every round the global adapter answers the test problems. **Central-GRPO** runs the same loop with one client
-# that holds all the data and takes $Kb$ prompts per step. Each method runs once, with one seed. No ± below
-# includes seed-to-seed variance.
+# After every round the global adapter answers the test problems. **Central-GRPO** is the same loop with one client
+# holding all the data, $Kb$ prompts per step. One seed per method: no ± below includes seed-to-seed variance.
 #
-# **Noise rule:** a difference counts only beyond two standard errors (SE), about 95 %. SEs are over test problems.
-# Two models are compared problem by problem (paired).
+# **Noise rule:** a difference counts only beyond two standard errors (SE, over test problems; paired when two models
+# answer the same problems).
 
 # %%
 records = run.run()
@@ -278,36 +298,68 @@ fig
 teach.reading_the_curve(scores, teach.NAMES[method])
 
 # %% [markdown]
-# ### Inside a round
-# **Round 1 by hand**, from the kept messages. The server's new adapter is each tensor's average over the clients'
-# replies, with weights $w_k = n_k/n$:
+# ### Exercise 3
+#
+# Sampled pass@1 rose. Will **greedy** test accuracy (§3 gave the base's) end `"higher"`, the `"same"` (within
+# ± 2 SE) or `"lower"`?
 
 # %%
-if method != "zero_shot":  # zero-shot sends no adapters
-    replies = [m for m in run.runtime.messages if m.kind == "fit_result" and m.round == 1]
-    n_k = np.array([run.server.sizes[m.sender] for m in replies], dtype=float)
-    w = n_k / n_k.sum() if cfg.aggregator == "fedavg" else np.full(len(n_k), 1 / len(n_k))  # fedit: equal weights
-    thetas = [m.payload["adapter"] for m in replies]  # each client's θ_k: its U and D factors
-    by_hand = {name: sum(w_k * theta[name] for w_k, theta in zip(w, thetas)) for name in thetas[0]}  # Σ_k w_k θ_k
-    sent = {m.round: m.payload["adapter"] for m in run.runtime.messages if m.kind == "fit"}
-    server = sent.get(2, run.server.global_state)  # the adapter the server sent next
-    print(f"n_k = {n_k.astype(int).tolist()}, w_k = {np.round(w, 3).tolist()}")
-    print(f"largest |by hand − server| over {len(by_hand)} tensors: "
-          f"{max(np.abs(by_hand[k] - server[k]).max() for k in by_hand):.1e}")
+prediction_3 = None  # "higher", "same" or "lower"
+
+# %%
+answers_table, greedy = notebook.before_after(run, n=len(run.world.test))  # every test problem, greedy, both models
+answer_3, why_3 = teach.greedy_answer(answers_table, greedy, scores[teach.NAMES[method]])
+notebook.check_explained(prediction_3, answer_3, why_3)
 
 # %% [markdown]
-# Every round: §2's factor gap $\lVert\sum_k w_kU_kD_k-\bar U\bar D\rVert$ over $\lVert\bar\Delta\rVert$, and the agreement
-# $a$.
+# ### The same questions, before and after
+# The eight test questions whose sampled success changed most, with each model's greedy answer, then those whose
+# greedy answer turned wrong:
 
 # %%
-gaps = notebook.round_factor_gaps(run) if method != "zero_shot" else None  # per round, from the kept messages
-display(teach.round_table(gaps)) if gaps is not None else print("zero-shot sends no adapters")
-teach.round_words(gaps, cfg) if gaps is not None else None
+shown = teach.answers_changed(answers_table, scores[teach.NAMES[method]], cfg.eval_samples)
+display(shown, teach.answers_reading(answers_table, shown))
+teach.turned_wrong(answers_table)
+
+# %% [markdown]
+# ### A real language model
+# `-p base smollm2` runs FedAvg-GRPO on SmolLM2-135M-Instruct. Stored: three seeds, three clients, eight rounds,
+# one-digit sums and maxima; ± (95 %) on the mean row. The chat model never writes the tags (format 0), so the
+# verifier reads its last number. Only sampled pass@1 was stored: the gain may be sharpening, or learning to end on
+# the answer, rather than learning to add.
+
+# %%
+notebook.stored_before_after("benchmarks/results/real_lm_learns_cpu.json")
+
+# %% [markdown]
+# ## 5. Inside a round
+# **Round 1 by hand** from the kept messages: $\sum_k w_k\theta_k$ per tensor, beside what the server sent next.
+
+# %%
+replies = [m for m in run.runtime.messages if m.kind == "fit_result" and m.round == 1]  # zero-shot sends none
+if replies:
+    w = np.array([run.server.sizes[m.sender] for m in replies], dtype=float)
+    w /= w.sum()  # w_k = n_k / n
+    by_hand = {k: sum(w_k * m.payload["adapter"][k] for w_k, m in zip(w, replies)) for k in replies[0].payload["adapter"]}
+    server = next((m.payload["adapter"] for m in run.runtime.messages if m.kind == "fit" and m.round == 2),
+                  run.server.global_state)  # the adapter the server sent next
+    print(f"w_k = {np.round(w, 3).tolist()}; largest |by hand − server| = "
+          f"{max(np.abs(by_hand[k] - server[k]).max() for k in by_hand):.1e}; √Σ w_k² = {np.sqrt((w ** 2).sum()):.3f}")
+
+# %% [markdown]
+# Every round: the agreement $a$, the mean cosine between two clients' updates, and §2's factor gap
+# $\lVert\sum_k w_kU_kD_k-\bar U\bar D\rVert$ over $\lVert\bar\Delta\rVert$.
+
+# %%
+gaps = notebook.round_factor_gaps(run) if replies else None  # per round, from the kept messages
+geometry = teach.update_geometry(run) if replies else None
+display(teach.round_table(gaps, geometry), teach.round_words(gaps, geometry, cfg)) if replies else print("no adapters")
 
 # %% [markdown]
 # ### Noise or non-IID split?
-# Batch noise alone predicts $a \approx 1/\sqrt K$ at every $\alpha$. Heterogeneity predicts $a$ rising with
-# $\alpha$. Stored FedAvg-GRPO runs of this preset (`benchmarks/quickstart_alpha.py`):
+# Noise-dominated updates give $a \approx \sqrt{\sum_k w_k^2}$ at every $\alpha$; a split that drove the clients
+# apart would lower $a$ at small $\alpha$. Stored FedAvg-GRPO runs of this preset (`benchmarks/quickstart_alpha.py`);
+# ± is the 95 % t interval over seeds:
 
 # %%
 display(teach.alpha_sweep())
@@ -315,113 +367,51 @@ teach.alpha_words()
 
 # %% [markdown]
 # ### Each client's view
-# Per round, on its *own* rollouts: **train reward** (mean reward; `accuracy` in the records) and `frac_zero_std` (§1).
-
-# %%
-fig = teach.client_grid(records) if gaps is not None else None
-viz.export(fig, "quickstart_clients", figures) if fig else None
-display(fig, teach.client_spike(records, cfg), teach.client_view(records)) if fig else print("no client trains")
-
-# %% [markdown]
-# ### What crossed the wire
-# The adapter goes down (`fit`) and up (`fit_result`) every round; `properties` asks for $n_k$ once.
-
-# %%
-teach.wire(run)
-
-# %% [markdown]
-# ### The same questions, before and after
-# The eight test questions whose sampled success changed most, with each model's greedy answer:
-
-# %%
-answers_table, greedy = notebook.before_after(run, n=len(run.world.test))
-display(teach.answers_changed(answers_table, scores[teach.NAMES[method]], cfg.eval_samples))
-greedy.rename("greedy test accuracy (all test problems)").to_frame()
-
-# %% [markdown]
-# ### A real language model
-# `-p base smollm2` runs FedAvg-GRPO on SmolLM2-135M-Instruct. Stored: three seeds, three clients, eight rounds,
-# one-digit sums and maxima; ± (95 %) on the mean row only. Format stays 0: this chat model never writes the tags.
-
-# %%
-notebook.stored_before_after("benchmarks/results/real_lm_learns_cpu.json")
-
-# %% [markdown]
-# ## 5. What this run shows
-
-# %%
-teach.takeaways(runs, teach.NAMES[method], scores, gaps, greedy, answers_table)
-
-# %% [markdown]
-# ## 6. Exercises: predict, then run
 #
-# ### Exercise 1
-#
-# A group of $G = 4$ answers scores $r = (1, 0, 0, 0)$. What is the advantage of the one right
-# answer, to two decimals?
-
-# %%
-prediction_1 = None  # a number, e.g. 0.75
-
-# %%
-r1 = torch.tensor([1.0, 0, 0, 0], dtype=torch.float64)
-answer_1 = round(float(group_advantages(r1, 4)[0]), 2)
-why_1 = (f"mean r = {r1.mean():.2f} and sample std = {r1.std():.2f}, so A = (1 − {r1.mean():.2f}) / "
-         f"({r1.std():.2f} + 0.0001) ≈ {answer_1}: the one right answer of a mostly wrong group gets a large push, the "
-         f"three wrong ones {float(group_advantages(r1, 4)[1]):.2f} each")
-notebook.check(prediction_1, answer_1, why_1) if prediction_1 is not None else notebook.reveal(answer_1, why_1)
-
-# %% [markdown]
-# ### Exercise 2
-#
-# Your §3 prediction: the client with the highest mean `frac_zero_std`.
-
-# %%
-prediction_2 = None  # a client's name, e.g. "client_0"
-
-# %%
-answer_2, why_2 = teach.frac_zero_answer(records, run, base_eval)
-notebook.check(prediction_2, answer_2, why_2) if prediction_2 is not None else notebook.reveal(answer_2, why_2)
-
-# %% [markdown]
-# ### Exercise 3
-#
-# Your §3 prediction: bytes one client sends up per round.
-
-# %%
-prediction_3 = None  # a number of bytes, e.g. 100_000 (within 2 % counts as right)
-
-# %%
-answer_3, why_3 = teach.bytes_answer(run, gaps)
-notebook.check(prediction_3, answer_3, why_3, tolerance=0.02 * (answer_3 or 0)) if prediction_3 is not None \
-    else notebook.reveal(answer_3, why_3)
-
-# %% [markdown]
 # ### Exercise 4
 #
-# Three clients (equal weights) start from $UD=0$: $\Delta_1=\Delta_2=(1,0)$, $\Delta_3=(0,1)$. What is their
-# agreement, to two decimals?
+# Which client had the highest mean `frac_zero_std`? Use §3's split and the base's pass@1 per topic.
 
 # %%
-prediction_4 = None  # a number, e.g. 0.5 (within 0.01 counts as right)
+prediction_4 = None  # a client's name, e.g. "client_0"
 
 # %%
-from fedrl_kit.lora_factors import factor_round
+answer_4, why_4 = teach.frac_zero_answer(records, run, base_eval)
+notebook.check_explained(prediction_4, answer_4, why_4)
 
+# %% [markdown]
+# Per round, on each client's *own* rollouts: train reward (`accuracy` in the records) beside the global test
+# pass@1, and `frac_zero_std`:
 
-def lora(u):  # one adapted 2 × 1 weight: U (2 × 1) times D = [[1]]
-    return {"w.lora_A.weight": np.ones((1, 1)), "w.lora_B.weight": np.array(u, dtype=float).reshape(2, 1)}
+# %%
+fig = teach.client_grid(records) if replies else None
+viz.export(fig, "quickstart_clients", figures) if fig else None
+display(fig, teach.client_spike(records, cfg)) if fig else print("no client trains")
 
+# %% [markdown]
+# ### What travels
+# Each round $\theta$ goes down to every client; $\theta_k$, $n_k$ and a few metrics come back up.
+#
+# ### Exercise 5
+#
+# How many bytes does one client send up per round? (§2 printed the adapter's size; float32.)
 
-answer_4 = round(factor_round(lora([0, 0]), [lora([1, 0]), lora([1, 0]), lora([0, 1])], [1, 1, 1])["agreement"], 2)
-why_4 = (f"the mean update (2/3, 1/3) has length √5/3 = {np.sqrt(5) / 3:.3f} while each client moved 1: a = "
-         f"{answer_4}, between 1/√3 = {1 / np.sqrt(3):.2f} (all at right angles) and 1 (all alike)")
-notebook.check(prediction_4, answer_4, why_4, tolerance=0.01) if prediction_4 is not None \
-    else notebook.reveal(answer_4, why_4)
+# %%
+prediction_5 = None  # a number of bytes, e.g. 100_000 (within 2 % counts as right)
+
+# %%
+answer_5, why_5 = teach.bytes_answer(run, gaps)
+notebook.check_explained(prediction_5, answer_5, why_5, tolerance=0.02 * (answer_5 or 0))
+
+# %% [markdown]
+# ## 6. What this run shows
+
+# %%
+teach.takeaways(runs, teach.NAMES[method], scores, gaps, greedy, answers_table, geometry)
 
 # %% [markdown]
 # ## Where next
 # Rerun with `-p method fedprox_grpo`: FedProx adds $\frac{\mu}{2}\lVert\theta_k-\theta\rVert^2$ to each client's
-# loss ($\mu$ = `fedprox μ` in the settings). Next: `01_fedgrpo_expert_selection.ipynb`,
-# `02_pubswap_balanced_drift.ipynb`, `03_fedmoa_pareto.ipynb`.
-
+# loss. Then the papers: [FedGRPO](01_fedgrpo_expert_selection.ipynb) sends scores instead of adapters,
+# [PubSwap](02_pubswap_balanced_drift.ipynb) pulls drifting clients together with public prompts,
+# [FedMOA](03_fedmoa_pareto.ipynb) balances several rewards.

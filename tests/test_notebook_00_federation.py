@@ -73,9 +73,9 @@ def test_the_fedavg_round_diagram_names_the_factors_d_and_u():
 
 
 def test_the_quickstarts_teaching_helpers_on_a_tiny_run():
-    """The tables print integers as integers, the takeaway box holds at most five findings, the ledger table counts
-    every message, each round re-scored per problem gives the records' pass@1, and each exercise answer comes with
-    its reason."""
+    """The tables print integers as integers, the takeaway box holds at most five findings, each round re-scored per
+    problem gives the records' pass@1, the clients' updates are measured against their right-angle reference, the
+    greedy answers before and after are read and counted, and each exercise answer comes with its reason."""
     from experiments import teaching_quickstart as teach
 
     cfg = preset("quick", **{**SMOKE_SIZES["quickstart"], "rounds": 2, "num_clients": 2})
@@ -92,19 +92,67 @@ def test_the_quickstarts_teaching_helpers_on_a_tiny_run():
     assert teach.results(runs, scores).loc["rounds", "FedAvg-GRPO"] == 2
     by_topic = teach.base_by_topic(run, base_eval)
     assert by_topic.loc["test problems"].sum() == len(run.world.test)
-    wire = teach.wire(run)
-    assert wire["messages"].sum() == len(run.runtime.ledger.records)
-    assert wire.loc["fit_result (up)", "messages"] == 2 * 2
     gaps = round_factor_gaps(run)
-    assert len(teach.round_table(gaps).columns) == 2
+    geometry = teach.update_geometry(run)
+    assert list(geometry.index) == list(gaps.index) == [1, 2]
+    assert geometry["√Σw_k²"].iloc[0] == pytest.approx(
+        np.sqrt(sum((n / sum(run.server.sizes.values())) ** 2 for n in run.server.sizes.values())))
+    cos = geometry.dropna(subset=["cosine, mean of pairs"])  # nan: a round in which fewer than two clients moved
+    assert (cos["cosine, smallest"] <= cos["cosine, mean of pairs"] + 1e-12).all()
+    assert cos["cosine, largest"].between(-1 - 1e-9, 1 + 1e-9).all()
+    assert len(teach.round_table(gaps, geometry).columns) == 2
+    assert "√Σw_k²" in teach.round_words(gaps, geometry, cfg).data
     table, greedy = before_after(run, n=len(run.world.test))
     box = teach.takeaways(runs, "FedAvg-GRPO", scores, gaps, greedy, table).data
     assert box.startswith("> **What this run shows**") and 3 <= box.count("\n> ") <= 5
+    verdict, why = teach.greedy_answer(table, greedy, scores["FedAvg-GRPO"])
+    change = teach.greedy_change(table, greedy)
+    assert verdict == change["verdict"] in {"higher", "same", "lower"} and change["words"] in why
+    assert change["better"] - change["worse"] == change["change"]
+    assert (teach.turned_wrong(table).index == table.index[table["base right"] & ~table["trained right"]]).all()
+    shown = teach.answers_changed(table, scores["FedAvg-GRPO"], cfg.eval_samples, n=3)
+    reading = teach.answers_reading(table, shown).data
+    assert reading.startswith("- In ") and f"{change['worse']} turned wrong" in reading
     answer, why = teach.bytes_answer(run, gaps)
     assert answer == int(gaps["bytes up per client"].max()) and f"{answer:,}" in why
     client, why = teach.frac_zero_answer(records, run, base_eval)
     assert client in {"client_0", "client_1"} and why.startswith(client)
     assert teach.bytes_answer(run, None)[0] is None  # zero-shot sends no adapter
+    assert "fedprox μ" not in teach.settings(cfg).columns and "lora_alpha" in teach.settings(cfg).columns
+
+
+def test_the_clip_toy_keeps_the_pessimistic_term_and_silences_only_tokens_past_the_range(capsys):
+    """§1's toy: the clipped term is kept (zero gradient) only where the token moved past the range the way its
+    advantage pushes it; the loss rebuilt from the kept terms is grpo_loss's."""
+    import torch
+
+    from experiments import teaching_quickstart as teach
+    from fedrl_kit.grpo import grpo_loss
+
+    cfg = preset("quick")
+    rho, A = torch.tensor([0.7, 1.0, 1.3], dtype=torch.float64), torch.tensor([1.0, -1.0], dtype=torch.float64)
+    logps = rho.log().repeat(2, 1).requires_grad_()
+    loss, _ = grpo_loss(logps, torch.zeros_like(logps), A, torch.ones_like(logps), cfg.epsilon, cfg.epsilon_high)
+    loss.backward()
+    table = teach.clip_table(rho, A, logps.grad, loss, cfg)
+    silenced = {i for i, row in table.iterrows() if row["push on π(token)"] == "none (clipped)"}
+    assert silenced == {"A = +1, ρ = 1.3", "A = −1, ρ = 0.7"}
+    assert table.loc["A = +1, ρ = 0.7", "min: the term kept"] == 0.7  # below the range, but pulled back: ρ·A kept
+    out = capsys.readouterr().out
+    assert "−(2.95 − 3.10) / 6 = 0.0250" in out and "(grpo_loss: 0.0250)" in out
+    assert f"{1 + cfg.epsilon_high:.2f}" in teach.clip_why(cfg)
+    teach.grpo_settings(cfg)
+    assert "clip range [0.80, 1.25]" in capsys.readouterr().out
+
+
+def test_a_false_equation_in_the_reasoning_is_found_and_nothing_else_is_judged():
+    from experiments import teaching_quickstart as teach
+
+    assert teach._false_equation("<think>83=17*5+3</think><answer>3</answer>")
+    assert not teach._false_equation("<think>83=16*5+3</think><answer>3</answer>")
+    assert not teach._false_equation("<think>20,36</think><answer>36</answer>")  # no equation
+    assert not teach._false_equation("83=17*5+3")  # outside <think>
+    assert not teach._false_equation("<think>__import__('os')=1</think>")  # never evaluated
 
 
 def test_the_notebooks_alpha_table_reads_the_stored_sweep():
@@ -114,6 +162,7 @@ def test_the_notebooks_alpha_table_reads_the_stored_sweep():
     from pathlib import Path
 
     from experiments import teaching_quickstart as teach
+    from experiments.stats import t_interval
 
     root = Path(__file__).resolve().parents[1]
     stored = json.loads((root / teach.ALPHA_FILE).read_text())
@@ -125,11 +174,44 @@ def test_the_notebooks_alpha_table_reads_the_stored_sweep():
         row = table.loc[f"{alpha:g}"]
         assert len(mine) == len(central) == row["seeds"]
         a = np.mean([np.mean(list(r["agreement per round"].values())) for r in mine])
-        assert row["mean agreement a"] == pytest.approx(a, abs=0.005)
-        assert row["final pass@1 (%)"] == pytest.approx(100 * np.mean([r["final pass@1"] for r in mine]), abs=0.05)
+        assert row["agreement a"] == pytest.approx(a, abs=0.005)
+        ref = np.mean([teach.split_reference(stored["preset"], alpha, r["seed"]) for r in mine])
+        assert row["√Σw_k² (right angles)"] == pytest.approx(ref, abs=0.005)
+        assert 1 / np.sqrt(mine[0]["num_clients"]) - 1e-9 <= ref <= 1  # equal sizes give 1/√K, uneven more
+        final = [100 * r["final pass@1"] for r in mine]
+        assert row["final pass@1 (%)"] == pytest.approx(np.mean(final), abs=0.05)
+        assert row["± (95 % t)"] == pytest.approx(t_interval(final)[1], abs=0.05)
         gap = 100 * np.mean([central[r["seed"]] - r["final pass@1"] for r in mine])
         assert row["Central − FedAvg (points)"] == pytest.approx(gap, abs=0.05)
+    run = Run(preset(stored["preset"], seed=0), None, progress=False).build()  # the split a run trains on
+    n = np.array([len(p) for p in run.partitions], dtype=float)
+    assert teach.split_reference(stored["preset"], run.config.dirichlet_alpha, 0) == pytest.approx(
+        np.sqrt(((n / n.sum()) ** 2).sum()))
     nb = json.loads((root / "notebooks" / "00_quickstart.ipynb").read_text(encoding="utf-8"))
     shown = ["".join(o["data"]["text/plain"]) for c in nb["cells"] if c["cell_type"] == "code"
              and "teach.alpha_sweep()" in "".join(c["source"]) for o in c["outputs"] if "data" in o]
     assert shown and shown[0] == table.to_string()  # the whole table, as the notebook's wide display prints it
+
+
+def test_the_update_geometry_of_hand_made_replies():
+    """Two clients whose updates of U·D are (1, 0) and (0, 1): cosine 0, equal lengths; weights 3:1 give the
+    right-angle reference √(0.75² + 0.25²); a third client that did not move is left out of the cosines."""
+    from types import SimpleNamespace
+
+    from experiments import teaching_quickstart as teach
+
+    def lora(u):  # one adapted 2 × 1 weight: U (2 × 1) times D = [[1]]
+        return {"w.lora_A.weight": np.ones((1, 1)), "w.lora_B.weight": np.array(u, dtype=float).reshape(2, 1)}
+
+    def msg(kind, sender, u):
+        return SimpleNamespace(kind=kind, round=1, sender=sender, payload={"adapter": lora(u)})
+
+    messages = [msg("fit", "server", [0, 0]), msg("fit_result", "a", [1, 0]), msg("fit_result", "b", [0, 2])]
+    run = SimpleNamespace(runtime=SimpleNamespace(messages=messages), server=SimpleNamespace(sizes={"a": 3, "b": 1}))
+    row = teach.update_geometry(run).loc[1]
+    assert row["cosine, mean of pairs"] == pytest.approx(0.0) and row["length spread"] == pytest.approx(1.0)
+    assert row["√Σw_k²"] == pytest.approx(np.sqrt(0.75 ** 2 + 0.25 ** 2))
+    run.runtime.messages.append(msg("fit_result", "c", [0, 0]))
+    run.server.sizes["c"] = 1
+    row = teach.update_geometry(run).loc[1]
+    assert row["cosine, mean of pairs"] == pytest.approx(0.0) and np.isnan(row["length spread"])
