@@ -763,8 +763,8 @@ def grid_pareto(grid: dict | None = None, family: str = "math") -> tuple[go.Figu
     words = Markdown(
         f"Format is saturated: every model scores {pts['format'].min():.2f}–{pts['format'].max():.2f}, so the front "
         f"mostly orders the models by accuracy. The front (stars) holds {int(front.sum())} of the {len(pts)} models "
-        f"({held}). **Reading a front over seeds:** one point per seed, so an arm sits nearer the front only if its "
-        f"points are nearer than the seeds' spread. FedMOA's accuracy is {moa['mean']:.3f} ± {moa['std']:.3f} (mean ± "
+        f"({held}). **Reading a front over seeds:** each seed gives one point, so an arm sits nearer the front than "
+        f"another only if the gap between their means exceeds their seeds' spread. FedMOA's accuracy is {moa['mean']:.3f} ± {moa['std']:.3f} (mean ± "
         f"sd, {int(moa['count'])} seeds), FedAvg-GRPO's {avg['mean']:.3f} ± {avg['std']:.3f}: the gap, "
         f"{signed(gap, 3)}, is {verdict}.")
     return fig, words
