@@ -71,7 +71,7 @@ diagrams.round_diagram("fedmoa")
 #
 # | symbol | meaning |
 # |---|---|
-# | $m, R, \tau$ | a client; rounds; local steps per round |
+# | $M, m, R, \tau$ | clients; one client; rounds; local steps per round |
 # | $b, G, \hat a_i, \zeta_{\text{lo}}, \zeta_{\text{hi}}$ | prompts per step; answers per prompt; advantage; clip range |
 # | $K_m, k, r_k$ | number of rewards; an objective; its reward |
 # | $w^{(m)}, w_k, w_{\text{acc}}$ | client $m$'s weights; entry $k$; the accuracy entry (the paper's $w_0$) |
