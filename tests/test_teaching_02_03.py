@@ -108,3 +108,88 @@ def test_a_step_timeline_marks_every_public_step_and_ends_with_the_average():
     assert svg.index("start: server sends") < svg.index("★2") < svg.index("end: each client sends")
     with pytest.raises(ValueError, match="tau"):
         step_timeline(0, 2)
+
+
+# -- notebook 03's predictions and its λ section ----------------------------------------------------------------------
+def test_a_new_model_pushes_off_the_front_exactly_the_points_it_dominates():
+    from experiments import teaching_fedmoa as tf
+
+    assert tf.leaves_front([0.46, 0.82]) == {"P2", "P3"}  # Exercise 2: better than (0.30, 0.80) and (0.45, 0.60)
+    assert tf.leaves_front([0.1, 0.1]) == set()  # dominated itself: the front stays
+    assert tf.leaves_front([0.6, 0.95]) == {"P1", "P2", "P3", "P4"}
+
+
+def test_at_the_grids_first_boundary_the_lowest_config_rises_and_the_highest_falls():
+    """Exercise 4's answer: eq. 12 pulls every client toward the α-average, which sits below the plain mean."""
+    from experiments import teaching_fedmoa as tf
+
+    moves = tf.boundary_moves()
+    assert list(moves.index) == ["A", "B", "C"]
+    assert (moves.rises == (moves["sent for round 2"] > moves["end of round 1"])).all()
+    assert moves.rises[moves["end of round 1"].idxmin()] and not moves.rises[moves["end of round 1"].idxmax()]
+
+
+def test_consecutive_cosines_skip_a_vanished_gradient():
+    import numpy as np
+
+    from experiments import teaching_fedmoa as tf
+
+    grads = np.array([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0], [0.0, 0.0]]])  # [T=2, K=2, d=2]; objective 1 vanishes
+    assert tf.consecutive_cosines({"c": {"grads": grads}}) == pytest.approx([1 / np.sqrt(2)])
+
+
+def _probes_and_cfg():
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    probes = {f"client_{i}": dict(reward_names=["accuracy", "format"], w0=[0.5 - 0.1 * i, 0.5 + 0.1 * i],
+                                  num_examples=10, grads=rng.normal(size=(3, 2, 50))) for i in range(3)}
+    cfg = SimpleNamespace(fedmoa=SimpleNamespace(lam_target=0.05, cluster_key="accuracy", eps=1e-6,
+                                                 softmax_temperature=1.0))
+    return probes, cfg
+
+
+def test_the_lambda_table_holds_every_lambda_the_notebook_meets():
+    from experiments import teaching_fedmoa as tf
+
+    probes, cfg = _probes_and_cfg()
+    lams = tf.replay_lambdas(probes)
+    text = tf.lambda_table(cfg, lams, 0.1, False).data
+    rows = text.splitlines()[2:]
+    hh = findings.fedmoa_setting()
+    assert len(rows) == 6 and rows[0].startswith("| the paper (§4.1) | 0.01 |")
+    assert f"≈ {list(lams.values())[1]:.3g}" in rows[1] and "scale rule 0.05" in rows[1]
+    assert f"| {hh['lam']['FedMOA']:g} |" in rows[3] and f"| {hh['lam']['FedMOA, λ=100']:g} |" in rows[4]
+    assert "| 0.1 | read only with normalise" in rows[5]
+    assert "| 0.3 | fixed, with normalise" in tf.lambda_table(cfg, lams, 0.3, True).data
+
+
+def test_the_replay_words_quote_the_measured_cosines_and_moves():
+    import numpy as np
+
+    from experiments import teaching_fedmoa as tf
+
+    probes, cfg = _probes_and_cfg()
+    words = tf.replay_words(probes, cfg, tf.replay_lambdas(probes)).data
+    cos = np.abs(tf.consecutive_cosines(probes))
+    assert f"{np.median(cos):.2f} in the median and at most {cos.max():.2f}" in words
+    assert "eq. 10 moves w_acc by at most" in words and "eq. 12 then moves it by up to" in words
+
+
+def test_the_accuracy_finding_is_finding_one():
+    from experiments import teaching_fedmoa as tf
+
+    verdict, why = tf.accuracy_finding()
+    f1 = findings.fedmoa_findings().iloc[0]
+    assert verdict == f1.verdict and f"{f1['±95% t']:.2f} points" in why
+
+
+def test_the_grids_front_is_starred_and_its_words_compare_the_arms_spread():
+    from experiments import teaching_fedmoa as tf
+
+    fig, words = tf.grid_pareto()
+    front = [t for t in fig.data if t.name == "the Pareto front"]
+    assert len(front) == 1 and front[0].marker.symbol == "star"
+    assert f"holds {len(front[0].x)} of the" in words.data and "mean ± sd" in words.data
