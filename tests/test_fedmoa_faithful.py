@@ -306,6 +306,26 @@ def test_client_level_numbers_per_family_from_a_runs_history():
     math_ = claims["FedMOA > FedAvg-GRPO on math client-level accuracy (Table 1 in parentheses, Heter+Heter, each "
                    "client's own model)"]
     assert math_["differences"] == pytest.approx([0, 0, 0]) and math_["paper"] == pytest.approx(0.0125)
+    # the same as a table beside the paper's parenthesised numbers (accuracy in points, sample std over seeds)
+    table = {(t["family"], t["variant"]): t for t in analysis.client_level_table(rows)}
+    assert table[("code", "FedMOA")]["accuracy"] == pytest.approx(100 * (0.5 + 0.2))  # mean of 0.4+d, 0.6+d = 0.5+d
+    assert table[("code", "FedMOA")]["accuracy_std"] == pytest.approx(10.0)  # d = 0.1, 0.2, 0.3: s = 0.1
+    assert table[("code", "FedAvg-GRPO")]["accuracy_std"] == pytest.approx(0.0)
+    assert table[("code", "FedMOA")]["reward"] == pytest.approx((0.7 + 1.0) / 2)
+    assert (table[("code", "FedMOA")]["paper_test_set"], table[("code", "FedMOA")]["paper_accuracy"],
+            table[("code", "FedAvg-GRPO")]["paper_accuracy"]) == ("HumanEval", 49.02, 45.73)
+    # Table 2's contrasts on the clients' own models: the MATH-like family's clients, and all clients (the row's own
+    # local_accuracy), with no paper number (the paper's Table 2 held here is its global one)
+    rows += [row("λ off, α on", s, [0.2 + d, 0.3, 0.4, 0.4 + d, 0.5, 0.6]) for s, d in enumerate((0.05, 0.0, 0.1))]
+    rows = [dict(r, local_accuracy=sum(analysis.family_locals(r)[f"{f}/local_accuracy"] for f in ("math", "gsm", "code"))
+                 / 3) for r in rows]
+    t2 = {c["claim"]: c for c in analysis.paired_claims(rows)}
+    alpha = t2["α helps: λ off, α on > FedAvg-GRPO on math client-level accuracy (Table 2 rows, Heter+Heter, each "
+               "client's own model, ours)"]
+    assert alpha["differences"] == pytest.approx([0.05, 0.0, 0.1]) and alpha["paper"] is None
+    lam_all = t2["λ helps: FedMOA > λ off, α on on all families' client-level accuracy (Table 2 rows, Heter+Heter, "
+                 "each client's own model, ours)"]
+    assert lam_all["differences"] == pytest.approx([(0.1 - 0.05) / 3, (0.2 - 0.0) / 3, (0.3 - 0.1) / 3])
 
 
 def test_client_level_numbers_of_the_stored_grid_add_up_to_its_local_means():
@@ -361,6 +381,33 @@ def test_a_claim_about_lambda_is_not_tested_when_lambda_was_replaced_or_did_not_
                                                                 for r in base])}
     assert still_100[big]["verdict"].startswith("not tested: the weights did not move")
     assert still_100[big]["mean_difference"] == pytest.approx(0.03)  # the interval is still reported
+
+
+def test_the_not_tested_rule_reads_the_mean_move_over_seeds_not_the_largest():
+    """One seed above 0.01 does not make λ act: the mean of the λ-on arm's per-seed moves decides, and the reason
+    quotes that mean with its 95 % Student-t half-width (n − 1 degrees of freedom)."""
+    LAM = "λ helps: FedMOA > λ off, α on on accuracy (Table 2, MATH, as the paper)"
+
+    def verdict(moves):
+        rows = []
+        for s, move in enumerate(moves):
+            base = {"setting": "heter+heter", "seed": s, "lam_rule": "fixed"}
+            rows.append({**base, "variant": "λ off, α on", "lambda_on": False, "mean_w_move": None,
+                         "math/pass@1": 0.30})
+            rows.append({**base, "variant": "FedMOA", "lambda_on": True, "lam": 10.0, "mean_w_move": move,
+                         "math/pass@1": 0.32 + 0.001 * s})
+        return {c["claim"]: c for c in analysis.paired_claims(rows)}[LAM]["verdict"]
+
+    edge = (0.0092, 0.0101, 0.0102)  # the stored grid's FedMOA seeds 0-2: the largest is above 0.01, the mean not
+    got = verdict(edge)
+    mean = sum(edge) / 3
+    half = 4.302652729911275 * math.sqrt(sum((m - mean) ** 2 for m in edge) / 2 / 3)  # t_{0.975, 2} · s/√n
+    assert got == (f"not tested: the weights did not move (mean L1 move per round {mean:.4f} ± {half:.4f}, "
+                   f"95 % t interval over 3 seeds, below 0.01)")
+    assert verdict((0.0095, 0.0103, 0.0110)) == "holds"  # mean 0.0103: judged although one seed is below
+    assert verdict((0.008,)) == "one seed only: no verdict"  # one seed: no interval, no verdict either way
+    assert analysis.not_tested([{"lambda_on": True, "lam_rule": "fixed", "mean_w_move": 0.008}],
+                               [{"lambda_on": False}]).endswith("(mean L1 move per round 0.0080, one seed, below 0.01)")
 
 
 def test_the_lambda_grid_is_chosen_on_validation_only():
