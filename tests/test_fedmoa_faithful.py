@@ -62,6 +62,59 @@ def test_homo_settings_one_family_ten_clients():
     assert plan.initial_weights("homo+heter", hh, rule="uniform")[1] == [0.5, 0.5]
 
 
+def test_a_uniform_start_gives_every_client_of_a_configuration_one_over_its_objectives():
+    """``init_weights="uniform"``: each client starts at 1/K_m over its own K_m objectives, in every setting and
+    family, whatever its place in the plan (no spread: the clients of one configuration start alike)."""
+    for setting, n, fam in (("heter+heter", 15, "math"), ("homo+heter", 10, "gsm"), ("homo+heter", 10, "code"),
+                            ("homo+homo", 10, "math")):
+        p = plan.client_plan(setting, n, fam)
+        w = plan.initial_weights(setting, p, rule="uniform")
+        for (f, cname), wm in zip(p, w):
+            k = len(plan.REWARD_CONFIGS[f][cname])
+            assert wm == [1.0 / k] * k, (setting, f, cname, wm)
+        starts = {}
+        for (f, cname), wm in zip(p, w):
+            starts.setdefault((f, cname), set()).add(tuple(wm))
+        assert all(len(v) == 1 for v in starts.values())
+    p15 = plan.client_plan("heter+heter", 15)
+    first = {c: wm[0] for (f, c), wm in zip(p15, plan.initial_weights("heter+heter", p15, rule="uniform"))
+             if f == "math"}
+    assert first == {"A": 1 / 3, "B": 1 / 2, "C": 1 / 2}  # the MATH-like configs have K_m = 3, 2, 2
+
+
+def test_lambda_off_alpha_on_from_uniform_starts_is_eq_11_of_k_m_and_fedavg_only_on_the_code_cluster():
+    """With λ off the weights stay at their starts, so eq. 11's α of a round is the softmax of 1/(1/K_m + ε) over
+    the cluster: derived here from the formula for the ``cpu`` scale's 15 clients (MATH/GSM8K cluster: 4 config A
+    clients with K = 3, 6 config B/C clients with K = 2; code cluster: 5 clients, K = 3) and compared with the
+    server's aggregation (``algorithm.aggregate_weights``)."""
+    p = plan.client_plan("heter+heter", 15)
+    w = plan.initial_weights("heter+heter", p, rule="uniform")
+    replies = {f"client_{m}": {"reward_names": list(plan.REWARD_CONFIGS[f][c]), "weights": wm, "num_examples": 120}
+               for m, ((f, c), wm) in enumerate(zip(p, w))}
+    clusters, alphas, _ = algorithm.aggregate_weights(replies, True, "accuracy", 1e-6, 1.0)
+    eps = 1e-6
+    s3, s2 = 1 / (1 / 3 + eps), 1 / (1 / 2 + eps)  # s_m of eq. 11 for K_m = 3 and K_m = 2
+    n3 = sum(1 for f, c in p if f != "code" and c == "A")
+    n2 = sum(1 for f, c in p if f != "code" and c != "A")
+    assert (n3, n2) == (4, 6)
+    z = n3 * math.exp(s3) + n2 * math.exp(s2)
+    want = {"A": math.exp(s3) / z, "B": math.exp(s2) / z, "C": math.exp(s2) / z}
+    got = {}
+    for ids, alpha in zip(clusters, alphas):
+        for cid, a in zip(ids, alpha):
+            f, c = p[int(cid.rsplit("_", 1)[1])]
+            got.setdefault("code" if f == "code" else c, []).append(float(a))
+    for c in ("A", "B", "C"):
+        assert got[c] == pytest.approx([want[c]] * len(got[c]), abs=1e-12)
+    assert got["code"] == pytest.approx([1 / 5] * 5, abs=1e-12)  # K = 3 for every code config: α is the data share
+    assert (round(want["A"], 3), round(want["B"], 3)) == (0.161, 0.059)  # the numbers docs/fedmoa.md quotes
+    # α off (FedAvg-GRPO's data shares) differs from α on in the MATH/GSM8K cluster only
+    _, shares, _ = algorithm.aggregate_weights(replies, False, "accuracy", 1e-6, 1.0)
+    for ids, a_on, a_off in zip(clusters, alphas, shares):
+        is_code = p[int(ids[0].rsplit("_", 1)[1])][0] == "code"
+        assert np.allclose(a_on, a_off, atol=1e-12) == is_code
+
+
 def test_too_few_clients_for_a_heterogeneous_setting_warns(tiny_dir):
     with pytest.warns(UserWarning, match="eq. 11 never chooses"):
         moa_config(tiny_dir, num_clients=3, fedmoa={"setting": "heter+heter"})
