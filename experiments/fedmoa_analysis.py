@@ -70,7 +70,7 @@ def summary(records: list[dict]) -> dict:
 
 
 HISTORY_CLIENT_KEYS = ("alpha", "cluster", "w_move", "lam", "accuracy")
-HISTORY_CLIENT_PREFIXES = ("w/", "w_start/", "w@", "accuracy@", "reward/", "local/")
+HISTORY_CLIENT_PREFIXES = ("w/", "w_start/", "w@", "accuracy@", "reward/", "local/", "delta@")
 
 
 def setting_label(row: dict) -> str:
@@ -81,8 +81,9 @@ def setting_label(row: dict) -> str:
 def round_history(records: list[dict]) -> dict:
     """A run's per-round records, small enough to keep in a result file (Fig. 3–5 analogues are drawn from it):
     ``server``, the global model's evaluation per round; ``clients``, per client and round its α and cluster,
-    its weights (start, after every local step, end), how far they moved, its training-batch accuracy per step
-    and its reward components."""
+    its weights (start, after every local step, end), how far they moved, eq. 9's Δ_k of every local step
+    (``delta@s/name``; runs made before it was recorded have none), its training-batch accuracy per step and its
+    reward components."""
     server = [{k: v for k, v in r.items() if k not in ("kind", "client")} for r in server_records(records)]
     clients = [{"client": r["client"], "round": r["round"],
                 **{k: v for k, v in r.items() if k in HISTORY_CLIENT_KEYS or k.startswith(HISTORY_CLIENT_PREFIXES)}}
@@ -124,6 +125,50 @@ def correlation(x, y) -> float:
     if len(x) < 2 or x.std() == 0 or y.std() == 0:
         return float("nan")
     return float(np.corrcoef(x, y)[0, 1])
+
+
+def delta_trace(records: list[dict]) -> list[dict]:
+    """Eq. 9's signal step by step: one row per (client, round, local step ≥ 1, objective) with ``delta`` (Δ_k =
+    g_k^(t)·g_k^(t−1)), ``rank`` (the objective's place in the client's reward names: 0 is accuracy), ``reward``
+    (its name) and ``w_before`` / ``w_after`` (its weight before and after the step's eq. 10 update). Step 0 has no
+    g^(t−1) (Δ = 0) and is left out. Empty for runs that did not record ``delta@…``."""
+    rows = []
+    for r in records:
+        if r["kind"] != "client" or r.get("client") == "server":
+            continue
+        names = [k.split("/", 1)[1] for k in r if k.startswith("w_start/")]
+        steps = sorted({int(k[6:].split("/")[0]) for k in r if k.startswith("delta@")})
+        for s in steps:
+            if s == 0:
+                continue
+            for rank, n in enumerate(names):
+                before = r[f"w@{s - 1}/{n}"]
+                rows.append(dict(client=r["client"], round=r["round"], step=s, rank=rank, reward=n,
+                                 delta=r[f"delta@{s}/{n}"], w_before=before, w_after=r[f"w@{s}/{n}"]))
+    return rows
+
+
+def delta_signs(records: list[dict]) -> list[dict]:
+    """Which way eq. 9 pushes each objective: per objective rank (0 = accuracy, 1 and 2 the auxiliary ones), the
+    number of (client, round, step) signals, the share with Δ_k > 0, the mean Δ_k, and the mean Δ_k minus the mean
+    over that step's objectives (``relative``: the simplex projection of eq. 10 moves w_k by λ times this, while it
+    stays inside the simplex — only differences of Δ matter), from :func:`delta_trace`."""
+    trace = delta_trace(records)
+    by_step = {}
+    for t in trace:
+        by_step.setdefault((t["client"], t["round"], t["step"]), []).append(t)
+    rel = {}
+    for rows in by_step.values():
+        mean = float(np.mean([t["delta"] for t in rows]))
+        for t in rows:
+            rel.setdefault(t["rank"], []).append(t["delta"] - mean)
+    out = []
+    for rank in sorted({t["rank"] for t in trace}):
+        d = [t["delta"] for t in trace if t["rank"] == rank]
+        out.append(dict(rank=rank, objective="accuracy" if rank == 0 else f"auxiliary {rank}", signals=len(d),
+                        positive=float(np.mean([x > 0 for x in d])), mean_delta=float(np.mean(d)),
+                        relative=float(np.mean(rel[rank]))))
+    return out
 
 
 def weight_moves(records: list[dict]) -> list[dict]:

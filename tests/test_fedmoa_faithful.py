@@ -238,6 +238,50 @@ def test_lambda_is_recorded_and_set_by_the_rule(tiny_dir):
     assert analysis.weight_moves(recs)[0]["w_move"] >= 0
 
 
+def test_the_delta_trace_of_every_step_is_eq_9_on_hand_made_gradients(tiny_dir, monkeypatch):
+    """The per-step trace ``delta@s/name`` a client records is eq. 9 on the step's g^(t) and g^(t−1): with hand-made
+    g_k = (k + 1) c_s e (e a unit vector, c = 1, 2, −1 at steps 0, 1, 2), Δ_k is 0 at step 0, 2 (k + 1)² at step 1
+    and −2 (k + 1)² at step 2, and the weights after each step are eq. 10's projection of w + λ Δ."""
+    c = (1.0, 2.0, -1.0)
+    e = np.full(4, 0.5)  # |e| = 1
+    calls = []
+
+    def hand_made(model, rollouts, scores, layer, settings, hyper_grad="lora"):
+        step = len(calls) % 3  # sequential clients (the default batching): three calls each, one per local step
+        calls.append(step)
+        return np.stack([(k + 1) * c[step] * e for k in range(scores.shape[1])])  # [K, 4]
+
+    monkeypatch.setattr(client, "objective_gradients", hand_made)
+    lam = 1e-3
+    recs = Run(moa_config(tiny_dir, rounds=1, num_clients=3, local_steps=3,
+                          fedmoa={"lam_rule": "fixed", "lam": lam}), progress=False).run()
+    rows = [r for r in recs if r["kind"] == "client" and r["client"] != "server"]
+    assert len(rows) == 3 and len(calls) == 9  # three clients, three steps each
+    for r in rows:
+        names = [k.split("/", 1)[1] for k in r if k.startswith("w_start/")]
+        for s in range(3):
+            want = [0.0 if s == 0 else (k + 1) ** 2 * c[s] * c[s - 1] for k in range(len(names))]  # eq. 9 by hand
+            assert [r[f"delta@{s}/{n}"] for n in names] == pytest.approx(want, rel=1e-12)
+            before = np.array([r[f"w_start/{n}"] if s == 0 else r[f"w@{s - 1}/{n}"] for n in names])
+            after = before if s == 0 else plan_step(before, lam, want)
+            assert [r[f"w@{s}/{n}"] for n in names] == pytest.approx(list(after), abs=1e-12)
+        assert r[f"delta/{names[0]}"] == pytest.approx(np.mean([r[f"delta@{s}/{names[0]}"] for s in range(3)]))
+    # the analysis reads the trace back: step 0 left out, one row per later step and objective
+    trace = analysis.delta_trace(recs)
+    assert len(trace) == sum(2 * len([k for k in r if k.startswith("w_start/")]) for r in rows)
+    signs = {s["rank"]: s for s in analysis.delta_signs(recs)}
+    assert signs[0]["positive"] == 0.5 and signs[0]["mean_delta"] == pytest.approx(0.0)
+    hist = analysis.round_history(recs)["clients"][0]
+    assert any(k.startswith("delta@") for k in hist)  # kept in a result file's history
+
+
+def plan_step(w, lam, delta):
+    """Eq. 10 with the simplex projection, written out (weights.project_to_simplex is tested on its own)."""
+    from fedrl_kit.fedmoa.weights import project_to_simplex
+
+    return project_to_simplex(np.asarray(w) + lam * np.asarray(delta))
+
+
 # --- the paper's lr schedule, validation and the best round ------------------------------------------------------
 
 
