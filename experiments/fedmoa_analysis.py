@@ -70,7 +70,7 @@ def summary(records: list[dict]) -> dict:
 
 
 HISTORY_CLIENT_KEYS = ("alpha", "cluster", "w_move", "lam", "accuracy")
-HISTORY_CLIENT_PREFIXES = ("w/", "w_start/", "w@", "accuracy@", "reward/", "local/")
+HISTORY_CLIENT_PREFIXES = ("w/", "w_start/", "w@", "accuracy@", "reward/", "local/", "delta@")
 
 
 def setting_label(row: dict) -> str:
@@ -81,8 +81,9 @@ def setting_label(row: dict) -> str:
 def round_history(records: list[dict]) -> dict:
     """A run's per-round records, small enough to keep in a result file (Fig. 3–5 analogues are drawn from it):
     ``server``, the global model's evaluation per round; ``clients``, per client and round its α and cluster,
-    its weights (start, after every local step, end), how far they moved, its training-batch accuracy per step
-    and its reward components."""
+    its weights (start, after every local step, end), how far they moved, eq. 9's Δ_k of every local step
+    (``delta@s/name``; runs made before it was recorded have none), its training-batch accuracy per step and its
+    reward components."""
     server = [{k: v for k, v in r.items() if k not in ("kind", "client")} for r in server_records(records)]
     clients = [{"client": r["client"], "round": r["round"],
                 **{k: v for k, v in r.items() if k in HISTORY_CLIENT_KEYS or k.startswith(HISTORY_CLIENT_PREFIXES)}}
@@ -124,6 +125,50 @@ def correlation(x, y) -> float:
     if len(x) < 2 or x.std() == 0 or y.std() == 0:
         return float("nan")
     return float(np.corrcoef(x, y)[0, 1])
+
+
+def delta_trace(records: list[dict]) -> list[dict]:
+    """Eq. 9's signal step by step: one row per (client, round, local step ≥ 1, objective) with ``delta`` (Δ_k =
+    g_k^(t)·g_k^(t−1)), ``rank`` (the objective's place in the client's reward names: 0 is accuracy), ``reward``
+    (its name) and ``w_before`` / ``w_after`` (its weight before and after the step's eq. 10 update). Step 0 has no
+    g^(t−1) (Δ = 0) and is left out. Empty for runs that did not record ``delta@…``."""
+    rows = []
+    for r in records:
+        if r["kind"] != "client" or r.get("client") == "server":
+            continue
+        names = [k.split("/", 1)[1] for k in r if k.startswith("w_start/")]
+        steps = sorted({int(k[6:].split("/")[0]) for k in r if k.startswith("delta@")})
+        for s in steps:
+            if s == 0:
+                continue
+            for rank, n in enumerate(names):
+                before = r[f"w@{s - 1}/{n}"]
+                rows.append(dict(client=r["client"], round=r["round"], step=s, rank=rank, reward=n,
+                                 delta=r[f"delta@{s}/{n}"], w_before=before, w_after=r[f"w@{s}/{n}"]))
+    return rows
+
+
+def delta_signs(records: list[dict]) -> list[dict]:
+    """Which way eq. 9 pushes each objective: per objective rank (0 = accuracy, 1 and 2 the auxiliary ones), the
+    number of (client, round, step) signals, the share with Δ_k > 0, the mean Δ_k, and the mean Δ_k minus the mean
+    over that step's objectives (``relative``: the simplex projection of eq. 10 moves w_k by λ times this, while it
+    stays inside the simplex — only differences of Δ matter), from :func:`delta_trace`."""
+    trace = delta_trace(records)
+    by_step = {}
+    for t in trace:
+        by_step.setdefault((t["client"], t["round"], t["step"]), []).append(t)
+    rel = {}
+    for rows in by_step.values():
+        mean = float(np.mean([t["delta"] for t in rows]))
+        for t in rows:
+            rel.setdefault(t["rank"], []).append(t["delta"] - mean)
+    out = []
+    for rank in sorted({t["rank"] for t in trace}):
+        d = [t["delta"] for t in trace if t["rank"] == rank]
+        out.append(dict(rank=rank, objective="accuracy" if rank == 0 else f"auxiliary {rank}", signals=len(d),
+                        positive=float(np.mean([x > 0 for x in d])), mean_delta=float(np.mean(d)),
+                        relative=float(np.mean(rel[rank]))))
+    return out
 
 
 def weight_moves(records: list[dict]) -> list[dict]:
@@ -181,6 +226,39 @@ PAPER_TABLE1_LOCAL = {  # the same, in the table's parentheses: "the average per
 (§4.2 quotes HumanEval's, 45.73 → 49.02, as a client-level gain)"""
 
 
+def client_level_table(rows: list[dict], variants=("FedAvg-GRPO", "FedMOA"), setting: str = "heter+heter") -> list[dict]:
+    """Table 1's parentheses as a table: per family and variant, the mean over seeds of the clients' own models'
+    last-round accuracy (points) and aggregated reward (:func:`family_locals`), with the sample std over seeds, beside
+    the paper's numbers on the test set that family stands for (:data:`PAPER_TABLE1_LOCAL`; None for a variant the
+    paper's Table 1 lacks).
+
+    Args:
+        rows: a grid's result rows (with ``history``).
+        variants: the variants to show, in order.
+        setting: the setting whose runs are read (the paper's client-level claim is Heter+Heter's).
+    """
+    out = []
+    paper_col = {"FedAvg-GRPO": 0, "FedMOA": 1}
+    mine = [r for r in rows if r["setting"] == setting]
+    for fam in ("math", "gsm", "code"):
+        for v in variants:
+            locs = [family_locals(r) for r in mine if r["variant"] == v]
+            locs = [x for x in locs if f"{fam}/local_accuracy" in x]
+            if not locs:
+                continue
+            acc = [100 * x[f"{fam}/local_accuracy"] for x in locs]
+            rew = [x[f"{fam}/local_reward"] for x in locs]
+            paper = PAPER_TABLE1_LOCAL.get((setting, fam))
+            col = paper_col.get(v)
+            out.append(dict(family=fam, paper_test_set=PAPER_TEST_SETS[fam], variant=v, seeds=len(locs),
+                            accuracy=float(np.mean(acc)), accuracy_std=float(np.std(acc, ddof=1)) if len(acc) > 1
+                            else float("nan"), reward=float(np.mean(rew)),
+                            reward_std=float(np.std(rew, ddof=1)) if len(rew) > 1 else float("nan"),
+                            paper_accuracy=None if paper is None or col is None else paper[col][0],
+                            paper_reward=None if paper is None or col is None else paper[col][1]))
+    return out
+
+
 def family_locals(row: dict) -> dict:
     """A stored run's client-level numbers per family, from its ``history``: ``<family>/local_accuracy`` and
     ``<family>/local_reward``, the mean over that family's clients of their own models' last-round accuracy and
@@ -210,6 +288,10 @@ def family_locals(row: dict) -> dict:
         out[f"{fam}/local_reward"] = float(np.mean([g for _, g in vals]))
     return out
 
+
+PAPER_TEST_SETS = {"math": "MATH", "gsm": "GSM8K", "code": "HumanEval"}
+"""the test set of the paper's Table 1 each family's column stands for (the code family trains like MBPP and is
+scored like HumanEval)"""
 
 PAPER_TABLE2 = {"FedAvg-GRPO": (62.6, 0.775), "λ off, α on": (64.0, 0.776), "FedMOA": (64.8, 0.827)}
 """the paper's Table 2 (MATH, Heter+Heter): its three rows; it has no "λ on, α off" row"""
@@ -272,6 +354,12 @@ def _claims() -> tuple:
              "FedMOA", "FedAvg-GRPO", "aggregated_reward", None),
             ("FedMOA > FedAvg-GRPO on local reward (Heter+Heter, each client's own model, ours)", "heter+heter",
              None, "FedMOA", "FedAvg-GRPO", "local_reward", None)]
+    # Table 2's rows on the clients' own models (ours: the paper's Table 2 numbers held here are its global ones),
+    # on the MATH-like family's clients (family_locals) and over all clients
+    for what, better, worse in (("α helps", "λ off, α on", "FedAvg-GRPO"), ("λ helps", "FedMOA", "λ off, α on")):
+        out += [(f"{what}: {better} > {worse} on {where} client-level {k} (Table 2 rows, Heter+Heter, each client's "
+                 f"own model, ours)", "heter+heter", None, better, worse, f"{prefix}local_{k}", None)
+                for where, prefix in (("math", "math/"), ("all families'", "")) for k in ("accuracy", "reward")]
     return tuple(out)
 
 
@@ -284,14 +372,16 @@ marked "ours" are the same contrasts over all families or on the clients' own mo
 family, local accuracy and reward; in Homo+Heter, where it was run, "λ off, α on" between the two: α alone, then λ
 added), the fourth ablation
 row the paper does not have ("λ on, α off": λ alone, and α added to it), and FedMOA from uniform initial weights
-(without the plan's initial spread of w_0) against the baseline, and FedMOA at λ = 100, where the weights move by
-several hundredths a round (against the baseline, and as Table 2's λ contrast against "λ off, α on"). A Heter+Heter
+(without the plan's initial spread of w_0) against the baseline, FedMOA at λ = 100, where the weights move by
+several hundredths a round (against the baseline, and as Table 2's λ contrast against "λ off, α on"), and Table 2's
+two contrasts on the clients' own models (the MATH-like family's clients, and all clients). A Heter+Heter
 run holds every family, so its Table 1 claims read that family's numbers; a Homo run holds one family
 (``homo_family`` in its row)."""
 
 MIN_WEIGHT_MOVE = 0.01
-"""below this mean L1 move of the reward weights per client and round, λ did not act (the weights of 3 reward
-components moved by less than 1 % of their mass): a claim about λ is then "not tested"."""
+"""below this mean L1 move of the reward weights per client and round (mean over the λ-on arm's seeds), λ did not
+act (the weights of 3 reward components moved by less than 1 % of their mass): a claim about λ is then "not
+tested"."""
 
 
 def not_tested(rows_better: list[dict], rows_worse: list[dict]) -> str | None:
@@ -301,8 +391,10 @@ def not_tested(rows_better: list[dict], rows_worse: list[dict]) -> str | None:
 
     - one arm has λ on and the other off (a claim about λ), and the λ-on runs took λ from the scale rule
       (``lam_rule="target"``) instead of a fixed λ, the paper's form: λ was replaced;
-    - the same, and the λ-on runs' weights moved by less than :data:`MIN_WEIGHT_MOVE` per client and round
-      (``mean_w_move``): the mechanism the claim is about did not act.
+    - the same, and the λ-on runs' weights moved by less than :data:`MIN_WEIGHT_MOVE` per client and round on
+      average over their seeds (the mean of the rows' ``mean_w_move``, one per seed; the reason quotes it with its
+      95 % Student-t half-width, n − 1 degrees of freedom): the mechanism the claim is about did not act. The mean,
+      not the largest seed's move, decides: one seed above the line does not make λ act in the others.
 
     Rows carry ``lambda_on``, ``lam_rule`` and ``mean_w_move`` (:func:`summary_row_fields`); rows without them
     (older result files) are not judged.
@@ -313,9 +405,13 @@ def not_tested(rows_better: list[dict], rows_worse: list[dict]) -> str | None:
         return None
     if any(r.get("lam_rule") == "target" for r in on):
         return "not tested: λ from the scale rule, not a fixed λ"
-    moves = [r["mean_w_move"] for r in on if r.get("mean_w_move") is not None]
-    if moves and max(moves) < MIN_WEIGHT_MOVE:
-        return f"not tested: the weights did not move (mean L1 move {max(moves):.4f} < {MIN_WEIGHT_MOVE} per round)"
+    moves = [r["mean_w_move"] for r in on if r.get("mean_w_move") is not None]  # one per λ-on run (seed)
+    if moves:
+        mean, half, n = t_interval(moves)
+        if mean < MIN_WEIGHT_MOVE:
+            spread = f" ± {half:.4f}, {INTERVAL} over {n} seeds" if n > 1 else ", one seed"
+            return (f"not tested: the weights did not move (mean L1 move per round {mean:.4f}{spread}, "
+                    f"below {MIN_WEIGHT_MOVE})")
     return None
 
 

@@ -99,8 +99,10 @@ VARIANTS = {
 }
 """Table 1's two rows, Table 2's ablations (the paper's "λ off, α on"; "λ on, α off" is ours, the paper has no such
 row), FedMOA with every client starting from uniform weights 1/K_m over its own objectives (ours: no spread from the
-plan; on the clusters whose configs have different K_m — MATH and GSM8K: A three objectives, B and C two — α still
-differs by config from round 1, on the code cluster it starts equal) and FedMOA at the largest λ of :data:`LAM_GRID` whatever the tuning chose
+plan; config A starts at 1/3, B and C at 1/2 on MATH and GSM8K, every code config at 1/3; so on the MATH/GSM8K
+cluster, whose configs have different K_m, α still differs by config from round 1 — 0.161 per config A client
+against 0.059 per B or C client at the ``cpu`` scale — and only on the code cluster does it start equal; its
+FedAvg-GRPO comparison in the grid keeps the plan's weights, so it is not a matched baseline) and FedMOA at the largest λ of :data:`LAM_GRID` whatever the tuning chose
 (ours: the weights move by several hundredths a round there, against about 0.01 at the chosen λ), as
 ``config.fedmoa`` fields"""
 

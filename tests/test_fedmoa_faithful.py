@@ -62,6 +62,59 @@ def test_homo_settings_one_family_ten_clients():
     assert plan.initial_weights("homo+heter", hh, rule="uniform")[1] == [0.5, 0.5]
 
 
+def test_a_uniform_start_gives_every_client_of_a_configuration_one_over_its_objectives():
+    """``init_weights="uniform"``: each client starts at 1/K_m over its own K_m objectives, in every setting and
+    family, whatever its place in the plan (no spread: the clients of one configuration start alike)."""
+    for setting, n, fam in (("heter+heter", 15, "math"), ("homo+heter", 10, "gsm"), ("homo+heter", 10, "code"),
+                            ("homo+homo", 10, "math")):
+        p = plan.client_plan(setting, n, fam)
+        w = plan.initial_weights(setting, p, rule="uniform")
+        for (f, cname), wm in zip(p, w):
+            k = len(plan.REWARD_CONFIGS[f][cname])
+            assert wm == [1.0 / k] * k, (setting, f, cname, wm)
+        starts = {}
+        for (f, cname), wm in zip(p, w):
+            starts.setdefault((f, cname), set()).add(tuple(wm))
+        assert all(len(v) == 1 for v in starts.values())
+    p15 = plan.client_plan("heter+heter", 15)
+    first = {c: wm[0] for (f, c), wm in zip(p15, plan.initial_weights("heter+heter", p15, rule="uniform"))
+             if f == "math"}
+    assert first == {"A": 1 / 3, "B": 1 / 2, "C": 1 / 2}  # the MATH-like configs have K_m = 3, 2, 2
+
+
+def test_lambda_off_alpha_on_from_uniform_starts_is_eq_11_of_k_m_and_fedavg_only_on_the_code_cluster():
+    """With λ off the weights stay at their starts, so eq. 11's α of a round is the softmax of 1/(1/K_m + ε) over
+    the cluster: derived here from the formula for the ``cpu`` scale's 15 clients (MATH/GSM8K cluster: 4 config A
+    clients with K = 3, 6 config B/C clients with K = 2; code cluster: 5 clients, K = 3) and compared with the
+    server's aggregation (``algorithm.aggregate_weights``)."""
+    p = plan.client_plan("heter+heter", 15)
+    w = plan.initial_weights("heter+heter", p, rule="uniform")
+    replies = {f"client_{m}": {"reward_names": list(plan.REWARD_CONFIGS[f][c]), "weights": wm, "num_examples": 120}
+               for m, ((f, c), wm) in enumerate(zip(p, w))}
+    clusters, alphas, _ = algorithm.aggregate_weights(replies, True, "accuracy", 1e-6, 1.0)
+    eps = 1e-6
+    s3, s2 = 1 / (1 / 3 + eps), 1 / (1 / 2 + eps)  # s_m of eq. 11 for K_m = 3 and K_m = 2
+    n3 = sum(1 for f, c in p if f != "code" and c == "A")
+    n2 = sum(1 for f, c in p if f != "code" and c != "A")
+    assert (n3, n2) == (4, 6)
+    z = n3 * math.exp(s3) + n2 * math.exp(s2)
+    want = {"A": math.exp(s3) / z, "B": math.exp(s2) / z, "C": math.exp(s2) / z}
+    got = {}
+    for ids, alpha in zip(clusters, alphas):
+        for cid, a in zip(ids, alpha):
+            f, c = p[int(cid.rsplit("_", 1)[1])]
+            got.setdefault("code" if f == "code" else c, []).append(float(a))
+    for c in ("A", "B", "C"):
+        assert got[c] == pytest.approx([want[c]] * len(got[c]), abs=1e-12)
+    assert got["code"] == pytest.approx([1 / 5] * 5, abs=1e-12)  # K = 3 for every code config: α is the data share
+    assert (round(want["A"], 3), round(want["B"], 3)) == (0.161, 0.059)  # the numbers docs/fedmoa.md quotes
+    # α off (FedAvg-GRPO's data shares) differs from α on in the MATH/GSM8K cluster only
+    _, shares, _ = algorithm.aggregate_weights(replies, False, "accuracy", 1e-6, 1.0)
+    for ids, a_on, a_off in zip(clusters, alphas, shares):
+        is_code = p[int(ids[0].rsplit("_", 1)[1])][0] == "code"
+        assert np.allclose(a_on, a_off, atol=1e-12) == is_code
+
+
 def test_too_few_clients_for_a_heterogeneous_setting_warns(tiny_dir):
     with pytest.warns(UserWarning, match="eq. 11 never chooses"):
         moa_config(tiny_dir, num_clients=3, fedmoa={"setting": "heter+heter"})
@@ -185,6 +238,50 @@ def test_lambda_is_recorded_and_set_by_the_rule(tiny_dir):
     assert analysis.weight_moves(recs)[0]["w_move"] >= 0
 
 
+def test_the_delta_trace_of_every_step_is_eq_9_on_hand_made_gradients(tiny_dir, monkeypatch):
+    """The per-step trace ``delta@s/name`` a client records is eq. 9 on the step's g^(t) and g^(t−1): with hand-made
+    g_k = (k + 1) c_s e (e a unit vector, c = 1, 2, −1 at steps 0, 1, 2), Δ_k is 0 at step 0, 2 (k + 1)² at step 1
+    and −2 (k + 1)² at step 2, and the weights after each step are eq. 10's projection of w + λ Δ."""
+    c = (1.0, 2.0, -1.0)
+    e = np.full(4, 0.5)  # |e| = 1
+    calls = []
+
+    def hand_made(model, rollouts, scores, layer, settings, hyper_grad="lora"):
+        step = len(calls) % 3  # sequential clients (the default batching): three calls each, one per local step
+        calls.append(step)
+        return np.stack([(k + 1) * c[step] * e for k in range(scores.shape[1])])  # [K, 4]
+
+    monkeypatch.setattr(client, "objective_gradients", hand_made)
+    lam = 1e-3
+    recs = Run(moa_config(tiny_dir, rounds=1, num_clients=3, local_steps=3,
+                          fedmoa={"lam_rule": "fixed", "lam": lam}), progress=False).run()
+    rows = [r for r in recs if r["kind"] == "client" and r["client"] != "server"]
+    assert len(rows) == 3 and len(calls) == 9  # three clients, three steps each
+    for r in rows:
+        names = [k.split("/", 1)[1] for k in r if k.startswith("w_start/")]
+        for s in range(3):
+            want = [0.0 if s == 0 else (k + 1) ** 2 * c[s] * c[s - 1] for k in range(len(names))]  # eq. 9 by hand
+            assert [r[f"delta@{s}/{n}"] for n in names] == pytest.approx(want, rel=1e-12)
+            before = np.array([r[f"w_start/{n}"] if s == 0 else r[f"w@{s - 1}/{n}"] for n in names])
+            after = before if s == 0 else plan_step(before, lam, want)
+            assert [r[f"w@{s}/{n}"] for n in names] == pytest.approx(list(after), abs=1e-12)
+        assert r[f"delta/{names[0]}"] == pytest.approx(np.mean([r[f"delta@{s}/{names[0]}"] for s in range(3)]))
+    # the analysis reads the trace back: step 0 left out, one row per later step and objective
+    trace = analysis.delta_trace(recs)
+    assert len(trace) == sum(2 * len([k for k in r if k.startswith("w_start/")]) for r in rows)
+    signs = {s["rank"]: s for s in analysis.delta_signs(recs)}
+    assert signs[0]["positive"] == 0.5 and signs[0]["mean_delta"] == pytest.approx(0.0)
+    hist = analysis.round_history(recs)["clients"][0]
+    assert any(k.startswith("delta@") for k in hist)  # kept in a result file's history
+
+
+def plan_step(w, lam, delta):
+    """Eq. 10 with the simplex projection, written out (weights.project_to_simplex is tested on its own)."""
+    from fedrl_kit.fedmoa.weights import project_to_simplex
+
+    return project_to_simplex(np.asarray(w) + lam * np.asarray(delta))
+
+
 # --- the paper's lr schedule, validation and the best round ------------------------------------------------------
 
 
@@ -306,6 +403,26 @@ def test_client_level_numbers_per_family_from_a_runs_history():
     math_ = claims["FedMOA > FedAvg-GRPO on math client-level accuracy (Table 1 in parentheses, Heter+Heter, each "
                    "client's own model)"]
     assert math_["differences"] == pytest.approx([0, 0, 0]) and math_["paper"] == pytest.approx(0.0125)
+    # the same as a table beside the paper's parenthesised numbers (accuracy in points, sample std over seeds)
+    table = {(t["family"], t["variant"]): t for t in analysis.client_level_table(rows)}
+    assert table[("code", "FedMOA")]["accuracy"] == pytest.approx(100 * (0.5 + 0.2))  # mean of 0.4+d, 0.6+d = 0.5+d
+    assert table[("code", "FedMOA")]["accuracy_std"] == pytest.approx(10.0)  # d = 0.1, 0.2, 0.3: s = 0.1
+    assert table[("code", "FedAvg-GRPO")]["accuracy_std"] == pytest.approx(0.0)
+    assert table[("code", "FedMOA")]["reward"] == pytest.approx((0.7 + 1.0) / 2)
+    assert (table[("code", "FedMOA")]["paper_test_set"], table[("code", "FedMOA")]["paper_accuracy"],
+            table[("code", "FedAvg-GRPO")]["paper_accuracy"]) == ("HumanEval", 49.02, 45.73)
+    # Table 2's contrasts on the clients' own models: the MATH-like family's clients, and all clients (the row's own
+    # local_accuracy), with no paper number (the paper's Table 2 held here is its global one)
+    rows += [row("λ off, α on", s, [0.2 + d, 0.3, 0.4, 0.4 + d, 0.5, 0.6]) for s, d in enumerate((0.05, 0.0, 0.1))]
+    rows = [dict(r, local_accuracy=sum(analysis.family_locals(r)[f"{f}/local_accuracy"] for f in ("math", "gsm", "code"))
+                 / 3) for r in rows]
+    t2 = {c["claim"]: c for c in analysis.paired_claims(rows)}
+    alpha = t2["α helps: λ off, α on > FedAvg-GRPO on math client-level accuracy (Table 2 rows, Heter+Heter, each "
+               "client's own model, ours)"]
+    assert alpha["differences"] == pytest.approx([0.05, 0.0, 0.1]) and alpha["paper"] is None
+    lam_all = t2["λ helps: FedMOA > λ off, α on on all families' client-level accuracy (Table 2 rows, Heter+Heter, "
+                 "each client's own model, ours)"]
+    assert lam_all["differences"] == pytest.approx([(0.1 - 0.05) / 3, (0.2 - 0.0) / 3, (0.3 - 0.1) / 3])
 
 
 def test_client_level_numbers_of_the_stored_grid_add_up_to_its_local_means():
@@ -361,6 +478,33 @@ def test_a_claim_about_lambda_is_not_tested_when_lambda_was_replaced_or_did_not_
                                                                 for r in base])}
     assert still_100[big]["verdict"].startswith("not tested: the weights did not move")
     assert still_100[big]["mean_difference"] == pytest.approx(0.03)  # the interval is still reported
+
+
+def test_the_not_tested_rule_reads_the_mean_move_over_seeds_not_the_largest():
+    """One seed above 0.01 does not make λ act: the mean of the λ-on arm's per-seed moves decides, and the reason
+    quotes that mean with its 95 % Student-t half-width (n − 1 degrees of freedom)."""
+    LAM = "λ helps: FedMOA > λ off, α on on accuracy (Table 2, MATH, as the paper)"
+
+    def verdict(moves):
+        rows = []
+        for s, move in enumerate(moves):
+            base = {"setting": "heter+heter", "seed": s, "lam_rule": "fixed"}
+            rows.append({**base, "variant": "λ off, α on", "lambda_on": False, "mean_w_move": None,
+                         "math/pass@1": 0.30})
+            rows.append({**base, "variant": "FedMOA", "lambda_on": True, "lam": 10.0, "mean_w_move": move,
+                         "math/pass@1": 0.32 + 0.001 * s})
+        return {c["claim"]: c for c in analysis.paired_claims(rows)}[LAM]["verdict"]
+
+    edge = (0.0092, 0.0101, 0.0102)  # the stored grid's FedMOA seeds 0-2: the largest is above 0.01, the mean not
+    got = verdict(edge)
+    mean = sum(edge) / 3
+    half = 4.302652729911275 * math.sqrt(sum((m - mean) ** 2 for m in edge) / 2 / 3)  # t_{0.975, 2} · s/√n
+    assert got == (f"not tested: the weights did not move (mean L1 move per round {mean:.4f} ± {half:.4f}, "
+                   f"95 % t interval over 3 seeds, below 0.01)")
+    assert verdict((0.0095, 0.0103, 0.0110)) == "holds"  # mean 0.0103: judged although one seed is below
+    assert verdict((0.008,)) == "one seed only: no verdict"  # one seed: no interval, no verdict either way
+    assert analysis.not_tested([{"lambda_on": True, "lam_rule": "fixed", "mean_w_move": 0.008}],
+                               [{"lambda_on": False}]).endswith("(mean L1 move per round 0.0080, one seed, below 0.01)")
 
 
 def test_the_lambda_grid_is_chosen_on_validation_only():

@@ -26,7 +26,7 @@ Deviations (one line each; in full in docs/fedmoa.md):
 - g_k is the gradient of one layer's LoRA factors (``hyper_grad="lora"``), not of a hidden representation.
 - L_k is the clipped surrogate on r_k's advantage alone, at the current parameters.
 - g^(t) is taken before the step's update; the first local step leaves w unchanged; g^(t−1) resets each round.
-- Initial weights (the paper gives none) are spread within a family (``init_weights="plan"``).
+- Initial weights (the paper gives none) are spread within a family (``init_weights="plan"``); ``"uniform"`` is 1/K_m.
 - λ: ``lam_rule="target"`` scales λ by mean |g_k|² per round; ``"fixed"`` is the paper's form.
 - Clusters by the accuracy reward's name; after eq. 12 a client's weights are rescaled to sum to 1.
 - Aggregated reward = the equal-weight mean of a client's components; model selection by validation keeps scores only.

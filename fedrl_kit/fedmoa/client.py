@@ -248,6 +248,8 @@ class MOAClient(GRPOClient):
         for s, w in enumerate(path.after):  # Fig. 5: the weights after every local step
             metrics.update({f"w@{s}/{n}": float(w[k]) for k, n in enumerate(self.names)})
         metrics.update({f"accuracy@{s}": d["accuracy"] for s, d in enumerate(steps)})  # r_0's progress in the round
+        for s, d in enumerate(steps):  # eq. 9's Δ_k = g_k^(t)·g_k^(t−1) of every step (0 at the first: no g^(t−1))
+            metrics.update({f"delta@{s}/{n}": d[f"delta/{n}"] for n in self.names})
         metrics.update({f"w/{n}": float(path.weights[k]) for k, n in enumerate(self.names)})
         metrics.update({f"w_start/{n}": float(path.start[k]) for k, n in enumerate(self.names)})
         metrics["w_move"] = float(np.abs(path.weights - path.start).sum())  # L1 distance the weights moved
