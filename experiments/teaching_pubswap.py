@@ -541,7 +541,7 @@ def exercise_gradient(swaps, correct: pd.DataFrame, prompt: int, K: int) -> tupl
     full = [f"{x.split(' (gold')[0]!r} ({', '.join(c for c, v in zip(cids, row) if int(v) == K)})"
             for x, row in correct.iterrows() if (row.astype(int) == K).any()]
     return (own, swapped), (
-        f"(a) the control keeps each client's own answers: a gradient where 0 < c_n(x) < {K}, "
+        f"(a) the control keeps each client's own answers, which give a gradient where 0 < c_n(x) < {K}: "
         f"{', '.join(sorted(own)) or 'no client'}. (b) Balanced: " + "; ".join(parts) + ". A client whose answers "
         "are all wrong learns nothing from the prompt until right answers are swapped in. An all-right group stays "
         "without a gradient: Balanced only adds right answers"

@@ -273,10 +273,11 @@ teach.drift_code()
 #
 # **The paper's argument** (its appendix A). Let $\Delta_j$ be two clients' parameter distance after local step $j$.
 # A step moves client $n$ by $-\eta g_n$ ($\eta$: learning rate), so $\Delta$ grows by at most
-# $\eta\lVert g_n(\theta_n)-g_{n'}(\theta_{n'})\rVert$. One loss at two points differs by at most $L\Delta_j$
-# ($L$: smoothness). Two clients' private losses at one point differ by at most $\zeta$. On public prompts both
-# clients have the same expected loss, so $\zeta$ drops out; left is each client's **swap distortion** $\omega_n$:
-# how far the swap moves its gradient from the one its own answers give.
+# $\eta\lVert g_n(\theta_n)-g_{n'}(\theta_{n'})\rVert$. Split this gap. One loss's gradients at the two clients'
+# points differ by at most $L\Delta_j$ ($L$: smoothness). The two clients' private gradients at one point differ by
+# at most $\zeta$. On public prompts both clients have the same expected loss, so $\zeta$ drops out; left is each
+# client's **swap distortion** $\omega_n$: how far the swap moves its gradient from the one its own answers give (so
+# Random, whose clients share one group, has $\omega_n>0$ too).
 #
 # $$\text{private: }\Delta_{j+1}\le(1+\eta L)\,\Delta_j+\eta\,\zeta,\qquad
 # \text{public: }\Delta_{j+1}\le(1+\eta L)\,\Delta_j+\eta\,(\omega_n+\omega_{n'})$$
