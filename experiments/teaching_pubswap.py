@@ -108,7 +108,7 @@ def heterogeneity_figure(partitions, concentration: float) -> go.Figure:
     return fig
 
 
-# -- §6: one round per arm, drift after each local step -----------------------------------------------------------------
+# -- §4: one round per arm, drift after each local step -----------------------------------------------------------------
 def drift_frames(drift_runs: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """From ``{(method, τ): (run, records)}``: δ_pair and the update size u (the clients' mean distance from the
     broadcast adapter) after each local step (one row per arm, τ, step), and each arm's end of round (those two, pass@1
@@ -387,7 +387,7 @@ def drift_code() -> Markdown:
                     + "\n" + code_excerpt(drift.mean_pairwise_drift, "dist = pairwise_drift", "return float").data)
 
 
-# -- §5: one swap, step by step ---------------------------------------------------------------------------------------
+# -- §3: one swap, step by step ---------------------------------------------------------------------------------------
 def correct_table(gen) -> pd.DataFrame:
     """c_n(x): each client's right answers (of K) per public prompt, with the prompt's gold answer."""
     t = pd.DataFrame({cid: [int(sum(c)) for c in g["correct"]] for cid, g in zip(gen.client_ids, gen.generated)},
@@ -405,7 +405,7 @@ def example_prompt(correct: pd.DataFrame, K: int) -> int:
 
 def widget_prompt(correct: pd.DataFrame, K: int, avoid: int) -> int:
     """The widget's first prompt: one (not ``avoid``) where client 0 lacks right answers and the others hold enough
-    to fill the gap, so its static view shows a swap that §5's worked example does not. Falls back to ``avoid``."""
+    to fill the gap, so its static view shows a swap that §3's worked example does not. Falls back to ``avoid``."""
     c0, others = correct.iloc[:, 0].to_numpy(), correct.iloc[:, 1:].sum(axis=1).to_numpy()
     gap = np.maximum(K // 2 - c0, 0)
     ok = (gap > 0) & (others >= gap) & (np.arange(len(c0)) != avoid)
@@ -667,7 +667,7 @@ def report_notes(results=F.RESULTS) -> Markdown:
         f"Random's top place is not firm: R1, Random − Balanced, is "
         f"{F.interval_words(r.loc['R1', 'difference'], r.loc['R1', '±95% t'], int(r.loc['R1', 'seeds']), '‖ΔW‖', 3)}. "
         "A single seed's "
-        "one short round (notebook 02, §7) can rank Random lowest.\n"
+        "one short round (notebook 02, §4) can rank Random lowest.\n"
         f"- **Start.** The untrained policy scores {start['at_seed']} % at seed 0 and {start['mean']} % over "
         f"{start['seeds']} seeds ({start['n_test']} test problems × {start['samples']} samples). Notebook 02's one-round "
         f"runs score one sample per problem, whose standard error is about {se_one:.1f} points: their start differs "
