@@ -38,57 +38,36 @@ def config_maker(params: dict):
     return make_config
 
 
-def setting_table(cfg, world, policy) -> pd.DataFrame:
-    """The world's splits (and that they share no prompt), the reward and the policy's size, one row each."""
-    def shared(a, b):
-        return len(set(a["prompt"]) & set(b["prompt"]))
-
-    arch = policy.model.config
+def settings_box(cfg, world, policy, tau_live: int, results=F.RESULTS) -> pd.DataFrame:
+    """The settings every later section uses, one short row each: the federation's sizes, the world, the policy and its
+    LoRA, GRPO's clip and updates per batch, the optimiser (and when its state starts afresh), then the runs the
+    notebook shows (its live one-round runs, the stored runs of §5–6, the paper's)."""
+    lora = [n for n, _ in policy.model.named_parameters() if ".lora_A." in n]  # one per adapted layer
     lora_n = sum(p.numel() for n, p in policy.model.named_parameters() if "lora_" in n)
     frozen = sum(p.numel() for p in policy.model.parameters()) - lora_n
-    topics = pd.Series(world.public["topic"]).value_counts()
-    return pd.Series({
-        "world": f"{cfg.world}: {len(world.train)} private problems, {len(world.public)} public prompts (gold answers "
-                 f"known to all), {len(world.test)} test problems; reward: {' + '.join(cfg.rewards)}",
-        "public prompts per topic": ", ".join(f"{t} {c}" for t, c in topics.items()),
-        "prompts shared: public∩test, public∩private, test∩private":
-            f"{shared(world.public, world.test)}, {shared(world.public, world.train)}, {shared(world.test, world.train)}",
-        "policy": f"{arch.num_hidden_layers}-layer {arch.model_type} transformer, width {arch.hidden_size}, "
-                  f"{arch.vocab_size}-character vocabulary, {frozen / 1e6:.2f} M frozen parameters + "
-                  f"{lora_n / 1e6:.2f} M LoRA"}, name="this notebook's setting").to_frame()
-
-
-def run_values(cfg, policy, tau_live: int, results=F.RESULTS) -> pd.DataFrame:
-    """The settings box: the symbols of the equations with this run's values, then the three kinds of runs the
-    notebook shows (its live one-round runs, §6's stored runs, the paper's) side by side: τ and rounds, seeds, and how
-    pass@1 is scored."""
-    lora = {n: tuple(p.shape) for n, p in policy.model.named_parameters() if ".lora_A." in n or ".lora_B." in n}
-    a_name = next(n for n in lora if ".lora_A." in n)
-    layer = a_name.split(".lora_A")[0].split("model.")[-1]
+    arch = policy.model.config
     s = F.pubswap_setting(results)
     seeds = {ARMS[m]: len(s["seeds"][m]) for m in ARMS}
-    many, few = max(seeds.values()), min(seeds.values())
-    taus = F.PUBSWAP_PAPER_TAUS
+    few = [a for a, n in seeds.items() if n < max(seeds.values())]
+    optimiser = "AdamW" if cfg.weight_decay else "Adam"
     return pd.Series({
-        "ε, ε_high (clip range); μ (updates per GRPO step)": f"{cfg.epsilon:g}, {cfg.epsilon_high:g}; "
-                                                             f"{cfg.num_iterations}",
-        "η (learning rate)": f"{cfg.learning_rate:g}",
         "N clients; b prompts per step; K answers per prompt; τ_swap":
             f"{cfg.num_clients}; {cfg.prompts_per_step}; {cfg.num_generations}; {cfg.pubswap.period}",
-        "LoRA rank, lora_alpha, scale s = lora_alpha / rank":
-            f"{cfg.lora_rank}, {cfg.lora_alpha:g}, {cfg.lora_alpha / cfg.lora_rank:g}",
-        f"A and B of {layer} (one of {len(lora) // 2} adapted layers)":
-            f"{lora[a_name]}, {lora[a_name.replace('.lora_A.', '.lora_B.')]}",
-        "live runs (§5, §7): τ × rounds; seeds; pass@1 on": f"{tau_live} × 1; seed {cfg.seed}; "
-                                                            f"{cfg.n_test} test problems × 1 sample",
-        "stored runs (§6): τ × rounds; seeds; pass@1 on":
-            f"{s['tau']} × {s['rounds']} = {s['steps']} local steps; "
-            f"{many} ({' and '.join(a for a, n in seeds.items() if n == many)}), "
-            f"{few} of them ({' and '.join(a for a, n in seeds.items() if n == few)}); "
-            f"{cfg.n_test} test problems × {cfg.eval_samples} samples",
-        "the paper: τ; local steps": f"{', '.join(map(str, taus))}; {PAPER_STEPS} (1.5–1.7B-parameter models on MATH "
-                                     "and DeepMath)"},
-        name="value").to_frame()
+        "world": f"{pd.Series(world.public['topic']).nunique()} arithmetic topics; {len(world.train)} private problems "
+                 f"split among the clients, {len(world.public)} public prompts, {len(world.test)} test problems",
+        "policy": f"{arch.num_hidden_layers}-layer transformer ({frozen / 1e6:.2f} M frozen parameters); LoRA rank "
+                  f"{cfg.lora_rank} on {len(lora)} layers ({lora_n / 1e6:.2f} M trained), scale s = "
+                  f"{cfg.lora_alpha / cfg.lora_rank:g}",
+        "GRPO": f"ε = {cfg.epsilon:g}, ε_high = {cfg.epsilon_high:g}; μ = {cfg.num_iterations} optimiser updates per "
+                f"batch of answers (π_old: the policy before the first){'' if cfg.beta else '; no KL term'}",
+        "optimiser": f"{optimiser}, η = {cfg.learning_rate:g}, weight decay {cfg.weight_decay:g}; one state for a "
+                     "client's private and public steps"
+                     + (", started afresh each round" if cfg.reset_optimizer else ", kept across rounds"),
+        "live runs (§3–4)": f"τ = {tau_live}, one round, seed {cfg.seed}",
+        "stored runs (§5–6)": f"τ = {s['tau']} × {s['rounds']} rounds = {s['steps']} local steps per client; "
+                              f"{max(seeds.values())} seeds ({min(seeds.values())} for the {' and '.join(few)})",
+        "the paper": f"τ = {F.PUBSWAP_PAPER_TAUS[0]} to {F.PUBSWAP_PAPER_TAUS[-1]}, {PAPER_STEPS} local steps; "
+                     "1.5–1.7B-parameter models on MATH and DeepMath"}, name="setting").to_frame()
 
 
 def fedit_demo() -> pd.DataFrame:
@@ -129,7 +108,7 @@ def heterogeneity_figure(partitions, concentration: float) -> go.Figure:
     return fig
 
 
-# -- §6: one round per arm, drift after each local step -----------------------------------------------------------------
+# -- §4: one round per arm, drift after each local step -----------------------------------------------------------------
 def drift_frames(drift_runs: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """From ``{(method, τ): (run, records)}``: δ_pair and the update size u (the clients' mean distance from the
     broadcast adapter) after each local step (one row per arm, τ, step), and each arm's end of round (those two, pass@1
@@ -146,34 +125,69 @@ def drift_frames(drift_runs: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def drift_figure(drift: pd.DataFrame) -> go.Figure:
-    """δ_pair after each local step at the largest τ in ``drift`` (a small τ shows only overlapping points), from
-    j = 0 (the broadcast adapter, δ_pair = 0), with ● private and ★ public steps; below it each arm minus
-    FedAvg-GRPO, where the arms that lie on top of each other above come apart."""
+    """Three panels side by side (a notebook stores its PNG at 900 × 420) over the local steps at the largest τ in
+    ``drift`` (a small τ shows only overlapping points), from j = 0 (the broadcast adapter, δ_pair = 0), circles on
+    private and stars on public steps (markers, not font glyphs): δ_pair; each arm minus FedAvg-GRPO, where the arms
+    that lie on top of each other in the first come apart; and δ_pair / u (u: the clients' mean distance from the
+    broadcast adapter), how alike the clients' directions are, beside √2, the value for unrelated directions."""
     tau = int(drift.tau.max())
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.1, row_heights=[0.55, 0.45],
-                        subplot_titles=["δ_pair after each local step", "the same, minus FedAvg-GRPO's"])
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.09,
+                        subplot_titles=["δ_pair", "δ_pair minus FedAvg-GRPO's", "δ_pair / u (dotted: √2)"])
     base = drift[(drift.arm == "FedAvg-GRPO") & (drift.tau == tau)].set_index("step")["δ_pair"]
     for name, colour in COLOURS.items():
         d = drift[(drift.arm == name) & (drift.tau == tau)].sort_values("step")
         x = [0, *(d.step + 1)]
         symbols = ["circle"] + ["circle" if k == "private" else "star" for k in d.step_kind]
-        sizes = [7] + [7 if k == "private" else 15 for k in d.step_kind]
-        for row, y in ((1, [0.0, *d["δ_pair"]]), (2, [0.0, *(d["δ_pair"].to_numpy() - base.loc[d.step].to_numpy())])):
-            fig.add_trace(go.Scatter(x=x, y=y, name=name, legendgroup=name, showlegend=row == 1, mode="lines",
-                                     line=dict(color=colour, width=2)), row=row, col=1)
-            fig.add_trace(go.Scatter(x=x, y=y, legendgroup=name, showlegend=False, mode="markers", hoverinfo="skip",
-                                     marker=dict(symbol=symbols, size=sizes, color=colour,
-                                                 line=dict(color="white", width=1))), row=row, col=1)
+        sizes = [6] + [6 if k == "private" else 13 for k in d.step_kind]
+        ratio = (d["δ_pair"] / d["u"]).to_numpy()  # undefined at j = 0 (u = 0): drawn from j = 1
+        for col, xs, y, sym, size in (
+                (1, x, [0.0, *d["δ_pair"]], symbols, sizes),
+                (2, x, [0.0, *(d["δ_pair"].to_numpy() - base.loc[d.step].to_numpy())], symbols, sizes),
+                (3, x[1:], list(ratio), symbols[1:], sizes[1:])):
+            fig.add_trace(go.Scatter(x=xs, y=y, name=name, legendgroup=name, showlegend=col == 1, mode="lines",
+                                     line=dict(color=colour, width=2)), row=1, col=col)
+            fig.add_trace(go.Scatter(x=xs, y=y, legendgroup=name, showlegend=False, mode="markers", hoverinfo="skip",
+                                     marker=dict(symbol=sym, size=size, color=colour,
+                                                 line=dict(color="white", width=1))), row=1, col=col)
     for symbol, label in (("circle", "private step"), ("star", "public step")):  # the markers' key, in grey
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=label,
                                  marker=dict(symbol=symbol, size=11 if symbol == "star" else 7, color="#777")))
-    fig.update_layout(template="plotly_white", height=620, width=760, legend=dict(y=0.5),
+    fig.add_hline(y=float(np.sqrt(2)), line=dict(color="#444", dash="dot"), row=1, col=3)
+    fig.update_layout(template="plotly_white", height=420, width=900, margin=dict(t=80, b=40),
+                      legend=dict(orientation="h", y=-0.22, font=dict(size=11)),
                       title=dict(text=f"one round at τ = {tau} local steps, every arm from the same start, one seed",
-                                 x=0.02, y=0.98), margin=dict(t=80))
-    fig.update_yaxes(title_text="δ_pair", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text="difference", zeroline=True, zerolinecolor="#999", row=2, col=1)
-    fig.update_xaxes(title_text="local step j (0: the broadcast adapter)", dtick=1, row=2, col=1)
+                                 x=0.02, y=0.97))
+    fig.update_yaxes(rangemode="tozero", col=1)
+    fig.update_yaxes(zeroline=True, zerolinecolor="#999", col=2)
+    fig.update_yaxes(range=[1.0, 1.5], col=3)
+    fig.update_xaxes(title_text="local step j", dtick=1, title_standoff=4)
     return fig
+
+
+def live_round_note(end: pd.DataFrame, results=F.RESULTS) -> Markdown:
+    """This one round's arms at its end, lowest δ_pair first, with δ_pair / u (how alike the clients' directions are;
+    √2 for unrelated ones), beside the stored runs' ranking by final δ_pair (§5's mean over seeds), and whether the two
+    put the same arm lowest and highest: one short round of one seed is not the stored result."""
+    tau = int(end.tau.max())
+    here = end[end.tau == tau].set_index("arm").sort_values("δ_pair")
+    ratio = here["δ_pair"] / here["u"]
+    s = F.pubswap_setting(results)
+    stored = update_sizes(results)["final δ_pair"].sort_values()
+
+    def short(a):
+        return a.replace("PubSwap ", "")
+
+    def listed(r):
+        return ", ".join(f"{short(a)} {v:.2f}" for a, v in r.items())
+    same = here.index[0] == stored.index[0] and here.index[-1] == stored.index[-1]
+    return Markdown(
+        f"**This round against the stored runs.** At the end of this round (τ = {tau}, one seed), lowest δ_pair "
+        f"first: {listed(here['δ_pair'])}; δ_pair / u: {listed(ratio)} (√2 ≈ {np.sqrt(2):.2f}: unrelated directions). "
+        f"The stored runs' final δ_pair (τ = {s['tau']}, mean over seeds, §5): {listed(stored)}. "
+        + ("The two agree on the lowest and the highest arm." if same else
+           f"They disagree: here {short(here.index[0])} drifts least and {short(here.index[-1])} most, there "
+           f"{short(stored.index[0])} least and {short(stored.index[-1])} most. One short round of one seed does not "
+           "rank the arms as longer runs over several seeds do."))
 
 
 def _grid(results=F.RESULTS) -> pd.DataFrame:
@@ -195,8 +209,8 @@ def _stored_rows(results=F.RESULTS) -> pd.DataFrame:
     return rows.assign(arm=rows.method.map(ARMS))
 
 
-def exercise_1(results=F.RESULTS) -> tuple[str, str]:
-    """Exercise 1's answer, read off the stored figure's lines: over the seeds that ran all four arms, which step goes
+def exercise_firm_part(results=F.RESULTS) -> tuple[str, str]:
+    """The firm-part exercise's answer, read off the stored figure's lines: over the seeds that ran all four arms, which step goes
     down for every seed, FedAvg-GRPO → control (the public steps) or control → Balanced (the swap)."""
     d = _stored_rows(results).pivot_table(index="seed", columns="arm", values="drift_end_pairwise_effective").dropna()
     pub = d["no-swap control"] - d["FedAvg-GRPO"]  # [seeds]
@@ -277,52 +291,91 @@ def update_sizes(results=F.RESULTS) -> pd.DataFrame:
     return t.round({"final δ_pair": 2, "update size u": 2, "δ_pair / u": 2})
 
 
-def exercise_2(results=F.RESULTS) -> tuple[str, str]:
+def exercise_update_size(results=F.RESULTS) -> tuple[str, str]:
     """Random has the largest δ_pair but a lower δ_pair / u than FedAvg-GRPO: is its update size u larger, smaller or
-    equal? u = δ_pair / (δ_pair / u), read off the two panels' means."""
+    equal? u = δ_pair / (δ_pair / u), read off the two panels' means, then the u the runs measured."""
     t = update_sizes(results)
     r, f = t.loc["PubSwap Random"], t.loc["FedAvg-GRPO"]
     ur, uf = r["final δ_pair"] / r["δ_pair / u"], f["final δ_pair"] / f["δ_pair / u"]
     answer = "larger" if ur > uf * 1.02 else "smaller" if ur < uf / 1.02 else "equal"
     return answer, (f"u = δ_pair ÷ (δ_pair / u). Random: {r['final δ_pair']:.2f} ÷ {r['δ_pair / u']:.2f} ≈ {ur:.1f}; "
-                    f"FedAvg-GRPO: {f['final δ_pair']:.2f} ÷ {f['δ_pair / u']:.2f} ≈ {uf:.1f}. Random's clients "
-                    "point more alike than FedAvg-GRPO's, but each moves further, and the longer steps win. "
-                    "The table below has u measured directly.")
+                    f"FedAvg-GRPO: {f['final δ_pair']:.2f} ÷ {f['δ_pair / u']:.2f} ≈ {uf:.1f} (measured directly: "
+                    f"{r['update size u']:.2f} against {f['update size u']:.2f}). Random's clients point more alike "
+                    "than FedAvg-GRPO's, but each moves further, and the longer steps win. Drift alone would have hidden "
+                    "this: always read it beside the update size.")
 
 
-def claims_note(results=F.RESULTS) -> Markdown:
-    """The paper's two accuracy claims against the stored grid at every τ it ran: Balanced − FedAvg-GRPO pass@1 and
-    Random − Balanced pass@1 (points, paired over seeds, 95 % t), with what that makes of each claim."""
+def accuracy_claims(results=F.RESULTS) -> tuple[pd.DataFrame, Markdown]:
+    """The paper's two accuracy claims against the stored grid at every τ it ran, as a table (one row per τ) and a
+    verdict per claim. Balanced − FedAvg-GRPO and Random − Balanced pass@1, points, paired over seeds with the half-width
+    of the 95 % t-interval. A Balanced − FedAvg-GRPO interval that contains 0 is *inconclusive* unless its upper end lies
+    below the paper's median gain (Table 1), which then it rules out ("no paper-size gain"); a Random − Balanced one
+    that contains 0 is inconclusive (the paper tables no size for it)."""
     from experiments.stats import sign_verdict
     from experiments.sweep import _compare
 
     t1 = _grid(results).query("table == 'table1'")
     taus = sorted(set(t1.query("method == 'pubswap_random'").tau) & set(t1.query("method == 'fedavg_grpo'").tau))
+    median = float(np.median(F.pubswap_paper_gains().to_numpy()))
+    steps = sorted({int(r.tau * r.rounds) for r in t1[t1.tau.isin(taus)].itertuples()})
 
-    def diffs(a, b):
-        out = {}
-        for tau in taus:
-            mean, _, half, n = _compare(t1, {"method": a, "tau": tau}, {"method": b, "tau": tau}, "pass@1_final")
-            out[tau] = (100 * mean, 100 * half, n)
-        return out
+    def diff(a, b, tau):
+        mean, _, half, n = _compare(t1, {"method": a, "tau": tau}, {"method": b, "tau": tau}, "pass@1_final")
+        return 100 * mean, 100 * half, n
 
-    gain, rnd = diffs("pubswap_balanced", "fedavg_grpo"), diffs("pubswap_random", "pubswap_balanced")
+    gain = {t: diff("pubswap_balanced", "fedavg_grpo", t) for t in taus}
+    rnd = {t: diff("pubswap_random", "pubswap_balanced", t) for t in taus}
 
-    def listed(d):
-        return "; ".join(f"τ = {t}: {m:+.2f} ± {h:.2f} ({n} seeds)" for t, (m, h, n) in d.items())
-    gains = [t for t, (m, h, _) in gain.items() if sign_verdict(m, h) > 0]
+    def gain_word(m, h):
+        v = sign_verdict(m, h)
+        return "a gain" if v > 0 else "a loss" if v < 0 else "no paper-size gain" if m + h < median else "inconclusive"
+
+    def random_word(m, h):
+        v = sign_verdict(m, h)
+        return "Random better" if v > 0 else "Random worse" if v < 0 else "inconclusive"
+
+    def cell(d, word):
+        m, h, n = d
+        return f"{m:+.2f} ± {h:.2f} ({n} seeds): {word(m, h)}"
+    table = pd.DataFrame({"Balanced − FedAvg-GRPO": [cell(gain[t], gain_word) for t in taus],
+                          "Random − Balanced": [cell(rnd[t], random_word) for t in taus]},
+                         index=pd.Index([f"τ = {t}" for t in taus], name="pass@1, points"))
+
+    def at(words, word, among=taus):
+        return [t for t in among if words[t] == word]
+    g = {t: gain_word(*gain[t][:2]) for t in taus}
+    r = {t: random_word(*rnd[t][:2]) for t in taus}
     small = [t for t in taus if t <= F.PUBSWAP_PAPER_TAUS[1]]  # our τ up to the paper's second, 40
-    beats = [t for t in small if sign_verdict(*rnd[t][:2]) > 0]
-    return Markdown(
-        f"**The paper's accuracy claims, against our stored runs** (pass@1 points, paired by seed, ± 95 % t):\n\n"
-        f"- *Balanced beats FedAvg-GRPO for most τ.* Balanced − FedAvg-GRPO: {listed(gain)}. "
-        + (f"A gain outside noise at τ = {', '.join(map(str, gains))}." if gains else
-           "No gain outside noise at any τ: **not reproduced**.") + "\n"
+
+    def listed(ts):
+        return ", ".join(map(str, ts))
+    if at(g, "a gain"):
+        first = f"**holds** at τ = {listed(at(g, 'a gain'))}"
+    elif at(g, "no paper-size gain"):
+        t = at(g, "no paper-size gain")[-1]
+        first = (f"**not reproduced**: no τ shows a gain, and at τ = {t} gains above {gain[t][0] + gain[t][1]:+.2f} "
+                 "points are ruled out")
+    else:
+        first = "**inconclusive** at every τ"
+    rest = [t for t in taus if g[t] == "inconclusive"]
+    first += f"; τ = {listed(rest)} inconclusive" if rest and not first.startswith("**inconclusive") else ""
+    if at(r, "Random better", small):
+        second = f"**holds** at τ = {listed(at(r, 'Random better', small))}"
+    elif at(r, "Random worse", small):
+        second = f"**does not hold** at τ = {listed(at(r, 'Random worse', small))}: Random is worse"
+    else:
+        second = "**inconclusive**"
+    rest = [t for t in small if r[t] == "inconclusive"]
+    second += f"; τ = {listed(rest)} inconclusive" if rest and not second.startswith("**inconclusive") else ""
+    large = [t for t in taus if t not in small and r[t] == "Random worse"]
+    second += f". At τ = {listed(large)} Random is worse too" if large else ""
+    note = Markdown(
+        f"Every row ran {' or '.join(map(str, steps))} local steps per client. *Inconclusive*: the interval contains 0 "
+        "and is too wide to rule out an effect of the paper's size.\n\n"
+        f"- *Balanced beats FedAvg-GRPO for most τ* (the paper's median gain: {median:+.2f} points): {first}.\n"
         f"- *Random beats Balanced at small τ* (the paper's text: τ = {F.PUBSWAP_PAPER_TAUS[0]} and "
-        f"{F.PUBSWAP_PAPER_TAUS[1]}). Random − Balanced: {listed(rnd)}. "
-        + (f"Random better at τ = {', '.join(map(str, beats))}." if beats else
-           f"Random is better at none of our τ up to {F.PUBSWAP_PAPER_TAUS[1]} ({', '.join(map(str, small))}): "
-           "**not reproduced**."))
+        f"{F.PUBSWAP_PAPER_TAUS[1]}): {second}.")
+    return table, note
 
 
 def drift_code() -> Markdown:
@@ -334,7 +387,7 @@ def drift_code() -> Markdown:
                     + "\n" + code_excerpt(drift.mean_pairwise_drift, "dist = pairwise_drift", "return float").data)
 
 
-# -- §5: one swap, step by step ---------------------------------------------------------------------------------------
+# -- §3: one swap, step by step ---------------------------------------------------------------------------------------
 def correct_table(gen) -> pd.DataFrame:
     """c_n(x): each client's right answers (of K) per public prompt, with the prompt's gold answer."""
     t = pd.DataFrame({cid: [int(sum(c)) for c in g["correct"]] for cid, g in zip(gen.client_ids, gen.generated)},
@@ -352,7 +405,7 @@ def example_prompt(correct: pd.DataFrame, K: int) -> int:
 
 def widget_prompt(correct: pd.DataFrame, K: int, avoid: int) -> int:
     """The widget's first prompt: one (not ``avoid``) where client 0 lacks right answers and the others hold enough
-    to fill the gap, so its static view shows a swap that §5's worked example does not. Falls back to ``avoid``."""
+    to fill the gap, so its static view shows a swap that §3's worked example does not. Falls back to ``avoid``."""
     c0, others = correct.iloc[:, 0].to_numpy(), correct.iloc[:, 1:].sum(axis=1).to_numpy()
     gap = np.maximum(K // 2 - c0, 0)
     ok = (gap > 0) & (others >= gap) & (np.arange(len(c0)) != avoid)
@@ -387,7 +440,7 @@ def swap_widget(gen, prompt: int):
 
     cids, K = gen.client_ids, gen.num_generations
 
-    def show_swap(rule, K, client, prompt, summary=True):
+    def show_swap(rule, K, client, prompt, summary=False):
         res = swap_public(gen, rule, K)
         v = group_table(gen, res, client, prompt)
         print(f"{rule}, K = {K}: {cids[client]} on {gen.batch['prompt'][prompt]!r}: α_n = {v.attrs['alpha']:.3f}")
@@ -430,7 +483,7 @@ def random_alpha_line(gen, swaps, prompt: int, client: int = 0) -> Markdown:
                     f"α_{client}(x) = {round(alpha * K)}/{K} = {alpha:.3f}.")
 
 
-def exercise_3(gen, swaps, prompt: int, client: int = 0) -> tuple[float, str]:
+def exercise_random_share(gen, swaps, prompt: int, client: int = 0) -> tuple[float, str]:
     """E[α_n] under Random, over its draws: 1 − 1/N (each drawn slot is foreign with probability (N−1)/N), with the
     range α_n can take and the value of this draw."""
     alphas = np.array([r.replacement_fraction[client] for r in swaps["random"]])  # [b] this client, every prompt
@@ -444,45 +497,58 @@ def exercise_3(gen, swaps, prompt: int, client: int = 0) -> tuple[float, str]:
         f"{alphas.max():.3f}.")
 
 
-def named_pair(correct: pd.DataFrame, client: int, prompt: int) -> Markdown:
-    """The client and prompt an exercise asks about, by name."""
-    return Markdown(f"Client: **{correct.columns[client]}**; prompt: **{correct.index[prompt].split(' (gold')[0]!r}**.")
+class ClientSet(set):
+    """A set of client names that prints sorted, so that a stored answer reads the same on every run."""
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(repr(c) for c in sorted(self)) + "}"
 
 
-def total_swap_prompt(correct: pd.DataFrame, K: int, avoid: tuple[int, ...]) -> int:
-    """A prompt of §5's table, none of ``avoid``, on which Balanced swaps answers into some clients' groups and none
-    is held back by the others' supply (D_n(x) ≥ ⌊K/2⌋ − c_n(x) for every client short of ⌊K/2⌋), and some client
-    already has ⌊K/2⌋ or more right: the two branches of M_n(x) that §5's worked example does not show. A client with
-    exactly ⌊K/2⌋ right is preferred (the edge of the rule). Falls back to any prompt with a swap."""
-    def m(n, x):
-        c = int(correct.iloc[x, n])
-        return min(max(K // 2 - c, 0), int(correct.iloc[x].sum()) - c), max(K // 2 - c, 0)
+def _has_gradient(right: int, K: int) -> bool:
+    """A group gives a gradient only if its rewards differ: some right and some wrong answers."""
+    return 0 < right < K
 
+
+def gradient_prompt(correct: pd.DataFrame, K: int, avoid: tuple[int, ...]) -> int:
+    """A prompt of the c_n(x) table, none of ``avoid``, on which Balanced gives a gradient to clients that had none
+    (all their answers wrong), preferring one where some client still gets none (all right: Balanced only adds right
+    answers). Falls back to the first prompt not avoided."""
     def score(x):
-        ms = [m(n, x) for n in range(correct.shape[1])]
-        total = sum(a for a, _ in ms)
-        unbound = all(a == short for a, short in ms)
-        full = any(int(c) >= K // 2 for c in correct.iloc[x])
-        edge = any(int(c) == K // 2 for c in correct.iloc[x])
-        return (total > 0) * (1 + 2 * (unbound and full) + edge)
+        c = correct.iloc[x].to_numpy()
+        D = c.sum() - c
+        M = np.minimum(np.maximum(K // 2 - c, 0), D)
+        rescued = sum(not _has_gradient(ci, K) and _has_gradient(ci + mi, K) for ci, mi in zip(c, M))
+        left = sum(not _has_gradient(ci + mi, K) for ci, mi in zip(c, M))
+        return 2 * rescued + (left > 0 and rescued > 0)
     cands = [x for x in range(len(correct)) if x not in avoid]
-    return max(cands, key=score) if cands else avoid[0]
+    return max(cands, key=score) if cands else 0
 
 
-def exercise_4(swaps, correct: pd.DataFrame, prompt: int, K: int) -> tuple[int, str]:
-    """Σ_n M_n(x) on ``prompt``: every client's count by hand, and the package's total."""
-    answer = int(swaps["balanced"][prompt].num_replaced.sum())
+def exercise_gradient(swaps, correct: pd.DataFrame, prompt: int, K: int) -> tuple[tuple[set, set], str]:
+    """Which clients get a gradient on ``prompt`` under the no-swap control (their own group) and under Balanced (the
+    package's swapped group): a client's right answers c_n(x), then c_n(x) + M_n(x) by hand, against the group the
+    package built. Names any prompt of the table where a client got all K right, which no swap can help."""
+    cids = list(correct.columns)
+    group = swaps["balanced"][prompt].correct  # [N, K] the groups Balanced built
+    own = ClientSet(c for c, n in zip(cids, correct.iloc[prompt]) if _has_gradient(int(n), K))
+    swapped = ClientSet(c for c, g in zip(cids, group) if _has_gradient(int(g.sum()), K))
     parts = []
-    for n, cid in enumerate(correct.columns):
+    for n, cid in enumerate(cids):
         c = int(correct.iloc[prompt, n])
-        D = int(correct.iloc[prompt].sum()) - c
-        M = min(max(K // 2 - c, 0), D)
-        parts.append(f"{cid}: c = {c} ≥ {K // 2}, keeps its group (0)" if c >= K // 2 else
-                     f"{cid}: min({K // 2} − {c}, D = {D}) = {M}")
-    return answer, "; ".join(parts) + f". Total {answer}: the package swapped {answer}."
+        M = min(max(K // 2 - c, 0), int(correct.iloc[prompt].sum()) - c)
+        parts.append(f"{cid}: {c} right" + (f" + {M} swapped in = {c + M}" if M else "")
+                     + f" of {K} → {'a gradient' if _has_gradient(c + M, K) else 'none'}")
+    full = [f"{x.split(' (gold')[0]!r} ({', '.join(c for c, v in zip(cids, row) if int(v) == K)})"
+            for x, row in correct.iterrows() if (row.astype(int) == K).any()]
+    return (own, swapped), (
+        f"(a) the control keeps each client's own answers, which give a gradient where 0 < c_n(x) < {K}: "
+        f"{', '.join(sorted(own)) or 'no client'}. (b) Balanced: " + "; ".join(parts) + ". A client whose answers "
+        "are all wrong learns nothing from the prompt until right answers are swapped in. An all-right group stays "
+        "without a gradient: Balanced only adds right answers"
+        + (f" (all {K} right in this table: {'; '.join(full)})" if full else "") + ".")
 
 
-def exercise_5(gen, swaps, correct: pd.DataFrame) -> tuple[int, str]:
+def exercise_no_spread(gen, swaps, correct: pd.DataFrame) -> tuple[int, str]:
     """Prompts where Random gives no client a gradient whatever its draw: the pool's rewards all equal."""
     K, N = gen.num_generations, len(gen.client_ids)
     pool = correct.sum(axis=1)
@@ -499,48 +565,36 @@ def exercise_5(gen, swaps, correct: pd.DataFrame) -> tuple[int, str]:
 
 # -- what the reproduction found --------------------------------------------------------------------------------------
 def _plain(row, unit: str = "") -> str:
-    """A paired difference as "−1.56 ± 0.55 (5 seeds)", with ", within noise" when the interval contains 0."""
+    """A paired difference as "−1.56 ± 0.55 (5 seeds)", with ": inconclusive" when the interval contains 0."""
     d, h, n = row["difference"], row["±95% t"], int(row["seeds"])
     unit = f" {unit}" if unit else ""
-    return f"{d:+.2f} ± {h:.2f}{unit} ({n} seeds){', within noise' if abs(d) <= h else ''}"
+    return f"{d:+.2f} ± {h:.2f}{unit} ({n} seeds){': inconclusive' if abs(d) <= h else ''}"
 
 
-def findings_box() -> Markdown:
-    """Five findings from the stored grids in short plain sentences, each linking to the report section that holds
-    its table. Every difference is the first arm minus the second (negative: less drift, or lower pass@1), paired by
-    seed, with the half-width of its 95 % t-interval over the seeds both arms ran."""
+def drift_findings() -> Markdown:
+    """The three drift findings from the stored grid's largest τ in short plain sentences, linking the report: Balanced
+    lowers drift; the part that is firm seed by seed is the swap (the control takes the same public and private steps
+    as Balanced, so fewer private steps cannot explain that part); Random does not lower drift, its clients pointing
+    alike but moving further. Every difference is the first arm minus the second, paired by seed, with the half-width
+    of its 95 % t-interval over the seeds both arms ran."""
     f, r = F.pubswap_teaching_tables()
     s = F.pubswap_setting()
-    tau_s, d_s, h_s, n_s = F.pubswap_small_tau_random()
-    top = f.loc["F4", "difference"] + f.loc["F4", "±95% t"]
-    link = f"([report §5]({REPORT}#findings))"
-    base = _stored_rows().query("arm == 'FedAvg-GRPO'").drift_end_pairwise_effective.mean()  # FedAvg-GRPO's δ_pair
-    small = {"difference": d_s, "±95% t": h_s, "seeds": n_s}
-    small_rounds = int(_grid().query("tau == @tau_s").rounds.iloc[0])
     u = update_sizes()
+    base = u.loc["FedAvg-GRPO", "final δ_pair"]
     lines = [
-        f"1. **Balanced lowers drift.** Balanced − FedAvg-GRPO final δ_pair is {_plain(f.loc['F1'])}. "
-        f"That is {abs(f.loc['F1', 'difference']) / base:.0%} of FedAvg-GRPO's {base:.2f} {link}.",
-        f"2. **The swap gives a clear part of it.** Balanced − no-swap control is {_plain(f.loc['F2'])}. "
-        f"The shared prompts alone, control − FedAvg-GRPO, give {_plain(f.loc['F3'])} "
-        f"([report §5]({REPORT}#split)).",
-        f"3. **Random does not lower drift.** Random − FedAvg-GRPO is {_plain(r.loc['R2'])}. Its clients point "
-        f"alike (δ_pair / u {u.loc['PubSwap Random', 'δ_pair / u']:.2f} against "
-        f"{u.loc['FedAvg-GRPO', 'δ_pair / u']:.2f}) but move further (u {u.loc['PubSwap Random', 'update size u']:.2f} "
-        f"against {u.loc['FedAvg-GRPO', 'update size u']:.2f}). Why further is untested: about "
-        f"{1 - 1 / s['clients']:.0%} of a Random group is other clients' answers, scored as if self-sampled {link}.",
-        f"4. **No accuracy gain (a negative result).** Balanced − FedAvg-GRPO pass@1 is {_plain(f.loc['F4'], 'points')}. "
-        f"Gains above {top:+.2f} points are ruled out at this scale. "
-        f"The paper's gains, with 1.5–1.7B-parameter models, are not tested here ([report §5]({REPORT}#claims)).",
-        f"5. **Random is worse than Balanced in accuracy.** Random − Balanced pass@1 is "
-        f"{_plain(f.loc['F5'], 'points')} at τ = {s['tau']}. At τ = {tau_s} ({small_rounds} rounds, "
-        f"{tau_s * small_rounds} steps) it is {_plain(small, 'points')}. The paper found Random better at small τ "
-        f"([report §5]({REPORT}#claims)).",
+        f"1. **Balanced lowers drift.** Balanced − FedAvg-GRPO: {_plain(f.loc['F1'])}, "
+        f"{abs(f.loc['F1', 'difference']) / base:.0%} of FedAvg-GRPO's {base:.2f}.",
+        f"2. **The firm part is the swap.** Balanced − no-swap control: {_plain(f.loc['F2'])}. The control takes the "
+        "same public and private steps as Balanced, so this part is not from fewer private steps. The shared prompts "
+        f"alone, control − FedAvg-GRPO: {_plain(f.loc['F3'])}.",
+        f"3. **Random does not lower drift.** Random − FedAvg-GRPO: {_plain(r.loc['R2'])}. Its clients point alike "
+        f"(δ_pair / u {u.loc['PubSwap Random', 'δ_pair / u']:.2f} against {u.loc['FedAvg-GRPO', 'δ_pair / u']:.2f}) "
+        f"but move further (u {u.loc['PubSwap Random', 'update size u']:.2f} against "
+        f"{u.loc['FedAvg-GRPO', 'update size u']:.2f}).",
     ]
-    return Markdown(f"> **What the reproduction found** at τ = {s['tau']} ({s['rounds']} rounds, {s['steps']} local "
-                    "steps per client). Each difference is the first arm minus the second, paired seed by seed. "
-                    "The ± is the half-width of a 95 % t-interval. *Within noise* means the interval contains 0.\n>\n"
-                    + "\n".join(f"> {line}" for line in lines))
+    return Markdown(f"> **Drift at τ = {s['tau']}**: first arm minus second, paired by seed, ± the half-width of a "
+                    "95 % t-interval; *inconclusive*: the interval contains 0 "
+                    f"([report §5]({REPORT}#findings)).\n>\n" + "\n".join(f"> {line}" for line in lines))
 
 
 PAPER_STEPS = 360
@@ -578,31 +632,20 @@ def accuracy_table(results=F.RESULTS) -> pd.DataFrame:
 
 
 def drift_accuracy_note(results=F.RESULTS) -> Markdown:
-    """Why no accuracy gain: lower drift against pass@1 over the arms' seeds, and the reasons we can name, among them
-    the private steps PubSwap gives up (counted from the stored runs' τ, τ_swap and rounds)."""
+    """Why lower drift bought no accuracy: the reasons we can name, untested, among them the private steps PubSwap
+    gives up (counted from the stored runs' τ, τ_swap and rounds) and the size of Balanced's cut."""
     from fedrl_kit.pubswap.method import is_public_step
 
     s = F.pubswap_setting(results)
-    rows = _stored_rows(results)
-    m = rows.groupby("arm")[["drift_end_pairwise_effective", "pass@1_final"]].mean()
-    r = float(np.corrcoef(rows.drift_end_pairwise_effective, rows["pass@1_final"])[0, 1])
-    k = rows[rows.arm != "PubSwap Random"]
-    r3 = float(np.corrcoef(k.drift_end_pairwise_effective, k["pass@1_final"])[0, 1])
     public = sum(is_public_step(j, s["period"]) for j in range(s["tau"]))  # public steps per round
     f, _ = F.pubswap_teaching_tables(results)
-    share = abs(f.loc["F1", "difference"]) / m.loc["FedAvg-GRPO", "drift_end_pairwise_effective"]
+    share = abs(f.loc["F1", "difference"]) / update_sizes(results).loc["FedAvg-GRPO", "final δ_pair"]
     return Markdown(
-        f"**Why no accuracy gain?** Lower drift did not buy accuracy here. "
-        f"{m.drift_end_pairwise_effective.idxmin()} has the lowest drift; {m['pass@1_final'].idxmax()} has the "
-        f"highest pass@1. Over all {len(rows)} runs (arm × seed), final δ_pair and pass@1 correlate at {r:+.2f}. "
-        f"Random carries that (high drift, low pass@1). Without Random the correlation is {r3:+.2f}. "
-        "Possible reasons, untested:\n\n"
-        f"- **PubSwap gives up private steps.** At τ = {s['tau']} and τ_swap = {s['period']}, a client takes "
-        f"{s['tau'] - public} private and {public} public steps per round. Over {s['rounds']} rounds that is "
-        f"{(s['tau'] - public) * s['rounds']} steps on its own prompts, against FedAvg-GRPO's {s['steps']}.\n"
-        f"- **The drift cut is small.** Balanced removes {share:.0%} of the drift. That may be too little to change "
-        "the averaged adapter's answers.\n"
-        "- **Swapped-in answers are off-policy.** That may cost what the lower drift gains.")
+        "**Why did lower drift buy no accuracy?** Three reasons we can name, none tested:\n\n"
+        f"- **Fewer private steps.** At τ = {s['tau']} a PubSwap client takes {s['tau'] - public} private steps a "
+        f"round, FedAvg-GRPO's {s['tau']}.\n"
+        f"- **A small cut.** Balanced removes {share:.0%} of the drift.\n"
+        "- **Off-policy answers.** A client trains on others' answers as if it had sampled them.")
 
 
 # -- the report's section behind the findings (notebook 12) ---------------------------------------------------------
@@ -624,59 +667,27 @@ def report_notes(results=F.RESULTS) -> Markdown:
         f"Random's top place is not firm: R1, Random − Balanced, is "
         f"{F.interval_words(r.loc['R1', 'difference'], r.loc['R1', '±95% t'], int(r.loc['R1', 'seeds']), '‖ΔW‖', 3)}. "
         "A single seed's "
-        "one short round (notebook 02, §7) can rank Random lowest.\n"
+        "one short round (notebook 02, §4) can rank Random lowest.\n"
         f"- **Start.** The untrained policy scores {start['at_seed']} % at seed 0 and {start['mean']} % over "
         f"{start['seeds']} seeds ({start['n_test']} test problems × {start['samples']} samples). Notebook 02's one-round "
         f"runs score one sample per problem, whose standard error is about {se_one:.1f} points: their start differs "
         "from these by noise.")
 
 
-def within_round_split(end: pd.DataFrame, results=F.RESULTS) -> tuple[Markdown, pd.DataFrame]:
-    """Where Balanced's drift cut comes from in this one round (FedAvg-GRPO → control: the shared prompts; control →
-    Balanced: the swap), in a sentence that says which part is larger, and beside it the same split in the stored
-    grid at every τ that ran the control (paired over seeds, ± 95 % t), with the swap's share of the cut."""
-    tau = int(end.tau.max())
-    d = end[end.tau == tau].set_index("arm")["δ_pair"]
-    pub, swap = d["no-swap control"] - d["FedAvg-GRPO"], d["PubSwap Balanced"] - d["no-swap control"]
-    split = F.pubswap_drift_split(results)
-    big = int(split.index.max())
-    bpub, bswap = split.loc[big, "public steps: control − FedAvg-GRPO"], split.loc[big, "swap: Balanced − control"]
-
-    def larger(p, w):
-        return "the shared prompts" if abs(p) > abs(w) else "the swap"
-    text = (f"**Where the cut comes from.** In this round (τ = {tau}, one seed) FedAvg-GRPO → control is {pub:+.2f} "
-            f"and control → Balanced is {swap:+.2f}: **{larger(pub, swap)}** give most of it. At τ = {big} (§6) it "
-            f"was **{larger(bpub, bswap)}** ({bpub:+.2f} against {bswap:+.2f}). The stored grid, over seeds:")
-    table = pd.DataFrame({
-        "local steps per client": split["local steps per client"],
-        "shared prompts: control − FedAvg-GRPO": [f"{m:+.2f} ± {h:.2f}" for m, h in
-                                                  zip(split["public steps: control − FedAvg-GRPO"],
-                                                      split["±95% t (public steps)"])],
-        "swap: Balanced − control": [f"{m:+.2f} ± {h:.2f}" for m, h in zip(split["swap: Balanced − control"],
-                                                                         split["±95% t (swap)"])],
-        "swap's share of the cut (%)": split["swap's share (%)"], "seeds": split["seeds"]})
-    table.index = [f"τ = {t}" for t in split.index]
-    table.index.name = "stored runs"
-    return Markdown(text), table
-
-
-def remember_note(tau_here: int, results=F.RESULTS) -> Markdown:
-    """"What to remember" after its first bullet: where Balanced's drift cut came from and why (alignment, not smaller
-    updates), what the bound predicted, and the accuracy result, with the stored numbers."""
-    f, r = F.pubswap_teaching_tables(results)
+def remember_note(results=F.RESULTS) -> Markdown:
+    """"What to remember" after its first bullet: the stored drift result read beside the update size, where the firm
+    part of the cut came from, what the bound can and cannot say, and the accuracy result."""
+    f, _ = F.pubswap_teaching_tables(results)
     s = F.pubswap_setting(results)
     u = update_sizes(results)
-    split = F.pubswap_drift_split(results)
-    small, big = split.index.min(), split.index.max()
-    share = split["swap's share (%)"]
+    gain = f.loc["F4"]
     return Markdown(
-        f"- At τ = {s['tau']} Balanced cut the drift: {_plain(f.loc['F1'])}. Its updates are about as long as "
-        f"FedAvg-GRPO's (u {u.loc['PubSwap Balanced', 'update size u']:.2f} against "
-        f"{u.loc['FedAvg-GRPO', 'update size u']:.2f}) but point more alike (δ_pair / u "
-        f"{u.loc['PubSwap Balanced', 'δ_pair / u']:.2f} against {u.loc['FedAvg-GRPO', 'δ_pair / u']:.2f}; "
-        "√2 ≈ 1.41 for unrelated directions). Always compare drift with the update size.\n"
-        f"- The swap's share of that cut was {share[small]} % at τ = {small} and {share[big]} % at τ = {big}; the "
-        "shared prompts gave the rest. The bound predicted the no-swap control would "
-        "drift least; it did not.\n"
-        f"- Random did not lower drift: its clients point alike but move further. Neither arm gained accuracy over "
-        f"FedAvg-GRPO (Balanced: {_plain(f.loc['F4'], 'points')}).")
+        f"- At τ = {s['tau']} Balanced cut the drift: Balanced − FedAvg-GRPO {_plain(f.loc['F1'])}. Its updates are as "
+        f"long as FedAvg-GRPO's (u {u.loc['PubSwap Balanced', 'update size u']:.2f} against "
+        f"{u.loc['FedAvg-GRPO', 'update size u']:.2f}), so they point more alike. Always read drift beside the update "
+        "size.\n"
+        "- The part of the cut that held for every seed came from the swap, not from the shared prompts alone.\n"
+        "- The paper's bound is an upper bound: it names where drift can come from, but cannot rank the arms.\n"
+        f"- No accuracy gain at this scale: Balanced − FedAvg-GRPO pass@1 {gain['difference']:+.2f} ± "
+        f"{gain['±95% t']:.2f} points ({int(gain['seeds'])} seeds); gains above "
+        f"{gain['difference'] + gain['±95% t']:+.2f} points are ruled out.")

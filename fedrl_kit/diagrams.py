@@ -196,19 +196,22 @@ def step_timeline(tau: int, period: int, title: str = "") -> Diagram:
     for j in range(tau):
         public = (j + 1) % period == 0
         x = x0 + j * (box_w + gap)
-        fill, stroke, label = ("#fce8e6", "#d93025", f"★{j + 1}") if public else ("#fef7e0", "#f9ab00", f"{j + 1}")
+        fill, stroke, kind = ("#fce8e6", "#d93025", "public") if public else ("#fef7e0", "#f9ab00", "private")
+        ink = "#c5221f" if public else "#9a6200"  # the box's colour, dark enough to read
         parts.append(f'<rect x="{x}" y="{y0}" width="{box_w}" height="44" rx="6" fill="{fill}" stroke="{stroke}"/>')
-        parts.append(f'<text x="{x + box_w / 2:.0f}" y="{y0 + 27}" font-size="12" text-anchor="middle">'
-                     f'{escape(label, quote=False)}</text>')
+        parts.append(f'<text x="{x + box_w / 2:.0f}" y="{y0 + 19}" font-size="13" font-weight="bold" '
+                     f'text-anchor="middle">{j + 1}</text>')  # words, not a glyph: ★ is missing from some fonts
+        parts.append(f'<text x="{x + box_w / 2:.0f}" y="{y0 + 35}" font-size="10" text-anchor="middle" '
+                     f'fill="{ink}">{kind}</text>')
     xe = x0 + tau * (box_w + gap) + 4
     parts += [f'<rect x="{xe}" y="{y0}" width="{ends - 14}" height="44" rx="8" fill="#e8f0fe" stroke="#1a73e8"/>',
               f'<text x="{xe + 8}" y="{y0 + 18}" font-size="12">end: each client sends</text>',
               f'<text x="{xe + 8}" y="{y0 + 34}" font-size="12">(A_n, B_n); FedIT averages</text>',
               f'<text x="12" y="{y0 + 64}" font-size="12">between them, local steps j = 1 … τ, every client in step '
               f'with the others (time →):</text>',
-              f'<text x="12" y="{y0 + 80}" font-size="12">plain box j: a private GRPO step on the client\'s own prompts'
+              f'<text x="12" y="{y0 + 80}" font-size="12">private step j: a GRPO step on the client\'s own prompts'
               f'</text>',
-              f'<text x="12" y="{y0 + 96}" font-size="12">★ box j: a public step, two round trips: the b public '
+              f'<text x="12" y="{y0 + 96}" font-size="12">public step j: two round trips: the b public '
               f'prompts down, K answers each up;</text>',
               f'<text x="12" y="{y0 + 112}" font-size="12">then the swapped groups down, one GRPO step on them, '
               f'a done (with α_n, for the log only) up</text>']

@@ -18,13 +18,16 @@
 #
 # *Nayak, Askin, Ustaomeroglu, Joe-Wong, Joshi (Carnegie Mellon University): PubSwap.*
 #
-# **The problem.** In FedAvg-GRPO each of $N$ clients takes $\tau$ **local steps** per round. A local step is one GRPO
-# step on the client's own prompts. Then the server averages the clients' LoRA adapters. With many local steps the
-# adapters **drift** apart, and their average gets worse.
+# **The problem.** In FedAvg-GRPO each of $N$ clients takes $\tau$ **local steps** (GRPO steps on its own prompts),
+# then the server averages the clients' LoRA adapters. The clients hold different data, so over many local steps
+# their adapters **drift** apart, and the average fits none of them well.
 #
-# **PubSwap** makes every $\tau_{\text{swap}}$-th local step a **public step**. In a public step all clients answer
-# the same $b$ public prompts, $K$ answers each. The server then **swaps** some of each client's answers for other
-# clients' answers. The hope: clients trained on the same prompts and answers pull the same way.
+# **The idea.** PubSwap makes some local steps **public**: all clients answer the same public prompts, and the server
+# **swaps** answers between them before they train. Clients trained on the same prompts and answers should pull the
+# same way.
+#
+# **The plan:** what a round does (§1–3), why it might reduce drift (§4), what stored runs show (§5), what they do
+# not show (§6).
 
 # %% [markdown]
 # ## Parameters
@@ -35,7 +38,7 @@ preset_name = "quick"  # quick (2-core CPU) | smoke (tiny, seconds) | full (GPU,
 seed = 0               # one seed: one world, partition and run
 num_clients = 4        # N clients
 dirichlet_alpha = 0.3  # Dirichlet concentration of the topic split (the paper's Table 1: 0.3)
-taus = None            # local steps τ; §5 and §7 run the largest (None: 2 and 6 quick, 2 and 4 smoke,
+taus = None            # local steps τ; §3 and §4 run the largest (None: 2 and 6 quick, 2 and 4 smoke,
                        # 10 and 120 full: the paper's smallest and largest)
 run_root = ""          # where the runs go ("": runs/pubswap/<one folder per set of parameters>)
 figures_dir = ""       # where figures go ("": the run folder's figures/)
@@ -45,7 +48,7 @@ import pandas as pd
 import torch
 from IPython.display import display
 
-pd.set_option("display.max_colwidth", None)  # the setting table holds sentences
+pd.set_option("display.max_colwidth", None)  # the settings box holds sentences
 
 from experiments import teaching_pubswap as teach
 from fedrl_kit import diagrams, notebook, viz
@@ -59,107 +62,67 @@ from fedrl_kit.runs import Run
 cfg, run_root, figures = notebook.setup("pubswap", globals(), teach.config_maker(globals()), runs="run_root",
                                         folder=dict(n=num_clients, a=dirichlet_alpha, s=seed))
 TAUS = tuple(taus or {"quick": (2, 6), "smoke": (2, 4), "full": (10, 120), "full-smoke": (2, 4)}[preset_name])
+T = max(TAUS)  # the live runs' τ
 probe_run = Run(cfg, progress=False).build()
 world, policy = probe_run.world, probe_run.policy
-teach.setting_table(cfg, world, policy)
 
 # %% [markdown]
-# ## 1. One round, drawn, and in time order
-# Each client takes $\tau$ local steps; with $\tau_{\text{swap}} = 2$ every second one is public (★), two round trips:
-# answers up, swapped groups down. At the round's end the server averages the two LoRA factors separately
-# (**FedIT**), in every **arm** (method compared). FedAvg-GRPO's steps are all private.
+# ## 1. One PubSwap round
+# Every $\tau_{\text{swap}}$-th local step is public. At the round's end the server averages the two LoRA factors
+# $A$ and $B$ separately (**FedIT**). FedAvg-GRPO runs the same round with private steps only; each method compared
+# is an **arm**.
 
 # %%
 diagrams.round_diagram("pubswap")
 
 # %%
-diagrams.step_timeline(max(TAUS), cfg.pubswap.period)
+diagrams.step_timeline(T, cfg.pubswap.period)
 
 # %% [markdown]
-# ## 2. Pseudocode
 # `fedrl_kit/pubswap/method.py::run_round`:
 # ```
 # for round p = 1, 2, …:
-#   send (A_p, B_p) to every client
+#   send (A_p, B_p) to every client; each starts a fresh optimiser
 #   for local step j = 1..τ:
-#     if j is a multiple of τ_swap:                                   # method.is_public_step
-#       b public prompts, drawn afresh, the same for every client     # method.sample_public_batch
+#     if j is a multiple of τ_swap:                                   # a public step
+#       b public prompts, drawn afresh, the same for every client
 #       each client: K answers per prompt, and which are right
 #       server, per prompt x and client n:                            # method.swap_prompts
-#         Balanced: M_n = min((⌊K/2⌋ − c_n)+, D_n)                    # swap.balanced_swap
-#                   M_n of n's wrong answers ← others' right ones
+#         Balanced: M_n of n's wrong answers ← others' right ones     # swap.balanced_swap
 #         Random:   one group of K drawn from all N·K answers, to all # swap.random_swap
-#       each client: one GRPO step on its group
+#       each client: one GRPO step on its groups
 #     else:
 #       each client: one GRPO step on b of its private prompts
 #   each client sends (A_n, B_n); A = mean A_n, B = mean B_n          # aggregate.fedit
 # ```
+# The settings, for reference:
+
+# %%
+teach.settings_box(cfg, world, policy, T)
 
 # %% [markdown]
-# ## 3. Key equations
+# ## 2. GRPO, and why swap answers
 # | symbol | meaning |
 # |---|---|
-# | $N$; $n$, $n'$ | clients: number; one |
-# | $\tau$; $j$; $\tau_{\text{swap}}$ | local steps per round; one local step; public-step period |
-# | $x$, $b$; $y_k$, $K$ | prompt, prompts per step; answer, answers per prompt |
-# | $\hat a_k$; $\pi_{\text{old}}$; $\rho$ | advantage; policy at the step's start; probability ratio |
-# | $\varepsilon$, $\varepsilon_{\text{high}}$; $\eta$ | clip range; learning rate |
-# | $s$; $\Delta W = sBA$ | LoRA scale; a layer's weight change |
-# | $\delta_{\text{pair}}$; $u$; $\Delta_j$ | drift between clients' $\Delta W$; update size; distance between parameters |
-# | $L$; $\zeta$; $\omega_n$ | smoothness; private-gradient gap; swap's gradient error |
-# | $c_n(x)$, $D_n(x)$ | right answers of client $n$, of the others |
-# | $M_n(x)$, $\alpha_n(x)$ | answers swapped into $n$'s group, as a fraction of $K$ |
+# | $x$; $y_k$, $K$ | a prompt; its $k$-th answer, of $K$ per prompt |
+# | $r_k$; $\hat a_k$ | reward (1 if the answer's final number is right, else 0); advantage |
+# | $\pi_\theta$; $\pi_{\text{old}}$; $\rho_{k,t}$ | policy; the policy that sampled the answers; their probability ratio on token $t$ |
+# | $\varepsilon$, $\varepsilon_{\text{high}}$ | clip range below and above 1 |
+# | $c_n(x)$; $D_n(x)$ | right answers of client $n$ on $x$; of the other clients together |
+# | $M_n(x)$; $\alpha_n(x)$ | answers swapped into $n$'s group; the same as a fraction of $K$ |
 #
-# **GRPO, every local step** (`grpo.group_advantages`, `grpo.grpo_loss`). For a prompt $x$ a client samples $K$
-# answers $y_k$ from $\pi_{\text{old}}$. Reward $r_k=1$ if the answer's final number is the gold answer, else 0:
+# **A GRPO step** (`grpo.group_advantages`, `grpo.grpo_loss`) scores each answer against its group, then raises the
+# probability of the better ones, clipped:
 #
 # $$\hat a_k=\frac{r_k-\bar r}{\sigma_r+10^{-4}},\qquad
 # J(\theta)=\frac{1}{\sum_k|y_k|}\sum_{k}\sum_{t}\min\Bigl(\rho_{k,t}\,\hat a_k,\;
 # \operatorname{clip}\bigl(\rho_{k,t},\,1-\varepsilon,\,1+\varepsilon_{\text{high}}\bigr)\,\hat a_k\Bigr),\qquad
 # \rho_{k,t}=\frac{\pi_\theta(y_{k,t}\mid x,y_{k,<t})}{\pi_{\text{old}}(y_{k,t}\mid x,y_{k,<t})}$$
 #
-# $\bar r$, $\sigma_r$: the group's mean and standard deviation. The sums run over the step's $b{\cdot}K$ answers,
-# every token weighing the same; no KL term. The clip is asymmetric: a right answer's token ($\hat a_k>0$) may grow to
-# $1+\varepsilon_{\text{high}}$ times its old probability, a wrong one's shrink to $1-\varepsilon$, so rare right
-# tokens grow faster (DAPO's "clip higher"). **pass@1**: the fraction of test problems answered right. Settings:
-
-# %%
-teach.run_values(cfg, policy, max(TAUS))
-
-# %% [markdown]
-# **LoRA and FedIT** (`aggregate.fedit`). A frozen layer $W_0$ becomes $W_0 + \Delta W$, with $\Delta W = sBA$. Only
-# the factors $A$ and $B$ train and travel. FedIT averages them **separately**: $A=\frac{1}{N}\sum_n A_n$,
-# $B=\frac{1}{N}\sum_n B_n$. Their product $BA=\frac{1}{N^2}\sum_{n,n'}B_nA_{n'}$ mixes clients (cross terms
-# $n\ne n'$), so it is not the mean of the $B_nA_n$. Two clients, 1 × 1 factors, $s=1$:
-
-# %%
-teach.fedit_demo()
-
-# %% [markdown]
-# The further apart the factors, the larger the gap; and different factors can give one $\Delta W$ (row 2). So
-# **drift** (`drift.mean_pairwise_drift`) is measured on $\Delta W_n=sB_nA_n$, what the model uses, all layers
-# together, after each local step (0 at a round's start):
+# $\bar r$, $\sigma_r$: the group's mean and standard deviation; every token weighs the same.
 #
-# $$\delta_{\text{pair}}=\frac{2}{N(N-1)}\sum_{n<n'}\lVert\Delta W_n-\Delta W_{n'}\rVert_F$$
-
-# %%
-teach.drift_code()
-
-# %% [markdown]
-# **What the drift bound predicts** (the paper's appendix A). Let $\Delta_j$ be two clients' parameter distance after
-# local step $j$. A step moves client $n$ by $-\eta g_n$, so $\Delta$ grows by at most $\eta$ times the gap
-# $\lVert g_n(\theta_n)-g_{n'}(\theta_{n'})\rVert$. Split the gap. One loss at two points: at most $L\Delta_j$
-# (smoothness). Two clients' losses at one point: at most $\zeta$ on private prompts; 0 on shared public prompts,
-# except that the swap moves $n$'s gradient off the shared one by $\omega_n$:
-#
-# $$\text{private: }\Delta_{j+1}\le(1+\eta L_{\text{priv}})\,\Delta_j+\eta\,\zeta,\qquad
-# \text{public: }\Delta_{j+1}\le(1+\eta L_{\text{pub}})\,\Delta_j+\eta\,(\omega_n+\omega_{n'})$$
-#
-# $\omega_n$ grows with the swapped share. Dropped: noise (on the same prompts, clients still sample different
-# answers). So public steps should cut drift, and the no-swap control (below; $\omega=0$) should drift least.
-#
-# **Why swap.** If all $K$ answers are wrong, or all right, every $\hat a_k$ is 0: no gradient. Swapping in others'
-# right answers makes the advantages $\pm 0.94$ (not $\pm 1$: $\sigma_r$ divides by $K-1$):
+# **Why swap.** If a group's answers are all wrong (or all right), every $\hat a_k$ is 0: the prompt gives no
+# gradient. Swapping in other clients' right answers restores the spread:
 
 # %%
 K_run = cfg.num_generations
@@ -171,41 +134,18 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
     rewards=[" ".join(f"{v:g}" for v in r) for r in groups.values()])
 
 # %% [markdown]
-# **The swap rules.** Take public prompt $x$. Client $n$ got $c_n(x)$ of its $K$ answers right. The other clients
-# together got $D_n(x)$ right. *Balanced* (`swap.balanced_swap`) replaces $M_n(x)$ of $n$'s wrong answers with
-# others' right ones:
+# **Balanced** (`swap.balanced_swap`) tops client $n$'s group up to half right with the others' right answers:
 #
-# $$M_n(x)=\min\bigl((\lfloor K/2\rfloor-c_n(x))_+,\ D_n(x)\bigr),\qquad\alpha_n(x)=\frac{M_n(x)}{K}\le\frac{1}{2}$$
+# $$M_n(x)=\min\bigl((\lfloor K/2\rfloor-c_n(x))_+,\ D_n(x)\bigr),\qquad\alpha_n(x)=\frac{M_n(x)}{K}$$
 #
-# Why half? Reward variance $p(1-p)$ peaks at $p=\tfrac12$: a half-right group gives GRPO its strongest signal.
-# Balanced only adds right answers, so an all-right group still gives no gradient.
+# Half, because reward variance $p(1-p)$ peaks at $p=\tfrac12$. **Random** (`swap.random_swap`) draws one group of
+# $K$ from the $NK$ pooled answers and gives it to every client. Either way a client scores a foreign answer with its
+# own $\pi_{\text{old}}$, as if it had sampled it. **The no-swap control** (our addition) takes the same public steps
+# but keeps each client's own answers, so Balanced − control isolates the swap.
 #
-# *Random* (`swap.random_swap`) draws $K$ answers from the pooled $NK$ and gives every client this **same** group;
-# $\alpha_n(x)$ is the share not from $n$.
-#
-# Only texts travel, so the receiver scores a foreign answer with its own $\pi_{\text{old}}$ in $\rho$, as if
-# on-policy.
-#
-# **The no-swap control** (`swap.no_swap`, our addition) takes the same public steps but keeps each client's own
-# answers: it separates the shared prompts from the swap.
-
-# %% [markdown]
-# ## 4. Who holds what
-# Seven arithmetic topics stand in for MATH's subjects; a Dirichlet draw splits them into equal-size clients. The
-# policy: a small character-level transformer, pretrained to be right sometimes.
-
-# %% tags=["nbval-check-output"]
-notebook.client_table(probe_run.partitions)
-
-# %%
-fig = teach.heterogeneity_figure(probe_run.partitions, dirichlet_alpha)
-viz.export(fig, "pubswap_heterogeneity", figures)
-fig
-
-# %% [markdown]
-# ## 5. One swap, step by step
-# One Balanced round at the larger τ; then its last public step replayed with fresh answers from each client's
-# end-of-round adapter. Right answers $c_n(x)$ per prompt:
+# ## 3. One swap, step by step
+# One Balanced round at the larger τ; its last public step replayed with fresh answers from each client's adapter.
+# Right answers $c_n(x)$ per public prompt:
 
 # %%
 def one_round(m, tau):  # one round of arm m from the shared start, δ_pair recorded after every local step
@@ -214,10 +154,7 @@ def one_round(m, tau):  # one round of arm m from the shared start, δ_pair reco
     return run, run.run()
 
 
-T = max(TAUS)
-drift_runs = {("pubswap_balanced", T): one_round("pubswap_balanced", T)}  # §7 adds the other arms
-
-# %%
+drift_runs = {("pubswap_balanced", T): one_round("pubswap_balanced", T)}  # §4 adds the other arms
 run, _ = drift_runs[("pubswap_balanced", T)]
 last_public = max(s for s in range(run.config.local_steps) if is_public_step(s, run.config.pubswap.period))
 gen = generate_public(run.server, round=1, step=last_public)
@@ -226,8 +163,7 @@ correct = teach.correct_table(gen)
 correct
 
 # %% [markdown]
-# Balanced's group for client_0 on a prompt where it has few right answers, with $M_0(x)$ by hand and from the
-# package:
+# client_0's group on a prompt where it has few right answers, with $M_0(x)$ by hand and from the package:
 
 # %%
 swaps = {rule: swap_public(gen, rule) for rule in ("balanced", "random")}  # b groups per rule
@@ -237,7 +173,7 @@ print(teach.m_by_hand(correct, 0, example, K)[1], f"; package: α_0(x)·K = {vie
 view
 
 # %% [markdown]
-# The rule's code. Which wrong slots go, and which donors come, is drawn at random:
+# The rule's code (which wrong slots go, and which donors come, is drawn at random):
 
 # %%
 teach.code_excerpt(balanced_swap, "target = K // 2", "source[n, slots, 1]")
@@ -258,22 +194,119 @@ notebook.knobs(show_swap, **controls)
 teach.code_excerpt(random_swap, "flat = rng.choice", "source = np.broadcast_to")
 
 # %%
-show_swap("random", K, 0, example, summary=False)
+show_swap("random", K, 0, example)
 teach.random_group_note(gen, correct, example)
 
 # %% [markdown]
-# ## 6. What the reproduction found
-# Stored runs at τ = 48, several seeds each (settings box, §3). Full tables:
-# [12_pubswap_report](12_pubswap_report.ipynb#findings). First, the paper's accuracy claims:
+# ### Exercise 1
+# A group gives a gradient only if it holds right and wrong answers. On this prompt, which clients get a gradient
+# (a) under the no-swap control, (b) under Balanced?
 
 # %%
-teach.claims_note()
+prompt_1 = teach.gradient_prompt(correct, K, avoid=(example,))
+correct.iloc[[prompt_1]]
+
+# %%
+prediction_1 = None  # two sets of client names, e.g. ({"client_0"}, {"client_0", "client_1"})
+
+# %%
+answer_1, why_1 = teach.exercise_gradient(swaps, correct, prompt_1, K)
+notebook.check_explained(prediction_1, answer_1, why_1)
 
 # %% [markdown]
-# Now drift (*final*: after a round's last step, averaged over rounds). Clients taking smaller steps drift less for
-# that reason alone, so the right panel divides by the **update size** $u$, the clients' mean distance
-# $\lVert\Delta W_n-\Delta W_p\rVert_F$ from the round's broadcast adapter (`drift.distance_to_global`). Updates of
-# length $u$ in unrelated directions lie $\sqrt2\,u$ apart; identical ones, 0.
+# ### Exercise 2
+# Under Random, what share $\alpha_n$ of a client's group is, on average over draws, other clients' answers (two
+# decimals)? What range can $\alpha_n$ take? One draw:
+
+# %%
+teach.random_alpha_line(gen, swaps, example)
+
+# %%
+prediction_2 = None  # a fraction, e.g. 0.5
+
+# %%
+answer_2, why_2 = teach.exercise_random_share(gen, swaps, example)
+notebook.check_explained(prediction_2, answer_2, why_2, tolerance=0.005)
+
+# %% [markdown]
+# ### Exercise 3
+# In the table of $c_n(x)$, on how many prompts does Random give **no** client a gradient, whatever its draw?
+
+# %%
+prediction_3 = None  # a whole number
+
+# %%
+answer_3, why_3 = teach.exercise_no_spread(gen, swaps, correct)
+notebook.check_explained(prediction_3, answer_3, why_3)
+
+# %% [markdown]
+# ## 4. Why swapping might reduce drift
+# **Why clients drift.** A Dirichlet draw gives each client a different mix of seven arithmetic topics, so their
+# private gradients differ:
+
+# %%
+fig = teach.heterogeneity_figure(probe_run.partitions, dirichlet_alpha)
+viz.export(fig, "pubswap_heterogeneity", figures)
+fig
+
+# %% [markdown]
+# **Why drift hurts.** A layer's weight change is $\Delta W=sBA$ ($s$: LoRA scale). FedIT averages $A$ and $B$
+# separately, and the product of means mixes clients: $\bar B\bar A=\frac{1}{N^2}\sum_{n,n'}B_nA_{n'}$. Two
+# clients, 1 × 1 factors, $s=1$:
+
+# %%
+teach.fedit_demo()
+
+# %% [markdown]
+# The further apart the clients, the further the average lands from what each learned (row 2: the same $\Delta W$
+# twice averages to 0). So **drift** is measured on $\Delta W_n=sB_nA_n$, all layers together, after each local step:
+#
+# $$\delta_{\text{pair}}=\frac{2}{N(N-1)}\sum_{n<n'}\lVert\Delta W_n-\Delta W_{n'}\rVert_F$$
+
+# %%
+teach.drift_code()
+
+# %% [markdown]
+# Clients that move further also drift further, so we measure the **update size** $u$ too: the clients' mean
+# $\lVert\Delta W_n-\Delta W_p\rVert_F$ from the round's broadcast $\Delta W_p$. Updates of length $u$ in unrelated
+# directions lie $\sqrt2\,u$ apart, identical ones 0: $\delta_{\text{pair}}/u$ says how alike the directions are.
+#
+# **The paper's argument** (its appendix A). Let $\Delta_j$ be two clients' parameter distance after local step $j$.
+# A step moves client $n$ by $-\eta g_n$ ($\eta$: learning rate), so $\Delta$ grows by at most
+# $\eta\lVert g_n(\theta_n)-g_{n'}(\theta_{n'})\rVert$. Split this gap. One loss's gradients at the two clients'
+# points differ by at most $L\Delta_j$ ($L$: smoothness). The two clients' private gradients at one point differ by
+# at most $\zeta$. On public prompts both clients have the same expected loss, so $\zeta$ drops out; left is each
+# client's **swap distortion** $\omega_n$: how far the swap moves its gradient from the one its own answers give (so
+# Random, whose clients share one group, has $\omega_n>0$ too).
+#
+# $$\text{private: }\Delta_{j+1}\le(1+\eta L)\,\Delta_j+\eta\,\zeta,\qquad
+# \text{public: }\Delta_{j+1}\le(1+\eta L)\,\Delta_j+\eta\,(\omega_n+\omega_{n'})$$
+#
+# Read it as: public steps remove $\zeta$; the swap adds $\omega$. But it is an **upper bound**: it names where
+# drift can come from, not which arm drifts least. It also leaves out sampling noise (two clients answering the same
+# prompt still draw different answers), which is just what swapping shrinks: under Random every client trains on one
+# identical group. Only measurements can tell.
+#
+# **Watch one round.** Every arm, one round from the same start:
+
+# %%
+for m in teach.ARMS:  # FedAvg-GRPO, the no-swap control, PubSwap Random, PubSwap Balanced
+    if (m, T) not in drift_runs:
+        drift_runs[(m, T)] = one_round(m, T)
+drift, end = teach.drift_frames(drift_runs)
+fig = teach.drift_figure(drift)
+viz.export(fig, "pubswap_drift_within_round", figures)
+fig
+
+# %%
+teach.live_round_note(end)
+
+# %% [markdown]
+# **Knob:** set `taus = (2, 12)` in Parameters and rerun: does the ranking move?
+#
+# ## 5. What the stored runs show
+# Several seeds per arm, at the stored τ (settings box). *Final* δ_pair: after a round's last step, averaged over
+# rounds. One grey line per seed:
 
 # %%
 fig = teach.stored_drift_figure()
@@ -281,122 +314,58 @@ viz.export(fig, "pubswap_stored_drift", figures)
 fig
 
 # %% [markdown]
-# Balanced drifts least, not the control: against the bound's prediction (§3).
-#
-# ### Exercise 1
-#
-# Follow the solid grey lines (left panel) of the seeds that ran all four arms. Which step goes down for every one of
-# them: the public steps (FedAvg-GRPO → control), the swap (control → Balanced), both, or neither?
+# ### Exercise 4
+# Follow the solid grey lines (left panel), the seeds that ran all four arms. Which step goes down for every one:
+# the public steps (FedAvg-GRPO → control), the swap (control → Balanced), both, or neither?
 
 # %%
-prediction_1 = None  # "swap", "public steps", "both" or "neither"
+prediction_4 = None  # "swap", "public steps", "both" or "neither"
 
 # %%
-answer_1, why_1 = teach.exercise_1()
-notebook.check_explained(prediction_1, answer_1, why_1)
+answer_4, why_4 = teach.exercise_firm_part()
+notebook.check_explained(prediction_4, answer_4, why_4)
 
 # %% [markdown]
-# ### Exercise 2
-#
+# ### Exercise 5
 # Random has the highest δ_pair but a lower δ_pair / u than FedAvg-GRPO. Are its clients' updates larger, smaller or
 # about equal in size to FedAvg-GRPO's?
 
 # %%
-prediction_2 = None  # "larger", "smaller" or "equal"
+prediction_5 = None  # "larger", "smaller" or "equal"
 
 # %%
-answer_2, why_2 = teach.exercise_2()
-notebook.check_explained(prediction_2, answer_2, why_2)
+answer_5, why_5 = teach.exercise_update_size()
+notebook.check_explained(prediction_5, answer_5, why_5)
 
 # %%
-teach.update_sizes()
+teach.drift_findings()
 
 # %% [markdown]
 # **What lowers drift?** Not smaller steps: Balanced's $u$ is close to FedAvg-GRPO's, but its updates point more
-# alike. A reading, untested: shared right answers (Balanced) or one shared group (Random) pull the clients one way,
-# a pull the bound leaves out. In short:
+# alike. A reading, untested: Balanced turns zero-gradient public groups into gradients toward the same right
+# answers, so more of every client's movement is shared; these runs cannot separate "more gradients" from "the same
+# answers". At other τ the split between shared prompts and swap differs, but those runs also differ in length, so
+# τ and run length cannot be told apart ([report 12](12_pubswap_report.ipynb#split)).
+#
+# ## 6. What they do not show
+# **Accuracy.** pass@1 is the fraction of test problems answered right. The paper's two accuracy claims against the
+# stored runs:
 
 # %%
-teach.findings_box()
+claims, claims_note = teach.accuracy_claims()
+display(claims_note)
+claims
 
 # %%
 teach.drift_accuracy_note()
 
 # %% [markdown]
-# ## 7. Try it yourself: drift within one round
-# Each arm runs one round from the same start, one seed, at the larger τ: where the arms part, not which is better.
-
-# %%
-for m in teach.ARMS:  # FedAvg-GRPO, the no-swap control, PubSwap Random, PubSwap Balanced
-    if (m, T) not in drift_runs:
-        drift_runs[(m, T)] = one_round(m, T)
-drift, end = teach.drift_frames(drift_runs)
-
-# %%
-fig = teach.drift_figure(drift)
-viz.export(fig, "pubswap_drift_within_round", figures)
-fig
-
-# %%
-note, split = teach.within_round_split(end)
-display(note)
-split
-
-# %% [markdown]
-# The split depends on τ: at small τ the shared prompts give about half the cut or more, at τ = 32 and 48 the
-# swap most of it. A reading, untested: a public step removes $\zeta$ at once, while the swap's pull builds up over
-# many steps. **Knob:** set `taus = (2, 12)` in Parameters and rerun: does the swap's part grow?
-
-# %% [markdown]
-# ## 8. Exercises
-# Predict, then run the check. All use §5's public step.
+# **Scale.** A small transformer on arithmetic, not the paper's 1.5–1.7B-parameter models on MATH: only directions
+# compare. Every table, and the claims decided: [12_pubswap_report](12_pubswap_report.ipynb#findings).
 #
-# ### Exercise 3
-#
-# Why is client_0's $\alpha_0(x)$ under Random what it is here? Predict $\alpha_n$'s mean over Random's draws (two
-# decimals), and the range $\alpha_n$ can take.
-
-# %%
-teach.random_alpha_line(gen, swaps, example)
-
-# %%
-prediction_3 = None  # a fraction, e.g. 0.5
-
-# %%
-answer_3, why_3 = teach.exercise_3(gen, swaps, example)
-notebook.check_explained(prediction_3, answer_3, why_3, tolerance=0.005)
-
-# %% [markdown]
-# ### Exercise 4
-#
-# On the prompt below, how many answers does Balanced swap in, summed over all clients? Its row of §5's table:
-
-# %%
-prompt_4 = teach.total_swap_prompt(correct, K, avoid=(example, widget_at))
-correct.iloc[[prompt_4]]
-
-# %%
-prediction_4 = None  # a whole number
-
-# %%
-answer_4, why_4 = teach.exercise_4(swaps, correct, prompt_4, K)
-notebook.check_explained(prediction_4, answer_4, why_4)
-
-# %% [markdown]
-# ### Exercise 5
-#
-# In §5's table of $c_n(x)$, on how many prompts does Random give **no** client a gradient, whatever its draw?
-
-# %%
-prediction_5 = None  # a whole number
-
-# %%
-answer_5, why_5 = teach.exercise_5(gen, swaps, correct)
-notebook.check_explained(prediction_5, answer_5, why_5)
-
-# %% [markdown]
 # ## What to remember
-# - **Balanced** tops a public group up to half right. **Random** hands every client one mostly foreign group.
+# - **Balanced** tops each public group up to half right; **Random** hands every client one group, mostly others'
+#   answers.
 
 # %%
-teach.remember_note(T)
+teach.remember_note()

@@ -120,14 +120,16 @@ def test_update_sizes_are_each_arms_mean_distance_from_the_broadcast_and_the_mea
         assert t.loc[arm, "δ_pair / u"] == round(ratio, 2) and 0 < ratio < np.sqrt(2) + 0.05
 
 
-def test_exercise_2_reads_randoms_update_size_off_the_ratio_as_the_table_measures_it():
+def test_the_update_size_exercise_reads_randoms_u_off_the_ratio_as_the_runs_measure_it():
     from experiments import teaching_pubswap as teach
 
-    answer, why = teach.exercise_2()
+    answer, why = teach.exercise_update_size()
     t = teach.update_sizes()
     measured = t.loc["PubSwap Random", "update size u"] / t.loc["FedAvg-GRPO", "update size u"]
     assert answer == ("larger" if measured > 1.02 else "smaller" if measured < 1 / 1.02 else "equal")
     assert f"{t.loc['PubSwap Random', 'final δ_pair']:.2f} ÷ {t.loc['PubSwap Random', 'δ_pair / u']:.2f}" in why
+    assert (f"measured directly: {t.loc['PubSwap Random', 'update size u']:.2f} against "
+            f"{t.loc['FedAvg-GRPO', 'update size u']:.2f}") in why
 
 
 def test_the_fedit_demo_is_aggregate_fedit_on_two_one_by_one_adapters():
@@ -139,25 +141,29 @@ def test_the_fedit_demo_is_aggregate_fedit_on_two_one_by_one_adapters():
     assert demo.loc["same ΔW, signs flipped", "FedIT: mean(B) · mean(A)"] == "0 · 0 = 0"
 
 
-def test_exercise_4s_prompt_shows_the_rules_other_branches_and_its_total_is_the_packages():
+def test_the_gradient_exercise_picks_a_prompt_a_swap_rescues_and_reads_both_sets_off_the_groups():
     import pandas as pd
 
     from experiments import teaching_pubswap as teach
     from fedrl_kit.pubswap.swap import ResponsePool, balanced_swap
 
     K = 8
-    c = [[0, 1, 0, 1], [5, 2, 4, 3], [2, 1, 0, 0], [8, 8, 8, 8]]  # [prompts, clients] right answers
+    c = [[0, 1, 0, 1], [2, 1, 0, 8], [5, 2, 4, 3], [8, 8, 8, 8]]  # [prompts, clients] right answers
     correct = pd.DataFrame(c, columns=[f"client_{n}" for n in range(4)], index=[f"p{x} (gold 1)" for x in range(4)])
-    assert teach.total_swap_prompt(correct, K, avoid=(0,)) == 1  # none short of supply, two at or over ⌊K/2⌋
-    assert teach.total_swap_prompt(correct, K, avoid=(0, 1)) == 2  # the fallback: any prompt with a swap
+    # prompt 1: one all-wrong client rescued and one all-right client left without a gradient
+    assert teach.gradient_prompt(correct, K, avoid=(0,)) == 1
+    assert teach.gradient_prompt(correct, K, avoid=(0, 1)) == 2  # nothing to rescue: the first prompt left
     rng = np.random.default_rng(0)
     swaps = {"balanced": [balanced_swap(ResponsePool([["a"] * K] * 4, np.arange(K)[None, :] < np.array(row)[:, None]),
                                         K, rng) for row in c]}
-    answer, why = teach.exercise_4(swaps, correct, 1, K)
-    assert answer == 2 + 1 and "client_0: c = 5 ≥ 4, keeps its group (0)" in why and "min(4 − 2, D = 12) = 2" in why
+    (own, swapped), why = teach.exercise_gradient(swaps, correct, 1, K)
+    assert own == {"client_0", "client_1"} and swapped == {"client_0", "client_1", "client_2"}
+    assert repr(swapped) == "{'client_0', 'client_1', 'client_2'}"  # sorted: a stored answer reads the same each run
+    assert "client_2: 0 right + 4 swapped in = 4 of 8 → a gradient" in why and "client_3: 8 right of 8 → none" in why
+    assert "'p3' (client_0, client_1, client_2, client_3)" in why
 
 
-def test_the_claims_note_lists_every_tau_and_calls_a_claim_reproduced_only_outside_noise():
+def test_the_accuracy_claims_list_every_tau_and_call_a_gap_inconclusive_unless_it_rules_out_the_papers_size():
     import pandas as pd
 
     from experiments import teaching_pubswap as teach
@@ -166,25 +172,80 @@ def test_the_claims_note_lists_every_tau_and_calls_a_claim_reproduced_only_outsi
     rows = pd.DataFrame(json.loads((RESULTS / "pubswap_paper_quick_large_tau.json").read_text())).query(
         "table == 'table1'")
     taus = sorted(set(rows.query("method == 'pubswap_random'").tau))
-    first, second = teach.claims_note().data.split("\n- ")[1:]
-    for line, (a, b), small in ((first, ("pubswap_balanced", "fedavg_grpo"), taus),
-                                (second, ("pubswap_random", "pubswap_balanced"), [t for t in taus if t <= 40])):
-        better = []
-        for tau in taus:
+    median = float(np.median(findings.pubswap_paper_gains().to_numpy()))
+    table, note = teach.accuracy_claims()
+    assert list(table.index) == [f"τ = {t}" for t in taus] and len(table) <= 5
+    for tau in taus:
+        for column, (a, b) in (("Balanced − FedAvg-GRPO", ("pubswap_balanced", "fedavg_grpo")),
+                               ("Random − Balanced", ("pubswap_random", "pubswap_balanced"))):
             mean, _, half, n = _compare(rows, {"method": a, "tau": tau}, {"method": b, "tau": tau}, "pass@1_final")
-            assert f"τ = {tau}: {100 * mean:+.2f} ± {100 * half:.2f} ({n} seeds)" in line
-            better += [tau] if tau in small and mean - half > 0 else []
-        assert ("**not reproduced**" in line) == (not better)
+            m, h = 100 * mean, 100 * half
+            cell = table.loc[f"τ = {tau}", column]
+            assert cell.startswith(f"{m:+.2f} ± {h:.2f} ({n} seeds): ")
+            inside = m - h <= 0 <= m + h
+            if column.startswith("Balanced"):
+                assert cell.endswith("no paper-size gain" if inside and m + h < median else
+                                     "inconclusive" if inside else "a gain" if m > 0 else "a loss")
+            else:
+                assert cell.endswith("inconclusive" if inside else "Random better" if m > 0 else "Random worse")
+    steps = {int(r.tau * r.rounds) for r in rows.itertuples()}
+    assert note.data.startswith(f"Every row ran {' or '.join(map(str, sorted(steps)))} local steps per client")
+    assert f"median gain: {median:+.2f} points" in note.data
 
 
-def test_the_within_round_split_names_the_larger_part_and_tables_the_stored_split():
+def test_the_live_round_note_ranks_this_round_beside_the_stored_runs():
     import pandas as pd
 
     from experiments import teaching_pubswap as teach
 
-    end = pd.DataFrame({"arm": list(teach.ARMS.values()), "tau": 6, "δ_pair": [4.4, 3.9, 3.6, 3.8]})
-    note, table = teach.within_round_split(end)
-    assert "FedAvg-GRPO → control is -0.50 and control → Balanced is -0.10: **the shared prompts**" in note.data
-    split = findings.pubswap_drift_split()
-    assert list(table.index) == [f"τ = {t}" for t in split.index]
-    assert list(table["swap's share of the cut (%)"]) == list(split["swap's share (%)"])
+    end = pd.DataFrame({"arm": list(teach.ARMS.values()), "tau": 6, "δ_pair": [4.4, 3.9, 3.6, 3.8],
+                        "u": [3.1, 3.0, 3.0, 3.0]})
+    text = teach.live_round_note(end).data
+    assert "lowest δ_pair first: Random 3.60, Balanced 3.80, no-swap control 3.90, FedAvg-GRPO 4.40" in text
+    stored = teach.update_sizes()["final δ_pair"].sort_values()
+    assert ", ".join(f"{a.replace('PubSwap ', '')} {v:.2f}" for a, v in stored.items()) in text
+    agree = stored.index[0] == "PubSwap Random" and stored.index[-1] == "FedAvg-GRPO"
+    assert ("agree on the lowest and the highest arm" in text) == agree
+
+
+def test_the_drift_findings_quote_the_findings_tables_and_call_an_interval_holding_0_inconclusive():
+    from experiments import teaching_pubswap as teach
+
+    f, r = findings.pubswap_teaching_tables()
+    text = teach.drift_findings().data
+    for row in (f.loc["F1"], f.loc["F2"], f.loc["F3"], r.loc["R2"]):
+        d, h, n = row["difference"], row["±95% t"], int(row["seeds"])
+        quoted = f"{d:+.2f} ± {h:.2f} ({n} seeds)"
+        assert quoted in text and (f"{quoted}: inconclusive" in text) == (abs(d) <= h)
+    assert "within noise" not in text and "(12_pubswap_report.ipynb#findings)" in text
+
+
+def test_the_settings_box_says_how_the_optimiser_state_runs_and_which_runs_are_which(tiny_dir):
+    from conftest import small_config
+
+    from experiments import teaching_pubswap as teach
+    from fedrl_kit.runs import REPO_ROOT, Run
+
+    cfg = small_config(tiny_dir, base=str(REPO_ROOT / "data" / "base"), method="pubswap_balanced", local_steps=2,
+                       pubswap={"period": 2})
+    run = Run(cfg, progress=False).build()
+    box = teach.settings_box(cfg, run.world, run.policy, 6)["setting"]
+    assert box["optimiser"].endswith("started afresh each round" if cfg.reset_optimizer else "kept across rounds")
+    assert box["live runs (§3–4)"] == f"τ = 6, one round, seed {cfg.seed}"
+    s = findings.pubswap_setting()
+    assert box["stored runs (§5–6)"].startswith(f"τ = {s['tau']} × {s['rounds']} rounds = {s['steps']} local steps")
+
+
+def test_the_live_drift_figure_draws_three_panels_with_markers_not_glyphs():
+    import pandas as pd
+
+    from experiments import teaching_pubswap as teach
+
+    drift = pd.DataFrame([{"arm": a, "tau": 4, "step": j, "step_kind": "public" if j % 2 else "private",
+                           "δ_pair": 1.0 + j, "u": 1.0 + j} for a in teach.ARMS.values() for j in range(4)])
+    fig = teach.drift_figure(drift)
+    assert len(fig.layout.annotations) == 3  # the three panels' titles
+    ratio = [t for t in fig.data if t.xaxis == "x3" and t.mode == "markers"]
+    assert len(ratio) == 4 and all(list(t.y) == [1.0] * 4 for t in ratio)  # δ_pair / u from j = 1
+    assert {s for t in fig.data if t.mode == "markers" and t.x[0] is not None for s in t.marker.symbol} == {
+        "circle", "star"}
