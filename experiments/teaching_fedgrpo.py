@@ -90,9 +90,10 @@ def setup_summary(cfg, run, Q: int) -> Markdown:
     world = run.server.world
     return Markdown(
         f"**This run** (preset `{cfg.preset}`, seed {cfg.seed}): K = {cfg.num_clients} clients share "
-        f"{len(world.queries):,} training questions D_s by topic (counts below). The server holds {len(world.aux)} labelled auxiliary questions D_p and "
-        f"{len(world.test)} test problems ({cfg.eval_samples} samples each). A server step scores Q = {Q} questions "
-        f"× G = {cfg.num_generations} candidates; T = {cfg.rounds} rounds of τ = {cfg.local_steps} step"
+        f"{len(world.queries):,} training questions D_s by topic (counts below). The server holds "
+        f"{len(world.aux)} labelled auxiliary questions D_p and {len(world.test)} test problems "
+        f"({cfg.eval_samples} samples each). A server step scores Q = {Q} questions × G = {cfg.num_generations} "
+        f"candidates; T = {cfg.rounds} rounds of τ = {cfg.local_steps} step"
         f"{'s' if cfg.local_steps > 1 else ''}. Clip ε = {cfg.epsilon}, ε_high = {cfg.epsilon_high}, KL coefficient "
         f"{cfg.beta:g}; each θ_k: {cfg.evaluator.sft_steps} SFT steps.")
 
@@ -119,11 +120,11 @@ def paper_gaps(paper: pd.DataFrame) -> Markdown:
 
 def round_diagram() -> diagrams.Diagram:
     """:data:`ROUND` with three client boxes: an expert that owns the question (it checks answers exactly: AE), an
-    expert that does not (it scores with its model: ME), and one client that only steps 0a–0b reach, standing for
-    the other K − 3. Drawn before any run, so it names roles, not clients."""
-    names = ["an expert that owns x_s (AE)", "a client not chosen", "an expert that does not (ME)"]
+    expert that does not (it scores with its model: ME), and one box for the K − 2 clients that only steps 0a–0b
+    reach. Drawn before any run, so it names roles, not clients."""
+    names = ["an expert that owns x_s (AE)", "K − 2 clients not chosen", "an expert that does not (ME)"]
     svg = diagrams.named_round_diagram(ROUND, names).svg.replace(f"… {names[-1]}<", f"{names[-1]}<", 1)
-    return diagrams.Diagram(svg.replace("(not an expert here)", "(steps 0a–0b only, like the other K − 3)", 1))
+    return diagrams.Diagram(svg.replace("(not an expert here)", "(steps 0a–0b only)", 1))
 
 
 # -- §4, the step-through ------------------------------------------------------------------------------------------
@@ -183,14 +184,12 @@ def eq9_line(tr: dict) -> str:
     they agree) and the largest row sum (≈ 0)."""
     r, scores = np.asarray(tr["eq9"]), np.asarray(tr["scores"])  # [M, G], [M, G]
     split = np.ptp(scores, axis=0) > 0  # [G] the rows where the experts disagree
-    said = "Eq. 9 as printed, on these scores: "
+    said = "Eq. 9 as printed would give "
     if split.any():
         a = np.abs(r[:, split])
         said += (f"|R_k| = {a.min():.2f}–{a.max():.2f} on the {int(split.sum())} of {len(split)} rows the experts "
-                 "split, ")
-    said += (f"and each row's R_k sum to {np.abs(r.sum(axis=0)).max():.0f}: they say only which expert scored higher, "
-             "not whether the answer is right.")
-    return said
+                 "split, and ")
+    return said + f"each row's R_k sum to {np.abs(r.sum(axis=0)).max():.0f}, as §2 says."
 
 
 def top_advantage_note(tr: dict) -> Markdown:
@@ -370,6 +369,8 @@ def privacy_note(traces: dict, run) -> Markdown:
                 f"in question {q} the all-0/1 rows are {', '.join(flagged) or 'none'}'s and the owner is {who}")
         if ones:
             said += f"; its 1s mark answer {', '.join(ones)}, the label ({tr['answer']})"
+        elif flagged:
+            said += " (all 0s: no candidate is right)"
         parts.append(said)
     of, on, xf, xn = _leak_rates()["probability"]
     return Markdown("**Scores.** An AE score is exactly 0 or 1; an ME probability almost never is. So the rule *a row "
@@ -492,16 +493,19 @@ def traffic_note(run, other, M: int) -> Markdown:
     scores = [r for r in mine if r["kind"] == "score_result"]
     if formula != sum(r["nbytes"] for r in scores) - 6 * len(scores):  # each score message carries a 6-byte key
         raise ValueError(f"the ledger's score bytes differ from T·τ·Q·M·G·8 = {formula}")
-    ratio = other.runtime.ledger.total_bytes() / sum(r["nbytes"] for r in mine)
+    total = sum(r["nbytes"] for r in mine)
+    text = sum(r["nbytes"] for r in mine if (r["kind"], r["direction"]) == ("score", "down")) / total
+    ratio = other.runtime.ledger.total_bytes() / total
     lo, hi = _stored_traffic_ratios()
     st = _stored("fedgrpo_compare_pool_long30.json")["settings"]
     per_round = st["prompts_per_step"] * st["num_clients"] * st["local_steps"]
     return Markdown(
         f"The scores are T·τ·Q·M·G = {c.rounds}·{c.local_steps}·{Q}·{M}·{G} numbers of 8 bytes ({formula:,} "
-        f"bytes, plus message keys); most of FedGRPO's traffic is candidate text. Fedpetuning+GRPO moves "
-        f"{ratio:,.0f}× as much. That ratio depends on the budget: FedGRPO's bytes grow with the questions it scores "
-        f"({Q * c.local_steps} per round here), Fedpetuning+GRPO's with rounds × clients × adapter size. The stored "
-        f"runs score {per_round} questions per round, and there the ratio is {lo:.0f}× to {hi:.0f}×.")
+        f"bytes, plus message keys), while the candidates' text sent to the experts is {text:.0%} of FedGRPO's "
+        f"total. Fedpetuning+GRPO moves {ratio:,.0f}× as much. That ratio depends on the budget: FedGRPO's bytes grow "
+        f"with the questions it scores ({Q * c.local_steps} per round here), Fedpetuning+GRPO's with rounds × "
+        f"clients × adapter size. The stored runs score {per_round} questions per round, and there the ratio is "
+        f"{lo:.0f}× to {hi:.0f}×.")
 
 
 # -- what the reproduction found -----------------------------------------------------------------------------------

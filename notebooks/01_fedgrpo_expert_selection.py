@@ -34,8 +34,7 @@
 # **The paper's claim** (Table 1; **pass@1**: the share of test problems one sampled answer solves): FedGRPO beats
 # **Fedpetuning+GRPO** (clients GRPO-train LoRA adapters on their own data; the server averages them each round) and
 # roughly matches **Central-GRPO** (GRPO on all the data pooled). We test it in the kit's simulated **embedded world**
-# (arithmetic in seven topics, a tiny policy); the full reproduction is
-# [11_fedgrpo_report.ipynb](11_fedgrpo_report.ipynb).
+# (arithmetic in seven topics, a tiny policy); report [11_fedgrpo_report.ipynb](11_fedgrpo_report.ipynb) has the rest.
 
 # %%
 from IPython.display import display
@@ -60,10 +59,10 @@ teaching.round_diagram()
 #
 # $$A_j=\frac{r_j-\operatorname{mean}_i r_i}{\operatorname{std}_i r_i+10^{-6}}$$
 #
-# (std over the $G$ values). A step raises the log-probability of $\hat y_j$'s tokens in proportion to $A_j$, through
-# PPO's clipped ratio, clipped here to $[1-\epsilon,1+\epsilon_{\text{high}}]$ with $\epsilon_{\text{high}}>\epsilon$
-# (the "clip-higher" of DAPO, a GRPO variant), with no KL term; the paper does not say. FedGRPO changes only **where
-# $r_j$ comes from**.
+# (std over the $G$ values). A step then raises the log-probability of $\hat y_j$'s tokens in proportion to $A_j$,
+# with PPO's clipped probability ratio. The paper sets no clip or KL term; the kit clips to
+# $[1-\epsilon,1+\epsilon_{\text{high}}]$ with $\epsilon_{\text{high}}>\epsilon$ (the "clip-higher" of DAPO, a GRPO
+# variant) and uses no KL term. FedGRPO changes only **where $r_j$ comes from**.
 #
 # **Eq. 5, neighbours.** A frozen encoder $\phi$ (the base model's mean hidden state) maps a question to a unit vector
 # $z$. A training question $x_s$'s neighbours are the $L$ auxiliary questions of highest cosine (the paper's
@@ -95,9 +94,9 @@ teaching.round_diagram()
 # But $\sum_k R_k(\hat y_j)=0$ for every candidate: $R_k$ says which expert scored higher, not whether $\hat y_j$ is
 # right, and summed over the experts the update vanishes.
 #
-# **What we train.** Remark 2 calls the group "the ensemble of candidate policies in GRPO", so we standardise **over
-# the candidates** $j$. Remark 1 adds a format reward $f_j$ (1 for exactly
-# `<think>…</think><answer>…</answer>`, else 0), weighted 8 : 1 in the appendix:
+# **What we train.** The paper's Remark 2 calls the group "the ensemble of candidate policies in GRPO", so we
+# standardise **over the candidates** $j$. Its Remark 1 adds a format reward $f_j$ (1 for exactly
+# `<think>…</think><answer>…</answer>`, else 0), and its appendix weights score and format 8 : 1:
 #
 # $$\tilde r_j=8\,\mu_r(\hat y_j)+f_j,\qquad A_j=\frac{\tilde r_j-\operatorname{mean}_i\tilde r_i}{\operatorname{std}_i
 # \tilde r_i+10^{-6}}$$
@@ -108,7 +107,8 @@ teaching.round_diagram()
 # | $\mathcal{D}_s$, $x_s$, $y_s$ | training questions, one, its label (its owner's) |
 # | $\mathcal{D}_p$, $x_{p,\ell}$, $y_{p,\ell}$ | the server's auxiliary questions, with labels |
 # | $\pi_{\theta_g}$; $G$, $\hat y_j$ | the server's policy (LoRA adapter $\theta_g$); candidates per question, one |
-# | $L$, $\mathcal{N}$; $M$, $\mathcal{C}$ | neighbours per question, the neighbours; experts per question, the ones |
+# | $L$, $\mathcal{N}(x_s)$ | neighbours per question, the neighbours |
+# | $M$, $\mathcal{C}(x_s)$ | experts per question, the experts |
 # | $p_{k\ell}$, $r_k^p$; $r_k^s$, $\mu_r$ | competence on one auxiliary question, on $x_s$; score, experts' mean |
 # | $f_j$, $\tilde r_j$, $A_j$ | format reward, trained reward, advantage |
 # | $Q$, $\tau$, $T$ | questions per server step, server steps per round, rounds |
@@ -188,10 +188,9 @@ print(f"experts by hand: {experts.tolist()}, trace: {tr['experts']}; "
 # %% [markdown]
 # ### The confidence graph
 # The paper names a **confidence graph** of client expertise without defining it. We draw one per topic: a client's
-# mean $p_{k\ell}$ over the topic's auxiliary questions, minus the base model's (an easy topic is not expertise).
-# Selection ignores topics: eq. 6 averages over the question's own neighbours, so its experts (boxed) need not top the
-# dotted column. The printed line applies eqs. 5–6 to all of $\mathcal{D}_s$: how often experts hold the question's
-# topic or own it, against random choice. Sliders: the question, $L$, $M$.
+# mean $p_{k\ell}$ over the topic's auxiliary questions, minus the base model's. Selection ignores topics: eq. 6
+# averages over the question's own neighbours, so its experts (boxed) need not top the dotted column. The printed line
+# applies eqs. 5–6 to all of $\mathcal{D}_s$, against random choice. Sliders: the question, $L$, $M$.
 
 # %%
 show_graph, sliders = teaching.selection_knobs(tour, lab.policy, question, L, M, figures)
@@ -236,14 +235,13 @@ print(f"A_j by hand: {np.round(A, 3)}; the package's: {'the same' if same else '
 # It receives only numbers, but they tell. This is all it receives for the first question above:
 
 # %%
-display(teaching.server_scores(tr2, tour), teaching.privacy_note({question: tr, tr2["index"]: tr2}, tour),
+display(teaching.server_scores(tr2, tour), teaching.privacy_note({tr2["index"]: tr2, question: tr}, tour),
         teaching.competence_note(tour))
 
 # %% [markdown]
 # ## 5. Run it: FedGRPO beside Fedpetuning+GRPO
-# Same base model, questions and budget (FedGRPO's server trains on as many questions per step as Fedpetuning+GRPO's
-# clients together). A few rounds cannot show accuracy (§6 does), but they show the reward at work. **Format rate**:
-# the share of test answers in the expected format.
+# Same base model, questions and budget. A few rounds cannot show accuracy (§6 does), but they show the reward at
+# work. **Format rate**: the share of test answers in the expected format.
 
 # %%
 runs, records = teaching.run_both(lab)  # trains both
@@ -269,8 +267,8 @@ display(terms, teaching.reward_terms_note(terms))
 
 # %% [markdown]
 # ## 6. What the stored runs show
-# Longer runs, stored in `benchmarks/results`. Besides the baselines, two arms of ours change one thing in FedGRPO:
-# **random experts** (no eq. 6) and **every client holds every label** (every score AE).
+# Longer runs, stored in `benchmarks/results`, with two arms of ours that each change one thing in FedGRPO: **random
+# experts** (no eq. 6) and **every client holds every label** (every score AE).
 
 # %%
 display(teaching.stored_settings())

@@ -141,8 +141,8 @@ def test_the_teaching_round_diagram_names_roles_and_asks_competence_once():
 
     svg = teaching.round_diagram().svg
     names = re.findall(r'bold">([^<]*)<', svg)
-    assert names == ["server", "an expert that owns x_s (AE)", "a client not chosen  (steps 0a–0b only, like the "
-                     "other K − 3)", "an expert that does not (ME)"]
+    assert names == ["server", "an expert that owns x_s (AE)", "K − 2 clients not chosen  (steps 0a–0b only)",
+                     "an expert that does not (ME)"]
     assert "0a all of D_p (questions + labels), once, before round 1" in svg and "L auxiliary questions" not in svg
     assert "↑ 0b Pr[θ_k answers each one right]" in svg and "↑ 0 " not in svg  # one number per arrow
 
