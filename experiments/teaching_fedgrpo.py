@@ -81,11 +81,21 @@ def setup(ns: dict) -> SimpleNamespace:
 
 
 def show_setup(lab: SimpleNamespace) -> None:
-    """The run's knobs and who holds which data, whole sentences shown."""
-    from IPython.display import display
+    """This run in one paragraph (who holds what, the step's sizes, the GRPO settings), then the topic split."""
+    display(setup_summary(lab.cfg, lab.tour, lab.Q), notebook.client_table(lab.tour.partitions))
 
-    with pd.option_context("display.max_colwidth", None):
-        display(settings_table(lab.cfg, lab.Q, lab.alpha), data_table(lab.tour, lab.policy, lab.Q))
+
+def setup_summary(cfg, run, Q: int) -> Markdown:
+    """The run's sizes and settings in plain words, with the papers' symbols."""
+    world = run.server.world
+    return Markdown(
+        f"**This run** (preset `{cfg.preset}`, seed {cfg.seed}): K = {cfg.num_clients} clients share "
+        f"{len(world.queries):,} training questions D_s by topic (counts below). The server holds "
+        f"{len(world.aux)} labelled auxiliary questions D_p and {len(world.test)} test problems "
+        f"({cfg.eval_samples} samples each). A server step scores Q = {Q} questions × G = {cfg.num_generations} "
+        f"candidates; T = {cfg.rounds} rounds of τ = {cfg.local_steps} step"
+        f"{'s' if cfg.local_steps > 1 else ''}. Clip ε = {cfg.epsilon}, ε_high = {cfg.epsilon_high}, KL coefficient "
+        f"{cfg.beta:g}; each θ_k: {cfg.evaluator.sft_steps} SFT steps.")
 
 
 def run_both(lab: SimpleNamespace) -> tuple[dict, dict]:
@@ -108,50 +118,13 @@ def paper_gaps(paper: pd.DataFrame) -> Markdown:
                     f"and sits {b.min():+.1f} to {b.max():+.1f} points from Central-GRPO.")
 
 
-def settings_table(cfg, Q: int, alpha) -> pd.DataFrame:
-    """The run's knobs in the papers' symbols, integers as integers."""
-    return pd.Series({
-        "K clients": cfg.num_clients, "M experts per question": cfg.fedgrpo.num_experts,
-        "L neighbours": cfg.fedgrpo.neighbours, "G candidates per question": cfg.num_generations,
-        "Q questions per server step": Q, "τ server steps per round": cfg.local_steps, "rounds T": cfg.rounds,
-        "ε, ε_high (clip)": f"{cfg.epsilon}, {cfg.epsilon_high}", "KL coefficient (config beta)": f"{cfg.beta:g}",
-        "Dirichlet concentration of the split": str(alpha),
-        "SFT steps of each domain model θ_k": cfg.evaluator.sft_steps}, name="this run").astype(str).to_frame()
-
-
-def data_table(run, policy, Q: int) -> pd.DataFrame:
-    """Who holds which data and who sees it, with the sizes of this run."""
-    cfg, world = run.config, run.server.world
-    n_params = sum(w.numel() for n, w in policy.model.named_parameters() if "lora_" not in n)  # the base only
-    rows = {
-        "training questions D_s": (f"{len(world.queries):,} questions",
-                                   "split over the clients by topic; each question's owner (the client holding it) "
-                                   "has its label; the server gets the questions pooled, with no label and no owner"),
-        "auxiliary questions D_p": (f"{len(world.aux)} labelled questions",
-                                    "the server's; sent with their labels to every client once, to measure "
-                                    "competence"),
-        "test set": (f"{len(world.test)} problems × {cfg.eval_samples} samples", "the server's; pass@1 is measured "
-                     f"on it, in steps of 1/{len(world.test) * cfg.eval_samples}"),
-        "Q": (f"{Q} = {cfg.prompts_per_step} × {cfg.num_clients}",
-              f"questions per server step: {cfg.prompts_per_step} per client × K, as many as one local step of "
-              "Fedpetuning+GRPO's K clients takes (the same budget)"),
-        "φ": ("a vector per question", "the frozen encoder: the base policy's hidden states after decoder layer "
-              f"{cfg.fedgrpo.encoder_layer}, averaged over tokens, unit length"),
-        "server policy π_θg": (f"{n_params / 1e6:.1f} M parameters", "the tiny transformer of notebook 00; θ_g is "
-                               "its LoRA adapter, the only thing trained during the rounds"),
-    }
-    return pd.DataFrame(rows, index=["size", "who holds it, who sees it"]).T
-
-
-def round_diagram(tr: dict, client_ids: list[str]) -> diagrams.Diagram:
-    """:data:`ROUND` with three client boxes: the step-through question's two experts and one client that only steps
-    0a–0b reach (hence its line to the server)."""
-    experts = [client_ids[k] for k in tr["experts"]]
-    idle = next(c for c in client_ids if c not in experts)
-    first, last = (experts + experts)[:2]
-    svg = diagrams.named_round_diagram(ROUND, [first, idle, last]).svg.replace(f"… {last}<", f"{last}<", 1)
-    others = len(client_ids) - 3
-    return diagrams.Diagram(svg.replace("(not an expert here)", f"(steps 0a–0b only, like the {others} others)", 1))
+def round_diagram() -> diagrams.Diagram:
+    """:data:`ROUND` with three client boxes: an expert that owns the question (it checks answers exactly: AE), an
+    expert that does not (it scores with its model: ME), and one box for the K − 2 clients that only steps 0a–0b
+    reach. Drawn before any run, so it names roles, not clients."""
+    names = ["an expert that owns x_s (AE)", "K − 2 clients not chosen", "an expert that does not (ME)"]
+    svg = diagrams.named_round_diagram(ROUND, names).svg.replace(f"… {names[-1]}<", f"{names[-1]}<", 1)
+    return diagrams.Diagram(svg.replace("(not an expert here)", "(steps 0a–0b only)", 1))
 
 
 # -- §4, the step-through ------------------------------------------------------------------------------------------
@@ -177,14 +150,14 @@ def non_holder_note(tr: dict, run, policy) -> Markdown:
     qs, ys = [list(aux["prompt"])[j] for j in idx], [normalise_answer(str(list(aux["answer"])[j])) for j in idx]
     with policy.reference():  # the frozen base: every adapter off
         base = float(np.exp(completion_logprob(policy, qs, ys)).mean())
-    said = (f"The {len(low)} clients with under 10 % of their data in `{tr['topic']}` still score r_k^p = "
-            f"{low.min():.2f}–{low.max():.2f}. The base model alone scores {base:.2f} on the same {len(idx)} "
-            "neighbours. ")
+    said = (f"The {len(low)} clients with under 10 % of their data in `{tr['topic']}` still score "
+            f"{low.min():.2f}–{low.max():.2f}, against the base model's {base:.2f} on the same {len(idx)} "
+            "neighbours: ")
     if low.max() - base <= 0.1:
-        said += "So a non-holder's competence mostly measures the base model's own skill, not what the client learned."
+        said += "a non-holder's competence is mostly the base model's own skill, not what the client learned."
     else:
-        said += ("So a non-holder's competence measures general skill, the base model's plus what SFT on other "
-                 "arithmetic adds. It does not show knowledge of the question's topic.")
+        said += ("competence measures skill (the base model's, plus what SFT on any arithmetic adds), not whether a "
+                 "client holds the topic.")
     return Markdown(said)
 
 
@@ -211,14 +184,12 @@ def eq9_line(tr: dict) -> str:
     they agree) and the largest row sum (≈ 0)."""
     r, scores = np.asarray(tr["eq9"]), np.asarray(tr["scores"])  # [M, G], [M, G]
     split = np.ptp(scores, axis=0) > 0  # [G] the rows where the experts disagree
-    said = "Eq. 9 as printed, on these scores: "
+    said = "Eq. 9 as printed would give "
     if split.any():
         a = np.abs(r[:, split])
         said += (f"|R_k| = {a.min():.2f}–{a.max():.2f} on the {int(split.sum())} of {len(split)} rows the experts "
-                 "split, ")
-    said += (f"and each row's R_k sum to {np.abs(r.sum(axis=0)).max():.0f}: they say only which expert scored higher, "
-             "not whether the answer is right.")
-    return said
+                 "split, and ")
+    return said + f"each row's R_k sum to {np.abs(r.sum(axis=0)).max():.0f}, as §2 says."
 
 
 def top_advantage_note(tr: dict) -> Markdown:
@@ -259,15 +230,15 @@ def ae_case_note(tr: dict, run) -> Markdown:
     ok, f, adv, cids = tr["correct"] > 0, tr["format"] > 0, tr["advantages"]["paper"], run.runtime.client_ids
     if not ok.any():
         return Markdown("No question in this range had a right candidate in this run.")
-    parts = [f"{cids[k]} ({p}) gives right candidates {tr['scores'][i][ok].mean():.3f} on average, wrong ones "
+    parts = [f"{cids[k]} ({p}) scores right candidates {tr['scores'][i][ok].mean():.3f} on average, wrong ones "
              f"{tr['scores'][i][~ok].mean():.3f}" for i, (k, p) in enumerate(zip(tr["experts"], tr["pathways"]))]
-    said = f"Question {tr['index']}, {tr['question']!r} (answer {tr['answer']}): " + "; ".join(parts) + "."
+    said = f"Question {tr['index']}, {tr['question']!r} (label {tr['answer']}): " + "; ".join(parts) + "."
     ru, wf = np.flatnonzero(ok & ~f), np.flatnonzero(~ok & f)
     if len(ru) and len(wf):
         i, j = max(ru, key=lambda r: adv[r]), min(wf, key=lambda r: adv[r])
-        said += (f" Row {i} is right but unformatted (A = {adv[i]:+.3f}), row {j} wrong but formatted "
-                 f"(A = {adv[j]:+.3f}): " + ("the experts outvote the format bonus." if adv[i] > adv[j]
-                                             else "the format bonus wins here."))
+        said += (f" Row {i}, right but unformatted, gets A = {adv[i]:+.3f}; row {j}, wrong but formatted, gets "
+                 f"{adv[j]:+.3f}: " + ("the experts outvote the format bonus." if adv[i] > adv[j]
+                                       else "the format bonus wins here."))
     return Markdown(said + " " + eq9_line(tr))
 
 
@@ -362,10 +333,28 @@ def _all_zero_one(row) -> bool:
     return bool(np.all((row == 0.0) | (row == 1.0)))
 
 
+def _leak_rates() -> dict[str, tuple[int, int, int, int]]:
+    """The stored measurement of the owner rule (benchmarks/results/fedgrpo_ownership_leak.json), by ME score
+    ("probability", "agreement"): (owners' rows flagged, owners' rows, other experts' rows flagged, other rows)."""
+    runs = _stored("fedgrpo_ownership_leak.json")["runs"]
+    out = {}
+    for arm in ("probability", "agreement"):
+        rs = [r for r in runs if r["arm"] == arm]
+        out[arm] = (sum(r["owners_flagged"] for r in rs), sum(r["owner_pairs"] for r in rs),
+                    sum(r["others_flagged"] for r in rs), sum(r["pairs"] - r["owner_pairs"] for r in rs))
+    return out
+
+
+def _leak_setting() -> str:
+    """The stored leak measurement's setting: its clients and seeds."""
+    st = _stored("fedgrpo_ownership_leak.json")["settings"]
+    return f"K = {st['num_clients']}, {len(st['seeds'])} seeds"
+
+
 def privacy_note(traces: dict, run) -> Markdown:
     """What a curious server reads in the scores of the traced questions (a row of exact 0s and 1s: its expert owns
-    the question, and its 1s mark the label), checked against the simulator's owners; and the stored measurement of
-    that rule under the default ME score and under 0/1 agreement (benchmarks/results/fedgrpo_ownership_leak.json).
+    the question, and its 1s mark the label), checked against the simulator's owners, and the stored measurement of that
+    rule with ME probabilities (benchmarks/results/fedgrpo_ownership_leak.json).
     ``traces``: {index into D_s: its ``trace_question``}."""
     from fedrl_kit.rewards import extract_answer, normalise_answer
 
@@ -380,31 +369,26 @@ def privacy_note(traces: dict, run) -> Markdown:
                 f"in question {q} the all-0/1 rows are {', '.join(flagged) or 'none'}'s and the owner is {who}")
         if ones:
             said += f"; its 1s mark answer {', '.join(ones)}, the label ({tr['answer']})"
+        elif flagged:
+            said += " (all 0s: no candidate is right)"
         parts.append(said)
-    runs = _stored("fedgrpo_ownership_leak.json")["runs"]
-
-    def rate(arm):
-        rs = [r for r in runs if r["arm"] == arm]
-        own, oth = sum(r["owner_pairs"] for r in rs), sum(r["pairs"] - r["owner_pairs"] for r in rs)
-        return (f"{sum(r['owners_flagged'] for r in rs)} of {own} owners' rows and "
-                f"{sum(r['others_flagged'] for r in rs)} of {oth} other experts' rows")
-
-    return Markdown("**Scores.** The rule *a row of exact 0s and 1s comes from the owner*: " + "; ".join(parts)
-                    + f". On a stored run (K = 4, 2 seeds) this rule flags {rate('probability')}. With "
-                    "`fedgrpo.me_score = \"agreement\"` an ME score is 1 if the answer is θ_k's own greedy answer, "
-                    f"else 0; the rule then flags {rate('agreement')}, so it no longer singles out owners.")
+    of, on, xf, xn = _leak_rates()["probability"]
+    return Markdown("**Scores.** An AE score is exactly 0 or 1; an ME probability almost never is. So the rule *a row "
+                    "of exact 0s and 1s comes from the owner*: " + "; ".join(parts) + f". On a stored run "
+                    f"({_leak_setting()}) this rule flags {of} of {on} owners' rows and {xf} of {xn} other experts' "
+                    "rows.")
 
 
-def topic_guess_table(run) -> pd.DataFrame:
-    """What the competence replies alone tell the server about each client's data (:func:`server_view`), with a
-    one-line count of how often its guess of a client's main topic is right."""
+def competence_note(run) -> Markdown:
+    """What the competence replies alone tell the server about each client's data (:func:`server_view`): how often
+    its guess of a client's main topic (where the client beats the average client most) is right, and for whom."""
     from fedrl_kit.fedgrpo.diagnostics import server_view
 
     v = server_view(run.server, run.truth)
-    right = int(v["guessed right"].sum())
-    display(Markdown(f"**Competence replies.** The server's guess of each client's main topic (where the client beats "
-                     f"the average client most) is right for {right} of {len(v)} clients here:"))
-    return v[["server's guess: its topic", "true largest topic", "its share of the data", "guessed right"]]
+    hits = [f"{c}: {v.loc[c, 'true largest topic']}" for c in v.index[v["guessed right"]]]
+    return Markdown(f"**Competence replies.** Guessing each client's main topic as the one where it beats the average "
+                    f"client most is right for {len(hits)} of {len(v)} clients"
+                    + (f" ({', '.join(hits)})" if hits else "") + ": a hint, not a map.")
 
 
 # -- §5, run it ----------------------------------------------------------------------------------------------------
@@ -428,42 +412,33 @@ def quick_run_note(table: pd.DataFrame, cfg) -> Markdown:
     return Markdown(
         f"In {cfg.rounds} rounds FedGRPO's format rate rises from {base['format rate']:.3f} to "
         f"{fed['format rate']:.3f}: its reward pays +1 for the format on every question. Fedpetuning+GRPO's, whose "
-        f"reward pays only for a right answer, ends at {avg['format rate']:.3f}. pass@1 is left out: a few rounds "
-        "move it by a few test samples, which is noise.")
+        f"reward pays only for a right answer, ends at {avg['format rate']:.3f}.")
 
 
 def reward_terms(records: dict, cfg) -> pd.DataFrame:
-    """FedGRPO's trained reward r̃ = 8·μ_r + 1·f split into its two terms, per round, from the run's server records
-    (means over the round's training candidates): the expert term 8·μ_r, the format term 1·f, and the expert term's
-    edge for a right answer, 8 × (μ_r of right − μ_r of wrong candidates of the same question) (the format term's
-    edge is always 1)."""
-    rows = {int(r["round"]): {"expert term 8·μ_r": 8 * r["reward_mean"], "format term 1·f": r["format"],
-                              "expert edge 8·(μ̄_r right − μ̄_r wrong)": 8 * r.get("reward_gap", float("nan")),
-                              "right candidates": r.get("candidate_accuracy"),
+    """What separates candidates in FedGRPO's trained reward r̃ = 8·μ_r + 1·f, per round, from the run's server
+    records: the expert term's **edge** for a right answer, 8 × (mean μ_r of a question's right candidates − mean
+    μ_r of its wrong ones), averaged over the questions that have both (the others have no right-wrong edge; the format
+    term's edge is always its weight, 1); the share of candidates that are right; the share of questions with no
+    right candidate."""
+    rows = {int(r["round"]): {"expert edge for a right answer": 8 * r.get("reward_gap", float("nan")),
+                              "candidates right": r.get("candidate_accuracy"),
                               "questions with no right candidate": r.get("no_right_share", float("nan"))}
             for r in records["FedGRPO"] if r.get("client") == "server" and "reward_mean" in r}
     return pd.DataFrame(rows).T.rename_axis("round").round(3)
 
 
 def reward_terms_note(terms: pd.DataFrame) -> Markdown:
-    """Plain sentences reading :func:`reward_terms`: which term is larger on average, and which separates
-    candidates."""
-    e, f, edge = (terms.iloc[:, i] for i in range(3))
-    bigger = "larger than" if (e > f).all() else "smaller than" if (e < f).all() else "about as large as"
-    said = (f"On average the expert term ({e.min():.2f}–{e.max():.2f}) is {bigger} the format term "
-            f"({f.min():.2f}–{f.max():.2f}). But an advantage depends only on how candidates of one question differ. "
-            f"There a right answer gains {edge.min():.2f}–{edge.max():.2f} from the experts, ")
-    said += "while a formatted one gains 1. "
-    right = terms["right candidates"]
-    none = terms["questions with no right candidate"]
-    if (edge > 1).all():
-        said += (f"So the experts do pay more for being right. But only {right.min():.2f}–{right.max():.2f} of the "
-                 "candidates are right. ")
-    else:
-        said += "So the format pays more than being right. "
-    said += (f"On {none.min():.2f}–{none.max():.2f} of the questions no candidate is right: there the experts can only "
-             "rank wrong answers, and the format bonus, while some candidates still lack the format, decides the "
-             "advantage.")
+    """Plain sentences reading :func:`reward_terms`: where some candidate is right, which term separates more; and
+    how often none is."""
+    edge, right, none = (terms[c] for c in ("expert edge for a right answer", "candidates right",
+                                            "questions with no right candidate"))
+    said = (f"Where a question has right and wrong candidates, being right earns {edge.min():.2f}–{edge.max():.2f} "
+            "from the experts and being formatted earns 1: ")
+    said += "there the experts decide. " if (edge > 1).all() else "the format bonus is about as strong. "
+    said += (f"But only {right.min():.2f}–{right.max():.2f} of the candidates are right, and on {none.min():.2f}–"
+             f"{none.max():.2f} of the questions none is: there the experts can only rank wrong answers, and the "
+             "format bonus decides.")
     return Markdown(said)
 
 
@@ -477,31 +452,65 @@ def quick_run_figure(records: dict, figures):
     return fig
 
 
-def score_bytes(run, other, M: int) -> Markdown:
-    """The paper's Figure 2 for this run in one sentence: both methods' bytes (up and down), and FedGRPO's score
-    bytes by the formula T·τ·Q·M·G·8, checked against the ledger."""
+#: the messages of FedGRPO's ledger by (kind, direction), named by the round diagram's steps
+TRAFFIC_STEPS = {("competence", "down"): "0a D_p's questions and labels, to every client",
+                 ("competence_result", "up"): "0b competence replies",
+                 ("score", "down"): "4 questions and candidates, to the experts",
+                 ("score_result", "up"): "5 the experts' scores"}
+
+
+def _training_messages(run) -> list[dict]:
+    """FedGRPO's ledger without the step-through's scoring (score messages before round 1)."""
+    return [r for r in run.runtime.ledger.records if not (r["kind"].startswith("score") and r["round"] < 1)]
+
+
+def traffic_table(run, other) -> pd.DataFrame:
+    """The paper's Figure 2 for this run: FedGRPO's bytes by message (the round diagram's steps), its total, and
+    Fedpetuning+GRPO's total (adapters, up and down), as the ledgers record them. The scoring §4's step-through did
+    before round 1 is not training and is left out."""
+    rows: dict[str, int] = {}
+    for r in _training_messages(run):
+        name = TRAFFIC_STEPS.get((r["kind"], r["direction"]), "other (setup handshakes)")
+        rows[name] = rows.get(name, 0) + r["nbytes"]
+    order = [n for n in (*TRAFFIC_STEPS.values(), "other (setup handshakes)") if rows.get(n)]
+    df = pd.DataFrame({"bytes": [rows[n] for n in order]}, index=order)
+    df.loc["FedGRPO, total"] = sum(rows.values())
+    df.loc["Fedpetuning+GRPO, total (adapters)"] = other.runtime.ledger.total_bytes()
+    df["bytes"] = df["bytes"].map("{:,}".format)
+    return df.rename_axis("FedGRPO's messages (steps of §1)")
+
+
+def traffic_note(run, other, M: int) -> Markdown:
+    """Why the ratio of the two totals depends on the budget: FedGRPO's bytes grow with the questions it scores,
+    Fedpetuning+GRPO's with rounds × clients × adapter size; the stored runs' ratio beside this run's. The score
+    bytes are checked against T·τ·Q·M·G numbers of 8 bytes."""
     from fedrl_kit.fedgrpo.algorithm import questions_per_step
 
-    c, ledger = run.config, run.runtime.ledger
+    c = run.config
     Q, G = questions_per_step(c), c.num_generations
     formula = c.rounds * c.local_steps * Q * M * G * 8
-    scores = [r for r in ledger.records if r["kind"] == "score_result" and r["round"] >= 1]
+    mine = _training_messages(run)
+    scores = [r for r in mine if r["kind"] == "score_result"]
     if formula != sum(r["nbytes"] for r in scores) - 6 * len(scores):  # each score message carries a 6-byte key
         raise ValueError(f"the ledger's score bytes differ from T·τ·Q·M·G·8 = {formula}")
-    ours, theirs = ledger.total_bytes(), other.runtime.ledger.total_bytes()
-    return Markdown(f"Traffic (the paper's Figure 2), up and down together: Fedpetuning+GRPO moved {theirs:,} bytes "
-                    f"of adapters, {theirs / ours:,.0f}× FedGRPO's {ours:,}, whose experts send back only scores: "
-                    f"T·τ·Q·M·G = {c.rounds}·{c.local_steps}·{Q}·{M}·{G} numbers of 8 bytes, {formula:,} bytes.")
+    total = sum(r["nbytes"] for r in mine)
+    text = sum(r["nbytes"] for r in mine if (r["kind"], r["direction"]) == ("score", "down")) / total
+    ratio = other.runtime.ledger.total_bytes() / total
+    lo, hi = _stored_traffic_ratios()
+    st = _stored("fedgrpo_compare_pool_long30.json")["settings"]
+    per_round = st["prompts_per_step"] * st["num_clients"] * st["local_steps"]
+    return Markdown(
+        f"The scores are T·τ·Q·M·G = {c.rounds}·{c.local_steps}·{Q}·{M}·{G} numbers of 8 bytes ({formula:,} "
+        f"bytes, plus message keys), while the candidates' text sent to the experts is {text:.0%} of FedGRPO's "
+        f"total. Fedpetuning+GRPO moves {ratio:,.0f}× as much. That ratio depends on the budget: FedGRPO's bytes grow "
+        f"with the questions it scores ({Q * c.local_steps} per round here), Fedpetuning+GRPO's with rounds × "
+        f"clients × adapter size. The stored runs score {per_round} questions per round, and there the ratio is "
+        f"{lo:.0f}× to {hi:.0f}×.")
 
 
 # -- what the reproduction found -----------------------------------------------------------------------------------
 def _per_seed_mean(cell: str) -> float:
     return float(np.mean([float(x) for x in cell.split(" / ")]))
-
-
-#: the stored figure's pass@1 panel: every arm, each with its own colour
-STORED_ARMS = {"fedgrpo": "#1f77b4", "fedgrpo_random": "#ff7f0e", "fedgrpo_allgt": "#2ca02c",
-               "fedavg_grpo": "#9467bd", "central_grpo": "#000000"}
 
 
 @lru_cache(maxsize=None)
@@ -512,35 +521,49 @@ def _stored(name: str) -> dict:
     return json.loads((RESULTS / name).read_text())
 
 
-def stored_settings() -> pd.DataFrame:
-    """One row: the setting of the stored 30-round runs, read from their file."""
-    from experiments.findings import fedgrpo_plateaus
+#: the stored figure's pass@1 panel: FedGRPO and the two baselines, each with its colour
+STORED_ARMS = {"fedgrpo": "#1f77b4", "fedavg_grpo": "#9467bd", "central_grpo": "#000000"}
+#: the stored figure's second panel: paired differences a − b, window by window, each with its label and colour
+STORED_PAIRS = (("fedgrpo", "fedgrpo_random", "competence − random experts", "#ff7f0e"),
+                ("fedgrpo_allgt", "fedgrpo", "every client holds every label − owner only", "#2ca02c"))
+
+
+def stored_traces() -> pd.DataFrame:
+    """The stored pass@1 curves, one row per (method, seed, round), every arm to round 30 (Central-GRPO from its
+    30-round file), each (arm, seed) from the file that trained it longest, on the seeds FedGRPO ran."""
+    from experiments.fedgrpo_claims import curve_frame, load_arms, load_long, with_arms
+    from experiments.findings import RESULTS
+
+    df = curve_frame(with_arms(load_long(RESULTS), load_arms(RESULTS)))
+    return df[df["seed"].isin(df.loc[df["method"] == "fedgrpo", "seed"])].reset_index(drop=True)
+
+
+def _stored_sft_steps() -> int:
+    """The SFT steps of the stored runs' domain models: FedGRPO's default, as their settings override nothing."""
+    from fedrl_kit.fedgrpo.args import EvaluatorArgs
 
     st = _stored("fedgrpo_compare_pool_long30.json")["settings"]
-    rounds = fedgrpo_plateaus()["rounds"]
-    return pd.DataFrame([{
-        "clients K": st["num_clients"], "Dirichlet α": st["dirichlet_alpha"],
-        "τ steps per round": st["local_steps"], "Q questions per step": st["prompts_per_step"] * st["num_clients"],
-        "questions per round (τ·Q)": st["prompts_per_step"] * st["num_clients"] * st["local_steps"],
-        "test samples per problem": st["eval_samples"], "seeds": len(fedgrpo_traces_seeds()),
-        "rounds": int(rounds.loc["FedGRPO"]), "rounds, Central-GRPO": int(rounds.loc["Central-GRPO"]),
-        "plateau": "mean pass@1 of the last 5 rounds"}], index=["stored runs"])
+    if any("sft_steps" in str(x) for x in st.get("set", [])):
+        raise ValueError("the stored runs set the SFT steps: read them from the file")
+    return EvaluatorArgs().sft_steps
 
 
-def fedgrpo_traces_seeds() -> list[int]:
-    from experiments.findings import fedgrpo_traces
-
-    return sorted(fedgrpo_traces()["seed"].unique())
-
-
-def server_format_frame() -> pd.DataFrame:
-    """FedGRPO's stored server curves: per (seed, round) the share of its training candidates in the expected
-    format, on the seeds of the traces."""
-    seeds = set(fedgrpo_traces_seeds())
-    runs = _stored("fedgrpo_compare_pool_long30.json")["runs"]
-    rows = [{"method": "fedgrpo", "seed": r["seed"], "round": c["round"], "format": c["format"]}
-            for r in runs if r["method"] == "fedgrpo" and r["seed"] in seeds for c in r.get("server_curve", [])]
-    return pd.DataFrame(rows)
+def stored_settings() -> Markdown:
+    """The stored runs' setting in one paragraph beside this run's, read from their file; what a plateau and a
+    difference are."""
+    st = _stored("fedgrpo_compare_pool_long30.json")["settings"]
+    t = stored_traces()
+    n, end = t["seed"].nunique(), int(t["round"].max())
+    per_round = st["prompts_per_step"] * st["num_clients"] * st["local_steps"]
+    quick = SIZES["quick"]
+    return Markdown(
+        f"**Stored runs**: K = {st['num_clients']}, α = {st['dirichlet_alpha']}, {n} seeds, {end} rounds of "
+        f"τ = {st['local_steps']} steps ({per_round} questions per round; §5: "
+        f"{quick['prompts_per_step'] * st['num_clients'] * quick['local_steps']}), {st['eval_samples']} test samples "
+        f"per problem (§5: {quick['eval_samples']}), domain models of {_stored_sft_steps()} SFT steps (§4: "
+        f"{SFT_STEPS['quick']}). An arm's **plateau** is its mean pass@1 over rounds {end - 4}–{end}; a "
+        f"**difference** is paired by seed, ± its 95 % t half-width ({n - 1} degrees of freedom). pass@1 is in "
+        "points (% of test problems).")
 
 
 def _band(fig, g: pd.DataFrame, y: str, name: str, colour: str, col: int, legend: bool = True, scale: float = 1.0):
@@ -551,162 +574,161 @@ def _band(fig, g: pd.DataFrame, y: str, name: str, colour: str, col: int, legend
     r, gr, b = (int(colour[k:k + 2], 16) for k in (1, 3, 5))
     fig.add_trace(go.Scatter(x=xs + xs[::-1], y=(st["mean"] + st["std"]).tolist()
                              + (st["mean"] - st["std"]).tolist()[::-1], fill="toself", line=dict(width=0),
-                             fillcolor=f"rgba({r},{gr},{b},0.15)", hoverinfo="skip", showlegend=False), 1, col)
+                             fillcolor=f"rgba({r},{gr},{b},0.1)", hoverinfo="skip", showlegend=False), 1, col)
     fig.add_trace(go.Scatter(x=xs, y=st["mean"], mode="lines", name=name, line=dict(color=colour, width=2),
                              showlegend=legend), 1, col)
 
 
-#: the stored figure's two pass@1 panels: FedGRPO against the baselines, and against our two arms of it
-STORED_PANELS = (("FedGRPO against the baselines", ("fedgrpo", "fedavg_grpo", "central_grpo")),
-                 ("FedGRPO against our two arms of it", ("fedgrpo", "fedgrpo_random", "fedgrpo_allgt")))
-
-
 def stored_figure(figures):
-    """The stored runs in three panels, pass@1 in points (mean of the seeds, band ±1 SD): FedGRPO beside the two
-    baselines, FedGRPO beside its random-experts and every-label arms, and the share of FedGRPO's training candidates
-    in the expected format."""
+    """Two panels. Left: pass@1 in points of FedGRPO and the two baselines (mean of the seeds, band ±1 SD). Right:
+    the paired differences of :data:`STORED_PAIRS` over windows of 5 rounds, one dot per seed and the mean with its
+    95 % t interval, so that whether an arm helps reads off the zero line, not off overlapping bands."""
+    import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     from experiments.fedgrpo_claims import METHOD_NAMES
-    from experiments.findings import fedgrpo_traces
 
-    t = fedgrpo_traces()
-    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.05, column_widths=[0.37, 0.37, 0.26],
-                        subplot_titles=[title for title, _ in STORED_PANELS] + ["FedGRPO: candidates formatted"])
-    shown = set()
-    for col, (_, arms) in enumerate(STORED_PANELS, 1):
-        for arm in arms:
-            _band(fig, t[t["method"] == arm], "pass_at_1", METHOD_NAMES[arm], STORED_ARMS[arm], col,
-                  legend=arm not in shown, scale=100)
-            shown.add(arm)
-    _band(fig, server_format_frame(), "format", "FedGRPO, format", "#1f77b4", 3, legend=False)
-    fig.update_yaxes(range=[15, 45], row=1, col=1, title_text="pass@1 (points)")
-    fig.update_yaxes(range=[15, 45], row=1, col=2, showticklabels=False)
-    fig.update_yaxes(range=[0, 1.05], row=1, col=3, side="right", title_text="share of training candidates")
-    fig.update_xaxes(title_text="round")
-    fig.update_layout(template=viz.TEMPLATE, height=420, margin=dict(t=80, l=60, r=60, b=40),
-                      legend=dict(orientation="h", y=-0.22, x=0, font=dict(size=11)),
-                      title=f"stored runs: mean of {t['seed'].nunique()} seeds, band ±1 SD over seeds")
-    for a in fig.layout.annotations:
-        a.font.size = 12
+    t = stored_traces()
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, column_widths=[0.5, 0.5],
+                        subplot_titles=["pass@1: FedGRPO and the baselines (band ±1 SD)",
+                                        "a − b over 5-round windows (dot: a seed; bar: 95 % t)"])
+    for arm, colour in STORED_ARMS.items():
+        _band(fig, t[t["method"] == arm], "pass_at_1", METHOD_NAMES[arm], colour, 1, scale=100)
+    for i, (a, b, label, colour) in enumerate(STORED_PAIRS):
+        w = fedgrpo_windows_cached(a, b)
+        mid = [int(r.split("–")[0]) + 2 + (i - 0.5) * 1.2 for r in w["rounds"]]
+        fig.add_trace(go.Scatter(x=[m for m, ps in zip(mid, w["per_seed"]) for _ in ps],
+                                 y=[p for ps in w["per_seed"] for p in ps], mode="markers", showlegend=False,
+                                 marker=dict(color=colour, size=6, opacity=0.45), hoverinfo="y"), 1, 2)
+        fig.add_trace(go.Scatter(x=mid, y=w["mean"], mode="markers", name=label,
+                                 marker=dict(color=colour, size=11, symbol="diamond"),
+                                 error_y=dict(type="data", array=w["±95% t"], thickness=2, width=6)), 1, 2)
+    fig.add_hline(y=0, line=dict(color="#555", width=1), row=1, col=2)
+    ends = [int(r.split("–")[0]) + 2 for r in fedgrpo_windows_cached(*STORED_PAIRS[0][:2])["rounds"]]
+    fig.update_xaxes(title_text="round", row=1, col=1)
+    fig.update_xaxes(title_text="rounds", tickvals=ends, ticktext=[f"{e - 2}–{e + 2}" for e in ends], row=1, col=2)
+    fig.update_yaxes(title_text="pass@1 (points)", row=1, col=1)
+    fig.update_yaxes(title_text="a − b (points)", row=1, col=2)
+    fig.update_layout(template=viz.TEMPLATE, height=430, margin=dict(t=70, l=60, r=30, b=40),
+                      legend=dict(orientation="h", y=-0.2, x=0, font=dict(size=11)),
+                      title=f"stored runs, {t['seed'].nunique()} seeds")
+    for ann in fig.layout.annotations:
+        ann.font.size = 12
     viz.export(fig, "fedgrpo_stored_traces", figures)
     return fig
 
 
-def _central_long30() -> tuple[int, float, float]:
-    """The later 30-round Central-GRPO file (same seeds): its seeds, and its rounds 11–15 and 26–30 means, points."""
-    runs = [r for r in _stored("fedgrpo_compare_pool_long30_central.json")["runs"] if r["method"] == "central_grpo"]
-    def at(lo, hi):
-        return 100 * np.mean([np.mean([p for r_, p in r["curve"] if lo <= r_ <= hi]) for r in runs])
+def server_format_frame() -> pd.DataFrame:
+    """FedGRPO's stored server curves: per (seed, round) the share of its training candidates in the expected
+    format, on the seeds of the traces."""
+    seeds = set(stored_traces()["seed"])
+    runs = _stored("fedgrpo_compare_pool_long30.json")["runs"]
+    rows = [{"method": "fedgrpo", "seed": r["seed"], "round": c["round"], "format": c["format"]}
+            for r in runs if r["method"] == "fedgrpo" and r["seed"] in seeds for c in r.get("server_curve", [])]
+    return pd.DataFrame(rows)
 
-    return len(runs), float(at(11, 15)), float(at(26, 30))
+
+def _windows_said(a: str, b: str, below_means: str = "") -> str:
+    """Which 5-round windows of a − b exclude 0, and with which sign, in words (``below_means``: what a window
+    below 0 says, in brackets)."""
+    w = fedgrpo_windows_cached(a, b)
+    lo, hi = w["mean"] - w["±95% t"], w["mean"] + w["±95% t"]
+    below, above = w.loc[hi < 0, "rounds"].tolist(), w.loc[lo > 0, "rounds"].tolist()
+    join = lambda xs: ", ".join(xs[:-1]) + f" and {xs[-1]}" if len(xs) > 1 else xs[0]  # noqa: E731
+    parts = ([f"above 0 in rounds {join(above)}"] if above else []) + \
+            ([f"below 0{f' ({below_means})' if below_means else ''} in rounds {join(below)}"] if below else [])
+    rest = len(w) - len(above) - len(below)
+    return ", ".join(parts + ([f"within noise in the other {rest} windows"] if parts and rest else
+                              ["within noise in every window"] if not parts else []))
+
+
+@lru_cache(maxsize=None)
+def fedgrpo_windows_cached(a: str, b: str) -> pd.DataFrame:
+    from experiments.findings import fedgrpo_windows
+
+    return fedgrpo_windows(a, b)
 
 
 def stored_caption() -> Markdown:
-    """Plain sentences under the stored figure, every pass@1 in points: which Central-GRPO run is plotted and where a
-    longer one ends, Fedpetuning+GRPO still rising, and the early rise and fall of FedGRPO beside its format rate;
-    why Fedpetuning+GRPO is strong here."""
-    from experiments.findings import fedgrpo_paper_table, fedgrpo_traces
+    """Short bullets under the stored figure, every pass@1 in points: each curve's course (FedGRPO's early rise
+    beside its format rate), why Fedpetuning+GRPO's strength here is not explained, and what the right panel's
+    windows show."""
+    from experiments.findings import fedgrpo_paper_table
 
-    t = fedgrpo_traces()
+    t = stored_traces()
     paper = fedgrpo_paper_table()
     gain = paper["Fedpetuning+GRPO"] - paper["Zero-shot"]  # points, the paper's six settings
     mean = 100 * t.groupby(["method", "round"])["pass_at_1"].mean().unstack("method")  # [round, arm], points
-    last_c = int(t.loc[t["method"] == "central_grpo", "round"].max())
-    at = lambda arm: mean.loc[last_c - 4:last_c, arm].mean()  # noqa: E731  (rounds last_c − 4 … last_c)
     end = int(t["round"].max())
+    plateau = mean.loc[end - 4:end].mean()
     rf, pf = mean["fedgrpo"].idxmax(), mean["fedgrpo"].max()
-    fall = mean.loc[end - 4:end, "fedgrpo"].mean()
+    rc, pc = mean["central_grpo"].idxmax(), mean["central_grpo"].max()
     fmt = server_format_frame().groupby("round")["format"].mean()
     full = int(fmt[fmt >= 0.95].index.min())
-    n, c_early, c_late = _central_long30()
+    (a, b, label_r, _), (c, d, label_l, _) = STORED_PAIRS
     return Markdown(
-        f"*pass@1 in points (% of test problems); bands ±1 SD over the seeds.*\n\n"
-        f"- *Left:* the Central-GRPO curve is the {last_c}-round run of the findings. Its plateau (rounds "
-        f"{last_c - 4}–{last_c}), {at('central_grpo'):.1f}, is level with Fedpetuning+GRPO's {at('fedavg_grpo'):.1f} "
-        f"there (FedGRPO: {at('fedgrpo'):.1f}). A later {n}-seed Central-GRPO run to round {end}, not plotted, gives "
-        f"{c_early:.1f} over rounds 11–15 and {c_late:.1f} over rounds {end - 4}–{end}. Fedpetuning+GRPO is still "
-        f"rising: {mean.loc[last_c, 'fedavg_grpo']:.1f} at round {last_c}, {mean.loc[end, 'fedavg_grpo']:.1f} at "
-        f"round {end}.\n"
-        f"- *Right:* FedGRPO peaks at {pf:.1f} in round {rf} and ends at {fall:.1f} (rounds {end - 4}–{end}); its "
-        f"training candidates are {fmt.iloc[0]:.2f} formatted in round {int(fmt.index[0])} and {fmt.loc[full]:.2f} "
-        f"by round {full}. So its rise comes while the format is learned; once nearly every candidate is formatted "
-        "the format bonus no longer separates candidates, and the gain is not kept.\n"
-        f"- *Why Fedpetuning+GRPO is strong here:* it climbs from the base model's {mean.loc[0, 'fedavg_grpo']:.1f} "
-        f"to {mean.loc[end, 'fedavg_grpo']:.1f}, while in the paper it gains only {gain.min():+.1f} to "
-        f"{gain.max():+.1f} over zero-shot. Likely, from these runs: averaging the clients' adapters costs nothing "
-        "at this scale (it is level with Central-GRPO), and each of its rewards is an exact check against a "
-        "client's own label. Why averaging costs so much in the paper, our runs do not explain.")
-
-
-def central_vs_fedgrpo(window: int = 5) -> tuple[int, int, float, float]:
-    """Central-GRPO − FedGRPO over Central-GRPO's last ``window`` rounds: the first and last round, the mean of the
-    seeds' paired differences in points and its 95 % t half-width."""
-    from experiments.findings import fedgrpo_traces
-    from experiments.stats import t_interval
-
-    t = fedgrpo_traces()
-    hi = int(t.loc[t["method"] == "central_grpo", "round"].max())
-    w = t[t["round"].between(hi - window + 1, hi)].groupby(["method", "seed"])["pass_at_1"].mean().unstack("method")
-    mean, half, _ = t_interval(100 * (w["central_grpo"] - w["fedgrpo"]).dropna())  # points, paired by seed
-    return hi - window + 1, hi, float(mean), float(half)
+        f"- *Left:* FedGRPO rises to {pf:.1f} in round {rf}, while its training candidates learn the format "
+        f"({fmt.iloc[0]:.2f} formatted in round {int(fmt.index[0])}, {fmt.loc[full]:.2f} by round {full}), then "
+        f"settles at {plateau['fedgrpo']:.1f}. Central-GRPO peaks at {pc:.1f} in round {rc} and falls to "
+        f"{plateau['central_grpo']:.1f}; Fedpetuning+GRPO climbs to {plateau['fedavg_grpo']:.1f}, "
+        f"{plateau['fedavg_grpo'] - mean.loc[0, 'fedavg_grpo']:+.1f} over the base model, where the paper's gains "
+        f"over zero-shot are {gain.min():+.1f} to {gain.max():+.1f}. Why it is so strong here, these runs do not "
+        "explain.\n"
+        f"- *Right:* {label_r}: {_windows_said(a, b, 'random experts did better')}. "
+        f"{label_l[0].upper() + label_l[1:]}: {_windows_said(c, d)}.")
 
 
 def findings_box() -> Markdown:
-    """At most five one-sentence findings of the stored runs, negative ones said so, each linking the report; every
-    comparison names its sign and both plateaus, and a plateau from other rounds says which."""
-    from experiments.fedgrpo_claims import METHOD_NAMES, arm_diagnostics, load_arms
-    from experiments.findings import (RESULTS, fedgrpo_closing_summary, fedgrpo_findings, fedgrpo_gap_sources,
-                                      fedgrpo_plateaus)
+    """At most five short findings of the stored runs, negative ones said so, each linking the report; every
+    comparison names its sign and both plateaus, all over rounds 26–30."""
+    from experiments.fedgrpo_claims import METHOD_NAMES, arm_diagnostics, load_arms, load_long, long_claims
+    from experiments.findings import RESULTS, fedgrpo_closing_summary, fedgrpo_findings, fedgrpo_gap_sources
 
-    f, paper, plat = fedgrpo_findings(), fedgrpo_closing_summary(), fedgrpo_plateaus()
-    rounds, level = plat["rounds"].astype(int), plat["mean"]
+    f, paper = fedgrpo_findings(), fedgrpo_closing_summary()
+    t = stored_traces()
+    end = int(t["round"].max())
+    level = 100 * t[t["round"] > end - 5].groupby(["method", "seed"])["pass_at_1"].mean().groupby("method").mean()
+    central = long_claims(load_long(RESULTS)).set_index("claim").loc["FedGRPO near Central-GRPO, trained until flat"]
     diag = arm_diagnostics([_stored(n) for n in ("fedgrpo_compare_pool_long.json", "fedgrpo_compare_pool_long30.json")],
                            load_arms(RESULTS)).set_index("arm")
     rnd, hit = METHOD_NAMES["fedgrpo_random"], "experts holding the topic (≥ 10 % of D_k)"
     src = fedgrpo_gap_sources()
     d = lambda i: f"{f.iloc[i]['difference']:+.2f} ± {f.iloc[i]['±95% t']:.2f}"  # noqa: E731
-    below = lambda i: f"{-f.iloc[i]['difference']:.2f} ± {f.iloc[i]['±95% t']:.2f} points below"  # noqa: E731
     n = int(f.iloc[0]["seeds"])
-    end, c_end = int(rounds["FedGRPO"]), int(rounds["Central-GRPO"])
-    _, _, c_late = _central_long30()
-    st = _stored("fedgrpo_compare_pool_long30.json")["settings"]
-    per_round = st["prompts_per_step"] * st["num_clients"] * st["local_steps"]
-    quick_round = SIZES["quick"]["prompts_per_step"] * st["num_clients"] * SIZES["quick"]["local_steps"]
-    gap_pts = -src.iloc[0]["mean"]  # Fedpetuning+GRPO − FedGRPO, plateau points (the gap finding 4 splits)
-    every = "FedGRPO, every client holds every label"
+    lo, hi = _stored_traffic_ratios()
+    moving = central["verdict"].split("(")[-1].rstrip(")") if "(" in central["verdict"] else central["verdict"]
     items = [
-        f"**Negative: FedGRPO trails both baselines.** Its plateau, {level['FedGRPO']:.2f}, is {below(0)} "
-        f"Fedpetuning+GRPO's {level['Fedpetuning+GRPO']:.2f} (the paper reports {paper.iloc[0]['paper']} above). "
-        f"Central-GRPO's plateau, {level['Central-GRPO']:.2f}, is over rounds {c_end - 4}–{c_end}, the last it ran; "
-        f"on the same rounds {end - 4}–{end} as FedGRPO, a later Central-GRPO run sits at {c_late:.1f}, still above. "
-        f"At this scale keeping data private this way costs accuracy ([report §2]({REPORT})).",
-        f"**The traffic claim holds.** Fedpetuning+GRPO sends "
-        f"{paper.iloc[3]['here'].split(' (')[0].replace(' less', '')} FedGRPO's bytes, up and down together, "
-        "because FedGRPO's clients send back scalar scores instead of adapters; the ratio grows as fewer "
-        f"questions are scored per round ({per_round} here, {quick_round} in §5, hence §5's larger ratio) "
-        f"([report §6]({REPORT})).",
-        f"**Surprising: better experts, no measurable gain.** Competence picks experts who hold the question's topic "
-        f"{_per_seed_mean(diag.loc['FedGRPO', hit]):.2f} of the time (random experts: "
-        f"{_per_seed_mean(diag.loc[rnd, hit]):.2f}), yet FedGRPO's plateau minus the random-experts arm's is only "
-        f"{d(2)} points ({level['FedGRPO']:.2f} against {level[rnd]:.2f}), so with {n} seeds we cannot tell whether "
-        "better experts help; our untested guess is that both arms learn little beyond the format bonus they share "
-        f"([report §4]({REPORT})).",
-        f"**The gap comes from who can check answers.** Letting every client check every answer (all scores AE) "
-        f"raises FedGRPO's plateau by {d(3)} points (to {level[every]:.2f}), {src.iloc[3]['mean'] / gap_pts:.0%} of "
-        "its gap to Fedpetuning+GRPO, while giving Fedpetuning+GRPO FedGRPO's reward shape (8·accuracy + format) "
-        f"changes it within noise: the reward's source matters, not its form ([report §8]({REPORT})).",
-        "**Inferred, not measured: why the paper may see no gap.** The paper's released trainer (Liar-Mask/FedGRPO) "
-        "starts every client with `training_mode='gt'`, which, as we read its code, scores each candidate against "
-        "the dataset's own answer on every client: that is finding 4's every-label arm, not the owner-only "
-        f"protocol the paper describes. We read this in the code; we did not run it ([report §4]({REPORT})).",
+        f"**Negative: FedGRPO trails both baselines.** Its plateau, {level['fedgrpo']:.2f}, is "
+        f"{-f.iloc[0]['difference']:.2f} ± {f.iloc[0]['±95% t']:.2f} points below Fedpetuning+GRPO's "
+        f"{level['fedavg_grpo']:.2f} (the paper: {paper.iloc[0]['paper']} above), and {-central['mean']:.2f} ± "
+        f"{central['±95% t']:.2f} below Central-GRPO's {level['central_grpo']:.2f} (not tested: {moving}) "
+        f"([report §2]({REPORT})).",
+        f"**The traffic claim holds.** Fedpetuning+GRPO moves {lo:.0f}× to {hi:.0f}× FedGRPO's bytes: adapters "
+        f"against scores (§5 says why its ratio differs) ([report §6]({REPORT})).",
+        f"**Better experts, no measurable gain.** Competence picks experts who hold the question's topic "
+        f"{_per_seed_mean(diag.loc['FedGRPO', hit]):.2f} of the time (random: {_per_seed_mean(diag.loc[rnd, hit]):.2f}"
+        f"; §4's line is over all of D_s with this run's domain models), yet FedGRPO minus the random-experts arm is "
+        f"{d(2)} points: with {n} seeds we cannot tell whether better experts help ([report §4]({REPORT})).",
+        f"**The gap comes from who can check answers.** If every client holds every label (every score AE), "
+        f"FedGRPO's plateau rises by {d(3)} points, {src.iloc[3]['mean'] / -src.iloc[0]['mean']:.0%} of its gap to "
+        f"Fedpetuning+GRPO; giving Fedpetuning+GRPO FedGRPO's reward shape (8·accuracy + format) changes it within "
+        f"noise ([report §8]({REPORT})).",
+        "**Inferred, not measured: why the paper may see no gap.** Its released trainer (Liar-Mask/FedGRPO) starts "
+        "every client with `training_mode='gt'`, which, as we read the code, checks each answer against the "
+        "dataset's label on every client: finding 4's arm, not the owner-only protocol the paper describes. We did "
+        f"not run it ([report §4]({REPORT})).",
     ]
-    return Markdown("> ### What the reproduction found\n> *Points of pass@1. An arm's plateau is its mean over its "
-                    f"last 5 rounds. A difference is the mean over the {n} seeds of each seed's paired difference "
-                    f"(same seed, both arms); ± is its 95 % Student-t half-width ({n - 1} degrees of freedom). "
-                    "Finding 3's expert rates are the stored runs', averaged over seeds and the questions drawn in "
-                    "training, not §4's quick domain models on all of D_s.*\n>\n"
-                    + "\n".join(f"> {i}. {t}" for i, t in enumerate(items, 1)))
+    return Markdown("> ### What the stored runs show\n>\n" + "\n".join(f"> {i}. {x}" for i, x in enumerate(items, 1)))
+
+
+def _stored_traffic_ratios() -> tuple[float, float]:
+    """Fedpetuning+GRPO's bytes over FedGRPO's (up and down together) in the stored 30-round runs: the smallest and
+    largest over the seeds both ran."""
+    total = {(r["method"], r["seed"]): r["bytes_up"] + r["bytes_down"]
+             for r in _stored("fedgrpo_compare_pool_long30.json")["runs"]}
+    ratios = [total["fedavg_grpo", s] / total["fedgrpo", s] for (m, s) in total
+              if m == "fedgrpo" and ("fedavg_grpo", s) in total]
+    return min(ratios), max(ratios)
 
 
 # -- the exercises' answers and reasons ----------------------------------------------------------------------------
@@ -773,17 +795,17 @@ def server_scores(tr: dict, run) -> pd.DataFrame:
     return df
 
 
-def exercise_owner(tr: dict, run) -> tuple[tuple[str, str], str]:
-    """Of a question's experts, which one owns it (simulator truth), and its label; why the scores give both away."""
-    cids, owner = run.runtime.client_ids, int(run.truth.fact("queries").owner[int(tr["index"])])
-    rows = {cids[k]: row for k, row in zip(tr["experts"], tr["scores"])}
-    flagged = [c for c, row in rows.items() if _all_zero_one(row)]
-    mine = "all exact 0s and 1s (the AE check)" if cids[owner] in flagged else "not all 0 or 1"
-    other = "also all 0 or 1" if len(flagged) > 1 else "probabilities strictly between (ME)"
-    said = (f"{cids[owner]} owns it. Its row is {mine}; the other expert's row is {other}. The owner scores 1 exactly "
-            f"the candidates whose answer is the label, {tr['answer']}: a curious server learns who holds this "
-            "question and its label from scalars alone")
-    return (cids[owner], str(tr["answer"])), said
+def exercise_agreement() -> tuple[str, str]:
+    """Exercise 4: with ME scores of 0/1 agreement, can the server still pick out the owner from the score rows? The
+    answer and the stored measurement of the owner rule under both ME scores."""
+    rates = _leak_rates()
+    (of, on, xf, xn), (af, an, bf, bn) = rates["probability"], rates["agreement"]
+    hides = bf == bn and xf < xn
+    said = ("with agreement every expert's row is 0s and 1s, so a row of exact 0s and 1s no longer marks the owner. "
+            f"On a stored run ({_leak_setting()}) the rule flags {af} of {an} owners' rows and {bf} of {bn} other "
+            f"experts' rows (with probabilities: {of} of {on} and {xf} of {xn}). The 1s blur the label too: an ME "
+            "expert's 1s mark its own model's answer, right or wrong. Set it with `fedgrpo.me_score = \"agreement\"`")
+    return ("no" if hides else "yes"), said
 
 
 def exercise_no_format(tr2: dict) -> tuple[float, str]:

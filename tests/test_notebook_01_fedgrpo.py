@@ -136,13 +136,13 @@ def test_the_closing_summary_quotes_the_findings_and_the_stored_traffic():
 
 
 # -- experiments.teaching_fedgrpo: what notebook 01 shows ------------------------------------------------------------
-def test_the_teaching_round_diagram_names_the_step_throughs_experts_and_asks_competence_once():
+def test_the_teaching_round_diagram_names_roles_and_asks_competence_once():
     from experiments import teaching_fedgrpo as teaching
 
-    ids = [f"client_{k}" for k in range(8)]
-    svg = teaching.round_diagram({"experts": [0, 6]}, ids).svg
+    svg = teaching.round_diagram().svg
     names = re.findall(r'bold">([^<]*)<', svg)
-    assert names == ["server", "client_0", "client_1  (steps 0a–0b only, like the 5 others)", "client_6"]
+    assert names == ["server", "an expert that owns x_s (AE)", "K − 2 clients not chosen  (steps 0a–0b only)",
+                     "an expert that does not (ME)"]
     assert "0a all of D_p (questions + labels), once, before round 1" in svg and "L auxiliary questions" not in svg
     assert "↑ 0b Pr[θ_k answers each one right]" in svg and "↑ 0 " not in svg  # one number per arrow
 
@@ -158,24 +158,35 @@ def test_the_findings_box_has_at_most_five_findings_each_linking_the_report():
     assert items[0].startswith("**Negative") and "Inferred, not measured" in items[-1]
 
 
-def test_the_findings_box_gives_each_comparisons_sign_and_both_plateaus():
+def test_the_findings_box_compares_every_arm_over_the_same_rounds():
     from experiments import teaching_fedgrpo as teaching
+    from experiments.fedgrpo_claims import load_long, long_claims
 
     items = re.findall(r"^> \d\. (.*)$", teaching.findings_box().data, re.M)
-    p = fedgrpo_plateaus()["mean"]
+    p, f = fedgrpo_plateaus()["mean"], fedgrpo_findings()
     assert f"{p['FedGRPO']:.2f}" in items[0] and f"{p['Fedpetuning+GRPO']:.2f}" in items[0]
-    assert "rounds 11–15" in items[0] and "rounds 26–30" in items[0]  # Central-GRPO's plateau is from other rounds
-    assert "plateau minus the random-experts arm's" in items[2] and f"{p['FedGRPO, random experts']:.2f}" in items[2]
+    # Central-GRPO from its 30-round file, rounds 26–30 like FedGRPO's, paired by seed as report 11 pairs it
+    t = teaching.stored_traces()
+    central = t[(t["method"] == "central_grpo") & (t["round"] > 25)].groupby("seed")["pass_at_1"].mean().mean() * 100
+    row = long_claims(load_long(RESULTS)).set_index("claim").loc["FedGRPO near Central-GRPO, trained until flat"]
+    assert f"{-row['mean']:.2f} ± {row['±95% t']:.2f} below Central-GRPO's {central:.2f} (not tested" in items[0]
+    assert f"{f.iloc[2]['difference']:+.2f} ± {f.iloc[2]['±95% t']:.2f} points" in items[2]
 
 
-def test_the_stored_caption_and_figure_speak_in_points():
+def test_the_stored_runs_are_all_thirty_rounds_and_the_caption_reads_the_windows():
     from experiments import teaching_fedgrpo as teaching
+    from experiments.findings import fedgrpo_windows
 
+    t = teaching.stored_traces()
+    rounds = t.groupby("method")["round"].max()
+    assert (rounds[list(teaching.STORED_ARMS)] == 30).all()  # Central-GRPO from its 30-round file too
+    assert set(t["seed"]) == set(t.loc[t["method"] == "fedgrpo", "seed"])
     caption = teaching.stored_caption().data
-    assert "pass@1 in points" in caption and not re.search(r"\(0\.\d{3}", caption)  # no fraction of pass@1 left
-    assert "15-round run" in caption  # which Central-GRPO run is plotted
-    arms = [a for _, arms in teaching.STORED_PANELS for a in arms]
-    assert set(arms) == set(teaching.STORED_ARMS) and all(len(a) <= 3 for _, a in teaching.STORED_PANELS)
+    assert not re.search(r"\(0\.\d{3}", caption)  # no fraction of pass@1 left
+    w = fedgrpo_windows("fedgrpo", "fedgrpo_random")
+    below = w.loc[w["mean"] + w["±95% t"] < 0, "rounds"].tolist()
+    assert below and f"below 0 (random experts did better) in rounds {' and '.join(below)}" in caption
+    assert "Settings" not in caption and "plateau" in teaching.stored_settings().data
 
 
 # -- the step-through's tables and the exercises, on a hand-made trace ---------------------------------------------
@@ -224,16 +235,61 @@ def test_the_owners_row_of_zeros_and_ones_gives_away_the_owner_and_the_label():
     from experiments import teaching_fedgrpo as teaching
 
     tr, run = _trace(), _run()
-    (owner, label), why = teaching.exercise_owner(tr, run)
-    assert (owner, label) == ("client_2", "5") and "all exact 0s and 1s" in why
     shown = teaching.server_scores(tr, run)
     assert list(shown.columns) == ["answer of ŷ_j", "score from client_2", "score from client_0"]
     assert shown["answer of ŷ_j"].tolist() == ["5", "7", "5", "(none)"] and "correct" not in shown
     note = teaching.privacy_note({1: tr}, run).data
     assert "in question 1 only client_2's row is all 0s and 1s, and client_2 owns it" in note
-    assert "its 1s mark answer 5, the label (5)" in note and "me_score" in note
+    assert "its 1s mark answer 5, the label (5)" in note and "agreement" not in note  # that is exercise 4's answer
     other = teaching.privacy_note({0: tr}, run).data  # question 0 belongs to client_0, the ME expert
     assert "in question 0 the all-0/1 rows are client_2's and the owner is client_0" in other
+
+
+def test_agreement_scores_hide_the_owner_as_the_stored_measurement_says():
+    from experiments import teaching_fedgrpo as teaching
+
+    runs = json.loads((RESULTS / "fedgrpo_ownership_leak.json").read_text())["runs"]
+    agree = [r for r in runs if r["arm"] == "agreement"]
+    answer, why = teaching.exercise_agreement()
+    others = sum(r["pairs"] - r["owner_pairs"] for r in agree)
+    assert answer == "no" and sum(r["others_flagged"] for r in agree) == others
+    assert f"{others} of {others} other experts' rows" in why and "me_score" in why
+
+
+def test_the_traffic_table_splits_fedgrpos_bytes_by_message_and_leaves_out_the_step_through():
+    from types import SimpleNamespace
+
+    from experiments import teaching_fedgrpo as teaching
+
+    cfg = SimpleNamespace(rounds=1, local_steps=1, prompts_per_step=1, num_clients=2, num_generations=2,
+                          fedgrpo=SimpleNamespace(questions_per_step=0))
+    rec = lambda kind, d, n, rnd=1: {"kind": kind, "direction": d, "nbytes": n, "round": rnd}  # noqa: E731
+    scores = 1 * 1 * 2 * 2 * 2 * 8  # T·τ·Q·M·G numbers of 8 bytes (Q = 1 question per client × 2 clients)
+    ledger = [rec("competence", "down", 100, 0), rec("competence_result", "up", 40, 0), rec("score", "down", 70, 0),
+              rec("score_result", "up", 38, 0), rec("score", "down", 300),
+              rec("score_result", "up", scores + 6),  # + a 6-byte key
+              rec("properties_result", "up", 5)]
+    run = SimpleNamespace(config=cfg, runtime=SimpleNamespace(ledger=SimpleNamespace(records=ledger)))
+    other = SimpleNamespace(runtime=SimpleNamespace(ledger=SimpleNamespace(total_bytes=lambda: 10 * 600)))
+    t = teaching.traffic_table(run, other)
+    assert t["bytes"].tolist() == ["100", "40", "300", f"{scores + 6}", "5", f"{100 + 40 + 300 + scores + 6 + 5:,}",
+                                   "6,000"]  # the round-0 score messages (the step-through's) are not training
+    assert "1·1·2·2·2 numbers of 8 bytes" in teaching.traffic_note(run, other, 2).data
+    ledger[5] = rec("score_result", "up", scores + 7)  # not what T·τ·Q·M·G says
+    with pytest.raises(ValueError, match="T·τ·Q·M·G"):
+        teaching.traffic_note(run, other, 2)
+
+
+def test_the_reward_edge_is_eight_times_the_right_wrong_score_gap():
+    from experiments import teaching_fedgrpo as teaching
+
+    records = {"FedGRPO": [{"client": "server", "round": 1, "reward_mean": 0.2, "reward_gap": 0.5,
+                            "candidate_accuracy": 0.25, "no_right_share": 0.5}, {"client": "client_0", "round": 1}]}
+    t = teaching.reward_terms(records, None)
+    assert t.loc[1].to_dict() == {"expert edge for a right answer": 4.0, "candidates right": 0.25,
+                                  "questions with no right candidate": 0.5}
+    note = teaching.reward_terms_note(t).data
+    assert "being right earns 4.00–4.00 from the experts" in note and "there the experts decide" in note
 
 
 def test_the_confidence_heatmap_boxes_the_experts_in_the_questions_topic_column(tiny_dir):
@@ -253,5 +309,7 @@ def test_the_confidence_heatmap_boxes_the_experts_in_the_questions_topic_column(
     t = topics.index(run.truth.fact("queries").rows[0]["topic"])
     boxed = [(s.x0 + 0.5, s.y0 + 0.5) for s in fig.layout.shapes if s.line.dash != "dot"]
     assert boxed == [(t, 1), (t, 0)] and "client_1, client_0" in fig.layout.title.text
-    guess = teaching.topic_guess_table(run)
-    assert list(guess.index) == list(run.runtime.client_ids) and guess["guessed right"].dtype == bool
+    from fedrl_kit.fedgrpo.diagnostics import server_view
+
+    right = server_view(run.server, run.truth)["guessed right"]
+    assert f"right for {int(right.sum())} of {len(right)} clients" in teaching.competence_note(run).data
