@@ -146,7 +146,7 @@ def drift_figure(drift: pd.DataFrame) -> go.Figure:
     broadcast adapter), how alike the clients' directions are, beside √2, the value for unrelated directions."""
     tau = int(drift.tau.max())
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.09,
-                        subplot_titles=["δ_pair", "δ_pair minus FedAvg-GRPO's", "δ_pair / u (dotted: √2)"])
+                        subplot_titles=["δ_pair", "δ_pair minus FedAvg-GRPO's", "δ_pair / u (dotted: √2; y from 1)"])
     base = drift[(drift.arm == "FedAvg-GRPO") & (drift.tau == tau)].set_index("step")["δ_pair"]
     for name, colour in COLOURS.items():
         d = drift[(drift.arm == name) & (drift.tau == tau)].sort_values("step")

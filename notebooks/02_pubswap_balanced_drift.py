@@ -284,7 +284,7 @@ teach.drift_demo()
 # $L$ its smoothness, $\eta$ the learning rate. Two expectations pull clients apart:
 # - $\zeta\ge\lVert g_n(\theta)-g_{n'}(\theta)\rVert$ on private prompts: different data, different pull;
 # - the **swap distortion** $\omega_n$: how far the swap moves $n$'s expected public gradient from the one its own
-#   answers give (under Random too).
+#   answers give (nonzero under Random too).
 #
 # On public prompts both clients share one loss, so $\zeta$ drops out. A step widens $\Delta$ by at most $\eta$ times
 # the gradients' gap, of which $L\Delta_j$ comes from standing at different points:
@@ -293,13 +293,14 @@ teach.drift_demo()
 # c_j=\begin{cases}\zeta&\text{step } j\text{ private}\\ \omega_n+\omega_{n'}&\text{step } j\text{ public}\end{cases}$$
 #
 # Unrolled from $\Delta_0=0$ (both start at the broadcast): $\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}c_j$,
-# so early steps weigh most. It is an **upper bound** on expected gradients: an arm can sit far below its bound, and
+# so early steps weigh most. It is an **upper bound** built from expected gradients: an arm can sit far below it, and
 # it leaves out sampling noise (two clients answering one prompt still draw different answers), just what swapping
 # shrinks: under Random every client trains on one identical group.
 
 # %% [markdown]
 # ### Exercise 4
-# From the bound alone: which arm's bound on $\Delta_\tau$ is smallest?
+# From the bound alone, with the same $\zeta$, $L$ and $\eta$ for every arm: which arm's bound on $\Delta_\tau$ is
+# smallest?
 
 # %%
 prediction_4 = None  # "FedAvg-GRPO", "no-swap control", "Random" or "Balanced"
