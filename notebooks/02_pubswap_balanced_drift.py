@@ -26,8 +26,9 @@
 # **swaps** answers between them before they train. Clients trained on the same prompts and answers should pull the
 # same way.
 #
-# **The plan:** what a round does (§1–3), why it might reduce drift (§4), what stored runs show (§5), what they do
-# not show (§6).
+# **The paper's claims.** (1) Public steps with Balanced swaps limit drift (argued from a bound, §4). (2) Balanced
+# beats FedAvg-GRPO in accuracy for most τ. (3) At small τ the simpler Random swap beats Balanced. We learn the
+# method (§1–3), then test the claims on stored runs (§5–6).
 
 # %% [markdown]
 # ## Parameters
@@ -58,7 +59,7 @@ from fedrl_kit.pubswap.public_step import generate_public, group_table, swap_pub
 from fedrl_kit.pubswap.swap import balanced_swap, random_swap
 from fedrl_kit.runs import Run
 
-# the paper's setting (FedIT, AdamW with weight decay 0.01, equal-size clients), τ_swap = 2
+# the paper's setting (FedIT, AdamW with weight decay 0.01, equal-size clients), τ_swap = 2 (its Table 1)
 cfg, run_root, figures = notebook.setup("pubswap", globals(), teach.config_maker(globals()), runs="run_root",
                                         folder=dict(n=num_clients, a=dirichlet_alpha, s=seed))
 TAUS = tuple(taus or {"quick": (2, 6), "smoke": (2, 4), "full": (10, 120), "full-smoke": (2, 4)}[preset_name])
@@ -85,8 +86,8 @@ diagrams.step_timeline(T, cfg.pubswap.period)
 #   send (A_p, B_p) to every client; each starts a fresh optimiser
 #   for local step j = 1..τ:
 #     if j is a multiple of τ_swap:                                   # a public step
-#       b public prompts, drawn afresh, the same for every client
-#       each client: K answers per prompt, and which are right
+#       server: b public prompts with gold answers, drawn afresh, to every client
+#       each client: K answers per prompt, scored against the gold; sends answers and scores
 #       server, per prompt x and client n:                            # method.swap_prompts
 #         Balanced: M_n of n's wrong answers ← others' right ones     # swap.balanced_swap
 #         Random:   one group of K drawn from all N·K answers, to all # swap.random_swap
@@ -95,7 +96,7 @@ diagrams.step_timeline(T, cfg.pubswap.period)
 #       each client: one GRPO step on b of its private prompts
 #   each client sends (A_n, B_n); A = mean A_n, B = mean B_n          # aggregate.fedit
 # ```
-# The settings, for reference:
+# Only adapters and public answers travel: private prompts and answers never leave a client. The settings:
 
 # %%
 teach.settings_box(cfg, world, policy, T)
@@ -105,7 +106,7 @@ teach.settings_box(cfg, world, policy, T)
 # | symbol | meaning |
 # |---|---|
 # | $x$; $y_k$, $K$ | a prompt; its $k$-th answer, of $K$ per prompt |
-# | $r_k$; $\hat a_k$ | reward (1 if the answer's final number is right, else 0); advantage |
+# | $r_k$; $\hat a_k$ | reward (1 if the answer equals the gold, else 0); advantage |
 # | $\pi_\theta$; $\pi_{\text{old}}$; $\rho_{k,t}$ | policy; the policy that sampled the answers; their probability ratio on token $t$ |
 # | $\varepsilon$, $\varepsilon_{\text{high}}$ | clip range below and above 1 |
 # | $c_n(x)$; $D_n(x)$ | right answers of client $n$ on $x$; of the other clients together |
@@ -119,7 +120,8 @@ teach.settings_box(cfg, world, policy, T)
 # \operatorname{clip}\bigl(\rho_{k,t},\,1-\varepsilon,\,1+\varepsilon_{\text{high}}\bigr)\,\hat a_k\Bigr),\qquad
 # \rho_{k,t}=\frac{\pi_\theta(y_{k,t}\mid x,y_{k,<t})}{\pi_{\text{old}}(y_{k,t}\mid x,y_{k,<t})}$$
 #
-# $\bar r$, $\sigma_r$: the group's mean and standard deviation; every token weighs the same.
+# $\bar r$, $\sigma_r$: the group's mean and *sample* standard deviation (divided by $K-1$, as `torch.std`); every
+# token weighs the same.
 #
 # **Why swap.** If a group's answers are all wrong (or all right), every $\hat a_k$ is 0: the prompt gives no
 # gradient. Swapping in other clients' right answers restores the spread:
@@ -129,6 +131,7 @@ K_run = cfg.num_generations
 M_demo = K_run // 2
 groups = {"all wrong (own answers)": [0.0] * K_run,
           f"after Balanced swaps in M = {M_demo} right answers": [1.0] * M_demo + [0.0] * (K_run - M_demo)}
+print(teach.advantage_by_hand(K_run, M_demo))
 pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) for name, r in groups.items()},
              index=[f"answer {k + 1}" for k in range(K_run)]).T.assign(
     rewards=[" ".join(f"{v:g}" for v in r) for r in groups.values()])
@@ -144,8 +147,10 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # but keeps each client's own answers, so Balanced − control isolates the swap.
 #
 # ## 3. One swap, step by step
-# One Balanced round at the larger τ; its last public step replayed with fresh answers from each client's adapter.
-# Right answers $c_n(x)$ per public prompt:
+# We train one Balanced round at the live τ, then each client answers the round's last public prompts again with the
+# adapter it ended on: fresh answers, not the ones it trained on. An answer is a bare number or
+# `<think>…</think><answer>…</answer>`; the reward reads the `<answer>` content if there is one, else the last
+# number. Right answers $c_n(x)$ per public prompt:
 
 # %%
 def one_round(m, tau):  # one round of arm m from the shared start, δ_pair recorded after every local step
@@ -188,7 +193,7 @@ notebook.static_default(show_swap, **controls)
 notebook.knobs(show_swap, **controls)
 
 # %% [markdown]
-# The same prompt under Random (one group for all, drawn without replacement):
+# The same prompt under Random: one new group for all, drawn from the pool without replacement:
 
 # %%
 teach.code_excerpt(random_swap, "flat = rng.choice", "source = np.broadcast_to")
@@ -259,35 +264,54 @@ teach.fedit_demo()
 
 # %% [markdown]
 # The further apart the clients, the further the average lands from what each learned (row 2: the same $\Delta W$
-# twice averages to 0). So **drift** is measured on $\Delta W_n=sB_nA_n$, all layers together, after each local step:
+# twice averages to 0). So **drift** is measured on $\Delta W_n=sB_nA_n$, all layers together, after each local step,
+# beside the **update size** $u$, the clients' mean distance from the round's broadcast $\Delta W_p$ (clients that
+# move further also drift further):
 #
-# $$\delta_{\text{pair}}=\frac{2}{N(N-1)}\sum_{n<n'}\lVert\Delta W_n-\Delta W_{n'}\rVert_F$$
+# $$\delta_{\text{pair}}=\frac{2}{N(N-1)}\sum_{n<n'}\lVert\Delta W_n-\Delta W_{n'}\rVert_F,\qquad
+# u=\frac1N\sum_n\lVert\Delta W_n-\Delta W_p\rVert_F$$
+#
+# Two clients, $\Delta W_p=0$, through `drift.mean_pairwise_drift` and `drift.distance_to_global`:
 
 # %%
-teach.drift_code()
+teach.drift_demo()
 
 # %% [markdown]
-# Clients that move further also drift further, so we measure the **update size** $u$ too: the clients' mean
-# $\lVert\Delta W_n-\Delta W_p\rVert_F$ from the round's broadcast $\Delta W_p$. Updates of length $u$ in unrelated
-# directions lie $\sqrt2\,u$ apart, identical ones 0: $\delta_{\text{pair}}/u$ says how alike the directions are.
+# So $\delta_{\text{pair}}/u$ says how alike the directions are: 0 identical, $\sqrt2$ unrelated, 2 opposite.
 #
-# **The paper's argument** (its appendix A). Let $\Delta_j$ be two clients' parameter distance after local step $j$.
-# A step moves client $n$ by $-\eta g_n$ ($\eta$: learning rate), so $\Delta$ grows by at most
-# $\eta\lVert g_n(\theta_n)-g_{n'}(\theta_{n'})\rVert$. Split this gap. One loss's gradients at the two clients'
-# points differ by at most $L\Delta_j$ ($L$: smoothness). The two clients' private gradients at one point differ by
-# at most $\zeta$. On public prompts both clients have the same expected loss, so $\zeta$ drops out; left is each
-# client's **swap distortion** $\omega_n$: how far the swap moves its gradient from the one its own answers give (so
-# Random, whose clients share one group, has $\omega_n>0$ too).
+# **The paper's argument** (its appendix A). Take two clients at distance $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$
+# after local step $j$. Let $g_n(\theta)$ be client $n$'s *expected* gradient (over its prompts and sampled answers),
+# $L$ its smoothness, $\eta$ the learning rate. Two expectations pull clients apart:
+# - $\zeta\ge\lVert g_n(\theta)-g_{n'}(\theta)\rVert$ on private prompts: different data, different pull;
+# - the **swap distortion** $\omega_n$: how far the swap moves $n$'s expected public gradient from the one its own
+#   answers give (nonzero under Random too).
 #
-# $$\text{private: }\Delta_{j+1}\le(1+\eta L)\,\Delta_j+\eta\,\zeta,\qquad
-# \text{public: }\Delta_{j+1}\le(1+\eta L)\,\Delta_j+\eta\,(\omega_n+\omega_{n'})$$
+# On public prompts both clients share one loss, so $\zeta$ drops out. A step widens $\Delta$ by at most $\eta$ times
+# the gradients' gap, of which $L\Delta_j$ comes from standing at different points:
 #
-# Read it as: public steps remove $\zeta$; the swap adds $\omega$. But it is an **upper bound**: it names where
-# drift can come from, not which arm drifts least. It also leaves out sampling noise (two clients answering the same
-# prompt still draw different answers), which is just what swapping shrinks: under Random every client trains on one
-# identical group. Only measurements can tell.
+# $$\Delta_{j+1}\le(1+\eta L)\,\Delta_j+\eta\,c_{j+1},\qquad
+# c_j=\begin{cases}\zeta&\text{step } j\text{ private}\\ \omega_n+\omega_{n'}&\text{step } j\text{ public}\end{cases}$$
 #
-# **Watch one round.** Every arm, one round from the same start:
+# Unrolled from $\Delta_0=0$ (both start at the broadcast): $\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}c_j$,
+# so early steps weigh most. It is an **upper bound** built from expected gradients: an arm can sit far below it, and
+# it leaves out sampling noise (two clients answering one prompt still draw different answers), just what swapping
+# shrinks: under Random every client trains on one identical group.
+
+# %% [markdown]
+# ### Exercise 4
+# From the bound alone, with the same $\zeta$, $L$ and $\eta$ for every arm: which arm's bound on $\Delta_\tau$ is
+# smallest?
+
+# %%
+prediction_4 = None  # "FedAvg-GRPO", "no-swap control", "Random" or "Balanced"
+
+# %%
+answer_4, why_4 = teach.exercise_bound()
+notebook.check_explained(prediction_4, answer_4, why_4)
+
+# %% [markdown]
+# **Watch one round.** Every arm, one round from the same start and seed. It shows how the measures move, not
+# which arm drifts least:
 
 # %%
 for m in teach.ARMS:  # FedAvg-GRPO, the no-swap control, PubSwap Random, PubSwap Balanced
@@ -299,10 +323,10 @@ viz.export(fig, "pubswap_drift_within_round", figures)
 fig
 
 # %%
-teach.live_round_note(end)
+teach.live_round_note(drift, end)
 
 # %% [markdown]
-# **Knob:** set `taus = (2, 12)` in Parameters and rerun: does the ranking move?
+# **Knob:** set `taus = (2, 12)` in Parameters and rerun: does δ_pair / u keep falling?
 #
 # ## 5. What the stored runs show
 # Several seeds per arm, at the stored τ (settings box). *Final* δ_pair: after a round's last step, averaged over
@@ -313,17 +337,8 @@ fig = teach.stored_drift_figure()
 viz.export(fig, "pubswap_stored_drift", figures)
 fig
 
-# %% [markdown]
-# ### Exercise 4
-# Follow the solid grey lines (left panel), the seeds that ran all four arms. Which step goes down for every one:
-# the public steps (FedAvg-GRPO → control), the swap (control → Balanced), both, or neither?
-
 # %%
-prediction_4 = None  # "swap", "public steps", "both" or "neither"
-
-# %%
-answer_4, why_4 = teach.exercise_firm_part()
-notebook.check_explained(prediction_4, answer_4, why_4)
+teach.drift_findings()
 
 # %% [markdown]
 # ### Exercise 5
@@ -337,16 +352,20 @@ prediction_5 = None  # "larger", "smaller" or "equal"
 answer_5, why_5 = teach.exercise_update_size()
 notebook.check_explained(prediction_5, answer_5, why_5)
 
-# %%
-teach.drift_findings()
-
 # %% [markdown]
 # **What lowers drift?** Not smaller steps: Balanced's $u$ is close to FedAvg-GRPO's, but its updates point more
 # alike. A reading, untested: Balanced turns zero-gradient public groups into gradients toward the same right
 # answers, so more of every client's movement is shared; these runs cannot separate "more gradients" from "the same
-# answers". At other τ the split between shared prompts and swap differs, but those runs also differ in length, so
-# τ and run length cannot be told apart ([report 12](12_pubswap_report.ipynb#split)).
+# answers".
 #
+# **Shared prompts or swap?** At every τ the control ran (its runs at small τ are shorter):
+
+# %%
+split, split_note = teach.drift_split()
+display(split_note)
+split
+
+# %% [markdown]
 # ## 6. What they do not show
 # **Accuracy.** pass@1 is the fraction of test problems answered right. The paper's two accuracy claims against the
 # stored runs:

@@ -189,23 +189,92 @@ def test_the_accuracy_claims_list_every_tau_and_call_a_gap_inconclusive_unless_i
             else:
                 assert cell.endswith("inconclusive" if inside else "Random better" if m > 0 else "Random worse")
     steps = {int(r.tau * r.rounds) for r in rows.itertuples()}
-    assert note.data.startswith(f"Every row ran {' or '.join(map(str, sorted(steps)))} local steps per client")
+    assert note.data.startswith(f"Every row here ran {' or '.join(map(str, sorted(steps)))} local steps per client")
     assert f"median gain: {median:+.2f} points" in note.data
 
 
-def test_the_live_round_note_ranks_this_round_beside_the_stored_runs():
+def test_the_live_round_note_reads_mechanics_and_the_direction_measure_not_a_ranking():
     import pandas as pd
 
     from experiments import teaching_pubswap as teach
 
-    end = pd.DataFrame({"arm": list(teach.ARMS.values()), "tau": 6, "δ_pair": [4.4, 3.9, 3.6, 3.8],
-                        "u": [3.1, 3.0, 3.0, 3.0]})
-    text = teach.live_round_note(end).data
-    assert "lowest δ_pair first: Random 3.60, Balanced 3.80, no-swap control 3.90, FedAvg-GRPO 4.40" in text
-    stored = teach.update_sizes()["final δ_pair"].sort_values()
-    assert ", ".join(f"{a.replace('PubSwap ', '')} {v:.2f}" for a, v in stored.items()) in text
-    agree = stored.index[0] == "PubSwap Random" and stored.index[-1] == "FedAvg-GRPO"
-    assert ("agree on the lowest and the highest arm" in text) == agree
+    arms = list(teach.ARMS.values())  # FedAvg-GRPO, control, Random, Balanced
+    rows = []
+    for a in arms:
+        for j in range(4):
+            same = j == 0  # step 1 private and the same for every arm; they part at step 2 (public)
+            rows.append({"arm": a, "tau": 4, "step": j, "step_kind": "public" if j % 2 else "private",
+                         "δ_pair": 1.0 if same else 1.0 + j * (1.0 if a == "FedAvg-GRPO" else 0.8), "u": 1.0 + j})
+    drift = pd.DataFrame(rows)
+    end = pd.DataFrame({"arm": arms, "tau": 4, "δ_pair": [4.4, 3.9, 3.6, 3.8], "u": [3.1, 3.0, 3.2, 3.0]})
+    text = teach.live_round_note(drift, end).data
+    assert "Through step 1 every arm has δ_pair = 1.00" in text and "part at step 2, the first public step" in text
+    assert "δ_pair / u: FedAvg-GRPO 1.42, no-swap control 1.30, Balanced 1.27, Random 1.12" in text
+    assert "Every arm with public steps ends pointing more alike than FedAvg-GRPO" in text
+    stored = teach.update_sizes()["δ_pair / u"]
+    agree = all(stored[a] < stored["FedAvg-GRPO"] for a in teach.ORDER[1:])
+    assert ("the stored runs agree" in text) == agree and "u hardly differs between the arms (3.00 to 3.20)" in text
+    assert "lowest δ_pair" not in text and "not read from one round" in text
+
+
+def test_the_bound_exercise_names_the_control_and_quotes_the_stored_swap_part():
+    from experiments import teaching_pubswap as teach
+
+    answer, why = teach.exercise_bound()
+    f, _ = findings.pubswap_teaching_tables()
+    row = f.loc["F2"]
+    assert answer == "no-swap control" and "ω_n = 0" in why
+    assert f"Balanced − control {row['difference']:+.2f} ± {row['±95% t']:.2f} ({int(row['seeds'])} seeds)" in why
+
+
+def test_the_drift_demo_is_the_packages_drift_on_one_length_in_three_directions():
+    import numpy as np
+
+    from experiments import teaching_pubswap as teach
+
+    demo = teach.drift_demo()
+    assert list(demo["δ_pair / u"]) == [round(np.sqrt(2), 2), 0.0, 2.0] and set(demo["u"]) == {3.0}
+    assert list(demo["δ_pair"]) == [round(3 * np.sqrt(2), 2), 0.0, 6.0]
+
+
+def test_advantages_by_hand_divide_by_k_minus_1_as_group_advantages_does():
+    import torch
+
+    from experiments import teaching_pubswap as teach
+    from fedrl_kit.grpo import group_advantages
+
+    line = teach.advantage_by_hand(8, 4)
+    adv = group_advantages(torch.tensor([1.0] * 4 + [0.0] * 4), 8)
+    assert f"= {float(adv[0]):.2f} for a right answer, {float(adv[-1]):.2f} for a wrong one" in line
+    assert "√(2 / 7) = 0.53" in line and "dividing by K instead: ±1.00" in line
+
+
+def test_the_drift_split_lists_every_control_tau_with_its_length_and_names_where_each_part_is_firm():
+    from experiments import teaching_pubswap as teach
+
+    split = findings.pubswap_drift_split()
+    table, note = teach.drift_split()
+    assert list(table.index) == [f"τ = {t}" for t in split.index] and len(table) <= 5
+    assert list(table["local steps per client"]) == list(split["local steps per client"])
+    swap = [str(t) for t, d, h in zip(split.index, split["swap: Balanced − control"], split["±95% t (swap)"])
+            if abs(d) > h]
+    assert f"The swap's part is firm (its interval excludes 0) at τ = {', '.join(swap)};" in note.data
+    for t, d, h in zip(split.index, split["swap: Balanced − control"], split["±95% t (swap)"]):
+        assert table.loc[f"τ = {t}", "swap: Balanced − control"] == f"{d:+.2f} ± {h:.2f}" + (
+            ": inconclusive" if abs(d) <= h else "")
+
+
+def test_randoms_view_drops_the_own_answer_column_and_names_the_owner_of_every_slot():
+    import pandas as pd
+
+    from experiments import teaching_pubswap as teach
+
+    view = pd.DataFrame({"own answer": ["1", "2"], "own correct": [False, True], "group": ["3", "2"],
+                         "correct": [True, True], "from": ["client_2 #0", "own #1"]})
+    view.attrs["alpha"] = 0.5
+    out = teach.random_view(view, "client_0")
+    assert list(out.columns) == ["group", "correct", "from"] and out.attrs["alpha"] == 0.5
+    assert list(out["from"]) == ["client_2 #0", "client_0 (own) #1"]
 
 
 def test_the_drift_findings_quote_the_findings_tables_and_call_an_interval_holding_0_inconclusive():
@@ -232,6 +301,8 @@ def test_the_settings_box_says_how_the_optimiser_state_runs_and_which_runs_are_w
     box = teach.settings_box(cfg, run.world, run.policy, 6)["setting"]
     assert box["optimiser"].endswith("started afresh each round" if cfg.reset_optimizer else "kept across rounds")
     assert box["live runs (§3–4)"] == f"τ = 6, one round, seed {cfg.seed}"
+    assert f"clipped to [{1 - cfg.epsilon:g}, {1 + cfg.epsilon_high:g}]" in box["GRPO"]
+    assert f"μ = {cfg.num_iterations} updates" in box["GRPO"]
     s = findings.pubswap_setting()
     assert box["stored runs (§5–6)"].startswith(f"τ = {s['tau']} × {s['rounds']} rounds = {s['steps']} local steps")
 
