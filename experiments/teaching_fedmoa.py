@@ -325,7 +325,8 @@ def lambda_line(cfg, records: list[dict]) -> Markdown:
                          if r["kind"] == "client" and r["client"] != "server" and "lam" in r])
     if moa.lam_rule == "target" and not moa.normalise:
         spans = "; ".join(f"cluster {c}: {g.lam.min():.3g} to {g.lam.max():.3g}" for c, g in lams.groupby("cluster"))
-        live = f"the scale rule (target {moa.lam_target:g}) gave λ per client and round: {spans}"
+        live = (f"the scale rule (target {moa.lam_target:g}) gave λ per client and round: {spans} (smaller "
+                "gradients, larger λ)")
     else:
         live = f"λ = {moa.lam:g}, fixed, on the cosine form of Δ_k (`normalise`)"
     return Markdown(f"**λ in this notebook.** Live run (§4): {live}. Stored grid (§6): λ = {hh['lam']['FedMOA']:g} for "
