@@ -89,7 +89,7 @@ diagrams.round_diagram("fedmoa")
 # w\leftarrow\operatorname{Proj}_{\text{simplex}}\bigl(w+\lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
 # $\Delta_k>0$: $k$'s gradient repeated its direction. The projection subtracts one shift ν from every weight
-# (stopping at 0), so **a weight rises only when its $\Delta_k$ is above the others'**. A round's first step has
+# (stopping at 0), so **a weight rises only when its $\Delta_k$ is above their average**. A round's first step has
 # no $g^{(t-1)}$ and leaves $w$ as sent. In numpy:
 
 # %%
@@ -120,7 +120,7 @@ print(f"ν = ({v.sum():.2f} − 1) / 3 = {(v.sum() - 1) / 3:.4f}. Numpy = packag
       f"{np.allclose(w_mine, w_new) and np.allclose(delta, delta_pkg)}.")
 
 # %% [markdown]
-# Format's Δ is 0, yet its weight falls: 0 is below the mean Δ.
+# Format's Δ is 0, yet its weight falls: 0 is below the average Δ.
 #
 # ### Exercise 1
 # The same toy with λ = 0.25. What is accuracy's new weight? Two decimals. (Watch tag count.)
@@ -423,7 +423,7 @@ tf.findings_box()
 
 # %% [markdown]
 # ## 7. What to remember
-# - Eq. 10 raises a weight only when its $\Delta_k$ is above the others'; noisy gradients barely repeat.
+# - Eq. 10 raises a weight only when its $\Delta_k$ is above their average; noisy gradients barely repeat.
 # - Eq. 11 favours a *lower* $w_{\text{acc}}$: the α tilt.
 # - Eq. 12's rescaling dilutes or inflates $w_{\text{acc}}$, so α can rank reward sets instead of progress.
 # - An arm beats another only by more than its seeds' spread.
