@@ -154,19 +154,24 @@ def _probes_and_cfg():
     return probes, cfg
 
 
-def test_the_lambda_table_holds_every_lambda_the_notebook_meets():
+def test_the_widgets_lambdas_are_multiples_of_the_rules_median_and_the_lambda_line_quotes_each_run():
     from experiments import teaching_fedmoa as tf
 
     probes, cfg = _probes_and_cfg()
     lams = tf.replay_lambdas(probes)
-    text = tf.lambda_table(cfg, lams, 0.1, False).data
-    rows = text.splitlines()[2:]
+    values = list(lams.values())
+    assert [k.split(" ×")[0] for k in lams] == ["1", "10", "100"]
+    assert values[1] == pytest.approx(10 * values[0]) and values[2] == pytest.approx(100 * values[0])
+    records = [dict(kind="client", client=f"client_{i}", round=r, cluster=float(i % 2), lam=lam)
+               for i, r, lam in [(0, 1, 4.0), (1, 1, 50.0), (0, 2, 12.5), (1, 2, 300.0)]] + \
+              [dict(kind="server", client="server", round=1)]
+    cfg.fedmoa.lam_rule, cfg.fedmoa.normalise, cfg.fedmoa.lam = "target", False, 0.1
+    line = tf.lambda_line(cfg, records).data
     hh = findings.fedmoa_setting()
-    assert len(rows) == 6 and rows[0].startswith("| the paper (§4.1) | 0.01 |")
-    assert f"≈ {list(lams.values())[1]:.3g}" in rows[1] and "scale rule 0.05" in rows[1]
-    assert f"| {hh['lam']['FedMOA']:g} |" in rows[3] and f"| {hh['lam']['FedMOA, λ=100']:g} |" in rows[4]
-    assert "| 0.1 | read only with normalise" in rows[5]
-    assert "| 0.3 | fixed, with normalise" in tf.lambda_table(cfg, lams, 0.3, True).data
+    assert "target 0.05" in line and "cluster 0: 4 to 12.5; cluster 1: 50 to 300" in line
+    assert f"λ = {hh['lam']['FedMOA']:g} for every client" in line
+    cfg.fedmoa.normalise = True
+    assert "λ = 0.1, fixed" in tf.lambda_line(cfg, records).data
 
 
 def test_the_replay_words_quote_the_measured_cosines_and_moves():
@@ -181,18 +186,60 @@ def test_the_replay_words_quote_the_measured_cosines_and_moves():
     assert "eq. 10 moves w_acc by at most" in words and "eq. 12 then moves it by up to" in words
 
 
-def test_the_accuracy_finding_is_finding_one():
+def test_nearer_the_front_compares_the_gap_of_the_means_with_each_arms_spread():
+    """Exercise 6's answer: an arm is nearer the front only when the gap between the arms' mean accuracies exceeds
+    both arms' sd over seeds; the stored grid's arms are within each other's spread."""
     from experiments import teaching_fedmoa as tf
 
-    verdict, why = tf.accuracy_finding()
-    f1 = findings.fedmoa_findings().iloc[0]
-    assert verdict == f1.verdict and f"{f1['±95% t']:.2f} points" in why
+    spread = tf.arm_spread()
+    assert list(spread.index) == ["FedAvg-GRPO", "FedMOA"] and (spread.seeds >= 3).all()
+    gap = spread.loc["FedMOA", "mean"] - spread.loc["FedAvg-GRPO", "mean"]
+    answer, why = tf.nearer_front()
+    assert (answer == "neither") == (abs(gap) <= spread.sd.max())
+    assert f"{spread.loc['FedMOA', 'mean']:.3f} ± {spread.loc['FedMOA', 'sd']:.3f}" in why
+    grid = tf.stored_grid()
+    moved = {**grid, "runs": [{**r, "history": {**r["history"], "server": [
+        {**r["history"]["server"][-1], "math/accuracy": r["history"]["server"][-1]["math/accuracy"] + 0.2}]}}
+        if r["variant"] == "FedMOA" and r["setting"] == "heter+heter" else r for r in grid["runs"]]}
+    assert tf.nearer_front(moved)[0] == "FedMOA"  # a gap far beyond the spread
 
 
-def test_the_grids_front_is_starred_and_its_words_compare_the_arms_spread():
+def test_the_grids_front_is_ringed_over_the_two_arms_and_its_words_give_no_verdict():
     from experiments import teaching_fedmoa as tf
 
     fig, words = tf.grid_pareto()
     front = [t for t in fig.data if t.name == "the Pareto front"]
-    assert len(front) == 1 and front[0].marker.symbol == "star"
-    assert f"holds {len(front[0].x)} of the" in words.data and "mean ± sd" in words.data
+    assert len(front) == 1 and front[0].marker.symbol == "circle-open"  # the arm's marker stays visible inside
+    pts = tf.grid_points()
+    assert set(pts.arm) == {"FedAvg-GRPO", "FedMOA"} and len(front[0].x) == pts["on the front"].sum()
+    assert f"holds {len(front[0].x)} of the {len(pts)} models" in words.data
+    assert "neither" not in words.data and "nearer" not in words.data  # Exercise 6's answer stays in its fold
+
+
+def test_the_grids_first_boundary_table_gives_what_exercise_7_needs():
+    """Per config the end-of-round-1 w_acc and α, and the α-average below the plain mean (the α tilt); the configs
+    below the α-average are the ones whose w_acc rises (only accuracy is shared there)."""
+    import re
+
+    from experiments import teaching_fedmoa as tf
+
+    table, words = tf.grid_first_boundary()
+    moves = tf.boundary_moves()
+    assert list(table.index) == list(moves.index) == ["A", "B", "C"]
+    assert table["w_acc, end of round 1"].tolist() == pytest.approx(moves["end of round 1"].tolist(), abs=5e-4)
+    assert table["α per client"].is_monotonic_increasing and table.clients.sum() == 10
+    plain, wbar = (float(x) for x in re.findall(r"is (\d\.\d+)", words.data))
+    assert wbar < plain
+    assert set(moves.index[moves.rises]) == set(table.index[table["w_acc, end of round 1"] < wbar])
+
+
+def test_the_findings_box_quotes_the_stored_verdicts_and_the_weights_move():
+    from experiments import teaching_fedmoa as tf
+    from experiments.fedmoa_analysis import MIN_WEIGHT_MOVE
+
+    box = tf.findings_box().data
+    move = tf.weight_move()
+    f1 = findings.fedmoa_findings().iloc[0]
+    assert f"{move[0]:.4f} ± {move[1]:.4f}" in box and box.count("([report](13_fedmoa_report.ipynb))") == 3
+    assert ('"not tested"' in box) == (f1.verdict.startswith("not tested") and move[0] < MIN_WEIGHT_MOVE)
+    assert "build" not in box  # the stored runs show w_acc draining
