@@ -145,6 +145,9 @@ def drift_figure(drift: pd.DataFrame) -> go.Figure:
     that lie on top of each other in the first come apart; and δ_pair / u (u: the clients' mean distance from the
     broadcast adapter), how alike the clients' directions are, beside √2, the value for unrelated directions."""
     tau = int(drift.tau.max())
+    ends = drift[drift.tau == tau].sort_values("step").groupby("arm")["δ_pair"].last()
+    low_here = ends.idxmin().replace("PubSwap ", "")
+    low_stored = update_sizes()["final δ_pair"].idxmin().replace("PubSwap ", "")
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.09,
                         subplot_titles=["δ_pair", "δ_pair minus FedAvg-GRPO's", "δ_pair / u (dotted: √2; y from 1)"])
     base = drift[(drift.arm == "FedAvg-GRPO") & (drift.tau == tau)].set_index("step")["δ_pair"]
@@ -167,10 +170,11 @@ def drift_figure(drift: pd.DataFrame) -> go.Figure:
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=label,
                                  marker=dict(symbol=symbol, size=11 if symbol == "star" else 7, color="#777")))
     fig.add_hline(y=float(np.sqrt(2)), line=dict(color="#444", dash="dot"), row=1, col=3)
-    fig.update_layout(template="plotly_white", height=420, width=900, margin=dict(t=80, b=40),
+    fig.update_layout(template="plotly_white", height=420, width=900, margin=dict(t=95, b=40),
                       legend=dict(orientation="h", y=-0.22, font=dict(size=11)),
-                      title=dict(text=f"one round at τ = {tau} local steps, every arm from the same start, one seed",
-                                 x=0.02, y=0.97))
+                      title=dict(text=f"one round at τ = {tau}, one seed: how the measures move, not a ranking"
+                                      f"<br><sub>lowest δ_pair here: {low_here}; over the stored seeds (§5): "
+                                      f"{low_stored}</sub>", x=0.02, y=0.97))
     fig.update_yaxes(rangemode="tozero", col=1)
     fig.update_yaxes(zeroline=True, zerolinecolor="#999", col=2)
     fig.update_yaxes(range=[1.0, 1.5], col=3)
@@ -612,6 +616,15 @@ def _plain(row, unit: str = "") -> str:
     return f"{d:+.2f} ± {h:.2f}{unit} ({n} seeds){': inconclusive' if abs(d) <= h else ''}"
 
 
+def control_seeds_gain(results=F.RESULTS) -> float:
+    """Balanced − FedAvg-GRPO in final δ_pair at the stored τ, mean over the seeds the no-swap control ran (paired by
+    seed): the sum of the split's two parts on those seeds, which differs from finding 1's mean over more seeds."""
+    rows = _stored_rows(results)
+    by = rows.pivot_table(index="seed", columns="arm", values="drift_end_pairwise_effective")  # [seeds, arms]
+    both = by.dropna(subset=["no-swap control", "PubSwap Balanced", "FedAvg-GRPO"])
+    return float((both["PubSwap Balanced"] - both["FedAvg-GRPO"]).mean())
+
+
 def drift_findings() -> Markdown:
     """The three drift findings from the stored grid's largest τ in short plain sentences, linking the report: Balanced
     lowers drift; the part that is firm seed by seed is the swap (the control takes the same public and private steps
@@ -622,15 +635,19 @@ def drift_findings() -> Markdown:
     s = F.pubswap_setting()
     u = update_sizes()
     base = u.loc["FedAvg-GRPO", "final δ_pair"]
+    three = control_seeds_gain()
     lines = [
         f"1. **Balanced lowers drift.** Balanced − FedAvg-GRPO: {_plain(f.loc['F1'])}, "
         f"{abs(f.loc['F1', 'difference']) / base:.0%} of FedAvg-GRPO's {base:.2f}.",
-        f"2. **The firm part is the swap.** Balanced − no-swap control: {_plain(f.loc['F2'])}. The control takes the "
-        "same public and private steps as Balanced, so this part is not from fewer private steps. The shared prompts "
-        f"alone, control − FedAvg-GRPO: {_plain(f.loc['F3'])}.",
-        f"3. **Random does not lower drift.** Random − FedAvg-GRPO: {_plain(r.loc['R2'])}, though its clients point "
+        f"2. **At τ = {s['tau']} the firm part (interval excludes 0) is the swap.** Balanced − no-swap control: "
+        f"{_plain(f.loc['F2'])}. The control takes the same public and private steps as Balanced, so this part is "
+        f"not from fewer private steps. The shared prompts alone, control − FedAvg-GRPO: {_plain(f.loc['F3'])}. "
+        f"(These two pair the control's {int(f.loc['F2', 'seeds'])} seeds, where Balanced − FedAvg-GRPO is "
+        f"{three:+.2f}, their sum up to rounding; finding 1 pairs {int(f.loc['F1', 'seeds'])} seeds.)",
+        f"3. **Random does not lower drift.** Random − FedAvg-GRPO: {_plain(r.loc['R2'])}. Its clients point "
         f"more alike (δ_pair / u {u.loc['PubSwap Random', 'δ_pair / u']:.2f} against "
-        f"{u.loc['FedAvg-GRPO', 'δ_pair / u']:.2f}).",
+        f"{u.loc['FedAvg-GRPO', 'δ_pair / u']:.2f}) but move further (u {u.loc['PubSwap Random', 'update size u']:.2f} "
+        f"against {u.loc['FedAvg-GRPO', 'update size u']:.2f}).",
     ]
     return Markdown(f"> **Drift at τ = {s['tau']}**: first arm minus second, paired by seed, ± the half-width of a "
                     "95 % t-interval; *inconclusive*: the interval contains 0 "
@@ -648,8 +665,10 @@ def drift_split(results=F.RESULTS) -> tuple[pd.DataFrame, Markdown]:
         return f"{d:+.2f} ± {h:.2f}" + (": inconclusive" if abs(d) <= h else "")
     cols = {"shared prompts: control − FedAvg-GRPO": ("public steps: control − FedAvg-GRPO", "±95% t (public steps)"),
             "swap: Balanced − control": ("swap: Balanced − control", "±95% t (swap)")}
+    ratios = split_ratios(results)
     table = pd.DataFrame({"local steps per client": split["local steps per client"].to_numpy(),
                           "seeds": split["seeds"].to_numpy(),
+                          "δ_pair / u: FedAvg · control · Balanced": [ratios[t] for t in split.index],
                           **{name: [cell(d, h) for d, h in zip(split[a], split[b])] for name, (a, b) in cols.items()}},
                          index=pd.Index([f"τ = {t}" for t in split.index], name="final δ_pair, paired by seed"))
 
@@ -658,8 +677,30 @@ def drift_split(results=F.RESULTS) -> tuple[pd.DataFrame, Markdown]:
         return f"τ = {', '.join(taus)}" if taus else "no τ"
     (pa, pb), (sa, sb) = cols["shared prompts: control − FedAvg-GRPO"], cols["swap: Balanced − control"]
     note = Markdown(f"The swap's part is firm (its interval excludes 0) at {firm(sa, sb)}; the shared prompts' part "
-                    f"at {firm(pa, pb)}. δ_pair grows with τ, so compare signs down the table, not sizes.")
+                    f"at {firm(pa, pb)}. Rows ran different lengths, so δ_pair's sizes do not compare down the table; δ_pair / u "
+                    "(0: identical directions, √2 ≈ 1.41: unrelated) does.")
     return table, note
+
+
+def split_ratios(results=F.RESULTS) -> dict[int, str]:
+    """Per τ that ran the no-swap control: FedAvg-GRPO's, the control's and Balanced's final δ_pair / u (mean over
+    the seeds the control ran), as "1.38 · 1.33 · 1.26": scale-free, so it compares across rows of different length."""
+    import json
+    from pathlib import Path
+
+    out = {}
+    for name in F.PUBSWAP_RESULTS:
+        rows = pd.DataFrame(json.loads((Path(results) / name).read_text()))
+        rows = rows[rows.method.isin(["fedavg_grpo", "pubswap_noswap", "pubswap_balanced"])
+                    & rows.table.isin(["table1", "control"])]
+        for tau in sorted(rows[rows.method == "pubswap_noswap"].tau.unique()):
+            r = rows[rows.tau == tau]
+            seeds = set(r[r.method == "pubswap_noswap"].seed)
+            r = r[r.seed.isin(seeds)]
+            ratio = (r.drift_end_pairwise_effective / r.drift_end_to_global_effective).groupby(r.method).mean()
+            out[int(tau)] = " · ".join(f"{ratio[m]:.2f}" for m in ("fedavg_grpo", "pubswap_noswap",
+                                                                    "pubswap_balanced"))
+    return out
 
 
 PAPER_STEPS = 360
@@ -739,6 +780,22 @@ def report_notes(results=F.RESULTS) -> Markdown:
         "from these by noise.")
 
 
+def firm_sentence(results=F.RESULTS) -> str:
+    """At which stored τ each part of Balanced's drift cut (the swap, the shared prompts) has an interval that excludes
+    0, as one sentence that names every τ."""
+    split = F.pubswap_drift_split(results)
+
+    def firm(a, b):
+        return [t for t, d, h in zip(split.index, split[a], split[b]) if abs(d) > h]
+    swap = firm("swap: Balanced − control", "±95% t (swap)")
+    shared = firm("public steps: control − FedAvg-GRPO", "±95% t (public steps)")
+
+    def taus(ts):
+        return "τ = " + ", ".join(map(str, ts)) if ts else "no τ"
+    return (f"Which part of the cut is firm (interval excludes 0) depends on τ: the swap's at {taus(swap)}, the "
+            f"shared prompts' at {taus(shared)}.")
+
+
 def remember_note(results=F.RESULTS) -> Markdown:
     """"What to remember" after its first bullet: the stored drift result read beside the update size, where the firm
     part of the cut came from, what the bound can and cannot say, and the accuracy result."""
@@ -751,8 +808,31 @@ def remember_note(results=F.RESULTS) -> Markdown:
         f"long as FedAvg-GRPO's (u {u.loc['PubSwap Balanced', 'update size u']:.2f} against "
         f"{u.loc['FedAvg-GRPO', 'update size u']:.2f}), so they point more alike. Always read drift beside the update "
         "size.\n"
-        "- The part of the cut that held for every seed came from the swap, not from the shared prompts alone.\n"
-        "- The paper's bound is an upper bound: it names where drift can come from, but cannot rank the arms.\n"
+        f"- {firm_sentence(results)}\n"
+        "- The paper's bound ranks Balanced below Random (fewer swapped answers) but the no-swap control below both: "
+        "it does not favour swapping, and as an upper bound it cannot rank the arms.\n"
         f"- No accuracy gain at this scale: Balanced − FedAvg-GRPO pass@1 {gain['difference']:+.2f} ± "
         f"{gain['±95% t']:.2f} points ({int(gain['seeds'])} seeds); gains above "
         f"{gain['difference'] + gain['±95% t']:+.2f} points are ruled out.")
+
+
+def exercise_top_up(K: int = 8, c: tuple[int, ...] = (0, 0, 0, 8), seed: int = 0) -> tuple[tuple[int, ...], str]:
+    """Exercise 5: on a prompt where client n has ``c[n]`` right answers of K, how many answers M_n does Balanced
+    swap into each client's group (``swap.balanced_swap`` on a made-up pool), and what that does to the gradients and
+    to where the clients are pulled."""
+    import numpy as np
+
+    from fedrl_kit.pubswap.swap import ResponsePool, balanced_swap
+
+    correct = np.array([[k < cn for k in range(K)] for cn in c])  # [N, K]
+    texts = [[f"c{n}#{k}" for k in range(K)] for n in range(len(c))]
+    res = balanced_swap(ResponsePool(texts, correct), K, np.random.default_rng(seed))
+    m = tuple(int(round(a * K)) for a in res.replacement_fraction)
+    donors = sorted({f"client_{j}" for n in range(len(c)) for j, _ in res.source[n] if j != n})
+    grad = [f"client_{n}" for n in range(len(c)) if 0 < int(res.correct[n].sum()) < K]
+    return m, (
+        f"M_n = min((⌊K/2⌋ − c_n)_+, D_n) = {m}. Each client with no right answer is topped up to {K // 2} of {K} "
+        f"right, all from {', '.join(donors)}; each client with c_n ≥ {K // 2} keeps its group (Balanced only adds "
+        f"right answers). Gradients now: {', '.join(grad)}; an all-right group still has none. The clients that got "
+        "a gradient all raise the probability of the same donated answers: one shared pull, where before the swap "
+        "they had no gradient at all. That is the link between recovering lost gradient (§2) and lower drift (§5).")

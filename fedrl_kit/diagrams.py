@@ -69,7 +69,7 @@ ROUNDS = {
                   Message("down", "each public step, trip 1: the b public prompts"),
                   Message("up", "trip 1: K answers per public prompt + 0/1 correctness"),
                   Message("down", "trip 2: its group of K answers per prompt after the swap"),
-                  Message("up", "trip 2: done, with α_n (share swapped in) for the log"),
+                  Message("up", "trip 2: \"GRPO step taken\" + α_n (share swapped in), for the log only"),
                   Message("up", "end of round: its adapter (A_n, B_n)")),
         last_client="N"),
     "fedmoa": Round(

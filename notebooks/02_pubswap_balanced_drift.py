@@ -26,9 +26,10 @@
 # **swaps** answers between them before they train. Clients trained on the same prompts and answers should pull the
 # same way.
 #
-# **The paper's claims.** (1) Public steps with Balanced swaps limit drift (argued from a bound, §4). (2) Balanced
-# beats FedAvg-GRPO in accuracy for most τ. (3) At small τ the simpler Random swap beats Balanced. We learn the
-# method (§1–3), then test the claims on stored runs (§5–6).
+# **The paper's claims.** (1) Public steps with Balanced swaps limit drift (its appendix bounds the drift, §4; we
+# will see the bound does not favour swapping over no swap). (2) Balanced beats FedAvg-GRPO in accuracy for most τ.
+# (3) At small τ the simpler Random swap beats Balanced. We learn the method (§1–3), then test the claims on stored
+# runs (§5–6).
 
 # %% [markdown]
 # ## Parameters
@@ -96,10 +97,7 @@ diagrams.step_timeline(T, cfg.pubswap.period)
 #       each client: one GRPO step on b of its private prompts
 #   each client sends (A_n, B_n); A = mean A_n, B = mean B_n          # aggregate.fedit
 # ```
-# Only adapters and public answers travel: private prompts and answers never leave a client. The settings:
-
-# %%
-teach.settings_box(cfg, world, policy, T)
+# Only adapters and public answers travel: private prompts and answers never leave a client.
 
 # %% [markdown]
 # ## 2. GRPO, and why swap answers
@@ -110,7 +108,7 @@ teach.settings_box(cfg, world, policy, T)
 # | $\pi_\theta$; $\pi_{\text{old}}$; $\rho_{k,t}$ | policy; the policy that sampled the answers; their probability ratio on token $t$ |
 # | $\varepsilon$, $\varepsilon_{\text{high}}$ | clip range below and above 1 |
 # | $c_n(x)$; $D_n(x)$ | right answers of client $n$ on $x$; of the other clients together |
-# | $M_n(x)$; $\alpha_n(x)$ | answers swapped into $n$'s group; the same as a fraction of $K$ |
+# | $M_n(x)$; $\alpha_n(x)$ | answers swapped into $n$'s group; the share of $n$'s group that is other clients' answers |
 #
 # **A GRPO step** (`grpo.group_advantages`, `grpo.grpo_loss`) scores each answer against its group, then raises the
 # probability of the better ones, clipped:
@@ -124,7 +122,8 @@ teach.settings_box(cfg, world, policy, T)
 # token weighs the same.
 #
 # **Why swap.** If a group's answers are all wrong (or all right), every $\hat a_k$ is 0: the prompt gives no
-# gradient. Swapping in other clients' right answers restores the spread:
+# gradient. Swapping in other clients' right answers restores the spread, and since every client gets right answers
+# from the same pool, the recovered gradients pull the clients the same way (§4–5):
 
 # %%
 K_run = cfg.num_generations
@@ -147,10 +146,9 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # but keeps each client's own answers, so Balanced − control isolates the swap.
 #
 # ## 3. One swap, step by step
-# We train one Balanced round at the live τ, then each client answers the round's last public prompts again with the
-# adapter it ended on: fresh answers, not the ones it trained on. An answer is a bare number or
-# `<think>…</think><answer>…</answer>`; the reward reads the `<answer>` content if there is one, else the last
-# number. Right answers $c_n(x)$ per public prompt:
+# We train one Balanced round at the live τ. A run logs only how much it swapped, not the answers, so each client
+# answers the round's last public prompts again with the adapter it ended on: real answers of a trained client, not
+# the exact ones it trained on. Right answers $c_n(x)$ per public prompt:
 
 # %%
 def one_round(m, tau):  # one round of arm m from the shared start, δ_pair recorded after every local step
@@ -168,14 +166,15 @@ correct = teach.correct_table(gen)
 correct
 
 # %% [markdown]
-# client_0's group on a prompt where it has few right answers, with $M_0(x)$ by hand and from the package:
+# client_0's group on a prompt where it has few right answers (swapped slots first), $M_0(x)$ by hand and from the
+# package:
 
 # %%
 swaps = {rule: swap_public(gen, rule) for rule in ("balanced", "random")}  # b groups per rule
 example = teach.example_prompt(correct, K)
 view = group_table(gen, swaps["balanced"], 0, example)
 print(teach.m_by_hand(correct, 0, example, K)[1], f"; package: α_0(x)·K = {view.attrs['alpha'] * K:.0f}")
-view
+view.sort_values("from", key=lambda s: s.str.startswith("own"), kind="stable")
 
 # %% [markdown]
 # The rule's code (which wrong slots go, and which donors come, is drawn at random):
@@ -283,8 +282,11 @@ teach.drift_demo()
 # after local step $j$. Let $g_n(\theta)$ be client $n$'s *expected* gradient (over its prompts and sampled answers),
 # $L$ its smoothness, $\eta$ the learning rate. Two expectations pull clients apart:
 # - $\zeta\ge\lVert g_n(\theta)-g_{n'}(\theta)\rVert$ on private prompts: different data, different pull;
-# - the **swap distortion** $\omega_n$: how far the swap moves $n$'s expected public gradient from the one its own
-#   answers give (nonzero under Random too).
+# - the **swap distortion** $\omega_n=\lVert\mathbb E[g_n^{\text{swapped}}(\theta)]-\mathbb E[g_n^{\text{own}}(\theta)]\rVert$
+#   on public prompts: how far training on the swapped group moves $n$'s expected gradient from training on its
+#   own answers. The paper bounds it by the replacements: $\omega_n\le\frac1b\sum_x M_n(x)\,\beta_n(x)$, $\beta_n(x)$
+#   the most one replaced answer moves the gradient. Balanced replaces at most $K/2$ ($\alpha_n\le\tfrac12$);
+#   Random about ¾ (exercise 2).
 #
 # On public prompts both clients share one loss, so $\zeta$ drops out. A step widens $\Delta$ by at most $\eta$ times
 # the gradients' gap, of which $L\Delta_j$ comes from standing at different points:
@@ -293,9 +295,7 @@ teach.drift_demo()
 # c_j=\begin{cases}\zeta&\text{step } j\text{ private}\\ \omega_n+\omega_{n'}&\text{step } j\text{ public}\end{cases}$$
 #
 # Unrolled from $\Delta_0=0$ (both start at the broadcast): $\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}c_j$,
-# so early steps weigh most. It is an **upper bound** built from expected gradients: an arm can sit far below it, and
-# it leaves out sampling noise (two clients answering one prompt still draw different answers), just what swapping
-# shrinks: under Random every client trains on one identical group.
+# so early steps weigh most.
 
 # %% [markdown]
 # ### Exercise 4
@@ -310,8 +310,13 @@ answer_4, why_4 = teach.exercise_bound()
 notebook.check_explained(prediction_4, answer_4, why_4)
 
 # %% [markdown]
-# **Watch one round.** Every arm, one round from the same start and seed. It shows how the measures move, not
-# which arm drifts least:
+# So **the bound does not favour swapping**: it ranks Balanced below Random, but the control below both. It is an
+# upper bound built from expected gradients and leaves out sampling noise (two clients answering one prompt still
+# draw different answers). The case for swapping is the one of §2: it turns zero-gradient groups into gradients
+# toward the same right answers for every client.
+
+# %% [markdown]
+# **Watch one round.** Every arm, one round from the same start and seed:
 
 # %%
 for m in teach.ARMS:  # FedAvg-GRPO, the no-swap control, PubSwap Random, PubSwap Balanced
@@ -329,8 +334,7 @@ teach.live_round_note(drift, end)
 # **Knob:** set `taus = (2, 12)` in Parameters and rerun: does δ_pair / u keep falling?
 #
 # ## 5. What the stored runs show
-# Several seeds per arm, at the stored τ (settings box). *Final* δ_pair: after a round's last step, averaged over
-# rounds. One grey line per seed:
+# Several seeds per arm. *Final* δ_pair: after a round's last step, averaged over rounds. One grey line per seed:
 
 # %%
 fig = teach.stored_drift_figure()
@@ -341,24 +345,24 @@ fig
 teach.drift_findings()
 
 # %% [markdown]
+# **What lowers drift?** Not smaller steps: Balanced's $u$ is close to FedAvg-GRPO's, but its updates point more
+# alike. Exercise 5 shows a likely reason (untested: these runs cannot separate "more gradients" from "the same
+# answers").
+#
 # ### Exercise 5
-# Random has the highest δ_pair but a lower δ_pair / u than FedAvg-GRPO. Are its clients' updates larger, smaller or
-# about equal in size to FedAvg-GRPO's?
+# On one public prompt, $K=8$ and $c=(0,0,0,8)$: client_3 is always right, the others never. How many answers $M_n$
+# does Balanced swap into each group, who then gets a gradient, and from whose answers?
 
 # %%
-prediction_5 = None  # "larger", "smaller" or "equal"
+prediction_5 = None  # four whole numbers (M_0, M_1, M_2, M_3), e.g. (1, 1, 1, 1)
 
 # %%
-answer_5, why_5 = teach.exercise_update_size()
+answer_5, why_5 = teach.exercise_top_up()
 notebook.check_explained(prediction_5, answer_5, why_5)
 
 # %% [markdown]
-# **What lowers drift?** Not smaller steps: Balanced's $u$ is close to FedAvg-GRPO's, but its updates point more
-# alike. A reading, untested: Balanced turns zero-gradient public groups into gradients toward the same right
-# answers, so more of every client's movement is shared; these runs cannot separate "more gradients" from "the same
-# answers".
 #
-# **Shared prompts or swap?** At every τ the control ran (its runs at small τ are shorter):
+# **Shared prompts or swap?** At every τ the control ran:
 
 # %%
 split, split_note = teach.drift_split()
@@ -388,3 +392,9 @@ teach.drift_accuracy_note()
 
 # %%
 teach.remember_note()
+
+# %% [markdown]
+# ## Appendix: settings
+
+# %%
+teach.settings_box(cfg, world, policy, T)

@@ -320,3 +320,25 @@ def test_the_live_drift_figure_draws_three_panels_with_markers_not_glyphs():
     assert len(ratio) == 4 and all(list(t.y) == [1.0] * 4 for t in ratio)  # δ_pair / u from j = 1
     assert {s for t in fig.data if t.mode == "markers" and t.x[0] is not None for s in t.marker.symbol} == {
         "circle", "star"}
+
+
+def test_exercise_5_tops_up_the_never_right_clients_from_the_always_right_one():
+    from experiments import teaching_pubswap as teach
+
+    answer, why = teach.exercise_top_up(8, (0, 0, 0, 8))
+    assert answer == (4, 4, 4, 0) and "all from client_3" in why and "Gradients now: client_0, client_1, client_2" in why
+
+
+def test_the_split_ratios_and_the_firm_sentence_cover_every_control_tau():
+    from experiments import teaching_pubswap as teach
+
+    split = findings.pubswap_drift_split()
+    ratios = teach.split_ratios()
+    assert sorted(ratios) == list(split.index) and all(len(v.split(" · ")) == 3 for v in ratios.values())
+    text = teach.firm_sentence()
+    swap = [str(t) for t, d, h in zip(split.index, split["swap: Balanced − control"], split["±95% t (swap)"])
+            if abs(d) > h]
+    assert f"the swap's at τ = {', '.join(swap)}" in text
+    f, _ = findings.pubswap_teaching_tables()
+    total = f.loc["F2", "difference"] + f.loc["F3", "difference"]
+    assert abs(teach.control_seeds_gain() - total) < 0.02
