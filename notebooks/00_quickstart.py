@@ -69,7 +69,8 @@ teach.settings(cfg)
 # | $b$ | prompts per local step (`prompts_per_step`) |
 #
 # For one prompt $q$ the policy samples $G$ answers. A verifier reads each answer (inside `<answer>…</answer>`, else
-# the last number): $r_i = 1$ if right, else $0$. GRPO needs no value network: it judges an answer against its own
+# the last number): $r_i = 1$ if right, else $0$. The share of answers shaped `<think>…</think><answer>…</answer>`,
+# the **format rate**, is measured, not rewarded. GRPO needs no value network: it judges an answer against its own
 # group.
 #
 # $$A_i = \frac{r_i - \operatorname{mean}(r_1,\dots,r_G)}{\operatorname{std}(r_1,\dots,r_G) + 10^{-4}}
