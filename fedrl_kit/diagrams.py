@@ -44,7 +44,7 @@ ROUNDS = {
         server=("holds the global LoRA adapter (D, U)", "average D and U, each weighted by n_k (FedAvg)"),
         client=("τ local GRPO steps on its", "private prompts: G answers each,", "verifier rewards, advantages"),
         messages=(Message("down", "global adapter (D, U)"),
-                  Message("up", "its adapter (D_k, U_k) and n_k, its number of examples"))),
+                  Message("up", "its adapter (D_k, U_k), n_k (its number of examples) and metrics"))),
     "fedgrpo": Round(
         "one FedGRPO server step (Algorithm 1); a round is τ of them",
         server=("1 sample G candidate answers ŷ for a question x_s",
