@@ -81,15 +81,27 @@ def setup(ns: dict) -> SimpleNamespace:
 
 
 def show_setup(lab: SimpleNamespace) -> None:
-    """This run in one paragraph (who holds what, the step's sizes, the GRPO settings), then the topic split."""
-    display(setup_summary(lab.cfg, lab.tour, lab.Q), notebook.client_table(lab.tour.partitions))
+    """This run in one paragraph (the policy, who holds what, the step's sizes, the GRPO settings), then the topic
+    split."""
+    display(setup_summary(lab.cfg, lab.tour, lab.Q, lab.policy), notebook.client_table(lab.tour.partitions))
 
 
-def setup_summary(cfg, run, Q: int) -> Markdown:
-    """The run's sizes and settings in plain words, with the papers' symbols."""
+def policy_size(policy) -> tuple[int, int]:
+    """The base policy's layers and parameters, LoRA adapters left out."""
+    layers = int(policy.model.config.num_hidden_layers)
+    return layers, sum(p.numel() for n, p in policy.model.named_parameters() if "lora_" not in n)
+
+
+def setup_summary(cfg, run, Q: int, policy=None) -> Markdown:
+    """The run's sizes and settings in plain words, with the papers' symbols (and, given ``policy``, its size)."""
     world = run.server.world
+    said = ""
+    if policy is not None:
+        layers, n = policy_size(policy)
+        said = (f"The policy (the server's base model, which every LoRA adapter here sits on) is a {layers}-layer "
+                f"transformer of {n / 1e6:.2f} M parameters, pretrained by SFT on the world's arithmetic. ")
     return Markdown(
-        f"**This run** (preset `{cfg.preset}`, seed {cfg.seed}): K = {cfg.num_clients} clients share "
+        f"**This run** (preset `{cfg.preset}`, seed {cfg.seed}). {said}K = {cfg.num_clients} clients share "
         f"{len(world.queries):,} training questions D_s by topic (counts below). The server holds "
         f"{len(world.aux)} labelled auxiliary questions D_p and {len(world.test)} test problems "
         f"({cfg.eval_samples} samples each). A server step scores Q = {Q} questions × G = {cfg.num_generations} "
@@ -120,51 +132,73 @@ def paper_gaps(paper: pd.DataFrame) -> Markdown:
 
 def round_diagram() -> diagrams.Diagram:
     """:data:`ROUND` with three client boxes: an expert that owns the question (it checks answers exactly: AE), an
-    expert that does not (it scores with its model: ME), and one box for the K − 2 clients that only steps 0a–0b
+    expert that does not (it scores with its model: ME), and one box for the K − M clients that only steps 0a–0b
     reach. Drawn before any run, so it names roles, not clients."""
-    names = ["an expert that owns x_s (AE)", "K − 2 clients not chosen", "an expert that does not (ME)"]
+    names = ["an expert that owns x_s (AE)", "K − M clients not chosen", "an expert that does not (ME)"]
     svg = diagrams.named_round_diagram(ROUND, names).svg.replace(f"… {names[-1]}<", f"{names[-1]}<", 1)
     return diagrams.Diagram(svg.replace("(not an expert here)", "(steps 0a–0b only)", 1))
 
 
 # -- §4, the step-through ------------------------------------------------------------------------------------------
-def competence_table(tr: dict, run) -> pd.DataFrame:
-    """Eq. 6 for the traced question: each client's r_k^p, its share of data in the question's topic (simulator
-    truth), and whether it is an expert."""
-    share = [sum(t == tr["topic"] for t in p["topic"]) / len(p) for p in run.partitions]
-    return pd.DataFrame({"r_k^p": tr["competence"], "topic share": share,
-                         "expert": ["✔" if k in tr["experts"] else "" for k in range(len(share))]},
+def topic_shares(tr: dict, run) -> list[float]:
+    """Each client's share of its data in the traced question's topic (simulator truth)."""
+    return [sum(t == tr["topic"] for t in p["topic"]) / len(p) for p in run.partitions]
+
+
+def competence_table(tr: dict, run, r_p=None, experts=None) -> pd.DataFrame:
+    """Eq. 6 for the traced question: each client's r_k^p (``r_p``, as the notebook computes it, checked against the
+    trace's; the trace's when not given), its share of data in the question's topic (simulator truth), and whether it
+    is an expert (``experts``, checked likewise)."""
+    if r_p is None:
+        r_p, experts = tr["competence"], tr["experts"]
+    if not np.allclose(r_p, tr["competence"]) or [int(k) for k in experts] != [int(k) for k in tr["experts"]]:
+        raise ValueError("eq. 6 computed here differs from the trace's server step")
+    share = topic_shares(tr, run)
+    return pd.DataFrame({"r_k^p": np.asarray(r_p), "topic share": share,
+                         "expert": ["✔" if k in list(experts) else "" for k in range(len(share))]},
                         index=list(run.runtime.client_ids)).round(3)
 
 
 def non_holder_note(tr: dict, run, policy) -> Markdown:
     """The competence of the clients that hardly hold the question's topic (< 10 % of their data), beside the base
-    model's own score on the same L neighbours (no client's adapter): what a non-holder's r_k^p measures."""
+    model's own score on the same L neighbours (no client's adapter): what a non-holder's r_k^p measures. Says how
+    many of them beat the base, and why the heatmap's base score for the topic differs (it averages all of the
+    topic's auxiliary questions, not the question's neighbours)."""
     from fedrl_kit.rewards import normalise_answer
     from fedrl_kit.sft import completion_logprob
 
-    share = np.array([sum(t == tr["topic"] for t in p["topic"]) / len(p) for p in run.partitions])
+    share = np.array(topic_shares(tr, run))
     low = np.asarray(tr["competence"])[share < 0.1]
     aux = run.server.world.aux
-    idx = pd.DataFrame(tr["neighbours"])["index"].astype(int).tolist()  # the L neighbours (eq. 5)
+    nb = pd.DataFrame(tr["neighbours"])
+    idx = nb["index"].astype(int).tolist()  # the L neighbours (eq. 5)
     qs, ys = [list(aux["prompt"])[j] for j in idx], [normalise_answer(str(list(aux["answer"])[j])) for j in idx]
     with policy.reference():  # the frozen base: every adapter off
         base = float(np.exp(completion_logprob(policy, qs, ys)).mean())
-    said = (f"The {len(low)} clients with under 10 % of their data in `{tr['topic']}` still score "
-            f"{low.min():.2f}–{low.max():.2f}, against the base model's {base:.2f} on the same {len(idx)} "
-            "neighbours: ")
+    above = int((low > base).sum())
+    said = (f"The {len(low)} clients with under 10 % of their data in `{tr['topic']}` score "
+            f"{low.min():.2f}–{low.max():.2f}, and {'all' if above == len(low) else above} of them "
+            f"beat the base model, which scores {base:.2f} on the same {len(idx)} neighbours: ")
     if low.max() - base <= 0.1:
         said += "a non-holder's competence is mostly the base model's own skill, not what the client learned."
     else:
         said += ("competence measures skill (the base model's, plus what SFT on any arithmetic adds), not whether a "
                  "client holds the topic.")
+    topics, _, base_t = _topic_lift(run, policy)
+    t = tr["topic"]
+    n_topic, n_in = int((np.asarray(aux["topic"]) == t).sum()), int((nb["topic"] == t).sum())
+    said += (f" The {len(idx)} neighbours are " + (f"all {n_topic} `{t}` questions of D_p" if n_in == n_topic else
+                                                  f"{n_in} of D_p's {n_topic} `{t}` questions")
+             + f" and {len(idx) - n_in} of other topics; the heatmap below averages the {n_topic} `{t}` questions "
+             f"only, so there the base scores {base_t[topics.index(t)]:.2f}.")
     return Markdown(said)
 
 
-def candidate_table(tr: dict, run) -> pd.DataFrame:
+def candidate_table(tr: dict, run, mu=None, r_tilde=None, A=None) -> pd.DataFrame:
     """The traced question's G candidates: truth (for the reader), format f_j, each expert's score r_k^s (with its
     pathway), their mean μ_r, the trained reward r̃_j = 8·μ_r + f_j and its advantage A_j (GRPO's standardisation of
-    r̃ over the G rows), so that A_j reads straight off the table."""
+    r̃ over the G rows), so that A_j reads straight off the table. ``mu``, ``r_tilde``, ``A``: the chain as the
+    notebook computes it, checked against the package's advantages (computed here when not given)."""
     cids = run.runtime.client_ids
     df = pd.DataFrame({"candidate": tr["candidates"], "correct": tr["correct"].astype(bool),
                        "f_j": tr["format"].astype(int)})
@@ -172,23 +206,29 @@ def candidate_table(tr: dict, run) -> pd.DataFrame:
         df[f"r^s {cids[k]} ({tr['pathways'][row]})"] = tr["scores"][row]
     four = [c for c in df.columns if c.startswith("r^s")]  # 4 significant figures: a 0.00005 is not a 0
     df[four] = df[four].map(lambda v: f"{v:.4g}")
-    mu = np.asarray(tr["scores"]).mean(axis=0)  # [G]
+    if mu is None:
+        mu = np.asarray(tr["scores"]).mean(axis=0)  # [G]
+        r_tilde = 8 * mu + tr["format"]
+        A = tr["advantages"]["paper"]  # the package's variant "paper": r̃_j = 8·μ_r + f_j
+    elif not np.allclose(A, tr["advantages"]["paper"], atol=1e-6):
+        raise ValueError("A_j computed here differs from the package's server step")
     df["μ_r"] = [f"{v:.4g}" for v in mu]
-    df["r̃_j"] = np.round(8 * mu + tr["format"], 3)
-    df["A_j"] = np.round(tr["advantages"]["paper"], 3)  # the package's variant "paper": r̃_j = 8·μ_r + f_j
+    df["r̃_j"] = np.round(r_tilde, 3)
+    df["A_j"] = np.round(A, 3)
     return df
 
 
 def eq9_line(tr: dict) -> str:
-    """Eq. 9 as printed, on the traced scores: the range of |R_k| over the rows where the experts disagree (0 where
-    they agree) and the largest row sum (≈ 0)."""
+    """Eq. 8 as printed, on the traced scores, in plain words: with two experts, each row the experts split gives one
+    R_k ≈ +1 and the other ≈ −1 (0 where they agree), and every row's R_k sum to 0."""
     r, scores = np.asarray(tr["eq9"]), np.asarray(tr["scores"])  # [M, G], [M, G]
     split = np.ptp(scores, axis=0) > 0  # [G] the rows where the experts disagree
-    said = "Eq. 9 as printed would give "
-    if split.any():
+    said = "Eqs. 8–9 as printed would give "
+    if split.any() and r.shape[0] == 2:
         a = np.abs(r[:, split])
-        said += (f"|R_k| = {a.min():.2f}–{a.max():.2f} on the {int(split.sum())} of {len(split)} rows the experts "
-                 "split, and ")
+        said += (f"R_k = +1 to the higher-scoring expert and −1 to the other on each of the {int(split.sum())} rows "
+                 f"(of {len(split)}) where the two scores differ (two numbers always standardise to ±1; here |R_k| = "
+                 f"{a.min():.2f}–{a.max():.2f}), so ")
     return said + f"each row's R_k sum to {np.abs(r.sum(axis=0)).max():.0f}, as §2 says."
 
 
@@ -289,7 +329,7 @@ def selection_figure(run, policy, question: int, experts) -> object:
     row = run.truth.fact("queries").rows[int(question)]
     t = topics.index(row["topic"])
     fig = go.Figure(go.Heatmap(z=lift, x=topics, y=cids, zmid=0, colorscale="RdBu", text=np.round(lift, 2),
-                               texttemplate="%{text}", colorbar=dict(title="r_k^p − base")))
+                               texttemplate="%{text}", colorbar=dict(title="mean p_kℓ − base")))
     fig.add_shape(type="rect", x0=t - 0.5, x1=t + 0.5, y0=-0.5, y1=len(cids) - 0.5, line=dict(width=2, dash="dot"))
     for k in experts:
         fig.add_shape(type="rect", x0=t - 0.5, x1=t + 0.5, y0=int(k) - 0.5, y1=int(k) + 0.5, line=dict(width=4))
@@ -452,38 +492,17 @@ def quick_run_figure(records: dict, figures):
     return fig
 
 
-#: the messages of FedGRPO's ledger by (kind, direction), named by the round diagram's steps
-TRAFFIC_STEPS = {("competence", "down"): "0a D_p's questions and labels, to every client",
-                 ("competence_result", "up"): "0b competence replies",
-                 ("score", "down"): "4 questions and candidates, to the experts",
-                 ("score_result", "up"): "5 the experts' scores"}
-
-
 def _training_messages(run) -> list[dict]:
     """FedGRPO's ledger without the step-through's scoring (score messages before round 1)."""
     return [r for r in run.runtime.ledger.records if not (r["kind"].startswith("score") and r["round"] < 1)]
 
 
-def traffic_table(run, other) -> pd.DataFrame:
-    """The paper's Figure 2 for this run: FedGRPO's bytes by message (the round diagram's steps), its total, and
-    Fedpetuning+GRPO's total (adapters, up and down), as the ledgers record them. The scoring §4's step-through did
-    before round 1 is not training and is left out."""
-    rows: dict[str, int] = {}
-    for r in _training_messages(run):
-        name = TRAFFIC_STEPS.get((r["kind"], r["direction"]), "other (setup handshakes)")
-        rows[name] = rows.get(name, 0) + r["nbytes"]
-    order = [n for n in (*TRAFFIC_STEPS.values(), "other (setup handshakes)") if rows.get(n)]
-    df = pd.DataFrame({"bytes": [rows[n] for n in order]}, index=order)
-    df.loc["FedGRPO, total"] = sum(rows.values())
-    df.loc["Fedpetuning+GRPO, total (adapters)"] = other.runtime.ledger.total_bytes()
-    df["bytes"] = df["bytes"].map("{:,}".format)
-    return df.rename_axis("FedGRPO's messages (steps of §1)")
-
-
 def traffic_note(run, other, M: int) -> Markdown:
-    """Why the ratio of the two totals depends on the budget: FedGRPO's bytes grow with the questions it scores,
-    Fedpetuning+GRPO's with rounds × clients × adapter size; the stored runs' ratio beside this run's. The score
-    bytes are checked against T·τ·Q·M·G numbers of 8 bytes."""
+    """The paper's Figure 2 in one paragraph: both methods' bytes (up and down, as the ledgers record them; the
+    scoring §4's step-through did before round 1 is not training), what FedGRPO's are, and why their ratio depends
+    on the budget (FedGRPO's bytes grow with the questions it scores, Fedpetuning+GRPO's with rounds × clients ×
+    adapter size), with the stored runs' ratio beside this run's. The score bytes are checked against T·τ·Q·M·G
+    numbers of 8 bytes."""
     from fedrl_kit.fedgrpo.algorithm import questions_per_step
 
     c = run.config
@@ -493,18 +512,18 @@ def traffic_note(run, other, M: int) -> Markdown:
     scores = [r for r in mine if r["kind"] == "score_result"]
     if formula != sum(r["nbytes"] for r in scores) - 6 * len(scores):  # each score message carries a 6-byte key
         raise ValueError(f"the ledger's score bytes differ from T·τ·Q·M·G·8 = {formula}")
-    total = sum(r["nbytes"] for r in mine)
+    total, theirs = sum(r["nbytes"] for r in mine), other.runtime.ledger.total_bytes()
     text = sum(r["nbytes"] for r in mine if (r["kind"], r["direction"]) == ("score", "down")) / total
-    ratio = other.runtime.ledger.total_bytes() / total
     lo, hi = _stored_traffic_ratios()
     st = _stored("fedgrpo_compare_pool_long30.json")["settings"]
     per_round = st["prompts_per_step"] * st["num_clients"] * st["local_steps"]
     return Markdown(
-        f"The scores are T·τ·Q·M·G = {c.rounds}·{c.local_steps}·{Q}·{M}·{G} numbers of 8 bytes ({formula:,} "
-        f"bytes, plus message keys), while the candidates' text sent to the experts is {text:.0%} of FedGRPO's "
-        f"total. Fedpetuning+GRPO moves {ratio:,.0f}× as much. That ratio depends on the budget: FedGRPO's bytes grow "
-        f"with the questions it scores ({Q * c.local_steps} per round here), Fedpetuning+GRPO's with rounds × "
-        f"clients × adapter size. The stored runs score {per_round} questions per round, and there the ratio is "
+        f"**Traffic** (the paper's Figure 2), up and down together: FedGRPO moved {total:,} bytes, Fedpetuning+GRPO "
+        f"{theirs:,} ({theirs / total:,.0f}× as much). FedGRPO's scores are T·τ·Q·M·G = "
+        f"{c.rounds}·{c.local_steps}·{Q}·{M}·{G} numbers of 8 bytes ({formula:,} bytes); the candidates' text "
+        f"sent to the experts is {text:.0%} of its total. Its bytes grow with the questions it scores "
+        f"({Q * c.local_steps} per round here), Fedpetuning+GRPO's with rounds × clients × adapter size, so the "
+        f"ratio depends on the budget: the stored runs score {per_round} questions per round, and there it is "
         f"{lo:.0f}× to {hi:.0f}×.")
 
 
@@ -696,6 +715,8 @@ def findings_box() -> Markdown:
     d = lambda i: f"{f.iloc[i]['difference']:+.2f} ± {f.iloc[i]['±95% t']:.2f}"  # noqa: E731
     n = int(f.iloc[0]["seeds"])
     lo, hi = _stored_traffic_ratios()
+    w = fedgrpo_windows_cached("fedgrpo_official", "fedavg_grpo").iloc[-1]  # rounds 26–30, paired by seed
+    official = f"{w['mean']:+.2f} ± {w['±95% t']:.2f}"
     moving = central["verdict"].split("(")[-1].rstrip(")") if "(" in central["verdict"] else central["verdict"]
     items = [
         f"**Negative: FedGRPO trails both baselines.** Its plateau, {level['fedgrpo']:.2f}, is "
@@ -713,12 +734,30 @@ def findings_box() -> Markdown:
         f"FedGRPO's plateau rises by {d(3)} points, {src.iloc[3]['mean'] / -src.iloc[0]['mean']:.0%} of its gap to "
         f"Fedpetuning+GRPO; giving Fedpetuning+GRPO FedGRPO's reward shape (8·accuracy + format) changes it within "
         f"noise ([report §8]({REPORT})).",
-        "**Inferred, not measured: why the paper may see no gap.** Its released trainer (Liar-Mask/FedGRPO) starts "
-        "every client with `training_mode='gt'`, which, as we read the code, checks each answer against the "
-        "dataset's label on every client: finding 4's arm, not the owner-only protocol the paper describes. We did "
-        f"not run it ([report §4]({REPORT})).",
+        f"**Inferred: why the paper may see no gap.** Its released trainer (Liar-Mask/FedGRPO) has every client "
+        "check each answer against the dataset's label (`training_mode='gt'`, as we read the code) and draws the "
+        f"experts at random. That protocol, run here (the table's official-protocol row), plateaus at "
+        f"{level['fedgrpo_official']:.2f}, {official} points from Fedpetuning+GRPO: no gap, as in the paper. That "
+        f"its Table 1 came from this trainer is our inference ([report §4]({REPORT})).",
     ]
     return Markdown("> ### What the stored runs show\n>\n" + "\n".join(f"> {i}. {x}" for i, x in enumerate(items, 1)))
+
+
+#: the plateau table's arms, in its order: FedGRPO, its three control arms, the two baselines
+PLATEAU_ARMS = ("fedgrpo", "fedgrpo_random", "fedgrpo_allgt", "fedgrpo_official", "fedavg_grpo", "central_grpo")
+
+
+def plateau_table(plateau: pd.DataFrame) -> pd.DataFrame:
+    """The notebook's plateaus (pass@1 in points, ``[method, seed]``, over the last 5 rounds) as a table: the arms
+    of :data:`PLATEAU_ARMS` by name, one column per seed, their mean, and the mean minus FedGRPO's (on the same seeds,
+    the mean of the per-seed differences)."""
+    from experiments.fedgrpo_claims import METHOD_NAMES
+
+    t = plateau.loc[list(PLATEAU_ARMS)]
+    t.columns = [f"seed {c}" for c in t.columns]
+    t["mean"] = t.mean(axis=1)
+    t["mean − FedGRPO's"] = t["mean"] - t.loc["fedgrpo", "mean"]
+    return t.rename(index=METHOD_NAMES).rename_axis("arm").round(2)
 
 
 def _stored_traffic_ratios() -> tuple[float, float]:
@@ -732,33 +771,44 @@ def _stored_traffic_ratios() -> tuple[float, float]:
 
 
 # -- the exercises' answers and reasons ----------------------------------------------------------------------------
+def first_of_topic(run, topic: str) -> int:
+    """The index into D_s of its first question of ``topic`` (simulator truth: the server does not see topics)."""
+    return int(np.flatnonzero(np.asarray(run.truth.fact("queries").rows["topic"]) == topic)[0])
+
+
+def p_matrix(run, q: int, near) -> pd.DataFrame:
+    """Step 0b's replies p_kℓ (the server's cache) for the auxiliary questions ``near``: one row per client, one
+    column per auxiliary question (its text), named after D_s question ``q``."""
+    from fedrl_kit.fedgrpo.algorithm import server_state
+
+    aux = list(run.server.world.aux["prompt"])
+    df = pd.DataFrame(server_state(run.server).cache.as_matrix()[:, list(near)], index=list(run.runtime.client_ids),
+                      columns=[aux[int(j)] for j in near]).round(3)
+    return df.rename_axis(columns=f"p_kℓ; x_s = {list(run.server.world.queries['prompt'])[q]!r}")
+
+
 def exercise_experts(run, L: int, M: int, seed: int, topic: str = "mod") -> tuple[list[str], str]:
-    """The M experts of the first D_s question of ``topic`` (eqs. 5–6, ``trace_question``), most competent first, and
-    why: each one's share of data in the topic (simulator truth) and the question's r_k^p column."""
+    """The M experts of the first D_s question of ``topic`` at L neighbours (eqs. 5–6, ``trace_question``), most
+    competent first, and why: the question's r_k^p (each row's mean in the exercise's table) and each expert's share
+    of data in the topic (simulator truth)."""
     from fedrl_kit.fedgrpo.diagnostics import trace_question
 
-    q = int(np.flatnonzero(np.asarray(run.truth.fact("queries").rows["topic"]) == topic)[0])
+    q = first_of_topic(run, topic)
     tr = trace_question(run.server, q, L=L, M=M, seed=seed, truth=run.truth)
     cids = run.runtime.client_ids
     share = {c: sum(t == topic for t in p["topic"]) / len(p) for c, p in zip(cids, run.partitions)}
     experts = [cids[k] for k in tr["experts"]]
-    said = (f"question {q}, {tr['question']!r}, has experts {experts} (most competent first); their shares of data in "
-            f"`{topic}`: " + ", ".join(f"{c} {share[c]:.0%}" for c in experts) + ". ")
+    comp = ", ".join(f"{c} {v:.3f}" for c, v in zip(cids, tr["competence"]))
+    said = (f"r_k^p is each row's mean over the {L} columns (eq. 6): {comp}. The top {M}: {experts}. Their shares of "
+            f"data in `{topic}`: " + ", ".join(f"{c} {share[c]:.0%}" for c in experts) + ". ")
     outsiders = [c for c in experts if share[c] < 0.1]
     if outsiders:
         said += (f"{' and '.join(outsiders)} {'holds' if len(outsiders) == 1 else 'hold'} almost no `{topic}` data: "
-                 "eq. 6 ranks clients by measured skill on the neighbours, and a general skill that SFT on other "
-                 "arithmetic gave counts as much as owning the topic")
-    from fedrl_kit.fedgrpo.algorithm import server_state
-    from fedrl_kit.fedgrpo.expert_selection import topic_competence
-
-    topics, by_topic = topic_competence(server_state(run.server).cache.as_matrix(), list(run.server.world.aux["topic"]))
-    column = [cids[k] for k in np.argsort(-by_topic[:, list(topics).index(topic)], kind="stable")[:M]]
-    said += (f". The heatmap's `{topic}` column ranks the same top {M}" if column == experts else
-             f". The heatmap's `{topic}` column ranks {column} on top instead: it averages all of the topic's "
-             f"auxiliary questions, eq. 6 only the question's L = {L} nearest")
-    comp = ", ".join(f"{c} {v:.3f}" for c, v in zip(cids, tr["competence"]))
-    return experts, said + f". The question's r_k^p (eq. 6): {comp}"
+                 "eq. 6 ranks clients by measured skill on the neighbours, and skill that SFT on other arithmetic "
+                 "gave counts as much as holding the topic")
+    else:
+        said += "Both hold the topic: here measured skill and ownership agree"
+    return experts, said
 
 
 def exercise_format_learnt(tr: dict) -> tuple[str, str]:

@@ -28,15 +28,18 @@
 # answer against its label (1 or 0); the others give their model's probability of that answer. The scores become the
 # GRPO reward.
 #
-# **Our reading.** The paper's reward equations as printed cannot train (§2 shows why). What runs here is our reading
-# of its remarks: the experts' mean score plus a format bonus, standardised over the candidates as in GRPO.
+# **Our reading.** The paper's reward equations as printed cannot train; what runs here is our reading of its
+# remarks (§2 shows both).
 #
 # **The paper's claim** (Table 1; **pass@1**: the share of test problems one sampled answer solves): FedGRPO beats
 # **Fedpetuning+GRPO** (clients GRPO-train LoRA adapters on their own data; the server averages them each round) and
-# roughly matches **Central-GRPO** (GRPO on all the data pooled). We test it in the kit's simulated **embedded world**
-# (arithmetic in seven topics, a tiny policy); report [11_fedgrpo_report.ipynb](11_fedgrpo_report.ipynb) has the rest.
+# roughly matches **Central-GRPO** (GRPO on all the data pooled). We test it in this toolkit's (fedrl-kit's)
+# **embedded world**, a CPU-sized simulation: arithmetic questions in seven topics, and as policy a tiny transformer
+# (1.6 M parameters) pretrained on them. Report
+# [11_fedgrpo_report.ipynb](11_fedgrpo_report.ipynb) has the full reproduction.
 
 # %%
+import numpy as np
 from IPython.display import display
 
 from experiments import teaching_fedgrpo as teaching
@@ -60,13 +63,12 @@ teaching.round_diagram()
 # $$A_j=\frac{r_j-\operatorname{mean}_i r_i}{\operatorname{std}_i r_i+10^{-6}}$$
 #
 # (std over the $G$ values). A step then raises the log-probability of $\hat y_j$'s tokens in proportion to $A_j$,
-# with PPO's clipped probability ratio. The paper sets no clip or KL term; the kit clips to
-# $[1-\epsilon,1+\epsilon_{\text{high}}]$ with $\epsilon_{\text{high}}>\epsilon$ (the "clip-higher" of DAPO, a GRPO
-# variant) and uses no KL term. FedGRPO changes only **where $r_j$ comes from**.
+# with PPO's clipped probability ratio (the kit clips as DAPO does and adds no KL term). FedGRPO changes only **where
+# $r_j$ comes from**.
 #
-# **Eq. 5, neighbours.** A frozen encoder $\phi$ (the base model's mean hidden state) maps a question to a unit vector
-# $z$. A training question $x_s$'s neighbours are the $L$ auxiliary questions of highest cosine (the paper's
-# $\mathcal{G}$):
+# **Eq. 5, neighbours.** A frozen encoder $\phi$ (the mean hidden state of the server's base model) maps a question to
+# a unit vector $z$. A training question $x_s$'s neighbours are the $L$ auxiliary questions of highest cosine (the
+# paper's $\mathcal{G}$):
 #
 # $$\mathcal{N}(x_s)=\operatorname{Top-}L_{\ell}\,\langle z_s,z_{p,\ell}\rangle$$
 #
@@ -77,22 +79,35 @@ teaching.round_diagram()
 # $$r_k^p(x_s)=\frac{1}{L}\sum_{\ell\in\mathcal{N}(x_s)}p_{k\ell},\qquad
 # \mathcal{C}(x_s)=\operatorname{Top-}M_k\,r_k^p(x_s)$$
 #
-# **Scores.** Each training question has one **owner**, the client holding it, so at most one expert owns it. With
+# **Scores.** Each training question has one **owner**, the client whose data holds it with its label. The owner
+# knows (it finds $x_s$ in its data); the server does not, so the owner is an expert only when eq. 6 picks it. With
 # $a(\hat y_j)$ the candidate's answer (inside `<answer>…</answer>`, else its last number; none scores 0):
 #
 # $$r_k^s(\hat y_j)=\begin{cases}\mathbb{1}[a(\hat y_j)=y_s] & \text{the owner: answer-based evaluation (AE)}\\
 # \Pr[\theta_k\text{ writes }a(\hat y_j)\text{ after }x_s] & \text{other experts: model-based evaluation (ME)}
 # \end{cases}$$
 #
-# **Eqs. 7–9 as printed** average and standardise each candidate's scores **over the experts** $k$ ($\sigma_r$: their
-# std; $\eta$: the learning rate):
+# Both judge only the answer ($\theta_k$ was trained to write bare answers). ME's probability is a product over the
+# answer's tokens, so longer answers score lower; here all are short numbers.
+#
+# **Eqs. 7–9 as printed: group-relative aggregation.** The paper averages and standardises each candidate's scores
+# **over the experts** $k$ ($\sigma_r$: their std; $\eta$: the learning rate):
 #
 # $$\mu_r(\hat y_j)=\frac{1}{M}\sum_{k\in\mathcal{C}}r_k^s(\hat y_j),\qquad
 # R_k(\hat y_j)=\frac{r_k^s(\hat y_j)-\mu_r(\hat y_j)}{\sigma_r(\hat y_j)+10^{-6}},\qquad
 # \theta_g\leftarrow\theta_g+\eta\,R_k\nabla_{\theta_g}\log\pi_{\theta_g}(\hat y_j\mid x_s)$$
 #
-# But $\sum_k R_k(\hat y_j)=0$ for every candidate: $R_k$ says which expert scored higher, not whether $\hat y_j$ is
-# right, and summed over the experts the update vanishes.
+# A right candidate, scored 1 by its owner and 0.93 by an ME expert:
+
+# %%
+r_s = np.array([1.0, 0.93])                    # r_k^s of one candidate: the owner's (AE), then the ME expert's
+R = (r_s - r_s.mean()) / (r_s.std() + 1e-6)    # eq. 8: standardised over the M = 2 experts
+print(f"μ_r = {r_s.mean():.3f}, R_k = {np.round(R, 3)}, Σ_k R_k = {abs(R.sum()):.0f}")
+
+# %% [markdown]
+# Any two different scores standardise to +1 and −1. Eq. 9 pushes this right answer up through the owner's term and
+# down, as hard, through the ME expert's: $R_k$ ranks the experts, not the candidates, and $\sum_k R_k(\hat y_j)=0$
+# for every candidate, so summed over the experts the update vanishes.
 #
 # **What we train.** The paper's Remark 2 calls the group "the ensemble of candidate policies in GRPO", so we
 # standardise **over the candidates** $j$. Its Remark 1 adds a format reward $f_j$ (1 for exactly
@@ -129,7 +144,8 @@ teaching.round_diagram()
 
 # %% [markdown]
 # ## 4. One question, step by step
-# The parameters (papermill can set them), then the setup: it splits $\mathcal{D}_s$ and trains every $\theta_k$.
+# The parameters (papermill, a command-line notebook runner, sets them: `-p name value`), then the setup: it splits
+# $\mathcal{D}_s$ among the clients and trains every $\theta_k$.
 
 # %% tags=["parameters"]
 num_clients = 8        # K clients (the paper: 4 to 20)
@@ -139,11 +155,9 @@ M = 2                  # experts per question, eq. 6 (the paper: 2)
 seed = 0
 question = 0           # the question of D_s this section follows
 preset_name = "quick"  # the run's size: quick | smoke | full | full-smoke
-run_root = ""          # where runs go ("": the default)
-figures_dir = ""       # where figures go ("": the default)
+run_root = figures_dir = ""  # output folders ("": the defaults)
 
 # %%
-import numpy as np
 import pandas as pd
 
 from fedrl_kit import notebook
@@ -166,15 +180,8 @@ print(f"x_s = {tr['question']!r}, topic {tr['topic']} (label {tr['answer']}: the
 pd.DataFrame(tr["neighbours"]).round(3).head(4)
 
 # %% [markdown]
-# **Eq. 6**: each client's competence $r_k^p$, and the experts. `topic share` (the client's share of data in the
-# question's topic) is simulator truth, for you only.
-
-# %%
-display(teaching.competence_table(tr, tour))
-teaching.non_holder_note(tr, tour, lab.policy)
-
-# %% [markdown]
-# Eqs. 5–6 by hand, from the server's cached unit vectors and step 0b's replies:
+# **Eqs. 5–6 in code**, from the server's cached unit vectors and step 0b's replies $p_{k\ell}$. `topic share` (the
+# client's share of data in the question's topic) is simulator truth, for you only.
 
 # %%
 st = server_state(tour.server)
@@ -182,15 +189,15 @@ cosine = st.aux_emb @ st.query_emb[question]                  # ⟨z_s, z_p,ℓ�
 neighbours = np.argsort(-cosine, kind="stable")[:L]           # eq. 5: the L nearest
 r_p = st.cache.as_matrix()[:, neighbours].mean(axis=1)        # eq. 6: each client's mean p_kℓ over them
 experts = np.argsort(-r_p, kind="stable")[:M]                 # Top-M
-print(f"experts by hand: {experts.tolist()}, trace: {tr['experts']}; "
-      f"r_k^p {'identical' if np.allclose(r_p, tr['competence']) else 'DIFFERENT'}")
+display(teaching.competence_table(tr, tour, r_p, experts))    # + topic share; checks r_p against the trace's
+teaching.non_holder_note(tr, tour, lab.policy)
 
 # %% [markdown]
 # ### The confidence graph
 # The paper names a **confidence graph** of client expertise without defining it. We draw one per topic: a client's
-# mean $p_{k\ell}$ over the topic's auxiliary questions, minus the base model's. Selection ignores topics: eq. 6
-# averages over the question's own neighbours, so its experts (boxed) need not top the dotted column. The printed line
-# applies eqs. 5–6 to all of $\mathcal{D}_s$, against random choice. Sliders: the question, $L$, $M$.
+# mean $p_{k\ell}$ over the topic's auxiliary questions, minus the base model's (so an easy topic does not look like
+# expertise). Eq. 6 ignores topics: it averages over the question's own neighbours, so its experts (boxed) need not top
+# the dotted column.
 
 # %%
 show_graph, sliders = teaching.selection_knobs(tour, lab.policy, question, L, M, figures)
@@ -199,25 +206,30 @@ notebook.knobs(show_graph, **sliders)
 
 # %% [markdown]
 # ### From scores to advantages
-# One row per candidate; the columns follow §2's chain: each expert's score $r_k^s$, their mean $\mu_r$,
-# $\tilde r_j = 8\mu_r + f_j$, and $A_j$ ($\tilde r_j$ standardised over the rows). `correct` is simulator truth.
-# First, the next question whose owner is an expert and whose candidates are partly right:
+# One row per candidate: each expert's score $r_k^s$, then §2's chain, computed in `chain`. `correct` is simulator
+# truth. First, the next question whose owner is an expert and whose candidates are partly right:
 
 # %%
+def chain(tr):                                                # §2 for one traced question; tr["scores"]: [M, G]
+    mu = tr["scores"].mean(axis=0)                            # eq. 7: μ_r(ŷ_j), the experts' mean score
+    r_tilde = 8 * mu + tr["format"]                           # r̃_j = 8·μ_r + f_j
+    A = (r_tilde - r_tilde.mean()) / (r_tilde.std() + 1e-6)   # A_j: standardised over the G candidates
+    return teaching.candidate_table(tr, tour, mu, r_tilde, A)  # checks A against the package's server step
+
+
 tr2 = teaching.find_ae_case(tour, question, L, M, seed)
-display(teaching.candidate_table(tr2, tour))
+display(chain(tr2))
 teaching.ae_case_note(tr2, tour)
 
 # %% [markdown]
 # Then the question traced above, where no candidate is right:
 
 # %%
-display(teaching.candidate_table(tr, tour))
+display(chain(tr))
 teaching.top_advantage_note(tr)
 
 # %% [markdown]
-# **By hand**: one ME score (the answer's token log-probabilities under $\theta_k$, summed, then exponentiated), and
-# the $A_j$ column from the scores:
+# **One ME score by hand**: the answer's token log-probabilities under $\theta_k$, summed, then exponentiated:
 
 # %%
 row = tr["pathways"].index("ME")                              # the ME expert of this question
@@ -225,10 +237,6 @@ k, j = tr["experts"][row], next(i for i, c in enumerate(tr["candidates"]) if ext
 answer_j = normalise_answer(extract_answer(tr["candidates"][j]))
 log_p = sequence_logprob(lab.policy, f"eval_{tour.runtime.client_ids[k]}", [tr["question"]], [answer_j])
 print(f"ME score of candidate {j} ({answer_j!r}): by hand {np.exp(log_p[0]):.4g}, trace {tr['scores'][row][j]:.4g}")
-r_tilde = 8 * tr["scores"].mean(axis=0) + tr["format"]       # r̃_j = 8·μ_r(ŷ_j) + f_j, one per candidate
-A = (r_tilde - r_tilde.mean()) / (r_tilde.std() + 1e-6)       # standardised over the G candidates
-same = np.allclose(A, tr["advantages"]["paper"])
-print(f"A_j by hand: {np.round(A, 3)}; the package's: {'the same' if same else 'DIFFERENT'}")
 
 # %% [markdown]
 # ### What the server learns about the clients
@@ -240,26 +248,22 @@ display(teaching.server_scores(tr2, tour), teaching.privacy_note({tr2["index"]: 
 
 # %% [markdown]
 # ## 5. Run it: FedGRPO beside Fedpetuning+GRPO
-# Same base model, questions and budget. A few rounds cannot show accuracy (§6 does), but they show the reward at
-# work. **Format rate**: the share of test answers in the expected format.
+# Same base model, questions and budget. The quick preset trains only a few server steps (§4's setup line): enough to
+# see the reward at work, too few to move accuracy (§6 does). **Format rate**: the share of test answers in the
+# expected format.
 
 # %%
 runs, records = teaching.run_both(lab)  # trains both
 display(teaching.quick_run_note(teaching.quick_run_table(runs, records), cfg))
 teaching.quick_run_figure(records, figures)
 
-# %% [markdown]
-# **Traffic** (the paper's Figure 2), in bytes, up and down together:
-
 # %%
-other = runs["Fedpetuning+GRPO"]
-display(teaching.traffic_table(tour, other), teaching.traffic_note(tour, other, M))
+teaching.traffic_note(tour, runs["Fedpetuning+GRPO"], M)
 
 # %% [markdown]
-# **What separates candidates.** For a question with right and wrong candidates, the experts' **edge** is
-# $8(\bar\mu_r^{\text{right}} - \bar\mu_r^{\text{wrong}})$: the mean $\mu_r$ of its right candidates minus that of its
-# wrong ones, times 8. The table averages it over each round's questions that have both; the format's edge is its
-# weight, 1.
+# **What separates candidates.** On a question with right and wrong candidates, the experts' **edge**
+# $8(\bar\mu_r^{\text{right}} - \bar\mu_r^{\text{wrong}})$ (bars: means over those candidates) is what being right
+# adds to $\tilde r_j$; the format's edge is its weight, 1. Averaged over each round's questions with both:
 
 # %%
 terms = teaching.reward_terms(records, cfg)
@@ -267,28 +271,40 @@ display(terms, teaching.reward_terms_note(terms))
 
 # %% [markdown]
 # ## 6. What the stored runs show
-# Longer runs, stored in `benchmarks/results`, with two arms of ours that each change one thing in FedGRPO: **random
-# experts** (no eq. 6) and **every client holds every label** (every score AE).
+# Longer runs, stored in `benchmarks/results`, with three arms of ours: **random experts** (no eq. 6), **every client
+# holds every label** (every score AE), and the **official protocol** of the paper's released code (random experts,
+# every label held).
 
 # %%
 display(teaching.stored_settings())
 teaching.stored_figure(figures)
 
+# %% [markdown]
+# The plateaus, from the stored curves: does competence beat random experts?
+
 # %%
-display(teaching.stored_caption(), teaching.findings_box())
+curves = teaching.stored_traces()                             # pass@1 per arm, seed and round
+last5 = curves[curves["round"] > curves["round"].max() - 5]
+plateau = 100 * last5.pivot_table("pass_at_1", "method", "seed")  # mean over the last 5 rounds, in points
+display(teaching.plateau_table(plateau), teaching.stored_caption(), teaching.findings_box())
 
 # %% [markdown]
 # ## 7. Exercises: predict, then run
 # ### Exercise 1
 #
-# Which $M = 2$ clients will be the experts of the first `mod` question of $\mathcal{D}_s$, most competent first?
-# Read the heatmap's `mod` column. Then, from the topic table: why is the second one chosen?
+# Eq. 6 with a pencil. Below, step 0b's replies $p_{k\ell}$ for the first `mod` question's $L = 4$ nearest
+# auxiliary questions. Which $M = 2$ clients become its experts, most competent first? Do both hold `mod` data (§4's
+# topic counts)?
+
+# %%
+q1 = teaching.first_of_topic(tour, "mod")                                 # the first `mod` question of D_s
+teaching.p_matrix(tour, q1, np.argsort(-(st.aux_emb @ st.query_emb[q1]), kind="stable")[:4])  # eq. 5, L = 4
 
 # %%
 prediction_1 = None  # two names, e.g. ["client_0", "client_1"]
 
 # %%
-answer_1, why_1 = teaching.exercise_experts(tour, L, M, seed)
+answer_1, why_1 = teaching.exercise_experts(tour, 4, M, seed)
 notebook.check(prediction_1, answer_1, why_1) if prediction_1 is not None else notebook.reveal(answer_1, why_1)
 
 # %% [markdown]

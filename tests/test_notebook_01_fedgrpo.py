@@ -141,7 +141,7 @@ def test_the_teaching_round_diagram_names_roles_and_asks_competence_once():
 
     svg = teaching.round_diagram().svg
     names = re.findall(r'bold">([^<]*)<', svg)
-    assert names == ["server", "an expert that owns x_s (AE)", "K − 2 clients not chosen  (steps 0a–0b only)",
+    assert names == ["server", "an expert that owns x_s (AE)", "K − M clients not chosen  (steps 0a–0b only)",
                      "an expert that does not (ME)"]
     assert "0a all of D_p (questions + labels), once, before round 1" in svg and "L auxiliary questions" not in svg
     assert "↑ 0b Pr[θ_k answers each one right]" in svg and "↑ 0 " not in svg  # one number per arrow
@@ -155,7 +155,9 @@ def test_the_findings_box_has_at_most_five_findings_each_linking_the_report():
     assert 3 <= len(items) <= 5 and all(f"]({teaching.REPORT})" in i for i in items)
     f = fedgrpo_findings()
     assert f"{-f.iloc[0]['difference']:.2f} ± {f.iloc[0]['±95% t']:.2f} points below" in items[0]
-    assert items[0].startswith("**Negative") and "Inferred, not measured" in items[-1]
+    assert items[0].startswith("**Negative") and items[-1].startswith("**Inferred")
+    official = teaching.plateau_table(100 * _last5(teaching.stored_traces())).loc["FedGRPO, official protocol"]
+    assert f"plateaus at {official['mean']:.2f}" in items[-1]  # the official-protocol row of the notebook's table
 
 
 def test_the_findings_box_compares_every_arm_over_the_same_rounds():
@@ -220,7 +222,30 @@ def test_the_candidate_table_reads_the_advantage_from_its_reward_column():
     assert t["r̃_j"].tolist() == pytest.approx(r.round(3).tolist())
     assert t["A_j"].tolist() == pytest.approx(((r - r.mean()) / (r.std() + 1e-6)).round(3).tolist(), abs=1e-3)
     line = teaching.eq9_line(tr)  # the last row: both experts score 0, so eq. 9 gives 0 there
-    assert "each row's R_k sum to 0" in line and "|R_k| = 1.00–1.00 on the 3 of 4 rows the experts split" in line
+    assert "each row's R_k sum to 0" in line and "on each of the 3 rows (of 4) where the two scores differ" in line
+    assert "here |R_k| = 1.00–1.00" in line
+    mu = tr["scores"].mean(axis=0)  # the notebook's chain, given: the same table, checked against the package
+    given = teaching.candidate_table(tr, _run(), mu, 8 * mu + tr["format"], tr["advantages"]["paper"])
+    assert given.equals(t)
+    with pytest.raises(ValueError, match="differs from the package"):
+        teaching.candidate_table(tr, _run(), mu, 8 * mu, -tr["advantages"]["paper"])
+
+
+def _last5(curves):
+    return curves[curves["round"] > curves["round"].max() - 5].pivot_table("pass_at_1", "method", "seed")
+
+
+def test_the_plateau_table_is_each_arms_mean_of_its_last_five_rounds_beside_fedgrpos():
+    from experiments import teaching_fedgrpo as teaching
+
+    t, f = teaching.plateau_table(100 * _last5(teaching.stored_traces())), fedgrpo_findings()
+    assert list(t.index) == ["FedGRPO", "FedGRPO, random experts", "FedGRPO, every client holds every label",
+                             "FedGRPO, official protocol", "Fedpetuning+GRPO", "Central-GRPO"]
+    assert list(t.columns) == ["seed 0", "seed 1", "seed 2", "mean", "mean − FedGRPO's"]
+    diff = t["mean − FedGRPO's"]  # on the same seeds: the findings' paired differences
+    assert diff["Fedpetuning+GRPO"] == pytest.approx(-f.iloc[0]["difference"], abs=0.01)
+    assert diff["FedGRPO, random experts"] == pytest.approx(-f.iloc[2]["difference"], abs=0.01)
+    assert diff["FedGRPO, every client holds every label"] == pytest.approx(f.iloc[3]["difference"], abs=0.01)
 
 
 def test_with_the_format_learnt_the_experts_scores_pick_the_top_answer():
@@ -256,7 +281,7 @@ def test_agreement_scores_hide_the_owner_as_the_stored_measurement_says():
     assert f"{others} of {others} other experts' rows" in why and "me_score" in why
 
 
-def test_the_traffic_table_splits_fedgrpos_bytes_by_message_and_leaves_out_the_step_through():
+def test_the_traffic_note_counts_fedgrpos_bytes_without_the_step_through():
     from types import SimpleNamespace
 
     from experiments import teaching_fedgrpo as teaching
@@ -271,10 +296,10 @@ def test_the_traffic_table_splits_fedgrpos_bytes_by_message_and_leaves_out_the_s
               rec("properties_result", "up", 5)]
     run = SimpleNamespace(config=cfg, runtime=SimpleNamespace(ledger=SimpleNamespace(records=ledger)))
     other = SimpleNamespace(runtime=SimpleNamespace(ledger=SimpleNamespace(total_bytes=lambda: 10 * 600)))
-    t = teaching.traffic_table(run, other)
-    assert t["bytes"].tolist() == ["100", "40", "300", f"{scores + 6}", "5", f"{100 + 40 + 300 + scores + 6 + 5:,}",
-                                   "6,000"]  # the round-0 score messages (the step-through's) are not training
-    assert "1·1·2·2·2 numbers of 8 bytes" in teaching.traffic_note(run, other, 2).data
+    note = teaching.traffic_note(run, other, 2).data
+    total = 100 + 40 + 300 + scores + 6 + 5  # the round-0 score messages (the step-through's) are not training
+    assert f"FedGRPO moved {total:,} bytes, Fedpetuning+GRPO 6,000 ({6000 / total:,.0f}× as much)" in note
+    assert "1·1·2·2·2 numbers of 8 bytes" in note and f"text sent to the experts is {300 / total:.0%}" in note
     ledger[5] = rec("score_result", "up", scores + 7)  # not what T·τ·Q·M·G says
     with pytest.raises(ValueError, match="T·τ·Q·M·G"):
         teaching.traffic_note(run, other, 2)
@@ -309,7 +334,23 @@ def test_the_confidence_heatmap_boxes_the_experts_in_the_questions_topic_column(
     t = topics.index(run.truth.fact("queries").rows[0]["topic"])
     boxed = [(s.x0 + 0.5, s.y0 + 0.5) for s in fig.layout.shapes if s.line.dash != "dot"]
     assert boxed == [(t, 1), (t, 0)] and "client_1, client_0" in fig.layout.title.text
-    from fedrl_kit.fedgrpo.diagnostics import server_view
+    from fedrl_kit.fedgrpo.algorithm import server_state
+    from fedrl_kit.fedgrpo.diagnostics import server_view, trace_question
+
+    # exercise 1: its table is step 0b's cache at the question's L nearest, and its answer the top M row means
+    tr = trace_question(run.server, 0, L=3, M=2, seed=0, truth=run.truth)  # (it caches the questions' embeddings)
+    st, topic = server_state(run.server), run.truth.fact("queries").rows[0]["topic"]
+    q = teaching.first_of_topic(run, topic)
+    near = np.argsort(-(st.aux_emb @ st.query_emb[q]), kind="stable")[:3]
+    m = teaching.p_matrix(run, q, near)
+    np.testing.assert_allclose(m.to_numpy(), st.cache.as_matrix()[:, near].round(3))
+    experts, why = teaching.exercise_experts(run, 3, 2, 0, topic)
+    means = st.cache.as_matrix()[:, near].mean(axis=1)
+    assert experts == [run.runtime.client_ids[k] for k in np.argsort(-means, kind="stable")[:2]]
+    assert "each row's mean over the 3 columns" in why
+    with pytest.raises(ValueError, match="eq. 6 computed here differs"):
+        teaching.competence_table(tr, run, np.asarray(tr["competence"]) + 0.1, tr["experts"])
+    assert list(teaching.competence_table(tr, run)["r_k^p"]) == list(np.round(tr["competence"], 3))
 
     right = server_view(run.server, run.truth)["guessed right"]
     assert f"right for {int(right.sum())} of {len(right)} clients" in teaching.competence_note(run).data
