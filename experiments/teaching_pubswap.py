@@ -208,11 +208,54 @@ def live_round_note(drift: pd.DataFrame, end: pd.DataFrame, results=F.RESULTS) -
             + (", the first public step. " if first_public == last_same else ". ") if last_same >= 1 else "")
     agree = ("Every arm with public steps ends pointing more alike than FedAvg-GRPO "
              if below_here else "Not every arm with public steps ends below FedAvg-GRPO ")
+    order_here = [a for a in ratio[public].sort_values().index]
+    order_stored = [a for a in stored[public].sort_values().index]
+    s = F.pubswap_setting(results)
+    stored_text = (f"In the stored runs (τ = {s['tau']}, §5) every arm with public steps is"
+                   f"{'' if below_stored else ' not'} below FedAvg-GRPO"
+                   f"{' too' if below_stored == below_here else ''} ({listed(stored)})"
+                   + ("" if order_here == order_stored else ", though the public arms come in another order"))
     return Markdown(
-        f"**What this round shows.** {part}{agree}(δ_pair / u: {listed(ratio)}; √2 ≈ {np.sqrt(2):.2f}: unrelated); "
-        f"the stored runs {'agree' if below_stored == below_here else 'disagree'} ({listed(stored)}). Here u hardly "
+        f"**What this round shows.** {part}{agree}(δ_pair / u: {listed(ratio)}; √2 ≈ {np.sqrt(2):.2f}: unrelated). "
+        f"{stored_text}. Here u hardly "
         f"differs between the arms ({here['u'].min():.2f} to {here['u'].max():.2f}). Which arm drifts least is not "
         "read from one round of one seed: §5 ranks the arms over stored runs.")
+
+
+def stored_grid(results=F.RESULTS) -> pd.DataFrame:
+    """The two stored grids in one table, so that §5–6 need not repeat it: per grid its τ's, its length (local steps
+    per client, τ × rounds, the same for every τ of a grid), the τ's that ran the no-swap control, the seeds per arm,
+    and where the notebook uses it."""
+    import json
+    from pathlib import Path
+
+    used = {"pubswap_paper_quick.json": "the split table (τ = {control})",
+            "pubswap_paper_quick_large_tau.json": "the figure, exercise 5 and the findings (τ = {top}); the split "
+                                                  "table (τ = {control}); the accuracy claims (every τ)"}
+    out = {}
+    for name in F.PUBSWAP_RESULTS:
+        rows = pd.DataFrame(json.loads((Path(results) / name).read_text()))
+        rows = rows[rows.table.isin(["table1", "control"]) & rows.method.isin(list(ARMS))]
+        steps = sorted(set(rows.tau * rows.rounds))
+        seeds = rows.groupby(["tau", "method"]).seed.nunique()
+        top = int(rows.tau.max())
+        many = seeds[seeds > seeds.min()]
+        control = ", ".join(map(str, sorted(rows[rows.method == "pubswap_noswap"].tau.unique())))
+        more = "".join(f" ({n} for {' and '.join(ARMS[m] for m in d.index.get_level_values('method'))} at τ = {t})"
+                       for (t, n), d in many.groupby([many.index.get_level_values("tau"), many]))
+        out[f"{steps[0]} local steps"] = {
+            "τ": ", ".join(map(str, sorted(rows.tau.unique()))),
+            "local steps per client (τ × rounds)": " or ".join(map(str, steps)),
+            "no-swap control at τ": control,
+            "seeds per arm": f"{seeds.min()}{more}",
+            "used for": used[name].format(top=top, control=control)}
+    return pd.DataFrame(out).T.rename_axis("stored grid")
+
+
+def stored_means(results=F.RESULTS) -> pd.DataFrame:
+    """Exercise 5's data: per arm at the stored τ, the seeds, the final δ_pair and δ_pair / u (means over seeds), the
+    two panels of the stored figure as numbers, without the update size u the exercise asks about."""
+    return update_sizes(results).drop(columns="update size u")
 
 
 def _grid(results=F.RESULTS) -> pd.DataFrame:
@@ -629,21 +672,19 @@ def drift_findings() -> Markdown:
     """The three drift findings from the stored grid's largest τ in short plain sentences, linking the report: Balanced
     lowers drift; the part that is firm seed by seed is the swap (the control takes the same public and private steps
     as Balanced, so fewer private steps cannot explain that part); Random does not lower drift, though its clients point
-    more alike (the update size u, which explains it, is left to the notebook's exercise 5). Every difference is the first arm minus the second, paired by seed, with the half-width
+    more alike (its larger update size u, exercise 5's answer, explains it). Every difference is the first arm minus the second, paired by seed, with the half-width
     of its 95 % t-interval over the seeds both arms ran."""
     f, r = F.pubswap_teaching_tables()
     s = F.pubswap_setting()
     u = update_sizes()
     base = u.loc["FedAvg-GRPO", "final δ_pair"]
-    three = control_seeds_gain()
     lines = [
         f"1. **Balanced lowers drift.** Balanced − FedAvg-GRPO: {_plain(f.loc['F1'])}, "
-        f"{abs(f.loc['F1', 'difference']) / base:.0%} of FedAvg-GRPO's {base:.2f}.",
+        f"{abs(f.loc['F1', 'difference']) / base:.0%} of FedAvg-GRPO's {base:.2f}, with steps as long "
+        f"(u {u.loc['PubSwap Balanced', 'update size u']:.2f} against {u.loc['FedAvg-GRPO', 'update size u']:.2f}).",
         f"2. **At τ = {s['tau']} the firm part (interval excludes 0) is the swap.** Balanced − no-swap control: "
         f"{_plain(f.loc['F2'])}. The control takes the same public and private steps as Balanced, so this part is "
-        f"not from fewer private steps. The shared prompts alone, control − FedAvg-GRPO: {_plain(f.loc['F3'])}. "
-        f"(These two pair the control's {int(f.loc['F2', 'seeds'])} seeds, where Balanced − FedAvg-GRPO is "
-        f"{three:+.2f}, their sum up to rounding; finding 1 pairs {int(f.loc['F1', 'seeds'])} seeds.)",
+        f"not from fewer private steps. The shared prompts alone, control − FedAvg-GRPO: {_plain(f.loc['F3'])}.",
         f"3. **Random does not lower drift.** Random − FedAvg-GRPO: {_plain(r.loc['R2'])}. Its clients point "
         f"more alike (δ_pair / u {u.loc['PubSwap Random', 'δ_pair / u']:.2f} against "
         f"{u.loc['FedAvg-GRPO', 'δ_pair / u']:.2f}) but move further (u {u.loc['PubSwap Random', 'update size u']:.2f} "
@@ -817,7 +858,7 @@ def remember_note(results=F.RESULTS) -> Markdown:
 
 
 def exercise_top_up(K: int = 8, c: tuple[int, ...] = (0, 0, 0, 8), seed: int = 0) -> tuple[tuple[int, ...], str]:
-    """Exercise 5: on a prompt where client n has ``c[n]`` right answers of K, how many answers M_n does Balanced
+    """Exercise 6: on a prompt where client n has ``c[n]`` right answers of K, how many answers M_n does Balanced
     swap into each client's group (``swap.balanced_swap`` on a made-up pool), and what that does to the gradients and
     to where the clients are pulled."""
     import numpy as np

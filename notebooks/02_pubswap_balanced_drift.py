@@ -19,17 +19,15 @@
 # *Nayak, Askin, Ustaomeroglu, Joe-Wong, Joshi (Carnegie Mellon University): PubSwap.*
 #
 # **The problem.** In FedAvg-GRPO each of $N$ clients takes $\tau$ **local steps** (GRPO steps on its own prompts),
-# then the server averages the clients' LoRA adapters. The clients hold different data, so over many local steps
-# their adapters **drift** apart, and the average fits none of them well.
+# then the server averages their LoRA adapters. With different data, over many steps the adapters **drift** apart,
+# and the average fits none of them well.
 #
-# **The idea.** PubSwap makes some local steps **public**: all clients answer the same public prompts, and the server
-# **swaps** answers between them before they train. Clients trained on the same prompts and answers should pull the
-# same way.
+# **The idea.** In some **public** steps all clients answer the same public prompts, and the server **swaps**
+# answers between them before they train: same prompts and answers, same pull.
 #
-# **The paper's claims.** (1) Public steps with Balanced swaps limit drift (its appendix bounds the drift, §4; we
-# will see the bound does not favour swapping over no swap). (2) Balanced beats FedAvg-GRPO in accuracy for most τ.
-# (3) At small τ the simpler Random swap beats Balanced. We learn the method (§1–3), then test the claims on stored
-# runs (§5–6).
+# **The paper's claims.** (1) Public steps with Balanced swaps limit drift. (2) Balanced beats FedAvg-GRPO in
+# accuracy for most τ. (3) At small τ the simpler Random swap beats Balanced. We learn the method (§1–4), then test
+# the claims on stored runs (§5–6).
 
 # %% [markdown]
 # ## Parameters
@@ -70,9 +68,18 @@ world, policy = probe_run.world, probe_run.policy
 
 # %% [markdown]
 # ## 1. One PubSwap round
-# Every $\tau_{\text{swap}}$-th local step is public. At the round's end the server averages the two LoRA factors
-# $A$ and $B$ separately (**FedIT**). FedAvg-GRPO runs the same round with private steps only; each method compared
-# is an **arm**.
+# | symbol | meaning |
+# |---|---|
+# | $N$; $\tau$; $\tau_{\text{swap}}$; $b$ | clients; local steps per round; every $\tau_{\text{swap}}$-th step is public; prompts per step |
+# | $x$; $y_k$, $K$ | a prompt; its $k$-th answer, of $K$ per prompt |
+# | $r_k$; $\hat a_k$ | reward (1 if the answer equals the gold, else 0); advantage |
+# | $\pi_\theta$; $\pi_{\text{old}}$; $\mu$ | policy; the policy that sampled the answers; optimiser updates one GRPO step makes on them |
+# | $\rho_{k,t}$; $\varepsilon$, $\varepsilon_{\text{high}}$ | $\pi_\theta/\pi_{\text{old}}$ on token $t$; clip range below and above 1 |
+# | $c_n(x)$; $D_n(x)$ | right answers of client $n$ on $x$; of the other clients together |
+# | $M_n(x)$; $\alpha_n(x)$ | answers swapped into $n$'s group; the share of $n$'s group that is other clients' answers |
+#
+# At the round's end the server averages the two LoRA factors $A$ and $B$ separately (**FedIT**). FedAvg-GRPO runs
+# the same round with private steps only; each method compared is an **arm**.
 
 # %%
 diagrams.round_diagram("pubswap")
@@ -101,15 +108,6 @@ diagrams.step_timeline(T, cfg.pubswap.period)
 
 # %% [markdown]
 # ## 2. GRPO, and why swap answers
-# | symbol | meaning |
-# |---|---|
-# | $x$; $y_k$, $K$ | a prompt; its $k$-th answer, of $K$ per prompt |
-# | $r_k$; $\hat a_k$ | reward (1 if the answer equals the gold, else 0); advantage |
-# | $\pi_\theta$; $\pi_{\text{old}}$; $\rho_{k,t}$ | policy; the policy that sampled the answers; their probability ratio on token $t$ |
-# | $\varepsilon$, $\varepsilon_{\text{high}}$ | clip range below and above 1 |
-# | $c_n(x)$; $D_n(x)$ | right answers of client $n$ on $x$; of the other clients together |
-# | $M_n(x)$; $\alpha_n(x)$ | answers swapped into $n$'s group; the share of $n$'s group that is other clients' answers |
-#
 # **A GRPO step** (`grpo.group_advantages`, `grpo.grpo_loss`) scores each answer against its group, then raises the
 # probability of the better ones, clipped:
 #
@@ -122,14 +120,14 @@ diagrams.step_timeline(T, cfg.pubswap.period)
 # token weighs the same.
 #
 # **Why swap.** If a group's answers are all wrong (or all right), every $\hat a_k$ is 0: the prompt gives no
-# gradient. Swapping in other clients' right answers restores the spread, and since every client gets right answers
-# from the same pool, the recovered gradients pull the clients the same way (§4–5):
+# gradient. Swapping in other clients' right answers restores the spread; even one changes every advantage:
 
 # %%
 K_run = cfg.num_generations
 M_demo = K_run // 2
 groups = {"all wrong (own answers)": [0.0] * K_run,
-          f"after Balanced swaps in M = {M_demo} right answers": [1.0] * M_demo + [0.0] * (K_run - M_demo)}
+          "one right answer swapped in (M = 1)": [1.0] + [0.0] * (K_run - 1),
+          f"Balanced swaps in M = {M_demo} right answers": [1.0] * M_demo + [0.0] * (K_run - M_demo)}
 print(teach.advantage_by_hand(K_run, M_demo))
 pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) for name, r in groups.items()},
              index=[f"answer {k + 1}" for k in range(K_run)]).T.assign(
@@ -146,9 +144,9 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # but keeps each client's own answers, so Balanced − control isolates the swap.
 #
 # ## 3. One swap, step by step
-# We train one Balanced round at the live τ. A run logs only how much it swapped, not the answers, so each client
-# answers the round's last public prompts again with the adapter it ended on: real answers of a trained client, not
-# the exact ones it trained on. Right answers $c_n(x)$ per public prompt:
+# We train one Balanced round at the live τ, then each client answers the round's last public prompts again with
+# its final adapter (a run logs how much it swapped, not the answers). Answers come bare (`102`) or tagged
+# (`<think>…</think><answer>102</answer>`); the reward reads either. Right answers $c_n(x)$ per public prompt:
 
 # %%
 def one_round(m, tau):  # one round of arm m from the shared start, δ_pair recorded after every local step
@@ -220,7 +218,7 @@ notebook.check_explained(prediction_1, answer_1, why_1)
 # %% [markdown]
 # ### Exercise 2
 # Under Random, what share $\alpha_n$ of a client's group is, on average over draws, other clients' answers (two
-# decimals)? What range can $\alpha_n$ take? One draw:
+# decimals)? One draw:
 
 # %%
 teach.random_alpha_line(gen, swaps, example)
@@ -278,21 +276,25 @@ teach.drift_demo()
 # %% [markdown]
 # So $\delta_{\text{pair}}/u$ says how alike the directions are: 0 identical, $\sqrt2$ unrelated, 2 opposite.
 #
-# **The paper's argument** (its appendix A). Take two clients at distance $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$
-# after local step $j$. Let $g_n(\theta)$ be client $n$'s *expected* gradient (over its prompts and sampled answers),
-# $L$ its smoothness, $\eta$ the learning rate. Two expectations pull clients apart:
+# **The paper's argument** (its appendix A). Two clients are $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$ apart after
+# local step $j$; $g_n(\theta)$ is $n$'s *expected* gradient (over prompts and sampled answers), $L$ its smoothness,
+# $\eta$ the learning rate. Two terms pull clients apart:
 # - $\zeta\ge\lVert g_n(\theta)-g_{n'}(\theta)\rVert$ on private prompts: different data, different pull;
 # - the **swap distortion** $\omega_n=\lVert\mathbb E[g_n^{\text{swapped}}(\theta)]-\mathbb E[g_n^{\text{own}}(\theta)]\rVert$
 #   on public prompts: how far training on the swapped group moves $n$'s expected gradient from training on its
 #   own answers. The paper bounds it by the replacements: $\omega_n\le\frac1b\sum_x M_n(x)\,\beta_n(x)$, $\beta_n(x)$
-#   the most one replaced answer moves the gradient. Balanced replaces at most $K/2$ ($\alpha_n\le\tfrac12$);
-#   Random about ¾ (exercise 2).
+#   the largest change one replaced answer makes to $n$'s gradient on $x$ (large: §2's table, row $M=1$, shows one
+#   swap changing all $K$ advantages). Balanced replaces at most $K/2$; Random about ¾ (exercise 2).
 #
-# On public prompts both clients share one loss, so $\zeta$ drops out. A step widens $\Delta$ by at most $\eta$ times
-# the gradients' gap, of which $L\Delta_j$ comes from standing at different points:
+# A step is $\theta\leftarrow\theta-\eta g$. Subtract the two clients' steps, add and subtract $g_n(\theta_{n'})$,
+# take norms:
 #
-# $$\Delta_{j+1}\le(1+\eta L)\,\Delta_j+\eta\,c_{j+1},\qquad
+# $$\Delta_{j+1}\le\Delta_j+\eta\underbrace{\lVert g_n(\theta_n)-g_n(\theta_{n'})\rVert}_{\le L\Delta_j}
+# +\eta\underbrace{\lVert g_n(\theta_{n'})-g_{n'}(\theta_{n'})\rVert}_{\le c_{j+1}}
+# =(1+\eta L)\,\Delta_j+\eta\,c_{j+1},\qquad
 # c_j=\begin{cases}\zeta&\text{step } j\text{ private}\\ \omega_n+\omega_{n'}&\text{step } j\text{ public}\end{cases}$$
+#
+# On public prompts both clients share one loss, so only the swap distortions remain.
 #
 # Unrolled from $\Delta_0=0$ (both start at the broadcast): $\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}c_j$,
 # so early steps weigh most.
@@ -310,10 +312,9 @@ answer_4, why_4 = teach.exercise_bound()
 notebook.check_explained(prediction_4, answer_4, why_4)
 
 # %% [markdown]
-# So **the bound does not favour swapping**: it ranks Balanced below Random, but the control below both. It is an
-# upper bound built from expected gradients and leaves out sampling noise (two clients answering one prompt still
-# draw different answers). The case for swapping is the one of §2: it turns zero-gradient groups into gradients
-# toward the same right answers for every client.
+# So **the bound does not favour swapping**. It bounds expected gradients, leaving out sampling noise (two clients
+# answering one prompt still draw different answers). The case for swapping is §2's: zero-gradient
+# groups become gradients toward the same right answers for every client.
 
 # %% [markdown]
 # **Watch one round.** Every arm, one round from the same start and seed:
@@ -334,7 +335,14 @@ teach.live_round_note(drift, end)
 # **Knob:** set `taus = (2, 12)` in Parameters and rerun: does δ_pair / u keep falling?
 #
 # ## 5. What the stored runs show
-# Several seeds per arm. *Final* δ_pair: after a round's last step, averaged over rounds. One grey line per seed:
+# The stored runs, trained beforehand in the same setting, are longer than the live round and have several seeds:
+
+# %%
+teach.stored_grid()
+
+# %% [markdown]
+# δ_pair grows with training length, so compare it only within a grid; δ_pair / u compares across both. *Final*
+# δ_pair: after a round's last step, averaged over rounds. One grey line per seed:
 
 # %%
 fig = teach.stored_drift_figure()
@@ -342,23 +350,37 @@ viz.export(fig, "pubswap_stored_drift", figures)
 fig
 
 # %%
+teach.stored_means()  # the figure's means as numbers
+
+# %% [markdown]
+# ### Exercise 5
+# Random drifts most, yet its updates point more alike than FedAvg-GRPO's (lower δ_pair / u). Is Random's update
+# size $u$ larger, smaller or equal to FedAvg-GRPO's?
+
+# %%
+prediction_5 = None  # "larger", "smaller" or "equal"
+
+# %%
+answer_5, why_5 = teach.exercise_update_size()
+notebook.check_explained(prediction_5, answer_5, why_5)
+
+# %%
 teach.drift_findings()
 
 # %% [markdown]
-# **What lowers drift?** Not smaller steps: Balanced's $u$ is close to FedAvg-GRPO's, but its updates point more
-# alike. Exercise 5 shows a likely reason (untested: these runs cannot separate "more gradients" from "the same
-# answers").
+# **What lowers drift?** Not shorter steps: Balanced's updates point more alike. Exercise 6 shows a likely reason,
+# which these runs do not test.
 #
-# ### Exercise 5
+# ### Exercise 6
 # On one public prompt, $K=8$ and $c=(0,0,0,8)$: client_3 is always right, the others never. How many answers $M_n$
 # does Balanced swap into each group, who then gets a gradient, and from whose answers?
 
 # %%
-prediction_5 = None  # four whole numbers (M_0, M_1, M_2, M_3), e.g. (1, 1, 1, 1)
+prediction_6 = None  # four whole numbers (M_0, M_1, M_2, M_3), e.g. (1, 1, 1, 1)
 
 # %%
-answer_5, why_5 = teach.exercise_top_up()
-notebook.check_explained(prediction_5, answer_5, why_5)
+answer_6, why_6 = teach.exercise_top_up()
+notebook.check_explained(prediction_6, answer_6, why_6)
 
 # %% [markdown]
 #

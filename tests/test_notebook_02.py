@@ -213,7 +213,9 @@ def test_the_live_round_note_reads_mechanics_and_the_direction_measure_not_a_ran
     assert "Every arm with public steps ends pointing more alike than FedAvg-GRPO" in text
     stored = teach.update_sizes()["δ_pair / u"]
     agree = all(stored[a] < stored["FedAvg-GRPO"] for a in teach.ORDER[1:])
-    assert ("the stored runs agree" in text) == agree and "u hardly differs between the arms (3.00 to 3.20)" in text
+    tau = findings.pubswap_setting()["tau"]
+    assert (f"In the stored runs (τ = {tau}, §5) every arm with public steps is below FedAvg-GRPO too" in text) == agree
+    assert "u hardly differs between the arms (3.00 to 3.20)" in text
     assert "lowest δ_pair" not in text and "not read from one round" in text
 
 
@@ -322,7 +324,7 @@ def test_the_live_drift_figure_draws_three_panels_with_markers_not_glyphs():
         "circle", "star"}
 
 
-def test_exercise_5_tops_up_the_never_right_clients_from_the_always_right_one():
+def test_exercise_6_tops_up_the_never_right_clients_from_the_always_right_one():
     from experiments import teaching_pubswap as teach
 
     answer, why = teach.exercise_top_up(8, (0, 0, 0, 8))
@@ -342,3 +344,19 @@ def test_the_split_ratios_and_the_firm_sentence_cover_every_control_tau():
     f, _ = findings.pubswap_teaching_tables()
     total = f.loc["F2", "difference"] + f.loc["F3", "difference"]
     assert abs(teach.control_seeds_gain() - total) < 0.02
+
+
+def test_the_stored_grid_names_each_grids_length_control_and_seeds():
+    from experiments import teaching_pubswap as teach
+
+    grid = teach.stored_grid()
+    split = findings.pubswap_drift_split()
+    s = findings.pubswap_setting()
+    assert len(grid) == len(findings.PUBSWAP_RESULTS)
+    for tau, row in split.iterrows():  # every split row's length is its grid's
+        g = grid[grid["no-swap control at τ"].str.split(", ").apply(lambda ts: str(tau) in ts)]
+        assert g["local steps per client (τ × rounds)"].item() == str(int(row["local steps per client"]))
+    big = grid.loc[f"{s['steps']} local steps", "seeds per arm"]
+    assert big.startswith(str(min(len(v) for v in s["seeds"].values())))
+    assert f"({max(len(v) for v in s['seeds'].values())} for FedAvg-GRPO and PubSwap Balanced at τ = {s['tau']})" in big
+    assert "update size u" not in teach.stored_means().columns
