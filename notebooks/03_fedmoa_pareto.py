@@ -259,9 +259,9 @@ notebook.check_explained(prediction_3, answer_3, f"α = {np.round(a3, 3).tolist(
 # %% [markdown]
 # ## 4. A real run
 # Settings are named data+rewards: in **Heter+Heter** (here) clients differ in both; in **Homo+Heter** only in
-# rewards. Six clients, trained with FedMOA and with FedAvg-GRPO (the same code with
-# both parts off: fixed weights, θ averaged by $N_m$). Each client's data stands in for one of the paper's datasets,
-# and its **config** (A, B; a third, C, only in §6) fixes its reward set and initial weights:
+# rewards. Six clients, trained with FedMOA and FedAvg-GRPO (the same code with both parts off: fixed weights, θ
+# averaged by $N_m$). Each client's data stands in for one of the paper's datasets, and its **config** (A, B; C
+# only in §6) fixes its reward set and initial weights (second table):
 
 # %% tags=["nbval-check-output"]
 world = make_family_world(seed, 10, 4)
