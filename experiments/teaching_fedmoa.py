@@ -185,7 +185,7 @@ def side_by_side(cfg, run, records: list[dict]) -> Markdown:
             ("λ", live_lam, f"{hh['lam']['FedMOA']:g}, fixed"),
             ("τ (local steps)", cfg.local_steps, hh["tau"]),
             ("GRPO clip range of ρ; KL coefficient", grpo(cfg), grpo(grid_cfg)),
-            ("α favours after round 1", f"config {live_fav}", f"config {grid_fav}")]
+            ("α favours from round 2 on", f"config {live_fav}", f"config {grid_fav}")]
     return Markdown("> **The live run beside the stored grid**\n>\n> | | live run (§4) | stored grid |\n> |---|---|---|\n"
                     + "\n".join(f"> | {a} | {b} | {c} |" for a, b, c in rows))
 
@@ -346,9 +346,8 @@ def consecutive_cosines(probes: dict) -> np.ndarray:
     return np.asarray(out)
 
 
-def replay_words(probes: dict, cfg, lams: dict) -> Markdown:
-    """Why eq. 10 barely moves the weights at the rule's λ: consecutive gradients barely repeat, so eq. 12 does the
-    moving; only the largest λ sets weights to 0, and eq. 11 then gives one client all of its cluster's α."""
+def _replay_parts(probes: dict, cfg, lams: dict) -> tuple[str, str]:
+    """replay_words' two halves: why eq. 10 barely acts at the rule's λ, and what the largest λ does."""
     from fedrl_kit.fedmoa import probe
 
     moa = cfg.fedmoa
@@ -372,12 +371,46 @@ def replay_words(probes: dict, cfg, lams: dict) -> Markdown:
                 f"{max(r['broadcast'][0] for r in mates):g} to all {len(mates)} clients of its cluster.")
     else:
         last = f"Even at {big} no w_acc reaches 0 in this round."
-    return Markdown(
-        f"**Why eq. 10 barely acts.** Consecutive gradients come from different batches of noisy rewards and barely "
-        f"repeat: |cos(g_k^(t), g_k^(t−1))| is {np.median(cos):.2f} in the median and at most {cos.max():.2f}, so "
-        f"Δ_k is a few percent of the ‖g_k‖² the rule was sized for, and the projection cancels what the objectives "
-        f"share. At {one}, eq. 10 moves w_acc by at most {eq10:.4f} in this round; eq. 12 then moves it by up to "
-        f"{eq12:.2f}. {last}")
+    why = (f"**Why eq. 10 barely acts.** Consecutive gradients come from different batches of noisy rewards and barely "
+           f"repeat: |cos(g_k^(t), g_k^(t−1))| is {np.median(cos):.2f} in the median and at most {cos.max():.2f}, so "
+           f"Δ_k is a few percent of the ‖g_k‖² the rule was sized for, and the projection cancels what the objectives "
+           f"share. At {one}, eq. 10 moves w_acc by at most {eq10:.4f} in this round; eq. 12 then moves it by up to "
+           f"{eq12:.2f}.")
+    return why, last
+
+
+def replay_words(probes: dict, cfg, lams: dict) -> Markdown:
+    """Why eq. 10 barely moves the weights at the rule's λ: consecutive gradients barely repeat, so eq. 12 does the
+    moving; only the largest λ sets weights to 0, and eq. 11 then gives one client all of its cluster's α."""
+    return Markdown(" ".join(_replay_parts(probes, cfg, lams)))
+
+
+def replay_why(probes: dict, cfg, lams: dict) -> Markdown:
+    """The first half of :func:`replay_words`: why eq. 10 barely acts at the rule's λ."""
+    return Markdown(_replay_parts(probes, cfg, lams)[0])
+
+
+class Folded:
+    """An answer that holds a table: folded (HTML ``<details>``, opened with a click) in a notebook, as the same
+    words and table in plain text for any other reader."""
+
+    def __init__(self, words: str, table: pd.DataFrame):
+        self.words, self.table = words, table
+
+    def __repr__(self) -> str:
+        return f"{self.words}\n{self.table.to_string()}"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return (f"<details><summary><b>Answer</b> (click to open once you have predicted)</summary>"
+                f"<p>{html.escape(self.words)}</p>{self.table.to_html()}</details>")
+
+
+def replay_answer(probes: dict, cfg, lams: dict) -> Folded:
+    """The answer to §5's prediction (at which λ does a w_acc reach 0?), folded: the replayed round at every λ in one
+    table, and what the largest λ does (the second half of :func:`replay_words`)."""
+    return Folded("Answer: " + _replay_parts(probes, cfg, lams)[1], replay_all(probes, cfg, lams))
 
 
 # -- what the reproduction found --------------------------------------------------------------------------------------
@@ -399,11 +432,17 @@ def findings_box() -> Markdown:
     link = f"([report]({REPORT}))"
     f1, f3, f4 = (F.loc[k] for k in ("F1", "F3", "F4"))
     untested = f1.verdict.startswith("not tested") and f2[3].startswith("not tested")
+    acc_read, rew_read = interval_reading(f1.difference, f1["±95% t"]), interval_reading(f2[0], f2[1])
+    head = (f"Accuracy: {acc_read}; aggregated reward: {rew_read}" if acc_read != rew_read
+            else f"Accuracy and aggregated reward: {acc_read}")
     lines = [
-        f"**No gain detected, and λ not tested.** FedMOA − FedAvg-GRPO over {int(f1.seeds)} seeds: global accuracy "
+        f"**{head}; λ not tested.** FedMOA − FedAvg-GRPO over {int(f1.seeds)} seeds: global accuracy "
         f"{signed(f1.difference, 2)} ± {f1['±95% t']:.2f} points, aggregated reward {signed(f2[0], 4)} ± {f2[1]:.4f} "
-        f"(the paper, MATH: +{t1[1][0] - t1[0][0]:.1f} points, +{t1[1][1] - t1[0][1]:.3f}). At λ = "
-        f"{hh['lam']['FedMOA']:g}, eq. 10 moved the weights by {move[0]:.4f} ± {move[1]:.4f} (L1) per client and "
+        f"(the paper, MATH: +{t1[1][0] - t1[0][0]:.1f} points, +{t1[1][1] - t1[0][1]:.3f})"
+        + (f". The reward's interval excludes 0: {rew_read.replace('a small ', 'a ')}, "
+           f"{abs(t1[1][1] - t1[0][1]) / abs(f2[0]):.0f} times smaller than the paper's gain. At λ = "
+           if abs(f2[0]) > f2[1] else ". At λ = ")
+        + f"{hh['lam']['FedMOA']:g}, eq. 10 moved the weights by {move[0]:.4f} ± {move[1]:.4f} (L1) per client and "
         + (f"round, below the {MIN_WEIGHT_MOVE:g} at which the report counts λ as acting, so these runs do not test "
            "the paper's λ: the stored verdict is \"not tested\". " if untested else "round. ") + link,
         f"**The accuracy weight drains where the paper's rises (Fig. 5).** Over all {hh['clients']} clients and "
@@ -416,6 +455,14 @@ def findings_box() -> Markdown:
         f"({int(f3.seeds)} seeds): one contrast among many, so a lead to test again, not a result. {link}"]
     return Markdown("> **What the stored grid found** (± : 95 % interval over seeds)\n>\n"
                     + "\n".join(f"> {i + 1}. {t}" for i, t in enumerate(lines)))
+
+
+def interval_reading(mean: float, half: float) -> str:
+    """What a difference ± its 95 % half-width says: "no difference detected" when the interval holds 0, else "a
+    small detected gain" or "a small detected loss" (the sign of the mean)."""
+    if abs(mean) <= half:
+        return "no difference detected"
+    return "a small detected gain" if mean > 0 else "a small detected loss"
 
 
 def weight_move(grid: dict | None = None, setting: str = "heter+heter", variant: str = "FedMOA") -> tuple:
@@ -729,8 +776,9 @@ def grid_pareto(grid: dict | None = None, family: str = "math", arms=METHODS) ->
     on = pts[front].arm.value_counts()
     held = " and ".join(f"{on.get(a, 0)} {a}" for a in arms)
     words = Markdown(
-        f"Format is saturated: every model scores {pts['format'].min():.2f}–{pts['format'].max():.2f}, so the front "
-        f"mostly orders the models by accuracy. It holds {int(front.sum())} of the {len(pts)} models ({held}). Each "
+        f"Format is saturated: every model scores {pts['format'].min():.2f}–{pts['format'].max():.2f} (the left "
+        "panel's y axis spans only 0.95–1.0, which makes these gaps look large), so the front mostly orders the "
+        f"models by accuracy. It holds {int(front.sum())} of the {len(pts)} models ({held}). Each "
         "arm's accuracy over its seeds:")
     return fig, words
 

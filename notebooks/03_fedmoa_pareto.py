@@ -16,13 +16,12 @@
 # %% [markdown]
 # # FedMOA: who sets the reward weights in federated GRPO?
 #
-# *Wang, Jung, He, Sun, Shen, Lee, Li: FedMOA, Federated GRPO for Personalized Reasoning LLMs under Heterogeneous
-# Rewards.*
+# *Wang et al., FedMOA: Federated GRPO for Personalized Reasoning LLMs under Heterogeneous Rewards.*
 #
 # **The problem.** GRPO for reasoning scores each answer with several rewards, **accuracy** (is it right?),
 # **format** (are reasoning and answer in their tags?), **tag count** (is each tag there once?), and trains on
-# their weighted sum. Which weights? Fixed ones waste signal: format is learnt in a few steps, yet keeps its share.
-# And federated clients may hold *different* rewards.
+# their weighted sum. Which weights? Fixed ones waste signal: format is learnt fast, yet keeps its share. And
+# federated clients may hold *different* rewards.
 #
 # **The method.** FedMOA (federated **m**ulti-**o**bjective **a**lignment) changes FedAvg-GRPO in two places:
 #
@@ -37,7 +36,7 @@
 # papermill parameters (-p seed 1); the text describes these defaults
 preset_name = "quick"  # quick (2-core CPU) | smoke (seconds) | full (GPU, the paper's model) | full-smoke
 seed = 0               # one seed: one world, plan and run
-normalise = False      # an option for experiments: see the appendix
+normalise = False      # True: eq. 9 as a cosine, with a fixed λ = lam (an option for experiments)
 lam = 0.1              # read only with normalise = True
 run_root = ""          # where runs go ("": runs/fedmoa/…)
 figures_dir = ""       # where figures go ("": the run folder's figures/)
@@ -77,20 +76,21 @@ diagrams.round_diagram("fedmoa")
 # \min\Bigl(\rho_{i,t}\,\hat a_i,\ \operatorname{clip}(\rho_{i,t},1-\zeta_{\text{lo}},1+\zeta_{\text{hi}})
 # \,\hat a_i\Bigr)\qquad\text{(3–4)}$$
 #
-# The clip's upper bound is a little looser (DAPO's "clip-higher": rare good tokens can gain faster); there is no
-# KL penalty (appendix).
+# Here $\zeta_{\text{lo}}=0.2$, $\zeta_{\text{hi}}=0.25$ (DAPO's "clip-higher": rare good tokens gain faster), with
+# no KL penalty. Equation numbers are the paper's; its eqs. 5–7 are not needed here.
 #
 # **Moving the weights.** Intuition: if reward $k$'s gradient keeps pointing the same way, there is progress left
 # on $k$: give it more weight. Once $k$ is learnt, all $G$ answers score alike on it, their advantages are 0 and its
 # gradient vanishes: take weight off. Let $L_k$ be GRPO's loss ($-J$) on $r_k$ alone and $g_k$ its gradient with
-# respect to $\phi$, one middle layer's LoRA factors (its backward pass stops halfway down). At step $t$:
+# respect to $\phi$, the LoRA factors of the model's middle layer only: a small vector, and each reward's extra
+# backward pass stops at that layer instead of running to the input. At step $t$:
 #
 # $$g_k^{(t)}=\nabla_\phi L_k\ \text{(8)},\qquad\Delta_k^{(t)}=g_k^{(t)\top}g_k^{(t-1)}\ \text{(9)},\qquad
 # w\leftarrow\operatorname{Proj}_{\text{simplex}}\bigl(w+\lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
 # $\Delta_k>0$: $k$'s gradient repeated its direction. The projection subtracts one shift ν from every weight
-# (stopping at 0), so **a weight rises only when its $\Delta_k$ is above their average**. A round's first step has
-# no $g^{(t-1)}$ and leaves $w$ as sent. In numpy:
+# (stopping at 0), so **a weight rises only when its $\Delta_k$ is above their average**. A round's first step
+# leaves $w$ as sent. In numpy:
 
 # %%
 def project_simplex(v):  # w_k = max(v_k − ν, 0), with the one ν that makes Σ w_k = 1
@@ -154,19 +154,22 @@ fig = pd.DataFrame(hist, columns=["accuracy", "format", "tag_count"], index=rang
 display(fig)
 
 # %% [markdown]
-# Format drains. Accuracy and tag count have equal Δ, so ν cancels their steps: they only share what format loses.
+# Format drains; accuracy and tag count, with equal Δ, share what it loses. (In the real runs of §4–§6 eq. 10
+# hardly moves the weights, so this drain shows only here; §5 says why.)
 #
 # **Why "hypergradient".** If the last step was $\phi^{(t)}=\phi^{(t-1)}-\eta\sum_jw_jg_j^{(t-1)}$, then
-# $\partial\sum_jL_j(\phi^{(t)})/\partial w_k\approx-\eta\,\Delta_k^{(t)}$ (keeping the $j=k$ term): eq. 10 is
-# gradient descent on the weights.
+# $\partial\sum_jL_j(\phi^{(t)})/\partial w_k=-\eta\sum_jg_j^{(t)\top}g_k^{(t-1)}\approx-\eta\,\Delta_k^{(t)}$: eq. 10 is
+# gradient descent on the weights, if each weight is judged by its own reward's loss only (the paper's
+# approximation: it drops the cross terms $j\ne k$).
 #
 # **How large is λ?** $\Delta_k$ multiplies two gradients, so a useful λ depends on the model. The live run (§4)
-# sets λ per client and round by a *scale rule*: a gradient that repeated exactly ($\Delta_k=\lVert g_k\rVert^2$)
-# would move its weight by 0.05. The grid of stored runs in §6 fixes λ, as the paper does.
+# sets it per client and round from the round's first gradients, $\lambda=0.05/\operatorname{mean}_k\lVert
+# g_k\rVert^2$ (the *scale rule*): a gradient that repeated exactly would move its weight by about 0.05. The stored
+# grid (§6) fixes λ, as the paper does.
 #
 # ## 3. The server: α and eq. 12
 # Each client sends $\theta^{(m)}$, its weights and its number of examples $N_m$. In cluster $S_c$, eq. 11 gives
-# client $m$ a share $\alpha_m$ that grows as its accuracy weight falls (ε avoids division by 0):
+# client $m$ a share $\alpha_m$ that grows as its accuracy weight falls (ε = 10⁻⁶ avoids division by 0):
 #
 # $$s_m=\frac{1}{w_{\text{acc}}^{(m)}+\varepsilon},\qquad\alpha_m=\frac{e^{s_m}}{\sum_{m'\in S_c}e^{s_{m'}}}
 # \qquad\text{(11)}$$
@@ -255,9 +258,10 @@ notebook.check_explained(prediction_3, answer_3, f"α = {np.round(a3, 3).tolist(
 
 # %% [markdown]
 # ## 4. A real run
-# Six clients in the paper's **Heter+Heter** setting (clients differ in data *and* rewards), trained with FedMOA
-# and with FedAvg-GRPO (the same code with both parts off: fixed weights, θ averaged by $N_m$). Each client's data
-# is a synthetic stand-in for one of the paper's datasets:
+# Settings are named data+rewards: in **Heter+Heter** (here) clients differ in both; in **Homo+Heter** only in
+# rewards. Six clients, trained with FedMOA and FedAvg-GRPO (the same code with both parts off: fixed weights, θ
+# averaged by $N_m$). Each client's data stands in for one of the paper's datasets, and its **config** (A, B; C
+# only in §6) fixes its reward set and initial weights (second table):
 
 # %% tags=["nbval-check-output"]
 world = make_family_world(seed, 10, 4)
@@ -280,6 +284,8 @@ alpha_hand = np.exp(s - s.max()) / np.exp(s - s.max()).sum()  # softmax (shiftin
 alpha = accuracy_aware_weights(end1["accuracy"].to_numpy(), cfg.fedmoa.eps)  # the package
 shown = end1.assign(**{"α by hand": alpha_hand, "α package": alpha}).round(4).astype(object).fillna("")
 display(shown.assign(config=tf.clients_table(first).config).set_index("config", append=True))
+start = pd.Series({c: first.clients[c].initial_weights[0] for c in cluster})  # w_acc each client started from
+print(f"largest |w_acc at round 1's end − w_acc at its start| = {(end1['accuracy'] - start).abs().max():.4f}")
 tf.alpha_words(first, moa_records, cluster, alpha)
 
 # %% [markdown]
@@ -321,15 +327,15 @@ LAMS = tf.replay_lambdas(probes)
 tf.lambda_line(cfg, moa_records)
 
 # %% [markdown]
-# The widget replays round 1 for every client (untrained model, fresh batches) at 1, 10 and 100 times the rule's
-# median λ: $w_{\text{acc}}$ as sent, after eq. 10, after eq. 12. Predict first: at which λ does a
-# $w_{\text{acc}}$ reach 0?
+# The widget replays round 1 (untrained model, fresh batches: α differs a little from §4's) at 1, 10 and 100 times
+# the rule's median λ: $w_{\text{acc}}$ as sent, after eq. 10, after eq. 12. Predict first: at which λ does a
+# $w_{\text{acc}}$ reach 0? The answer is folded below.
 
 # %%
 def show_replay(lam, static=False):
     fig, table = tf.replay_view(probes, cfg, LAMS[lam], lam)
     display(fig) if static else fig.show(renderer="plotly_mimetype")  # static: with its PNG, for a stored notebook
-    display(tf.replay_all(probes, cfg, LAMS) if static else table)  # static: every λ in one table
+    display(table)
 
 
 controls = dict(lam=widgets.Dropdown(options=list(LAMS), value=list(LAMS)[0], description="λ"))
@@ -337,13 +343,16 @@ notebook.static_default(lambda lam: show_replay(lam, static=True), **controls)
 notebook.knobs(show_replay, **controls)
 
 # %%
-tf.replay_words(probes, cfg, LAMS)
+display(tf.replay_answer(probes, cfg, LAMS))  # folded: every λ, and what the largest does
+cos = np.abs(tf.consecutive_cosines(probes))  # |cos(g_k^(t), g_k^(t−1))| over clients, rewards, steps
+print(f"|cos|: median {np.median(cos):.2f}, max {cos.max():.2f}, so Δ_k = cos·‖g_k^(t)‖‖g_k^(t−1)‖ ≪ ‖g_k‖²")
+tf.replay_why(probes, cfg, LAMS)
 
 # %% [markdown]
 # ## 6. What the stored grid shows
 
 # %%
-tf.grid_intro()
+display(tf.grid_intro(), tf.side_by_side(cfg, first, moa_records))
 
 # %% [markdown]
 # **Pareto fronts (the paper's Fig. 3).** A model *dominates* another when it is at least as good on both rewards
@@ -367,8 +376,9 @@ notebook.check_explained(prediction_5, answer_5, f"{new_model} dominates {sorted
                          "they stay. A new model joins the front without beating every point on it.")
 
 # %% [markdown]
-# **Reading a front over seeds.** Each seed's run ends in one model, and seeds differ. One arm sits nearer the
-# front than another only if the gap between their mean scores is larger than either arm's spread over seeds (sd).
+# **Reading a front over seeds.** Each seed's run ends in one model. An arm sits *nearer the front* when its models
+# score higher on both rewards; when one reward is saturated, that means higher on the other. And seeds differ: the
+# gap between the arms' means must exceed either arm's spread over seeds (sd).
 
 # %%
 display(tf.paper_claim(3))
@@ -384,8 +394,11 @@ display(fig, words, tf.arm_spread())
 prediction_6 = None  # "FedMOA", "FedAvg-GRPO" or "neither"
 
 # %%
-answer_6, why_6 = tf.nearer_front()
-notebook.check_explained(prediction_6, answer_6, why_6)
+spread = tf.arm_spread()  # accuracy over seeds: format is saturated
+gap = spread.loc["FedMOA", "mean"] - spread.loc["FedAvg-GRPO", "mean"]
+answer_6 = ("FedMOA" if gap > 0 else "FedAvg-GRPO") if abs(gap) > spread.sd.max() else "neither"
+assert answer_6 == tf.nearer_front()[0]  # the helper agrees
+notebook.check_explained(prediction_6, answer_6, tf.nearer_front()[1])
 
 # %% [markdown]
 # **The accuracy weight over rounds (the paper's Fig. 5).** In the grid's accuracy cluster eq. 12 shares only
@@ -426,7 +439,6 @@ tf.findings_box()
 # - Eq. 10 raises a weight only when its $\Delta_k$ is above their average; noisy gradients barely repeat.
 # - Eq. 11 favours a *lower* $w_{\text{acc}}$: the α tilt.
 # - Eq. 12's rescaling dilutes or inflates $w_{\text{acc}}$, so α can rank reward sets instead of progress.
-# - An arm beats another only by more than its seeds' spread.
 # - **For your group:** the paper reads a low $w_{\text{acc}}$ as "accuracy nearly learnt". What else lowered it
 #   here?
 #
@@ -437,9 +449,3 @@ tf.findings_box()
 # | $S_c$, $\alpha_m$ | a cluster; client $m$'s share in it |
 # | $\bar w_k$, $u$ | α-average; weights before rescaling |
 # | $\theta^{(m)}$, $\theta^{(c)}$, $\theta$ | client, cluster, global adapter |
-#
-# ## Appendix: the runs' settings
-# `normalise = True` replaces eq. 9's dot product by a cosine and uses a fixed λ = `lam`.
-
-# %%
-tf.side_by_side(cfg, first, moa_records)

@@ -186,6 +186,32 @@ def test_the_replay_words_quote_the_measured_cosines_and_moves():
     assert "eq. 10 moves w_acc by at most" in words and "eq. 12 then moves it by up to" in words
 
 
+def test_the_replay_splits_into_a_shown_why_and_a_folded_answer_holding_every_lambda():
+    from experiments import teaching_fedmoa as tf
+
+    probes, cfg = _probes_and_cfg()
+    lams = tf.replay_lambdas(probes)
+    why, answer = tf.replay_why(probes, cfg, lams).data, tf.replay_answer(probes, cfg, lams)
+    assert why in tf.replay_words(probes, cfg, lams).data and "no w_acc reaches 0" not in why
+    html = answer._repr_html_()
+    assert html.startswith("<details>") and html.count("<table") == 1  # the all-λ table stays in the fold
+    assert list(answer.table.columns) == list(tf.replay_all(probes, cfg, lams).columns)
+    assert repr(answer).startswith("Answer: ")
+
+
+def test_an_interval_reads_as_no_difference_only_when_it_holds_zero():
+    from experiments import teaching_fedmoa as tf
+
+    assert tf.interval_reading(0.01, 0.81) == "no difference detected"
+    assert tf.interval_reading(-0.0018, 0.0015) == "a small detected loss"
+    assert tf.interval_reading(5.0, 2.0) == "a small detected gain"
+    box = tf.findings_box().data
+    f1 = findings.fedmoa_findings().iloc[0]
+    mean, half, _, _ = findings.fedmoa_claim_interval("FedMOA > FedAvg-GRPO on aggregated reward (Heter+Heter")
+    assert f"Accuracy: {tf.interval_reading(f1.difference, f1['±95% t'])}" in box or "Accuracy and" in box
+    assert ("excludes 0" in box) == (abs(mean) > half)
+
+
 def test_nearer_the_front_compares_the_gap_of_the_means_with_each_arms_spread():
     """Exercise 6's answer: an arm is nearer the front only when the gap between the arms' mean accuracies exceeds
     both arms' sd over seeds; the stored grid's arms are within each other's spread."""
