@@ -787,9 +787,10 @@ def plateau_table(plateau: pd.DataFrame) -> pd.DataFrame:
     t.columns = [f"seed {c}" for c in t.columns]
     t["mean"] = t.mean(axis=1)
     diffs = [plateau_diff(a, "fedgrpo", plateau) if a != "fedgrpo" else (0.0, float("nan")) for a in PLATEAU_ARMS]
-    t["arm − FedGRPO"] = [d for d, _ in diffs]
-    t["± 95 % t"] = [h for _, h in diffs]
-    return t.rename(index=METHOD_NAMES).rename_axis("arm").round(2)
+    t = t.round(2)
+    t["arm − FedGRPO"] = [f"{d:+.2f}" if a != "fedgrpo" else "–" for a, (d, _) in zip(PLATEAU_ARMS, diffs)]
+    t["± 95 % t"] = [f"{h:.2f}" if a != "fedgrpo" else "–" for a, (_, h) in zip(PLATEAU_ARMS, diffs)]
+    return t.rename(index=METHOD_NAMES).rename_axis("arm")
 
 
 def _stored_traffic_ratios() -> tuple[float, float]:
