@@ -289,6 +289,19 @@ def owner_rate(run, sq: dict) -> tuple[float, float]:
     return float(np.mean([o in e for o, e in zip(owner, experts)])), experts.shape[1] / len(run.runtime.client_ids)
 
 
+@lru_cache(maxsize=None)
+def stored_hit_rates() -> tuple[float, float]:
+    """The stored runs' share of expert slots held by a client with ≥ 10 % of its data in the question's topic, over
+    the questions they trained on (mean of the seeds): FedGRPO's, random experts'."""
+    from experiments.fedgrpo_claims import METHOD_NAMES, arm_diagnostics, load_arms
+    from experiments.findings import RESULTS
+
+    diag = arm_diagnostics([_stored(n) for n in ("fedgrpo_compare_pool_long.json", "fedgrpo_compare_pool_long30.json")],
+                           load_arms(RESULTS)).set_index("arm")
+    hit = "experts holding the topic (≥ 10 % of D_k)"
+    return _per_seed_mean(diag.loc["FedGRPO", hit]), _per_seed_mean(diag.loc[METHOD_NAMES["fedgrpo_random"], hit])
+
+
 def selection_line(run, sq: dict, L: int, M: int) -> str:
     """Eqs. 5–6 on every question of D_s at (L, M): topic hit rate and owner rate, each beside random choice's."""
     own, own_random = owner_rate(run, sq)
@@ -296,7 +309,8 @@ def selection_line(run, sq: dict, L: int, M: int) -> str:
     return (f"L = {L}, M = {M}, over all {n} questions of D_s: chosen experts holding the question's topic (≥ 10 % of their data) "
             f"{sq['hit_rate_major']:.3f} per expert slot (random choice: "
             f"{sq['random_hit_rate_major']:.3f}); owner among the chosen experts {own:.3f} per question (random "
-            f"choice: {own_random:.3f})")
+            f"choice: {own_random:.3f}). §6's stored runs, whose θ_k had {_stored_sft_steps()} SFT steps (here "
+            f"{run.config.evaluator.sft_steps}), reach {stored_hit_rates()[0]:.2f} per expert slot.")
 
 
 def _topic_lift(run, policy) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -543,8 +557,10 @@ def _stored(name: str) -> dict:
 #: the stored figure's pass@1 panel: FedGRPO and the two baselines, each with its colour
 STORED_ARMS = {"fedgrpo": "#1f77b4", "fedavg_grpo": "#9467bd", "central_grpo": "#000000"}
 #: the stored figure's second panel: paired differences a − b, window by window, each with its label and colour
-STORED_PAIRS = (("fedgrpo", "fedgrpo_random", "competence − random experts", "#ff7f0e"),
-                ("fedgrpo_allgt", "fedgrpo", "every client holds every label − owner only", "#2ca02c"))
+STORED_PAIRS = (("fedgrpo_random", "fedgrpo", "random experts − FedGRPO", "#ff7f0e"),
+                ("fedgrpo_allgt", "fedgrpo", "every client holds every label − FedGRPO", "#2ca02c"))
+#: the left panel's control arms, dashed and without a band: the two that make FedGRPO's gap vanish
+STORED_CONTROLS = {"fedgrpo_allgt": "#2ca02c", "fedgrpo_official": "#8c564b"}
 
 
 def stored_traces() -> pd.DataFrame:
@@ -609,10 +625,14 @@ def stored_figure(figures):
 
     t = stored_traces()
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, column_widths=[0.5, 0.5],
-                        subplot_titles=["pass@1: FedGRPO and the baselines (band ±1 SD)",
-                                        "a − b over 5-round windows (dot: a seed; bar: 95 % t)"])
+                        subplot_titles=["pass@1 (band ±1 SD; dashed: seed mean only)",
+                                        "arm − FedGRPO over 5-round windows (dot: a seed; bar: 95 % t)"])
     for arm, colour in STORED_ARMS.items():
         _band(fig, t[t["method"] == arm], "pass_at_1", METHOD_NAMES[arm], colour, 1, scale=100)
+    for arm, colour in STORED_CONTROLS.items():  # seed means only: two more bands would hide the three above
+        m = 100 * t[t["method"] == arm].groupby("round")["pass_at_1"].mean()
+        fig.add_trace(go.Scatter(x=m.index.tolist(), y=m.tolist(), mode="lines", name=METHOD_NAMES[arm],
+                                 line=dict(color=colour, width=1.5, dash="dash")), 1, 1)
     for i, (a, b, label, colour) in enumerate(STORED_PAIRS):
         w = fedgrpo_windows_cached(a, b)
         mid = [int(r.split("–")[0]) + 2 + (i - 0.5) * 1.2 for r in w["rounds"]]
@@ -627,9 +647,9 @@ def stored_figure(figures):
     fig.update_xaxes(title_text="round", row=1, col=1)
     fig.update_xaxes(title_text="rounds", tickvals=ends, ticktext=[f"{e - 2}–{e + 2}" for e in ends], row=1, col=2)
     fig.update_yaxes(title_text="pass@1 (points)", row=1, col=1)
-    fig.update_yaxes(title_text="a − b (points)", row=1, col=2)
-    fig.update_layout(template=viz.TEMPLATE, height=430, margin=dict(t=70, l=60, r=30, b=40),
-                      legend=dict(orientation="h", y=-0.2, x=0, font=dict(size=11)),
+    fig.update_yaxes(title_text="arm − FedGRPO (points)", row=1, col=2)
+    fig.update_layout(template=viz.TEMPLATE, height=470, margin=dict(t=70, l=60, r=30, b=40),
+                      legend=dict(orientation="h", y=-0.22, x=0, font=dict(size=11)),
                       title=f"stored runs, {t['seed'].nunique()} seeds")
     for ann in fig.layout.annotations:
         ann.font.size = 12
@@ -647,14 +667,14 @@ def server_format_frame() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _windows_said(a: str, b: str, below_means: str = "") -> str:
+def _windows_said(a: str, b: str, below_means: str = "", above_means: str = "") -> str:
     """Which 5-round windows of a − b exclude 0, and with which sign, in words (``below_means``: what a window
     below 0 says, in brackets)."""
     w = fedgrpo_windows_cached(a, b)
     lo, hi = w["mean"] - w["±95% t"], w["mean"] + w["±95% t"]
     below, above = w.loc[hi < 0, "rounds"].tolist(), w.loc[lo > 0, "rounds"].tolist()
     join = lambda xs: ", ".join(xs[:-1]) + f" and {xs[-1]}" if len(xs) > 1 else xs[0]  # noqa: E731
-    parts = ([f"above 0 in rounds {join(above)}"] if above else []) + \
+    parts = ([f"above 0{f' ({above_means})' if above_means else ''} in rounds {join(above)}"] if above else []) + \
             ([f"below 0{f' ({below_means})' if below_means else ''} in rounds {join(below)}"] if below else [])
     rest = len(w) - len(above) - len(below)
     return ", ".join(parts + ([f"within noise in the other {rest} windows"] if parts and rest else
@@ -685,79 +705,92 @@ def stored_caption() -> Markdown:
     fmt = server_format_frame().groupby("round")["format"].mean()
     full = int(fmt[fmt >= 0.95].index.min())
     (a, b, label_r, _), (c, d, label_l, _) = STORED_PAIRS
+    o = plateau_diff("fedgrpo_official", "fedgrpo_allgt")
     return Markdown(
         f"- *Left:* FedGRPO rises to {pf:.1f} in round {rf}, while its training candidates learn the format "
         f"({fmt.iloc[0]:.2f} formatted in round {int(fmt.index[0])}, {fmt.loc[full]:.2f} by round {full}), then "
         f"settles at {plateau['fedgrpo']:.1f}. Central-GRPO peaks at {pc:.1f} in round {rc} and falls to "
-        f"{plateau['central_grpo']:.1f}; Fedpetuning+GRPO climbs to {plateau['fedavg_grpo']:.1f}, "
+        f"{plateau['central_grpo']:.1f} (why it falls, these runs do not say); Fedpetuning+GRPO climbs to {plateau['fedavg_grpo']:.1f}, "
         f"{plateau['fedavg_grpo'] - mean.loc[0, 'fedavg_grpo']:+.1f} over the base model, where the paper's gains "
-        f"over zero-shot are {gain.min():+.1f} to {gain.max():+.1f}. Why it is so strong here, these runs do not "
-        "explain.\n"
-        f"- *Right:* {label_r}: {_windows_said(a, b, 'random experts did better')}. "
-        f"{label_l[0].upper() + label_l[1:]}: {_windows_said(c, d)}.")
+        f"over zero-shot are {gain.min():+.1f} to {gain.max():+.1f}.\n"
+        f"- *Right:* {label_r}: {_windows_said(a, b, above_means='random experts did better')}. "
+        f"{label_l[0].upper() + label_l[1:]}: {_windows_said(c, d)}.\n"
+        f"- *Dashed:* with every label held, every score is AE (0/1 against the label), so which clients score "
+        f"cannot matter. The official protocol differs from that arm in its group (G·M candidates pooled, no std), "
+        f"not in its experts; official protocol − every label: {o[0]:+.2f} ± {o[1]:.2f} points, within noise.")
 
 
 def findings_box() -> Markdown:
-    """At most five short findings of the stored runs, negative ones said so, each linking the report; every
-    comparison names its sign and both plateaus, all over rounds 26–30."""
-    from experiments.fedgrpo_claims import METHOD_NAMES, arm_diagnostics, load_arms, load_long, long_claims
-    from experiments.findings import RESULTS, fedgrpo_closing_summary, fedgrpo_findings, fedgrpo_gap_sources
+    """Five one-sentence findings of the stored runs, negative ones said so, each linking the report; every
+    difference is the plateau table's "arm − FedGRPO" (rounds 26–30, paired by seed), with its sign as there."""
+    from experiments.findings import fedgrpo_closing_summary, fedgrpo_gap_sources
 
-    f, paper = fedgrpo_findings(), fedgrpo_closing_summary()
+    paper, p = fedgrpo_closing_summary(), plateau_seeds()
+    level = p.mean(axis=1)
+    hit, hit_random = stored_hit_rates()
+    d = lambda a: "{:+.2f} ± {:.2f}".format(*plateau_diff(a, "fedgrpo"))  # noqa: E731
+    gap, allgt = plateau_diff("fedavg_grpo", "fedgrpo")[0], plateau_diff("fedgrpo_allgt", "fedgrpo")[0]
+    off = plateau_diff("fedgrpo_official", "fedavg_grpo")
     t = stored_traces()
-    end = int(t["round"].max())
-    level = 100 * t[t["round"] > end - 5].groupby(["method", "seed"])["pass_at_1"].mean().groupby("method").mean()
-    central = long_claims(load_long(RESULTS)).set_index("claim").loc["FedGRPO near Central-GRPO, trained until flat"]
-    diag = arm_diagnostics([_stored(n) for n in ("fedgrpo_compare_pool_long.json", "fedgrpo_compare_pool_long30.json")],
-                           load_arms(RESULTS)).set_index("arm")
-    rnd, hit = METHOD_NAMES["fedgrpo_random"], "experts holding the topic (≥ 10 % of D_k)"
-    src = fedgrpo_gap_sources()
-    d = lambda i: f"{f.iloc[i]['difference']:+.2f} ± {f.iloc[i]['±95% t']:.2f}"  # noqa: E731
-    n = int(f.iloc[0]["seeds"])
-    lo, hi = _stored_traffic_ratios()
-    w = fedgrpo_windows_cached("fedgrpo_official", "fedavg_grpo").iloc[-1]  # rounds 26–30, paired by seed
-    official = f"{w['mean']:+.2f} ± {w['±95% t']:.2f}"
-    moving = central["verdict"].split("(")[-1].rstrip(")") if "(" in central["verdict"] else central["verdict"]
+    central = 100 * t[t["method"] == "central_grpo"].groupby("round")["pass_at_1"].mean()
+    shape = fedgrpo_gap_sources().iloc[2]  # Fedpetuning+GRPO on FedGRPO's reward shape − on accuracy alone
     items = [
-        f"**Negative: FedGRPO trails both baselines.** Its plateau, {level['fedgrpo']:.2f}, is "
-        f"{-f.iloc[0]['difference']:.2f} ± {f.iloc[0]['±95% t']:.2f} points below Fedpetuning+GRPO's "
-        f"{level['fedavg_grpo']:.2f} (the paper: {paper.iloc[0]['paper']} above), and {-central['mean']:.2f} ± "
-        f"{central['±95% t']:.2f} below Central-GRPO's {level['central_grpo']:.2f} (not tested: {moving}) "
+        f"**Negative: FedGRPO trails Fedpetuning+GRPO:** Fedpetuning+GRPO − FedGRPO is {d('fedavg_grpo')} points "
+        f"({level['fedavg_grpo']:.2f} against {level['fedgrpo']:.2f}), where the paper has FedGRPO "
+        f"{paper.iloc[0]['paper']} ahead "
         f"([report §2]({REPORT})).",
-        f"**The traffic claim holds.** Fedpetuning+GRPO moves {lo:.0f}× to {hi:.0f}× FedGRPO's bytes: adapters "
-        f"against scores (§5 says why its ratio differs) ([report §6]({REPORT})).",
-        f"**Better experts, no measurable gain.** Competence picks experts who hold the question's topic "
-        f"{_per_seed_mean(diag.loc['FedGRPO', hit]):.2f} of the time (random: {_per_seed_mean(diag.loc[rnd, hit]):.2f}"
-        f"; §4's line is over all of D_s with this run's domain models), yet FedGRPO minus the random-experts arm is "
-        f"{d(2)} points: with {n} seeds we cannot tell whether better experts help ([report §4]({REPORT})).",
-        f"**The gap comes from who can check answers.** If every client holds every label (every score AE), "
-        f"FedGRPO's plateau rises by {d(3)} points, {src.iloc[3]['mean'] / -src.iloc[0]['mean']:.0%} of its gap to "
-        f"Fedpetuning+GRPO; giving Fedpetuning+GRPO FedGRPO's reward shape (8·accuracy + format) changes it within "
-        f"noise ([report §8]({REPORT})).",
-        f"**Inferred: why the paper may see no gap.** Its released trainer (Liar-Mask/FedGRPO) has every client "
-        "check each answer against the dataset's label (`training_mode='gt'`, as we read the code) and draws the "
-        f"experts at random. That protocol, run here (the table's official-protocol row), plateaus at "
-        f"{level['fedgrpo_official']:.2f}, {official} points from Fedpetuning+GRPO: no gap, as in the paper. That "
-        f"its Table 1 came from this trainer is our inference ([report §4]({REPORT})).",
+        f"**No verdict against Central-GRPO:** Central-GRPO − FedGRPO is {d('central_grpo')}, but Central-GRPO peaked at {central.max():.1f} in "
+        f"round {int(central.idxmax())} and was still falling at round {int(central.index.max())}: "
+        f"its plateau, {level['central_grpo']:.2f}, is not settled ([report §2]({REPORT})).",
+        f"**Better experts, no measurable gain:** random experts − FedGRPO is {d('fedgrpo_random')}, though "
+        f"competence picks topic holders for {hit:.2f} of expert slots (random: {hit_random:.2f}) ([report §4]({REPORT})).",
+        f"**The gap comes from who can check answers:** every client holds every label − FedGRPO is "
+        f"{d('fedgrpo_allgt')}, {allgt / gap:.0%} of the gap to Fedpetuning+GRPO; FedGRPO's reward shape "
+        f"(8·accuracy + format) {'changes Fedpetuning+GRPO within noise' if abs(shape['mean']) < shape['±95% t'] else 'changes Fedpetuning+GRPO'} "
+        f"([report §8]({REPORT})).",
+        f"**Inferred: why the paper sees no gap:** its released trainer (Liar-Mask/FedGRPO) lets every client "
+        f"check answers against the label and draws experts at random; that official protocol plateaus at "
+        f"{level['fedgrpo_official']:.2f} ({d('fedgrpo_official')} over FedGRPO), {-off[0]:.2f} ± {off[1]:.2f} "
+        f"below Fedpetuning+GRPO (within noise), so "
+        f"we infer Table 1 came from it ([report §4]({REPORT})).",
     ]
-    return Markdown("> ### What the stored runs show\n>\n" + "\n".join(f"> {i}. {x}" for i, x in enumerate(items, 1)))
+    return Markdown("> ### What the stored runs show (differences: arm − FedGRPO, as in the table)\n>\n"
+                    + "\n".join(f"> {i}. {x}" for i, x in enumerate(items, 1)))
 
 
 #: the plateau table's arms, in its order: FedGRPO, its three control arms, the two baselines
 PLATEAU_ARMS = ("fedgrpo", "fedgrpo_random", "fedgrpo_allgt", "fedgrpo_official", "fedavg_grpo", "central_grpo")
 
 
+def plateau_seeds() -> pd.DataFrame:
+    """Each arm's plateau per seed: pass@1 in points, mean over the last 5 stored rounds. ``[method, seed]``"""
+    t = stored_traces()
+    return 100 * t[t["round"] > t["round"].max() - 5].pivot_table("pass_at_1", "method", "seed")
+
+
+def plateau_diff(a: str, b: str, plateau: pd.DataFrame | None = None) -> tuple[float, float]:
+    """Arm ``a``'s plateau − arm ``b``'s, paired by seed: (mean, 95 % t half-width), points."""
+    from experiments.stats import t_interval
+
+    p = plateau_seeds() if plateau is None else plateau
+    mean, half, _ = t_interval((p.loc[a] - p.loc[b]).dropna())
+    return float(mean), float(half)
+
+
 def plateau_table(plateau: pd.DataFrame) -> pd.DataFrame:
     """The notebook's plateaus (pass@1 in points, ``[method, seed]``, over the last 5 rounds) as a table: the arms
-    of :data:`PLATEAU_ARMS` by name, one column per seed, their mean, and the mean minus FedGRPO's (on the same seeds,
-    the mean of the per-seed differences)."""
+    of :data:`PLATEAU_ARMS` by name, one column per seed, their mean, and the arm minus FedGRPO (paired by seed, the
+    mean of the per-seed differences) with its 95 % t half-width: the one sign convention of §6."""
     from experiments.fedgrpo_claims import METHOD_NAMES
 
-    t = plateau.loc[list(PLATEAU_ARMS)]
+    t = plateau.loc[list(PLATEAU_ARMS)].copy()
     t.columns = [f"seed {c}" for c in t.columns]
     t["mean"] = t.mean(axis=1)
-    t["mean − FedGRPO's"] = t["mean"] - t.loc["fedgrpo", "mean"]
-    return t.rename(index=METHOD_NAMES).rename_axis("arm").round(2)
+    diffs = [plateau_diff(a, "fedgrpo", plateau) if a != "fedgrpo" else (0.0, float("nan")) for a in PLATEAU_ARMS]
+    t = t.round(2)
+    t["arm − FedGRPO"] = [f"{d:+.2f}" if a != "fedgrpo" else "–" for a, (d, _) in zip(PLATEAU_ARMS, diffs)]
+    t["± 95 % t"] = [f"{h:.2f}" if a != "fedgrpo" else "–" for a, (_, h) in zip(PLATEAU_ARMS, diffs)]
+    return t.rename(index=METHOD_NAMES).rename_axis("arm")
 
 
 def _stored_traffic_ratios() -> tuple[float, float]:

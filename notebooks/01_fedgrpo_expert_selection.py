@@ -19,24 +19,22 @@
 # *Zhu, Gu, Fan, Yang, Han: FedGRPO, AAAI 2026 (arXiv:2602.12014).*
 #
 # **The problem.** A server wants to improve its language model with GRPO, but the labelled training questions sit
-# with $K$ **clients**, each holding a few topics, and no client shares data or model updates. The server sees the
+# with $K$ **clients**, each holding a few topics, sharing neither data nor model updates. The server sees the
 # questions pooled, without labels or owners, and holds a small labelled **auxiliary set**.
 #
 # **The idea.** The server trains; the clients only grade. Each client fine-tunes (SFT) a LoRA **domain model** on its
 # data, once. For each question the server samples $G$ candidate answers and sends them to $M$ **experts**: the
 # clients whose domain models best answer similar auxiliary questions. An expert holding the question checks each
-# answer against its label (1 or 0); the others give their model's probability of that answer. The scores become the
-# GRPO reward.
+# answer against its label (1 or 0); the others give their model's probability of it. The scores become the reward.
 #
-# **Our reading.** The paper's reward equations as printed cannot train; what runs here is our reading of its
-# remarks (§2 shows both).
+# **Our reading.** The paper's reward equations as printed cannot train, so every FedGRPO number here comes from our
+# reading of its remarks (§2 shows both).
 #
 # **The paper's claim** (Table 1; **pass@1**: the share of test problems one sampled answer solves): FedGRPO beats
 # **Fedpetuning+GRPO** (clients GRPO-train LoRA adapters on their own data; the server averages them each round) and
-# roughly matches **Central-GRPO** (GRPO on all the data pooled). We test it in this toolkit's (fedrl-kit's)
-# **embedded world**, a CPU-sized simulation: arithmetic questions in seven topics, and as policy a tiny transformer
-# (1.6 M parameters) pretrained on them. Report
-# [11_fedgrpo_report.ipynb](11_fedgrpo_report.ipynb) has the full reproduction.
+# roughly matches **Central-GRPO** (GRPO on all the data pooled). We test it in a CPU-sized simulation: arithmetic
+# questions in seven topics, and a tiny pretrained transformer. [Report 11](11_fedgrpo_report.ipynb) has the full
+# reproduction.
 
 # %%
 import numpy as np
@@ -50,8 +48,8 @@ display(paper[["Zero-shot", "Fedpetuning+GRPO", "Central-GRPO", "FedGRPO"]], tea
 
 # %% [markdown]
 # ## 1. One server step
-# Steps 0a–0b happen once, before training. Steps 1–7 repeat for every question: a server step runs them on $Q$
-# questions at once, a **round** is $\tau$ server steps, and the model is evaluated after each round.
+# Steps 0a–0b run once, before training; steps 1–7 run for every question. A server step handles $Q$ questions; a
+# **round** is $\tau$ server steps, then an evaluation.
 
 # %%
 teaching.round_diagram()
@@ -62,9 +60,16 @@ teaching.round_diagram()
 #
 # $$A_j=\frac{r_j-\operatorname{mean}_i r_i}{\operatorname{std}_i r_i+10^{-6}}$$
 #
-# (std over the $G$ values). A step then raises the log-probability of $\hat y_j$'s tokens in proportion to $A_j$,
-# with PPO's clipped probability ratio (the kit clips as DAPO does and adds no KL term). FedGRPO changes only **where
-# $r_j$ comes from**.
+# (std over the $G$ values). A step maximises PPO's clipped objective, averaged over all candidate tokens $t$ as in
+# DAPO (no KL term):
+#
+# $$\mathcal{J}(\theta_g)=\frac{1}{\sum_j|\hat y_j|}\sum_{j,t}\min\big(\rho_{j,t}A_j,\;
+# \operatorname{clip}(\rho_{j,t},1-\varepsilon,1+\varepsilon_{\text{high}})\,A_j\big),\qquad
+# \rho_{j,t}=\frac{\pi_{\theta_g}(\hat y_{j,t}\mid\cdot)}{\pi_{\text{old}}(\hat y_{j,t}\mid\cdot)}$$
+#
+# Once a token's ratio $\rho$ leaves $[1-\varepsilon,1+\varepsilon_{\text{high}}]$ in $A_j$'s direction, the step stops
+# pushing it (DAPO's $\varepsilon_{\text{high}}>\varepsilon$ leaves unlikely tokens more room to rise). FedGRPO changes only
+# **where $r_j$ comes from**.
 #
 # **Eq. 5, neighbours.** A frozen encoder $\phi$ (the mean hidden state of the server's base model) maps a question to
 # a unit vector $z$. A training question $x_s$'s neighbours are the $L$ auxiliary questions of highest cosine (the
@@ -79,16 +84,15 @@ teaching.round_diagram()
 # $$r_k^p(x_s)=\frac{1}{L}\sum_{\ell\in\mathcal{N}(x_s)}p_{k\ell},\qquad
 # \mathcal{C}(x_s)=\operatorname{Top-}M_k\,r_k^p(x_s)$$
 #
-# **Scores.** Each training question has one **owner**, the client whose data holds it with its label. The owner
-# knows (it finds $x_s$ in its data); the server does not, so the owner is an expert only when eq. 6 picks it. With
+# **Scores.** Each training question has one **owner**, the client whose data holds it with its label. The server
+# does not know the owner, so the owner is an expert only when eq. 6 picks it. With
 # $a(\hat y_j)$ the candidate's answer (inside `<answer>…</answer>`, else its last number; none scores 0):
 #
 # $$r_k^s(\hat y_j)=\begin{cases}\mathbb{1}[a(\hat y_j)=y_s] & \text{the owner: answer-based evaluation (AE)}\\
 # \Pr[\theta_k\text{ writes }a(\hat y_j)\text{ after }x_s] & \text{other experts: model-based evaluation (ME)}
 # \end{cases}$$
 #
-# Both judge only the answer ($\theta_k$ was trained to write bare answers). ME's probability is a product over the
-# answer's tokens, so longer answers score lower; here all are short numbers.
+# Both judge only the answer.
 #
 # **Eqs. 7–9 as printed: group-relative aggregation.** The paper averages and standardises each candidate's scores
 # **over the experts** $k$ ($\sigma_r$: their std; $\eta$: the learning rate):
@@ -126,26 +130,27 @@ print(f"μ_r = {r_s.mean():.3f}, R_k = {np.round(R, 3)}, Σ_k R_k = {abs(R.sum()
 # | $M$, $\mathcal{C}(x_s)$ | experts per question, the experts |
 # | $p_{k\ell}$, $r_k^p$; $r_k^s$, $\mu_r$ | competence on one auxiliary question, on $x_s$; score, experts' mean |
 # | $f_j$, $\tilde r_j$, $A_j$ | format reward, trained reward, advantage |
+# | $\rho_{j,t}$; $\varepsilon$, $\varepsilon_{\text{high}}$ | new/old probability of token $t$; its lower, upper clip |
 # | $Q$, $\tau$, $T$ | questions per server step, server steps per round, rounds |
 #
 # ## 3. Pseudocode
-# Algorithm 1 as run here; the comments name functions of `fedrl_kit/fedgrpo/`:
+# Algorithm 1 as run here (code: `fedrl_kit/fedgrpo/algorithm.py`):
 # ```
-# each client k: θ_k = SFT on its own D_k                              # client.ensure_evaluator
-# once: send D_p to every client; cache each p_kℓ                      # algorithm.ask_competence
-# for round = 1..T, step = 1..τ:                                       # algorithm.server_step
+# each client k: θ_k = SFT on its own D_k
+# once: send D_p to every client; cache each p_kℓ
+# for round = 1..T, step = 1..τ:
 #   draw Q questions x_s; sample G candidates ŷ_j ~ π_θg(·|x_s)
-#   N(x_s) = the L nearest auxiliary questions   (eq. 5)               # expert_selection.nearest_exemplars
-#   C(x_s) = the M clients of highest r_k^p      (eq. 6)               # algorithm.choose_experts
-#   each expert scores ŷ_1..ŷ_G: r_k^s                                 # client.on_score
-#   r̃_j = 8·μ_r(ŷ_j) + f_j; A_j = r̃_j standardised over j            # algorithm.advantages_from_scores
-#   one clipped GRPO step on θ_g                                       # algorithm.policy_step
+#   N(x_s) = the L nearest auxiliary questions   (eq. 5)
+#   C(x_s) = the M clients of highest r_k^p      (eq. 6)
+#   each expert scores ŷ_1..ŷ_G: r_k^s
+#   r̃_j = 8·μ_r(ŷ_j) + f_j; A_j = r̃_j standardised over j
+#   one clipped GRPO step on θ_g                 (J above)
 # ```
 
 # %% [markdown]
 # ## 4. One question, step by step
-# The parameters (papermill, a command-line notebook runner, sets them: `-p name value`), then the setup: it splits
-# $\mathcal{D}_s$ among the clients and trains every $\theta_k$.
+# The setup gives each client a topic mix drawn from a Dirichlet($\alpha$) distribution: `dirichlet_alpha` = 0.1 gives
+# most clients one or two topics. Then every client trains its $\theta_k$.
 
 # %% tags=["parameters"]
 num_clients = 8        # K clients (the paper: 4 to 20)
@@ -154,8 +159,8 @@ L = 20                 # neighbours per question, eq. 5 (the paper: 20)
 M = 2                  # experts per question, eq. 6 (the paper: 2)
 seed = 0
 question = 0           # the question of D_s this section follows
-preset_name = "quick"  # the run's size: quick | smoke | full | full-smoke
-run_root = figures_dir = ""  # output folders ("": the defaults)
+preset_name = "quick"  # quick | smoke | full | full-smoke
+run_root = figures_dir = ""
 
 # %%
 import pandas as pd
@@ -189,15 +194,17 @@ cosine = st.aux_emb @ st.query_emb[question]                  # ⟨z_s, z_p,ℓ�
 neighbours = np.argsort(-cosine, kind="stable")[:L]           # eq. 5: the L nearest
 r_p = st.cache.as_matrix()[:, neighbours].mean(axis=1)        # eq. 6: each client's mean p_kℓ over them
 experts = np.argsort(-r_p, kind="stable")[:M]                 # Top-M
-display(teaching.competence_table(tr, tour, r_p, experts))    # + topic share; checks r_p against the trace's
+assert np.allclose(r_p, tr["competence"])                     # the same as training's server step
+display(pd.DataFrame({"r_k^p": r_p, "topic share": teaching.topic_shares(tr, tour),
+                      "expert": np.isin(np.arange(num_clients), experts)}, index=tour.runtime.client_ids).round(3))
 teaching.non_holder_note(tr, tour, lab.policy)
 
 # %% [markdown]
 # ### The confidence graph
-# The paper names a **confidence graph** of client expertise without defining it. We draw one per topic: a client's
-# mean $p_{k\ell}$ over the topic's auxiliary questions, minus the base model's (so an easy topic does not look like
-# expertise). Eq. 6 ignores topics: it averages over the question's own neighbours, so its experts (boxed) need not top
-# the dotted column.
+# The paper names a **confidence graph** of client expertise without defining it. This picture is ours and plays no
+# part in the algorithm: per topic, a client's mean $p_{k\ell}$ over the topic's auxiliary questions, minus the base
+# model's. Eq. 6 averages over the question's own neighbours instead, so its experts (boxed) need not top the dotted
+# column.
 
 # %%
 show_graph, sliders = teaching.selection_knobs(tour, lab.policy, question, L, M, figures)
@@ -206,8 +213,8 @@ notebook.knobs(show_graph, **sliders)
 
 # %% [markdown]
 # ### From scores to advantages
-# One row per candidate: each expert's score $r_k^s$, then §2's chain, computed in `chain`. `correct` is simulator
-# truth. First, the next question whose owner is an expert and whose candidates are partly right:
+# One row per candidate: each expert's score $r_k^s$, then §2's chain (`chain`). `correct` is simulator truth. First,
+# the next question where an AE expert scores a right candidate 1 and some candidates are wrong:
 
 # %%
 def chain(tr):                                                # §2 for one traced question; tr["scores"]: [M, G]
@@ -217,7 +224,12 @@ def chain(tr):                                                # §2 for one trac
     return teaching.candidate_table(tr, tour, mu, r_tilde, A)  # checks A against the package's server step
 
 
-tr2 = teaching.find_ae_case(tour, question, L, M, seed)
+for q in range(question + 1, question + 80):
+    tr2 = trace_question(tour.server, q, L=L, M=M, seed=seed, truth=tour.truth)
+    right, ae = tr2["correct"] > 0, [row for row, p in zip(tr2["scores"], tr2["pathways"]) if p == "AE"]
+    if 0 < right.sum() < len(right) and any(row[right].max() == 1 for row in ae):
+        break
+tr2["index"] = q
 display(chain(tr2))
 teaching.ae_case_note(tr2, tour)
 
@@ -243,14 +255,29 @@ print(f"ME score of candidate {j} ({answer_j!r}): by hand {np.exp(log_p[0]):.4g}
 # It receives only numbers, but they tell. This is all it receives for the first question above:
 
 # %%
-display(teaching.server_scores(tr2, tour), teaching.privacy_note({tr2["index"]: tr2, question: tr}, tour),
-        teaching.competence_note(tour))
+display(teaching.server_scores(tr2, tour))
+
+# %% [markdown]
+# An AE score is exactly 0 or 1; an ME probability almost never is, so a row of exact 0s and 1s names the owner, and
+# its 1s the label. Tested on this run's first 40 questions:
+
+# %%
+owner = tour.truth.fact("queries").owner                      # simulator truth: who holds each question
+rows = [(np.isin(row, (0.0, 1.0)).all(), owner[q] == k)       # (row all 0s and 1s?, its expert owns x_s?)
+        for q in range(40) for t in [trace_question(tour.server, q, L=L, M=M, seed=seed, truth=tour.truth)]
+        for row, k in zip(t["scores"], t["experts"])]
+flag, own = np.array(rows).T
+print(f"rows of exact 0s and 1s: {flag[own].sum()} of {own.sum()} owners' rows, "
+      f"{flag[~own].sum()} of {(~own).sum()} other experts' rows")
+teaching.competence_note(tour)
+
+# %% [markdown]
+# The other way, every client sees $\mathcal{D}_p$ with labels, and each expert the questions and candidates it scores.
 
 # %% [markdown]
 # ## 5. Run it: FedGRPO beside Fedpetuning+GRPO
-# Same base model, questions and budget. The quick preset trains only a few server steps (§4's setup line): enough to
-# see the reward at work, too few to move accuracy (§6 does). **Format rate**: the share of test answers in the
-# expected format.
+# Same base model, questions and budget; only a few server steps (§4's setup line), too few to move accuracy (§6
+# does). **Format rate**: the share of test answers in the expected format.
 
 # %%
 runs, records = teaching.run_both(lab)  # trains both
@@ -261,9 +288,9 @@ teaching.quick_run_figure(records, figures)
 teaching.traffic_note(tour, runs["Fedpetuning+GRPO"], M)
 
 # %% [markdown]
-# **What separates candidates.** On a question with right and wrong candidates, the experts' **edge**
-# $8(\bar\mu_r^{\text{right}} - \bar\mu_r^{\text{wrong}})$ (bars: means over those candidates) is what being right
-# adds to $\tilde r_j$; the format's edge is its weight, 1. Averaged over each round's questions with both:
+# **What separates candidates.** Where a question has right and wrong candidates, being right adds the experts'
+# **edge** $8(\bar\mu_r^{\text{right}} - \bar\mu_r^{\text{wrong}})$ to $\tilde r_j$ (bars: means over those
+# candidates); being formatted adds 1. Per round:
 
 # %%
 terms = teaching.reward_terms(records, cfg)
@@ -271,22 +298,23 @@ display(terms, teaching.reward_terms_note(terms))
 
 # %% [markdown]
 # ## 6. What the stored runs show
-# Longer runs, stored in `benchmarks/results`, with three arms of ours: **random experts** (no eq. 6), **every client
-# holds every label** (every score AE), and the **official protocol** of the paper's released code (random experts,
-# every label held).
+# Longer stored runs, with three variants of FedGRPO: **random experts** (no eq. 6), **every
+# client holds every label** (every score AE), and the **official protocol** of the paper's released code (random
+# experts, every label held, and $G\cdot M$ candidates per question in one group, not divided by their std). Every
+# difference below is **arm − FedGRPO**: positive means the arm did better.
 
 # %%
 display(teaching.stored_settings())
-teaching.stored_figure(figures)
-
-# %% [markdown]
-# The plateaus, from the stored curves: does competence beat random experts?
-
-# %%
 curves = teaching.stored_traces()                             # pass@1 per arm, seed and round
 last5 = curves[curves["round"] > curves["round"].max() - 5]
 plateau = 100 * last5.pivot_table("pass_at_1", "method", "seed")  # mean over the last 5 rounds, in points
-display(teaching.plateau_table(plateau), teaching.stored_caption(), teaching.findings_box())
+teaching.plateau_table(plateau)
+
+# %% [markdown]
+# The curves behind the table:
+
+# %%
+display(teaching.stored_figure(figures), teaching.stored_caption(), teaching.findings_box())
 
 # %% [markdown]
 # ## 7. Exercises: predict, then run

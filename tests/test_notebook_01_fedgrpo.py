@@ -154,7 +154,7 @@ def test_the_findings_box_has_at_most_five_findings_each_linking_the_report():
     items = re.findall(r"^> \d\. (.*)$", text, re.M)
     assert 3 <= len(items) <= 5 and all(f"]({teaching.REPORT})" in i for i in items)
     f = fedgrpo_findings()
-    assert f"{-f.iloc[0]['difference']:.2f} ± {f.iloc[0]['±95% t']:.2f} points below" in items[0]
+    assert f"Fedpetuning+GRPO − FedGRPO is {-f.iloc[0]['difference']:+.2f} ± {f.iloc[0]['±95% t']:.2f} points" in items[0]
     assert items[0].startswith("**Negative") and items[-1].startswith("**Inferred")
     official = teaching.plateau_table(100 * _last5(teaching.stored_traces())).loc["FedGRPO, official protocol"]
     assert f"plateaus at {official['mean']:.2f}" in items[-1]  # the official-protocol row of the notebook's table
@@ -171,8 +171,23 @@ def test_the_findings_box_compares_every_arm_over_the_same_rounds():
     t = teaching.stored_traces()
     central = t[(t["method"] == "central_grpo") & (t["round"] > 25)].groupby("seed")["pass_at_1"].mean().mean() * 100
     row = long_claims(load_long(RESULTS)).set_index("claim").loc["FedGRPO near Central-GRPO, trained until flat"]
-    assert f"{-row['mean']:.2f} ± {row['±95% t']:.2f} below Central-GRPO's {central:.2f} (not tested" in items[0]
-    assert f"{f.iloc[2]['difference']:+.2f} ± {f.iloc[2]['±95% t']:.2f} points" in items[2]
+    assert f"Central-GRPO − FedGRPO is {-row['mean']:+.2f} ± {row['±95% t']:.2f}" in items[1]
+    assert f"its plateau, {central:.2f}, is not settled" in items[1] and row["verdict"].startswith("not tested")
+    assert f"random experts − FedGRPO is {-f.iloc[2]['difference']:+.2f} ± {f.iloc[2]['±95% t']:.2f}" in items[2]
+
+
+def test_every_difference_in_section_6_is_arm_minus_fedgrpo_as_the_table_prints_it():
+    """One sign convention: each "X − FedGRPO is d ± h" of the findings box is the plateau table's row X."""
+    from experiments import teaching_fedgrpo as teaching
+
+    t = teaching.plateau_table(100 * _last5(teaching.stored_traces()))
+    box = teaching.findings_box().data
+    said = re.findall(r"(\S[^:;(]*?) − FedGRPO is ([+-]\d+\.\d\d) ± (\d+\.\d\d)", box)
+    assert len(said) == 4
+    for name, d, h in said:
+        row = next(r for r in t.index if r.lower().endswith(name.strip(":* ").lower()))
+        assert (t.loc[row, "arm − FedGRPO"], t.loc[row, "± 95 % t"]) == (d, h), name
+    assert "over FedGRPO" in box and "owner only" not in box + teaching.stored_caption().data
 
 
 def test_the_stored_runs_are_all_thirty_rounds_and_the_caption_reads_the_windows():
@@ -185,9 +200,12 @@ def test_the_stored_runs_are_all_thirty_rounds_and_the_caption_reads_the_windows
     assert set(t["seed"]) == set(t.loc[t["method"] == "fedgrpo", "seed"])
     caption = teaching.stored_caption().data
     assert not re.search(r"\(0\.\d{3}", caption)  # no fraction of pass@1 left
-    w = fedgrpo_windows("fedgrpo", "fedgrpo_random")
-    below = w.loc[w["mean"] + w["±95% t"] < 0, "rounds"].tolist()
-    assert below and f"below 0 (random experts did better) in rounds {' and '.join(below)}" in caption
+    w = fedgrpo_windows("fedgrpo_random", "fedgrpo")  # arm − FedGRPO, as the plateau table
+    above = w.loc[w["mean"] - w["±95% t"] > 0, "rounds"].tolist()
+    assert above and f"above 0 (random experts did better) in rounds {' and '.join(above)}" in caption
+    o = teaching.plateau_diff("fedgrpo_official", "fedgrpo_allgt")  # the official protocol against every label
+    assert f"official protocol − every label: {o[0]:+.2f} ± {o[1]:.2f} points, within noise" in caption
+    assert abs(o[0]) < o[1]
     assert "Settings" not in caption and "plateau" in teaching.stored_settings().data
 
 
@@ -241,11 +259,14 @@ def test_the_plateau_table_is_each_arms_mean_of_its_last_five_rounds_beside_fedg
     t, f = teaching.plateau_table(100 * _last5(teaching.stored_traces())), fedgrpo_findings()
     assert list(t.index) == ["FedGRPO", "FedGRPO, random experts", "FedGRPO, every client holds every label",
                              "FedGRPO, official protocol", "Fedpetuning+GRPO", "Central-GRPO"]
-    assert list(t.columns) == ["seed 0", "seed 1", "seed 2", "mean", "mean − FedGRPO's"]
-    diff = t["mean − FedGRPO's"]  # on the same seeds: the findings' paired differences
-    assert diff["Fedpetuning+GRPO"] == pytest.approx(-f.iloc[0]["difference"], abs=0.01)
-    assert diff["FedGRPO, random experts"] == pytest.approx(-f.iloc[2]["difference"], abs=0.01)
-    assert diff["FedGRPO, every client holds every label"] == pytest.approx(f.iloc[3]["difference"], abs=0.01)
+    assert list(t.columns) == ["seed 0", "seed 1", "seed 2", "mean", "arm − FedGRPO", "± 95 % t"]
+    diff, half = t["arm − FedGRPO"], t["± 95 % t"]  # on the same seeds: the findings' paired differences
+    assert diff["FedGRPO"] == half["FedGRPO"] == "–"
+    assert diff["Fedpetuning+GRPO"] == f"{-f.iloc[0]['difference']:+.2f}" and half["Fedpetuning+GRPO"] == f"{f.iloc[0]['±95% t']:.2f}"
+    assert diff["FedGRPO, random experts"] == f"{-f.iloc[2]['difference']:+.2f}"
+    assert diff["FedGRPO, every client holds every label"] == f"{f.iloc[3]['difference']:+.2f}"
+    assert float(diff["Fedpetuning+GRPO"]) == pytest.approx(t.loc["Fedpetuning+GRPO", "mean"] - t.loc["FedGRPO", "mean"],
+                                                            abs=0.011)
 
 
 def test_with_the_format_learnt_the_experts_scores_pick_the_top_answer():
