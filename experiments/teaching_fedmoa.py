@@ -379,6 +379,20 @@ def _replay_parts(probes: dict, cfg, lams: dict) -> tuple[str, str]:
     return why, last
 
 
+def first_zero(probes: dict, cfg, lams: dict):
+    """Exercise 5's answer: the smallest multiple of the rule's λ in ``lams`` (1, 10 or 100) at which eq. 10 drives
+    some client's w_acc to 0 in the replayed round; "none" when no λ does."""
+    from fedrl_kit.fedmoa import probe
+
+    moa = cfg.fedmoa
+    for label, lam in lams.items():
+        rows = probe.replay_round(probes, lam=lam, cluster_key=moa.cluster_key, eps=moa.eps,
+                                  temperature=moa.softmax_temperature)
+        if any(r["trajectory"][-1][0] == 0 for r in rows):
+            return int(float(label.split(" ×")[0]))
+    return "none"
+
+
 def replay_words(probes: dict, cfg, lams: dict) -> Markdown:
     """Why eq. 10 barely moves the weights at the rule's λ: consecutive gradients barely repeat, so eq. 12 does the
     moving; only the largest λ sets weights to 0, and eq. 11 then gives one client all of its cluster's α."""
@@ -428,6 +442,7 @@ def findings_box() -> Markdown:
     bsplit = boundary_split(grid)
     ap, rp = (t_interval(bsplit[c].tolist()) for c in ("alpha_part", "renormalisation_part"))  # (mean, ±95 % t, n)
     move = weight_move(grid)
+    fam = accuracy_differences(grid)
     hh = fedmoa_setting()
     link = f"([report]({REPORT}))"
     f1, f3, f4 = (F.loc[k] for k in ("F1", "F3", "F4"))
@@ -436,16 +451,20 @@ def findings_box() -> Markdown:
     head = (f"Accuracy: {acc_read}; aggregated reward: {rew_read}" if acc_read != rew_read
             else f"Accuracy and aggregated reward: {acc_read}")
     lines = [
-        f"**{head}; λ not tested.** FedMOA − FedAvg-GRPO over {int(f1.seeds)} seeds: global accuracy "
-        f"{signed(f1.difference, 2)} ± {f1['±95% t']:.2f} points, aggregated reward {signed(f2[0], 4)} ± {f2[1]:.4f} "
+        f"**{head}; λ not tested.** FedMOA − FedAvg-GRPO, paired by seed over {int(f1.seeds)} seeds (table above): "
+        f"accuracy {signed(fam.loc['mean'].iloc[0], 2)} ± {fam.loc['± 95 % t'].iloc[0]:.2f} points on the MATH-like "
+        f"tests of Fig. 3, {signed(f1.difference, 2)} ± {f1['±95% t']:.2f} on all three families' tests (global "
+        f"accuracy); aggregated reward {signed(f2[0], 4)} ± {f2[1]:.4f} "
         f"(the paper, MATH: +{t1[1][0] - t1[0][0]:.1f} points, +{t1[1][1] - t1[0][1]:.3f})"
         + (f". The reward's interval excludes 0: {rew_read.replace('a small ', 'a ')}, "
            f"{abs(t1[1][1] - t1[0][1]) / abs(f2[0]):.0f} times smaller than the paper's gain. At λ = "
            if abs(f2[0]) > f2[1] else ". At λ = ")
         + f"{hh['lam']['FedMOA']:g}, eq. 10 moved the weights by {move[0]:.4f} ± {move[1]:.4f} (L1) per client and "
-        + (f"round, below the {MIN_WEIGHT_MOVE:g} at which the report counts λ as acting, so these runs do not test "
+        + (f"round, below {MIN_WEIGHT_MOVE:g} (1 % of the weights' mass), the report's line for λ to count as acting: "
+           "with rewards in [0, 1], so small a move changes r_w by less than 0.01. So these runs do not test "
            "the paper's λ: the stored verdict is \"not tested\". " if untested else "round. ") + link,
-        f"**The accuracy weight drains where the paper's rises (Fig. 5).** Over all {hh['clients']} clients and "
+        f"**The accuracy weight drains where the paper's rises (Fig. 5).** Over all {hh['clients']} clients (code "
+        f"cluster included) and "
         f"{int(f4.seeds)} seeds, w_acc ends {abs(f4.difference):.3f} below its start. Eq. 10 moves it by "
         f"{signed(split.difference[0], 3)} within rounds; at the boundaries eq. 12's α-average takes "
         f"{abs(ap[0]):.3f} off and the rescaling gives {rp[0]:.3f} back. So the drain is mostly the α tilt, which "
@@ -455,6 +474,23 @@ def findings_box() -> Markdown:
         f"({int(f3.seeds)} seeds): one contrast among many, so a lead to test again, not a result. {link}"]
     return Markdown("> **What the stored grid found** (± : 95 % interval over seeds)\n>\n"
                     + "\n".join(f"> {i + 1}. {t}" for i, t in enumerate(lines)))
+
+
+def accuracy_differences(grid: dict | None = None, family: str = "math") -> pd.DataFrame:
+    """FedMOA − FedAvg-GRPO in pass@1 points, paired by seed, on the stored grid's Heter+Heter final global models:
+    on the family's tests (Fig. 3's x axis) and on all families' tests averaged (``global_accuracy``), one row per
+    seed, then their mean and its 95 % Student-t half-width (n − 1 degrees of freedom)."""
+    grid = grid or stored_grid()
+    last = {(r["variant"], r["seed"]): r["history"]["server"][-1] for r in grid["runs"]
+            if r["setting"] == "heter+heter" and r["variant"] in METHODS}
+    seeds = sorted({s for v, s in last if v == "FedMOA"} & {s for v, s in last if v == "FedAvg-GRPO"})
+    cols = {f"{PAPER_NAMES[family]}-like tests": f"{family}/pass@1", "all three families' tests": "global_accuracy"}
+    out = pd.DataFrame({c: [100 * (last[("FedMOA", s)][k] - last[("FedAvg-GRPO", s)][k]) for s in seeds]
+                        for c, k in cols.items()}, index=pd.Index([f"seed {s}" for s in seeds], name="FedMOA − FedAvg-GRPO, points"))
+    iv = {c: t_interval(out[c].tolist()) for c in cols}
+    out.loc["mean"] = [iv[c][0] for c in cols]
+    out.loc["± 95 % t"] = [iv[c][1] for c in cols]
+    return out.round(2)
 
 
 def interval_reading(mean: float, half: float) -> str:
@@ -779,7 +815,7 @@ def grid_pareto(grid: dict | None = None, family: str = "math", arms=METHODS) ->
         f"Format is saturated: every model scores {pts['format'].min():.2f}–{pts['format'].max():.2f} (the left "
         "panel's y axis spans only 0.95–1.0, which makes these gaps look large), so the front mostly orders the "
         f"models by accuracy. It holds {int(front.sum())} of the {len(pts)} models ({held}). Each "
-        "arm's accuracy over its seeds:")
+        f"arm's accuracy (pass@1 on the {PAPER_NAMES[family]}-like tests) over its seeds:")
     return fig, words
 
 
@@ -792,10 +828,11 @@ def nearer_front(grid: dict | None = None, family: str = "math") -> tuple[str, s
     clear = abs(gap) > max(moa.sd, avg.sd)
     answer = ("FedMOA" if gap > 0 else "FedAvg-GRPO") if clear else "neither"
     return answer, (f"FedMOA {moa['mean']:.3f} ± {moa.sd:.3f}, FedAvg-GRPO {avg['mean']:.3f} ± {avg.sd:.3f} (mean ± sd "
-                    f"over {int(moa.seeds)} and {int(avg.seeds)} seeds). The gap, {signed(gap, 3)}, is "
+                    f"over {int(moa.seeds)} and {int(avg.seeds)} seeds, {PAPER_NAMES[family]}-like tests). The gap, {signed(gap, 3)} "
+                    f"({signed(100 * gap, 1)} points), is "
                     + ("larger than either arm's sd." if clear else
                        "smaller than either arm's sd: the seeds scatter both arms' models along the same stretch of "
-                       "the front, and these seeds cannot tell the arms apart (finding 1 below gives the interval)."))
+                       "the front, and these seeds cannot tell the arms apart (finding 1 below gives its interval, paired by seed)."))
 
 
 def grid_first_boundary(grid: dict | None = None) -> tuple[pd.DataFrame, Markdown]:

@@ -18,10 +18,11 @@
 #
 # *Wang et al., FedMOA: Federated GRPO for Personalized Reasoning LLMs under Heterogeneous Rewards.*
 #
-# **The problem.** GRPO for reasoning scores each answer with several rewards, **accuracy** (is it right?),
-# **format** (are reasoning and answer in their tags?), **tag count** (is each tag there once?), and trains on
-# their weighted sum. Which weights? Fixed ones waste signal: format is learnt fast, yet keeps its share. And
-# federated clients may hold *different* rewards.
+# **The problem.** GRPO for reasoning scores each answer with several rewards in [0, 1]: **accuracy** (1 if right),
+# **format** (1 if a reasoning block then an answer block), **tag count** (a quarter per tag present exactly once),
+# and trains on their weighted sum. Which weights? Fixed ones waste signal: format is learnt fast, yet keeps its
+# share. And federated clients may hold *different* rewards. (The paper trains Qwen2.5-1.5B-Instruct; here a small
+# CPU model.)
 #
 # **The method.** FedMOA (federated **m**ulti-**o**bjective **a**lignment) changes FedAvg-GRPO in two places:
 #
@@ -29,14 +30,14 @@
 # 2. **Server:** clients sharing an accuracy reward form a **cluster**; within it, a client with a *lower* accuracy
 #    weight counts more. The paper's reasoning: there, accuracy is nearly learnt, so that model should lead.
 #
-# **Plan.** §1 one round; §2 the client, §3 the server, each on a toy; §4 a real run; §5 why the weights barely
-# move; §6 a stored grid of runs. Reproduction: [13_fedmoa_report.ipynb](13_fedmoa_report.ipynb).
+# **Plan.** §1 a round; §2 client, §3 server, on toys; §4 a real run; §5 why weights barely move; §6 stored runs.
+# Reproduction: [13_fedmoa_report.ipynb](13_fedmoa_report.ipynb).
 
 # %% tags=["parameters"]
 # papermill parameters (-p seed 1); the text describes these defaults
 preset_name = "quick"  # quick (2-core CPU) | smoke (seconds) | full (GPU, the paper's model) | full-smoke
 seed = 0               # one seed: one world, plan and run
-normalise = False      # True: eq. 9 as a cosine, with a fixed λ = lam (an option for experiments)
+normalise = False      # True: Δ_k = cos(g_k^(t), g_k^(t−1)) (unit gradients, eq. 9) with a fixed λ = lam
 lam = 0.1              # read only with normalise = True
 run_root = ""          # where runs go ("": runs/fedmoa/…)
 figures_dir = ""       # where figures go ("": the run folder's figures/)
@@ -72,25 +73,25 @@ diagrams.round_diagram("fedmoa")
 # GRPO samples $G$ answers $y_i$ ($|y_i|$ tokens) per prompt and pushes up those whose $r_w$ beats their group's
 # mean $\bar r$ (deviation $\sigma_r$); $\rho_{i,t}$ is token $t$'s new-to-old probability ratio:
 #
-# $$\hat a_i=\frac{r_i-\bar r}{\sigma_r},\qquad J(\theta)=\frac{1}{G}\sum_{i=1}^{G}\frac{1}{|y_i|}\sum_t
+# $$\hat a_i=\frac{r_w(y_i)-\bar r}{\sigma_r},\qquad J(\theta)=\frac{1}{G}\sum_{i=1}^{G}\frac{1}{|y_i|}\sum_t
 # \min\Bigl(\rho_{i,t}\,\hat a_i,\ \operatorname{clip}(\rho_{i,t},1-\zeta_{\text{lo}},1+\zeta_{\text{hi}})
 # \,\hat a_i\Bigr)\qquad\text{(3–4)}$$
 #
-# Here $\zeta_{\text{lo}}=0.2$, $\zeta_{\text{hi}}=0.25$ (DAPO's "clip-higher": rare good tokens gain faster), with
-# no KL penalty. Equation numbers are the paper's; its eqs. 5–7 are not needed here.
+# Here $\zeta_{\text{lo}}=0.2$, $\zeta_{\text{hi}}=0.25$ (DAPO's "clip-higher": rare good tokens gain faster), no KL
+# penalty: our choices, where the paper is silent. Equation numbers are the paper's.
 #
 # **Moving the weights.** Intuition: if reward $k$'s gradient keeps pointing the same way, there is progress left
 # on $k$: give it more weight. Once $k$ is learnt, all $G$ answers score alike on it, their advantages are 0 and its
 # gradient vanishes: take weight off. Let $L_k$ be GRPO's loss ($-J$) on $r_k$ alone and $g_k$ its gradient with
-# respect to $\phi$, the LoRA factors of the model's middle layer only: a small vector, and each reward's extra
-# backward pass stops at that layer instead of running to the input. At step $t$:
+# respect to $\phi$, the LoRA factors of the middle layer only (ours; the paper: "an intermediate representation"):
+# a small vector, cheap to get per reward. At step $t$:
 #
 # $$g_k^{(t)}=\nabla_\phi L_k\ \text{(8)},\qquad\Delta_k^{(t)}=g_k^{(t)\top}g_k^{(t-1)}\ \text{(9)},\qquad
 # w\leftarrow\operatorname{Proj}_{\text{simplex}}\bigl(w+\lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
 # $\Delta_k>0$: $k$'s gradient repeated its direction. The projection subtracts one shift ν from every weight
-# (stopping at 0), so **a weight rises only when its $\Delta_k$ is above their average**. A round's first step
-# leaves $w$ as sent. In numpy:
+# (stopping at 0), so, while none stops at 0, **a weight rises only when its $\Delta_k$ is above their average**
+# (Exercise 1: one stops). A round's first step leaves $w$ as sent. In numpy:
 
 # %%
 def project_simplex(v):  # w_k = max(v_k − ν, 0), with the one ν that makes Σ w_k = 1
@@ -154,18 +155,18 @@ fig = pd.DataFrame(hist, columns=["accuracy", "format", "tag_count"], index=rang
 display(fig)
 
 # %% [markdown]
-# Format drains; accuracy and tag count, with equal Δ, share what it loses. (In the real runs of §4–§6 eq. 10
-# hardly moves the weights, so this drain shows only here; §5 says why.)
+# Format drains; accuracy and tag count share what it loses. (In the real runs eq. 10 hardly moves the weights: §5.)
 #
 # **Why "hypergradient".** If the last step was $\phi^{(t)}=\phi^{(t-1)}-\eta\sum_jw_jg_j^{(t-1)}$, then
 # $\partial\sum_jL_j(\phi^{(t)})/\partial w_k=-\eta\sum_jg_j^{(t)\top}g_k^{(t-1)}\approx-\eta\,\Delta_k^{(t)}$: eq. 10 is
-# gradient descent on the weights, if each weight is judged by its own reward's loss only (the paper's
-# approximation: it drops the cross terms $j\ne k$).
+# gradient descent on the weights with step β, $w_k\leftarrow w_k+\beta\eta\Delta_k$ ($\lambda=\beta\eta$), if each
+# weight is judged by its own reward's loss only (the paper drops the terms $j\ne k$). Note the tension: eq. 10
+# raises $w_{\text{acc}}$ while accuracy learns (the paper's Fig. 5: every round), yet eq. 11 favours a *low* one.
 #
 # **How large is λ?** $\Delta_k$ multiplies two gradients, so a useful λ depends on the model. The live run (§4)
 # sets it per client and round from the round's first gradients, $\lambda=0.05/\operatorname{mean}_k\lVert
-# g_k\rVert^2$ (the *scale rule*): a gradient that repeated exactly would move its weight by about 0.05. The stored
-# grid (§6) fixes λ, as the paper does.
+# g_k\rVert^2$ (the *scale rule*, ours): a gradient that repeated exactly would move its weight by about 0.05. The
+# stored grid (§6) fixes λ, as the paper does.
 #
 # ## 3. The server: α and eq. 12
 # Each client sends $\theta^{(m)}$, its weights and its number of examples $N_m$. In cluster $S_c$, eq. 11 gives
@@ -196,10 +197,8 @@ pd.DataFrame({"w_acc after eq. 10": w_pair, "α (eq. 11)": accuracy_aware_weight
 # w^{(m\leftarrow c)}=\frac{u}{\sum_ju_j}\qquad\text{(12)}$$
 #
 # The rescaling matters: $\sum_ju_j=1+\sum_{k\text{ shared}}(\bar w_k-w_k^{(m)})$. If the shared weights come back
-# larger in total than the client sent them, every weight shrinks, $w_{\text{acc}}$ included: **dilution**. A
-# client with unshared rewards is prone to it (its shared weights total less than 1). If they come back smaller,
-# its weights grow: **inflation**. So the new $w_{\text{acc}}$ need not lie between the old one and
-# $\bar w_{\text{acc}}$.
+# larger in total than the client sent them, every weight shrinks, $w_{\text{acc}}$ included: **dilution**
+# (likely with unshared rewards). If smaller, its weights grow: **inflation**.
 #
 # One global model, each cluster weighted by its examples ($N_c$ of $N$):
 #
@@ -259,9 +258,9 @@ notebook.check_explained(prediction_3, answer_3, f"α = {np.round(a3, 3).tolist(
 # %% [markdown]
 # ## 4. A real run
 # Settings are named data+rewards: in **Heter+Heter** (here) clients differ in both; in **Homo+Heter** only in
-# rewards. Six clients, trained with FedMOA and FedAvg-GRPO (the same code with both parts off: fixed weights, θ
-# averaged by $N_m$). Each client's data stands in for one of the paper's datasets, and its **config** (A, B; C
-# only in §6) fixes its reward set and initial weights (second table):
+# rewards. Six clients, trained with FedMOA and FedAvg-GRPO (both parts off: fixed weights, θ averaged by $N_m$).
+# Each client's data stands in for a paper dataset; its **config** (A, B; C in §6) fixes its rewards and initial
+# weights:
 
 # %% tags=["nbval-check-output"]
 world = make_family_world(seed, 10, 4)
@@ -274,6 +273,9 @@ first, moa_records = runs["FedMOA"]
 tf.clients_table(first)
 
 # %% [markdown]
+# Cluster 1's rewards: **code_accuracy** (1 if the program passes its tests), **code_format** (half for the tags, half
+# for a program defining `f`), **length_short** (1 for a short answer, falling to 0 as it grows).
+#
 # Cluster 0 after round 1: each client's weights (blank: a reward it lacks) and eq. 11's α.
 
 # %%
@@ -311,12 +313,15 @@ pd.DataFrame({"u sums to": u.sum(axis=1), "w_acc by hand": w_back["accuracy"],
               "w_acc the run sent": tf.sent_weights(moa_records, round=2).loc[cluster, "accuracy"]}).round(4)
 
 # %% [markdown]
-# The last round: **global_accuracy** scores θ; **aggregated_reward** averages each client's rewards with equal
-# weights $1/K_m$ (so both methods are scored alike), then averages over clients.
+# The last round: **global_accuracy** is θ's pass@1 (share of right answers) on each family's test set, averaged over
+# the three; **aggregated_reward** averages each client's rewards with equal weights $1/K_m$, then over clients.
 
 # %%
-display(tf.run_summary(runs))
-tf.run_words(cfg, runs)
+summary = tf.run_summary(runs)
+answers = len(FAMILIES) * (cfg.n_test // len(FAMILIES)) * cfg.eval_samples  # test answers scored, all families
+gap = summary.global_accuracy["FedMOA"] - summary.global_accuracy["FedAvg-GRPO"]
+display(summary)
+print(f"FedMOA − FedAvg-GRPO: {gap:+.3f} × {answers} answers = {gap * answers:+.0f} right answers; one seed: noise (§6)")
 
 # %% [markdown]
 # ## 5. Why the weights barely move
@@ -327,9 +332,9 @@ LAMS = tf.replay_lambdas(probes)
 tf.lambda_line(cfg, moa_records)
 
 # %% [markdown]
-# The widget replays round 1 (untrained model, fresh batches: α differs a little from §4's) at 1, 10 and 100 times
-# the rule's median λ: $w_{\text{acc}}$ as sent, after eq. 10, after eq. 12. Predict first: at which λ does a
-# $w_{\text{acc}}$ reach 0? The answer is folded below.
+# ### Exercise 5
+# The widget replays round 1 (untrained model, fresh batches) at 1, 10 and 100 times the rule's median λ:
+# $w_{\text{acc}}$ as sent, after eq. 10, after eq. 12. At which multiple does a $w_{\text{acc}}$ first reach 0?
 
 # %%
 def show_replay(lam, static=False):
@@ -343,7 +348,15 @@ notebook.static_default(lambda lam: show_replay(lam, static=True), **controls)
 notebook.knobs(show_replay, **controls)
 
 # %%
-display(tf.replay_answer(probes, cfg, LAMS))  # folded: every λ, and what the largest does
+prediction_5 = None  # 1, 10, 100 or "none"
+
+# %%
+answer_5 = tf.first_zero(probes, cfg, LAMS)
+why = tf.replay_answer(probes, cfg, LAMS).words.removeprefix("Answer: ")  # what the largest λ does
+notebook.check_explained(prediction_5, answer_5, why)
+
+# %%
+display(tf.replay_all(probes, cfg, LAMS))  # w_acc sent back at every λ
 cos = np.abs(tf.consecutive_cosines(probes))  # |cos(g_k^(t), g_k^(t−1))| over clients, rewards, steps
 print(f"|cos|: median {np.median(cos):.2f}, max {cos.max():.2f}, so Δ_k = cos·‖g_k^(t)‖‖g_k^(t−1)‖ ≪ ‖g_k‖²")
 tf.replay_why(probes, cfg, LAMS)
@@ -362,23 +375,22 @@ display(tf.grid_intro(), tf.side_by_side(cfg, first, moa_records))
 display(tf.staircase_figure(), tf.staircase_points())
 
 # %% [markdown]
-# ### Exercise 5
+# ### Exercise 6
 # A new model scores accuracy 0.46, format 0.82. Which points leave the front? A set, e.g. `{"P1"}`.
 
 # %%
-prediction_5 = None  # a set of point names
+prediction_6 = None  # a set of point names
 
 # %%
 new_model = [0.46, 0.82]
-answer_5 = tf.leaves_front(new_model)
-notebook.check_explained(prediction_5, answer_5, f"{new_model} dominates {sorted(answer_5)}: at least as good on "
+answer_6 = tf.leaves_front(new_model)
+notebook.check_explained(prediction_6, answer_6, f"{new_model} dominates {sorted(answer_6)}: at least as good on "
                          "both rewards, better on one. P1 keeps the highest format and P4 the highest accuracy, so "
                          "they stay. A new model joins the front without beating every point on it.")
 
 # %% [markdown]
-# **Reading a front over seeds.** Each seed's run ends in one model. An arm sits *nearer the front* when its models
-# score higher on both rewards; when one reward is saturated, that means higher on the other. And seeds differ: the
-# gap between the arms' means must exceed either arm's spread over seeds (sd).
+# **Reading a front over seeds.** Each seed ends in one model. An arm sits *nearer the front* when its models score
+# higher on both rewards (one saturated: on the other) by more than either arm's spread over seeds (sd).
 
 # %%
 display(tf.paper_claim(3))
@@ -387,18 +399,18 @@ viz.export(fig, "fedmoa_pareto_accuracy_format", figures)
 display(fig, words, tf.arm_spread())
 
 # %% [markdown]
-# ### Exercise 6
+# ### Exercise 7
 # Whose models sit nearer the front: "FedMOA", "FedAvg-GRPO" or "neither"?
 
 # %%
-prediction_6 = None  # "FedMOA", "FedAvg-GRPO" or "neither"
+prediction_7 = None  # "FedMOA", "FedAvg-GRPO" or "neither"
 
 # %%
 spread = tf.arm_spread()  # accuracy over seeds: format is saturated
 gap = spread.loc["FedMOA", "mean"] - spread.loc["FedAvg-GRPO", "mean"]
-answer_6 = ("FedMOA" if gap > 0 else "FedAvg-GRPO") if abs(gap) > spread.sd.max() else "neither"
-assert answer_6 == tf.nearer_front()[0]  # the helper agrees
-notebook.check_explained(prediction_6, answer_6, tf.nearer_front()[1])
+answer_7 = ("FedMOA" if gap > 0 else "FedAvg-GRPO") if abs(gap) > spread.sd.max() else "neither"
+assert answer_7 == tf.nearer_front()[0]  # the helper agrees
+notebook.check_explained(prediction_7, answer_7, tf.nearer_front()[1])
 
 # %% [markdown]
 # **The accuracy weight over rounds (the paper's Fig. 5).** In the grid's accuracy cluster eq. 12 shares only
@@ -410,16 +422,16 @@ table, words = tf.grid_first_boundary()
 display(table, words)
 
 # %% [markdown]
-# ### Exercise 7
+# ### Exercise 8
 # At this boundary, whose $w_{\text{acc}}$ rises? A set of config letters.
 
 # %%
-prediction_7 = None  # a set of config letters
+prediction_8 = None  # a set of config letters
 
 # %%
 moves = tf.boundary_moves()
-answer_7 = set(moves.index[moves.rises])
-notebook.check_explained(prediction_7, answer_7, "only accuracy is shared, so a client's u is (w̄_acc, its own other "
+answer_8 = set(moves.index[moves.rises])
+notebook.check_explained(prediction_8, answer_8, "only accuracy is shared, so a client's u is (w̄_acc, its own other "
                          "weights, which sum to 1 − w_acc), and it gets w̄_acc / (w̄_acc + 1 − w_acc): above its "
                          "w_acc exactly when w_acc < w̄_acc. " + "; ".join(
                              f"{c} {r['end of round 1']:.3f} → {r['sent for round 2']:.3f}"
@@ -432,6 +444,7 @@ display(fig)
 words
 
 # %%
+display(tf.accuracy_differences())  # finding 1's accuracy, seed by seed
 tf.findings_box()
 
 # %% [markdown]

@@ -269,3 +269,29 @@ def test_the_findings_box_quotes_the_stored_verdicts_and_the_weights_move():
     assert f"{move[0]:.4f} ± {move[1]:.4f}" in box and box.count("([report](13_fedmoa_report.ipynb))") == 3
     assert ('"not tested"' in box) == (f1.verdict.startswith("not tested") and move[0] < MIN_WEIGHT_MOVE)
     assert "build" not in box  # the stored runs show w_acc draining
+
+
+def test_exercise_5s_answer_is_the_smallest_lambda_that_sets_a_weight_to_0():
+    from experiments import teaching_fedmoa as tf
+    from fedrl_kit.fedmoa import probe
+
+    probes, cfg = _probes_and_cfg()
+    lams = tf.replay_lambdas(probes)
+    answer = tf.first_zero(probes, cfg, lams)
+    zero = [any(r["trajectory"][-1][0] == 0 for r in probe.replay_round(
+        probes, lam=lam, cluster_key="accuracy", eps=1e-6, temperature=1.0)) for lam in lams.values()]
+    assert answer == ([1, 10, 100][zero.index(True)] if any(zero) else "none")
+    assert tf.first_zero(probes, cfg, {"1 × the rule = 0": 0.0}) == "none"  # λ = 0 leaves every weight as sent
+
+
+def test_the_accuracy_differences_are_paired_by_seed_and_agree_with_finding_1():
+    from experiments import teaching_fedmoa as tf
+
+    diff = tf.accuracy_differences()
+    f1 = findings.fedmoa_findings().iloc[0]
+    assert diff.loc["mean", "all three families' tests"] == pytest.approx(f1.difference, abs=0.01)
+    assert diff.loc["± 95 % t", "all three families' tests"] == pytest.approx(f1["±95% t"], abs=0.01)
+    gap = tf.arm_spread().loc["FedMOA", "mean"] - tf.arm_spread().loc["FedAvg-GRPO", "mean"]
+    assert diff.loc["mean", "MATH-like tests"] == pytest.approx(100 * gap, abs=0.1)  # Exercise 7's gap, in points
+    box = tf.findings_box().data
+    assert f"{diff.loc['mean', 'MATH-like tests']:+.2f}".replace("-", "−") in box
