@@ -349,7 +349,7 @@ def exercise_update_size(results=F.RESULTS) -> tuple[float, str]:
     r, f = t.loc["PubSwap Random"], t.loc["FedAvg-GRPO"]
     ur, uf = r["final δ_pair"] / r["δ_pair / u"], f["final δ_pair"] / f["δ_pair / u"]
     than = "larger than" if ur > uf * 1.02 else "smaller than" if ur < uf / 1.02 else "equal to"
-    return round(ur, 1), (f"u = δ_pair ÷ (δ_pair / u). Random: {r['final δ_pair']:.2f} ÷ {r['δ_pair / u']:.2f} ≈ {ur:.1f}; "
+    return round(float(ur), 1), (f"u = δ_pair ÷ (δ_pair / u). Random: {r['final δ_pair']:.2f} ÷ {r['δ_pair / u']:.2f} ≈ {ur:.1f}; "
                     f"FedAvg-GRPO: {f['final δ_pair']:.2f} ÷ {f['δ_pair / u']:.2f} ≈ {uf:.1f} (measured directly: "
                     f"{r['update size u']:.2f} against {f['update size u']:.2f}): {than} FedAvg-GRPO's. "
                     f"Random's clients point more alike than FedAvg-GRPO's, but each moves further, and the longer "
@@ -722,7 +722,7 @@ def drift_split(results=F.RESULTS) -> tuple[pd.DataFrame, Markdown]:
     seeds = int(split["seeds"].min())
     flips = [str(t) for t, a, b, c, d in zip(split.index, split[pa], split[pb], split[sa], split[sb])
              if abs(a) > b and abs(c) <= d]
-    flip = (f" At τ = {', '.join(flips)} it flips (the shared prompts' interval excludes 0, the swap's does not): "
+    flip = (f" At τ = {', '.join(flips)} the two trade places (the shared prompts' interval excludes 0, the swap's does not): "
             "read the pattern across τ, not one row." if flips else "")
     note = Markdown(f"The swap's interval excludes 0 at {firm(sa, sb)}; the shared prompts' at {firm(pa, pb)}. Each "
                     f"row rests on {seeds} seeds ({seeds - 1} degrees of freedom) and the table holds "

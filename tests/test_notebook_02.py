@@ -268,7 +268,7 @@ def test_the_drift_split_lists_every_control_tau_with_its_length_and_names_where
     flips = [str(t) for t, a, b, c, d in zip(split.index, split["public steps: control − FedAvg-GRPO"],
                                              split["±95% t (public steps)"], split["swap: Balanced − control"],
                                              split["±95% t (swap)"]) if abs(a) > b and abs(c) <= d]
-    assert (f"At τ = {', '.join(flips)} it flips" in note.data) == bool(flips)
+    assert (f"At τ = {', '.join(flips)} the two trade places" in note.data) == bool(flips)
     for t, d, h in zip(split.index, split["swap: Balanced − control"], split["±95% t (swap)"]):
         assert table.loc[f"τ = {t}", "swap: Balanced − control"] == f"{d:+.2f} ± {h:.2f}" + (
             ": inconclusive" if abs(d) <= h else "")
