@@ -342,17 +342,18 @@ def update_sizes(results=F.RESULTS) -> pd.DataFrame:
     return t.round({"final δ_pair": 2, "update size u": 2, "δ_pair / u": 2})
 
 
-def exercise_update_size(results=F.RESULTS) -> tuple[str, str]:
-    """Random has the largest δ_pair but a lower δ_pair / u than FedAvg-GRPO: is its update size u larger, smaller or
-    equal? u = δ_pair / (δ_pair / u), read off the two panels' means, then the u the runs measured."""
+def exercise_update_size(results=F.RESULTS) -> tuple[float, str]:
+    """Random has the largest δ_pair: what is its update size u (one decimal), read off the two panels' means as
+    u = δ_pair / (δ_pair / u), and is it larger than FedAvg-GRPO's? Then the u the runs measured."""
     t = update_sizes(results)
     r, f = t.loc["PubSwap Random"], t.loc["FedAvg-GRPO"]
     ur, uf = r["final δ_pair"] / r["δ_pair / u"], f["final δ_pair"] / f["δ_pair / u"]
-    answer = "larger" if ur > uf * 1.02 else "smaller" if ur < uf / 1.02 else "equal"
-    return answer, (f"u = δ_pair ÷ (δ_pair / u). Random: {r['final δ_pair']:.2f} ÷ {r['δ_pair / u']:.2f} ≈ {ur:.1f}; "
+    than = "larger than" if ur > uf * 1.02 else "smaller than" if ur < uf / 1.02 else "equal to"
+    return round(float(ur), 1), (f"u = δ_pair ÷ (δ_pair / u). Random: {r['final δ_pair']:.2f} ÷ {r['δ_pair / u']:.2f} ≈ {ur:.1f}; "
                     f"FedAvg-GRPO: {f['final δ_pair']:.2f} ÷ {f['δ_pair / u']:.2f} ≈ {uf:.1f} (measured directly: "
-                    f"{r['update size u']:.2f} against {f['update size u']:.2f}). Random's clients point more alike "
-                    "than FedAvg-GRPO's, but each moves further, and the longer steps win. Drift alone would have hidden "
+                    f"{r['update size u']:.2f} against {f['update size u']:.2f}): {than} FedAvg-GRPO's. "
+                    f"Random's clients point more alike than FedAvg-GRPO's, but each moves further, and the longer "
+                    "steps win. Drift alone would have hidden "
                     "this: always read it beside the update size.")
 
 
@@ -556,7 +557,8 @@ def random_group_note(gen, correct: pd.DataFrame, prompt: int) -> Markdown:
             f"of {K} holds {int(group.sum())}. ")
     if group.all() or not group.any():
         text += ("So all its rewards are equal, and every advantage is 0. **No client gets a gradient** from this "
-                 "prompt. Balanced instead can give each client the pool's right answers.")
+                 "prompt. Balanced instead copies those right answers into every group short of half right (one answer can "
+                 "go to several clients).")
     else:
         text += "Its rewards differ, so the group has a gradient."
     return Markdown(text)
@@ -670,7 +672,7 @@ def control_seeds_gain(results=F.RESULTS) -> float:
 
 def drift_findings() -> Markdown:
     """The three drift findings from the stored grid's largest τ in short plain sentences, linking the report: Balanced
-    lowers drift; the part that is firm seed by seed is the swap (the control takes the same public and private steps
+    lowers drift; the part whose interval excludes 0 is the swap (the control takes the same public and private steps
     as Balanced, so fewer private steps cannot explain that part); Random does not lower drift, though its clients point
     more alike (its larger update size u, exercise 5's answer, explains it). Every difference is the first arm minus the second, paired by seed, with the half-width
     of its 95 % t-interval over the seeds both arms ran."""
@@ -682,7 +684,7 @@ def drift_findings() -> Markdown:
         f"1. **Balanced lowers drift.** Balanced − FedAvg-GRPO: {_plain(f.loc['F1'])}, "
         f"{abs(f.loc['F1', 'difference']) / base:.0%} of FedAvg-GRPO's {base:.2f}, with steps as long "
         f"(u {u.loc['PubSwap Balanced', 'update size u']:.2f} against {u.loc['FedAvg-GRPO', 'update size u']:.2f}).",
-        f"2. **At τ = {s['tau']} the firm part (interval excludes 0) is the swap.** Balanced − no-swap control: "
+        f"2. **At τ = {s['tau']} only the swap's part has an interval that excludes 0.** Balanced − no-swap control: "
         f"{_plain(f.loc['F2'])}. The control takes the same public and private steps as Balanced, so this part is "
         f"not from fewer private steps. The shared prompts alone, control − FedAvg-GRPO: {_plain(f.loc['F3'])}.",
         f"3. **Random does not lower drift.** Random − FedAvg-GRPO: {_plain(r.loc['R2'])}. Its clients point "
@@ -699,7 +701,7 @@ def drift_split(results=F.RESULTS) -> tuple[pd.DataFrame, Markdown]:
     """Balanced's drift cut split at every stored τ that ran the no-swap control (``findings.pubswap_drift_split``):
     the shared prompts (control − FedAvg-GRPO) and the swap (Balanced − control), paired by seed, ± the 95 %
     t half-width, *inconclusive* where the interval contains 0; one row per τ with its run length, which differs
-    between rows. Under it, at which τ each part is firm."""
+    between rows. Under it, at which τ each part's interval excludes 0, and how loosely to read that."""
     split = F.pubswap_drift_split(results)
 
     def cell(d, h):
@@ -717,9 +719,16 @@ def drift_split(results=F.RESULTS) -> tuple[pd.DataFrame, Markdown]:
         taus = [str(t) for t, d, h in zip(split.index, split[a], split[b]) if abs(d) > h]
         return f"τ = {', '.join(taus)}" if taus else "no τ"
     (pa, pb), (sa, sb) = cols["shared prompts: control − FedAvg-GRPO"], cols["swap: Balanced − control"]
-    note = Markdown(f"The swap's part is firm (its interval excludes 0) at {firm(sa, sb)}; the shared prompts' part "
-                    f"at {firm(pa, pb)}. Rows ran different lengths, so δ_pair's sizes do not compare down the table; δ_pair / u "
-                    "(0: identical directions, √2 ≈ 1.41: unrelated) does.")
+    seeds = int(split["seeds"].min())
+    flips = [str(t) for t, a, b, c, d in zip(split.index, split[pa], split[pb], split[sa], split[sb])
+             if abs(a) > b and abs(c) <= d]
+    flip = (f" At τ = {', '.join(flips)} the two trade places (the shared prompts' interval excludes 0, the swap's does not): "
+            "read the pattern across τ, not one row." if flips else "")
+    note = Markdown(f"The swap's interval excludes 0 at {firm(sa, sb)}; the shared prompts' at {firm(pa, pb)}. Each "
+                    f"row rests on {seeds} seeds ({seeds - 1} degrees of freedom) and the table holds "
+                    f"{2 * len(split)} intervals, so one row can flip by chance.{flip} Rows ran different lengths, so "
+                    "δ_pair's sizes do not compare down the table; δ_pair / u (0: identical directions, √2 ≈ 1.41: "
+                    "unrelated) does.")
     return table, note
 
 
@@ -833,12 +842,13 @@ def firm_sentence(results=F.RESULTS) -> str:
 
     def taus(ts):
         return "τ = " + ", ".join(map(str, ts)) if ts else "no τ"
-    return (f"Which part of the cut is firm (interval excludes 0) depends on τ: the swap's at {taus(swap)}, the "
-            f"shared prompts' at {taus(shared)}.")
+    seeds = int(split["seeds"].min())
+    return (f"Which part of the cut has a 95 % interval excluding 0 ({seeds} seeds each, so read loosely) depends on "
+            f"τ: the swap's at {taus(swap)}, the shared prompts' at {taus(shared)}.")
 
 
 def remember_note(results=F.RESULTS) -> Markdown:
-    """"What to remember" after its first bullet: the stored drift result read beside the update size, where the firm
+    """"What to remember" after its first bullet: the stored drift result read beside the update size, where the
     part of the cut came from, what the bound can and cannot say, and the accuracy result."""
     f, _ = F.pubswap_teaching_tables(results)
     s = F.pubswap_setting(results)
@@ -850,8 +860,8 @@ def remember_note(results=F.RESULTS) -> Markdown:
         f"{u.loc['FedAvg-GRPO', 'update size u']:.2f}), so they point more alike. Always read drift beside the update "
         "size.\n"
         f"- {firm_sentence(results)}\n"
-        "- The paper's bound ranks Balanced below Random (fewer swapped answers) but the no-swap control below both: "
-        "it does not favour swapping, and as an upper bound it cannot rank the arms.\n"
+        "- Why swapping should help: groups with no gradient get the same donated right answers on every client, "
+        "a shared pull. The paper's bound does not show it (its smallest is the no-swap control's).\n"
         f"- No accuracy gain at this scale: Balanced − FedAvg-GRPO pass@1 {gain['difference']:+.2f} ± "
         f"{gain['±95% t']:.2f} points ({int(gain['seeds'])} seeds); gains above "
         f"{gain['difference'] + gain['±95% t']:+.2f} points are ruled out.")

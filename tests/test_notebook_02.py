@@ -126,7 +126,9 @@ def test_the_update_size_exercise_reads_randoms_u_off_the_ratio_as_the_runs_meas
     answer, why = teach.exercise_update_size()
     t = teach.update_sizes()
     measured = t.loc["PubSwap Random", "update size u"] / t.loc["FedAvg-GRPO", "update size u"]
-    assert answer == ("larger" if measured > 1.02 else "smaller" if measured < 1 / 1.02 else "equal")
+    r = t.loc["PubSwap Random"]
+    assert answer == round(r["final δ_pair"] / r["δ_pair / u"], 1) and abs(answer - r["update size u"]) < 0.15
+    assert ("larger than" if measured > 1.02 else "smaller than" if measured < 1 / 1.02 else "equal to") in why
     assert f"{t.loc['PubSwap Random', 'final δ_pair']:.2f} ÷ {t.loc['PubSwap Random', 'δ_pair / u']:.2f}" in why
     assert (f"measured directly: {t.loc['PubSwap Random', 'update size u']:.2f} against "
             f"{t.loc['FedAvg-GRPO', 'update size u']:.2f}") in why
@@ -260,7 +262,13 @@ def test_the_drift_split_lists_every_control_tau_with_its_length_and_names_where
     assert list(table["local steps per client"]) == list(split["local steps per client"])
     swap = [str(t) for t, d, h in zip(split.index, split["swap: Balanced − control"], split["±95% t (swap)"])
             if abs(d) > h]
-    assert f"The swap's part is firm (its interval excludes 0) at τ = {', '.join(swap)};" in note.data
+    assert f"The swap's interval excludes 0 at τ = {', '.join(swap)};" in note.data
+    seeds = int(split["seeds"].min())
+    assert f"{seeds} seeds ({seeds - 1} degrees of freedom)" in note.data and f"{2 * len(split)} intervals" in note.data
+    flips = [str(t) for t, a, b, c, d in zip(split.index, split["public steps: control − FedAvg-GRPO"],
+                                             split["±95% t (public steps)"], split["swap: Balanced − control"],
+                                             split["±95% t (swap)"]) if abs(a) > b and abs(c) <= d]
+    assert (f"At τ = {', '.join(flips)} the two trade places" in note.data) == bool(flips)
     for t, d, h in zip(split.index, split["swap: Balanced − control"], split["±95% t (swap)"]):
         assert table.loc[f"τ = {t}", "swap: Balanced − control"] == f"{d:+.2f} ± {h:.2f}" + (
             ": inconclusive" if abs(d) <= h else "")
