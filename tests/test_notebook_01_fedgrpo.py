@@ -277,6 +277,13 @@ def test_with_the_format_learnt_the_experts_scores_pick_the_top_answer():
     assert answer == "7" and "wrong (label 5)" in why and "cancels" in why  # the ME expert's favourite, though wrong
 
 
+def test_the_printed_eqs_7_to_9_sum_to_zero_over_the_experts_for_every_candidate():
+    from experiments import teaching_fedgrpo as teaching
+
+    answer, why = teaching.exercise_printed_sum(np.array([[1.0, 0.0, 1.0], [0.6, 0.2, 0.5], [0.1, 0.0, 0.0]]))
+    assert answer == 0.0 and "always sum to 0" in why and "R_k = +1.18, +0.09, -1.27" in why
+
+
 def test_the_owners_row_of_zeros_and_ones_gives_away_the_owner_and_the_label():
     from experiments import teaching_fedgrpo as teaching
 
@@ -371,7 +378,7 @@ def test_the_confidence_heatmap_boxes_the_experts_in_the_questions_topic_column(
     assert "each row's mean over the 3 columns" in why
     with pytest.raises(ValueError, match="eq. 6 computed here differs"):
         teaching.competence_table(tr, run, np.asarray(tr["competence"]) + 0.1, tr["experts"])
-    assert list(teaching.competence_table(tr, run)["r_k^p"]) == list(np.round(tr["competence"], 3))
+    assert list(teaching.competence_table(tr, run)["c_k"]) == list(np.round(tr["competence"], 3))
 
     right = server_view(run.server, run.truth)["guessed right"]
     assert f"right for {int(right.sum())} of {len(right)} clients" in teaching.competence_note(run).data
