@@ -200,7 +200,7 @@ def candidate_table(tr: dict, run, mu=None, r_tilde=None, A=None) -> pd.DataFram
     df = pd.DataFrame({"candidate": tr["candidates"], "correct": tr["correct"].astype(bool),
                        "f_j": tr["format"].astype(int)})
     for row, k in enumerate(tr["experts"]):
-        df[f"r^s {cids[k]} ({tr['pathways'][row]})"] = tr["scores"][row]
+        df[f"s_k {cids[k]} ({tr['pathways'][row]})"] = tr["scores"][row]
     four = [c for c in df.columns if c.startswith("r^s")]  # 4 significant figures: a 0.00005 is not a 0
     df[four] = df[four].map(lambda v: f"{v:.4g}")
     if mu is None:
@@ -217,7 +217,7 @@ def candidate_table(tr: dict, run, mu=None, r_tilde=None, A=None) -> pd.DataFram
 
 def eq9_line(tr: dict) -> str:
     """Eq. 8 as printed, on the traced scores, in plain words: with two experts, each row the experts split gives one
-    R_k ≈ +1 and the other ≈ −1 (0 where they agree), and every row's R_k sum to 0."""
+    R_k ≈ +1 and the other ≈ −1 (0 where they agree). Whether they always sum to 0 is Exercise 5's question."""
     r, scores = np.asarray(tr["eq9"]), np.asarray(tr["scores"])  # [M, G], [M, G]
     split = np.ptp(scores, axis=0) > 0  # [G] the rows where the experts disagree
     said = "Eqs. 8–9 as printed would give "
@@ -225,8 +225,9 @@ def eq9_line(tr: dict) -> str:
         a = np.abs(r[:, split])
         said += (f"R_k = +1 to the higher-scoring expert and −1 to the other on each of the {int(split.sum())} rows "
                  f"(of {len(split)}) where the two scores differ (two numbers always standardise to ±1; here |R_k| = "
-                 f"{a.min():.2f}–{a.max():.2f}), so ")
-    return said + f"each row's R_k sum to {np.abs(r.sum(axis=0)).max():.0f}, as §2 says."
+                 f"{a.min():.2f}–{a.max():.2f}).")
+        return said
+    return said + f"R_k of at most {np.abs(r).max():.2f} in size."
 
 
 def top_advantage_note(tr: dict) -> Markdown:
@@ -916,7 +917,7 @@ def exercise_printed_sum(scores) -> tuple[float, str]:
 
     R = group_relative_rewards(np.asarray(scores, float))  # [M, G], eq. 8
     total = np.abs(R.sum(axis=0))                            # |Σ_k R_k(ŷ_j)| per candidate
-    why = (f"0 for any scores: standardising over the experts subtracts their mean, so the R_k of one candidate "
+    why = (f"standardising over the experts subtracts their mean, so whatever the scores the R_k of one candidate "
            f"always sum to 0 (here R_k = {', '.join(f'{v:+.2f}' for v in R[:, 0])}). Summed over its experts, eq. 9's "
            f"update vanishes for every candidate, right or wrong: the printed reward cannot train.")
     return round(float(total.max()), 3), why
