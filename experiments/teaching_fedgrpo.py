@@ -26,14 +26,14 @@ ROUND = replace(
     diagrams.FEDGRPO_AS_TRAINED,
     server=("1 sample G candidate answers ŷ for a question x_s",
             "2 find its L nearest auxiliary questions (eq. 5)",
-            "3 competence r_k^p: mean of step 0b's replies over them;",
+            "3 competence c_k: mean of step 0b's replies over them;",
             "   keep the M most competent clients (eq. 6)",
             "6 reward 8·(experts' mean score) + format → advantages",
             "7 one GRPO step on the server's own policy"),
     messages=(Message("down", "0a all of D_p (questions + labels), once, before round 1"),
               Message("up", "0b Pr[θ_k answers each one right], once (the server caches them)"),
               Message("down", "4 question x_s and its G candidate answers", "the M experts only"),
-              Message("up", "5 G scalar scores r_k^s (exact check AE, or model ME)", "the M experts only")))
+              Message("up", "5 G scalar scores s_k (exact check AE, or model ME)", "the M experts only")))
 
 
 # -- the setup cell -----------------------------------------------------------------------------------------------
@@ -146,7 +146,7 @@ def topic_shares(tr: dict, run) -> list[float]:
 
 
 def competence_table(tr: dict, run, r_p=None, experts=None) -> pd.DataFrame:
-    """Eq. 6 for the traced question: each client's r_k^p (``r_p``, as the notebook computes it, checked against the
+    """Eq. 6 for the traced question: each client's c_k (``r_p``, as the notebook computes it, checked against the
     trace's; the trace's when not given), its share of data in the question's topic (simulator truth), and whether it
     is an expert (``experts``, checked likewise)."""
     if r_p is None:
@@ -154,14 +154,14 @@ def competence_table(tr: dict, run, r_p=None, experts=None) -> pd.DataFrame:
     if not np.allclose(r_p, tr["competence"]) or [int(k) for k in experts] != [int(k) for k in tr["experts"]]:
         raise ValueError("eq. 6 computed here differs from the trace's server step")
     share = topic_shares(tr, run)
-    return pd.DataFrame({"r_k^p": np.asarray(r_p), "topic share": share,
+    return pd.DataFrame({"c_k": np.asarray(r_p), "topic share": share,
                          "expert": ["✔" if k in list(experts) else "" for k in range(len(share))]},
                         index=list(run.runtime.client_ids)).round(3)
 
 
 def non_holder_note(tr: dict, run, policy) -> Markdown:
     """The competence of the clients that hardly hold the question's topic (< 10 % of their data), beside the base
-    model's own score on the same L neighbours (no client's adapter): what a non-holder's r_k^p measures. Says how
+    model's own score on the same L neighbours (no client's adapter): what a non-holder's c_k measures. Says how
     many of them beat the base, and why the heatmap's base score for the topic differs (it averages all of the
     topic's auxiliary questions, not the question's neighbours)."""
     from fedrl_kit.rewards import normalise_answer
@@ -176,26 +176,23 @@ def non_holder_note(tr: dict, run, policy) -> Markdown:
     with policy.reference():  # the frozen base: every adapter off
         base = float(np.exp(completion_logprob(policy, qs, ys)).mean())
     above = int((low > base).sum())
-    said = (f"The {len(low)} clients with under 10 % of their data in `{tr['topic']}` score "
-            f"{low.min():.2f}–{low.max():.2f}, and {'all' if above == len(low) else above} of them "
-            f"beat the base model, which scores {base:.2f} on the same {len(idx)} neighbours: ")
-    if low.max() - base <= 0.1:
-        said += "a non-holder's competence is mostly the base model's own skill, not what the client learned."
-    else:
-        said += ("competence measures skill (the base model's, plus what SFT on any arithmetic adds), not whether a "
-                 "client holds the topic.")
+    verdict = ("mostly the base model's own skill, not what the client learned" if low.max() - base <= 0.1 else
+               "skill (the base model's, plus what SFT on any arithmetic adds), not whether a client holds the topic")
     topics, _, base_t = _topic_lift(run, policy)
     t = tr["topic"]
     n_topic, n_in = int((np.asarray(aux["topic"]) == t).sum()), int((nb["topic"] == t).sum())
-    said += (f" The {len(idx)} neighbours are " + (f"all {n_topic} `{t}` questions of D_p" if n_in == n_topic else
-                                                  f"{n_in} of D_p's {n_topic} `{t}` questions")
-             + f" and {len(idx) - n_in} of other topics; the heatmap below averages the {n_topic} `{t}` questions "
-             f"only, so there the base scores {base_t[topics.index(t)]:.2f}.")
+    where = f"all {n_topic} `{t}` questions of D_p" if n_in == n_topic else f"{n_in} of D_p's {n_topic} `{t}` questions"
+    said = (f"- **Non-holders** (under 10 % of their data in `{t}`, {len(low)} clients): competence "
+            f"{low.min():.2f}–{low.max():.2f}; {'all' if above == len(low) else above} beat the base model.\n"
+            f"- **Base model** (no adapter) on the same {len(idx)} neighbours: {base:.2f}. So a non-holder's "
+            f"competence is {verdict}.\n"
+            f"- **The {len(idx)} neighbours**: {where}, plus {len(idx) - n_in} of other topics. The heatmap below "
+            f"averages the {n_topic} `{t}` questions only, so there the base scores {base_t[topics.index(t)]:.2f}.")
     return Markdown(said)
 
 
 def candidate_table(tr: dict, run, mu=None, r_tilde=None, A=None) -> pd.DataFrame:
-    """The traced question's G candidates: truth (for the reader), format f_j, each expert's score r_k^s (with its
+    """The traced question's G candidates: truth (for the reader), format f_j, each expert's score s_k (with its
     pathway), their mean μ_r, the trained reward r̃_j = 8·μ_r + f_j and its advantage A_j (GRPO's standardisation of
     r̃ over the G rows), so that A_j reads straight off the table. ``mu``, ``r_tilde``, ``A``: the chain as the
     notebook computes it, checked against the package's advantages (computed here when not given)."""
@@ -203,7 +200,7 @@ def candidate_table(tr: dict, run, mu=None, r_tilde=None, A=None) -> pd.DataFram
     df = pd.DataFrame({"candidate": tr["candidates"], "correct": tr["correct"].astype(bool),
                        "f_j": tr["format"].astype(int)})
     for row, k in enumerate(tr["experts"]):
-        df[f"r^s {cids[k]} ({tr['pathways'][row]})"] = tr["scores"][row]
+        df[f"s_k {cids[k]} ({tr['pathways'][row]})"] = tr["scores"][row]
     four = [c for c in df.columns if c.startswith("r^s")]  # 4 significant figures: a 0.00005 is not a 0
     df[four] = df[four].map(lambda v: f"{v:.4g}")
     if mu is None:
@@ -220,7 +217,7 @@ def candidate_table(tr: dict, run, mu=None, r_tilde=None, A=None) -> pd.DataFram
 
 def eq9_line(tr: dict) -> str:
     """Eq. 8 as printed, on the traced scores, in plain words: with two experts, each row the experts split gives one
-    R_k ≈ +1 and the other ≈ −1 (0 where they agree), and every row's R_k sum to 0."""
+    R_k ≈ +1 and the other ≈ −1 (0 where they agree). Whether they always sum to 0 is Exercise 5's question."""
     r, scores = np.asarray(tr["eq9"]), np.asarray(tr["scores"])  # [M, G], [M, G]
     split = np.ptp(scores, axis=0) > 0  # [G] the rows where the experts disagree
     said = "Eqs. 8–9 as printed would give "
@@ -228,8 +225,9 @@ def eq9_line(tr: dict) -> str:
         a = np.abs(r[:, split])
         said += (f"R_k = +1 to the higher-scoring expert and −1 to the other on each of the {int(split.sum())} rows "
                  f"(of {len(split)}) where the two scores differ (two numbers always standardise to ±1; here |R_k| = "
-                 f"{a.min():.2f}–{a.max():.2f}), so ")
-    return said + f"each row's R_k sum to {np.abs(r.sum(axis=0)).max():.0f}, as §2 says."
+                 f"{a.min():.2f}–{a.max():.2f}).")
+        return said
+    return said + f"R_k of at most {np.abs(r).max():.2f} in size."
 
 
 def top_advantage_note(tr: dict) -> Markdown:
@@ -314,7 +312,7 @@ def selection_line(run, sq: dict, L: int, M: int) -> str:
 
 
 def _topic_lift(run, policy) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """The confidence graph's edge weights: each client's mean competence r_k^p per topic of D_p ``[K, T]``, and the
+    """The confidence graph's edge weights: each client's mean competence c_k per topic of D_p ``[K, T]``, and the
     base model's own score per topic ``[T]`` (no adapter), computed once per run."""
     if getattr(run, "_topic_lift", None) is None:
         from fedrl_kit.fedgrpo.algorithm import server_state
@@ -601,21 +599,23 @@ def stored_settings() -> Markdown:
         "points (% of test problems).")
 
 
-def _band(fig, g: pd.DataFrame, y: str, name: str, colour: str, col: int, legend: bool = True, scale: float = 1.0):
+def _band(fig, g: pd.DataFrame, y: str, name: str, colour: str, col: int, legend: bool = True, scale: float = 1.0,
+          band: bool = True):
     import plotly.graph_objects as go
 
     st = (g.groupby("round")[y].agg(["mean", "std"]).fillna(0.0) * scale).reset_index()
     xs = st["round"].tolist()
     r, gr, b = (int(colour[k:k + 2], 16) for k in (1, 3, 5))
-    fig.add_trace(go.Scatter(x=xs + xs[::-1], y=(st["mean"] + st["std"]).tolist()
-                             + (st["mean"] - st["std"]).tolist()[::-1], fill="toself", line=dict(width=0),
-                             fillcolor=f"rgba({r},{gr},{b},0.1)", hoverinfo="skip", showlegend=False), 1, col)
+    if band:
+        fig.add_trace(go.Scatter(x=xs + xs[::-1], y=(st["mean"] + st["std"]).tolist()
+                                 + (st["mean"] - st["std"]).tolist()[::-1], fill="toself", line=dict(width=0),
+                                 fillcolor=f"rgba({r},{gr},{b},0.1)", hoverinfo="skip", showlegend=False), 1, col)
     fig.add_trace(go.Scatter(x=xs, y=st["mean"], mode="lines", name=name, line=dict(color=colour, width=2),
                              showlegend=legend), 1, col)
 
 
 def stored_figure(figures):
-    """Two panels. Left: pass@1 in points of FedGRPO and the two baselines (mean of the seeds, band ±1 SD). Right:
+    """Two panels. Left: pass@1 in points of every arm (mean of the seeds; no bands, which overlapped). Right:
     the paired differences of :data:`STORED_PAIRS` over windows of 5 rounds, one dot per seed and the mean with its
     95 % t interval, so that whether an arm helps reads off the zero line, not off overlapping bands."""
     import plotly.graph_objects as go
@@ -625,11 +625,11 @@ def stored_figure(figures):
 
     t = stored_traces()
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, column_widths=[0.5, 0.5],
-                        subplot_titles=["pass@1 (band ±1 SD; dashed: seed mean only)",
+                        subplot_titles=["pass@1, mean of the seeds (spread: right panel)",
                                         "arm − FedGRPO over 5-round windows (dot: a seed; bar: 95 % t)"])
     for arm, colour in STORED_ARMS.items():
-        _band(fig, t[t["method"] == arm], "pass_at_1", METHOD_NAMES[arm], colour, 1, scale=100)
-    for arm, colour in STORED_CONTROLS.items():  # seed means only: two more bands would hide the three above
+        _band(fig, t[t["method"] == arm], "pass_at_1", METHOD_NAMES[arm], colour, 1, scale=100, band=False)
+    for arm, colour in STORED_CONTROLS.items():  # dashed: the two protocol variants
         m = 100 * t[t["method"] == arm].groupby("round")["pass_at_1"].mean()
         fig.add_trace(go.Scatter(x=m.index.tolist(), y=m.tolist(), mode="lines", name=METHOD_NAMES[arm],
                                  line=dict(color=colour, width=1.5, dash="dash")), 1, 1)
@@ -743,10 +743,11 @@ def findings_box() -> Markdown:
         f"round {int(central.idxmax())} and was still falling at round {int(central.index.max())}: "
         f"its plateau, {level['central_grpo']:.2f}, is not settled ([report §2]({REPORT})).",
         f"**Better experts, no measurable gain:** random experts − FedGRPO is {d('fedgrpo_random')}, though "
-        f"competence picks topic holders for {hit:.2f} of expert slots (random: {hit_random:.2f}) ([report §4]({REPORT})).",
+        f"in the stored runs competence picks topic holders for {hit:.2f} of expert slots (random: {hit_random:.2f}) ([report §4]({REPORT})).",
         f"**The gap comes from who can check answers:** every client holds every label − FedGRPO is "
         f"{d('fedgrpo_allgt')}, {allgt / gap:.0%} of the gap to Fedpetuning+GRPO; FedGRPO's reward shape "
-        f"(8·accuracy + format) {'changes Fedpetuning+GRPO within noise' if abs(shape['mean']) < shape['±95% t'] else 'changes Fedpetuning+GRPO'} "
+        f"(8·accuracy + format) changes Fedpetuning+GRPO by {shape['mean']:+.2f} ± {shape['±95% t']:.2f}"
+        f"{', within noise' if abs(shape['mean']) < shape['±95% t'] else ''} "
         f"([report §8]({REPORT})).",
         f"**Inferred: why the paper sees no gap:** its released trainer (Liar-Mask/FedGRPO) lets every client "
         f"check answers against the label and draws experts at random; that official protocol plateaus at "
@@ -822,7 +823,7 @@ def p_matrix(run, q: int, near) -> pd.DataFrame:
 
 def exercise_experts(run, L: int, M: int, seed: int, topic: str = "mod") -> tuple[list[str], str]:
     """The M experts of the first D_s question of ``topic`` at L neighbours (eqs. 5–6, ``trace_question``), most
-    competent first, and why: the question's r_k^p (each row's mean in the exercise's table) and each expert's share
+    competent first, and why: the question's c_k (each row's mean in the exercise's table) and each expert's share
     of data in the topic (simulator truth)."""
     from fedrl_kit.fedgrpo.diagnostics import trace_question
 
@@ -832,7 +833,7 @@ def exercise_experts(run, L: int, M: int, seed: int, topic: str = "mod") -> tupl
     share = {c: sum(t == topic for t in p["topic"]) / len(p) for c, p in zip(cids, run.partitions)}
     experts = [cids[k] for k in tr["experts"]]
     comp = ", ".join(f"{c} {v:.3f}" for c, v in zip(cids, tr["competence"]))
-    said = (f"r_k^p is each row's mean over the {L} columns (eq. 6): {comp}. The top {M}: {experts}. Their shares of "
+    said = (f"c_k is each row's mean over the {L} columns (eq. 6): {comp}. The top {M}: {experts}. Their shares of "
             f"data in `{topic}`: " + ", ".join(f"{c} {share[c]:.0%}" for c in experts) + ". ")
     outsiders = [c for c in experts if share[c] < 0.1]
     if outsiders:
@@ -907,6 +908,19 @@ def exercise_no_format(tr2: dict) -> tuple[float, str]:
     why += (f" (candidate_advantages gives {adv[wrong]:.3f}; with the format reward it was "
             f"{tr2['advantages']['paper'][wrong]:.3f})")
     return round(float(adv[wrong]), 3), why
+
+
+def exercise_printed_sum(scores) -> tuple[float, str]:
+    """Exercise 5: eqs. 7–9 as printed: each candidate's scores ``[M, G]`` standardised over its M experts (the
+    package's group_relative_rewards), and the largest |Σ_k R_k| over the candidates."""
+    from fedrl_kit.fedgrpo.group_reward import group_relative_rewards
+
+    R = group_relative_rewards(np.asarray(scores, float))  # [M, G], eq. 8
+    total = np.abs(R.sum(axis=0))                            # |Σ_k R_k(ŷ_j)| per candidate
+    why = (f"standardising over the experts subtracts their mean, so whatever the scores the R_k of one candidate "
+           f"always sum to 0 (here R_k = {', '.join(f'{v:+.2f}' for v in R[:, 0])}). Summed over its experts, eq. 9's "
+           f"update vanishes for every candidate, right or wrong: the printed reward cannot train.")
+    return round(float(total.max()), 3), why
 
 
 # -- report 11's reading of the gap ----------------------------------------------------------------------------------

@@ -19,7 +19,7 @@
 # *Zhu, Gu, Fan, Yang, Han: FedGRPO, AAAI 2026 (arXiv:2602.12014).*
 #
 # **The problem.** A server wants to improve its language model with GRPO, but the labelled training questions sit
-# with $K$ **clients**, each holding a few topics, sharing neither data nor model updates. The server sees the
+# with $K$ **clients** (a few topics each) that share neither data nor model updates. The server sees the
 # questions pooled, without labels or owners, and holds a small labelled **auxiliary set**.
 #
 # **The idea.** The server trains; the clients only grade. Each client fine-tunes (SFT) a LoRA **domain model** on its
@@ -27,14 +27,15 @@
 # clients whose domain models best answer similar auxiliary questions. An expert holding the question checks each
 # answer against its label (1 or 0); the others give their model's probability of it. The scores become the reward.
 #
-# **Our reading.** The paper's reward equations as printed cannot train, so every FedGRPO number here comes from our
-# reading of its remarks (§2 shows both).
+# **Why it should help.** A model fine-tuned on a topic puts more probability on right answers in that topic than on
+# wrong ones, so even an expert without the label should score right candidates higher; and the clients best on
+# similar questions should be the best judges. §6 tests both hopes.
 #
 # **The paper's claim** (Table 1; **pass@1**: the share of test problems one sampled answer solves): FedGRPO beats
-# **Fedpetuning+GRPO** (clients GRPO-train LoRA adapters on their own data; the server averages them each round) and
-# roughly matches **Central-GRPO** (GRPO on all the data pooled). We test it in a CPU-sized simulation: arithmetic
-# questions in seven topics, and a tiny pretrained transformer. [Report 11](11_fedgrpo_report.ipynb) has the full
-# reproduction.
+# **Fedpetuning+GRPO** (clients GRPO-train LoRA adapters; the server averages them each round) and roughly matches
+# **Central-GRPO** (GRPO on the pooled data). We test it on arithmetic questions in seven topics with a tiny
+# pretrained transformer. The reward equations as printed cannot train, so we train our reading of the paper's
+# remarks (§2). [Report 11](11_fedgrpo_report.ipynb) has the full reproduction.
 
 # %%
 import numpy as np
@@ -56,6 +57,19 @@ teaching.round_diagram()
 
 # %% [markdown]
 # ## 2. The equations
+# | symbol | meaning |
+# |---|---|
+# | $K$, $k$; $\theta_k$ | clients; client $k$'s domain model |
+# | $\mathcal{D}_s$, $x_s$, $y_s$ | training questions, one, its label (its owner's) |
+# | $\mathcal{D}_p$, $x_{p,\ell}$, $y_{p,\ell}$ | the server's auxiliary questions, with labels |
+# | $\pi_{\theta_g}$; $G$, $\hat y_j$ | server policy (LoRA adapter $\theta_g$); candidates per question, one |
+# | $L$, $\mathcal{N}(x_s)$; $M$, $\mathcal{C}(x_s)$ | number and set of neighbours; of experts |
+# | $p_{k\ell}$; $c_k(x_s)$ | client $k$'s reply on auxiliary question $\ell$; its **competence** (paper: $r_k^p$) |
+# | $s_k(\hat y_j)$; $\mu_r$; $R_k$ | expert $k$'s **score** (paper: $r_k^s$); the experts' mean; eq. 8's standardised $s_k$ |
+# | $f_j$, $\tilde r_j$, $A_j$ | format reward, trained reward, advantage |
+# | $\rho_{j,t}$; $\varepsilon$, $\varepsilon_{\text{high}}$ | new/old probability of token $t$; its lower, upper clip |
+# | $Q$, $\tau$, $T$ | questions per server step, server steps per round, rounds |
+#
 # **GRPO, the part FedGRPO keeps.** Candidate $\hat y_j$ of a group of $G$ gets a reward $r_j$ and the advantage
 #
 # $$A_j=\frac{r_j-\operatorname{mean}_i r_i}{\operatorname{std}_i r_i+10^{-6}}$$
@@ -67,71 +81,55 @@ teaching.round_diagram()
 # \operatorname{clip}(\rho_{j,t},1-\varepsilon,1+\varepsilon_{\text{high}})\,A_j\big),\qquad
 # \rho_{j,t}=\frac{\pi_{\theta_g}(\hat y_{j,t}\mid\cdot)}{\pi_{\text{old}}(\hat y_{j,t}\mid\cdot)}$$
 #
-# Once a token's ratio $\rho$ leaves $[1-\varepsilon,1+\varepsilon_{\text{high}}]$ in $A_j$'s direction, the step stops
-# pushing it (DAPO's $\varepsilon_{\text{high}}>\varepsilon$ leaves unlikely tokens more room to rise). FedGRPO changes only
-# **where $r_j$ comes from**.
+# The clip stops pushing a token once its ratio leaves $[1-\varepsilon,1+\varepsilon_{\text{high}}]$ in $A_j$'s
+# direction. FedGRPO changes only **where $r_j$ comes from**.
 #
-# **Eq. 5, neighbours.** A frozen encoder $\phi$ (the mean hidden state of the server's base model) maps a question to
-# a unit vector $z$. A training question $x_s$'s neighbours are the $L$ auxiliary questions of highest cosine (the
-# paper's $\mathcal{G}$):
+# **Eq. 5, neighbours.** The server's frozen base model embeds a question as a unit vector $z$ (its mean hidden
+# state); $x_s$'s neighbours are the $L$ auxiliary questions of highest cosine (the paper's $\mathcal{G}$):
 #
 # $$\mathcal{N}(x_s)=\operatorname{Top-}L_{\ell}\,\langle z_s,z_{p,\ell}\rangle$$
 #
-# **Eq. 6, competence.** Once (step 0b), client $k$ reports for each auxiliary question the probability $p_{k\ell}$
-# that $\theta_k$ writes its label $y_{p,\ell}$ (the expected value of the paper's 0/1 check). Competence on $x_s$ is
-# the mean over its neighbours; the $M$ most competent clients are its experts:
+# **Eq. 6, competence.** Once (step 0b), client $k$ replies for each auxiliary question with $p_{k\ell}$: in the paper
+# a 0/1 check of $\theta_k$'s answer against $y_{p,\ell}$; **in this notebook** (our change) the probability that
+# $\theta_k$ writes $y_{p,\ell}$, that check's expected value. Competence on $x_s$ is the mean over its neighbours; the
+# $M$ most competent clients are its experts:
 #
-# $$r_k^p(x_s)=\frac{1}{L}\sum_{\ell\in\mathcal{N}(x_s)}p_{k\ell},\qquad
-# \mathcal{C}(x_s)=\operatorname{Top-}M_k\,r_k^p(x_s)$$
+# $$c_k(x_s)=\frac{1}{L}\sum_{\ell\in\mathcal{N}(x_s)}p_{k\ell},\qquad
+# \mathcal{C}(x_s)=\operatorname{Top-}M_k\,c_k(x_s)$$
 #
-# **Scores.** Each training question has one **owner**, the client whose data holds it with its label. The server
-# does not know the owner, so the owner is an expert only when eq. 6 picks it. With
-# $a(\hat y_j)$ the candidate's answer (inside `<answer>…</answer>`, else its last number; none scores 0):
+# **Scores.** Each training question has one **owner**, the client whose data holds it with its label (here
+# exactly one per question). The server does not know the owner, so the owner is an expert only when eq. 6
+# picks it. With $a(\hat y_j)$ the candidate's bare answer (inside `<answer>…</answer>`, else its last number; none
+# scores 0; tags and reasoning are not scored):
 #
-# $$r_k^s(\hat y_j)=\begin{cases}\mathbb{1}[a(\hat y_j)=y_s] & \text{the owner: answer-based evaluation (AE)}\\
+# $$s_k(\hat y_j)=\begin{cases}\mathbb{1}[a(\hat y_j)=y_s] & \text{the owner: answer-based evaluation (AE)}\\
 # \Pr[\theta_k\text{ writes }a(\hat y_j)\text{ after }x_s] & \text{other experts: model-based evaluation (ME)}
 # \end{cases}$$
 #
-# Both judge only the answer.
-#
-# **Eqs. 7–9 as printed: group-relative aggregation.** The paper averages and standardises each candidate's scores
+# **Eqs. 7–9 as printed.** The paper averages and standardises each candidate's scores
 # **over the experts** $k$ ($\sigma_r$: their std; $\eta$: the learning rate):
 #
-# $$\mu_r(\hat y_j)=\frac{1}{M}\sum_{k\in\mathcal{C}}r_k^s(\hat y_j),\qquad
-# R_k(\hat y_j)=\frac{r_k^s(\hat y_j)-\mu_r(\hat y_j)}{\sigma_r(\hat y_j)+10^{-6}},\qquad
+# $$\mu_r(\hat y_j)=\frac{1}{M}\sum_{k\in\mathcal{C}}s_k(\hat y_j),\qquad
+# R_k(\hat y_j)=\frac{s_k(\hat y_j)-\mu_r(\hat y_j)}{\sigma_r(\hat y_j)+10^{-6}},\qquad
 # \theta_g\leftarrow\theta_g+\eta\,R_k\nabla_{\theta_g}\log\pi_{\theta_g}(\hat y_j\mid x_s)$$
 #
 # A right candidate, scored 1 by its owner and 0.93 by an ME expert:
 
 # %%
-r_s = np.array([1.0, 0.93])                    # r_k^s of one candidate: the owner's (AE), then the ME expert's
-R = (r_s - r_s.mean()) / (r_s.std() + 1e-6)    # eq. 8: standardised over the M = 2 experts
-print(f"μ_r = {r_s.mean():.3f}, R_k = {np.round(R, 3)}, Σ_k R_k = {abs(R.sum()):.0f}")
+s = np.array([1.0, 0.93])                      # s_k of one candidate: the owner's (AE), then the ME expert's
+R = (s - s.mean()) / (s.std() + 1e-6)            # eq. 8: standardised over the M = 2 experts
+print(f"μ_r = {s.mean():.3f}, R_k = {np.round(R, 3)}")
 
 # %% [markdown]
-# Any two different scores standardise to +1 and −1. Eq. 9 pushes this right answer up through the owner's term and
-# down, as hard, through the ME expert's: $R_k$ ranks the experts, not the candidates, and $\sum_k R_k(\hat y_j)=0$
-# for every candidate, so summed over the experts the update vanishes.
+# Two different scores always standardise to +1 and −1: eq. 9 pushes this right answer up through the owner's term
+# and down, as hard, through the ME expert's. $R_k$ ranks the experts, not the candidates (Exercise 5: any $M$).
 #
-# **What we train.** The paper's Remark 2 calls the group "the ensemble of candidate policies in GRPO", so we
-# standardise **over the candidates** $j$. Its Remark 1 adds a format reward $f_j$ (1 for exactly
-# `<think>…</think><answer>…</answer>`, else 0), and its appendix weights score and format 8 : 1:
+# **What we train.** Remark 2 calls the group "the ensemble of candidate policies in GRPO", so we standardise **over
+# the candidates** $j$; Remark 1 adds a format reward $f_j$ (1 for exactly `<think>…</think><answer>…</answer>`, else
+# 0), weighted 8 : 1 in the appendix:
 #
 # $$\tilde r_j=8\,\mu_r(\hat y_j)+f_j,\qquad A_j=\frac{\tilde r_j-\operatorname{mean}_i\tilde r_i}{\operatorname{std}_i
 # \tilde r_i+10^{-6}}$$
-#
-# | symbol | meaning |
-# |---|---|
-# | $K$, $k$; $\theta_k$ | clients; client $k$'s domain model |
-# | $\mathcal{D}_s$, $x_s$, $y_s$ | training questions, one, its label (its owner's) |
-# | $\mathcal{D}_p$, $x_{p,\ell}$, $y_{p,\ell}$ | the server's auxiliary questions, with labels |
-# | $\pi_{\theta_g}$; $G$, $\hat y_j$ | the server's policy (LoRA adapter $\theta_g$); candidates per question, one |
-# | $L$, $\mathcal{N}(x_s)$ | neighbours per question, the neighbours |
-# | $M$, $\mathcal{C}(x_s)$ | experts per question, the experts |
-# | $p_{k\ell}$, $r_k^p$; $r_k^s$, $\mu_r$ | competence on one auxiliary question, on $x_s$; score, experts' mean |
-# | $f_j$, $\tilde r_j$, $A_j$ | format reward, trained reward, advantage |
-# | $\rho_{j,t}$; $\varepsilon$, $\varepsilon_{\text{high}}$ | new/old probability of token $t$; its lower, upper clip |
-# | $Q$, $\tau$, $T$ | questions per server step, server steps per round, rounds |
 #
 # ## 3. Pseudocode
 # Algorithm 1 as run here (code: `fedrl_kit/fedgrpo/algorithm.py`):
@@ -141,16 +139,16 @@ print(f"μ_r = {r_s.mean():.3f}, R_k = {np.round(R, 3)}, Σ_k R_k = {abs(R.sum()
 # for round = 1..T, step = 1..τ:
 #   draw Q questions x_s; sample G candidates ŷ_j ~ π_θg(·|x_s)
 #   N(x_s) = the L nearest auxiliary questions   (eq. 5)
-#   C(x_s) = the M clients of highest r_k^p      (eq. 6)
-#   each expert scores ŷ_1..ŷ_G: r_k^s
+#   C(x_s) = the M clients of highest c_k        (eq. 6)
+#   each expert scores ŷ_1..ŷ_G: s_k
 #   r̃_j = 8·μ_r(ŷ_j) + f_j; A_j = r̃_j standardised over j
 #   one clipped GRPO step on θ_g                 (J above)
 # ```
 
 # %% [markdown]
 # ## 4. One question, step by step
-# The setup gives each client a topic mix drawn from a Dirichlet($\alpha$) distribution: `dirichlet_alpha` = 0.1 gives
-# most clients one or two topics. Then every client trains its $\theta_k$.
+# Each client's topic mix is drawn from Dirichlet($\alpha$): `dirichlet_alpha` = 0.1 gives most clients one or two
+# topics. Then every client trains its $\theta_k$.
 
 # %% tags=["parameters"]
 num_clients = 8        # K clients (the paper: 4 to 20)
@@ -185,26 +183,24 @@ print(f"x_s = {tr['question']!r}, topic {tr['topic']} (label {tr['answer']}: the
 pd.DataFrame(tr["neighbours"]).round(3).head(4)
 
 # %% [markdown]
-# **Eqs. 5–6 in code**, from the server's cached unit vectors and step 0b's replies $p_{k\ell}$. `topic share` (the
-# client's share of data in the question's topic) is simulator truth, for you only.
+# **Eqs. 5–6 in code**, from the server's cached vectors and replies $p_{k\ell}$. `topic share` (simulator truth, for
+# you only): the client's share of data in the question's topic.
 
 # %%
 st = server_state(tour.server)
 cosine = st.aux_emb @ st.query_emb[question]                  # ⟨z_s, z_p,ℓ⟩ for every auxiliary question
 neighbours = np.argsort(-cosine, kind="stable")[:L]           # eq. 5: the L nearest
-r_p = st.cache.as_matrix()[:, neighbours].mean(axis=1)        # eq. 6: each client's mean p_kℓ over them
-experts = np.argsort(-r_p, kind="stable")[:M]                 # Top-M
-assert np.allclose(r_p, tr["competence"])                     # the same as training's server step
-display(pd.DataFrame({"r_k^p": r_p, "topic share": teaching.topic_shares(tr, tour),
+c = st.cache.as_matrix()[:, neighbours].mean(axis=1)          # eq. 6: each client's mean p_kℓ over them
+experts = np.argsort(-c, kind="stable")[:M]                   # Top-M
+assert np.allclose(c, tr["competence"])                       # the same as training's server step
+display(pd.DataFrame({"c_k": c, "topic share": teaching.topic_shares(tr, tour),
                       "expert": np.isin(np.arange(num_clients), experts)}, index=tour.runtime.client_ids).round(3))
 teaching.non_holder_note(tr, tour, lab.policy)
 
 # %% [markdown]
 # ### The confidence graph
-# The paper names a **confidence graph** of client expertise without defining it. This picture is ours and plays no
-# part in the algorithm: per topic, a client's mean $p_{k\ell}$ over the topic's auxiliary questions, minus the base
-# model's. Eq. 6 averages over the question's own neighbours instead, so its experts (boxed) need not top the dotted
-# column.
+# The paper's **confidence graph** of client expertise is undefined; ours plays no part in the algorithm: per topic, each client's mean $p_{k\ell}$ over the topic's auxiliary questions, minus the base model's.
+# Eq. 6 averages over the question's neighbours instead, so its experts (boxed) need not top the dotted column.
 
 # %%
 show_graph, sliders = teaching.selection_knobs(tour, lab.policy, question, L, M, figures)
@@ -213,8 +209,8 @@ notebook.knobs(show_graph, **sliders)
 
 # %% [markdown]
 # ### From scores to advantages
-# One row per candidate: each expert's score $r_k^s$, then §2's chain (`chain`). `correct` is simulator truth. First,
-# the next question where an AE expert scores a right candidate 1 and some candidates are wrong:
+# One row per candidate: each expert's score $s_k$, then §2's chain (`chain`); `correct` is simulator truth. First, a
+# question where the owner scores a right candidate 1 and some candidates are wrong:
 
 # %%
 def chain(tr):                                                # §2 for one traced question; tr["scores"]: [M, G]
@@ -241,7 +237,7 @@ display(chain(tr))
 teaching.top_advantage_note(tr)
 
 # %% [markdown]
-# **One ME score by hand**: the answer's token log-probabilities under $\theta_k$, summed, then exponentiated:
+# **One ME score by hand**: the answer's token log-probabilities under $\theta_k$, summed, exponentiated:
 
 # %%
 row = tr["pathways"].index("ME")                              # the ME expert of this question
@@ -252,14 +248,14 @@ print(f"ME score of candidate {j} ({answer_j!r}): by hand {np.exp(log_p[0]):.4g}
 
 # %% [markdown]
 # ### What the server learns about the clients
-# It receives only numbers, but they tell. This is all it receives for the first question above:
+# All it receives for the first question above:
 
 # %%
 display(teaching.server_scores(tr2, tour))
 
 # %% [markdown]
-# An AE score is exactly 0 or 1; an ME probability almost never is, so a row of exact 0s and 1s names the owner, and
-# its 1s the label. Tested on this run's first 40 questions:
+# An AE row is all 0s and 1s; an ME probability almost never is. So such a row names the owner, and its 1s the
+# label. Tested on this run's first 40 questions:
 
 # %%
 owner = tour.truth.fact("queries").owner                      # simulator truth: who holds each question
@@ -272,20 +268,14 @@ print(f"rows of exact 0s and 1s: {flag[own].sum()} of {own.sum()} owners' rows, 
 teaching.competence_note(tour)
 
 # %% [markdown]
-# The other way, every client sees $\mathcal{D}_p$ with labels, and each expert the questions and candidates it scores.
-
-# %% [markdown]
 # ## 5. Run it: FedGRPO beside Fedpetuning+GRPO
-# Same base model, questions and budget; only a few server steps (§4's setup line), too few to move accuracy (§6
-# does). **Format rate**: the share of test answers in the expected format.
+# Same base model, questions and budget; a few server steps: enough to learn the format (**format rate**: the share
+# of test answers in the expected format), too few to move pass@1 (§6 does).
 
 # %%
 runs, records = teaching.run_both(lab)  # trains both
 display(teaching.quick_run_note(teaching.quick_run_table(runs, records), cfg))
 teaching.quick_run_figure(records, figures)
-
-# %%
-teaching.traffic_note(tour, runs["Fedpetuning+GRPO"], M)
 
 # %% [markdown]
 # **What separates candidates.** Where a question has right and wrong candidates, being right adds the experts'
@@ -298,10 +288,14 @@ display(terms, teaching.reward_terms_note(terms))
 
 # %% [markdown]
 # ## 6. What the stored runs show
-# Longer stored runs, with three variants of FedGRPO: **random experts** (no eq. 6), **every
-# client holds every label** (every score AE), and the **official protocol** of the paper's released code (random
-# experts, every label held, and $G\cdot M$ candidates per question in one group, not divided by their std). Every
-# difference below is **arm − FedGRPO**: positive means the arm did better.
+# Longer stored runs, with three variants of FedGRPO: **random experts** (no eq. 6), **every client holds every
+# label** (every score AE), and the **official protocol** of the paper's released code: random experts, every label
+# held, and $G$ fresh candidates $\hat y_{kj}$ **per expert** $k$ ($G\cdot M$ in all), each scored by its own expert
+# only, in one group, centred without the std:
+#
+# $$A_{kj}=\tilde r_{kj}-\operatorname{mean}_{k',j'}\tilde r_{k'j'},\qquad \tilde r_{kj}=8\,s_k(\hat y_{kj})+f_{kj}$$
+#
+# Differences are **arm − FedGRPO**: positive means the arm did better.
 
 # %%
 display(teaching.stored_settings())
@@ -310,9 +304,6 @@ last5 = curves[curves["round"] > curves["round"].max() - 5]
 plateau = 100 * last5.pivot_table("pass_at_1", "method", "seed")  # mean over the last 5 rounds, in points
 teaching.plateau_table(plateau)
 
-# %% [markdown]
-# The curves behind the table:
-
 # %%
 display(teaching.stored_figure(figures), teaching.stored_caption(), teaching.findings_box())
 
@@ -320,8 +311,8 @@ display(teaching.stored_figure(figures), teaching.stored_caption(), teaching.fin
 # ## 7. Exercises: predict, then run
 # ### Exercise 1
 #
-# Eq. 6 with a pencil. Below, step 0b's replies $p_{k\ell}$ for the first `mod` question's $L = 4$ nearest
-# auxiliary questions. Which $M = 2$ clients become its experts, most competent first? Do both hold `mod` data (§4's
+# Eq. 6 with a pencil: below, the replies $p_{k\ell}$ for the first `mod` question's $L = 4$ nearest auxiliary
+# questions. Which $M = 2$ clients become its experts, most competent first? Do both hold `mod` data (§4's
 # topic counts)?
 
 # %%
@@ -338,8 +329,8 @@ notebook.check(prediction_1, answer_1, why_1) if prediction_1 is not None else n
 # %% [markdown]
 # ### Exercise 2
 #
-# In the first candidate table of §4, set the format weight to 0, so $\tilde r_j = 8\,\mu_r$. What advantage $A_j$
-# does the wrong candidate get? Hint: the right candidates all score alike.
+# In §4's first candidate table, drop the format: $\tilde r_j = 8\,\mu_r$. What advantage $A_j$ does the wrong
+# candidate get? Hint: the right candidates all score alike.
 
 # %%
 prediction_2 = None  # a number
@@ -352,8 +343,8 @@ notebook.check(prediction_2, answer_2, why_2, tolerance=0.01) if prediction_2 is
 # %% [markdown]
 # ### Exercise 3
 #
-# In the second candidate table of §4 (no candidate right), suppose the format were learnt: every $f_j = 1$. Which
-# answer gets the top advantage? Is it right?
+# In §4's second candidate table (no candidate right), suppose every $f_j = 1$. Which answer gets the top
+# advantage? Is it right?
 
 # %%
 prediction_3 = None  # an answer, e.g. "42"
@@ -365,8 +356,8 @@ notebook.check(prediction_3, answer_3, why_3) if prediction_3 is not None else n
 # %% [markdown]
 # ### Exercise 4
 #
-# Suppose ME scored by **agreement** instead: 1 if a candidate's answer is the expert model's own greedy answer, else
-# 0. Could the server still pick out a question's owner from the score rows alone?
+# Suppose ME scored by **agreement**: 1 if a candidate's answer is the expert model's own greedy answer, else 0.
+# Could the server still pick out a question's owner from the score rows?
 
 # %%
 prediction_4 = None  # "yes" or "no"
@@ -374,3 +365,17 @@ prediction_4 = None  # "yes" or "no"
 # %%
 answer_4, why_4 = teaching.exercise_agreement()
 notebook.check(prediction_4, answer_4, why_4) if prediction_4 is not None else notebook.reveal(answer_4, why_4)
+
+
+# %% [markdown]
+# ### Exercise 5
+#
+# Eqs. 7–9 as printed: $M = 3$ experts score one candidate 1, 0.6 and 0.1. What is $\sum_k R_k$? For any scores?
+
+# %%
+prediction_5 = None  # a number
+
+# %%
+answer_5, why_5 = teaching.exercise_printed_sum(np.array([[1.0], [0.6], [0.1]]))  # [M, G] = [3, 1]
+notebook.check(prediction_5, answer_5, why_5, tolerance=0.01) if prediction_5 is not None else \
+    notebook.reveal(answer_5, why_5)

@@ -234,13 +234,13 @@ def test_the_candidate_table_reads_the_advantage_from_its_reward_column():
 
     tr = _trace()
     t = teaching.candidate_table(tr, _run())
-    assert list(t.columns) == ["candidate", "correct", "f_j", "r^s client_2 (AE)", "r^s client_0 (ME)", "μ_r", "r̃_j",
+    assert list(t.columns) == ["candidate", "correct", "f_j", "s_k client_2 (AE)", "s_k client_0 (ME)", "μ_r", "r̃_j",
                                "A_j"]
     r = 8 * tr["scores"].mean(axis=0) + tr["format"]
     assert t["r̃_j"].tolist() == pytest.approx(r.round(3).tolist())
     assert t["A_j"].tolist() == pytest.approx(((r - r.mean()) / (r.std() + 1e-6)).round(3).tolist(), abs=1e-3)
     line = teaching.eq9_line(tr)  # the last row: both experts score 0, so eq. 9 gives 0 there
-    assert "each row's R_k sum to 0" in line and "on each of the 3 rows (of 4) where the two scores differ" in line
+    assert "sum to" not in line and "on each of the 3 rows (of 4) where the two scores differ" in line
     assert "here |R_k| = 1.00–1.00" in line
     mu = tr["scores"].mean(axis=0)  # the notebook's chain, given: the same table, checked against the package
     given = teaching.candidate_table(tr, _run(), mu, 8 * mu + tr["format"], tr["advantages"]["paper"])
@@ -275,6 +275,13 @@ def test_with_the_format_learnt_the_experts_scores_pick_the_top_answer():
     tr = dict(_trace(), correct=np.zeros(4, int), scores=np.array([[0.0] * 4, [0.2, 0.5, 0.2, 0.0]]))
     answer, why = teaching.exercise_format_learnt(tr)
     assert answer == "7" and "wrong (label 5)" in why and "cancels" in why  # the ME expert's favourite, though wrong
+
+
+def test_the_printed_eqs_7_to_9_sum_to_zero_over_the_experts_for_every_candidate():
+    from experiments import teaching_fedgrpo as teaching
+
+    answer, why = teaching.exercise_printed_sum(np.array([[1.0, 0.0, 1.0], [0.6, 0.2, 0.5], [0.1, 0.0, 0.0]]))
+    assert answer == 0.0 and "always sum to 0" in why and "R_k = +1.18, +0.09, -1.27" in why
 
 
 def test_the_owners_row_of_zeros_and_ones_gives_away_the_owner_and_the_label():
@@ -371,7 +378,7 @@ def test_the_confidence_heatmap_boxes_the_experts_in_the_questions_topic_column(
     assert "each row's mean over the 3 columns" in why
     with pytest.raises(ValueError, match="eq. 6 computed here differs"):
         teaching.competence_table(tr, run, np.asarray(tr["competence"]) + 0.1, tr["experts"])
-    assert list(teaching.competence_table(tr, run)["r_k^p"]) == list(np.round(tr["competence"], 3))
+    assert list(teaching.competence_table(tr, run)["c_k"]) == list(np.round(tr["competence"], 3))
 
     right = server_view(run.server, run.truth)["guessed right"]
     assert f"right for {int(right.sum())} of {len(right)} clients" in teaching.competence_note(run).data
