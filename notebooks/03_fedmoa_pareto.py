@@ -197,7 +197,7 @@ for pair in [(0.4, 0.5), (0.1, 0.2), (0.0, 0.1)]:  # the same 0.1 gap, nearer an
 # w^{(m\leftarrow c)}=\frac{u}{\sum_ju_j}\qquad\text{(12)}$$
 #
 # The rescaling matters: $\sum_ju_j=1+\sum_{k\text{ shared}}(\bar w_k-w_k^{(m)})$. If the shared weights come back
-# larger in total than the client sent them, every weight shrinks, $w_{\text{acc}}$ included: **dilution**
+# larger in total than the client sent them, every weight shrinks, $w_{\text{acc}}$ included: **dilution**.
 # If smaller, its weights grow: **inflation**.
 #
 # One global model, each cluster weighted by its examples ($N_c$ of $N$):
