@@ -76,7 +76,7 @@ ROUNDS = {
         "one FedMOA round",
         server=("cluster S_c: the clients whose accuracy reward has the same name",
                 "α_m = softmax(1 / (w_acc^(m) + ε)) inside a cluster (eq. 11): reads only w_acc^(m)",
-                "θ = Σ_c (N_c / N) Σ_{m∈S_c} α_m θ^(m)  (eqs. 12–13): one global model",
+                "θ = Σ_c (N_c / N) θ^(c), θ^(c) = Σ α_m θ^(m) over m in S_c  (eqs. 12–13)",
                 "w^(m←c): the cluster's α-average of the rewards all its clients share, plus",
                 "client m's own other weights, renormalised (eq. 12): one vector per client"),
         client=("keeps its OWN weights w^(m), one per reward;", "τ local GRPO steps on r_w = Σ_k w_k r_k;",

@@ -19,25 +19,25 @@
 # *Wang et al., FedMOA: Federated GRPO for Personalized Reasoning LLMs under Heterogeneous Rewards.*
 #
 # **The problem.** GRPO for reasoning scores each answer with several rewards in [0, 1]: **accuracy** (1 if right),
-# **format** (1 if a reasoning block then an answer block), **tag count** (a quarter per tag present exactly once),
-# and trains on their weighted sum. Which weights? Fixed ones waste signal: format is learnt fast, yet keeps its
-# share. And federated clients may hold *different* rewards. (The paper trains Qwen2.5-1.5B-Instruct; here a small
-# CPU model.)
+# **format** (1 if `<think>…</think><answer>…</answer>`), **tag count** (a quarter per one of those four tags present
+# exactly once), and trains on their weighted sum. Which weights? Fixed ones waste signal: format is learnt fast,
+# yet keeps its share. And federated clients may hold *different* rewards.
 #
 # **The method.** FedMOA (federated **m**ulti-**o**bjective **a**lignment) changes FedAvg-GRPO in two places:
 #
 # 1. **Client:** after every local step, the weights shift toward the rewards still being learnt.
-# 2. **Server:** clients sharing an accuracy reward form a **cluster**; within it, a client with a *lower* accuracy
-#    weight counts more. The paper's reasoning: there, accuracy is nearly learnt, so that model should lead.
+# 2. **Server:** clients sharing an accuracy reward (the same task) form a **cluster**; within it, a client with a
+#    *lower* accuracy weight counts more: the paper reads it as accuracy nearly learnt.
 #
-# **Plan.** §1 a round; §2 client, §3 server, on toys; §4 a real run; §5 why weights barely move; §6 stored runs.
+# **Plan.** §1 a round; §2 client, §3 server, on toys; §4 a real run; §5 why weights barely move; §6 stored runs:
+# Pareto fronts, weights.
 # Reproduction: [13_fedmoa_report.ipynb](13_fedmoa_report.ipynb).
 
 # %% tags=["parameters"]
 # papermill parameters (-p seed 1); the text describes these defaults
 preset_name = "quick"  # quick (2-core CPU) | smoke (seconds) | full (GPU, the paper's model) | full-smoke
 seed = 0               # one seed: one world, plan and run
-normalise = False      # True: Δ_k = cos(g_k^(t), g_k^(t−1)) (unit gradients, eq. 9) with a fixed λ = lam
+normalise = False      # True: Δ_k = cos(g_k^(t), g_k^(t−1)) (ours, an option) with a fixed λ = lam
 lam = 0.1              # read only with normalise = True
 run_root = ""          # where runs go ("": runs/fedmoa/…)
 figures_dir = ""       # where figures go ("": the run folder's figures/)
@@ -77,19 +77,19 @@ diagrams.round_diagram("fedmoa")
 # \min\Bigl(\rho_{i,t}\,\hat a_i,\ \operatorname{clip}(\rho_{i,t},1-\zeta_{\text{lo}},1+\zeta_{\text{hi}})
 # \,\hat a_i\Bigr)\qquad\text{(3–4)}$$
 #
-# Here $\zeta_{\text{lo}}=0.2$, $\zeta_{\text{hi}}=0.25$ (DAPO's "clip-higher": rare good tokens gain faster), no KL
-# penalty: our choices, where the paper is silent. Equation numbers are the paper's.
+# Here $\zeta_{\text{lo}}=0.2$, $\zeta_{\text{hi}}=0.25$, no KL penalty (ours; the paper is silent).
 #
 # **Moving the weights.** Intuition: if reward $k$'s gradient keeps pointing the same way, there is progress left
 # on $k$: give it more weight. Once $k$ is learnt, all $G$ answers score alike on it, their advantages are 0 and its
 # gradient vanishes: take weight off. Let $L_k$ be GRPO's loss ($-J$) on $r_k$ alone and $g_k$ its gradient with
-# respect to $\phi$, the LoRA factors of the middle layer only (ours; the paper: "an intermediate representation"):
-# a small vector, cheap to get per reward. At step $t$:
+# respect to $\phi$, the LoRA factors of the middle layer only (ours; the paper: "an intermediate representation").
+# At step $t$:
 #
 # $$g_k^{(t)}=\nabla_\phi L_k\ \text{(8)},\qquad\Delta_k^{(t)}=g_k^{(t)\top}g_k^{(t-1)}\ \text{(9)},\qquad
 # w\leftarrow\operatorname{Proj}_{\text{simplex}}\bigl(w+\lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
-# $\Delta_k>0$: $k$'s gradient repeated its direction. The projection subtracts one shift ν from every weight
+# Eq. 9 is the paper's raw dot product (a cosine is only our option, `normalise`): $\Delta_k>0$ when $k$'s gradient
+# repeated its direction. The projection subtracts one shift ν from every weight
 # (stopping at 0), so, while none stops at 0, **a weight rises only when its $\Delta_k$ is above their average**
 # (Exercise 1: one stops). A round's first step leaves $w$ as sent. In numpy:
 
@@ -124,7 +124,7 @@ print(f"ν = ({v.sum():.2f} − 1) / 3 = {(v.sum() - 1) / 3:.4f}. Numpy = packag
 # Format's Δ is 0, yet its weight falls: 0 is below the average Δ.
 #
 # ### Exercise 1
-# The same toy with λ = 0.25. What is accuracy's new weight? Two decimals. (Watch tag count.)
+# The same toy with λ = 0.25. What is accuracy's new weight? Two decimals (watch tag count).
 
 # %%
 prediction_1 = None  # a number between 0 and 1
@@ -155,18 +155,14 @@ fig = pd.DataFrame(hist, columns=["accuracy", "format", "tag_count"], index=rang
 display(fig)
 
 # %% [markdown]
-# Format drains; accuracy and tag count share what it loses. (In the real runs eq. 10 hardly moves the weights: §5.)
+# Format drains; accuracy and tag count share what it loses.
 #
-# **Why "hypergradient".** If the last step was $\phi^{(t)}=\phi^{(t-1)}-\eta\sum_jw_jg_j^{(t-1)}$, then
-# $\partial\sum_jL_j(\phi^{(t)})/\partial w_k=-\eta\sum_jg_j^{(t)\top}g_k^{(t-1)}\approx-\eta\,\Delta_k^{(t)}$: eq. 10 is
-# gradient descent on the weights with step β, $w_k\leftarrow w_k+\beta\eta\Delta_k$ ($\lambda=\beta\eta$), if each
-# weight is judged by its own reward's loss only (the paper drops the terms $j\ne k$). Note the tension: eq. 10
-# raises $w_{\text{acc}}$ while accuracy learns (the paper's Fig. 5: every round), yet eq. 11 favours a *low* one.
-#
-# **How large is λ?** $\Delta_k$ multiplies two gradients, so a useful λ depends on the model. The live run (§4)
-# sets it per client and round from the round's first gradients, $\lambda=0.05/\operatorname{mean}_k\lVert
-# g_k\rVert^2$ (the *scale rule*, ours): a gradient that repeated exactly would move its weight by about 0.05. The
-# stored grid (§6) fixes λ, as the paper does.
+# **Why "hypergradient".** The last step was $\phi^{(t)}=\phi^{(t-1)}-\eta\sum_kw_kg_k^{(t-1)}$, so
+# $\partial\phi^{(t)}/\partial w_k=-\eta g_k^{(t-1)}$ and, by the chain rule, $\partial L_j(\phi^{(t)})/\partial
+# w_k=-\eta\,g_j^{(t)\top}g_k^{(t-1)}$. Keeping only $j=k$ gives $-\eta\Delta_k^{(t)}$: eq. 10 is gradient descent
+# on $w$ with step $\lambda/\eta$. The paper drops the $j\ne k$ terms (how $k$'s step helped the *other* rewards):
+# an approximation that judges each weight by its own reward. Tension: eq. 10 raises $w_{\text{acc}}$ while accuracy
+# learns (Fig. 5), yet eq. 11 favours a *low* one.
 #
 # ## 3. The server: α and eq. 12
 # Each client sends $\theta^{(m)}$, its weights and its number of examples $N_m$. In cluster $S_c$, eq. 11 gives
@@ -175,19 +171,23 @@ display(fig)
 # $$s_m=\frac{1}{w_{\text{acc}}^{(m)}+\varepsilon},\qquad\alpha_m=\frac{e^{s_m}}{\sum_{m'\in S_c}e^{s_{m'}}}
 # \qquad\text{(11)}$$
 #
-# The paper's intended case: two clients start alike, but on one accuracy is learnt (its gradient vanishes).
+# The intended case: two clients start alike; one has learnt accuracy (its gradient vanishes).
 
 # %%
 w_start, g_before = np.array([0.5, 0.5]), np.eye(2)  # accuracy, format; g_k^(t−1), one row per objective
 w_done, _ = eq10(w_start, np.array([[0.0, 0.0], [0.0, 1.0]]), g_before, 0.1)  # accuracy's gradient vanished
 w_going, _ = eq10(w_start, np.array([[1.0, 0.0], [0.0, 1.0]]), g_before, 0.1)  # both gradients repeat
 w_pair = np.array([w_done[0], w_going[0]])
-pd.DataFrame({"w_acc after eq. 10": w_pair, "α (eq. 11)": accuracy_aware_weights(w_pair)},
-             index=["accuracy learnt", "still learning"]).round(4)
+display(pd.DataFrame({"w_acc after eq. 10": w_pair, "α (eq. 11)": accuracy_aware_weights(w_pair)},
+                     index=["accuracy learnt", "still learning"]).round(4))
+for pair in [(0.4, 0.5), (0.1, 0.2), (0.0, 0.1)]:  # the same 0.1 gap, nearer and nearer to 0
+    print(f"w_acc {pair}: α = {tuple(accuracy_aware_weights(pair).round(3).tolist())}")
 
 # %% [markdown]
-# The learnt client's $w_{\text{acc}}$ falls, so its model leads. As lower $w_{\text{acc}}$ always gets more α,
-# the α-average $\bar w_{\text{acc}}$ lies *below* the cluster's plain mean: the **α tilt**.
+# The learnt client's $w_{\text{acc}}$ falls, so its model leads. Eq. 11 is steep: the same 0.1 gap is worth far more
+# near 0 (printed above). If a $w_{\text{acc}}$ reaches 0, $s=1/\varepsilon$: that client takes α = 1, its model
+# becomes the cluster's and every client is sent $w_{\text{acc}}=0$: **winner takes all**. As lower $w_{\text{acc}}$
+# always gets more α, the α-average $\bar w_{\text{acc}}$ lies *below* the plain mean: the **α tilt**.
 #
 # **Eq. 12: back to the clients.** The cluster's model is the α-average of the $\theta^{(m)}$. So is each weight
 # that *every* client of the cluster holds; client $m$ keeps its own values for the rest and rescales to sum 1:
@@ -197,8 +197,8 @@ pd.DataFrame({"w_acc after eq. 10": w_pair, "α (eq. 11)": accuracy_aware_weight
 # w^{(m\leftarrow c)}=\frac{u}{\sum_ju_j}\qquad\text{(12)}$$
 #
 # The rescaling matters: $\sum_ju_j=1+\sum_{k\text{ shared}}(\bar w_k-w_k^{(m)})$. If the shared weights come back
-# larger in total than the client sent them, every weight shrinks, $w_{\text{acc}}$ included: **dilution**
-# (likely with unshared rewards). If smaller, its weights grow: **inflation**.
+# larger in total than the client sent them, every weight shrinks, $w_{\text{acc}}$ included: **dilution**.
+# If smaller, its weights grow: **inflation**.
 #
 # One global model, each cluster weighted by its examples ($N_c$ of $N$):
 #
@@ -257,10 +257,9 @@ notebook.check_explained(prediction_3, answer_3, f"α = {np.round(a3, 3).tolist(
 
 # %% [markdown]
 # ## 4. A real run
-# Settings are named data+rewards: in **Heter+Heter** (here) clients differ in both; in **Homo+Heter** only in
-# rewards. Six clients, trained with FedMOA and FedAvg-GRPO (both parts off: fixed weights, θ averaged by $N_m$).
-# Each client's data stands in for a paper dataset; its **config** (A, B; C in §6) fixes its rewards and initial
-# weights:
+# Six clients differing in data and rewards (the paper's **Heter+Heter**), trained with FedMOA and FedAvg-GRPO
+# (both parts off: fixed weights, θ averaged by $N_m$). Each client's data stands in for a paper dataset; its
+# **config** (A, B; C in §6) fixes its rewards and initial weights:
 
 # %% tags=["nbval-check-output"]
 world = make_family_world(seed, 10, 4)
@@ -270,11 +269,13 @@ pd.DataFrame([dict(family=f, stands_for=PAPER_NAMES[f], prompt=r["prompt"], answ
 # %%
 runs = tf.run_methods(make_config, cfg.preset, run_root)
 first, moa_records = runs["FedMOA"]
+print(f"R = {cfg.rounds} rounds of τ = {cfg.local_steps} local steps; each step b = {cfg.prompts_per_step} prompts × "
+      f"G = {cfg.num_generations} answers; learning rate {cfg.learning_rate:g}; λ: the scale rule (§5)")
 tf.clients_table(first)
 
 # %% [markdown]
-# Cluster 1's rewards: **code_accuracy** (1 if the program passes its tests), **code_format** (half for the tags, half
-# for a program defining `f`), **length_short** (1 for a short answer, falling to 0 as it grows).
+# Cluster 1's rewards: **code_accuracy** (the program passes its tests), **code_format** (tags and a function `f`),
+# **length_short** (higher for shorter answers).
 #
 # Cluster 0 after round 1: each client's weights (blank: a reward it lacks) and eq. 11's α.
 
@@ -313,8 +314,8 @@ pd.DataFrame({"u sums to": u.sum(axis=1), "w_acc by hand": w_back["accuracy"],
               "w_acc the run sent": tf.sent_weights(moa_records, round=2).loc[cluster, "accuracy"]}).round(4)
 
 # %% [markdown]
-# The last round: **global_accuracy** is θ's pass@1 (share of right answers) on each family's test set, averaged over
-# the three; **aggregated_reward** averages each client's rewards with equal weights $1/K_m$, then over clients.
+# Last round: **global_accuracy** is θ's pass@1 (share right) averaged over the three families' tests;
+# **aggregated_reward** averages each client's rewards equally, then over clients.
 
 # %%
 summary = tf.run_summary(runs)
@@ -325,16 +326,31 @@ print(f"FedMOA − FedAvg-GRPO: {gap:+.3f} × {answers} answers = {gap * answers
 
 # %% [markdown]
 # ## 5. Why the weights barely move
+# **How large is λ?** $\Delta_k$ multiplies two gradients, so a useful λ depends on the model. The live run sets
+# $\lambda=0.05/\operatorname{mean}_k\lVert g_k\rVert^2$ per client from each round's first gradients (the *scale
+# rule*, ours): an exactly repeated gradient moves its weight by about 0.05. The stored grid (§6) fixes λ, as the
+# paper does.
 
 # %%
 probes = tf.probe_round(make_config, cfg, first.policy)  # g_k of round 1's batches at the untrained model
-LAMS = tf.replay_lambdas(probes)
+LAMS = tf.replay_lambdas(probes)  # 1, 10, 100 × the median over clients of the rule's λ in this replayed round
 tf.lambda_line(cfg, moa_records)
 
 # %% [markdown]
 # ### Exercise 5
-# The widget replays round 1 (untrained model, fresh batches) at 1, 10 and 100 times the rule's median λ:
-# $w_{\text{acc}}$ as sent, after eq. 10, after eq. 12. At which multiple does a $w_{\text{acc}}$ first reach 0?
+# Below, a widget replays round 1 (untrained model, fresh batches) at 1, 10 and 100 times the median rule λ of
+# its clients. Before looking: at which multiple does a $w_{\text{acc}}$ first reach 0?
+
+# %%
+prediction_5 = None  # 1, 10, 100 or "none"
+
+# %%
+answer_5 = tf.first_zero(probes, cfg, LAMS)
+why = tf.replay_answer(probes, cfg, LAMS).words.removeprefix("Answer: ")  # what the largest λ does
+notebook.check_explained(prediction_5, answer_5, why)
+
+# %% [markdown]
+# Now look: $w_{\text{acc}}$ as sent, after eq. 10, after eq. 12.
 
 # %%
 def show_replay(lam, static=False):
@@ -346,14 +362,6 @@ def show_replay(lam, static=False):
 controls = dict(lam=widgets.Dropdown(options=list(LAMS), value=list(LAMS)[0], description="λ"))
 notebook.static_default(lambda lam: show_replay(lam, static=True), **controls)
 notebook.knobs(show_replay, **controls)
-
-# %%
-prediction_5 = None  # 1, 10, 100 or "none"
-
-# %%
-answer_5 = tf.first_zero(probes, cfg, LAMS)
-why = tf.replay_answer(probes, cfg, LAMS).words.removeprefix("Answer: ")  # what the largest λ does
-notebook.check_explained(prediction_5, answer_5, why)
 
 # %%
 display(tf.replay_all(probes, cfg, LAMS))  # w_acc sent back at every λ
@@ -389,18 +397,13 @@ notebook.check_explained(prediction_6, answer_6, f"{new_model} dominates {sorted
                          "they stay. A new model joins the front without beating every point on it.")
 
 # %% [markdown]
-# **Reading a front over seeds.** Each seed ends in one model. An arm sits *nearer the front* when its models score
-# higher on both rewards (one saturated: on the other) by more than either arm's spread over seeds (sd).
-
-# %%
-display(tf.paper_claim(3))
-fig, words = tf.grid_pareto()
-viz.export(fig, "fedmoa_pareto_accuracy_format", figures)
-display(fig, words, tf.arm_spread())
-
-# %% [markdown]
+# **Reading a front over seeds.** One model per seed. An arm sits *nearer the front* when its models score higher by
+# more than either arm's spread over seeds (sd); format is near 1 for all, so only accuracy separates them. Gap
+# against sd is a rough rule; takeaway 1 below gives the paired interval.
+#
 # ### Exercise 7
-# Whose models sit nearer the front: "FedMOA", "FedAvg-GRPO" or "neither"?
+# The paper expects FedMOA. Given §5, whose models will sit nearer the stored grid's front: "FedMOA",
+# "FedAvg-GRPO" or "neither"? Predict before the figure.
 
 # %%
 prediction_7 = None  # "FedMOA", "FedAvg-GRPO" or "neither"
@@ -411,6 +414,12 @@ gap = spread.loc["FedMOA", "mean"] - spread.loc["FedAvg-GRPO", "mean"]
 answer_7 = ("FedMOA" if gap > 0 else "FedAvg-GRPO") if abs(gap) > spread.sd.max() else "neither"
 assert answer_7 == tf.nearer_front()[0]  # the helper agrees
 notebook.check_explained(prediction_7, answer_7, tf.nearer_front()[1])
+
+# %%
+display(tf.paper_claim(3))
+fig, words = tf.grid_pareto()
+viz.export(fig, "fedmoa_pareto_accuracy_format", figures)
+display(fig, words, spread)
 
 # %% [markdown]
 # **The accuracy weight over rounds (the paper's Fig. 5).** In the grid's accuracy cluster eq. 12 shares only
@@ -450,10 +459,8 @@ tf.findings_box()
 # %% [markdown]
 # ## 7. What to remember
 # - Eq. 10 raises a weight only when its $\Delta_k$ is above their average; noisy gradients barely repeat.
-# - Eq. 11 favours a *lower* $w_{\text{acc}}$: the α tilt.
+# - Eq. 11 favours a *lower* $w_{\text{acc}}$ (the α tilt); at 0, winner takes all.
 # - Eq. 12's rescaling dilutes or inflates $w_{\text{acc}}$, so α can rank reward sets instead of progress.
-# - **For your group:** the paper reads a low $w_{\text{acc}}$ as "accuracy nearly learnt". What else lowered it
-#   here?
 #
 # | symbol | meaning |
 # |---|---|

@@ -295,3 +295,19 @@ def test_the_accuracy_differences_are_paired_by_seed_and_agree_with_finding_1():
     assert diff.loc["mean", "MATH-like tests"] == pytest.approx(100 * gap, abs=0.1)  # Exercise 7's gap, in points
     box = tf.findings_box().data
     assert f"{diff.loc['mean', 'MATH-like tests']:+.2f}".replace("-", "−") in box
+
+
+def test_the_replay_explains_why_ten_times_lambda_lowers_what_is_sent_back():
+    """§5's middle λ: the client whose α grows most, its w_acc after eq. 10 and the w_acc its cluster is sent, at 1 and
+    10 × the rule, as the all-λ table has them."""
+    from experiments import teaching_fedmoa as tf
+
+    probes, cfg = _probes_and_cfg()
+    lams = tf.replay_lambdas(probes)
+    why = tf.replay_why(probes, cfg, lams).data
+    mid = list(lams)[1]
+    assert f"At {mid}, eq. 10 lowers client_" in why
+    client = why.split(f"At {mid}, eq. 10 lowers ")[1].split("'s")[0]
+    table = tf.replay_all(probes, cfg, lams)
+    one, ten = (table.loc[client, f"λ = {k}"] for k in list(lams)[:2])
+    assert f"{one:.3f} → {ten:.3f}" in why
