@@ -72,6 +72,29 @@ def settings_box(cfg, world, policy, tau_live: int, results=F.RESULTS) -> pd.Dat
                      "1.5–1.7B-parameter models on MATH and DeepMath"}, name="setting").to_frame()
 
 
+def settings_sentence(cfg, world, policy, tau_live: int, results=F.RESULTS) -> Markdown:
+    """``settings_box`` as one sentence: the federation's sizes, the world, the policy, GRPO, the optimiser, the live
+    runs."""
+    b = settings_box(cfg, world, policy, tau_live, results)["setting"]
+    n, p, k, period = b.iloc[0].split(" (")[0].split("; ")
+    return Markdown(f"**This run:** N = {n} clients, b = {p} prompts per step, K = {k} answers, τ_swap = {period}; "
+                    f"{b['world']}; a {b['policy']}; GRPO {b['GRPO'].replace('ratio ', '')}; {b['optimiser']}; "
+                    f"live runs (§3–4): {b['live runs (§3–4)']}.")
+
+
+def stored_grid_sentence(results=F.RESULTS) -> Markdown:
+    """``stored_grid`` as one sentence: each grid's length, τ's, seeds and control τ's."""
+    g = stored_grid(results)
+
+    def seeds(text):  # "3 (5 for A at τ = 48)" → "3 seeds, 5 for A at τ = 48"
+        first, _, rest = text.partition(" (")
+        return f"{first} seeds" + (f", {rest[:-1]}" if rest else "")
+    parts = [f"{row['local steps per client (τ × rounds)']} local steps per client at τ = {row['τ']} "
+             f"({seeds(row['seeds per arm'])}; the no-swap control at τ = {row['no-swap control at τ']})"
+             for _, row in g.iloc[::-1].iterrows()]
+    return Markdown(f"**Stored runs:** {parts[0]}, and {parts[1]}.")
+
+
 def advantage_by_hand(K: int, right: int) -> str:
     """eq. 1 by hand for a group of K answers of which ``right`` are right: the mean, the sample standard deviation
     (divided by K − 1, as ``torch.std`` and ``grpo.group_advantages``) and the two advantages, beside what the
@@ -149,7 +172,8 @@ def drift_figure(drift: pd.DataFrame) -> go.Figure:
     low_here = ends.idxmin().replace("PubSwap ", "")
     low_stored = update_sizes()["final δ_pair"].idxmin().replace("PubSwap ", "")
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.09,
-                        subplot_titles=["δ_pair", "δ_pair minus FedAvg-GRPO's", "δ_pair / u (dotted: √2; y from 1)"])
+                        subplot_titles=["δ_pair (arms overlap: see middle)", "δ_pair minus FedAvg-GRPO's",
+                                        "how alike: δ_pair / u (dotted √2: unrelated)"])
     base = drift[(drift.arm == "FedAvg-GRPO") & (drift.tau == tau)].set_index("step")["δ_pair"]
     for name, colour in COLOURS.items():
         d = drift[(drift.arm == name) & (drift.tau == tau)].sort_values("step")
@@ -353,7 +377,8 @@ def exercise_update_size(results=F.RESULTS) -> tuple[float, str]:
                     f"FedAvg-GRPO: {f['final δ_pair']:.2f} ÷ {f['δ_pair / u']:.2f} ≈ {uf:.1f} (measured directly: "
                     f"{r['update size u']:.2f} against {f['update size u']:.2f}): {than} FedAvg-GRPO's. "
                     f"Random's clients point more alike than FedAvg-GRPO's, but each moves further, and the longer "
-                    "steps win. Drift alone would have hidden "
+                    "steps win. Why Random's steps are longer is not known: the paper does not measure update sizes "
+                    "and these runs do not test a cause. Drift alone would have hidden "
                     "this: always read it beside the update size.")
 
 
