@@ -75,11 +75,20 @@ def settings_box(cfg, world, policy, tau_live: int, results=F.RESULTS) -> pd.Dat
 def settings_sentence(cfg, world, policy, tau_live: int, results=F.RESULTS) -> Markdown:
     """``settings_box`` as one sentence: the federation's sizes, the world, the policy, GRPO, the optimiser, the live
     runs."""
-    b = settings_box(cfg, world, policy, tau_live, results)["setting"]
-    n, p, k, period = b.iloc[0].split(" (")[0].split("; ")
-    return Markdown(f"**This run:** N = {n} clients, b = {p} prompts per step, K = {k} answers, τ_swap = {period}; "
-                    f"{b['world']}; a {b['policy']}; GRPO {b['GRPO'].replace('ratio ', '')}; {b['optimiser']}; "
-                    f"live runs (§3–4): {b['live runs (§3–4)']}.")
+    lora = [n for n, _ in policy.model.named_parameters() if ".lora_A." in n]  # one per adapted layer
+    lora_n = sum(p.numel() for n, p in policy.model.named_parameters() if "lora_" in n)
+    frozen = sum(p.numel() for p in policy.model.parameters()) - lora_n
+    return Markdown(
+        f"**This run:** N = {cfg.num_clients} clients, b = {cfg.prompts_per_step} prompts per step, "
+        f"K = {cfg.num_generations} answers, τ_swap = {cfg.pubswap.period}; "
+        f"{pd.Series(world.public['topic']).nunique()} arithmetic topics ({len(world.train)} private problems, "
+        f"{len(world.public)} public prompts, {len(world.test)} test); a {policy.model.config.num_hidden_layers}-layer "
+        f"transformer ({frozen / 1e6:.2f} M frozen parameters) with LoRA rank {cfg.lora_rank} on {len(lora)} layers "
+        f"({lora_n / 1e6:.2f} M trained, s = {cfg.lora_alpha / cfg.lora_rank:g}); ρ clipped to "
+        f"[{1 - cfg.epsilon:g}, {1 + cfg.epsilon_high:g}], μ = {cfg.num_iterations} updates per batch"
+        f"{'' if cfg.beta else ', no KL term'}; {'AdamW' if cfg.weight_decay else 'Adam'}, η = {cfg.learning_rate:g}, "
+        f"{'state reset each round' if cfg.reset_optimizer else 'state kept across rounds'}; live runs (§3–4): "
+        f"τ = {tau_live}, one round, seed {cfg.seed}.")
 
 
 def stored_grid_sentence(results=F.RESULTS) -> Markdown:
@@ -172,8 +181,8 @@ def drift_figure(drift: pd.DataFrame) -> go.Figure:
     low_here = ends.idxmin().replace("PubSwap ", "")
     low_stored = update_sizes()["final δ_pair"].idxmin().replace("PubSwap ", "")
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.09,
-                        subplot_titles=["δ_pair (arms overlap: see middle)", "δ_pair minus FedAvg-GRPO's",
-                                        "how alike: δ_pair / u (dotted √2: unrelated)"])
+                        subplot_titles=["δ_pair", "δ_pair − FedAvg-GRPO's (zoom)",
+                                        "δ_pair / u (dotted √2: unrelated)"])
     base = drift[(drift.arm == "FedAvg-GRPO") & (drift.tau == tau)].set_index("step")["δ_pair"]
     for name, colour in COLOURS.items():
         d = drift[(drift.arm == name) & (drift.tau == tau)].sort_values("step")

@@ -382,7 +382,8 @@ def test_the_settings_and_stored_grid_sentences_are_one_sentence_each_with_the_t
     box = teach.settings_box(cfg, run.world, run.policy, 6)["setting"]
     text = teach.settings_sentence(cfg, run.world, run.policy, 6).data
     assert text.count(". ") == 0 and text.endswith(".")
-    assert f"K = {cfg.num_generations} answers" in text and box["live runs (§3–4)"] in text and box["world"] in text
+    assert f"K = {cfg.num_generations} answers" in text and box["live runs (§3–4)"] in text
+    assert box["policy"].split(" (")[0] in text and f"μ = {cfg.num_iterations} updates" in text
     grid = teach.stored_grid()
     text = teach.stored_grid_sentence().data
     assert text.count(". ") == 0 and all(f"at τ = {t} (" in text for t in grid["τ"])
