@@ -72,6 +72,38 @@ def settings_box(cfg, world, policy, tau_live: int, results=F.RESULTS) -> pd.Dat
                      "1.5–1.7B-parameter models on MATH and DeepMath"}, name="setting").to_frame()
 
 
+def settings_sentence(cfg, world, policy, tau_live: int, results=F.RESULTS) -> Markdown:
+    """``settings_box`` as one sentence: the federation's sizes, the world, the policy, GRPO, the optimiser, the live
+    runs."""
+    lora = [n for n, _ in policy.model.named_parameters() if ".lora_A." in n]  # one per adapted layer
+    lora_n = sum(p.numel() for n, p in policy.model.named_parameters() if "lora_" in n)
+    frozen = sum(p.numel() for p in policy.model.parameters()) - lora_n
+    return Markdown(
+        f"**This run:** N = {cfg.num_clients} clients, b = {cfg.prompts_per_step} prompts per step, "
+        f"K = {cfg.num_generations} answers, τ_swap = {cfg.pubswap.period}; "
+        f"{pd.Series(world.public['topic']).nunique()} arithmetic topics ({len(world.train)} private problems, "
+        f"{len(world.public)} public prompts, {len(world.test)} test); a {policy.model.config.num_hidden_layers}-layer "
+        f"transformer ({frozen / 1e6:.2f} M frozen parameters) with LoRA rank {cfg.lora_rank} on {len(lora)} layers "
+        f"({lora_n / 1e6:.2f} M trained, s = {cfg.lora_alpha / cfg.lora_rank:g}); ρ clipped to "
+        f"[{1 - cfg.epsilon:g}, {1 + cfg.epsilon_high:g}], μ = {cfg.num_iterations} updates per batch"
+        f"{'' if cfg.beta else ', no KL term'}; {'AdamW' if cfg.weight_decay else 'Adam'}, η = {cfg.learning_rate:g}, "
+        f"{'state reset each round' if cfg.reset_optimizer else 'state kept across rounds'}; live runs (§3–4): "
+        f"τ = {tau_live}, one round, seed {cfg.seed}.")
+
+
+def stored_grid_sentence(results=F.RESULTS) -> Markdown:
+    """``stored_grid`` as one sentence: each grid's length, τ's, seeds and control τ's."""
+    g = stored_grid(results)
+
+    def seeds(text):  # "3 (5 for A at τ = 48)" → "3 seeds, 5 for A at τ = 48"
+        first, _, rest = text.partition(" (")
+        return f"{first} seeds" + (f", {rest[:-1]}" if rest else "")
+    parts = [f"{row['local steps per client (τ × rounds)']} local steps per client at τ = {row['τ']} "
+             f"({seeds(row['seeds per arm'])}; the no-swap control at τ = {row['no-swap control at τ']})"
+             for _, row in g.iloc[::-1].iterrows()]
+    return Markdown(f"**Stored runs:** {parts[0]}, and {parts[1]}.")
+
+
 def advantage_by_hand(K: int, right: int) -> str:
     """eq. 1 by hand for a group of K answers of which ``right`` are right: the mean, the sample standard deviation
     (divided by K − 1, as ``torch.std`` and ``grpo.group_advantages``) and the two advantages, beside what the
@@ -149,7 +181,8 @@ def drift_figure(drift: pd.DataFrame) -> go.Figure:
     low_here = ends.idxmin().replace("PubSwap ", "")
     low_stored = update_sizes()["final δ_pair"].idxmin().replace("PubSwap ", "")
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.09,
-                        subplot_titles=["δ_pair", "δ_pair minus FedAvg-GRPO's", "δ_pair / u (dotted: √2; y from 1)"])
+                        subplot_titles=["δ_pair", "δ_pair − FedAvg-GRPO's (zoom)",
+                                        "δ_pair / u (dotted √2: unrelated)"])
     base = drift[(drift.arm == "FedAvg-GRPO") & (drift.tau == tau)].set_index("step")["δ_pair"]
     for name, colour in COLOURS.items():
         d = drift[(drift.arm == name) & (drift.tau == tau)].sort_values("step")
@@ -353,7 +386,8 @@ def exercise_update_size(results=F.RESULTS) -> tuple[float, str]:
                     f"FedAvg-GRPO: {f['final δ_pair']:.2f} ÷ {f['δ_pair / u']:.2f} ≈ {uf:.1f} (measured directly: "
                     f"{r['update size u']:.2f} against {f['update size u']:.2f}): {than} FedAvg-GRPO's. "
                     f"Random's clients point more alike than FedAvg-GRPO's, but each moves further, and the longer "
-                    "steps win. Drift alone would have hidden "
+                    "steps win. Why Random's steps are longer is not known: the paper does not measure update sizes "
+                    "and these runs do not test a cause. Drift alone would have hidden "
                     "this: always read it beside the update size.")
 
 

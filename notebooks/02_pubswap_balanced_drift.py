@@ -26,8 +26,7 @@
 # answers between them before they train: same prompts and answers, same pull.
 #
 # **The paper's claims.** (1) Public steps with Balanced swaps limit drift. (2) Balanced beats FedAvg-GRPO in
-# accuracy for most τ. (3) At small τ the simpler Random swap beats Balanced. We learn the method (§1–4), then test
-# the claims on stored runs (§5–6).
+# accuracy for most τ. (3) At small τ the simpler Random swap beats Balanced. §5–6 test them on stored runs.
 
 # %% [markdown]
 # ## Parameters
@@ -48,7 +47,7 @@ import pandas as pd
 import torch
 from IPython.display import display
 
-pd.set_option("display.max_colwidth", None)  # the settings box holds sentences
+pd.set_option("display.max_colwidth", None)  # tables show whole answers
 
 from experiments import teaching_pubswap as teach
 from fedrl_kit import diagrams, notebook, viz
@@ -73,16 +72,16 @@ world, policy = probe_run.world, probe_run.policy
 # | $N$; $\tau$; $\tau_{\text{swap}}$; $b$ | clients; local steps per round; every $\tau_{\text{swap}}$-th step is public; prompts per step |
 # | $x$; $y_k$, $K$ | a prompt; its $k$-th answer, of $K$ per prompt |
 # | $r_k$; $\hat a_k$ | reward (1 if the answer equals the gold, else 0); advantage |
-# | $\pi_\theta$; $\pi_{\text{old}}$; $\mu$ | policy; the policy that sampled the answers; one GRPO (local) step = $\mu$ optimiser updates on them |
+# | $\pi_\theta$; $\pi_{\text{old}}$; $\mu$ | policy; the client's policy at the step's start; one GRPO (local) step = $\mu$ optimiser updates |
 # | $\rho_{k,t}$; $\varepsilon$, $\varepsilon_{\text{high}}$ | $\pi_\theta/\pi_{\text{old}}$ on token $t$; clip range below and above 1 |
 # | $c_n(x)$; $D_n(x)$ | right answers of client $n$ on $x$; of the other clients together |
 # | $M_n(x)$; $\alpha_n(x)$ | answers swapped into $n$'s group; the share of $n$'s group that is other clients' answers |
 #
 # At the round's end the server averages the two LoRA factors $A$ and $B$ separately (**FedIT**). FedAvg-GRPO runs
-# the same round with private steps only; each method compared is an **arm**. This run's values:
+# the same round with private steps only; each method compared is an **arm**.
 
 # %%
-teach.settings_box(cfg, world, policy, T)
+teach.settings_sentence(cfg, world, policy, T)
 
 # %%
 diagrams.round_diagram("pubswap")
@@ -99,7 +98,7 @@ diagrams.step_timeline(T, cfg.pubswap.period)
 #     if j is a multiple of τ_swap:                                   # a public step
 #       server: b public prompts with gold answers, drawn afresh, to every client
 #       each client: K answers per prompt, scored against the gold; sends answers and scores
-#       server, per prompt x and client n:                            # method.swap_prompts
+#       server, per prompt x and client n:
 #         Balanced: M_n of n's wrong answers ← others' right ones     # swap.balanced_swap
 #         Random:   one group of K drawn from all N·K answers, to all # swap.random_swap
 #       each client: one GRPO step on its groups
@@ -107,7 +106,6 @@ diagrams.step_timeline(T, cfg.pubswap.period)
 #       each client: one GRPO step on b of its private prompts
 #   each client sends (A_n, B_n); A = mean A_n, B = mean B_n          # aggregate.fedit
 # ```
-# Private prompts and answers never leave a client.
 
 # %% [markdown]
 # ## 2. GRPO, and why swap answers
@@ -120,7 +118,9 @@ diagrams.step_timeline(T, cfg.pubswap.period)
 # \rho_{k,t}=\frac{\pi_\theta(y_{k,t}\mid x,y_{k,<t})}{\pi_{\text{old}}(y_{k,t}\mid x,y_{k,<t})}$$
 #
 # $\bar r$, $\sigma_r$: the group's mean and *sample* standard deviation (divided by $K-1$, as `torch.std`); every
-# token weighs the same. A step maximises $J$ with $\mu$ optimiser updates, $\pi_{\text{old}}$ fixed.
+# token weighs the same. A step maximises $J$ with $\mu$ optimiser updates, $\pi_{\text{old}}$ fixed. For a swapped-in
+# answer $\pi_{\text{old}}$ is the *receiving* client's policy, not the sampler's: $\rho$ treats it as the client's own
+# (**off-policy**).
 #
 # **Why swap.** If a group's answers are all wrong (or all right), every $\hat a_k$ is 0: the prompt gives no
 # gradient. Swapping in other clients' right answers restores the spread; even one changes every advantage:
@@ -142,20 +142,20 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # $$M_n(x)=\min\bigl((\lfloor K/2\rfloor-c_n(x))_+,\ D_n(x)\bigr),\qquad\alpha_n(x)=\frac{M_n(x)}{K}$$
 #
 # Half, because reward variance $p(1-p)$ peaks at $p=\tfrac12$. **Random** (`swap.random_swap`) draws one group of
-# $K$ from the $NK$ pooled answers and gives it to every client. Either way a client scores a foreign answer with its
-# own $\pi_{\text{old}}$, as if it had sampled it. **The no-swap control** (our addition) takes the same public steps
+# $K$ from the $NK$ pooled answers and gives it to every client. **The no-swap control** (our addition) takes the same public steps
 # but keeps each client's own answers, so Balanced − control isolates the swap.
 #
 # **Why swapping should reduce drift: a shared pull.** On a prompt where clients got nothing right (no gradient),
 # Balanced hands each of them the *same* donated right answers, with positive advantage. Every client then raises the
 # probability of the same answers on the same prompt: one pull, shared, between private steps that pull each client
 # its own way. Random shares even more (one group for all) but replaces most of each group and often leaves no
-# spread (exercise 3).
+# spread (exercise 3). The paper gives no reason for Random's edge at small τ; it expects the edge to fade at large τ
+# because drifted clients' answers are more off-policy for each other, and Balanced keeps more of a client's own.
 #
 # ## 3. One swap, step by step
 # We train one Balanced round at the live τ; then each client answers the round's last public prompts **afresh with
-# its final adapter** (a run keeps no answers): not the answers it trained on. Answers come bare (`102`) or tagged
-# (`<think>…</think><answer>102</answer>`); the reward reads either. Right answers $c_n(x)$ per public prompt:
+# its final adapter** (a run keeps no answers): not the answers it trained on. Right answers $c_n(x)$ per public
+# prompt:
 
 # %%
 def one_round(m, tau):  # one round of arm m from the shared start, δ_pair recorded after every local step
@@ -199,7 +199,8 @@ notebook.static_default(show_swap, **controls)
 notebook.knobs(show_swap, **controls)
 
 # %% [markdown]
-# The same prompt under Random: one new group for all, drawn from the pool without replacement:
+# Back to the first example prompt (not the widget's) under Random: one new group for all, drawn from the pool
+# without replacement:
 
 # %%
 teach.code_excerpt(random_swap, "flat = rng.choice", "source = np.broadcast_to")
@@ -251,8 +252,8 @@ notebook.check_explained(prediction_3, answer_3, why_3)
 
 # %% [markdown]
 # ## 4. Drift: why it hurts, how it is measured
-# **Why clients drift.** A Dirichlet draw gives each client a different mix of seven arithmetic topics, so their
-# private gradients differ:
+# **Why clients drift.** A Dirichlet draw gives each client a different mix of seven arithmetic topics (the smaller
+# its concentration α, the more lopsided), so their private gradients differ:
 
 # %%
 fig = teach.heterogeneity_figure(probe_run.partitions, dirichlet_alpha)
@@ -268,8 +269,8 @@ fig
 teach.fedit_demo()
 
 # %% [markdown]
-# The further apart the clients, the further the average lands from what each learned (row 2: the same $\Delta W$
-# twice averages to 0). So **drift** is measured on $\Delta W_n=sB_nA_n$, all layers together, after each local step,
+# The further apart the clients' factors, the further FedIT's product lands from what each learned (row 2: the same
+# $\Delta W$ twice averages to 0). So **drift** is measured on $\Delta W_n=sB_nA_n$, all layers together, after each local step,
 # beside the **update size** $u$, the clients' mean distance from the round's broadcast $\Delta W_p$ (clients that
 # move further also drift further):
 #
@@ -311,11 +312,11 @@ answer_4, why_4 = teach.exercise_bound()
 notebook.check_explained(prediction_4, answer_4, why_4)
 
 # %% [markdown]
-# So **the bound does not favour swapping**: it leaves out sampling noise, and the shared pull (§2) with it.
+# So **the bound does not favour swapping**: it uses *expected* gradients, but a client that *samples* no right
+# answer gets no gradient. Sharing right answers removes that sampling noise (the shared pull, §2).
 
 # %% [markdown]
-# **Watch one round.** Every arm, one round from the same start and seed. One seed does not rank the arms (§5
-# does): the lowest δ_pair here need not be the stored runs' lowest.
+# **Watch one round.** Every arm, one round from the same start and seed (one seed: no ranking):
 
 # %%
 for m in teach.ARMS:  # FedAvg-GRPO, the no-swap control, PubSwap Random, PubSwap Balanced
@@ -333,14 +334,13 @@ teach.live_round_note(drift, end)
 # **Knob:** set `taus = (2, 12)` in Parameters and rerun: does δ_pair / u keep falling?
 #
 # ## 5. What the stored runs show
-# Trained beforehand in the same setting: longer, with several seeds:
+# Trained beforehand in the same setting, longer and with several seeds:
 
 # %%
-teach.stored_grid()
+teach.stored_grid_sentence()
 
 # %% [markdown]
-# δ_pair grows with training length, so compare it only within a grid; δ_pair / u compares across both. *Final*
-# δ_pair: after a round's last step, averaged over rounds. One grey line per seed:
+# *Final* δ_pair: after a round's last step, averaged over rounds. One grey line per seed:
 
 # %%
 fig = teach.stored_drift_figure()
@@ -352,7 +352,7 @@ teach.stored_means()  # the figure's means as numbers
 
 # %% [markdown]
 # ### Exercise 5
-# Random drifts most. From the table, what is its update size $u$ (one decimal)? Is it larger than FedAvg-GRPO's?
+# Random has the highest mean δ_pair. From the table, what is its update size $u$ (one decimal)? Is it larger than FedAvg-GRPO's?
 
 # %%
 prediction_5 = None  # a number, e.g. 5.0
@@ -361,16 +361,10 @@ prediction_5 = None  # a number, e.g. 5.0
 answer_5, why_5 = teach.exercise_update_size()
 notebook.check_explained(prediction_5, answer_5, why_5, tolerance=0.15)
 
-# %%
-teach.drift_findings()
-
 # %% [markdown]
-# **What lowers drift?** Not shorter steps: Balanced's updates point more alike, as §2's shared pull predicts (these
-# runs do not test that it is the cause). Exercise 6 works one case.
-#
 # ### Exercise 6
 # On one public prompt, $K=8$ and $c=(0,0,0,8)$: client_3 is always right, the others never. How many answers $M_n$
-# does Balanced swap into each group, who then gets a gradient, and from whose answers?
+# does Balanced swap into each group? Who then gets a gradient?
 
 # %%
 prediction_6 = None  # four whole numbers (M_0, M_1, M_2, M_3), e.g. (1, 1, 1, 1)
@@ -379,7 +373,12 @@ prediction_6 = None  # four whole numbers (M_0, M_1, M_2, M_3), e.g. (1, 1, 1, 1
 answer_6, why_6 = teach.exercise_top_up()
 notebook.check_explained(prediction_6, answer_6, why_6)
 
+# %%
+teach.drift_findings()
+
 # %% [markdown]
+# **What lowers drift?** Not shorter steps: Balanced's updates point more alike, as the shared pull (exercise 6)
+# predicts (these runs do not test that it is the cause).
 #
 # **Shared prompts or swap?** At every τ the control ran:
 

@@ -368,3 +368,23 @@ def test_the_stored_grid_names_each_grids_length_control_and_seeds():
     assert big.startswith(str(min(len(v) for v in s["seeds"].values())))
     assert f"({max(len(v) for v in s['seeds'].values())} for FedAvg-GRPO and PubSwap Balanced at τ = {s['tau']})" in big
     assert "update size u" not in teach.stored_means().columns
+
+
+def test_the_settings_and_stored_grid_sentences_are_one_sentence_each_with_the_tables_numbers(tiny_dir):
+    from conftest import small_config
+
+    from experiments import teaching_pubswap as teach
+    from fedrl_kit.runs import REPO_ROOT, Run
+
+    cfg = small_config(tiny_dir, base=str(REPO_ROOT / "data" / "base"), method="pubswap_balanced", local_steps=2,
+                       pubswap={"period": 2})
+    run = Run(cfg, progress=False).build()
+    box = teach.settings_box(cfg, run.world, run.policy, 6)["setting"]
+    text = teach.settings_sentence(cfg, run.world, run.policy, 6).data
+    assert text.count(". ") == 0 and text.endswith(".")
+    assert f"K = {cfg.num_generations} answers" in text and box["live runs (§3–4)"] in text
+    assert box["policy"].split(" (")[0] in text and f"μ = {cfg.num_iterations} updates" in text
+    grid = teach.stored_grid()
+    text = teach.stored_grid_sentence().data
+    assert text.count(". ") == 0 and all(f"at τ = {t} (" in text for t in grid["τ"])
+    assert "5 for FedAvg-GRPO and PubSwap Balanced at τ = 48" in text
