@@ -17,7 +17,6 @@ RUN_FOLDER = {"00_quickstart": "run_dir", "01_fedgrpo_expert_selection": "run_ro
               "02_pubswap_balanced_drift": "run_root", "03_fedmoa_pareto": "run_root"}
 DRIVE = '''from fedrl_kit.notebook import drive_knobs
 driven = drive_knobs()  # every knobs box this kernel made, every control turned
-assert len(driven) >= 1, "no widget was made"
 print(driven.to_json(orient="records"))'''
 ANSWERS = '''answers = {k: v for k, v in globals().items() if k.startswith("answer_")}
 assert answers and all(v is not None for v in answers.values()), answers
@@ -38,6 +37,10 @@ def test_the_smoke_preset_runs_end_to_end_and_every_widget_answers_its_clicks(na
     errors = [o for c in out.cells for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors
     driven = json.loads("".join(o.text for o in out.cells[-2].outputs if o.output_type == "stream"))
+    if name == "00_quickstart":  # the first lesson has no widget: its one knob is the papermill parameters
+        assert driven == []
+    else:
+        assert len(driven) >= 1, "no widget was made"
     assert all(row["failures"] == 0 and row["settings drawn"] > 1 for row in driven)
     if name != "02_pubswap_balanced_drift":  # its one-round drift probes keep no run folder
         assert [p for p in runs.rglob("config.json")], "no run was written under the run folder"
@@ -58,6 +61,6 @@ def test_the_quickstart_trains_the_real_model_with_base_smollm2(tmp_path):
     assert not [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
     cfg = json.loads((run_dir / "config.json").read_text())
     assert (cfg["base"], cfg["world"], cfg["num_clients"], cfg["rounds"]) == ("smollm2", "arith:add,max@1", 3, 1)
-    shown = "".join(o.get("data", {}).get("text/plain", "") for c in nb.cells if "before_after(run" in c.source
+    shown = "".join(o.get("data", {}).get("text/plain", "") for c in nb.cells if "answers_changed(" in c.source
                     for o in c.outputs)
     assert "base answer" in shown and "trained answer" in shown
