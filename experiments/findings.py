@@ -35,11 +35,10 @@ def _rows(claims: pd.DataFrame, picks: dict[str, str], mean: str = "mean", half:
 
 def fedgrpo_findings(results: str | Path = RESULTS) -> pd.DataFrame:
     """FedGRPO's plateaus (trained until flat) against its baselines, and its two control arms (pass@1 points)."""
-    from experiments.fedgrpo_claims import arm_claims, load_arms, long_claims
+    from experiments.fedgrpo_claims import arm_claims, load_arms, load_long, long_claims
 
     results = Path(results)
-    long = [json.loads((results / n).read_text()) for n in ("fedgrpo_compare_pool_long.json",
-                                                            "fedgrpo_compare_pool_long30.json")]
+    long = load_long(results)
     claims = pd.concat([long_claims(long), arm_claims(long, load_arms(results))], ignore_index=True)
     return _rows(claims, {
         "FedGRPO beats Fedpetuning+GRPO": "FedGRPO − FedAvg-GRPO (Fedpetuning+GRPO)",
@@ -190,11 +189,10 @@ def fedgrpo_finding_notes(results: str | Path = RESULTS) -> pd.DataFrame:
     """:func:`fedgrpo_findings` as sentences a notebook can quote: one row per finding, labelled F1, F2, …, with the
     difference in words (:func:`interval_words`) and its setting (clients, Dirichlet concentration, τ, prompts per
     step, seeds and each arm's rounds), all read from the stored files."""
-    from experiments.fedgrpo_claims import METHOD_NAMES, load_arms, long_curves, with_arms
+    from experiments.fedgrpo_claims import METHOD_NAMES, load_arms, load_long, long_curves, with_arms
 
     results = Path(results)
-    long = [json.loads((results / n).read_text()) for n in ("fedgrpo_compare_pool_long.json",
-                                                            "fedgrpo_compare_pool_long30.json")]
+    long = load_long(results)
     rounds = long_curves(with_arms(long, load_arms(results))).set_index("method")["rounds"]
     s = long[0]["settings"]
     table = fedgrpo_findings(results)
@@ -238,15 +236,14 @@ def fedgrpo_paper_table() -> pd.DataFrame:
 FEDGRPO_PLATEAU_ARMS = ("fedgrpo", "fedavg_grpo", "central_grpo", "fedgrpo_random", "fedgrpo_allgt", "dpsda_grpo")
 #: the row :func:`fedgrpo_plateaus` adds for the model every arm starts from
 FEDGRPO_BASE_ROW = "base model (before training)"
-_FEDGRPO_LONG_FILES = ("fedgrpo_compare_pool_long.json", "fedgrpo_compare_pool_long30.json")
 
 
 def _fedgrpo_long_frame(results: Path) -> pd.DataFrame:
     """:func:`~experiments.fedgrpo_claims.curve_frame` of the stored trained-until-flat runs and the control arms,
     each (arm, seed) from the file that trained it longest, on the seeds FedGRPO ran only."""
-    from experiments.fedgrpo_claims import curve_frame, load_arms, with_arms
+    from experiments.fedgrpo_claims import curve_frame, load_arms, load_long, with_arms
 
-    long = [json.loads((results / n).read_text()) for n in _FEDGRPO_LONG_FILES]
+    long = load_long(results)
     df = curve_frame(with_arms(long, load_arms(results)))
     return df[df["seed"].isin(df.loc[df["method"] == "fedgrpo", "seed"])]
 
@@ -283,8 +280,8 @@ FEDGRPO_TRACE_ARMS = ("fedgrpo", "fedgrpo_random", "fedgrpo_allgt", "fedavg_grpo
 
 
 def fedgrpo_traces(results: str | Path = RESULTS) -> pd.DataFrame:
-    """The stored pass@1 traces, one row per (method, seed, round), of :data:`FEDGRPO_TRACE_ARMS` (Central-GRPO has
-    15 rounds stored, the others 30), on the seeds FedGRPO ran: the frame :func:`fedrl_kit.viz.seed_band_curves`
+    """The stored pass@1 traces, one row per (method, seed, round), of :data:`FEDGRPO_TRACE_ARMS` (30 rounds each,
+    :func:`experiments.fedgrpo_claims.load_long`'s files), on the seeds FedGRPO ran: the frame :func:`fedrl_kit.viz.seed_band_curves`
     draws."""
     df = _fedgrpo_long_frame(Path(results))
     df = df[df["method"].isin(FEDGRPO_TRACE_ARMS)]
@@ -490,7 +487,8 @@ def fedgrpo_closing_summary(results: str | Path = RESULTS) -> pd.DataFrame:
     seeds = sorted(set(total["fedgrpo"]) & set(total["fedavg_grpo"]))
     ratio = np.array([total["fedavg_grpo"][s] / total["fedgrpo"][s] for s in seeds])
     mb = {m: np.mean([total[m][s] for s in seeds]) / 1e6 for m in ("fedgrpo", "fedavg_grpo")}
-    verdict = {"holds": "holds", "does not hold": "does not hold", "within noise": "not settled (within noise)"}
+    verdict = {"holds": "holds", "does not hold": "does not hold", "within noise": "not settled (within noise)",
+               "not tested": "not tested: an arm had not flattened by its last round"}
 
     def near_words(r: pd.Series) -> str:  # "near" is decided against a ±3-point band, not against 0
         if r["verdict"] == "within noise" and abs(r["difference"]) > r["±95% t"]:

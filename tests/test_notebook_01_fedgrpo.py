@@ -28,7 +28,7 @@ def test_the_paper_table_gives_fedgrpos_two_gaps_in_points():
 def test_the_plateaus_differ_by_the_findings_paired_differences():
     p, f = fedgrpo_plateaus(), fedgrpo_findings()
     assert list(p.index[:3]) == ["FedGRPO", "Fedpetuning+GRPO", "Central-GRPO"]
-    assert p.loc["Central-GRPO", "rounds"] == 15 and p.loc["FedGRPO", "rounds"] == 30
+    assert (p.drop(FEDGRPO_BASE_ROW)["rounds"] == 30).all()  # every arm's plateau is rounds 26–30
     seeds = [c for c in p.columns if c.startswith("seed ")]
     assert p[seeds].notna().all().all()  # only the seeds FedGRPO ran, every arm has each
     pairs = [("FedGRPO", "Fedpetuning+GRPO"), ("FedGRPO", "Central-GRPO"), ("FedGRPO", "FedGRPO, random experts"),
@@ -52,7 +52,7 @@ def test_the_traces_are_the_stored_curves_of_the_arms_on_fedgrpos_seeds():
     t = fedgrpo_traces()
     assert list(t["method"].unique()) == list(FEDGRPO_TRACE_ARMS)
     rounds = t.groupby("method")["round"].max()
-    assert rounds["central_grpo"] == 15 and (rounds.drop("central_grpo") == 30).all()
+    assert (rounds == 30).all()
     seeds = set(t.loc[t["method"] == "fedgrpo", "seed"])
     assert all(set(g["seed"]) == seeds for _, g in t.groupby("method"))
 
@@ -118,7 +118,7 @@ def test_the_scale_down_sets_the_stored_runs_setting_beside_the_papers():
     assert list(t.index) == list(FEDGRPO_PAPER_SETTING) and list(t["paper"]) == list(FEDGRPO_PAPER_SETTING.values())
     assert t.loc["clients K", "here"] == str(s["num_clients"]) and f"× {s['eval_samples']} samples" in t.loc[
         "test set", "here"]
-    assert t.loc["rounds", "here"] == "30 (Central-GRPO 15)" and t.loc["repeats", "here"] == "3 seeds"
+    assert t.loc["rounds", "here"] == "30" and t.loc["repeats", "here"] == "3 seeds"
 
 
 def test_the_closing_summary_quotes_the_findings_and_the_stored_traffic():
@@ -129,6 +129,8 @@ def test_the_closing_summary_quotes_the_findings_and_the_stored_traffic():
     for i in range(3):
         assert t.iloc[i]["here"].startswith(f"{f.iloc[i]['difference']:+.2f} ± {f.iloc[i]['±95% t']:.2f} points")
     assert t.iloc[0]["verdict"] == "does not hold" and t.iloc[-1]["verdict"] == "not tested"
+    # the Central-GRPO row reads the 30-round curves, where Central-GRPO is still moving: no verdict either way
+    assert f.iloc[1]["verdict"] == "not tested" and t.iloc[1]["verdict"].startswith("not tested: an arm had not")
     runs = json.loads((RESULTS / "fedgrpo_compare_pool_long30.json").read_text())["runs"]
     total = {(r["method"], r["seed"]): r["bytes_up"] + r["bytes_down"] for r in runs}
     ratio = min(total["fedavg_grpo", s] / total["fedgrpo", s] for s in (0, 1, 2))
