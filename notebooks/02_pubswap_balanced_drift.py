@@ -339,8 +339,8 @@ teach.live_round_note(drift, end)
 teach.stored_grid_sentence()
 
 # %% [markdown]
-# **Balanced's clients end closest together and Random's furthest apart, yet Random's point more alike than
-# FedAvg-GRPO's (right panel).** *Final* δ_pair: after a round's last step, averaged over rounds; one grey line per
+# **On average Balanced's clients end closest together and Random's furthest apart, yet Random's point more alike
+# than FedAvg-GRPO's (right panel).** *Final* δ_pair: after a round's last step, averaged over rounds; one grey line per
 # seed:
 
 # %%
