@@ -297,7 +297,8 @@ tf.clients_table(first)
 client, path = tf.client_mid_round(make_config, cfg, first.policy, "client_0")  # path: w, g^(t−1), λ after step 1
 model, K, G, s = client.policy.model, len(client.names), cfg.num_generations, client.grpo
 rollouts, scores = client.rollout_scores(round=1, step=1)  # b·G answers, each scored by every r_k: [b·G, K]
-adv = torch.tensor(per_objective_advantages(scores.reshape(-1, G, K)).reshape(-1, K), dtype=torch.float32)  # â per r_k
+adv = per_objective_advantages(scores.reshape(-1, G, K)).reshape(-1, K)  # eq. 3's â, once per r_k: [b·G, K]
+adv = torch.tensor(adv, dtype=torch.float32)
 phi = hooked_lora_parameters(model, client.layer)  # φ: the middle layer's LoRA factors
 logps = per_token_logps(model, rollouts, s.temperature)  # one forward pass, shared by the K losses
 g = []
@@ -314,7 +315,8 @@ r_w = torch.tensor(scores @ w, dtype=torch.float32)  # eq. 2
 client.passes.grpo_step(client.policy, client.cid, client.optimizer, rollouts, r_w, s)  # eqs. 3–4: one Adam step
 display(tf.step_table(client.names, g_now, path.g_prev, path.lam, path.weights, w, package.weights))
 print(f"λ = {path.lam:.3g} (the scale rule, §5); |φ| = {g_now.shape[1]:,} numbers; "
-      f"largest |loop − package| = {np.abs(w - package.weights).max():.1e}")
+      f"largest |loop − package| = {np.abs(w - package.weights).max():.1e}; format's and tag_count's â "
+      f"equal on this batch (so are their g_k): {torch.equal(adv[:, 1], adv[:, 2])}")
 
 # %% [markdown]
 # Cluster 0 after round 1: each client's weights (blank: a reward it lacks) and eq. 11's α.
