@@ -272,6 +272,33 @@ def probe_round(make_config, cfg, policy, steps: int = 3) -> dict:
     return probe.probe_clients(federation, "global", steps=steps)
 
 
+def client_mid_round(make_config, cfg, policy, cid: str = "client_0"):
+    """Client ``cid`` of a freshly built federation (the untrained adapter) after round 1's first local step, run by
+    the package: ``(client, path)``, its :class:`~fedrl_kit.fedmoa.client.WeightPath` holding g^(t−1) and λ, ready for
+    the notebook to write out step 2 by hand."""
+    from fedrl_kit.fedmoa.client import WeightPath
+    from fedrl_kit.runs import Run
+
+    federation = Run(make_config(cfg.preset), policy=policy, progress=False).build()
+    client = federation.clients[cid]
+    client.policy.set_state(cid, client.policy.get_state("global"))  # what on_fit does with the server's θ
+    w = np.asarray(client.initial_weights, dtype=np.float64)
+    path = WeightPath(w.copy(), w.copy())
+    client.local_step(1, 0, client.policy.trainable(cid), path)
+    return client, path
+
+
+def step_table(names, g_now: np.ndarray, g_prev: np.ndarray, lam: float, w_before, w_ours, w_package) -> pd.DataFrame:
+    """One local step of eqs. 8–10, one row per reward: ‖g_k‖², Δ_k, the cosine of consecutive gradients, λΔ_k and
+    the weights before, after (the notebook's loop) and as the package's own step computes them."""
+    delta = (g_now * g_prev).sum(axis=1)  # [K] eq. 9
+    norms = np.linalg.norm(g_now, axis=1) * np.linalg.norm(g_prev, axis=1)  # [K]
+    cos = np.divide(delta, norms, out=np.zeros_like(delta), where=norms > 0)
+    return pd.DataFrame({"‖g_k‖²": (g_now * g_now).sum(axis=1), "Δ_k (eq. 9)": delta, "cos(g_k^(t), g_k^(t−1))": cos,
+                         "λΔ_k": lam * delta, "w before": w_before, "w after (loop)": w_ours,
+                         "w after (package)": w_package}, index=list(names)).map(lambda x: float(f"{x:.4g}"))
+
+
 def replay_lambdas(probes: dict, target: float = 0.05) -> dict:
     """The widget's λ choices: 1, 10 and 100 times the median scale-rule λ of the clients."""
     from fedrl_kit.fedmoa import probe
@@ -381,10 +408,12 @@ def _replay_parts(probes: dict, cfg, lams: dict) -> tuple[str, str]:
         at = {r["client"]: r for r in rows}
         lead = max(replay(mid), key=lambda r: r["alpha"] - at[r["client"]]["alpha"])
         was = at[lead["client"]]
-        why += (f" At {mid_label}, eq. 10 lowers {lead['client']}'s w_acc to {lead['trajectory'][-1][0]:.3f} (from "
-                f"{was['trajectory'][-1][0]:.3f}); eq. 11's steep 1/w_acc lifts its α from {was['alpha']:.2f} to "
-                f"{lead['alpha']:.2f}, so the α-average its cluster is sent falls: {was['broadcast'][0]:.3f} → "
-                f"{lead['broadcast'][0]:.3f}.")
+        sent = {r["client"]: r["broadcast"][0] for r in replay(mid)}
+        mates = [c for c, r in at.items() if r["cluster"] == lead["cluster"]]
+        why += (f" In the column {mid_label}, eq. 10 lowers {lead['client']}'s w_acc; eq. 11's steep 1/w_acc "
+                f"lifts its α from {was['alpha']:.2f} to {lead['alpha']:.2f}, so the α-average its cluster is sent "
+                f"falls (w_acc sent at {one.split(' =')[0]} → at {mid_label.split(' =')[0]}): "
+                + ", ".join(f"{c} {at[c]['broadcast'][0]:.3f} → {sent[c]:.3f}" for c in mates) + ".")
     return why, last
 
 
@@ -716,12 +745,12 @@ def grid_weights_figure(grid: dict | None = None) -> tuple[go.Figure, Markdown]:
         fig.add_vline(x=r - 0.5 / tau, line=dict(color="grey", dash="dot"))
     seeds = d.seed.nunique()
     fig.update_layout(template="plotly_white", height=380, legend=dict(orientation="h", y=-0.3),
-                      title=f"w_acc after each local step, FedMOA (stored grid, MATH-/GSM8K-like clients)<br>"
+                      title=f"Analogue of the paper's Fig. 5: w_acc after each local step, FedMOA (stored grid)<br>"
                             f"mean of a config's clients over {seeds} seeds, band ± sd; dotted: round boundaries")
     fig.update_xaxes(title=f"round r, local step s (τ = {tau})", tickvals=[r + s / tau for r in range(rounds)
                                                                           for s in (0, tau - 1)],
                      ticktext=[f"r{r + 1} s{s + 1}" for r in range(rounds) for s in (0, tau - 1)])
-    fig.update_yaxes(title="w_acc")
+    fig.update_yaxes(title="w_acc (accuracy's share of the weights, 0–1)")
     end = d[d.step == tau - 1].set_index(["seed", "client", "round"]).w_acc
     start = d[d.step == 0].set_index(["seed", "client", "round"]).w_acc
     within = float((end - start).abs().mean())

@@ -26,30 +26,44 @@
 # **The method.** FedMOA (federated **m**ulti-**o**bjective **a**lignment) changes FedAvg-GRPO in two places:
 #
 # 1. **Client:** after every local step, the weights shift toward the rewards still being learnt.
-# 2. **Server:** clients sharing an accuracy reward (the same task) form a **cluster**; within it, a client with a
-#    *lower* accuracy weight counts more: the paper reads it as accuracy nearly learnt.
+# 2. **Server:** within a cluster, a client with a *lower* accuracy weight counts more. The paper reads a low weight
+#    as accuracy nearly learnt.
 #
-# **Plan.** §1 a round; §2 client, §3 server, on toys; §4 a real run; §5 why weights barely move; §6 stored runs:
-# Pareto fronts, weights.
+# | symbol | meaning |
+# |---|---|
+# | cluster $S_c$ | the clients with the same accuracy reward (the same task) |
+# | config (A, B, C) | a client's set of rewards and their initial weights |
+# | Heter+Heter | the paper's setting: clients differ in data *and* in rewards |
+# | $w_k$, $w_{\text{acc}}$ | weight of reward $r_k$; of accuracy |
+# | $g_k$, $\Delta_k$, λ | $r_k$'s gradient; its repeat (eq. 9); step size |
+# | $\alpha_m$, $\bar w_k$, $u$ | client $m$'s share in its cluster; α-average; weights before rescaling |
+# | $\theta^{(m)}$, $\theta^{(c)}$, $\theta$ | client, cluster, global adapter |
+#
 # Reproduction: [13_fedmoa_report.ipynb](13_fedmoa_report.ipynb).
 
 # %% tags=["parameters"]
 # papermill parameters (-p seed 1); the text describes these defaults
 preset_name = "quick"  # quick (2-core CPU) | smoke (seconds) | full (GPU, the paper's model) | full-smoke
 seed = 0               # one seed: one world, plan and run
-normalise = False      # True: Δ_k = cos(g_k^(t), g_k^(t−1)) (ours, an option) with a fixed λ = lam
-lam = 0.1              # read only with normalise = True
+normalise = False      # True: eq. 9 as a cosine (an option of ours, §2), with a fixed λ = lam
+lam = 0.1              # eq. 10's λ, read only with normalise = True
 run_root = ""          # where runs go ("": runs/fedmoa/…)
 figures_dir = ""       # where figures go ("": the run folder's figures/)
 
 # %%
+import copy
+
 import ipywidgets as widgets
 import numpy as np
 import pandas as pd
+import torch
 
 from experiments import teaching_fedmoa as tf
 from fedrl_kit import diagrams, notebook, viz
-from fedrl_kit.fedmoa.weights import accuracy_aware_weights, hypergradient_step
+from fedrl_kit.fedmoa.client import hooked_lora_parameters
+from fedrl_kit.fedmoa.weights import accuracy_aware_weights, hypergradient_step, per_objective_advantages
+from fedrl_kit.grpo import grpo_loss
+from fedrl_kit.rollout import per_token_logps
 from fedrl_kit.world.families import FAMILIES, PAPER_NAMES, make_family_world
 
 make_config = tf.config_maker(seed, normalise, lam)
@@ -77,21 +91,19 @@ diagrams.round_diagram("fedmoa")
 # \min\Bigl(\rho_{i,t}\,\hat a_i,\ \operatorname{clip}(\rho_{i,t},1-\zeta_{\text{lo}},1+\zeta_{\text{hi}})
 # \,\hat a_i\Bigr)\qquad\text{(3–4)}$$
 #
-# Here $\zeta_{\text{lo}}=0.2$, $\zeta_{\text{hi}}=0.25$, no KL penalty (ours; the paper is silent).
+# Here $\zeta_{\text{lo}}=0.2$, $\zeta_{\text{hi}}=0.25$, no KL term.
 #
 # **Moving the weights.** Intuition: if reward $k$'s gradient keeps pointing the same way, there is progress left
 # on $k$: give it more weight. Once $k$ is learnt, all $G$ answers score alike on it, their advantages are 0 and its
 # gradient vanishes: take weight off. Let $L_k$ be GRPO's loss ($-J$) on $r_k$ alone and $g_k$ its gradient with
-# respect to $\phi$, the LoRA factors of the middle layer only (ours; the paper: "an intermediate representation").
-# At step $t$:
+# respect to $\phi$, the LoRA factors of the middle layer. At step $t$:
 #
 # $$g_k^{(t)}=\nabla_\phi L_k\ \text{(8)},\qquad\Delta_k^{(t)}=g_k^{(t)\top}g_k^{(t-1)}\ \text{(9)},\qquad
 # w\leftarrow\operatorname{Proj}_{\text{simplex}}\bigl(w+\lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
-# Eq. 9 is the paper's raw dot product (a cosine is only our option, `normalise`): $\Delta_k>0$ when $k$'s gradient
-# repeated its direction. The projection subtracts one shift ν from every weight
-# (stopping at 0), so, while none stops at 0, **a weight rises only when its $\Delta_k$ is above their average**
-# (Exercise 1: one stops). A round's first step leaves $w$ as sent. In numpy:
+# $\Delta_k>0$ when $k$'s gradient repeated its direction. The projection subtracts the same shift ν from every
+# weight, stopping at 0. So **a weight rises only when its $\Delta_k$ is above the average Δ** (while none hits 0;
+# in Exercise 1 one does). A round's first step has no $g^{(t-1)}$: it leaves $w$ as sent. In numpy:
 
 # %%
 def project_simplex(v):  # w_k = max(v_k − ν, 0), with the one ν that makes Σ w_k = 1
@@ -160,8 +172,9 @@ display(fig)
 # **Why "hypergradient".** The last step was $\phi^{(t)}=\phi^{(t-1)}-\eta\sum_kw_kg_k^{(t-1)}$, so
 # $\partial\phi^{(t)}/\partial w_k=-\eta g_k^{(t-1)}$ and, by the chain rule, $\partial L_j(\phi^{(t)})/\partial
 # w_k=-\eta\,g_j^{(t)\top}g_k^{(t-1)}$. Keeping only $j=k$ gives $-\eta\Delta_k^{(t)}$: eq. 10 is gradient descent
-# on $w$ with step $\lambda/\eta$. The paper drops the $j\ne k$ terms (how $k$'s step helped the *other* rewards):
-# an approximation that judges each weight by its own reward. Tension: eq. 10 raises $w_{\text{acc}}$ while accuracy
+# on $w$ with step $\lambda/\eta$. Dropping $j\ne k$ judges each weight by its own reward only.
+#
+# Tension: eq. 10 raises $w_{\text{acc}}$ while accuracy
 # learns (Fig. 5), yet eq. 11 favours a *low* one.
 #
 # ## 3. The server: α and eq. 12
@@ -257,9 +270,8 @@ notebook.check_explained(prediction_3, answer_3, f"α = {np.round(a3, 3).tolist(
 
 # %% [markdown]
 # ## 4. A real run
-# Six clients differing in data and rewards (the paper's **Heter+Heter**), trained with FedMOA and FedAvg-GRPO
-# (both parts off: fixed weights, θ averaged by $N_m$). Each client's data stands in for a paper dataset; its
-# **config** (A, B; C in §6) fixes its rewards and initial weights:
+# Six clients in the Heter+Heter setting, trained with FedMOA and with FedAvg-GRPO (fixed weights, θ
+# averaged by $N_m$). Each client's data stands in for a paper dataset. Its config (A, B; C in §6) fixes its rewards:
 
 # %% tags=["nbval-check-output"]
 world = make_family_world(seed, 10, 4)
@@ -277,6 +289,36 @@ tf.clients_table(first)
 # Cluster 1's rewards: **code_accuracy** (the program passes its tests), **code_format** (tags and a function `f`),
 # **length_short** (higher for shorter answers).
 #
+# **One local step, written out.** Client_0 at round 1's second step, on a fresh copy of the federation. The first
+# step ran in the package and left $g^{(t-1)}$ and λ. Each $g_k$ costs one backward pass: $K$ backwards per step,
+# besides GRPO's own.
+
+# %%
+client, path = tf.client_mid_round(make_config, cfg, first.policy, "client_0")  # path: w, g^(t−1), λ after step 1
+model, K, G, s = client.policy.model, len(client.names), cfg.num_generations, client.grpo
+rollouts, scores = client.rollout_scores(round=1, step=1)  # b·G answers, each scored by every r_k: [b·G, K]
+adv = per_objective_advantages(scores.reshape(-1, G, K)).reshape(-1, K)  # eq. 3's â, once per r_k: [b·G, K]
+adv = torch.tensor(adv, dtype=torch.float32)
+phi = hooked_lora_parameters(model, client.layer)  # φ: the middle layer's LoRA factors
+logps = per_token_logps(model, rollouts, s.temperature)  # one forward pass, shared by the K losses
+g = []
+for k in range(K):  # eq. 8: L_k = GRPO's loss (eqs. 3–4) on r_k alone, then one backward pass
+    L_k, _ = grpo_loss(logps, logps.detach(), adv[:, k], rollouts.completion_mask, s.epsilon, s.epsilon_high,
+                       loss_type=s.loss_type)  # ρ = 1: the batch was just sampled
+    g.append(torch.cat([x.flatten() for x in torch.autograd.grad(L_k, phi, retain_graph=True)]).double().numpy())
+g_now = np.stack(g)  # [K, |φ|]
+delta = (g_now * path.g_prev).sum(axis=1)  # eq. 9
+w = project_simplex(path.weights + path.lam * delta)  # eq. 10, with §2's projection
+package = copy.deepcopy(path)
+client.adapt_weights(rollouts, scores, package)  # the package's eqs. 8–10 on the same batch, for comparison
+r_w = torch.tensor(scores @ w, dtype=torch.float32)  # eq. 2
+client.passes.grpo_step(client.policy, client.cid, client.optimizer, rollouts, r_w, s)  # eqs. 3–4: one Adam step
+display(tf.step_table(client.names, g_now, path.g_prev, path.lam, path.weights, w, package.weights))
+print(f"λ = {path.lam:.3g} (the scale rule, §5); |φ| = {g_now.shape[1]:,} numbers; "
+      f"largest |loop − package| = {np.abs(w - package.weights).max():.1e}; format's and tag_count's â "
+      f"equal on this batch (so are their g_k): {torch.equal(adv[:, 1], adv[:, 2])}")
+
+# %% [markdown]
 # Cluster 0 after round 1: each client's weights (blank: a reward it lacks) and eq. 11's α.
 
 # %%
@@ -303,7 +345,7 @@ answer_4 = tf.favoured_config(first, moa_records)  # the config sent the lowest 
 notebook.check_explained(prediction_4, answer_4, tf.dilution_words(first, moa_records))
 
 # %% [markdown]
-# Eq. 12 by hand, beside what the run sent:
+# Eq. 12 by hand, beside the run:
 
 # %%
 shared = end1.columns[end1.notna().all()]  # the rewards every client of the cluster holds
@@ -328,18 +370,20 @@ print(f"FedMOA − FedAvg-GRPO: {gap:+.3f} × {answers} answers = {gap * answers
 # ## 5. Why the weights barely move
 # **How large is λ?** $\Delta_k$ multiplies two gradients, so a useful λ depends on the model. The live run sets
 # $\lambda=0.05/\operatorname{mean}_k\lVert g_k\rVert^2$ per client from each round's first gradients (the *scale
-# rule*, ours): an exactly repeated gradient moves its weight by about 0.05. The stored grid (§6) fixes λ, as the
-# paper does.
+# rule*, ours): an exactly repeated gradient moves its weight by about 0.05.
 
 # %%
 probes = tf.probe_round(make_config, cfg, first.policy)  # g_k of round 1's batches at the untrained model
 LAMS = tf.replay_lambdas(probes)  # 1, 10, 100 × the median over clients of the rule's λ in this replayed round
+cos = np.abs(tf.consecutive_cosines(probes))  # |cos(g_k^(t), g_k^(t−1))| over clients, rewards, steps
+print(f"replayed round: |cos(g_k^(t), g_k^(t−1))| median {np.median(cos):.2f}, max {cos.max():.2f}")
 tf.lambda_line(cfg, moa_records)
 
 # %% [markdown]
 # ### Exercise 5
-# Below, a widget replays round 1 (untrained model, fresh batches) at 1, 10 and 100 times the median rule λ of
-# its clients. Before looking: at which multiple does a $w_{\text{acc}}$ first reach 0?
+# A widget below replays round 1 (untrained model, three fresh batches: eq. 10 acts twice) at 1, 10 and 100 times
+# the clients' median rule λ. At m × the rule, a step moves a weight by about 0.05·m·|cos| (printed above). At which
+# multiple does a $w_{\text{acc}}$ (starting at 0.4 or 0.5) first reach 0?
 
 # %%
 prediction_5 = None  # 1, 10, 100 or "none"
@@ -365,15 +409,13 @@ notebook.knobs(show_replay, **controls)
 
 # %%
 display(tf.replay_all(probes, cfg, LAMS))  # w_acc sent back at every λ
-cos = np.abs(tf.consecutive_cosines(probes))  # |cos(g_k^(t), g_k^(t−1))| over clients, rewards, steps
-print(f"|cos|: median {np.median(cos):.2f}, max {cos.max():.2f}, so Δ_k = cos·‖g_k^(t)‖‖g_k^(t−1)‖ ≪ ‖g_k‖²")
 tf.replay_why(probes, cfg, LAMS)
 
 # %% [markdown]
 # ## 6. What the stored grid shows
 
 # %%
-display(tf.grid_intro(), tf.side_by_side(cfg, first, moa_records))
+tf.grid_intro()
 
 # %% [markdown]
 # **Pareto fronts (the paper's Fig. 3).** A model *dominates* another when it is at least as good on both rewards
@@ -398,12 +440,11 @@ notebook.check_explained(prediction_6, answer_6, f"{new_model} dominates {sorted
 
 # %% [markdown]
 # **Reading a front over seeds.** One model per seed. An arm sits *nearer the front* when its models score higher by
-# more than either arm's spread over seeds (sd); format is near 1 for all, so only accuracy separates them. Gap
-# against sd is a rough rule; takeaway 1 below gives the paired interval.
+# more than either arm's spread over seeds (sd). Format is near 1 for all, so only accuracy separates them.
 #
 # ### Exercise 7
 # The paper expects FedMOA. Given §5, whose models will sit nearer the stored grid's front: "FedMOA",
-# "FedAvg-GRPO" or "neither"? Predict before the figure.
+# "FedAvg-GRPO" or "neither"?
 
 # %%
 prediction_7 = None  # "FedMOA", "FedAvg-GRPO" or "neither"
@@ -422,8 +463,8 @@ viz.export(fig, "fedmoa_pareto_accuracy_format", figures)
 display(fig, words, spread)
 
 # %% [markdown]
-# **The accuracy weight over rounds (the paper's Fig. 5).** In the grid's accuracy cluster eq. 12 shares only
-# accuracy, since config C lacks format. The first boundary:
+# **The accuracy weight over rounds (analogue of the paper's Fig. 5).** In the grid's accuracy cluster, eq. 12 shares
+# only accuracy: config C lacks format. The first boundary:
 
 # %%
 display(tf.paper_claim(5))
@@ -461,11 +502,3 @@ tf.findings_box()
 # - Eq. 10 raises a weight only when its $\Delta_k$ is above their average; noisy gradients barely repeat.
 # - Eq. 11 favours a *lower* $w_{\text{acc}}$ (the α tilt); at 0, winner takes all.
 # - Eq. 12's rescaling dilutes or inflates $w_{\text{acc}}$, so α can rank reward sets instead of progress.
-#
-# | symbol | meaning |
-# |---|---|
-# | $w_k$, $w_{\text{acc}}$ | weight of reward $r_k$; of accuracy |
-# | $g_k$, $\Delta_k$, λ | $r_k$'s gradient; its repeat (eq. 9); step size |
-# | $S_c$, $\alpha_m$ | a cluster; client $m$'s share in it |
-# | $\bar w_k$, $u$ | α-average; weights before rescaling |
-# | $\theta^{(m)}$, $\theta^{(c)}$, $\theta$ | client, cluster, global adapter |

@@ -306,8 +306,48 @@ def test_the_replay_explains_why_ten_times_lambda_lowers_what_is_sent_back():
     lams = tf.replay_lambdas(probes)
     why = tf.replay_why(probes, cfg, lams).data
     mid = list(lams)[1]
-    assert f"At {mid}, eq. 10 lowers client_" in why
-    client = why.split(f"At {mid}, eq. 10 lowers ")[1].split("'s")[0]
+    assert f"In the column {mid}, eq. 10 lowers client_" in why
+    client = why.split(f"In the column {mid}, eq. 10 lowers ")[1].split("'s")[0]
     table = tf.replay_all(probes, cfg, lams)
-    one, ten = (table.loc[client, f"λ = {k}"] for k in list(lams)[:2])
-    assert f"{one:.3f} → {ten:.3f}" in why
+    named = why.split("): ")[-1].rstrip(".").split(", ")  # "client_0 0.374 → 0.329", …: each sent value by name
+    assert client in [n.split(" ")[0] for n in named]
+    for part in named:
+        cid = part.split(" ")[0]
+        one, ten = (table.loc[cid, f"λ = {k}"] for k in list(lams)[:2])
+        assert part == f"{cid} {one:.3f} → {ten:.3f}"
+
+
+def test_one_local_step_written_out_matches_the_packages_weights():
+    """The notebook's inline step (eqs. 8–10 on the LoRA factors of the hooked layer) gives the package's weights."""
+    import copy
+
+    import numpy as np
+    import torch
+
+    from experiments import teaching_fedmoa as tf
+    from fedrl_kit.fedmoa.client import hooked_lora_parameters
+    from fedrl_kit.fedmoa.weights import per_objective_advantages, project_to_simplex
+    from fedrl_kit.grpo import grpo_loss
+    from fedrl_kit.rollout import per_token_logps
+
+    make_config = tf.config_maker(0)
+    cfg = make_config("smoke")
+    from fedrl_kit.runs import REPO_ROOT
+
+    if not (REPO_ROOT / "data" / "base_moa" / "model.safetensors").exists():
+        pytest.skip("no CPU base policy")
+    client, path = tf.client_mid_round(make_config, cfg, None)
+    K, G, s = len(client.names), client.local.num_generations, client.grpo
+    rollouts, scores = client.rollout_scores(1, 1)
+    adv = torch.tensor(per_objective_advantages(scores.reshape(-1, G, K)).reshape(-1, K), dtype=torch.float32)
+    phi = hooked_lora_parameters(client.policy.model, client.layer)
+    logps = per_token_logps(client.policy.model, rollouts, s.temperature)
+    g = np.stack([torch.cat([x.flatten() for x in torch.autograd.grad(grpo_loss(
+        logps, logps.detach(), adv[:, k], rollouts.completion_mask, s.epsilon, s.epsilon_high, loss_type=s.loss_type
+    )[0], phi, retain_graph=True)]).double().numpy() for k in range(K)])
+    w = project_to_simplex(path.weights + path.lam * (g * path.g_prev).sum(axis=1))
+    pkg = copy.deepcopy(path)
+    client.adapt_weights(rollouts, scores, pkg)
+    assert np.allclose(w, pkg.weights, atol=1e-6)
+    table = tf.step_table(client.names, g, path.g_prev, path.lam, path.weights, w, pkg.weights)
+    assert list(table.index) == list(client.names) and len(table.columns) == 7
