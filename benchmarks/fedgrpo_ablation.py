@@ -91,7 +91,8 @@ def main(argv=None) -> dict:
                 continue
             settings = dict(SETTINGS, num_clients=K)
             cfg = preset("quick", method="fedgrpo", seed=seed, rounds=args.rounds, eval_every=args.rounds,
-                         fedgrpo={"num_experts": M, "questions_per_step": args.questions}, **settings)
+                         fedgrpo={"num_experts": M, "questions_per_step": args.questions,
+                                  "me_score": "probability"}, **settings)  # the stored runs' ME score
             policy.set_state(GLOBAL, init)
             t0 = time.time()
             run = Run(cfg, progress=False, policy=policy)

@@ -59,6 +59,9 @@ SETTINGS = dict(num_clients=8, dirichlet_alpha=0.1, prompts_per_step=4, local_st
 """the comparison's setting; REFERENCE_PATH: the sampling and scoring path its stored results were made on"""
 """Shared by every method: K = 8, β = 0.1, b = 4, τ = 2 (quick preset otherwise: G = 8, lr 2e-3, …)."""
 
+STORED_ME_SCORE = ["fedgrpo.me_score=probability"]
+"""the ME score the stored FedGRPO runs were made with (the default before ``agreement``; ``--set`` overrides it)"""
+
 NO_GT = ["fedgrpo.mode=no_gt", "fedgrpo.gt_fraction=0.667", "evaluator.training=grpo"]
 """``--no-gt``: FedGRPO's settings for Table 2 (given before ``--set``, which can override them)."""
 
@@ -87,7 +90,7 @@ def main(argv=None) -> dict:
     args = ap.parse_args(argv)
     if args.out is None:
         args.out = str(ROOT / "benchmarks" / "results" / f"fedgrpo_compare_{'nogt' if args.no_gt else 'pool'}.json")
-    extra = parse_set((NO_GT if args.no_gt else []) + args.set)
+    extra = parse_set(STORED_ME_SCORE + (NO_GT if args.no_gt else []) + args.set)
     eval_every = args.eval_every or args.rounds
     settings = dict(SETTINGS, rounds=args.rounds, eval_every=eval_every, no_gt=args.no_gt,
                     set=(NO_GT if args.no_gt else []) + args.set)

@@ -1,8 +1,8 @@
 """Benchmark: does the value of a FedGRPO expert's score tell the server that the expert owns the question?
 
 The gate λ_k (AE where a client holds the question with its label, ME elsewhere) is decided on the client and
-never sent (docs/fedgrpo.md, deviation 4). But the AE check scores exactly 0 or 1, and the default ME score
-(``fedgrpo.me_score = "probability"``, an SFT evaluator's exp(log-probability) of the candidate's answer) lies
+never sent (docs/fedgrpo.md, deviation 4). But the AE check scores exactly 0 or 1, and the probability ME score
+(``fedgrpo.me_score = "probability"``, the stored runs' score, an SFT evaluator's exp(log-probability) of the candidate's answer) lies
 strictly between them wherever the candidate has an answer. A curious server that reads "every score of this
 (question, expert) row is exactly 0 or 1 ⇒ this expert owns the question" then learns which questions are in which
 client's private data. :func:`fedrl_kit.fedgrpo.diagnostics.ownership_leak` scores that rule against the
@@ -10,8 +10,8 @@ simulator's truth (who owns each D_s question) on every (question, expert) score
 
 Arms, each with the default paper variant and with_gt, one round of τ = 2 server steps:
 
-- ``probability``: ``me_score = "probability"``, ``ae_holders = "owner"`` (the package defaults);
-- ``agreement``: ``me_score = "agreement"`` (0/1: the candidate's answer equals the expert's greedy answer);
+- ``probability``: ``me_score = "probability"``, ``ae_holders = "owner"`` (the stored runs' setting);
+- ``agreement``: ``me_score = "agreement"`` (the package default; 0/1: the candidate's answer equals the expert's greedy answer);
 - ``probability_all_hold``: ``me_score = "probability"``, ``ae_holders = "all"`` (every client holds every label,
   so every score is an exact check, as in the official trainer).
 

@@ -40,6 +40,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from _machine import save_result  # noqa: E402
 from fedgrpo_compare import SETTINGS  # noqa: E402
 
+STORED = {"fedgrpo.me_score": "probability"}
+"""the ME score the stored runs were made with (the default before ``agreement``)"""
+
 from fedrl_kit.config import preset  # noqa: E402
 from fedrl_kit.fedgrpo.algorithm import server_state  # noqa: E402
 from fedrl_kit.fedgrpo.diagnostics import measure_all_competence  # noqa: E402
@@ -111,15 +114,16 @@ def main(argv=None) -> dict:
     args = ap.parse_args(argv)
     rows = []
     for seed in args.seeds:
-        cfg = preset("quick", method="fedgrpo", seed=seed, **SETTINGS)
+        cfg = preset("quick", method="fedgrpo", seed=seed, **SETTINGS, **STORED)
         run = Run(cfg, progress=False).build()
         row = {"seed": seed, "purity": {f"layer {layer}, L = {L}": round(neighbour_purity(run.server, run.truth,
                                                                                           layer, L), 4)
                                         for layer in args.layers for L in args.L}}
         row["evaluators"] = evaluator_quality(run)
         # the soft cells are the default's (this run, its evaluators already trained); the greedy ones need a run
-        greedy = Run(preset("quick", method="fedgrpo", seed=seed, **SETTINGS, **{"fedgrpo.competence": "greedy"}),
-                     progress=False).build()
+        greedy_cfg = preset("quick", method="fedgrpo", seed=seed, **SETTINGS,
+                            **{**STORED, "fedgrpo.competence": "greedy"})
+        greedy = Run(greedy_cfg, progress=False).build()
         for kind, r in (("probability", run), ("greedy", greedy)):
             assert r.config.fedgrpo.competence == kind
             row[f"competence_vs_topic_share_{kind}"] = round(competence_correlation(r), 4)

@@ -74,7 +74,7 @@ def fedgrpo_run() -> dict:
                   if r["method"] == "fedgrpo" and r["seed"] == 0)
     # the stored runs' setting: D_s = world.public, half of it held with its answer by a client
     cfg = preset("quick", method="fedgrpo", seed=0, rounds=5, eval_every=5, **SETTINGS,
-                 fedgrpo={"queries": "public", "gt_fraction": 0.5})
+                 fedgrpo={"queries": "public", "gt_fraction": 0.5, "me_score": "probability"})
     t0 = time.time()
     run = Run(cfg, progress=False)
     recs = run.run()

@@ -63,7 +63,8 @@ def setup(ns: dict) -> SimpleNamespace:
     def make_config(p, method="fedgrpo"):
         size = "smoke" if notebook.is_smoke(ns["preset_name"]) else p
         split = dict(partition="iid") if alpha == "iid" else dict(dirichlet_alpha=float(alpha))
-        sections = dict(fedgrpo=dict(neighbours=ns["L"], num_experts=ns["M"]),
+        # ME by probability (not the package's 0/1 agreement): the notebook shows the ownership leak it opens
+        sections = dict(fedgrpo=dict(neighbours=ns["L"], num_experts=ns["M"], me_score="probability"),
                         evaluator=dict(sft_steps=SFT_STEPS[size])) if method == "fedgrpo" else {}
         smoke = notebook.smoke_fields(ns["preset_name"], notebook.SMOKE_SIZES["fedgrpo"],
                                       fixed=("num_clients", *SIZES["quick"]))
@@ -888,7 +889,8 @@ def exercise_agreement() -> tuple[str, str]:
     said = ("with agreement every expert's row is 0s and 1s, so a row of exact 0s and 1s no longer marks the owner. "
             f"On a stored run ({_leak_setting()}) the rule flags {af} of {an} owners' rows and {bf} of {bn} other "
             f"experts' rows (with probabilities: {of} of {on} and {xf} of {xn}). The 1s blur the label too: an ME "
-            "expert's 1s mark its own model's answer, right or wrong. Set it with `fedgrpo.me_score = \"agreement\"`")
+            "expert's 1s mark its own model's answer, right or wrong. Agreement is the package's default "
+            "(`fedgrpo.me_score`); this notebook sets \"probability\" to show the leak")
     return ("no" if hides else "yes"), said
 
 

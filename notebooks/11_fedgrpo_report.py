@@ -118,8 +118,7 @@ arms_table(stored["compare"])
 # near 0.25. The two GRPO baselines that see ground truth on every client's questions end above it on every seed:
 # Central-GRPO by 6.0, 8.6 and 0.6 points at rounds 26–30 (seeds 0–2), Fedpetuning+GRPO by 11.4, 12.4 and 9.9. With
 # three seeds only "beats Fedpetuning+GRPO" is decided ("does not hold", −11.2 ± 3.1 points). "Near Central-GRPO"
-# is not tested: Central-GRPO, on accuracy alone, is still falling at round 30 (−5.07 ± 10.05 points; paired with
-# its rounds 11–15, before its 30-round file existed, the row read −8.07 ± 7.15).
+# is not tested: Central-GRPO, on accuracy alone, is still falling at round 30 (−5.07 ± 10.05 points).
 # Its 5-round leads over the SFT and DPSDA baselines shrink to within noise. FedGRPO's fall after round 7 depends on
 # the CPU's float kernels (the same seeds with AVX-512 kernels level off at 0.28–0.29; `docs/fedgrpo.md`), but the
 # "does not hold" verdict is larger than that fall.

@@ -59,6 +59,7 @@ def test_ownership_leak_is_chance_when_every_score_is_zero_or_one():
 
 
 @pytest.mark.parametrize("fedgrpo, leaks", [
+    ({}, False),  # the package default: ME scores are 0/1 agreement, as AE ones
     ({"me_score": "probability"}, True),
     ({"me_score": "agreement"}, False),
     ({"me_score": "probability", "ae_holders": "all"}, False),
@@ -86,3 +87,12 @@ def test_score_values_reveal_owners_only_under_probability(tiny_dir, fedgrpo, le
         assert np.isin(other_values, (0.0, 1.0)).all()
         assert out["false_positive_rate"] == 1.0 and out["advantage"] == 0.0
         assert out["precision"] == pytest.approx(out["base_rate"])
+
+
+def test_the_default_me_score_hides_owners_and_old_run_folders_keep_probability():
+    from fedrl_kit.fedgrpo.args import FedGRPOArgs
+
+    assert FedGRPOArgs().me_score == "agreement"
+    old = {k: v for k, v in FedGRPOArgs().__dict__.items() if k not in ("me_score", "ae_holders")}  # before both
+    assert FedGRPOArgs.migrate(old)["me_score"] == "probability"
+    assert FedGRPOArgs.migrate({"num_experts": 3}) == {"num_experts": 3}  # a partial section: today's defaults

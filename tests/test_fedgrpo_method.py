@@ -140,7 +140,8 @@ def test_malicious_client_flips_its_scores():
 
 
 def test_me_probability_is_the_evaluators_probability_of_the_answer(tiny_dir):
-    run = Run(fg_config(tiny_dir, fedgrpo={"mode": "no_gt", "gt_fraction": 0.5}), progress=False).build()
+    run = Run(fg_config(tiny_dir, fedgrpo={"mode": "no_gt", "gt_fraction": 0.5, "me_score": "probability"}),
+              progress=False).build()
     client = run.clients["client_0"]
     from fedrl_kit.sft import sequence_logprob
 
@@ -362,7 +363,8 @@ def test_trace_question_advantages_are_the_training_steps_with_a_robust_median()
     """The step-through honours fedgrpo.robust: its advantages are what server_step trains on."""
     # the committed base answers often enough that the experts' scores differ between candidates
     base = str(Path(__file__).resolve().parents[1] / "data" / "base")
-    cfg = fg_config(base, fedgrpo={"robust": "median", "num_experts": 3, "malicious": 1})
+    # (graded probability ME scores: with 0/1 agreement this question's experts tie, and median = mean)
+    cfg = fg_config(base, fedgrpo={"robust": "median", "num_experts": 3, "malicious": 1, "me_score": "probability"})
     run = Run(cfg, progress=False).build()
     question, seed = 1, 0
     tr = diagnostics.trace_question(run.server, question, seed=seed, truth=run.truth)

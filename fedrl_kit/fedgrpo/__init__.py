@@ -24,7 +24,7 @@ Deviations (one line each; in full in docs/fedgrpo.md):
 1. Q questions per step (GRPO's batch), not one per iteration.
 2. Competence cached per (client, exemplar) cell; by default its expectation under sampling, not a 0/1 draw.
 3. Eq. 9 taken literally has zero gradient: ``"paper"`` takes eq. 8's expert mean and normalises across candidates.
-4. No λ_k goes up, but ``me_score="probability"`` (default) reveals it: AE scores are 0/1, ME ones are not.
+4. No λ_k goes up; ME scores are 0/1 agreement by default, as AE ones, so their values hide it (probability: not).
 5. Malicious clients (not in the paper) lie only in r_k^s; ``fedgrpo.robust`` aggregates against them.
 6. A client that raises is dropped for the round; a question whose experts all failed gets zero advantage.
 7. θ_k is SFT on D_k by default; ``evaluator.training="grpo"`` trains it by GRPO as §4.3's reward models.

@@ -41,6 +41,10 @@ class FedGRPOArgs(Args):
         # own is "all" now), so a resumed run goes on as it started
         if {"group_reward", "me_score", "server_update"} <= set(section) and "ae_holders" not in section:
             section = dict(section, ae_holders="owner")
+        # a whole section written before me_score existed scored ME by probability, the default until agreement
+        # took its place: a resumed run keeps the score it started with
+        if {"group_reward", "server_update"} <= set(section) and "me_score" not in section:
+            section = dict(section, me_score="probability")
         return section
 
     num_experts: int = 2
@@ -85,11 +89,12 @@ class FedGRPOArgs(Args):
     questions_per_step: int = 0
     """questions Q per server step (each with G candidates); 0 = b·K (prompts_per_step × num_clients, the
     rollouts of a Central-GRPO or FedAvg-GRPO step). A number > 0 fixes Q whatever K is (the K and M ablations)"""
-    me_score: str = "probability"
-    """ME score: probability (the client model's probability of the candidate's answer, strictly inside (0, 1) where
-    it has one: beside the owners' 0/1 exact checks this tells the server which expert owns which question) or
-    agreement (1 if the answer is the model's greedy one, else 0, like every AE score: the values no longer single
-    out owners; docs/fedgrpo.md, "What the score values reveal")"""
+    me_score: str = "agreement"
+    """ME score: agreement (default; 1 if the candidate's answer is the client model's greedy one, else 0, like every
+    AE score, so the score values do not single out the owners; the official code scores by 0/1 agreement too) or
+    probability (the model's probability of the candidate's answer, strictly inside (0, 1) where it has one: beside
+    the owners' 0/1 exact checks it tells the server which expert owns which question; the stored FedGRPO runs used
+    it); docs/fedgrpo.md, section "What the score values reveal"."""
     malicious: int = 0
     """number of malicious clients (the last indices), who falsify their candidate scores"""
     malicious_kind: str = "flip"
