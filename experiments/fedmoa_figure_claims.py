@@ -258,3 +258,43 @@ def verdict_table(rows: list[dict]) -> list[dict]:
                  unit=r["unit"], seeds=len(r["seeds"]),
                  **{"mean ± 95 % t": "" if np.isnan(r["mean"]) else _fmt(r["mean"], r["half_width"])},
                  detail=r["detail"], verdict=r["verdict"]) for r in rows]
+
+
+MEASURES = {"fig3": "final accuracy, FedMOA − FedAvg-GRPO (points)",
+            "fig4_smooth": "sum of accuracy falls, FedMOA − FedAvg-GRPO (points)",
+            "fig4_length": "FedMOA's length slope (tokens per round)",
+            "fig5": "FedMOA's within-round rise of w_acc"}
+"""each claim's statistic in a few words, for the docs' table"""
+
+STORED = ("fedmoa_compare_cpu.json", "fedmoa_compare_cpu_homo+homo.json", "fedmoa_compare_cpu_homo+heter.json")
+"""the stored grids whose rows the docs' table reads (benchmarks/results)"""
+
+
+def markdown(rows: list[dict]) -> str:
+    """:func:`figure_claims` rows as a markdown table with short statistic names, then each Fig. 3 row's detail."""
+    from experiments.stats import claims_markdown
+    import pandas as pd
+
+    key = {v: k for k, v in CLAIMS.items()}
+    table = pd.DataFrame([{"setting": r["setting"], "family": r["family"], "figure": r["figure"],
+                           "statistic": MEASURES[key[(r["figure"], r["claim"])]], "seeds": len(r["seeds"]),
+                           "mean ± 95 % t": "" if np.isnan(r["mean"]) else _fmt(r["mean"], r["half_width"]),
+                           "verdict": r["verdict"]} for r in rows])
+    details = [f"- {r['setting']}, {r['family']}: {r['detail']}" for r in rows if r["figure"] == "Fig. 3" and r["seeds"]]
+    return claims_markdown(table) + ("\n\nFig. 3 conditions:\n" + "\n".join(details) if details else "")
+
+
+if __name__ == "__main__":  # the docs' table: python -m experiments.fedmoa_figure_claims
+    import json
+    from pathlib import Path
+
+    results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+    for name in STORED:
+        rows = figure_claims(json.loads((results / name).read_text())["runs"])
+        print(f"## {name}\n")
+        if all(r["verdict"].startswith("not tested: n") and not r["seeds"] for r in rows):
+            print("; ".join(sorted({f"{r['setting']} ({r['family']}): {r['verdict']}" for r in rows
+                                    if r["verdict"] != "not tested: not run"})) or "every cell not run",
+                  "; every other cell: not tested: not run\n")
+        else:
+            print(markdown(rows) + "\n")
