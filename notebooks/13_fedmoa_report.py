@@ -261,6 +261,21 @@ if grid:
     display(fig)
 
 # %% [markdown]
+# **The figures' sentences as verdicts, every setting and family.** From the same histories, per seed: FedMOA −
+# FedAvg-GRPO in final accuracy (points; the auxiliary differences and the seeds on which FedMOA's final point is
+# non-dominated in `detail`, Fig. 3), in the sum of the server accuracy's round-to-round falls (Fig. 4), FedMOA's
+# length slope per round (Fig. 4) and its mean within-round rise of $w_{\text{acc}}$ (Fig. 5), each as mean ± 95 %
+# t half-width over seeds (`experiments.fedmoa_figure_claims.figure_claims`, whose docstring gives each rule).
+
+# %%
+from experiments import fedmoa_figure_claims as figure_claims
+
+if grid:
+    with pd.option_context("display.max_colwidth", None):
+        display(pd.DataFrame(list(figure_claims.CLAIMS.values()), columns=["figure", "the paper's claim (§4.2)"]))
+        display(pd.DataFrame(figure_claims.verdict_table(figure_claims.figure_claims(grid["runs"]))))
+
+# %% [markdown]
 # Two more stored grids, in other settings (`docs/fedmoa.md` describes each): `fedmoa_compare_cpu_scale_rule.json`
 # (the same federation with λ from a scale rule and the per-sequence g_k: its claims about λ read "not tested" by
 # the rule above) and `fedmoa_compare.json` (3 clients, an earlier setting).
