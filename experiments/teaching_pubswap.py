@@ -299,8 +299,9 @@ def shared_pull(drift: pd.DataFrame) -> tuple[pd.DataFrame, Markdown]:
              f"steps{', already without a swap (the shared prompts)' if shared else ''}; "
              + (f"{' and '.join(tighter)} pull{'s' if len(tighter) == 1 else ''} them more alike still"
                 if tighter else "neither swap pulls them more alike")
-             + (f", and {' and '.join(rescued)} leave{'s' if len(rescued) == 1 else ''} fewer groups without gradient"
-                if rescued else ", and neither swap leaves fewer groups without gradient")
+             + (", and both leave" if rescued == swaps and tighter == swaps else
+                f", and {' and '.join(rescued)} leave{'s' if len(rescued) == 1 else ''}" if rescued else
+                ", and neither swap leaves") + " fewer groups without gradient"
              + ". One round of one seed: a mechanism seen, not a ranking.")
     table = table.apply(lambda c: c.map(lambda v: "—" if pd.isna(v) else f"{v:.0%}" if "groups" in c.name
                                         else f"{v:.2f}"))

@@ -394,7 +394,7 @@ answer_6, why_6 = teach.exercise_top_up()
 notebook.check_explained(prediction_6, answer_6, why_6)
 
 # %% [markdown]
-# **Balanced lowers drift without shorter steps, as the shared pull (§4) predicts; Random does not lower it:**
+# **Balanced lowers drift with updates as long; Random's clients point more alike (the pull, §4) but move further:**
 
 # %%
 teach.drift_findings()
