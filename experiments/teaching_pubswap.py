@@ -72,23 +72,39 @@ def settings_box(cfg, world, policy, tau_live: int, results=F.RESULTS) -> pd.Dat
                      "1.5–1.7B-parameter models on MATH and DeepMath"}, name="setting").to_frame()
 
 
+def _lora_modules(policy) -> list[str]:
+    """The names of the linear modules LoRA adapts, one per module (e.g. ``model.layers.0.self_attn.q_proj``)."""
+    return [n.split(".lora_A.")[0] for n, _ in policy.model.named_parameters() if ".lora_A." in n]
+
+
 def settings_sentence(cfg, world, policy, tau_live: int, results=F.RESULTS) -> Markdown:
-    """``settings_box`` as one sentence: the federation's sizes, the world, the policy, GRPO, the optimiser, the live
-    runs."""
-    lora = [n for n, _ in policy.model.named_parameters() if ".lora_A." in n]  # one per adapted layer
+    """What a reader needs before §2, as one sentence: the federation's sizes, the world, the policy and which linear
+    modules LoRA adapts (so many per layer), the live runs. GRPO's and the optimiser's settings come after GRPO is
+    explained (``grpo_settings``)."""
+    modules = _lora_modules(policy)
     lora_n = sum(p.numel() for n, p in policy.model.named_parameters() if "lora_" in n)
     frozen = sum(p.numel() for p in policy.model.parameters()) - lora_n
+    layers = policy.model.config.num_hidden_layers
+    kinds = list(dict.fromkeys(m.rsplit(".", 1)[-1].removesuffix("_proj") for m in modules))
     return Markdown(
         f"**This run:** N = {cfg.num_clients} clients, b = {cfg.prompts_per_step} prompts per step, "
         f"K = {cfg.num_generations} answers, τ_swap = {cfg.pubswap.period}; "
         f"{pd.Series(world.public['topic']).nunique()} arithmetic topics ({len(world.train)} private problems, "
-        f"{len(world.public)} public prompts, {len(world.test)} test); a {policy.model.config.num_hidden_layers}-layer "
-        f"transformer ({frozen / 1e6:.2f} M frozen parameters) with LoRA rank {cfg.lora_rank} on {len(lora)} layers "
-        f"({lora_n / 1e6:.2f} M trained, s = {cfg.lora_alpha / cfg.lora_rank:g}); ρ clipped to "
-        f"[{1 - cfg.epsilon:g}, {1 + cfg.epsilon_high:g}], μ = {cfg.num_iterations} updates per batch"
-        f"{'' if cfg.beta else ', no KL term'}; {'AdamW' if cfg.weight_decay else 'Adam'}, η = {cfg.learning_rate:g}, "
-        f"{'state reset each round' if cfg.reset_optimizer else 'state kept across rounds'}; live runs (§3–4): "
+        f"{len(world.public)} public prompts, {len(world.test)} test); a {layers}-layer "
+        f"transformer ({frozen / 1e6:.2f} M frozen parameters) with LoRA rank {cfg.lora_rank} on its {len(modules)} "
+        f"linear modules ({', '.join(kinds)} in each layer; {lora_n / 1e6:.2f} M trained); live runs (§3–4): "
         f"τ = {tau_live}, one round, seed {cfg.seed}.")
+
+
+def grpo_settings(cfg) -> Markdown:
+    """GRPO's and the optimiser's settings, shown once GRPO's symbols are defined: the clip range (ε, ε_high), μ, the
+    KL term (none here), the optimiser, its learning rate and when its state starts afresh."""
+    return Markdown(
+        f"**Here:** ρ clipped to [{1 - cfg.epsilon:g}, {1 + cfg.epsilon_high:g}] (ε = {cfg.epsilon:g}, "
+        f"ε_high = {cfg.epsilon_high:g}), μ = {cfg.num_iterations} updates per step, "
+        f"{'a KL penalty β = %g' % cfg.beta if cfg.beta else 'no KL penalty'}; "
+        f"{'AdamW' if cfg.weight_decay else 'Adam'}, learning rate η = {cfg.learning_rate:g}, "
+        f"{'its state reset each round' if cfg.reset_optimizer else 'its state kept across rounds'}.")
 
 
 def stored_grid_sentence(results=F.RESULTS) -> Markdown:
@@ -123,19 +139,25 @@ def advantage_by_hand(K: int, right: int) -> str:
 def fedit_demo() -> pd.DataFrame:
     """Two clients with 1 × 1 LoRA factors (s = 1) through ``aggregate.fedit``: the product of the averaged factors
     against the mean of the clients' products ΔW_n = B_n A_n. One pair with cross terms that do not cancel, one pair
-    with the same ΔW written with opposite signs."""
+    with the same ΔW written with opposite signs. Both pairs have ΔW_1 = ΔW_2, so δ_pair (on ΔW) is 0 for both, while the
+    distance between the factors (``drift``'s "factors" space) is not: δ_pair does not see what FedIT's average
+    does to them."""
     from fedrl_kit.aggregate import fedit
+    from fedrl_kit.drift import mean_pairwise_drift
 
     cases = {"different factors": ((2.0, 1.0), (1.0, 2.0)), "same ΔW, signs flipped": ((1.0, 1.0), (-1.0, -1.0))}
     out = {}
     for name, clients in cases.items():
         states = [{"A": np.array([[a]], np.float32), "B": np.array([[b]], np.float32)} for b, a in clients]
         avg = fedit(states)
+        adapters = [{"layer": (st["A"], st["B"])} for st in states]  # module → (A, B), as drift reads them
         out[name] = {"client 1: B_1, A_1 → ΔW_1": "{:g}, {:g} → {:g}".format(*clients[0], np.prod(clients[0])),
                      "client 2: B_2, A_2 → ΔW_2": "{:g}, {:g} → {:g}".format(*clients[1], np.prod(clients[1])),
                      "mean of ΔW_n": f"{np.mean([b * a for b, a in clients]):g}",
                      "FedIT: mean(B) · mean(A)": f"{float(avg['B'][0, 0]):g} · {float(avg['A'][0, 0]):g} = "
-                                                 f"{float(avg['B'][0, 0] * avg['A'][0, 0]):g}"}
+                                                 f"{float(avg['B'][0, 0] * avg['A'][0, 0]):g}",
+                     "δ_pair": f"{mean_pairwise_drift(adapters):.2g}",
+                     "factor distance": f"{mean_pairwise_drift(adapters, 'factors'):.2f}"}
     return pd.DataFrame(out).T
 
 
@@ -161,10 +183,13 @@ def heterogeneity_figure(partitions, concentration: float) -> go.Figure:
 # -- §4: one round per arm, drift after each local step -----------------------------------------------------------------
 def drift_frames(drift_runs: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """From ``{(method, τ): (run, records)}``: δ_pair and the update size u (the clients' mean distance from the
-    broadcast adapter) after each local step (one row per arm, τ, step), and each arm's end of round (those two, pass@1
+    broadcast adapter) after each local step, with the step's gradient spread (``drift.gradient_dissimilarity`` of the
+    clients' gradients at its start) and its share of (client, prompt) groups without reward spread (one row per
+    arm, τ, step), and each arm's end of round (those two, pass@1
     and its standard error √(p(1−p)/n) over n test problems, one sample each)."""
     drift = pd.DataFrame([{"arm": ARMS[m], "tau": tau, "step": r["step"], "step_kind": r["step_kind"],
-                           "δ_pair": r["pairwise_effective"], "u": r["to_global_effective"]}
+                           "δ_pair": r["pairwise_effective"], "u": r["to_global_effective"],
+                           "spread": r.get("grad_dissimilarity", np.nan), "no_gradient": r.get("frac_zero_std", np.nan)}
                           for (m, tau), (_, recs) in drift_runs.items() for r in recs if r["kind"] == "drift"])
     after = pd.DataFrame([{"arm": ARMS[m], "tau": tau, "pass@1": g["pass@1"], "n": g["n"]}
                           for (m, tau), (_, recs) in drift_runs.items() for g in recs
@@ -176,46 +201,51 @@ def drift_frames(drift_runs: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def drift_figure(drift: pd.DataFrame) -> go.Figure:
     """Three panels side by side (a notebook stores its PNG at 900 × 420) over the local steps at the largest τ in
-    ``drift`` (a small τ shows only overlapping points), from j = 0 (the broadcast adapter, δ_pair = 0), circles on
-    private and stars on public steps (markers, not font glyphs): δ_pair; each arm minus FedAvg-GRPO, where the arms
-    that lie on top of each other in the first come apart; and δ_pair / u (u: the clients' mean distance from the
-    broadcast adapter), how alike the clients' directions are, beside √2, the value for unrelated directions."""
+    ``drift`` (a small τ shows only overlapping points), from j = 0 (the broadcast adapter, δ_pair = 0): δ_pair; each
+    arm minus FedAvg-GRPO, where the arms that lie on top of each other in the first come apart; and δ_pair / u (u: the
+    clients' mean distance from the broadcast adapter), how alike the clients' directions are, beside √2, the value
+    for unrelated directions. A public step is a grey band over the segment it draws (from j − 1 to j) and a large
+    star at its end; a private step ends in a small circle."""
     tau = int(drift.tau.max())
     ends = drift[drift.tau == tau].sort_values("step").groupby("arm")["δ_pair"].last()
     low_here = ends.idxmin().replace("PubSwap ", "")
     low_stored = update_sizes()["final δ_pair"].idxmin().replace("PubSwap ", "")
-    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.09,
-                        subplot_titles=["δ_pair", "δ_pair − FedAvg-GRPO's (zoom)",
-                                        "δ_pair / u (dotted √2: unrelated)"])
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08,
+                        subplot_titles=["δ_pair", "minus FedAvg-GRPO's", "δ_pair / u (dotted: √2)"])
     base = drift[(drift.arm == "FedAvg-GRPO") & (drift.tau == tau)].set_index("step")["δ_pair"]
+    kinds = drift[(drift.tau == tau) & (drift.arm == ARMS["pubswap_balanced"])].set_index("step")["step_kind"]
     for name, colour in COLOURS.items():
         d = drift[(drift.arm == name) & (drift.tau == tau)].sort_values("step")
         x = [0, *(d.step + 1)]
         symbols = ["circle"] + ["circle" if k == "private" else "star" for k in d.step_kind]
-        sizes = [6] + [6 if k == "private" else 13 for k in d.step_kind]
+        sizes = [5] + [5 if k == "private" else 14 for k in d.step_kind]
         ratio = (d["δ_pair"] / d["u"]).to_numpy()  # undefined at j = 0 (u = 0): drawn from j = 1
         for col, xs, y, sym, size in (
                 (1, x, [0.0, *d["δ_pair"]], symbols, sizes),
                 (2, x, [0.0, *(d["δ_pair"].to_numpy() - base.loc[d.step].to_numpy())], symbols, sizes),
                 (3, x[1:], list(ratio), symbols[1:], sizes[1:])):
-            fig.add_trace(go.Scatter(x=xs, y=y, name=name, legendgroup=name, showlegend=col == 1, mode="lines",
-                                     line=dict(color=colour, width=2)), row=1, col=col)
+            fig.add_trace(go.Scatter(x=xs, y=y, name=name.replace("PubSwap ", ""), legendgroup=name,
+                                     showlegend=col == 1, mode="lines", line=dict(color=colour, width=2)),
+                          row=1, col=col)
             fig.add_trace(go.Scatter(x=xs, y=y, legendgroup=name, showlegend=False, mode="markers", hoverinfo="skip",
                                      marker=dict(symbol=sym, size=size, color=colour,
                                                  line=dict(color="white", width=1))), row=1, col=col)
-    for symbol, label in (("circle", "private step"), ("star", "public step")):  # the markers' key, in grey
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=label,
-                                 marker=dict(symbol=symbol, size=11 if symbol == "star" else 7, color="#777")))
+    for step in kinds.index[kinds == "public"]:  # the segment a public step draws: j − 1 → j
+        for col in (1, 2, 3):
+            fig.add_vrect(x0=step, x1=step + 1, fillcolor="#d9d9d9", opacity=0.5, line_width=0, layer="below",
+                          row=1, col=col)
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="public step of PubSwap arms (grey, ★)",
+                             marker=dict(symbol="square", size=13, color="#d9d9d9")))
     fig.add_hline(y=float(np.sqrt(2)), line=dict(color="#444", dash="dot"), row=1, col=3)
-    fig.update_layout(template="plotly_white", height=420, width=900, margin=dict(t=95, b=40),
-                      legend=dict(orientation="h", y=-0.22, font=dict(size=11)),
-                      title=dict(text=f"one round at τ = {tau}, one seed: how the measures move, not a ranking"
+    fig.update_layout(template="plotly_white", height=420, width=900, margin=dict(t=80, b=40, l=50, r=20),
+                      legend=dict(orientation="h", y=-0.2, x=0.5, xanchor="center", font=dict(size=12)),
+                      title=dict(text=f"one round at τ = {tau}, one seed: mechanics, not a ranking"
                                       f"<br><sub>lowest δ_pair here: {low_here}; over the stored seeds (§5): "
-                                      f"{low_stored}</sub>", x=0.02, y=0.97))
+                                      f"{low_stored}</sub>", x=0.02, y=0.96))
     fig.update_yaxes(rangemode="tozero", col=1)
     fig.update_yaxes(zeroline=True, zerolinecolor="#999", col=2)
     fig.update_yaxes(range=[1.0, 1.5], col=3)
-    fig.update_xaxes(title_text="local step j", dtick=1, title_standoff=4)
+    fig.update_xaxes(title_text="local step j", dtick=1, title_standoff=4, showgrid=False)
     return fig
 
 
@@ -242,6 +272,56 @@ def live_round_note(drift: pd.DataFrame, end: pd.DataFrame, results=F.RESULTS) -
     listed = ", ".join(f"{a.replace('PubSwap ', '')} {v:.2f}" for a, v in ratio.items())
     return Markdown(f"**What this round shows.** {part}{agree} (δ_pair / u: {listed}). One round of one seed ranks "
                     "nothing: §5 does.")
+
+
+def shared_pull(drift: pd.DataFrame) -> tuple[pd.DataFrame, Markdown]:
+    """The shared pull measured on the live round at its largest τ, per arm: the clients' gradient spread
+    (1/N) Σ_n ‖g_n − ḡ‖² / ‖ḡ‖² (0: every client pulls the same way), averaged over the private and over the public
+    steps, and the share of (client, prompt) groups on public steps whose rewards are all equal (no gradient). With
+    one plain sentence saying what the numbers show: whether public steps pull the clients more alike than private
+    ones already without a swap, and whether each swap pulls them more alike still and rescues groups."""
+    tau = int(drift.tau.max())
+    d = drift[drift.tau == tau]
+    table = pd.DataFrame({
+        "gradient spread, private steps": d[d.step_kind == "private"].groupby("arm")["spread"].mean(),
+        "gradient spread, public steps": d[d.step_kind == "public"].groupby("arm")["spread"].mean(),
+        "groups without gradient, public steps": d[d.step_kind == "public"].groupby("arm")["no_gradient"].mean(),
+    }).reindex(list(ARMS.values()))
+    table.index.name = f"live round, τ = {tau}"
+    t = table.rename(index=lambda a: a.replace("PubSwap ", ""))
+    pub, priv, none = (t["gradient spread, public steps"], t["gradient spread, private steps"],
+                       t["groups without gradient, public steps"])
+    swaps = ["Random", "Balanced"]
+    shared = pub["no-swap control"] < priv["no-swap control"]
+    tighter = [a for a in swaps if pub[a] < pub["no-swap control"]]
+    rescued = [a for a in swaps if none[a] < none["no-swap control"]]
+    words = (f"On public steps the clients' gradients are {'more' if shared else 'not more'} alike than on private "
+             f"steps{', already without a swap (the shared prompts)' if shared else ''}; "
+             + (f"{' and '.join(tighter)} pull{'s' if len(tighter) == 1 else ''} them more alike still"
+                if tighter else "neither swap pulls them more alike")
+             + (", and both leave" if rescued == swaps and tighter == swaps else
+                f", and {' and '.join(rescued)} leave{'s' if len(rescued) == 1 else ''}" if rescued else
+                ", and neither swap leaves") + " fewer groups without gradient"
+             + ". One round of one seed: a mechanism seen, not a ranking.")
+    table = table.apply(lambda c: c.map(lambda v: "—" if pd.isna(v) else f"{v:.0%}" if "groups" in c.name
+                                        else f"{v:.2f}"))
+    return table, Markdown(words)
+
+
+def last_private_order(drift: pd.DataFrame) -> Markdown:
+    """Whether reading δ_pair after the round's last *private* step, instead of after its last step (public when
+    τ is even), changes how the arms of the live round order: both orders, lowest first."""
+    tau = int(drift.tau.max())
+    d = drift[drift.tau == tau].pivot_table(index="step", columns="arm", values="δ_pair")  # [steps, arms]
+    kinds = drift[(drift.tau == tau) & (drift.arm == ARMS["pubswap_balanced"])].set_index("step")["step_kind"]
+    last, private = int(d.index.max()), int(kinds.index[kinds == "private"].max())
+
+    def order(step):
+        return " < ".join(a.replace("PubSwap ", "") for a in d.loc[step].sort_values().index)
+    same = order(last) == order(private)
+    return Markdown(f"Live round, δ_pair after the last step (j = {last + 1}, {kinds[last]}): {order(last)}; after the "
+                    f"last private step (j = {private + 1}): {order(private)}: "
+                    + ("the same order." if same else "a different order."))
 
 
 def stored_grid(results=F.RESULTS) -> pd.DataFrame:

@@ -22,8 +22,8 @@
 # then the server averages their LoRA adapters. With different data, over many steps the adapters **drift** apart,
 # and the average fits none of them well.
 #
-# **The idea.** In some **public** steps all clients answer the same public prompts, and the server **swaps**
-# answers between them before they train: same prompts and answers, same pull.
+# **The idea.** In some **public** steps all clients answer the same prompts and the server **swaps** answers
+# between them before they train: a shared pull.
 #
 # **The paper's claims.** (1) Public steps with Balanced swaps limit drift. (2) Balanced beats FedAvg-GRPO in
 # accuracy for most τ. (3) At small τ the simpler Random swap beats Balanced.
@@ -87,8 +87,8 @@ diagrams.round_diagram("pubswap")
 diagrams.step_timeline(T, cfg.pubswap.period)
 
 # %% [markdown]
-# With $\tau_{\text{swap}}=2$ every second local step is public: **half of a PubSwap client's local steps are on
-# public prompts**; all of FedAvg-GRPO's are private. The round as code (`fedrl_kit/pubswap/method.py::run_round`):
+# With $\tau_{\text{swap}}=2$, **half of a PubSwap client's local steps are public**; all of FedAvg-GRPO's are
+# private. The round as code (`fedrl_kit/pubswap/method.py::run_round`):
 # ```
 # for round p = 1, 2, …:
 #   send (A_p, B_p) to every client; each starts a fresh optimiser
@@ -119,9 +119,13 @@ diagrams.step_timeline(T, cfg.pubswap.period)
 # $\bar r$, $\sigma_r$: the group's mean and *sample* standard deviation (divided by $K-1$, as `torch.std`).
 # $\rho_{k,t}$: how much likelier token $t$ of answer $k$ is now than under $\pi_{\text{old}}$, the policy at the
 # step's start (clipped by $\varepsilon$ below, $\varepsilon_{\text{high}}$ above). A step maximises $J$ with $\mu$
-# optimiser updates. For a swapped-in answer $\pi_{\text{old}}$ is the *receiving* client's policy, not the
-# sampler's: $\rho$ treats it as the client's own (**off-policy**).
-#
+# optimiser updates (learning rate $\eta$). For a swapped-in answer $\pi_{\text{old}}$ is the *receiving* client's
+# policy, not the sampler's: $\rho$ treats it as the client's own (**off-policy**).
+
+# %%
+teach.grpo_settings(cfg)
+
+# %% [markdown]
 # **Why swap.** If a group's answers are all wrong (or all right), every $\hat a_k$ is 0: the prompt gives no
 # gradient. Swapping in other clients' right answers restores the spread; even one changes every advantage:
 
@@ -148,18 +152,17 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # **Random** (`swap.random_swap`) draws one group of $K$ from the $NK$ pooled answers and gives it to every client.
 # It replaces most of each group (how much: exercise 2): all clients train on the same answers (more sharing), but
 # mostly on answers they did not sample (more off-policy), and a shared group may hold no right answer (exercise 3).
-# The paper finds Random ahead at small τ but does not explain why.
 #
 # **The no-swap control** (our addition) takes the same public steps but keeps each client's own answers, so
 # Balanced − control isolates the swap.
 #
-# **Why swapping should reduce drift: a shared pull.** On a prompt where clients got nothing right (no gradient),
-# Balanced hands each of them the *same* donated right answers, with positive advantage. Every client then raises the
-# probability of the same answers: one shared pull, between private steps that pull each client its own way.
+# **Why swapping should reduce drift: a shared pull.** Where clients got nothing right (no gradient), Balanced hands
+# each the *same* donated right answers; every client raises their probability: one shared pull between private steps
+# that pull each its own way (measured in §4).
 #
 # ## 3. One swap, step by step
-# We train one Balanced round at the live τ, then each client answers its last public prompts **afresh with its
-# final adapter** (a run keeps no answers). Right answers $c_n(x)$ per prompt:
+# After one Balanced round at the live τ, each client answers the round's last public prompts **afresh with its final
+# adapter**. Right answers $c_n(x)$:
 
 # %%
 def one_round(m, tau):  # one round of arm m from the shared start, δ_pair recorded after every local step
@@ -177,8 +180,9 @@ correct = teach.correct_table(gen)
 correct
 
 # %% [markdown]
-# client_0's group on a prompt where it has few right answers (swapped slots first), $M_0(x)$ by hand and from the
-# package:
+# An answer is bare (`89`) or `<think>…</think><answer>89</answer>`; either way the client extracts the answer
+# and scores it: right if it matches the gold exactly. client_0's group on a prompt where it has few right answers
+# (swapped slots first), $M_0(x)$ by hand and from the package:
 
 # %%
 swaps = {rule: swap_public(gen, rule) for rule in ("balanced", "random")}  # b groups per rule
@@ -203,7 +207,7 @@ notebook.static_default(show_swap, **controls)
 notebook.knobs(show_swap, **controls)
 
 # %% [markdown]
-# The first example prompt under Random: one group for all, drawn from the pool without replacement:
+# The first example prompt under Random:
 
 # %%
 teach.code_excerpt(random_swap, "flat = rng.choice", "source = np.broadcast_to")
@@ -245,7 +249,7 @@ notebook.check_explained(prediction_2, answer_2, why_2, tolerance=0.005)
 # %% [markdown]
 # ### Exercise 3
 # In this draw, on how many of the $b$ prompts does Random leave **no** client a gradient, and on how many does
-# Balanced? Hint: in the $c_n(x)$ table, which pools make a group of $K$ all right or all wrong for sure, or likely?
+# Balanced? Hint: which pools in the $c_n(x)$ table make a group of $K$ all right or all wrong, surely or likely?
 
 # %%
 prediction_3 = None  # two whole numbers (Random, Balanced), e.g. (1, 0)
@@ -256,8 +260,8 @@ notebook.check_explained(prediction_3, answer_3, why_3)
 
 # %% [markdown]
 # ## 4. Drift: why it hurts, how it is measured
-# **Why clients drift.** A Dirichlet draw gives each client a different mix of seven arithmetic topics (the smaller
-# the Dirichlet concentration `dirichlet_alpha`, the more lopsided), so their private gradients differ:
+# **Why clients drift.** A Dirichlet draw gives each client a different mix of seven arithmetic topics (smaller
+# concentration `dirichlet_alpha`: more lopsided), so their private gradients differ:
 
 # %%
 fig = teach.heterogeneity_figure(probe_run.partitions, dirichlet_alpha)
@@ -273,26 +277,25 @@ fig
 teach.fedit_demo()
 
 # %% [markdown]
-# The further apart the clients' factors, the further FedIT's product lands from what each learned (row 2: the same
-# $\Delta W$ twice averages to 0). So **drift** is measured on $\Delta W_n=sB_nA_n$, all layers together, after each local step,
-# beside the **update size** $u$, the clients' mean distance from the round's broadcast $\Delta W_p$ (clients that
-# move further also drift further):
+# FedIT's product lands away from what both learned (row 2: the same $\Delta W$ twice averages to 0). **Drift** $\delta_{\text{pair}}$ is measured on $\Delta W_n=sB_nA_n$, all modules
+# together, so it does not see this failure (both rows: $\delta_{\text{pair}}=0$; the factor distance does). It measures
+# how differently clients *update*, which is what swapping acts on; beside it, the **update size** $u$, the
+# clients' mean distance from the round's broadcast $\Delta W_p$:
 #
 # $$\delta_{\text{pair}}=\frac{2}{N(N-1)}\sum_{n<n'}\lVert\Delta W_n-\Delta W_{n'}\rVert_F,\qquad
 # u=\frac1N\sum_n\lVert\Delta W_n-\Delta W_p\rVert_F$$
 #
-# Two clients, $\Delta W_p=0$, through `drift.mean_pairwise_drift` and `drift.distance_to_global`:
+# Two clients, $\Delta W_p=0$ (`drift.mean_pairwise_drift`, `drift.distance_to_global`):
 
 # %%
 teach.drift_demo()
 
 # %% [markdown]
-# So $\delta_{\text{pair}}/u$ says how alike the directions are: 0 identical, $\sqrt2$ unrelated, 2 opposite. The
-# shared start cancels in $\Delta W_n-\Delta W_{n'}$: clients with different data still make unrelated updates.
+# For equal-length updates $\delta_{\text{pair}}/u$ says how alike the directions are: 0 identical, $\sqrt2$
+# unrelated, 2 opposite.
 #
-# **Optional: the paper's bound.** It bounds the distance $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$ of
-# two clients' *parameters* (not $\Delta W$, as δ_pair) after local step $j$, from $\Delta_0=0$, with expected gradients
-# $g_n$, smoothness $L$, learning rate $\eta$:
+# **Optional: the paper's bound** on the distance $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$ of two clients'
+# *parameters* after local step $j$ ($\Delta_0=0$; expected gradients $g_n$, smoothness $L$):
 #
 # $$\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}c_j,\qquad
 # c_j=\begin{cases}\zeta\ge\lVert g_n-g_{n'}\rVert&\text{step } j\text{ private}\\
@@ -301,7 +304,6 @@ teach.drift_demo()
 # (unrolling $\Delta_{j+1}\le(1+\eta L)\Delta_j+\eta c_{j+1}$). On public prompts both clients share one loss; only
 # the **swap distortion** $\omega_n$ is left, how far the swap moves $n$'s expected gradient from that on its own
 # answers: $\omega_n\le\frac1b\sum_x M_n(x)\beta_n(x)$, $\beta_n(x)$ the largest change one replaced answer makes.
-# Balanced replaces ≤ 4 of 8 answers, Random ≈ 6 of 8 (exercise 2).
 
 # %% [markdown]
 # ### Exercise 4
@@ -316,7 +318,9 @@ answer_4, why_4 = teach.exercise_bound()
 notebook.check_explained(prediction_4, answer_4, why_4)
 
 # %% [markdown]
-# **Watch one round.** Every arm from the same start and seed:
+# **The bound and the runs.** The bound uses *expected* gradients, blind to a client that *samples* no right answer
+# and so gets no gradient: the sampling noise swapping removes. An upper bound may also be loose by different amounts
+# per arm, so it cannot rank them; the runs can. **Watch one round**, every arm from the same start:
 
 # %%
 for m in teach.ARMS:  # FedAvg-GRPO, the no-swap control, PubSwap Random, PubSwap Balanced
@@ -331,17 +335,31 @@ fig
 teach.live_round_note(drift, end)
 
 # %% [markdown]
-# **Knob:** set `taus = (2, 12)` in Parameters and rerun: does δ_pair / u keep falling?
-#
+# **The shared pull, measured.** Gradient spread $\frac1N\sum_n\lVert g_n-\bar g\rVert^2/\lVert\bar g\rVert^2$ of the
+# clients' gradients at each step's start (0: all pull the same way), and the share of (client, prompt) groups with
+# no gradient:
+
+# %%
+pull, pull_note = teach.shared_pull(drift)
+display(pull_note)
+pull
+
+# %% [markdown]
 # ## 5. What the stored runs show
 
 # %%
 teach.stored_grid_sentence()
 
 # %% [markdown]
+# *Final* δ_pair: after a round's last step, averaged over rounds; that step is public (every stored τ is even). Read
+# after the last private step instead, the live round's order:
+
+# %%
+teach.last_private_order(drift)
+
+# %% [markdown]
 # **On average Balanced's clients end closest together and Random's furthest apart, yet Random's point more alike
-# than FedAvg-GRPO's (right panel).** *Final* δ_pair: after a round's last step, averaged over rounds; one grey line per
-# seed:
+# than FedAvg-GRPO's (right panel).** One grey line per seed:
 
 # %%
 fig = teach.stored_drift_figure()
@@ -365,8 +383,8 @@ notebook.check_explained(prediction_5, answer_5, why_5)
 
 # %% [markdown]
 # ### Exercise 6
-# On one public prompt, $K=8$ and $c=(0,0,0,8)$: client_3 is always right, the others never. How many answers $M_n$
-# does Balanced swap into each group? Who then gets a gradient?
+# On one public prompt, $K=8$ and $c=(0,0,0,8)$. How many answers $M_n$ does Balanced swap into each group? Who then
+# gets a gradient?
 
 # %%
 prediction_6 = None  # four whole numbers (M_0, M_1, M_2, M_3), e.g. (1, 1, 1, 1)
@@ -376,14 +394,13 @@ answer_6, why_6 = teach.exercise_top_up()
 notebook.check_explained(prediction_6, answer_6, why_6)
 
 # %% [markdown]
-# **Balanced lowers drift without shorter steps, as the shared pull (exercise 6) predicts; Random does not lower it:**
+# **Balanced lowers drift with updates as long; Random's clients point more alike (the pull, §4) but move further:**
 
 # %%
 teach.drift_findings()
 
 # %% [markdown]
-# **Shared prompts or swap? At every τ the control's clients point less alike than Balanced's, more than
-# FedAvg-GRPO's: both parts help, the swap more at large τ.**
+# **Shared prompts or swap?** The control splits Balanced − FedAvg-GRPO in two (last columns):
 
 # %%
 split, split_note = teach.drift_split()

@@ -140,6 +140,45 @@ def test_the_fedit_demo_is_aggregate_fedit_on_two_one_by_one_adapters():
     assert demo.loc["different factors", "mean of ΔW_n"] == "2"
     assert demo.loc["different factors", "FedIT: mean(B) · mean(A)"] == "1.5 · 1.5 = 2.25"  # (2·1 + 2·2 + 1·1 + 1·2)/4
     assert demo.loc["same ΔW, signs flipped", "FedIT: mean(B) · mean(A)"] == "0 · 0 = 0"
+    # δ_pair reads ΔW only: both pairs have ΔW_1 = ΔW_2, so it is 0 where the factors (and FedIT's average) differ
+    assert list(demo["δ_pair"]) == ["0", "0"] and list(demo["factor distance"]) == ["1.41", "2.83"]
+
+
+def test_the_shared_pull_table_averages_the_live_rounds_gradient_spread_and_lost_groups_by_step_kind():
+    import pandas as pd
+
+    from experiments import teaching_pubswap as teach
+
+    rows = []
+    for a in teach.ARMS.values():
+        for j in range(4):
+            public = j % 2 == 1 and a != "FedAvg-GRPO"
+            spread = 3.0 if not public else {"no-swap control": 1.0, "PubSwap Random": 0.2}.get(a, 0.6)
+            rows.append({"arm": a, "tau": 4, "step": j, "step_kind": "public" if public else "private",
+                         "δ_pair": 1.0 + j, "u": 1.0 + j, "spread": spread,
+                         "no_gradient": (0.4 if a == "no-swap control" else 0.2) if public else 0.5})
+    table, note = teach.shared_pull(pd.DataFrame(rows))
+    assert table.loc["FedAvg-GRPO", "gradient spread, public steps"] == "—"
+    assert table.loc["no-swap control", "gradient spread, public steps"] == "1.00"
+    assert table.loc["PubSwap Random", "gradient spread, private steps"] == "3.00"
+    assert table.loc["PubSwap Balanced", "groups without gradient, public steps"] == "20%"
+    assert "already without a swap" in note.data and "Random and Balanced pull them more alike still" in note.data
+    assert "and both leave fewer groups without gradient" in note.data
+
+
+def test_the_last_private_order_compares_the_arms_after_the_last_step_and_after_the_last_private_one():
+    import pandas as pd
+
+    from experiments import teaching_pubswap as teach
+
+    order = {"FedAvg-GRPO": 4, "no-swap control": 3, "PubSwap Random": 1, "PubSwap Balanced": 2}
+    drift = pd.DataFrame([{"arm": a, "tau": 4, "step": j, "step_kind": "public" if j % 2 else "private",
+                           "δ_pair": order[a] * (1 + j) + (10 * (a == "PubSwap Random") if j == 2 else 0), "u": 1.0}
+                          for a in teach.ARMS.values() for j in range(4)])
+    text = teach.last_private_order(drift).data
+    assert "after the last step (j = 4, public): Random < Balanced < no-swap control < FedAvg-GRPO" in text
+    assert "after the last private step (j = 3): Balanced < no-swap control < FedAvg-GRPO < Random" in text
+    assert text.endswith("a different order.")
 
 
 def test_the_gradient_exercise_picks_a_prompt_a_swap_rescues_and_reads_both_sets_off_the_groups():
@@ -373,7 +412,9 @@ def test_the_settings_and_stored_grid_sentences_are_one_sentence_each_with_the_t
     text = teach.settings_sentence(cfg, run.world, run.policy, 6).data
     assert text.count(". ") == 0 and text.endswith(".")
     assert f"K = {cfg.num_generations} answers" in text and box["live runs (§3–4)"] in text
-    assert box["policy"].split(" (")[0] in text and f"μ = {cfg.num_iterations} updates" in text
+    assert f"LoRA rank {cfg.lora_rank} on its" in text and "linear modules" in text and "μ =" not in text
+    grpo = teach.grpo_settings(cfg).data  # GRPO's settings come once GRPO is explained
+    assert f"μ = {cfg.num_iterations} updates" in grpo and f"η = {cfg.learning_rate:g}" in grpo
     grid = teach.stored_grid()
     text = teach.stored_grid_sentence().data
     s = findings.pubswap_setting()
