@@ -233,6 +233,34 @@ def leaves_front(point, pts=STAIRCASE) -> set[str]:
     return {f"P{i + 1}" for i in gone}
 
 
+def leaves_front_why(point, pts=STAIRCASE) -> str:
+    """Exercise 6's why: which front points ``point`` dominates, and which front points stay because they keep the
+    best score on one reward."""
+    gone = sorted(leaves_front(point, pts))
+    front = non_dominated(pts)
+    stay = [f"P{i + 1}" for i in np.flatnonzero(front) if f"P{i + 1}" not in gone]
+    return (f"{list(point)} dominates {gone}: at least as good on both rewards, better on one. "
+            f"{' and '.join(stay)} each beat it on one reward (accuracy or format), so they stay. A new model joins "
+            "the front without beating every point on it.")
+
+
+def projection_why(v: np.ndarray, w: np.ndarray) -> str:
+    """Exercise 1's why: ``v = w + λΔ`` and its projection ``w``; when an equal shift ν would push a weight below 0,
+    that weight stops at 0 and the others share ν."""
+    v, w = np.asarray(v, dtype=float), np.asarray(w, dtype=float)
+    nu_equal = (v.sum() - 1) / len(v)
+    kept = w > 0
+    nu = (v[kept].sum() - 1) / kept.sum()
+    if kept.all():
+        return f"w + λΔ = {np.round(v, 4).tolist()}; ν = {nu:.4f}, giving {np.round(w, 4).tolist()} (package)."
+    low = int(np.argmin(v))
+    return (f"w + λΔ = {np.round(v, 4).tolist()}; an equal shift ν = {nu_equal:.4f} would leave weight {low + 1} at "
+            f"{v[low] - nu_equal:.4f} < 0, so it stops at 0 and the other {int(kept.sum())} share ν: "
+            f"ν = ({' + '.join(f'{x:.2f}' for x in v[kept])} − 1) / {int(kept.sum())} = {nu:.4f}, giving "
+            f"{np.round(w, 4).tolist()} (package). A large λ pushes weights onto the simplex's edge, where an "
+            "objective's weight is 0.")
+
+
 def staircase_points() -> pd.DataFrame:
     """The invented points of the staircase figure, one column per point, marked on the front or not."""
     front = non_dominated(STAIRCASE)
@@ -719,6 +747,15 @@ def boundary_moves(grid: dict | None = None) -> pd.DataFrame:
     return pd.DataFrame({"end of round 1": end, "sent for round 2": sent, "rises": sent > end})
 
 
+def boundary_why(moves: pd.DataFrame) -> str:
+    """Exercise 8's why: with only accuracy shared, a client's u is (w̄_acc, its other weights summing to 1 − w_acc),
+    so it gets w̄_acc / (w̄_acc + 1 − w_acc), above its own w_acc exactly when w_acc < w̄_acc; and each config's move."""
+    return ("only accuracy is shared, so a client's u is (w̄_acc, its own other weights, which sum to 1 − w_acc), and "
+            "it gets w̄_acc / (w̄_acc + 1 − w_acc): above its w_acc exactly when w_acc < w̄_acc. "
+            + "; ".join(f"{c} {r['end of round 1']:.3f} → {r['sent for round 2']:.3f}" for c, r in moves.iterrows())
+            + ".")
+
+
 def grid_weights_figure(grid: dict | None = None) -> tuple[go.Figure, Markdown]:
     """The paper's Fig. 5 from the stored grid: w_acc after every local step, the mean over a reward config's
     clients and the seeds (band: ± one sd of the seeds' means), round boundaries dotted; and in one sentence how
@@ -838,14 +875,14 @@ def grid_pareto(grid: dict | None = None, family: str = "math", arms=METHODS) ->
                                                "stored grid)")
     fig.update_annotations(font_size=13)
     fig.update_xaxes(title="accuracy (pass@1)")
-    fig.update_yaxes(title="format (mean reward)", range=[0.95, 1.0], row=1, col=1)
+    fig.update_yaxes(title="format (mean reward, full 0–1 scale)", range=[0, 1.05], row=1, col=1)
     fig.update_yaxes(autorange="reversed", row=1, col=2)
     on = pts[front].arm.value_counts()
     held = " and ".join(f"{on.get(a, 0)} {a}" for a in arms)
     words = Markdown(
-        f"Format is saturated: every model scores {pts['format'].min():.2f}–{pts['format'].max():.2f} (the left "
-        "panel's y axis spans only 0.95–1.0, which makes these gaps look large), so the front mostly orders the "
-        f"models by accuracy. It holds {int(front.sum())} of the {len(pts)} models ({held}). Each "
+        f"Format is saturated: every model scores {pts['format'].min():.2f}–{pts['format'].max():.2f}, a flat line at "
+        f"the top of the left panel's full 0–1 scale, so the front mostly orders the models by accuracy. It holds "
+        f"{int(front.sum())} of the {len(pts)} models ({held}). Each "
         f"arm's accuracy (pass@1 on the {PAPER_NAMES[family]}-like tests) over its seeds:")
     return fig, words
 

@@ -20,22 +20,20 @@
 #
 # **The problem.** GRPO for reasoning scores each answer with several rewards in [0, 1]: **accuracy** (1 if right),
 # **format** (1 if `<think>…</think><answer>…</answer>`), **tag count** (a quarter per one of those four tags present
-# exactly once), and trains on their weighted sum. Which weights? Fixed ones waste signal: format is learnt fast,
-# yet keeps its share. And federated clients may hold *different* rewards.
+# exactly once), and trains on their weighted sum. Fixed weights waste signal: format is learnt fast, yet keeps its
+# share. And federated clients may hold *different* rewards.
 #
-# **The method.** FedMOA (federated **m**ulti-**o**bjective **a**lignment) changes FedAvg-GRPO in two places:
+# **The method.** FedMOA changes FedAvg-GRPO in two places:
 #
 # 1. **Client:** after every local step, the weights shift toward the rewards still being learnt.
-# 2. **Server:** within a cluster, a client with a *lower* accuracy weight counts more. The paper reads a low weight
-#    as accuracy nearly learnt.
+# 2. **Server:** within a cluster, a client with a *lower* accuracy weight counts more.
 #
 # | symbol | meaning |
 # |---|---|
-# | cluster $S_c$ | the clients with the same accuracy reward (the same task) |
-# | config (A, B, C) | a client's set of rewards and their initial weights |
-# | Heter+Heter | the paper's setting: clients differ in data *and* in rewards |
+# | cluster $S_c$ | clients sharing an accuracy reward (one task) |
 # | $w_k$, $w_{\text{acc}}$ | weight of reward $r_k$; of accuracy |
-# | $g_k$, $\Delta_k$, λ | $r_k$'s gradient; its repeat (eq. 9); step size |
+# | $g_k$, λ | $r_k$'s gradient at step $t$; eq. 10's step size |
+# | $\Delta_k=g_k^{(t)}\cdot g_k^{(t-1)}$ | > 0 when $r_k$'s gradient repeats its last direction (eq. 9) |
 # | $\alpha_m$, $\bar w_k$, $u$ | client $m$'s share in its cluster; α-average; weights before rescaling |
 # | $\theta^{(m)}$, $\theta^{(c)}$, $\theta$ | client, cluster, global adapter |
 #
@@ -45,8 +43,8 @@
 # papermill parameters (-p seed 1); the text describes these defaults
 preset_name = "quick"  # quick (2-core CPU) | smoke (seconds) | full (GPU, the paper's model) | full-smoke
 seed = 0               # one seed: one world, plan and run
-normalise = False      # True: eq. 9 as a cosine (an option of ours, §2), with a fixed λ = lam
-lam = 0.1              # eq. 10's λ, read only with normalise = True
+normalise = False      # True: Δ_k = cos(g_k^(t), g_k^(t−1)), not in the paper; λ = lam fixed
+lam = 0.1              # read only with normalise = True
 run_root = ""          # where runs go ("": runs/fedmoa/…)
 figures_dir = ""       # where figures go ("": the run folder's figures/)
 
@@ -72,8 +70,8 @@ cfg, run_root, figures = notebook.setup("fedmoa", globals(), make_config, runs="
 
 # %% [markdown]
 # ## 1. One round
-# Each client $m$ trains its own LoRA adapter $\theta^{(m)}$ for τ local steps and keeps its own reward weights
-# $w^{(m)}$. The server averages both within each cluster, then the adapters across clusters.
+# Each client $m$ trains its LoRA adapter $\theta^{(m)}$ for τ local steps, adapting its reward weights $w^{(m)}$;
+# the server averages both per cluster, then the adapters across clusters.
 
 # %%
 diagrams.round_diagram("fedmoa")
@@ -88,22 +86,26 @@ diagrams.round_diagram("fedmoa")
 # mean $\bar r$ (deviation $\sigma_r$); $\rho_{i,t}$ is token $t$'s new-to-old probability ratio:
 #
 # $$\hat a_i=\frac{r_w(y_i)-\bar r}{\sigma_r},\qquad J(\theta)=\frac{1}{G}\sum_{i=1}^{G}\frac{1}{|y_i|}\sum_t
-# \min\Bigl(\rho_{i,t}\,\hat a_i,\ \operatorname{clip}(\rho_{i,t},1-\zeta_{\text{lo}},1+\zeta_{\text{hi}})
-# \,\hat a_i\Bigr)\qquad\text{(3–4)}$$
+# \min\Bigl(\rho_{i,t}\,\hat a_i,\ \operatorname{clip}(\rho_{i,t},0.8,1.25)\,\hat a_i\Bigr)\qquad\text{(3–4, no KL)}$$
 #
-# Here $\zeta_{\text{lo}}=0.2$, $\zeta_{\text{hi}}=0.25$, no KL term.
+# **Moving the weights.** Intuition: a reward whose gradient keeps pointing the same way has progress left: give it
+# more weight. A learnt reward scores all $G$ answers alike, so its advantages and gradient vanish: take weight off.
+# $L_k$ is GRPO's loss ($-J$) with $r_k$'s own advantage $\hat a_{i,k}$
+# (`per_objective_advantages`) in place of $\hat a_i$. Its gradient is taken on $\phi$,
+# the middle layer's LoRA factors, only (the paper's choice, for cost: each $g_k$ is one more backward pass, $K$ per
+# step). At step $t$:
 #
-# **Moving the weights.** Intuition: if reward $k$'s gradient keeps pointing the same way, there is progress left
-# on $k$: give it more weight. Once $k$ is learnt, all $G$ answers score alike on it, their advantages are 0 and its
-# gradient vanishes: take weight off. Let $L_k$ be GRPO's loss ($-J$) on $r_k$ alone and $g_k$ its gradient with
-# respect to $\phi$, the LoRA factors of the middle layer. At step $t$:
-#
-# $$g_k^{(t)}=\nabla_\phi L_k\ \text{(8)},\qquad\Delta_k^{(t)}=g_k^{(t)\top}g_k^{(t-1)}\ \text{(9)},\qquad
+# $$\hat a_{i,k}=\frac{r_k(y_i)-\bar r_k}{\sigma_{r_k}},\quad g_k^{(t)}=\nabla_\phi L_k\ \text{(8)},\quad
+# \Delta_k^{(t)}=g_k^{(t)\top}g_k^{(t-1)}\ \text{(9)},\quad
 # w\leftarrow\operatorname{Proj}_{\text{simplex}}\bigl(w+\lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
-# $\Delta_k>0$ when $k$'s gradient repeated its direction. The projection subtracts the same shift ν from every
-# weight, stopping at 0. So **a weight rises only when its $\Delta_k$ is above the average Δ** (while none hits 0;
-# in Exercise 1 one does). A round's first step has no $g^{(t-1)}$: it leaves $w$ as sent. In numpy:
+# $\cos(g_k^{(t)},g_k^{(t-1)})=\Delta_k/(\lVert g_k^{(t)}\rVert\lVert g_k^{(t-1)}\rVert)$ measures the repeat: 1 for
+# the same direction, 0 for unrelated ones. A useful λ depends on the gradients' size: our live run sets
+# $\lambda=0.05/\operatorname{mean}_k\lVert g_k\rVert^2$ per client each round (the *scale rule*, ours; the paper
+# fixes λ), so an exactly repeated gradient moves its weight by about 0.05.
+#
+# The projection subtracts the same shift ν from every weight, stopping at 0. So **a weight rises only when its
+# $\Delta_k$ is above the average Δ** (while none hits 0). A round's first step leaves $w$ as sent. In numpy:
 
 # %%
 def project_simplex(v):  # w_k = max(v_k − ν, 0), with the one ν that makes Σ w_k = 1
@@ -144,13 +146,7 @@ prediction_1 = None  # a number between 0 and 1
 # %%
 w_big, _ = hypergradient_step(w_toy, g_now, g_prev, lr=0.25)
 answer_1 = round(float(w_big[0]), 2)
-v_big = w_toy + 0.25 * delta
-nu_equal, nu_two = (v_big.sum() - 1) / 3, (v_big[:2].sum() - 1) / 2
-notebook.check_explained(prediction_1, answer_1, f"w + λΔ = {np.round(v_big, 4).tolist()}; an equal shift "
-                         f"ν = {nu_equal:.4f} would leave tag_count at {v_big[2] - nu_equal:.4f} < 0, so it stops at "
-                         f"0 and ν is shared by the other two: ν = ({v_big[0]:.2f} + {v_big[1]:.2f} − 1) / 2 = "
-                         f"{nu_two:.4f}, giving {np.round(w_big, 4).tolist()} (package). A large λ pushes weights "
-                         "onto the simplex's edge, where an objective's weight is 0.", tolerance=0.01)
+notebook.check_explained(prediction_1, answer_1, tf.projection_why(w_toy + 0.25 * delta, w_big), tolerance=0.01)
 
 # %% [markdown]
 # The paper's story over thirty steps: format saturates (its gradient decays), accuracy and tag count keep learning.
@@ -169,17 +165,10 @@ display(fig)
 # %% [markdown]
 # Format drains; accuracy and tag count share what it loses.
 #
-# **Why "hypergradient".** The last step was $\phi^{(t)}=\phi^{(t-1)}-\eta\sum_kw_kg_k^{(t-1)}$, so
-# $\partial\phi^{(t)}/\partial w_k=-\eta g_k^{(t-1)}$ and, by the chain rule, $\partial L_j(\phi^{(t)})/\partial
-# w_k=-\eta\,g_j^{(t)\top}g_k^{(t-1)}$. Keeping only $j=k$ gives $-\eta\Delta_k^{(t)}$: eq. 10 is gradient descent
-# on $w$ with step $\lambda/\eta$. Dropping $j\ne k$ judges each weight by its own reward only.
-#
-# Tension: eq. 10 raises $w_{\text{acc}}$ while accuracy
-# learns (Fig. 5), yet eq. 11 favours a *low* one.
 #
 # ## 3. The server: α and eq. 12
 # Each client sends $\theta^{(m)}$, its weights and its number of examples $N_m$. In cluster $S_c$, eq. 11 gives
-# client $m$ a share $\alpha_m$ that grows as its accuracy weight falls (ε = 10⁻⁶ avoids division by 0):
+# client $m$ a share $\alpha_m$ that grows as its accuracy weight falls (ε = 10⁻⁶):
 #
 # $$s_m=\frac{1}{w_{\text{acc}}^{(m)}+\varepsilon},\qquad\alpha_m=\frac{e^{s_m}}{\sum_{m'\in S_c}e^{s_{m'}}}
 # \qquad\text{(11)}$$
@@ -197,32 +186,36 @@ for pair in [(0.4, 0.5), (0.1, 0.2), (0.0, 0.1)]:  # the same 0.1 gap, nearer an
     print(f"w_acc {pair}: α = {tuple(accuracy_aware_weights(pair).round(3).tolist())}")
 
 # %% [markdown]
-# The learnt client's $w_{\text{acc}}$ falls, so its model leads. Eq. 11 is steep: the same 0.1 gap is worth far more
-# near 0 (printed above). If a $w_{\text{acc}}$ reaches 0, $s=1/\varepsilon$: that client takes α = 1, its model
-# becomes the cluster's and every client is sent $w_{\text{acc}}=0$: **winner takes all**. As lower $w_{\text{acc}}$
-# always gets more α, the α-average $\bar w_{\text{acc}}$ lies *below* the plain mean: the **α tilt**.
+# The learnt client's $w_{\text{acc}}$ falls, so its model leads: the paper reads a low $w_{\text{acc}}$ as "accuracy
+# closer to convergence". **A tension:** eq. 10 *raises* $w_{\text{acc}}$ while accuracy is being learnt (its
+# gradient repeats; the paper's Fig. 5 shows it rising). The two agree only once accuracy's gradient vanishes, as
+# here. Otherwise a low $w_{\text{acc}}$ may just mean a noisy gradient, a low start or eq. 12's rescaling (§4;
+# takeaway 3: the grid's $w_{\text{acc}}$ drains though accuracy is far from learnt).
 #
-# **Eq. 12: back to the clients.** The cluster's model is the α-average of the $\theta^{(m)}$. So is each weight
-# that *every* client of the cluster holds; client $m$ keeps its own values for the rest and rescales to sum 1:
+# Eq. 11 is steep: a 0.1 gap weighs far more near 0. At $w_{\text{acc}}=0$, $s=1/\varepsilon$: that client takes α = 1,
+# and every client is sent its $w_{\text{acc}}=0$: **winner takes all**. Since lower $w_{\text{acc}}$ gets more α, the
+# α-average $\bar w_{\text{acc}}$ lies *below* the plain mean: the **α tilt**.
+#
+# **Eq. 12: back to the clients.** The cluster's model is the α-average of the $\theta^{(m)}$ (the paper's design: α
+# replaces FedAvg's $N_m$ in a cluster). So is each weight *every* client of the cluster holds; client $m$ keeps
+# the rest and rescales to sum 1:
 #
 # $$\theta^{(c)}=\sum_{m\in S_c}\alpha_m\theta^{(m)},\quad\bar w_k=\sum_{m\in S_c}\alpha_mw_k^{(m)},\quad
 # u_k=\begin{cases}\bar w_k&k\text{ shared}\\w_k^{(m)}&\text{otherwise}\end{cases},\quad
 # w^{(m\leftarrow c)}=\frac{u}{\sum_ju_j}\qquad\text{(12)}$$
 #
-# The rescaling matters: $\sum_ju_j=1+\sum_{k\text{ shared}}(\bar w_k-w_k^{(m)})$. If the shared weights come back
-# larger in total than the client sent them, every weight shrinks, $w_{\text{acc}}$ included: **dilution**.
-# If smaller, its weights grow: **inflation**.
+# $\sum_ju_j=1+\sum_{k\text{ shared}}(\bar w_k-w_k^{(m)})$: shared weights returned larger in total shrink all the
+# client's weights (**dilution**); smaller, they grow (**inflation**).
 #
-# One global model, each cluster weighted by its examples ($N_c$ of $N$):
+# Then one global model, clusters weighted by examples:
 #
 # $$\theta=\sum_c\frac{N_c}{N}\,\theta^{(c)}\qquad\text{(13)}$$
 #
 # Only $w^{(m\leftarrow c)}$ stays personal. The round (`fedmoa/algorithm.py::run_round`):
 # ```
 # for round = 1..R:
-#   send θ and w^(m←c) (round 1: initial w) to each client
-#   each client m, for t = 1..τ:
-#     b prompts × G answers, each scored by every r_k
+#   each client m, from θ and w^(m←c) (round 1: initial w), for t = 1..τ:
+#     b×G answers, each scored by every r_k
 #     g_k (eq. 8); if t > 1: w ← Proj(w + λΔ) (eqs. 9–10)
 #     one GRPO step on r_w (eqs. 2–4)
 #   clients send θ^(m), reward names, w^(m), N_m
@@ -270,8 +263,9 @@ notebook.check_explained(prediction_3, answer_3, f"α = {np.round(a3, 3).tolist(
 
 # %% [markdown]
 # ## 4. A real run
-# Six clients in the Heter+Heter setting, trained with FedMOA and with FedAvg-GRPO (fixed weights, θ
-# averaged by $N_m$). Each client's data stands in for a paper dataset. Its config (A, B; C in §6) fixes its rewards:
+# Six clients in the paper's Heter+Heter setting: each holds one dataset and its rewards (Homo+Homo: all share
+# both). FedMOA against FedAvg-GRPO (fixed weights, θ averaged by $N_m$). A client's *config* (A, B) fixes its
+# rewards and initial weights:
 
 # %% tags=["nbval-check-output"]
 world = make_family_world(seed, 10, 4)
@@ -282,16 +276,14 @@ pd.DataFrame([dict(family=f, stands_for=PAPER_NAMES[f], prompt=r["prompt"], answ
 runs = tf.run_methods(make_config, cfg.preset, run_root)
 first, moa_records = runs["FedMOA"]
 print(f"R = {cfg.rounds} rounds of τ = {cfg.local_steps} local steps; each step b = {cfg.prompts_per_step} prompts × "
-      f"G = {cfg.num_generations} answers; learning rate {cfg.learning_rate:g}; λ: the scale rule (§5)")
+      f"G = {cfg.num_generations} answers; learning rate {cfg.learning_rate:g}; clip ρ to "
+      f"[{1 - cfg.epsilon:g}, {1 + cfg.epsilon_high:g}]; λ: §2's scale rule")
 tf.clients_table(first)
 
 # %% [markdown]
-# Cluster 1's rewards: **code_accuracy** (the program passes its tests), **code_format** (tags and a function `f`),
-# **length_short** (higher for shorter answers).
-#
-# **One local step, written out.** Client_0 at round 1's second step, on a fresh copy of the federation. The first
-# step ran in the package and left $g^{(t-1)}$ and λ. Each $g_k$ costs one backward pass: $K$ backwards per step,
-# besides GRPO's own.
+# **One local step, written out.** Client_0, round 1, step 2, on a fresh federation; step 1 (the
+# package) left $g^{(t-1)}$ and λ (§2's scale rule). Format's and tag count's rows will agree: on this batch both
+# rewards spread each group's answers alike (score pairs printed), so their $\hat a_{i,k}$, hence $g_k$, are equal.
 
 # %%
 client, path = tf.client_mid_round(make_config, cfg, first.policy, "client_0")  # path: w, g^(t−1), λ after step 1
@@ -314,12 +306,13 @@ client.adapt_weights(rollouts, scores, package)  # the package's eqs. 8–10 on 
 r_w = torch.tensor(scores @ w, dtype=torch.float32)  # eq. 2
 client.passes.grpo_step(client.policy, client.cid, client.optimizer, rollouts, r_w, s)  # eqs. 3–4: one Adam step
 display(tf.step_table(client.names, g_now, path.g_prev, path.lam, path.weights, w, package.weights))
-print(f"λ = {path.lam:.3g} (the scale rule, §5); |φ| = {g_now.shape[1]:,} numbers; "
-      f"largest |loop − package| = {np.abs(w - package.weights).max():.1e}; format's and tag_count's â "
-      f"equal on this batch (so are their g_k): {torch.equal(adv[:, 1], adv[:, 2])}")
+print(f"λ = {path.lam:.3g}; |φ| = {g_now.shape[1]:,} numbers; largest |loop − package| = "
+      f"{np.abs(w - package.weights).max():.1e}; (format, tag_count) scores seen: "
+      f"{sorted(set(map(tuple, scores[:, 1:].round(2).tolist())))}; their â equal: {torch.equal(adv[:, 1], adv[:, 2])}")
 
 # %% [markdown]
-# Cluster 0 after round 1: each client's weights (blank: a reward it lacks) and eq. 11's α.
+# Cluster 0 after round 1: weights (blank: a reward not held), eq. 11's α, and eq. 10's largest move,
+# $\max_m|w_{\text{acc}}^{\text{end}}-w_{\text{acc}}^{\text{start}}|$.
 
 # %%
 cluster = tf.cluster_of(first, "client_0")
@@ -345,7 +338,7 @@ answer_4 = tf.favoured_config(first, moa_records)  # the config sent the lowest 
 notebook.check_explained(prediction_4, answer_4, tf.dilution_words(first, moa_records))
 
 # %% [markdown]
-# Eq. 12 by hand, beside the run:
+# Eq. 12 by hand ($\sum_ju_j$, then $w_{\text{acc}}=u_{\text{acc}}/\sum_ju_j$), beside the run:
 
 # %%
 shared = end1.columns[end1.notna().all()]  # the rewards every client of the cluster holds
@@ -356,7 +349,7 @@ pd.DataFrame({"u sums to": u.sum(axis=1), "w_acc by hand": w_back["accuracy"],
               "w_acc the run sent": tf.sent_weights(moa_records, round=2).loc[cluster, "accuracy"]}).round(4)
 
 # %% [markdown]
-# Last round: **global_accuracy** is θ's pass@1 (share right) averaged over the three families' tests;
+# Last round: **global_accuracy** is θ's pass@1 averaged over the three families' tests;
 # **aggregated_reward** averages each client's rewards equally, then over clients.
 
 # %%
@@ -368,9 +361,7 @@ print(f"FedMOA − FedAvg-GRPO: {gap:+.3f} × {answers} answers = {gap * answers
 
 # %% [markdown]
 # ## 5. Why the weights barely move
-# **How large is λ?** $\Delta_k$ multiplies two gradients, so a useful λ depends on the model. The live run sets
-# $\lambda=0.05/\operatorname{mean}_k\lVert g_k\rVert^2$ per client from each round's first gradients (the *scale
-# rule*, ours): an exactly repeated gradient moves its weight by about 0.05.
+# How much do consecutive gradients repeat ($|\cos(g_k^{(t)},g_k^{(t-1)})|$, replayed round 1)? And each run's λ:
 
 # %%
 probes = tf.probe_round(make_config, cfg, first.policy)  # g_k of round 1's batches at the untrained model
@@ -381,9 +372,9 @@ tf.lambda_line(cfg, moa_records)
 
 # %% [markdown]
 # ### Exercise 5
-# A widget below replays round 1 (untrained model, three fresh batches: eq. 10 acts twice) at 1, 10 and 100 times
-# the clients' median rule λ. At m × the rule, a step moves a weight by about 0.05·m·|cos| (printed above). At which
-# multiple does a $w_{\text{acc}}$ (starting at 0.4 or 0.5) first reach 0?
+# The widget below replays round 1 (untrained model; eq. 10 acts twice) at 1, 10 and 100 × the clients' median
+# rule λ. From §2's scale rule and the |cos| above: at which multiple does eq. 10 first drive a $w_{\text{acc}}$
+# (from 0.4 or 0.5) to 0?
 
 # %%
 prediction_5 = None  # 1, 10, 100 or "none"
@@ -394,7 +385,9 @@ why = tf.replay_answer(probes, cfg, LAMS).words.removeprefix("Answer: ")  # what
 notebook.check_explained(prediction_5, answer_5, why)
 
 # %% [markdown]
-# Now look: $w_{\text{acc}}$ as sent, after eq. 10, after eq. 12.
+# Now look: $w_{\text{acc}}$ as sent, after eq. 10, after eq. 12. Below the second table: eq. 10's largest move
+# $\max_m|w_{\text{acc}}^{\text{eq. 10}}-w_{\text{acc}}^{\text{start}}|$ vs eq. 12's
+# $\max_m|w_{\text{acc}}^{\text{sent}}-w_{\text{acc}}^{\text{eq. 10}}|$.
 
 # %%
 def show_replay(lam, static=False):
@@ -434,17 +427,16 @@ prediction_6 = None  # a set of point names
 # %%
 new_model = [0.46, 0.82]
 answer_6 = tf.leaves_front(new_model)
-notebook.check_explained(prediction_6, answer_6, f"{new_model} dominates {sorted(answer_6)}: at least as good on "
-                         "both rewards, better on one. P1 keeps the highest format and P4 the highest accuracy, so "
-                         "they stay. A new model joins the front without beating every point on it.")
+notebook.check_explained(prediction_6, answer_6, tf.leaves_front_why(new_model))
 
 # %% [markdown]
-# **Reading a front over seeds.** One model per seed. An arm sits *nearer the front* when its models score higher by
-# more than either arm's spread over seeds (sd). Format is near 1 for all, so only accuracy separates them.
+# **Reading a front over seeds.** Each point: one seed's final global model (the paper's Fig. 3 traces its global
+# model over training, client checkpoints as grey dots). An arm is *nearer the front* when its
+# models beat the other's by more than either arm's sd over seeds.
 #
 # ### Exercise 7
-# The paper expects FedMOA. Given §5, whose models will sit nearer the stored grid's front: "FedMOA",
-# "FedAvg-GRPO" or "neither"?
+# The paper expects FedMOA. Whose models will sit nearer the stored grid's front: "FedMOA", "FedAvg-GRPO" or
+# "neither"?
 
 # %%
 prediction_7 = None  # "FedMOA", "FedAvg-GRPO" or "neither"
@@ -463,8 +455,9 @@ viz.export(fig, "fedmoa_pareto_accuracy_format", figures)
 display(fig, words, spread)
 
 # %% [markdown]
-# **The accuracy weight over rounds (analogue of the paper's Fig. 5).** In the grid's accuracy cluster, eq. 12 shares
-# only accuracy: config C lacks format. The first boundary:
+# **The accuracy weight over rounds (analogue of the paper's Fig. 5).** The grid's accuracy cluster adds config C
+# (accuracy and tag count, no format), so eq. 12 shares only accuracy. First boundary: plain mean of $w_{\text{acc}}$
+# against $\bar w_{\text{acc}}=\sum_m\alpha_mw_{\text{acc}}^{(m)}$:
 
 # %%
 display(tf.paper_claim(5))
@@ -479,13 +472,13 @@ display(table, words)
 prediction_8 = None  # a set of config letters
 
 # %%
-moves = tf.boundary_moves()
+moves = tf.boundary_moves()  # per config: mean w_acc at round 1's end, as sent for round 2, whether it rose
 answer_8 = set(moves.index[moves.rises])
-notebook.check_explained(prediction_8, answer_8, "only accuracy is shared, so a client's u is (w̄_acc, its own other "
-                         "weights, which sum to 1 − w_acc), and it gets w̄_acc / (w̄_acc + 1 − w_acc): above its "
-                         "w_acc exactly when w_acc < w̄_acc. " + "; ".join(
-                             f"{c} {r['end of round 1']:.3f} → {r['sent for round 2']:.3f}"
-                             for c, r in moves.iterrows()) + ".")
+notebook.check_explained(prediction_8, answer_8, tf.boundary_why(moves))
+
+# %% [markdown]
+# Under the figure: a round's eq. 10 move, mean $|w_{\text{acc}}^{(\tau)}-w_{\text{acc}}^{(1)}|$ (last against
+# first step), against a boundary's jump, mean $|w_{\text{acc}}^{\text{sent}}-w_{\text{acc}}^{(\tau)}|$.
 
 # %%
 fig, words = tf.grid_weights_figure()
@@ -499,6 +492,6 @@ tf.findings_box()
 
 # %% [markdown]
 # ## 7. What to remember
-# - Eq. 10 raises a weight only when its $\Delta_k$ is above their average; noisy gradients barely repeat.
-# - Eq. 11 favours a *lower* $w_{\text{acc}}$ (the α tilt); at 0, winner takes all.
+# - Eq. 10 raises a weight only when its $\Delta_k$ beats the average; noisy gradients barely repeat.
+# - Eq. 11 favours a *lower* $w_{\text{acc}}$ (α tilt; at 0, winner takes all): progress only if gradients vanish.
 # - Eq. 12's rescaling dilutes or inflates $w_{\text{acc}}$, so α can rank reward sets instead of progress.

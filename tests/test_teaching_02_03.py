@@ -351,3 +351,31 @@ def test_one_local_step_written_out_matches_the_packages_weights():
     assert np.allclose(w, pkg.weights, atol=1e-6)
     table = tf.step_table(client.names, g, path.g_prev, path.lam, path.weights, w, pkg.weights)
     assert list(table.index) == list(client.names) and len(table.columns) == 7
+
+
+def test_the_folded_whys_of_exercises_1_6_and_8_quote_the_computed_values():
+    """Exercises 1, 6 and 8 keep their rule in a helper, so the check cell's visible code gives nothing away."""
+    import numpy as np
+
+    from experiments import teaching_fedmoa as tf
+    from fedrl_kit.fedmoa.weights import hypergradient_step
+
+    w, g_now, g_prev = np.array([0.5, 0.3, 0.2]), np.array([[2.0, 0], [0, 0], [-1.0, 0]]), np.array([[1.0, 0], [0, 1.0], [1.0, 0]])
+    w_big, delta = hypergradient_step(w, g_now, g_prev, lr=0.25)
+    why = tf.projection_why(w + 0.25 * delta, w_big)
+    assert "stops at 0 and the other 2 share ν" in why and "0.1500" in why and "[0.85, 0.15, 0.0]" in why
+    w_small, delta = hypergradient_step(w, g_now, g_prev, lr=0.1)
+    assert "stops at 0" not in tf.projection_why(w + 0.1 * delta, w_small)
+    six = tf.leaves_front_why([0.46, 0.82])
+    assert "dominates ['P2', 'P3']" in six and "P1 and P4 each beat it" in six
+    moves = tf.boundary_moves()
+    eight = tf.boundary_why(moves)
+    assert "w̄_acc / (w̄_acc + 1 − w_acc)" in eight
+    assert all(f"{c} {r['end of round 1']:.3f} → {r['sent for round 2']:.3f}" in eight for c, r in moves.iterrows())
+
+
+def test_the_grids_pareto_panel_shows_format_on_its_full_scale():
+    from experiments import teaching_fedmoa as tf
+
+    fig, words = tf.grid_pareto()
+    assert tuple(fig.layout.yaxis.range) == (0, 1.05) and "full 0–1 scale" in words.data
