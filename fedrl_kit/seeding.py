@@ -28,6 +28,7 @@ _LAYOUT = {
     "fedgrpo/evaluator_batch": (2, lambda s, c, t: [s, t, _EVAL + c, 0]),
     "fedgrpo/evaluator_rollout": (2, lambda s, c, t: [s, t, _EVAL + c, 1]),
     "fedgrpo/evaluator_samples": (2, lambda s, c, h: [s, h, _EVAL + c, 2]),
+    "fedgrpo/reward_samples": (2, lambda s, g, h: [s, h, _EVAL + g, 3]),
     "dpsda/histogram": (1, lambda s, c: [s, 0, _SYNTH + c, 0]),
     "dpsda/questions": (1, lambda s, c: [s, 0, _SYNTH + c, 1]),
     "sft/batch": (2, lambda s, k, t: [s, k, _SFT, t]),

@@ -47,7 +47,7 @@ def _strip(records):
     ("fedgrpo.competence", "soft"), ("fedgrpo.queries", "dev"), ("fedgrpo.questions_per_step", -1),
     ("fedgrpo.gt_fraction", 0.0), ("fedgrpo.questions_per_step", 2.5), ("evaluator.training", "rl"),
     ("evaluator.grpo_steps", -1), ("evaluator.grpo_prompts", 0), ("evaluator.grpo_generations", 1),
-    ("evaluator.grpo_lr", 0.0), ("evaluator.samples", 0),
+    ("evaluator.grpo_lr", 0.0), ("evaluator.samples", 0), ("fedgrpo.no_gt_scorer", "judge"),
 ])
 def test_bad_settings_raise_naming_the_field(tiny_dir, key, value):
     with pytest.raises(ValueError, match=key.replace(".", r"\.")):
@@ -597,6 +597,49 @@ def test_no_gt_with_grpo_evaluators_uses_me_only(tiny_dir):
         replayed += 1
         np.testing.assert_allclose(np.array(m.payload["scores"]), np.stack(me))
     assert replayed
+
+
+def test_subject_scorer_is_refused_outside_no_gt(tiny_dir):
+    with pytest.raises(ValueError, match=r"fedgrpo\.no_gt_scorer must be 'expert' unless mode='no_gt'.*got 'subject'"):
+        fg_config(tiny_dir, fedgrpo={"mode": "with_gt", "no_gt_scorer": "subject"})
+    assert fg_config(tiny_dir, fedgrpo={"mode": "no_gt", "gt_fraction": 0.5,
+                                        "no_gt_scorer": "subject"}).fedgrpo.no_gt_scorer == "subject"
+
+
+def test_no_gt_run_with_the_subject_scorer(tiny_dir):
+    """The official code's scorer on a whole no-GT run: each subject group's reward model is trained by GRPO on its
+    holder's labelled questions of that group; every score is 0 or 1; every expert of a question sends the same
+    row, the subject model's, whichever experts were drawn."""
+    from fedrl_kit.fedgrpo.subject_scorer import subject_group
+
+    cfg = fg_config(tiny_dir, rounds=2, fedgrpo={"mode": "no_gt", "gt_fraction": 0.5, "no_gt_scorer": "subject"},
+                    evaluator=GRPO_EVALUATOR)
+    run = Run(cfg, progress=False).build()
+    run.runtime.keep_messages = True
+    recs = run.run()
+    assert [r["round"] for r in recs if r["kind"] == "global"] == [0, 1, 2]  # both rounds finished
+    rm = run.clients["client_0"].reward_models
+    assert all(c.reward_models is rm for c in run.clients.values())  # one model per subject, not per expert
+    pool = run.truth.fact("queries")
+    for g, k in rm.holders.items():
+        assert len(rm.data[g]) and set(rm.data[g]["prompt"]) <= set(run.clients[f"client_{k}"].prompts)
+        assert {subject_group(t) for t in rm.data[g]["topic"]} == {g}
+        mine = [sum(subject_group(t) == g for t in c.data["topic"]) for c in run.clients.values()]
+        assert mine[k] == max(mine)
+    assert set(rm.metrics) == {subject_group(t) for t in pool.rows["topic"]}  # every subject of D_s got scored
+    rows_by_question, last = {}, {}
+    for m in (m for m in run.runtime.messages if m.kind in ("score", "score_result")):
+        if m.sender == SERVER:
+            last[m.receiver] = m.payload
+            continue
+        req = last[m.sender]
+        for q, cands, row in zip(req["questions"], req["candidates"], m.payload["scores"]):
+            rows_by_question.setdefault((q, tuple(cands)), []).append(row)
+    scores = np.array([v for rows in rows_by_question.values() for row in rows for v in row])
+    assert scores.size and set(np.unique(scores)) <= {0.0, 1.0}
+    assert any(len(rows) > 1 for rows in rows_by_question.values())  # M = 2 experts scored some question
+    for rows in rows_by_question.values():
+        assert all(r == rows[0] for r in rows)
 
 
 def test_grpo_evaluator_answer_probability_is_its_sampled_answer_share(tiny_dir):

@@ -1,4 +1,5 @@
-"""FedGRPO's model-free parts: expert selection (eqs. 5–6), group reward (eqs. 8–9), Figure 2."""
+"""FedGRPO's model-free parts: expert selection (eqs. 5–6), group reward (eqs. 8–9), Figure 2, the official
+no-ground-truth scorer's routing and agreement rule."""
 
 import math
 
@@ -479,3 +480,115 @@ def test_trimmed_mean_is_the_engines_one():
                                       .astype(np.float32))
     with pytest.raises(ValueError, match=r"trim must be in \[0, 0.5\)"):
         trimmed_mean_array(r, 0.5)
+
+
+# ---------------------------------------------------------------- the official no-GT scorer (no_gt_scorer="subject")
+
+
+def test_subject_groups_split_the_seven_topics_3_2_2_in_the_worlds_order():
+    from fedrl_kit.fedgrpo.subject_scorer import SUBJECT_GROUPS, subject_group
+    from fedrl_kit.world.tasks import DEFAULT_TOPICS
+
+    assert SUBJECT_GROUPS == (("add", "sub", "mul"), ("mod", "max"), ("count", "seq"))
+    assert [subject_group(t) for t in DEFAULT_TOPICS] == [0, 0, 0, 1, 1, 2, 2]
+    with pytest.raises(ValueError, match=r"no_gt_scorer='subject'.*'chem'"):
+        subject_group("chem")
+
+
+def test_reward_model_agreement_rule_on_hand_cases():
+    """1 when the two final answers agree after normalise_answer, whatever wraps them; 0 when they differ or either
+    side has no answer (the official compare_answer scores an unparseable answer 0)."""
+    from fedrl_kit.fedgrpo.subject_scorer import agreement_scores
+
+    reward = ["<think>\n3+4\n</think>\n<answer>\n7\n</answer>", "so it is 12.", "<answer>007</answer>",
+              "<answer>7</answer>", "no number here", "no number here", "<answer>5</answer>"]
+    cands = ["the answer is 7", "<answer> 12 </answer>", "<answer>7.0</answer>",
+             "<answer>8</answer>", "<answer>7</answer>", "nothing either", "<answer></answer>"]
+    np.testing.assert_array_equal(agreement_scores(reward, cands), [1, 1, 1, 0, 0, 0, 0])
+
+
+def test_reward_model_holder_is_the_client_with_most_labelled_questions_of_the_group():
+    from fedrl_kit.fedgrpo.subject_scorer import reward_model_holders
+
+    client_topics = [["add", "add", "mod", "count"],  # group 0: 2, group 1: 1, group 2: 1
+                     ["sub", "mul", "max", "max"],  # group 0: 2 (tie with client 0), group 1: 2
+                     ["seq", "count", "seq"]]  # group 2: 3
+    assert reward_model_holders(client_topics) == {0: 0, 1: 1, 2: 2}  # group 0's tie goes to the lower index
+    assert reward_model_holders([["add"], ["sub", "mul"]]) == {0: 1}  # groups nobody holds have no model
+
+
+def _stub_reward_models(monkeypatch, topic_of):
+    """SubjectRewardModels with no model: group g's "reward model" answers g to everything; records its draws."""
+    import datasets
+
+    from fedrl_kit.fedgrpo import subject_scorer
+
+    data = [datasets.Dataset.from_dict({"prompt": ["a", "b"], "answer": ["1", "2"], "topic": ["add", "seq"]}),
+            datasets.Dataset.from_dict({"prompt": ["c"], "answer": ["3"], "topic": ["mod"]})]
+    draws = []
+
+    def sample(policy, adapter, questions, G, seeds):
+        draws.append((adapter, list(questions)))
+        g = adapter.removeprefix("reward_subject_")
+        return [[f"<answer>{g}</answer>"] * G for _ in questions]
+
+    monkeypatch.setattr(subject_scorer, "sample_answers", sample)
+    rm = subject_scorer.SubjectRewardModels(None, data, topic_of, evaluator=None, seed=0)
+    monkeypatch.setattr(rm, "ensure", lambda g: None)
+    return rm, draws
+
+
+def test_subject_scorer_routes_each_topic_to_its_groups_model_and_every_expert_gets_its_scores(monkeypatch):
+    from fedrl_kit.fedgrpo.args import EvaluatorArgs, FedGRPOArgs
+    from fedrl_kit.fedgrpo.client import FedGRPOClient
+
+    topic_of = {"q_add": "add", "q_mul": "mul", "q_max": "max", "q_seq": "seq"}
+    rm, draws = _stub_reward_models(monkeypatch, topic_of)
+    assert rm.holders == {0: 0, 1: 1, 2: 0}
+    # candidates answering 0, 1, 2: the one naming the question's group is the one its model agrees with
+    cands = [f"<answer>{g}</answer>" for g in range(3)]
+    questions = ["q_add", "q_seq", "q_max", "q_mul"]
+    args = FedGRPOArgs(mode="no_gt", gt_fraction=0.5, no_gt_scorer="subject")
+    experts = [FedGRPOClient(f"client_{k}", k, rm.data[0], None, args, EvaluatorArgs(), 0, reward_models=rm)
+               for k in range(2)]
+    replies = [np.array(e.on_score(1, {"step": 0, "questions": questions, "candidates": [cands] * 4})["scores"])
+               for e in experts]
+    expected = np.array([[1, 0, 0], [0, 0, 1], [0, 1, 0], [1, 0, 0]])  # add, seq, max, mul → groups 0, 2, 1, 0
+    np.testing.assert_array_equal(replies[0], expected)
+    np.testing.assert_array_equal(replies[1], expected)  # the second expert: the same scores, not a new draw
+    assert sorted(draws) == [("reward_subject_0", ["q_add", "q_mul"]), ("reward_subject_1", ["q_max"]),
+                             ("reward_subject_2", ["q_seq"])]  # each group's model asked once, for its questions
+    assert all(g == "ME" for *_, g in experts[0].gate_log)
+
+
+def test_subject_scorer_draw_seed_depends_on_question_and_candidates_not_on_the_expert(monkeypatch):
+    rm, _ = _stub_reward_models(monkeypatch, {"q": "add"})
+    s = rm.draw_seed(0, "q", ["a", "b"])
+    assert s == rm.draw_seed(0, "q", ["a", "b"])  # reproducible (a resumed run draws the same)
+    assert len({s, rm.draw_seed(0, "q", ["a", "c"]), rm.draw_seed(0, "q2", ["a", "b"]),
+                rm.draw_seed(1, "q", ["a", "b"])}) == 4
+
+
+def test_subject_scorer_refuses_a_ds_subject_no_client_holds_labels_of():
+    import datasets
+
+    from fedrl_kit.fedgrpo.subject_scorer import SubjectRewardModels
+
+    data = [datasets.Dataset.from_dict({"prompt": ["a"], "answer": ["1"], "topic": ["add"]})]
+    with pytest.raises(ValueError, match=r"no_gt_scorer='subject'.*\('count', 'seq'\)"):
+        SubjectRewardModels(None, data, {"q": "seq"}, evaluator=None, seed=0)
+
+
+def test_top_p_draw_never_leaves_the_nucleus_and_rows_follow_their_own_seed():
+    import torch
+
+    from fedrl_kit.fedgrpo.subject_scorer import TopPDraw
+
+    # probabilities 0.6, 0.3, 0.06, 0.04: the 0.95 nucleus is the first three tokens, the fourth is never drawn
+    logits = torch.log(torch.tensor([[0.6, 0.3, 0.06, 0.04]])).repeat(400, 1)
+    out = TopPDraw([(0, 200), (200, 400)], [1, 2], 1.0, 0.95, "cpu")(None, logits)
+    tokens = out.argmax(dim=-1)
+    assert torch.isinf(out).sum(dim=-1).eq(3).all()  # one token kept per row
+    assert set(tokens.tolist()) <= {0, 1, 2} and 0 in tokens.tolist() and 2 in tokens.tolist()
+    alone = TopPDraw([(0, 200)], [2], 1.0, 0.95, "cpu")(None, logits[200:]).argmax(dim=-1)
+    assert torch.equal(alone, tokens[200:])  # the second question's draw does not depend on the first's

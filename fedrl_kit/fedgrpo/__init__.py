@@ -32,5 +32,5 @@ Deviations (one line each; in full in docs/fedgrpo.md):
 9. ``group_reward="official"`` follows the official code: random experts, G·M candidates, one pooled group, no std.
 10. ``selection="random"`` (not in the paper) is the control arm for eq. 6.
 11. The paper's Table 1/2 scale (1.5B–7B, up to 320 rounds) is not reproduced.
-12. No-GT: the official code scores by the question's subject reward model (0/1 agreement), we by the expert's θ_k.
+12. No-GT: experts score with their θ_k; ``no_gt_scorer="subject"``: the subject model (0/1 agreement, exact match).
 """

@@ -20,6 +20,7 @@ ENCODERS = ("policy", "minilm")
 SERVER_UPDATES = ("lora", "full")
 AE_HOLDERS = ("owner", "all")
 SELECTIONS = ("competence", "random")
+NO_GT_SCORERS = ("expert", "subject")
 
 
 @dataclass
@@ -95,6 +96,12 @@ class FedGRPOArgs(Args):
     probability (the model's probability of the candidate's answer, strictly inside (0, 1) where it has one: beside
     the owners' 0/1 exact checks it tells the server which expert owns which question; the stored FedGRPO runs used
     it); docs/fedgrpo.md, section "What the score values reveal"."""
+    no_gt_scorer: str = "expert"
+    """mode=no_gt only: whose model scores a question's candidates. expert (each selected expert's own theta_k, by
+    me_score) or subject (the official code's: the reward model of the question's subject group, GRPO-trained on the
+    labelled questions of that group held by the client holding most of them; one answer sampled per candidate at
+    temperature 1.0, top-p 0.95, score 1 if it agrees with the candidate's, else 0; every expert of a question returns
+    those same scores, me_score is not used); fedrl_kit/fedgrpo/subject_scorer.py"""
     malicious: int = 0
     """number of malicious clients (the last indices), who falsify their candidate scores"""
     malicious_kind: str = "flip"
@@ -140,6 +147,10 @@ class FedGRPOArgs(Args):
         self.need(0 <= self.questions_per_step <= 100_000, "questions_per_step",
                   "an integer in [0, 100000] (0 = prompts_per_step x num_clients)")
         self.need(self.me_score in ME_SCORES, "me_score", f"one of {ME_SCORES}")
+        self.need(self.no_gt_scorer in NO_GT_SCORERS, "no_gt_scorer", f"one of {NO_GT_SCORERS}")
+        self.need(self.no_gt_scorer == "expert" or self.mode == "no_gt", "no_gt_scorer",
+                  "'expert' unless mode='no_gt' (the subject reward models are the official code's scorer for the "
+                  "setting without ground truth)")
         self.need(self.malicious_kind in MALICIOUS_KINDS, "malicious_kind", f"one of {MALICIOUS_KINDS}")
         self.need(self.robust in AGGREGATIONS, "robust", f"one of {AGGREGATIONS}")
         self.need(self.robust == "mean" or self.group_reward == "paper", "robust",

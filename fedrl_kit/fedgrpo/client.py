@@ -175,12 +175,14 @@ class FedGRPOClient(DomainModelClient):
         held: extra D_s questions this client holds with their answers (``queries="public"``, with_gt):
             used for the AE check only; θ_k is trained on ``data`` only (docs/fedgrpo.md, deviation 7).
             With ``queries="train"`` the labelled D_s questions a client owns are ``data`` itself.
+        reward_models: ``no_gt_scorer="subject"``: the run's
+            :class:`~fedrl_kit.fedgrpo.subject_scorer.SubjectRewardModels`, which then give the ME scores.
     """
 
     def __init__(self, cid: str, index: int, data, policy, args: FedGRPOArgs, evaluator: EvaluatorArgs, seed: int,
-                 malicious: bool = False, held=None):
+                 malicious: bool = False, held=None, reward_models=None):
         super().__init__(cid, index, data, policy, evaluator, seed)
-        self.args, self.malicious = args, malicious
+        self.args, self.malicious, self.reward_models = args, malicious, reward_models
         self.truth = dict(zip(self.prompts, self.answers))  # ỹ_k(x): the trusted answers of D_k
         self.gate_log: list[tuple[int, int, str, str]] = []  # (round, step, x_s, "AE"/"ME") per scored question
         if held is not None and len(held):
@@ -200,10 +202,13 @@ class FedGRPOClient(DomainModelClient):
         return {"correct": [float(np.clip(v, 0.0, 1.0)) for v in prob]}
 
     def me_scores(self, questions: list[str], candidates: list[list[str]]) -> list[np.ndarray]:
-        """e_k^ME(ŷ; x_s) for the G candidates of each question (no ground truth).  -> n × [G]"""
-        answers = [_answers(cands) for cands in candidates]
+        """e_k^ME(ŷ; x_s) for the G candidates of each question (no ground truth): θ_k's, or with
+        ``no_gt_scorer="subject"`` the question's subject reward model's, the same whichever expert asks.  -> n × [G]"""
         if not questions:
             return []
+        if self.reward_models is not None:
+            return self.reward_models.scores(list(questions), [list(c) for c in candidates])
+        answers = [_answers(cands) for cands in candidates]
         if self.args.me_score == "agreement":
             own = self.greedy_answers(list(questions))
             return [np.array([float(a is not None and a == o) for a in ans]) for ans, o in zip(answers, own)]

@@ -16,6 +16,7 @@ from fedrl_kit.fedgrpo.round_diagnostics import diagnostics
 from fedrl_kit.fedgrpo.encoder import check_encoder_layer
 from fedrl_kit.federation.replies import list_of, number, record
 from fedrl_kit.fedgrpo.queries import build_query_pool
+from fedrl_kit.fedgrpo.subject_scorer import SubjectRewardModels
 from fedrl_kit.methods import MethodSpec
 
 
@@ -38,8 +39,13 @@ def build_clients(run) -> dict:
     run.server_splits["queries"] = pool.server_view()
     run.truth_facts["queries"] = pool
     K = len(pool.client_data)
+    reward_models = None
+    if args.no_gt_scorer == "subject":  # the official code's scorer: one reward model per subject group
+        topic_of = dict(zip(pool.rows["prompt"], pool.rows["topic"]))
+        reward_models = SubjectRewardModels(policy, pool.client_data, topic_of, cfg.evaluator, cfg.seed)
     return {f"client_{i}": FedGRPOClient(f"client_{i}", i, data, policy, args, cfg.evaluator, cfg.seed,
-                                         malicious=i >= K - args.malicious, held=pool.client_held[i])
+                                         malicious=i >= K - args.malicious, held=pool.client_held[i],
+                                         reward_models=reward_models)
             for i, data in enumerate(pool.client_data)}
 
 

@@ -1,0 +1,188 @@
+"""The official code's no-ground-truth scorer (``fedgrpo.no_gt_scorer = "subject"``): one reward model per subject.
+
+In the official trainer (``rewards.py::model_reward`` of Liar-Mask/FedGRPO) each question goes by its subject to one
+of three GRPO-trained reward models, whichever clients were drawn as its experts; that model samples one answer per
+candidate (temperature 1.0, top-p 0.95), and the candidate scores 1 if the two final answers agree, else 0. Here:
+
+* the world's 7 topics form 3 fixed subject groups, split in the world's topic order 3/2/2 as the official code splits
+  MATH's 7 subjects (:data:`SUBJECT_GROUPS`);
+* each group's reward model is a LoRA adapter GRPO-trained (:func:`~fedrl_kit.fedgrpo.client.train_grpo_evaluator`)
+  on the labelled questions of that group held by one client, the one holding the most of them
+  (:func:`reward_model_holders`), so no label leaves its client (the official code trains its three models outside
+  the federation);
+* every expert of a question returns that model's scores (:class:`SubjectRewardModels`): the draw is seeded by the
+  question and its candidates, not by the expert, so the expert draw does not change a question's scores.
+
+Answers agree by exact string after ``normalise_answer``, not by ``math_verify``'s symbolic equivalence
+(:func:`agreement_scores`). Details: docs/fedgrpo.md, "No ground truth".
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import torch
+
+from fedrl_kit import seeding
+from fedrl_kit.policy.adapters import activate, ensure_adapter
+from fedrl_kit.rewards import extract_answer, normalise_answer
+from fedrl_kit.rollout import generate
+from fedrl_kit.world.tasks import DEFAULT_TOPICS
+
+SUBJECT_GROUPS: tuple[tuple[str, ...], ...] = (DEFAULT_TOPICS[:3], DEFAULT_TOPICS[3:5], DEFAULT_TOPICS[5:])
+"""The 3 subject groups of the embedded world's 7 topics, in its topic order split 3/2/2 as the official code groups
+MATH's subjects (Algebra, Intermediate Algebra, Prealgebra | Number Theory, Geometry | Precalculus, Counting &
+Probability): (add, sub, mul), (mod, max), (count, seq)."""
+
+TEMPERATURE, TOP_P = 1.0, 0.95
+"""how a reward model samples its answer (the official trainer's vLLM sampling)"""
+
+KEY_BASE = 1000
+"""group g's reward model uses the evaluator streams (init, GRPO batches) of "client index" KEY_BASE + g, apart
+from every client's own θ_k"""
+
+
+def subject_group(topic: str) -> int:
+    """The index of the subject group holding ``topic``; ValueError for a topic outside :data:`SUBJECT_GROUPS`."""
+    for g, topics in enumerate(SUBJECT_GROUPS):
+        if topic in topics:
+            return g
+    raise ValueError(f"fedgrpo.no_gt_scorer='subject' routes the embedded world's topics {DEFAULT_TOPICS}; "
+                     f"topic {topic!r} is in no subject group")
+
+
+def reward_model_holders(client_topics: list[list[str]]) -> dict[int, int]:
+    """Which client trains and keeps each subject group's reward model: the one whose labelled questions hold the
+    most of that group's (ties: the lowest client index). Groups no client holds a labelled question of are left out.
+
+    Args:
+        client_topics: for each client, the topics of its labelled questions.
+
+    Returns:
+        group index → client index.
+    """
+    holders = {}
+    for g in range(len(SUBJECT_GROUPS)):
+        counts = [sum(subject_group(t) == g for t in topics) for topics in client_topics]  # [K]
+        if max(counts, default=0) > 0:
+            holders[g] = int(np.argmax(counts))  # argmax takes the first maximum: the lowest index
+    return holders
+
+
+def agreement_scores(reward_completions: list[str], candidates: list[str]) -> np.ndarray:
+    """1 where the reward model's final answer and the candidate's are the same after ``normalise_answer``, else 0;
+    0 where either has no answer (the official ``compare_answer`` scores an unparseable answer 0).  -> [G]"""
+    def final(text):
+        a = extract_answer(text)
+        return None if a is None else normalise_answer(a)
+
+    return np.array([float(r is not None and r == c) for r, c in
+                     zip(map(final, reward_completions), map(final, candidates))])
+
+
+class TopPDraw:
+    """A logits processor for ``generate``: nucleus (top-p) sampling at a temperature, each question's rows drawn
+    from that question's own generator, so a question's draw does not depend on the others in the batch.
+
+    Args:
+        rows: ``(start, stop)`` rows of each question in the batch; ``seeds``: one seed per question.
+    """
+
+    def __init__(self, rows: list[tuple[int, int]], seeds: list[int], temperature: float, top_p: float, device):
+        self.rows, self.temperature, self.top_p = rows, temperature, top_p
+        self.generators = [torch.Generator(device=device).manual_seed(int(s)) for s in seeds]
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        probs = torch.softmax(scores.float() / self.temperature, dim=-1)  # [N, V]
+        sorted_p, order = probs.sort(dim=-1, descending=True)  # [N, V]
+        outside = sorted_p.cumsum(dim=-1) - sorted_p >= self.top_p  # [N, V] past the nucleus (top-1 always kept)
+        kept = torch.zeros_like(probs).scatter_(1, order, sorted_p.masked_fill(outside, 0.0))  # [N, V]
+        tokens = torch.cat([torch.multinomial(kept[a:b], num_samples=1, generator=gen)
+                            for (a, b), gen in zip(self.rows, self.generators)])  # [N, 1]
+        return torch.full_like(scores, float("-inf")).scatter_(1, tokens, 0.0)  # [N, V] argmax = the draw
+
+
+def sample_answers(policy, adapter: str, questions: list[str], G: int, seeds: list[int]) -> list[list[str]]:
+    """G completions of ``adapter`` per question (temperature 1.0, top-p 0.95), question i drawn with ``seeds[i]``.
+    -> n × [G]"""
+    if not questions:
+        return []
+    activate(policy.model, adapter)
+    device = next(policy.model.parameters()).device
+    draw = TopPDraw([(i * G, (i + 1) * G) for i in range(len(questions))], seeds, TEMPERATURE, TOP_P, device)
+    out = generate(policy.model, policy.tokenizer, list(questions), G, policy.max_new_tokens, TEMPERATURE,
+                   None, policy.chat, logits_processor=draw).completions  # [n·G]
+    return [out[i * G:(i + 1) * G] for i in range(len(questions))]
+
+
+class SubjectRewardModels:
+    """The 3 subject reward models of one run and the scores they give; shared by the clients (one process).
+
+    Group g's model is the adapter ``reward_subject_g`` of ``policy``, trained once, on first use, by its holder's
+    labelled questions of group g. In a deployment the experts would forward a question to the holder, as the
+    official trainer calls its reward model's server; here they share the process and call it directly.
+
+    Args:
+        policy: the clients' :class:`~fedrl_kit.policy.engine.Policy`.
+        client_data: each client's labelled data (prompt, answer, topic).
+        topic_of: D_s question → its topic (the simulator's; the official trainer reads the dataset's subject).
+        evaluator: :class:`~fedrl_kit.fedgrpo.args.EvaluatorArgs`, its ``grpo_*`` settings train the models.
+        seed: run seed.
+    """
+
+    def __init__(self, policy, client_data: list, topic_of: dict[str, str], evaluator, seed: int):
+        self.policy, self.topic_of, self.evaluator, self.seed = policy, topic_of, evaluator, seed
+        self.holders = reward_model_holders([list(d["topic"]) for d in client_data])
+        missing = sorted({subject_group(t) for t in topic_of.values()} - set(self.holders))
+        if missing:  # refused before the run starts, not when the first such question is scored
+            raise ValueError(f"fedgrpo.no_gt_scorer='subject': no client holds a labelled question of subject group(s) "
+                             f"{[SUBJECT_GROUPS[g] for g in missing]}, so D_s questions of them have no reward model; "
+                             f"raise fedgrpo.gt_fraction")
+        self.data = {g: client_data[k].select([i for i, t in enumerate(client_data[k]["topic"])
+                                               if subject_group(t) == g])
+                     for g, k in self.holders.items()}  # group → the holder's labelled questions of it
+        self.metrics: dict[int, dict] = {}  # group → its GRPO training metrics, once trained
+        self.given: dict[tuple, np.ndarray] = {}  # (question, candidates) → the scores already given
+
+    def adapter(self, g: int) -> str:
+        return f"reward_subject_{g}"
+
+    def ensure(self, g: int) -> None:
+        """Train group g's reward model once: a fresh LoRA adapter, then GRPO on its holder's questions of g."""
+        if g in self.metrics:
+            return
+        from fedrl_kit.fedgrpo.client import train_grpo_evaluator
+
+        name, key = self.adapter(g), KEY_BASE + g
+        torch.manual_seed(seeding.stream_seed("fedgrpo/evaluator_init", self.seed, key))  # the adapter's A
+        if name in self.policy.model.peft_config:  # left over from another run on this policy
+            self.policy.model.delete_adapter(name)
+        ensure_adapter(self.policy.model, name)
+        data = self.data[g]
+        self.metrics[g] = train_grpo_evaluator(self.policy, name, list(data["prompt"]),
+                                               [str(a) for a in data["answer"]], self.evaluator, self.seed, key)
+
+    def draw_seed(self, g: int, question: str, candidates: list[str]) -> int:
+        """The seed of the reward model's samples for (question, candidates) (stream ``fedgrpo/reward_samples``):
+        the same for every expert asked and for a resumed run, fresh whenever the candidates change."""
+        h = zlib.crc32("\x00".join([question, *candidates]).encode()) & 0x7FFFFFFF
+        return seeding.stream_seed("fedgrpo/reward_samples", self.seed, g, h)
+
+    def scores(self, questions: list[str], candidates: list[list[str]]) -> list[np.ndarray]:
+        """Each question's candidates scored by its subject group's reward model: one sampled answer per candidate,
+        0/1 agreement (:func:`agreement_scores`). A (question, candidates) pair scored before (by another expert of
+        the question) gets the same scores back, not a second draw.  -> n × [G]"""
+        keys = [(q, tuple(c)) for q, c in zip(questions, candidates)]
+        groups = [subject_group(self.topic_of[q]) for q in questions]
+        for g in sorted({g for g, k in zip(groups, keys) if k not in self.given}):
+            self.ensure(g)
+            rows = list(dict.fromkeys(i for i, (gi, k) in enumerate(zip(groups, keys))
+                                      if gi == g and k not in self.given))
+            for G in sorted({len(candidates[i]) for i in rows}):  # one batch per candidate count
+                batch = [i for i in rows if len(candidates[i]) == G]
+                sampled = sample_answers(self.policy, self.adapter(g), [questions[i] for i in batch], G,
+                                         [self.draw_seed(g, questions[i], candidates[i]) for i in batch])
+                for i, s in zip(batch, sampled):
+                    self.given[keys[i]] = agreement_scores(s, candidates[i])
+        return [self.given[k].copy() for k in keys]
