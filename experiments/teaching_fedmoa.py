@@ -316,6 +316,56 @@ def client_mid_round(make_config, cfg, policy, cid: str = "client_0"):
     return client, path
 
 
+def flat_grad(loss, params) -> np.ndarray:
+    """∇ of ``loss`` on ``params`` (the graph kept for the next objective's loss), flattened into one vector: g_k."""
+    import torch
+
+    return torch.cat([x.flatten() for x in torch.autograd.grad(loss, params, retain_graph=True)]).double().numpy()
+
+
+def step_inputs(client, rollouts):
+    """What eq. 8 needs beyond the batch: φ (the middle layer's LoRA factors, hooked) and one forward pass's
+    per-token log-probabilities, shared by the K losses."""
+    from fedrl_kit.fedmoa.client import hooked_lora_parameters
+    from fedrl_kit.rollout import per_token_logps
+
+    phi = hooked_lora_parameters(client.policy.model, client.layer)
+    return phi, per_token_logps(client.policy.model, rollouts, client.grpo.temperature)
+
+
+def package_weights(client, path, rollouts, scores) -> np.ndarray:
+    """The package's eqs. 8–10 on the same batch, on a copy of ``path`` (the written-out step is compared with it)."""
+    import copy
+
+    package = copy.deepcopy(path)
+    client.adapt_weights(rollouts, scores, package)
+    return package.weights
+
+
+def configs_table(run) -> pd.DataFrame:
+    """The reward configs A, B, C in one place: each config's rewards in the MATH/GSM8K-like cluster and the MBPP-like
+    one, and the initial w_acc its clients get in the live run (``run``) and in the stored grid. A family's j-th
+    client starts at ``plan.W0_SPREAD[j mod 5]``; the other rewards share the rest equally."""
+    from fedrl_kit.fedmoa import plan
+
+    def starts(num_clients):
+        clients = plan.client_plan("heter+heter", num_clients)
+        out: dict[str, list[float]] = {}
+        for (_, name), w in zip(clients, plan.initial_weights("heter+heter", clients)):
+            out.setdefault(name, [])
+            if w[0] not in out[name]:
+                out[name].append(w[0])
+        return out
+
+    live, grid = starts(len(run.clients)), starts(fedmoa_setting()["clients"])
+    return pd.DataFrame({"rewards (MATH/GSM8K-like)": {c: ", ".join(plan.REWARD_CONFIGS["math"][c]) for c in grid},
+                         "rewards (MBPP-like)": {c: ", ".join(plan.REWARD_CONFIGS["code"][c]) for c in grid},
+                         "initial w_acc, live run": {c: ", ".join(f"{w:g}" for w in live.get(c, [])) or "—"
+                                                      for c in grid},
+                         "initial w_acc, stored grid": {c: ", ".join(f"{w:g}" for w in grid[c]) for c in grid}}
+                        ).rename_axis("config")
+
+
 def step_table(names, g_now: np.ndarray, g_prev: np.ndarray, lam: float, w_before, w_ours, w_package) -> pd.DataFrame:
     """One local step of eqs. 8–10, one row per reward: ‖g_k‖², Δ_k, the cosine of consecutive gradients, λΔ_k and
     the weights before, after (the notebook's loop) and as the package's own step computes them."""
@@ -527,8 +577,8 @@ def findings_box() -> Markdown:
         + (f", under {MIN_WEIGHT_MOVE:g}: with rewards in [0, 1], r_w changes by less than that, so FedMOA trained on "
            "nearly fixed weights and only eqs. 11–12 acted. The report's verdict on λ: \"not tested\". "
            if untested else ". ") + link,
-        f"**w_acc drains where the paper's rises (Fig. 5).** Over all {hh['clients']} clients and {int(f4.seeds)} "
-        f"seeds it ends {abs(f4.difference):.3f} below its start. Eq. 10's moves, up and down, cancel to "
+        f"**w_acc drains where the paper's rises (Fig. 5).** Over all {hh['clients']} clients (both clusters) and "
+        f"{int(f4.seeds)} seeds it ends {abs(f4.difference):.3f} below its start. Eq. 10's moves, up and down, cancel to "
         f"{signed(split.difference[0], 3)} over the {hh['rounds']} rounds; at the boundaries the α-average takes "
         f"{abs(ap[0]):.3f} off (the α tilt) and the rescaling gives {rp[0]:.3f} back. {link}"]
     return Markdown("> **Three takeaways from the stored grid** (± : 95 % interval)\n>\n"
@@ -804,7 +854,8 @@ def grid_weights_figure(grid: dict | None = None) -> tuple[go.Figure, Markdown]:
         f"Within a round the lines stay nearly flat: a round of eq. 10 moves one client's w_acc by {within:#.2g} on "
         f"average (up or down). At each boundary they jump toward each other, by {jump:#.2g} on average: eq. 12 moves "
         f"w_acc about {jump / within:.0f} times as far as a whole round of eq. 10. {kept} Over the {rounds} rounds "
-        f"this cluster's w_acc {'falls' if change < 0 else 'rises'} by {abs(change):.3f} on average"
+        f"the w_acc of this cluster's {d.client.nunique()} clients {'falls' if change < 0 else 'rises'} by "
+        f"{abs(change):.3f} on average"
         + (": it drains, where the paper's rises." if change < 0 else "."))
     return fig, words
 
@@ -841,49 +892,35 @@ def arm_spread(grid: dict | None = None, family: str = "math", arms=METHODS) -> 
 
 
 def grid_pareto(grid: dict | None = None, family: str = "math", arms=METHODS) -> tuple[go.Figure, Markdown]:
-    """The paper's Fig. 3 from the stored grid: FedAvg-GRPO's and FedMOA's final global model per seed on the
-    family's tests (accuracy vs format), the models on their Pareto front ringed (so each one's arm stays visible)
-    on a dotted staircase; and beside it each arm's accuracy per seed with its mean ± sd. The words say what the
-    figure holds, not which arm is nearer the front (that is Exercise 6's answer: :func:`nearer_front`)."""
-    from plotly.subplots import make_subplots
-
+    """The paper's Fig. 3 from the stored grid, reduced to what varies: format is saturated (its range is in the
+    words), so the figure shows each arm's final global model per seed on accuracy, the models on the Pareto front
+    ringed, and each arm's mean ± sd. The words say what the figure holds, not which arm is nearer the front (that
+    is Exercise 7's answer: :func:`nearer_front`)."""
     pts = grid_points(grid, family, arms)
-    xy = pts[["accuracy", "format"]].to_numpy(dtype=float)
     front = pts["on the front"].to_numpy()
-    order = pareto_front_order(xy, front)
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.16,
-                        subplot_titles=("accuracy and format (ringed: on the front)",
-                                        "accuracy per seed; bar: mean ± sd"))
+    fig = go.Figure()
     for arm in arms:
         g = pts[pts.arm == arm]
         style = dict(color=ARM_COLOURS.get(arm), symbol=ARM_SYMBOLS.get(arm, "circle"),
                      line=dict(color="black", width=1))
-        fig.add_trace(go.Scatter(x=g.accuracy, y=g["format"], mode="markers", name=arm, legendgroup=arm,
-                                 marker=dict(size=11, **style)), row=1, col=1)
-        fig.add_trace(go.Scatter(x=g.accuracy, y=[arm] * len(g), mode="markers", legendgroup=arm, showlegend=False,
-                                 marker=dict(size=10, opacity=0.7, **style)), row=1, col=2)
-        fig.add_trace(go.Scatter(x=[g.accuracy.mean()], y=[arm], mode="markers", legendgroup=arm, showlegend=False,
+        fig.add_trace(go.Scatter(x=g.accuracy, y=[arm] * len(g), mode="markers", name=arm,
+                                 marker=dict(size=12, opacity=0.8, **style)))
+        fig.add_trace(go.Scatter(x=[g.accuracy.mean()], y=[arm], mode="markers", showlegend=False,
                                  error_x=dict(array=[g.accuracy.std()], width=8, color="black", thickness=2),
-                                 marker=dict(size=18, symbol="line-ns", line=dict(color="black", width=3))),
-                      row=1, col=2)
-    fig.add_trace(go.Scatter(x=xy[order, 0], y=xy[order, 1], mode="lines+markers", name="the Pareto front",
-                             line=dict(color="black", dash="dot", shape="vh"),
-                             marker=dict(symbol="circle-open", size=22, color="black", line=dict(width=2))),
-                  row=1, col=1)
-    fig.update_layout(template="plotly_white", height=400, legend=dict(orientation="h", y=-0.25),
-                      margin=dict(t=70), title=f"final global model of each seed ({PAPER_NAMES[family]}-like tests, "
-                                               "stored grid)")
-    fig.update_annotations(font_size=13)
+                                 marker=dict(size=20, symbol="line-ns", line=dict(color="black", width=3))))
+    on = pts[front]
+    fig.add_trace(go.Scatter(x=on.accuracy, y=on.arm, mode="markers", name="on the Pareto front",
+                             marker=dict(symbol="circle-open", size=24, color="black", line=dict(width=2))))
+    fig.update_layout(template="plotly_white", height=300, legend=dict(orientation="h", y=-0.35),
+                      margin=dict(t=60), title=f"final global model of each seed ({PAPER_NAMES[family]}-like tests, "
+                                               "stored grid); bar: mean ± sd")
     fig.update_xaxes(title="accuracy (pass@1)")
-    fig.update_yaxes(title="format (mean reward, full 0–1 scale)", range=[0, 1.05], row=1, col=1)
-    fig.update_yaxes(autorange="reversed", row=1, col=2)
-    on = pts[front].arm.value_counts()
-    held = " and ".join(f"{on.get(a, 0)} {a}" for a in arms)
+    fig.update_yaxes(autorange="reversed")
+    held = " and ".join(f"{on.arm.value_counts().get(a, 0)} {a}" for a in arms)
     words = Markdown(
-        f"Format is saturated: every model scores {pts['format'].min():.2f}–{pts['format'].max():.2f}, a flat line at "
-        f"the top of the left panel's full 0–1 scale, so the front mostly orders the models by accuracy. It holds "
-        f"{int(front.sum())} of the {len(pts)} models ({held}). Each "
-        f"arm's accuracy (pass@1 on the {PAPER_NAMES[family]}-like tests) over its seeds:")
+        f"Format is saturated (every model scores {pts['format'].min():.2f}–{pts['format'].max():.2f}), so the front "
+        f"orders the models by accuracy and the figure shows only that axis. The front holds {int(front.sum())} of "
+        f"the {len(pts)} models ({held}, ringed). Each arm over its seeds:")
     return fig, words
 
 

@@ -20,7 +20,7 @@
 #
 # **The problem.** GRPO for reasoning scores each answer with several rewards in [0, 1]: **accuracy** (1 if right),
 # **format** (1 if `<think>…</think><answer>…</answer>`), **tag count** (a quarter per one of those four tags present
-# exactly once), and trains on their weighted sum. Fixed weights waste signal: format is learnt fast, yet keeps its
+# once), and trains on their weighted sum. Fixed weights waste signal: format is learnt fast, yet keeps its
 # share. And federated clients may hold *different* rewards.
 #
 # **The method.** FedMOA changes FedAvg-GRPO in two places:
@@ -33,7 +33,7 @@
 # | cluster $S_c$ | clients sharing an accuracy reward (one task) |
 # | $w_k$, $w_{\text{acc}}$ | weight of reward $r_k$; of accuracy |
 # | $g_k$, λ | $r_k$'s gradient at step $t$; eq. 10's step size |
-# | $\Delta_k=g_k^{(t)}\cdot g_k^{(t-1)}$ | > 0 when $r_k$'s gradient repeats its last direction (eq. 9) |
+# | $\Delta_k=g_k^{(t)}\cdot g_k^{(t-1)}$ | > 0: $r_k$ has progress left (eq. 9) |
 # | $\alpha_m$, $\bar w_k$, $u$ | client $m$'s share in its cluster; α-average; weights before rescaling |
 # | $\theta^{(m)}$, $\theta^{(c)}$, $\theta$ | client, cluster, global adapter |
 #
@@ -43,14 +43,10 @@
 # papermill parameters (-p seed 1); the text describes these defaults
 preset_name = "quick"  # quick (2-core CPU) | smoke (seconds) | full (GPU, the paper's model) | full-smoke
 seed = 0               # one seed: one world, plan and run
-normalise = False      # True: Δ_k = cos(g_k^(t), g_k^(t−1)), not in the paper; λ = lam fixed
-lam = 0.1              # read only with normalise = True
 run_root = ""          # where runs go ("": runs/fedmoa/…)
 figures_dir = ""       # where figures go ("": the run folder's figures/)
 
 # %%
-import copy
-
 import ipywidgets as widgets
 import numpy as np
 import pandas as pd
@@ -58,15 +54,12 @@ import torch
 
 from experiments import teaching_fedmoa as tf
 from fedrl_kit import diagrams, notebook, viz
-from fedrl_kit.fedmoa.client import hooked_lora_parameters
 from fedrl_kit.fedmoa.weights import accuracy_aware_weights, hypergradient_step, per_objective_advantages
 from fedrl_kit.grpo import grpo_loss
-from fedrl_kit.rollout import per_token_logps
 from fedrl_kit.world.families import FAMILIES, PAPER_NAMES, make_family_world
 
-make_config = tf.config_maker(seed, normalise, lam)
-cfg, run_root, figures = notebook.setup("fedmoa", globals(), make_config, runs="run_root",
-                                        folder=dict(s=seed, normalise=normalise, lam=lam if normalise else None))
+make_config = tf.config_maker(seed)
+cfg, run_root, figures = notebook.setup("fedmoa", globals(), make_config, runs="run_root", folder=dict(s=seed))
 
 # %% [markdown]
 # ## 1. One round
@@ -88,24 +81,28 @@ diagrams.round_diagram("fedmoa")
 # $$\hat a_i=\frac{r_w(y_i)-\bar r}{\sigma_r},\qquad J(\theta)=\frac{1}{G}\sum_{i=1}^{G}\frac{1}{|y_i|}\sum_t
 # \min\Bigl(\rho_{i,t}\,\hat a_i,\ \operatorname{clip}(\rho_{i,t},0.8,1.25)\,\hat a_i\Bigr)\qquad\text{(3–4, no KL)}$$
 #
-# **Moving the weights.** Intuition: a reward whose gradient keeps pointing the same way has progress left: give it
-# more weight. A learnt reward scores all $G$ answers alike, so its advantages and gradient vanish: take weight off.
-# $L_k$ is GRPO's loss ($-J$) with $r_k$'s own advantage $\hat a_{i,k}$
-# (`per_objective_advantages`) in place of $\hat a_i$. Its gradient is taken on $\phi$,
-# the middle layer's LoRA factors, only (the paper's choice, for cost: each $g_k$ is one more backward pass, $K$ per
-# step). At step $t$:
+# **Moving the weights.** $L_k$ is GRPO's loss ($-J$) with $r_k$'s own advantage $\hat a_{i,k}$
+# in place of $\hat a_i$; its gradient $g_k$ is taken on $\phi$, the middle layer's
+# LoRA factors only (the paper's choice). At step $t$:
 #
 # $$\hat a_{i,k}=\frac{r_k(y_i)-\bar r_k}{\sigma_{r_k}},\quad g_k^{(t)}=\nabla_\phi L_k\ \text{(8)},\quad
 # \Delta_k^{(t)}=g_k^{(t)\top}g_k^{(t-1)}\ \text{(9)},\quad
 # w\leftarrow\operatorname{Proj}_{\text{simplex}}\bigl(w+\lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
-# $\cos(g_k^{(t)},g_k^{(t-1)})=\Delta_k/(\lVert g_k^{(t)}\rVert\lVert g_k^{(t-1)}\rVert)$ measures the repeat: 1 for
-# the same direction, 0 for unrelated ones. A useful λ depends on the gradients' size: our live run sets
-# $\lambda=0.05/\operatorname{mean}_k\lVert g_k\rVert^2$ per client each round (the *scale rule*, ours; the paper
-# fixes λ), so an exactly repeated gradient moves its weight by about 0.05.
+# **Why Δ_k: a hypergradient.** The last step moved $\theta_t=\theta_{t-1}-\eta\sum_jw_jg_j^{(t-1)}$, so by the chain
+# rule $\partial L_k(\theta_t)/\partial w_k\approx-\eta\,g_k^{(t)}\cdot g_k^{(t-1)}=-\eta\Delta_k$: a gradient for a
+# *weight*, not for θ. $\Delta_k>0$: more weight on $r_k$ would have lowered its loss now, so $r_k$ has progress
+# left and eq. 10 raises $w_k$. $\Delta_k\approx0$ (gradients unrelated, or vanished once all $G$ answers score
+# alike): none left. The paper's eqs. 5–7 derive this rule for a learning rate (Baydin et al.); we skip them.
 #
-# The projection subtracts the same shift ν from every weight, stopping at 0. So **a weight rises only when its
-# $\Delta_k$ is above the average Δ** (while none hits 0). A round's first step leaves $w$ as sent. In numpy:
+# $\cos(g_k^{(t)},g_k^{(t-1)})=\Delta_k/(\lVert g_k^{(t)}\rVert\lVert g_k^{(t-1)}\rVert)$: 1 for
+# the same direction, 0 for unrelated ones. A useful λ depends on the gradients' size: §4's run sets
+# $\lambda=0.05/\operatorname{mean}_k\lVert g_k\rVert^2$ per client each round (the *scale rule*, ours; the paper's
+# method fixes λ), so an exactly repeated gradient moves its weight by about 0.05.
+#
+# The paper names the simplex projection but not its algorithm; we use the standard Euclidean one: subtract the same
+# shift ν from every weight, stopping at 0. So **a weight rises only when its $\Delta_k$ is above the average Δ**. A
+# round's first step has no $g^{(t-1)}$, so eq. 10 acts τ − 1 times a round. In numpy:
 
 # %%
 def project_simplex(v):  # w_k = max(v_k − ν, 0), with the one ν that makes Σ w_k = 1
@@ -149,7 +146,7 @@ answer_1 = round(float(w_big[0]), 2)
 notebook.check_explained(prediction_1, answer_1, tf.projection_why(w_toy + 0.25 * delta, w_big), tolerance=0.01)
 
 # %% [markdown]
-# The paper's story over thirty steps: format saturates (its gradient decays), accuracy and tag count keep learning.
+# Over thirty steps: format saturates (its gradient decays); accuracy and tag count keep learning.
 
 # %%
 w_run, hist = np.array([0.4, 0.3, 0.3]), []
@@ -167,8 +164,7 @@ display(fig)
 #
 #
 # ## 3. The server: α and eq. 12
-# Each client sends $\theta^{(m)}$, its weights and its number of examples $N_m$. In cluster $S_c$, eq. 11 gives
-# client $m$ a share $\alpha_m$ that grows as its accuracy weight falls (ε = 10⁻⁶):
+# In cluster $S_c$, eq. 11 gives client $m$ a share $\alpha_m$ that grows as its accuracy weight falls (ε = 10⁻⁶):
 #
 # $$s_m=\frac{1}{w_{\text{acc}}^{(m)}+\varepsilon},\qquad\alpha_m=\frac{e^{s_m}}{\sum_{m'\in S_c}e^{s_{m'}}}
 # \qquad\text{(11)}$$
@@ -186,37 +182,43 @@ for pair in [(0.4, 0.5), (0.1, 0.2), (0.0, 0.1)]:  # the same 0.1 gap, nearer an
     print(f"w_acc {pair}: α = {tuple(accuracy_aware_weights(pair).round(3).tolist())}")
 
 # %% [markdown]
-# The learnt client's $w_{\text{acc}}$ falls, so its model leads: the paper reads a low $w_{\text{acc}}$ as "accuracy
-# closer to convergence". **A tension:** eq. 10 *raises* $w_{\text{acc}}$ while accuracy is being learnt (its
-# gradient repeats; the paper's Fig. 5 shows it rising). The two agree only once accuracy's gradient vanishes, as
-# here. Otherwise a low $w_{\text{acc}}$ may just mean a noisy gradient, a low start or eq. 12's rescaling (§4;
-# takeaway 3: the grid's $w_{\text{acc}}$ drains though accuracy is far from learnt).
+# **The paper's reason:** a low $w_{\text{acc}}$ means "accuracy closer to convergence": that model should lead.
 #
-# Eq. 11 is steep: a 0.1 gap weighs far more near 0. At $w_{\text{acc}}=0$, $s=1/\varepsilon$: that client takes α = 1,
-# and every client is sent its $w_{\text{acc}}=0$: **winner takes all**. Since lower $w_{\text{acc}}$ gets more α, the
-# α-average $\bar w_{\text{acc}}$ lies *below* the plain mean: the **α tilt**.
+# **What can go wrong.** Eq. 10 *raises* $w_{\text{acc}}$ while accuracy is being learnt, so a low $w_{\text{acc}}$
+# signals progress only once accuracy's gradient vanishes; else it may mean noise or a low start. And eq. 11 is
+# steep (printed above): near 0 a small gap weighs far more; at $w_{\text{acc}}=0$ that client takes α = 1: **winner
+# takes all**.
 #
-# **Eq. 12: back to the clients.** The cluster's model is the α-average of the $\theta^{(m)}$ (the paper's design: α
-# replaces FedAvg's $N_m$ in a cluster). So is each weight *every* client of the cluster holds; client $m$ keeps
-# the rest and rescales to sum 1:
+# **Eq. 12: back to the clients.** The cluster's model is the α-average of the $\theta^{(m)}$ (α replaces FedAvg's
+# $N_m$ in a cluster). So is each weight *every* client of the cluster holds (a reward only some hold, like tag count
+# or length_short, is not averaged); client $m$ keeps its others and rescales to sum 1:
 #
 # $$\theta^{(c)}=\sum_{m\in S_c}\alpha_m\theta^{(m)},\quad\bar w_k=\sum_{m\in S_c}\alpha_mw_k^{(m)},\quad
 # u_k=\begin{cases}\bar w_k&k\text{ shared}\\w_k^{(m)}&\text{otherwise}\end{cases},\quad
 # w^{(m\leftarrow c)}=\frac{u}{\sum_ju_j}\qquad\text{(12)}$$
 #
+# Since lower $w_{\text{acc}}$ gets more α, $\bar w_{\text{acc}}$ lies *below* the plain mean: the **α tilt**. And
 # $\sum_ju_j=1+\sum_{k\text{ shared}}(\bar w_k-w_k^{(m)})$: shared weights returned larger in total shrink all the
-# client's weights (**dilution**); smaller, they grow (**inflation**).
-#
+# client's weights (**dilution**); smaller, they grow (**inflation**). A client holds (accuracy, format) = (0.5, 0.5);
+# only accuracy is shared:
+
+# %%
+for w_bar in (0.6, 0.4):  # the shared w̄_acc returned: above, then below the client's own 0.5
+    u_k = np.array([w_bar, 0.5])  # (w̄_acc, its own format weight)
+    print(f"w̄_acc = {w_bar}: u sums to {u_k.sum():.1f}, w_acc = {w_bar}/{u_k.sum():.1f} = {u_k[0] / u_k.sum():.3f}"
+          f" ({'diluted below' if u_k.sum() > 1 else 'inflated above'} w̄_acc)")
+
+# %% [markdown]
 # Then one global model, clusters weighted by examples:
 #
 # $$\theta=\sum_c\frac{N_c}{N}\,\theta^{(c)}\qquad\text{(13)}$$
 #
-# Only $w^{(m\leftarrow c)}$ stays personal. The round (`fedmoa/algorithm.py::run_round`):
+# Only $w^{(m\leftarrow c)}$ stays personal. The round:
 # ```
 # for round = 1..R:
 #   each client m, from θ and w^(m←c) (round 1: initial w), for t = 1..τ:
 #     b×G answers, each scored by every r_k
-#     g_k (eq. 8); if t > 1: w ← Proj(w + λΔ) (eqs. 9–10)
+#     g_k (eq. 8); if t > 1: w ← Proj(w + λΔ) (eqs. 9–10; τ − 1 times a round)
 #     one GRPO step on r_w (eqs. 2–4)
 #   clients send θ^(m), reward names, w^(m), N_m
 #   per cluster: α, θ^(c), w^(m←c) (eqs. 11–12)
@@ -263,9 +265,9 @@ notebook.check_explained(prediction_3, answer_3, f"α = {np.round(a3, 3).tolist(
 
 # %% [markdown]
 # ## 4. A real run
-# Six clients in the paper's Heter+Heter setting: each holds one dataset and its rewards (Homo+Homo: all share
-# both). FedMOA against FedAvg-GRPO (fixed weights, θ averaged by $N_m$). A client's *config* (A, B) fixes its
-# rewards and initial weights:
+# The **live run**: six clients trained here, in the paper's Heter+Heter setting (each client has its own dataset and
+# reward set; Homo+Homo: one of each for all). FedMOA against FedAvg-GRPO (fixed weights, θ
+# averaged by $N_m$). Three toy families stand in for the paper's datasets:
 
 # %% tags=["nbval-check-output"]
 world = make_family_world(seed, 10, 4)
@@ -278,41 +280,42 @@ first, moa_records = runs["FedMOA"]
 print(f"R = {cfg.rounds} rounds of τ = {cfg.local_steps} local steps; each step b = {cfg.prompts_per_step} prompts × "
       f"G = {cfg.num_generations} answers; learning rate {cfg.learning_rate:g}; clip ρ to "
       f"[{1 - cfg.epsilon:g}, {1 + cfg.epsilon_high:g}]; λ: §2's scale rule")
-tf.clients_table(first)
+display(tf.clients_table(first))
+tf.configs_table(first)  # configs A, B, C (C: only in §6's stored grid)
 
 # %% [markdown]
-# **One local step, written out.** Client_0, round 1, step 2, on a fresh federation; step 1 (the
-# package) left $g^{(t-1)}$ and λ (§2's scale rule). Format's and tag count's rows will agree: on this batch both
-# rewards spread each group's answers alike (score pairs printed), so their $\hat a_{i,k}$, hence $g_k$, are equal.
+# A **config** fixes a client's rewards. Initial $w_{\text{acc}}$ (ours; the paper gives none): a family's $j$-th
+# client gets 0.5, 0.4, 0.3, 0.45, 0.35 ($j$ mod 5); its other rewards share the rest.
+#
+# **One local step, written out.** Client_0, round 1, step 2; step 1 (the package) left $g^{(t-1)}$ and λ.
 
 # %%
 client, path = tf.client_mid_round(make_config, cfg, first.policy, "client_0")  # path: w, g^(t−1), λ after step 1
-model, K, G, s = client.policy.model, len(client.names), cfg.num_generations, client.grpo
+K, G, s = len(client.names), cfg.num_generations, client.grpo
 rollouts, scores = client.rollout_scores(round=1, step=1)  # b·G answers, each scored by every r_k: [b·G, K]
-adv = per_objective_advantages(scores.reshape(-1, G, K)).reshape(-1, K)  # eq. 3's â, once per r_k: [b·G, K]
-adv = torch.tensor(adv, dtype=torch.float32)
-phi = hooked_lora_parameters(model, client.layer)  # φ: the middle layer's LoRA factors
-logps = per_token_logps(model, rollouts, s.temperature)  # one forward pass, shared by the K losses
-g = []
-for k in range(K):  # eq. 8: L_k = GRPO's loss (eqs. 3–4) on r_k alone, then one backward pass
+adv = torch.tensor(per_objective_advantages(scores.reshape(-1, G, K)).reshape(-1, K), dtype=torch.float32)  # â_i,k
+phi, logps = tf.step_inputs(client, rollouts)  # φ (hooked LoRA factors); one forward pass for all K losses
+g_now = []
+for k in range(K):  # eq. 8: L_k = GRPO's loss on r_k alone (ρ = 1: the batch was just sampled), one backward pass
     L_k, _ = grpo_loss(logps, logps.detach(), adv[:, k], rollouts.completion_mask, s.epsilon, s.epsilon_high,
-                       loss_type=s.loss_type)  # ρ = 1: the batch was just sampled
-    g.append(torch.cat([x.flatten() for x in torch.autograd.grad(L_k, phi, retain_graph=True)]).double().numpy())
-g_now = np.stack(g)  # [K, |φ|]
-delta = (g_now * path.g_prev).sum(axis=1)  # eq. 9
-w = project_simplex(path.weights + path.lam * delta)  # eq. 10, with §2's projection
-package = copy.deepcopy(path)
-client.adapt_weights(rollouts, scores, package)  # the package's eqs. 8–10 on the same batch, for comparison
-r_w = torch.tensor(scores @ w, dtype=torch.float32)  # eq. 2
-client.passes.grpo_step(client.policy, client.cid, client.optimizer, rollouts, r_w, s)  # eqs. 3–4: one Adam step
-display(tf.step_table(client.names, g_now, path.g_prev, path.lam, path.weights, w, package.weights))
-print(f"λ = {path.lam:.3g}; |φ| = {g_now.shape[1]:,} numbers; largest |loop − package| = "
-      f"{np.abs(w - package.weights).max():.1e}; (format, tag_count) scores seen: "
-      f"{sorted(set(map(tuple, scores[:, 1:].round(2).tolist())))}; their â equal: {torch.equal(adv[:, 1], adv[:, 2])}")
+                       loss_type=s.loss_type)
+    g_now.append(tf.flat_grad(L_k, phi))  # g_k: [|φ|]
+delta = (np.stack(g_now) * path.g_prev).sum(axis=1)  # eq. 9
+w = project_simplex(path.weights + path.lam * delta)  # eq. 10
+w_package = tf.package_weights(client, path, rollouts, scores)  # the package on the same batch, to compare
+client.passes.grpo_step(client.policy, client.cid, client.optimizer, rollouts,  # eqs. 2–4: one Adam step on r_w
+                        torch.tensor(scores @ w, dtype=torch.float32), s)
+display(tf.step_table(client.names, np.stack(g_now), path.g_prev, path.lam, path.weights, w, w_package))
+print(f"λ = {path.lam:.3g}; |φ| = {len(g_now[0]):,}; largest |loop − package| = {np.abs(w - w_package).max():.1e}; "
+      f"(format, tag_count) scores seen: {sorted(set(map(tuple, scores[:, 1:].round(2).tolist())))}")
 
 # %% [markdown]
-# Cluster 0 after round 1: weights (blank: a reward not held), eq. 11's α, and eq. 10's largest move,
-# $\max_m|w_{\text{acc}}^{\text{end}}-w_{\text{acc}}^{\text{start}}|$.
+# Format and tag count score each answer alike (pairs printed), so their rows agree. Every Δ is slightly negative by
+# chance: two batches' gradients are nearly unrelated (cos ≈ 0). Accuracy's weight falls as its λΔ is the most
+# negative; the projection lifts the rest.
+
+# %% [markdown]
+# Cluster 0 after round 1 (blank: a reward not held):
 
 # %%
 cluster = tf.cluster_of(first, "client_0")
@@ -349,7 +352,8 @@ pd.DataFrame({"u sums to": u.sum(axis=1), "w_acc by hand": w_back["accuracy"],
               "w_acc the run sent": tf.sent_weights(moa_records, round=2).loc[cluster, "accuracy"]}).round(4)
 
 # %% [markdown]
-# Last round: **global_accuracy** is θ's pass@1 averaged over the three families' tests;
+# Last round: **global_accuracy** is θ's pass@1 (share of sampled test answers right) over the three
+# families' tests;
 # **aggregated_reward** averages each client's rewards equally, then over clients.
 
 # %%
@@ -361,20 +365,21 @@ print(f"FedMOA − FedAvg-GRPO: {gap:+.3f} × {answers} answers = {gap * answers
 
 # %% [markdown]
 # ## 5. Why the weights barely move
-# How much do consecutive gradients repeat ($|\cos(g_k^{(t)},g_k^{(t-1)})|$, replayed round 1)? And each run's λ:
+# How much do consecutive gradients repeat (round 1 replayed)? And each run's λ:
 
 # %%
 probes = tf.probe_round(make_config, cfg, first.policy)  # g_k of round 1's batches at the untrained model
 LAMS = tf.replay_lambdas(probes)  # 1, 10, 100 × the median over clients of the rule's λ in this replayed round
 cos = np.abs(tf.consecutive_cosines(probes))  # |cos(g_k^(t), g_k^(t−1))| over clients, rewards, steps
-print(f"replayed round: |cos(g_k^(t), g_k^(t−1))| median {np.median(cos):.2f}, max {cos.max():.2f}")
+tau_replay = len(next(iter(probes.values()))["grads"])  # local steps replayed
+print(f"replayed round (τ = {tau_replay}): |cos(g_k^(t), g_k^(t−1))| median {np.median(cos):.2f}, max {cos.max():.2f}")
 tf.lambda_line(cfg, moa_records)
 
 # %% [markdown]
 # ### Exercise 5
-# The widget below replays round 1 (untrained model; eq. 10 acts twice) at 1, 10 and 100 × the clients' median
-# rule λ. From §2's scale rule and the |cos| above: at which multiple does eq. 10 first drive a $w_{\text{acc}}$
-# (from 0.4 or 0.5) to 0?
+# The widget below replays round 1 from the untrained model, τ = 3 (printed above: eq. 10 acts twice), at 1, 10 and
+# 100 × the clients' median rule λ. From the scale rule and the |cos| above: at which multiple does eq. 10 first
+# drive a $w_{\text{acc}}$ to 0?
 
 # %%
 prediction_5 = None  # 1, 10, 100 or "none"
@@ -385,9 +390,7 @@ why = tf.replay_answer(probes, cfg, LAMS).words.removeprefix("Answer: ")  # what
 notebook.check_explained(prediction_5, answer_5, why)
 
 # %% [markdown]
-# Now look: $w_{\text{acc}}$ as sent, after eq. 10, after eq. 12. Below the second table: eq. 10's largest move
-# $\max_m|w_{\text{acc}}^{\text{eq. 10}}-w_{\text{acc}}^{\text{start}}|$ vs eq. 12's
-# $\max_m|w_{\text{acc}}^{\text{sent}}-w_{\text{acc}}^{\text{eq. 10}}|$.
+# $w_{\text{acc}}$ as sent, after eq. 10, after eq. 12:
 
 # %%
 def show_replay(lam, static=False):
@@ -402,6 +405,9 @@ notebook.knobs(show_replay, **controls)
 
 # %%
 display(tf.replay_all(probes, cfg, LAMS))  # w_acc sent back at every λ
+t = tf.replay_view(probes, cfg, LAMS[list(LAMS)[0]], "")[1]  # at 1 × the rule: the table above the widget
+print(f"largest move of w_acc, eq. 10: {(t['w_acc after eq. 10'] - t['w_acc start']).abs().max():.4f}; "
+      f"eq. 12: {(t['w_acc sent (eq. 12)'] - t['w_acc after eq. 10']).abs().max():.2f}")
 tf.replay_why(probes, cfg, LAMS)
 
 # %% [markdown]
@@ -430,8 +436,7 @@ answer_6 = tf.leaves_front(new_model)
 notebook.check_explained(prediction_6, answer_6, tf.leaves_front_why(new_model))
 
 # %% [markdown]
-# **Reading a front over seeds.** Each point: one seed's final global model (the paper's Fig. 3 traces its global
-# model over training, client checkpoints as grey dots). An arm is *nearer the front* when its
+# **Reading a front over seeds.** Each point: one seed's final global model. An arm is *nearer the front* when its
 # models beat the other's by more than either arm's sd over seeds.
 #
 # ### Exercise 7
@@ -455,9 +460,9 @@ viz.export(fig, "fedmoa_pareto_accuracy_format", figures)
 display(fig, words, spread)
 
 # %% [markdown]
-# **The accuracy weight over rounds (analogue of the paper's Fig. 5).** The grid's accuracy cluster adds config C
-# (accuracy and tag count, no format), so eq. 12 shares only accuracy. First boundary: plain mean of $w_{\text{acc}}$
-# against $\bar w_{\text{acc}}=\sum_m\alpha_mw_{\text{acc}}^{(m)}$:
+# **The accuracy weight over rounds (the paper's Fig. 5).** The grid's accuracy cluster holds configs A,
+# B and C (§4's table), so eq. 12 shares only accuracy. First boundary: plain mean of $w_{\text{acc}}$ against
+# $\bar w_{\text{acc}}$:
 
 # %%
 display(tf.paper_claim(5))
@@ -476,10 +481,6 @@ moves = tf.boundary_moves()  # per config: mean w_acc at round 1's end, as sent 
 answer_8 = set(moves.index[moves.rises])
 notebook.check_explained(prediction_8, answer_8, tf.boundary_why(moves))
 
-# %% [markdown]
-# Under the figure: a round's eq. 10 move, mean $|w_{\text{acc}}^{(\tau)}-w_{\text{acc}}^{(1)}|$ (last against
-# first step), against a boundary's jump, mean $|w_{\text{acc}}^{\text{sent}}-w_{\text{acc}}^{(\tau)}|$.
-
 # %%
 fig, words = tf.grid_weights_figure()
 viz.export(fig, "fedmoa_weights", figures)
@@ -487,11 +488,13 @@ display(fig)
 words
 
 # %%
-display(tf.accuracy_differences())  # finding 1's accuracy, seed by seed
+display(tf.accuracy_differences())  # takeaway 1's accuracy, seed by seed
+display(tf.boundary_split().mean().round(3).to_frame("w_acc change at the boundaries, all clients"))  # takeaway 3
 tf.findings_box()
 
 # %% [markdown]
 # ## 7. What to remember
-# - Eq. 10 raises a weight only when its $\Delta_k$ beats the average; noisy gradients barely repeat.
-# - Eq. 11 favours a *lower* $w_{\text{acc}}$ (α tilt; at 0, winner takes all): progress only if gradients vanish.
-# - Eq. 12's rescaling dilutes or inflates $w_{\text{acc}}$, so α can rank reward sets instead of progress.
+# - Eq. 10 is a hypergradient step: a weight rises only when its $\Delta_k$ beats the average; noisy gradients barely
+#   repeat.
+# - Eq. 11 favours a *lower* $w_{\text{acc}}$: progress only once gradients vanish.
+# - Eq. 12's rescaling can make α rank reward sets, not progress.

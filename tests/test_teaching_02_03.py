@@ -234,7 +234,7 @@ def test_the_grids_front_is_ringed_over_the_two_arms_and_its_words_give_no_verdi
     from experiments import teaching_fedmoa as tf
 
     fig, words = tf.grid_pareto()
-    front = [t for t in fig.data if t.name == "the Pareto front"]
+    front = [t for t in fig.data if t.name == "on the Pareto front"]
     assert len(front) == 1 and front[0].marker.symbol == "circle-open"  # the arm's marker stays visible inside
     pts = tf.grid_points()
     assert set(pts.arm) == {"FedAvg-GRPO", "FedMOA"} and len(front[0].x) == pts["on the front"].sum()
@@ -374,8 +374,33 @@ def test_the_folded_whys_of_exercises_1_6_and_8_quote_the_computed_values():
     assert all(f"{c} {r['end of round 1']:.3f} → {r['sent for round 2']:.3f}" in eight for c, r in moves.iterrows())
 
 
-def test_the_grids_pareto_panel_shows_format_on_its_full_scale():
+def test_the_grids_pareto_figure_draws_accuracy_only_and_gives_formats_flat_range_in_words():
     from experiments import teaching_fedmoa as tf
 
     fig, words = tf.grid_pareto()
-    assert tuple(fig.layout.yaxis.range) == (0, 1.05) and "full 0–1 scale" in words.data
+    pts = tf.grid_points()
+    assert all(t.y is None or set(t.y) <= set(pts.arm) for t in fig.data)  # rows are arms: no format axis drawn
+    assert f"{pts['format'].min():.2f}–{pts['format'].max():.2f}" in words.data
+
+
+def test_the_configs_table_holds_each_configs_rewards_and_initial_accuracy_weights():
+    from types import SimpleNamespace
+
+    from experiments import teaching_fedmoa as tf
+
+    t = tf.configs_table(SimpleNamespace(clients=[f"client_{i}" for i in range(6)]))
+    assert list(t.index) == ["A", "B", "C"]
+    assert t.loc["B", "rewards (MBPP-like)"].endswith("length_short") and t.loc["C", "initial w_acc, live run"] == "—"
+    assert t.loc["A", "initial w_acc, stored grid"] == "0.5, 0.45" and t.loc["B", "initial w_acc, stored grid"] == "0.4, 0.35"
+
+
+def test_flat_grad_is_one_vector_over_the_parameters_and_keeps_the_graph():
+    import numpy as np
+    import torch
+
+    from experiments import teaching_fedmoa as tf
+
+    a, b = torch.ones(2, requires_grad=True), torch.ones(3, requires_grad=True)
+    loss = (2 * a).sum() + (b ** 2).sum()
+    assert np.allclose(tf.flat_grad(loss, [a, b]), [2, 2, 2, 2, 2])
+    assert np.allclose(tf.flat_grad(loss, [a]), [2, 2])  # the graph was kept for a second objective
