@@ -270,8 +270,11 @@ def live_round_note(drift: pd.DataFrame, end: pd.DataFrame, results=F.RESULTS) -
     agree = ("Every arm with public steps ends pointing more alike than FedAvg-GRPO"
              if below_here else "Not every arm with public steps ends pointing more alike than FedAvg-GRPO")
     listed = ", ".join(f"{a.replace('PubSwap ', '')} {v:.2f}" for a, v in ratio.items())
-    return Markdown(f"**What this round shows.** {part}{agree} (δ_pair / u: {listed}). One round of one seed ranks "
-                    "nothing: §5 does.")
+    here_order = " < ".join(a.replace("PubSwap ", "") for a in here["δ_pair"].sort_values().index)
+    stored = " < ".join(a.replace("PubSwap ", "") for a in update_sizes(results)["final δ_pair"].sort_values().index)
+    flag = "the same order" if here_order == stored else "a different order"
+    return Markdown(f"**What this round shows.** {part}{agree} (δ_pair / u: {listed}). Final δ_pair here: "
+                    f"{here_order}; over the stored seeds (§5): {stored}, {flag}. One round of one seed ranks nothing.")
 
 
 def shared_pull(drift: pd.DataFrame) -> tuple[pd.DataFrame, Markdown]:
@@ -357,7 +360,10 @@ def stored_grid(results=F.RESULTS) -> pd.DataFrame:
 def stored_means(results=F.RESULTS) -> pd.DataFrame:
     """Exercise 5's data: per arm at the stored τ, the seeds, the final δ_pair and δ_pair / u (means over seeds), the
     two panels of the stored figure as numbers, without the update size u the exercise asks about."""
-    return update_sizes(results).drop(columns="update size u")
+    s = F.pubswap_setting(results)
+    table = update_sizes(results).drop(columns="update size u")
+    table.index.name = f"τ = {s['tau']}, {s['rounds']} rounds ({s['steps']} local steps)"
+    return table
 
 
 def _grid(results=F.RESULTS) -> pd.DataFrame:
@@ -384,7 +390,7 @@ ORDER = ["FedAvg-GRPO", "no-swap control", "PubSwap Balanced", "PubSwap Random"]
 
 
 def stored_drift_figure(results=F.RESULTS) -> go.Figure:
-    """Two panels over the stored τ's arms, both y axes from 0: final δ_pair, and δ_pair divided by the update size u
+    """Two panels over the stored τ's arms, y axes around the data (from 0 they flatten the differences): final δ_pair, and δ_pair divided by the update size u
     (each client's distance from the round's broadcast adapter, mean over clients) with √2, the ratio of updates of
     equal length in unrelated directions. One dot per seed; a solid grey line joins each seed that ran all four arms, a dashed one the
     seeds that ran only FedAvg-GRPO and Balanced; beside the dots each arm's mean with its 95 % t-interval."""
@@ -418,13 +424,13 @@ def stored_drift_figure(results=F.RESULTS) -> go.Figure:
                                      name=f"{name}: mean ± 95 % t-interval ({n} seeds)", showlegend=col == 1),
                           row=1, col=col)
     fig.add_hline(y=float(np.sqrt(2)), line=dict(color="#444", dash="dot"), row=1, col=2)
-    high = int(rows.drift_end_pairwise_effective.max()) + 2
+    low, high = int(rows.drift_end_pairwise_effective.min()) - 1, int(rows.drift_end_pairwise_effective.max()) + 2
     fig.update_layout(template="plotly_white", height=600, width=900, margin=dict(t=90, l=60),
-                      legend=dict(font=dict(size=13), orientation="h", y=-0.16),
+                      legend=dict(font=dict(size=10), orientation="h", y=-0.16),
                       title=dict(text=f"stored runs at τ = {s['tau']} ({s['rounds']} rounds, {s['steps']} local "
                                       "steps), measured after each round's last step", x=0.02, y=0.97))
-    fig.update_yaxes(title_text="final δ_pair", range=[0, high], row=1, col=1)  # from 0: sizes compare honestly
-    fig.update_yaxes(title_text="δ_pair / u (0: identical)", range=[0, 1.5], row=1, col=2)
+    fig.update_yaxes(title_text="final δ_pair (axis not from 0)", range=[low, high], row=1, col=1)
+    fig.update_yaxes(title_text="δ_pair / u (0: identical)", range=[1.0, 1.5], row=1, col=2)
     fig.update_xaxes(tickvals=list(x.values()), ticktext=["FedAvg-<br>GRPO", "no-swap<br>control", "Balanced",
                                                          "Random"], tickangle=0, range=[-0.4, len(ORDER) - 0.4])
     return fig
@@ -479,6 +485,7 @@ def accuracy_claims(results=F.RESULTS) -> tuple[pd.DataFrame, Markdown]:
         return 100 * mean, 100 * half, n
 
     gain = {t: diff("pubswap_balanced", "fedavg_grpo", t) for t in taus}
+    ctl = control_accuracy(results)
     rnd = {t: diff("pubswap_random", "pubswap_balanced", t) for t in taus}
 
     def gain_word(m, h):
@@ -493,7 +500,10 @@ def accuracy_claims(results=F.RESULTS) -> tuple[pd.DataFrame, Markdown]:
         m, h, n = d
         return f"{m:+.2f} ± {h:.2f} ({n} seeds): {word(m, h)}"
     table = pd.DataFrame({"Balanced − FedAvg-GRPO": [cell(gain[t], gain_word) for t in taus],
-                          "Random − Balanced": [cell(rnd[t], random_word) for t in taus]},
+                          "Random − Balanced": [cell(rnd[t], random_word) for t in taus],
+                          "control − FedAvg-GRPO": [cell(ctl[t], random_word).replace("Random better", "control better")
+                                                    .replace("Random worse", "control worse") if t in ctl else "not run"
+                                                    for t in taus]},
                          index=pd.Index([f"τ = {t}" for t in taus], name="pass@1, points"))
 
     def at(words, word, among=taus):
@@ -521,6 +531,21 @@ def accuracy_claims(results=F.RESULTS) -> tuple[pd.DataFrame, Markdown]:
         f"Every row here ran {' or '.join(map(str, steps))} local steps per client. *Balanced beats FedAvg-GRPO* "
         f"(the paper's median gain: {median:+.2f} points): {first}. *Random beats Balanced at small τ*: {second}.")
     return table, note
+
+
+def control_accuracy(results=F.RESULTS) -> dict[int, tuple[float, float, int]]:
+    """pass@1 of the no-swap control (PubSwap's private steps, no swap) minus FedAvg-GRPO's, points, paired by seed
+    (mean, 95 % t half-width, seeds) at each τ where the control ran as long as the accuracy table's rows."""
+    from experiments.sweep import _compare
+
+    g = _grid(results)
+    g = g[g.table.isin(["table1", "control"])]
+    out = {}
+    for tau in sorted(set(g.query("method == 'pubswap_noswap'").tau)):
+        mean, _, half, n = _compare(g, {"method": "pubswap_noswap", "tau": tau}, {"method": "fedavg_grpo", "tau": tau},
+                                    "pass@1_final")
+        out[int(tau)] = (100 * mean, 100 * half, n)
+    return out
 
 
 def drift_demo() -> pd.DataFrame:
@@ -625,10 +650,11 @@ def swap_widget(gen, prompt: int):
     def show_swap(rule, K, client, prompt, summary=False):
         res = swap_public(gen, rule, K)
         v = group_table(gen, res, client, prompt)
-        print(f"{rule}, K = {K}: {cids[client]} on {gen.batch['prompt'][prompt]!r}: α_n = {v.attrs['alpha']:.3f}")
+        print(f"{rule}, K = {K}: {cids[client]} on {gen.batch['prompt'][prompt]!r}: swapped fraction f_n = "
+              f"{v.attrs['alpha']:.3f}")
         display(random_view(v, cids[client]) if rule == "random" else v)
         if summary:
-            display(pd.DataFrame({"α_n (mean over prompts)": np.mean([r.replacement_fraction for r in res], axis=0),
+            display(pd.DataFrame({"f_n (mean over prompts)": np.mean([r.replacement_fraction for r in res], axis=0),
                                   "right answers in the group (mean)": np.mean([r.correct.sum(axis=1) for r in res],
                                                                                axis=0)}, index=cids).T.round(3))
 
@@ -659,24 +685,24 @@ def random_group_note(gen, correct: pd.DataFrame, prompt: int) -> Markdown:
 
 # -- the exercises' answers -----------------------------------------------------------------------------------------
 def random_alpha_line(gen, swaps, prompt: int, client: int = 0) -> Markdown:
-    """Client ``client``'s α_n(x) under Random on ``prompt``: the share of the one group not from it."""
+    """Client ``client``'s f_n(x) under Random on ``prompt``: the share of the one group not from it."""
     K = gen.num_generations
     alpha = float(swaps["random"][prompt].replacement_fraction[client])
     return Markdown(f"Under Random, {gen.client_ids[client]} on {gen.batch['prompt'][prompt]!r}: "
-                    f"α_{client}(x) = {round(alpha * K)}/{K} = {alpha:.3f}.")
+                    f"f_{client}(x) = {round(alpha * K)}/{K} = {alpha:.3f}.")
 
 
 def exercise_random_share(gen, swaps, prompt: int, client: int = 0) -> tuple[float, str]:
-    """E[α_n] under Random, over its draws: 1 − 1/N (each drawn slot is foreign with probability (N−1)/N), with the
+    """E[f_n] under Random, over its draws: 1 − 1/N (each drawn slot is foreign with probability (N−1)/N), with the
     range α_n can take and the value of this draw."""
     alphas = np.array([r.replacement_fraction[client] for r in swaps["random"]])  # [b] this client, every prompt
     N, K = len(gen.client_ids), gen.num_generations
     here = float(alphas[prompt])
     return round(1 - 1 / N, 2), (
         f"Random draws K = {K} of the N·K = {N * K} pooled answers; each drawn slot is another client's with "
-        f"probability (N−1)/N, so E[α_n] = 1 − 1/N = {1 - 1 / N:.2f}. {gen.client_ids[client]} has K answers in the "
-        f"pool, so the group may hold all of them or none: α_n runs from 0 to 1 in steps of 1/K (Balanced: at most "
-        f"1/2). Here α_{client}(x) = {here:.3f} is one draw; over these prompts it ran from {alphas.min():.3f} to "
+        f"probability (N−1)/N, so E[f_n] = 1 − 1/N = {1 - 1 / N:.2f}. {gen.client_ids[client]} has K answers in the "
+        f"pool, so the group may hold all of them or none: f_n runs from 0 to 1 in steps of 1/K (Balanced: at most "
+        f"1/2). Here f_{client}(x) = {here:.3f} is one draw; over these prompts it ran from {alphas.min():.3f} to "
         f"{alphas.max():.3f}.")
 
 
@@ -816,7 +842,8 @@ def drift_split(results=F.RESULTS) -> tuple[pd.DataFrame, Markdown]:
     seeds = int(split["seeds"].min())
     note = Markdown(f"The swap's interval excludes 0 at {firm(sa, sb)}, the shared prompts' at {firm(pa, pb)}. "
                     f"With {seeds} seeds a row can flip by chance: read the pattern across τ. Rows ran different "
-                    "lengths: compare δ_pair / u down the table, not δ_pair.")
+                    "lengths and the last two columns are in δ_pair units: across rows compare only their signs and "
+                    "intervals, and δ_pair / u.")
     return table, note
 
 
@@ -884,10 +911,13 @@ def drift_accuracy_note(results=F.RESULTS) -> Markdown:
     public = sum(is_public_step(j, s["period"]) for j in range(s["tau"]))  # public steps per round
     f, _ = F.pubswap_teaching_tables(results)
     share = abs(f.loc["F1", "difference"]) / update_sizes(results).loc["FedAvg-GRPO", "final δ_pair"]
+    c = control_accuracy(results)[s["tau"]]
     return Markdown(
-        "**Why did lower drift buy no accuracy?** Three reasons we can name, none tested:\n\n"
+        "**Why did lower drift buy no accuracy?** Three reasons we can name, none settled:\n\n"
         f"- **Fewer private steps.** At τ = {s['tau']} a PubSwap client takes {s['tau'] - public} private steps a "
-        f"round, FedAvg-GRPO's {s['tau']}.\n"
+        f"round, FedAvg-GRPO's {s['tau']}. The control takes as few without swapping; its pass@1 − FedAvg-GRPO's "
+        f"(last column) is {c[0]:+.2f} ± {c[1]:.2f} points ({c[2]} seeds)"
+        f"{': inconclusive, so this reason is neither shown nor ruled out' if abs(c[0]) <= c[1] else ''}.\n"
         f"- **A small cut.** Balanced removes {share:.0%} of the drift.\n"
         "- **Off-policy answers.** A client trains on others' answers as if it had sampled them.")
 
@@ -966,3 +996,37 @@ def exercise_top_up(K: int = 8, c: tuple[int, ...] = (0, 0, 0, 8), seed: int = 0
         f"right answers). Gradients now: {', '.join(grad)}; an all-right group still has none. The clients that got "
         "a gradient all raise the probability of the same donated answers: one shared pull, where before the swap "
         "they had no gradient at all. That is the link between recovering lost gradient (§2) and lower drift (§5).")
+
+
+def exercise_fedit(clients=((2.0, 2.0), (-1.0, -4.0))) -> tuple[tuple[float, float], str]:
+    """Exercise 6: two clients' 1 × 1 LoRA factors (B_n, A_n), s = 1, through ``aggregate.fedit``: FedIT's product of
+    the averaged factors against the mean of the clients' ΔW_n = B_n A_n, with the four cross terms that make it."""
+    from fedrl_kit.aggregate import fedit
+
+    avg = fedit([{"A": np.array([[a]], np.float32), "B": np.array([[b]], np.float32)} for b, a in clients])
+    product = float(avg["B"][0, 0] * avg["A"][0, 0])
+    mean_dw = float(np.mean([b * a for b, a in clients]))
+    terms = " + ".join(f"({b:g})({a:g})" for b, _ in clients for _, a in clients)
+    return (round(product, 4), round(mean_dw, 4)), (
+        f"mean(B) · mean(A) = (1/N²) Σ_n,n′ B_n A_n′ = ({terms}) / {len(clients) ** 2} = {product:g}, while both "
+        f"clients learned ΔW = {mean_dw:g}. The cross terms B_n A_n′ belong to no client; here they flip the sign. "
+        "δ_pair is 0 (ΔW_1 = ΔW_2), so a drift measure on ΔW cannot warn of this: the factors disagree, not the "
+        "updates.")
+
+
+def read_tensors(folder) -> dict:
+    """What ``trace_tensors`` wrote for one round (``drift_probe.DriftProbe``): ``{"global": the broadcast adapter,
+    j: {client: its LoRA factors and first-epoch gradient "grad" after local step j (0-based)}}``, as numpy arrays."""
+    import re
+    from pathlib import Path
+
+    out: dict = {}
+    for path in sorted(Path(folder).glob("drift_tensors/round*/*.npz")):
+        with np.load(path) as z:
+            arrays = {k: z[k].astype(np.float64) for k in z.files}  # float64: sums as exact as the probe's
+        m = re.fullmatch(r"step(\d+)_(.+)", path.stem)
+        if m:
+            out.setdefault(int(m.group(1)), {})[m.group(2)] = arrays
+        else:
+            out["global"] = arrays
+    return out

@@ -69,7 +69,7 @@ ROUNDS = {
                   Message("down", "each public step, trip 1: the b public prompts"),
                   Message("up", "trip 1: K answers per public prompt + 0/1 correctness"),
                   Message("down", "trip 2: its group of K answers per prompt after the swap"),
-                  Message("up", "trip 2: \"GRPO step taken\" + α_n (share swapped in), for the log only"),
+                  Message("up", "trip 2: \"GRPO step taken\" + the swapped fraction, for the log only"),
                   Message("up", "end of round: its adapter (A_n, B_n)")),
         last_client="N"),
     "fedmoa": Round(
@@ -214,7 +214,7 @@ def step_timeline(tau: int, period: int, title: str = "") -> Diagram:
               f'<text x="12" y="{y0 + 96}" font-size="12">public step j: two round trips: the b public '
               f'prompts down, K answers each up;</text>',
               f'<text x="12" y="{y0 + 112}" font-size="12">then the swapped groups down, one GRPO step on them, '
-              f'a done (with α_n, for the log only) up</text>']
+              f'a done (with the swapped fraction, for the log only) up</text>']
     height = y0 + 124
     return Diagram(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
                    f'viewBox="0 0 {width} {height}" style="{FONT}">{"".join(parts)}</svg>')

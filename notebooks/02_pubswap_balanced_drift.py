@@ -19,11 +19,12 @@
 # *Nayak, Askin, Ustaomeroglu, Joe-Wong, Joshi (Carnegie Mellon University): PubSwap.*
 #
 # **The problem.** In FedAvg-GRPO each of $N$ clients takes $\tau$ **local steps** (GRPO steps on its own prompts),
-# then the server averages their LoRA adapters. With different data, over many steps the adapters **drift** apart,
-# and the average fits none of them well.
+# then the server averages their LoRA adapters. With different data the adapters **drift** apart, and the average
+# fits none well.
 #
 # **The idea.** In some **public** steps all clients answer the same prompts and the server **swaps** answers
-# between them before they train: a shared pull.
+# between them before they train: a shared pull. The public prompts mix all seven topics and share no prompt with
+# the private pool or the test set.
 #
 # **The paper's claims.** (1) Public steps with Balanced swaps limit drift. (2) Balanced beats FedAvg-GRPO in
 # accuracy for most τ. (3) At small τ the simpler Random swap beats Balanced.
@@ -43,6 +44,9 @@ run_root = ""          # where the runs go ("": runs/pubswap/<one folder per set
 figures_dir = ""       # where figures go ("": the run folder's figures/)
 
 # %%
+import tempfile
+
+import numpy as np
 import pandas as pd
 import torch
 from IPython.display import display
@@ -74,7 +78,7 @@ world, policy = probe_run.world, probe_run.policy
 # | $b$; $K$ | prompts per step; answers per prompt |
 # | $M_n$ | answers the server swaps into client $n$'s group (§2) |
 #
-# At the round's end the server averages the two LoRA factors $A$ and $B$ separately (**FedIT**). FedAvg-GRPO runs
+# At the round's end the server averages the LoRA factors $A$ and $B$ separately (**FedIT**). FedAvg-GRPO runs
 # the same round with private steps only; each method compared is an **arm**.
 
 # %%
@@ -143,32 +147,33 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # %% [markdown]
 # **Balanced** (`swap.balanced_swap`): with $c_n(x)$ client $n$'s right answers on $x$ and $D_n(x)$ the other
 # clients' together, it swaps $M_n(x)$ of $n$'s wrong answers for others' right ones, topping the group up to half
-# right; $\alpha_n(x)$ is the share of $n$'s group that came from others:
+# right; the **swapped fraction** $f_n(x)$ is the share of $n$'s group that came from others:
 #
-# $$M_n(x)=\min\bigl((\lfloor K/2\rfloor-c_n(x))_+,\ D_n(x)\bigr),\qquad\alpha_n(x)=\frac{M_n(x)}{K}$$
+# $$M_n(x)=\min\bigl((\lfloor K/2\rfloor-c_n(x))_+,\ D_n(x)\bigr),\qquad f_n(x)=\frac{M_n(x)}{K}$$
 #
 # Half, because reward variance $p(1-p)$ peaks at $p=\tfrac12$.
 #
 # **Random** (`swap.random_swap`) draws one group of $K$ from the $NK$ pooled answers and gives it to every client.
-# It replaces most of each group (how much: exercise 2): all clients train on the same answers (more sharing), but
-# mostly on answers they did not sample (more off-policy), and a shared group may hold no right answer (exercise 3).
+# All clients train on the same answers (more sharing), mostly not their own (more off-policy; exercises 2–3).
 #
 # **The no-swap control** (our addition) takes the same public steps but keeps each client's own answers, so
 # Balanced − control isolates the swap.
 #
-# **Why swapping should reduce drift: a shared pull.** Where clients got nothing right (no gradient), Balanced hands
-# each the *same* donated right answers; every client raises their probability: one shared pull between private steps
-# that pull each its own way (measured in §4).
+# **Why swapping should reduce drift: a shared pull.** Where clients got nothing right, Balanced hands each the
+# *same* donated right answers, which all then raise: one shared pull between private steps (measured in §4).
 #
 # ## 3. One swap, step by step
-# After one Balanced round at the live τ, each client answers the round's last public prompts **afresh with its final
-# adapter**. Right answers $c_n(x)$:
+# After one Balanced round at the live τ, each client answers the round's last public prompts **afresh with its
+# end-of-round adapter** (a new draw, not the swap made in training). Right answers $c_n(x)$:
 
 # %%
-def one_round(m, tau):  # one round of arm m from the shared start, δ_pair recorded after every local step
-    run = Run(cfg.replace(method=m, rounds=1, local_steps=tau, trace_drift=True, eval_samples=1), progress=False,
-              policy=policy)
-    return run, run.run()
+def one_round(m, tau):  # one round of arm m from the shared start; every client's adapter and gradient after each step
+    with tempfile.TemporaryDirectory() as folder:
+        run = Run(cfg.replace(method=m, rounds=1, local_steps=tau, trace_drift=True, trace_tensors=True,
+                              eval_samples=1), folder, progress=False, policy=policy)
+        records = run.run()
+        run.tensors = teach.read_tensors(folder)  # {"global": (A_p, B_p), j: {client: factors and gradient}}
+    return run, records
 
 
 drift_runs = {("pubswap_balanced", T): one_round("pubswap_balanced", T)}  # §4 adds the other arms
@@ -181,14 +186,15 @@ correct
 
 # %% [markdown]
 # An answer is bare (`89`) or `<think>…</think><answer>89</answer>`; either way the client extracts the answer
-# and scores it: right if it matches the gold exactly. client_0's group on a prompt where it has few right answers
+# and scores it: right if it matches the gold exactly. The receiving client re-scores every answer of its group
+# itself; the sampler's 0/1 only guides the swap. client_0's group on a prompt where it has few right answers
 # (swapped slots first), $M_0(x)$ by hand and from the package:
 
 # %%
 swaps = {rule: swap_public(gen, rule) for rule in ("balanced", "random")}  # b groups per rule
 example = teach.example_prompt(correct, K)
 view = group_table(gen, swaps["balanced"], 0, example)
-print(teach.m_by_hand(correct, 0, example, K)[1], f"; package: α_0(x)·K = {view.attrs['alpha'] * K:.0f}")
+print(teach.m_by_hand(correct, 0, example, K)[1], f"; package: f_0(x)·K = {view.attrs['alpha'] * K:.0f}")
 view.sort_values("from", key=lambda s: s.str.startswith("own"), kind="stable")
 
 # %% [markdown]
@@ -233,7 +239,7 @@ notebook.check_explained(prediction_1, answer_1, why_1)
 
 # %% [markdown]
 # ### Exercise 2
-# Under Random, what share $\alpha_n$ of a client's group is, on average over draws, other clients' answers (two
+# Under Random, what share $f_n$ of a client's group is, on average over draws, other clients' answers (two
 # decimals)? One draw:
 
 # %%
@@ -277,10 +283,10 @@ fig
 teach.fedit_demo()
 
 # %% [markdown]
-# FedIT's product lands away from what both learned (row 2: the same $\Delta W$ twice averages to 0). **Drift** $\delta_{\text{pair}}$ is measured on $\Delta W_n=sB_nA_n$, all modules
-# together, so it does not see this failure (both rows: $\delta_{\text{pair}}=0$; the factor distance does). It measures
-# how differently clients *update*, which is what swapping acts on; beside it, the **update size** $u$, the
-# clients' mean distance from the round's broadcast $\Delta W_p$:
+# FedIT's product lands away from what both learned. **Drift** $\delta_{\text{pair}}$ is measured on
+# $\Delta W_n=sB_nA_n$, all modules together, so it misses this (both rows: $\delta_{\text{pair}}=0$); it measures
+# how differently clients *update*. Beside it, the **update size** $u$, the clients' mean distance from the round's
+# broadcast $\Delta W_p$:
 #
 # $$\delta_{\text{pair}}=\frac{2}{N(N-1)}\sum_{n<n'}\lVert\Delta W_n-\Delta W_{n'}\rVert_F,\qquad
 # u=\frac1N\sum_n\lVert\Delta W_n-\Delta W_p\rVert_F$$
@@ -294,16 +300,16 @@ teach.drift_demo()
 # For equal-length updates $\delta_{\text{pair}}/u$ says how alike the directions are: 0 identical, $\sqrt2$
 # unrelated, 2 opposite.
 #
-# **Optional: the paper's bound** on the distance $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$ of two clients'
-# *parameters* after local step $j$ ($\Delta_0=0$; expected gradients $g_n$, smoothness $L$):
-#
-# $$\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}c_j,\qquad
-# c_j=\begin{cases}\zeta\ge\lVert g_n-g_{n'}\rVert&\text{step } j\text{ private}\\
-# \omega_n+\omega_{n'}&\text{step } j\text{ public}\end{cases}$$
-#
-# (unrolling $\Delta_{j+1}\le(1+\eta L)\Delta_j+\eta c_{j+1}$). On public prompts both clients share one loss; only
-# the **swap distortion** $\omega_n$ is left, how far the swap moves $n$'s expected gradient from that on its own
-# answers: $\omega_n\le\frac1b\sum_x M_n(x)\beta_n(x)$, $\beta_n(x)$ the largest change one replaced answer makes.
+# **Optional: the paper's bound** on two clients' parameter distance $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$
+# after local step $j$ ($\Delta_0=0$), in steps, with expected gradients $g_n$:
+# 1. **Smoothness $L$**: $g_n$ moves at most $L$ times as far as $\theta$. So a step (size $\eta$) gives
+#    $\Delta_{j}\le(1+\eta L)\Delta_{j-1}+\eta c_j$, $c_j$ the two clients' gradient gap at one point.
+# 2. **Private step**: different data, different losses: $c_j=\zeta\ge\lVert g_n-g_{n'}\rVert$.
+# 3. **Public step**: the same prompts and reward: in expectation over the answers, one loss, so without a swap
+#    $c_j=0$ (different samples only add noise). A swap shifts $n$'s gradient by the **swap distortion**
+#    $\omega_n\le\frac1b\sum_x M_n(x)\beta_n(x)$, $\beta_n(x)$ the most one replaced answer can shift it:
+#    $c_j=\omega_n+\omega_{n'}$.
+# 4. Unrolled: $\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}c_j$.
 
 # %% [markdown]
 # ### Exercise 4
@@ -318,9 +324,9 @@ answer_4, why_4 = teach.exercise_bound()
 notebook.check_explained(prediction_4, answer_4, why_4)
 
 # %% [markdown]
-# **The bound and the runs.** The bound uses *expected* gradients, blind to a client that *samples* no right answer
-# and so gets no gradient: the sampling noise swapping removes. An upper bound may also be loose by different amounts
-# per arm, so it cannot rank them; the runs can. **Watch one round**, every arm from the same start:
+# **The bound and the runs.** Expected gradients miss a client that *samples* no right answer (the noise swapping
+# removes), and a bound may be loose by different amounts per arm: only runs rank arms. **Watch one round**, every
+# arm from the same start:
 
 # %%
 for m in teach.ARMS:  # FedAvg-GRPO, the no-swap control, PubSwap Random, PubSwap Balanced
@@ -335,9 +341,27 @@ fig
 teach.live_round_note(drift, end)
 
 # %% [markdown]
-# **The shared pull, measured.** Gradient spread $\frac1N\sum_n\lVert g_n-\bar g\rVert^2/\lVert\bar g\rVert^2$ of the
-# clients' gradients at each step's start (0: all pull the same way), and the share of (client, prompt) groups with
-# no gradient:
+# **The three numbers in view**, from Balanced's clients' factors and gradients at the last step:
+
+# %%
+t, j = drift_runs[("pubswap_balanced", T)][0].tensors, T - 1  # Balanced's live round; j: its last local step
+s, cids_ = cfg.lora_alpha / cfg.lora_rank, sorted(t[j])         # LoRA scale; the clients
+dW = np.stack([np.concatenate([(s * st[k.replace("lora_A", "lora_B")] @ st[k]).ravel() for k in sorted(st)
+                               if "lora_A" in k]) for st in [t[j][c] for c in cids_] + [t["global"]]])  # ΔW = sBA
+dW, dW_p = dW[:-1], dW[-1]  # [N, P] the clients', [P] the broadcast's, all LoRA modules in one vector
+N = len(dW)
+delta_pair = np.mean([np.linalg.norm(dW[n] - dW[m]) for n in range(N) for m in range(n + 1, N)])
+u = np.mean(np.linalg.norm(dW - dW_p, axis=1))
+g = np.stack([t[j][c]["grad"] for c in cids_])  # [N, P'] each client's gradient at the step's start
+g_bar = g.mean(axis=0)
+spread = ((g - g_bar) ** 2).sum(axis=1).mean() / (g_bar @ g_bar)
+rec = drift[(drift.arm == "PubSwap Balanced") & (drift.step == j)].iloc[0]  # what the helpers recorded
+assert np.allclose([delta_pair, u, spread], [rec["δ_pair"], rec["u"], rec["spread"]], rtol=1e-6)
+print(f"j = {j + 1}: δ_pair = {delta_pair:.3f}, u = {u:.3f}, gradient spread = {spread:.3f}: the recorded values")
+
+# %% [markdown]
+# **The shared pull, measured.** Gradient spread $\frac1N\sum_n\lVert g_n-\bar g\rVert^2/\lVert\bar g\rVert^2$ as above
+# (0: all pull the same way), per kind of step, and the share of (client, prompt) groups with no gradient:
 
 # %%
 pull, pull_note = teach.shared_pull(drift)
@@ -351,8 +375,8 @@ pull
 teach.stored_grid_sentence()
 
 # %% [markdown]
-# *Final* δ_pair: after a round's last step, averaged over rounds; that step is public (every stored τ is even). Read
-# after the last private step instead, the live round's order:
+# *Final* δ_pair: after each round's last step (public: every stored τ is even), averaged over rounds. Does a
+# public last step change the order? On the live round:
 
 # %%
 teach.last_private_order(drift)
@@ -383,18 +407,19 @@ notebook.check_explained(prediction_5, answer_5, why_5)
 
 # %% [markdown]
 # ### Exercise 6
-# On one public prompt, $K=8$ and $c=(0,0,0,8)$. How many answers $M_n$ does Balanced swap into each group? Who then
-# gets a gradient?
+# Back to FedIT (§4). Two clients with the 1 × 1 factors below, $s=1$: predict $\bar B\bar A$ and the mean of
+# $\Delta W_n$.
 
 # %%
-prediction_6 = None  # four whole numbers (M_0, M_1, M_2, M_3), e.g. (1, 1, 1, 1)
+fedit_clients = ((2.0, 2.0), (-1.0, -4.0))  # (B_n, A_n) of client 1 and client 2
+prediction_6 = None  # two numbers (mean(B)·mean(A), mean of ΔW_n), e.g. (1.0, 2.0)
 
 # %%
-answer_6, why_6 = teach.exercise_top_up()
-notebook.check_explained(prediction_6, answer_6, why_6)
+answer_6, why_6 = teach.exercise_fedit(fedit_clients)
+notebook.check_explained(prediction_6, answer_6, why_6, tolerance=0.01)
 
 # %% [markdown]
-# **Balanced lowers drift with updates as long; Random's clients point more alike (the pull, §4) but move further:**
+# **Paired by seed:**
 
 # %%
 teach.drift_findings()
@@ -409,7 +434,7 @@ split
 
 # %% [markdown]
 # ## 6. What they do not show
-# **Accuracy.** pass@1 is the fraction of test problems answered right. **Balanced's lower drift bought no accuracy,
+# **Accuracy** (pass@1: the fraction of test problems answered right). **Balanced's lower drift bought no accuracy,
 # and no τ shows Random ahead of Balanced:**
 
 # %%
@@ -421,8 +446,8 @@ claims
 teach.drift_accuracy_note()
 
 # %% [markdown]
-# **Scale.** A small transformer on arithmetic, not the paper's 1.5–1.7B-parameter models on MATH: only directions
-# compare. Every table, and the claims decided: [12_pubswap_report](12_pubswap_report.ipynb#findings).
+# **Scale.** A small transformer on arithmetic, not the paper's models on MATH: only directions compare. Every
+# table: [12_pubswap_report](12_pubswap_report.ipynb#findings).
 #
 # ## What to remember
 # - **Balanced** tops each public group up to half right; **Random** hands every client one group, mostly others'

@@ -450,3 +450,48 @@ def test_the_remember_note_is_three_short_bullets_without_a_table_of_numbers():
 
     text = teach.remember_note().data
     assert text.count("\n- ") == 2 and "±" not in text
+
+
+def test_the_fedit_exercise_compares_the_product_of_means_with_the_mean_of_the_products():
+    from experiments import teaching_pubswap as teach
+
+    (product, mean_dw), why = teach.exercise_fedit(((2.0, 2.0), (-1.0, -4.0)))
+    assert (product, mean_dw) == (-0.5, 4.0)  # (2 − 1)/2 · (2 − 4)/2 against (4 + 4)/2
+    assert "-0.5" in why and "ΔW = 4" in why
+    (product, mean_dw), _ = teach.exercise_fedit(((1.0, 3.0), (1.0, 3.0)))  # identical clients: no cross-term error
+    assert product == mean_dw == 3.0
+
+
+def test_read_tensors_gives_the_broadcast_and_every_client_step(tmp_path):
+    from experiments import teaching_pubswap as teach
+
+    folder = tmp_path / "drift_tensors" / "round0001"
+    folder.mkdir(parents=True)
+    np.savez(folder / "global.npz", **{"m.lora_A.weight": np.ones((1, 2), np.float32)})
+    for step in (0, 1):
+        for cid in ("client_0", "client_1"):
+            np.savez(folder / f"step{step:04d}_{cid}.npz", **{"m.lora_A.weight": np.full((1, 2), step, np.float32),
+                                                             "grad": np.arange(3, dtype=np.float32)})
+    t = teach.read_tensors(tmp_path)
+    assert sorted(k for k in t if k != "global") == [0, 1] and sorted(t[1]) == ["client_0", "client_1"]
+    assert t[1]["client_0"]["m.lora_A.weight"].dtype == np.float64 and t[1]["client_1"]["grad"].tolist() == [0, 1, 2]
+    assert t["global"]["m.lora_A.weight"].sum() == 2
+
+
+def test_the_control_accuracy_is_paired_by_seed_where_the_control_ran_and_shown_in_the_claims_table():
+    from experiments import teaching_pubswap as teach
+    from experiments.sweep import _compare
+
+    rows = teach._grid()
+    ctl = teach.control_accuracy()
+    assert set(ctl) == set(rows.query("method == 'pubswap_noswap'").tau)
+    for tau, (m, h, n) in ctl.items():
+        mean, _, half, k = _compare(rows[rows.table.isin(["table1", "control"])], {"method": "pubswap_noswap", "tau": tau},
+                                    {"method": "fedavg_grpo", "tau": tau}, "pass@1_final")
+        assert (round(m, 6), round(h, 6), n) == (round(100 * mean, 6), round(100 * half, 6), k)
+    table, _ = teach.accuracy_claims()
+    for tau in table.index:
+        t = int(tau.split("= ")[1])
+        cell = table.loc[tau, "control − FedAvg-GRPO"]
+        assert cell.startswith(f"{ctl[t][0]:+.2f} ± {ctl[t][1]:.2f}") if t in ctl else cell == "not run"
+    assert f"{ctl[48][0]:+.2f} ± {ctl[48][1]:.2f}" in teach.drift_accuracy_note().data
