@@ -259,12 +259,12 @@ def test_the_settings_table_names_each_runs_clients_tau_and_lambda():
     cfg = SimpleNamespace(num_clients=6, rounds=3, local_steps=2)
     records = [dict(kind="client", client="client_0", lam=4.0), dict(kind="client", client="client_1", lam=20.0)]
     t = tf.settings_table(cfg, records)
-    assert list(t.columns) == ["clients", "rounds", "τ", "λ"] and len(t) == 4
+    assert list(t.columns) == ["clients", "rounds", "τ", "λ", "why"] and len(t) == 4
     assert t.loc["live run (§4)", "λ"] == "scale rule (§2): 4 to 20" and t.loc["live run (§4)", "τ"] == 2
     hh = fedmoa_setting()
     assert t.loc["stored grid (§6)", "τ"] == hh["tau"] and t.loc["stored grid (§6)", "clients"] == hh["clients"]
     assert t.loc["stored grid (§6)", "λ"].startswith(f"{hh['lam']['FedMOA']:g} fixed")
-    assert t.loc["paper (Heter+Heter)", "λ"] == "0.01 fixed"
+    assert t.loc["paper (Heter+Heter)", "λ"] == "0.01 fixed" and t.loc["replay of its round 1 (§5)", "τ"] == 3
 
 
 def test_the_findings_table_sets_the_grid_beside_the_paper_in_four_rows():
