@@ -969,10 +969,10 @@ def settings_table(cfg, records: list[dict], replay_steps: int = 3) -> pd.DataFr
     live = f"scale rule (§2): {min(lams):.3g} to {max(lams):.3g}"
     rows = {"live run (§4)": (cfg.num_clients, cfg.rounds, cfg.local_steps, live, "small enough for 2 CPU cores"),
             "replay of its round 1 (§5)": (cfg.num_clients, 1, replay_steps, "1, 10, 100 × the rule's median",
-                                           f"τ = {replay_steps}: eq. 10 acts {replay_steps - 1} times"),
-            "stored grid (§6)": (hh["clients"], hh["rounds"], hh["tau"], f"{hh['lam']['FedMOA']:g} fixed",
-                                 f"the paper's clients and rounds; λ tuned over {', '.join(f'{x:g}' for x in LAM_GRID)} "
-                                 "(at the paper's 0.01 our weights barely move)"),
+                                           f"eq. 10 acts τ − 1 = {replay_steps - 1} times"),
+            "stored grid (§6)": (hh["clients"], hh["rounds"], hh["tau"],
+                                 f"{hh['lam']['FedMOA']:g} (tuned over {', '.join(f'{x:g}' for x in LAM_GRID)})",
+                                 "at the paper's 0.01, weights barely move"),
             "paper (Heter+Heter)": (15, 3, "not given", "0.01 fixed", "Qwen2.5-1.5B, GPUs")}
     return pd.DataFrame(rows, index=["clients", "rounds", "τ", "λ", "why"]).T
 

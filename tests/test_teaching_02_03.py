@@ -263,7 +263,7 @@ def test_the_settings_table_names_each_runs_clients_tau_and_lambda():
     assert t.loc["live run (§4)", "λ"] == "scale rule (§2): 4 to 20" and t.loc["live run (§4)", "τ"] == 2
     hh = fedmoa_setting()
     assert t.loc["stored grid (§6)", "τ"] == hh["tau"] and t.loc["stored grid (§6)", "clients"] == hh["clients"]
-    assert t.loc["stored grid (§6)", "λ"].startswith(f"{hh['lam']['FedMOA']:g} fixed")
+    assert t.loc["stored grid (§6)", "λ"].startswith(f"{hh['lam']['FedMOA']:g} (tuned over 0.01")
     assert t.loc["paper (Heter+Heter)", "λ"] == "0.01 fixed" and t.loc["replay of its round 1 (§5)", "τ"] == 3
 
 
