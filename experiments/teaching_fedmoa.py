@@ -892,54 +892,106 @@ def arm_spread(grid: dict | None = None, family: str = "math", arms=METHODS) -> 
 
 
 def grid_pareto(grid: dict | None = None, family: str = "math", arms=METHODS) -> tuple[go.Figure, Markdown]:
-    """The paper's Fig. 3 from the stored grid, reduced to what varies: format is saturated (its range is in the
-    words), so the figure shows each arm's final global model per seed on accuracy, the models on the Pareto front
-    ringed, and each arm's mean ± sd. The words say what the figure holds, not which arm is nearer the front (that
-    is Exercise 7's answer: :func:`nearer_front`)."""
+    """The paper's Fig. 3 from the stored grid: each arm's final global model per seed, accuracy on x and format on
+    y, the y axis zoomed to the formats' narrow range (stated in its title), the models on the Pareto front ringed
+    and joined by the front's staircase. The words say only how many models the front holds, not which arm is
+    nearer (that is Exercise 7's answer: :func:`nearer_front`)."""
     pts = grid_points(grid, family, arms)
-    front = pts["on the front"].to_numpy()
+    on = pts[pts["on the front"]].sort_values("accuracy")
+    lo, hi = pts["format"].min(), pts["format"].max()
+    y0, y1 = float(np.floor((lo - 0.003) / 0.005) * 0.005), float(np.ceil((hi + 0.003) / 0.005) * 0.005)
     fig = go.Figure()
+    stair_x, stair_y = [], []
+    for x, y in zip(on.accuracy, on["format"]):  # the staircase: each front model's corner, format falling
+        if stair_x:
+            stair_x.append(x), stair_y.append(stair_y[-1])
+        stair_x.append(x), stair_y.append(y)
+    fig.add_trace(go.Scatter(x=stair_x, y=stair_y, mode="lines", name="Pareto front", line=dict(color="grey",
+                                                                                                  dash="dot")))
     for arm in arms:
         g = pts[pts.arm == arm]
-        style = dict(color=ARM_COLOURS.get(arm), symbol=ARM_SYMBOLS.get(arm, "circle"),
-                     line=dict(color="black", width=1))
-        fig.add_trace(go.Scatter(x=g.accuracy, y=[arm] * len(g), mode="markers", name=arm,
-                                 marker=dict(size=12, opacity=0.8, **style)))
-        fig.add_trace(go.Scatter(x=[g.accuracy.mean()], y=[arm], mode="markers", showlegend=False,
-                                 error_x=dict(array=[g.accuracy.std()], width=8, color="black", thickness=2),
-                                 marker=dict(size=20, symbol="line-ns", line=dict(color="black", width=3))))
-    on = pts[front]
-    fig.add_trace(go.Scatter(x=on.accuracy, y=on.arm, mode="markers", name="on the Pareto front",
-                             marker=dict(symbol="circle-open", size=24, color="black", line=dict(width=2))))
-    fig.update_layout(template="plotly_white", height=300, legend=dict(orientation="h", y=-0.35),
-                      margin=dict(t=60), title=f"final global model of each seed ({PAPER_NAMES[family]}-like tests, "
-                                               "stored grid); bar: mean ± sd")
+        fig.add_trace(go.Scatter(x=g.accuracy, y=g["format"], mode="markers", name=arm, marker=dict(
+            size=12, opacity=0.85, color=ARM_COLOURS.get(arm), symbol=ARM_SYMBOLS.get(arm, "circle"),
+            line=dict(color="black", width=1))))
+    fig.add_trace(go.Scatter(x=on.accuracy, y=on["format"], mode="markers", name="on the Pareto front",
+                             marker=dict(symbol="circle-open", size=26, color="black", line=dict(width=2))))
+    fig.update_layout(template="plotly_white", height=380, legend=dict(orientation="h", y=-0.25),
+                      title=f"final global model of each seed ({PAPER_NAMES[family]}-like tests, stored grid)")
     fig.update_xaxes(title="accuracy (pass@1)")
-    fig.update_yaxes(autorange="reversed")
-    held = " and ".join(f"{on.arm.value_counts().get(a, 0)} {a}" for a in arms)
-    words = Markdown(
-        f"Format is saturated (every model scores {pts['format'].min():.2f}–{pts['format'].max():.2f}), so the front "
-        f"orders the models by accuracy and the figure shows only that axis. The front holds {int(front.sum())} of "
-        f"the {len(pts)} models ({held}, ringed). Each arm over its seeds:")
+    fig.update_yaxes(title=f"format (zoomed: {y0:.3f}–{y1:.3f})", range=[y0, y1])
+    held = " and ".join(f"{int((on.arm == a).sum())} {a}" for a in arms)
+    words = Markdown(f"The front holds {len(on)} of the {len(pts)} models ({held}, ringed).")
     return fig, words
 
 
+def front_distance(grid: dict | None = None, family: str = "math", arms=METHODS) -> pd.DataFrame:
+    """Each final global model's distance to the stored grid's front: the accuracy it lacks against the best model
+    with at least its format (0 on the front), one row per (arm, seed)."""
+    pts = grid_points(grid, family, arms)
+    acc, fmt = pts.accuracy.to_numpy(), pts["format"].to_numpy()
+    pts["distance"] = [acc[fmt >= f].max() - a for a, f in zip(acc, fmt)]
+    return pts
+
+
+def arm_distance(grid: dict | None = None, family: str = "math", arms=METHODS) -> pd.DataFrame:
+    """Each arm's distance to the front over its seeds: mean, sd (n − 1), seeds, and how many of its models lie on
+    the front, in ``arms``' order."""
+    d = front_distance(grid, family, arms).groupby("arm")
+    out = d.distance.agg(["mean", "std", "count"]).rename(columns={"std": "sd", "count": "seeds"})
+    out["on the front"] = d["on the front"].sum()
+    return out.loc[list(arms)].round(3)
+
+
 def nearer_front(grid: dict | None = None, family: str = "math") -> tuple[str, str]:
-    """Exercise 6's answer and why: "FedMOA" or "FedAvg-GRPO" when the gap between the arms' mean accuracies is
-    larger than either arm's sd over seeds, "neither" otherwise."""
-    spread = arm_spread(grid, family)
-    moa, avg = spread.loc["FedMOA"], spread.loc["FedAvg-GRPO"]
+    """Exercise 7's answer and why: the arm whose mean distance to the front (:func:`front_distance`) is smaller by
+    more than either arm's sd over seeds, "neither" otherwise."""
+    d = arm_distance(grid, family)
+    moa, avg = d.loc["FedMOA"], d.loc["FedAvg-GRPO"]
     gap = moa["mean"] - avg["mean"]
     clear = abs(gap) > max(moa.sd, avg.sd)
-    answer = ("FedMOA" if gap > 0 else "FedAvg-GRPO") if clear else "neither"
-    return answer, (f"FedMOA {moa['mean']:.3f} ± {moa.sd:.3f}, FedAvg-GRPO {avg['mean']:.3f} ± {avg.sd:.3f} (mean ± sd "
-                    f"over {int(moa.seeds)} and {int(avg.seeds)} seeds, {PAPER_NAMES[family]}-like tests). The gap, {signed(gap, 3)} "
-                    f"({signed(100 * gap, 1)} points), is "
-                    + ("larger than either arm's sd." if clear else
-                       "smaller than either arm's sd: the seeds scatter both arms' models along the same stretch of "
-                       "the front, and these seeds cannot tell the arms apart (takeaway 1 below gives its interval, paired by seed). "
-                       "Why: eq. 10 barely moved the weights (§5, takeaway 2), so both arms trained on nearly the "
-                       "same weighted reward."))
+    answer = ("FedMOA" if gap < 0 else "FedAvg-GRPO") if clear else "neither"
+    return answer, (f"mean distance to the front ± sd over seeds: FedMOA {moa['mean']:.3f} ± {moa.sd:.3f}, "
+                    f"FedAvg-GRPO {avg['mean']:.3f} ± {avg.sd:.3f} (on the front: {int(moa['on the front'])} and "
+                    f"{int(avg['on the front'])} of {int(moa.seeds)}). The gap, {signed(gap, 3)}, is "
+                    + ("larger than either sd." if clear else
+                       "smaller than either sd: the seeds scatter both arms' models over the same stretch, and 5 "
+                       "seeds cannot tell them apart. Why: eq. 10 barely moved the weights (§5), so both arms "
+                       "trained on nearly the same weighted reward."))
+
+
+def settings_table(cfg, records: list[dict], replay_steps: int = 3) -> pd.DataFrame:
+    """The settings that differ across the lesson, one row per run: the live run (§4), §5's replay of its round 1,
+    the stored grid (§6) and the paper's Heter+Heter; clients, rounds, τ and λ with its rule."""
+    from experiments.fedmoa_presets import LAM_GRID
+
+    hh = fedmoa_setting()
+    lams = [r["lam"] for r in records if r["kind"] == "client" and r["client"] != "server" and "lam" in r]
+    live = f"scale rule (§2): {min(lams):.3g} to {max(lams):.3g}"
+    rows = {"live run (§4)": (cfg.num_clients, cfg.rounds, cfg.local_steps, live, "small enough for 2 CPU cores"),
+            "replay of its round 1 (§5)": (cfg.num_clients, 1, replay_steps, "1, 10, 100 × the rule's median",
+                                           f"eq. 10 acts τ − 1 = {replay_steps - 1} times"),
+            "stored grid (§6)": (hh["clients"], hh["rounds"], hh["tau"],
+                                 f"{hh['lam']['FedMOA']:g} (tuned over {', '.join(f'{x:g}' for x in LAM_GRID)})",
+                                 "at the paper's 0.01, weights barely move"),
+            "paper (Heter+Heter)": (15, 3, "not given", "0.01 fixed", "Qwen2.5-1.5B, GPUs")}
+    return pd.DataFrame(rows, index=["clients", "rounds", "τ", "λ", "why"]).T
+
+
+def findings_table(grid: dict | None = None) -> pd.DataFrame:
+    """The stored grid against the paper in four rows (FedMOA − FedAvg-GRPO, 5 seeds paired, ± 95 % t): accuracy on
+    the MATH-like tests, aggregated reward, eq. 10's weight move per round, and w_acc's change over the rounds."""
+    grid = grid or stored_grid()
+    t1 = PAPER_TABLE1[("heter+heter", "math")]
+    fam = accuracy_differences(grid)
+    f2 = fedmoa_claim_interval(F2_CLAIM)
+    move = weight_move(grid)
+    f4 = labelled(fedmoa_findings()).loc["F4"]
+    rows = {"accuracy, MATH-like (points)": (f"+{t1[1][0] - t1[0][0]:.1f}",
+                                             f"{fam.loc['mean'].iloc[0]:+.2f} ± {fam.loc['± 95 % t'].iloc[0]:.2f}"),
+            "aggregated reward": (f"+{t1[1][1] - t1[0][1]:.3f}", f"{f2[0]:+.4f} ± {f2[1]:.4f}"),
+            "weights moved by eq. 10 per round (FedMOA)": ("not given", f"{move[0]:.4f} ± {move[1]:.4f}"),
+            "w_acc over the rounds (FedMOA)": ("rises (Fig. 5)", f"{f4.difference:+.3f}")}
+    return pd.DataFrame(rows, index=["paper", "stored grid"]).T
 
 
 def grid_first_boundary(grid: dict | None = None) -> tuple[pd.DataFrame, Markdown]:

@@ -212,34 +212,70 @@ def test_an_interval_reads_as_no_difference_only_when_it_holds_zero():
     assert ("excludes 0" in box) == (abs(mean) > half)
 
 
-def test_nearer_the_front_compares_the_gap_of_the_means_with_each_arms_spread():
-    """Exercise 6's answer: an arm is nearer the front only when the gap between the arms' mean accuracies exceeds
-    both arms' sd over seeds; the stored grid's arms are within each other's spread."""
+def test_nearer_the_front_compares_the_arms_mean_distance_to_the_front_with_their_spread():
+    """Exercise 7's answer: a model's distance to the front is the accuracy it lacks against the best model with at
+    least its format (0 on the front); an arm is nearer only when its mean distance is smaller by more than either
+    arm's sd over seeds."""
     from experiments import teaching_fedmoa as tf
 
-    spread = tf.arm_spread()
-    assert list(spread.index) == ["FedAvg-GRPO", "FedMOA"] and (spread.seeds >= 3).all()
-    gap = spread.loc["FedMOA", "mean"] - spread.loc["FedAvg-GRPO", "mean"]
+    pts = tf.front_distance()
+    assert (pts.distance >= 0).all() and (pts.distance[pts["on the front"]] == 0).all()
+    assert (pts.distance[~pts["on the front"]] > 0).all()
+    d = tf.arm_distance()
+    assert list(d.index) == ["FedAvg-GRPO", "FedMOA"] and (d.seeds >= 3).all()
+    gap = d.loc["FedMOA", "mean"] - d.loc["FedAvg-GRPO", "mean"]
     answer, why = tf.nearer_front()
-    assert (answer == "neither") == (abs(gap) <= spread.sd.max())
-    assert f"{spread.loc['FedMOA', 'mean']:.3f} ± {spread.loc['FedMOA', 'sd']:.3f}" in why
+    assert (answer == "neither") == (abs(gap) <= d.sd.max())
+    assert f"FedMOA {d.loc['FedMOA', 'mean']:.3f} ± {d.loc['FedMOA', 'sd']:.3f}" in why
     grid = tf.stored_grid()
     moved = {**grid, "runs": [{**r, "history": {**r["history"], "server": [
         {**r["history"]["server"][-1], "math/accuracy": r["history"]["server"][-1]["math/accuracy"] + 0.2}]}}
         if r["variant"] == "FedMOA" and r["setting"] == "heter+heter" else r for r in grid["runs"]]}
-    assert tf.nearer_front(moved)[0] == "FedMOA"  # a gap far beyond the spread
+    assert tf.nearer_front(moved)[0] == "FedMOA"  # every FedMOA model on the front, FedAvg-GRPO's far behind
 
 
-def test_the_grids_front_is_ringed_over_the_two_arms_and_its_words_give_no_verdict():
+def test_the_grids_front_is_ringed_in_the_accuracy_format_plane_and_its_words_give_no_verdict():
     from experiments import teaching_fedmoa as tf
 
     fig, words = tf.grid_pareto()
+    pts = tf.grid_points()
     front = [t for t in fig.data if t.name == "on the Pareto front"]
     assert len(front) == 1 and front[0].marker.symbol == "circle-open"  # the arm's marker stays visible inside
-    pts = tf.grid_points()
-    assert set(pts.arm) == {"FedAvg-GRPO", "FedMOA"} and len(front[0].x) == pts["on the front"].sum()
-    assert f"holds {len(front[0].x)} of the {len(pts)} models" in words.data
-    assert "neither" not in words.data and "nearer" not in words.data  # Exercise 6's answer stays in its fold
+    on = pts[pts["on the front"]]
+    assert sorted(zip(front[0].x, front[0].y)) == sorted(zip(on.accuracy, on["format"]))  # ringed = non-dominated
+    lo, hi = fig.layout.yaxis.range  # the format axis is zoomed, and its title states the range
+    assert lo <= pts["format"].min() and hi >= pts["format"].max() and hi - lo < 0.1
+    assert f"{lo:.3f}–{hi:.3f}" in fig.layout.yaxis.title.text
+    assert f"holds {len(on)} of the {len(pts)} models" in words.data
+    assert "neither" not in words.data and "nearer" not in words.data  # Exercise 7's answer stays in its fold
+
+
+def test_the_settings_table_names_each_runs_clients_tau_and_lambda():
+    from types import SimpleNamespace
+
+    from experiments import teaching_fedmoa as tf
+    from experiments.findings import fedmoa_setting
+
+    cfg = SimpleNamespace(num_clients=6, rounds=3, local_steps=2)
+    records = [dict(kind="client", client="client_0", lam=4.0), dict(kind="client", client="client_1", lam=20.0)]
+    t = tf.settings_table(cfg, records)
+    assert list(t.columns) == ["clients", "rounds", "τ", "λ", "why"] and len(t) == 4
+    assert t.loc["live run (§4)", "λ"] == "scale rule (§2): 4 to 20" and t.loc["live run (§4)", "τ"] == 2
+    hh = fedmoa_setting()
+    assert t.loc["stored grid (§6)", "τ"] == hh["tau"] and t.loc["stored grid (§6)", "clients"] == hh["clients"]
+    assert t.loc["stored grid (§6)", "λ"].startswith(f"{hh['lam']['FedMOA']:g} (tuned over 0.01")
+    assert t.loc["paper (Heter+Heter)", "λ"] == "0.01 fixed" and t.loc["replay of its round 1 (§5)", "τ"] == 3
+
+
+def test_the_findings_table_sets_the_grid_beside_the_paper_in_four_rows():
+    from experiments import teaching_fedmoa as tf
+
+    t = tf.findings_table()
+    assert len(t) == 4 and list(t.columns) == ["paper", "stored grid"]
+    move = tf.weight_move()
+    assert t.iloc[2]["stored grid"] == f"{move[0]:.4f} ± {move[1]:.4f}"
+    diff = tf.accuracy_differences()
+    assert t.iloc[0]["stored grid"].startswith(f"{diff.loc['mean', 'MATH-like tests']:+.2f}")
 
 
 def test_the_grids_first_boundary_table_gives_what_exercise_7_needs():
@@ -372,15 +408,6 @@ def test_the_folded_whys_of_exercises_1_6_and_8_quote_the_computed_values():
     eight = tf.boundary_why(moves)
     assert "w̄_acc / (w̄_acc + 1 − w_acc)" in eight
     assert all(f"{c} {r['end of round 1']:.3f} → {r['sent for round 2']:.3f}" in eight for c, r in moves.iterrows())
-
-
-def test_the_grids_pareto_figure_draws_accuracy_only_and_gives_formats_flat_range_in_words():
-    from experiments import teaching_fedmoa as tf
-
-    fig, words = tf.grid_pareto()
-    pts = tf.grid_points()
-    assert all(t.y is None or set(t.y) <= set(pts.arm) for t in fig.data)  # rows are arms: no format axis drawn
-    assert f"{pts['format'].min():.2f}–{pts['format'].max():.2f}" in words.data
 
 
 def test_the_configs_table_holds_each_configs_rewards_and_initial_accuracy_weights():
