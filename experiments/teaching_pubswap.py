@@ -600,9 +600,7 @@ def exercise_bound(results=F.RESULTS) -> tuple[str, str]:
         "Balanced add ω_n + ω_n′ > 0, while the control trains on its own answers, so its ω_n = 0 and its public "
         "steps add nothing: its bound is the smallest. The stored runs (§5) disagree: mean final δ_pair, lowest "
         f"first: {', '.join(f'{a} {v:.2f}' for a, v in u.sort_values().items())}; Balanced − control "
-        f"{_plain(f.loc['F2'])}. So the bound does not favour swapping: it uses *expected* gradients, but a client that "
-        "*samples* no right answer gets no gradient, and sharing right answers removes that sampling noise (the shared "
-        "pull, §2). An upper bound can be loose by different amounts for different arms, so it cannot rank them.")
+        f"{_plain(f.loc['F2'])}. So the bound does not favour swapping, yet the runs do: why, in the next paragraph.")
 
 
 # -- §3: one swap, step by step ---------------------------------------------------------------------------------------

@@ -88,8 +88,9 @@ diagrams.round_diagram("pubswap")
 diagrams.step_timeline(T, cfg.pubswap.period)
 
 # %% [markdown]
-# **Half of a PubSwap client's local steps are public** ($\tau_{\text{swap}}=2$). Private prompts and their answers never leave a client; only adapters and public answers and scores
-# travel. The round as code (`fedrl_kit/pubswap/method.py::run_round`):
+# **Half of a PubSwap client's local steps are public** ($\tau_{\text{swap}}=2$). Private prompts and their answers
+# never leave a client; only adapters and public answers and scores travel. The round as code
+# (`fedrl_kit/pubswap/method.py::run_round`):
 # ```
 # for round p = 1, 2, …:
 #   send (A_p, B_p) to every client
@@ -108,18 +109,17 @@ diagrams.step_timeline(T, cfg.pubswap.period)
 
 # %% [markdown]
 # ## 2. GRPO, and why swap answers
-# **A GRPO step** (`grpo.group_advantages`, `grpo.grpo_loss`): on prompt $x$ the client samples $K$ answers $y_k$
-# from its policy $\pi_\theta$, rewards each ($r_k=1$ if it equals the gold answer, else 0), scores it against its
-# group (advantage $\hat a_k$), then raises the probability of the better ones, clipped:
+# **A GRPO step** (`grpo.group_advantages`, `grpo.grpo_loss`): on prompt $x$ the client samples $K$ answers $y_k$ from
+# its policy $\pi_\theta$, rewards each ($r_k=1$ if it equals the gold answer, else 0), scores it against its group
+# (advantage $\hat a_k$), then raises the probability of the better ones, clipped:
 #
 # $$\hat a_k=\frac{r_k-\bar r}{\sigma_r+10^{-4}},\qquad
 # J(\theta)=\frac{1}{\sum_k|y_k|}\sum_{k}\sum_{t}\min\Bigl(\rho_{k,t}\,\hat a_k,\;
 # \operatorname{clip}\bigl(\rho_{k,t},\,1-\varepsilon,\,1+\varepsilon_{\text{high}}\bigr)\,\hat a_k\Bigr),\qquad
 # \rho_{k,t}=\frac{\pi_\theta(y_{k,t}\mid x,y_{k,<t})}{\pi_{\text{old}}(y_{k,t}\mid x,y_{k,<t})}$$
 #
-# $\bar r$, $\sigma_r$: the group's mean and *sample* standard deviation.
-# $\rho_{k,t}$: how much likelier token $t$ of answer $k$ is now than under $\pi_{\text{old}}$, the policy at the
-# step's start. A step maximises $J$ with $\mu$
+# $\bar r$, $\sigma_r$: the group's mean and *sample* standard deviation. $\rho_{k,t}$: how much likelier token $t$ of
+# answer $k$ is now than under $\pi_{\text{old}}$, the policy at the step's start. A step maximises $J$ with $\mu$
 # optimiser updates (learning rate $\eta$). For a swapped-in answer $\pi_{\text{old}}$ is the *receiving* client's
 # policy, not the sampler's: $\rho$ treats it as the client's own (**off-policy**).
 
@@ -183,8 +183,8 @@ correct = teach.correct_table(gen)
 correct
 
 # %% [markdown]
-# An answer may wrap its number in `<think>…</think><answer>…</answer>`; only the number is scored. client_0's group on a prompt where it has few right answers
-# (swapped slots first), and $M_0(x)$ by hand:
+# An answer may wrap its number in `<think>…</think><answer>…</answer>`; only the number is scored. client_0's group
+# on a prompt where it has few right answers (swapped slots first), and $M_0(x)$ by hand:
 
 # %%
 swaps = {rule: swap_public(gen, rule) for rule in ("balanced", "random")}  # b groups per rule
@@ -262,8 +262,8 @@ notebook.check_explained(prediction_3, answer_3, why_3)
 
 # %% [markdown]
 # ### Exercise 4
-# $N=3$ clients, $K=4$, and on one prompt the clients hold $c=(0,1,4)$ right answers. Predict
-# each $M_n$. Which clients then get a gradient?
+# $N=3$ clients, $K=4$, and on one prompt the clients hold $c=(0,1,4)$ right answers. Predict each $M_n$. Which
+# clients then get a gradient?
 
 # %%
 prediction_4 = None  # three whole numbers (M_0, M_1, M_2), e.g. (1, 1, 1)
@@ -337,7 +337,8 @@ notebook.check_explained(prediction_5, answer_5, why_5)
 # **Why the runs can disagree: the shared pull.** The bound uses expected gradients. A client that *samples* no
 # right answer gets no gradient from the prompt (Exercise 1), though its expected gradient is not zero: sampling
 # noise. Swapping in right answers removes it, and pulls all clients whose groups now hold them toward the same
-# answers. The bound lacks this, and may be loose by different amounts per arm: only runs rank arms. **Watch one round**, every arm from the same start:
+# answers. The bound lacks this, and may be loose by different amounts per arm: only runs rank arms.
+# **Watch one round**, every arm from the same start:
 
 # %%
 for m in teach.ARMS:  # FedAvg-GRPO, the no-swap control, PubSwap Random, PubSwap Balanced
@@ -379,8 +380,9 @@ pull
 
 # %% [markdown]
 # ## 5. What the stored runs show
-# *Final* δ_pair: after each round's last step, averaged over rounds. **On average Balanced's clients end closest together and Random's furthest apart, yet Random's point more alike
-# than FedAvg-GRPO's (right panel).** One grey line per seed:
+# *Final* δ_pair: after each round's last step, averaged over rounds. **On average Balanced's clients end closest
+# together and Random's furthest apart, yet Random's point more alike than FedAvg-GRPO's (right panel).** One grey
+# line per seed:
 
 # %%
 fig = teach.stored_drift_figure()
