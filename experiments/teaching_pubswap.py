@@ -107,6 +107,27 @@ def grpo_settings(cfg) -> Markdown:
         f"{'its state reset each round' if cfg.reset_optimizer else 'its state kept across rounds'}.")
 
 
+LIVE_TAUS = {"quick": (2, 6), "smoke": (2, 4), "full": (10, 120), "full-smoke": (2, 4)}
+"""each preset's two τ (full: the paper's smallest and largest); §3–4's live runs use the larger"""
+
+
+def live_taus(preset_name: str, taus=None) -> tuple[int, ...]:
+    """The τ's of the notebook: ``taus`` if given, else the preset's two (:data:`LIVE_TAUS`)."""
+    return tuple(taus or LIVE_TAUS[preset_name])
+
+
+def step_vectors(tensors: dict, j: int, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """After local step ``j`` of a traced round (``read_tensors``): every client's ΔW_n = s B_n A_n of all LoRA
+    modules as one vector [N, P], the broadcast's ΔW_p [P], and each client's gradient at the step's start [N, P'];
+    clients in sorted order."""
+    def flat(st):
+        return np.concatenate([(scale * st[k.replace("lora_A", "lora_B")] @ st[k]).ravel()
+                               for k in sorted(st) if "lora_A" in k])
+    cids = sorted(tensors[j])
+    return (np.stack([flat(tensors[j][c]) for c in cids]), flat(tensors["global"]),
+            np.stack([tensors[j][c]["grad"] for c in cids]))
+
+
 def stored_grid_sentence(results=F.RESULTS) -> Markdown:
     """``stored_grid`` as one short plain sentence: the long grid's τ's, its length (and so its rounds at the largest
     τ), its seeds, and where the no-swap control ran (in which grid)."""
@@ -335,7 +356,7 @@ def stored_grid(results=F.RESULTS) -> pd.DataFrame:
     from pathlib import Path
 
     used = {"pubswap_paper_quick.json": "the split table (τ = {control})",
-            "pubswap_paper_quick_large_tau.json": "the figure, exercise 5 and the findings (τ = {top}); the split "
+            "pubswap_paper_quick_large_tau.json": "the figure, exercise 6 and the findings (τ = {top}); the split "
                                                   "table (τ = {control}); the accuracy claims (every τ)"}
     out = {}
     for name in F.PUBSWAP_RESULTS:
@@ -579,9 +600,7 @@ def exercise_bound(results=F.RESULTS) -> tuple[str, str]:
         "Balanced add ω_n + ω_n′ > 0, while the control trains on its own answers, so its ω_n = 0 and its public "
         "steps add nothing: its bound is the smallest. The stored runs (§5) disagree: mean final δ_pair, lowest "
         f"first: {', '.join(f'{a} {v:.2f}' for a, v in u.sort_values().items())}; Balanced − control "
-        f"{_plain(f.loc['F2'])}. So the bound does not favour swapping: it uses *expected* gradients, but a client that "
-        "*samples* no right answer gets no gradient, and sharing right answers removes that sampling noise (the shared "
-        "pull, §2). An upper bound can be loose by different amounts for different arms, so it cannot rank them.")
+        f"{_plain(f.loc['F2'])}. So the bound does not favour swapping, yet the runs do: why, in the next paragraph.")
 
 
 # -- §3: one swap, step by step ---------------------------------------------------------------------------------------
@@ -804,7 +823,7 @@ def control_seeds_gain(results=F.RESULTS) -> float:
 def drift_findings() -> Markdown:
     """Two drift findings at the stored grid's largest τ, one short sentence each, linking the report: Balanced lowers
     drift with updates as long (so they point more alike); Random does not (its clients point more alike but move
-    further, exercise 5). Each difference is the first arm minus the second, paired by seed, with the half-width of its
+    further, exercise 6). Each difference is the first arm minus the second, paired by seed, with the half-width of its
     95 % t-interval; *inconclusive* where that interval contains 0. Where Balanced's cut comes from is the split
     table's (``drift_split``)."""
     f, r = F.pubswap_teaching_tables()
@@ -814,42 +833,54 @@ def drift_findings() -> Markdown:
         f"> **At τ = {s['tau']}**, paired by seed (± 95 % t; [report §5]({REPORT}#findings)): Balanced − FedAvg-GRPO "
         f"{_plain(f.loc['F1'])}, with updates as long (u {u.loc['PubSwap Balanced', 'update size u']:.2f} against "
         f"{u.loc['FedAvg-GRPO', 'update size u']:.2f}), so they point more alike. Random − FedAvg-GRPO "
-        f"{_plain(r.loc['R2'])}; its clients point more alike but move further (exercise 5).")
+        f"{_plain(r.loc['R2'])}; its clients point more alike but move further (exercise 6).")
 
 
 def drift_split(results=F.RESULTS) -> tuple[pd.DataFrame, Markdown]:
     """Balanced's drift cut split at every stored τ that ran the no-swap control (``findings.pubswap_drift_split``):
     the shared prompts (control − FedAvg-GRPO) and the swap (Balanced − control), paired by seed, ± the 95 %
     t half-width, *inconclusive* where the interval contains 0; one row per τ with its run length, which differs
-    between rows. Under it, at which τ each part's interval excludes 0, and how loosely to read that."""
+    between rows, FedAvg-GRPO's final δ_pair on the same seeds, and each part as a share of it (so rows of different
+    length compare). Under it, at which τ each part's interval excludes 0, on how many seeds, and how loosely to read
+    that."""
     split = F.pubswap_drift_split(results)
 
     def cell(d, h):
         return f"{d:+.2f} ± {h:.2f}" + (": inconclusive" if abs(d) <= h else "")
     cols = {"shared prompts: control − FedAvg-GRPO": ("public steps: control − FedAvg-GRPO", "±95% t (public steps)"),
             "swap: Balanced − control": ("swap: Balanced − control", "±95% t (swap)")}
-    ratios = split_ratios(results)
+    base = split_drift(results)
+    (pa, pb), (sa, sb) = cols["shared prompts: control − FedAvg-GRPO"], cols["swap: Balanced − control"]
     table = pd.DataFrame({"local steps per client": split["local steps per client"].to_numpy(),
-                          "seeds": split["seeds"].to_numpy(),
-                          "δ_pair / u: FedAvg · control · Balanced": [ratios[t] for t in split.index],
-                          **{name: [cell(d, h) for d, h in zip(split[a], split[b])] for name, (a, b) in cols.items()}},
+                          "FedAvg-GRPO's δ_pair": [f"{base[t]:.2f}" for t in split.index],
+                          **{name: [cell(d, h) for d, h in zip(split[a], split[b])] for name, (a, b) in cols.items()},
+                          "in % of FedAvg-GRPO's δ_pair: shared · swap": [
+                              f"{100 * p / base[t]:+.0f} % · {100 * w / base[t]:+.0f} %"
+                              for t, p, w in zip(split.index, split[pa], split[sa])]},
                          index=pd.Index([f"τ = {t}" for t in split.index], name="final δ_pair, paired by seed"))
 
     def firm(a, b):
         taus = [str(t) for t, d, h in zip(split.index, split[a], split[b]) if abs(d) > h]
         return f"τ = {', '.join(taus)}" if taus else "no τ"
-    (pa, pb), (sa, sb) = cols["shared prompts: control − FedAvg-GRPO"], cols["swap: Balanced − control"]
     seeds = int(split["seeds"].min())
+    s = F.pubswap_setting(results)
+    most = max(len(v) for v in s["seeds"].values())
     note = Markdown(f"The swap's interval excludes 0 at {firm(sa, sb)}, the shared prompts' at {firm(pa, pb)}. "
-                    f"With {seeds} seeds a row can flip by chance: read the pattern across τ. Rows ran different "
-                    "lengths and the last two columns are in δ_pair units: across rows compare only their signs and "
-                    "intervals, and δ_pair / u.")
+                    f"With {seeds} seeds a row can flip by chance (every row pairs the {seeds} seeds the control ran; "
+                    f"the finding above paired {most} at τ = {s['tau']}): read the pattern across τ, in % of "
+                    "FedAvg-GRPO's δ_pair, which compares rows of different length.")
     return table, note
 
 
-def split_ratios(results=F.RESULTS) -> dict[int, str]:
-    """Per τ that ran the no-swap control: FedAvg-GRPO's, the control's and Balanced's final δ_pair / u (mean over
-    the seeds the control ran), as "1.38 · 1.33 · 1.26": scale-free, so it compares across rows of different length."""
+def split_drift(results=F.RESULTS) -> dict[int, float]:
+    """Per τ that ran the no-swap control: FedAvg-GRPO's final δ_pair, mean over the seeds the control ran (the
+    seeds the split pairs), the yardstick that makes the split's rows of different length compare."""
+    return {t: float(v) for t, v in _split_means(results)["fedavg_grpo"].items()}
+
+
+def _split_means(results=F.RESULTS, ratio: bool = False) -> pd.DataFrame:
+    """[τ, method] final δ_pair (or δ_pair / u with ``ratio``) of FedAvg-GRPO, the control and Balanced, mean over
+    the seeds the control ran at that τ."""
     import json
     from pathlib import Path
 
@@ -860,12 +891,18 @@ def split_ratios(results=F.RESULTS) -> dict[int, str]:
                     & rows.table.isin(["table1", "control"])]
         for tau in sorted(rows[rows.method == "pubswap_noswap"].tau.unique()):
             r = rows[rows.tau == tau]
-            seeds = set(r[r.method == "pubswap_noswap"].seed)
-            r = r[r.seed.isin(seeds)]
-            ratio = (r.drift_end_pairwise_effective / r.drift_end_to_global_effective).groupby(r.method).mean()
-            out[int(tau)] = " · ".join(f"{ratio[m]:.2f}" for m in ("fedavg_grpo", "pubswap_noswap",
-                                                                    "pubswap_balanced"))
-    return out
+            r = r[r.seed.isin(set(r[r.method == "pubswap_noswap"].seed))]
+            v = r.drift_end_pairwise_effective / (r.drift_end_to_global_effective if ratio else 1)
+            out[int(tau)] = v.groupby(r.method).mean()
+    return pd.DataFrame(out).T
+
+
+def split_ratios(results=F.RESULTS) -> dict[int, str]:
+    """Per τ that ran the no-swap control: FedAvg-GRPO's, the control's and Balanced's final δ_pair / u (mean over
+    the seeds the control ran), as "1.38 · 1.33 · 1.26": scale-free, so it compares across rows of different length."""
+    m = _split_means(results, ratio=True)
+    return {int(t): " · ".join(f"{row[k]:.2f}" for k in ("fedavg_grpo", "pubswap_noswap", "pubswap_balanced"))
+            for t, row in m.iterrows()}
 
 
 PAPER_STEPS = 360
@@ -918,7 +955,8 @@ def drift_accuracy_note(results=F.RESULTS) -> Markdown:
         f"round, FedAvg-GRPO's {s['tau']}. The control takes as few without swapping; its pass@1 − FedAvg-GRPO's "
         f"(last column) is {c[0]:+.2f} ± {c[1]:.2f} points ({c[2]} seeds)"
         f"{': inconclusive, so this reason is neither shown nor ruled out' if abs(c[0]) <= c[1] else ''}.\n"
-        f"- **A small cut.** Balanced removes {share:.0%} of the drift.\n"
+        f"- **A small cut.** Balanced removes {share:.0%} of the drift, and δ_pair is not all that spoils FedIT's "
+        "average: it misses the factors' cross terms (§4).\n"
         "- **Off-policy answers.** A client trains on others' answers as if it had sampled them.")
 
 
@@ -978,10 +1016,8 @@ def remember_note(results=F.RESULTS) -> Markdown:
 
 def exercise_top_up(K: int = 8, c: tuple[int, ...] = (0, 0, 0, 8), seed: int = 0) -> tuple[tuple[int, ...], str]:
     """Exercise 6: on a prompt where client n has ``c[n]`` right answers of K, how many answers M_n does Balanced
-    swap into each client's group (``swap.balanced_swap`` on a made-up pool), and what that does to the gradients and
-    to where the clients are pulled."""
-    import numpy as np
-
+    swap into each client's group (``swap.balanced_swap`` on a made-up pool), M_n by hand per client, and what that
+    does to the gradients and to where the clients are pulled."""
     from fedrl_kit.pubswap.swap import ResponsePool, balanced_swap
 
     correct = np.array([[k < cn for k in range(K)] for cn in c])  # [N, K]
@@ -990,12 +1026,14 @@ def exercise_top_up(K: int = 8, c: tuple[int, ...] = (0, 0, 0, 8), seed: int = 0
     m = tuple(int(round(a * K)) for a in res.replacement_fraction)
     donors = sorted({f"client_{j}" for n in range(len(c)) for j, _ in res.source[n] if j != n})
     grad = [f"client_{n}" for n in range(len(c)) if 0 < int(res.correct[n].sum()) < K]
+    by_hand = "; ".join(f"client_{n}: min(({K // 2} − {cn})+, {sum(c) - cn}) = {mn}" for n, (cn, mn) in
+                        enumerate(zip(c, m)))
     return m, (
-        f"M_n = min((⌊K/2⌋ − c_n)_+, D_n) = {m}. Each client with no right answer is topped up to {K // 2} of {K} "
-        f"right, all from {', '.join(donors)}; each client with c_n ≥ {K // 2} keeps its group (Balanced only adds "
-        f"right answers). Gradients now: {', '.join(grad)}; an all-right group still has none. The clients that got "
-        "a gradient all raise the probability of the same donated answers: one shared pull, where before the swap "
-        "they had no gradient at all. That is the link between recovering lost gradient (§2) and lower drift (§5).")
+        f"M_n = min((⌊K/2⌋ − c_n)_+, D_n): {by_hand}. The target is ⌊{K}/2⌋ = {K // 2} right; a client already "
+        f"there keeps its group (Balanced only adds right answers, so an all-right group stays without gradient). "
+        f"Donors in this draw: {', '.join(donors) or 'none'}. Gradients now: {', '.join(grad) or 'none'}. Every client with a "
+        "gradient now raises right answers to the same prompt (on arithmetic, mostly the same string): the shared "
+        "pull.")
 
 
 def exercise_fedit(clients=((2.0, 2.0), (-1.0, -4.0))) -> tuple[tuple[float, float], str]:

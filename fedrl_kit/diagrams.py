@@ -36,6 +36,7 @@ class Round:
     messages: tuple[Message, ...]
     selected: tuple[int, ...] | None = None
     last_client: str = "K"  # the symbol of the number of clients
+    edges: bool = False  # draw each message on the edge it travels (down: the first client's, up: the last one's)
 
 
 ROUNDS = {
@@ -71,7 +72,7 @@ ROUNDS = {
                   Message("down", "trip 2: its group of K answers per prompt after the swap"),
                   Message("up", "trip 2: \"GRPO step taken\" + the swapped fraction, for the log only"),
                   Message("up", "end of round: its adapter (A_n, B_n)")),
-        last_client="N"),
+        last_client="N", edges=True),
     "fedmoa": Round(
         "one FedMOA round",
         server=("cluster S_c: the clients whose accuracy reward has the same name",
@@ -136,25 +137,37 @@ def round_diagram(method: str | Round, clients: int = 3) -> Diagram:
     _, sw, sh = _box(0, 0, r.server, "#e8f0fe", "#1a73e8", "server")
     parts += _box((width - sw) / 2, 36, r.server, "#e8f0fe", "#1a73e8", "server")[0]
     top = 36 + sh + 24
-    lane = []
-    for i, m in enumerate(r.messages):  # one row per message: arrow and label
-        y = top + i * 30
-        arrow_x = 40 if m.direction == "down" else width - 40
-        y0, y1 = (y, y + 22) if m.direction == "down" else (y + 22, y)
-        colour = "#1a73e8" if m.direction == "down" else "#d93025"
-        lane.append(f'<line x1="{arrow_x}" y1="{y0}" x2="{arrow_x}" y2="{y1}" stroke="{colour}" stroke-width="2.5" '
-                    f'marker-end="url(#head-{m.direction})"/>')
-        label = f"{'↓' if m.direction == 'down' else '↑'} {m.carries}" + (f"  [{m.who}]" if m.who != "every client"
-                                                                        else "")
-        anchor, tx = ("start", 60) if m.direction == "down" else ("end", width - 60)
-        w = len(label) * CHAR_W + 8
-        lane.append(f'<rect x="{tx - 4 if anchor == "start" else tx - w + 4:.0f}" y="{y + 2}" width="{w:.0f}" '
-                    f'height="19" fill="white" fill-opacity="0.9"/>')
-        lane.append(f'<text x="{tx}" y="{y + 16}" font-size="12" text-anchor="{anchor}" fill="{colour}">'
-                    f'{escape(label, quote=False)}</text>')
+    sx0, sx1, sy = (width - sw) / 2, (width + sw) / 2, 36 + sh  # the server box's bottom edge
     cy = top + len(r.messages) * 30 + 16
     gap = 16
     cw = (width - gap * (clients - 1)) / clients
+    centres = [j * (cw + gap) + cw / 2 for j in range(clients)]
+    starts = ([sx0 + 40 + (sx1 - sx0 - 80) * j / (clients - 1) for j in range(clients)] if r.edges
+              else [width / 2] * clients)  # where each client's edge leaves the server
+
+    def on_edge(j, y):  # x of client j's edge at height y
+        return starts[j] + (centres[j] - starts[j]) * (y - sy) / (cy - sy)
+    lane = []
+    for i, m in enumerate(r.messages):  # one row per message: arrow and label
+        y = top + i * 30
+        y0, y1 = (y, y + 22) if m.direction == "down" else (y + 22, y)
+        colour = "#1a73e8" if m.direction == "down" else "#d93025"
+        if r.edges:  # the arrow lies on its edge, the label beside it
+            j = 0 if m.direction == "down" else clients - 1
+            x0, x1, xm = on_edge(j, y0), on_edge(j, y1), on_edge(j, y + 11)
+            anchor, tx = ("start", xm + 12) if m.direction == "down" else ("end", xm - 12)
+        else:
+            x0 = x1 = 40 if m.direction == "down" else width - 40
+            anchor, tx = ("start", 60) if m.direction == "down" else ("end", width - 60)
+        lane.append(f'<line x1="{x0:.0f}" y1="{y0}" x2="{x1:.0f}" y2="{y1}" stroke="{colour}" stroke-width="2.5" '
+                    f'marker-end="url(#head-{m.direction})"/>')
+        label = f"{'↓' if m.direction == 'down' else '↑'} {m.carries}" + (f"  [{m.who}]" if m.who != "every client"
+                                                                        else "")
+        w = len(label) * CHAR_W + 8
+        lane.append(f'<rect x="{tx - 4 if anchor == "start" else tx - w + 4:.0f}" y="{y + 2}" width="{w:.0f}" '
+                    f'height="19" fill="white" fill-opacity="0.9"/>')
+        lane.append(f'<text x="{tx:.0f}" y="{y + 16}" font-size="12" text-anchor="{anchor}" fill="{colour}">'
+                    f'{escape(label, quote=False)}</text>')
     for j in range(clients):
         name = f"client {j + 1}" if j < clients - 1 else f"… client {r.last_client}"
         pale = r.selected is not None and j not in r.selected
@@ -162,8 +175,7 @@ def round_diagram(method: str | Round, clients: int = 3) -> Diagram:
         box, _, ch = _box(j * (cw + gap), cy, r.client, fill, stroke,
                           name + ("  (not an expert here)" if pale else ""), width=cw)
         parts += box
-        cx = j * (cw + gap) + cw / 2
-        parts.append(f'<line x1="{width / 2:.0f}" y1="{36 + sh}" x2="{cx:.0f}" y2="{cy}" stroke="#9aa0a6" '
+        parts.append(f'<line x1="{starts[j]:.0f}" y1="{sy}" x2="{centres[j]:.0f}" y2="{cy}" stroke="#9aa0a6" '
                      f'stroke-dasharray="{"2,4" if pale else "6,3"}" stroke-width="1"/>')
     parts += lane  # over the fan lines, so that no line crosses a label
     height = cy + ch + 8

@@ -297,6 +297,17 @@ def test_the_drift_split_lists_every_control_tau_with_its_length_and_names_where
             if abs(d) > h]
     assert f"The swap's interval excludes 0 at τ = {', '.join(swap)}, " in note.data
     assert f"With {int(split['seeds'].min())} seeds a row can flip by chance" in note.data
+    base = teach.split_drift()
+    for t, p, w in zip(split.index, split["public steps: control − FedAvg-GRPO"], split["swap: Balanced − control"]):
+        assert table.loc[f"τ = {t}", "FedAvg-GRPO's δ_pair"] == f"{base[t]:.2f}"
+        assert table.loc[f"τ = {t}", "in % of FedAvg-GRPO's δ_pair: shared · swap"] == (
+            f"{100 * p / base[t]:+.0f} % · {100 * w / base[t]:+.0f} %")
+    rows = json.loads((RESULTS / "pubswap_paper_quick_large_tau.json").read_text())
+    tau = max(r["tau"] for r in rows)
+    seeds = {r["seed"] for r in rows if r["tau"] == tau and r["method"] == "pubswap_noswap"}
+    fedavg = [r["drift_end_pairwise_effective"] for r in rows if r["tau"] == tau and r["method"] == "fedavg_grpo"
+              and r["table"] in ("table1", "control") and r["seed"] in seeds]
+    assert abs(base[tau] - np.mean(fedavg)) < 1e-9
     assert note.data.count(". ") <= 2
     for t, d, h in zip(split.index, split["swap: Balanced − control"], split["±95% t (swap)"]):
         assert table.loc[f"τ = {t}", "swap: Balanced − control"] == f"{d:+.2f} ± {h:.2f}" + (
@@ -365,7 +376,30 @@ def test_exercise_6_tops_up_the_never_right_clients_from_the_always_right_one():
     from experiments import teaching_pubswap as teach
 
     answer, why = teach.exercise_top_up(8, (0, 0, 0, 8))
-    assert answer == (4, 4, 4, 0) and "all from client_3" in why and "Gradients now: client_0, client_1, client_2" in why
+    assert answer == (4, 4, 4, 0) and "Donors in this draw: client_3" in why
+    assert "Gradients now: client_0, client_1, client_2." in why and "client_3: min((4 − 8)+, 0) = 0" in why
+    answer, why = teach.exercise_top_up(4, (0, 1, 4))  # the notebook's setting: the target counts own right answers
+    assert answer == (2, 1, 0) and "Gradients now: client_0, client_1." in why and "mostly the same string" in why
+
+
+def test_live_taus_are_the_presets_two_unless_given():
+    from experiments import teaching_pubswap as teach
+
+    assert teach.live_taus("quick") == (2, 6) and teach.live_taus("full") == (10, 120)
+    assert teach.live_taus("quick", [3, 5]) == (3, 5)
+
+
+def test_step_vectors_flatten_every_clients_scaled_product_and_gradient():
+    from experiments import teaching_pubswap as teach
+
+    A, B = np.array([[1.0, 2.0]]), np.array([[3.0], [4.0]])  # rank 1: ΔW = s B A is 2 × 2
+    st = {"m.lora_A.weight": A, "m.lora_B.weight": B}
+    t = {"global": {k: 0 * v for k, v in st.items()},
+         0: {"client_1": {**st, "grad": np.array([1.0, 0.0])},
+             "client_0": {"m.lora_A.weight": -A, "m.lora_B.weight": B, "grad": np.array([0.0, 1.0])}}}
+    dW, dW_p, g = teach.step_vectors(t, 0, 2.0)
+    assert np.allclose(dW[1], 2 * (B @ A).ravel()) and np.allclose(dW[0], -2 * (B @ A).ravel())  # sorted clients
+    assert np.allclose(dW_p, 0) and np.allclose(g, [[0, 1], [1, 0]])
 
 
 def test_the_split_ratios_and_the_firm_sentence_cover_every_control_tau():
@@ -495,3 +529,23 @@ def test_the_control_accuracy_is_paired_by_seed_where_the_control_ran_and_shown_
         cell = table.loc[tau, "control − FedAvg-GRPO"]
         assert cell.startswith(f"{ctl[t][0]:+.2f} ± {ctl[t][1]:.2f}") if t in ctl else cell == "not run"
     assert f"{ctl[48][0]:+.2f} ± {ctl[48][1]:.2f}" in teach.drift_accuracy_note().data
+
+
+def test_pubswaps_round_diagram_draws_each_arrow_on_the_edge_it_travels():
+    import re
+
+    from fedrl_kit.diagrams import round_diagram
+
+    svg = round_diagram("pubswap").svg
+    num = r'"([-\d.]+)"'
+    line = re.compile(rf'<line x1={num} y1={num} x2={num} y2={num} stroke="([^"]+)"')
+    edges = [tuple(map(float, m.groups()[:4])) for m in line.finditer(svg) if m.group(5) == "#9aa0a6"]
+    arrows = [(tuple(map(float, m.groups()[:4])), m.group(5)) for m in line.finditer(svg) if m.group(5) != "#9aa0a6"]
+    assert len(arrows) == 6 and len(edges) == 3
+
+    def on(edge, x, y):  # (x, y) on the edge's line, to the pixel
+        x1, y1, x2, y2 = edge
+        return abs((x2 - x1) * (y - y1) - (y2 - y1) * (x - x1)) / ((x2 - x1) ** 2 + (y2 - y1) ** 2) ** 0.5 < 1.5
+    for (x1, y1, x2, y2), colour in arrows:  # down arrows on the first client's edge, up on the last one's
+        edge = edges[0] if colour == "#1a73e8" else edges[-1]
+        assert on(edge, x1, y1) and on(edge, x2, y2)
