@@ -277,8 +277,7 @@ tf.clients_table(first)
 # **length_short**: 1 if short.
 #
 # **Why three λ.** The paper's λ = 0.01 barely moves our weights; the live run's scale rule (§2) makes eq. 10 act
-# visibly in a short run; the grid (§6) tuned λ = 10 on validation.
-# τ fits each run's budget:
+# visibly in a short run; the grid (§6) tuned λ = 10 on validation. τ fits each run's budget:
 
 # %%
 tf.settings_table(cfg, moa_records)  # what differs between this run, §5's replay, §6's grid, the paper
@@ -308,8 +307,8 @@ print(f"λ = {path.lam:.3g}; |φ| = {len(g_now[0]):,}; largest |loop − package
       f"(format, tag_count) scores seen: {sorted(set(map(tuple, scores[:, 1:].round(2).tolist())))}")
 
 # %% [markdown]
-# Each Δ is slightly negative by chance
-# (cos ≈ 0: two batches' gradients barely relate); accuracy's most, so its weight falls.
+# Each Δ is slightly negative by chance (cos ≈ 0: two batches' gradients barely relate); accuracy's most, so its
+# weight falls.
 
 # %% [markdown]
 # Cluster 0 after round 1:
@@ -408,8 +407,8 @@ print(f"largest move of w_acc, eq. 10: {(t['w_acc after eq. 10'] - t['w_acc star
 # %% [markdown]
 # **Why eq. 10 barely acts.** Consecutive gradients come from different noisy batches (median |cos| 0.03), so
 # $\Delta_k$ is a few percent of the $\lVert g_k\rVert^2$ the rule was sized for: eq. 10 moves $w_{\text{acc}}$ by at
-# most 0.0071, eq. 12 by up to 0.13. At 100 × one
-# $w_{\text{acc}}$ hits 0, so its client gets α = 1 and eq. 12 sends $w_{\text{acc}}=0$ to the whole cluster.
+# most 0.0071, eq. 12 by up to 0.13. At 100 × one $w_{\text{acc}}$ hits 0, so its client gets α = 1 and eq. 12
+# sends $w_{\text{acc}}=0$ to the whole cluster.
 
 # %% [markdown]
 # ## 6. What the stored grid shows
@@ -454,7 +453,8 @@ notebook.check_explained(prediction_7, answer_7, tf.nearer_front()[1])
 
 # %%
 display(tf.paper_claim(3))
-print(f"format of all 10 models: {tf.grid_points()['format'].min():.2f}–{tf.grid_points()['format'].max():.2f}")
+pts = tf.grid_points()  # each arm's final global model per seed
+print(f"format of all {len(pts)} models: {pts['format'].min():.2f}–{pts['format'].max():.2f}")
 fig, words = tf.grid_pareto()
 viz.export(fig, "fedmoa_pareto_accuracy_format", figures)
 display(fig, words, dist)
@@ -491,10 +491,10 @@ display(tf.accuracy_differences())  # FedMOA − FedAvg-GRPO, seed by seed
 tf.findings_table()  # FedMOA − FedAvg-GRPO over the seeds (± 95 % t), FedMOA's weights; beside the paper's
 
 # %% [markdown]
-# **The verdict.** Against the paper's gains: accuracy, no difference detected; aggregated reward, a
-# small loss. At the tuned λ = 10, eq. 10 moved a client's weights < 0.01 a round
-# (0.0095: L1 over all its weights; $w_{\text{acc}}$ alone 0.0047), too little to test eq. 10: eqs. 11–12 acted alone; $w_{\text{acc}}$ of all 15 clients fell by 0.030 over 3 rounds, where the paper's rises.
-# [Report](13_fedmoa_report.ipynb).
+# **The verdict.** Against the paper's gains: accuracy, no difference detected; aggregated reward, a small loss.
+# At the tuned λ = 10, eq. 10 moved a client's weights < 0.01 a round (0.0095: L1 over all its weights;
+# $w_{\text{acc}}$ alone 0.0047), too little to test eq. 10: eqs. 11–12 acted alone; $w_{\text{acc}}$ of all 15
+# clients fell by 0.030 over 3 rounds, where the paper's rises. [Report](13_fedmoa_report.ipynb).
 
 # %% [markdown]
 # ## 7. What to remember
