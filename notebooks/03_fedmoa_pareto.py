@@ -26,19 +26,8 @@
 # **The method.** FedMOA changes FedAvg-GRPO in two places:
 #
 # 1. **Client:** after every local step, the weights shift toward the rewards still being learnt.
-# 2. **Server:** within a cluster, a client with a *lower* accuracy weight counts more (read as: accuracy nearly
+# 2. **Server:** within a cluster, a client with a *lower* accuracy weight counts more (taken as: accuracy nearly
 #    learnt).
-#
-# §2–3 derive both (the paper's equation numbers); the table is for looking back.
-#
-# | symbol | meaning |
-# |---|---|
-# | cluster $S_c$ | clients sharing an accuracy reward |
-# | $w_k$, $w_{\text{acc}}$ | weight of reward $r_k$; of accuracy |
-# | $g_k$, λ | $r_k$'s gradient at step $t$; eq. 10's step size |
-# | $\Delta_k=g_k^{(t)}\cdot g_k^{(t-1)}$ | > 0: $r_k$ has progress left (eq. 9) |
-# | $\alpha_m$, $\bar w_k$, $u$ | client $m$'s share in its cluster; α-average; weights before rescaling |
-# | $\theta^{(m)}$, $\theta^{(c)}$, $\theta$ | client, cluster, global adapter |
 
 # %% tags=["parameters"]
 # papermill parameters (-p seed 1); the text describes these defaults
@@ -64,11 +53,20 @@ cfg, run_root, figures = notebook.setup("fedmoa", globals(), make_config, runs="
 
 # %% [markdown]
 # ## 1. One round
-# Each client $m$ trains its LoRA adapter $\theta^{(m)}$ for τ local steps, adapting its reward weights $w^{(m)}$;
+# Each client $m$ trains its LoRA adapter $\theta^{(m)}$ and reward weights $w^{(m)}$ for τ local steps;
 # the server averages both per cluster, then the adapters across clusters.
 
 # %%
 diagrams.round_diagram("fedmoa")
+
+# %% [markdown]
+# | symbol | meaning |
+# |---|---|
+# | $S_c$ | a cluster: clients sharing an accuracy reward |
+# | $w_k$, $w_{\text{acc}}$, λ | weight of reward $r_k$; of accuracy; eq. 10's step |
+# | $g_k$, $\Delta_k$ | $r_k$'s gradient at step $t$; $g_k^{(t)}\cdot g_k^{(t-1)}$ |
+# | $\alpha_m$ | client $m$'s share in $S_c$ |
+# | $\theta^{(m)}$, $\theta^{(c)}$, $\theta$ | client, cluster, global adapter |
 
 # %% [markdown]
 # ## 2. The client: GRPO on a weighted reward
@@ -77,31 +75,31 @@ diagrams.round_diagram("fedmoa")
 # $$w_k\ge0,\ \sum_kw_k=1\ \text{(1)},\qquad r_w=\sum_kw_kr_k\ \text{(2)}$$
 #
 # GRPO samples $G$ answers $y_i$ per prompt and pushes up those whose $r_w$ beats their group's mean $\bar r$;
-# $\rho_{i,t}$, token $t$'s new-to-old probability ratio, is clipped asymmetrically (DAPO's clip-higher):
+# $\rho_{i,t}$, token $t$'s new-to-old probability ratio, is clipped asymmetrically (clip-higher):
 #
 # $$\hat a_i=\frac{r_w(y_i)-\bar r}{\sigma_r},\qquad J(\theta)=\frac{1}{G}\sum_{i=1}^{G}\frac{1}{|y_i|}\sum_t
 # \min\Bigl(\rho_{i,t}\,\hat a_i,\ \operatorname{clip}(\rho_{i,t},0.8,1.25)\,\hat a_i\Bigr)\qquad\text{(3–4, no KL)}$$
 #
 # **Moving the weights.** $L_k$ is GRPO's loss ($-J$) with $r_k$'s own advantage $\hat a_{i,k}$; its gradient
-# $g_k$ is taken on $\phi$, the middle layer's LoRA factors. At step $t$:
+# $g_k$ is taken on $\phi$, the middle layer's LoRA factors only (cheap: $K$ gradients per step). At step $t$:
 #
 # $$\hat a_{i,k}=\frac{r_k(y_i)-\bar r_k}{\sigma_{r_k}},\quad g_k^{(t)}=\nabla_\phi L_k\ \text{(8)},\quad
 # \Delta_k^{(t)}=g_k^{(t)\top}g_k^{(t-1)}\ \text{(9)},\quad
 # w\leftarrow\operatorname{Proj}_{\text{simplex}}\bigl(w+\lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
-# **Why Δ_k: a hypergradient.** The last step moved $\theta_t=\theta_{t-1}-\eta\sum_jw_jg_j^{(t-1)}$, so by the chain
-# rule $\partial L_k(\theta_t)/\partial w_k\approx-\eta\,g_k^{(t)}\cdot g_k^{(t-1)}=-\eta\Delta_k$. $\Delta_k>0$:
+# **Why Δ_k: a hypergradient.** With learning rate η, the last step moved
+# $\theta_t=\theta_{t-1}-\eta\sum_jw_jg_j^{(t-1)}$, so by the chain rule
+# $\partial L_k(\theta_t)/\partial w_k\approx-\eta\,g_k^{(t)}\cdot g_k^{(t-1)}=-\eta\Delta_k$. $\Delta_k>0$:
 # more weight on $r_k$ would have lowered its loss (progress left), so eq. 10 raises $w_k$; $\Delta_k\approx0$:
-# none left. With Adam steps (ours; the paper
-# names no optimiser) this is the SGD-step proxy the paper uses, not the exact hypergradient.
+# none left. Each $w_k$ follows only its own $L_k$ (the cross-terms $g_j^{(t)}\cdot g_k^{(t-1)}$, $j\ne k$, are
+# dropped); our Adam steps make it a proxy.
 #
 # $\cos(g_k^{(t)},g_k^{(t-1)})=\Delta_k/(\lVert g_k^{(t)}\rVert\lVert g_k^{(t-1)}\rVert)$: 1 for a repeated
 # direction, 0 for unrelated. §4's run sets $\lambda=0.05/\operatorname{mean}_k\lVert g_k\rVert^2$ per client
-# and round (our *scale rule*; the paper fixes λ): a repeated gradient moves its weight by about 0.05.
+# and round (our *scale rule*): a repeated gradient moves its weight by about 0.05.
 #
-# Proj (Euclidean; the paper names none) subtracts one shift ν from every weight, stopping at 0. So **a weight rises
-# only when its $\Delta_k$ beats the average Δ of the weights that stay above 0**. $g^{(t-1)}$ does not carry across
-# rounds, so eq. 10 acts τ − 1 times a round. In numpy:
+# Proj (Euclidean) subtracts one shift ν from every weight, stopping at 0. So **a weight rises
+# only when its $\Delta_k$ beats the average Δ of the weights that stay above 0**. In numpy:
 
 # %%
 def project_simplex(v):  # w_k = max(v_k − ν, 0), with the one ν that makes Σ w_k = 1
@@ -145,7 +143,7 @@ answer_1 = round(float(w_big[0]), 2)
 notebook.check_explained(prediction_1, answer_1, tf.projection_why(w_toy + 0.25 * delta, w_big), tolerance=0.01)
 
 # %% [markdown]
-# Over thirty steps: format saturates (its gradient decays); accuracy and tag count keep learning.
+# Thirty steps: format's gradient decays (saturates); accuracy and tag count keep learning.
 
 # %%
 w_run, hist = np.array([0.4, 0.3, 0.3]), []
@@ -165,7 +163,7 @@ display(fig)
 # $$s_m=\frac{1}{w_{\text{acc}}^{(m)}+\varepsilon},\qquad\alpha_m=\frac{e^{s_m}}{\sum_{m'\in S_c}e^{s_{m'}}}
 # \qquad\text{(11)}$$
 #
-# The intended case: two clients start alike; one has learnt accuracy (its gradient vanishes).
+# Intended case: two clients start alike; one has learnt accuracy (gradient vanished).
 
 # %%
 w_start, g_before = np.array([0.5, 0.5]), np.eye(2)  # accuracy, format; g_k^(t−1), one row per objective
@@ -179,11 +177,12 @@ for pair in [(0.4, 0.5), (0.1, 0.2), (0.0, 0.1)]:  # the same 0.1 gap, nearer an
 
 # %% [markdown]
 # **The paper's reason:** a low $w_{\text{acc}}$ means "accuracy closer to convergence". **What can go wrong:** it
-# signals that only once accuracy's gradient vanishes; else it may mean noise or a low start. And eq. 11 is steep: at $w_{\text{acc}}=0$ that client takes α = 1, **winner takes
-# all**.
+# signals that only once accuracy's gradient vanishes; else it may mean noise or a low start. Eq. 11 is steep
+# (last line printed): **winner takes all**.
 #
-# **Eq. 12: back to the clients.** The cluster's model is the α-average of the $\theta^{(m)}$. So
-# is each weight *every* client of the cluster holds; client $m$ keeps its others and rescales to sum 1:
+# **Eq. 12: back to the clients.** The server α-averages the clients' models into the cluster's model, and likewise
+# each reward weight that all of the cluster's clients hold (*shared*). Each client keeps its other weights; its
+# vector $u$ is then rescaled to sum to 1:
 #
 # $$\theta^{(c)}=\sum_{m\in S_c}\alpha_m\theta^{(m)},\quad\bar w_k=\sum_{m\in S_c}\alpha_mw_k^{(m)},\quad
 # u_k=\begin{cases}\bar w_k&k\text{ shared}\\w_k^{(m)}&\text{otherwise}\end{cases},\quad
@@ -258,7 +257,7 @@ notebook.check_explained(prediction_3, answer_3, f"α = {np.round(a3, 3).tolist(
 # %% [markdown]
 # ## 4. A real run
 # The **live run**: the paper's Heter+Heter setting (each client its own dataset and reward set), FedMOA against
-# FedAvg-GRPO (fixed weights, θ averaged by $N_m$). Toy families stand in for the paper's datasets:
+# FedAvg-GRPO (fixed weights, θ averaged by $N_m$). Toy families stand in for its datasets:
 
 # %% tags=["nbval-check-output"]
 world = make_family_world(seed, 10, 4)
@@ -271,17 +270,21 @@ first, moa_records = runs["FedMOA"]
 print(f"R = {cfg.rounds} rounds of τ = {cfg.local_steps} local steps; each step b = {cfg.prompts_per_step} prompts × "
       f"G = {cfg.num_generations} answers; learning rate {cfg.learning_rate:g}; clip ρ to "
       f"[{1 - cfg.epsilon:g}, {1 + cfg.epsilon_high:g}]")
-display(tf.settings_table(cfg, moa_records))  # what differs between this run, §5's replay, §6's grid, the paper
-display(tf.clients_table(first))
-tf.configs_table(first)  # configs A, B, C (C: only in §6's stored grid)
+tf.clients_table(first)
 
 # %% [markdown]
-# First table: the **settings** later sections use. A **config** fixes a client's rewards; initial $w_{\text{acc}}$
-# are ours. New rewards: **code_format** (tags and parsable code), **length_short** (1 if short),
-# **char_repetition** (minus the share of repeated characters).
+# A **config** fixes a client's rewards (initial $w_{\text{acc}}$ ours); **code_format**: tags and parsable code;
+# **length_short**: 1 if short.
 #
-# **One local step, written out:** client_0, round 1, step 2. The package ran step 1, which gave $g^{(t-1)}$ and
-# this round's λ.
+# **Why three λ.** The paper's λ = 0.01 barely moves our weights; the live run's scale rule (§2) makes eq. 10 act
+# visibly in a short run; the grid (§6) tuned λ = 10 on validation. τ fits each run's budget:
+
+# %%
+tf.settings_table(cfg, moa_records)  # what differs between this run, §5's replay, §6's grid, the paper
+
+# %% [markdown]
+# **One local step, written out:** client_0, round 1, step 2. The package ran step 1 (giving $g^{(t-1)}$ and
+# this round's λ).
 
 # %%
 client, path = tf.client_mid_round(make_config, cfg, first.policy, "client_0")  # path: w, g^(t−1), λ after step 1
@@ -304,8 +307,8 @@ print(f"λ = {path.lam:.3g}; |φ| = {len(g_now[0]):,}; largest |loop − package
       f"(format, tag_count) scores seen: {sorted(set(map(tuple, scores[:, 1:].round(2).tolist())))}")
 
 # %% [markdown]
-# Format and tag count score alike (pairs printed). Each Δ is slightly negative by chance
-# (cos ≈ 0: two batches' gradients barely relate); accuracy's most, so its weight falls.
+# Each Δ is slightly negative by chance (cos ≈ 0: two batches' gradients barely relate); accuracy's most, so its
+# weight falls.
 
 # %% [markdown]
 # Cluster 0 after round 1:
@@ -322,8 +325,7 @@ start = pd.Series({c: first.clients[c].initial_weights[0] for c in cluster})  # 
 print(f"largest |w_acc at round 1's end − w_acc at its start| = {(end1['accuracy'] - start).abs().max():.4f}")
 
 # %% [markdown]
-# Round 1 barely moved $w_{\text{acc}}$ (largest move printed), so these α rank the *starting* weights, config B
-# (0.4) over A (0.5), not progress.
+# These α rank the *starting* weights (round 1 barely moved them), B (0.4) over A (0.5), not progress.
 
 # %% [markdown]
 # ### Exercise 4
@@ -337,7 +339,7 @@ answer_4 = tf.favoured_config(first, moa_records)  # the config sent the lowest 
 notebook.check_explained(prediction_4, answer_4, tf.dilution_words(first, moa_records))
 
 # %% [markdown]
-# Eq. 12 by hand ($\sum_ju_j$, then $w_{\text{acc}}=u_{\text{acc}}/\sum_ju_j$), beside the run:
+# Eq. 12 by hand, beside the run:
 
 # %%
 shared = end1.columns[end1.notna().all()]  # the rewards every client of the cluster holds
@@ -348,8 +350,8 @@ pd.DataFrame({"u sums to": u.sum(axis=1), "w_acc by hand": w_back["accuracy"],
               "w_acc the run sent": tf.sent_weights(moa_records, round=2).loc[cluster, "accuracy"]}).round(4)
 
 # %% [markdown]
-# Last round: **global_accuracy** is θ's pass@1 (share of test answers right), all families;
-# **aggregated_reward** averages each client's rewards, then over clients.
+# Last round: **global_accuracy** is θ's pass@1 over all families;
+# **aggregated_reward**: per client, the unweighted mean of its own rewards scored on θ; then the mean over clients.
 
 # %%
 summary = tf.run_summary(runs)
@@ -360,7 +362,7 @@ print(f"FedMOA − FedAvg-GRPO: {gap:+.3f} × {answers} answers = {gap * answers
 
 # %% [markdown]
 # ## 5. Why the weights barely move
-# Round 1 replayed (settings table, §4): how much do consecutive gradients repeat?
+# Round 1 replayed (settings table): do consecutive gradients repeat?
 
 # %%
 probes = tf.probe_round(make_config, cfg, first.policy)  # g_k of round 1's batches at the untrained model
@@ -371,8 +373,8 @@ print(f"replayed round (τ = {tau_replay}): |cos(g_k^(t), g_k^(t−1))| median {
 
 # %% [markdown]
 # ### Exercise 5
-# The widget below replays round 1 at 1, 10 and 100 × the median rule λ. From the |cos| above: at which multiple
-# does eq. 10 first drive a $w_{\text{acc}}$ to 0?
+# The widget below replays round 1 at 1, 10 and 100 × the rule's median λ. From the |cos| above: at which
+# multiple does a $w_{\text{acc}}$ first reach 0?
 
 # %%
 prediction_5 = None  # 1, 10, 100 or "none"
@@ -405,14 +407,13 @@ print(f"largest move of w_acc, eq. 10: {(t['w_acc after eq. 10'] - t['w_acc star
 # %% [markdown]
 # **Why eq. 10 barely acts.** Consecutive gradients come from different noisy batches (median |cos| 0.03), so
 # $\Delta_k$ is a few percent of the $\lVert g_k\rVert^2$ the rule was sized for: eq. 10 moves $w_{\text{acc}}$ by at
-# most 0.0071, eq. 12 by up to 0.13. At 10 ×, eq. 11's steep $1/w$ amplifies eq. 10's small cuts.
+# most 0.0071, eq. 12 by up to 0.13. At 100 × one $w_{\text{acc}}$ hits 0, so its client gets α = 1 and eq. 12
+# sends $w_{\text{acc}}=0$ to the whole cluster.
 
 # %% [markdown]
 # ## 6. What the stored grid shows
-# **Stored grid:** settings table (§4); its ablation arms: [the report](13_fedmoa_report.ipynb).
-#
 # **Pareto fronts (the paper's Fig. 3).** A model *dominates* another when it is at least as good on both rewards
-# and better on one. The models nothing dominates form the **Pareto front**, a staircase. Invented points first:
+# and better on one. The models nothing dominates form the **Pareto front**, a staircase. Invented points:
 
 # %%
 display(tf.staircase_figure(), tf.staircase_points())
@@ -430,8 +431,8 @@ answer_6 = tf.leaves_front(new_model)
 notebook.check_explained(prediction_6, answer_6, tf.leaves_front_why(new_model))
 
 # %% [markdown]
-# **Distance to the front:** the accuracy a model lacks against the best model with at least its format (0 on the
-# front).
+# **Distance to the front:** the accuracy a model lacks against the best model with at least its format: its
+# horizontal gap to the staircase (0 on the front).
 #
 # ### Exercise 7
 # The paper expects FedMOA nearer the front. Whose mean distance will be smaller by more
@@ -447,15 +448,20 @@ answer_7 = ("FedMOA" if gap < 0 else "FedAvg-GRPO") if abs(gap) > dist.sd.max() 
 assert answer_7 == tf.nearer_front()[0]  # the helper agrees
 notebook.check_explained(prediction_7, answer_7, tf.nearer_front()[1])
 
+# %% [markdown]
+# Format is saturated (range printed), so accuracy decides most of the front:
+
 # %%
 display(tf.paper_claim(3))
+pts = tf.grid_points()  # each arm's final global model per seed
+print(f"format of all {len(pts)} models: {pts['format'].min():.2f}–{pts['format'].max():.2f}")
 fig, words = tf.grid_pareto()
 viz.export(fig, "fedmoa_pareto_accuracy_format", figures)
 display(fig, words, dist)
 
 # %% [markdown]
-# **The accuracy weight over rounds (Fig. 5).** The grid's accuracy cluster holds configs A, B and C, so eq. 12
-# shares only accuracy. First boundary:
+# **The accuracy weight over rounds (Fig. 5).** The grid's accuracy cluster holds configs A, B and C (appendix),
+# so eq. 12 shares only accuracy. First boundary:
 
 # %%
 display(tf.paper_claim(5))
@@ -485,13 +491,21 @@ display(tf.accuracy_differences())  # FedMOA − FedAvg-GRPO, seed by seed
 tf.findings_table()  # FedMOA − FedAvg-GRPO over the seeds (± 95 % t), FedMOA's weights; beside the paper's
 
 # %% [markdown]
-# **The verdict.** Paper: +2.2 accuracy points, +0.052 aggregated reward; grid: −0.17 ± 1.02 (no difference
-# detected), −0.0018 ± 0.0015 (a small loss). Eq. 10 moved the weights 0.0095 a round, so λ went untested: eqs.
-# 11–12 acted alone, and $w_{\text{acc}}$ drained (−0.030) where the paper's rises. [Report](13_fedmoa_report.ipynb).
+# **The verdict.** Against the paper's gains: accuracy, no difference detected; aggregated reward, a small loss.
+# At the tuned λ = 10, eq. 10 moved a client's weights < 0.01 a round (0.0095: L1 over all its weights;
+# $w_{\text{acc}}$ alone 0.0047), too little to test eq. 10: eqs. 11–12 acted alone; $w_{\text{acc}}$ of all 15
+# clients fell by 0.030 over 3 rounds, where the paper's rises. [Report](13_fedmoa_report.ipynb).
 
 # %% [markdown]
 # ## 7. What to remember
 # - Eq. 10 is a hypergradient step; noisy gradients barely repeat, so it barely acts.
 # - Eq. 11 favours a *lower* $w_{\text{acc}}$; eq. 12's rescaling can make α rank reward sets, not progress.
-# - Pareto front: the models no other beats on both rewards; with format saturated, accuracy decides.
-# - Paper vs found: the paper's gains did not reproduce on the stored grid, where eq. 10 barely moved the weights.
+# - Pareto front: the models no other beats on both rewards; here accuracy decides it.
+# - The paper's gains did not reproduce here; eq. 10 barely moved the weights.
+
+# %% [markdown]
+# ## Appendix: reward configs
+# **char_repetition**: minus the share of repeated characters.
+
+# %%
+tf.configs_table(first)  # configs A, B, C (C: only in §6's stored grid)
