@@ -157,6 +157,46 @@ def advantage_by_hand(K: int, right: int) -> str:
             f"(dividing by K instead: ±{(1 - mean) / population:.2f})")
 
 
+def fedit_error(clients: list[dict], scale: float) -> float:
+    """FedIT's averaging error on one round's end: e = ‖mean_n(s B_n A_n) − s B̄ Ā‖_F over all LoRA modules together,
+    from each client's factors (``{"…lora_A…": A, "…lora_B…": B}``, other keys ignored). It equals
+    ‖(s/N) Σ_n (B_n − B̄)(A_n − Ā)‖_F: zero when the factors agree, whatever δ_pair (on the products) says."""
+    from fedrl_kit.aggregate import fedit
+
+    keys = sorted(k for k in clients[0] if "lora_A" in k)
+    states = [{k: c[k] for k in keys + [k.replace("lora_A", "lora_B") for k in keys]} for c in clients]
+    avg = fedit(states)
+    diff = [np.mean([scale * st[k.replace("lora_A", "lora_B")] @ st[k] for st in states], axis=0)
+            - scale * np.asarray(avg[k.replace("lora_A", "lora_B")], np.float64) @ np.asarray(avg[k], np.float64)
+            for k in keys]
+    return float(np.sqrt(sum((d ** 2).sum() for d in diff)))
+
+
+def fedit_error_table(drift_runs: dict, scale: float) -> tuple[pd.DataFrame, Markdown]:
+    """Per arm of the live round, at its last local step: δ_pair (on ΔW_n = s B_n A_n) beside FedIT's averaging error
+    e (``fedit_error``), both ‖ΔW‖ units, lowest δ_pair first; and a sentence saying whether e keeps δ_pair's order."""
+    out = {}
+    for (m, tau), (run, _) in drift_runs.items():
+        t = run.tensors
+        dW, _, _ = step_vectors(t, tau - 1, scale)
+        N = len(dW)
+        pair = np.mean([np.linalg.norm(dW[a] - dW[b]) for a in range(N) for b in range(a + 1, N)])
+        out[ARMS[m]] = {"δ_pair": pair, "FedIT error e": fedit_error([t[tau - 1][c] for c in sorted(t[tau - 1])], scale)}
+    table = pd.DataFrame(out).T.sort_values("δ_pair").round(3)
+    table.index.name = f"live round, end (j = {tau})"
+    by_e = list(table.sort_values("FedIT error e").index)
+    low_e = table["FedIT error e"].idxmin().replace("PubSwap ", "")
+    same = by_e == list(table.index)
+    e = table["FedIT error e"]
+    below = all(e[a] < e["FedAvg-GRPO"] for a in table.index if a != "FedAvg-GRPO") if "FedAvg-GRPO" in e else False
+    low_d = table.index[0].replace("PubSwap ", "")
+    return table, Markdown(
+        ("Every arm with public steps ends with a smaller e than FedAvg-GRPO. " if below else "")
+        + f"Ordered by e the arms {'keep' if same else 'do not keep'} δ_pair's order (lowest δ_pair: {low_d}; "
+        f"lowest e: {low_e}): {'here lower drift came with a smaller averaging error' if same else 'lower drift on the products does not by itself mean a smaller averaging error'}. "
+        "One round of one seed: a check of the mechanism, not a ranking.")
+
+
 def fedit_demo() -> pd.DataFrame:
     """Two clients with 1 × 1 LoRA factors (s = 1) through ``aggregate.fedit``: the product of the averaged factors
     against the mean of the clients' products ΔW_n = B_n A_n. One pair with cross terms that do not cancel, one pair
@@ -261,7 +301,7 @@ def drift_figure(drift: pd.DataFrame) -> go.Figure:
     fig.update_layout(template="plotly_white", height=420, width=900, margin=dict(t=80, b=40, l=50, r=20),
                       legend=dict(orientation="h", y=-0.2, x=0.5, xanchor="center", font=dict(size=12)),
                       title=dict(text=f"one round at τ = {tau}, one seed: mechanics, not a ranking"
-                                      f"<br><sub>lowest δ_pair here: {low_here}; over the stored seeds (§5): "
+                                      f"<br><sub>lowest δ_pair here: {low_here}; in the stored runs, which rank the arms (§5): "
                                       f"{low_stored}</sub>", x=0.02, y=0.96))
     fig.update_yaxes(rangemode="tozero", col=1)
     fig.update_yaxes(zeroline=True, zerolinecolor="#999", col=2)
@@ -294,8 +334,9 @@ def live_round_note(drift: pd.DataFrame, end: pd.DataFrame, results=F.RESULTS) -
     here_order = " < ".join(a.replace("PubSwap ", "") for a in here["δ_pair"].sort_values().index)
     stored = " < ".join(a.replace("PubSwap ", "") for a in update_sizes(results)["final δ_pair"].sort_values().index)
     flag = "the same order" if here_order == stored else "a different order"
-    return Markdown(f"**What this round shows.** {part}{agree} (δ_pair / u: {listed}). Final δ_pair here: "
-                    f"{here_order}; over the stored seeds (§5): {stored}, {flag}. One round of one seed ranks nothing.")
+    return Markdown(f"**Mechanics only: one round of one seed ranks nothing.** Final δ_pair here: {here_order}; the "
+                    f"stored runs (§5), which rank the arms, give {stored} ({flag}). {part}{agree} (δ_pair / u: "
+                    f"{listed}).")
 
 
 def shared_pull(drift: pd.DataFrame) -> tuple[pd.DataFrame, Markdown]:
@@ -549,7 +590,8 @@ def accuracy_claims(results=F.RESULTS) -> tuple[pd.DataFrame, Markdown]:
     else:
         second = "**inconclusive**"
     note = Markdown(
-        f"Every row here ran {' or '.join(map(str, steps))} local steps per client. *Balanced beats FedAvg-GRPO* "
+        f"Every row here ran {' or '.join(map(str, steps))} local steps per client (all from the "
+        f"{' or '.join(map(str, steps))}-step grid). *Balanced beats FedAvg-GRPO* "
         f"(the paper's median gain: {median:+.2f} points): {first}. *Random beats Balanced at small τ*: {second}.")
     return table, note
 
@@ -782,24 +824,25 @@ def _no_gradient(groups) -> bool:
 
 
 def exercise_no_spread(gen, swaps, correct: pd.DataFrame) -> tuple[tuple[int, int], str]:
-    """On how many of the b prompts does this draw of Random leave no client a gradient, and on how many does
-    Balanced: (Random, Balanced). Random's one group has no spread when the pool's rewards are all equal, and by
-    chance elsewhere (the chance a group of K from a pool with R right of NK is all wrong or all right); Balanced's
-    groups have none only where the pool's rewards are all equal."""
+    """Exercise 3: on how many of the b prompts can Random give no client a gradient *whatever its draw* (all N·K
+    pooled answers wrong, or all right), and on how many does Balanced give none: (Random, Balanced). The reason names
+    those prompts, and what this one draw of Random added by chance (a group of K from a pool with R right of NK is all
+    wrong or all right with probability (C(NK−R, K) + C(R, K)) / C(NK, K))."""
     from math import comb
 
     K, N = gen.num_generations, len(gen.client_ids)
     names = [x.split(" (gold")[0] for x in correct.index]
+    pool = correct.sum(axis=1).to_numpy()  # [b] right answers among the N·K pooled ones
+    forced = [x for x, R in zip(names, pool) if R in (0, N * K)]
     rnd = [x for x, r in zip(names, swaps["random"]) if _no_gradient(r.correct)]
     bal = [x for x, r in zip(names, swaps["balanced"]) if _no_gradient(r.correct)]
-    pool = correct.sum(axis=1).to_numpy()  # [b] right answers among the N·K pooled ones
     chance = [f"{x!r} ({R} of {N * K} right: a {(comb(N * K - R, K) + comb(R, K)) / comb(N * K, K):.0%} chance)"
               for x, R in zip(names, pool) if x in rnd and 0 < R < N * K]
-    return (len(rnd), len(bal)), (
-        f"Balanced leaves a prompt without gradient only where all {N * K} pooled answers are wrong (nothing to swap "
-        f"in) or all right: {', '.join(repr(x) for x in bal) or 'none here'}. Random's one group of {K} has no spread "
-        "there too, and elsewhere whenever the draw happens to be all wrong or all right, likely when the pool is "
-        f"nearly so; this draw adds {', '.join(chance) or 'no prompt'}. "
+    return (len(forced), len(bal)), (
+        f"Rows whose {N * K} pooled answers are all wrong or all right: {', '.join(map(repr, forced)) or 'none'}. "
+        "There no group Random draws has spread, and Balanced has no right answer to swap in (or no wrong one to "
+        "replace); everywhere else Balanced tops every short group up, so both counts are the same. Random can lose "
+        f"more by chance: this draw left {len(rnd)} without gradient, adding {', '.join(chance) or 'none'}. "
         "Random shares more, but a shared group can hold no right answer for anyone.")
 
 
@@ -865,10 +908,13 @@ def drift_split(results=F.RESULTS) -> tuple[pd.DataFrame, Markdown]:
     seeds = int(split["seeds"].min())
     s = F.pubswap_setting(results)
     most = max(len(v) for v in s["seeds"].values())
+    grids = split.groupby("local steps per client").apply(lambda d: ", ".join(map(str, d.index)))
+    short, long = grids.index.min(), grids.index.max()
     note = Markdown(f"The swap's interval excludes 0 at {firm(sa, sb)}, the shared prompts' at {firm(pa, pb)}. "
                     f"With {seeds} seeds a row can flip by chance (every row pairs the {seeds} seeds the control ran; "
-                    f"the finding above paired {most} at τ = {s['tau']}): read the pattern across τ, in % of "
-                    "FedAvg-GRPO's δ_pair, which compares rows of different length.")
+                    f"the finding above paired {most} at τ = {s['tau']}). Two stored grids: the {long}-step one ran "
+                    f"the control only at τ = {grids[long]}, so τ = {grids[short]} come from the earlier {short}-step "
+                    "grid; the last column, in % of FedAvg-GRPO's δ_pair, lets rows of different length compare.")
     return table, note
 
 

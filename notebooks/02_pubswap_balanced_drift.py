@@ -27,7 +27,8 @@
 # ones.
 #
 # **The paper's claims.** (1) Public steps with Balanced swaps limit drift. (2) Balanced beats FedAvg-GRPO in
-# accuracy for most τ. (3) At small τ the simpler Random swap beats Balanced.
+# accuracy for most τ. (3) At small τ (the paper's 10 and 40; 90 and 120 are large) the simpler Random swap beats
+# Balanced. Our τ are smaller.
 
 # %% [markdown]
 # ## Parameters
@@ -89,14 +90,14 @@ diagrams.step_timeline(T, cfg.pubswap.period)
 
 # %% [markdown]
 # **Half of a PubSwap client's local steps are public** ($\tau_{\text{swap}}=2$). Private prompts and their answers
-# never leave a client; only adapters and public answers and scores travel. The round as code
+# never leave a client. The round as code
 # (`fedrl_kit/pubswap/method.py::run_round`):
 # ```
 # for round p = 1, 2, …:
 #   send (A_p, B_p) to every client
 #   for local step j = 1..τ:
 #     if j is a multiple of τ_swap:                                   # a public step
-#       server: b public prompts to every client
+#       server: b public prompts, with gold answers, to every client
 #       each client: K answers per prompt, scored, sent up
 #       server, per prompt x and client n:
 #         Balanced: M_n of n's wrong answers ← others' right ones     # swap.balanced_swap
@@ -119,7 +120,8 @@ diagrams.step_timeline(T, cfg.pubswap.period)
 # \rho_{k,t}=\frac{\pi_\theta(y_{k,t}\mid x,y_{k,<t})}{\pi_{\text{old}}(y_{k,t}\mid x,y_{k,<t})}$$
 #
 # $\bar r$, $\sigma_r$: the group's mean and *sample* standard deviation. $\rho_{k,t}$: how much likelier token $t$ of
-# answer $k$ is now than under $\pi_{\text{old}}$, the policy at the step's start. A step maximises $J$ with $\mu$
+# answer $k$ is now than under $\pi_{\text{old}}$, the policy at the step's start; $\varepsilon_{\text{high}}>\varepsilon$
+# (clip-higher) lets unlikely tokens rise further. A step maximises $J$ with $\mu$
 # optimiser updates (learning rate $\eta$). For a swapped-in answer $\pi_{\text{old}}$ is the *receiving* client's
 # policy, not the sampler's: $\rho$ treats it as the client's own (**off-policy**).
 
@@ -146,12 +148,12 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # clients' together, it swaps $M_n(x)$ of $n$'s wrong answers for others' right ones, topping the group up to half
 # right; the **swapped fraction** $f_n(x)$ is the share of $n$'s group that came from others:
 #
-# $$M_n(x)=\min\bigl((\lfloor K/2\rfloor-c_n(x))_+,\ D_n(x)\bigr),\qquad f_n(x)=\frac{M_n(x)}{K}$$
+# $$M_n(x)=\min\bigl((\lfloor K/2\rfloor-c_n(x))_+,\ D_n(x)\bigr),\qquad f_n(x)=\frac{M_n(x)}{K}\le\frac12$$
 #
 # Half, because reward variance $p(1-p)$ peaks at $p=\tfrac12$.
 #
 # **Random** (`swap.random_swap`) draws one group of $K$ from the $NK$ pooled answers and gives it to every client.
-# All clients train on the same answers (more sharing), mostly not their own (more off-policy).
+# All clients train on the same answers (more sharing), mostly not their own: $f_n$ can reach 1 (more off-policy).
 #
 # **The no-swap control** (our addition) takes the same public steps but keeps each client's own answers, so
 # Balanced − control isolates the swap.
@@ -160,9 +162,8 @@ pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) fo
 # string, whichever donor) all raise them: a shared pull (§4).
 #
 # ## 3. One swap, step by step
-# After one Balanced round at the live τ, each client answers the round's last public prompts afresh with **its own
-# adapter after its τ local steps** (before the server averages). A run keeps no answers, so this is a new draw, not
-# the training swap. Right answers $c_n(x)$:
+# After one Balanced round, each client answers the round's last public prompts afresh with **its own adapter after
+# its τ local steps**: a new draw (runs keep no answers). Right answers $c_n(x)$:
 
 # %%
 def one_round(m, tau):  # one round of arm m from the shared start; every client's adapter and gradient after each step
@@ -183,8 +184,8 @@ correct = teach.correct_table(gen)
 correct
 
 # %% [markdown]
-# An answer may wrap its number in `<think>…</think><answer>…</answer>`; only the number is scored. client_0's group
-# on a prompt where it has few right answers (swapped slots first), and $M_0(x)$ by hand:
+# Only an answer's number is scored. client_0's group on a prompt where it has few right answers (swapped slots
+# first), and $M_0(x)$ by hand:
 
 # %%
 swaps = {rule: swap_public(gen, rule) for rule in ("balanced", "random")}  # b groups per rule
@@ -200,7 +201,7 @@ view.sort_values("from", key=lambda s: s.str.startswith("own"), kind="stable")
 teach.code_excerpt(balanced_swap, "target = K // 2", "source[n, slots, 1]")
 
 # %% [markdown]
-# **Turn the knobs** (a smaller $K$ takes each client's first $K$ answers):
+# **Turn the knobs:**
 
 # %%
 widget_at = teach.widget_prompt(correct, K, avoid=example)
@@ -250,8 +251,8 @@ notebook.check_explained(prediction_2, answer_2, why_2, tolerance=0.005)
 
 # %% [markdown]
 # ### Exercise 3
-# In this draw, on how many of the $b$ prompts does Random leave **no** client a gradient, and on how many does
-# Balanced? Hint: which rows of the $c_n(x)$ table are all wrong or all right, or nearly?
+# On how many of the $b$ prompts can Random give **no** client a gradient *whatever its draw*, and on how many does
+# Balanced give none? Read the $c_n(x)$ table.
 
 # %%
 prediction_3 = None  # two whole numbers (Random, Balanced), e.g. (1, 0)
@@ -284,8 +285,9 @@ fig
 
 # %% [markdown]
 # **Why drift hurts.** A layer's weight change is $\Delta W=sBA$ ($s$: LoRA scale). FedIT averages $A$ and $B$
-# separately, and the product of means mixes clients: $\bar B\bar A=\frac{1}{N^2}\sum_{n,n'}B_nA_{n'}$. Two
-# clients, 1 × 1 factors, $s=1$:
+# separately, and the product of means is not the mean of products:
+# $\frac1N\sum_nB_nA_n-\bar B\bar A=\frac1N\sum_n(B_n-\bar B)(A_n-\bar A)$, small only when the *factors* agree.
+# Two clients, 1 × 1 factors, $s=1$:
 
 # %%
 teach.fedit_demo()
@@ -293,7 +295,8 @@ teach.fedit_demo()
 # %% [markdown]
 # FedIT's product matches neither client. **Drift** $\delta_{\text{pair}}$ is measured on
 # $\Delta W_n=sB_nA_n$, all modules together, so it misses this (both rows: $\delta_{\text{pair}}=0$); it measures
-# how differently clients *update*. Beside it, the **update size** $u$, the clients' mean distance from the round's
+# how differently clients *update*. FedIT's own **averaging error**
+# $e=\lVert\frac1N\sum_nsB_nA_n-s\bar B\bar A\rVert_F$ we measure beside it on the live round. Also the **update size** $u$, the clients' mean distance from the round's
 # broadcast $\Delta W_p$:
 #
 # $$\delta_{\text{pair}}=\frac{2}{N(N-1)}\sum_{n<n'}\lVert\Delta W_n-\Delta W_{n'}\rVert_F,\qquad
@@ -309,8 +312,7 @@ teach.drift_demo()
 # unrelated, 2 opposite.
 #
 # **The paper's bound** on two clients' parameter distance $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$ after local
-# step $j$ ($\Delta_0=0$; $\theta$: here the LoRA factors). We measure $\delta_{\text{pair}}$ on their products
-# $\Delta W=sBA$: close factors give close products, not conversely (§4's table). In steps, with expected gradients
+# step $j$ ($\Delta_0=0$; $\theta$: the LoRA factors, so a small $\Delta$ also keeps $e$ small). In steps, with expected gradients
 # $g_n$ (averaged over sampled answers):
 # 1. **Smoothness $L$**: $g_n$ moves at most $L$ times as far as $\theta$. So a step (size $\eta$) gives
 #    $\Delta_{j}\le(1+\eta L)\Delta_{j-1}+\eta c_j$, $c_j$ the two clients' gradient gap at one point.
@@ -337,8 +339,9 @@ notebook.check_explained(prediction_5, answer_5, why_5)
 # **Why the runs can disagree: the shared pull.** The bound uses expected gradients. A client that *samples* no
 # right answer gets no gradient from the prompt (Exercise 1), though its expected gradient is not zero: sampling
 # noise. Swapping in right answers removes it, and pulls all clients whose groups now hold them toward the same
-# answers. The bound lacks this, and may be loose by different amounts per arm: only runs rank arms.
-# **Watch one round**, every arm from the same start:
+# answers. The bound lacks this: only runs rank arms.
+# **Watch one round**, every arm from the same start: mechanics only (the stored runs of §5 rank the arms,
+# Balanced lowest and Random highest).
 
 # %%
 for m in teach.ARMS:  # FedAvg-GRPO, the no-swap control, PubSwap Random, PubSwap Balanced
@@ -353,9 +356,16 @@ fig
 teach.live_round_note(drift, end)
 
 # %% [markdown]
-# **The numbers in view**: $\delta_{\text{pair}}$, $u$ and the **gradient spread**
-# $\frac1N\sum_n\lVert g_n-\bar g\rVert^2/\lVert\bar g\rVert^2$ of the clients' sampled gradients (0: all pull the same
-# way), for Balanced's clients at the last step:
+# **Lower drift, smaller FedIT error?** At the round's end:
+
+# %%
+e_table, e_note = teach.fedit_error_table(drift_runs, cfg.lora_alpha / cfg.lora_rank)
+display(e_note)
+e_table
+
+# %% [markdown]
+# **By hand**, Balanced's last step: $\delta_{\text{pair}}$, $u$ and the **gradient spread**
+# $\frac1N\sum_n\lVert g_n-\bar g\rVert^2/\lVert\bar g\rVert^2$ (0: the clients' sampled gradients pull alike):
 
 # %%
 t, j = drift_runs[("pubswap_balanced", T)][0].tensors, T - 1  # Balanced's live round; j: its last local step
@@ -380,9 +390,8 @@ pull
 
 # %% [markdown]
 # ## 5. What the stored runs show
-# *Final* δ_pair: after each round's last step, averaged over rounds. **On average Balanced's clients end closest
-# together and Random's furthest apart, yet Random's point more alike than FedAvg-GRPO's (right panel).** One grey
-# line per seed:
+# *Final* δ_pair (after each round's last step, averaged over rounds), one grey line per seed. **Balanced's clients
+# end closest, Random's furthest apart, yet Random's point more alike than FedAvg-GRPO's (right panel):**
 
 # %%
 fig = teach.stored_drift_figure()
@@ -394,8 +403,8 @@ teach.stored_means()  # the figure's means as numbers
 
 # %% [markdown]
 # ### Exercise 6
-# In the table Random's clients point more alike than FedAvg-GRPO's (lower δ_pair / u), yet its δ_pair is higher.
-# What must be true of its update size $u$, and why?
+# Random's clients point more alike than FedAvg-GRPO's (lower δ_pair / u), yet its δ_pair is higher. What must be
+# true of its update size $u$?
 
 # %%
 prediction_6 = None  # "larger", "smaller" or "equal"
@@ -411,7 +420,8 @@ notebook.check_explained(prediction_6, answer_6, why_6)
 teach.drift_findings()
 
 # %% [markdown]
-# **Shared prompts or swap?** The control splits Balanced − FedAvg-GRPO in two:
+# **Shared prompts or swap?** The control splits the cut in two:
+# (Balanced − FedAvg-GRPO) = (control − FedAvg-GRPO) + (Balanced − control).
 
 # %%
 split, split_note = teach.drift_split()

@@ -475,7 +475,8 @@ def test_exercise_3_counts_prompts_without_gradient_under_this_random_draw_and_u
     swaps = {"balanced": [balanced_swap(p, K, rng) for p in pools], "random": random}
     gen = SimpleNamespace(num_generations=K, client_ids=list(correct.columns))
     (rnd, bal), why = teach.exercise_no_spread(gen, swaps, correct)
-    assert (rnd, bal) == (3, 2)  # Random: p0, p1 (pool uniform) and p3 by chance; Balanced: p0, p1 only
+    assert (rnd, bal) == (2, 2)  # whatever Random draws: p0, p1 (pool uniform); Balanced: p0, p1 only
+    assert "this draw left 3 without gradient" in why  # p3 by chance as well
     assert "'p3' (1 of 16 right: a 75% chance)" in why  # C(15, 4) / C(16, 4) = 0.75
 
 
@@ -549,3 +550,21 @@ def test_pubswaps_round_diagram_draws_each_arrow_on_the_edge_it_travels():
     for (x1, y1, x2, y2), colour in arrows:  # down arrows on the first client's edge, up on the last one's
         edge = edges[0] if colour == "#1a73e8" else edges[-1]
         assert on(edge, x1, y1) and on(edge, x2, y2)
+
+
+def test_fedit_error_is_the_cross_term_of_the_factor_deviations_and_sees_a_sign_flip_delta_pair_misses():
+    from experiments import teaching_pubswap as teach
+    from fedrl_kit.drift import mean_pairwise_drift
+
+    def client(b, a):
+        return {"m.lora_A": np.array([[a]], float), "m.lora_B": np.array([[b]], float), "grad": np.zeros(3)}
+    flipped = [client(1.0, 1.0), client(-1.0, -1.0)]  # ΔW_n = 1 for both: δ_pair = 0
+    adapters = [{"m": (c["m.lora_A"], c["m.lora_B"])} for c in flipped]
+    assert mean_pairwise_drift(adapters) == 0
+    assert teach.fedit_error(flipped, 1.0) == 1.0  # mean ΔW 1, B̄Ā = 0
+    assert teach.fedit_error([client(2.0, 3.0), client(2.0, 3.0)], 2.0) == 0.0  # identical factors: no error
+    rng = np.random.default_rng(0)
+    cs = [{"m.lora_A": rng.normal(size=(2, 5)), "m.lora_B": rng.normal(size=(4, 2))} for _ in range(3)]
+    A_bar, B_bar = (np.mean([c[k] for c in cs], axis=0) for k in ("m.lora_A", "m.lora_B"))
+    cross = 0.5 / 3 * sum((c["m.lora_B"] - B_bar) @ (c["m.lora_A"] - A_bar) for c in cs)
+    assert np.isclose(teach.fedit_error(cs, 0.5), np.linalg.norm(cross))
