@@ -91,11 +91,9 @@ class FedGRPOArgs(Args):
     """questions Q per server step (each with G candidates); 0 = b·K (prompts_per_step × num_clients, the
     rollouts of a Central-GRPO or FedAvg-GRPO step). A number > 0 fixes Q whatever K is (the K and M ablations)"""
     me_score: str = "agreement"
-    """ME score: agreement (default; 1 if the candidate's answer is the client model's greedy one, else 0, like every
-    AE score, so the score values do not single out the owners; the official code scores by 0/1 agreement too) or
-    probability (the model's probability of the candidate's answer, strictly inside (0, 1) where it has one: beside
-    the owners' 0/1 exact checks it tells the server which expert owns which question; the stored FedGRPO runs used
-    it); docs/fedgrpo.md, section "What the score values reveal"."""
+    """ME score: agreement (1 if the candidate's answer is the model's greedy one, else 0: 0/1 like AE scores, so the
+    values hide who owns a question) or probability (strictly inside (0, 1): beside the owners' 0/1 checks it reveals
+    them; the stored runs used it); docs/fedgrpo.md, "What the score values reveal"."""
     no_gt_scorer: str = "expert"
     """mode=no_gt only: whose model scores a question's candidates. expert (each selected expert's own theta_k, by
     me_score) or subject (the official code's: the reward model of the question's subject group, GRPO-trained on the

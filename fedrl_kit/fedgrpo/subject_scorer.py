@@ -1,20 +1,10 @@
 """The official code's no-ground-truth scorer (``fedgrpo.no_gt_scorer = "subject"``): one reward model per subject.
 
-In the official trainer (``rewards.py::model_reward`` of Liar-Mask/FedGRPO) each question goes by its subject to one
-of three GRPO-trained reward models, whichever clients were drawn as its experts; that model samples one answer per
-candidate (temperature 1.0, top-p 0.95), and the candidate scores 1 if the two final answers agree, else 0. Here:
-
-* the world's 7 topics form 3 fixed subject groups, split in the world's topic order 3/2/2 as the official code splits
-  MATH's 7 subjects (:data:`SUBJECT_GROUPS`);
-* each group's reward model is a LoRA adapter GRPO-trained (:func:`~fedrl_kit.fedgrpo.client.train_grpo_evaluator`)
-  on the labelled questions of that group held by one client, the one holding the most of them
-  (:func:`reward_model_holders`), so no label leaves its client (the official code trains its three models outside
-  the federation);
-* every expert of a question returns that model's scores (:class:`SubjectRewardModels`): the draw is seeded by the
-  question and its candidates, not by the expert, so the expert draw does not change a question's scores.
-
-Answers agree by exact string after ``normalise_answer``, not by ``math_verify``'s symbolic equivalence
-(:func:`agreement_scores`). Details: docs/fedgrpo.md, "No ground truth".
+As in the official trainer (``rewards.py::model_reward``), each question goes by its subject group
+(:data:`SUBJECT_GROUPS`) to one GRPO-trained reward model, whichever experts were drawn; the model samples one answer
+per candidate (temperature 1.0, top-p 0.95) and the candidate scores 1 if the final answers agree (exact string after
+``normalise_answer``), else 0. Unlike the official code, each model trains on one client's labelled questions of its
+group (:func:`reward_model_holders`), so no label leaves its client. Details: docs/fedgrpo.md, "No ground truth".
 """
 
 from __future__ import annotations
@@ -31,16 +21,13 @@ from fedrl_kit.rollout import generate
 from fedrl_kit.world.tasks import DEFAULT_TOPICS
 
 SUBJECT_GROUPS: tuple[tuple[str, ...], ...] = (DEFAULT_TOPICS[:3], DEFAULT_TOPICS[3:5], DEFAULT_TOPICS[5:])
-"""The 3 subject groups of the embedded world's 7 topics, in its topic order split 3/2/2 as the official code groups
-MATH's subjects (Algebra, Intermediate Algebra, Prealgebra | Number Theory, Geometry | Precalculus, Counting &
-Probability): (add, sub, mul), (mod, max), (count, seq)."""
+"""the world's 7 topics split 3/2/2 in order, as the official code groups MATH's 7 subjects"""
 
 TEMPERATURE, TOP_P = 1.0, 0.95
 """how a reward model samples its answer (the official trainer's vLLM sampling)"""
 
 KEY_BASE = 1000
-"""group g's reward model uses the evaluator streams (init, GRPO batches) of "client index" KEY_BASE + g, apart
-from every client's own θ_k"""
+"""group g's model draws from the evaluator streams of "client" KEY_BASE + g, apart from every θ_k's"""
 
 
 def subject_group(topic: str) -> int:
@@ -53,15 +40,8 @@ def subject_group(topic: str) -> int:
 
 
 def reward_model_holders(client_topics: list[list[str]]) -> dict[int, int]:
-    """Which client trains and keeps each subject group's reward model: the one whose labelled questions hold the
-    most of that group's (ties: the lowest client index). Groups no client holds a labelled question of are left out.
-
-    Args:
-        client_topics: for each client, the topics of its labelled questions.
-
-    Returns:
-        group index → client index.
-    """
+    """group → the client holding the most labelled questions of it (ties: the lowest index); ``client_topics``: each
+    client's labelled questions' topics. Groups no client holds are left out."""
     holders = {}
     for g in range(len(SUBJECT_GROUPS)):
         counts = [sum(subject_group(t) == g for t in topics) for topics in client_topics]  # [K]
@@ -71,8 +51,7 @@ def reward_model_holders(client_topics: list[list[str]]) -> dict[int, int]:
 
 
 def agreement_scores(reward_completions: list[str], candidates: list[str]) -> np.ndarray:
-    """1 where the reward model's final answer and the candidate's are the same after ``normalise_answer``, else 0;
-    0 where either has no answer (the official ``compare_answer`` scores an unparseable answer 0).  -> [G]"""
+    """1 where the two final answers agree after ``normalise_answer``, else 0 (also where either has none).  -> [G]"""
     def final(text):
         a = extract_answer(text)
         return None if a is None else normalise_answer(a)
@@ -82,12 +61,8 @@ def agreement_scores(reward_completions: list[str], candidates: list[str]) -> np
 
 
 class TopPDraw:
-    """A logits processor for ``generate``: nucleus (top-p) sampling at a temperature, each question's rows drawn
-    from that question's own generator, so a question's draw does not depend on the others in the batch.
-
-    Args:
-        rows: ``(start, stop)`` rows of each question in the batch; ``seeds``: one seed per question.
-    """
+    """A ``generate`` logits processor: top-p sampling, each question's ``(start, stop)`` rows drawn from its own
+    seeded generator, so a question's draw does not depend on the rest of the batch."""
 
     def __init__(self, rows: list[tuple[int, int]], seeds: list[int], temperature: float, top_p: float, device):
         self.rows, self.temperature, self.top_p = rows, temperature, top_p
@@ -117,19 +92,10 @@ def sample_answers(policy, adapter: str, questions: list[str], G: int, seeds: li
 
 
 class SubjectRewardModels:
-    """The 3 subject reward models of one run and the scores they give; shared by the clients (one process).
-
-    Group g's model is the adapter ``reward_subject_g`` of ``policy``, trained once, on first use, by its holder's
-    labelled questions of group g. In a deployment the experts would forward a question to the holder, as the
-    official trainer calls its reward model's server; here they share the process and call it directly.
-
-    Args:
-        policy: the clients' :class:`~fedrl_kit.policy.engine.Policy`.
-        client_data: each client's labelled data (prompt, answer, topic).
-        topic_of: D_s question → its topic (the simulator's; the official trainer reads the dataset's subject).
-        evaluator: :class:`~fedrl_kit.fedgrpo.args.EvaluatorArgs`, its ``grpo_*`` settings train the models.
-        seed: run seed.
-    """
+    """One run's 3 subject reward models (adapters ``reward_subject_g`` of ``policy``, each trained on first use on its
+    holder's labelled questions of group g, with ``evaluator``'s ``grpo_*`` settings) and the scores they give.
+    ``client_data``: each client's labelled (prompt, answer, topic); ``topic_of``: D_s question → topic. In a
+    deployment an expert would forward the question to the holder; here the clients share one process."""
 
     def __init__(self, policy, client_data: list, topic_of: dict[str, str], evaluator, seed: int):
         self.policy, self.topic_of, self.evaluator, self.seed = policy, topic_of, evaluator, seed
@@ -164,15 +130,13 @@ class SubjectRewardModels:
                                                [str(a) for a in data["answer"]], self.evaluator, self.seed, key)
 
     def draw_seed(self, g: int, question: str, candidates: list[str]) -> int:
-        """The seed of the reward model's samples for (question, candidates) (stream ``fedgrpo/reward_samples``):
-        the same for every expert asked and for a resumed run, fresh whenever the candidates change."""
+        """Stream ``fedgrpo/reward_samples`` keyed by (question, candidates): the same for every expert, on resume."""
         h = zlib.crc32("\x00".join([question, *candidates]).encode()) & 0x7FFFFFFF
         return seeding.stream_seed("fedgrpo/reward_samples", self.seed, g, h)
 
     def scores(self, questions: list[str], candidates: list[list[str]]) -> list[np.ndarray]:
-        """Each question's candidates scored by its subject group's reward model: one sampled answer per candidate,
-        0/1 agreement (:func:`agreement_scores`). A (question, candidates) pair scored before (by another expert of
-        the question) gets the same scores back, not a second draw.  -> n × [G]"""
+        """Each question's candidates scored 0/1 by its group's model (one sample each); a pair scored before, by
+        another expert, gets the same scores back.  -> n × [G]"""
         keys = [(q, tuple(c)) for q, c in zip(questions, candidates)]
         groups = [subject_group(self.topic_of[q]) for q in questions]
         for g in sorted({g for g, k in zip(groups, keys) if k not in self.given}):
