@@ -4,21 +4,12 @@ Importing this module imports :mod:`fedrl_kit` first, which pins torch's CPU ker
 imports it before torch); every result file records the kernels that ran (``cpu_kernels``).
 """
 
-import platform
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import fedrl_kit  # noqa: E402,F401  - before torch: the CPU kernel pin
-
-
-def cpu_model() -> str:
-    """The CPU's model name (Linux), else the platform's processor string."""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            return next(ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor()
+from fedrl_kit.seeding import cpu_model  # noqa: E402,F401  - re-exported for the benchmark scripts
 
 
 RUN_ENVIRONMENT = ("HF_HUB_OFFLINE", "OMP_NUM_THREADS", "OMP_WAIT_POLICY")

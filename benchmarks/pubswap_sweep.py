@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from experiments.sweep import (PUBSWAP_SCALES, SETTINGS, parse_name, pubswap_grid, result_path,  # noqa: E402
                                run_grid, summary_row)
-from fedrl_kit.runs import recorded_kernels  # noqa: E402
+from fedrl_kit.runs import recorded_cpu_model, recorded_kernels  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results"
 
@@ -82,7 +82,8 @@ def main(argv=None) -> None:
         t0 = time.time()
         records = run_grid({name: cfg}, runs, progress=False)[name]
         row = {**summary_row(name, cfg, records, preset=args.preset, scale=scale, setting=args.setting),
-               "cpu_kernels": recorded_kernels(runs / name)}  # a folder read back keeps its own
+               "cpu_kernels": recorded_kernels(runs / name),  # a folder read back keeps its own
+               "cpu_model": recorded_cpu_model(runs / name)}
         merge_row(summary_path, row, runs)
         print(f"{name}: final {row['pass@1_final']:.3f} best {row['pass@1_best']:.3f} (round {row['best_round']}) "
               f"drift {row.get('drift_end_pairwise_effective', float('nan')):.3f} ({time.time() - t0:.0f} s)",

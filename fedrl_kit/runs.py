@@ -35,7 +35,7 @@ from fedrl_kit.world.partition import partition
 from fedrl_kit.run_files import (DamagedRunDir, atomic_write, config_digest, read_jsonl_lines, sha256_hex,
                                  state_digest)  # DamagedRunDir and read_jsonl_lines: also imported from here
 from fedrl_kit.policy.folder import REPO_ROOT, is_model_folder, resolve_base  # the first two: also imported from here
-from fedrl_kit.seeding import cpu_kernels
+from fedrl_kit.seeding import cpu_kernels, cpu_model
 from fedrl_kit.speed import Sampler
 from fedrl_kit.speed.compact import compact_applies
 from fedrl_kit.world.registry import build_world, check_dataset_available
@@ -589,7 +589,7 @@ class Run:
                  "metrics_sha256": self._digest["metrics.jsonl"].hexdigest(),
                  "ledger_sha256": self._digest["ledger.jsonl"].hexdigest(),
                  "config_sha256": config_digest((self.run_dir / "config.json").read_text()), "files": files,
-                 "cpu_kernels": cpu_kernels()}
+                 "cpu_kernels": cpu_kernels(), "cpu_model": cpu_model()}
         state["sha256"] = state_digest(state)
         with open(tmp / "state.json", "w") as fh, _writing(tmp / "state.json"):
             fh.write(json.dumps(state))
@@ -796,3 +796,8 @@ def recorded_kernels(run_dir: str | Path) -> str:
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: {run_dir} holds no checkpoint")
     return json.loads(path.read_text()).get("cpu_kernels", "not recorded")
+
+
+def recorded_cpu_model(run_dir: str | Path) -> str:
+    """The CPU model a run directory's checkpoint was written on (``"not recorded"`` for older checkpoints)."""
+    return json.loads((Path(run_dir) / "checkpoint" / "state.json").read_text()).get("cpu_model", "not recorded")

@@ -54,6 +54,17 @@ def rng(name: str, seed: int, *keys: int) -> np.random.Generator:
     return np.random.default_rng(stream_seed(name, seed, *keys))
 
 
+def cpu_model() -> str:
+    """The CPU's model name (Linux ``/proc/cpuinfo``), else the platform's processor string."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo") as fh:
+            return next(ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor()
+
+
 def cpu_kernels() -> str:
     """The CPU kernel level torch runs with here ("AVX2", "AVX512", "DEFAULT", …)."""
     import torch

@@ -188,6 +188,18 @@ def test_recorded_kernels_read_the_checkpoint_and_say_when_it_has_none(finished,
         recorded_kernels(tmp_path / "empty")
 
 
+def test_a_checkpoint_records_the_cpu_model_so_summary_rows_can_say_which_cpu_made_them(finished, tmp_path):
+    from fedrl_kit.runs import recorded_cpu_model
+    from fedrl_kit.seeding import cpu_model
+
+    d, _, _ = _copy(finished, tmp_path)
+    assert recorded_cpu_model(d) == cpu_model() and cpu_model()  # a non-empty name, this machine's
+    state = json.loads((d / "checkpoint" / "state.json").read_text())
+    del state["cpu_model"]  # a checkpoint written before the model was recorded
+    (d / "checkpoint" / "state.json").write_text(json.dumps(state))
+    assert recorded_cpu_model(d) == "not recorded"
+
+
 def test_a_kill_between_the_renames_of_a_checkpoint_swap_resumes_to_the_same_end(finished, tmp_path):
     d, cfg, whole = _copy(finished, tmp_path)
     os.replace(d / "checkpoint", d / "checkpoint.old")  # the old checkpoint moved aside, the new one not yet in
