@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _machine import check_resume_environment, save_result  # noqa: E402
-from fedgrpo_compare import SETTINGS  # noqa: E402
+from fedgrpo_compare import SETTINGS, STORED_ME  # noqa: E402
 import torch  # noqa: E402  (after _machine, which imports fedrl_kit first: the CPU kernel pin)
 
 from fedrl_kit.config import REFERENCE_PATH, preset  # noqa: E402
@@ -92,7 +92,7 @@ def main(argv=None) -> dict:
             settings = dict(SETTINGS, num_clients=K)
             cfg = preset("quick", method="fedgrpo", seed=seed, rounds=args.rounds, eval_every=args.rounds,
                          fedgrpo={"num_experts": M, "questions_per_step": args.questions,
-                                  "me_score": "probability"}, **settings)  # the stored runs' ME score
+                                  "me_score": STORED_ME}, **settings)
             policy.set_state(GLOBAL, init)
             t0 = time.time()
             run = Run(cfg, progress=False, policy=policy)

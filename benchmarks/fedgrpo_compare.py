@@ -59,8 +59,9 @@ SETTINGS = dict(num_clients=8, dirichlet_alpha=0.1, prompts_per_step=4, local_st
 """the comparison's setting; REFERENCE_PATH: the sampling and scoring path its stored results were made on"""
 """Shared by every method: K = 8, β = 0.1, b = 4, τ = 2 (quick preset otherwise: G = 8, lr 2e-3, …)."""
 
-STORED_ME_SCORE = ["fedgrpo.me_score=probability"]
+STORED_ME = "probability"
 """the ME score the stored FedGRPO runs were made with (the default before ``agreement``; ``--set`` overrides it)"""
+STORED_ME_SCORE = [f"fedgrpo.me_score={STORED_ME}"]
 
 NO_GT = ["fedgrpo.mode=no_gt", "fedgrpo.gt_fraction=0.667", "evaluator.training=grpo"]
 """``--no-gt``: FedGRPO's settings for Table 2 (given before ``--set``, which can override them)."""

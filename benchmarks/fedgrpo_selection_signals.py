@@ -38,10 +38,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _machine import save_result  # noqa: E402
-from fedgrpo_compare import SETTINGS  # noqa: E402
+from fedgrpo_compare import SETTINGS, STORED_ME  # noqa: E402
 
-STORED = {"fedgrpo.me_score": "probability"}
-"""the ME score the stored runs were made with (the default before ``agreement``)"""
+STORED = {"fedgrpo.me_score": STORED_ME}
 
 from fedrl_kit.config import preset  # noqa: E402
 from fedrl_kit.fedgrpo.algorithm import server_state  # noqa: E402

@@ -68,13 +68,13 @@ def pubswap_runs() -> list[dict]:
 
 
 def fedgrpo_run() -> dict:
-    from fedgrpo_compare import SETTINGS
+    from fedgrpo_compare import SETTINGS, STORED_ME
 
     stored = next(r for r in json.loads((RESULTS / "fedgrpo_compare.json").read_text())["runs"]
                   if r["method"] == "fedgrpo" and r["seed"] == 0)
     # the stored runs' setting: D_s = world.public, half of it held with its answer by a client
     cfg = preset("quick", method="fedgrpo", seed=0, rounds=5, eval_every=5, **SETTINGS,
-                 fedgrpo={"queries": "public", "gt_fraction": 0.5, "me_score": "probability"})
+                 fedgrpo={"queries": "public", "gt_fraction": 0.5, "me_score": STORED_ME})
     t0 = time.time()
     run = Run(cfg, progress=False)
     recs = run.run()

@@ -792,12 +792,16 @@ def recorded_kernels(run_dir: str | Path) -> str:
     """The torch CPU kernels a finished or checkpointed run directory was computed with, as its checkpoint
     records them; ``"not recorded"`` for checkpoints written before they were recorded.
     """
-    path = Path(run_dir) / "checkpoint" / "state.json"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found: {run_dir} holds no checkpoint")
-    return json.loads(path.read_text()).get("cpu_kernels", "not recorded")
+    return _checkpoint_state(run_dir).get("cpu_kernels", "not recorded")
 
 
 def recorded_cpu_model(run_dir: str | Path) -> str:
     """The CPU model a run directory's checkpoint was written on (``"not recorded"`` for older checkpoints)."""
-    return json.loads((Path(run_dir) / "checkpoint" / "state.json").read_text()).get("cpu_model", "not recorded")
+    return _checkpoint_state(run_dir).get("cpu_model", "not recorded")
+
+
+def _checkpoint_state(run_dir: str | Path) -> dict:
+    path = Path(run_dir) / "checkpoint" / "state.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: {run_dir} holds no checkpoint")
+    return json.loads(path.read_text())

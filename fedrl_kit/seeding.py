@@ -5,6 +5,8 @@ The streams, their keys and what each draws: docs/design.md, "Random streams".
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 _SWAP, _PUBLIC, _GT, _SERVER, _MALICIOUS, _SYNTH, _SFT = 10_000, 20_000, 40_000, 50_000, 60_000, 70_000, 31_337
@@ -54,6 +56,7 @@ def rng(name: str, seed: int, *keys: int) -> np.random.Generator:
     return np.random.default_rng(stream_seed(name, seed, *keys))
 
 
+@functools.lru_cache(maxsize=1)
 def cpu_model() -> str:
     """The CPU's model name (Linux ``/proc/cpuinfo``), else the platform's processor string."""
     import platform

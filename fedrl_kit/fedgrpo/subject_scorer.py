@@ -15,8 +15,8 @@ import numpy as np
 import torch
 
 from fedrl_kit import seeding
+from fedrl_kit.fedgrpo.client import _answers, train_grpo_evaluator
 from fedrl_kit.policy.adapters import activate, ensure_adapter
-from fedrl_kit.rewards import extract_answer, normalise_answer
 from fedrl_kit.rollout import generate
 from fedrl_kit.world.tasks import DEFAULT_TOPICS
 
@@ -52,12 +52,8 @@ def reward_model_holders(client_topics: list[list[str]]) -> dict[int, int]:
 
 def agreement_scores(reward_completions: list[str], candidates: list[str]) -> np.ndarray:
     """1 where the two final answers agree after ``normalise_answer``, else 0 (also where either has none).  -> [G]"""
-    def final(text):
-        a = extract_answer(text)
-        return None if a is None else normalise_answer(a)
-
-    return np.array([float(r is not None and r == c) for r, c in
-                     zip(map(final, reward_completions), map(final, candidates))])
+    pairs = zip(_answers(reward_completions), _answers(candidates))
+    return np.array([float(r is not None and r == c) for r, c in pairs])
 
 
 class TopPDraw:
@@ -118,8 +114,6 @@ class SubjectRewardModels:
         """Train group g's reward model once: a fresh LoRA adapter, then GRPO on its holder's questions of g."""
         if g in self.metrics:
             return
-        from fedrl_kit.fedgrpo.client import train_grpo_evaluator
-
         name, key = self.adapter(g), KEY_BASE + g
         torch.manual_seed(seeding.stream_seed("fedgrpo/evaluator_init", self.seed, key))  # the adapter's A
         if name in self.policy.model.peft_config:  # left over from another run on this policy
