@@ -202,7 +202,7 @@ def candidate_table(tr: dict, run, mu=None, r_tilde=None, A=None) -> pd.DataFram
                        "f_j": tr["format"].astype(int)})
     for row, k in enumerate(tr["experts"]):
         df[f"s_k {cids[k]} ({tr['pathways'][row]})"] = tr["scores"][row]
-    four = [c for c in df.columns if c.startswith("r^s")]  # 4 significant figures: a 0.00005 is not a 0
+    four = [c for c in df.columns if c.startswith("s_k ")]  # 4 significant figures: a 0.00005 is not a 0
     df[four] = df[four].map(lambda v: f"{v:.4g}")
     if mu is None:
         mu = np.asarray(tr["scores"]).mean(axis=0)  # [G]
@@ -292,11 +292,10 @@ def owner_rate(run, sq: dict) -> tuple[float, float]:
 def stored_hit_rates() -> tuple[float, float]:
     """The stored runs' share of expert slots held by a client with ≥ 10 % of its data in the question's topic, over
     the questions they trained on (mean of the seeds): FedGRPO's, random experts'."""
-    from experiments.fedgrpo_claims import METHOD_NAMES, arm_diagnostics, load_arms
+    from experiments.fedgrpo_claims import METHOD_NAMES, arm_diagnostics, load_arms, load_long
     from experiments.findings import RESULTS
 
-    diag = arm_diagnostics([_stored(n) for n in ("fedgrpo_compare_pool_long.json", "fedgrpo_compare_pool_long30.json")],
-                           load_arms(RESULTS)).set_index("arm")
+    diag = arm_diagnostics(load_long(RESULTS), load_arms(RESULTS)).set_index("arm")
     hit = "experts holding the topic (≥ 10 % of D_k)"
     return _per_seed_mean(diag.loc["FedGRPO", hit]), _per_seed_mean(diag.loc[METHOD_NAMES["fedgrpo_random"], hit])
 
@@ -564,12 +563,16 @@ STORED_CONTROLS = {"fedgrpo_allgt": "#2ca02c", "fedgrpo_official": "#8c564b"}
 
 def stored_traces() -> pd.DataFrame:
     """The stored pass@1 curves, one row per (method, seed, round), every arm to round 30 (Central-GRPO from its
-    30-round file), each (arm, seed) from the file that trained it longest, on the seeds FedGRPO ran."""
-    from experiments.fedgrpo_claims import curve_frame, load_arms, load_long, with_arms
-    from experiments.findings import RESULTS
+    30-round file), each (arm, seed) from the file that trained it longest, on the seeds FedGRPO ran (the frame
+    the report's plateau table reads). A copy: the files are read once per process."""
+    return _stored_traces().copy()
 
-    df = curve_frame(with_arms(load_long(RESULTS), load_arms(RESULTS)))
-    return df[df["seed"].isin(df.loc[df["method"] == "fedgrpo", "seed"])].reset_index(drop=True)
+
+@lru_cache(maxsize=1)
+def _stored_traces() -> pd.DataFrame:
+    from experiments.findings import RESULTS, _fedgrpo_long_frame
+
+    return _fedgrpo_long_frame(RESULTS).reset_index(drop=True)
 
 
 def _stored_sft_steps() -> int:

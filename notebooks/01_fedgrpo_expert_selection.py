@@ -220,12 +220,7 @@ def chain(tr):                                                # §2 for one trac
     return teaching.candidate_table(tr, tour, mu, r_tilde, A)  # checks A against the package's server step
 
 
-for q in range(question + 1, question + 80):
-    tr2 = trace_question(tour.server, q, L=L, M=M, seed=seed, truth=tour.truth)
-    right, ae = tr2["correct"] > 0, [row for row, p in zip(tr2["scores"], tr2["pathways"]) if p == "AE"]
-    if 0 < right.sum() < len(right) and any(row[right].max() == 1 for row in ae):
-        break
-tr2["index"] = q
+tr2 = teaching.find_ae_case(tour, question, L, M, seed)  # the next question where an AE expert scores a right one 1
 display(chain(tr2))
 teaching.ae_case_note(tr2, tour)
 
