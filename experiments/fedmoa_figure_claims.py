@@ -32,6 +32,9 @@ CLAIMS = {
 }
 """claim key → (figure, the paper's claim in words, §4.2)"""
 
+FIG5_CELLS = (("homo+homo", "gsm"), ("heter+heter", "gsm"))
+"""the (setting, family) cells the paper's Fig. 5 draws: GSM8K, Homo+Homo on top, Heter+Heter below"""
+
 VERDICT_WORDS = {1: "holds", -1: "does not hold", 0: f"within noise ({INTERVAL} contains 0)"}
 
 
@@ -115,7 +118,7 @@ def _family_clients(records: list[dict], setting: str, family: str) -> list[str]
 
 
 def figure_claims(rows: list[dict], better: str = "FedMOA", worse: str = "FedAvg-GRPO",
-                  settings=SETTINGS, families=FAMILIES) -> list[dict]:
+                  settings=SETTINGS, families=FAMILIES, lr_schedule: str = "constant") -> list[dict]:
     """FedMOA's Fig. 3–5 claims as verdicts: one row per (setting, family, claim) over a stored grid.
 
     Args:
@@ -124,6 +127,7 @@ def figure_claims(rows: list[dict], better: str = "FedMOA", worse: str = "FedAvg
         better, worse: the two arms (FedMOA and the paper's baseline, FedGRPO, here FedAvg-GRPO).
         settings, families: the cells to report; a Heter+Heter run holds every family (its ``<family>/…`` server
         keys, that family's clients), a Homo run one (``homo_family``).
+        lr_schedule: the runs' learning-rate schedule (the paper's: "cosine"), which Fig. 5's rule reads.
 
     Returns:
         Rows with ``figure``, ``setting``, ``family``, ``claim`` (the paper's, in words), ``statistic`` (what one
@@ -144,7 +148,9 @@ def figure_claims(rows: list[dict], better: str = "FedMOA", worse: str = "FedAvg
           family (:func:`length_slope`); holds below 0, does not hold above 0; "within noise" is what "stable"
           predicts. "not tested: length not recorded" without ``<family>/length``.
         - **Fig. 5** (weights): per seed, FedMOA's mean over the family's clients and rounds of w_acc after the
-          round's last local step minus after its first (:func:`within_round_rise`); holds above 0.
+          round's last local step minus after its first (:func:`within_round_rise`); holds above 0. "Not tested"
+          outside the figure's cells (:data:`FIG5_CELLS`) and under a schedule other than the paper's cosine decay:
+          a step size that shrinks brings consecutive gradients closer, which is what raises Δ_k (eq. 9).
 
         Every other verdict is replaced by "not tested: …" (interval still given) when :func:`fedmoa_analysis.not_tested`
         says FedMOA's λ did not act (its weights moved less than ``MIN_WEIGHT_MOVE`` per client and round, mean
@@ -173,11 +179,11 @@ def figure_claims(rows: list[dict], better: str = "FedMOA", worse: str = "FedAvg
                 continue
             recs = {v: {s: as_records(hist[v][s]["history"]) for s in seeds} for v in (better, worse)}
             why = not_tested([hist[better][s] for s in seeds], [hist[worse][s] for s in seeds])
-            out += _cell_rows(setting, fam, seeds, recs[better], recs[worse], why, base)
+            out += _cell_rows(setting, fam, seeds, recs[better], recs[worse], why, base, lr_schedule)
     return out
 
 
-def _cell_rows(setting, fam, seeds, moa, avg, why, base) -> list[dict]:
+def _cell_rows(setting, fam, seeds, moa, avg, why, base, lr_schedule) -> list[dict]:
     rows = []
 
     def add(key, statistic, unit, values, verdict, detail, seeds_=seeds):
@@ -246,10 +252,21 @@ def _cell_rows(setting, fam, seeds, moa, avg, why, base) -> list[dict]:
     else:
         what = ("w_acc after the round's last local step − after its first" if kinds == {"per-step"}
                 else "w_acc at the round's end − at its start (no per-step weights stored)")
+        verdict = _interval(vals)[2]
+        if (setting, fam) not in FIG5_CELLS:
+            verdict = "not tested: outside the paper's Fig. 5 (GSM8K in Homo+Homo and Heter+Heter)"
+        elif lr_schedule != "cosine":
+            verdict = f"not tested: {lr_schedule} learning rate (the paper's: cosine decay, which aligns consecutive g_k)"
         add("fig5", f"FedMOA's mean over {fam} clients and rounds of {what}", "weight", vals,
-            _interval(vals)[2], f"per-step weights w@… of {len(clients[seeds[0]])} clients per seed"
+            verdict, f"per-step weights w@… of {len(clients[seeds[0]])} clients per seed"
             if kinds == {"per-step"} else "round-level weights only")
     return rows
+
+
+def lr_schedule_of(grid: dict) -> str:
+    """A stored grid's learning-rate schedule, from its ``settings`` ("mixed" if its settings differ)."""
+    found = {v.get("lr_schedule", "constant") for v in grid.get("settings", {}).values()} or {"constant"}
+    return found.pop() if len(found) == 1 else "mixed"
 
 
 def verdict_table(rows: list[dict]) -> list[dict]:
@@ -290,7 +307,8 @@ if __name__ == "__main__":  # the docs' table: python -m experiments.fedmoa_figu
 
     results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
     for name in STORED:
-        rows = figure_claims(json.loads((results / name).read_text())["runs"])
+        data = json.loads((results / name).read_text())
+        rows = figure_claims(data["runs"], lr_schedule=lr_schedule_of(data))
         print(f"## {name}\n")
         if all(r["verdict"].startswith("not tested: n") and not r["seeds"] for r in rows):
             print("; ".join(sorted({f"{r['setting']} ({r['family']}): {r['verdict']}" for r in rows

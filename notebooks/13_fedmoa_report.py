@@ -273,7 +273,8 @@ from experiments import fedmoa_figure_claims as figure_claims
 if grid:
     with pd.option_context("display.max_colwidth", None):
         display(pd.DataFrame(list(figure_claims.CLAIMS.values()), columns=["figure", "the paper's claim (§4.2)"]))
-        display(pd.DataFrame(figure_claims.verdict_table(figure_claims.figure_claims(grid["runs"]))))
+        display(pd.DataFrame(figure_claims.verdict_table(figure_claims.figure_claims(
+            grid["runs"], lr_schedule=figure_claims.lr_schedule_of(grid)))))
 
 # %% [markdown]
 # Two more stored grids, in other settings (`docs/fedmoa.md` describes each): `fedmoa_compare_cpu_scale_rule.json`

@@ -14,10 +14,10 @@ ROOT = Path(__file__).resolve().parents[1]
 T2 = t_quantile(0.975, 2)  # 3 seeds
 
 
-def _history(acc, fmt, tag, length, w_acc):
-    """A Homo+Homo MATH-like history: server curves per round, and one client whose accuracy weight after each
+def _history(acc, fmt, tag, length, w_acc, fam="math"):
+    """A Homo+Homo history (MATH-like unless ``fam``): server curves per round, and one client whose accuracy weight after each
     local step of round i is w_acc[i] (the other two weights share the rest)."""
-    server = [{"round": i + 1, "math/accuracy": a, "math/format": f, "math/tag_count": t, "math/length": n}
+    server = [{"round": i + 1, f"{fam}/accuracy": a, f"{fam}/format": f, f"{fam}/tag_count": t, f"{fam}/length": n}
               for i, (a, f, t, n) in enumerate(zip(acc, fmt, tag, length))]
     clients = []
     for i, steps in enumerate(w_acc):
@@ -30,16 +30,16 @@ def _history(acc, fmt, tag, length, w_acc):
     return {"server": server, "clients": clients}
 
 
-def _row(variant, seed, history, move=0.05):
-    return dict(setting="homo+homo", homo_family="math", variant=variant, seed=seed, history=history,
+def _row(variant, seed, history, move=0.05, fam="math"):
+    return dict(setting="homo+homo", homo_family=fam, variant=variant, seed=seed, history=history,
                 lambda_on=variant == "FedMOA", lam_rule="fixed", mean_w_move=move if variant == "FedMOA" else None)
 
 
 FLAT_W = [[0.4, 0.4], [0.4, 0.4], [0.4, 0.4]]
 
 
-def _cell(rows, figure, statistic_has=""):
-    out = [r for r in fc.figure_claims(rows, settings=("homo+homo",), families=("math",))
+def _cell(rows, figure, statistic_has="", fam="math", schedule="constant"):
+    out = [r for r in fc.figure_claims(rows, settings=("homo+homo",), families=(fam,), lr_schedule=schedule)
            if r["figure"] == figure and statistic_has in r["statistic"]]
     assert len(out) == 1
     return out[0]
@@ -105,23 +105,32 @@ def test_fig4_smoothness_and_length_trend_on_known_curves():
     assert [r["verdict"] for r in length] == ["not tested: length not recorded"]
 
 
-def test_fig5_within_round_rise_and_the_not_tested_rule():
+def test_fig5_within_round_rise_and_the_not_tested_rules():
     rows = []
     for s, rise in enumerate((0.02, 0.03, 0.04)):  # mean 0.03, half-width 0.0248
         paths = [[0.4, 0.4 + rise / 2, 0.4 + rise]] * 2  # w_acc rises by `rise` within each of two rounds
-        rows += [_row("FedAvg-GRPO", s, _history([0.1, 0.2], [0.9] * 2, [0.9] * 2, [9] * 2, FLAT_W[:2])),
-                 _row("FedMOA", s, _history([0.1, 0.2], [0.9] * 2, [0.9] * 2, [9] * 2, paths))]
-    r = _cell(rows, "Fig. 5")
+        h = dict(acc=[0.1, 0.2], fmt=[0.9] * 2, tag=[0.9] * 2, length=[9] * 2, fam="gsm")
+        rows += [_row("FedAvg-GRPO", s, _history(w_acc=FLAT_W[:2], **h), fam="gsm"),
+                 _row("FedMOA", s, _history(w_acc=paths, **h), fam="gsm")]
+    r = _cell(rows, "Fig. 5", fam="gsm", schedule="cosine")  # the paper's figure: GSM8K, cosine decay
     assert r["values"] == pytest.approx([0.02, 0.03, 0.04]) and r["verdict"] == "holds"
     assert "last local step − after its first" in r["statistic"]
+    # the same weights under a constant learning rate, or on a family the figure does not draw: not tested
+    assert _cell(rows, "Fig. 5", fam="gsm")["verdict"].startswith("not tested: constant learning rate")
+    for row in rows:
+        row["homo_family"] = "math"
+        row["history"] = json.loads(json.dumps(row["history"]).replace('"gsm/', '"math/'))
+    r = _cell(rows, "Fig. 5", schedule="cosine")
+    assert r["verdict"].startswith("not tested: outside the paper's Fig. 5")
+    assert r["values"] == pytest.approx([0.02, 0.03, 0.04])  # the interval is still given
     for row in rows:  # the weights barely moved: the module's rule says the runs do not test the claim
         if row["variant"] == "FedMOA":
             row["mean_w_move"] = 0.005
     verdicts = [x["verdict"] for x in fc.figure_claims(rows, settings=("homo+homo",), families=("math",))]
-    # Fig. 3, Fig. 4's length and Fig. 5 take λ's reason; Fig. 4's smoothness keeps the setting's own (flat curves)
-    assert [v.startswith("not tested: the weights did not move") for v in verdicts] == [True, False, True, True]
+    # Fig. 3 and Fig. 4's length take λ's reason; Fig. 4's smoothness and Fig. 5 keep the setting's own
+    assert [v.startswith("not tested: the weights did not move") for v in verdicts] == [True, False, True, False]
     assert verdicts[1].startswith("not tested: neither arm's server accuracy fell")
-    assert _cell(rows, "Fig. 5")["values"] == pytest.approx([0.02, 0.03, 0.04])  # the interval is still given
+    assert verdicts[3].startswith("not tested: outside the paper's Fig. 5")
 
 
 def test_a_cell_without_an_arm_or_without_histories_says_so():
