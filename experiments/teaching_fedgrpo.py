@@ -380,11 +380,6 @@ def selection_knobs(run, policy, question: int, L: int, M: int, figures) -> tupl
 
 
 # -- §4, what the server learns about the clients ---------------------------------------------------------------------
-def _all_zero_one(row) -> bool:
-    row = np.asarray(row, dtype=float)
-    return bool(np.all((row == 0.0) | (row == 1.0)))
-
-
 def _leak_rates() -> dict[str, tuple[int, int, int, int]]:
     """The stored measurement of the owner rule (benchmarks/results/fedgrpo_ownership_leak.json), by ME score
     ("probability", "agreement"): (owners' rows flagged, owners' rows, other experts' rows flagged, other rows)."""
@@ -401,34 +396,6 @@ def _leak_setting() -> str:
     """The stored leak measurement's setting: its clients and seeds."""
     st = _stored("fedgrpo_ownership_leak.json")["settings"]
     return f"K = {st['num_clients']}, {len(st['seeds'])} seeds"
-
-
-def privacy_note(traces: dict, run) -> Markdown:
-    """What a curious server reads in the scores of the traced questions (a row of exact 0s and 1s: its expert owns
-    the question, and its 1s mark the label), checked against the simulator's owners, and the stored measurement of that
-    rule with ME probabilities (benchmarks/results/fedgrpo_ownership_leak.json).
-    ``traces``: {index into D_s: its ``trace_question``}."""
-    from fedrl_kit.rewards import extract_answer, normalise_answer
-
-    cids, owner = run.runtime.client_ids, run.truth.fact("queries").owner
-    parts = []
-    for q, tr in traces.items():
-        flagged = [cids[k] for row, k in zip(tr["scores"], tr["experts"]) if _all_zero_one(row)]
-        ones = sorted({normalise_answer(extract_answer(c) or "") for row, k in zip(tr["scores"], tr["experts"])
-                       if _all_zero_one(row) for c, v in zip(tr["candidates"], row) if v == 1.0})
-        who = cids[int(owner[q])]
-        said = (f"in question {q} only {who}'s row is all 0s and 1s, and {who} owns it" if flagged == [who] else
-                f"in question {q} the all-0/1 rows are {', '.join(flagged) or 'none'}'s and the owner is {who}")
-        if ones:
-            said += f"; its 1s mark answer {', '.join(ones)}, the label ({tr['answer']})"
-        elif flagged:
-            said += " (all 0s: no candidate is right)"
-        parts.append(said)
-    of, on, xf, xn = _leak_rates()["probability"]
-    return Markdown("**Scores.** An AE score is exactly 0 or 1; an ME probability almost never is. So the rule *a row "
-                    "of exact 0s and 1s comes from the owner*: " + "; ".join(parts) + f". On a stored run "
-                    f"({_leak_setting()}) this rule flags {of} of {on} owners' rows and {xf} of {xn} other experts' "
-                    "rows.")
 
 
 def competence_note(run) -> Markdown:
@@ -502,41 +469,6 @@ def quick_run_figure(records: dict, figures):
     fig.update_layout(legend_title_text="method", height=330)
     viz.export(fig, "fedgrpo_format", figures)
     return fig
-
-
-def _training_messages(run) -> list[dict]:
-    """FedGRPO's ledger without the step-through's scoring (score messages before round 1)."""
-    return [r for r in run.runtime.ledger.records if not (r["kind"].startswith("score") and r["round"] < 1)]
-
-
-def traffic_note(run, other, M: int) -> Markdown:
-    """The paper's Figure 2 in one paragraph: both methods' bytes (up and down, as the ledgers record them; the
-    scoring §4's step-through did before round 1 is not training), what FedGRPO's are, and why their ratio depends
-    on the budget (FedGRPO's bytes grow with the questions it scores, Fedpetuning+GRPO's with rounds × clients ×
-    adapter size), with the stored runs' ratio beside this run's. The score bytes are checked against T·τ·Q·M·G
-    numbers of 8 bytes."""
-    from fedrl_kit.fedgrpo.algorithm import questions_per_step
-
-    c = run.config
-    Q, G = questions_per_step(c), c.num_generations
-    formula = c.rounds * c.local_steps * Q * M * G * 8
-    mine = _training_messages(run)
-    scores = [r for r in mine if r["kind"] == "score_result"]
-    if formula != sum(r["nbytes"] for r in scores) - 6 * len(scores):  # each score message carries a 6-byte key
-        raise ValueError(f"the ledger's score bytes differ from T·τ·Q·M·G·8 = {formula}")
-    total, theirs = sum(r["nbytes"] for r in mine), other.runtime.ledger.total_bytes()
-    text = sum(r["nbytes"] for r in mine if (r["kind"], r["direction"]) == ("score", "down")) / total
-    lo, hi = _stored_traffic_ratios()
-    st = _stored("fedgrpo_compare_pool_long30.json")["settings"]
-    per_round = st["prompts_per_step"] * st["num_clients"] * st["local_steps"]
-    return Markdown(
-        f"**Traffic** (the paper's Figure 2), up and down together: FedGRPO moved {total:,} bytes, Fedpetuning+GRPO "
-        f"{theirs:,} ({theirs / total:,.0f}× as much). FedGRPO's scores are T·τ·Q·M·G = "
-        f"{c.rounds}·{c.local_steps}·{Q}·{M}·{G} numbers of 8 bytes ({formula:,} bytes); the candidates' text "
-        f"sent to the experts is {text:.0%} of its total. Its bytes grow with the questions it scores "
-        f"({Q * c.local_steps} per round here), Fedpetuning+GRPO's with rounds × clients × adapter size, so the "
-        f"ratio depends on the budget: the stored runs score {per_round} questions per round, and there it is "
-        f"{lo:.0f}× to {hi:.0f}×.")
 
 
 # -- what the reproduction found -----------------------------------------------------------------------------------
@@ -796,16 +728,6 @@ def plateau_table(plateau: pd.DataFrame) -> pd.DataFrame:
     t["arm − FedGRPO"] = [f"{d:+.2f}" if a != "fedgrpo" else "–" for a, (d, _) in zip(PLATEAU_ARMS, diffs)]
     t["± 95 % t"] = [f"{h:.2f}" if a != "fedgrpo" else "–" for a, (_, h) in zip(PLATEAU_ARMS, diffs)]
     return t.rename(index=METHOD_NAMES).rename_axis("arm")
-
-
-def _stored_traffic_ratios() -> tuple[float, float]:
-    """Fedpetuning+GRPO's bytes over FedGRPO's (up and down together) in the stored 30-round runs: the smallest and
-    largest over the seeds both ran."""
-    total = {(r["method"], r["seed"]): r["bytes_up"] + r["bytes_down"]
-             for r in _stored("fedgrpo_compare_pool_long30.json")["runs"]}
-    ratios = [total["fedavg_grpo", s] / total["fedgrpo", s] for (m, s) in total
-              if m == "fedgrpo" and ("fedavg_grpo", s) in total]
-    return min(ratios), max(ratios)
 
 
 # -- the exercises' answers and reasons ----------------------------------------------------------------------------

@@ -336,8 +336,7 @@ def agreement(run) -> Markdown:
     from fedrl_kit.notebook import round_factor_gaps
 
     a = round_factor_gaps(run)["agreement of updates"].dropna()
-    w = np.array(list(run.server.sizes.values()), dtype=np.float64)
-    ref = float(np.sqrt(((w / w.sum()) ** 2).sum()))
+    ref = right_angle_reference(list(run.server.sizes.values()))
     return Markdown(f"- Per round the agreement was {a.min():.2f}–{a.max():.2f}: the server's step was about "
                     f"{a.mean():.0%} as long as a client's own, which acts like a smaller learning rate.\n"
                     f"- Updates of equal length at right angles would give √Σw_k² = {ref:.2f} with this run's weights: "
@@ -521,7 +520,12 @@ def split_reference(preset_name: str, alpha: float, seed: int) -> float:
     cfg = preset(preset_name, dirichlet_alpha=alpha, seed=seed)
     parts = partition(build_world(cfg).train, cfg.num_clients, cfg.partition, cfg.dirichlet_alpha,
                       cfg.topics_per_client, cfg.equal_size, cfg.seed)
-    w = np.array([len(p) for p in parts], dtype=np.float64)
+    return right_angle_reference([len(p) for p in parts])
+
+
+def right_angle_reference(sizes) -> float:
+    """√Σ_k w_k² with w_k = n_k / n: the agreement of equal-length updates at right angles."""
+    w = np.asarray(sizes, dtype=np.float64)
     return float(np.sqrt(((w / w.sum()) ** 2).sum()))
 
 

@@ -20,11 +20,12 @@ def test_server_curve_means_each_round_and_leaves_out_what_a_round_lacks(bench):
     assert curve[2] == dict(round=3)  # loss is not a curve key
 
 
-def _stored(tmp_path, bench, **extra):
-    """A one-run result file with the script's default settings (so only the environment can differ)."""
+def _stored(tmp_path, bench, settings_extra=None, **extra):
+    """A one-run result file with the script's default settings (so only the environment can differ), or with
+    ``settings_extra`` over them."""
     import json
 
-    settings = dict(bench.SETTINGS, rounds=5, eval_every=5, no_gt=False, set=[])
+    settings = dict(bench.SETTINGS, rounds=5, eval_every=5, no_gt=False, set=[], **(settings_extra or {}))
     path = tmp_path / "stored.json"
     path.write_text(json.dumps(dict(settings=settings, command="earlier", **extra,
                                     runs=[dict(method="fedgrpo", seed=0, final_pass_at_1=0.3, base_pass_at_1=0.2)])))
@@ -53,3 +54,15 @@ def test_resume_in_the_same_environment_is_allowed_and_mixing_needs_the_flag(ben
     assert "torch CPU kernels not recorded (here " in _machine.resume_environment_problem(unknown_kernels, "f.json")
     _machine.check_resume_environment(other, "f.json", allow_mixed=True)  # warns, goes on
     assert "warning: f.json ran with other package versions" in capsys.readouterr().out
+
+
+def test_resume_refuses_a_file_scored_another_way_and_the_file_records_the_me_score(bench, tmp_path):
+    path = _stored(tmp_path, bench, settings_extra={"me_score": "agreement"})
+    with pytest.raises(SystemExit, match="me_score='agreement' \\(now 'probability'\\)"):
+        bench.main(["--resume", "--seeds", "0", "--methods", "fedgrpo", "--out", str(path)])
+    path = _stored(tmp_path, bench, settings_extra={"me_score": "probability"})  # matches: only the environment
+    with pytest.raises(SystemExit, match="no package versions"):  # is then checked (this file records none)
+        bench.main(["--resume", "--seeds", "0", "--methods", "fedgrpo", "--out", str(path)])
+    with pytest.raises(SystemExit, match="me_score='probability' \\(now 'agreement'\\)"):
+        bench.main(["--resume", "--seeds", "0", "--methods", "fedgrpo", "--out", str(path),
+                    "--set", "fedgrpo.me_score=agreement"])

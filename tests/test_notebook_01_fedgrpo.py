@@ -286,18 +286,13 @@ def test_the_printed_eqs_7_to_9_sum_to_zero_over_the_experts_for_every_candidate
     assert answer == 0.0 and "always sum to 0" in why and "R_k = +1.18, +0.09, -1.27" in why
 
 
-def test_the_owners_row_of_zeros_and_ones_gives_away_the_owner_and_the_label():
+def test_the_server_table_shows_each_experts_scores_and_no_label():
     from experiments import teaching_fedgrpo as teaching
 
     tr, run = _trace(), _run()
     shown = teaching.server_scores(tr, run)
     assert list(shown.columns) == ["answer of ŷ_j", "score from client_2", "score from client_0"]
     assert shown["answer of ŷ_j"].tolist() == ["5", "7", "5", "(none)"] and "correct" not in shown
-    note = teaching.privacy_note({1: tr}, run).data
-    assert "in question 1 only client_2's row is all 0s and 1s, and client_2 owns it" in note
-    assert "its 1s mark answer 5, the label (5)" in note and "agreement" not in note  # that is exercise 4's answer
-    other = teaching.privacy_note({0: tr}, run).data  # question 0 belongs to client_0, the ME expert
-    assert "in question 0 the all-0/1 rows are client_2's and the owner is client_0" in other
 
 
 def test_agreement_scores_hide_the_owner_as_the_stored_measurement_says():
@@ -309,30 +304,6 @@ def test_agreement_scores_hide_the_owner_as_the_stored_measurement_says():
     others = sum(r["pairs"] - r["owner_pairs"] for r in agree)
     assert answer == "no" and sum(r["others_flagged"] for r in agree) == others
     assert f"{others} of {others} other experts' rows" in why and "me_score" in why
-
-
-def test_the_traffic_note_counts_fedgrpos_bytes_without_the_step_through():
-    from types import SimpleNamespace
-
-    from experiments import teaching_fedgrpo as teaching
-
-    cfg = SimpleNamespace(rounds=1, local_steps=1, prompts_per_step=1, num_clients=2, num_generations=2,
-                          fedgrpo=SimpleNamespace(questions_per_step=0))
-    rec = lambda kind, d, n, rnd=1: {"kind": kind, "direction": d, "nbytes": n, "round": rnd}  # noqa: E731
-    scores = 1 * 1 * 2 * 2 * 2 * 8  # T·τ·Q·M·G numbers of 8 bytes (Q = 1 question per client × 2 clients)
-    ledger = [rec("competence", "down", 100, 0), rec("competence_result", "up", 40, 0), rec("score", "down", 70, 0),
-              rec("score_result", "up", 38, 0), rec("score", "down", 300),
-              rec("score_result", "up", scores + 6),  # + a 6-byte key
-              rec("properties_result", "up", 5)]
-    run = SimpleNamespace(config=cfg, runtime=SimpleNamespace(ledger=SimpleNamespace(records=ledger)))
-    other = SimpleNamespace(runtime=SimpleNamespace(ledger=SimpleNamespace(total_bytes=lambda: 10 * 600)))
-    note = teaching.traffic_note(run, other, 2).data
-    total = 100 + 40 + 300 + scores + 6 + 5  # the round-0 score messages (the step-through's) are not training
-    assert f"FedGRPO moved {total:,} bytes, Fedpetuning+GRPO 6,000 ({6000 / total:,.0f}× as much)" in note
-    assert "1·1·2·2·2 numbers of 8 bytes" in note and f"text sent to the experts is {300 / total:.0%}" in note
-    ledger[5] = rec("score_result", "up", scores + 7)  # not what T·τ·Q·M·G says
-    with pytest.raises(ValueError, match="T·τ·Q·M·G"):
-        teaching.traffic_note(run, other, 2)
 
 
 def test_the_reward_edge_is_eight_times_the_right_wrong_score_gap():
