@@ -18,17 +18,15 @@
 #
 # *Nayak, Askin, Ustaomeroglu, Joe-Wong, Joshi (Carnegie Mellon University): PubSwap.*
 #
-# **The problem.** In FedAvg-GRPO each of $N$ clients takes $\tau$ **local steps** (GRPO steps on its own prompts),
-# then the server averages their LoRA adapters. With different data the adapters **drift** apart, and the average
-# fits none well.
+# **The problem.** In FedAvg-GRPO each client trains its LoRA adapter with $\tau$ GRPO steps on its own prompts
+# (**local steps**), then the server averages the adapters. Clients hold different topics, so their adapters
+# **drift** apart, and the average fits no client well.
 #
-# **The idea.** In some **public** steps all clients answer the same prompts and the server **swaps** answers
-# between them before they train: a shared pull. Public prompts mix all topics, disjoint from private and test
-# ones.
+# **The idea.** Make some local steps **public**: every client answers the same public prompts, and the server
+# **swaps** answers between clients before they train. Shared material should pull the clients together.
 #
-# **The paper's claims.** (1) Public steps with Balanced swaps limit drift. (2) Balanced beats FedAvg-GRPO in
-# accuracy for most τ. (3) At small τ (the paper's 10 and 40; 90 and 120 are large) the simpler Random swap beats
-# Balanced. Our τ are smaller.
+# **The paper's claims.** (1) The **Balanced** swap reduces drift. (2) It beats FedAvg-GRPO in accuracy for most
+# $\tau$. (3) With few local steps per round, a simpler **Random** swap beats Balanced. §5 tests all three.
 
 # %% [markdown]
 # ## Parameters
@@ -39,7 +37,7 @@ preset_name = "quick"  # quick (2-core CPU) | smoke | full (GPU, real model) | f
 seed = 0
 num_clients = 4        # N
 dirichlet_alpha = 0.3  # topic split across clients: smaller, more lopsided (the paper's 0.3)
-taus = None            # local steps τ (None: the preset's two); §3–4 run the larger
+tau = None             # local steps of the live round (None: the preset's)
 run_root = ""          # output folder ("": under runs/pubswap/)
 figures_dir = ""       # figures ("": the output folder's)
 
@@ -49,21 +47,22 @@ import tempfile
 import numpy as np
 import pandas as pd
 import torch
-from IPython.display import display
 
 pd.set_option("display.max_colwidth", None)  # tables show whole answers
 
 from experiments import teaching_pubswap as teach
+from experiments.stats import t_interval
 from fedrl_kit import diagrams, notebook, viz
 from fedrl_kit.grpo import group_advantages
 from fedrl_kit.pubswap.method import is_public_step
 from fedrl_kit.pubswap.public_step import generate_public, group_table, swap_public
 from fedrl_kit.pubswap.swap import balanced_swap, random_swap
+from fedrl_kit.rewards.parsing import extract_answer
 from fedrl_kit.runs import Run
 
 cfg, run_root, figures = notebook.setup("pubswap", globals(), teach.config_maker(globals()), runs="run_root",
                                         folder=dict(n=num_clients, a=dirichlet_alpha, s=seed))  # the paper's setting
-T = max(teach.live_taus(preset_name, taus))  # the live runs' τ
+T = teach.live_tau(preset_name, tau)  # the live round's τ
 probe_run = Run(cfg, progress=False).build()
 world, policy = probe_run.world, probe_run.policy
 
@@ -74,13 +73,11 @@ world, policy = probe_run.world, probe_run.policy
 # | $N$; $\tau$ | clients; local steps per round |
 # | $\tau_{\text{swap}}$ | every $\tau_{\text{swap}}$-th local step is public |
 # | $b$; $K$ | prompts per step; answers per prompt |
-# | $M_n$ | answers the server swaps into client $n$'s group (§2) |
+# | $c_n(x)$ | client $n$'s right answers on prompt $x$ |
+# | $M_n(x)$ | answers the server swaps into client $n$'s group (§2) |
 #
-# At the round's end the server averages the LoRA factors $A$ and $B$ separately (**FedIT**). FedAvg-GRPO runs
-# the same round with private steps only; each method compared is an **arm**.
-
-# %%
-teach.settings_sentence(cfg, world, policy, T)
+# At the round's end the server averages the LoRA factors $A$ and $B$ separately (**FedIT**). FedAvg-GRPO runs the
+# same round with private steps only. Each method compared is an **arm**.
 
 # %%
 diagrams.round_diagram("pubswap")
@@ -89,109 +86,111 @@ diagrams.round_diagram("pubswap")
 diagrams.step_timeline(T, cfg.pubswap.period)
 
 # %% [markdown]
-# **Half of a PubSwap client's local steps are public** ($\tau_{\text{swap}}=2$). Private prompts and their answers
-# never leave a client. The round as code
-# (`fedrl_kit/pubswap/method.py::run_round`):
+# With $\tau_{\text{swap}}=2$, half of a client's local steps are public. Private prompts and answers never leave a
+# client. The round as code (`fedrl_kit/pubswap/method.py::run_round`):
 # ```
 # for round p = 1, 2, …:
 #   send (A_p, B_p) to every client
 #   for local step j = 1..τ:
-#     if j is a multiple of τ_swap:                                   # a public step
-#       server: b public prompts, with gold answers, to every client
-#       each client: K answers per prompt, scored, sent up
-#       server, per prompt x and client n:
-#         Balanced: M_n of n's wrong answers ← others' right ones     # swap.balanced_swap
-#         Random:   one group of K drawn from all N·K answers, to all # swap.random_swap
-#       each client: one GRPO step on its groups
+#     if j is a multiple of τ_swap:                         # a public step
+#       server sends b public prompts to every client
+#       each client sends up K scored answers per prompt
+#       server swaps answers: Balanced or Random            # pubswap/swap.py
+#       each client: one GRPO step on its swapped groups
 #     else:
-#       each client: one GRPO step on b of its private prompts
-#   each client sends (A_n, B_n); A = mean A_n, B = mean B_n          # aggregate.fedit
+#       each client: one GRPO step on b private prompts
+#   each client sends (A_n, B_n); A = mean A_n, B = mean B_n  # aggregate.fedit
 # ```
+#
+# **Every setting in this notebook.** §3–4 train one live round; §5 reads stored runs:
+
+# %%
+teach.settings_table(cfg, policy, T)
 
 # %% [markdown]
 # ## 2. GRPO, and why swap answers
-# **A GRPO step** (`grpo.group_advantages`, `grpo.grpo_loss`): on prompt $x$ the client samples $K$ answers $y_k$ from
-# its policy $\pi_\theta$, rewards each ($r_k=1$ if it equals the gold answer, else 0), scores it against its group
-# (advantage $\hat a_k$), then raises the probability of the better ones, clipped:
+# **A GRPO step** (`grpo.group_advantages`, `grpo.grpo_loss`). On prompt $x$ the client samples $K$ answers $y_k$ from
+# its policy $\pi_\theta$. The reward $r_k$ is 1 if the answer equals the gold one, else 0. The advantage $\hat a_k$
+# scores each answer against its group, and the step makes answers with $\hat a_k>0$ more likely:
 #
 # $$\hat a_k=\frac{r_k-\bar r}{\sigma_r+10^{-4}},\qquad
 # J(\theta)=\frac{1}{\sum_k|y_k|}\sum_{k}\sum_{t}\min\Bigl(\rho_{k,t}\,\hat a_k,\;
 # \operatorname{clip}\bigl(\rho_{k,t},\,1-\varepsilon,\,1+\varepsilon_{\text{high}}\bigr)\,\hat a_k\Bigr),\qquad
 # \rho_{k,t}=\frac{\pi_\theta(y_{k,t}\mid x,y_{k,<t})}{\pi_{\text{old}}(y_{k,t}\mid x,y_{k,<t})}$$
 #
-# $\bar r$, $\sigma_r$: the group's mean and *sample* standard deviation. $\rho_{k,t}$: how much likelier token $t$ of
-# answer $k$ is now than under $\pi_{\text{old}}$, the policy at the step's start; $\varepsilon_{\text{high}}>\varepsilon$
-# (clip-higher) lets unlikely tokens rise further. A step maximises $J$ with $\mu$
-# optimiser updates (learning rate $\eta$). For a swapped-in answer $\pi_{\text{old}}$ is the *receiving* client's
-# policy, not the sampler's: $\rho$ treats it as the client's own (**off-policy**).
+# $\bar r$, $\sigma_r$: the group's mean and sample standard deviation. $\rho_{k,t}$: how much likelier token $t$ is
+# now than under $\pi_{\text{old}}$, the policy at the step's start; clipping keeps a step small. A step runs $\mu$
+# optimiser updates on $J$. A swapped-in answer is scored with the receiving client's $\pi_{\text{old}}$, as if it
+# were its own (**off-policy**).
+#
+# **Why swap.** If a group is all wrong (or all right), every $\hat a_k$ is 0 and the prompt gives no gradient. One
+# swapped-in right answer restores it. The advantages by hand (checked against the package):
 
 # %%
-teach.grpo_settings(cfg)
+groups = {"all wrong": 0, "one right swapped in": 1, "half right": cfg.num_generations // 2}  # right answers of K
+table = {}
+for name, right in groups.items():
+    r = torch.tensor([1.0] * right + [0.0] * (cfg.num_generations - right))  # rewards r_k
+    by_hand = (r - r.mean()) / (r.std() + 1e-4)  # torch's std divides by K − 1: the sample standard deviation
+    assert torch.allclose(by_hand, group_advantages(r, cfg.num_generations))  # the package's â_k
+    table[f"{name}: r = {' '.join(str(int(v)) for v in r)}"] = by_hand.numpy().round(2)
+pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 
 # %% [markdown]
-# **Why swap.** If a group's answers are all wrong (or all right), every $\hat a_k$ is 0: the prompt gives no
-# gradient. Swapping in other clients' right answers restores the spread; even one changes every advantage:
-
-# %%
-K_run = cfg.num_generations
-M_demo = K_run // 2
-groups = {"all wrong (own answers)": [0.0] * K_run,
-          "one right answer swapped in (M = 1)": [1.0] + [0.0] * (K_run - 1),
-          f"Balanced swaps in M = {M_demo} right answers": [1.0] * M_demo + [0.0] * (K_run - M_demo)}
-print(teach.advantage_by_hand(K_run, M_demo))
-pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) for name, r in groups.items()},
-             index=[f"answer {k + 1}" for k in range(K_run)]).T.assign(
-    rewards=[" ".join(f"{v:g}" for v in r) for r in groups.values()])
-
-# %% [markdown]
-# **Balanced** (`swap.balanced_swap`): with $c_n(x)$ client $n$'s right answers on $x$ and $D_n(x)$ the other
-# clients' together, it swaps $M_n(x)$ of $n$'s wrong answers for others' right ones, topping the group up to half
-# right; the **swapped fraction** $f_n(x)$ is the share of $n$'s group that came from others:
+# **Balanced** (`swap.balanced_swap`) tops each client's group up to half right. It replaces $M_n(x)$ of client
+# $n$'s wrong answers with right answers of the other clients, who hold $D_n(x)$ of them:
 #
-# $$M_n(x)=\min\bigl((\lfloor K/2\rfloor-c_n(x))_+,\ D_n(x)\bigr),\qquad f_n(x)=\frac{M_n(x)}{K}\le\frac12$$
+# $$M_n(x)=\min\bigl((\lfloor K/2\rfloor-c_n(x))_+,\ D_n(x)\bigr),\qquad D_n(x)=\sum_{n'\ne n}c_{n'}(x)$$
 #
-# Half, because reward variance $p(1-p)$ peaks at $p=\tfrac12$.
+# Half, because a reward's variance $p(1-p)$ peaks at $p=\tfrac12$. A client already half right keeps its group.
+# The same right answer may go to several clients.
 #
-# **Random** (`swap.random_swap`) draws one group of $K$ from the $NK$ pooled answers and gives it to every client.
-# All clients train on the same answers (more sharing), mostly not their own: $f_n$ can reach 1 (more off-policy).
+# **Random** (`swap.random_swap`) pools all $NK$ answers, draws one group of $K$, and gives it to every client.
 #
-# **The no-swap control** (our addition) takes the same public steps but keeps each client's own answers, so
+# **The no-swap control** (our addition) takes the same public steps but keeps each client's own answers. So
 # Balanced − control isolates the swap.
 #
-# **Why swapping should reduce drift.** Clients given right answers to the same prompt (on arithmetic mostly one
-# string, whichever donor) all raise them: a shared pull (§4).
-#
 # ## 3. One swap, step by step
-# After one Balanced round, each client answers the round's last public prompts afresh with **its own adapter after
-# its τ local steps**: a new draw (runs keep no answers). Right answers $c_n(x)$:
+# We train one Balanced round (the live column above). Then each client answers the round's last public prompts
+# afresh with its trained adapter. Right answers $c_n(x)$:
 
 # %%
-def one_round(m, tau):  # one round of arm m from the shared start; every client's adapter and gradient after each step
+def one_round(m):  # one round of arm m from the shared start; every client's adapter after each local step
     with tempfile.TemporaryDirectory() as folder:
-        run = Run(cfg.replace(method=m, rounds=1, local_steps=tau, trace_drift=True, trace_tensors=True,
+        run = Run(cfg.replace(method=m, rounds=1, local_steps=T, trace_drift=True, trace_tensors=True,
                               eval_samples=1), folder, progress=False, policy=policy)
         records = run.run()
         run.tensors = teach.read_tensors(folder)  # {"global": (A_p, B_p), j: {client: factors and gradient}}
     return run, records
 
 
-drift_runs = {("pubswap_balanced", T): one_round("pubswap_balanced", T)}  # §4 adds the other arms
-run, _ = drift_runs[("pubswap_balanced", T)]
-last_public = max(s for s in range(run.config.local_steps) if is_public_step(s, run.config.pubswap.period))
+run, records = one_round("pubswap_balanced")
+last_public = max(j for j in range(T) if is_public_step(j, cfg.pubswap.period))
 gen = generate_public(run.server, round=1, step=last_public)
 K, cids = gen.num_generations, gen.client_ids
 correct = teach.correct_table(gen)
 correct
 
 # %% [markdown]
-# Only an answer's number is scored. client_0's group on a prompt where it has few right answers (swapped slots
-# first), and $M_0(x)$ by hand:
+# The policy writes either `<think>…</think><answer>…</answer>` or a bare number. The reward takes the text inside
+# `<answer>`, or else the last number, and compares it with the gold answer:
+
+# %%
+for text in ("<think>53+49</think><answer>102</answer>", "99"):
+    print(f"{text!r} → {extract_answer(text)!r}")
+
+# %% [markdown]
+# Below: client_0's group on a prompt where it has few right answers, swapped slots first. First $M_0(x)$ by hand:
 
 # %%
 swaps = {rule: swap_public(gen, rule) for rule in ("balanced", "random")}  # b groups per rule
-example = teach.example_prompt(correct, K)
-view = group_table(gen, swaps["balanced"], 0, example)
-print(teach.m_by_hand(correct, 0, example, K)[1], f"; package: f_0(x)·K = {view.attrs['alpha'] * K:.0f}")
+x = teach.example_prompt(correct, K)  # a prompt where client_0 is short of right answers
+c = correct.iloc[x].to_numpy()  # c_n(x), one per client
+D_0 = c.sum() - c[0]  # right answers the other clients hold
+M_0 = min(max(K // 2 - c[0], 0), D_0)
+view = group_table(gen, swaps["balanced"], 0, x)
+print(f"c_0 = {c[0]}, D_0 = {D_0}: M_0 = min(({K // 2} − {c[0]})+, {D_0}) = {M_0}; "
+      f"the package swapped in {view.attrs['alpha'] * K:.0f}")
 view.sort_values("from", key=lambda s: s.str.startswith("own"), kind="stable")
 
 # %% [markdown]
@@ -204,27 +203,30 @@ teach.code_excerpt(balanced_swap, "target = K // 2", "source[n, slots, 1]")
 # **Turn the knobs:**
 
 # %%
-widget_at = teach.widget_prompt(correct, K, avoid=example)
+widget_at = teach.widget_prompt(correct, K, avoid=x)
 show_swap, controls = teach.swap_widget(gen, widget_at)
 notebook.static_default(show_swap, **controls)
 notebook.knobs(show_swap, **controls)
 
 # %% [markdown]
-# The first example prompt under Random:
+# Random's rule, then its one group on the same prompt:
 
 # %%
 teach.code_excerpt(random_swap, "flat = rng.choice", "source = np.broadcast_to")
 
 # %%
-show_swap("random", K, 0, example)
-teach.random_group_note(gen, correct, example)
+show_swap("random", K, 0, x)
+print(f"right answers: {c.sum()} of the {len(cids) * K} pooled; {swaps['random'][x].correct[0].sum()} of {K} "
+      "in Random's group")
 
 # %% [markdown]
+# If Random's group holds no right answer, no client learns from this prompt, though the pool may hold some.
+#
 # ### Exercise 1
 # On this prompt, which clients get a gradient (a) under the no-swap control, (b) under Balanced?
 
 # %%
-prompt_1 = teach.gradient_prompt(correct, K, avoid=(example,))
+prompt_1 = teach.gradient_prompt(correct, K, avoid=(x,))
 correct.iloc[[prompt_1]]
 
 # %%
@@ -236,46 +238,19 @@ notebook.check_explained(prediction_1, answer_1, why_1)
 
 # %% [markdown]
 # ### Exercise 2
-# Under Random, what share $f_n$ of a client's group is, on average over draws, other clients' answers (two
-# decimals)? One draw:
+# Read the $c_n(x)$ table. On how many of its prompts can Random give **no** client a gradient, *whatever it draws*?
+# On how many does Balanced give none?
 
 # %%
-teach.random_alpha_line(gen, swaps, example)
+prediction_2 = None  # two whole numbers (Random, Balanced), e.g. (1, 0)
 
 # %%
-prediction_2 = None  # a fraction, e.g. 0.5
-
-# %%
-answer_2, why_2 = teach.exercise_random_share(gen, swaps, example)
-notebook.check_explained(prediction_2, answer_2, why_2, tolerance=0.005)
+answer_2, why_2 = teach.exercise_no_spread(gen, swaps, correct)
+notebook.check_explained(prediction_2, answer_2, why_2)
 
 # %% [markdown]
-# ### Exercise 3
-# On how many of the $b$ prompts can Random give **no** client a gradient *whatever its draw*, and on how many does
-# Balanced give none? Read the $c_n(x)$ table.
-
-# %%
-prediction_3 = None  # two whole numbers (Random, Balanced), e.g. (1, 0)
-
-# %%
-answer_3, why_3 = teach.exercise_no_spread(gen, swaps, correct)
-notebook.check_explained(prediction_3, answer_3, why_3)
-
-# %% [markdown]
-# ### Exercise 4
-# $N=3$ clients, $K=4$, and on one prompt the clients hold $c=(0,1,4)$ right answers. Predict each $M_n$. Which
-# clients then get a gradient?
-
-# %%
-prediction_4 = None  # three whole numbers (M_0, M_1, M_2), e.g. (1, 1, 1)
-
-# %%
-answer_4, why_4 = teach.exercise_top_up(K=4, c=(0, 1, 4))
-notebook.check_explained(prediction_4, answer_4, why_4)
-
-# %% [markdown]
-# ## 4. Drift: why it hurts, how it is measured
-# **Why clients drift.** A Dirichlet draw gives each client a different mix of seven arithmetic topics, so their
+# ## 4. Drift
+# **Why clients drift.** A Dirichlet draw gives each client a different mix of seven arithmetic topics. So their
 # private gradients differ:
 
 # %%
@@ -284,170 +259,151 @@ viz.export(fig, "pubswap_heterogeneity", figures)
 fig
 
 # %% [markdown]
-# **Why drift hurts.** A layer's weight change is $\Delta W=sBA$ ($s$: LoRA scale). FedIT averages $A$ and $B$
-# separately, and the product of means is not the mean of products:
-# $\frac1N\sum_nB_nA_n-\bar B\bar A=\frac1N\sum_n(B_n-\bar B)(A_n-\bar A)$, small only when the *factors* agree.
-# Two clients, 1 × 1 factors, $s=1$:
+# **Why drift hurts.** A LoRA layer changes its weights by $\Delta W=sBA$, with $s$ a fixed scale. FedIT averages
+# $B$ and $A$ separately, and a product of averages is not the average of the products:
+#
+# $$\frac1N\sum_nB_nA_n-\bar B\bar A=\frac1N\sum_n(B_n-\bar B)(A_n-\bar A)$$
+#
+# The error is zero when the clients' factors agree, and grows as they drift apart.
+#
+# ### Exercise 3
+# Two clients with $1\times1$ factors and $s=1$ both learned $\Delta W=4$: client 1 with $(B,A)=(2,2)$, client 2 with
+# $(-1,-4)$. Is the $\Delta W$ of FedIT's average positive, zero or negative?
 
 # %%
-teach.fedit_demo()
+prediction_3 = None  # "positive", "zero" or "negative"
+
+# %%
+answer_3, why_3 = teach.exercise_fedit(((2.0, 2.0), (-1.0, -4.0)))
+notebook.check_explained(prediction_3, answer_3, why_3)
 
 # %% [markdown]
-# FedIT's product matches neither client. **Drift** $\delta_{\text{pair}}$ is measured on
-# $\Delta W_n=sB_nA_n$, all modules together, so it misses this (both rows: $\delta_{\text{pair}}=0$); it measures
-# how differently clients *update*. FedIT's own **averaging error**
-# $e=\lVert\frac1N\sum_nsB_nA_n-s\bar B\bar A\rVert_F$ we measure beside it on the live round. Also the **update size** $u$, the clients' mean distance from the round's
-# broadcast $\Delta W_p$:
+# **How we measure drift.** $\Delta W_n=sB_nA_n$ is client $n$'s weight change, all layers in one vector. The **drift**
+# $\delta_{\text{pair}}$ is the mean distance between two clients' $\Delta W_n$. The **update size** $u$ is the mean
+# distance of a client from the round's start $\Delta W_p$:
 #
 # $$\delta_{\text{pair}}=\frac{2}{N(N-1)}\sum_{n<n'}\lVert\Delta W_n-\Delta W_{n'}\rVert_F,\qquad
 # u=\frac1N\sum_n\lVert\Delta W_n-\Delta W_p\rVert_F$$
 #
-# Two clients, $\Delta W_p=0$ (`drift.mean_pairwise_drift`, `drift.distance_to_global`):
+# Their ratio $\delta_{\text{pair}}/u$ says how alike the clients' directions are. Two clients, updates of length 3,
+# $\Delta W_p=0$:
 
 # %%
-teach.drift_demo()
+for name, (w1, w2) in {"identical": ([3, 0], [3, 0]), "unrelated": ([3, 0], [0, 3]),
+                       "opposite": ([3, 0], [-3, 0])}.items():
+    dW = np.array([w1, w2], float)  # [N, P] the clients' ΔW_n
+    d, u = np.linalg.norm(dW[0] - dW[1]), np.linalg.norm(dW, axis=1).mean()
+    print(f"{name:9}: δ_pair = {d:.2f}, u = {u:.2f}, δ_pair / u = {d / u:.2f}")
 
 # %% [markdown]
-# For equal-length updates $\delta_{\text{pair}}/u$ says how alike the directions are: 0 identical, $\sqrt2$
-# unrelated, 2 opposite.
-#
-# **The paper's bound** on two clients' parameter distance $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$ after local
-# step $j$ ($\Delta_0=0$; $\theta$: the LoRA factors, so a small $\Delta$ also keeps $e$ small). In steps, with expected gradients
-# $g_n$ (averaged over sampled answers):
-# 1. **Smoothness $L$**: $g_n$ moves at most $L$ times as far as $\theta$. So a step (size $\eta$) gives
-#    $\Delta_{j}\le(1+\eta L)\Delta_{j-1}+\eta c_j$, $c_j$ the two clients' gradient gap at one point.
-# 2. **Private step**: different data, different losses: $c_j=\zeta\ge\lVert g_n-g_{n'}\rVert$.
-# 3. **Public step**: the same prompts and reward: in expectation over the answers, one loss, so without a swap
-#    $c_j=0$ (different samples only add noise). The **swap distortion** $\omega_n$ is how far the swap moves
-#    $n$'s expected gradient from the one on its own answers: $\omega_n\le\frac1b\sum_x M_n(x)\beta_n(x)$, with
-#    $\beta_n(x)$ the largest change one replaced answer makes to it. So $c_j=\omega_n+\omega_{n'}$.
-# 4. Unrolled: $\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}c_j$.
-
-# %% [markdown]
-# ### Exercise 5
-# From the bound alone, with the same $\zeta$, $L$ and $\eta$ for every arm: which arm's bound on $\Delta_\tau$ is
-# smallest?
+# The same sums on §3's live round after its last step, beside the package's (`drift.mean_pairwise_drift`,
+# `drift.distance_to_global`):
 
 # %%
-prediction_5 = None  # "FedAvg-GRPO", "no-swap control", "Random" or "Balanced"
-
-# %%
-answer_5, why_5 = teach.exercise_bound()
-notebook.check_explained(prediction_5, answer_5, why_5)
-
-# %% [markdown]
-# **Why the runs can disagree: the shared pull.** The bound uses expected gradients. A client that *samples* no
-# right answer gets no gradient from the prompt (Exercise 1), though its expected gradient is not zero: sampling
-# noise. Swapping in right answers removes it, and pulls all clients whose groups now hold them toward the same
-# answers. The bound lacks this: only runs rank arms.
-# **Watch one round**, every arm from the same start: mechanics only (the stored runs of §5 rank the arms,
-# Balanced lowest and Random highest).
-
-# %%
-for m in teach.ARMS:  # FedAvg-GRPO, the no-swap control, PubSwap Random, PubSwap Balanced
-    if (m, T) not in drift_runs:
-        drift_runs[(m, T)] = one_round(m, T)
-drift, end = teach.drift_frames(drift_runs)
-fig = teach.drift_figure(drift)
-viz.export(fig, "pubswap_drift_within_round", figures)
-fig
-
-# %%
-teach.live_round_note(drift, end)
-
-# %% [markdown]
-# **Lower drift, smaller FedIT error?** At the round's end:
-
-# %%
-e_table, e_note = teach.fedit_error_table(drift_runs, cfg.lora_alpha / cfg.lora_rank)
-display(e_note)
-e_table
-
-# %% [markdown]
-# **By hand**, Balanced's last step: $\delta_{\text{pair}}$, $u$ and the **gradient spread**
-# $\frac1N\sum_n\lVert g_n-\bar g\rVert^2/\lVert\bar g\rVert^2$ (0: the clients' sampled gradients pull alike):
-
-# %%
-t, j = drift_runs[("pubswap_balanced", T)][0].tensors, T - 1  # Balanced's live round; j: its last local step
-dW, dW_p, g = teach.step_vectors(t, j, cfg.lora_alpha / cfg.lora_rank)  # [N, P] ΔW_n = sB_nA_n; [P] ΔW_p; [N, P'] g_n
+dW, dW_p, _ = teach.step_vectors(run.tensors, T - 1, cfg.lora_alpha / cfg.lora_rank)  # [N, P] ΔW_n; [P] ΔW_p
 N = len(dW)
 delta_pair = np.mean([np.linalg.norm(dW[n] - dW[m]) for n in range(N) for m in range(n + 1, N)])
-u = np.mean(np.linalg.norm(dW - dW_p, axis=1))
-g_bar = g.mean(axis=0)
-spread = ((g - g_bar) ** 2).sum(axis=1).mean() / (g_bar @ g_bar)
-rec = drift[(drift.arm == "PubSwap Balanced") & (drift.step == j)].iloc[0]  # what the helpers recorded
-assert np.allclose([delta_pair, u, spread], [rec["δ_pair"], rec["u"], rec["spread"]], rtol=1e-6)
-print(f"j = {j + 1}: δ_pair = {delta_pair:.3f}, u = {u:.3f}, gradient spread = {spread:.3f}")
+u = np.linalg.norm(dW - dW_p, axis=1).mean()
+rec = next(r for r in records if r["kind"] == "drift" and r["step"] == T - 1)  # the package's record
+print(f"by hand: δ_pair = {delta_pair:.3f}, u = {u:.3f}; "
+      f"package: δ_pair = {rec['pairwise_effective']:.3f}, u = {rec['to_global_effective']:.3f}")
 
 # %% [markdown]
-# **The shared pull, measured**: gradient spread per kind of step, and the share of (client, prompt) groups with no
-# gradient:
+# **The paper's bound.** $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$ is the distance between two clients' LoRA
+# factors after local step $j$ ($\Delta_0=0$). $g_n$ is client $n$'s expected gradient, averaged over the answers it
+# could sample.
+# 1. A step of size $\eta$ adds at most $\eta$ times the gradient gap. At the same point $\theta$ the gradients differ
+#    by at most $c_j$; smoothness $L$ adds $L\Delta_{j-1}$ for the clients' different points. So
+#    $\Delta_{j}\le(1+\eta L)\Delta_{j-1}+\eta c_j$.
+# 2. **Private step**: different data, so $c_j=\zeta$, a bound on $\lVert g_n-g_{n'}\rVert$.
+# 3. **Public step**: same prompts and reward, one expected loss: $c_j=0$ without a swap. A swap moves $g_n$ by the
+#    **swap distortion** $\omega_n\le\frac1b\sum_x M_n(x)\beta_n(x)$, where $\beta_n(x)$ bounds one replaced
+#    answer's effect. So $c_j=\omega_n+\omega_{n'}$.
+# 4. Unrolled: $\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}c_j$.
+#
+# ### Exercise 4
+# Take the same $\zeta$, $L$ and $\eta$ for every arm. Which arm has the smallest bound on $\Delta_\tau$?
 
 # %%
-pull, pull_note = teach.shared_pull(drift)
-display(pull_note)
-pull
+prediction_4 = None  # "FedAvg-GRPO", "no-swap control", "Random" or "Balanced"
+
+# %%
+answer_4, why_4 = teach.exercise_bound()
+notebook.check_explained(prediction_4, answer_4, why_4)
 
 # %% [markdown]
-# ## 5. What the stored runs show
-# *Final* δ_pair (after each round's last step, averaged over rounds), one grey line per seed. **Balanced's clients
-# end closest, Random's furthest apart, yet Random's point more alike than FedAvg-GRPO's (right panel):**
+# The bound in numbers, with made-up constants:
+
+# %%
+zeta, omega, eta, L = 1.0, 0.2, 1.0, 0.1  # made up: the same for every arm; ω_n = ω for both clients
+public = [is_public_step(j, cfg.pubswap.period) for j in range(T)]
+gaps = {"FedAvg-GRPO": [zeta] * T, "no-swap control": [0.0 if p else zeta for p in public],
+        "Balanced": [2 * omega if p else zeta for p in public]}  # c_j per local step
+for arm, c_j in gaps.items():
+    bound = eta * sum((1 + eta * L) ** (T - 1 - j) * c_j[j] for j in range(T))
+    print(f"{arm:15}: c_j = {c_j}, bound on Δ_τ = {bound:.2f}")
+
+# %% [markdown]
+# **Why runs can disagree: the shared pull.** The bound uses expected gradients. But a client that
+# samples no right answer gets no gradient at all (Exercise 1). A swap hands it the right answers other clients
+# found, so every short client raises the same answers to the same prompt. That pulls the clients together, and the
+# bound has no term for it. Only runs can rank the arms.
+#
+# ## 5. What the reproduction found
+# The stored runs (middle column of the settings) at $\tau=48$, one dot per run:
 
 # %%
 fig = teach.stored_drift_figure()
 viz.export(fig, "pubswap_stored_drift", figures)
 fig
 
+# %% [markdown]
+# Balanced ends lowest on both panels. Random's clients point more alike than FedAvg-GRPO's (right panel), yet its
+# mean drift is the highest (left panel).
+#
+# ### Exercise 5
+# What must then be true of Random's update size $u$, against FedAvg-GRPO's?
+
 # %%
-teach.stored_means()  # the figure's means as numbers
+prediction_5 = None  # "larger", "smaller" or "equal"
+
+# %%
+answer_5, why_5 = teach.exercise_update_size()
+notebook.check_explained(prediction_5, answer_5, why_5)
 
 # %% [markdown]
-# ### Exercise 6
-# Random's clients point more alike than FedAvg-GRPO's (lower δ_pair / u), yet its δ_pair is higher. What must be
-# true of its update size $u$?
+# **The findings.** Each row is the first arm minus the second, matched by seed: the mean ± the half-width of its 95 %
+# t-interval. A row uses only the seeds both arms ran, so it need not equal the gap between the figure's means.
 
 # %%
-prediction_6 = None  # "larger", "smaller" or "equal"
+runs = teach.stored_runs()  # one row per stored run: arm, τ, seed, δ_pair, u, pass@1 (points)
 
-# %%
-answer_6, why_6 = teach.exercise_update_size()
-notebook.check_explained(prediction_6, answer_6, why_6)
+
+def paired(value, a, b, tau):  # a − b over the seeds both ran at τ
+    both = runs[runs.tau == tau].pivot_table(index="seed", columns="arm", values=value)[[a, b]].dropna()
+    mean, half, n = t_interval(both[a] - both[b])
+    reads = "within noise" if abs(mean) <= half else "lower" if mean < 0 else "higher"
+    return {"τ": tau, "difference": f"{mean:+.2f} ± {half:.2f}", "seeds": n, "reads": reads}
+
+
+big, small = runs.tau.max(), runs.tau.min()
+pd.DataFrame({"1. δ_pair: Balanced − FedAvg-GRPO": paired("δ_pair", "PubSwap Balanced", "FedAvg-GRPO", big),
+              "2. δ_pair: Balanced − no-swap control": paired("δ_pair", "PubSwap Balanced", "no-swap control", big),
+              "3. δ_pair: Random − FedAvg-GRPO": paired("δ_pair", "PubSwap Random", "FedAvg-GRPO", big),
+              "4. pass@1: Balanced − FedAvg-GRPO": paired("pass@1", "PubSwap Balanced", "FedAvg-GRPO", big),
+              "5. pass@1: Random − Balanced": paired("pass@1", "PubSwap Random", "PubSwap Balanced", small)}).T
 
 # %% [markdown]
-# **Paired by seed:**
-
-# %%
-teach.drift_findings()
-
-# %% [markdown]
-# **Shared prompts or swap?** The control splits the cut in two:
-# (Balanced − FedAvg-GRPO) = (control − FedAvg-GRPO) + (Balanced − control).
-
-# %%
-split, split_note = teach.drift_split()
-display(split_note)
-split
-
-# %% [markdown]
-# ## 6. What they do not show
-# **Accuracy** (pass@1: share of test problems answered right). **Balanced's lower drift bought no accuracy,
-# and no τ shows Random ahead of Balanced:**
-
-# %%
-claims, claims_note = teach.accuracy_claims()
-display(claims_note)
-claims
-
-# %%
-teach.drift_accuracy_note()
-
-# %% [markdown]
-# **Scale.** A small transformer on arithmetic, not the paper's models on MATH: only directions compare. Every
-# table: [12_pubswap_report](12_pubswap_report.ipynb#findings).
+# 1. Balanced keeps clients closer than FedAvg-GRPO: claim (1) holds.
+# 2. The swap itself lowers drift (Balanced below the control), which the bound could not predict.
+# 3. Random's drift is within noise of FedAvg-GRPO's: its clients point more alike but move further (Exercise 5).
+# 4. Lower drift bought no accuracy: claim (2) is not reproduced.
+# 5. At our smallest $\tau$ Random scores below Balanced, not above: claim (3) does not hold.
+#
+# A small transformer on arithmetic is not the paper's models on MATH, so only directions compare. Every $\tau$ and
+# every claim: [12_pubswap_report](12_pubswap_report.ipynb#findings).
 #
 # ## What to remember
-# - **Balanced** tops each public group up to half right; **Random** hands every client one group, mostly others'
-#   answers.
-
-# %%
-teach.remember_note()
+# - **Balanced** tops each public group up to half right; **Random** gives all clients one shared group.
+# - A swap restores gradients and pulls clients toward the same answers, a pull the bound cannot see.
+# - Here Balanced lowered drift but bought no accuracy.
