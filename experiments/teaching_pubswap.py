@@ -422,8 +422,6 @@ def report_notes(results=F.RESULTS) -> Markdown:
     levels = F.pubswap_arm_levels(results)
     lv = levels["δ_pair at the end, mean ± SD"].str.split(" ± ").str[0].astype(float)
     start = F.pubswap_start_pass1(0, results)
-    p = start["mean"] / 100
-    se_one = 100 * np.sqrt(p * (1 - p) / start["n_test"])
     b, c = lv["PubSwap Balanced"], lv["no-swap control"]
     return Markdown(
         f"- **Seeds.** The levels give Balanced − control = {b:.2f} − {c:.2f} = {b - c:.2f}; F2 gives "
@@ -431,10 +429,6 @@ def report_notes(results=F.RESULTS) -> Markdown:
         f"F2 pairs the {int(f.loc['F2', 'seeds'])} seeds both arms ran.\n"
         f"- **Ranking.** Mean final δ_pair, lowest first: {', '.join(f'{a} {v:.2f}' for a, v in lv.sort_values().items())}. "
         f"Random's top place is not firm: R1, Random − Balanced, is "
-        f"{F.interval_words(r.loc['R1', 'difference'], r.loc['R1', '±95% t'], int(r.loc['R1', 'seeds']), '‖ΔW‖', 3)}. "
-        "A single seed's "
-        "one short round (notebook 02, §4) can rank Random lowest.\n"
+        f"{F.interval_words(r.loc['R1', 'difference'], r.loc['R1', '±95% t'], int(r.loc['R1', 'seeds']), '‖ΔW‖', 3)}.\n"
         f"- **Start.** The untrained policy scores {start['at_seed']} % at seed 0 and {start['mean']} % over "
-        f"{start['seeds']} seeds ({start['n_test']} test problems × {start['samples']} samples). Notebook 02's one-round "
-        f"runs score one sample per problem, whose standard error is about {se_one:.1f} points: their start differs "
-        "from these by noise.")
+        f"{start['seeds']} seeds ({start['n_test']} test problems × {start['samples']} samples).")
