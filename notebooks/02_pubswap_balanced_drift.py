@@ -180,7 +180,8 @@ for text in ("<think>53+49</think><answer>102</answer>", "99"):
     print(f"{text!r} → {extract_answer(text)!r}")
 
 # %% [markdown]
-# Below: client_0's group on a prompt where it has few right answers, swapped slots first. First $M_0(x)$ by hand:
+# client_0's group on a prompt where it has few right answers, after $M_0(x)$ by hand. Each row is a slot: the
+# client's own answer, then what it trains on after the swap (swapped slots first):
 
 # %%
 swaps = {rule: swap_public(gen, rule) for rule in ("balanced", "random")}  # b groups per rule
@@ -194,7 +195,7 @@ print(f"c_0 = {c[0]}, D_0 = {D_0}: M_0 = min(({K // 2} − {c[0]})+, {D_0}) = {M
 view.sort_values("from", key=lambda s: s.str.startswith("own"), kind="stable")
 
 # %% [markdown]
-# The rule's code (wrong slots and donors drawn at random):
+# The rule's code; it draws the wrong slots and the donors at random:
 
 # %%
 teach.code_excerpt(balanced_swap, "target = K // 2", "source[n, slots, 1]")
@@ -216,8 +217,7 @@ teach.code_excerpt(random_swap, "flat = rng.choice", "source = np.broadcast_to")
 
 # %%
 show_swap("random", K, 0, x)
-print(f"right answers: {c.sum()} of the {len(cids) * K} pooled; {swaps['random'][x].correct[0].sum()} of {K} "
-      "in Random's group")
+print(f"right answers in the pool of all {len(cids) * K} answers: {c.sum()}")
 
 # %% [markdown]
 # If Random's group holds no right answer, no client learns from this prompt, though the pool may hold some.
@@ -317,8 +317,8 @@ print(f"by hand: δ_pair = {delta_pair:.3f}, u = {u:.3f}; "
 #    $\Delta_{j}\le(1+\eta L)\Delta_{j-1}+\eta c_j$.
 # 2. **Private step**: different data, so $c_j=\zeta$, a bound on $\lVert g_n-g_{n'}\rVert$.
 # 3. **Public step**: same prompts and reward, one expected loss: $c_j=0$ without a swap. A swap moves $g_n$ by the
-#    **swap distortion** $\omega_n\le\frac1b\sum_x M_n(x)\beta_n(x)$, where $\beta_n(x)$ bounds one replaced
-#    answer's effect. So $c_j=\omega_n+\omega_{n'}$.
+#    **swap distortion** $\omega_n\le\frac1b\sum_x M_n(x)\beta_n(x)$, where $\beta_n(x)$ bounds how much replacing
+#    one answer can change $g_n$. So $c_j=\omega_n+\omega_{n'}$.
 # 4. Unrolled: $\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}c_j$.
 #
 # ### Exercise 4
@@ -344,10 +344,10 @@ for arm, c_j in gaps.items():
     print(f"{arm:15}: c_j = {c_j}, bound on Δ_τ = {bound:.2f}")
 
 # %% [markdown]
-# **Why runs can disagree: the shared pull.** The bound uses expected gradients. But a client that
-# samples no right answer gets no gradient at all (Exercise 1). A swap hands it the right answers other clients
-# found, so every short client raises the same answers to the same prompt. That pulls the clients together, and the
-# bound has no term for it. Only runs can rank the arms.
+# **Why runs can disagree: the shared pull.** The bound uses expected gradients. But a client that samples no right
+# answer gets no gradient at all (Exercise 1). A swap hands it right answers that other clients found. So every
+# client short of right answers raises the same answers to the same prompt, which pulls the clients together. The
+# bound has no term for this; only runs can rank the arms.
 #
 # ## 5. What the reproduction found
 # The stored runs (middle column of the settings) at $\tau=48$, one dot per run:
