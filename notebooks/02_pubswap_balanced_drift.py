@@ -61,7 +61,8 @@ from fedrl_kit.rewards.parsing import extract_answer
 from fedrl_kit.runs import Run
 
 cfg, run_root, figures = notebook.setup("pubswap", globals(), teach.config_maker(globals()), runs="run_root",
-                                        folder=dict(n=num_clients, a=dirichlet_alpha, s=seed))  # the paper's setting
+                                        folder=dict(n=num_clients, a=dirichlet_alpha, s=seed),  # the paper's setting
+                                        renamed={"taus": "tau"})
 T = teach.live_tau(preset_name, tau)  # the live round's τ
 probe_run = Run(cfg, progress=False).build()
 world, policy = probe_run.world, probe_run.policy
@@ -220,7 +221,7 @@ show_swap("random", K, 0, x)
 print(f"right answers in the pool of all {len(cids) * K} answers: {c.sum()}")
 
 # %% [markdown]
-# If Random's group holds no right answer, no client learns from this prompt, though the pool may hold some.
+# A group with no right answer teaches no client, even when the pool holds some.
 #
 # ### Exercise 1
 # On this prompt, which clients get a gradient (a) under the no-swap control, (b) under Balanced?
@@ -397,7 +398,7 @@ pd.DataFrame({"1. δ_pair: Balanced − FedAvg-GRPO": paired("δ_pair", "PubSwap
 # 1. Balanced keeps clients closer than FedAvg-GRPO: claim (1) holds.
 # 2. The swap itself lowers drift (Balanced below the control), which the bound could not predict.
 # 3. Random's drift is within noise of FedAvg-GRPO's: its clients point more alike but move further (Exercise 5).
-# 4. Lower drift bought no accuracy: claim (2) is not reproduced.
+# 4. Lower drift bought no accuracy, here or at any other stored $\tau$: claim (2) is not reproduced.
 # 5. At our smallest $\tau$ Random scores below Balanced, not above: claim (3) does not hold.
 #
 # A small transformer on arithmetic is not the paper's models on MATH, so only directions compare. Every $\tau$ and
@@ -406,4 +407,4 @@ pd.DataFrame({"1. δ_pair: Balanced − FedAvg-GRPO": paired("δ_pair", "PubSwap
 # ## What to remember
 # - **Balanced** tops each public group up to half right; **Random** gives all clients one shared group.
 # - A swap restores gradients and pulls clients toward the same answers, a pull the bound cannot see.
-# - Here Balanced lowered drift but bought no accuracy.
+# - Read drift beside the update size $u$: closer clients can mean shorter moves or better-aligned ones.
