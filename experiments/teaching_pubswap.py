@@ -61,8 +61,9 @@ def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> pd.DataFram
     more = " and ".join(a.replace("PubSwap ", "") for a in ORDER if a in seeds and seeds[a] > seeds.min())
     alpha = sorted(rows.dirichlet_alpha.unique())
     lora = f"{policy.model.config.num_hidden_layers}-layer transformer, LoRA rank {cfg.lora_rank}"
-    grpo = (f"ρ clipped to [{1 - cfg.epsilon:g}, {1 + cfg.epsilon_high:g}], μ = {cfg.num_iterations}, "
-            f"η = {cfg.learning_rate:g}")
+    grpo = (f"ε = {cfg.epsilon:g}, ε_high = {cfg.epsilon_high:g}: ρ clipped to [{1 - cfg.epsilon:g}, "
+            f"{1 + cfg.epsilon_high:g}]; μ = {cfg.num_iterations} updates per step; learning rate η = "
+            f"{cfg.learning_rate:g}")
     live = {"clients N; topic split α": f"{cfg.num_clients}; {cfg.dirichlet_alpha:g}",
             "b prompts × K answers per step; τ_swap": f"{cfg.prompts_per_step} × {cfg.num_generations}; "
                                                      f"{cfg.pubswap.period}",
@@ -70,7 +71,7 @@ def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> pd.DataFram
             "local steps per client in all": f"{tau_live} (one round)",
             "seeds": f"{cfg.seed}",
             "policy": lora, "GRPO": grpo,
-            "pass@1 (share of test answers right)": "not used"}
+            "pass@1 (% of test answers right; differences in points)": "not used"}
     mine = {"clients N; topic split α": f"{s['clients']}; {', '.join(f'{a:g}' for a in alpha)}",
             "b prompts × K answers per step; τ_swap": f"{s['b']} × {s['K']}; {s['period']}",
             "τ: local steps per round": f"{', '.join(map(str, sorted(rows.tau.unique())))} (figure: {s['tau']})",
@@ -78,7 +79,7 @@ def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> pd.DataFram
             "seeds": f"{seeds.min()} per arm ({seeds.max()} for {more} at τ = {s['tau']})" if more else
                      f"{seeds.min()} per arm",
             "policy": lora, "GRPO": grpo,
-            "pass@1 (share of test answers right)": f"{stored.n_test} test problems × {stored.eval_samples} samples, "
+            "pass@1 (% of test answers right; differences in points)": f"{stored.n_test} test problems × {stored.eval_samples} samples, "
                                                     f"temperature {stored.temperature:g}"}
     models = sorted({m for m, _ in F.PUBSWAP_PAPER_TABLE1})
     paper = {"clients N; topic split α": "4; 0.3",
@@ -86,7 +87,7 @@ def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> pd.DataFram
              "τ: local steps per round": ", ".join(map(str, F.PUBSWAP_PAPER_TAUS)),
              "local steps per client in all": f"{PAPER_STEPS}",
              "seeds": "—", "policy": ", ".join(models), "GRPO": "—",
-             "pass@1 (share of test answers right)": "on MATH and DeepMath"}
+             "pass@1 (% of test answers right; differences in points)": "on MATH and DeepMath"}
     table = pd.DataFrame({"live round (§3–4)": live, "stored runs (§5)": mine, "the paper": paper})
     same = table["stored runs (§5)"] == table["live round (§3–4)"]
     table.loc[same, "stored runs (§5)"] = "same"

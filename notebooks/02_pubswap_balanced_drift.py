@@ -43,6 +43,7 @@ figures_dir = ""       # figures ("": the output folder's)
 
 # %%
 import tempfile
+from collections import Counter
 
 import numpy as np
 import pandas as pd
@@ -87,15 +88,14 @@ diagrams.round_diagram("pubswap")
 diagrams.step_timeline(T, cfg.pubswap.period)
 
 # %% [markdown]
-# With $\tau_{\text{swap}}=2$, half of a client's local steps are public. Private prompts and answers never leave a
-# client. The round as code (`fedrl_kit/pubswap/method.py::run_round`):
+# Private prompts and answers never leave a client. The round as code (`fedrl_kit/pubswap/method.py::run_round`):
 # ```
 # for round p = 1, 2, …:
 #   send (A_p, B_p) to every client
 #   for local step j = 1..τ:
 #     if j is a multiple of τ_swap:                         # a public step
-#       server sends b public prompts to every client
-#       each client sends up K scored answers per prompt
+#       server sends b public prompts, with gold answers, to every client
+#       each client samples K answers per prompt, scores them, sends them
 #       server swaps answers: Balanced or Random            # pubswap/swap.py
 #       each client: one GRPO step on its swapped groups
 #     else:
@@ -103,9 +103,16 @@ diagrams.step_timeline(T, cfg.pubswap.period)
 #   each client sends (A_n, B_n); A = mean A_n, B = mean B_n  # aggregate.fedit
 # ```
 #
-# **Every setting in this notebook.** §3–4 train one live round; §5 reads stored runs:
+# **The public prompts** come from the generator of the clients' arithmetic problems. Each client scores its own
+# answers against the gold one; the server swaps by those 0/1 scores. The set, then every setting (§3–4 train one
+# live round; §5 reads stored runs):
 
 # %%
+public = world.public  # the server's public prompts
+print(f"{len(public)} public prompts with gold answers, held by the server; per topic: "
+      f"{dict(sorted(Counter(public['topic']).items()))}; also in the test set: "
+      f"{len(set(public['prompt']) & set(world.test['prompt']))}; in the clients' pool: "
+      f"{len(set(public['prompt']) & set(world.train['prompt']))}")
 teach.settings_table(cfg, policy, T)
 
 # %% [markdown]
@@ -121,8 +128,9 @@ teach.settings_table(cfg, policy, T)
 #
 # $\bar r$, $\sigma_r$: the group's mean and sample standard deviation. $\rho_{k,t}$: how much likelier token $t$ is
 # now than under $\pi_{\text{old}}$, the policy at the step's start; clipping keeps a step small. A step runs $\mu$
-# optimiser updates on $J$. A swapped-in answer is scored with the receiving client's $\pi_{\text{old}}$, as if it
-# were its own (**off-policy**).
+# optimiser updates on $J$. A swapped-in answer came from another client's policy, yet the receiver's
+# $\pi_{\text{old}}$ scores it, with no importance weight (**off-policy**; the paper does not say how). §4 bounds
+# the gradient error this adds.
 #
 # **Why swap.** If a group is all wrong (or all right), every $\hat a_k$ is 0 and the prompt gives no gradient. One
 # swapped-in right answer restores it. The advantages by hand (checked against the package):
@@ -143,8 +151,8 @@ pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 #
 # $$M_n(x)=\min\bigl((\lfloor K/2\rfloor-c_n(x))_+,\ D_n(x)\bigr),\qquad D_n(x)=\sum_{n'\ne n}c_{n'}(x)$$
 #
-# Half, because a reward's variance $p(1-p)$ peaks at $p=\tfrac12$. A client already half right keeps its group.
-# The same right answer may go to several clients.
+# Half, because a reward's variance $p(1-p)$ peaks at $p=\tfrac12$. The same right answer may go to several
+# clients.
 #
 # **Random** (`swap.random_swap`) pools all $NK$ answers, draws one group of $K$, and gives it to every client.
 #
@@ -152,8 +160,8 @@ pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 # Balanced − control isolates the swap.
 #
 # ## 3. One swap, step by step
-# We train one Balanced round (the live column above). Then each client answers the round's last public prompts
-# afresh with its trained adapter. Right answers $c_n(x)$:
+# We train one Balanced round (the live column above). The table is not what it trained on: afterwards each client
+# answers the last public step's prompts again, with its trained adapter. Right answers $c_n(x)$:
 
 # %%
 def one_round(m):  # one round of arm m from the shared start; every client's adapter after each local step
@@ -166,6 +174,7 @@ def one_round(m):  # one round of arm m from the shared start; every client's ad
 
 
 run, records = one_round("pubswap_balanced")
+# code counts local steps j from 0, the pseudocode from 1: step j is public when j + 1 is a multiple of τ_swap
 last_public = max(j for j in range(T) if is_public_step(j, cfg.pubswap.period))
 gen = generate_public(run.server, round=1, step=last_public)
 K, cids = gen.num_generations, gen.client_ids
@@ -173,16 +182,16 @@ correct = teach.correct_table(gen)
 correct
 
 # %% [markdown]
-# The policy writes either `<think>…</think><answer>…</answer>` or a bare number. The reward takes the text inside
-# `<answer>`, or else the last number, and compares it with the gold answer:
+# The policy writes either `<think>…</think><answer>…</answer>` or a bare number; the reward reads the text inside
+# `<answer>`, or else the last number:
 
 # %%
 for text in ("<think>53+49</think><answer>102</answer>", "99"):
     print(f"{text!r} → {extract_answer(text)!r}")
 
 # %% [markdown]
-# client_0's group on a prompt where it has few right answers, after $M_0(x)$ by hand. Each row is a slot: the
-# client's own answer, then what it trains on after the swap (swapped slots first):
+# client_0's group on a prompt where it is short of right answers, with $M_0(x)$ by hand; per slot, its own answer,
+# then what it trains on (swapped slots first):
 
 # %%
 swaps = {rule: swap_public(gen, rule) for rule in ("balanced", "random")}  # b groups per rule
@@ -196,7 +205,7 @@ print(f"c_0 = {c[0]}, D_0 = {D_0}: M_0 = min(({K // 2} − {c[0]})+, {D_0}) = {M
 view.sort_values("from", key=lambda s: s.str.startswith("own"), kind="stable")
 
 # %% [markdown]
-# The rule's code; it draws the wrong slots and the donors at random:
+# The rule's code (wrong slots and donors drawn at random):
 
 # %%
 teach.code_excerpt(balanced_swap, "target = K // 2", "source[n, slots, 1]")
@@ -211,7 +220,7 @@ notebook.static_default(show_swap, **controls)
 notebook.knobs(show_swap, **controls)
 
 # %% [markdown]
-# Random's rule, then its one group on the same prompt:
+# Random's rule and its group on the same prompt:
 
 # %%
 teach.code_excerpt(random_swap, "flat = rng.choice", "source = np.broadcast_to")
@@ -221,8 +230,6 @@ show_swap("random", K, 0, x)
 print(f"right answers in the pool of all {len(cids) * K} answers: {c.sum()}")
 
 # %% [markdown]
-# A group with no right answer teaches no client, even when the pool holds some.
-#
 # ### Exercise 1
 # On this prompt, which clients get a gradient (a) under the no-swap control, (b) under Balanced?
 
@@ -251,8 +258,8 @@ notebook.check_explained(prediction_2, answer_2, why_2)
 
 # %% [markdown]
 # ## 4. Drift
-# **Why clients drift.** A Dirichlet draw gives each client a different mix of seven arithmetic topics. So their
-# private gradients differ:
+# **Why clients drift.** A Dirichlet draw gives each client a different mix of the seven topics, so their private
+# gradients differ:
 
 # %%
 fig = teach.heterogeneity_figure(probe_run.partitions, dirichlet_alpha)
@@ -310,17 +317,20 @@ print(f"by hand: δ_pair = {delta_pair:.3f}, u = {u:.3f}; "
       f"package: δ_pair = {rec['pairwise_effective']:.3f}, u = {rec['to_global_effective']:.3f}")
 
 # %% [markdown]
-# **The paper's bound.** $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$ is the distance between two clients' LoRA
-# factors after local step $j$ ($\Delta_0=0$). $g_n$ is client $n$'s expected gradient, averaged over the answers it
-# could sample.
-# 1. A step of size $\eta$ adds at most $\eta$ times the gradient gap. At the same point $\theta$ the gradients differ
-#    by at most $c_j$; smoothness $L$ adds $L\Delta_{j-1}$ for the clients' different points. So
+# **The paper's bound.** $\theta_n$ holds client $n$'s LoRA factors $A_n,B_n$; $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$
+# is two clients' distance after local step $j$ ($\Delta_0=0$). $g_n$: client $n$'s expected gradient over the
+# answers it could sample.
+# 1. A step of size $\eta$ adds at most $\eta$ times the gradient gap: $c_j$ at the same point $\theta$, plus
+#    $L\Delta_{j-1}$ for the clients' different points ($L$ bounds how fast a gradient changes with $\theta$). So
 #    $\Delta_{j}\le(1+\eta L)\Delta_{j-1}+\eta c_j$.
-# 2. **Private step**: different data, so $c_j=\zeta$, a bound on $\lVert g_n-g_{n'}\rVert$.
+# 2. **Private step**: different data, so $c_j=\zeta$, a bound on $\lVert g_n-g_{n'}\rVert$ over all $\theta$.
 # 3. **Public step**: same prompts and reward, one expected loss: $c_j=0$ without a swap. A swap moves $g_n$ by the
 #    **swap distortion** $\omega_n\le\frac1b\sum_x M_n(x)\beta_n(x)$, where $\beta_n(x)$ bounds how much replacing
 #    one answer can change $g_n$. So $c_j=\omega_n+\omega_{n'}$.
 # 4. Unrolled: $\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}c_j$.
+#
+# The runs measure $\Delta W_n=sB_nA_n$, not $\theta_n$. As $B_nA_n-B_{n'}A_{n'}=B_n(A_n-A_{n'})+(B_n-B_{n'})A_{n'}$,
+# close factors give close $\Delta W_n$ (times the factors' size), but not the reverse (Exercise 3).
 #
 # ### Exercise 4
 # Take the same $\zeta$, $L$ and $\eta$ for every arm. Which arm has the smallest bound on $\Delta_\tau$?
@@ -333,22 +343,25 @@ answer_4, why_4 = teach.exercise_bound()
 notebook.check_explained(prediction_4, answer_4, why_4)
 
 # %% [markdown]
-# The bound in numbers, with made-up constants:
+# The bound in numbers, made up; Random swaps more answers than Balanced, so a larger $\omega$:
 
 # %%
 zeta, omega, eta, L = 1.0, 0.2, 1.0, 0.1  # made up: the same for every arm; ω_n = ω for both clients
-public = [is_public_step(j, cfg.pubswap.period) for j in range(T)]
+# ω grows with the answers swapped in (ω_n ≤ (1/b) Σ_x M_n(x) β_n(x)): Balanced's M_n ≤ K/2; Random's group holds
+# K(N − 1)/N answers of other clients on average
+omega_random = omega * (K * (N - 1) / N) / (K // 2)
+public = [is_public_step(j, cfg.pubswap.period) for j in range(T)]  # j from 0, as in §3's code
 gaps = {"FedAvg-GRPO": [zeta] * T, "no-swap control": [0.0 if p else zeta for p in public],
+        "Random": [2 * omega_random if p else zeta for p in public],
         "Balanced": [2 * omega if p else zeta for p in public]}  # c_j per local step
 for arm, c_j in gaps.items():
     bound = eta * sum((1 + eta * L) ** (T - 1 - j) * c_j[j] for j in range(T))
-    print(f"{arm:15}: c_j = {c_j}, bound on Δ_τ = {bound:.2f}")
+    print(f"{arm:15}: c_j = {[round(c, 2) for c in c_j]}, bound on Δ_τ = {bound:.2f}")
 
 # %% [markdown]
-# **Why runs can disagree: the shared pull.** The bound uses expected gradients. But a client that samples no right
-# answer gets no gradient at all (Exercise 1). A swap hands it right answers that other clients found. So every
-# client short of right answers raises the same answers to the same prompt, which pulls the clients together. The
-# bound has no term for this; only runs can rank the arms.
+# **Why runs can disagree: the shared pull.** The bound uses expected gradients, but a client that samples no right
+# answer gets none (Exercise 1). A swap hands all such clients right answers to the same prompts, pulling them
+# together, which the bound has no term for. Only runs can rank the arms.
 #
 # ## 5. What the reproduction found
 # The stored runs (middle column of the settings) at $\tau=48$, one dot per run:
@@ -359,11 +372,9 @@ viz.export(fig, "pubswap_stored_drift", figures)
 fig
 
 # %% [markdown]
-# Balanced ends lowest on both panels. Random's clients point more alike than FedAvg-GRPO's (right panel), yet its
-# mean drift is the highest (left panel).
-#
 # ### Exercise 5
-# What must then be true of Random's update size $u$, against FedAvg-GRPO's?
+# Compare Random's black diamond with FedAvg-GRPO's on each panel. Is Random's update size $u$ then larger, smaller
+# or equal?
 
 # %%
 prediction_5 = None  # "larger", "smaller" or "equal"
@@ -373,8 +384,8 @@ answer_5, why_5 = teach.exercise_update_size()
 notebook.check_explained(prediction_5, answer_5, why_5)
 
 # %% [markdown]
-# **The findings.** Each row is the first arm minus the second, matched by seed: the mean ± the half-width of its 95 %
-# t-interval. A row uses only the seeds both arms ran, so it need not equal the gap between the figure's means.
+# **The findings.** Each row: first arm minus second, matched by seed, as mean ± half-width of the 95 % t-interval
+# (pass@1 in percentage points). A row uses only the seeds both arms ran, so rows need not add up:
 
 # %%
 runs = teach.stored_runs()  # one row per stored run: arm, τ, seed, δ_pair, u, pass@1 (points)
@@ -387,24 +398,30 @@ def paired(value, a, b, tau):  # a − b over the seeds both ran at τ
     return {"τ": tau, "difference": f"{mean:+.2f} ± {half:.2f}", "seeds": n, "reads": reads}
 
 
-big, small = runs.tau.max(), runs.tau.min()
+big = runs.tau.max()
 pd.DataFrame({"1. δ_pair: Balanced − FedAvg-GRPO": paired("δ_pair", "PubSwap Balanced", "FedAvg-GRPO", big),
-              "2. δ_pair: Balanced − no-swap control": paired("δ_pair", "PubSwap Balanced", "no-swap control", big),
-              "3. δ_pair: Random − FedAvg-GRPO": paired("δ_pair", "PubSwap Random", "FedAvg-GRPO", big),
-              "4. pass@1: Balanced − FedAvg-GRPO": paired("pass@1", "PubSwap Balanced", "FedAvg-GRPO", big),
-              "5. pass@1: Random − Balanced": paired("pass@1", "PubSwap Random", "PubSwap Balanced", small)}).T
+              "2. δ_pair: no-swap control − FedAvg-GRPO": paired("δ_pair", "no-swap control", "FedAvg-GRPO", big),
+              "3. δ_pair: Balanced − no-swap control": paired("δ_pair", "PubSwap Balanced", "no-swap control", big),
+              "4. δ_pair: Random − FedAvg-GRPO": paired("δ_pair", "PubSwap Random", "FedAvg-GRPO", big)}).T
+
+# %%
+accuracy = {"5. pass@1: Balanced − FedAvg-GRPO": ("PubSwap Balanced", "FedAvg-GRPO"),
+            "6. pass@1: Random − Balanced": ("PubSwap Random", "PubSwap Balanced")}
+pd.DataFrame({row: {tau: "{difference} over {seeds} seeds: {reads}".format(**paired("pass@1", a, b, tau))
+                    for tau in sorted(runs.tau.unique())} for row, (a, b) in accuracy.items()}).rename_axis("τ")
 
 # %% [markdown]
 # 1. Balanced keeps clients closer than FedAvg-GRPO: claim (1) holds.
-# 2. The swap itself lowers drift (Balanced below the control), which the bound could not predict.
+# 2. Public steps alone leave drift within noise (row 2); the swap lowers it (row 3), against the bound.
 # 3. Random's drift is within noise of FedAvg-GRPO's: its clients point more alike but move further (Exercise 5).
-# 4. Lower drift bought no accuracy, here or at any other stored $\tau$: claim (2) is not reproduced.
-# 5. At our smallest $\tau$ Random scores below Balanced, not above: claim (3) does not hold.
+# 4. Lower drift bought no accuracy at any stored $\tau$ (row 5): claim (2) is not reproduced.
+# 5. Random does not beat Balanced with few local steps: lower at $\tau=2$, within noise at $\tau=8$ (the paper's
+#    smallest $\tau$ is 10; row 6). Claim (3) does not hold.
 #
-# A small transformer on arithmetic is not the paper's models on MATH, so only directions compare. Every $\tau$ and
-# every claim: [12_pubswap_report](12_pubswap_report.ipynb#findings).
+# Our small transformer on arithmetic is not the paper's setting: only directions compare. Every $\tau$ and claim:
+# [12_pubswap_report](12_pubswap_report.ipynb#findings).
 #
 # ## What to remember
-# - **Balanced** tops each public group up to half right; **Random** gives all clients one shared group.
-# - A swap restores gradients and pulls clients toward the same answers, a pull the bound cannot see.
+# - **Balanced** tops each group up to half right; **Random** gives all clients one shared group.
+# - A swap restores gradients and pulls clients together, a pull the bound cannot see.
 # - Read drift beside the update size $u$: closer clients can mean shorter moves or better-aligned ones.
