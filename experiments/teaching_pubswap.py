@@ -347,8 +347,9 @@ def _at_largest_tau(results=F.RESULTS) -> pd.DataFrame:
 
 def stored_drift_figure(results=F.RESULTS) -> go.Figure:
     """Two panels over the four arms at the stored grid's largest τ: the end-of-round δ_pair, and δ_pair divided by
-    the update size u with √2 (equal-length updates in unrelated directions) dotted. One grey line per seed joins the
-    arms that seed ran; a black diamond is each arm's mean with its 95 % t-interval. Each tick names the arm's seeds;
+    the update size u with √2 (equal-length updates in unrelated directions) dotted. One grey trace per seed, its line
+    broken where an arm did not run that seed: a line joins a seed only across neighbouring arms that both ran it (arms
+    ran different seeds); a black diamond is each arm's mean with its 95 % t-interval. Each tick names the arm's seeds;
     the first panel's axis does not start at 0 (from 0 it flattens the differences)."""
     from experiments.stats import t_interval
 
@@ -360,9 +361,9 @@ def stored_drift_figure(results=F.RESULTS) -> go.Figure:
                         subplot_titles=["end-of-round δ_pair (lower: clients closer)",
                                         "δ_pair / u (lower: directions more alike)"])
     for k, (seed, d) in enumerate(rows.groupby("seed")):
-        d = d.set_index("arm").reindex([a for a in ORDER if a in set(d.arm)])
+        d = d.set_index("arm").reindex(ORDER)  # NaN where an arm did not run this seed: the line breaks there
         for col, value in ((1, "δ_pair"), (2, "ratio")):
-            fig.add_trace(go.Scatter(x=[x[a] for a in d.index], y=d[value], mode="lines+markers",
+            fig.add_trace(go.Scatter(x=[x[a] for a in d.index], y=d[value], mode="lines+markers", connectgaps=False,
                                      name="one seed", legendgroup="seed", showlegend=col == 1 and k == 0,
                                      line=dict(color="#c4c4c4", width=1), marker=dict(color="#9a9a9a", size=6)),
                           row=1, col=col)

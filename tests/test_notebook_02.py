@@ -300,6 +300,11 @@ def test_the_stored_figure_draws_a_line_per_seed_and_a_mean_per_arm_in_two_panel
     lines = [t for t in fig.data if t.name == "one seed"]
     means = [t for t in fig.data if t.name == "mean ± 95 % t-interval"]
     assert len(lines) == 2 * seeds and len(means) == 2 and all(len(t.x) == len(teach.ORDER) for t in means)
+    runs = teach.stored_runs().query("tau == tau.max()")
+    for seed, trace in zip(sorted(runs.seed.unique()), lines[::2]):  # a seed's points: only the arms it ran
+        ran = set(runs[runs.seed == seed].arm)
+        assert {teach.ORDER[int(x)] for x, y in zip(trace.x, trace.y) if y == y} == ran
+        assert trace.connectgaps is False  # no line across an arm that did not run the seed
     levels = teach.update_sizes()
     assert [round(y, 2) for y in means[0].y] == list(levels["final δ_pair"])
     assert sum(t.showlegend is not False for t in fig.data) == 2  # one legend entry for the seeds, one for the means
