@@ -264,6 +264,31 @@ def exercise_gradient(swaps, correct: pd.DataFrame, prompt: int, K: int) -> tupl
         + (f" (all {K} right in this table: {'; '.join(full)})" if full else "") + ".")
 
 
+def exercise_no_gradient(c=(0, 3, 8, 5), K: int = 8) -> tuple[str, str]:
+    """Exercise 1: four clients answered one prompt with c_n(x) right answers of K; which client gets no gradient
+    from it under Balanced? The package's ``balanced_swap`` on a pool with those counts (the texts do not matter)
+    decides; the reason gives c_n + M_n per client, and which clients the no-swap control leaves without one."""
+    from fedrl_kit.pubswap.swap import ResponsePool, balanced_swap
+
+    c = np.asarray(c)
+    cids = [f"client_{n}" for n in range(len(c))]
+    pool = ResponsePool([["answer"] * K for _ in c], np.arange(K)[None, :] < c[:, None])  # [N, K] c_n right each
+    swapped = balanced_swap(pool, K, np.random.default_rng(0)).correct.sum(axis=1)  # [N] right after the swap
+    none = [cid for cid, r in zip(cids, swapped) if not _has_gradient(int(r), K)]
+    parts = []
+    for cid, cn, r in zip(cids, c, swapped):
+        M = min(max(K // 2 - int(cn), 0), int(c.sum() - cn))  # by hand, as in §2
+        assert int(cn) + M == int(r)  # the package's group agrees
+        parts.append(f"{cid}: {cn}" + (f" + {M} swapped in = {r}" if M else "") + f" of {K} right → "
+                     + ("a gradient" if _has_gradient(int(r), K) else "none"))
+    control = [cid for cid, cn in zip(cids, c) if not _has_gradient(int(cn), K)]
+    answer = none[0] if len(none) == 1 else ClientSet(none)
+    return answer, ("; ".join(parts) + ". Balanced only swaps right answers in for wrong ones, so an all-right group "
+                    "stays all right and every â_k is 0. Without the swap (the no-swap control) "
+                    f"{', '.join(control) or 'no client'} would get none: an all-wrong group is rescued, an all-right "
+                    "one is not.")
+
+
 def _no_gradient(groups) -> bool:
     """No client gets a gradient from a prompt: every client's group is all right or all wrong."""
     return all(not _has_gradient(int(g.sum()), len(g)) for g in groups)

@@ -155,6 +155,16 @@ def test_the_gradient_exercise_picks_a_prompt_a_swap_rescues_and_reads_both_sets
     assert "'p3' (client_0, client_1, client_2, client_3)" in why
 
 
+def test_exercise_1_names_the_all_right_client_that_balanced_cannot_help():
+    from experiments import teaching_pubswap as teach
+
+    answer, why = teach.exercise_no_gradient((0, 3, 8, 5), 8)
+    assert answer == "client_2"  # all 8 right: Balanced only adds right answers
+    assert "client_0: 0 + 4 swapped in = 4 of 8 right → a gradient" in why and "client_2: 8 of 8 right → none" in why
+    assert "(the no-swap control) client_0, client_2 would get none" in why
+    assert teach.exercise_no_gradient((0, 0, 8, 8), 8)[0] == {"client_2", "client_3"}  # two: a set
+
+
 def test_randoms_view_drops_the_own_answer_column_and_names_the_owner_of_every_slot():
     import pandas as pd
 
