@@ -20,13 +20,13 @@
 #
 # **The problem.** In FedAvg-GRPO each client trains its LoRA adapter with $\tau$ GRPO steps on its own prompts
 # (**local steps**), then the server averages the adapters. Clients hold different topics, so their adapters
-# **drift** apart, and the average fits no client well.
+# **drift** apart and the average fits none well.
 #
-# **The idea.** Make some local steps **public**: every client answers the same public prompts, and the server
-# **swaps** answers between clients before they train. Shared material should pull the clients together.
+# **The idea.** Make some local steps **public**: all clients answer the same prompts, and the server **swaps**
+# answers between them before they train. Shared material should pull the clients together.
 #
 # **The paper's claims.** (1) The **Balanced** swap reduces drift. (2) It beats FedAvg-GRPO in accuracy for most
-# $\tau$. (3) With few local steps per round, a simpler **Random** swap beats Balanced. §5 tests all three.
+# $\tau$. (3) With few local steps, a simpler **Random** swap beats Balanced. §5 tests all three.
 
 # %% [markdown]
 # ## Parameters
@@ -93,19 +93,17 @@ diagrams.step_timeline(T, cfg.pubswap.period)
 # for round p = 1, 2, …:
 #   send (A_p, B_p) to every client
 #   for local step j = 1..τ:
-#     if j is a multiple of τ_swap:                         # a public step
-#       server sends b public prompts, with gold answers, to every client
+#     if j is a multiple of τ_swap:                         # public
+#       server sends b public prompts with gold answers to every client
 #       each client samples K answers per prompt, scores them, sends them
-#       server swaps answers: Balanced or Random            # pubswap/swap.py
+#       server swaps answers: Balanced or Random
 #       each client: one GRPO step on its swapped groups
 #     else:
 #       each client: one GRPO step on b private prompts
 #   each client sends (A_n, B_n); A = mean A_n, B = mean B_n  # aggregate.fedit
 # ```
 #
-# **The public prompts** come from the generator of the clients' arithmetic problems. Each client scores its own
-# answers against the gold one; the server swaps by those 0/1 scores. The set, then every setting (§3–4 train one
-# live round; §5 reads stored runs):
+# **The public prompts** are arithmetic problems like the clients' own. The set, then every setting:
 
 # %%
 public = world.public  # the server's public prompts
@@ -118,8 +116,8 @@ teach.settings_table(cfg, policy, T)
 # %% [markdown]
 # ## 2. GRPO, and why swap answers
 # **A GRPO step** (`grpo.group_advantages`, `grpo.grpo_loss`). On prompt $x$ the client samples $K$ answers $y_k$ from
-# its policy $\pi_\theta$. The reward $r_k$ is 1 if the answer equals the gold one, else 0. The advantage $\hat a_k$
-# scores each answer against its group, and the step makes answers with $\hat a_k>0$ more likely:
+# its policy $\pi_\theta$, with reward $r_k=1$ if right, else 0. The advantage $\hat a_k$ scores each answer against
+# its group; the step makes answers with $\hat a_k>0$ more likely:
 #
 # $$\hat a_k=\frac{r_k-\bar r}{\sigma_r+10^{-4}},\qquad
 # J(\theta)=\frac{1}{\sum_k|y_k|}\sum_{k}\sum_{t}\min\Bigl(\rho_{k,t}\,\hat a_k,\;
@@ -128,12 +126,14 @@ teach.settings_table(cfg, policy, T)
 #
 # $\bar r$, $\sigma_r$: the group's mean and sample standard deviation. $\rho_{k,t}$: how much likelier token $t$ is
 # now than under $\pi_{\text{old}}$, the policy at the step's start; clipping keeps a step small. A step runs $\mu$
-# optimiser updates on $J$. A swapped-in answer came from another client's policy, yet the receiver's
-# $\pi_{\text{old}}$ scores it, with no importance weight (**off-policy**; the paper does not say how). §4 bounds
-# the gradient error this adds.
+# optimiser updates on $J$.
 #
-# **Why swap.** If a group is all wrong (or all right), every $\hat a_k$ is 0 and the prompt gives no gradient. One
-# swapped-in right answer restores it. The advantages by hand (checked against the package):
+# **A swapped-in answer's $\rho$.** The receiver scores it with its own $\pi_{\text{old}}$ too, so $\rho=1$ at the
+# step's first update, as for its own answers. The sender's probabilities never enter: no importance weight corrects
+# for the answer being **off-policy** (our choice; the paper is silent).
+#
+# **Why swap.** If a group is all wrong (or all right), every $\hat a_k$ is 0: no gradient. One swapped-in right
+# answer restores it. The advantages by hand, checked against the package:
 
 # %%
 groups = {"all wrong": 0, "one right swapped in": 1, "half right": cfg.num_generations // 2}  # right answers of K
@@ -151,17 +151,16 @@ pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 #
 # $$M_n(x)=\min\bigl((\lfloor K/2\rfloor-c_n(x))_+,\ D_n(x)\bigr),\qquad D_n(x)=\sum_{n'\ne n}c_{n'}(x)$$
 #
-# Half, because a reward's variance $p(1-p)$ peaks at $p=\tfrac12$. The same right answer may go to several
-# clients.
+# Half, because a reward's variance $p(1-p)$ peaks at $p=\tfrac12$.
 #
 # **Random** (`swap.random_swap`) pools all $NK$ answers, draws one group of $K$, and gives it to every client.
 #
-# **The no-swap control** (our addition) takes the same public steps but keeps each client's own answers. So
+# **The no-swap control** (our addition) takes the same public steps but keeps each client's own answers, so
 # Balanced − control isolates the swap.
 #
 # ## 3. One swap, step by step
-# We train one Balanced round (the live column above). The table is not what it trained on: afterwards each client
-# answers the last public step's prompts again, with its trained adapter. Right answers $c_n(x)$:
+# We train one Balanced round (the live column above). A round keeps no answer texts, so to see a swap, each
+# trained client answers the last public step's prompts again. Right answers $c_n(x)$:
 
 # %%
 def one_round(m):  # one round of arm m from the shared start; every client's adapter after each local step
@@ -178,20 +177,20 @@ run, records = one_round("pubswap_balanced")
 last_public = max(j for j in range(T) if is_public_step(j, cfg.pubswap.period))
 gen = generate_public(run.server, round=1, step=last_public)
 K, cids = gen.num_generations, gen.client_ids
-correct = teach.correct_table(gen)
+correct = pd.DataFrame({cid: [int(sum(right)) for right in g["correct"]] for cid, g in zip(cids, gen.generated)},
+                       index=[f"{q} (gold {a})" for q, a in zip(gen.batch["prompt"], gen.batch["answer"])])
+correct = correct.rename_axis(f"c_n(x): right answers out of K = {K}")
 correct
 
 # %% [markdown]
-# The policy writes either `<think>…</think><answer>…</answer>` or a bare number; the reward reads the text inside
-# `<answer>`, or else the last number:
+# The answer format, and what the reward reads:
 
 # %%
-for text in ("<think>53+49</think><answer>102</answer>", "99"):
+for text in ("<think>53+49</think><answer>102</answer>", "99"):  # the text inside <answer>, else the last number
     print(f"{text!r} → {extract_answer(text)!r}")
 
 # %% [markdown]
-# client_0's group on a prompt where it is short of right answers, with $M_0(x)$ by hand; per slot, its own answer,
-# then what it trains on (swapped slots first):
+# client_0's group on a prompt where it is short of right answers: $M_0(x)$ by hand, then slot by slot:
 
 # %%
 swaps = {rule: swap_public(gen, rule) for rule in ("balanced", "random")}  # b groups per rule
@@ -205,7 +204,7 @@ print(f"c_0 = {c[0]}, D_0 = {D_0}: M_0 = min(({K // 2} − {c[0]})+, {D_0}) = {M
 view.sort_values("from", key=lambda s: s.str.startswith("own"), kind="stable")
 
 # %% [markdown]
-# The rule's code (wrong slots and donors drawn at random):
+# The rule's code:
 
 # %%
 teach.code_excerpt(balanced_swap, "target = K // 2", "source[n, slots, 1]")
@@ -231,22 +230,19 @@ print(f"right answers in the pool of all {len(cids) * K} answers: {c.sum()}")
 
 # %% [markdown]
 # ### Exercise 1
-# On this prompt, which clients get a gradient (a) under the no-swap control, (b) under Balanced?
+# On one prompt, client_0 to client_3 get $c_n(x)=0, 3, 8, 5$ of $K=8$ answers right. Which client gets **no**
+# gradient from it under Balanced?
 
 # %%
-prompt_1 = teach.gradient_prompt(correct, K, avoid=(x,))
-correct.iloc[[prompt_1]]
+prediction_1 = None  # a client's name, e.g. "client_0"
 
 # %%
-prediction_1 = None  # two sets of client names, e.g. ({"client_0"}, {"client_0", "client_1"})
-
-# %%
-answer_1, why_1 = teach.exercise_gradient(swaps, correct, prompt_1, K)
+answer_1, why_1 = teach.exercise_no_gradient((0, 3, 8, 5), K=8)
 notebook.check_explained(prediction_1, answer_1, why_1)
 
 # %% [markdown]
 # ### Exercise 2
-# Read the $c_n(x)$ table. On how many of its prompts can Random give **no** client a gradient, *whatever it draws*?
+# In the $c_n(x)$ table, on how many prompts can Random give **no** client a gradient, *whatever it draws*?
 # On how many does Balanced give none?
 
 # %%
@@ -258,8 +254,7 @@ notebook.check_explained(prediction_2, answer_2, why_2)
 
 # %% [markdown]
 # ## 4. Drift
-# **Why clients drift.** A Dirichlet draw gives each client a different mix of the seven topics, so their private
-# gradients differ:
+# **Why clients drift.** Each client holds its own mix of the seven topics, so their private gradients differ:
 
 # %%
 fig = teach.heterogeneity_figure(probe_run.partitions, dirichlet_alpha)
@@ -267,12 +262,13 @@ viz.export(fig, "pubswap_heterogeneity", figures)
 fig
 
 # %% [markdown]
-# **Why drift hurts.** A LoRA layer changes its weights by $\Delta W=sBA$, with $s$ a fixed scale. FedIT averages
-# $B$ and $A$ separately, and a product of averages is not the average of the products:
+# **Why drift hurts.** A LoRA layer changes its weights by $\Delta W=sBA$, with the fixed scale
+# $s=\alpha_{\text{LoRA}}/r$ ($r$: the rank). FedIT averages $B$ and $A$ separately, and a product of
+# averages is not the average of the products:
 #
 # $$\frac1N\sum_nB_nA_n-\bar B\bar A=\frac1N\sum_n(B_n-\bar B)(A_n-\bar A)$$
 #
-# The error is zero when the clients' factors agree, and grows as they drift apart.
+# The error vanishes when the clients' factors agree and grows as they drift apart.
 #
 # ### Exercise 3
 # Two clients with $1\times1$ factors and $s=1$ both learned $\Delta W=4$: client 1 with $(B,A)=(2,2)$, client 2 with
@@ -304,12 +300,23 @@ for name, (w1, w2) in {"identical": ([3, 0], [3, 0]), "unrelated": ([3, 0], [0, 
     print(f"{name:9}: δ_pair = {d:.2f}, u = {u:.2f}, δ_pair / u = {d / u:.2f}")
 
 # %% [markdown]
-# The same sums on §3's live round after its last step, beside the package's (`drift.mean_pairwise_drift`,
-# `drift.distance_to_global`):
+# After the live round's last step: $\Delta W_n$ from the clients' factors, then the same sums beside the package's
+# (`drift.mean_pairwise_drift`, `drift.distance_to_global`):
 
 # %%
-dW, dW_p, _ = teach.step_vectors(run.tensors, T - 1, cfg.lora_alpha / cfg.lora_rank)  # [N, P] ΔW_n; [P] ΔW_p
+s = cfg.lora_alpha / cfg.lora_rank  # LoRA's scale
+
+
+def delta_W(factors):  # s·B·A of every LoRA layer, as one vector
+    return np.concatenate([(s * factors[k.replace("lora_A", "lora_B")] @ factors[k]).ravel()
+                           for k in sorted(factors) if "lora_A" in k])
+
+
+last = run.tensors[T - 1]  # {client: its LoRA factors after the round's last local step}
+dW = np.stack([delta_W(last[cid]) for cid in sorted(last)])  # [N, P] ΔW_n
+dW_p = delta_W(run.tensors["global"])  # [P] ΔW_p: the adapter broadcast at the round's start
 N = len(dW)
+print(f"s = {cfg.lora_alpha:g}/{cfg.lora_rank} = {s:g}; ΔW_n holds {dW.shape[1]:,} numbers")
 delta_pair = np.mean([np.linalg.norm(dW[n] - dW[m]) for n in range(N) for m in range(n + 1, N)])
 u = np.linalg.norm(dW - dW_p, axis=1).mean()
 rec = next(r for r in records if r["kind"] == "drift" and r["step"] == T - 1)  # the package's record
@@ -317,20 +324,18 @@ print(f"by hand: δ_pair = {delta_pair:.3f}, u = {u:.3f}; "
       f"package: δ_pair = {rec['pairwise_effective']:.3f}, u = {rec['to_global_effective']:.3f}")
 
 # %% [markdown]
-# **The paper's bound.** $\theta_n$ holds client $n$'s LoRA factors $A_n,B_n$; $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$
-# is two clients' distance after local step $j$ ($\Delta_0=0$). $g_n$: client $n$'s expected gradient over the
-# answers it could sample.
-# 1. A step of size $\eta$ adds at most $\eta$ times the gradient gap: $c_j$ at the same point $\theta$, plus
-#    $L\Delta_{j-1}$ for the clients' different points ($L$ bounds how fast a gradient changes with $\theta$). So
-#    $\Delta_{j}\le(1+\eta L)\Delta_{j-1}+\eta c_j$.
-# 2. **Private step**: different data, so $c_j=\zeta$, a bound on $\lVert g_n-g_{n'}\rVert$ over all $\theta$.
-# 3. **Public step**: same prompts and reward, one expected loss: $c_j=0$ without a swap. A swap moves $g_n$ by the
-#    **swap distortion** $\omega_n\le\frac1b\sum_x M_n(x)\beta_n(x)$, where $\beta_n(x)$ bounds how much replacing
-#    one answer can change $g_n$. So $c_j=\omega_n+\omega_{n'}$.
+# **The paper's bound.** $\theta_n$: client $n$'s LoRA factors. $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$: two
+# clients' distance after local step $j$ ($\Delta_0=0$). $g_n$: client $n$'s expected gradient.
+# 1. A step of size $\eta$: $\Delta_{j}\le(1+\eta L)\Delta_{j-1}+\eta c_j$, where $c_j$ bounds the clients' gradient gap
+#    at the same $\theta$ and $L$ how fast a gradient changes with $\theta$.
+# 2. **Private step**: different data: $c_j=\zeta$, a bound on $\lVert g_n-g_{n'}\rVert$.
+# 3. **Public step**: same prompts and reward: $c_j=0$ without a swap. A swap moves $g_n$ by the **swap distortion**
+#    $\omega_n\le\frac1b\sum_x M_n(x)\beta_n(x)$; $\beta_n(x)$ bounds how much one replaced answer can change $g_n$.
+#    So $c_j=\omega_n+\omega_{n'}$.
 # 4. Unrolled: $\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}c_j$.
 #
 # The runs measure $\Delta W_n=sB_nA_n$, not $\theta_n$. As $B_nA_n-B_{n'}A_{n'}=B_n(A_n-A_{n'})+(B_n-B_{n'})A_{n'}$,
-# close factors give close $\Delta W_n$ (times the factors' size), but not the reverse (Exercise 3).
+# close factors give close $\Delta W_n$, not the reverse (Exercise 3).
 #
 # ### Exercise 4
 # Take the same $\zeta$, $L$ and $\eta$ for every arm. Which arm has the smallest bound on $\Delta_\tau$?
@@ -343,28 +348,29 @@ answer_4, why_4 = teach.exercise_bound()
 notebook.check_explained(prediction_4, answer_4, why_4)
 
 # %% [markdown]
-# The bound in numbers, made up; Random swaps more answers than Balanced, so a larger $\omega$:
+# The bound in numbers, made up. $\omega$ grows with the answers swapped in: Random's group holds 6 from other
+# clients on average, Balanced's at most 4, so Random's $\omega$ is 6/4 of Balanced's:
 
 # %%
 zeta, omega, eta, L = 1.0, 0.2, 1.0, 0.1  # made up: the same for every arm; ω_n = ω for both clients
-# ω grows with the answers swapped in (ω_n ≤ (1/b) Σ_x M_n(x) β_n(x)): Balanced's M_n ≤ K/2; Random's group holds
-# K(N − 1)/N answers of other clients on average
-omega_random = omega * (K * (N - 1) / N) / (K // 2)
-public = [is_public_step(j, cfg.pubswap.period) for j in range(T)]  # j from 0, as in §3's code
-gaps = {"FedAvg-GRPO": [zeta] * T, "no-swap control": [0.0 if p else zeta for p in public],
-        "Random": [2 * omega_random if p else zeta for p in public],
-        "Balanced": [2 * omega if p else zeta for p in public]}  # c_j per local step
+foreign = K * (N - 1) / N  # Random: of K drawn from N·K pooled answers, K(N − 1)/N are other clients' on average
+omega_random = omega * foreign / (K // 2)  # Balanced swaps in M_n ≤ K/2
+print(f"Random's ω = {omega:g} × {foreign:g}/{K // 2} = {omega_random:g}")
+public_step = [is_public_step(j, cfg.pubswap.period) for j in range(T)]  # j from 0, as in §3's code
+gaps = {"FedAvg-GRPO": [zeta] * T, "no-swap control": [0.0 if p else zeta for p in public_step],
+        "Random": [2 * omega_random if p else zeta for p in public_step],
+        "Balanced": [2 * omega if p else zeta for p in public_step]}  # c_j per local step
 for arm, c_j in gaps.items():
     bound = eta * sum((1 + eta * L) ** (T - 1 - j) * c_j[j] for j in range(T))
     print(f"{arm:15}: c_j = {[round(c, 2) for c in c_j]}, bound on Δ_τ = {bound:.2f}")
 
 # %% [markdown]
-# **Why runs can disagree: the shared pull.** The bound uses expected gradients, but a client that samples no right
-# answer gets none (Exercise 1). A swap hands all such clients right answers to the same prompts, pulling them
-# together, which the bound has no term for. Only runs can rank the arms.
+# **Why runs can disagree: the shared pull.** The bound uses expected gradients, but a client with no right answer
+# gets no gradient (§2). A swap hands all such clients right answers to the same prompts: a pull the bound lacks, so
+# only runs can rank the arms.
 #
 # ## 5. What the reproduction found
-# The stored runs (middle column of the settings) at $\tau=48$, one dot per run:
+# The stored runs at $\tau=48$, one dot per run; a line joins one seed's runs in neighbouring arms:
 
 # %%
 fig = teach.stored_drift_figure()
@@ -384,8 +390,8 @@ answer_5, why_5 = teach.exercise_update_size()
 notebook.check_explained(prediction_5, answer_5, why_5)
 
 # %% [markdown]
-# **The findings.** Each row: first arm minus second, matched by seed, as mean ± half-width of the 95 % t-interval
-# (pass@1 in percentage points). A row uses only the seeds both arms ran, so rows need not add up:
+# **The findings.** Each row: first arm minus second over the seeds both ran, as mean ± half-width of the 95 %
+# t-interval; pass@1 in points. Rows need not add up. At $\tau=48$ a run is only 2 rounds (96 local steps) long:
 
 # %%
 runs = teach.stored_runs()  # one row per stored run: arm, τ, seed, δ_pair, u, pass@1 (points)
@@ -411,17 +417,17 @@ pd.DataFrame({row: {tau: "{difference} over {seeds} seeds: {reads}".format(**pai
                     for tau in sorted(runs.tau.unique())} for row, (a, b) in accuracy.items()}).rename_axis("τ")
 
 # %% [markdown]
-# 1. Balanced keeps clients closer than FedAvg-GRPO: claim (1) holds.
+# 1. Balanced keeps clients closer than FedAvg-GRPO (row 1): claim (1) holds at $\tau=48$.
 # 2. Public steps alone leave drift within noise (row 2); the swap lowers it (row 3), against the bound.
 # 3. Random's drift is within noise of FedAvg-GRPO's: its clients point more alike but move further (Exercise 5).
-# 4. Lower drift bought no accuracy at any stored $\tau$ (row 5): claim (2) is not reproduced.
-# 5. Random does not beat Balanced with few local steps: lower at $\tau=2$, within noise at $\tau=8$ (the paper's
-#    smallest $\tau$ is 10; row 6). Claim (3) does not hold.
+# 4. Balanced's pass@1 is within noise of FedAvg-GRPO's at every stored $\tau$ (row 5): claim (2) is not reproduced.
+#    At $\tau=48$, lower drift (row 1) did not bring higher accuracy.
+# 5. Random beats Balanced at no stored $\tau$: lower at 2 and 48, within noise at 8 and 32 (row 6). The paper's
+#    small $\tau$ starts at 10, which we did not run: claim (3) is not tested at the paper's $\tau$.
 #
-# Our small transformer on arithmetic is not the paper's setting: only directions compare. Every $\tau$ and claim:
+# Our setting is not the paper's (a small transformer, arithmetic): only directions compare. Every $\tau$ and claim:
 # [12_pubswap_report](12_pubswap_report.ipynb#findings).
 #
 # ## What to remember
-# - **Balanced** tops each group up to half right; **Random** gives all clients one shared group.
-# - A swap restores gradients and pulls clients together, a pull the bound cannot see.
-# - Read drift beside the update size $u$: closer clients can mean shorter moves or better-aligned ones.
+# - A swap restores gradients (not to an all-right group) and pulls clients together, a pull the bound cannot see.
+# - Read drift beside the update size $u$: closer clients can mean shorter or better-aligned moves.
