@@ -1,7 +1,7 @@
 """The tables, figures and exercise answers notebook 02 (PubSwap) shows, kept here so that each notebook cell stays a
 few lines: the settings table, the live round's tensors, the swap step-through's tables and its widget, the exercises'
 answers with their reasons, and the stored grid's rows and figure. The notebook computes its key numbers in view
-(advantages, M_n, δ_pair and u, the paired differences); nothing here trains or changes a method."""
+(advantages, c_n(x), M_n, ΔW_n, δ_pair and u, the paired differences); nothing here trains or changes a method."""
 
 from __future__ import annotations
 
@@ -112,16 +112,6 @@ def read_tensors(folder) -> dict:
             out["global"] = arrays
     return out
 
-def step_vectors(tensors: dict, j: int, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """After local step ``j`` of a traced round (``read_tensors``): every client's ΔW_n = s B_n A_n of all LoRA
-    modules as one vector [N, P], the broadcast's ΔW_p [P], and each client's gradient at the step's start [N, P'];
-    clients in sorted order."""
-    def flat(st):
-        return np.concatenate([(scale * st[k.replace("lora_A", "lora_B")] @ st[k]).ravel()
-                               for k in sorted(st) if "lora_A" in k])
-    cids = sorted(tensors[j])
-    return (np.stack([flat(tensors[j][c]) for c in cids]), flat(tensors["global"]),
-            np.stack([tensors[j][c]["grad"] for c in cids]))
 
 def heterogeneity_figure(partitions, concentration: float) -> go.Figure:
     """Topics per client as bubbles (area ∝ examples), with a key column of three reference bubbles, labelled."""
@@ -143,14 +133,6 @@ def heterogeneity_figure(partitions, concentration: float) -> go.Figure:
 
 
 # -- §3: one swap, step by step ---------------------------------------------------------------------------------------
-def correct_table(gen) -> pd.DataFrame:
-    """c_n(x): each client's right answers (of K) per public prompt, with the prompt's gold answer."""
-    t = pd.DataFrame({cid: [int(sum(c)) for c in g["correct"]] for cid, g in zip(gen.client_ids, gen.generated)},
-                     index=[f"{x} (gold {a})" for x, a in zip(gen.batch["prompt"], gen.batch["answer"])])
-    t.index.name = f"c_n(x): right answers out of K = {gen.num_generations}"
-    return t
-
-
 def example_prompt(correct: pd.DataFrame, K: int) -> int:
     """A prompt where client 0 has fewer than K/2 right and others have some: Balanced has work to do there."""
     c0, others = correct.iloc[:, 0].to_numpy(), correct.iloc[:, 1:].sum(axis=1).to_numpy()
@@ -223,45 +205,6 @@ class ClientSet(set):
 def _has_gradient(right: int, K: int) -> bool:
     """A group gives a gradient only if its rewards differ: some right and some wrong answers."""
     return 0 < right < K
-
-
-def gradient_prompt(correct: pd.DataFrame, K: int, avoid: tuple[int, ...]) -> int:
-    """A prompt of the c_n(x) table, none of ``avoid``, on which Balanced gives a gradient to clients that had none
-    (all their answers wrong), preferring one where some client still gets none (all right: Balanced only adds right
-    answers). Falls back to the first prompt not avoided."""
-    def score(x):
-        c = correct.iloc[x].to_numpy()
-        D = c.sum() - c
-        M = np.minimum(np.maximum(K // 2 - c, 0), D)
-        rescued = sum(not _has_gradient(ci, K) and _has_gradient(ci + mi, K) for ci, mi in zip(c, M))
-        left = sum(not _has_gradient(ci + mi, K) for ci, mi in zip(c, M))
-        return 2 * rescued + (left > 0 and rescued > 0)
-    cands = [x for x in range(len(correct)) if x not in avoid]
-    return max(cands, key=score) if cands else 0
-
-
-def exercise_gradient(swaps, correct: pd.DataFrame, prompt: int, K: int) -> tuple[tuple[set, set], str]:
-    """Which clients get a gradient on ``prompt`` under the no-swap control (their own group) and under Balanced (the
-    package's swapped group): a client's right answers c_n(x), then c_n(x) + M_n(x) by hand, against the group the
-    package built. Names any prompt of the table where a client got all K right, which no swap can help."""
-    cids = list(correct.columns)
-    group = swaps["balanced"][prompt].correct  # [N, K] the groups Balanced built
-    own = ClientSet(c for c, n in zip(cids, correct.iloc[prompt]) if _has_gradient(int(n), K))
-    swapped = ClientSet(c for c, g in zip(cids, group) if _has_gradient(int(g.sum()), K))
-    parts = []
-    for n, cid in enumerate(cids):
-        c = int(correct.iloc[prompt, n])
-        M = min(max(K // 2 - c, 0), int(correct.iloc[prompt].sum()) - c)
-        parts.append(f"{cid}: {c} right" + (f" + {M} swapped in = {c + M}" if M else "")
-                     + f" of {K} → {'a gradient' if _has_gradient(c + M, K) else 'none'}")
-    full = [f"{x.split(' (gold')[0]!r} ({', '.join(c for c, v in zip(cids, row) if int(v) == K)})"
-            for x, row in correct.iterrows() if (row.astype(int) == K).any()]
-    return (own, swapped), (
-        f"(a) the control keeps each client's own answers, which give a gradient where 0 < c_n(x) < {K}: "
-        f"{', '.join(sorted(own)) or 'no client'}. (b) Balanced: " + "; ".join(parts) + ". A client whose answers "
-        "are all wrong learns nothing from the prompt until right answers are swapped in. An all-right group stays "
-        "without a gradient: Balanced only adds right answers"
-        + (f" (all {K} right in this table: {'; '.join(full)})" if full else "") + ".")
 
 
 def exercise_no_gradient(c=(0, 3, 8, 5), K: int = 8) -> tuple[str, str]:

@@ -133,28 +133,6 @@ def test_the_update_size_exercise_asks_for_the_direction_of_u_and_shows_it_read_
     assert f"measured directly: {r['update size u']:.2f} against {f['update size u']:.2f}" in why
 
 
-def test_the_gradient_exercise_picks_a_prompt_a_swap_rescues_and_reads_both_sets_off_the_groups():
-    import pandas as pd
-
-    from experiments import teaching_pubswap as teach
-    from fedrl_kit.pubswap.swap import ResponsePool, balanced_swap
-
-    K = 8
-    c = [[0, 1, 0, 1], [2, 1, 0, 8], [5, 2, 4, 3], [8, 8, 8, 8]]  # [prompts, clients] right answers
-    correct = pd.DataFrame(c, columns=[f"client_{n}" for n in range(4)], index=[f"p{x} (gold 1)" for x in range(4)])
-    # prompt 1: one all-wrong client rescued and one all-right client left without a gradient
-    assert teach.gradient_prompt(correct, K, avoid=(0,)) == 1
-    assert teach.gradient_prompt(correct, K, avoid=(0, 1)) == 2  # nothing to rescue: the first prompt left
-    rng = np.random.default_rng(0)
-    swaps = {"balanced": [balanced_swap(ResponsePool([["a"] * K] * 4, np.arange(K)[None, :] < np.array(row)[:, None]),
-                                        K, rng) for row in c]}
-    (own, swapped), why = teach.exercise_gradient(swaps, correct, 1, K)
-    assert own == {"client_0", "client_1"} and swapped == {"client_0", "client_1", "client_2"}
-    assert repr(swapped) == "{'client_0', 'client_1', 'client_2'}"  # sorted: a stored answer reads the same each run
-    assert "client_2: 0 right + 4 swapped in = 4 of 8 → a gradient" in why and "client_3: 8 right of 8 → none" in why
-    assert "'p3' (client_0, client_1, client_2, client_3)" in why
-
-
 def test_exercise_1_names_the_all_right_client_that_balanced_cannot_help():
     from experiments import teaching_pubswap as teach
 
@@ -176,19 +154,6 @@ def test_randoms_view_drops_the_own_answer_column_and_names_the_owner_of_every_s
     out = teach.random_view(view, "client_0")
     assert list(out.columns) == ["group", "correct", "from"] and out.attrs["alpha"] == 0.5
     assert list(out["from"]) == ["client_2 #0", "client_0 (own) #1"]
-
-
-def test_step_vectors_flatten_every_clients_scaled_product_and_gradient():
-    from experiments import teaching_pubswap as teach
-
-    A, B = np.array([[1.0, 2.0]]), np.array([[3.0], [4.0]])  # rank 1: ΔW = s B A is 2 × 2
-    st = {"m.lora_A.weight": A, "m.lora_B.weight": B}
-    t = {"global": {k: 0 * v for k, v in st.items()},
-         0: {"client_1": {**st, "grad": np.array([1.0, 0.0])},
-             "client_0": {"m.lora_A.weight": -A, "m.lora_B.weight": B, "grad": np.array([0.0, 1.0])}}}
-    dW, dW_p, g = teach.step_vectors(t, 0, 2.0)
-    assert np.allclose(dW[1], 2 * (B @ A).ravel()) and np.allclose(dW[0], -2 * (B @ A).ravel())  # sorted clients
-    assert np.allclose(dW_p, 0) and np.allclose(g, [[0, 1], [1, 0]])
 
 
 def test_exercise_2_counts_prompts_without_gradient_under_this_random_draw_and_under_balanced():
