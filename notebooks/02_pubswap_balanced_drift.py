@@ -128,9 +128,9 @@ teach.settings_table(cfg, policy, T)
 # now than under $\pi_{\text{old}}$, the policy at the step's start; clipping keeps a step small. A step runs $\mu$
 # optimiser updates on $J$.
 #
-# **A swapped-in answer's $\rho$.** The receiver scores it with its own $\pi_{\text{old}}$ too, so $\rho=1$ at the
-# step's first update, as for its own answers. The sender's probabilities never enter: no importance weight corrects
-# for the answer being **off-policy** (our choice; the paper is silent).
+# **A swapped-in answer's $\rho$.** Its $\pi_{\text{old}}$ is the receiver's own policy, as for the receiver's own
+# answers, so $\rho=1$ at the step's first update. The sender's probabilities never enter: no importance weight
+# corrects for the answer being **off-policy** (our choice; the paper is silent).
 #
 # **Why swap.** If a group is all wrong (or all right), every $\hat a_k$ is 0: no gradient. One swapped-in right
 # answer restores it. The advantages by hand, checked against the package:
