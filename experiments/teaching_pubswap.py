@@ -1,7 +1,8 @@
 """The tables, figures and exercise answers notebook 02 (PubSwap) shows, kept here so that each notebook cell stays a
-few lines: the settings table, the live round's tensors, the swap step-through's tables and its widget, the exercises'
-answers with their reasons, and the stored grid's rows and figure. The notebook computes its key numbers in view
-(advantages, c_n(x), M_n, ΔW_n, δ_pair and u, the paired differences); nothing here trains or changes a method."""
+few lines: the settings table, the live round (run through the package, its tensors kept), the swap step-through's
+tables and its widget, the exercises' answers with their reasons, and the stored grid's rows and figure. The notebook
+computes its key numbers in view (advantages, c_n(x), M_n, ΔW_n, δ_pair and u, groups without a gradient, the paired
+differences); nothing here changes a method."""
 
 from __future__ import annotations
 
@@ -60,6 +61,8 @@ def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> pd.DataFram
     seeds = rows[rows.tau == s["tau"]].groupby("arm").seed.nunique()
     more = " and ".join(a.replace("PubSwap ", "") for a in ORDER if a in seeds and seeds[a] > seeds.min())
     alpha = sorted(rows.dirichlet_alpha.unique())
+    rounds = rows.groupby("tau").rounds.agg(lambda r: r.unique().item())  # [τ] rounds of every run at τ
+    assert (rounds * rounds.index == s["steps"]).all(), "the stored runs do not share one budget of local steps"
     lora = f"{policy.model.config.num_hidden_layers}-layer transformer, LoRA rank {cfg.lora_rank}"
     grpo = (f"ε = {cfg.epsilon:g}, ε_high = {cfg.epsilon_high:g}: ρ clipped to [{1 - cfg.epsilon:g}, "
             f"{1 + cfg.epsilon_high:g}]; μ = {cfg.num_iterations} updates per step; learning rate η = "
@@ -74,8 +77,9 @@ def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> pd.DataFram
             "pass@1 (% of test answers right; differences in points)": "not used"}
     mine = {"clients N; topic split α": f"{s['clients']}; {', '.join(f'{a:g}' for a in alpha)}",
             "b prompts × K answers per step; τ_swap": f"{s['b']} × {s['K']}; {s['period']}",
-            "τ: local steps per round": f"{', '.join(map(str, sorted(rows.tau.unique())))} (figure: {s['tau']})",
-            "local steps per client in all": f"{s['steps']} ({s['rounds']} rounds at τ = {s['tau']})",
+            "τ: local steps per round": f"{', '.join(map(str, rounds.index))} (figure: {s['tau']})",
+            "local steps per client in all": f"{s['steps']} at every τ: rounds = {s['steps']}/τ = "
+                                             f"{', '.join(map(str, rounds))}",
             "seeds": f"{seeds.min()} per arm ({seeds.max()} for {more} at τ = {s['tau']})" if more else
                      f"{seeds.min()} per arm",
             "policy": lora, "GRPO": grpo,
@@ -93,6 +97,22 @@ def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> pd.DataFram
     table.loc[same, "stored runs (§5)"] = "same"
     table.index.name = "setting"
     return table
+
+
+def live_round(cfg, policy, method: str, tau: int):
+    """One round of ``method`` from the shared start ``policy``, τ local steps, in a temporary folder: the built run
+    (``run.server`` holds the trained clients) with ``run.tensors`` (:func:`read_tensors`), and the package's drift
+    record after each local step, ``{j: record}`` (``drift.mean_pairwise_drift``, ``drift.distance_to_global``)."""
+    import tempfile
+
+    from fedrl_kit.runs import Run
+
+    with tempfile.TemporaryDirectory() as folder:
+        run = Run(cfg.replace(method=method, rounds=1, local_steps=tau, trace_drift=True, trace_tensors=True,
+                              eval_samples=1), folder, progress=False, policy=policy)
+        records = run.run()
+        run.tensors = read_tensors(folder)
+    return run, {r["step"]: r for r in records if r["kind"] == "drift"}
 
 
 def read_tensors(folder) -> dict:
@@ -294,7 +314,7 @@ def stored_runs(results=F.RESULTS) -> pd.DataFrame:
     """One row per stored run of the four arms in the larger-τ grid (every τ it ran, final checkpoint): the arm's
     name, τ, seed, the end-of-round δ_pair (``drift_end_pairwise_effective``: δ_pair after each round's last local step,
     mean over the run's rounds), the update size u (``drift_end_to_global_effective``, the same way) and the final
-    pass@1 in points; plus the run's preset and topic split."""
+    pass@1 in points; plus the run's rounds, preset and topic split."""
     import json
     from pathlib import Path
 
@@ -302,7 +322,7 @@ def stored_runs(results=F.RESULTS) -> pd.DataFrame:
     rows = rows[rows.table.isin(["table1", "control"]) & rows.method.isin(list(ARMS))]
     return pd.DataFrame({"arm": rows.method.map(ARMS), "tau": rows.tau, "seed": rows.seed,
                          "δ_pair": rows.drift_end_pairwise_effective, "u": rows.drift_end_to_global_effective,
-                         "pass@1": 100 * rows["pass@1_final"], "preset": rows.preset,
+                         "pass@1": 100 * rows["pass@1_final"], "rounds": rows.rounds, "preset": rows.preset,
                          "dirichlet_alpha": rows.dirichlet_alpha}).reset_index(drop=True)
 
 
@@ -311,6 +331,10 @@ def _at_largest_tau(results=F.RESULTS) -> pd.DataFrame:
     rows = stored_runs(results)
     rows = rows[rows.tau == rows.tau.max()]
     return rows.assign(ratio=rows["δ_pair"] / rows["u"])
+
+
+SEED_LINE = "one seed's runs (the line breaks at an arm that did not run it)"
+"""the stored figure's legend entry for a seed's grey line"""
 
 
 def stored_drift_figure(results=F.RESULTS) -> go.Figure:
@@ -332,7 +356,7 @@ def stored_drift_figure(results=F.RESULTS) -> go.Figure:
         d = d.set_index("arm").reindex(ORDER)  # NaN where an arm did not run this seed: the line breaks there
         for col, value in ((1, "δ_pair"), (2, "ratio")):
             fig.add_trace(go.Scatter(x=[x[a] for a in d.index], y=d[value], mode="lines+markers", connectgaps=False,
-                                     name="one seed", legendgroup="seed", showlegend=col == 1 and k == 0,
+                                     name=SEED_LINE, legendgroup="seed", showlegend=col == 1 and k == 0,
                                      line=dict(color="#c4c4c4", width=1), marker=dict(color="#9a9a9a", size=6)),
                           row=1, col=col)
     for col, value in ((1, "δ_pair"), (2, "ratio")):

@@ -235,7 +235,10 @@ def test_the_settings_table_states_each_setting_once_for_the_live_round_the_stor
     live, stored, paper = (table[c] for c in table.columns)
     s = findings.pubswap_setting()
     assert live["τ: local steps per round"] == "6" and live["seeds"] == str(cfg.seed)
-    assert stored["local steps per client in all"] == f"{s['steps']} ({s['rounds']} rounds at τ = {s['tau']})"
+    rows = json.loads((RESULTS / "pubswap_paper_quick_large_tau.json").read_text())
+    rounds = [next(r["rounds"] for r in rows if r["tau"] == tau) for tau in sorted({r["tau"] for r in rows})]
+    assert stored["local steps per client in all"] == (f"{s['steps']} at every τ: rounds = {s['steps']}/τ = "
+                                                       f"{', '.join(map(str, rounds))}")  # a fixed budget
     assert stored["seeds"] == "3 per arm (5 for FedAvg-GRPO and Balanced at τ = 48)"
     assert stored["τ: local steps per round"].startswith("2, 8, 32, 48")
     assert paper["τ: local steps per round"] == ", ".join(map(str, findings.PUBSWAP_PAPER_TAUS))
@@ -272,7 +275,8 @@ def test_the_stored_figure_draws_a_line_per_seed_and_a_mean_per_arm_in_two_panel
 
     fig = teach.stored_drift_figure()
     seeds = teach.stored_runs().query("tau == tau.max()").seed.nunique()
-    lines = [t for t in fig.data if t.name == "one seed"]
+    lines = [t for t in fig.data if t.name == teach.SEED_LINE]
+    assert "one seed" in teach.SEED_LINE and "breaks" in teach.SEED_LINE  # the legend says how to read a line
     means = [t for t in fig.data if t.name == "mean ± 95 % t-interval"]
     assert len(lines) == 2 * seeds and len(means) == 2 and all(len(t.x) == len(teach.ORDER) for t in means)
     runs = teach.stored_runs().query("tau == tau.max()")
