@@ -42,7 +42,6 @@ run_root = ""          # output folder ("": under runs/pubswap/)
 figures_dir = ""       # figures ("": the output folder's)
 
 # %%
-import tempfile
 from collections import Counter
 
 import numpy as np
@@ -73,7 +72,7 @@ world, policy = probe_run.world, probe_run.policy
 # | symbol | meaning |
 # |---|---|
 # | $N$; $\tau$ | clients; local steps per round |
-# | $\tau_{\text{swap}}$ | every $\tau_{\text{swap}}$-th local step is public |
+# | $\tau_{\text{swap}}$ | every $\tau_{\text{swap}}$-th local step is public (here 2: half of them) |
 # | $b$; $K$ | prompts per step; answers per prompt |
 # | $c_n(x)$ | client $n$'s right answers on prompt $x$ |
 # | $M_n(x)$ | answers the server swaps into client $n$'s group (§2) |
@@ -94,7 +93,7 @@ diagrams.step_timeline(T, cfg.pubswap.period)
 #   send (A_p, B_p) to every client
 #   for local step j = 1..τ:
 #     if j is a multiple of τ_swap:                         # public
-#       server sends b public prompts with gold answers to every client
+#       server draws b public prompts at random, sends them with gold answers to every client
 #       each client samples K answers per prompt, scores them, sends them
 #       server swaps answers: Balanced or Random
 #       each client: one GRPO step on its swapped groups
@@ -128,9 +127,8 @@ teach.settings_table(cfg, policy, T)
 # now than under $\pi_{\text{old}}$, the policy at the step's start; clipping keeps a step small. A step runs $\mu$
 # optimiser updates on $J$.
 #
-# **A swapped-in answer's $\rho$.** Its $\pi_{\text{old}}$ is the receiver's own policy, as for the receiver's own
-# answers, so $\rho=1$ at the step's first update. The sender's probabilities never enter: no importance weight
-# corrects for the answer being **off-policy** (our choice; the paper is silent).
+# **A swapped-in answer's $\rho$.** Its $\pi_{\text{old}}$ is the receiver's own policy, so $\rho=1$ at the step's
+# first update: no importance weight corrects for the answer being **off-policy** (our choice; the paper is silent).
 #
 # **Why swap.** If a group is all wrong (or all right), every $\hat a_k$ is 0: no gradient. One swapped-in right
 # answer restores it. The advantages by hand, checked against the package:
@@ -147,35 +145,28 @@ pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 
 # %% [markdown]
 # **Balanced** (`swap.balanced_swap`) tops each client's group up to half right. It replaces $M_n(x)$ of client
-# $n$'s wrong answers with right answers of the other clients, who hold $D_n(x)$ of them:
+# $n$'s wrong answers with right answers of the other clients, who hold $D_n(x)$ of them (drawn anew for each
+# receiver, so one right answer can go to several):
 #
 # $$M_n(x)=\min\bigl((\lfloor K/2\rfloor-c_n(x))_+,\ D_n(x)\bigr),\qquad D_n(x)=\sum_{n'\ne n}c_{n'}(x)$$
 #
 # Half, because a reward's variance $p(1-p)$ peaks at $p=\tfrac12$.
 #
-# **Random** (`swap.random_swap`) pools all $NK$ answers, draws one group of $K$, and gives it to every client.
+# **Random** (`swap.random_swap`) pools all $NK$ answers, draws one group of $K$, and gives it to every client; on
+# average $K(N-1)/N$ of them are other clients'.
 #
 # **The no-swap control** (our addition) takes the same public steps but keeps each client's own answers, so
 # Balanced − control isolates the swap.
 #
 # ## 3. One swap, step by step
-# We train one Balanced round (the live column above). A round keeps no answer texts, so to see a swap, each
-# trained client answers the last public step's prompts again. Right answers $c_n(x)$:
+# We train one Balanced round (the live column above). **The groups shown are regenerated:** a round keeps no answer
+# texts, so its trained clients answer the last public step's prompts again. Right answers $c_n(x)$:
 
 # %%
-def one_round(m):  # one round of arm m from the shared start; every client's adapter after each local step
-    with tempfile.TemporaryDirectory() as folder:
-        run = Run(cfg.replace(method=m, rounds=1, local_steps=T, trace_drift=True, trace_tensors=True,
-                              eval_samples=1), folder, progress=False, policy=policy)
-        records = run.run()
-        run.tensors = teach.read_tensors(folder)  # {"global": (A_p, B_p), j: {client: factors and gradient}}
-    return run, records
-
-
-run, records = one_round("pubswap_balanced")
+run, drift = teach.live_round(cfg, policy, "pubswap_balanced", T)  # drift: the package's record after each step
 # code counts local steps j from 0, the pseudocode from 1: step j is public when j + 1 is a multiple of τ_swap
 last_public = max(j for j in range(T) if is_public_step(j, cfg.pubswap.period))
-gen = generate_public(run.server, round=1, step=last_public)
+gen = generate_public(run.server, round=1, step=last_public)  # the trained clients answer those prompts again
 K, cids = gen.num_generations, gen.client_ids
 correct = pd.DataFrame({cid: [int(sum(right)) for right in g["correct"]] for cid, g in zip(cids, gen.generated)},
                        index=[f"{q} (gold {a})" for q, a in zip(gen.batch["prompt"], gen.batch["answer"])])
@@ -190,7 +181,7 @@ for text in ("<think>53+49</think><answer>102</answer>", "99"):  # the text insi
     print(f"{text!r} → {extract_answer(text)!r}")
 
 # %% [markdown]
-# client_0's group on a prompt where it is short of right answers: $M_0(x)$ by hand, then slot by slot:
+# client_0's group on a prompt where it lacks right answers: $M_0(x)$ by hand, then slot by slot:
 
 # %%
 swaps = {rule: swap_public(gen, rule) for rule in ("balanced", "random")}  # b groups per rule
@@ -219,14 +210,15 @@ notebook.static_default(show_swap, **controls)
 notebook.knobs(show_swap, **controls)
 
 # %% [markdown]
-# Random's rule and its group on the same prompt:
+# Random's rule and group on the same prompt:
 
 # %%
 teach.code_excerpt(random_swap, "flat = rng.choice", "source = np.broadcast_to")
 
 # %%
 show_swap("random", K, 0, x)
-print(f"right answers in the pool of all {len(cids) * K} answers: {c.sum()}")
+print(f"right answers in the pool of all {len(cids) * K} answers: {c.sum()}; other clients' answers in a drawn group, "
+      f"on average: K(N − 1)/N = {K * (len(cids) - 1) / len(cids):g}")
 
 # %% [markdown]
 # ### Exercise 1
@@ -300,8 +292,8 @@ for name, (w1, w2) in {"identical": ([3, 0], [3, 0]), "unrelated": ([3, 0], [0, 
     print(f"{name:9}: δ_pair = {d:.2f}, u = {u:.2f}, δ_pair / u = {d / u:.2f}")
 
 # %% [markdown]
-# After the live round's last step: $\Delta W_n$ from the clients' factors, then the same sums beside the package's
-# (`drift.mean_pairwise_drift`, `drift.distance_to_global`):
+# After the live round's last step, by hand and by the package (`drift.mean_pairwise_drift`,
+# `drift.distance_to_global`):
 
 # %%
 s = cfg.lora_alpha / cfg.lora_rank  # LoRA's scale
@@ -319,9 +311,8 @@ N = len(dW)
 print(f"s = {cfg.lora_alpha:g}/{cfg.lora_rank} = {s:g}; ΔW_n holds {dW.shape[1]:,} numbers")
 delta_pair = np.mean([np.linalg.norm(dW[n] - dW[m]) for n in range(N) for m in range(n + 1, N)])
 u = np.linalg.norm(dW - dW_p, axis=1).mean()
-rec = next(r for r in records if r["kind"] == "drift" and r["step"] == T - 1)  # the package's record
-print(f"by hand: δ_pair = {delta_pair:.3f}, u = {u:.3f}; "
-      f"package: δ_pair = {rec['pairwise_effective']:.3f}, u = {rec['to_global_effective']:.3f}")
+print(f"by hand: δ_pair = {delta_pair:.3f}, u = {u:.3f}; the package: δ_pair = "
+      f"{drift[T - 1]['pairwise_effective']:.3f}, u = {drift[T - 1]['to_global_effective']:.3f}")
 
 # %% [markdown]
 # **The paper's bound.** $\theta_n$: client $n$'s LoRA factors. $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$: two
@@ -348,29 +339,25 @@ answer_4, why_4 = teach.exercise_bound()
 notebook.check_explained(prediction_4, answer_4, why_4)
 
 # %% [markdown]
-# The bound in numbers, made up. $\omega$ grows with the answers swapped in: Random's group holds 6 from other
-# clients on average, Balanced's at most 4, so Random's $\omega$ is 6/4 of Balanced's:
+# **Why runs can disagree: the shared pull.** The bound uses expected gradients, but a client with no right answer
+# gets no gradient (§2). A swap can hand such clients right answers to the same prompts: a pull the bound lacks, so
+# only runs can rank the arms. On §3's groups:
 
 # %%
-zeta, omega, eta, L = 1.0, 0.2, 1.0, 0.1  # made up: the same for every arm; ω_n = ω for both clients
-foreign = K * (N - 1) / N  # Random: of K drawn from N·K pooled answers, K(N − 1)/N are other clients' on average
-omega_random = omega * foreign / (K // 2)  # Balanced swaps in M_n ≤ K/2
-print(f"Random's ω = {omega:g} × {foreign:g}/{K // 2} = {omega_random:g}")
-public_step = [is_public_step(j, cfg.pubswap.period) for j in range(T)]  # j from 0, as in §3's code
-gaps = {"FedAvg-GRPO": [zeta] * T, "no-swap control": [0.0 if p else zeta for p in public_step],
-        "Random": [2 * omega_random if p else zeta for p in public_step],
-        "Balanced": [2 * omega if p else zeta for p in public_step]}  # c_j per local step
-for arm, c_j in gaps.items():
-    bound = eta * sum((1 + eta * L) ** (T - 1 - j) * c_j[j] for j in range(T))
-    print(f"{arm:15}: c_j = {[round(c, 2) for c in c_j]}, bound on Δ_τ = {bound:.2f}")
+before = correct.to_numpy()  # [b, N] c_n(x): right answers in each client's own group
+after = {"no swap": before, "Balanced": np.array([g.correct.sum(axis=1) for g in swaps["balanced"]]),
+         "Random (this draw)": np.array([g.correct.sum(axis=1) for g in swaps["random"]])}  # [b, N] after the swap
+pd.DataFrame({rule: {"no gradient (all wrong or all right)": int(((r == 0) | (r == K)).sum()),
+                     "of them all wrong": int((r == 0).sum()),
+                     "all wrong without a swap, a gradient now": int(((before == 0) & (0 < r) & (r < K)).sum())}
+              for rule, r in after.items()}).rename_axis(f"groups (client, prompt), of {before.size}")
 
 # %% [markdown]
-# **Why runs can disagree: the shared pull.** The bound uses expected gradients, but a client with no right answer
-# gets no gradient (§2). A swap hands all such clients right answers to the same prompts: a pull the bound lacks, so
-# only runs can rank the arms.
+# Balanced gives 4 of the 12 all-wrong groups a gradient; Random's draw gives 2 and leaves more groups without one
+# than no swap.
 #
 # ## 5. What the reproduction found
-# The stored runs at $\tau=48$, one dot per run; a line joins one seed's runs in neighbouring arms:
+# The stored runs at $\tau=48$, one grey dot per run:
 
 # %%
 fig = teach.stored_drift_figure()
@@ -379,8 +366,8 @@ fig
 
 # %% [markdown]
 # ### Exercise 5
-# Compare Random's black diamond with FedAvg-GRPO's on each panel. Is Random's update size $u$ then larger, smaller
-# or equal?
+# Compare Random's black diamond with FedAvg-GRPO's on both panels. Is Random's update size $u$ larger, smaller or
+# equal?
 
 # %%
 prediction_5 = None  # "larger", "smaller" or "equal"
@@ -389,9 +376,12 @@ prediction_5 = None  # "larger", "smaller" or "equal"
 answer_5, why_5 = teach.exercise_update_size()
 notebook.check_explained(prediction_5, answer_5, why_5)
 
+# %%
+teach.update_sizes()  # each arm at τ = 48, means over its seeds: δ_pair, the update size u, their ratio
+
 # %% [markdown]
 # **The findings.** Each row: first arm minus second over the seeds both ran, as mean ± half-width of the 95 %
-# t-interval; pass@1 in points. Rows need not add up. At $\tau=48$ a run is only 2 rounds (96 local steps) long:
+# t-interval ("cannot tell": it holds 0); pass@1 in points. Rows need not add up. At $\tau=48$ a run is 2 rounds:
 
 # %%
 runs = teach.stored_runs()  # one row per stored run: arm, τ, seed, δ_pair, u, pass@1 (points)
@@ -400,7 +390,7 @@ runs = teach.stored_runs()  # one row per stored run: arm, τ, seed, δ_pair, u,
 def paired(value, a, b, tau):  # a − b over the seeds both ran at τ
     both = runs[runs.tau == tau].pivot_table(index="seed", columns="arm", values=value)[[a, b]].dropna()
     mean, half, n = t_interval(both[a] - both[b])
-    reads = "within noise" if abs(mean) <= half else "lower" if mean < 0 else "higher"
+    reads = "cannot tell" if abs(mean) <= half else "lower" if mean < 0 else "higher"  # does the interval hold 0?
     return {"τ": tau, "difference": f"{mean:+.2f} ± {half:.2f}", "seeds": n, "reads": reads}
 
 
@@ -418,16 +408,19 @@ pd.DataFrame({row: {tau: "{difference} over {seeds} seeds: {reads}".format(**pai
 
 # %% [markdown]
 # 1. Balanced keeps clients closer than FedAvg-GRPO (row 1): claim (1) holds at $\tau=48$.
-# 2. Public steps alone leave drift within noise (row 2); the swap lowers it (row 3), against the bound.
-# 3. Random's drift is within noise of FedAvg-GRPO's: its clients point more alike but move further (Exercise 5).
-# 4. Balanced's pass@1 is within noise of FedAvg-GRPO's at every stored $\tau$ (row 5): claim (2) is not reproduced.
-#    At $\tau=48$, lower drift (row 1) did not bring higher accuracy.
-# 5. Random beats Balanced at no stored $\tau$: lower at 2 and 48, within noise at 8 and 32 (row 6). The paper's
-#    small $\tau$ starts at 10, which we did not run: claim (3) is not tested at the paper's $\tau$.
+# 2. Do public steps alone lower drift? These seeds cannot tell: row 2's interval also holds row 1's −1.56. On
+#    $\delta_{\text{pair}}/u$ (right panel) the control lies between FedAvg-GRPO and Balanced. The swap lowers drift
+#    (row 3), against the bound.
+# 3. These seeds cannot tell Random's drift from FedAvg-GRPO's (row 4): its clients point more alike but move further
+#    (Exercise 5).
+# 4. At no stored $\tau$ is Balanced's pass@1 above FedAvg-GRPO's (row 5): claim (2) is not reproduced. Lower drift
+#    (row 1) did not bring higher accuracy.
+# 5. At our smallest $\tau$, 2, Random scores *below* Balanced (row 6), the opposite of claim (3), and at 48 too; at 8
+#    and 32 the seeds cannot tell. We did not run the paper's smallest $\tau$, 10: there claim (3) is untested.
 #
 # Our setting is not the paper's (a small transformer, arithmetic): only directions compare. Every $\tau$ and claim:
 # [12_pubswap_report](12_pubswap_report.ipynb#findings).
 #
 # ## What to remember
-# - A swap restores gradients (not to an all-right group) and pulls clients together, a pull the bound cannot see.
+# - Swaps can restore gradients (never an all-right group's) and pull clients together: a pull the bound cannot see.
 # - Read drift beside the update size $u$: closer clients can mean shorter or better-aligned moves.
