@@ -413,8 +413,8 @@ pd.DataFrame({row: {tau: "{difference} over {seeds} seeds: {reads}".format(**pai
 #    (row 3), against the bound.
 # 3. These seeds cannot tell Random's drift from FedAvg-GRPO's (row 4): its clients point more alike but move further
 #    (Exercise 5).
-# 4. At no stored $\tau$ is Balanced's pass@1 above FedAvg-GRPO's (row 5): claim (2) is not reproduced. Lower drift
-#    (row 1) did not bring higher accuracy.
+# 4. At no stored $\tau$ can these seeds tell Balanced's pass@1 from FedAvg-GRPO's (row 5): claim (2) is not
+#    supported, nor ruled out. Lower drift (row 1) brought no detectable accuracy gain.
 # 5. At our smallest $\tau$, 2, Random scores *below* Balanced (row 6), the opposite of claim (3), and at 48 too; at 8
 #    and 32 the seeds cannot tell. We did not run the paper's smallest $\tau$, 10: there claim (3) is untested.
 #
