@@ -18,17 +18,15 @@
 #
 # *Nayak, Askin, Ustaomeroglu, Joe-Wong, Joshi (Carnegie Mellon University): PubSwap.*
 #
-# **The problem.** In FedAvg-GRPO each of $N$ clients takes $\tau$ **local steps** (GRPO steps on its own prompts),
-# then the server averages their LoRA adapters. With different data the adapters **drift** apart, and the average
-# fits none well.
+# **The problem.** In FedAvg-GRPO each client trains its LoRA adapter with $\tau$ GRPO steps on its own prompts
+# (**local steps**), then the server averages the adapters. Clients hold different topics, so their adapters
+# **drift** apart and the average fits none well.
 #
-# **The idea.** In some **public** steps all clients answer the same prompts and the server **swaps** answers
-# between them before they train: a shared pull. Public prompts mix all topics, disjoint from private and test
-# ones.
+# **The idea.** Make some local steps **public**: all clients answer the same prompts, and the server **swaps**
+# answers between them before they train. Shared material should pull the clients together.
 #
-# **The paper's claims.** (1) Public steps with Balanced swaps limit drift. (2) Balanced beats FedAvg-GRPO in
-# accuracy for most τ. (3) At small τ (the paper's 10 and 40; 90 and 120 are large) the simpler Random swap beats
-# Balanced. Our τ are smaller.
+# **The paper's claims.** (1) The **Balanced** swap reduces drift. (2) It beats FedAvg-GRPO in accuracy for most
+# $\tau$. (3) With few local steps, a simpler **Random** swap beats Balanced. §5 tests all three.
 
 # %% [markdown]
 # ## Parameters
@@ -39,31 +37,33 @@ preset_name = "quick"  # quick (2-core CPU) | smoke | full (GPU, real model) | f
 seed = 0
 num_clients = 4        # N
 dirichlet_alpha = 0.3  # topic split across clients: smaller, more lopsided (the paper's 0.3)
-taus = None            # local steps τ (None: the preset's two); §3–4 run the larger
+tau = None             # local steps of the live round (None: the preset's)
 run_root = ""          # output folder ("": under runs/pubswap/)
 figures_dir = ""       # figures ("": the output folder's)
 
 # %%
-import tempfile
+from collections import Counter
 
 import numpy as np
 import pandas as pd
 import torch
-from IPython.display import display
 
 pd.set_option("display.max_colwidth", None)  # tables show whole answers
 
 from experiments import teaching_pubswap as teach
+from experiments.stats import t_interval
 from fedrl_kit import diagrams, notebook, viz
 from fedrl_kit.grpo import group_advantages
 from fedrl_kit.pubswap.method import is_public_step
 from fedrl_kit.pubswap.public_step import generate_public, group_table, swap_public
 from fedrl_kit.pubswap.swap import balanced_swap, random_swap
+from fedrl_kit.rewards.parsing import extract_answer
 from fedrl_kit.runs import Run
 
 cfg, run_root, figures = notebook.setup("pubswap", globals(), teach.config_maker(globals()), runs="run_root",
-                                        folder=dict(n=num_clients, a=dirichlet_alpha, s=seed))  # the paper's setting
-T = max(teach.live_taus(preset_name, taus))  # the live runs' τ
+                                        folder=dict(n=num_clients, a=dirichlet_alpha, s=seed),  # the paper's setting
+                                        renamed={"taus": "tau"})
+T = teach.live_tau(preset_name, tau)  # the live round's τ
 probe_run = Run(cfg, progress=False).build()
 world, policy = probe_run.world, probe_run.policy
 
@@ -72,15 +72,13 @@ world, policy = probe_run.world, probe_run.policy
 # | symbol | meaning |
 # |---|---|
 # | $N$; $\tau$ | clients; local steps per round |
-# | $\tau_{\text{swap}}$ | every $\tau_{\text{swap}}$-th local step is public |
+# | $\tau_{\text{swap}}$ | every $\tau_{\text{swap}}$-th local step is public (here 2: half of them) |
 # | $b$; $K$ | prompts per step; answers per prompt |
-# | $M_n$ | answers the server swaps into client $n$'s group (§2) |
+# | $c_n(x)$ | client $n$'s right answers on prompt $x$ |
+# | $M_n(x)$ | answers the server swaps into client $n$'s group (§2) |
 #
-# At the round's end the server averages the LoRA factors $A$ and $B$ separately (**FedIT**). FedAvg-GRPO runs
-# the same round with private steps only; each method compared is an **arm**.
-
-# %%
-teach.settings_sentence(cfg, world, policy, T)
+# At the round's end the server averages the LoRA factors $A$ and $B$ separately (**FedIT**). FedAvg-GRPO runs the
+# same round with private steps only. Each method compared is an **arm**.
 
 # %%
 diagrams.round_diagram("pubswap")
@@ -89,113 +87,115 @@ diagrams.round_diagram("pubswap")
 diagrams.step_timeline(T, cfg.pubswap.period)
 
 # %% [markdown]
-# **Half of a PubSwap client's local steps are public** ($\tau_{\text{swap}}=2$). Private prompts and their answers
-# never leave a client. The round as code
-# (`fedrl_kit/pubswap/method.py::run_round`):
+# Private prompts and answers never leave a client. The round as code (`fedrl_kit/pubswap/method.py::run_round`):
 # ```
 # for round p = 1, 2, …:
 #   send (A_p, B_p) to every client
 #   for local step j = 1..τ:
-#     if j is a multiple of τ_swap:                                   # a public step
-#       server: b public prompts, with gold answers, to every client
-#       each client: K answers per prompt, scored, sent up
-#       server, per prompt x and client n:
-#         Balanced: M_n of n's wrong answers ← others' right ones     # swap.balanced_swap
-#         Random:   one group of K drawn from all N·K answers, to all # swap.random_swap
-#       each client: one GRPO step on its groups
+#     if j is a multiple of τ_swap:                         # public
+#       server draws b public prompts at random, sends them with gold answers to every client
+#       each client samples K answers per prompt, scores them, sends them
+#       server swaps answers: Balanced or Random
+#       each client: one GRPO step on its swapped groups
 #     else:
-#       each client: one GRPO step on b of its private prompts
-#   each client sends (A_n, B_n); A = mean A_n, B = mean B_n          # aggregate.fedit
+#       each client: one GRPO step on b private prompts
+#   each client sends (A_n, B_n); A = mean A_n, B = mean B_n  # aggregate.fedit
 # ```
+#
+# **The public prompts** are arithmetic problems like the clients' own. The set, then every setting:
+
+# %%
+public = world.public  # the server's public prompts
+print(f"{len(public)} public prompts with gold answers, held by the server; per topic: "
+      f"{dict(sorted(Counter(public['topic']).items()))}; also in the test set: "
+      f"{len(set(public['prompt']) & set(world.test['prompt']))}; in the clients' pool: "
+      f"{len(set(public['prompt']) & set(world.train['prompt']))}")
+teach.settings_table(cfg, policy, T)
 
 # %% [markdown]
 # ## 2. GRPO, and why swap answers
-# **A GRPO step** (`grpo.group_advantages`, `grpo.grpo_loss`): on prompt $x$ the client samples $K$ answers $y_k$ from
-# its policy $\pi_\theta$, rewards each ($r_k=1$ if it equals the gold answer, else 0), scores it against its group
-# (advantage $\hat a_k$), then raises the probability of the better ones, clipped:
+# **A GRPO step** (`grpo.group_advantages`, `grpo.grpo_loss`). On prompt $x$ the client samples $K$ answers $y_k$ from
+# its policy $\pi_\theta$, with reward $r_k=1$ if right, else 0. The advantage $\hat a_k$ scores each answer against
+# its group; the step makes answers with $\hat a_k>0$ more likely:
 #
 # $$\hat a_k=\frac{r_k-\bar r}{\sigma_r+10^{-4}},\qquad
 # J(\theta)=\frac{1}{\sum_k|y_k|}\sum_{k}\sum_{t}\min\Bigl(\rho_{k,t}\,\hat a_k,\;
 # \operatorname{clip}\bigl(\rho_{k,t},\,1-\varepsilon,\,1+\varepsilon_{\text{high}}\bigr)\,\hat a_k\Bigr),\qquad
 # \rho_{k,t}=\frac{\pi_\theta(y_{k,t}\mid x,y_{k,<t})}{\pi_{\text{old}}(y_{k,t}\mid x,y_{k,<t})}$$
 #
-# $\bar r$, $\sigma_r$: the group's mean and *sample* standard deviation. $\rho_{k,t}$: how much likelier token $t$ of
-# answer $k$ is now than under $\pi_{\text{old}}$, the policy at the step's start; $\varepsilon_{\text{high}}>\varepsilon$
-# (clip-higher) lets unlikely tokens rise further. A step maximises $J$ with $\mu$
-# optimiser updates (learning rate $\eta$). For a swapped-in answer $\pi_{\text{old}}$ is the *receiving* client's
-# policy, not the sampler's: $\rho$ treats it as the client's own (**off-policy**).
+# $\bar r$, $\sigma_r$: the group's mean and sample standard deviation. $\rho_{k,t}$: how much likelier token $t$ is
+# now than under $\pi_{\text{old}}$, the policy at the step's start; clipping keeps a step small. A step runs $\mu$
+# optimiser updates on $J$.
+#
+# **A swapped-in answer's $\rho$.** Its $\pi_{\text{old}}$ is the receiver's own policy, so $\rho=1$ at the step's
+# first update: no importance weight corrects for the answer being **off-policy** (our choice; the paper is silent).
+#
+# **Why swap.** If a group is all wrong (or all right), every $\hat a_k$ is 0: no gradient. One swapped-in right
+# answer restores it. The advantages by hand, checked against the package:
 
 # %%
-teach.grpo_settings(cfg)
+groups = {"all wrong": 0, "one right swapped in": 1, "half right": cfg.num_generations // 2}  # right answers of K
+table = {}
+for name, right in groups.items():
+    r = torch.tensor([1.0] * right + [0.0] * (cfg.num_generations - right))  # rewards r_k
+    by_hand = (r - r.mean()) / (r.std() + 1e-4)  # torch's std divides by K − 1: the sample standard deviation
+    assert torch.allclose(by_hand, group_advantages(r, cfg.num_generations))  # the package's â_k
+    table[f"{name}: r = {' '.join(str(int(v)) for v in r)}"] = by_hand.numpy().round(2)
+pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 
 # %% [markdown]
-# **Why swap.** If a group's answers are all wrong (or all right), every $\hat a_k$ is 0: the prompt gives no
-# gradient. Swapping in other clients' right answers restores the spread; even one changes every advantage:
-
-# %%
-K_run = cfg.num_generations
-M_demo = K_run // 2
-groups = {"all wrong (own answers)": [0.0] * K_run,
-          "one right answer swapped in (M = 1)": [1.0] + [0.0] * (K_run - 1),
-          f"Balanced swaps in M = {M_demo} right answers": [1.0] * M_demo + [0.0] * (K_run - M_demo)}
-print(teach.advantage_by_hand(K_run, M_demo))
-pd.DataFrame({name: group_advantages(torch.tensor(r), K_run).numpy().round(2) for name, r in groups.items()},
-             index=[f"answer {k + 1}" for k in range(K_run)]).T.assign(
-    rewards=[" ".join(f"{v:g}" for v in r) for r in groups.values()])
-
-# %% [markdown]
-# **Balanced** (`swap.balanced_swap`): with $c_n(x)$ client $n$'s right answers on $x$ and $D_n(x)$ the other
-# clients' together, it swaps $M_n(x)$ of $n$'s wrong answers for others' right ones, topping the group up to half
-# right; the **swapped fraction** $f_n(x)$ is the share of $n$'s group that came from others:
+# **Balanced** (`swap.balanced_swap`) tops each client's group up to half right. It replaces $M_n(x)$ of client
+# $n$'s wrong answers with right answers of the other clients, who hold $D_n(x)$ of them (drawn anew for each
+# receiver, so one right answer can go to several):
 #
-# $$M_n(x)=\min\bigl((\lfloor K/2\rfloor-c_n(x))_+,\ D_n(x)\bigr),\qquad f_n(x)=\frac{M_n(x)}{K}\le\frac12$$
+# $$M_n(x)=\min\bigl((\lfloor K/2\rfloor-c_n(x))_+,\ D_n(x)\bigr),\qquad D_n(x)=\sum_{n'\ne n}c_{n'}(x)$$
 #
-# Half, because reward variance $p(1-p)$ peaks at $p=\tfrac12$.
+# Half, because a reward's variance $p(1-p)$ peaks at $p=\tfrac12$.
 #
-# **Random** (`swap.random_swap`) draws one group of $K$ from the $NK$ pooled answers and gives it to every client.
-# All clients train on the same answers (more sharing), mostly not their own: $f_n$ can reach 1 (more off-policy).
+# **Random** (`swap.random_swap`) pools all $NK$ answers, draws one group of $K$, and gives it to every client; on
+# average $K(N-1)/N$ of them are other clients'.
 #
 # **The no-swap control** (our addition) takes the same public steps but keeps each client's own answers, so
 # Balanced − control isolates the swap.
 #
-# **Why swapping should reduce drift.** Clients given right answers to the same prompt (on arithmetic mostly one
-# string, whichever donor) all raise them: a shared pull (§4).
-#
 # ## 3. One swap, step by step
-# After one Balanced round, each client answers the round's last public prompts afresh with **its own adapter after
-# its τ local steps**: a new draw (runs keep no answers). Right answers $c_n(x)$:
+# We train one Balanced round (the live column above). **The groups shown are regenerated:** a round keeps no answer
+# texts, so its trained clients answer the last public step's prompts again. Right answers $c_n(x)$:
 
 # %%
-def one_round(m, tau):  # one round of arm m from the shared start; every client's adapter and gradient after each step
-    with tempfile.TemporaryDirectory() as folder:
-        run = Run(cfg.replace(method=m, rounds=1, local_steps=tau, trace_drift=True, trace_tensors=True,
-                              eval_samples=1), folder, progress=False, policy=policy)
-        records = run.run()
-        run.tensors = teach.read_tensors(folder)  # {"global": (A_p, B_p), j: {client: factors and gradient}}
-    return run, records
-
-
-drift_runs = {("pubswap_balanced", T): one_round("pubswap_balanced", T)}  # §4 adds the other arms
-run, _ = drift_runs[("pubswap_balanced", T)]
-last_public = max(s for s in range(run.config.local_steps) if is_public_step(s, run.config.pubswap.period))
-gen = generate_public(run.server, round=1, step=last_public)
+run, drift = teach.live_round(cfg, policy, "pubswap_balanced", T)  # drift: the package's record after each step
+# code counts local steps j from 0, the pseudocode from 1: step j is public when j + 1 is a multiple of τ_swap
+last_public = max(j for j in range(T) if is_public_step(j, cfg.pubswap.period))
+gen = generate_public(run.server, round=1, step=last_public)  # the trained clients answer those prompts again
 K, cids = gen.num_generations, gen.client_ids
-correct = teach.correct_table(gen)
+correct = pd.DataFrame({cid: [int(sum(right)) for right in g["correct"]] for cid, g in zip(cids, gen.generated)},
+                       index=[f"{q} (gold {a})" for q, a in zip(gen.batch["prompt"], gen.batch["answer"])])
+correct = correct.rename_axis(f"c_n(x): right answers out of K = {K}")
 correct
 
 # %% [markdown]
-# Only an answer's number is scored. client_0's group on a prompt where it has few right answers (swapped slots
-# first), and $M_0(x)$ by hand:
+# The answer format, and what the reward reads:
+
+# %%
+for text in ("<think>53+49</think><answer>102</answer>", "99"):  # the text inside <answer>, else the last number
+    print(f"{text!r} → {extract_answer(text)!r}")
+
+# %% [markdown]
+# client_0's group on a prompt where it lacks right answers: $M_0(x)$ by hand, then slot by slot:
 
 # %%
 swaps = {rule: swap_public(gen, rule) for rule in ("balanced", "random")}  # b groups per rule
-example = teach.example_prompt(correct, K)
-view = group_table(gen, swaps["balanced"], 0, example)
-print(teach.m_by_hand(correct, 0, example, K)[1], f"; package: f_0(x)·K = {view.attrs['alpha'] * K:.0f}")
+x = teach.example_prompt(correct, K)  # a prompt where client_0 is short of right answers
+c = correct.iloc[x].to_numpy()  # c_n(x), one per client
+D_0 = c.sum() - c[0]  # right answers the other clients hold
+M_0 = min(max(K // 2 - c[0], 0), D_0)
+view = group_table(gen, swaps["balanced"], 0, x)
+print(f"c_0 = {c[0]}, D_0 = {D_0}: M_0 = min(({K // 2} − {c[0]})+, {D_0}) = {M_0}; "
+      f"the package swapped in {view.attrs['alpha'] * K:.0f}")
 view.sort_values("from", key=lambda s: s.str.startswith("own"), kind="stable")
 
 # %% [markdown]
-# The rule's code (wrong slots and donors drawn at random):
+# The rule's code:
 
 # %%
 teach.code_excerpt(balanced_swap, "target = K // 2", "source[n, slots, 1]")
@@ -204,79 +204,49 @@ teach.code_excerpt(balanced_swap, "target = K // 2", "source[n, slots, 1]")
 # **Turn the knobs:**
 
 # %%
-widget_at = teach.widget_prompt(correct, K, avoid=example)
+widget_at = teach.widget_prompt(correct, K, avoid=x)
 show_swap, controls = teach.swap_widget(gen, widget_at)
 notebook.static_default(show_swap, **controls)
 notebook.knobs(show_swap, **controls)
 
 # %% [markdown]
-# The first example prompt under Random:
+# Random's rule and group on the same prompt:
 
 # %%
 teach.code_excerpt(random_swap, "flat = rng.choice", "source = np.broadcast_to")
 
 # %%
-show_swap("random", K, 0, example)
-teach.random_group_note(gen, correct, example)
+show_swap("random", K, 0, x)
+print(f"right answers in the pool of all {len(cids) * K} answers: {c.sum()}; other clients' answers in a drawn group, "
+      f"on average: K(N − 1)/N = {K * (len(cids) - 1) / len(cids):g}")
 
 # %% [markdown]
 # ### Exercise 1
-# On this prompt, which clients get a gradient (a) under the no-swap control, (b) under Balanced?
+# On one prompt, client_0 to client_3 get $c_n(x)=0, 3, 8, 5$ of $K=8$ answers right. Which client gets **no**
+# gradient from it under Balanced?
 
 # %%
-prompt_1 = teach.gradient_prompt(correct, K, avoid=(example,))
-correct.iloc[[prompt_1]]
+prediction_1 = None  # a client's name, e.g. "client_0"
 
 # %%
-prediction_1 = None  # two sets of client names, e.g. ({"client_0"}, {"client_0", "client_1"})
-
-# %%
-answer_1, why_1 = teach.exercise_gradient(swaps, correct, prompt_1, K)
+answer_1, why_1 = teach.exercise_no_gradient((0, 3, 8, 5), K=8)
 notebook.check_explained(prediction_1, answer_1, why_1)
 
 # %% [markdown]
 # ### Exercise 2
-# Under Random, what share $f_n$ of a client's group is, on average over draws, other clients' answers (two
-# decimals)? One draw:
+# In the $c_n(x)$ table, on how many prompts can Random give **no** client a gradient, *whatever it draws*?
+# On how many does Balanced give none?
 
 # %%
-teach.random_alpha_line(gen, swaps, example)
+prediction_2 = None  # two whole numbers (Random, Balanced), e.g. (1, 0)
 
 # %%
-prediction_2 = None  # a fraction, e.g. 0.5
-
-# %%
-answer_2, why_2 = teach.exercise_random_share(gen, swaps, example)
-notebook.check_explained(prediction_2, answer_2, why_2, tolerance=0.005)
+answer_2, why_2 = teach.exercise_no_spread(gen, swaps, correct)
+notebook.check_explained(prediction_2, answer_2, why_2)
 
 # %% [markdown]
-# ### Exercise 3
-# On how many of the $b$ prompts can Random give **no** client a gradient *whatever its draw*, and on how many does
-# Balanced give none? Read the $c_n(x)$ table.
-
-# %%
-prediction_3 = None  # two whole numbers (Random, Balanced), e.g. (1, 0)
-
-# %%
-answer_3, why_3 = teach.exercise_no_spread(gen, swaps, correct)
-notebook.check_explained(prediction_3, answer_3, why_3)
-
-# %% [markdown]
-# ### Exercise 4
-# $N=3$ clients, $K=4$, and on one prompt the clients hold $c=(0,1,4)$ right answers. Predict each $M_n$. Which
-# clients then get a gradient?
-
-# %%
-prediction_4 = None  # three whole numbers (M_0, M_1, M_2), e.g. (1, 1, 1)
-
-# %%
-answer_4, why_4 = teach.exercise_top_up(K=4, c=(0, 1, 4))
-notebook.check_explained(prediction_4, answer_4, why_4)
-
-# %% [markdown]
-# ## 4. Drift: why it hurts, how it is measured
-# **Why clients drift.** A Dirichlet draw gives each client a different mix of seven arithmetic topics, so their
-# private gradients differ:
+# ## 4. Drift
+# **Why clients drift.** Each client holds its own mix of the seven topics, so their private gradients differ:
 
 # %%
 fig = teach.heterogeneity_figure(probe_run.partitions, dirichlet_alpha)
@@ -284,170 +254,173 @@ viz.export(fig, "pubswap_heterogeneity", figures)
 fig
 
 # %% [markdown]
-# **Why drift hurts.** A layer's weight change is $\Delta W=sBA$ ($s$: LoRA scale). FedIT averages $A$ and $B$
-# separately, and the product of means is not the mean of products:
-# $\frac1N\sum_nB_nA_n-\bar B\bar A=\frac1N\sum_n(B_n-\bar B)(A_n-\bar A)$, small only when the *factors* agree.
-# Two clients, 1 × 1 factors, $s=1$:
+# **Why drift hurts.** A LoRA layer changes its weights by $\Delta W=sBA$, with the fixed scale
+# $s=\alpha_{\text{LoRA}}/r$ ($r$: the rank). FedIT averages $B$ and $A$ separately, and a product of
+# averages is not the average of the products:
+#
+# $$\frac1N\sum_nB_nA_n-\bar B\bar A=\frac1N\sum_n(B_n-\bar B)(A_n-\bar A)$$
+#
+# The error vanishes when the clients' factors agree and grows as they drift apart.
+#
+# ### Exercise 3
+# Two clients with $1\times1$ factors and $s=1$ both learned $\Delta W=4$: client 1 with $(B,A)=(2,2)$, client 2 with
+# $(-1,-4)$. Is the $\Delta W$ of FedIT's average positive, zero or negative?
 
 # %%
-teach.fedit_demo()
+prediction_3 = None  # "positive", "zero" or "negative"
+
+# %%
+answer_3, why_3 = teach.exercise_fedit(((2.0, 2.0), (-1.0, -4.0)))
+notebook.check_explained(prediction_3, answer_3, why_3)
 
 # %% [markdown]
-# FedIT's product matches neither client. **Drift** $\delta_{\text{pair}}$ is measured on
-# $\Delta W_n=sB_nA_n$, all modules together, so it misses this (both rows: $\delta_{\text{pair}}=0$); it measures
-# how differently clients *update*. FedIT's own **averaging error**
-# $e=\lVert\frac1N\sum_nsB_nA_n-s\bar B\bar A\rVert_F$ we measure beside it on the live round. Also the **update size** $u$, the clients' mean distance from the round's
-# broadcast $\Delta W_p$:
+# **How we measure drift.** $\Delta W_n=sB_nA_n$ is client $n$'s weight change, all layers in one vector. The **drift**
+# $\delta_{\text{pair}}$ is the mean distance between two clients' $\Delta W_n$. The **update size** $u$ is the mean
+# distance of a client from the round's start $\Delta W_p$:
 #
 # $$\delta_{\text{pair}}=\frac{2}{N(N-1)}\sum_{n<n'}\lVert\Delta W_n-\Delta W_{n'}\rVert_F,\qquad
 # u=\frac1N\sum_n\lVert\Delta W_n-\Delta W_p\rVert_F$$
 #
-# Two clients, $\Delta W_p=0$ (`drift.mean_pairwise_drift`, `drift.distance_to_global`):
+# Their ratio $\delta_{\text{pair}}/u$ says how alike the clients' directions are. Two clients, updates of length 3,
+# $\Delta W_p=0$:
 
 # %%
-teach.drift_demo()
+for name, (w1, w2) in {"identical": ([3, 0], [3, 0]), "unrelated": ([3, 0], [0, 3]),
+                       "opposite": ([3, 0], [-3, 0])}.items():
+    dW = np.array([w1, w2], float)  # [N, P] the clients' ΔW_n
+    d, u = np.linalg.norm(dW[0] - dW[1]), np.linalg.norm(dW, axis=1).mean()
+    print(f"{name:9}: δ_pair = {d:.2f}, u = {u:.2f}, δ_pair / u = {d / u:.2f}")
 
 # %% [markdown]
-# For equal-length updates $\delta_{\text{pair}}/u$ says how alike the directions are: 0 identical, $\sqrt2$
-# unrelated, 2 opposite.
-#
-# **The paper's bound** on two clients' parameter distance $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$ after local
-# step $j$ ($\Delta_0=0$; $\theta$: the LoRA factors, so a small $\Delta$ also keeps $e$ small). In steps, with expected gradients
-# $g_n$ (averaged over sampled answers):
-# 1. **Smoothness $L$**: $g_n$ moves at most $L$ times as far as $\theta$. So a step (size $\eta$) gives
-#    $\Delta_{j}\le(1+\eta L)\Delta_{j-1}+\eta c_j$, $c_j$ the two clients' gradient gap at one point.
-# 2. **Private step**: different data, different losses: $c_j=\zeta\ge\lVert g_n-g_{n'}\rVert$.
-# 3. **Public step**: the same prompts and reward: in expectation over the answers, one loss, so without a swap
-#    $c_j=0$ (different samples only add noise). The **swap distortion** $\omega_n$ is how far the swap moves
-#    $n$'s expected gradient from the one on its own answers: $\omega_n\le\frac1b\sum_x M_n(x)\beta_n(x)$, with
-#    $\beta_n(x)$ the largest change one replaced answer makes to it. So $c_j=\omega_n+\omega_{n'}$.
-# 4. Unrolled: $\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}c_j$.
-
-# %% [markdown]
-# ### Exercise 5
-# From the bound alone, with the same $\zeta$, $L$ and $\eta$ for every arm: which arm's bound on $\Delta_\tau$ is
-# smallest?
+# After the live round's last step, by hand and by the package (`drift.mean_pairwise_drift`,
+# `drift.distance_to_global`):
 
 # %%
-prediction_5 = None  # "FedAvg-GRPO", "no-swap control", "Random" or "Balanced"
+s = cfg.lora_alpha / cfg.lora_rank  # LoRA's scale
 
-# %%
-answer_5, why_5 = teach.exercise_bound()
-notebook.check_explained(prediction_5, answer_5, why_5)
 
-# %% [markdown]
-# **Why the runs can disagree: the shared pull.** The bound uses expected gradients. A client that *samples* no
-# right answer gets no gradient from the prompt (Exercise 1), though its expected gradient is not zero: sampling
-# noise. Swapping in right answers removes it, and pulls all clients whose groups now hold them toward the same
-# answers. The bound lacks this: only runs rank arms.
-# **Watch one round**, every arm from the same start: mechanics only (the stored runs of §5 rank the arms,
-# Balanced lowest and Random highest).
+def delta_W(factors):  # s·B·A of every LoRA layer, as one vector
+    return np.concatenate([(s * factors[k.replace("lora_A", "lora_B")] @ factors[k]).ravel()
+                           for k in sorted(factors) if "lora_A" in k])
 
-# %%
-for m in teach.ARMS:  # FedAvg-GRPO, the no-swap control, PubSwap Random, PubSwap Balanced
-    if (m, T) not in drift_runs:
-        drift_runs[(m, T)] = one_round(m, T)
-drift, end = teach.drift_frames(drift_runs)
-fig = teach.drift_figure(drift)
-viz.export(fig, "pubswap_drift_within_round", figures)
-fig
 
-# %%
-teach.live_round_note(drift, end)
-
-# %% [markdown]
-# **Lower drift, smaller FedIT error?** At the round's end:
-
-# %%
-e_table, e_note = teach.fedit_error_table(drift_runs, cfg.lora_alpha / cfg.lora_rank)
-display(e_note)
-e_table
-
-# %% [markdown]
-# **By hand**, Balanced's last step: $\delta_{\text{pair}}$, $u$ and the **gradient spread**
-# $\frac1N\sum_n\lVert g_n-\bar g\rVert^2/\lVert\bar g\rVert^2$ (0: the clients' sampled gradients pull alike):
-
-# %%
-t, j = drift_runs[("pubswap_balanced", T)][0].tensors, T - 1  # Balanced's live round; j: its last local step
-dW, dW_p, g = teach.step_vectors(t, j, cfg.lora_alpha / cfg.lora_rank)  # [N, P] ΔW_n = sB_nA_n; [P] ΔW_p; [N, P'] g_n
+last = run.tensors[T - 1]  # {client: its LoRA factors after the round's last local step}
+dW = np.stack([delta_W(last[cid]) for cid in sorted(last)])  # [N, P] ΔW_n
+dW_p = delta_W(run.tensors["global"])  # [P] ΔW_p: the adapter broadcast at the round's start
 N = len(dW)
+print(f"s = {cfg.lora_alpha:g}/{cfg.lora_rank} = {s:g}; ΔW_n holds {dW.shape[1]:,} numbers")
 delta_pair = np.mean([np.linalg.norm(dW[n] - dW[m]) for n in range(N) for m in range(n + 1, N)])
-u = np.mean(np.linalg.norm(dW - dW_p, axis=1))
-g_bar = g.mean(axis=0)
-spread = ((g - g_bar) ** 2).sum(axis=1).mean() / (g_bar @ g_bar)
-rec = drift[(drift.arm == "PubSwap Balanced") & (drift.step == j)].iloc[0]  # what the helpers recorded
-assert np.allclose([delta_pair, u, spread], [rec["δ_pair"], rec["u"], rec["spread"]], rtol=1e-6)
-print(f"j = {j + 1}: δ_pair = {delta_pair:.3f}, u = {u:.3f}, gradient spread = {spread:.3f}")
+u = np.linalg.norm(dW - dW_p, axis=1).mean()
+print(f"by hand: δ_pair = {delta_pair:.3f}, u = {u:.3f}; the package: δ_pair = "
+      f"{drift[T - 1]['pairwise_effective']:.3f}, u = {drift[T - 1]['to_global_effective']:.3f}")
 
 # %% [markdown]
-# **The shared pull, measured**: gradient spread per kind of step, and the share of (client, prompt) groups with no
-# gradient:
+# **The paper's bound.** $\theta_n$: client $n$'s LoRA factors. $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$: two
+# clients' distance after local step $j$ ($\Delta_0=0$). $g_n$: client $n$'s expected gradient.
+# 1. A step of size $\eta$: $\Delta_{j}\le(1+\eta L)\Delta_{j-1}+\eta c_j$, where $c_j$ bounds the clients' gradient gap
+#    at the same $\theta$ and $L$ how fast a gradient changes with $\theta$.
+# 2. **Private step**: different data: $c_j=\zeta$, a bound on $\lVert g_n-g_{n'}\rVert$.
+# 3. **Public step**: same prompts and reward: $c_j=0$ without a swap. A swap moves $g_n$ by the **swap distortion**
+#    $\omega_n\le\frac1b\sum_x M_n(x)\beta_n(x)$; $\beta_n(x)$ bounds how much one replaced answer can change $g_n$.
+#    So $c_j=\omega_n+\omega_{n'}$.
+# 4. Unrolled: $\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}c_j$.
+#
+# The runs measure $\Delta W_n=sB_nA_n$, not $\theta_n$. As $B_nA_n-B_{n'}A_{n'}=B_n(A_n-A_{n'})+(B_n-B_{n'})A_{n'}$,
+# close factors give close $\Delta W_n$, not the reverse (Exercise 3).
+#
+# ### Exercise 4
+# Take the same $\zeta$, $L$ and $\eta$ for every arm. Which arm has the smallest bound on $\Delta_\tau$?
 
 # %%
-pull, pull_note = teach.shared_pull(drift)
-display(pull_note)
-pull
+prediction_4 = None  # "FedAvg-GRPO", "no-swap control", "Random" or "Balanced"
+
+# %%
+answer_4, why_4 = teach.exercise_bound()
+notebook.check_explained(prediction_4, answer_4, why_4)
 
 # %% [markdown]
-# ## 5. What the stored runs show
-# *Final* δ_pair (after each round's last step, averaged over rounds), one grey line per seed. **Balanced's clients
-# end closest, Random's furthest apart, yet Random's point more alike than FedAvg-GRPO's (right panel):**
+# **Why runs can disagree: the shared pull.** The bound uses expected gradients, but a client with no right answer
+# gets no gradient (§2). A swap can hand such clients right answers to the same prompts: a pull the bound lacks, so
+# only runs can rank the arms. On §3's groups:
+
+# %%
+before = correct.to_numpy()  # [b, N] c_n(x): right answers in each client's own group
+after = {"no swap": before, "Balanced": np.array([g.correct.sum(axis=1) for g in swaps["balanced"]]),
+         "Random (this draw)": np.array([g.correct.sum(axis=1) for g in swaps["random"]])}  # [b, N] after the swap
+pd.DataFrame({rule: {"no gradient (all wrong or all right)": int(((r == 0) | (r == K)).sum()),
+                     "of them all wrong": int((r == 0).sum()),
+                     "all wrong without a swap, a gradient now": int(((before == 0) & (0 < r) & (r < K)).sum())}
+              for rule, r in after.items()}).rename_axis(f"groups (client, prompt), of {before.size}")
+
+# %% [markdown]
+# Balanced gives 4 of the 12 all-wrong groups a gradient; Random's draw gives 2 and leaves more groups without one
+# than no swap.
+#
+# ## 5. What the reproduction found
+# The stored runs at $\tau=48$, one grey dot per run:
 
 # %%
 fig = teach.stored_drift_figure()
 viz.export(fig, "pubswap_stored_drift", figures)
 fig
 
+# %% [markdown]
+# ### Exercise 5
+# Compare Random's black diamond with FedAvg-GRPO's on both panels. Is Random's update size $u$ larger, smaller or
+# equal?
+
 # %%
-teach.stored_means()  # the figure's means as numbers
+prediction_5 = None  # "larger", "smaller" or "equal"
+
+# %%
+answer_5, why_5 = teach.exercise_update_size()
+notebook.check_explained(prediction_5, answer_5, why_5)
+
+# %%
+teach.update_sizes()  # each arm at τ = 48, means over its seeds: δ_pair, the update size u, their ratio
 
 # %% [markdown]
-# ### Exercise 6
-# Random's clients point more alike than FedAvg-GRPO's (lower δ_pair / u), yet its δ_pair is higher. What must be
-# true of its update size $u$?
+# **The findings.** Each row: first arm minus second over the seeds both ran, as mean ± half-width of the 95 %
+# t-interval ("cannot tell": it holds 0); pass@1 in points. Rows need not add up. At $\tau=48$ a run is 2 rounds:
 
 # %%
-prediction_6 = None  # "larger", "smaller" or "equal"
+runs = teach.stored_runs()  # one row per stored run: arm, τ, seed, δ_pair, u, pass@1 (points)
+
+
+def paired(value, a, b, tau):  # a − b over the seeds both ran at τ
+    both = runs[runs.tau == tau].pivot_table(index="seed", columns="arm", values=value)[[a, b]].dropna()
+    mean, half, n = t_interval(both[a] - both[b])
+    reads = "cannot tell" if abs(mean) <= half else "lower" if mean < 0 else "higher"  # does the interval hold 0?
+    return {"τ": tau, "difference": f"{mean:+.2f} ± {half:.2f}", "seeds": n, "reads": reads}
+
+
+big = runs.tau.max()
+pd.DataFrame({"1. δ_pair: Balanced − FedAvg-GRPO": paired("δ_pair", "PubSwap Balanced", "FedAvg-GRPO", big),
+              "2. δ_pair: no-swap control − FedAvg-GRPO": paired("δ_pair", "no-swap control", "FedAvg-GRPO", big),
+              "3. δ_pair: Balanced − no-swap control": paired("δ_pair", "PubSwap Balanced", "no-swap control", big),
+              "4. δ_pair: Random − FedAvg-GRPO": paired("δ_pair", "PubSwap Random", "FedAvg-GRPO", big)}).T
 
 # %%
-answer_6, why_6 = teach.exercise_update_size()
-notebook.check_explained(prediction_6, answer_6, why_6)
+accuracy = {"5. pass@1: Balanced − FedAvg-GRPO": ("PubSwap Balanced", "FedAvg-GRPO"),
+            "6. pass@1: Random − Balanced": ("PubSwap Random", "PubSwap Balanced")}
+pd.DataFrame({row: {tau: "{difference} over {seeds} seeds: {reads}".format(**paired("pass@1", a, b, tau))
+                    for tau in sorted(runs.tau.unique())} for row, (a, b) in accuracy.items()}).rename_axis("τ")
 
 # %% [markdown]
-# **Paired by seed:**
-
-# %%
-teach.drift_findings()
-
-# %% [markdown]
-# **Shared prompts or swap?** The control splits the cut in two:
-# (Balanced − FedAvg-GRPO) = (control − FedAvg-GRPO) + (Balanced − control).
-
-# %%
-split, split_note = teach.drift_split()
-display(split_note)
-split
-
-# %% [markdown]
-# ## 6. What they do not show
-# **Accuracy** (pass@1: share of test problems answered right). **Balanced's lower drift bought no accuracy,
-# and no τ shows Random ahead of Balanced:**
-
-# %%
-claims, claims_note = teach.accuracy_claims()
-display(claims_note)
-claims
-
-# %%
-teach.drift_accuracy_note()
-
-# %% [markdown]
-# **Scale.** A small transformer on arithmetic, not the paper's models on MATH: only directions compare. Every
-# table: [12_pubswap_report](12_pubswap_report.ipynb#findings).
+# 1. Balanced keeps clients closer than FedAvg-GRPO (row 1): claim (1) holds at $\tau=48$.
+# 2. Do public steps alone lower drift? These seeds cannot tell: row 2's interval also holds row 1's −1.56. On
+#    $\delta_{\text{pair}}/u$ (right panel) the control lies between FedAvg-GRPO and Balanced. The swap lowers drift
+#    (row 3), against the bound.
+# 3. These seeds cannot tell Random's drift from FedAvg-GRPO's (row 4): its clients point more alike but move further
+#    (Exercise 5).
+# 4. At no stored $\tau$ can these seeds tell Balanced's pass@1 from FedAvg-GRPO's (row 5): claim (2) is not
+#    supported, nor ruled out. Lower drift (row 1) brought no detectable accuracy gain.
+# 5. At our smallest $\tau$, 2, Random scores *below* Balanced (row 6), the opposite of claim (3), and at 48 too; at 8
+#    and 32 the seeds cannot tell. We did not run the paper's smallest $\tau$, 10: there claim (3) is untested.
+#
+# Our setting is not the paper's (a small transformer, arithmetic): only directions compare. Every $\tau$ and claim:
+# [12_pubswap_report](12_pubswap_report.ipynb#findings).
 #
 # ## What to remember
-# - **Balanced** tops each public group up to half right; **Random** hands every client one group, mostly others'
-#   answers.
-
-# %%
-teach.remember_note()
+# - Swaps can restore gradients (never an all-right group's) and pull clients together: a pull the bound cannot see.
+# - Read drift beside the update size $u$: closer clients can mean shorter or better-aligned moves.

@@ -425,7 +425,9 @@ else:
 # <a id="findings"></a>
 # ## 5. Behind the teaching notebook's findings
 # The five findings closing [02_pubswap_balanced_drift](02_pubswap_balanced_drift.ipynb) read the larger-τ grid of
-# §3 at its largest τ, final checkpoint. The paper's Table 1 gains (Balanced − FedAvg-GRPO, pass@1 points), then
+# §3, final checkpoint: drift at its largest τ (F1, F2, R2, and control − FedAvg-GRPO, the [split](#split)'s public
+# steps), and pass@1 of Balanced − FedAvg-GRPO and of Random − Balanced at every τ (F4 at the largest, the claims'
+# small-τ row below at the smallest). The paper's Table 1 gains (Balanced − FedAvg-GRPO, pass@1 points), then
 # each arm's own levels (mean ± standard deviation over that arm's seeds):
 
 # %%
