@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> None:
                                                    **extra).to_dict().items()
                     if k in ("world", "num_clients", "rounds", "local_steps", "prompts_per_step", "num_generations",
                              "max_new_tokens", "n_train", "n_test", "n_aux", "eval_samples", "base", "fedmoa",
-                             "learning_rate", "prompt_pass", "generation_loop", "length_buckets")}
+                             "learning_rate", "lr_schedule", "prompt_pass", "generation_loop", "length_buckets")}
                 for s in args.settings}
     if args.tuned:
         settings["tuned"] = {"file": str(args.tuned), **json.loads(Path(args.tuned).read_text())["summary"]["selected"]}
