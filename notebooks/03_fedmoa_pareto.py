@@ -79,10 +79,10 @@ diagrams.round_diagram("fedmoa")
 #
 # $$w_k\ge0,\ \sum_kw_k=1\ \text{(1)},\qquad r_w=\sum_kw_kr_k\ \text{(2)}$$
 #
-# GRPO then runs as usual on $r_w$ (eqs. 3–4): it samples $G$ answers $y_i$ per prompt and pushes up those whose
-# $r_w$ beats their group's mean (clipped ratios, no KL term).
+# GRPO then runs as usual on $r_w$ (eqs. 3–4): of the $G$ answers $y_i$ to a prompt, it pushes up those whose
+# $r_w$ beats the group's mean.
 #
-# **Moving the weights.** $L_k$ is GRPO's loss ($-J$) with reward $r_k$ alone, through its own advantage
+# **Moving the weights.** $L_k$ is GRPO's loss with reward $r_k$ alone, through its own advantage
 # $\hat a_{i,k}$. Its gradient $g_k$ is taken only on $\phi$, one middle layer's LoRA factors, to keep it cheap. At
 # local step $t$:
 #
@@ -99,7 +99,7 @@ diagrams.round_diagram("fedmoa")
 # Eq. 10 folds η into λ. Our clients take Adam steps, not plain ones, so for them $\Delta_k$ only approximates this
 # derivative.
 #
-# **The projection.** Proj subtracts one shift ν from every weight so that they sum to 1; a weight stops at 0. So
+# **The projection.** Proj subtracts one shift ν from every weight so that they sum to 1; none goes below 0. So
 # **a weight rises only when its $\Delta_k$ beats the average Δ of the weights above 0**. In numpy:
 
 # %%
@@ -258,7 +258,8 @@ pd.DataFrame({
                          f"{grid_setting['lam']['FedMOA']:g} (tuned over {', '.join(f'{x:g}' for x in LAM_GRID)})",
                          grid.query("variant == 'FedMOA'").seed.nunique()],
     "paper": [paper["base"], CLIENTS["paper"]["heter+heter"], paper["rounds"], "not given",
-              f"{paper['prompts_per_step']} × {paper['num_generations']}", f"{SCALE_FEDMOA['paper']['lam']:g}", ""]},
+              f"{paper['prompts_per_step']} × {paper['num_generations']}", f"{SCALE_FEDMOA['paper']['lam']:g}",
+              "not given"]},
     index=["model", "clients", "rounds", "τ: local steps a round", "prompts × answers a step", "λ", "seeds"])
 
 # %% [markdown]
@@ -345,7 +346,7 @@ viz.export(fig, "fedmoa_weights", figures)
 display(fig)
 
 # %% [markdown]
-# Within a round the lines are flat; the jumps come at the boundaries. Why is eq. 10 so weak? A repeated gradient
+# Within a round the lines are flat; the jumps come at the boundaries. Why is eq. 10 weak? A repeated gradient
 # would give $\Delta_k=\lVert g_k\rVert^2$. But each step draws a new small batch, and two noisy gradients barely
 # line up:
 
@@ -362,7 +363,7 @@ print(f"|Δ_k| / ‖g_k‖², every client, reward and step: median {ratio.media
 # progress.
 #
 # ## 6. What the reproduction found
-# The stored grid repeats this comparison at §4's larger scale. **Aggregated reward**: the mean of a client's own
+# The stored grid repeats this comparison at §4's larger scale. **Aggregated reward**: the mean of a client's
 # rewards on the global model.
 #
 # ### Exercise 5
@@ -402,6 +403,8 @@ print(f"eq. 10's move of a client's weights per round (L1, all rewards): {moa.me
       f"{both['math/format'].max():.2f}")
 
 # %% [markdown]
+# **What the grid found.**
+#
 # 1. **No gain.** Neither accuracy nor aggregated reward differs beyond noise, where the paper reports gains.
 # 2. **Eq. 10 barely acted.** It moved a client's weights by less than 0.01 a round, so only eqs. 11–12 changed
 #    anything.
