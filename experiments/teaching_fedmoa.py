@@ -1,9 +1,9 @@
-"""Notebook 03's (FedMOA) loaders and its one figure of the live run, and report 13's detail tables.
+"""Notebook 03's (FedMOA) loaders and its two figures, and report 13's detail tables.
 
 The notebook computes its numbers in its own cells; the helpers here load what those cells read (the live run's
-records as tables, the stored ``cpu`` grid of ``benchmarks/results``) and draw the live run's accuracy weights. The
-detail tables of the stored grid (intervals, the drain's split, the ablation arms, every λ) are drawn for the report
-notebook 13 by the helpers at the end of this module.
+records as tables, the stored ``cpu`` grid of ``benchmarks/results``), draw the live run's accuracy weights and the
+grid's final models with their Pareto front. The detail tables of the stored grid (intervals, the drain's split, the
+ablation arms, every λ) are drawn for the report notebook 13 by the helpers at the end of this module.
 """
 
 from __future__ import annotations
@@ -151,6 +151,36 @@ def stored_runs(setting: str = "heter+heter") -> pd.DataFrame:
     out = pd.DataFrame([r for r in stored_grid()["runs"] if r["setting"] == setting])
     out["math/format"] = [h["server"][-1]["math/format"] for h in out.history]
     return out
+
+
+ARM_STYLE = {"FedAvg-GRPO": ("#636EFA", "circle"), "FedMOA": ("#EF553B", "diamond")}
+"""each arm's colour and marker in the notebook's front figure"""
+
+
+def front_figure(models: pd.DataFrame, order, x: str = "math/pass@1", y: str = "math/format") -> go.Figure:
+    """The paper's Fig. 3 for final models: one point per row of ``models`` (columns ``variant``, ``seed``, ``x``,
+    ``y``) coloured by arm and labelled by seed; the rows at positions ``order`` (the front, ascending in ``x``, as
+    :func:`experiments.fedmoa_pareto.pareto_front_order` gives them) ringed and joined by the front's edge: down
+    from each to the next one's height, then across to it. The y axis zooms to the points' range, stated in its
+    title, so that a narrow range is not read as a wide one."""
+    fig = go.Figure()
+    for arm, d in models.groupby("variant", sort=False):
+        colour, symbol = ARM_STYLE.get(arm, ("grey", "square"))
+        fig.add_trace(go.Scatter(x=d[x], y=d[y], mode="markers+text", name=arm, text=[f"s{s}" for s in d.seed],
+                                 textposition="bottom center", marker=dict(size=12, color=colour, symbol=symbol,
+                                                                           line=dict(color="black", width=1))))
+    front = models.iloc[list(order)]
+    fig.add_trace(go.Scatter(x=front[x], y=front[y], mode="lines+markers", name="Pareto front",
+                             line=dict(color="grey", dash="dot", shape="vh"),
+                             marker=dict(symbol="circle-open", size=24, color="black", line=dict(width=2))))
+    lo, hi = models[y].min(), models[y].max()
+    pad = max(0.1 * (hi - lo), 0.002)
+    y0, y1 = round(lo - pad, 3), round(hi + pad, 3)
+    fig.update_layout(template="plotly_white", height=400, legend=dict(orientation="h", y=-0.25),
+                      title="final global model of each arm and seed (stored grid, MATH-like tests)")
+    fig.update_xaxes(title="accuracy (pass@1)")
+    fig.update_yaxes(title=f"format reward (zoomed: {y0:.3f} to {y1:.3f})", range=[y0, y1])
+    return fig
 
 
 # -- the report's detail ----------------------------------------------------------------------------------------------

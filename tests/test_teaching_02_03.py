@@ -154,6 +154,28 @@ def test_the_live_runs_figure_draws_each_clients_rounds_with_the_boundaries_shad
     assert len(fig.layout.shapes) == 2 * 2  # two boundaries in each of the two clusters' panels
 
 
+def test_the_front_figure_rings_the_front_in_order_and_zooms_to_every_point():
+    """One trace per arm (points labelled by seed), then the front: exactly the non-dominated models, ascending in
+    accuracy, drawn as a staircase down then across; the zoomed y axis holds every point and says its range."""
+    import pandas as pd
+
+    from experiments import teaching_fedmoa as tf
+    from experiments.fedmoa_pareto import non_dominated, pareto_front_order
+
+    models = pd.DataFrame(dict(variant=["FedAvg-GRPO"] * 3 + ["FedMOA"] * 3, seed=[0, 1, 2] * 2,
+                               acc=[0.30, 0.28, 0.25, 0.27, 0.31, 0.24],
+                               fmt=[0.975, 0.990, 0.980, 0.985, 0.970, 0.995]))
+    xy = models[["acc", "fmt"]].to_numpy()
+    order = pareto_front_order(xy, non_dominated(xy))
+    fig = tf.front_figure(models, order, x="acc", y="fmt")
+    arms, front = fig.data[:2], fig.data[2]
+    assert [t.name for t in arms] == ["FedAvg-GRPO", "FedMOA"] and list(arms[1].text) == ["s0", "s1", "s2"]
+    assert list(front.x) == [0.24, 0.28, 0.30, 0.31] and list(front.y) == [0.995, 0.990, 0.975, 0.970]
+    assert front.line.shape == "vh"  # from a front model down to the next one's format, then across to it
+    lo, hi = fig.layout.yaxis.range
+    assert lo < models.fmt.min() and hi > models.fmt.max() and f"{lo:.3f} to {hi:.3f}" in fig.layout.yaxis.title.text
+
+
 def test_the_stored_runs_give_the_notebooks_numbers_as_the_findings_table_has_them():
     """The notebook computes its §6 numbers from stored_runs in its own cells; done as it does them, they agree with
     the findings table (F4: w_acc's change over the rounds) and with the stored format of each final model."""
