@@ -166,18 +166,20 @@ def front_figure(models: pd.DataFrame, order, x: str = "math/pass@1", y: str = "
     fig = go.Figure()
     for arm, d in models.groupby("variant", sort=False):
         colour, symbol = ARM_STYLE.get(arm, ("grey", "square"))
-        fig.add_trace(go.Scatter(x=d[x], y=d[y], mode="markers+text", name=arm, text=[f"s{s}" for s in d.seed],
-                                 textposition="bottom center", marker=dict(size=12, color=colour, symbol=symbol,
-                                                                           line=dict(color="black", width=1))))
+        fig.add_trace(go.Scatter(x=d[x], y=d[y], mode="markers", name=arm, text=[f"s{s}" for s in d.seed],
+                                 hovertemplate=f"{arm}, %{{text}}<extra></extra>",
+                                 marker=dict(size=12, color=colour, symbol=symbol, line=dict(color="black", width=1))))
+        for px, py, s in zip(d[x], d[y], d.seed):  # the seed above each point: clear of its ring and of the front's
+            fig.add_annotation(x=px, y=py, text=f"s{s}", showarrow=False, yshift=21, font=dict(size=11))  # edge
     front = models.iloc[list(order)]
     fig.add_trace(go.Scatter(x=front[x], y=front[y], mode="lines+markers", name="Pareto front",
                              line=dict(color="grey", dash="dot", shape="vh"),
                              marker=dict(symbol="circle-open", size=24, color="black", line=dict(width=2))))
     lo, hi = models[y].min(), models[y].max()
-    pad = max(0.1 * (hi - lo), 0.002)
+    pad = max(0.15 * (hi - lo), 0.002)
     y0, y1 = round(lo - pad, 3), round(hi + pad, 3)
     fig.update_layout(template="plotly_white", height=400, legend=dict(orientation="h", y=-0.25),
-                      title="final global model of each arm and seed (stored grid, MATH-like tests)")
+                      title="final global model of each arm and seed (sN: seed N; stored grid, MATH-like tests)")
     fig.update_xaxes(title="accuracy (pass@1)")
     fig.update_yaxes(title=f"format reward (zoomed: {y0:.3f} to {y1:.3f})", range=[y0, y1])
     return fig

@@ -170,6 +170,7 @@ def test_the_front_figure_rings_the_front_in_order_and_zooms_to_every_point():
     fig = tf.front_figure(models, order, x="acc", y="fmt")
     arms, front = fig.data[:2], fig.data[2]
     assert [t.name for t in arms] == ["FedAvg-GRPO", "FedMOA"] and list(arms[1].text) == ["s0", "s1", "s2"]
+    assert [(a.x, a.text) for a in fig.layout.annotations] == list(zip(models.acc, [f"s{s}" for s in models.seed]))
     assert list(front.x) == [0.24, 0.28, 0.30, 0.31] and list(front.y) == [0.995, 0.990, 0.975, 0.970]
     assert front.line.shape == "vh"  # from a front model down to the next one's format, then across to it
     lo, hi = fig.layout.yaxis.range
