@@ -37,6 +37,7 @@ run_root = ""          # where runs go ("": runs/fedmoa/…)
 figures_dir = ""       # where figures go ("": the run folder's figures/)
 
 # %%
+from math import comb
 from pathlib import Path
 
 import ipywidgets as widgets
@@ -46,6 +47,7 @@ import pandas as pd
 from experiments import findings
 from experiments import teaching_fedmoa as tf
 from experiments.fedmoa_analysis import PAPER_TABLE1
+from experiments.fedmoa_pareto import non_dominated, pareto_front_order
 from experiments.fedmoa_presets import CLIENTS, LAM_GRID, SCALE_FEDMOA, SCALE_FIELDS
 from experiments.stats import t_interval
 from fedrl_kit import diagrams, notebook, viz
@@ -96,8 +98,7 @@ diagrams.round_diagram("fedmoa")
 # more weight on $r_k$ would have lowered its loss further: progress is left, and eq. 10 raises $w_k$.
 # $\Delta_k\approx0$ means its gradient has vanished or now points elsewhere.
 #
-# Eq. 10 folds η into λ. Our clients take Adam steps, not plain ones, so for them $\Delta_k$ only approximates this
-# derivative.
+# Eq. 10 folds η into λ. Our clients take Adam steps, so for them $\Delta_k$ only approximates this derivative.
 #
 # **The projection.** Proj subtracts one shift ν from every weight so that they sum to 1; none goes below 0. So
 # **a weight rises only when its $\Delta_k$ beats the average Δ of the weights above 0**. In numpy:
@@ -245,7 +246,7 @@ notebook.check_explained(prediction_2, answer_2, f"α = {alpha_pair.round(3).tol
 # The **live run** trains FedMOA beside FedAvg-GRPO (fixed weights, adapters averaged by $N_m$) in the paper's
 # Heter+Heter setting: each client has its own dataset and reward set. §6 reads a larger **stored grid** of the same
 # comparison. The paper's λ barely moves our small model's weights, so the grid tuned λ; the live run reuses it.
-# The settings, once:
+# The settings:
 
 # %%
 grid_setting, paper = findings.fedmoa_setting(), SCALE_FIELDS["paper"]
@@ -359,16 +360,13 @@ print(f"|Δ_k| / ‖g_k‖², every client, reward and step: median {ratio.media
 
 # %% [markdown]
 # $\Delta_k$ is a few percent of $\lVert g_k\rVert^2$, so $\lambda\Delta_k$ stays tiny and eq. 12 does the moving.
-# At the first boundary config A's $w_{\text{acc}}$ drops and config B's rises: dilution and inflation, not
-# progress.
 #
 # ## 6. What the reproduction found
-# The stored grid repeats this comparison at §4's larger scale. **Aggregated reward**: the mean of a client's
-# rewards on the global model.
+# **Aggregated reward**: the mean of a client's rewards on the global model.
 #
 # ### Exercise 5
-# The paper reports FedMOA more accurate than FedAvg-GRPO on MATH (its Table 1). Given §5, predict the grid's
-# FedMOA − FedAvg-GRPO accuracy on its MATH-like tests: "higher", "within noise" or "lower"?
+# The paper's Table 1 has FedMOA more accurate than FedAvg-GRPO on MATH. Given §5, predict the grid's
+# FedMOA − FedAvg-GRPO accuracy on MATH-like tests: "higher", "within noise" or "lower"?
 
 # %%
 prediction_5 = None  # "higher", "within noise" or "lower"
@@ -389,32 +387,61 @@ answer_5 = "higher" if low > 0 else "lower" if high < 0 else "within noise"
 notebook.check_explained(prediction_5, answer_5, f"the interval {low:+.2f} to {high:+.2f} points holds 0. Eq. 10 "
                          "barely moved the weights, so both arms trained on nearly the same weighted reward.")
 
+# %% [markdown]
+# ### The Pareto front (the paper's Fig. 3)
+# Each final model of either arm is a point: (accuracy, format reward) on the MATH-like tests. It lies on the
+# **Pareto front** when no other model is at least as good on both and better on one. A method that balances
+# rewards is judged by this front, not by one reward. The paper's claim: FedMOA's models lie nearer it, more
+# accurate at a comparable format reward. Format ends near 1 everywhere, so the figure zooms its format axis.
+#
+# ### Exercise 6
+# How many of FedMOA's five final models lie on the front? 0 to 5.
+
+# %%
+prediction_6 = None  # a number from 0 to 5
+
+# %%
+final = grid[grid.variant.isin(["FedAvg-GRPO", "FedMOA"])].reset_index(drop=True)  # one row per arm and seed
+xy = final[["math/pass@1", "math/format"]].to_numpy()  # each final model: (accuracy, format)
+final["on the front"] = non_dominated(xy)  # no other model is at least as good on both and better on one
+order = pareto_front_order(xy, final["on the front"])  # the front's models, by accuracy
+print(f"format of the {len(final)} final models: {xy[:, 1].min():.3f} to {xy[:, 1].max():.3f}")
+display(final.loc[order, ["variant", "seed", "math/pass@1", "math/format"]].set_index(["variant", "seed"]))
+moa_models = final.variant == "FedMOA"
+answer_6 = int(final["on the front"][moa_models].sum())
+n, n_front, n_moa = len(final), len(order), int(moa_models.sum())
+# were the front's places to fall on models at random: the chance that FedMOA gets answer_6 of them or more
+chance = sum(comb(n_moa, k) * comb(n - n_moa, n_front - k) for k in range(answer_6, n_front + 1)) / comb(n, n_front)
+notebook.check_explained(prediction_6, answer_6, f"{answer_6} of the front's {n_front} models are FedMOA's. Were "
+                         f"the {n_front} front places drawn at random among the {n} models, FedMOA would get "
+                         f"{answer_6} or more with chance {chance:.2f}: the count does not separate the arms.")
+
+# %%
+fig = tf.front_figure(final, order)
+viz.export(fig, "fedmoa_pareto_front", figures)
+display(fig)
+
 # %%
 moa = grid[grid.variant == "FedMOA"]
 w_grid = pd.concat([tf.w_acc_table(h["clients"]).assign(seed=s) for s, h in zip(moa.seed, moa.history)])
 first_start = w_grid[w_grid["round"] == 1].set_index(["seed", "client"]).start
 last_end = w_grid[w_grid["round"] == w_grid["round"].max()].set_index(["seed", "client"]).end
 drift, drift_half, _ = t_interval((last_end - first_start).groupby("seed").mean())  # per seed: mean over clients
-both = grid[grid.variant.isin(["FedAvg-GRPO", "FedMOA"])]
 print(f"eq. 10's move of a client's weights per round (L1, all rewards): {moa.mean_w_move.mean():.4f}\n"
       f"w_acc, last round's end − start, mean over the {w_grid.client.nunique()} clients: {drift:+.3f} ± "
-      f"{drift_half:.3f}\n"
-      f"format reward of every final model, both arms: {both['math/format'].min():.2f} to "
-      f"{both['math/format'].max():.2f}")
+      f"{drift_half:.3f}")
 
 # %% [markdown]
-# **What the grid found.**
+# ### What the grid found
 #
 # 1. **No gain.** Neither accuracy nor aggregated reward differs beyond noise, where the paper reports gains.
-# 2. **Eq. 10 barely acted.** It moved a client's weights by less than 0.01 a round, so only eqs. 11–12 changed
-#    anything.
+# 2. **Eq. 10 barely acted.** It moved a client's weights by under 0.01 a round; eqs. 11–12 did the rest.
 # 3. **$w_{\text{acc}}$ fell**, where the paper's Fig. 5 shows it rising: eq. 12's α tilt pulls it down.
-# 4. **Fig. 3's Pareto front** (the models no other beats on both accuracy and format) cannot separate the arms:
-#    format ends near 1 everywhere.
+# 4. **The Pareto front cannot separate the arms** (figure above): both hold models on it, about as chance gives.
 #
 # Intervals, ablations (λ alone, α alone) and Pareto fronts: the [report](13_fedmoa_report.ipynb).
 #
 # ## 7. What to remember
 # - Eq. 10 is a hypergradient step: a weight rises when its gradient repeats more than the others'.
 # - Eq. 11 favours a *lower* $w_{\text{acc}}$; eq. 12's rescaling can make α rank reward sets, not progress.
-# - Noisy consecutive gradients barely repeat, so eq. 10 barely acts and eq. 12 does the moving.
+# - Noisy gradients barely repeat: eq. 10 barely acts, eq. 12 does the moving.
