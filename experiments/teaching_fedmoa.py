@@ -108,6 +108,20 @@ def w_acc_table(client_records) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values(["client", "round"]).reset_index(drop=True)
 
 
+def delta_ratios(records: list[dict]) -> pd.DataFrame:
+    """Eq. 9's Δ_k of every client, round, local step ≥ 1 and reward (``fedmoa_analysis.delta_trace``) beside the
+    round's mean ‖g_k‖² (``gsq``, as the client recorded it) and ``ratio`` = |Δ_k| / ‖g_k‖²: 1 for a gradient that
+    repeats exactly, near 0 for two that barely line up. Rewards whose gradient was 0 are left out."""
+    gsq = {(r["client"], r["round"], k.split("/", 1)[1]): v for r in records
+           if r.get("kind", "client") == "client" and r.get("client") != "server" for k, v in r.items()
+           if k.startswith("gsq/")}
+    out = pd.DataFrame(analysis.delta_trace(records))
+    out["gsq"] = [gsq[key] for key in zip(out.client, out["round"], out.reward)]
+    out = out[out.gsq > 0].reset_index(drop=True)
+    out["ratio"] = out.delta.abs() / out.gsq
+    return out
+
+
 def w_acc_figure(w: pd.DataFrame, configs: dict) -> go.Figure:
     """The paper's Fig. 5 for one run: each client's w_acc at the start and the end of every round (``w_acc_table``),
     one line per client, coloured by its reward config, one panel per cluster; the boundaries between rounds (where

@@ -138,6 +138,25 @@ def test_the_w_acc_table_reads_each_clients_first_weight_as_sent_and_after_its_r
     assert tf.w_acc_table(stored).equals(w)
 
 
+def test_the_delta_ratios_divide_each_steps_delta_by_its_rounds_gradient_size_and_skip_what_cannot_be_divided():
+    """|Δ_k| / ‖g_k‖² per client, round, step ≥ 1 and reward: step 0 (no g^(t−1)) and a reward whose gradient was 0
+    are left out; server and communication records are skipped."""
+    from experiments import teaching_fedmoa as tf
+
+    def rec(client, rnd, deltas, gsq):  # two rewards, three local steps
+        r = {"kind": "client", "client": client, "round": rnd, "w_move": 0.0}
+        for n, g in zip(("accuracy", "format"), gsq):
+            r.update({f"w_start/{n}": 0.5, f"gsq/{n}": g, **{f"w@{s}/{n}": 0.5 for s in range(3)}})
+            r.update({f"delta@{s}/{n}": d for s, d in enumerate([0.0, *deltas[n]])})
+        return r
+
+    recs = [rec("client_0", 1, {"accuracy": [0.2, -0.1], "format": [0.0, 0.3]}, [2.0, 0.0]),
+            {"kind": "client", "client": "server", "round": 1}, {"kind": "comm", "round": 1}]
+    d = tf.delta_ratios(recs)
+    assert d[["step", "reward"]].values.tolist() == [[1, "accuracy"], [2, "accuracy"]]
+    assert d.ratio.tolist() == pytest.approx([0.1, 0.05])
+
+
 def test_the_live_runs_figure_draws_each_clients_rounds_with_the_boundaries_shaded():
     import numpy as np
 
