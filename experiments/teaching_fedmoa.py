@@ -175,8 +175,8 @@ def front_figure(models: pd.DataFrame, order, x: str = "math/pass@1", y: str = "
     """The paper's Fig. 3 for final models: one point per row of ``models`` (columns ``variant``, ``seed``, ``x``,
     ``y``) coloured by arm and labelled by seed; the rows at positions ``order`` (the front, ascending in ``x``, as
     :func:`experiments.fedmoa_pareto.pareto_front_order` gives them) ringed and joined by the front's edge: down
-    from each to the next one's height, then across to it. The y axis zooms to the points' range, stated in its
-    title, so that a narrow range is not read as a wide one."""
+    from each to the next one's height, then across to it. The y axis zooms to the points' range, padded; its title
+    states both the points' range and the axis's, so that a narrow range is not read as a wide one."""
     fig = go.Figure()
     for arm, d in models.groupby("variant", sort=False):
         colour, symbol = ARM_STYLE.get(arm, ("grey", "square"))
@@ -195,8 +195,121 @@ def front_figure(models: pd.DataFrame, order, x: str = "math/pass@1", y: str = "
     fig.update_layout(template="plotly_white", height=400, legend=dict(orientation="h", y=-0.25),
                       title="final global model of each arm and seed (sN: seed N; stored grid, MATH-like tests)")
     fig.update_xaxes(title="accuracy (pass@1)")
-    fig.update_yaxes(title=f"format reward (zoomed: {y0:.3f} to {y1:.3f})", range=[y0, y1])
+    fig.update_yaxes(title=f"format reward (points {lo:.3f} to {hi:.3f}; axis {y0:.3f} to {y1:.3f})", range=[y0, y1])
     return fig
+
+
+# -- the exercises ----------------------------------------------------------------------------------------------------
+# Each returns (answer, why) from the numbers its check cell computed in view, so that the cell's visible source
+# holds the computation and not the explanation that would give the answer away before the reader predicts.
+def _vector(v) -> str:
+    return "(" + ", ".join(f"{x:.3f}" for x in v) + ")"
+
+
+def exercise_1(names, w, delta, w_after, w_package, lam: float) -> tuple[set, str]:
+    """Exercise 1 (one toy step of eq. 10): the rewards whose weight rose, and why: which Δ_k beat the average Δ,
+    and the projection's shift ν (what w + λΔ holds beyond 1, taken equally from the weights that stay above 0)."""
+    w, delta, w_after = np.asarray(w, float), np.asarray(delta, float), np.asarray(w_after, float)
+    answer = {n for n, before, after in zip(names, w, w_after) if after > before}
+    beat = [n for n, d in zip(names, delta) if d > delta.mean()]
+    still = [f"{n}'s Δ = {d:g}" for n, d, a, b in zip(names, delta, w_after, w) if d >= 0 and a < b]
+    v = w + lam * delta
+    kept = int((w_after > 0).sum())
+    why = (f"the average Δ is {delta.mean():.2f}, and only {' and '.join(beat)}'s Δ "
+           f"{'beats' if len(beat) == 1 else 'beat'} it. ")
+    if still:
+        why += f"{', '.join(still)} lies below the average, so its weight falls too. "
+    where = "every weight" if kept == len(w) else f"the {kept} weights it leaves above 0"
+    why += (f"w + λΔ = {_vector(v)} sums to {v.sum():.1f}, so the projection takes ν = {v.sum() - 1:.1f} / {kept} "
+            f"from {where}: {_vector(w_after)} in numpy, {_vector(w_package)} by the package.")
+    return answer, why
+
+
+def exercise_2(alpha, u, plain: float) -> tuple[str, str]:
+    """Exercise 2 (eq. 12 for a client holding only shared rewards): its w_acc against the cluster's plain mean,
+    and why: eq. 11's α tilts w̄_acc, and u's sum rescales it (inflation below 1, dilution above)."""
+    u = np.asarray(u, float)
+    w_acc = u[0] / u.sum()
+    answer = "below" if w_acc < plain - 1e-9 else "above" if w_acc > plain + 1e-9 else "at"
+    scaled = "inflation lifts" if u.sum() < 1 else "dilution lowers"
+    why = (f"α = {np.round(alpha, 3).tolist()}, so the tilt puts w̄_acc at {u[0]:.3f}. Q's u sums to {u.sum():.3f}, "
+           f"so {scaled} its w_acc to {w_acc:.3f}")
+    if answer == "below" and u.sum() < 1:
+        why += ": here the tilt wins. With a smaller gap in w_acc, the tilt is weaker and inflation can win."
+    else:
+        why += ": here inflation wins." if answer == "above" and u.sum() < 1 else "."
+    return answer, why
+
+
+def exercise_3(end: pd.DataFrame, configs: pd.Series, by_config: pd.DataFrame) -> tuple[str, str]:
+    """Exercise 3 (the live run's first boundary): the config eq. 12 sent the lower w_acc, and why: a config
+    holding a reward the cluster does not share has u summing above 1 (diluted), one holding only shared rewards
+    below 1 (inflated). ``end``: client × reward weights as sent to the server (NaN: not held); ``configs``: each
+    of those clients' config; ``by_config``: per config, "u sums to" and "w_acc the run sent"."""
+    shared = end.columns[end.notna().all()]
+    answer = by_config["w_acc the run sent"].idxmin()
+    parts = []
+    for cfg, row in by_config.iterrows():
+        held = end.loc[configs[configs == cfg].index].notna().all()
+        own = [r for r in end.columns[held] if r not in shared]
+        holds = f"config {cfg} also holds {', '.join(own)}, which the cluster does not share. Its" if own else \
+            f"config {cfg} holds only shared rewards. Its"
+        parts.append(f"{holds} u sums to {row['u sums to']:.3f}, so rescaling "
+                     f"{'dilutes' if row['u sums to'] > 1 else 'inflates'} its w_acc.")
+    why = " ".join(p[0].upper() + p[1:] if i else p for i, p in enumerate(parts))
+    return answer, (f"{why} From round 2 on, α favours config {answer}: the ranking follows which rewards a client "
+                    "holds, not its progress.")
+
+
+RATIO_CHOICES = ("above 0.5", "0.1 to 0.5", "below 0.1")
+"""Exercise 4's choices for the median |Δ_k| / ‖g_k‖²"""
+
+
+def exercise_4(deltas: pd.DataFrame, lam: float, prompts: int) -> tuple[str, str]:
+    """Exercise 4 (why eq. 10 is weak): the live run's median |Δ_k| / ‖g_k‖² (:func:`delta_ratios`) as one of
+    :data:`RATIO_CHOICES`, and why, with λ|Δ_k|'s median at the run's λ."""
+    median = deltas.ratio.median()
+    answer = RATIO_CHOICES[0] if median > 0.5 else RATIO_CHOICES[1] if median >= 0.1 else RATIO_CHOICES[2]
+    return answer, (f"the median is {median:.3f} (largest {deltas.ratio.max():.2f}). Each step draws a new batch of "
+                    f"{prompts} prompts, and two noisy gradients in many dimensions barely line up. So at λ = "
+                    f"{lam:g}, λ|Δ_k| has median {lam * deltas.delta.abs().median():.4f}.")
+
+
+def exercise_5(low: float, high: float) -> tuple[str, str]:
+    """Exercise 5 (the grid against the paper's Table 1): FedMOA − FedAvg-GRPO's accuracy as "higher", "within
+    noise" or "lower" by its 95 % interval (in points), and why."""
+    answer = "higher" if low > 0 else "lower" if high < 0 else "within noise"
+    where = "holds 0" if answer == "within noise" else f"lies {'above' if answer == 'higher' else 'below'} 0"
+    return answer, (f"the interval {low:+.2f} to {high:+.2f} points {where}. Eq. 10, the step meant to shift weight "
+                    "to accuracy as format is learnt, barely acted. Eq. 12 did move the weights, but toward each "
+                    "cluster's α-average, whatever a client's progress (last cell of this section).")
+
+
+def exercise_6(final: pd.DataFrame, order, x: str = "math/pass@1", y: str = "math/format",
+               arm: str = "FedMOA") -> tuple[str, str]:
+    """Exercise 6 (the Pareto front of the grid's final models): whose models the front holds ("FedMOA",
+    "FedAvg-GRPO" or "both"), and why: with format nearly equal the front is close to an accuracy ranking; a less
+    accurate model joins only by a better format; how often front places drawn at random would give ``arm`` as
+    many. ``final``: one row per model (``variant``, ``x``, ``y``, ``on the front``); ``order``: the front's rows
+    by accuracy."""
+    from math import comb
+
+    front = final.iloc[list(order)]
+    arms = list(dict.fromkeys(front.variant))
+    answer = "both" if len(arms) > 1 else arms[0]
+    n, n_front, n_arm = len(final), len(front), int((final.variant == arm).sum())
+    k = int((front.variant == arm).sum())
+    chance = sum(comb(n_arm, j) * comb(n - n_arm, n_front - j) for j in range(k, n_front + 1)) / comb(n, n_front)
+    best = front.iloc[-1]
+    others = [f"{r.variant}'s seed {r.seed} ({r[x]:.3f}, {r[y]:.3f})" for _, r in front.iloc[:-1][::-1].iterrows()]
+    why = (f"format spans only {final[y].min():.3f} to {final[y].max():.3f}, so the front is nearly an accuracy "
+           f"ranking: the most accurate model ({best.variant}'s seed {best.seed}, {best[x]:.3f}), then each less "
+           "accurate one with a better format")
+    why += f": {'; '.join(others)}. " if others else " (none here). "
+    why += (f"{k} of the front's {n_front} models are {arm}'s. Were the {n_front} places drawn at random among the "
+            f"{n} models, {arm} would get {k} or more with chance {chance:.2f}"
+            + (": the front does not separate the arms." if chance > 0.05 else "."))
+    return answer, why
 
 
 # -- the report's detail ----------------------------------------------------------------------------------------------

@@ -175,7 +175,8 @@ def test_the_live_runs_figure_draws_each_clients_rounds_with_the_boundaries_shad
 
 def test_the_front_figure_rings_the_front_in_order_and_zooms_to_every_point():
     """One trace per arm (points labelled by seed), then the front: exactly the non-dominated models, ascending in
-    accuracy, drawn as a staircase down then across; the zoomed y axis holds every point and says its range."""
+    accuracy, drawn as a staircase down then across; the zoomed y axis holds every point, and its title gives the
+    points' range and its own."""
     import pandas as pd
 
     from experiments import teaching_fedmoa as tf
@@ -194,6 +195,7 @@ def test_the_front_figure_rings_the_front_in_order_and_zooms_to_every_point():
     assert front.line.shape == "vh"  # from a front model down to the next one's format, then across to it
     lo, hi = fig.layout.yaxis.range
     assert lo < models.fmt.min() and hi > models.fmt.max() and f"{lo:.3f} to {hi:.3f}" in fig.layout.yaxis.title.text
+    assert "points 0.970 to 0.995" in fig.layout.yaxis.title.text  # the points' own range beside the axis's
 
 
 def test_the_stored_runs_give_the_notebooks_numbers_as_the_findings_table_has_them():
@@ -226,3 +228,92 @@ def test_the_notebooks_cpu_runs_take_the_grids_lambda_and_the_paper_preset_the_p
         moa = make_config(preset).fedmoa
         assert (moa.lam_rule, moa.lam) == ("fixed", findings.fedmoa_setting()["lam"]["FedMOA"])
     assert make_config("full").fedmoa.lam == 0.01 and not make_config("quick", "FedAvg-GRPO").fedmoa.lambda_on
+
+
+# -- notebook 03's exercises: each answer with its why, from the numbers the check cell computed -------------------
+def test_exercise_1_names_the_weights_eq_10_raised_and_the_projections_shift():
+    import numpy as np
+
+    from experiments import teaching_fedmoa as tf
+    from fedrl_kit.fedmoa.weights import hypergradient_step
+
+    w, g_prev = np.array([0.5, 0.3, 0.2]), np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
+    g_now = np.array([[2.0, 0.0], [0.0, 0.0], [-1.0, 0.0]])
+    after, _ = hypergradient_step(w, g_now, g_prev, lr=0.1)
+    answer, why = tf.exercise_1(["accuracy", "format", "tag_count"], w, (g_now * g_prev).sum(axis=1), after, after,
+                                lam=0.1)
+    assert answer == {"accuracy"}
+    assert why.startswith("the average Δ is 0.33, and only accuracy's Δ beats it. format's Δ = 0 lies below")
+    assert "ν = 0.1 / 3 from every weight: (0.667, 0.267, 0.067) in numpy" in why
+
+
+@pytest.mark.parametrize("w_p, w_q, answer, ending", [
+    ([0.6, 0.2, 0.2], [0.3, 0.7], "below", "here the tilt wins"),  # the notebook's P and Q
+    ([0.35, 0.15, 0.5], [0.3, 0.7], "above", "to 0.395: here inflation wins.")])  # a smaller gap: inflation wins
+def test_exercise_2_weighs_the_alpha_tilt_against_inflation(w_p, w_q, answer, ending):
+    import numpy as np
+
+    from experiments import teaching_fedmoa as tf
+    from fedrl_kit.fedmoa.weights import accuracy_aware_weights
+
+    alpha = accuracy_aware_weights([w_p[0], w_q[0]])
+    u = alpha @ np.array([w_p[:2], w_q[:2]])
+    got, why = tf.exercise_2(alpha, u, (w_p[0] + w_q[0]) / 2)
+    assert got == answer and ending in why and why.startswith("α = [")
+
+
+def test_exercise_3_names_the_diluted_config_and_the_reward_it_alone_holds():
+    import pandas as pd
+
+    from experiments import teaching_fedmoa as tf
+
+    end = pd.DataFrame({"accuracy": [0.5, 0.4], "format": [0.25, 0.6], "tag_count": [0.25, None]},
+                       index=["client_0", "client_3"])
+    by_config = pd.DataFrame({"u sums to": [1.156, 0.906], "w_acc the run sent": [0.378, 0.483]}, index=["A", "B"])
+    answer, why = tf.exercise_3(end, pd.Series({"client_0": "A", "client_3": "B"}), by_config)
+    assert answer == "A"
+    assert why.startswith("config A also holds tag_count, which the cluster does not share. Its u sums to 1.156, so "
+                          "rescaling dilutes its w_acc. Config B holds only shared rewards. Its u sums to 0.906")
+    assert why.endswith("α favours config A: the ranking follows which rewards a client holds, not its progress.")
+
+
+@pytest.mark.parametrize("ratios, answer", [([0.02, 0.03, 0.5], "below 0.1"), ([0.2, 0.3, 0.4], "0.1 to 0.5"),
+                                            ([0.9, 1.0, 0.6], "above 0.5")])
+def test_exercise_4_puts_the_median_ratio_in_one_of_its_choices(ratios, answer):
+    import pandas as pd
+
+    from experiments import teaching_fedmoa as tf
+
+    got, why = tf.exercise_4(pd.DataFrame({"ratio": ratios, "delta": [1e-4, -2e-4, 3e-4]}), lam=10.0, prompts=4)
+    assert got == answer and got in tf.RATIO_CHOICES
+    assert "batch of 4 prompts" in why and why.endswith("λ = 10, λ|Δ_k| has median 0.0020.")
+
+
+@pytest.mark.parametrize("low, high, answer, where", [(-1.2, 0.85, "within noise", "holds 0"),
+                                                      (0.1, 2.0, "higher", "lies above 0"),
+                                                      (-2.0, -0.1, "lower", "lies below 0")])
+def test_exercise_5_reads_the_interval(low, high, answer, where):
+    from experiments import teaching_fedmoa as tf
+
+    got, why = tf.exercise_5(low, high)
+    assert got == answer and why.startswith(f"the interval {low:+.2f} to {high:+.2f} points {where}.")
+
+
+def test_exercise_6_says_whose_models_the_front_holds_and_how_often_chance_gives_as_many():
+    import pandas as pd
+
+    from experiments import teaching_fedmoa as tf
+    from experiments.fedmoa_pareto import non_dominated, pareto_front_order
+
+    models = pd.DataFrame(dict(variant=["FedAvg-GRPO"] * 2 + ["FedMOA"] * 2, seed=[0, 1, 0, 1],
+                               acc=[0.30, 0.20, 0.25, 0.10], fmt=[0.97, 0.96, 0.99, 0.95]))
+    xy = models[["acc", "fmt"]].to_numpy()
+    answer, why = tf.exercise_6(models, pareto_front_order(xy, non_dominated(xy)), x="acc", y="fmt")
+    assert answer == "both"  # FedAvg-GRPO's seed 0 (most accurate) and FedMOA's seed 0 (better format)
+    assert why.startswith("format spans only 0.950 to 0.990, so the front is nearly an accuracy ranking: the most "
+                          "accurate model (FedAvg-GRPO's seed 0, 0.300), then each less accurate one with a better "
+                          "format: FedMOA's seed 0 (0.250, 0.990). 1 of the front's 2 models are FedMOA's.")
+    assert why.endswith("FedMOA would get 1 or more with chance 0.83: the front does not separate the arms.")
+    alone = models.assign(fmt=[0.90, 0.90, 0.99, 0.95], acc=[0.2, 0.1, 0.3, 0.25])
+    xy = alone[["acc", "fmt"]].to_numpy()
+    assert tf.exercise_6(alone, pareto_front_order(xy, non_dominated(xy)), x="acc", y="fmt")[0] == "FedMOA"
