@@ -218,7 +218,9 @@ def exercise_1(names, w, delta, w_after, w_package, lam: float) -> tuple[set, st
     why = (f"the average Δ is {delta.mean():.2f}, and only {' and '.join(beat)}'s Δ "
            f"{'beats' if len(beat) == 1 else 'beat'} it. ")
     if still:
-        why += f"{', '.join(still)} lies below the average, so its weight falls too. "
+        said = ", ".join(still)
+        verb = "lies" if len(still) == 1 else "lie"
+        why += f"{said[0].upper()}{said[1:]} {verb} below the average, so its weight falls too. "
     where = "every weight" if kept == len(w) else f"the {kept} weights it leaves above 0"
     why += (f"w + λΔ = {_vector(v)} sums to {v.sum():.1f}, so the projection takes ν = {v.sum() - 1:.1f} / {kept} "
             f"from {where}: {_vector(w_after)} in numpy, {_vector(w_package)} by the package.")
@@ -270,9 +272,9 @@ def exercise_4(deltas: pd.DataFrame, lam: float, prompts: int) -> tuple[str, str
     :data:`RATIO_CHOICES`, and why, with λ|Δ_k|'s median at the run's λ."""
     median = deltas.ratio.median()
     answer = RATIO_CHOICES[0] if median > 0.5 else RATIO_CHOICES[1] if median >= 0.1 else RATIO_CHOICES[2]
-    return answer, (f"the median is {median:.3f} (largest {deltas.ratio.max():.2f}). Each step draws a new batch of "
-                    f"{prompts} prompts, and two noisy gradients in many dimensions barely line up. So at λ = "
-                    f"{lam:g}, λ|Δ_k| has median {lam * deltas.delta.abs().median():.4f}.")
+    return answer, (f"the median |Δ_k| / ‖g_k‖² is {median:.3f} (largest {deltas.ratio.max():.2f}). Each step "
+                    f"draws a new batch of {prompts} prompts, and two noisy gradients in many dimensions barely line "
+                    f"up. So at λ = {lam:g}, λ|Δ_k| has median {lam * deltas.delta.abs().median():.4f}.")
 
 
 def exercise_5(low: float, high: float) -> tuple[str, str]:

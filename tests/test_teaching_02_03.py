@@ -243,7 +243,7 @@ def test_exercise_1_names_the_weights_eq_10_raised_and_the_projections_shift():
     answer, why = tf.exercise_1(["accuracy", "format", "tag_count"], w, (g_now * g_prev).sum(axis=1), after, after,
                                 lam=0.1)
     assert answer == {"accuracy"}
-    assert why.startswith("the average Δ is 0.33, and only accuracy's Δ beats it. format's Δ = 0 lies below")
+    assert why.startswith("the average Δ is 0.33, and only accuracy's Δ beats it. Format's Δ = 0 lies below")
     assert "ν = 0.1 / 3 from every weight: (0.667, 0.267, 0.067) in numpy" in why
 
 
