@@ -76,14 +76,14 @@ ROUNDS = {
     "fedmoa": Round(
         "one FedMOA round",
         server=("cluster S_c: the clients whose accuracy reward has the same name",
-                "α_m = softmax(1 / (w_acc^(m) + ε)) inside a cluster (eq. 11): reads only w_acc^(m)",
-                "θ = Σ_c (N_c / N) θ^(c), θ^(c) = Σ α_m θ^(m) over m in S_c  (eqs. 12–13)",
-                "w^(m←c): the cluster's α-average of the rewards all its clients share, plus",
-                "client m's own other weights, renormalised (eq. 12): one vector per client"),
+                "α_m: client m's share in its cluster, larger when its w_acc^(m) is lower",
+                "adapters: α-averaged in each cluster, then averaged across clusters by data size",
+                "reward weights: those all of a cluster's clients hold are α-averaged; each client",
+                "gets them back beside its own other weights (one vector per client)"),
         client=("keeps its OWN weights w^(m), one per reward;", "τ local GRPO steps on r_w = Σ_k w_k r_k;",
-                "after each: w^(m) ← Proj(w^(m) + λΔ)", "(eqs. 8–10), on the client only"),
-        messages=(Message("down", "global θ, and client m's own weights w^(m←c) (eq. 12)"),
-                  Message("up", "its model θ^(m), reward names, its own weights w^(m) (w_acc sets α_m), data size N_m")),
+                "after each, w^(m) shifts toward", "the rewards still being learnt"),
+        messages=(Message("down", "global θ, and client m's reward weights w^(m)"),
+                  Message("up", "its adapter θ^(m), reward names, its weights w^(m), data size N_m")),
         last_client="M"),
 }
 """each method's round, in the papers' words (the notebooks' diagrams)"""

@@ -277,17 +277,30 @@ if grid:
             grid["runs"], lr_schedule=figure_claims.lr_schedule_of(grid)))))
 
 # %% [markdown]
+# **Fig. 5 under the paper's cosine decay.** The grid above runs a constant learning rate, so its Fig. 5 rows read
+# "not tested". `fedmoa_compare_cpu_cosine_homo+homo_gsm.json` runs the figure's top panel (Homo+Homo, GSM8K-like)
+# with the paper's cosine decay for both arms, 3 seeds (its command in `docs/fedmoa.md`); the cells it ran:
+
+# %%
+cosine = stored("fedmoa_compare_cpu_cosine_homo+homo_gsm.json")
+if cosine:
+    with pd.option_context("display.max_colwidth", None):
+        display(pd.DataFrame(figure_claims.verdict_table(figure_claims.figure_claims(
+            cosine["runs"], settings=("homo+homo",), families=("gsm",),
+            lr_schedule=figure_claims.lr_schedule_of(cosine)))))
+
+# %% [markdown]
 # Two more stored grids, in other settings (`docs/fedmoa.md` describes each): `fedmoa_compare_cpu_scale_rule.json`
 # (the same federation with λ from a scale rule and the per-sequence g_k: its claims about λ read "not tested" by
 # the rule above) and `fedmoa_compare.json` (3 clients, an earlier setting).
 
 # %% [markdown]
 # ## 2. The teaching notebook's findings, in detail
-# Notebook 03 ends on five plain sentences; here are their intervals. Paired differences over seeds ± the 95 %
-# Student-t half-width $h$ (accuracy in points). `detectable`: the true effect these seeds catch 4 times in 5, about
-# $h\,(1 + t_{0.8}/t_{0.975})$ with $n - 1$ degrees of freedom. F4 measures the last round's $w_{\text{acc}}$ minus
-# the start, boundary jumps included; the paper's Fig. 5 shows only within-round moves, so the split below compares
-# like with like.
+# Notebook 03 ends on four plain findings; here are the stored findings behind them, with their intervals. Paired
+# differences over seeds ± the 95 % Student-t half-width $h$ (accuracy in points). `detectable`: the true effect
+# these seeds catch 4 times in 5, about $h\,(1 + t_{0.8}/t_{0.975})$ with $n - 1$ degrees of freedom. F4 measures
+# the last round's $w_{\text{acc}}$ minus the start, boundary jumps included; the paper's Fig. 5 shows only
+# within-round moves, so the split below compares like with like.
 
 # %%
 from experiments import teaching_fedmoa as tf
@@ -320,10 +333,9 @@ if grid:
     display(words)
 
 # %% [markdown]
-# **Every λ.** λ appears in several versions; the teaching notebook's run uses the scale rule's, its parameter `lam`
-# acts only with the cosine form of eq. 9 (`normalise=True`). How $g_k$ is taken (`fedmoa.hyper_grad`: the LoRA
-# factors, a per-answer or a shared shift of the layer's output) changes its size, hence λ's: `docs/fedmoa.md`
-# measures the three.
+# **Every λ.** λ appears in several versions; the teaching notebook's live run reuses the grid's. How $g_k$ is
+# taken (`fedmoa.hyper_grad`: the LoRA factors, a per-answer or a shared shift of the layer's output) changes its
+# size, hence λ's: `docs/fedmoa.md` measures the three.
 
 # %%
 tf.lambda_versions()
@@ -332,9 +344,8 @@ tf.lambda_versions()
 # ## What the grid shows
 # * The hypergradient signal of eq. 9 is scale-dependent: unnormalised, with λ = 0.01, it does nothing
 #   on a small model. The toolkit's g_k is the gradient of one layer's LoRA factors (the same parameters at every
-#   step, whatever the batch's order); the stored grid takes λ from a validation grid, the teaching notebook's quick
-#   run from a scale rule (λ from the measured |g_k|²) so that its weights move visibly; the cosine (our option) is
-#   a third way.
+#   step, whatever the batch's order); the stored grid takes λ from a validation grid (the teaching notebook's quick
+#   run reuses it), a scale rule (λ from the measured |g_k|²) is another way, the cosine (our option) a third.
 # * The weights travel between rounds (the server broadcasts each cluster's w^(c), eq. 12), yet the accuracy weight
 #   does not build up: it drains in the grid (the figure of §1, "Where a larger λ takes the weights").
 # * In the stored `cpu` grid (Heter+Heter, λ and the shared learning rate tuned on validation; the claims printed

@@ -79,7 +79,7 @@ def test_the_boundary_change_splits_into_the_alpha_average_and_its_renormalisati
 
 def test_project_simplex_in_the_notebook_matches_the_package_on_and_off_the_boundary():
     """The notebook's eight-line numpy eq. 10 (its project_simplex) against hypergradient_step, including a λ large
-    enough to set a weight to 0 (Exercise 4)."""
+    enough to set a weight to 0 (the toy's larger λ)."""
     import numpy as np
 
     from fedrl_kit.fedmoa.weights import hypergradient_step

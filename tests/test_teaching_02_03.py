@@ -113,321 +113,207 @@ def test_a_step_timeline_marks_every_public_step_and_ends_with_the_average():
         step_timeline(0, 2)
 
 
-# -- notebook 03's predictions and its λ section ----------------------------------------------------------------------
-def test_a_new_model_pushes_off_the_front_exactly_the_points_it_dominates():
+# -- notebook 03's loaders and its figure of the live run -----------------------------------------------------------
+def _client_record(client, rnd, cluster, names, start, end, alpha=0.5):
+    return {"kind": "client", "client": client, "round": rnd, "cluster": float(cluster), "alpha": alpha,
+            "w_move": sum(abs(a - b) for a, b in zip(end, start)),
+            **{f"w_start/{n}": w for n, w in zip(names, start)}, **{f"w/{n}": w for n, w in zip(names, end)}}
+
+
+def test_the_w_acc_table_reads_each_clients_first_weight_as_sent_and_after_its_round():
+    """w_acc is a client's first reward weight (code_accuracy for a code client), whatever the other rewards are
+    called; server and communication records are skipped, and a stored run's history (no "kind") reads the same."""
     from experiments import teaching_fedmoa as tf
 
-    assert tf.leaves_front([0.46, 0.82]) == {"P2", "P3"}  # Exercise 2: better than (0.30, 0.80) and (0.45, 0.60)
-    assert tf.leaves_front([0.1, 0.1]) == set()  # dominated itself: the front stays
-    assert tf.leaves_front([0.6, 0.95]) == {"P1", "P2", "P3", "P4"}
+    recs = [_client_record("client_1", 1, 1, ["code_accuracy", "code_format", "tag_count"], [0.5, 0.25, 0.25],
+                           [0.49, 0.26, 0.25], alpha=1.0),
+            _client_record("client_0", 1, 0, ["accuracy", "format"], [0.4, 0.6], [0.41, 0.59]),
+            _client_record("client_0", 2, 0, ["accuracy", "format"], [0.45, 0.55], [0.45, 0.55]),
+            {"kind": "client", "client": "server", "round": 1}, {"kind": "comm", "round": 1}]
+    w = tf.w_acc_table(recs)
+    assert list(w.client) == ["client_0", "client_0", "client_1"] and list(w["round"]) == [1, 2, 1]
+    assert w.start.tolist() == [0.4, 0.45, 0.5] and w.end.tolist() == [0.41, 0.45, 0.49]
+    assert w.cluster.tolist() == [0, 0, 1] and w.alpha.tolist() == [0.5, 0.5, 1.0]
+    stored = [{k: v for k, v in r.items() if k != "kind"} for r in recs[:3]]
+    assert tf.w_acc_table(stored).equals(w)
 
 
-def test_at_the_grids_first_boundary_the_lowest_config_rises_and_the_highest_falls():
-    """Exercise 4's answer: eq. 12 pulls every client toward the α-average, which sits below the plain mean."""
+def test_the_delta_ratios_divide_each_steps_delta_by_its_rounds_gradient_size_and_skip_what_cannot_be_divided():
+    """|Δ_k| / ‖g_k‖² per client, round, step ≥ 1 and reward: step 0 (no g^(t−1)) and a reward whose gradient was 0
+    are left out; server and communication records are skipped."""
     from experiments import teaching_fedmoa as tf
 
-    moves = tf.boundary_moves()
-    assert list(moves.index) == ["A", "B", "C"]
-    assert (moves.rises == (moves["sent for round 2"] > moves["end of round 1"])).all()
-    assert moves.rises[moves["end of round 1"].idxmin()] and not moves.rises[moves["end of round 1"].idxmax()]
+    def rec(client, rnd, deltas, gsq):  # two rewards, three local steps
+        r = {"kind": "client", "client": client, "round": rnd, "w_move": 0.0}
+        for n, g in zip(("accuracy", "format"), gsq):
+            r.update({f"w_start/{n}": 0.5, f"gsq/{n}": g, **{f"w@{s}/{n}": 0.5 for s in range(3)}})
+            r.update({f"delta@{s}/{n}": d for s, d in enumerate([0.0, *deltas[n]])})
+        return r
+
+    recs = [rec("client_0", 1, {"accuracy": [0.2, -0.1], "format": [0.0, 0.3]}, [2.0, 0.0]),
+            {"kind": "client", "client": "server", "round": 1}, {"kind": "comm", "round": 1}]
+    d = tf.delta_ratios(recs)
+    assert d[["step", "reward"]].values.tolist() == [[1, "accuracy"], [2, "accuracy"]]
+    assert d.ratio.tolist() == pytest.approx([0.1, 0.05])
 
 
-def test_consecutive_cosines_skip_a_vanished_gradient():
+def test_the_live_runs_figure_draws_each_clients_rounds_with_the_boundaries_shaded():
     import numpy as np
 
     from experiments import teaching_fedmoa as tf
 
-    grads = np.array([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0], [0.0, 0.0]]])  # [T=2, K=2, d=2]; objective 1 vanishes
-    assert tf.consecutive_cosines({"c": {"grads": grads}}) == pytest.approx([1 / np.sqrt(2)])
+    recs = [_client_record(c, r, k, ["accuracy", "format"], [0.1 * r + i, 0.5], [0.1 * r + i + 0.01, 0.5])
+            for i, (c, k) in enumerate([("client_0", 0), ("client_1", 0), ("client_2", 1)]) for r in (1, 2, 3)]
+    w = tf.w_acc_table(recs)
+    fig = tf.w_acc_figure(w, {"client_0": "A", "client_1": "B", "client_2": "A"})
+    assert len(fig.data) == 3 and [t.name for t in fig.data] == ["config A", "config B", "config A"]
+    assert [t.showlegend for t in fig.data] == [True, True, False]  # one legend entry per config
+    first = w[w.client == "client_0"]
+    assert list(fig.data[0].y) == pytest.approx(np.ravel(first[["start", "end"]].to_numpy()).tolist())
+    assert len(fig.layout.shapes) == 2 * 2  # two boundaries in each of the two clusters' panels
 
 
-def _probes_and_cfg():
-    from types import SimpleNamespace
-
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    probes = {f"client_{i}": dict(reward_names=["accuracy", "format"], w0=[0.5 - 0.1 * i, 0.5 + 0.1 * i],
-                                  num_examples=10, grads=rng.normal(size=(3, 2, 50))) for i in range(3)}
-    cfg = SimpleNamespace(fedmoa=SimpleNamespace(lam_target=0.05, cluster_key="accuracy", eps=1e-6,
-                                                 softmax_temperature=1.0))
-    return probes, cfg
-
-
-def test_the_widgets_lambdas_are_multiples_of_the_rules_median_and_the_lambda_line_quotes_each_run():
-    from experiments import teaching_fedmoa as tf
-
-    probes, cfg = _probes_and_cfg()
-    lams = tf.replay_lambdas(probes)
-    values = list(lams.values())
-    assert [k.split(" ×")[0] for k in lams] == ["1", "10", "100"]
-    assert values[1] == pytest.approx(10 * values[0]) and values[2] == pytest.approx(100 * values[0])
-    records = [dict(kind="client", client=f"client_{i}", round=r, cluster=float(i % 2), lam=lam)
-               for i, r, lam in [(0, 1, 4.0), (1, 1, 50.0), (0, 2, 12.5), (1, 2, 300.0)]] + \
-              [dict(kind="server", client="server", round=1)]
-    cfg.fedmoa.lam_rule, cfg.fedmoa.normalise, cfg.fedmoa.lam = "target", False, 0.1
-    line = tf.lambda_line(cfg, records).data
-    hh = findings.fedmoa_setting()
-    assert "target 0.05" in line and "cluster 0: 4 to 12.5; cluster 1: 50 to 300" in line
-    assert f"λ = {hh['lam']['FedMOA']:g} for every client" in line
-    cfg.fedmoa.normalise = True
-    assert "λ = 0.1, fixed" in tf.lambda_line(cfg, records).data
-
-
-def test_the_replay_words_quote_the_measured_cosines_and_moves():
-    import numpy as np
+def test_the_front_figure_rings_the_front_in_order_and_zooms_to_every_point():
+    """One trace per arm (points labelled by seed), then the front: exactly the non-dominated models, ascending in
+    accuracy, drawn as a staircase down then across; the zoomed y axis holds every point, and its title gives the
+    points' range and its own."""
+    import pandas as pd
 
     from experiments import teaching_fedmoa as tf
+    from experiments.fedmoa_pareto import non_dominated, pareto_front_order
 
-    probes, cfg = _probes_and_cfg()
-    words = tf.replay_words(probes, cfg, tf.replay_lambdas(probes)).data
-    cos = np.abs(tf.consecutive_cosines(probes))
-    assert f"{np.median(cos):.2f} in the median and at most {cos.max():.2f}" in words
-    assert "eq. 10 moves w_acc by at most" in words and "eq. 12 then moves it by up to" in words
-
-
-def test_the_replay_splits_into_a_shown_why_and_a_folded_answer_holding_every_lambda():
-    from experiments import teaching_fedmoa as tf
-
-    probes, cfg = _probes_and_cfg()
-    lams = tf.replay_lambdas(probes)
-    why, answer = tf.replay_why(probes, cfg, lams).data, tf.replay_answer(probes, cfg, lams)
-    assert why in tf.replay_words(probes, cfg, lams).data and "no w_acc reaches 0" not in why
-    html = answer._repr_html_()
-    assert html.startswith("<details>") and html.count("<table") == 1  # the all-λ table stays in the fold
-    assert list(answer.table.columns) == list(tf.replay_all(probes, cfg, lams).columns)
-    assert repr(answer).startswith("Answer: ")
+    models = pd.DataFrame(dict(variant=["FedAvg-GRPO"] * 3 + ["FedMOA"] * 3, seed=[0, 1, 2] * 2,
+                               acc=[0.30, 0.28, 0.25, 0.27, 0.31, 0.24],
+                               fmt=[0.975, 0.990, 0.980, 0.985, 0.970, 0.995]))
+    xy = models[["acc", "fmt"]].to_numpy()
+    order = pareto_front_order(xy, non_dominated(xy))
+    fig = tf.front_figure(models, order, x="acc", y="fmt")
+    arms, front = fig.data[:2], fig.data[2]
+    assert [t.name for t in arms] == ["FedAvg-GRPO", "FedMOA"] and list(arms[1].text) == ["s0", "s1", "s2"]
+    assert [(a.x, a.text) for a in fig.layout.annotations] == list(zip(models.acc, [f"s{s}" for s in models.seed]))
+    assert list(front.x) == [0.24, 0.28, 0.30, 0.31] and list(front.y) == [0.995, 0.990, 0.975, 0.970]
+    assert front.line.shape == "vh"  # from a front model down to the next one's format, then across to it
+    lo, hi = fig.layout.yaxis.range
+    assert lo < models.fmt.min() and hi > models.fmt.max() and f"{lo:.3f} to {hi:.3f}" in fig.layout.yaxis.title.text
+    assert "points 0.970 to 0.995" in fig.layout.yaxis.title.text  # the points' own range beside the axis's
 
 
-def test_an_interval_reads_as_no_difference_only_when_it_holds_zero():
-    from experiments import teaching_fedmoa as tf
-
-    assert tf.interval_reading(0.01, 0.81) == "no difference detected"
-    assert tf.interval_reading(-0.0018, 0.0015) == "a small detected loss"
-    assert tf.interval_reading(5.0, 2.0) == "a small detected gain"
-    box = tf.findings_box().data
-    f1 = findings.fedmoa_findings().iloc[0]
-    mean, half, _, _ = findings.fedmoa_claim_interval("FedMOA > FedAvg-GRPO on aggregated reward (Heter+Heter")
-    assert f"Accuracy: {tf.interval_reading(f1.difference, f1['±95% t'])}" in box or "Accuracy and" in box
-    assert ("excludes 0" in box) == (abs(mean) > half)
-
-
-def test_nearer_the_front_compares_the_arms_mean_distance_to_the_front_with_their_spread():
-    """Exercise 7's answer: a model's distance to the front is the accuracy it lacks against the best model with at
-    least its format (0 on the front); an arm is nearer only when its mean distance is smaller by more than either
-    arm's sd over seeds."""
-    from experiments import teaching_fedmoa as tf
-
-    pts = tf.front_distance()
-    assert (pts.distance >= 0).all() and (pts.distance[pts["on the front"]] == 0).all()
-    assert (pts.distance[~pts["on the front"]] > 0).all()
-    d = tf.arm_distance()
-    assert list(d.index) == ["FedAvg-GRPO", "FedMOA"] and (d.seeds >= 3).all()
-    gap = d.loc["FedMOA", "mean"] - d.loc["FedAvg-GRPO", "mean"]
-    answer, why = tf.nearer_front()
-    assert (answer == "neither") == (abs(gap) <= d.sd.max())
-    assert f"FedMOA {d.loc['FedMOA', 'mean']:.3f} ± {d.loc['FedMOA', 'sd']:.3f}" in why
-    grid = tf.stored_grid()
-    moved = {**grid, "runs": [{**r, "history": {**r["history"], "server": [
-        {**r["history"]["server"][-1], "math/accuracy": r["history"]["server"][-1]["math/accuracy"] + 0.2}]}}
-        if r["variant"] == "FedMOA" and r["setting"] == "heter+heter" else r for r in grid["runs"]]}
-    assert tf.nearer_front(moved)[0] == "FedMOA"  # every FedMOA model on the front, FedAvg-GRPO's far behind
-
-
-def test_the_grids_front_is_ringed_in_the_accuracy_format_plane_and_its_words_give_no_verdict():
-    from experiments import teaching_fedmoa as tf
-
-    fig, words = tf.grid_pareto()
-    pts = tf.grid_points()
-    front = [t for t in fig.data if t.name == "on the Pareto front"]
-    assert len(front) == 1 and front[0].marker.symbol == "circle-open"  # the arm's marker stays visible inside
-    on = pts[pts["on the front"]]
-    assert sorted(zip(front[0].x, front[0].y)) == sorted(zip(on.accuracy, on["format"]))  # ringed = non-dominated
-    lo, hi = fig.layout.yaxis.range  # the format axis is zoomed, and its title states the range
-    assert lo <= pts["format"].min() and hi >= pts["format"].max() and hi - lo < 0.1
-    assert f"{lo:.3f}–{hi:.3f}" in fig.layout.yaxis.title.text
-    assert f"holds {len(on)} of the {len(pts)} models" in words.data
-    assert "neither" not in words.data and "nearer" not in words.data  # Exercise 7's answer stays in its fold
-
-
-def test_the_settings_table_names_each_runs_clients_tau_and_lambda():
-    from types import SimpleNamespace
+def test_the_stored_runs_give_the_notebooks_numbers_as_the_findings_table_has_them():
+    """The notebook computes its §6 numbers from stored_runs in its own cells; done as it does them, they agree with
+    the findings table (F4: w_acc's change over the rounds) and with the stored format of each final model."""
+    import pandas as pd
 
     from experiments import teaching_fedmoa as tf
-    from experiments.findings import fedmoa_setting
+    from experiments.stats import t_interval
 
-    cfg = SimpleNamespace(num_clients=6, rounds=3, local_steps=2)
-    records = [dict(kind="client", client="client_0", lam=4.0), dict(kind="client", client="client_1", lam=20.0)]
-    t = tf.settings_table(cfg, records)
-    assert list(t.columns) == ["clients", "rounds", "τ", "λ", "why"] and len(t) == 4
-    assert t.loc["live run (§4)", "λ"] == "scale rule (§2): 4 to 20" and t.loc["live run (§4)", "τ"] == 2
-    hh = fedmoa_setting()
-    assert t.loc["stored grid (§6)", "τ"] == hh["tau"] and t.loc["stored grid (§6)", "clients"] == hh["clients"]
-    assert t.loc["stored grid (§6)", "λ"].startswith(f"{hh['lam']['FedMOA']:g} (tuned over 0.01")
-    assert t.loc["paper (Heter+Heter)", "λ"] == "0.01 fixed" and t.loc["replay of its round 1 (§5)", "τ"] == 3
+    grid = tf.stored_runs()
+    assert set(grid.setting) == {"heter+heter"} and {"FedAvg-GRPO", "FedMOA"} <= set(grid.variant)
+    assert grid["math/format"].tolist() == [h["server"][-1]["math/format"] for h in grid.history]
+    moa = grid[grid.variant == "FedMOA"]
+    w = pd.concat([tf.w_acc_table(h["clients"]).assign(seed=s) for s, h in zip(moa.seed, moa.history)])
+    first = w[w["round"] == 1].set_index(["seed", "client"]).start
+    last = w[w["round"] == w["round"].max()].set_index(["seed", "client"]).end
+    drift, half, n = t_interval((last - first).groupby("seed").mean())
+    f4 = findings.fedmoa_findings().iloc[3]
+    assert (round(drift, 3), round(half, 3), n) == (f4.difference, f4["±95% t"], f4.seeds)
 
 
-def test_the_findings_table_sets_the_grid_beside_the_paper_in_four_rows():
+def test_the_notebooks_cpu_runs_take_the_grids_lambda_and_the_paper_preset_the_papers():
     from experiments import teaching_fedmoa as tf
-
-    t = tf.findings_table()
-    assert len(t) == 4 and list(t.columns) == ["paper", "stored grid"]
-    move = tf.weight_move()
-    assert t.iloc[2]["stored grid"] == f"{move[0]:.4f} ± {move[1]:.4f}"
-    diff = tf.accuracy_differences()
-    assert t.iloc[0]["stored grid"].startswith(f"{diff.loc['mean', 'MATH-like tests']:+.2f}")
-
-
-def test_the_grids_first_boundary_table_gives_what_exercise_7_needs():
-    """Per config the end-of-round-1 w_acc and α, and the α-average below the plain mean (the α tilt); the configs
-    below the α-average are the ones whose w_acc rises (only accuracy is shared there)."""
-    import re
-
-    from experiments import teaching_fedmoa as tf
-
-    table, words = tf.grid_first_boundary()
-    moves = tf.boundary_moves()
-    assert list(table.index) == list(moves.index) == ["A", "B", "C"]
-    assert table["w_acc, end of round 1"].tolist() == pytest.approx(moves["end of round 1"].tolist(), abs=5e-4)
-    assert table["α per client"].is_monotonic_increasing and table.clients.sum() == 10
-    plain, wbar = (float(x) for x in re.findall(r"is (\d\.\d+)", words.data))
-    assert wbar < plain
-    assert set(moves.index[moves.rises]) == set(table.index[table["w_acc, end of round 1"] < wbar])
-
-
-def test_the_findings_box_quotes_the_stored_verdicts_and_the_weights_move():
-    from experiments import teaching_fedmoa as tf
-    from experiments.fedmoa_analysis import MIN_WEIGHT_MOVE
-
-    box = tf.findings_box().data
-    move = tf.weight_move()
-    f1 = findings.fedmoa_findings().iloc[0]
-    assert f"{move[0]:.4f} ± {move[1]:.4f}" in box and box.count("([report](13_fedmoa_report.ipynb))") == 3
-    assert ('"not tested"' in box) == (f1.verdict.startswith("not tested") and move[0] < MIN_WEIGHT_MOVE)
-    assert "build" not in box  # the stored runs show w_acc draining
-
-
-def test_exercise_5s_answer_is_the_smallest_lambda_that_sets_a_weight_to_0():
-    from experiments import teaching_fedmoa as tf
-    from fedrl_kit.fedmoa import probe
-
-    probes, cfg = _probes_and_cfg()
-    lams = tf.replay_lambdas(probes)
-    answer = tf.first_zero(probes, cfg, lams)
-    zero = [any(r["trajectory"][-1][0] == 0 for r in probe.replay_round(
-        probes, lam=lam, cluster_key="accuracy", eps=1e-6, temperature=1.0)) for lam in lams.values()]
-    assert answer == ([1, 10, 100][zero.index(True)] if any(zero) else "none")
-    assert tf.first_zero(probes, cfg, {"1 × the rule = 0": 0.0}) == "none"  # λ = 0 leaves every weight as sent
-
-
-def test_the_accuracy_differences_are_paired_by_seed_and_agree_with_finding_1():
-    from experiments import teaching_fedmoa as tf
-
-    diff = tf.accuracy_differences()
-    f1 = findings.fedmoa_findings().iloc[0]
-    assert diff.loc["mean", "all three families' tests"] == pytest.approx(f1.difference, abs=0.01)
-    assert diff.loc["± 95 % t", "all three families' tests"] == pytest.approx(f1["±95% t"], abs=0.01)
-    gap = tf.arm_spread().loc["FedMOA", "mean"] - tf.arm_spread().loc["FedAvg-GRPO", "mean"]
-    assert diff.loc["mean", "MATH-like tests"] == pytest.approx(100 * gap, abs=0.1)  # Exercise 7's gap, in points
-    box = tf.findings_box().data
-    assert f"{diff.loc['mean', 'MATH-like tests']:+.2f}".replace("-", "−") in box
-
-
-def test_the_replay_explains_why_ten_times_lambda_lowers_what_is_sent_back():
-    """§5's middle λ: the client whose α grows most, its w_acc after eq. 10 and the w_acc its cluster is sent, at 1 and
-    10 × the rule, as the all-λ table has them."""
-    from experiments import teaching_fedmoa as tf
-
-    probes, cfg = _probes_and_cfg()
-    lams = tf.replay_lambdas(probes)
-    why = tf.replay_why(probes, cfg, lams).data
-    mid = list(lams)[1]
-    assert f"In the column {mid}, eq. 10 lowers client_" in why
-    client = why.split(f"In the column {mid}, eq. 10 lowers ")[1].split("'s")[0]
-    table = tf.replay_all(probes, cfg, lams)
-    named = why.split("): ")[-1].rstrip(".").split(", ")  # "client_0 0.374 → 0.329", …: each sent value by name
-    assert client in [n.split(" ")[0] for n in named]
-    for part in named:
-        cid = part.split(" ")[0]
-        one, ten = (table.loc[cid, f"λ = {k}"] for k in list(lams)[:2])
-        assert part == f"{cid} {one:.3f} → {ten:.3f}"
-
-
-def test_one_local_step_written_out_matches_the_packages_weights():
-    """The notebook's inline step (eqs. 8–10 on the LoRA factors of the hooked layer) gives the package's weights."""
-    import copy
-
-    import numpy as np
-    import torch
-
-    from experiments import teaching_fedmoa as tf
-    from fedrl_kit.fedmoa.client import hooked_lora_parameters
-    from fedrl_kit.fedmoa.weights import per_objective_advantages, project_to_simplex
-    from fedrl_kit.grpo import grpo_loss
-    from fedrl_kit.rollout import per_token_logps
-
-    make_config = tf.config_maker(0)
-    cfg = make_config("smoke")
-    from fedrl_kit.runs import REPO_ROOT
 
     if not (REPO_ROOT / "data" / "base_moa" / "model.safetensors").exists():
         pytest.skip("no CPU base policy")
-    client, path = tf.client_mid_round(make_config, cfg, None)
-    K, G, s = len(client.names), client.local.num_generations, client.grpo
-    rollouts, scores = client.rollout_scores(1, 1)
-    adv = torch.tensor(per_objective_advantages(scores.reshape(-1, G, K)).reshape(-1, K), dtype=torch.float32)
-    phi = hooked_lora_parameters(client.policy.model, client.layer)
-    logps = per_token_logps(client.policy.model, rollouts, s.temperature)
-    g = np.stack([torch.cat([x.flatten() for x in torch.autograd.grad(grpo_loss(
-        logps, logps.detach(), adv[:, k], rollouts.completion_mask, s.epsilon, s.epsilon_high, loss_type=s.loss_type
-    )[0], phi, retain_graph=True)]).double().numpy() for k in range(K)])
-    w = project_to_simplex(path.weights + path.lam * (g * path.g_prev).sum(axis=1))
-    pkg = copy.deepcopy(path)
-    client.adapt_weights(rollouts, scores, pkg)
-    assert np.allclose(w, pkg.weights, atol=1e-6)
-    table = tf.step_table(client.names, g, path.g_prev, path.lam, path.weights, w, pkg.weights)
-    assert list(table.index) == list(client.names) and len(table.columns) == 7
+    make_config = tf.config_maker(0)
+    for preset in ("quick", "smoke"):
+        moa = make_config(preset).fedmoa
+        assert (moa.lam_rule, moa.lam) == ("fixed", findings.fedmoa_setting()["lam"]["FedMOA"])
+    assert make_config("full").fedmoa.lam == 0.01 and not make_config("quick", "FedAvg-GRPO").fedmoa.lambda_on
 
 
-def test_the_folded_whys_of_exercises_1_6_and_8_quote_the_computed_values():
-    """Exercises 1, 6 and 8 keep their rule in a helper, so the check cell's visible code gives nothing away."""
+# -- notebook 03's exercises: each answer with its why, from the numbers the check cell computed -------------------
+def test_exercise_1_names_the_weights_eq_10_raised_and_the_projections_shift():
     import numpy as np
 
     from experiments import teaching_fedmoa as tf
     from fedrl_kit.fedmoa.weights import hypergradient_step
 
-    w, g_now, g_prev = np.array([0.5, 0.3, 0.2]), np.array([[2.0, 0], [0, 0], [-1.0, 0]]), np.array([[1.0, 0], [0, 1.0], [1.0, 0]])
-    w_big, delta = hypergradient_step(w, g_now, g_prev, lr=0.25)
-    why = tf.projection_why(w + 0.25 * delta, w_big)
-    assert "stops at 0 and the other 2 share ν" in why and "0.1500" in why and "[0.85, 0.15, 0.0]" in why
-    w_small, delta = hypergradient_step(w, g_now, g_prev, lr=0.1)
-    assert "stops at 0" not in tf.projection_why(w + 0.1 * delta, w_small)
-    six = tf.leaves_front_why([0.46, 0.82])
-    assert "dominates ['P2', 'P3']" in six and "P1 and P4 each beat it" in six
-    moves = tf.boundary_moves()
-    eight = tf.boundary_why(moves)
-    assert "w̄_acc / (w̄_acc + 1 − w_acc)" in eight
-    assert all(f"{c} {r['end of round 1']:.3f} → {r['sent for round 2']:.3f}" in eight for c, r in moves.iterrows())
+    w, g_prev = np.array([0.5, 0.3, 0.2]), np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
+    g_now = np.array([[2.0, 0.0], [0.0, 0.0], [-1.0, 0.0]])
+    after, _ = hypergradient_step(w, g_now, g_prev, lr=0.1)
+    answer, why = tf.exercise_1(["accuracy", "format", "tag_count"], w, (g_now * g_prev).sum(axis=1), after, after,
+                                lam=0.1)
+    assert answer == {"accuracy"}
+    assert why.startswith("the average Δ is 0.33, and only accuracy's Δ beats it. Format's Δ = 0 lies below")
+    assert "ν = 0.1 / 3 from every weight: (0.667, 0.267, 0.067) in numpy" in why
 
 
-def test_the_configs_table_holds_each_configs_rewards_and_initial_accuracy_weights():
-    from types import SimpleNamespace
-
-    from experiments import teaching_fedmoa as tf
-
-    t = tf.configs_table(SimpleNamespace(clients=[f"client_{i}" for i in range(6)]))
-    assert list(t.index) == ["A", "B", "C"]
-    assert t.loc["B", "rewards (MBPP-like)"].endswith("length_short") and t.loc["C", "initial w_acc, live run"] == "—"
-    assert t.loc["A", "initial w_acc, stored grid"] == "0.5, 0.45" and t.loc["B", "initial w_acc, stored grid"] == "0.4, 0.35"
-
-
-def test_flat_grad_is_one_vector_over_the_parameters_and_keeps_the_graph():
+@pytest.mark.parametrize("w_p, w_q, answer, ending", [
+    ([0.6, 0.2, 0.2], [0.3, 0.7], "below", "here the tilt wins"),  # the notebook's P and Q
+    ([0.35, 0.15, 0.5], [0.3, 0.7], "above", "to 0.395: here inflation wins.")])  # a smaller gap: inflation wins
+def test_exercise_2_weighs_the_alpha_tilt_against_inflation(w_p, w_q, answer, ending):
     import numpy as np
-    import torch
+
+    from experiments import teaching_fedmoa as tf
+    from fedrl_kit.fedmoa.weights import accuracy_aware_weights
+
+    alpha = accuracy_aware_weights([w_p[0], w_q[0]])
+    u = alpha @ np.array([w_p[:2], w_q[:2]])
+    got, why = tf.exercise_2(alpha, u, (w_p[0] + w_q[0]) / 2)
+    assert got == answer and ending in why and why.startswith("α = [")
+
+
+def test_exercise_3_names_the_diluted_config_and_the_reward_it_alone_holds():
+    import pandas as pd
 
     from experiments import teaching_fedmoa as tf
 
-    a, b = torch.ones(2, requires_grad=True), torch.ones(3, requires_grad=True)
-    loss = (2 * a).sum() + (b ** 2).sum()
-    assert np.allclose(tf.flat_grad(loss, [a, b]), [2, 2, 2, 2, 2])
-    assert np.allclose(tf.flat_grad(loss, [a]), [2, 2])  # the graph was kept for a second objective
+    end = pd.DataFrame({"accuracy": [0.5, 0.4], "format": [0.25, 0.6], "tag_count": [0.25, None]},
+                       index=["client_0", "client_3"])
+    by_config = pd.DataFrame({"u sums to": [1.156, 0.906], "w_acc the run sent": [0.378, 0.483]}, index=["A", "B"])
+    answer, why = tf.exercise_3(end, pd.Series({"client_0": "A", "client_3": "B"}), by_config)
+    assert answer == "A"
+    assert why.startswith("config A also holds tag_count, which the cluster does not share. Its u sums to 1.156, so "
+                          "rescaling dilutes its w_acc. Config B holds only shared rewards. Its u sums to 0.906")
+    assert why.endswith("α favours config A: the ranking follows which rewards a client holds, not its progress.")
+
+
+@pytest.mark.parametrize("ratios, answer", [([0.02, 0.03, 0.5], "below 0.1"), ([0.2, 0.3, 0.4], "0.1 to 0.5"),
+                                            ([0.9, 1.0, 0.6], "above 0.5")])
+def test_exercise_4_puts_the_median_ratio_in_one_of_its_choices(ratios, answer):
+    import pandas as pd
+
+    from experiments import teaching_fedmoa as tf
+
+    got, why = tf.exercise_4(pd.DataFrame({"ratio": ratios, "delta": [1e-4, -2e-4, 3e-4]}), lam=10.0, prompts=4)
+    assert got == answer and got in tf.RATIO_CHOICES
+    assert "batch of 4 prompts" in why and why.endswith("λ = 10, λ|Δ_k| has median 0.0020.")
+
+
+@pytest.mark.parametrize("low, high, answer, where", [(-1.2, 0.85, "within noise", "holds 0"),
+                                                      (0.1, 2.0, "higher", "lies above 0"),
+                                                      (-2.0, -0.1, "lower", "lies below 0")])
+def test_exercise_5_reads_the_interval(low, high, answer, where):
+    from experiments import teaching_fedmoa as tf
+
+    got, why = tf.exercise_5(low, high)
+    assert got == answer and why.startswith(f"the interval {low:+.2f} to {high:+.2f} points {where}.")
+
+
+def test_exercise_6_says_whose_models_the_front_holds_and_how_often_chance_gives_as_many():
+    import pandas as pd
+
+    from experiments import teaching_fedmoa as tf
+    from experiments.fedmoa_pareto import non_dominated, pareto_front_order
+
+    models = pd.DataFrame(dict(variant=["FedAvg-GRPO"] * 2 + ["FedMOA"] * 2, seed=[0, 1, 0, 1],
+                               acc=[0.30, 0.20, 0.25, 0.10], fmt=[0.97, 0.96, 0.99, 0.95]))
+    xy = models[["acc", "fmt"]].to_numpy()
+    answer, why = tf.exercise_6(models, pareto_front_order(xy, non_dominated(xy)), x="acc", y="fmt")
+    assert answer == "both"  # FedAvg-GRPO's seed 0 (most accurate) and FedMOA's seed 0 (better format)
+    assert why.startswith("format spans only 0.950 to 0.990, so the front is nearly an accuracy ranking: the most "
+                          "accurate model (FedAvg-GRPO's seed 0, 0.300), then each less accurate one with a better "
+                          "format: FedMOA's seed 0 (0.250, 0.990). 1 of the front's 2 models are FedMOA's.")
+    assert why.endswith("FedMOA would get 1 or more with chance 0.83: the front does not separate the arms.")
+    alone = models.assign(fmt=[0.90, 0.90, 0.99, 0.95], acc=[0.2, 0.1, 0.3, 0.25])
+    xy = alone[["acc", "fmt"]].to_numpy()
+    assert tf.exercise_6(alone, pareto_front_order(xy, non_dominated(xy)), x="acc", y="fmt")[0] == "FedMOA"
