@@ -335,8 +335,9 @@ def main(argv: list[str] | None = None) -> None:
                         continue
                     rows.append(result_row(cfg, run_dir, setting, variant, seed, family))
                     print(json.dumps({k: v for k, v in rows[-1].items() if k != "history"}), flush=True)
-    settings = {s: {k: v for k, v in setting_config(args.scale, s, "FedMOA", 0, args.homo_family[0], fedmoa=fedmoa,
-                                                   **extra).to_dict().items()
+    moa, more, _ = tuned_fields(args.tuned, "FedMOA") if args.tuned else ({}, {}, "")  # what FedMOA's runs used
+    settings = {s: {k: v for k, v in setting_config(args.scale, s, "FedMOA", 0, args.homo_family[0],
+                                                   fedmoa={**fedmoa, **moa}, **{**extra, **more}).to_dict().items()
                     if k in ("world", "num_clients", "rounds", "local_steps", "prompts_per_step", "num_generations",
                              "max_new_tokens", "n_train", "n_test", "n_aux", "eval_samples", "base", "fedmoa",
                              "learning_rate", "lr_schedule", "prompt_pass", "generation_loop", "length_buckets")}

@@ -154,6 +154,10 @@ def test_a_grid_with_tuned_values_records_them(bench, tmp_path):
                 "--tuned", str(path), "--run-root", str(tmp_path / "none"), "--out", str(out)])
     res = json.loads(out.read_text())
     assert res["settings"]["tuned"]["lam"]["value"] == 100.0 and res["settings"]["tuned"]["file"] == str(path)
+    # the setting's own record holds what FedMOA's runs use, not the scale's untuned defaults
+    assert res["settings"]["heter+heter"]["learning_rate"] == 0.004
+    assert res["settings"]["heter+heter"]["fedmoa"]["lam"] == 100.0
+    assert res["settings"]["heter+heter"]["fedmoa"]["lam_rule"] == "fixed"
     assert [c["variant"] for c in res["summary"]["not_finished"]] == ["FedAvg-GRPO", "λ off, α on", "FedMOA",
                                                                        "λ on, α off", "FedMOA, uniform w_0",
                                                                        "FedMOA, λ=100"]
