@@ -94,7 +94,7 @@ def main(argv=None) -> dict:
     extra = parse_set(STORED_ME_SCORE + (NO_GT if args.no_gt else []) + args.set)
     eval_every = args.eval_every or args.rounds
     settings = dict(SETTINGS, rounds=args.rounds, eval_every=eval_every, no_gt=args.no_gt,
-                    me_score=[x for x in STORED_ME_SCORE + args.set if x.startswith("fedgrpo.me_score=")][-1][17:],
+                    me_score=extra["fedgrpo.me_score"],
                     set=(NO_GT if args.no_gt else []) + args.set)  # files made before me_score was recorded resume
     rows, inapplicable, commands = [], {}, []
     if args.resume and Path(args.out).exists():
