@@ -658,30 +658,31 @@ class _Answer:
     """An exercise's answer as a notebook shows it: folded (HTML ``<details>``, opened with a click, so a reader who
     has not predicted yet does not see it by accident), and as the same line of plain text for any other reader."""
 
-    def __init__(self, text: str):
-        self.text = text
+    def __init__(self, text: str, table=None):
+        self.text, self.table = text, table
 
     def __repr__(self) -> str:
-        return self.text
+        return self.text if self.table is None else f"{self.text}\n{self.table}"
 
     def _repr_html_(self) -> str:
         import html
 
+        table = "" if self.table is None else getattr(self.table, "_repr_html_", lambda: f"<pre>{self.table}</pre>")()
         return (f"<details><summary><b>Answer</b> (click to open once you have predicted)</summary>"
-                f"<p>{html.escape(self.text)}</p></details>")
+                f"<p>{html.escape(self.text)}</p>{table}</details>")
 
 
-def _show_answer(text: str) -> None:
-    """``text`` folded under "Answer" in a notebook (:class:`_Answer`), printed elsewhere."""
+def _show_answer(text: str, table=None) -> None:
+    """``text`` (and ``table``, if any) folded under "Answer" in a notebook (:class:`_Answer`), printed elsewhere."""
     try:
         from IPython import get_ipython
         from IPython.display import display
     except ImportError:  # pragma: no cover - IPython comes with the notebooks' dependencies
         get_ipython = None
     if get_ipython is not None and get_ipython() is not None:
-        display(_Answer(text))
+        display(_Answer(text, table))
     else:
-        print(text)
+        print(_Answer(text, table))
 
 
 def reveal(answer, why: str) -> None:
@@ -693,18 +694,19 @@ def reveal(answer, why: str) -> None:
 
 
 # -- exercises whose stored output teaches ------------------------------------------------------------------------
-def check_explained(prediction, answer, why: str, tolerance: float = 0.0) -> None:
+def check_explained(prediction, answer, why: str, tolerance: float = 0.0, table=None) -> None:
     """An exercise's check cell that always ends with the answer and why (``why``: computed from the run, not
     retyped), so that a notebook read as stored, where nobody has predicted anything, still teaches the answer.
 
     With a prediction it first says right or not quite, as :func:`check` does (the same matching rules); without
-    one (``None``) it says so in one line before the answer."""
+    one (``None``) it says so in one line before the answer. ``table``: numbers that give the answer away (e.g. a
+    DataFrame), folded with it, or shown after the verdict."""
     import contextlib
     import io
 
     if prediction is None or prediction is ...:
         print("No prediction set (prediction cell above left at None): predict first, then compare.")
-        _show_answer(f"Answer: {answer!r}. Why: {why}")
+        _show_answer(f"Answer: {answer!r}. Why: {why}", table)
         return
     verdict = io.StringIO()
     with contextlib.redirect_stdout(verdict):
@@ -713,6 +715,10 @@ def check_explained(prediction, answer, why: str, tolerance: float = 0.0) -> Non
     print(f"✔ Right: {answer!r}." if right else f"✘ Not quite: you predicted {prediction!r}; the answer is "
           f"{answer!r}.")
     print(f"Why: {why}")
+    if table is not None:
+        from IPython.display import display
+
+        display(table)
 
 
 def static_default(update, **controls) -> None:

@@ -32,6 +32,20 @@ def test_an_explained_check_says_right_or_not_and_always_why(prediction, right, 
     assert second == "Why: 1/N."
 
 
+def test_an_explained_checks_table_is_folded_with_the_answer_until_a_prediction_is_set(capsys):
+    import pandas as pd
+
+    table = pd.DataFrame({"u": [1.5, 2.25]}, index=["Balanced", "Random"])
+    folded = notebook._Answer("Answer: 'larger'.", table)._repr_html_()
+    assert folded.startswith("<details>") and folded.index("2.25") < folded.index("</details>")
+    notebook.check_explained(None, "larger", "u is larger.", table=table)
+    out = capsys.readouterr().out
+    assert "Answer: 'larger'." in out and "2.25" in out
+    notebook.check_explained("larger", "larger", "u is larger.", table=table)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("✔ Right") and lines[1] == "Why: u is larger." and "2.25" in lines[-1]
+
+
 def test_an_explained_check_matches_sets_as_check_does(capsys):
     notebook.check_explained({"b", "a"}, {"a", "b"}, "same cluster.")
     assert capsys.readouterr().out.startswith("✔ Right")
