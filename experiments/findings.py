@@ -613,7 +613,8 @@ def pubswap_start_pass1(seed: int, results: str | Path = RESULTS) -> dict:
     from fedrl_kit.config import preset
 
     rows = json.loads((Path(results) / "pubswap_paper_quick_large_tau.json").read_text())
-    at = [r for r in rows if r["tau"] == max(r["tau"] for r in rows) and r["method"] == "fedavg_grpo"]
+    at = [r for r in rows if r["tau"] == max(r["tau"] for r in rows) and r["method"] == "fedavg_grpo"
+          and r.get("table", "table1") == "table1"]  # Table 4's rows (α = 0.1) share the seeds, not the split
     base = preset(at[0]["preset"])
     mine = [r["pass@1_start"] for r in at if r["seed"] == seed]
     return dict(at_seed=round(100 * mine[0], 1) if mine else None, seeds=len(at),
