@@ -81,10 +81,10 @@ diagrams.round_diagram("fedmoa")
 #
 # $$w_k\ge0,\ \sum_kw_k=1\ \text{(1)},\qquad r_w=\sum_kw_kr_k\ \text{(2)}$$
 #
-# GRPO runs on $r_w$: $A_i$ compares each of a prompt's $G$ answers $y_i$ with the others (std + 10⁻⁴);
-# $\mathcal L$ clips each token's new-over-old probability ratio $\rho_{i,t}$, wider above
-# ($c'>c$, DAPO's clip-higher: rare good tokens gain faster); no KL term. $L_k$: $\mathcal L$ on $r_k$ alone at
-# $\rho=1$, used only for its gradient.
+# GRPO runs on $r_w$: $A_i$ compares each of a prompt's $G$ answers $y_i$ with the others (std + 10⁻⁴: equal
+# rewards give 0); $\mathcal L$ clips each token's new-over-old probability ratio $\rho_{i,t}$, wider above ($c'>c$,
+# DAPO's clip-higher: rare good tokens gain faster); no KL term. $L_k$: $\mathcal L$ on $r_k$ alone at $\rho=1$,
+# used only for its gradient.
 #
 # $$\begin{aligned}A_i&=\frac{r_w(y_i)-\operatorname{mean}_jr_w(y_j)}{\operatorname{std}_jr_w(y_j)},\qquad
 # \mathcal L=-\frac{1}{\sum_i|y_i|}\sum_{i,t}\min\bigl(\rho_{i,t}A_i,\,
