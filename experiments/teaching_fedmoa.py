@@ -207,12 +207,15 @@ def settings_table(cfg, seed: int, grid: pd.DataFrame) -> pd.DataFrame:
 
 def tuning_table() -> pd.DataFrame:
     """The grid's λ tuning runs (benchmarks/results/fedmoa_tuning_cpu.json, FedMOA, a seed of their own): the best
-    round's validation accuracy and the weights' mean L1 move a round, one row per λ."""
+    round's validation accuracy and the weights' mean L1 move a round, one row per λ; the header's corner names
+    λ and the tuning seed (as the columns' name, so that no empty row renders under the header)."""
     tuned = [r for r in json.loads((RESULTS / "fedmoa_tuning_cpu.json").read_text())["runs"]
              if r["variant"] == "FedMOA"]
-    return pd.DataFrame({"validation accuracy (best round)": [f"{r['best_val_accuracy']:.4f}" for r in tuned],
-                         "weights' move a round (L1)": [f"{r['mean_w_move']:.2g}" for r in tuned]},
-                        index=pd.Index([f"{r['lam']:g}" for r in tuned], name=f"λ (tuning seed {tuned[0]['seed']})"))
+    out = pd.DataFrame({"validation accuracy (best round)": [f"{r['best_val_accuracy']:.4f}" for r in tuned],
+                        "weights' move a round (L1)": [f"{r['mean_w_move']:.2g}" for r in tuned]},
+                       index=[f"{r['lam']:g}" for r in tuned])
+    out.columns.name = f"λ (tuning seed {tuned[0]['seed']})"  # in the header's corner: no row of its own
+    return out
 
 
 def grid_w_acc_change(moa: pd.DataFrame, setting: str = "heter+heter") -> tuple[float, pd.DataFrame]:
@@ -241,18 +244,30 @@ def grid_w_acc_change(moa: pd.DataFrame, setting: str = "heter+heter") -> tuple[
     return float(moa.mean_w_move.mean()), out.astype({"seeds": int}).round(3)
 
 
-def grid_plan_words(setting: str = "heter+heter") -> str:
-    """The stored grid's client plan in one line: its clients, how many per family, their configs and starting
-    w_acc in a family's order (``fedrl_kit.fedmoa.plan``: ours, the paper gives no initial weights)."""
-    from fedrl_kit.fedmoa.plan import W0_SPREAD, client_plan
+def configs_table(live_clients: int, setting: str = "heter+heter") -> pd.DataFrame:
+    """Reward configs A, B, C (``fedrl_kit.fedmoa.plan``: the paper's Table 3 reward sets) as the live run
+    (``live_clients`` clients) and the stored grid (its clients) use them: each config's rewards on the MATH- and
+    GSM8K-like and on the MBPP-like family, then per run how many clients hold it and the w_acc they start round 1
+    from, largest first ("—": no client; the starting weights are ours, the paper gives none)."""
+    from fedrl_kit.fedmoa.plan import CONFIG_NAMES, REWARD_CONFIGS, client_plan, initial_weights
 
-    n = fedmoa_setting(setting=setting)["clients"]
-    plan = client_plan(setting, n)
-    families = list(dict.fromkeys(f for f, _ in plan))
-    first = [c for f, c in plan if f == families[0]]
-    w0 = [W0_SPREAD[j % len(W0_SPREAD)] for j in range(len(first))]
-    return (f"the grid's plan: {n} clients, {len(first)} per family, on configs {', '.join(first)} starting at w_acc "
-            f"{', '.join(f'{w:g}' for w in w0)} (the other rewards share the rest equally)")
+    def held(n):
+        plan = client_plan(setting, n)
+        starts = [w[0] for w in initial_weights(setting, plan)]
+        out = []
+        for c in CONFIG_NAMES:
+            w0 = sorted({w for (_, cf), w in zip(plan, starts) if cf == c}, reverse=True)
+            k = sum(cf == c for _, cf in plan)
+            out.append(f"{k} ({', '.join(f'{w:g}' for w in w0)})" if k else "—")
+        return out
+
+    out = pd.DataFrame({"rewards: MATH-, GSM8K-like": [", ".join(REWARD_CONFIGS["math"][c]) for c in CONFIG_NAMES],
+                        "rewards: MBPP-like": [", ".join(REWARD_CONFIGS["code"][c]) for c in CONFIG_NAMES],
+                        "live run: clients (w_acc at start)": held(live_clients),
+                        "stored grid: clients (w_acc at start)": held(fedmoa_setting(setting=setting)["clients"])},
+                       index=list(CONFIG_NAMES))
+    out.columns.name = "config"  # in the header's corner: no row of its own
+    return out
 
 
 COSINE_GRID = "fedmoa_compare_cpu_cosine_homo+homo_gsm.json"
@@ -281,8 +296,8 @@ def front_figure(models: pd.DataFrame, order=None, x: str = "math/pass@1", y: st
     ``y``) coloured by arm and labelled by seed; the rows at positions ``order`` (the front, ascending in ``x``, as
     :func:`experiments.fedmoa_pareto.pareto_front_order` gives them) ringed and joined by the front's edge: down
     from each to the next one's height, then across to it (``order`` None: the points alone, for a reader to find
-    the front). The y axis zooms to the points' range, padded; its title states both the points' range and the
-    axis's, so that a narrow range is not read as a wide one."""
+    the front). The y axis zooms to the points' range, padded, and its title says it is zoomed (the notebook's
+    text gives the points' range), so that a narrow range is not read as a wide one."""
     fig = go.Figure()
     for arm, d in models.groupby("variant", sort=False):
         colour, symbol = ARM_STYLE.get(arm, ("grey", "square"))
@@ -302,7 +317,7 @@ def front_figure(models: pd.DataFrame, order=None, x: str = "math/pass@1", y: st
     fig.update_layout(template="plotly_white", height=400, legend=dict(orientation="h", y=-0.25),
                       title="final global model of each arm and seed (sN: seed N; stored grid, MATH-like tests)")
     fig.update_xaxes(title="accuracy (pass@1)")
-    fig.update_yaxes(title=f"format reward (points {lo:.3f} to {hi:.3f}; axis {y0:.3f} to {y1:.3f})", range=[y0, y1])
+    fig.update_yaxes(title="format reward (zoomed)", range=[y0, y1])
     return fig
 
 
