@@ -76,7 +76,8 @@ def clients_table(run) -> pd.DataFrame:
     info["cluster"] = [f"{accs.index(r.split(', ')[0])} ({r.split(', ')[0]})" for r in info.rewards]
     info["initial w (same order)"] = [" / ".join(f"{w:.3g}" for w in run.clients[c].initial_weights)
                                       for c in info.index]
-    return info[["stands_for", "cluster", "config", "rewards", "examples", "initial w (same order)"]]
+    out = info[["stands_for", "cluster", "config", "rewards", "examples", "initial w (same order)"]]
+    return out.rename_axis(index=None, columns="client")  # "client" in the header's corner: no row of its own
 
 
 def round_end_weights(records: list[dict], round: int = 1) -> pd.DataFrame:
@@ -122,11 +123,11 @@ def delta_ratios(records: list[dict]) -> pd.DataFrame:
     return out
 
 
-def w_acc_figure(w: pd.DataFrame, configs: dict) -> go.Figure:
+def w_acc_figure(w: pd.DataFrame, configs: dict, run: str = "live run") -> go.Figure:
     """The paper's Fig. 5 for one run: each client's w_acc at the start and the end of every round (``w_acc_table``),
     one line per client, coloured by its reward config, one panel per cluster, each config's clients named at their
     lines' end (a config's lines overlap); the boundaries between rounds (where eq. 12 acts) shaded; ticks at each
-    round's start and end."""
+    round's start and end; the title names the ``run`` (the notebook draws only its live run)."""
     from plotly.subplots import make_subplots
 
     colours = {"A": "#636EFA", "B": "#EF553B", "C": "#00CC96"}
@@ -153,7 +154,7 @@ def w_acc_figure(w: pd.DataFrame, configs: dict) -> go.Figure:
                                font=dict(size=11, color=colours.get(cfg)), row=1, col=i)
     rounds = range(1, int(w["round"].max()) + 1)
     fig.update_layout(template="plotly_white", height=360, legend=dict(orientation="h", y=-0.25),
-                      title="w_acc at each round's start and end (shaded: the server's eq. 12 between rounds)")
+                      title=f"{run}: w_acc at each round's start and end (shaded: the server's eq. 12 between rounds)")
     fig.update_xaxes(tickvals=[x for r in rounds for x in (r - 1, r - 0.4)], range=[-0.1, max(rounds) + 0.1],
                      ticktext=[t for r in rounds for t in (f"round {r}<br>start", "end")])
     fig.update_yaxes(title="w_acc", col=1)
