@@ -252,7 +252,7 @@ display(tf.tuning_table())  # how the grid chose λ: validation accuracy on a tu
 
 # %% [markdown]
 # **λ**: the three scored alike on one tuning seed. At the paper's 0.01 our weights stay still (Δ's scale depends
-# on model and layer). Toy families stand in for its datasets:
+# on model and layer). Toy families stand in for the paper's datasets:
 
 # %% tags=["nbval-check-output"]
 world = make_family_world(seed, 10, 4)
@@ -260,7 +260,7 @@ pd.DataFrame([dict(family=f, stands_for=PAPER_NAMES[f], prompt=r["prompt"], answ
               for f in FAMILIES for r in world.test_by_family[f].select(range(1))])
 
 # %% [markdown]
-# **Configs A, B, C**: the paper's reward sets; starting weights ours (it gives none), the other rewards sharing
+# **Configs A, B, C**: the paper's reward sets; starting weights ours (it gives none), other rewards sharing
 # the rest equally:
 
 # %%
