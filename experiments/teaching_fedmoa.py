@@ -76,7 +76,8 @@ def clients_table(run) -> pd.DataFrame:
     info["cluster"] = [f"{accs.index(r.split(', ')[0])} ({r.split(', ')[0]})" for r in info.rewards]
     info["initial w (same order)"] = [" / ".join(f"{w:.3g}" for w in run.clients[c].initial_weights)
                                       for c in info.index]
-    return info[["stands_for", "cluster", "config", "rewards", "examples", "initial w (same order)"]]
+    out = info[["stands_for", "cluster", "config", "rewards", "examples", "initial w (same order)"]]
+    return out.rename_axis(index=None, columns="client")  # "client" in the header's corner: no row of its own
 
 
 def round_end_weights(records: list[dict], round: int = 1) -> pd.DataFrame:
@@ -122,10 +123,11 @@ def delta_ratios(records: list[dict]) -> pd.DataFrame:
     return out
 
 
-def w_acc_figure(w: pd.DataFrame, configs: dict) -> go.Figure:
+def w_acc_figure(w: pd.DataFrame, configs: dict, run: str = "live run") -> go.Figure:
     """The paper's Fig. 5 for one run: each client's w_acc at the start and the end of every round (``w_acc_table``),
-    one line per client, coloured by its reward config, one panel per cluster; the boundaries between rounds (where
-    eq. 12 acts) shaded."""
+    one line per client, coloured by its reward config, one panel per cluster, each config's clients named at their
+    lines' end (a config's lines overlap); the boundaries between rounds (where eq. 12 acts) shaded; ticks at each
+    round's start and end; the title names the ``run`` (the notebook draws only its live run)."""
     from plotly.subplots import make_subplots
 
     colours = {"A": "#636EFA", "B": "#EF553B", "C": "#00CC96"}
@@ -144,10 +146,17 @@ def w_acc_figure(w: pd.DataFrame, configs: dict) -> go.Figure:
             shown.add(cfg)
         for r in range(1, int(w["round"].max())):
             fig.add_vrect(x0=r - 0.4, x1=r, fillcolor="grey", opacity=0.15, line_width=0, row=1, col=i)
-    fig.update_layout(template="plotly_white", height=360, legend=dict(orientation="h", y=-0.2),
-                      title="w_acc at each round's start and end (shaded: the server's eq. 12 between rounds)")
-    fig.update_xaxes(tickvals=list(range(int(w["round"].max()))),
-                     ticktext=[f"round {r + 1}" for r in range(int(w["round"].max()))])
+        last = w[(w.cluster == c) & (w["round"] == w["round"].max())]
+        for cfg, d in last.groupby(last.client.map(configs)):  # a config's clients, named at their lines' end
+            ids = [n.rsplit("_", 1)[-1] for n in sorted(d.client)]
+            fig.add_annotation(x=d["round"].iloc[0] - 0.35, y=d.end.mean(), xanchor="left", showarrow=False,
+                               text=f"client{'s' if len(ids) > 1 else ''} {', '.join(ids)}",
+                               font=dict(size=11, color=colours.get(cfg)), row=1, col=i)
+    rounds = range(1, int(w["round"].max()) + 1)
+    fig.update_layout(template="plotly_white", height=360, legend=dict(orientation="h", y=-0.25),
+                      title=f"{run}: w_acc at each round's start and end (shaded: the server's eq. 12 between rounds)")
+    fig.update_xaxes(tickvals=[x for r in rounds for x in (r - 1, r - 0.4)], range=[-0.1, max(rounds) + 0.1],
+                     ticktext=[t for r in rounds for t in (f"round {r}<br>start", "end")])
     fig.update_yaxes(title="w_acc", col=1)
     return fig
 
@@ -167,16 +176,129 @@ def stored_runs(setting: str = "heter+heter") -> pd.DataFrame:
     return out
 
 
+def settings_table(cfg, seed: int, grid: pd.DataFrame) -> pd.DataFrame:
+    """The live run (``cfg``, ``seed``), the stored grid (its runs: :func:`stored_runs`) and the paper side by side:
+    model, clients, rounds, τ, prompts × answers a step, the clip bounds (c, c′), λ (the grid's with the values it
+    was tuned over) and seeds. Where the paper is silent: "not given"."""
+    from pathlib import Path
+
+    from experiments.fedmoa_presets import CLIENTS, LAM_GRID, SCALE_FEDMOA, SCALE_FIELDS
+    from fedrl_kit.config import RunConfig
+    from fedrl_kit.runs import REPO_ROOT
+
+    s, paper, stored = fedmoa_setting(), SCALE_FIELDS["paper"], stored_grid()["settings"]["heter+heter"]
+    n_params = json.loads((REPO_ROOT / "data" / "base_moa" / "pretrain.json").read_text())["n_params"]
+    clip = {k: stored.get(k, getattr(RunConfig, k)) for k in ("epsilon", "epsilon_high")}  # unrecorded: the default
+    return pd.DataFrame({
+        "live run (§4–5)": [Path(cfg.base).name, cfg.num_clients, cfg.rounds, cfg.local_steps,
+                            f"{cfg.prompts_per_step} × {cfg.num_generations}",
+                            f"{cfg.epsilon:g}, {cfg.epsilon_high:g}",
+                            f"{cfg.fedmoa.lam:g}", f"1 (seed {seed})"],
+        "stored grid (§6)": [f"{Path(stored['base']).name} ({n_params / 1e6:.1f} M parameters)", s["clients"],
+                             s["rounds"], s["tau"], f"{s['b']} × {s['G']}",
+                             f"{clip['epsilon']:g}, {clip['epsilon_high']:g}",
+                             f"{s['lam']['FedMOA']:g} (tuned over {', '.join(f'{x:g}' for x in LAM_GRID)})",
+                             grid.query("variant == 'FedMOA'").seed.nunique()],
+        "paper": [paper["base"], CLIENTS["paper"]["heter+heter"], paper["rounds"], "not given",
+                  f"{paper['prompts_per_step']} × {paper['num_generations']}", "not given",
+                  f"{SCALE_FEDMOA['paper']['lam']:g}", "not given"]},
+        index=["model", "clients", "rounds", "τ: local steps a round", "prompts × answers (G) a step",
+               "clip: c, c′", "λ", "seeds"])
+
+
+def tuning_table() -> pd.DataFrame:
+    """The grid's λ tuning runs (benchmarks/results/fedmoa_tuning_cpu.json, FedMOA, a seed of their own): the best
+    round's validation accuracy and the weights' mean L1 move a round, one row per λ; the header's corner names
+    λ and the tuning seed (as the columns' name, so that no empty row renders under the header)."""
+    tuned = [r for r in json.loads((RESULTS / "fedmoa_tuning_cpu.json").read_text())["runs"]
+             if r["variant"] == "FedMOA"]
+    out = pd.DataFrame({"validation accuracy (best round)": [f"{r['best_val_accuracy']:.4f}" for r in tuned],
+                        "weights' move a round (L1)": [f"{r['mean_w_move']:.2g}" for r in tuned]},
+                       index=[f"{r['lam']:g}" for r in tuned])
+    out.columns.name = f"λ (tuning seed {tuned[0]['seed']})"  # in the header's corner: no row of its own
+    return out
+
+
+def grid_w_acc_change(moa: pd.DataFrame, setting: str = "heter+heter") -> tuple[float, pd.DataFrame]:
+    """Over the stored grid's FedMOA runs (``moa``: :func:`stored_runs` rows of one variant): eq. 10's mean L1 move
+    of a client's weights a round, and per reward config (then all clients) its MATH-/GSM8K-like rewards, its
+    clients, the w_acc they started round 1 from (the plan's, alike on every seed) and w_acc's change over the run
+    (last round's end − first round's start; per seed the mean over the config's clients, then mean ± 95 % t over
+    seeds)."""
+    from experiments.stats import t_interval
+    from fedrl_kit.fedmoa.plan import REWARD_CONFIGS, client_plan
+
+    w = pd.concat([w_acc_table(h["clients"]).assign(seed=s) for s, h in zip(moa.seed, moa.history)])
+    first = w[w["round"] == 1].set_index(["seed", "client"]).start
+    last = w[w["round"] == w["round"].max()].set_index(["seed", "client"]).end
+    change = pd.DataFrame({"start": first, "change": last - first}).reset_index()
+    plan = client_plan(setting, w.client.nunique())  # (family, config) of client_0, client_1, …
+    change["config"] = [plan[int(c.split("_")[1])][1] for c in change.client]
+    per_seed = change.groupby(["seed", "config"]).change.mean().unstack()  # per seed: mean over a config's clients
+    per_seed["all clients"] = change.groupby("seed").change.mean()
+    out = pd.DataFrame({c: t_interval(per_seed[c]) for c in per_seed}, index=["change", "± 95 %", "seeds"]).T
+    starts = change.groupby("config").start.unique()
+    out.insert(0, "rewards (MATH-, GSM8K-like)", [", ".join(REWARD_CONFIGS["math"][c]) for c in starts.index] + [""])
+    out.insert(1, "clients", [*change.groupby("config").client.nunique(), change.client.nunique()])
+    out.insert(2, "w_acc at round 1's start", [", ".join(f"{x:g}" for x in sorted(v, reverse=True)) for v in starts]
+               + [f"{change.start.mean():.3f} (mean)"])
+    return float(moa.mean_w_move.mean()), out.astype({"seeds": int}).round(3)
+
+
+def configs_table(live_clients: int, setting: str = "heter+heter") -> pd.DataFrame:
+    """Reward configs A, B, C (``fedrl_kit.fedmoa.plan``: the paper's Table 3 reward sets) as the live run
+    (``live_clients`` clients) and the stored grid (its clients) use them: each config's rewards on the MATH- and
+    GSM8K-like and on the MBPP-like family, then per run how many clients hold it and the w_acc they start round 1
+    from, largest first ("—": no client; the starting weights are ours, the paper gives none)."""
+    from fedrl_kit.fedmoa.plan import CONFIG_NAMES, REWARD_CONFIGS, client_plan, initial_weights
+
+    def held(n):
+        plan = client_plan(setting, n)
+        starts = [w[0] for w in initial_weights(setting, plan)]
+        out = []
+        for c in CONFIG_NAMES:
+            w0 = sorted({w for (_, cf), w in zip(plan, starts) if cf == c}, reverse=True)
+            k = sum(cf == c for _, cf in plan)
+            out.append(f"{k} ({', '.join(f'{w:g}' for w in w0)})" if k else "—")
+        return out
+
+    out = pd.DataFrame({"rewards: MATH-, GSM8K-like": [", ".join(REWARD_CONFIGS["math"][c]) for c in CONFIG_NAMES],
+                        "rewards: MBPP-like": [", ".join(REWARD_CONFIGS["code"][c]) for c in CONFIG_NAMES],
+                        "live run: clients (w_acc at start)": held(live_clients),
+                        "stored grid: clients (w_acc at start)": held(fedmoa_setting(setting=setting)["clients"])},
+                       index=list(CONFIG_NAMES))
+    out.columns.name = "config"  # in the header's corner: no row of its own
+    return out
+
+
+COSINE_GRID = "fedmoa_compare_cpu_cosine_homo+homo_gsm.json"
+"""the stored grid that runs the paper's Fig. 5 cell (Homo+Homo, GSM8K-like) under its cosine learning-rate decay"""
+
+
+def cosine_w_acc_rise(name: str = COSINE_GRID) -> tuple[float, float, int, str]:
+    """FedMOA's within-round rise of w_acc (after a round's last local step − after its first, mean over clients and
+    rounds) in the stored cosine-decay grid ``name`` of benchmarks/results, as its Fig. 5 verdict reads it
+    (:func:`experiments.fedmoa_figure_claims.figure_claims`): (mean, 95 % t half-width, seeds, verdict)."""
+    from experiments import fedmoa_figure_claims as claims
+
+    grid = json.loads((RESULTS / name).read_text())
+    rows = claims.figure_claims(grid["runs"], settings=("homo+homo",), families=("gsm",),
+                                lr_schedule=claims.lr_schedule_of(grid))
+    (row,) = [r for r in rows if r["figure"] == claims.CLAIMS["fig5"][0]]
+    return row["mean"], row["half_width"], len(row["seeds"]), row["verdict"]
+
+
 ARM_STYLE = {"FedAvg-GRPO": ("#636EFA", "circle"), "FedMOA": ("#EF553B", "diamond")}
 """each arm's colour and marker in the notebook's front figure"""
 
 
-def front_figure(models: pd.DataFrame, order, x: str = "math/pass@1", y: str = "math/format") -> go.Figure:
+def front_figure(models: pd.DataFrame, order=None, x: str = "math/pass@1", y: str = "math/format") -> go.Figure:
     """The paper's Fig. 3 for final models: one point per row of ``models`` (columns ``variant``, ``seed``, ``x``,
     ``y``) coloured by arm and labelled by seed; the rows at positions ``order`` (the front, ascending in ``x``, as
     :func:`experiments.fedmoa_pareto.pareto_front_order` gives them) ringed and joined by the front's edge: down
-    from each to the next one's height, then across to it. The y axis zooms to the points' range, padded; its title
-    states both the points' range and the axis's, so that a narrow range is not read as a wide one."""
+    from each to the next one's height, then across to it (``order`` None: the points alone, for a reader to find
+    the front). The y axis zooms to the points' range, padded, and its title says it is zoomed (the notebook's
+    text gives the points' range), so that a narrow range is not read as a wide one."""
     fig = go.Figure()
     for arm, d in models.groupby("variant", sort=False):
         colour, symbol = ARM_STYLE.get(arm, ("grey", "square"))
@@ -185,17 +307,18 @@ def front_figure(models: pd.DataFrame, order, x: str = "math/pass@1", y: str = "
                                  marker=dict(size=12, color=colour, symbol=symbol, line=dict(color="black", width=1))))
         for px, py, s in zip(d[x], d[y], d.seed):  # the seed above each point: clear of its ring and of the front's
             fig.add_annotation(x=px, y=py, text=f"s{s}", showarrow=False, yshift=21, font=dict(size=11))  # edge
-    front = models.iloc[list(order)]
-    fig.add_trace(go.Scatter(x=front[x], y=front[y], mode="lines+markers", name="Pareto front",
-                             line=dict(color="grey", dash="dot", shape="vh"),
-                             marker=dict(symbol="circle-open", size=24, color="black", line=dict(width=2))))
+    if order is not None:
+        front = models.iloc[list(order)]
+        fig.add_trace(go.Scatter(x=front[x], y=front[y], mode="lines+markers", name="Pareto front",
+                                 line=dict(color="grey", dash="dot", shape="vh"),
+                                 marker=dict(symbol="circle-open", size=24, color="black", line=dict(width=2))))
     lo, hi = models[y].min(), models[y].max()
     pad = max(0.15 * (hi - lo), 0.002)
     y0, y1 = round(lo - pad, 3), round(hi + pad, 3)
     fig.update_layout(template="plotly_white", height=400, legend=dict(orientation="h", y=-0.25),
                       title="final global model of each arm and seed (sN: seed N; stored grid, MATH-like tests)")
     fig.update_xaxes(title="accuracy (pass@1)")
-    fig.update_yaxes(title=f"format reward (points {lo:.3f} to {hi:.3f}; axis {y0:.3f} to {y1:.3f})", range=[y0, y1])
+    fig.update_yaxes(title="format reward (zoomed)", range=[y0, y1])
     return fig
 
 
@@ -284,7 +407,8 @@ def exercise_5(low: float, high: float) -> tuple[str, str]:
     where = "holds 0" if answer == "within noise" else f"lies {'above' if answer == 'higher' else 'below'} 0"
     return answer, (f"the interval {low:+.2f} to {high:+.2f} points {where}. Eq. 10, the step meant to shift weight "
                     "to accuracy as format is learnt, barely acted. Eq. 12 did move the weights, but toward each "
-                    "cluster's α-average, whatever a client's progress (last cell of this section).")
+                    "cluster's α-average, whatever a client's progress (the grid's table of w_acc's change by "
+                    "config, after Exercise 6).")
 
 
 def exercise_6(final: pd.DataFrame, order, x: str = "math/pass@1", y: str = "math/format",

@@ -185,12 +185,20 @@ def test_the_live_runs_figure_draws_each_clients_rounds_with_the_boundaries_shad
     first = w[w.client == "client_0"]
     assert list(fig.data[0].y) == pytest.approx(np.ravel(first[["start", "end"]].to_numpy()).tolist())
     assert len(fig.layout.shapes) == 2 * 2  # two boundaries in each of the two clusters' panels
+    labels = [a.text for a in fig.layout.annotations if a.text.startswith("client")]
+    assert sorted(labels) == ["client 0", "client 1", "client 2"]  # each config's clients at their lines' end
+    assert list(fig.layout.xaxis.ticktext) == ["round 1<br>start", "end", "round 2<br>start", "end",
+                                               "round 3<br>start", "end"]
+    assert list(fig.layout.xaxis.tickvals) == pytest.approx([0, 0.6, 1, 1.6, 2, 2.6])
+    same = [_client_record(c, 1, 0, ["accuracy", "format"], [0.5, 0.5], [0.5, 0.5]) for c in ("client_3", "client_4")]
+    fig = tf.w_acc_figure(tf.w_acc_table(same), {"client_3": "B", "client_4": "B"})
+    assert [a.text for a in fig.layout.annotations if a.text.startswith("client")] == ["clients 3, 4"]
 
 
 def test_the_front_figure_rings_the_front_in_order_and_zooms_to_every_point():
     """One trace per arm (points labelled by seed), then the front: exactly the non-dominated models, ascending in
-    accuracy, drawn as a staircase down then across; the zoomed y axis holds every point, and its title gives the
-    points' range and its own."""
+    accuracy, drawn as a staircase down then across; the zoomed y axis holds every point, and its title says it is
+    zoomed."""
     import pandas as pd
 
     from experiments import teaching_fedmoa as tf
@@ -208,8 +216,9 @@ def test_the_front_figure_rings_the_front_in_order_and_zooms_to_every_point():
     assert list(front.x) == [0.24, 0.28, 0.30, 0.31] and list(front.y) == [0.995, 0.990, 0.975, 0.970]
     assert front.line.shape == "vh"  # from a front model down to the next one's format, then across to it
     lo, hi = fig.layout.yaxis.range
-    assert lo < models.fmt.min() and hi > models.fmt.max() and f"{lo:.3f} to {hi:.3f}" in fig.layout.yaxis.title.text
-    assert "points 0.970 to 0.995" in fig.layout.yaxis.title.text  # the points' own range beside the axis's
+    assert lo < models.fmt.min() and hi > models.fmt.max() and fig.layout.yaxis.title.text == "format reward (zoomed)"
+    bare = tf.front_figure(models, x="acc", y="fmt")  # the points alone, for a reader to find the front
+    assert [t.name for t in bare.data] == ["FedAvg-GRPO", "FedMOA"] and bare.layout.yaxis.range == fig.layout.yaxis.range
 
 
 def test_the_stored_runs_give_the_notebooks_numbers_as_the_findings_table_has_them():
@@ -230,6 +239,57 @@ def test_the_stored_runs_give_the_notebooks_numbers_as_the_findings_table_has_th
     drift, half, n = t_interval((last - first).groupby("seed").mean())
     f4 = findings.fedmoa_findings().iloc[3]
     assert (round(drift, 3), round(half, 3), n) == (f4.difference, f4["±95% t"], f4.seeds)
+    move, table = tf.grid_w_acc_change(moa)  # what the notebook shows: the same number in its last row
+    assert table.loc["all clients", ["change", "± 95 %", "seeds"]].tolist() == [f4.difference, f4["±95% t"], f4.seeds]
+    assert move == pytest.approx(moa.mean_w_move.mean())
+
+
+def test_the_grids_change_of_w_acc_reads_per_config_with_the_plans_rewards_clients_and_starts():
+    """Per config of the plan (Heter+Heter, 15 clients: A, B, C, A, B per family), its MATH-/GSM8K-like rewards,
+    clients and starting w_acc beside w_acc's change; the configs table names the same clients and starts for the
+    grid, and the live run's 6 clients on A and B."""
+    from experiments import teaching_fedmoa as tf
+
+    grid = tf.stored_runs()
+    _, table = tf.grid_w_acc_change(grid[grid.variant == "FedMOA"])
+    assert table.index.tolist() == ["A", "B", "C", "all clients"]
+    assert table["rewards (MATH-, GSM8K-like)"].tolist() == ["accuracy, format, tag_count", "accuracy, format",
+                                                            "accuracy, tag_count", ""]
+    assert table.clients.tolist() == [6, 6, 3, 15]
+    assert table["w_acc at round 1's start"].tolist()[:3] == ["0.5, 0.45", "0.4, 0.35", "0.3"]
+    assert table.loc["A", "change"] < table.loc["B", "change"] < 0 < table.loc["C", "change"]  # finding 3
+    configs = tf.configs_table(6)
+    assert configs.index.tolist() == ["A", "B", "C"] and configs.columns.name == "config"
+    assert configs["rewards: MATH-, GSM8K-like"].tolist() == table["rewards (MATH-, GSM8K-like)"].tolist()[:3]
+    assert configs["rewards: MBPP-like"].tolist()[1:] == ["code_accuracy, code_format, length_short",
+                                                          "code_accuracy, code_format, char_repetition"]
+    assert configs["live run: clients (w_acc at start)"].tolist() == ["3 (0.5)", "3 (0.4)", "—"]
+    assert configs["stored grid: clients (w_acc at start)"].tolist() == [
+        f"{k} ({w})" for k, w in zip(table.clients[:3], table["w_acc at round 1's start"][:3])]
+
+
+def test_the_settings_and_tuning_tables_read_the_stored_grid_and_the_live_config():
+    from experiments import teaching_fedmoa as tf
+
+    if not (REPO_ROOT / "data" / "base_moa" / "model.safetensors").exists():
+        pytest.skip("no CPU base policy")
+    cfg = tf.config_maker(0)("quick")
+    table = tf.settings_table(cfg, 0, tf.stored_runs())
+    assert table.columns.tolist() == ["live run (§4–5)", "stored grid (§6)", "paper"]
+    assert table.loc["λ"].tolist() == ["10", "10 (tuned over 0.01, 10, 100)", "0.01"]
+    assert table.loc["clip: c, c′", "live run (§4–5)"] == f"{cfg.epsilon:g}, {cfg.epsilon_high:g}"
+    assert table.loc["seeds"].tolist() == ["1 (seed 0)", 5, "not given"]
+    tuning = tf.tuning_table()
+    assert tuning.index.tolist() == ["0.01", "10", "100"] and tuning.columns.name.startswith("λ (tuning seed ")
+    assert tuning.index.name is None  # no empty row under the header
+
+
+def test_fig_5_under_the_cosine_decay_rises_within_rounds_as_the_docs_report():
+    """Finding 3's number: the stored cosine-decay grid (Homo+Homo, GSM8K-like) read by the figure-claims rule."""
+    from experiments import teaching_fedmoa as tf
+
+    mean, half, seeds, verdict = tf.cosine_w_acc_rise()
+    assert (f"{mean:+.4f}", f"{half:.4f}", seeds, verdict) == ("+0.0034", "0.0021", 3, "holds")
 
 
 def test_the_notebooks_cpu_runs_take_the_grids_lambda_and_the_paper_preset_the_papers():
