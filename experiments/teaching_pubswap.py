@@ -66,18 +66,19 @@ def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> pd.DataFram
     lora = f"{policy.model.config.num_hidden_layers}-layer transformer, LoRA rank {cfg.lora_rank}"
     grpo = (f"ε = {cfg.epsilon:g}, ε_high = {cfg.epsilon_high:g}: ρ clipped to [{1 - cfg.epsilon:g}, "
             f"{1 + cfg.epsilon_high:g}]; μ = {cfg.num_iterations} updates per step; learning rate η = "
-            f"{cfg.learning_rate:g}")
+            f"{cfg.learning_rate:g}; " + (f"KL weight {cfg.beta:g}" if cfg.beta else "no KL term"))
+    share = lambda taus, steps: f"{100 * min(taus) / steps:.0f}–{100 * max(taus) / steps:.0f} % of all steps"
     live = {"clients N; topic split α": f"{cfg.num_clients}; {cfg.dirichlet_alpha:g}",
             "b prompts × K answers per step; τ_swap": f"{cfg.prompts_per_step} × {cfg.num_generations}; "
                                                      f"{cfg.pubswap.period}",
-            "τ: local steps per round": f"{tau_live}",
+            "τ: local steps per round": f"{tau_live}: all (one round, short enough to run live)",
             "local steps per client in all": f"{tau_live} (one round)",
             "seeds": f"{cfg.seed}",
             "policy": lora, "GRPO": grpo,
             "pass@1 (% of test answers right; differences in points)": "not used"}
     mine = {"clients N; topic split α": f"{s['clients']}; {', '.join(f'{a:g}' for a in alpha)}",
             "b prompts × K answers per step; τ_swap": f"{s['b']} × {s['K']}; {s['period']}",
-            "τ: local steps per round": f"{', '.join(map(str, rounds.index))} (figure: {s['tau']})",
+            "τ: local steps per round": f"{', '.join(map(str, rounds.index))}: {share(rounds.index, s['steps'])}",
             "local steps per client in all": f"{s['steps']} at every τ: rounds = {s['steps']}/τ = "
                                              f"{', '.join(map(str, rounds))}",
             "seeds": f"{seeds.min()} per arm ({seeds.max()} for {more} at τ = {s['tau']})" if more else
@@ -88,9 +89,10 @@ def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> pd.DataFram
     models = sorted({m for m, _ in F.PUBSWAP_PAPER_TABLE1})
     paper = {"clients N; topic split α": "4; 0.3",
              "b prompts × K answers per step; τ_swap": f"—; {s['period']}",
-             "τ: local steps per round": ", ".join(map(str, F.PUBSWAP_PAPER_TAUS)),
+             "τ: local steps per round": f"{', '.join(map(str, F.PUBSWAP_PAPER_TAUS))}: "
+                                         f"{share(F.PUBSWAP_PAPER_TAUS, PAPER_STEPS)}",
              "local steps per client in all": f"{PAPER_STEPS}",
-             "seeds": "—", "policy": ", ".join(models), "GRPO": "—",
+             "seeds": "—", "policy": ", ".join(models), "GRPO": f"KL weight {preset('full').beta:g}",
              "pass@1 (% of test answers right; differences in points)": "on MATH and DeepMath"}
     table = pd.DataFrame({"live round (§3–4)": live, "stored runs (§5)": mine, "the paper": paper})
     same = table["stored runs (§5)"] == table["live round (§3–4)"]
@@ -99,20 +101,71 @@ def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> pd.DataFram
     return table
 
 
-def live_round(cfg, policy, method: str, tau: int):
+def live_round(cfg, policy, method: str, tau: int, tensors: bool = True):
     """One round of ``method`` from the shared start ``policy``, τ local steps, in a temporary folder: the built run
-    (``run.server`` holds the trained clients) with ``run.tensors`` (:func:`read_tensors`), and the package's drift
-    record after each local step, ``{j: record}`` (``drift.mean_pairwise_drift``, ``drift.distance_to_global``)."""
+    (``run.server`` holds the trained clients) with ``run.tensors`` (:func:`read_tensors`; ``{}`` unless ``tensors``),
+    and the package's drift record after each local step, ``{j: record}`` (``drift.mean_pairwise_drift``,
+    ``drift.distance_to_global``)."""
     import tempfile
 
     from fedrl_kit.runs import Run
 
     with tempfile.TemporaryDirectory() as folder:
-        run = Run(cfg.replace(method=method, rounds=1, local_steps=tau, trace_drift=True, trace_tensors=True,
+        run = Run(cfg.replace(method=method, rounds=1, local_steps=tau, trace_drift=True, trace_tensors=tensors,
                               eval_samples=1), folder, progress=False, policy=policy)
         records = run.run()
         run.tensors = read_tensors(folder)
     return run, {r["step"]: r for r in records if r["kind"] == "drift"}
+
+
+def replay_last_public(run, tau: int):
+    """The live round's last public step, answered again by its trained clients (a round keeps no answer texts):
+    the same public prompts and swap stream as that step (``generate_public``), fresh answers from the adapters the
+    round ended with. Local steps count from 0 here: step j is public when j + 1 is a multiple of τ_swap."""
+    from fedrl_kit.pubswap.method import is_public_step
+    from fedrl_kit.pubswap.public_step import generate_public
+
+    last = max(j for j in range(tau) if is_public_step(j, run.config.pubswap.period))
+    return generate_public(run.server, round=1, step=last)
+
+
+COLOURS = {"FedAvg-GRPO": "#5f6368", "no-swap control": "#f9ab00", "PubSwap Balanced": "#1a73e8",
+           "PubSwap Random": "#d93025"}
+"""one colour per arm in every figure"""
+
+
+def live_drift_figure(drifts: dict, period: int) -> go.Figure:
+    """Two panels over one live round's local steps j = 1 … τ, a line per arm: δ_pair after each step, and δ_pair / u
+    with √2 (equal-length updates in unrelated directions) dotted; public steps (every ``period``-th) shaded.
+    ``drifts``: ``{arm: {j: record}}``, each arm's per-step drift record as :func:`live_round` gives it (j from 0)."""
+    from fedrl_kit.pubswap.method import is_public_step
+
+    tau = max(len(d) for d in drifts.values())
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+                        subplot_titles=["δ_pair after step j (lower: clients closer)",
+                                        "δ_pair / u (lower: directions more alike)"])
+    for arm, d in drifts.items():
+        steps = sorted(d)
+        for col, y in ((1, [d[j]["pairwise_effective"] for j in steps]),
+                       (2, [d[j]["pairwise_effective"] / d[j]["to_global_effective"] for j in steps])):
+            fig.add_trace(go.Scatter(x=[j + 1 for j in steps], y=y, mode="lines+markers", name=arm, legendgroup=arm,
+                                     showlegend=col == 1, line=dict(color=COLOURS.get(arm, "black"), width=2)),
+                          row=1, col=col)
+    for j in range(tau):
+        if is_public_step(j, period):
+            for col in (1, 2):
+                fig.add_vrect(x0=j + 0.5, x1=j + 1.5, fillcolor="#fce8e6", opacity=0.6, line_width=0, layer="below",
+                              row=1, col=col)
+    fig.add_hline(y=float(np.sqrt(2)), line=dict(color="#444", dash="dot"), row=1, col=2,
+                  annotation_text="√2: unrelated", annotation_position="top right")
+    fig.update_layout(template="plotly_white", height=420, width=900, margin=dict(t=90, l=60, b=60),
+                      legend=dict(orientation="h", y=-0.25, x=0.5, xanchor="center"),
+                      title=dict(text=f"the live round, step by step (τ = {tau}; shaded: public steps)", x=0.02,
+                                 y=0.97))
+    fig.update_xaxes(title_text="local step j", tickvals=list(range(1, tau + 1)), range=[0.5, tau + 0.5])
+    fig.update_yaxes(title_text="δ_pair", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="δ_pair / u", range=[1.0, 1.5], row=1, col=2)
+    return fig
 
 
 def read_tensors(folder) -> dict:
@@ -313,8 +366,8 @@ def exercise_bound() -> tuple[str, str]:
 def stored_runs(results=F.RESULTS) -> pd.DataFrame:
     """One row per stored run of the four arms in the larger-τ grid (every τ it ran, final checkpoint): the arm's
     name, τ, seed, the end-of-round δ_pair (``drift_end_pairwise_effective``: δ_pair after each round's last local step,
-    mean over the run's rounds), the update size u (``drift_end_to_global_effective``, the same way) and the final
-    pass@1 in points; plus the run's rounds, preset and topic split."""
+    mean over the run's rounds), the update size u (``drift_end_to_global_effective``, the same way), the final
+    pass@1 in points and the untrained start's ("start"); plus the run's rounds, preset and topic split."""
     import json
     from pathlib import Path
 
@@ -322,7 +375,8 @@ def stored_runs(results=F.RESULTS) -> pd.DataFrame:
     rows = rows[rows.table.isin(["table1", "control"]) & rows.method.isin(list(ARMS))]
     return pd.DataFrame({"arm": rows.method.map(ARMS), "tau": rows.tau, "seed": rows.seed,
                          "δ_pair": rows.drift_end_pairwise_effective, "u": rows.drift_end_to_global_effective,
-                         "pass@1": 100 * rows["pass@1_final"], "rounds": rows.rounds, "preset": rows.preset,
+                         "pass@1": 100 * rows["pass@1_final"], "start": 100 * rows["pass@1_start"],
+                         "rounds": rows.rounds, "preset": rows.preset,
                          "dirichlet_alpha": rows.dirichlet_alpha}).reset_index(drop=True)
 
 
@@ -371,9 +425,9 @@ def stored_drift_figure(results=F.RESULTS) -> go.Figure:
     low, high = int(rows["δ_pair"].min()) - 1, int(rows["δ_pair"].max()) + 2
     fig.update_layout(template="plotly_white", height=480, width=900, margin=dict(t=90, l=60, b=60),
                       legend=dict(orientation="h", y=-0.22, x=0.5, xanchor="center"),
-                      title=dict(text=f"stored runs at τ = {s['tau']}: measured after each round's last local step, "
-                                      f"mean over the {s['rounds']} rounds", x=0.02, y=0.97))
-    fig.update_yaxes(title_text="δ_pair (axis not from 0)", range=[low, high], row=1, col=1)
+                      title=dict(text=f"stored runs at τ = {s['tau']} ({s['rounds']} rounds): end-of-round δ_pair and u",
+                                 x=0.02, y=0.97))
+    fig.update_yaxes(title_text="end-of-round δ_pair (axis not from 0)", range=[low, high], row=1, col=1)
     fig.update_yaxes(title_text="δ_pair / u", range=[1.0, 1.5], row=1, col=2)
     short = {"FedAvg-GRPO": "FedAvg-<br>GRPO", "no-swap control": "no-swap<br>control"}
     ticks = [f"{short.get(a, a.replace('PubSwap ', ''))}<br>({n.get(a, 0)} seeds)" for a in ORDER]
@@ -387,9 +441,28 @@ def update_sizes(results=F.RESULTS) -> pd.DataFrame:
     arm's seeds; the ratio is √2 for updates of equal length in unrelated directions and 0 for identical ones."""
     rows = _at_largest_tau(results)
     t = rows.groupby("arm")[["δ_pair", "u", "ratio"]].mean().reindex(ORDER)
-    t = t.rename(columns={"δ_pair": "final δ_pair", "u": "update size u", "ratio": "δ_pair / u"})
+    t = t.rename(columns={"δ_pair": "end-of-round δ_pair", "u": "update size u", "ratio": "δ_pair / u"})
     t.insert(0, "seeds", rows.groupby("arm").size().reindex(ORDER))
-    return t.round({"final δ_pair": 2, "update size u": 2, "δ_pair / u": 2})
+    return t.round({"end-of-round δ_pair": 2, "update size u": 2, "δ_pair / u": 2})
+
+
+def drift_by_tau(results=F.RESULTS) -> pd.DataFrame:
+    """Each arm's end-of-round δ_pair at every stored τ with δ_pair / u in brackets ("12.12 (1.26)"), means over the
+    arm's seeds at that τ; "not run" where the arm has no run there. One row per τ, the arms in :data:`ORDER`."""
+    rows = stored_runs(results).assign(ratio=lambda r: r["δ_pair"] / r["u"])
+    t = rows.groupby(["tau", "arm"])[["δ_pair", "ratio"]].mean()
+    out = {arm: {tau: f"{t.loc[(tau, arm), 'δ_pair']:.2f} ({t.loc[(tau, arm), 'ratio']:.2f})" if (tau, arm) in t.index
+                 else "not run" for tau in sorted(rows.tau.unique())} for arm in ORDER}
+    return pd.DataFrame(out).rename_axis("τ")
+
+
+def pass1_by_tau(results=F.RESULTS) -> pd.DataFrame:
+    """pass@1 (%) at every stored τ: the untrained start's (mean over the seeds run at that τ) and each arm's at the
+    end (mean over its seeds; NaN where it did not run). One row per τ."""
+    rows = stored_runs(results)
+    start = rows.drop_duplicates(["tau", "seed"]).groupby("tau").start.mean()
+    arms = rows.pivot_table(index="tau", columns="arm", values="pass@1", aggfunc="mean").reindex(columns=ORDER)
+    return pd.concat([start.rename("untrained start"), arms], axis=1).round(1).rename_axis("τ")
 
 
 def exercise_update_size(results=F.RESULTS) -> tuple[str, str]:
@@ -398,10 +471,11 @@ def exercise_update_size(results=F.RESULTS) -> tuple[str, str]:
     lower ratio with a higher δ_pair needs a larger u; then u read off the means and as the runs measured it."""
     t = update_sizes(results)
     r, f = t.loc["PubSwap Random"], t.loc["FedAvg-GRPO"]
-    ur, uf = r["final δ_pair"] / r["δ_pair / u"], f["final δ_pair"] / f["δ_pair / u"]
+    ur, uf = r["end-of-round δ_pair"] / r["δ_pair / u"], f["end-of-round δ_pair"] / f["δ_pair / u"]
     word = "larger" if ur > uf * 1.02 else "smaller" if ur < uf / 1.02 else "equal"
     return word, (f"δ_pair = (δ_pair / u) · u, so a lower ratio can give a higher δ_pair only if u is larger. Random: "
-                  f"{r['final δ_pair']:.2f} ÷ {r['δ_pair / u']:.2f} ≈ {ur:.1f}; FedAvg-GRPO: {f['final δ_pair']:.2f} "
+                  f"{r['end-of-round δ_pair']:.2f} ÷ {r['δ_pair / u']:.2f} ≈ {ur:.1f}; FedAvg-GRPO: "
+                  f"{f['end-of-round δ_pair']:.2f} "
                   f"÷ {f['δ_pair / u']:.2f} ≈ {uf:.1f} (measured directly: {r['update size u']:.2f} against "
                   f"{f['update size u']:.2f}). Random's clients point more alike, as sharing one group should "
                   "make them, but each moves further from the broadcast adapter, and the longer moves win. Why they "

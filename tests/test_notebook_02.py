@@ -126,10 +126,10 @@ def test_the_update_size_exercise_asks_for_the_direction_of_u_and_shows_it_read_
     answer, why = teach.exercise_update_size()
     t = teach.update_sizes()
     r, f = t.loc["PubSwap Random"], t.loc["FedAvg-GRPO"]
-    assert r["δ_pair / u"] < f["δ_pair / u"] and r["final δ_pair"] > f["final δ_pair"]  # the question's premise
+    assert r["δ_pair / u"] < f["δ_pair / u"] and r["end-of-round δ_pair"] > f["end-of-round δ_pair"]  # the premise
     measured = r["update size u"] / f["update size u"]
     assert answer == ("larger" if measured > 1.02 else "smaller" if measured < 1 / 1.02 else "equal")
-    assert f"{r['final δ_pair']:.2f} ÷ {r['δ_pair / u']:.2f}" in why
+    assert f"{r['end-of-round δ_pair']:.2f} ÷ {r['δ_pair / u']:.2f}" in why
     assert f"measured directly: {r['update size u']:.2f} against {f['update size u']:.2f}" in why
 
 
@@ -234,15 +234,18 @@ def test_the_settings_table_states_each_setting_once_for_the_live_round_the_stor
     assert list(table.columns) == ["live round (§3–4)", "stored runs (§5)", "the paper"] and len(table) <= 8
     live, stored, paper = (table[c] for c in table.columns)
     s = findings.pubswap_setting()
-    assert live["τ: local steps per round"] == "6" and live["seeds"] == str(cfg.seed)
+    assert live["seeds"] == str(cfg.seed)
     rows = json.loads((RESULTS / "pubswap_paper_quick_large_tau.json").read_text())
     rounds = [next(r["rounds"] for r in rows if r["tau"] == tau) for tau in sorted({r["tau"] for r in rows})]
     assert stored["local steps per client in all"] == (f"{s['steps']} at every τ: rounds = {s['steps']}/τ = "
                                                        f"{', '.join(map(str, rounds))}")  # a fixed budget
     assert stored["seeds"] == "3 per arm (5 for FedAvg-GRPO and Balanced at τ = 48)"
-    assert stored["τ: local steps per round"].startswith("2, 8, 32, 48")
-    assert paper["τ: local steps per round"] == ", ".join(map(str, findings.PUBSWAP_PAPER_TAUS))
+    assert stored["τ: local steps per round"] == f"2, 8, 32, 48: 2–50 % of all steps"  # 2/96 … 48/96
+    assert paper["τ: local steps per round"] == (", ".join(map(str, findings.PUBSWAP_PAPER_TAUS))
+                                                 + ": 3–33 % of all steps")  # 10/360 … 120/360
+    assert live["τ: local steps per round"].startswith("6: all")
     assert f"μ = {cfg.num_iterations}" in live["GRPO"] and "140 test problems × 4 samples" in stored.iloc[-1]
+    assert live["GRPO"].endswith("no KL term") and paper["GRPO"] == "KL weight 0.0001"  # quick's β = 0, full's 1e-4
 
 
 def test_the_notebooks_paired_rows_reproduce_the_findings_tables():
@@ -285,7 +288,7 @@ def test_the_stored_figure_draws_a_line_per_seed_and_a_mean_per_arm_in_two_panel
         assert {teach.ORDER[int(x)] for x, y in zip(trace.x, trace.y) if y == y} == ran
         assert trace.connectgaps is False  # no line across an arm that did not run the seed
     levels = teach.update_sizes()
-    assert [round(y, 2) for y in means[0].y] == list(levels["final δ_pair"])
+    assert [round(y, 2) for y in means[0].y] == list(levels["end-of-round δ_pair"])
     assert sum(t.showlegend is not False for t in fig.data) == 2  # one legend entry for the seeds, one for the means
 
 
@@ -303,3 +306,72 @@ def test_the_bound_exercise_names_the_control_whose_public_steps_add_nothing():
 
     answer, why = teach.exercise_bound()
     assert answer == "no-swap control" and "ω_n = 0" in why and "does not favour swapping" in why
+
+
+def test_drift_by_tau_gives_each_arms_mean_end_of_round_drift_and_ratio_at_every_stored_tau():
+    from experiments import teaching_pubswap as teach
+
+    t = teach.drift_by_tau()
+    rows = json.loads((RESULTS / "pubswap_paper_quick_large_tau.json").read_text())
+    rows = [r for r in rows if r["table"] in ("table1", "control")]
+    assert list(t.index) == sorted({r["tau"] for r in rows}) and list(t.columns) == teach.ORDER
+    for method, arm in teach.ARMS.items():
+        for tau in t.index:
+            runs = [r for r in rows if r["method"] == method and r["tau"] == tau]
+            if not runs:
+                assert t.loc[tau, arm] == "not run"
+                continue
+            d = np.mean([r["drift_end_pairwise_effective"] for r in runs])
+            ratio = np.mean([r["drift_end_pairwise_effective"] / r["drift_end_to_global_effective"] for r in runs])
+            assert t.loc[tau, arm] == f"{d:.2f} ({ratio:.2f})"
+    assert t.loc[2, "no-swap control"] == "not run"  # the control ran at τ = 32 and 48 only
+
+
+def test_pass1_by_tau_gives_the_untrained_start_once_per_seed_and_each_arms_mean():
+    from experiments import teaching_pubswap as teach
+
+    t = teach.pass1_by_tau()
+    rows = json.loads((RESULTS / "pubswap_paper_quick_large_tau.json").read_text())
+    rows = [r for r in rows if r["table"] in ("table1", "control") and r["method"] in teach.ARMS]
+    for tau in t.index:
+        at = [r for r in rows if r["tau"] == tau]
+        start = {r["seed"]: r["pass@1_start"] for r in at}  # one start per seed, whatever arm ran it
+        assert t.loc[tau, "untrained start"] == round(100 * np.mean(list(start.values())), 1)
+        for method, arm in teach.ARMS.items():
+            mine = [r["pass@1_final"] for r in at if r["method"] == method]
+            assert (t.loc[tau, arm] == round(100 * np.mean(mine), 1)) if mine else np.isnan(t.loc[tau, arm])
+
+
+def test_the_live_drift_figure_draws_each_arm_in_two_panels_and_shades_the_public_steps():
+    from experiments import teaching_pubswap as teach
+
+    def record(d, u):
+        return {"pairwise_effective": d, "to_global_effective": u}
+    drifts = {"FedAvg-GRPO": {j: record(1.0 + j, 1.0) for j in range(4)},
+              "PubSwap Balanced": {j: record(0.5 + j, 2.0) for j in range(4)}}
+    fig = teach.live_drift_figure(drifts, period=2)
+    lines = [t for t in fig.data if t.name in drifts]
+    assert len(lines) == 4 and all(list(t.x) == [1, 2, 3, 4] for t in lines)  # steps numbered from 1, as τ's boxes
+    balanced = [t for t in lines if t.name == "PubSwap Balanced"]
+    assert list(balanced[0].y) == [0.5, 1.5, 2.5, 3.5] and list(balanced[1].y) == [0.25, 0.75, 1.25, 1.75]
+    shaded = [s for s in fig.layout.shapes if s.type == "rect"]
+    assert sorted({(s.x0, s.x1) for s in shaded}) == [(1.5, 2.5), (3.5, 4.5)]  # steps 2 and 4: public at τ_swap = 2
+    assert len(shaded) == 4  # in both panels
+
+
+def test_a_live_round_keeps_tensors_only_when_asked_and_replays_its_last_public_step(tiny_dir):
+    from conftest import small_config
+
+    from experiments import teaching_pubswap as teach
+    from fedrl_kit.pubswap.method import sample_public_batch
+    from fedrl_kit.runs import REPO_ROOT, Run
+
+    cfg = small_config(tiny_dir, base=str(REPO_ROOT / "data" / "base"), method="pubswap_balanced", local_steps=3,
+                       pubswap={"period": 2})
+    policy = Run(cfg, progress=False).build().policy
+    run, drift = teach.live_round(cfg, policy, "pubswap_balanced", 3, tensors=False)
+    assert run.tensors == {} and sorted(drift) == [0, 1, 2]
+    gen = teach.replay_last_public(run, 3)
+    assert gen.step == 1  # of steps 0, 1, 2 only step 1 is public at τ_swap = 2
+    sent = sample_public_batch(run.world.public, cfg.prompts_per_step, cfg.seed, 1, 0)
+    assert list(gen.batch["prompt"]) == list(sent["prompt"])  # the step's own prompts
