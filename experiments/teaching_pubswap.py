@@ -144,7 +144,8 @@ def live_drift_figure(drifts: dict, period: int) -> go.Figure:
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
                         subplot_titles=["δ_pair after step j (lower: clients closer)",
                                         "δ_pair / u (lower: directions more alike)"])
-    for arm, d in drifts.items():
+    for arm in sorted(drifts, key=lambda a: ORDER.index(a) if a in ORDER else len(ORDER)):  # as every table lists them
+        d = drifts[arm]
         steps = sorted(d)
         for col, y in ((1, [d[j]["pairwise_effective"] for j in steps]),
                        (2, [d[j]["pairwise_effective"] / d[j]["to_global_effective"] for j in steps])):
@@ -458,11 +459,12 @@ def drift_by_tau(results=F.RESULTS) -> pd.DataFrame:
 
 def pass1_by_tau(results=F.RESULTS) -> pd.DataFrame:
     """pass@1 (%) at every stored τ: the untrained start's (mean over the seeds run at that τ) and each arm's at the
-    end (mean over its seeds; NaN where it did not run). One row per τ."""
+    end (mean over its seeds; "not run" where it did not run). One row per τ."""
     rows = stored_runs(results)
     start = rows.drop_duplicates(["tau", "seed"]).groupby("tau").start.mean()
     arms = rows.pivot_table(index="tau", columns="arm", values="pass@1", aggfunc="mean").reindex(columns=ORDER)
-    return pd.concat([start.rename("untrained start"), arms], axis=1).round(1).rename_axis("τ")
+    t = pd.concat([start.rename("untrained start"), arms], axis=1).round(1).rename_axis("τ")
+    return t.astype(object).where(t.notna(), "not run")
 
 
 def exercise_update_size(results=F.RESULTS) -> tuple[str, str]:
