@@ -135,8 +135,8 @@ COLOURS = {"FedAvg-GRPO": "#5f6368", "no-swap control": "#f9ab00", "PubSwap Bala
 
 
 def live_drift_figure(drifts: dict, period: int) -> go.Figure:
-    """Two panels over one live round's local steps j = 1 … τ, a line per arm: δ_pair after each step, and δ_pair / u
-    with √2 (equal-length updates in unrelated directions) dotted; public steps (every ``period``-th) shaded.
+    """Two panels over one live round's local steps j = 1 … τ, a line per arm: δ_pair after each step, and
+    δ_pair / u with √2 (equal-length updates in unrelated directions) dotted; public steps (every ``period``-th) shaded.
     ``drifts``: ``{arm: {j: record}}``, each arm's per-step drift record as :func:`live_round` gives it (j from 0)."""
     from fedrl_kit.pubswap.method import is_public_step
 
@@ -426,8 +426,8 @@ def stored_drift_figure(results=F.RESULTS) -> go.Figure:
     low, high = int(rows["δ_pair"].min()) - 1, int(rows["δ_pair"].max()) + 2
     fig.update_layout(template="plotly_white", height=480, width=900, margin=dict(t=90, l=60, b=60),
                       legend=dict(orientation="h", y=-0.22, x=0.5, xanchor="center"),
-                      title=dict(text=f"stored runs at τ = {s['tau']} ({s['rounds']} rounds): end-of-round δ_pair and u",
-                                 x=0.02, y=0.97))
+                      title=dict(text=f"stored runs at τ = {s['tau']} ({s['rounds']} rounds): end-of-round "
+                                      "δ_pair and u", x=0.02, y=0.97))
     fig.update_yaxes(title_text="end-of-round δ_pair (axis not from 0)", range=[low, high], row=1, col=1)
     fig.update_yaxes(title_text="δ_pair / u", range=[1.0, 1.5], row=1, col=2)
     short = {"FedAvg-GRPO": "FedAvg-<br>GRPO", "no-swap control": "no-swap<br>control"}

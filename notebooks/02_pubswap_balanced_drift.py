@@ -433,9 +433,10 @@ by_tau({"5. pass@1: Balanced − FedAvg-GRPO": ("PubSwap Balanced", "FedAvg-GRPO
 #    with public steps has a lower $\delta_{\text{pair}}/u$ than FedAvg-GRPO at every $\tau$.
 # 3. Random's clients are closer than FedAvg-GRPO's only at $\tau$ = 8 and 32 (row 4); at 48 they point more alike
 #    but move further (Exercise 5).
-# 4. Every arm learned (21.9–22.1 % → 28.3–38.3 %), but no stored $\tau$ tells Balanced's pass@1 from FedAvg-GRPO's
-#    (row 5): claim (2) neither supported nor ruled out.
-# 5. At $\tau$ = 2 and 48 Random scores *below* Balanced (row 6), against claim (3), untested at the paper's $\tau$ = 10.
+# 4. Every arm learned (21.9–22.1 % → 28.3–38.3 %), but no stored $\tau$ tells Balanced's pass@1 from
+#    FedAvg-GRPO's (row 5): claim (2) neither supported nor ruled out.
+# 5. At $\tau$ = 2 and 48 Random scores *below* Balanced (row 6), against claim (3), untested at the paper's
+#    $\tau$ = 10.
 #
 # Our setting is not the paper's: only directions compare. Every $\tau$ and claim:
 # [12_pubswap_report](12_pubswap_report.ipynb#findings).
