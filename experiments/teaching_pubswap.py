@@ -1,15 +1,15 @@
 """The tables, figures and exercise answers notebook 02 (PubSwap) shows, kept here so that each notebook cell stays a
 few lines: the settings table, the live round (run through the package, its tensors kept), the swap step-through's
-tables and its widget, the exercises' answers with their reasons, and the stored grid's rows and figure. The notebook
-computes its key numbers in view (advantages, c_n(x), M_n, ΔW_n, δ_pair and u, groups without a gradient, the paired
-differences); nothing here changes a method."""
+tables, the exercises' answers with their reasons, and the stored grid's rows and figure. The notebook
+computes its key numbers in view (advantages, c_n(x), M_n, ΔW_n, δ_pair and u, the clients' gradient cosines, the
+paired differences); nothing here changes a method."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from IPython.display import Markdown, display
+from IPython.display import Markdown
 from plotly.subplots import make_subplots
 
 from experiments import findings as F
@@ -49,10 +49,11 @@ def live_tau(preset_name: str, tau: int | None = None) -> int:
     return int(tau or LIVE_TAU[preset_name])
 
 
-def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> pd.DataFrame:
-    """Every setting the notebook uses, once: the live round of §3–4, the stored runs of §5 and the paper's runs,
-    one short row each ("same" where a stored cell equals the live one; "—" where the paper gives no number we
-    use)."""
+def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> tuple[pd.DataFrame, str]:
+    """The settings the notebook's numbers depend on, once: a short table (clients, b and K, τ_swap, τ, the budget of
+    local steps, seeds) for the live round of §3–4, the stored runs of §5 and the paper's runs ("same" where a stored
+    cell equals the live one; "—" where the paper gives no number we use), and one line for the rest (topic split,
+    policy, GRPO's settings, how pass@1 is measured)."""
     from fedrl_kit.config import preset
 
     s = F.pubswap_setting(results)
@@ -60,45 +61,42 @@ def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> pd.DataFram
     stored = preset(rows.preset.iloc[0])
     seeds = rows[rows.tau == s["tau"]].groupby("arm").seed.nunique()
     more = " and ".join(a.replace("PubSwap ", "") for a in ORDER if a in seeds and seeds[a] > seeds.min())
-    alpha = sorted(rows.dirichlet_alpha.unique())
+    concentration = ", ".join(f"{a:g}" for a in sorted(rows.dirichlet_alpha.unique()))
     rounds = rows.groupby("tau").rounds.agg(lambda r: r.unique().item())  # [τ] rounds of every run at τ
     assert (rounds * rounds.index == s["steps"]).all(), "the stored runs do not share one budget of local steps"
-    lora = f"{policy.model.config.num_hidden_layers}-layer transformer, LoRA rank {cfg.lora_rank}"
-    grpo = (f"ε = {cfg.epsilon:g}, ε_high = {cfg.epsilon_high:g}: ρ clipped to [{1 - cfg.epsilon:g}, "
-            f"{1 + cfg.epsilon_high:g}]; μ = {cfg.num_iterations} updates per step; learning rate η = "
-            f"{cfg.learning_rate:g}; " + (f"KL weight {cfg.beta:g}" if cfg.beta else "no KL term"))
     share = lambda taus, steps: f"{100 * min(taus) / steps:.0f}–{100 * max(taus) / steps:.0f} % of all steps"
-    live = {"clients N; topic split α": f"{cfg.num_clients}; {cfg.dirichlet_alpha:g}",
-            "b prompts × K answers per step; τ_swap": f"{cfg.prompts_per_step} × {cfg.num_generations}; "
-                                                     f"{cfg.pubswap.period}",
+    live = {"clients N": f"{cfg.num_clients}",
+            "b prompts × K answers per step": f"{cfg.prompts_per_step} × {cfg.num_generations}",
+            "τ_swap (every τ_swap-th step public)": f"{cfg.pubswap.period}",
             "τ: local steps per round": f"{tau_live}: all (one round, short enough to run live)",
             "local steps per client in all": f"{tau_live} (one round)",
-            "seeds": f"{cfg.seed}",
-            "policy": lora, "GRPO": grpo,
-            "pass@1 (% of test answers right; differences in points)": "not used"}
-    mine = {"clients N; topic split α": f"{s['clients']}; {', '.join(f'{a:g}' for a in alpha)}",
-            "b prompts × K answers per step; τ_swap": f"{s['b']} × {s['K']}; {s['period']}",
+            "seeds": f"{cfg.seed}"}
+    mine = {"clients N": f"{s['clients']}", "b prompts × K answers per step": f"{s['b']} × {s['K']}",
+            "τ_swap (every τ_swap-th step public)": f"{s['period']}",
             "τ: local steps per round": f"{', '.join(map(str, rounds.index))}: {share(rounds.index, s['steps'])}",
             "local steps per client in all": f"{s['steps']} at every τ: rounds = {s['steps']}/τ = "
                                              f"{', '.join(map(str, rounds))}",
             "seeds": f"{seeds.min()} per arm ({seeds.max()} for {more} at τ = {s['tau']})" if more else
-                     f"{seeds.min()} per arm",
-            "policy": lora, "GRPO": grpo,
-            "pass@1 (% of test answers right; differences in points)": f"{stored.n_test} test problems × {stored.eval_samples} samples, "
-                                                    f"temperature {stored.temperature:g}"}
-    models = sorted({m for m, _ in F.PUBSWAP_PAPER_TABLE1})
-    paper = {"clients N; topic split α": "4; 0.3",
-             "b prompts × K answers per step; τ_swap": f"—; {s['period']}",
-             "τ: local steps per round": f"{', '.join(map(str, F.PUBSWAP_PAPER_TAUS))}: "
-                                         f"{share(F.PUBSWAP_PAPER_TAUS, PAPER_STEPS)}",
-             "local steps per client in all": f"{PAPER_STEPS}",
-             "seeds": "—", "policy": ", ".join(models), "GRPO": f"KL weight {preset('full').beta:g}",
-             "pass@1 (% of test answers right; differences in points)": "on MATH and DeepMath"}
+                     f"{seeds.min()} per arm"}
+    paper = {"clients N": "4", "b prompts × K answers per step": "—", "τ_swap (every τ_swap-th step public)":
+             f"{s['period']}", "τ: local steps per round": f"{', '.join(map(str, F.PUBSWAP_PAPER_TAUS))}: "
+                                                            f"{share(F.PUBSWAP_PAPER_TAUS, PAPER_STEPS)}",
+             "local steps per client in all": f"{PAPER_STEPS}", "seeds": "—"}
     table = pd.DataFrame({"live round (§3–4)": live, "stored runs (§5)": mine, "the paper": paper})
     same = table["stored runs (§5)"] == table["live round (§3–4)"]
     table.loc[same, "stored runs (§5)"] = "same"
     table.index.name = "setting"
-    return table
+    models = ", ".join(sorted({m for m, _ in F.PUBSWAP_PAPER_TABLE1}))
+    split = (f"{cfg.dirichlet_alpha:g} (all three)" if concentration == f"{cfg.dirichlet_alpha:g}" == "0.3" else
+             f"{cfg.dirichlet_alpha:g} (stored: {concentration}; the paper: 0.3)")
+    layers = policy.model.config.num_hidden_layers
+    note = (f"Also: topics split by Dirichlet concentration {split}. Policy: a {layers}-layer transformer, LoRA "
+            f"rank {cfg.lora_rank} (the paper: {models}). GRPO: ρ clipped to [{1 - cfg.epsilon:g}, "
+            f"{1 + cfg.epsilon_high:g}], μ = {cfg.num_iterations} updates per step, learning rate η = "
+            f"{cfg.learning_rate:g}, " + (f"KL weight {cfg.beta:g}" if cfg.beta else "no KL term")
+            + f" (the paper: KL weight {preset('full').beta:g}). pass@1 (stored runs): the share of right answers "
+            f"on {stored.n_test} test problems × {stored.eval_samples} samples at temperature {stored.temperature:g}.")
+    return table, note
 
 
 def live_round(cfg, policy, method: str, tau: int, tensors: bool = True):
@@ -165,7 +163,7 @@ def live_drift_figure(drifts: dict, period: int) -> go.Figure:
                                  y=0.97))
     fig.update_xaxes(title_text="local step j", tickvals=list(range(1, tau + 1)), range=[0.5, tau + 0.5])
     fig.update_yaxes(title_text="δ_pair", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text="δ_pair / u", range=[1.0, 1.5], row=1, col=2)
+    fig.update_yaxes(title_text="δ_pair / u (axis from 1)", range=[1.0, 1.5], row=1, col=2)
     return fig
 
 
@@ -214,15 +212,6 @@ def example_prompt(correct: pd.DataFrame, K: int) -> int:
     return int(np.argmax(wanted * (K - c0))) if wanted.any() else 0
 
 
-def widget_prompt(correct: pd.DataFrame, K: int, avoid: int) -> int:
-    """The widget's first prompt: one (not ``avoid``) where client 0 lacks right answers and the others hold enough
-    to fill the gap, so its static view shows a swap that §3's worked example does not. Falls back to ``avoid``."""
-    c0, others = correct.iloc[:, 0].to_numpy(), correct.iloc[:, 1:].sum(axis=1).to_numpy()
-    gap = np.maximum(K // 2 - c0, 0)
-    ok = (gap > 0) & (others >= gap) & (np.arange(len(c0)) != avoid)
-    return int(np.argmax(ok * gap)) if ok.any() else avoid
-
-
 def code_excerpt(func, first: str, last: str) -> Markdown:
     """The lines of ``func``'s source from the one containing ``first`` to the one containing ``last``."""
     import inspect
@@ -245,29 +234,6 @@ def random_view(view: pd.DataFrame, cid: str) -> pd.DataFrame:
     return out
 
 
-def swap_widget(gen, prompt: int):
-    """The swap widget's update function and its controls: rule, K (each client's first K answers), client, prompt.
-    The update prints how many of the group's K answers came from other clients and how many are right, then the
-    group slot by slot."""
-    import ipywidgets as widgets
-
-    from fedrl_kit.pubswap.public_step import group_table, swap_public
-
-    cids, K = gen.client_ids, gen.num_generations
-
-    def show_swap(rule, K, client, prompt):
-        v = group_table(gen, swap_public(gen, rule, K), client, prompt)
-        print(f"{rule}, K = {K}: {cids[client]}'s group on {gen.batch['prompt'][prompt]!r} holds "
-              f"{round(v.attrs['alpha'] * K)} of {K} answers from other clients and {int(v['correct'].sum())} right")
-        display(random_view(v, cids[client]) if rule == "random" else v)
-
-    controls = dict(rule=widgets.ToggleButtons(options=[("Balanced", "balanced"), ("Random", "random")]),
-                    K=widgets.IntSlider(K, 2, K, continuous_update=False),
-                    client=widgets.Dropdown(options=[(c, i) for i, c in enumerate(cids)], value=0),
-                    prompt=widgets.Dropdown(options=[(x, i) for i, x in enumerate(gen.batch["prompt"])], value=prompt))
-    return show_swap, controls
-
-
 # -- §3: the exercises on the swap ---------------------------------------------------------------------------------
 class ClientSet(set):
     """A set of client names that prints sorted, so that a stored answer reads the same on every run."""
@@ -281,29 +247,39 @@ def _has_gradient(right: int, K: int) -> bool:
     return 0 < right < K
 
 
-def exercise_no_gradient(c=(0, 3, 8, 5), K: int = 8) -> tuple[str, str]:
-    """Exercise 1: four clients answered one prompt with c_n(x) right answers of K; which client gets no gradient
-    from it under Balanced? The package's ``balanced_swap`` on a pool with those counts (the texts do not matter)
-    decides; the reason gives c_n + M_n per client, and which clients the no-swap control leaves without one."""
+def exercise_balanced_counts(c=(0, 2, 0, 0), K: int = 8) -> tuple[tuple[int, ...], str]:
+    """Exercise 1: four clients answered one prompt with c_n(x) right answers of K; how many right answers does each
+    hold after Balanced? The package's ``balanced_swap`` on a pool with those counts (the texts do not matter)
+    decides; the reason gives M_n = min((⌊K/2⌋ − c_n)_+, D_n) per client by hand, and which clients get a gradient
+    with and without the swap."""
     from fedrl_kit.pubswap.swap import ResponsePool, balanced_swap
 
     c = np.asarray(c)
     cids = [f"client_{n}" for n in range(len(c))]
     pool = ResponsePool([["answer"] * K for _ in c], np.arange(K)[None, :] < c[:, None])  # [N, K] c_n right each
     swapped = balanced_swap(pool, K, np.random.default_rng(0)).correct.sum(axis=1)  # [N] right after the swap
-    none = [cid for cid, r in zip(cids, swapped) if not _has_gradient(int(r), K)]
     parts = []
     for cid, cn, r in zip(cids, c, swapped):
-        M = min(max(K // 2 - int(cn), 0), int(c.sum() - cn))  # by hand, as in §2
+        D = int(c.sum() - cn)  # right answers the other clients hold
+        M = min(max(K // 2 - int(cn), 0), D)  # by hand, as in §2
         assert int(cn) + M == int(r)  # the package's group agrees
-        parts.append(f"{cid}: {cn}" + (f" + {M} swapped in = {r}" if M else "") + f" of {K} right → "
-                     + ("a gradient" if _has_gradient(int(r), K) else "none"))
-    control = [cid for cid, cn in zip(cids, c) if not _has_gradient(int(cn), K)]
-    answer = none[0] if len(none) == 1 else ClientSet(none)
-    return answer, ("; ".join(parts) + ". Balanced only swaps right answers in for wrong ones, so an all-right group "
-                    "stays all right and every â_k is 0. Without the swap (the no-swap control) "
-                    f"{', '.join(control) or 'no client'} would get none: an all-wrong group is rescued, an all-right "
-                    "one is not.")
+        parts.append(f"{cid}: D = {D}, M = min(({K // 2} − {cn})+, {D}) = {M} → {r} right")
+    after = [cid for cid, r in zip(cids, swapped) if _has_gradient(int(r), K)]
+    before = [cid for cid, cn in zip(cids, c) if _has_gradient(int(cn), K)]
+    return tuple(int(r) for r in swapped), (
+        "; ".join(parts) + ". Balanced wants ⌊K/2⌋ right per group but can only pass on the D_n right answers the "
+        "others hold; each receiver draws its own donors, so the same right answer can go to several clients, while a "
+        "client whose right answers are the only ones gets none back. With the swap "
+        f"{_names(after)} get a gradient; without it (the no-swap control) {_names(before)}.")
+
+
+def _names(cids: list[str]) -> str:
+    """'no client', 'client_1', 'client_0 and client_2', 'all 4 clients' (when the list is client_0 … client_{N−1})."""
+    if not cids:
+        return "no client"
+    if len(cids) > 2 and cids == [f"client_{n}" for n in range(len(cids))]:
+        return f"all {len(cids)} clients"
+    return " and ".join([", ".join(cids[:-1]), cids[-1]]) if len(cids) > 1 else cids[0]
 
 
 def _no_gradient(groups) -> bool:
@@ -360,7 +336,7 @@ def exercise_bound() -> tuple[str, str]:
         "FedAvg-GRPO adds ζ on every step. The other three add ζ only on private steps. On a public step Random and "
         "Balanced add ω_n + ω_n′ > 0, since they train on swapped answers. The control trains on its own answers, so "
         "its ω_n = 0 and its public steps add nothing: its bound is the smallest. The bound does not favour "
-        "swapping; §5 shows what the runs say.")
+        "swapping; the runs below test it.")
 
 
 # -- §5: the stored runs ----------------------------------------------------------------------------------------------
@@ -429,7 +405,7 @@ def stored_drift_figure(results=F.RESULTS) -> go.Figure:
                       title=dict(text=f"stored runs at τ = {s['tau']} ({s['rounds']} rounds): end-of-round "
                                       "δ_pair and u", x=0.02, y=0.97))
     fig.update_yaxes(title_text="end-of-round δ_pair (axis not from 0)", range=[low, high], row=1, col=1)
-    fig.update_yaxes(title_text="δ_pair / u", range=[1.0, 1.5], row=1, col=2)
+    fig.update_yaxes(title_text="δ_pair / u (axis from 1)", range=[1.0, 1.5], row=1, col=2)
     short = {"FedAvg-GRPO": "FedAvg-<br>GRPO", "no-swap control": "no-swap<br>control"}
     ticks = [f"{short.get(a, a.replace('PubSwap ', ''))}<br>({n.get(a, 0)} seeds)" for a in ORDER]
     fig.update_xaxes(tickvals=list(x.values()), ticktext=ticks, tickangle=0, range=[-0.4, len(ORDER) - 0.4])

@@ -133,14 +133,16 @@ def test_the_update_size_exercise_asks_for_the_direction_of_u_and_shows_it_read_
     assert f"measured directly: {r['update size u']:.2f} against {f['update size u']:.2f}" in why
 
 
-def test_exercise_1_names_the_all_right_client_that_balanced_cannot_help():
+def test_exercise_1_counts_each_clients_right_answers_after_balanced_capped_by_what_the_others_hold():
     from experiments import teaching_pubswap as teach
 
-    answer, why = teach.exercise_no_gradient((0, 3, 8, 5), 8)
-    assert answer == "client_2"  # all 8 right: Balanced only adds right answers
-    assert "client_0: 0 + 4 swapped in = 4 of 8 right → a gradient" in why and "client_2: 8 of 8 right → none" in why
-    assert "(the no-swap control) client_0, client_2 would get none" in why
-    assert teach.exercise_no_gradient((0, 0, 8, 8), 8)[0] == {"client_2", "client_3"}  # two: a set
+    answer, why = teach.exercise_balanced_counts((0, 2, 0, 0), 8)
+    assert answer == (2, 2, 2, 2)  # only 2 right answers elsewhere; client_1's own 2 go to all three others
+    assert "client_0: D = 2, M = min((4 − 0)+, 2) = 2 → 2 right" in why
+    assert "client_1: D = 0, M = min((4 − 2)+, 0) = 0 → 2 right" in why  # its right answers are the only ones
+    assert "With the swap all 4 clients get a gradient" in why
+    assert why.endswith("without it (the no-swap control) client_1.")
+    assert teach.exercise_balanced_counts((0, 3, 8, 5), 8)[0] == (4, 4, 8, 5)  # an all-right group stays so
 
 
 def test_randoms_view_drops_the_own_answer_column_and_names_the_owner_of_every_slot():
@@ -150,9 +152,9 @@ def test_randoms_view_drops_the_own_answer_column_and_names_the_owner_of_every_s
 
     view = pd.DataFrame({"own answer": ["1", "2"], "own correct": [False, True], "group": ["3", "2"],
                          "correct": [True, True], "from": ["client_2 #0", "own #1"]})
-    view.attrs["alpha"] = 0.5
+    view.attrs["swapped_in"] = 1
     out = teach.random_view(view, "client_0")
-    assert list(out.columns) == ["group", "correct", "from"] and out.attrs["alpha"] == 0.5
+    assert list(out.columns) == ["group", "correct", "from"] and out.attrs["swapped_in"] == 1
     assert list(out["from"]) == ["client_2 #0", "client_0 (own) #1"]
 
 
@@ -230,11 +232,11 @@ def test_the_settings_table_states_each_setting_once_for_the_live_round_the_stor
     cfg = small_config(tiny_dir, base=str(REPO_ROOT / "data" / "base"), method="pubswap_balanced", local_steps=2,
                        pubswap={"period": 2})
     run = Run(cfg, progress=False).build()
-    table = teach.settings_table(cfg, run.policy, 6)
-    assert list(table.columns) == ["live round (§3–4)", "stored runs (§5)", "the paper"] and len(table) <= 8
+    table, note = teach.settings_table(cfg, run.policy, 6)
+    assert list(table.columns) == ["live round (§3–4)", "stored runs (§5)", "the paper"] and len(table) <= 6
     live, stored, paper = (table[c] for c in table.columns)
     s = findings.pubswap_setting()
-    assert live["seeds"] == str(cfg.seed)
+    assert live["seeds"] == str(cfg.seed) and live["clients N"] == str(cfg.num_clients)
     rows = json.loads((RESULTS / "pubswap_paper_quick_large_tau.json").read_text())
     rounds = [next(r["rounds"] for r in rows if r["tau"] == tau) for tau in sorted({r["tau"] for r in rows})]
     assert stored["local steps per client in all"] == (f"{s['steps']} at every τ: rounds = {s['steps']}/τ = "
@@ -244,8 +246,9 @@ def test_the_settings_table_states_each_setting_once_for_the_live_round_the_stor
     assert paper["τ: local steps per round"] == (", ".join(map(str, findings.PUBSWAP_PAPER_TAUS))
                                                  + ": 3–33 % of all steps")  # 10/360 … 120/360
     assert live["τ: local steps per round"].startswith("6: all")
-    assert f"μ = {cfg.num_iterations}" in live["GRPO"] and "140 test problems × 4 samples" in stored.iloc[-1]
-    assert live["GRPO"].endswith("no KL term") and paper["GRPO"] == "KL weight 0.0001"  # quick's β = 0, full's 1e-4
+    # the rest in one line: the topic split, the policy, GRPO (quick's β = 0, full's 1e-4) and how pass@1 is measured
+    assert f"Dirichlet concentration {cfg.dirichlet_alpha:g}" in note and f"μ = {cfg.num_iterations}" in note
+    assert "no KL term (the paper: KL weight 0.0001)" in note and "140 test problems × 4 samples" in note
 
 
 def test_the_notebooks_paired_rows_reproduce_the_findings_tables():
