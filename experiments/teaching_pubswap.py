@@ -234,6 +234,29 @@ def random_view(view: pd.DataFrame, cid: str) -> pd.DataFrame:
     return out
 
 
+def swap_widget(gen, swaps: dict, prompt: int):
+    """§3's knobs: the rule, the client and the prompt → that client's group after the swap, as ``swaps`` (one
+    ``swap_public`` result per rule, on the round's answers ``gen``) made it, with how many of its answers came from
+    other clients and how many are right. Returns the update and its controls, for :func:`fedrl_kit.notebook.knobs`."""
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    from fedrl_kit.pubswap.public_step import group_table
+
+    cids, K = gen.client_ids, gen.num_generations
+
+    def show_swap(rule, client, prompt):
+        v = group_table(gen, swaps[rule], client, prompt)
+        print(f"{rule}: {cids[client]}'s group on {gen.batch['prompt'][prompt]!r} holds {v.attrs['swapped_in']} of "
+              f"{K} answers from other clients, {int(v['correct'].sum())} right")
+        display(random_view(v, cids[client]) if rule == "random" else v)
+
+    controls = dict(rule=widgets.ToggleButtons(options=[("Balanced", "balanced"), ("Random", "random")]),
+                    client=widgets.Dropdown(options=[(c, i) for i, c in enumerate(cids)], value=min(1, len(cids) - 1)),
+                    prompt=widgets.Dropdown(options=[(x, i) for i, x in enumerate(gen.batch["prompt"])], value=prompt))
+    return show_swap, controls
+
+
 # -- §3: the exercises on the swap ---------------------------------------------------------------------------------
 class ClientSet(set):
     """A set of client names that prints sorted, so that a stored answer reads the same on every run."""
@@ -270,7 +293,7 @@ def exercise_balanced_counts(c=(0, 2, 0, 0), K: int = 8) -> tuple[tuple[int, ...
         "; ".join(parts) + ". Balanced wants ⌊K/2⌋ right per group but can only pass on the D_n right answers the "
         "others hold; each receiver draws its own donors, so the same right answer can go to several clients, while a "
         "client whose right answers are the only ones gets none back. With the swap "
-        f"{_names(after)} get a gradient; without it (the no-swap control) {_names(before)}.")
+        f"{_names(after)} get a gradient; without it (the no-swap control) only {_names(before)} would.")
 
 
 def _names(cids: list[str]) -> str:

@@ -210,6 +210,11 @@ print(f"{drawn.attrs['swapped_in']} of client_0's {K} answers come from other cl
       f"pool of all {len(cids) * K} answers")
 teach.random_view(drawn, cids[0])
 
+# %%
+show_swap, controls = teach.swap_widget(gen, swaps, x)  # any client, any prompt, either rule: its group after the swap
+notebook.static_default(show_swap, **controls)
+notebook.knobs(show_swap, **controls)
+
 # %% [markdown]
 # ### Exercise 1
 # On one prompt, client_0 to client_3 get $c_n(x)=0, 2, 0, 0$ of $K=8$ right. How many right answers does each
@@ -442,8 +447,8 @@ by_tau({"4. pass@1: Balanced − FedAvg-GRPO": ("PubSwap Balanced", "FedAvg-GRPO
 
 # %% [markdown]
 # 1. Balanced keeps clients closer than FedAvg-GRPO at $\tau$ = 8, 32 and 48 (row 1): claim (1) holds there.
-# 2. Public steps alone: cannot tell (row 2); the swap lowers drift further (row 3), against the bound. Every arm with
-#    public steps has a lower mean $\delta_{\text{pair}}/u$ than FedAvg-GRPO (levels; no intervals).
+# 2. Public steps alone: cannot tell (row 2); the swap lowers drift further (row 3), unpredicted by the bound. Every
+#    arm with public steps has a lower mean $\delta_{\text{pair}}/u$ than FedAvg-GRPO (levels; no intervals).
 # 3. Every arm learned (21.9–22.1 % → 28.3–38.3 %), but no stored $\tau$ tells Balanced's pass@1 from
 #    FedAvg-GRPO's (row 4), though Balanced's clients see half the private prompts: claim (2) neither supported
 #    nor ruled out.

@@ -141,7 +141,7 @@ def test_exercise_1_counts_each_clients_right_answers_after_balanced_capped_by_w
     assert "client_0: D = 2, M = min((4 − 0)+, 2) = 2 → 2 right" in why
     assert "client_1: D = 0, M = min((4 − 2)+, 0) = 0 → 2 right" in why  # its right answers are the only ones
     assert "With the swap all 4 clients get a gradient" in why
-    assert why.endswith("without it (the no-swap control) client_1.")
+    assert why.endswith("without it (the no-swap control) only client_1 would.")
     assert teach.exercise_balanced_counts((0, 3, 8, 5), 8)[0] == (4, 4, 8, 5)  # an all-right group stays so
 
 
@@ -161,6 +161,8 @@ def test_randoms_view_drops_the_own_answer_column_and_names_the_owner_of_every_s
 def test_exercise_2_counts_prompts_without_gradient_under_this_random_draw_and_under_balanced():
     import pandas as pd
     from types import SimpleNamespace
+
+    import pandas as pd
 
     from experiments import teaching_pubswap as teach
     from fedrl_kit.pubswap.swap import ResponsePool, balanced_swap
@@ -378,3 +380,29 @@ def test_a_live_round_keeps_tensors_only_when_asked_and_replays_its_last_public_
     assert gen.step == 1  # of steps 0, 1, 2 only step 1 is public at τ_swap = 2
     sent = sample_public_batch(run.world.public, cfg.prompts_per_step, cfg.seed, 1, 0)
     assert list(gen.batch["prompt"]) == list(sent["prompt"])  # the step's own prompts
+
+
+def test_the_swap_widget_shows_the_chosen_clients_group_under_the_chosen_rule(monkeypatch, capsys):
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from experiments import teaching_pubswap as teach
+    from fedrl_kit.pubswap import public_step
+
+    def fake_group_table(gen, results, client, prompt):  # results: the rule's swap, here a tag to check it was used
+        v = pd.DataFrame({"own answer": ["1"], "own correct": [False], "group": ["3"], "correct": [True],
+                          "from": [f"client_{1 - client} #0"]})
+        v.attrs["swapped_in"] = results
+        return v
+
+    monkeypatch.setattr(public_step, "group_table", fake_group_table)
+    gen = SimpleNamespace(client_ids=["client_0", "client_1"], num_generations=8, batch={"prompt": ["1+2=", "5-1="]})
+    show, controls = teach.swap_widget(gen, {"balanced": 1, "random": 7}, prompt=1)
+    assert set(controls) == {"rule", "client", "prompt"} and controls["prompt"].value == 1
+    show("random", 0, 1)
+    out = capsys.readouterr().out
+    assert out.startswith("random: client_0's group on '5-1=' holds 7 of 8 answers from other clients, 1 right")
+    assert "own answer" not in out  # Random's group has no own answer per slot
+    show("balanced", 1, 0)
+    assert "holds 1 of 8" in capsys.readouterr().out
