@@ -1,15 +1,15 @@
 """The tables, figures and exercise answers notebook 02 (PubSwap) shows, kept here so that each notebook cell stays a
 few lines: the settings table, the live round (run through the package, its tensors kept), the swap step-through's
-tables and its widget, the exercises' answers with their reasons, and the stored grid's rows and figure. The notebook
-computes its key numbers in view (advantages, c_n(x), M_n, ΔW_n, δ_pair and u, groups without a gradient, the paired
-differences); nothing here changes a method."""
+tables, the exercises' answers with their reasons, and the stored grid's rows and figure. The notebook
+computes its key numbers in view (advantages, c_n(x), M_n, ΔW_n, δ_pair and u, the clients' gradient cosines, the
+paired differences); nothing here changes a method."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from IPython.display import Markdown, display
+from IPython.display import Markdown
 from plotly.subplots import make_subplots
 
 from experiments import findings as F
@@ -49,10 +49,11 @@ def live_tau(preset_name: str, tau: int | None = None) -> int:
     return int(tau or LIVE_TAU[preset_name])
 
 
-def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> pd.DataFrame:
-    """Every setting the notebook uses, once: the live round of §3–4, the stored runs of §5 and the paper's runs,
-    one short row each ("same" where a stored cell equals the live one; "—" where the paper gives no number we
-    use)."""
+def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> tuple[pd.DataFrame, str]:
+    """The settings the notebook's numbers depend on, once: a short table (clients, b and K, τ_swap, τ, the budget of
+    local steps, seeds) for the live round of §3–4, the stored runs of §5 and the paper's runs ("same" where a stored
+    cell equals the live one; "—" where the paper gives no number we use), and one line for the rest (topic split,
+    policy, GRPO's settings, how pass@1 is measured)."""
     from fedrl_kit.config import preset
 
     s = F.pubswap_setting(results)
@@ -60,59 +61,110 @@ def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> pd.DataFram
     stored = preset(rows.preset.iloc[0])
     seeds = rows[rows.tau == s["tau"]].groupby("arm").seed.nunique()
     more = " and ".join(a.replace("PubSwap ", "") for a in ORDER if a in seeds and seeds[a] > seeds.min())
-    alpha = sorted(rows.dirichlet_alpha.unique())
+    concentration = ", ".join(f"{a:g}" for a in sorted(rows.dirichlet_alpha.unique()))
     rounds = rows.groupby("tau").rounds.agg(lambda r: r.unique().item())  # [τ] rounds of every run at τ
     assert (rounds * rounds.index == s["steps"]).all(), "the stored runs do not share one budget of local steps"
-    lora = f"{policy.model.config.num_hidden_layers}-layer transformer, LoRA rank {cfg.lora_rank}"
-    grpo = (f"ε = {cfg.epsilon:g}, ε_high = {cfg.epsilon_high:g}: ρ clipped to [{1 - cfg.epsilon:g}, "
-            f"{1 + cfg.epsilon_high:g}]; μ = {cfg.num_iterations} updates per step; learning rate η = "
-            f"{cfg.learning_rate:g}")
-    live = {"clients N; topic split α": f"{cfg.num_clients}; {cfg.dirichlet_alpha:g}",
-            "b prompts × K answers per step; τ_swap": f"{cfg.prompts_per_step} × {cfg.num_generations}; "
-                                                     f"{cfg.pubswap.period}",
-            "τ: local steps per round": f"{tau_live}",
+    share = lambda taus, steps: f"{100 * min(taus) / steps:.0f}–{100 * max(taus) / steps:.0f} % of all steps"
+    live = {"clients N": f"{cfg.num_clients}",
+            "b prompts × K answers per step": f"{cfg.prompts_per_step} × {cfg.num_generations}",
+            "τ_swap (every τ_swap-th step public)": f"{cfg.pubswap.period}",
+            "τ: local steps per round": f"{tau_live}: all (one round, short enough to run live)",
             "local steps per client in all": f"{tau_live} (one round)",
-            "seeds": f"{cfg.seed}",
-            "policy": lora, "GRPO": grpo,
-            "pass@1 (% of test answers right; differences in points)": "not used"}
-    mine = {"clients N; topic split α": f"{s['clients']}; {', '.join(f'{a:g}' for a in alpha)}",
-            "b prompts × K answers per step; τ_swap": f"{s['b']} × {s['K']}; {s['period']}",
-            "τ: local steps per round": f"{', '.join(map(str, rounds.index))} (figure: {s['tau']})",
+            "seeds": f"{cfg.seed}"}
+    mine = {"clients N": f"{s['clients']}", "b prompts × K answers per step": f"{s['b']} × {s['K']}",
+            "τ_swap (every τ_swap-th step public)": f"{s['period']}",
+            "τ: local steps per round": f"{', '.join(map(str, rounds.index))}: {share(rounds.index, s['steps'])}",
             "local steps per client in all": f"{s['steps']} at every τ: rounds = {s['steps']}/τ = "
                                              f"{', '.join(map(str, rounds))}",
             "seeds": f"{seeds.min()} per arm ({seeds.max()} for {more} at τ = {s['tau']})" if more else
-                     f"{seeds.min()} per arm",
-            "policy": lora, "GRPO": grpo,
-            "pass@1 (% of test answers right; differences in points)": f"{stored.n_test} test problems × {stored.eval_samples} samples, "
-                                                    f"temperature {stored.temperature:g}"}
-    models = sorted({m for m, _ in F.PUBSWAP_PAPER_TABLE1})
-    paper = {"clients N; topic split α": "4; 0.3",
-             "b prompts × K answers per step; τ_swap": f"—; {s['period']}",
-             "τ: local steps per round": ", ".join(map(str, F.PUBSWAP_PAPER_TAUS)),
-             "local steps per client in all": f"{PAPER_STEPS}",
-             "seeds": "—", "policy": ", ".join(models), "GRPO": "—",
-             "pass@1 (% of test answers right; differences in points)": "on MATH and DeepMath"}
+                     f"{seeds.min()} per arm"}
+    paper = {"clients N": "4", "b prompts × K answers per step": "—", "τ_swap (every τ_swap-th step public)":
+             f"{s['period']}", "τ: local steps per round": f"{', '.join(map(str, F.PUBSWAP_PAPER_TAUS))}: "
+                                                            f"{share(F.PUBSWAP_PAPER_TAUS, PAPER_STEPS)}",
+             "local steps per client in all": f"{PAPER_STEPS}", "seeds": "—"}
     table = pd.DataFrame({"live round (§3–4)": live, "stored runs (§5)": mine, "the paper": paper})
     same = table["stored runs (§5)"] == table["live round (§3–4)"]
     table.loc[same, "stored runs (§5)"] = "same"
     table.index.name = "setting"
-    return table
+    models = ", ".join(sorted({m for m, _ in F.PUBSWAP_PAPER_TABLE1}))
+    split = (f"{cfg.dirichlet_alpha:g} (all three)" if concentration == f"{cfg.dirichlet_alpha:g}" == "0.3" else
+             f"{cfg.dirichlet_alpha:g} (stored: {concentration}; the paper: 0.3)")
+    layers = policy.model.config.num_hidden_layers
+    note = (f"Also: topics split by Dirichlet concentration {split}. Policy: a {layers}-layer transformer, LoRA "
+            f"rank {cfg.lora_rank} (the paper: {models}). GRPO: ρ clipped to [{1 - cfg.epsilon:g}, "
+            f"{1 + cfg.epsilon_high:g}], μ = {cfg.num_iterations} updates per step, learning rate η = "
+            f"{cfg.learning_rate:g}, " + (f"KL weight {cfg.beta:g}" if cfg.beta else "no KL term")
+            + f" (the paper: KL weight {preset('full').beta:g}). pass@1 (stored runs): the share of right answers "
+            f"on {stored.n_test} test problems × {stored.eval_samples} samples at temperature {stored.temperature:g}.")
+    return table, note
 
 
-def live_round(cfg, policy, method: str, tau: int):
+def live_round(cfg, policy, method: str, tau: int, tensors: bool = True):
     """One round of ``method`` from the shared start ``policy``, τ local steps, in a temporary folder: the built run
-    (``run.server`` holds the trained clients) with ``run.tensors`` (:func:`read_tensors`), and the package's drift
-    record after each local step, ``{j: record}`` (``drift.mean_pairwise_drift``, ``drift.distance_to_global``)."""
+    (``run.server`` holds the trained clients) with ``run.tensors`` (:func:`read_tensors`; ``{}`` unless ``tensors``),
+    and the package's drift record after each local step, ``{j: record}`` (``drift.mean_pairwise_drift``,
+    ``drift.distance_to_global``)."""
     import tempfile
 
     from fedrl_kit.runs import Run
 
     with tempfile.TemporaryDirectory() as folder:
-        run = Run(cfg.replace(method=method, rounds=1, local_steps=tau, trace_drift=True, trace_tensors=True,
+        run = Run(cfg.replace(method=method, rounds=1, local_steps=tau, trace_drift=True, trace_tensors=tensors,
                               eval_samples=1), folder, progress=False, policy=policy)
         records = run.run()
         run.tensors = read_tensors(folder)
     return run, {r["step"]: r for r in records if r["kind"] == "drift"}
+
+
+def replay_last_public(run, tau: int):
+    """The live round's last public step, answered again by its trained clients (a round keeps no answer texts):
+    the same public prompts and swap stream as that step (``generate_public``), fresh answers from the adapters the
+    round ended with. Local steps count from 0 here: step j is public when j + 1 is a multiple of τ_swap."""
+    from fedrl_kit.pubswap.method import is_public_step
+    from fedrl_kit.pubswap.public_step import generate_public
+
+    last = max(j for j in range(tau) if is_public_step(j, run.config.pubswap.period))
+    return generate_public(run.server, round=1, step=last)
+
+
+COLOURS = {"FedAvg-GRPO": "#5f6368", "no-swap control": "#f9ab00", "PubSwap Balanced": "#1a73e8",
+           "PubSwap Random": "#d93025"}
+"""one colour per arm in every figure"""
+
+
+def live_drift_figure(drifts: dict, period: int) -> go.Figure:
+    """Two panels over one live round's local steps j = 1 … τ, a line per arm: δ_pair after each step, and
+    δ_pair / u with √2 (equal-length updates in unrelated directions) dotted; public steps (every ``period``-th) shaded.
+    ``drifts``: ``{arm: {j: record}}``, each arm's per-step drift record as :func:`live_round` gives it (j from 0)."""
+    from fedrl_kit.pubswap.method import is_public_step
+
+    tau = max(len(d) for d in drifts.values())
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+                        subplot_titles=["δ_pair after step j (lower: clients closer)",
+                                        "δ_pair / u (lower: directions more alike)"])
+    for arm in sorted(drifts, key=lambda a: ORDER.index(a) if a in ORDER else len(ORDER)):  # as every table lists them
+        d = drifts[arm]
+        steps = sorted(d)
+        for col, y in ((1, [d[j]["pairwise_effective"] for j in steps]),
+                       (2, [d[j]["pairwise_effective"] / d[j]["to_global_effective"] for j in steps])):
+            fig.add_trace(go.Scatter(x=[j + 1 for j in steps], y=y, mode="lines+markers", name=arm, legendgroup=arm,
+                                     showlegend=col == 1, line=dict(color=COLOURS.get(arm, "black"), width=2)),
+                          row=1, col=col)
+    for j in range(tau):
+        if is_public_step(j, period):
+            for col in (1, 2):
+                fig.add_vrect(x0=j + 0.5, x1=j + 1.5, fillcolor="#fce8e6", opacity=0.6, line_width=0, layer="below",
+                              row=1, col=col)
+    fig.add_hline(y=float(np.sqrt(2)), line=dict(color="#444", dash="dot"), row=1, col=2,
+                  annotation_text="√2: unrelated", annotation_position="top right")
+    fig.update_layout(template="plotly_white", height=420, width=900, margin=dict(t=90, l=60, b=60),
+                      legend=dict(orientation="h", y=-0.25, x=0.5, xanchor="center"),
+                      title=dict(text=f"the live round, step by step (τ = {tau}; shaded: public steps)", x=0.02,
+                                 y=0.97))
+    fig.update_xaxes(title_text="local step j", tickvals=list(range(1, tau + 1)), range=[0.5, tau + 0.5])
+    fig.update_yaxes(title_text="δ_pair", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="δ_pair / u (axis from 1)", range=[1.0, 1.5], row=1, col=2)
+    return fig
 
 
 def read_tensors(folder) -> dict:
@@ -160,15 +212,6 @@ def example_prompt(correct: pd.DataFrame, K: int) -> int:
     return int(np.argmax(wanted * (K - c0))) if wanted.any() else 0
 
 
-def widget_prompt(correct: pd.DataFrame, K: int, avoid: int) -> int:
-    """The widget's first prompt: one (not ``avoid``) where client 0 lacks right answers and the others hold enough
-    to fill the gap, so its static view shows a swap that §3's worked example does not. Falls back to ``avoid``."""
-    c0, others = correct.iloc[:, 0].to_numpy(), correct.iloc[:, 1:].sum(axis=1).to_numpy()
-    gap = np.maximum(K // 2 - c0, 0)
-    ok = (gap > 0) & (others >= gap) & (np.arange(len(c0)) != avoid)
-    return int(np.argmax(ok * gap)) if ok.any() else avoid
-
-
 def code_excerpt(func, first: str, last: str) -> Markdown:
     """The lines of ``func``'s source from the one containing ``first`` to the one containing ``last``."""
     import inspect
@@ -191,25 +234,25 @@ def random_view(view: pd.DataFrame, cid: str) -> pd.DataFrame:
     return out
 
 
-def swap_widget(gen, prompt: int):
-    """The swap widget's update function and its controls: rule, K (each client's first K answers), client, prompt.
-    The update prints how many of the group's K answers came from other clients and how many are right, then the
-    group slot by slot."""
+def swap_widget(gen, swaps: dict, prompt: int):
+    """§3's knobs: the rule, the client and the prompt → that client's group after the swap, as ``swaps`` (one
+    ``swap_public`` result per rule, on the round's answers ``gen``) made it, with how many of its answers came from
+    other clients and how many are right. Returns the update and its controls, for :func:`fedrl_kit.notebook.knobs`."""
     import ipywidgets as widgets
+    from IPython.display import display
 
-    from fedrl_kit.pubswap.public_step import group_table, swap_public
+    from fedrl_kit.pubswap.public_step import group_table
 
     cids, K = gen.client_ids, gen.num_generations
 
-    def show_swap(rule, K, client, prompt):
-        v = group_table(gen, swap_public(gen, rule, K), client, prompt)
-        print(f"{rule}, K = {K}: {cids[client]}'s group on {gen.batch['prompt'][prompt]!r} holds "
-              f"{round(v.attrs['alpha'] * K)} of {K} answers from other clients and {int(v['correct'].sum())} right")
+    def show_swap(rule, client, prompt):
+        v = group_table(gen, swaps[rule], client, prompt)
+        print(f"{rule}: {cids[client]}'s group on {gen.batch['prompt'][prompt]!r} holds {v.attrs['swapped_in']} of "
+              f"{K} answers from other clients, {int(v['correct'].sum())} right")
         display(random_view(v, cids[client]) if rule == "random" else v)
 
     controls = dict(rule=widgets.ToggleButtons(options=[("Balanced", "balanced"), ("Random", "random")]),
-                    K=widgets.IntSlider(K, 2, K, continuous_update=False),
-                    client=widgets.Dropdown(options=[(c, i) for i, c in enumerate(cids)], value=0),
+                    client=widgets.Dropdown(options=[(c, i) for i, c in enumerate(cids)], value=min(1, len(cids) - 1)),
                     prompt=widgets.Dropdown(options=[(x, i) for i, x in enumerate(gen.batch["prompt"])], value=prompt))
     return show_swap, controls
 
@@ -227,29 +270,39 @@ def _has_gradient(right: int, K: int) -> bool:
     return 0 < right < K
 
 
-def exercise_no_gradient(c=(0, 3, 8, 5), K: int = 8) -> tuple[str, str]:
-    """Exercise 1: four clients answered one prompt with c_n(x) right answers of K; which client gets no gradient
-    from it under Balanced? The package's ``balanced_swap`` on a pool with those counts (the texts do not matter)
-    decides; the reason gives c_n + M_n per client, and which clients the no-swap control leaves without one."""
+def exercise_balanced_counts(c=(0, 2, 0, 0), K: int = 8) -> tuple[tuple[int, ...], str]:
+    """Exercise 1: four clients answered one prompt with c_n(x) right answers of K; how many right answers does each
+    hold after Balanced? The package's ``balanced_swap`` on a pool with those counts (the texts do not matter)
+    decides; the reason gives M_n = min((⌊K/2⌋ − c_n)_+, D_n) per client by hand, and which clients get a gradient
+    with and without the swap."""
     from fedrl_kit.pubswap.swap import ResponsePool, balanced_swap
 
     c = np.asarray(c)
     cids = [f"client_{n}" for n in range(len(c))]
     pool = ResponsePool([["answer"] * K for _ in c], np.arange(K)[None, :] < c[:, None])  # [N, K] c_n right each
     swapped = balanced_swap(pool, K, np.random.default_rng(0)).correct.sum(axis=1)  # [N] right after the swap
-    none = [cid for cid, r in zip(cids, swapped) if not _has_gradient(int(r), K)]
     parts = []
     for cid, cn, r in zip(cids, c, swapped):
-        M = min(max(K // 2 - int(cn), 0), int(c.sum() - cn))  # by hand, as in §2
+        D = int(c.sum() - cn)  # right answers the other clients hold
+        M = min(max(K // 2 - int(cn), 0), D)  # by hand, as in §2
         assert int(cn) + M == int(r)  # the package's group agrees
-        parts.append(f"{cid}: {cn}" + (f" + {M} swapped in = {r}" if M else "") + f" of {K} right → "
-                     + ("a gradient" if _has_gradient(int(r), K) else "none"))
-    control = [cid for cid, cn in zip(cids, c) if not _has_gradient(int(cn), K)]
-    answer = none[0] if len(none) == 1 else ClientSet(none)
-    return answer, ("; ".join(parts) + ". Balanced only swaps right answers in for wrong ones, so an all-right group "
-                    "stays all right and every â_k is 0. Without the swap (the no-swap control) "
-                    f"{', '.join(control) or 'no client'} would get none: an all-wrong group is rescued, an all-right "
-                    "one is not.")
+        parts.append(f"{cid}: D = {D}, M = min(({K // 2} − {cn})+, {D}) = {M} → {r} right")
+    after = [cid for cid, r in zip(cids, swapped) if _has_gradient(int(r), K)]
+    before = [cid for cid, cn in zip(cids, c) if _has_gradient(int(cn), K)]
+    return tuple(int(r) for r in swapped), (
+        "; ".join(parts) + ". Balanced wants ⌊K/2⌋ right per group but can only pass on the D_n right answers the "
+        "others hold; each receiver draws its own donors, so the same right answer can go to several clients, while a "
+        "client whose right answers are the only ones gets none back. With the swap "
+        f"{_names(after)} get a gradient; without it (the no-swap control) only {_names(before)} would.")
+
+
+def _names(cids: list[str]) -> str:
+    """'no client', 'client_1', 'client_0 and client_2', 'all 4 clients' (when the list is client_0 … client_{N−1})."""
+    if not cids:
+        return "no client"
+    if len(cids) > 2 and cids == [f"client_{n}" for n in range(len(cids))]:
+        return f"all {len(cids)} clients"
+    return " and ".join([", ".join(cids[:-1]), cids[-1]]) if len(cids) > 1 else cids[0]
 
 
 def _no_gradient(groups) -> bool:
@@ -306,15 +359,15 @@ def exercise_bound() -> tuple[str, str]:
         "FedAvg-GRPO adds ζ on every step. The other three add ζ only on private steps. On a public step Random and "
         "Balanced add ω_n + ω_n′ > 0, since they train on swapped answers. The control trains on its own answers, so "
         "its ω_n = 0 and its public steps add nothing: its bound is the smallest. The bound does not favour "
-        "swapping; §5 shows what the runs say.")
+        "swapping; the runs below test it.")
 
 
 # -- §5: the stored runs ----------------------------------------------------------------------------------------------
 def stored_runs(results=F.RESULTS) -> pd.DataFrame:
     """One row per stored run of the four arms in the larger-τ grid (every τ it ran, final checkpoint): the arm's
     name, τ, seed, the end-of-round δ_pair (``drift_end_pairwise_effective``: δ_pair after each round's last local step,
-    mean over the run's rounds), the update size u (``drift_end_to_global_effective``, the same way) and the final
-    pass@1 in points; plus the run's rounds, preset and topic split."""
+    mean over the run's rounds), the update size u (``drift_end_to_global_effective``, the same way), the final
+    pass@1 in points and the untrained start's ("start"); plus the run's rounds, preset and topic split."""
     import json
     from pathlib import Path
 
@@ -322,7 +375,8 @@ def stored_runs(results=F.RESULTS) -> pd.DataFrame:
     rows = rows[rows.table.isin(["table1", "control"]) & rows.method.isin(list(ARMS))]
     return pd.DataFrame({"arm": rows.method.map(ARMS), "tau": rows.tau, "seed": rows.seed,
                          "δ_pair": rows.drift_end_pairwise_effective, "u": rows.drift_end_to_global_effective,
-                         "pass@1": 100 * rows["pass@1_final"], "rounds": rows.rounds, "preset": rows.preset,
+                         "pass@1": 100 * rows["pass@1_final"], "start": 100 * rows["pass@1_start"],
+                         "rounds": rows.rounds, "preset": rows.preset,
                          "dirichlet_alpha": rows.dirichlet_alpha}).reset_index(drop=True)
 
 
@@ -371,10 +425,10 @@ def stored_drift_figure(results=F.RESULTS) -> go.Figure:
     low, high = int(rows["δ_pair"].min()) - 1, int(rows["δ_pair"].max()) + 2
     fig.update_layout(template="plotly_white", height=480, width=900, margin=dict(t=90, l=60, b=60),
                       legend=dict(orientation="h", y=-0.22, x=0.5, xanchor="center"),
-                      title=dict(text=f"stored runs at τ = {s['tau']}: measured after each round's last local step, "
-                                      f"mean over the {s['rounds']} rounds", x=0.02, y=0.97))
-    fig.update_yaxes(title_text="δ_pair (axis not from 0)", range=[low, high], row=1, col=1)
-    fig.update_yaxes(title_text="δ_pair / u", range=[1.0, 1.5], row=1, col=2)
+                      title=dict(text=f"stored runs at τ = {s['tau']} ({s['rounds']} rounds): end-of-round "
+                                      "δ_pair and u", x=0.02, y=0.97))
+    fig.update_yaxes(title_text="end-of-round δ_pair (axis not from 0)", range=[low, high], row=1, col=1)
+    fig.update_yaxes(title_text="δ_pair / u (axis from 1)", range=[1.0, 1.5], row=1, col=2)
     short = {"FedAvg-GRPO": "FedAvg-<br>GRPO", "no-swap control": "no-swap<br>control"}
     ticks = [f"{short.get(a, a.replace('PubSwap ', ''))}<br>({n.get(a, 0)} seeds)" for a in ORDER]
     fig.update_xaxes(tickvals=list(x.values()), ticktext=ticks, tickangle=0, range=[-0.4, len(ORDER) - 0.4])
@@ -387,9 +441,29 @@ def update_sizes(results=F.RESULTS) -> pd.DataFrame:
     arm's seeds; the ratio is √2 for updates of equal length in unrelated directions and 0 for identical ones."""
     rows = _at_largest_tau(results)
     t = rows.groupby("arm")[["δ_pair", "u", "ratio"]].mean().reindex(ORDER)
-    t = t.rename(columns={"δ_pair": "final δ_pair", "u": "update size u", "ratio": "δ_pair / u"})
+    t = t.rename(columns={"δ_pair": "end-of-round δ_pair", "u": "update size u", "ratio": "δ_pair / u"})
     t.insert(0, "seeds", rows.groupby("arm").size().reindex(ORDER))
-    return t.round({"final δ_pair": 2, "update size u": 2, "δ_pair / u": 2})
+    return t.round({"end-of-round δ_pair": 2, "update size u": 2, "δ_pair / u": 2})
+
+
+def drift_by_tau(results=F.RESULTS) -> pd.DataFrame:
+    """Each arm's end-of-round δ_pair at every stored τ with δ_pair / u in brackets ("12.12 (1.26)"), means over the
+    arm's seeds at that τ; "not run" where the arm has no run there. One row per τ, the arms in :data:`ORDER`."""
+    rows = stored_runs(results).assign(ratio=lambda r: r["δ_pair"] / r["u"])
+    t = rows.groupby(["tau", "arm"])[["δ_pair", "ratio"]].mean()
+    out = {arm: {tau: f"{t.loc[(tau, arm), 'δ_pair']:.2f} ({t.loc[(tau, arm), 'ratio']:.2f})" if (tau, arm) in t.index
+                 else "not run" for tau in sorted(rows.tau.unique())} for arm in ORDER}
+    return pd.DataFrame(out).rename_axis("τ")
+
+
+def pass1_by_tau(results=F.RESULTS) -> pd.DataFrame:
+    """pass@1 (%) at every stored τ: the untrained start's (mean over the seeds run at that τ) and each arm's at the
+    end (mean over its seeds; "not run" where it did not run). One row per τ."""
+    rows = stored_runs(results)
+    start = rows.drop_duplicates(["tau", "seed"]).groupby("tau").start.mean()
+    arms = rows.pivot_table(index="tau", columns="arm", values="pass@1", aggfunc="mean").reindex(columns=ORDER)
+    t = pd.concat([start.rename("untrained start"), arms], axis=1).round(1).rename_axis("τ")
+    return t.astype(object).where(t.notna(), "not run")
 
 
 def exercise_update_size(results=F.RESULTS) -> tuple[str, str]:
@@ -398,10 +472,11 @@ def exercise_update_size(results=F.RESULTS) -> tuple[str, str]:
     lower ratio with a higher δ_pair needs a larger u; then u read off the means and as the runs measured it."""
     t = update_sizes(results)
     r, f = t.loc["PubSwap Random"], t.loc["FedAvg-GRPO"]
-    ur, uf = r["final δ_pair"] / r["δ_pair / u"], f["final δ_pair"] / f["δ_pair / u"]
+    ur, uf = r["end-of-round δ_pair"] / r["δ_pair / u"], f["end-of-round δ_pair"] / f["δ_pair / u"]
     word = "larger" if ur > uf * 1.02 else "smaller" if ur < uf / 1.02 else "equal"
     return word, (f"δ_pair = (δ_pair / u) · u, so a lower ratio can give a higher δ_pair only if u is larger. Random: "
-                  f"{r['final δ_pair']:.2f} ÷ {r['δ_pair / u']:.2f} ≈ {ur:.1f}; FedAvg-GRPO: {f['final δ_pair']:.2f} "
+                  f"{r['end-of-round δ_pair']:.2f} ÷ {r['δ_pair / u']:.2f} ≈ {ur:.1f}; FedAvg-GRPO: "
+                  f"{f['end-of-round δ_pair']:.2f} "
                   f"÷ {f['δ_pair / u']:.2f} ≈ {uf:.1f} (measured directly: {r['update size u']:.2f} against "
                   f"{f['update size u']:.2f}). Random's clients point more alike, as sharing one group should "
                   "make them, but each moves further from the broadcast adapter, and the longer moves win. Why they "

@@ -16,17 +16,17 @@
 # %% [markdown]
 # # PubSwap: shared public prompts and swapped answers against client drift
 #
-# *Nayak, Askin, Ustaomeroglu, Joe-Wong, Joshi (Carnegie Mellon University): PubSwap.*
+# *Nayak, Askin, Ustaomeroglu, Joe-Wong, Joshi (CMU): PubSwap.*
 #
 # **The problem.** In FedAvg-GRPO each client trains its LoRA adapter with $\tau$ GRPO steps on its own prompts
 # (**local steps**), then the server averages the adapters. Clients hold different topics, so their adapters
 # **drift** apart and the average fits none well.
 #
 # **The idea.** Make some local steps **public**: all clients answer the same prompts, and the server **swaps**
-# answers between them before they train. Shared material should pull the clients together.
+# answers between them before they train.
 #
 # **The paper's claims.** (1) The **Balanced** swap reduces drift. (2) It beats FedAvg-GRPO in accuracy for most
-# $\tau$. (3) With few local steps, a simpler **Random** swap beats Balanced. §5 tests all three.
+# $\tau$. (3) With few local steps, a simpler **Random** swap beats Balanced.
 
 # %% [markdown]
 # ## Parameters
@@ -47,6 +47,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 import torch
+from IPython.display import display
 
 pd.set_option("display.max_colwidth", None)  # tables show whole answers
 
@@ -55,7 +56,7 @@ from experiments.stats import t_interval
 from fedrl_kit import diagrams, notebook, viz
 from fedrl_kit.grpo import group_advantages
 from fedrl_kit.pubswap.method import is_public_step
-from fedrl_kit.pubswap.public_step import generate_public, group_table, swap_public
+from fedrl_kit.pubswap.public_step import group_table, swap_public
 from fedrl_kit.pubswap.swap import balanced_swap, random_swap
 from fedrl_kit.rewards.parsing import extract_answer
 from fedrl_kit.runs import Run
@@ -72,10 +73,9 @@ world, policy = probe_run.world, probe_run.policy
 # | symbol | meaning |
 # |---|---|
 # | $N$; $\tau$ | clients; local steps per round |
-# | $\tau_{\text{swap}}$ | every $\tau_{\text{swap}}$-th local step is public (here 2: half of them) |
+# | $\tau_{\text{swap}}$ | every $\tau_{\text{swap}}$-th local step is public |
 # | $b$; $K$ | prompts per step; answers per prompt |
 # | $c_n(x)$ | client $n$'s right answers on prompt $x$ |
-# | $M_n(x)$ | answers the server swaps into client $n$'s group (§2) |
 #
 # At the round's end the server averages the LoRA factors $A$ and $B$ separately (**FedIT**). FedAvg-GRPO runs the
 # same round with private steps only. Each method compared is an **arm**.
@@ -87,22 +87,15 @@ diagrams.round_diagram("pubswap")
 diagrams.step_timeline(T, cfg.pubswap.period)
 
 # %% [markdown]
-# Private prompts and answers never leave a client. The round as code (`fedrl_kit/pubswap/method.py::run_round`):
+# The round as code (`pubswap/method.py::run_round`):
 # ```
-# for round p = 1, 2, …:
-#   send (A_p, B_p) to every client
-#   for local step j = 1..τ:
-#     if j is a multiple of τ_swap:                         # public
-#       server draws b public prompts at random, sends them with gold answers to every client
-#       each client samples K answers per prompt, scores them, sends them
-#       server swaps answers: Balanced or Random
-#       each client: one GRPO step on its swapped groups
-#     else:
-#       each client: one GRPO step on b private prompts
-#   each client sends (A_n, B_n); A = mean A_n, B = mean B_n  # aggregate.fedit
+# for round p = 1, 2, …:  send (A_p, B_p) to every client
+#   for step j = 1..τ:  public if τ_swap divides j (b shared prompts → K answers each → swap → GRPO)
+#                       else private (GRPO on b own prompts)
+#   A, B = mean A_n, mean B_n  # FedIT
 # ```
 #
-# **The public prompts** are arithmetic problems like the clients' own. The set, then every setting:
+# **The public prompts:**
 
 # %%
 public = world.public  # the server's public prompts
@@ -110,7 +103,6 @@ print(f"{len(public)} public prompts with gold answers, held by the server; per 
       f"{dict(sorted(Counter(public['topic']).items()))}; also in the test set: "
       f"{len(set(public['prompt']) & set(world.test['prompt']))}; in the clients' pool: "
       f"{len(set(public['prompt']) & set(world.train['prompt']))}")
-teach.settings_table(cfg, policy, T)
 
 # %% [markdown]
 # ## 2. GRPO, and why swap answers
@@ -123,15 +115,23 @@ teach.settings_table(cfg, policy, T)
 # \operatorname{clip}\bigl(\rho_{k,t},\,1-\varepsilon,\,1+\varepsilon_{\text{high}}\bigr)\,\hat a_k\Bigr),\qquad
 # \rho_{k,t}=\frac{\pi_\theta(y_{k,t}\mid x,y_{k,<t})}{\pi_{\text{old}}(y_{k,t}\mid x,y_{k,<t})}$$
 #
-# $\bar r$, $\sigma_r$: the group's mean and sample standard deviation. $\rho_{k,t}$: how much likelier token $t$ is
+# $\bar r$, $\sigma_r$: the group's mean and standard deviation. $\rho_{k,t}$: how much likelier token $t$ is
 # now than under $\pi_{\text{old}}$, the policy at the step's start; clipping keeps a step small. A step runs $\mu$
 # optimiser updates on $J$.
 #
-# **A swapped-in answer's $\rho$.** Its $\pi_{\text{old}}$ is the receiver's own policy, so $\rho=1$ at the step's
-# first update: no importance weight corrects for the answer being **off-policy** (our choice; the paper is silent).
+# **What the reward reads:**
+
+# %%
+for text in ("<think>53+49</think><answer>102</answer>", "99"):  # the text inside <answer>, else the last number
+    print(f"{text!r} → {extract_answer(text)!r}")
+
+# %% [markdown]
+# **A swapped-in answer's $\rho$** is 1 at the step's first update (its $\pi_{\text{old}}$ is the receiver's policy):
+# nothing corrects for it being **off-policy** (our choice; the paper is silent). The bound in §4 charges this to
+# drift, as $\omega_n$.
 #
 # **Why swap.** If a group is all wrong (or all right), every $\hat a_k$ is 0: no gradient. One swapped-in right
-# answer restores it. The advantages by hand, checked against the package:
+# answer restores it. By hand, checked against the package:
 
 # %%
 groups = {"all wrong": 0, "one right swapped in": 1, "half right": cfg.num_generations // 2}  # right answers of K
@@ -145,28 +145,32 @@ pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 
 # %% [markdown]
 # **Balanced** (`swap.balanced_swap`) tops each client's group up to half right. It replaces $M_n(x)$ of client
-# $n$'s wrong answers with right answers of the other clients, who hold $D_n(x)$ of them (drawn anew for each
-# receiver, so one right answer can go to several):
+# $n$'s wrong answers with right answers of the other clients, who hold $D_n(x)$ of them:
 #
 # $$M_n(x)=\min\bigl((\lfloor K/2\rfloor-c_n(x))_+,\ D_n(x)\bigr),\qquad D_n(x)=\sum_{n'\ne n}c_{n'}(x)$$
 #
 # Half, because a reward's variance $p(1-p)$ peaks at $p=\tfrac12$.
 #
-# **Random** (`swap.random_swap`) pools all $NK$ answers, draws one group of $K$, and gives it to every client; on
-# average $K(N-1)/N$ of them are other clients'.
+# **Random** (`swap.random_swap`) pools all $NK$ answers, draws one group of $K$, and gives it to every client. On
+# average $K(N-1)/N$ of a client's $K$ answers are then others', right or wrong: Random can drop a client's right
+# answers, Balanced never does.
 #
 # **The no-swap control** (our addition) takes the same public steps but keeps each client's own answers, so
 # Balanced − control isolates the swap.
-#
+
+# %%
+settings, rest = teach.settings_table(cfg, policy, T)  # the live round (§3–4), the stored runs (§5), the paper
+display(settings)
+print(rest)
+
+# %% [markdown]
 # ## 3. One swap, step by step
-# We train one Balanced round (the live column above). **The groups shown are regenerated:** a round keeps no answer
-# texts, so its trained clients answer the last public step's prompts again. Right answers $c_n(x)$:
+# We train one Balanced round, then its clients answer its last public prompts again (a round keeps no texts): fresh
+# answers, same prompts and swap. Right answers $c_n(x)$:
 
 # %%
 run, drift = teach.live_round(cfg, policy, "pubswap_balanced", T)  # drift: the package's record after each step
-# code counts local steps j from 0, the pseudocode from 1: step j is public when j + 1 is a multiple of τ_swap
-last_public = max(j for j in range(T) if is_public_step(j, cfg.pubswap.period))
-gen = generate_public(run.server, round=1, step=last_public)  # the trained clients answer those prompts again
+gen = teach.replay_last_public(run, T)  # the trained clients answer the last public step's prompts again
 K, cids = gen.num_generations, gen.client_ids
 correct = pd.DataFrame({cid: [int(sum(right)) for right in g["correct"]] for cid, g in zip(cids, gen.generated)},
                        index=[f"{q} (gold {a})" for q, a in zip(gen.batch["prompt"], gen.batch["answer"])])
@@ -174,14 +178,7 @@ correct = correct.rename_axis(f"c_n(x): right answers out of K = {K}")
 correct
 
 # %% [markdown]
-# The answer format, and what the reward reads:
-
-# %%
-for text in ("<think>53+49</think><answer>102</answer>", "99"):  # the text inside <answer>, else the last number
-    print(f"{text!r} → {extract_answer(text)!r}")
-
-# %% [markdown]
-# client_0's group on a prompt where it lacks right answers: $M_0(x)$ by hand, then slot by slot:
+# $M_0(x)$ by hand, then client_0's group slot by slot:
 
 # %%
 swaps = {rule: swap_public(gen, rule) for rule in ("balanced", "random")}  # b groups per rule
@@ -191,23 +188,14 @@ D_0 = c.sum() - c[0]  # right answers the other clients hold
 M_0 = min(max(K // 2 - c[0], 0), D_0)
 view = group_table(gen, swaps["balanced"], 0, x)
 print(f"c_0 = {c[0]}, D_0 = {D_0}: M_0 = min(({K // 2} − {c[0]})+, {D_0}) = {M_0}; "
-      f"the package swapped in {view.attrs['alpha'] * K:.0f}")
+      f"the package swapped in {view.attrs['swapped_in']}")
 view.sort_values("from", key=lambda s: s.str.startswith("own"), kind="stable")
 
 # %% [markdown]
 # The rule's code:
 
 # %%
-teach.code_excerpt(balanced_swap, "target = K // 2", "source[n, slots, 1]")
-
-# %% [markdown]
-# **Turn the knobs:**
-
-# %%
-widget_at = teach.widget_prompt(correct, K, avoid=x)
-show_swap, controls = teach.swap_widget(gen, widget_at)
-notebook.static_default(show_swap, **controls)
-notebook.knobs(show_swap, **controls)
+teach.code_excerpt(balanced_swap, "wanted = max(", "donors = rng.choice")
 
 # %% [markdown]
 # Random's rule and group on the same prompt:
@@ -216,26 +204,33 @@ notebook.knobs(show_swap, **controls)
 teach.code_excerpt(random_swap, "flat = rng.choice", "source = np.broadcast_to")
 
 # %%
-show_swap("random", K, 0, x)
-print(f"right answers in the pool of all {len(cids) * K} answers: {c.sum()}; other clients' answers in a drawn group, "
-      f"on average: K(N − 1)/N = {K * (len(cids) - 1) / len(cids):g}")
+drawn = group_table(gen, swaps["random"], 0, x)  # the one group every client gets
+print(f"{drawn.attrs['swapped_in']} of client_0's {K} answers come from other clients (on average K(N − 1)/N = "
+      f"{K * (len(cids) - 1) / len(cids):g}); right: {int(drawn['correct'].sum())} in the group, {c.sum()} in the "
+      f"pool of all {len(cids) * K} answers")
+teach.random_view(drawn, cids[0])
+
+# %%
+show_swap, controls = teach.swap_widget(gen, swaps, x)  # any client, any prompt, either rule: its group after the swap
+notebook.static_default(show_swap, **controls)
+notebook.knobs(show_swap, **controls)
 
 # %% [markdown]
 # ### Exercise 1
-# On one prompt, client_0 to client_3 get $c_n(x)=0, 3, 8, 5$ of $K=8$ answers right. Which client gets **no**
-# gradient from it under Balanced?
+# On one prompt, client_0 to client_3 get $c_n(x)=0, 2, 0, 0$ of $K=8$ right. How many right answers does each
+# group hold after Balanced?
 
 # %%
-prediction_1 = None  # a client's name, e.g. "client_0"
+prediction_1 = None  # four whole numbers (client_0 … client_3), e.g. (4, 4, 4, 4)
 
 # %%
-answer_1, why_1 = teach.exercise_no_gradient((0, 3, 8, 5), K=8)
+answer_1, why_1 = teach.exercise_balanced_counts((0, 2, 0, 0), K=8)
 notebook.check_explained(prediction_1, answer_1, why_1)
 
 # %% [markdown]
 # ### Exercise 2
-# In the $c_n(x)$ table, on how many prompts can Random give **no** client a gradient, *whatever it draws*?
-# On how many does Balanced give none?
+# In the $c_n(x)$ table, on how many prompts is Random *certain* to give **no** client a gradient? On how many does
+# Balanced give none?
 
 # %%
 prediction_2 = None  # two whole numbers (Random, Balanced), e.g. (1, 0)
@@ -246,7 +241,7 @@ notebook.check_explained(prediction_2, answer_2, why_2)
 
 # %% [markdown]
 # ## 4. Drift
-# **Why clients drift.** Each client holds its own mix of the seven topics, so their private gradients differ:
+# Clients drift because each holds its own mix of the seven topics:
 
 # %%
 fig = teach.heterogeneity_figure(probe_run.partitions, dirichlet_alpha)
@@ -260,7 +255,7 @@ fig
 #
 # $$\frac1N\sum_nB_nA_n-\bar B\bar A=\frac1N\sum_n(B_n-\bar B)(A_n-\bar A)$$
 #
-# The error vanishes when the clients' factors agree and grows as they drift apart.
+# The error grows as the clients' factors drift apart.
 #
 # ### Exercise 3
 # Two clients with $1\times1$ factors and $s=1$ both learned $\Delta W=4$: client 1 with $(B,A)=(2,2)$, client 2 with
@@ -274,14 +269,51 @@ answer_3, why_3 = teach.exercise_fedit(((2.0, 2.0), (-1.0, -4.0)))
 notebook.check_explained(prediction_3, answer_3, why_3)
 
 # %% [markdown]
-# **How we measure drift.** $\Delta W_n=sB_nA_n$ is client $n$'s weight change, all layers in one vector. The **drift**
-# $\delta_{\text{pair}}$ is the mean distance between two clients' $\Delta W_n$. The **update size** $u$ is the mean
-# distance of a client from the round's start $\Delta W_p$:
+# **The paper's bound**, and a tension: it charges the swap extra drift, yet the runs below show the swap cutting
+# drift. $\theta_n$: client $n$'s LoRA factors; $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$ after step $j$
+# ($\Delta_0=0$); $g_n$: its expected gradient.
+# 1. A step of size $\eta$: $\Delta_{j}\le(1+\eta L)\Delta_{j-1}+\eta c_j$; $L$: how fast a gradient changes with
+#    $\theta$; $c_j$ bounds the clients' gradient gap at the same $\theta$.
+# 2. **Private step**: $c_j=\zeta$, a bound on $\lVert g_n-g_{n'}\rVert$ over different data.
+# 3. **Public step**: same prompts and reward give the same $g_n$: $c_j=0$ without a swap. A swap moves each client's
+#    gradient by its **swap distortion** $\omega_n$: $c_j=\omega_n+\omega_{n'}$ (Random too: each $\omega_n$ is
+#    measured from the client's own gradient).
+#
+# $G_n(x,Y)$: the gradient of client $n$'s $J$ on prompt $x$ with group $Y$; $Y_n(x)$: its own answers;
+# $\tilde Y_n(x)$: its group after the swap. In one draw (the paper takes expectations):
+#
+# $$\omega_n=\Bigl\lVert\frac1b\sum_x\bigl[G_n(x,\tilde Y_n(x))-G_n(x,Y_n(x))\bigr]\Bigr\rVert
+# \le\frac1b\sum_xM_n(x)\,\beta_n(x)$$
+#
+# $$\beta_n(x)=\max\lVert G_n(x,Y')-G_n(x,Y)\rVert\ \text{over groups }Y,Y'\text{ one answer apart}$$
+#
+# **Factors and $\Delta W$.** The bound is on factors; we measure drift on $\Delta W_n=sB_nA_n$, what changes the
+# answers. Per layer, from $\Delta W_n-\Delta W_{n'}=s\bigl[B_n(A_n-A_{n'})+(B_n-B_{n'})A_{n'}\bigr]$:
+#
+# $$\lVert\Delta W_n-\Delta W_{n'}\rVert\le s\bigl(\lVert B_n\rVert\,\lVert A_n-A_{n'}\rVert
+# +\lVert A_{n'}\rVert\,\lVert B_n-B_{n'}\rVert\bigr)$$
+#
+# Close factors give close $\Delta W_n$, not the reverse (Exercise 3).
+#
+# ### Exercise 4
+# Take the same $\zeta$, $L$ and $\eta$ for every arm. Which arm has the smallest bound on $\Delta_\tau$?
+
+# %%
+prediction_4 = None  # "FedAvg-GRPO", "no-swap control", "Random" or "Balanced"
+
+# %%
+answer_4, why_4 = teach.exercise_bound()
+notebook.check_explained(prediction_4, answer_4, why_4)
+
+# %% [markdown]
+# **How we measure drift.** $\Delta W_n$ holds all layers in one vector. The **drift** $\delta_{\text{pair}}$ is the
+# mean distance between two clients' $\Delta W_n$. The **update size** $u$ is the mean distance of a client from the
+# round's start $\Delta W_p$:
 #
 # $$\delta_{\text{pair}}=\frac{2}{N(N-1)}\sum_{n<n'}\lVert\Delta W_n-\Delta W_{n'}\rVert_F,\qquad
 # u=\frac1N\sum_n\lVert\Delta W_n-\Delta W_p\rVert_F$$
 #
-# Their ratio $\delta_{\text{pair}}/u$ says how alike the clients' directions are. Two clients, updates of length 3,
+# The ratio $\delta_{\text{pair}}/u$ says how alike the clients' directions are. Two clients, updates of length 3,
 # $\Delta W_p=0$:
 
 # %%
@@ -292,8 +324,7 @@ for name, (w1, w2) in {"identical": ([3, 0], [3, 0]), "unrelated": ([3, 0], [0, 
     print(f"{name:9}: δ_pair = {d:.2f}, u = {u:.2f}, δ_pair / u = {d / u:.2f}")
 
 # %% [markdown]
-# After the live round's last step, by hand and by the package (`drift.mean_pairwise_drift`,
-# `drift.distance_to_global`):
+# After the live round's last step, by hand and by the package (`fedrl_kit.drift`):
 
 # %%
 s = cfg.lora_alpha / cfg.lora_rank  # LoRA's scale
@@ -315,49 +346,45 @@ print(f"by hand: δ_pair = {delta_pair:.3f}, u = {u:.3f}; the package: δ_pair =
       f"{drift[T - 1]['pairwise_effective']:.3f}, u = {drift[T - 1]['to_global_effective']:.3f}")
 
 # %% [markdown]
-# **The paper's bound.** $\theta_n$: client $n$'s LoRA factors. $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$: two
-# clients' distance after local step $j$ ($\Delta_0=0$). $g_n$: client $n$'s expected gradient.
-# 1. A step of size $\eta$: $\Delta_{j}\le(1+\eta L)\Delta_{j-1}+\eta c_j$, where $c_j$ bounds the clients' gradient gap
-#    at the same $\theta$ and $L$ how fast a gradient changes with $\theta$.
-# 2. **Private step**: different data: $c_j=\zeta$, a bound on $\lVert g_n-g_{n'}\rVert$.
-# 3. **Public step**: same prompts and reward: $c_j=0$ without a swap. A swap moves $g_n$ by the **swap distortion**
-#    $\omega_n\le\frac1b\sum_x M_n(x)\beta_n(x)$; $\beta_n(x)$ bounds how much one replaced answer can change $g_n$.
-#    So $c_j=\omega_n+\omega_{n'}$.
-# 4. Unrolled: $\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}c_j$.
-#
-# The runs measure $\Delta W_n=sB_nA_n$, not $\theta_n$. As $B_nA_n-B_{n'}A_{n'}=B_n(A_n-A_{n'})+(B_n-B_{n'})A_{n'}$,
-# close factors give close $\Delta W_n$, not the reverse (Exercise 3).
-#
-# ### Exercise 4
-# Take the same $\zeta$, $L$ and $\eta$ for every arm. Which arm has the smallest bound on $\Delta_\tau$?
+# **Step by step**, beside FedAvg-GRPO and the control from the same start:
 
 # %%
-prediction_4 = None  # "FedAvg-GRPO", "no-swap control", "Random" or "Balanced"
-
-# %%
-answer_4, why_4 = teach.exercise_bound()
-notebook.check_explained(prediction_4, answer_4, why_4)
+drifts, tensors = {}, {}  # per arm: the drift record and the tensors after each local step
+for method in ("fedavg_grpo", "pubswap_noswap", "pubswap_balanced"):  # the same start, seed and τ
+    arm = teach.ARMS[method]
+    other, drifts[arm] = (run, drift) if method == "pubswap_balanced" else teach.live_round(cfg, policy, method, T)
+    tensors[arm] = other.tensors
+fig = teach.live_drift_figure(drifts, cfg.pubswap.period)
+viz.export(fig, "pubswap_live_drift", figures)
+fig
 
 # %% [markdown]
-# **Why runs can disagree: the shared pull.** The bound uses expected gradients, but a client with no right answer
-# gets no gradient (§2). A swap can hand such clients right answers to the same prompts: a pull the bound lacks, so
-# only runs can rank the arms. On §3's groups:
+# FedAvg-GRPO's ratio stays near $\sqrt2$. From the first public step the other arms' ratio falls and their
+# $\delta_{\text{pair}}$ grows more slowly: public steps add less drift, not none.
+# Here the public steps alone make most of the cut; in the stored runs (§5, rows 2–3) the swap does, at $\tau$ = 32
+# and 48: one seed at $\tau=6$ does not settle it.
+#
+# **The shared pull, measured.** In the bound, clients on the same public prompts share one expected gradient; real
+# gradients come from sampled answers, which a swap shares. Cosine of two clients' gradients at a step's start, mean
+# over pairs (0: unrelated, 1: same direction):
 
 # %%
-before = correct.to_numpy()  # [b, N] c_n(x): right answers in each client's own group
-after = {"no swap": before, "Balanced": np.array([g.correct.sum(axis=1) for g in swaps["balanced"]]),
-         "Random (this draw)": np.array([g.correct.sum(axis=1) for g in swaps["random"]])}  # [b, N] after the swap
-pd.DataFrame({rule: {"no gradient (all wrong or all right)": int(((r == 0) | (r == K)).sum()),
-                     "of them all wrong": int((r == 0).sum()),
-                     "all wrong without a swap, a gradient now": int(((before == 0) & (0 < r) & (r < K)).sum())}
-              for rule, r in after.items()}).rename_axis(f"groups (client, prompt), of {before.size}")
+def mean_cosine(vectors):  # mean over client pairs of cos(v_n, v_n')
+    v = np.stack([g / np.linalg.norm(g) for g in vectors])
+    return np.mean([v[n] @ v[m] for n in range(len(v)) for m in range(n + 1, len(v))])
+
+
+steps = [f"{j + 1}" + (" (public)" if is_public_step(j, cfg.pubswap.period) else "") for j in range(T)]
+pd.DataFrame({steps[j]: {arm: mean_cosine([t[j][cid]["grad"] for cid in sorted(t[j])]) for arm, t in tensors.items()}
+              for j in range(T)}).round(2).rename_axis("local step j →")
 
 # %% [markdown]
-# Balanced gives 4 of the 12 all-wrong groups a gradient; Random's draw gives 2 and leaves more groups without one
-# than no swap.
+# Private steps: near 0. Public steps: aligned by the shared prompts alone (control), more by Balanced's shared
+# answers at steps 4 and 6 (0.54 and 0.29 against 0.41 and 0.17).
 #
 # ## 5. What the reproduction found
-# The stored runs at $\tau=48$, one grey dot per run:
+# Stored runs report **end-of-round** $\delta_{\text{pair}}$ and $u$ (after each round's last step, averaged over
+# rounds). At $\tau=48$, one grey dot per run:
 
 # %%
 fig = teach.stored_drift_figure()
@@ -366,7 +393,7 @@ fig
 
 # %% [markdown]
 # ### Exercise 5
-# Compare Random's black diamond with FedAvg-GRPO's on both panels. Is Random's update size $u$ larger, smaller or
+# Compare Random's and FedAvg-GRPO's black diamonds on both panels. Is Random's update size $u$ larger, smaller or
 # equal?
 
 # %%
@@ -374,53 +401,63 @@ prediction_5 = None  # "larger", "smaller" or "equal"
 
 # %%
 answer_5, why_5 = teach.exercise_update_size()
-notebook.check_explained(prediction_5, answer_5, why_5)
-
-# %%
-teach.update_sizes()  # each arm at τ = 48, means over its seeds: δ_pair, the update size u, their ratio
+notebook.check_explained(prediction_5, answer_5, why_5, table=teach.update_sizes())  # each arm's u at τ = 48
 
 # %% [markdown]
-# **The findings.** Each row: first arm minus second over the seeds both ran, as mean ± half-width of the 95 %
-# t-interval ("cannot tell": it holds 0); pass@1 in points. Rows need not add up. At $\tau=48$ a run is 2 rounds:
+# **The findings.** Levels: means over each arm's seeds; $\delta_{\text{pair}}$ grows with $\tau$, so compare within
+# a row. **pass@1**: the share of right test answers. The untrained start averages the seeds run at that $\tau$ (each
+# seed draws its own test problems; $\tau=48$ has two more). The control was not run at $\tau$ = 2 and 8.
 
 # %%
-runs = teach.stored_runs()  # one row per stored run: arm, τ, seed, δ_pair, u, pass@1 (points)
+teach.drift_by_tau()  # end-of-round δ_pair (δ_pair / u)
+
+# %%
+teach.pass1_by_tau()  # pass@1 (%), the untrained model's first
+
+# %% [markdown]
+# Paired rows: first arm minus second over the seeds both ran, mean ± 95 % t-interval half-width; "cannot tell": it
+# holds 0. Levels average all seeds, paired rows the shared ones: the two need not add up.
+
+# %%
+runs = teach.stored_runs()  # one row per stored run: arm, τ, seed, δ_pair, u, pass@1 (%)
 
 
 def paired(value, a, b, tau):  # a − b over the seeds both ran at τ
-    both = runs[runs.tau == tau].pivot_table(index="seed", columns="arm", values=value)[[a, b]].dropna()
+    both = runs[runs.tau == tau].pivot_table(index="seed", columns="arm", values=value).reindex(columns=[a, b])
+    both = both.dropna()
+    if both.empty:
+        return "not run"
     mean, half, n = t_interval(both[a] - both[b])
     reads = "cannot tell" if abs(mean) <= half else "lower" if mean < 0 else "higher"  # does the interval hold 0?
-    return {"τ": tau, "difference": f"{mean:+.2f} ± {half:.2f}", "seeds": n, "reads": reads}
+    return f"{mean:+.2f} ± {half:.2f} ({n} seeds): {reads}"
 
 
-big = runs.tau.max()
-pd.DataFrame({"1. δ_pair: Balanced − FedAvg-GRPO": paired("δ_pair", "PubSwap Balanced", "FedAvg-GRPO", big),
-              "2. δ_pair: no-swap control − FedAvg-GRPO": paired("δ_pair", "no-swap control", "FedAvg-GRPO", big),
-              "3. δ_pair: Balanced − no-swap control": paired("δ_pair", "PubSwap Balanced", "no-swap control", big),
-              "4. δ_pair: Random − FedAvg-GRPO": paired("δ_pair", "PubSwap Random", "FedAvg-GRPO", big)}).T
+def by_tau(rows, value):  # one column per row, one line per stored τ
+    return pd.DataFrame({row: {tau: paired(value, a, b, tau) for tau in sorted(runs.tau.unique())}
+                         for row, (a, b) in rows.items()}).rename_axis("τ")
+
+
+by_tau({"1. δ_pair: Balanced − FedAvg-GRPO": ("PubSwap Balanced", "FedAvg-GRPO"),
+        "2. δ_pair: control − FedAvg-GRPO": ("no-swap control", "FedAvg-GRPO"),
+        "3. δ_pair: Balanced − control": ("PubSwap Balanced", "no-swap control")}, "δ_pair")
 
 # %%
-accuracy = {"5. pass@1: Balanced − FedAvg-GRPO": ("PubSwap Balanced", "FedAvg-GRPO"),
-            "6. pass@1: Random − Balanced": ("PubSwap Random", "PubSwap Balanced")}
-pd.DataFrame({row: {tau: "{difference} over {seeds} seeds: {reads}".format(**paired("pass@1", a, b, tau))
-                    for tau in sorted(runs.tau.unique())} for row, (a, b) in accuracy.items()}).rename_axis("τ")
+by_tau({"4. pass@1: Balanced − FedAvg-GRPO": ("PubSwap Balanced", "FedAvg-GRPO"),
+        "5. pass@1: Random − Balanced": ("PubSwap Random", "PubSwap Balanced")}, "pass@1")  # in points
 
 # %% [markdown]
-# 1. Balanced keeps clients closer than FedAvg-GRPO (row 1): claim (1) holds at $\tau=48$.
-# 2. Do public steps alone lower drift? These seeds cannot tell: row 2's interval also holds row 1's −1.56. On
-#    $\delta_{\text{pair}}/u$ (right panel) the control lies between FedAvg-GRPO and Balanced. The swap lowers drift
-#    (row 3), against the bound.
-# 3. These seeds cannot tell Random's drift from FedAvg-GRPO's (row 4): its clients point more alike but move further
-#    (Exercise 5).
-# 4. At no stored $\tau$ can these seeds tell Balanced's pass@1 from FedAvg-GRPO's (row 5): claim (2) is not
-#    supported, nor ruled out. Lower drift (row 1) brought no detectable accuracy gain.
-# 5. At our smallest $\tau$, 2, Random scores *below* Balanced (row 6), the opposite of claim (3), and at 48 too; at 8
-#    and 32 the seeds cannot tell. We did not run the paper's smallest $\tau$, 10: there claim (3) is untested.
+# 1. Balanced keeps clients closer than FedAvg-GRPO at $\tau$ = 8, 32 and 48 (row 1): claim (1) holds there.
+# 2. Public steps alone: cannot tell (row 2); the swap lowers drift further (row 3), unpredicted by the bound. Every
+#    arm with public steps has a lower mean $\delta_{\text{pair}}/u$ than FedAvg-GRPO (levels; no intervals).
+# 3. Every arm learned (21.9–22.1 % → 28.3–38.3 %), but no stored $\tau$ tells Balanced's pass@1 from
+#    FedAvg-GRPO's (row 4), though Balanced's clients see half the private prompts: claim (2) neither supported
+#    nor ruled out.
+# 4. Claim (3) is about few local steps: at our smallest, $\tau=2$, Random scores *below* Balanced (row 5); the
+#    paper's $\tau=10$ is untested.
 #
-# Our setting is not the paper's (a small transformer, arithmetic): only directions compare. Every $\tau$ and claim:
+# Our setting is not the paper's: only directions compare. Every $\tau$ and claim:
 # [12_pubswap_report](12_pubswap_report.ipynb#findings).
 #
 # ## What to remember
-# - Swaps can restore gradients (never an all-right group's) and pull clients together: a pull the bound cannot see.
-# - Read drift beside the update size $u$: closer clients can mean shorter or better-aligned moves.
+# - Shared prompts align clients' gradients, shared answers more: a pull the bound, on expected gradients, misses.
+# - Read drift beside $u$: closer clients can mean shorter or better-aligned moves.

@@ -126,21 +126,23 @@ def test_the_update_size_exercise_asks_for_the_direction_of_u_and_shows_it_read_
     answer, why = teach.exercise_update_size()
     t = teach.update_sizes()
     r, f = t.loc["PubSwap Random"], t.loc["FedAvg-GRPO"]
-    assert r["δ_pair / u"] < f["δ_pair / u"] and r["final δ_pair"] > f["final δ_pair"]  # the question's premise
+    assert r["δ_pair / u"] < f["δ_pair / u"] and r["end-of-round δ_pair"] > f["end-of-round δ_pair"]  # the premise
     measured = r["update size u"] / f["update size u"]
     assert answer == ("larger" if measured > 1.02 else "smaller" if measured < 1 / 1.02 else "equal")
-    assert f"{r['final δ_pair']:.2f} ÷ {r['δ_pair / u']:.2f}" in why
+    assert f"{r['end-of-round δ_pair']:.2f} ÷ {r['δ_pair / u']:.2f}" in why
     assert f"measured directly: {r['update size u']:.2f} against {f['update size u']:.2f}" in why
 
 
-def test_exercise_1_names_the_all_right_client_that_balanced_cannot_help():
+def test_exercise_1_counts_each_clients_right_answers_after_balanced_capped_by_what_the_others_hold():
     from experiments import teaching_pubswap as teach
 
-    answer, why = teach.exercise_no_gradient((0, 3, 8, 5), 8)
-    assert answer == "client_2"  # all 8 right: Balanced only adds right answers
-    assert "client_0: 0 + 4 swapped in = 4 of 8 right → a gradient" in why and "client_2: 8 of 8 right → none" in why
-    assert "(the no-swap control) client_0, client_2 would get none" in why
-    assert teach.exercise_no_gradient((0, 0, 8, 8), 8)[0] == {"client_2", "client_3"}  # two: a set
+    answer, why = teach.exercise_balanced_counts((0, 2, 0, 0), 8)
+    assert answer == (2, 2, 2, 2)  # only 2 right answers elsewhere; client_1's own 2 go to all three others
+    assert "client_0: D = 2, M = min((4 − 0)+, 2) = 2 → 2 right" in why
+    assert "client_1: D = 0, M = min((4 − 2)+, 0) = 0 → 2 right" in why  # its right answers are the only ones
+    assert "With the swap all 4 clients get a gradient" in why
+    assert why.endswith("without it (the no-swap control) only client_1 would.")
+    assert teach.exercise_balanced_counts((0, 3, 8, 5), 8)[0] == (4, 4, 8, 5)  # an all-right group stays so
 
 
 def test_randoms_view_drops_the_own_answer_column_and_names_the_owner_of_every_slot():
@@ -150,15 +152,17 @@ def test_randoms_view_drops_the_own_answer_column_and_names_the_owner_of_every_s
 
     view = pd.DataFrame({"own answer": ["1", "2"], "own correct": [False, True], "group": ["3", "2"],
                          "correct": [True, True], "from": ["client_2 #0", "own #1"]})
-    view.attrs["alpha"] = 0.5
+    view.attrs["swapped_in"] = 1
     out = teach.random_view(view, "client_0")
-    assert list(out.columns) == ["group", "correct", "from"] and out.attrs["alpha"] == 0.5
+    assert list(out.columns) == ["group", "correct", "from"] and out.attrs["swapped_in"] == 1
     assert list(out["from"]) == ["client_2 #0", "client_0 (own) #1"]
 
 
 def test_exercise_2_counts_prompts_without_gradient_under_this_random_draw_and_under_balanced():
     import pandas as pd
     from types import SimpleNamespace
+
+    import pandas as pd
 
     from experiments import teaching_pubswap as teach
     from fedrl_kit.pubswap.swap import ResponsePool, balanced_swap
@@ -230,19 +234,23 @@ def test_the_settings_table_states_each_setting_once_for_the_live_round_the_stor
     cfg = small_config(tiny_dir, base=str(REPO_ROOT / "data" / "base"), method="pubswap_balanced", local_steps=2,
                        pubswap={"period": 2})
     run = Run(cfg, progress=False).build()
-    table = teach.settings_table(cfg, run.policy, 6)
-    assert list(table.columns) == ["live round (§3–4)", "stored runs (§5)", "the paper"] and len(table) <= 8
+    table, note = teach.settings_table(cfg, run.policy, 6)
+    assert list(table.columns) == ["live round (§3–4)", "stored runs (§5)", "the paper"] and len(table) <= 6
     live, stored, paper = (table[c] for c in table.columns)
     s = findings.pubswap_setting()
-    assert live["τ: local steps per round"] == "6" and live["seeds"] == str(cfg.seed)
+    assert live["seeds"] == str(cfg.seed) and live["clients N"] == str(cfg.num_clients)
     rows = json.loads((RESULTS / "pubswap_paper_quick_large_tau.json").read_text())
     rounds = [next(r["rounds"] for r in rows if r["tau"] == tau) for tau in sorted({r["tau"] for r in rows})]
     assert stored["local steps per client in all"] == (f"{s['steps']} at every τ: rounds = {s['steps']}/τ = "
                                                        f"{', '.join(map(str, rounds))}")  # a fixed budget
     assert stored["seeds"] == "3 per arm (5 for FedAvg-GRPO and Balanced at τ = 48)"
-    assert stored["τ: local steps per round"].startswith("2, 8, 32, 48")
-    assert paper["τ: local steps per round"] == ", ".join(map(str, findings.PUBSWAP_PAPER_TAUS))
-    assert f"μ = {cfg.num_iterations}" in live["GRPO"] and "140 test problems × 4 samples" in stored.iloc[-1]
+    assert stored["τ: local steps per round"] == f"2, 8, 32, 48: 2–50 % of all steps"  # 2/96 … 48/96
+    assert paper["τ: local steps per round"] == (", ".join(map(str, findings.PUBSWAP_PAPER_TAUS))
+                                                 + ": 3–33 % of all steps")  # 10/360 … 120/360
+    assert live["τ: local steps per round"].startswith("6: all")
+    # the rest in one line: the topic split, the policy, GRPO (quick's β = 0, full's 1e-4) and how pass@1 is measured
+    assert f"Dirichlet concentration {cfg.dirichlet_alpha:g}" in note and f"μ = {cfg.num_iterations}" in note
+    assert "no KL term (the paper: KL weight 0.0001)" in note and "140 test problems × 4 samples" in note
 
 
 def test_the_notebooks_paired_rows_reproduce_the_findings_tables():
@@ -285,7 +293,7 @@ def test_the_stored_figure_draws_a_line_per_seed_and_a_mean_per_arm_in_two_panel
         assert {teach.ORDER[int(x)] for x, y in zip(trace.x, trace.y) if y == y} == ran
         assert trace.connectgaps is False  # no line across an arm that did not run the seed
     levels = teach.update_sizes()
-    assert [round(y, 2) for y in means[0].y] == list(levels["final δ_pair"])
+    assert [round(y, 2) for y in means[0].y] == list(levels["end-of-round δ_pair"])
     assert sum(t.showlegend is not False for t in fig.data) == 2  # one legend entry for the seeds, one for the means
 
 
@@ -303,3 +311,98 @@ def test_the_bound_exercise_names_the_control_whose_public_steps_add_nothing():
 
     answer, why = teach.exercise_bound()
     assert answer == "no-swap control" and "ω_n = 0" in why and "does not favour swapping" in why
+
+
+def test_drift_by_tau_gives_each_arms_mean_end_of_round_drift_and_ratio_at_every_stored_tau():
+    from experiments import teaching_pubswap as teach
+
+    t = teach.drift_by_tau()
+    rows = json.loads((RESULTS / "pubswap_paper_quick_large_tau.json").read_text())
+    rows = [r for r in rows if r["table"] in ("table1", "control")]
+    assert list(t.index) == sorted({r["tau"] for r in rows}) and list(t.columns) == teach.ORDER
+    for method, arm in teach.ARMS.items():
+        for tau in t.index:
+            runs = [r for r in rows if r["method"] == method and r["tau"] == tau]
+            if not runs:
+                assert t.loc[tau, arm] == "not run"
+                continue
+            d = np.mean([r["drift_end_pairwise_effective"] for r in runs])
+            ratio = np.mean([r["drift_end_pairwise_effective"] / r["drift_end_to_global_effective"] for r in runs])
+            assert t.loc[tau, arm] == f"{d:.2f} ({ratio:.2f})"
+    assert t.loc[2, "no-swap control"] == "not run"  # the control ran at τ = 32 and 48 only
+
+
+def test_pass1_by_tau_gives_the_untrained_start_once_per_seed_and_each_arms_mean():
+    from experiments import teaching_pubswap as teach
+
+    t = teach.pass1_by_tau()
+    rows = json.loads((RESULTS / "pubswap_paper_quick_large_tau.json").read_text())
+    rows = [r for r in rows if r["table"] in ("table1", "control") and r["method"] in teach.ARMS]
+    for tau in t.index:
+        at = [r for r in rows if r["tau"] == tau]
+        start = {r["seed"]: r["pass@1_start"] for r in at}  # one start per seed, whatever arm ran it
+        assert t.loc[tau, "untrained start"] == round(100 * np.mean(list(start.values())), 1)
+        for method, arm in teach.ARMS.items():
+            mine = [r["pass@1_final"] for r in at if r["method"] == method]
+            assert t.loc[tau, arm] == (round(100 * np.mean(mine), 1) if mine else "not run")
+
+
+def test_the_live_drift_figure_draws_each_arm_in_two_panels_and_shades_the_public_steps():
+    from experiments import teaching_pubswap as teach
+
+    def record(d, u):
+        return {"pairwise_effective": d, "to_global_effective": u}
+    drifts = {"FedAvg-GRPO": {j: record(1.0 + j, 1.0) for j in range(4)},
+              "PubSwap Balanced": {j: record(0.5 + j, 2.0) for j in range(4)}}
+    fig = teach.live_drift_figure(drifts, period=2)
+    lines = [t for t in fig.data if t.name in drifts]
+    assert len(lines) == 4 and all(list(t.x) == [1, 2, 3, 4] for t in lines)  # steps numbered from 1, as τ's boxes
+    balanced = [t for t in lines if t.name == "PubSwap Balanced"]
+    assert list(balanced[0].y) == [0.5, 1.5, 2.5, 3.5] and list(balanced[1].y) == [0.25, 0.75, 1.25, 1.75]
+    shaded = [s for s in fig.layout.shapes if s.type == "rect"]
+    assert sorted({(s.x0, s.x1) for s in shaded}) == [(1.5, 2.5), (3.5, 4.5)]  # steps 2 and 4: public at τ_swap = 2
+    assert len(shaded) == 4  # in both panels
+
+
+def test_a_live_round_keeps_tensors_only_when_asked_and_replays_its_last_public_step(tiny_dir):
+    from conftest import small_config
+
+    from experiments import teaching_pubswap as teach
+    from fedrl_kit.pubswap.method import sample_public_batch
+    from fedrl_kit.runs import REPO_ROOT, Run
+
+    cfg = small_config(tiny_dir, base=str(REPO_ROOT / "data" / "base"), method="pubswap_balanced", local_steps=3,
+                       pubswap={"period": 2})
+    policy = Run(cfg, progress=False).build().policy
+    run, drift = teach.live_round(cfg, policy, "pubswap_balanced", 3, tensors=False)
+    assert run.tensors == {} and sorted(drift) == [0, 1, 2]
+    gen = teach.replay_last_public(run, 3)
+    assert gen.step == 1  # of steps 0, 1, 2 only step 1 is public at τ_swap = 2
+    sent = sample_public_batch(run.world.public, cfg.prompts_per_step, cfg.seed, 1, 0)
+    assert list(gen.batch["prompt"]) == list(sent["prompt"])  # the step's own prompts
+
+
+def test_the_swap_widget_shows_the_chosen_clients_group_under_the_chosen_rule(monkeypatch, capsys):
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from experiments import teaching_pubswap as teach
+    from fedrl_kit.pubswap import public_step
+
+    def fake_group_table(gen, results, client, prompt):  # results: the rule's swap, here a tag to check it was used
+        v = pd.DataFrame({"own answer": ["1"], "own correct": [False], "group": ["3"], "correct": [True],
+                          "from": [f"client_{1 - client} #0"]})
+        v.attrs["swapped_in"] = results
+        return v
+
+    monkeypatch.setattr(public_step, "group_table", fake_group_table)
+    gen = SimpleNamespace(client_ids=["client_0", "client_1"], num_generations=8, batch={"prompt": ["1+2=", "5-1="]})
+    show, controls = teach.swap_widget(gen, {"balanced": 1, "random": 7}, prompt=1)
+    assert set(controls) == {"rule", "client", "prompt"} and controls["prompt"].value == 1
+    show("random", 0, 1)
+    out = capsys.readouterr().out
+    assert out.startswith("random: client_0's group on '5-1=' holds 7 of 8 answers from other clients, 1 right")
+    assert "own answer" not in out  # Random's group has no own answer per slot
+    show("balanced", 1, 0)
+    assert "holds 1 of 8" in capsys.readouterr().out

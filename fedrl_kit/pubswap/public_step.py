@@ -93,7 +93,8 @@ def swap_public(gen: PublicGeneration, rule: str, K: int | None = None) -> list[
 
 
 def group_table(gen: PublicGeneration, results: list[SwapResult], client: int, prompt: int) -> pd.DataFrame:
-    """Client ``client``'s group for prompt ``prompt`` after the swap, slot by slot."""
+    """Client ``client``'s group for prompt ``prompt`` after the swap, slot by slot; ``attrs["swapped_in"]`` counts
+    the slots that came from other clients (M_n(x) under Balanced)."""
     if not 0 <= prompt < len(results):
         raise ValueError(f"prompt must be in [0, {len(results) - 1}], got {prompt!r}")
     rows = results[prompt].to_table(client)  # validates client
@@ -102,7 +103,7 @@ def group_table(gen: PublicGeneration, results: list[SwapResult], client: int, p
                         "group": r["text"], "correct": r["correct"],
                         "from": f"{gen.client_ids[r['from_client']] if r['replaced'] else 'own'} #{r['from_response']}"}
                        for r in rows])
-    df.attrs["alpha"] = float(results[prompt].replacement_fraction[client])
+    df.attrs["swapped_in"] = int(results[prompt].replaced[client].sum())
     return df
 
 
