@@ -64,7 +64,8 @@ def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> tuple[pd.Da
     concentration = ", ".join(f"{a:g}" for a in sorted(rows.dirichlet_alpha.unique()))
     rounds = rows.groupby("tau").rounds.agg(lambda r: r.unique().item())  # [τ] rounds of every run at τ
     assert (rounds * rounds.index == s["steps"]).all(), "the stored runs do not share one budget of local steps"
-    share = lambda taus, steps: f"{100 * min(taus) / steps:.0f}–{100 * max(taus) / steps:.0f} % of all steps"
+    share = lambda taus, steps: (f"{', '.join(map(str, taus))} (τ is {100 * min(taus) / steps:.0f}–"
+                                 f"{100 * max(taus) / steps:.0f} % of the {steps}-step budget)")
     live = {"clients N": f"{cfg.num_clients}",
             "b prompts × K answers per step": f"{cfg.prompts_per_step} × {cfg.num_generations}",
             "τ_swap (every τ_swap-th step public)": f"{cfg.pubswap.period}",
@@ -73,14 +74,13 @@ def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> tuple[pd.Da
             "seeds": f"{cfg.seed}"}
     mine = {"clients N": f"{s['clients']}", "b prompts × K answers per step": f"{s['b']} × {s['K']}",
             "τ_swap (every τ_swap-th step public)": f"{s['period']}",
-            "τ: local steps per round": f"{', '.join(map(str, rounds.index))}: {share(rounds.index, s['steps'])}",
+            "τ: local steps per round": share(list(rounds.index), s['steps']),
             "local steps per client in all": f"{s['steps']} at every τ: rounds = {s['steps']}/τ = "
                                              f"{', '.join(map(str, rounds))}",
             "seeds": f"{seeds.min()} per arm ({seeds.max()} for {more} at τ = {s['tau']})" if more else
                      f"{seeds.min()} per arm"}
     paper = {"clients N": "4", "b prompts × K answers per step": "—", "τ_swap (every τ_swap-th step public)":
-             f"{s['period']}", "τ: local steps per round": f"{', '.join(map(str, F.PUBSWAP_PAPER_TAUS))}: "
-                                                            f"{share(F.PUBSWAP_PAPER_TAUS, PAPER_STEPS)}",
+             f"{s['period']}", "τ: local steps per round": share(list(F.PUBSWAP_PAPER_TAUS), PAPER_STEPS),
              "local steps per client in all": f"{PAPER_STEPS}", "seeds": "—"}
     table = pd.DataFrame({"live round (§3–4)": live, "stored runs (§5)": mine, "the paper": paper})
     same = table["stored runs (§5)"] == table["live round (§3–4)"]
@@ -91,8 +91,8 @@ def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> tuple[pd.Da
              f"{cfg.dirichlet_alpha:g} (stored: {concentration}; the paper: 0.3)")
     layers = policy.model.config.num_hidden_layers
     note = (f"Also: topics split by Dirichlet concentration {split}. Policy: a {layers}-layer transformer, LoRA "
-            f"rank {cfg.lora_rank} (the paper: {models}). GRPO: ρ clipped to [{1 - cfg.epsilon:g}, "
-            f"{1 + cfg.epsilon_high:g}], μ = {cfg.num_iterations} updates per step, learning rate η = "
+            f"rank {cfg.lora_rank} (the paper: {models}). GRPO: ρ clipped to [1 − ε, 1 + ε_high] = "
+            f"[{1 - cfg.epsilon:g}, {1 + cfg.epsilon_high:g}], μ = {cfg.num_iterations} updates per step, learning rate η = "
             f"{cfg.learning_rate:g}, " + (f"KL weight {cfg.beta:g}" if cfg.beta else "no KL term")
             + f" (the paper: KL weight {preset('full').beta:g}). pass@1 (stored runs): the share of right answers "
             f"on {stored.n_test} test problems × {stored.eval_samples} samples at temperature {stored.temperature:g}.")
@@ -234,10 +234,20 @@ def random_view(view: pd.DataFrame, cid: str) -> pd.DataFrame:
     return out
 
 
-def swap_widget(gen, swaps: dict, prompt: int):
+def random_loss(swaps: dict) -> tuple[int, int]:
+    """(client, prompt) where Random's group holds the most fewer right answers than the client's own K held (its own
+    c_n(x) minus the right answers in the group it gets; the first such pair on a tie), from ``swaps["random"]``
+    (``swap_public``'s groups, one per prompt); (0, 0) where Random took no right answer from anyone."""
+    lost = np.stack([r.own_correct - r.correct.sum(axis=1) for r in swaps["random"]])  # [b, N]
+    prompt, client = np.unravel_index(int(np.argmax(lost)), lost.shape)
+    return (int(client), int(prompt)) if lost.max() > 0 else (0, 0)
+
+
+def swap_widget(gen, swaps: dict, rule: str = "balanced", client: int = 1, prompt: int = 0):
     """§3's knobs: the rule, the client and the prompt → that client's group after the swap, as ``swaps`` (one
     ``swap_public`` result per rule, on the round's answers ``gen``) made it, with how many of its answers came from
-    other clients and how many are right. Returns the update and its controls, for :func:`fedrl_kit.notebook.knobs`."""
+    other clients, how many are right and how many of its own answers were. ``rule``, ``client`` and ``prompt`` are
+    the controls' first values. Returns the update and its controls, for :func:`fedrl_kit.notebook.knobs`."""
     import ipywidgets as widgets
     from IPython.display import display
 
@@ -248,11 +258,13 @@ def swap_widget(gen, swaps: dict, prompt: int):
     def show_swap(rule, client, prompt):
         v = group_table(gen, swaps[rule], client, prompt)
         print(f"{rule}: {cids[client]}'s group on {gen.batch['prompt'][prompt]!r} holds {v.attrs['swapped_in']} of "
-              f"{K} answers from other clients, {int(v['correct'].sum())} right")
+              f"{K} answers from other clients, {int(v['correct'].sum())} right; its own {K} held "
+              f"{int(v['own correct'].sum())} right")
         display(random_view(v, cids[client]) if rule == "random" else v)
 
-    controls = dict(rule=widgets.ToggleButtons(options=[("Balanced", "balanced"), ("Random", "random")]),
-                    client=widgets.Dropdown(options=[(c, i) for i, c in enumerate(cids)], value=min(1, len(cids) - 1)),
+    controls = dict(rule=widgets.ToggleButtons(options=[("Balanced", "balanced"), ("Random", "random")], value=rule),
+                    client=widgets.Dropdown(options=[(c, i) for i, c in enumerate(cids)],
+                                            value=min(client, len(cids) - 1)),
                     prompt=widgets.Dropdown(options=[(x, i) for i, x in enumerate(gen.batch["prompt"])], value=prompt))
     return show_swap, controls
 

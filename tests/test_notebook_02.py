@@ -244,9 +244,9 @@ def test_the_settings_table_states_each_setting_once_for_the_live_round_the_stor
     assert stored["local steps per client in all"] == (f"{s['steps']} at every τ: rounds = {s['steps']}/τ = "
                                                        f"{', '.join(map(str, rounds))}")  # a fixed budget
     assert stored["seeds"] == "3 per arm (5 for FedAvg-GRPO and Balanced at τ = 48)"
-    assert stored["τ: local steps per round"] == f"2, 8, 32, 48: 2–50 % of all steps"  # 2/96 … 48/96
+    assert stored["τ: local steps per round"] == "2, 8, 32, 48 (τ is 2–50 % of the 96-step budget)"  # 2/96 … 48/96
     assert paper["τ: local steps per round"] == (", ".join(map(str, findings.PUBSWAP_PAPER_TAUS))
-                                                 + ": 3–33 % of all steps")  # 10/360 … 120/360
+                                                 + " (τ is 3–33 % of the 360-step budget)")  # 10/360 … 120/360
     assert live["τ: local steps per round"].startswith("6: all")
     # the rest in one line: the topic split, the policy, GRPO (quick's β = 0, full's 1e-4) and how pass@1 is measured
     assert f"Dirichlet concentration {cfg.dirichlet_alpha:g}" in note and f"μ = {cfg.num_iterations}" in note
@@ -402,7 +402,24 @@ def test_the_swap_widget_shows_the_chosen_clients_group_under_the_chosen_rule(mo
     assert set(controls) == {"rule", "client", "prompt"} and controls["prompt"].value == 1
     show("random", 0, 1)
     out = capsys.readouterr().out
-    assert out.startswith("random: client_0's group on '5-1=' holds 7 of 8 answers from other clients, 1 right")
+    assert out.startswith("random: client_0's group on '5-1=' holds 7 of 8 answers from other clients, 1 right; "
+                          "its own 8 held 0 right")  # what Random took or gave, beside what the client had
     assert "own answer" not in out  # Random's group has no own answer per slot
     show("balanced", 1, 0)
     assert "holds 1 of 8" in capsys.readouterr().out
+    _, controls = teach.swap_widget(gen, {"balanced": 1, "random": 7}, "random", 0, 1)  # a chosen first view
+    assert (controls["rule"].value, controls["client"].value, controls["prompt"].value) == ("random", 0, 1)
+
+
+def test_random_loss_finds_the_client_and_prompt_where_randoms_group_lost_most_right_answers():
+    from types import SimpleNamespace
+
+    from experiments import teaching_pubswap as teach
+
+    def result(own, right_in_group):  # one prompt: each client's own right answers, and the right ones in its group
+        return SimpleNamespace(own_correct=np.array(own),
+                               correct=np.array([[k < r for k in range(8)] for r in right_in_group]))
+
+    swaps = {"random": [result([2, 5, 0], [3, 3, 3]), result([1, 6, 2], [2, 2, 2])]}
+    assert teach.random_loss(swaps) == (1, 1)  # client 1 had 6 right on prompt 1 and gets a group with 2
+    assert teach.random_loss({"random": [result([0, 1], [4, 4])]}) == (0, 0)  # Random took nothing from anyone
