@@ -364,8 +364,8 @@ fig
 # 8, small $\tau$ stays open.
 #
 # **The shared pull.** The bound gives clients on the same public prompts one expected gradient; real gradients come
-# from sampled answers, which a swap shares. Mean cosine of two clients' gradients at a step's start, and the swap's
-# work:
+# from sampled answers, which a swap shares. Mean cosine of two clients' gradients at a step's start, and what the
+# swap did:
 
 # %%
 def mean_cosine(vectors):  # mean over client pairs of cos(v_n, v_n')
