@@ -458,16 +458,6 @@ def update_sizes(results=F.RESULTS) -> pd.DataFrame:
     return t.round({"end-of-round δ_pair": 2, "update size u": 2, "δ_pair / u": 2})
 
 
-def drift_by_tau(results=F.RESULTS) -> pd.DataFrame:
-    """Each arm's end-of-round δ_pair at every stored τ with δ_pair / u in brackets ("12.12 (1.26)"), means over the
-    arm's seeds at that τ; "not run" where the arm has no run there. One row per τ, the arms in :data:`ORDER`."""
-    rows = stored_runs(results).assign(ratio=lambda r: r["δ_pair"] / r["u"])
-    t = rows.groupby(["tau", "arm"])[["δ_pair", "ratio"]].mean()
-    out = {arm: {tau: f"{t.loc[(tau, arm), 'δ_pair']:.2f} ({t.loc[(tau, arm), 'ratio']:.2f})" if (tau, arm) in t.index
-                 else "not run" for tau in sorted(rows.tau.unique())} for arm in ORDER}
-    return pd.DataFrame(out).rename_axis("τ")
-
-
 def pass1_by_tau(results=F.RESULTS) -> pd.DataFrame:
     """pass@1 (%) at every stored τ: the untrained start's (mean over the seeds run at that τ) and each arm's at the
     end (mean over its seeds; "not run" where it did not run). One row per τ."""

@@ -313,25 +313,6 @@ def test_the_bound_exercise_names_the_control_whose_public_steps_add_nothing():
     assert answer == "no-swap control" and "ω_n = 0" in why and "does not favour swapping" in why
 
 
-def test_drift_by_tau_gives_each_arms_mean_end_of_round_drift_and_ratio_at_every_stored_tau():
-    from experiments import teaching_pubswap as teach
-
-    t = teach.drift_by_tau()
-    rows = json.loads((RESULTS / "pubswap_paper_quick_large_tau.json").read_text())
-    rows = [r for r in rows if r["table"] in ("table1", "control")]
-    assert list(t.index) == sorted({r["tau"] for r in rows}) and list(t.columns) == teach.ORDER
-    for method, arm in teach.ARMS.items():
-        for tau in t.index:
-            runs = [r for r in rows if r["method"] == method and r["tau"] == tau]
-            if not runs:
-                assert t.loc[tau, arm] == "not run"
-                continue
-            d = np.mean([r["drift_end_pairwise_effective"] for r in runs])
-            ratio = np.mean([r["drift_end_pairwise_effective"] / r["drift_end_to_global_effective"] for r in runs])
-            assert t.loc[tau, arm] == f"{d:.2f} ({ratio:.2f})"
-    assert t.loc[2, "no-swap control"] == "not run"  # the control ran at τ = 32 and 48 only
-
-
 def test_pass1_by_tau_gives_the_untrained_start_once_per_seed_and_each_arms_mean():
     from experiments import teaching_pubswap as teach
 
