@@ -95,9 +95,9 @@ diagrams.step_timeline(T, cfg.pubswap.period)
 #   A, B = mean A_n, mean B_n  # FedIT
 # ```
 #
-# **The public prompts.** Each public step draws $b$ of them afresh, without replacement, seeded by (seed, round,
-# step), the same for every client. They span all seven topics, so a public step can train a client on topics its
-# own data lacks; equal numbers are generated per topic and a hash keeps one in four, so the counts vary by chance.
+# **The public prompts.** Each public step draws $b$ of them afresh (no repeats within a step), seeded by (seed,
+# round, step), the same for every client. They span all seven topics, so a public step can train a client on topics
+# its own data lacks; the counts per topic vary by chance.
 
 # %%
 public = world.public  # the server's public prompts
@@ -278,11 +278,13 @@ notebook.check_explained(prediction_3, answer_3, why_3)
 # %% [markdown]
 # **The paper's bound.** $\theta_n$: client $n$'s LoRA factors; $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$ after step $j$
 # ($\Delta_0=0$); $g_n$: its expected gradient.
-# 1. A step of size $\eta$: $\Delta_{j}\le(1+\eta L)\Delta_{j-1}+\eta c_j$; $L$: how fast a gradient changes with
-#    $\theta$; $c_j$ bounds the clients' gradient gap at the same $\theta$.
+# 1. A step of size $\eta$: $\Delta_{j}\le(1+\eta L)\Delta_{j-1}+\eta c_j$, so
+#    $\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}c_j$; $L$: how fast a gradient changes with $\theta$;
+#    $c_j$ bounds the clients' gradient gap at the same $\theta$.
 # 2. **Private step**: $c_j=\zeta$, a bound on $\lVert g_n-g_{n'}\rVert$ over different data.
 # 3. **Public step**: same prompts and reward give the same $g_n$: $c_j=0$ without a swap. A swap moves each client's
-#    gradient by its **swap distortion** $\omega_n$: $c_j=\omega_n+\omega_{n'}$ (Random too).
+#    gradient by its **swap distortion** $\omega_n$: $c_j=\omega_n+\omega_{n'}$ (Random too, $M_n(x)$ counting its
+#    foreign answers).
 #
 # $\omega_n\le\frac1b\sum_xM_n(x)\,\beta_n(x)$: the answers swapped in, times $\beta_n(x)$, the most one of them can
 # change the gradient on prompt $x$. The bound is on factors; we measure drift on $\Delta W_n=sB_nA_n$, which close
