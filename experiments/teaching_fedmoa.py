@@ -492,8 +492,8 @@ def why_5(answer: set, gains: pd.DataFrame, lam_delta: float) -> str:
     spans = "; ".join(f"{arm} {lo[arm]:+.2f} to {hi[arm]:+.2f}" for arm in acc.index)
     paper = [f"{arm}'s {'holds' if lo[arm] <= p <= hi[arm] else 'excludes'} the paper's {p:+.1f}"
              for arm, p in acc["paper"].items() if not np.isnan(p)]
-    return (f"{head} (accuracy, points, 95 %: {spans}); {' and '.join(paper)}. Eq. 10 alone changes r_w by a "
-            f"median λ|Δ_k| of {lam_delta:.4f} a step: little more than FedAvg-GRPO. α alone changes how much each "
+    return (f"{head} (accuracy, points, 95 %: {spans}); {' and '.join(paper)}. Eq. 10 alone moves a weight by a "
+            f"median λ|Δ_k| of {lam_delta:.4f} a step in the live run: little more than FedAvg-GRPO. α alone changes how much each "
             "client counts in θ^(c) and moves the shared weights, but with λ off nothing else moves w_acc, so α ranks "
             "clients by their starting weights and reward sets, never by progress: nothing in it steers the model "
             "toward accuracy.")

@@ -25,7 +25,7 @@
 # a weighted sum. Fixed weights waste signal: format is learnt in a few steps, yet keeps its share.
 #
 # **The baseline, FedAvg-GRPO:** clients run GRPO on their own data with fixed weights; the server averages their
-# LoRA adapters, weighted by data size, and sends the average back.
+# LoRA adapters, weighted by data size.
 #
 # **FedMOA** changes two things; all clients still share one model, only the reward weights are per client
 # (*personalised*):
@@ -70,7 +70,7 @@ diagrams.round_diagram("fedmoa")
 #
 # $$w_k\ge0,\ \sum_kw_k=1\ \text{(1)},\qquad r_w=\sum_kw_kr_k\ \text{(2)}$$
 #
-# GRPO runs on $r_w$: $A_i$ compares each of a prompt's $G$ answers $y_i$ with the others (10⁻⁴ avoids 0/0);
+# GRPO runs on $r_w$: $A_i$ compares each of a prompt's $G$ answers $y_i$ with the others;
 # $\mathcal L$ clips each token's new-over-old probability ratio $\rho_{i,t}$, wider above
 # ($c'>c$, DAPO's clip-higher: a rare good token can gain faster); no KL term.
 #
@@ -94,7 +94,7 @@ diagrams.round_diagram("fedmoa")
 #
 # **Why $\Delta_k$** (the paper's eqs. 5–7): after a plain gradient step $\theta_t=\theta_{t-1}-\eta\sum_jw_jg_j^{(t-1)}$,
 # $\partial L_k(\theta_t)/\partial w_k=-\eta\Delta_k$, so $\Delta_k>0$ means more weight on $r_k$ would have lowered its
-# loss further. Eq. 10 takes that descent step, with η folded into λ (approximate under Adam).
+# loss further. Eq. 10 takes that step, η folded into λ (approximate under Adam).
 #
 # **The projection** subtracts one shift ν from every weight: sum 1, none below 0. So
 # **a weight rises only when its $\Delta_k$ beats the average Δ of the weights above 0**. In numpy:
@@ -160,8 +160,8 @@ notebook.knobs(show_toy, **controls)
 # ## 3. The server: α and eq. 12
 # When a group's answers are all right (or all wrong), accuracy's advantages and gradient vanish; eq. 10 lowers
 # $w_{\text{acc}}$. Eq. 11 reads a low $w_{\text{acc}}$ as "accuracy nearly learnt" and gives that client a larger
-# share $\alpha_m$ of its cluster $S_c$: a score $1/w_{\text{acc}}$, softmaxed (ε = 10⁻⁶). It favours equally a
-# client that merely *started* lower.
+# share $\alpha_m$ of its cluster $S_c$: a score $1/w_{\text{acc}}$, softmaxed (ε = 10⁻⁶). It cannot tell that client
+# from one that merely *started* lower.
 #
 # $$s_m=\frac{1}{w_{\text{acc}}^{(m)}+\varepsilon},\qquad\alpha_m=\frac{e^{s_m}}{\sum_{m'\in S_c}e^{s_{m'}}}
 # \qquad\text{(11)}$$
@@ -203,7 +203,7 @@ why_2 = tf.why_2(answer_2, alpha_PQ, u_Q)
 notebook.check_explained(prediction_2, answer_2, why_2)
 
 # %% [markdown]
-# θ averages the clusters' adapters by their training examples ($N_c$ of $N$):
+# Then θ averages the clusters' adapters by their training examples ($N_c$ of $N$):
 #
 # $$\theta=\sum_c\frac{N_c}{N}\,\theta^{(c)}\qquad\text{(13)}$$
 #
@@ -236,7 +236,7 @@ tf.settings_table(cfg, seed, grid)  # the live run, the stored grid and the pape
 
 # %% [markdown]
 # **λ = 10** won tuning by 2 of 1,200 validation samples (within noise); at the paper's 0.01 our weights do not
-# move.
+# move. Toy tasks stand in for the datasets:
 
 # %% tags=["nbval-check-output"]
 world = make_family_world(seed, 10, 4)
@@ -336,8 +336,8 @@ pd.DataFrame(toy).round(3)
 
 # %% [markdown]
 # ### Exercise 4
-# Each live-run step draws 4 prompts × 8 answers. Predict the median $|\Delta_k|/\lVert g_k\rVert^2$ over all
-# clients, rounds, steps and rewards.
+# Each live-run step draws 4 prompts × 8 answers. Predict the run's median $|\Delta_k|/\lVert g_k\rVert^2$ over all
+# $\Delta_k$.
 
 # %%
 prediction_4 = None  # "above 0.5", "0.1 to 0.5" or "below 0.1"
@@ -354,8 +354,8 @@ notebook.check_explained(prediction_4, answer_4, why_4, table=deltas.groupby("re
 # ## 6. What the stored grid found
 #
 # ### Exercise 5
-# Eq. 10 moves a weight by a median λ|Δ| of 0.0006 a step (Exercise 4). The grid also ran **eq. 10 alone** (α off)
-# and **α alone** (eq. 10 off). The paper's Table 2: FedMOA beats FedAvg-GRPO by 2.2 points of MATH accuracy
+# Eq. 10 moves a weight by a median λ|Δ| of 0.0006 a step (Exercise 4). The grid also ran **eq. 10 alone** (α off:
+# sizes weigh clients) and **α alone** (eq. 10 off). The paper's Table 2: FedMOA beats FedAvg-GRPO by 2.2 points of MATH accuracy
 # (pass@1), α alone by 1.4. Which arms beat it beyond noise on MATH-like tests?
 
 # %%
