@@ -475,7 +475,7 @@ def arm_gains(grid: pd.DataFrame, arms: dict = ARMS, family: str = "math") -> pd
             gain = float("nan") if paper is None else paper[i] - paper0[i]
             cols.setdefault(arm, {}).update({(measure, "paper"): round(gain, 4), (measure, "stored grid"): mean,
                                              (measure, "± 95 %"): half})
-            cols[arm][("", "seeds")] = n
+        cols[arm][("", "seeds")] = n  # the seeds both arms ran, last
     out = pd.DataFrame(cols).T
     out.columns = pd.MultiIndex.from_tuples(out.columns)
     return out.astype({("", "seeds"): int})
@@ -494,7 +494,7 @@ def why_5(answer: set, gains: pd.DataFrame, lam_delta: float) -> str:
              for arm, p in acc["paper"].items() if not np.isnan(p)]
     return (f"{head} (accuracy, points, 95 %: {spans}); {' and '.join(paper)}. Eq. 10 alone moves a weight by a "
             f"median λ|Δ_k| of {lam_delta:.4f} a step in the live run: little more than FedAvg-GRPO. α alone changes how much each "
-            "client counts in θ^(c) and moves the shared weights, but with λ off nothing else moves w_acc, so α ranks "
+            "client counts in θ^(c) and moves the shared weights, but with eq. 10 off nothing else moves w_acc, so α ranks "
             "clients by their starting weights and reward sets, never by progress: nothing in it steers the model "
             "toward accuracy.")
 

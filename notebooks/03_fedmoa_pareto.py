@@ -92,9 +92,9 @@ diagrams.round_diagram("fedmoa")
 # **Each local step:** score a fresh batch, take every $g_k$ on it, move $w$ by eq. 10 (from a round's second step
 # on), then take the GRPO step on $r_w$ with the new $w$.
 #
-# **Why $\Delta_k$** (the paper's eqs. 5–7): after a plain gradient step $\theta_t=\theta_{t-1}-\eta\sum_jw_jg_j^{(t-1)}$,
-# $\partial L_k(\theta_t)/\partial w_k=-\eta\Delta_k$, so $\Delta_k>0$ means more weight on $r_k$ would have lowered its
-# loss further. Eq. 10 takes that step, η folded into λ (approximate under Adam).
+# **Why $\Delta_k$** (the paper's eqs. 5–7): after a plain gradient step
+# $\theta_t=\theta_{t-1}-\eta\sum_jw_jg_j^{(t-1)}$, $\partial L_k(\theta_t)/\partial w_k=-\eta\Delta_k$, so $\Delta_k>0$
+# means more weight on $r_k$ would have lowered its loss further. Eq. 10 takes that step, η folded into λ (approximate under Adam).
 #
 # **The projection** subtracts one shift ν from every weight: sum 1, none below 0. So
 # **a weight rises only when its $\Delta_k$ beats the average Δ of the weights above 0**. In numpy:
@@ -160,8 +160,8 @@ notebook.knobs(show_toy, **controls)
 # ## 3. The server: α and eq. 12
 # When a group's answers are all right (or all wrong), accuracy's advantages and gradient vanish; eq. 10 lowers
 # $w_{\text{acc}}$. Eq. 11 reads a low $w_{\text{acc}}$ as "accuracy nearly learnt" and gives that client a larger
-# share $\alpha_m$ of its cluster $S_c$: a score $1/w_{\text{acc}}$, softmaxed (ε = 10⁻⁶). It cannot tell that client
-# from one that merely *started* lower.
+# share $\alpha_m$ of its cluster $S_c$: a score $1/w_{\text{acc}}$, softmaxed (ε = 10⁻⁶). It cannot tell that
+# client from one that merely *started* lower.
 #
 # $$s_m=\frac{1}{w_{\text{acc}}^{(m)}+\varepsilon},\qquad\alpha_m=\frac{e^{s_m}}{\sum_{m'\in S_c}e^{s_{m'}}}
 # \qquad\text{(11)}$$
@@ -347,16 +347,17 @@ deltas = tf.delta_ratios(moa_records)  # Δ_k of every client, round, step and r
 deltas["λ|Δ_k|"] = cfg.fedmoa.lam * deltas.delta.abs()  # how far eq. 10 moves w_k before the projection
 answer_4 = tf.ratio_choice(deltas.ratio.median())  # "above 0.5" if median > 0.5, "0.1 to 0.5" if ≥ 0.1, else below
 why_4 = tf.why_4(deltas, cfg.fedmoa.lam, cfg.prompts_per_step, d)  # in words, against pure noise's 1/√d
-notebook.check_explained(prediction_4, answer_4, why_4, table=deltas.groupby("reward")[["ratio", "λ|Δ_k|"]].median()
-                         .rename(columns={"ratio": "median |Δ_k| / ‖g_k‖²", "λ|Δ_k|": "median λ|Δ_k|"}).round(4))
+by_reward = deltas.groupby("reward")[["ratio", "λ|Δ_k|"]].median().round(4)  # medians, reward by reward
+notebook.check_explained(prediction_4, answer_4, why_4, table=by_reward.add_prefix("median ").rename(
+    columns={"median ratio": "median |Δ_k| / ‖g_k‖²"}))
 
 # %% [markdown]
 # ## 6. What the stored grid found
 #
 # ### Exercise 5
-# Eq. 10 moves a weight by a median λ|Δ| of 0.0006 a step (Exercise 4). The grid also ran **eq. 10 alone** (α off:
-# sizes weigh clients) and **α alone** (eq. 10 off). The paper's Table 2: FedMOA beats FedAvg-GRPO by 2.2 points of MATH accuracy
-# (pass@1), α alone by 1.4. Which arms beat it beyond noise on MATH-like tests?
+# Eq. 10 moves a weight by a median λ|Δ| of 0.0006 a step (Exercise 4). The grid also ran **eq. 10 alone** (α
+# off: sizes weigh clients) and **α alone** (eq. 10 off). The paper's Table 2: FedMOA beats FedAvg-GRPO by 2.2
+# points of MATH accuracy (pass@1), α alone by 1.4. Which arms beat it beyond noise on MATH-like tests?
 
 # %%
 prediction_5 = None  # a set of arms: "FedMOA", "eq. 10 alone", "α alone"; set() for none
