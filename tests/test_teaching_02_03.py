@@ -216,7 +216,8 @@ def test_the_front_figure_rings_the_front_in_order_and_zooms_to_every_point():
     assert list(front.x) == [0.24, 0.28, 0.30, 0.31] and list(front.y) == [0.995, 0.990, 0.975, 0.970]
     assert front.line.shape == "vh"  # from a front model down to the next one's format, then across to it
     lo, hi = fig.layout.yaxis.range
-    assert lo < models.fmt.min() and hi > models.fmt.max() and fig.layout.yaxis.title.text == "format reward (zoomed)"
+    assert lo < models.fmt.min() and hi > models.fmt.max()
+    assert fig.layout.yaxis.title.text == "format reward (zoomed: 0.970–0.995 of 0–1)"  # the points' span, said
     bare = tf.front_figure(models, x="acc", y="fmt")  # the points alone, for a reader to find the front
     assert [t.name for t in bare.data] == ["FedAvg-GRPO", "FedMOA"] and bare.layout.yaxis.range == fig.layout.yaxis.range
 
@@ -285,11 +286,34 @@ def test_the_settings_and_tuning_tables_read_the_stored_grid_and_the_live_config
 
 
 def test_fig_5_under_the_cosine_decay_rises_within_rounds_as_the_docs_report():
-    """Finding 3's number: the stored cosine-decay grid (Homo+Homo, GSM8K-like) read by the figure-claims rule."""
+    """Finding 3's number: the stored cosine-decay grid (Homo+Homo, GSM8K-like) read by the figure-claims rule, and
+    beside it the same cell of the main grid at a constant learning rate, as docs/fedmoa.md reports both."""
     from experiments import teaching_fedmoa as tf
 
     mean, half, seeds, verdict = tf.cosine_w_acc_rise()
     assert (f"{mean:+.4f}", f"{half:.4f}", seeds, verdict) == ("+0.0034", "0.0021", 3, "holds")
+    table = tf.fig5_rise_table()
+    assert table.columns.name == "learning rate" and table.index.tolist() == ["constant (the grids')",
+                                                                             "cosine decay (the paper's)"]
+    assert table["w_acc's rise within a round"].tolist() == ["+0.0009", "+0.0034"]
+    assert table["± 95 %"].tolist() == ["0.0047", "0.0021"] and table.seeds.tolist() == [3, 3]
+    assert table.reads.tolist() == ["holds 0", "above 0"]
+    assert table.loc["cosine decay (the paper's)", "95 % interval"] == "+0.0013 to +0.0055"
+
+
+def test_phi_is_the_middle_layers_lora_factors_and_g_k_has_their_size(tmp_path):
+    """The live run's φ: layer n // 2 of the model's n decoder layers, and g_k as long as its LoRA factors."""
+    from experiments import teaching_fedmoa as tf
+    from fedrl_kit.runs import Run
+
+    if not (REPO_ROOT / "data" / "base_moa" / "model.safetensors").exists():
+        pytest.skip("no CPU base policy")
+    run = Run(tf.config_maker(0)("quick"), tmp_path, progress=False)
+    run.build()
+    layer, layers, size = tf.hyper_layer_size(run)
+    assert (layer, layers) == (layers // 2, 4)
+    rank, hidden = run.config.lora_rank, run.policy.model.config.hidden_size
+    assert size > 0 and size % rank == 0 and size >= 2 * rank * hidden  # at least one adapted hidden × hidden map
 
 
 def test_the_notebooks_cpu_runs_take_the_grids_lambda_and_the_paper_preset_the_papers():
@@ -314,10 +338,9 @@ def test_exercise_1_names_the_weights_eq_10_raised_and_the_projections_shift():
     w, g_prev = np.array([0.5, 0.3, 0.2]), np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
     g_now = np.array([[2.0, 0.0], [0.0, 0.0], [-1.0, 0.0]])
     after, _ = hypergradient_step(w, g_now, g_prev, lr=0.1)
-    answer, why = tf.exercise_1(["accuracy", "format", "tag_count"], w, (g_now * g_prev).sum(axis=1), after, after,
-                                lam=0.1)
-    assert answer == {"accuracy"}
-    assert why.startswith("the average Δ is 0.33, and only accuracy's Δ beats it. Format's Δ = 0 lies below")
+    why = tf.why_1(["accuracy", "format", "tag_count"], w, (g_now * g_prev).sum(axis=1), after, after, lam=0.1)
+    assert why.startswith("Δ = (2, 0, -1), each gradient dotted with its previous one; the average Δ is 0.33, and "
+                          "only accuracy's Δ beats it. Format's Δ = 0 lies below")
     assert "ν = 0.1 / 3 from every weight: (0.667, 0.267, 0.067) in numpy" in why
 
 
@@ -332,7 +355,9 @@ def test_exercise_2_weighs_the_alpha_tilt_against_inflation(w_p, w_q, answer, en
 
     alpha = accuracy_aware_weights([w_p[0], w_q[0]])
     u = alpha @ np.array([w_p[:2], w_q[:2]])
-    got, why = tf.exercise_2(alpha, u, (w_p[0] + w_q[0]) / 2)
+    w_acc, plain = u[0] / u.sum(), (w_p[0] + w_q[0]) / 2  # the notebook's rule
+    got = "below" if w_acc < plain else "above" if w_acc > plain else "at"
+    why = tf.why_2(got, alpha, u)
     assert got == answer and ending in why and why.startswith("α = [")
 
 
@@ -344,7 +369,8 @@ def test_exercise_3_names_the_diluted_config_and_the_reward_it_alone_holds():
     end = pd.DataFrame({"accuracy": [0.5, 0.4], "format": [0.25, 0.6], "tag_count": [0.25, None]},
                        index=["client_0", "client_3"])
     by_config = pd.DataFrame({"u sums to": [1.156, 0.906], "w_acc the run sent": [0.378, 0.483]}, index=["A", "B"])
-    answer, why = tf.exercise_3(end, pd.Series({"client_0": "A", "client_3": "B"}), by_config)
+    answer = by_config["w_acc the run sent"].idxmin()  # the notebook's rule
+    why = tf.why_3(answer, end, pd.Series({"client_0": "A", "client_3": "B"}), by_config)
     assert answer == "A"
     assert why.startswith("config A also holds tag_count, which the cluster does not share. Its u sums to 1.156, so "
                           "rescaling dilutes its w_acc. Config B holds only shared rewards. Its u sums to 0.906")
@@ -358,19 +384,67 @@ def test_exercise_4_puts_the_median_ratio_in_one_of_its_choices(ratios, answer):
 
     from experiments import teaching_fedmoa as tf
 
-    got, why = tf.exercise_4(pd.DataFrame({"ratio": ratios, "delta": [1e-4, -2e-4, 3e-4]}), lam=10.0, prompts=4)
+    deltas = pd.DataFrame({"ratio": ratios, "delta": [1e-4, -2e-4, 3e-4]})
+    got = tf.ratio_choice(deltas.ratio.median())
+    why = tf.why_4(deltas, lam=10.0, prompts=4, dims=10_000)
     assert got == answer and got in tf.RATIO_CHOICES
-    assert "batch of 4 prompts" in why and why.endswith("λ = 10, λ|Δ_k| has median 0.0020.")
+    assert "pure noise's 1/√10,000 = 0.010" in why and "batch of only 4 prompts" in why
+    assert why.endswith("λ = 10, λ|Δ_k| then has median 0.0020: eq. 10 hardly moves the weights.")
 
 
-@pytest.mark.parametrize("low, high, answer, where", [(-1.2, 0.85, "within noise", "holds 0"),
-                                                      (0.1, 2.0, "higher", "lies above 0"),
-                                                      (-2.0, -0.1, "lower", "lies below 0")])
-def test_exercise_5_reads_the_interval(low, high, answer, where):
+def test_the_arms_gains_pair_each_part_of_fedmoa_with_fedavg_grpo_by_seed_beside_the_papers_table_2():
+    """Exercise 5's table: FedMOA, eq. 10 alone (λ on, α off) and α alone (λ off, α on) minus FedAvg-GRPO on the
+    stored grid's MATH-like tests, paired by seed, as docs/fedmoa.md reports them, beside the paper's Table 2."""
     from experiments import teaching_fedmoa as tf
 
-    got, why = tf.exercise_5(low, high)
-    assert got == answer and why.startswith(f"the interval {low:+.2f} to {high:+.2f} points {where}.")
+    gains = tf.arm_gains(tf.stored_runs())
+    acc, rew = gains["accuracy (points)"], gains["aggregated reward"]
+    assert list(gains.index) == ["FedMOA", "eq. 10 alone", "α alone"]
+    assert [f"{x:+.3f}" for x in acc["stored grid"]] == ["-0.175", "-0.375", "-0.583"]  # docs: −0.17, −0.38, −0.58
+    assert [f"{x:.2f}" for x in acc["± 95 %"]] == ["1.02", "2.96", "3.53"]
+    assert gains[("", "seeds")].tolist() == [5, 3, 3]
+    assert acc.paper["FedMOA"] == pytest.approx(2.2) and acc.paper["α alone"] == pytest.approx(1.4)
+    assert acc.paper.isna()["eq. 10 alone"] and rew.paper["FedMOA"] == pytest.approx(0.052)
+    assert f"{rew['stored grid']['FedMOA']:+.4f} ± {rew['± 95 %']['FedMOA']:.4f}" == "+0.0003 ± 0.0047"
+
+
+def test_exercise_5_names_the_arms_above_0_and_says_whether_each_interval_holds_the_papers_gain():
+    import pandas as pd
+
+    from experiments import teaching_fedmoa as tf
+
+    gains = pd.DataFrame({("accuracy (points)", "paper"): [2.2, float("nan"), 1.4],
+                          ("accuracy (points)", "stored grid"): [-0.2, 1.5, -0.6],
+                          ("accuracy (points)", "± 95 %"): [1.0, 1.0, 3.5]}, index=["FedMOA", "eq. 10 alone", "α alone"])
+    acc = gains["accuracy (points)"]
+    answer = set(acc.index[acc["stored grid"] - acc["± 95 %"] > 0])  # the notebook's rule
+    assert answer == {"eq. 10 alone"}
+    why = tf.why_5(answer, gains, lam_delta=0.0006)
+    assert why.startswith("only eq. 10 alone's interval lies above 0 (accuracy, points, 95 %: FedMOA -1.20 to +0.80; "
+                          "eq. 10 alone +0.50 to +2.50; α alone -4.10 to +2.90); FedMOA's excludes the paper's +2.2 "
+                          "and α alone's holds the paper's +1.4.")
+    assert "median λ|Δ_k| of 0.0006 a step" in why
+    assert tf.why_5(set(), gains, 0.0006).startswith("no interval lies above 0")
+
+
+def test_the_weights_view_blanks_what_a_client_does_not_hold_and_alpha_by_round_reads_each_config():
+    import numpy as np
+    import pandas as pd
+
+    from experiments import teaching_fedmoa as tf
+
+    end = pd.DataFrame({"accuracy": [0.49981, 0.4], "tag_count": [0.25, np.nan], "config": ["A", "B"]},
+                       index=["client_0", "client_3"]).rename_axis(index="client", columns="reward")
+    view = tf.weights_view(end)
+    assert view.loc["client_0", "accuracy"] == 0.4998 and view.loc["client_3", "tag_count"] == ""
+    assert view.columns.name == "client" and view.index.name is None and view.loc["client_3", "config"] == "B"
+    w = pd.DataFrame(dict(client=["a", "a", "b", "b", "c"], cluster=[0, 0, 0, 0, 1], round=[1, 2, 1, 2, 1],
+                          start=[0.5, 0.38, 0.4, 0.48, 0.5], end=[0.5, 0.38, 0.4, 0.48, 0.5],
+                          alpha=[0.19, 0.32, 0.31, 0.18, 1.0], config=["A", "A", "B", "B", "A"]))
+    table = tf.alpha_by_round(w)
+    assert list(table.columns) == ["w_acc as the round started, A", "w_acc as the round started, B",
+                                   "α at its end (eq. 11), A", "α at its end (eq. 11), B"]
+    assert table.loc[2].tolist() == [0.38, 0.48, 0.32, 0.18] and table.columns.name == "round"
 
 
 def test_exercise_6_says_whose_models_the_front_holds_and_how_often_chance_gives_as_many():
@@ -382,12 +456,12 @@ def test_exercise_6_says_whose_models_the_front_holds_and_how_often_chance_gives
     models = pd.DataFrame(dict(variant=["FedAvg-GRPO"] * 2 + ["FedMOA"] * 2, seed=[0, 1, 0, 1],
                                acc=[0.30, 0.20, 0.25, 0.10], fmt=[0.97, 0.96, 0.99, 0.95]))
     xy = models[["acc", "fmt"]].to_numpy()
-    answer, why = tf.exercise_6(models, pareto_front_order(xy, non_dominated(xy)), x="acc", y="fmt")
-    assert answer == "both"  # FedAvg-GRPO's seed 0 (most accurate) and FedMOA's seed 0 (better format)
+    order = pareto_front_order(xy, non_dominated(xy))
+    arms = set(models.variant.iloc[order])  # the notebook's rule
+    assert arms == {"FedAvg-GRPO", "FedMOA"}  # FedAvg-GRPO's seed 0 (most accurate) and FedMOA's seed 0 (format)
+    why = tf.why_6(models, order, chance=5 / 6, x="acc", y="fmt")
     assert why.startswith("format spans only 0.950 to 0.990, so the front is nearly an accuracy ranking: the most "
                           "accurate model (FedAvg-GRPO's seed 0, 0.300), then each less accurate one with a better "
                           "format: FedMOA's seed 0 (0.250, 0.990). 1 of the front's 2 models are FedMOA's.")
     assert why.endswith("FedMOA would get 1 or more with chance 0.83: the front does not separate the arms.")
-    alone = models.assign(fmt=[0.90, 0.90, 0.99, 0.95], acc=[0.2, 0.1, 0.3, 0.25])
-    xy = alone[["acc", "fmt"]].to_numpy()
-    assert tf.exercise_6(alone, pareto_front_order(xy, non_dominated(xy)), x="acc", y="fmt")[0] == "FedMOA"
+    assert tf.why_6(models, order, chance=0.01, x="acc", y="fmt").endswith("with chance 0.01.")
