@@ -30,10 +30,10 @@
 # **FedMOA** changes two things; all clients still share one model, only the reward weights are per client
 # (*personalised*):
 #
-# 1. **Client:** after each local step, its weights shift toward the rewards still being learnt.
+# 1. **Client:** at each local step, its weights first shift toward the rewards still being learnt.
 # 2. **Server:** clients with the same accuracy reward form a *cluster*. In each, the server averages the
-#    adapters and the weights of *shared* rewards (held by every client there), so a task's clients pool what they
-#    learnt about which rewards need weight; a client with a *lower* accuracy weight counts more.
+#    adapters and the weights of *shared* rewards (held by every client there), pooling what a task's clients
+#    learnt; a client with a *lower* accuracy weight counts more.
 
 # %% tags=["parameters"] jupyter={"source_hidden": true}
 # papermill parameters (-p seed 1); the text describes these defaults
@@ -83,8 +83,8 @@ diagrams.round_diagram("fedmoa")
 
 # %% [markdown]
 # **Moving the weights.** $g_k$ is $L_k$'s gradient on φ, one middle layer's LoRA factors (our choice; the paper
-# says "an intermediate representation"): its coordinates mean the same at every step, and each reward's extra
-# backward pass stops halfway down.
+# says "an intermediate representation"): fixed, so steps' $g_k$ compare; each reward's extra backward pass need
+# only reach it.
 #
 # $$g_k^{(t)}=\nabla_\phi L_k\ \text{(8)},\quad\Delta_k^{(t)}=g_k^{(t)\top}g_k^{(t-1)}\ \text{(9)},\quad
 # w\leftarrow\operatorname{Proj}_{\text{simplex}}\bigl(w+\lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
@@ -133,7 +133,7 @@ why_1 = tf.why_1(names, w_toy, delta, w_mine, w_package, lam=0.1)  # in words, f
 notebook.check_explained(prediction_1, answer_1, why_1)
 
 # %% [markdown]
-# **Many steps:** format's gradient shrinks by a factor each step (being learnt); the others' do not. Try a factor
+# **Many steps:** format's gradient shrinks by a factor each step; the others' do not. Try a factor
 # of 1.
 
 # %%
@@ -203,7 +203,7 @@ why_2 = tf.why_2(answer_2, alpha_PQ, u_Q)
 notebook.check_explained(prediction_2, answer_2, why_2)
 
 # %% [markdown]
-# Then θ averages the clusters' adapters by their training examples ($N_c$ of $N$):
+# Then θ averages the clusters' adapters by size:
 #
 # $$\theta=\sum_c\frac{N_c}{N}\,\theta^{(c)}\qquad\text{(13)}$$
 #
@@ -213,7 +213,10 @@ notebook.check_explained(prediction_2, answer_2, why_2)
 #
 # | symbol | meaning |
 # |---|---|
-# | τ; λ; ν | local steps a round; eq. 10's step size; the projection's shift |
+# | $w_k$; $r_w$ | reward $k$'s weight; the weighted reward (eqs. 1–2) |
+# | φ; $g_k$; $\Delta_k$ | the layer eq. 10 reads; $L_k$'s gradient there; two steps' $g_k$ dotted |
+# | $S_c$; $\alpha_m$; $\theta^{(c)}$; $N_c$ | cluster $c$; client $m$'s share in it; its adapter; its examples |
+# | τ; λ; ν | steps per round; eq. 10's step; projection shift |
 #
 # ```
 # for round = 1..R:
@@ -320,7 +323,7 @@ display(fig)
 #
 # $$|\Delta_k|\,/\,\lVert g_k\rVert^2\approx\lVert s\rVert^2/(\lVert s\rVert^2+\lVert n\rVert^2),$$
 #
-# about $1/\sqrt d$ in $d$ dimensions for pure noise. A toy at φ's size $d$:
+# (pure noise: only a $1/\sqrt d$ fluctuation). A toy at φ's size $d$:
 
 # %%
 layer, layers, d = tf.hyper_layer_size(first)  # φ: the LoRA factors of the live model's middle layer
@@ -355,7 +358,7 @@ notebook.check_explained(prediction_4, answer_4, why_4, table=by_reward.add_pref
 # ## 6. What the stored grid found
 #
 # ### Exercise 5
-# Eq. 10 moves a weight by a median λ|Δ| of 0.0006 a step (Exercise 4). The grid also ran **eq. 10 alone** (α
+# The grid also ran **eq. 10 alone** (α
 # off: sizes weigh clients) and **α alone** (eq. 10 off). The paper's Table 2: FedMOA beats FedAvg-GRPO by 2.2
 # points of MATH accuracy (pass@1), α alone by 1.4. Which arms beat it beyond noise on MATH-like tests?
 
@@ -372,8 +375,8 @@ notebook.check_explained(prediction_5, answer_5, why_5, table=gains.round(4))
 # %% [markdown]
 # ### The Pareto front (the paper's Fig. 3)
 # A model is on the **Pareto front** when no other is at least as good on every reward and better on one.
-# The paper's Fig. 3 puts FedMOA's final model nearer the front than FedAvg-GRPO's; our front runs through both
-# arms' final models (one per seed, MATH-like tests). Format saturates: all score 0.971 to 0.989.
+# The paper's Fig. 3 puts FedMOA's final model nearer the front than FedAvg-GRPO's; we pool both arms'
+# final models (one per seed, MATH-like tests). Format saturates: all score 0.971 to 0.989.
 #
 # %%
 final = grid[grid.variant.isin(["FedAvg-GRPO", "FedMOA"])].reset_index(drop=True)  # one row per arm and seed
@@ -439,4 +442,3 @@ drift
 # ## 7. What to remember
 # - Eq. 10 raises a weight whose gradient repeats more than the others'; on small batches it barely acts.
 # - Eq. 11 favours a *lower* $w_{\text{acc}}$; eq. 12's rescaling can make α rank reward sets, not progress.
-# - Only the reward weights are personal; the model is shared.
