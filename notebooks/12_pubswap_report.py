@@ -313,6 +313,12 @@ for label, path in (("this file", results), ("larger-τ grid", result_path("pape
 # OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/pubswap_sweep.py --scale quick_large_tau --tables table1 --seeds 0 1 2
 # ```
 #
+# Tables 4 and 5 at τ = 32 and 48 (the claims' "Table 4" and "Table 5" rows) go into the same summary:
+#
+# ```
+# OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/pubswap_sweep.py --scale quick_large_tau --tables table4 table5 --seeds 0 1 2
+# ```
+#
 # (`--taus` and `--methods` run part of it; rerunning adds to the same summary.) The next cell reads that
 # summary when it is stored, says how much of the grid it holds, and shows the claims on the final and the
 # best checkpoint. While it holds fewer τ (or seeds) than the grid it is **partial**: the τ trend uses the τ its two
