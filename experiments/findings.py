@@ -129,9 +129,10 @@ def pubswap_setting(results: str | Path = RESULTS) -> dict:
     rows = json.loads((Path(results) / "pubswap_paper_quick_large_tau.json").read_text())
     tau = max(r["tau"] for r in rows)
     at = [r for r in rows if r["tau"] == tau]
-    base = preset(at[0]["preset"])  # the sweep's runs keep the preset's clients, b and K
+    head = next(r for r in at if r["table"] == "table1")  # Table 5's rows change τ_swap
+    base = preset(head["preset"])  # the sweep's runs keep the preset's clients, b and K
     seeds = {m: sorted({r["seed"] for r in at if r["method"] == m}) for m in dict.fromkeys(r["method"] for r in at)}
-    return dict(tau=tau, rounds=at[0]["rounds"], steps=tau * at[0]["rounds"], period=at[0]["pubswap_period"],
+    return dict(tau=tau, rounds=head["rounds"], steps=tau * head["rounds"], period=head["pubswap_period"],
                 clients=base.num_clients, b=base.prompts_per_step, K=base.num_generations, seeds=seeds)
 
 

@@ -370,9 +370,10 @@ fig
 # swap did:
 
 # %%
-def mean_cosine(vectors):  # mean over client pairs of cos(v_n, v_n')
-    v = np.stack([g / np.linalg.norm(g) for g in vectors])
-    return np.mean([v[n] @ v[m] for n in range(len(v)) for m in range(n + 1, len(v))])
+def mean_cosine(vectors):  # mean over client pairs of cos(v_n, v_n'); a zero gradient has no direction: left out
+    v = [g / np.linalg.norm(g) for g in vectors if np.linalg.norm(g) > 0]
+    pairs = [v[n] @ v[m] for n in range(len(v)) for m in range(n + 1, len(v))]
+    return np.mean(pairs) if pairs else np.nan
 
 
 public_steps = [j for j in range(T) if is_public_step(j, cfg.pubswap.period)]

@@ -85,7 +85,10 @@ def test_pubswap_setting_is_the_stored_grid_at_its_largest_tau():
     s = findings.pubswap_setting()
     tau = max(r["tau"] for r in rows)
     assert s["tau"] == tau and s["steps"] == s["tau"] * s["rounds"]
-    assert all(r["rounds"] == s["rounds"] and r["pubswap_period"] == s["period"] for r in rows if r["tau"] == tau)
+    at = [r for r in rows if r["tau"] == tau]
+    assert all(r["rounds"] == s["rounds"] for r in at) and s["period"] == 2  # every table shares the budget
+    assert {r["pubswap_period"] for r in at if r["table"] == "table1"} == {s["period"]}  # Table 5 varies τ_swap
+    assert {r["pubswap_period"] for r in at if r["table"] == "table5"} == {4, 8}
     assert s["seeds"]["pubswap_random"] == sorted({r["seed"] for r in rows
                                                     if r["tau"] == tau and r["method"] == "pubswap_random"})
 
