@@ -1,6 +1,7 @@
 """benchmarks/fedmoa_compare.py: completing a grid from stored result files (``--collect-only --add-runs``)."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -225,3 +226,18 @@ def test_lambda_tuned_at_another_learning_rate_gets_run_folders_of_its_own(bench
     assert left_out() == ["lam=10", "lr=0.004"]
     assert left_out("--set", "learning_rate=0.004") == ["lam=10,lr=0.004", "lr=0.004"]
     assert left_out("--set", "learning_rate=0.004", "--lr-grid") == ["lam=10,lr=0.004"]  # λ alone
+
+
+@pytest.mark.parametrize("name", ["fedmoa_compare_cpu.json", "fedmoa_compare_cpu_homo+homo_tuned_partial.json",
+                                  "fedmoa_compare_cpu_cosine_homo+homo_gsm.json"])
+def test_a_stored_tuned_grid_records_the_learning_rate_and_lambda_its_fedmoa_runs_used(name):
+    """The settings block of a grid run with ``--tuned`` says what FedMOA ran with, as its rows do (it once kept the
+    untuned 0.002 and λ = 0.01 while every row ran 0.004 and λ = 10)."""
+    grid = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "results" / name).read_text())
+    assert "tuned" in grid["settings"]
+    for setting, fields in grid["settings"].items():
+        if setting == "tuned":
+            continue
+        runs = [r for r in grid["runs"] if r["setting"] == setting and r["variant"] == "FedMOA"]
+        assert runs and {(r["learning_rate"], r["lam"], r["lam_rule"]) for r in runs} == {
+            (fields["learning_rate"], fields["fedmoa"]["lam"], fields["fedmoa"]["lam_rule"])}
