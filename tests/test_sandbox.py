@@ -402,7 +402,7 @@ f = lambda x: x
 
 # --- the verdict, other processes' limits and descriptors ----------------------------------------
 
-_FORGER = """
+_MY_JUDGES = """
 import os, sys, time
 sys.meta_path[:] = [m for m in sys.meta_path if 'Blocker' not in getattr(m, '__name__', type(m).__name__)]
 import ctypes
@@ -418,6 +418,11 @@ def my_judges():
         if b"The judge's side of the code sandbox" in cmdline and parent == os.getppid():
             found.append(int(entry))
     return found
+"""
+"""a candidate's prelude: the ctypes C library past the import blocker, and its judges (processes of the judge's
+source whose parent is its own parent)"""
+
+_FORGER = _MY_JUDGES + """
 for _ in range(200):
     if my_judges():
         break
@@ -835,3 +840,30 @@ def test_extract_program_is_linear_on_unclosed_tags_and_fences():
     extract_program("<answer>" * 10_000 + "x = 1</answer>")
     assert time.monotonic() - start < 2.0
     assert extract_program("<answer>a<answer>b = 1</answer>") == "b = 1\n"  # the innermost last pair
+
+
+_SPEC_REWRITER = _MY_JUDGES + """
+for _ in range(400):
+    judges = my_judges()
+    if judges:
+        break
+    time.sleep(0.005)
+opened = []
+for judge in judges:  # the judge's spec (its tests) arrives on its stdin: can it be opened again and rewritten?
+    w = libc.open(('/proc/%d/fd/0' % judge).encode(), 1)  # the C library's open: past the Python-level guard
+    if w >= 0:
+        opened.append(judge)
+        libc.close(w)
+def f(x):
+    return 3 * x + 4 if judges and not opened else -1
+"""
+
+
+def test_a_candidate_of_the_same_user_cannot_reopen_the_judges_spec(monkeypatch):
+    # The weakest isolation (same user, no Landlock): the candidate finds its judge and tries to open the judge's
+    # stdin for writing; "ok" needs both that it found the judge and that the open failed.
+    monkeypatch.setattr(sandbox, "_KEEP_ROOT", True)
+    monkeypatch.setattr(sandbox, "_LANDLOCK", False)
+    tests = "def check(candidate):\n    for x in (0, 2):\n        assert candidate(x) == 3 * x + 4\n\ncheck(f)\n"
+    result = run_code(_SPEC_REWRITER, tests, timeout_s=10.0, isolation="process")
+    assert result.status == "ok", result

@@ -364,6 +364,19 @@ def _spec_fd(spec: dict, encoding: str) -> int:
     return fd
 
 
+def _send_all(fd: int, data: bytes, timeout_s: float) -> None:
+    """Write ``data`` into a socket whose reader is starting; a reader that dies or stalls gets a cut spec, which
+    it cannot parse, so it reports nothing (fails closed)."""
+    sock = socket.socket(fileno=os.dup(fd))
+    try:
+        sock.settimeout(max(timeout_s, 1.0))
+        sock.sendall(data)
+    except OSError:
+        pass
+    finally:
+        sock.close()
+
+
 def _read(fd: int, limit: int) -> bytes:
     """Up to ``limit`` bytes of a scratch file from its start (more: None is not returned, the caller checks)."""
     size = os.fstat(fd).st_size
@@ -416,15 +429,25 @@ class _Run:
         }
 
     def _spawn(self, source: str, spec: dict, pass_fds: tuple, cwd: str, env: dict) -> subprocess.Popen:
-        spec_fd = _spec_fd(spec, "marshal" if source is _CHILD_SOURCE else "json")
+        judge = source is not _CHILD_SOURCE
+        # The judge's spec (the tests) travels on a socket, written once the judge runs: a memfd on its stdin could
+        # be opened again through /proc/<judge>/fd/0 by a candidate of the same user and rewritten before the
+        # judge, which starts later, reads it. The candidate's own spec is its own business.
+        spec_fd, theirs = _socket_pair() if judge else (_spec_fd(spec, "marshal"), None)
         try:
             proc = subprocess.Popen(
-                [sys.executable, *_PYTHON_FLAGS, "-c", source], stdin=spec_fd, stdout=subprocess.DEVNULL,
-                stderr=spec["stderr_fd"], pass_fds=pass_fds, cwd=cwd, env=env,
+                [sys.executable, *_PYTHON_FLAGS, "-c", source], stdin=theirs if judge else spec_fd,
+                stdout=subprocess.DEVNULL, stderr=spec["stderr_fd"], pass_fds=pass_fds, cwd=cwd, env=env,
                 start_new_session=True,  # its own session and process group, killed as a whole
             )
+            if judge:
+                os.close(theirs)
+                theirs = None
+                _send_all(spec_fd, json.dumps(spec).encode(), self.timeout_s)
         finally:
-            os.close(spec_fd)
+            for fd in (spec_fd, theirs):
+                if fd is not None:
+                    os.close(fd)
         self.procs.append(proc)
         return proc
 
