@@ -117,18 +117,6 @@ def weights_view(table: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
     return out.rename_axis(index=None, columns="client")
 
 
-def alpha_by_round(w: pd.DataFrame, cluster: int = 0) -> pd.DataFrame:
-    """One cluster's w_acc as each round started and eq. 11's α at its end, per round (rows) and reward config
-    (columns; the mean over the config's clients, which start alike), from :func:`w_acc_table` with a ``config``
-    column added."""
-    t = w[w.cluster == cluster].pivot_table(index="round", columns="config", values=["start", "alpha"])
-    out = pd.DataFrame({f"{label}, {c}": t[(v, c)] for v, label in (("start", "w_acc as the round started"),
-                                                                    ("alpha", "α at its end (eq. 11)"))
-                        for c in t["start"].columns})
-    out.columns.name = "round"  # in the header's corner: no row of its own
-    return out.rename_axis(index=None)
-
-
 def delta_ratios(records: list[dict]) -> pd.DataFrame:
     """Eq. 9's Δ_k of every client, round, local step ≥ 1 and reward (``fedmoa_analysis.delta_trace``) beside the
     round's mean ‖g_k‖² (``gsq``, as the client recorded it) and ``ratio`` = |Δ_k| / ‖g_k‖²: 1 for a gradient that
@@ -429,15 +417,6 @@ def why_3(answer: str, end: pd.DataFrame, configs: pd.Series, by_config: pd.Data
     why = " ".join(p[0].upper() + p[1:] if i else p for i, p in enumerate(parts))
     return (f"{why} From round 2 on, α favours config {answer}: the ranking follows which "
             "rewards a client holds, not its progress.")
-
-
-RATIO_CHOICES = ("above 0.5", "0.1 to 0.5", "below 0.1")
-"""Exercise 4's choices for the median |Δ_k| / ‖g_k‖²"""
-
-
-def ratio_choice(median: float) -> str:
-    """Exercise 4's rule: the median |Δ_k| / ‖g_k‖² as one of :data:`RATIO_CHOICES`."""
-    return RATIO_CHOICES[0] if median > 0.5 else RATIO_CHOICES[1] if median >= 0.1 else RATIO_CHOICES[2]
 
 
 def why_4(deltas: pd.DataFrame, lam: float, prompts: int, dims: int) -> str:

@@ -31,9 +31,12 @@
 # (*personalised*):
 #
 # 1. **Client:** at each local step, its weights first shift toward the rewards still being learnt.
-# 2. **Server:** clients with the same accuracy reward form a *cluster*. In each, the server averages the
-#    adapters and the weights of *shared* rewards (held by every client there), pooling what a task's clients
-#    learnt; a client with a *lower* accuracy weight counts more.
+# 2. **Server:** clients with the same accuracy reward form a *cluster*; the server averages each cluster's
+#    adapters and the weights of *shared* rewards (held by all its clients), so a task's clients pool what they
+#    learnt. A client with a *lower* accuracy weight counts more.
+#
+# **Settings:** in **Heter+Heter** (our runs) clients differ in data (maths or code) and reward set (A, B or C,
+# §4); in **Homo+Homo** (the paper's Fig. 5) they share both.
 
 # %% tags=["parameters"] jupyter={"source_hidden": true}
 # papermill parameters (-p seed 1); the text describes these defaults
@@ -50,6 +53,7 @@ import pandas as pd
 
 from experiments import teaching_fedmoa as tf
 from experiments.fedmoa_pareto import non_dominated, pareto_front_order
+from experiments.stats import t_quantile
 from fedrl_kit import diagrams, notebook, viz
 from fedrl_kit.fedmoa.weights import accuracy_aware_weights, hypergradient_step
 from fedrl_kit.world.families import FAMILIES, PAPER_NAMES, make_family_world
@@ -83,18 +87,23 @@ diagrams.round_diagram("fedmoa")
 
 # %% [markdown]
 # **Moving the weights.** $g_k$ is $L_k$'s gradient on φ, one middle layer's LoRA factors (our choice; the paper
-# says "an intermediate representation"): fixed, so steps' $g_k$ compare; each reward's extra backward pass need
-# only reach it.
+# says "an intermediate representation"): fixed, so steps' $g_k$ compare; cheap, as each reward's extra backward
+# pass stops there.
 #
 # $$g_k^{(t)}=\nabla_\phi L_k\ \text{(8)},\quad\Delta_k^{(t)}=g_k^{(t)\top}g_k^{(t-1)}\ \text{(9)},\quad
 # w\leftarrow\operatorname{Proj}_{\text{simplex}}\bigl(w+\lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
-# **Each local step:** score a fresh batch, take every $g_k$ on it, move $w$ by eq. 10 (from a round's second step
-# on), then take the GRPO step on $r_w$ with the new $w$.
+# **Each local step:** score a fresh batch, take every $g_k$ on it, apply eq. 10 (not at a round's first step),
+# then the GRPO step on $r_w$ with the new $w$.
 #
-# **Why $\Delta_k$** (the paper's eqs. 5–7): after a plain gradient step
-# $\theta_t=\theta_{t-1}-\eta\sum_jw_jg_j^{(t-1)}$, $\partial L_k(\theta_t)/\partial w_k=-\eta\Delta_k$, so $\Delta_k>0$
-# means more weight on $r_k$ would have lowered its loss further. Eq. 10 takes that step, η folded into λ (approximate under Adam).
+# **Why $\Delta_k$** (the paper's eqs. 5–7): the last step $\theta_t=\theta_{t-1}-\eta\sum_jw_jg_j^{(t-1)}$ holds
+# $w_k$ only in $-\eta w_kg_k^{(t-1)}$, so by the chain rule
+#
+# $$\frac{\partial L_k(\theta_t)}{\partial w_k}=\nabla L_k(\theta_t)^\top\frac{\partial\theta_t}{\partial w_k}
+# =g_k^{(t)\top}\bigl(-\eta\,g_k^{(t-1)}\bigr)=-\eta\,\Delta_k$$
+#
+# $\Delta_k>0$: more weight on $r_k$ would have lowered its loss further. Eq. 10 is gradient descent on $w$, η
+# folded into λ (approximate: φ stands in for θ, and Adam is not a plain step).
 #
 # **The projection** subtracts one shift ν from every weight: sum 1, none below 0. So
 # **a weight rises only when its $\Delta_k$ beats the average Δ of the weights above 0**. In numpy:
@@ -133,8 +142,8 @@ why_1 = tf.why_1(names, w_toy, delta, w_mine, w_package, lam=0.1)  # in words, f
 notebook.check_explained(prediction_1, answer_1, why_1)
 
 # %% [markdown]
-# **Many steps:** format's gradient shrinks by a factor each step; the others' do not. Try a factor
-# of 1.
+# **Many steps:** format's gradient shrinks by a factor each step; the others' do not. A factor of 1 makes every
+# $\Delta_k$ equal, and nothing moves: eq. 10 sees only *differences*.
 
 # %%
 def show_toy(lam, shrink, static=False):
@@ -155,18 +164,27 @@ notebook.static_default(lambda lam, shrink: show_toy(lam, shrink, static=True), 
 notebook.knobs(show_toy, **controls)
 
 # %% [markdown]
-# A factor of 1 makes every $\Delta_k$ equal, and nothing moves: eq. 10 sees only *differences*.
-#
 # ## 3. The server: α and eq. 12
 # When a group's answers are all right (or all wrong), accuracy's advantages and gradient vanish; eq. 10 lowers
 # $w_{\text{acc}}$. Eq. 11 reads a low $w_{\text{acc}}$ as "accuracy nearly learnt" and gives that client a larger
-# share $\alpha_m$ of its cluster $S_c$: a score $1/w_{\text{acc}}$, softmaxed (ε = 10⁻⁶). It cannot tell that
-# client from one that merely *started* lower.
+# share $\alpha_m$ of its cluster $S_c$ (ε = 10⁻⁶). It cannot tell that client from one that merely
+# *started* lower.
 #
 # $$s_m=\frac{1}{w_{\text{acc}}^{(m)}+\varepsilon},\qquad\alpha_m=\frac{e^{s_m}}{\sum_{m'\in S_c}e^{s_{m'}}}
 # \qquad\text{(11)}$$
 #
-# **Eq. 12: back to the clients.** The server α-averages the cluster's adapters into $\theta^{(c)}$, and each
+# **1/w, softmaxed, no temperature:** 1/w stretches gaps between *low* weights, and nothing divides the
+# scores, so as weights fall α tends to winner-takes-all. Two clients 0.1 apart:
+
+# %%
+pairs = np.array([[0.5, 0.4], [0.4, 0.3], [0.2, 0.1]])  # two clients' w_acc
+s_pair = 1 / pairs  # eq. 11's scores
+alpha_pair = np.exp(s_pair) / np.exp(s_pair).sum(axis=1, keepdims=True)  # the softmax, row by row
+pd.DataFrame({"scores 1/w": [f"{a:.2f} vs {b:.2f}" for a, b in s_pair], "α of the lower": alpha_pair[:, 1].round(3)},
+             index=pd.Index([f"{a} vs {b}" for a, b in pairs], name="w_acc"))
+
+# %% [markdown]
+# **Eq. 12.** The server α-averages the cluster's adapters into $\theta^{(c)}$, and each
 # shared reward's weight into $\bar w_k$; a client keeps its other weights, and $u$ is rescaled to sum to 1:
 #
 # $$\theta^{(c)}=\sum_{m\in S_c}\alpha_m\theta^{(m)},\quad\bar w_k=\sum_{m\in S_c}\alpha_mw_k^{(m)},\quad
@@ -174,15 +192,15 @@ notebook.knobs(show_toy, **controls)
 # w^{(m\leftarrow c)}=\frac{u}{\sum_ju_j}\qquad\text{(12)}$$
 #
 # **The α tilt:** a lower $w_{\text{acc}}$ gets more α, so $\bar w_{\text{acc}}$ lies below the plain mean.
-# **Dilution and inflation:** shared weights that come back larger in total make $u$ sum over 1, and rescaling
-# shrinks all the client's weights; smaller ones grow them. A client at (accuracy, format) = (0.5, 0.5), only
+# **Dilution and inflation:** shared weights returned larger in total make $u$ sum over 1, and rescaling shrinks
+# all the client's weights; smaller, and it grows them. A client at (accuracy, format) = (0.5, 0.5), only
 # accuracy shared:
 
 # %%
-for w_bar in (0.6, 0.4):  # the shared w̄_acc returned: above, then below the client's own 0.5
-    u_k = np.array([w_bar, 0.5])  # (w̄_acc, its own format weight)
-    print(f"w̄_acc = {w_bar}: u sums to {u_k.sum():.1f}, w_acc = {w_bar}/{u_k.sum():.1f} = {u_k[0] / u_k.sum():.3f}"
-          f" ({'diluted below' if u_k.sum() > 1 else 'inflated above'} w̄_acc)")
+w_bar = np.array([0.6, 0.4])  # the shared w̄_acc returned: above, then below the client's own 0.5
+u_sum = w_bar + 0.5  # u = (w̄_acc, its own format weight 0.5)
+pd.DataFrame({"u sums to": u_sum, "w_acc sent = w̄_acc / sum": (w_bar / u_sum).round(3)},
+             index=pd.Index(w_bar, name="w̄_acc"))
 
 # %% [markdown]
 # ### Exercise 2
@@ -203,13 +221,12 @@ why_2 = tf.why_2(answer_2, alpha_PQ, u_Q)
 notebook.check_explained(prediction_2, answer_2, why_2)
 
 # %% [markdown]
-# Then θ averages the clusters' adapters by size:
+# Last, θ averages the clusters' adapters by size:
 #
 # $$\theta=\sum_c\frac{N_c}{N}\,\theta^{(c)}\qquad\text{(13)}$$
 #
-# **So the model is not personalised:** every client receives θ, not its $\theta^{(c)}$; only its weights are its
-# own. α sets how much a client counts within its cluster: its share of θ is $\alpha_mN_c/N$ (FedAvg-GRPO's:
-# $N_m/N$).
+# **So the model is not personalised:** every client receives θ, not its $\theta^{(c)}$. α only sets a client's
+# share of θ: $\alpha_mN_c/N$ (FedAvg-GRPO's: $N_m/N$).
 #
 # | symbol | meaning |
 # |---|---|
@@ -229,17 +246,14 @@ notebook.check_explained(prediction_2, answer_2, why_2)
 # ```
 #
 # ## 4. The live run
-# Settings vary data and reward sets: in **Heter+Heter** clients differ in both (maths or code data; reward
-# sets A, B, C below), in **Homo+Homo** in neither. The **live run** trains FedMOA beside FedAvg-GRPO in
-# Heter+Heter; §6 reads a larger **stored grid**.
+# The **live run** trains FedMOA beside FedAvg-GRPO; §6 reads a larger **stored grid**:
 
 # %%
 grid = tf.stored_runs()  # the stored grid: one row per arm and seed (benchmarks/results/fedmoa_compare_cpu.json)
 tf.settings_table(cfg, seed, grid)  # the live run, the stored grid and the paper, side by side
 
 # %% [markdown]
-# **λ = 10** won tuning by 2 of 1,200 validation samples (within noise); at the paper's 0.01 our weights do not
-# move. Toy tasks stand in for the datasets:
+# Toy tasks stand in for the datasets (λ: §5):
 
 # %% tags=["nbval-check-output"]
 world = make_family_world(seed, 10, 4)
@@ -259,7 +273,7 @@ clients = tf.clients_table(first)
 clients
 
 # %% [markdown]
-# **Round 1's boundary by hand** (cluster 0): eq. 11's α.
+# **Round 1's boundary** (cluster 0): α by hand.
 
 # %%
 cluster = clients.index[clients.cluster.str.startswith("0")]  # the MATH- and GSM8K-like clients
@@ -293,12 +307,13 @@ notebook.check_explained(prediction_3, answer_3, why_3, table=table.round(4))  #
 
 # %% [markdown]
 # **The key point:** α was meant to follow progress, but from round 2 on it follows reward sets: eq. 12 diluted
-# config A's $w_{\text{acc}}$ (A alone holds an unshared reward), so A gets the larger α. Cluster 0:
+# config A's $w_{\text{acc}}$ (A alone holds an unshared reward), so A gets the larger α. Cluster 0, by round:
 
 # %%
-w = tf.w_acc_table(moa_records)  # per client and round: w_acc as sent and after τ local steps; α at the round's end
+w = tf.w_acc_table(moa_records)  # per client and round: w_acc as sent (start), after τ steps (end); α (eq. 11)
 w["config"] = w.client.map(clients.config)
-tf.alpha_by_round(w, cluster=0).round(3)  # each config's clients, mean
+by_round = w[w.cluster == 0].pivot_table(index="round", columns="config", values=["start", "alpha"])  # config means
+by_round[["start", "alpha"]].round(3).rename(columns={"start": "w_acc as sent", "alpha": "α at the round's end"})
 
 # %% [markdown]
 # ## 5. Which equation moves the weights? (live run)
@@ -306,8 +321,8 @@ tf.alpha_by_round(w, cluster=0).round(3)  # each config's clients, mean
 
 # %%
 w["jump"] = w.groupby("client").start.shift(-1) - w.end  # eq. 12: the next round's start − this round's end
-print(f"mean |change of w_acc|: a round (eq. 10) {(w.end - w.start).abs().mean():.4f}, "
-      f"a boundary (eq. 12) {w.jump.abs().mean():.4f}")
+pd.Series({"within a round (eq. 10)": (w.end - w.start).abs().mean(), "at a boundary (eq. 12)": w.jump.abs().mean()},
+          name="mean |change of w_acc|").round(4).to_frame()
 
 # %%
 fig = tf.w_acc_figure(w, clients.config.to_dict())  # the paper's Fig. 5, for the live run
@@ -318,12 +333,12 @@ display(fig)
 # **So eq. 12, not eq. 10, moves $w_{\text{acc}}$ here.**
 #
 # **Why eq. 10 is weak.** Each step draws a new batch: $g_k$ is a *signal* $s$ (the gradient on all the client's
-# data) plus fresh *noise* $n$. Consecutive noises mostly cancel in the dot product, so
-# $\Delta_k\approx\lVert s\rVert^2$ while $\lVert g_k\rVert^2\approx\lVert s\rVert^2+\lVert n\rVert^2$:
+# data) plus fresh *noise* $n$. Two steps' noises mostly cancel in the dot product:
 #
-# $$|\Delta_k|\,/\,\lVert g_k\rVert^2\approx\lVert s\rVert^2/(\lVert s\rVert^2+\lVert n\rVert^2),$$
+# $$\Delta_k\approx\lVert s\rVert^2,\quad\lVert g_k\rVert^2\approx\lVert s\rVert^2+\lVert n\rVert^2,\quad
+# \frac{|\Delta_k|}{\lVert g_k\rVert^2}\approx\frac{\lVert s\rVert^2}{\lVert s\rVert^2+\lVert n\rVert^2}$$
 #
-# (pure noise: only a $1/\sqrt d$ fluctuation). A toy at φ's size $d$:
+# (pure noise: about $1/\sqrt d$). A toy at φ's size $d$:
 
 # %%
 layer, layers, d = tf.hyper_layer_size(first)  # φ: the LoRA factors of the live model's middle layer
@@ -339,45 +354,62 @@ pd.DataFrame(toy).round(3)
 
 # %% [markdown]
 # ### Exercise 4
-# Each live-run step draws 4 prompts × 8 answers. Predict the run's median $|\Delta_k|/\lVert g_k\rVert^2$ over all
-# $\Delta_k$.
+# Each live-run step draws 4 prompts × 8 answers. Predict the run's median $|\Delta_k|/\lVert g_k\rVert^2$.
 
 # %%
 prediction_4 = None  # "above 0.5", "0.1 to 0.5" or "below 0.1"
 
 # %%
-deltas = tf.delta_ratios(moa_records)  # Δ_k of every client, round, step and reward, with the round's ‖g_k‖²
+deltas = tf.delta_ratios(moa_records)  # Δ_k of every client, round, step and reward; gsq: the round's ‖g_k‖²
+ratio = deltas.delta.abs() / deltas.gsq  # |Δ_k| / ‖g_k‖²: 1 for a gradient that repeats exactly
+answer_4 = "above 0.5" if ratio.median() > 0.5 else "0.1 to 0.5" if ratio.median() >= 0.1 else "below 0.1"
 deltas["λ|Δ_k|"] = cfg.fedmoa.lam * deltas.delta.abs()  # how far eq. 10 moves w_k before the projection
-answer_4 = tf.ratio_choice(deltas.ratio.median())  # "above 0.5" if median > 0.5, "0.1 to 0.5" if ≥ 0.1, else below
 why_4 = tf.why_4(deltas, cfg.fedmoa.lam, cfg.prompts_per_step, d)  # in words, against pure noise's 1/√d
-by_reward = deltas.groupby("reward")[["ratio", "λ|Δ_k|"]].median().round(4)  # medians, reward by reward
+by_reward = deltas.assign(ratio=ratio).groupby("reward")[["ratio", "λ|Δ_k|"]].median().round(4)
 notebook.check_explained(prediction_4, answer_4, why_4, table=by_reward.add_prefix("median ").rename(
     columns={"median ratio": "median |Δ_k| / ‖g_k‖²"}))
+
+# %% [markdown]
+# **Why λ = 10, 1000× the paper's 0.01:** $\Delta_k$ multiplies two gradients, so its size depends on the model,
+# the layer φ and the loss. At 0.01 our $\Delta_k$ would not move the weights, so the grid keeps 10 (on
+# validation 0.01, 10 and 100 scored alike):
+
+# %%
+typical = deltas.delta.abs().median()  # a typical |Δ_k| on this model and layer
+moves = {"median |Δ_k|": typical, "λ|Δ_k| at the paper's λ = 0.01": 0.01 * typical,
+         f"λ|Δ_k| at our λ = {cfg.fedmoa.lam:g}": cfg.fedmoa.lam * typical}
+pd.Series(moves, name="a step").map("{:.1g}".format).to_frame()
 
 # %% [markdown]
 # ## 6. What the stored grid found
 #
 # ### Exercise 5
-# The grid also ran **eq. 10 alone** (α
-# off: sizes weigh clients) and **α alone** (eq. 10 off). The paper's Table 2: FedMOA beats FedAvg-GRPO by 2.2
-# points of MATH accuracy (pass@1), α alone by 1.4. Which arms beat it beyond noise on MATH-like tests?
+# The grid also ran **eq. 10 alone** (α off: sizes weigh clients) and **α alone** (eq. 10 off). The paper's
+# Table 2: FedMOA beats FedAvg-GRPO by 2.2 points of MATH accuracy (pass@1), α alone by 1.4. Which arms beat it
+# beyond noise on MATH-like tests?
 
 # %%
 prediction_5 = None  # a set of arms: "FedMOA", "eq. 10 alone", "α alone"; set() for none
 
 # %%
-gains = tf.arm_gains(grid)  # each arm − FedAvg-GRPO, paired by seed: mean and 95 % Student-t half-width; the paper's
-acc = gains["accuracy (points)"]
-answer_5 = set(acc.index[acc["stored grid"] - acc["± 95 %"] > 0])  # the arms whose interval lies above 0
+base = grid[grid.variant == "FedAvg-GRPO"].set_index("seed")["math/pass@1"]
+answer_5 = set()
+for arm, variant in tf.ARMS.items():  # the grid's name of each arm ("λ on, α off" is eq. 10 alone)
+    diff = 100 * (grid[grid.variant == variant].set_index("seed")["math/pass@1"] - base).dropna()  # by seed, points
+    half = t_quantile(0.975, len(diff) - 1) * diff.std() / np.sqrt(len(diff))  # 95 % Student-t half-width
+    if diff.mean() - half > 0:  # the whole interval above 0: a gain beyond noise
+        answer_5.add(arm)
+gains = tf.arm_gains(grid)  # the same intervals beside the paper's Table 2 and the aggregated reward
 why_5 = tf.why_5(answer_5, gains, lam_delta=deltas["λ|Δ_k|"].median())
 notebook.check_explained(prediction_5, answer_5, why_5, table=gains.round(4))
 
 # %% [markdown]
 # ### The Pareto front (the paper's Fig. 3)
-# A model is on the **Pareto front** when no other is at least as good on every reward and better on one.
-# The paper's Fig. 3 puts FedMOA's final model nearer the front than FedAvg-GRPO's; we pool both arms'
-# final models (one per seed, MATH-like tests). Format saturates: all score 0.971 to 0.989.
-#
+# A model is on the **Pareto front** when no other is at least as good on every reward and better on one. The
+# paper's Fig. 3 plots checkpoints (each method's global model by round, and its clients' models) and
+# puts FedMOA's final global model nearer the front. We pool both arms' final global models (one per seed,
+# MATH-like tests): whose are *on* the front? Format saturates: all score 0.971 to 0.989.
+
 # %%
 final = grid[grid.variant.isin(["FedAvg-GRPO", "FedMOA"])].reset_index(drop=True)  # one row per arm and seed
 fig = tf.front_figure(final)  # the points alone: the front is yours to find
@@ -386,7 +418,7 @@ display(fig)
 
 # %% [markdown]
 # ### Exercise 6
-# Find the front in the figure: whose models does it hold, "FedMOA", "FedAvg-GRPO" or "both"? Why can a less
+# Find the front: whose models does it hold, "FedMOA", "FedAvg-GRPO" or "both"? Why can a less
 # accurate model be on it?
 
 # %%
@@ -413,32 +445,11 @@ viz.export(fig, "fedmoa_front", figures)
 display(fig)
 
 # %% [markdown]
-# **Fig. 5's own setting** is Homo+Homo, with η decaying along a cosine to 0. Only that decay
-# lifts $w_{\text{acc}}$ within rounds (a shrinking η keeps consecutive gradients aligned), by under a tenth of the
-# live run's boundary jumps (0.0426):
-
-# %%
-tf.fig5_rise_table()  # FedMOA, GSM8K-like: w_acc after a round's last local step − after its first
-
-# %% [markdown]
-# The grid's $w_{\text{acc}}$ by config:
-
-# %%
-move, drift = tf.grid_w_acc_change(grid[grid.variant == "FedMOA"])  # per config: mean over its clients, ± 95 % t
-print(f"eq. 10's move of a client's weights per round (L1, all rewards): {move:.4f}")
-drift
-
-# %% [markdown]
-# ### Findings
+# ### Findings (tables: [report 13](13_fedmoa_report.ipynb))
 #
-# 1. **No gain** beyond noise, from FedMOA or either part (Exercise 5).
-# 2. **Eq. 10 barely acted** (under 0.01 a round); eqs. 11–12 moved the weights.
-# 3. **$w_{\text{acc}}$ fell on average**, not rose as in Fig. 5: eq. 12 pulls each client toward its cluster's
-#    α-average, tilted to config C's low start.
-# 4. **The Pareto front does not separate the arms** (Exercise 6).
-#
-# More: the [report](13_fedmoa_report.ipynb).
-#
-# ## 7. What to remember
-# - Eq. 10 raises a weight whose gradient repeats more than the others'; on small batches it barely acts.
-# - Eq. 11 favours a *lower* $w_{\text{acc}}$; eq. 12's rescaling can make α rank reward sets, not progress.
+# 1. **No gain** beyond noise from FedMOA or either part; eq. 10 barely acts in the grid too (Exercise 5; report §1).
+# 2. **$w_{\text{acc}}$ fell for config A, rose for C**, the lowest start: eq. 12 pulls clients toward the
+#    α-average (report §2).
+# 3. **Fig. 5's rise** shows only in Homo+Homo under the paper's cosine decay (shrinking steps keep consecutive
+#    gradients aligned), and is under a tenth of the live run's boundary jumps (report §1).
+# 4. **The front does not separate the arms** (Exercise 6; report §1 draws the paper's figure).

@@ -290,6 +290,19 @@ if cosine:
             lr_schedule=figure_claims.lr_schedule_of(cosine)))))
 
 # %% [markdown]
+# **Fig. 5's rise, constant rate against cosine decay** (notebook 03's finding 3). FedMOA's $w_{\text{acc}}$ after a
+# round's last local step minus after its first, in Fig. 5's own cell (Homo+Homo, GSM8K-like), in the main grid
+# (constant learning rate) and in the cosine-decay grid, each read by the rule above. A shrinking step brings
+# consecutive gradients closer, so eq. 9's $\Delta_k$ grows: only under the decay does $w_{\text{acc}}$ rise within
+# rounds, by less than a tenth of the boundary jumps notebook 03's live run prints.
+
+# %%
+from experiments import teaching_fedmoa as tf
+
+if grid and cosine:
+    display(tf.fig5_rise_table())  # FedMOA, GSM8K-like: w_acc after a round's last local step − after its first
+
+# %% [markdown]
 # Two more stored grids, in other settings (`docs/fedmoa.md` describes each): `fedmoa_compare_cpu_scale_rule.json`
 # (the same federation with λ from a scale rule and the per-sequence g_k: its claims about λ read "not tested" by
 # the rule above) and `fedmoa_compare.json` (3 clients, an earlier setting).
@@ -303,7 +316,6 @@ if cosine:
 # within-round moves, so the split below compares like with like.
 
 # %%
-from experiments import teaching_fedmoa as tf
 from experiments.findings import fedmoa_weight_split_findings
 
 if grid:
@@ -311,6 +323,23 @@ if grid:
     display(fedmoa_weight_split_findings().round(4))
     display(tf.split_words())
     display(tf.boundary_split().round(4))  # the boundary change per seed: eq. 12's α-average + its renormalisation
+
+# %% [markdown]
+# **$w_{\text{acc}}$ by reward config** (notebook 03's finding 2). The grid's cluster of MATH- and GSM8K-like
+# clients holds all three configs, which share only accuracy, so a client gets back the cluster's α-average
+# $\bar w_{\text{acc}}$ beside its own other weights (summing to $1-w_{\text{acc}}$): $u$ sums to
+# $\bar w_{\text{acc}}+1-w_{\text{acc}}$, and the new $w_{\text{acc}}$ lands between $\bar w_{\text{acc}}$ and its own.
+# Eq. 11 pulls $\bar w_{\text{acc}}$ toward config C's low start, so A, which started highest, falls most and C
+# rises. Per config: its rewards, clients and starting $w_{\text{acc}}$ (the plan's), and $w_{\text{acc}}$'s change
+# from round 1's start to the last round's end (per seed the mean over the config's clients, then mean ± 95 % t
+# over seeds); above the table, eq. 10's mean L1 move of a client's weights a round, for scale.
+
+# %%
+if grid:
+    grid_runs = tf.stored_runs()
+    move, by_config = tf.grid_w_acc_change(grid_runs[grid_runs.variant == "FedMOA"])
+    print(f"eq. 10's move of a client's weights per round (L1, all rewards): {move:.4f}")
+    display(by_config)
 
 # %% [markdown]
 # **The paper's Fig. 3 over seeds.** Each seed's final global model on the MATH-like family as one point, each
