@@ -145,7 +145,7 @@ pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 #
 # $$M_n(x)=\min\bigl((\lfloor K/2\rfloor-c_n(x))_+,\ D_n(x)\bigr),\qquad D_n(x)=\sum_{n'\ne n}c_{n'}(x)$$
 #
-# **Random** (`swap.random_swap`) gives all clients one shared group. On the server:
+# **Random** (`swap.random_swap`) shares one group. On the server:
 # ```
 # for each public prompt x:
 #   Balanced, each client n: M = min(max(⌊K/2⌋ − c_n, 0), D_n)    # ≤ ⌊K/2⌋; 0 once c_n ≥ K/2
@@ -390,7 +390,7 @@ print(f"step {j + 1}, each client's gradient under Balanced against its own unde
 # Private steps: near 0; public steps: aligned by the shared prompts alone (control). Step 2 is the only one both arms
 # start from the same adapters: Balanced's swap (20 % of the answers) changed each client's gradient (cos 0.82–0.91
 # with its control twin), not the pairs' alignment (0.43). Its higher cosines at steps 4 and 6 come after the
-# adapters parted: one seed raises the question only.
+# adapters parted: one seed cannot settle it.
 #
 # ## 5. What the reproduction found
 # Stored runs report **end-of-round** $\delta_{\text{pair}}$ and $u$ (after each round's last step, averaged over
@@ -456,8 +456,9 @@ by_tau({"4. pass@1: Balanced − FedAvg-GRPO": ("PubSwap Balanced", "FedAvg-GRPO
 # 1. Balanced keeps clients closer than FedAvg-GRPO at $\tau$ = 8, 32 and 48 (row 1): claim (1) holds there.
 # 2. Public steps alone: cannot tell (row 2), not "no effect": at $\tau$ = 48 the interval (±2.04) holds cuts
 #    larger than the swap's. The swap lowers drift further (row 3), unpredicted by the bound.
-# 3. Every arm learned (21.9–22.1 % → 28.3–38.3 %); FedAvg-GRPO's falls as $\tau$ grows (38.3 → 35.0). No $\tau$
-#    tells Balanced's pass@1 from FedAvg-GRPO's (row 4): claim (2) neither supported nor ruled out.
+# 3. Every arm learned (21.9–22.1 % → 28.3–38.3 %); FedAvg-GRPO's falls from 38.3 at $\tau$ = 2 to
+#    34.3–35.0 at 32–48. No $\tau$ tells Balanced's pass@1 from FedAvg-GRPO's (row 4): claim (2) neither supported
+#    nor ruled out.
 # 4. Claim (3): at our smallest $\tau$, 2, Random scores *below* Balanced (row 5); the paper's $\tau=10$ is untested.
 #
 # Our setting is not the paper's: compare directions only. Every claim:
