@@ -212,18 +212,6 @@ def example_prompt(correct: pd.DataFrame, K: int) -> int:
     return int(np.argmax(wanted * (K - c0))) if wanted.any() else 0
 
 
-def code_excerpt(func, first: str, last: str) -> Markdown:
-    """The lines of ``func``'s source from the one containing ``first`` to the one containing ``last``."""
-    import inspect
-    import textwrap
-
-    lines = inspect.getsource(func).splitlines()
-    i = next(k for k, l in enumerate(lines) if first in l)
-    j = next(k for k, l in enumerate(lines) if last in l and k >= i)
-    return Markdown(f"`{func.__module__}.{func.__name__}`:\n```python\n"
-                    + textwrap.dedent("\n".join(lines[i:j + 1])) + "\n```")
-
-
 def random_view(view: pd.DataFrame, cid: str) -> pd.DataFrame:
     """Random's group as ``group_table`` gives it, without the client's own answer beside each slot: Random draws a
     new group from the pool, so a slot has no own answer it replaced, and an own answer drawn back may sit in another
@@ -399,6 +387,9 @@ def _at_largest_tau(results=F.RESULTS) -> pd.DataFrame:
     return rows.assign(ratio=rows["δ_pair"] / rows["u"])
 
 
+JITTER = 0.03
+"""how far right each seed's dots sit from the previous seed's in the stored figure (two seeds can tie)"""
+
 SEED_LINE = "one seed's runs (the line breaks at an arm that did not run it)"
 """the stored figure's legend entry for a seed's grey line"""
 
@@ -407,7 +398,8 @@ def stored_drift_figure(results=F.RESULTS) -> go.Figure:
     """Two panels over the four arms at the stored grid's largest τ: the end-of-round δ_pair, and δ_pair divided by
     the update size u with √2 (equal-length updates in unrelated directions) dotted. One grey trace per seed, its line
     broken where an arm did not run that seed: a line joins a seed only across neighbouring arms that both ran it (arms
-    ran different seeds); a black diamond is each arm's mean with its 95 % t-interval. Each tick names the arm's seeds;
+    ran different seeds), each seed shifted right by :data:`JITTER` more than the last so that equal values stay
+    apart; a black diamond is each arm's mean with its 95 % t-interval. Each tick names the arm's seeds;
     the first panel's axis does not start at 0 (from 0 it flattens the differences)."""
     from experiments.stats import t_interval
 
@@ -421,13 +413,14 @@ def stored_drift_figure(results=F.RESULTS) -> go.Figure:
     for k, (seed, d) in enumerate(rows.groupby("seed")):
         d = d.set_index("arm").reindex(ORDER)  # NaN where an arm did not run this seed: the line breaks there
         for col, value in ((1, "δ_pair"), (2, "ratio")):
-            fig.add_trace(go.Scatter(x=[x[a] for a in d.index], y=d[value], mode="lines+markers", connectgaps=False,
+            fig.add_trace(go.Scatter(x=[x[a] + JITTER * k for a in d.index], y=d[value], mode="lines+markers",
+                                     connectgaps=False,
                                      name=SEED_LINE, legendgroup="seed", showlegend=col == 1 and k == 0,
                                      line=dict(color="#c4c4c4", width=1), marker=dict(color="#9a9a9a", size=6)),
                           row=1, col=col)
     for col, value in ((1, "δ_pair"), (2, "ratio")):
         means = [t_interval(rows[rows.arm == a][value]) for a in ORDER]
-        fig.add_trace(go.Scatter(x=[x[a] + 0.15 for a in ORDER], y=[m for m, _, _ in means], mode="markers",
+        fig.add_trace(go.Scatter(x=[x[a] + 0.25 for a in ORDER], y=[m for m, _, _ in means], mode="markers",
                                  name="mean ± 95 % t-interval", legendgroup="mean", showlegend=col == 1,
                                  marker=dict(color="black", size=11, symbol="diamond"),
                                  error_y=dict(type="data", array=[h for _, h, _ in means], thickness=2, width=8,

@@ -56,8 +56,7 @@ from experiments.stats import t_interval
 from fedrl_kit import diagrams, notebook, viz
 from fedrl_kit.grpo import group_advantages
 from fedrl_kit.pubswap.method import is_public_step, sample_public_batch
-from fedrl_kit.pubswap.public_step import group_table, swap_public
-from fedrl_kit.pubswap.swap import balanced_swap, random_swap
+from fedrl_kit.pubswap.public_step import group_table, off_policy_terms, swap_public
 from fedrl_kit.rewards.parsing import extract_answer
 from fedrl_kit.runs import Run
 
@@ -81,23 +80,15 @@ world, policy = probe_run.world, probe_run.policy
 # same round with private steps only. Each method compared is an **arm**.
 
 # %%
-diagrams.round_diagram("pubswap")
+diagrams.named_round_diagram("pubswap", ["client_0", "client_1", f"client_{num_clients - 1}"])  # as the tables name them
 
 # %%
-diagrams.step_timeline(T, cfg.pubswap.period)
+diagrams.step_timeline(T, cfg.pubswap.period)  # cfg.pubswap.period is τ_swap
 
 # %% [markdown]
-# The round (`method.run_round`):
-# ```
-# for round p = 1, 2, …:  send (A_p, B_p) to every client
-#   for step j = 1..τ:  public if τ_swap divides j (b shared prompts → K answers each → swap → GRPO)
-#                       else private (GRPO on b own prompts)
-#   A, B = mean A_n, mean B_n  # FedIT
-# ```
-#
-# **The public prompts.** Each public step draws $b$ of them afresh (no repeats within a step), seeded by (seed,
-# round, step), the same for every client. They span all seven topics, so a public step can train a client on topics
-# its own data lacks; the counts per topic vary by chance.
+# **The public prompts** come with gold answers, sent along so each client scores its own answers; private
+# prompts and answers never leave a client. Each public step draws $b$ afresh, the same for every client, from all
+# seven topics, including those a client's data lacks.
 
 # %%
 public = world.public  # the server's public prompts
@@ -113,17 +104,17 @@ for period in range(T // cfg.pubswap.period):  # the live round of §3–4 (roun
 # ## 2. GRPO, and why swap answers
 # **A GRPO step** (`grpo.group_advantages`, `grpo.grpo_loss`). On prompt $x$ the client samples $K$ answers $y_k$ from
 # its policy $\pi_\theta$, with reward $r_k=1$ if right, else 0. The advantage $\hat a_k$ scores each answer against
-# its group; the step makes answers with $\hat a_k>0$ more likely:
+# its group; the step raises $J$, making answers with $\hat a_k>0$ more likely:
 #
 # $$\hat a_k=\frac{r_k-\bar r}{\sigma_r+10^{-4}},\qquad
 # J(\theta)=\frac{1}{\sum_k|y_k|}\sum_{k}\sum_{t}\min\Bigl(\rho_{k,t}\,\hat a_k,\;
 # \operatorname{clip}\bigl(\rho_{k,t},\,1-\varepsilon,\,1+\varepsilon_{\text{high}}\bigr)\,\hat a_k\Bigr),\qquad
 # \rho_{k,t}=\frac{\pi_\theta(y_{k,t}\mid x,y_{k,<t})}{\pi_{\text{old}}(y_{k,t}\mid x,y_{k,<t})}$$
 #
-# $\bar r$, $\sigma_r$: the group's mean and standard deviation. $\rho_{k,t}$: how much likelier token $t$ is
-# now than under $\pi_{\text{old}}$, the policy at the step's start. The clip stops the gain once $\rho$ passes
-# $1-\varepsilon$ or $1+\varepsilon_{\text{high}}$ (here 0.8, 1.25), keeping a step small; the wider top (DAPO's
-# clip-higher) lets rare good tokens gain faster. A step runs $\mu$ (here 2) optimiser updates on $J$. No KL term (the paper's weight: 0.0001).
+# $\bar r$, $\sigma_r$: the group's mean and standard deviation; $\rho_{k,t}$: how much likelier token $t$ is now
+# than under $\pi_{\text{old}}$, the policy at the step's start. Clipping $\rho$ to $[1-\varepsilon,
+# 1+\varepsilon_{\text{high}}]$ (here [0.8, 1.25]) keeps a step small; dividing by $\sum_k|y_k|$ averages over the
+# group's tokens. A step runs $\mu$ (here 2) optimiser updates on $J$; no KL term.
 #
 # **What the reward reads:**
 
@@ -132,8 +123,8 @@ for text in ("<think>53+49</think><answer>102</answer>", "99"):  # the text insi
     print(f"{text!r} → {extract_answer(text)!r}")
 
 # %% [markdown]
-# **A swapped-in answer's $\rho$** is 1 at the step's first update (its $\pi_{\text{old}}$ is the receiver's policy):
-# nothing corrects for it being **off-policy** (our choice; the paper is silent).
+# **A swapped-in answer's $\rho$** starts at 1 (its $\pi_{\text{old}}$ is the receiver's policy): nothing corrects
+# for its being **off-policy** (our choice; the paper is silent).
 #
 # **Why swap.** If a group is all wrong (or all right), every $\hat a_k$ is 0: no gradient. One swapped-in right
 # answer restores it. By hand, checked by the package:
@@ -149,19 +140,24 @@ for name, right in groups.items():
 pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 
 # %% [markdown]
-# **Balanced** (`swap.balanced_swap`) tops each client's group up to half right. It replaces $M_n(x)$ of client
-# $n$'s wrong answers with copies of right answers from the other clients, who hold $D_n(x)$ of them:
+# **Balanced** (`swap.balanced_swap`) tops each client's group up to half right (a reward's variance $p(1-p)$ peaks
+# at $p=\tfrac12$) with copies of the $D_n(x)$ right answers the other clients hold:
 #
 # $$M_n(x)=\min\bigl((\lfloor K/2\rfloor-c_n(x))_+,\ D_n(x)\bigr),\qquad D_n(x)=\sum_{n'\ne n}c_{n'}(x)$$
 #
-# Half, because a reward's variance $p(1-p)$ peaks at $p=\tfrac12$. Groups half right or more stay as they are,
-# all-right ones too (no gradient); one right answer can go to several clients.
+# **Random** (`swap.random_swap`) shares one group. On the server:
+# ```
+# for each public prompt x:
+#   Balanced, each client n: M = min(max(⌊K/2⌋ − c_n, 0), D_n)    # ≤ ⌊K/2⌋; 0 once c_n ≥ K/2
+#     swap M random wrong answers of n for M random right ones of others (drawn per client)
+#   Random: draw K of the N·K answers, no repeats, for every client   # ≈ K(N−1)/N foreign
+# ```
+# Random can drop a client's right answers, Balanced never. **The no-swap control** (ours) takes the same public
+# steps on each client's own answers; like the swapping arms it has half FedAvg-GRPO's private steps, so Balanced −
+# control isolates the swap.
 #
-# **Random** (`swap.random_swap`) pools all $NK$ answers, draws one group of $K$ per prompt, and gives it to every
-# client, right and wrong answers alike: Random can drop a client's right answers, Balanced never does.
-#
-# **The no-swap control** (ours) takes the same public steps on each client's own answers: Balanced − control
-# isolates the swap.
+# **The cost.** The paper's bound (§4) charges each swap extra drift, as swapped-in answers come from other
+# policies: any benefit must come from what the bound leaves out.
 
 # %%
 settings, rest = teach.settings_table(cfg, policy, T)  # the live round (§3–4), the stored runs (§5), the paper
@@ -170,8 +166,8 @@ print(rest)
 
 # %% [markdown]
 # ## 3. One swap, step by step
-# We train one Balanced round, then replay its last public step: same prompts and swap, fresh answers (a round
-# keeps no texts). Right answers $c_n(x)$:
+# We train one Balanced round; its trained clients then answer its last public step's prompts again (fresh answers,
+# not those trained on: a round keeps no texts), swapped with that step's random stream. Right answers $c_n(x)$:
 
 # %%
 run, drift = teach.live_round(cfg, policy, "pubswap_balanced", T)  # drift: the package's record after each step
@@ -197,17 +193,8 @@ print(f"c_0 = {c[0]}, D_0 = {D_0}: M_0 = min(({K // 2} − {c[0]})+, {D_0}) = {M
 view.sort_values("from", key=lambda s: s.str.startswith("own"), kind="stable")
 
 # %% [markdown]
-# The rule's code:
-
-# %%
-teach.code_excerpt(balanced_swap, "wanted = max(", "donors = rng.choice")
-
-# %% [markdown]
-# Random's rule, then its group on the same prompt, showing its main failure: none of the pool's 2 right answers
-# drawn, so no client gets a gradient.
-
-# %%
-teach.code_excerpt(random_swap, "flat = rng.choice", "source = np.broadcast_to")
+# Random's one group on the same prompt shows its failure: none of the pool's 2 right answers drawn, so no
+# gradient for anyone.
 
 # %%
 drawn = group_table(gen, swaps["random"], 0, x)  # the one group every client gets
@@ -215,6 +202,9 @@ print(f"{drawn.attrs['swapped_in']} of client_0's {K} answers come from other cl
       f"{K * (len(cids) - 1) / len(cids):g}); right: {int(drawn['correct'].sum())} in the group, {c.sum()} in the "
       f"pool of all {len(cids) * K} answers")
 teach.random_view(drawn, cids[0])
+
+# %% [markdown]
+# **Try** Balanced for client_1 on '53+49=' (it gave client_0 a right answer): does it get one back?
 
 # %%
 client, prompt = teach.random_loss(swaps)  # where Random's group lost the most of a client's own right answers
@@ -256,7 +246,7 @@ viz.export(fig, "pubswap_heterogeneity", figures)
 fig
 
 # %% [markdown]
-# **Why drift hurts.** A LoRA layer changes its weights by $\Delta W=sBA$, with the fixed scale
+# **Why drift hurts.** A LoRA layer changes its weights by $\Delta W=sBA$, with fixed scale
 # $s=\alpha_{\text{LoRA}}/r$ ($r$: the rank). FedIT averages $B$ and $A$ separately, and a product of
 # averages is not the average of the products:
 #
@@ -276,20 +266,30 @@ answer_3, why_3 = teach.exercise_fedit(((2.0, 2.0), (-1.0, -4.0)))
 notebook.check_explained(prediction_3, answer_3, why_3)
 
 # %% [markdown]
-# **The paper's bound.** $\theta_n$: client $n$'s LoRA factors; $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$ after step $j$
-# ($\Delta_0=0$); $g_n$: its expected gradient.
+# **The paper's bound** assumes one plain gradient step per GRPO step (ours: $\mu$ = 2 Adam
+# updates), **smooth** expected gradients (changing at most $L$ times as fast as $\theta$) and **bounded
+# heterogeneity** (clients' expected private gradients at most $\zeta$ apart), and leaves out sampling noise.
+# $\theta_n$: client $n$'s LoRA factors; $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$ after step $j$ ($\Delta_0=0$).
 # 1. A step of size $\eta$: $\Delta_{j}\le(1+\eta L)\Delta_{j-1}+\eta c_j$, so
-#    $\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}c_j$; $L$: how fast a gradient changes with $\theta$;
-#    $c_j$ bounds the clients' gradient gap at the same $\theta$.
-# 2. **Private step**: $c_j=\zeta$, a bound on $\lVert g_n-g_{n'}\rVert$ over different data.
-# 3. **Public step**: same prompts and reward give the same $g_n$: $c_j=0$ without a swap. A swap moves each client's
+#    $\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}c_j$; $c_j$ bounds the clients' expected-gradient gap
+#    at the same $\theta$.
+# 2. **Private step**: $c_j=\zeta$.
+# 3. **Public step**: same prompts, same expected gradient: $c_j=0$ without a swap. A swap moves each client's
 #    gradient by its **swap distortion** $\omega_n$: $c_j=\omega_n+\omega_{n'}$ (Random too, $M_n(x)$ counting its
 #    foreign answers).
 #
 # $\omega_n\le\frac1b\sum_xM_n(x)\,\beta_n(x)$: the answers swapped in, times $\beta_n(x)$, the most one of them can
-# change the gradient on prompt $x$. The bound is on factors; we measure drift on $\Delta W_n=sB_nA_n$, which close
-# factors keep close (not the reverse: Exercise 3).
-#
+# change the gradient on prompt $x$. On §3's step, for client_0:
+
+# %%
+terms = off_policy_terms(run.clients[cids[0]], gen, swaps["balanced"], 0)  # gradients of its groups before/after
+used = [(m, b) for m, b in zip(terms["M"], terms["beta"]) if m > 0]  # β: the largest change one replacement made
+print(f"M_0(x) = {' '.join(str(int(m)) for m in terms['M'])} over b = {len(terms['M'])} prompts; ω_0 ≤ (1/b) Σ_x "
+      f"M_0(x) β_0(x) = ({' + '.join(f'{int(m)}·{b:.2f}' for m, b in used)}) / {len(terms['M'])} = "
+      f"{terms['bound']:.2f}; measured ω_0 = {terms['omega']:.2f}, beside ‖gradient on its own answers‖ = "
+      f"{terms['on_policy']:.2f}")
+
+# %% [markdown]
 # ### Exercise 4
 # With the same $\zeta$, $L$ and $\eta$ for every arm, which arm has the smallest bound on $\Delta_\tau$?
 
@@ -318,8 +318,7 @@ for name, (w1, w2) in {"identical": ([3, 0], [3, 0]), "unrelated": ([3, 0], [0, 
     print(f"{name:9}: δ_pair = {d:.2f}, u = {u:.2f}, δ_pair / u = {d / u:.2f}")
 
 # %% [markdown]
-# After the live round's last step, by hand and by `fedrl_kit.drift`; $\Delta W_p=0$, as a fresh
-# adapter has $B=0$:
+# After the live round's last step, by hand and by `fedrl_kit.drift` ($\Delta W_p=0$: a fresh adapter has $B=0$):
 
 # %%
 s = cfg.lora_alpha / cfg.lora_rank  # LoRA's scale
@@ -338,7 +337,7 @@ print(f"s = {cfg.lora_alpha:g}/{cfg.lora_rank} = {s:g}; ΔW_n holds {dW.shape[1]
       f"{np.linalg.norm(dW_p):g}")
 delta_pair = np.mean([np.linalg.norm(dW[n] - dW[m]) for n in range(N) for m in range(n + 1, N)])
 u = np.linalg.norm(dW - dW_p, axis=1).mean()
-print(f"by hand: δ_pair = {delta_pair:.3f}, u = {u:.3f}; the package: δ_pair = "
+print(f"by hand: δ_pair = {delta_pair:.3f}, u = {u:.3f}; the package: δ_pair = "  # pairwise_effective is δ_pair
       f"{drift[T - 1]['pairwise_effective']:.3f}, u = {drift[T - 1]['to_global_effective']:.3f}")
 
 # %% [markdown]
@@ -359,15 +358,11 @@ viz.export(fig, "pubswap_live_drift", figures)
 fig
 
 # %% [markdown]
-# FedAvg-GRPO's ratio stays near $\sqrt2$; the other arms' falls from the first public step, and their
-# $\delta_{\text{pair}}$ grows more slowly. After step 6 the public steps alone cut $\delta_{\text{pair}}$ by 0.54
-# (control − FedAvg-GRPO), the swap 0.12 more (Balanced − control); in the stored runs at $\tau$ = 32 and 48 the swap
-# makes the cut (§5, rows 2–3). One seed at an unstored $\tau$ cannot settle this; with no control at $\tau$ = 2 or
-# 8, small $\tau$ stays open.
+# In this one round (one seed) the public steps make most of the cut (control − FedAvg-GRPO, −0.54), the swap
+# little (−0.12); at $\tau$ = 32 and 48 (§5, rows 2–3) the other way round.
 #
-# **The shared pull.** The bound gives clients on the same public prompts one expected gradient; real gradients come
-# from sampled answers, which a swap shares. Mean cosine of two clients' gradients at a step's start, and what the
-# swap did:
+# **The shared pull.** The bound gives clients on the same public prompts one expected gradient; a swap also shares
+# sampled answers. Mean cosine of two clients' gradients at each step's start:
 
 # %%
 def mean_cosine(vectors):  # mean over client pairs of cos(v_n, v_n'); a zero gradient has no direction: left out
@@ -392,10 +387,10 @@ print(f"step {j + 1}, each client's gradient under Balanced against its own unde
       f"{min(twins):.2f}–{max(twins):.2f}")
 
 # %% [markdown]
-# Private steps: near 0. Public steps: aligned by the shared prompts alone (control), more by Balanced's shared
-# answers at steps 4 and 6. Not at step 2, though both arms start it from the same adapters and Balanced swapped
-# in 20 % of the answers: each client's gradient changed (cos 0.82–0.91 with its control twin), the pairs' mean
-# alignment did not (0.43).
+# Private steps: near 0; public steps: aligned by the shared prompts alone (control). Step 2 is the only one both arms
+# start from the same adapters: Balanced's swap (20 % of the answers) changed each client's gradient (cos 0.82–0.91
+# with its control twin), not the pairs' alignment (0.43). Its higher cosines at steps 4 and 6 come after the
+# adapters parted: one seed cannot settle it.
 #
 # ## 5. What the reproduction found
 # Stored runs report **end-of-round** $\delta_{\text{pair}}$ and $u$ (after each round's last step, averaged over
@@ -419,9 +414,14 @@ answer_5, why_5 = teach.exercise_update_size()
 notebook.check_explained(prediction_5, answer_5, why_5, table=teach.update_sizes())  # each arm's u at τ = 48
 
 # %% [markdown]
-# **The findings.** **pass@1** (share of right test answers), means over seeds:
+# **The findings.** **pass@1** (share of right test answers), means over seeds. The untrained start differs by
+# seed; $\tau$ = 48 adds seeds 3 and 4, hence its 22.1.
 
 # %%
+runs = teach.stored_runs()  # one row per stored run: arm, τ, seed, δ_pair, u, pass@1 (%), untrained start (%)
+start = runs.drop_duplicates("seed").set_index("seed").start.sort_index()  # the same at every τ a seed ran
+print(f"untrained start by seed: {', '.join(f'{seed}: {v:.1f} %' for seed, v in start.items())}; seeds run per τ: "
+      f"{'; '.join(f'{t}: ' + ', '.join(map(str, sorted(g.unique()))) for t, g in runs.groupby('tau').seed)}")
 teach.pass1_by_tau()  # pass@1 (%), the untrained model's first
 
 # %% [markdown]
@@ -429,9 +429,6 @@ teach.pass1_by_tau()  # pass@1 (%), the untrained model's first
 # holds 0.
 
 # %%
-runs = teach.stored_runs()  # one row per stored run: arm, τ, seed, δ_pair, u, pass@1 (%)
-
-
 def paired(value, a, b, tau):  # a − b over the seeds both ran at τ
     both = runs[runs.tau == tau].pivot_table(index="seed", columns="arm", values=value).reindex(columns=[a, b])
     both = both.dropna()
@@ -457,15 +454,18 @@ by_tau({"4. pass@1: Balanced − FedAvg-GRPO": ("PubSwap Balanced", "FedAvg-GRPO
 
 # %% [markdown]
 # 1. Balanced keeps clients closer than FedAvg-GRPO at $\tau$ = 8, 32 and 48 (row 1): claim (1) holds there.
-# 2. Public steps alone: cannot tell (row 2); the swap lowers drift further (row 3), unpredicted by the bound.
-# 3. Every arm learned (21.9–22.1 % → 28.3–38.3 %); no stored $\tau$ tells Balanced's pass@1 from FedAvg-GRPO's
-#    (row 4): claim (2) neither supported nor ruled out.
+# 2. Public steps alone: cannot tell (row 2), not "no effect": at $\tau$ = 48 the interval (±2.04) holds cuts
+#    larger than the swap's. The swap lowers drift further (row 3), unpredicted by the bound.
+# 3. Every arm learned (21.9–22.1 % → 28.3–38.3 %); FedAvg-GRPO's falls from 38.3 at $\tau$ = 2 to
+#    34.3–35.0 at 32–48. No $\tau$ tells Balanced's pass@1 from FedAvg-GRPO's (row 4): claim (2) neither supported
+#    nor ruled out.
 # 4. Claim (3): at our smallest $\tau$, 2, Random scores *below* Balanced (row 5); the paper's $\tau=10$ is untested.
 #
 # Our setting is not the paper's: compare directions only. Every claim:
 # [12_pubswap_report](12_pubswap_report.ipynb#findings).
 #
 # ## What to remember
-# - Shared prompts align clients' gradients, shared answers more: a pull the bound misses, as it counts a swap only as
-#   a distortion $\omega_n\ge0$ added to the clients' gap.
+# - Shared public prompts align clients' gradients; whether swapped answers add to that, one round cannot say.
+# - Yet at $\tau$ = 32 and 48 the swap cut drift beyond the public steps: a benefit the bound misses (it counts a
+#   swap only as a distortion $\omega_n\ge0$).
 # - Read drift beside $u$: closer clients can mean shorter or better-aligned moves.

@@ -292,6 +292,8 @@ def test_the_stored_figure_draws_a_line_per_seed_and_a_mean_per_arm_in_two_panel
         ran = set(runs[runs.seed == seed].arm)
         assert {teach.ORDER[int(x)] for x, y in zip(trace.x, trace.y) if y == y} == ran
         assert trace.connectgaps is False  # no line across an arm that did not run the seed
+    xs = [round(x, 6) for trace in lines[::2] for x, y in zip(trace.x, trace.y) if y == y]
+    assert len(xs) == len(set(xs))  # each seed's dot sits apart, so tied seeds (Balanced's 3 and 4) stay visible
     levels = teach.update_sizes()
     assert [round(y, 2) for y in means[0].y] == list(levels["end-of-round δ_pair"])
     assert sum(t.showlegend is not False for t in fig.data) == 2  # one legend entry for the seeds, one for the means
