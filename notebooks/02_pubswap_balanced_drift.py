@@ -145,12 +145,17 @@ pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 #
 # $$M_n(x)=\min\bigl((\lfloor K/2\rfloor-c_n(x))_+,\ D_n(x)\bigr),\qquad D_n(x)=\sum_{n'\ne n}c_{n'}(x)$$
 #
-# **Random** (`swap.random_swap`) shares one group. On the server:
+# **Random** (`swap.random_swap`) shares one group. The round (`method.run_round`; swaps on the server):
 # ```
-# for each public prompt x:
-#   Balanced, each client n: M = min(max(⌊K/2⌋ − c_n, 0), D_n)    # ≤ ⌊K/2⌋; 0 once c_n ≥ K/2
-#     swap M random wrong answers of n for M random right ones of others (drawn per client)
-#   Random: draw K of the N·K answers, no repeats, for every client   # ≈ K(N−1)/N foreign
+# for round p = 1, 2, …:  send (A_p, B_p) to every client
+#   for step j = 1..τ:
+#     private (τ_swap does not divide j): one GRPO step on b own prompts
+#     public: b shared prompts → K answers each → for each prompt x:
+#       Balanced, each client n: M = min(max(⌊K/2⌋ − c_n, 0), D_n)    # ≤ ⌊K/2⌋; 0 once c_n ≥ K/2
+#         swap M random wrong answers of n for M random right ones of others
+#       Random: draw K of the N·K answers, no repeats, for every client   # ≈ K(N−1)/N foreign
+#       → one GRPO step on the swapped groups
+#   A, B = mean A_n, mean B_n   # FedIT
 # ```
 # Random can drop a client's right answers, Balanced never. **The no-swap control** (ours) takes the same public
 # steps on each client's own answers; like the swapping arms it has half FedAvg-GRPO's private steps, so Balanced −
@@ -358,7 +363,7 @@ viz.export(fig, "pubswap_live_drift", figures)
 fig
 
 # %% [markdown]
-# In this one round (one seed) the public steps make most of the cut (control − FedAvg-GRPO, −0.54), the swap
+# In this round (one seed) the public steps make most of the cut (control − FedAvg-GRPO, −0.54), the swap
 # little (−0.12); at $\tau$ = 32 and 48 (§5, rows 2–3) the other way round.
 #
 # **The shared pull.** The bound gives clients on the same public prompts one expected gradient; a swap also shares
@@ -456,16 +461,12 @@ by_tau({"4. pass@1: Balanced − FedAvg-GRPO": ("PubSwap Balanced", "FedAvg-GRPO
 # 1. Balanced keeps clients closer than FedAvg-GRPO at $\tau$ = 8, 32 and 48 (row 1): claim (1) holds there.
 # 2. Public steps alone: cannot tell (row 2), not "no effect": at $\tau$ = 48 the interval (±2.04) holds cuts
 #    larger than the swap's. The swap lowers drift further (row 3), unpredicted by the bound.
-# 3. Every arm learned (21.9–22.1 % → 28.3–38.3 %); FedAvg-GRPO's falls from 38.3 at $\tau$ = 2 to
-#    34.3–35.0 at 32–48. No $\tau$ tells Balanced's pass@1 from FedAvg-GRPO's (row 4): claim (2) neither supported
+# 3. Every arm learned (21.9–22.1 % → 28.3–38.3 %); FedAvg-GRPO's falls as $\tau$ grows (38.3 → 34.3–35.0).
+#    No $\tau$ tells Balanced's pass@1 from FedAvg-GRPO's (row 4): claim (2) neither supported
 #    nor ruled out.
 # 4. Claim (3): at our smallest $\tau$, 2, Random scores *below* Balanced (row 5); the paper's $\tau=10$ is untested.
 #
 # Our setting is not the paper's: compare directions only. Every claim:
 # [12_pubswap_report](12_pubswap_report.ipynb#findings).
 #
-# ## What to remember
-# - Shared public prompts align clients' gradients; whether swapped answers add to that, one round cannot say.
-# - Yet at $\tau$ = 32 and 48 the swap cut drift beyond the public steps: a benefit the bound misses (it counts a
-#   swap only as a distortion $\omega_n\ge0$).
-# - Read drift beside $u$: closer clients can mean shorter or better-aligned moves.
+# **Remember:** read drift beside $u$: closer clients can mean shorter or better-aligned moves.
