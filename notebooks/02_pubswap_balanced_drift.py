@@ -204,8 +204,8 @@ print(f"{drawn.attrs['swapped_in']} of client_0's {K} answers come from other cl
 teach.random_view(drawn, cids[0])
 
 # %% [markdown]
-# **Try:** what would Balanced give this client on this prompt? Work out $M_n(x)$ from the $c_n(x)$ table, then (in a
-# kernel) switch the rule.
+# **Try:** below is Random's group for the client it cost most. What would Balanced give that client on that
+# prompt? Work out $M_n(x)$ from the $c_n(x)$ table, then (in a kernel) switch the rule.
 
 # %%
 client, prompt = teach.random_loss(swaps)  # where Random's group lost the most of a client's own right answers
@@ -462,13 +462,13 @@ by_tau({"6. pass@1: Balanced − FedAvg-GRPO": ("pass@1", "PubSwap Balanced", "F
 
 # %% [markdown]
 # 1. Balanced keeps clients closer than FedAvg-GRPO at $\tau$ = 8, 32 and 48 (row 1): claim (1) holds there
-#    (at $\tau$ = 8, with no control, swap or public steps: open).
+#    (at $\tau$ = 8 no control ran: swap or public steps, open).
 # 2. Public steps alone: cannot tell (row 2; at $\tau$ = 48 its ±2.04 holds cuts larger than the swap's). The swap
 #    cuts drift further (row 3), unpredicted by the bound: directions more alike (row 5) and, at $\tau$ = 32,
 #    shorter moves (row 4). In the one-seed live round (§4) the public steps cut more.
 # 3. Every arm learned (21.9–22.1 % → 28.3–38.3 %). FedAvg-GRPO scores best at $\tau$ = 2 (38.3), 34.3–35.0 at
-#    32–48. No $\tau$ tells Balanced's pass@1 from FedAvg-GRPO's (row 6), with half its private steps: claim (2)
-#    neither supported nor ruled out.
+#    32–48. No $\tau$ tells Balanced's pass@1 (on half the private steps) from FedAvg-GRPO's
+#    (row 6): claim (2) neither supported nor ruled out.
 # 4. Claim (3): at our smallest $\tau$, 2, Random scores *below* Balanced (row 7); the paper's $\tau=10$ is untested.
 #
 # Our setting is not the paper's: compare directions only. Every claim:
