@@ -25,8 +25,8 @@
 # **The idea.** Make some local steps **public**: all clients answer the same prompts, and the server **swaps**
 # answers between them before they train.
 #
-# **The paper's claims.** (1) The **Balanced** swap reduces drift. (2) It beats FedAvg-GRPO in accuracy for most
-# $\tau$. (3) With few local steps, a simpler **Random** swap beats Balanced.
+# **The paper's claims.** (1) The **Balanced** swap reduces drift. (2) It beats FedAvg-GRPO in **pass@1** (the share
+# of right test answers) for most $\tau$. (3) With few local steps, a simpler **Random** swap beats Balanced.
 
 # %% [markdown]
 # ## Parameters
@@ -36,7 +36,7 @@
 preset_name = "quick"  # quick (2-core CPU) | smoke | full (GPU, real model) | full-smoke
 seed = 0
 num_clients = 4        # N
-dirichlet_alpha = 0.3  # topic split across clients: smaller, more lopsided (the paper's 0.3)
+dirichlet_alpha = 0.3  # Dirichlet concentration of the topic split: smaller, more lopsided (the paper's 0.3)
 tau = None             # local steps of the live round (None: the preset's)
 run_root = ""          # output folder ("": under runs/pubswap/)
 figures_dir = ""       # figures ("": the output folder's)
@@ -61,8 +61,7 @@ from fedrl_kit.rewards.parsing import extract_answer
 from fedrl_kit.runs import Run
 
 cfg, run_root, figures = notebook.setup("pubswap", globals(), teach.config_maker(globals()), runs="run_root",
-                                        folder=dict(n=num_clients, a=dirichlet_alpha, s=seed),  # the paper's setting
-                                        renamed={"taus": "tau"})
+                                        folder=dict(n=num_clients, a=dirichlet_alpha, s=seed), renamed={"taus": "tau"})
 T = teach.live_tau(preset_name, tau)  # the live round's τ
 probe_run = Run(cfg, progress=False).build()
 world, policy = probe_run.world, probe_run.policy
@@ -86,9 +85,8 @@ diagrams.named_round_diagram("pubswap", ["client_0", "client_1", f"client_{num_c
 diagrams.step_timeline(T, cfg.pubswap.period)  # cfg.pubswap.period is τ_swap
 
 # %% [markdown]
-# **The public prompts** come with gold answers, sent along so each client scores its own answers; private
-# prompts and answers never leave a client. Each public step draws $b$ afresh, the same for every client, from all
-# seven topics, including those a client's data lacks.
+# **The public prompts** carry gold answers, so each client scores its own answers; private prompts and answers
+# never leave a client.
 
 # %%
 public = world.public  # the server's public prompts
@@ -112,9 +110,8 @@ for period in range(T // cfg.pubswap.period):  # the live round of §3–4 (roun
 # \rho_{k,t}=\frac{\pi_\theta(y_{k,t}\mid x,y_{k,<t})}{\pi_{\text{old}}(y_{k,t}\mid x,y_{k,<t})}$$
 #
 # $\bar r$, $\sigma_r$: the group's mean and standard deviation; $\rho_{k,t}$: how much likelier token $t$ is now
-# than under $\pi_{\text{old}}$, the policy at the step's start. Clipping $\rho$ to $[1-\varepsilon,
-# 1+\varepsilon_{\text{high}}]$ (here [0.8, 1.25]) keeps a step small; dividing by $\sum_k|y_k|$ averages over the
-# group's tokens. A step runs $\mu$ (here 2) optimiser updates on $J$; no KL term.
+# than under $\pi_{\text{old}}$, the policy at the step's start; clipping it (here to [0.8, 1.25]) keeps a step
+# small. A step runs $\mu$ (here 2) optimiser updates on $J$; no KL term.
 #
 # **What the reward reads:**
 
@@ -141,28 +138,26 @@ pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 
 # %% [markdown]
 # **Balanced** (`swap.balanced_swap`) tops each client's group up to half right (a reward's variance $p(1-p)$ peaks
-# at $p=\tfrac12$) with copies of the $D_n(x)$ right answers the other clients hold:
+# at $p=\tfrac12$) with copies of the $D_n(x)$ right answers the other clients hold, drawn for each receiver apart:
 #
 # $$M_n(x)=\min\bigl((\lfloor K/2\rfloor-c_n(x))_+,\ D_n(x)\bigr),\qquad D_n(x)=\sum_{n'\ne n}c_{n'}(x)$$
 #
-# **Random** (`swap.random_swap`) shares one group. The round (`method.run_round`; swaps on the server):
+# **Random** (`swap.random_swap`) sends every client **one** shared group per prompt, $K$ drawn from all $NK$
+# answers (a client's own share varies by draw). The round (`method.run_round`; swaps on the server):
 # ```
 # for round p = 1, 2, …:  send (A_p, B_p) to every client
 #   for step j = 1..τ:
 #     private (τ_swap does not divide j): one GRPO step on b own prompts
 #     public: b shared prompts → K answers each → for each prompt x:
-#       Balanced, each client n: M = min(max(⌊K/2⌋ − c_n, 0), D_n)    # ≤ ⌊K/2⌋; 0 once c_n ≥ K/2
-#         swap M random wrong answers of n for M random right ones of others
-#       Random: draw K of the N·K answers, no repeats, for every client   # ≈ K(N−1)/N foreign
+#       Balanced, each client n: M = min(max(⌊K/2⌋ − c_n, 0), D_n)
+#         swap M random wrong answers of n for M right ones drawn from the others, for n alone
+#       Random, once per prompt: draw K of the N·K answers, no repeats → this one group to every client
 #       → one GRPO step on the swapped groups
 #   A, B = mean A_n, mean B_n   # FedIT
 # ```
 # Random can drop a client's right answers, Balanced never. **The no-swap control** (ours) takes the same public
 # steps on each client's own answers; like the swapping arms it has half FedAvg-GRPO's private steps, so Balanced −
 # control isolates the swap.
-#
-# **The cost.** The paper's bound (§4) charges each swap extra drift, as swapped-in answers come from other
-# policies: any benefit must come from what the bound leaves out.
 
 # %%
 settings, rest = teach.settings_table(cfg, policy, T)  # the live round (§3–4), the stored runs (§5), the paper
@@ -171,8 +166,8 @@ print(rest)
 
 # %% [markdown]
 # ## 3. One swap, step by step
-# We train one Balanced round; its trained clients then answer its last public step's prompts again (fresh answers,
-# not those trained on: a round keeps no texts), swapped with that step's random stream. Right answers $c_n(x)$:
+# We train one Balanced round, then its clients answer its last public step's prompts afresh (a round keeps no
+# texts), swapped with that step's random stream. Right answers $c_n(x)$:
 
 # %%
 run, drift = teach.live_round(cfg, policy, "pubswap_balanced", T)  # drift: the package's record after each step
@@ -198,7 +193,7 @@ print(f"c_0 = {c[0]}, D_0 = {D_0}: M_0 = min(({K // 2} − {c[0]})+, {D_0}) = {M
 view.sort_values("from", key=lambda s: s.str.startswith("own"), kind="stable")
 
 # %% [markdown]
-# Random's one group on the same prompt shows its failure: none of the pool's 2 right answers drawn, so no
+# Random's one group on the same prompt: none of the pool's 2 right answers drawn, so no
 # gradient for anyone.
 
 # %%
@@ -209,7 +204,8 @@ print(f"{drawn.attrs['swapped_in']} of client_0's {K} answers come from other cl
 teach.random_view(drawn, cids[0])
 
 # %% [markdown]
-# **Try** Balanced for client_1 on '53+49=' (it gave client_0 a right answer): does it get one back?
+# **Try:** below is Random's group for the client it cost most. What would Balanced give that client on that
+# prompt? Work out $M_n(x)$ from the $c_n(x)$ table, then (in a kernel) switch the rule.
 
 # %%
 client, prompt = teach.random_loss(swaps)  # where Random's group lost the most of a client's own right answers
@@ -271,30 +267,42 @@ answer_3, why_3 = teach.exercise_fedit(((2.0, 2.0), (-1.0, -4.0)))
 notebook.check_explained(prediction_3, answer_3, why_3)
 
 # %% [markdown]
-# **The paper's bound** assumes one plain gradient step per GRPO step (ours: $\mu$ = 2 Adam
-# updates), **smooth** expected gradients (changing at most $L$ times as fast as $\theta$) and **bounded
-# heterogeneity** (clients' expected private gradients at most $\zeta$ apart), and leaves out sampling noise.
-# $\theta_n$: client $n$'s LoRA factors; $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$ after step $j$ ($\Delta_0=0$).
-# 1. A step of size $\eta$: $\Delta_{j}\le(1+\eta L)\Delta_{j-1}+\eta c_j$, so
-#    $\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}c_j$; $c_j$ bounds the clients' expected-gradient gap
-#    at the same $\theta$.
-# 2. **Private step**: $c_j=\zeta$.
-# 3. **Public step**: same prompts, same expected gradient: $c_j=0$ without a swap. A swap moves each client's
-#    gradient by its **swap distortion** $\omega_n$: $c_j=\omega_n+\omega_{n'}$ (Random too, $M_n(x)$ counting its
-#    foreign answers).
+# **The paper's bound** assumes one plain gradient step per GRPO step (ours: $\mu$ = 2 Adam updates) and leaves out
+# sampling noise. $\theta_n$: client $n$'s LoRA factors; $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$ after step $j$
+# ($\Delta_0=0$).
 #
-# $\omega_n\le\frac1b\sum_xM_n(x)\,\beta_n(x)$: the answers swapped in, times $\beta_n(x)$, the most one of them can
-# change the gradient on prompt $x$. On §3's step, for client_0:
+# | symbol | meaning |
+# |---|---|
+# | $L$ | **smoothness**: expected gradients change at most $L$ times as fast as $\theta$ |
+# | $\zeta$ | **heterogeneity**: clients' expected private gradients at one $\theta$ differ by at most $\zeta$ |
+# | $\gamma_j$ | the clients' expected-gradient gap at step $j$, at one $\theta$ |
+# | $\omega_n$ | **swap distortion**: how far the swap moves client $n$'s gradient |
+# | $\beta_n(x)$ | the most one swapped-in answer moves it on prompt $x$ |
+#
+# 1. A step of size $\eta$: $\Delta_{j}\le(1+\eta L)\Delta_{j-1}+\eta\gamma_j$, so
+#    $\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}\gamma_j$.
+# 2. **Private step**: $\gamma_j=\zeta$.
+# 3. **Public step**: same prompts, same expected gradient: $\gamma_j=0$ without a swap; with one,
+#    $\gamma_j=\omega_n+\omega_{n'}$ (Random too, $M_n(x)$ counting its foreign answers), and
+#    $\omega_n\le\frac1b\sum_xM_n(x)\,\beta_n(x)$.
+#
+# **Measured** on §3's step for client_0:
 
 # %%
 terms = off_policy_terms(run.clients[cids[0]], gen, swaps["balanced"], 0)  # gradients of its groups before/after
 used = [(m, b) for m, b in zip(terms["M"], terms["beta"]) if m > 0]  # β: the largest change one replacement made
+print("ĝ: the gradient of client_0's GRPO loss in its LoRA factors; ‖·‖ Euclidean. ω_0 = ‖ĝ(swapped groups) − "
+      "ĝ(own groups)‖; β_0(x): the largest ‖change in ĝ‖ one swapped-in answer made (a lower bound on β)")
 print(f"M_0(x) = {' '.join(str(int(m)) for m in terms['M'])} over b = {len(terms['M'])} prompts; ω_0 ≤ (1/b) Σ_x "
       f"M_0(x) β_0(x) = ({' + '.join(f'{int(m)}·{b:.2f}' for m, b in used)}) / {len(terms['M'])} = "
-      f"{terms['bound']:.2f}; measured ω_0 = {terms['omega']:.2f}, beside ‖gradient on its own answers‖ = "
-      f"{terms['on_policy']:.2f}")
+      f"{terms['bound']:.2f}; measured ω_0 = {terms['omega']:.2f} ({terms['bound'] / terms['omega']:.1f}× below the "
+      f"bound), beside ‖gradient on its own answers‖ = {terms['on_policy']:.2f} (ω_0 is "
+      f"{terms['omega'] / terms['on_policy']:.0%} of it)")
 
 # %% [markdown]
+# The bound holds, 3.1× loose; the swap tilted client_0's gradient by 14 % of its length, not into a new
+# direction.
+#
 # ### Exercise 4
 # With the same $\zeta$, $L$ and $\eta$ for every arm, which arm has the smallest bound on $\Delta_\tau$?
 
@@ -313,7 +321,8 @@ notebook.check_explained(prediction_4, answer_4, why_4)
 # $$\delta_{\text{pair}}=\frac{2}{N(N-1)}\sum_{n<n'}\lVert\Delta W_n-\Delta W_{n'}\rVert_F,\qquad
 # u=\frac1N\sum_n\lVert\Delta W_n-\Delta W_p\rVert_F$$
 #
-# $\delta_{\text{pair}}/u$ says how alike their directions are. For two updates of length 3 ($\Delta W_p=0$):
+# $\delta_{\text{pair}}/u$ says how alike their directions are. The bound's $\Delta$ is on the factors; close factors
+# give close $\Delta W$, not conversely (Exercise 3): $\delta_{\text{pair}}$ is a proxy. For two updates of length 3 ($\Delta W_p=0$):
 
 # %%
 for name, (w1, w2) in {"identical": ([3, 0], [3, 0]), "unrelated": ([3, 0], [0, 3]),
@@ -363,11 +372,7 @@ viz.export(fig, "pubswap_live_drift", figures)
 fig
 
 # %% [markdown]
-# In this round (one seed) the public steps make most of the cut (control − FedAvg-GRPO, −0.54), the swap
-# little (−0.12); at $\tau$ = 32 and 48 (§5, rows 2–3) the other way round.
-#
-# **The shared pull.** The bound gives clients on the same public prompts one expected gradient; a swap also shares
-# sampled answers. Mean cosine of two clients' gradients at each step's start:
+# **The shared pull:** mean cosine of two clients' gradients at each step's start, and the package's counts:
 
 # %%
 def mean_cosine(vectors):  # mean over client pairs of cos(v_n, v_n'); a zero gradient has no direction: left out
@@ -384,18 +389,12 @@ for arm, key, row in (("PubSwap Balanced", "replacement_fraction", "Balanced: an
                       ("no-swap control", "frac_zero_std", "control: groups without gradient"),
                       ("PubSwap Balanced", "frac_zero_std", "Balanced: groups without gradient")):
     pull.loc[row] = [f"{drifts[arm][j][key]:.0%}" if j in public_steps else "" for j in range(T)]  # the package's
-display(pull.rename_axis("local step j →"))
-j = public_steps[0]  # both arms reach it from the same adapters: step 1 is the same private step
-twins = [mean_cosine([tensors[arm][j][cid]["grad"] for arm in ("no-swap control", "PubSwap Balanced")])
-         for cid in sorted(tensors["PubSwap Balanced"][j])]  # per client: its gradient under Balanced vs the control
-print(f"step {j + 1}, each client's gradient under Balanced against its own under the control: cos "
-      f"{min(twins):.2f}–{max(twins):.2f}")
+pull.rename_axis("local step j →")
 
 # %% [markdown]
-# Private steps: near 0; public steps: aligned by the shared prompts alone (control). Step 2 is the only one both arms
-# start from the same adapters: Balanced's swap (20 % of the answers) changed each client's gradient (cos 0.82–0.91
-# with its control twin), not the pairs' alignment (0.43). Its higher cosines at steps 4 and 6 come after the
-# adapters parted: one seed cannot settle it.
+# Public steps align gradients even without a swap; private steps do not. Balanced's public steps leave
+# fewer groups without gradient (0/25/28 % against 9/44/41 %), so more of each pulls along the shared prompts: a
+# candidate for its higher cosines at steps 4 and 6 (one seed).
 #
 # ## 5. What the reproduction found
 # Stored runs report **end-of-round** $\delta_{\text{pair}}$ and $u$ (after each round's last step, averaged over
@@ -419,8 +418,7 @@ answer_5, why_5 = teach.exercise_update_size()
 notebook.check_explained(prediction_5, answer_5, why_5, table=teach.update_sizes())  # each arm's u at τ = 48
 
 # %% [markdown]
-# **The findings.** **pass@1** (share of right test answers), means over seeds. The untrained start differs by
-# seed; $\tau$ = 48 adds seeds 3 and 4, hence its 22.1.
+# **The findings.** pass@1, means over seeds ($\tau$ = 48 adds seeds 3 and 4):
 
 # %%
 runs = teach.stored_runs()  # one row per stored run: arm, τ, seed, δ_pair, u, pass@1 (%), untrained start (%)
@@ -444,27 +442,34 @@ def paired(value, a, b, tau):  # a − b over the seeds both ran at τ
     return f"{mean:+.2f} ± {half:.2f} ({n} seeds): {reads}"
 
 
-def by_tau(rows, value):  # one column per row, one line per stored τ
+def by_tau(rows):  # one column per row (value, a, b), one line per stored τ
     return pd.DataFrame({row: {tau: paired(value, a, b, tau) for tau in sorted(runs.tau.unique())}
-                         for row, (a, b) in rows.items()}).rename_axis("τ")
+                         for row, (value, a, b) in rows.items()}).rename_axis("τ")
 
 
-by_tau({"1. δ_pair: Balanced − FedAvg-GRPO": ("PubSwap Balanced", "FedAvg-GRPO"),
-        "2. δ_pair: control − FedAvg-GRPO": ("no-swap control", "FedAvg-GRPO"),
-        "3. δ_pair: Balanced − control": ("PubSwap Balanced", "no-swap control")}, "δ_pair")
+runs["δ_pair / u"] = runs["δ_pair"] / runs["u"]  # per run: how alike the clients' directions are
+by_tau({"1. δ_pair: Balanced − FedAvg-GRPO": ("δ_pair", "PubSwap Balanced", "FedAvg-GRPO"),
+        "2. δ_pair: control − FedAvg-GRPO": ("δ_pair", "no-swap control", "FedAvg-GRPO"),
+        "3. δ_pair: Balanced − control": ("δ_pair", "PubSwap Balanced", "no-swap control")})
 
 # %%
-by_tau({"4. pass@1: Balanced − FedAvg-GRPO": ("PubSwap Balanced", "FedAvg-GRPO"),
-        "5. pass@1: Random − Balanced": ("PubSwap Random", "PubSwap Balanced")}, "pass@1")  # in points
+by_tau({"4. u: Balanced − control": ("u", "PubSwap Balanced", "no-swap control"),  # the swap's cut: shorter moves?
+        "5. δ_pair / u: Balanced − control": ("δ_pair / u", "PubSwap Balanced", "no-swap control")})  # more alike?
+
+# %%
+by_tau({"6. pass@1: Balanced − FedAvg-GRPO": ("pass@1", "PubSwap Balanced", "FedAvg-GRPO"),  # in points
+        "7. pass@1: Random − Balanced": ("pass@1", "PubSwap Random", "PubSwap Balanced")})
 
 # %% [markdown]
-# 1. Balanced keeps clients closer than FedAvg-GRPO at $\tau$ = 8, 32 and 48 (row 1): claim (1) holds there.
-# 2. Public steps alone: cannot tell (row 2), not "no effect": at $\tau$ = 48 the interval (±2.04) holds cuts
-#    larger than the swap's. The swap lowers drift further (row 3), unpredicted by the bound.
-# 3. Every arm learned (21.9–22.1 % → 28.3–38.3 %); FedAvg-GRPO's falls as $\tau$ grows (38.3 → 34.3–35.0).
-#    No $\tau$ tells Balanced's pass@1 from FedAvg-GRPO's (row 4): claim (2) neither supported
-#    nor ruled out.
-# 4. Claim (3): at our smallest $\tau$, 2, Random scores *below* Balanced (row 5); the paper's $\tau=10$ is untested.
+# 1. Balanced keeps clients closer than FedAvg-GRPO at $\tau$ = 8, 32 and 48 (row 1): claim (1) holds there
+#    (at $\tau$ = 8 no control ran: swap or public steps, open).
+# 2. Public steps alone: cannot tell (row 2; at $\tau$ = 48 its ±2.04 holds cuts larger than the swap's). The swap
+#    cuts drift further (row 3), unpredicted by the bound: directions more alike (row 5) and, at $\tau$ = 32,
+#    shorter moves (row 4). In the one-seed live round (§4) the public steps cut more.
+# 3. Every arm learned (21.9–22.1 % → 28.3–38.3 %). FedAvg-GRPO scores best at $\tau$ = 2 (38.3), 34.3–35.0 at
+#    32–48. No $\tau$ tells Balanced's pass@1 (on half the private steps) from FedAvg-GRPO's
+#    (row 6): claim (2) neither supported nor ruled out.
+# 4. Claim (3): at our smallest $\tau$, 2, Random scores *below* Balanced (row 7); the paper's $\tau=10$ is untested.
 #
 # Our setting is not the paper's: compare directions only. Every claim:
 # [12_pubswap_report](12_pubswap_report.ipynb#findings).
