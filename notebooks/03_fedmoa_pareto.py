@@ -161,7 +161,8 @@ notebook.knobs(show_toy, **controls)
 
 # %% [markdown]
 # ## 3. The server: α and eq. 12
-# When a group's answers are all right (or all wrong), accuracy has no gradient, and eq. 10 lowers $w_{\text{acc}}$. Eq. 11 reads a low $w_{\text{acc}}$ as "accuracy nearly learnt" and gives that client a larger
+# When a group's answers are all right (or all wrong), accuracy has no gradient, and eq. 10 lowers
+# $w_{\text{acc}}$. Eq. 11 reads a low $w_{\text{acc}}$ as "accuracy nearly learnt" and gives that client a larger
 # share $\alpha_m$ of its cluster $S_c$ (ε = 10⁻⁶), as it would a client that merely *started* lower.
 #
 # $$s_m=\frac{1}{w_{\text{acc}}^{(m)}+\varepsilon},\qquad\alpha_m=\frac{e^{s_m}}{\sum_{m'\in S_c}e^{s_{m'}}}
@@ -384,8 +385,8 @@ notebook.check_explained(prediction_4, answer_4, why_4, table=by_reward.round(4)
     columns={"median ratio": "median |Δ_k| / ‖g_k‖²"}))
 
 # %% [markdown]
-# length_short's $\Delta_k$ is always 0: with answers capped at 32 tokens almost all score 1: its advantages and
-# $g_k$ are 0 at one step or both.
+# length_short's $\Delta_k$ is always 0: answers are capped at 32 tokens, so almost all score 1, and its
+# advantages and $g_k$ are 0 at one step or both.
 #
 # **Why λ = 10, 1000× the paper's 0.01:** $\Delta_k$ multiplies two gradients, so its size depends on the model,
 # φ and the loss; at 0.01 ours barely moves a weight:
@@ -476,6 +477,6 @@ display(fig)
 # ### Findings (details: [report 13](13_fedmoa_report.ipynb))
 #
 # 1. **No gain beyond noise** from FedMOA or either part (Exercise 5).
-# 2. **Eq. 12, not eq. 10, moves $w_{\text{acc}}$** (§5). Report 13 §2: in the grid, A's falls and C's rises.
+# 2. **Eq. 12, not eq. 10, moves $w_{\text{acc}}$** (§5). Report 13 §2 shows config A's falling, C's rising.
 # 3. **Fig. 5's rise** needs the paper's cosine decay, and is small (§5).
 # 4. **The front does not separate the arms** (Exercise 6).
