@@ -196,8 +196,9 @@ def stored_runs(setting: str = "heter+heter") -> pd.DataFrame:
 
 def settings_table(cfg, seed: int, grid: pd.DataFrame) -> pd.DataFrame:
     """The live run (``cfg``, ``seed``), the stored grid (its runs: :func:`stored_runs`) and the paper side by side:
-    model, clients, rounds, τ, prompts × answers a step, the clip bounds (c, c′), λ (the grid's with the values it
-    was tuned over) and seeds. Where the paper is silent: "not given"."""
+    model, clients, rounds, τ, prompts × answers a step, the learning rate η, GRPO updates per batch, the clip
+    bounds (c, c′), λ (the grid's with the values it was tuned over) and seeds. Where the paper is silent: "not
+    given"."""
     from pathlib import Path
 
     from experiments.fedmoa_presets import CLIENTS, LAM_GRID, SCALE_FEDMOA, SCALE_FIELDS
@@ -207,21 +208,23 @@ def settings_table(cfg, seed: int, grid: pd.DataFrame) -> pd.DataFrame:
     s, paper, stored = fedmoa_setting(), SCALE_FIELDS["paper"], stored_grid()["settings"]["heter+heter"]
     n_params = json.loads((REPO_ROOT / "data" / "base_moa" / "pretrain.json").read_text())["n_params"]
     clip = {k: stored.get(k, getattr(RunConfig, k)) for k in ("epsilon", "epsilon_high")}  # unrecorded: the default
+    updates = stored.get("num_iterations", RunConfig.num_iterations)
     return pd.DataFrame({
         "live run (§4–5)": [Path(cfg.base).name, cfg.num_clients, cfg.rounds, cfg.local_steps,
-                            f"{cfg.prompts_per_step} × {cfg.num_generations}",
-                            f"{cfg.epsilon:g}, {cfg.epsilon_high:g}",
+                            f"{cfg.prompts_per_step} × {cfg.num_generations}", f"{cfg.learning_rate:g}",
+                            cfg.num_iterations, f"{cfg.epsilon:g}, {cfg.epsilon_high:g}",
                             f"{cfg.fedmoa.lam:g}", f"1 (seed {seed})"],
         "stored grid (§6)": [f"{Path(stored['base']).name} ({n_params / 1e6:.1f} M parameters)", s["clients"],
-                             s["rounds"], s["tau"], f"{s['b']} × {s['G']}",
-                             f"{clip['epsilon']:g}, {clip['epsilon_high']:g}",
+                             s["rounds"], s["tau"], f"{s['b']} × {s['G']}", f"{stored['learning_rate']:g}",
+                             updates, f"{clip['epsilon']:g}, {clip['epsilon_high']:g}",
                              f"{s['lam']['FedMOA']:g} (tuned over {', '.join(f'{x:g}' for x in LAM_GRID)})",
                              grid.query("variant == 'FedMOA'").seed.nunique()],
         "paper": [paper["base"], CLIENTS["paper"]["heter+heter"], paper["rounds"], "not given",
-                  f"{paper['prompts_per_step']} × {paper['num_generations']}", "not given",
+                  f"{paper['prompts_per_step']} × {paper['num_generations']}",
+                  f"{paper['learning_rate']:g}, cosine decay", "not given", "not given",
                   f"{SCALE_FEDMOA['paper']['lam']:g}", "not given"]},
         index=["model", "clients", "rounds", "τ: local steps a round", "prompts × answers (G) a step",
-               "clip: c, c′", "λ", "seeds"])
+               "learning rate η", "GRPO updates per batch", "clip: c, c′", "λ", "seeds"])
 
 
 def tuning_table() -> pd.DataFrame:
@@ -237,6 +240,13 @@ def tuning_table() -> pd.DataFrame:
     return out
 
 
+def grid_w_acc_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """:func:`w_acc_table` for each of the stored grid's ``runs`` (:func:`stored_runs` rows), stacked, with a
+    ``seed`` column: w_acc of every seed, client and round as sent and after the round's τ local steps."""
+    return pd.concat([w_acc_table(h["clients"]).assign(seed=s) for s, h in zip(runs.seed, runs.history)],
+                     ignore_index=True)
+
+
 def grid_w_acc_change(moa: pd.DataFrame, setting: str = "heter+heter") -> tuple[float, pd.DataFrame]:
     """Over the stored grid's FedMOA runs (``moa``: :func:`stored_runs` rows of one variant): eq. 10's mean L1 move
     of a client's weights a round, and per reward config (then all clients) its MATH-/GSM8K-like rewards, its
@@ -246,7 +256,7 @@ def grid_w_acc_change(moa: pd.DataFrame, setting: str = "heter+heter") -> tuple[
     from experiments.stats import t_interval
     from fedrl_kit.fedmoa.plan import REWARD_CONFIGS, client_plan
 
-    w = pd.concat([w_acc_table(h["clients"]).assign(seed=s) for s, h in zip(moa.seed, moa.history)])
+    w = grid_w_acc_table(moa)
     first = w[w["round"] == 1].set_index(["seed", "client"]).start
     last = w[w["round"] == w["round"].max()].set_index(["seed", "client"]).end
     change = pd.DataFrame({"start": first, "change": last - first}).reset_index()
@@ -286,6 +296,51 @@ def configs_table(live_clients: int, setting: str = "heter+heter") -> pd.DataFra
                         "stored grid: clients (w_acc at start)": held(fedmoa_setting(setting=setting)["clients"])},
                        index=list(CONFIG_NAMES))
     out.columns.name = "config"  # in the header's corner: no row of its own
+    return out
+
+
+def rewards_table() -> pd.DataFrame:
+    """Every reward of configs A, B, C (``fedrl_kit.fedmoa.plan``) in one line each: what it scores (from the
+    reward functions of ``fedrl_kit.rewards``, their constants read from the code) and which configs hold it on the
+    MATH- and GSM8K-like and on the MBPP-like family. Each description stays under pandas' 50-character column,
+    so that a table shows it whole."""
+    from fedrl_kit.fedmoa.plan import CONFIG_NAMES, REWARD_CONFIGS
+    from fedrl_kit.rewards.code import DEFAULT_CHAR_NGRAM, SHORT_TARGET_LEN
+
+    scores = {"accuracy": "1 if the answer matches the gold one, else 0",
+              "format": "1 for exactly <think>…</think><answer>…</answer>",
+              "tag_count": "0.25 per tag (of the four) present exactly once",
+              "code_accuracy": "1 if the program passes its tests, else 0",
+              "code_format": "0.5 for the format + 0.5 for a program defining f",
+              "length_short": f"1 up to {SHORT_TARGET_LEN} characters, falling to 0 at {4 * SHORT_TARGET_LEN}",
+              "char_repetition": f"minus the share of repeated {DEFAULT_CHAR_NGRAM}-character strings"}
+    rows = {}
+    for family, label in (("math", "MATH-, GSM8K-like"), ("code", "MBPP-like")):
+        for c in CONFIG_NAMES:
+            for r in REWARD_CONFIGS[family][c]:
+                rows.setdefault(r, {"scores": scores[r], "held by configs": {}})["held by configs"].setdefault(
+                    label, []).append(c)
+    out = pd.DataFrame({r: {"scores": v["scores"], "held by configs": "; ".join(
+        f"{', '.join(cs)} ({label})" for label, cs in v["held by configs"].items())} for r, v in rows.items()}).T
+    out.columns.name = "reward"  # in the header's corner: no row of its own
+    return out
+
+
+def arms_table(grid: pd.DataFrame, arms: dict | None = None) -> pd.DataFrame:
+    """Exercise 5's four arms as the stored grid (``grid``: :func:`stored_runs`) ran them, one row each: whether
+    eq. 10 moves the client's weights (with λ off the server sends each client its starting weights every round:
+    ``fedrl_kit.fedmoa.algorithm``), how the server weighs a cluster's clients in eq. 12 (α of eq. 11, or data
+    size), and the seeds run; the switches and seeds are read from the grid's runs."""
+    arms = arms or {"FedAvg-GRPO": "FedAvg-GRPO", **ARMS}
+    rows = {}
+    for arm, variant in arms.items():
+        runs = grid[grid.variant == variant]
+        lam, alpha = bool(runs.lambda_on.iloc[0]), bool(runs.alpha_on.iloc[0])
+        rows[arm] = {"eq. 10 on the client": "on" if lam else "off: the starting weights every round",
+                     "the server weighs a cluster's clients by": "α (eq. 11)" if alpha else "data size",
+                     "seeds": runs.seed.nunique()}
+    out = pd.DataFrame(rows).T
+    out.columns.name = "arm"  # in the header's corner: no row of its own
     return out
 
 
@@ -365,8 +420,9 @@ def _vector(v) -> str:
 
 
 def why_1(names, w, delta, w_after, w_package, lam: float) -> str:
-    """Exercise 1 (one toy step of eq. 10): why the weights that rose did: which Δ_k beat the average Δ, and the
-    projection's shift ν (what w + λΔ holds beyond 1, taken equally from the weights that stay above 0)."""
+    """Exercise 1 (one toy step of eq. 10): why the weights that rose did: which Δ_k beat the average Δ, the
+    projection's shift ν (what w + λΔ holds beyond 1, taken equally from the weights that stay above 0), and the
+    rule that follows (a weight rises only when its Δ_k beats the average Δ of the weights above 0)."""
     w, delta, w_after = np.asarray(w, float), np.asarray(delta, float), np.asarray(w_after, float)
     beat = [n for n, d in zip(names, delta) if d > delta.mean()]
     still = [f"{n}'s Δ = {d:g}" for n, d, a, b in zip(names, delta, w_after, w) if d >= 0 and a < b]
@@ -380,7 +436,9 @@ def why_1(names, w, delta, w_after, w_package, lam: float) -> str:
         why += f"{said[0].upper()}{said[1:]} {verb} below the average, so its weight falls too. "
     where = "every weight" if kept == len(w) else f"the {kept} weights it leaves above 0"
     why += (f"w + λΔ = {_vector(v)} sums to {v.sum():.1f}, so the projection takes ν = {v.sum() - 1:.1f} / {kept} "
-            f"from {where}: {_vector(w_after)} in numpy, {_vector(w_package)} by the package.")
+            f"from {where}: {_vector(w_after)} in numpy, {_vector(w_package)} by the package. The rule: as ν is "
+            "the same for every weight above 0, a weight rises only when its Δ_k beats the average Δ of those "
+            "weights.")
     return why
 
 
@@ -472,10 +530,9 @@ def why_5(answer: set, gains: pd.DataFrame, lam_delta: float) -> str:
     paper = [f"{arm}'s {'holds' if lo[arm] <= p <= hi[arm] else 'excludes'} the paper's {p:+.1f}"
              for arm, p in acc["paper"].items() if not np.isnan(p)]
     return (f"{head} (accuracy, points, 95 %: {spans}); {' and '.join(paper)}. Eq. 10 alone moves a weight by a "
-            f"median λ|Δ_k| of {lam_delta:.4f} a step in the live run: little more than FedAvg-GRPO. α alone changes how much each "
-            "client counts in θ^(c) and moves the shared weights, but with eq. 10 off nothing else moves w_acc, so α ranks "
-            "clients by their starting weights and reward sets, never by progress: nothing in it steers the model "
-            "toward accuracy.")
+            f"median λ|Δ_k| of {lam_delta:.4f} a step in the live run: little more than FedAvg-GRPO. α alone changes only "
+            "how much each client counts in θ^(c): with eq. 10 off every client trains on its starting weights each "
+            "round, so α ranks clients by those, never by progress: nothing in it steers the model toward accuracy.")
 
 
 def why_6(final: pd.DataFrame, order, chance: float, x: str = "math/pass@1", y: str = "math/format",

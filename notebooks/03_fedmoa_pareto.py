@@ -19,24 +19,21 @@
 # *Wang et al., FedMOA: Federated GRPO for Personalized Reasoning LLMs under Heterogeneous Rewards* (MOA:
 # multi-objective alignment).
 #
-# **The problem.** GRPO for reasoning often scores answers by several rewards: **accuracy** (1 if right),
-# **format** (1 if it reads `<think>…</think><answer>…</answer>`), **tag count** (a quarter per tag present once);
-# code clients have **code_accuracy** (tests pass), **code_format** and a length or repetition reward. Training uses
-# a weighted sum. Fixed weights waste signal: format is learnt in a few steps, yet keeps its share.
+# **The problem.** GRPO for reasoning often trains on a weighted sum of rewards (accuracy, format and others,
+# defined below). Fixed weights waste signal: format is learnt in a few steps, yet keeps its share.
 #
-# **The baseline, FedAvg-GRPO:** clients run GRPO on their own data with fixed weights; the server averages their
-# LoRA adapters, weighted by data size.
+# **The baseline, FedAvg-GRPO:** clients run GRPO with fixed weights; the server averages their LoRA adapters by
+# data size.
 #
-# **FedMOA** changes two things; all clients still share one model, only the reward weights are per client
-# (*personalised*):
+# **FedMOA** changes two things, and *personalises* only the reward weights (all clients share one model):
 #
-# 1. **Client:** at each local step, its weights first shift toward the rewards still being learnt.
-# 2. **Server:** clients with the same accuracy reward form a *cluster*; the server averages each cluster's
-#    adapters and the weights of *shared* rewards (held by all its clients), so a task's clients pool what they
-#    learnt. A client with a *lower* accuracy weight counts more.
+# 1. **Client:** each local step first shifts its weights toward the rewards still being learnt.
+# 2. **Server:** clients with the same accuracy reward form a *cluster* (all maths clients, or all code clients).
+#    It averages each cluster's adapters and shared reward weights, counting a client with a *lower* accuracy
+#    weight more.
 #
-# **Settings:** in **Heter+Heter** (our runs) clients differ in data (maths or code) and reward set (A, B or C,
-# §4); in **Homo+Homo** (the paper's Fig. 5) they share both.
+# **Settings:** **Heter+Heter** clients (our runs) differ in data and reward set (A, B or C, §4); **Homo+Homo**
+# clients (the paper's Fig. 5) share both.
 
 # %% tags=["parameters"] jupyter={"source_hidden": true}
 # papermill parameters (-p seed 1); the text describes these defaults
@@ -61,6 +58,9 @@ from fedrl_kit.world.families import FAMILIES, PAPER_NAMES, make_family_world
 make_config = tf.config_maker(seed)
 cfg, run_root, figures = notebook.setup("fedmoa", globals(), make_config, runs="run_root", folder=dict(s=seed))
 
+# %%
+tf.rewards_table()  # every reward of the paper's reward sets A, B, C (§4), from fedrl_kit.rewards
+
 # %% [markdown]
 # ## 1. One round
 # τ local steps on each client, then the server:
@@ -74,39 +74,35 @@ diagrams.round_diagram("fedmoa")
 #
 # $$w_k\ge0,\ \sum_kw_k=1\ \text{(1)},\qquad r_w=\sum_kw_kr_k\ \text{(2)}$$
 #
-# GRPO runs on $r_w$: $A_i$ compares each of a prompt's $G$ answers $y_i$ with the others;
-# $\mathcal L$ clips each token's new-over-old probability ratio $\rho_{i,t}$, wider above
-# ($c'>c$, DAPO's clip-higher: a rare good token can gain faster); no KL term.
+# GRPO runs on $r_w$: $A_i$ compares each of a prompt's $G$ answers $y_i$ with the others. $\mathcal L$ clips each
+# token's ratio $\rho_{i,t}$ of new to old probability to $[1-c,1+c']$; $c'>c$ (*clip-higher*, from DAPO) lets a
+# rare good token gain faster; no KL term. Adam minimises $\mathcal L$ (learning rate η, updates per batch: §4).
 #
 # $$A_i=\frac{r_w(y_i)-\operatorname{mean}_jr_w(y_j)}{\operatorname{std}_jr_w(y_j)+10^{-4}},\qquad
 # \mathcal L=-\frac{1}{\sum_i|y_i|}\sum_{i,t}\min\bigl(\rho_{i,t}A_i,\,
 # \operatorname{clip}(\rho_{i,t},1-c,1+c')\,A_i\bigr)\qquad\text{(3–4)}$$
 #
-# **One loss per reward:** $\mathcal L$ on $r_k$'s advantages $A_i^{(k)}$ alone, at $\rho=1$ (no clipping acts), is
+# **One loss per reward:** $\mathcal L$ on $r_k$'s advantages $A_i^{(k)}$ alone, at $\rho=1$ (no clipping), is
 # $L_k=-\frac{1}{\sum_i|y_i|}\sum_{i,t}\rho_{i,t}A_i^{(k)}$, used only for its gradient.
 
 # %% [markdown]
-# **Moving the weights.** $g_k$ is $L_k$'s gradient on φ, one middle layer's LoRA factors (our choice; the paper
-# says "an intermediate representation"): fixed, so steps' $g_k$ compare; cheap, as each reward's extra backward
-# pass stops there.
+# **Moving the weights.** $g_k$ is $L_k$'s gradient on φ, the LoRA factors of the model's middle layer (our choice
+# for the paper's "intermediate representation"). A fixed φ keeps steps' $g_k$ comparable and each reward's
+# extra backward pass short.
 #
 # $$g_k^{(t)}=\nabla_\phi L_k\ \text{(8)},\quad\Delta_k^{(t)}=g_k^{(t)\top}g_k^{(t-1)}\ \text{(9)},\quad
 # w\leftarrow\operatorname{Proj}_{\text{simplex}}\bigl(w+\lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
-# **Each local step:** score a fresh batch, take every $g_k$ on it, apply eq. 10 (not at a round's first step),
-# then the GRPO step on $r_w$ with the new $w$.
-#
-# **Why $\Delta_k$** (the paper's eqs. 5–7): the last step $\theta_t=\theta_{t-1}-\eta\sum_jw_jg_j^{(t-1)}$ holds
+# **Why $\Delta_k$** (paper, eqs. 5–7): the last step $\theta_t=\theta_{t-1}-\eta\sum_jw_jg_j^{(t-1)}$ holds
 # $w_k$ only in $-\eta w_kg_k^{(t-1)}$, so by the chain rule
 #
 # $$\frac{\partial L_k(\theta_t)}{\partial w_k}=\nabla L_k(\theta_t)^\top\frac{\partial\theta_t}{\partial w_k}
 # =g_k^{(t)\top}\bigl(-\eta\,g_k^{(t-1)}\bigr)=-\eta\,\Delta_k$$
 #
-# $\Delta_k>0$: more weight on $r_k$ would have lowered its loss further. Eq. 10 is gradient descent on $w$, η
-# folded into λ (approximate: φ stands in for θ, and Adam is not a plain step).
+# $\Delta_k>0$: more weight on $r_k$ would have lowered its loss further. So eq. 10 is a *hypergradient* step,
+# gradient descent on the weights, with η folded into λ (approximate: φ stands in for θ; Adam is not a plain step).
 #
-# **The projection** subtracts one shift ν from every weight: sum 1, none below 0. So
-# **a weight rises only when its $\Delta_k$ beats the average Δ of the weights above 0**. In numpy:
+# **The projection** subtracts one shift ν from every weight, so they sum to 1, none below 0:
 
 # %%
 def project_simplex(v):  # w_k = max(v_k − ν, 0), with the one ν that makes Σ w_k = 1
@@ -142,8 +138,8 @@ why_1 = tf.why_1(names, w_toy, delta, w_mine, w_package, lam=0.1)  # in words, f
 notebook.check_explained(prediction_1, answer_1, why_1)
 
 # %% [markdown]
-# **Many steps:** format's gradient shrinks by a factor each step; the others' do not. A factor of 1 makes every
-# $\Delta_k$ equal, and nothing moves: eq. 10 sees only *differences*.
+# **Many steps:** format's gradient shrinks by a factor each step. Notice: accuracy and tag count rise though
+# their gradients never change; with a factor of 1 nothing moves: eq. 10 sees only *differences*.
 
 # %%
 def show_toy(lam, shrink, static=False):
@@ -165,16 +161,14 @@ notebook.knobs(show_toy, **controls)
 
 # %% [markdown]
 # ## 3. The server: α and eq. 12
-# When a group's answers are all right (or all wrong), accuracy's advantages and gradient vanish; eq. 10 lowers
+# When a group's answers are all right (or all wrong), accuracy has no gradient, and eq. 10 lowers
 # $w_{\text{acc}}$. Eq. 11 reads a low $w_{\text{acc}}$ as "accuracy nearly learnt" and gives that client a larger
-# share $\alpha_m$ of its cluster $S_c$ (ε = 10⁻⁶). It cannot tell that client from one that merely
-# *started* lower.
+# share $\alpha_m$ of its cluster $S_c$ (ε = 10⁻⁶), as it would a client that merely *started* lower.
 #
 # $$s_m=\frac{1}{w_{\text{acc}}^{(m)}+\varepsilon},\qquad\alpha_m=\frac{e^{s_m}}{\sum_{m'\in S_c}e^{s_{m'}}}
 # \qquad\text{(11)}$$
 #
-# **1/w, softmaxed, no temperature:** 1/w stretches gaps between *low* weights, and nothing divides the
-# scores, so as weights fall α tends to winner-takes-all. Two clients 0.1 apart:
+# **No temperature:** 1/w stretches gaps between *low* weights, so α tends to winner-takes-all:
 
 # %%
 pairs = np.array([[0.5, 0.4], [0.4, 0.3], [0.2, 0.1]])  # two clients' w_acc
@@ -184,8 +178,8 @@ pd.DataFrame({"scores 1/w": [f"{a:.2f} vs {b:.2f}" for a, b in s_pair], "α of t
              index=pd.Index([f"{a} vs {b}" for a, b in pairs], name="w_acc"))
 
 # %% [markdown]
-# **Eq. 12.** The server α-averages the cluster's adapters into $\theta^{(c)}$, and each
-# shared reward's weight into $\bar w_k$; a client keeps its other weights, and $u$ is rescaled to sum to 1:
+# **Eq. 12.** The server α-averages the cluster's adapters into $\theta^{(c)}$ and each shared reward's weight
+# into $\bar w_k$; a client keeps its other weights, and $u$ is rescaled to sum to 1:
 #
 # $$\theta^{(c)}=\sum_{m\in S_c}\alpha_m\theta^{(m)},\quad\bar w_k=\sum_{m\in S_c}\alpha_mw_k^{(m)},\quad
 # u_k=\begin{cases}\bar w_k&k\text{ shared}\\w_k^{(m)}&\text{otherwise}\end{cases},\quad
@@ -193,8 +187,7 @@ pd.DataFrame({"scores 1/w": [f"{a:.2f} vs {b:.2f}" for a, b in s_pair], "α of t
 #
 # **The α tilt:** a lower $w_{\text{acc}}$ gets more α, so $\bar w_{\text{acc}}$ lies below the plain mean.
 # **Dilution and inflation:** shared weights returned larger in total make $u$ sum over 1, and rescaling shrinks
-# all the client's weights; smaller, and it grows them. A client at (accuracy, format) = (0.5, 0.5), only
-# accuracy shared:
+# the client's weights; smaller, it grows them. A client at (accuracy, format) = (0.5, 0.5), accuracy shared:
 
 # %%
 w_bar = np.array([0.6, 0.4])  # the shared w̄_acc returned: above, then below the client's own 0.5
@@ -221,11 +214,11 @@ why_2 = tf.why_2(answer_2, alpha_PQ, u_Q)
 notebook.check_explained(prediction_2, answer_2, why_2)
 
 # %% [markdown]
-# Last, θ averages the clusters' adapters by size:
+# **Eq. 13** averages the clusters' adapters by size:
 #
 # $$\theta=\sum_c\frac{N_c}{N}\,\theta^{(c)}\qquad\text{(13)}$$
 #
-# **So the model is not personalised:** every client receives θ, not its $\theta^{(c)}$. α only sets a client's
+# **So only the weights are personalised:** every client receives θ, not its $\theta^{(c)}$. α sets a client's
 # share of θ: $\alpha_mN_c/N$ (FedAvg-GRPO's: $N_m/N$).
 #
 # | symbol | meaning |
@@ -239,21 +232,22 @@ notebook.check_explained(prediction_2, answer_2, why_2)
 # for round = 1..R:
 #   each client m, from θ and w^(m←c), for t = 1..τ:
 #     score a fresh batch by every r_k; g_k (eq. 8)
-#     if t>1: w ← Proj(w+λΔ) (eqs. 9–10)
+#     if t>1: w ← Proj(w+λΔ) (eqs. 9–10; no g_k is kept across rounds)
 #     GRPO step on r_w (eqs. 2–4)
 #   per cluster: α, θ^(c), w^(m←c) (eqs. 11–12)
 #   θ = Σ_c N_c/N·θ^(c) (eq. 13)
 # ```
 #
 # ## 4. The live run
-# The **live run** trains FedMOA beside FedAvg-GRPO; §6 reads a larger **stored grid**:
+# The **live run** trains FedMOA beside FedAvg-GRPO; §6 reads a larger **stored grid**. Both start from
+# `base_moa`, a small model pretrained here on toy tasks:
 
 # %%
 grid = tf.stored_runs()  # the stored grid: one row per arm and seed (benchmarks/results/fedmoa_compare_cpu.json)
 tf.settings_table(cfg, seed, grid)  # the live run, the stored grid and the paper, side by side
 
 # %% [markdown]
-# Toy tasks stand in for the datasets (λ: §5):
+# Toy tasks stand in for the datasets:
 
 # %% tags=["nbval-check-output"]
 world = make_family_world(seed, 10, 4)
@@ -261,7 +255,7 @@ pd.DataFrame([dict(family=f, stands_for=PAPER_NAMES[f], prompt=r["prompt"], answ
               for f in FAMILIES for r in world.test_by_family[f].select(range(1))])
 
 # %% [markdown]
-# **Configs A, B, C** are the paper's reward sets; the starting weights are ours (it gives none):
+# **Configs A, B, C**: the paper's reward sets, with our starting weights (it gives none):
 
 # %%
 tf.configs_table(cfg.num_clients)
@@ -284,7 +278,7 @@ assert np.allclose(alpha, accuracy_aware_weights(end1["accuracy"], cfg.fedmoa.ep
 tf.weights_view(end1.assign(α=alpha, config=clients.config))  # blank: a reward the client does not hold
 
 # %% [markdown]
-# Round 1 barely moved the weights, so these α rank the *starting* weights: config B started lower.
+# These α rank the *starting* weights (round 1 barely moved them): config B started lower.
 #
 # ### Exercise 3
 # To which config does eq. 12 send the lower $w_{\text{acc}}$, "A" or "B"? Only accuracy and format are
@@ -306,23 +300,32 @@ why_3 = tf.why_3(answer_3, end1, clients.config[cluster], by_config)
 notebook.check_explained(prediction_3, answer_3, why_3, table=table.round(4))  # by hand beside the run
 
 # %% [markdown]
-# **The key point:** α was meant to follow progress, but from round 2 on it follows reward sets: eq. 12 diluted
-# config A's $w_{\text{acc}}$ (A alone holds an unshared reward), so A gets the larger α. Cluster 0, by round:
+# **The key point:** from round 2 on α follows reward sets, not progress: eq. 12 diluted config A's
+# $w_{\text{acc}}$, so A gets the larger α. Cluster 0, by round:
 
 # %%
 w = tf.w_acc_table(moa_records)  # per client and round: w_acc as sent (start), after τ steps (end); α (eq. 11)
 w["config"] = w.client.map(clients.config)
 by_round = w[w.cluster == 0].pivot_table(index="round", columns="config", values=["start", "alpha"])  # config means
-by_round[["start", "alpha"]].round(3).rename(columns={"start": "w_acc as sent", "alpha": "α at the round's end"})
+names_by = {"start": "w_acc as sent", "alpha": "α at the round's end"}
+by_round = by_round[["start", "alpha"]]  # w_acc first, then α
+by_round.set_axis([f"{names_by[v]}, config {c}" for v, c in by_round.columns], axis=1).round(3)
 
 # %% [markdown]
-# ## 5. Which equation moves the weights? (live run)
-# The paper's Fig. 5 shows $w_{\text{acc}}$ rising within every round, where only eq. 10 acts.
+# ## 5. Which equation moves the weights?
+# The paper's Fig. 5 (Homo+Homo; ours are Heter+Heter) shows $w_{\text{acc}}$ rising within every round, where
+# only eq. 10 acts. At τ = 2 the live run applies eq. 10 once per client and round; the stored grid, at τ = 6,
+# five times. Mean |change| of $w_{\text{acc}}$:
 
 # %%
-w["jump"] = w.groupby("client").start.shift(-1) - w.end  # eq. 12: the next round's start − this round's end
-pd.Series({"within a round (eq. 10)": (w.end - w.start).abs().mean(), "at a boundary (eq. 12)": w.jump.abs().mean()},
-          name="mean |change of w_acc|").round(4).to_frame()
+def w_acc_moves(w):  # mean |change of w_acc| within rounds (eq. 10 only) and at boundaries (eq. 12 only)
+    jump = w.groupby(["seed", "client"]).start.shift(-1) - w.end  # the next round's start − this round's end
+    return {"within a round (eq. 10)": (w.end - w.start).abs().mean(), "at a boundary (eq. 12)": jump.abs().mean()}
+
+
+w_grid = tf.grid_w_acc_table(grid[grid.variant == "FedMOA"])  # the same table for every seed of the stored grid
+pd.DataFrame({f"live run (τ = {cfg.local_steps})": w_acc_moves(w.assign(seed=seed)),
+              f"stored grid (τ = {tf.fedmoa_setting()['tau']})": w_acc_moves(w_grid)}).round(4)
 
 # %%
 fig = tf.w_acc_figure(w, clients.config.to_dict())  # the paper's Fig. 5, for the live run
@@ -330,15 +333,26 @@ viz.export(fig, "fedmoa_weights", figures)
 display(fig)
 
 # %% [markdown]
-# **So eq. 12, not eq. 10, moves $w_{\text{acc}}$ here.**
+# **So eq. 12, not eq. 10, moves $w_{\text{acc}}$**, at τ = 2 and at τ = 6 alike.
 #
-# **Why eq. 10 is weak.** Each step draws a new batch: $g_k$ is a *signal* $s$ (the gradient on all the client's
-# data) plus fresh *noise* $n$. Two steps' noises mostly cancel in the dot product:
+# **And the paper's schedule?** Under its *cosine decay* the learning rate falls along a half cosine
+# to 0 over all local steps: late steps are small, consecutive gradients alike. Stored grids ran Fig. 5's cell
+# (Homo+Homo, GSM8K-like) both ways; $w_{\text{acc}}$'s mean rise within a round:
+
+# %%
+tf.fig5_rise_table()  # FedMOA: w_acc after a round's last local step − after its first, 95 % t over seeds
+
+# %% [markdown]
+# Only under the decay does it rise, and by little.
+#
+# **Why eq. 10 is weak.** On a fresh batch, $g_k$ is a *signal* $s$ (the gradient on all the
+# client's data) plus fresh *noise* $n$, which mostly cancels in the dot product:
 #
 # $$\Delta_k\approx\lVert s\rVert^2,\quad\lVert g_k\rVert^2\approx\lVert s\rVert^2+\lVert n\rVert^2,\quad
 # \frac{|\Delta_k|}{\lVert g_k\rVert^2}\approx\frac{\lVert s\rVert^2}{\lVert s\rVert^2+\lVert n\rVert^2}$$
 #
-# (pure noise: about $1/\sqrt d$). A toy at φ's size $d$:
+# (pure noise: about $1/\sqrt d$). Eq. 10 moves $w_k$ by $\lambda|\Delta_k|$ = λ × this ratio ×
+# $\lVert g_k\rVert^2$: a small ratio, a small move. A toy at φ's size $d$:
 
 # %%
 layer, layers, d = tf.hyper_layer_size(first)  # φ: the LoRA factors of the live model's middle layer
@@ -365,14 +379,17 @@ ratio = deltas.delta.abs() / deltas.gsq  # |Δ_k| / ‖g_k‖²: 1 for a gradien
 answer_4 = "above 0.5" if ratio.median() > 0.5 else "0.1 to 0.5" if ratio.median() >= 0.1 else "below 0.1"
 deltas["λ|Δ_k|"] = cfg.fedmoa.lam * deltas.delta.abs()  # how far eq. 10 moves w_k before the projection
 why_4 = tf.why_4(deltas, cfg.fedmoa.lam, cfg.prompts_per_step, d)  # in words, against pure noise's 1/√d
-by_reward = deltas.assign(ratio=ratio).groupby("reward")[["ratio", "λ|Δ_k|"]].median().round(4)
-notebook.check_explained(prediction_4, answer_4, why_4, table=by_reward.add_prefix("median ").rename(
+by_reward = deltas.assign(ratio=ratio).groupby("reward")[["ratio", "λ|Δ_k|"]].median().add_prefix("median ")
+by_reward["share of steps with Δ_k = 0"] = deltas.delta.eq(0).groupby(deltas.reward).mean()
+notebook.check_explained(prediction_4, answer_4, why_4, table=by_reward.round(4).rename(
     columns={"median ratio": "median |Δ_k| / ‖g_k‖²"}))
 
 # %% [markdown]
+# length_short's $\Delta_k$ is always 0: answers are capped at 32 tokens, so almost all score 1, and its
+# advantages and $g_k$ are 0 at one step or both.
+#
 # **Why λ = 10, 1000× the paper's 0.01:** $\Delta_k$ multiplies two gradients, so its size depends on the model,
-# the layer φ and the loss. At 0.01 our $\Delta_k$ would not move the weights, so the grid keeps 10 (on
-# validation 0.01, 10 and 100 scored alike):
+# φ and the loss; at 0.01 ours barely moves a weight:
 
 # %%
 typical = deltas.delta.abs().median()  # a typical |Δ_k| on this model and layer
@@ -381,12 +398,26 @@ moves = {"median |Δ_k|": typical, "λ|Δ_k| at the paper's λ = 0.01": 0.01 * t
 pd.Series(moves, name="a step").map("{:.1g}".format).to_frame()
 
 # %% [markdown]
-# ## 6. What the stored grid found
+# **The live run's outcome:** global accuracy by round (pass@1: the share of sampled answers that are right, on
+# all toy test sets), too close to separate on one seed:
+
+# %%
+pd.DataFrame({name: {r["round"]: r["pass@1"] for r in records if r.get("kind") == "global"}
+              for name, (_, records) in runs.items()}).rename_axis("round").round(3)
+
+# %% [markdown]
+# ## 6. The stored grid
 #
 # ### Exercise 5
-# The grid also ran **eq. 10 alone** (α off: sizes weigh clients) and **α alone** (eq. 10 off). The paper's
-# Table 2: FedMOA beats FedAvg-GRPO by 2.2 points of MATH accuracy (pass@1), α alone by 1.4. Which arms beat it
-# beyond noise on MATH-like tests?
+# The grid's four arms, each seed on the same data and clients:
+
+# %%
+tf.arms_table(grid)  # which parts of FedMOA each arm runs, and its seeds
+
+# %% [markdown]
+# **Aggregated reward:** a client's own rewards averaged, then averaged over clients. The paper's Table 2 puts
+# FedMOA 2.2 points of MATH accuracy above FedAvg-GRPO, α alone 1.4. Which arms beat it beyond noise (95 % interval
+# of the paired difference above 0) on MATH-like tests?
 
 # %%
 prediction_5 = None  # a set of arms: "FedMOA", "eq. 10 alone", "α alone"; set() for none
@@ -405,10 +436,9 @@ notebook.check_explained(prediction_5, answer_5, why_5, table=gains.round(4))
 
 # %% [markdown]
 # ### The Pareto front (the paper's Fig. 3)
-# A model is on the **Pareto front** when no other is at least as good on every reward and better on one. The
-# paper's Fig. 3 plots checkpoints (each method's global model by round, and its clients' models) and
-# puts FedMOA's final global model nearer the front. We pool both arms' final global models (one per seed,
-# MATH-like tests): whose are *on* the front? Format saturates: all score 0.971 to 0.989.
+# A model is on the **Pareto front** when no other is as good on every reward and better on one. The paper puts
+# FedMOA's final global model nearer it. Here: both arms' final global models, one per seed (MATH-like tests);
+# format saturates at 0.971 to 0.989.
 
 # %%
 final = grid[grid.variant.isin(["FedAvg-GRPO", "FedMOA"])].reset_index(drop=True)  # one row per arm and seed
@@ -418,8 +448,7 @@ display(fig)
 
 # %% [markdown]
 # ### Exercise 6
-# Find the front: whose models does it hold, "FedMOA", "FedAvg-GRPO" or "both"? Why can a less
-# accurate model be on it?
+# Whose models does the front hold: "FedMOA", "FedAvg-GRPO" or "both"? Why can a less accurate model be on it?
 
 # %%
 prediction_6 = None  # "FedMOA", "FedAvg-GRPO" or "both"
@@ -445,11 +474,9 @@ viz.export(fig, "fedmoa_front", figures)
 display(fig)
 
 # %% [markdown]
-# ### Findings (tables: [report 13](13_fedmoa_report.ipynb))
+# ### Findings (details: [report 13](13_fedmoa_report.ipynb))
 #
-# 1. **No gain** beyond noise from FedMOA or either part; eq. 10 barely acts in the grid too (Exercise 5; report §1).
-# 2. **$w_{\text{acc}}$ fell for config A, rose for C**, the lowest start: eq. 12 pulls clients toward the
-#    α-average (report §2).
-# 3. **Fig. 5's rise** shows only in Homo+Homo under the paper's cosine decay (shrinking steps keep consecutive
-#    gradients aligned), and is under a tenth of the live run's boundary jumps (report §1).
-# 4. **The front does not separate the arms** (Exercise 6; report §1 draws the paper's figure).
+# 1. **No gain beyond noise** from FedMOA or either part (Exercise 5).
+# 2. **Eq. 12, not eq. 10, moves $w_{\text{acc}}$** (§5). Report 13 §2 shows config A's falling, C's rising.
+# 3. **Fig. 5's rise** needs the paper's cosine decay, and is small (§5).
+# 4. **The front does not separate the arms** (Exercise 6).

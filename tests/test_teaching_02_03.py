@@ -6,6 +6,7 @@ import json
 import re
 
 import ipywidgets as widgets
+import pandas as pd
 import pytest
 
 from experiments import findings
@@ -283,6 +284,8 @@ def test_the_settings_and_tuning_tables_read_the_stored_grid_and_the_live_config
     assert table.loc["λ"].tolist() == ["10", "10 (tuned over 0.01, 10, 100)", "0.01"]
     assert table.loc["clip: c, c′", "live run (§4–5)"] == f"{cfg.epsilon:g}, {cfg.epsilon_high:g}"
     assert table.loc["seeds"].tolist() == ["1 (seed 0)", 5, "not given"]
+    assert table.loc["learning rate η"].tolist()[:2] == [f"{cfg.learning_rate:g}", "0.004"]  # the grid's tuned rate
+    assert table.loc["GRPO updates per batch", "live run (§4–5)"] == cfg.num_iterations
     tuning = tf.tuning_table()
     assert tuning.index.tolist() == ["0.01", "10", "100"] and tuning.columns.name.startswith("λ (tuning seed ")
     assert tuning.index.name is None  # no empty row under the header
@@ -346,6 +349,7 @@ def test_exercise_1_names_the_weights_eq_10_raised_and_the_projections_shift():
     assert why.startswith("Δ = (2, 0, -1), each gradient dotted with its previous one; the average Δ is 0.33, and "
                           "only accuracy's Δ beats it. Format's Δ = 0 lies below")
     assert "ν = 0.1 / 3 from every weight: (0.667, 0.267, 0.067) in numpy" in why
+    assert why.endswith("a weight rises only when its Δ_k beats the average Δ of those weights.")  # the rule, folded
 
 
 @pytest.mark.parametrize("w_p, w_q, answer, ending", [
@@ -459,3 +463,45 @@ def test_exercise_6_says_whose_models_the_front_holds_and_how_often_chance_gives
                           "format: FedMOA's seed 0 (0.250, 0.990). 1 of the front's 2 models are FedMOA's.")
     assert why.endswith("FedMOA would get 1 or more with chance 0.83: the front does not separate the arms.")
     assert tf.why_6(models, order, chance=0.01, x="acc", y="fmt").endswith("with chance 0.01.")
+
+
+def test_the_grids_w_acc_table_stacks_each_seeds_table_with_its_seed():
+    """§5's τ = 6 check: one row per seed, client and round, each seed's rows those of w_acc_table."""
+    from experiments import teaching_fedmoa as tf
+
+    moa = tf.stored_runs().query("variant == 'FedMOA'")
+    w = tf.grid_w_acc_table(moa)
+    assert len(w) == sum(len(tf.w_acc_table(h["clients"])) for h in moa.history)
+    assert sorted(w.seed.unique()) == sorted(moa.seed)
+    first = moa.iloc[0]
+    mine = w[w.seed == first.seed].drop(columns="seed").reset_index(drop=True)
+    pd.testing.assert_frame_equal(mine, tf.w_acc_table(first.history["clients"]))
+
+
+def test_the_rewards_table_defines_every_reward_of_the_configs_with_the_codes_constants():
+    from experiments import teaching_fedmoa as tf
+    from fedrl_kit.fedmoa.plan import REWARD_CONFIGS
+    from fedrl_kit.rewards import REWARDS
+    from fedrl_kit.rewards.code import SHORT_TARGET_LEN
+
+    table = tf.rewards_table()
+    held = {r for family in REWARD_CONFIGS.values() for rewards in family.values() for r in rewards}
+    assert set(table.index) == held and held <= set(REWARDS)
+    assert str(SHORT_TARGET_LEN) in table.loc["length_short", "scores"]
+    assert table.loc["tag_count", "held by configs"] == "A, C (MATH-, GSM8K-like); A (MBPP-like)"
+    assert table.columns.name == "reward" and table.index.name is None
+    assert table.scores.str.len().max() < 50  # shown whole, not cut with "…"
+
+
+def test_the_arms_table_reads_each_arms_switches_and_seeds_from_the_grid():
+    from experiments import teaching_fedmoa as tf
+
+    grid = tf.stored_runs()
+    table = tf.arms_table(grid)
+    assert table.index.tolist() == ["FedAvg-GRPO", "FedMOA", "eq. 10 alone", "α alone"]
+    assert table.loc["eq. 10 alone", "eq. 10 on the client"] == "on"
+    assert table.loc["α alone", "eq. 10 on the client"].startswith("off")
+    assert table.loc["α alone", "the server weighs a cluster's clients by"] == "α (eq. 11)"
+    assert table.loc["FedAvg-GRPO", "the server weighs a cluster's clients by"] == "data size"
+    assert table.seeds.tolist() == [grid[grid.variant == v].seed.nunique()
+                                    for v in ["FedAvg-GRPO", "FedMOA", "λ on, α off", "λ off, α on"]]
