@@ -293,11 +293,12 @@ terms = off_policy_terms(run.clients[cids[0]], gen, swaps["balanced"], 0)  # gra
 used = [(m, b) for m, b in zip(terms["M"], terms["beta"]) if m > 0]  # β: the largest change one replacement made
 print("ĝ: the gradient of client_0's GRPO loss in its LoRA factors; ‖·‖ Euclidean. ω_0 = ‖ĝ(swapped groups) − "
       "ĝ(own groups)‖; β_0(x): the largest ‖change in ĝ‖ one swapped-in answer made (a lower bound on β)")
+loose = f"{terms['bound'] / terms['omega']:.1f}× below the bound" if terms["omega"] else "nothing swapped in"
+share = f"{terms['omega'] / terms['on_policy']:.0%}" if terms["on_policy"] else "—"  # 0: every group all right/wrong
 print(f"M_0(x) = {' '.join(str(int(m)) for m in terms['M'])} over b = {len(terms['M'])} prompts; ω_0 ≤ (1/b) Σ_x "
       f"M_0(x) β_0(x) = ({' + '.join(f'{int(m)}·{b:.2f}' for m, b in used)}) / {len(terms['M'])} = "
-      f"{terms['bound']:.2f}; measured ω_0 = {terms['omega']:.2f} ({terms['bound'] / terms['omega']:.1f}× below the "
-      f"bound), beside ‖gradient on its own answers‖ = {terms['on_policy']:.2f} (ω_0 is "
-      f"{terms['omega'] / terms['on_policy']:.0%} of it)")
+      f"{terms['bound']:.2f}; measured ω_0 = {terms['omega']:.2f} ({loose}), beside ‖gradient on its own answers‖ = "
+      f"{terms['on_policy']:.2f} (ω_0 is {share} of it)")
 
 # %% [markdown]
 # The bound holds, 3.1× loose; the swap tilted client_0's gradient by 14 % of its length, not into a new
