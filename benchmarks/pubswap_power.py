@@ -58,9 +58,9 @@ def main(argv=None) -> pd.DataFrame:
     if len(seen) != len(set(seen)):
         raise SystemExit("pubswap_power: a run appears twice across the files; give each seed once")
     table = contrasts(rows, args.tau)
-    print("| " + " | ".join(table.columns) + " |\n|" + "---|" * len(table.columns))
-    for row in table.itertuples(index=False):
-        print("| " + " | ".join(str(v) for v in row) + " |")
+    from experiments.stats import claims_markdown
+
+    print(claims_markdown(table))
     return table
 
 

@@ -354,9 +354,10 @@ def _scratch() -> int:
         return os.dup(f.fileno())
 
 
-def _spec_fd(spec: dict, encoding: str) -> int:
+def _spec_fd(spec: dict) -> int:
+    """The candidate's spec, marshalled into a scratch file for its stdin (the judge's goes on a socket)."""
     fd = _scratch()
-    data = marshal.dumps(spec) if encoding == "marshal" else json.dumps(spec).encode()
+    data = marshal.dumps(spec)
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
@@ -433,7 +434,7 @@ class _Run:
         # The judge's spec (the tests) travels on a socket, written once the judge runs: a memfd on its stdin could
         # be opened again through /proc/<judge>/fd/0 by a candidate of the same user and rewritten before the
         # judge, which starts later, reads it. The candidate's own spec is its own business.
-        spec_fd, theirs = _socket_pair() if judge else (_spec_fd(spec, "marshal"), None)
+        spec_fd, theirs = _socket_pair() if judge else (_spec_fd(spec), None)
         try:
             proc = subprocess.Popen(
                 [sys.executable, *_PYTHON_FLAGS, "-c", source], stdin=theirs if judge else spec_fd,
