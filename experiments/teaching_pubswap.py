@@ -193,6 +193,8 @@ def heterogeneity_figure(partitions, concentration: float) -> go.Figure:
     names, counts = topic_matrix(partitions)
     fig = viz.heterogeneity_bubbles(names, counts, title=f"topics per client (Dirichlet concentration "
                                                          f"{concentration:g}; bubble area ∝ examples)")
+    fig.data[0].x = [x.replace("client ", "client_") for x in fig.data[0].x]  # as the tables name them
+    fig.data[0].text = [t.replace("client ", "client_", 1) for t in fig.data[0].text]
     top = int(counts.max())
     sizes = sorted({max(1, int(round(top / 10, -1))), max(1, int(round(top / 2, -1))), top})
     fig.add_trace(go.Scatter(x=["key: examples"] * len(sizes), y=list(names[:len(sizes)]), mode="markers+text",
@@ -255,6 +257,42 @@ def swap_widget(gen, swaps: dict, rule: str = "balanced", client: int = 1, promp
                                             value=min(client, len(cids) - 1)),
                     prompt=widgets.Dropdown(options=[(x, i) for i, x in enumerate(gen.batch["prompt"])], value=prompt))
     return show_swap, controls
+
+
+def balanced_beside(gen, swaps: dict, correct: pd.DataFrame, client: int, prompt: int) -> tuple[str, pd.DataFrame]:
+    """The "Try" under §3's widget, answered: what Balanced gives ``client`` on ``prompt`` (the case the widget shows
+    for Random), M_n(x) worked from the c_n(x) table, and that client's group after Balanced (``group_table``)."""
+    from fedrl_kit.pubswap.public_step import group_table
+
+    K, cid = gen.num_generations, gen.client_ids[client]
+    c = correct.iloc[prompt].to_numpy()
+    D = int(c.sum() - c[client])
+    M = min(max(K // 2 - int(c[client]), 0), D)
+    view = group_table(gen, swaps["balanced"], client, prompt)
+    kept = "keeps its own K" if M == 0 else f"swaps {M} of its wrong answers for right ones"
+    return (f"Balanced, {cid} on {gen.batch['prompt'][prompt]!r}: c = {int(c[client])}, D = {D}, M = min(({K // 2} − "
+            f"{int(c[client])})+, {D}) = {M}: it {kept}, {int(view['correct'].sum())} of {K} right (Random's group "
+            f"above: {int(swaps['random'][prompt].correct[client].sum())}). Balanced never drops a right answer."), view
+
+
+def bound_report(terms: dict) -> str:
+    """§4's measured bound in words: ``off_policy_terms``' M_0(x), β_0(x), the bound (1/b) Σ_x M β, the measured ω_0
+    beside the norm of the gradient on the client's own answers, ω_0's share of it, and the largest angle by which a
+    change of that size can turn the gradient, arcsin(ω_0 / ‖ĝ‖) (for ω_0 < ‖ĝ‖)."""
+    M, beta, b = terms["M"], terms["beta"], len(terms["M"])
+    used = " + ".join(f"{int(m)}·{x:.2f}" for m, x in zip(M, beta) if m > 0)
+    lines = [f"M_0(x) = {' '.join(str(int(m)) for m in M)} over b = {b} prompts",
+             f"bound: (1/b) Σ_x M_0(x) β_0(x) = ({used or '0'}) / {b} = {terms['bound']:.2f}"]
+    if not terms["omega"]:
+        return "\n".join(lines + ["measured ω_0 = 0: nothing swapped in"])
+    share = terms["omega"] / terms["on_policy"] if terms["on_policy"] else float("inf")
+    lines.append(f"measured ω_0 = {terms['omega']:.2f} ({terms['bound'] / terms['omega']:.1f}× below the bound); "
+                 f"‖ĝ(own groups)‖ = {terms['on_policy']:.2f}; ω_0 / ‖ĝ‖ = {share:.0%}")
+    if share < 1:
+        angle = np.degrees(np.arcsin(share))
+        lines.append(f"so the swap turns client_0's gradient by at most arcsin({share:.2f}) = {angle:.0f}° "
+                     f"(cosine ≥ {np.cos(np.radians(angle)):.2f})")
+    return "\n".join(lines)
 
 
 # -- §3: the exercises on the swap ---------------------------------------------------------------------------------
@@ -451,10 +489,16 @@ def update_sizes(results=F.RESULTS) -> pd.DataFrame:
     return t.round({"end-of-round δ_pair": 2, "update size u": 2, "δ_pair / u": 2})
 
 
-def pass1_by_tau(results=F.RESULTS) -> pd.DataFrame:
+def pass1_by_tau(results=F.RESULTS, same_seeds: bool = False) -> pd.DataFrame:
     """pass@1 (%) at every stored τ: the untrained start's (mean over the seeds run at that τ) and each arm's at the
-    end (mean over its seeds; "not run" where it did not run). One row per τ."""
+    end (mean over its seeds; "not run" where it did not run). One row per τ. ``same_seeds``: at each τ only the
+    seeds every arm run there ran, so that a row's means compare like with like."""
     rows = stored_runs(results)
+    if same_seeds:
+        arms = rows.groupby("tau").arm.nunique()
+        common = rows.groupby(["tau", "seed"]).arm.nunique()
+        keep = {(t, s) for (t, s), n in common.items() if n == arms[t]}
+        rows = rows[[(t, s) in keep for t, s in zip(rows.tau, rows.seed)]]
     start = rows.drop_duplicates(["tau", "seed"]).groupby("tau").start.mean()
     arms = rows.pivot_table(index="tau", columns="arm", values="pass@1", aggfunc="mean").reindex(columns=ORDER)
     t = pd.concat([start.rename("untrained start"), arms], axis=1).round(1).rename_axis("τ")

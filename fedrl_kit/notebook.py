@@ -685,6 +685,12 @@ def _show_answer(text: str, table=None) -> None:
         print(_Answer(text, table))
 
 
+def fold(text: str, table=None) -> None:
+    """``text`` (and ``table``) folded under "Answer" until clicked, as a check cell folds its answer: for a "Try"
+    whose answer the stored notebook should still hold, out of sight until the reader has worked it out."""
+    _show_answer(text, table)
+
+
 def reveal(answer, why: str) -> None:
     """An exercise's answer and the reason for it, in one line, for a check cell run without a prediction (so that
     the stored notebook, read without a kernel, shows it, folded until clicked): ``Answer: … because …``, then how

@@ -406,3 +406,56 @@ def test_random_loss_finds_the_client_and_prompt_where_randoms_group_lost_most_r
     swaps = {"random": [result([2, 5, 0], [3, 3, 3]), result([1, 6, 2], [2, 2, 2])]}
     assert teach.random_loss(swaps) == (1, 1)  # client 1 had 6 right on prompt 1 and gets a group with 2
     assert teach.random_loss({"random": [result([0, 1], [4, 4])]}) == (0, 0)  # Random took nothing from anyone
+
+
+def test_pass1_by_tau_with_same_seeds_averages_only_the_seeds_every_arm_at_that_tau_ran():
+    from experiments import teaching_pubswap as teach
+
+    t = teach.pass1_by_tau(same_seeds=True)
+    runs = teach.stored_runs()
+    for tau in t.index:
+        at = runs[runs.tau == tau]
+        seeds = set.intersection(*(set(g) for _, g in at.groupby("arm").seed))
+        mine = at[at.seed.isin(seeds)]
+        assert t.loc[tau, "untrained start"] == round(mine.drop_duplicates("seed").start.mean(), 1)
+        for arm, g in mine.groupby("arm"):
+            assert t.loc[tau, arm] == round(g["pass@1"].mean(), 1) and len(g) == len(seeds)
+
+
+def test_the_bound_report_works_the_sum_and_turns_the_share_into_an_angle():
+    from experiments import teaching_pubswap as teach
+
+    terms = {"M": np.array([0, 1, 3]), "beta": np.array([0.0, 0.3, 0.1]), "bound": 0.2, "omega": 0.05,
+             "on_policy": 0.5}
+    text = teach.bound_report(terms)
+    assert "(1·0.30 + 3·0.10) / 3 = 0.20" in text and "4.0× below the bound" in text and "= 10%" in text
+    assert "arcsin(0.10) = 6°" in text and "cosine ≥ 0.99" in text
+    assert teach.bound_report({**terms, "omega": 0.0}).endswith("nothing swapped in")
+
+
+def test_the_heterogeneity_figure_names_clients_as_the_tables_do():
+    from experiments import teaching_pubswap as teach
+
+    parts = [{"topic": ["add", "add", "max"]}, {"topic": ["max"]}]
+    fig = teach.heterogeneity_figure(parts, 0.3)
+    assert set(fig.data[0].x) == {"client_0", "client_1"} and all(t.startswith("client_") for t in fig.data[0].text)
+
+
+def test_balanced_beside_works_m_for_the_case_the_widget_shows_for_random(monkeypatch):
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from experiments import teaching_pubswap as teach
+    from fedrl_kit.pubswap import public_step
+
+    def fake_group_table(gen, results, client, prompt):  # Balanced's group: client 1 keeps its own 5 right of 8
+        return pd.DataFrame({"correct": [True] * 5 + [False] * 3})
+
+    monkeypatch.setattr(public_step, "group_table", fake_group_table)
+    correct = pd.DataFrame([[0, 5, 2], [3, 1, 0]], columns=["client_0", "client_1", "client_2"])
+    gen = SimpleNamespace(client_ids=list(correct.columns), num_generations=8, batch={"prompt": ["1+2=", "5-1="]})
+    random = [SimpleNamespace(correct=np.array([[k < 2 for k in range(8)]] * 3)), None]
+    text, view = teach.balanced_beside(gen, {"balanced": None, "random": random}, correct, 1, 0)
+    assert "c = 5, D = 2, M = min((4 − 5)+, 2) = 0: it keeps its own K, 5 of 8 right" in text
+    assert "(Random's group above: 2)" in text and len(view) == 8

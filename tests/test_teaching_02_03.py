@@ -505,3 +505,9 @@ def test_the_arms_table_reads_each_arms_switches_and_seeds_from_the_grid():
     assert table.loc["FedAvg-GRPO", "the server weighs a cluster's clients by"] == "data size"
     assert table.seeds.tolist() == [grid[grid.variant == v].seed.nunique()
                                     for v in ["FedAvg-GRPO", "FedMOA", "λ on, α off", "λ off, α on"]]
+
+
+def test_fold_shows_a_try_answer_with_its_table(capsys):
+    notebook.fold("Balanced keeps its own K.", table="a table")
+    out = capsys.readouterr().out
+    assert "Balanced keeps its own K." in out and "a table" in out
