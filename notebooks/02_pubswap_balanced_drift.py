@@ -25,6 +25,10 @@
 # **The idea.** Make some local steps **public**: all clients answer the same prompts, and the server **swaps**
 # answers between them before they train.
 #
+# **Why swap?** For learning signal: Balanced "increases reward variance", so a client with no right answer on a
+# prompt still learns. Yet the paper's bound counts swapped (off-policy) answers as *added* drift (§4). We
+# test whether the swap cuts drift beyond public steps alone, and one mechanism: groups without gradient get one.
+#
 # **The paper's claims.** (1) The **Balanced** swap reduces drift. (2) It beats FedAvg-GRPO in **pass@1** (the share
 # of right test answers) for most $\tau$. (3) With few local steps, a simpler **Random** swap beats Balanced.
 
@@ -85,8 +89,7 @@ diagrams.named_round_diagram("pubswap", ["client_0", "client_1", f"client_{num_c
 diagrams.step_timeline(T, cfg.pubswap.period)  # cfg.pubswap.period is τ_swap
 
 # %% [markdown]
-# **The public prompts** carry gold answers, so each client scores its own answers; private prompts and answers
-# never leave a client.
+# **The public prompts** carry gold answers, so each client scores its own answers; private data stays put.
 
 # %%
 public = world.public  # the server's public prompts
@@ -101,8 +104,8 @@ for period in range(T // cfg.pubswap.period):  # the live round of §3–4 (roun
 # %% [markdown]
 # ## 2. GRPO, and why swap answers
 # **A GRPO step** (`grpo.group_advantages`, `grpo.grpo_loss`). On prompt $x$ the client samples $K$ answers $y_k$ from
-# its policy $\pi_\theta$, with reward $r_k=1$ if right, else 0. The advantage $\hat a_k$ scores each answer against
-# its group; the step raises $J$, making answers with $\hat a_k>0$ more likely:
+# its policy $\pi_\theta$, reward $r_k=1$ if right, else 0. The step raises $J$, making answers with advantage
+# $\hat a_k>0$ more likely:
 #
 # $$\hat a_k=\frac{r_k-\bar r}{\sigma_r+10^{-4}},\qquad
 # J(\theta)=\frac{1}{\sum_k|y_k|}\sum_{k}\sum_{t}\min\Bigl(\rho_{k,t}\,\hat a_k,\;
@@ -111,7 +114,7 @@ for period in range(T // cfg.pubswap.period):  # the live round of §3–4 (roun
 #
 # $\bar r$, $\sigma_r$: the group's mean and standard deviation; $\rho_{k,t}$: how much likelier token $t$ is now
 # than under $\pi_{\text{old}}$, the policy at the step's start; clipping it (here to [0.8, 1.25]) keeps a step
-# small. A step runs $\mu$ (here 2) optimiser updates on $J$; no KL term.
+# small. A step runs $\mu$ (here 2) optimiser updates on $J$.
 #
 # **What the reward reads:**
 
@@ -121,10 +124,11 @@ for text in ("<think>53+49</think><answer>102</answer>", "99"):  # the text insi
 
 # %% [markdown]
 # **A swapped-in answer's $\rho$** starts at 1 (its $\pi_{\text{old}}$ is the receiver's policy): nothing corrects
-# for its being **off-policy** (our choice; the paper is silent).
+# for its being **off-policy** (ours; the paper is silent).
 #
 # **Why swap.** If a group is all wrong (or all right), every $\hat a_k$ is 0: no gradient. One swapped-in right
-# answer restores it. By hand, checked by the package:
+# answer restores it, and that client too moves on the shared prompts (counted in §4). By hand, checked by
+# the package:
 
 # %%
 groups = {"all wrong": 0, "one right swapped in": 1, "half right": cfg.num_generations // 2}  # right answers of K
@@ -138,26 +142,24 @@ pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 
 # %% [markdown]
 # **Balanced** (`swap.balanced_swap`) tops each client's group up to half right (a reward's variance $p(1-p)$ peaks
-# at $p=\tfrac12$) with copies of the $D_n(x)$ right answers the other clients hold, drawn for each receiver apart:
+# at $p=\tfrac12$) with copies of the others' $D_n(x)$ right answers, drawn per receiver:
 #
 # $$M_n(x)=\min\bigl((\lfloor K/2\rfloor-c_n(x))_+,\ D_n(x)\bigr),\qquad D_n(x)=\sum_{n'\ne n}c_{n'}(x)$$
 #
-# **Random** (`swap.random_swap`) sends every client **one** shared group per prompt, $K$ drawn from all $NK$
-# answers (a client's own share varies by draw). The round (`method.run_round`; swaps on the server):
+# **Random** (`swap.random_swap`) sends every client **one** shared group per prompt. The round (`method.run_round`;
+# swaps on the server):
 # ```
 # for round p = 1, 2, …:  send (A_p, B_p) to every client
 #   for step j = 1..τ:
-#     private (τ_swap does not divide j): one GRPO step on b own prompts
+#     private: one GRPO step on b own prompts
 #     public: b shared prompts → K answers each → for each prompt x:
-#       Balanced, each client n: M = min(max(⌊K/2⌋ − c_n, 0), D_n)
-#         swap M random wrong answers of n for M right ones drawn from the others, for n alone
-#       Random, once per prompt: draw K of the N·K answers, no repeats → this one group to every client
+#       Balanced, each client n: swap M_n(x) of its wrong answers for right ones from the others
+#       Random, once per prompt: draw K of the N·K answers → this one group to every client
 #       → one GRPO step on the swapped groups
 #   A, B = mean A_n, mean B_n   # FedIT
 # ```
-# Random can drop a client's right answers, Balanced never. **The no-swap control** (ours) takes the same public
-# steps on each client's own answers; like the swapping arms it has half FedAvg-GRPO's private steps, so Balanced −
-# control isolates the swap.
+# **The no-swap control** (ours) takes the same public steps on each client's own answers; like the swapping arms it
+# has half FedAvg-GRPO's private steps, so Balanced − control isolates the swap.
 
 # %%
 settings, rest = teach.settings_table(cfg, policy, T)  # the live round (§3–4), the stored runs (§5), the paper
@@ -166,8 +168,8 @@ print(rest)
 
 # %% [markdown]
 # ## 3. One swap, step by step
-# We train one Balanced round, then its clients answer its last public step's prompts afresh (a round keeps no
-# texts), swapped with that step's random stream. Right answers $c_n(x)$:
+# **A replay, not the recorded step:** a round keeps no texts, so after one Balanced round its clients answer
+# the last public step's prompts afresh, swapped with that step's random stream. Right answers $c_n(x)$:
 
 # %%
 run, drift = teach.live_round(cfg, policy, "pubswap_balanced", T)  # drift: the package's record after each step
@@ -193,8 +195,7 @@ print(f"c_0 = {c[0]}, D_0 = {D_0}: M_0 = min(({K // 2} − {c[0]})+, {D_0}) = {M
 view.sort_values("from", key=lambda s: s.str.startswith("own"), kind="stable")
 
 # %% [markdown]
-# Random's one group on the same prompt: none of the pool's 2 right answers drawn, so no
-# gradient for anyone.
+# Random's one group on the same prompt, sent to every client:
 
 # %%
 drawn = group_table(gen, swaps["random"], 0, x)  # the one group every client gets
@@ -204,14 +205,15 @@ print(f"{drawn.attrs['swapped_in']} of client_0's {K} answers come from other cl
 teach.random_view(drawn, cids[0])
 
 # %% [markdown]
-# **Try:** below is Random's group for the client it cost most. What would Balanced give that client on that
-# prompt? Work out $M_n(x)$ from the $c_n(x)$ table, then (in a kernel) switch the rule.
+# **Try:** below, Random's group for the client it cost most. What would Balanced give it? Work out $M_n(x)$ from the
+# $c_n(x)$ table, then open the answer.
 
 # %%
 client, prompt = teach.random_loss(swaps)  # where Random's group lost the most of a client's own right answers
 show_swap, controls = teach.swap_widget(gen, swaps, "random", client, prompt)  # then try Balanced, other clients
 notebook.static_default(show_swap, **controls)
 notebook.knobs(show_swap, **controls)
+notebook.fold(*teach.balanced_beside(gen, swaps, correct, client, prompt))  # the Try's answer: Balanced, same case
 
 # %% [markdown]
 # ### Exercise 1
@@ -239,7 +241,7 @@ notebook.check_explained(prediction_2, answer_2, why_2)
 
 # %% [markdown]
 # ## 4. Drift
-# Clients drift because each holds its own mix of the seven topics:
+# Each client holds its own mix of the seven topics:
 
 # %%
 fig = teach.heterogeneity_figure(probe_run.partitions, dirichlet_alpha)
@@ -267,42 +269,32 @@ answer_3, why_3 = teach.exercise_fedit(((2.0, 2.0), (-1.0, -4.0)))
 notebook.check_explained(prediction_3, answer_3, why_3)
 
 # %% [markdown]
-# **The paper's bound** assumes one plain gradient step per GRPO step (ours: $\mu$ = 2 Adam updates) and leaves out
-# sampling noise. $\theta_n$: client $n$'s LoRA factors; $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$ after step $j$
+# **The paper's bound** assumes one plain gradient step of size $\eta$ per GRPO step (ours: $\mu$ = 2 Adam updates),
+# without sampling noise: each gradient $g_n$ is an **expectation** over the $K$ answers client $n$'s policy samples
+# (and the donors'). $\theta_n$: client $n$'s LoRA factors; $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$ after step $j$
 # ($\Delta_0=0$).
 #
-# | symbol | meaning |
-# |---|---|
-# | $L$ | **smoothness**: expected gradients change at most $L$ times as fast as $\theta$ |
-# | $\zeta$ | **heterogeneity**: clients' expected private gradients at one $\theta$ differ by at most $\zeta$ |
-# | $\gamma_j$ | the clients' expected-gradient gap at step $j$, at one $\theta$ |
-# | $\omega_n$ | **swap distortion**: how far the swap moves client $n$'s gradient |
-# | $\beta_n(x)$ | the most one swapped-in answer moves it on prompt $x$ |
-#
-# 1. A step of size $\eta$: $\Delta_{j}\le(1+\eta L)\Delta_{j-1}+\eta\gamma_j$, so
-#    $\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}\gamma_j$.
-# 2. **Private step**: $\gamma_j=\zeta$.
+# 1. **Smoothness** $L$: $\lVert g_n(\theta)-g_n(\theta')\rVert\le L\lVert\theta-\theta'\rVert$; **gap**
+#    $\gamma_j=\lVert g_n(\theta)-g_{n'}(\theta)\rVert$ at one $\theta$. A step adds
+#    $\eta\,(g_n(\theta_n)-g_{n'}(\theta_{n'}))$ to $\theta_n-\theta_{n'}$; add and subtract $g_n(\theta_{n'})$:
+#    $\Delta_{j}\le(1+\eta L)\Delta_{j-1}+\eta\gamma_j$, so $\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}\gamma_j$.
+# 2. **Private step**: $\gamma_j=\zeta$, the **heterogeneity**.
 # 3. **Public step**: same prompts, same expected gradient: $\gamma_j=0$ without a swap; with one,
-#    $\gamma_j=\omega_n+\omega_{n'}$ (Random too, $M_n(x)$ counting its foreign answers), and
-#    $\omega_n\le\frac1b\sum_xM_n(x)\,\beta_n(x)$.
+#    $\gamma_j=\omega_n+\omega_{n'}$, the **swap distortion**
+#    $\omega_n=\lVert g_n(\text{swapped groups})-g_n(\text{own groups})\rVert$ (Random too).
+# 4. **Swaps one at a time**, each moving the group's gradient $G$ by at most
+#    $\beta_n(x)=\max_{Y,\tilde Y}\lVert\mathbb E[G(x,\tilde Y)-G(x,Y)]\rVert$ ($\tilde Y$: $Y$ with one answer
+#    swapped in): $\omega_n\le\frac1b\sum_xM_n(x)\,\beta_n(x)$.
 #
-# **Measured** on §3's step for client_0:
+# **Measured** on §3's step for client_0 (our $\beta$: the largest change one of its swaps made, so a lower bound):
 
 # %%
-terms = off_policy_terms(run.clients[cids[0]], gen, swaps["balanced"], 0)  # gradients of its groups before/after
-used = [(m, b) for m, b in zip(terms["M"], terms["beta"]) if m > 0]  # β: the largest change one replacement made
-print("ĝ: the gradient of client_0's GRPO loss in its LoRA factors; ‖·‖ Euclidean. ω_0 = ‖ĝ(swapped groups) − "
-      "ĝ(own groups)‖; β_0(x): the largest ‖change in ĝ‖ one swapped-in answer made (a lower bound on β)")
-loose = f"{terms['bound'] / terms['omega']:.1f}× below the bound" if terms["omega"] else "nothing swapped in"
-share = f"{terms['omega'] / terms['on_policy']:.0%}" if terms["on_policy"] else "—"  # 0: every group all right/wrong
-print(f"M_0(x) = {' '.join(str(int(m)) for m in terms['M'])} over b = {len(terms['M'])} prompts; ω_0 ≤ (1/b) Σ_x "
-      f"M_0(x) β_0(x) = ({' + '.join(f'{int(m)}·{b:.2f}' for m, b in used)}) / {len(terms['M'])} = "
-      f"{terms['bound']:.2f}; measured ω_0 = {terms['omega']:.2f} ({loose}), beside ‖gradient on its own answers‖ = "
-      f"{terms['on_policy']:.2f} (ω_0 is {share} of it)")
+terms = off_policy_terms(run.clients[cids[0]], gen, swaps["balanced"], 0)  # ĝ of its groups before/after the swap
+print(teach.bound_report(terms))  # ĝ: the gradient of client_0's GRPO loss in its LoRA factors
 
 # %% [markdown]
-# The bound holds, 3.1× loose; the swap tilted client_0's gradient by 14 % of its length, not into a new
-# direction.
+# The bound holds, 3.1× loose. A change 14 % as long as $\hat g$ turns it by at most arcsin 0.14 ≈ 8°: the swap
+# barely redirects client_0's step, so it adds little drift per step.
 #
 # ### Exercise 4
 # With the same $\zeta$, $L$ and $\eta$ for every arm, which arm has the smallest bound on $\Delta_\tau$?
@@ -323,7 +315,7 @@ notebook.check_explained(prediction_4, answer_4, why_4)
 # u=\frac1N\sum_n\lVert\Delta W_n-\Delta W_p\rVert_F$$
 #
 # $\delta_{\text{pair}}/u$ says how alike their directions are. The bound's $\Delta$ is on the factors; close factors
-# give close $\Delta W$, not conversely (Exercise 3): $\delta_{\text{pair}}$ is a proxy. For two updates of length 3 ($\Delta W_p=0$):
+# give close $\Delta W$, not conversely (Exercise 3): $\delta_{\text{pair}}$ is a proxy. Two updates of length 3 ($\Delta W_p=0$):
 
 # %%
 for name, (w1, w2) in {"identical": ([3, 0], [3, 0]), "unrelated": ([3, 0], [0, 3]),
@@ -333,7 +325,7 @@ for name, (w1, w2) in {"identical": ([3, 0], [3, 0]), "unrelated": ([3, 0], [0, 
     print(f"{name:9}: δ_pair = {d:.2f}, u = {u:.2f}, δ_pair / u = {d / u:.2f}")
 
 # %% [markdown]
-# After the live round's last step, by hand and by `fedrl_kit.drift` ($\Delta W_p=0$: a fresh adapter has $B=0$):
+# After the live round, by hand and by `fedrl_kit.drift` ($\Delta W_p=0$: a fresh adapter has $B=0$):
 
 # %%
 s = cfg.lora_alpha / cfg.lora_rank  # LoRA's scale
@@ -373,7 +365,7 @@ viz.export(fig, "pubswap_live_drift", figures)
 fig
 
 # %% [markdown]
-# **The shared pull:** mean cosine of two clients' gradients at each step's start, and the package's counts:
+# **The shared pull:** two clients' mean gradient cosine at each step's start, and the package's counts:
 
 # %%
 def mean_cosine(vectors):  # mean over client pairs of cos(v_n, v_n'); a zero gradient has no direction: left out
@@ -393,13 +385,12 @@ for arm, key, row in (("PubSwap Balanced", "replacement_fraction", "Balanced: an
 pull.rename_axis("local step j →")
 
 # %% [markdown]
-# Public steps align gradients even without a swap; private steps do not. Balanced's public steps leave
-# fewer groups without gradient (0/25/28 % against 9/44/41 %), so more of each pulls along the shared prompts: a
-# candidate for its higher cosines at steps 4 and 6 (one seed).
+# Public steps align gradients even without a swap; private do not. Balanced leaves fewer groups without gradient (0/25/28 % against 9/44/41 %), so more of each pulls along the shared prompts: a
+# candidate for its higher cosines at steps 4 and 6 (one seed). The 25–28 % left are all right (it swaps only below
+# $K/2$) or all wrong with no right answer elsewhere.
 #
 # ## 5. What the reproduction found
-# Stored runs report **end-of-round** $\delta_{\text{pair}}$ and $u$ (after each round's last step, averaged over
-# rounds), here at $\tau=48$:
+# Stored runs report **end-of-round** $\delta_{\text{pair}}$ and $u$, averaged over rounds, here at $\tau=48$:
 
 # %%
 fig = teach.stored_drift_figure()
@@ -419,14 +410,14 @@ answer_5, why_5 = teach.exercise_update_size()
 notebook.check_explained(prediction_5, answer_5, why_5, table=teach.update_sizes())  # each arm's u at τ = 48
 
 # %% [markdown]
-# **The findings.** pass@1, means over seeds ($\tau$ = 48 adds seeds 3 and 4):
+# **The findings.** pass@1, means over the seeds all arms at that $\tau$ ran:
 
 # %%
 runs = teach.stored_runs()  # one row per stored run: arm, τ, seed, δ_pair, u, pass@1 (%), untrained start (%)
 start = runs.drop_duplicates("seed").set_index("seed").start.sort_index()  # the same at every τ a seed ran
 print(f"untrained start by seed: {', '.join(f'{seed}: {v:.1f} %' for seed, v in start.items())}; seeds run per τ: "
       f"{'; '.join(f'{t}: ' + ', '.join(map(str, sorted(g.unique()))) for t, g in runs.groupby('tau').seed)}")
-teach.pass1_by_tau()  # pass@1 (%), the untrained model's first
+teach.pass1_by_tau(same_seeds=True)  # pass@1 (%), the untrained model's first
 
 # %% [markdown]
 # Paired rows: first arm minus second over the seeds both ran, mean ± 95 % t-interval half-width; "cannot tell": it
@@ -463,16 +454,16 @@ by_tau({"6. pass@1: Balanced − FedAvg-GRPO": ("pass@1", "PubSwap Balanced", "F
 
 # %% [markdown]
 # 1. Balanced keeps clients closer than FedAvg-GRPO at $\tau$ = 8, 32 and 48 (row 1): claim (1) holds there
-#    (at $\tau$ = 8 no control ran: swap or public steps, open).
-# 2. Public steps alone: cannot tell (row 2; at $\tau$ = 48 its ±2.04 holds cuts larger than the swap's). The swap
-#    cuts drift further (row 3), unpredicted by the bound: directions more alike (row 5) and, at $\tau$ = 32,
-#    shorter moves (row 4). In the one-seed live round (§4) the public steps cut more.
-# 3. Every arm learned (21.9–22.1 % → 28.3–38.3 %). FedAvg-GRPO scores best at $\tau$ = 2 (38.3), 34.3–35.0 at
+#    (at $\tau$ = 8 without a control).
+# 2. Public steps alone: cannot tell (row 2). At $\tau$ = 48 its interval, −0.23 ± 2.04, holds both no effect (0) and
+#    a cut as large as the swap's (−1.20, row 3): it rules out neither. The swap cuts drift further
+#    (row 3), unpredicted by the bound: directions more alike (row 5) and, at $\tau$ = 32, shorter moves (row 4).
+# 3. Every arm learned (21.9 % → 28.3–38.3 %). FedAvg-GRPO scores best at $\tau$ = 2 (38.3), 34.3–34.6 at
 #    32–48. No $\tau$ tells Balanced's pass@1 (on half the private steps) from FedAvg-GRPO's
-#    (row 6): claim (2) neither supported nor ruled out.
+#    (row 6): claim (2) is open.
 # 4. Claim (3): at our smallest $\tau$, 2, Random scores *below* Balanced (row 7); the paper's $\tau=10$ is untested.
 #
-# Our setting is not the paper's: compare directions only. Every claim:
+# Our setting is not the paper's: compare directions. Every claim:
 # [12_pubswap_report](12_pubswap_report.ipynb#findings).
 #
 # **Remember:** read drift beside $u$: closer clients can mean shorter or better-aligned moves.
