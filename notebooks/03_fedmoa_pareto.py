@@ -26,11 +26,11 @@
 #
 # **FedMOA** *personalises* only the reward weights (all clients share one model):
 #
-# 1. **Client:** each local step shifts its weights toward the rewards still being learnt.
+# 1. **Client:** each local step shifts its weights toward rewards still being learnt.
 # 2. **Server:** clients sharing an accuracy reward form a *cluster* (all maths, or all code clients); it averages
 #    each cluster's adapters and shared weights, counting a client with a *lower* accuracy weight more.
 #
-# **Heter+Heter** clients (our runs) differ in data and reward set (A, B or C, §4); **Homo+Homo** clients (the
+# **Heter+Heter** clients (our runs) differ in data and reward set (configs A–C, §4); **Homo+Homo** clients (the
 # paper's Fig. 5) share both.
 
 # %% tags=["parameters"] jupyter={"source_hidden": true}
@@ -79,12 +79,12 @@ diagrams.round_diagram("fedmoa")
 #   θ=Σ_c N_c/N·θ^(c) (eq. 13)
 # ```
 #
-# |symbol|meaning|
+# | symbol | meaning |
 # |---|---|
-# |$w_k$; $r_w$|reward $k$'s weight; the weighted reward (eqs. 1–2)|
-# |φ; $g_k$; $\Delta_k$|the layer eq. 10 reads; $L_k$'s gradient there; two steps' $g_k$ dotted|
-# |$S_c$; $\alpha_m$; $\theta^{(c)}$; $N_c$|cluster $c$; client $m$'s share in it; its adapter; its examples|
-# |τ; λ; ν|steps per round; eq. 10's step size; projection shift|
+# | $w_k$; $r_w$ | reward $k$'s weight; weighted reward (eqs. 1–2) |
+# | φ; $g_k$; $\Delta_k$ | the layer eq. 10 reads; $L_k$'s gradient there; two steps' $g_k$ dotted |
+# | $S_c$; $\alpha_m$; $\theta^{(c)}$; $N_c$ | cluster $c$; client $m$'s share in it; its adapter; its examples |
+# | τ; λ; ν | steps per round; eq. 10's step size; projection shift |
 #
 # ## 2. The client: GRPO on a weighted reward
 # Client $m$ holds $K_m$ rewards $r_k$, accuracy first, with weights on the *simplex*:
@@ -162,8 +162,8 @@ notebook.check_explained(prediction_1, answer_1, why_1)
 # **The rule:** the projection subtracts one ν from every weight; while none reaches 0, ν is λ × the mean $\Delta$,
 # so a weight rises if and only if its $\Delta_k$ is above the mean $\Delta$.
 #
-# **Many steps:** format's gradient shrinks each step, its $\Delta$ falls below the others', and accuracy and tag
-# count rise with unchanged gradients; with a factor of 1, nothing moves.
+# **Many steps:** format's gradient shrinks each step, so accuracy and tag count rise with unchanged gradients;
+# with a factor of 1, nothing moves.
 
 # %%
 def show_toy(lam, shrink, static=False):
@@ -211,7 +211,7 @@ pd.DataFrame({"scores 1/w": [f"{a:.2f} vs {b:.2f}" for a, b in s_pair], "α of t
 #
 # **The α tilt:** a lower $w_{\text{acc}}$ gets more α, so $\bar w_{\text{acc}}$ lies below the plain mean.
 # **Dilution and inflation:** shared weights returned larger in total make $u$ sum over 1, and rescaling shrinks
-# the client's weights; smaller, it grows them. A client at (accuracy, format) = (0.5, 0.5), accuracy shared:
+# the client's weights; smaller, it grows them. A client at accuracy 0.5, format 0.5, accuracy shared:
 
 # %%
 w_bar = np.array([0.6, 0.4])  # the shared w̄_acc returned: above, then below the client's own 0.5
@@ -238,7 +238,7 @@ why_2 = tf.why_2(answer_2, alpha_PQ, u_Q)
 notebook.check_explained(prediction_2, answer_2, why_2)
 
 # %% [markdown]
-# **Eq. 13** averages the clusters' adapters by size:
+# **Eq. 13** averages clusters' adapters by size:
 #
 # $$\theta=\sum_c\frac{N_c}{N}\,\theta^{(c)}\qquad\text{(13)}$$
 #
@@ -283,8 +283,8 @@ tf.weights_view(end1.assign(α=alpha, config=clients.config))  # blank: a reward
 
 # %% [markdown]
 # **Two readings of a low $w_{\text{acc}}$:** accuracy learnt, as eq. 11 assumes; or a client that *started* lower,
-# or whose weight eq. 12 *diluted* among more rewards. Eq. 10 moved no weight by over 0.001 here, so these α rank
-# the starting weights, and eq. 12 sets where $w_{\text{acc}}$ goes.
+# or whose weight eq. 12 *diluted* among more rewards. Eq. 10 moved no weight by over 0.001, so these α rank the
+# starting weights; eq. 12 sets where $w_{\text{acc}}$ goes.
 #
 # ### Exercise 3
 # To which config does eq. 12 send the lower $w_{\text{acc}}$, "A" or "B"? Only accuracy and format are
@@ -339,14 +339,14 @@ display(fig)
 # %% [markdown]
 # **So eq. 12, not eq. 10, moves $w_{\text{acc}}$**, at both τ.
 #
-# Under the paper's *cosine decay* the learning rate falls along a half cosine to 0 over all local steps: late
-# steps are small, consecutive gradients alike. Fig. 5's cell (Homo+Homo, GSM8K-like), stored both ways:
+# The paper's *cosine decay* lowers the learning rate along a half cosine to 0 over all local steps, so late
+# steps' gradients are alike. Fig. 5's cell (Homo+Homo, GSM8K-like), stored both ways:
 
 # %%
 tf.fig5_rise_table()  # FedMOA: w_acc after a round's last local step − after its first, 95 % t over seeds
 
 # %% [markdown]
-# **Why eq. 10 is weak.** $g_k$ is a *signal* $s$ (the gradient on all the client's data) plus batch *noise* $n$,
+# **Why eq. 10 is weak.** $g_k$ is a *signal* $s$ (the gradient on all its data) plus batch *noise* $n$,
 # new each step, which mostly cancels in the dot product:
 #
 # $$\Delta_k\approx\lVert s\rVert^2,\quad\lVert g_k\rVert^2\approx\lVert s\rVert^2+\lVert n\rVert^2,\quad
@@ -398,8 +398,8 @@ pd.Series(moves, name="a step").map("{:.1g}".format).to_frame()
 # %% [markdown]
 # **The live run's outcome:** global pass@1 (share of sampled answers right, all test sets),
 # inseparable on one seed. Round 1 ties: both arms start from one model and sample test answers with one
-# seed; in round 1 FedMOA adds only a tiny eq. 10 step and α's reweighting: too little to change how many answers
-# are right.
+# seed; in round 1 FedMOA adds only a tiny eq. 10 step and α's reweighting: too little to change the count of
+# right answers.
 
 # %%
 pd.DataFrame({name: {r["round"]: r["pass@1"] for r in records if r.get("kind") == "global"}
@@ -415,7 +415,7 @@ pd.DataFrame({name: {r["round"]: r["pass@1"] for r in records if r.get("kind") =
 tf.arms_table(grid)  # which parts of FedMOA each arm runs, and its seeds
 
 # %% [markdown]
-# **Aggregated reward:** a client's own rewards averaged, then averaged over clients. The paper's Table 2 puts
+# **Aggregated reward:** a client's rewards averaged, then over clients. The paper's Table 2 puts
 # FedMOA 2.2 points of MATH accuracy above FedAvg-GRPO, α alone 1.4. Which arms beat it beyond noise (95 % interval
 # of the paired difference above 0) on MATH-like tests?
 
@@ -439,7 +439,7 @@ notebook.check_explained(prediction_5, answer_5, why_5, table=gains.round(4))
 # A model is on the **Pareto front** when no other is as good on every reward and better on one. The paper's Fig. 3
 # plots checkpoints in three planes (format–accuracy, tag count–accuracy, tag count–format), FedMOA's final model
 # nearest the front. We draw the first, as accuracy is FedMOA's target (tag counts differ within noise too:
-# `docs/fedmoa.md`): each arm's final global model per seed, MATH-like tests. Format spans only 0.971 to 0.989;
+# `docs/fedmoa.md`): each arm's final global model per seed, MATH-like tests. Format spans only 0.971–0.989;
 # both axes share one span.
 
 # %%
