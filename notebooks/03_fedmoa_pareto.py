@@ -19,7 +19,8 @@
 # *Wang et al., FedMOA: Federated GRPO for Personalized Reasoning LLMs under Heterogeneous Rewards* (MOA:
 # multi-objective alignment).
 #
-# **The problem.** GRPO for reasoning often trains on a weighted sum of rewards (accuracy, format, others). Fixed weights waste signal: format is learnt in a few steps, yet keeps its share.
+# **The problem.** GRPO for reasoning often trains on a weighted sum of rewards (accuracy, format, others).
+# Fixed weights waste signal: format is learnt in a few steps, yet keeps its share.
 #
 # **The baseline, FedAvg-GRPO:** clients run GRPO with fixed weights; the server averages their LoRA adapters by
 # data size.
@@ -30,7 +31,7 @@
 # 2. **Server:** clients sharing an accuracy reward form a *cluster* (all maths, or all code clients); it averages
 #    each cluster's adapters and shared weights, counting a client with a *lower* accuracy weight more.
 #
-# **Heter+Heter** clients (our runs) differ in data and reward set (configs A–C, §4); **Homo+Homo** clients (the
+# **Heter+Heter** clients (our runs) differ in data and reward set (§4); **Homo+Homo** clients (the
 # paper's Fig. 5) share both.
 
 # %% tags=["parameters"] jupyter={"source_hidden": true}
@@ -106,7 +107,7 @@ diagrams.round_diagram("fedmoa")
 
 # %% [markdown]
 # **Moving the weights.** $g_k$ is $L_k$'s gradient on φ, the LoRA factors of the model's middle layer (our choice
-# for the paper's "intermediate representation"). φ being the same at every step, two steps' $g_k$ can be dotted.
+# for the paper's "intermediate representation"). As φ stays the same, two steps' $g_k$ can be dotted.
 #
 # $$g_k^{(t)}=\nabla_\phi L_k\ \text{(8)},\quad\Delta_k^{(t)}=g_k^{(t)\top}g_k^{(t-1)}\ \text{(9)},\quad
 # w\leftarrow\operatorname{Proj}_{\text{simplex}}\bigl(w+\lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
@@ -121,7 +122,7 @@ diagrams.round_diagram("fedmoa")
 # =g_k^{(t)\top}\bigl(-\eta\,g_k^{(t-1)}\bigr)=-\eta\,\Delta_k$$
 #
 # $\Delta_k>0$: more weight on $r_k$ would have lowered its loss further, so eq. 10, a *hypergradient* step, is
-# gradient descent on the weights with η folded into λ (approximately: φ stands in for θ; Adam is not plain).
+# gradient descent on the weights with η folded into λ (approximately: φ stands in for θ, and Adam's step is not plain).
 #
 # **The projection** subtracts one shift ν from every weight, so they sum to 1, none below 0:
 
@@ -254,7 +255,7 @@ grid = tf.stored_runs()  # the stored grid: one row per arm and seed (benchmarks
 tf.settings_table(cfg, seed, grid)  # the live run, the stored grid and the paper, side by side
 
 # %% tags=["nbval-check-output"]
-world = make_family_world(seed, 10, 4)
+world = make_family_world(seed, 10, 4)  # one test prompt of each toy family, and the dataset it stands for
 pd.DataFrame([dict(family=f, stands_for=PAPER_NAMES[f], prompt=r["prompt"], answer=r["answer"])
               for f in FAMILIES for r in world.test_by_family[f].select(range(1))])
 
@@ -415,7 +416,7 @@ pd.DataFrame({name: {r["round"]: r["pass@1"] for r in records if r.get("kind") =
 tf.arms_table(grid)  # which parts of FedMOA each arm runs, and its seeds
 
 # %% [markdown]
-# **Aggregated reward:** a client's rewards averaged, then over clients. The paper's Table 2 puts
+# **Aggregated reward:** a client's rewards averaged, then clients averaged. The paper's Table 2 puts
 # FedMOA 2.2 points of MATH accuracy above FedAvg-GRPO, α alone 1.4. Which arms beat it beyond noise (95 % interval
 # of the paired difference above 0) on MATH-like tests?
 
@@ -438,7 +439,7 @@ notebook.check_explained(prediction_5, answer_5, why_5, table=gains.round(4))
 # ### The Pareto front (the paper's Fig. 3)
 # A model is on the **Pareto front** when no other is as good on every reward and better on one. The paper's Fig. 3
 # plots checkpoints in three planes (format–accuracy, tag count–accuracy, tag count–format), FedMOA's final model
-# nearest the front. We draw the first, as accuracy is FedMOA's target (tag counts differ within noise too:
+# closer to the front. We draw the first, as accuracy is FedMOA's target (tag counts differ within noise too:
 # `docs/fedmoa.md`): each arm's final global model per seed, MATH-like tests. Format spans only 0.971–0.989;
 # both axes share one span.
 
