@@ -387,8 +387,9 @@ def front_figure(models: pd.DataFrame, order=None, x: str = "math/pass@1", y: st
     ``y``) coloured by arm and labelled by seed; the rows at positions ``order`` (the front, ascending in ``x``, as
     :func:`experiments.fedmoa_pareto.pareto_front_order` gives them) ringed and joined by the front's edge: down
     from each to the next one's height, then across to it (``order`` None: the points alone, for a reader to find
-    the front). The y axis zooms to the points' range, padded, and its title says it is zoomed and gives the points'
-    range on the reward's 0–1 scale, so that a narrow range is not read as a wide one."""
+    the front). Both axes span the same width, the wider of the two rewards' ranges padded, each centred on its
+    points (kept within 0–1), so that a narrow range on one reward is not drawn as wide as a broad one on the other;
+    the y title gives the points' range and that span."""
     fig = go.Figure()
     for arm, d in models.groupby("variant", sort=False):
         colour, symbol = ARM_STYLE.get(arm, ("grey", "square"))
@@ -403,12 +404,15 @@ def front_figure(models: pd.DataFrame, order=None, x: str = "math/pass@1", y: st
                                  line=dict(color="grey", dash="dot", shape="vh"),
                                  marker=dict(symbol="circle-open", size=24, color="black", line=dict(width=2))))
     lo, hi = models[y].min(), models[y].max()
-    pad = max(0.15 * (hi - lo), 0.002)
-    y0, y1 = round(lo - pad, 3), round(hi + pad, 3)
+    span = 1.3 * max(hi - lo, models[x].max() - models[x].min(), 0.01)  # one span for both axes: no zoom on one
+
+    def centred(v):  # [a, a + span] around v's points, shifted to lie within 0–1
+        a = min(max((v.min() + v.max() - span) / 2, 0.0), 1.0 - span)
+        return [round(a, 4), round(a + span, 4)]
     fig.update_layout(template="plotly_white", height=400, legend=dict(orientation="h", y=-0.25),
                       title="final global model of each arm and seed (sN: seed N; stored grid, MATH-like tests)")
-    fig.update_xaxes(title="accuracy (pass@1)")
-    fig.update_yaxes(title=f"format reward (zoomed: {lo:.3f}–{hi:.3f} of 0–1)", range=[y0, y1])
+    fig.update_xaxes(title="accuracy (pass@1)", range=centred(models[x]))
+    fig.update_yaxes(title=f"format reward ({lo:.3f}–{hi:.3f}; both axes span {span:.3f})", range=centred(models[y]))
     return fig
 
 
@@ -477,14 +481,24 @@ def why_3(answer: str, end: pd.DataFrame, configs: pd.Series, by_config: pd.Data
             "rewards a client holds, not its progress.")
 
 
-def why_4(deltas: pd.DataFrame, lam: float, prompts: int, dims: int) -> str:
+def why_4(deltas: pd.DataFrame, lam: float, prompts: int, dims: int, max_tokens: int | None = None) -> str:
     """Exercise 4 (why eq. 10 is weak): the live run's median |Δ_k| / ‖g_k‖² (:func:`delta_ratios`) against pure
-    noise's 1/√``dims`` (φ's size), and λ|Δ_k|'s median at the run's λ."""
+    noise's 1/√``dims`` (φ's size), and λ|Δ_k|'s median at the run's λ; then, for each reward whose Δ_k is 0 at every
+    step (``deltas`` with a ``reward`` column), why: its advantages, hence g_k, are 0 at one step or both (for
+    length_short, answers capped at ``max_tokens`` tokens almost all score 1)."""
     median = deltas.ratio.median()
-    return (f"the median |Δ_k| / ‖g_k‖² is {median:.3f} (largest {deltas.ratio.max():.2f}): above pure noise's "
-            f"1/√{dims:,} = {dims ** -0.5:.3f}, so there is some signal, but far below 1. Each step draws a new batch "
-            f"of only {prompts} prompts, so batch noise dominates each g_k. At λ = {lam:g}, λ|Δ_k| then has median "
-            f"{lam * deltas.delta.abs().median():.4f}: eq. 10 hardly moves the weights.")
+    why = (f"the median |Δ_k| / ‖g_k‖² is {median:.3f} (largest {deltas.ratio.max():.2f}): above pure noise's "
+           f"1/√{dims:,} = {dims ** -0.5:.3f}, so there is some signal, but far below 1. Each step draws a new batch "
+           f"of only {prompts} prompts, so batch noise dominates each g_k. At λ = {lam:g}, λ|Δ_k| then has median "
+           f"{lam * deltas.delta.abs().median():.4f}: eq. 10 hardly moves the weights.")
+    if "reward" in deltas:
+        for reward, d in deltas.groupby("reward"):
+            if d.delta.eq(0).all():
+                cap = (f" (answers are capped at {max_tokens} tokens, so almost all score 1)"
+                       if reward == "length_short" and max_tokens else "")
+                why += (f" {reward}'s Δ_k is 0 at every step: its reward barely varies within a group{cap}, so its "
+                        "advantages, hence g_k, are 0 at one step or both.")
+    return why
 
 
 ARMS = {"FedMOA": "FedMOA", "eq. 10 alone": "λ on, α off", "α alone": "λ off, α on"}

@@ -199,10 +199,10 @@ def test_the_live_runs_figure_draws_each_clients_rounds_with_the_boundaries_shad
     assert [a.text for a in fig.layout.annotations if a.text.startswith("client")] == ["clients 3, 4"]
 
 
-def test_the_front_figure_rings_the_front_in_order_and_zooms_to_every_point():
+def test_the_front_figure_rings_the_front_in_order_with_one_span_on_both_axes():
     """One trace per arm (points labelled by seed), then the front: exactly the non-dominated models, ascending in
-    accuracy, drawn as a staircase down then across; the zoomed y axis holds every point, and its title says it is
-    zoomed."""
+    accuracy, drawn as a staircase down then across; both axes hold every point and span the same width (the wider
+    range, padded), so a narrow format range is not zoomed, and the y title gives the range and the span."""
     import pandas as pd
 
     from experiments import teaching_fedmoa as tf
@@ -220,8 +220,11 @@ def test_the_front_figure_rings_the_front_in_order_and_zooms_to_every_point():
     assert list(front.x) == [0.24, 0.28, 0.30, 0.31] and list(front.y) == [0.995, 0.990, 0.975, 0.970]
     assert front.line.shape == "vh"  # from a front model down to the next one's format, then across to it
     lo, hi = fig.layout.yaxis.range
-    assert lo < models.fmt.min() and hi > models.fmt.max()
-    assert fig.layout.yaxis.title.text == "format reward (zoomed: 0.970–0.995 of 0–1)"  # the points' span, said
+    assert lo < models.fmt.min() and hi > models.fmt.max() <= 1
+    x0, x1 = fig.layout.xaxis.range
+    assert x0 < models.acc.min() and x1 > models.acc.max()
+    assert hi - lo == pytest.approx(x1 - x0, abs=1e-3) == pytest.approx(1.3 * 0.07, abs=1e-3)  # accuracy's range
+    assert fig.layout.yaxis.title.text == "format reward (0.970–0.995; both axes span 0.091)"
     bare = tf.front_figure(models, x="acc", y="fmt")  # the points alone, for a reader to find the front
     assert [t.name for t in bare.data] == ["FedAvg-GRPO", "FedMOA"] and bare.layout.yaxis.range == fig.layout.yaxis.range
 
@@ -395,6 +398,11 @@ def test_exercise_4s_why_reads_the_median_ratio_against_pure_noise_and_lambda_ti
     assert why.startswith("the median |Δ_k| / ‖g_k‖² is 0.030 (largest 0.50)")
     assert "pure noise's 1/√10,000 = 0.010" in why and "batch of only 4 prompts" in why
     assert why.endswith("λ = 10, λ|Δ_k| then has median 0.0020: eq. 10 hardly moves the weights.")
+    zero = pd.DataFrame({"reward": ["format", "length_short"], "ratio": [0.03, 0.0], "delta": [1e-4, 0.0]})
+    why = tf.why_4(zero, lam=10.0, prompts=4, dims=10_000, max_tokens=32)
+    assert why.endswith("length_short's Δ_k is 0 at every step: its reward barely varies within a group (answers "
+                        "are capped at 32 tokens, so almost all score 1), so its advantages, hence g_k, are 0 at one "
+                        "step or both.")
 
 
 def test_the_arms_gains_pair_each_part_of_fedmoa_with_fedavg_grpo_by_seed_beside_the_papers_table_2():
