@@ -259,6 +259,21 @@ def swap_widget(gen, swaps: dict, rule: str = "balanced", client: int = 1, promp
     return show_swap, controls
 
 
+def swap_try(gen, swaps: dict, correct: pd.DataFrame) -> None:
+    """§3's "Try": Random's group for the client and prompt where it lost most right answers (:func:`random_loss`),
+    drawn once as plain output (a page read without a kernel shows it), then the widgets (rule, client, prompt) that
+    redraw it in a kernel, then, folded, Balanced's group in the same case (:func:`balanced_beside`): the answer."""
+    from IPython.display import display
+
+    from fedrl_kit import notebook
+
+    client, prompt = random_loss(swaps)
+    show, controls = swap_widget(gen, swaps, "random", client, prompt)
+    show(**{name: w.value for name, w in controls.items()})
+    display(notebook.knobs(show, **controls))
+    notebook.fold(*balanced_beside(gen, swaps, correct, client, prompt))
+
+
 def balanced_beside(gen, swaps: dict, correct: pd.DataFrame, client: int, prompt: int) -> tuple[str, pd.DataFrame]:
     """The "Try" under §3's widget, answered: what Balanced gives ``client`` on ``prompt`` (the case the widget shows
     for Random), M_n(x) worked from the c_n(x) table, and that client's group after Balanced (``group_table``)."""
@@ -282,12 +297,14 @@ def bound_report(terms: dict) -> str:
     M, beta, b = terms["M"], terms["beta"], len(terms["M"])
     used = " + ".join(f"{int(m)}·{x:.2f}" for m, x in zip(M, beta) if m > 0)
     lines = [f"M_0(x) = {' '.join(str(int(m)) for m in M)} over b = {b} prompts",
-             f"bound: (1/b) Σ_x M_0(x) β_0(x) = ({used or '0'}) / {b} = {terms['bound']:.2f}"]
+             f"bound on ω_0 (a gradient length): (1/b) Σ_x M_0(x) β_0(x) = ({used or '0'}) / {b} = "
+             f"{terms['bound']:.2f}"]
     if not terms["omega"]:
         return "\n".join(lines + ["measured ω_0 = 0: nothing swapped in"])
     share = terms["omega"] / terms["on_policy"] if terms["on_policy"] else float("inf")
-    lines.append(f"measured ω_0 = {terms['omega']:.2f} ({terms['bound'] / terms['omega']:.1f}× below the bound); "
-                 f"‖ĝ(own groups)‖ = {terms['on_policy']:.2f}; ω_0 / ‖ĝ‖ = {share:.0%}")
+    lines.append(f"measured ω_0 = {terms['omega']:.2f} ({terms['bound'] / terms['omega']:.1f}× below the bound)")
+    lines.append(f"relative distortion (a share): ω_0 / ‖ĝ(own groups)‖ = {terms['omega']:.2f} / "
+                 f"{terms['on_policy']:.2f} = {share:.0%}")
     if share < 1:
         angle = np.degrees(np.arcsin(share))
         lines.append(f"so the swap turns client_0's gradient by at most arcsin({share:.2f}) = {angle:.0f}° "

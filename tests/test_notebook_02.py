@@ -428,7 +428,8 @@ def test_the_bound_report_works_the_sum_and_turns_the_share_into_an_angle():
     terms = {"M": np.array([0, 1, 3]), "beta": np.array([0.0, 0.3, 0.1]), "bound": 0.2, "omega": 0.05,
              "on_policy": 0.5}
     text = teach.bound_report(terms)
-    assert "(1·0.30 + 3·0.10) / 3 = 0.20" in text and "4.0× below the bound" in text and "= 10%" in text
+    assert "bound on ω_0 (a gradient length): (1/b) Σ_x M_0(x) β_0(x) = (1·0.30 + 3·0.10) / 3 = 0.20" in text
+    assert "4.0× below the bound" in text and "relative distortion (a share): ω_0 / ‖ĝ(own groups)‖ = 0.05 / 0.50 = 10%" in text
     assert "arcsin(0.10) = 6°" in text and "cosine ≥ 0.99" in text
     assert teach.bound_report({**terms, "omega": 0.0}).endswith("nothing swapped in")
 
@@ -459,3 +460,26 @@ def test_balanced_beside_works_m_for_the_case_the_widget_shows_for_random(monkey
     text, view = teach.balanced_beside(gen, {"balanced": None, "random": random}, correct, 1, 0)
     assert "c = 5, D = 2, M = min((4 − 5)+, 2) = 0: it keeps its own K, 5 of 8 right" in text
     assert "(Random's group above: 2)" in text and len(view) == 8
+
+
+def test_the_swap_try_draws_randoms_costliest_case_then_its_widgets_then_balanced_folded(monkeypatch):
+    from experiments import teaching_pubswap as teach
+    from fedrl_kit import notebook
+
+    calls = []
+
+    class Control:
+        def __init__(self, value):
+            self.value = value
+
+    monkeypatch.setattr(teach, "random_loss", lambda swaps: (2, 1))
+    monkeypatch.setattr(teach, "swap_widget", lambda gen, swaps, rule, client, prompt: (
+        lambda **v: calls.append(("show", v)), {"rule": Control(rule), "client": Control(client),
+                                                "prompt": Control(prompt)}))
+    monkeypatch.setattr(notebook, "knobs", lambda update, **controls: calls.append(("knobs", sorted(controls))) or "box")
+    monkeypatch.setattr(teach, "balanced_beside", lambda gen, swaps, correct, client, prompt: ("why", (client, prompt)))
+    monkeypatch.setattr(notebook, "fold", lambda text, table=None: calls.append(("fold", text, table)))
+    monkeypatch.setattr("IPython.display.display", lambda obj: calls.append(("display", obj)))
+    teach.swap_try(None, {}, None)
+    assert calls == [("show", {"rule": "random", "client": 2, "prompt": 1}), ("knobs", ["client", "prompt", "rule"]),
+                     ("display", "box"), ("fold", "why", (2, 1))]  # static first, widgets shown, answer folded last
