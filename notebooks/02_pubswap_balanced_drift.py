@@ -23,14 +23,14 @@
 # **drift** apart and the average fits none well.
 #
 # **The idea.** Make some local steps **public**: all clients answer the same prompts, and the server **swaps**
-# answers between them before they train.
+# answers among them before training.
 #
-# **Why swap?** For learning signal: Balanced "increases reward variance", so a client with no right answer on a
-# prompt still learns. Yet the paper's bound counts swapped (off-policy) answers as *added* drift (§4). We
-# test whether the swap cuts drift beyond public steps alone, and one mechanism: groups without gradient get one.
+# **Why swap?** A client with every answer wrong learns nothing from that prompt (§2); a right answer from another
+# client fixes that. Yet the paper's own bound (§4) counts borrowed answers as *added* drift.
 #
-# **The paper's claims.** (1) The **Balanced** swap reduces drift. (2) It beats FedAvg-GRPO in **pass@1** (the share
-# of right test answers) for most $\tau$. (3) With few local steps, a simpler **Random** swap beats Balanced.
+# **The paper's claims.** (1) **Balanced** swapping (topping each client up to half right answers) reduces drift.
+# (2) It beats FedAvg-GRPO in **pass@1** (share of right test answers) for most $\tau$. (3) For few local steps, a
+# simpler **Random** swap (one group drawn from all answers, for all) beats Balanced.
 
 # %% [markdown]
 # ## Parameters
@@ -88,47 +88,36 @@ diagrams.named_round_diagram("pubswap", ["client_0", "client_1", f"client_{num_c
 # %%
 diagrams.step_timeline(T, cfg.pubswap.period)  # cfg.pubswap.period is τ_swap
 
-# %% [markdown]
-# **The public prompts** carry gold answers, so each client scores its own answers; private data stays put.
-
 # %%
 public = world.public  # the server's public prompts
 print(f"{len(public)} public prompts with gold answers, held by the server; per topic: "
       f"{dict(sorted(Counter(public['topic']).items()))}; also in the test set: "
       f"{len(set(public['prompt']) & set(world.test['prompt']))}; in the clients' pool: "
       f"{len(set(public['prompt']) & set(world.train['prompt']))}")
-for period in range(T // cfg.pubswap.period):  # the live round of §3–4 (round 1): one draw per public step
-    batch = sample_public_batch(public, cfg.prompts_per_step, cfg.seed, 1, period)
-    print(f"public step {(period + 1) * cfg.pubswap.period}: {', '.join(batch['prompt'])}")
+period = T // cfg.pubswap.period - 1  # the live round's last public step, which §3 replays (one draw per step)
+batch = sample_public_batch(public, cfg.prompts_per_step, cfg.seed, 1, period)
+print(f"the last public step ({T}) draws b = {len(batch['prompt'])}: {', '.join(batch['prompt'])}")
 
 # %% [markdown]
 # ## 2. GRPO, and why swap answers
 # **A GRPO step** (`grpo.group_advantages`, `grpo.grpo_loss`). On prompt $x$ the client samples $K$ answers $y_k$ from
 # its policy $\pi_\theta$, reward $r_k=1$ if right, else 0. The step raises $J$, making answers with advantage
-# $\hat a_k>0$ more likely:
+# $\hat{a}_k>0$ more likely:
 #
-# $$\hat a_k=\frac{r_k-\bar r}{\sigma_r+10^{-4}},\qquad
-# J(\theta)=\frac{1}{\sum_k|y_k|}\sum_{k}\sum_{t}\min\Bigl(\rho_{k,t}\,\hat a_k,\;
-# \operatorname{clip}\bigl(\rho_{k,t},\,1-\varepsilon,\,1+\varepsilon_{\text{high}}\bigr)\,\hat a_k\Bigr),\qquad
-# \rho_{k,t}=\frac{\pi_\theta(y_{k,t}\mid x,y_{k,<t})}{\pi_{\text{old}}(y_{k,t}\mid x,y_{k,<t})}$$
+# $$\hat{a}_k=\frac{r_k-\bar{r}}{\sigma_r+10^{-4}},\qquad
+# J(\theta)=\frac{1}{\sum_k|y_k|}\sum_{k}\sum_{t}\min\Bigl(\rho_{k,t}\,\hat{a}_k,\;\operatorname{clip}\bigl(\rho_{k,t},\,1-\varepsilon,\,1+\varepsilon_{\text{high}}\bigr)\,\hat{a}_k\Bigr),\qquad\rho_{k,t}=\frac{\pi_\theta(y_{k,t}\mid{x},y_{k,<t})}{\pi_{\text{old}}(y_{k,t}\mid{x},y_{k,<t})}$$
 #
-# $\bar r$, $\sigma_r$: the group's mean and standard deviation; $\rho_{k,t}$: how much likelier token $t$ is now
-# than under $\pi_{\text{old}}$, the policy at the step's start; clipping it (here to [0.8, 1.25]) keeps a step
-# small. A step runs $\mu$ (here 2) optimiser updates on $J$.
-#
-# **What the reward reads:**
+# $\bar{r}$, $\sigma_r$: the group's mean and standard deviation; $\rho_{k,t}$: how much likelier token $t$ is now
+# than under $\pi_{\text{old}}$, the policy at the step's start; clipping it to $[1-\varepsilon,1+\varepsilon_{\text{high}}]$
+# (here [0.8, 1.25]) keeps a step small. A step runs $\mu$ (here 2) optimiser updates on $J$.
 
 # %%
 for text in ("<think>53+49</think><answer>102</answer>", "99"):  # the text inside <answer>, else the last number
     print(f"{text!r} → {extract_answer(text)!r}")
 
 # %% [markdown]
-# **A swapped-in answer's $\rho$** starts at 1 (its $\pi_{\text{old}}$ is the receiver's policy): nothing corrects
-# for its being **off-policy** (ours; the paper is silent).
-#
-# **Why swap.** If a group is all wrong (or all right), every $\hat a_k$ is 0: no gradient. One swapped-in right
-# answer restores it, and that client too moves on the shared prompts (counted in §4). By hand, checked by
-# the package:
+# **Why swap.** In an all-wrong (or all-right) group every $\hat{a}_k$ is 0: no gradient. One swapped-in right
+# answer restores it. By hand, checked by the package:
 
 # %%
 groups = {"all wrong": 0, "one right swapped in": 1, "half right": cfg.num_generations // 2}  # right answers of K
@@ -141,35 +130,38 @@ for name, right in groups.items():
 pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 
 # %% [markdown]
-# **Balanced** (`swap.balanced_swap`) tops each client's group up to half right (a reward's variance $p(1-p)$ peaks
-# at $p=\tfrac12$) with copies of the others' $D_n(x)$ right answers, drawn per receiver:
+# **Balanced** (`swap.balanced_swap`) tops each client's group up to half right, where a 0/1 reward's variance
+# $p(1-p)$ peaks: client $n$ swaps $M_n(x)$ of its wrong answers for copies of right answers from the $D_n(x)$
+# the others hold, both picked at random (no repeats). Clients pick separately, so one right answer can
+# reach several:
 #
-# $$M_n(x)=\min\bigl((\lfloor K/2\rfloor-c_n(x))_+,\ D_n(x)\bigr),\qquad D_n(x)=\sum_{n'\ne n}c_{n'}(x)$$
+# $$M_n(x)=\min\bigl((\lfloor{K}/2\rfloor-c_n(x))_+,\;D_n(x)\bigr),\qquad{D}_n(x)=\sum_{n'\neq{n}}c_{n'}(x)$$
 #
-# **Random** (`swap.random_swap`) sends every client **one** shared group per prompt. The round (`method.run_round`;
-# swaps on the server):
+# **Random** (`swap.random_swap`) draws $K$ of all $N\cdot K$ answers without replacement and sends this **one**
+# group to every client; on average $K(N-1)/N$ of a client's $K$ come from others.
+#
+# A swapped-in answer is scored against the gold answer (keeping the donor's 0/1); its $\rho$ starts at 1, as if
+# the receiver had written it: no importance correction for an **off-policy** answer (our choice; the paper is
+# silent). The round (`method.run_round`):
 # ```
 # for round p = 1, 2, …:  send (A_p, B_p) to every client
 #   for step j = 1..τ:
 #     private: one GRPO step on b own prompts
-#     public: b shared prompts → K answers each → for each prompt x:
-#       Balanced, each client n: swap M_n(x) of its wrong answers for right ones from the others
-#       Random, once per prompt: draw K of the N·K answers → this one group to every client
-#       → one GRPO step on the swapped groups
+#     public: b shared prompts → K answers each → server swaps → one GRPO step
 #   A, B = mean A_n, mean B_n   # FedIT
 # ```
-# **The no-swap control** (ours) takes the same public steps on each client's own answers; like the swapping arms it
-# has half FedAvg-GRPO's private steps, so Balanced − control isolates the swap.
+# **The no-swap control** (ours) takes the same public steps on its own answers; like the swapping arms it has half
+# FedAvg-GRPO's private steps, so Balanced − control isolates the swap.
 
 # %%
 settings, rest = teach.settings_table(cfg, policy, T)  # the live round (§3–4), the stored runs (§5), the paper
-display(settings)
-print(rest)
+display(settings[settings["stored runs (§5)"] != "same"])  # what matters: one live round against 96 steps, 3–5 seeds
+print(f"Same in both: {', '.join(settings.index[settings['stored runs (§5)'] == 'same'])}. {rest}")
 
 # %% [markdown]
 # ## 3. One swap, step by step
-# **A replay, not the recorded step:** a round keeps no texts, so after one Balanced round its clients answer
-# the last public step's prompts afresh, swapped with that step's random stream. Right answers $c_n(x)$:
+# **A replay:** a round keeps no texts, so after one Balanced round its clients answer the last public step's
+# prompts afresh, swapped with that step's random stream. Right answers $c_n(x)$:
 
 # %%
 run, drift = teach.live_round(cfg, policy, "pubswap_balanced", T)  # drift: the package's record after each step
@@ -209,11 +201,7 @@ teach.random_view(drawn, cids[0])
 # $c_n(x)$ table, then open the answer.
 
 # %%
-client, prompt = teach.random_loss(swaps)  # where Random's group lost the most of a client's own right answers
-show_swap, controls = teach.swap_widget(gen, swaps, "random", client, prompt)  # then try Balanced, other clients
-notebook.static_default(show_swap, **controls)
-notebook.knobs(show_swap, **controls)
-notebook.fold(*teach.balanced_beside(gen, swaps, correct, client, prompt))  # the Try's answer: Balanced, same case
+teach.swap_try(gen, swaps, correct)  # Random's costliest case, widgets to try others, then (folded) Balanced's
 
 # %% [markdown]
 # ### Exercise 1
@@ -229,8 +217,8 @@ notebook.check_explained(prediction_1, answer_1, why_1)
 
 # %% [markdown]
 # ### Exercise 2
-# In the $c_n(x)$ table, on how many prompts is Random *certain* to give **no** client a gradient? On how many does
-# Balanced give none?
+# In the $c_n(x)$ table, on how many prompts does Random leave every client without a gradient, whatever it draws?
+# On how many does Balanced?
 
 # %%
 prediction_2 = None  # two whole numbers (Random, Balanced), e.g. (1, 0)
@@ -249,17 +237,17 @@ viz.export(fig, "pubswap_heterogeneity", figures)
 fig
 
 # %% [markdown]
-# **Why drift hurts.** A LoRA layer changes its weights by $\Delta W=sBA$, with fixed scale
-# $s=\alpha_{\text{LoRA}}/r$ ($r$: the rank). FedIT averages $B$ and $A$ separately, and a product of
-# averages is not the average of the products:
+# **Why drift hurts.** A LoRA layer changes its weights by $\Delta{W}=sBA$, with scale
+# $s=\alpha_{\text{LoRA}}/r$ ($r$: the rank). FedIT averages $B$ and $A$ separately, but a product of
+# averages is not the average of products:
 #
-# $$\frac1N\sum_nB_nA_n-\bar B\bar A=\frac1N\sum_n(B_n-\bar B)(A_n-\bar A)$$
+# $$\frac1N\sum_nB_nA_n-\bar{B}\bar{A}=\frac1N\sum_n(B_n-\bar{B})(A_n-\bar{A})$$
 #
-# The error grows as the clients' factors drift apart.
+# The error grows as the factors drift apart.
 #
 # ### Exercise 3
-# Two clients with $1\times1$ factors and $s=1$ both learned $\Delta W=4$: client 1 with $(B,A)=(2,2)$, client 2 with
-# $(-1,-4)$. Is the $\Delta W$ of FedIT's average positive, zero or negative?
+# Two clients with $1\times1$ factors and $s=1$ both learned $\Delta{W}=4$: client 1 with $(B,A)=(2,2)$, client 2 with
+# $(-1,-4)$. Is the $\Delta{W}$ of FedIT's average positive, zero or negative?
 
 # %%
 prediction_3 = None  # "positive", "zero" or "negative"
@@ -270,34 +258,40 @@ notebook.check_explained(prediction_3, answer_3, why_3)
 
 # %% [markdown]
 # **The paper's bound** assumes one plain gradient step of size $\eta$ per GRPO step (ours: $\mu$ = 2 Adam updates),
-# without sampling noise: each gradient $g_n$ is an **expectation** over the $K$ answers client $n$'s policy samples
-# (and the donors'). $\theta_n$: client $n$'s LoRA factors; $\Delta_j=\lVert\theta_n-\theta_{n'}\rVert$ after step $j$
-# ($\Delta_0=0$).
+# without sampling noise: each gradient $g_n$ is an **expectation** over the answers.
 #
-# 1. **Smoothness** $L$: $\lVert g_n(\theta)-g_n(\theta')\rVert\le L\lVert\theta-\theta'\rVert$; **gap**
-#    $\gamma_j=\lVert g_n(\theta)-g_{n'}(\theta)\rVert$ at one $\theta$. A step adds
-#    $\eta\,(g_n(\theta_n)-g_{n'}(\theta_{n'}))$ to $\theta_n-\theta_{n'}$; add and subtract $g_n(\theta_{n'})$:
-#    $\Delta_{j}\le(1+\eta L)\Delta_{j-1}+\eta\gamma_j$, so $\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta L)^{\tau-j}\gamma_j$.
-# 2. **Private step**: $\gamma_j=\zeta$, the **heterogeneity**.
-# 3. **Public step**: same prompts, same expected gradient: $\gamma_j=0$ without a swap; with one,
-#    $\gamma_j=\omega_n+\omega_{n'}$, the **swap distortion**
-#    $\omega_n=\lVert g_n(\text{swapped groups})-g_n(\text{own groups})\rVert$ (Random too).
-# 4. **Swaps one at a time**, each moving the group's gradient $G$ by at most
-#    $\beta_n(x)=\max_{Y,\tilde Y}\lVert\mathbb E[G(x,\tilde Y)-G(x,Y)]\rVert$ ($\tilde Y$: $Y$ with one answer
-#    swapped in): $\omega_n\le\frac1b\sum_xM_n(x)\,\beta_n(x)$.
+# | symbol | meaning |
+# |---|---|
+# | $\theta_n$; $\Delta_j$ | client $n$'s LoRA factors; $\lVert\theta_n-\theta_{n'}\rVert$ after step $j$ ($\Delta_0=0$) |
+# | $L$ | smoothness: $\lVert{g_n(\theta)-g_n(\theta')}\rVert\le{L}\lVert\theta-\theta'\rVert$ |
+# | $\gamma_j$ | step $j$'s gap: $\lVert{g_n(\theta)-g_{n'}(\theta)}\rVert$, two clients' gradients at one $\theta$ |
+# | $\omega_n$ | swap distortion: how far the swap moves client $n$'s gradient |
+# | $\beta_n(x)$ | the most one swapped answer moves client $n$'s gradient on prompt $x$ |
 #
-# **Measured** on §3's step for client_0 (our $\beta$: the largest change one of its swaps made, so a lower bound):
+# A step adds $\eta(g_n(\theta_n)-g_{n'}(\theta_{n'}))$ to $\theta_n-\theta_{n'}$; adding and subtracting
+# $g_n(\theta_{n'})$ splits this into a part from different $\theta$ ($\le\eta{L}\Delta_{j-1}$) and one from
+# different data ($\le\eta\gamma_j$):
+#
+# $$\Delta_{j}\le(1+\eta{L})\Delta_{j-1}+\eta\gamma_j,\quad\text{so}\quad\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta{L})^{\tau-j}\gamma_j$$
+#
+# Each step's gap enters once, then grows by $(1+\eta{L})$ per later step: $\Delta_2\le\eta(1+\eta{L})\gamma_1+\eta\gamma_2$.
+#
+# - **Private step**: $\gamma_j=\zeta$, the **heterogeneity**.
+# - **Public, no swap**: same prompts, same objective, so at one $\theta$ the gradients agree: $\gamma_j=0$ (the
+#   $\theta$ gap is in the $L$ term).
+# - **Public with a swap** (Random too): $\gamma_j=\omega_n+\omega_{n'}$; swapping one answer at a time,
+#   $\omega_n\le\frac1b\sum_xM_n(x)\beta_n(x)$.
+#
+# **Measured** on §3's step for client_0; our $\beta$ is the largest change one of its swaps made to $\hat{g}$, a
+# gradient from sampled answers: a low estimate.
 
 # %%
 terms = off_policy_terms(run.clients[cids[0]], gen, swaps["balanced"], 0)  # ĝ of its groups before/after the swap
 print(teach.bound_report(terms))  # ĝ: the gradient of client_0's GRPO loss in its LoRA factors
 
 # %% [markdown]
-# The bound holds, 3.1× loose. A change 14 % as long as $\hat g$ turns it by at most arcsin 0.14 ≈ 8°: the swap
-# barely redirects client_0's step, so it adds little drift per step.
-#
-# ### Exercise 4
-# With the same $\zeta$, $L$ and $\eta$ for every arm, which arm has the smallest bound on $\Delta_\tau$?
+# So the bound holds, 3.1× loose, against estimates. The relative distortion shares its digits by chance: a
+# change 14 % as long as $\hat{g}$ turns it by at most 8°; the swap barely redirects client_0's step.
 
 # %%
 prediction_4 = None  # "FedAvg-GRPO", "no-swap control", "Random" or "Balanced"
@@ -307,25 +301,25 @@ answer_4, why_4 = teach.exercise_bound()
 notebook.check_explained(prediction_4, answer_4, why_4)
 
 # %% [markdown]
-# **How we measure drift.** With $\Delta W_n$ all layers in one vector, the **drift** $\delta_{\text{pair}}$ is the
+# **How we measure drift.** With $\Delta{W}_n$ all layers in one vector, the **drift** $\delta_{\text{pair}}$ is the
 # mean distance between two clients, the **update size** $u$ a client's mean distance from the round's start
-# $\Delta W_p$:
+# $\Delta{W}_p$:
 #
-# $$\delta_{\text{pair}}=\frac{2}{N(N-1)}\sum_{n<n'}\lVert\Delta W_n-\Delta W_{n'}\rVert_F,\qquad
-# u=\frac1N\sum_n\lVert\Delta W_n-\Delta W_p\rVert_F$$
+# $$\delta_{\text{pair}}=\frac{2}{N(N-1)}\sum_{n<n'}\lVert\Delta{W}_n-\Delta{W}_{n'}\rVert_F,\qquad{u}=\frac1N\sum_n\lVert\Delta{W}_n-\Delta{W}_p\rVert_F$$
 #
 # $\delta_{\text{pair}}/u$ says how alike their directions are. The bound's $\Delta$ is on the factors; close factors
-# give close $\Delta W$, not conversely (Exercise 3): $\delta_{\text{pair}}$ is a proxy. Two updates of length 3 ($\Delta W_p=0$):
+# give close $\Delta{W}$, not conversely (Exercise 3): $\delta_{\text{pair}}$ is a proxy. Two updates of length 3
+# ($\Delta{W}_p=0$); orthogonal ones give $\sqrt2$:
 
 # %%
-for name, (w1, w2) in {"identical": ([3, 0], [3, 0]), "unrelated": ([3, 0], [0, 3]),
+for name, (w1, w2) in {"identical": ([3, 0], [3, 0]), "orthogonal": ([3, 0], [0, 3]),
                        "opposite": ([3, 0], [-3, 0])}.items():
     dW = np.array([w1, w2], float)  # [N, P] the clients' ΔW_n
     d, u = np.linalg.norm(dW[0] - dW[1]), np.linalg.norm(dW, axis=1).mean()
-    print(f"{name:9}: δ_pair = {d:.2f}, u = {u:.2f}, δ_pair / u = {d / u:.2f}")
+    print(f"{name:10}: δ_pair = {d:.2f}, u = {u:.2f}, δ_pair / u = {d / u:.2f}")
 
 # %% [markdown]
-# After the live round, by hand and by `fedrl_kit.drift` ($\Delta W_p=0$: a fresh adapter has $B=0$):
+# After the live round, by hand and by `fedrl_kit.drift` ($\Delta{W}_p=0$: a fresh adapter has $B=0$):
 
 # %%
 s = cfg.lora_alpha / cfg.lora_rank  # LoRA's scale
@@ -348,7 +342,7 @@ print(f"by hand: δ_pair = {delta_pair:.3f}, u = {u:.3f}; the package: δ_pair =
       f"{drift[T - 1]['pairwise_effective']:.3f}, u = {drift[T - 1]['to_global_effective']:.3f}")
 
 # %% [markdown]
-# **Step by step**, beside FedAvg-GRPO and the control from the same start:
+# **Step by step**, beside FedAvg-GRPO and the control, same start:
 
 # %%
 drifts, tensors = {}, {}  # per arm: the drift record and the tensors after each local step
@@ -365,6 +359,10 @@ viz.export(fig, "pubswap_live_drift", figures)
 fig
 
 # %% [markdown]
+# **An example, not evidence:** one seed, one round, at a $\tau$ (6) no stored run used. Here the public steps cut
+# more than the swap (−0.54 against −0.12); over 3 seeds at $\tau$ = 32 and 48 the swap cuts more (§5, row 3).
+# It shows how drift builds up, not which part cuts it.
+#
 # **The shared pull:** two clients' mean gradient cosine at each step's start, and the package's counts:
 
 # %%
@@ -385,12 +383,13 @@ for arm, key, row in (("PubSwap Balanced", "replacement_fraction", "Balanced: an
 pull.rename_axis("local step j →")
 
 # %% [markdown]
-# Public steps align gradients even without a swap; private do not. Balanced leaves fewer groups without gradient (0/25/28 % against 9/44/41 %), so more of each pulls along the shared prompts: a
-# candidate for its higher cosines at steps 4 and 6 (one seed). The 25–28 % left are all right (it swaps only below
-# $K/2$) or all wrong with no right answer elsewhere.
+# Public steps align gradients even without a swap; private do not. A candidate mechanism for the swap: fewer
+# groups without gradient, so more of each client pulls along the shared prompts (higher cosines at steps 4,
+# 6). Step 2 weakens it: 0 % against 9 % without gradient, yet equal cosines (0.43).
 #
 # ## 5. What the reproduction found
-# Stored runs report **end-of-round** $\delta_{\text{pair}}$ and $u$, averaged over rounds, here at $\tau=48$:
+# Does the swap cut drift beyond public steps? Stored runs report **end-of-round** $\delta_{\text{pair}}$ and
+# $u$, averaged over rounds, here at $\tau=48$:
 
 # %%
 fig = teach.stored_drift_figure()
@@ -410,7 +409,8 @@ answer_5, why_5 = teach.exercise_update_size()
 notebook.check_explained(prediction_5, answer_5, why_5, table=teach.update_sizes())  # each arm's u at τ = 48
 
 # %% [markdown]
-# **The findings.** pass@1, means over the seeds all arms at that $\tau$ ran:
+# **The findings.** pass@1 (%), means over the 3 seeds every arm ran at that $\tau$ (row 6 at $\tau$ = 48 uses 5).
+# Swapping arms and control: half the private steps.
 
 # %%
 runs = teach.stored_runs()  # one row per stored run: arm, τ, seed, δ_pair, u, pass@1 (%), untrained start (%)
@@ -453,15 +453,13 @@ by_tau({"6. pass@1: Balanced − FedAvg-GRPO": ("pass@1", "PubSwap Balanced", "F
         "7. pass@1: Random − Balanced": ("pass@1", "PubSwap Random", "PubSwap Balanced")})
 
 # %% [markdown]
-# 1. Balanced keeps clients closer than FedAvg-GRPO at $\tau$ = 8, 32 and 48 (row 1): claim (1) holds there
-#    (at $\tau$ = 8 without a control).
-# 2. Public steps alone: cannot tell (row 2). At $\tau$ = 48 its interval, −0.23 ± 2.04, holds both no effect (0) and
-#    a cut as large as the swap's (−1.20, row 3): it rules out neither. The swap cuts drift further
-#    (row 3), unpredicted by the bound: directions more alike (row 5) and, at $\tau$ = 32, shorter moves (row 4).
-# 3. Every arm learned (21.9 % → 28.3–38.3 %). FedAvg-GRPO scores best at $\tau$ = 2 (38.3), 34.3–34.6 at
-#    32–48. No $\tau$ tells Balanced's pass@1 (on half the private steps) from FedAvg-GRPO's
-#    (row 6): claim (2) is open.
-# 4. Claim (3): at our smallest $\tau$, 2, Random scores *below* Balanced (row 7); the paper's $\tau=10$ is untested.
+# 1. Balanced keeps clients closer than FedAvg-GRPO at $\tau$ = 8, 32, 48 (row 1): claim (1) holds there. At
+#    $\tau$ = 2 and 8 no control ran, so swap and public steps cannot be told apart.
+# 2. The public steps' own cut: cannot tell (row 2). The swap's: yes (row 3), unpredicted by the bound, through
+#    directions more alike (row 5) and, at $\tau$ = 32, shorter moves (row 4).
+# 3. No $\tau$ tells Balanced's pass@1 from FedAvg-GRPO's (row 6):
+#    claim (2) is open.
+# 4. Claim (3): at $\tau$ = 2, our smallest, Random scores *below* Balanced (row 7); the paper's $\tau=10$ is untested.
 #
 # Our setting is not the paper's: compare directions. Every claim:
 # [12_pubswap_report](12_pubswap_report.ipynb#findings).
