@@ -303,8 +303,8 @@ def bound_report(terms: dict) -> str:
         return "\n".join(lines + ["measured ω_0 = 0: nothing swapped in"])
     share = terms["omega"] / terms["on_policy"] if terms["on_policy"] else float("inf")
     lines.append(f"measured ω_0 = {terms['omega']:.2f} ({terms['bound'] / terms['omega']:.1f}× below the bound)")
-    lines.append(f"relative distortion (a share): ω_0 / ‖ĝ(own groups)‖ = {terms['omega']:.2f} / "
-                 f"{terms['on_policy']:.2f} = {share:.0%}")
+    lines.append(f"relative distortion (a share): ω_0 / ‖ĝ(own groups)‖ = {terms['omega']:.3f} / "
+                 f"{terms['on_policy']:.3f} = {share:.0%}")
     if share < 1:
         angle = np.degrees(np.arcsin(share))
         lines.append(f"so the swap turns client_0's gradient by at most arcsin({share:.2f}) = {angle:.0f}° "

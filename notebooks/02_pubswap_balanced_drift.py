@@ -156,7 +156,8 @@ pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 # %%
 settings, rest = teach.settings_table(cfg, policy, T)  # the live round (§3–4), the stored runs (§5), the paper
 display(settings[settings["stored runs (§5)"] != "same"])  # what matters: one live round against 96 steps, 3–5 seeds
-print(f"Same in both: {', '.join(settings.index[settings['stored runs (§5)'] == 'same'])}. {rest}")
+same = settings[settings["stored runs (§5)"] == "same"]["live round (§3–4)"]  # e.g. clients N: 4
+print("Same in both: " + "; ".join(f"{row.split(' (')[0]} = {v}" for row, v in same.items()) + f". {rest}")
 
 # %% [markdown]
 # ## 3. One swap, step by step
