@@ -30,7 +30,7 @@
 #
 # **The paper's claims.** (1) **Balanced** swapping (topping each client up to half right answers) reduces drift.
 # (2) It beats FedAvg-GRPO in **pass@1** (share of right test answers) for most $\tau$. (3) For few local steps, a
-# simpler **Random** swap (one group drawn from all answers, for all) beats Balanced.
+# simpler **Random** swap (one shared group drawn from all answers) beats Balanced.
 
 # %% [markdown]
 # ## Parameters
@@ -161,7 +161,7 @@ print("Same in both: " + "; ".join(f"{row.split(' (')[0]} = {v}" for row, v in s
 
 # %% [markdown]
 # ## 3. One swap, step by step
-# **A replay:** a round keeps no texts, so after one Balanced round its clients answer the last public step's
+# **A replay:** rounds keep no texts, so after one Balanced round the clients answer the last public step's
 # prompts afresh, swapped with that step's random stream. Right answers $c_n(x)$:
 
 # %%
@@ -198,7 +198,7 @@ print(f"{drawn.attrs['swapped_in']} of client_0's {K} answers come from other cl
 teach.random_view(drawn, cids[0])
 
 # %% [markdown]
-# **Try:** below, Random's group for the client it cost most. What would Balanced give it? Work out $M_n(x)$ from the
+# **Try:** below, Random's group for the client it cost most. What would Balanced give it? Work it out from the
 # $c_n(x)$ table, then open the answer.
 
 # %%
@@ -258,7 +258,7 @@ answer_3, why_3 = teach.exercise_fedit(((2.0, 2.0), (-1.0, -4.0)))
 notebook.check_explained(prediction_3, answer_3, why_3)
 
 # %% [markdown]
-# **The paper's bound** assumes one plain gradient step of size $\eta$ per GRPO step (ours: $\mu$ = 2 Adam updates),
+# **The paper's bound** assumes one plain gradient step of size $\eta$ per GRPO step (ours: $\mu=2$ Adam updates),
 # without sampling noise: each gradient $g_n$ is an **expectation** over the answers.
 #
 # | symbol | meaning |
@@ -291,8 +291,11 @@ terms = off_policy_terms(run.clients[cids[0]], gen, swaps["balanced"], 0)  # ĝ 
 print(teach.bound_report(terms))  # ĝ: the gradient of client_0's GRPO loss in its LoRA factors
 
 # %% [markdown]
-# So the bound holds, 3.1× loose, against estimates. The relative distortion shares its digits by chance: a
-# change 14 % as long as $\hat{g}$ turns it by at most 8°; the swap barely redirects client_0's step.
+# The bound holds, 3.1× loose, against these estimates. The relative distortion (a share; same digits by chance)
+# turns client_0's step by at most 8°: barely.
+#
+# ### Exercise 4
+# With $\zeta$, $L$ and $\eta$ the same for every arm, which arm's bound on $\Delta_\tau$ is smallest?
 
 # %%
 prediction_4 = None  # "FedAvg-GRPO", "no-swap control", "Random" or "Balanced"
@@ -362,7 +365,7 @@ fig
 # %% [markdown]
 # **An example, not evidence:** one seed, one round, at a $\tau$ (6) no stored run used. Here the public steps cut
 # more than the swap (−0.54 against −0.12); over 3 seeds at $\tau$ = 32 and 48 the swap cuts more (§5, row 3).
-# It shows how drift builds up, not which part cuts it.
+# It shows drift building, not which part cuts it.
 #
 # **The shared pull:** two clients' mean gradient cosine at each step's start, and the package's counts:
 
@@ -390,7 +393,7 @@ pull.rename_axis("local step j →")
 #
 # ## 5. What the reproduction found
 # Does the swap cut drift beyond public steps? Stored runs report **end-of-round** $\delta_{\text{pair}}$ and
-# $u$, averaged over rounds, here at $\tau=48$:
+# $u$, averaged over rounds, at $\tau=48$:
 
 # %%
 fig = teach.stored_drift_figure()
@@ -421,7 +424,7 @@ print(f"untrained start by seed: {', '.join(f'{seed}: {v:.1f} %' for seed, v in 
 teach.pass1_by_tau(same_seeds=True)  # pass@1 (%), the untrained model's first
 
 # %% [markdown]
-# Paired rows: first arm minus second over the seeds both ran, mean ± 95 % t-interval half-width; "cannot tell": it
+# Paired rows: first arm minus second over the seeds both ran, mean ± 95% t-interval half-width; "cannot tell": it
 # holds 0.
 
 # %%
@@ -460,7 +463,7 @@ by_tau({"6. pass@1: Balanced − FedAvg-GRPO": ("pass@1", "PubSwap Balanced", "F
 #    directions more alike (row 5) and, at $\tau$ = 32, shorter moves (row 4).
 # 3. No $\tau$ tells Balanced's pass@1 from FedAvg-GRPO's (row 6):
 #    claim (2) is open.
-# 4. Claim (3): at $\tau$ = 2, our smallest, Random scores *below* Balanced (row 7); the paper's $\tau=10$ is untested.
+# 4. Claim (3): at our smallest $\tau$, 2, Random scores *below* Balanced (row 7); the paper's $\tau=10$ is untested.
 #
 # Our setting is not the paper's: compare directions. Every claim:
 # [12_pubswap_report](12_pubswap_report.ipynb#findings).
