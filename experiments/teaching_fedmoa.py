@@ -389,7 +389,7 @@ def front_figure(models: pd.DataFrame, order=None, x: str = "math/pass@1", y: st
     from each to the next one's height, then across to it (``order`` None: the points alone, for a reader to find
     the front). Both axes span the same width, the wider of the two rewards' ranges padded, each centred on its
     points (kept within 0–1), so that a narrow range on one reward is not drawn as wide as a broad one on the other;
-    the y title gives the points' range, then the axis's width."""
+    the y title gives the points' range, the x title the width both axes span."""
     fig = go.Figure()
     for arm, d in models.groupby("variant", sort=False):
         colour, symbol = ARM_STYLE.get(arm, ("grey", "square"))
@@ -411,9 +411,8 @@ def front_figure(models: pd.DataFrame, order=None, x: str = "math/pass@1", y: st
         return [round(a, 4), round(a + span, 4)]
     fig.update_layout(template="plotly_white", height=400, legend=dict(orientation="h", y=-0.25),
                       title="final global model of each arm and seed (sN: seed N; stored grid, MATH-like tests)")
-    fig.update_xaxes(title="accuracy (pass@1)", range=centred(models[x]))
-    fig.update_yaxes(title=f"format reward (models: {lo:.3f}–{hi:.3f}; axis: {span:.3f} wide, as x)",
-                     range=centred(models[y]))
+    fig.update_xaxes(title=f"accuracy (pass@1); each axis spans {span:.3f}", range=centred(models[x]))
+    fig.update_yaxes(title=f"format reward (models: {lo:.3f}–{hi:.3f})", range=centred(models[y]))
     return fig
 
 

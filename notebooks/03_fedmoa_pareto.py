@@ -190,9 +190,8 @@ notebook.knobs(show_toy, **controls)
 # %% [markdown]
 # ## 3. The server: α and eq. 12
 # When a group's answers are all right, or all wrong, its accuracy advantages are 0, so $\Delta_{\text{acc}}=0$ and
-# eq. 10 lowers $w_{\text{acc}}$. A low $w_{\text{acc}}$ thus means "learnt" or
-# "hopeless". Eq. 11 assumes "learnt" and gives that client a larger share $\alpha_m$ of its cluster $S_c$
-# (ε = 10⁻⁶); a failing client gains say too:
+# eq. 10 lowers $w_{\text{acc}}$. A low $w_{\text{acc}}$ thus means "learnt" or "hopeless". Eq. 11 assumes "learnt"
+# and gives that client a larger share $\alpha_m$ of its cluster $S_c$ (ε = 10⁻⁶); a failing client gains say too:
 #
 # $$s_m=\frac{1}{w_{\text{acc}}^{(m)}+\varepsilon},\qquad\alpha_m=\frac{e^{s_m}}{\sum_{m'\in S_c}e^{s_{m'}}}
 # \qquad\text{(11)}$$
@@ -272,7 +271,8 @@ tf.configs_table(cfg.num_clients)
 # %%
 runs = tf.run_methods(make_config, cfg.preset, run_root)  # trains both methods
 first, moa_records = runs["FedMOA"]  # FedMOA's run and its clients' records
-(clients := tf.clients_table(first))
+clients = tf.clients_table(first)
+clients
 
 # %% [markdown]
 # **Round 1's boundary** (cluster 0): α by hand.
@@ -326,7 +326,7 @@ tf.config_means(w, clients.config, cluster=0).round(3)  # cluster 0, averaged ov
 # \frac{|\Delta_k|}{\lVert g_k\rVert^2}\approx\frac{\lVert s\rVert^2}{\lVert s\rVert^2+\lVert n\rVert^2}$$
 #
 # The ratio is the signal's share of the gradient; for pure noise ($s=0$), about $1/\sqrt d$, $d$ being φ's size.
-# Eq. 10's move, $\lambda\Delta_k\approx\lambda\lVert s\rVert^2$, is signal only, sized by λ. A toy at that size:
+# Eq. 10's move, $\lambda\Delta_k\approx\lambda\lVert s\rVert^2$, is signal only, sized by λ. A toy:
 
 # %%
 layer, layers, d = tf.hyper_layer_size(first)  # φ: the LoRA factors of the live model's middle layer
@@ -398,13 +398,13 @@ display(fig)
 tf.fig5_rise_table()  # FedMOA: w_acc after a round's last local step − after its first, 95 % t over seeds
 
 # %% [markdown]
-# The paper gives no size for its rise (Fig. 5 is only a plot); +0.0034 is above 0 but far below the grid's mean
-# boundary jump, 0.0285.
+# The paper gives no size for its rise (Fig. 5 is only a plot); +0.0034 is above 0 but far below the stored grid's
+# mean boundary jump, 0.0285.
 
 # %% [markdown]
-# **The live run's outcome:** global pass@1 (share of sampled test answers right). Round 1 ties: both arms start from one model and sample with one seed; FedMOA's α (0.19 and 0.31 against
-# 0.25 each) reweights adapters only two local steps apart, with weights eq. 10 barely moved: too little to change
-# pass@1.
+# **The live run's outcome:** global pass@1 (share of sampled test answers right). Round 1 ties: both arms start
+# from one model and sample with one seed; FedMOA's α (0.19 and 0.31 against 0.25 each) reweights adapters only two
+# local steps apart, with weights eq. 10 barely moved: too little to change pass@1.
 
 # %%
 pd.DataFrame({name: {r["round"]: r["pass@1"] for r in records if r.get("kind") == "global"}
@@ -421,7 +421,7 @@ tf.arms_table(grid)  # which parts of FedMOA each arm runs, and its seeds
 
 # %% [markdown]
 # The paper's Table 2 puts FedMOA 2.2 points of MATH accuracy above FedAvg-GRPO, α alone 1.4. Which arms beat
-# it beyond noise on MATH-like accuracy, the 95 % Student-t interval of their per-seed gain above 0? The
+# it beyond noise on MATH-like accuracy, with the 95 % Student-t interval of their per-seed gain above 0? The
 # fold adds Table 2's *aggregated reward* (a client's rewards averaged, then clients averaged; FedMOA +0.052).
 
 # %%

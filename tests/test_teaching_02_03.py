@@ -224,7 +224,8 @@ def test_the_front_figure_rings_the_front_in_order_with_one_span_on_both_axes():
     x0, x1 = fig.layout.xaxis.range
     assert x0 < models.acc.min() and x1 > models.acc.max()
     assert hi - lo == pytest.approx(x1 - x0, abs=1e-3) == pytest.approx(1.3 * 0.07, abs=1e-3)  # accuracy's range
-    assert fig.layout.yaxis.title.text == "format reward (models: 0.970–0.995; axis: 0.091 wide, as x)"
+    assert fig.layout.yaxis.title.text == "format reward (models: 0.970–0.995)"  # the data's range, apart from
+    assert fig.layout.xaxis.title.text == "accuracy (pass@1); each axis spans 0.091"  # the axes' common width
     bare = tf.front_figure(models, x="acc", y="fmt")  # the points alone, for a reader to find the front
     assert [t.name for t in bare.data] == ["FedAvg-GRPO", "FedMOA"] and bare.layout.yaxis.range == fig.layout.yaxis.range
 
