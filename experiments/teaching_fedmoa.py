@@ -389,7 +389,7 @@ def front_figure(models: pd.DataFrame, order=None, x: str = "math/pass@1", y: st
     from each to the next one's height, then across to it (``order`` None: the points alone, for a reader to find
     the front). Both axes span the same width, the wider of the two rewards' ranges padded, each centred on its
     points (kept within 0–1), so that a narrow range on one reward is not drawn as wide as a broad one on the other;
-    the y title gives the points' range and that span."""
+    the y title gives the points' range, the x title the width both axes span."""
     fig = go.Figure()
     for arm, d in models.groupby("variant", sort=False):
         colour, symbol = ARM_STYLE.get(arm, ("grey", "square"))
@@ -411,8 +411,8 @@ def front_figure(models: pd.DataFrame, order=None, x: str = "math/pass@1", y: st
         return [round(a, 4), round(a + span, 4)]
     fig.update_layout(template="plotly_white", height=400, legend=dict(orientation="h", y=-0.25),
                       title="final global model of each arm and seed (sN: seed N; stored grid, MATH-like tests)")
-    fig.update_xaxes(title="accuracy (pass@1)", range=centred(models[x]))
-    fig.update_yaxes(title=f"format reward ({lo:.3f}–{hi:.3f}; both axes span {span:.3f})", range=centred(models[y]))
+    fig.update_xaxes(title=f"accuracy (pass@1); each axis spans {span:.3f}", range=centred(models[x]))
+    fig.update_yaxes(title=f"format reward (models: {lo:.3f}–{hi:.3f})", range=centred(models[y]))
     return fig
 
 
@@ -567,6 +567,36 @@ def why_6(final: pd.DataFrame, order, chance: float, x: str = "math/pass@1", y: 
             f"{n} models, {arm} would get {k} or more with chance {chance:.2f}"
             + (": the front does not separate the arms." if chance > 0.05 else "."))
     return why
+
+
+def config_means(w: pd.DataFrame, configs: pd.Series, cluster: int = 0) -> pd.DataFrame:
+    """Cluster ``cluster``'s w_acc as sent and α at each round's end (``w``: :func:`w_acc_table`), averaged over the
+    clients of each reward config (``configs``: client → config), one row per round: w_acc's columns first."""
+    w = w[w.cluster == cluster].assign(config=lambda d: d.client.map(configs))
+    out = w.pivot_table(index="round", columns="config", values=["start", "alpha"])[["start", "alpha"]]
+    label = {"start": "w_acc as sent", "alpha": "α at the round's end"}
+    return out.set_axis([f"{label[v]}, config {c}" for v, c in out.columns], axis=1)
+
+
+def front_chance(final: pd.DataFrame, order, arm: str = "FedMOA") -> float:
+    """How often ``arm`` would hold at least as many of the front's places as it does (``order``: the front's rows of
+    ``final``) if those places went to models drawn at random, without replacement, from ``final`` (the
+    hypergeometric tail)."""
+    from math import comb
+
+    n, n_front, n_arm = len(final), len(order), int((final.variant == arm).sum())
+    k = int((final.variant.iloc[list(order)] == arm).sum())
+    return sum(comb(n_arm, j) * comb(n - n_arm, n_front - j) for j in range(k, n_front + 1)) / comb(n, n_front)
+
+
+def aux_gap(final: pd.DataFrame, reward: str = "tag_count", family: str = "math") -> tuple[float, float, int]:
+    """FedMOA − FedAvg-GRPO on the final global model's ``reward`` over ``family``'s tests (stored grid rows of both
+    arms, ``history`` kept), paired by seed: (mean, 95 % Student-t half-width, seeds)."""
+    from experiments.stats import t_interval
+
+    value = {v: pd.Series({r.seed: r.history["server"][-1][f"{family}/{reward}"]
+                           for r in final[final.variant == v].itertuples()}) for v in ("FedMOA", "FedAvg-GRPO")}
+    return t_interval((value["FedMOA"] - value["FedAvg-GRPO"]).dropna())
 
 
 # -- the report's detail ----------------------------------------------------------------------------------------------

@@ -224,7 +224,8 @@ def test_the_front_figure_rings_the_front_in_order_with_one_span_on_both_axes():
     x0, x1 = fig.layout.xaxis.range
     assert x0 < models.acc.min() and x1 > models.acc.max()
     assert hi - lo == pytest.approx(x1 - x0, abs=1e-3) == pytest.approx(1.3 * 0.07, abs=1e-3)  # accuracy's range
-    assert fig.layout.yaxis.title.text == "format reward (0.970–0.995; both axes span 0.091)"
+    assert fig.layout.yaxis.title.text == "format reward (models: 0.970–0.995)"  # the data's range, apart from
+    assert fig.layout.xaxis.title.text == "accuracy (pass@1); each axis spans 0.091"  # the axes' common width
     bare = tf.front_figure(models, x="acc", y="fmt")  # the points alone, for a reader to find the front
     assert [t.name for t in bare.data] == ["FedAvg-GRPO", "FedMOA"] and bare.layout.yaxis.range == fig.layout.yaxis.range
 
@@ -519,3 +520,25 @@ def test_fold_shows_a_try_answer_with_its_table(capsys):
     notebook.fold("Balanced keeps its own K.", table="a table")
     out = capsys.readouterr().out
     assert "Balanced keeps its own K." in out and "a table" in out
+
+
+def test_the_notebooks_bookkeeping_helpers_config_means_front_chance_and_aux_gap():
+    """config_means averages w_acc and α over a config's clients; front_chance is the hypergeometric tail (2 of a
+    3-model front for an arm holding 5 of 10 models: 0.5); aux_gap pairs the stored final models by seed."""
+    import pandas as pd
+
+    from experiments import teaching_fedmoa as tf
+
+    w = pd.DataFrame({"client": ["a", "b", "c", "a", "b", "c"], "cluster": [0, 0, 0, 0, 0, 0],
+                      "round": [1, 1, 1, 2, 2, 2], "start": [0.5, 0.3, 0.4, 0.4, 0.2, 0.5],
+                      "alpha": [0.2, 0.4, 0.4, 0.3, 0.3, 0.4]})
+    table = tf.config_means(w, pd.Series({"a": "A", "b": "A", "c": "B"}))
+    assert table.columns.tolist() == ["w_acc as sent, config A", "w_acc as sent, config B",
+                                      "α at the round's end, config A", "α at the round's end, config B"]
+    assert table.loc[1].tolist() == pytest.approx([0.4, 0.4, 0.3, 0.4])
+    final = pd.DataFrame({"variant": ["FedMOA"] * 5 + ["FedAvg-GRPO"] * 5})
+    assert tf.front_chance(final, [0, 1, 5]) == pytest.approx(0.5)  # P(≥ 2 of 3) = (C(5,2)·5 + C(5,3)) / C(10,3) = 60 / 120
+    assert tf.front_chance(final, [5, 6, 7]) == pytest.approx(1.0)  # 0 or more: certain
+    grid = tf.stored_runs()
+    mean, half, n = tf.aux_gap(grid[grid.variant.isin(["FedMOA", "FedAvg-GRPO"])])
+    assert (f"{mean:+.4f}", f"{half:.4f}", n) == ("+0.0014", "0.0043", 5)  # docs/fedmoa.md's Fig. 3 conditions
