@@ -72,17 +72,16 @@ diagrams.round_diagram("fedmoa")
 #
 # | symbol | meaning |
 # |---|---|
-# |$r_k$; $w_k$|reward $k$; its weight (eq. 1)|
-# |$r_w$|the weighted reward (eq. 2)|
-# |$L_k$|GRPO's loss on $r_k$ alone|
-# |φ|one fixed layer's LoRA factors|
-# |$g_k$|$L_k$'s gradient on φ (eq. 8)|
-# |$\Delta_k$|$g_k$ dotted with the last step's (eq. 9)|
-# |λ|eq. 10's step size|
-# |$N_c$|cluster $c$'s examples|
-# |$\alpha_m$|client $m$'s share of its cluster (eq. 11)|
-# |$\theta^{(c)}$|cluster $c$'s averaged adapter (eq. 12), never sent|
-# |$w^{(m\leftarrow c)}$|the weights the server sends client $m$ (eq. 12)|
+# | $r_k$, $w_k$, $r_w$ | reward $k$, its weight, the weighted reward (eqs. 1–2) |
+# | $L_k$ | GRPO's loss on $r_k$ alone |
+# | φ | one fixed layer's LoRA factors |
+# | $g_k$ | $L_k$'s gradient on φ (eq. 8) |
+# | $\Delta_k$ | $g_k$ dotted with the last step's (eq. 9) |
+# | λ | eq. 10's step size |
+# | $N_c$ | cluster $c$'s examples |
+# | $\alpha_m$ | client $m$'s share of its cluster (eq. 11) |
+# | $\theta^{(c)}$ | cluster $c$'s averaged adapter (eq. 12), never sent |
+# | $w^{(m\leftarrow c)}$ | the weights the server sends client $m$ (eq. 12) |
 #
 # ```
 # for round=1..R:
@@ -120,16 +119,15 @@ diagrams.round_diagram("fedmoa")
 # $$\frac{\partial L_k(\theta_t)}{\partial w_k}=\nabla L_k(\theta_t)^\top\frac{\partial\theta_t}{\partial w_k}
 # =-\eta\,\nabla L_k(\theta_t)^\top\nabla L_k(\theta_{t-1})\qquad\text{(5–7)}$$
 #
-# FedMOA takes them on φ, the middle layer's LoRA factors (our pick for the paper's "intermediate representation"):
-# the same parameter subset at every step, so two steps' $g_k$ can be dotted:
+# FedMOA takes them on φ, the middle layer's LoRA factors (our pick for the paper's "intermediate representation"),
+# the same parameters at every step, so two steps' $g_k$ can be dotted:
 #
 # $$g_k^{(t)}=\nabla_\phi L_k\ \text{(8)},\quad\Delta_k^{(t)}=g_k^{(t)\top}g_k^{(t-1)}\ \text{(9)},\quad
 # w\leftarrow\operatorname{Proj}_{\text{simplex}}\bigl(w+\lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
 # Eq. 10 is gradient descent on each weight's own loss, η folded into λ (approximately: φ stands in for θ, and
 # Adam's step is not plain). Weight shifts toward rewards whose consecutive gradients agree ($\Delta_k>0$), those
-# still being learnt, and away from rewards whose gradient vanished or flipped. λ is 0.01 in the paper, 10 here
-# (§5).
+# still being learnt. λ is 0.01 in the paper, 10 here (§5).
 #
 # **The projection** subtracts one shift ν from every weight, so they sum to 1, none below 0:
 
@@ -390,21 +388,20 @@ display(fig)
 # **So eq. 12, not eq. 10, moves $w_{\text{acc}}$**, at both τ.
 #
 # **Cosine decay.** The paper lowers the learning rate along a half cosine to 0 over the run's local steps. Late
-# steps are then small, θ barely moves between them, and consecutive signals nearly coincide, so $\Delta_k$ keeps its
-# full $\lVert s\rVert^2$. The noise, new each step, stays: decay raises only $\Delta_k$'s signal part. Fig. 5's cell
+# steps are small, so consecutive signals nearly coincide and $\Delta_k$ keeps its full $\lVert s\rVert^2$: decay
+# raises the signal, not the noise. Fig. 5's cell
 # (Homo+Homo, GSM8K-like: 10 clients on config A), stored at both rates:
 
 # %%
 tf.fig5_rise_table()  # FedMOA: w_acc after a round's last local step − after its first, 95 % t over seeds
 
 # %% [markdown]
-# The paper gives no size for its rise (Fig. 5 is only a plot); +0.0034 is above 0 but far below the stored grid's
-# mean boundary jump, 0.0285.
+# The paper's Fig. 5 gives no size; +0.0034 is above 0 but far below the grid's mean boundary jump, 0.0285.
 
 # %% [markdown]
-# **The live run's outcome:** global pass@1 (share of sampled test answers right). Round 1 ties: both arms start
-# from one model and sample with one seed; FedMOA's α (0.19 and 0.31 against 0.25 each) reweights adapters only two
-# local steps apart, with weights eq. 10 barely moved: too little to change pass@1.
+# **The live run's outcome:** global pass@1 (share of sampled test answers right). Round 1 ties: one start, one
+# sampling seed, and FedMOA's α (0.19 and 0.31 against 0.25 each) reweights adapters only two local steps apart:
+# too little to change pass@1.
 
 # %%
 pd.DataFrame({name: {r["round"]: r["pass@1"] for r in records if r.get("kind") == "global"}
@@ -437,8 +434,8 @@ notebook.check_explained(prediction_5, answer_5, why_5, table=gains.round(4))
 # %% [markdown]
 # ### The Pareto front (the paper's Fig. 3)
 # A model is on the **Pareto front** when no other is as good on every reward and better on one. The paper's Fig. 3
-# puts FedMOA's final model closer to the front in three reward planes. We draw format–accuracy (tag counts differ
-# within noise, printed below) for each arm's final global model per seed, MATH-like tests, both axes equally wide.
+# puts FedMOA's final model closer to the front in three reward planes. We draw format against accuracy (tag counts
+# differ within noise, below): each arm's final model per seed on MATH-like tests, axes equally wide.
 
 # %%
 final = grid[grid.variant.isin(["FedAvg-GRPO", "FedMOA"])].reset_index(drop=True)  # one row per arm and seed
