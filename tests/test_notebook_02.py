@@ -248,7 +248,7 @@ def test_the_settings_table_states_each_setting_once_for_the_live_round_the_stor
     assert paper["τ: local steps per round"] == (", ".join(map(str, findings.PUBSWAP_PAPER_TAUS))
                                                  + " (τ is 3–33 % of the 360-step budget)")  # 10/360 … 120/360
     assert live["τ: local steps per round"].startswith("6: all")
-    # the rest in one line: the topic split, the policy, GRPO (quick's β = 0, full's 1e-4) and how pass@1 is measured
+    # the rest in two lines: the topic split, then the policy, GRPO (quick's β = 0, full's 1e-4) and how pass@1 is measured
     assert f"Dirichlet concentration {cfg.dirichlet_alpha:g}" in note and f"μ = {cfg.num_iterations}" in note
     assert "no KL term (the paper: KL weight 0.0001)" in note and "140 test problems × 4 samples" in note
 
