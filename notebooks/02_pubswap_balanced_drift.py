@@ -94,8 +94,8 @@ print(f"{len(public)} public prompts with gold answers, held by the server; per 
       f"{dict(sorted(Counter(public['topic']).items()))}; also in the test set: "
       f"{len(set(public['prompt']) & set(world.test['prompt']))}; in the clients' pool: "
       f"{len(set(public['prompt']) & set(world.train['prompt']))}")
-period = T // cfg.pubswap.period - 1  # the live round's last public step, which §3 replays (one draw per step)
-batch = sample_public_batch(public, cfg.prompts_per_step, cfg.seed, 1, period)
+last_period = T // cfg.pubswap.period - 1  # 0-based index of the round's last τ_swap-period: not a step number
+batch = sample_public_batch(public, cfg.prompts_per_step, cfg.seed, 1, last_period)  # its public step's b prompts
 print(f"the last public step ({T}) draws b = {len(batch['prompt'])}: {', '.join(batch['prompt'])}")
 
 # %% [markdown]
@@ -138,16 +138,17 @@ pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 # $$M_n(x)=\min\bigl((\lfloor{K}/2\rfloor-c_n(x))_+,\;D_n(x)\bigr),\qquad{D}_n(x)=\sum_{n'\neq{n}}c_{n'}(x)$$
 #
 # **Random** (`swap.random_swap`) draws $K$ of all $N\cdot K$ answers without replacement and sends this **one**
-# group to every client; on average $K(N-1)/N$ of a client's $K$ come from others.
+# group to every client: 0 to $K$ of a client's $K$ come from others, $K(N-1)/N$ on average.
 #
-# A swapped-in answer is scored against the gold answer (keeping the donor's 0/1); its $\rho$ starts at 1, as if
-# the receiver had written it: no importance correction for an **off-policy** answer (our choice; the paper is
-# silent). The round (`method.run_round`):
+# A swapped-in answer keeps its writer's 0/1; its $\rho$ starts at 1, as if the
+# receiver had written it: no importance correction for an **off-policy** answer (our choice; the paper is silent).
+# The round (`method.run_round`):
 # ```
 # for round p = 1, 2, …:  send (A_p, B_p) to every client
 #   for step j = 1..τ:
-#     private: one GRPO step on b own prompts
-#     public: b shared prompts → K answers each → server swaps → one GRPO step
+#     if j mod τ_swap ≠ 0: one GRPO step on b own prompts
+#     else (replacing it): server sends b shared prompts with gold answers →
+#       each client: K answers each, scored 0/1 against gold → server swaps → one GRPO step
 #   A, B = mean A_n, mean B_n   # FedIT
 # ```
 # **The no-swap control** (ours) takes the same public steps on its own answers; like the swapping arms it has half
@@ -157,12 +158,12 @@ pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 settings, rest = teach.settings_table(cfg, policy, T)  # the live round (§3–4), the stored runs (§5), the paper
 display(settings[settings["stored runs (§5)"] != "same"])  # what matters: one live round against 96 steps, 3–5 seeds
 same = settings[settings["stored runs (§5)"] == "same"]["live round (§3–4)"]  # e.g. clients N: 4
-print("Same in both: " + "; ".join(f"{row.split(' (')[0]} = {v}" for row, v in same.items()) + f". {rest}")
+print("Same in both: " + "; ".join(f"{row.split(' (')[0]} = {v}" for row, v in same.items()) + f"; {rest}")
 
 # %% [markdown]
 # ## 3. One swap, step by step
-# **A replay:** rounds keep no texts, so after one Balanced round the clients answer the last public step's
-# prompts afresh, swapped with that step's random stream. Right answers $c_n(x)$:
+# Rounds keep no texts: after one Balanced round the clients answer the last public step's prompts again,
+# swapped with that step's random draws. Right answers $c_n(x)$:
 
 # %%
 run, drift = teach.live_round(cfg, policy, "pubswap_balanced", T)  # drift: the package's record after each step
@@ -266,8 +267,9 @@ notebook.check_explained(prediction_3, answer_3, why_3)
 # | $\theta_n$; $\Delta_j$ | client $n$'s LoRA factors; $\lVert\theta_n-\theta_{n'}\rVert$ after step $j$ ($\Delta_0=0$) |
 # | $L$ | smoothness: $\lVert{g_n(\theta)-g_n(\theta')}\rVert\le{L}\lVert\theta-\theta'\rVert$ |
 # | $\gamma_j$ | step $j$'s gap: $\lVert{g_n(\theta)-g_{n'}(\theta)}\rVert$, two clients' gradients at one $\theta$ |
-# | $\omega_n$ | swap distortion: how far the swap moves client $n$'s gradient |
-# | $\beta_n(x)$ | the most one swapped answer moves client $n$'s gradient on prompt $x$ |
+# | $\zeta$ | **heterogeneity**: $\gamma_j$ of a private step (different prompts) |
+# | $\omega_n$ | swap distortion: $\lVert{g_n^{\text{swap}}-g_n}\rVert$, swapped groups against own |
+# | $\beta_n(x)$ | $\max\lVert{g_{n,x}^{\text{one swapped}}-g_{n,x}}\rVert$ over one swapped answer on prompt $x$ |
 #
 # A step adds $\eta(g_n(\theta_n)-g_{n'}(\theta_{n'}))$ to $\theta_n-\theta_{n'}$; adding and subtracting
 # $g_n(\theta_{n'})$ splits this into a part from different $\theta$ ($\le\eta{L}\Delta_{j-1}$) and one from
@@ -275,24 +277,22 @@ notebook.check_explained(prediction_3, answer_3, why_3)
 #
 # $$\Delta_{j}\le(1+\eta{L})\Delta_{j-1}+\eta\gamma_j,\quad\text{so}\quad\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta{L})^{\tau-j}\gamma_j$$
 #
-# Each step's gap enters once, then grows by $(1+\eta{L})$ per later step: $\Delta_2\le\eta(1+\eta{L})\gamma_1+\eta\gamma_2$.
-#
-# - **Private step**: $\gamma_j=\zeta$, the **heterogeneity**.
-# - **Public, no swap**: same prompts, same objective, so at one $\theta$ the gradients agree: $\gamma_j=0$ (the
-#   $\theta$ gap is in the $L$ term).
+# - **Private step**: $\gamma_j=\zeta$.
+# - **Public, no swap**: same prompts, so the expected gradients at one $\theta$ agree, whatever answers each
+#   client samples: $\gamma_j=0$.
 # - **Public with a swap** (Random too): $\gamma_j=\omega_n+\omega_{n'}$; swapping one answer at a time,
 #   $\omega_n\le\frac1b\sum_xM_n(x)\beta_n(x)$.
 #
-# **Measured** on §3's step for client_0; our $\beta$ is the largest change one of its swaps made to $\hat{g}$, a
-# gradient from sampled answers: a low estimate.
+# **Measured** on §3's step for client_0, with $\hat{g}$ from sampled answers; $\beta$ only over the swaps made: a
+# low estimate.
 
 # %%
 terms = off_policy_terms(run.clients[cids[0]], gen, swaps["balanced"], 0)  # ĝ of its groups before/after the swap
 print(teach.bound_report(terms))  # ĝ: the gradient of client_0's GRPO loss in its LoRA factors
 
 # %% [markdown]
-# The bound holds, 3.1× loose, against these estimates. The relative distortion (a share; same digits by chance)
-# turns client_0's step by at most 8°: barely.
+# The bound holds, 3.1× loose. The 8° is arcsin of the measured share 0.047 / 0.326, not of the bound's 0.14 (a
+# length; equal digits by chance): the swap barely turns client_0's step.
 #
 # ### Exercise 4
 # With $\zeta$, $L$ and $\eta$ the same for every arm, which arm's bound on $\Delta_\tau$ is smallest?
@@ -305,7 +305,8 @@ answer_4, why_4 = teach.exercise_bound()
 notebook.check_explained(prediction_4, answer_4, why_4)
 
 # %% [markdown]
-# **How we measure drift.** With $\Delta{W}_n$ all layers in one vector, the **drift** $\delta_{\text{pair}}$ is the
+# **How we measure drift.** With $\Delta{W}_n=sB_nA_n$, client $n$'s adapter (not this round's change), all
+# layers in one vector, the **drift** $\delta_{\text{pair}}$ is the
 # mean distance between two clients, the **update size** $u$ a client's mean distance from the round's start
 # $\Delta{W}_p$:
 #
@@ -313,7 +314,7 @@ notebook.check_explained(prediction_4, answer_4, why_4)
 #
 # $\delta_{\text{pair}}/u$ says how alike their directions are. The bound's $\Delta$ is on the factors; close factors
 # give close $\Delta{W}$, not conversely (Exercise 3): $\delta_{\text{pair}}$ is a proxy. Two updates of length 3
-# ($\Delta{W}_p=0$); orthogonal ones give $\sqrt2$:
+# ($\Delta{W}_p=0$); orthogonal ones give $\delta_{\text{pair}}/u=\sqrt2$:
 
 # %%
 for name, (w1, w2) in {"identical": ([3, 0], [3, 0]), "orthogonal": ([3, 0], [0, 3]),
@@ -363,11 +364,11 @@ viz.export(fig, "pubswap_live_drift", figures)
 fig
 
 # %% [markdown]
-# **An example, not evidence:** one seed, one round, at a $\tau$ (6) no stored run used. Here the public steps cut
-# more than the swap (−0.54 against −0.12); over 3 seeds at $\tau$ = 32 and 48 the swap cuts more (§5, row 3).
-# It shows drift building, not which part cuts it.
+# **An example, not evidence:** one seed, one round, at a $\tau$ (6) no stored run used; here the public steps cut
+# more than the swap (−0.54 against −0.12).
 #
-# **The shared pull:** two clients' mean gradient cosine at each step's start, and the package's counts:
+# **The shared pull:** the mean cosine of two clients' gradients at each step's first update, on the groups
+# trained on (Balanced's after the swap), and counts of those groups:
 
 # %%
 def mean_cosine(vectors):  # mean over client pairs of cos(v_n, v_n'); a zero gradient has no direction: left out
@@ -387,7 +388,7 @@ for arm, key, row in (("PubSwap Balanced", "replacement_fraction", "Balanced: an
 pull.rename_axis("local step j →")
 
 # %% [markdown]
-# Public steps align gradients even without a swap; private do not. A candidate mechanism for the swap: fewer
+# Public steps align gradients even without a swap; private do not. A candidate mechanism: fewer
 # groups without gradient, so more of each client pulls along the shared prompts (higher cosines at steps 4,
 # 6). Step 2 weakens it: 0 % against 9 % without gradient, yet equal cosines (0.43).
 #
@@ -413,8 +414,7 @@ answer_5, why_5 = teach.exercise_update_size()
 notebook.check_explained(prediction_5, answer_5, why_5, table=teach.update_sizes())  # each arm's u at τ = 48
 
 # %% [markdown]
-# **The findings.** pass@1 (%), means over the 3 seeds every arm ran at that $\tau$ (row 6 at $\tau$ = 48 uses 5).
-# Swapping arms and control: half the private steps.
+# **The findings.** pass@1 (%), means over seeds 0–2, which every arm ran:
 
 # %%
 runs = teach.stored_runs()  # one row per stored run: arm, τ, seed, δ_pair, u, pass@1 (%), untrained start (%)
@@ -424,8 +424,8 @@ print(f"untrained start by seed: {', '.join(f'{seed}: {v:.1f} %' for seed, v in 
 teach.pass1_by_tau(same_seeds=True)  # pass@1 (%), the untrained model's first
 
 # %% [markdown]
-# Paired rows: first arm minus second over the seeds both ran, mean ± 95% t-interval half-width; "cannot tell": it
-# holds 0.
+# Paired rows: first arm minus second, mean ± 95% t-interval half-width over the seeds both ran (5 for Balanced
+# and FedAvg-GRPO at $\tau$ = 48, else 3); "cannot tell": it holds 0.
 
 # %%
 def paired(value, a, b, tau):  # a − b over the seeds both ran at τ
@@ -458,8 +458,9 @@ by_tau({"6. pass@1: Balanced − FedAvg-GRPO": ("pass@1", "PubSwap Balanced", "F
 
 # %% [markdown]
 # 1. Balanced keeps clients closer than FedAvg-GRPO at $\tau$ = 8, 32, 48 (row 1): claim (1) holds there. At
-#    $\tau$ = 2 and 8 no control ran, so swap and public steps cannot be told apart.
-# 2. The public steps' own cut: cannot tell (row 2). The swap's: yes (row 3), unpredicted by the bound, through
+#    $\tau$ = 2 and 8 no control ran to tell swap from public steps.
+# 2. The public steps' own cut: cannot tell (row 2; its ±2.04 at $\tau$ = 48 allows one as large as the swap's,
+#    as in the live round). The swap's: yes (row 3), unpredicted by the bound, through
 #    directions more alike (row 5) and, at $\tau$ = 32, shorter moves (row 4).
 # 3. No $\tau$ tells Balanced's pass@1 from FedAvg-GRPO's (row 6):
 #    claim (2) is open.
