@@ -53,8 +53,8 @@ def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> tuple[pd.Da
     """The settings the notebook's numbers depend on, once: a short table (clients, b and K, τ_swap, τ, the budget of
     local steps, seeds) for the live round of §3–4, the stored runs of §5 and the paper's runs ("same" where a stored
     cell equals the live one; "—" where the paper gives no number we use), and the rest in two lines: the topic split
-    (which ends the notebook's "same in both" line), then what is ours, not the paper's (policy, GRPO's settings not
-    in §2, how pass@1 is measured)."""
+    (which ends the notebook's "same in both" line), then what is ours, not the paper's (policy, GRPO's settings, how
+    pass@1 is measured)."""
     from fedrl_kit.config import preset
 
     s = F.pubswap_setting(results)
@@ -92,7 +92,8 @@ def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> tuple[pd.Da
              f"{cfg.dirichlet_alpha:g} (stored: {concentration}; the paper: 0.3)")
     layers = policy.model.config.num_hidden_layers
     note = (f"topics split by Dirichlet concentration {split}.\nOurs, not the paper's: a {layers}-layer transformer, "
-            f"LoRA rank {cfg.lora_rank} (the paper: {models}); μ = {cfg.num_iterations} updates per step, learning "
+            f"LoRA rank {cfg.lora_rank} (the paper: {models}); ρ clipped to "
+            f"[{1 - cfg.epsilon:g}, {1 + cfg.epsilon_high:g}], μ = {cfg.num_iterations} updates per step, learning "
             f"rate η = {cfg.learning_rate:g}, " + (f"KL weight {cfg.beta:g}" if cfg.beta else "no KL term")
             + f" (the paper: KL weight {preset('full').beta:g}); pass@1 (stored runs): the share of right answers "
             f"on {stored.n_test} test problems × {stored.eval_samples} samples at temperature {stored.temperature:g}.")
