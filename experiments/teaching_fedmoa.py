@@ -197,8 +197,8 @@ def stored_runs(setting: str = "heter+heter") -> pd.DataFrame:
 def settings_table(cfg, seed: int, grid: pd.DataFrame) -> pd.DataFrame:
     """The live run (``cfg``, ``seed``), the stored grid (its runs: :func:`stored_runs`) and the paper side by side:
     model, clients, rounds, τ, prompts × answers a step, the learning rate η, GRPO updates per batch, the clip
-    bounds (c, c′), λ (the grid's with the values it was tuned over) and seeds. Where the paper is silent: "not
-    given"."""
+    bounds (c, c′), λ (the grid's with the values it was tuned over), seeds and, per reward config A, B, C, its
+    clients and the w_acc they start from (:func:`configs_table`). Where the paper is silent: "not given"."""
     from pathlib import Path
 
     from experiments.fedmoa_presets import CLIENTS, LAM_GRID, SCALE_FEDMOA, SCALE_FIELDS
@@ -209,22 +209,27 @@ def settings_table(cfg, seed: int, grid: pd.DataFrame) -> pd.DataFrame:
     n_params = json.loads((REPO_ROOT / "data" / "base_moa" / "pretrain.json").read_text())["n_params"]
     clip = {k: stored.get(k, getattr(RunConfig, k)) for k in ("epsilon", "epsilon_high")}  # unrecorded: the default
     updates = stored.get("num_iterations", RunConfig.num_iterations)
+    configs = configs_table(cfg.num_clients)  # clients per reward config and the w_acc they start from
+    per_config = lambda col: "; ".join(f"{c}: {v}" for c, v in configs[col].items())  # noqa: E731
     return pd.DataFrame({
         "live run (§4–5)": [Path(cfg.base).name, cfg.num_clients, cfg.rounds, cfg.local_steps,
                             f"{cfg.prompts_per_step} × {cfg.num_generations}", f"{cfg.learning_rate:g}",
                             cfg.num_iterations, f"{cfg.epsilon:g}, {cfg.epsilon_high:g}",
-                            f"{cfg.fedmoa.lam:g}", f"1 (seed {seed})"],
+                            f"{cfg.fedmoa.lam:g}", f"1 (seed {seed})",
+                            per_config("live run: clients (w_acc at start)")],
         "stored grid (§6)": [f"{Path(stored['base']).name} ({n_params / 1e6:.1f} M parameters)", s["clients"],
                              s["rounds"], s["tau"], f"{s['b']} × {s['G']}", f"{stored['learning_rate']:g}",
                              updates, f"{clip['epsilon']:g}, {clip['epsilon_high']:g}",
                              f"{s['lam']['FedMOA']:g} (tuned over {', '.join(f'{x:g}' for x in LAM_GRID)})",
-                             grid.query("variant == 'FedMOA'").seed.nunique()],
+                             grid.query("variant == 'FedMOA'").seed.nunique(),
+                             per_config("stored grid: clients (w_acc at start)")],
         "paper": [paper["base"], CLIENTS["paper"]["heter+heter"], paper["rounds"], "not given",
                   f"{paper['prompts_per_step']} × {paper['num_generations']}",
                   f"{paper['learning_rate']:g}, cosine decay", "not given", "not given",
-                  f"{SCALE_FEDMOA['paper']['lam']:g}", "not given"]},
+                  f"{SCALE_FEDMOA['paper']['lam']:g}", "not given", "not given"]},
         index=["model", "clients", "rounds", "τ: local steps a round", "prompts × answers (G) a step",
-               "learning rate η", "GRPO updates per batch", "clip: c, c′", "λ", "seeds"])
+               "learning rate η", "GRPO updates per batch", "clip: c, c′", "λ", "seeds",
+               "clients per config (w_acc at start)"])
 
 
 def tuning_table() -> pd.DataFrame:

@@ -17,7 +17,7 @@
 # # FedMOA: who sets the reward weights in federated GRPO?
 #
 # *Wang et al., FedMOA: Federated GRPO for Personalized Reasoning LLMs under Heterogeneous Rewards* (MOA:
-# multi-objective alignment, training one model to score well on several rewards at once).
+# multi-objective alignment).
 #
 # **The problem.** GRPO often trains on a weighted sum of rewards (accuracy, format, others).
 # Fixed weights waste signal: format is learnt in a few steps, yet keeps its share.
@@ -25,11 +25,11 @@
 # **The baseline, FedAvg-GRPO:** clients run GRPO with fixed weights; the server averages their LoRA adapters by
 # data size.
 #
-# **FedMOA** *personalises* only the reward weights:
+# **FedMOA** *personalises* the reward weights and changes the averaging:
 #
 # 1. **Client:** each local step shifts its weights toward rewards still being learnt.
-# 2. **Server:** clients sharing an accuracy reward form a *cluster* (all maths, or all code clients). In each, it
-#    averages adapters and shared weights, counting a client with a *lower* accuracy weight more, then averages the
+# 2. **Server:** clients sharing an accuracy reward form a *cluster*. In each, it averages adapters and shared
+#    weights, counting a client with a *lower* accuracy weight more, then averages the
 #    clusters' adapters into the one model all clients receive.
 #
 # **Settings:** in **Homo+Homo** (the paper's Fig. 5) every client holds part of one dataset and the same reward
@@ -68,7 +68,7 @@ tf.rewards_table()  # every reward of the paper's reward sets A, B, C (§4), fro
 diagrams.round_diagram("fedmoa")
 
 # %% [markdown]
-# Symbols and pseudocode (§2–3 derive the equations):
+# Symbols and pseudocode:
 #
 # | symbol | meaning |
 # |---|---|
@@ -125,9 +125,10 @@ diagrams.round_diagram("fedmoa")
 # $$g_k^{(t)}=\nabla_\phi L_k\ \text{(8)},\quad\Delta_k^{(t)}=g_k^{(t)\top}g_k^{(t-1)}\ \text{(9)},\quad
 # w\leftarrow\operatorname{Proj}_{\text{simplex}}\bigl(w+\lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
-# Eq. 10 is gradient descent on each weight's own loss, η folded into λ (approximately: φ stands in for θ, and
-# Adam's step is not plain). Weight shifts toward rewards whose consecutive gradients agree ($\Delta_k>0$), those
-# still being learnt. λ is 0.01 in the paper, 10 here (§5).
+# Eq. 10 is a descent step on each weight's own loss: $-\partial L_k/\partial w_k=+\eta\Delta_k$, so $w_k$ first
+# grows by $\lambda\Delta_k$, η folded into λ (roughly: φ stands in for θ; Adam is not plain).
+# $\Delta_k>0$ means consecutive gradients agree: reward $k$ is still being learnt. λ is 0.01 in the paper, 10 here, as
+# 0.01 leaves our small model's weights still (§5).
 #
 # **The projection** subtracts one shift ν from every weight, so they sum to 1, none below 0:
 
@@ -165,7 +166,8 @@ why_1 = tf.why_1(names, w_toy, delta, w_mine, w_package, lam=0.1)  # in words, f
 notebook.check_explained(prediction_1, answer_1, why_1)
 
 # %% [markdown]
-# **Many steps:** as format's gradient shrinks, accuracy and tag count rise; at factor 1, nothing moves.
+# **The rule.** As ν is the same for every weight above 0, a weight rises only if its $\Delta_k$ beats their mean
+# Δ; $\Delta_k>0$ is not enough.
 
 # %%
 def show_toy(lam, shrink, static=False):
@@ -187,12 +189,14 @@ notebook.knobs(show_toy, **controls)
 
 # %% [markdown]
 # ## 3. The server: α and eq. 12
-# When a group's answers are all right, or all wrong, its accuracy advantages are 0, so $\Delta_{\text{acc}}=0$ and
-# eq. 10 lowers $w_{\text{acc}}$. A low $w_{\text{acc}}$ thus means "learnt" or "hopeless". Eq. 11 assumes "learnt"
-# and gives that client a larger share $\alpha_m$ of its cluster $S_c$ (ε = 10⁻⁶); a failing client gains say too:
+# The paper reads a low $w_{\text{acc}}$ as progress (accuracy de-emphasised as it nears convergence), so that
+# client's update counts more. Eq. 11 gives it a larger share $\alpha_m$ of its cluster $S_c$ (ε = 10⁻⁶):
 #
 # $$s_m=\frac{1}{w_{\text{acc}}^{(m)}+\varepsilon},\qquad\alpha_m=\frac{e^{s_m}}{\sum_{m'\in S_c}e^{s_{m'}}}
 # \qquad\text{(11)}$$
+#
+# **Other readings.** All-wrong groups, like all-right ones, give zero accuracy advantages: a failing client's
+# $w_{\text{acc}}$ falls too. A client may also have *started* lower, or eq. 12 may have *diluted* its weight.
 #
 # **No temperature:** 1/w stretches gaps between *low* weights, so α nears winner-takes-all:
 
@@ -204,8 +208,8 @@ pd.DataFrame({"scores 1/w": [f"{a:.2f} vs {b:.2f}" for a, b in s_pair], "α of t
              index=pd.Index([f"{a} vs {b}" for a, b in pairs], name="w_acc"))
 
 # %% [markdown]
-# **Eq. 12** α-averages the cluster's adapters and each shared reward's weight; a client keeps its other weights,
-# then rescales to sum 1:
+# **Eq. 12** α-averages the cluster's adapters and the weight of each *shared* reward (held by the whole
+# cluster); a client keeps its other weights, then rescales to sum 1:
 #
 # $$\theta^{(c)}=\sum_{m\in S_c}\alpha_m\theta^{(m)},\quad\bar w_k=\sum_{m\in S_c}\alpha_mw_k^{(m)},\quad
 # u_k=\begin{cases}\bar w_k&k\text{ shared}\\w_k^{(m)}&\text{otherwise}\end{cases},\quad
@@ -248,7 +252,8 @@ notebook.check_explained(prediction_2, answer_2, why_2)
 #
 # ## 4. The live run
 # The **live run** trains both methods on toy tasks standing in for the datasets, from `base_moa`, a small model
-# pretrained here; §6 reads a larger **stored grid**:
+# pretrained here; §6 reads a larger **stored grid**. Starting weights (last row) are ours; the paper gives
+# none:
 
 # %%
 grid = tf.stored_runs()  # the stored grid: one row per arm and seed (benchmarks/results/fedmoa_compare_cpu.json)
@@ -259,15 +264,9 @@ world = make_family_world(seed, 10, 4)  # one test prompt of each toy family, an
 pd.DataFrame([dict(family=f, stands_for=PAPER_NAMES[f], prompt=r["prompt"], answer=r["answer"])
               for f in FAMILIES for r in world.test_by_family[f].select(range(1))])
 
-# %% [markdown]
-# **Configs A, B, C**: the paper's reward sets, with our starting weights (it gives none), spread within each family
-# in the stored grid: A's six clients start at $w_{\text{acc}}$ 0.5 or 0.45.
-
 # %%
-tf.configs_table(cfg.num_clients)
-
-# %%
-runs = tf.run_methods(make_config, cfg.preset, run_root)  # trains both methods
+runs = tf.run_methods(make_config, cfg.preset, run_root)  # trains FedAvg-GRPO and FedMOA from one start and seed:
+# per method, (its run, its clients' per-round records)
 first, moa_records = runs["FedMOA"]  # FedMOA's run and its clients' records
 clients = tf.clients_table(first)
 clients
@@ -284,8 +283,7 @@ assert np.allclose(alpha, accuracy_aware_weights(end1["accuracy"], cfg.fedmoa.ep
 tf.weights_view(end1.assign(α=alpha, config=clients.config))  # blank: a reward the client does not hold
 
 # %% [markdown]
-# **More readings of a low $w_{\text{acc}}$:** a client that *started* lower, or whose weight eq. 12 *diluted* among
-# more rewards. Eq. 10 moved no weight by over 0.001, so these α rank the starting weights.
+# These α rank the starting weights.
 #
 # ### Exercise 3
 # To which config does eq. 12 send the lower $w_{\text{acc}}$, "A" or "B"? Only accuracy and format are
@@ -307,11 +305,15 @@ why_3 = tf.why_3(answer_3, end1, clients.config[cluster], by_config)
 notebook.check_explained(prediction_3, answer_3, why_3, table=table.round(4))  # by hand beside the run
 
 # %% [markdown]
-# Cluster 0 by round (config means):
+# Cluster 0 by round (config means); α from a round's end sets the next round's start:
 
 # %%
 w = tf.w_acc_table(moa_records)  # per client and round: w_acc as sent (start), after τ steps (end); α (eq. 11)
 tf.config_means(w, clients.config, cluster=0).round(3)  # cluster 0, averaged over each config's clients
+
+# %% [markdown]
+# From round 2 on, α favours config A, whose $w_{\text{acc}}$ eq. 12 diluted (Exercise 3): α ranks reward sets, not
+# progress.
 
 # %% [markdown]
 # ## 5. Which equation moves the weights?
@@ -323,8 +325,9 @@ tf.config_means(w, clients.config, cluster=0).round(3)  # cluster 0, averaged ov
 # $$\Delta_k\approx\lVert s\rVert^2,\quad\lVert g_k\rVert^2\approx\lVert s\rVert^2+\lVert n\rVert^2,\quad
 # \frac{|\Delta_k|}{\lVert g_k\rVert^2}\approx\frac{\lVert s\rVert^2}{\lVert s\rVert^2+\lVert n\rVert^2}$$
 #
-# The ratio is the signal's share of the gradient; for pure noise ($s=0$), about $1/\sqrt d$, $d$ being φ's size.
-# Eq. 10's move, $\lambda\Delta_k\approx\lambda\lVert s\rVert^2$, is signal only, sized by λ. A toy:
+# The ratio is the signal's share of the gradient. For pure noise ($s=0$) it is about $1/\sqrt d$ ($d$: φ's size),
+# the typical dot product of two random unit vectors in $d$ dimensions. Eq. 10's move,
+# $\lambda\Delta_k\approx\lambda\lVert s\rVert^2$, is signal only, sized by λ. A toy:
 
 # %%
 layer, layers, d = tf.hyper_layer_size(first)  # φ: the LoRA factors of the live model's middle layer
@@ -366,8 +369,8 @@ moves = {"median |Δ_k|": typical, "λ|Δ_k| at the paper's λ = 0.01": 0.01 * t
 pd.Series(moves, name="a step").map("{:.1g}".format).to_frame()
 
 # %% [markdown]
-# **Within rounds and at boundaries** (eq. 10 acts once a round live, τ = 2; five times in the grid, τ = 6), mean
-# |change| of $w_{\text{acc}}$:
+# **Mean |change| of $w_{\text{acc}}$** within rounds (eq. 10: once a round live, five times in the grid) and at
+# boundaries (eq. 12):
 
 # %%
 def w_acc_moves(w):  # mean |change of w_acc| within rounds (eq. 10 only) and at boundaries (eq. 12 only)
@@ -387,21 +390,18 @@ display(fig)
 # %% [markdown]
 # **So eq. 12, not eq. 10, moves $w_{\text{acc}}$**, at both τ.
 #
-# **Cosine decay.** The paper lowers the learning rate along a half cosine to 0 over the run's local steps. Late
-# steps are small, so consecutive signals nearly coincide and $\Delta_k$ keeps its full $\lVert s\rVert^2$: decay
-# raises the signal, not the noise. Fig. 5's cell
-# (Homo+Homo, GSM8K-like: 10 clients on config A), stored at both rates:
+# **Cosine decay.** The paper decays the learning rate to 0 along a half cosine. Late
+# steps barely move θ, so the signal at step $t$ nearly equals that at $t-1$ and $\Delta_k$ keeps its full
+# $\lVert s\rVert^2$; at a constant rate consecutive signals can part. The noise is new each batch either way.
+# Fig. 5's own cell (Homo+Homo, GSM8K-like: 10 clients on config A, 3 seeds) is stored at a constant rate and
+# under the decay (two grids; the paper gives no size):
 
 # %%
 tf.fig5_rise_table()  # FedMOA: w_acc after a round's last local step − after its first, 95 % t over seeds
 
 # %% [markdown]
-# The paper's Fig. 5 gives no size; +0.0034 is above 0 but far below the grid's mean boundary jump, 0.0285.
-
-# %% [markdown]
-# **The live run's outcome:** global pass@1 (share of sampled test answers right). Round 1 ties: one start, one
-# sampling seed, and FedMOA's α (0.19 and 0.31 against 0.25 each) reweights adapters only two local steps apart:
-# too little to change pass@1.
+# **The live run's outcome:** global pass@1 (share of sampled test answers right). Round 1 ties: α reweights
+# adapters only two local steps from one start.
 
 # %%
 pd.DataFrame({name: {r["round"]: r["pass@1"] for r in records if r.get("kind") == "global"}
@@ -417,9 +417,8 @@ pd.DataFrame({name: {r["round"]: r["pass@1"] for r in records if r.get("kind") =
 tf.arms_table(grid)  # which parts of FedMOA each arm runs, and its seeds
 
 # %% [markdown]
-# The paper's Table 2 puts FedMOA 2.2 points of MATH accuracy above FedAvg-GRPO, α alone 1.4. Which arms beat
-# it beyond noise on MATH-like accuracy, with the 95 % Student-t interval of their per-seed gain above 0? The
-# fold adds Table 2's *aggregated reward* (a client's rewards averaged, then clients averaged; FedMOA +0.052).
+# The paper's Table 2 puts FedMOA 2.2 points of MATH accuracy above FedAvg-GRPO, α alone 1.4. Which arms beat it beyond noise on MATH-like accuracy (95 % Student-t interval of the per-seed gain above 0)? The
+# fold adds Table 2's *aggregated reward* (each client's rewards averaged, then over clients; FedMOA +0.052).
 
 # %%
 prediction_5 = None  # a set of arms: "FedMOA", "eq. 10 alone", "α alone"; set() for none
@@ -434,8 +433,8 @@ notebook.check_explained(prediction_5, answer_5, why_5, table=gains.round(4))
 # %% [markdown]
 # ### The Pareto front (the paper's Fig. 3)
 # A model is on the **Pareto front** when no other is as good on every reward and better on one. The paper's Fig. 3
-# puts FedMOA's final model closer to the front in three reward planes. We draw format against accuracy (tag counts
-# differ within noise, below): each arm's final model per seed on MATH-like tests, axes equally wide.
+# puts FedMOA's final model "closer to the Pareto-optimal frontier" (no distance given). We pool both arms' 10 final
+# models (5 seeds each) on MATH-like tests: format against accuracy, axes equally wide (tag counts differ within noise).
 
 # %%
 final = grid[grid.variant.isin(["FedAvg-GRPO", "FedMOA"])].reset_index(drop=True)  # one row per arm and seed
@@ -472,5 +471,5 @@ display(fig)
 #
 # 1. No gain beyond noise from FedMOA or either part (Ex. 5).
 # 2. Eq. 12, not eq. 10, moves $w_{\text{acc}}$ (§5; report 13 §2).
-# 3. Fig. 5's small rise needs cosine decay (§5).
-# 4. The front does not separate the arms (Ex. 6).
+# 3. Fig. 5's rise within rounds needs cosine decay (§5).
+# 4. Fig. 3's front against chance (Ex. 6).

@@ -290,6 +290,8 @@ def test_the_settings_and_tuning_tables_read_the_stored_grid_and_the_live_config
     assert table.loc["seeds"].tolist() == ["1 (seed 0)", 5, "not given"]
     assert table.loc["learning rate η"].tolist()[:2] == [f"{cfg.learning_rate:g}", "0.004"]  # the grid's tuned rate
     assert table.loc["GRPO updates per batch", "live run (§4–5)"] == cfg.num_iterations
+    assert table.loc["clients per config (w_acc at start)"].tolist()[:2] == [
+        "A: 3 (0.5); B: 3 (0.4); C: —", "A: 6 (0.5, 0.45); B: 6 (0.4, 0.35); C: 3 (0.3)"]  # configs_table's, one row
     tuning = tf.tuning_table()
     assert tuning.index.tolist() == ["0.01", "10", "100"] and tuning.columns.name.startswith("λ (tuning seed ")
     assert tuning.index.name is None  # no empty row under the header
