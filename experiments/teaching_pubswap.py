@@ -308,7 +308,8 @@ def bound_report(terms: dict) -> str:
                  f"{terms['on_policy']:.3f} = {share:.0%}")
     if share < 1:
         angle = np.degrees(np.arcsin(share))
-        lines.append(f"so the swap turns client_0's gradient by at most arcsin({share:.2f}) = {angle:.0f}° "
+        lines.append(f"so the swap turns client_0's gradient by at most arcsin({terms['omega']:.3f} / "
+                     f"{terms['on_policy']:.3f}) = {angle:.0f}° "
                      f"(cosine ≥ {np.cos(np.radians(angle)):.2f})")
     return "\n".join(lines)
 

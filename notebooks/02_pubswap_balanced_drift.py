@@ -291,8 +291,8 @@ terms = off_policy_terms(run.clients[cids[0]], gen, swaps["balanced"], 0)  # ĝ 
 print(teach.bound_report(terms))  # ĝ: the gradient of client_0's GRPO loss in its LoRA factors
 
 # %% [markdown]
-# The bound holds, 3.1× loose. The 8° is arcsin of the measured share 0.047 / 0.326, not of the bound's 0.14 (a
-# length; equal digits by chance): the swap barely turns client_0's step.
+# The bound holds, 3.1× loose. The angle comes from the measured ω_0, not from the bound: the swap barely turns
+# client_0's step.
 #
 # ### Exercise 4
 # With $\zeta$, $L$ and $\eta$ the same for every arm, which arm's bound on $\Delta_\tau$ is smallest?

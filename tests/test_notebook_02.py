@@ -430,7 +430,7 @@ def test_the_bound_report_works_the_sum_and_turns_the_share_into_an_angle():
     text = teach.bound_report(terms)
     assert "bound on ω_0 (a gradient length): (1/b) Σ_x M_0(x) β_0(x) = (1·0.30 + 3·0.10) / 3 = 0.20" in text
     assert "4.0× below the bound" in text and "relative distortion (a share): ω_0 / ‖ĝ(own groups)‖ = 0.050 / 0.500 = 10%" in text
-    assert "arcsin(0.10) = 6°" in text and "cosine ≥ 0.99" in text
+    assert "at most arcsin(0.050 / 0.500) = 6°" in text and "arcsin(0.20" not in text and "cosine ≥ 0.99" in text
     assert teach.bound_report({**terms, "omega": 0.0}).endswith("nothing swapped in")
 
 
