@@ -112,7 +112,7 @@ def test_contrasts_pair_by_seed_and_split_the_variance():
     assert r["sd_seeds_own"] == pytest.approx(np.std(d_own, ddof=1))
     w = np.mean([np.var(b, ddof=1) for b in r["difference_blocks"]])
     assert r["sd_within_blocks"] == pytest.approx(math.sqrt(w), rel=1e-2)
-    assert r["test_share_own"] == pytest.approx(w / np.var(d_own, ddof=1), rel=1e-2)
+    assert r["half_own"] == pytest.approx(4.302653 * np.std(d_own, ddof=1) / math.sqrt(3), rel=1e-4)  # t_{0.975, 2}
     assert "| 48 | Balanced − FedAvg-GRPO | 0–2 |" in noise.markdown(rows)
     runs[0]["test_prompts_sha"] = "other"
     with pytest.raises(ValueError, match="different test sets"):
