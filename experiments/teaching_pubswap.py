@@ -100,6 +100,20 @@ def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> tuple[pd.Da
     return table, note
 
 
+def settings_sentences(cfg, policy, tau_live: int, results=F.RESULTS) -> str:
+    """:func:`settings_table` as two printed sentences: what the live round, the stored runs and the paper each run
+    (τ, the local-step budget, seeds) and share (N, b × K, τ_swap, the topic split); then what is ours, not the
+    paper's."""
+    table, note = settings_table(cfg, policy, tau_live, results)
+    live, stored, paper = (table[col] for col in table.columns)
+    tau, budget, seeds = "τ: local steps per round", "local steps per client in all", "seeds"
+    split, ours = note.split("\n")
+    shared = "; ".join(f"{row.split(' (')[0]} = {live[row]}" for row in table.index if stored[row] == "same")
+    return (f"Live round (§3–4): one round of τ = {tau_live} local steps, seed {live[seeds]}; stored runs (§5): "
+            f"τ = {stored[tau]}, seeds {stored[seeds]}; the paper: τ = {paper[tau]}; in both of ours: {shared}; "
+            f"{split}\n{ours}")
+
+
 def live_round(cfg, policy, method: str, tau: int, tensors: bool = True):
     """One round of ``method`` from the shared start ``policy``, τ local steps, in a temporary folder: the built run
     (``run.server`` holds the trained clients) with ``run.tensors`` (:func:`read_tensors`; ``{}`` unless ``tensors``),

@@ -483,3 +483,22 @@ def test_the_swap_try_draws_randoms_costliest_case_then_its_widgets_then_balance
     teach.swap_try(None, {}, None)
     assert calls == [("show", {"rule": "random", "client": 2, "prompt": 1}), ("knobs", ["client", "prompt", "rule"]),
                      ("display", "box"), ("fold", "why", (2, 1))]  # static first, widgets shown, answer folded last
+
+
+def test_the_settings_sentences_say_the_settings_table_in_two_lines(tiny_dir):
+    from conftest import small_config
+
+    from experiments import teaching_pubswap as teach
+    from fedrl_kit.runs import REPO_ROOT, Run
+
+    cfg = small_config(tiny_dir, base=str(REPO_ROOT / "data" / "base"), method="pubswap_balanced", local_steps=2,
+                       pubswap={"period": 2})
+    run = Run(cfg, progress=False).build()
+    table, note = teach.settings_table(cfg, run.policy, 6)
+    text = teach.settings_sentences(cfg, run.policy, 6)
+    first, second = text.split("\n")
+    assert first.startswith("Live round (§3–4): one round of τ = 6 local steps, seed ")
+    for cell in (table.loc["τ: local steps per round", "stored runs (§5)"], table.loc["seeds", "stored runs (§5)"],
+                 table.loc["τ: local steps per round", "the paper"]):
+        assert cell in first  # nothing the table says about τ and seeds is lost
+    assert first.endswith(note.split("\n")[0]) and second == note.split("\n")[1]
