@@ -26,11 +26,13 @@
 # answers among them before training.
 #
 # **Why swap?** A client with every answer wrong learns nothing from that prompt (§2); a right answer from another
-# client fixes that. Yet the paper's own bound (§4) counts borrowed answers as *added* drift.
+# client fixes that.
 #
 # **The paper's claims.** (1) **Balanced** swapping (topping each client up to half right answers) reduces drift.
 # (2) It beats FedAvg-GRPO in **pass@1** (share of right test answers) for most $\tau$. (3) For few local steps, a
 # simpler **Random** swap (one shared group drawn from all answers) beats Balanced.
+#
+# **Map:** §1 a round; §2 GRPO and the two rules; §3 one swap; §4 drift and the bound; §5 the stored runs.
 
 # %% [markdown]
 # ## Parameters
@@ -51,13 +53,12 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 import torch
-from IPython.display import display
 
 pd.set_option("display.max_colwidth", None)  # tables show whole answers
 
 from experiments import teaching_pubswap as teach
 from experiments.stats import t_interval
-from fedrl_kit import diagrams, notebook, viz
+from fedrl_kit import diagrams, notebook, seeding, viz
 from fedrl_kit.grpo import group_advantages
 from fedrl_kit.pubswap.method import is_public_step, sample_public_batch
 from fedrl_kit.pubswap.public_step import group_table, off_policy_terms, swap_public
@@ -109,7 +110,7 @@ print(f"the last public step ({T}) draws b = {len(batch['prompt'])}: {', '.join(
 #
 # $\bar{r}$, $\sigma_r$: the group's mean and standard deviation; $\rho_{k,t}$: how much likelier token $t$ is now
 # than under $\pi_{\text{old}}$, the policy at the step's start; clipping it to $[1-\varepsilon,1+\varepsilon_{\text{high}}]$
-# (here [0.8, 1.25]) keeps a step small. A step runs $\mu$ (here 2) optimiser updates on $J$.
+# (here [0.8, 1.25]) keeps a step small. A step runs $\mu$ (here 2) Adam updates on $J$.
 
 # %%
 for text in ("<think>53+49</think><answer>102</answer>", "99"):  # the text inside <answer>, else the last number
@@ -132,13 +133,12 @@ pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 # %% [markdown]
 # **Balanced** (`swap.balanced_swap`) tops each client's group up to half right, where a 0/1 reward's variance
 # $p(1-p)$ peaks: client $n$ swaps $M_n(x)$ of its wrong answers for copies of right answers from the $D_n(x)$
-# the others hold, both picked at random (no repeats). Clients pick separately, so one right answer can
-# reach several:
+# the others hold (§3 shows the code):
 #
 # $$M_n(x)=\min\bigl((\lfloor{K}/2\rfloor-c_n(x))_+,\;D_n(x)\bigr),\qquad{D}_n(x)=\sum_{n'\neq{n}}c_{n'}(x)$$
 #
 # **Random** (`swap.random_swap`) draws $K$ of all $N\cdot K$ answers without replacement and sends this **one**
-# group to every client: 0 to $K$ of a client's $K$ come from others, $K(N-1)/N$ on average.
+# group to every client.
 #
 # A swapped-in answer keeps its writer's 0/1; its $\rho$ starts at 1, as if the
 # receiver had written it: no importance correction for an **off-policy** answer (our choice; the paper is silent).
@@ -155,15 +155,13 @@ pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 # FedAvg-GRPO's private steps, so Balanced − control isolates the swap.
 
 # %%
-settings, rest = teach.settings_table(cfg, policy, T)  # the live round (§3–4), the stored runs (§5), the paper
-display(settings[settings["stored runs (§5)"] != "same"])  # what matters: one live round against 96 steps, 3–5 seeds
-same = settings[settings["stored runs (§5)"] == "same"]["live round (§3–4)"]  # e.g. clients N: 4
-print("Same in both: " + "; ".join(f"{row.split(' (')[0]} = {v}" for row, v in same.items()) + f"; {rest}")
+print(teach.settings_sentences(cfg, policy, T))  # the live round (§3–4) against the stored runs (§5) and the paper
 
 # %% [markdown]
 # ## 3. One swap, step by step
-# Rounds keep no texts: after one Balanced round the clients answer the last public step's prompts again,
-# swapped with that step's random draws. Right answers $c_n(x)$:
+# A round keeps no answer texts, so the $c_n(x)$ table below and §4's measured $\omega_0$ come from a **replay**:
+# after one Balanced round the trained clients answer its last public prompts afresh, and the swap reuses that
+# step's random draws. Same prompts and rule; different sampled answers from those the round trained on.
 
 # %%
 run, drift = teach.live_round(cfg, policy, "pubswap_balanced", T)  # drift: the package's record after each step
@@ -175,17 +173,46 @@ correct = correct.rename_axis(f"c_n(x): right answers out of K = {K}")
 correct
 
 # %% [markdown]
-# $M_0(x)$ by hand, then client_0's group slot by slot:
+# **The two rules in code**, for one prompt (`right`: which of the $N\times{K}$ answers are right). Each returns
+# which (client, answer) fills each slot of each client's group; the package's `swap_public`, with the same
+# random draws, fills them alike:
 
 # %%
-swaps = {rule: swap_public(gen, rule) for rule in ("balanced", "random")}  # b groups per rule
+def balanced(right, rng):  # right: [N, K] bool → [N, K, 2]: (client, answer) in each slot of each group
+    N, K = right.shape
+    group = np.stack(np.meshgrid(np.arange(N), np.arange(K), indexing="ij"), axis=-1)  # start: own answers
+    donor_client, donor_answer = np.nonzero(right)  # every right answer of the prompt
+    for n in range(N):
+        others = np.flatnonzero(donor_client != n)  # the D_n right answers of other clients
+        M_n = min(max(K // 2 - right[n].sum(), 0), len(others))
+        if M_n > 0:
+            slots = np.sort(rng.choice(np.flatnonzero(~right[n]), M_n, replace=False))  # wrong answers to replace
+            donors = rng.choice(others, M_n, replace=False)  # copies: another client may draw the same ones
+            group[n, slots] = np.stack([donor_client[donors], donor_answer[donors]], axis=-1)
+    return group
+
+
+def random_rule(right, rng):  # one group of K drawn from all N·K answers, the same for every client
+    N, K = right.shape
+    drawn = rng.choice(N * K, K, replace=False)
+    return np.broadcast_to(np.stack([drawn // K, drawn % K], axis=-1), (N, K, 2))
+
+
+swaps = {rule: swap_public(gen, rule) for rule in ("balanced", "random")}  # the package's: b groups per rule
+right = [np.array([g["correct"][i] for g in gen.generated], bool) for i in range(len(gen.batch["prompt"]))]
+for rule, mine in (("balanced", balanced), ("random", random_rule)):
+    rng = seeding.rng("pubswap/swap", gen.seed, gen.round, gen.period)  # the swap's draws in that public step
+    assert all((mine(r, rng) == result.source).all() for r, result in zip(right, swaps[rule]))  # every prompt
 x = teach.example_prompt(correct, K)  # a prompt where client_0 is short of right answers
-c = correct.iloc[x].to_numpy()  # c_n(x), one per client
-D_0 = c.sum() - c[0]  # right answers the other clients hold
-M_0 = min(max(K // 2 - c[0], 0), D_0)
+pd.DataFrame({"own": right[x].sum(1), "after Balanced": swaps["balanced"][x].correct.sum(1),
+              "after Random": swaps["random"][x].correct.sum(1)}, index=cids).T.rename_axis(
+    f"right answers of K = {K} on {gen.batch['prompt'][x]!r}; the code and swap_public agree on all prompts")
+
+# %% [markdown]
+# client_0's group after Balanced, slot by slot:
+
+# %%
 view = group_table(gen, swaps["balanced"], 0, x)
-print(f"c_0 = {c[0]}, D_0 = {D_0}: M_0 = min(({K // 2} − {c[0]})+, {D_0}) = {M_0}; "
-      f"the package swapped in {view.attrs['swapped_in']}")
 view.sort_values("from", key=lambda s: s.str.startswith("own"), kind="stable")
 
 # %% [markdown]
@@ -194,13 +221,13 @@ view.sort_values("from", key=lambda s: s.str.startswith("own"), kind="stable")
 # %%
 drawn = group_table(gen, swaps["random"], 0, x)  # the one group every client gets
 print(f"{drawn.attrs['swapped_in']} of client_0's {K} answers come from other clients (on average K(N − 1)/N = "
-      f"{K * (len(cids) - 1) / len(cids):g}); right: {int(drawn['correct'].sum())} in the group, {c.sum()} in the "
+      f"{K * (len(cids) - 1) / len(cids):g}); right: {int(drawn['correct'].sum())} in the group, {right[x].sum()} in the "
       f"pool of all {len(cids) * K} answers")
 teach.random_view(drawn, cids[0])
 
 # %% [markdown]
-# **Try:** below, Random's group for the client it cost most. What would Balanced give it? Work it out from the
-# $c_n(x)$ table, then open the answer.
+# **Try:** below, Random's group for the client it cost most. What would Balanced give it? Work it out, then
+# open the answer.
 
 # %%
 teach.swap_try(gen, swaps, correct)  # Random's costliest case, widgets to try others, then (folded) Balanced's
@@ -278,8 +305,8 @@ notebook.check_explained(prediction_3, answer_3, why_3)
 # $$\Delta_{j}\le(1+\eta{L})\Delta_{j-1}+\eta\gamma_j,\quad\text{so}\quad\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta{L})^{\tau-j}\gamma_j$$
 #
 # - **Private step**: $\gamma_j=\zeta$.
-# - **Public, no swap**: same prompts, so the expected gradients at one $\theta$ agree, whatever answers each
-#   client samples: $\gamma_j=0$.
+# - **Public, no swap**: at one $\theta$, on the same prompts, two clients' expected gradients are equal
+#   (sampling noise is not in the bound): $\gamma_j=0$.
 # - **Public with a swap** (Random too): $\gamma_j=\omega_n+\omega_{n'}$; swapping one answer at a time,
 #   $\omega_n\le\frac1b\sum_xM_n(x)\beta_n(x)$.
 #
@@ -291,8 +318,7 @@ terms = off_policy_terms(run.clients[cids[0]], gen, swaps["balanced"], 0)  # ĝ 
 print(teach.bound_report(terms))  # ĝ: the gradient of client_0's GRPO loss in its LoRA factors
 
 # %% [markdown]
-# The bound holds, 3.1× loose. The angle comes from the measured ω_0, not from the bound: the swap barely turns
-# client_0's step.
+# The bound holds, 3.1× loose; the swap barely turns client_0's step.
 #
 # ### Exercise 4
 # With $\zeta$, $L$ and $\eta$ the same for every arm, which arm's bound on $\Delta_\tau$ is smallest?
@@ -312,9 +338,8 @@ notebook.check_explained(prediction_4, answer_4, why_4)
 #
 # $$\delta_{\text{pair}}=\frac{2}{N(N-1)}\sum_{n<n'}\lVert\Delta{W}_n-\Delta{W}_{n'}\rVert_F,\qquad{u}=\frac1N\sum_n\lVert\Delta{W}_n-\Delta{W}_p\rVert_F$$
 #
-# $\delta_{\text{pair}}/u$ says how alike their directions are. The bound's $\Delta$ is on the factors; close factors
-# give close $\Delta{W}$, not conversely (Exercise 3): $\delta_{\text{pair}}$ is a proxy. Two updates of length 3
-# ($\Delta{W}_p=0$); orthogonal ones give $\delta_{\text{pair}}/u=\sqrt2$:
+# $\delta_{\text{pair}}/u$ says how alike their directions are. The bound's $\Delta$ is on the factors, so
+# $\delta_{\text{pair}}$ is a proxy (Exercise 3). Two updates of length 3; orthogonal ones give $\sqrt2$:
 
 # %%
 for name, (w1, w2) in {"identical": ([3, 0], [3, 0]), "orthogonal": ([3, 0], [0, 3]),
@@ -368,7 +393,7 @@ fig
 # more than the swap (−0.54 against −0.12).
 #
 # **The shared pull:** the mean cosine of two clients' gradients at each step's first update, on the groups
-# trained on (Balanced's after the swap), and counts of those groups:
+# trained on:
 
 # %%
 def mean_cosine(vectors):  # mean over client pairs of cos(v_n, v_n'); a zero gradient has no direction: left out
@@ -388,9 +413,8 @@ for arm, key, row in (("PubSwap Balanced", "replacement_fraction", "Balanced: an
 pull.rename_axis("local step j →")
 
 # %% [markdown]
-# Public steps align gradients even without a swap; private do not. A candidate mechanism: fewer
-# groups without gradient, so more of each client pulls along the shared prompts (higher cosines at steps 4,
-# 6). Step 2 weakens it: 0 % against 9 % without gradient, yet equal cosines (0.43).
+# Public steps align gradients even without a swap; private ones do not. Balanced's higher cosines at steps 4
+# and 6 may come from its fewer groups without gradient, though at step 2 fewer (0 % against 9 %) gave equal ones.
 #
 # ## 5. What the reproduction found
 # Does the swap cut drift beyond public steps? Stored runs report **end-of-round** $\delta_{\text{pair}}$ and
@@ -424,8 +448,8 @@ print(f"untrained start by seed: {', '.join(f'{seed}: {v:.1f} %' for seed, v in 
 teach.pass1_by_tau(same_seeds=True)  # pass@1 (%), the untrained model's first
 
 # %% [markdown]
-# Paired rows: first arm minus second, mean ± 95% t-interval half-width over the seeds both ran (5 for Balanced
-# and FedAvg-GRPO at $\tau$ = 48, else 3); "cannot tell": it holds 0.
+# Paired rows: first arm minus second, mean ± 95% t-interval half-width over the seeds both ran; "cannot tell":
+# it holds 0.
 
 # %%
 def paired(value, a, b, tau):  # a − b over the seeds both ran at τ
