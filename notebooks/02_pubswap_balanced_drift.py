@@ -201,12 +201,13 @@ def random_rule(right, rng):  # one group of K drawn from all N·K answers, the 
 swaps = {rule: swap_public(gen, rule) for rule in ("balanced", "random")}  # the package's: b groups per rule
 right = [np.array([g["correct"][i] for g in gen.generated], bool) for i in range(len(gen.batch["prompt"]))]
 for rule, mine in (("balanced", balanced), ("random", random_rule)):
-    rng = seeding.rng("pubswap/swap", gen.seed, gen.round, gen.period)  # the swap's draws in that public step
-    assert all((mine(r, rng) == result.source).all() for r, result in zip(right, swaps[rule]))  # every prompt
+    rng = seeding.rng("pubswap/swap", gen.seed, gen.round, gen.period)  # that step's draws: one stream, b prompts
+    assert all((mine(r, rng) == result.source).all() for r, result in zip(right, swaps[rule]))  # slot by slot
+    print(f"{rule}: the code above and swap_public fill every slot alike on all {len(right)} prompts")
 x = teach.example_prompt(correct, K)  # a prompt where client_0 is short of right answers
 pd.DataFrame({"own": right[x].sum(1), "after Balanced": swaps["balanced"][x].correct.sum(1),
               "after Random": swaps["random"][x].correct.sum(1)}, index=cids).T.rename_axis(
-    f"right answers of K = {K} on {gen.batch['prompt'][x]!r}; the code and swap_public agree on all prompts")
+    f"right answers of K = {K} on {gen.batch['prompt'][x]!r}")
 
 # %% [markdown]
 # client_0's group after Balanced, slot by slot:
