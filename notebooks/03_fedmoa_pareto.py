@@ -112,26 +112,27 @@ diagrams.round_diagram("fedmoa")
 # $$\nabla L_k=-\frac{1}{\sum_i|y_i|}\sum_{i,t}A_i^{(k)}\,\nabla\log\pi(y_{i,t}\mid x,y_{i,<t})$$
 
 # %% [markdown]
-# **Moving the weights.** Each $w_k$ follows the *hypergradient* of its own loss: how $L_k$ changes as $w_k$ grows. The last step $\theta_t=\theta_{t-1}-\eta\sum_jw_j\nabla L_j(\theta_{t-1})$ holds $w_k$ only in
+# **Moving the weights.** Each $w_k$ follows the *hypergradient* of its own loss: how $L_k$ changes as $w_k$ grows.
+# The last step $\theta_t=\theta_{t-1}-\eta\sum_jw_j\nabla L_j(\theta_{t-1})$ holds $w_k$ only in
 # $-\eta w_k\nabla L_k(\theta_{t-1})$, so by the chain rule (the paper's eqs. 5–7 apply it to a learning rate):
 #
 # $$\frac{\partial L_k(\theta_t)}{\partial w_k}=\nabla L_k(\theta_t)^\top\frac{\partial\theta_t}{\partial w_k}
 # =-\eta\,\nabla L_k(\theta_t)^\top\nabla L_k(\theta_{t-1})\qquad\text{(5–7)}$$
 #
-# FedMOA takes gradients on φ, the middle layer's LoRA factors (our pick for the paper's "intermediate representation"),
-# the same parameters at every step, so two steps' $g_k$ can be dotted:
+# FedMOA takes gradients on φ, the middle layer's LoRA factors (our pick for the paper's "intermediate
+# representation"), the same parameters at every step, so two steps' $g_k$ can be dotted:
 #
 # $$g_k^{(t)}=\nabla_\phi L_k\ \text{(8)},\quad\Delta_k^{(t)}=g_k^{(t)\top}g_k^{(t-1)}\ \text{(9)},\quad
 # w\leftarrow\operatorname{Proj}_{\text{simplex}}\bigl(w+\lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
 # Eq. 10 is a descent step on each weight's own loss: $-\partial L_k/\partial w_k=\eta\Delta_k$, with η folded into
-# λ. The total loss $\sum_jw_jL_j$ would add cross terms $w_j\,g_j^{(t)\top}g_k^{(t-1)}$ between different rewards;
-# FedMOA keeps only the diagonal. $\Delta_k>0$ means consecutive gradients agree: reward $k$ is still being learnt.
+# λ. Using the total loss $\sum_jw_jL_j$ would add cross terms $w_j\,g_j^{(t)\top}g_k^{(t-1)}$ between different
+# rewards; FedMOA keeps the diagonal. $\Delta_k>0$ means consecutive gradients agree: reward $k$ is still being learnt.
 #
 # **What the derivation skips.** GRPO divides $r_w$ by its own group std, so the loss on $r_w$ is not exactly
 # $\sum_kw_kL_k$. φ stands in for θ, and Adam's step is not η times the gradient.
 #
-# λ is 0.01 in the paper, 10 here: 0.01 leaves our small model's weights still, and §5 shows 10 barely moves them.
+# λ is 0.01 in the paper, 10 here: 0.01 leaves our model's weights still, and §5 shows 10 barely moves them.
 #
 # **The projection** subtracts one shift ν from every weight, so they sum to 1, none below 0:
 
@@ -198,13 +199,14 @@ notebook.knobs(show_toy, **controls)
 # ## 3. The server: α and eq. 12
 # Eq. 10 lowers $w_{\text{acc}}$ once $\Delta_{\text{acc}}$ falls below the mean Δ (the rule after Exercise 1), that
 # is once accuracy's consecutive gradients agree less than the others'. The paper reads this as accuracy nearing
-# convergence, so a client with a low $w_{\text{acc}}$ counts more. Eq. 11 gives it a larger share $\alpha_m$ of its cluster $S_c$ (ε = 10⁻⁶):
+# convergence, so a client with a low $w_{\text{acc}}$ counts more. Eq. 11 gives it a larger share $\alpha_m$ of its
+# cluster $S_c$ (ε = 10⁻⁶):
 #
 # $$s_m=\frac{1}{w_{\text{acc}}^{(m)}+\varepsilon},\qquad\alpha_m=\frac{e^{s_m}}{\sum_{m'\in S_c}e^{s_{m'}}}
 # \qquad\text{(11)}$$
 #
-# **Other readings:** failing (all-wrong groups give zero advantages), a lower *start*, or *dilution* by eq. 12 also
-# leave a client with a low $w_{\text{acc}}$.
+# **Other readings:** a client may also have a low $w_{\text{acc}}$ because it fails (all-wrong groups give zero
+# advantages), started lower, or was *diluted* by eq. 12.
 #
 # **No temperature:** 1/w stretches gaps between *low* weights, so α nears winner-takes-all:
 
@@ -416,7 +418,7 @@ tf.arms_table(grid)  # which parts of FedMOA each arm runs, and its seeds
 # The paper's Table 2 puts FedMOA 2.2 points of MATH accuracy above FedAvg-GRPO, α alone 1.4. An arm's *gain* on a
 # seed is its MATH-like accuracy minus FedAvg-GRPO's on that seed; it is *beyond noise* when the 95 % Student-t
 # interval of the mean gain over seeds lies above 0. The fold also shows Table 2's *aggregated reward*: each
-# client's rewards averaged, then averaged over clients (FedMOA +0.052).
+# client's rewards averaged, then over clients (FedMOA +0.052).
 #
 # Which arms beat FedAvg-GRPO beyond noise on MATH-like accuracy?
 
