@@ -29,11 +29,10 @@
 #
 # 1. **Client:** each local step shifts its weights toward rewards still being learnt.
 # 2. **Server:** clients sharing an accuracy reward form a *cluster*. In each, it averages adapters and shared
-#    weights, counting a client with a *lower* accuracy weight more, then averages the
-#    clusters' adapters into the one model all clients receive.
+#    weights, counting a client with a *lower* accuracy weight more, then averages clusters' adapters into one model
+#    for all.
 #
-# **Settings:** in **Homo+Homo** (the paper's Fig. 5) every client holds part of one dataset and the same reward
-# set; in **Heter+Heter** (our runs) clients differ in both.
+# **Setting:** our runs use the paper's **Heter+Heter**, where clients differ in both data and reward set.
 
 # %% tags=["parameters"] jupyter={"source_hidden": true}
 # papermill parameters; the text describes these defaults
@@ -68,8 +67,6 @@ tf.rewards_table()  # every reward of the paper's reward sets A, B, C (§4), fro
 diagrams.round_diagram("fedmoa")
 
 # %% [markdown]
-# Symbols and pseudocode:
-#
 # | symbol | meaning |
 # |---|---|
 # | $r_k$, $w_k$, $r_w$ | reward $k$, its weight, the weighted reward (eqs. 1–2) |
@@ -78,6 +75,9 @@ diagrams.round_diagram("fedmoa")
 # | $g_k$ | $L_k$'s gradient on φ (eq. 8) |
 # | $\Delta_k$ | $g_k$ dotted with the last step's (eq. 9) |
 # | λ | eq. 10's step size |
+# | τ | local steps per round |
+# | η | the learning rate |
+# | $S_c$ | cluster $c$'s clients |
 # | $N_c$ | cluster $c$'s examples |
 # | $\alpha_m$ | client $m$'s share of its cluster (eq. 11) |
 # | $\theta^{(c)}$ | cluster $c$'s averaged adapter (eq. 12), never sent |
@@ -112,23 +112,27 @@ diagrams.round_diagram("fedmoa")
 # $$\nabla L_k=-\frac{1}{\sum_i|y_i|}\sum_{i,t}A_i^{(k)}\,\nabla\log\pi(y_{i,t}\mid x,y_{i,<t})$$
 
 # %% [markdown]
-# **Moving the weights.** Each $w_k$ follows its own *hypergradient*, the change in $L_k$ as $w_k$ grows. The last
-# step $\theta_t=\theta_{t-1}-\eta\sum_jw_j\nabla L_j(\theta_{t-1})$ holds $w_k$ only in
-# $-\eta w_k\nabla L_k(\theta_{t-1})$, so by the chain rule (the paper's eqs. 5–7):
+# **Moving the weights.** Each $w_k$ follows the *hypergradient* of its own loss: how $L_k$ changes as $w_k$ grows.
+# The last step $\theta_t=\theta_{t-1}-\eta\sum_jw_j\nabla L_j(\theta_{t-1})$ holds $w_k$ only in
+# $-\eta w_k\nabla L_k(\theta_{t-1})$, so by the chain rule (the paper's eqs. 5–7 apply it to a learning rate):
 #
 # $$\frac{\partial L_k(\theta_t)}{\partial w_k}=\nabla L_k(\theta_t)^\top\frac{\partial\theta_t}{\partial w_k}
 # =-\eta\,\nabla L_k(\theta_t)^\top\nabla L_k(\theta_{t-1})\qquad\text{(5–7)}$$
 #
-# FedMOA takes them on φ, the middle layer's LoRA factors (our pick for the paper's "intermediate representation"),
-# the same parameters at every step, so two steps' $g_k$ can be dotted:
+# FedMOA takes gradients on φ, the middle layer's LoRA factors (our pick for the paper's "intermediate
+# representation"), the same parameters at every step, so two steps' $g_k$ can be dotted:
 #
 # $$g_k^{(t)}=\nabla_\phi L_k\ \text{(8)},\quad\Delta_k^{(t)}=g_k^{(t)\top}g_k^{(t-1)}\ \text{(9)},\quad
 # w\leftarrow\operatorname{Proj}_{\text{simplex}}\bigl(w+\lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
-# Eq. 10 is a descent step on each weight's own loss: $-\partial L_k/\partial w_k=+\eta\Delta_k$, so $w_k$ first
-# grows by $\lambda\Delta_k$, η folded into λ (roughly: φ stands in for θ; Adam is not plain).
-# $\Delta_k>0$ means consecutive gradients agree: reward $k$ is still being learnt. λ is 0.01 in the paper, 10 here, as
-# 0.01 leaves our small model's weights still (§5).
+# Eq. 10 is a descent step on each weight's own loss: $-\partial L_k/\partial w_k=\eta\Delta_k$, with η folded into
+# λ. Using the total loss $\sum_jw_jL_j$ would add cross terms $w_j\,g_j^{(t)\top}g_k^{(t-1)}$ between different
+# rewards; FedMOA keeps the diagonal. $\Delta_k>0$ means consecutive gradients agree: reward $k$ is still being learnt.
+#
+# **What the derivation skips.** GRPO divides $r_w$ by its own group std, so the loss on $r_w$ is not exactly
+# $\sum_kw_kL_k$. φ stands in for θ, and Adam's step is not η times the gradient.
+#
+# λ is 0.01 in the paper, 10 here: 0.01 leaves our model's weights still, and §5 shows 10 barely moves them.
 #
 # **The projection** subtracts one shift ν from every weight, so they sum to 1, none below 0:
 
@@ -188,15 +192,21 @@ notebook.static_default(lambda lam, shrink: show_toy(lam, shrink, static=True), 
 notebook.knobs(show_toy, **controls)
 
 # %% [markdown]
+# Format's weight falls as its Δ shrinks. Accuracy and tag count rise only because format pulls the mean Δ below
+# theirs. Once format reaches 0, all weights stop.
+
+# %% [markdown]
 # ## 3. The server: α and eq. 12
-# The paper reads a low $w_{\text{acc}}$ as progress (accuracy de-emphasised as it nears convergence), so that
-# client's update counts more. Eq. 11 gives it a larger share $\alpha_m$ of its cluster $S_c$ (ε = 10⁻⁶):
+# Eq. 10 lowers $w_{\text{acc}}$ once $\Delta_{\text{acc}}$ falls below the mean Δ (the rule after Exercise 1), that
+# is once accuracy's consecutive gradients agree less than the others'. The paper reads this as accuracy nearing
+# convergence, so a client with a low $w_{\text{acc}}$ counts more. Eq. 11 gives it a larger share $\alpha_m$ of its
+# cluster $S_c$ (ε = 10⁻⁶):
 #
 # $$s_m=\frac{1}{w_{\text{acc}}^{(m)}+\varepsilon},\qquad\alpha_m=\frac{e^{s_m}}{\sum_{m'\in S_c}e^{s_{m'}}}
 # \qquad\text{(11)}$$
 #
-# **Other readings.** All-wrong groups, like all-right ones, give zero accuracy advantages: a failing client's
-# $w_{\text{acc}}$ falls too. A client may also have *started* lower, or eq. 12 may have *diluted* its weight.
+# **Other readings:** a client may also have a low $w_{\text{acc}}$ because it fails (all-wrong groups give zero
+# advantages), started lower, or was *diluted* by eq. 12.
 #
 # **No temperature:** 1/w stretches gaps between *low* weights, so α nears winner-takes-all:
 
@@ -248,12 +258,10 @@ notebook.check_explained(prediction_2, answer_2, why_2)
 #
 # $$\theta=\sum_c\frac{N_c}{N}\,\theta^{(c)}\qquad\text{(13)}$$
 #
-# A client's share of θ is thus $\alpha_mN_c/N$ (FedAvg-GRPO's: $N_m/N$).
-#
 # ## 4. The live run
 # The **live run** trains both methods on toy tasks standing in for the datasets, from `base_moa`, a small model
-# pretrained here; §6 reads a larger **stored grid**. Starting weights (last row) are ours; the paper gives
-# none:
+# pretrained here; §6 reads a larger **stored grid**. Starting weights (last row) are ours; the paper
+# gives none:
 
 # %%
 grid = tf.stored_runs()  # the stored grid: one row per arm and seed (benchmarks/results/fedmoa_compare_cpu.json)
@@ -305,7 +313,7 @@ why_3 = tf.why_3(answer_3, end1, clients.config[cluster], by_config)
 notebook.check_explained(prediction_3, answer_3, why_3, table=table.round(4))  # by hand beside the run
 
 # %% [markdown]
-# Cluster 0 by round (config means); α from a round's end sets the next round's start:
+# Cluster 0 by round (config means):
 
 # %%
 w = tf.w_acc_table(moa_records)  # per client and round: w_acc as sent (start), after τ steps (end); α (eq. 11)
@@ -325,9 +333,8 @@ tf.config_means(w, clients.config, cluster=0).round(3)  # cluster 0, averaged ov
 # $$\Delta_k\approx\lVert s\rVert^2,\quad\lVert g_k\rVert^2\approx\lVert s\rVert^2+\lVert n\rVert^2,\quad
 # \frac{|\Delta_k|}{\lVert g_k\rVert^2}\approx\frac{\lVert s\rVert^2}{\lVert s\rVert^2+\lVert n\rVert^2}$$
 #
-# The ratio is the signal's share of the gradient. For pure noise ($s=0$) it is about $1/\sqrt d$ ($d$: φ's size),
-# the typical dot product of two random unit vectors in $d$ dimensions. Eq. 10's move,
-# $\lambda\Delta_k\approx\lambda\lVert s\rVert^2$, is signal only, sized by λ. A toy:
+# For pure noise ($s=0$) it is about $1/\sqrt d$, $d$ being φ's size, as two random directions
+# barely overlap. A toy:
 
 # %%
 layer, layers, d = tf.hyper_layer_size(first)  # φ: the LoRA factors of the live model's middle layer
@@ -369,8 +376,7 @@ moves = {"median |Δ_k|": typical, "λ|Δ_k| at the paper's λ = 0.01": 0.01 * t
 pd.Series(moves, name="a step").map("{:.1g}".format).to_frame()
 
 # %% [markdown]
-# **Mean |change| of $w_{\text{acc}}$** within rounds (eq. 10: once a round live, five times in the grid) and at
-# boundaries (eq. 12):
+# **Mean |change| of $w_{\text{acc}}$** within rounds (eq. 10 only) and at round boundaries (eq. 12 only):
 
 # %%
 def w_acc_moves(w):  # mean |change of w_acc| within rounds (eq. 10 only) and at boundaries (eq. 12 only)
@@ -388,16 +394,8 @@ viz.export(fig, "fedmoa_weights", figures)
 display(fig)
 
 # %% [markdown]
-# **So eq. 12, not eq. 10, moves $w_{\text{acc}}$**, at both τ.
-#
-# **Cosine decay.** The paper decays the learning rate to 0 along a half cosine. Late
-# steps barely move θ, so the signal at step $t$ nearly equals that at $t-1$ and $\Delta_k$ keeps its full
-# $\lVert s\rVert^2$; at a constant rate consecutive signals can part. The noise is new each batch either way.
-# Fig. 5's own cell (Homo+Homo, GSM8K-like: 10 clients on config A, 3 seeds) is stored at a constant rate and
-# under the decay (two grids; the paper gives no size):
-
-# %%
-tf.fig5_rise_table()  # FedMOA: w_acc after a round's last local step − after its first, 95 % t over seeds
+# **So eq. 12, not eq. 10, moves $w_{\text{acc}}$**, at both τ. The paper's Fig. 5 rise within rounds needs its
+# cosine learning-rate decay ([report 13](13_fedmoa_report.ipynb) §1).
 
 # %% [markdown]
 # **The live run's outcome:** global pass@1 (share of sampled test answers right). Round 1 ties: α reweights
@@ -417,8 +415,12 @@ pd.DataFrame({name: {r["round"]: r["pass@1"] for r in records if r.get("kind") =
 tf.arms_table(grid)  # which parts of FedMOA each arm runs, and its seeds
 
 # %% [markdown]
-# The paper's Table 2 puts FedMOA 2.2 points of MATH accuracy above FedAvg-GRPO, α alone 1.4. Which arms beat it beyond noise on MATH-like accuracy (95 % Student-t interval of the per-seed gain above 0)? The
-# fold adds Table 2's *aggregated reward* (each client's rewards averaged, then over clients; FedMOA +0.052).
+# The paper's Table 2 puts FedMOA 2.2 points of MATH accuracy above FedAvg-GRPO, α alone 1.4. An arm's *gain* on a
+# seed is its MATH-like accuracy minus FedAvg-GRPO's on that seed; it is *beyond noise* when the 95 % Student-t
+# interval of the mean gain over seeds lies above 0. The fold also shows Table 2's *aggregated reward*: each
+# client's rewards averaged, then over clients (FedMOA +0.052).
+#
+# Which arms beat FedAvg-GRPO beyond noise on MATH-like accuracy?
 
 # %%
 prediction_5 = None  # a set of arms: "FedMOA", "eq. 10 alone", "α alone"; set() for none
@@ -433,8 +435,8 @@ notebook.check_explained(prediction_5, answer_5, why_5, table=gains.round(4))
 # %% [markdown]
 # ### The Pareto front (the paper's Fig. 3)
 # A model is on the **Pareto front** when no other is as good on every reward and better on one. The paper's Fig. 3
-# puts FedMOA's final model "closer to the Pareto-optimal frontier" (no distance given). We pool both arms' 10 final
-# models (5 seeds each) on MATH-like tests: format against accuracy, axes equally wide (tag counts differ within noise).
+# puts FedMOA's final model "closer to the Pareto-optimal frontier". We pool both arms' final
+# models (5 seeds each) on MATH-like tests: format against accuracy (tag counts differ within noise).
 
 # %%
 final = grid[grid.variant.isin(["FedAvg-GRPO", "FedMOA"])].reset_index(drop=True)  # one row per arm and seed
@@ -471,5 +473,5 @@ display(fig)
 #
 # 1. No gain beyond noise from FedMOA or either part (Ex. 5).
 # 2. Eq. 12, not eq. 10, moves $w_{\text{acc}}$ (§5; report 13 §2).
-# 3. Fig. 5's rise within rounds needs cosine decay (§5).
+# 3. Fig. 5's rise within rounds needs cosine decay (report 13 §1).
 # 4. Fig. 3's front against chance (Ex. 6).
