@@ -23,11 +23,12 @@ the seed-to-seed SD of the difference at 140 and at ``n_full``; the within-seed 
 the per-problem differences on the run's own 140 (pooled over seeds); and the 95 % Student-t half-width (n − 1 df)
 over these seeds at 140 and at ``n_full``. With ``--stored`` (sweep summaries holding more seeds at 140, e.g. the
 τ = 48 ones) it adds the seed-to-seed SD and half-width over all the seeds stored at 140. No variance split is
-made: the two test-set estimates come out larger than the whole seed-to-seed spread over the stored seeds
-(docs/pubswap.md, "How much the 140-problem test set adds").
+made: an SD from 3–8 seeds is uncertain by about a factor of 2, and at τ = 48 the test-set estimates exceed the
+whole seed-to-seed spread over the stored seeds (docs/pubswap.md, "How much the 140-problem test set adds").
 
+    R=runs/pubswap/paper/quick_large_tau
     PYTHONHASHSEED=0 OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/pubswap_eval_noise.py \\
-        /tmp/runs_power48/*/*/tau48/seed[567] --stored benchmarks/results/pubswap_paper_quick_large_tau.json \\
+        $R/*/*/tau48/seed[567] --stored benchmarks/results/pubswap_paper_quick_large_tau.json \\
         benchmarks/results/pubswap_power_tau48.json
 """
 
