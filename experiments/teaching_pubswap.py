@@ -49,12 +49,13 @@ def live_tau(preset_name: str, tau: int | None = None) -> int:
     return int(tau or LIVE_TAU[preset_name])
 
 
-def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> tuple[pd.DataFrame, str]:
-    """The settings the notebook's numbers depend on, once: a short table (clients, b and K, τ_swap, τ, the budget of
-    local steps, seeds) for the live round of §3–4, the stored runs of §5 and the paper's runs ("same" where a stored
-    cell equals the live one; "—" where the paper gives no number we use), and the rest in two lines: the topic split
-    (which ends the notebook's "same in both" line), then what is ours, not the paper's (policy, GRPO's settings, how
-    pass@1 is measured)."""
+SHORT = {"τ_swap (every τ_swap-th step public)": "τ_swap"}
+"""a settings row's name in :func:`settings_sentences`, where it differs from its name in the table"""
+
+
+def _settings(cfg, policy, tau_live: int, results) -> tuple[dict, dict, dict, str, str]:
+    """The live round's, the stored runs' and the paper's settings (``{row: cell}`` each), the topic split and what is
+    ours, not the paper's: what :func:`settings_table` and :func:`settings_sentences` both say."""
     from fedrl_kit.config import preset
 
     s = F.pubswap_setting(results)
@@ -83,35 +84,42 @@ def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> tuple[pd.Da
     paper = {"clients N": "4", "b prompts × K answers per step": "—", "τ_swap (every τ_swap-th step public)":
              f"{s['period']}", "τ: local steps per round": share(list(F.PUBSWAP_PAPER_TAUS), PAPER_STEPS),
              "local steps per client in all": f"{PAPER_STEPS}", "seeds": "—"}
-    table = pd.DataFrame({"live round (§3–4)": live, "stored runs (§5)": mine, "the paper": paper})
-    same = table["stored runs (§5)"] == table["live round (§3–4)"]
-    table.loc[same, "stored runs (§5)"] = "same"
-    table.index.name = "setting"
     models = ", ".join(sorted({m for m, _ in F.PUBSWAP_PAPER_TABLE1}))
     split = (f"{cfg.dirichlet_alpha:g} (all three)" if concentration == f"{cfg.dirichlet_alpha:g}" == "0.3" else
              f"{cfg.dirichlet_alpha:g} (stored: {concentration}; the paper: 0.3)")
     layers = policy.model.config.num_hidden_layers
-    note = (f"topics split by Dirichlet concentration {split}.\nOurs, not the paper's: a {layers}-layer transformer, "
-            f"LoRA rank {cfg.lora_rank} (the paper: {models}); ρ clipped to "
-            f"[{1 - cfg.epsilon:g}, {1 + cfg.epsilon_high:g}], μ = {cfg.num_iterations} updates per step, learning "
-            f"rate η = {cfg.learning_rate:g}, " + (f"KL weight {cfg.beta:g}" if cfg.beta else "no KL term")
+    ours = (f"Ours, not the paper's: a {layers}-layer transformer, LoRA rank {cfg.lora_rank} (the paper: {models}); "
+            f"ρ clipped to [{1 - cfg.epsilon:g}, {1 + cfg.epsilon_high:g}], μ = {cfg.num_iterations} updates per step, "
+            f"learning rate η = {cfg.learning_rate:g}, " + (f"KL weight {cfg.beta:g}" if cfg.beta else "no KL term")
             + f" (the paper: KL weight {preset('full').beta:g}); pass@1 (stored runs): the share of right answers "
             f"on {stored.n_test} test problems × {stored.eval_samples} samples at temperature {stored.temperature:g}.")
-    return table, note
+    return live, mine, paper, f"topics split by Dirichlet concentration {split}.", ours
+
+
+def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> tuple[pd.DataFrame, str]:
+    """The settings the notebook's numbers depend on, once: a short table (clients, b and K, τ_swap, τ, the budget of
+    local steps, seeds) for the live round of §3–4, the stored runs of §5 and the paper's runs ("same" where a stored
+    cell equals the live one; "—" where the paper gives no number we use), and the rest in two lines: the topic split
+    (which ends the notebook's "same in both" line), then what is ours, not the paper's (policy, GRPO's settings, how
+    pass@1 is measured)."""
+    live, mine, paper, split, ours = _settings(cfg, policy, tau_live, results)
+    table = pd.DataFrame({"live round (§3–4)": live, "stored runs (§5)": mine, "the paper": paper})
+    same = table["stored runs (§5)"] == table["live round (§3–4)"]
+    table.loc[same, "stored runs (§5)"] = "same"
+    table.index.name = "setting"
+    return table, f"{split}\n{ours}"
 
 
 def settings_sentences(cfg, policy, tau_live: int, results=F.RESULTS) -> str:
     """:func:`settings_table` as two printed sentences: what the live round, the stored runs and the paper each run
     (τ, the local-step budget, seeds) and share (N, b × K, τ_swap, the topic split); then what is ours, not the
     paper's."""
-    table, note = settings_table(cfg, policy, tau_live, results)
-    live, stored, paper = (table[col] for col in table.columns)
-    tau, budget, seeds = "τ: local steps per round", "local steps per client in all", "seeds"
-    split, ours = note.split("\n")
-    shared = "; ".join(f"{row.split(' (')[0]} = {live[row]}" for row in table.index if stored[row] == "same")
+    live, stored, paper, split, ours = _settings(cfg, policy, tau_live, results)
+    tau, seeds = "τ: local steps per round", "seeds"
+    shared = "; ".join(f"{SHORT.get(row, row)} = {live[row]}" for row in live if stored[row] == live[row])
     return (f"Live round (§3–4): one round of τ = {tau_live} local steps, seed {live[seeds]}; stored runs (§5): "
-            f"τ = {stored[tau]}, seeds {stored[seeds]}; the paper: τ = {paper[tau]}; in both of ours: {shared}; "
-            f"{split}\n{ours}")
+            f"τ = {stored[tau]}, seeds {stored[seeds]}; the paper: τ = {paper[tau]}; "
+            + (f"in both of ours: {shared}; " if shared else "") + f"{split}\n{ours}")
 
 
 def live_round(cfg, policy, method: str, tau: int, tensors: bool = True):
@@ -208,8 +216,6 @@ def heterogeneity_figure(partitions, concentration: float) -> go.Figure:
     names, counts = topic_matrix(partitions)
     fig = viz.heterogeneity_bubbles(names, counts, title=f"topics per client (Dirichlet concentration "
                                                          f"{concentration:g}; bubble area ∝ examples)")
-    fig.data[0].x = [x.replace("client ", "client_") for x in fig.data[0].x]  # as the tables name them
-    fig.data[0].text = [t.replace("client ", "client_", 1) for t in fig.data[0].text]
     top = int(counts.max())
     sizes = sorted({max(1, int(round(top / 10, -1))), max(1, int(round(top / 2, -1))), top})
     fig.add_trace(go.Scatter(x=["key: examples"] * len(sizes), y=list(names[:len(sizes)]), mode="markers+text",
@@ -298,6 +304,8 @@ def balanced_beside(gen, swaps: dict, correct: pd.DataFrame, client: int, prompt
     c = correct.iloc[prompt].to_numpy()
     D = int(c.sum() - c[client])
     M = min(max(K // 2 - int(c[client]), 0), D)
+    if swaps["balanced"] is not None and (done := int(swaps["balanced"][prompt].num_replaced[client])) != M:
+        raise AssertionError(f"M worked by hand ({M}) is not what swap_public replaced ({done})")
     view = group_table(gen, swaps["balanced"], client, prompt)
     kept = "keeps its own K" if M == 0 else f"swaps {M} of its wrong answers for right ones"
     return (f"Balanced, {cid} on {gen.batch['prompt'][prompt]!r}: c = {int(c[client])}, D = {D}, M = min(({K // 2} − "

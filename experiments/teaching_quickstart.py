@@ -153,7 +153,7 @@ def base_by_topic(run, base_eval: dict) -> pd.DataFrame:
 
 def bubbles(run, alpha, folder=None):
     """Who holds what, as bubbles whose area grows with the problems held, each labelled with its count (the size
-    key: a legend cannot draw bubble sizes); clients named as the run names them. Written to ``folder`` when given."""
+    key: a legend cannot draw bubble sizes). Written to ``folder`` when given."""
     from fedrl_kit import viz
     from fedrl_kit.world.partition import topic_matrix
 
@@ -162,7 +162,6 @@ def bubbles(run, alpha, folder=None):
                                                          f"{alpha}; bubble area ∝ problems, number printed)")
     held = [int(counts[k, t]) for k in range(counts.shape[0]) for t in range(counts.shape[1]) if counts[k, t] > 0]
     fig.update_traces(mode="markers+text", text=[str(n) for n in held], textposition="middle center",
-                      x=[x.replace("client ", "client_") for x in fig.data[0].x],
                       textfont=dict(size=11, color="#222"), hovertemplate="%{x}, %{y}: %{text} problems<extra></extra>")
     if folder is not None:
         viz.export(fig, "quickstart_heterogeneity", folder)

@@ -75,7 +75,8 @@ def client_curves(records: list[dict], metrics=("accuracy", "reward_mean"), excl
 
 
 def heterogeneity_bubbles(topic_names: list[str], counts: np.ndarray, title: str = "topics per client") -> go.Figure:
-    """Client data heterogeneity as a bubble plot (as in the PubSwap appendix): bubble area ∝ examples.
+    """Client data heterogeneity as a bubble plot (as in the PubSwap appendix): bubble area ∝ examples; clients
+    named ``client_k`` as runs name them.
 
     Args:
         topic_names: the n topics (y axis).
@@ -86,10 +87,10 @@ def heterogeneity_bubbles(topic_names: list[str], counts: np.ndarray, title: str
     for k in range(K):
         for t in range(n):
             if counts[k, t] > 0:
-                xs.append(f"client {k}")
+                xs.append(f"client_{k}")
                 ys.append(topic_names[t])
                 sizes.append(float(counts[k, t]))
-                text.append(f"client {k}, {topic_names[t]}: {int(counts[k, t])}")
+                text.append(f"client_{k}, {topic_names[t]}: {int(counts[k, t])}")
     scale = 2.0 * max(sizes) / 45**2 if sizes else 1
     fig = go.Figure(go.Scatter(x=xs, y=ys, mode="markers", text=text, hoverinfo="text",
                                marker=dict(size=sizes, sizemode="area", sizeref=scale, sizemin=2, color="#636efa")))

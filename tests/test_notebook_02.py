@@ -4,6 +4,7 @@ own levels in the stored grid, and the paper's Table 1 gains."""
 import json
 
 import numpy as np
+import pytest
 
 from experiments import findings
 from fedrl_kit.runs import REPO_ROOT
@@ -460,6 +461,9 @@ def test_balanced_beside_works_m_for_the_case_the_widget_shows_for_random(monkey
     text, view = teach.balanced_beside(gen, {"balanced": None, "random": random}, correct, 1, 0)
     assert "c = 5, D = 2, M = min((4 − 5)+, 2) = 0: it keeps its own K, 5 of 8 right" in text
     assert "(Random's group above: 2)" in text and len(view) == 8
+    done = SimpleNamespace(num_replaced=np.array([0, 1, 0]))  # a swap that replaced one answer where M = 0
+    with pytest.raises(AssertionError, match=r"M worked by hand \(0\) is not what swap_public replaced \(1\)"):
+        teach.balanced_beside(gen, {"balanced": [done, None], "random": random}, correct, 1, 0)
 
 
 def test_the_swap_try_draws_randoms_costliest_case_then_its_widgets_then_balanced_folded(monkeypatch):

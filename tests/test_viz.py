@@ -19,6 +19,7 @@ def test_figures_hold_the_data(tmp_path):
     assert {t.name for t in cc.data} >= {"client_0", "client_1", "global pass@1 (test)"}
     b = viz.heterogeneity_bubbles(["add", "max"], np.array([[3, 0], [1, 2]]))
     assert list(b.data[0].marker.size) == [3.0, 1.0, 2.0]
+    assert list(b.data[0].x) == ["client_0", "client_1", "client_1"]  # as runs name the clients
     bars = viz.communication_bars({("fit", "down"): 1000, ("fit_result", "up"): 2000})
     assert list(bars.data[0].y) == [1000, 2000]
     out = viz.export(fig, "curve", tmp_path)
