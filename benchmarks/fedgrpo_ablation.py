@@ -20,7 +20,9 @@ Run::
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/fedgrpo_ablation.py
 
 writes ``benchmarks/results/fedgrpo_ablation_pool.json`` (the stored ``fedgrpo_ablation.json`` was made
-before, with D_s = world.public and Q = b·K).
+before, with D_s = world.public and Q = b·K). ``--eval-every N`` scores the global model every N rounds and keeps
+each run's pass@1 curve (for plateau claims on long runs); ``--set section.field=value`` changes a setting of every
+run (every label held: ``--set fedgrpo.ae_holders=all``), except the ones the grid varies or fixes (K, M, Q).
 """
 
 from __future__ import annotations
@@ -45,6 +47,10 @@ from fedrl_kit.config import REFERENCE_PATH, preset  # noqa: E402
 from fedrl_kit.policy.adapters import GLOBAL  # noqa: E402
 from fedrl_kit.policy.engine import Policy  # noqa: E402
 from fedrl_kit.runs import Run, resolve_base  # noqa: E402
+from fedrl_kit.set_syntax import parse_set  # noqa: E402
+
+GRID_FIELDS = ("num_clients", "fedgrpo.num_experts", "fedgrpo.questions_per_step")
+"""what the grid sets at each point, so ``--set`` may not"""
 
 
 def main(argv=None) -> dict:
@@ -55,6 +61,11 @@ def main(argv=None) -> dict:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--questions", type=int, default=SETTINGS["prompts_per_step"] * 8,
                     help="questions per server step at every point (fedgrpo.questions_per_step)")
+    ap.add_argument("--eval-every", type=int, default=None,
+                    help="score the global model every N rounds (default: at the end only); a run scored more than "
+                         "twice keeps its pass@1 curve")
+    ap.add_argument("--set", nargs="+", action="extend", default=[], metavar="SECTION.FIELD=VALUE",
+                    help="a setting of every run, as fedrl run --set (not K, M or Q, which the grid sets)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fedgrpo_ablation_pool.json"))
     ap.add_argument("--allow-mixed-environment", action="store_true",
                     help="with --resume: extend a file whose runs were made with other package versions")
@@ -62,12 +73,22 @@ def main(argv=None) -> dict:
                     help="keep the runs already in --out (its settings must match) and run only the missing ones, "
                          "so a grid can grow (e.g. --K 20 added to an existing K ablation)")
     args = ap.parse_args(argv)
+    extra = parse_set(args.set)
+    if clash := [k for k in GRID_FIELDS if k in extra]:
+        raise SystemExit(f"--set {', '.join(clash)}: the grid sets {'these' if len(clash) > 1 else 'this'} at each "
+                         "point (use --K, --M, --questions)")
+    args.eval_every = args.eval_every or args.rounds
+    mine = {k.split(".", 1)[1]: v for k, v in extra.items() if k.startswith("fedgrpo.")}  # into fedgrpo's section
+    others = {k: v for k, v in extra.items() if not k.startswith("fedgrpo.")}
     points = [("M", m, 8, m) for m in args.M] + [("K", k, k, 2) for k in args.K if not (k == 8 and 2 in args.M)]
     rows, args.commands = [], []
     if args.resume and Path(args.out).exists():
         old = json.loads(Path(args.out).read_text())
-        want = dict(SETTINGS, rounds=args.rounds, questions_per_step=args.questions)
-        stored = {**REFERENCE_PATH, **old["settings"]}  # files without the path's keys were made on the reference path
+        want = dict(SETTINGS, rounds=args.rounds, questions_per_step=args.questions, eval_every=args.eval_every,
+                    set=args.set)
+        # files without the path's keys were made on the reference path, those without eval_every or set before the
+        # options existed (scored at the end, no --set)
+        stored = {**REFERENCE_PATH, "eval_every": old["settings"]["rounds"], "set": [], **old["settings"]}
         mismatch = {k: (stored.get(k), v) for k, v in want.items() if stored.get(k) != v}
         if mismatch:
             raise SystemExit(f"--resume: {args.out} was made with other settings: "
@@ -90,9 +111,9 @@ def main(argv=None) -> dict:
             if (K, M, seed) in done:
                 continue
             settings = dict(SETTINGS, num_clients=K)
-            cfg = preset("quick", method="fedgrpo", seed=seed, rounds=args.rounds, eval_every=args.rounds,
-                         fedgrpo={"num_experts": M, "questions_per_step": args.questions,
-                                  "me_score": STORED_ME}, **settings)
+            cfg = preset("quick", method="fedgrpo", seed=seed, rounds=args.rounds, eval_every=args.eval_every,
+                         fedgrpo={"me_score": STORED_ME, **mine, "num_experts": M,
+                                  "questions_per_step": args.questions}, **{**settings, **others})
             policy.set_state(GLOBAL, init)
             t0 = time.time()
             run = Run(cfg, progress=False, policy=policy)
@@ -101,6 +122,8 @@ def main(argv=None) -> dict:
             server = [r for r in recs if r["kind"] == "client" and r["client"] == "server"]
             row = dict(axis=axis, value=value, K=K, M=M, seed=seed, base_pass_at_1=glob[0]["pass@1"],
                        final_pass_at_1=glob[-1]["pass@1"], seconds=round(time.time() - t0, 1))
+            if len(glob) > 2:
+                row["curve"] = [[g["round"], g["pass@1"]] for g in glob]
             for key in ("expert_hit_rate_major", "random_hit_rate_major", "reward_gap", "ae_share"):
                 row[key] = float(np.mean([r[key] for r in server if key in r]))
             rows.append(row)
@@ -120,7 +143,8 @@ def save(args, argv, points, rows, quiet=False) -> dict:
                 hit_rate_major=float(np.mean([r["expert_hit_rate_major"] for r in sel])))
     seeds = sorted({r["seed"] for r in rows} | set(args.seeds))
     out = save_result(args.out, "fedgrpo_ablation", argv,
-                      dict(SETTINGS, rounds=args.rounds, seeds=seeds, questions_per_step=args.questions), rows,
+                      dict(SETTINGS, rounds=args.rounds, seeds=seeds, questions_per_step=args.questions,
+                           eval_every=args.eval_every, set=args.set), rows,
                       summary, quiet=quiet)
     if args.commands:  # the earlier invocations whose runs this file keeps
         out["commands"] = args.commands + [out["command"]]
