@@ -27,7 +27,8 @@ METHOD_NAMES = {"fedgrpo": "FedGRPO", "central_grpo": "Central-GRPO", "fedavg_gr
                 "fedgrpo_random": "FedGRPO, random experts", "fedgrpo_official": "FedGRPO, official protocol",
                 "fedavg_grpo_same_reward": "Fedpetuning+GRPO (8·acc + 1·fmt)",
                 "dpsda_grpo_same_reward": "DPSDA-FL (no PE)+GRPO (8·acc + 1·fmt)",
-                "central_grpo_same_reward": "Central-GRPO (8·acc + 1·fmt)"}
+                "central_grpo_same_reward": "Central-GRPO (8·acc + 1·fmt)",
+                "fedgrpo_nogt": "FedGRPO, no ground truth", "fedgrpo_nogt_subject": "FedGRPO, no ground truth, subject scorer"}
 #: FedGRPO's control arms (``benchmarks/fedgrpo_compare.py --methods fedgrpo --set …``, a file each): arm → the
 #: settings that make it, as its file records them under ``settings.set``
 ARMS = {"fedgrpo_allgt": ["fedgrpo.ae_holders=all"], "fedgrpo_random": ["fedgrpo.selection=random"],
@@ -547,19 +548,21 @@ ARM_PAIRS = ([("FedGRPO, every client holding every label, near Central-GRPO, tr
 """:func:`arm_claims`' rows: the control arms against the baselines and against FedGRPO as the paper describes it"""
 
 
-def with_arms(results: list[dict], arms: dict[str, dict | None]) -> list[dict]:
-    """``results`` plus each control arm's file with its FedGRPO rows renamed to the arm (``ARMS``'s keys), so that
-    :func:`long_curves` and :func:`long_claims` read the arms beside the baselines. An arm's file must record the
-    settings that make it (``settings.set``): a file made otherwise is refused, naming it."""
+def with_arms(results: list[dict], arms: dict[str, dict | None], spec: dict = ARMS,
+              files: dict = ARM_FILES) -> list[dict]:
+    """``results`` plus each arm's file with its FedGRPO rows renamed to the arm (``spec``'s keys: the control arms
+    :data:`ARMS` unless given), so that :func:`long_curves` and :func:`long_claims` read the arms beside the
+    baselines. An arm's file must record the settings that make it (``settings.set``): a file made otherwise is
+    refused, naming it (``files``)."""
     out = list(results)
     for arm, result in arms.items():
         if result is None:
             continue
-        if arm not in ARMS:
-            raise ValueError(f"unknown FedGRPO arm {arm!r}; arms: {list(ARMS)}")
+        if arm not in spec:
+            raise ValueError(f"unknown FedGRPO arm {arm!r}; arms: {list(spec)}")
         made = (result.get("settings") or {}).get("set", [])
-        if not set(ARMS[arm]) <= set(made):
-            raise ValueError(f"{ARM_FILES[arm]}: made with --set {made}, not with {ARMS[arm]} (the {arm} arm)")
+        if not set(spec[arm]) <= set(made):
+            raise ValueError(f"{files[arm]}: made with --set {made}, not with {spec[arm]} (the {arm} arm)")
         runs = [dict(r, method=arm) for r in result.get("runs", []) if r.get("method") == "fedgrpo"]
         out.append(dict(result, runs=runs))
     return out
@@ -578,6 +581,40 @@ def arm_claims(results: list[dict], arms: dict[str, dict | None], window: int = 
     label against the baselines, competence against random selection, and the official protocol; an arm not run
     leaves its rows "not tested"."""
     return long_claims(with_arms(results, arms), window, trend_window, near_tol, pairs=ARM_PAIRS)
+
+
+#: FedGRPO without ground truth (Table 2) trained until flat (30 rounds, pass@1 every round; ``fedgrpo_compare.py
+#: --no-gt``): arm → the settings its file must record under ``settings.set``, then the files, by arm
+NOGT_ARMS = {"fedgrpo_nogt": ["fedgrpo.mode=no_gt", "evaluator.training=grpo"],
+             "fedgrpo_nogt_subject": ["fedgrpo.mode=no_gt", "evaluator.training=grpo", "fedgrpo.no_gt_scorer=subject"]}
+NOGT_FILES = {"fedgrpo_nogt": "fedgrpo_compare_nogt_expert30.json",
+              "fedgrpo_nogt_subject": "fedgrpo_compare_nogt_subject30.json"}
+NOGT_PAIRS = [("FedGRPO without ground truth near Central-GRPO, trained until flat", "Table 2", "fedgrpo_nogt",
+               "central_grpo", "near"),
+              ("FedGRPO without ground truth near Central-GRPO, the official code's scorer, trained until flat",
+               "Table 2 (as the official code scores)", "fedgrpo_nogt_subject", "central_grpo", "near"),
+              ("FedGRPO without ground truth near FedGRPO with it, trained until flat", "Tables 1, 2", "fedgrpo_nogt",
+               "fedgrpo", "near"),
+              ("the experts' own evaluators beat the official code's subject reward models (no ground truth), "
+               "trained until flat", "– (our scorer against the official code's)", "fedgrpo_nogt",
+               "fedgrpo_nogt_subject", "beats")]
+""":func:`nogt_claims`' rows: Table 2 on plateaus, under both scorers"""
+
+
+def load_nogt(results_dir: str | Path = "benchmarks/results") -> dict[str, dict | None]:
+    """The no-ground-truth 30-round files (:data:`NOGT_FILES`), None for one not run."""
+    results_dir = Path(results_dir)
+    return {arm: (json.loads((results_dir / name).read_text()) if (results_dir / name).exists() else None)
+            for arm, name in NOGT_FILES.items()}
+
+
+def nogt_claims(results: list[dict], nogt: dict[str, dict | None], window: int = 5, trend_window: int = 10,
+                near_tol: float = 3.0) -> pd.DataFrame:
+    """:func:`long_claims` for Table 2 (:data:`NOGT_PAIRS`): FedGRPO without ground truth, scored by the experts'
+    own evaluators or by the question's subject reward model, against Central-GRPO, FedGRPO with ground truth
+    (``results``: the stored trained-until-flat files) and each other; an arm not run leaves its rows "not tested"."""
+    return long_claims(with_arms(results, nogt, NOGT_ARMS, NOGT_FILES), window, trend_window, near_tol,
+                       pairs=NOGT_PAIRS)
 
 
 def _arm_rewards(results: dict | list[dict]) -> dict[str, tuple | None]:
@@ -687,7 +724,9 @@ def long_claims(result: dict | list[dict], window: int = 5, trend_window: int = 
         return f"not tested ({said})"
 
     labels = {"fedgrpo": "the owner alone holds each label", "fedgrpo_random": "the owner alone holds each label",
-              "fedgrpo_official": "every client holds every label"}  # (the all-labels arm's name says it)
+              "fedgrpo_official": "every client holds every label",  # (the all-labels arm's name says it)
+              "fedgrpo_nogt": "no labels, the experts' GRPO-trained evaluators score",
+              "fedgrpo_nogt_subject": "no labels, the question's subject reward model scores"}
     for claim, paper, a, b, kind in pairs:
         d = paired_diffs(tail, {"method": a}, {"method": b}, "pass_at_1")
         rule = ((lambda x, miss: _near(x, tol, miss)) if kind == "near" else (lambda x, miss: _beats(x, miss)))

@@ -328,6 +328,33 @@ def test_arm_claims_read_each_arm_file_beside_the_baselines():
         arm_claims([base], {"fedgrpo_random": arm(0.3, ["fedgrpo.ae_holders=all"])})
 
 
+def test_nogt_claims_pair_both_scorers_with_central_grpo_fedgrpo_with_labels_and_each_other():
+    from experiments.fedgrpo_claims import nogt_claims
+
+    flat = lambda level: [[0.2] + [level + 0.01 * s] * 10 for s in range(3)]  # noqa: E731
+    no_gt = ["fedgrpo.mode=no_gt", "fedgrpo.gt_fraction=0.667", "evaluator.training=grpo"]
+
+    def arm(level, made):
+        return dict(long_result({"fedgrpo": flat(level)}), settings={**SETTINGS, "set": made})
+
+    base = long_result({"fedgrpo": flat(0.30), "central_grpo": flat(0.31)})
+    df = nogt_claims([base], {"fedgrpo_nogt": arm(0.33, no_gt), "fedgrpo_nogt_subject":
+                              arm(0.25, no_gt + ["fedgrpo.no_gt_scorer=subject"])}).set_index("claim")
+    ours = df.loc["FedGRPO without ground truth near Central-GRPO, trained until flat"]
+    assert ours["mean"] == pytest.approx(2.0) and ours["verdict"].startswith("holds")
+    assert "FedGRPO, no ground truth: no labels, the experts' GRPO-trained evaluators score" in ours["setting"]
+    assert df.loc["FedGRPO without ground truth near Central-GRPO, the official code's scorer, trained until flat",
+                  "verdict"] == "does not hold"
+    assert df.loc["FedGRPO without ground truth near FedGRPO with it, trained until flat", "mean"] == pytest.approx(3.0)
+    mine = df.loc["the experts' own evaluators beat the official code's subject reward models (no ground truth), "
+                  "trained until flat"]
+    assert mine["mean"] == pytest.approx(8.0) and mine["verdict"] == "holds"
+    alone = nogt_claims([base], {"fedgrpo_nogt": arm(0.33, no_gt), "fedgrpo_nogt_subject": None}).set_index("claim")
+    assert alone.verdict.iloc[-1] == "not tested (FedGRPO, no ground truth, subject scorer not run)"
+    with pytest.raises(ValueError, match="fedgrpo_compare_nogt_subject30.json.*no_gt_scorer=subject"):
+        nogt_claims([base], {"fedgrpo_nogt_subject": arm(0.25, no_gt)})
+
+
 def test_arm_diagnostics_list_each_arms_seeds():
     from experiments.fedgrpo_claims import arm_diagnostics
 
