@@ -568,11 +568,11 @@ def with_arms(results: list[dict], arms: dict[str, dict | None], spec: dict = AR
     return out
 
 
-def load_arms(results_dir: str | Path = "benchmarks/results") -> dict[str, dict | None]:
-    """The control arms' stored files (:data:`ARM_FILES`), None for one not run."""
+def load_arms(results_dir: str | Path = "benchmarks/results", files: dict = ARM_FILES) -> dict[str, dict | None]:
+    """The arms' stored files (``files``: the control arms' :data:`ARM_FILES` unless given), None for one not run."""
     results_dir = Path(results_dir)
     return {arm: (json.loads((results_dir / name).read_text()) if (results_dir / name).exists() else None)
-            for arm, name in ARM_FILES.items()}
+            for arm, name in files.items()}
 
 
 def arm_claims(results: list[dict], arms: dict[str, dict | None], window: int = 5, trend_window: int = 10,
@@ -603,9 +603,7 @@ NOGT_PAIRS = [("FedGRPO without ground truth near Central-GRPO, trained until fl
 
 def load_nogt(results_dir: str | Path = "benchmarks/results") -> dict[str, dict | None]:
     """The no-ground-truth 30-round files (:data:`NOGT_FILES`), None for one not run."""
-    results_dir = Path(results_dir)
-    return {arm: (json.loads((results_dir / name).read_text()) if (results_dir / name).exists() else None)
-            for arm, name in NOGT_FILES.items()}
+    return load_arms(results_dir, NOGT_FILES)
 
 
 def nogt_claims(results: list[dict], nogt: dict[str, dict | None], window: int = 5, trend_window: int = 10,
