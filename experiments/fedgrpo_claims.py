@@ -589,10 +589,19 @@ NOGT_ARMS = {"fedgrpo_nogt": ["fedgrpo.mode=no_gt", "evaluator.training=grpo"],
              "fedgrpo_nogt_subject": ["fedgrpo.mode=no_gt", "evaluator.training=grpo", "fedgrpo.no_gt_scorer=subject"]}
 NOGT_FILES = {"fedgrpo_nogt": "fedgrpo_compare_nogt_expert30.json",
               "fedgrpo_nogt_subject": "fedgrpo_compare_nogt_subject30.json"}
-NOGT_PAIRS = [("FedGRPO without ground truth near Central-GRPO, trained until flat", "Table 2", "fedgrpo_nogt",
+NOGT_PAIRS = [("FedGRPO without ground truth beats the zero-shot base, trained until flat", "Table 2", "fedgrpo_nogt",
+               "zero_shot", "beats"),
+              ("FedGRPO without ground truth beats the zero-shot base, the official code's scorer, trained until flat",
+               "Table 2 (as the official code scores)", "fedgrpo_nogt_subject", "zero_shot", "beats"),
+              ("FedGRPO without ground truth near Central-GRPO, trained until flat", "Table 2", "fedgrpo_nogt",
                "central_grpo", "near"),
               ("FedGRPO without ground truth near Central-GRPO, the official code's scorer, trained until flat",
                "Table 2 (as the official code scores)", "fedgrpo_nogt_subject", "central_grpo", "near"),
+              ("FedGRPO without ground truth near Central-GRPO, same reward shape, trained until flat",
+               "Table 2 (Central-GRPO on 8·correctness + 1·format)", "fedgrpo_nogt", "central_grpo_same_reward", "near"),
+              ("FedGRPO without ground truth near Central-GRPO, the official code's scorer, same reward shape, trained "
+               "until flat", "Table 2 (as the official code scores; Central-GRPO on 8·correctness + 1·format)",
+               "fedgrpo_nogt_subject", "central_grpo_same_reward", "near"),
               ("FedGRPO without ground truth near FedGRPO with it, trained until flat", "Tables 1, 2", "fedgrpo_nogt",
                "fedgrpo", "near"),
               ("the experts' own evaluators beat the official code's subject reward models (no ground truth), "
@@ -606,13 +615,20 @@ def load_nogt(results_dir: str | Path = "benchmarks/results") -> dict[str, dict 
     return load_arms(results_dir, NOGT_FILES)
 
 
-def nogt_claims(results: list[dict], nogt: dict[str, dict | None], window: int = 5, trend_window: int = 10,
-                near_tol: float = 3.0) -> pd.DataFrame:
+def nogt_claims(results: list[dict], nogt: dict[str, dict | None], same: dict | None = None, window: int = 5,
+                trend_window: int = 10, near_tol: float = 3.0) -> pd.DataFrame:
     """:func:`long_claims` for Table 2 (:data:`NOGT_PAIRS`): FedGRPO without ground truth, scored by the experts'
-    own evaluators or by the question's subject reward model, against Central-GRPO, FedGRPO with ground truth
-    (``results``: the stored trained-until-flat files) and each other; an arm not run leaves its rows "not tested"."""
-    return long_claims(with_arms(results, nogt, NOGT_ARMS, NOGT_FILES), window, trend_window, near_tol,
-                       pairs=NOGT_PAIRS)
+    own evaluators or by the question's subject reward model, against Central-GRPO (on accuracy alone, and on
+    FedGRPO's reward shape from ``same``, :func:`load_same_reward`), FedGRPO with ground truth (``results``: the
+    stored trained-until-flat files), the zero-shot base (each seed's round 0, held flat over the same rounds: the
+    base does not train) and each other; an arm or file not given leaves its rows "not tested"."""
+    both = with_arms(with_same_reward(results, same), nogt, NOGT_ARMS, NOGT_FILES)
+    ran = [r for arm, r in nogt.items() if r is not None]
+    if ran:  # the base of the seeds the no-GT runs start from (the same in both files)
+        base = [dict(r, method="zero_shot", curve=[[a, r["curve"][0][1]] for a, _ in r["curve"]])
+                for r in ran[0]["runs"] if r.get("method") == "fedgrpo" and r.get("curve")]
+        both.append(dict(ran[0], runs=base))
+    return long_claims(both, window, trend_window, near_tol, pairs=NOGT_PAIRS)
 
 
 def _arm_rewards(results: dict | list[dict]) -> dict[str, tuple | None]:

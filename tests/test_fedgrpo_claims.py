@@ -346,9 +346,18 @@ def test_nogt_claims_pair_both_scorers_with_central_grpo_fedgrpo_with_labels_and
     assert df.loc["FedGRPO without ground truth near Central-GRPO, the official code's scorer, trained until flat",
                   "verdict"] == "does not hold"
     assert df.loc["FedGRPO without ground truth near FedGRPO with it, trained until flat", "mean"] == pytest.approx(3.0)
+    above = df.loc["FedGRPO without ground truth beats the zero-shot base, trained until flat"]
+    assert above["mean"] == pytest.approx(14.0) and above["verdict"] == "holds"  # 0.33 + 0.01·s against round 0, 0.2
     mine = df.loc["the experts' own evaluators beat the official code's subject reward models (no ground truth), "
                   "trained until flat"]
     assert mine["mean"] == pytest.approx(8.0) and mine["verdict"] == "holds"
+    assert df.loc["FedGRPO without ground truth near Central-GRPO, same reward shape, trained until flat",
+                  "verdict"] == "not tested (Central-GRPO (8·acc + 1·fmt) not run)"
+    same = dict(long_result({"central_grpo": flat(0.345)}),
+                settings={**SETTINGS, "set": ["rewards=accuracy,format", "reward_weights=8,1"]})
+    df = nogt_claims([base], {"fedgrpo_nogt": arm(0.33, no_gt)}, same).set_index("claim")
+    assert df.loc["FedGRPO without ground truth near Central-GRPO, same reward shape, trained until flat",
+                  "mean"] == pytest.approx(-1.5)
     alone = nogt_claims([base], {"fedgrpo_nogt": arm(0.33, no_gt), "fedgrpo_nogt_subject": None}).set_index("claim")
     assert alone.verdict.iloc[-1] == "not tested (FedGRPO, no ground truth, subject scorer not run)"
     with pytest.raises(ValueError, match="fedgrpo_compare_nogt_subject30.json.*no_gt_scorer=subject"):
