@@ -525,6 +525,19 @@ def long_curves(result: dict | list[dict], window: int = 5, trend_window: int = 
     return pd.DataFrame(out)
 
 
+def curves_view(results: dict | list[dict], shown: list[str], title: str):
+    """The pass@1 curves of the methods ``shown`` (mean over seeds ± one std, a band per method) and their
+    :func:`long_curves` rows: (figure, table)."""
+    from fedrl_kit import viz
+
+    frame = curve_frame(results)
+    fig = viz.seed_band_curves(frame[frame.method.isin(shown)], names=METHOD_NAMES,
+                               title=f"{title}: pass@1 after every round (mean over seeds ± one std)")
+    fig.update_layout(yaxis_title="pass@1")
+    table = long_curves(results)
+    return fig, table[table.method.isin([METHOD_NAMES[m] for m in shown])]
+
+
 LONG_PAIRS = ([("FedGRPO near Central-GRPO, trained until flat", "Table 1", "fedgrpo", "central_grpo", "near")]
               + [(f"FedGRPO beats {METHOD_NAMES[b]}, trained until flat", "Table 1", "fedgrpo", b, "beats")
                  for b in ("fedavg_grpo", "fedpetuning_sft", "dpsda_grpo", "dpsda_sft")])

@@ -194,21 +194,16 @@ with pd.option_context("display.max_colwidth", None):
 # the rows are not tested.
 
 # %%
-from experiments.fedgrpo_claims import NOGT_ARMS, NOGT_FILES, load_nogt, nogt_claims, with_arms
+from experiments.fedgrpo_claims import NOGT_ARMS, NOGT_FILES, curves_view, load_nogt, nogt_claims, with_arms
 
 nogt = load_nogt(results)
 for arm, r in nogt.items():
     print(f"{NOGT_FILES[arm]}:", *(r.get("commands") or [r["command"]]) if r else ["not run"], sep="\n  ")
 if any(nogt.values()):
-    with_nogt = with_arms(long_results, nogt, NOGT_ARMS, NOGT_FILES)
     shown = ["fedgrpo", "central_grpo", *(a for a, r in nogt.items() if r)]
-    frame = curve_frame(with_nogt)
-    fig = viz.seed_band_curves(frame[frame.method.isin(shown)], names=METHOD_NAMES,
-                               title="without ground truth: pass@1 after every round (mean over seeds ± one std)")
-    fig.update_layout(yaxis_title="pass@1")
+    fig, table = curves_view(with_arms(long_results, nogt, NOGT_ARMS, NOGT_FILES), shown, "without ground truth")
     viz.export(fig, "fedgrpo_nogt_curves", figures)
-    nogt_curves = long_curves(with_nogt)
-    display(nogt_curves[nogt_curves.method.isin([METHOD_NAMES[m] for m in shown])])
+    display(table)
     display(fig)
 with pd.option_context("display.max_colwidth", None):
     display(nogt_claims(long_results, nogt, same))
@@ -251,21 +246,16 @@ else:
 # questions).
 
 # %%
-from experiments.fedgrpo_claims import ARM_FILES, arm_claims, load_arms, signals_table, with_arms
+from experiments.fedgrpo_claims import ARM_FILES, arm_claims, curves_view, load_arms, signals_table, with_arms
 
 arms = load_arms(results)
 for arm, r in arms.items():
     print(f"{ARM_FILES[arm]}:", *(r.get("commands") or [r["command"]]) if r else ["not run"])
 if any(arms.values()):
-    both = with_arms(long_results, arms)
     shown = ["fedgrpo", *(a for a, r in arms.items() if r), "fedavg_grpo"]
-    frame = curve_frame(both)
-    fig = viz.seed_band_curves(frame[frame.method.isin(shown)], names=METHOD_NAMES,
-                               title="FedGRPO's arms: pass@1 after every round (mean over seeds ± one std)")
-    fig.update_layout(yaxis_title="pass@1")
+    fig, table = curves_view(with_arms(long_results, arms), shown, "FedGRPO's arms")
     viz.export(fig, "fedgrpo_arm_curves", figures)
-    curves_table = long_curves(both)
-    display(curves_table[curves_table.method.isin([METHOD_NAMES[m] for m in shown])])
+    display(table)
     with pd.option_context("display.max_colwidth", None):
         display(arm_claims(long_results, arms))
     display(fig)

@@ -594,3 +594,14 @@ def test_every_stored_verdict_pairing_a_baseline_names_the_rewards():
         if name != "5 rounds":
             assert not df.setting.str.contains("plateaus of different lengths").any(), name
     assert (tables["same reward"].setting.str.contains("the same reward shape — ")).all()
+
+
+def test_curves_view_draws_and_tables_only_the_methods_shown():
+    from experiments.fedgrpo_claims import curves_view
+
+    flat = [[0.2] + [0.3 + 0.01 * s] * 10 for s in range(3)]
+    fig, table = curves_view([long_result({"fedgrpo": flat, "central_grpo": flat, "fedavg_grpo": flat})],
+                             ["fedgrpo", "fedavg_grpo"], "two arms")
+    assert list(table.method) == ["FedGRPO", "Fedpetuning+GRPO"]
+    assert {t.name for t in fig.data if t.name} >= {"FedGRPO", "Fedpetuning+GRPO"}
+    assert "Central-GRPO" not in {t.name for t in fig.data} and fig.layout.title.text.startswith("two arms: pass@1")
