@@ -177,21 +177,21 @@ with pd.option_context("display.max_colwidth", None):
 # %% [markdown]
 # ### Table 2, without ground truth, trained until flat
 # §1's Table 2 rows are 5-round runs. FedGRPO with no label anywhere, trained for 30 rounds with pass@1 after every
-# round, under two scorers: the experts' own GRPO-trained evaluators (ours, as in §1) and, as the official code
-# scores, the question's subject reward model (one of three, chosen by the question's subject; a 0/1 agreement
-# between its sampled answer and the candidate's; `fedgrpo.no_gt_scorer=subject`). Paired by seed with
+# round, five seeds, under two scorers: the experts' own GRPO-trained evaluators (ours, as in §1) and, as the
+# official code scores, the question's subject reward model (one of three, chosen by the question's subject; a 0/1
+# agreement between its sampled answer and the candidate's; `fedgrpo.no_gt_scorer=subject`). Paired by seed with
 # Central-GRPO (on accuracy alone and on FedGRPO's reward shape), with FedGRPO holding labels and with the zero-shot
 # base (each seed's round 0) by the same rules (`nogt_claims`). The commands each file records print below
 # (`<scratch>`: a scratch file of one process; the runs were merged into the stored file unchanged).
 #
-# In the stored runs both are flat by round 30 and end above the zero-shot base on every seed: ours by
-# +12.05 ± 6.75 points, the subject scorer by +7.69 ± 5.34. Ours plateaus at 0.340, +8.88 ± 1.65 points above
-# FedGRPO with owner-only labels (0.251), on every seed. That is not what labels are worth: the two settings train on
-# different questions (the pool's unlabelled third against the whole pool) with differently trained judges (GRPO
-# against SFT), and the weak SFT judges are the main suspect for the owner-only stall (§4). Our scorer leads the official one on every
-# seed, +4.36 ± 5.58 points, within noise. Beside Central-GRPO on FedGRPO's reward shape (flat by round 30) both
-# are within noise of "near" (+2.60 ± 6.13 and −1.76 ± 1.51); beside Central-GRPO on accuracy alone, still falling,
-# the rows are not tested.
+# In the stored runs (five seeds) both are flat by round 30 and end above the zero-shot base on every seed: ours by
+# +10.19 ± 4.13 points, the subject scorer by +6.59 ± 2.68. Our scorer beats the official one, +3.59 ± 2.48 points,
+# ahead on all five seeds. Ours plateaus at 0.323, and on the three seeds FedGRPO with owner-only labels ran,
+# +8.88 ± 1.65 points above it (0.251). That is not what labels are worth: the two settings train on different
+# questions (the pool's unlabelled third against the whole pool) with differently trained judges (GRPO against
+# SFT), and the weak SFT judges are the main suspect for the owner-only stall (§4). Beside Central-GRPO on FedGRPO's
+# reward shape (flat by round 30; three seeds) both are within noise of "near" (+2.60 ± 6.13 and −1.76 ± 1.51);
+# beside Central-GRPO on accuracy alone, still falling, the rows are not tested.
 
 # %%
 from experiments.fedgrpo_claims import NOGT_ARMS, NOGT_FILES, curves_view, load_nogt, nogt_claims, with_arms
