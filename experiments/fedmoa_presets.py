@@ -117,7 +117,8 @@ LR_GRID = (1e-3, 2e-3, 4e-3)
 """the learning rates tuned on validation for FedAvg-GRPO, the same number of runs as :data:`LAM_GRID`, around the
 default 2e-3; every variant of the grid then takes the chosen one (the paper keeps its hyperparameters identical
 between FedAvg-GRPO and FedMOA), while λ was tuned at the default learning rate (re-tuned at the chosen one later,
-``fedmoa_tuning_cpu_lam_at_lr0.004.json``: validation then prefers λ = 0.01, within noise; ``docs/fedmoa.md``)"""
+``fedmoa_tuning_cpu_lam_at_lr0.004.json``: validation then prefers λ = 0.01, within noise; with λ = 1 and 3 added,
+``fedmoa_tuning_cpu_lam1_3.json``, λ = 1, within noise too; ``docs/fedmoa.md``)"""
 TUNE_SEED = 10
 """the seed of the tuning runs: not one of the seeds the verdicts are paired over (0, 1, 2)"""
 
