@@ -203,3 +203,20 @@ def test_a_flower_run_whose_client_hangs_ends_by_itself_once_its_rounds_are_done
     assert json.loads((run_dir / "checkpoint" / "state.json").read_text())["round"] == 1
     assert "round   1" in out and "1 client failure(s) recorded" in out
     assert "ActorDiedError" not in out and "Traceback" not in out, out[-3000:]
+
+
+def test_the_app_bundle_flwr_run_packs_is_the_package_well_under_flowers_limit():
+    """`flwr run .` packs the repository as a FAB of at most 10 MiB; by Flower's defaults every .py, .md and .json
+    (the stored results among them) would go in and pass that limit, so pyproject.toml names what the apps need."""
+    import io
+    import zipfile
+
+    from flwr.cli.build import build_fab_from_disk
+
+    from fedrl_kit.runs import REPO_ROOT
+
+    fab = build_fab_from_disk(REPO_ROOT)
+    names = zipfile.ZipFile(io.BytesIO(fab)).namelist()
+    assert len(fab) < 4 * 2**20, f"the FAB is {len(fab):,} bytes"
+    assert "fedrl_kit/flower.py" in names and "data/base/config.json" in names
+    assert not any(n.startswith(("benchmarks/", "docs/", "notebooks/", "tests/")) for n in names)
