@@ -78,8 +78,6 @@ def main(argv=None) -> dict:
         raise SystemExit(f"--set {', '.join(clash)}: the grid sets {'these' if len(clash) > 1 else 'this'} at each "
                          "point (use --K, --M, --questions)")
     args.eval_every = args.eval_every or args.rounds
-    mine = {k.split(".", 1)[1]: v for k, v in extra.items() if k.startswith("fedgrpo.")}  # into fedgrpo's section
-    others = {k: v for k, v in extra.items() if not k.startswith("fedgrpo.")}
     points = [("M", m, 8, m) for m in args.M] + [("K", k, k, 2) for k in args.K if not (k == 8 and 2 in args.M)]
     rows, args.commands = [], []
     if args.resume and Path(args.out).exists():
@@ -112,8 +110,8 @@ def main(argv=None) -> dict:
                 continue
             settings = dict(SETTINGS, num_clients=K)
             cfg = preset("quick", method="fedgrpo", seed=seed, rounds=args.rounds, eval_every=args.eval_every,
-                         fedgrpo={"me_score": STORED_ME, **mine, "num_experts": M,
-                                  "questions_per_step": args.questions}, **{**settings, **others})
+                         fedgrpo={"me_score": STORED_ME, "num_experts": M, "questions_per_step": args.questions},
+                         **{**settings, **extra})  # --set wins: its section.field items come after the section
             policy.set_state(GLOBAL, init)
             t0 = time.time()
             run = Run(cfg, progress=False, policy=policy)
