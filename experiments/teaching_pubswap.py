@@ -318,14 +318,15 @@ def bound_report(terms: dict) -> str:
     beside the norm of the gradient on the client's own answers, ω_0's share of it, and the largest angle by which a
     change of that size can turn the gradient, arcsin(ω_0 / ‖ĝ‖) (for ω_0 < ‖ĝ‖)."""
     M, beta, b = terms["M"], terms["beta"], len(terms["M"])
-    used = " + ".join(f"{int(m)}·{x:.2f}" for m, x in zip(M, beta) if m > 0)
+    used = " + ".join(f"{int(m)}·{x:.3f}" for m, x in zip(M, beta) if m > 0)
     lines = [f"M_0(x) = {' '.join(str(int(m)) for m in M)} over b = {b} prompts",
              f"bound on ω_0 (a gradient length): (1/b) Σ_x M_0(x) β_0(x) = ({used or '0'}) / {b} = "
-             f"{terms['bound']:.2f}"]
+             f"{terms['bound']:.3f}"]
     if not terms["omega"]:
         return "\n".join(lines + ["measured ω_0 = 0: nothing swapped in"])
     share = terms["omega"] / terms["on_policy"] if terms["on_policy"] else float("inf")
-    lines.append(f"measured ω_0 = {terms['omega']:.2f} ({terms['bound'] / terms['omega']:.1f}× below the bound)")
+    lines.append(f"measured ω_0 = {terms['omega']:.3f} ({terms['bound']:.3f} / {terms['omega']:.3f} = "
+                 f"{terms['bound'] / terms['omega']:.1f}× below the bound)")
     lines.append(f"relative distortion (a share): ω_0 / ‖ĝ(own groups)‖ = {terms['omega']:.3f} / "
                  f"{terms['on_policy']:.3f} = {share:.0%}")
     if share < 1:
@@ -338,7 +339,7 @@ def bound_report(terms: dict) -> str:
 
 # -- §3: the exercises on the swap ---------------------------------------------------------------------------------
 class ClientSet(set):
-    """A set of client names that prints sorted, so that a stored answer reads the same on every run."""
+    """A set of names (clients, arms) that prints sorted, so that a stored answer reads the same on every run."""
 
     def __repr__(self) -> str:
         return "{" + ", ".join(repr(c) for c in sorted(self)) + "}"
@@ -406,8 +407,9 @@ def exercise_no_spread(gen, swaps, correct: pd.DataFrame) -> tuple[tuple[int, in
               for x, R in zip(names, pool) if x in rnd and 0 < R < N * K]
     return (len(forced), len(bal)), (
         f"Rows whose {N * K} pooled answers are all wrong or all right: {', '.join(map(repr, forced)) or 'none'}. "
-        "There no group Random draws has spread, and Balanced has no right answer to swap in (or no wrong one to "
-        "replace); everywhere else Balanced tops every short group up, so both counts are the same. Random can lose "
+        "There no group Random draws has spread, and Balanced has no right answer to swap in (all wrong) or "
+        "leaves the groups alone (all right); everywhere else Balanced tops every short group up, so both counts are "
+        "the same. Random can lose "
         f"more by chance: this draw left {len(rnd)} without gradient, adding {', '.join(chance) or 'none'}. "
         "Random shares more, but a shared group can hold no right answer for anyone.")
 
@@ -431,14 +433,18 @@ def exercise_fedit(clients=((2.0, 2.0), (-1.0, -4.0))) -> tuple[str, str]:
         "agree on ΔW but not on the factors, and FedIT averages the factors.")
 
 
-def exercise_bound() -> tuple[str, str]:
-    """Which arm's bound on Δ_τ is smallest: the no-swap control, whose public steps drop ζ and, on its own answers,
-    add no ω."""
-    return "no-swap control", (
-        "FedAvg-GRPO adds ζ on every step. The other three add ζ only on private steps. On a public step Random and "
-        "Balanced add ω_n + ω_n′ > 0, since they train on swapped answers. The control trains on its own answers, so "
-        "its ω_n = 0 and its public steps add nothing: its bound is the smallest. The bound does not favour "
-        "swapping; the runs below test it.")
+def exercise_bound() -> tuple[set, str]:
+    """Which arms' bound on Δ_τ is smallest: the no-swap control's and Random's, whose public steps drop ζ and add
+    nothing: the control trains every client on its own answers to the same prompts (ω_n = 0), Random trains every
+    client on one and the same group (equal gradients at one θ, whatever ω_n is). Balanced gives each client its own
+    group, so its public steps add γ_j ≤ ω_n + ω_n′."""
+    return ClientSet({"no-swap control", "Random"}), (
+        "FedAvg-GRPO adds ζ on every step; the other three add ζ only on private steps. On a public step the control "
+        "trains each client on its own answers to the same prompts: ω_n = 0, γ_j = 0. Random sends every client one "
+        "and the same group, so at one θ their gradients are equal: γ_j = 0 too, though each ω_n > 0. Balanced tops "
+        "each client's own group up, so the groups differ and γ_j can reach ω_n + ω_n′ > 0. So the control and Random "
+        "tie for the smallest bound; Balanced's lies above theirs, and below FedAvg-GRPO's where ω_n + ω_n′ < ζ. "
+        "The bound does not favour Balanced's swap over no swap; the runs below test it.")
 
 
 # -- §5: the stored runs ----------------------------------------------------------------------------------------------
@@ -531,7 +537,7 @@ def update_sizes(results=F.RESULTS) -> pd.DataFrame:
 
 
 def pass1_by_tau(results=F.RESULTS, same_seeds: bool = False) -> pd.DataFrame:
-    """pass@1 (%) at every stored τ: the untrained start's (mean over the seeds run at that τ) and each arm's at the
+    """pass@1 (%) at every stored τ: the policy's before GRPO (mean over the seeds run at that τ) and each arm's at the
     end (mean over its seeds; "not run" where it did not run). One row per τ. ``same_seeds``: at each τ only the
     seeds every arm run there ran, so that a row's means compare like with like."""
     rows = stored_runs(results)
@@ -542,7 +548,7 @@ def pass1_by_tau(results=F.RESULTS, same_seeds: bool = False) -> pd.DataFrame:
         rows = rows[[(t, s) in keep for t, s in zip(rows.tau, rows.seed)]]
     start = rows.drop_duplicates(["tau", "seed"]).groupby("tau").start.mean()
     arms = rows.pivot_table(index="tau", columns="arm", values="pass@1", aggfunc="mean").reindex(columns=ORDER)
-    t = pd.concat([start.rename("untrained start"), arms], axis=1).round(1).rename_axis("τ")
+    t = pd.concat([start.rename("before GRPO"), arms], axis=1).round(1).rename_axis("τ")
     return t.astype(object).where(t.notna(), "not run")
 
 

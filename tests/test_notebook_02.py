@@ -1,6 +1,8 @@
 """The helpers notebook 02 (PubSwap) adds: findings with one verdict vocabulary and no comparison twice, each arm's
 own levels in the stored grid, and the paper's Table 1 gains."""
 
+import contextlib
+import io
 import json
 
 import numpy as np
@@ -309,11 +311,18 @@ def test_the_fedit_exercise_asks_for_the_sign_of_the_product_of_the_averaged_fac
     assert teach.exercise_fedit(((1.0, 1.0), (-1.0, -1.0)))[0] == "zero"  # the same ΔW = 1 averages to 0
 
 
-def test_the_bound_exercise_names_the_control_whose_public_steps_add_nothing():
+def test_the_bound_exercise_names_the_control_and_random_whose_public_steps_add_nothing():
     from experiments import teaching_pubswap as teach
+    from fedrl_kit import notebook
 
     answer, why = teach.exercise_bound()
-    assert answer == "no-swap control" and "ω_n = 0" in why and "does not favour swapping" in why
+    assert answer == {"no-swap control", "Random"} and "ω_n = 0" in why and "one and the same group" in why
+    assert "does not favour Balanced's swap" in why
+    for guess, right in (({"Random", "no-swap control"}, True), ({"no-swap control"}, False), ({"Balanced"}, False)):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            notebook.check_explained(guess, answer, why)
+        assert out.getvalue().startswith("✔" if right else "✘")  # a set is right only whole
 
 
 def test_pass1_by_tau_gives_the_untrained_start_once_per_seed_and_each_arms_mean():
@@ -325,7 +334,7 @@ def test_pass1_by_tau_gives_the_untrained_start_once_per_seed_and_each_arms_mean
     for tau in t.index:
         at = [r for r in rows if r["tau"] == tau]
         start = {r["seed"]: r["pass@1_start"] for r in at}  # one start per seed, whatever arm ran it
-        assert t.loc[tau, "untrained start"] == round(100 * np.mean(list(start.values())), 1)
+        assert t.loc[tau, "before GRPO"] == round(100 * np.mean(list(start.values())), 1)
         for method, arm in teach.ARMS.items():
             mine = [r["pass@1_final"] for r in at if r["method"] == method]
             assert t.loc[tau, arm] == (round(100 * np.mean(mine), 1) if mine else "not run")
@@ -418,7 +427,7 @@ def test_pass1_by_tau_with_same_seeds_averages_only_the_seeds_every_arm_at_that_
         at = runs[runs.tau == tau]
         seeds = set.intersection(*(set(g) for _, g in at.groupby("arm").seed))
         mine = at[at.seed.isin(seeds)]
-        assert t.loc[tau, "untrained start"] == round(mine.drop_duplicates("seed").start.mean(), 1)
+        assert t.loc[tau, "before GRPO"] == round(mine.drop_duplicates("seed").start.mean(), 1)
         for arm, g in mine.groupby("arm"):
             assert t.loc[tau, arm] == round(g["pass@1"].mean(), 1) and len(g) == len(seeds)
 
@@ -429,8 +438,8 @@ def test_the_bound_report_works_the_sum_and_turns_the_share_into_an_angle():
     terms = {"M": np.array([0, 1, 3]), "beta": np.array([0.0, 0.3, 0.1]), "bound": 0.2, "omega": 0.05,
              "on_policy": 0.5}
     text = teach.bound_report(terms)
-    assert "bound on ω_0 (a gradient length): (1/b) Σ_x M_0(x) β_0(x) = (1·0.30 + 3·0.10) / 3 = 0.20" in text
-    assert "4.0× below the bound" in text and "relative distortion (a share): ω_0 / ‖ĝ(own groups)‖ = 0.050 / 0.500 = 10%" in text
+    assert "bound on ω_0 (a gradient length): (1/b) Σ_x M_0(x) β_0(x) = (1·0.300 + 3·0.100) / 3 = 0.200" in text
+    assert "measured ω_0 = 0.050 (0.200 / 0.050 = 4.0× below the bound)" in text and "relative distortion (a share): ω_0 / ‖ĝ(own groups)‖ = 0.050 / 0.500 = 10%" in text
     assert "at most arcsin(0.050 / 0.500) = 6°" in text and "arcsin(0.20" not in text and "cosine ≥ 0.99" in text
     assert teach.bound_report({**terms, "omega": 0.0}).endswith("nothing swapped in")
 
