@@ -194,42 +194,74 @@ def stored_runs(setting: str = "heter+heter") -> pd.DataFrame:
     return out
 
 
+LAM_TUNING = ("fedmoa_tuning_cpu.json", "fedmoa_tuning_cpu_lam_at_lr0.004.json", "fedmoa_tuning_cpu_lam1_3.json")
+"""the stored λ tuning runs (FedMOA, Heter+Heter, one tuning seed, validation only): the first tuning, then λ re-run
+at the grid's shared learning rate (docs/fedmoa.md, "The tuned-λ grid")"""
+
+
+def lam_tuning(files=LAM_TUNING) -> dict:
+    """The stored λ tuning runs, read from ``files`` of benchmarks/results: learning rate → {λ: best validation
+    pass@1 over the run's rounds (the mean of the three families')}, each learning rate's λ best first; with the
+    tuning seed under ``"seed"`` (a λ run at one learning rate in two files, identical, is read once)."""
+    out, seeds = {}, set()
+    for name in files:
+        for r in json.loads((RESULTS / name).read_text())["runs"]:
+            if r["variant"] == "FedMOA":
+                out.setdefault(r["learning_rate"], {})[r["lam"]] = r["best_val_accuracy"]
+                seeds.add(r["seed"])
+    (seed,) = seeds
+    return {"seed": seed, **{lr: dict(sorted(v.items(), key=lambda kv: -kv[1])) for lr, v in sorted(out.items())}}
+
+
 def settings_table(cfg, seed: int, grid: pd.DataFrame) -> pd.DataFrame:
     """The live run (``cfg``, ``seed``), the stored grid (its runs: :func:`stored_runs`) and the paper side by side:
-    model, clients, rounds, τ, prompts × answers a step, the learning rate η, GRPO updates per batch, the clip
-    bounds (c, c′), λ (the grid's with the values it was tuned over), seeds and, per reward config A, B, C, its
-    clients and the w_acc they start from (:func:`configs_table`). Where the paper is silent: "not given"."""
+    model (with its size) and what the CPU base was pretrained on, clients, rounds, τ, prompts × answers a step, the
+    learning rate η, μ (Adam updates on a local step's one batch), the clip bounds (c, c′), λ and how the grid's was
+    chosen (:func:`lam_tuning`: validation pass@1 of each λ tried, per learning rate, best first), seeds and, per
+    reward config A, B, C, its clients and the w_acc they start from (:func:`configs_table`). Where the paper is
+    silent: "not given". Every entry stays under pandas' 50-character column, so that the table shows it whole."""
     from pathlib import Path
 
-    from experiments.fedmoa_presets import CLIENTS, LAM_GRID, SCALE_FEDMOA, SCALE_FIELDS
+    from experiments.fedmoa_presets import CLIENTS, SCALE_FEDMOA, SCALE_FIELDS
     from fedrl_kit.config import RunConfig
     from fedrl_kit.runs import REPO_ROOT
 
     s, paper, stored = fedmoa_setting(), SCALE_FIELDS["paper"], stored_grid()["settings"]["heter+heter"]
-    n_params = json.loads((REPO_ROOT / "data" / "base_moa" / "pretrain.json").read_text())["n_params"]
+    pretrain = json.loads((REPO_ROOT / "data" / "base_moa" / "pretrain.json").read_text())
+    size = lambda base: (f"{Path(base).name} ({pretrain['n_params'] / 1e6:.1f} M parameters)"  # noqa: E731
+                         if Path(base).name == "base_moa" else str(base))
+    taught = (f"worked toy answers, {pretrain['format_rate']:.0%} in the tag format")  # base_moa's pretraining
     clip = {k: stored.get(k, getattr(RunConfig, k)) for k in ("epsilon", "epsilon_high")}  # unrecorded: the default
     updates = stored.get("num_iterations", RunConfig.num_iterations)
     configs = configs_table(cfg.num_clients)  # clients per reward config and the w_acc they start from
     per_config = lambda col: "; ".join(f"{c}: {v}" for c, v in configs[col].items())  # noqa: E731
-    return pd.DataFrame({
-        "live run (§4–5)": [Path(cfg.base).name, cfg.num_clients, cfg.rounds, cfg.local_steps,
-                            f"{cfg.prompts_per_step} × {cfg.num_generations}", f"{cfg.learning_rate:g}",
-                            cfg.num_iterations, f"{cfg.epsilon:g}, {cfg.epsilon_high:g}",
-                            f"{cfg.fedmoa.lam:g}", f"1 (seed {seed})",
-                            per_config("live run: clients (w_acc at start)")],
-        "stored grid (§6)": [f"{Path(stored['base']).name} ({n_params / 1e6:.1f} M parameters)", s["clients"],
-                             s["rounds"], s["tau"], f"{s['b']} × {s['G']}", f"{stored['learning_rate']:g}",
-                             updates, f"{clip['epsilon']:g}, {clip['epsilon_high']:g}",
-                             f"{s['lam']['FedMOA']:g} (tuned over {', '.join(f'{x:g}' for x in LAM_GRID)})",
-                             grid.query("variant == 'FedMOA'").seed.nunique(),
-                             per_config("stored grid: clients (w_acc at start)")],
-        "paper": [paper["base"], CLIENTS["paper"]["heter+heter"], paper["rounds"], "not given",
-                  f"{paper['prompts_per_step']} × {paper['num_generations']}",
-                  f"{paper['learning_rate']:g}, cosine decay", "not given", "not given",
-                  f"{SCALE_FEDMOA['paper']['lam']:g}", "not given", "not given"]},
-        index=["model", "clients", "rounds", "τ: local steps a round", "prompts × answers (G) a step",
-               "learning rate η", "GRPO updates per batch", "clip: c, c′", "λ", "seeds",
-               "clients per config (w_acc at start)"])
+    tuning = lam_tuning()
+    lam = s["lam"]["FedMOA"]
+    rates = [lr for lr in tuning if lr != "seed"]
+    tried = {lr: "; ".join(f"{x:g}: {100 * a:.1f}" for x, a in tuning[lr].items()) for lr in rates}
+    kept = ("best" if next(iter(tuning[rates[0]])) == lam else "not best") + f" at η = {rates[0]:g}; gaps within noise"
+    rows = {  # row: (live run, stored grid, paper)
+        "model": (size(cfg.base), size(stored["base"]), paper["base"]),
+        "base model pretrained on": (taught if Path(cfg.base).name == "base_moa" else "—", taught, "—"),
+        "clients": (cfg.num_clients, s["clients"], CLIENTS["paper"]["heter+heter"]),
+        "rounds": (cfg.rounds, s["rounds"], paper["rounds"]),
+        "τ: local steps a round": (cfg.local_steps, s["tau"], "not given"),
+        "prompts × answers (G) a step": (f"{cfg.prompts_per_step} × {cfg.num_generations}", f"{s['b']} × {s['G']}",
+                                         f"{paper['prompts_per_step']} × {paper['num_generations']}"),
+        "learning rate η": (f"{cfg.learning_rate:g}", f"{stored['learning_rate']:g}",
+                            f"{paper['learning_rate']:g}, cosine decay"),
+        "μ: Adam updates a local step (one batch)": (cfg.num_iterations, updates, "not given"),
+        "clip: c, c′": (f"{cfg.epsilon:g}, {cfg.epsilon_high:g}", f"{clip['epsilon']:g}, {clip['epsilon_high']:g}",
+                        "not given"),
+        "λ": (f"{cfg.fedmoa.lam:g}", f"{lam:g}", f"{SCALE_FEDMOA['paper']['lam']:g}"),
+        "λ chosen by": ("the stored grid's λ" if cfg.fedmoa.lam == lam else "—",
+                        f"best validation pass@1, tuning seed {tuning['seed']}", "not given"),
+        **{f"validation pass@1 (%) by λ, η = {lr:g}": ("", tried[lr], "") for lr in rates},
+        f"λ = {lam:g} kept": ("", kept, ""),
+        "seeds": (f"1 (seed {seed})", grid.query("variant == 'FedMOA'").seed.nunique(), "not given"),
+        "clients per config (w_acc at start: ours)": (per_config("live run: clients (w_acc at start)"),
+                                                per_config("stored grid: clients (w_acc at start)"), "not given")}
+    return pd.DataFrame(rows, index=["live run (§4–5)", "stored grid (§6)", "paper"]).T
 
 
 def tuning_table() -> pd.DataFrame:
@@ -333,16 +365,20 @@ def rewards_table() -> pd.DataFrame:
 
 def arms_table(grid: pd.DataFrame, arms: dict | None = None) -> pd.DataFrame:
     """Exercise 5's four arms as the stored grid (``grid``: :func:`stored_runs`) ran them, one row each: whether
-    eq. 10 moves the client's weights (with λ off the server sends each client its starting weights every round:
-    ``fedrl_kit.fedmoa.algorithm``), how the server weighs a cluster's clients in eq. 12 (α of eq. 11, or data
-    size), and the seeds run; the switches and seeds are read from the grid's runs."""
+    eq. 10 moves the client's weights, how the server weighs a cluster's clients in eq. 12 (α of eq. 11, or data
+    size), whether the weights the client gets back are eq. 12's averaged shared weights (only with eq. 10 on: with
+    λ off the server sends each client its starting weights every round, ``fedrl_kit.fedmoa.algorithm.
+    round_weights``), and the seeds run; the switches and seeds are read from the grid's runs."""
     arms = arms or {"FedAvg-GRPO": "FedAvg-GRPO", **ARMS}
     rows = {}
     for arm, variant in arms.items():
         runs = grid[grid.variant == variant]
         lam, alpha = bool(runs.lambda_on.iloc[0]), bool(runs.alpha_on.iloc[0])
-        rows[arm] = {"eq. 10 on the client": "on" if lam else "off: the starting weights every round",
-                     "the server weighs a cluster's clients by": "α (eq. 11)" if alpha else "data size",
+        by = "α (eq. 11)" if alpha else "data size"
+        rows[arm] = {"eq. 10 on the client": "on" if lam else "off",
+                     "the server weighs a cluster's clients by": by,
+                     "eq. 12 averages the shared weights": f"yes, by {by.split(' (')[0]}" if lam
+                     else "no: starting weights every round",
                      "seeds": runs.seed.nunique()}
     out = pd.DataFrame(rows).T
     out.columns.name = "arm"  # in the header's corner: no row of its own
@@ -429,25 +465,26 @@ def _vector(v) -> str:
 
 
 def why_1(names, w, delta, w_after, w_package, lam: float) -> str:
-    """Exercise 1 (one toy step of eq. 10): why the weights that rose did: which Δ_k beat the average Δ, the
-    projection's shift ν (what w + λΔ holds beyond 1, taken equally from the weights that stay above 0), and the
-    rule that follows (a weight rises only when its Δ_k beats the average Δ of the weights above 0)."""
+    """Exercise 1 (one toy step of eq. 10): why the weights that rose did: which Δ_k beat the average Δ, which
+    weights fell although their Δ_k > 0, the projection's shift ν (what w + λΔ holds beyond 1, taken equally from
+    the weights that stay above 0), and the rule that follows (while no weight reaches 0, ν = λ × the average Δ, so a
+    weight rises only when its Δ_k beats the average Δ: Δ_k > 0 is not enough)."""
     w, delta, w_after = np.asarray(w, float), np.asarray(delta, float), np.asarray(w_after, float)
     beat = [n for n, d in zip(names, delta) if d > delta.mean()]
-    still = [f"{n}'s Δ = {d:g}" for n, d, a, b in zip(names, delta, w_after, w) if d >= 0 and a < b]
+    still = [f"{n}'s Δ = {d:g} is {'above 0 but ' if d > 0 else ''}below it"
+             for n, d, a, b in zip(names, delta, w_after, w) if d >= 0 and a < b]
     v = w + lam * delta
     kept = int((w_after > 0).sum())
     why = (f"Δ = ({', '.join(f'{d:g}' for d in delta)}), each gradient dotted with its previous one; the average "
            f"Δ is {delta.mean():.2f}, and only {' and '.join(beat)}'s Δ {'beats' if len(beat) == 1 else 'beat'} it. ")
     if still:
         said = ", ".join(still)
-        verb = "lies" if len(still) == 1 else "lie"
-        why += f"{said[0].upper()}{said[1:]} {verb} below the average, so its weight falls too. "
+        why += f"{said[0].upper()}{said[1:]}, so {'its weight falls' if len(still) == 1 else 'their weights fall'}. "
     where = "every weight" if kept == len(w) else f"the {kept} weights it leaves above 0"
-    why += (f"w + λΔ = {_vector(v)} sums to {v.sum():.1f}, so the projection takes ν = {v.sum() - 1:.1f} / {kept} "
-            f"from {where}: {_vector(w_after)} in numpy, {_vector(w_package)} by the package. The rule: as ν is "
-            "the same for every weight above 0, a weight rises only when its Δ_k beats the average Δ of those "
-            "weights.")
+    why += (f"w + λΔ = {_vector(v)} sums to {v.sum():.3g}, so the projection takes ν = {v.sum() - 1:.3g} / {kept} "
+            f"from {where}: {_vector(w_after)} in numpy, {_vector(w_package)} by the package. The rule: while no "
+            "weight reaches 0, ν is λ times the average Δ, the same for every weight, so a weight rises only when "
+            "its Δ_k beats the average Δ; Δ_k > 0 is not enough.")
     return why
 
 
@@ -540,18 +577,43 @@ def arm_gains(grid: pd.DataFrame, arms: dict = ARMS, family: str = "math") -> pd
 def why_5(answer: set, gains: pd.DataFrame, lam_delta: float) -> str:
     """Exercise 5 (each part of FedMOA alone against FedAvg-GRPO, :func:`arm_gains`): why the arms in ``answer``
     (those whose accuracy interval lies above 0) are the ones that beat it: each arm's interval, whether it holds
-    the paper's gain, and the mechanism (``lam_delta``: eq. 10's median λ|Δ_k| a step in the live run)."""
+    the paper's gain, whether the seeds could tell (an arm below the bar whose interval holds both 0 and a gain as
+    large as the paper's, its own or, where the paper has none, the largest it reports, is inconclusive; with
+    ``("", "seeds")`` in ``gains`` each is named with its seeds), the aggregated reward beside the paper's (where
+    ``gains`` has it), and the mechanism (``lam_delta``: eq. 10's median λ|Δ_k| a step in the live run)."""
     acc = gains["accuracy (points)"]
     lo, hi = acc["stored grid"] - acc["± 95 %"], acc["stored grid"] + acc["± 95 %"]
+    seeds = gains[("", "seeds")] if ("", "seeds") in gains else None
     head = ("no interval lies above 0" if not answer else
             f"only {' and '.join(sorted(answer))}'s interval{'s lie' if len(answer) > 1 else ' lies'} above 0")
     spans = "; ".join(f"{arm} {lo[arm]:+.2f} to {hi[arm]:+.2f}" for arm in acc.index)
     paper = [f"{arm}'s {'holds' if lo[arm] <= p <= hi[arm] else 'excludes'} the paper's {p:+.1f}"
              for arm, p in acc["paper"].items() if not np.isnan(p)]
-    return (f"{head} (accuracy, points, 95 %: {spans}); {' and '.join(paper)}. Eq. 10 alone moves a weight by a "
-            f"median λ|Δ_k| of {lam_delta:.4f} a step in the live run: little more than FedAvg-GRPO. α alone changes only "
-            "how much each client counts in θ^(c): with eq. 10 off every client trains on its starting weights each "
-            "round, so α ranks clients by those, never by progress: nothing in it steers the model toward accuracy.")
+    why = f"{head} (accuracy, points, 95 %: {spans}); {' and '.join(paper)}."
+    target = acc["paper"].fillna(acc["paper"].max())  # the gain each arm would have to show
+    open_ = [arm for arm in acc.index if arm not in answer and lo[arm] <= 0 and hi[arm] >= target[arm]]
+    if open_:
+        n = (lambda arm: f", {seeds[arm]} seeds") if seeds is not None else (lambda arm: "")
+        said = " and ".join(f"{arm} (±{acc['± 95 %'][arm]:.2f}{n(arm)})" for arm in open_)
+        why += (f" Power: the interval{'s' if len(open_) > 1 else ''} of {said} "
+                f"{'hold' if len(open_) > 1 else 'holds'} both 0 and a gain as large as the paper's, so "
+                f"{'their' if len(open_) > 1 else 'its'} \"no gain beyond noise\" is inconclusive: too few seeds to "
+                "tell.")
+        sure = [arm for arm in acc.index if arm not in open_ and arm not in answer]
+        if sure:
+            said = " and ".join(f"{arm}'s (±{acc['± 95 %'][arm]:.2f}{n(arm)})" for arm in sure)
+            why += f" {said} {'are' if len(sure) > 1 else 'is'} narrow enough to rule out the paper's gain."
+    if "aggregated reward" in gains:  # Table 2's other column
+        agg = gains["aggregated reward"]
+        said = "; ".join(f"{arm} {agg['stored grid'][arm]:+.4f} ± {agg['± 95 %'][arm]:.4f}"
+                         + ("" if np.isnan(agg["paper"][arm]) else f" (the paper's {agg['paper'][arm]:+.3f})")
+                         for arm in agg.index)
+        why += (" The table's aggregated reward (Table 2's: each client's rewards averaged, then over clients): "
+                f"{said}.")
+    return (why + f" Eq. 10 alone moves a weight by a median λ|Δ_k| of {lam_delta:.4f} a step in the live run: "
+            "little more than FedAvg-GRPO. α alone changes only how much each client counts in θ^(c): with eq. 10 "
+            "off every client trains on its starting weights each round, so α ranks clients by those, never by "
+            "progress: nothing in it steers the model toward accuracy.")
 
 
 def why_6(final: pd.DataFrame, order, chance: float, x: str = "math/pass@1", y: str = "math/format",

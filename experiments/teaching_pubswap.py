@@ -85,7 +85,7 @@ def _settings(cfg, policy, tau_live: int, results) -> tuple[dict, dict, dict, st
              f"{s['period']}", "τ: local steps per round": share(list(F.PUBSWAP_PAPER_TAUS), PAPER_STEPS),
              "local steps per client in all": f"{PAPER_STEPS}", "seeds": "—"}
     models = ", ".join(sorted({m for m, _ in F.PUBSWAP_PAPER_TABLE1}))
-    split = (f"{cfg.dirichlet_alpha:g} (all three)" if concentration == f"{cfg.dirichlet_alpha:g}" == "0.3" else
+    split = (f"{cfg.dirichlet_alpha:g} (live, stored and the paper's)" if concentration == f"{cfg.dirichlet_alpha:g}" == "0.3" else
              f"{cfg.dirichlet_alpha:g} (stored: {concentration}; the paper: 0.3)")
     layers = policy.model.config.num_hidden_layers
     ours = (f"Ours, not the paper's: a {layers}-layer transformer, LoRA rank {cfg.lora_rank} (the paper: {models}); "
@@ -442,7 +442,8 @@ def exercise_bound() -> tuple[set, str]:
         "FedAvg-GRPO adds ζ on every step; the other three add ζ only on private steps. On a public step the control "
         "trains each client on its own answers to the same prompts: ω_n = 0, γ_j = 0. Random sends every client one "
         "and the same group, so at one θ their gradients are equal: γ_j = 0 too, though each ω_n > 0. Balanced tops "
-        "each client's own group up, so the groups differ and γ_j can reach ω_n + ω_n′ > 0. So the control and Random "
+        "each client's own group up with right answers from the *other* clients, so even in expectation the groups "
+        "differ and γ_j can reach ω_n + ω_n′ > 0. The noise term is the same for every arm. So the control and Random "
         "tie for the smallest bound; Balanced's lies above theirs, and below FedAvg-GRPO's where ω_n + ω_n′ < ζ. "
         "The bound does not favour Balanced's swap over no swap; the runs below test it.")
 

@@ -81,7 +81,7 @@ ROUNDS = {
                 "reward weights: those all of a cluster's clients hold are α-averaged; each client",
                 "gets them back beside its own other weights (one vector per client)"),
         client=("keeps its OWN weights w^(m), one per reward;", "τ local GRPO steps on r_w = Σ_k w_k r_k;",
-                "after each (from step 2), w^(m) shifts", "toward the rewards still being learnt"),
+                "from step 2, each step first shifts w^(m)", "toward the rewards still being learnt"),
         messages=(Message("down", "global θ (not θ^(c)), and client m's weights w^(m←c)"),
                   Message("up", "its adapter θ^(m), reward names, its weights w^(m), data size N_m")),
         last_client="M"),

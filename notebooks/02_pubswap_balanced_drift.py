@@ -25,20 +25,19 @@
 # **The idea.** Make some local steps **public**: all clients answer the same prompts, and the server **swaps**
 # answers among them before training.
 #
-# **The paper's claims.** (1) **Balanced** swapping (topping each client up to half right answers) reduces drift.
+# **The paper's claims.** (1) **Balanced** swapping reduces drift.
 # (2) It beats FedAvg-GRPO in **pass@1** (share of right test answers) for most $\tau$. (3) For few local steps, a
 # simpler **Random** swap (one shared group drawn from all answers) beats Balanced.
 #
-# **The thread.** A client whose answers to a prompt are all wrong learns nothing from it (§2); a right answer from
-# another client repairs that (§3). The paper's bound charges swapping with drift (§4), yet the stored runs find the
-# swap cuts drift (§5): §4 says what the bound leaves out.
+# **The thread.** A swap gives a gradient where a client's answers were all wrong (§2–3). The paper's bound adds a
+# drift term for swapping (§4), yet the stored runs find the swap cuts drift (§5): §4 says what the bound leaves out.
 
 # %% [markdown]
 # ## Parameters
 # Change, then rerun from the top.
 
 # %% tags=["parameters"]
-preset_name = "quick"  # quick (2-core CPU) | smoke | full (GPU, real model) | full-smoke
+preset_name = "quick"  # quick (2-core CPU, the small model) | smoke | full (GPU, a Hugging Face LM) | full-smoke
 seed = 0
 num_clients = 4        # N
 dirichlet_alpha = 0.3  # Dirichlet concentration of the topic split: smaller, more lopsided (the paper's 0.3)
@@ -82,6 +81,9 @@ world, policy = probe_run.world, probe_run.policy
 #
 # At the round's end the server averages the LoRA factors $A$ and $B$ separately (**FedIT**). FedAvg-GRPO runs the
 # same round with private steps only. Each method compared is an **arm**.
+#
+# **Task and model:** arithmetic prompts of seven topics, reward 1 for the gold answer; a 1.6 M-parameter
+# transformer pretrained here on arithmetic, under the clients' LoRA adapters.
 
 # %%
 diagrams.named_round_diagram("pubswap", ["client_0", "client_1", f"client_{num_clients - 1}"])  # as the tables name them
@@ -127,8 +129,8 @@ for name, right in groups.items():
 pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 
 # %% [markdown]
-# **Balanced** (`swap.balanced_swap`) tops each client's group up to half right, where a 0/1 reward's variance
-# $p(1-p)$ peaks: client $n$ swaps $M_n(x)$ of its wrong answers for copies of right answers from the $D_n(x)$
+# **Balanced** (`swap.balanced_swap`) tops each client's group up toward half right, where a 0/1 reward's variance
+# $p(1-p)$ peaks, and no further, to swap in few foreign answers: client $n$ swaps $M_n(x)$ of its wrong answers for copies of right answers from the $D_n(x)$
 # the others hold:
 #
 # $$M_n(x)=\min\bigl((\lfloor{K}/2\rfloor-c_n(x))_+,\;D_n(x)\bigr),\qquad{D}_n(x)=\sum_{n'\neq{n}}c_{n'}(x)$$
@@ -148,7 +150,7 @@ pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 #   A, B = mean A_n, mean B_n   # FedIT
 # ```
 # **The no-swap control** (ours) takes the same public steps on its own answers (so, like the swapping arms, half
-# FedAvg-GRPO's private steps): Balanced − control isolates the swap.
+# FedAvg-GRPO's private steps at $\tau_{\text{swap}}=2$): Balanced − control isolates the swap.
 
 # %%
 print(teach.settings_sentences(cfg, policy, T))  # the live round (§3–4) against the stored runs (§5) and the paper
@@ -156,7 +158,7 @@ print(teach.settings_sentences(cfg, policy, T))  # the live round (§3–4) agai
 # %% [markdown]
 # ## 3. One swap, step by step
 # The table below and §4's measurement come from a **replay**: after one Balanced round, its clients answer its last
-# public prompts afresh, and the swap reuses that step's draws.
+# public step's prompts afresh with its own adapter (new answers, not those step 6 trained on).
 
 # %%
 run, drift = teach.live_round(cfg, policy, "pubswap_balanced", T)  # drift: the package's record after each step
@@ -170,11 +172,11 @@ correct = correct.rename_axis(f"c_n(x): right answers out of K = {K}")
 correct
 
 # %% [markdown]
-# **The two rules in code**, for one prompt (`right`: which of the $N\times{K}$ answers are right): which (client,
-# answer) fills each slot of each group; `swap_public`, with the same random draws, fills them alike:
+# **The two rules in code**, checked slot by slot against the package's `swap_public`:
 
 # %%
-def balanced(right, rng):  # right: [N, K] bool → [N, K, 2]: (client, answer) in each slot of each group
+def balanced(right, rng):  # right: [N, K] bool, which answers of one prompt are right → [N, K, 2]: the (client,
+    # answer) that fills each slot of each client's group
     N, K = right.shape
     group = np.stack(np.meshgrid(np.arange(N), np.arange(K), indexing="ij"), axis=-1)  # start: own answers
     donor_client, donor_answer = np.nonzero(right)  # every right answer of the prompt
@@ -223,8 +225,8 @@ print(f"{drawn.attrs['swapped_in']} of client_0's {K} answers come from other cl
 teach.random_view(drawn, cids[0])
 
 # %% [markdown]
-# **Try:** below, Random's group where it lost most right answers. What would Balanced give it? Work it out, then
-# open the answer.
+# **Try:** below, Random's group where it lost most right answers. What would Balanced give this client? Can it
+# ever take a right answer away?
 
 # %%
 teach.swap_try(gen, swaps, correct)  # Random's costliest case, widgets to try others, then (folded) Balanced's
@@ -263,7 +265,8 @@ viz.export(fig, "pubswap_heterogeneity", figures)
 fig
 
 # %% [markdown]
-# **Why drift hurts.** A LoRA layer changes its weights by $\Delta{W}=sBA$, with scale
+# ### 4a. Why drift hurts
+# A LoRA layer changes its weights by $\Delta{W}=sBA$, with scale
 # $s=\alpha_{\text{LoRA}}/r$ ($r$: the rank). FedIT averages $B$ and $A$ separately, but a product of
 # averages is not the average of products:
 #
@@ -283,31 +286,31 @@ answer_3, why_3 = teach.exercise_fedit(((2.0, 2.0), (-1.0, -4.0)))
 notebook.check_explained(prediction_3, answer_3, why_3)
 
 # %% [markdown]
-# **The paper's bound** assumes one plain gradient step of size $\eta$ per GRPO step (ours: $\mu$ Adam updates),
-# without sampling noise: each gradient $g_n$ is an **expectation** over the answers.
+# ### 4b. What the paper's bound predicts
+# It assumes one plain gradient step of size $\eta$ per GRPO step (ours: $\mu$ Adam updates). A sampled gradient is
+# its **expectation** $g_n$ over the answers plus noise $\xi_n$.
 #
 # | symbol | meaning |
 # |---|---|
 # | $\theta_n$; $\Delta_j$ | client $n$'s LoRA factors; $\lVert\theta_n-\theta_{n'}\rVert$ after step $j$ ($\Delta_0=0$) |
 # | $L$ | smoothness: $\lVert{g_n(\theta)-g_n(\theta')}\rVert\le{L}\lVert\theta-\theta'\rVert$ |
-# | $\gamma_j$ | step $j$'s gap: $\lVert{g_n(\theta)-g_{n'}(\theta)}\rVert$, two clients' gradients at one $\theta$ |
+# | $\gamma_j$ | step $j$'s gap $\lVert{g_n(\theta)-g_{n'}(\theta)}\rVert$ at one $\theta$ |
 # | $\zeta$ | **heterogeneity**: $\gamma_j$ of a private step (different prompts) |
-# | $\omega_n$ | swap distortion: $\lVert{g_n^{\text{swap}}-g_n}\rVert$, swapped groups against own |
+# | $\omega_n$ | swap distortion: $\lVert{g_n^{\text{swap}}-g_n}\rVert$ |
 # | $\beta_n(x)$ | $\max\lVert{g_{n,x}^{\text{one swapped}}-g_{n,x}}\rVert$ on prompt $x$ |
+# | $\xi_n$ | the noise in client $n$'s sampled gradient |
 #
-# Adding and subtracting $g_n(\theta_{n'})$ splits a step's change into different $\theta$ ($\le\eta{L}\Delta_{j-1}$)
-# and different data ($\le\eta\gamma_j$):
+# Adding and subtracting $g_n(\theta_{n'})$ splits a step's change into different $\theta$, different data and
+# noise:
 #
-# $$\Delta_{j}\le(1+\eta{L})\Delta_{j-1}+\eta\gamma_j,\quad\text{so}\quad\Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta{L})^{\tau-j}\gamma_j$$
+# $$\Delta_{j}\le(1+\eta{L})\Delta_{j-1}+\eta\gamma_j+\eta\bigl(\lVert\xi_n\rVert+\lVert\xi_{n'}\rVert\bigr)$$
 #
 # - **Private step**: $\gamma_j=\zeta$.
-# - **Public, no swap**: at one $\theta$, on the same prompts, two clients' expected gradients are equal
-#   (sampling noise is not in the bound): $\gamma_j=0$.
-# - **Random**: every client trains on one and the same group: $\gamma_j=0$ too.
-# - **Balanced**: each client's own group, topped up: $\gamma_j\le\omega_n+\omega_{n'}$; swapping one answer at a
-#   time, $\omega_n\le\frac1b\sum_xM_n(x)\beta_n(x)$.
+# - **Public, no swap**: at one $\theta$, on the same prompts, expected gradients are equal: $\gamma_j=0$.
+# - **Balanced**: a client's donors are the *other* clients, so even in expectation groups differ:
+#   $\gamma_j\le\omega_n+\omega_{n'}$, with $\omega_n\le\frac1b\sum_xM_n(x)\beta_n(x)$.
 #
-# **Measured** on §3's step with sampled $\hat{g}$ ($\beta$ over the swaps made only: the printed bound is low);
+# **Measured** from sampled answers: $\hat\omega$ on §3's replay ($\beta$ only over the swaps made: a low bound);
 # $\hat\zeta$ on step 1, where all clients start at one $\theta$:
 
 # %%
@@ -320,11 +323,12 @@ print(f"Balanced's γ ≤ ω̂_0 + ω̂_1 = {terms[0]['omega']:.3f} + {terms[1][
       f"{terms[0]['omega'] + terms[1]['omega']:.3f}, against a private step's ζ̂ = {zeta:.3f}")
 
 # %% [markdown]
-# The bound holds, 3.1× loose, and $\hat\omega_0+\hat\omega_1<\hat\zeta$: a Balanced public step adds less
-# than a private one.
+# $\hat\omega_0+\hat\omega_1<\hat\zeta$: a Balanced public step adds less than a private one (roughly: both
+# include noise).
 #
 # ### Exercise 4
-# With $\zeta$, $L$ and $\eta$ the same for every arm, which arms' bound on $\Delta_\tau$ is smallest?
+# Random sends every client one and the same group. With $\zeta$, $L$ and $\eta$ the same for every arm, which
+# arms' bound on $\Delta_\tau$ is smallest?
 
 # %%
 prediction_4 = None  # a set of arms from "FedAvg-GRPO", "no-swap control", "Random", "Balanced"
@@ -334,20 +338,20 @@ answer_4, why_4 = teach.exercise_bound()
 notebook.check_explained(prediction_4, answer_4, why_4)
 
 # %% [markdown]
-# **What the bound leaves out: sampling.** Each client samples its own answers, so even on the same prompts two
-# clients' gradients differ. Balanced's groups share copies of the same right answers, Random's the whole group:
-# part of that noise becomes common. §5 asks which wins, this or $\omega$.
+# **What the bound leaves out: shared noise.** It adds the clients' noise $\lVert\xi_n\rVert+\lVert\xi_{n'}\rVert$
+# as if independent, for every arm. Balanced's groups share copies of the same right answers, Random's the whole
+# group: part of $\xi_n-\xi_{n'}$ cancels. §5 asks which wins: this, or $\omega$.
 
 # %% [markdown]
-# **How we measure drift.** With $\Delta{W}_n=sB_nA_n$, client $n$'s whole adapter, all
+# ### 4c. How we measure drift
+# We measure drift on what the model applies, $\Delta{W}$, not on the factors the bound tracks. With $\Delta{W}_n=sB_nA_n$, client $n$'s whole adapter, all
 # layers in one vector, the **drift** $\delta_{\text{pair}}$ is the
 # mean distance between two clients, the **update size** $u$ a client's mean distance from the round's start
 # $\Delta{W}_p$:
 #
 # $$\delta_{\text{pair}}=\frac{2}{N(N-1)}\sum_{n<n'}\lVert\Delta{W}_n-\Delta{W}_{n'}\rVert_F,\qquad{u}=\frac1N\sum_n\lVert\Delta{W}_n-\Delta{W}_p\rVert_F$$
 #
-# $\delta_{\text{pair}}/u$ says how alike their directions are (the bound's $\Delta$ is on the factors). For two
-# updates of length 3 (orthogonal: $\sqrt2$):
+# $\delta_{\text{pair}}/u$ says how alike their directions are; for two updates of length 3:
 
 # %%
 for name, (w1, w2) in {"identical": ([3, 0], [3, 0]), "orthogonal": ([3, 0], [0, 3]),
@@ -372,7 +376,7 @@ last = run.tensors[T - 1]  # {client: its LoRA factors after the round's last lo
 dW = np.stack([delta_W(last[cid]) for cid in sorted(last)])  # [N, P] ΔW_n
 dW_p = delta_W(run.tensors["global"])  # [P] ΔW_p: the adapter broadcast at the round's start
 N = len(dW)
-print(f"s = {cfg.lora_alpha:g}/{cfg.lora_rank} = {s:g}; ΔW_n holds {dW.shape[1]:,} numbers; ‖ΔW_p‖ = "
+print(f"s = {cfg.lora_alpha:g}/{cfg.lora_rank} = {s:g}; ΔW_n holds {dW.shape[1]:,} numbers (every adapted weight matrix); ‖ΔW_p‖ = "
       f"{np.linalg.norm(dW_p):g}" + (" (a fresh adapter has B = 0)" if not np.linalg.norm(dW_p) else ""))
 delta_pair = np.mean([np.linalg.norm(dW[n] - dW[m]) for n in range(N) for m in range(n + 1, N)])
 u = np.linalg.norm(dW - dW_p, axis=1).mean()
@@ -389,6 +393,7 @@ for method in ("fedavg_grpo", "pubswap_noswap", "pubswap_balanced"):  # the same
     other, drifts[arm] = (run, drift) if method == "pubswap_balanced" else teach.live_round(cfg, policy, method, T)
     tensors[arm] = other.tensors
 d = {arm: record[T - 1]["pairwise_effective"] for arm, record in drifts.items()}  # δ_pair after the last step
+# ("effective": measured on ΔW = sBA, not on the factors)
 print(f"after step {T}: δ_pair {', '.join(f'{arm} {v:.2f}' for arm, v in d.items())}; control − FedAvg-GRPO "
       f"{d['no-swap control'] - d['FedAvg-GRPO']:+.2f}, Balanced − control "
       f"{d['PubSwap Balanced'] - d['no-swap control']:+.2f}")
@@ -420,12 +425,11 @@ for arm, key, row in (("PubSwap Balanced", "replacement_fraction", "Balanced: an
 pull.rename_axis("local step j →")
 
 # %% [markdown]
-# Public steps align gradients even without a swap; private ones do not. Balanced's are higher at steps 4 and 6,
-# but not at step 2, where it swapped most: one round does not say why.
+# Public steps align gradients even without a swap; private ones do not.
 #
 # ## 5. What the reproduction found
-# Does the swap cut drift beyond public steps? The stored runs' **end-of-round** $\delta_{\text{pair}}$ and $u$,
-# averaged over rounds, at $\tau=48$:
+# Does the swap cut drift beyond public steps? The stored runs' **end-of-round** $\delta_{\text{pair}}$ and
+# $\delta_{\text{pair}}/u$, averaged over rounds, at $\tau=48$:
 
 # %%
 fig = teach.stored_drift_figure()
@@ -454,7 +458,7 @@ design.columns = [f"τ = {t} ({r} rounds)" for t, r in runs.groupby("tau").round
 design.fillna("not run").reindex(teach.ORDER)
 
 # %% [markdown]
-# **Drift, paired by seed:** first arm minus second, mean ± 95% t-interval half-width over the seeds both ran;
+# **Drift, paired by seed:** first arm minus second, mean ± 95% t half-width over the seeds both ran;
 # "cannot tell": it holds 0.
 
 # %%
@@ -498,15 +502,12 @@ by_tau({"6. pass@1: Balanced − FedAvg-GRPO": ("pass@1", "PubSwap Balanced", "F
 # %% [markdown]
 # ### Findings
 # 1. Balanced keeps clients closer than FedAvg-GRPO at $\tau$ = 8, 32, 48 (row 1): claim (1) holds there.
-# 2. The public steps' own cut: cannot tell (row 2). The swap's: yes (row 3), against the
-#    bound's ranking, with directions more alike (row 5), as shared answers would give, and at $\tau$ = 32 shorter
+# 2. Where the control ran ($\tau$ = 32, 48), the public steps' own cut: cannot tell (row 2). The swap's: yes
+#    (row 3), against the bound's ranking, with directions more alike (row 5), as shared answers would give, and at $\tau$ = 32 shorter
 #    moves (row 4).
-# 3. No $\tau$ tells Balanced's pass@1 from FedAvg-GRPO's (row 6), but the intervals (±1.26 to ±7.33) are as
+# 3. No $\tau$ tells Balanced's pass@1 from FedAvg-GRPO's (row 6; below 0 at 3 of 4 $\tau$), but the intervals (±1.26 to ±7.33) are as
 #    wide as the paper's gains (−1.1 to +5.1): claim (2) is open.
-# 4. Claim (3): at our smallest $\tau$, 2 (2 % of the budget; the paper's 10: 3 %), Random scores *below* Balanced
-#    (row 7).
+# 4. Claim (3) is not reproduced: at our smallest $\tau$, 2 (2 % of the budget; the paper's 10: 3 %), Random scores
+#    *below* Balanced (row 7), as at $\tau$ = 48.
 #
-# Our setting is not the paper's: compare directions. Every claim:
-# [12_pubswap_report](12_pubswap_report.ipynb#findings).
-#
-# **Remember:** read drift beside $u$: closer clients can mean shorter or better-aligned moves.
+# Every claim: [12_pubswap_report](12_pubswap_report.ipynb#findings).

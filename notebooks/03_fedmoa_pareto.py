@@ -27,12 +27,16 @@
 #
 # **FedMOA** *personalises* the reward weights and changes the averaging:
 #
-# 1. **Client:** each local step shifts its weights toward rewards still being learnt.
+# 1. **Client:** from a round's second local step, each step shifts its weights toward rewards still being learnt.
 # 2. **Server:** clients sharing an accuracy reward form a *cluster*. In each, it averages adapters and shared
 #    weights, counting a client with a *lower* accuracy weight more, then averages clusters' adapters into one model
 #    for all.
 #
-# **Setting:** our runs use the paper's **Heter+Heter**, where clients differ in both data and reward set.
+# **Setting:** the paper's **Heter+Heter**: clients differ in data and in reward set (one of three, *configs* A, B,
+# C; table below).
+#
+# **Plan.** §2–3 build the client's rule (eq. 10) and the server's (eqs. 11–13); §4–5 find that eq. 12, not eq. 10,
+# moves the accuracy weight; §6 tests the paper's gains.
 
 # %% tags=["parameters"] jupyter={"source_hidden": true}
 # papermill parameters; the text describes these defaults
@@ -57,7 +61,7 @@ make_config = tf.config_maker(seed)
 cfg, run_root, figures = notebook.setup("fedmoa", globals(), make_config, runs="run_root", folder=dict(s=seed))
 
 # %%
-tf.rewards_table()  # every reward of the paper's reward sets A, B, C (§4), from fedrl_kit.rewards
+tf.rewards_table()  # every reward of the paper's reward sets A, B, C (the paper's §4), from fedrl_kit.rewards
 
 # %% [markdown]
 # ## 1. One round
@@ -77,7 +81,7 @@ diagrams.round_diagram("fedmoa")
 # | λ | eq. 10's step size |
 # | τ | local steps per round |
 # | η | the learning rate |
-# | $S_c$ | cluster $c$'s clients |
+# | μ | Adam updates per local step (one batch) |
 # | $N_c$ | cluster $c$'s examples |
 # | $\alpha_m$ | client $m$'s share of its cluster (eq. 11) |
 # | $\theta^{(c)}$ | cluster $c$'s averaged adapter (eq. 12), never sent |
@@ -88,7 +92,7 @@ diagrams.round_diagram("fedmoa")
 #   each client m, from θ and w^(m←c), for t=1..τ:
 #     score a fresh batch by every r_k; g_k (eq. 8)
 #     if t>1: w←Proj(w+λΔ) (eqs. 9–10)
-#     GRPO step on r_w (eqs. 2–4)
+#     μ Adam updates on r_w (eqs. 2–4)
 #   per cluster: α, θ^(c), w^(m←c) (eqs. 11–12)
 #   θ=Σ_c N_c/N·θ^(c) (eq. 13)
 # ```
@@ -106,8 +110,8 @@ diagrams.round_diagram("fedmoa")
 # \mathcal L=-\frac{1}{\sum_i|y_i|}\sum_{i,t}\min\bigl(\rho_{i,t}A_i,\,
 # \operatorname{clip}(\rho_{i,t},1-c,1+c')\,A_i\bigr)\qquad\text{(3–4)}$$
 #
-# **One loss per reward:** $L_k$ is $\mathcal L$ on $r_k$'s advantages $A_i^{(k)}$ alone, before the step ($\rho=1$,
-# nothing clipped); only its gradient is used:
+# **One loss per reward:** $L_k$ is $\mathcal L$ with $A_i^{(k)}$, eq. 3's advantage on $r_k$ alone, before
+# the step ($\rho=1$, nothing clipped); only its gradient is used:
 #
 # $$\nabla L_k=-\frac{1}{\sum_i|y_i|}\sum_{i,t}A_i^{(k)}\,\nabla\log\pi(y_{i,t}\mid x,y_{i,<t})$$
 
@@ -126,15 +130,14 @@ diagrams.round_diagram("fedmoa")
 # w\leftarrow\operatorname{Proj}_{\text{simplex}}\bigl(w+\lambda\,\Delta^{(t)}\bigr)\ \text{(10)}$$
 #
 # Eq. 10 is a descent step on each weight's own loss: $-\partial L_k/\partial w_k=\eta\Delta_k$, with η folded into
-# λ. Using the total loss $\sum_jw_jL_j$ would add cross terms $w_j\,g_j^{(t)\top}g_k^{(t-1)}$ between different
-# rewards; FedMOA keeps the diagonal. $\Delta_k>0$ means consecutive gradients agree: reward $k$ is still being learnt.
+# λ. Using the total loss $\sum_jw_jL_j$ would add cross terms $w_j\,g_j^{(t)\top}g_k^{(t-1)}$; FedMOA keeps the
+# diagonal. $\Delta_k>0$ means consecutive gradients agree: reward $k$ is still being learnt.
 #
 # **What the derivation skips.** GRPO divides $r_w$ by its own group std, so the loss on $r_w$ is not exactly
 # $\sum_kw_kL_k$. φ stands in for θ, and Adam's step is not η times the gradient.
 #
-# λ is 0.01 in the paper, 10 here: 0.01 leaves our model's weights still, and §5 shows 10 barely moves them.
-#
-# **The projection** subtracts one shift ν from every weight, so they sum to 1, none below 0:
+# **The projection** sets $w_k=\max(v_k-\nu,0)$ for $v=w+\lambda\Delta$, with the one shift ν that makes them
+# sum to 1:
 
 # %%
 def project_simplex(v):  # w_k = max(v_k − ν, 0), with the one ν that makes Σ w_k = 1
@@ -153,7 +156,7 @@ def eq10(w, g_now, g_prev, lam):
 # %% [markdown]
 # ### Exercise 1
 # A toy step, λ = 0.1, weights (accuracy, format, tag count) = (0.5, 0.3, 0.2). Accuracy's gradient repeats and
-# doubles (Δ = 2), format's has vanished (Δ = 0), tag count's has flipped (Δ = −1). Which weights rise?
+# doubles (Δ = 2), format's has shrunk (Δ = 0.3), tag count's has flipped (Δ = −1). Which weights rise?
 
 # %%
 prediction_1 = None  # a set of reward names
@@ -162,16 +165,12 @@ prediction_1 = None  # a set of reward names
 names = ["accuracy", "format", "tag_count"]
 w_toy = np.array([0.5, 0.3, 0.2])
 g_prev = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])  # g_k^(t−1), one row per reward
-g_now = np.array([[2.0, 0.0], [0.0, 0.0], [-1.0, 0.0]])  # g_k^(t): repeated ×2, vanished, flipped
+g_now = np.array([[2.0, 0.0], [0.0, 0.3], [-1.0, 0.0]])  # g_k^(t): repeated ×2, shrunk, flipped
 w_mine, delta = eq10(w_toy, g_now, g_prev, 0.1)
 w_package, _ = hypergradient_step(w_toy, g_now, g_prev, lr=0.1)  # the package's eq. 10
 answer_1 = {n for n, before, after in zip(names, w_toy, w_mine) if after > before}  # the rewards whose weight rose
 why_1 = tf.why_1(names, w_toy, delta, w_mine, w_package, lam=0.1)  # in words, from the numbers above
 notebook.check_explained(prediction_1, answer_1, why_1)
-
-# %% [markdown]
-# **The rule.** As ν is the same for every weight above 0, a weight rises only if its $\Delta_k$ beats their mean
-# Δ; $\Delta_k>0$ is not enough.
 
 # %%
 def show_toy(lam, shrink, static=False):
@@ -192,21 +191,20 @@ notebook.static_default(lambda lam, shrink: show_toy(lam, shrink, static=True), 
 notebook.knobs(show_toy, **controls)
 
 # %% [markdown]
-# Format's weight falls as its Δ shrinks. Accuracy and tag count rise only because format pulls the mean Δ below
-# theirs. Once format reaches 0, all weights stop.
+# Format's weight falls as its Δ shrinks; accuracy and tag count rise only because format pulls the mean Δ below
+# theirs. Once format reaches 0, the other two stop: their Δ are equal here.
 
 # %% [markdown]
 # ## 3. The server: α and eq. 12
-# Eq. 10 lowers $w_{\text{acc}}$ once $\Delta_{\text{acc}}$ falls below the mean Δ (the rule after Exercise 1), that
-# is once accuracy's consecutive gradients agree less than the others'. The paper reads this as accuracy nearing
-# convergence, so a client with a low $w_{\text{acc}}$ counts more. Eq. 11 gives it a larger share $\alpha_m$ of its
-# cluster $S_c$ (ε = 10⁻⁶):
+# Eq. 10 lowers $w_{\text{acc}}$ once $\Delta_{\text{acc}}$ falls below the mean Δ (Exercise 1's rule). The paper
+# reads this as accuracy nearing convergence, so a client with a low $w_{\text{acc}}$ counts more. Eq. 11 gives it a
+# larger share $\alpha_m$ of its cluster $S_c$ (ε = 10⁻⁶):
 #
 # $$s_m=\frac{1}{w_{\text{acc}}^{(m)}+\varepsilon},\qquad\alpha_m=\frac{e^{s_m}}{\sum_{m'\in S_c}e^{s_{m'}}}
 # \qquad\text{(11)}$$
 #
 # **Other readings:** a client may also have a low $w_{\text{acc}}$ because it fails (all-wrong groups give zero
-# advantages), started lower, or was *diluted* by eq. 12.
+# advantages), started lower, or was lowered by eq. 12's rescaling (below).
 #
 # **No temperature:** 1/w stretches gaps between *low* weights, so α nears winner-takes-all:
 
@@ -260,8 +258,7 @@ notebook.check_explained(prediction_2, answer_2, why_2)
 #
 # ## 4. The live run
 # The **live run** trains both methods on toy tasks standing in for the datasets, from `base_moa`, a small model
-# pretrained here; §6 reads a larger **stored grid**. Starting weights (last row) are ours; the paper
-# gives none:
+# we pretrained on them; §6 reads a larger **stored grid**:
 
 # %%
 grid = tf.stored_runs()  # the stored grid: one row per arm and seed (benchmarks/results/fedmoa_compare_cpu.json)
@@ -291,7 +288,7 @@ assert np.allclose(alpha, accuracy_aware_weights(end1["accuracy"], cfg.fedmoa.ep
 tf.weights_view(end1.assign(α=alpha, config=clients.config))  # blank: a reward the client does not hold
 
 # %% [markdown]
-# These α rank the starting weights.
+# After one round α just follows the starting weights: the lower $w_{\text{acc}}$, the larger α.
 #
 # ### Exercise 3
 # To which config does eq. 12 send the lower $w_{\text{acc}}$, "A" or "B"? Only accuracy and format are
@@ -318,10 +315,6 @@ notebook.check_explained(prediction_3, answer_3, why_3, table=table.round(4))  #
 # %%
 w = tf.w_acc_table(moa_records)  # per client and round: w_acc as sent (start), after τ steps (end); α (eq. 11)
 tf.config_means(w, clients.config, cluster=0).round(3)  # cluster 0, averaged over each config's clients
-
-# %% [markdown]
-# From round 2 on, α favours config A, whose $w_{\text{acc}}$ eq. 12 diluted (Exercise 3): α ranks reward sets, not
-# progress.
 
 # %% [markdown]
 # ## 5. Which equation moves the weights?
@@ -376,7 +369,7 @@ moves = {"median |Δ_k|": typical, "λ|Δ_k| at the paper's λ = 0.01": 0.01 * t
 pd.Series(moves, name="a step").map("{:.1g}".format).to_frame()
 
 # %% [markdown]
-# **Mean |change| of $w_{\text{acc}}$** within rounds (eq. 10 only) and at round boundaries (eq. 12 only):
+# **Mean |change| of $w_{\text{acc}}$**, within rounds and at boundaries:
 
 # %%
 def w_acc_moves(w):  # mean |change of w_acc| within rounds (eq. 10 only) and at boundaries (eq. 12 only)
@@ -394,12 +387,16 @@ viz.export(fig, "fedmoa_weights", figures)
 display(fig)
 
 # %% [markdown]
-# **So eq. 12, not eq. 10, moves $w_{\text{acc}}$**, at both τ. The paper's Fig. 5 rise within rounds needs its
-# cosine learning-rate decay ([report 13](13_fedmoa_report.ipynb) §1).
+# **So eq. 12, not eq. 10, moves $w_{\text{acc}}$**, at both τ. In Fig. 5's own setting (Homo+Homo, GSM8K-like),
+# $w_{\text{acc}}$ rises within rounds only under the paper's cosine decay ([report 13](13_fedmoa_report.ipynb) §1
+# says why):
+
+# %%
+tf.fig5_rise_table()  # stored FedMOA runs: w_acc after a round's last local step − after its first, per schedule
 
 # %% [markdown]
-# **The live run's outcome:** global pass@1 (share of sampled test answers right). Round 1 ties: α reweights
-# adapters only two local steps from one start.
+# **The live run's outcome:** global pass@1 (share of sampled test answers right). Round 1 ties: after two local
+# steps from one start the adapters barely differ, so weighting them hardly matters.
 
 # %%
 pd.DataFrame({name: {r["round"]: r["pass@1"] for r in records if r.get("kind") == "global"}
@@ -417,8 +414,7 @@ tf.arms_table(grid)  # which parts of FedMOA each arm runs, and its seeds
 # %% [markdown]
 # The paper's Table 2 puts FedMOA 2.2 points of MATH accuracy above FedAvg-GRPO, α alone 1.4. An arm's *gain* on a
 # seed is its MATH-like accuracy minus FedAvg-GRPO's on that seed; it is *beyond noise* when the 95 % Student-t
-# interval of the mean gain over seeds lies above 0. The fold also shows Table 2's *aggregated reward*: each
-# client's rewards averaged, then over clients (FedMOA +0.052).
+# interval of the mean gain over seeds lies above 0.
 #
 # Which arms beat FedAvg-GRPO beyond noise on MATH-like accuracy?
 
@@ -436,11 +432,13 @@ notebook.check_explained(prediction_5, answer_5, why_5, table=gains.round(4))
 # ### The Pareto front (the paper's Fig. 3)
 # A model is on the **Pareto front** when no other is as good on every reward and better on one. The paper's Fig. 3
 # puts FedMOA's final model "closer to the Pareto-optimal frontier". We pool both arms' final
-# models (5 seeds each) on MATH-like tests: format against accuracy (tag counts differ within noise).
+# models (5 seeds each) on MATH-like tests: format against accuracy.
 
 # %%
 final = grid[grid.variant.isin(["FedAvg-GRPO", "FedMOA"])].reset_index(drop=True)  # one row per arm and seed
-print("tag count, FedMOA − FedAvg-GRPO (paired by seed): {:+.4f} ± {:.4f} (95 % t, {} seeds)".format(*tf.aux_gap(final)))
+gap, half, n = tf.aux_gap(final)  # the third reward, tag count, which the figure leaves out
+print(f"tag count, FedMOA − FedAvg-GRPO (paired by seed): {gap:+.4f} ± {half:.4f} (95 % t, {n} seeds), "
+      + ("within noise" if abs(gap) <= half else "beyond noise"))
 fig = tf.front_figure(final)  # the points alone: the front is yours to find
 viz.export(fig, "fedmoa_final_models", figures)
 display(fig)
@@ -471,7 +469,10 @@ display(fig)
 # %% [markdown]
 # ### Findings (details: [report 13](13_fedmoa_report.ipynb))
 #
-# 1. No gain beyond noise from FedMOA or either part (Ex. 5).
+# 1. No gain beyond noise: FedMOA's 5-seed interval excludes the paper's +2.2; the 3-seed one-part arms are
+#    inconclusive (Ex. 5).
 # 2. Eq. 12, not eq. 10, moves $w_{\text{acc}}$ (§5; report 13 §2).
-# 3. Fig. 5's rise within rounds needs cosine decay (report 13 §1).
-# 4. Fig. 3's front against chance (Ex. 6).
+# 3. Fig. 5's rise within rounds appears only under cosine decay (§5).
+# 4. The front does not separate the arms: random places would give FedMOA 2 of 3 with chance 0.50 (Ex. 6).
+#
+# All runs use a 1.6 M-parameter model at λ = 10; the paper's scale is not tested.

@@ -285,12 +285,20 @@ def test_the_settings_and_tuning_tables_read_the_stored_grid_and_the_live_config
     cfg = tf.config_maker(0)("quick")
     table = tf.settings_table(cfg, 0, tf.stored_runs())
     assert table.columns.tolist() == ["live run (§4–5)", "stored grid (§6)", "paper"]
-    assert table.loc["λ"].tolist() == ["10", "10 (tuned over 0.01, 10, 100)", "0.01"]
+    assert table.loc["λ"].tolist() == ["10", "10", "0.01"]
+    assert table.loc["λ chosen by"].tolist() == ["the stored grid's λ", "best validation pass@1, tuning seed 10",
+                                                 "not given"]
+    tried = table["stored grid (§6)"]  # validation pass@1 (%) of every λ tried, best first, per learning rate
+    assert tried["validation pass@1 (%) by λ, η = 0.002"] == "10: 41.0; 0.01: 40.8; 100: 40.6"
+    assert tried["validation pass@1 (%) by λ, η = 0.004"] == "1: 41.6; 3: 41.4; 0.01: 41.0; 10: 40.7; 100: 39.9"
+    assert tried["λ = 10 kept"].startswith("best at η = 0.002")
+    assert table.loc["model"].tolist()[:2] == ["base_moa (1.6 M parameters)"] * 2
+    assert table.map(lambda v: len(str(v))).to_numpy().max() <= 50  # shown whole, not cut with "…"
     assert table.loc["clip: c, c′", "live run (§4–5)"] == f"{cfg.epsilon:g}, {cfg.epsilon_high:g}"
     assert table.loc["seeds"].tolist() == ["1 (seed 0)", 5, "not given"]
     assert table.loc["learning rate η"].tolist()[:2] == [f"{cfg.learning_rate:g}", "0.004"]  # the grid's tuned rate
-    assert table.loc["GRPO updates per batch", "live run (§4–5)"] == cfg.num_iterations
-    assert table.loc["clients per config (w_acc at start)"].tolist()[:2] == [
+    assert table.loc["μ: Adam updates a local step (one batch)", "live run (§4–5)"] == cfg.num_iterations
+    assert table.loc["clients per config (w_acc at start: ours)"].tolist()[:2] == [
         "A: 3 (0.5); B: 3 (0.4); C: —", "A: 6 (0.5, 0.45); B: 6 (0.4, 0.35); C: 3 (0.3)"]  # configs_table's, one row
     tuning = tf.tuning_table()
     assert tuning.index.tolist() == ["0.01", "10", "100"] and tuning.columns.name.startswith("λ (tuning seed ")
@@ -349,13 +357,18 @@ def test_exercise_1_names_the_weights_eq_10_raised_and_the_projections_shift():
     from fedrl_kit.fedmoa.weights import hypergradient_step
 
     w, g_prev = np.array([0.5, 0.3, 0.2]), np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
-    g_now = np.array([[2.0, 0.0], [0.0, 0.0], [-1.0, 0.0]])
+    g_now = np.array([[2.0, 0.0], [0.0, 0.3], [-1.0, 0.0]])  # the notebook's: format's Δ = 0.3 > 0, yet it falls
+    after, _ = hypergradient_step(w, g_now, g_prev, lr=0.1)
+    assert after[1] < w[1] and after == pytest.approx([0.6567, 0.2867, 0.0567], abs=1e-4)
+    why = tf.why_1(["accuracy", "format", "tag_count"], w, (g_now * g_prev).sum(axis=1), after, after, lam=0.1)
+    assert why.startswith("Δ = (2, 0.3, -1), each gradient dotted with its previous one; the average Δ is 0.43, and "
+                          "only accuracy's Δ beats it. Format's Δ = 0.3 is above 0 but below it, so its weight falls.")
+    assert "sums to 1.13, so the projection takes ν = 0.13 / 3 from every weight: (0.657, 0.287, 0.057) in numpy" in why
+    assert why.endswith("a weight rises only when its Δ_k beats the average Δ; Δ_k > 0 is not enough.")  # the rule
+    g_now[1, 1] = 0.0  # format's gradient gone: Δ = 0, below the average too
     after, _ = hypergradient_step(w, g_now, g_prev, lr=0.1)
     why = tf.why_1(["accuracy", "format", "tag_count"], w, (g_now * g_prev).sum(axis=1), after, after, lam=0.1)
-    assert why.startswith("Δ = (2, 0, -1), each gradient dotted with its previous one; the average Δ is 0.33, and "
-                          "only accuracy's Δ beats it. Format's Δ = 0 lies below")
-    assert "ν = 0.1 / 3 from every weight: (0.667, 0.267, 0.067) in numpy" in why
-    assert why.endswith("a weight rises only when its Δ_k beats the average Δ of those weights.")  # the rule, folded
+    assert "Format's Δ = 0 is below it, so its weight falls." in why and "ν = 0.1 / 3 from every weight" in why
 
 
 @pytest.mark.parametrize("w_p, w_q, answer, ending", [
@@ -440,7 +453,13 @@ def test_exercise_5_names_the_arms_above_0_and_says_whether_each_interval_holds_
                           "eq. 10 alone +0.50 to +2.50; α alone -4.10 to +2.90); FedMOA's excludes the paper's +2.2 "
                           "and α alone's holds the paper's +1.4.")
     assert "median λ|Δ_k| of 0.0006 a step" in why
+    assert "Power: the interval of α alone (±3.50) holds both 0 and a gain as large as the paper's" in why
     assert tf.why_5(set(), gains, 0.0006).startswith("no interval lies above 0")
+    stored = tf.why_5(set(), tf.arm_gains(tf.stored_runs()), 0.0006)  # the notebook's: the 3-seed arms can't tell
+    assert ("Power: the intervals of eq. 10 alone (±2.96, 3 seeds) and α alone (±3.53, 3 seeds) hold both 0 and a "
+            "gain as large as the paper's") in stored
+    assert "FedMOA's (±1.02, 5 seeds) is narrow enough to rule out the paper's gain." in stored
+    assert "FedMOA +0.0003 ± 0.0047 (the paper's +0.052)" in stored  # Table 2's aggregated reward
 
 
 def test_the_weights_view_blanks_what_a_client_does_not_hold():
@@ -514,6 +533,8 @@ def test_the_arms_table_reads_each_arms_switches_and_seeds_from_the_grid():
     assert table.loc["α alone", "eq. 10 on the client"].startswith("off")
     assert table.loc["α alone", "the server weighs a cluster's clients by"] == "α (eq. 11)"
     assert table.loc["FedAvg-GRPO", "the server weighs a cluster's clients by"] == "data size"
+    assert table["eq. 12 averages the shared weights"].tolist() == [  # only with eq. 10 on (round_weights)
+        "no: starting weights every round", "yes, by α", "yes, by data size", "no: starting weights every round"]
     assert table.seeds.tolist() == [grid[grid.variant == v].seed.nunique()
                                     for v in ["FedAvg-GRPO", "FedMOA", "λ on, α off", "λ off, α on"]]
 
