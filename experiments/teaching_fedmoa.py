@@ -239,7 +239,10 @@ def settings_table(cfg, seed: int, grid: pd.DataFrame) -> pd.DataFrame:
     lam = s["lam"]["FedMOA"]
     rates = [lr for lr in tuning if lr != "seed"]
     tried = {lr: "; ".join(f"{x:g}: {100 * a:.1f}" for x, a in tuning[lr].items()) for lr in rates}
-    kept = ("best" if next(iter(tuning[rates[0]])) == lam else "not best") + f" at η = {rates[0]:g}; gaps within noise"
+    at = float(stored["learning_rate"])  # the grid's learning rate
+    rank = list(tuning[at]).index(lam) + 1 if at in tuning and lam in tuning[at] else None
+    kept = (("best" if next(iter(tuning[rates[0]])) == lam else "not best") + f" at η = {rates[0]:g}"
+            + (f"; {rank} of {len(tuning[at])} at {at:g}, in noise" if rank and at != rates[0] else "; in noise"))
     rows = {  # row: (live run, stored grid, paper)
         "model": (size(cfg.base), size(stored["base"]), paper["base"]),
         "base model pretrained on": (taught if Path(cfg.base).name == "base_moa" else "—", taught, "—"),
@@ -255,7 +258,8 @@ def settings_table(cfg, seed: int, grid: pd.DataFrame) -> pd.DataFrame:
                         "not given"),
         "λ": (f"{cfg.fedmoa.lam:g}", f"{lam:g}", f"{SCALE_FEDMOA['paper']['lam']:g}"),
         "λ chosen by": ("the stored grid's λ" if cfg.fedmoa.lam == lam else "—",
-                        f"best validation pass@1, tuning seed {tuning['seed']}", "not given"),
+                        f"validation pass@1, tuning seed {tuning['seed']}", "not given"),
+        "eq. 10 updates a round (τ − 1)": (cfg.local_steps - 1, s["tau"] - 1, "not given"),
         **{f"validation pass@1 (%) by λ, η = {lr:g}": ("", tried[lr], "") for lr in rates},
         f"λ = {lam:g} kept": ("", kept, ""),
         "seeds": (f"1 (seed {seed})", grid.query("variant == 'FedMOA'").seed.nunique(), "not given"),

@@ -268,8 +268,8 @@ def swap_widget(gen, swaps: dict, rule: str = "balanced", client: int = 1, promp
 
     def show_swap(rule, client, prompt):
         v = group_table(gen, swaps[rule], client, prompt)
-        print(f"{rule}: {cids[client]}'s group on {gen.batch['prompt'][prompt]!r} holds {v.attrs['swapped_in']} of "
-              f"{K} answers from other clients, {int(v['correct'].sum())} right; its own {K} held "
+        print(f"{rule}: {v.attrs['swapped_in']} of {cids[client]}'s {K} answers on {gen.batch['prompt'][prompt]!r} come "
+              f"from other clients; the group holds {int(v['correct'].sum())} right, its own {K} held "
               f"{int(v['own correct'].sum())} right")
         display(random_view(v, cids[client]) if rule == "random" else v)
 

@@ -25,7 +25,7 @@
 # **The idea.** Make some local steps **public**: all clients answer the same prompts, and the server **swaps**
 # answers among them before training.
 #
-# **The paper's claims.** (1) **Balanced** swapping reduces drift.
+# **The paper's claims.** (1) **Balanced** swapping (others' right answers for a client's wrong ones) reduces drift.
 # (2) It beats FedAvg-GRPO in **pass@1** (share of right test answers) for most $\tau$. (3) For few local steps, a
 # simpler **Random** swap (one shared group drawn from all answers) beats Balanced.
 #
@@ -130,8 +130,8 @@ pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 
 # %% [markdown]
 # **Balanced** (`swap.balanced_swap`) tops each client's group up toward half right, where a 0/1 reward's variance
-# $p(1-p)$ peaks, and no further, to swap in few foreign answers: client $n$ swaps $M_n(x)$ of its wrong answers for copies of right answers from the $D_n(x)$
-# the others hold:
+# $p(1-p)$ peaks, and no further, to swap in few foreign answers: client $n$ swaps $M_n(x)$ of its wrong answers for
+# copies of right answers from the $D_n(x)$ the others hold:
 #
 # $$M_n(x)=\min\bigl((\lfloor{K}/2\rfloor-c_n(x))_+,\;D_n(x)\bigr),\qquad{D}_n(x)=\sum_{n'\neq{n}}c_{n'}(x)$$
 #
@@ -157,7 +157,7 @@ print(teach.settings_sentences(cfg, policy, T))  # the live round (§3–4) agai
 
 # %% [markdown]
 # ## 3. One swap, step by step
-# The table below and §4's measurement come from a **replay**: after one Balanced round, its clients answer its last
+# The table below and §4's measurement come from a **replay**: after one Balanced round, each client answers the last
 # public step's prompts afresh with its own adapter (new answers, not those step 6 trained on).
 
 # %%
@@ -257,7 +257,7 @@ notebook.check_explained(prediction_2, answer_2, why_2)
 
 # %% [markdown]
 # ## 4. Drift
-# Each client holds its own mix of the seven topics:
+# Each client's mix of the seven topics:
 
 # %%
 fig = teach.heterogeneity_figure(probe_run.partitions, dirichlet_alpha)
@@ -310,8 +310,8 @@ notebook.check_explained(prediction_3, answer_3, why_3)
 # - **Balanced**: a client's donors are the *other* clients, so even in expectation groups differ:
 #   $\gamma_j\le\omega_n+\omega_{n'}$, with $\omega_n\le\frac1b\sum_xM_n(x)\beta_n(x)$.
 #
-# **Measured** from sampled answers: $\hat\omega$ on §3's replay ($\beta$ only over the swaps made: a low bound);
-# $\hat\zeta$ on step 1, where all clients start at one $\theta$:
+# **Measured** from sampled answers: $\hat\omega$ on §3's replay, after the round ($\beta$ over the swaps made only,
+# so the printed bound is too small); $\hat\zeta$ on step 1, where all clients start at one $\theta$:
 
 # %%
 terms = [off_policy_terms(run.clients[cid], gen, swaps["balanced"], n) for n, cid in enumerate(cids[:2])]
@@ -323,8 +323,8 @@ print(f"Balanced's γ ≤ ω̂_0 + ω̂_1 = {terms[0]['omega']:.3f} + {terms[1][
       f"{terms[0]['omega'] + terms[1]['omega']:.3f}, against a private step's ζ̂ = {zeta:.3f}")
 
 # %% [markdown]
-# $\hat\omega_0+\hat\omega_1<\hat\zeta$: a Balanced public step adds less than a private one (roughly: both
-# include noise).
+# $\hat\omega_0+\hat\omega_1<\hat\zeta$: a Balanced public step adds less than a private one (roughly: different
+# steps, noise included).
 #
 # ### Exercise 4
 # Random sends every client one and the same group. With $\zeta$, $L$ and $\eta$ the same for every arm, which
@@ -340,7 +340,7 @@ notebook.check_explained(prediction_4, answer_4, why_4)
 # %% [markdown]
 # **What the bound leaves out: shared noise.** It adds the clients' noise $\lVert\xi_n\rVert+\lVert\xi_{n'}\rVert$
 # as if independent, for every arm. Balanced's groups share copies of the same right answers, Random's the whole
-# group: part of $\xi_n-\xi_{n'}$ cancels. §5 asks which wins: this, or $\omega$.
+# group: part of $\xi_n-\xi_{n'}$ cancels.
 
 # %% [markdown]
 # ### 4c. How we measure drift
@@ -361,7 +361,7 @@ for name, (w1, w2) in {"identical": ([3, 0], [3, 0]), "orthogonal": ([3, 0], [0,
     print(f"{name:10}: δ_pair = {d:.2f}, u = {u:.2f}, δ_pair / u = {d / u:.2f}")
 
 # %% [markdown]
-# By hand and by `fedrl_kit.drift`, after the live round:
+# By hand and by `fedrl_kit.drift`:
 
 # %%
 s = cfg.lora_alpha / cfg.lora_rank  # LoRA's scale
@@ -402,7 +402,8 @@ viz.export(fig, "pubswap_live_drift", figures)
 fig
 
 # %% [markdown]
-# **One seed, one round, $\tau$ = 6: an example, not evidence;** here the public steps cut more.
+# **One seed, one round, $\tau$ = 6: an example, not evidence;** here the public steps cut more than the swap,
+# unlike the stored runs at $\tau$ = 32 and 48 (§5).
 #
 # **The shared pull:** the mean cosine of two clients' gradients, step by step:
 
@@ -418,7 +419,7 @@ public_steps = [j for j in range(T) if is_public_step(j, cfg.pubswap.period)]
 pull = pd.DataFrame({f"{j + 1}" + (" (public)" if j in public_steps else ""):
                      {f"cos: {arm}": f"{mean_cosine([t[j][cid]['grad'] for cid in sorted(t[j])]):.2f}"
                       for arm, t in tensors.items()} for j in range(T)})
-for arm, key, row in (("PubSwap Balanced", "replacement_fraction", "Balanced: answers swapped in"),
+for arm, key, row in (("PubSwap Balanced", "replacement_fraction", "Balanced: share of answers swapped in"),
                       ("no-swap control", "frac_zero_std", "control: groups without gradient"),
                       ("PubSwap Balanced", "frac_zero_std", "Balanced: groups without gradient")):
     pull.loc[row] = [f"{drifts[arm][j][key]:.0%}" if j in public_steps else "" for j in range(T)]  # the package's
@@ -458,7 +459,7 @@ design.columns = [f"τ = {t} ({r} rounds)" for t, r in runs.groupby("tau").round
 design.fillna("not run").reindex(teach.ORDER)
 
 # %% [markdown]
-# **Drift, paired by seed:** first arm minus second, mean ± 95% t half-width over the seeds both ran;
+# **Drift, paired by seed:** first arm minus second, mean ± 95% t half-width;
 # "cannot tell": it holds 0.
 
 # %%
@@ -503,7 +504,7 @@ by_tau({"6. pass@1: Balanced − FedAvg-GRPO": ("pass@1", "PubSwap Balanced", "F
 # ### Findings
 # 1. Balanced keeps clients closer than FedAvg-GRPO at $\tau$ = 8, 32, 48 (row 1): claim (1) holds there.
 # 2. Where the control ran ($\tau$ = 32, 48), the public steps' own cut: cannot tell (row 2). The swap's: yes
-#    (row 3), against the bound's ranking, with directions more alike (row 5), as shared answers would give, and at $\tau$ = 32 shorter
+#    (row 3), which the bound gives no reason for, with directions more alike (row 5), as shared answers would give, and at $\tau$ = 32 shorter
 #    moves (row 4).
 # 3. No $\tau$ tells Balanced's pass@1 from FedAvg-GRPO's (row 6; below 0 at 3 of 4 $\tau$), but the intervals (±1.26 to ±7.33) are as
 #    wide as the paper's gains (−1.1 to +5.1): claim (2) is open.

@@ -28,7 +28,7 @@
 # **FedMOA** *personalises* the reward weights and changes the averaging:
 #
 # 1. **Client:** from a round's second local step, each step shifts its weights toward rewards still being learnt.
-# 2. **Server:** clients sharing an accuracy reward form a *cluster*. In each, it averages adapters and shared
+# 2. **Server:** clients with the same accuracy reward (math's or code's) form a *cluster*. In each, it averages adapters and shared
 #    weights, counting a client with a *lower* accuracy weight more, then averages clusters' adapters into one model
 #    for all.
 #
@@ -118,7 +118,7 @@ diagrams.round_diagram("fedmoa")
 # %% [markdown]
 # **Moving the weights.** Each $w_k$ follows the *hypergradient* of its own loss: how $L_k$ changes as $w_k$ grows.
 # The last step $\theta_t=\theta_{t-1}-\eta\sum_jw_j\nabla L_j(\theta_{t-1})$ holds $w_k$ only in
-# $-\eta w_k\nabla L_k(\theta_{t-1})$, so by the chain rule (the paper's eqs. 5–7 apply it to a learning rate):
+# $-\eta w_k\nabla L_k(\theta_{t-1})$, so by the chain rule (the paper's eqs. 5–7):
 #
 # $$\frac{\partial L_k(\theta_t)}{\partial w_k}=\nabla L_k(\theta_t)^\top\frac{\partial\theta_t}{\partial w_k}
 # =-\eta\,\nabla L_k(\theta_t)^\top\nabla L_k(\theta_{t-1})\qquad\text{(5–7)}$$
@@ -197,8 +197,8 @@ notebook.knobs(show_toy, **controls)
 # %% [markdown]
 # ## 3. The server: α and eq. 12
 # Eq. 10 lowers $w_{\text{acc}}$ once $\Delta_{\text{acc}}$ falls below the mean Δ (Exercise 1's rule). The paper
-# reads this as accuracy nearing convergence, so a client with a low $w_{\text{acc}}$ counts more. Eq. 11 gives it a
-# larger share $\alpha_m$ of its cluster $S_c$ (ε = 10⁻⁶):
+# reads this as accuracy nearing convergence: a client with a low $w_{\text{acc}}$ has learnt more, so it counts more
+# (Exercise 3 tests this). Eq. 11 gives it a larger share $\alpha_m$ of its cluster $S_c$ (ε = 10⁻⁶):
 #
 # $$s_m=\frac{1}{w_{\text{acc}}^{(m)}+\varepsilon},\qquad\alpha_m=\frac{e^{s_m}}{\sum_{m'\in S_c}e^{s_{m'}}}
 # \qquad\text{(11)}$$
@@ -387,9 +387,9 @@ viz.export(fig, "fedmoa_weights", figures)
 display(fig)
 
 # %% [markdown]
-# **So eq. 12, not eq. 10, moves $w_{\text{acc}}$**, at both τ. In Fig. 5's own setting (Homo+Homo, GSM8K-like),
-# $w_{\text{acc}}$ rises within rounds only under the paper's cosine decay ([report 13](13_fedmoa_report.ipynb) §1
-# says why):
+# **So eq. 12, not eq. 10, moves $w_{\text{acc}}$**. In Fig. 5's own setting (Homo+Homo: all clients
+# alike, GSM8K-like), the rise within rounds excludes 0 only under the paper's cosine decay, though the two intervals
+# overlap ([report 13](13_fedmoa_report.ipynb) §1 says why):
 
 # %%
 tf.fig5_rise_table()  # stored FedMOA runs: w_acc after a round's last local step − after its first, per schedule
@@ -469,10 +469,9 @@ display(fig)
 # %% [markdown]
 # ### Findings (details: [report 13](13_fedmoa_report.ipynb))
 #
-# 1. No gain beyond noise: FedMOA's 5-seed interval excludes the paper's +2.2; the 3-seed one-part arms are
-#    inconclusive (Ex. 5).
+# 1. No gain beyond noise: FedMOA's interval excludes the paper's +2.2; the arms with one part cannot tell (Ex. 5).
 # 2. Eq. 12, not eq. 10, moves $w_{\text{acc}}$ (§5; report 13 §2).
-# 3. Fig. 5's rise within rounds appears only under cosine decay (§5).
-# 4. The front does not separate the arms: random places would give FedMOA 2 of 3 with chance 0.50 (Ex. 6).
+# 3. Fig. 5's rise within rounds is clear only under cosine decay, and small (§5).
+# 4. The front does not separate the arms (Ex. 6).
 #
 # All runs use a 1.6 M-parameter model at λ = 10; the paper's scale is not tested.

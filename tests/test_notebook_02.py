@@ -395,11 +395,11 @@ def test_the_swap_widget_shows_the_chosen_clients_group_under_the_chosen_rule(mo
     assert set(controls) == {"rule", "client", "prompt"} and controls["prompt"].value == 1
     show("random", 0, 1)
     out = capsys.readouterr().out
-    assert out.startswith("random: client_0's group on '5-1=' holds 7 of 8 answers from other clients, 1 right; "
-                          "its own 8 held 0 right")  # what Random took or gave, beside what the client had
+    assert out.startswith("random: 7 of client_0's 8 answers on '5-1=' come from other clients; the group holds 1 "
+                          "right, its own 8 held 0 right")  # what Random took or gave, beside what the client had
     assert "own answer" not in out  # Random's group has no own answer per slot
     show("balanced", 1, 0)
-    assert "holds 1 of 8" in capsys.readouterr().out
+    assert "balanced: 1 of client_1's 8 answers" in capsys.readouterr().out
     _, controls = teach.swap_widget(gen, {"balanced": 1, "random": 7}, "random", 0, 1)  # a chosen first view
     assert (controls["rule"].value, controls["client"].value, controls["prompt"].value) == ("random", 0, 1)
 

@@ -286,12 +286,13 @@ def test_the_settings_and_tuning_tables_read_the_stored_grid_and_the_live_config
     table = tf.settings_table(cfg, 0, tf.stored_runs())
     assert table.columns.tolist() == ["live run (§4–5)", "stored grid (§6)", "paper"]
     assert table.loc["λ"].tolist() == ["10", "10", "0.01"]
-    assert table.loc["λ chosen by"].tolist() == ["the stored grid's λ", "best validation pass@1, tuning seed 10",
+    assert table.loc["λ chosen by"].tolist() == ["the stored grid's λ", "validation pass@1, tuning seed 10",
                                                  "not given"]
     tried = table["stored grid (§6)"]  # validation pass@1 (%) of every λ tried, best first, per learning rate
     assert tried["validation pass@1 (%) by λ, η = 0.002"] == "10: 41.0; 0.01: 40.8; 100: 40.6"
     assert tried["validation pass@1 (%) by λ, η = 0.004"] == "1: 41.6; 3: 41.4; 0.01: 41.0; 10: 40.7; 100: 39.9"
-    assert tried["λ = 10 kept"].startswith("best at η = 0.002")
+    assert tried["λ = 10 kept"] == "best at η = 0.002; 4 of 5 at 0.004, in noise"  # the grid's rate ranks it 4th
+    assert table.loc["eq. 10 updates a round (τ − 1)"].tolist() == [cfg.local_steps - 1, 5, "not given"]
     assert table.loc["model"].tolist()[:2] == ["base_moa (1.6 M parameters)"] * 2
     assert table.map(lambda v: len(str(v))).to_numpy().max() <= 50  # shown whole, not cut with "…"
     assert table.loc["clip: c, c′", "live run (§4–5)"] == f"{cfg.epsilon:g}, {cfg.epsilon_high:g}"
