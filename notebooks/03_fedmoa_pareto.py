@@ -192,19 +192,20 @@ notebook.knobs(show_toy, **controls)
 
 # %% [markdown]
 # Format's weight falls as its Δ shrinks; accuracy and tag count rise only because format pulls the mean Δ below
-# theirs. Once format reaches 0, the other two stop: their Δ are equal here.
+# theirs: "still being learnt" means more than the average reward. Once format reaches 0, the other two stop:
+# their Δ are equal here.
 
 # %% [markdown]
 # ## 3. The server: α and eq. 12
 # Eq. 10 lowers $w_{\text{acc}}$ once $\Delta_{\text{acc}}$ falls below the mean Δ (Exercise 1's rule). The paper
 # reads this as accuracy nearing convergence: a client with a low $w_{\text{acc}}$ has learnt more, so it counts more
-# (Exercise 3 tests this). Eq. 11 gives it a larger share $\alpha_m$ of its cluster $S_c$ (ε = 10⁻⁶):
+# (Exercise 3 shows more). Eq. 11 gives it a larger share $\alpha_m$ of its cluster $S_c$ (ε = 10⁻⁶):
 #
 # $$s_m=\frac{1}{w_{\text{acc}}^{(m)}+\varepsilon},\qquad\alpha_m=\frac{e^{s_m}}{\sum_{m'\in S_c}e^{s_{m'}}}
 # \qquad\text{(11)}$$
 #
 # **Other readings:** a client may also have a low $w_{\text{acc}}$ because it fails (all-wrong groups give zero
-# advantages), started lower, or was lowered by eq. 12's rescaling (below).
+# advantages), started lower, or was rescaled by eq. 12 (below).
 #
 # **No temperature:** 1/w stretches gaps between *low* weights, so α nears winner-takes-all:
 
@@ -257,8 +258,9 @@ notebook.check_explained(prediction_2, answer_2, why_2)
 # $$\theta=\sum_c\frac{N_c}{N}\,\theta^{(c)}\qquad\text{(13)}$$
 #
 # ## 4. The live run
-# The **live run** trains both methods on toy tasks standing in for the datasets, from `base_moa`, a small model
-# we pretrained on them; §6 reads a larger **stored grid**:
+# The **live run** trains both methods on toy tasks standing in for the datasets, from `base_moa`, pretrained here
+# on them; §6 reads a larger **stored grid**. Both score **pass@1**, the share of sampled test
+# answers right:
 
 # %%
 grid = tf.stored_runs()  # the stored grid: one row per arm and seed (benchmarks/results/fedmoa_compare_cpu.json)
@@ -318,7 +320,26 @@ tf.config_means(w, clients.config, cluster=0).round(3)  # cluster 0, averaged ov
 
 # %% [markdown]
 # ## 5. Which equation moves the weights?
-# The paper's Fig. 5 shows $w_{\text{acc}}$ rising within every round, where only eq. 10 acts.
+# The paper's Fig. 5 shows $w_{\text{acc}}$ rising within every round, where only eq. 10 acts. Here, the mean
+# |change| of $w_{\text{acc}}$ within rounds and at boundaries:
+
+# %%
+def w_acc_moves(w):  # mean |change of w_acc| within rounds (eq. 10 only) and at boundaries (eq. 12 only)
+    jump = w.groupby(["seed", "client"]).start.shift(-1) - w.end  # the next round's start − this round's end
+    return {"within a round (eq. 10)": (w.end - w.start).abs().mean(), "at a boundary (eq. 12)": jump.abs().mean()}
+
+
+w_grid = tf.grid_w_acc_table(grid[grid.variant == "FedMOA"])  # the same table for every seed of the stored grid
+pd.DataFrame({f"live run (τ = {cfg.local_steps})": w_acc_moves(w.assign(seed=seed)),
+              f"stored grid (τ = {tf.fedmoa_setting()['tau']})": w_acc_moves(w_grid)}).round(4)
+
+# %%
+fig = tf.w_acc_figure(w, clients.config.to_dict())  # Fig. 5's view of the live run (not Fig. 5's setting)
+viz.export(fig, "fedmoa_weights", figures)
+display(fig)
+
+# %% [markdown]
+# **So eq. 12, not eq. 10, moves $w_{\text{acc}}$.** Why is eq. 10 weak?
 #
 # **Signal and noise.** $g_k$ is a *signal* $s$ (the gradient on all the client's data) plus batch *noise* $n$,
 # new each step, which mostly cancels in the dot product:
@@ -326,8 +347,7 @@ tf.config_means(w, clients.config, cluster=0).round(3)  # cluster 0, averaged ov
 # $$\Delta_k\approx\lVert s\rVert^2,\quad\lVert g_k\rVert^2\approx\lVert s\rVert^2+\lVert n\rVert^2,\quad
 # \frac{|\Delta_k|}{\lVert g_k\rVert^2}\approx\frac{\lVert s\rVert^2}{\lVert s\rVert^2+\lVert n\rVert^2}$$
 #
-# For pure noise ($s=0$) it is about $1/\sqrt d$, $d$ being φ's size, as two random directions
-# barely overlap. A toy:
+# For pure noise ($s=0$) it is about $1/\sqrt d$ ($d$: φ's size). A toy:
 
 # %%
 layer, layers, d = tf.hyper_layer_size(first)  # φ: the LoRA factors of the live model's middle layer
@@ -346,7 +366,7 @@ pd.DataFrame(toy).round(3)
 # Each live-run step draws 4 prompts × 8 answers. Predict the run's median $|\Delta_k|/\lVert g_k\rVert^2$.
 
 # %%
-prediction_4 = None  # "above 0.5", "0.1 to 0.5" or "below 0.1"
+prediction_4 = None  # "above 0.5", "0.1 to 0.5" or "below 0.1": is the batch noise under, near or over 3× the signal?
 
 # %%
 deltas = tf.delta_ratios(moa_records)  # Δ_k of every client, round, step and reward; gsq: the round's ‖g_k‖²
@@ -360,7 +380,8 @@ notebook.check_explained(prediction_4, answer_4, why_4, table=by_reward.round(4)
     columns={"median ratio": "median |Δ_k| / ‖g_k‖²"}))
 
 # %% [markdown]
-# **λ = 10 against the paper's 0.01:**
+# **How far:** eq. 10 moves $w_k$ by $\lambda\Delta_k$; a λ large enough to rival eq. 12 would steer mostly by
+# noise:
 
 # %%
 typical = deltas.delta.abs().median()  # a typical |Δ_k| on this model and layer
@@ -369,36 +390,16 @@ moves = {"median |Δ_k|": typical, "λ|Δ_k| at the paper's λ = 0.01": 0.01 * t
 pd.Series(moves, name="a step").map("{:.1g}".format).to_frame()
 
 # %% [markdown]
-# **Mean |change| of $w_{\text{acc}}$**, within rounds and at boundaries:
-
-# %%
-def w_acc_moves(w):  # mean |change of w_acc| within rounds (eq. 10 only) and at boundaries (eq. 12 only)
-    jump = w.groupby(["seed", "client"]).start.shift(-1) - w.end  # the next round's start − this round's end
-    return {"within a round (eq. 10)": (w.end - w.start).abs().mean(), "at a boundary (eq. 12)": jump.abs().mean()}
-
-
-w_grid = tf.grid_w_acc_table(grid[grid.variant == "FedMOA"])  # the same table for every seed of the stored grid
-pd.DataFrame({f"live run (τ = {cfg.local_steps})": w_acc_moves(w.assign(seed=seed)),
-              f"stored grid (τ = {tf.fedmoa_setting()['tau']})": w_acc_moves(w_grid)}).round(4)
-
-# %%
-fig = tf.w_acc_figure(w, clients.config.to_dict())  # the paper's Fig. 5, for the live run
-viz.export(fig, "fedmoa_weights", figures)
-display(fig)
-
-# %% [markdown]
-# **So eq. 12, not eq. 10, moves $w_{\text{acc}}$**. In Fig. 5's own setting (Homo+Homo: all clients
-# alike, GSM8K-like), the rise within rounds excludes 0 only under the paper's cosine decay, though the two intervals
-# overlap ([report 13](13_fedmoa_report.ipynb) §1 says why):
+# **Fig. 5's own setting** (Homo+Homo: all clients alike, GSM8K-like): the rise within rounds excludes 0 only under
+# the paper's cosine decay. Late in the decay steps barely move θ, so consecutive signals repeat and $\Delta_k$ keeps
+# its size:
 
 # %%
 tf.fig5_rise_table()  # stored FedMOA runs: w_acc after a round's last local step − after its first, per schedule
 
-# %% [markdown]
-# **The live run's outcome:** global pass@1 (share of sampled test answers right). Round 1 ties: after two local
-# steps from one start the adapters barely differ, so weighting them hardly matters.
-
 # %%
+# the live run's outcome, one seed (§6 tests five): the global model's pass@1 by round; round 1 ties, as two local
+# steps from one start leave adapters that barely differ
 pd.DataFrame({name: {r["round"]: r["pass@1"] for r in records if r.get("kind") == "global"}
               for name, (_, records) in runs.items()}).rename_axis("round").round(3)
 
@@ -431,8 +432,8 @@ notebook.check_explained(prediction_5, answer_5, why_5, table=gains.round(4))
 # %% [markdown]
 # ### The Pareto front (the paper's Fig. 3)
 # A model is on the **Pareto front** when no other is as good on every reward and better on one. The paper's Fig. 3
-# puts FedMOA's final model "closer to the Pareto-optimal frontier". We pool both arms' final
-# models (5 seeds each) on MATH-like tests: format against accuracy.
+# puts FedMOA's final model "closer to the Pareto-optimal frontier". Both arms' final models
+# (5 seeds each), MATH-like: format against accuracy.
 
 # %%
 final = grid[grid.variant.isin(["FedAvg-GRPO", "FedMOA"])].reset_index(drop=True)  # one row per arm and seed
