@@ -517,7 +517,7 @@ def stored_drift_figure(results=F.RESULTS) -> go.Figure:
     fig.update_layout(template="plotly_white", height=480, width=900, margin=dict(t=90, l=60, b=60),
                       legend=dict(orientation="h", y=-0.22, x=0.5, xanchor="center"),
                       title=dict(text=f"stored runs at τ = {s['tau']} ({s['rounds']} rounds): end-of-round "
-                                      "δ_pair and u", x=0.02, y=0.97))
+                                      "δ_pair and δ_pair / u", x=0.02, y=0.97))
     fig.update_yaxes(title_text="end-of-round δ_pair (axis not from 0)", range=[low, high], row=1, col=1)
     fig.update_yaxes(title_text="δ_pair / u (axis from 1)", range=[1.0, 1.5], row=1, col=2)
     short = {"FedAvg-GRPO": "FedAvg-<br>GRPO", "no-swap control": "no-swap<br>control"}

@@ -497,7 +497,8 @@ top = runs.tau.max()
 both = runs[runs.tau == top].pivot_table(index="seed", columns="arm", values="pass@1").dropna(
     subset=["PubSwap Balanced", "FedAvg-GRPO"])
 mean, half, n = t_interval(both["PubSwap Balanced"] - both["FedAvg-GRPO"])
-print(f"row 6 at τ = {top}: the 95 % interval runs from {mean - half:+.2f} to {mean + half:+.2f} points")
+print(f"row 6 at τ = {top}: the 95 % interval runs from {mean - half:+.2f} to {mean + half:+.2f} points; "
+      f"{int((gains > mean + half).sum().sum())} of the paper's {gains.size} gains lie above it")
 by_tau({"6. pass@1: Balanced − FedAvg-GRPO": ("pass@1", "PubSwap Balanced", "FedAvg-GRPO"),  # in points
         "7. pass@1: Random − Balanced": ("pass@1", "PubSwap Random", "PubSwap Balanced")})
 
@@ -505,11 +506,10 @@ by_tau({"6. pass@1: Balanced − FedAvg-GRPO": ("pass@1", "PubSwap Balanced", "F
 # ### Findings
 # 1. Balanced keeps clients closer than FedAvg-GRPO at $\tau$ = 8, 32, 48 (row 1): claim (1) holds there.
 # 2. Where the control ran ($\tau$ = 32, 48), the public steps' own cut: cannot tell (row 2). The swap's: yes
-#    (row 3), with directions more alike (row 5) and at $\tau$ = 32 shorter moves (row 4). Shared noise is a
-#    hypothesis: Random, sharing whole groups, is no more aligned than Balanced (Exercise 5's table).
+#    (row 3), with directions more alike (row 5) and at $\tau$ = 32 shorter moves (row 4). Why stays open:
+#    shared noise would make Random, sharing whole groups, the most aligned; it is not (Exercise 5's table).
 # 3. No $\tau$ tells Balanced's pass@1 from FedAvg-GRPO's (row 6). At $\tau$ = 48 (5 seeds) the interval excludes
-#    gains above 0.65 points, below most of the paper's (−1.1 to +5.1): claim (2) is not reproduced there, open
-#    elsewhere.
+#    gains above 0.65 points, below 10 of the paper's 16: claim (2) is not reproduced there, open elsewhere.
 # 4. Claim (3) is not reproduced: at our smallest $\tau$, 2 (2 % of the budget; the paper's 10: 3 %), Random scores
 #    *below* Balanced (row 7), as at $\tau$ = 48.
 #

@@ -199,7 +199,7 @@ notebook.knobs(show_toy, **controls)
 # ## 3. The server: α and eq. 12
 # Eq. 10 lowers $w_{\text{acc}}$ once $\Delta_{\text{acc}}$ falls below the mean Δ (Exercise 1's rule). The paper
 # reads this as accuracy nearing convergence: a client with a low $w_{\text{acc}}$ has learnt more, so it counts more
-# (Exercise 3 shows more). Eq. 11 gives it a larger share $\alpha_m$ of its cluster $S_c$ (ε = 10⁻⁶):
+# (Exercise 3 shows another cause). Eq. 11 gives it a larger share $\alpha_m$ of its cluster $S_c$ (ε = 10⁻⁶):
 #
 # $$s_m=\frac{1}{w_{\text{acc}}^{(m)}+\varepsilon},\qquad\alpha_m=\frac{e^{s_m}}{\sum_{m'\in S_c}e^{s_{m'}}}
 # \qquad\text{(11)}$$
