@@ -459,12 +459,16 @@ design.fillna("not run").reindex(teach.ORDER)
 # "cannot tell": it holds 0.
 
 # %%
-def paired(value, a, b, tau):  # a − b over the seeds both ran at τ
+def difference(value, a, b, tau):  # a − b over the seeds both ran at τ: (mean, 95 % half-width, seeds), or None
     both = runs[runs.tau == tau].pivot_table(index="seed", columns="arm", values=value).reindex(columns=[a, b])
     both = both.dropna()
-    if both.empty:
+    return None if both.empty else t_interval(both[a] - both[b])
+
+
+def paired(value, a, b, tau):  # difference() as a table cell
+    if (d := difference(value, a, b, tau)) is None:
         return "not run"
-    mean, half, n = t_interval(both[a] - both[b])
+    mean, half, n = d
     reads = "cannot tell" if abs(mean) <= half else "lower" if mean < 0 else "higher"  # does the interval hold 0?
     return f"{mean:+.2f} ± {half:.2f} ({n} seeds): {reads}"
 
@@ -494,9 +498,7 @@ teach.pass1_by_tau(same_seeds=True)  # the policy before GRPO first
 
 # %%
 top = runs.tau.max()
-both = runs[runs.tau == top].pivot_table(index="seed", columns="arm", values="pass@1").dropna(
-    subset=["PubSwap Balanced", "FedAvg-GRPO"])
-mean, half, n = t_interval(both["PubSwap Balanced"] - both["FedAvg-GRPO"])
+mean, half, n = difference("pass@1", "PubSwap Balanced", "FedAvg-GRPO", top)  # row 6 at the largest τ
 print(f"row 6 at τ = {top}: the 95 % interval runs from {mean - half:+.2f} to {mean + half:+.2f} points; "
       f"{int((gains > mean + half).sum().sum())} of the paper's {gains.size} gains lie above it")
 by_tau({"6. pass@1: Balanced − FedAvg-GRPO": ("pass@1", "PubSwap Balanced", "FedAvg-GRPO"),  # in points
