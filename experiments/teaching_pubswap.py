@@ -70,20 +70,26 @@ def _settings(cfg, policy, tau_live: int, results) -> tuple[dict, dict, dict, st
                                  f"{100 * max(taus) / steps:.0f} % of the {steps}-step budget)")
     live = {"clients N": f"{cfg.num_clients}",
             "b prompts × K answers per step": f"{cfg.prompts_per_step} × {cfg.num_generations}",
+            "public prompts": f"{cfg.n_public:,}",
             "τ_swap (every τ_swap-th step public)": f"{cfg.pubswap.period}",
             "τ: local steps per round": f"{tau_live}: all (one round, short enough to run live)",
             "local steps per client in all": f"{tau_live} (one round)",
             "seeds": f"{cfg.seed}"}
     mine = {"clients N": f"{s['clients']}", "b prompts × K answers per step": f"{s['b']} × {s['K']}",
+            "public prompts": f"{stored.n_public:,}",
             "τ_swap (every τ_swap-th step public)": f"{s['period']}",
             "τ: local steps per round": share(list(rounds.index), s['steps']),
             "local steps per client in all": f"{s['steps']} at every τ: rounds = {s['steps']}/τ = "
                                              f"{', '.join(map(str, rounds))}",
             "seeds": f"{seeds.min()} per arm ({seeds.max()} for {more} at τ = {s['tau']})" if more else
                      f"{seeds.min()} per arm"}
-    paper = {"clients N": "4", "b prompts × K answers per step": "—", "τ_swap (every τ_swap-th step public)":
-             f"{s['period']}", "τ: local steps per round": share(list(F.PUBSWAP_PAPER_TAUS), PAPER_STEPS),
-             "local steps per client in all": f"{PAPER_STEPS}", "seeds": "—"}
+    table1 = paper_table1_presets()
+    one = lambda field: "/".join(f"{v:,}" for v in sorted({p[field] for p in table1.values()}))
+    paper = {"clients N": one("num_clients"), "b prompts × K answers per step":
+             f"{one('prompts_per_step')} × {one('num_generations')}", "public prompts": one("n_public"),
+             "τ_swap (every τ_swap-th step public)": "2", "τ: local steps per round":
+             share(list(F.PUBSWAP_PAPER_TAUS), PAPER_STEPS), "local steps per client in all": f"{PAPER_STEPS}",
+             "seeds": "—"}
     models = ", ".join(sorted({m for m, _ in F.PUBSWAP_PAPER_TABLE1}))
     split = (f"{cfg.dirichlet_alpha:g} (live, stored and the paper's)" if concentration == f"{cfg.dirichlet_alpha:g}" == "0.3" else
              f"{cfg.dirichlet_alpha:g} (stored: {concentration}; the paper: 0.3)")
@@ -94,6 +100,15 @@ def _settings(cfg, policy, tau_live: int, results) -> tuple[dict, dict, dict, st
             + f" (the paper: KL weight {preset('full').beta:g}); pass@1 (stored runs): the share of right answers "
             f"on {stored.n_test} test problems × {stored.eval_samples} samples at temperature {stored.temperature:g}.")
     return live, mine, paper, f"topics split by Dirichlet concentration {split}.", ours
+
+
+def paper_table1_presets() -> dict[str, dict]:
+    """The paper's runs behind its Table 1 (Qwen3-1.7B and Qwen2.5-Math-1.5B on MATH and DeepMath) as their
+    ``pubswap/presets.py`` fields: where :func:`_settings` takes the paper's N, b, K and public-set size from."""
+    from fedrl_kit.pubswap.presets import PAPER_PRESETS
+
+    models = {m.split("/")[-1] for m, _ in F.PUBSWAP_PAPER_TABLE1}
+    return {name: p for name, p in PAPER_PRESETS.items() if p["base"].split("/")[-1] in models}
 
 
 def settings_table(cfg, policy, tau_live: int, results=F.RESULTS) -> tuple[pd.DataFrame, str]:
@@ -116,10 +131,12 @@ def settings_sentences(cfg, policy, tau_live: int, results=F.RESULTS) -> str:
     paper's."""
     live, stored, paper, split, ours = _settings(cfg, policy, tau_live, results)
     tau, seeds = "τ: local steps per round", "seeds"
-    shared = "; ".join(f"{SHORT.get(row, row)} = {live[row]}" for row in live if stored[row] == live[row])
+    shared = "; ".join(f"{SHORT.get(row, row)} = {live[row]}" + ("" if paper[row] == live[row] else
+                                                                 f" (the paper: {paper[row]})")
+                       for row in live if stored[row] == live[row])
     return (f"Live round (§3–4): one round of τ = {tau_live} local steps, seed {live[seeds]}; stored runs (§5): "
             f"τ = {stored[tau]}, seeds {stored[seeds]}; the paper: τ = {paper[tau]}; "
-            + (f"in both of ours: {shared}; " if shared else "") + f"{split}\n{ours}")
+            + (f"in both of ours and in the paper, unless said: {shared}; " if shared else "") + f"{split}\n{ours}")
 
 
 def live_round(cfg, policy, method: str, tau: int, tensors: bool = True):

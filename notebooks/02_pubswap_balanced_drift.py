@@ -25,19 +25,21 @@
 # **The idea.** Make some local steps **public**: all clients answer the same prompts, and the server **swaps**
 # answers among them before training.
 #
-# **The paper's claims.** (1) **Balanced** swapping (others' right answers for a client's wrong ones) reduces drift.
-# (2) It beats FedAvg-GRPO in **pass@1** (share of right test answers) for most $\tau$. (3) For few local steps, a
-# simpler **Random** swap (one shared group drawn from all answers) beats Balanced.
+# **The paper's claims.** (1) **Balanced** swapping (others' right answers for a client's wrong ones) reduces drift
+# (argued with a bound, not measured). (2) It beats FedAvg-GRPO in **pass@1** (share of right test answers) for
+# most $\tau$. (3) For few local steps, a simpler **Random** swap (one shared group drawn from all answers) beats
+# Balanced.
 #
-# **The thread.** A swap gives a gradient where a client's answers were all wrong (§2–3). The paper's bound adds a
-# drift term for swapping (§4), yet the stored runs find the swap cuts drift (§5): §4 says what the bound leaves out.
+# **The thread.** A swap gives a gradient where a client's answers were all wrong (§2–3). The paper's bound charges
+# a swapped public step more drift than one without a swap (§4), yet the stored runs find the swap cuts drift (§5).
+# Why stays open.
 
 # %% [markdown]
 # ## Parameters
 # Change, then rerun from the top.
 
 # %% tags=["parameters"]
-preset_name = "quick"  # quick (2-core CPU, the small model) | smoke | full (GPU, a Hugging Face LM) | full-smoke
+preset_name = "quick"  # quick (2-core CPU, the small model) | full (GPU, a Hugging Face LM); smoke, full-smoke: tiny, for tests
 seed = 0
 num_clients = 4        # N
 dirichlet_alpha = 0.3  # Dirichlet concentration of the topic split: smaller, more lopsided (the paper's 0.3)
@@ -202,6 +204,9 @@ for rule, mine in (("balanced", balanced), ("random", random_rule)):
     rng = seeding.rng("pubswap/swap", gen.seed, gen.round, gen.period)  # that step's draws: one stream, b prompts
     assert all((mine(r, rng) == result.source).all() for r, result in zip(right, swaps[rule]))  # slot by slot
     print(f"{rule}: the code above and swap_public fill every slot alike on all {len(right)} prompts")
+# appendix A.2's terms for client_0 and client_1 (§4c), measured now: the live rounds of §4b share the policy and
+# its client names, so after them the clients no longer hold this round's adapters
+terms = [off_policy_terms(run.clients[cid], gen, swaps["balanced"], n) for n, cid in enumerate(cids[:2])]
 x = teach.example_prompt(correct, K)  # a prompt where client_0 is short of right answers
 pd.DataFrame({"own": right[x].sum(1), "after Balanced": swaps["balanced"][x].correct.sum(1),
               "after Random": swaps["random"][x].correct.sum(1)}, index=cids).T.rename_axis(
@@ -286,65 +291,8 @@ answer_3, why_3 = teach.exercise_fedit(((2.0, 2.0), (-1.0, -4.0)))
 notebook.check_explained(prediction_3, answer_3, why_3)
 
 # %% [markdown]
-# ### 4b. What the paper's bound predicts
-# It assumes one plain gradient step of size $\eta$ per GRPO step (ours: $\mu$ Adam updates). A sampled gradient is
-# its **expectation** $g_n$ over the answers plus noise $\xi_n$.
-#
-# | symbol | meaning |
-# |---|---|
-# | $\theta_n$; $\Delta_j$ | client $n$'s LoRA factors; $\lVert\theta_n-\theta_{n'}\rVert$ after step $j$ ($\Delta_0=0$) |
-# | $L$ | smoothness: $\lVert{g_n(\theta)-g_n(\theta')}\rVert\le{L}\lVert\theta-\theta'\rVert$ |
-# | $\gamma_j$ | step $j$'s gap $\lVert{g_n(\theta)-g_{n'}(\theta)}\rVert$ at one $\theta$ |
-# | $\zeta$ | **heterogeneity**: $\gamma_j$ of a private step (different prompts) |
-# | $\omega_n$ | swap distortion: $\lVert{g_n^{\text{swap}}-g_n}\rVert$ |
-# | $\beta_n(x)$ | $\max\lVert{g_{n,x}^{\text{one swapped}}-g_{n,x}}\rVert$ on prompt $x$ |
-# | $\xi_n$ | the noise in client $n$'s sampled gradient |
-#
-# Adding and subtracting $g_n(\theta_{n'})$ splits a step's change into different $\theta$, different data and
-# noise:
-#
-# $$\Delta_{j}\le(1+\eta{L})\Delta_{j-1}+\eta\gamma_j+\eta\bigl(\lVert\xi_n\rVert+\lVert\xi_{n'}\rVert\bigr)$$
-#
-# - **Private step**: $\gamma_j=\zeta$.
-# - **Public, no swap**: at one $\theta$, on the same prompts, expected gradients are equal: $\gamma_j=0$.
-# - **Balanced**: a client's donors are the *other* clients, so even in expectation groups differ:
-#   $\gamma_j\le\omega_n+\omega_{n'}$, with $\omega_n\le\frac1b\sum_xM_n(x)\beta_n(x)$.
-#
-# **Measured** from sampled answers: $\hat\omega$ on §3's replay, after the round ($\beta$ over the swaps made only,
-# so the printed bound is too small); $\hat\zeta$ on step 1, where all clients start at one $\theta$:
-
-# %%
-terms = [off_policy_terms(run.clients[cid], gen, swaps["balanced"], n) for n, cid in enumerate(cids[:2])]
-print(teach.bound_report(terms[0]))  # ĝ: the gradient of client_0's GRPO loss in its LoRA factors
-first = [run.tensors[0][cid]["grad"] for cid in cids]  # each client's ĝ on step 1 (private), at the broadcast θ
-zeta = np.mean([np.linalg.norm(first[n] - first[m]) for n in range(len(cids)) for m in range(n + 1, len(cids))])
-assert np.isclose(zeta, drift[0]["zeta"])  # the package's ζ̂, the same mean over pairs
-print(f"Balanced's γ ≤ ω̂_0 + ω̂_1 = {terms[0]['omega']:.3f} + {terms[1]['omega']:.3f} = "
-      f"{terms[0]['omega'] + terms[1]['omega']:.3f}, against a private step's ζ̂ = {zeta:.3f}")
-
-# %% [markdown]
-# $\hat\omega_0+\hat\omega_1<\hat\zeta$: a Balanced public step adds less than a private one (roughly: different
-# steps, noise included).
-#
-# ### Exercise 4
-# Random sends every client one and the same group. With $\zeta$, $L$ and $\eta$ the same for every arm, which
-# arms' bound on $\Delta_\tau$ is smallest?
-
-# %%
-prediction_4 = None  # a set of arms from "FedAvg-GRPO", "no-swap control", "Random", "Balanced"
-
-# %%
-answer_4, why_4 = teach.exercise_bound()
-notebook.check_explained(prediction_4, answer_4, why_4)
-
-# %% [markdown]
-# **What the bound leaves out: shared noise.** It adds the clients' noise $\lVert\xi_n\rVert+\lVert\xi_{n'}\rVert$
-# as if independent, for every arm. Balanced's groups share copies of the same right answers, Random's the whole
-# group: part of $\xi_n-\xi_{n'}$ cancels.
-
-# %% [markdown]
-# ### 4c. How we measure drift
-# We measure drift on what the model applies, $\Delta{W}$, not on the factors the bound tracks. With $\Delta{W}_n=sB_nA_n$, client $n$'s whole adapter, all
+# ### 4b. How we measure drift
+# We measure drift on what the model applies, $\Delta{W}$ (the bound in 4c tracks the factors). With $\Delta{W}_n=sB_nA_n$, client $n$'s whole adapter, all
 # layers in one vector, the **drift** $\delta_{\text{pair}}$ is the
 # mean distance between two clients, the **update size** $u$ a client's mean distance from the round's start
 # $\Delta{W}_p$:
@@ -374,7 +322,7 @@ last = run.tensors[T - 1]  # {client: its LoRA factors after the round's last lo
 dW = np.stack([delta_W(last[cid]) for cid in sorted(last)])  # [N, P] ΔW_n
 dW_p = delta_W(run.tensors["global"])  # [P] ΔW_p: the adapter broadcast at the round's start
 N = len(dW)
-print(f"s = {cfg.lora_alpha:g}/{cfg.lora_rank} = {s:g}; ΔW_n holds {dW.shape[1]:,} numbers (every adapted weight matrix); ‖ΔW_p‖ = "
+print(f"s = {cfg.lora_alpha:g}/{cfg.lora_rank} = {s:g}; ΔW_n holds {dW.shape[1]:,} numbers (one per weight of every adapted matrix: the product, not the factors); ‖ΔW_p‖ = "
       f"{np.linalg.norm(dW_p):g}" + (" (a fresh adapter has B = 0)" if not np.linalg.norm(dW_p) else ""))
 delta_pair = np.mean([np.linalg.norm(dW[n] - dW[m]) for n in range(N) for m in range(n + 1, N)])
 u = np.linalg.norm(dW - dW_p, axis=1).mean()
@@ -398,7 +346,7 @@ viz.export(fig, "pubswap_live_drift", figures)
 fig
 
 # %% [markdown]
-# **One seed, one round, $\tau$ = 6: an example, not evidence;** here the public steps cut more than the swap,
+# **An example, not evidence:** here the public steps cut more than the swap,
 # unlike the stored runs at $\tau$ = 32 and 48 (§5).
 #
 # **The shared pull:** the mean cosine of two clients' gradients, step by step:
@@ -423,10 +371,67 @@ pull.rename_axis("local step j →")
 
 # %% [markdown]
 # Public steps align gradients even without a swap; private ones do not.
+
+# %% [markdown]
+# ### 4c. What the paper's bound predicts
+# The paper derives the private and Balanced cases (its appendix A); the no-swap and Random lines are ours, by the same
+# argument. It assumes one plain gradient step of size $\eta$ per GRPO step (ours: $\mu$ Adam updates). A sampled gradient is
+# its **expectation** $g_n$ over the answers plus noise $\xi_n$.
 #
+# | symbol | meaning |
+# |---|---|
+# | $\theta_n$; $\Delta_j$ | client $n$'s LoRA factors; $\lVert\theta_n-\theta_{n'}\rVert$ after step $j$ ($\Delta_0=0$) |
+# | $L$ | smoothness: $\lVert{g_n(\theta)-g_n(\theta')}\rVert\le{L}\lVert\theta-\theta'\rVert$ |
+# | $\gamma_j$ | step $j$'s gap $\lVert{g_n(\theta)-g_{n'}(\theta)}\rVert$, both at the same $\theta$ |
+# | $\zeta$ | **heterogeneity**: $\gamma_j$ of a private step (different prompts) |
+# | $\omega_n$ | swap distortion: $\lVert{g_n^{\text{swap}}-g_n}\rVert$ |
+#
+# Adding and subtracting $g_n(\theta_{n'})$ splits a step's change into different $\theta$, different data and
+# noise:
+#
+# $$\Delta_{j}\le(1+\eta{L})\Delta_{j-1}+\eta\gamma_j+\eta\bigl(\lVert\xi_n\rVert+\lVert\xi_{n'}\rVert\bigr),\qquad
+# \Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta{L})^{\tau-j}\bigl(\gamma_j+\lVert\xi_n\rVert+\lVert\xi_{n'}\rVert\bigr)$$
+#
+# - **Private step**: $\gamma_j=\zeta$.
+# - **Public, no swap**: at one $\theta$, on the same prompts, expected gradients are equal: $\gamma_j=0$.
+# - **Balanced**: a client's donors are the *other* clients, so even in expectation groups differ:
+#   $\gamma_j\le\omega_n+\omega_{n'}$, with $\omega_n\le\frac1b\sum_xM_n(x)\beta_n(x)$, $\beta_n(x)$ the most one
+#   swapped answer changes the gradient on prompt $x$.
+
+# %%
+# measured from sampled answers: ω̂ and β̂ on §3's replay, after the round (terms, from §3); β̂ only over the swaps
+# made, so the true bound on ω lies above the printed one; ζ̂ on step 1, where every client starts at the same θ
+print(teach.bound_report(terms[0]))  # ĝ: the gradient of client_0's GRPO loss in its LoRA factors
+first = [run.tensors[0][cid]["grad"] for cid in cids]  # each client's ĝ on step 1 (private), at the broadcast θ
+zeta = np.mean([np.linalg.norm(first[n] - first[m]) for n in range(len(cids)) for m in range(n + 1, len(cids))])
+assert np.isclose(zeta, drift[0]["zeta"])  # the package's ζ̂, the same mean over pairs
+print(f"Balanced's γ ≤ ω̂_0 + ω̂_1 = {terms[0]['omega']:.3f} + {terms[1]['omega']:.3f} = "
+      f"{terms[0]['omega'] + terms[1]['omega']:.3f}, against a private step's ζ̂ = {zeta:.3f}"
+      + (": a Balanced public step is charged less than a private one" if terms[0]['omega'] + terms[1]['omega'] < zeta
+         else ": a Balanced public step is charged no less than a private one"))
+
+# %% [markdown]
+# ### Exercise 4
+# Random sends every client one and the same group. With $\zeta$, $L$ and $\eta$ the same for every arm, which
+# arms' bound on $\Delta_\tau$ is smallest?
+
+# %%
+prediction_4 = None  # a set of arms from "FedAvg-GRPO", "no-swap control", "Random", "Balanced"
+
+# %%
+answer_4, why_4 = teach.exercise_bound()
+notebook.check_explained(prediction_4, answer_4, why_4)
+
+# %% [markdown]
+# **What the bound leaves out: shared noise.** It adds the clients' noise $\lVert\xi_n\rVert+\lVert\xi_{n'}\rVert$
+# as if independent, for every arm. Balanced's groups share copies of the same right answers, Random's the whole
+# group: part of $\xi_n-\xi_{n'}$ cancels.
+
+# %% [markdown]
 # ## 5. What the reproduction found
-# Does the swap cut drift beyond public steps? The stored runs' **end-of-round** $\delta_{\text{pair}}$ and
-# $\delta_{\text{pair}}/u$, averaged over rounds, at $\tau=48$:
+# The bound ranks the no-swap control and Random below Balanced (Exercise 4); the runs test that ranking on
+# $\Delta{W}$. Their $\delta_{\text{pair}}$ and $\delta_{\text{pair}}/u$ at each
+# round's end (after step $\tau$, before FedIT), averaged over rounds, at $\tau=48$:
 
 # %%
 fig = teach.stored_drift_figure()
@@ -446,7 +451,7 @@ answer_5, why_5 = teach.exercise_update_size()
 notebook.check_explained(prediction_5, answer_5, why_5, table=teach.update_sizes())  # each arm's u at τ = 48
 
 # %% [markdown]
-# **Which arms ran**, 96 local steps each (rounds = 96/τ):
+# **Which arms ran** (seeds):
 
 # %%
 runs = teach.stored_runs()  # one row per stored run: arm, τ, seed, δ_pair, u, pass@1 (%), pass@1 before GRPO (%)
@@ -488,7 +493,7 @@ by_tau({"4. u: Balanced − control": ("u", "PubSwap Balanced", "no-swap control
         "5. δ_pair / u: Balanced − control": ("δ_pair / u", "PubSwap Balanced", "no-swap control")})  # more alike?
 
 # %% [markdown]
-# **Accuracy:** final pass@1 (%), over the seeds every arm at a τ ran; then paired rows:
+# **Accuracy:** final pass@1 (%) over the seeds all arms ran at that τ, then paired:
 
 # %%
 gains = F.pubswap_paper_gains()  # Balanced − FedAvg-GRPO in the paper's Table 1, points
@@ -508,11 +513,12 @@ by_tau({"6. pass@1: Balanced − FedAvg-GRPO": ("pass@1", "PubSwap Balanced", "F
 # ### Findings
 # 1. Balanced keeps clients closer than FedAvg-GRPO at $\tau$ = 8, 32, 48 (row 1): claim (1) holds there.
 # 2. Where the control ran ($\tau$ = 32, 48), the public steps' own cut: cannot tell (row 2). The swap's: yes
-#    (row 3), with directions more alike (row 5) and at $\tau$ = 32 shorter moves (row 4). Why stays open:
-#    shared noise would make Random, sharing whole groups, the most aligned; it is not (Exercise 5's table).
+#    (row 3), with directions more alike (row 5) and at $\tau$ = 32 shorter moves (row 4). Why stays open.
+#    Shared noise alone would make Random, sharing whole groups, the most aligned; it is not (Exercise 5's table). The live round hints at shared *signal*: Balanced leaves fewer groups without
+#    gradient than the control, and its public gradients agree more (§4b's table).
 # 3. No $\tau$ tells Balanced's pass@1 from FedAvg-GRPO's (row 6). At $\tau$ = 48 (5 seeds) the interval excludes
 #    gains above 0.65 points, below 10 of the paper's 16: claim (2) is not reproduced there, open elsewhere.
-# 4. Claim (3) is not reproduced: at our smallest $\tau$, 2 (2 % of the budget; the paper's 10: 3 %), Random scores
-#    *below* Balanced (row 7), as at $\tau$ = 48.
+# 4. Claim (3) is not reproduced: at our smallest $\tau$, 2, Random scores *below* Balanced (row 7), as at
+#    $\tau$ = 48. Its one shared group can hold no right answer for anyone (§3's **Try**).
 #
 # Every claim: [12_pubswap_report](12_pubswap_report.ipynb#findings).

@@ -238,8 +238,12 @@ def test_the_settings_table_states_each_setting_once_for_the_live_round_the_stor
                        pubswap={"period": 2})
     run = Run(cfg, progress=False).build()
     table, note = teach.settings_table(cfg, run.policy, 6)
-    assert list(table.columns) == ["live round (§3–4)", "stored runs (§5)", "the paper"] and len(table) <= 6
+    assert list(table.columns) == ["live round (§3–4)", "stored runs (§5)", "the paper"] and len(table) <= 7
     live, stored, paper = (table[c] for c in table.columns)
+    # the paper's N, b × K and public set, from its Table 1 runs' presets (Tables 9–10 and appendix B.1)
+    assert (paper["clients N"], paper["b prompts × K answers per step"], paper["public prompts"]) == (
+        "4", "8 × 8", "1,250/3,000")
+    assert live["public prompts"] == f"{cfg.n_public:,}"
     s = findings.pubswap_setting()
     assert live["seeds"] == str(cfg.seed) and live["clients N"] == str(cfg.num_clients)
     rows = json.loads((RESULTS / "pubswap_paper_quick_large_tau.json").read_text())
@@ -515,3 +519,8 @@ def test_the_settings_sentences_say_the_settings_table_in_two_lines(tiny_dir):
                  table.loc["τ: local steps per round", "the paper"]):
         assert cell in first  # nothing the table says about τ and seeds is lost
     assert first.endswith(note.split("\n")[0]) and second == note.split("\n")[1]
+    # the notebook's sizes: a row both of ours share names the paper's value where it differs
+    mine = teach.settings_sentences(cfg.replace(num_clients=4, n_public=140, prompts_per_step=8, num_generations=8),
+                                    run.policy, 6).split("\n")[0]
+    assert ("in both of ours and in the paper, unless said: clients N = 4; b prompts × K answers per step = 8 × 8; "
+            "public prompts = 140 (the paper: 1,250/3,000); τ_swap = 2;") in mine
