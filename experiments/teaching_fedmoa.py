@@ -214,10 +214,12 @@ def lam_tuning(files=LAM_TUNING) -> dict:
 
 
 def settings_table(cfg, seed: int, grid: pd.DataFrame) -> pd.DataFrame:
-    """The live run (``cfg``, ``seed``), the stored grid (its runs: :func:`stored_runs`) and the paper side by side:
-    model (with its size) and what the CPU base was pretrained on, clients, rounds, τ, prompts × answers a step, the
-    learning rate η, μ (Adam updates on a local step's one batch), the clip bounds (c, c′), λ and how the grid's was
-    chosen (:func:`lam_tuning`: validation pass@1 of each λ tried, per learning rate, best first), seeds and, per
+    """The notebook's three run sets and the paper side by side: the live run (``cfg``, ``seed``), the stored
+    Homo+Homo runs of Fig. 5's setting (:func:`fig5_rise_table`), the stored Heter+Heter grid (its runs:
+    :func:`stored_runs`). Rows: model (with its size) and what the CPU base was pretrained on, LoRA, clients, rounds,
+    τ, prompts × answers a step, tokens an answer, temperature, the learning rate η, μ (Adam updates on a local step's
+    one batch), the clip bounds (c, c′), λ, how the grid's was chosen and its validation scores at the grid's η
+    (:func:`lam_tuning`) beside the binomial noise of a difference of two, what pass@1 averages, seeds and, per
     reward config A, B, C, its clients and the w_acc they start from (:func:`configs_table`). Where the paper is
     silent: "not given". Every entry stays under pandas' 50-character column, so that the table shows it whole."""
     from pathlib import Path
@@ -225,8 +227,10 @@ def settings_table(cfg, seed: int, grid: pd.DataFrame) -> pd.DataFrame:
     from experiments.fedmoa_presets import CLIENTS, SCALE_FEDMOA, SCALE_FIELDS
     from fedrl_kit.config import RunConfig
     from fedrl_kit.runs import REPO_ROOT
+    from fedrl_kit.world.families import PAPER_NAMES
 
     s, paper, stored = fedmoa_setting(), SCALE_FIELDS["paper"], stored_grid()["settings"]["heter+heter"]
+    homo = json.loads((RESULTS / COSINE_GRID).read_text())["settings"]["homo+homo"]  # Fig. 5's runs, both schedules
     pretrain = json.loads((REPO_ROOT / "data" / "base_moa" / "pretrain.json").read_text())
     size = lambda base: (f"{Path(base).name} ({pretrain['n_params'] / 1e6:.1f} M parameters)"  # noqa: E731
                          if Path(base).name == "base_moa" else str(base))
@@ -237,35 +241,69 @@ def settings_table(cfg, seed: int, grid: pd.DataFrame) -> pd.DataFrame:
     per_config = lambda col: "; ".join(f"{c}: {v}" for c, v in configs[col].items())  # noqa: E731
     tuning = lam_tuning()
     lam = s["lam"]["FedMOA"]
-    rates = [lr for lr in tuning if lr != "seed"]
-    tried = {lr: "; ".join(f"{x:g}: {100 * a:.1f}" for x, a in tuning[lr].items()) for lr in rates}
     at = float(stored["learning_rate"])  # the grid's learning rate
-    rank = list(tuning[at]).index(lam) + 1 if at in tuning and lam in tuning[at] else None
-    kept = (("best" if next(iter(tuning[rates[0]])) == lam else "not best") + f" at η = {rates[0]:g}"
-            + (f"; {rank} of {len(tuning[at])} at {at:g}, in noise" if rank and at != rates[0] else "; in noise"))
-    rows = {  # row: (live run, stored grid, paper)
-        "model": (size(cfg.base), size(stored["base"]), paper["base"]),
-        "base model pretrained on": (taught if Path(cfg.base).name == "base_moa" else "—", taught, "—"),
-        "clients": (cfg.num_clients, s["clients"], CLIENTS["paper"]["heter+heter"]),
-        "rounds": (cfg.rounds, s["rounds"], paper["rounds"]),
-        "τ: local steps a round": (cfg.local_steps, s["tau"], "not given"),
-        "prompts × answers (G) a step": (f"{cfg.prompts_per_step} × {cfg.num_generations}", f"{s['b']} × {s['G']}",
+    first = min(lr for lr in tuning if lr != "seed")  # the first tuning's learning rate, where λ was chosen
+    chosen = "best" if next(iter(tuning[first])) == lam else "not best"
+    scores = tuning[at]  # λ → validation pass@1 at the grid's η, best first
+    n_val = stored["n_aux"] * stored["eval_samples"]  # validation answers a score averages
+    p = float(np.mean(list(scores.values())))
+    noise = 1.96 * np.sqrt(2 * p * (1 - p) / n_val)  # a difference of two scores, binomial: a lower bound
+    homo_family = PAPER_NAMES[homo["fedmoa"]["homo_family"]]
+    field = lambda c, k: c.get(k, getattr(RunConfig, k))  # noqa: E731  (unrecorded: the default)
+    lora = lambda c: f"rank {field(c, 'lora_rank')}: {targets(c['base'], field(c, 'lora_targets'))}"  # noqa: E731
+    answers = lambda c: f"{c['n_test']:,} test prompts × {c['eval_samples']}"  # noqa: E731
+    rows = {  # row: (live run, Homo+Homo runs, stored grid, paper)
+        "model": (size(cfg.base), size(homo["base"]), size(stored["base"]), paper["base"]),
+        "base model pretrained on": (taught if Path(cfg.base).name == "base_moa" else "—", taught, taught, "—"),
+        "LoRA": (lora(dict(lora_rank=cfg.lora_rank, base=cfg.base, lora_targets=cfg.lora_targets)), lora(homo),
+                 lora(stored), "not given"),
+        "clients": (cfg.num_clients, f"{homo['num_clients']}, all alike ({homo_family}-like)", s["clients"],
+                    CLIENTS["paper"]["heter+heter"]),
+        "rounds": (cfg.rounds, homo["rounds"], s["rounds"], paper["rounds"]),
+        "τ: local steps a round": (cfg.local_steps, homo["local_steps"], s["tau"], "not given"),
+        "prompts × answers (G) a step": (f"{cfg.prompts_per_step} × {cfg.num_generations}",
+                                         f"{homo['prompts_per_step']} × {homo['num_generations']}",
+                                         f"{s['b']} × {s['G']}",
                                          f"{paper['prompts_per_step']} × {paper['num_generations']}"),
-        "learning rate η": (f"{cfg.learning_rate:g}", f"{stored['learning_rate']:g}",
-                            f"{paper['learning_rate']:g}, cosine decay"),
-        "μ: Adam updates a local step (one batch)": (cfg.num_iterations, updates, "not given"),
-        "clip: c, c′": (f"{cfg.epsilon:g}, {cfg.epsilon_high:g}", f"{clip['epsilon']:g}, {clip['epsilon_high']:g}",
-                        "not given"),
-        "λ": (f"{cfg.fedmoa.lam:g}", f"{lam:g}", f"{SCALE_FEDMOA['paper']['lam']:g}"),
-        "λ chosen by": ("the stored grid's λ" if cfg.fedmoa.lam == lam else "—",
-                        f"validation pass@1, tuning seed {tuning['seed']}", "not given"),
-        "eq. 10 updates a round (τ − 1)": (cfg.local_steps - 1, s["tau"] - 1, "not given"),
-        **{f"validation pass@1 (%) by λ, η = {lr:g}": ("", tried[lr], "") for lr in rates},
-        f"λ = {lam:g} kept": ("", kept, ""),
-        "seeds": (f"1 (seed {seed})", grid.query("variant == 'FedMOA'").seed.nunique(), "not given"),
-        "clients per config (w_acc at start: ours)": (per_config("live run: clients (w_acc at start)"),
+        "tokens an answer (at most)": (cfg.max_new_tokens, homo["max_new_tokens"], stored["max_new_tokens"],
+                                       f"{paper['max_new_tokens']:,}"),
+        "sampling temperature": (f"{cfg.temperature:g}", f"{field(homo, 'temperature'):g}",
+                                 f"{field(stored, 'temperature'):g}", "not given"),
+        "learning rate η": (f"{cfg.learning_rate:g}", f"{homo['learning_rate']:g}: constant, and cosine decay",
+                            f"{stored['learning_rate']:g}", f"{paper['learning_rate']:g}, cosine decay"),
+        "μ: Adam updates a local step (one batch)": (cfg.num_iterations, field(homo, "num_iterations"), updates,
+                                                     "not given"),
+        "clip: c, c′": (f"{cfg.epsilon:g}, {cfg.epsilon_high:g}",
+                        f"{field(homo, 'epsilon'):g}, {field(homo, 'epsilon_high'):g}",
+                        f"{clip['epsilon']:g}, {clip['epsilon_high']:g}", "not given"),
+        "λ": (f"{cfg.fedmoa.lam:g}", f"{homo['fedmoa']['lam']:g}", f"{lam:g}", f"{SCALE_FEDMOA['paper']['lam']:g}"),
+        "λ chosen by": ("the stored grid's λ" if cfg.fedmoa.lam == lam else "—", "the stored grid's λ",
+                        f"validation, seed {tuning['seed']} ({chosen} at η = {first:g})", "not given"),
+        f"validation pass@1 (%) by λ at η = {at:g}": ("", "", "; ".join(f"{x:g}: {100 * a:.1f}"
+                                                                       for x, a in scores.items()), ""),
+        "noise of a difference of two (95 %)": ("", "", f"at least ± {100 * noise:.1f} points", ""),
+        "eq. 10 updates a round (τ − 1)": (cfg.local_steps - 1, homo["local_steps"] - 1, s["tau"] - 1, "not given"),
+        "pass@1 averages": (answers(dict(n_test=cfg.n_test, eval_samples=cfg.eval_samples)), answers(homo),
+                            answers(stored), "not given"),
+        "seeds": (f"1 (seed {seed})", len({r["seed"] for r in json.loads((RESULTS / COSINE_GRID).read_text())["runs"]}),
+                  grid.query("variant == 'FedMOA'").seed.nunique(), "not given"),
+        "clients per config (w_acc at start: ours)": (per_config("live run: clients (w_acc at start)"), "all alike",
                                                 per_config("stored grid: clients (w_acc at start)"), "not given")}
-    return pd.DataFrame(rows, index=["live run (§4–5)", "stored grid (§6)", "paper"]).T
+    return pd.DataFrame(rows, index=["live run (§4–5)", "Homo+Homo runs (§5)", "stored grid (§6)", "paper"]).T
+
+
+def targets(base, lora_targets: str = "auto") -> str:
+    """The modules LoRA adapts on ``base`` (:func:`fedrl_kit.policy.adapters.resolve_lora_targets`), read from the
+    model's config on the meta device (no weights loaded), their names shortened ("q_proj" → "q")."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from fedrl_kit.policy.adapters import resolve_lora_targets
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(base))
+    found = resolve_lora_targets(model, lora_targets)
+    return found if isinstance(found, str) else ", ".join(t.removesuffix("_proj") for t in found)
 
 
 def tuning_table() -> pd.DataFrame:

@@ -32,6 +32,8 @@
 #    weights, counting a client with a *lower* accuracy weight more, then averages clusters' adapters into one model
 #    for all.
 #
+# Only the weights are personal: all clients get one model θ, which everything here evaluates.
+#
 # **Setting:** the paper's **Heter+Heter**: clients differ in data and in reward set (one of three, *configs* A, B,
 # C; table below).
 #
@@ -79,8 +81,6 @@ diagrams.round_diagram("fedmoa")
 # | $g_k$ | $L_k$'s gradient on φ (eq. 8) |
 # | $\Delta_k$ | $g_k$ dotted with the last step's (eq. 9) |
 # | λ | eq. 10's step size |
-# | τ | local steps per round |
-# | η | the learning rate |
 # | μ | Adam updates per local step (one batch) |
 # | $N_c$ | cluster $c$'s examples |
 # | $\alpha_m$ | client $m$'s share of its cluster (eq. 11) |
@@ -91,7 +91,7 @@ diagrams.round_diagram("fedmoa")
 # for round=1..R:
 #   each client m, from θ and w^(m←c), for t=1..τ:
 #     score a fresh batch by every r_k; g_k (eq. 8)
-#     if t>1: w←Proj(w+λΔ) (eqs. 9–10)
+#     if t>1: w←Proj(w+λΔ) (eqs. 9–10; Proj: onto the simplex)
 #     μ Adam updates on r_w (eqs. 2–4)
 #   per cluster: α, θ^(c), w^(m←c) (eqs. 11–12)
 #   θ=Σ_c N_c/N·θ^(c) (eq. 13)
@@ -192,24 +192,22 @@ notebook.knobs(show_toy, **controls)
 
 # %% [markdown]
 # Format's weight falls as its Δ shrinks; accuracy and tag count rise only because format pulls the mean Δ below
-# theirs: "still being learnt" means more than the average reward. Once format reaches 0, the other two stop:
-# their Δ are equal here.
+# theirs: "still being learnt" means more than the average reward. At format 0 the other two stop (equal Δ).
 
 # %% [markdown]
 # ## 3. The server: α and eq. 12
 # Eq. 10 lowers $w_{\text{acc}}$ once $\Delta_{\text{acc}}$ falls below the mean Δ (Exercise 1's rule). The paper
 # reads this as accuracy nearing convergence: a client with a low $w_{\text{acc}}$ has learnt more, so it counts more
-# (Exercise 3 shows another cause). Eq. 11 gives it a larger share $\alpha_m$ of its cluster $S_c$ (ε = 10⁻⁶):
+# Eq. 11 gives it a larger share $\alpha_m$ of its cluster $S_c$ (ε = 10⁻⁶):
 #
 # $$s_m=\frac{1}{w_{\text{acc}}^{(m)}+\varepsilon},\qquad\alpha_m=\frac{e^{s_m}}{\sum_{m'\in S_c}e^{s_{m'}}}
 # \qquad\text{(11)}$$
 #
 # **Other readings:** a client may also have a low $w_{\text{acc}}$ because it fails (all-wrong groups give zero
 # advantages), started lower, or was rescaled by eq. 12 (below).
-#
-# **No temperature:** 1/w stretches gaps between *low* weights, so α nears winner-takes-all:
 
 # %%
+print("no temperature: 1/w stretches the gaps between low weights, so α nears winner-takes-all")
 pairs = np.array([[0.5, 0.4], [0.4, 0.3], [0.2, 0.1]])  # two clients' w_acc
 s_pair = 1 / pairs  # eq. 11's scores
 alpha_pair = np.exp(s_pair) / np.exp(s_pair).sum(axis=1, keepdims=True)  # the softmax, row by row
@@ -225,8 +223,9 @@ pd.DataFrame({"scores 1/w": [f"{a:.2f} vs {b:.2f}" for a, b in s_pair], "α of t
 # w^{(m\leftarrow c)}=\frac{u}{\sum_ju_j}\qquad\text{(12)}$$
 #
 # **The α tilt:** a lower $w_{\text{acc}}$ gets more α, so $\bar w_{\text{acc}}$ lies below the plain mean.
-# **Dilution and inflation:** shared weights returned larger in total make $u$ sum over 1, and rescaling shrinks
-# the client's weights; smaller, it grows them. A client at accuracy 0.5, format 0.5, accuracy shared:
+# **Dilution and inflation:** $u$ sums the cluster's averaged shared weights and the client's own others: above 1,
+# rescaling shrinks the client's weights; below 1, it grows them. A client at accuracy 0.5, format 0.5, only
+# accuracy shared:
 
 # %%
 w_bar = np.array([0.6, 0.4])  # the shared w̄_acc returned: above, then below the client's own 0.5
@@ -258,9 +257,9 @@ notebook.check_explained(prediction_2, answer_2, why_2)
 # $$\theta=\sum_c\frac{N_c}{N}\,\theta^{(c)}\qquad\text{(13)}$$
 #
 # ## 4. The live run
-# The **live run** trains both methods on toy tasks standing in for the datasets, from `base_moa`, pretrained here
-# on them; §6 reads a larger **stored grid**. Both score **pass@1**, the share of sampled test
-# answers right:
+# Three run sets: the **live run** (§4–5, one seed), stored **Homo+Homo** runs (§5: all clients
+# alike, the paper's Fig. 5 setting) and the stored **Heter+Heter grid** (§6, five seeds). All train on
+# toy tasks standing in for the datasets and score **pass@1**, the share of sampled test answers right:
 
 # %%
 grid = tf.stored_runs()  # the stored grid: one row per arm and seed (benchmarks/results/fedmoa_compare_cpu.json)
@@ -319,14 +318,25 @@ w = tf.w_acc_table(moa_records)  # per client and round: w_acc as sent (start), 
 tf.config_means(w, clients.config, cluster=0).round(3)  # cluster 0, averaged over each config's clients
 
 # %% [markdown]
+# **The live run's outcome:** one seed cannot separate the methods (§6 has five):
+
+# %%
+# the global model's pass@1 by round, on the test prompts of every family; round 1 ties, as two local steps from one
+# start leave the two methods' adapters barely different from each other's
+pd.DataFrame({name: {r["round"]: r["pass@1"] for r in records if r.get("kind") == "global"}
+              for name, (_, records) in runs.items()}).rename_axis("round").round(3)
+
+# %% [markdown]
 # ## 5. Which equation moves the weights?
 # The paper's Fig. 5 shows $w_{\text{acc}}$ rising within every round, where only eq. 10 acts. Here, the mean
 # |change| of $w_{\text{acc}}$ within rounds and at boundaries:
 
 # %%
-def w_acc_moves(w):  # mean |change of w_acc| within rounds (eq. 10 only) and at boundaries (eq. 12 only)
+def w_acc_moves(w):  # mean |change of w_acc| within rounds (eq. 10 only) and at each boundary (eq. 12 only)
     jump = w.groupby(["seed", "client"]).start.shift(-1) - w.end  # the next round's start − this round's end
-    return {"within a round (eq. 10)": (w.end - w.start).abs().mean(), "at a boundary (eq. 12)": jump.abs().mean()}
+    return {"within a round (eq. 10)": (w.end - w.start).abs().mean(),  # one row per boundary: round r → r + 1
+            **{f"at boundary {r} → {r + 1} (eq. 12)": jump[w["round"] == r].abs().mean()
+               for r in sorted(w["round"].unique())[:-1]}}
 
 
 w_grid = tf.grid_w_acc_table(grid[grid.variant == "FedMOA"])  # the same table for every seed of the stored grid
@@ -339,7 +349,8 @@ viz.export(fig, "fedmoa_weights", figures)
 display(fig)
 
 # %% [markdown]
-# **So eq. 12, not eq. 10, moves $w_{\text{acc}}$.** Why is eq. 10 weak?
+# **So eq. 12, not eq. 10, moves $w_{\text{acc}}$**, mostly at the first boundary, where it re-mixes the clients'
+# different starting weights (Exercise 3). Why is eq. 10 weak?
 #
 # **Signal and noise.** $g_k$ is a *signal* $s$ (the gradient on all the client's data) plus batch *noise* $n$,
 # new each step, which mostly cancels in the dot product:
@@ -380,8 +391,7 @@ notebook.check_explained(prediction_4, answer_4, why_4, table=by_reward.round(4)
     columns={"median ratio": "median |Δ_k| / ‖g_k‖²"}))
 
 # %% [markdown]
-# **How far:** eq. 10 moves $w_k$ by $\lambda\Delta_k$; a λ large enough to rival eq. 12 would steer mostly by
-# noise:
+# **How far** eq. 10 moves $w_k$ in a step, $\lambda\Delta_k$:
 
 # %%
 typical = deltas.delta.abs().median()  # a typical |Δ_k| on this model and layer
@@ -390,18 +400,11 @@ moves = {"median |Δ_k|": typical, "λ|Δ_k| at the paper's λ = 0.01": 0.01 * t
 pd.Series(moves, name="a step").map("{:.1g}".format).to_frame()
 
 # %% [markdown]
-# **Fig. 5's own setting** (Homo+Homo: all clients alike, GSM8K-like): the rise within rounds excludes 0 only under
-# the paper's cosine decay. Late in the decay steps barely move θ, so consecutive signals repeat and $\Delta_k$ keeps
-# its size:
+# **Fig. 5's own setting**, the Homo+Homo runs: the rise within rounds excludes 0 only under the paper's cosine
+# decay:
 
 # %%
 tf.fig5_rise_table()  # stored FedMOA runs: w_acc after a round's last local step − after its first, per schedule
-
-# %%
-# the live run's outcome, one seed (§6 tests five): the global model's pass@1 by round; round 1 ties, as two local
-# steps from one start leave adapters that barely differ
-pd.DataFrame({name: {r["round"]: r["pass@1"] for r in records if r.get("kind") == "global"}
-              for name, (_, records) in runs.items()}).rename_axis("round").round(3)
 
 # %% [markdown]
 # ## 6. The stored grid
@@ -432,8 +435,8 @@ notebook.check_explained(prediction_5, answer_5, why_5, table=gains.round(4))
 # %% [markdown]
 # ### The Pareto front (the paper's Fig. 3)
 # A model is on the **Pareto front** when no other is as good on every reward and better on one. The paper's Fig. 3
-# puts FedMOA's final model "closer to the Pareto-optimal frontier". Both arms' final models
-# (5 seeds each), MATH-like: format against accuracy.
+# puts FedMOA's final model "closer to the Pareto-optimal frontier". Both arms' final models, MATH-like: format
+# against accuracy.
 
 # %%
 final = grid[grid.variant.isin(["FedAvg-GRPO", "FedMOA"])].reset_index(drop=True)  # one row per arm and seed
@@ -471,7 +474,7 @@ display(fig)
 # ### Findings (details: [report 13](13_fedmoa_report.ipynb))
 #
 # 1. No gain beyond noise: FedMOA's interval excludes the paper's +2.2; the arms with one part cannot tell (Ex. 5).
-# 2. Eq. 12, not eq. 10, moves $w_{\text{acc}}$ (§5; report 13 §2).
+# 2. Eq. 12, not eq. 10, moves $w_{\text{acc}}$, mostly at the first boundary (§5; report 13 §2).
 # 3. Fig. 5's rise within rounds is clear only under cosine decay, and small (§5).
 # 4. The front does not separate the arms (Ex. 6).
 #

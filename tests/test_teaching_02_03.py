@@ -6,6 +6,7 @@ import json
 import re
 
 import ipywidgets as widgets
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -284,22 +285,28 @@ def test_the_settings_and_tuning_tables_read_the_stored_grid_and_the_live_config
         pytest.skip("no CPU base policy")
     cfg = tf.config_maker(0)("quick")
     table = tf.settings_table(cfg, 0, tf.stored_runs())
-    assert table.columns.tolist() == ["live run (§4–5)", "stored grid (§6)", "paper"]
-    assert table.loc["λ"].tolist() == ["10", "10", "0.01"]
-    assert table.loc["λ chosen by"].tolist() == ["the stored grid's λ", "validation pass@1, tuning seed 10",
-                                                 "not given"]
-    tried = table["stored grid (§6)"]  # validation pass@1 (%) of every λ tried, best first, per learning rate
-    assert tried["validation pass@1 (%) by λ, η = 0.002"] == "10: 41.0; 0.01: 40.8; 100: 40.6"
-    assert tried["validation pass@1 (%) by λ, η = 0.004"] == "1: 41.6; 3: 41.4; 0.01: 41.0; 10: 40.7; 100: 39.9"
-    assert tried["λ = 10 kept"] == "best at η = 0.002; 4 of 5 at 0.004, in noise"  # the grid's rate ranks it 4th
-    assert table.loc["eq. 10 updates a round (τ − 1)"].tolist() == [cfg.local_steps - 1, 5, "not given"]
-    assert table.loc["model"].tolist()[:2] == ["base_moa (1.6 M parameters)"] * 2
+    assert table.columns.tolist() == ["live run (§4–5)", "Homo+Homo runs (§5)", "stored grid (§6)", "paper"]
+    assert table.loc["λ"].tolist() == ["10", "10", "10", "0.01"]
+    assert table.loc["λ chosen by"].tolist() == ["the stored grid's λ", "the stored grid's λ",
+                                                 "validation, seed 10 (best at η = 0.002)", "not given"]
+    tried = table["stored grid (§6)"]  # validation pass@1 (%) of every λ tried at the grid's learning rate, best first
+    assert tried["validation pass@1 (%) by λ at η = 0.004"] == "1: 41.6; 3: 41.4; 0.01: 41.0; 10: 40.7; 100: 39.9"
+    # the binomial noise of a difference of two validation scores: 300 validation prompts × 4 samples each
+    p = np.mean([0.416, 0.414, 0.410, 0.407, 0.399])
+    assert tried["noise of a difference of two (95 %)"] == f"at least ± {196 * np.sqrt(2 * p * (1 - p) / 1200):.1f} points"
+    assert table.loc["eq. 10 updates a round (τ − 1)"].tolist() == [cfg.local_steps - 1, 5, 5, "not given"]
+    assert table.loc["model"].tolist()[:3] == ["base_moa (1.6 M parameters)"] * 3
+    assert table.loc["LoRA"].tolist()[:3] == ["rank 8: q, k, v, o, gate, up, down"] * 3  # "auto" on base_moa
+    assert table.loc["tokens an answer (at most)"].tolist() == [32, 32, 32, "1,024"]  # the paper's §4.1
+    assert table.loc["pass@1 averages"].tolist()[1:3] == ["200 test prompts × 4", "600 test prompts × 4"]
+    assert table.loc["clients", "Homo+Homo runs (§5)"] == "10, all alike (GSM8K-like)"
     assert table.map(lambda v: len(str(v))).to_numpy().max() <= 50  # shown whole, not cut with "…"
     assert table.loc["clip: c, c′", "live run (§4–5)"] == f"{cfg.epsilon:g}, {cfg.epsilon_high:g}"
-    assert table.loc["seeds"].tolist() == ["1 (seed 0)", 5, "not given"]
-    assert table.loc["learning rate η"].tolist()[:2] == [f"{cfg.learning_rate:g}", "0.004"]  # the grid's tuned rate
+    assert table.loc["seeds"].tolist() == ["1 (seed 0)", 3, 5, "not given"]
+    assert table.loc["learning rate η"].tolist()[:3] == [f"{cfg.learning_rate:g}", "0.004: constant, and cosine decay",
+                                                         "0.004"]  # the grid's tuned rate
     assert table.loc["μ: Adam updates a local step (one batch)", "live run (§4–5)"] == cfg.num_iterations
-    assert table.loc["clients per config (w_acc at start: ours)"].tolist()[:2] == [
+    assert table.loc["clients per config (w_acc at start: ours)"].tolist()[::2] == [
         "A: 3 (0.5); B: 3 (0.4); C: —", "A: 6 (0.5, 0.45); B: 6 (0.4, 0.35); C: 3 (0.3)"]  # configs_table's, one row
     tuning = tf.tuning_table()
     assert tuning.index.tolist() == ["0.01", "10", "100"] and tuning.columns.name.startswith("λ (tuning seed ")
