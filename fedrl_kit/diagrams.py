@@ -98,6 +98,13 @@ class Diagram:
     def _repr_svg_(self) -> str:
         return self.svg
 
+    def __repr__(self) -> str:  # the plain-text view a notebook stores: the title, no memory address
+        import html
+        import re
+
+        title = re.search(r"<text[^>]*>([^<]*)</text>", self.svg)
+        return f"<Diagram: {html.unescape(title.group(1)) if title else 'SVG'}>"
+
     def save(self, folder: str | Path, name: str) -> Path:
         path = Path(folder) / f"{name}.svg"
         path.parent.mkdir(parents=True, exist_ok=True)

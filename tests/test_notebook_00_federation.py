@@ -203,3 +203,8 @@ def test_the_notebooks_alpha_table_reads_the_stored_sweep():
     shown = ["".join(o["data"]["text/plain"]) for c in nb["cells"] if c["cell_type"] == "code"
              and "teach.alpha_sweep()" in "".join(c["source"]) for o in c["outputs"] if "data" in o]
     assert shown and shown[0] == table.to_string()  # the whole table, as the notebook's wide display prints it
+
+
+def test_a_diagram_prints_its_title_so_that_a_stored_notebook_is_the_same_on_every_run():
+    assert repr(round_diagram("fedavg_grpo")) == "<Diagram: one FedAvg-GRPO round>"
+    assert " at 0x" not in repr(round_diagram("fedavg_grpo"))
