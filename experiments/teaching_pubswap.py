@@ -84,9 +84,11 @@ def _settings(cfg, policy, tau_live: int, results) -> tuple[dict, dict, dict, st
             "seeds": f"{seeds.min()} per arm ({seeds.max()} for {more} at τ = {s['tau']})" if more else
                      f"{seeds.min()} per arm"}
     table1 = paper_table1_presets()
-    one = lambda field: "/".join(f"{v:,}" for v in sorted({p[field] for p in table1.values()}))
+    one = lambda field: "/".join(f"{v:,}" for v in sorted({p[field] for p in table1.values()}))  # noqa: E731
+    public = "/".join(f"{n:,} ({WORLDS.get(w, w)})" for n, w in sorted({(p["n_public"], p["world"])
+                                                                      for p in table1.values()}))
     paper = {"clients N": one("num_clients"), "b prompts × K answers per step":
-             f"{one('prompts_per_step')} × {one('num_generations')}", "public prompts": one("n_public"),
+             f"{one('prompts_per_step')} × {one('num_generations')}", "public prompts": public,
              "τ_swap (every τ_swap-th step public)": "2", "τ: local steps per round":
              share(list(F.PUBSWAP_PAPER_TAUS), PAPER_STEPS), "local steps per client in all": f"{PAPER_STEPS}",
              "seeds": "—"}
@@ -97,9 +99,14 @@ def _settings(cfg, policy, tau_live: int, results) -> tuple[dict, dict, dict, st
     ours = (f"Ours, not the paper's: a {layers}-layer transformer, LoRA rank {cfg.lora_rank} (the paper: {models}); "
             f"ρ clipped to [{1 - cfg.epsilon:g}, {1 + cfg.epsilon_high:g}], μ = {cfg.num_iterations} updates per step, "
             f"learning rate η = {cfg.learning_rate:g}, " + (f"KL weight {cfg.beta:g}" if cfg.beta else "no KL term")
-            + f" (the paper: KL weight {preset('full').beta:g}); pass@1 (stored runs): the share of right answers "
+            + f" (the paper: KL weight {preset('full').beta:g}); pass@1 (stored runs): the global model's share of right "
+            f"answers "
             f"on {stored.n_test} test problems × {stored.eval_samples} samples at temperature {stored.temperature:g}.")
     return live, mine, paper, f"topics split by Dirichlet concentration {split}.", ours
+
+
+WORLDS = {"math": "MATH", "deepmath": "DeepMath"}
+"""the paper's datasets by their preset's ``world``"""
 
 
 def paper_table1_presets() -> dict[str, dict]:

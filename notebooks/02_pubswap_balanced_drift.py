@@ -26,13 +26,13 @@
 # answers among them before training.
 #
 # **The paper's claims.** (1) **Balanced** swapping (others' right answers for a client's wrong ones) reduces drift
-# (argued with a bound, not measured). (2) It beats FedAvg-GRPO in **pass@1** (share of right test answers) for
+# (argued with a bound; the paper measures no drift). (2) It beats FedAvg-GRPO in **pass@1** (share of right test answers) for
 # most $\tau$. (3) For few local steps, a simpler **Random** swap (one shared group drawn from all answers) beats
 # Balanced.
 #
-# **The thread.** A swap gives a gradient where a client's answers were all wrong (§2–3). The paper's bound charges
-# a swapped public step more drift than one without a swap (§4), yet the stored runs find the swap cuts drift (§5).
-# Why stays open.
+# **The thread.** A swap gives a gradient where a client's answers were all wrong (§2–3). The paper's bound,
+# extended here to a public step without a swap, charges the swap more drift (§4), yet the stored runs find the swap
+# cuts drift (§5). Why stays open.
 
 # %% [markdown]
 # ## Parameters
@@ -85,7 +85,7 @@ world, policy = probe_run.world, probe_run.policy
 # same round with private steps only. Each method compared is an **arm**.
 #
 # **Task and model:** arithmetic prompts of seven topics, reward 1 for the gold answer; a 1.6 M-parameter
-# transformer pretrained here on arithmetic, under the clients' LoRA adapters.
+# transformer pretrained by this project on arithmetic, under the clients' LoRA adapters.
 
 # %%
 diagrams.named_round_diagram("pubswap", ["client_0", "client_1", f"client_{num_clients - 1}"])  # as the tables name them
@@ -151,8 +151,8 @@ pd.DataFrame(table, index=[f"â_{k + 1}" for k in range(cfg.num_generations)]).T
 #       each client: K answers each, scored 0/1 against gold → server swaps → one GRPO step
 #   A, B = mean A_n, mean B_n   # FedIT
 # ```
-# **The no-swap control** (ours) takes the same public steps on its own answers (so, like the swapping arms, half
-# FedAvg-GRPO's private steps at $\tau_{\text{swap}}=2$): Balanced − control isolates the swap.
+# **The no-swap control** (ours) takes the same public steps on its own answers (so, like the swapping arms, half as
+# many private steps as FedAvg-GRPO at $\tau_{\text{swap}}=2$): Balanced − control isolates the swap.
 
 # %%
 print(teach.settings_sentences(cfg, policy, T))  # the live round (§3–4) against the stored runs (§5) and the paper
@@ -338,17 +338,16 @@ for method in ("fedavg_grpo", "pubswap_noswap", "pubswap_balanced"):  # the same
     tensors[arm] = other.tensors
 d = {arm: record[T - 1]["pairwise_effective"] for arm, record in drifts.items()}  # δ_pair after the last step
 # ("effective": measured on ΔW = sBA, not on the factors)
+public_cut, swap_cut = d["no-swap control"] - d["FedAvg-GRPO"], d["PubSwap Balanced"] - d["no-swap control"]
 print(f"after step {T}: δ_pair {', '.join(f'{arm} {v:.2f}' for arm, v in d.items())}; control − FedAvg-GRPO "
-      f"{d['no-swap control'] - d['FedAvg-GRPO']:+.2f}, Balanced − control "
-      f"{d['PubSwap Balanced'] - d['no-swap control']:+.2f}")
+      f"{public_cut:+.2f}, Balanced − control {swap_cut:+.2f}: one seed, one round, an example, not evidence; here "
+      + ("the public steps cut more than the swap" if public_cut < swap_cut else "the swap cuts more than the public "
+         "steps") + " (§5 has the stored runs)")
 fig = teach.live_drift_figure(drifts, cfg.pubswap.period)
 viz.export(fig, "pubswap_live_drift", figures)
 fig
 
 # %% [markdown]
-# **An example, not evidence:** here the public steps cut more than the swap,
-# unlike the stored runs at $\tau$ = 32 and 48 (§5).
-#
 # **The shared pull:** the mean cosine of two clients' gradients, step by step:
 
 # %%
@@ -374,8 +373,8 @@ pull.rename_axis("local step j →")
 
 # %% [markdown]
 # ### 4c. What the paper's bound predicts
-# The paper derives the private and Balanced cases (its appendix A); the no-swap and Random lines are ours, by the same
-# argument. It assumes one plain gradient step of size $\eta$ per GRPO step (ours: $\mu$ Adam updates). A sampled gradient is
+# The paper derives the private and Balanced cases (its appendix A); the no-swap line is ours, by the same argument,
+# and Exercise 4 extends it to Random. It assumes one plain gradient step of size $\eta$ per GRPO step (ours: $\mu$ Adam updates). A sampled gradient is
 # its **expectation** $g_n$ over the answers plus noise $\xi_n$.
 #
 # | symbol | meaning |
@@ -408,7 +407,8 @@ assert np.isclose(zeta, drift[0]["zeta"])  # the package's ζ̂, the same mean o
 print(f"Balanced's γ ≤ ω̂_0 + ω̂_1 = {terms[0]['omega']:.3f} + {terms[1]['omega']:.3f} = "
       f"{terms[0]['omega'] + terms[1]['omega']:.3f}, against a private step's ζ̂ = {zeta:.3f}"
       + (": a Balanced public step is charged less than a private one" if terms[0]['omega'] + terms[1]['omega'] < zeta
-         else ": a Balanced public step is charged no less than a private one"))
+         else ": a Balanced public step is charged no less than a private one")
+      + " (both estimates from sampled gradients, ω̂ after the round, ζ̂ at its first step)")
 
 # %% [markdown]
 # ### Exercise 4
@@ -423,14 +423,13 @@ answer_4, why_4 = teach.exercise_bound()
 notebook.check_explained(prediction_4, answer_4, why_4)
 
 # %% [markdown]
-# **What the bound leaves out: shared noise.** It adds the clients' noise $\lVert\xi_n\rVert+\lVert\xi_{n'}\rVert$
-# as if independent, for every arm. Balanced's groups share copies of the same right answers, Random's the whole
-# group: part of $\xi_n-\xi_{n'}$ cancels.
+# **What the bound leaves out: shared noise.** It adds $\lVert\xi_n\rVert+\lVert\xi_{n'}\rVert$ for every arm, as
+# if independent; shared answers (Balanced's copies, Random's whole group) make part of $\xi_n-\xi_{n'}$ cancel.
 
 # %% [markdown]
 # ## 5. What the reproduction found
-# The bound ranks the no-swap control and Random below Balanced (Exercise 4); the runs test that ranking on
-# $\Delta{W}$. Their $\delta_{\text{pair}}$ and $\delta_{\text{pair}}/u$ at each
+# The bounds put the no-swap control and Random below Balanced (Exercise 4); a bound is not drift, so the runs
+# measure the order directly, on $\Delta{W}$. Their $\delta_{\text{pair}}$ and $\delta_{\text{pair}}/u$ at each
 # round's end (after step $\tau$, before FedIT), averaged over rounds, at $\tau=48$:
 
 # %%
@@ -514,11 +513,13 @@ by_tau({"6. pass@1: Balanced − FedAvg-GRPO": ("pass@1", "PubSwap Balanced", "F
 # 1. Balanced keeps clients closer than FedAvg-GRPO at $\tau$ = 8, 32, 48 (row 1): claim (1) holds there.
 # 2. Where the control ran ($\tau$ = 32, 48), the public steps' own cut: cannot tell (row 2). The swap's: yes
 #    (row 3), with directions more alike (row 5) and at $\tau$ = 32 shorter moves (row 4). Why stays open.
-#    Shared noise alone would make Random, sharing whole groups, the most aligned; it is not (Exercise 5's table). The live round hints at shared *signal*: Balanced leaves fewer groups without
-#    gradient than the control, and its public gradients agree more (§4b's table).
+#    Shared noise alone would make Random, sharing whole groups, the most aligned; it is not (Exercise 5's table).
+#    The live round hints at shared *signal*: Balanced leaves fewer groups without gradient than the control, and its
+#    public gradients agree more at steps 4 and 6 (§4b's table).
 # 3. No $\tau$ tells Balanced's pass@1 from FedAvg-GRPO's (row 6). At $\tau$ = 48 (5 seeds) the interval excludes
-#    gains above 0.65 points, below 10 of the paper's 16: claim (2) is not reproduced there, open elsewhere.
+#    any gain above 0.65 points, and 10 of the paper's 16 gains are larger: claim (2) is not reproduced there, open
+#    elsewhere.
 # 4. Claim (3) is not reproduced: at our smallest $\tau$, 2, Random scores *below* Balanced (row 7), as at
-#    $\tau$ = 48. Its one shared group can hold no right answer for anyone (§3's **Try**).
+#    $\tau$ = 48. Its one shared group can hold no right answer for anyone (§3's Random group).
 #
 # Every claim: [12_pubswap_report](12_pubswap_report.ipynb#findings).

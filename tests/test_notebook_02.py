@@ -242,7 +242,7 @@ def test_the_settings_table_states_each_setting_once_for_the_live_round_the_stor
     live, stored, paper = (table[c] for c in table.columns)
     # the paper's N, b × K and public set, from its Table 1 runs' presets (Tables 9–10 and appendix B.1)
     assert (paper["clients N"], paper["b prompts × K answers per step"], paper["public prompts"]) == (
-        "4", "8 × 8", "1,250/3,000")
+        "4", "8 × 8", "1,250 (MATH)/3,000 (DeepMath)")
     assert live["public prompts"] == f"{cfg.n_public:,}"
     s = findings.pubswap_setting()
     assert live["seeds"] == str(cfg.seed) and live["clients N"] == str(cfg.num_clients)
@@ -523,4 +523,4 @@ def test_the_settings_sentences_say_the_settings_table_in_two_lines(tiny_dir):
     mine = teach.settings_sentences(cfg.replace(num_clients=4, n_public=140, prompts_per_step=8, num_generations=8),
                                     run.policy, 6).split("\n")[0]
     assert ("in both of ours and in the paper, unless said: clients N = 4; b prompts × K answers per step = 8 × 8; "
-            "public prompts = 140 (the paper: 1,250/3,000); τ_swap = 2;") in mine
+            "public prompts = 140 (the paper: 1,250 (MATH)/3,000 (DeepMath)); τ_swap = 2;") in mine
