@@ -281,7 +281,7 @@ def settings_table(cfg, seed: int, grid: pd.DataFrame) -> pd.DataFrame:
                         f"validation, seed {tuning['seed']} ({chosen} at η = {first:g})", "not given"),
         f"validation pass@1 (%) by λ at η = {at:g}": ("", "", "; ".join(f"{x:g}: {100 * a:.1f}"
                                                                        for x, a in scores.items()), ""),
-        "noise of a difference of two (95 %)": ("", "", f"at least ± {100 * noise:.1f} points", ""),
+        "noise on two λ's difference (95 %)": ("", "", f"at least ± {100 * noise:.1f} points (binomial)", ""),
         "eq. 10 updates a round (τ − 1)": (cfg.local_steps - 1, homo["local_steps"] - 1, s["tau"] - 1, "not given"),
         "pass@1 averages": (answers(dict(n_test=cfg.n_test, eval_samples=cfg.eval_samples)), answers(homo),
                             answers(stored), "not given"),
@@ -566,12 +566,15 @@ def why_3(answer: str, end: pd.DataFrame, configs: pd.Series, by_config: pd.Data
 
 
 def why_4(deltas: pd.DataFrame, lam: float, prompts: int, dims: int, max_tokens: int | None = None) -> str:
-    """Exercise 4 (why eq. 10 is weak): the live run's median |Δ_k| / ‖g_k‖² (:func:`delta_ratios`) against pure
+    """Exercise 4 (why eq. 10 is weak): the batch noise's size against the signal's, ‖n‖ / ‖s‖, from the live run's
+    median |Δ_k| / ‖g_k‖² (:func:`delta_ratios`) by the notebook's signal-and-noise formula; that median against pure
     noise's 1/√``dims`` (φ's size), and λ|Δ_k|'s median at the run's λ; then, for each reward whose Δ_k is 0 at every
     step (``deltas`` with a ``reward`` column), why: its advantages, hence g_k, are 0 at one step or both (for
     length_short, answers capped at ``max_tokens`` tokens almost all score 1)."""
     median = deltas.ratio.median()
-    why = (f"the median |Δ_k| / ‖g_k‖² is {median:.3f} (largest {deltas.ratio.max():.2f}): above pure noise's "
+    noise = np.sqrt(1 / median - 1) if median > 0 else float("inf")  # ‖n‖ / ‖s‖ by the signal-and-noise formula
+    why = (f"‖n‖ / ‖s‖ ≈ √(1/{median:.3f} − 1) = {noise:.1f}, from |Δ_k| / ‖g_k‖² ≈ ‖s‖² / (‖s‖² + ‖n‖²): the batch "
+           f"noise is {noise:.1f} times the signal. The median |Δ_k| / ‖g_k‖² is {median:.3f} (largest {deltas.ratio.max():.2f}): above pure noise's "
            f"1/√{dims:,} = {dims ** -0.5:.3f}, so there is some signal, but far below 1. Each step draws a new batch "
            f"of only {prompts} prompts, so batch noise dominates each g_k. At λ = {lam:g}, λ|Δ_k| then has median "
            f"{lam * deltas.delta.abs().median():.4f}: eq. 10 hardly moves the weights.")
@@ -652,8 +655,9 @@ def why_5(answer: set, gains: pd.DataFrame, lam_delta: float) -> str:
                          for arm in agg.index)
         why += (" The table's aggregated reward (Table 2's: each client's rewards averaged, then over clients): "
                 f"{said}.")
-    return (why + f" Eq. 10 alone moves a weight by a median λ|Δ_k| of {lam_delta:.4f} a step in the live run: "
-            "little more than FedAvg-GRPO. α alone changes only how much each client counts in θ^(c): with eq. 10 "
+    return (why + f" Eq. 10 alone moves a weight by a median λ|Δ_k| of {lam_delta:.4f} a step in the live run; "
+            "between rounds eq. 12 still averages its shared weights, by data size, so its weights move mostly "
+            "there, as FedMOA's do, and nothing in either steers by progress. α alone changes only how much each client counts in θ^(c): with eq. 10 "
             "off every client trains on its starting weights each round, so α ranks clients by those, never by "
             "progress: nothing in it steers the model toward accuracy.")
 

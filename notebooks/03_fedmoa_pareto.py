@@ -82,7 +82,7 @@ diagrams.round_diagram("fedmoa")
 # | $\Delta_k$ | $g_k$ dotted with the last step's (eq. 9) |
 # | λ | eq. 10's step size |
 # | μ | Adam updates per local step (one batch) |
-# | $N_c$ | cluster $c$'s examples |
+# | $N_c$ | cluster $c$'s example count |
 # | $\alpha_m$ | client $m$'s share of its cluster (eq. 11) |
 # | $\theta^{(c)}$ | cluster $c$'s averaged adapter (eq. 12), never sent |
 # | $w^{(m\leftarrow c)}$ | the weights the server sends client $m$ (eq. 12) |
@@ -116,7 +116,7 @@ diagrams.round_diagram("fedmoa")
 # $$\nabla L_k=-\frac{1}{\sum_i|y_i|}\sum_{i,t}A_i^{(k)}\,\nabla\log\pi(y_{i,t}\mid x,y_{i,<t})$$
 
 # %% [markdown]
-# **Moving the weights.** Each $w_k$ follows the *hypergradient* of its own loss: how $L_k$ changes as $w_k$ grows.
+# **Moving the weights.** Each $w_k$ descends the *hypergradient* of its own loss: how $L_k$ changes as $w_k$ grows.
 # The last step $\theta_t=\theta_{t-1}-\eta\sum_jw_j\nabla L_j(\theta_{t-1})$ holds $w_k$ only in
 # $-\eta w_k\nabla L_k(\theta_{t-1})$, so by the chain rule (the paper's eqs. 5–7):
 #
@@ -197,7 +197,7 @@ notebook.knobs(show_toy, **controls)
 # %% [markdown]
 # ## 3. The server: α and eq. 12
 # Eq. 10 lowers $w_{\text{acc}}$ once $\Delta_{\text{acc}}$ falls below the mean Δ (Exercise 1's rule). The paper
-# reads this as accuracy nearing convergence: a client with a low $w_{\text{acc}}$ has learnt more, so it counts more
+# reads this as accuracy nearing convergence: a client with a low $w_{\text{acc}}$ has learnt more, so it counts more.
 # Eq. 11 gives it a larger share $\alpha_m$ of its cluster $S_c$ (ε = 10⁻⁶):
 #
 # $$s_m=\frac{1}{w_{\text{acc}}^{(m)}+\varepsilon},\qquad\alpha_m=\frac{e^{s_m}}{\sum_{m'\in S_c}e^{s_{m'}}}
@@ -223,7 +223,7 @@ pd.DataFrame({"scores 1/w": [f"{a:.2f} vs {b:.2f}" for a, b in s_pair], "α of t
 # w^{(m\leftarrow c)}=\frac{u}{\sum_ju_j}\qquad\text{(12)}$$
 #
 # **The α tilt:** a lower $w_{\text{acc}}$ gets more α, so $\bar w_{\text{acc}}$ lies below the plain mean.
-# **Dilution and inflation:** $u$ sums the cluster's averaged shared weights and the client's own others: above 1,
+# **Dilution and inflation:** $\sum_ju_j$ = the averaged shared weights + the client's own unshared ones: above 1,
 # rescaling shrinks the client's weights; below 1, it grows them. A client at accuracy 0.5, format 0.5, only
 # accuracy shared:
 
@@ -289,8 +289,6 @@ assert np.allclose(alpha, accuracy_aware_weights(end1["accuracy"], cfg.fedmoa.ep
 tf.weights_view(end1.assign(α=alpha, config=clients.config))  # blank: a reward the client does not hold
 
 # %% [markdown]
-# After one round α just follows the starting weights: the lower $w_{\text{acc}}$, the larger α.
-#
 # ### Exercise 3
 # To which config does eq. 12 send the lower $w_{\text{acc}}$, "A" or "B"? Only accuracy and format are
 # shared.
@@ -318,11 +316,11 @@ w = tf.w_acc_table(moa_records)  # per client and round: w_acc as sent (start), 
 tf.config_means(w, clients.config, cluster=0).round(3)  # cluster 0, averaged over each config's clients
 
 # %% [markdown]
-# **The live run's outcome:** one seed cannot separate the methods (§6 has five):
+# **The live run's outcome:** one seed cannot separate the methods:
 
 # %%
-# the global model's pass@1 by round, on the test prompts of every family; round 1 ties, as two local steps from one
-# start leave the two methods' adapters barely different from each other's
+# the global model's pass@1 by round, on the test prompts of every family; round 1 ties: after two local steps from
+# one start the clients' adapters barely differ, so weighing them by α instead of data size changes little
 pd.DataFrame({name: {r["round"]: r["pass@1"] for r in records if r.get("kind") == "global"}
               for name, (_, records) in runs.items()}).rename_axis("round").round(3)
 
@@ -350,7 +348,7 @@ display(fig)
 
 # %% [markdown]
 # **So eq. 12, not eq. 10, moves $w_{\text{acc}}$**, mostly at the first boundary, where it re-mixes the clients'
-# different starting weights (Exercise 3). Why is eq. 10 weak?
+# starting weights, ours by config (Exercise 3). Why is eq. 10 weak?
 #
 # **Signal and noise.** $g_k$ is a *signal* $s$ (the gradient on all the client's data) plus batch *noise* $n$,
 # new each step, which mostly cancels in the dot product:
@@ -372,17 +370,23 @@ for noise in (0.0, 1.0, 3.0, 10.0):  # ‖n‖ / ‖s‖
                 "‖s‖² / (‖s‖² + ‖n‖²)": 1 / (1 + noise ** 2)})
 pd.DataFrame(toy).round(3)
 
+# %%
+deltas = tf.delta_ratios(moa_records)  # Δ_k of every client, round, step t ≥ 2 and reward; gsq: the round's mean ‖g_k‖²
+ratio = deltas.delta.abs() / deltas.gsq  # |Δ_k| / ‖g_k‖²: 1 for a gradient that repeats exactly
+print(f"the live run: median |Δ_k| / ‖g_k‖² = {ratio.median():.3f} over {len(ratio):,} (client, step, reward) cases; "
+      f"each step's batch: {cfg.prompts_per_step} prompts × {cfg.num_generations} answers")
+
 # %% [markdown]
 # ### Exercise 4
-# Each live-run step draws 4 prompts × 8 answers. Predict the run's median $|\Delta_k|/\lVert g_k\rVert^2$.
+# By the formula above, how large is the live run's batch noise against its signal: is $\lVert n\rVert/\lVert
+# s\rVert$ "under 1", "1 to 3" or "over 3"?
 
 # %%
-prediction_4 = None  # "above 0.5", "0.1 to 0.5" or "below 0.1": is the batch noise under, near or over 3× the signal?
+prediction_4 = None  # "under 1", "1 to 3" or "over 3"
 
 # %%
-deltas = tf.delta_ratios(moa_records)  # Δ_k of every client, round, step and reward; gsq: the round's ‖g_k‖²
-ratio = deltas.delta.abs() / deltas.gsq  # |Δ_k| / ‖g_k‖²: 1 for a gradient that repeats exactly
-answer_4 = "above 0.5" if ratio.median() > 0.5 else "0.1 to 0.5" if ratio.median() >= 0.1 else "below 0.1"
+noise_to_signal = np.sqrt(1 / ratio.median() - 1)  # ‖n‖ / ‖s‖ from |Δ_k| / ‖g_k‖² ≈ ‖s‖² / (‖s‖² + ‖n‖²)
+answer_4 = "under 1" if noise_to_signal < 1 else "1 to 3" if noise_to_signal <= 3 else "over 3"
 deltas["λ|Δ_k|"] = cfg.fedmoa.lam * deltas.delta.abs()  # how far eq. 10 moves w_k before the projection
 why_4 = tf.why_4(deltas, cfg.fedmoa.lam, cfg.prompts_per_step, d, cfg.max_new_tokens)  # in words
 by_reward = deltas.assign(ratio=ratio).groupby("reward")[["ratio", "λ|Δ_k|"]].median().add_prefix("median ")
@@ -410,7 +414,7 @@ tf.fig5_rise_table()  # stored FedMOA runs: w_acc after a round's last local ste
 # ## 6. The stored grid
 #
 # ### Exercise 5
-# The grid's four arms (each seed: same data and clients):
+# The grid's four arms:
 
 # %%
 tf.arms_table(grid)  # which parts of FedMOA each arm runs, and its seeds
@@ -435,8 +439,7 @@ notebook.check_explained(prediction_5, answer_5, why_5, table=gains.round(4))
 # %% [markdown]
 # ### The Pareto front (the paper's Fig. 3)
 # A model is on the **Pareto front** when no other is as good on every reward and better on one. The paper's Fig. 3
-# puts FedMOA's final model "closer to the Pareto-optimal frontier". Both arms' final models, MATH-like: format
-# against accuracy.
+# puts FedMOA's final model "closer to the Pareto-optimal frontier".
 
 # %%
 final = grid[grid.variant.isin(["FedAvg-GRPO", "FedMOA"])].reset_index(drop=True)  # one row per arm and seed
@@ -474,8 +477,9 @@ display(fig)
 # ### Findings (details: [report 13](13_fedmoa_report.ipynb))
 #
 # 1. No gain beyond noise: FedMOA's interval excludes the paper's +2.2; the arms with one part cannot tell (Ex. 5).
-# 2. Eq. 12, not eq. 10, moves $w_{\text{acc}}$, mostly at the first boundary (§5; report 13 §2).
-# 3. Fig. 5's rise within rounds is clear only under cosine decay, and small (§5).
+# 2. Eq. 12, not eq. 10, moves $w_{\text{acc}}$, mostly at the first boundary, re-mixing our per-config starts (§5;
+#    report 13 §2).
+# 3. Fig. 5's rise within rounds excludes 0 only under cosine decay (§5).
 # 4. The front does not separate the arms (Ex. 6).
 #
 # All runs use a 1.6 M-parameter model at λ = 10; the paper's scale is not tested.

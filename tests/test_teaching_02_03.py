@@ -293,7 +293,8 @@ def test_the_settings_and_tuning_tables_read_the_stored_grid_and_the_live_config
     assert tried["validation pass@1 (%) by λ at η = 0.004"] == "1: 41.6; 3: 41.4; 0.01: 41.0; 10: 40.7; 100: 39.9"
     # the binomial noise of a difference of two validation scores: 300 validation prompts × 4 samples each
     p = np.mean([0.416, 0.414, 0.410, 0.407, 0.399])
-    assert tried["noise of a difference of two (95 %)"] == f"at least ± {196 * np.sqrt(2 * p * (1 - p) / 1200):.1f} points"
+    assert tried["noise on two λ's difference (95 %)"] == (f"at least ± {196 * np.sqrt(2 * p * (1 - p) / 1200):.1f} "
+                                                            "points (binomial)")
     assert table.loc["eq. 10 updates a round (τ − 1)"].tolist() == [cfg.local_steps - 1, 5, 5, "not given"]
     assert table.loc["model"].tolist()[:3] == ["base_moa (1.6 M parameters)"] * 3
     assert table.loc["LoRA"].tolist()[:3] == ["rank 8: q, k, v, o, gate, up, down"] * 3  # "auto" on base_moa
@@ -419,7 +420,8 @@ def test_exercise_4s_why_reads_the_median_ratio_against_pure_noise_and_lambda_ti
 
     deltas = pd.DataFrame({"ratio": [0.02, 0.03, 0.5], "delta": [1e-4, -2e-4, 3e-4]})
     why = tf.why_4(deltas, lam=10.0, prompts=4, dims=10_000)
-    assert why.startswith("the median |Δ_k| / ‖g_k‖² is 0.030 (largest 0.50)")
+    assert why.startswith("‖n‖ / ‖s‖ ≈ √(1/0.030 − 1) = 5.7, from |Δ_k| / ‖g_k‖² ≈ ‖s‖² / (‖s‖² + ‖n‖²): the batch "
+                          "noise is 5.7 times the signal. The median |Δ_k| / ‖g_k‖² is 0.030 (largest 0.50)")
     assert "pure noise's 1/√10,000 = 0.010" in why and "batch of only 4 prompts" in why
     assert why.endswith("λ = 10, λ|Δ_k| then has median 0.0020: eq. 10 hardly moves the weights.")
     zero = pd.DataFrame({"reward": ["format", "length_short"], "ratio": [0.03, 0.0], "delta": [1e-4, 0.0]})
