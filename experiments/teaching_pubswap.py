@@ -67,7 +67,7 @@ def _settings(cfg, policy, tau_live: int, results) -> tuple[dict, dict, dict, st
     rounds = rows.groupby("tau").rounds.agg(lambda r: r.unique().item())  # [τ] rounds of every run at τ
     assert (rounds * rounds.index == s["steps"]).all(), "the stored runs do not share one budget of local steps"
     share = lambda taus, steps: (f"{', '.join(map(str, taus))} (τ is {100 * min(taus) / steps:.0f}–"
-                                 f"{100 * max(taus) / steps:.0f} % of the {steps}-step budget)")
+                                 f"{100 * max(taus) / steps:.0f} % of the {steps}-step budget: local steps per client, rounds × τ)")
     live = {"clients N": f"{cfg.num_clients}",
             "b prompts × K answers per step": f"{cfg.prompts_per_step} × {cfg.num_generations}",
             "public prompts": f"{cfg.n_public:,}",

@@ -233,7 +233,7 @@ def step_timeline(tau: int, period: int, title: str = "") -> Diagram:
               f'<text x="12" y="{y0 + 96}" font-size="12">public step j: two round trips: the b public '
               f'prompts down, K answers each up;</text>',
               f'<text x="12" y="{y0 + 112}" font-size="12">then the swapped groups down, one GRPO step on them, '
-              f'a done (with the swapped fraction, for the log only) up</text>']
+              f'then "step done" up (with the swapped fraction, for the log only)</text>']
     height = y0 + 124
     return Diagram(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
                    f'viewBox="0 0 {width} {height}" style="{FONT}">{"".join(parts)}</svg>')

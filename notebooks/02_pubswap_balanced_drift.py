@@ -26,7 +26,7 @@
 # answers among them before training.
 #
 # **The paper's claims.** (1) **Balanced** swapping (others' right answers for a client's wrong ones) reduces drift
-# (argued with a bound; the paper measures no drift). (2) It beats FedAvg-GRPO in **pass@1** (share of right test answers) for
+# (the paper argues it with a bound). (2) It beats FedAvg-GRPO in **pass@1** (share of right test answers) for
 # most $\tau$. (3) For few local steps, a simpler **Random** swap (one shared group drawn from all answers) beats
 # Balanced.
 #
@@ -159,8 +159,8 @@ print(teach.settings_sentences(cfg, policy, T))  # the live round (§3–4) agai
 
 # %% [markdown]
 # ## 3. One swap, step by step
-# The table below and §4's measurement come from a **replay**: after one Balanced round, each client answers the last
-# public step's prompts afresh with its own adapter (new answers, not those step 6 trained on).
+# The table below and §4's measurement come from a **replay**: a round keeps no answer texts, so after one Balanced
+# round each client answers the last public step's prompts afresh with its own adapter.
 
 # %%
 run, drift = teach.live_round(cfg, policy, "pubswap_balanced", T)  # drift: the package's record after each step
@@ -204,7 +204,7 @@ for rule, mine in (("balanced", balanced), ("random", random_rule)):
     rng = seeding.rng("pubswap/swap", gen.seed, gen.round, gen.period)  # that step's draws: one stream, b prompts
     assert all((mine(r, rng) == result.source).all() for r, result in zip(right, swaps[rule]))  # slot by slot
     print(f"{rule}: the code above and swap_public fill every slot alike on all {len(right)} prompts")
-# appendix A.2's terms for client_0 and client_1 (§4c), measured now: the live rounds of §4b share the policy and
+# the swap's distortion terms for client_0 and client_1 (§4c), measured now: the live rounds of §4b share the policy and
 # its client names, so after them the clients no longer hold this round's adapters
 terms = [off_policy_terms(run.clients[cid], gen, swaps["balanced"], n) for n, cid in enumerate(cids[:2])]
 x = teach.example_prompt(correct, K)  # a prompt where client_0 is short of right answers
@@ -385,15 +385,15 @@ pull.rename_axis("local step j →")
 # | $\zeta$ | **heterogeneity**: $\gamma_j$ of a private step (different prompts) |
 # | $\omega_n$ | swap distortion: $\lVert{g_n^{\text{swap}}-g_n}\rVert$ |
 #
-# Adding and subtracting $g_n(\theta_{n'})$ splits a step's change into different $\theta$, different data and
-# noise:
+# Per step, and over $\tau$:
 #
 # $$\Delta_{j}\le(1+\eta{L})\Delta_{j-1}+\eta\gamma_j+\eta\bigl(\lVert\xi_n\rVert+\lVert\xi_{n'}\rVert\bigr),\qquad
 # \Delta_\tau\le\eta\sum_{j=1}^{\tau}(1+\eta{L})^{\tau-j}\bigl(\gamma_j+\lVert\xi_n\rVert+\lVert\xi_{n'}\rVert\bigr)$$
 #
 # - **Private step**: $\gamma_j=\zeta$.
 # - **Public, no swap**: at one $\theta$, on the same prompts, expected gradients are equal: $\gamma_j=0$.
-# - **Balanced**: a client's donors are the *other* clients, so even in expectation groups differ:
+# - **Balanced**: a client's donors are the *other* clients, whose drifted policies wrote the copies: even in
+#   expectation groups differ:
 #   $\gamma_j\le\omega_n+\omega_{n'}$, with $\omega_n\le\frac1b\sum_xM_n(x)\beta_n(x)$, $\beta_n(x)$ the most one
 #   swapped answer changes the gradient on prompt $x$.
 
@@ -512,14 +512,16 @@ by_tau({"6. pass@1: Balanced − FedAvg-GRPO": ("pass@1", "PubSwap Balanced", "F
 # ### Findings
 # 1. Balanced keeps clients closer than FedAvg-GRPO at $\tau$ = 8, 32, 48 (row 1): claim (1) holds there.
 # 2. Where the control ran ($\tau$ = 32, 48), the public steps' own cut: cannot tell (row 2). The swap's: yes
-#    (row 3), with directions more alike (row 5) and at $\tau$ = 32 shorter moves (row 4). Why stays open.
-#    Shared noise alone would make Random, sharing whole groups, the most aligned; it is not (Exercise 5's table).
+#    (row 3), with directions more alike (row 5) and at $\tau$ = 32 shorter moves (row 4).
+#    Shared noise alone predicts Random, sharing whole groups, the most aligned; the runs do not show it (Exercise
+#    5's table).
 #    The live round hints at shared *signal*: Balanced leaves fewer groups without gradient than the control, and its
 #    public gradients agree more at steps 4 and 6 (§4b's table).
-# 3. No $\tau$ tells Balanced's pass@1 from FedAvg-GRPO's (row 6). At $\tau$ = 48 (5 seeds) the interval excludes
+# 3. No $\tau$ tells Balanced's pass@1 from FedAvg-GRPO's (row 6): at this scale the lower drift bought no visible
+#    accuracy. At $\tau$ = 48 (5 seeds) the interval excludes
 #    any gain above 0.65 points, and 10 of the paper's 16 gains are larger: claim (2) is not reproduced there, open
 #    elsewhere.
 # 4. Claim (3) is not reproduced: at our smallest $\tau$, 2, Random scores *below* Balanced (row 7), as at
-#    $\tau$ = 48. Its one shared group can hold no right answer for anyone (§3's Random group).
+#    $\tau$ = 48. Its one shared group can hold no right answer (§3's Random group).
 #
 # Every claim: [12_pubswap_report](12_pubswap_report.ipynb#findings).

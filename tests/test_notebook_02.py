@@ -251,9 +251,10 @@ def test_the_settings_table_states_each_setting_once_for_the_live_round_the_stor
     assert stored["local steps per client in all"] == (f"{s['steps']} at every τ: rounds = {s['steps']}/τ = "
                                                        f"{', '.join(map(str, rounds))}")  # a fixed budget
     assert stored["seeds"] == "3 per arm (5 for FedAvg-GRPO and Balanced at τ = 48)"
-    assert stored["τ: local steps per round"] == "2, 8, 32, 48 (τ is 2–50 % of the 96-step budget)"  # 2/96 … 48/96
+    assert stored["τ: local steps per round"] == ("2, 8, 32, 48 (τ is 2–50 % of the 96-step budget: local steps per "
+                                                  "client, rounds × τ)")  # 2/96 … 48/96
     assert paper["τ: local steps per round"] == (", ".join(map(str, findings.PUBSWAP_PAPER_TAUS))
-                                                 + " (τ is 3–33 % of the 360-step budget)")  # 10/360 … 120/360
+                                                 + " (τ is 3–33 % of the 360-step budget: local steps per client, rounds × τ)")  # 10/360 … 120/360
     assert live["τ: local steps per round"].startswith("6: all")
     # the rest in two lines: the topic split, then the policy, GRPO (quick's β = 0, full's 1e-4) and how pass@1 is measured
     assert f"Dirichlet concentration {cfg.dirichlet_alpha:g}" in note and f"μ = {cfg.num_iterations}" in note
