@@ -278,7 +278,7 @@ def settings_table(cfg, seed: int, grid: pd.DataFrame) -> pd.DataFrame:
                         f"{clip['epsilon']:g}, {clip['epsilon_high']:g}", "not given"),
         "λ": (f"{cfg.fedmoa.lam:g}", f"{homo['fedmoa']['lam']:g}", f"{lam:g}", f"{SCALE_FEDMOA['paper']['lam']:g}"),
         "λ chosen by": ("the stored grid's λ" if cfg.fedmoa.lam == lam else "—", "the stored grid's λ",
-                        f"validation, seed {tuning['seed']} ({chosen} at η = {first:g})", "not given"),
+                        f"validation at η = {first:g}, seed {tuning['seed']} ({chosen})", "not given"),
         f"validation pass@1 (%) by λ at η = {at:g}": ("", "", "; ".join(f"{x:g}: {100 * a:.1f}"
                                                                        for x, a in scores.items()), ""),
         "noise on two λ's difference (95 %)": ("", "", f"at least ± {100 * noise:.1f} points (binomial)", ""),

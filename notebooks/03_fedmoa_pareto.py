@@ -16,8 +16,7 @@
 # %% [markdown]
 # # FedMOA: who sets the reward weights in federated GRPO?
 #
-# *Wang et al., FedMOA: Federated GRPO for Personalized Reasoning LLMs under Heterogeneous Rewards* (MOA:
-# multi-objective alignment).
+# *Wang et al., FedMOA: Federated GRPO for Personalized Reasoning LLMs under Heterogeneous Rewards*.
 #
 # **The problem.** GRPO often trains on a weighted sum of rewards (accuracy, format, others).
 # Fixed weights waste signal: format is learnt in a few steps, yet keeps its share.
@@ -27,7 +26,8 @@
 #
 # **FedMOA** *personalises* the reward weights and changes the averaging:
 #
-# 1. **Client:** from a round's second local step, each step shifts its weights toward rewards still being learnt.
+# 1. **Client:** from a round's second local step, each step shifts its weights toward rewards still being learnt
+#    (the paper's words; see Exercise 1).
 # 2. **Server:** clients with the same accuracy reward (math's or code's) form a *cluster*. In each, it averages adapters and shared
 #    weights, counting a client with a *lower* accuracy weight more, then averages clusters' adapters into one model
 #    for all.
@@ -77,7 +77,7 @@ diagrams.round_diagram("fedmoa")
 # |---|---|
 # | $r_k$, $w_k$, $r_w$ | reward $k$, its weight, the weighted reward (eqs. 1–2) |
 # | $L_k$ | GRPO's loss on $r_k$ alone |
-# | φ | one fixed layer's LoRA factors |
+# | φ | one layer's LoRA factors (the same at every step) |
 # | $g_k$ | $L_k$'s gradient on φ (eq. 8) |
 # | $\Delta_k$ | $g_k$ dotted with the last step's (eq. 9) |
 # | λ | eq. 10's step size |
@@ -131,7 +131,7 @@ diagrams.round_diagram("fedmoa")
 #
 # Eq. 10 is a descent step on each weight's own loss: $-\partial L_k/\partial w_k=\eta\Delta_k$, with η folded into
 # λ. Using the total loss $\sum_jw_jL_j$ would add cross terms $w_j\,g_j^{(t)\top}g_k^{(t-1)}$; FedMOA keeps the
-# diagonal. $\Delta_k>0$ means consecutive gradients agree: reward $k$ is still being learnt.
+# diagonal. $\Delta_k>0$ means consecutive gradients agree; whether $w_k$ then rises is Exercise 1's question.
 #
 # **What the derivation skips.** GRPO divides $r_w$ by its own group std, so the loss on $r_w$ is not exactly
 # $\sum_kw_kL_k$. φ stands in for θ, and Adam's step is not η times the gradient.
@@ -192,7 +192,7 @@ notebook.knobs(show_toy, **controls)
 
 # %% [markdown]
 # Format's weight falls as its Δ shrinks; accuracy and tag count rise only because format pulls the mean Δ below
-# theirs: "still being learnt" means more than the average reward. At format 0 the other two stop (equal Δ).
+# theirs: "still being learnt" means more than the average reward.
 
 # %% [markdown]
 # ## 3. The server: α and eq. 12
@@ -356,7 +356,7 @@ display(fig)
 # $$\Delta_k\approx\lVert s\rVert^2,\quad\lVert g_k\rVert^2\approx\lVert s\rVert^2+\lVert n\rVert^2,\quad
 # \frac{|\Delta_k|}{\lVert g_k\rVert^2}\approx\frac{\lVert s\rVert^2}{\lVert s\rVert^2+\lVert n\rVert^2}$$
 #
-# For pure noise ($s=0$) it is about $1/\sqrt d$ ($d$: φ's size). A toy:
+# For pure noise ($s=0$) the ratio is about $1/\sqrt d$ ($d$: φ's size). A toy:
 
 # %%
 layer, layers, d = tf.hyper_layer_size(first)  # φ: the LoRA factors of the live model's middle layer
@@ -481,5 +481,6 @@ display(fig)
 #    report 13 §2).
 # 3. Fig. 5's rise within rounds excludes 0 only under cosine decay (§5).
 # 4. The front does not separate the arms (Ex. 6).
+# 5. α ranks reward sets, not progress (Ex. 3).
 #
 # All runs use a 1.6 M-parameter model at λ = 10; the paper's scale is not tested.

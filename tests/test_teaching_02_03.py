@@ -288,7 +288,7 @@ def test_the_settings_and_tuning_tables_read_the_stored_grid_and_the_live_config
     assert table.columns.tolist() == ["live run (§4–5)", "Homo+Homo runs (§5)", "stored grid (§6)", "paper"]
     assert table.loc["λ"].tolist() == ["10", "10", "10", "0.01"]
     assert table.loc["λ chosen by"].tolist() == ["the stored grid's λ", "the stored grid's λ",
-                                                 "validation, seed 10 (best at η = 0.002)", "not given"]
+                                                 "validation at η = 0.002, seed 10 (best)", "not given"]
     tried = table["stored grid (§6)"]  # validation pass@1 (%) of every λ tried at the grid's learning rate, best first
     assert tried["validation pass@1 (%) by λ at η = 0.004"] == "1: 41.6; 3: 41.4; 0.01: 41.0; 10: 40.7; 100: 39.9"
     # the binomial noise of a difference of two validation scores: 300 validation prompts × 4 samples each
