@@ -171,6 +171,30 @@ def delta_signs(records: list[dict]) -> list[dict]:
     return out
 
 
+def delta_over_seeds(rows: list[dict], variant: str = "FedMOA") -> dict:
+    """Eq. 9's push on the accuracy weight as a verdict over seeds: for each stored run of ``variant`` whose history
+    recorded Δ_k (rows as a result file's ``runs``), accuracy's mean Δ minus its step's mean Δ (``relative`` of
+    :func:`delta_signs`: eq. 10 moves w_acc by λ times it) and the share of steps where it is below the step's mean;
+    then the relative Δ's mean and Student-t half-width over the seeds, and its sign (:func:`sign_verdict`)."""
+    per_seed = []
+    for r in sorted((r for r in rows if r["variant"] == variant), key=lambda r: r["seed"]):
+        records = as_records(r["history"])
+        trace = delta_trace(records)
+        if not trace:
+            continue
+        steps = {}
+        for t in trace:
+            steps.setdefault((t["client"], t["round"], t["step"]), []).append(t)
+        below = [next(t["delta"] for t in ts if t["rank"] == 0) < np.mean([t["delta"] for t in ts])
+                 for ts in steps.values()]
+        acc = next(d for d in delta_signs(records) if d["rank"] == 0)
+        per_seed.append(dict(seed=r["seed"], steps=len(steps), relative=acc["relative"],
+                             positive=acc["positive"], below_mean=float(np.mean(below))))
+    mean, half, n = t_interval([d["relative"] for d in per_seed])
+    return dict(per_seed=per_seed, relative=mean, half_width=half, seeds=n,
+                verdict={1: "above 0", -1: "below 0", 0: "holds 0"}[sign_verdict(mean, half)] if n > 1 else "one seed")
+
+
 def weight_moves(records: list[dict]) -> list[dict]:
     """How far the reward weights moved: one row per (client, round) with ``w_move`` (L1 distance between the
     weights a client started the round from and those it returned), λ, and the start and end w_0."""

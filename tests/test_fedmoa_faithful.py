@@ -658,3 +658,28 @@ def test_real_families_world_from_local_copies(tmp_path, monkeypatch):
     vals = REWARDS["real_family_accuracy"]([he["prompt"], mb["prompt"], "q"], [good, "no", r"\boxed{7}"],
                                            answer=[he["answer"], mb["answer"], "7"])
     assert vals == [1.0, 0.0, 1.0]
+
+
+def _traced_run(seed: int, acc_deltas: list[float], other: float) -> dict:
+    """A stored run whose one client recorded Δ at steps 1 … len(acc_deltas): accuracy's and one other reward's."""
+    record = {"client": "client_0", "round": 1, "w_start/accuracy": 0.5, "w_start/format": 0.5,
+              "w@0/accuracy": 0.5, "w@0/format": 0.5}
+    for s, d in enumerate(acc_deltas, start=1):
+        record.update({f"delta@{s}/accuracy": d, f"delta@{s}/format": other,
+                       f"w@{s}/accuracy": 0.5, f"w@{s}/format": 0.5})
+    return {"variant": "FedMOA", "seed": seed, "history": {"server": [], "clients": [record]}}
+
+
+def test_eq_9s_push_on_the_accuracy_weight_is_read_per_seed_then_over_seeds():
+    from experiments import fedmoa_analysis as analysis
+    from experiments.stats import t_interval
+
+    rows = [_traced_run(0, [1.0, 3.0], 2.0), _traced_run(1, [0.0, 2.0], 2.0), _traced_run(2, [1.0, 1.0], 2.0),
+            {"variant": "FedAvg-GRPO", "seed": 0, "history": {"server": [], "clients": []}}]
+    out = analysis.delta_over_seeds(rows)
+    # seed 0: step means 1.5 and 2.5, accuracy − mean −0.5 and +0.5 → 0; below the mean at one step of two
+    # seed 1: −1 and 0 → −0.5, below at one step (0 < 1; at step 2 they tie); seed 2: −0.5 and −0.5 → −0.5, both
+    assert [(d["seed"], d["relative"], d["below_mean"]) for d in out["per_seed"]] == [
+        (0, 0.0, 0.5), (1, -0.5, 0.5), (2, -0.5, 1.0)]
+    mean, half, n = t_interval([0.0, -0.5, -0.5])
+    assert (out["relative"], out["half_width"], out["seeds"]) == (mean, half, 3) and out["verdict"] == "holds 0"
