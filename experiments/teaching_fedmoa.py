@@ -565,16 +565,19 @@ def why_3(answer: str, end: pd.DataFrame, configs: pd.Series, by_config: pd.Data
             "rewards a client holds, not its progress.")
 
 
-def why_4(deltas: pd.DataFrame, lam: float, prompts: int, dims: int, max_tokens: int | None = None) -> str:
+def why_4(deltas: pd.DataFrame, lam: float, prompts: int, dims: int, max_tokens: int | None = None,
+          on=None) -> str:
     """Exercise 4 (why eq. 10 is weak): the batch noise's size against the signal's, ‖n‖ / ‖s‖, from the live run's
     median |Δ_k| / ‖g_k‖² (:func:`delta_ratios`) by the notebook's signal-and-noise formula; that median against pure
     noise's 1/√``dims`` (φ's size), and λ|Δ_k|'s median at the run's λ; then, for each reward whose Δ_k is 0 at every
     step (``deltas`` with a ``reward`` column), why: its advantages, hence g_k, are 0 at one step or both (for
-    length_short, answers capped at ``max_tokens`` tokens almost all score 1)."""
-    median = deltas.ratio.median()
+    length_short, answers capped at ``max_tokens`` tokens almost all score 1). ``on``: a mask of the rows the ratio is
+    read on (the notebook's: each client's accuracy reward); None: every row."""
+    read = deltas if on is None else deltas[on]
+    median = read.ratio.median()
     noise = np.sqrt(1 / median - 1) if median > 0 else float("inf")  # ‖n‖ / ‖s‖ by the signal-and-noise formula
     why = (f"‖n‖ / ‖s‖ ≈ √(1/{median:.3f} − 1) = {noise:.1f}, from |Δ_k| / ‖g_k‖² ≈ ‖s‖² / (‖s‖² + ‖n‖²): the batch "
-           f"noise is {noise:.1f} times the signal. The median |Δ_k| / ‖g_k‖² is {median:.3f} (largest {deltas.ratio.max():.2f}): above pure noise's "
+           f"noise is {noise:.1f} times the signal. The median |Δ_k| / ‖g_k‖² is {median:.3f} (largest {read.ratio.max():.2f}): above pure noise's "
            f"1/√{dims:,} = {dims ** -0.5:.3f}, so there is some signal, but far below 1. Each step draws a new batch "
            f"of only {prompts} prompts, so batch noise dominates each g_k. At λ = {lam:g}, λ|Δ_k| then has median "
            f"{lam * deltas.delta.abs().median():.4f}: eq. 10 hardly moves the weights.")

@@ -434,7 +434,7 @@ def exercise_no_spread(gen, swaps, correct: pd.DataFrame) -> tuple[tuple[int, in
         "There no group Random draws has spread, and Balanced has no right answer to swap in (all wrong) or "
         "leaves the groups alone (all right); everywhere else Balanced tops every short group up, so both counts are "
         "the same. Random can lose "
-        f"more by chance: this draw left {len(rnd)} without gradient, adding {', '.join(chance) or 'none'}. "
+        f"more by chance: this draw left {len(rnd)} prompts without gradient, adding {', '.join(chance) or 'none'}. "
         "Random shares more, but a shared group can hold no right answer for anyone.")
 
 

@@ -373,22 +373,24 @@ pd.DataFrame(toy).round(3)
 # %%
 deltas = tf.delta_ratios(moa_records)  # Δ_k of every client, round, step t ≥ 2 and reward; gsq: the round's mean ‖g_k‖²
 ratio = deltas.delta.abs() / deltas.gsq  # |Δ_k| / ‖g_k‖²: 1 for a gradient that repeats exactly
-print(f"the live run: median |Δ_k| / ‖g_k‖² = {ratio.median():.3f} over {len(ratio):,} (client, step, reward) cases; "
+acc = deltas["rank"] == 0  # each client's accuracy reward (its first), the weight §5 follows
+print(f"the live run: accuracy's median |Δ_k| / ‖g_k‖² = {ratio[acc].median():.3f} over {acc.sum()} (client, step) "
+      f"cases; every reward's: {ratio.median():.3f} over {len(ratio)} (a constant reward's exact zeros among them); "
       f"each step's batch: {cfg.prompts_per_step} prompts × {cfg.num_generations} answers")
 
 # %% [markdown]
 # ### Exercise 4
-# By the formula above, how large is the live run's batch noise against its signal: is $\lVert n\rVert/\lVert
+# By the formula above, how large is the live run's batch noise against its signal on accuracy: is $\lVert n\rVert/\lVert
 # s\rVert$ "under 1", "1 to 3" or "over 3"?
 
 # %%
 prediction_4 = None  # "under 1", "1 to 3" or "over 3"
 
 # %%
-noise_to_signal = np.sqrt(1 / ratio.median() - 1)  # ‖n‖ / ‖s‖ from |Δ_k| / ‖g_k‖² ≈ ‖s‖² / (‖s‖² + ‖n‖²)
+noise_to_signal = np.sqrt(1 / ratio[acc].median() - 1)  # ‖n‖ / ‖s‖ from |Δ_k| / ‖g_k‖² ≈ ‖s‖² / (‖s‖² + ‖n‖²)
 answer_4 = "under 1" if noise_to_signal < 1 else "1 to 3" if noise_to_signal <= 3 else "over 3"
 deltas["λ|Δ_k|"] = cfg.fedmoa.lam * deltas.delta.abs()  # how far eq. 10 moves w_k before the projection
-why_4 = tf.why_4(deltas, cfg.fedmoa.lam, cfg.prompts_per_step, d, cfg.max_new_tokens)  # in words
+why_4 = tf.why_4(deltas, cfg.fedmoa.lam, cfg.prompts_per_step, d, cfg.max_new_tokens, on=acc)  # in words
 by_reward = deltas.assign(ratio=ratio).groupby("reward")[["ratio", "λ|Δ_k|"]].median().add_prefix("median ")
 by_reward["share of steps with Δ_k = 0"] = deltas.delta.eq(0).groupby(deltas.reward).mean()
 notebook.check_explained(prediction_4, answer_4, why_4, table=by_reward.round(4).rename(

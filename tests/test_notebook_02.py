@@ -182,7 +182,7 @@ def test_exercise_2_counts_prompts_without_gradient_under_this_random_draw_and_u
     gen = SimpleNamespace(num_generations=K, client_ids=list(correct.columns))
     (rnd, bal), why = teach.exercise_no_spread(gen, swaps, correct)
     assert (rnd, bal) == (2, 2)  # whatever Random draws: p0, p1 (pool uniform); Balanced: p0, p1 only
-    assert "this draw left 3 without gradient" in why  # p3 by chance as well
+    assert "this draw left 3 prompts without gradient" in why  # p3 by chance as well
     assert "'p3' (1 of 16 right: a 75% chance)" in why  # C(15, 4) / C(16, 4) = 0.75
 
 

@@ -424,6 +424,8 @@ def test_exercise_4s_why_reads_the_median_ratio_against_pure_noise_and_lambda_ti
                           "noise is 5.7 times the signal. The median |Δ_k| / ‖g_k‖² is 0.030 (largest 0.50)")
     assert "pure noise's 1/√10,000 = 0.010" in why and "batch of only 4 prompts" in why
     assert why.endswith("λ = 10, λ|Δ_k| then has median 0.0020: eq. 10 hardly moves the weights.")
+    why = tf.why_4(deltas, lam=10.0, prompts=4, dims=10_000, on=pd.Series([True, False, True]))  # two rows read
+    assert why.startswith("‖n‖ / ‖s‖ ≈ √(1/0.260 − 1) = 1.7,") and "(largest 0.50)" in why
     zero = pd.DataFrame({"reward": ["format", "length_short"], "ratio": [0.03, 0.0], "delta": [1e-4, 0.0]})
     why = tf.why_4(zero, lam=10.0, prompts=4, dims=10_000, max_tokens=32)
     assert why.endswith("length_short's Δ_k is 0 at every step: its reward barely varies within a group (answers "
