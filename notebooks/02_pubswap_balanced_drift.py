@@ -292,7 +292,8 @@ notebook.check_explained(prediction_3, answer_3, why_3)
 
 # %% [markdown]
 # ### 4b. How we measure drift
-# We measure drift on what the model applies, $\Delta{W}$ (the bound in 4c tracks the factors). With $\Delta{W}_n=sB_nA_n$, client $n$'s whole adapter, all
+# We measure drift on what the model applies, $\Delta{W}$; it cannot see Exercise 3's case (equal $\Delta{W}$,
+# different factors), so the live round also prints FedIT's error itself. With $\Delta{W}_n=sB_nA_n$, client $n$'s whole adapter, all
 # layers in one vector, the **drift** $\delta_{\text{pair}}$ is the
 # mean distance between two clients, the **update size** $u$ a client's mean distance from the round's start
 # $\Delta{W}_p$:
@@ -343,6 +344,16 @@ print(f"after step {T}: δ_pair {', '.join(f'{arm} {v:.2f}' for arm, v in d.item
       f"{public_cut:+.2f}, Balanced − control {swap_cut:+.2f}: one seed, one round, an example, not evidence; here "
       + ("the public steps cut more than the swap" if public_cut < swap_cut else "the swap cuts more than the public "
          "steps") + " (§5 has the stored runs)")
+
+
+def fedit_error(factors):  # ‖mean_n s·B_n·A_n − s·B̄·Ā‖: what FedIT's average loses (§4a), all layers in one vector
+    mean_factors = {k: np.mean([f[k] for f in factors.values()], axis=0) for k in next(iter(factors.values()))
+                    if "lora_" in k}
+    return np.linalg.norm(np.mean([delta_W(f) for f in factors.values()], axis=0) - delta_W(mean_factors))
+
+
+print("FedIT's error at the round's end, ‖mean ΔW_n − s·B̄·Ā‖: "
+      + ", ".join(f"{arm} {fedit_error(t[T - 1]):.3f}" for arm, t in tensors.items()))
 fig = teach.live_drift_figure(drifts, cfg.pubswap.period)
 viz.export(fig, "pubswap_live_drift", figures)
 fig
@@ -367,9 +378,6 @@ for arm, key, row in (("PubSwap Balanced", "replacement_fraction", "Balanced: sh
                       ("PubSwap Balanced", "frac_zero_std", "Balanced: groups without gradient")):
     pull.loc[row] = [f"{drifts[arm][j][key]:.0%}" if j in public_steps else "" for j in range(T)]  # the package's
 pull.rename_axis("local step j →")
-
-# %% [markdown]
-# Public steps align gradients even without a swap; private ones do not.
 
 # %% [markdown]
 # ### 4c. What the paper's bound predicts
