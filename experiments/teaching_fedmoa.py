@@ -230,7 +230,8 @@ def settings_table(cfg, seed: int, grid: pd.DataFrame) -> pd.DataFrame:
     from fedrl_kit.world.families import PAPER_NAMES
 
     s, paper, stored = fedmoa_setting(), SCALE_FIELDS["paper"], stored_grid()["settings"]["heter+heter"]
-    homo = json.loads((RESULTS / COSINE_GRID).read_text())["settings"]["homo+homo"]  # Fig. 5's runs, both schedules
+    cosine = json.loads((RESULTS / COSINE_GRID).read_text())  # Fig. 5's runs under the decay, read once
+    homo = cosine["settings"]["homo+homo"]  # their settings, those of the constant-rate runs too
     pretrain = json.loads((REPO_ROOT / "data" / "base_moa" / "pretrain.json").read_text())
     size = lambda base: (f"{Path(base).name} ({pretrain['n_params'] / 1e6:.1f} M parameters)"  # noqa: E731
                          if Path(base).name == "base_moa" else str(base))
@@ -285,7 +286,7 @@ def settings_table(cfg, seed: int, grid: pd.DataFrame) -> pd.DataFrame:
         "eq. 10 updates a round (τ − 1)": (cfg.local_steps - 1, homo["local_steps"] - 1, s["tau"] - 1, "not given"),
         "pass@1 averages": (answers(dict(n_test=cfg.n_test, eval_samples=cfg.eval_samples)), answers(homo),
                             answers(stored), "not given"),
-        "seeds": (f"1 (seed {seed})", len({r["seed"] for r in json.loads((RESULTS / COSINE_GRID).read_text())["runs"]}),
+        "seeds": (f"1 (seed {seed})", len({r["seed"] for r in cosine["runs"]}),
                   grid.query("variant == 'FedMOA'").seed.nunique(), "not given"),
         "clients per config (w_acc at start: ours)": (per_config("live run: clients (w_acc at start)"), "all alike",
                                                 per_config("stored grid: clients (w_acc at start)"), "not given")}
